@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The MetaRoCE transport engine: all protocol logic, and no I/O.
+ *
+ * The engine has no sockets, threads, clocks, printing or per-packet
+ * allocation.  Its driver (mrocd over AF_XDP or UDP, the unit tests, the
+ * simulator) feeds it packets (engine_rx), work (engine_post_*) and the
+ * current time, and takes from it packets to send (engine_tx), completions
+ * (engine_poll_cq) and the time it next wants to be called
+ * (engine_next_deadline).  Time is a monotonic nanosecond count chosen by
+ * the driver.
+ *
+ * The engine sees bytes after the UDP header only.  A peer is an opaque
+ * handle chosen by the driver (it maps it to an IP address); a path's UDP
+ * source port is chosen by the engine and handed to the driver with each
+ * packet, so the driver can put it in the UDP header.
+ *
+ * All functions return 0 (or a count) on success and a negative errno on
+ * failure.
+ */
+#ifndef MROC_ENGINE_H
+#define MROC_ENGINE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "wire.h"
+
+struct engine;
+
+struct engine_config {
+	uint32_t max_qps;		/* QP table size */
+	uint32_t max_mrs;		/* memory region table size */
+	uint32_t mtu;			/* payload bytes per data packet (64..8192) */
+	uint64_t link_rate_bps;		/* this host's line rate; 0 = unknown */
+	uint32_t ack_every;		/* ACK after this many data packets per path */
+	uint64_t ack_delay_ns;		/* ... or after this long */
+	uint64_t rto_init_ns;
+	uint64_t rto_min_ns;
+	uint64_t rto_max_ns;
+	uint32_t dupthresh;		/* SACKed packets above a hole that make it a loss */
+	uint32_t init_pwnd_pkts;	/* initial window per path, packets */
+	uint32_t max_pwnd_pkts;		/* at most MROC_SACK_BITS */
+	uint32_t loss_md_pkts;		/* losses within one RTT that count as congestion */
+	uint32_t max_retx;		/* transmissions of one segment before RETRY_EXC */
+	uint32_t rnr_retry;		/* RNR retries (7 = forever, as in IB) */
+	uint64_t rnr_delay_ns;
+	uint64_t dead_peer_ns;		/* no ACK progress this long with data out: error */
+	uint32_t cm_retries;		/* CONNECT_REQ / DISCONNECT retransmissions */
+	bool rate_hints;		/* send receiver fair-share hints */
+	bool repath;			/* move paths off bad routes */
+	uint16_t sport_min;		/* source ports for paths come from this range */
+	uint16_t sport_max;
+	uint64_t seed;			/* PRNG seed: ports, keys, initial sequence numbers */
+};
+
+/* Fill with defaults suited to a datacenter network (see engine_config.c). */
+void engine_config_default(struct engine_config *cfg);
+/* Returns 0 or -EINVAL; *why names the first bad field. */
+int engine_config_check(const struct engine_config *cfg, const char **why);
+
+struct engine *engine_create(const struct engine_config *cfg);
+void engine_destroy(struct engine *eng);
+
+/* ---- memory regions ---------------------------------------------------- */
+
+#define ENGINE_ACCESS_LOCAL_WRITE	0x1
+#define ENGINE_ACCESS_REMOTE_WRITE	0x2
+#define ENGINE_ACCESS_REMOTE_READ	0x4
+#define ENGINE_ACCESS_ALL		0x7
+
+/*
+ * Register [addr, addr+len) of the driver's address space for protection
+ * domain pd.  Remote packets can only touch regions of their QP's pd, only
+ * with the rights given, and only inside the region.  The rkey is random.
+ */
+int engine_mr_register(struct engine *eng, uint32_t pd, void *addr, uint64_t len,
+		       uint32_t access, uint32_t *lkey, uint32_t *rkey);
+int engine_mr_deregister(struct engine *eng, uint32_t lkey);
+
+/* ---- queue pairs --------------------------------------------------------- */
+
+struct engine_qp_attr {
+	uint32_t pd;
+	uint8_t mode;			/* enum mroc_mode */
+	uint8_t npaths;			/* 1..MROC_MAX_PATHS; forced to 1 in RoCEv2 mode */
+	uint32_t sq_depth;		/* outstanding send WRs */
+	uint32_t rq_depth;		/* posted RECVs */
+	uint32_t max_rd;		/* outstanding READs as requester (and responder) */
+	uint64_t user;			/* opaque, returned in events */
+	/* Tests: fix the initial sequence numbers instead of random ones. */
+	bool fixed_isn;
+	uint32_t isn_psn;
+	uint32_t isn_dsn;
+};
+
+int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint32_t *qpn);
+/* Active side: send CONNECT_REQ to (peer, service_id); an event reports the result. */
+int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t service_id,
+		      uint64_t now);
+/* Passive side: the next CONNECT_REQ for service_id binds to this QP. */
+int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id);
+/* Tell the peer, flush outstanding work with MROC_WC_FLUSH_ERR. */
+int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now);
+/* Free the QP now (after disconnect, or on a dead client). */
+int engine_qp_destroy(struct engine *eng, uint32_t qpn);
+
+/* ---- work requests ----------------------------------------------------- */
+
+enum engine_wr_opcode {
+	ENGINE_WR_WRITE = 0,
+	ENGINE_WR_WRITE_IMM,
+	ENGINE_WR_SEND,
+	ENGINE_WR_SEND_IMM,
+	ENGINE_WR_READ,
+};
+
+#define ENGINE_WR_SIGNALED	0x1	/* produce a completion on success */
+
+struct engine_wr {
+	uint64_t wr_id;
+	uint8_t opcode;			/* enum engine_wr_opcode */
+	uint8_t flags;			/* ENGINE_WR_* */
+	uint32_t lkey;			/* local region (source, or READ destination) */
+	uint64_t laddr;			/* offset in the local region */
+	uint32_t len;
+	uint32_t rkey;			/* WRITE*, READ */
+	uint64_t raddr;			/* offset in the remote region */
+	uint32_t imm;
+};
+
+struct engine_recv_wr {
+	uint64_t wr_id;
+	uint32_t lkey;
+	uint64_t laddr;
+	uint32_t len;
+};
+
+/* -ENOSPC when the queue is full, -ENOTCONN before the QP is connected. */
+int engine_post_send(struct engine *eng, uint32_t qpn, const struct engine_wr *wr, uint64_t now);
+int engine_post_recv(struct engine *eng, uint32_t qpn, const struct engine_recv_wr *wr);
+
+/* ---- completions and events ------------------------------------------- */
+
+enum engine_wc_status {
+	MROC_WC_SUCCESS = 0,
+	MROC_WC_LOC_LEN_ERR,		/* RECV too small for the SEND */
+	MROC_WC_LOC_PROT_ERR,		/* bad lkey / local bounds / access */
+	MROC_WC_REM_ACCESS_ERR,		/* peer refused rkey, access or bounds */
+	MROC_WC_REM_INV_REQ_ERR,	/* peer: invalid request (SEND too long) */
+	MROC_WC_RETRY_EXC_ERR,		/* segment lost too often, or peer dead */
+	MROC_WC_RNR_RETRY_EXC_ERR,	/* peer posted no RECV in time */
+	MROC_WC_FLUSH_ERR,		/* QP went to error / closed with work pending */
+	MROC_WC_CONNECT_ERR,		/* rejected or no answer */
+};
+
+enum engine_wc_opcode {
+	ENGINE_WC_WRITE = 0,
+	ENGINE_WC_WRITE_IMM,
+	ENGINE_WC_SEND,
+	ENGINE_WC_SEND_IMM,
+	ENGINE_WC_READ,
+	ENGINE_WC_RECV,			/* SEND received */
+	ENGINE_WC_RECV_RDMA_IMM,	/* WRITE_IMM received */
+	ENGINE_WC_EV_CONNECTED,		/* event: QP is connected */
+	ENGINE_WC_EV_DISCONNECTED,	/* event: peer or we closed; QP is idle */
+	ENGINE_WC_EV_ERROR,		/* event: QP entered the error state */
+};
+
+#define ENGINE_WC_WITH_IMM	0x1
+
+struct engine_cqe {
+	uint64_t wr_id;			/* events: the QP's attr.user */
+	uint32_t qpn;
+	uint8_t opcode;			/* enum engine_wc_opcode */
+	uint8_t status;			/* enum engine_wc_status */
+	uint8_t flags;			/* ENGINE_WC_* */
+	uint32_t byte_len;
+	uint32_t imm;
+};
+
+/* Take up to max completions, any QP, each QP's in order.  Returns count. */
+int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max);
+
+/* ---- packets ------------------------------------------------------------ */
+
+struct engine_rx_meta {
+	uint32_t peer;			/* driver's handle for the source address */
+	uint16_t sport;			/* UDP source port */
+	bool ce;			/* IP ECN field was Congestion Experienced */
+};
+
+/*
+ * Process one received packet (bytes after the UDP header).  Bad packets are
+ * counted in engine_stats and dropped; the return value is 0 or a negative
+ * errno saying why it was dropped (for tests; drivers may ignore it).
+ */
+int engine_rx(struct engine *eng, uint64_t now, const uint8_t *pkt, size_t len,
+	      const struct engine_rx_meta *meta);
+
+struct engine_txbuf {
+	uint8_t *data;			/* in: where to write the packet */
+	uint32_t cap;			/* in: room at data (>= mtu + MROC_DATA_OVERHEAD) */
+	uint32_t len;			/* out: packet length */
+	uint32_t peer;			/* out: destination */
+	uint16_t sport;			/* out: UDP source port (the path) */
+	uint8_t path_id;		/* out: path index (drivers with a port per plane) */
+	bool ect;			/* out: send ECN-capable (data), or not (control) */
+};
+
+/* Produce up to n packets to send now.  Returns how many were written. */
+int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n);
+
+/* Run timers (RTO, delayed ACK, pacing, CM retries).  Call when due. */
+void engine_advance(struct engine *eng, uint64_t now);
+
+/*
+ * Earliest time the engine wants engine_advance/engine_tx to run, or
+ * UINT64_MAX.  After rx, posts or timers, drivers call engine_tx until it
+ * returns less than asked, then sleep until this deadline or the next event.
+ */
+uint64_t engine_next_deadline(struct engine *eng);
+
+/* ---- statistics ---------------------------------------------------------- */
+
+enum engine_counter {
+	EC_RX_PKTS = 0,
+	EC_RX_MALFORMED,		/* wire_parse failed (see rx_malformed[]) */
+	EC_RX_UNKNOWN_QP,
+	EC_RX_BAD_PEER,			/* QP exists but packet is not from its peer */
+	EC_RX_BAD_STATE,		/* e.g. data for a QP that is not connected */
+	EC_RX_DUP,			/* DSN already placed */
+	EC_RX_OUT_OF_WINDOW,		/* PSN/DSN/MSN beyond the receive window */
+	EC_RX_ACCESS_ERR,		/* bad rkey / pd / access rights */
+	EC_RX_BOUNDS_ERR,		/* write/read outside the region or RECV */
+	EC_RX_RNR,			/* SEND/WRITE_IMM without a posted RECV */
+	EC_RX_SEQ_ERR,			/* RoCEv2 mode: out-of-order PSN dropped */
+	EC_RX_BYTES_PLACED,
+	EC_TX_PKTS,
+	EC_TX_DATA,
+	EC_TX_RETX,
+	EC_TX_ACKS,
+	EC_TX_CM,
+	EC_RTO,
+	EC_REPATH,
+	EC_LOST,
+	EC_CE,
+	EC__COUNT,
+};
+
+struct engine_stats {
+	uint64_t c[EC__COUNT];
+	uint64_t rx_malformed[WIRE_ERR__COUNT];
+};
+
+const char *engine_counter_name(enum engine_counter c);
+void engine_get_stats(const struct engine *eng, struct engine_stats *out);
+
+enum engine_qp_state {
+	ENGINE_QPS_IDLE = 0,
+	ENGINE_QPS_LISTEN,
+	ENGINE_QPS_CONNECTING,
+	ENGINE_QPS_CONNECTED,
+	ENGINE_QPS_CLOSING,
+	ENGINE_QPS_ERROR,
+};
+
+struct engine_path_info {
+	uint8_t path_id;
+	uint16_t sport;
+	uint64_t srtt_ns, rttvar_ns, min_rtt_ns, rto_ns;
+	uint32_t pwnd_bytes, inflight_bytes;
+	uint64_t sent, retx, lost, ce, acked, timeouts, repaths;
+	uint32_t dctcp_alpha_ppm;	/* CE fraction estimate, parts per million */
+};
+
+struct engine_qp_info {
+	uint32_t qpn, peer, peer_qpn;
+	uint8_t state, mode, npaths;
+	uint64_t qwnd_bytes;
+	uint64_t pacing_bps;		/* 0 = unpaced */
+	uint32_t rate_hint_mbps;	/* from the peer, 0 = none */
+	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs;
+	uint32_t sq_outstanding, rq_posted;
+	uint64_t errors;
+};
+
+int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *out);
+int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
+		     struct engine_path_info *out);
+
+#endif

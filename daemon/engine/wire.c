@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/* Wire encode/decode: the only file that knows byte offsets. */
+#include <errno.h>
+#include <string.h>
+
+#include "wire.h"
+
+static_assert(MROC_HDR_LEN == 16, "common header is 16 bytes");
+static_assert(MROC_DATA_HDR_LEN == 9 * 4 + 8, "data header is 44 bytes");
+static_assert(MROC_ACK_HDR_LEN == 7 * 4 + 2 + 1 + 1 + MROC_SACK_BYTES, "ACK header is 64 bytes");
+static_assert(MROC_CM_HDR_LEN == 8 + 4 + 4 + 2 + 1 + 1 + 1 + 3, "CM header is 24 bytes");
+static_assert(MROC_MAX_PATHS <= 256, "path id is one byte");
+
+static inline void put16(uint8_t *p, uint16_t v)
+{
+	p[0] = v >> 8;
+	p[1] = v;
+}
+
+static inline void put32(uint8_t *p, uint32_t v)
+{
+	p[0] = v >> 24;
+	p[1] = v >> 16;
+	p[2] = v >> 8;
+	p[3] = v;
+}
+
+static inline void put64(uint8_t *p, uint64_t v)
+{
+	put32(p, v >> 32);
+	put32(p + 4, (uint32_t)v);
+}
+
+static inline uint16_t get16(const uint8_t *p)
+{
+	return (uint16_t)(p[0] << 8 | p[1]);
+}
+
+static inline uint32_t get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static inline uint64_t get64(const uint8_t *p)
+{
+	return (uint64_t)get32(p) << 32 | get32(p + 4);
+}
+
+size_t wire_put_hdr(uint8_t *b, const struct mroc_hdr *h)
+{
+	b[0] = h->version;
+	b[1] = h->opcode;
+	b[2] = h->flags;
+	b[3] = h->path_id;
+	put32(b + 4, h->dst_qpn);
+	put32(b + 8, h->src_qpn);
+	put32(b + 12, h->ts);
+	return MROC_HDR_LEN;
+}
+
+size_t wire_put_data(uint8_t *b, const struct mroc_data_hdr *d)
+{
+	put32(b + 0, d->psn);
+	put32(b + 4, d->psn_floor);
+	put32(b + 8, d->dsn);
+	put32(b + 12, d->msn);
+	put32(b + 16, d->ssn);
+	put32(b + 20, d->offset);
+	put32(b + 24, d->msg_len);
+	put32(b + 28, d->key);
+	put32(b + 32, d->imm);
+	put64(b + 36, d->raddr);
+	return MROC_DATA_HDR_LEN;
+}
+
+size_t wire_put_ack(uint8_t *b, const struct mroc_ack_hdr *a)
+{
+	put32(b + 0, a->cum_psn);
+	put32(b + 4, a->cum_dsn);
+	put32(b + 8, a->ts_echo);
+	put32(b + 12, a->rcv_pkts);
+	put32(b + 16, a->ce_pkts);
+	put32(b + 20, a->rate_hint);
+	put32(b + 24, a->nak_dsn);
+	put16(b + 28, a->nak_seq);
+	b[30] = a->nak_code;
+	b[31] = 0;
+	memcpy(b + 32, a->sack, MROC_SACK_BYTES);
+	return MROC_ACK_HDR_LEN;
+}
+
+size_t wire_put_cm(uint8_t *b, const struct mroc_cm_hdr *c)
+{
+	put64(b + 0, c->service_id);
+	put32(b + 8, c->isn_dsn);
+	put32(b + 12, c->isn_psn);
+	put16(b + 16, c->mtu);
+	b[18] = c->npaths;
+	b[19] = c->mode;
+	b[20] = c->reason;
+	memset(b + 21, 0, 3);
+	return MROC_CM_HDR_LEN;
+}
+
+static void get_data(const uint8_t *b, struct mroc_data_hdr *d)
+{
+	d->psn = get32(b + 0);
+	d->psn_floor = get32(b + 4);
+	d->dsn = get32(b + 8);
+	d->msn = get32(b + 12);
+	d->ssn = get32(b + 16);
+	d->offset = get32(b + 20);
+	d->msg_len = get32(b + 24);
+	d->key = get32(b + 28);
+	d->imm = get32(b + 32);
+	d->raddr = get64(b + 36);
+}
+
+static void get_ack(const uint8_t *b, struct mroc_ack_hdr *a)
+{
+	a->cum_psn = get32(b + 0);
+	a->cum_dsn = get32(b + 4);
+	a->ts_echo = get32(b + 8);
+	a->rcv_pkts = get32(b + 12);
+	a->ce_pkts = get32(b + 16);
+	a->rate_hint = get32(b + 20);
+	a->nak_dsn = get32(b + 24);
+	a->nak_seq = get16(b + 28);
+	a->nak_code = b[30];
+	memcpy(a->sack, b + 32, MROC_SACK_BYTES);
+}
+
+static void get_cm(const uint8_t *b, struct mroc_cm_hdr *c)
+{
+	c->service_id = get64(b + 0);
+	c->isn_dsn = get32(b + 8);
+	c->isn_psn = get32(b + 12);
+	c->mtu = get16(b + 16);
+	c->npaths = b[18];
+	c->mode = b[19];
+	c->reason = b[20];
+}
+
+static int fail(enum wire_err *why, enum wire_err e)
+{
+	if (why)
+		*why = e;
+	return e == WIRE_ERR_SHORT ? -EMSGSIZE : -EBADMSG;
+}
+
+static int parse_data(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_err *why)
+{
+	struct mroc_data_hdr *d = &pkt->data;
+	uint64_t end;
+
+	if (len < MROC_DATA_OVERHEAD)
+		return fail(why, WIRE_ERR_SHORT);
+	get_data(buf + MROC_HDR_LEN, d);
+	pkt->payload = buf + MROC_DATA_OVERHEAD;
+	pkt->payload_len = (uint32_t)(len - MROC_DATA_OVERHEAD);
+	if (len - MROC_DATA_OVERHEAD > UINT32_MAX)
+		return fail(why, WIRE_ERR_LENGTH);
+	if (pkt->hdr.opcode == MROC_OP_READ_REQ) {
+		/* A request names a length; it never carries bytes. */
+		if (pkt->payload_len || d->offset)
+			return fail(why, WIRE_ERR_LENGTH);
+		return 0;
+	}
+	end = (uint64_t)d->offset + pkt->payload_len;
+	if (end > d->msg_len)
+		return fail(why, WIRE_ERR_LENGTH);
+	/* Only a zero-length message may have an empty segment. */
+	if (!pkt->payload_len && d->msg_len)
+		return fail(why, WIRE_ERR_LENGTH);
+	return 0;
+}
+
+int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_err *why)
+{
+	struct mroc_hdr *h = &pkt->hdr;
+
+	if (why)
+		*why = WIRE_OK;
+	pkt->payload = NULL;
+	pkt->payload_len = 0;
+	if (len < MROC_HDR_LEN)
+		return fail(why, WIRE_ERR_SHORT);
+	h->version = buf[0];
+	h->opcode = buf[1];
+	h->flags = buf[2];
+	h->path_id = buf[3];
+	h->dst_qpn = get32(buf + 4);
+	h->src_qpn = get32(buf + 8);
+	h->ts = get32(buf + 12);
+	if (h->version != MROC_WIRE_VERSION)
+		return fail(why, WIRE_ERR_VERSION);
+	if (h->flags & ~MROC_F_ALL)
+		return fail(why, WIRE_ERR_FLAGS);
+	if (h->path_id >= MROC_MAX_PATHS)
+		return fail(why, WIRE_ERR_PATH);
+
+	if (mroc_op_is_data(h->opcode))
+		return parse_data(buf, len, pkt, why);
+	if (h->opcode == MROC_OP_ACK) {
+		if (len < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
+			return fail(why, WIRE_ERR_SHORT);
+		get_ack(buf + MROC_HDR_LEN, &pkt->ack);
+		return 0;
+	}
+	if (mroc_op_is_cm(h->opcode)) {
+		if (len < MROC_HDR_LEN + MROC_CM_HDR_LEN)
+			return fail(why, WIRE_ERR_SHORT);
+		get_cm(buf + MROC_HDR_LEN, &pkt->cm);
+		return 0;
+	}
+	return fail(why, WIRE_ERR_OPCODE);
+}
+
+const char *wire_err_name(enum wire_err e)
+{
+	static const char *const names[WIRE_ERR__COUNT] = {
+		[WIRE_OK] = "ok",
+		[WIRE_ERR_SHORT] = "truncated",
+		[WIRE_ERR_VERSION] = "bad_version",
+		[WIRE_ERR_OPCODE] = "bad_opcode",
+		[WIRE_ERR_FLAGS] = "bad_flags",
+		[WIRE_ERR_PATH] = "bad_path",
+		[WIRE_ERR_LENGTH] = "bad_length",
+	};
+
+	return (unsigned)e < WIRE_ERR__COUNT ? names[e] : "unknown";
+}

@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * MetaRoCE wire format as mroc defines it (docs/PROTOCOL.md is the prose).
+ *
+ * Everything after the UDP header: a 16-byte common header, then one
+ * opcode-specific header, then (data opcodes only) the payload.  Fields are
+ * big-endian on the wire; the structs below are the *decoded*, host-order
+ * view, and wire.c is the only place that knows byte offsets.  Every length
+ * is checked before use: decode functions return -EBADMSG (bad field value)
+ * or -EMSGSIZE (truncated) and never read past the buffer.
+ */
+#ifndef MROC_ENGINE_WIRE_H
+#define MROC_ENGINE_WIRE_H
+
+#include <assert.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define MROC_UDP_PORT		4793	/* default UDP destination port */
+#define MROC_WIRE_VERSION	1
+#define MROC_MAX_PATHS		16
+#define MROC_SACK_BITS		256
+#define MROC_SACK_BYTES		(MROC_SACK_BITS / 8)
+
+/* On-wire sizes, pinned: changing one is a protocol version bump. */
+#define MROC_HDR_LEN		16
+#define MROC_DATA_HDR_LEN	44
+#define MROC_ACK_HDR_LEN	64
+#define MROC_CM_HDR_LEN		24
+#define MROC_DATA_OVERHEAD	(MROC_HDR_LEN + MROC_DATA_HDR_LEN)
+
+enum mroc_opcode {
+	MROC_OP_WRITE		= 0x01,	/* RDMA WRITE segment */
+	MROC_OP_WRITE_IMM	= 0x02,	/* RDMA WRITE with immediate (consumes a RECV) */
+	MROC_OP_SEND		= 0x03,	/* SEND segment (consumes a RECV) */
+	MROC_OP_SEND_IMM	= 0x04,	/* SEND with immediate */
+	MROC_OP_READ_REQ	= 0x05,	/* RDMA READ request, no payload */
+	MROC_OP_READ_RESP	= 0x06,	/* RDMA READ response segment */
+	MROC_OP_ACK		= 0x10,	/* per-path ACK: SACK, echo, CE, hint, NAK */
+	MROC_OP_CONNECT_REQ	= 0x20,
+	MROC_OP_CONNECT_REP	= 0x21,
+	MROC_OP_CONNECT_REJ	= 0x22,
+	MROC_OP_DISCONNECT	= 0x23,
+	MROC_OP_DISCONNECT_ACK	= 0x24,
+};
+
+/* Common header flags. */
+#define MROC_F_ACK_REQ	0x01	/* receiver: ACK this path now */
+#define MROC_F_RETX	0x02	/* this segment was sent before (informational) */
+#define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX)
+
+/* NAK codes carried in ACKs. */
+enum mroc_nak {
+	MROC_NAK_NONE		= 0,
+	MROC_NAK_RNR		= 1,	/* no RECV posted: retry later */
+	MROC_NAK_ACCESS		= 2,	/* bad rkey, access rights or bounds */
+	MROC_NAK_INVALID	= 3,	/* message does not fit the RECV, bad request */
+	MROC_NAK_PSN_SEQ	= 4,	/* RoCEv2 mode: out-of-sequence PSN, go back */
+};
+
+/* Reasons in CONNECT_REJ and DISCONNECT. */
+enum mroc_cm_reason {
+	MROC_CM_OK		= 0,
+	MROC_CM_NO_LISTENER	= 1,	/* nobody listens on that service id */
+	MROC_CM_BAD_PARAM	= 2,	/* mode/MTU/paths not acceptable */
+	MROC_CM_NO_RESOURCES	= 3,
+	MROC_CM_LOCAL_CLOSE	= 4,	/* the application closed the QP */
+	MROC_CM_ERROR		= 5,	/* the QP went to the error state */
+};
+
+enum mroc_mode {
+	MROC_MODE_METAROCE	= 0,	/* multipath, SACK, selective retransmit */
+	MROC_MODE_ROCEV2	= 1,	/* baseline: one path, in-order, Go-Back-N */
+};
+
+struct mroc_hdr {
+	uint8_t version;
+	uint8_t opcode;
+	uint8_t flags;
+	uint8_t path_id;	/* sender's path index, < MROC_MAX_PATHS */
+	uint32_t dst_qpn;	/* 0 in CONNECT_REQ */
+	uint32_t src_qpn;
+	uint32_t ts;		/* sender clock, ns mod 2^32, echoed in ACKs */
+};
+
+/*
+ * Data header for WRITE, WRITE_IMM, SEND, SEND_IMM, READ_REQ and READ_RESP.
+ * Every segment carries everything needed to validate and place it alone.
+ */
+struct mroc_data_hdr {
+	uint32_t psn;		/* path sequence number (per path, per direction) */
+	uint32_t psn_floor;	/* lowest PSN of this path the sender still waits for */
+	uint32_t dsn;		/* data sequence number (per QP, per direction) */
+	uint32_t msn;		/* message sequence number (per QP, per direction) */
+	uint32_t ssn;		/* RECV-consuming messages: index of the RECV to use */
+	uint32_t offset;	/* byte offset of this segment in the message */
+	uint32_t msg_len;	/* total message length in bytes */
+	uint32_t key;		/* WRITE*, READ_REQ: rkey; READ_RESP: requester's READ msn */
+	uint32_t imm;		/* *_IMM: immediate data */
+	uint64_t raddr;		/* WRITE*, READ_REQ: byte offset of the message in the region */
+};
+
+struct mroc_ack_hdr {
+	uint32_t cum_psn;	/* every PSN of this path below it is received or given up */
+	uint32_t cum_dsn;	/* every DSN of the QP below it is received and placed */
+	uint32_t ts_echo;	/* ts of the newest data packet on this path */
+	uint32_t rcv_pkts;	/* data packets received on this path, cumulative */
+	uint32_t ce_pkts;	/* of those, CE-marked, cumulative */
+	uint32_t rate_hint;	/* receiver fair-share rate for this QP in Mbit/s, 0 = none */
+	uint32_t nak_dsn;	/* DSN the newest NAK refers to */
+	uint16_t nak_seq;	/* bumped for each new NAK, 0 = no NAK yet */
+	uint8_t nak_code;	/* enum mroc_nak */
+	uint8_t sack[MROC_SACK_BYTES];	/* bit i (byte i/8, LSB first): PSN cum_psn+1+i received */
+};
+
+struct mroc_cm_hdr {
+	uint64_t service_id;
+	uint32_t isn_dsn;	/* first DSN the sender of this message will use */
+	uint32_t isn_psn;	/* first PSN on each of its paths */
+	uint16_t mtu;		/* largest payload it sends per packet */
+	uint8_t npaths;		/* paths it sprays on */
+	uint8_t mode;		/* enum mroc_mode */
+	uint8_t reason;		/* enum mroc_cm_reason (REJ, DISCONNECT) */
+};
+
+/* Is this opcode one that carries a data header? */
+static inline int mroc_op_is_data(uint8_t op)
+{
+	return op >= MROC_OP_WRITE && op <= MROC_OP_READ_RESP;
+}
+
+static inline int mroc_op_is_cm(uint8_t op)
+{
+	return op >= MROC_OP_CONNECT_REQ && op <= MROC_OP_DISCONNECT_ACK;
+}
+
+/* Does a message of this opcode consume a RECV at the responder? */
+static inline int mroc_op_uses_recv(uint8_t op)
+{
+	return op == MROC_OP_SEND || op == MROC_OP_SEND_IMM || op == MROC_OP_WRITE_IMM;
+}
+
+static inline int mroc_op_has_imm(uint8_t op)
+{
+	return op == MROC_OP_SEND_IMM || op == MROC_OP_WRITE_IMM;
+}
+
+/*
+ * Encoders write exactly the header's on-wire length at buf and return it;
+ * the caller guarantees the room (sizes are compile-time constants).
+ */
+size_t wire_put_hdr(uint8_t *buf, const struct mroc_hdr *h);
+size_t wire_put_data(uint8_t *buf, const struct mroc_data_hdr *d);
+size_t wire_put_ack(uint8_t *buf, const struct mroc_ack_hdr *a);
+size_t wire_put_cm(uint8_t *buf, const struct mroc_cm_hdr *c);
+
+/*
+ * A decoded packet.  parse checks version, opcode, flags, path id and that
+ * the buffer holds the opcode's header; for data opcodes also that the
+ * payload is consistent (offset + payload <= msg_len, READ_REQ has none).
+ */
+struct wire_pkt {
+	struct mroc_hdr hdr;
+	union {
+		struct mroc_data_hdr data;
+		struct mroc_ack_hdr ack;
+		struct mroc_cm_hdr cm;
+	};
+	const uint8_t *payload;
+	uint32_t payload_len;
+};
+
+/* Returns 0, -EMSGSIZE (truncated) or -EBADMSG (bad field); sets *why. */
+enum wire_err {
+	WIRE_OK = 0,
+	WIRE_ERR_SHORT,		/* shorter than its headers */
+	WIRE_ERR_VERSION,
+	WIRE_ERR_OPCODE,
+	WIRE_ERR_FLAGS,
+	WIRE_ERR_PATH,
+	WIRE_ERR_LENGTH,	/* payload inconsistent with offset/msg_len */
+	WIRE_ERR__COUNT,
+};
+
+int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_err *why);
+const char *wire_err_name(enum wire_err e);
+
+/* Serial-number arithmetic for 32-bit PSN/DSN/MSN spaces (RFC 1982). */
+static inline int32_t seq_diff(uint32_t a, uint32_t b)
+{
+	return (int32_t)(a - b);
+}
+
+static inline int seq_lt(uint32_t a, uint32_t b)
+{
+	return seq_diff(a, b) < 0;
+}
+
+static inline int seq_le(uint32_t a, uint32_t b)
+{
+	return seq_diff(a, b) <= 0;
+}
+
+#endif
