@@ -1,0 +1,207 @@
+# SPDX-License-Identifier: MIT
+#
+# mroc top-level Makefile (GNU make, non-recursive).
+#
+#   make                      libraries, programs and test binaries into build/
+#   make check                install missing packages (scripts/deps.sh), build, run every test
+#   make bench                build and run the simulation benchmark (build/mroc-sim bench)
+#   make clean                remove build/ and build-*/
+#   make V=1                  print full commands (and, with check, every test's output)
+#   make WERROR=1             warnings are errors (automatic when CI is set)
+#   make SANITIZE=address,undefined
+#                             -fsanitize=... build in its own folder, build-address-undefined/
+#                             (SANITIZE=thread gives build-thread/); check and bench work there too
+#
+# Sources are found with $(wildcard): a new daemon/engine/*.c, sim/*.c or
+# tests/{unit,sim}/test_*.c is picked up without editing this file.
+
+.DEFAULT_GOAL := all
+
+# ---- verbosity ------------------------------------------------------------
+
+V ?= 0
+ifeq ($(V),1)
+Q :=
+say :=
+else
+Q := @
+# $(call say,TAG,name) prints "  TAG     name".
+say = @printf '  %-7s %s\n' '$(1)' '$(2)';
+endif
+
+# ---- build folder -------------------------------------------------------------
+
+comma := ,
+ifneq ($(SANITIZE),)
+BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
+else
+BUILD ?= build
+endif
+OBJ := $(BUILD)/obj
+
+# ---- toolchain and flags ------------------------------------------------------
+
+PKG_CONFIG ?= pkg-config
+
+# CFLAGS, CPPFLAGS, LDFLAGS and LDLIBS are yours to set (make CFLAGS=-O0);
+# the project's own flags are added to them.
+CFLAGS ?= -O2 -g
+WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
+MROC_CFLAGS := -std=gnu11 $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -MMD -MP
+MROC_LDFLAGS := $(LDFLAGS)
+MROC_LDLIBS := $(LDLIBS) -lm
+
+# CI=true (set by CI) turns warnings into errors; CI=false or CI=0 does not.
+ifneq ($(filter-out 0 false,$(CI)),)
+WERROR := 1
+endif
+ifeq ($(WERROR),1)
+MROC_CFLAGS += -Werror
+endif
+
+ifneq ($(SANITIZE),)
+MROC_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
+MROC_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+# ---- dependencies (pkg-config) ----------------------------------------------
+# One FOO_CFLAGS / FOO_LIBS pair per library.  Only cmocka is used today; the
+# others are for the daemon, client library and tools (issues #3, #4, #5) and
+# are not needed to build the engine, the simulator or the tests.
+
+pkg_cflags = $(shell $(PKG_CONFIG) --cflags $(1) 2>/dev/null)
+pkg_libs = $(shell $(PKG_CONFIG) --libs $(1) 2>/dev/null)
+
+HAVE_CMOCKA := $(shell $(PKG_CONFIG) --exists cmocka 2>/dev/null && echo 1)
+CMOCKA_CFLAGS := $(call pkg_cflags,cmocka)
+CMOCKA_LIBS := $(call pkg_libs,cmocka)
+
+# Planned (not used yet): set with = so pkg-config only runs once a rule uses them.
+LIBBPF_CFLAGS = $(call pkg_cflags,libbpf)
+LIBBPF_LIBS = $(call pkg_libs,libbpf)
+LIBXDP_CFLAGS = $(call pkg_cflags,libxdp)
+LIBXDP_LIBS = $(call pkg_libs,libxdp)
+LIBURING_CFLAGS = $(call pkg_cflags,liburing)
+LIBURING_LIBS = $(call pkg_libs,liburing)
+LIBCONFIG_CFLAGS = $(call pkg_cflags,libconfig)
+LIBCONFIG_LIBS = $(call pkg_libs,libconfig)
+LIBSYSTEMD_CFLAGS = $(call pkg_cflags,libsystemd)
+LIBSYSTEMD_LIBS = $(call pkg_libs,libsystemd)
+
+# ---- sources ----------------------------------------------------------------
+
+# Engine: every daemon/engine/*.c -> libmroc_engine.a.  It sees only its own headers.
+ENGINE_SRCS := $(sort $(wildcard daemon/engine/*.c))
+ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
+ENGINE_LIB := $(BUILD)/libmroc_engine.a
+$(ENGINE_OBJS): INCLUDES := -Idaemon/engine
+
+# Simulator: sim/*.c except mroc_sim.c -> libmroc_sim.a; mroc_sim.c -> mroc-sim.
+SIM_MAIN := $(wildcard sim/mroc_sim.c)
+SIM_SRCS := $(filter-out sim/mroc_sim.c,$(sort $(wildcard sim/*.c)))
+SIM_OBJS := $(SIM_SRCS:%.c=$(OBJ)/%.o)
+SIM_LIB := $(if $(SIM_SRCS),$(BUILD)/libmroc_sim.a)
+SIM_BIN := $(if $(SIM_MAIN),$(BUILD)/mroc-sim)
+$(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o): INCLUDES := -Isim -Idaemon/engine
+
+# Tests: tests/{unit,sim}/test_*.c -> build/tests/{unit,sim}/test_*, one binary
+# per file.  Other .c files in the same folder are helpers linked into each
+# test binary of that folder.
+TEST_DIRS := tests/unit tests/sim
+TEST_SRCS := $(foreach d,$(TEST_DIRS),$(sort $(wildcard $(d)/test_*.c)))
+TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
+TEST_HELPER_SRCS := $(filter-out $(TEST_SRCS),$(foreach d,$(TEST_DIRS),$(wildcard $(d)/*.c)))
+TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o) $(TEST_HELPER_SRCS:%.c=$(OBJ)/%.o)
+$(TEST_OBJS): INCLUDES := -Isim -Idaemon/engine $(CMOCKA_CFLAGS)
+# Helper objects of the folder a test binary lives in.
+test_helpers = $(patsubst %.c,$(OBJ)/%.o,$(filter $(patsubst $(BUILD)/%,%,$(dir $(1)))%,$(TEST_HELPER_SRCS)))
+
+ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS)
+
+# ---- top-level targets ------------------------------------------------------
+
+.PHONY: all libs tests check bench clean help
+
+ifeq ($(HAVE_CMOCKA),1)
+all: libs $(SIM_BIN) tests
+else
+all: libs $(SIM_BIN)
+	@echo "note: test binaries not built: cmocka not found by pkg-config (scripts/deps.sh installs it)"
+endif
+
+libs: $(ENGINE_LIB) $(SIM_LIB)
+
+tests: $(TEST_BINS)
+	@:
+
+# deps.sh runs first; the build then runs in a fresh make so that pkg-config
+# sees what deps.sh may just have installed.  SKIP_DEPS=1 skips it.
+check:
+ifneq ($(SKIP_DEPS),1)
+	$(Q)scripts/deps.sh --check || scripts/deps.sh
+endif
+	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )scripts/run-tests.sh $(TEST_BINS)
+
+bench: $(SIM_BIN)
+ifeq ($(SIM_MAIN),)
+	@echo "make bench: sim/mroc_sim.c does not exist yet" >&2; exit 1
+else
+	$(SIM_BIN) bench
+endif
+
+clean:
+	$(call say,CLEAN,build build-*)
+	$(Q)rm -rf build build-*/
+
+help:
+	@sed -n '3,16s/^# \{0,1\}//p' Makefile
+
+# ---- rules ------------------------------------------------------------------
+
+# Flags are part of what an object depends on: a change of CFLAGS, SANITIZE or
+# WERROR rebuilds everything.
+FLAGS_STAMP := $(BUILD)/.flags
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(MROC_CFLAGS) $(MROC_LDFLAGS) $(MROC_LDLIBS)
+ifeq ($(filter clean help,$(MAKECMDGOALS)),)
+ifneq ($(shell cat $(FLAGS_STAMP) 2>/dev/null),$(strip $(FLAGS_NOW)))
+$(shell mkdir -p $(BUILD) && echo '$(strip $(FLAGS_NOW))' > $(FLAGS_STAMP))
+endif
+endif
+$(FLAGS_STAMP):
+	@mkdir -p $(@D) && echo '$(strip $(FLAGS_NOW))' > $@
+
+$(OBJ)/%.o: %.c $(FLAGS_STAMP)
+	$(call say,CC,$*.o)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) -c -o $@ $<
+
+# Test objects need cmocka: say so plainly instead of "cmocka.h: No such file".
+$(OBJ)/tests/%.o: tests/%.c $(FLAGS_STAMP)
+	$(if $(HAVE_CMOCKA),,$(error cmocka not found by pkg-config: run scripts/deps.sh (as root)))
+	$(call say,CC,tests/$*.o)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) -c -o $@ $<
+
+# rm first, so an object whose source was deleted leaves the archive too.
+$(ENGINE_LIB): $(ENGINE_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/libmroc_sim.a: $(SIM_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/mroc-sim: $(OBJ)/sim/mroc_sim.o $(SIM_LIB) $(ENGINE_LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(MROC_LDLIBS)
+
+.SECONDEXPANSION:
+$(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(ENGINE_LIB)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(MROC_LDLIBS)
+
+-include $(ALL_OBJS:.o=.d)
