@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Install the Debian 12 packages mroc needs to build, test and benchmark.
+#
+#   scripts/deps.sh           install what is missing (as root; apt-get update only then)
+#   scripts/deps.sh --check   exit 0 if everything is installed, 1 (and list it) if not
+#   scripts/deps.sh --list    print the package list
+#
+# Idempotent: with everything installed it only asks dpkg and exits.
+set -euo pipefail
+
+PACKAGES=(
+	# toolchain
+	build-essential pkg-config clang llvm
+	# libraries (pkg-config names in the Makefile)
+	libcmocka-dev libconfig-dev liburing-dev libbpf-dev libxdp-dev
+	libsystemd-dev libjansson-dev libmnl-dev
+	# XDP / network tools for the daemon and end-to-end tests
+	xdp-tools bpftool iproute2 ethtool tshark
+	# benchmarks: plots and kernel-TCP / socket baselines
+	gnuplot-nox iperf3 sockperf
+)
+
+usage() {
+	sed -n '4,9s/^# \{0,1\}//p' "$0"
+}
+
+# Print the packages of PACKAGES that dpkg does not list as installed.
+missing_packages() {
+	local installed
+	# One dpkg-query for all; unknown packages only print to stderr.
+	installed=$(dpkg-query -W -f='${Package} ${db:Status-Status}\n' "${PACKAGES[@]}" 2>/dev/null |
+		    awk '$2 == "installed" { print $1 }' || true)
+	local p
+	for p in "${PACKAGES[@]}"; do
+		grep -qxF "$p" <<<"$installed" || echo "$p"
+	done
+}
+
+mode=install
+case "${1:-}" in
+"")		;;
+--check)	mode=check ;;
+--list)		printf '%s\n' "${PACKAGES[@]}"; exit 0 ;;
+-h|--help)	usage; exit 0 ;;
+*)		usage >&2; exit 2 ;;
+esac
+
+mapfile -t missing < <(missing_packages)
+
+if [ "${#missing[@]}" -eq 0 ]; then
+	echo "deps: all ${#PACKAGES[@]} packages installed"
+	exit 0
+fi
+
+if [ "$mode" = check ]; then
+	echo "deps: missing ${#missing[@]} package(s): ${missing[*]}" >&2
+	exit 1
+fi
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "deps: missing ${missing[*]}" >&2
+	echo "deps: installing needs root: run 'sudo scripts/deps.sh' (or as root)" >&2
+	exit 1
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+# Answer the install-time questions: no setuid dumpcap (tshark), no iperf3 daemon.
+debconf-set-selections <<'EOF'
+wireshark-common wireshark-common/install-setuid boolean false
+iperf3 iperf3/start_daemon boolean false
+EOF
+
+echo "deps: installing ${missing[*]}"
+apt-get update -q
+apt-get install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+	"${missing[@]}"
+
+mapfile -t missing < <(missing_packages)
+if [ "${#missing[@]}" -ne 0 ]; then
+	echo "deps: still missing after install: ${missing[*]}" >&2
+	exit 1
+fi
+echo "deps: all ${#PACKAGES[@]} packages installed"
