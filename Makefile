@@ -134,13 +134,14 @@ libs: $(ENGINE_LIB) $(SIM_LIB)
 tests: $(TEST_BINS)
 	@:
 
-# deps.sh runs first; the build then runs in a fresh make so that pkg-config
-# sees what deps.sh may just have installed.  SKIP_DEPS=1 skips it.
+# deps.sh runs first; the build (everything, not only the tests) then runs in
+# a fresh make so that pkg-config sees what deps.sh may just have installed.
+# SKIP_DEPS=1 skips deps.sh.
 check:
 ifneq ($(SKIP_DEPS),1)
-	$(Q)scripts/deps.sh --check || scripts/deps.sh
+	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
 endif
-	$(Q)$(MAKE) --no-print-directory tests
+	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests
 	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )scripts/run-tests.sh $(TEST_BINS)
 
 bench: $(SIM_BIN)
