@@ -1,0 +1,633 @@
+// SPDX-License-Identifier: MIT
+/*
+ * simnet core: the event loop, hosts (engine + egress NIC + timer) and the
+ * fabric that routes a packet to one of its links.  Links live in link.c.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "simnet.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+enum sim_ev_type {
+	EV_HOST_TIMER = 1,	/* the engine's deadline */
+	EV_NIC_DONE,		/* the NIC has serialised its packet */
+	EV_LINK_TX,		/* a link has serialised its head packet */
+	EV_PKT_ARRIVE,		/* a packet reaches the far end of its link */
+	EV_CALL,		/* sim_schedule */
+};
+
+/* A deadline that stays <= now this many times in one instant is a spin. */
+#define SPIN_LIMIT	64
+#define CQ_BATCH	32
+
+struct sim_host {
+	struct sim_event timer;		/* exactly one pending engine timer */
+	struct sim_event nic_done;
+	struct engine *eng;
+	struct sim_pkt *nic_pkt;	/* being serialised, NULL when the NIC is free */
+	uint64_t nic_rate;
+	uint64_t nic_rem;
+	sim_cqe_fn cb;
+	void *cb_ctx;
+	bool in_drive, dirty;
+	uint64_t spin_at;
+	uint32_t spins;
+	uint32_t idx;
+	struct sim_host_stats st;
+};
+
+struct sim_call {
+	struct sim_event ev;
+	struct sim_call *prev, *next;	/* pending calls, freed at destroy */
+	sim_call_fn fn;
+	void *ctx;
+};
+
+struct sim {
+	struct sim_config cfg;
+	uint64_t now;
+	uint64_t events;
+	uint64_t hash_seed;
+	struct evq q;
+	struct rng rng;
+	struct pktpool pool;
+	struct link_env env;
+	struct sim_host *hosts;
+	struct sim_link *links;		/* [src][dst][plane] */
+	struct sim_call *calls;
+};
+
+void sim_config_default(struct sim_config *cfg)
+{
+	*cfg = (struct sim_config){
+		.nhosts = 2,
+		.nplanes = 4,
+		.route = SIM_ROUTE_HASH,
+		.seed = 1,
+		.wire_overhead = 64,
+	};
+	sim_link_cfg_default(&cfg->link);
+	engine_config_default(&cfg->engine);
+}
+
+static inline struct sim_link *link_at(const struct sim *sim, uint32_t src, uint32_t dst,
+				       uint32_t plane)
+{
+	uint32_t n = sim->cfg.nhosts;
+
+	return &sim->links[((size_t)src * n + dst) * sim->cfg.nplanes + plane];
+}
+
+static bool link_ok(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane)
+{
+	return src < sim->cfg.nhosts && dst < sim->cfg.nhosts && src != dst &&
+	       plane < sim->cfg.nplanes;
+}
+
+/* ---- hosts ------------------------------------------------------------------- */
+
+static void host_drive(struct sim *sim, struct sim_host *h);
+
+static void host_poll_cq(struct sim *sim, struct sim_host *h)
+{
+	struct engine_cqe cqe[CQ_BATCH];
+	int n;
+
+	do {
+		n = engine_poll_cq(h->eng, cqe, CQ_BATCH);
+		for (int i = 0; i < n; i++) {
+			h->st.cqes++;
+			if (h->cb)
+				h->cb(sim, h->idx, &cqe[i], h->cb_ctx);
+		}
+	} while (n == CQ_BATCH);
+}
+
+/* Route a packet the NIC has finished onto its plane's link. */
+static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
+{
+	uint32_t plane;
+
+	if (pkt->dst >= sim->cfg.nhosts || pkt->dst == pkt->src) {
+		sim->hosts[pkt->src].st.tx_bad_peer++;
+		pktpool_put(&sim->pool, pkt);
+		return;
+	}
+	if (sim->cfg.route == SIM_ROUTE_PATH_ID) {
+		plane = pkt->path_id % sim->cfg.nplanes;
+	} else {
+		uint64_t key = (uint64_t)pkt->src << 40 | (uint64_t)pkt->dst << 16 | pkt->sport;
+
+		plane = rng_mix64(key ^ sim->hash_seed) % sim->cfg.nplanes;
+	}
+	pkt->plane = plane;
+	link_enqueue(link_at(sim, pkt->src, pkt->dst, plane), &sim->env, pkt, sim->now);
+}
+
+/* The NIC is free: take one packet from the engine and start serialising it. */
+static void host_nic_pull(struct sim *sim, struct sim_host *h)
+{
+	struct sim_pkt *pkt = pktpool_get(&sim->pool, EV_PKT_ARRIVE);
+	struct engine_txbuf tb;
+	int n;
+
+	if (!pkt)
+		return;
+	tb = (struct engine_txbuf){ .data = pkt->data, .cap = sim->pool.buf_cap };
+	n = engine_tx(h->eng, sim->now, &tb, 1);
+	if (n != 1 || tb.len > sim->pool.buf_cap) {
+		if (n < 0 || tb.len > sim->pool.buf_cap)
+			h->st.tx_errors++;
+		pktpool_put(&sim->pool, pkt);
+		return;
+	}
+	pkt->len = tb.len;
+	pkt->wire_len = tb.len + sim->cfg.wire_overhead;
+	pkt->src = h->idx;
+	pkt->dst = tb.peer;
+	pkt->sport = tb.sport;
+	pkt->path_id = tb.path_id;
+	pkt->ect = tb.ect;
+	h->st.tx_pkts++;
+	h->st.tx_bytes += tb.len;
+	h->nic_pkt = pkt;
+	evq_push(&sim->q, &h->nic_done,
+		 sim->now + sim_ser_ns(pkt->wire_len, h->nic_rate, &h->nic_rem));
+}
+
+/* Keep exactly one timer event, at the engine's deadline. */
+static void host_arm_timer(struct sim *sim, struct sim_host *h)
+{
+	uint64_t d = engine_next_deadline(h->eng);
+
+	if (d == UINT64_MAX) {
+		evq_cancel(&sim->q, &h->timer);
+		return;
+	}
+	if (d <= sim->now) {
+		/* The NIC-done event drives the host anyway. */
+		if (h->nic_pkt) {
+			evq_cancel(&sim->q, &h->timer);
+			return;
+		}
+		/*
+		 * Due now but nothing was sent: run again after the other events
+		 * of this instant.  An engine that keeps asking without progress
+		 * would freeze the clock; push it 1 ns on and count it.
+		 */
+		if (h->spin_at != sim->now) {
+			h->spin_at = sim->now;
+			h->spins = 0;
+		}
+		d = sim->now;
+		if (++h->spins > SPIN_LIMIT) {
+			h->st.timer_spins++;
+			h->spins = 0;
+			d = sim->now + 1;
+		}
+	}
+	if (!evq_queued(&h->timer) || h->timer.time != d)
+		evq_push(&sim->q, &h->timer, d);
+}
+
+/*
+ * The driver loop an engine expects: run due timers, hand completions to
+ * the callback, feed the NIC while it is free, rearm the timer.  Callbacks
+ * may post work on this or another host; a host already being driven is
+ * only marked dirty and loops once more.
+ */
+static void host_drive(struct sim *sim, struct sim_host *h)
+{
+	if (h->in_drive) {
+		h->dirty = true;
+		return;
+	}
+	h->in_drive = true;
+	do {
+		h->dirty = false;
+		if (engine_next_deadline(h->eng) <= sim->now)
+			engine_advance(h->eng, sim->now);
+		host_poll_cq(sim, h);
+		if (!h->nic_pkt) {
+			host_nic_pull(sim, h);
+			host_poll_cq(sim, h);
+		}
+	} while (h->dirty);
+	host_arm_timer(sim, h);
+	h->in_drive = false;
+}
+
+static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
+{
+	struct sim_host *h = &sim->hosts[pkt->dst];
+	struct engine_rx_meta meta = { .peer = pkt->src, .sport = pkt->sport, .ce = pkt->ce };
+
+	h->st.rx_pkts++;
+	h->st.rx_bytes += pkt->len;
+	if (engine_rx(h->eng, sim->now, pkt->data, pkt->len, &meta) < 0)
+		h->st.rx_rejected++;
+	pktpool_put(&sim->pool, pkt);
+	host_drive(sim, h);
+}
+
+/* ---- event loop ---------------------------------------------------------------- */
+
+static void sim_dispatch(struct sim *sim, struct sim_event *ev)
+{
+	struct sim_host *h;
+	struct sim_call *c;
+
+	sim->events++;
+	switch (ev->type) {
+	case EV_HOST_TIMER:
+		h = container_of(ev, struct sim_host, timer);
+		h->st.timer_fires++;
+		host_drive(sim, h);
+		break;
+	case EV_NIC_DONE:
+		h = container_of(ev, struct sim_host, nic_done);
+		fabric_send(sim, h->nic_pkt);
+		h->nic_pkt = NULL;
+		host_drive(sim, h);
+		break;
+	case EV_LINK_TX:
+		link_tx_done(container_of(ev, struct sim_link, tx_done), &sim->env, sim->now);
+		break;
+	case EV_PKT_ARRIVE:
+		pkt_arrive(sim, container_of(ev, struct sim_pkt, ev));
+		break;
+	case EV_CALL:
+		c = container_of(ev, struct sim_call, ev);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			sim->calls = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		c->fn(sim, c->ctx);
+		free(c);
+		break;
+	}
+}
+
+static void sim_step(struct sim *sim)
+{
+	struct sim_event *ev = evq_pop(&sim->q);
+
+	sim->now = ev->time;
+	sim_dispatch(sim, ev);
+}
+
+int sim_run_until(struct sim *sim, uint64_t t)
+{
+	struct sim_event *ev;
+
+	while ((ev = evq_peek(&sim->q)) && ev->time <= t)
+		sim_step(sim);
+	if (sim->now < t)
+		sim->now = t;
+	return 0;
+}
+
+int sim_run_while(struct sim *sim, sim_pred_fn pred, void *ctx, uint64_t time_limit)
+{
+	while (pred(sim, ctx)) {
+		struct sim_event *ev = evq_peek(&sim->q);
+
+		if (!ev)
+			return -EDEADLK;
+		if (ev->time > time_limit) {
+			if (sim->now < time_limit)
+				sim->now = time_limit;
+			return -ETIMEDOUT;
+		}
+		sim_step(sim);
+	}
+	return 0;
+}
+
+int sim_schedule(struct sim *sim, uint64_t at, sim_call_fn fn, void *ctx)
+{
+	struct sim_call *c;
+	int err;
+
+	if (!fn || at < sim->now)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	evq_event_init(&c->ev, EV_CALL);
+	c->fn = fn;
+	c->ctx = ctx;
+	err = evq_push(&sim->q, &c->ev, at);
+	if (err) {
+		free(c);
+		return err;
+	}
+	c->next = sim->calls;
+	if (c->next)
+		c->next->prev = c;
+	sim->calls = c;
+	return 0;
+}
+
+/* ---- creation ---------------------------------------------------------------- */
+
+static int sim_hosts_create(struct sim *sim)
+{
+	const struct sim_config *cfg = &sim->cfg;
+	uint64_t nic = cfg->nic_rate_bps ? cfg->nic_rate_bps : cfg->link.rate_bps * cfg->nplanes;
+	uint32_t buf_cap = 0;
+	int err;
+
+	for (uint32_t i = 0; i < cfg->nhosts; i++) {
+		struct sim_host *h = &sim->hosts[i];
+		struct engine_config ec = cfg->engine;
+
+		/* Distinct, seed-derived engine seeds: ports and keys differ per host. */
+		ec.seed = rng_mix64(cfg->seed ^ rng_mix64(cfg->engine.seed + i + 1));
+		if (!ec.link_rate_bps)
+			ec.link_rate_bps = nic;
+		if (cfg->engine_setup)
+			cfg->engine_setup(i, &ec, cfg->engine_setup_ctx);
+		if (engine_config_check(&ec, &(const char *){ NULL }))
+			return -EINVAL;
+		if (ec.mtu + MROC_DATA_OVERHEAD > buf_cap)
+			buf_cap = ec.mtu + MROC_DATA_OVERHEAD;
+		h->idx = i;
+		h->nic_rate = nic;
+		evq_event_init(&h->timer, EV_HOST_TIMER);
+		evq_event_init(&h->nic_done, EV_NIC_DONE);
+		h->eng = engine_create(&ec);
+		if (!h->eng)
+			return errno ? -errno : -ENOMEM;
+	}
+	if (buf_cap < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
+		buf_cap = MROC_HDR_LEN + MROC_ACK_HDR_LEN;
+	err = pktpool_init(&sim->pool, buf_cap, 1024);
+	return err;
+}
+
+struct sim *sim_create(const struct sim_config *cfg)
+{
+	struct sim *sim;
+	size_t nlinks;
+	int err = -EINVAL;
+
+	if (!cfg || cfg->nhosts < 2 || cfg->nhosts > (1u << 20) || !cfg->nplanes ||
+	    cfg->nplanes > SIM_MAX_PLANES || cfg->route > SIM_ROUTE_PATH_ID ||
+	    cfg->link.loss < 0 || cfg->link.loss > 1) {
+		errno = EINVAL;
+		return NULL;
+	}
+	sim = calloc(1, sizeof(*sim));
+	if (!sim) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	sim->cfg = *cfg;
+	rng_seed(&sim->rng, cfg->seed);
+	sim->hash_seed = rng_mix64(cfg->seed ^ 0x65636d70ULL /* "ecmp" */);
+	nlinks = (size_t)cfg->nhosts * cfg->nhosts * cfg->nplanes;
+	sim->hosts = calloc(cfg->nhosts, sizeof(*sim->hosts));
+	sim->links = calloc(nlinks, sizeof(*sim->links));
+	if (!sim->hosts || !sim->links || evq_init(&sim->q, 1024)) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	sim->env = (struct link_env){ .q = &sim->q, .pool = &sim->pool, .rng = &sim->rng };
+	for (uint32_t s = 0; s < cfg->nhosts; s++)
+		for (uint32_t d = 0; d < cfg->nhosts; d++)
+			for (uint32_t p = 0; p < cfg->nplanes; p++)
+				link_init(link_at(sim, s, d, p), &cfg->link, s, d, p, EV_LINK_TX);
+	err = sim_hosts_create(sim);
+	if (err)
+		goto fail;
+	return sim;
+fail:
+	sim_destroy(sim);
+	errno = -err;
+	return NULL;
+}
+
+void sim_destroy(struct sim *sim)
+{
+	struct sim_event *ev;
+
+	if (!sim)
+		return;
+	/* Return every packet to the pool before the pool goes. */
+	while ((ev = evq_pop(&sim->q))) {
+		if (ev->type == EV_PKT_ARRIVE)
+			pktpool_put(&sim->pool, container_of(ev, struct sim_pkt, ev));
+	}
+	while (sim->calls) {
+		struct sim_call *c = sim->calls;
+
+		sim->calls = c->next;
+		free(c);
+	}
+	if (sim->links) {
+		size_t n = (size_t)sim->cfg.nhosts * sim->cfg.nhosts * sim->cfg.nplanes;
+
+		for (size_t i = 0; i < n; i++)
+			link_flush(&sim->links[i], &sim->env);
+	}
+	if (sim->hosts) {
+		for (uint32_t i = 0; i < sim->cfg.nhosts; i++) {
+			if (sim->hosts[i].nic_pkt)
+				pktpool_put(&sim->pool, sim->hosts[i].nic_pkt);
+			if (sim->hosts[i].eng)
+				engine_destroy(sim->hosts[i].eng);
+		}
+	}
+	pktpool_fini(&sim->pool);
+	evq_fini(&sim->q);
+	free(sim->links);
+	free(sim->hosts);
+	free(sim);
+}
+
+/* ---- accessors ----------------------------------------------------------------- */
+
+uint64_t sim_now(const struct sim *sim)
+{
+	return sim->now;
+}
+
+const struct sim_config *sim_config(const struct sim *sim)
+{
+	return &sim->cfg;
+}
+
+struct engine *sim_host_engine(struct sim *sim, uint32_t host)
+{
+	return host < sim->cfg.nhosts ? sim->hosts[host].eng : NULL;
+}
+
+void sim_host_set_cqe_cb(struct sim *sim, uint32_t host, sim_cqe_fn fn, void *ctx)
+{
+	if (host >= sim->cfg.nhosts)
+		return;
+	sim->hosts[host].cb = fn;
+	sim->hosts[host].cb_ctx = ctx;
+}
+
+void sim_host_kick(struct sim *sim, uint32_t host)
+{
+	if (host < sim->cfg.nhosts)
+		host_drive(sim, &sim->hosts[host]);
+}
+
+int sim_post_send(struct sim *sim, uint32_t host, uint32_t qpn, const struct engine_wr *wr)
+{
+	int err;
+
+	if (host >= sim->cfg.nhosts)
+		return -EINVAL;
+	err = engine_post_send(sim->hosts[host].eng, qpn, wr, sim->now);
+	host_drive(sim, &sim->hosts[host]);
+	return err;
+}
+
+int sim_post_recv(struct sim *sim, uint32_t host, uint32_t qpn, const struct engine_recv_wr *wr)
+{
+	int err;
+
+	if (host >= sim->cfg.nhosts)
+		return -EINVAL;
+	err = engine_post_recv(sim->hosts[host].eng, qpn, wr);
+	host_drive(sim, &sim->hosts[host]);
+	return err;
+}
+
+int sim_qp_connect(struct sim *sim, uint32_t host, uint32_t qpn, uint32_t peer,
+		   uint64_t service_id)
+{
+	int err;
+
+	if (host >= sim->cfg.nhosts || peer >= sim->cfg.nhosts)
+		return -EINVAL;
+	err = engine_qp_connect(sim->hosts[host].eng, qpn, peer, service_id, sim->now);
+	host_drive(sim, &sim->hosts[host]);
+	return err;
+}
+
+/* ---- links and statistics ----------------------------------------------------------- */
+
+int sim_link_set(struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
+		 const struct sim_link_cfg *cfg)
+{
+	if (!link_ok(sim, src, dst, plane) || !cfg || cfg->loss < 0 || cfg->loss > 1)
+		return -EINVAL;
+	link_at(sim, src, dst, plane)->cfg = *cfg;
+	return 0;
+}
+
+int sim_link_get(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
+		 struct sim_link_cfg *out)
+{
+	if (!link_ok(sim, src, dst, plane))
+		return -EINVAL;
+	*out = link_at(sim, src, dst, plane)->cfg;
+	return 0;
+}
+
+int sim_plane_set(struct sim *sim, uint32_t plane, const struct sim_link_cfg *cfg)
+{
+	if (plane >= sim->cfg.nplanes || !cfg)
+		return -EINVAL;
+	for (uint32_t s = 0; s < sim->cfg.nhosts; s++)
+		for (uint32_t d = 0; d < sim->cfg.nhosts; d++)
+			if (s != d) {
+				int err = sim_link_set(sim, s, d, plane, cfg);
+
+				if (err)
+					return err;
+			}
+	return 0;
+}
+
+int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
+		   struct sim_link_stats *out)
+{
+	if (!link_ok(sim, src, dst, plane))
+		return -EINVAL;
+	*out = link_at(sim, src, dst, plane)->st;
+	return 0;
+}
+
+static void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
+{
+	sum->enqueued += s->enqueued;
+	sum->dropped_tail += s->dropped_tail;
+	sum->dropped_random += s->dropped_random;
+	sum->dropped_blackhole += s->dropped_blackhole;
+	sum->marked_ce += s->marked_ce;
+	sum->delivered += s->delivered;
+	sum->delivered_bytes += s->delivered_bytes;
+	if (s->max_queue_bytes > sum->max_queue_bytes)
+		sum->max_queue_bytes = s->max_queue_bytes;
+}
+
+int sim_plane_stats(const struct sim *sim, uint32_t plane, struct sim_link_stats *out)
+{
+	if (plane >= sim->cfg.nplanes)
+		return -EINVAL;
+	*out = (struct sim_link_stats){ 0 };
+	for (uint32_t s = 0; s < sim->cfg.nhosts; s++)
+		for (uint32_t d = 0; d < sim->cfg.nhosts; d++)
+			link_stats_add(out, &link_at(sim, s, d, plane)->st);
+	return 0;
+}
+
+static void host_stats_add(struct sim_host_stats *sum, const struct sim_host_stats *s)
+{
+	sum->tx_pkts += s->tx_pkts;
+	sum->tx_bytes += s->tx_bytes;
+	sum->rx_pkts += s->rx_pkts;
+	sum->rx_bytes += s->rx_bytes;
+	sum->rx_rejected += s->rx_rejected;
+	sum->tx_errors += s->tx_errors;
+	sum->tx_bad_peer += s->tx_bad_peer;
+	sum->timer_fires += s->timer_fires;
+	sum->timer_spins += s->timer_spins;
+	sum->cqes += s->cqes;
+}
+
+void sim_get_stats(const struct sim *sim, struct sim_stats *out)
+{
+	size_t n = (size_t)sim->cfg.nhosts * sim->cfg.nhosts * sim->cfg.nplanes;
+
+	*out = (struct sim_stats){
+		.now = sim->now,
+		.events = sim->events,
+		.pool_pkts = sim->pool.total,
+		.pkts_in_use = sim->pool.in_use,
+	};
+	for (size_t i = 0; i < n; i++)
+		link_stats_add(&out->links, &sim->links[i].st);
+	for (uint32_t i = 0; i < sim->cfg.nhosts; i++)
+		host_stats_add(&out->hosts, &sim->hosts[i].st);
+}
+
+int sim_host_stats(const struct sim *sim, uint32_t host, struct sim_host_stats *out)
+{
+	if (host >= sim->cfg.nhosts)
+		return -EINVAL;
+	*out = sim->hosts[host].st;
+	return 0;
+}
+
+uint64_t sim_goodput_capacity(const struct sim *sim, uint64_t rate_bps)
+{
+	uint64_t mtu = sim->cfg.engine.mtu;
+
+	return (uint64_t)((unsigned __int128)rate_bps * mtu /
+			  (mtu + MROC_DATA_OVERHEAD + sim->cfg.wire_overhead));
+}

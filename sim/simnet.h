@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * simnet: a seeded, deterministic discrete-event network for mroc engines.
+ *
+ * H hosts, each running one struct engine, are joined by N planes.  Every
+ * ordered host pair has, on every plane, one link (struct sim_link: rate,
+ * propagation delay, drop-tail queue, ECN threshold, random loss,
+ * blackhole); the two directions are separate links.  Each host sends
+ * through one egress NIC that serialises a packet at a time and pulls the
+ * next one from the engine only when it is free, so the engine's windows
+ * and pacing, not a driver queue, decide what goes out.
+ *
+ * The engine's peer handle for a host is the host's index.  Time is in
+ * nanoseconds and starts at 0.  Nothing here reads a clock, spawns a thread
+ * or calls rand(): the same configuration and seed give the same run.
+ *
+ * Functions return 0 on success and a negative errno otherwise; sim_create
+ * returns NULL and sets errno.
+ */
+#ifndef MROC_SIM_SIMNET_H
+#define MROC_SIM_SIMNET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "link.h"
+
+#define SIM_MAX_PLANES	64
+
+enum sim_route {
+	SIM_ROUTE_HASH = 0,	/* ECMP: plane = hash(src, dst, sport, seed) % N */
+	SIM_ROUTE_PATH_ID,	/* plane = path_id % N: a NIC port per plane */
+};
+
+struct sim;
+
+/* Called once per host before its engine is created, to adjust its config. */
+typedef void (*sim_engine_setup_fn)(uint32_t host, struct engine_config *cfg, void *ctx);
+
+struct sim_config {
+	uint32_t nhosts;		/* >= 2 */
+	uint32_t nplanes;		/* 1..SIM_MAX_PLANES */
+	uint8_t route;			/* enum sim_route */
+	uint64_t seed;			/* losses, hashes, and the engines' seeds */
+	uint64_t nic_rate_bps;		/* 0 = sum of the plane rates of link */
+	uint32_t wire_overhead;		/* Ethernet/IP/UDP bytes per packet on the wire */
+	struct sim_link_cfg link;	/* every link starts with this */
+	struct engine_config engine;	/* every host; seed mixed with host index */
+	sim_engine_setup_fn engine_setup;	/* optional per-host override */
+	void *engine_setup_ctx;
+};
+
+/* Defaults: 2 hosts, 4 planes of 25 Gbit/s, 2 us, 512 KiB queue, ECN at 64 KiB. */
+void sim_config_default(struct sim_config *cfg);
+
+struct sim *sim_create(const struct sim_config *cfg);
+void sim_destroy(struct sim *sim);
+
+uint64_t sim_now(const struct sim *sim);
+const struct sim_config *sim_config(const struct sim *sim);
+struct engine *sim_host_engine(struct sim *sim, uint32_t host);
+
+/* ---- running ---------------------------------------------------------------- */
+
+/* Run every event due at or before t, then set the clock to t. */
+int sim_run_until(struct sim *sim, uint64_t t);
+
+typedef bool (*sim_pred_fn)(struct sim *sim, void *ctx);
+
+/*
+ * Run events while pred(sim, ctx) holds (checked before each event).
+ * Returns 0 when pred turned false, -ETIMEDOUT when the next event is after
+ * time_limit (the clock is then time_limit), -EDEADLK when nothing is left
+ * to happen: no packet in flight and no engine wants a timer.
+ */
+int sim_run_while(struct sim *sim, sim_pred_fn pred, void *ctx, uint64_t time_limit);
+
+typedef void (*sim_call_fn)(struct sim *sim, void *ctx);
+
+/* Call fn(sim, ctx) at time at (>= now), e.g. to change a link mid-run. */
+int sim_schedule(struct sim *sim, uint64_t at, sim_call_fn fn, void *ctx);
+
+/* ---- hosts: completions and work --------------------------------------------- */
+
+/*
+ * The simulation polls every host's completion queue after each engine call
+ * and hands each entry to the host's callback (entries are dropped if there
+ * is none).  The callback may post work; the host is driven afterwards.
+ */
+typedef void (*sim_cqe_fn)(struct sim *sim, uint32_t host, const struct engine_cqe *cqe,
+			   void *ctx);
+void sim_host_set_cqe_cb(struct sim *sim, uint32_t host, sim_cqe_fn fn, void *ctx);
+
+/* engine_* calls with the simulation clock, then drive the host. */
+int sim_post_send(struct sim *sim, uint32_t host, uint32_t qpn, const struct engine_wr *wr);
+int sim_post_recv(struct sim *sim, uint32_t host, uint32_t qpn, const struct engine_recv_wr *wr);
+int sim_qp_connect(struct sim *sim, uint32_t host, uint32_t qpn, uint32_t peer,
+		   uint64_t service_id);
+/* After calling the engine directly: send what it now has, rearm its timer. */
+void sim_host_kick(struct sim *sim, uint32_t host);
+
+/* ---- links ---------------------------------------------------------------------- */
+
+/* Change one link now (queued packets stay; the packet on the wire keeps its timing). */
+int sim_link_set(struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
+		 const struct sim_link_cfg *cfg);
+int sim_link_get(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
+		 struct sim_link_cfg *out);
+/* Change every link of a plane, both directions, every host pair. */
+int sim_plane_set(struct sim *sim, uint32_t plane, const struct sim_link_cfg *cfg);
+int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
+		   struct sim_link_stats *out);
+/* Sum over every link of a plane (both directions). */
+int sim_plane_stats(const struct sim *sim, uint32_t plane, struct sim_link_stats *out);
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+struct sim_host_stats {
+	uint64_t tx_pkts, tx_bytes;	/* handed to the fabric */
+	uint64_t rx_pkts, rx_bytes;	/* handed to engine_rx */
+	uint64_t rx_rejected;		/* engine_rx returned an error */
+	uint64_t tx_errors;		/* engine_tx returned an error */
+	uint64_t tx_bad_peer;		/* engine named a peer that is no host */
+	uint64_t timer_fires;
+	uint64_t timer_spins;		/* deadline stayed <= now with nothing sent */
+	uint64_t cqes;
+};
+
+struct sim_stats {
+	uint64_t now;
+	uint64_t events;
+	uint64_t pool_pkts;		/* packet buffers ever allocated */
+	uint64_t pkts_in_use;
+	struct sim_link_stats links;	/* sum over every link (max_queue: the largest) */
+	struct sim_host_stats hosts;	/* sum over every host */
+};
+
+void sim_get_stats(const struct sim *sim, struct sim_stats *out);
+int sim_host_stats(const struct sim *sim, uint32_t host, struct sim_host_stats *out);
+
+/* Payload bits per second a link of rate_bps carries with full data packets. */
+uint64_t sim_goodput_capacity(const struct sim *sim, uint64_t rate_bps);
+
+#endif
