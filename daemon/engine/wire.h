@@ -21,6 +21,8 @@
 #define MROC_MAX_PATHS		16
 #define MROC_SACK_BITS		256
 #define MROC_SACK_BYTES		(MROC_SACK_BITS / 8)
+/* Receivers track this many DSNs above their cumulative DSN; senders stay inside. */
+#define MROC_DSN_WINDOW		4096
 
 /* On-wire sizes, pinned: changing one is a protocol version bump. */
 #define MROC_HDR_LEN		16

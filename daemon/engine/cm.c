@@ -1,0 +1,310 @@
+// SPDX-License-Identifier: MIT
+/*
+ * In-band connection management: CONNECT_REQ/REP/REJ and DISCONNECT/ACK.
+ * Requests are retransmitted with backoff until answered; answers are sent
+ * once and repeated when a duplicate request arrives.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t service_id,
+		      uint64_t now)
+{
+	struct qp *qp = engine_qp_lookup(eng, qpn);
+
+	if (!qp)
+		return -ENOENT;
+	if (qp->state != ENGINE_QPS_IDLE)
+		return -EISCONN;
+	qp->state = ENGINE_QPS_CONNECTING;
+	qp->peer = peer;
+	qp->service_id = service_id;
+	qp->cm_pending = CM_SEND_REQ;
+	qp->cm_tries = 0;
+	qp->cm_deadline = 0;
+	qp->may_tx = true;
+	(void)now;
+	return 0;
+}
+
+int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id)
+{
+	struct qp *qp = engine_qp_lookup(eng, qpn);
+
+	if (!qp)
+		return -ENOENT;
+	if (qp->state != ENGINE_QPS_IDLE)
+		return -EISCONN;
+	qp->state = ENGINE_QPS_LISTEN;
+	qp->service_id = service_id;
+	return 0;
+}
+
+int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
+{
+	struct qp *qp = engine_qp_lookup(eng, qpn);
+
+	if (!qp)
+		return -ENOENT;
+	switch (qp->state) {
+	case ENGINE_QPS_CONNECTED:
+		qp->state = ENGINE_QPS_CLOSING;
+		qp_flush(eng, qp, MROC_WC_FLUSH_ERR);
+		qp->cm_reason = MROC_CM_LOCAL_CLOSE;
+		break;
+	case ENGINE_QPS_ERROR:
+		if (qp->cm_pending == CM_SEND_DISC)
+			return 0;	/* already telling the peer */
+		qp->cm_reason = MROC_CM_ERROR;
+		break;
+	case ENGINE_QPS_CONNECTING:
+	case ENGINE_QPS_LISTEN:
+		qp->state = ENGINE_QPS_IDLE;
+		qp->cm_pending = CM_NONE;
+		qp->cm_deadline = 0;
+		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_FLUSH_ERR);
+		return 0;
+	default:
+		return -ENOTCONN;
+	}
+	qp->cm_pending = CM_SEND_DISC;
+	qp->cm_tries = 0;
+	qp->cm_deadline = 0;
+	qp->may_tx = true;
+	(void)now;
+	return 0;
+}
+
+static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
+			 const struct mroc_cm_hdr *c)
+{
+	if (c->mode != qp->mode)
+		return false;
+	if (c->mtu < 64 || c->mtu > eng->cfg.mtu)
+		return false;
+	if (!c->npaths || c->npaths > MROC_MAX_PATHS)
+		return false;
+	return c->mode != MROC_MODE_ROCEV2 || c->npaths == 1;
+}
+
+static void ctl_reply(struct engine *eng, const struct engine_rx_meta *meta, uint32_t dst_qpn,
+		      uint8_t op, uint8_t reason)
+{
+	struct ctl_reply *r;
+
+	if (eng->ctl_tail - eng->ctl_head >= 16)
+		return;	/* the peer retries; no need to queue without bound */
+	r = &eng->ctl[eng->ctl_tail++ % 16];
+	*r = (struct ctl_reply){ .peer = meta->peer, .dst_qpn = dst_qpn, .sport = meta->sport,
+				 .op = op, .reason = reason };
+}
+
+static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		      uint64_t now)
+{
+	qp->peer_qpn = pkt->hdr.src_qpn;
+	qp->peer_mtu = pkt->cm.mtu;
+	qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn);
+	qp_start(eng, qp, now);
+	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS);
+}
+
+static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
+		  const struct engine_rx_meta *meta, uint64_t now)
+{
+	struct qp *listener = NULL;
+
+	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+		struct qp *qp = eng->qps[i];
+
+		if (!qp)
+			continue;
+		/* A duplicate: our REP was lost. */
+		if (qp->state == ENGINE_QPS_CONNECTED && qp->peer == meta->peer &&
+		    qp->peer_qpn == pkt->hdr.src_qpn && qp->service_id == pkt->cm.service_id) {
+			qp->cm_pending = CM_SEND_REP;
+			qp->cm_deadline = 0;
+			qp->may_tx = true;
+			return 0;
+		}
+		if (!listener && qp->state == ENGINE_QPS_LISTEN &&
+		    qp->service_id == pkt->cm.service_id)
+			listener = qp;
+	}
+	if (!listener) {
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_CONNECT_REJ, MROC_CM_NO_LISTENER);
+		return -ECONNREFUSED;
+	}
+	if (!cm_params_ok(eng, listener, &pkt->cm)) {
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_CONNECT_REJ, MROC_CM_BAD_PARAM);
+		return -EINVAL;
+	}
+	listener->peer = meta->peer;
+	connected(eng, listener, pkt, now);
+	listener->cm_pending = CM_SEND_REP;
+	listener->cm_deadline = 0;
+	return 0;
+}
+
+int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx_meta *meta,
+	  uint64_t now)
+{
+	struct qp *qp;
+
+	if (pkt->hdr.opcode == MROC_OP_CONNECT_REQ)
+		return rx_req(eng, pkt, meta, now);
+	qp = engine_qp_lookup(eng, pkt->hdr.dst_qpn);
+	if (!qp) {
+		engine_count(eng, EC_RX_UNKNOWN_QP);
+		if (pkt->hdr.opcode == MROC_OP_DISCONNECT)
+			ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+		return -ENOENT;
+	}
+	if (qp->peer != meta->peer ||
+	    (qp->state != ENGINE_QPS_CONNECTING && qp->peer_qpn != pkt->hdr.src_qpn)) {
+		engine_count(eng, EC_RX_BAD_PEER);
+		return -EPERM;
+	}
+	switch (pkt->hdr.opcode) {
+	case MROC_OP_CONNECT_REP:
+		if (qp->state != ENGINE_QPS_CONNECTING)
+			return 0;	/* duplicate */
+		if (!cm_params_ok(eng, qp, &pkt->cm)) {
+			qp->state = ENGINE_QPS_ERROR;
+			qp->cm_pending = CM_NONE;
+			qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+			return -EINVAL;
+		}
+		qp->cm_pending = CM_NONE;
+		qp->cm_deadline = 0;
+		connected(eng, qp, pkt, now);
+		return 0;
+	case MROC_OP_CONNECT_REJ:
+		if (qp->state != ENGINE_QPS_CONNECTING)
+			return 0;
+		qp->state = ENGINE_QPS_ERROR;
+		qp->cm_pending = CM_NONE;
+		qp->cm_deadline = 0;
+		qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+		return 0;
+	case MROC_OP_DISCONNECT:
+		if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
+			qp_flush(eng, qp, MROC_WC_FLUSH_ERR);
+			qp->state = ENGINE_QPS_IDLE;
+			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS);
+		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
+			qp->cm_pending = CM_NONE;	/* both sides said it */
+		}
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+		return 0;
+	case MROC_OP_DISCONNECT_ACK:
+		if (qp->cm_pending != CM_SEND_DISC)
+			return 0;
+		qp->cm_pending = CM_NONE;
+		qp->cm_deadline = 0;
+		if (qp->state == ENGINE_QPS_CLOSING) {
+			qp->state = ENGINE_QPS_IDLE;
+			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS);
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static uint8_t cm_op(uint8_t pending)
+{
+	switch (pending) {
+	case CM_SEND_REQ: return MROC_OP_CONNECT_REQ;
+	case CM_SEND_REP: return MROC_OP_CONNECT_REP;
+	case CM_SEND_REJ: return MROC_OP_CONNECT_REJ;
+	case CM_SEND_DISC: return MROC_OP_DISCONNECT;
+	default: return MROC_OP_DISCONNECT_ACK;
+	}
+}
+
+/* Send the QP's pending CM message if it is due.  Returns 1 or 0. */
+int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	struct mroc_cm_hdr c = {
+		.service_id = qp->service_id,
+		.isn_dsn = qp->isn_dsn,
+		.isn_psn = qp->isn_psn,
+		.mtu = (uint16_t)eng->cfg.mtu,
+		.npaths = qp->npaths,
+		.mode = qp->mode,
+		.reason = qp->cm_reason,
+	};
+	uint8_t op = cm_op(qp->cm_pending);
+	size_t n;
+
+	if (!qp->cm_pending || (qp->cm_deadline && now < qp->cm_deadline))
+		return 0;
+	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN)
+		return 0;
+	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
+	if (op == MROC_OP_CONNECT_REQ)
+		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,
+				     .src_qpn = qp->qpn, .ts = (uint32_t)now });
+	n += wire_put_cm(b->data + n, &c);
+	b->len = (uint32_t)n;
+	b->peer = qp->peer;
+	b->sport = qp->npaths ? (qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min) :
+				eng->cfg.sport_min;
+	b->path_id = 0;
+	b->ect = false;
+	eng->st.c[EC_TX_CM]++;
+	if (qp->cm_pending == CM_SEND_REQ || qp->cm_pending == CM_SEND_DISC) {
+		uint32_t shift = qp->cm_tries < 6 ? qp->cm_tries : 6;
+
+		qp->cm_tries++;
+		qp->cm_deadline = now + (eng->cfg.rto_init_ns << shift);
+	} else {
+		qp->cm_pending = CM_NONE;
+		qp->cm_deadline = 0;
+	}
+	return 1;
+}
+
+/* Give up on a request nobody answers. */
+void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	if (!qp->cm_deadline || now < qp->cm_deadline)
+		return;
+	if (qp->cm_tries <= eng->cfg.cm_retries) {
+		qp->may_tx = true;
+		return;
+	}
+	if (qp->cm_pending == CM_SEND_REQ) {
+		qp->state = ENGINE_QPS_ERROR;
+		qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+	} else if (qp->cm_pending == CM_SEND_DISC && qp->state == ENGINE_QPS_CLOSING) {
+		qp->state = ENGINE_QPS_IDLE;
+		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_RETRY_EXC_ERR);
+	}
+	qp->cm_pending = CM_NONE;
+	qp->cm_deadline = 0;
+}
+
+/* Replies for QPs we do not have (REJ, DISCONNECT_ACK).  Returns 1 or 0. */
+int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b)
+{
+	struct ctl_reply *r;
+	struct mroc_cm_hdr c = { .reason = 0 };
+	size_t n;
+
+	if (eng->ctl_head == eng->ctl_tail || b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN)
+		return 0;
+	r = &eng->ctl[eng->ctl_head++ % 16];
+	c.reason = r->reason;
+	n = wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = r->op,
+			 .dst_qpn = r->dst_qpn, .ts = (uint32_t)now });
+	n += wire_put_cm(b->data + n, &c);
+	b->len = (uint32_t)n;
+	b->peer = r->peer;
+	b->sport = r->sport;
+	b->path_id = 0;
+	b->ect = false;
+	eng->st.c[EC_TX_CM]++;
+	return 1;
+}

@@ -1,0 +1,345 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The engine's front door: configuration, the QP table, packet dispatch,
+ * the transmit scheduler (round-robin over QPs), timers, completions and
+ * statistics.  Protocol logic lives in qp_*.c, path.c and cm.c.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+#define QPN_IDX_BITS	16
+#define QPN_IDX_MASK	((1u << QPN_IDX_BITS) - 1)
+
+void engine_config_default(struct engine_config *c)
+{
+	*c = (struct engine_config){
+		.max_qps = 1024,
+		.max_mrs = 1024,
+		.mtu = 1024,
+		.link_rate_bps = 0,
+		.ack_every = 4,
+		.ack_delay_ns = 20 * NSEC_PER_USEC,
+		.rto_init_ns = 10 * NSEC_PER_MSEC,
+		.rto_min_ns = 2 * NSEC_PER_MSEC,
+		.rto_max_ns = 1 * NSEC_PER_SEC,
+		.dupthresh = 3,
+		.init_pwnd_pkts = 16,
+		.max_pwnd_pkts = MROC_SACK_BITS,
+		.loss_md_pkts = 4,
+		.hint_interval_ns = 200 * NSEC_PER_USEC,
+		.max_retx = 32,
+		.rnr_retry = 7,
+		.rnr_delay_ns = 1 * NSEC_PER_MSEC,
+		.dead_peer_ns = 3 * NSEC_PER_SEC,
+		.cm_retries = 8,
+		.rate_hints = true,
+		.repath = true,
+		.sport_min = 49152,
+		.sport_max = 65535,
+		.seed = 1,
+	};
+}
+
+int engine_config_check(const struct engine_config *c, const char **why)
+{
+#define BAD(msg) do { if (why) *why = msg; return -EINVAL; } while (0)
+	if (!c->max_qps || c->max_qps > QPN_IDX_MASK - 1)
+		BAD("max_qps must be 1..65534");
+	if (!c->max_mrs || c->max_mrs > 4096)
+		BAD("max_mrs must be 1..4096");
+	if (c->mtu < 64 || c->mtu > 8192)
+		BAD("mtu must be 64..8192");
+	if (!c->ack_every || c->ack_every > 64)
+		BAD("ack_every must be 1..64");
+	if (!c->rto_min_ns || c->rto_min_ns > c->rto_init_ns || c->rto_init_ns > c->rto_max_ns)
+		BAD("need 0 < rto_min <= rto_init <= rto_max");
+	if (!c->dupthresh || c->dupthresh > 64)
+		BAD("dupthresh must be 1..64");
+	if (!c->max_pwnd_pkts || c->max_pwnd_pkts > MROC_SACK_BITS)
+		BAD("max_pwnd_pkts must be 1..256");
+	if (!c->init_pwnd_pkts || c->init_pwnd_pkts > c->max_pwnd_pkts)
+		BAD("init_pwnd_pkts must be 1..max_pwnd_pkts");
+	if (!c->loss_md_pkts)
+		BAD("loss_md_pkts must be >= 1");
+	if (!c->max_retx || c->max_retx > 255)
+		BAD("max_retx must be 1..255");
+	if (c->rnr_retry > 7)
+		BAD("rnr_retry must be 0..7 (7 = forever)");
+	if (!c->cm_retries || !c->dead_peer_ns || !c->hint_interval_ns)
+		BAD("cm_retries, dead_peer_ns and hint_interval_ns must be > 0");
+	if (c->sport_min < 1024 || c->sport_min > c->sport_max)
+		BAD("need 1024 <= sport_min <= sport_max");
+	return 0;
+#undef BAD
+}
+
+struct engine *engine_create(const struct engine_config *cfg)
+{
+	struct engine *eng;
+
+	if (engine_config_check(cfg, NULL))
+		return NULL;
+	eng = calloc(1, sizeof(*eng));
+	if (!eng)
+		return NULL;
+	eng->cfg = *cfg;
+	eng->dsn_window = MROC_DSN_WINDOW;
+	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + ENGINE_L2L4_OVERHEAD;
+	prng_seed(&eng->rng, cfg->seed);
+	eng->qps = calloc(cfg->max_qps, sizeof(*eng->qps));
+	eng->qp_gen = calloc(cfg->max_qps, sizeof(*eng->qp_gen));
+	if (!eng->qps || !eng->qp_gen || mr_table_init(eng)) {
+		engine_destroy(eng);
+		return NULL;
+	}
+	return eng;
+}
+
+void engine_destroy(struct engine *eng)
+{
+	if (!eng)
+		return;
+	if (eng->qps)
+		for (uint32_t i = 0; i < eng->cfg.max_qps; i++)
+			qp_free(eng->qps[i]);
+	free(eng->qps);
+	free(eng->qp_gen);
+	mr_table_free(eng);
+	free(eng);
+}
+
+struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn)
+{
+	uint32_t idx = (qpn & QPN_IDX_MASK) - 1;
+	struct qp *qp;
+
+	if (!(qpn & QPN_IDX_MASK) || idx >= eng->cfg.max_qps)
+		return NULL;
+	qp = eng->qps[idx];
+	return qp && qp->qpn == qpn ? qp : NULL;
+}
+
+void engine_count(struct engine *eng, enum engine_counter c)
+{
+	eng->st.c[c]++;
+}
+
+int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint32_t *qpn)
+{
+	struct qp *qp;
+	uint32_t i, gen;
+
+	if (attr->mode > MROC_MODE_ROCEV2 || !attr->npaths || attr->npaths > MROC_MAX_PATHS ||
+	    !attr->sq_depth || !attr->rq_depth ||
+	    attr->sq_depth + MROC_MAX_RD > MROC_MSG_WINDOW || attr->rq_depth > 65536)
+		return -EINVAL;
+	for (i = 0; i < eng->cfg.max_qps; i++)
+		if (!eng->qps[i])
+			break;
+	if (i == eng->cfg.max_qps)
+		return -ENOSPC;
+	qp = qp_alloc(eng, attr);
+	if (!qp)
+		return -ENOMEM;
+	gen = ++eng->qp_gen[i] & 0xffff;
+	if (!gen)
+		gen = ++eng->qp_gen[i] & 0xffff;
+	qp->qpn = gen << QPN_IDX_BITS | (i + 1);
+	eng->qps[i] = qp;
+	*qpn = qp->qpn;
+	return 0;
+}
+
+int engine_qp_destroy(struct engine *eng, uint32_t qpn)
+{
+	struct qp *qp = engine_qp_lookup(eng, qpn);
+
+	if (!qp)
+		return -ENOENT;
+	eng->qps[(qpn & QPN_IDX_MASK) - 1] = NULL;
+	qp_free(qp);
+	return 0;
+}
+
+int engine_post_send(struct engine *eng, uint32_t qpn, const struct engine_wr *wr, uint64_t now)
+{
+	struct qp *qp = engine_qp_lookup(eng, qpn);
+	int err;
+
+	if (!qp)
+		return -ENOENT;
+	err = qp_post_send(eng, qp, wr, now);
+	if (!err)
+		qp_update_deadline(eng, qp);
+	return err;
+}
+
+int engine_post_recv(struct engine *eng, uint32_t qpn, const struct engine_recv_wr *wr)
+{
+	struct qp *qp = engine_qp_lookup(eng, qpn);
+
+	if (!qp)
+		return -ENOENT;
+	return qp_post_recv(eng, qp, wr);
+}
+
+int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max)
+{
+	int n = 0;
+
+	for (uint32_t k = 0; k < eng->cfg.max_qps && n < max; k++) {
+		struct qp *qp = eng->qps[k];
+
+		if (!qp)
+			continue;
+		while (n < max && qp->cq_head != qp->cq_tail)
+			out[n++] = qp->cq[qp->cq_head++ & qp->cq_mask];
+	}
+	return n;
+}
+
+/* Receiver fair share: link rate split over the QPs that sent to us lately. */
+uint32_t engine_rate_hint(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	uint32_t n;
+
+	if (!eng->cfg.rate_hints || !eng->cfg.link_rate_bps)
+		return 0;
+	if (now >= eng->hint_epoch_end) {
+		eng->active_prev = eng->active_now;
+		eng->active_now = 0;
+		eng->hint_epoch++;
+		eng->hint_epoch_end = now + eng->cfg.hint_interval_ns;
+	}
+	if (qp->hint_epoch != eng->hint_epoch) {
+		qp->hint_epoch = eng->hint_epoch;
+		eng->active_now++;
+	}
+	n = eng->active_now > eng->active_prev ? eng->active_now : eng->active_prev;
+	if (n < 2)
+		return 0;	/* alone: the window is enough */
+	return (uint32_t)(eng->cfg.link_rate_bps / 1000000 * 95 / 100 / n);
+}
+
+int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
+	      const struct engine_rx_meta *meta)
+{
+	struct wire_pkt pkt;
+	enum wire_err why;
+	struct qp *qp;
+	int err;
+
+	eng->st.c[EC_RX_PKTS]++;
+	err = wire_parse(buf, len, &pkt, &why);
+	if (err) {
+		eng->st.c[EC_RX_MALFORMED]++;
+		eng->st.rx_malformed[why]++;
+		return err;
+	}
+	if (mroc_op_is_cm(pkt.hdr.opcode)) {
+		err = cm_rx(eng, &pkt, meta, now);
+		qp = engine_qp_lookup(eng, pkt.hdr.dst_qpn);
+		if (qp)
+			qp_update_deadline(eng, qp);
+		return err;
+	}
+	qp = engine_qp_lookup(eng, pkt.hdr.dst_qpn);
+	if (!qp) {
+		eng->st.c[EC_RX_UNKNOWN_QP]++;
+		return -ENOENT;
+	}
+	if (qp->peer != meta->peer || qp->peer_qpn != pkt.hdr.src_qpn ||
+	    qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_CONNECTING ||
+	    qp->state == ENGINE_QPS_IDLE) {
+		eng->st.c[qp->peer != meta->peer || qp->peer_qpn != pkt.hdr.src_qpn ?
+			  EC_RX_BAD_PEER : EC_RX_BAD_STATE]++;
+		return -EPERM;
+	}
+	if (pkt.hdr.opcode == MROC_OP_ACK)
+		err = qp_rx_ack(eng, qp, &pkt, now);
+	else
+		err = qp_rx_data(eng, qp, &pkt, meta, now);
+	qp->may_tx = true;
+	qp_update_deadline(eng, qp);
+	return err;
+}
+
+/* One packet from this QP: CM first, then ACKs, then data. */
+static int qp_tx_one(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	if (cm_tx(eng, qp, now, b))
+		return 1;
+	if (qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_IDLE ||
+	    qp->state == ENGINE_QPS_CONNECTING)
+		return 0;
+	if (qp_tx_ack(eng, qp, now, b))
+		return 1;
+	if (qp->state != ENGINE_QPS_CONNECTED)
+		return 0;
+	return qp_tx_data(eng, qp, now, b);
+}
+
+int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n)
+{
+	int count = 0;
+	bool progress = true;
+
+	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
+		count++;
+	/* Round-robin, one packet per QP per pass, so QPs share the link. */
+	while (count < n && progress) {
+		progress = false;
+		for (uint32_t k = 0; k < eng->cfg.max_qps && count < n; k++) {
+			uint32_t i = (eng->rr + k) % eng->cfg.max_qps;
+			struct qp *qp = eng->qps[i];
+
+			if (!qp || !qp->may_tx)
+				continue;
+			if (qp_tx_one(eng, qp, now, &bufs[count])) {
+				count++;
+				progress = true;
+				eng->rr = i + 1;
+			} else {
+				qp->may_tx = false;
+				qp_update_deadline(eng, qp);
+			}
+		}
+	}
+	for (int i = 0; i < count; i++)
+		eng->st.c[EC_TX_PKTS]++;
+	return count;
+}
+
+void engine_advance(struct engine *eng, uint64_t now)
+{
+	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+		struct qp *qp = eng->qps[i];
+
+		if (!qp || !qp->deadline || qp->deadline > now)
+			continue;
+		cm_timer(eng, qp, now);
+		qp_timers(eng, qp, now);
+		qp->may_tx = true;
+		qp_update_deadline(eng, qp);
+	}
+}
+
+uint64_t engine_next_deadline(struct engine *eng)
+{
+	uint64_t d = UINT64_MAX;
+
+	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+		struct qp *qp = eng->qps[i];
+
+		if (!qp)
+			continue;
+		if (qp->may_tx)
+			return 0;	/* work to do right now */
+		if (qp->deadline && qp->deadline < d)
+			d = qp->deadline;
+	}
+	return d;
+}

@@ -1,0 +1,341 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Engine internals shared by the engine's files; nothing outside
+ * daemon/engine/ includes this.  One QP holds both directions: the send side
+ * (messages, DSN states, paths, retransmit queue) and the receive side
+ * (DSN bitmap, message ring, RECV queue, per-path SACK scoreboards).
+ */
+#ifndef MROC_ENGINE_INTERNAL_H
+#define MROC_ENGINE_INTERNAL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "prng.h"
+#include "sack.h"
+#include "wire.h"
+
+/* Messages a sender may have undelivered; receivers size their ring to it. */
+#define MROC_MSG_WINDOW		1024
+/* Outstanding RDMA READs per QP and direction (requester and responder). */
+#define MROC_MAX_RD		16
+/* Bytes of Ethernet + IPv4 + UDP + FCS/preamble we charge per packet for windows. */
+#define ENGINE_L2L4_OVERHEAD	0
+
+#define NSEC_PER_USEC		1000ULL
+#define NSEC_PER_MSEC		1000000ULL
+#define NSEC_PER_SEC		1000000000ULL
+
+/* ---- send side ------------------------------------------------------------ */
+
+enum sb_state { SB_FREE = 0, SB_INFLIGHT, SB_ACKED, SB_LOST };
+
+/* One transmission on a path: indexed by PSN modulo MROC_SACK_BITS. */
+struct sb_entry {
+	uint32_t dsn;
+	uint32_t ts;		/* ns mod 2^32 when sent */
+	uint16_t bytes;		/* counted against the window */
+	uint8_t state;		/* enum sb_state */
+};
+
+enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
+
+struct path {
+	uint8_t id;
+	uint8_t state;
+	uint16_t sport;
+	uint32_t next_psn;	/* next PSN to send */
+	uint32_t floor;		/* lowest PSN still in flight (or next_psn) */
+	uint32_t high_acked;	/* highest PSN acknowledged (valid if any_acked) */
+	bool any_acked;
+	uint32_t inflight;	/* bytes */
+	uint32_t pwnd;		/* bytes */
+	uint32_t ssthresh;
+	uint64_t srtt, rttvar, min_rtt, rto;	/* ns; srtt 0 = no sample yet */
+	uint32_t backoff;	/* consecutive RTOs */
+	uint64_t rto_deadline;	/* 0 = not armed */
+	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
+	uint32_t round_end_psn;
+	uint32_t round_rcv, round_ce, round_lost, round_acked;
+	uint32_t alpha;		/* CE fraction estimate, 1 << 20 = 1.0 */
+	uint32_t recover_psn;	/* losses below this do not cut the window again */
+	bool cut_this_round;
+	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
+	bool ack_seen;
+	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */
+	uint32_t loss_ewma, ce_ewma;
+	uint8_t bad_rounds;
+	uint64_t last_repath;
+	struct sb_entry *sb;	/* MROC_SACK_BITS entries */
+	/* statistics */
+	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
+};
+
+enum dsn_state { DSN_FREE = 0, DSN_INFLIGHT, DSN_ACKED, DSN_LOST, DSN_RNR_WAIT };
+
+/* Sender state of one DSN, indexed by DSN modulo the DSN window. */
+struct dsn_entry {
+	uint32_t msn;
+	uint8_t state;		/* enum dsn_state */
+	uint8_t tx_count;
+	uint8_t queued;		/* in the retransmit queue */
+};
+
+enum txm_state { TXM_FREE = 0, TXM_ACTIVE, TXM_DONE };
+
+/* A message in the send direction: an application WR or a READ response. */
+struct tx_msg {
+	uint64_t wr_id;
+	uint32_t msn;
+	uint32_t first_dsn;
+	uint32_t nseg;
+	uint32_t len;
+	uint32_t ssn;
+	uint32_t imm;
+	uint32_t key;		/* rkey on the wire (WRITE*, READ_REQ), requester msn (READ_RESP) */
+	uint64_t raddr;
+	uint32_t src_key;	/* where payload comes from: lkey, or our rkey for READ_RESP */
+	uint64_t src_addr;
+	uint8_t op;		/* wire opcode */
+	uint8_t wc_op;		/* enum engine_wc_opcode for the completion */
+	uint8_t signaled;
+	uint8_t state;		/* enum txm_state */
+	uint8_t status;		/* enum engine_wc_status once failed */
+	uint8_t read_done;	/* READ: the response has been delivered */
+	uint8_t rnr_tries;
+	uint8_t started;	/* a segment has been sent (READ: counts in rd_out) */
+};
+
+/* ---- receive side ------------------------------------------------------- */
+
+struct rx_path {
+	struct sack sack;	/* cum_psn + 256-bit bitmap */
+	uint32_t rcv_pkts, ce_pkts;
+	uint32_t last_ts;
+	uint16_t sport;		/* where the newest data came from; ACKs go back on it */
+	uint16_t unacked;
+	bool active;
+	bool ack_now;
+	bool seq_nak_sent;	/* RoCEv2 mode: one NAK per out-of-order episode */
+	uint64_t ack_deadline;	/* 0 = none */
+};
+
+struct rx_msg {
+	uint8_t valid;
+	uint8_t op;
+	uint32_t msn;
+	uint32_t last_dsn;
+	uint32_t len;
+	uint32_t ssn;
+	uint32_t imm;
+	uint32_t key;
+	uint64_t raddr;
+};
+
+struct rq_entry {
+	uint64_t wr_id;
+	uint32_t lkey;
+	uint64_t laddr;
+	uint32_t len;
+};
+
+/* ---- the QP ---------------------------------------------------------------- */
+
+enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DISC, CM_SEND_DISC_ACK };
+
+struct qp {
+	uint32_t qpn;
+	uint8_t state;		/* enum engine_qp_state */
+	uint8_t mode;
+	uint8_t npaths;
+	uint32_t pd;
+	uint64_t user;
+	uint32_t peer, peer_qpn;
+	uint64_t service_id;
+	uint32_t peer_mtu;
+	uint32_t sq_depth, rq_depth;
+
+	/* connection management */
+	uint8_t cm_pending;	/* enum cm_pending */
+	uint8_t cm_reason;
+	uint32_t cm_tries;
+	uint64_t cm_deadline;
+	uint32_t isn_psn, isn_dsn;
+
+	/* send side */
+	struct tx_msg *txm;
+	uint32_t txm_mask;
+	uint32_t msn_head;	/* oldest message not completed */
+	uint32_t msn_tail;	/* next MSN to allocate */
+	uint32_t msn_seg;	/* message holding snd_nxt */
+	uint32_t snd_nxt;	/* next new DSN */
+	uint32_t dsn_alloc;	/* next DSN to give to a new message */
+	uint32_t snd_una;	/* peer's cumulative DSN */
+	uint32_t ssn_next;
+	uint32_t sq_used;	/* application WRs not yet completed */
+	uint32_t rd_out;	/* READs outstanding as requester */
+	uint32_t rd_resp;	/* READ responses queued as responder */
+	struct dsn_entry *dsn;
+	uint32_t dsn_mask;
+	uint32_t *rtxq;		/* DSNs to retransmit, FIFO */
+	uint32_t rtx_head, rtx_tail;
+	uint32_t gbn_next;	/* RoCEv2 mode: next DSN to resend after go-back */
+	bool gbn_active;
+	struct path *paths;
+	uint32_t rr;
+	uint64_t pace_next;
+	uint32_t hint_mbps;	/* peer's fair-share hint */
+	uint16_t nak_seen;	/* newest nak_seq acted on */
+	uint64_t rnr_deadline;
+	uint64_t last_progress;	/* last time snd_una or an ACK moved */
+	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
+
+	/* receive side */
+	uint32_t rcv_cum;	/* cumulative DSN */
+	uint64_t *rcv_map;	/* DSN window bitmap, bit (dsn & mask) */
+	struct rx_msg *rxm;	/* MROC_MSG_WINDOW entries */
+	uint32_t rcv_msn;	/* next message to deliver */
+	uint32_t rcv_rd;	/* READ requests delivered but not yet queued (responder full) */
+	struct rq_entry *rq;
+	uint32_t rq_mask, rq_head, rq_count;	/* rq_head = SSN of the oldest posted RECV */
+	struct rx_path rxp[MROC_MAX_PATHS];
+	uint8_t nak_code;
+	uint16_t nak_seq;
+	uint32_t nak_dsn;
+	uint64_t hint_epoch;	/* engine epoch this QP last received data in */
+
+	/* completions, each QP in order */
+	struct engine_cqe *cq;
+	uint32_t cq_mask, cq_head, cq_tail;
+
+	bool may_tx;		/* something might be sendable */
+	uint64_t deadline;	/* cached earliest timer */
+
+	/* statistics */
+	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs, errors;
+};
+
+struct mr {
+	uint32_t lkey, rkey;	/* 0 = free slot */
+	uint32_t pd;
+	uint32_t access;
+	uint8_t *addr;
+	uint64_t len;
+};
+
+struct engine {
+	struct engine_config cfg;
+	struct prng rng;
+	struct qp **qps;	/* max_qps slots */
+	uint32_t *qp_gen;
+	uint32_t rr;
+	struct mr *mrs;
+	uint32_t *mr_gen;
+	uint32_t dsn_window;
+	uint32_t seg_bytes;	/* window bytes charged per full data packet */
+	/* CONNECT_REJ / DISCONNECT_ACK for QPs we do not have */
+	struct ctl_reply {
+		uint32_t peer, dst_qpn;
+		uint16_t sport;
+		uint8_t op, reason;
+	} ctl[16];
+	uint32_t ctl_head, ctl_tail;
+	/* receiver fair share */
+	uint64_t hint_epoch, hint_epoch_end;
+	uint32_t active_now, active_prev;
+	struct engine_stats st;
+};
+
+/* engine.c */
+struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn);
+void engine_count(struct engine *eng, enum engine_counter c);
+uint32_t engine_rate_hint(struct engine *eng, struct qp *qp, uint64_t now);
+
+/* mr.c */
+int mr_table_init(struct engine *eng);
+void mr_table_free(struct engine *eng);
+/* Look up by key and check pd, rights and [off, off+len) inside; NULL if not. */
+uint8_t *mr_check_lkey(struct engine *eng, uint32_t pd, uint32_t lkey, uint32_t access,
+		       uint64_t off, uint64_t len);
+uint8_t *mr_check_rkey(struct engine *eng, uint32_t pd, uint32_t rkey, uint32_t access,
+		       uint64_t off, uint64_t len, int *err);
+
+/* path.c */
+void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id);
+void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
+void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
+		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now);
+void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn, uint32_t nlost);
+void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+uint32_t path_free(const struct path *p);
+bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes);
+void path_rearm(const struct engine *eng, struct path *p, uint64_t now);
+
+/* qp_tx.c */
+int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, uint64_t now);
+int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *req);
+int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
+void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn);
+void qp_complete_sends(struct engine *eng, struct qp *qp);
+void qp_set_error(struct engine *eng, struct qp *qp, uint8_t status, uint64_t now);
+void qp_flush(struct engine *eng, struct qp *qp, uint8_t status);
+bool qp_has_data(const struct engine *eng, const struct qp *qp);
+bool qp_cq_budget(const struct qp *qp);
+struct tx_msg *qp_msg(struct qp *qp, uint32_t msn);
+
+/* qp_ack.c */
+int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now);
+void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
+
+/* qp_rx.c */
+int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+	       const struct engine_rx_meta *meta, uint64_t now);
+int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
+void qp_deliver(struct engine *eng, struct qp *qp);
+int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr);
+void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn);
+
+/* cm.c */
+int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx_meta *meta,
+	  uint64_t now);
+int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
+void cm_timer(struct engine *eng, struct qp *qp, uint64_t now);
+int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b);
+
+/* qp.c */
+struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr);
+void qp_free(struct qp *qp);
+void qp_start(struct engine *eng, struct qp *qp, uint64_t now);
+int qp_push_cqe(struct qp *qp, const struct engine_cqe *cqe);
+uint32_t qp_cq_room(const struct qp *qp);
+void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status);
+void qp_update_deadline(struct engine *eng, struct qp *qp);
+
+/* Put the common header at b->data; returns its length. */
+size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
+		  uint64_t now);
+
+static inline uint64_t min_u64(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
+static inline uint64_t max_u64(uint64_t a, uint64_t b)
+{
+	return a > b ? a : b;
+}
+
+/* Earliest of two deadlines where 0 means "none". */
+static inline uint64_t deadline_min(uint64_t a, uint64_t b)
+{
+	if (!a)
+		return b;
+	if (!b)
+		return a;
+	return a < b ? a : b;
+}
+
+#endif

@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One path of a QP, sender side: RTT estimator, RTO, window (slow start,
+ * additive increase, DCTCP-style CE reaction, loss reaction) and repathing.
+ * The scoreboard itself is walked by qp_ack.c; this file owns the numbers.
+ */
+#include "internal.h"
+
+#define FIX_ONE		(1u << 20)	/* fixed-point 1.0 for alpha and EWMAs */
+#define DCTCP_G_SHIFT	4		/* g = 1/16 */
+#define EWMA_SHIFT	2		/* repath EWMAs: weight 1/4 per round */
+#define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
+
+static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path *self)
+{
+	uint32_t span = (uint32_t)eng->cfg.sport_max - eng->cfg.sport_min + 1;
+	uint16_t port = 0;
+
+	/* A few tries to avoid a sibling's port: the same port would hash alike. */
+	for (int tries = 0; tries < 8; tries++) {
+		bool clash = false;
+
+		port = (uint16_t)(eng->cfg.sport_min + prng_below(&eng->rng, span));
+		for (unsigned i = 0; i < qp->npaths; i++)
+			if (&qp->paths[i] != self && qp->paths[i].sport == port)
+				clash = true;
+		if (self->sport == port)
+			clash = true;
+		if (!clash)
+			break;
+	}
+	return port;
+}
+
+static uint32_t pwnd_min(const struct engine *eng)
+{
+	return eng->seg_bytes;
+}
+
+static uint32_t pwnd_max(const struct engine *eng)
+{
+	return eng->cfg.max_pwnd_pkts * eng->seg_bytes;
+}
+
+static void clamp_pwnd(const struct engine *eng, struct path *p)
+{
+	if (p->pwnd < pwnd_min(eng))
+		p->pwnd = pwnd_min(eng);
+	if (p->pwnd > pwnd_max(eng))
+		p->pwnd = pwnd_max(eng);
+}
+
+static void restart_window(struct engine *eng, struct path *p)
+{
+	p->pwnd = eng->cfg.init_pwnd_pkts * eng->seg_bytes;
+	p->ssthresh = pwnd_max(eng);
+	p->alpha = FIX_ONE;
+	p->loss_ewma = p->ce_ewma = 0;
+	p->bad_rounds = 0;
+	p->round_end_psn = p->next_psn;
+	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
+	p->recover_psn = p->next_psn;
+	p->cut_this_round = false;
+	clamp_pwnd(eng, p);
+}
+
+void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id)
+{
+	struct sb_entry *sb = p->sb;
+
+	*p = (struct path){ .sb = sb, .id = id };
+	for (unsigned i = 0; i < MROC_SACK_BITS; i++)
+		sb[i] = (struct sb_entry){ 0 };
+	p->sport = pick_sport(eng, qp, p);
+	p->next_psn = p->floor = qp->isn_psn;
+	p->rto = eng->cfg.rto_init_ns;
+	restart_window(eng, p);
+}
+
+uint32_t path_free(const struct path *p)
+{
+	return p->pwnd > p->inflight ? p->pwnd - p->inflight : 0;
+}
+
+bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes)
+{
+	(void)eng;
+	if (seq_diff(p->next_psn, p->floor) >= MROC_SACK_BITS)
+		return false;	/* the receiver's SACK could not describe it */
+	return !p->inflight || p->inflight + bytes <= p->pwnd;
+}
+
+static uint64_t effective_rto(const struct engine *eng, const struct path *p)
+{
+	uint64_t rto = p->rto;
+
+	for (uint32_t i = 0; i < p->backoff && rto < eng->cfg.rto_max_ns; i++)
+		rto <<= 1;
+	return min_u64(rto, eng->cfg.rto_max_ns);
+}
+
+void path_rearm(const struct engine *eng, struct path *p, uint64_t now)
+{
+	p->rto_deadline = p->inflight ? now + effective_rto(eng, p) : 0;
+}
+
+void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
+{
+	uint64_t var;
+
+	if (!rtt)
+		rtt = 1;
+	if (!p->srtt) {
+		p->srtt = rtt;
+		p->rttvar = rtt / 2;
+	} else {
+		uint64_t err = rtt > p->srtt ? rtt - p->srtt : p->srtt - rtt;
+
+		p->rttvar = (3 * p->rttvar + err) / 4;
+		p->srtt = (7 * p->srtt + rtt) / 8;
+	}
+	if (!p->min_rtt || rtt < p->min_rtt)
+		p->min_rtt = rtt;
+	var = max_u64(4 * p->rttvar, eng->cfg.ack_delay_ns);
+	p->rto = p->srtt + var + eng->cfg.ack_delay_ns;
+	if (p->rto < eng->cfg.rto_min_ns)
+		p->rto = eng->cfg.rto_min_ns;
+	if (p->rto > eng->cfg.rto_max_ns)
+		p->rto = eng->cfg.rto_max_ns;
+}
+
+static uint32_t frac(uint32_t num, uint32_t den)
+{
+	if (!den)
+		return 0;
+	if (num >= den)
+		return FIX_ONE;
+	return (uint32_t)(((uint64_t)num << 20) / den);
+}
+
+static uint32_t ewma(uint32_t avg, uint32_t sample)
+{
+	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+}
+
+/* End of a round (about one RTT): DCTCP update, repath statistics. */
+static void end_round(struct engine *eng, struct qp *qp, struct path *p)
+{
+	uint32_t f = frac(p->round_ce, p->round_rcv);
+	uint32_t sent = p->round_rcv + p->round_lost;
+
+	p->alpha = p->alpha - (p->alpha >> DCTCP_G_SHIFT) + (f >> DCTCP_G_SHIFT);
+	if (p->round_ce && !p->cut_this_round) {
+		uint64_t cut = (uint64_t)p->pwnd * p->alpha / (2 * FIX_ONE);
+
+		p->pwnd -= (uint32_t)cut;
+		p->ssthresh = p->pwnd;
+		clamp_pwnd(eng, p);
+	}
+	if (sent) {
+		p->loss_ewma = ewma(p->loss_ewma, frac(p->round_lost, sent));
+		p->ce_ewma = ewma(p->ce_ewma, f);
+	}
+	p->round_end_psn = p->next_psn;
+	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
+	p->cut_this_round = false;
+	(void)qp;
+}
+
+void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
+		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now)
+{
+	p->round_rcv += rcv_delta;
+	p->round_ce += ce_delta;
+	p->round_acked += acked_bytes;
+	if (ce_delta && p->pwnd < p->ssthresh)
+		p->ssthresh = p->pwnd;	/* congestion seen: leave slow start */
+	if (acked_bytes) {
+		if (p->pwnd < p->ssthresh)
+			p->pwnd += acked_bytes;
+		else
+			p->pwnd += (uint32_t)((uint64_t)eng->seg_bytes * acked_bytes / p->pwnd);
+		clamp_pwnd(eng, p);
+	}
+	if (seq_le(p->round_end_psn, acked_psn)) {
+		end_round(eng, qp, p);
+		path_check_siblings(eng, qp, p, now);
+	}
+}
+
+void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn, uint32_t nlost)
+{
+	(void)qp;
+	p->round_lost += nlost;
+	p->st_lost += nlost;
+	eng->st.c[EC_LOST] += nlost;
+	/* Single random drops are not congestion; a burst within a round is. */
+	if (p->round_lost >= eng->cfg.loss_md_pkts && seq_le(p->recover_psn, psn)) {
+		p->pwnd /= 2;
+		p->ssthresh = p->pwnd;
+		p->recover_psn = p->next_psn;
+		p->cut_this_round = true;
+		clamp_pwnd(eng, p);
+	}
+}
+
+void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	p->st_timeouts++;
+	eng->st.c[EC_RTO]++;
+	p->backoff++;
+	p->ssthresh = max_u64(p->pwnd / 2, 2 * eng->seg_bytes);
+	p->pwnd = pwnd_min(eng);
+	p->state = PATH_TIMEDOUT;
+	p->recover_psn = p->next_psn;
+	if (eng->cfg.repath && qp->npaths > 1)
+		path_repath(eng, qp, p, now);
+}
+
+void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	uint32_t backoff = p->backoff;
+
+	p->sport = pick_sport(eng, qp, p);
+	p->st_repaths++;
+	eng->st.c[EC_REPATH]++;
+	p->last_repath = now;
+	p->min_rtt = 0;
+	restart_window(eng, p);
+	/* A timed-out path starts small; its backoff stays until an ACK. */
+	if (backoff)
+		p->pwnd = pwnd_min(eng);
+}
+
+/*
+ * PLB-style: a path whose loss or CE fraction stays far above its siblings'
+ * for BAD_ROUNDS of its rounds moves to a new source port (another ECMP route).
+ */
+void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	uint64_t loss = 0, ce = 0;
+	bool bad;
+
+	if (!eng->cfg.repath || qp->npaths < 2)
+		return;
+	for (unsigned j = 0; j < qp->npaths; j++) {
+		if (&qp->paths[j] == p)
+			continue;
+		loss += qp->paths[j].loss_ewma;
+		ce += qp->paths[j].ce_ewma;
+	}
+	loss /= qp->npaths - 1;
+	ce /= qp->npaths - 1;
+	bad = p->loss_ewma > 2 * loss + FIX_ONE / 20 || p->ce_ewma > ce + FIX_ONE * 3 / 10;
+	p->bad_rounds = bad ? p->bad_rounds + 1 : 0;
+	if (p->bad_rounds >= BAD_ROUNDS)
+		path_repath(eng, qp, p, now);
+}

@@ -1,0 +1,159 @@
+// SPDX-License-Identifier: MIT
+/* QP life cycle, completion queue and timer bookkeeping. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "internal.h"
+
+static uint32_t pow2_at_least(uint32_t n)
+{
+	uint32_t p = 1;
+
+	while (p < n)
+		p <<= 1;
+	return p;
+}
+
+struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
+{
+	struct qp *qp = calloc(1, sizeof(*qp));
+	uint32_t ntx, ncq, nrq;
+
+	if (!qp)
+		return NULL;
+	qp->mode = attr->mode;
+	qp->npaths = attr->mode == MROC_MODE_ROCEV2 ? 1 : attr->npaths;
+	qp->pd = attr->pd;
+	qp->user = attr->user;
+	qp->sq_depth = attr->sq_depth;
+	qp->rq_depth = attr->rq_depth;
+
+	ntx = pow2_at_least(attr->sq_depth + MROC_MAX_RD);
+	nrq = pow2_at_least(attr->rq_depth);
+	ncq = pow2_at_least(attr->sq_depth + attr->rq_depth + 8);
+	qp->txm = calloc(ntx, sizeof(*qp->txm));
+	qp->txm_mask = ntx - 1;
+	qp->dsn = calloc(eng->dsn_window, sizeof(*qp->dsn));
+	qp->dsn_mask = eng->dsn_window - 1;
+	qp->rtxq = calloc(eng->dsn_window, sizeof(*qp->rtxq));
+	qp->rcv_map = calloc(eng->dsn_window / 64, sizeof(uint64_t));
+	qp->rxm = calloc(MROC_MSG_WINDOW, sizeof(*qp->rxm));
+	qp->rq = calloc(nrq, sizeof(*qp->rq));
+	qp->rq_mask = nrq - 1;
+	qp->cq = calloc(ncq, sizeof(*qp->cq));
+	qp->cq_mask = ncq - 1;
+	qp->paths = calloc(qp->npaths, sizeof(*qp->paths));
+	if (!qp->txm || !qp->dsn || !qp->rtxq || !qp->rcv_map || !qp->rxm || !qp->rq ||
+	    !qp->cq || !qp->paths)
+		goto fail;
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		qp->paths[i].sb = calloc(MROC_SACK_BITS, sizeof(struct sb_entry));
+		if (!qp->paths[i].sb)
+			goto fail;
+	}
+	if (attr->fixed_isn) {
+		qp->isn_psn = attr->isn_psn;
+		qp->isn_dsn = attr->isn_dsn;
+	} else {
+		qp->isn_psn = (uint32_t)prng_next(&eng->rng);
+		qp->isn_dsn = (uint32_t)prng_next(&eng->rng);
+	}
+	return qp;
+fail:
+	qp_free(qp);
+	return NULL;
+}
+
+void qp_free(struct qp *qp)
+{
+	if (!qp)
+		return;
+	if (qp->paths)
+		for (unsigned i = 0; i < qp->npaths; i++)
+			free(qp->paths[i].sb);
+	free(qp->paths);
+	free(qp->txm);
+	free(qp->dsn);
+	free(qp->rtxq);
+	free(qp->rcv_map);
+	free(qp->rxm);
+	free(qp->rq);
+	free(qp->cq);
+	free(qp);
+}
+
+/* Connected: set up the send side's sequence spaces and paths. */
+void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	qp->state = ENGINE_QPS_CONNECTED;
+	qp->snd_nxt = qp->snd_una = qp->isn_dsn;
+	qp->msn_head = qp->msn_tail = qp->msn_seg = 0;
+	qp->last_progress = now;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		path_init(eng, qp, &qp->paths[i], (uint8_t)i);
+	qp->may_tx = true;
+}
+
+uint32_t qp_cq_room(const struct qp *qp)
+{
+	return qp->cq_mask + 1 - (qp->cq_tail - qp->cq_head);
+}
+
+int qp_push_cqe(struct qp *qp, const struct engine_cqe *cqe)
+{
+	if (!qp_cq_room(qp))
+		return -ENOSPC;
+	qp->cq[qp->cq_tail++ & qp->cq_mask] = *cqe;
+	return 0;
+}
+
+/* Events use slots the QP reserved (cq sized sq + rq + 8), so they fit. */
+void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
+{
+	struct engine_cqe e = {
+		.wr_id = qp->user,
+		.qpn = qp->qpn,
+		.opcode = wc_op,
+		.status = status,
+	};
+
+	(void)eng;
+	qp_push_cqe(qp, &e);
+}
+
+void qp_update_deadline(struct engine *eng, struct qp *qp)
+{
+	uint64_t d = 0;
+
+	(void)eng;
+	d = deadline_min(d, qp->cm_deadline);
+	if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
+		for (unsigned i = 0; i < qp->npaths; i++)
+			d = deadline_min(d, qp->paths[i].rto_deadline);
+		for (unsigned i = 0; i < MROC_MAX_PATHS; i++)
+			d = deadline_min(d, qp->rxp[i].ack_deadline);
+		d = deadline_min(d, qp->rnr_deadline);
+		if (qp->pace_next && qp_has_data(eng, qp))
+			d = deadline_min(d, qp->pace_next);
+		if (qp->stall_since)
+			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);
+	}
+	qp->deadline = d;
+}
+
+size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
+		  uint64_t now)
+{
+	struct mroc_hdr h = {
+		.version = MROC_WIRE_VERSION,
+		.opcode = op,
+		.flags = flags,
+		.path_id = path_id,
+		.dst_qpn = qp->peer_qpn,
+		.src_qpn = qp->qpn,
+		.ts = (uint32_t)now,
+	};
+
+	return wire_put_hdr(buf, &h);
+}

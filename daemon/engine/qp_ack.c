@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Sender's reaction to ACKs and timers: walk the path scoreboard with the
+ * cumulative PSN and the 256-bit SACK, detect loss (holes below dupthresh
+ * acknowledged packets, or RTO), feed RTT/CE/loss to the path's congestion
+ * control, advance the QP's cumulative DSN, act on NAKs.
+ */
+#include <errno.h>
+
+#include "internal.h"
+
+static struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
+{
+	return &qp->dsn[dsn & qp->dsn_mask];
+}
+
+static struct sb_entry *sb_ent(struct path *p, uint32_t psn)
+{
+	return &p->sb[psn & (MROC_SACK_BITS - 1)];
+}
+
+/* One transmission acknowledged: returns its bytes (0 if it was not in flight). */
+static uint32_t sb_ack(struct qp *qp, struct path *p, uint32_t psn)
+{
+	struct sb_entry *s = sb_ent(p, psn);
+	struct dsn_entry *e;
+
+	if (s->state != SB_INFLIGHT)
+		return 0;
+	s->state = SB_ACKED;
+	p->inflight -= s->bytes;
+	p->st_acked++;
+	if (!p->any_acked || seq_lt(p->high_acked, psn))
+		p->high_acked = psn;
+	p->any_acked = true;
+	if (!seq_lt(s->dsn, qp->snd_una) && seq_lt(s->dsn, qp->snd_nxt)) {
+		e = dsn_ent(qp, s->dsn);
+		if (e->state == DSN_INFLIGHT || e->state == DSN_LOST)
+			e->state = DSN_ACKED;
+	}
+	return s->bytes;
+}
+
+/* One transmission lost: its DSN goes back to the queue. */
+static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn)
+{
+	struct sb_entry *s = sb_ent(p, psn);
+
+	if (s->state != SB_INFLIGHT)
+		return;
+	s->state = SB_LOST;
+	p->inflight -= s->bytes;
+	qp_mark_lost(eng, qp, s->dsn);
+}
+
+static void advance_floor(struct path *p)
+{
+	while (p->floor != p->next_psn && sb_ent(p, p->floor)->state != SB_INFLIGHT) {
+		sb_ent(p, p->floor)->state = SB_FREE;
+		p->floor++;
+	}
+}
+
+/* RoCEv2 mode: forget everything from psn on and resend it in order. */
+static void go_back(struct qp *qp, struct path *p, uint32_t psn)
+{
+	struct sb_entry *s;
+	uint32_t dsn;
+
+	if (!seq_lt(psn, p->next_psn) || seq_lt(psn, p->floor))
+		return;
+	s = sb_ent(p, psn);
+	if (s->state != SB_INFLIGHT)
+		return;
+	dsn = s->dsn;
+	for (uint32_t q = psn; q != p->next_psn; q++) {
+		struct sb_entry *x = sb_ent(p, q);
+
+		if (x->state == SB_INFLIGHT)
+			p->inflight -= x->bytes;
+		x->state = SB_FREE;
+	}
+	p->next_psn = psn;
+	for (uint32_t d = dsn; d != qp->snd_nxt; d++)
+		dsn_ent(qp, d)->state = DSN_LOST;
+	qp->gbn_next = dsn;
+	qp->gbn_active = true;
+	qp->may_tx = true;
+}
+
+static void fail_msg_of(struct engine *eng, struct qp *qp, uint32_t dsn, uint8_t status,
+			uint64_t now)
+{
+	if (!seq_lt(dsn, qp->snd_una) && seq_lt(dsn, qp->snd_nxt)) {
+		struct tx_msg *m = qp_msg(qp, dsn_ent(qp, dsn)->msn);
+
+		m->status = status;
+		m->state = TXM_DONE;
+	}
+	qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
+}
+
+/* Segments the receiver dropped after acknowledging the path: resend later. */
+static void rewind_acked(struct qp *qp, uint32_t from, uint8_t state)
+{
+	if (seq_lt(from, qp->snd_una))
+		from = qp->snd_una;
+	for (uint32_t d = from; seq_lt(d, qp->snd_nxt); d++) {
+		struct dsn_entry *e = dsn_ent(qp, d);
+
+		if (e->state == DSN_ACKED)
+			e->state = state;
+	}
+}
+
+static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
+		   const struct mroc_ack_hdr *a, uint64_t now)
+{
+	struct tx_msg *m;
+
+	/* ACKs of different paths overtake each other: act on newer NAKs only. */
+	if (!a->nak_seq || (int16_t)(a->nak_seq - qp->nak_seen) <= 0)
+		return;
+	qp->nak_seen = a->nak_seq;
+	switch (a->nak_code) {
+	case MROC_NAK_RNR:
+		if (seq_lt(a->nak_dsn, qp->snd_una) || !seq_lt(a->nak_dsn, qp->snd_nxt))
+			return;
+		m = qp_msg(qp, dsn_ent(qp, a->nak_dsn)->msn);
+		if (eng->cfg.rnr_retry != 7 && ++m->rnr_tries > eng->cfg.rnr_retry) {
+			fail_msg_of(eng, qp, a->nak_dsn, MROC_WC_RNR_RETRY_EXC_ERR, now);
+			return;
+		}
+		rewind_acked(qp, m->first_dsn, DSN_RNR_WAIT);
+		qp->rnr_deadline = now + eng->cfg.rnr_delay_ns;
+		return;
+	case MROC_NAK_ACCESS:
+		fail_msg_of(eng, qp, a->nak_dsn, MROC_WC_REM_ACCESS_ERR, now);
+		return;
+	case MROC_NAK_INVALID:
+		fail_msg_of(eng, qp, a->nak_dsn, MROC_WC_REM_INV_REQ_ERR, now);
+		return;
+	case MROC_NAK_PSN_SEQ:
+		if (qp->mode == MROC_MODE_ROCEV2)
+			go_back(qp, p, a->cum_psn);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Mark transmissions [from, to) and SACKed ones acknowledged; returns bytes. */
+static uint32_t walk_sack(struct qp *qp, struct path *p, const struct mroc_ack_hdr *a,
+			  uint32_t *newest)
+{
+	uint32_t bytes = 0, b;
+	uint32_t end = seq_lt(a->cum_psn, p->next_psn) ? a->cum_psn : p->next_psn;
+
+	for (uint32_t q = p->floor; seq_lt(q, end); q++) {
+		b = sb_ack(qp, p, q);
+		if (b)
+			*newest = q;
+		bytes += b;
+	}
+	for (unsigned i = 0; i < MROC_SACK_BITS; i++) {
+		uint32_t q = a->cum_psn + 1 + i;
+
+		if (!a->sack[i >> 3]) {
+			i |= 7;		/* skip an empty byte */
+			continue;
+		}
+		if (!seq_lt(q, p->next_psn))
+			break;
+		if (seq_lt(q, p->floor) || !sack_bytes_test(a->sack, i))
+			continue;
+		b = sb_ack(qp, p, q);
+		if (b)
+			*newest = q;
+		bytes += b;
+	}
+	return bytes;
+}
+
+/* Holes with dupthresh acknowledged packets above them are losses (paths are FIFO). */
+static void detect_loss(struct engine *eng, struct qp *qp, struct path *p)
+{
+	uint32_t nlost = 0, last = 0;
+
+	if (!p->any_acked)
+		return;
+	for (uint32_t q = p->floor; seq_lt(q, p->high_acked); q++) {
+		if (seq_diff(p->high_acked, q) < (int32_t)eng->cfg.dupthresh)
+			break;
+		if (sb_ent(p, q)->state != SB_INFLIGHT)
+			continue;
+		sb_lose(eng, qp, p, q);
+		nlost++;
+		last = q;
+	}
+	if (nlost)
+		path_on_loss(eng, qp, p, last, nlost);
+}
+
+static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_t now)
+{
+	if (!seq_lt(qp->snd_una, cum) || seq_lt(qp->snd_nxt, cum))
+		return;
+	for (uint32_t d = qp->snd_una; d != cum; d++)
+		dsn_ent(qp, d)->state = DSN_FREE;
+	qp->snd_una = cum;
+	qp->stall_since = 0;
+	qp->last_progress = now;
+	qp_complete_sends(eng, qp);
+}
+
+int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now)
+{
+	const struct mroc_ack_hdr *a = &pkt->ack;
+	struct path *p;
+	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
+
+	if (pkt->hdr.path_id >= qp->npaths)
+		return -EINVAL;
+	p = &qp->paths[pkt->hdr.path_id];
+	/* An ACK for PSNs never sent is bogus; one from before the floor is just old. */
+	if (seq_lt(p->next_psn, a->cum_psn))
+		return -EINVAL;
+	qp->last_progress = now;
+
+	on_nak(eng, qp, p, a, now);
+	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
+		return 0;
+
+	bytes = walk_sack(qp, p, a, &newest);
+	if (bytes) {
+		path_on_rtt(eng, p, (uint32_t)((uint32_t)now - a->ts_echo));
+		p->backoff = 0;
+		p->state = PATH_ACTIVE;
+	}
+	if (qp->mode != MROC_MODE_ROCEV2)
+		detect_loss(eng, qp, p);
+	advance_floor(p);
+	if (!p->ack_seen || seq_lt(p->last_rcv_pkts, a->rcv_pkts)) {
+		rcv_delta = a->rcv_pkts - p->last_rcv_pkts;
+		ce_delta = a->ce_pkts - p->last_ce_pkts;
+		if (ce_delta > rcv_delta)
+			ce_delta = rcv_delta;
+		p->last_rcv_pkts = a->rcv_pkts;
+		p->last_ce_pkts = a->ce_pkts;
+		p->ack_seen = true;
+		p->st_ce += ce_delta;
+	}
+	if (bytes || rcv_delta)
+		path_on_ack(eng, qp, p, bytes, rcv_delta, ce_delta, bytes ? newest : p->floor - 1,
+			    now);
+	if (bytes)
+		path_rearm(eng, p, now);
+	else if (!p->inflight)
+		p->rto_deadline = 0;
+
+	qp->hint_mbps = a->rate_hint;
+	if (!qp->hint_mbps)
+		qp->pace_next = 0;
+	advance_una(eng, qp, a->cum_dsn, now);
+	if (qp->snd_una != qp->snd_nxt && dsn_ent(qp, qp->snd_una)->state == DSN_ACKED &&
+	    !qp->stall_since)
+		qp->stall_since = now;
+	qp->may_tx = true;
+	return 0;
+}
+
+static void path_timeout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	if (qp->mode == MROC_MODE_ROCEV2) {
+		go_back(qp, p, p->floor);
+	} else {
+		for (uint32_t q = p->floor; q != p->next_psn; q++)
+			sb_lose(eng, qp, p, q);
+		advance_floor(p);
+	}
+	path_on_rto(eng, qp, p, now);
+	p->rto_deadline = 0;
+	qp->may_tx = true;
+}
+
+/* Resend DSNs waiting out an RNR delay or a stall of the peer's cumulative DSN. */
+static void requeue(struct engine *eng, struct qp *qp, uint8_t state)
+{
+	for (uint32_t d = qp->snd_una; seq_lt(d, qp->snd_nxt); d++) {
+		struct dsn_entry *e = dsn_ent(qp, d);
+
+		if (e->state != state)
+			continue;
+		if (qp->mode == MROC_MODE_ROCEV2) {
+			/* Go-Back-N: resend in order from here, with new PSNs. */
+			for (uint32_t x = d; x != qp->snd_nxt; x++)
+				dsn_ent(qp, x)->state = DSN_LOST;
+			qp->gbn_next = d;
+			qp->gbn_active = true;
+			qp->may_tx = true;
+			return;
+		}
+		e->state = DSN_INFLIGHT;
+		qp_mark_lost(eng, qp, d);
+	}
+}
+
+void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
+		return;
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		struct path *p = &qp->paths[i];
+
+		if (p->rto_deadline && now >= p->rto_deadline)
+			path_timeout(eng, qp, p, now);
+	}
+	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
+		qp->rnr_deadline = 0;
+		requeue(eng, qp, DSN_RNR_WAIT);
+	}
+	if (qp->stall_since && now >= qp->stall_since + eng->cfg.rto_min_ns * 4) {
+		qp->stall_since = 0;
+		rewind_acked(qp, qp->snd_una, DSN_RNR_WAIT);
+		requeue(eng, qp, DSN_RNR_WAIT);
+	}
+	if (qp->snd_una != qp->snd_nxt && now - qp->last_progress > eng->cfg.dead_peer_ns)
+		fail_msg_of(eng, qp, qp->snd_una, MROC_WC_RETRY_EXC_ERR, now);
+}

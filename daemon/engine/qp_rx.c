@@ -1,0 +1,387 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Receive side of a QP: window checks, validation before any byte is
+ * written, out-of-order placement straight into the final buffer, DSN
+ * dedupe, in-order message delivery (completions, READ responses), and
+ * the per-path ACKs that carry SACK, echo, CE counts, rate hint and NAKs.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn)
+{
+	for (unsigned i = 0; i < MROC_MAX_PATHS; i++) {
+		qp->rxp[i] = (struct rx_path){ 0 };
+		sack_init(&qp->rxp[i].sack, peer_isn_psn);
+	}
+	qp->rcv_cum = peer_isn_dsn;
+	memset(qp->rcv_map, 0, eng->dsn_window / 8);
+	memset(qp->rxm, 0, MROC_MSG_WINDOW * sizeof(*qp->rxm));
+	qp->rcv_msn = 0;
+}
+
+int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr)
+{
+	if (qp->state == ENGINE_QPS_ERROR)
+		return -ENOTCONN;
+	if (qp->rq_count >= qp->rq_depth || !qp_cq_budget(qp))
+		return -ENOSPC;
+	if (wr->len && !mr_check_lkey(eng, qp->pd, wr->lkey, ENGINE_ACCESS_LOCAL_WRITE, wr->laddr,
+				      wr->len))
+		return -EFAULT;
+	qp->rq[(qp->rq_head + qp->rq_count) & qp->rq_mask] = (struct rq_entry){
+		.wr_id = wr->wr_id, .lkey = wr->lkey, .laddr = wr->laddr, .len = wr->len,
+	};
+	qp->rq_count++;
+	return 0;
+}
+
+static bool map_test(const struct qp *qp, uint32_t dsn)
+{
+	uint32_t i = dsn & qp->dsn_mask;
+
+	return qp->rcv_map[i / 64] & (1ULL << (i % 64));
+}
+
+static void map_flip(struct qp *qp, uint32_t dsn)
+{
+	uint32_t i = dsn & qp->dsn_mask;
+
+	qp->rcv_map[i / 64] ^= 1ULL << (i % 64);
+}
+
+/* Record a placed DSN and slide the cumulative DSN over contiguous ones. */
+static void dsn_received(struct qp *qp, uint32_t dsn)
+{
+	map_flip(qp, dsn);
+	while (map_test(qp, qp->rcv_cum)) {
+		map_flip(qp, qp->rcv_cum);
+		qp->rcv_cum++;
+	}
+}
+
+static void set_nak(struct qp *qp, struct rx_path *rp, uint8_t code, uint32_t dsn)
+{
+	qp->nak_code = code;
+	qp->nak_dsn = dsn;
+	if (!++qp->nak_seq)
+		qp->nak_seq = 1;
+	rp->ack_now = true;
+}
+
+/* RECV for ssn, or NULL with *nak set (RNR when not posted yet). */
+static struct rq_entry *recv_for(struct qp *qp, uint32_t ssn, uint8_t *nak)
+{
+	int32_t d = seq_diff(ssn, qp->rq_head);
+
+	if (d >= 0 && (uint32_t)d < qp->rq_count)
+		return &qp->rq[ssn & qp->rq_mask];
+	*nak = d >= 0 ? MROC_NAK_RNR : MROC_NAK_INVALID;
+	return NULL;
+}
+
+/*
+ * Where this segment's payload goes, after every check; NULL with *nak and
+ * the counter bumped when it must not be written.  *dst stays NULL for
+ * segments without payload.
+ */
+static int place_target(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+			uint8_t **dst, uint8_t *nak)
+{
+	const struct mroc_data_hdr *d = &pkt->data;
+	uint32_t plen = pkt->payload_len;
+	struct rq_entry *r;
+	struct tx_msg *m;
+	int err;
+
+	*dst = NULL;
+	switch (pkt->hdr.opcode) {
+	case MROC_OP_WRITE_IMM:
+		if (!recv_for(qp, d->ssn, nak))
+			goto rnr;
+		/* fall through */
+	case MROC_OP_WRITE:
+		if (d->raddr > UINT64_MAX - d->offset)
+			goto bounds_remote;
+		*dst = mr_check_rkey(eng, qp->pd, d->key, ENGINE_ACCESS_REMOTE_WRITE,
+				     d->raddr + d->offset, plen, &err);
+		if (!*dst)
+			goto remote_err;
+		return 0;
+	case MROC_OP_SEND:
+	case MROC_OP_SEND_IMM:
+		r = recv_for(qp, d->ssn, nak);
+		if (!r)
+			goto rnr;
+		if ((uint64_t)d->offset + plen > r->len || d->msg_len > r->len) {
+			*nak = MROC_NAK_INVALID;
+			goto bounds;
+		}
+		if (!plen)
+			return 0;
+		*dst = mr_check_lkey(eng, qp->pd, r->lkey, ENGINE_ACCESS_LOCAL_WRITE,
+				     r->laddr + d->offset, plen);
+		if (!*dst) {
+			*nak = MROC_NAK_INVALID;
+			goto bounds;
+		}
+		return 0;
+	case MROC_OP_READ_REQ:
+		if (!mr_check_rkey(eng, qp->pd, d->key, ENGINE_ACCESS_REMOTE_READ, d->raddr,
+				   d->msg_len, &err) && d->msg_len)
+			goto remote_err;
+		if (!d->msg_len && !mr_check_rkey(eng, qp->pd, d->key, ENGINE_ACCESS_REMOTE_READ,
+						  0, 0, &err))
+			goto remote_err;
+		return 0;
+	case MROC_OP_READ_RESP:
+		m = qp_msg(qp, d->key);
+		if (m->state != TXM_ACTIVE || m->msn != d->key || m->op != MROC_OP_READ_REQ ||
+		    d->msg_len != m->len || !m->started) {
+			*nak = MROC_NAK_INVALID;
+			goto bounds;
+		}
+		if (!plen)
+			return 0;
+		*dst = mr_check_lkey(eng, qp->pd, m->src_key, ENGINE_ACCESS_LOCAL_WRITE,
+				     m->src_addr + d->offset, plen);
+		if (!*dst) {
+			*nak = MROC_NAK_INVALID;
+			goto bounds;
+		}
+		return 0;
+	}
+	*nak = MROC_NAK_INVALID;
+	return -EINVAL;
+rnr:
+	eng->st.c[*nak == MROC_NAK_RNR ? EC_RX_RNR : EC_RX_BOUNDS_ERR]++;
+	return -EAGAIN;
+remote_err:
+	*nak = MROC_NAK_ACCESS;
+	eng->st.c[err == -ERANGE ? EC_RX_BOUNDS_ERR : EC_RX_ACCESS_ERR]++;
+	return -EACCES;
+bounds_remote:
+	*nak = MROC_NAK_ACCESS;
+bounds:
+	eng->st.c[EC_RX_BOUNDS_ERR]++;
+	return -ERANGE;
+}
+
+/* Remember what we need to deliver message msn once all its DSNs are in. */
+static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
+{
+	const struct mroc_data_hdr *d = &pkt->data;
+	struct rx_msg *mi = &qp->rxm[d->msn & (MROC_MSG_WINDOW - 1)];
+	uint32_t mtu = qp->peer_mtu, seg, nseg;
+
+	(void)eng;
+	if (mi->valid && mi->msn == d->msn)
+		return;
+	seg = d->offset / mtu;
+	nseg = d->msg_len ? (uint32_t)(((uint64_t)d->msg_len + mtu - 1) / mtu) : 1;
+	if (pkt->hdr.opcode == MROC_OP_READ_REQ)
+		nseg = 1;
+	*mi = (struct rx_msg){
+		.valid = 1,
+		.op = pkt->hdr.opcode,
+		.msn = d->msn,
+		.last_dsn = d->dsn - seg + nseg - 1,
+		.len = d->msg_len,
+		.ssn = d->ssn,
+		.imm = d->imm,
+		.key = d->key,
+		.raddr = d->raddr,
+	};
+}
+
+/* Deliver complete messages in MSN order. */
+void qp_deliver(struct engine *eng, struct qp *qp)
+{
+	for (;;) {
+		struct rx_msg *mi = &qp->rxm[qp->rcv_msn & (MROC_MSG_WINDOW - 1)];
+
+		if (!mi->valid || mi->msn != qp->rcv_msn || !seq_lt(mi->last_dsn, qp->rcv_cum))
+			return;
+		if (mroc_op_uses_recv(mi->op)) {
+			struct rq_entry *r = &qp->rq[qp->rq_head & qp->rq_mask];
+			struct engine_cqe c = {
+				.wr_id = r->wr_id,
+				.qpn = qp->qpn,
+				.opcode = mi->op == MROC_OP_WRITE_IMM ? ENGINE_WC_RECV_RDMA_IMM :
+									 ENGINE_WC_RECV,
+				.byte_len = mi->len,
+				.imm = mi->imm,
+				.flags = mroc_op_has_imm(mi->op) ? ENGINE_WC_WITH_IMM : 0,
+			};
+
+			/* Placement checked the RECV for this SSN; it is the head. */
+			if (!qp->rq_count || mi->ssn != qp->rq_head)
+				c.status = MROC_WC_LOC_LEN_ERR;
+			if (qp->rq_count) {
+				qp->rq_head++;
+				qp->rq_count--;
+			}
+			qp_push_cqe(qp, &c);
+		} else if (mi->op == MROC_OP_READ_REQ) {
+			if (qp_queue_read_resp(eng, qp, mi))
+				return;	/* ring full: retried when a message retires */
+		} else if (mi->op == MROC_OP_READ_RESP) {
+			struct tx_msg *m = qp_msg(qp, mi->key);
+
+			if (m->state == TXM_ACTIVE && m->msn == mi->key)
+				m->read_done = 1;
+		}
+		qp->rx_msgs++;
+		mi->valid = 0;
+		qp->rcv_msn++;
+		if (mi->op == MROC_OP_READ_RESP)
+			qp_complete_sends(eng, qp);
+	}
+}
+
+static void schedule_ack(struct engine *eng, struct rx_path *rp, const struct wire_pkt *pkt,
+			 bool in_order, uint64_t now)
+{
+	rp->unacked++;
+	if ((pkt->hdr.flags & MROC_F_ACK_REQ) || !in_order || sack_has_holes(&rp->sack) ||
+	    rp->unacked >= eng->cfg.ack_every)
+		rp->ack_now = true;
+	else if (!rp->ack_deadline)
+		rp->ack_deadline = now + eng->cfg.ack_delay_ns;
+}
+
+/* RoCEv2 mode: only the expected PSN is taken; anything else is dropped. */
+static int rocev2_psn(struct engine *eng, struct rx_path *rp, uint32_t psn)
+{
+	int32_t d = seq_diff(psn, rp->sack.cum);
+
+	if (d == 0) {
+		rp->seq_nak_sent = false;
+		return 0;
+	}
+	rp->ack_now = true;	/* duplicate: re-ACK; gap: NAK once */
+	if (d > 0) {
+		eng->st.c[EC_RX_SEQ_ERR]++;
+		return -EILSEQ;
+	}
+	eng->st.c[EC_RX_DUP]++;
+	return -EALREADY;
+}
+
+int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+	       const struct engine_rx_meta *meta, uint64_t now)
+{
+	const struct mroc_data_hdr *d = &pkt->data;
+	struct rx_path *rp = &qp->rxp[pkt->hdr.path_id];
+	int32_t dd = seq_diff(d->dsn, qp->rcv_cum);
+	uint32_t old_cum;
+	uint8_t *dst, nak = MROC_NAK_NONE;
+	int err;
+
+	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING) {
+		eng->st.c[EC_RX_BAD_STATE]++;
+		return -ENOTCONN;
+	}
+	if (d->offset % qp->peer_mtu) {
+		eng->st.c[EC_RX_MALFORMED]++;
+		eng->st.rx_malformed[WIRE_ERR_LENGTH]++;
+		return -EBADMSG;
+	}
+	/* The floor first: PSNs the sender gave up on must not hold the window. */
+	if (qp->mode != MROC_MODE_ROCEV2 && seq_le(d->psn_floor, d->psn) &&
+	    seq_diff(d->psn, d->psn_floor) < MROC_SACK_BITS)
+		sack_floor(&rp->sack, d->psn_floor);
+	/* Beyond any window: drop without acknowledging, the sender resends. */
+	if (seq_diff(d->psn, rp->sack.cum) > MROC_SACK_BITS ||
+	    dd >= (int32_t)eng->dsn_window ||
+	    ((uint32_t)seq_diff(d->msn, qp->rcv_msn) >= MROC_MSG_WINDOW && dd >= 0)) {
+		eng->st.c[EC_RX_OUT_OF_WINDOW]++;
+		return -ERANGE;
+	}
+	if (qp->mode == MROC_MODE_ROCEV2) {
+		err = rocev2_psn(eng, rp, d->psn);
+		if (err == -EILSEQ && !rp->seq_nak_sent) {
+			rp->seq_nak_sent = true;
+			set_nak(qp, rp, MROC_NAK_PSN_SEQ, qp->rcv_cum);
+		}
+		if (err)
+			return err;
+	}
+	old_cum = rp->sack.cum;
+	if (sack_set(&rp->sack, d->psn) == SACK_DUP) {
+		eng->st.c[EC_RX_DUP]++;
+		rp->ack_now = true;
+		return -EALREADY;
+	}
+	rp->rcv_pkts++;
+	if (meta->ce) {
+		rp->ce_pkts++;
+		eng->st.c[EC_CE]++;
+	}
+	rp->last_ts = pkt->hdr.ts;
+	rp->sport = meta->sport;
+	rp->active = true;
+	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
+	engine_rate_hint(eng, qp, now);
+
+	if (dd < 0 || map_test(qp, d->dsn)) {
+		eng->st.c[EC_RX_DUP]++;
+		return -EALREADY;
+	}
+	err = place_target(eng, qp, pkt, &dst, &nak);
+	if (err) {
+		set_nak(qp, rp, nak, d->dsn);
+		return err;
+	}
+	if (dst && pkt->payload_len) {
+		memcpy(dst, pkt->payload, pkt->payload_len);
+		eng->st.c[EC_RX_BYTES_PLACED] += pkt->payload_len;
+		qp->rx_bytes += pkt->payload_len;
+	}
+	note_msg(eng, qp, pkt);
+	dsn_received(qp, d->dsn);
+	qp_deliver(eng, qp);
+	return 0;
+}
+
+/* Build a pending ACK, if any path owes one now.  Returns 1 or 0. */
+int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	for (unsigned i = 0; i < MROC_MAX_PATHS; i++) {
+		struct rx_path *rp = &qp->rxp[i];
+		struct mroc_ack_hdr a;
+		size_t n;
+
+		if (!rp->ack_now && !(rp->ack_deadline && now >= rp->ack_deadline))
+			continue;
+		if (b->cap < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
+			return 0;
+		a = (struct mroc_ack_hdr){
+			.cum_psn = rp->sack.cum,
+			.cum_dsn = qp->rcv_cum,
+			.ts_echo = rp->last_ts,
+			.rcv_pkts = rp->rcv_pkts,
+			.ce_pkts = rp->ce_pkts,
+			.rate_hint = engine_rate_hint(eng, qp, now),
+			.nak_dsn = qp->nak_dsn,
+			.nak_seq = qp->nak_seq,
+			.nak_code = qp->nak_code,
+		};
+		sack_to_bytes(&rp->sack, a.sack);
+		n = qp_put_hdr(qp, b->data, MROC_OP_ACK, 0, (uint8_t)i, now);
+		n += wire_put_ack(b->data + n, &a);
+		b->len = (uint32_t)n;
+		b->peer = qp->peer;
+		b->sport = rp->sport;
+		b->path_id = (uint8_t)i;
+		b->ect = false;
+		rp->ack_now = false;
+		rp->ack_deadline = 0;
+		rp->unacked = 0;
+		eng->st.c[EC_TX_ACKS]++;
+		return 1;
+	}
+	return 0;
+}

@@ -1,0 +1,440 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Send side of a QP: posting work, cutting messages into segments, choosing
+ * the segment (retransmissions first) and the path (most free window),
+ * pacing, building data packets, and completing work in posting order.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "internal.h"
+
+struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)
+{
+	return &qp->txm[msn & qp->txm_mask];
+}
+
+static struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
+{
+	return &qp->dsn[dsn & qp->dsn_mask];
+}
+
+static uint32_t nseg_of(const struct engine *eng, uint32_t len)
+{
+	return len ? (uint32_t)(((uint64_t)len + eng->cfg.mtu - 1) / eng->cfg.mtu) : 1;
+}
+
+static const uint8_t wr_to_wire[] = {
+	[ENGINE_WR_WRITE] = MROC_OP_WRITE,
+	[ENGINE_WR_WRITE_IMM] = MROC_OP_WRITE_IMM,
+	[ENGINE_WR_SEND] = MROC_OP_SEND,
+	[ENGINE_WR_SEND_IMM] = MROC_OP_SEND_IMM,
+	[ENGINE_WR_READ] = MROC_OP_READ_REQ,
+};
+
+static const uint8_t wr_to_wc[] = {
+	[ENGINE_WR_WRITE] = ENGINE_WC_WRITE,
+	[ENGINE_WR_WRITE_IMM] = ENGINE_WC_WRITE_IMM,
+	[ENGINE_WR_SEND] = ENGINE_WC_SEND,
+	[ENGINE_WR_SEND_IMM] = ENGINE_WC_SEND_IMM,
+	[ENGINE_WR_READ] = ENGINE_WC_READ,
+};
+
+/* Every WR and pending completion must fit the CQ, so none is ever dropped. */
+bool qp_cq_budget(const struct qp *qp)
+{
+	uint32_t pending = qp->cq_tail - qp->cq_head;
+
+	return qp->sq_used + qp->rq_count + pending + 8 < qp->cq_mask + 1;
+}
+
+static struct tx_msg *msg_alloc(struct qp *qp, uint8_t op, uint32_t len, uint32_t nseg)
+{
+	struct tx_msg *m;
+
+	if (qp->msn_tail - qp->msn_head > qp->txm_mask)
+		return NULL;
+	m = qp_msg(qp, qp->msn_tail);
+	*m = (struct tx_msg){
+		.msn = qp->msn_tail++,
+		.first_dsn = qp->dsn_alloc,
+		.nseg = nseg,
+		.len = len,
+		.op = op,
+		.state = TXM_ACTIVE,
+	};
+	qp->dsn_alloc += nseg;
+	if (mroc_op_uses_recv(op))
+		m->ssn = qp->ssn_next++;
+	return m;
+}
+
+int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, uint64_t now)
+{
+	struct tx_msg *m;
+	uint32_t access;
+
+	if (qp->state != ENGINE_QPS_CONNECTED)
+		return -ENOTCONN;
+	if (wr->opcode > ENGINE_WR_READ || (wr->flags & ~ENGINE_WR_SIGNALED) ||
+	    wr->len > INT32_MAX)
+		return -EINVAL;
+	if (qp->sq_used >= qp->sq_depth || !qp_cq_budget(qp))
+		return -ENOSPC;
+	/* The local side is checked now; the remote side by the peer. */
+	access = wr->opcode == ENGINE_WR_READ ? ENGINE_ACCESS_LOCAL_WRITE : 0;
+	if (wr->len && !mr_check_lkey(eng, qp->pd, wr->lkey, access, wr->laddr, wr->len))
+		return -EFAULT;
+	m = msg_alloc(qp, wr_to_wire[wr->opcode], wr->len, wr->opcode == ENGINE_WR_READ ? 1 :
+		      nseg_of(eng, wr->len));
+	if (!m)
+		return -ENOSPC;
+	m->wr_id = wr->wr_id;
+	m->wc_op = wr_to_wc[wr->opcode];
+	m->signaled = wr->flags & ENGINE_WR_SIGNALED;
+	m->imm = wr->imm;
+	m->key = wr->rkey;
+	m->raddr = wr->raddr;
+	m->src_key = wr->lkey;
+	m->src_addr = wr->laddr;
+	qp->sq_used++;
+	qp->may_tx = true;
+	if (qp->snd_una == qp->snd_nxt)
+		qp->last_progress = now;
+	return 0;
+}
+
+/* Responder: a delivered READ_REQ becomes a READ_RESP message of ours. */
+int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *req)
+{
+	struct tx_msg *m = msg_alloc(qp, MROC_OP_READ_RESP, req->len, nseg_of(eng, req->len));
+
+	if (!m)
+		return -ENOSPC;
+	m->key = req->msn;
+	m->src_key = req->key;
+	m->src_addr = req->raddr;
+	qp->rd_resp++;
+	qp->may_tx = true;
+	return 0;
+}
+
+bool qp_has_data(const struct engine *eng, const struct qp *qp)
+{
+	(void)eng;
+	return qp->rtx_head != qp->rtx_tail || qp->gbn_active || qp->snd_nxt != qp->dsn_alloc;
+}
+
+void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn)
+{
+	struct dsn_entry *e;
+
+	(void)eng;
+	if (seq_lt(dsn, qp->snd_una) || !seq_lt(dsn, qp->snd_nxt))
+		return;
+	e = dsn_ent(qp, dsn);
+	if (e->state != DSN_INFLIGHT && e->state != DSN_RNR_WAIT)
+		return;
+	e->state = DSN_LOST;
+	if (qp->mode == MROC_MODE_ROCEV2 || e->queued)
+		return;
+	e->queued = 1;
+	qp->rtxq[qp->rtx_tail++ & qp->dsn_mask] = dsn;
+	qp->may_tx = true;
+}
+
+/* Next segment to send: a queued retransmission, a go-back resend, or new data. */
+static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx)
+{
+	while (qp->rtx_head != qp->rtx_tail) {
+		uint32_t d = qp->rtxq[qp->rtx_head & qp->dsn_mask];
+		struct dsn_entry *e = dsn_ent(qp, d);
+
+		if (seq_lt(d, qp->snd_una) || e->state != DSN_LOST) {
+			if (!seq_lt(d, qp->snd_una))
+				e->queued = 0;
+			qp->rtx_head++;
+			continue;
+		}
+		*dsn = d;
+		*retx = true;
+		return 0;
+	}
+	if (qp->gbn_active) {
+		if (qp->gbn_next != qp->snd_nxt) {
+			*dsn = qp->gbn_next;
+			*retx = true;
+			return 0;
+		}
+		qp->gbn_active = false;
+	}
+	if (qp->snd_nxt == qp->dsn_alloc)
+		return -ENODATA;
+	if ((uint32_t)seq_diff(qp->snd_nxt, qp->snd_una) >= eng->dsn_window)
+		return -ENOBUFS;
+	{
+		struct tx_msg *m = qp_msg(qp, qp->msn_seg);
+
+		if (m->op == MROC_OP_READ_REQ && !m->started && qp->rd_out >= MROC_MAX_RD)
+			return -ENOBUFS;
+	}
+	*dsn = qp->snd_nxt;
+	*retx = false;
+	return 0;
+}
+
+/* The path with the most free window that can take this packet; ties round-robin. */
+static struct path *pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
+{
+	struct path *best = NULL;
+	uint32_t best_free = 0;
+
+	for (unsigned k = 0; k < qp->npaths; k++) {
+		struct path *p = &qp->paths[(qp->rr + k) % qp->npaths];
+		uint32_t f = path_free(p);
+
+		if (!path_can_send(eng, p, bytes))
+			continue;
+		if (!best || f > best_free) {
+			best = p;
+			best_free = f;
+		}
+	}
+	if (best)
+		qp->rr = (best->id + 1u) % qp->npaths;
+	return best;
+}
+
+static uint8_t *segment_source(struct engine *eng, struct qp *qp, const struct tx_msg *m,
+			       uint32_t off, uint32_t plen)
+{
+	int err;
+
+	if (!plen)
+		return (uint8_t *)"";
+	if (m->op == MROC_OP_READ_RESP)
+		return mr_check_rkey(eng, qp->pd, m->src_key, ENGINE_ACCESS_REMOTE_READ,
+				     m->src_addr + off, plen, &err);
+	if (m->src_addr > UINT64_MAX - off)
+		return NULL;
+	return mr_check_lkey(eng, qp->pd, m->src_key, 0, m->src_addr + off, plen);
+}
+
+static void pace(struct engine *eng, struct qp *qp, uint64_t now, uint32_t bytes)
+{
+	uint64_t rate;
+
+	if (!qp->hint_mbps) {
+		qp->pace_next = 0;
+		return;
+	}
+	rate = (uint64_t)qp->hint_mbps * 1000000ULL;
+	if (eng->cfg.link_rate_bps && rate > eng->cfg.link_rate_bps)
+		rate = eng->cfg.link_rate_bps;
+	qp->pace_next = max_u64(qp->pace_next, now) + (uint64_t)bytes * 8 * NSEC_PER_SEC / rate;
+}
+
+/* Build one data packet if window, pacing and work allow.  Returns 1 or 0. */
+int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	struct mroc_data_hdr d = { 0 };
+	struct dsn_entry *e;
+	struct tx_msg *m;
+	struct path *p;
+	uint32_t dsn, seg, off, plen, bytes;
+	uint8_t flags = 0, *src;
+	bool retx;
+	size_t n;
+
+	if (qp->pace_next > now)
+		return 0;
+	if (pick_dsn(eng, qp, &dsn, &retx))
+		return 0;
+	e = dsn_ent(qp, dsn);
+	m = qp_msg(qp, retx ? e->msn : qp->msn_seg);
+	seg = dsn - m->first_dsn;
+	off = seg * eng->cfg.mtu;
+	plen = m->op == MROC_OP_READ_REQ ? 0 : m->len - off;
+	if (plen > eng->cfg.mtu)
+		plen = eng->cfg.mtu;
+	bytes = MROC_DATA_OVERHEAD + plen + ENGINE_L2L4_OVERHEAD;
+	if (b->cap < MROC_DATA_OVERHEAD + plen)
+		return 0;
+	p = qp->mode == MROC_MODE_ROCEV2 ? (path_can_send(eng, &qp->paths[0], bytes) ?
+					    &qp->paths[0] : NULL) : pick_path(eng, qp, bytes);
+	if (!p)
+		return 0;
+	src = segment_source(eng, qp, m, off, plen);
+	if (!src) {
+		m->status = MROC_WC_LOC_PROT_ERR;
+		m->state = TXM_DONE;
+		qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
+		return 0;
+	}
+	if (e->tx_count >= eng->cfg.max_retx) {
+		m->status = MROC_WC_RETRY_EXC_ERR;
+		m->state = TXM_DONE;
+		qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
+		return 0;
+	}
+
+	/* Commit: sequence numbers, scoreboards, window. */
+	if (retx) {
+		if (qp->gbn_active && dsn == qp->gbn_next)
+			qp->gbn_next++;
+		else
+			qp->rtx_head++;
+		e->queued = 0;
+		flags |= MROC_F_RETX | MROC_F_ACK_REQ;
+		p->st_retx++;
+		eng->st.c[EC_TX_RETX]++;
+	} else {
+		*e = (struct dsn_entry){ .msn = m->msn };
+		if (!m->started && m->op == MROC_OP_READ_REQ)
+			qp->rd_out++;
+		m->started = 1;
+		if (++qp->snd_nxt == m->first_dsn + m->nseg)
+			qp->msn_seg++;
+	}
+	e->state = DSN_INFLIGHT;
+	e->tx_count++;
+
+	d.psn = p->next_psn++;
+	d.psn_floor = p->floor;
+	d.dsn = dsn;
+	d.msn = m->msn;
+	d.ssn = m->ssn;
+	d.offset = off;
+	d.msg_len = m->len;
+	d.key = m->key;
+	d.imm = m->imm;
+	d.raddr = m->raddr;
+	p->sb[d.psn & (MROC_SACK_BITS - 1)] = (struct sb_entry){
+		.dsn = dsn, .ts = (uint32_t)now, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
+	};
+	p->inflight += bytes;
+	if (!p->rto_deadline)
+		path_rearm(eng, p, now);
+	if (off + plen == m->len || !path_can_send(eng, p, eng->seg_bytes))
+		flags |= MROC_F_ACK_REQ;
+
+	n = qp_put_hdr(qp, b->data, m->op, flags, p->id, now);
+	n += wire_put_data(b->data + n, &d);
+	memcpy(b->data + n, src, plen);
+	b->len = (uint32_t)(n + plen);
+	b->peer = qp->peer;
+	b->sport = p->sport;
+	b->path_id = p->id;
+	b->ect = true;
+
+	p->st_sent++;
+	qp->tx_bytes += plen;
+	eng->st.c[EC_TX_DATA]++;
+	pace(eng, qp, now, bytes);
+	return 1;
+}
+
+static void push_send_cqe(struct qp *qp, const struct tx_msg *m)
+{
+	struct engine_cqe c = {
+		.wr_id = m->wr_id,
+		.qpn = qp->qpn,
+		.opcode = m->wc_op,
+		.status = m->status,
+		.byte_len = m->len,
+	};
+
+	qp_push_cqe(qp, &c);
+}
+
+static bool msg_done(const struct qp *qp, const struct tx_msg *m)
+{
+	if (m->state == TXM_DONE)
+		return true;
+	if (!seq_le(m->first_dsn + m->nseg, qp->snd_una))
+		return false;
+	return m->op != MROC_OP_READ_REQ || m->read_done;
+}
+
+/* Retire finished messages in MSN order; app WRs complete in posting order. */
+void qp_complete_sends(struct engine *eng, struct qp *qp)
+{
+	bool freed = false;
+
+	while (qp->msn_head != qp->msn_tail) {
+		struct tx_msg *m = qp_msg(qp, qp->msn_head);
+
+		if (!msg_done(qp, m))
+			break;
+		if (m->op == MROC_OP_READ_RESP) {
+			qp->rd_resp--;
+		} else {
+			if (m->signaled || m->status != MROC_WC_SUCCESS)
+				push_send_cqe(qp, m);
+			qp->sq_used--;
+			qp->tx_msgs++;
+			if (m->op == MROC_OP_READ_REQ && m->started)
+				qp->rd_out--;
+		}
+		m->state = TXM_FREE;
+		qp->msn_head++;
+		freed = true;
+	}
+	/* A READ_REQ waiting for room in the message ring can go now. */
+	if (freed && qp->state == ENGINE_QPS_CONNECTED)
+		qp_deliver(eng, qp);
+}
+
+/* Fail every outstanding message with status (unless one already has its own). */
+void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
+{
+	for (uint32_t msn = qp->msn_head; msn != qp->msn_tail; msn++) {
+		struct tx_msg *m = qp_msg(qp, msn);
+
+		if (m->state != TXM_DONE) {
+			m->state = TXM_DONE;
+			m->status = status;
+		}
+	}
+	qp_complete_sends(eng, qp);
+	while (qp->rq_count) {
+		struct rq_entry *r = &qp->rq[qp->rq_head & qp->rq_mask];
+		struct engine_cqe c = {
+			.wr_id = r->wr_id,
+			.qpn = qp->qpn,
+			.opcode = ENGINE_WC_RECV,
+			.status = status,
+		};
+
+		qp_push_cqe(qp, &c);
+		qp->rq_head++;
+		qp->rq_count--;
+	}
+	qp->rtx_head = qp->rtx_tail;
+	qp->gbn_active = false;
+	qp->snd_nxt = qp->snd_una = qp->dsn_alloc;
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		qp->paths[i].rto_deadline = 0;
+		qp->paths[i].inflight = 0;
+		qp->paths[i].floor = qp->paths[i].next_psn;
+	}
+	qp->rnr_deadline = 0;
+	qp->stall_since = 0;
+}
+
+/* The QP fails: work completes in error, the peer is told. */
+void qp_set_error(struct engine *eng, struct qp *qp, uint8_t status, uint64_t now)
+{
+	if (qp->state == ENGINE_QPS_ERROR)
+		return;
+	qp->errors++;
+	qp->state = ENGINE_QPS_ERROR;
+	qp_flush(eng, qp, status);
+	qp_event(eng, qp, ENGINE_WC_EV_ERROR, status);
+	qp->cm_pending = CM_SEND_DISC;
+	qp->cm_reason = MROC_CM_ERROR;
+	qp->cm_tries = 0;
+	qp->cm_deadline = 0;
+	qp->may_tx = true;
+	(void)now;
+}

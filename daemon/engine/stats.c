@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/* Read-only views of the engine for operators: counters, QPs, paths. */
+#include <errno.h>
+
+#include "internal.h"
+
+const char *engine_counter_name(enum engine_counter c)
+{
+	static const char *const names[EC__COUNT] = {
+		[EC_RX_PKTS] = "rx_pkts",
+		[EC_RX_MALFORMED] = "rx_malformed",
+		[EC_RX_UNKNOWN_QP] = "rx_unknown_qp",
+		[EC_RX_BAD_PEER] = "rx_bad_peer",
+		[EC_RX_BAD_STATE] = "rx_bad_state",
+		[EC_RX_DUP] = "rx_dup",
+		[EC_RX_OUT_OF_WINDOW] = "rx_out_of_window",
+		[EC_RX_ACCESS_ERR] = "rx_access_err",
+		[EC_RX_BOUNDS_ERR] = "rx_bounds_err",
+		[EC_RX_RNR] = "rx_rnr",
+		[EC_RX_SEQ_ERR] = "rx_seq_err",
+		[EC_RX_BYTES_PLACED] = "rx_bytes_placed",
+		[EC_TX_PKTS] = "tx_pkts",
+		[EC_TX_DATA] = "tx_data",
+		[EC_TX_RETX] = "tx_retx",
+		[EC_TX_ACKS] = "tx_acks",
+		[EC_TX_CM] = "tx_cm",
+		[EC_RTO] = "rto",
+		[EC_REPATH] = "repath",
+		[EC_LOST] = "lost",
+		[EC_CE] = "ce",
+	};
+
+	return (unsigned)c < EC__COUNT ? names[c] : "unknown";
+}
+
+void engine_get_stats(const struct engine *eng, struct engine_stats *out)
+{
+	*out = eng->st;
+}
+
+int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *o)
+{
+	struct qp *qp = engine_qp_lookup((struct engine *)eng, qpn);
+	uint64_t qwnd = 0;
+
+	if (!qp)
+		return -ENOENT;
+	if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING)
+		for (unsigned i = 0; i < qp->npaths; i++)
+			qwnd += qp->paths[i].pwnd;
+	*o = (struct engine_qp_info){
+		.qpn = qp->qpn,
+		.peer = qp->peer,
+		.peer_qpn = qp->peer_qpn,
+		.state = qp->state,
+		.mode = qp->mode,
+		.npaths = qp->npaths,
+		.qwnd_bytes = qwnd,
+		.pacing_bps = (uint64_t)qp->hint_mbps * 1000000ULL,
+		.rate_hint_mbps = qp->hint_mbps,
+		.tx_bytes = qp->tx_bytes,
+		.rx_bytes = qp->rx_bytes,
+		.tx_msgs = qp->tx_msgs,
+		.rx_msgs = qp->rx_msgs,
+		.sq_outstanding = qp->sq_used,
+		.rq_posted = qp->rq_count,
+		.errors = qp->errors,
+	};
+	return 0;
+}
+
+int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
+		     struct engine_path_info *o)
+{
+	struct qp *qp = engine_qp_lookup((struct engine *)eng, qpn);
+	const struct path *p;
+
+	if (!qp)
+		return -ENOENT;
+	if (path >= qp->npaths)
+		return -ERANGE;
+	p = &qp->paths[path];
+	*o = (struct engine_path_info){
+		.path_id = p->id,
+		.sport = p->sport,
+		.srtt_ns = p->srtt,
+		.rttvar_ns = p->rttvar,
+		.min_rtt_ns = p->min_rtt,
+		.rto_ns = p->rto,
+		.pwnd_bytes = p->pwnd,
+		.inflight_bytes = p->inflight,
+		.sent = p->st_sent,
+		.retx = p->st_retx,
+		.lost = p->st_lost,
+		.ce = p->st_ce,
+		.acked = p->st_acked,
+		.timeouts = p->st_timeouts,
+		.repaths = p->st_repaths,
+		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
+	};
+	return 0;
+}
