@@ -54,7 +54,10 @@ struct path {
 	uint32_t ssthresh;
 	uint64_t srtt, rttvar, min_rtt, rto;	/* ns; srtt 0 = no sample yet */
 	uint32_t backoff;	/* consecutive RTOs */
-	uint64_t rto_deadline;	/* 0 = not armed */
+	uint64_t rto_deadline;	/* next timer: probe, then RTO; 0 = not armed */
+	uint64_t rto_at;	/* when the RTO proper fires */
+	bool probed;		/* a tail-loss probe went out since the last progress */
+	bool probe_pending;	/* send one probe on this path now */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
 	uint32_t round_end_psn;
 	uint32_t round_rcv, round_ce, round_lost, round_acked;

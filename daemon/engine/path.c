@@ -99,9 +99,25 @@ static uint64_t effective_rto(const struct engine *eng, const struct path *p)
 	return min_u64(rto, eng->cfg.rto_max_ns);
 }
 
+/*
+ * Arm the path's timer.  Before the RTO proper, one tail-loss probe goes out
+ * after two smoothed RTTs without progress: its ACK exposes a lost tail that
+ * no later packet would reveal (RACK-TLP's idea).
+ */
 void path_rearm(const struct engine *eng, struct path *p, uint64_t now)
 {
-	p->rto_deadline = p->inflight ? now + effective_rto(eng, p) : 0;
+	uint64_t pto;
+
+	if (!p->inflight) {
+		p->rto_deadline = 0;
+		return;
+	}
+	p->rto_at = now + effective_rto(eng, p);
+	pto = p->srtt ? 2 * p->srtt + eng->cfg.ack_delay_ns : 0;
+	if (!p->probed && pto && now + pto < p->rto_at)
+		p->rto_deadline = now + pto;
+	else
+		p->rto_deadline = p->rto_at;
 }
 
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
@@ -230,6 +246,7 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	/* A timed-out path starts small; its backoff stays until an ACK. */
 	if (backoff)
 		p->pwnd = pwnd_min(eng);
+	p->probed = false;
 }
 
 /*

@@ -87,7 +87,7 @@ void qp_free(struct qp *qp)
 void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 {
 	qp->state = ENGINE_QPS_CONNECTED;
-	qp->snd_nxt = qp->snd_una = qp->isn_dsn;
+	qp->snd_nxt = qp->snd_una = qp->dsn_alloc = qp->isn_dsn;
 	qp->msn_head = qp->msn_tail = qp->msn_seg = 0;
 	qp->last_progress = now;
 	for (unsigned i = 0; i < qp->npaths; i++)

@@ -108,8 +108,10 @@ static void rewind_acked(struct qp *qp, uint32_t from, uint8_t state)
 	for (uint32_t d = from; seq_lt(d, qp->snd_nxt); d++) {
 		struct dsn_entry *e = dsn_ent(qp, d);
 
-		if (e->state == DSN_ACKED)
+		if (e->state == DSN_ACKED) {
 			e->state = state;
+			e->tx_count = 0;	/* the receiver refused it; the network did not lose it */
+		}
 	}
 }
 
@@ -181,17 +183,25 @@ static uint32_t walk_sack(struct qp *qp, struct path *p, const struct mroc_ack_h
 	return bytes;
 }
 
-/* Holes with dupthresh acknowledged packets above them are losses (paths are FIFO). */
-static void detect_loss(struct engine *eng, struct qp *qp, struct path *p)
+/*
+ * A hole below an acknowledged PSN is lost (paths are FIFO) once dupthresh
+ * later PSNs are acknowledged, or once it has had an RTT and a quarter to
+ * be acknowledged (RACK's time rule, which also catches a lost tail that a
+ * probe exposed).
+ */
+static void detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
-	uint32_t nlost = 0, last = 0;
+	uint32_t nlost = 0, last = 0, reo = (uint32_t)(p->srtt + p->srtt / 4);
 
 	if (!p->any_acked)
 		return;
 	for (uint32_t q = p->floor; seq_lt(q, p->high_acked); q++) {
-		if (seq_diff(p->high_acked, q) < (int32_t)eng->cfg.dupthresh)
-			break;
-		if (sb_ent(p, q)->state != SB_INFLIGHT)
+		struct sb_entry *s = sb_ent(p, q);
+
+		if (s->state != SB_INFLIGHT)
+			continue;
+		if (seq_diff(p->high_acked, q) < (int32_t)eng->cfg.dupthresh &&
+		    (!p->srtt || (uint32_t)now - s->ts <= reo))
 			continue;
 		sb_lose(eng, qp, p, q);
 		nlost++;
@@ -235,10 +245,11 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (bytes) {
 		path_on_rtt(eng, p, (uint32_t)((uint32_t)now - a->ts_echo));
 		p->backoff = 0;
+		p->probed = false;
 		p->state = PATH_ACTIVE;
 	}
 	if (qp->mode != MROC_MODE_ROCEV2)
-		detect_loss(eng, qp, p);
+		detect_loss(eng, qp, p, now);
 	advance_floor(p);
 	if (!p->ack_seen || seq_lt(p->last_rcv_pkts, a->rcv_pkts)) {
 		rcv_delta = a->rcv_pkts - p->last_rcv_pkts;
@@ -312,8 +323,16 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *p = &qp->paths[i];
 
-		if (p->rto_deadline && now >= p->rto_deadline)
-			path_timeout(eng, qp, p, now);
+		if (!p->rto_deadline || now < p->rto_deadline)
+			continue;
+		if (now < p->rto_at && !p->probed && qp->mode != MROC_MODE_ROCEV2) {
+			p->probed = true;
+			p->probe_pending = true;
+			p->rto_deadline = p->rto_at;
+			qp->may_tx = true;
+			continue;
+		}
+		path_timeout(eng, qp, p, now);
 	}
 	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
 		qp->rnr_deadline = 0;

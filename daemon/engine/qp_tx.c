@@ -234,6 +234,29 @@ static void pace(struct engine *eng, struct qp *qp, uint64_t now, uint32_t bytes
 	qp->pace_next = max_u64(qp->pace_next, now) + (uint64_t)bytes * 8 * NSEC_PER_SEC / rate;
 }
 
+/* A path owed a tail-loss probe, and the segment to probe with (its newest). */
+static struct path *probe_path(struct qp *qp, uint32_t *dsn)
+{
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		struct path *p = &qp->paths[i];
+
+		if (!p->probe_pending)
+			continue;
+		p->probe_pending = false;
+		for (uint32_t q = p->next_psn; q != p->floor; q--) {
+			struct sb_entry *s = &p->sb[(q - 1) & (MROC_SACK_BITS - 1)];
+
+			if (s->state == SB_INFLIGHT && !seq_lt(s->dsn, qp->snd_una) &&
+			    seq_lt(s->dsn, qp->snd_nxt) &&
+			    qp->dsn[s->dsn & qp->dsn_mask].state == DSN_INFLIGHT) {
+				*dsn = s->dsn;
+				return p;
+			}
+		}
+	}
+	return NULL;
+}
+
 /* Build one data packet if window, pacing and work allow.  Returns 1 or 0. */
 int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -243,15 +266,25 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	struct path *p;
 	uint32_t dsn, seg, off, plen, bytes;
 	uint8_t flags = 0, *src;
+	struct path *probe;
+	uint32_t probe_dsn = 0;
 	bool retx;
 	size_t n;
 
 	if (qp->pace_next > now)
 		return 0;
-	if (pick_dsn(eng, qp, &dsn, &retx))
-		return 0;
+	probe = probe_path(qp, &probe_dsn);
+	if (pick_dsn(eng, qp, &dsn, &retx)) {
+		if (!probe)
+			return 0;
+		/* Nothing else to send: resend the path's newest segment as the probe. */
+		dsn = probe_dsn;
+		retx = false;
+	} else {
+		probe = probe && !retx && qp->snd_nxt == dsn ? probe : NULL;
+	}
 	e = dsn_ent(qp, dsn);
-	m = qp_msg(qp, retx ? e->msn : qp->msn_seg);
+	m = qp_msg(qp, dsn != qp->snd_nxt ? e->msn : qp->msn_seg);
 	seg = dsn - m->first_dsn;
 	off = seg * eng->cfg.mtu;
 	plen = m->op == MROC_OP_READ_REQ ? 0 : m->len - off;
@@ -260,8 +293,12 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	bytes = MROC_DATA_OVERHEAD + plen + ENGINE_L2L4_OVERHEAD;
 	if (b->cap < MROC_DATA_OVERHEAD + plen)
 		return 0;
-	p = qp->mode == MROC_MODE_ROCEV2 ? (path_can_send(eng, &qp->paths[0], bytes) ?
-					    &qp->paths[0] : NULL) : pick_path(eng, qp, bytes);
+	if (probe)
+		p = probe;	/* a probe may exceed the window by one packet */
+	else if (qp->mode == MROC_MODE_ROCEV2)
+		p = path_can_send(eng, &qp->paths[0], bytes) ? &qp->paths[0] : NULL;
+	else
+		p = pick_path(eng, qp, bytes);
 	if (!p)
 		return 0;
 	src = segment_source(eng, qp, m, off, plen);
@@ -279,7 +316,11 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	}
 
 	/* Commit: sequence numbers, scoreboards, window. */
-	if (retx) {
+	if (probe && dsn != qp->snd_nxt) {
+		flags |= MROC_F_RETX | MROC_F_ACK_REQ;
+		p->st_retx++;
+		eng->st.c[EC_TX_RETX]++;
+	} else if (retx) {
 		if (qp->gbn_active && dsn == qp->gbn_next)
 			qp->gbn_next++;
 		else
