@@ -46,6 +46,7 @@ struct path {
 	uint8_t state;
 	uint16_t sport;
 	uint32_t next_psn;	/* next PSN to send */
+	uint32_t psn_hw;	/* one above the highest PSN ever sent (RoCEv2 mode rewinds) */
 	uint32_t floor;		/* lowest PSN still in flight (or next_psn) */
 	uint32_t high_acked;	/* highest PSN acknowledged (valid if any_acked) */
 	bool any_acked;
@@ -192,6 +193,7 @@ struct qp {
 	uint16_t nak_seen;	/* newest nak_seq acted on */
 	uint64_t rnr_deadline;
 	uint64_t last_progress;	/* last time snd_una or an ACK moved */
+	uint32_t una_retries;	/* resends of snd_una since it last moved */
 	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
 
 	/* receive side */

@@ -72,7 +72,7 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id)
 	for (unsigned i = 0; i < MROC_SACK_BITS; i++)
 		sb[i] = (struct sb_entry){ 0 };
 	p->sport = pick_sport(eng, qp, p);
-	p->next_psn = p->floor = qp->isn_psn;
+	p->next_psn = p->floor = p->psn_hw = qp->isn_psn;
 	p->rto = eng->cfg.rto_init_ns;
 	restart_window(eng, p);
 }

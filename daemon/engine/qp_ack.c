@@ -218,6 +218,7 @@ static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_
 	for (uint32_t d = qp->snd_una; d != cum; d++)
 		dsn_ent(qp, d)->state = DSN_FREE;
 	qp->snd_una = cum;
+	qp->una_retries = 0;
 	qp->stall_since = 0;
 	qp->last_progress = now;
 	qp_complete_sends(eng, qp);
@@ -233,7 +234,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return -EINVAL;
 	p = &qp->paths[pkt->hdr.path_id];
 	/* An ACK for PSNs never sent is bogus; one from before the floor is just old. */
-	if (seq_lt(p->next_psn, a->cum_psn))
+	if (seq_lt(p->psn_hw, a->cum_psn))
 		return -EINVAL;
 	qp->last_progress = now;
 
@@ -251,6 +252,10 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (qp->mode != MROC_MODE_ROCEV2)
 		detect_loss(eng, qp, p, now);
 	advance_floor(p);
+	if (seq_lt(p->next_psn, a->cum_psn)) {
+		/* RoCEv2 mode went back, but the receiver had these: skip ahead. */
+		p->next_psn = p->floor = a->cum_psn;
+	}
 	if (!p->ack_seen || seq_lt(p->last_rcv_pkts, a->rcv_pkts)) {
 		rcv_delta = a->rcv_pkts - p->last_rcv_pkts;
 		ce_delta = a->ce_pkts - p->last_ce_pkts;
@@ -273,6 +278,8 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (!qp->hint_mbps)
 		qp->pace_next = 0;
 	advance_una(eng, qp, a->cum_dsn, now);
+	if (qp->gbn_active && seq_lt(qp->gbn_next, qp->snd_una))
+		qp->gbn_next = qp->snd_una;
 	if (qp->snd_una != qp->snd_nxt && dsn_ent(qp, qp->snd_una)->state == DSN_ACKED &&
 	    !qp->stall_since)
 		qp->stall_since = now;

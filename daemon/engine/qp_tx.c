@@ -308,7 +308,8 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
 		return 0;
 	}
-	if (e->tx_count >= eng->cfg.max_retx) {
+	/* Like IB's retry count: resends of the oldest segment without progress. */
+	if (dsn == qp->snd_una && e->tx_count && ++qp->una_retries > eng->cfg.max_retx) {
 		m->status = MROC_WC_RETRY_EXC_ERR;
 		m->state = TXM_DONE;
 		qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
@@ -341,6 +342,8 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	e->tx_count++;
 
 	d.psn = p->next_psn++;
+	if (seq_lt(p->psn_hw, p->next_psn))
+		p->psn_hw = p->next_psn;
 	d.psn_floor = p->floor;
 	d.dsn = dsn;
 	d.msn = m->msn;
