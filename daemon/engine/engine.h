@@ -274,6 +274,7 @@ struct engine_path_info {
 	uint32_t pwnd_bytes, inflight_bytes;
 	uint64_t sent, retx, lost, ce, acked, timeouts, repaths;
 	uint32_t dctcp_alpha_ppm;	/* CE fraction estimate, parts per million */
+	uint64_t rate_bps;		/* delivered rate, smoothed per RTT round */
 };
 
 struct engine_qp_info {

@@ -69,6 +69,10 @@ struct path {
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */
 	uint32_t loss_ewma, ce_ewma;
+	uint64_t rate_ewma;	/* delivered bits per second, smoothed per round */
+	uint64_t round_start;
+	uint32_t rounds;	/* rounds since the path (re)started */
+	bool round_had_ce;
 	uint8_t bad_rounds;
 	uint64_t last_repath;
 	struct sb_entry *sb;	/* MROC_SACK_BITS entries */

@@ -10,6 +10,7 @@
 #define DCTCP_G_SHIFT	4		/* g = 1/16 */
 #define EWMA_SHIFT	2		/* repath EWMAs: weight 1/4 per round */
 #define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
+#define MATURE_ROUNDS	8		/* rounds before a path's delivery rate is trusted */
 
 static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path *self)
 {
@@ -56,6 +57,8 @@ static void restart_window(struct engine *eng, struct path *p)
 	p->ssthresh = pwnd_max(eng);
 	p->alpha = FIX_ONE;
 	p->loss_ewma = p->ce_ewma = 0;
+	p->rate_ewma = 0;
+	p->rounds = 0;
 	p->bad_rounds = 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
@@ -160,7 +163,7 @@ static uint32_t ewma(uint32_t avg, uint32_t sample)
 }
 
 /* End of a round (about one RTT): DCTCP update, repath statistics. */
-static void end_round(struct engine *eng, struct qp *qp, struct path *p)
+static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint32_t f = frac(p->round_ce, p->round_rcv);
 	uint32_t sent = p->round_rcv + p->round_lost;
@@ -177,6 +180,15 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p)
 		p->loss_ewma = ewma(p->loss_ewma, frac(p->round_lost, sent));
 		p->ce_ewma = ewma(p->ce_ewma, f);
 	}
+	if (p->round_start && now > p->round_start) {
+		uint64_t rate = (uint64_t)p->round_acked * 8 * NSEC_PER_SEC / (now - p->round_start);
+
+		p->rate_ewma = p->rate_ewma ? p->rate_ewma - (p->rate_ewma >> EWMA_SHIFT) +
+					      (rate >> EWMA_SHIFT) : rate;
+		p->rounds++;
+	}
+	p->round_start = now;
+	p->round_had_ce = p->round_ce != 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
 	p->cut_this_round = false;
@@ -199,7 +211,7 @@ void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t ack
 		clamp_pwnd(eng, p);
 	}
 	if (seq_le(p->round_end_psn, acked_psn)) {
-		end_round(eng, qp, p);
+		end_round(eng, qp, p, now);
 		path_check_siblings(eng, qp, p, now);
 	}
 }
@@ -250,26 +262,39 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 }
 
 /*
- * PLB-style: a path whose loss or CE fraction stays far above its siblings'
- * for BAD_ROUNDS of its rounds moves to a new source port (another ECMP route).
+ * PLB-style: a path moves to a new source port (another ECMP route) when,
+ * for BAD_ROUNDS of its rounds, its loss or CE fraction stays far above its
+ * siblings', or it is congested while delivering well under half of what
+ * its best sibling delivers: the signature of two paths hashed onto one
+ * link while another link idles.  Paths that both see it move with
+ * probability 1/2 each, so they do not chase each other.
  */
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
-	uint64_t loss = 0, ce = 0;
-	bool bad;
+	uint64_t loss = 0, ce = 0, rate = 0;
+	unsigned mature = 0;
+	bool bad, slow;
 
 	if (!eng->cfg.repath || qp->npaths < 2)
 		return;
 	for (unsigned j = 0; j < qp->npaths; j++) {
-		if (&qp->paths[j] == p)
+		const struct path *s = &qp->paths[j];
+
+		if (s == p)
 			continue;
-		loss += qp->paths[j].loss_ewma;
-		ce += qp->paths[j].ce_ewma;
+		loss += s->loss_ewma;
+		ce += s->ce_ewma;
+		if (s->rounds >= MATURE_ROUNDS) {
+			rate += s->rate_ewma;
+			mature++;
+		}
 	}
 	loss /= qp->npaths - 1;
 	ce /= qp->npaths - 1;
-	bad = p->loss_ewma > 2 * loss + FIX_ONE / 20 || p->ce_ewma > ce + FIX_ONE * 3 / 10;
+	slow = p->rounds >= MATURE_ROUNDS && mature && (p->ce_ewma || p->loss_ewma) &&
+	       p->rate_ewma * 3 * mature < rate * 2;
+	bad = p->loss_ewma > 2 * loss + FIX_ONE / 20 || p->ce_ewma > ce + FIX_ONE * 3 / 10 || slow;
 	p->bad_rounds = bad ? p->bad_rounds + 1 : 0;
-	if (p->bad_rounds >= BAD_ROUNDS)
+	if (p->bad_rounds >= BAD_ROUNDS && prng_below(&eng->rng, 2))
 		path_repath(eng, qp, p, now);
 }

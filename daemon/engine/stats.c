@@ -96,6 +96,7 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		.acked = p->st_acked,
 		.timeouts = p->st_timeouts,
 		.repaths = p->st_repaths,
+		.rate_bps = p->rate_ewma,
 		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
 	};
 	return 0;
