@@ -34,11 +34,13 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 {
 	if (link_blackholed(l, now)) {
 		l->st.dropped_blackhole++;
+		link_trace(env, now, SIM_TR_DROP_BLACKHOLE, pkt);
 		pktpool_put(env->pool, pkt);
 		return;
 	}
 	if (l->cfg.queue_bytes && l->q_bytes + pkt->wire_len > l->cfg.queue_bytes) {
 		l->st.dropped_tail++;
+		link_trace(env, now, SIM_TR_DROP_TAIL, pkt);
 		pktpool_put(env->pool, pkt);
 		return;
 	}
@@ -76,9 +78,11 @@ void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now)
 
 	if (link_blackholed(l, now)) {
 		l->st.dropped_blackhole++;
+		link_trace(env, now, SIM_TR_DROP_BLACKHOLE, pkt);
 		pktpool_put(env->pool, pkt);
 	} else if (l->cfg.loss > 0 && rng_double(env->rng) < l->cfg.loss) {
 		l->st.dropped_random++;
+		link_trace(env, now, SIM_TR_DROP_RANDOM, pkt);
 		pktpool_put(env->pool, pkt);
 	} else {
 		l->st.delivered++;

@@ -49,12 +49,33 @@ struct sim_link {
 	uint8_t plane;
 };
 
+/* What happened to a packet, for an optional trace callback. */
+enum sim_trace_what {
+	SIM_TR_SEND = 0,	/* NIC handed it to its plane's link */
+	SIM_TR_DROP_TAIL,
+	SIM_TR_DROP_RANDOM,
+	SIM_TR_DROP_BLACKHOLE,
+	SIM_TR_DELIVER,		/* handed to the destination engine */
+};
+
+typedef void (*sim_trace_fn)(void *ctx, uint64_t now, enum sim_trace_what what,
+			     const struct sim_pkt *pkt);
+
 /* What a link needs from the simulation around it. */
 struct link_env {
 	struct evq *q;
 	struct pktpool *pool;
 	struct rng *rng;
+	sim_trace_fn trace;	/* NULL: no tracing */
+	void *trace_ctx;
 };
+
+static inline void link_trace(const struct link_env *env, uint64_t now,
+			      enum sim_trace_what what, const struct sim_pkt *pkt)
+{
+	if (env->trace)
+		env->trace(env->trace_ctx, now, what, pkt);
+}
 
 /*
  * Nanoseconds to send bytes at rate_bps.  *rem carries the remainder of the

@@ -126,6 +126,7 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 		plane = rng_mix64(key ^ sim->hash_seed) % sim->cfg.nplanes;
 	}
 	pkt->plane = plane;
+	link_trace(&sim->env, sim->now, SIM_TR_SEND, pkt);
 	link_enqueue(link_at(sim, pkt->src, pkt->dst, plane), &sim->env, pkt, sim->now);
 }
 
@@ -229,6 +230,7 @@ static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
 
 	h->st.rx_pkts++;
 	h->st.rx_bytes += pkt->len;
+	link_trace(&sim->env, sim->now, SIM_TR_DELIVER, pkt);
 	if (engine_rx(h->eng, sim->now, pkt->data, pkt->len, &meta) < 0)
 		h->st.rx_rejected++;
 	pktpool_put(&sim->pool, pkt);
@@ -516,6 +518,12 @@ int sim_qp_connect(struct sim *sim, uint32_t host, uint32_t qpn, uint32_t peer,
 	err = engine_qp_connect(sim->hosts[host].eng, qpn, peer, service_id, sim->now);
 	host_drive(sim, &sim->hosts[host]);
 	return err;
+}
+
+void sim_set_trace(struct sim *sim, sim_trace_fn fn, void *ctx)
+{
+	sim->env.trace = fn;
+	sim->env.trace_ctx = ctx;
 }
 
 /* ---- links and statistics ----------------------------------------------------------- */

@@ -114,6 +114,12 @@ int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t p
 /* Sum over every link of a plane (both directions). */
 int sim_plane_stats(const struct sim *sim, uint32_t plane, struct sim_link_stats *out);
 
+/*
+ * Call fn for every packet sent, dropped or delivered (NULL turns it off).
+ * pkt and its data are only valid during the call.
+ */
+void sim_set_trace(struct sim *sim, sim_trace_fn fn, void *ctx);
+
 /* ---- statistics ------------------------------------------------------------------ */
 
 struct sim_host_stats {

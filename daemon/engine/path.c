@@ -264,10 +264,10 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 /*
  * PLB-style: a path moves to a new source port (another ECMP route) when,
  * for BAD_ROUNDS of its rounds, its loss or CE fraction stays far above its
- * siblings', or it is congested while delivering well under half of what
- * its best sibling delivers: the signature of two paths hashed onto one
- * link while another link idles.  Paths that both see it move with
- * probability 1/2 each, so they do not chase each other.
+ * siblings', or it is congested while delivering under two thirds of what
+ * its siblings deliver on average: the signature of two paths hashed onto
+ * one link while another link idles.  A path that sees it moves with
+ * probability 1/2 per round, so colliding paths do not chase each other.
  */
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
