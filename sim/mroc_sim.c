@@ -1,0 +1,631 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mroc-sim: run the mroc engine through the simulated network.
+ *
+ *   mroc-sim [--help] { bench [OPTIONS] | run [OPTIONS] | help }
+ *
+ * `bench` measures the figures the issue sets targets for (loss tolerance,
+ * multipath scaling, failover); `run` runs one configurable transfer and
+ * prints everything about it, which is how a failing test is reproduced.
+ * Simulated time is what is measured; the wall clock only gives the
+ * simulator's own speed (events per second).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "scenario.h"
+
+#define MIB		((uint64_t)1 << 20)
+#define MSEC		1000000ULL
+#define GBPS		1000000000ULL
+
+static const char usage_text[] =
+"usage: mroc-sim [--help] COMMAND [OPTIONS]\n"
+"\n"
+"commands:\n"
+"  bench   measure loss tolerance, multipath scaling and failover (default)\n"
+"  run     run one transfer and print its statistics\n"
+"  help    this text\n"
+"\n"
+"bench options:\n"
+"  --csv FILE        also write every row as CSV\n"
+"  --bytes SIZE      bytes per transfer (default 64M; the failover runs move 2x)\n"
+"  --seed N          first simulation seed (default 1)\n"
+"  --seeds N         seeds per point, figures are means (default 3)\n"
+"  --limit MS        simulated-time limit per run (default 1000)\n"
+"\n"
+"run options (defaults: the bench fabric, a mixed workload):\n"
+"  --planes N        planes (4)            --rate RATE     per plane, bit/s (25G)\n"
+"  --nic RATE        NIC rate (sum)        --delay NS      propagation (2000)\n"
+"  --queue SIZE      drop-tail (512K)      --ecn SIZE      marking threshold (64K)\n"
+"  --loss P          random loss, 0..1     --route hash|path\n"
+"  --mode metaroce|rocev2                  --paths N       paths per QP (4)\n"
+"  --mtu N           payload bytes (4096)  --bytes SIZE    total (64M)\n"
+"  --msg SIZE        per WR (64K)          --outstanding N WRs in flight (16)\n"
+"  --msg-min SIZE    random sizes in [msg-min, msg] (0 = fixed)\n"
+"  --mix W,WI,S,R    op weights (1,1,1,1)  --blackhole PLANE@US  plane dies at US\n"
+"  --settle US       after-failure window start (1000)\n"
+"  --rto-min US      engine's minimum RTO (engine default)\n"
+"  --seed N          simulation seed       --wl-seed N     workload seed\n"
+"  --limit MS        simulated-time limit (1000)\n"
+"  --trace FILE      write one line per packet sent, dropped or delivered\n"
+"  -v, --verbose     print per-plane and per-path state\n"
+"\n"
+"SIZE takes K, M, G (powers of 1024); RATE takes K, M, G (powers of 1000).\n";
+
+/* ---- parsing ---------------------------------------------------------------- */
+
+static int parse_scaled(const char *s, uint64_t unit, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': v *= unit; end++; break;
+	case 'M': case 'm': v *= unit * unit; end++; break;
+	case 'G': case 'g': v *= unit * unit * unit; end++; break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int parse_double(const char *s, double lo, double hi, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || *out < lo || *out > hi ? -EINVAL : 0;
+}
+
+static int parse_mix(const char *s, uint32_t mix[WL_OP__COUNT])
+{
+	unsigned w[WL_OP__COUNT];
+
+	if (sscanf(s, "%u,%u,%u,%u", &w[0], &w[1], &w[2], &w[3]) != 4)
+		return -EINVAL;
+	for (int i = 0; i < WL_OP__COUNT; i++)
+		mix[i] = w[i];
+	return 0;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Time the event loop only: buffer set-up and verification are not the simulator. */
+static void time_run(void *ctx, bool end)
+{
+	double *t = ctx;
+
+	t[end] = wall_now();
+}
+
+/* Goodput so far, also for a transfer that did not finish in time. */
+static double run_gbps(const struct scn_result *r)
+{
+	uint64_t end = r->wl.done ? r->wl.t_last_cqe : r->t_end_ns;
+
+	if (r->wl.done)
+		return r->goodput_gbps;
+	if (!r->wl.t_first_post || end <= r->wl.t_first_post)
+		return 0;
+	return (double)r->wl.bytes_done * 8 / (double)(end - r->wl.t_first_post);
+}
+
+/* ---- run ------------------------------------------------------------------------ */
+
+static void print_paths(struct engine *eng, uint32_t qpn, const char *who)
+{
+	struct engine_qp_info qi;
+
+	if (engine_qp_info(eng, qpn, &qi))
+		return;
+	printf("%s qp %u: state %u mode %u paths %u qwnd %" PRIu64 " pacing %" PRIu64
+	       " hint %u Mbit/s tx %" PRIu64 " rx %" PRIu64 " sq_out %u rq %u errors %" PRIu64 "\n",
+	       who, qpn, qi.state, qi.mode, qi.npaths, qi.qwnd_bytes, qi.pacing_bps,
+	       qi.rate_hint_mbps, qi.tx_bytes, qi.rx_bytes, qi.sq_outstanding, qi.rq_posted,
+	       qi.errors);
+	for (unsigned p = 0; p < qi.npaths; p++) {
+		struct engine_path_info pi;
+
+		if (engine_path_info(eng, qpn, p, &pi))
+			continue;
+		printf("  path %u sport %u srtt %" PRIu64 " min_rtt %" PRIu64 " rto %" PRIu64
+		       " pwnd %u inflight %u sent %" PRIu64 " retx %" PRIu64 " lost %" PRIu64
+		       " ce %" PRIu64 " timeouts %" PRIu64 " repaths %" PRIu64 " alpha %u ppm\n",
+		       p, pi.sport, pi.srtt_ns, pi.min_rtt_ns, pi.rto_ns, pi.pwnd_bytes,
+		       pi.inflight_bytes, pi.sent, pi.retx, pi.lost, pi.ce, pi.timeouts,
+		       pi.repaths, pi.dctcp_alpha_ppm);
+	}
+}
+
+static void inspect_run(struct sim *sim, struct workload *wl, void *ctx)
+{
+	print_paths(sim_host_engine(sim, 0), wl_client_qpn(wl), "client");
+	print_paths(sim_host_engine(sim, 1), wl_server_qpn(wl), "server");
+}
+
+static void print_result(const struct scn_config *cfg, const struct scn_result *r, bool verbose)
+{
+	const struct wl_result *w = &r->wl;
+
+	printf("result: %s\n", r->err ? "FAILED" : "ok");
+	if (r->err)
+		printf("why: %s\n", r->why);
+	printf("ops %" PRIu64 "/%" PRIu64 " (WRITE %" PRIu64 " WRITE_IMM %" PRIu64 " SEND %" PRIu64
+	       " READ %" PRIu64 "), bytes %" PRIu64 "\n", w->ops_done, w->ops_total,
+	       w->ops[WL_WRITE], w->ops[WL_WRITE_IMM], w->ops[WL_SEND], w->ops[WL_READ],
+	       w->bytes_done);
+	printf("connected %.3f us, first post %.3f us, last completion %.3f us, end %.3f us\n",
+	       (double)w->t_connected / 1e3, (double)w->t_first_post / 1e3,
+	       (double)w->t_last_cqe / 1e3, (double)r->t_end_ns / 1e3);
+	printf("goodput %.3f Gbit/s of %.3f capacity (%.3f)\n", run_gbps(r), r->capacity_gbps,
+	       run_gbps(r) / r->capacity_gbps);
+	if (cfg->blackhole_plane >= 0)
+		printf("after failure %.3f Gbit/s of %.3f (%.3f)\n", r->after_gbps,
+		       r->after_capacity_gbps, r->after_gbps / r->after_capacity_gbps);
+	printf("sim: events %" PRIu64 ", packets %" PRIu64 " sent, %" PRIu64 " rejected by rx, "
+	       "timer spins %" PRIu64 ", pool %" PRIu64 "\n", r->sim.events, r->sim.hosts.tx_pkts,
+	       r->sim.hosts.rx_rejected, r->sim.hosts.timer_spins, r->sim.pool_pkts);
+	for (uint32_t p = 0; verbose && p < cfg->planes; p++) {
+		const struct sim_link_stats *l = &r->plane[p];
+
+		printf("plane %u: enq %" PRIu64 " deliv %" PRIu64 " tail %" PRIu64 " random %" PRIu64
+		       " blackhole %" PRIu64 " ce %" PRIu64 " maxq %" PRIu64 "\n", p, l->enqueued,
+		       l->delivered, l->dropped_tail, l->dropped_random, l->dropped_blackhole,
+		       l->marked_ce, l->max_queue_bytes);
+	}
+	for (int h = 0; verbose && h < 2; h++) {
+		printf("%s engine:", h ? "server" : "client");
+		for (int c = 0; c < EC__COUNT; c++)
+			if (r->eng[h].c[c])
+				printf(" %s=%" PRIu64, engine_counter_name(c), r->eng[h].c[c]);
+		printf("\n");
+	}
+}
+
+enum {
+	OPT_PLANES = 256, OPT_RATE, OPT_NIC, OPT_DELAY, OPT_QUEUE, OPT_ECN, OPT_LOSS, OPT_ROUTE,
+	OPT_MODE, OPT_PATHS, OPT_MTU, OPT_BYTES, OPT_MSG, OPT_OUTSTANDING, OPT_MIX,
+	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_CSV, OPT_TRACE,
+	OPT_MSG_MIN, OPT_RTO_MIN, OPT_SEEDS,
+};
+
+static const struct option run_opts[] = {
+	{ "planes", required_argument, NULL, OPT_PLANES },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "nic", required_argument, NULL, OPT_NIC },
+	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "ecn", required_argument, NULL, OPT_ECN },
+	{ "loss", required_argument, NULL, OPT_LOSS },
+	{ "route", required_argument, NULL, OPT_ROUTE },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "paths", required_argument, NULL, OPT_PATHS },
+	{ "mtu", required_argument, NULL, OPT_MTU },
+	{ "bytes", required_argument, NULL, OPT_BYTES },
+	{ "msg", required_argument, NULL, OPT_MSG },
+	{ "msg-min", required_argument, NULL, OPT_MSG_MIN },
+	{ "rto-min", required_argument, NULL, OPT_RTO_MIN },
+	{ "outstanding", required_argument, NULL, OPT_OUTSTANDING },
+	{ "mix", required_argument, NULL, OPT_MIX },
+	{ "blackhole", required_argument, NULL, OPT_BLACKHOLE },
+	{ "settle", required_argument, NULL, OPT_SETTLE },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "wl-seed", required_argument, NULL, OPT_WL_SEED },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+/* One option into cfg; returns 0 or -EINVAL. */
+static int run_opt(struct scn_config *cfg, int opt, const char *arg)
+{
+	uint64_t v = 0;
+	unsigned plane;
+	double us;
+
+	switch (opt) {
+	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
+	case OPT_SEED: case OPT_WL_SEED: case OPT_LIMIT: case OPT_SETTLE: case OPT_RTO_MIN:
+		if (parse_scaled(arg, 1000, &v))
+			return -EINVAL;
+		break;
+	}
+	switch (opt) {
+	case OPT_PLANES: cfg->planes = (uint32_t)v; return v && v <= SIM_MAX_PLANES ? 0 : -EINVAL;
+	case OPT_RATE: return parse_scaled(arg, 1000, &cfg->plane_rate_bps);
+	case OPT_NIC: return parse_scaled(arg, 1000, &cfg->nic_rate_bps);
+	case OPT_DELAY: cfg->delay_ns = v; return 0;
+	case OPT_QUEUE: return parse_scaled(arg, 1024, &cfg->queue_bytes);
+	case OPT_ECN: return parse_scaled(arg, 1024, &cfg->ecn_bytes);
+	case OPT_LOSS: return parse_double(arg, 0, 1, &cfg->loss);
+	case OPT_ROUTE:
+		if (!strcmp(arg, "hash"))
+			cfg->route = SIM_ROUTE_HASH;
+		else if (!strcmp(arg, "path"))
+			cfg->route = SIM_ROUTE_PATH_ID;
+		else
+			return -EINVAL;
+		return 0;
+	case OPT_MODE:
+		if (!strcmp(arg, "metaroce"))
+			cfg->wl.mode = MROC_MODE_METAROCE;
+		else if (!strcmp(arg, "rocev2"))
+			cfg->wl.mode = MROC_MODE_ROCEV2;
+		else
+			return -EINVAL;
+		return 0;
+	case OPT_PATHS: cfg->wl.npaths = (uint8_t)v; return v && v <= MROC_MAX_PATHS ? 0 : -EINVAL;
+	case OPT_MTU: cfg->mtu = (uint32_t)v; return 0;
+	case OPT_BYTES: return parse_scaled(arg, 1024, &cfg->wl.total_bytes);
+	case OPT_MSG:
+		if (parse_scaled(arg, 1024, &v) || !v || v > UINT32_MAX)
+			return -EINVAL;
+		cfg->wl.msg_bytes = (uint32_t)v;
+		return 0;
+	case OPT_MSG_MIN:
+		if (parse_scaled(arg, 1024, &v) || v > UINT32_MAX)
+			return -EINVAL;
+		cfg->wl.msg_min = (uint32_t)v;
+		return 0;
+	case OPT_OUTSTANDING: cfg->wl.outstanding = (uint32_t)v; return v ? 0 : -EINVAL;
+	case OPT_MIX: return parse_mix(arg, cfg->wl.mix);
+	case OPT_BLACKHOLE:
+		if (sscanf(arg, "%u@%lf", &plane, &us) != 2 || us < 0)
+			return -EINVAL;
+		cfg->blackhole_plane = (int32_t)plane;
+		cfg->blackhole_at_ns = (uint64_t)(us * 1e3);
+		return 0;
+	case OPT_SETTLE: cfg->settle_ns = v * 1000; return 0;
+	case OPT_RTO_MIN: cfg->rto_min_ns = v * 1000; return 0;
+	case OPT_SEED: cfg->seed = v; return 0;
+	case OPT_WL_SEED: cfg->wl.seed = v; return 0;
+	case OPT_LIMIT: cfg->time_limit_ns = v * MSEC; return 0;
+	}
+	return -EINVAL;
+}
+
+static void trace_pkt(void *ctx, uint64_t now, enum sim_trace_what what,
+		      const struct sim_pkt *pkt)
+{
+	static const char *const whats[] = { "send", "drop-tail", "drop-random", "drop-bh",
+					     "deliver" };
+	struct wire_pkt w;
+	enum wire_err why;
+	FILE *f = ctx;
+
+	fprintf(f, "%" PRIu64 " %s %u>%u plane %u sport %u path %u len %u%s%s", now, whats[what],
+		pkt->src, pkt->dst, pkt->plane, pkt->sport, pkt->path_id, pkt->len,
+		pkt->ect ? " ect" : "", pkt->ce ? " ce" : "");
+	if (wire_parse(pkt->data, pkt->len, &w, &why)) {
+		fprintf(f, " malformed %s\n", wire_err_name(why));
+		return;
+	}
+	fprintf(f, " op %#x fl %#x qp %u", w.hdr.opcode, w.hdr.flags, w.hdr.dst_qpn);
+	if (mroc_op_is_data(w.hdr.opcode))
+		fprintf(f, " psn %u floor %u dsn %u msn %u off %u", w.data.psn, w.data.psn_floor,
+			w.data.dsn, w.data.msn, w.data.offset);
+	else if (w.hdr.opcode == MROC_OP_ACK)
+		fprintf(f, " cum_psn %u cum_dsn %u rcv %u ce %u nak %u/%u@%u", w.ack.cum_psn,
+			w.ack.cum_dsn, w.ack.rcv_pkts, w.ack.ce_pkts, w.ack.nak_code,
+			w.ack.nak_seq, w.ack.nak_dsn);
+	fputc('\n', f);
+}
+
+static int cmd_run(int argc, char **argv)
+{
+	struct scn_config cfg;
+	static struct scn_result res;
+	bool verbose = false;
+	double t[2] = { 0, 0 };
+	int opt;
+
+	scn_config_default(&cfg);
+	while ((opt = getopt_long(argc, argv, "vh", run_opts, NULL)) != -1) {
+		if (opt == 'v') {
+			verbose = true;
+		} else if (opt == OPT_TRACE) {
+			if (cfg.trace_ctx)
+				fclose(cfg.trace_ctx);
+			cfg.trace_ctx = fopen(optarg, "w");
+			if (!cfg.trace_ctx) {
+				fprintf(stderr, "mroc-sim run: %s: %s\n", optarg, strerror(errno));
+				return 1;
+			}
+			cfg.trace = trace_pkt;
+		} else if (opt == 'h') {
+			fputs(usage_text, stdout);
+			return 0;
+		} else if (opt == '?' || run_opt(&cfg, opt, optarg)) {
+			fprintf(stderr, "mroc-sim run: bad option %s%s%s\n", argv[optind - 1],
+				optarg ? " " : "", optarg ? optarg : "");
+			return 2;
+		}
+	}
+	if (verbose)
+		cfg.inspect = inspect_run;
+	cfg.run_hook = time_run;
+	cfg.run_hook_ctx = t;
+	scn_run(&cfg, &res);
+	if (cfg.trace_ctx)
+		fclose(cfg.trace_ctx);
+	print_result(&cfg, &res, verbose);
+	printf("event loop: %.3f s wall, %.2f M events/s\n", t[1] - t[0],
+	       (double)res.sim.events / (t[1] - t[0]) / 1e6);
+	return res.err ? 1 : 0;
+}
+
+/* ---- bench ------------------------------------------------------------------------ */
+
+struct bench {
+	FILE *csv;
+	uint64_t bytes;
+	uint64_t seed;
+	uint32_t seeds;
+	uint64_t limit_ns;
+	uint64_t events;
+	double wall;
+	int failures;
+};
+
+/* The mean over the bench's seeds of one configuration. */
+struct point {
+	double gbps;		/* goodput (of the part done, if unfinished) */
+	double after_gbps;	/* failover: from blackhole + settle to the end */
+	double capacity, after_capacity;
+	bool all_done;
+};
+
+/* The bench workload (scn_config_bench): WRITEs only, ROUTE_PATH_ID. */
+static void bench_cfg(const struct bench *b, struct scn_config *cfg)
+{
+	scn_config_bench(cfg);
+	cfg->time_limit_ns = b->limit_ns;
+	cfg->wl.total_bytes = b->bytes;
+}
+
+static void csv_row(struct bench *b, const char *section, const struct scn_config *cfg,
+		    const struct scn_result *r, double gbps, double cap, double wall)
+{
+	if (!b->csv)
+		return;
+	fprintf(b->csv, "%s,%s,%s,%u,%u,%g,%d,%" PRIu64 ",%" PRIu64 ",%d,%.4f,%.4f,%.4f,%" PRIu64
+		",%.3f\n", section, cfg->wl.mode == MROC_MODE_ROCEV2 ? "rocev2" : "metaroce",
+		cfg->route == SIM_ROUTE_HASH ? "hash" : "path", cfg->planes, cfg->wl.npaths,
+		cfg->loss, cfg->blackhole_plane, cfg->wl.total_bytes, cfg->seed, r->wl.done, gbps,
+		cap, gbps / cap, r->sim.events, wall);
+}
+
+/* Run cfg once per seed; CSV gets every run, the caller the means. */
+static struct point bench_point(struct bench *b, const char *section, struct scn_config *cfg)
+{
+	static struct scn_result r;
+	struct point pt = { .all_done = true };
+
+	for (uint32_t k = 0; k < b->seeds; k++) {
+		double t[2] = { 0, 0 };
+
+		cfg->seed = b->seed + k;
+		cfg->run_hook = time_run;
+		cfg->run_hook_ctx = t;
+		scn_run(cfg, &r);
+		b->events += r.sim.events;
+		b->wall += t[1] - t[0];
+		if (r.err && r.err != -ETIMEDOUT) {
+			b->failures++;
+			fprintf(stderr, "  run failed (seed %" PRIu64 "): %s\n", cfg->seed, r.why);
+		}
+		pt.all_done &= r.wl.done;
+		pt.gbps += run_gbps(&r) / b->seeds;
+		pt.after_gbps += r.after_gbps / b->seeds;
+		pt.capacity = r.capacity_gbps;
+		pt.after_capacity = r.after_capacity_gbps;
+		if (cfg->blackhole_plane >= 0)
+			csv_row(b, section, cfg, &r, r.after_gbps, r.after_capacity_gbps,
+				t[1] - t[0]);
+		else
+			csv_row(b, section, cfg, &r, run_gbps(&r), r.capacity_gbps, t[1] - t[0]);
+	}
+	return pt;
+}
+
+/* (a) goodput at loss 0 / 0.1 / 1 / 5 / 10 %, MetaRoCE on 4 paths and RoCEv2. */
+static void bench_loss(struct bench *b)
+{
+	static const double loss[] = { 0, 0.001, 0.01, 0.05, 0.10 };
+	double ref[2] = { 0, 0 };
+
+	printf("\n(a) random loss on every link, 4 planes x 25 Gbit/s, ROUTE_PATH_ID\n"
+	       "    Gbit/s, fraction of the 4 planes' goodput capacity, fraction of the mode's own\n"
+	       "    lossless goodput.  RoCEv2 has one path, so it can use one plane of 4.\n");
+	printf("    %-6s | %-30s | %-30s\n", "loss", "MetaRoCE (4 paths)", "RoCEv2 (1 path)");
+	for (size_t i = 0; i < sizeof(loss) / sizeof(loss[0]); i++) {
+		printf("    %5.1f%%", loss[i] * 100);
+		for (int m = 0; m < 2; m++) {
+			struct scn_config cfg;
+			struct point pt;
+
+			bench_cfg(b, &cfg);
+			cfg.loss = loss[i];
+			cfg.wl.mode = m ? MROC_MODE_ROCEV2 : MROC_MODE_METAROCE;
+			cfg.wl.npaths = m ? 1 : 4;
+			pt = bench_point(b, "loss", &cfg);
+			if (i == 0)
+				ref[m] = pt.gbps;
+			printf(" | %7.2f  %5.3f  %5.3f%s", pt.gbps, pt.gbps / pt.capacity,
+			       ref[m] > 0 ? pt.gbps / ref[m] : 0, pt.all_done ? "   " : " * ");
+		}
+		printf("\n");
+	}
+	printf("    (* = a run did not finish within the time limit: goodput of the part done)\n");
+}
+
+/* (b) P equal rate-limited paths: throughput / (P x one path). */
+static void bench_scaling(struct bench *b)
+{
+	static const uint32_t paths[] = { 1, 2, 4, 8 };
+	double one[2] = { 0, 0 };
+
+	printf("\n(b) multipath scaling: P planes x 25 Gbit/s, P paths, NIC = P x 25 Gbit/s\n"
+	       "    Gbit/s, throughput / (P x one path), fraction of the P planes' capacity\n");
+	printf("    %-3s | %-28s | %-28s\n", "P", "ROUTE_PATH_ID", "ROUTE_HASH");
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		printf("    %-3u", paths[i]);
+		for (int h = 0; h < 2; h++) {
+			struct scn_config cfg;
+			struct point pt;
+
+			bench_cfg(b, &cfg);
+			cfg.route = h ? SIM_ROUTE_HASH : SIM_ROUTE_PATH_ID;
+			cfg.planes = paths[i];
+			cfg.wl.npaths = (uint8_t)paths[i];
+			pt = bench_point(b, "scaling", &cfg);
+			if (i == 0)
+				one[h] = pt.gbps;
+			printf(" | %7.2f  %5.3f  %5.3f%s", pt.gbps, pt.gbps / (paths[i] * one[h]),
+			       pt.gbps / pt.capacity, pt.all_done ? "   " : " * ");
+		}
+		printf("\n");
+	}
+}
+
+/* (c) one of 4 planes blackholed mid-transfer, both routings. */
+static void bench_failover(struct bench *b)
+{
+	printf("\n(c) failover: plane 2 of 4 blackholed 1 ms into a %" PRIu64 " MiB WRITE transfer;\n"
+	       "    goodput from 4 ms after the failure to the end, against the 3 remaining\n"
+	       "    planes' capacity\n", 2 * b->bytes / MIB);
+	for (int h = 0; h < 2; h++) {
+		struct scn_config cfg;
+		struct point pt;
+
+		bench_cfg(b, &cfg);
+		cfg.route = h ? SIM_ROUTE_HASH : SIM_ROUTE_PATH_ID;
+		cfg.wl.total_bytes = 2 * b->bytes;
+		cfg.blackhole_plane = 2;
+		cfg.blackhole_at_ns = 1 * MSEC;
+		cfg.settle_ns = 4 * MSEC;
+		pt = bench_point(b, "failover", &cfg);
+		printf("    %-13s %s; %7.2f Gbit/s after the failure = %.3f of %.2f\n",
+		       h ? "ROUTE_HASH" : "ROUTE_PATH_ID",
+		       pt.all_done ? "completed    " : "NOT completed", pt.after_gbps,
+		       pt.after_gbps / pt.after_capacity, pt.after_capacity);
+	}
+}
+
+static const struct option bench_opts[] = {
+	{ "csv", required_argument, NULL, OPT_CSV },
+	{ "bytes", required_argument, NULL, OPT_BYTES },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "seeds", required_argument, NULL, OPT_SEEDS },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static int cmd_bench(int argc, char **argv)
+{
+	struct bench b = { .bytes = 64 * MIB, .seed = 1, .seeds = 3, .limit_ns = 1000 * MSEC };
+	const char *csv = NULL;
+	uint64_t v;
+	int opt;
+
+	while ((opt = getopt_long(argc, argv, "h", bench_opts, NULL)) != -1) {
+		switch (opt) {
+		case OPT_CSV: csv = optarg; break;
+		case OPT_BYTES:
+			if (parse_scaled(optarg, 1024, &b.bytes) || !b.bytes)
+				goto bad;
+			break;
+		case OPT_SEED:
+			if (parse_scaled(optarg, 1000, &b.seed))
+				goto bad;
+			break;
+		case OPT_SEEDS:
+			if (parse_scaled(optarg, 1000, &v) || !v || v > 1000)
+				goto bad;
+			b.seeds = (uint32_t)v;
+			break;
+		case OPT_LIMIT:
+			if (parse_scaled(optarg, 1000, &v) || !v)
+				goto bad;
+			b.limit_ns = v * MSEC;
+			break;
+		case 'h': fputs(usage_text, stdout); return 0;
+		default: goto bad;
+		}
+	}
+	if (csv) {
+		b.csv = fopen(csv, "w");
+		if (!b.csv) {
+			fprintf(stderr, "mroc-sim bench: %s: %s\n", csv, strerror(errno));
+			return 1;
+		}
+		fprintf(b.csv, "section,mode,route,planes,paths,loss,blackhole_plane,bytes,seed,done,"
+			"goodput_gbps,capacity_gbps,frac_capacity,events,wall_s\n");
+	}
+	printf("mroc-sim bench: MTU 4096, 2 us propagation, 512 KiB queues, ECN above 64 KiB,\n"
+	       "%" PRIu64 " MiB of 64 KiB WRITEs, 32 outstanding, engine defaults; means over seeds "
+	       "%" PRIu64 "..%" PRIu64 "\n", b.bytes / MIB, b.seed, b.seed + b.seeds - 1);
+	bench_loss(&b);
+	bench_scaling(&b);
+	bench_failover(&b);
+	printf("\nsimulator: %" PRIu64 " events in %.2f s of event loop = %.2f M events/s\n"
+	       "(buffer set-up and byte-exact verification are not counted)\n", b.events, b.wall,
+	       (double)b.events / b.wall / 1e6);
+	if (b.csv)
+		fclose(b.csv);
+	return b.failures ? 1 : 0;
+bad:
+	fprintf(stderr, "mroc-sim bench: bad option %s (see mroc-sim --help)\n", argv[optind - 1]);
+	return 2;
+}
+
+/* ---- main ------------------------------------------------------------------------- */
+
+static int cmd_help(int argc, char **argv)
+{
+	fputs(usage_text, stdout);
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(int argc, char **argv);
+} commands[] = {
+	{ "bench", cmd_bench },	/* first = default */
+	{ "run", cmd_run },
+	{ "help", cmd_help },
+};
+
+int main(int argc, char **argv)
+{
+	if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
+		return cmd_help(argc, argv);
+	if (argc < 2)
+		return commands[0].fn(argc, argv);
+	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
+		if (!strcmp(argv[1], commands[i].name))
+			return commands[i].fn(argc - 1, argv + 1);
+	fprintf(stderr, "mroc-sim: unknown command '%s' (see mroc-sim --help)\n", argv[1]);
+	return 2;
+}

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "scenario.h"
+
+void scn_config_default(struct scn_config *cfg)
+{
+	*cfg = (struct scn_config){
+		.planes = 4,
+		.plane_rate_bps = 25000000000ULL,
+		.delay_ns = 2000,
+		.queue_bytes = 512 * 1024,
+		.ecn_bytes = 64 * 1024,
+		.route = SIM_ROUTE_HASH,
+		.blackhole_plane = -1,
+		.settle_ns = 1000000,
+		.mtu = 4096,
+		.time_limit_ns = 1000000000ULL,
+		.seed = 1,
+		.verify = true,
+	};
+	wl_config_default(&cfg->wl);
+}
+
+void scn_config_bench(struct scn_config *cfg)
+{
+	scn_config_default(cfg);
+	cfg->route = SIM_ROUTE_PATH_ID;
+	memset(cfg->wl.mix, 0, sizeof(cfg->wl.mix));
+	cfg->wl.mix[WL_WRITE] = 1;
+	/* 2 MiB in flight: 16 x 64 KiB caps 8 x 25 Gbit/s at ~0.94 of capacity. */
+	cfg->wl.outstanding = 32;
+}
+
+/* What a blackhole run samples when the settling time is over. */
+struct scn_sample {
+	struct workload *wl;
+	uint64_t t, bytes;
+	bool taken;
+};
+
+static void take_sample(struct sim *sim, void *ctx)
+{
+	struct scn_sample *s = ctx;
+
+	s->t = sim_now(sim);
+	s->bytes = wl_result(s->wl)->bytes_done;
+	s->taken = true;
+}
+
+/* The blackhole is timed from the first post, which only the workload knows. */
+struct scn_bh {
+	struct scn_sample sample;
+	const struct scn_config *cfg;
+	bool armed;
+};
+
+static bool before_first_post(struct sim *sim, void *ctx)
+{
+	struct scn_bh *bh = ctx;
+
+	return !wl_finished(bh->sample.wl) && !wl_result(bh->sample.wl)->t_first_post;
+}
+
+static int arm_blackhole(struct sim *sim, struct scn_bh *bh)
+{
+	const struct scn_config *cfg = bh->cfg;
+	uint64_t t0, at;
+	struct sim_link_cfg lc;
+	int err;
+
+	err = sim_run_while(sim, before_first_post, bh, cfg->time_limit_ns);
+	if (err)
+		return 0;	/* wl_run reports the stall */
+	t0 = wl_result(bh->sample.wl)->t_first_post;
+	at = t0 + cfg->blackhole_at_ns;
+	err = sim_link_get(sim, 0, 1, (uint32_t)cfg->blackhole_plane, &lc);
+	if (err)
+		return err;
+	lc.blackhole_start_ns = at;
+	lc.blackhole_end_ns = SIM_NEVER;
+	err = sim_plane_set(sim, (uint32_t)cfg->blackhole_plane, &lc);
+	if (!err)
+		err = sim_schedule(sim, at + cfg->settle_ns, take_sample, &bh->sample);
+	bh->armed = !err;
+	return err;
+}
+
+static struct sim *scn_sim(const struct scn_config *cfg)
+{
+	struct sim_config sc;
+
+	sim_config_default(&sc);
+	sc.nhosts = 2;
+	sc.nplanes = cfg->planes;
+	sc.route = cfg->route;
+	sc.seed = cfg->seed;
+	sc.nic_rate_bps = cfg->nic_rate_bps;
+	sc.link.rate_bps = cfg->plane_rate_bps;
+	sc.link.delay_ns = cfg->delay_ns;
+	sc.link.queue_bytes = cfg->queue_bytes;
+	sc.link.ecn_bytes = cfg->ecn_bytes;
+	sc.link.loss = cfg->loss;
+	sc.engine.mtu = cfg->mtu;
+	if (cfg->rto_min_ns)
+		sc.engine.rto_min_ns = cfg->rto_min_ns;
+	/*
+	 * One QP per host: a small table keeps the engine's per-call scans of
+	 * every QP slot (engine_tx, engine_poll_cq, engine_advance) cheap.
+	 */
+	sc.engine.max_qps = 4;
+	return sim_create(&sc);
+}
+
+static void scn_collect(struct sim *sim, const struct scn_config *cfg, struct scn_result *res,
+			const struct scn_bh *bh)
+{
+	const struct wl_result *w = &res->wl;
+	double plane_cap = (double)sim_goodput_capacity(sim, cfg->plane_rate_bps) / 1e9;
+
+	res->goodput_gbps = w->goodput_gbps;
+	res->capacity_gbps = plane_cap * cfg->planes;
+	res->t_end_ns = sim_now(sim);
+	if (bh->armed) {
+		res->after_capacity_gbps = plane_cap * (cfg->planes - 1);
+		/* An unfinished run still says how fast it was going. */
+		uint64_t end = w->done ? w->t_last_cqe : res->t_end_ns;
+
+		if (bh->sample.taken && end > bh->sample.t)
+			res->after_gbps = (double)(w->bytes_done - bh->sample.bytes) * 8 /
+					  (double)(end - bh->sample.t);
+	}
+	sim_get_stats(sim, &res->sim);
+	engine_get_stats(sim_host_engine(sim, 0), &res->eng[0]);
+	engine_get_stats(sim_host_engine(sim, 1), &res->eng[1]);
+	for (uint32_t p = 0; p < cfg->planes && p < SIM_MAX_PLANES; p++)
+		sim_plane_stats(sim, p, &res->plane[p]);
+}
+
+int scn_run(const struct scn_config *cfg, struct scn_result *res)
+{
+	struct scn_bh bh = { .cfg = cfg };
+	struct workload *wl = NULL;
+	struct sim *sim;
+	int err;
+
+	memset(res, 0, sizeof(*res));
+	if (cfg->blackhole_plane >= (int32_t)cfg->planes)
+		return res->err = -EINVAL;
+	sim = scn_sim(cfg);
+	if (!sim) {
+		snprintf(res->why, sizeof(res->why), "sim_create: %s", strerror(errno));
+		return res->err = -errno;
+	}
+	wl = wl_create(sim, &cfg->wl);
+	if (!wl) {
+		err = -errno;
+		snprintf(res->why, sizeof(res->why), "wl_create: %s", strerror(errno));
+		goto out;
+	}
+	bh.sample.wl = wl;
+	if (cfg->trace)
+		sim_set_trace(sim, cfg->trace, cfg->trace_ctx);
+	err = wl_start(wl);
+	if (cfg->run_hook)
+		cfg->run_hook(cfg->run_hook_ctx, false);
+	if (!err && cfg->blackhole_plane >= 0)
+		err = arm_blackhole(sim, &bh);
+	if (!err)
+		err = wl_run(wl, cfg->time_limit_ns);
+	if (cfg->run_hook)
+		cfg->run_hook(cfg->run_hook_ctx, true);
+	if (!err && cfg->verify)
+		err = wl_verify_memory(wl);
+	res->wl = *wl_result(wl);
+	if (err && res->wl.why[0])
+		snprintf(res->why, sizeof(res->why), "%s", res->wl.why);
+	scn_collect(sim, cfg, res, &bh);
+	if (cfg->inspect)
+		cfg->inspect(sim, wl, cfg->inspect_ctx);
+out:
+	wl_destroy(wl);
+	sim_destroy(sim);
+	return res->err = err;
+}

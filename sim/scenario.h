@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Scenarios: one call that builds a two-host simulation, runs a transfer
+ * workload over it and measures it.  The tests and `mroc-sim bench` share
+ * these so a figure in the benchmark and a target in a test mean the same
+ * thing.
+ *
+ * Capacities are goodput capacities: the payload rate a plane carries when
+ * every packet is a full data packet (rate x mtu / (mtu + mroc headers +
+ * wire overhead)).  A perfect transport reaches 1.0 of it.
+ */
+#ifndef MROC_SIM_SCENARIO_H
+#define MROC_SIM_SCENARIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "simnet.h"
+#include "workload.h"
+
+struct scn_config {
+	/* fabric */
+	uint32_t planes;
+	uint64_t plane_rate_bps;
+	uint64_t nic_rate_bps;		/* 0 = planes x plane_rate_bps */
+	uint64_t delay_ns;
+	uint64_t queue_bytes;
+	uint64_t ecn_bytes;
+	double loss;			/* every link, both directions */
+	uint8_t route;			/* enum sim_route */
+	int32_t blackhole_plane;	/* -1 = none; else both directions of it */
+	uint64_t blackhole_at_ns;	/* after the first post */
+	uint64_t settle_ns;		/* measure "after" goodput from blackhole + this */
+	/* engine (0 = the engine's default) */
+	uint32_t mtu;
+	uint64_t rto_min_ns;
+	/* workload */
+	struct wl_config wl;
+	uint64_t time_limit_ns;		/* of simulated time, from 0 */
+	uint64_t seed;			/* simulation seed (the workload has its own) */
+	bool verify;			/* byte-compare both destinations at the end */
+	/* Optional: every packet event (see sim_set_trace). */
+	sim_trace_fn trace;
+	void *trace_ctx;
+	/*
+	 * Optional: called right before (end = false) and after (end = true)
+	 * the simulation runs, so a benchmark can time the event loop alone,
+	 * without buffer set-up and verification (this library reads no clock).
+	 */
+	void (*run_hook)(void *ctx, bool end);
+	void *run_hook_ctx;
+	/* Optional: look at the simulation before it is torn down (debugging). */
+	void (*inspect)(struct sim *sim, struct workload *wl, void *ctx);
+	void *inspect_ctx;
+};
+
+/*
+ * Defaults (datacenter-like): 4 planes x 25 Gbit/s, 2 us propagation,
+ * 512 KiB drop-tail queues, ECN marking above 64 KiB, MTU 4096, ROUTE_HASH,
+ * no loss; 64 MiB of 64 KiB messages, 16 outstanding, WRITE/WRITE_IMM/SEND/
+ * READ in equal shares, 4 paths; 1 s time limit; verify.
+ */
+void scn_config_default(struct scn_config *cfg);
+/*
+ * The benchmark's and the targets' setup: the defaults with WRITEs only, so
+ * data flows one way and "fraction of capacity" is plain, 32 outstanding
+ * (enough for 8 planes), and ROUTE_PATH_ID, so P paths use P planes
+ * whatever the hash.
+ */
+void scn_config_bench(struct scn_config *cfg);
+
+struct scn_result {
+	int err;			/* 0, or the first failure */
+	char why[384];
+	struct wl_result wl;
+	double goodput_gbps;		/* whole transfer */
+	double capacity_gbps;		/* goodput capacity of all planes */
+	double after_gbps;		/* blackhole: goodput from blackhole + settle to the end */
+	double after_capacity_gbps;	/* blackhole: capacity of the planes left */
+	uint64_t t_end_ns;
+	struct sim_stats sim;
+	struct engine_stats eng[2];	/* client, server */
+	struct sim_link_stats plane[SIM_MAX_PLANES];	/* both directions summed */
+};
+
+/* Build, run and tear down.  0 when the transfer completed and every check passed. */
+int scn_run(const struct scn_config *cfg, struct scn_result *res);
+
+#endif
