@@ -566,6 +566,17 @@ const struct wl_result *wl_result(const struct workload *wl)
 	return &wl->res;
 }
 
+uint8_t *wl_buffer(const struct workload *wl, enum wl_buf which)
+{
+	switch (which) {
+	case WL_BUF_CSRC: return wl->csrc.buf;
+	case WL_BUF_CDST: return wl->cdst.buf;
+	case WL_BUF_SDST: return wl->sdst.buf;
+	case WL_BUF_SSRC: return wl->ssrc.buf;
+	}
+	return NULL;
+}
+
 uint32_t wl_client_qpn(const struct workload *wl)
 {
 	return wl->cqpn;

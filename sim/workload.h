@@ -89,6 +89,16 @@ int wl_run(struct workload *wl, uint64_t time_limit);
 int wl_verify_memory(struct workload *wl);
 
 const struct wl_result *wl_result(const struct workload *wl);
+
+enum wl_buf {
+	WL_BUF_CSRC = 0,	/* client: source of WRITE, WRITE_IMM, SEND */
+	WL_BUF_CDST,		/* client: READ destination */
+	WL_BUF_SDST,		/* server: WRITE, WRITE_IMM, SEND destination */
+	WL_BUF_SSRC,		/* server: READ source */
+};
+
+/* A region's memory (NULL if the mix does not use it), for checking the checker. */
+uint8_t *wl_buffer(const struct workload *wl, enum wl_buf which);
 uint32_t wl_client_qpn(const struct workload *wl);
 uint32_t wl_server_qpn(const struct workload *wl);
 

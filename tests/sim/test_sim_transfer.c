@@ -7,10 +7,16 @@
  * byte_len/imm, data in place at completion, byte-exact memory at the end
  * and completion within a simulated-time limit (workload.c does the checks).
  *
+ * Also: message sizes that are no multiple of anything, many seeds at high
+ * loss, a plane blackholed under ROUTE_PATH_ID (the path cannot move), two
+ * host pairs at once, and that the checker itself catches a wrong byte and
+ * a stray write.
+ *
  * Fabric (scn_config_default): 4 planes x 25 Gbit/s, 2 us propagation,
  * 512 KiB drop-tail queues, ECN above 64 KiB, MTU 4096, ROUTE_HASH.
  * Nothing here reads a clock: limits are simulated time.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -22,6 +28,8 @@
 #include <cmocka.h>
 
 #include "scenario.h"
+#include "simnet.h"
+#include "workload.h"
 
 #define MIB		(1ULL << 20)
 #define MSEC		1000000ULL
@@ -174,6 +182,171 @@ static void test_determinism(void **state)
 	assert_true(memcmp(&a.sim, &c.sim, sizeof(a.sim)) != 0);
 }
 
+/* Sizes from 1 byte to 5 MTUs, so segments end anywhere. */
+static void test_odd_sizes(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	metaroce(&cfg, 0.01, 100);
+	cfg.wl.total_bytes = 8 * MIB;
+	cfg.wl.msg_bytes = 20000;
+	cfg.wl.msg_min = 1;
+	cfg.wl.outstanding = 32;
+	cfg.seed = 41;
+	cfg.wl.seed = 41;
+	run_ok("odd sizes, loss 1%", &cfg, &r);
+}
+
+/* Many loss patterns: every one must complete intact. */
+static void test_seed_sweep(void **state)
+{
+	static const double loss[] = { 0.01, 0.05, 0.10, 0.20 };
+	static struct scn_result r;
+
+	for (size_t i = 0; i < sizeof(loss) / sizeof(loss[0]); i++) {
+		for (uint64_t seed = 100; seed < 106; seed++) {
+			struct scn_config cfg;
+			char name[64];
+
+			metaroce(&cfg, loss[i], 500);
+			cfg.wl.total_bytes = 4 * MIB;
+			cfg.wl.msg_bytes = 9000;
+			cfg.wl.msg_min = 100;
+			cfg.seed = seed;
+			cfg.wl.seed = seed;
+			snprintf(name, sizeof(name), "loss %g%% seed %" PRIu64, loss[i] * 100, seed);
+			run_ok(name, &cfg, &r);
+			/* The baseline's Go-Back-N on the same loss pattern. */
+			if (loss[i] > 0.05)
+				continue;
+			rocev2(&cfg, loss[i], 2000);
+			cfg.wl.total_bytes = 4 * MIB;
+			cfg.wl.msg_bytes = 9000;
+			cfg.wl.msg_min = 100;
+			cfg.seed = seed;
+			cfg.wl.seed = seed;
+			snprintf(name, sizeof(name), "rocev2 loss %g%% seed %" PRIu64, loss[i] * 100,
+				 seed);
+			run_ok(name, &cfg, &r);
+		}
+	}
+}
+
+/*
+ * ROUTE_PATH_ID pins path 2 to plane 2: repathing cannot help, the engine
+ * must stop relying on that path.  The transfer has to complete anyway.
+ */
+static void test_blackhole_path_id(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	metaroce(&cfg, 0, 500);
+	cfg.route = SIM_ROUTE_PATH_ID;
+	cfg.wl.total_bytes = 32 * MIB;
+	cfg.blackhole_plane = 2;
+	cfg.blackhole_at_ns = 500000;
+	run_ok("blackhole, ROUTE_PATH_ID", &cfg, &r);
+}
+
+/* Four hosts, two transfers at once (0 -> 1 and 3 -> 2) over shared planes. */
+static void test_two_pairs(void **state)
+{
+	struct sim_config sc;
+	struct wl_config wc[2];
+	struct workload *wl[2];
+	struct sim *sim;
+
+	sim_config_default(&sc);
+	sc.nhosts = 4;
+	sc.seed = 51;
+	sc.link.loss = 0.01;
+	sc.engine.mtu = 4096;
+	sc.engine.max_qps = 4;
+	sim = sim_create(&sc);
+	assert_non_null(sim);
+	for (int i = 0; i < 2; i++) {
+		wl_config_default(&wc[i]);
+		wc[i].client = i ? 3 : 0;
+		wc[i].server = i ? 2 : 1;
+		wc[i].total_bytes = 8 * MIB;
+		wc[i].seed = 52 + i;
+		wl[i] = wl_create(sim, &wc[i]);
+		assert_non_null(wl[i]);
+		assert_int_equal(wl_start(wl[i]), 0);
+	}
+	for (int i = 0; i < 2; i++) {
+		int err = wl_run(wl[i], 100 * MSEC);
+
+		if (err)
+			print_message("pair %d: %s\n", i, wl_result(wl[i])->why);
+		assert_int_equal(err, 0);
+		assert_int_equal(wl_verify_memory(wl[i]), 0);
+		print_message("pair %d: %.2f Gbit/s\n", i, wl_result(wl[i])->goodput_gbps);
+	}
+	for (int i = 0; i < 2; i++)
+		wl_destroy(wl[i]);
+	sim_destroy(sim);
+}
+
+/* A transfer of 1 MiB over a clean network, left for the caller to tamper with. */
+static struct workload *small_transfer(struct sim **simp)
+{
+	struct sim_config sc;
+	struct wl_config wc;
+	struct workload *wl;
+
+	sim_config_default(&sc);
+	sc.engine.mtu = 4096;
+	*simp = sim_create(&sc);
+	assert_non_null(*simp);
+	wl_config_default(&wc);
+	wc.total_bytes = 1 * MIB;
+	wc.msg_bytes = 4096;
+	wl = wl_create(*simp, &wc);
+	assert_non_null(wl);
+	assert_int_equal(wl_start(wl), 0);
+	assert_int_equal(wl_run(wl, 100 * MSEC), 0);
+	assert_int_equal(wl_verify_memory(wl), 0);
+	return wl;
+}
+
+/* The checker must see one wrong byte and one byte written where no op writes. */
+static void test_checker_catches(void **state)
+{
+	struct sim *sim;
+	struct workload *wl;
+	uint8_t *sdst, *cdst;
+	uint64_t i;
+
+	wl = small_transfer(&sim);
+	sdst = wl_buffer(wl, WL_BUF_SDST);
+	cdst = wl_buffer(wl, WL_BUF_CDST);
+	/* Find a byte a push op wrote (nonzero there), and corrupt it. */
+	for (i = 12345; !sdst[i]; i++)
+		;
+	sdst[i] ^= 0x5a;
+	assert_int_equal(wl_verify_memory(wl), -EIO);
+	print_message("corrupted byte %" PRIu64 ": %s\n", i, wl_result(wl)->why);
+	assert_non_null(strstr(wl_result(wl)->why, "mismatch"));
+	wl_destroy(wl);
+	sim_destroy(sim);
+
+	wl = small_transfer(&sim);
+	cdst = wl_buffer(wl, WL_BUF_CDST);
+	sdst = wl_buffer(wl, WL_BUF_SDST);
+	/* A byte of cdst outside every READ: where sdst got data, cdst must be 0. */
+	for (i = 777; !sdst[i]; i++)
+		;
+	cdst[i] = 1;
+	assert_int_equal(wl_verify_memory(wl), -EIO);
+	print_message("stray byte %" PRIu64 ": %s\n", i, wl_result(wl)->why);
+	assert_non_null(strstr(wl_result(wl)->why, "stray"));
+	wl_destroy(wl);
+	sim_destroy(sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -184,6 +357,11 @@ int main(void)
 		cmocka_unit_test(test_rocev2_lossless),
 		cmocka_unit_test(test_rocev2_loss_1pct),
 		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_odd_sizes),
+		cmocka_unit_test(test_seed_sweep),
+		cmocka_unit_test(test_two_pairs),
+		cmocka_unit_test(test_checker_catches),
+		cmocka_unit_test(test_blackhole_path_id),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
