@@ -28,6 +28,12 @@
 
 #define SIM_MAX_PLANES	64
 
+/*
+ * Under SIM_ROUTE_HASH the two directions are hashed apart, as ECMP does
+ * with a reversed 5-tuple: a path works only if its data and its ACKs both
+ * miss a dead plane.  Under SIM_ROUTE_PATH_ID an ACK sent on path p comes
+ * back on plane p.
+ */
 enum sim_route {
 	SIM_ROUTE_HASH = 0,	/* ECMP: plane = hash(src, dst, sport, seed) % N */
 	SIM_ROUTE_PATH_ID,	/* plane = path_id % N: a NIC port per plane */
