@@ -457,7 +457,8 @@ static void bench_loss(struct bench *b)
 	printf("\n(a) random loss on every link, 4 planes x 25 Gbit/s, ROUTE_PATH_ID\n"
 	       "    Gbit/s, fraction of the 4 planes' goodput capacity, fraction of the mode's own\n"
 	       "    lossless goodput.  RoCEv2 has one path, so it can use one plane of 4.\n");
-	printf("    %-6s | %-30s | %-30s\n", "loss", "MetaRoCE (4 paths)", "RoCEv2 (1 path)");
+	printf("    %-6s | %-24s | %-24s\n", "loss", "MetaRoCE (4 paths)", "RoCEv2 (1 path)");
+	printf("    %-6s | %-24s | %-24s\n", "", " Gbit/s    cap    own", " Gbit/s    cap    own");
 	for (size_t i = 0; i < sizeof(loss) / sizeof(loss[0]); i++) {
 		printf("    %5.1f%%", loss[i] * 100);
 		for (int m = 0; m < 2; m++) {
@@ -487,7 +488,8 @@ static void bench_scaling(struct bench *b)
 
 	printf("\n(b) multipath scaling: P planes x 25 Gbit/s, P paths, NIC = P x 25 Gbit/s\n"
 	       "    Gbit/s, throughput / (P x one path), fraction of the P planes' capacity\n");
-	printf("    %-3s | %-28s | %-28s\n", "P", "ROUTE_PATH_ID", "ROUTE_HASH");
+	printf("    %-3s | %-24s | %-24s\n", "P", "ROUTE_PATH_ID", "ROUTE_HASH");
+	printf("    %-3s | %-24s | %-24s\n", "", " Gbit/s  x1path   cap", " Gbit/s  x1path   cap");
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		printf("    %-3u", paths[i]);
 		for (int h = 0; h < 2; h++) {
