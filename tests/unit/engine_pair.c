@@ -1,0 +1,331 @@
+// SPDX-License-Identifier: MIT
+/* Two engines back to back with a fake clock (see engine_pair.h). */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_pair.h"
+
+/* Far more than any test needs; hitting it means the engines livelock. */
+#define PAIR_GUARD	2000000
+
+void pair_test_config(struct engine_config *cfg)
+{
+	engine_config_default(cfg);
+	cfg->max_qps = 8;
+	cfg->max_mrs = 16;
+	cfg->ack_delay_ns = 5 * PAIR_US;
+	cfg->rto_init_ns = 1 * PAIR_MS;
+	cfg->rto_min_ns = 200 * PAIR_US;
+	cfg->rto_max_ns = 20 * PAIR_MS;
+	cfg->rnr_delay_ns = 100 * PAIR_US;
+	cfg->dead_peer_ns = 50 * PAIR_MS;
+	cfg->hint_interval_ns = 100 * PAIR_US;
+	cfg->seed = 1;
+}
+
+struct engine_qp_attr pair_test_attr(void)
+{
+	return (struct engine_qp_attr){
+		.pd = 1,
+		.mode = MROC_MODE_METAROCE,
+		.npaths = 4,
+		.sq_depth = 64,
+		.rq_depth = 64,
+		.max_rd = 16,
+	};
+}
+
+struct pair *pair_new(const struct engine_config *a, const struct engine_config *b)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
+	if (a) {
+		p->s[PAIR_A].cfg = *a;
+	} else {
+		pair_test_config(&p->s[PAIR_A].cfg);
+	}
+	if (b) {
+		p->s[PAIR_B].cfg = *b;
+	} else {
+		pair_test_config(&p->s[PAIR_B].cfg);
+		p->s[PAIR_B].cfg.seed = 2;
+	}
+	for (int i = 0; i < 2; i++) {
+		p->s[i].eng = engine_create(&p->s[i].cfg);
+		assert_non_null(p->s[i].eng);
+	}
+	p->now = PAIR_T0;
+	return p;
+}
+
+void pair_free(struct pair *p)
+{
+	if (!p)
+		return;
+	engine_destroy(p->s[PAIR_A].eng);
+	engine_destroy(p->s[PAIR_B].eng);
+	free(p->cap);
+	free(p);
+}
+
+uint32_t pair_qp_create(struct pair *p, int side, const struct engine_qp_attr *attr)
+{
+	uint32_t qpn = 0;
+
+	assert_int_equal(engine_qp_create(p->s[side].eng, attr, &qpn), 0);
+	assert_int_not_equal(qpn, 0);
+	return qpn;
+}
+
+void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct engine_qp_attr *b,
+		  uint64_t service_id)
+{
+	struct engine_qp_attr da = pair_test_attr(), db = pair_test_attr();
+	const struct engine_cqe *c;
+
+	da.user = 0xa;
+	db.user = 0xb;
+	if (!a)
+		a = &da;
+	if (!b)
+		b = &db;
+	p->s[PAIR_B].qpn = pair_qp_create(p, PAIR_B, b);
+	p->s[PAIR_A].qpn = pair_qp_create(p, PAIR_A, a);
+	assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, service_id), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, PAIR_B, service_id,
+					   p->now), 0);
+	pair_pump(p);
+	c = pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, b->user);
+	assert_int_equal(c->qpn, p->s[PAIR_B].qpn);
+	c = pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, a->user);
+	assert_int_equal(c->qpn, p->s[PAIR_A].qpn);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);
+}
+
+int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t peer, uint16_t sport)
+{
+	struct engine_rx_meta meta = { .peer = peer, .sport = sport };
+	/* An exact-size heap copy: a sanitizer build catches any read past the end. */
+	uint8_t *copy = malloc(len ? len : 1);
+	int ret;
+
+	assert_non_null(copy);
+	memcpy(copy, buf, len);
+	ret = engine_rx(p->s[to].eng, p->now, copy, len, &meta);
+	free(copy);
+	pair_poll(p);
+	return ret;
+}
+
+int pair_deliver(struct pair *p, const struct pair_pkt *pkt)
+{
+	return pair_rx(p, 1 - pkt->from, pkt->data, pkt->len, (uint32_t)pkt->from, pkt->sport);
+}
+
+/* One engine_tx call from side `from`, every packet through the filter. */
+static unsigned pump_side(struct pair *p, int from)
+{
+	struct engine_txbuf b[PAIR_TX_BATCH];
+	int n;
+
+	for (int i = 0; i < PAIR_TX_BATCH; i++)
+		b[i] = (struct engine_txbuf){ .data = p->tx[i].data, .cap = PAIR_MAX_PKT };
+	n = engine_tx(p->s[from].eng, p->now, b, PAIR_TX_BATCH);
+	assert_in_range(n, 0, PAIR_TX_BATCH);
+	for (int i = 0; i < n; i++) {
+		struct pair_pkt *pkt = &p->tx[i];
+
+		assert_in_range(b[i].len, MROC_HDR_LEN, PAIR_MAX_PKT);
+		pkt->from = from;
+		pkt->len = b[i].len;
+		pkt->sport = b[i].sport;
+		p->s[from].sent[pkt->data[1]]++;
+		/* Data is ECN-capable, control is not (docs/PROTOCOL.md 1). */
+		assert_int_equal(b[i].ect, mroc_op_is_data(pkt->data[1]));
+		if (b[i].peer != (uint32_t)(1 - from)) {
+			p->s[from].stray++;
+			continue;
+		}
+		if (p->filter && !p->filter(p, pkt, p->filter_arg))
+			continue;
+		pair_deliver(p, pkt);
+	}
+	return (unsigned)n;
+}
+
+unsigned pair_pump(struct pair *p)
+{
+	unsigned total = 0;
+
+	for (int guard = 0;; guard++) {
+		unsigned moved;
+
+		if (guard > PAIR_GUARD)
+			fail_msg("pair_pump: engines never go quiet");
+		moved = pump_side(p, PAIR_A);
+		moved += pump_side(p, PAIR_B);
+		pair_poll(p);
+		if (!moved)
+			return total;
+		total += moved;
+	}
+}
+
+void pair_run(struct pair *p, uint64_t until)
+{
+	for (int guard = 0;; guard++) {
+		uint64_t d;
+
+		if (guard > PAIR_GUARD)
+			fail_msg("pair_run: deadline never passes (now %llu)",
+				 (unsigned long long)p->now);
+		pair_pump(p);
+		d = engine_next_deadline(p->s[PAIR_A].eng);
+		if (engine_next_deadline(p->s[PAIR_B].eng) < d)
+			d = engine_next_deadline(p->s[PAIR_B].eng);
+		if (d > until)
+			break;
+		if (d > p->now)
+			p->now = d;
+		engine_advance(p->s[PAIR_A].eng, p->now);
+		engine_advance(p->s[PAIR_B].eng, p->now);
+	}
+	if (p->now < until)
+		p->now = until;
+}
+
+void pair_run_for(struct pair *p, uint64_t dt)
+{
+	pair_run(p, p->now + dt);
+}
+
+void pair_poll(struct pair *p)
+{
+	for (int i = 0; i < 2; i++) {
+		struct pair_side *s = &p->s[i];
+		int n;
+
+		do {
+			assert_true(s->ncqe + 16 <= PAIR_MAX_CQE);
+			n = engine_poll_cq(s->eng, &s->cqe[s->ncqe], 16);
+			assert_in_range(n, 0, 16);
+			s->ncqe += (unsigned)n;
+		} while (n == 16);
+	}
+}
+
+const struct engine_cqe *pair_cqe(struct pair *p, int side)
+{
+	struct pair_side *s = &p->s[side];
+
+	pair_poll(p);
+	return s->next < s->ncqe ? &s->cqe[s->next++] : NULL;
+}
+
+unsigned pair_pending(struct pair *p, int side)
+{
+	pair_poll(p);
+	return p->s[side].ncqe - p->s[side].next;
+}
+
+const struct engine_cqe *pair_expect(struct pair *p, int side, uint8_t opcode, uint8_t status,
+				     uint64_t wr_id)
+{
+	const struct engine_cqe *c = pair_cqe(p, side);
+
+	if (!c)
+		fail_msg("side %c: no completion, want opcode %u status %u", "AB"[side], opcode,
+			 status);
+	if (c->opcode != opcode || (status != PAIR_ANY_STATUS && c->status != status) ||
+	    (wr_id != PAIR_ANY_ID && c->wr_id != wr_id))
+		fail_msg("side %c: completion opcode %u status %u wr_id %llu, want %u %u %llu",
+			 "AB"[side], c->opcode, c->status, (unsigned long long)c->wr_id, opcode,
+			 status, (unsigned long long)wr_id);
+	return c;
+}
+
+void pair_expect_none(struct pair *p, int side)
+{
+	const struct engine_cqe *c = pair_cqe(p, side);
+
+	if (c)
+		fail_msg("side %c: unexpected completion opcode %u status %u wr_id %llu",
+			 "AB"[side], c->opcode, c->status, (unsigned long long)c->wr_id);
+}
+
+uint64_t pair_stat(struct pair *p, int side, enum engine_counter c)
+{
+	struct engine_stats st;
+
+	engine_get_stats(p->s[side].eng, &st);
+	return st.c[c];
+}
+
+uint8_t pair_state(struct pair *p, int side)
+{
+	struct engine_qp_info info;
+
+	assert_int_equal(engine_qp_info(p->s[side].eng, p->s[side].qpn, &info), 0);
+	return info.state;
+}
+
+int pair_post(struct pair *p, int side, const struct engine_wr *wr)
+{
+	return engine_post_send(p->s[side].eng, p->s[side].qpn, wr, p->now);
+}
+
+int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint64_t laddr,
+		   uint32_t len)
+{
+	struct engine_recv_wr r = { .wr_id = wr_id, .lkey = lkey, .laddr = laddr, .len = len };
+
+	return engine_post_recv(p->s[side].eng, p->s[side].qpn, &r);
+}
+
+/* ---- capturing ------------------------------------------------------------- */
+
+bool pair_capture_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct pair_capture *cap = arg;
+	uint8_t op = pkt->data[1];
+	bool match;
+
+	(void)p;
+	if (pkt->from != cap->from)
+		return true;
+	match = cap->ops ? op < 64 && (cap->ops & PAIR_OP_BIT(op)) : mroc_op_is_data(op);
+	if (!match)
+		return true;
+	assert_true(cap->n < PAIR_CAPTURE_MAX);
+	cap->pkt[cap->n++] = *pkt;
+	return cap->pass;
+}
+
+struct pair_capture *pair_capture_start(struct pair *p, int from, uint64_t ops, bool pass)
+{
+	struct pair_capture *cap = calloc(1, sizeof(*cap));
+
+	assert_non_null(cap);
+	free(p->cap);
+	p->cap = cap;
+	cap->from = from;
+	cap->ops = ops;
+	cap->pass = pass;
+	p->filter = pair_capture_filter;
+	p->filter_arg = cap;
+	return cap;
+}
+
+void pair_capture_stop(struct pair *p)
+{
+	p->filter = NULL;
+	p->filter_arg = NULL;
+}

@@ -1,0 +1,187 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Test harness: two engines (A and B) in one process, wired back to back by
+ * hand.  The test owns a fake clock (pair->now); pair_pump() moves every
+ * packet one engine produces into the other at that time, through an
+ * optional filter that may look at, copy, alter or drop it; pair_run()
+ * advances the clock from deadline to deadline.  Completions are polled into
+ * a per-side log the test reads in order.
+ *
+ * Peer handles: each engine knows the other by the other's side index, so A
+ * reaches B as peer PAIR_B (1) and B sees A's packets from peer PAIR_A (0).
+ *
+ * Linked into every tests/unit binary (see tests/README.md); uses engine.h
+ * only, and cmocka assertions.
+ */
+#ifndef MROC_TEST_ENGINE_PAIR_H
+#define MROC_TEST_ENGINE_PAIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define PAIR_A		0
+#define PAIR_B		1
+#define PAIR_MAX_PKT	(MROC_DATA_OVERHEAD + 8192)
+#define PAIR_MAX_CQE	4096
+#define PAIR_TX_BATCH	8
+#define PAIR_T0		1000000ULL	/* fake time starts at 1 ms */
+#define PAIR_US		1000ULL
+#define PAIR_MS		1000000ULL
+
+struct pair_pkt {
+	int from;			/* side that sent it */
+	uint32_t len;
+	uint16_t sport;
+	uint8_t data[PAIR_MAX_PKT];
+};
+
+struct pair;
+struct pair_capture;
+
+/* Called for every packet the pump moves: return true to deliver it. */
+typedef bool (*pair_filter_fn)(struct pair *p, struct pair_pkt *pkt, void *arg);
+
+struct pair_side {
+	struct engine *eng;
+	struct engine_config cfg;
+	uint32_t qpn;			/* the QP pair_connect made */
+	struct engine_cqe cqe[PAIR_MAX_CQE];
+	unsigned ncqe;			/* completions polled so far */
+	unsigned next;			/* first one pair_cqe has not returned yet */
+	uint64_t sent[256];		/* packets sent, by opcode */
+	uint64_t stray;			/* packets addressed to another peer handle */
+};
+
+struct pair {
+	struct pair_side s[2];
+	uint64_t now;
+	pair_filter_fn filter;
+	void *filter_arg;
+	struct pair_capture *cap;	/* owned: freed by pair_capture_start and pair_free */
+	struct pair_pkt tx[PAIR_TX_BATCH];
+};
+
+/* engine_config_default() with timers shrunk to fake-time microseconds. */
+void pair_test_config(struct engine_config *cfg);
+/* pd 1, MetaRoCE, 4 paths, 64-deep queues. */
+struct engine_qp_attr pair_test_attr(void);
+
+/* Two engines; NULL configs take pair_test_config() (B with another seed). */
+struct pair *pair_new(const struct engine_config *a, const struct engine_config *b);
+void pair_free(struct pair *p);
+
+/* Create a QP on side; asserts success. */
+uint32_t pair_qp_create(struct pair *p, int side, const struct engine_qp_attr *attr);
+/*
+ * B listens on service_id, A connects; both must report EV_CONNECTED.  NULL
+ * attrs take pair_test_attr().  Sets s[].qpn.
+ */
+void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct engine_qp_attr *b,
+		  uint64_t service_id);
+
+/* Move packets both ways at the current time until neither side sends.  Returns the count. */
+unsigned pair_pump(struct pair *p);
+/* Pump, and run timers at each deadline up to `until`; the clock ends at `until`. */
+void pair_run(struct pair *p, uint64_t until);
+void pair_run_for(struct pair *p, uint64_t dt);
+
+/* Feed bytes to side `to` as if from peer handle `peer`; returns engine_rx's value. */
+int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t peer, uint16_t sport);
+/* Deliver a captured packet to the other side, unchanged or as altered. */
+int pair_deliver(struct pair *p, const struct pair_pkt *pkt);
+
+/* Poll both engines' completions into the logs. */
+void pair_poll(struct pair *p);
+/* Next completion of side not yet looked at, or NULL. */
+const struct engine_cqe *pair_cqe(struct pair *p, int side);
+/* Completions polled but not yet looked at. */
+unsigned pair_pending(struct pair *p, int side);
+#define PAIR_ANY_STATUS	0xff
+#define PAIR_ANY_ID	(~0ULL)
+/* Take the next completion and check it (status and wr_id unless PAIR_ANY_*). */
+const struct engine_cqe *pair_expect(struct pair *p, int side, uint8_t opcode, uint8_t status,
+				     uint64_t wr_id);
+void pair_expect_none(struct pair *p, int side);
+
+uint64_t pair_stat(struct pair *p, int side, enum engine_counter c);
+uint8_t pair_state(struct pair *p, int side);
+
+int pair_post(struct pair *p, int side, const struct engine_wr *wr);
+int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint64_t laddr,
+		   uint32_t len);
+
+/* ---- capturing ------------------------------------------------------------- */
+
+#define PAIR_CAPTURE_MAX 64
+
+/*
+ * Filter: copy the packets `from` sends whose opcode is in `ops` (bit per
+ * opcode < 64; 0 = data opcodes) into pkt[], and drop them unless `pass`.
+ */
+struct pair_capture {
+	int from;
+	uint64_t ops;
+	bool pass;
+	unsigned n;
+	struct pair_pkt pkt[PAIR_CAPTURE_MAX];
+};
+
+bool pair_capture_filter(struct pair *p, struct pair_pkt *pkt, void *arg);
+/* Install a fresh capture as the filter (the previous one is freed). */
+struct pair_capture *pair_capture_start(struct pair *p, int from, uint64_t ops, bool pass);
+/* Remove the filter; what was captured stays readable until the next start. */
+void pair_capture_stop(struct pair *p);
+
+#define PAIR_OP_BIT(op)	(1ULL << (op))
+
+/* ---- packet bytes (docs/PROTOCOL.md 3.1, 3.2, 3.3) ---------------------------- */
+
+enum {
+	PKT_VERSION = 0, PKT_OPCODE = 1, PKT_FLAGS = 2, PKT_PATH = 3,
+	PKT_DST_QPN = 4, PKT_SRC_QPN = 8, PKT_TS = 12,
+	/* data header */
+	PKT_PSN = 16, PKT_PSN_FLOOR = 20, PKT_DSN = 24, PKT_MSN = 28, PKT_SSN = 32,
+	PKT_OFFSET = 36, PKT_MSG_LEN = 40, PKT_KEY = 44, PKT_IMM = 48, PKT_RADDR = 52,
+	PKT_PAYLOAD = 60,
+	/* ACK header */
+	PKT_ACK_CUM_PSN = 16, PKT_ACK_CUM_DSN = 20, PKT_ACK_NAK_DSN = 40, PKT_ACK_NAK_SEQ = 44,
+	PKT_ACK_NAK_CODE = 46, PKT_ACK_SACK = 48,
+	/* CM header */
+	PKT_CM_SERVICE = 16, PKT_CM_MTU = 32, PKT_CM_NPATHS = 34, PKT_CM_MODE = 35,
+	PKT_CM_REASON = 36,
+};
+
+static inline uint32_t pkt_get32(const uint8_t *b, unsigned off)
+{
+	return (uint32_t)b[off] << 24 | (uint32_t)b[off + 1] << 16 | (uint32_t)b[off + 2] << 8 |
+	       b[off + 3];
+}
+
+static inline void pkt_put32(uint8_t *b, unsigned off, uint32_t v)
+{
+	b[off] = (uint8_t)(v >> 24);
+	b[off + 1] = (uint8_t)(v >> 16);
+	b[off + 2] = (uint8_t)(v >> 8);
+	b[off + 3] = (uint8_t)v;
+}
+
+static inline uint16_t pkt_get16(const uint8_t *b, unsigned off)
+{
+	return (uint16_t)(b[off] << 8 | b[off + 1]);
+}
+
+static inline uint64_t pkt_get64(const uint8_t *b, unsigned off)
+{
+	return (uint64_t)pkt_get32(b, off) << 32 | pkt_get32(b, off + 4);
+}
+
+static inline void pkt_put64(uint8_t *b, unsigned off, uint64_t v)
+{
+	pkt_put32(b, off, (uint32_t)(v >> 32));
+	pkt_put32(b, off + 4, (uint32_t)v);
+}
+
+#endif
