@@ -50,7 +50,7 @@ static const char usage_text[] =
 "  --msg-min SIZE    random sizes in [msg-min, msg] (0 = fixed)\n"
 "  --mix W,WI,S,R    op weights (1,1,1,1)  --blackhole PLANE@US  plane dies at US\n"
 "  --settle US       after-failure window start (1000)\n"
-"  --rto-min US      engine's minimum RTO (engine default)\n"
+"  --rto-min US      engine's minimum RTO (default 200)\n"
 "  --seed N          simulation seed       --wl-seed N     workload seed\n"
 "  --limit MS        simulated-time limit (1000)\n"
 "  --trace FILE      write one line per packet sent, dropped or delivered\n"

@@ -18,6 +18,11 @@ void scn_config_default(struct scn_config *cfg)
 		.blackhole_plane = -1,
 		.settle_ns = 1000000,
 		.mtu = 4096,
+		/*
+		 * A fabric with ~10 us round trips: 200 us is 20 RTTs.  The engine's
+		 * own default (2 ms) is for hosts whose scheduler adds milliseconds.
+		 */
+		.rto_min_ns = 200000,
 		.time_limit_ns = 1000000000ULL,
 		.seed = 1,
 		.verify = true,

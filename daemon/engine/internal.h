@@ -37,6 +37,7 @@ struct sb_entry {
 	uint32_t ts;		/* ns mod 2^32 when sent */
 	uint16_t bytes;		/* counted against the window */
 	uint8_t state;		/* enum sb_state */
+	uint8_t copy;		/* a probe's duplicate: its loss says nothing about the DSN */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
@@ -59,6 +60,7 @@ struct path {
 	uint64_t rto_at;	/* when the RTO proper fires */
 	bool probed;		/* a tail-loss probe went out since the last progress */
 	bool probe_pending;	/* send one probe on this path now */
+	uint64_t probe_at;	/* timed-out path: when to probe it next */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
 	uint32_t round_end_psn;
 	uint32_t round_rcv, round_ce, round_lost, round_acked;

@@ -243,6 +243,8 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->recover_psn = p->next_psn;
 	if (eng->cfg.repath && qp->npaths > 1)
 		path_repath(eng, qp, p, now);
+	/* Until an ACK shows it alive, the path carries only probe copies. */
+	p->probe_at = now + effective_rto(eng, p);
 }
 
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
@@ -255,9 +257,13 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->last_repath = now;
 	p->min_rtt = 0;
 	restart_window(eng, p);
-	/* A timed-out path starts small; its backoff stays until an ACK. */
+	/*
+	 * A timed-out path starts small.  A new route deserves a fresh RTO:
+	 * probes are copies, so probing a dead route often costs little.
+	 */
 	if (backoff)
 		p->pwnd = pwnd_min(eng);
+	p->backoff = 0;
 	p->probed = false;
 }
 

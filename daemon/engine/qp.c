@@ -129,8 +129,10 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 	(void)eng;
 	d = deadline_min(d, qp->cm_deadline);
 	if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
-		for (unsigned i = 0; i < qp->npaths; i++)
+		for (unsigned i = 0; i < qp->npaths; i++) {
 			d = deadline_min(d, qp->paths[i].rto_deadline);
+			d = deadline_min(d, qp->paths[i].probe_at);
+		}
 		for (unsigned i = 0; i < MROC_MAX_PATHS; i++)
 			d = deadline_min(d, qp->rxp[i].ack_deadline);
 		d = deadline_min(d, qp->rnr_deadline);

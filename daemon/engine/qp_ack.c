@@ -50,7 +50,8 @@ static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 		return;
 	s->state = SB_LOST;
 	p->inflight -= s->bytes;
-	qp_mark_lost(eng, qp, s->dsn);
+	if (!s->copy)
+		qp_mark_lost(eng, qp, s->dsn);
 }
 
 static void advance_floor(struct path *p)
@@ -248,6 +249,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		p->backoff = 0;
 		p->probed = false;
 		p->state = PATH_ACTIVE;
+		p->probe_at = 0;
 	}
 	if (qp->mode != MROC_MODE_ROCEV2)
 		detect_loss(eng, qp, p, now);
@@ -330,6 +332,12 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *p = &qp->paths[i];
 
+		if (p->state == PATH_TIMEDOUT && p->probe_at && now >= p->probe_at &&
+		    !p->inflight) {
+			p->probe_at = 0;
+			p->probe_pending = true;
+			qp->may_tx = true;
+		}
 		if (!p->rto_deadline || now < p->rto_deadline)
 			continue;
 		if (now < p->rto_at && !p->probed && qp->mode != MROC_MODE_ROCEV2) {

@@ -183,17 +183,23 @@ static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx
 	return 0;
 }
 
-/* The path with the most free window that can take this packet; ties round-robin. */
+/*
+ * The path with the most free window that can take this packet; ties
+ * round-robin.  Timed-out paths carry only probes while any path is alive.
+ */
 static struct path *pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 {
 	struct path *best = NULL;
 	uint32_t best_free = 0;
+	bool any_alive = false;
 
+	for (unsigned k = 0; k < qp->npaths; k++)
+		any_alive |= qp->paths[k].state == PATH_ACTIVE;
 	for (unsigned k = 0; k < qp->npaths; k++) {
 		struct path *p = &qp->paths[(qp->rr + k) % qp->npaths];
 		uint32_t f = path_free(p);
 
-		if (!path_can_send(eng, p, bytes))
+		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes))
 			continue;
 		if (!best || f > best_free) {
 			best = p;
@@ -234,27 +240,93 @@ static void pace(struct engine *eng, struct qp *qp, uint64_t now, uint32_t bytes
 	qp->pace_next = max_u64(qp->pace_next, now) + (uint64_t)bytes * 8 * NSEC_PER_SEC / rate;
 }
 
-/* A path owed a tail-loss probe, and the segment to probe with (its newest). */
-static struct path *probe_path(struct qp *qp, uint32_t *dsn)
+/* Newest segment of p in flight under its own DSN transmission. */
+static bool newest_inflight(const struct qp *qp, const struct path *p, uint32_t *dsn)
 {
-	for (unsigned i = 0; i < qp->npaths; i++) {
-		struct path *p = &qp->paths[i];
+	for (uint32_t q = p->next_psn; q != p->floor; q--) {
+		const struct sb_entry *s = &p->sb[(q - 1) & (MROC_SACK_BITS - 1)];
 
-		if (!p->probe_pending)
-			continue;
-		p->probe_pending = false;
-		for (uint32_t q = p->next_psn; q != p->floor; q--) {
-			struct sb_entry *s = &p->sb[(q - 1) & (MROC_SACK_BITS - 1)];
-
-			if (s->state == SB_INFLIGHT && !seq_lt(s->dsn, qp->snd_una) &&
-			    seq_lt(s->dsn, qp->snd_nxt) &&
-			    qp->dsn[s->dsn & qp->dsn_mask].state == DSN_INFLIGHT) {
-				*dsn = s->dsn;
-				return p;
-			}
+		if (s->state == SB_INFLIGHT && !s->copy && !seq_lt(s->dsn, qp->snd_una) &&
+		    seq_lt(s->dsn, qp->snd_nxt) &&
+		    qp->dsn[s->dsn & qp->dsn_mask].state == DSN_INFLIGHT) {
+			*dsn = s->dsn;
+			return true;
 		}
 	}
-	return NULL;
+	return false;
+}
+
+/*
+ * What a timed-out path probes with: a copy of a segment that is outstanding
+ * anyway (a queued retransmission, one in flight on a live path, or the
+ * oldest), so nothing ever waits on a path that may be dead.
+ */
+static bool probe_copy(const struct qp *qp, const struct path *self, uint32_t *dsn)
+{
+	if (qp->rtx_head != qp->rtx_tail) {
+		*dsn = qp->rtxq[qp->rtx_head & qp->dsn_mask];
+		if (!seq_lt(*dsn, qp->snd_una) && seq_lt(*dsn, qp->snd_nxt))
+			return true;
+	}
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (&qp->paths[i] != self && qp->paths[i].state == PATH_ACTIVE &&
+		    newest_inflight(qp, &qp->paths[i], dsn))
+			return true;
+	if (qp->snd_una != qp->snd_nxt) {
+		*dsn = qp->snd_una;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * Choose the segment, and whether this transmission is a copy (a probe whose
+ * loss says nothing about its DSN, which is outstanding anyway).  A live
+ * path's tail-loss probe carries new data when there is some, else a copy
+ * of its newest segment; a timed-out path only ever carries copies.
+ */
+static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, uint32_t *dsn,
+			bool *retx, bool *copy)
+{
+	struct path *pp = NULL;
+
+	*copy = false;
+	*retx = false;
+	for (unsigned i = 0; i < qp->npaths && !pp; i++)
+		if (qp->paths[i].probe_pending)
+			pp = &qp->paths[i];
+	if (pp && pp->state == PATH_TIMEDOUT) {
+		if (probe_copy(qp, pp, dsn)) {
+			pp->probe_pending = false;
+			*probe = pp;
+			*copy = true;
+			return 0;
+		}
+		pp = NULL;	/* nothing outstanding: probe when there is */
+	}
+	if (pp)
+		pp->probe_pending = false;
+	*probe = NULL;
+	if (pick_dsn(eng, qp, dsn, retx)) {
+		if (!pp || !newest_inflight(qp, pp, dsn))
+			return -ENODATA;
+		*copy = true;
+		*probe = pp;
+		return 0;
+	}
+	/* A retransmission goes first on the best path; its ACK serves as well. */
+	if (pp && !*retx && *dsn == qp->snd_nxt)
+		*probe = pp;
+	return 0;
+}
+
+static int fail_wr(struct engine *eng, struct qp *qp, struct tx_msg *m, uint8_t status,
+		   uint64_t now)
+{
+	m->status = status;
+	m->state = TXM_DONE;
+	qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
+	return 0;
 }
 
 /* Build one data packet if window, pacing and work allow.  Returns 1 or 0. */
@@ -263,26 +335,16 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	struct mroc_data_hdr d = { 0 };
 	struct dsn_entry *e;
 	struct tx_msg *m;
-	struct path *p;
+	struct path *p, *probe;
 	uint32_t dsn, seg, off, plen, bytes;
 	uint8_t flags = 0, *src;
-	struct path *probe;
-	uint32_t probe_dsn = 0;
-	bool retx;
+	bool retx, copy;
 	size_t n;
 
 	if (qp->pace_next > now)
 		return 0;
-	probe = probe_path(qp, &probe_dsn);
-	if (pick_dsn(eng, qp, &dsn, &retx)) {
-		if (!probe)
-			return 0;
-		/* Nothing else to send: resend the path's newest segment as the probe. */
-		dsn = probe_dsn;
-		retx = false;
-	} else {
-		probe = probe && !retx && qp->snd_nxt == dsn ? probe : NULL;
-	}
+	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy))
+		return 0;
 	e = dsn_ent(qp, dsn);
 	m = qp_msg(qp, dsn != qp->snd_nxt ? e->msn : qp->msn_seg);
 	seg = dsn - m->first_dsn;
@@ -302,35 +364,25 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	if (!p)
 		return 0;
 	src = segment_source(eng, qp, m, off, plen);
-	if (!src) {
-		m->status = MROC_WC_LOC_PROT_ERR;
-		m->state = TXM_DONE;
-		qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
-		return 0;
-	}
+	if (!src)
+		return fail_wr(eng, qp, m, MROC_WC_LOC_PROT_ERR, now);
 	/* Like IB's retry count: resends of the oldest segment without progress. */
-	if (dsn == qp->snd_una && e->tx_count && ++qp->una_retries > eng->cfg.max_retx) {
-		m->status = MROC_WC_RETRY_EXC_ERR;
-		m->state = TXM_DONE;
-		qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
-		return 0;
-	}
+	if (!copy && dsn == qp->snd_una && e->tx_count && ++qp->una_retries > eng->cfg.max_retx)
+		return fail_wr(eng, qp, m, MROC_WC_RETRY_EXC_ERR, now);
 
 	/* Commit: sequence numbers, scoreboards, window. */
-	if (probe && dsn != qp->snd_nxt) {
+	if (copy || retx) {
 		flags |= MROC_F_RETX | MROC_F_ACK_REQ;
 		p->st_retx++;
 		eng->st.c[EC_TX_RETX]++;
-	} else if (retx) {
+	}
+	if (retx) {
 		if (qp->gbn_active && dsn == qp->gbn_next)
 			qp->gbn_next++;
 		else
 			qp->rtx_head++;
 		e->queued = 0;
-		flags |= MROC_F_RETX | MROC_F_ACK_REQ;
-		p->st_retx++;
-		eng->st.c[EC_TX_RETX]++;
-	} else {
+	} else if (!copy) {
 		*e = (struct dsn_entry){ .msn = m->msn };
 		if (!m->started && m->op == MROC_OP_READ_REQ)
 			qp->rd_out++;
@@ -338,8 +390,10 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		if (++qp->snd_nxt == m->first_dsn + m->nseg)
 			qp->msn_seg++;
 	}
-	e->state = DSN_INFLIGHT;
-	e->tx_count++;
+	if (!copy) {
+		e->state = DSN_INFLIGHT;
+		e->tx_count++;
+	}
 
 	d.psn = p->next_psn++;
 	if (seq_lt(p->psn_hw, p->next_psn))
@@ -355,6 +409,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	d.raddr = m->raddr;
 	p->sb[d.psn & (MROC_SACK_BITS - 1)] = (struct sb_entry){
 		.dsn = dsn, .ts = (uint32_t)now, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
+		.copy = copy,
 	};
 	p->inflight += bytes;
 	if (!p->rto_deadline)
