@@ -115,7 +115,7 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 {
 	struct qp *listener = NULL;
 
-	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+	for (uint32_t i = 0; i < eng->qp_hi; i++) {
 		struct qp *qp = eng->qps[i];
 
 		if (!qp)

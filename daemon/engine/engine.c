@@ -149,6 +149,8 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 		gen = ++eng->qp_gen[i] & 0xffff;
 	qp->qpn = gen << QPN_IDX_BITS | (i + 1);
 	eng->qps[i] = qp;
+	if (i + 1 > eng->qp_hi)
+		eng->qp_hi = i + 1;
 	*qpn = qp->qpn;
 	return 0;
 }
@@ -161,6 +163,8 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 		return -ENOENT;
 	eng->qps[(qpn & QPN_IDX_MASK) - 1] = NULL;
 	qp_free(qp);
+	while (eng->qp_hi && !eng->qps[eng->qp_hi - 1])
+		eng->qp_hi--;
 	return 0;
 }
 
@@ -190,7 +194,7 @@ int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max)
 {
 	int n = 0;
 
-	for (uint32_t k = 0; k < eng->cfg.max_qps && n < max; k++) {
+	for (uint32_t k = 0; k < eng->qp_hi && n < max; k++) {
 		struct qp *qp = eng->qps[k];
 
 		if (!qp)
@@ -292,8 +296,8 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 	/* Round-robin, one packet per QP per pass, so QPs share the link. */
 	while (count < n && progress) {
 		progress = false;
-		for (uint32_t k = 0; k < eng->cfg.max_qps && count < n; k++) {
-			uint32_t i = (eng->rr + k) % eng->cfg.max_qps;
+		for (uint32_t k = 0; k < eng->qp_hi && count < n; k++) {
+			uint32_t i = (eng->rr + k) % eng->qp_hi;
 			struct qp *qp = eng->qps[i];
 
 			if (!qp || !qp->may_tx)
@@ -315,7 +319,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 
 void engine_advance(struct engine *eng, uint64_t now)
 {
-	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+	for (uint32_t i = 0; i < eng->qp_hi; i++) {
 		struct qp *qp = eng->qps[i];
 
 		if (!qp || !qp->deadline || qp->deadline > now)
@@ -331,7 +335,7 @@ uint64_t engine_next_deadline(struct engine *eng)
 {
 	uint64_t d = UINT64_MAX;
 
-	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+	for (uint32_t i = 0; i < eng->qp_hi; i++) {
 		struct qp *qp = eng->qps[i];
 
 		if (!qp)

@@ -275,6 +275,8 @@ struct engine_path_info {
 	uint64_t sent, retx, lost, ce, acked, timeouts, repaths;
 	uint32_t dctcp_alpha_ppm;	/* CE fraction estimate, parts per million */
 	uint64_t rate_bps;		/* delivered rate, smoothed per RTT round */
+	bool timed_out;			/* carries only probes until an ACK revives it */
+	uint32_t backoff;		/* consecutive RTOs without progress */
 };
 
 struct engine_qp_info {
@@ -285,6 +287,9 @@ struct engine_qp_info {
 	uint32_t rate_hint_mbps;	/* from the peer, 0 = none */
 	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs;
 	uint32_t sq_outstanding, rq_posted;
+	uint32_t snd_una, snd_nxt;	/* peer's cumulative DSN, next new DSN */
+	uint32_t rcv_cum;		/* our cumulative DSN of the peer's data */
+	uint32_t msgs_outstanding;	/* messages not yet completed (incl. READ responses) */
 	uint64_t errors;
 };
 

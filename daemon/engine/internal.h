@@ -239,6 +239,7 @@ struct engine {
 	struct engine_config cfg;
 	struct prng rng;
 	struct qp **qps;	/* max_qps slots */
+	uint32_t qp_hi;		/* slots at and above this are empty: loops stop here */
 	uint32_t *qp_gen;
 	uint32_t rr;
 	struct mr *mrs;

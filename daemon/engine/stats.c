@@ -64,6 +64,10 @@ int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info
 		.rx_msgs = qp->rx_msgs,
 		.sq_outstanding = qp->sq_used,
 		.rq_posted = qp->rq_count,
+		.snd_una = qp->snd_una,
+		.snd_nxt = qp->snd_nxt,
+		.rcv_cum = qp->rcv_cum,
+		.msgs_outstanding = qp->msn_tail - qp->msn_head,
 		.errors = qp->errors,
 	};
 	return 0;
@@ -97,6 +101,8 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		.timeouts = p->st_timeouts,
 		.repaths = p->st_repaths,
 		.rate_bps = p->rate_ewma,
+		.timed_out = p->state == PATH_TIMEDOUT,
+		.backoff = p->backoff,
 		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
 	};
 	return 0;
