@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: MIT
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "addr.h"
+
+int addr_parse(const char *s, struct mroc_addr *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (inet_pton(AF_INET, s, &out->v4) == 1) {
+		out->family = AF_INET;
+		return 0;
+	}
+	if (inet_pton(AF_INET6, s, &out->v6) == 1) {
+		out->family = AF_INET6;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *addr_str(const struct mroc_addr *a, char *buf, size_t len)
+{
+	if (!a->family || !inet_ntop(a->family, a->bytes, buf, (socklen_t)len))
+		snprintf(buf, len, "?");
+	return buf;
+}
+
+size_t addr_len(const struct mroc_addr *a)
+{
+	return a->family == AF_INET ? 4 : a->family == AF_INET6 ? 16 : 0;
+}
+
+bool addr_eq(const struct mroc_addr *a, const struct mroc_addr *b)
+{
+	return a->family == b->family && !memcmp(a->bytes, b->bytes, addr_len(a));
+}
+
+uint32_t addr_hash(const struct mroc_addr *a)
+{
+	uint32_t h = 2166136261u;	/* FNV-1a */
+
+	for (size_t i = 0; i < addr_len(a); i++)
+		h = (h ^ a->bytes[i]) * 16777619u;
+	return h;
+}

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the data-plane worker needs from a packet backend (AF_XDP or UDP
+ * sockets over io_uring).  A backend moves MetaRoCE packets, i.e. the bytes
+ * after the UDP header, and maps engine peer handles to addresses through
+ * the peer table.  Everything here runs on the worker thread only.
+ */
+#ifndef MROCD_BACKEND_H
+#define MROCD_BACKEND_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "addr.h"
+#include "engine.h"
+
+struct peers;
+
+/* A received MetaRoCE packet; valid until rx_release. */
+struct backend_pkt {
+	const uint8_t *data;		/* after the UDP header */
+	uint32_t len;
+	struct mroc_addr src;
+	uint16_t sport;
+	bool ce;
+	uint64_t cookie;		/* the backend's buffer handle */
+};
+
+struct backend_stats {
+	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
+	uint64_t rx_bad_frame;		/* failed frame_parse / not for our port */
+	uint64_t tx_no_route;		/* peer unresolved: dropped, the engine resends */
+	uint64_t tx_ring_full;
+	/* AF_XDP: XDP_STATISTICS of the sockets, summed */
+	uint64_t xsk_rx_dropped, xsk_rx_invalid_descs, xsk_tx_invalid_descs;
+	uint64_t xsk_rx_ring_full, xsk_rx_fill_ring_empty, xsk_tx_ring_empty;
+};
+
+struct backend;
+
+struct backend_ops {
+	const char *name;		/* "af_xdp" or "udp" */
+	/* Up to n received packets (non-blocking); returns count or -errno. */
+	int (*rx)(struct backend *b, struct backend_pkt *pkts, int n);
+	void (*rx_release)(struct backend *b, struct backend_pkt *pkts, int n);
+	/*
+	 * Up to n empty buffers for engine_tx: data points FRAME_HEADROOM into
+	 * a frame, cap is what the engine may write.  Returns count.
+	 */
+	int (*tx_get)(struct backend *b, struct engine_txbuf *bufs, int n);
+	/* Send bufs[0..used), give back bufs[used..got).  Returns sent count. */
+	int (*tx_send)(struct backend *b, struct engine_txbuf *bufs, int used, int got);
+	/* fd that becomes readable when packets arrive (for poll), or -1. */
+	int (*rx_fd)(struct backend *b);
+	void (*get_stats)(struct backend *b, struct backend_stats *out);
+	/* One line for logs and status, e.g. "af_xdp native copy-mode veth0:q0". */
+	const char *(*describe)(struct backend *b);
+	void (*destroy)(struct backend *b);
+};
+
+struct backend {
+	const struct backend_ops *ops;
+	struct peers *peers;
+};
+
+#endif
