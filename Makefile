@@ -76,7 +76,7 @@ HAVE_CMOCKA := $(shell $(PKG_CONFIG) --exists cmocka 2>/dev/null && echo 1)
 CMOCKA_CFLAGS := $(call pkg_cflags,cmocka)
 CMOCKA_LIBS := $(call pkg_libs,cmocka)
 
-# Planned (not used yet): set with = so pkg-config only runs once a rule uses them.
+# The daemon's libraries: set with = so pkg-config only runs once a rule uses them.
 LIBBPF_CFLAGS = $(call pkg_cflags,libbpf)
 LIBBPF_LIBS = $(call pkg_libs,libbpf)
 LIBXDP_CFLAGS = $(call pkg_cflags,libxdp)
@@ -87,6 +87,18 @@ LIBCONFIG_CFLAGS = $(call pkg_cflags,libconfig)
 LIBCONFIG_LIBS = $(call pkg_libs,libconfig)
 LIBSYSTEMD_CFLAGS = $(call pkg_cflags,libsystemd)
 LIBSYSTEMD_LIBS = $(call pkg_libs,libsystemd)
+LIBMNL_CFLAGS = $(call pkg_cflags,libmnl)
+LIBMNL_LIBS = $(call pkg_libs,libmnl)
+JANSSON_CFLAGS = $(call pkg_cflags,jansson)
+JANSSON_LIBS = $(call pkg_libs,jansson)
+DAEMON_PKGS := libbpf libxdp liburing libconfig libsystemd libmnl jansson
+DAEMON_CFLAGS = $(call pkg_cflags,$(DAEMON_PKGS))
+DAEMON_LIBS = $(call pkg_libs,$(DAEMON_PKGS)) -lpthread
+
+CLANG ?= clang
+BPFTOOL ?= bpftool
+MULTIARCH := $(shell $(CC) -print-multiarch 2>/dev/null)
+BPF_CFLAGS := -O2 -g -Wall -target bpf $(if $(MULTIARCH),-I/usr/include/$(MULTIARCH))
 
 # ---- sources ----------------------------------------------------------------
 
@@ -104,6 +116,22 @@ SIM_LIB := $(if $(SIM_SRCS),$(BUILD)/libmroc_sim.a)
 SIM_BIN := $(if $(SIM_MAIN),$(BUILD)/mroc-sim)
 $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o): INCLUDES := -Isim -Idaemon/engine
 
+# BPF: bpf/*.bpf.c -> build/bpf/*.bpf.o and a libbpf skeleton build/bpf/*.skel.h
+# (generated, never committed).
+BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
+BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
+BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
+
+# Daemon: daemon/*.c except main.c -> libmrocd.a; main.c -> mrocd.
+DAEMON_MAIN := $(wildcard daemon/main.c)
+DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
+DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o)
+DAEMON_LIB := $(if $(DAEMON_SRCS),$(BUILD)/libmrocd.a)
+DAEMON_BIN := $(if $(DAEMON_MAIN),$(BUILD)/mrocd)
+$(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): INCLUDES = -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf $(DAEMON_CFLAGS)
+# Skeletons exist before any daemon object compiles.
+$(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): | $(BPF_SKELS)
+
 # Tests: tests/{unit,sim}/test_*.c -> build/tests/{unit,sim}/test_*, one binary
 # per file.  Other .c files in the same folder are helpers linked into each
 # test binary of that folder.
@@ -112,24 +140,28 @@ TEST_SRCS := $(foreach d,$(TEST_DIRS),$(sort $(wildcard $(d)/test_*.c)))
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 TEST_HELPER_SRCS := $(filter-out $(TEST_SRCS),$(foreach d,$(TEST_DIRS),$(wildcard $(d)/*.c)))
 TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o) $(TEST_HELPER_SRCS:%.c=$(OBJ)/%.o)
-$(TEST_OBJS): INCLUDES := -Isim -Idaemon/engine $(CMOCKA_CFLAGS)
+$(TEST_OBJS): INCLUDES = -Isim -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf $(CMOCKA_CFLAGS) $(if $(DAEMON_LIB),$(DAEMON_CFLAGS))
+$(TEST_OBJS): | $(BPF_SKELS)
+# End-to-end tests: executable scripts tests/e2e/test_*.sh (root, network namespaces; exit 77 to skip).
+E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.sh))
 # Helper objects of the folder a test binary lives in.
 test_helpers = $(patsubst %.c,$(OBJ)/%.o,$(filter $(patsubst $(BUILD)/%,%,$(dir $(1)))%,$(TEST_HELPER_SRCS)))
 
-ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS)
+ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $(DAEMON_OBJS) \
+	$(DAEMON_MAIN:%.c=$(OBJ)/%.o)
 
 # ---- top-level targets ------------------------------------------------------
 
 .PHONY: all libs tests check bench clean help
 
 ifeq ($(HAVE_CMOCKA),1)
-all: libs $(SIM_BIN) tests
+all: libs $(SIM_BIN) $(DAEMON_BIN) tests
 else
-all: libs $(SIM_BIN)
+all: libs $(SIM_BIN) $(DAEMON_BIN)
 	@echo "note: test binaries not built: cmocka not found by pkg-config (scripts/deps.sh installs it)"
 endif
 
-libs: $(ENGINE_LIB) $(SIM_LIB)
+libs: $(ENGINE_LIB) $(SIM_LIB) $(DAEMON_LIB)
 
 tests: $(TEST_BINS)
 	@:
@@ -142,7 +174,7 @@ ifneq ($(SKIP_DEPS),1)
 	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
 endif
 	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests
-	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )scripts/run-tests.sh $(TEST_BINS)
+	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS)
 
 bench: $(SIM_BIN)
 ifeq ($(SIM_MAIN),)
@@ -199,10 +231,28 @@ $(BUILD)/mroc-sim: $(OBJ)/sim/mroc_sim.o $(SIM_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(MROC_LDLIBS)
 
+$(BUILD)/libmrocd.a: $(DAEMON_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/mrocd: $(OBJ)/daemon/main.o $(DAEMON_LIB) $(ENGINE_LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
+
+$(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
+	$(call say,CLANG,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CLANG) $(BPF_CFLAGS) -Ibpf -c -o $@ $<
+
+$(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
+	$(call say,SKEL,$@)
+	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
 .SECONDEXPANSION:
-$(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(ENGINE_LIB)
+$(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEMON_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) $(MROC_LDLIBS)
 
 -include $(ALL_OBJS:.o=.d)

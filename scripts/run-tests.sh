@@ -23,8 +23,13 @@ passed=0 failed=0 skipped=0
 failed_names=()
 
 for bin in "$@"; do
-	name=${bin#*/tests/}
-	log=$bin.log
+	name=${bin#*tests/}
+	case $bin in
+	"${BUILD:-build}"/*) log=$bin.log ;;
+	*)	# a script from the source tree: its log goes to the build folder
+		log=${BUILD:-build}/tests/$name.log
+		mkdir -p "$(dirname "$log")" ;;
+	esac
 	start=$(date +%s.%N)
 	timeout --kill-after=10 "$timeout_s" "$bin" >"$log" 2>&1
 	rc=$?
