@@ -34,6 +34,7 @@ void engine_config_default(struct engine_config *c)
 		.rnr_retry = 7,
 		.rnr_delay_ns = 1 * NSEC_PER_MSEC,
 		.dead_peer_ns = 3 * NSEC_PER_SEC,
+		.keepalive_ns = 1 * NSEC_PER_SEC,
 		.cm_retries = 8,
 		.rate_hints = true,
 		.repath = true,
@@ -70,6 +71,8 @@ int engine_config_check(const struct engine_config *c, const char **why)
 		BAD("rnr_retry must be 0..7 (7 = forever)");
 	if (!c->cm_retries || !c->dead_peer_ns || !c->hint_interval_ns)
 		BAD("cm_retries, dead_peer_ns and hint_interval_ns must be > 0");
+	if (c->keepalive_ns && c->keepalive_ns >= c->dead_peer_ns)
+		BAD("keepalive_ns must be below dead_peer_ns");
 	if (c->sport_min < 1024 || c->sport_min > c->sport_max)
 		BAD("need 1024 <= sport_min <= sport_max");
 	return 0;
@@ -262,7 +265,12 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 			  EC_RX_BAD_PEER : EC_RX_BAD_STATE]++;
 		return -EPERM;
 	}
-	if (pkt.hdr.opcode == MROC_OP_ACK)
+	qp->last_rx = now;
+	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
+		if (pkt.hdr.flags & MROC_F_ACK_REQ)
+			qp->ka_reply = true;
+		err = 0;
+	} else if (pkt.hdr.opcode == MROC_OP_ACK)
 		err = qp_rx_ack(eng, qp, &pkt, now);
 	else
 		err = qp_rx_data(eng, qp, &pkt, meta, now);
@@ -279,7 +287,7 @@ static int qp_tx_one(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 	if (qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_IDLE ||
 	    qp->state == ENGINE_QPS_CONNECTING)
 		return 0;
-	if (qp_tx_ack(eng, qp, now, b))
+	if (qp_tx_ack(eng, qp, now, b) || qp_tx_keepalive(eng, qp, now, b))
 		return 1;
 	if (qp->state != ENGINE_QPS_CONNECTED)
 		return 0;

@@ -47,7 +47,8 @@ struct engine_config {
 	uint32_t max_retx;		/* transmissions of one segment before RETRY_EXC */
 	uint32_t rnr_retry;		/* RNR retries (7 = forever, as in IB) */
 	uint64_t rnr_delay_ns;
-	uint64_t dead_peer_ns;		/* no ACK progress this long with data out: error */
+	uint64_t dead_peer_ns;		/* nothing from the peer this long: error */
+	uint64_t keepalive_ns;		/* idle this long: ask the peer for a sign of life; 0 = off */
 	uint32_t cm_retries;		/* CONNECT_REQ / DISCONNECT retransmissions */
 	bool rate_hints;		/* send receiver fair-share hints */
 	bool repath;			/* move paths off bad routes */
@@ -243,6 +244,7 @@ enum engine_counter {
 	EC_TX_RETX,
 	EC_TX_ACKS,
 	EC_TX_CM,
+	EC_TX_KEEPALIVE,
 	EC_RTO,
 	EC_REPATH,
 	EC_LOST,

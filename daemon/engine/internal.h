@@ -199,6 +199,10 @@ struct qp {
 	uint16_t nak_seen;	/* newest nak_seq acted on */
 	uint64_t rnr_deadline;
 	uint64_t last_progress;	/* last time snd_una or an ACK moved */
+	uint64_t last_rx;	/* last packet from the peer */
+	uint64_t ka_sent;	/* last keepalive request we sent */
+	bool ka_reply;		/* the peer asked for a keepalive back */
+	bool ka_request;	/* we ask the peer for one */
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
 	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
 
@@ -306,6 +310,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
 int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	       const struct engine_rx_meta *meta, uint64_t now);
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
+int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void qp_deliver(struct engine *eng, struct qp *qp);
 int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr);
 void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn);

@@ -89,7 +89,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->state = ENGINE_QPS_CONNECTED;
 	qp->snd_nxt = qp->snd_una = qp->dsn_alloc = qp->isn_dsn;
 	qp->msn_head = qp->msn_tail = qp->msn_seg = 0;
-	qp->last_progress = now;
+	qp->last_progress = qp->last_rx = qp->ka_sent = now;
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i);
 	qp->may_tx = true;
@@ -140,6 +140,10 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 			d = deadline_min(d, qp->pace_next);
 		if (qp->stall_since)
 			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);
+		if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED) {
+			d = deadline_min(d, max_u64(qp->last_rx, qp->ka_sent) + eng->cfg.keepalive_ns);
+			d = deadline_min(d, qp->last_rx + eng->cfg.dead_peer_ns);
+		}
 	}
 	qp->deadline = d;
 }

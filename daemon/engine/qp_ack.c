@@ -358,6 +358,15 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		rewind_acked(qp, qp->snd_una, DSN_RNR_WAIT);
 		requeue(eng, qp, DSN_RNR_WAIT);
 	}
-	if (qp->snd_una != qp->snd_nxt && now - qp->last_progress > eng->cfg.dead_peer_ns)
+	if ((qp->snd_una != qp->snd_nxt && now - qp->last_progress > eng->cfg.dead_peer_ns) ||
+	    (eng->cfg.keepalive_ns && now - qp->last_rx > eng->cfg.dead_peer_ns)) {
 		fail_msg_of(eng, qp, qp->snd_una, MROC_WC_RETRY_EXC_ERR, now);
+		return;
+	}
+	/* Idle: ask the peer for a sign of life, once per keepalive interval. */
+	if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED &&
+	    now >= max_u64(qp->last_rx, qp->ka_sent) + eng->cfg.keepalive_ns) {
+		qp->ka_request = true;
+		qp->may_tx = true;
+	}
 }

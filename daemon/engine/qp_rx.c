@@ -346,6 +346,26 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	return 0;
 }
 
+/* A keepalive request or answer, if one is due.  Returns 1 or 0. */
+int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	uint8_t flags;
+
+	if ((!qp->ka_request && !qp->ka_reply) || b->cap < MROC_HDR_LEN)
+		return 0;
+	flags = qp->ka_request ? MROC_F_ACK_REQ : 0;
+	if (qp->ka_request)
+		qp->ka_sent = now;
+	qp->ka_request = qp->ka_reply = false;
+	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, flags, 0, now);
+	b->peer = qp->peer;
+	b->sport = qp->paths[0].sport;
+	b->path_id = 0;
+	b->ect = false;
+	eng->st.c[EC_TX_KEEPALIVE]++;
+	return 1;
+}
+
 /* Build a pending ACK, if any path owes one now.  Returns 1 or 0. */
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {

@@ -24,6 +24,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_TX_RETX] = "tx_retx",
 		[EC_TX_ACKS] = "tx_acks",
 		[EC_TX_CM] = "tx_cm",
+		[EC_TX_KEEPALIVE] = "tx_keepalive",
 		[EC_RTO] = "rto",
 		[EC_REPATH] = "repath",
 		[EC_LOST] = "lost",

@@ -201,6 +201,8 @@ int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_e
 
 	if (mroc_op_is_data(h->opcode))
 		return parse_data(buf, len, pkt, why);
+	if (h->opcode == MROC_OP_KEEPALIVE)
+		return 0;
 	if (h->opcode == MROC_OP_ACK) {
 		if (len < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
 			return fail(why, WIRE_ERR_SHORT);

@@ -39,6 +39,7 @@ enum mroc_opcode {
 	MROC_OP_READ_REQ	= 0x05,	/* RDMA READ request, no payload */
 	MROC_OP_READ_RESP	= 0x06,	/* RDMA READ response segment */
 	MROC_OP_ACK		= 0x10,	/* per-path ACK: SACK, echo, CE, hint, NAK */
+	MROC_OP_KEEPALIVE	= 0x11,	/* common header only; ACK_REQ asks for one back */
 	MROC_OP_CONNECT_REQ	= 0x20,
 	MROC_OP_CONNECT_REP	= 0x21,
 	MROC_OP_CONNECT_REJ	= 0x22,

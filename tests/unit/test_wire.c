@@ -33,6 +33,7 @@ static const uint8_t cm_ops[] = {
 static int op_defined(unsigned op)
 {
 	return (op >= MROC_OP_WRITE && op <= MROC_OP_READ_RESP) || op == MROC_OP_ACK ||
+	       op == MROC_OP_KEEPALIVE ||
 	       (op >= MROC_OP_CONNECT_REQ && op <= MROC_OP_DISCONNECT_ACK);
 }
 
@@ -106,6 +107,8 @@ static size_t build_valid(uint8_t *buf, uint8_t op)
 
 		return build_ack(buf, &h, &a);
 	}
+	if (op == MROC_OP_KEEPALIVE)
+		return wire_put_hdr(buf, &h);	/* the common header is all of it */
 	struct mroc_cm_hdr c = { .service_id = 77, .mtu = 4096, .npaths = 4 };
 
 	return build_cm(buf, &h, &c);
@@ -601,6 +604,7 @@ static void test_truncated(void **state)
 		full = build_valid(buf, (uint8_t)op);
 		min = mroc_op_is_data((uint8_t)op) ? MROC_DATA_OVERHEAD :
 		      op == MROC_OP_ACK ? MROC_HDR_LEN + MROC_ACK_HDR_LEN :
+		      op == MROC_OP_KEEPALIVE ? MROC_HDR_LEN :
 					  MROC_HDR_LEN + MROC_CM_HDR_LEN;
 		assert_true(full >= min);
 		for (size_t len = 0; len < min; len++)
@@ -675,7 +679,7 @@ static void test_unknown_opcodes(void **state)
 		expect_err(buf, MROC_HDR_LEN + MROC_ACK_HDR_LEN, WIRE_ERR_OPCODE);
 		expect_err(buf, MROC_HDR_LEN, WIRE_ERR_OPCODE);
 	}
-	assert_int_equal(defined, 12);
+	assert_int_equal(defined, 13);
 }
 
 static void test_bad_flags(void **state)
