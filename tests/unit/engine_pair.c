@@ -24,7 +24,6 @@ void pair_test_config(struct engine_config *cfg)
 	cfg->rto_min_ns = 200 * PAIR_US;
 	cfg->rto_max_ns = 20 * PAIR_MS;
 	cfg->rnr_delay_ns = 100 * PAIR_US;
-	cfg->dead_peer_ns = 50 * PAIR_MS;
 	cfg->hint_interval_ns = 100 * PAIR_US;
 	cfg->seed = 1;
 }
@@ -71,6 +70,10 @@ void pair_free(struct pair *p)
 		return;
 	engine_destroy(p->s[PAIR_A].eng);
 	engine_destroy(p->s[PAIR_B].eng);
+	for (unsigned i = 0; i < p->nmems; i++) {
+		free(p->mems[i]->base);
+		free(p->mems[i]);
+	}
 	free(p->cap);
 	free(p);
 }
@@ -288,6 +291,57 @@ int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint
 	struct engine_recv_wr r = { .wr_id = wr_id, .lkey = lkey, .laddr = laddr, .len = len };
 
 	return engine_post_recv(p->s[side].eng, p->s[side].qpn, &r);
+}
+
+/* ---- memory ------------------------------------------------------------------ */
+
+struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint32_t pd, uint32_t access)
+{
+	struct pair_mem *m = calloc(1, sizeof(*m));
+
+	assert_non_null(m);
+	assert_true(p->nmems < PAIR_MAX_MEMS);
+	m->base = malloc(len + 2 * PAIR_GUARD_LEN);
+	assert_non_null(m->base);
+	m->buf = m->base + PAIR_GUARD_LEN;
+	m->len = len;
+	p->mems[p->nmems++] = m;
+	pair_mem_reset(m);
+	assert_int_equal(engine_mr_register(p->s[side].eng, pd, m->buf, len, access, &m->lkey,
+					    &m->rkey), 0);
+	return m;
+}
+
+void pair_mem_fill(struct pair_mem *m, uint32_t seed)
+{
+	for (uint64_t i = 0; i < m->len; i++)
+		m->buf[i] = pair_pattern(seed, i);
+}
+
+void pair_mem_reset(struct pair_mem *m)
+{
+	memset(m->base, PAIR_CANARY, m->len + 2 * PAIR_GUARD_LEN);
+}
+
+void pair_mem_expect(const struct pair_mem *m, uint64_t off, const uint8_t *want, uint64_t n)
+{
+	uint64_t total = m->len + 2 * PAIR_GUARD_LEN, start = PAIR_GUARD_LEN + off;
+
+	assert_true(off + n <= m->len);
+	for (uint64_t i = 0; i < total; i++) {
+		bool in = i >= start && i < start + n;
+		uint8_t w = in ? want[i - start] : PAIR_CANARY;
+
+		if (m->base[i] != w)
+			fail_msg("memory byte %lld (buffer offset %lld) is 0x%02x, want 0x%02x%s",
+				 (long long)i, (long long)i - PAIR_GUARD_LEN, m->base[i], w,
+				 in ? "" : " (canary)");
+	}
+}
+
+void pair_mem_untouched(const struct pair_mem *m)
+{
+	pair_mem_expect(m, 0, NULL, 0);
 }
 
 /* ---- capturing ------------------------------------------------------------- */
