@@ -105,6 +105,7 @@ static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *
 {
 	qp->peer_qpn = pkt->hdr.src_qpn;
 	qp->peer_mtu = pkt->cm.mtu;
+	qp->peer_npaths = pkt->cm.npaths;
 	qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn);
 	qp_start(eng, qp, now);
 	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS);

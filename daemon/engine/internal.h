@@ -164,6 +164,7 @@ struct qp {
 	uint32_t peer, peer_qpn;
 	uint64_t service_id;
 	uint32_t peer_mtu;
+	uint8_t peer_npaths;	/* paths the peer sprays on: valid path ids below it */
 	uint32_t sq_depth, rq_depth;
 
 	/* connection management */
@@ -198,6 +199,7 @@ struct qp {
 	uint32_t hint_mbps;	/* peer's fair-share hint */
 	uint16_t nak_seen;	/* newest nak_seq acted on */
 	uint64_t rnr_deadline;
+	uint32_t rnr_from;	/* while rnr_deadline is set: DSNs from here wait, even if SACKed */
 	uint64_t last_progress;	/* last time snd_una or an ACK moved */
 	uint64_t last_rx;	/* last packet from the peer */
 	uint64_t ka_sent;	/* last keepalive request we sent */

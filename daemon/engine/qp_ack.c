@@ -35,8 +35,10 @@ static uint32_t sb_ack(struct qp *qp, struct path *p, uint32_t psn)
 	p->any_acked = true;
 	if (!seq_lt(s->dsn, qp->snd_una) && seq_lt(s->dsn, qp->snd_nxt)) {
 		e = dsn_ent(qp, s->dsn);
+		/* After an RNR NAK the receiver refuses these: they wait to be resent. */
 		if (e->state == DSN_INFLIGHT || e->state == DSN_LOST)
-			e->state = DSN_ACKED;
+			e->state = qp->rnr_deadline && !seq_lt(s->dsn, qp->rnr_from) ?
+				   DSN_RNR_WAIT : DSN_ACKED;
 	}
 	return s->bytes;
 }
@@ -135,6 +137,7 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 			return;
 		}
 		rewind_acked(qp, m->first_dsn, DSN_RNR_WAIT);
+		qp->rnr_from = seq_lt(m->first_dsn, qp->snd_una) ? qp->snd_una : m->first_dsn;
 		qp->rnr_deadline = now + eng->cfg.rnr_delay_ns;
 		return;
 	case MROC_NAK_ACCESS:
@@ -231,12 +234,14 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	struct path *p;
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
 
-	if (pkt->hdr.path_id >= qp->npaths)
+	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
+	if (pkt->hdr.path_id >= qp->npaths ||
+	    seq_lt(qp->paths[pkt->hdr.path_id].psn_hw, a->cum_psn) ||
+	    seq_lt(qp->snd_nxt, a->cum_dsn)) {
+		eng->st.c[EC_RX_OUT_OF_WINDOW]++;
 		return -EINVAL;
+	}
 	p = &qp->paths[pkt->hdr.path_id];
-	/* An ACK for PSNs never sent is bogus; one from before the floor is just old. */
-	if (seq_lt(p->psn_hw, a->cum_psn))
-		return -EINVAL;
 	qp->last_progress = now;
 
 	on_nak(eng, qp, p, a, now);

@@ -284,10 +284,17 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_RX_BAD_STATE]++;
 		return -ENOTCONN;
 	}
-	if (d->offset % qp->peer_mtu) {
+	/* Segments have the shape the sender's MTU gives them; anything else is cut or forged. */
+	if (d->offset % qp->peer_mtu ||
+	    (pkt->hdr.opcode != MROC_OP_READ_REQ &&
+	     pkt->payload_len != min_u64(qp->peer_mtu, d->msg_len - d->offset))) {
 		eng->st.c[EC_RX_MALFORMED]++;
 		eng->st.rx_malformed[WIRE_ERR_LENGTH]++;
 		return -EBADMSG;
+	}
+	if (pkt->hdr.path_id >= qp->peer_npaths) {
+		eng->st.c[EC_RX_OUT_OF_WINDOW]++;
+		return -ERANGE;
 	}
 	/* The floor first: PSNs the sender gave up on must not hold the window. */
 	if (qp->mode != MROC_MODE_ROCEV2 && seq_le(d->psn_floor, d->psn) &&
