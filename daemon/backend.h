@@ -50,8 +50,8 @@ struct backend_ops {
 	int (*tx_get)(struct backend *b, struct engine_txbuf *bufs, int n);
 	/* Send bufs[0..used), give back bufs[used..got).  Returns sent count. */
 	int (*tx_send)(struct backend *b, struct engine_txbuf *bufs, int used, int got);
-	/* fd that becomes readable when packets arrive (for poll), or -1. */
-	int (*rx_fd)(struct backend *b);
+	/* fds that become readable when packets arrive (for poll); returns how many (<= max). */
+	int (*poll_fds)(struct backend *b, int *fds, int max);
 	void (*get_stats)(struct backend *b, struct backend_stats *out);
 	/* One line for logs and status, e.g. "af_xdp native copy-mode veth0:q0". */
 	const char *(*describe)(struct backend *b);

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * AF_XDP backend: one UMEM shared by one XSK per configured (interface,
+ * queue), bound in zero-copy mode where the driver has it and copy mode
+ * otherwise.  Our XDP program (xdp_prog.c) steers MetaRoCE packets of each
+ * (interface, queue) into its socket.  mrocd builds every Ethernet/IP/UDP
+ * header itself (frame.c), towards next hops from the peer table.
+ */
+#ifndef MROCD_AFXDP_H
+#define MROCD_AFXDP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+
+#define AFXDP_MAX_SOCKS 16
+
+struct xdp_prog;
+
+enum afxdp_zc { AFXDP_ZC_AUTO = 0, AFXDP_ZC_ON, AFXDP_ZC_OFF };
+
+struct afxdp_if {
+	char name[16];
+	uint32_t queue;
+};
+
+struct afxdp_cfg {
+	struct afxdp_if ifs[AFXDP_MAX_SOCKS];
+	unsigned nifs;
+	uint32_t frame_size;		/* 2048 or 4096 */
+	uint32_t nframes;		/* UMEM frames, power of two */
+	uint32_t ring_size;		/* each ring, power of two */
+	uint8_t zero_copy;		/* enum afxdp_zc */
+	uint16_t udp_port;		/* MetaRoCE destination port */
+	struct xdp_prog *prog;		/* attached to every interface already */
+};
+
+int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out);
+
+#endif

@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: MIT
+/* The control thread's io_uring loop (see ctl.h). */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/timerfd.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <liburing.h>
+#include <systemd/sd-daemon.h>
+
+#include "ctl.h"
+#include "log.h"
+
+#define MAX_CONNS	16
+#define REQ_MAX		65536
+#define QUEUE_DEPTH	64
+
+/* user_data of each request: a kind and, for connections, a slot. */
+enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND };
+#define UD(op, slot)	((uint64_t)(op) << 32 | (uint32_t)(slot))
+
+struct conn {
+	int fd;				/* -1 = free */
+	char *buf;
+	size_t len;			/* bytes received, or reply bytes */
+	size_t sent;
+};
+
+struct ctl {
+	struct ctl_cfg cfg;
+	struct io_uring ring;
+	int sfd, tfd, lfd;
+	struct signalfd_siginfo si;
+	uint64_t ticks;
+	struct conn conns[MAX_CONNS];
+	int ended_by;
+};
+
+static int listen_admin(struct ctl *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(c->cfg.admin_path) >= sizeof(sa.sun_path)) {
+		pr_err("admin socket path too long: %s", c->cfg.admin_path);
+		return -ENAMETOOLONG;
+	}
+	strcpy(sa.sun_path, c->cfg.admin_path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(c->cfg.admin_path);	/* left by a crashed run */
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 16) ||
+	    chmod(c->cfg.admin_path, c->cfg.mode) ||
+	    (c->cfg.gid != (gid_t)-1 && chown(c->cfg.admin_path, (uid_t)-1, c->cfg.gid))) {
+		int err = -errno;
+
+		pr_err("admin socket %s: %s", c->cfg.admin_path, strerror(errno));
+		close(fd);
+		return err;
+	}
+	c->lfd = fd;
+	return 0;
+}
+
+static struct io_uring_sqe *sqe(struct ctl *c)
+{
+	struct io_uring_sqe *s = io_uring_get_sqe(&c->ring);
+
+	if (!s) {
+		io_uring_submit(&c->ring);
+		s = io_uring_get_sqe(&c->ring);
+	}
+	return s;
+}
+
+static void arm_signal(struct ctl *c)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_read(s, c->sfd, &c->si, sizeof(c->si), 0);
+	io_uring_sqe_set_data64(s, UD(OP_SIGNAL, 0));
+}
+
+static void arm_timer(struct ctl *c)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_read(s, c->tfd, &c->ticks, sizeof(c->ticks), 0);
+	io_uring_sqe_set_data64(s, UD(OP_TIMER, 0));
+}
+
+static void arm_accept(struct ctl *c)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_accept(s, c->lfd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(s, UD(OP_ACCEPT, 0));
+}
+
+static void arm_recv(struct ctl *c, int slot)
+{
+	struct conn *k = &c->conns[slot];
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_recv(s, k->fd, k->buf + k->len, REQ_MAX - 1 - k->len, 0);
+	io_uring_sqe_set_data64(s, UD(OP_RECV, slot));
+}
+
+static void arm_send(struct ctl *c, int slot)
+{
+	struct conn *k = &c->conns[slot];
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_send(s, k->fd, k->buf + k->sent, k->len - k->sent, MSG_NOSIGNAL);
+	io_uring_sqe_set_data64(s, UD(OP_SEND, slot));
+}
+
+static void conn_close(struct ctl *c, int slot)
+{
+	struct conn *k = &c->conns[slot];
+
+	close(k->fd);
+	free(k->buf);
+	*k = (struct conn){ .fd = -1 };
+}
+
+static json_t *error_reply(const char *msg)
+{
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+/* A complete request line is in the buffer: turn it into the reply. */
+static void answer(struct ctl *c, int slot)
+{
+	struct conn *k = &c->conns[slot];
+	json_error_t jerr;
+	json_t *req, *reply;
+	char *out;
+
+	k->buf[k->len] = 0;
+	req = json_loads(k->buf, JSON_DISABLE_EOF_CHECK, &jerr);
+	if (!req || !json_is_object(req))
+		reply = error_reply(req ? "request must be a JSON object" : jerr.text);
+	else if (json_integer_value(json_object_get(req, "version")) != MROCD_ADMIN_VERSION)
+		reply = error_reply("unsupported or missing \"version\" (this daemon speaks 1)");
+	else
+		reply = c->cfg.handle(c->cfg.ctx, req);
+	json_decref(req);
+	if (!reply)
+		reply = error_reply("internal error");
+	json_object_set_new(reply, "version", json_integer(MROCD_ADMIN_VERSION));
+	out = json_dumps(reply, JSON_COMPACT);
+	json_decref(reply);
+	free(k->buf);
+	if (!out) {
+		k->buf = NULL;
+		conn_close(c, slot);
+		return;
+	}
+	k->len = strlen(out);
+	out[k->len++] = '\n';	/* json_dumps left room: the string's NUL */
+	k->buf = out;
+	k->sent = 0;
+	arm_send(c, slot);
+}
+
+static void on_accept(struct ctl *c, int res)
+{
+	int slot = -1;
+
+	arm_accept(c);
+	if (res < 0) {
+		pr_warn_rl("admin socket: accept: %s", strerror(-res));
+		return;
+	}
+	for (int i = 0; i < MAX_CONNS && slot < 0; i++)
+		if (c->conns[i].fd < 0)
+			slot = i;
+	if (slot < 0) {
+		pr_warn_rl("admin socket: too many connections");
+		close(res);
+		return;
+	}
+	c->conns[slot] = (struct conn){ .fd = res, .buf = malloc(REQ_MAX) };
+	if (!c->conns[slot].buf) {
+		conn_close(c, slot);
+		return;
+	}
+	arm_recv(c, slot);
+}
+
+static void on_recv(struct ctl *c, int slot, int res)
+{
+	struct conn *k = &c->conns[slot];
+
+	if (res < 0) {
+		conn_close(c, slot);
+		return;
+	}
+	k->len += (size_t)res;
+	if (res == 0 || memchr(k->buf + k->len - (size_t)res, '\n', (size_t)res)) {
+		if (!k->len) {
+			conn_close(c, slot);
+			return;
+		}
+		answer(c, slot);
+		return;
+	}
+	if (k->len >= REQ_MAX - 1) {
+		conn_close(c, slot);	/* a request that big is not one of ours */
+		return;
+	}
+	arm_recv(c, slot);
+}
+
+static void on_send(struct ctl *c, int slot, int res)
+{
+	struct conn *k = &c->conns[slot];
+
+	if (res <= 0) {
+		conn_close(c, slot);
+		return;
+	}
+	k->sent += (size_t)res;
+	if (k->sent < k->len)
+		arm_send(c, slot);
+	else
+		conn_close(c, slot);
+}
+
+/* Returns true when the loop must end. */
+static bool on_signal(struct ctl *c)
+{
+	switch (c->si.ssi_signo) {
+	case SIGHUP:
+		if (c->cfg.reload)
+			c->cfg.reload(c->cfg.ctx);
+		arm_signal(c);
+		return false;
+	case SIGTERM:
+	case SIGINT:
+		c->ended_by = (int)c->si.ssi_signo;
+		return true;
+	default:
+		arm_signal(c);
+		return false;
+	}
+}
+
+int ctl_run(struct ctl *c)
+{
+	bool done = false;
+
+	arm_signal(c);
+	if (c->tfd >= 0)
+		arm_timer(c);
+	if (c->lfd >= 0)
+		arm_accept(c);
+	while (!done) {
+		struct io_uring_cqe *cqe;
+		int err = io_uring_submit_and_wait(&c->ring, 1);
+
+		if (err < 0 && err != -EINTR) {
+			pr_err("control loop: io_uring: %s", strerror(-err));
+			return -err;
+		}
+		while (!done && io_uring_peek_cqe(&c->ring, &cqe) == 0) {
+			uint64_t ud = io_uring_cqe_get_data64(cqe);
+			int res = cqe->res, slot = (int)(uint32_t)ud;
+
+			io_uring_cqe_seen(&c->ring, cqe);
+			switch (ud >> 32) {
+			case OP_SIGNAL:
+				done = on_signal(c);
+				break;
+			case OP_TIMER:
+				if (!c->cfg.healthy || !c->cfg.healthy(c->cfg.ctx))
+					sd_notify(0, "WATCHDOG=1");
+				else
+					pr_warn_rl("watchdog: daemon unhealthy, not petting");
+				arm_timer(c);
+				break;
+			case OP_ACCEPT:
+				on_accept(c, res);
+				break;
+			case OP_RECV:
+				on_recv(c, slot, res);
+				break;
+			case OP_SEND:
+				on_send(c, slot, res);
+				break;
+			}
+		}
+	}
+	return c->ended_by;
+}
+
+int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
+{
+	struct ctl *c = calloc(1, sizeof(*c));
+	sigset_t mask;
+	int err;
+
+	if (!c)
+		return -ENOMEM;
+	c->cfg = *cfg;
+	c->sfd = c->tfd = c->lfd = -1;
+	for (int i = 0; i < MAX_CONNS; i++)
+		c->conns[i].fd = -1;
+	err = io_uring_queue_init(QUEUE_DEPTH, &c->ring, 0);
+	if (err) {
+		pr_err("control loop: io_uring_queue_init: %s", strerror(-err));
+		free(c);
+		return err;
+	}
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	/* Blocked in every thread (the worker is created after this), read through the fd. */
+	pthread_sigmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	c->sfd = signalfd(-1, &mask, SFD_CLOEXEC);
+	if (c->sfd < 0) {
+		err = -errno;
+		goto fail;
+	}
+	if (cfg->watchdog_usec) {
+		/* Pet twice per period, as sd_watchdog_enabled(3) advises. */
+		uint64_t half = cfg->watchdog_usec / 2;
+		struct itimerspec its = {
+			.it_interval = { .tv_sec = (time_t)(half / 1000000),
+					 .tv_nsec = (long)(half % 1000000) * 1000 },
+		};
+
+		its.it_value = its.it_interval;
+		c->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+		if (c->tfd < 0 || timerfd_settime(c->tfd, 0, &its, NULL)) {
+			err = -errno;
+			goto fail;
+		}
+	}
+	if (cfg->admin_path) {
+		err = listen_admin(c);
+		if (err)
+			goto fail;
+	}
+	*out = c;
+	return 0;
+fail:
+	ctl_destroy(c);
+	return err;
+}
+
+void ctl_destroy(struct ctl *c)
+{
+	if (!c)
+		return;
+	for (int i = 0; i < MAX_CONNS; i++)
+		if (c->conns[i].fd >= 0)
+			conn_close(c, i);
+	if (c->lfd >= 0) {
+		close(c->lfd);
+		unlink(c->cfg.admin_path);
+	}
+	if (c->tfd >= 0)
+		close(c->tfd);
+	if (c->sfd >= 0)
+		close(c->sfd);
+	io_uring_queue_exit(&c->ring);
+	free(c);
+}

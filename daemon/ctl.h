@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The control thread's event loop (io_uring): signals through a signalfd,
+ * the systemd watchdog through a timerfd, and the admin socket, a unix
+ * stream socket speaking one JSON request and one JSON reply per connection
+ * (newline-terminated, each with "version").  The loop runs on the main
+ * thread until SIGTERM or SIGINT.
+ */
+#ifndef MROCD_CTL_H
+#define MROCD_CTL_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <jansson.h>
+
+#define MROCD_ADMIN_VERSION 1
+
+struct ctl;
+
+struct ctl_cfg {
+	const char *admin_path;		/* NULL = no admin socket */
+	mode_t mode;			/* permissions of the socket file */
+	gid_t gid;			/* (gid_t)-1 = leave the group alone */
+	uint64_t watchdog_usec;		/* from sd_watchdog_enabled(); 0 = none */
+	/* Answer a request: return a new reply object (the loop adds "version"). */
+	json_t *(*handle)(void *ctx, const json_t *req);
+	/* SIGHUP. */
+	void (*reload)(void *ctx);
+	/* Each watchdog tick: return 0 if the daemon is healthy (WATCHDOG=1 is sent then). */
+	int (*healthy)(void *ctx);
+	void *ctx;
+};
+
+int ctl_create(const struct ctl_cfg *cfg, struct ctl **out);
+/* Serve until SIGTERM/SIGINT; returns the signal number that ended it. */
+int ctl_run(struct ctl *c);
+void ctl_destroy(struct ctl *c);
+
+#endif

@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: MIT
+/* Daemon-to-daemon control connections (see links.h). */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "links.h"
+#include "log.h"
+#include "peers.h"
+
+#define BACKOFF_MIN_NS	(500ULL * 1000 * 1000)
+#define BACKOFF_MAX_NS	(30ULL * 1000 * 1000 * 1000)
+
+struct link {
+	struct link_info info;
+	bool used;
+	uint64_t retry_at;
+	uint64_t backoff;
+};
+
+struct links {
+	struct engine *eng;
+	struct peers *peers;
+	uint8_t npaths, mode;
+	uint32_t listen_qpn;		/* 0 = none yet */
+	uint64_t listen_retry_at;
+	struct link l[LINKS_MAX];	/* outgoing ones first, in config order */
+	unsigned nout;
+};
+
+static int new_qp(struct links *ls, uint32_t *qpn)
+{
+	struct engine_qp_attr a = {
+		.pd = 0,
+		.mode = ls->mode,
+		.npaths = ls->mode == MROC_MODE_ROCEV2 ? 1 : ls->npaths,
+		.sq_depth = 16,
+		.rq_depth = 16,
+		.user = MROCD_SERVICE_CONTROL,
+	};
+
+	return engine_qp_create(ls->eng, &a, qpn);
+}
+
+struct links *links_create(struct engine *eng, struct peers *peers, const struct mroc_addr *addrs,
+			   unsigned n, uint8_t npaths, uint8_t mode)
+{
+	struct links *ls;
+
+	if (n > LINKS_MAX / 2)
+		return NULL;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls)
+		return NULL;
+	ls->eng = eng;
+	ls->peers = peers;
+	ls->npaths = npaths;
+	ls->mode = mode;
+	for (unsigned i = 0; i < n; i++) {
+		ls->l[i].used = true;
+		ls->l[i].info.addr = addrs[i];
+		ls->l[i].info.outgoing = true;
+		ls->l[i].backoff = BACKOFF_MIN_NS;
+	}
+	ls->nout = n;
+	return ls;
+}
+
+void links_destroy(struct links *ls)
+{
+	free(ls);
+}
+
+static void listen_again(struct links *ls, uint64_t now)
+{
+	int err;
+
+	if (ls->listen_qpn || now < ls->listen_retry_at)
+		return;
+	err = new_qp(ls, &ls->listen_qpn);
+	if (!err)
+		err = engine_qp_listen(ls->eng, ls->listen_qpn, MROCD_SERVICE_CONTROL);
+	if (err) {
+		if (ls->listen_qpn)
+			engine_qp_destroy(ls->eng, ls->listen_qpn);
+		ls->listen_qpn = 0;
+		ls->listen_retry_at = now + BACKOFF_MIN_NS;
+		pr_warn_rl("links: cannot listen for control connections: %s", strerror(-err));
+	}
+}
+
+static void connect_one(struct links *ls, struct link *k, uint64_t now)
+{
+	char a[MROC_ADDR_STRLEN];
+	uint32_t peer;
+	int err;
+
+	err = peers_get_handle(ls->peers, &k->info.addr, &peer);
+	if (!err)
+		err = new_qp(ls, &k->info.qpn);
+	if (!err) {
+		err = engine_qp_connect(ls->eng, k->info.qpn, peer, MROCD_SERVICE_CONTROL, now);
+		if (err)
+			engine_qp_destroy(ls->eng, k->info.qpn);
+	}
+	if (err) {
+		k->info.qpn = 0;
+		k->retry_at = now + k->backoff;
+		pr_warn_rl("links: connecting to %s: %s", addr_str(&k->info.addr, a, sizeof(a)),
+			   strerror(-err));
+		return;
+	}
+	k->info.state = LINK_CONNECTING;
+}
+
+uint64_t links_tick(struct links *ls, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	listen_again(ls, now);
+	if (!ls->listen_qpn && ls->listen_retry_at < next)
+		next = ls->listen_retry_at;
+	for (unsigned i = 0; i < ls->nout; i++) {
+		struct link *k = &ls->l[i];
+
+		if (k->info.state != LINK_IDLE)
+			continue;
+		if (now >= k->retry_at)
+			connect_one(ls, k, now);
+		else if (k->retry_at < next)
+			next = k->retry_at;
+	}
+	return next;
+}
+
+static struct link *by_qpn(struct links *ls, uint32_t qpn)
+{
+	for (unsigned i = 0; i < LINKS_MAX; i++)
+		if (ls->l[i].used && ls->l[i].info.qpn == qpn && qpn)
+			return &ls->l[i];
+	return NULL;
+}
+
+/* The listener got a peer: it becomes an incoming link, and we listen anew. */
+static void accepted(struct links *ls, uint64_t now)
+{
+	struct engine_qp_info qi;
+	struct link *k = NULL;
+	uint32_t qpn = ls->listen_qpn;
+
+	ls->listen_qpn = 0;
+	for (unsigned i = ls->nout; i < LINKS_MAX && !k; i++)
+		if (!ls->l[i].used)
+			k = &ls->l[i];
+	if (!k || engine_qp_info(ls->eng, qpn, &qi)) {
+		pr_warn_rl("links: too many incoming control connections, closing one");
+		engine_qp_disconnect(ls->eng, qpn, now);
+		engine_qp_destroy(ls->eng, qpn);
+	} else {
+		struct peer *p = peers_get(ls->peers, qi.peer);
+
+		*k = (struct link){ .used = true };
+		if (p)
+			k->info.addr = p->addr;
+		k->info.qpn = qpn;
+		k->info.state = LINK_UP;
+		k->info.connects = 1;
+		k->info.up_since_ns = now;
+	}
+	listen_again(ls, now);
+}
+
+static void went_down(struct links *ls, struct link *k, const struct engine_cqe *c, uint64_t now)
+{
+	char a[MROC_ADDR_STRLEN];
+
+	if (k->info.state == LINK_UP)
+		pr_info("links: control connection to %s lost (status %u)",
+			addr_str(&k->info.addr, a, sizeof(a)), c->status);
+	engine_qp_destroy(ls->eng, k->info.qpn);
+	k->info.qpn = 0;
+	k->info.failures++;
+	if (!k->info.outgoing) {
+		k->used = false;
+		return;
+	}
+	k->info.state = LINK_IDLE;
+	k->retry_at = now + k->backoff;
+	k->backoff = k->backoff * 2 > BACKOFF_MAX_NS ? BACKOFF_MAX_NS : k->backoff * 2;
+}
+
+bool links_on_cqe(struct links *ls, const struct engine_cqe *c, uint64_t now)
+{
+	char a[MROC_ADDR_STRLEN];
+	struct link *k;
+
+	if (c->qpn == ls->listen_qpn && ls->listen_qpn) {
+		if (c->opcode == ENGINE_WC_EV_CONNECTED) {
+			accepted(ls, now);
+		} else if (c->opcode == ENGINE_WC_EV_ERROR) {
+			engine_qp_destroy(ls->eng, ls->listen_qpn);
+			ls->listen_qpn = 0;
+		}
+		return true;
+	}
+	k = by_qpn(ls, c->qpn);
+	if (!k)
+		return false;
+	switch (c->opcode) {
+	case ENGINE_WC_EV_CONNECTED:
+		k->info.state = LINK_UP;
+		k->info.connects++;
+		k->info.up_since_ns = now;
+		k->backoff = BACKOFF_MIN_NS;
+		pr_info("links: control connection to %s is up (qpn %u)",
+			addr_str(&k->info.addr, a, sizeof(a)), c->qpn);
+		break;
+	case ENGINE_WC_EV_ERROR:
+	case ENGINE_WC_EV_DISCONNECTED:
+		went_down(ls, k, c, now);
+		break;
+	default:
+		break;	/* no work is posted on control QPs */
+	}
+	return true;
+}
+
+int links_info(const struct links *ls, struct link_info *out, int max)
+{
+	int n = 0;
+
+	for (unsigned i = 0; i < LINKS_MAX && n < max; i++)
+		if (ls->l[i].used)
+			out[n++] = ls->l[i].info;
+	return n;
+}
+
+void links_close_all(struct links *ls, uint64_t now)
+{
+	for (unsigned i = 0; i < LINKS_MAX; i++)
+		if (ls->l[i].used && ls->l[i].info.qpn)
+			engine_qp_disconnect(ls->eng, ls->l[i].info.qpn, now);
+	if (ls->listen_qpn)
+		engine_qp_disconnect(ls->eng, ls->listen_qpn, now);
+}

@@ -1,0 +1,275 @@
+// SPDX-License-Identifier: MIT
+/* The data-plane worker (see worker.h). */
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "peers.h"
+#include "worker.h"
+
+#define BATCH		64
+#define MAX_POLL_FDS	17
+
+struct worker {
+	struct worker_cfg cfg;
+	pthread_t thread;
+	int doorbell;			/* eventfd: wakes the worker for a call or stop */
+	atomic_bool stop;
+
+	/* One call at a time: the caller holds call_lock until it is answered. */
+	pthread_mutex_t call_lock;
+	pthread_mutex_t lock;
+	pthread_cond_t done_cond;
+	int (*call_fn)(void *arg, uint64_t now);
+	void *call_arg;
+	int call_ret;
+	atomic_bool call_pending;
+	bool call_done;
+
+	struct worker_stats st;		/* written by the worker, copied under lock */
+};
+
+uint64_t mrocd_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+static void ring_doorbell(struct worker *w)
+{
+	uint64_t one = 1;
+
+	if (write(w->doorbell, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn_rl("worker: doorbell: %s", strerror(errno));
+}
+
+static void serve_call(struct worker *w, uint64_t now)
+{
+	int ret;
+
+	if (!atomic_load_explicit(&w->call_pending, memory_order_acquire))
+		return;
+	ret = w->call_fn(w->call_arg, now);
+	pthread_mutex_lock(&w->lock);
+	w->call_ret = ret;
+	w->call_done = true;
+	atomic_store_explicit(&w->call_pending, false, memory_order_release);
+	pthread_cond_signal(&w->done_cond);
+	pthread_mutex_unlock(&w->lock);
+}
+
+/* Received packets into the engine.  Returns how many. */
+static int do_rx(struct worker *w, uint64_t now)
+{
+	struct backend *be = w->cfg.be;
+	struct backend_pkt pkts[BATCH];
+	int n = be->ops->rx(be, pkts, BATCH);
+
+	for (int i = 0; i < n; i++) {
+		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce };
+
+		if (peers_get_handle(be->peers, &pkts[i].src, &meta.peer)) {
+			w->st.rx_no_peer_slot++;
+			continue;
+		}
+		if (engine_rx(w->cfg.eng, now, pkts[i].data, pkts[i].len, &meta))
+			w->st.rx_rejected++;
+	}
+	if (n > 0) {
+		be->ops->rx_release(be, pkts, n);
+		w->st.rx_pkts += (uint64_t)n;
+	}
+	return n > 0 ? n : 0;
+}
+
+/* Everything the engine wants to send now.  Returns how many went out. */
+static int do_tx(struct worker *w, uint64_t now)
+{
+	struct backend *be = w->cfg.be;
+	struct engine_txbuf bufs[BATCH];
+	int total = 0;
+
+	for (;;) {
+		int got = be->ops->tx_get(be, bufs, BATCH), used;
+
+		if (got <= 0)
+			break;
+		used = engine_tx(w->cfg.eng, now, bufs, got);
+		total += be->ops->tx_send(be, bufs, used, got);
+		if (used < got)
+			break;
+	}
+	w->st.tx_pkts += (uint64_t)total;
+	return total;
+}
+
+static void do_cqes(struct worker *w, uint64_t now)
+{
+	struct engine_cqe cqes[BATCH];
+	int n;
+
+	do {
+		n = engine_poll_cq(w->cfg.eng, cqes, BATCH);
+		for (int i = 0; i < n && w->cfg.on_cqe; i++)
+			w->cfg.on_cqe(w->cfg.ctx, &cqes[i], now);
+	} while (n == BATCH);
+}
+
+/* Sleep until a packet, a call, or the next deadline. */
+static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
+{
+	struct pollfd pfd[MAX_POLL_FDS];
+	struct backend *be = w->cfg.be;
+	int fds[MAX_POLL_FDS - 1], n, timeout;
+
+	n = be->ops->poll_fds(be, fds, MAX_POLL_FDS - 1);
+	for (int i = 0; i < n; i++)
+		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	pfd[n] = (struct pollfd){ .fd = w->doorbell, .events = POLLIN };
+	if (deadline == UINT64_MAX)
+		timeout = 1000;		/* wake now and then anyway: cheap, and robust */
+	else if (deadline <= now)
+		timeout = 0;
+	else
+		timeout = (int)((deadline - now + 999999) / 1000000);
+	w->st.sleeps++;
+	if (poll(pfd, (nfds_t)n + 1, timeout) > 0 && (pfd[n].revents & POLLIN)) {
+		uint64_t v;
+
+		if (read(w->doorbell, &v, sizeof(v)) > 0)
+			w->st.wakeups_doorbell++;
+	}
+}
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+	uint64_t idle_since = 0, mark = mrocd_now_ns();
+
+	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
+		uint64_t now = mrocd_now_ns(), deadline, tick;
+		int work;
+
+		w->st.loops++;
+		serve_call(w, now);
+		work = do_rx(w, now);
+		deadline = engine_next_deadline(w->cfg.eng);
+		if (deadline <= now) {
+			engine_advance(w->cfg.eng, now);
+			work++;
+		}
+		tick = w->cfg.on_tick ? w->cfg.on_tick(w->cfg.ctx, now) : UINT64_MAX;
+		work += do_tx(w, now);
+		do_cqes(w, now);
+		if (work) {
+			w->st.busy_ns += now - mark;
+			mark = now;
+			idle_since = 0;
+			continue;
+		}
+		/* Adaptive: keep spinning a little while traffic may come back. */
+		if (!idle_since)
+			idle_since = now;
+		if (now - idle_since < (uint64_t)w->cfg.busy_poll_us * 1000) {
+			sched_yield();
+			continue;
+		}
+		deadline = engine_next_deadline(w->cfg.eng);
+		if (tick < deadline)
+			deadline = tick;
+		w->st.busy_ns += now - mark;
+		sleep_until(w, deadline, now);
+		mark = mrocd_now_ns();
+		w->st.idle_ns += mark - now;
+		idle_since = 0;
+	}
+	return NULL;
+}
+
+int worker_start(const struct worker_cfg *cfg, struct worker **out)
+{
+	struct worker *w = calloc(1, sizeof(*w));
+	int err;
+
+	if (!w)
+		return -ENOMEM;
+	w->cfg = *cfg;
+	w->doorbell = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (w->doorbell < 0) {
+		err = -errno;
+		free(w);
+		return err;
+	}
+	pthread_mutex_init(&w->call_lock, NULL);
+	pthread_mutex_init(&w->lock, NULL);
+	pthread_cond_init(&w->done_cond, NULL);
+	err = -pthread_create(&w->thread, NULL, worker_main, w);
+	if (err) {
+		close(w->doorbell);
+		free(w);
+		return err;
+	}
+	pthread_setname_np(w->thread, "mrocd-worker");
+	if (cfg->cpu >= 0) {
+		cpu_set_t set;
+
+		CPU_ZERO(&set);
+		CPU_SET(cfg->cpu, &set);
+		err = pthread_setaffinity_np(w->thread, sizeof(set), &set);
+		if (err)
+			pr_warn("worker: pinning to CPU %d: %s", cfg->cpu, strerror(err));
+	}
+	*out = w;
+	return 0;
+}
+
+void worker_stop(struct worker *w)
+{
+	if (!w)
+		return;
+	atomic_store_explicit(&w->stop, true, memory_order_release);
+	ring_doorbell(w);
+	pthread_join(w->thread, NULL);
+	close(w->doorbell);
+	pthread_mutex_destroy(&w->call_lock);
+	pthread_mutex_destroy(&w->lock);
+	pthread_cond_destroy(&w->done_cond);
+	free(w);
+}
+
+int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
+{
+	int ret;
+
+	pthread_mutex_lock(&w->call_lock);
+	pthread_mutex_lock(&w->lock);
+	w->call_fn = fn;
+	w->call_arg = arg;
+	w->call_done = false;
+	atomic_store_explicit(&w->call_pending, true, memory_order_release);
+	pthread_mutex_unlock(&w->lock);
+	ring_doorbell(w);
+	pthread_mutex_lock(&w->lock);
+	while (!w->call_done)
+		pthread_cond_wait(&w->done_cond, &w->lock);
+	ret = w->call_ret;
+	pthread_mutex_unlock(&w->lock);
+	pthread_mutex_unlock(&w->call_lock);
+	return ret;
+}
+
+void worker_get_stats(struct worker *w, struct worker_stats *out)
+{
+	*out = w->st;
+}

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The data-plane worker: the one thread that owns the engine.  It moves
+ * packets between the backend and the engine, runs the engine's timers and
+ * hands completions to their owners.  It spins briefly when work dries up,
+ * then sleeps in poll() on the backend's fds, a doorbell eventfd and the
+ * engine's next deadline, so an idle daemon costs no CPU.
+ *
+ * Other threads never touch the engine: they ask the worker to run a
+ * function for them (worker_call) and wait for it.
+ */
+#ifndef MROCD_WORKER_H
+#define MROCD_WORKER_H
+
+#include <stdint.h>
+
+#include "backend.h"
+#include "engine.h"
+
+struct worker;
+
+/* Called on the worker thread for each completion or event of the engine. */
+typedef void (*worker_cqe_fn)(void *ctx, const struct engine_cqe *cqe, uint64_t now);
+/* Called on the worker thread every loop iteration (cheap), e.g. for reconnect timers. */
+typedef uint64_t (*worker_tick_fn)(void *ctx, uint64_t now);
+
+struct worker_cfg {
+	struct engine *eng;
+	struct backend *be;
+	int cpu;			/* pin to this CPU, -1 = no pinning */
+	uint32_t busy_poll_us;		/* spin this long without work before sleeping */
+	worker_cqe_fn on_cqe;
+	worker_tick_fn on_tick;		/* returns its next deadline (ns) or UINT64_MAX */
+	void *ctx;
+};
+
+struct worker_stats {
+	uint64_t loops, sleeps, wakeups_doorbell;
+	uint64_t rx_pkts, rx_rejected, rx_no_peer_slot, tx_pkts;
+	uint64_t busy_ns, idle_ns;	/* time with work vs. asleep or spinning idle */
+};
+
+int worker_start(const struct worker_cfg *cfg, struct worker **out);
+/* Stop the thread and wait for it; the engine and backend stay for the caller. */
+void worker_stop(struct worker *w);
+
+/* Run fn(arg, now) on the worker thread and wait; returns what fn returned. */
+int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg);
+/* Worker thread only, e.g. from a function run by worker_call. */
+void worker_get_stats(struct worker *w, struct worker_stats *out);
+
+uint64_t mrocd_now_ns(void);
+
+#endif
