@@ -182,8 +182,17 @@ unsigned pair_pump(struct pair *p)
 	}
 }
 
+static uint64_t next_deadline(struct pair *p)
+{
+	uint64_t a = engine_next_deadline(p->s[PAIR_A].eng), b = engine_next_deadline(p->s[PAIR_B].eng);
+
+	return a < b ? a : b;
+}
+
 void pair_run(struct pair *p, uint64_t until)
 {
+	bool advanced = false;
+
 	for (int guard = 0;; guard++) {
 		uint64_t d;
 
@@ -191,15 +200,19 @@ void pair_run(struct pair *p, uint64_t until)
 			fail_msg("pair_run: deadline never passes (now %llu)",
 				 (unsigned long long)p->now);
 		pair_pump(p);
-		d = engine_next_deadline(p->s[PAIR_A].eng);
-		if (engine_next_deadline(p->s[PAIR_B].eng) < d)
-			d = engine_next_deadline(p->s[PAIR_B].eng);
+		d = next_deadline(p);
+		if (advanced && d <= p->now) {
+			/* Timers ran at now and still want to run at now. */
+			p->stuck_deadlines++;
+			d = p->now + 1;
+		}
 		if (d > until)
 			break;
 		if (d > p->now)
 			p->now = d;
 		engine_advance(p->s[PAIR_A].eng, p->now);
 		engine_advance(p->s[PAIR_B].eng, p->now);
+		advanced = true;
 	}
 	if (p->now < until)
 		p->now = until;

@@ -77,6 +77,12 @@ struct pair {
 	pair_filter_fn filter;
 	void *filter_arg;
 	struct pair_capture *cap;	/* owned: freed by pair_capture_start and pair_free */
+	/*
+	 * pair_run found a deadline at or before now that engine_advance did
+	 * not move: it counts it here and lets the clock tick 1 ns, as a real
+	 * one would, instead of spinning.
+	 */
+	uint64_t stuck_deadlines;
 	struct pair_pkt tx[PAIR_TX_BATCH];
 };
 
@@ -100,7 +106,11 @@ void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct e
 
 /* Move packets both ways at the current time until neither side sends.  Returns the count. */
 unsigned pair_pump(struct pair *p);
-/* Pump, and run timers at each deadline up to `until`; the clock ends at `until`. */
+/*
+ * Pump, and run timers at each deadline up to `until`; the clock ends at
+ * `until`.  A deadline that stays due after its timers ran is counted in
+ * stuck_deadlines and the clock moves on by 1 ns.
+ */
 void pair_run(struct pair *p, uint64_t until);
 void pair_run_for(struct pair *p, uint64_t dt);
 
