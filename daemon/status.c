@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+/* JSON views of the daemon's state (see status.h). */
+#include "addr.h"
+#include "status.h"
+
+#define SET(o, k, v) json_object_set_new(o, k, json_integer((json_int_t)(v)))
+
+json_t *status_engine_counters(const struct engine_stats *st)
+{
+	json_t *o = json_object(), *m = json_object();
+
+	for (int i = 0; i < EC__COUNT; i++)
+		SET(o, engine_counter_name((enum engine_counter)i), st->c[i]);
+	for (int i = 1; i < WIRE_ERR__COUNT; i++)
+		SET(m, wire_err_name((enum wire_err)i), st->rx_malformed[i]);
+	json_object_set_new(o, "rx_malformed_by_reason", m);
+	return o;
+}
+
+json_t *status_backend_counters(const struct backend_stats *st)
+{
+	json_t *o = json_object();
+
+	SET(o, "rx_pkts", st->rx_pkts);
+	SET(o, "rx_bytes", st->rx_bytes);
+	SET(o, "tx_pkts", st->tx_pkts);
+	SET(o, "tx_bytes", st->tx_bytes);
+	SET(o, "rx_bad_frame", st->rx_bad_frame);
+	SET(o, "tx_no_route", st->tx_no_route);
+	SET(o, "tx_ring_full", st->tx_ring_full);
+	SET(o, "xsk_rx_dropped", st->xsk_rx_dropped);
+	SET(o, "xsk_rx_invalid_descs", st->xsk_rx_invalid_descs);
+	SET(o, "xsk_tx_invalid_descs", st->xsk_tx_invalid_descs);
+	SET(o, "xsk_rx_ring_full", st->xsk_rx_ring_full);
+	SET(o, "xsk_rx_fill_ring_empty", st->xsk_rx_fill_ring_empty);
+	SET(o, "xsk_tx_ring_empty", st->xsk_tx_ring_empty);
+	return o;
+}
+
+json_t *status_worker(const struct worker_stats *st)
+{
+	json_t *o = json_object();
+
+	SET(o, "loops", st->loops);
+	SET(o, "sleeps", st->sleeps);
+	SET(o, "wakeups_doorbell", st->wakeups_doorbell);
+	SET(o, "rx_pkts", st->rx_pkts);
+	SET(o, "rx_rejected", st->rx_rejected);
+	SET(o, "rx_no_peer_slot", st->rx_no_peer_slot);
+	SET(o, "tx_pkts", st->tx_pkts);
+	SET(o, "busy_ns", st->busy_ns);
+	SET(o, "idle_ns", st->idle_ns);
+	return o;
+}
+
+json_t *status_link(const struct link_info *li)
+{
+	static const char *const states[] = { "idle", "connecting", "up" };
+	char a[MROC_ADDR_STRLEN];
+	json_t *o = json_object();
+
+	json_object_set_new(o, "peer", json_string(addr_str(&li->addr, a, sizeof(a))));
+	json_object_set_new(o, "state", json_string(li->state < 3 ? states[li->state] : "?"));
+	json_object_set_new(o, "outgoing", json_boolean(li->outgoing));
+	SET(o, "qpn", li->qpn);
+	SET(o, "connects", li->connects);
+	SET(o, "failures", li->failures);
+	SET(o, "up_since_ns", li->up_since_ns);
+	return o;
+}
+
+json_t *status_qp(const struct engine_qp_info *qi)
+{
+	static const char *const states[] = {
+		"idle", "listen", "connecting", "connected", "closing", "error",
+	};
+	json_t *o = json_object();
+
+	SET(o, "qpn", qi->qpn);
+	SET(o, "peer_handle", qi->peer);
+	SET(o, "peer_qpn", qi->peer_qpn);
+	json_object_set_new(o, "state", json_string(qi->state < 6 ? states[qi->state] : "?"));
+	json_object_set_new(o, "mode", json_string(qi->mode == MROC_MODE_ROCEV2 ? "rocev2" :
+						   "metaroce"));
+	SET(o, "paths", qi->npaths);
+	SET(o, "qwnd_bytes", qi->qwnd_bytes);
+	SET(o, "pacing_bps", qi->pacing_bps);
+	SET(o, "rate_hint_mbps", qi->rate_hint_mbps);
+	SET(o, "tx_bytes", qi->tx_bytes);
+	SET(o, "rx_bytes", qi->rx_bytes);
+	SET(o, "tx_msgs", qi->tx_msgs);
+	SET(o, "rx_msgs", qi->rx_msgs);
+	SET(o, "sq_outstanding", qi->sq_outstanding);
+	SET(o, "rq_posted", qi->rq_posted);
+	SET(o, "msgs_outstanding", qi->msgs_outstanding);
+	SET(o, "errors", qi->errors);
+	return o;
+}
+
+json_t *status_path(const struct engine_path_info *pi)
+{
+	json_t *o = json_object();
+
+	SET(o, "path_id", pi->path_id);
+	SET(o, "sport", pi->sport);
+	json_object_set_new(o, "state", json_string(pi->timed_out ? "timed_out" : "active"));
+	SET(o, "srtt_ns", pi->srtt_ns);
+	SET(o, "min_rtt_ns", pi->min_rtt_ns);
+	SET(o, "rttvar_ns", pi->rttvar_ns);
+	SET(o, "rto_ns", pi->rto_ns);
+	SET(o, "pwnd_bytes", pi->pwnd_bytes);
+	SET(o, "inflight_bytes", pi->inflight_bytes);
+	SET(o, "rate_bps", pi->rate_bps);
+	SET(o, "sent", pi->sent);
+	SET(o, "retx", pi->retx);
+	SET(o, "lost", pi->lost);
+	SET(o, "ce", pi->ce);
+	SET(o, "acked", pi->acked);
+	SET(o, "timeouts", pi->timeouts);
+	SET(o, "repaths", pi->repaths);
+	SET(o, "backoff", pi->backoff);
+	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
+	return o;
+}

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * JSON views of the daemon's state for the admin socket: snake_case keys,
+ * raw integers (ns, bytes, packets), one function per object.
+ */
+#ifndef MROCD_STATUS_H
+#define MROCD_STATUS_H
+
+#include <jansson.h>
+
+#include "backend.h"
+#include "engine.h"
+#include "links.h"
+#include "worker.h"
+
+json_t *status_engine_counters(const struct engine_stats *st);
+json_t *status_backend_counters(const struct backend_stats *st);
+json_t *status_worker(const struct worker_stats *st);
+json_t *status_link(const struct link_info *li);
+json_t *status_qp(const struct engine_qp_info *qi);
+json_t *status_path(const struct engine_path_info *pi);
+
+#endif
