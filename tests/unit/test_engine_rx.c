@@ -822,19 +822,13 @@ static void test_malformed_lengths(void **state)
 /*
  * A data segment cut short inside its payload still parses (offset + payload
  * <= msg_len), but its payload is not min(mtu, msg_len - offset) bytes
- * (docs/PROTOCOL.md 5.2): it must be refused and nothing of it written.
- *
- * BUG: qp_rx_data() checks that the offset is a multiple of the MTU but not
- * the payload length: a truncated segment is placed (its partial payload
- * written), its DSN marked received, and the message completes on both sides
- * with bytes missing.  The first truncated packet (1 payload byte of a
- * 1024-byte segment) is accepted and places 1 byte.
+ * (docs/PROTOCOL.md 5.2): it must be refused as malformed and nothing of it
+ * written.  (Regression: such segments used to be placed, their DSN marked
+ * received, and the message completed with bytes missing; fixed in 77defe7.)
  */
 static void test_truncated_payload(void **state)
 {
 	struct fx *f = *state;
-
-	PAIR_KNOWN_BUG();
 	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt seg[3];
@@ -846,14 +840,18 @@ static void test_truncated_payload(void **state)
 		uint32_t full = seg[k].len - MROC_DATA_OVERHEAD;
 
 		for (uint32_t plen = 1; plen < full; plen += (plen < 8 ? 1 : 97)) {
+			struct engine_stats before;
 			uint64_t placed = stat_b(f, EC_RX_BYTES_PLACED);
-			int ret = pair_rx(f->p, PAIR_B, seg[k].data, MROC_DATA_OVERHEAD + plen, PAIR_A,
-					  seg[k].sport);
+			int ret;
 
+			get_stats(f, PAIR_B, &before);
+			ret = pair_rx(f->p, PAIR_B, seg[k].data, MROC_DATA_OVERHEAD + plen, PAIR_A,
+				      seg[k].sport);
 			if (ret >= 0 || stat_b(f, EC_RX_BYTES_PLACED) != placed)
 				fail_msg("segment %d cut to %u of %u payload bytes: accepted (%d), "
 					 "%llu bytes placed", k, plen, full, ret,
 					 (unsigned long long)(stat_b(f, EC_RX_BYTES_PLACED) - placed));
+			expect_only_malformed(f, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 		}
 	}
 	pair_mem_untouched(f->b);
@@ -1029,22 +1027,14 @@ static void test_send_too_long_for_recv(void **state)
 /*
  * SEND with no RECV posted: RNR NAK, nothing completes; the RECV is posted,
  * and one RNR delay after the NAK the SEND is resent and completes
- * (docs/PROTOCOL.md 8.4).
- *
- * BUG: the resend only happens through the 4 * rto_min stall net (8.7), not
- * after rnr_delay_ns.  qp_rx_ack() calls on_nak() before walk_sack(), so when
- * rewind_acked() runs the refused DSNs are still DSN_INFLIGHT and none is put
- * in DSN_RNR_WAIT; walk_sack() then marks them DSN_ACKED and the RNR timer
- * finds nothing to resend.  (With several paths, the ACKs of the other paths
- * carry the same nak_seq and are not acted on, so their segments are not
- * rewound either.)  Here: NAK at t0, rnr_delay 100 us, rto_min 200 us; the
- * SEND completes at t0 + 800 us instead of about t0 + 100 us.
+ * (docs/PROTOCOL.md 8.4), not only after the 4 * rto_min stall net (8.7).
+ * (Regression: the NAK was acted on before the ACK's SACK walk, so no
+ * segment waited in RNR state and the SEND completed at t0 + 800 us instead
+ * of about t0 + 100 us; fixed in 77defe7.)
  */
 static void test_rnr_then_recv(void **state)
 {
 	struct fx *f = *state;
-
-	PAIR_KNOWN_BUG();
 	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 1, 0, 2 * MTU + 5, 0);
 	uint64_t t0 = f->p->now, delay = f->p->s[PAIR_A].cfg.rnr_delay_ns;
 	const struct engine_cqe *c;
@@ -1256,18 +1246,14 @@ static void test_dsn_msn_window(void **state)
 
 /*
  * path_id must be below the npaths the sender announced (docs/PROTOCOL.md
- * 6.2): otherwise dropped and counted out of window (12).
- *
- * BUG: the engine never stores the peer's npaths from the CM message and
- * qp_rx_data() only has the wire check path_id < 16: a data packet on path 3
- * from a peer that announced 1 path is accepted and placed (rxp[3] is used).
+ * 6.2): otherwise dropped and counted out of window (12).  (Regression: the
+ * peer's npaths was not kept and such packets were placed; fixed in 77defe7.)
  */
 static void test_path_beyond_npaths(void **state)
 {
 	struct engine_qp_attr qa = pair_test_attr();
 	struct fx *f;
 
-	PAIR_KNOWN_BUG();
 	f = fx_new(state, NULL, NULL);
 	struct engine_wr wr;
 	struct pair_capture *cap;
@@ -1339,12 +1325,8 @@ static void test_bogus_acks_ignored(void **state)
 
 /*
  * Those ACKs are counted: "ACK for PSNs or DSNs not sent" and "path_id >=
- * npaths" are EC_RX_OUT_OF_WINDOW (docs/PROTOCOL.md 12).
- *
- * BUG: qp_rx_ack() returns -EINVAL for an ACK on a path the QP does not have
- * or with cum_psn after psn_hw without counting anything, and advance_una()
- * silently ignores a cum_dsn after snd_nxt: none of the three ACKs below
- * moves any counter but EC_RX_PKTS.
+ * npaths" are EC_RX_OUT_OF_WINDOW (docs/PROTOCOL.md 12).  (Regression: they
+ * were dropped without a count; fixed in 77defe7.)
  */
 static void test_bogus_acks_counted(void **state)
 {
@@ -1352,7 +1334,6 @@ static void test_bogus_acks_counted(void **state)
 	struct pair_pkt ack, bad;
 	uint32_t cum_dsn;
 
-	PAIR_KNOWN_BUG();
 	ack = bogus_ack_setup(f);
 	cum_dsn = pkt_get32(ack.data, PKT_ACK_CUM_DSN);
 	bad = ack;
