@@ -285,6 +285,28 @@ uint64_t pair_stat(struct pair *p, int side, enum engine_counter c)
 	return st.c[c];
 }
 
+void pair_expect_only_malformed(struct pair *p, int side, const struct engine_stats *before,
+				enum wire_err why, uint64_t n)
+{
+	struct engine_stats now, want = *before;
+
+	engine_get_stats(p->s[side].eng, &now);
+	want.c[EC_RX_PKTS] += n;
+	want.c[EC_RX_MALFORMED] += n;
+	want.rx_malformed[why] += n;
+	for (int c = 0; c < EC__COUNT; c++)
+		if (now.c[c] != want.c[c])
+			fail_msg("side %c: %s is %llu, want %llu", "AB"[side],
+				 engine_counter_name((enum engine_counter)c),
+				 (unsigned long long)now.c[c], (unsigned long long)want.c[c]);
+	for (int w = 0; w < WIRE_ERR__COUNT; w++)
+		if (now.rx_malformed[w] != want.rx_malformed[w])
+			fail_msg("side %c: rx_malformed[%s] is %llu, want %llu", "AB"[side],
+				 wire_err_name((enum wire_err)w),
+				 (unsigned long long)now.rx_malformed[w],
+				 (unsigned long long)want.rx_malformed[w]);
+}
+
 uint8_t pair_state(struct pair *p, int side)
 {
 	struct engine_qp_info info;
@@ -388,6 +410,15 @@ struct pair_capture *pair_capture_start(struct pair *p, int from, uint64_t ops, 
 	cap->pass = pass;
 	p->filter = pair_capture_filter;
 	p->filter_arg = cap;
+	return cap;
+}
+
+struct pair_capture *pair_capture_data(struct pair *p, int from, unsigned want)
+{
+	struct pair_capture *cap = pair_capture_start(p, from, 0, false);
+
+	pair_pump(p);
+	assert_int_equal(cap->n, want);
 	return cap;
 }
 

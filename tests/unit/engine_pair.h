@@ -133,6 +133,12 @@ const struct engine_cqe *pair_expect(struct pair *p, int side, uint8_t opcode, u
 void pair_expect_none(struct pair *p, int side);
 
 uint64_t pair_stat(struct pair *p, int side, enum engine_counter c);
+/*
+ * Since *before (engine_get_stats of side), side counted exactly n more
+ * packets, all malformed for `why`, and nothing else.
+ */
+void pair_expect_only_malformed(struct pair *p, int side, const struct engine_stats *before,
+				enum wire_err why, uint64_t n);
 uint8_t pair_state(struct pair *p, int side);
 
 int pair_post(struct pair *p, int side, const struct engine_wr *wr);
@@ -189,6 +195,8 @@ struct pair_capture {
 bool pair_capture_filter(struct pair *p, struct pair_pkt *pkt, void *arg);
 /* Install a fresh capture as the filter (the previous one is freed). */
 struct pair_capture *pair_capture_start(struct pair *p, int from, uint64_t ops, bool pass);
+/* Capture (and drop) the data packets `from` sends on a pump; there must be `want`. */
+struct pair_capture *pair_capture_data(struct pair *p, int from, unsigned want);
 /* Remove the filter; what was captured stays readable until the next start. */
 void pair_capture_stop(struct pair *p);
 

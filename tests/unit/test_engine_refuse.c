@@ -1,0 +1,872 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the engine's receive path refuses, two engines back to back
+ * (engine_pair.h): malformed and truncated packets of every type, bad
+ * lengths, rkeys and bounds (with canaries around every region), RECVs too
+ * small, packets for unknown QPs or from the wrong peer or after the close,
+ * PSN / DSN / MSN windows, paths beyond the peer's count, and bogus ACKs.
+ * Each refusal is counted, answered as the protocol says, and writes nothing.
+ *
+ * Valid packets are captured from engine_tx, altered at the byte offsets of
+ * docs/PROTOCOL.md 3.1-3.3 (the PKT_* names of engine_pair.h) and fed
+ * straight to engine_rx.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_pair.h"
+
+#define REG_LEN		(256 * 1024)
+#define MTU		1024
+#define SVC		42
+
+struct fx {
+	struct pair *p;
+	struct pair_mem *a, *b;	/* A: source and READ destination; B: target */
+	struct pair_pkt *rec[256];	/* first packet of each opcode seen (test_malformed_*) */
+};
+
+static struct fx *fx_new(void **state, const struct engine_config *ca,
+			 const struct engine_config *cb)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	f->p = pair_new(ca, cb);
+	f->a = pair_mem_new(f->p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
+	pair_mem_fill(f->a, 1);
+	return f;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = fx_new(state, NULL, NULL);
+
+	pair_connect(f->p, NULL, NULL, SVC);
+	return 0;
+}
+
+static int setup_bare(void **state)
+{
+	*state = NULL;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (!f)
+		return 0;
+	for (int i = 0; i < 256; i++)
+		free(f->rec[i]);
+	pair_free(f->p);
+	free(f);
+	return 0;
+}
+
+static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
+			      uint64_t raddr)
+{
+	return (struct engine_wr){
+		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->a->lkey,
+		.laddr = laddr, .len = len, .rkey = f->b->rkey, .raddr = raddr,
+	};
+}
+
+static void post(struct fx *f, const struct engine_wr *wr)
+{
+	assert_int_equal(pair_post(f->p, PAIR_A, wr), 0);
+}
+
+static void recv_b(struct fx *f, uint64_t id, uint64_t laddr, uint32_t len)
+{
+	assert_int_equal(pair_post_recv(f->p, PAIR_B, id, f->b->lkey, laddr, len), 0);
+}
+
+static void settle(struct fx *f)
+{
+	pair_run_for(f->p, 3 * PAIR_MS);
+}
+
+static uint64_t stat_b(struct fx *f, enum engine_counter c)
+{
+	return pair_stat(f->p, PAIR_B, c);
+}
+
+static void get_stats(struct fx *f, int side, struct engine_stats *st)
+{
+	engine_get_stats(f->p->s[side].eng, st);
+}
+
+/* Capture A's data packets (dropping them) while the work posted so far goes out. */
+static struct pair_capture *capture_a_data(struct fx *f, unsigned want)
+{
+	return pair_capture_data(f->p, PAIR_A, want);
+}
+
+/* ---- malformed packets ----------------------------------------------------------- */
+
+static bool record_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct fx *f = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+
+	(void)p;
+	if (!f->rec[op]) {
+		f->rec[op] = malloc(sizeof(*pkt));
+		assert_non_null(f->rec[op]);
+		*f->rec[op] = *pkt;
+	}
+	return true;
+}
+
+static const uint8_t all_ops[] = {
+	MROC_OP_WRITE, MROC_OP_WRITE_IMM, MROC_OP_SEND, MROC_OP_SEND_IMM, MROC_OP_READ_REQ,
+	MROC_OP_READ_RESP, MROC_OP_ACK, MROC_OP_CONNECT_REQ, MROC_OP_CONNECT_REP,
+	MROC_OP_CONNECT_REJ, MROC_OP_DISCONNECT, MROC_OP_DISCONNECT_ACK,
+};
+#define NOPS (sizeof(all_ops) / sizeof(all_ops[0]))
+
+/* A connected pair, and a valid packet of every opcode recorded on the way. */
+static struct fx *record_all(void **state)
+{
+	struct fx *f = fx_new(state, NULL, NULL);
+	struct engine_qp_attr attr = pair_test_attr();
+	struct engine_wr wr;
+	uint32_t q2, q3a, q3b;
+
+	f->p->filter = record_filter;
+	f->p->filter_arg = f;
+	pair_connect(f->p, NULL, NULL, SVC);
+	recv_b(f, 1, 0, 0);
+	recv_b(f, 2, 4096, 4096);
+	recv_b(f, 3, 0, 4096);
+	for (uint8_t op = ENGINE_WR_WRITE; op <= ENGINE_WR_READ; op++) {
+		wr = wr_of(f, op, op, 0, 100, 8192);
+		post(f, &wr);
+	}
+	settle(f);
+	/* CONNECT_REJ: nobody listens on 999. */
+	q2 = pair_qp_create(f->p, PAIR_A, &attr);
+	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q2, PAIR_B, 999, f->p->now), 0);
+	pair_pump(f->p);
+	/* DISCONNECT and DISCONNECT_ACK: a second connection, closed. */
+	q3b = pair_qp_create(f->p, PAIR_B, &attr);
+	q3a = pair_qp_create(f->p, PAIR_A, &attr);
+	assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, q3b, 43), 0);
+	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q3a, PAIR_B, 43, f->p->now), 0);
+	pair_pump(f->p);
+	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, q3a, f->p->now), 0);
+	settle(f);
+	f->p->filter = NULL;
+	for (unsigned i = 0; i < NOPS; i++)
+		if (!f->rec[all_ops[i]])
+			fail_msg("no packet with opcode 0x%02x was seen", all_ops[i]);
+	for (uint8_t op = ENGINE_WR_WRITE; op <= ENGINE_WR_READ; op++)
+		pair_expect(f->p, PAIR_A, op, MROC_WC_SUCCESS, op);
+	/* Consume the rest; later checks look for new completions only. */
+	while (pair_cqe(f->p, PAIR_A))
+		;
+	while (pair_cqe(f->p, PAIR_B))
+		;
+	return f;
+}
+
+static size_t hdr_len(uint8_t op)
+{
+	if (mroc_op_is_data(op))
+		return MROC_DATA_OVERHEAD;
+	return MROC_HDR_LEN + (op == MROC_OP_ACK ? MROC_ACK_HDR_LEN : MROC_CM_HDR_LEN);
+}
+
+/* Feed an altered copy of a recorded packet; expect it refused as malformed for why. */
+struct mem_snap {
+	uint8_t *a, *b;
+};
+
+static void snap_mem(struct fx *f, struct mem_snap *s)
+{
+	size_t n = REG_LEN + 2 * PAIR_GUARD_LEN;
+
+	s->a = malloc(n);
+	s->b = malloc(n);
+	assert_non_null(s->a);
+	assert_non_null(s->b);
+	memcpy(s->a, f->a->base, n);
+	memcpy(s->b, f->b->base, n);
+}
+
+static void check_mem(struct fx *f, struct mem_snap *s)
+{
+	size_t n = REG_LEN + 2 * PAIR_GUARD_LEN;
+
+	assert_memory_equal(s->a, f->a->base, n);
+	assert_memory_equal(s->b, f->b->base, n);
+	free(s->a);
+	free(s->b);
+}
+
+static void test_malformed_truncated(void **state)
+{
+	struct fx *f = record_all(state);
+	struct mem_snap ms;
+
+	snap_mem(f, &ms);
+	for (unsigned i = 0; i < NOPS; i++) {
+		const struct pair_pkt *pk = f->rec[all_ops[i]];
+		int to = 1 - pk->from;
+		struct engine_stats before;
+		size_t need = hdr_len(all_ops[i]);
+
+		assert_true(pk->len >= need);
+		get_stats(f, to, &before);
+		for (size_t len = 0; len < need; len++) {
+			int ret = pair_rx(f->p, to, pk->data, len, (uint32_t)pk->from, pk->sport);
+
+			if (ret != -EMSGSIZE)
+				fail_msg("opcode 0x%02x cut to %zu bytes: %d", all_ops[i], len, ret);
+		}
+		pair_expect_only_malformed(f->p, to, &before, WIRE_ERR_SHORT, need);
+		pair_pump(f->p);
+		pair_expect_none(f->p, PAIR_A);
+		pair_expect_none(f->p, PAIR_B);
+	}
+	check_mem(f, &ms);
+}
+
+/* Does wire_parse know this opcode?  (A data header's worth of zeros follows it.) */
+static int op_defined(unsigned op)
+{
+	uint8_t b[MROC_DATA_OVERHEAD + MROC_ACK_HDR_LEN] = { MROC_WIRE_VERSION, (uint8_t)op };
+	struct wire_pkt pkt;
+	enum wire_err why;
+
+	wire_parse(b, sizeof(b), &pkt, &why);
+	return why != WIRE_ERR_OPCODE;
+}
+
+static void feed_bad(struct fx *f, const struct pair_pkt *pk, unsigned off, uint8_t val,
+		     enum wire_err why)
+{
+	int to = 1 - pk->from;
+	struct engine_stats before;
+	struct pair_pkt bad = *pk;
+	int ret;
+
+	bad.data[off] = val;
+	get_stats(f, to, &before);
+	ret = pair_deliver(f->p, &bad);
+	if (ret != -EBADMSG)
+		fail_msg("opcode 0x%02x, byte %u = 0x%02x: %d", pk->data[PKT_OPCODE], off, val, ret);
+	pair_expect_only_malformed(f->p, to, &before, why, 1);
+}
+
+static void test_malformed_fields(void **state)
+{
+	static const uint8_t versions[] = { 0, 2, 3, 0x81, 0xff };
+	static const uint8_t paths[] = { MROC_MAX_PATHS, MROC_MAX_PATHS + 1, 0x80, 0xff };
+	struct fx *f = record_all(state);
+	struct mem_snap ms;
+	unsigned ndefined = 0;
+
+	for (unsigned op = 0; op < 256; op++)
+		ndefined += op_defined(op);
+	/* The opcodes of docs/PROTOCOL.md 3.5, and hardly anything else. */
+	for (unsigned i = 0; i < NOPS; i++)
+		assert_true(op_defined(all_ops[i]));
+	assert_in_range(ndefined, NOPS, NOPS + 2);
+	snap_mem(f, &ms);
+	for (unsigned i = 0; i < NOPS; i++) {
+		const struct pair_pkt *pk = f->rec[all_ops[i]];
+
+		for (unsigned k = 0; k < sizeof(versions); k++)
+			feed_bad(f, pk, PKT_VERSION, versions[k], WIRE_ERR_VERSION);
+		for (unsigned bit = 2; bit < 8; bit++)
+			feed_bad(f, pk, PKT_FLAGS, (uint8_t)(pk->data[PKT_FLAGS] | 1u << bit),
+				 WIRE_ERR_FLAGS);
+		feed_bad(f, pk, PKT_FLAGS, 0xff, WIRE_ERR_FLAGS);
+		for (unsigned k = 0; k < sizeof(paths); k++)
+			feed_bad(f, pk, PKT_PATH, paths[k], WIRE_ERR_PATH);
+		for (unsigned op = 0; op < 256; op++)
+			if (!op_defined(op))
+				feed_bad(f, pk, PKT_OPCODE, (uint8_t)op, WIRE_ERR_OPCODE);
+		pair_pump(f->p);
+		pair_expect_none(f->p, PAIR_A);
+		pair_expect_none(f->p, PAIR_B);
+	}
+	check_mem(f, &ms);
+}
+
+/* Data lengths that do not add up (docs/PROTOCOL.md 3.2, 5.2). */
+static void test_malformed_lengths(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 10, 0);
+	struct engine_stats before;
+	struct pair_capture *cap;
+	struct pair_pkt seg[3], bad;
+
+	post(f, &wr);
+	wr = wr_of(f, ENGINE_WR_READ, 2, 0, 500, 0);
+	post(f, &wr);
+	cap = capture_a_data(f, 4);
+	memcpy(seg, cap->pkt, sizeof(seg));
+
+	/* A header and no payload although msg_len > 0. */
+	get_stats(f, PAIR_B, &before);
+	assert_int_equal(pair_rx(f->p, PAIR_B, seg[0].data, MROC_DATA_OVERHEAD, PAIR_A, seg[0].sport),
+			 -EBADMSG);
+	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	/* offset + payload beyond msg_len. */
+	bad = seg[2];
+	pkt_put32(bad.data, PKT_MSG_LEN, 2 * MTU + 9);
+	get_stats(f, PAIR_B, &before);
+	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	bad = seg[1];
+	pkt_put32(bad.data, PKT_OFFSET, 0xffffff00u);
+	get_stats(f, PAIR_B, &before);
+	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	/* A READ_REQ with a payload, or an offset. */
+	bad = cap->pkt[3];
+	assert_int_equal(bad.data[PKT_OPCODE], MROC_OP_READ_REQ);
+	bad.len++;
+	get_stats(f, PAIR_B, &before);
+	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	bad = cap->pkt[3];
+	pkt_put32(bad.data, PKT_OFFSET, MTU);
+	get_stats(f, PAIR_B, &before);
+	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	/* An offset that is not a multiple of the sender's MTU (checked by the engine). */
+	bad = seg[1];
+	pkt_put32(bad.data, PKT_OFFSET, MTU - 24);
+	get_stats(f, PAIR_B, &before);
+	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+
+	pair_mem_untouched(f->b);
+	pair_pump(f->p);
+	pair_expect_none(f->p, PAIR_A);
+	pair_expect_none(f->p, PAIR_B);
+	/* The real packets still go through. */
+	pair_capture_stop(f->p);
+	for (int k = 0; k < 4; k++)
+		assert_int_equal(pair_deliver(f->p, &cap->pkt[k]), 0);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_SUCCESS, 2);
+}
+
+/*
+ * A data segment cut short inside its payload still parses (offset + payload
+ * <= msg_len), but its payload is not min(mtu, msg_len - offset) bytes
+ * (docs/PROTOCOL.md 5.2): it must be refused as malformed and nothing of it
+ * written.  (Regression: such segments used to be placed, their DSN marked
+ * received, and the message completed with bytes missing; fixed in 77defe7.)
+ */
+static void test_truncated_payload(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt seg[3];
+
+	post(f, &wr);
+	cap = capture_a_data(f, 3);
+	memcpy(seg, cap->pkt, sizeof(seg));
+	for (int k = 0; k < 3; k++) {
+		uint32_t full = seg[k].len - MROC_DATA_OVERHEAD;
+
+		for (uint32_t plen = 1; plen < full; plen += (plen < 8 ? 1 : 97)) {
+			struct engine_stats before;
+			uint64_t placed = stat_b(f, EC_RX_BYTES_PLACED);
+			int ret;
+
+			get_stats(f, PAIR_B, &before);
+			ret = pair_rx(f->p, PAIR_B, seg[k].data, MROC_DATA_OVERHEAD + plen, PAIR_A,
+				      seg[k].sport);
+			if (ret >= 0 || stat_b(f, EC_RX_BYTES_PLACED) != placed)
+				fail_msg("segment %d cut to %u of %u payload bytes: accepted (%d), "
+					 "%llu bytes placed", k, plen, full, ret,
+					 (unsigned long long)(stat_b(f, EC_RX_BYTES_PLACED) - placed));
+			pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+		}
+	}
+	pair_mem_untouched(f->b);
+	/* The whole segments complete the WRITE intact. */
+	pair_capture_stop(f->p);
+	for (int k = 0; k < 3; k++)
+		pair_deliver(f->p, &seg[k]);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_mem_expect(f->b, 0, f->a->buf, 2 * MTU + 100);
+}
+
+/* ---- keys and bounds ------------------------------------------------------------- */
+
+enum alter {
+	ALTER_KEY_FLIP,		/* an rkey nobody registered */
+	ALTER_KEY_NO_WRITE,	/* a region without REMOTE_WRITE */
+	ALTER_KEY_OTHER_PD,	/* a region of another protection domain */
+	ALTER_PAST_END,		/* last byte one past the region */
+	ALTER_START_AT_END,	/* raddr = region length */
+	ALTER_RADDR_HUGE,	/* raddr + len overflows 64 bits */
+	ALTER_OFFSET_WRAP,	/* raddr + offset wraps to 0 */
+};
+
+struct bounds_case {
+	enum alter alter;
+	enum engine_counter counter;
+};
+
+static void run_bounds_case(void **state)
+{
+	const struct bounds_case *bc = *state;
+	struct fx *f = fx_new(state, NULL, NULL);
+	struct pair_mem *ro, *pd2;
+	uint32_t len = bc->alter == ALTER_OFFSET_WRAP ? 2 * MTU + 10 : 100;
+	uint64_t raddr = bc->alter == ALTER_PAST_END ? REG_LEN - 100 : 0;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 9, 0, len, raddr);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+	uint64_t other = bc->counter == EC_RX_ACCESS_ERR ? EC_RX_BOUNDS_ERR : EC_RX_ACCESS_ERR;
+
+	ro = pair_mem_new(f->p, PAIR_B, 4096, 1, ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_READ);
+	pd2 = pair_mem_new(f->p, PAIR_B, 4096, 2, ENGINE_ACCESS_ALL);
+	pair_connect(f->p, NULL, NULL, SVC);
+	post(f, &wr);
+	cap = capture_a_data(f, bc->alter == ALTER_OFFSET_WRAP ? 3 : 1);
+	pk = cap->pkt[bc->alter == ALTER_OFFSET_WRAP ? 1 : 0];
+	switch (bc->alter) {
+	case ALTER_KEY_FLIP:
+		pkt_put32(pk.data, PKT_KEY, f->b->rkey ^ 0x00f0f000u);
+		break;
+	case ALTER_KEY_NO_WRITE:
+		pkt_put32(pk.data, PKT_KEY, ro->rkey);
+		break;
+	case ALTER_KEY_OTHER_PD:
+		pkt_put32(pk.data, PKT_KEY, pd2->rkey);
+		break;
+	case ALTER_PAST_END:
+		pkt_put64(pk.data, PKT_RADDR, REG_LEN - 99);
+		break;
+	case ALTER_START_AT_END:
+		pkt_put64(pk.data, PKT_RADDR, REG_LEN);
+		break;
+	case ALTER_RADDR_HUGE:
+		pkt_put64(pk.data, PKT_RADDR, UINT64_MAX - 49);
+		break;
+	case ALTER_OFFSET_WRAP:
+		assert_int_equal(pkt_get32(pk.data, PKT_OFFSET), MTU);
+		pkt_put64(pk.data, PKT_RADDR, 0 - (uint64_t)MTU);
+		break;
+	}
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_int_equal(stat_b(f, bc->counter), 1);
+	assert_int_equal(stat_b(f, other), 0);
+	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->b);
+	pair_mem_untouched(ro);
+	pair_mem_untouched(pd2);
+
+	/* The NAK reaches A: the WR fails, the QP is in error, B is told. */
+	pair_capture_stop(f->p);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_REM_ACCESS_ERR, 9);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	pair_expect_none(f->p, PAIR_A);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_untouched(f->b);
+	pair_mem_untouched(ro);
+	pair_mem_untouched(pd2);
+	/* Work posted now is refused. */
+	assert_true(pair_post(f->p, PAIR_A, &wr) < 0);
+}
+
+static const struct bounds_case bc_key_flip = { ALTER_KEY_FLIP, EC_RX_ACCESS_ERR };
+static const struct bounds_case bc_no_write = { ALTER_KEY_NO_WRITE, EC_RX_ACCESS_ERR };
+static const struct bounds_case bc_other_pd = { ALTER_KEY_OTHER_PD, EC_RX_ACCESS_ERR };
+static const struct bounds_case bc_past_end = { ALTER_PAST_END, EC_RX_BOUNDS_ERR };
+static const struct bounds_case bc_at_end = { ALTER_START_AT_END, EC_RX_BOUNDS_ERR };
+static const struct bounds_case bc_huge = { ALTER_RADDR_HUGE, EC_RX_BOUNDS_ERR };
+static const struct bounds_case bc_wrap = { ALTER_OFFSET_WRAP, EC_RX_BOUNDS_ERR };
+
+/* The control: exactly up to the last byte of the region is fine. */
+static void test_write_to_region_end(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 3 * MTU, REG_LEN - 3 * MTU);
+
+	post(f, &wr);
+	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 1, REG_LEN - 1);
+	post(f, &wr);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 2);
+	assert_memory_equal(f->b->buf + REG_LEN - 3 * MTU, f->a->buf, 3 * MTU - 1);
+	assert_int_equal(f->b->buf[REG_LEN - 1], f->a->buf[0]);
+	for (int i = 0; i < PAIR_GUARD_LEN; i++)
+		assert_int_equal(f->b->buf[REG_LEN + i], PAIR_CANARY);
+}
+
+static void expect_read_refused(struct fx *f, struct engine_wr *wr, enum engine_counter ctr)
+{
+	pair_mem_reset(f->a);
+	post(f, wr);
+	settle(f);
+	assert_int_equal(stat_b(f, ctr), 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_REM_ACCESS_ERR, wr->wr_id);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_mem_untouched(f->a);
+}
+
+static void test_read_without_remote_read(void **state)
+{
+	struct fx *f = fx_new(state, NULL, NULL);
+	struct pair_mem *wo = pair_mem_new(f->p, PAIR_B, 4096, 1, ENGINE_ACCESS_REMOTE_WRITE);
+	struct engine_wr wr;
+
+	pair_mem_fill(wo, 3);
+	pair_connect(f->p, NULL, NULL, SVC);
+	wr = wr_of(f, ENGINE_WR_READ, 5, 0, 100, 0);
+	wr.rkey = wo->rkey;
+	expect_read_refused(f, &wr, EC_RX_ACCESS_ERR);
+}
+
+static void test_read_past_end(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_READ, 6, 0, 100, REG_LEN - 99);
+
+	expect_read_refused(f, &wr, EC_RX_BOUNDS_ERR);
+}
+
+static void test_send_too_long_for_recv(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 7, 0, 101, 0);
+
+	recv_b(f, 70, 1000, 100);
+	post(f, &wr);
+	settle(f);
+	assert_int_equal(stat_b(f, EC_RX_BOUNDS_ERR), 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, MROC_WC_REM_INV_REQ_ERR, 7);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	/* The RECV was never written; the QP closes under it. */
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 70);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_untouched(f->b);
+}
+
+/* ---- who may send ---------------------------------------------------------------- */
+
+static void test_unknown_qp(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	uint32_t qb = f->p->s[PAIR_B].qpn;
+	const uint32_t bad[] = { 0, qb + 0x10000, qb ^ 0x8000, qb + 1, 0xffff, 0xffffffffu };
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		pk = cap->pkt[0];
+		pkt_put32(pk.data, PKT_DST_QPN, bad[i]);
+		assert_int_equal(pair_deliver(f->p, &pk), -ENOENT);
+		assert_int_equal(stat_b(f, EC_RX_UNKNOWN_QP), i + 1);
+	}
+	/* A DISCONNECT for an unknown QP is answered, everything else is not. */
+	pk = cap->pkt[0];
+	pk.len = MROC_HDR_LEN + MROC_CM_HDR_LEN;
+	pk.data[PKT_OPCODE] = MROC_OP_DISCONNECT;
+	pk.data[PKT_FLAGS] = 0;
+	pkt_put32(pk.data, PKT_DST_QPN, qb + 0x10000);
+	assert_int_equal(pair_deliver(f->p, &pk), -ENOENT);
+	assert_int_equal(stat_b(f, EC_RX_UNKNOWN_QP), 7);
+	pair_pump(f->p);
+	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_DISCONNECT_ACK], 1);
+	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_ACK], 0);
+	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->b);
+	pair_expect_none(f->p, PAIR_B);
+	/* A's own QP is not disturbed by the answer. */
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+}
+
+static void test_bad_peer(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	/* Right QPs, wrong peer handle. */
+	assert_int_equal(pair_rx(f->p, PAIR_B, pk.data, pk.len, 7, pk.sport), -EPERM);
+	assert_int_equal(pair_rx(f->p, PAIR_B, pk.data, pk.len, PAIR_B, pk.sport), -EPERM);
+	assert_int_equal(stat_b(f, EC_RX_BAD_PEER), 2);
+	/* Right peer, wrong source QP. */
+	pkt_put32(pk.data, PKT_SRC_QPN, f->p->s[PAIR_A].qpn + 0x10000);
+	assert_int_equal(pair_deliver(f->p, &pk), -EPERM);
+	assert_int_equal(stat_b(f, EC_RX_BAD_PEER), 3);
+	pair_pump(f->p);
+	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_ACK], 0);
+	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->b);
+	/* The genuine packet is still welcome. */
+	pair_capture_stop(f->p);
+	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_mem_expect(f->b, 0, f->a->buf, 100);
+}
+
+/* Data for a QP that is no longer connected is dropped and counted. */
+static void test_data_after_disconnect(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	pair_capture_stop(f->p);
+	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, f->p->now),
+			 0);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_FLUSH_ERR, 1);
+	pair_pump(f->p);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_IDLE);
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_int_equal(stat_b(f, EC_RX_BAD_STATE), 1);
+	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->b);
+}
+
+/* ---- windows ----------------------------------------------------------------------- */
+
+static void test_psn_window(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+	uint32_t psn;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	psn = pkt_get32(pk.data, PKT_PSN);
+	assert_int_equal(pkt_get32(pk.data, PKT_PSN_FLOOR), psn);
+	/* cum + 257, with a floor too far below it to move the window. */
+	pkt_put32(pk.data, PKT_PSN, psn + MROC_SACK_BITS + 1);
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	pkt_put32(pk.data, PKT_PSN, psn + 100000);
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_int_equal(stat_b(f, EC_RX_OUT_OF_WINDOW), 2);
+	pair_pump(f->p);
+	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_ACK], 0);	/* not acknowledged */
+	pair_mem_untouched(f->b);
+	/* cum + 256 is the last PSN inside: placed. */
+	pkt_put32(pk.data, PKT_PSN, psn + MROC_SACK_BITS);
+	assert_int_equal(pair_deliver(f->p, &pk), 0);
+	pair_mem_expect(f->b, 0, f->a->buf, 100);
+	pair_pump(f->p);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+}
+
+static void test_dsn_msn_window(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+	uint32_t dsn, msn;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	dsn = pkt_get32(pk.data, PKT_DSN);
+	msn = pkt_get32(pk.data, PKT_MSN);
+	pkt_put32(pk.data, PKT_DSN, dsn + MROC_DSN_WINDOW);
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	pkt_put32(pk.data, PKT_DSN, dsn + 0x40000000u);
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	pkt_put32(pk.data, PKT_DSN, dsn);
+	pkt_put32(pk.data, PKT_MSN, msn + 1024);
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_int_equal(stat_b(f, EC_RX_OUT_OF_WINDOW), 3);
+	pair_mem_untouched(f->b);
+	/* The last DSN inside the window is placed (its message never completes). */
+	pk = cap->pkt[0];
+	pkt_put32(pk.data, PKT_DSN, dsn + MROC_DSN_WINDOW - 1);
+	pkt_put32(pk.data, PKT_MSN, msn + 1023);
+	assert_int_equal(pair_deliver(f->p, &pk), 0);
+	pair_mem_expect(f->b, 0, f->a->buf, 100);
+	pair_expect_none(f->p, PAIR_A);
+}
+
+/*
+ * path_id must be below the npaths the sender announced (docs/PROTOCOL.md
+ * 6.2): otherwise dropped and counted out of window (12).  (Regression: the
+ * peer's npaths was not kept and such packets were placed; fixed in 77defe7.)
+ */
+static void test_path_beyond_npaths(void **state)
+{
+	struct engine_qp_attr qa = pair_test_attr();
+	struct fx *f;
+
+	f = fx_new(state, NULL, NULL);
+	struct engine_wr wr;
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+
+	qa.npaths = 1;
+	qa.user = 0xa;
+	pair_connect(f->p, &qa, NULL, SVC);
+	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	assert_int_equal(pk.data[PKT_PATH], 0);
+	pk.data[PKT_PATH] = 3;
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_int_equal(stat_b(f, EC_RX_OUT_OF_WINDOW), 1);
+	pair_mem_untouched(f->b);
+}
+
+/* One genuine ACK of B (for a completed WRITE), and a WRITE 2 whose data never arrives. */
+static struct pair_pkt bogus_ack_setup(struct fx *f)
+{
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt ack;
+
+	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
+	post(f, &wr);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	assert_true(cap->n >= 1);
+	ack = cap->pkt[cap->n - 1];
+	wr.wr_id = 2;
+	post(f, &wr);
+	capture_a_data(f, 1);
+	return ack;
+}
+
+/* ACKs acknowledging what A never sent change nothing (docs/PROTOCOL.md 7.9). */
+static void test_bogus_acks_ignored(void **state)
+{
+	struct fx *f = *state;
+	struct pair_pkt ack = bogus_ack_setup(f), bad;
+	uint32_t cum_dsn = pkt_get32(ack.data, PKT_ACK_CUM_DSN);
+
+	/* cum_dsn past everything A sent must not complete WRITE 2. */
+	bad = ack;
+	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 10);
+	pair_deliver(f->p, &bad);
+	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 0x7fffffffu);
+	pair_deliver(f->p, &bad);
+	/* Nor an ACK whose cum_psn is past every PSN A sent on that path. */
+	bad = ack;
+	pkt_put32(bad.data, PKT_ACK_CUM_PSN, pkt_get32(ack.data, PKT_ACK_CUM_PSN) + 50);
+	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 1);
+	pair_deliver(f->p, &bad);
+	/* Nor one for a path A does not have. */
+	bad = ack;
+	bad.data[PKT_PATH] = 9;
+	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 1);
+	pair_deliver(f->p, &bad);
+	pair_expect_none(f->p, PAIR_A);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	/* WRITE 2 still completes once its data really arrives. */
+	pair_capture_stop(f->p);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 2);
+}
+
+/*
+ * Those ACKs are counted: "ACK for PSNs or DSNs not sent" and "path_id >=
+ * npaths" are EC_RX_OUT_OF_WINDOW (docs/PROTOCOL.md 12).  (Regression: they
+ * were dropped without a count; fixed in 77defe7.)
+ */
+static void test_bogus_acks_counted(void **state)
+{
+	struct fx *f = *state;
+	struct pair_pkt ack, bad;
+	uint32_t cum_dsn;
+
+	ack = bogus_ack_setup(f);
+	cum_dsn = pkt_get32(ack.data, PKT_ACK_CUM_DSN);
+	bad = ack;
+	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 10);
+	pair_deliver(f->p, &bad);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_OUT_OF_WINDOW), 1);
+	bad = ack;
+	pkt_put32(bad.data, PKT_ACK_CUM_PSN, pkt_get32(ack.data, PKT_ACK_CUM_PSN) + 50);
+	pair_deliver(f->p, &bad);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_OUT_OF_WINDOW), 2);
+	bad = ack;
+	bad.data[PKT_PATH] = 9;
+	pair_deliver(f->p, &bad);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_OUT_OF_WINDOW), 3);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+#define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
+#define TBOUNDS(name, bc) \
+	{ "test_write_refused_" name, run_bounds_case, NULL, teardown, (void *)&(bc) }
+	const struct CMUnitTest tests[] = {
+		TB(test_malformed_truncated),
+		TB(test_malformed_fields),
+		T(test_malformed_lengths),
+		T(test_truncated_payload),
+		TBOUNDS("bad_rkey", bc_key_flip),
+		TBOUNDS("no_remote_write", bc_no_write),
+		TBOUNDS("other_pd", bc_other_pd),
+		TBOUNDS("one_past_end", bc_past_end),
+		TBOUNDS("start_at_end", bc_at_end),
+		TBOUNDS("raddr_overflow", bc_huge),
+		TBOUNDS("raddr_offset_wrap", bc_wrap),
+		T(test_write_to_region_end),
+		TB(test_read_without_remote_read),
+		T(test_read_past_end),
+		T(test_send_too_long_for_recv),
+		T(test_unknown_qp),
+		T(test_bad_peer),
+		T(test_data_after_disconnect),
+		T(test_psn_window),
+		T(test_dsn_msn_window),
+		TB(test_path_beyond_npaths),
+		T(test_bogus_acks_ignored),
+		T(test_bogus_acks_counted),
+	};
+#undef T
+#undef TB
+#undef TBOUNDS
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
