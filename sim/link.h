@@ -45,8 +45,9 @@ struct sim_link {
 	struct sim_pkt *head, *tail;
 	uint64_t q_bytes;
 	uint64_t ser_rem;		/* carry of the serialisation division */
-	uint32_t src, dst;
+	uint32_t src, dst;		/* a downlink: src = dst = its host */
 	uint8_t plane;
+	bool downlink;			/* the last hop in front of a host (simnet.h) */
 };
 
 /* What happened to a packet, for an optional trace callback. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * simnet core: the event loop, hosts (engine + egress NIC + timer) and the
- * fabric that routes a packet to one of its links.  Links live in link.c.
+ * fabric that routes a packet to one of its links (and, with downlinks, on
+ * to its destination's downlink).  Links live in link.c.
  */
 #include <errno.h>
 #include <stddef.h>
@@ -59,6 +60,7 @@ struct sim {
 	struct link_env env;
 	struct sim_host *hosts;
 	struct sim_link *links;		/* [src][dst][plane] */
+	struct sim_link *downlinks;	/* [host][plane], NULL without */
 	struct sim_call *calls;
 };
 
@@ -72,6 +74,8 @@ void sim_config_default(struct sim_config *cfg)
 		.wire_overhead = 64,
 	};
 	sim_link_cfg_default(&cfg->link);
+	sim_link_cfg_default(&cfg->downlink);
+	cfg->downlink.delay_ns = 0;
 	engine_config_default(&cfg->engine);
 }
 
@@ -81,6 +85,18 @@ static inline struct sim_link *link_at(const struct sim *sim, uint32_t src, uint
 	uint32_t n = sim->cfg.nhosts;
 
 	return &sim->links[((size_t)src * n + dst) * sim->cfg.nplanes + plane];
+}
+
+static inline struct sim_link *downlink_at(const struct sim *sim, uint32_t host, uint32_t plane)
+{
+	return &sim->downlinks[(size_t)host * sim->cfg.nplanes + plane];
+}
+
+static int downlink_ok(const struct sim *sim, uint32_t host, uint32_t plane)
+{
+	if (!sim->downlinks)
+		return -ENODEV;
+	return host < sim->cfg.nhosts && plane < sim->cfg.nplanes ? 0 : -EINVAL;
 }
 
 static bool link_ok(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane)
@@ -228,6 +244,11 @@ static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
 	struct sim_host *h = &sim->hosts[pkt->dst];
 	struct engine_rx_meta meta = { .peer = pkt->src, .sport = pkt->sport, .ce = pkt->ce };
 
+	/* Off the host-pair link: the destination's downlink is the last hop. */
+	if (sim->downlinks && !pkt->link->downlink) {
+		link_enqueue(downlink_at(sim, pkt->dst, pkt->plane), &sim->env, pkt, sim->now);
+		return;
+	}
 	h->st.rx_pkts++;
 	h->st.rx_bytes += pkt->len;
 	link_trace(&sim->env, sim->now, SIM_TR_DELIVER, pkt);
@@ -383,7 +404,8 @@ struct sim *sim_create(const struct sim_config *cfg)
 
 	if (!cfg || cfg->nhosts < 2 || cfg->nhosts > (1u << 20) || !cfg->nplanes ||
 	    cfg->nplanes > SIM_MAX_PLANES || cfg->route > SIM_ROUTE_PATH_ID ||
-	    cfg->link.loss < 0 || cfg->link.loss > 1) {
+	    cfg->link.loss < 0 || cfg->link.loss > 1 ||
+	    (cfg->downlinks && (cfg->downlink.loss < 0 || cfg->downlink.loss > 1))) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -398,7 +420,11 @@ struct sim *sim_create(const struct sim_config *cfg)
 	nlinks = (size_t)cfg->nhosts * cfg->nhosts * cfg->nplanes;
 	sim->hosts = calloc(cfg->nhosts, sizeof(*sim->hosts));
 	sim->links = calloc(nlinks, sizeof(*sim->links));
-	if (!sim->hosts || !sim->links || evq_init(&sim->q, 1024)) {
+	if (cfg->downlinks)
+		sim->downlinks = calloc((size_t)cfg->nhosts * cfg->nplanes,
+					sizeof(*sim->downlinks));
+	if (!sim->hosts || !sim->links || (cfg->downlinks && !sim->downlinks) ||
+	    evq_init(&sim->q, 1024)) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -407,6 +433,13 @@ struct sim *sim_create(const struct sim_config *cfg)
 		for (uint32_t d = 0; d < cfg->nhosts; d++)
 			for (uint32_t p = 0; p < cfg->nplanes; p++)
 				link_init(link_at(sim, s, d, p), &cfg->link, s, d, p, EV_LINK_TX);
+	for (uint32_t h = 0; sim->downlinks && h < cfg->nhosts; h++)
+		for (uint32_t p = 0; p < cfg->nplanes; p++) {
+			struct sim_link *l = downlink_at(sim, h, p);
+
+			link_init(l, &cfg->downlink, h, h, p, EV_LINK_TX);
+			l->downlink = true;
+		}
 	err = sim_hosts_create(sim);
 	if (err)
 		goto fail;
@@ -440,6 +473,12 @@ void sim_destroy(struct sim *sim)
 		for (size_t i = 0; i < n; i++)
 			link_flush(&sim->links[i], &sim->env);
 	}
+	if (sim->downlinks) {
+		size_t n = (size_t)sim->cfg.nhosts * sim->cfg.nplanes;
+
+		for (size_t i = 0; i < n; i++)
+			link_flush(&sim->downlinks[i], &sim->env);
+	}
 	if (sim->hosts) {
 		for (uint32_t i = 0; i < sim->cfg.nhosts; i++) {
 			if (sim->hosts[i].nic_pkt)
@@ -451,6 +490,7 @@ void sim_destroy(struct sim *sim)
 	pktpool_fini(&sim->pool);
 	evq_fini(&sim->q);
 	free(sim->links);
+	free(sim->downlinks);
 	free(sim->hosts);
 	free(sim);
 }
@@ -594,6 +634,51 @@ int sim_plane_stats(const struct sim *sim, uint32_t plane, struct sim_link_stats
 	return 0;
 }
 
+int sim_downlink_set(struct sim *sim, uint32_t host, uint32_t plane,
+		     const struct sim_link_cfg *cfg)
+{
+	int err = downlink_ok(sim, host, plane);
+
+	if (err)
+		return err;
+	if (!cfg || cfg->loss < 0 || cfg->loss > 1)
+		return -EINVAL;
+	downlink_at(sim, host, plane)->cfg = *cfg;
+	return 0;
+}
+
+int sim_downlink_get(const struct sim *sim, uint32_t host, uint32_t plane,
+		     struct sim_link_cfg *out)
+{
+	int err = downlink_ok(sim, host, plane);
+
+	if (!err)
+		*out = downlink_at(sim, host, plane)->cfg;
+	return err;
+}
+
+int sim_downlink_stats(const struct sim *sim, uint32_t host, uint32_t plane,
+		       struct sim_link_stats *out)
+{
+	int err = downlink_ok(sim, host, plane);
+
+	if (!err)
+		*out = downlink_at(sim, host, plane)->st;
+	return err;
+}
+
+int sim_host_downlink_stats(const struct sim *sim, uint32_t host, struct sim_link_stats *out)
+{
+	int err = downlink_ok(sim, host, 0);
+
+	if (err)
+		return err;
+	*out = (struct sim_link_stats){ 0 };
+	for (uint32_t p = 0; p < sim->cfg.nplanes; p++)
+		link_stats_add(out, &downlink_at(sim, host, p)->st);
+	return 0;
+}
+
 static void host_stats_add(struct sim_host_stats *sum, const struct sim_host_stats *s)
 {
 	sum->tx_pkts += s->tx_pkts;
@@ -620,6 +705,8 @@ void sim_get_stats(const struct sim *sim, struct sim_stats *out)
 	};
 	for (size_t i = 0; i < n; i++)
 		link_stats_add(&out->links, &sim->links[i].st);
+	for (size_t i = 0; sim->downlinks && i < (size_t)sim->cfg.nhosts * sim->cfg.nplanes; i++)
+		link_stats_add(&out->downlinks, &sim->downlinks[i].st);
 	for (uint32_t i = 0; i < sim->cfg.nhosts; i++)
 		host_stats_add(&out->hosts, &sim->hosts[i].st);
 }

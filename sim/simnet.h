@@ -10,6 +10,13 @@
  * next one from the engine only when it is free, so the engine's windows
  * and pacing, not a driver queue, decide what goes out.
  *
+ * Optionally (sim_config.downlinks) every host also has one downlink per
+ * plane: the switch port in front of the host's NIC port on that plane.
+ * A packet to host h on plane p crosses its host-pair link, then h's
+ * downlink on p, so every sender to h shares h's downlink queues: this is
+ * where incast congests.  Without downlinks (the default) the host-pair
+ * links are the only hops and no two senders share a queue.
+ *
  * The engine's peer handle for a host is the host's index.  Time is in
  * nanoseconds and starts at 0.  Nothing here reads a clock, spawns a thread
  * or calls rand(): the same configuration and seed give the same run.
@@ -55,9 +62,21 @@ struct sim_config {
 	struct engine_config engine;	/* every host; seed mixed with host index */
 	sim_engine_setup_fn engine_setup;	/* optional per-host override */
 	void *engine_setup_ctx;
+	/*
+	 * Per-host downlinks (see above): false = none, packets go straight
+	 * from their host-pair link to the host.  Every downlink starts with
+	 * the config downlink (rate, queue, ECN threshold, loss, blackhole;
+	 * its delay adds to the host-pair link's).
+	 */
+	bool downlinks;
+	struct sim_link_cfg downlink;
 };
 
-/* Defaults: 2 hosts, 4 planes of 25 Gbit/s, 2 us, 512 KiB queue, ECN at 64 KiB. */
+/*
+ * Defaults: 2 hosts, 4 planes of 25 Gbit/s, 2 us, 512 KiB queue, ECN at
+ * 64 KiB; no downlinks (downlink, if turned on: the same link without the
+ * propagation delay, so the round trip does not change).
+ */
 void sim_config_default(struct sim_config *cfg);
 
 struct sim *sim_create(const struct sim_config *cfg);
@@ -121,6 +140,19 @@ int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t p
 int sim_plane_stats(const struct sim *sim, uint32_t plane, struct sim_link_stats *out);
 
 /*
+ * Host host's downlink on plane plane (-ENODEV when the simulation has no
+ * downlinks).  A change applies as sim_link_set's does.
+ */
+int sim_downlink_set(struct sim *sim, uint32_t host, uint32_t plane,
+		     const struct sim_link_cfg *cfg);
+int sim_downlink_get(const struct sim *sim, uint32_t host, uint32_t plane,
+		     struct sim_link_cfg *out);
+int sim_downlink_stats(const struct sim *sim, uint32_t host, uint32_t plane,
+		       struct sim_link_stats *out);
+/* Sum over a host's downlinks on every plane (max_queue_bytes: the largest). */
+int sim_host_downlink_stats(const struct sim *sim, uint32_t host, struct sim_link_stats *out);
+
+/*
  * Call fn for every packet sent, dropped or delivered (NULL turns it off).
  * pkt and its data are only valid during the call.
  */
@@ -144,7 +176,8 @@ struct sim_stats {
 	uint64_t events;
 	uint64_t pool_pkts;		/* packet buffers ever allocated */
 	uint64_t pkts_in_use;
-	struct sim_link_stats links;	/* sum over every link (max_queue: the largest) */
+	struct sim_link_stats links;	/* sum over every host-pair link (max_queue: the largest) */
+	struct sim_link_stats downlinks;	/* the same over every downlink (zero without) */
 	struct sim_host_stats hosts;	/* sum over every host */
 };
 

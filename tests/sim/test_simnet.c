@@ -2,7 +2,8 @@
 /*
  * The simulator's own mechanics, against a mock engine defined in this file:
  * event order, serialisation rates, drop-tail, ECN marking, random loss,
- * blackholes, routing, the one-timer-per-host rule and determinism.
+ * blackholes, routing, downlinks shared by several senders, the
+ * one-timer-per-host rule and determinism.
  *
  * The mock defines every engine_* function simnet.o calls, so the linker
  * takes no member of libmroc_engine.a: these tests do not depend on the
@@ -308,6 +309,79 @@ static void test_random_loss(void **state)
 	sim_destroy(sim);
 }
 
+/*
+ * Two senders at 10 Gbit/s into one host whose 10 Gbit/s downlink they
+ * share: the downlink queues, marks and drops, the host-pair links do not,
+ * and the host receives at exactly the downlink's rate.
+ */
+static void test_downlink_shared(void **state)
+{
+	struct sim_link_stats dl, sum, l0, l1;
+	struct sim_link_cfg lc;
+	struct sim_config cfg;
+	struct sim_stats st;
+	struct engine *rx;
+	struct sim *sim;
+
+	sim_config_default(&cfg);
+	cfg.nhosts = 3;
+	cfg.nplanes = 1;
+	cfg.link.rate_bps = 10000000000ULL;
+	cfg.downlinks = true;
+	cfg.downlink.rate_bps = 10000000000ULL;
+	cfg.downlink.queue_bytes = 100000;
+	cfg.downlink.ecn_bytes = 20000;
+	sim = sim_create(&cfg);
+	assert_non_null(sim);
+	rx = sim_host_engine(sim, 2);
+	mock_send(sim, 0, 2, 2000, 1000, 1, 0);
+	mock_send(sim, 1, 2, 2000, 1000, 1, 0);
+	run_all(sim);
+	sim_link_stats(sim, 0, 2, 0, &l0);
+	sim_link_stats(sim, 1, 2, 0, &l1);
+	assert_int_equal(sim_downlink_stats(sim, 2, 0, &dl), 0);
+	/*
+	 * NIC = link rate: a host-pair link holds the packet on its wire and,
+	 * for the instant both finish together, the NIC's next one.
+	 */
+	assert_int_equal(l0.delivered, 2000);
+	assert_int_equal(l1.delivered, 2000);
+	assert_true(l0.max_queue_bytes <= 2 * 1064 && l1.max_queue_bytes <= 2 * 1064);
+	/* 20 Gbit/s into 10: the downlink fills, marks and drops. */
+	assert_int_equal(dl.enqueued + dl.dropped_tail, 4000);
+	assert_true(dl.dropped_tail > 0);
+	assert_int_equal(dl.delivered, rx->rx);
+	assert_true(dl.max_queue_bytes <= 100000 && dl.max_queue_bytes > 100000 - 1064);
+	assert_true(dl.marked_ce > 0);
+	assert_int_equal(dl.marked_ce, rx->rx_ce);
+	/* Busy from the first arrival on: one 1064-byte packet every 851.2 ns. */
+	assert_in_range(rx->last_rx - rx->first_rx, (dl.delivered - 1) * 8512 / 10 - 2,
+			(dl.delivered - 1) * 8512 / 10 + 2);
+	assert_int_equal(sim_host_downlink_stats(sim, 2, &sum), 0);
+	assert_memory_equal(&sum, &dl, sizeof(sum));
+	sim_get_stats(sim, &st);
+	assert_int_equal(st.downlinks.delivered, dl.delivered);
+	assert_int_equal(st.links.delivered, 4000);
+	/* Downlinks can be changed like links; host indexes are checked. */
+	assert_int_equal(sim_downlink_get(sim, 2, 0, &lc), 0);
+	assert_int_equal(lc.queue_bytes, 100000);
+	assert_int_equal(lc.delay_ns, 0);
+	assert_int_equal(sim_downlink_set(sim, 3, 0, &lc), -EINVAL);
+	assert_int_equal(sim_downlink_stats(sim, 2, 1, &dl), -EINVAL);
+	sim_destroy(sim);
+
+	/* Without downlinks (the default) there are none to ask about. */
+	sim = make_sim(1, 10000000000ULL, SIM_ROUTE_PATH_ID, 1);
+	assert_int_equal(sim_downlink_stats(sim, 1, 0, &dl), -ENODEV);
+	assert_int_equal(sim_downlink_get(sim, 1, 0, &lc), -ENODEV);
+	mock_send(sim, 0, 1, 100, 1000, 1, 0);
+	run_all(sim);
+	sim_get_stats(sim, &st);
+	assert_int_equal(st.downlinks.enqueued, 0);
+	assert_int_equal(sim_host_engine(sim, 1)->rx, 100);
+	sim_destroy(sim);
+}
+
 /* Paced packets, one every 1 us; a blackhole from 100 us to 300 us. */
 static void test_blackhole(void **state)
 {
@@ -447,6 +521,7 @@ int main(void)
 		cmocka_unit_test(test_random_loss),
 		cmocka_unit_test(test_blackhole),
 		cmocka_unit_test(test_routing),
+		cmocka_unit_test(test_downlink_shared),
 		cmocka_unit_test(test_timers),
 		cmocka_unit_test(test_determinism),
 	};
