@@ -573,6 +573,75 @@ static void test_send_too_long_for_recv(void **state)
 	pair_mem_untouched(f->b);
 }
 
+/*
+ * A READ_RESP that names no outstanding READ of the requester, or does not
+ * match its length, is refused at the requester, nothing written; the NAK
+ * (INVALID) puts the responder in error, and the READ is flushed.  ctr is
+ * the counter it must move, or EC__COUNT for either of ACCESS and BOUNDS.
+ */
+static void read_resp_refused(void **state, bool other_key, enum engine_counter ctr)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_READ, 8, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+
+	pair_mem_reset(f->a);
+	post(f, &wr);
+	cap = pair_capture_data(f->p, PAIR_B, 1);
+	pk = cap->pkt[0];
+	assert_int_equal(pk.data[PKT_OPCODE], MROC_OP_READ_RESP);
+	if (other_key) {
+		pkt_put32(pk.data, PKT_KEY, pkt_get32(pk.data, PKT_KEY) + 5);
+	} else {
+		/* The first MTU of a longer READ than A asked for. */
+		pkt_put32(pk.data, PKT_MSG_LEN, 2 * MTU);
+		pk.len = MROC_DATA_OVERHEAD + MTU;
+		memset(pk.data + MROC_DATA_OVERHEAD, 0x11, MTU);
+	}
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	if (ctr == EC__COUNT)
+		assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_ACCESS_ERR) +
+				 pair_stat(f->p, PAIR_A, EC_RX_BOUNDS_ERR), 1);
+	else
+		assert_int_equal(pair_stat(f->p, PAIR_A, ctr), 1);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->a);
+	pair_capture_stop(f->p);
+	settle(f);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xb);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_FLUSH_ERR, 8);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xa);
+	pair_mem_untouched(f->a);
+}
+
+static void test_read_resp_no_read(void **state)
+{
+	read_resp_refused(state, true, EC__COUNT);
+}
+
+/*
+ * ... counted as "READ_RESP for no outstanding READ": EC_RX_ACCESS_ERR
+ * (docs/PROTOCOL.md 12).
+ *
+ * BUG: place_target() sends every READ_RESP refusal through its `bounds`
+ * label, so a READ_RESP whose key names no outstanding READ is counted
+ * EC_RX_BOUNDS_ERR, not EC_RX_ACCESS_ERR.  Reproduce: capture B's READ_RESP,
+ * add 5 to its key (offset 44), feed it to A: EC_RX_BOUNDS_ERR 1,
+ * EC_RX_ACCESS_ERR 0.
+ */
+static void test_read_resp_no_read_counter(void **state)
+{
+	PAIR_KNOWN_BUG();
+	read_resp_refused(state, true, EC_RX_ACCESS_ERR);
+}
+
+/* "larger than ... the READ": EC_RX_BOUNDS_ERR (docs/PROTOCOL.md 12). */
+static void test_read_resp_too_long(void **state)
+{
+	read_resp_refused(state, false, EC_RX_BOUNDS_ERR);
+}
+
 /* ---- who may send ---------------------------------------------------------------- */
 
 static void test_unknown_qp(void **state)
@@ -855,6 +924,9 @@ int main(void)
 		TB(test_read_without_remote_read),
 		T(test_read_past_end),
 		T(test_send_too_long_for_recv),
+		T(test_read_resp_no_read),
+		T(test_read_resp_no_read_counter),
+		T(test_read_resp_too_long),
 		T(test_unknown_qp),
 		T(test_bad_peer),
 		T(test_data_after_disconnect),
