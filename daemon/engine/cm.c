@@ -88,16 +88,17 @@ static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
 	return c->mode != MROC_MODE_ROCEV2 || c->npaths == 1;
 }
 
+/* Queue a one-shot CM answer; src_qpn is whom it speaks for (0 = no QP). */
 static void ctl_reply(struct engine *eng, const struct engine_rx_meta *meta, uint32_t dst_qpn,
-		      uint8_t op, uint8_t reason)
+		      uint32_t src_qpn, uint8_t op, uint8_t reason)
 {
 	struct ctl_reply *r;
 
 	if (eng->ctl_tail - eng->ctl_head >= 16)
 		return;	/* the peer retries; no need to queue without bound */
 	r = &eng->ctl[eng->ctl_tail++ % 16];
-	*r = (struct ctl_reply){ .peer = meta->peer, .dst_qpn = dst_qpn, .sport = meta->sport,
-				 .op = op, .reason = reason };
+	*r = (struct ctl_reply){ .peer = meta->peer, .dst_qpn = dst_qpn, .src_qpn = src_qpn,
+				 .sport = meta->sport, .op = op, .reason = reason };
 }
 
 static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
@@ -134,11 +135,11 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 			listener = qp;
 	}
 	if (!listener) {
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_CONNECT_REJ, MROC_CM_NO_LISTENER);
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_NO_LISTENER);
 		return -ECONNREFUSED;
 	}
 	if (!cm_params_ok(eng, listener, &pkt->cm)) {
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_CONNECT_REJ, MROC_CM_BAD_PARAM);
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_BAD_PARAM);
 		return -EINVAL;
 	}
 	listener->peer = meta->peer;
@@ -159,7 +160,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 	if (!qp) {
 		engine_count(eng, EC_RX_UNKNOWN_QP);
 		if (pkt->hdr.opcode == MROC_OP_DISCONNECT)
-			ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+			ctl_reply(eng, meta, pkt->hdr.src_qpn, pkt->hdr.dst_qpn,
+				  MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
 		return -ENOENT;
 	}
 	if (qp->peer != meta->peer ||
@@ -172,9 +174,13 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		if (qp->state != ENGINE_QPS_CONNECTING)
 			return 0;	/* duplicate */
 		if (!cm_params_ok(eng, qp, &pkt->cm)) {
+			/* Refuse, and tell the server so it does not stay half-open. */
 			qp->state = ENGINE_QPS_ERROR;
 			qp->cm_pending = CM_NONE;
+			qp->cm_deadline = 0;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+			ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT,
+				  MROC_CM_BAD_PARAM);
 			return -EINVAL;
 		}
 		qp->cm_pending = CM_NONE;
@@ -197,7 +203,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
 			qp->cm_pending = CM_NONE;	/* both sides said it */
 		}
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
 		return 0;
 	case MROC_OP_DISCONNECT_ACK:
 		if (qp->cm_pending != CM_SEND_DISC)
@@ -299,7 +305,7 @@ int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 	r = &eng->ctl[eng->ctl_head++ % 16];
 	c.reason = r->reason;
 	n = wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = r->op,
-			 .dst_qpn = r->dst_qpn, .ts = (uint32_t)now });
+			 .dst_qpn = r->dst_qpn, .src_qpn = r->src_qpn, .ts = (uint32_t)now });
 	n += wire_put_cm(b->data + n, &c);
 	b->len = (uint32_t)n;
 	b->peer = r->peer;

@@ -254,7 +254,7 @@ struct engine {
 	uint32_t seg_bytes;	/* window bytes charged per full data packet */
 	/* CONNECT_REJ / DISCONNECT_ACK for QPs we do not have */
 	struct ctl_reply {
-		uint32_t peer, dst_qpn;
+		uint32_t peer, dst_qpn, src_qpn;
 		uint16_t sport;
 		uint8_t op, reason;
 	} ctl[16];

@@ -139,7 +139,13 @@ static int place_target(struct engine *eng, struct qp *qp, const struct wire_pkt
 	case MROC_OP_READ_RESP:
 		m = qp_msg(qp, d->key);
 		if (m->state != TXM_ACTIVE || m->msn != d->key || m->op != MROC_OP_READ_REQ ||
-		    d->msg_len != m->len || !m->started) {
+		    !m->started) {
+			/* Not a READ of ours: the key is wrong, not the size. */
+			*nak = MROC_NAK_INVALID;
+			eng->st.c[EC_RX_ACCESS_ERR]++;
+			return -EACCES;
+		}
+		if (d->msg_len != m->len) {
 			*nak = MROC_NAK_INVALID;
 			goto bounds;
 		}
