@@ -163,6 +163,34 @@ static void test_wrap_with_loss(void **state)
 static const struct wrap_case wrap_1path = { 1, 400 };
 static const struct wrap_case wrap_4paths = { 4, 1500 };
 
+/*
+ * One message of more segments than the DSN window (MROC_DSN_WINDOW): the
+ * sender stays inside the window and the message completes intact, with
+ * loss on the way.
+ */
+static void test_beyond_dsn_window(void **state)
+{
+	struct engine_config cfg;
+	struct wrap_filter w = { .every = 97 };
+	uint32_t len = REG_LEN - 33;
+	struct engine_wr wr;
+	struct fx *f;
+
+	pair_test_config(&cfg);
+	cfg.mtu = 64;
+	assert_true(len / cfg.mtu > 2 * MROC_DSN_WINDOW);
+	f = fx_open(state, &cfg, &cfg, NULL, NULL);
+	f->p->filter = drop_every_nth;
+	f->p->filter_arg = &w;
+	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	run_until_cqe(f, PAIR_A, 1000 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_mem_expect(f->b, 0, f->a->buf, len);
+	assert_true(w.dropped > 0);
+	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_OUT_OF_WINDOW), 0);
+}
+
 /* ---- very late packets ---------------------------------------------------------- */
 
 /* Capture (and drop) the first transmission of A's data packet with this DSN offset. */
@@ -495,6 +523,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		TWRAP("1_path", wrap_1path),
 		TWRAP("4_paths", wrap_4paths),
+		T(test_beyond_dsn_window),
 		T(test_late_original_one_path),
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),

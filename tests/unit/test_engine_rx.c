@@ -338,6 +338,95 @@ static void test_completion_order(void **state)
 	assert_memory_equal(f->b->buf + 80010, f->a->buf, 10);
 }
 
+/* More READs than may be outstanding at once (MROC_MAX_RD = 16): all complete, in order. */
+static void test_many_reads(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr;
+
+	pair_mem_fill(f->b, 3);
+	pair_mem_reset(f->a);
+	for (int i = 0; i < 40; i++) {
+		wr = wr_of(f, ENGINE_WR_READ, 100 + i, 1000 * i, 900 + i, 2000 * i);
+		post(f, &wr);
+	}
+	settle(f);
+	for (int i = 0; i < 40; i++) {
+		const struct engine_cqe *c = pair_expect(f->p, PAIR_A, ENGINE_WC_READ,
+							 MROC_WC_SUCCESS, 100 + i);
+
+		assert_int_equal(c->byte_len, 900 + i);
+		assert_memory_equal(f->a->buf + 1000 * i, f->b->buf + 2000 * i, 900 + i);
+	}
+	pair_expect_none(f->p, PAIR_A);
+	pair_expect_none(f->p, PAIR_B);
+}
+
+/* Several connected QP pairs at once: each its own data and completions, in order. */
+static void test_many_qps(void **state)
+{
+	struct fx *f = *state;
+	enum { NQP = 4, NWR = 20, LEN = 2500 };
+	uint32_t qa[NQP], qb[NQP];
+	unsigned next[NQP] = { 0 };
+	const struct engine_cqe *c;
+
+	qa[0] = f->p->s[PAIR_A].qpn;
+	qb[0] = f->p->s[PAIR_B].qpn;
+	for (int q = 1; q < NQP; q++) {
+		struct engine_qp_attr a = pair_test_attr();
+
+		a.npaths = (uint8_t)(q + 1);
+		a.user = 0x100 + q;
+		qb[q] = pair_qp_create(f->p, PAIR_B, &a);
+		qa[q] = pair_qp_create(f->p, PAIR_A, &a);
+		assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, qb[q], 100 + q), 0);
+		assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, qa[q], PAIR_B, 100 + q,
+						   f->p->now), 0);
+	}
+	pair_pump(f->p);
+	/* Events come in order per QP only: take them as a set. */
+	for (int side = 0; side < 2; side++) {
+		unsigned seen = 0;
+
+		for (int k = 1; k < NQP; k++) {
+			c = pair_expect(f->p, side, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS,
+					PAIR_ANY_ID);
+			assert_in_range(c->wr_id, 0x101, 0x100 + NQP - 1);
+			assert_int_equal(c->qpn, (side == PAIR_A ? qa : qb)[c->wr_id - 0x100]);
+			seen |= 1u << (c->wr_id - 0x100);
+		}
+		assert_int_equal(seen, (1u << NQP) - 2);
+	}
+	/* Interleaved posts: WR i of QP q writes its own slice of B's region. */
+	for (int i = 0; i < NWR; i++)
+		for (int q = 0; q < NQP; q++) {
+			struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, q * 1000 + i, 97 * i + q,
+						    LEN, (uint64_t)(q * NWR + i) * LEN);
+
+			assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, qa[q], &wr,
+							  f->p->now), 0);
+		}
+	settle(f);
+	while ((c = pair_cqe(f->p, PAIR_A))) {
+		int q = (int)(c->wr_id / 1000);
+
+		assert_in_range(q, 0, NQP - 1);
+		assert_int_equal(c->qpn, qa[q]);
+		assert_int_equal(c->opcode, ENGINE_WC_WRITE);
+		assert_int_equal(c->status, MROC_WC_SUCCESS);
+		assert_int_equal(c->wr_id % 1000, next[q]);	/* in order within its QP */
+		next[q]++;
+	}
+	for (int q = 0; q < NQP; q++) {
+		assert_int_equal(next[q], NWR);
+		for (int i = 0; i < NWR; i++)
+			assert_memory_equal(f->b->buf + (uint64_t)(q * NWR + i) * LEN,
+					    f->a->buf + 97 * i + q, LEN);
+	}
+	pair_expect_none(f->p, PAIR_B);
+}
+
 /* ---- order of arrival ---------------------------------------------------------- */
 
 /* A 5-segment WRITE delivered last segment first. */
@@ -609,6 +698,8 @@ int main(void)
 		T(test_read),
 		T(test_zero_length),
 		T(test_completion_order),
+		T(test_many_reads),
+		T(test_many_qps),
 		T(test_reverse_order),
 		T(test_write_imm_waits_for_write),
 		T(test_duplicate_write),
