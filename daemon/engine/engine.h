@@ -296,6 +296,8 @@ struct engine_qp_info {
 };
 
 int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *out);
+/* QPNs of every QP, up to max; returns how many there are in all. */
+int engine_qp_list(const struct engine *eng, uint32_t *qpns, int max);
 int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		     struct engine_path_info *out);
 

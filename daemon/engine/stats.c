@@ -108,3 +108,17 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 	};
 	return 0;
 }
+
+int engine_qp_list(const struct engine *eng, uint32_t *qpns, int max)
+{
+	int n = 0;
+
+	for (uint32_t i = 0; i < eng->qp_hi; i++) {
+		if (!eng->qps[i])
+			continue;
+		if (n < max)
+			qpns[n] = eng->qps[i]->qpn;
+		n++;
+	}
+	return n;
+}
