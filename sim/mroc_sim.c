@@ -2,11 +2,13 @@
 /*
  * mroc-sim: run the mroc engine through the simulated network.
  *
- *   mroc-sim [--help] { bench [OPTIONS] | run [OPTIONS] | help }
+ *   mroc-sim [--help] { bench [OPTIONS] | run [OPTIONS] | incast [OPTIONS] | help }
  *
  * `bench` measures the figures the issue sets targets for (loss tolerance,
- * multipath scaling, failover); `run` runs one configurable transfer and
- * prints everything about it, which is how a failing test is reproduced.
+ * multipath scaling, failover) and incast fairness; `run` runs one
+ * configurable transfer and prints everything about it, which is how a
+ * failing test is reproduced; `incast` does the same for N senders into
+ * one receiver.
  * Simulated time is what is measured; the wall clock only gives the
  * simulator's own speed (events per second).
  */
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "incast.h"
 #include "scenario.h"
 
 #define MIB		((uint64_t)1 << 20)
@@ -28,13 +31,15 @@ static const char usage_text[] =
 "usage: mroc-sim [--help] COMMAND [OPTIONS]\n"
 "\n"
 "commands:\n"
-"  bench   measure loss tolerance, multipath scaling and failover (default)\n"
+"  bench   measure loss tolerance, multipath scaling, failover and incast (default)\n"
 "  run     run one transfer and print its statistics\n"
+"  incast  run N senders into one receiver, rate hints on and off\n"
 "  help    this text\n"
 "\n"
 "bench options:\n"
 "  --csv FILE        also write every row as CSV\n"
-"  --bytes SIZE      bytes per transfer (default 64M; the failover runs move 2x)\n"
+"  --bytes SIZE      bytes per transfer (default 64M; the failover runs move 2x,\n"
+"                    each incast sender SIZE/4)\n"
 "  --seed N          first simulation seed (default 1)\n"
 "  --seeds N         seeds per point, figures are means (default 3)\n"
 "  --limit MS        simulated-time limit per run (default 1000)\n"
@@ -55,6 +60,15 @@ static const char usage_text[] =
 "  --limit MS        simulated-time limit (1000)\n"
 "  --trace FILE      write one line per packet sent, dropped or delivered\n"
 "  -v, --verbose     print per-plane and per-path state\n"
+"\n"
+"incast options (defaults: 3 senders, 16M each of 64K WRITEs, 16 outstanding,\n"
+"the bench fabric; every plane has a downlink in front of each host, and the\n"
+"receiver's are the shared bottleneck):\n"
+"  --senders N       senders (3)           --hints on|off|both   rate hints (both)\n"
+"  --hint-interval US  receiver's active-sender window (engine default)\n"
+"  --planes, --rate, --delay, --queue, --ecn, --route, --paths, --mtu, --bytes\n"
+"  (per sender), --msg, --outstanding, --rto-min, --seed, --wl-seed, --limit,\n"
+"  --trace, -v       as for run (--queue and --ecn also set the downlinks)\n"
 "\n"
 "SIZE takes K, M, G (powers of 1024); RATE takes K, M, G (powers of 1000).\n";
 
@@ -204,7 +218,7 @@ enum {
 	OPT_PLANES = 256, OPT_RATE, OPT_NIC, OPT_DELAY, OPT_QUEUE, OPT_ECN, OPT_LOSS, OPT_ROUTE,
 	OPT_MODE, OPT_PATHS, OPT_MTU, OPT_BYTES, OPT_MSG, OPT_OUTSTANDING, OPT_MIX,
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_CSV, OPT_TRACE,
-	OPT_MSG_MIN, OPT_RTO_MIN, OPT_SEEDS,
+	OPT_MSG_MIN, OPT_RTO_MIN, OPT_SEEDS, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 };
 
 static const struct option run_opts[] = {
@@ -374,6 +388,189 @@ static int cmd_run(int argc, char **argv)
 	return res.err ? 1 : 0;
 }
 
+/* ---- incast ----------------------------------------------------------------------- */
+
+static const struct option incast_opts[] = {
+	{ "senders", required_argument, NULL, OPT_SENDERS },
+	{ "hints", required_argument, NULL, OPT_HINTS },
+	{ "hint-interval", required_argument, NULL, OPT_HINT_INTERVAL },
+	{ "planes", required_argument, NULL, OPT_PLANES },
+	{ "rate", required_argument, NULL, OPT_RATE },
+	{ "delay", required_argument, NULL, OPT_DELAY },
+	{ "queue", required_argument, NULL, OPT_QUEUE },
+	{ "ecn", required_argument, NULL, OPT_ECN },
+	{ "route", required_argument, NULL, OPT_ROUTE },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "paths", required_argument, NULL, OPT_PATHS },
+	{ "mtu", required_argument, NULL, OPT_MTU },
+	{ "bytes", required_argument, NULL, OPT_BYTES },
+	{ "msg", required_argument, NULL, OPT_MSG },
+	{ "msg-min", required_argument, NULL, OPT_MSG_MIN },
+	{ "mix", required_argument, NULL, OPT_MIX },
+	{ "outstanding", required_argument, NULL, OPT_OUTSTANDING },
+	{ "rto-min", required_argument, NULL, OPT_RTO_MIN },
+	{ "seed", required_argument, NULL, OPT_SEED },
+	{ "wl-seed", required_argument, NULL, OPT_WL_SEED },
+	{ "limit", required_argument, NULL, OPT_LIMIT },
+	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+static void inspect_incast(struct sim *sim, struct workload *const *wl, uint32_t n, void *ctx)
+{
+	char who[32];
+
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(who, sizeof(who), "sender %u", i);
+		print_paths(sim_host_engine(sim, i), wl_client_qpn(wl[i]), who);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		snprintf(who, sizeof(who), "receiver (from %u)", i);
+		print_paths(sim_host_engine(sim, n), wl_server_qpn(wl[i]), who);
+	}
+}
+
+static void print_incast(const struct inc_config *cfg, const struct inc_result *r, bool verbose)
+{
+	const struct sim_link_stats *d = &r->bottleneck;
+
+	printf("rate hints %s: %s\n", cfg->rate_hints ? "on" : "off", r->err ? "FAILED" : "ok");
+	if (r->err)
+		printf("why: %s\n", r->why);
+	for (uint32_t i = 0; i < r->senders; i++) {
+		const struct inc_sender *s = &r->s[i];
+
+		printf("  sender %u: %" PRIu64 "/%" PRIu64 " ops, %7.3f Gbit/s (%7.3f while all were "
+		       "active), hint %u Mbit/s, first post %.3f us, last completion %.3f ms, "
+		       "retx %" PRIu64 ", rto %" PRIu64 "\n", i, s->wl.ops_done, s->wl.ops_total,
+		       s->gbps, s->contended_gbps, s->hint_mbps, (double)s->wl.t_first_post / 1e3,
+		       (double)s->wl.t_last_cqe / 1e6, s->eng.c[EC_TX_RETX], s->eng.c[EC_RTO]);
+	}
+	printf("  total %.3f Gbit/s of %.3f bottleneck capacity (%.3f); Jain %.4f, while all were "
+	       "active %.4f (%.3f .. %.3f ms)\n", r->total_gbps, r->capacity_gbps,
+	       r->total_gbps / r->capacity_gbps, r->jain, r->jain_contended,
+	       (double)r->t_contended_start / 1e6, (double)r->t_contended_end / 1e6);
+	printf("  receiver downlinks: max queue %" PRIu64 " B, drops %" PRIu64 " (tail %" PRIu64
+	       "), CE %" PRIu64 ", delivered %" PRIu64 "\n", d->max_queue_bytes,
+	       d->dropped_tail + d->dropped_random + d->dropped_blackhole, d->dropped_tail,
+	       d->marked_ce, d->delivered);
+	printf("  host-pair links: max queue %" PRIu64 " B, drops %" PRIu64 "; sim: events %" PRIu64
+	       ", timer fires %" PRIu64 ", timer spins %" PRIu64 "\n", r->sim.links.max_queue_bytes,
+	       r->sim.links.dropped_tail, r->sim.events, r->sim.hosts.timer_fires,
+	       r->sim.hosts.timer_spins);
+	for (uint32_t p = 0; verbose && p < cfg->planes; p++) {
+		d = &r->bottleneck_plane[p];
+		printf("  downlink plane %u: enq %" PRIu64 " deliv %" PRIu64 " tail %" PRIu64 " ce %"
+		       PRIu64 " maxq %" PRIu64 "\n", p, d->enqueued, d->delivered, d->dropped_tail,
+		       d->marked_ce, d->max_queue_bytes);
+	}
+}
+
+static int cmd_incast(int argc, char **argv)
+{
+	static struct inc_result res;
+	struct inc_config cfg;
+	struct scn_config sc;	/* the options run shares, parsed by run_opt */
+	bool verbose = false;
+	int hints = -1;		/* both */
+	int opt, failed = 0;
+	uint64_t v;
+
+	inc_config_default(&cfg);
+	scn_config_default(&sc);
+	sc.planes = cfg.planes;
+	sc.plane_rate_bps = cfg.plane_rate_bps;
+	sc.delay_ns = cfg.delay_ns;
+	sc.queue_bytes = cfg.queue_bytes;
+	sc.ecn_bytes = cfg.ecn_bytes;
+	sc.route = cfg.route;
+	sc.mtu = cfg.mtu;
+	sc.rto_min_ns = cfg.rto_min_ns;
+	sc.wl = cfg.wl;
+	sc.time_limit_ns = cfg.time_limit_ns;
+	sc.seed = cfg.seed;
+	while ((opt = getopt_long(argc, argv, "vh", incast_opts, NULL)) != -1) {
+		switch (opt) {
+		case 'v': verbose = true; continue;
+		case 'h': fputs(usage_text, stdout); return 0;
+		case OPT_SENDERS:
+			if (parse_scaled(optarg, 1000, &v) || !v || v > INC_MAX_SENDERS)
+				goto bad;
+			cfg.senders = (uint32_t)v;
+			continue;
+		case OPT_HINTS:
+			if (!strcmp(optarg, "on"))
+				hints = 1;
+			else if (!strcmp(optarg, "off"))
+				hints = 0;
+			else if (!strcmp(optarg, "both"))
+				hints = -1;
+			else
+				goto bad;
+			continue;
+		case OPT_HINT_INTERVAL:
+			if (parse_scaled(optarg, 1000, &v) || !v)
+				goto bad;
+			cfg.hint_interval_ns = v * 1000;
+			continue;
+		case OPT_TRACE:
+			if (cfg.trace_ctx)
+				fclose(cfg.trace_ctx);
+			cfg.trace_ctx = fopen(optarg, "w");
+			if (!cfg.trace_ctx) {
+				fprintf(stderr, "mroc-sim incast: %s: %s\n", optarg, strerror(errno));
+				return 1;
+			}
+			cfg.trace = trace_pkt;
+			continue;
+		case '?':
+			goto bad;
+		}
+		if (run_opt(&sc, opt, optarg))
+			goto bad;
+	}
+	cfg.planes = sc.planes;
+	cfg.plane_rate_bps = sc.plane_rate_bps;
+	cfg.delay_ns = sc.delay_ns;
+	cfg.queue_bytes = sc.queue_bytes;
+	cfg.ecn_bytes = sc.ecn_bytes;
+	cfg.route = sc.route;
+	cfg.mtu = sc.mtu;
+	cfg.rto_min_ns = sc.rto_min_ns;
+	cfg.wl = sc.wl;
+	cfg.time_limit_ns = sc.time_limit_ns;
+	cfg.seed = sc.seed;
+	if (verbose)
+		cfg.inspect = inspect_incast;
+	printf("incast: %u senders -> host %u, %" PRIu64 " bytes each, %u planes x %.3g Gbit/s, "
+	       "seed %" PRIu64 "\n", cfg.senders, cfg.senders, cfg.wl.total_bytes, cfg.planes,
+	       (double)cfg.plane_rate_bps / 1e9, cfg.seed);
+	for (int h = 1; h >= 0; h--) {
+		double t[2] = { 0, 0 };
+
+		if (hints >= 0 && hints != h)
+			continue;
+		cfg.rate_hints = h;
+		cfg.run_hook = time_run;
+		cfg.run_hook_ctx = t;
+		failed |= inc_run(&cfg, &res) != 0;
+		print_incast(&cfg, &res, verbose);
+		printf("  event loop: %.3f s wall, %.2f M events/s\n", t[1] - t[0],
+		       (double)res.sim.events / (t[1] - t[0]) / 1e6);
+	}
+	if (cfg.trace_ctx)
+		fclose(cfg.trace_ctx);
+	return failed;
+bad:
+	fprintf(stderr, "mroc-sim incast: bad %s %s (see mroc-sim --help)\n",
+		optarg ? "value" : "option", optarg ? optarg : argv[optind - 1]);
+	if (cfg.trace_ctx)
+		fclose(cfg.trace_ctx);
+	return 2;
+}
+
 /* ---- bench ------------------------------------------------------------------------ */
 
 struct bench {
@@ -403,16 +600,26 @@ static void bench_cfg(const struct bench *b, struct scn_config *cfg)
 	cfg->wl.total_bytes = b->bytes;
 }
 
-static void csv_row(struct bench *b, const char *section, const struct scn_config *cfg,
-		    const struct scn_result *r, double gbps, double cap, double wall)
+/* One CSV line; the columns are the header's (cmd_bench). */
+static void csv_line(struct bench *b, const char *section, uint8_t mode, uint8_t route,
+		     uint32_t planes, uint32_t paths, double loss, int32_t blackhole_plane,
+		     uint64_t bytes, uint64_t seed, bool done, double gbps, double cap,
+		     uint64_t events, double wall)
 {
 	if (!b->csv)
 		return;
 	fprintf(b->csv, "%s,%s,%s,%u,%u,%g,%d,%" PRIu64 ",%" PRIu64 ",%d,%.4f,%.4f,%.4f,%" PRIu64
-		",%.3f\n", section, cfg->wl.mode == MROC_MODE_ROCEV2 ? "rocev2" : "metaroce",
-		cfg->route == SIM_ROUTE_HASH ? "hash" : "path", cfg->planes, cfg->wl.npaths,
-		cfg->loss, cfg->blackhole_plane, cfg->wl.total_bytes, cfg->seed, r->wl.done, gbps,
-		cap, gbps / cap, r->sim.events, wall);
+		",%.3f\n", section, mode == MROC_MODE_ROCEV2 ? "rocev2" : "metaroce",
+		route == SIM_ROUTE_HASH ? "hash" : "path", planes, paths, loss, blackhole_plane,
+		bytes, seed, done, gbps, cap, gbps / cap, events, wall);
+}
+
+static void csv_row(struct bench *b, const char *section, const struct scn_config *cfg,
+		    const struct scn_result *r, double gbps, double cap, double wall)
+{
+	csv_line(b, section, cfg->wl.mode, cfg->route, cfg->planes, cfg->wl.npaths, cfg->loss,
+		 cfg->blackhole_plane, cfg->wl.total_bytes, cfg->seed, r->wl.done, gbps, cap,
+		 r->sim.events, wall);
 }
 
 /* Run cfg once per seed; CSV gets every run, the caller the means. */
@@ -534,6 +741,101 @@ static void bench_failover(struct bench *b)
 	}
 }
 
+/* The mean over the bench's seeds of one incast setting. */
+struct inc_point {
+	double gbps[INC_MAX_SENDERS];	/* per sender, own transfer */
+	double total, capacity, jain, jain_contended, drops;
+	uint64_t max_queue;		/* largest over the seeds */
+	bool all_done;
+};
+
+static struct inc_point bench_incast_point(struct bench *b, struct inc_config *cfg)
+{
+	static struct inc_result r;
+	struct inc_point pt = { .all_done = true };
+	const char *on = cfg->rate_hints ? "on" : "off";
+
+	for (uint32_t k = 0; k < b->seeds; k++) {
+		double t[2] = { 0, 0 };
+		char section[32];
+
+		cfg->seed = b->seed + k;
+		cfg->run_hook = time_run;
+		cfg->run_hook_ctx = t;
+		inc_run(cfg, &r);
+		b->events += r.sim.events;
+		b->wall += t[1] - t[0];
+		if (r.err && r.err != -ETIMEDOUT) {
+			b->failures++;
+			fprintf(stderr, "  incast run failed (hints %s, seed %" PRIu64 "): %s\n", on,
+				cfg->seed, r.why);
+		}
+		pt.all_done &= r.done;
+		for (uint32_t i = 0; i < cfg->senders; i++) {
+			pt.gbps[i] += r.s[i].gbps / b->seeds;
+			/* A sender's row: against its fair share of the bottleneck. */
+			snprintf(section, sizeof(section), "incast-%s-s%u", on, i);
+			csv_line(b, section, cfg->wl.mode, cfg->route, cfg->planes, cfg->wl.npaths, 0,
+				 -1, cfg->wl.total_bytes, cfg->seed, r.s[i].wl.done, r.s[i].gbps,
+				 r.capacity_gbps / cfg->senders, r.sim.events, t[1] - t[0]);
+		}
+		snprintf(section, sizeof(section), "incast-%s", on);
+		csv_line(b, section, cfg->wl.mode, cfg->route, cfg->planes, cfg->wl.npaths, 0, -1,
+			 cfg->wl.total_bytes * cfg->senders, cfg->seed, r.done, r.total_gbps,
+			 r.capacity_gbps, r.sim.events, t[1] - t[0]);
+		pt.total += r.total_gbps / b->seeds;
+		pt.jain += r.jain / b->seeds;
+		pt.jain_contended += r.jain_contended / b->seeds;
+		pt.drops += (double)(r.bottleneck.dropped_tail + r.bottleneck.dropped_random +
+				     r.bottleneck.dropped_blackhole) / b->seeds;
+		if (r.bottleneck.max_queue_bytes > pt.max_queue)
+			pt.max_queue = r.bottleneck.max_queue_bytes;
+		pt.capacity = r.capacity_gbps;
+	}
+	return pt;
+}
+
+/* (d) N senders write to one receiver at once: fairness with rate hints on and off. */
+static void bench_incast(struct bench *b)
+{
+	struct inc_config cfg;
+	struct inc_point pt[2];
+
+	inc_config_default(&cfg);
+	cfg.wl.total_bytes = b->bytes / 4 ? b->bytes / 4 : 1;
+	cfg.time_limit_ns = b->limit_ns;
+	for (int h = 0; h < 2; h++) {
+		cfg.rate_hints = !h;
+		pt[h] = bench_incast_point(b, &cfg);
+	}
+	printf("\n(d) incast: %u senders -> 1 receiver, %.4g MiB each of 64 KiB WRITEs (%u outstanding),\n"
+	       "    %u planes x 25 Gbit/s, ROUTE_PATH_ID, every engine's link rate %u Gbit/s.  The\n"
+	       "    receiver's %u downlinks (512 KiB queues, ECN above 64 KiB) are the shared bottleneck:\n"
+	       "    %.2f Gbit/s of payload.  Gbit/s per sender (its own transfer), total (first post to\n"
+	       "    last completion) and its fraction of the bottleneck, Jain's index over the senders\n"
+	       "    (whole transfers; * = while every sender was active), the receiver's largest\n"
+	       "    downlink queue (over seeds) and its drops (mean per run)\n",
+	       cfg.senders, (double)cfg.wl.total_bytes / MIB, cfg.wl.outstanding, cfg.planes,
+	       (unsigned)(cfg.plane_rate_bps * cfg.planes / GBPS), cfg.planes, pt[0].capacity);
+	printf("    %-5s |", "hints");
+	for (uint32_t i = 0; i < cfg.senders; i++) {
+		char name[24];
+
+		snprintf(name, sizeof(name), "sender %u", i);
+		printf(" %9s", name);
+	}
+	printf(" |  total    cap |  Jain  Jain* | max queue  drops\n");
+	for (int h = 0; h < 2; h++) {
+		printf("    %-5s |", h ? "off" : "on");
+		for (uint32_t i = 0; i < cfg.senders; i++)
+			printf(" %9.2f", pt[h].gbps[i]);
+		printf(" | %6.2f  %5.3f | %5.3f  %5.3f | %5.0f KiB %6.0f%s\n", pt[h].total,
+		       pt[h].total / pt[h].capacity, pt[h].jain, pt[h].jain_contended,
+		       (double)pt[h].max_queue / 1024, pt[h].drops,
+		       pt[h].all_done ? "" : "  (a run did not finish in time)");
+	}
+}
+
 static const struct option bench_opts[] = {
 	{ "csv", required_argument, NULL, OPT_CSV },
 	{ "bytes", required_argument, NULL, OPT_BYTES },
@@ -591,6 +893,7 @@ static int cmd_bench(int argc, char **argv)
 	bench_loss(&b);
 	bench_scaling(&b);
 	bench_failover(&b);
+	bench_incast(&b);
 	printf("\nsimulator: %" PRIu64 " events in %.2f s of event loop = %.2f M events/s\n"
 	       "(buffer set-up and byte-exact verification are not counted)\n", b.events, b.wall,
 	       (double)b.events / b.wall / 1e6);
@@ -616,6 +919,7 @@ static const struct {
 } commands[] = {
 	{ "bench", cmd_bench },	/* first = default */
 	{ "run", cmd_run },
+	{ "incast", cmd_incast },
 	{ "help", cmd_help },
 };
 

@@ -354,6 +354,17 @@ static void server_cqe(struct sim *sim, uint32_t host, const struct engine_cqe *
 	post_recvs(wl);
 }
 
+bool wl_cqe(struct workload *wl, uint32_t host, const struct engine_cqe *cqe)
+{
+	if (host == wl->cfg.client)
+		client_cqe(wl->sim, host, cqe, wl);
+	else if (host == wl->cfg.server)
+		server_cqe(wl->sim, host, cqe, wl);
+	else
+		return false;
+	return true;
+}
+
 /* ---- setup -------------------------------------------------------------------------- */
 
 static int region_init(struct sim *sim, uint32_t host, struct wl_region *r, uint64_t len,

@@ -90,6 +90,17 @@ int wl_verify_memory(struct workload *wl);
 
 const struct wl_result *wl_result(const struct workload *wl);
 
+/*
+ * Several workloads on one host (an incast receiver serving many clients):
+ * wl_create makes the workload the callback of both its hosts, so the last
+ * one created would see every completion.  A driver that shares a host
+ * installs its own callback instead and hands each completion to the
+ * workload whose QP it names (cqe->qpn against wl_client_qpn or
+ * wl_server_qpn); host says which side it came from.  Returns false, and
+ * does nothing, if host is neither of the workload's hosts.
+ */
+bool wl_cqe(struct workload *wl, uint32_t host, const struct engine_cqe *cqe);
+
 enum wl_buf {
 	WL_BUF_CSRC = 0,	/* client: source of WRITE, WRITE_IMM, SEND */
 	WL_BUF_CDST,		/* client: READ destination */
