@@ -390,11 +390,15 @@ static void test_many_qps(void **state)
 		unsigned seen = 0;
 
 		for (int k = 1; k < NQP; k++) {
+			const uint32_t *qpn = side == PAIR_A ? qa : qb;
+			unsigned q;
+
 			c = pair_expect(f->p, side, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS,
 					PAIR_ANY_ID);
 			assert_in_range(c->wr_id, 0x101, 0x100 + NQP - 1);
-			assert_int_equal(c->qpn, (side == PAIR_A ? qa : qb)[c->wr_id - 0x100]);
-			seen |= 1u << (c->wr_id - 0x100);
+			q = (unsigned)(c->wr_id - 0x100);
+			assert_int_equal(c->qpn, qpn[q]);
+			seen |= 1u << q;
 		}
 		assert_int_equal(seen, (1u << NQP) - 2);
 	}
