@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the XDP program (mroc_xdp.bpf.c) and user space (daemon/xdp_prog.c)
+ * share: the program's name, the socket-lookup key and the counters.
+ *
+ * The program sends MetaRoCE packets (UDP to the configured port, valid
+ * minimal header) to the AF_XDP socket registered for the interface and RX
+ * queue they arrived on, passes everything else to the kernel untouched and
+ * drops malformed packets.  Every frame counts in rx_total and in exactly one
+ * of the other counters, so rx_total is the sum of the rest.
+ *
+ * Included by BPF and user-space C alike: only <linux/types.h> types.
+ */
+#ifndef MROC_XDP_H
+#define MROC_XDP_H
+
+#include <linux/types.h>
+
+/*
+ * The program's function name, which the kernel reports as its name.  A
+ * program of this name left attached by a crashed mrocd is recognised by it
+ * (kernel names are at most 15 characters).
+ */
+#define MROC_XDP_PROG_NAME	"mroc_xdp"
+
+/* Minimal MetaRoCE check: the common header is there and speaks version 1. */
+#define MROC_XDP_HDR_LEN	16
+#define MROC_XDP_VERSION	1
+
+/* Key of the xsk_slots hash: where a frame arrived -> slot in the XSKMAP. */
+struct mroc_xdp_key {
+	__u32 ifindex;
+	__u32 queue;		/* RX queue index */
+};
+
+/*
+ * X(UPPER, lower): counter name.  Order matters: the pass counters come
+ * before the drop counters (MROC_XDP_CNT__FIRST_DROP).
+ *
+ * rx_total		every frame the program saw
+ * redirected		sent to an AF_XDP socket (bpf_redirect_map succeeded)
+ * pass_not_udp_port	not for us: ARP, ICMP, TCP, other UDP ports, unknown
+ *			ethertypes, IPv4 fragments after the first, IPv6 with
+ *			an extension header (incl. fragments) -> XDP_PASS
+ * pass_no_socket	for our port, but no socket for that interface/queue
+ *			-> XDP_PASS (the kernel's UDP stack sees it)
+ * drop_short_eth	shorter than an Ethernet header
+ * drop_short_vlan	truncated 802.1Q / 802.1AD tag
+ * drop_bad_ip		IPv4: short header, version, IHL < 5, total length
+ *			shorter than the header or longer than the frame;
+ *			IPv6: short header, version, payload length longer
+ *			than the frame (the kernel would drop all of these too)
+ * drop_ip_fragment	IPv4 first fragment (MF set) to our port
+ * drop_short_udp	UDP header cut short by the IP length or the frame
+ * drop_bad_udp_len	our port: UDP length < 8 or beyond the IP payload
+ * drop_short_mroc	our port: less than the 16-byte MetaRoCE header
+ * drop_bad_mroc_version our port: first byte is not version 1
+ */
+#define MROC_XDP_COUNTERS(X)					\
+	X(RX_TOTAL, rx_total)					\
+	X(REDIRECTED, redirected)				\
+	X(PASS_NOT_UDP_PORT, pass_not_udp_port)			\
+	X(PASS_NO_SOCKET, pass_no_socket)			\
+	X(DROP_SHORT_ETH, drop_short_eth)			\
+	X(DROP_SHORT_VLAN, drop_short_vlan)			\
+	X(DROP_BAD_IP, drop_bad_ip)				\
+	X(DROP_IP_FRAGMENT, drop_ip_fragment)			\
+	X(DROP_SHORT_UDP, drop_short_udp)			\
+	X(DROP_BAD_UDP_LEN, drop_bad_udp_len)			\
+	X(DROP_SHORT_MROC, drop_short_mroc)			\
+	X(DROP_BAD_MROC_VERSION, drop_bad_mroc_version)
+
+enum mroc_xdp_counter {
+#define MROC_XDP_CNT_ENUM(u, l) MROC_XDP_CNT_##u,
+	MROC_XDP_COUNTERS(MROC_XDP_CNT_ENUM)
+#undef MROC_XDP_CNT_ENUM
+	MROC_XDP_CNT__COUNT,
+	MROC_XDP_CNT__FIRST_DROP = MROC_XDP_CNT_DROP_SHORT_ETH,
+};
+
+/*
+ * The value of the single entry of the per-CPU "counters" array: one lookup
+ * per frame.  User space sums it over the possible CPUs.
+ */
+struct mroc_xdp_stats {
+	__u64 cnt[MROC_XDP_CNT__COUNT];
+};
+
+#endif
