@@ -184,23 +184,14 @@ static struct pair *rep_refused(void **state)
 }
 
 /*
- * ... and then asks for no more timers than it runs.
- *
- * BUG: on a refused CONNECT_REP, cm_rx() sets the QP to ERROR and cm_pending
- * to CM_NONE but leaves cm_deadline (the CONNECT_REQ retry time) set; at that
- * time cm_timer() sees cm_tries <= cm_retries, only sets may_tx and returns,
- * cm_tx() has nothing to send, and the deadline stays in the past for good:
- * engine_next_deadline() returns it for ever and a driver that sleeps until
- * the deadline busy-loops until the QP is destroyed.  Reproduce: A mtu 512,
- * B mtu 1024, B listens, A connects at t0; from t0 + rto_init on,
- * engine_next_deadline(A) stays t0 + rto_init after every engine_advance.
+ * ... and then asks for no more timers than it runs.  (Regression: the
+ * CONNECT_REQ retry deadline stayed set after the refusal, in the past for
+ * good, and engine_next_deadline() kept returning it; fixed in 5203210.)
  */
 static void test_connect_rep_refused_deadline(void **state)
 {
-	struct pair *p;
+	struct pair *p = rep_refused(state);
 
-	PAIR_KNOWN_BUG();
-	p = rep_refused(state);
 	pair_run_for(p, p->s[PAIR_A].cfg.rto_init_ns + 10 * PAIR_US);
 	assert_int_equal(p->stuck_deadlines, 0);
 	pair_expect_none(p, PAIR_A);
@@ -208,21 +199,21 @@ static void test_connect_rep_refused_deadline(void **state)
 
 /*
  * ... and the server, which accepted first, is told: it must not stay
- * connected to a QP that refused the connection.
- *
- * BUG: the client refuses the REP silently (no CONNECT_REJ, no DISCONNECT):
- * B reports EV_CONNECTED and stays CONNECTED, half-open, until its
- * keepalives find the peer dead (dead_peer_ns, 3 s by default).
+ * connected to a QP that refused the connection.  (Regression: the refusal
+ * was silent and B stayed half-open until its keepalives gave up; fixed in
+ * 5203210.)
  */
 static void test_connect_rep_refused_tells_server(void **state)
 {
-	struct pair *p;
+	const struct engine_cqe *c;
+	struct pair *p = rep_refused(state);
 
-	PAIR_KNOWN_BUG();
-	p = rep_refused(state);
-	/* Not far past A's stale deadline (above): each ns after it is a harness iteration. */
 	pair_run_for(p, p->s[PAIR_A].cfg.rto_init_ns);
 	assert_int_not_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xb);
+	c = pair_cqe(p, PAIR_B);
+	assert_non_null(c);
+	assert_true(c->opcode == ENGINE_WC_EV_DISCONNECTED || c->opcode == ENGINE_WC_EV_ERROR);
 }
 
 /* Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then CONNECT_ERR. */
@@ -372,21 +363,14 @@ static void test_disconnect_peer(void **state)
 /*
  * The closing side is done once DISCONNECT_ACK arrives: EV_DISCONNECTED with
  * success, state IDLE, after one exchange (docs/PROTOCOL.md 11.5).
- *
- * BUG: the DISCONNECT_ACK is sent through cm_tx_ctl() (the replies for QPs
- * we do not have) with src_qpn = 0, and cm_rx() drops any CM packet whose
- * src_qpn is not the peer's QP unless the QP is CONNECTING: every
- * DISCONNECT_ACK is counted EC_RX_BAD_PEER and dropped.  The closing QP
- * resends DISCONNECT cm_retries times and ends with EV_DISCONNECTED status
- * MROC_WC_RETRY_EXC_ERR: here 9 DISCONNECTs, 9 bad-peer drops and 255 ms
- * (2.55 s with the default rto_init of 10 ms) instead of one round trip.
+ * (Regression: DISCONNECT_ACK went out with src_qpn 0 and was dropped as
+ * from a bad peer, so the closer resent DISCONNECT cm_retries times and
+ * ended with RETRY_EXC_ERR; fixed in 5203210.)
  */
 static void test_disconnect_ack(void **state)
 {
-	struct pair *p;
+	struct pair *p = closed_by_a(state);
 
-	PAIR_KNOWN_BUG();
-	p = closed_by_a(state);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xa);
 	pair_expect_none(p, PAIR_A);

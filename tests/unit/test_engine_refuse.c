@@ -622,17 +622,11 @@ static void test_read_resp_no_read(void **state)
 
 /*
  * ... counted as "READ_RESP for no outstanding READ": EC_RX_ACCESS_ERR
- * (docs/PROTOCOL.md 12).
- *
- * BUG: place_target() sends every READ_RESP refusal through its `bounds`
- * label, so a READ_RESP whose key names no outstanding READ is counted
- * EC_RX_BOUNDS_ERR, not EC_RX_ACCESS_ERR.  Reproduce: capture B's READ_RESP,
- * add 5 to its key (offset 44), feed it to A: EC_RX_BOUNDS_ERR 1,
- * EC_RX_ACCESS_ERR 0.
+ * (docs/PROTOCOL.md 12).  (Regression: it was counted EC_RX_BOUNDS_ERR;
+ * fixed in 5203210.)
  */
 static void test_read_resp_no_read_counter(void **state)
 {
-	PAIR_KNOWN_BUG();
 	read_resp_refused(state, true, EC_RX_ACCESS_ERR);
 }
 
