@@ -379,6 +379,30 @@ static void test_disconnect_ack(void **state)
 	assert_int_equal(pair_stat(p, PAIR_A, EC_RX_BAD_PEER), 0);
 }
 
+/* Both sides close at the same time: each ends IDLE with one EV_DISCONNECTED. */
+static void test_disconnect_both(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+
+	pair_connect(p, NULL, NULL, SVC);
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, p->now), 0);
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, p->now), 0);
+	pair_run_for(p, 1 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xb);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_IDLE);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_IDLE);
+	/* Nothing more, however long we wait; no timer left behind. */
+	pair_run_for(p, 500 * PAIR_MS);
+	pair_expect_none(p, PAIR_A);
+	pair_expect_none(p, PAIR_B);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_DISCONNECT], 1);
+	assert_int_equal(p->s[PAIR_B].sent[MROC_OP_DISCONNECT], 1);
+	assert_int_equal(p->stuck_deadlines, 0);
+	assert_int_equal(engine_next_deadline(p->s[PAIR_A].eng), UINT64_MAX);
+	assert_int_equal(engine_next_deadline(p->s[PAIR_B].eng), UINT64_MAX);
+}
+
 /* A QP in error tells its peer; the peer's work is flushed. */
 static void test_error_tells_peer(void **state)
 {
@@ -622,6 +646,7 @@ int main(void)
 		T(test_lost_connect_rep),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
+		T(test_disconnect_both),
 		T(test_error_tells_peer),
 		T(test_api_misuse),
 		T(test_post_checks),

@@ -573,6 +573,22 @@ static void test_send_too_long_for_recv(void **state)
 	pair_mem_untouched(f->b);
 }
 
+/* A refused WRITE_IMM does not consume its RECV: the RECV is flushed, not completed. */
+static void test_write_imm_refused_keeps_recv(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE_IMM, 4, 0, 100, REG_LEN - 50);
+
+	recv_b(f, 60, 0, 0);
+	post(f, &wr);
+	settle(f);
+	assert_int_equal(stat_b(f, EC_RX_BOUNDS_ERR), 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, MROC_WC_REM_ACCESS_ERR, 4);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 60);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_untouched(f->b);
+}
+
 /*
  * A READ_RESP that names no outstanding READ of the requester, or does not
  * match its length, is refused at the requester, nothing written; the NAK
@@ -918,6 +934,7 @@ int main(void)
 		TB(test_read_without_remote_read),
 		T(test_read_past_end),
 		T(test_send_too_long_for_recv),
+		T(test_write_imm_refused_keeps_recv),
 		T(test_read_resp_no_read),
 		T(test_read_resp_no_read_counter),
 		T(test_read_resp_too_long),
