@@ -63,7 +63,12 @@ enum frame_err {
 	FRAME_ERR__COUNT,
 };
 
-/* Parse a received frame; 0 or -EBADMSG with *why set. */
+/*
+ * Parse a received frame; 0 or -EBADMSG with *why set.  A non-zero UDP
+ * checksum must be correct or equal the bare pseudo-header sum (what kernel
+ * sockets on veth send: CHECKSUM_PARTIAL, see frame.c); 0 passes on IPv4
+ * only.  The UDP length must equal the IP payload length.
+ */
 int frame_parse(const uint8_t *frame, size_t len, struct frame_rx *rx, enum frame_err *why);
 const char *frame_err_name(enum frame_err e);
 
