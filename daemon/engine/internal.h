@@ -298,7 +298,7 @@ int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *r
 int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn);
 void qp_complete_sends(struct engine *eng, struct qp *qp);
-void qp_set_error(struct engine *eng, struct qp *qp, uint8_t status, uint64_t now);
+void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now);
 void qp_flush(struct engine *eng, struct qp *qp, uint8_t status);
 bool qp_has_data(const struct engine *eng, const struct qp *qp);
 bool qp_cq_budget(const struct qp *qp);

@@ -100,7 +100,7 @@ static void fail_msg_of(struct engine *eng, struct qp *qp, uint32_t dsn, uint8_t
 		m->status = status;
 		m->state = TXM_DONE;
 	}
-	qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
+	qp_set_error(eng, qp, status, now);
 }
 
 /* Segments the receiver dropped after acknowledging the path: resend later. */
@@ -363,8 +363,9 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		rewind_acked(qp, qp->snd_una, DSN_RNR_WAIT);
 		requeue(eng, qp, DSN_RNR_WAIT);
 	}
-	if ((qp->snd_una != qp->snd_nxt && now - qp->last_progress > eng->cfg.dead_peer_ns) ||
-	    (eng->cfg.keepalive_ns && now - qp->last_rx > eng->cfg.dead_peer_ns)) {
+	/* >=: the deadline qp_update_deadline asked for must find something to do. */
+	if ((qp->snd_una != qp->snd_nxt && now - qp->last_progress >= eng->cfg.dead_peer_ns) ||
+	    (eng->cfg.keepalive_ns && now - qp->last_rx >= eng->cfg.dead_peer_ns)) {
 		fail_msg_of(eng, qp, qp->snd_una, MROC_WC_RETRY_EXC_ERR, now);
 		return;
 	}

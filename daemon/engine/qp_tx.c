@@ -325,7 +325,7 @@ static int fail_wr(struct engine *eng, struct qp *qp, struct tx_msg *m, uint8_t 
 {
 	m->status = status;
 	m->state = TXM_DONE;
-	qp_set_error(eng, qp, MROC_WC_FLUSH_ERR, now);
+	qp_set_error(eng, qp, status, now);
 	return 0;
 }
 
@@ -521,15 +521,18 @@ void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
 	qp->stall_since = 0;
 }
 
-/* The QP fails: work completes in error, the peer is told. */
-void qp_set_error(struct engine *eng, struct qp *qp, uint8_t status, uint64_t now)
+/*
+ * The QP fails with cause: the rest of its work completes with FLUSH_ERR,
+ * the error event carries the cause, the peer is told.
+ */
+void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now)
 {
 	if (qp->state == ENGINE_QPS_ERROR)
 		return;
 	qp->errors++;
 	qp->state = ENGINE_QPS_ERROR;
-	qp_flush(eng, qp, status);
-	qp_event(eng, qp, ENGINE_WC_EV_ERROR, status);
+	qp_flush(eng, qp, MROC_WC_FLUSH_ERR);
+	qp_event(eng, qp, ENGINE_WC_EV_ERROR, cause);
 	qp->cm_pending = CM_SEND_DISC;
 	qp->cm_reason = MROC_CM_ERROR;
 	qp->cm_tries = 0;

@@ -350,22 +350,16 @@ static void test_dead_peer_idle(void **state)
 
 /*
  * The dead-peer deadline the engine asks for is one at which its timers act.
- *
- * BUG: with keepalives on, qp_update_deadline() asks to be called at
- * last_rx + dead_peer_ns, but qp_timers() fails the QP only when
- * now - last_rx > dead_peer_ns (strictly).  Called exactly at that deadline,
- * engine_advance() does nothing and engine_next_deadline() returns the same,
- * already passed, deadline: a driver that sleeps until the deadline it is
- * given (the simulator, this harness) spins until its clock moves 1 ns on.
- * Reproduce: dead_peer_ns 50 ms, keepalive_ns 10 ms, B silent, A idle; at
- * t = last_rx + 50 ms, engine_advance(A, t) leaves engine_next_deadline(A) = t.
+ * Regression: the check used to be strict (now - last_rx > dead_peer_ns), so
+ * engine_advance() at exactly that deadline did nothing and the engine kept
+ * asking for the same, already passed, deadline: a driver sleeping until
+ * its deadlines spun.
  */
 static void test_dead_peer_deadline_exact(void **state)
 {
 	struct engine_config cfg;
 	struct fx *f;
 
-	PAIR_KNOWN_BUG();
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
 	f->p->filter = drop_from_b;
