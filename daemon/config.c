@@ -1,0 +1,1374 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mrocd configuration (config.h): the key table, loading with libconfig,
+ * cross-key checks, the engine mapping, dump and reload diff.
+ *
+ * Loading walks the file, not the table: every setting must name a key of
+ * the table (or an interface's name/queues), so a typo is an error.  Each
+ * type has one parse, dump, compare and default function (config_types[]).
+ *
+ * libconfig 1.5 (Debian 12) reads an integer literal that does not fit in
+ * 32 bits without complaint and keeps the low bits (5000000000 becomes
+ * 705032704); 64-bit values need an "L" suffix.  So the file is scanned for
+ * integer literals first, and a key whose value came from such a literal is
+ * refused with a message saying how to write it.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libconfig.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <syslog.h>
+
+#include "config.h"
+#include "engine.h"
+#include "frame.h"
+#include "log.h"
+
+/* The kernel keeps XDP_PACKET_HEADROOM bytes at the start of every RX frame. */
+#define CONFIG_XDP_HEADROOM	256
+#define CONFIG_MAX_FILE		(4u << 20)
+#define CONFIG_MAX_BADLIT	8
+
+_Static_assert(sizeof(enum mrocd_backend) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum mrocd_xdp_mode) == sizeof(int), "enums are stored as int");
+_Static_assert(sizeof(enum mrocd_zero_copy) == sizeof(int), "enums are stored as int");
+
+/* ---- the key table -------------------------------------------------------- */
+
+static const struct config_enum backend_names[] = {
+	{ "auto", MROCD_BACKEND_AUTO }, { "af_xdp", MROCD_BACKEND_AF_XDP },
+	{ "udp", MROCD_BACKEND_UDP }, { NULL, 0 },
+};
+static const struct config_enum xdp_mode_names[] = {
+	{ "auto", MROCD_XDP_AUTO }, { "native", MROCD_XDP_NATIVE },
+	{ "generic", MROCD_XDP_GENERIC }, { NULL, 0 },
+};
+static const struct config_enum zero_copy_names[] = {
+	{ "auto", MROCD_ZC_AUTO }, { "on", MROCD_ZC_ON }, { "off", MROCD_ZC_OFF }, { NULL, 0 },
+};
+static const struct config_enum mode_names[] = {
+	{ "metaroce", MROC_MODE_METAROCE }, { "rocev2", MROC_MODE_ROCEV2 }, { NULL, 0 },
+};
+/* Printed names of log levels; log_level_parse reads them (and aliases). */
+static const struct config_enum log_level_names[] = {
+	{ "emerg", LOG_EMERG }, { "alert", LOG_ALERT }, { "crit", LOG_CRIT },
+	{ "err", LOG_ERR }, { "warning", LOG_WARNING }, { "notice", LOG_NOTICE },
+	{ "info", LOG_INFO }, { "debug", LOG_DEBUG }, { NULL, 0 },
+};
+
+#define FIELD(f)	.off = offsetof(struct mrocd_config, f), \
+			.size = sizeof(((struct mrocd_config *)0)->f)
+#define R		CONFIG_F_RELOAD
+#define P2		CONFIG_F_POW2
+
+#define K_UINT(n, f, lo, hi, d, fl, u) \
+	{ .name = n, .type = CONFIG_T_UINT, .flags = fl, .min = lo, .max = hi, .def = d, \
+	  FIELD(f), .unit = u }
+#define K_BOOL(n, f, d, fl) \
+	{ .name = n, .type = CONFIG_T_BOOL, .flags = fl, .max = 1, .def = d, FIELD(f) }
+#define K_ENUM(n, f, tab, d, fl) \
+	{ .name = n, .type = CONFIG_T_ENUM, .flags = fl, .def = d, .names = tab, FIELD(f) }
+#define K_STR(n, f, lo, d, fl) \
+	{ .name = n, .type = CONFIG_T_STRING, .flags = fl, .min = lo, \
+	  .max = sizeof(((struct mrocd_config *)0)->f) - 1, .def_str = d, FIELD(f) }
+#define K_TYPE(n, t, f, lo, hi, fl) \
+	{ .name = n, .type = t, .flags = fl, .min = lo, .max = hi, FIELD(f) }
+
+static const struct config_key config_keys[] = {
+	{ .name = "daemon.log_level", .type = CONFIG_T_LOGLEVEL, .flags = R,
+	  .min = LOG_EMERG, .max = LOG_DEBUG, .def = LOG_INFO, .names = log_level_names,
+	  FIELD(daemon.log_level) },
+	K_TYPE("daemon.cpu_affinity", CONFIG_T_CPU_LIST, daemon.cpu_affinity, 0, 1023, 0),
+	K_UINT("daemon.busy_poll_us", daemon.busy_poll_us, 0, 1000, 50, R, "us"),
+	K_STR("daemon.control_socket", daemon.control_socket, 1, "/run/mroc/mrocd.sock", 0),
+	K_STR("daemon.admin_socket", daemon.admin_socket, 1, "/run/mroc/admin.sock", 0),
+	{ .name = "daemon.socket_mode", .type = CONFIG_T_MODE, .max = 0777, .def = 0660,
+	  FIELD(daemon.socket_mode) },
+	K_STR("daemon.socket_group", daemon.socket_group, 0, "", 0),
+
+	K_ENUM("network.backend", network.backend, backend_names, MROCD_BACKEND_AUTO, 0),
+	K_TYPE("network.interfaces", CONFIG_T_IFACE_LIST, network.interfaces, 0, 255, 0),
+	K_TYPE("network.address", CONFIG_T_ADDR, network.address, 0, 0, 0),
+	K_UINT("network.udp_port", network.udp_port, 1, 65535, 4793, 0, NULL),
+	K_ENUM("network.xdp_mode", network.xdp_mode, xdp_mode_names, MROCD_XDP_AUTO, 0),
+	K_ENUM("network.zero_copy", network.zero_copy, zero_copy_names, MROCD_ZC_AUTO, 0),
+	K_UINT("network.umem_frames", network.umem_frames, 1024, 262144, 8192, P2, "frames"),
+	K_UINT("network.frame_size", network.frame_size, 2048, 4096, 2048, P2, "bytes"),
+	K_UINT("network.ring_size", network.ring_size, 64, 16384, 2048, P2, "descriptors"),
+	K_UINT("network.mtu", network.mtu, 256, 8192, 1024, 0, "bytes"),
+	K_TYPE("network.peers", CONFIG_T_ADDR_LIST, network.peers, 0, 0, R),
+	K_UINT("network.sport_min", network.sport_min, 1024, 65535, 49152, 0, NULL),
+	K_UINT("network.sport_max", network.sport_max, 1024, 65535, 65535, 0, NULL),
+
+	K_UINT("transport.paths", transport.paths, 1, MROC_MAX_PATHS, 4, R, NULL),
+	K_ENUM("transport.mode", transport.mode, mode_names, MROC_MODE_METAROCE, R),
+	K_UINT("transport.ack_every", transport.ack_every, 1, 64, 4, 0, "packets"),
+	K_UINT("transport.ack_delay_us", transport.ack_delay_us, 0, 100000, 20, 0, "us"),
+	K_UINT("transport.rto_min_us", transport.rto_min_us, 1, 10000000, 2000, 0, "us"),
+	K_UINT("transport.rto_init_us", transport.rto_init_us, 1, 60000000, 10000, 0, "us"),
+	K_UINT("transport.rto_max_ms", transport.rto_max_ms, 1, 600000, 1000, 0, "ms"),
+	K_UINT("transport.dupthresh", transport.dupthresh, 1, 64, 3, 0, "packets"),
+	K_UINT("transport.init_pwnd_pkts", transport.init_pwnd_pkts, 1, MROC_SACK_BITS, 16, 0,
+	       "packets"),
+	K_UINT("transport.max_pwnd_pkts", transport.max_pwnd_pkts, 1, MROC_SACK_BITS,
+	       MROC_SACK_BITS, 0, "packets"),
+	K_UINT("transport.loss_md_pkts", transport.loss_md_pkts, 1, 256, 4, 0, "packets"),
+	K_UINT("transport.hint_interval_us", transport.hint_interval_us, 1, 1000000, 200, 0,
+	       "us"),
+	K_UINT("transport.max_retx", transport.max_retx, 1, 255, 32, 0, NULL),
+	K_UINT("transport.rnr_retry", transport.rnr_retry, 0, 7, 7, 0, NULL),
+	K_UINT("transport.rnr_delay_us", transport.rnr_delay_us, 1, 10000000, 1000, 0, "us"),
+	K_UINT("transport.dead_peer_ms", transport.dead_peer_ms, 1, 3600000, 3000, 0, "ms"),
+	K_UINT("transport.keepalive_ms", transport.keepalive_ms, 0, 3600000, 1000, 0, "ms"),
+	K_UINT("transport.cm_retries", transport.cm_retries, 1, 255, 8, 0, NULL),
+	K_BOOL("transport.rate_hints", transport.rate_hints, 1, 0),
+	K_BOOL("transport.repath", transport.repath, 1, 0),
+	K_UINT("transport.link_rate_gbps", transport.link_rate_gbps, 0, 10000, 0, 0, "Gbit/s"),
+
+	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
+	K_UINT("limits.max_qps_per_client", limits.max_qps_per_client, 1, 65534, 256, R, NULL),
+	K_UINT("limits.max_mrs_per_client", limits.max_mrs_per_client, 1, 4096, 256, R, NULL),
+	K_UINT("limits.max_mr_bytes_per_client", limits.max_mr_bytes_per_client, 4096,
+	       1ull << 40, 1ull << 30, R, "bytes"),
+	K_UINT("limits.max_sq_depth", limits.max_sq_depth, 1, 65536, 1024, R, "work requests"),
+	K_UINT("limits.max_rq_depth", limits.max_rq_depth, 1, 65536, 1024, R, "work requests"),
+	K_UINT("limits.max_qps", limits.max_qps, 1, 65534, 1024, 0, NULL),
+	K_UINT("limits.max_mrs", limits.max_mrs, 1, 4096, 1024, 0, NULL),
+};
+
+#define NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
+
+static const char *const config_groups[] = { "daemon", "network", "transport", "limits" };
+#define NGROUPS	(sizeof(config_groups) / sizeof(config_groups[0]))
+
+size_t config_key_count(void)
+{
+	return NKEYS;
+}
+
+const struct config_key *config_key_at(size_t i)
+{
+	return i < NKEYS ? &config_keys[i] : NULL;
+}
+
+const struct config_key *config_key_find(const char *name)
+{
+	for (size_t i = 0; i < NKEYS; i++)
+		if (!strcmp(config_keys[i].name, name))
+			return &config_keys[i];
+	return NULL;
+}
+
+const char *config_enum_name(const struct config_key *k, int value)
+{
+	for (const struct config_enum *e = k->names; e && e->name; e++)
+		if (e->value == value)
+			return e->name;
+	return "?";
+}
+
+/* ---- errors ------------------------------------------------------------- */
+
+struct badlit {
+	char file[256];
+	unsigned int line;
+	bool wide;			/* had the L suffix: too big even for 64 bits */
+	char text[32];
+};
+
+struct cparse {
+	const char *path;
+	const char *dir;		/* @include files are relative to it */
+	config_t *cf;
+	char *err;
+	size_t errlen;
+	struct badlit bad[CONFIG_MAX_BADLIT];
+	unsigned int nbad;
+};
+
+/* The file a setting came from as libconfig names it: @include names as written. */
+static const char *src_file(const struct cparse *p, const config_setting_t *s)
+{
+	const char *f = s ? config_setting_source_file(s) : NULL;
+
+	return f ? f : p->path;
+}
+
+/* The same, as a path the user can open: an included name is relative to dir. */
+static const char *src_path(const struct cparse *p, const config_setting_t *s, char *buf,
+			    size_t len)
+{
+	const char *f = src_file(p, s);
+
+	if (f == p->path || !strcmp(f, p->path) || f[0] == '/')
+		return f;
+	snprintf(buf, len, "%s/%s", p->dir, f);
+	return buf;
+}
+
+/* "FILE:LINE: key 'KEY': MESSAGE"; without a setting, "FILE: key 'KEY': ...". */
+__attribute__((format(printf, 4, 5)))
+static int cerr(struct cparse *p, const config_setting_t *s, const char *key, const char *fmt, ...)
+{
+	char file[PATH_MAX];
+	size_t n = 0;
+	va_list ap;
+
+	if (!p->errlen)
+		return -EINVAL;
+	if (s && config_setting_source_line(s))
+		n = (size_t)snprintf(p->err, p->errlen, "%s:%u: ",
+				     src_path(p, s, file, sizeof(file)),
+				     config_setting_source_line(s));
+	else
+		n = (size_t)snprintf(p->err, p->errlen, "%s: ", src_path(p, s, file, sizeof(file)));
+	if (key && n < p->errlen)
+		n += (size_t)snprintf(p->err + n, p->errlen - n, "key '%s': ", key);
+	if (n < p->errlen) {
+		va_start(ap, fmt);
+		vsnprintf(p->err + n, p->errlen - n, fmt, ap);
+		va_end(ap);
+	}
+	return -EINVAL;
+}
+
+static const char *type_name(const config_setting_t *s)
+{
+	switch (config_setting_type(s)) {
+	case CONFIG_TYPE_GROUP:		return "a group";
+	case CONFIG_TYPE_INT:		return "an integer";
+	case CONFIG_TYPE_INT64:		return "a 64-bit integer";
+	case CONFIG_TYPE_FLOAT:		return "a float";
+	case CONFIG_TYPE_STRING:	return "a string";
+	case CONFIG_TYPE_BOOL:		return "a boolean";
+	case CONFIG_TYPE_ARRAY:		return "an array";
+	case CONFIG_TYPE_LIST:		return "a list";
+	default:			return "nothing";
+	}
+}
+
+/* Levenshtein distance of two short strings (longer ones: "far"). */
+static unsigned int edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b);
+	unsigned int row[65];
+
+	if (la > 64 || lb > 64)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		row[j] = (unsigned int)j;
+	for (size_t i = 1; i <= la; i++) {
+		unsigned int diag = row[0], tmp;
+
+		row[0] = (unsigned int)i;
+		for (size_t j = 1; j <= lb; j++) {
+			unsigned int best = diag + (a[i - 1] != b[j - 1]);
+
+			tmp = row[j];
+			if (row[j] + 1 < best)
+				best = row[j] + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			row[j] = best;
+			diag = tmp;
+		}
+	}
+	return row[lb];
+}
+
+/* The closest of cands[] to name, if close enough to be a typo. */
+static const char *suggest(const char *name, const char *const *cands, size_t n)
+{
+	const char *best = NULL;
+	unsigned int bd = 3;		/* at most 2 edits */
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned int d = edit_distance(name, cands[i]);
+
+		if (d < bd) {
+			bd = d;
+			best = cands[i];
+		}
+	}
+	return best;
+}
+
+static int unknown_key(struct cparse *p, const config_setting_t *s, const char *full)
+{
+	const char *names[NKEYS > NGROUPS ? NKEYS : NGROUPS];
+	const char *dot = strchr(full, '.'), *hint = NULL;
+
+	if (!dot) {
+		/* A group name, or a key written outside its group. */
+		hint = suggest(full, config_groups, NGROUPS);
+		for (size_t i = 0; !hint && i < NKEYS; i++)
+			if (!strcmp(strchr(config_keys[i].name, '.') + 1, full))
+				hint = config_keys[i].name;
+	} else {
+		for (size_t i = 0; i < NKEYS; i++)
+			names[i] = config_keys[i].name;
+		hint = suggest(full, names, NKEYS);
+		/* The right key in the wrong group. */
+		for (size_t i = 0; !hint && i < NKEYS; i++)
+			if (!strcmp(strchr(config_keys[i].name, '.'), dot))
+				hint = config_keys[i].name;
+	}
+	if (hint)
+		return cerr(p, s, NULL, "unknown key '%s' (did you mean '%s'?)", full, hint);
+	return cerr(p, s, NULL, "unknown key '%s'", full);
+}
+
+/* ---- integer literals libconfig would read wrong ----------------------------- */
+
+static void badlit_check(struct cparse *p, const char *file, unsigned int line,
+			 const char *tok, size_t len)
+{
+	char buf[64], *end;
+	const char *d = buf;
+	bool neg = false, wide = false;
+	unsigned long long v;
+	int base = 10;
+
+	if (len >= sizeof(buf))
+		len = sizeof(buf) - 1;
+	memcpy(buf, tok, len);
+	buf[len] = '\0';
+	for (size_t l = len; l && buf[l - 1] == 'L'; l--) {
+		buf[l - 1] = '\0';
+		wide = true;
+	}
+	if (*d == '-' || *d == '+')
+		neg = *d++ == '-';
+	if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) {
+		base = 16;
+		d += 2;
+	}
+	if (!*d || strspn(d, base == 16 ? "0123456789abcdefABCDEF" : "0123456789") != strlen(d))
+		return;			/* a float, or not a number libconfig reads */
+	errno = 0;
+	v = strtoull(d, &end, base);
+	if (errno != ERANGE && v <= (wide ? (unsigned long long)INT64_MAX : INT32_MAX) + neg)
+		return;
+	if (p->nbad == CONFIG_MAX_BADLIT)
+		return;
+	snprintf(p->bad[p->nbad].file, sizeof(p->bad[0].file), "%s", file);
+	snprintf(p->bad[p->nbad].text, sizeof(p->bad[0].text), "%.*s",
+		 (int)(len < sizeof(p->bad[0].text) ? len : sizeof(p->bad[0].text) - 1), tok);
+	p->bad[p->nbad].line = line;
+	p->bad[p->nbad].wide = wide;
+	p->nbad++;
+}
+
+static void prescan_file(struct cparse *p, const char *file, const char *name, int depth);
+
+/*
+ * Scan the text of one file: skip comments and strings, check integers.
+ * name is the file's name as libconfig reports it in settings.
+ */
+static void prescan_text(struct cparse *p, const char *name, int depth, const char *s, size_t n)
+{
+	unsigned int line = 1;
+	size_t i = 0;
+
+	while (i < n) {
+		char c = s[i];
+
+		if (c == '\n') {
+			line++;
+			i++;
+		} else if (c == '#' || (c == '/' && i + 1 < n && s[i + 1] == '/')) {
+			while (i < n && s[i] != '\n')
+				i++;
+		} else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
+			for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
+				line += s[i] == '\n';
+			i += 2;
+		} else if (c == '"') {
+			for (i++; i < n && s[i] != '"' && s[i] != '\n'; i++)
+				i += s[i] == '\\';
+			i++;
+		} else if (c == '@' && !strncmp(s + i, "@include", 8)) {
+			const char *q = memchr(s + i, '"', n - i), *e;
+			char inc[PATH_MAX], path[PATH_MAX + 256];
+
+			e = q ? memchr(q + 1, '"', n - (size_t)(q + 1 - s)) : NULL;
+			if (e && (size_t)(e - q - 1) < sizeof(inc)) {
+				snprintf(inc, sizeof(inc), "%.*s", (int)(e - q - 1), q + 1);
+				snprintf(path, sizeof(path), "%s/%s", p->dir, inc);
+				prescan_file(p, path, inc, depth + 1);
+			}
+			while (i < n && s[i] != '\n')
+				i++;
+		} else if (isalpha((unsigned char)c) || c == '*' || c == '_') {
+			while (i < n && (isalnum((unsigned char)s[i]) || (s[i] && strchr("_*-", s[i]))))
+				i++;
+		} else if (isdigit((unsigned char)c) || ((c == '-' || c == '+') && i + 1 < n &&
+							 isdigit((unsigned char)s[i + 1]))) {
+			size_t start = i++;
+
+			while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '.' ||
+					 ((s[i] == '-' || s[i] == '+') &&
+					  (s[i - 1] == 'e' || s[i - 1] == 'E'))))
+				i++;
+			badlit_check(p, name, line, s + start, i - start);
+		} else {
+			i++;
+		}
+	}
+}
+
+static void prescan_file(struct cparse *p, const char *file, const char *name, int depth)
+{
+	FILE *f;
+	char *buf;
+	size_t n;
+
+	if (depth > 10 || !(f = fopen(file, "r")))
+		return;			/* libconfig reports it */
+	buf = malloc(CONFIG_MAX_FILE + 1);
+	if (buf) {
+		n = fread(buf, 1, CONFIG_MAX_FILE, f);
+		buf[n] = '\0';
+		prescan_text(p, name, depth, buf, n);
+		free(buf);
+	}
+	fclose(f);
+}
+
+static const struct badlit *badlit_find(const struct cparse *p, const config_setting_t *s)
+{
+	for (unsigned int i = 0; i < p->nbad; i++)
+		if (p->bad[i].line == config_setting_source_line(s) &&
+		    !strcmp(p->bad[i].file, src_file(p, s)))
+			return &p->bad[i];
+	return NULL;
+}
+
+/* ---- per-type parse, dump, compare, default ---------------------------------- */
+
+static void store_uint(void *field, size_t size, uint64_t v)
+{
+	switch (size) {
+	case 1: { uint8_t x = (uint8_t)v; memcpy(field, &x, 1); break; }
+	case 2: { uint16_t x = (uint16_t)v; memcpy(field, &x, 2); break; }
+	case 4: { uint32_t x = (uint32_t)v; memcpy(field, &x, 4); break; }
+	default: memcpy(field, &v, 8); break;
+	}
+}
+
+static uint64_t load_uint(const void *field, size_t size)
+{
+	uint8_t b; uint16_t h; uint32_t w; uint64_t q;
+
+	switch (size) {
+	case 1: memcpy(&b, field, 1); return b;
+	case 2: memcpy(&h, field, 2); return h;
+	case 4: memcpy(&w, field, 4); return w;
+	default: memcpy(&q, field, 8); return q;
+	}
+}
+
+static int get_int(struct cparse *p, const config_setting_t *s, const char *key, int64_t *v)
+{
+	const struct badlit *b;
+	int t = config_setting_type(s);
+
+	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
+		return cerr(p, s, key, "expected an integer, got %s", type_name(s));
+	b = badlit_find(p, s);
+	if (b && b->wide)
+		return cerr(p, s, key, "integer %s does not fit in 64 bits", b->text);
+	if (b)
+		return cerr(p, s, key, "integer %s does not fit in 32 bits, libconfig's default: "
+			    "write %sL", b->text, b->text);
+	*v = config_setting_get_int64(s);
+	return 0;
+}
+
+static int get_uint_in(struct cparse *p, const config_setting_t *s, const char *key,
+		       uint64_t min, uint64_t max, uint64_t *out)
+{
+	int64_t v = 0;
+	int rc = get_int(p, s, key, &v);
+
+	if (rc)
+		return rc;
+	if (v < 0 || (uint64_t)v < min || (uint64_t)v > max)
+		return cerr(p, s, key, "must be %llu..%llu (got %lld)", (unsigned long long)min,
+			    (unsigned long long)max, (long long)v);
+	*out = (uint64_t)v;
+	return 0;
+}
+
+static int get_string(struct cparse *p, const config_setting_t *s, const char *key,
+		      const char **out)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_STRING)
+		return cerr(p, s, key, "expected a string, got %s", type_name(s));
+	*out = config_setting_get_string(s);
+	return 0;
+}
+
+/* Arrays and lists alike; a lone scalar is not a list. */
+static int get_list(struct cparse *p, const config_setting_t *s, const char *key,
+		    unsigned int max, const char *example)
+{
+	int n;
+
+	if (!config_setting_is_array(s) && !config_setting_is_list(s))
+		return cerr(p, s, key, "expected a list such as %s, got %s", example,
+			    type_name(s));
+	n = config_setting_length(s);
+	if ((unsigned int)n > max)
+		return cerr(p, s, key, "at most %u entries (got %d)", max, n);
+	return 0;
+}
+
+static int parse_uint(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		      const char *key, void *field)
+{
+	uint64_t v;
+	int rc = get_uint_in(p, s, key, k->min, k->max, &v);
+
+	if (rc)
+		return rc;
+	if ((k->flags & CONFIG_F_POW2) && (v & (v - 1)))
+		return cerr(p, s, key, "must be a power of two in %llu..%llu (got %llu)",
+			    (unsigned long long)k->min, (unsigned long long)k->max,
+			    (unsigned long long)v);
+	store_uint(field, k->size, v);
+	return 0;
+}
+
+static int parse_bool(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		      const char *key, void *field)
+{
+	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
+		return cerr(p, s, key, "expected true or false, got %s", type_name(s));
+	*(bool *)field = config_setting_get_bool(s);
+	return 0;
+}
+
+static int parse_enum(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		      const char *key, void *field)
+{
+	char list[128];
+	const char *v = "";
+	size_t n = 0;
+	int rc = get_string(p, s, key, &v);
+
+	if (rc)
+		return rc;
+	for (const struct config_enum *e = k->names; e->name; e++) {
+		if (!strcmp(v, e->name)) {
+			memcpy(field, &e->value, sizeof(int));
+			return 0;
+		}
+		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s\"%s\"", n ? ", " : "",
+				      e->name);
+	}
+	return cerr(p, s, key, "must be one of %s (got \"%s\")", list, v);
+}
+
+static int parse_loglevel(struct cparse *p, const struct config_key *k,
+			  const config_setting_t *s, const char *key, void *field)
+{
+	const char *v = "";
+	int rc = get_string(p, s, key, &v), level;
+
+	if (rc)
+		return rc;
+	level = log_level_parse(v);
+	if (level < 0)
+		return cerr(p, s, key,
+			    "must be one of \"err\", \"warning\", \"notice\", \"info\", \"debug\" "
+			    "(got \"%s\")", v);
+	memcpy(field, &level, sizeof(int));
+	return 0;
+}
+
+static int parse_string(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+			const char *key, void *field)
+{
+	const char *v = "";
+	int rc = get_string(p, s, key, &v);
+	size_t len;
+
+	if (rc)
+		return rc;
+	len = strlen(v);
+	if (len < k->min || len > k->max)
+		return cerr(p, s, key, "must be %llu..%llu characters long (got %zu)",
+			    (unsigned long long)k->min, (unsigned long long)k->max, len);
+	memcpy(field, v, len + 1);
+	return 0;
+}
+
+static int parse_mode(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		      const char *key, void *field)
+{
+	const char *v = "";
+	unsigned long m;
+	uint32_t out;
+
+	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64)
+		return cerr(p, s, key, "must be an octal string such as \"0660\" "
+			    "(libconfig reads 0660 as the decimal 660)");
+	if (get_string(p, s, key, &v))
+		return -EINVAL;
+	m = strtoul(v, NULL, 8);
+	if (!*v || strlen(v) > 4 || strspn(v, "01234567") != strlen(v) || m > k->max)
+		return cerr(p, s, key, "must be an octal string from \"0000\" to \"%04llo\" "
+			    "(got \"%s\")", (unsigned long long)k->max, v);
+	out = (uint32_t)m;
+	memcpy(field, &out, sizeof(out));
+	return 0;
+}
+
+static int get_addr(struct cparse *p, const config_setting_t *s, const char *key,
+		    struct mroc_addr *a, bool empty_ok)
+{
+	const char *v = "";
+	int rc = get_string(p, s, key, &v);
+
+	if (rc)
+		return rc;
+	if (!*v && empty_ok) {
+		memset(a, 0, sizeof(*a));
+		return 0;
+	}
+	if (addr_parse(v, a))
+		return cerr(p, s, key, "not an IPv4 or IPv6 address (got \"%s\")", v);
+	return 0;
+}
+
+static int parse_addr(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		      const char *key, void *field)
+{
+	return get_addr(p, s, key, field, true);
+}
+
+static int parse_addr_list(struct cparse *p, const struct config_key *k,
+			   const config_setting_t *s, const char *key, void *field)
+{
+	struct mrocd_addr_list *l = field;
+	char ek[128], buf[MROC_ADDR_STRLEN];
+	int rc = get_list(p, s, key, MROCD_MAX_PEERS, "[ \"192.0.2.2\" ]");
+
+	l->n = 0;
+	for (int i = 0; !rc && i < config_setting_length(s); i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
+
+		snprintf(ek, sizeof(ek), "%s[%d]", key, i);
+		rc = get_addr(p, e, ek, &l->v[i], false);
+		for (int j = 0; !rc && j < i; j++)
+			if (addr_eq(&l->v[i], &l->v[j]))
+				rc = cerr(p, e, ek, "%s is listed twice (also %s[%d])",
+					  addr_str(&l->v[i], buf, sizeof(buf)), key, j);
+		l->n = (uint32_t)i + !rc;
+	}
+	return rc;
+}
+
+/* A list of distinct integers in min..max, into v[], count into *n. */
+static int parse_uint_set(struct cparse *p, const config_setting_t *s, const char *key,
+			  uint64_t min, uint64_t max, unsigned int cap, uint16_t *v,
+			  uint32_t *n, const char *example)
+{
+	char ek[128];
+	int rc = get_list(p, s, key, cap, example);
+
+	*n = 0;
+	for (int i = 0; !rc && i < config_setting_length(s); i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
+		uint64_t x;
+
+		snprintf(ek, sizeof(ek), "%s[%d]", key, i);
+		rc = get_uint_in(p, e, ek, min, max, &x);
+		for (int j = 0; !rc && j < i; j++)
+			if (v[j] == x)
+				rc = cerr(p, e, ek, "%llu is listed twice (also %s[%d])",
+					  (unsigned long long)x, key, j);
+		v[i] = (uint16_t)x;
+		*n = (uint32_t)i + !rc;
+	}
+	return rc;
+}
+
+static int parse_cpu_list(struct cparse *p, const struct config_key *k,
+			  const config_setting_t *s, const char *key, void *field)
+{
+	struct mrocd_cpu_list *l = field;
+
+	return parse_uint_set(p, s, key, k->min, k->max, MROCD_MAX_CPUS, l->v, &l->n,
+			      "[ 0, 1 ]");
+}
+
+static int check_ifname(struct cparse *p, const config_setting_t *s, const char *key,
+			const char *name)
+{
+	size_t len = strlen(name);
+
+	if (!len || len > IFNAMSIZ - 1)
+		return cerr(p, s, key, "interface name must be 1..%d characters (got \"%s\")",
+			    IFNAMSIZ - 1, name);
+	if (!strcmp(name, ".") || !strcmp(name, "..") || strpbrk(name, "/: \t\n"))
+		return cerr(p, s, key, "\"%s\" is not a valid interface name", name);
+	return 0;
+}
+
+/* { name = "eth1"; queues = [ 0, 1 ]; } */
+static int parse_iface_group(struct cparse *p, const struct config_key *k,
+			     const config_setting_t *g, const char *key, struct mrocd_iface *ifc)
+{
+	static const char *const members[] = { "name", "queues" };
+	char mk[160];
+	const char *name = NULL;
+	int rc = 0;
+
+	ifc->nqueues = 0;
+	for (int i = 0; !rc && i < config_setting_length(g); i++) {
+		const config_setting_t *m = config_setting_get_elem(g, (unsigned int)i);
+		const char *mn = config_setting_name(m), *hint;
+
+		snprintf(mk, sizeof(mk), "%s.%s", key, mn);
+		if (!strcmp(mn, "name")) {
+			rc = get_string(p, m, mk, &name);
+			rc = rc ? rc : check_ifname(p, m, mk, name);
+		} else if (!strcmp(mn, "queues")) {
+			rc = parse_uint_set(p, m, mk, k->min, k->max, MROCD_MAX_QUEUES, ifc->queues,
+					    &ifc->nqueues, "[ 0, 1 ]");
+			if (!rc && !ifc->nqueues)
+				rc = cerr(p, m, mk, "needs at least one queue (or leave it out: "
+					  "queue 0)");
+		} else if ((hint = suggest(mn, members, 2))) {
+			rc = cerr(p, m, NULL, "unknown key '%s' (did you mean '%s.%s'?)", mk, key,
+				  hint);
+		} else {
+			rc = cerr(p, m, NULL, "unknown key '%s' (an interface has name and queues)",
+				  mk);
+		}
+	}
+	if (rc)
+		return rc;
+	if (!name)
+		return cerr(p, g, key, "missing name = \"...\";");
+	snprintf(ifc->name, sizeof(ifc->name), "%s", name);
+	if (!config_setting_get_member(g, "queues")) {
+		ifc->nqueues = 1;
+		ifc->queues[0] = 0;
+	}
+	return 0;
+}
+
+static int parse_iface_list(struct cparse *p, const struct config_key *k,
+			    const config_setting_t *s, const char *key, void *field)
+{
+	struct mrocd_iface_list *l = field;
+	char ek[128];
+	int rc = get_list(p, s, key, MROCD_MAX_IFACES,
+			  "( \"eth0\", { name = \"eth1\"; queues = [ 0, 1 ]; } )");
+
+	l->n = 0;
+	for (int i = 0; !rc && i < config_setting_length(s); i++) {
+		const config_setting_t *e = config_setting_get_elem(s, (unsigned int)i);
+		struct mrocd_iface *ifc = &l->v[i];
+		const char *name;
+
+		snprintf(ek, sizeof(ek), "%s[%d]", key, i);
+		memset(ifc, 0, sizeof(*ifc));
+		if (config_setting_type(e) == CONFIG_TYPE_STRING) {
+			name = config_setting_get_string(e);
+			rc = check_ifname(p, e, ek, name);
+			snprintf(ifc->name, sizeof(ifc->name), "%s", name);
+			ifc->nqueues = 1;
+		} else if (config_setting_is_group(e)) {
+			rc = parse_iface_group(p, k, e, ek, ifc);
+		} else {
+			rc = cerr(p, e, ek, "expected \"name\" or { name = \"...\"; queues = [ ... ]; }"
+				  ", got %s", type_name(e));
+		}
+		for (int j = 0; !rc && j < i; j++)
+			if (!strcmp(l->v[j].name, ifc->name))
+				rc = cerr(p, e, ek, "interface %s is listed twice (also %s[%d]): "
+					  "list all its queues in one entry", ifc->name, key, j);
+		l->n = (uint32_t)i + !rc;
+	}
+	return rc;
+}
+
+/* ---- dump ---- */
+
+static void dump_str(FILE *f, const char *s)
+{
+	fputc('"', f);
+	for (; *s; s++) {
+		if (*s == '"' || *s == '\\')
+			fputc('\\', f);
+		fputc(*s, f);
+	}
+	fputc('"', f);
+}
+
+static void dump_uint(FILE *f, const struct config_key *k, const void *field)
+{
+	uint64_t v = load_uint(field, k->size);
+
+	fprintf(f, "%llu%s", (unsigned long long)v, v > INT32_MAX ? "L" : "");
+}
+
+static void dump_bool(FILE *f, const struct config_key *k, const void *field)
+{
+	fputs(*(const bool *)field ? "true" : "false", f);
+}
+
+static void dump_enum(FILE *f, const struct config_key *k, const void *field)
+{
+	int v;
+
+	memcpy(&v, field, sizeof(v));
+	dump_str(f, config_enum_name(k, v));
+}
+
+static void dump_string(FILE *f, const struct config_key *k, const void *field)
+{
+	dump_str(f, field);
+}
+
+static void dump_mode(FILE *f, const struct config_key *k, const void *field)
+{
+	fprintf(f, "\"%04llo\"", (unsigned long long)load_uint(field, sizeof(uint32_t)));
+}
+
+static void dump_addr(FILE *f, const struct config_key *k, const void *field)
+{
+	char buf[MROC_ADDR_STRLEN];
+	const struct mroc_addr *a = field;
+
+	dump_str(f, a->family ? addr_str(a, buf, sizeof(buf)) : "");
+}
+
+static void dump_addr_list(FILE *f, const struct config_key *k, const void *field)
+{
+	const struct mrocd_addr_list *l = field;
+	char buf[MROC_ADDR_STRLEN];
+
+	fputs("[", f);
+	for (uint32_t i = 0; i < l->n; i++) {
+		fputs(i ? ", " : " ", f);
+		dump_str(f, addr_str(&l->v[i], buf, sizeof(buf)));
+	}
+	fputs(" ]", f);
+}
+
+static void dump_u16s(FILE *f, const uint16_t *v, uint32_t n)
+{
+	fputs("[", f);
+	for (uint32_t i = 0; i < n; i++)
+		fprintf(f, "%s%u", i ? ", " : " ", v[i]);
+	fputs(" ]", f);
+}
+
+static void dump_cpu_list(FILE *f, const struct config_key *k, const void *field)
+{
+	const struct mrocd_cpu_list *l = field;
+
+	dump_u16s(f, l->v, l->n);
+}
+
+static void dump_iface_list(FILE *f, const struct config_key *k, const void *field)
+{
+	const struct mrocd_iface_list *l = field;
+
+	fputs("(", f);
+	for (uint32_t i = 0; i < l->n; i++) {
+		fputs(i ? ", { name = " : " { name = ", f);
+		dump_str(f, l->v[i].name);
+		fputs("; queues = ", f);
+		dump_u16s(f, l->v[i].queues, l->v[i].nqueues);
+		fputs("; }", f);
+	}
+	fputs(" )", f);
+}
+
+/* ---- compare ---- */
+
+static bool eq_bytes(const struct config_key *k, const void *a, const void *b)
+{
+	return !memcmp(a, b, k->size);
+}
+
+static bool eq_string(const struct config_key *k, const void *a, const void *b)
+{
+	return !strcmp(a, b);
+}
+
+static bool eq_addr(const struct config_key *k, const void *a, const void *b)
+{
+	return addr_eq(a, b);
+}
+
+static bool eq_addr_list(const struct config_key *k, const void *a, const void *b)
+{
+	const struct mrocd_addr_list *x = a, *y = b;
+
+	if (x->n != y->n)
+		return false;
+	for (uint32_t i = 0; i < x->n; i++)
+		if (!addr_eq(&x->v[i], &y->v[i]))
+			return false;
+	return true;
+}
+
+static bool eq_cpu_list(const struct config_key *k, const void *a, const void *b)
+{
+	const struct mrocd_cpu_list *x = a, *y = b;
+
+	return x->n == y->n && !memcmp(x->v, y->v, x->n * sizeof(x->v[0]));
+}
+
+static bool eq_iface_list(const struct config_key *k, const void *a, const void *b)
+{
+	const struct mrocd_iface_list *x = a, *y = b;
+
+	if (x->n != y->n)
+		return false;
+	for (uint32_t i = 0; i < x->n; i++)
+		if (strcmp(x->v[i].name, y->v[i].name) || x->v[i].nqueues != y->v[i].nqueues ||
+		    memcmp(x->v[i].queues, y->v[i].queues, x->v[i].nqueues * sizeof(uint16_t)))
+			return false;
+	return true;
+}
+
+struct config_type_ops {
+	int (*parse)(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		     const char *key, void *field);
+	void (*dump)(FILE *f, const struct config_key *k, const void *field);
+	bool (*equal)(const struct config_key *k, const void *a, const void *b);
+};
+
+static const struct config_type_ops config_types[] = {
+	[CONFIG_T_UINT]		= { parse_uint, dump_uint, eq_bytes },
+	[CONFIG_T_BOOL]		= { parse_bool, dump_bool, eq_bytes },
+	[CONFIG_T_ENUM]		= { parse_enum, dump_enum, eq_bytes },
+	[CONFIG_T_LOGLEVEL]	= { parse_loglevel, dump_enum, eq_bytes },
+	[CONFIG_T_STRING]	= { parse_string, dump_string, eq_string },
+	[CONFIG_T_MODE]		= { parse_mode, dump_mode, eq_bytes },
+	[CONFIG_T_ADDR]		= { parse_addr, dump_addr, eq_addr },
+	[CONFIG_T_ADDR_LIST]	= { parse_addr_list, dump_addr_list, eq_addr_list },
+	[CONFIG_T_CPU_LIST]	= { parse_cpu_list, dump_cpu_list, eq_cpu_list },
+	[CONFIG_T_IFACE_LIST]	= { parse_iface_list, dump_iface_list, eq_iface_list },
+};
+
+void config_defaults(struct mrocd_config *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		void *field = (char *)out + k->off;
+		int v = (int)k->def;
+
+		switch (k->type) {
+		case CONFIG_T_UINT:
+		case CONFIG_T_MODE:
+			store_uint(field, k->size, k->def);
+			break;
+		case CONFIG_T_BOOL:
+			*(bool *)field = k->def;
+			break;
+		case CONFIG_T_ENUM:
+		case CONFIG_T_LOGLEVEL:
+			memcpy(field, &v, sizeof(v));
+			break;
+		case CONFIG_T_STRING:
+			snprintf(field, k->size, "%s", k->def_str);
+			break;
+		default:		/* addresses and lists: unset, empty */
+			break;
+		}
+	}
+}
+
+/* ---- checks across keys ---------------------------------------------------- */
+
+/*
+ * Report against the first of keys[] that the file sets (so the line points
+ * at something the user wrote), or the first key when all are defaults.
+ */
+__attribute__((format(printf, 3, 4)))
+static int xerr(struct cparse *p, const char *const keys[], const char *fmt, ...)
+{
+	const config_setting_t *s = NULL;
+	const char *key = keys[0];
+	char msg[256];
+	va_list ap;
+
+	for (size_t i = 0; keys[i]; i++) {
+		if ((s = config_lookup(p->cf, keys[i]))) {
+			key = keys[i];
+			break;
+		}
+	}
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return cerr(p, s, key, "%s", msg);
+}
+
+#define KEYS(...)	((const char *const[]){ __VA_ARGS__, NULL })
+
+/* Map an engine_config_check message to the key it is about. */
+static const char *engine_why_key(const char *why)
+{
+	static const struct { const char *prefix, *key; } map[] = {
+		{ "max_qps", "limits.max_qps" },
+		{ "max_mrs", "limits.max_mrs" },
+		{ "mtu", "network.mtu" },
+		{ "need 0 < rto_min", "transport.rto_init_us" },
+		{ "rto", "transport.rto_init_us" },
+		{ "ack_every", "transport.ack_every" },
+		{ "dupthresh", "transport.dupthresh" },
+		{ "max_pwnd_pkts", "transport.max_pwnd_pkts" },
+		{ "init_pwnd_pkts", "transport.init_pwnd_pkts" },
+		{ "loss_md_pkts", "transport.loss_md_pkts" },
+		{ "max_retx", "transport.max_retx" },
+		{ "rnr_retry", "transport.rnr_retry" },
+		{ "rnr_delay", "transport.rnr_delay_us" },
+		{ "cm_retries", "transport.cm_retries" },
+		{ "dead_peer", "transport.dead_peer_ms" },
+		{ "hint_interval", "transport.hint_interval_us" },
+		{ "keepalive", "transport.keepalive_ms" },
+		{ "need 1024 <= sport_min", "network.sport_min" },
+		{ "sport", "network.sport_min" },
+		{ "link_rate", "transport.link_rate_gbps" },
+	};
+
+	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
+		if (!strncmp(why, map[i].prefix, strlen(map[i].prefix)))
+			return map[i].key;
+	return "transport";
+}
+
+/* Messages name every key involved: xerr may report any of them. */
+static int check_network(struct cparse *p, const struct mrocd_config *c)
+{
+	const typeof(c->network) *n = &c->network;
+	uint32_t room = n->frame_size - MROC_DATA_OVERHEAD - FRAME_HEADROOM - CONFIG_XDP_HEADROOM;
+	char buf[MROC_ADDR_STRLEN], buf2[MROC_ADDR_STRLEN];
+
+	if (n->sport_min > n->sport_max)
+		return xerr(p, KEYS("network.sport_min", "network.sport_max"),
+			    "network.sport_min (%u) must not exceed network.sport_max (%u)",
+			    n->sport_min, n->sport_max);
+	if ((uint32_t)n->sport_max - n->sport_min + 1 < c->transport.paths)
+		return xerr(p, KEYS("network.sport_max", "network.sport_min", "transport.paths"),
+			    "network.sport_min..sport_max (%u..%u) has fewer ports than "
+			    "transport.paths (%u)", n->sport_min, n->sport_max, c->transport.paths);
+	if (n->udp_port >= n->sport_min && n->udp_port <= n->sport_max)
+		return xerr(p, KEYS("network.udp_port", "network.sport_min", "network.sport_max"),
+			    "network.udp_port (%u) lies inside the path source ports "
+			    "network.sport_min..sport_max (%u..%u)", n->udp_port, n->sport_min,
+			    n->sport_max);
+	if (n->backend == MROCD_BACKEND_AF_XDP && !n->interfaces.n)
+		return xerr(p, KEYS("network.backend", "network.interfaces"),
+			    "network.backend \"af_xdp\" needs at least one network.interfaces entry");
+	if (n->backend != MROCD_BACKEND_UDP && n->mtu > room)
+		return xerr(p, KEYS("network.mtu", "network.frame_size", "network.backend"),
+			    "network.mtu (%u) does not fit an AF_XDP frame of network.frame_size "
+			    "(%u): at most %u (or frame_size 4096, or backend \"udp\")", n->mtu,
+			    n->frame_size, room);
+	if (n->umem_frames < 2 * n->ring_size)
+		return xerr(p, KEYS("network.umem_frames", "network.ring_size"),
+			    "network.umem_frames (%u) must be at least %u, twice "
+			    "network.ring_size (%u), to fill the fill and TX rings", n->umem_frames,
+			    2 * n->ring_size, n->ring_size);
+	for (uint32_t i = 0; n->address.family && i < n->peers.n; i++)
+		if (n->peers.v[i].family != n->address.family)
+			return xerr(p, KEYS("network.peers", "network.address"),
+				    "%s is not of the family of network.address (%s)",
+				    addr_str(&n->peers.v[i], buf, sizeof(buf)),
+				    addr_str(&n->address, buf2, sizeof(buf2)));
+	return 0;
+}
+
+static int check_transport(struct cparse *p, const struct mrocd_config *c)
+{
+	const typeof(c->transport) *t = &c->transport;
+
+	if (t->rto_min_us > t->rto_init_us)
+		return xerr(p, KEYS("transport.rto_min_us", "transport.rto_init_us"),
+			    "transport.rto_min_us (%u) must not exceed transport.rto_init_us (%u)",
+			    t->rto_min_us, t->rto_init_us);
+	if ((uint64_t)t->rto_init_us > (uint64_t)t->rto_max_ms * 1000)
+		return xerr(p, KEYS("transport.rto_init_us", "transport.rto_max_ms"),
+			    "transport.rto_init_us (%u us) must not exceed transport.rto_max_ms "
+			    "(%u ms)", t->rto_init_us, t->rto_max_ms);
+	if (t->init_pwnd_pkts > t->max_pwnd_pkts)
+		return xerr(p, KEYS("transport.init_pwnd_pkts", "transport.max_pwnd_pkts"),
+			    "transport.init_pwnd_pkts (%u) must not exceed "
+			    "transport.max_pwnd_pkts (%u)", t->init_pwnd_pkts, t->max_pwnd_pkts);
+	if (t->keepalive_ms && t->keepalive_ms >= t->dead_peer_ms)
+		return xerr(p, KEYS("transport.keepalive_ms", "transport.dead_peer_ms"),
+			    "transport.keepalive_ms (%u) must be below transport.dead_peer_ms "
+			    "(%u), or 0 for none", t->keepalive_ms, t->dead_peer_ms);
+	return 0;
+}
+
+static int check_all(struct cparse *p, const struct mrocd_config *c)
+{
+	const typeof(c->limits) *l = &c->limits;
+	struct engine_config ec;
+	const char *why = "?";
+	int rc;
+
+	if (!strcmp(c->daemon.control_socket, c->daemon.admin_socket))
+		return xerr(p, KEYS("daemon.admin_socket", "daemon.control_socket"),
+			    "daemon.admin_socket and daemon.control_socket must differ (\"%s\")",
+			    c->daemon.control_socket);
+	if (l->max_qps_per_client > l->max_qps)
+		return xerr(p, KEYS("limits.max_qps_per_client", "limits.max_qps"),
+			    "limits.max_qps_per_client (%u) must not exceed limits.max_qps (%u)",
+			    l->max_qps_per_client, l->max_qps);
+	if (l->max_mrs_per_client > l->max_mrs)
+		return xerr(p, KEYS("limits.max_mrs_per_client", "limits.max_mrs"),
+			    "limits.max_mrs_per_client (%u) must not exceed limits.max_mrs (%u)",
+			    l->max_mrs_per_client, l->max_mrs);
+	rc = check_network(p, c);
+	rc = rc ? rc : check_transport(p, c);
+	if (rc)
+		return rc;
+	/* The engine's own rules, should they ever be stricter than ours. */
+	config_engine(c, &ec);
+	if (engine_config_check(&ec, &why))
+		return xerr(p, KEYS(engine_why_key(why)), "refused by the engine: %s", why);
+	return 0;
+}
+
+/* ---- loading ---------------------------------------------------------------- */
+
+static bool is_group(const char *name)
+{
+	for (size_t i = 0; i < NGROUPS; i++)
+		if (!strcmp(name, config_groups[i]))
+			return true;
+	return false;
+}
+
+static int walk(struct cparse *p, struct mrocd_config *c)
+{
+	const config_setting_t *root = config_root_setting(p->cf);
+	char full[128];
+
+	for (int i = 0; i < config_setting_length(root); i++) {
+		const config_setting_t *g = config_setting_get_elem(root, (unsigned int)i);
+		const char *gname = config_setting_name(g);
+
+		if (!is_group(gname))
+			return unknown_key(p, g, gname);
+		if (!config_setting_is_group(g))
+			return cerr(p, g, gname, "expected a group, %s = { ... };, got %s", gname,
+				    type_name(g));
+		for (int j = 0; j < config_setting_length(g); j++) {
+			const config_setting_t *s = config_setting_get_elem(g, (unsigned int)j);
+			const struct config_key *k;
+			int rc;
+
+			snprintf(full, sizeof(full), "%s.%s", gname, config_setting_name(s));
+			k = config_key_find(full);
+			if (!k)
+				return unknown_key(p, s, full);
+			rc = config_types[k->type].parse(p, k, s, full, (char *)c + k->off);
+			if (rc)
+				return rc;
+		}
+	}
+	return check_all(p, c);
+}
+
+/* Open the file ourselves first: libconfig says only "file I/O error". */
+static int check_readable(struct cparse *p)
+{
+	struct stat st;
+	FILE *f = fopen(p->path, "r");
+	int rc = 0;
+
+	if (!f) {
+		rc = -errno;
+		snprintf(p->err, p->errlen, "%s: cannot open: %s", p->path, strerror(-rc));
+		return rc;
+	}
+	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
+		snprintf(p->err, p->errlen, "%s: is a directory", p->path);
+		rc = -EISDIR;
+	}
+	fclose(f);
+	return rc;
+}
+
+int config_load(const char *path, struct mrocd_config *out, char *err, size_t errlen)
+{
+	struct cparse *p;
+	struct mrocd_config *c;
+	config_t cf;
+	char dir[PATH_MAX];
+	const char *slash;
+	int rc;
+
+	if (errlen)
+		err[0] = '\0';
+	p = calloc(1, sizeof(*p));
+	c = malloc(sizeof(*c));
+	if (!p || !c) {
+		free(p);
+		free(c);
+		snprintf(err, errlen, "%s: out of memory", path);
+		return -ENOMEM;
+	}
+	*p = (struct cparse){ .path = path, .cf = &cf, .err = err, .errlen = errlen };
+	rc = check_readable(p);
+	if (rc)
+		goto out_free;
+
+	/* @include "x" is relative to the file's folder. */
+	slash = strrchr(path, '/');
+	if (!slash)
+		snprintf(dir, sizeof(dir), ".");
+	else if (slash == path)
+		snprintf(dir, sizeof(dir), "/");
+	else
+		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
+	p->dir = dir;
+	prescan_file(p, path, path, 0);
+
+	config_init(&cf);
+	config_set_include_dir(&cf, dir);
+	if (!config_read_file(&cf, path)) {
+		const char *f = config_error_file(&cf);
+
+		if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
+			snprintf(err, errlen, "%s: cannot read the file", f ? f : path);
+		else
+			snprintf(err, errlen, "%s:%d: %s", f ? f : path, config_error_line(&cf),
+				 config_error_text(&cf));
+		rc = config_error_type(&cf) == CONFIG_ERR_FILE_IO ? -EIO : -EINVAL;
+		goto out_destroy;
+	}
+	config_defaults(c);
+	rc = walk(p, c);
+	if (!rc)
+		*out = *c;
+out_destroy:
+	config_destroy(&cf);
+out_free:
+	free(c);
+	free(p);
+	return rc;
+}
+
+/* ---- engine mapping ------------------------------------------------------------ */
+
+#define NS_PER_US	1000ull
+#define NS_PER_MS	1000000ull
+
+int config_engine(const struct mrocd_config *c, struct engine_config *out)
+{
+	const typeof(c->transport) *t = &c->transport;
+
+	engine_config_default(out);
+	out->max_qps = c->limits.max_qps;
+	out->max_mrs = c->limits.max_mrs;
+	out->mtu = c->network.mtu;
+	out->link_rate_bps = (uint64_t)t->link_rate_gbps * 1000000000ull;
+	out->ack_every = t->ack_every;
+	out->ack_delay_ns = t->ack_delay_us * NS_PER_US;
+	out->rto_init_ns = t->rto_init_us * NS_PER_US;
+	out->rto_min_ns = t->rto_min_us * NS_PER_US;
+	out->rto_max_ns = t->rto_max_ms * NS_PER_MS;
+	out->dupthresh = t->dupthresh;
+	out->init_pwnd_pkts = t->init_pwnd_pkts;
+	out->max_pwnd_pkts = t->max_pwnd_pkts;
+	out->loss_md_pkts = t->loss_md_pkts;
+	out->hint_interval_ns = t->hint_interval_us * NS_PER_US;
+	out->max_retx = t->max_retx;
+	out->rnr_retry = t->rnr_retry;
+	out->rnr_delay_ns = t->rnr_delay_us * NS_PER_US;
+	out->dead_peer_ns = t->dead_peer_ms * NS_PER_MS;
+	out->keepalive_ns = t->keepalive_ms * NS_PER_MS;
+	out->cm_retries = t->cm_retries;
+	out->rate_hints = t->rate_hints;
+	out->repath = t->repath;
+	out->sport_min = c->network.sport_min;
+	out->sport_max = c->network.sport_max;
+	return engine_config_check(out, NULL);
+}
+
+/* ---- dump, diff, reload ---------------------------------------------------------- */
+
+int config_dump(FILE *f, const struct mrocd_config *c)
+{
+	size_t glen = 0;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+		const char *dot = strchr(k->name, '.');
+
+		if (!glen || strncmp(k->name, config_keys[i - 1].name, glen + 1)) {
+			if (glen)
+				fputs("};\n\n", f);
+			glen = (size_t)(dot - k->name);
+			fprintf(f, "%.*s = {\n", (int)glen, k->name);
+		}
+		fprintf(f, "\t%s = ", dot + 1);
+		config_types[k->type].dump(f, k, (const char *)c + k->off);
+		fputs(";\n", f);
+	}
+	if (glen)
+		fputs("};\n", f);
+	return ferror(f) ? -EIO : 0;
+}
+
+static size_t diff(const struct mrocd_config *a, const struct mrocd_config *b, bool reloadable,
+		   const char **names, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+
+		if (!!(k->flags & CONFIG_F_RELOAD) != reloadable ||
+		    config_types[k->type].equal(k, (const char *)a + k->off,
+						(const char *)b + k->off))
+			continue;
+		if (n < max)
+			names[n] = k->name;
+		n++;
+	}
+	return n;
+}
+
+size_t config_diff_restart(const struct mrocd_config *old, const struct mrocd_config *new,
+			   const char **names, size_t max)
+{
+	return diff(old, new, false, names, max);
+}
+
+size_t config_diff_reload(const struct mrocd_config *old, const struct mrocd_config *new,
+			  const char **names, size_t max)
+{
+	return diff(old, new, true, names, max);
+}
+
+void config_apply_reload(struct mrocd_config *running, const struct mrocd_config *next)
+{
+	for (size_t i = 0; i < NKEYS; i++) {
+		const struct config_key *k = &config_keys[i];
+
+		if (k->flags & CONFIG_F_RELOAD)
+			memcpy((char *)running + k->off, (const char *)next + k->off, k->size);
+	}
+}
