@@ -17,7 +17,9 @@ PACKAGES=(
 	libcmocka-dev libconfig-dev liburing-dev libbpf-dev libxdp-dev
 	libsystemd-dev libjansson-dev libmnl-dev
 	# XDP / network tools for the daemon and end-to-end tests
-	xdp-tools bpftool iproute2 ethtool tshark
+	xdp-tools bpftool iproute2 ethtool tshark iputils-ping
+	# end-to-end tests: talk to unix sockets (admin, sd_notify) and read JSON
+	socat jq systemd
 	# benchmarks: plots and kernel-TCP / socket baselines
 	gnuplot-nox iperf3 sockperf
 )

@@ -1,0 +1,469 @@
+// SPDX-License-Identifier: MIT
+/*
+ * AF_XDP backend (see afxdp.h).  Frame life cycle: a UMEM frame is either in
+ * a socket's fill ring (the kernel may write a received packet into it), held
+ * by the worker (received, not yet released; or handed to the engine by
+ * tx_get), in a socket's TX ring / completion ring, or on the free stack.
+ * Every transition is a batch, and nothing is allocated after creation.
+ */
+#include <errno.h>
+#include <net/if.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <linux/if_xdp.h>
+#include <xdp/xsk.h>
+
+#include "afxdp.h"
+#include "frame.h"
+#include "log.h"
+#include "peers.h"
+#include "xdp_prog.h"
+
+#define RX_BATCH	64
+/* RX cookie: frame address in the low 48 bits, socket index above. */
+#define COOKIE_SOCK_SHIFT 48
+
+struct afxdp_sock {
+	struct xsk_socket *xsk;
+	struct xsk_ring_cons rx, cq;
+	struct xsk_ring_prod tx, fq;
+	char ifname[IF_NAMESIZE];
+	int ifindex;
+	uint32_t queue;
+	bool zero_copy;
+	bool registered;	/* in the XDP program's socket map */
+	bool tx_dirty;		/* descriptors submitted since the last kick */
+};
+
+struct afxdp {
+	struct backend b;
+	uint8_t *area;
+	size_t area_len;
+	struct xsk_umem *umem;
+	uint32_t frame_size;
+	uint16_t udp_port;
+	struct xdp_prog *prog;
+	struct afxdp_sock socks[AFXDP_MAX_SOCKS];
+	unsigned nsocks;
+	unsigned rx_rr;
+	uint64_t *free;		/* free frame addresses */
+	uint32_t nfree, nframes;
+	struct backend_stats st;
+	char desc[256];
+};
+
+static struct afxdp *to_afxdp(struct backend *b)
+{
+	return (struct afxdp *)b;
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/* Give completed TX frames of every socket back to the free stack. */
+static void reclaim(struct afxdp *x)
+{
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		struct afxdp_sock *k = &x->socks[s];
+		uint32_t idx, n = xsk_ring_cons__peek(&k->cq, x->nframes, &idx);
+
+		for (uint32_t i = 0; i < n; i++)
+			x->free[x->nfree++] = *xsk_ring_cons__comp_addr(&k->cq, idx + i);
+		if (n)
+			xsk_ring_cons__release(&k->cq, n);
+	}
+}
+
+/* Put up to n free frames into a socket's fill ring. */
+static void refill(struct afxdp *x, struct afxdp_sock *k, uint32_t n)
+{
+	uint32_t idx, got;
+
+	if (n > x->nfree)
+		n = x->nfree;
+	got = xsk_ring_prod__reserve(&k->fq, n, &idx);
+	for (uint32_t i = 0; i < got; i++)
+		*xsk_ring_prod__fill_addr(&k->fq, idx + i) = x->free[--x->nfree];
+	if (got)
+		xsk_ring_prod__submit(&k->fq, got);
+}
+
+static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
+{
+	struct afxdp *x = to_afxdp(b);
+	int got = 0;
+
+	for (unsigned t = 0; t < x->nsocks && got < n; t++) {
+		unsigned s = (x->rx_rr + t) % x->nsocks;
+		struct afxdp_sock *k = &x->socks[s];
+		uint32_t idx, rcvd = xsk_ring_cons__peek(&k->rx, (uint32_t)(n - got), &idx);
+
+		if (!rcvd) {
+			/* The kernel stops filling when it ran dry; tell it to look again. */
+			if (xsk_ring_prod__needs_wakeup(&k->fq))
+				recvfrom(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
+			continue;
+		}
+		for (uint32_t i = 0; i < rcvd; i++) {
+			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&k->rx, idx + i);
+			uint64_t addr = xsk_umem__extract_addr(d->addr);
+			const uint8_t *frame = xsk_umem__get_data(x->area, d->addr);
+			struct frame_rx fr;
+			enum frame_err why;
+
+			if (frame_parse(frame, d->len, &fr, &why) || fr.dport != x->udp_port) {
+				x->st.rx_bad_frame++;
+				x->free[x->nfree++] = addr;	/* back to the fill ring below */
+				continue;
+			}
+			pkts[got++] = (struct backend_pkt){
+				.data = fr.payload,
+				.len = fr.payload_len,
+				.src = fr.src,
+				.sport = fr.sport,
+				.ce = fr.ecn == FRAME_ECN_CE,
+				.cookie = addr | (uint64_t)s << COOKIE_SOCK_SHIFT,
+			};
+			x->st.rx_pkts++;
+			x->st.rx_bytes += d->len;
+		}
+		xsk_ring_cons__release(&k->rx, rcvd);
+		if (x->nfree)
+			refill(x, k, x->nfree < rcvd ? x->nfree : rcvd);
+	}
+	x->rx_rr++;
+	return got;
+}
+
+static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
+{
+	struct afxdp *x = to_afxdp(b);
+
+	for (int i = 0; i < n; i++) {
+		unsigned s = (unsigned)(pkts[i].cookie >> COOKIE_SOCK_SHIFT);
+		struct afxdp_sock *k = &x->socks[s < x->nsocks ? s : 0];
+		uint32_t idx;
+
+		x->free[x->nfree++] = pkts[i].cookie & ((1ULL << COOKIE_SOCK_SHIFT) - 1);
+		if (xsk_ring_prod__reserve(&k->fq, 1, &idx) == 1) {
+			*xsk_ring_prod__fill_addr(&k->fq, idx) = x->free[--x->nfree];
+			xsk_ring_prod__submit(&k->fq, 1);
+		}
+	}
+}
+
+static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
+{
+	struct afxdp *x = to_afxdp(b);
+	int i;
+
+	if ((uint32_t)n > x->nfree)
+		reclaim(x);
+	/* Keep a reserve for the fill rings so RX never starves behind TX. */
+	for (i = 0; i < n && x->nfree > x->nframes / 8; i++) {
+		uint64_t addr = x->free[--x->nfree];
+
+		bufs[i] = (struct engine_txbuf){
+			.data = x->area + addr + FRAME_HEADROOM,
+			.cap = x->frame_size - FRAME_HEADROOM,
+		};
+	}
+	if (i < n)
+		x->st.tx_ring_full++;
+	return i;
+}
+
+static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
+{
+	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
+}
+
+static struct afxdp_sock *sock_for(struct afxdp *x, int ifindex, uint16_t sport)
+{
+	struct afxdp_sock *match[AFXDP_MAX_SOCKS];
+	unsigned n = 0;
+
+	for (unsigned s = 0; s < x->nsocks; s++)
+		if (x->socks[s].ifindex == ifindex)
+			match[n++] = &x->socks[s];
+	/* Several queues of one interface: a path keeps to one of them. */
+	return n ? match[sport % n] : NULL;
+}
+
+static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
+{
+	struct peer *p = peers_route(x->b.peers, b->peer, now);
+	uint64_t addr = buf_addr(x, b);
+	struct afxdp_sock *k;
+	struct frame_tx ft;
+	struct xdp_desc *d;
+	uint32_t idx;
+	int off;
+
+	if (!p) {
+		x->st.tx_no_route++;
+		return false;
+	}
+	k = sock_for(x, p->ifindex, b->sport);
+	if (!k) {
+		x->st.tx_no_route++;
+		return false;
+	}
+	ft = (struct frame_tx){
+		.src = p->src,
+		.dst = p->addr,
+		.sport = b->sport,
+		.dport = x->udp_port,
+		.ecn = b->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT,
+		.udp_csum = true,
+	};
+	memcpy(ft.smac, p->smac, sizeof(ft.smac));
+	memcpy(ft.dmac, p->dmac, sizeof(ft.dmac));
+	off = frame_build(x->area + addr, b->len, &ft);
+	if (off < 0 || xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1) {
+		x->st.tx_ring_full++;
+		return false;
+	}
+	d = xsk_ring_prod__tx_desc(&k->tx, idx);
+	d->addr = addr + (uint64_t)off;
+	d->len = FRAME_HEADROOM - (uint32_t)off + b->len;
+	xsk_ring_prod__submit(&k->tx, 1);
+	k->tx_dirty = true;
+	x->st.tx_pkts++;
+	x->st.tx_bytes += d->len;
+	return true;
+}
+
+static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got)
+{
+	struct afxdp *x = to_afxdp(b);
+	uint64_t now = used ? mono_ns() : 0;
+	int sent = 0;
+
+	for (int i = 0; i < used; i++) {
+		if (send_one(x, &bufs[i], now))
+			sent++;
+		else
+			x->free[x->nfree++] = buf_addr(x, &bufs[i]);
+	}
+	for (int i = used; i < got; i++)
+		x->free[x->nfree++] = buf_addr(x, &bufs[i]);
+	/* Copy mode needs a kick per batch; need_wakeup tells zero-copy when. */
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		struct afxdp_sock *k = &x->socks[s];
+
+		if (!k->tx_dirty)
+			continue;
+		k->tx_dirty = false;
+		if (xsk_ring_prod__needs_wakeup(&k->tx) &&
+		    sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN)
+			pr_warn_rl("af_xdp: TX kick on %s: %s", k->ifname, strerror(errno));
+	}
+	reclaim(x);
+	return sent;
+}
+
+static int afxdp_poll_fds(struct backend *b, int *fds, int max)
+{
+	struct afxdp *x = to_afxdp(b);
+	int n = 0;
+
+	for (unsigned s = 0; s < x->nsocks && n < max; s++)
+		fds[n++] = xsk_socket__fd(x->socks[s].xsk);
+	return n;
+}
+
+static void afxdp_get_stats(struct backend *b, struct backend_stats *out)
+{
+	struct afxdp *x = to_afxdp(b);
+
+	*out = x->st;
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		struct xdp_statistics xs;
+		socklen_t len = sizeof(xs);
+
+		if (getsockopt(xsk_socket__fd(x->socks[s].xsk), SOL_XDP, XDP_STATISTICS, &xs, &len))
+			continue;
+		out->xsk_rx_dropped += xs.rx_dropped;
+		out->xsk_rx_invalid_descs += xs.rx_invalid_descs;
+		out->xsk_tx_invalid_descs += xs.tx_invalid_descs;
+		out->xsk_rx_ring_full += xs.rx_ring_full;
+		out->xsk_rx_fill_ring_empty += xs.rx_fill_ring_empty_descs;
+		out->xsk_tx_ring_empty += xs.tx_ring_empty_descs;
+	}
+}
+
+static const char *afxdp_describe(struct backend *b)
+{
+	return to_afxdp(b)->desc;
+}
+
+static void afxdp_destroy(struct backend *b)
+{
+	struct afxdp *x = to_afxdp(b);
+
+	if (!x)
+		return;
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		struct afxdp_sock *k = &x->socks[s];
+
+		if (k->registered)
+			xdp_prog_remove_socket(x->prog, (uint32_t)k->ifindex, k->queue);
+		/* Frames still in the TX ring are discarded on close: let them go first. */
+		for (int tries = 0; tries < 100 && k->xsk; tries++) {
+			uint32_t idx;
+
+			if (xsk_ring_prod__needs_wakeup(&k->tx))
+				sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+			if (!xsk_ring_cons__peek(&k->cq, 1, &idx))
+				break;
+			reclaim(x);
+		}
+		if (k->xsk)
+			xsk_socket__delete(k->xsk);
+	}
+	if (x->umem)
+		xsk_umem__delete(x->umem);
+	if (x->area)
+		munmap(x->area, x->area_len);
+	free(x->free);
+	free(x);
+}
+
+static const struct backend_ops afxdp_ops = {
+	.name = "af_xdp",
+	.rx = afxdp_rx,
+	.rx_release = afxdp_rx_release,
+	.tx_get = afxdp_tx_get,
+	.tx_send = afxdp_tx_send,
+	.poll_fds = afxdp_poll_fds,
+	.get_stats = afxdp_get_stats,
+	.describe = afxdp_describe,
+	.destroy = afxdp_destroy,
+};
+
+static int bind_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s, bool zc)
+{
+	struct afxdp_sock *k = &x->socks[s];
+	struct xsk_socket_config sc = {
+		.rx_size = cfg->ring_size,
+		.tx_size = cfg->ring_size,
+		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
+		.bind_flags = XDP_USE_NEED_WAKEUP | (zc ? XDP_ZEROCOPY : XDP_COPY),
+	};
+
+	/* The first socket uses the UMEM's own fill/completion rings. */
+	return xsk_socket__create_shared(&k->xsk, k->ifname, k->queue, x->umem, &k->rx, &k->tx,
+					 &k->fq, &k->cq, &sc);
+}
+
+static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
+{
+	struct afxdp_sock *k = &x->socks[s];
+	struct xdp_options opts;
+	socklen_t len = sizeof(opts);
+	int err;
+
+	snprintf(k->ifname, sizeof(k->ifname), "%s", cfg->ifs[s].name);
+	k->queue = cfg->ifs[s].queue;
+	k->ifindex = (int)if_nametoindex(k->ifname);
+	if (!k->ifindex) {
+		pr_err("af_xdp: no interface %s", k->ifname);
+		return -ENODEV;
+	}
+	err = cfg->zero_copy == AFXDP_ZC_OFF ? -EOPNOTSUPP : bind_sock(x, cfg, s, true);
+	if (err && cfg->zero_copy != AFXDP_ZC_ON) {
+		if (cfg->zero_copy == AFXDP_ZC_AUTO)
+			pr_info("af_xdp: %s queue %u: no zero-copy (%s), using copy mode", k->ifname,
+				k->queue, strerror(-err));
+		err = bind_sock(x, cfg, s, false);
+	}
+	if (err) {
+		pr_err("af_xdp: socket on %s queue %u: %s", k->ifname, k->queue, strerror(-err));
+		return err;
+	}
+	if (!getsockopt(xsk_socket__fd(k->xsk), SOL_XDP, XDP_OPTIONS, &opts, &len))
+		k->zero_copy = opts.flags & XDP_OPTIONS_ZEROCOPY;
+	err = xdp_prog_add_socket(x->prog, (uint32_t)k->ifindex, k->queue, xsk_socket__fd(k->xsk));
+	if (err) {
+		pr_err("af_xdp: registering the socket of %s queue %u: %s", k->ifname, k->queue,
+		       strerror(-err));
+		return err;
+	}
+	k->registered = true;
+	return 0;
+}
+
+int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out)
+{
+	struct xsk_umem_config uc = {
+		.fill_size = cfg->ring_size,
+		.comp_size = cfg->ring_size,
+		.frame_size = cfg->frame_size,
+	};
+	struct afxdp *x;
+	size_t off = 0;
+	int err;
+
+	if (!cfg->nifs || cfg->nifs > AFXDP_MAX_SOCKS || !cfg->prog ||
+	    cfg->nframes < 2 * cfg->ring_size * cfg->nifs)
+		return -EINVAL;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return -ENOMEM;
+	x->b.ops = &afxdp_ops;
+	x->b.peers = peers;
+	x->frame_size = cfg->frame_size;
+	x->udp_port = cfg->udp_port;
+	x->prog = cfg->prog;
+	x->nframes = cfg->nframes;
+	x->area_len = (size_t)cfg->nframes * cfg->frame_size;
+	x->area = mmap(NULL, x->area_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	x->free = calloc(cfg->nframes, sizeof(*x->free));
+	if (x->area == MAP_FAILED || !x->free) {
+		x->area = x->area == MAP_FAILED ? NULL : x->area;
+		err = -ENOMEM;
+		goto fail;
+	}
+	/* The first socket shares the UMEM's rings; later ones get their own. */
+	err = xsk_umem__create(&x->umem, x->area, x->area_len, &x->socks[0].fq, &x->socks[0].cq, &uc);
+	if (err) {
+		pr_err("af_xdp: UMEM of %zu bytes: %s", x->area_len, strerror(-err));
+		goto fail;
+	}
+	for (uint32_t i = 0; i < cfg->nframes; i++)
+		x->free[x->nfree++] = (uint64_t)(cfg->nframes - 1 - i) * cfg->frame_size;
+	for (unsigned s = 0; s < cfg->nifs; s++) {
+		err = open_sock(x, cfg, s);
+		if (err)
+			goto fail;
+		x->nsocks++;
+		refill(x, &x->socks[s], cfg->ring_size);
+	}
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		int n = snprintf(x->desc + off, sizeof(x->desc) - off, "%s%s:q%u", s ? " " : "",
+				 x->socks[s].ifname, x->socks[s].queue);
+
+		off += n > 0 && (size_t)n < sizeof(x->desc) - off ? (size_t)n : 0;
+	}
+	snprintf(x->desc + off, sizeof(x->desc) - off, " %s", x->socks[0].zero_copy ?
+		 "zero-copy" : "copy-mode");
+	*out = &x->b;
+	return 0;
+fail:
+	afxdp_destroy(&x->b);
+	return err;
+}

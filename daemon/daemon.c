@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: MIT
+/* mrocd start-up, admin requests, reload and shutdown (see daemon.h). */
+#include <errno.h>
+#include <grp.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "afxdp.h"
+#include "ctl.h"
+#include "daemon.h"
+#include "engine.h"
+#include "links.h"
+#include "log.h"
+#include "netlink.h"
+#include "peers.h"
+#include "status.h"
+#include "udp_backend.h"
+#include "worker.h"
+#include "xdp_prog.h"
+
+#define MROCD_VERSION	"0.1.0"
+#define PEER_SLOTS	1024
+
+struct mrocd {
+	struct mrocd_config cfg;
+	char cfg_path[PATH_MAX];
+	struct engine_config ecfg;
+	struct nl *nl;
+	struct peers *peers;
+	struct xdp_prog *prog;
+	int attached[MROCD_MAX_IFACES];	/* ifindexes with our program */
+	unsigned nattached;
+	struct backend *be;
+	bool fallback;			/* UDP because AF_XDP could not be set up */
+	char fallback_why[160];
+	struct engine *eng;
+	struct links *links;
+	struct worker *worker;
+	struct ctl *ctl;
+	uint64_t started_ns;
+};
+
+/* ---- worker callbacks ---------------------------------------------------------- */
+
+static void on_cqe(void *ctx, const struct engine_cqe *c, uint64_t now)
+{
+	struct mrocd *d = ctx;
+
+	if (links_on_cqe(d->links, c, now))
+		return;
+	/* Client QPs arrive with libmroc (issue #4); nothing else owns QPs yet. */
+	pr_debug("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
+}
+
+static uint64_t on_tick(void *ctx, uint64_t now)
+{
+	struct mrocd *d = ctx;
+
+	return links_tick(d->links, now);
+}
+
+/* ---- start-up ---------------------------------------------------------------- */
+
+static int check_mtu(struct mrocd *d, const struct nl_link *l)
+{
+	/* IPv6 + UDP is the larger encapsulation: 48 bytes. */
+	uint32_t need = d->cfg.network.mtu + MROC_DATA_OVERHEAD + 48;
+
+	if (l->mtu && l->mtu < need) {
+		pr_err("interface %s: MTU %u is below the %u bytes network.mtu %u needs", l->name,
+		       l->mtu, need, d->cfg.network.mtu);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void detach_all(struct mrocd *d)
+{
+	for (unsigned i = 0; i < d->nattached; i++)
+		xdp_prog_detach(d->prog, d->attached[i]);
+	d->nattached = 0;
+	xdp_prog_close(d->prog);
+	d->prog = NULL;
+}
+
+static int start_afxdp(struct mrocd *d)
+{
+	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
+	struct xdp_prog_opts po = {
+		.sz = sizeof(po),
+		.udp_port = d->cfg.network.udp_port,
+	};
+	struct afxdp_cfg ac = {
+		.frame_size = d->cfg.network.frame_size,
+		.nframes = d->cfg.network.umem_frames,
+		.ring_size = d->cfg.network.ring_size,
+		.zero_copy = d->cfg.network.zero_copy == MROCD_ZC_ON ? AFXDP_ZC_ON :
+			     d->cfg.network.zero_copy == MROCD_ZC_OFF ? AFXDP_ZC_OFF : AFXDP_ZC_AUTO,
+		.udp_port = d->cfg.network.udp_port,
+	};
+	enum xdp_prog_mode mode = d->cfg.network.xdp_mode == MROCD_XDP_NATIVE ? XDP_PROG_MODE_NATIVE :
+				  d->cfg.network.xdp_mode == MROCD_XDP_GENERIC ? XDP_PROG_MODE_GENERIC :
+										  XDP_PROG_MODE_AUTO;
+	int err;
+
+	if (!ifs->n) {
+		snprintf(d->fallback_why, sizeof(d->fallback_why), "no network.interfaces");
+		return -EINVAL;
+	}
+	err = xdp_prog_open(&d->prog, &po);
+	if (err) {
+		snprintf(d->fallback_why, sizeof(d->fallback_why), "loading the XDP program: %s",
+			 strerror(-err));
+		return err;
+	}
+	for (uint32_t i = 0; i < ifs->n; i++) {
+		struct nl_link l;
+
+		err = nl_link_get(d->nl, 0, ifs->v[i].name, &l);
+		if (!err)
+			err = check_mtu(d, &l);
+		if (!err)
+			err = xdp_prog_attach(d->prog, l.ifindex, mode);
+		if (err) {
+			snprintf(d->fallback_why, sizeof(d->fallback_why), "XDP on %s: %s",
+				 ifs->v[i].name, strerror(-err));
+			goto fail;
+		}
+		d->attached[d->nattached++] = l.ifindex;
+		if (!d->ecfg.link_rate_bps && l.speed_mbps)
+			d->ecfg.link_rate_bps = (uint64_t)l.speed_mbps * 1000000ULL;
+		for (uint32_t q = 0; q < ifs->v[i].nqueues && ac.nifs < AFXDP_MAX_SOCKS; q++) {
+			snprintf(ac.ifs[ac.nifs].name, sizeof(ac.ifs[ac.nifs].name), "%s",
+				 ifs->v[i].name);
+			ac.ifs[ac.nifs++].queue = ifs->v[i].queues[q];
+		}
+	}
+	ac.prog = d->prog;
+	err = afxdp_create(&ac, d->peers, &d->be);
+	if (err) {
+		snprintf(d->fallback_why, sizeof(d->fallback_why), "AF_XDP sockets: %s",
+			 strerror(-err));
+		goto fail;
+	}
+	return 0;
+fail:
+	detach_all(d);
+	return err;
+}
+
+static int start_udp(struct mrocd *d)
+{
+	struct udp_backend_cfg uc;
+	int err;
+
+	udp_backend_cfg_default(&uc);
+	uc.local = d->cfg.network.address;
+	uc.udp_port = d->cfg.network.udp_port;
+	uc.sport_min = d->cfg.network.sport_min;
+	/* One send socket per source port: keep the pool reasonable. */
+	uc.sport_max = d->cfg.network.sport_max - d->cfg.network.sport_min >= 64 ?
+		       (uint16_t)(d->cfg.network.sport_min + 63) : d->cfg.network.sport_max;
+	uc.buf_size = d->cfg.network.mtu + MROC_DATA_OVERHEAD;
+	err = udp_backend_create(&uc, d->peers, &d->be);
+	if (err) {
+		pr_err("UDP backend: %s", strerror(-err));
+		return err;
+	}
+	/* The engine must pick source ports that have a socket. */
+	udp_backend_sports(d->be, &d->ecfg.sport_min, &d->ecfg.sport_max);
+	return 0;
+}
+
+static int start_backend(struct mrocd *d)
+{
+	enum mrocd_backend want = d->cfg.network.backend;
+	int err;
+
+	if (want != MROCD_BACKEND_UDP) {
+		err = start_afxdp(d);
+		if (!err)
+			return 0;
+		if (want == MROCD_BACKEND_AF_XDP) {
+			pr_err("AF_XDP backend: %s", d->fallback_why);
+			return err;
+		}
+		d->fallback = true;
+		pr_warn("AF_XDP unavailable (%s): falling back to UDP sockets", d->fallback_why);
+	}
+	return start_udp(d);
+}
+
+static int socket_gid(const char *group, gid_t *gid)
+{
+	struct group *g;
+
+	*gid = (gid_t)-1;
+	if (!group[0])
+		return 0;
+	g = getgrnam(group);
+	if (!g) {
+		pr_err("daemon.socket_group: no group '%s'", group);
+		return -ENOENT;
+	}
+	*gid = g->gr_gid;
+	return 0;
+}
+
+/* Parent directory of a socket path, made if missing (RuntimeDirectory does it under systemd). */
+static void make_parent(const char *path)
+{
+	char dir[MROCD_SOCKPATH_MAX];
+	char *slash;
+
+	snprintf(dir, sizeof(dir), "%s", path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = 0;
+		mkdir(dir, 0755);
+	}
+}
+
+static json_t *handle(void *ctx, const json_t *req);
+static void reload(void *ctx);
+
+static int start_ctl(struct mrocd *d)
+{
+	struct ctl_cfg cc = {
+		.admin_path = d->cfg.daemon.admin_socket[0] ? d->cfg.daemon.admin_socket : NULL,
+		.mode = d->cfg.daemon.socket_mode,
+		.handle = handle,
+		.reload = reload,
+		.ctx = d,
+	};
+	uint64_t usec = 0;
+	int err;
+
+	err = socket_gid(d->cfg.daemon.socket_group, &cc.gid);
+	if (err)
+		return err;
+	if (sd_watchdog_enabled(0, &usec) > 0)
+		cc.watchdog_usec = usec;
+	if (cc.admin_path)
+		make_parent(cc.admin_path);
+	return ctl_create(&cc, &d->ctl);
+}
+
+int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mrocd **out)
+{
+	struct mrocd *d = calloc(1, sizeof(*d));
+	struct worker_cfg wc;
+	int err;
+
+	if (!d)
+		return -ENOMEM;
+	d->cfg = *cfg;
+	snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", cfg_path);
+	d->started_ns = mrocd_now_ns();
+	log_set_level(cfg->daemon.log_level);
+	xdp_prog_init_logging();
+	/* The control loop blocks signals: do it before any thread exists. */
+	err = start_ctl(d);
+	if (err)
+		goto fail;
+	err = config_engine(cfg, &d->ecfg);
+	if (err)
+		goto fail;
+	if (getrandom(&d->ecfg.seed, sizeof(d->ecfg.seed), 0) != sizeof(d->ecfg.seed))
+		d->ecfg.seed ^= mrocd_now_ns();
+	err = nl_open(&d->nl);
+	if (err) {
+		pr_err("netlink: %s", strerror(-err));
+		goto fail;
+	}
+	d->peers = peers_create(PEER_SLOTS, d->nl);
+	if (!d->peers) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	err = start_backend(d);
+	if (err)
+		goto fail;
+	d->eng = engine_create(&d->ecfg);
+	if (!d->eng) {
+		pr_err("engine: bad parameters");
+		err = -EINVAL;
+		goto fail;
+	}
+	d->links = links_create(d->eng, d->peers, cfg->network.peers.v, cfg->network.peers.n,
+				(uint8_t)cfg->transport.paths, (uint8_t)cfg->transport.mode);
+	if (!d->links) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	wc = (struct worker_cfg){
+		.eng = d->eng,
+		.be = d->be,
+		.cpu = cfg->daemon.cpu_affinity.n ? cfg->daemon.cpu_affinity.v[0] : -1,
+		.busy_poll_us = cfg->daemon.busy_poll_us,
+		.on_cqe = on_cqe,
+		.on_tick = on_tick,
+		.ctx = d,
+	};
+	err = worker_start(&wc, &d->worker);
+	if (err) {
+		pr_err("worker thread: %s", strerror(-err));
+		goto fail;
+	}
+	pr_info("mrocd %s running: backend %s%s, UDP port %u, %u peer(s) configured",
+		MROCD_VERSION, d->be->ops->describe(d->be), d->fallback ? " (fallback)" : "",
+		cfg->network.udp_port, cfg->network.peers.n);
+	sd_notifyf(0, "READY=1\nSTATUS=backend %s%s, port %u", d->be->ops->describe(d->be),
+		   d->fallback ? " (fallback)" : "", cfg->network.udp_port);
+	*out = d;
+	return 0;
+fail:
+	mrocd_stop(d);
+	return err;
+}
+
+int mrocd_run(struct mrocd *d)
+{
+	int sig = ctl_run(d->ctl);
+
+	pr_info("signal %d: stopping", sig);
+	return 0;
+}
+
+/* ---- shutdown ---------------------------------------------------------------- */
+
+static int close_all(void *arg, uint64_t now)
+{
+	struct mrocd *d = arg;
+	uint32_t qpns[256];
+	int n = engine_qp_list(d->eng, qpns, 256);
+
+	links_close_all(d->links, now);
+	for (int i = 0; i < n && i < 256; i++)
+		engine_qp_disconnect(d->eng, qpns[i], now);
+	return 0;
+}
+
+static int count_closing(void *arg, uint64_t now)
+{
+	struct mrocd *d = arg;
+	uint32_t qpns[256];
+	int n = engine_qp_list(d->eng, qpns, 256), closing = 0;
+
+	for (int i = 0; i < n && i < 256; i++) {
+		struct engine_qp_info qi;
+
+		if (!engine_qp_info(d->eng, qpns[i], &qi) && qi.state == ENGINE_QPS_CLOSING)
+			closing++;
+	}
+	return closing;
+}
+
+void mrocd_stop(struct mrocd *d)
+{
+	if (!d)
+		return;
+	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	if (d->worker) {
+		/* Tell peers (DISCONNECT), and give the answers a moment to come back. */
+		worker_call(d->worker, close_all, d);
+		for (int i = 0; i < 25 && worker_call(d->worker, count_closing, d) > 0; i++)
+			usleep(20 * 1000);
+		worker_stop(d->worker);
+	}
+	links_destroy(d->links);
+	engine_destroy(d->eng);
+	if (d->be)
+		d->be->ops->destroy(d->be);
+	if (d->prog)
+		detach_all(d);
+	peers_destroy(d->peers);
+	nl_close(d->nl);
+	ctl_destroy(d->ctl);
+	free(d);
+}
+
+/* ---- admin requests ------------------------------------------------------------ */
+
+#define SNAP_QPS	64
+#define SNAP_PATHS	MROC_MAX_PATHS
+
+struct snapshot {
+	struct engine_stats eng;
+	struct backend_stats be;
+	struct worker_stats wk;
+	struct link_info links[LINKS_MAX];
+	int nlinks;
+	struct engine_qp_info qps[SNAP_QPS];
+	struct engine_path_info paths[SNAP_QPS][SNAP_PATHS];
+	int nqps;
+	uint32_t npeers;
+	struct mrocd *d;
+};
+
+/* On the worker thread: copy everything a reply may need. */
+static int take_snapshot(void *arg, uint64_t now)
+{
+	struct snapshot *s = arg;
+	struct mrocd *d = s->d;
+	uint32_t qpns[SNAP_QPS];
+	int n;
+
+	engine_get_stats(d->eng, &s->eng);
+	d->be->ops->get_stats(d->be, &s->be);
+	worker_get_stats(d->worker, &s->wk);
+	s->nlinks = links_info(d->links, s->links, LINKS_MAX);
+	n = engine_qp_list(d->eng, qpns, SNAP_QPS);
+	s->nqps = 0;
+	for (int i = 0; i < n && i < SNAP_QPS; i++) {
+		struct engine_qp_info *qi = &s->qps[s->nqps];
+
+		if (engine_qp_info(d->eng, qpns[i], qi))
+			continue;
+		for (unsigned p = 0; p < qi->npaths && p < SNAP_PATHS; p++)
+			engine_path_info(d->eng, qpns[i], p, &s->paths[s->nqps][p]);
+		s->nqps++;
+	}
+	s->npeers = peers_count(d->peers);
+	(void)now;
+	return 0;
+}
+
+static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
+{
+	json_t *o = json_object(), *ifs = json_array();
+	const char *mode = NULL;
+
+	for (unsigned i = 0; i < d->nattached; i++) {
+		int m = xdp_prog_attach_mode(d->prog, d->attached[i]);
+
+		mode = m >= 0 ? xdp_prog_mode_name((enum xdp_prog_mode)m) : "?";
+	}
+	for (uint32_t i = 0; i < d->cfg.network.interfaces.n; i++)
+		json_array_append_new(ifs, json_string(d->cfg.network.interfaces.v[i].name));
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "daemon_version", json_string(MROCD_VERSION));
+	json_object_set_new(o, "uptime_ns", json_integer((json_int_t)(mrocd_now_ns() -
+								       d->started_ns)));
+	json_object_set_new(o, "backend", json_string(d->be->ops->name));
+	json_object_set_new(o, "backend_detail", json_string(d->be->ops->describe(d->be)));
+	json_object_set_new(o, "fallback", json_boolean(d->fallback));
+	if (d->fallback)
+		json_object_set_new(o, "fallback_reason", json_string(d->fallback_why));
+	json_object_set_new(o, "interfaces", ifs);
+	if (d->prog) {
+		json_object_set_new(o, "xdp_prog_id", json_integer(xdp_prog_id(d->prog)));
+		json_object_set_new(o, "xdp_mode", json_string(mode ? mode : "?"));
+	}
+	json_object_set_new(o, "udp_port", json_integer(d->cfg.network.udp_port));
+	json_object_set_new(o, "peers_known", json_integer(s->npeers));
+	json_object_set_new(o, "qps", json_integer(s->nqps));
+	json_object_set_new(o, "clients", json_integer(0));
+	return o;
+}
+
+static json_t *reply_counters(struct mrocd *d, const struct snapshot *s)
+{
+	json_t *o = json_object();
+
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "engine", status_engine_counters(&s->eng));
+	json_object_set_new(o, "backend", status_backend_counters(&s->be));
+	json_object_set_new(o, "worker", status_worker(&s->wk));
+	if (d->prog) {
+		struct xdp_prog_counters xc;
+		json_t *x = json_object();
+
+		if (!xdp_prog_read_counters(d->prog, &xc)) {
+			const uint64_t *v = (const uint64_t *)&xc;
+
+			for (unsigned i = 0; i < sizeof(xc) / sizeof(uint64_t); i++)
+				json_object_set_new(x, xdp_prog_counter_name(i),
+						    json_integer((json_int_t)v[i]));
+		}
+		json_object_set_new(o, "xdp", x);
+	}
+	return o;
+}
+
+static json_t *reply_links(const struct snapshot *s)
+{
+	json_t *o = json_object(), *a = json_array();
+
+	for (int i = 0; i < s->nlinks; i++)
+		json_array_append_new(a, status_link(&s->links[i]));
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "links", a);
+	return o;
+}
+
+static json_t *reply_qps(const struct snapshot *s)
+{
+	json_t *o = json_object(), *a = json_array();
+
+	for (int i = 0; i < s->nqps; i++) {
+		json_t *q = status_qp(&s->qps[i]), *paths = json_array();
+
+		for (unsigned p = 0; p < s->qps[i].npaths && p < SNAP_PATHS; p++)
+			json_array_append_new(paths, status_path(&s->paths[i][p]));
+		json_object_set_new(q, "paths", paths);
+		json_array_append_new(a, q);
+	}
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "qps", a);
+	return o;
+}
+
+static json_t *reply_config(struct mrocd *d)
+{
+	json_t *o = json_object();
+	char *text = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&text, &len);
+
+	if (f) {
+		config_dump(f, &d->cfg);
+		fclose(f);
+	}
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "path", json_string(d->cfg_path));
+	json_object_set_new(o, "config", json_string(text ? text : ""));
+	free(text);
+	return o;
+}
+
+static json_t *handle(void *ctx, const json_t *req)
+{
+	struct mrocd *d = ctx;
+	const char *cmd = json_string_value(json_object_get(req, "cmd"));
+	struct snapshot *s;
+	json_t *reply;
+
+	if (!cmd)
+		return json_pack("{s:b, s:s}", "ok", 0, "error", "missing \"cmd\"");
+	if (!strcmp(cmd, "config"))
+		return reply_config(d);
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return NULL;
+	s->d = d;
+	worker_call(d->worker, take_snapshot, s);
+	if (!strcmp(cmd, "status"))
+		reply = reply_status(d, s);
+	else if (!strcmp(cmd, "counters"))
+		reply = reply_counters(d, s);
+	else if (!strcmp(cmd, "links"))
+		reply = reply_links(s);
+	else if (!strcmp(cmd, "qps"))
+		reply = reply_qps(s);
+	else
+		reply = json_pack("{s:b, s:s}", "ok", 0, "error", "unknown \"cmd\"");
+	free(s);
+	return reply;
+}
+
+/* ---- reload -------------------------------------------------------------------- */
+
+static void reload(void *ctx)
+{
+	struct mrocd *d = ctx;
+	struct mrocd_config next;
+	const char *names[32];
+	char err[256];
+	size_t n;
+
+	if (config_load(d->cfg_path, &next, err, sizeof(err))) {
+		pr_err("reload: %s (keeping the running configuration)", err);
+		return;
+	}
+	n = config_diff_restart(&d->cfg, &next, names, 32);
+	for (size_t i = 0; i < n && i < 32; i++)
+		pr_warn("reload: %s changed: needs a restart to take effect", names[i]);
+	n = config_diff_reload(&d->cfg, &next, names, 32);
+	for (size_t i = 0; i < n && i < 32; i++)
+		pr_info("reload: %s applied", names[i]);
+	config_apply_reload(&d->cfg, &next);
+	log_set_level(d->cfg.daemon.log_level);
+	sd_notify(0, "STATUS=configuration reloaded");
+}

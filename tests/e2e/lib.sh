@@ -1,0 +1,158 @@
+# SPDX-License-Identifier: MIT
+# Helpers for end-to-end tests: two hosts in network namespaces the test makes
+# itself, joined by a veth pair, each running a real mrocd.  Everything is
+# removed on exit (also on failure or Ctrl-C); only processes this test
+# started are stopped, by pid.  Source it; tests exit 77 to be skipped.
+
+E2E_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BUILD=${BUILD:-build}
+case $BUILD in /*) ;; *) BUILD=$E2E_TOP/$BUILD ;; esac
+MROCD=$BUILD/mrocd
+
+skip() { echo "SKIP: $*"; exit 77; }
+fail() { echo "FAIL: $*"; e2e_dump_logs; exit 1; }
+ok() { echo "ok: $*"; }
+
+e2e_require() {
+	[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
+	[ -x "$MROCD" ] || skip "$MROCD not built"
+	local t
+	for t in ip socat jq ping; do
+		command -v "$t" >/dev/null || skip "needs $t (scripts/deps.sh installs it)"
+	done
+	ip netns add "mroc-probe-$$" 2>/dev/null || skip "cannot create network namespaces"
+	ip netns del "mroc-probe-$$"
+}
+
+# Names unique to this run so parallel runs never collide.
+E2E_ID=$$
+NS_A=mroc-e2e-$E2E_ID-a
+NS_B=mroc-e2e-$E2E_ID-b
+IF_A=mre${E2E_ID}a
+IF_B=mre${E2E_ID}b
+IP_A=10.201.$((E2E_ID % 250)).1
+IP_B=10.201.$((E2E_ID % 250)).2
+E2E_DIR=
+E2E_PIDS=()
+
+e2e_cleanup() {
+	local pid
+	for pid in "${E2E_PIDS[@]}"; do
+		kill -TERM "$pid" 2>/dev/null
+	done
+	for pid in "${E2E_PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+	done
+	ip netns del "$NS_A" 2>/dev/null
+	ip netns del "$NS_B" 2>/dev/null
+	[ -n "$E2E_DIR" ] && rm -rf "$E2E_DIR"
+}
+
+e2e_setup_pair() {
+	E2E_DIR=$(mktemp -d /tmp/mroc-e2e.XXXXXX)
+	trap e2e_cleanup EXIT
+	trap 'exit 130' INT TERM
+	ip netns add "$NS_A" && ip netns add "$NS_B" || fail "ip netns add"
+	ip link add "$IF_A" netns "$NS_A" type veth peer name "$IF_B" netns "$NS_B" || fail "veth"
+	ip -n "$NS_A" addr add "$IP_A/24" dev "$IF_A"
+	ip -n "$NS_B" addr add "$IP_B/24" dev "$IF_B"
+	for ns in "$NS_A" "$NS_B"; do
+		ip -n "$ns" link set lo up
+	done
+	ip -n "$NS_A" link set "$IF_A" up
+	ip -n "$NS_B" link set "$IF_B" up
+}
+
+# e2e_config NAME BACKEND IFACE ADDR PEER [extra network keys]
+e2e_config() {
+	local name=$1 backend=$2 ifname=$3 addr=$4 peer=$5 extra=${6:-}
+	cat >"$E2E_DIR/$name.conf" <<CONF
+daemon = {
+	log_level = "debug";
+	busy_poll_us = 20;
+	admin_socket = "$E2E_DIR/$name.admin";
+	control_socket = "$E2E_DIR/$name.ctl";
+};
+network = {
+	backend = "$backend";
+	interfaces = ( "$ifname" );
+	address = "$addr";
+	peers = [ "$peer" ];
+	xdp_mode = "native";
+	umem_frames = 4096;
+	ring_size = 1024;
+	sport_min = 20000;
+	sport_max = 20063;
+	$extra
+};
+transport = {
+	keepalive_ms = 100;
+	dead_peer_ms = 3000;
+	rto_init_us = 20000;
+};
+CONF
+}
+
+# e2e_start NAME NETNS: mrocd in the namespace, with our own NOTIFY_SOCKET listener.
+e2e_start() {
+	local name=$1 ns=$2
+	socat -u "UNIX-RECV:$E2E_DIR/$name.notify" "OPEN:$E2E_DIR/$name.notify.log,creat,append" &
+	E2E_PIDS+=($!)
+	for _ in $(seq 50); do [ -S "$E2E_DIR/$name.notify" ] && break; sleep 0.05; done
+	NOTIFY_SOCKET=$E2E_DIR/$name.notify ip netns exec "$ns" "$MROCD" -c "$E2E_DIR/$name.conf" \
+		>"$E2E_DIR/$name.log" 2>&1 &
+	eval "PID_$name=$!"
+	E2E_PIDS+=($!)
+}
+
+e2e_wait_ready() {
+	local name=$1
+	for _ in $(seq 100); do
+		grep -q "READY=1" "$E2E_DIR/$name.notify.log" 2>/dev/null && return 0
+		kill -0 "$(e2e_pid "$name")" 2>/dev/null || fail "mrocd $name exited during start-up"
+		sleep 0.1
+	done
+	fail "mrocd $name sent no READY=1 within 10 s"
+}
+
+e2e_pid() { eval "echo \$PID_$1"; }
+
+# e2e_admin NAME CMD: the JSON reply of the admin socket.
+e2e_admin() {
+	echo "{\"version\":1,\"cmd\":\"$2\"}" | socat -t 5 - "UNIX-CONNECT:$E2E_DIR/$1.admin"
+}
+
+# e2e_wait NAME CMD JQ_FILTER SECONDS: until the filter prints "true".
+e2e_wait() {
+	local i
+	for i in $(seq $(($4 * 10))); do
+		[ "$(e2e_admin "$1" "$2" | jq -r "$3" 2>/dev/null)" = true ] && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+e2e_dump_logs() {
+	[ -n "$E2E_DIR" ] || return
+	local f
+	for f in "$E2E_DIR"/*.log; do
+		[ -f "$f" ] || continue
+		echo "---- $(basename "$f") (last 40 lines)"
+		tail -n 40 "$f"
+	done
+}
+
+# e2e_stop NAME: SIGTERM and wait; the exit status goes to E2E_RC.
+e2e_stop() {
+	local pid
+	pid=$(e2e_pid "$1")
+	kill -TERM "$pid" || fail "mrocd $1 is not running"
+	for _ in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -0 "$pid" 2>/dev/null && fail "mrocd $1 still running 10 s after SIGTERM"
+	wait "$pid"
+	E2E_RC=$?
+}
