@@ -227,6 +227,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 		.sport = b->sport,
 		.dport = x->udp_port,
 		.ecn = b->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT,
+		.vlan = p->vlan,
 		.udp_csum = true,
 	};
 	memcpy(ft.smac, p->smac, sizeof(ft.smac));

@@ -101,7 +101,7 @@ static const struct config_key config_keys[] = {
 	K_UINT("network.frame_size", network.frame_size, 2048, 4096, 2048, P2, "bytes"),
 	K_UINT("network.ring_size", network.ring_size, 64, 16384, 2048, P2, "descriptors"),
 	K_UINT("network.mtu", network.mtu, 256, 8192, 1024, 0, "bytes"),
-	K_TYPE("network.peers", CONFIG_T_ADDR_LIST, network.peers, 0, 0, R),
+	K_TYPE("network.peers", CONFIG_T_ADDR_LIST, network.peers, 0, 0, 0),
 	K_UINT("network.sport_min", network.sport_min, 1024, 65535, 49152, 0, NULL),
 	K_UINT("network.sport_max", network.sport_max, 1024, 65535, 65535, 0, NULL),
 

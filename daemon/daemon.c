@@ -45,6 +45,7 @@ struct mrocd {
 	struct worker *worker;
 	struct ctl *ctl;
 	uint64_t started_ns;
+	uint64_t next_expire;		/* worker: next peers_expire */
 };
 
 /* ---- worker callbacks ---------------------------------------------------------- */
@@ -59,10 +60,17 @@ static void on_cqe(void *ctx, const struct engine_cqe *c, uint64_t now)
 	pr_debug("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
 }
 
+#define PEER_MAX_AGE_NS	(30ULL * 1000000000ULL)
+
 static uint64_t on_tick(void *ctx, uint64_t now)
 {
 	struct mrocd *d = ctx;
 
+	/* Re-learn routes and MACs now and then: our traffic never confirms a neighbour. */
+	if (now >= d->next_expire) {
+		peers_expire(d->peers, now, PEER_MAX_AGE_NS);
+		d->next_expire = now + PEER_MAX_AGE_NS / 3;
+	}
 	return links_tick(d->links, now);
 }
 
@@ -567,6 +575,15 @@ static json_t *handle(void *ctx, const json_t *req)
 
 /* ---- reload -------------------------------------------------------------------- */
 
+static int apply_busy_poll(void *arg, uint64_t now)
+{
+	struct mrocd *d = arg;
+
+	worker_set_busy_poll(d->worker, d->cfg.daemon.busy_poll_us);
+	(void)now;
+	return 0;
+}
+
 static void reload(void *ctx)
 {
 	struct mrocd *d = ctx;
@@ -587,5 +604,6 @@ static void reload(void *ctx)
 		pr_info("reload: %s applied", names[i]);
 	config_apply_reload(&d->cfg, &next);
 	log_set_level(d->cfg.daemon.log_level);
+	worker_call(d->worker, apply_busy_poll, d);
 	sd_notify(0, "STATUS=configuration reloaded");
 }

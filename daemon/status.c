@@ -46,7 +46,7 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "wakeups_doorbell", st->wakeups_doorbell);
 	SET(o, "rx_pkts", st->rx_pkts);
 	SET(o, "rx_rejected", st->rx_rejected);
-	SET(o, "rx_no_peer_slot", st->rx_no_peer_slot);
+	SET(o, "rx_unknown_source", st->rx_unknown_source);
 	SET(o, "tx_pkts", st->tx_pkts);
 	SET(o, "busy_ns", st->busy_ns);
 	SET(o, "idle_ns", st->idle_ns);

@@ -78,9 +78,12 @@ static int do_rx(struct worker *w, uint64_t now)
 
 	for (int i = 0; i < n; i++) {
 		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce };
+		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
+		bool req = pkts[i].len > 1 && pkts[i].data[1] == MROC_OP_CONNECT_REQ;
 
-		if (peers_get_handle(be->peers, &pkts[i].src, &meta.peer)) {
-			w->st.rx_no_peer_slot++;
+		if (req ? peers_get_handle(be->peers, &pkts[i].src, &meta.peer) :
+			  peers_lookup(be->peers, &pkts[i].src, &meta.peer)) {
+			w->st.rx_unknown_source++;
 			continue;
 		}
 		if (engine_rx(w->cfg.eng, now, pkts[i].data, pkts[i].len, &meta))
@@ -267,6 +270,11 @@ int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
 	pthread_mutex_unlock(&w->lock);
 	pthread_mutex_unlock(&w->call_lock);
 	return ret;
+}
+
+void worker_set_busy_poll(struct worker *w, uint32_t us)
+{
+	w->cfg.busy_poll_us = us;
 }
 
 void worker_get_stats(struct worker *w, struct worker_stats *out)

@@ -36,7 +36,7 @@ struct worker_cfg {
 
 struct worker_stats {
 	uint64_t loops, sleeps, wakeups_doorbell;
-	uint64_t rx_pkts, rx_rejected, rx_no_peer_slot, tx_pkts;
+	uint64_t rx_pkts, rx_rejected, rx_unknown_source, tx_pkts;
 	uint64_t busy_ns, idle_ns;	/* time with work vs. asleep or spinning idle */
 };
 
@@ -48,6 +48,7 @@ void worker_stop(struct worker *w);
 int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg);
 /* Worker thread only, e.g. from a function run by worker_call. */
 void worker_get_stats(struct worker *w, struct worker_stats *out);
+void worker_set_busy_poll(struct worker *w, uint32_t us);
 
 uint64_t mrocd_now_ns(void);
 

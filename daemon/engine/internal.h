@@ -196,6 +196,7 @@ struct qp {
 	struct path *paths;
 	uint32_t rr;
 	uint64_t pace_next;
+	bool pace_blocked;	/* the last send attempt waited for pace_next */
 	uint32_t hint_mbps;	/* peer's fair-share hint */
 	uint16_t nak_seen;	/* newest nak_seq acted on */
 	uint64_t rnr_deadline;

@@ -136,7 +136,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 		for (unsigned i = 0; i < MROC_MAX_PATHS; i++)
 			d = deadline_min(d, qp->rxp[i].ack_deadline);
 		d = deadline_min(d, qp->rnr_deadline);
-		if (qp->pace_next && qp_has_data(eng, qp))
+		if (qp->pace_blocked)
 			d = deadline_min(d, qp->pace_next);
 		if (qp->stall_since)
 			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);

@@ -341,7 +341,9 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	bool retx, copy;
 	size_t n;
 
-	if (qp->pace_next > now)
+	/* Only pacing, not a full window, makes the pacing time a deadline. */
+	qp->pace_blocked = qp->pace_next > now;
+	if (qp->pace_blocked)
 		return 0;
 	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy))
 		return 0;

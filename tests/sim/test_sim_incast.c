@@ -14,8 +14,8 @@
  *    were active) is >= 0.95 and the total is >= 0.85 of the bottleneck's
  *    payload capacity.
  *  - A lone sender gets no hint; the same seed gives the same run.
- *  - Known engine bug (skipped unless MROC_TEST_BUGS=1): a paced QP whose
- *    windows are full leaves its deadline in the past (see below).
+ *  - Regression: a paced QP whose windows are full must not leave its
+ *    deadline in the past (see below).
  *
  * Seeds are fixed and nothing here reads a clock: limits are simulated time.
  */
@@ -168,29 +168,18 @@ static void test_incast_determinism(void **state)
 }
 
 /*
- * BUG (engine): a paced QP whose windows are full keeps asking to be called
- * at its pacing time after that time has passed.  qp_update_deadline()
- * (qp.c) arms pace_next whenever qp_has_data(), whether or not a window lets
- * a packet go; engine_tx() then sends nothing and engine_next_deadline()
- * stays in the past until an ACK opens a window, so a driver that sleeps
- * until the deadline busy-polls.  The simulator calls the host again at the
- * same instant and, after 64 calls, moves that host's clock 1 ns on and
- * counts a timer spin: with hints on, 3 senders x 16 MiB take ~9.6 M timer
- * events (148 K spins) against ~0 with hints off.  Seen at t = 84.6 us
- * (inc_config_default, seed 1): sender 0 has pace_next = 84571 ns and
- * every path at pwnd 54578 with 54028 in flight (no room for a 4156-byte
- * packet); its deadline is still 84571 at 87.7 us.  Reproduce:
- * build/mroc-sim incast --hints on (timer fires / timer spins), or
- * MROC_TEST_BUGS=1 build/tests/sim/test_sim_incast.
+ * Regression: a paced QP whose windows are full used to keep its pacing time
+ * as its deadline after that time had passed (qp_update_deadline armed
+ * pace_next whenever the QP had data), so engine_tx sent nothing and a
+ * driver sleeping until the deadline busy-polled: ~9.6 M timer events and
+ * 148 K simulator spin guards for 3 x 16 MiB with hints on.  Now only a send
+ * that pacing held back makes pace_next a deadline.
  */
 static void test_incast_pacing_deadline(void **state)
 {
 	static struct inc_result r;
 	struct inc_config cfg;
-	const char *bugs = getenv("MROC_TEST_BUGS");
 
-	if (!bugs || strcmp(bugs, "1"))
-		skip();
 	incast_cfg(&cfg, 3, true);
 	cfg.wl.total_bytes = 1 * MIB;
 	run_ok("pacing deadline", &cfg, &r);
