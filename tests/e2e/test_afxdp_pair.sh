@@ -11,7 +11,7 @@ e2e_require
 e2e_setup_pair
 e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
 e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
-e2e_start a "$NS_A"
+WATCHDOG_USEC=200000 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
@@ -44,6 +44,9 @@ for n in a b; do
 		<<<"$c" >/dev/null || fail "$n: traffic did not cross XDP/AF_XDP: $c"
 done
 ok "control and keepalive packets went through XDP and AF_XDP on both sides"
+grep -q "WATCHDOG=1" "$E2E_DIR/a.notify.log" || fail "a: no WATCHDOG=1 with WATCHDOG_USEC set"
+grep -q "WATCHDOG=1" "$E2E_DIR/b.notify.log" && fail "b: WATCHDOG=1 without WATCHDOG_USEC"
+ok "watchdog pings only when asked for"
 
 ip netns exec "$NS_A" ping -c 3 -i 0.2 -W 2 "$IP_B" >/dev/null || fail "ping A -> B failed with XDP attached"
 ok "ping works with the XDP program attached"
@@ -61,6 +64,21 @@ d() { echo $(( $(jq -r "$1" <<<"$after") - $(jq -r "$1" <<<"$before") )); }
 [ "$(d .engine.rx_malformed)" -ge 1 ] || fail "bad opcode not counted by the engine: $after"
 kill -0 "$PID_b" || fail "b died"
 ok "malformed packets counted and dropped, daemon still running"
+
+# A crash leaves our XDP program attached; the next start must replace it.
+old_id=$(jq -r .xdp_prog_id <<<"$(e2e_admin a status)")
+kill -KILL "$PID_a"
+wait "$PID_a" 2>/dev/null
+ip -n "$NS_A" link show dev "$IF_A" | grep -q "xdp" || fail "expected the crashed daemon's program to stay"
+: >"$E2E_DIR/a.notify.log"
+e2e_start a "$NS_A"
+e2e_wait_ready a
+new_id=$(jq -r .xdp_prog_id <<<"$(e2e_admin a status)")
+[ "$new_id" != "$old_id" ] || fail "restart kept the stale program $old_id"
+grep -q "stale" "$E2E_DIR/a.log" || fail "restart did not say it removed a stale program"
+e2e_wait a links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
+	fail "a: no control connection after the restart: $(e2e_admin a links)"
+ok "restart after a crash replaced the stale XDP program ($old_id -> $new_id) and reconnected"
 
 for n in a b; do
 	e2e_stop $n

@@ -47,7 +47,26 @@ after=$(jq -r .engine.rx_malformed <<<"$(e2e_admin a counters)") || fail "a stop
 [ "$after" -gt "$before" ] || fail "a: malformed packet not counted ($before -> $after)"
 ok "a malformed packet is counted and dropped"
 
-for n in a b; do
+# SIGHUP: a reloadable key is applied, a restart key is reported, the daemon keeps running.
+sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf"
+sed -i 's/keepalive_ms = 100;/keepalive_ms = 100;\n\tpaths = 2;\n\tmax_retx = 20;/' "$E2E_DIR/a.conf"
+kill -HUP "$PID_a"
+for _ in $(seq 50); do grep -q "reload: transport.max_retx" "$E2E_DIR/a.log" && break; sleep 0.1; done
+grep -q "reload: daemon.log_level applied" "$E2E_DIR/a.log" || fail "SIGHUP did not apply log_level"
+grep -q "reload: transport.paths applied" "$E2E_DIR/a.log" || fail "SIGHUP did not apply transport.paths"
+grep -q "reload: transport.max_retx changed: needs a restart" "$E2E_DIR/a.log" ||
+	fail "SIGHUP did not report the restart key"
+e2e_admin a status >/dev/null || fail "a stopped answering after SIGHUP"
+ok "SIGHUP reloads what it can and names what needs a restart"
+
+# A dead peer: b is killed; a's keepalives find out within dead_peer_ms (3 s).
+kill -KILL "$PID_b"
+wait "$PID_b" 2>/dev/null
+e2e_wait a links '[.links[] | select(.state == "up")] | length == 0' 8 ||
+	fail "a still thinks b is up: $(e2e_admin a links)"
+ok "keepalives detected the dead peer"
+
+for n in a; do
 	e2e_stop $n
 	[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC after SIGTERM"
 done
