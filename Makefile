@@ -132,6 +132,25 @@ $(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): INCLUDES = -Idaemon -Idaemon/engin
 # Skeletons exist before any daemon object compiles.
 $(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): | $(BPF_SKELS)
 
+# Client library: libclient/*.c -> libmroc.a and libmroc.so.$(LIBMROC_VERSION) (soname
+# libmroc.so.0), position-independent objects apart, exports limited by libmroc.map.
+LIBMROC_MAJOR := 0
+LIBMROC_VERSION := $(LIBMROC_MAJOR).1.0
+LIBMROC_SRCS := $(sort $(wildcard libclient/*.c))
+LIBMROC_OBJS := $(LIBMROC_SRCS:%.c=$(OBJ)/%.o)
+LIBMROC_PIC_OBJS := $(LIBMROC_SRCS:%.c=$(BUILD)/obj-pic/%.o)
+LIBMROC_A := $(if $(LIBMROC_SRCS),$(BUILD)/libmroc.a)
+LIBMROC_SO := $(if $(LIBMROC_SRCS),$(BUILD)/libmroc.so.$(LIBMROC_VERSION))
+$(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS): INCLUDES := -Ilibclient -Ilibclient/include
+# Daemon objects include the ABI and ring headers shared with the library.
+$(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): INCLUDES += -Ilibclient -Ilibclient/include
+
+# mroc-perf: cli/perf/*.c, linked with the static libmroc.
+PERF_SRCS := $(sort $(wildcard cli/perf/*.c))
+PERF_OBJS := $(PERF_SRCS:%.c=$(OBJ)/%.o)
+PERF_BIN := $(if $(PERF_SRCS),$(BUILD)/mroc-perf)
+$(PERF_OBJS): INCLUDES := -Ilibclient/include -Icli/perf
+
 # Tests: tests/{unit,sim}/test_*.c -> build/tests/{unit,sim}/test_*, one binary
 # per file.  Other .c files in the same folder are helpers linked into each
 # test binary of that folder.
@@ -140,7 +159,8 @@ TEST_SRCS := $(foreach d,$(TEST_DIRS),$(sort $(wildcard $(d)/test_*.c)))
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 TEST_HELPER_SRCS := $(filter-out $(TEST_SRCS),$(foreach d,$(TEST_DIRS),$(wildcard $(d)/*.c)))
 TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o) $(TEST_HELPER_SRCS:%.c=$(OBJ)/%.o)
-$(TEST_OBJS): INCLUDES = -Isim -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf $(CMOCKA_CFLAGS) $(if $(DAEMON_LIB),$(DAEMON_CFLAGS))
+$(TEST_OBJS): INCLUDES = -Isim -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf -Ilibclient \
+	-Ilibclient/include $(CMOCKA_CFLAGS) $(if $(DAEMON_LIB),$(DAEMON_CFLAGS))
 $(TEST_OBJS): | $(BPF_SKELS)
 # End-to-end tests: executable scripts tests/e2e/test_*.sh (root, network namespaces; exit 77 to skip).
 E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.sh))
@@ -148,20 +168,20 @@ E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.sh))
 test_helpers = $(patsubst %.c,$(OBJ)/%.o,$(filter $(patsubst $(BUILD)/%,%,$(dir $(1)))%,$(TEST_HELPER_SRCS)))
 
 ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $(DAEMON_OBJS) \
-	$(DAEMON_MAIN:%.c=$(OBJ)/%.o)
+	$(DAEMON_MAIN:%.c=$(OBJ)/%.o) $(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS) $(PERF_OBJS)
 
 # ---- top-level targets ------------------------------------------------------
 
 .PHONY: all libs tests check bench clean help
 
 ifeq ($(HAVE_CMOCKA),1)
-all: libs $(SIM_BIN) $(DAEMON_BIN) tests
+all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) tests
 else
-all: libs $(SIM_BIN) $(DAEMON_BIN)
+all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN)
 	@echo "note: test binaries not built: cmocka not found by pkg-config (scripts/deps.sh installs it)"
 endif
 
-libs: $(ENGINE_LIB) $(SIM_LIB) $(DAEMON_LIB)
+libs: $(ENGINE_LIB) $(SIM_LIB) $(DAEMON_LIB) $(LIBMROC_A) $(LIBMROC_SO)
 
 tests: $(TEST_BINS)
 	@:
@@ -231,6 +251,27 @@ $(BUILD)/mroc-sim: $(OBJ)/sim/mroc_sim.o $(SIM_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(MROC_LDLIBS)
 
+$(BUILD)/obj-pic/%.o: %.c $(FLAGS_STAMP)
+	$(call say,CC,$*.o [pic])
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+
+$(BUILD)/libmroc.a: $(LIBMROC_OBJS)
+	$(call say,AR,$@)
+	@mkdir -p $(@D)
+	$(Q)rm -f $@ && $(AR) rcs $@ $^
+
+$(BUILD)/libmroc.so.$(LIBMROC_VERSION): $(LIBMROC_PIC_OBJS) libclient/libmroc.map
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -shared -Wl,-soname,libmroc.so.$(LIBMROC_MAJOR) \
+		-Wl,--version-script=libclient/libmroc.map -o $@ $(LIBMROC_PIC_OBJS)
+	$(Q)ln -sf libmroc.so.$(LIBMROC_VERSION) $(BUILD)/libmroc.so.$(LIBMROC_MAJOR)
+	$(Q)ln -sf libmroc.so.$(LIBMROC_MAJOR) $(BUILD)/libmroc.so
+
+$(BUILD)/mroc-perf: $(PERF_OBJS) $(LIBMROC_A)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ -lpthread $(MROC_LDLIBS)
+
 $(BUILD)/libmrocd.a: $(DAEMON_OBJS)
 	$(call say,AR,$@)
 	@mkdir -p $(@D)
@@ -250,7 +291,8 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
 
 .SECONDEXPANSION:
-$(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEMON_LIB) $(ENGINE_LIB)
+$(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEMON_LIB) $(ENGINE_LIB) \
+		$(LIBMROC_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) $(MROC_LDLIBS)

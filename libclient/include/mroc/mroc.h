@@ -1,0 +1,226 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmroc: MetaRoCE RDMA for applications, through the mrocd daemon.
+ *
+ * An application opens a context (a connection to mrocd's client socket),
+ * allocates or registers memory regions shared with the daemon, creates
+ * queue pairs, connects them to a peer (IP address of the peer's mrocd and
+ * a service id), posts work into shared-memory rings and polls completions
+ * (or sleeps on a completion channel).  No root, no DPDK, no kernel module.
+ *
+ * Conventions (libbpf's): functions return 0 or a count on success and a
+ * negative errno on failure (they never set errno); functions returning a
+ * pointer return NULL and set errno.  The library never prints, exits or
+ * aborts: mroc_set_print() installs a callback for its diagnostics.
+ * Options structs begin with their size so they can grow.
+ *
+ * Threads: a context may be used from several threads, but each QP's
+ * post_send, post_recv and poll_cq must each be called from one thread at a
+ * time (the rings are single-producer, single-consumer).
+ */
+#ifndef MROC_MROC_H
+#define MROC_MROC_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MROC_VERSION_MAJOR	0
+#define MROC_VERSION_MINOR	1
+
+struct mroc_ctx;
+struct mroc_mr;
+struct mroc_qp;
+
+/* ---- diagnostics ---------------------------------------------------------- */
+
+enum mroc_print_level { MROC_PRINT_WARN = 0, MROC_PRINT_INFO, MROC_PRINT_DEBUG };
+typedef void (*mroc_print_fn)(enum mroc_print_level level, const char *fmt, va_list ap);
+/* Install fn (NULL: silence, the default); returns the previous one. */
+mroc_print_fn mroc_set_print(mroc_print_fn fn);
+
+/* Text for a negative errno returned by this library (thread-safe, static). */
+const char *mroc_strerror(int err);
+
+/* ---- context ----------------------------------------------------------- */
+
+struct mroc_ctx_opts {
+	size_t sz;			/* sizeof(struct mroc_ctx_opts) */
+	const char *socket_path;	/* NULL: $MROC_SOCKET, else /run/mroc/mrocd.sock */
+};
+
+/*
+ * Connect to mrocd.  Returns NULL with errno: ENOENT/ECONNREFUSED when
+ * mrocd is not running on that socket, EACCES when this user may not use it,
+ * EPROTO on a daemon of another ABI version, EUSERS when it has too many clients.
+ */
+struct mroc_ctx *mroc_open(const struct mroc_ctx_opts *opts);
+/* Destroy every QP and region of the context, then disconnect. */
+void mroc_close(struct mroc_ctx *ctx);
+
+/* ---- memory regions ------------------------------------------------------ */
+
+#define MROC_ACCESS_LOCAL_WRITE		0x1	/* RECV and READ may write into it */
+#define MROC_ACCESS_REMOTE_WRITE	0x2	/* peers may WRITE into it */
+#define MROC_ACCESS_REMOTE_READ		0x4	/* peers may READ from it */
+
+/*
+ * A region of len bytes shared with the daemon (a memfd mapped into both),
+ * zero-filled.  Its local key names it in this process's work requests; its
+ * remote key (random) is what a peer needs, with an offset, to reach it.
+ */
+struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int access);
+/*
+ * Register memory the application created: len bytes from the start of
+ * memfd (which must be at least that long).  The library maps it; use
+ * mroc_mr_addr().  The fd stays the application's to close.
+ */
+struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
+				  unsigned int access);
+/* Deregister and unmap.  Work still using it completes with an error. */
+int mroc_mr_dereg(struct mroc_mr *mr);
+
+void *mroc_mr_addr(const struct mroc_mr *mr);
+size_t mroc_mr_len(const struct mroc_mr *mr);
+uint32_t mroc_mr_lkey(const struct mroc_mr *mr);
+uint32_t mroc_mr_rkey(const struct mroc_mr *mr);
+
+/* ---- queue pairs ------------------------------------------------------- */
+
+enum mroc_qp_mode {
+	MROC_QP_METAROCE = 0,		/* multipath, SACK, selective retransmission */
+	MROC_QP_ROCEV2 = 1,		/* baseline: one path, in order, go-back-N */
+};
+
+struct mroc_qp_attr {
+	size_t sz;			/* sizeof(struct mroc_qp_attr) */
+	uint8_t mode;			/* enum mroc_qp_mode */
+	uint8_t paths;			/* 1..16; 0 = the daemon's default */
+	uint32_t sq_depth;		/* send work requests outstanding; 0 = 256 */
+	uint32_t rq_depth;		/* receives posted; 0 = 256 */
+};
+
+struct mroc_qp *mroc_qp_create(struct mroc_ctx *ctx, const struct mroc_qp_attr *attr);
+/* Disconnect (outstanding work completes with MROC_WC_FLUSH_ERR) and free. */
+int mroc_qp_destroy(struct mroc_qp *qp);
+uint32_t mroc_qp_num(const struct mroc_qp *qp);
+
+/*
+ * Connect to a peer: addr is the IP address (text) of the peer's mrocd,
+ * service_id what its listening QP listens on.  Returns at once; the result
+ * arrives as a completion: MROC_WC_CONNECTED, or MROC_WC_EVENT_ERROR with
+ * status MROC_WC_CONNECT_ERR.  mroc_qp_wait_connected() waits for it.
+ */
+int mroc_qp_connect(struct mroc_qp *qp, const char *addr, uint64_t service_id);
+/* The next connection request for service_id binds to this QP (MROC_WC_CONNECTED). */
+int mroc_qp_listen(struct mroc_qp *qp, uint64_t service_id);
+/*
+ * Poll the QP's completions until it is connected (0), refused or failed
+ * (-ECONNREFUSED), or timeout_ms passes (-ETIMEDOUT; < 0 = no limit).
+ * Completions other than the connection event are kept for mroc_poll_cq.
+ */
+int mroc_qp_wait_connected(struct mroc_qp *qp, int timeout_ms);
+
+/* ---- work requests ---------------------------------------------------------- */
+
+enum mroc_wr_opcode {
+	MROC_WR_WRITE = 0,
+	MROC_WR_WRITE_IMM,		/* consumes a RECV at the peer, as in InfiniBand */
+	MROC_WR_SEND,
+	MROC_WR_SEND_IMM,
+	MROC_WR_READ,
+};
+
+#define MROC_SEND_SIGNALED	0x1	/* complete with a work completion on success too */
+
+/* A local buffer: addr inside the region whose local key is lkey. */
+struct mroc_sge {
+	void *addr;
+	uint32_t length;
+	uint32_t lkey;
+};
+
+struct mroc_send_wr {
+	uint64_t wr_id;
+	uint8_t opcode;			/* enum mroc_wr_opcode */
+	uint8_t flags;			/* MROC_SEND_* */
+	struct mroc_sge sg;		/* source (WRITE*, SEND*) or destination (READ) */
+	uint32_t rkey;			/* WRITE*, READ: the peer's region */
+	uint64_t remote_offset;		/* WRITE*, READ: byte offset in that region */
+	uint32_t imm;			/* *_IMM */
+};
+
+struct mroc_recv_wr {
+	uint64_t wr_id;
+	struct mroc_sge sg;		/* length 0 is fine for WRITE_IMM */
+};
+
+/* 0, -EAGAIN when the queue is full, -EINVAL/-EFAULT for a bad request. */
+int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr);
+int mroc_post_recv(struct mroc_qp *qp, const struct mroc_recv_wr *wr);
+
+/* ---- completions --------------------------------------------------------- */
+
+enum mroc_wc_opcode {
+	MROC_WC_WRITE = 0,
+	MROC_WC_WRITE_IMM,
+	MROC_WC_SEND,
+	MROC_WC_SEND_IMM,
+	MROC_WC_READ,
+	MROC_WC_RECV,			/* a SEND arrived */
+	MROC_WC_RECV_RDMA_IMM,		/* a WRITE_IMM arrived */
+	MROC_WC_CONNECTED,		/* event: the QP is connected */
+	MROC_WC_DISCONNECTED,		/* event: the peer or we closed it */
+	MROC_WC_EVENT_ERROR,		/* event: the QP failed (status says why) */
+};
+
+enum mroc_wc_status {
+	MROC_WC_SUCCESS = 0,
+	MROC_WC_LOC_LEN_ERR,
+	MROC_WC_LOC_PROT_ERR,
+	MROC_WC_REM_ACCESS_ERR,
+	MROC_WC_REM_INV_REQ_ERR,
+	MROC_WC_RETRY_EXC_ERR,
+	MROC_WC_RNR_RETRY_EXC_ERR,
+	MROC_WC_FLUSH_ERR,
+	MROC_WC_CONNECT_ERR,
+	MROC_WC_BAD_WR,			/* the daemon refused the work request as posted */
+};
+
+#define MROC_WC_WITH_IMM	0x1
+
+struct mroc_wc {
+	uint64_t wr_id;
+	uint32_t qpn;
+	uint8_t opcode;			/* enum mroc_wc_opcode */
+	uint8_t status;			/* enum mroc_wc_status */
+	uint8_t flags;			/* MROC_WC_* */
+	uint32_t byte_len;
+	uint32_t imm;
+};
+
+/* Up to max completions of the QP, in order; returns how many (0 if none). */
+int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max);
+const char *mroc_wc_status_str(int status);
+
+/*
+ * Completion channel: an fd (eventfd) that becomes readable when a
+ * completion arrives after mroc_req_notify().  The usual loop: poll the CQ
+ * dry, mroc_req_notify(), poll once more (a completion may have slipped in),
+ * then sleep on the fd and mroc_ack_notify() when it fires.
+ */
+int mroc_cq_fd(const struct mroc_qp *qp);
+int mroc_req_notify(struct mroc_qp *qp);
+int mroc_ack_notify(struct mroc_qp *qp);
+/* All of the above: wait up to timeout_ms (< 0: no limit) for a completion; 0 or -ETIMEDOUT. */
+int mroc_wait_cq(struct mroc_qp *qp, int timeout_ms);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
