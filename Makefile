@@ -254,7 +254,7 @@ $(BUILD)/mroc-sim: $(OBJ)/sim/mroc_sim.o $(SIM_LIB) $(ENGINE_LIB)
 $(BUILD)/obj-pic/%.o: %.c $(FLAGS_STAMP)
 	$(call say,CC,$*.o [pic])
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) -fPIC -fvisibility=hidden -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) -fPIC -c -o $@ $<
 
 $(BUILD)/libmroc.a: $(LIBMROC_OBJS)
 	$(call say,AR,$@)
