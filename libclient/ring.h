@@ -142,6 +142,18 @@ static inline bool ring_prod_needs_wakeup(struct ring_view *r, uint32_t flag)
 	return atomic_load_explicit(ring_flags(r), memory_order_relaxed) & flag;
 }
 
+/*
+ * Producer side, test-and-clear: true if the consumer asked to be woken
+ * (so exactly one wake-up per request).  Same fence pairing as above.
+ */
+static inline bool ring_prod_take_flag(struct ring_view *r, uint32_t flag)
+{
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!(atomic_load_explicit(ring_flags(r), memory_order_relaxed) & flag))
+		return false;
+	return atomic_fetch_and_explicit(ring_flags(r), ~flag, memory_order_relaxed) & flag;
+}
+
 /* Set up a private view; the caller has validated entries (power of two) and bounds. */
 static inline void ring_view_init(struct ring_view *r, void *base, uint32_t off, uint32_t entries,
 				  uint32_t entry_size, bool producer)
