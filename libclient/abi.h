@@ -18,6 +18,12 @@
 
 /* ---- control messages (SOCK_SEQPACKET, one message per request/reply) ------ */
 
+/*
+ * Every memfd sent to the daemon (regions and rings) MUST carry F_SEAL_SHRINK
+ * (create it with MFD_ALLOW_SEALING, size it, then F_ADD_SEALS): the daemon
+ * maps it and would take SIGBUS if the file shrank under the mapping, so it
+ * refuses an unsealed one with -EPERM.
+ */
 enum mroc_msg_type {
 	MROC_MSG_HELLO = 1,		/* fds: [0] doorbell eventfd (client -> daemon) */
 	MROC_MSG_MR_REG,		/* fds: [0] memfd of the region */

@@ -76,7 +76,9 @@ void mroc_close(struct mroc_ctx *ctx);
 struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int access);
 /*
  * Register memory the application created: len bytes from the start of
- * memfd (which must be at least that long).  The library maps it; use
+ * memfd (which must be at least that long, and created with
+ * MFD_ALLOW_SEALING: the library seals it against shrinking, which the
+ * daemon requires; -EPERM otherwise).  The library maps it; use
  * mroc_mr_addr().  The fd stays the application's to close.
  */
 struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
