@@ -104,7 +104,7 @@ struct mroc_msg_qp_destroy {
 #define MROC_MSG_MAX	128	/* no message is longer */
 
 static_assert(sizeof(struct mroc_msg_hdr) == 16, "msg header");
-static_assert(sizeof(struct mroc_msg_hello) == 48, "hello");
+static_assert(sizeof(struct mroc_msg_hello) == 56, "hello");
 static_assert(sizeof(struct mroc_msg_mr_reg) == 40, "mr_reg");
 static_assert(sizeof(struct mroc_msg_mr_dereg) == 24, "mr_dereg");
 static_assert(sizeof(struct mroc_msg_qp_create) == 48, "qp_create");
