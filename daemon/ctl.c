@@ -25,7 +25,24 @@
 #define QUEUE_DEPTH	64
 
 /* user_data of each request: a kind and, for connections, a slot. */
-enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND };
+enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_CRECV };
+
+#define MAX_CLIENTS	1024
+#define CLIENT_MSG_MAX	256
+#define CLIENT_FDS_MAX	4
+
+/* A libmroc client's control connection. */
+struct cconn {
+	int fd;
+	void *client;			/* from client_open */
+	struct msghdr mh;
+	struct iovec iov;
+	uint8_t buf[CLIENT_MSG_MAX];
+	union {				/* aligned room for SCM_RIGHTS */
+		struct cmsghdr align;
+		uint8_t b[CMSG_SPACE(CLIENT_FDS_MAX * sizeof(int))];
+	} cbuf;
+};
 #define UD(op, slot)	((uint64_t)(op) << 32 | (uint32_t)(slot))
 
 struct conn {
@@ -42,6 +59,8 @@ struct ctl {
 	struct signalfd_siginfo si;
 	uint64_t ticks;
 	struct conn conns[MAX_CONNS];
+	int cfd;			/* client socket, -1 = none */
+	struct cconn *clients[MAX_CLIENTS];
 	int ended_by;
 };
 
@@ -107,6 +126,30 @@ static void arm_accept(struct ctl *c)
 	io_uring_sqe_set_data64(s, UD(OP_ACCEPT, 0));
 }
 
+static void arm_caccept(struct ctl *c)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_accept(s, c->cfd, NULL, NULL, SOCK_CLOEXEC);
+	io_uring_sqe_set_data64(s, UD(OP_CACCEPT, 0));
+}
+
+static void arm_crecv(struct ctl *c, int slot)
+{
+	struct cconn *k = c->clients[slot];
+	struct io_uring_sqe *s = sqe(c);
+
+	k->iov = (struct iovec){ .iov_base = k->buf, .iov_len = sizeof(k->buf) };
+	k->mh = (struct msghdr){
+		.msg_iov = &k->iov,
+		.msg_iovlen = 1,
+		.msg_control = k->cbuf.b,
+		.msg_controllen = sizeof(k->cbuf.b),
+	};
+	io_uring_prep_recvmsg(s, k->fd, &k->mh, MSG_CMSG_CLOEXEC);
+	io_uring_sqe_set_data64(s, UD(OP_CRECV, slot));
+}
+
 static void arm_recv(struct ctl *c, int slot)
 {
 	struct conn *k = &c->conns[slot];
@@ -132,6 +175,124 @@ static void conn_close(struct ctl *c, int slot)
 	close(k->fd);
 	free(k->buf);
 	*k = (struct conn){ .fd = -1 };
+}
+
+static void cconn_close(struct ctl *c, int slot)
+{
+	struct cconn *k = c->clients[slot];
+
+	if (k->client && c->cfg.client_close)
+		c->cfg.client_close(c->cfg.ctx, k->client);
+	close(k->fd);
+	free(k);
+	c->clients[slot] = NULL;
+}
+
+static void on_caccept(struct ctl *c, int res)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+	struct cconn *k;
+	int slot = -1;
+
+	arm_caccept(c);
+	if (res < 0) {
+		pr_warn_rl("client socket: accept: %s", strerror(-res));
+		return;
+	}
+	for (int i = 0; i < MAX_CLIENTS && slot < 0; i++)
+		if (!c->clients[i])
+			slot = i;
+	k = slot >= 0 ? calloc(1, sizeof(*k)) : NULL;
+	if (!k || getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
+		pr_warn_rl("client socket: cannot take a client (%s)", k ? strerror(errno) :
+			   "too many connections");
+		free(k);
+		close(res);
+		return;
+	}
+	k->fd = res;
+	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred);
+	if (!k->client) {
+		close(res);
+		free(k);
+		return;
+	}
+	c->clients[slot] = k;
+	arm_crecv(c, slot);
+}
+
+/* The fds that came with a message: now ours (or the callee's). */
+static int take_fds(struct msghdr *mh, int *fds, int max)
+{
+	int n = 0;
+
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		int cnt;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		cnt = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+		for (int i = 0; i < cnt; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (n < max)
+				fds[n++] = fd;
+			else
+				close(fd);	/* more than any message carries */
+		}
+	}
+	return n;
+}
+
+static void on_crecv(struct ctl *c, int slot, int res)
+{
+	struct cconn *k = c->clients[slot];
+	uint8_t reply[CLIENT_MSG_MAX];
+	size_t rlen = sizeof(reply);
+	int fds[CLIENT_FDS_MAX], nfds;
+
+	if (!k)
+		return;
+	nfds = res > 0 ? take_fds(&k->mh, fds, CLIENT_FDS_MAX) : 0;
+	if (res <= 0 || (k->mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))) {
+		for (int i = 0; i < nfds; i++)
+			close(fds[i]);
+		cconn_close(c, slot);	/* gone, or not one of ours */
+		return;
+	}
+	c->cfg.client_msg(c->cfg.ctx, k->client, k->buf, (size_t)res, fds, nfds, reply, &rlen);
+	if (rlen && send(k->fd, reply, rlen, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rlen) {
+		cconn_close(c, slot);	/* a client that does not read its replies */
+		return;
+	}
+	arm_crecv(c, slot);
+}
+
+static int listen_clients(struct ctl *c)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
+
+	if (strlen(c->cfg.client_path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, c->cfg.client_path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	unlink(c->cfg.client_path);
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) || listen(fd, 64) ||
+	    chmod(c->cfg.client_path, c->cfg.mode) ||
+	    (c->cfg.gid != (gid_t)-1 && chown(c->cfg.client_path, (uid_t)-1, c->cfg.gid))) {
+		int err = -errno;
+
+		pr_err("client socket %s: %s", c->cfg.client_path, strerror(errno));
+		close(fd);
+		return err;
+	}
+	c->cfd = fd;
+	return 0;
 }
 
 static json_t *error_reply(const char *msg)
@@ -266,6 +427,8 @@ int ctl_run(struct ctl *c)
 		arm_timer(c);
 	if (c->lfd >= 0)
 		arm_accept(c);
+	if (c->cfd >= 0)
+		arm_caccept(c);
 	while (!done) {
 		struct io_uring_cqe *cqe;
 		int err = io_uring_submit_and_wait(&c->ring, 1);
@@ -299,6 +462,12 @@ int ctl_run(struct ctl *c)
 			case OP_SEND:
 				on_send(c, slot, res);
 				break;
+			case OP_CACCEPT:
+				on_caccept(c, res);
+				break;
+			case OP_CRECV:
+				on_crecv(c, slot, res);
+				break;
 			}
 		}
 	}
@@ -314,7 +483,7 @@ int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
 	if (!c)
 		return -ENOMEM;
 	c->cfg = *cfg;
-	c->sfd = c->tfd = c->lfd = -1;
+	c->sfd = c->tfd = c->lfd = c->cfd = -1;
 	for (int i = 0; i < MAX_CONNS; i++)
 		c->conns[i].fd = -1;
 	err = io_uring_queue_init(QUEUE_DEPTH, &c->ring, 0);
@@ -355,11 +524,23 @@ int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
 		if (err)
 			goto fail;
 	}
+	if (cfg->client_path) {
+		err = listen_clients(c);
+		if (err)
+			goto fail;
+	}
 	*out = c;
 	return 0;
 fail:
 	ctl_destroy(c);
 	return err;
+}
+
+void ctl_close_clients(struct ctl *c)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (c->clients[i])
+			cconn_close(c, i);
 }
 
 void ctl_destroy(struct ctl *c)
@@ -372,6 +553,13 @@ void ctl_destroy(struct ctl *c)
 	if (c->lfd >= 0) {
 		close(c->lfd);
 		unlink(c->cfg.admin_path);
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		if (c->clients[i])
+			cconn_close(c, i);
+	if (c->cfd >= 0) {
+		close(c->cfd);
+		unlink(c->cfg.client_path);
 	}
 	if (c->tfd >= 0)
 		close(c->tfd);

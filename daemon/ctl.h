@@ -9,7 +9,9 @@
 #ifndef MROCD_CTL_H
 #define MROCD_CTL_H
 
+#include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #include <jansson.h>
@@ -29,12 +31,26 @@ struct ctl_cfg {
 	void (*reload)(void *ctx);
 	/* Each watchdog tick: return 0 if the daemon is healthy (WATCHDOG=1 is sent then). */
 	int (*healthy)(void *ctx);
+	/*
+	 * The client socket (SOCK_SEQPACKET, libmroc): NULL path = none.  A new
+	 * client is offered to client_open (NULL refuses it); each message, with
+	 * the fds that came with it (now the callee's), to client_msg, which
+	 * writes the reply into reply (room: *reply_len, set to its length); a
+	 * closed or failed connection to client_close.
+	 */
+	const char *client_path;
+	void *(*client_open)(void *ctx, int fd, const struct ucred *cred);
+	void (*client_msg)(void *ctx, void *client, const void *msg, size_t len, int *fds,
+			   int nfds, void *reply, size_t *reply_len);
+	void (*client_close)(void *ctx, void *client);
 	void *ctx;
 };
 
 int ctl_create(const struct ctl_cfg *cfg, struct ctl **out);
 /* Serve until SIGTERM/SIGINT; returns the signal number that ended it. */
 int ctl_run(struct ctl *c);
+/* Drop every client connection (client_close for each): before the worker stops. */
+void ctl_close_clients(struct ctl *c);
 void ctl_destroy(struct ctl *c);
 
 #endif

@@ -13,6 +13,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "afxdp.h"
+#include "clients.h"
 #include "ctl.h"
 #include "daemon.h"
 #include "engine.h"
@@ -42,6 +43,7 @@ struct mrocd {
 	char fallback_why[160];
 	struct engine *eng;
 	struct links *links;
+	struct clients *clients;
 	struct worker *worker;
 	struct ctl *ctl;
 	uint64_t started_ns;
@@ -54,24 +56,50 @@ static void on_cqe(void *ctx, const struct engine_cqe *c, uint64_t now)
 {
 	struct mrocd *d = ctx;
 
-	if (links_on_cqe(d->links, c, now))
+	if (links_on_cqe(d->links, c, now) || clients_on_cqe(d->clients, c, now))
 		return;
-	/* Client QPs arrive with libmroc (issue #4); nothing else owns QPs yet. */
 	pr_debug("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
 }
 
 #define PEER_MAX_AGE_NS	(30ULL * 1000000000ULL)
 
+static uint64_t min_ns(uint64_t a, uint64_t b)
+{
+	return a < b ? a : b;
+}
+
 static uint64_t on_tick(void *ctx, uint64_t now)
 {
 	struct mrocd *d = ctx;
+	uint64_t next;
 
 	/* Re-learn routes and MACs now and then: our traffic never confirms a neighbour. */
 	if (now >= d->next_expire) {
 		peers_expire(d->peers, now, PEER_MAX_AGE_NS);
 		d->next_expire = now + PEER_MAX_AGE_NS / 3;
 	}
-	return links_tick(d->links, now);
+	next = clients_tick(d->clients, now);
+	return min_ns(next, links_tick(d->links, now));
+}
+
+static int on_poll(void *ctx, uint64_t now)
+{
+	return clients_poll(((struct mrocd *)ctx)->clients, now);
+}
+
+static int extra_fds(void *ctx, int *fds, int max)
+{
+	return clients_fds(((struct mrocd *)ctx)->clients, fds, max);
+}
+
+static bool may_sleep(void *ctx)
+{
+	return clients_may_sleep(((struct mrocd *)ctx)->clients);
+}
+
+static void woke(void *ctx)
+{
+	clients_woke(((struct mrocd *)ctx)->clients);
 }
 
 /* ---- start-up ---------------------------------------------------------------- */
@@ -238,6 +266,23 @@ static void make_parent(const char *path)
 static json_t *handle(void *ctx, const json_t *req);
 static void reload(void *ctx);
 
+/* The client socket's callbacks: the clients module exists once the engine does. */
+static void *cl_open(void *ctx, int fd, const struct ucred *cred)
+{
+	return clients_open(((struct mrocd *)ctx)->clients, fd, cred);
+}
+
+static void cl_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
+		   void *reply, size_t *reply_len)
+{
+	clients_msg(((struct mrocd *)ctx)->clients, client, msg, len, fds, nfds, reply, reply_len);
+}
+
+static void cl_close(void *ctx, void *client)
+{
+	clients_close(((struct mrocd *)ctx)->clients, client);
+}
+
 static int start_ctl(struct mrocd *d)
 {
 	struct ctl_cfg cc = {
@@ -245,6 +290,10 @@ static int start_ctl(struct mrocd *d)
 		.mode = d->cfg.daemon.socket_mode,
 		.handle = handle,
 		.reload = reload,
+		.client_path = d->cfg.daemon.control_socket[0] ? d->cfg.daemon.control_socket : NULL,
+		.client_open = cl_open,
+		.client_msg = cl_msg,
+		.client_close = cl_close,
 		.ctx = d,
 	};
 	uint64_t usec = 0;
@@ -257,6 +306,8 @@ static int start_ctl(struct mrocd *d)
 		cc.watchdog_usec = usec;
 	if (cc.admin_path)
 		make_parent(cc.admin_path);
+	if (cc.client_path)
+		make_parent(cc.client_path);
 	return ctl_create(&cc, &d->ctl);
 }
 
@@ -307,6 +358,20 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		err = -ENOMEM;
 		goto fail;
 	}
+	d->clients = clients_create(d->eng, d->peers, &(struct clients_limits){
+		.max_clients = cfg->limits.max_clients,
+		.max_qps = cfg->limits.max_qps_per_client,
+		.max_mrs = cfg->limits.max_mrs_per_client,
+		.max_mr_bytes = cfg->limits.max_mr_bytes_per_client,
+		.max_sq_depth = cfg->limits.max_sq_depth,
+		.max_rq_depth = cfg->limits.max_rq_depth,
+		.default_paths = cfg->transport.paths,
+		.default_mode = (uint8_t)cfg->transport.mode,
+	});
+	if (!d->clients) {
+		err = -ENOMEM;
+		goto fail;
+	}
 	wc = (struct worker_cfg){
 		.eng = d->eng,
 		.be = d->be,
@@ -314,6 +379,10 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		.busy_poll_us = cfg->daemon.busy_poll_us,
 		.on_cqe = on_cqe,
 		.on_tick = on_tick,
+		.on_poll = on_poll,
+		.extra_fds = extra_fds,
+		.may_sleep = may_sleep,
+		.woke = woke,
 		.ctx = d,
 	};
 	err = worker_start(&wc, &d->worker);
@@ -321,6 +390,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		pr_err("worker thread: %s", strerror(-err));
 		goto fail;
 	}
+	clients_set_worker(d->clients, d->worker);
 	pr_info("mrocd %s running: backend %s%s, UDP port %u, %u peer(s) configured",
 		MROCD_VERSION, d->be->ops->describe(d->be), d->fallback ? " (fallback)" : "",
 		cfg->network.udp_port, cfg->network.peers.n);
@@ -375,6 +445,9 @@ void mrocd_stop(struct mrocd *d)
 	if (!d)
 		return;
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
+	/* Clients first: their clean-up runs on the worker. */
+	if (d->ctl && d->worker)
+		ctl_close_clients(d->ctl);
 	if (d->worker) {
 		/* Tell peers (DISCONNECT), and give the answers a moment to come back. */
 		worker_call(d->worker, close_all, d);
@@ -383,6 +456,7 @@ void mrocd_stop(struct mrocd *d)
 		worker_stop(d->worker);
 	}
 	links_destroy(d->links);
+	clients_destroy(d->clients);
 	engine_destroy(d->eng);
 	if (d->be)
 		d->be->ops->destroy(d->be);

@@ -17,7 +17,7 @@
 #include "worker.h"
 
 #define BATCH		64
-#define MAX_POLL_FDS	17
+#define MAX_POLL_FDS	1040	/* backend sockets + client doorbells + ours */
 
 struct worker {
 	struct worker_cfg cfg;
@@ -129,17 +129,21 @@ static void do_cqes(struct worker *w, uint64_t now)
 	} while (n == BATCH);
 }
 
-/* Sleep until a packet, a call, or the next deadline. */
+/* Sleep until a packet, a doorbell (ours or a client's), or the next deadline. */
 static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 {
-	struct pollfd pfd[MAX_POLL_FDS];
+	static struct pollfd pfd[MAX_POLL_FDS];	/* worker thread only */
+	static int fds[MAX_POLL_FDS];
 	struct backend *be = w->cfg.be;
-	int fds[MAX_POLL_FDS - 1], n, timeout;
+	int nbe, n, timeout;
 
-	n = be->ops->poll_fds(be, fds, MAX_POLL_FDS - 1);
+	nbe = be->ops->poll_fds(be, fds, MAX_POLL_FDS - 1);
+	n = nbe;
+	if (w->cfg.extra_fds)
+		n += w->cfg.extra_fds(w->cfg.ctx, fds + n, MAX_POLL_FDS - 1 - n);
+	fds[n++] = w->doorbell;
 	for (int i = 0; i < n; i++)
 		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
-	pfd[n] = (struct pollfd){ .fd = w->doorbell, .events = POLLIN };
 	if (deadline == UINT64_MAX)
 		timeout = 1000;		/* wake now and then anyway: cheap, and robust */
 	else if (deadline <= now)
@@ -147,10 +151,13 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	else
 		timeout = (int)((deadline - now + 999999) / 1000000);
 	w->st.sleeps++;
-	if (poll(pfd, (nfds_t)n + 1, timeout) > 0 && (pfd[n].revents & POLLIN)) {
+	if (poll(pfd, (nfds_t)n, timeout) <= 0)
+		return;
+	/* Doorbells are eventfds: they stay readable until read. */
+	for (int i = nbe; i < n; i++) {
 		uint64_t v;
 
-		if (read(w->doorbell, &v, sizeof(v)) > 0)
+		if ((pfd[i].revents & POLLIN) && read(pfd[i].fd, &v, sizeof(v)) > 0 && i == n - 1)
 			w->st.wakeups_doorbell++;
 	}
 }
@@ -173,6 +180,11 @@ static void *worker_main(void *arg)
 			work++;
 		}
 		tick = w->cfg.on_tick ? w->cfg.on_tick(w->cfg.ctx, now) : UINT64_MAX;
+		if (w->cfg.on_poll) {
+			/* Completions out first, so clients' CQ room is known exactly. */
+			do_cqes(w, now);
+			work += w->cfg.on_poll(w->cfg.ctx, now);
+		}
 		work += do_tx(w, now);
 		do_cqes(w, now);
 		if (work) {
@@ -191,8 +203,15 @@ static void *worker_main(void *arg)
 		deadline = engine_next_deadline(w->cfg.eng);
 		if (tick < deadline)
 			deadline = tick;
+		if (w->cfg.may_sleep && !w->cfg.may_sleep(w->cfg.ctx)) {
+			w->cfg.woke(w->cfg.ctx);
+			idle_since = 0;
+			continue;	/* a client posted while we were deciding */
+		}
 		w->st.busy_ns += now - mark;
 		sleep_until(w, deadline, now);
+		if (w->cfg.woke)
+			w->cfg.woke(w->cfg.ctx);
 		mark = mrocd_now_ns();
 		w->st.idle_ns += mark - now;
 		idle_since = 0;

@@ -31,6 +31,14 @@ struct worker_cfg {
 	uint32_t busy_poll_us;		/* spin this long without work before sleeping */
 	worker_cqe_fn on_cqe;
 	worker_tick_fn on_tick;		/* returns its next deadline (ns) or UINT64_MAX */
+	/* Client rings (clients.c): consume posted work; returns how much it did. */
+	int (*on_poll)(void *ctx, uint64_t now);
+	/* More fds to sleep on (client doorbells). */
+	int (*extra_fds)(void *ctx, int *fds, int max);
+	/* About to sleep: ask clients for doorbells; false if work appeared meanwhile. */
+	bool (*may_sleep)(void *ctx);
+	/* Woke up: doorbells are no longer needed while we poll. */
+	void (*woke)(void *ctx);
 	void *ctx;
 };
 

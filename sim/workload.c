@@ -303,7 +303,7 @@ static void client_cqe(struct sim *sim, uint32_t host, const struct engine_cqe *
 		return;
 	}
 	m = &wl->msgs[i];
-	if (c->status != MROC_WC_SUCCESS || c->opcode != wc_of_op[m->op] || c->qpn != wl->cqpn) {
+	if (c->status != ENGINE_WC_SUCCESS || c->opcode != wc_of_op[m->op] || c->qpn != wl->cqpn) {
 		wl_fail(wl, -EIO, "client: msg %u (%s) completed with status %u opcode %u qpn %u",
 			i, op_name[m->op], c->status, c->opcode, c->qpn);
 		return;
@@ -339,7 +339,7 @@ static void server_cqe(struct sim *sim, uint32_t host, const struct engine_cqe *
 	i = wl->recv_msgs[j];
 	m = &wl->msgs[i];
 	imm = m->op == WL_WRITE_IMM;
-	if (c->status != MROC_WC_SUCCESS ||
+	if (c->status != ENGINE_WC_SUCCESS ||
 	    c->opcode != (imm ? ENGINE_WC_RECV_RDMA_IMM : ENGINE_WC_RECV) ||
 	    c->byte_len != m->len || !!(c->flags & ENGINE_WC_WITH_IMM) != imm ||
 	    (imm && c->imm != wl_imm(wl, i))) {

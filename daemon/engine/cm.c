@@ -50,7 +50,7 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 	switch (qp->state) {
 	case ENGINE_QPS_CONNECTED:
 		qp->state = ENGINE_QPS_CLOSING;
-		qp_flush(eng, qp, MROC_WC_FLUSH_ERR);
+		qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
 		qp->cm_reason = MROC_CM_LOCAL_CLOSE;
 		break;
 	case ENGINE_QPS_ERROR:
@@ -63,7 +63,7 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 		qp->state = ENGINE_QPS_IDLE;
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
-		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_FLUSH_ERR);
+		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_FLUSH_ERR);
 		return 0;
 	default:
 		return -ENOTCONN;
@@ -109,7 +109,7 @@ static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *
 	qp->peer_npaths = pkt->cm.npaths;
 	qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn);
 	qp_start(eng, qp, now);
-	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS);
+	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS);
 }
 
 static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
@@ -178,7 +178,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			qp->state = ENGINE_QPS_ERROR;
 			qp->cm_pending = CM_NONE;
 			qp->cm_deadline = 0;
-			qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 			ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT,
 				  MROC_CM_BAD_PARAM);
 			return -EINVAL;
@@ -193,13 +193,13 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		qp->state = ENGINE_QPS_ERROR;
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
-		qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 		return 0;
 	case MROC_OP_DISCONNECT:
 		if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
-			qp_flush(eng, qp, MROC_WC_FLUSH_ERR);
+			qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
 			qp->state = ENGINE_QPS_IDLE;
-			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS);
+			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS);
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
 			qp->cm_pending = CM_NONE;	/* both sides said it */
 		}
@@ -212,7 +212,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		qp->cm_deadline = 0;
 		if (qp->state == ENGINE_QPS_CLOSING) {
 			qp->state = ENGINE_QPS_IDLE;
-			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS);
+			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS);
 		}
 		return 0;
 	}
@@ -284,10 +284,10 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	if (qp->cm_pending == CM_SEND_REQ) {
 		qp->state = ENGINE_QPS_ERROR;
-		qp_event(eng, qp, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR);
+		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 	} else if (qp->cm_pending == CM_SEND_DISC && qp->state == ENGINE_QPS_CLOSING) {
 		qp->state = ENGINE_QPS_IDLE;
-		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, MROC_WC_RETRY_EXC_ERR);
+		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_RETRY_EXC_ERR);
 	}
 	qp->cm_pending = CM_NONE;
 	qp->cm_deadline = 0;

@@ -103,7 +103,7 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 		      uint64_t now);
 /* Passive side: the next CONNECT_REQ for service_id binds to this QP. */
 int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id);
-/* Tell the peer, flush outstanding work with MROC_WC_FLUSH_ERR. */
+/* Tell the peer, flush outstanding work with ENGINE_WC_FLUSH_ERR. */
 int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now);
 /* Free the QP now (after disconnect, or on a dead client). */
 int engine_qp_destroy(struct engine *eng, uint32_t qpn);
@@ -146,15 +146,15 @@ int engine_post_recv(struct engine *eng, uint32_t qpn, const struct engine_recv_
 /* ---- completions and events ------------------------------------------- */
 
 enum engine_wc_status {
-	MROC_WC_SUCCESS = 0,
-	MROC_WC_LOC_LEN_ERR,		/* RECV too small for the SEND */
-	MROC_WC_LOC_PROT_ERR,		/* bad lkey / local bounds / access */
-	MROC_WC_REM_ACCESS_ERR,		/* peer refused rkey, access or bounds */
-	MROC_WC_REM_INV_REQ_ERR,	/* peer: invalid request (SEND too long) */
-	MROC_WC_RETRY_EXC_ERR,		/* segment lost too often, or peer dead */
-	MROC_WC_RNR_RETRY_EXC_ERR,	/* peer posted no RECV in time */
-	MROC_WC_FLUSH_ERR,		/* QP went to error / closed with work pending */
-	MROC_WC_CONNECT_ERR,		/* rejected or no answer */
+	ENGINE_WC_SUCCESS = 0,
+	ENGINE_WC_LOC_LEN_ERR,		/* RECV too small for the SEND */
+	ENGINE_WC_LOC_PROT_ERR,		/* bad lkey / local bounds / access */
+	ENGINE_WC_REM_ACCESS_ERR,		/* peer refused rkey, access or bounds */
+	ENGINE_WC_REM_INV_REQ_ERR,	/* peer: invalid request (SEND too long) */
+	ENGINE_WC_RETRY_EXC_ERR,		/* segment lost too often, or peer dead */
+	ENGINE_WC_RNR_RETRY_EXC_ERR,	/* peer posted no RECV in time */
+	ENGINE_WC_FLUSH_ERR,		/* QP went to error / closed with work pending */
+	ENGINE_WC_CONNECT_ERR,		/* rejected or no answer */
 };
 
 enum engine_wc_opcode {

@@ -133,7 +133,7 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 			return;
 		m = qp_msg(qp, dsn_ent(qp, a->nak_dsn)->msn);
 		if (eng->cfg.rnr_retry != 7 && ++m->rnr_tries > eng->cfg.rnr_retry) {
-			fail_msg_of(eng, qp, a->nak_dsn, MROC_WC_RNR_RETRY_EXC_ERR, now);
+			fail_msg_of(eng, qp, a->nak_dsn, ENGINE_WC_RNR_RETRY_EXC_ERR, now);
 			return;
 		}
 		rewind_acked(qp, m->first_dsn, DSN_RNR_WAIT);
@@ -141,10 +141,10 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 		qp->rnr_deadline = now + eng->cfg.rnr_delay_ns;
 		return;
 	case MROC_NAK_ACCESS:
-		fail_msg_of(eng, qp, a->nak_dsn, MROC_WC_REM_ACCESS_ERR, now);
+		fail_msg_of(eng, qp, a->nak_dsn, ENGINE_WC_REM_ACCESS_ERR, now);
 		return;
 	case MROC_NAK_INVALID:
-		fail_msg_of(eng, qp, a->nak_dsn, MROC_WC_REM_INV_REQ_ERR, now);
+		fail_msg_of(eng, qp, a->nak_dsn, ENGINE_WC_REM_INV_REQ_ERR, now);
 		return;
 	case MROC_NAK_PSN_SEQ:
 		if (qp->mode == MROC_MODE_ROCEV2)
@@ -366,7 +366,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	/* >=: the deadline qp_update_deadline asked for must find something to do. */
 	if ((qp->snd_una != qp->snd_nxt && now - qp->last_progress >= eng->cfg.dead_peer_ns) ||
 	    (eng->cfg.keepalive_ns && now - qp->last_rx >= eng->cfg.dead_peer_ns)) {
-		fail_msg_of(eng, qp, qp->snd_una, MROC_WC_RETRY_EXC_ERR, now);
+		fail_msg_of(eng, qp, qp->snd_una, ENGINE_WC_RETRY_EXC_ERR, now);
 		return;
 	}
 	/* Idle: ask the peer for a sign of life, once per keepalive interval. */

@@ -224,7 +224,7 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 
 			/* Placement checked the RECV for this SSN; it is the head. */
 			if (!qp->rq_count || mi->ssn != qp->rq_head)
-				c.status = MROC_WC_LOC_LEN_ERR;
+				c.status = ENGINE_WC_LOC_LEN_ERR;
 			if (qp->rq_count) {
 				qp->rq_head++;
 				qp->rq_count--;

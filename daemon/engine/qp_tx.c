@@ -367,10 +367,10 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		return 0;
 	src = segment_source(eng, qp, m, off, plen);
 	if (!src)
-		return fail_wr(eng, qp, m, MROC_WC_LOC_PROT_ERR, now);
+		return fail_wr(eng, qp, m, ENGINE_WC_LOC_PROT_ERR, now);
 	/* Like IB's retry count: resends of the oldest segment without progress. */
 	if (!copy && dsn == qp->snd_una && e->tx_count && ++qp->una_retries > eng->cfg.max_retx)
-		return fail_wr(eng, qp, m, MROC_WC_RETRY_EXC_ERR, now);
+		return fail_wr(eng, qp, m, ENGINE_WC_RETRY_EXC_ERR, now);
 
 	/* Commit: sequence numbers, scoreboards, window. */
 	if (copy || retx) {
@@ -470,7 +470,7 @@ void qp_complete_sends(struct engine *eng, struct qp *qp)
 		if (m->op == MROC_OP_READ_RESP) {
 			qp->rd_resp--;
 		} else {
-			if (m->signaled || m->status != MROC_WC_SUCCESS)
+			if (m->signaled || m->status != ENGINE_WC_SUCCESS)
 				push_send_cqe(qp, m);
 			qp->sq_used--;
 			qp->tx_msgs++;
@@ -533,7 +533,7 @@ void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now
 		return;
 	qp->errors++;
 	qp->state = ENGINE_QPS_ERROR;
-	qp_flush(eng, qp, MROC_WC_FLUSH_ERR);
+	qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
 	qp_event(eng, qp, ENGINE_WC_EV_ERROR, cause);
 	qp->cm_pending = CM_SEND_DISC;
 	qp->cm_reason = MROC_CM_ERROR;

@@ -105,9 +105,9 @@ void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct e
 	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, PAIR_B, service_id,
 					   p->now), 0);
 	pair_pump(p);
-	c = pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, b->user);
+	c = pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, b->user);
 	assert_int_equal(c->qpn, p->s[PAIR_B].qpn);
-	c = pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, a->user);
+	c = pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, a->user);
 	assert_int_equal(c->qpn, p->s[PAIR_A].qpn);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTED);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);

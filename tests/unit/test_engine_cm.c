@@ -72,7 +72,7 @@ static void expect_connect_refused(struct pair *p, uint32_t qa)
 {
 	const struct engine_cqe *c;
 
-	c = pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR, 0xa);
+	c = pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	assert_int_equal(c->qpn, qa);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
 	pair_expect_none(p, PAIR_A);
@@ -102,7 +102,7 @@ static void test_connect_no_listener(void **state)
 	qa = pair_qp_create(p, PAIR_A, &a);
 	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, SVC, p->now), 0);
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR, 0xa);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 }
 
 /* A refused connect leaves the listener listening: the next good one works. */
@@ -121,8 +121,8 @@ static void refused_then_good(struct pair *p, struct pair_capture *cap, uint32_t
 	q2 = pair_qp_create(p, PAIR_A, &a);
 	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, q2, PAIR_B, SVC, p->now), 0);
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xc);
-	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xc);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 }
 
 static void test_connect_mode_mismatch(void **state)
@@ -178,7 +178,7 @@ static struct pair *rep_refused(void **state)
 	p = open_pair(state, &ca, &cb);
 	start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 100 * PAIR_US);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR, 0xa);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
 	return p;
 }
@@ -210,7 +210,7 @@ static void test_connect_rep_refused_tells_server(void **state)
 
 	pair_run_for(p, p->s[PAIR_A].cfg.rto_init_ns);
 	assert_int_not_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);
-	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	c = pair_cqe(p, PAIR_B);
 	assert_non_null(c);
 	assert_true(c->opcode == ENGINE_WC_EV_DISCONNECTED || c->opcode == ENGINE_WC_EV_ERROR);
@@ -239,7 +239,7 @@ static void test_connect_unanswered(void **state)
 	pair_expect_none(p, PAIR_A);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, MROC_WC_CONNECT_ERR, 0xa);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], ca.cm_retries + 1);
 	assert_int_equal(p->s[PAIR_A].stray, ca.cm_retries + 1);
 	pair_run_for(p, 100 * PAIR_MS);
@@ -281,8 +281,8 @@ static void lost_cm(void **state, int from, uint8_t op)
 	start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
 	assert_int_equal(d.dropped, 1);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xa);
-	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	pair_expect_none(p, PAIR_A);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
@@ -296,7 +296,7 @@ static void lost_cm(void **state, int from, uint8_t op)
 				 .lkey = ma->lkey, .len = 3000, .rkey = mb->rkey };
 	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(mb, 0, ma->buf, 3000);
 }
 
@@ -331,8 +331,8 @@ static struct pair *closed_by_a(void **state)
 	pair_capture_stop(p);
 	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, p->now), 0);
 	/* Flushed at once, in order. */
-	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_FLUSH_ERR, 1);
-	pair_expect(p, PAIR_A, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 20);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 1);
+	pair_expect(p, PAIR_A, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 20);
 	pair_mem_untouched(mb);
 	return p;
 }
@@ -342,9 +342,9 @@ static void test_disconnect_peer(void **state)
 	struct pair *p = closed_by_a(state);
 
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 30);
-	pair_expect(p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 31);
-	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 30);
+	pair_expect(p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 31);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_IDLE);
 	assert_true(p->s[PAIR_B].sent[MROC_OP_DISCONNECT_ACK] >= 1);
@@ -356,7 +356,7 @@ static void test_disconnect_peer(void **state)
 
 		assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, q2, PAIR_B, SVC, p->now), 0);
 		pair_run_for(p, 1 * PAIR_MS);
-		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS, 0xb);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	}
 }
 
@@ -372,7 +372,7 @@ static void test_disconnect_ack(void **state)
 	struct pair *p = closed_by_a(state);
 
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect_none(p, PAIR_A);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_IDLE);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_DISCONNECT], 1);
@@ -388,8 +388,8 @@ static void test_disconnect_both(void **state)
 	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, p->now), 0);
 	assert_int_equal(engine_qp_disconnect(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, p->now), 0);
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xa);
-	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, MROC_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_IDLE);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_IDLE);
 	/* Nothing more, however long we wait; no timer left behind. */
@@ -415,9 +415,9 @@ static void test_error_tells_peer(void **state)
 	assert_int_equal(pair_post_recv(p, PAIR_B, 40, 0, 0, 0), 0);
 	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);	/* an rkey B never gave out */
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_REM_ACCESS_ERR, 5);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_REM_ACCESS_ERR, 5);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	pair_expect(p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 40);
+	pair_expect(p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 40);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_IDLE);
 	/* Disconnecting a QP in error is allowed and changes nothing. */

@@ -140,13 +140,13 @@ static void test_wrap_with_loss(void **state)
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 0, f->a->buf, len);
 
 	wr = wr_of(f, ENGINE_WR_READ, 2, len, len, 0);
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
 	assert_memory_equal(f->a->buf + len, f->a->buf, len);
 	pair_expect_none(f->p, PAIR_B);
 
@@ -185,7 +185,7 @@ static void test_beyond_dsn_window(void **state)
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 1000 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 0, f->a->buf, len);
 	assert_true(w.dropped > 0);
 	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_OUT_OF_WINDOW), 0);
@@ -237,7 +237,7 @@ static void late_original(void **state, uint8_t npaths, uint32_t nseg, uint32_t 
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
 	assert_true(ft.taken);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 4096, f->a->buf, len);
 	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) >= 1);
 
@@ -256,7 +256,7 @@ static void late_original(void **state, uint8_t npaths, uint32_t nseg, uint32_t 
 	wr = wr_of(f, ENGINE_WR_WRITE, 2, 100, 500, 0);
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	pair_run_for(f->p, 5 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 	assert_memory_equal(f->b->buf, f->a->buf + 100, 500);
 }
 
@@ -319,7 +319,7 @@ static void test_dead_peer(void **state)
 	assert_true(pair_stat(f->p, PAIR_A, EC_RTO) >= 2);
 
 	run_until_cqe(f, PAIR_A, cfg.rto_max_ns + 5 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_RETRY_EXC_ERR, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 1);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	assert_true(f->p->now >= t0 + cfg.dead_peer_ns);
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
@@ -400,7 +400,7 @@ static void test_retry_count(void **state)
 	t0 = f->p->now;
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_RETRY_EXC_ERR, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 1);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	assert_true(f->p->now - t0 < cfg.dead_peer_ns / 4);
 	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) >= cfg.max_retx);
@@ -491,7 +491,7 @@ static void test_rocev2_go_back_n(void **state)
 	t0 = f->p->now;
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 0, f->a->buf, len);
 	/* Recovered by the NAK within the round trip, not by a timeout. */
 	assert_true(f->p->now - t0 < f->p->s[PAIR_A].cfg.rto_min_ns / 2);

@@ -173,7 +173,7 @@ static struct fx *record_all(void **state)
 		if (!f->rec[all_ops[i]])
 			fail_msg("no packet with opcode 0x%02x was seen", all_ops[i]);
 	for (uint8_t op = ENGINE_WR_WRITE; op <= ENGINE_WR_READ; op++)
-		pair_expect(f->p, PAIR_A, op, MROC_WC_SUCCESS, op);
+		pair_expect(f->p, PAIR_A, op, ENGINE_WC_SUCCESS, op);
 	/* Consume the rest; later checks look for new completions only. */
 	while (pair_cqe(f->p, PAIR_A))
 		;
@@ -366,8 +366,8 @@ static void test_malformed_lengths(void **state)
 	for (int k = 0; k < 4; k++)
 		assert_int_equal(pair_deliver(f->p, &cap->pkt[k]), 0);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
 }
 
 /*
@@ -411,7 +411,7 @@ static void test_truncated_payload(void **state)
 	for (int k = 0; k < 3; k++)
 		pair_deliver(f->p, &seg[k]);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 0, f->a->buf, 2 * MTU + 100);
 }
 
@@ -485,7 +485,7 @@ static void run_bounds_case(void **state)
 	/* The NAK reaches A: the WR fails, the QP is in error, B is told. */
 	pair_capture_stop(f->p);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_REM_ACCESS_ERR, 9);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_REM_ACCESS_ERR, 9);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	pair_expect_none(f->p, PAIR_A);
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
@@ -515,8 +515,8 @@ static void test_write_to_region_end(void **state)
 	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 1, REG_LEN - 1);
 	post(f, &wr);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 	assert_memory_equal(f->b->buf + REG_LEN - 3 * MTU, f->a->buf, 3 * MTU - 1);
 	assert_int_equal(f->b->buf[REG_LEN - 1], f->a->buf[0]);
 	for (int i = 0; i < PAIR_GUARD_LEN; i++)
@@ -529,7 +529,7 @@ static void expect_read_refused(struct fx *f, struct engine_wr *wr, enum engine_
 	post(f, wr);
 	settle(f);
 	assert_int_equal(stat_b(f, ctr), 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_REM_ACCESS_ERR, wr->wr_id);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_REM_ACCESS_ERR, wr->wr_id);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
 	pair_mem_untouched(f->a);
@@ -565,10 +565,10 @@ static void test_send_too_long_for_recv(void **state)
 	post(f, &wr);
 	settle(f);
 	assert_int_equal(stat_b(f, EC_RX_BOUNDS_ERR), 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, MROC_WC_REM_INV_REQ_ERR, 7);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_REM_INV_REQ_ERR, 7);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	/* The RECV was never written; the QP closes under it. */
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 70);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 70);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 	pair_mem_untouched(f->b);
 }
@@ -583,8 +583,8 @@ static void test_write_imm_refused_keeps_recv(void **state)
 	post(f, &wr);
 	settle(f);
 	assert_int_equal(stat_b(f, EC_RX_BOUNDS_ERR), 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, MROC_WC_REM_ACCESS_ERR, 4);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_FLUSH_ERR, 60);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_REM_ACCESS_ERR, 4);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 60);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 	pair_mem_untouched(f->b);
 }
@@ -626,7 +626,7 @@ static void read_resp_refused(void **state, bool other_key, enum engine_counter 
 	pair_capture_stop(f->p);
 	settle(f);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xb);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_FLUSH_ERR, 8);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_FLUSH_ERR, 8);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xa);
 	pair_mem_untouched(f->a);
 }
@@ -715,7 +715,7 @@ static void test_bad_peer(void **state)
 	pair_capture_stop(f->p);
 	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 0, f->a->buf, 100);
 }
 
@@ -733,7 +733,7 @@ static void test_data_after_disconnect(void **state)
 	pair_capture_stop(f->p);
 	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, f->p->now),
 			 0);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_FLUSH_ERR, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 1);
 	pair_pump(f->p);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_IDLE);
@@ -772,7 +772,7 @@ static void test_psn_window(void **state)
 	assert_int_equal(pair_deliver(f->p, &pk), 0);
 	pair_mem_expect(f->b, 0, f->a->buf, 100);
 	pair_pump(f->p);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 }
 
 static void test_dsn_msn_window(void **state)
@@ -845,7 +845,7 @@ static struct pair_pkt bogus_ack_setup(struct fx *f)
 	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
 	post(f, &wr);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	assert_true(cap->n >= 1);
 	ack = cap->pkt[cap->n - 1];
 	wr.wr_id = 2;
@@ -882,7 +882,7 @@ static void test_bogus_acks_ignored(void **state)
 	/* WRITE 2 still completes once its data really arrives. */
 	pair_capture_stop(f->p);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 }
 
 /*

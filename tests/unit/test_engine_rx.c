@@ -143,7 +143,7 @@ static void test_write(void **state)
 		pair_mem_reset(f->b);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 10 + i);
+		c = pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 10 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
 		assert_int_equal(c->qpn, f->p->s[PAIR_A].qpn);
 		pair_expect_none(f->p, PAIR_A);
@@ -167,9 +167,9 @@ static void test_write_imm(void **state)
 		assert_int_equal(pair_post_recv(f->p, PAIR_B, 200 + i, 0, 0, 0), 0);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, MROC_WC_SUCCESS, 20 + i);
+		c = pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 20 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
-		c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, MROC_WC_SUCCESS, 200 + i);
+		c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 200 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
 		assert_int_equal(c->imm, 0xabc00000u + i);
 		assert_int_equal(c->flags, ENGINE_WC_WITH_IMM);
@@ -193,9 +193,9 @@ static void do_send(struct fx *f, uint8_t op)
 		post(f, &wr);
 		settle(f);
 		c = pair_expect(f->p, PAIR_A, op == ENGINE_WR_SEND ? ENGINE_WC_SEND :
-				ENGINE_WC_SEND_IMM, MROC_WC_SUCCESS, 30 + i);
+				ENGINE_WC_SEND_IMM, ENGINE_WC_SUCCESS, 30 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
-		c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 300 + i);
+		c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 300 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
 		if (op == ENGINE_WR_SEND_IMM) {
 			assert_int_equal(c->flags, ENGINE_WC_WITH_IMM);
@@ -231,7 +231,7 @@ static void test_read(void **state)
 		pair_mem_reset(f->a);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_SUCCESS, 40 + i);
+		c = pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 40 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
 		pair_mem_expect(f->a, 300 + i, f->b->buf + 11 * i, sizes[i]);
 		pair_expect_none(f->p, PAIR_A);
@@ -265,17 +265,17 @@ static void test_zero_length(void **state)
 		static const uint8_t ops[] = { ENGINE_WC_SEND, ENGINE_WC_SEND_IMM,
 					       ENGINE_WC_WRITE_IMM, ENGINE_WC_WRITE, ENGINE_WC_READ };
 
-		c = pair_expect(f->p, PAIR_A, ops[i], MROC_WC_SUCCESS, 1 + i);
+		c = pair_expect(f->p, PAIR_A, ops[i], ENGINE_WC_SUCCESS, 1 + i);
 		assert_int_equal(c->byte_len, 0);
 	}
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 301);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 301);
 	assert_int_equal(c->byte_len, 0);
 	assert_int_equal(c->flags, 0);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 302);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 302);
 	assert_int_equal(c->byte_len, 0);
 	assert_int_equal(c->flags, ENGINE_WC_WITH_IMM);
 	assert_int_equal(c->imm, 0x1111);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, MROC_WC_SUCCESS, 303);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 303);
 	assert_int_equal(c->byte_len, 0);
 	assert_int_equal(c->imm, 0x2222);
 	pair_expect_none(f->p, PAIR_B);
@@ -315,18 +315,18 @@ static void test_completion_order(void **state)
 	post(f, &wr);
 	settle(f);
 
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, MROC_WC_SUCCESS, 2);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_SUCCESS, 3);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, MROC_WC_SUCCESS, 4);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND_IMM, MROC_WC_SUCCESS, 5);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 7);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 3);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 4);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND_IMM, ENGINE_WC_SUCCESS, 5);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
 	pair_expect_none(f->p, PAIR_A);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 101);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 101);
 	assert_int_equal(c->byte_len, 2000);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, MROC_WC_SUCCESS, 102);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 102);
 	assert_int_equal(c->imm, 4);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 103);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 103);
 	assert_int_equal(c->imm, 5);
 	pair_expect_none(f->p, PAIR_B);
 	assert_memory_equal(f->b->buf + 50000, f->a->buf, 3000);
@@ -353,7 +353,7 @@ static void test_many_reads(void **state)
 	settle(f);
 	for (int i = 0; i < 40; i++) {
 		const struct engine_cqe *c = pair_expect(f->p, PAIR_A, ENGINE_WC_READ,
-							 MROC_WC_SUCCESS, 100 + i);
+							 ENGINE_WC_SUCCESS, 100 + i);
 
 		assert_int_equal(c->byte_len, 900 + i);
 		assert_memory_equal(f->a->buf + 1000 * i, f->b->buf + 2000 * i, 900 + i);
@@ -393,7 +393,7 @@ static void test_many_qps(void **state)
 			const uint32_t *qpn = side == PAIR_A ? qa : qb;
 			unsigned q;
 
-			c = pair_expect(f->p, side, ENGINE_WC_EV_CONNECTED, MROC_WC_SUCCESS,
+			c = pair_expect(f->p, side, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS,
 					PAIR_ANY_ID);
 			assert_in_range(c->wr_id, 0x101, 0x100 + NQP - 1);
 			q = (unsigned)(c->wr_id - 0x100);
@@ -418,7 +418,7 @@ static void test_many_qps(void **state)
 		assert_in_range(q, 0, NQP - 1);
 		assert_int_equal(c->qpn, qa[q]);
 		assert_int_equal(c->opcode, ENGINE_WC_WRITE);
-		assert_int_equal(c->status, MROC_WC_SUCCESS);
+		assert_int_equal(c->status, ENGINE_WC_SUCCESS);
 		assert_int_equal(c->wr_id % 1000, next[q]);	/* in order within its QP */
 		next[q]++;
 	}
@@ -464,7 +464,7 @@ static void test_reverse_order(void **state)
 		if (k)
 			pair_expect_none(f->p, PAIR_A);
 	}
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_capture_stop(f->p);
 	settle(f);
 	pair_expect_none(f->p, PAIR_A);
@@ -505,10 +505,10 @@ static void test_write_imm_waits_for_write(void **state)
 			pair_expect_none(f->p, PAIR_A);
 		}
 	}
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, MROC_WC_SUCCESS, 77);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 77);
 	assert_int_equal(c->imm, 0xfeed);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, MROC_WC_SUCCESS, 2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 2);
 	assert_memory_equal(f->b->buf, f->a->buf, 3 * MTU);
 	assert_memory_equal(f->b->buf + 10000, f->a->buf + 5000, 200);
 }
@@ -536,7 +536,7 @@ static void test_duplicate_write(void **state)
 		assert_int_equal(f->b->buf[300 + i], 0x77);
 	pair_capture_stop(f->p);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_expect_none(f->p, PAIR_A);
 	pair_expect_none(f->p, PAIR_B);
 }
@@ -561,9 +561,9 @@ static void test_duplicate_send(void **state)
 	assert_int_equal(stat_b(f, EC_RX_DUP), 2);
 	pair_capture_stop(f->p);
 	settle(f);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 11);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 11);
 	pair_expect_none(f->p, PAIR_B);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 1);
 	pair_expect_none(f->p, PAIR_A);
 	assert_int_equal(engine_qp_info(f->p->s[PAIR_B].eng, f->p->s[PAIR_B].qpn, &info), 0);
 	assert_int_equal(info.rq_posted, 1);
@@ -603,7 +603,7 @@ static void test_duplicate_dsn_new_psn(void **state)
 	assert_int_equal(pair_deliver(f->p, &seg[0]), 0);
 	assert_int_equal(pair_deliver(f->p, &seg[1]), 0);
 	pair_run_for(f->p, 20 * PAIR_US);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 
 	memset(f->b->buf, 0x66, MTU);
 	fake = seg[0];
@@ -649,9 +649,9 @@ static void test_rnr_then_recv(void **state)
 	recv_b(f, 50, 200, 8192);
 	/* One RNR delay after the NAK, the SEND goes again and completes. */
 	pair_run(f->p, t0 + delay + delay / 2);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, MROC_WC_SUCCESS, 50);
+	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 50);
 	assert_int_equal(c->byte_len, 2 * MTU + 5);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->b, 200, f->a->buf, 2 * MTU + 5);
 	settle(f);
 	pair_expect_none(f->p, PAIR_A);
@@ -673,7 +673,7 @@ static void rnr_exceeded(void **state, uint32_t retries)
 	pair_run_for(f->p, 20 * PAIR_MS);
 	/* The first NAK and one more per retry. */
 	assert_int_equal(stat_b(f, EC_RX_RNR), retries + 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND_IMM, MROC_WC_RNR_RETRY_EXC_ERR, 3);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND_IMM, ENGINE_WC_RNR_RETRY_EXC_ERR, 3);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
 	pair_mem_untouched(f->b);

@@ -254,7 +254,7 @@ static void expect_remote_refusal(struct fx *f, const struct engine_wr *wr)
 	pair_run_for(f->p, 1 * PAIR_MS);
 	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_ACCESS_ERR), acc + 1);
 	pair_expect(f->p, PAIR_A, wr->opcode == ENGINE_WR_READ ? ENGINE_WC_READ : ENGINE_WC_WRITE,
-		    MROC_WC_REM_ACCESS_ERR, wr->wr_id);
+		    ENGINE_WC_REM_ACCESS_ERR, wr->wr_id);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
 }
@@ -284,7 +284,7 @@ static void test_stale_lkey_local(void **state)
 	wr.lkey = l2;
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	pair_run_for(f->p, 1 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	assert_memory_equal(f->b, f->a, 100);
 	assert_all(f->b + 100, BUF_LEN - 100, CANARY);
 	/* Nothing was posted by the failed calls. */
@@ -327,8 +327,8 @@ static void test_lkey_checks(void **state)
 	wr = wr_of(ENGINE_WR_READ, 8, f->a_lkey, BUF_LEN - 10, 10, f->b_rkey, 0);
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	pair_run_for(f->p, 1 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 7);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, MROC_WC_SUCCESS, 8);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 8);
 	pair_expect_none(f->p, PAIR_A);
 }
 
@@ -341,7 +341,7 @@ static void test_stale_rkey_write(void **state)
 	/* Works while registered. */
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	pair_run_for(f->p, 1 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	assert_memory_equal(f->b, f->a, 64);
 	memset(f->b, CANARY, BUF_LEN);
 
@@ -381,7 +381,7 @@ static void test_stale_rkey_reused_slot(void **state)
 	wr = wr_of(ENGINE_WR_WRITE, 1, f->a_lkey, 0, 32, r2, 100);
 	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
 	pair_run_for(f->p, 1 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, MROC_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	assert_memory_equal(other + 100, f->a, 32);
 	memset(other, CANARY, BUF_LEN);
 

@@ -1,0 +1,862 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libmroc clients on the daemon side (see clients.h).  Ownership: the
+ * control thread owns struct client and its regions; the worker owns the
+ * list of active QPs (their ring views, accounting) and the zombies.  They
+ * meet only inside worker_call(), which is synchronous, so nothing here
+ * needs a lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "abi.h"
+#include "clients.h"
+#include "log.h"
+#include "mroc/mroc.h"
+#include "peers.h"
+#include "ring.h"
+#include "worker.h"
+
+#define BATCH			32
+#define CQ_EVENT_ROOM		8	/* connection events need CQ room too */
+#define BAD_WR_LIMIT		1024	/* then the client is disconnected */
+#define ZOMBIE_NS		(2ULL * 1000000000ULL)
+#define MAX_ACTIVE		4096
+
+/* The library's codes are the engine's, so they pass through unchanged. */
+static_assert((int)MROC_WR_READ == (int)ENGINE_WR_READ &&
+	      MROC_SEND_SIGNALED == ENGINE_WR_SIGNALED, "work request opcodes");
+static_assert((int)MROC_WC_EVENT_ERROR == (int)ENGINE_WC_EV_ERROR &&
+	      (int)MROC_WC_CONNECT_ERR == (int)ENGINE_WC_CONNECT_ERR, "completion codes");
+static_assert(MROC_ACCESS_REMOTE_READ == ENGINE_ACCESS_REMOTE_READ, "access flags pass through");
+
+struct cmr {
+	uint32_t lkey, rkey;
+	void *map;
+	size_t len;
+};
+
+struct client;
+
+struct cqp {
+	struct client *cl;
+	uint32_t qpn;
+	void *region;
+	size_t region_len;
+	int cq_fd;
+	struct ring_view sq, rq, cq;	/* worker only */
+	uint32_t cq_entries;
+};
+
+struct client {
+	uint32_t id;			/* also the engine protection domain */
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	int doorbell;			/* -1 until HELLO */
+	struct cmr *mrs;
+	uint32_t nmrs;
+	struct cqp **qps;
+	uint32_t nqps;
+	uint64_t mr_bytes;
+	uint32_t bad_wrs;		/* worker */
+	bool kicked;			/* worker: disconnected for misbehaving */
+};
+
+struct zombie {
+	uint32_t qpn;
+	uint64_t deadline;
+};
+
+struct clients {
+	struct engine *eng;
+	struct peers *peers;
+	struct worker *worker;
+	struct clients_limits lim;
+	uint32_t nclients, next_id;	/* control thread */
+	struct cqp *active[MAX_ACTIVE];	/* worker */
+	uint32_t nactive;
+	struct zombie zombies[MAX_ACTIVE];
+	uint32_t nzombies;
+	struct clients_stats st;	/* worker (clients/qps/mrs counts too) */
+};
+
+struct clients *clients_create(struct engine *eng, struct peers *peers,
+			       const struct clients_limits *lim)
+{
+	struct clients *cs = calloc(1, sizeof(*cs));
+
+	if (!cs)
+		return NULL;
+	cs->eng = eng;
+	cs->peers = peers;
+	cs->lim = *lim;
+	cs->next_id = 1;	/* pd 0 is the daemon's own (control links) */
+	return cs;
+}
+
+void clients_set_worker(struct clients *cs, struct worker *w)
+{
+	cs->worker = w;
+}
+
+void clients_destroy(struct clients *cs)
+{
+	free(cs);
+}
+
+/* ---- worker side: QPs, rings, completions ----------------------------------- */
+
+static void zombify(struct clients *cs, uint32_t qpn, uint64_t now)
+{
+	engine_qp_disconnect(cs->eng, qpn, now);
+	if (cs->nzombies < MAX_ACTIVE)
+		cs->zombies[cs->nzombies++] = (struct zombie){ qpn, now + ZOMBIE_NS };
+	else
+		engine_qp_destroy(cs->eng, qpn);
+}
+
+static void deactivate(struct clients *cs, struct cqp *q, uint64_t now)
+{
+	for (uint32_t i = 0; i < cs->nactive; i++) {
+		if (cs->active[i] != q)
+			continue;
+		cs->active[i] = cs->active[--cs->nactive];
+		zombify(cs, q->qpn, now);
+		cs->st.qps--;
+		return;
+	}
+}
+
+/* A client that broke the rules: its QPs stop now; the control thread closes it. */
+static void kick(struct clients *cs, struct client *cl, const char *why, uint64_t now)
+{
+	if (cl->kicked)
+		return;
+	cl->kicked = true;
+	cs->st.kicked++;
+	pr_warn_rl("client %u (pid %d): %s: disconnecting it", cl->id, (int)cl->pid, why);
+	for (uint32_t i = 0; i < cs->nactive;) {
+		if (cs->active[i]->cl == cl)
+			deactivate(cs, cs->active[i], now);
+		else
+			i++;
+	}
+	shutdown(cl->fd, SHUT_RDWR);	/* the control loop sees EOF and cleans up */
+}
+
+static bool cq_push(struct clients *cs, struct cqp *q, const struct mroc_cqe *e, uint64_t now)
+{
+	int64_t space = ring_prod_space(&q->cq);
+
+	if (space <= 0) {
+		cs->st.cq_overflows++;
+		kick(cs, q->cl, space < 0 ? "corrupted its CQ ring" : "CQ overflow", now);
+		return false;
+	}
+	memcpy(ring_prod_slot(&q->cq), e, sizeof(*e));
+	ring_prod_commit(&q->cq, 1);
+	cs->st.cqes++;
+	if (ring_prod_take_flag(&q->cq, MROC_RING_ARMED)) {
+		uint64_t one = 1;
+
+		if (write(q->cq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			pr_warn_rl("client %u: completion channel: %s", q->cl->id, strerror(errno));
+	}
+	return true;
+}
+
+static void bad_wr(struct clients *cs, struct cqp *q, uint64_t wr_id, uint8_t opcode,
+		   uint8_t status, uint64_t now)
+{
+	struct mroc_cqe e = {
+		.wr_id = wr_id,
+		.qpn = q->qpn,
+		.opcode = opcode <= MROC_WR_READ ? opcode : MROC_WC_SEND,
+		.status = status,
+	};
+
+	cs->st.bad_wrs++;
+	if (++q->cl->bad_wrs > BAD_WR_LIMIT) {
+		kick(cs, q->cl, "too many bad work requests", now);
+		return;
+	}
+	cq_push(cs, q, &e, now);
+}
+
+static uint8_t post_status(int err)
+{
+	return err == -EFAULT ? MROC_WC_LOC_PROT_ERR : MROC_WC_BAD_WR;
+}
+
+/* Room for this many more work requests without any completion overflowing the CQ. */
+static int64_t cq_budget(struct clients *cs, struct cqp *q)
+{
+	struct engine_qp_info qi;
+	int64_t free = ring_prod_space(&q->cq);
+
+	if (free < 0 || engine_qp_info(cs->eng, q->qpn, &qi))
+		return -EBADMSG;
+	return free - (int64_t)qi.sq_outstanding - (int64_t)qi.rq_posted - CQ_EVENT_ROOM;
+}
+
+/* Consume posted RECVs, then sends.  Returns work done; -EBADMSG if the client is broken. */
+static int poll_qp(struct clients *cs, struct cqp *q, uint64_t now)
+{
+	int64_t avail, budget = cq_budget(cs, q);
+	int done = 0, err;
+
+	if (budget < 0)
+		return budget == -EBADMSG ? -EBADMSG : 0;
+	avail = ring_cons_avail(&q->rq);
+	if (avail < 0)
+		return -EBADMSG;
+	while (avail > 0 && budget > 0) {
+		const struct mroc_rqe *r = ring_cons_slot(&q->rq, 0);
+		struct engine_recv_wr rw = {
+			.wr_id = r->wr_id, .lkey = r->lkey, .laddr = r->laddr, .len = r->len,
+		};
+
+		err = engine_post_recv(cs->eng, q->qpn, &rw);
+		if (err == -ENOSPC)
+			break;		/* the engine's receive queue is full: later */
+		ring_cons_release(&q->rq, 1);
+		avail--;
+		budget--;
+		done++;
+		cs->st.wrs++;
+		if (err)
+			bad_wr(cs, q, rw.wr_id, MROC_WC_RECV, post_status(err), now);
+	}
+	avail = ring_cons_avail(&q->sq);
+	if (avail < 0)
+		return -EBADMSG;
+	while (avail > 0 && budget > 0) {
+		const struct mroc_sqe *s = ring_cons_slot(&q->sq, 0);
+		struct engine_wr wr = {
+			.wr_id = s->wr_id, .opcode = s->opcode, .flags = s->flags,
+			.lkey = s->lkey, .laddr = s->laddr, .len = s->len,
+			.rkey = s->rkey, .raddr = s->raddr, .imm = s->imm,
+		};
+
+		err = s->opcode > MROC_WR_READ || (s->flags & ~MROC_SEND_SIGNALED) ? -EINVAL :
+		      engine_post_send(cs->eng, q->qpn, &wr, now);
+		if (err == -ENOSPC)
+			break;		/* the engine's send queue is full: later */
+		ring_cons_release(&q->sq, 1);
+		avail--;
+		budget--;
+		done++;
+		cs->st.wrs++;
+		if (err)
+			bad_wr(cs, q, wr.wr_id, wr.opcode, post_status(err), now);
+	}
+	return done;
+}
+
+int clients_poll(void *ctx, uint64_t now)
+{
+	struct clients *cs = ctx;
+	int work = 0;
+
+	for (uint32_t i = 0; i < cs->nactive; i++) {
+		struct cqp *q = cs->active[i];
+		int n = poll_qp(cs, q, now);
+
+		if (n < 0) {
+			kick(cs, q->cl, "corrupted its rings", now);
+			i = (uint32_t)-1;	/* the list changed: start over */
+			continue;
+		}
+		work += n;
+	}
+	return work;
+}
+
+static struct cqp *find_active(struct clients *cs, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < cs->nactive; i++)
+		if (cs->active[i]->qpn == qpn)
+			return cs->active[i];
+	return NULL;
+}
+
+bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now)
+{
+	struct cqp *q = find_active(cs, c->qpn);
+	struct mroc_cqe e;
+
+	if (!q) {
+		for (uint32_t i = 0; i < cs->nzombies; i++) {
+			if (cs->zombies[i].qpn != c->qpn)
+				continue;
+			if (c->opcode == ENGINE_WC_EV_DISCONNECTED || c->opcode == ENGINE_WC_EV_ERROR)
+				cs->zombies[i].deadline = now;	/* done: destroy at the next tick */
+			return true;
+		}
+		return false;
+	}
+	e = (struct mroc_cqe){
+		.wr_id = c->wr_id,
+		.qpn = c->qpn,
+		.opcode = c->opcode,
+		.status = c->status,
+		.flags = c->flags,
+		.byte_len = c->byte_len,
+		.imm = c->imm,
+	};
+	cq_push(cs, q, &e, now);
+	return true;
+}
+
+uint64_t clients_tick(struct clients *cs, uint64_t now)
+{
+	uint64_t next = UINT64_MAX;
+
+	for (uint32_t i = 0; i < cs->nzombies;) {
+		if (now >= cs->zombies[i].deadline) {
+			engine_qp_destroy(cs->eng, cs->zombies[i].qpn);
+			cs->zombies[i] = cs->zombies[--cs->nzombies];
+			continue;
+		}
+		if (cs->zombies[i].deadline < next)
+			next = cs->zombies[i].deadline;
+		i++;
+	}
+	return next;
+}
+
+int clients_fds(void *ctx, int *fds, int max)
+{
+	struct clients *cs = ctx;
+	int n = 0;
+
+	for (uint32_t i = 0; i < cs->nactive && n < max; i++) {
+		int fd = cs->active[i]->cl->doorbell;
+		bool seen = false;
+
+		for (int j = 0; j < n; j++)
+			seen |= fds[j] == fd;
+		if (!seen && fd >= 0)
+			fds[n++] = fd;
+	}
+	return n;
+}
+
+bool clients_may_sleep(void *ctx)
+{
+	struct clients *cs = ctx;
+	bool ok = true;
+
+	for (uint32_t i = 0; i < cs->nactive; i++) {
+		struct cqp *q = cs->active[i];
+
+		ok &= ring_cons_prepare_sleep(&q->sq, MROC_RING_NEED_WAKEUP);
+		ok &= ring_cons_prepare_sleep(&q->rq, MROC_RING_NEED_WAKEUP);
+	}
+	return ok;
+}
+
+void clients_woke(void *ctx)
+{
+	struct clients *cs = ctx;
+
+	for (uint32_t i = 0; i < cs->nactive; i++) {
+		ring_cons_clear_flag(&cs->active[i]->sq, MROC_RING_NEED_WAKEUP);
+		ring_cons_clear_flag(&cs->active[i]->rq, MROC_RING_NEED_WAKEUP);
+	}
+}
+
+void clients_get_stats(struct clients *cs, struct clients_stats *out)
+{
+	*out = cs->st;
+}
+
+/* ---- worker calls made by the control thread ------------------------------- */
+
+struct op {
+	struct clients *cs;
+	struct client *cl;
+	struct cqp *q;
+	struct engine_qp_attr attr;
+	void *map;
+	uint64_t len, service_id;
+	uint32_t access, lkey, rkey, qpn;
+	struct mroc_addr addr;
+};
+
+static int op_mr_reg(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+
+	(void)now;
+	return engine_mr_register(o->cs->eng, o->cl->id, o->map, o->len, o->access, &o->lkey,
+				  &o->rkey);
+}
+
+static int op_mr_dereg(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+
+	(void)now;
+	return engine_mr_deregister(o->cs->eng, o->lkey);
+}
+
+static int op_qp_create(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+	struct clients *cs = o->cs;
+	int err;
+
+	(void)now;
+	if (cs->nactive == MAX_ACTIVE)
+		return -ENOSPC;
+	err = engine_qp_create(cs->eng, &o->attr, &o->q->qpn);
+	if (err)
+		return err;
+	cs->active[cs->nactive++] = o->q;
+	cs->st.qps++;
+	return 0;
+}
+
+/* The QP must be one of this client's active ones. */
+static struct cqp *own_qp(struct op *o)
+{
+	struct cqp *q = find_active(o->cs, o->qpn);
+
+	return q && q->cl == o->cl ? q : NULL;
+}
+
+static int op_qp_connect(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+	uint32_t peer;
+	int err;
+
+	if (!own_qp(o))
+		return -ENOENT;
+	err = peers_get_handle(o->cs->peers, &o->addr, &peer);
+	if (err)
+		return err;
+	return engine_qp_connect(o->cs->eng, o->qpn, peer, o->service_id, now);
+}
+
+static int op_qp_listen(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+
+	(void)now;
+	if (!own_qp(o))
+		return -ENOENT;
+	return engine_qp_listen(o->cs->eng, o->qpn, o->service_id);
+}
+
+static int op_qp_destroy(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+	struct cqp *q = own_qp(o);
+
+	if (!q)
+		return -ENOENT;
+	deactivate(o->cs, q, now);
+	return 0;
+}
+
+/* The client is gone: stop its QPs (peers are told), drop its regions. */
+static int op_client_gone(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+	struct clients *cs = o->cs;
+
+	for (uint32_t i = 0; i < cs->nactive;) {
+		if (cs->active[i]->cl == o->cl)
+			deactivate(cs, cs->active[i], now);
+		else
+			i++;
+	}
+	for (uint32_t i = 0; i < o->cl->nmrs; i++)
+		engine_mr_deregister(cs->eng, o->cl->mrs[i].lkey);
+	cs->st.mrs -= o->cl->nmrs;
+	cs->st.clients--;
+	cs->st.closed++;
+	return 0;
+}
+
+static int op_count_client(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+
+	(void)now;
+	o->cs->st.clients++;
+	o->cs->st.opened++;
+	return 0;
+}
+
+static int op_count_mr(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+
+	(void)now;
+	o->cs->st.mrs += o->access;	/* +1 or -1 (as unsigned) */
+	return 0;
+}
+
+/* ---- control thread: messages ---------------------------------------------------- */
+
+static int call(struct clients *cs, int (*fn)(void *, uint64_t), struct op *o)
+{
+	o->cs = cs;
+	return worker_call(cs->worker, fn, o);
+}
+
+void *clients_open(void *ctx, int fd, const struct ucred *cred)
+{
+	struct clients *cs = ctx;
+	struct client *cl;
+	struct op o = { 0 };
+
+	if (cs->nclients >= cs->lim.max_clients) {
+		pr_warn_rl("refusing client pid %d: max_clients (%u) reached", (int)cred->pid,
+			   cs->lim.max_clients);
+		return NULL;
+	}
+	cl = calloc(1, sizeof(*cl));
+	if (cl) {
+		cl->mrs = calloc(cs->lim.max_mrs, sizeof(*cl->mrs));
+		cl->qps = calloc(cs->lim.max_qps, sizeof(*cl->qps));
+	}
+	if (!cl || !cl->mrs || !cl->qps) {
+		if (cl) {
+			free(cl->mrs);
+			free(cl->qps);
+		}
+		free(cl);
+		return NULL;
+	}
+	cl->id = cs->next_id++;
+	cl->fd = fd;
+	cl->pid = cred->pid;
+	cl->uid = cred->uid;
+	cl->doorbell = -1;
+	cs->nclients++;
+	o.cl = cl;
+	call(cs, op_count_client, &o);
+	pr_info("client %u connected (pid %d, uid %u)", cl->id, (int)cl->pid, (unsigned)cl->uid);
+	return cl;
+}
+
+static void free_qp(struct cqp *q)
+{
+	if (q->region)
+		munmap(q->region, q->region_len);
+	if (q->cq_fd >= 0)
+		close(q->cq_fd);
+	free(q);
+}
+
+void clients_close(void *ctx, void *client)
+{
+	struct clients *cs = ctx;
+	struct client *cl = client;
+	struct op o = { .cl = cl };
+
+	call(cs, op_client_gone, &o);
+	for (uint32_t i = 0; i < cl->nqps; i++)
+		free_qp(cl->qps[i]);
+	for (uint32_t i = 0; i < cl->nmrs; i++)
+		munmap(cl->mrs[i].map, cl->mrs[i].len);
+	if (cl->doorbell >= 0)
+		close(cl->doorbell);
+	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
+	cs->nclients--;
+	free(cl->mrs);
+	free(cl->qps);
+	free(cl);
+}
+
+/* A memfd we can map safely: sealed against shrinking, at least len bytes. */
+static int check_memfd(int fd, uint64_t len)
+{
+	struct stat st;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (seals < 0 || !(seals & F_SEAL_SHRINK))
+		return -EPERM;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len)
+		return -EINVAL;
+	return 0;
+}
+
+static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_msg_hello *m,
+		     int *fds, int nfds, struct mroc_msg_hello *r)
+{
+	if (cl->doorbell >= 0)
+		return -EALREADY;
+	if (m->abi_version != MROC_ABI_VERSION)
+		return -EPROTO;
+	if (nfds != 1)
+		return -EINVAL;
+	cl->doorbell = fds[0];
+	fds[0] = -1;
+	r->abi_version = MROC_ABI_VERSION;
+	r->client_id = cl->id;
+	r->max_qps = cs->lim.max_qps;
+	r->max_mrs = cs->lim.max_mrs;
+	r->max_mr_bytes = cs->lim.max_mr_bytes;
+	r->max_sq_depth = cs->lim.max_sq_depth;
+	r->max_rq_depth = cs->lim.max_rq_depth;
+	r->default_paths = cs->lim.default_paths;
+	return 0;
+}
+
+static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_msg_mr_reg *m,
+		      int *fds, int nfds, struct mroc_msg_mr_reg *r)
+{
+	struct op o = { .cl = cl, .len = m->len, .access = m->access };
+	int err;
+
+	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL))
+		return -EINVAL;
+	if (cl->nmrs >= cs->lim.max_mrs || cl->mr_bytes + m->len > cs->lim.max_mr_bytes)
+		return -EDQUOT;
+	err = check_memfd(fds[0], m->len);
+	if (err)
+		return err;
+	o.map = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (o.map == MAP_FAILED)
+		return -errno;
+	err = call(cs, op_mr_reg, &o);
+	if (err) {
+		munmap(o.map, m->len);
+		return err;
+	}
+	cl->mrs[cl->nmrs++] = (struct cmr){ .lkey = o.lkey, .rkey = o.rkey, .map = o.map,
+					    .len = m->len };
+	cl->mr_bytes += m->len;
+	o.access = 1;
+	call(cs, op_count_mr, &o);
+	r->lkey = o.lkey;
+	r->rkey = o.rkey;
+	return 0;
+}
+
+static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc_msg_mr_dereg *m)
+{
+	struct op o = { .cl = cl, .lkey = m->lkey };
+
+	for (uint32_t i = 0; i < cl->nmrs; i++) {
+		struct cmr *mr = &cl->mrs[i];
+		int err;
+
+		if (mr->lkey != m->lkey)
+			continue;
+		err = call(cs, op_mr_dereg, &o);
+		if (err)
+			return err;
+		/* The engine no longer knows the key: nothing can touch the mapping now. */
+		munmap(mr->map, mr->len);
+		cl->mr_bytes -= mr->len;
+		*mr = cl->mrs[--cl->nmrs];
+		o.access = (uint32_t)-1;
+		call(cs, op_count_mr, &o);
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static bool pow2(uint32_t v)
+{
+	return v && !(v & (v - 1));
+}
+
+/* Map and check the ring region exactly as the library laid it out. */
+static int map_rings(struct cqp *q, const struct mroc_msg_qp_create *m, int fd)
+{
+	uint32_t sq_off, rq_off, cq_off;
+	uint64_t len = mroc_shm_layout(m->sq_entries, m->rq_entries, m->cq_entries, &sq_off,
+				       &rq_off, &cq_off);
+	const struct mroc_shm_hdr *h;
+	int err;
+
+	if (m->region_len != len)
+		return -EINVAL;
+	err = check_memfd(fd, len);
+	if (err)
+		return err;
+	q->region = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (q->region == MAP_FAILED) {
+		q->region = NULL;
+		return -errno;
+	}
+	q->region_len = len;
+	h = q->region;
+	if (h->magic != MROC_SHM_MAGIC || h->abi_version != MROC_ABI_VERSION ||
+	    h->sq_entries != m->sq_entries || h->rq_entries != m->rq_entries ||
+	    h->cq_entries != m->cq_entries || h->sq_off != sq_off || h->rq_off != rq_off ||
+	    h->cq_off != cq_off || h->region_len != len)
+		return -EINVAL;
+	/* Our views keep the sizes privately; indices start where the region says. */
+	ring_view_init(&q->sq, q->region, sq_off, m->sq_entries, sizeof(struct mroc_sqe), false);
+	ring_view_init(&q->rq, q->region, rq_off, m->rq_entries, sizeof(struct mroc_rqe), false);
+	ring_view_init(&q->cq, q->region, cq_off, m->cq_entries, sizeof(struct mroc_cqe), true);
+	q->cq_entries = m->cq_entries;
+	return 0;
+}
+
+static int msg_qp_create(struct clients *cs, struct client *cl, const struct mroc_msg_qp_create *m,
+			 int *fds, int nfds, struct mroc_msg_qp_create *r)
+{
+	struct op o = { .cl = cl };
+	struct cqp *q;
+	int err;
+
+	if (nfds != 2 || m->mode > MROC_QP_ROCEV2 || m->paths > MROC_MAX_PATHS ||
+	    !pow2(m->sq_entries) || !pow2(m->rq_entries) || !pow2(m->cq_entries) ||
+	    m->sq_entries > cs->lim.max_sq_depth || m->rq_entries > cs->lim.max_rq_depth ||
+	    (uint64_t)m->cq_entries < (uint64_t)m->sq_entries + m->rq_entries + CQ_EVENT_ROOM)
+		return -EINVAL;
+	if (cl->nqps >= cs->lim.max_qps)
+		return -EDQUOT;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->cl = cl;
+	q->cq_fd = -1;
+	err = map_rings(q, m, fds[0]);
+	if (err) {
+		free_qp(q);
+		return err;
+	}
+	q->cq_fd = fds[1];
+	fds[1] = -1;
+	o.q = q;
+	o.attr = (struct engine_qp_attr){
+		.pd = cl->id,
+		.mode = m->mode,
+		.npaths = m->paths ? m->paths : (uint8_t)cs->lim.default_paths,
+		/* The engine's limit (sq + reads <= 1024) may be below the ring's size. */
+		.sq_depth = m->sq_entries < 1008 ? m->sq_entries : 1008,
+		.rq_depth = m->rq_entries,
+	};
+	err = call(cs, op_qp_create, &o);
+	if (err) {
+		free_qp(q);
+		return err;
+	}
+	cl->qps[cl->nqps++] = q;
+	r->qpn = q->qpn;
+	return 0;
+}
+
+static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
+{
+	struct op o = { .cl = cl, .qpn = qpn };
+
+	for (uint32_t i = 0; i < cl->nqps; i++) {
+		int err;
+
+		if (cl->qps[i]->qpn != qpn)
+			continue;
+		err = call(cs, op_qp_destroy, &o);
+		if (err && err != -ENOENT)
+			return err;
+		/* The worker dropped it from its list: the mapping is ours to undo. */
+		free_qp(cl->qps[i]);
+		cl->qps[i] = cl->qps[--cl->nqps];
+		return 0;
+	}
+	return -ENOENT;
+}
+
+static int msg_qp_connect(struct clients *cs, struct client *cl,
+			  const struct mroc_msg_qp_connect *m)
+{
+	struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
+
+	if (m->family != AF_INET && m->family != AF_INET6)
+		return -EAFNOSUPPORT;
+	o.addr.family = (int)m->family;
+	memcpy(o.addr.bytes, m->addr, sizeof(m->addr));
+	return call(cs, op_qp_connect, &o);
+}
+
+static const size_t msg_size[] = {
+	[MROC_MSG_HELLO] = sizeof(struct mroc_msg_hello),
+	[MROC_MSG_MR_REG] = sizeof(struct mroc_msg_mr_reg),
+	[MROC_MSG_MR_DEREG] = sizeof(struct mroc_msg_mr_dereg),
+	[MROC_MSG_QP_CREATE] = sizeof(struct mroc_msg_qp_create),
+	[MROC_MSG_QP_CONNECT] = sizeof(struct mroc_msg_qp_connect),
+	[MROC_MSG_QP_LISTEN] = sizeof(struct mroc_msg_qp_listen),
+	[MROC_MSG_QP_DESTROY] = sizeof(struct mroc_msg_qp_destroy),
+};
+
+void clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
+		 void *reply, size_t *reply_len)
+{
+	struct clients *cs = ctx;
+	struct client *cl = client;
+	union {
+		struct mroc_msg_hdr h;
+		uint8_t b[MROC_MSG_MAX];
+	} in = { 0 };
+	struct mroc_msg_hdr *out = reply;
+	int err;
+
+	memset(reply, 0, *reply_len < MROC_MSG_MAX ? *reply_len : MROC_MSG_MAX);
+	if (len < sizeof(in.h) || len > sizeof(in)) {
+		err = -EBADMSG;
+		len = sizeof(in.h);
+		goto done;
+	}
+	memcpy(&in, msg, len);	/* aligned, and the client cannot change it under us */
+	*out = in.h;
+	if (in.h.type == 0 || in.h.type >= sizeof(msg_size) / sizeof(msg_size[0]) ||
+	    len != msg_size[in.h.type] || in.h.len != len) {
+		err = -EBADMSG;
+		goto done;
+	}
+	if (in.h.type != MROC_MSG_HELLO && cl->doorbell < 0) {
+		err = -EPROTO;	/* HELLO first */
+		goto done;
+	}
+	switch (in.h.type) {
+	case MROC_MSG_HELLO:
+		err = msg_hello(cs, cl, (void *)&in, fds, nfds, reply);
+		break;
+	case MROC_MSG_MR_REG:
+		err = msg_mr_reg(cs, cl, (void *)&in, fds, nfds, reply);
+		break;
+	case MROC_MSG_MR_DEREG:
+		err = msg_mr_dereg(cs, cl, (void *)&in);
+		break;
+	case MROC_MSG_QP_CREATE:
+		err = msg_qp_create(cs, cl, (void *)&in, fds, nfds, reply);
+		break;
+	case MROC_MSG_QP_CONNECT:
+		err = msg_qp_connect(cs, cl, (void *)&in);
+		break;
+	case MROC_MSG_QP_LISTEN: {
+		const struct mroc_msg_qp_listen *m = (void *)&in;
+		struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
+
+		err = call(cs, op_qp_listen, &o);
+		break;
+	}
+	default: /* MROC_MSG_QP_DESTROY */
+		err = msg_qp_destroy(cs, cl, ((const struct mroc_msg_qp_destroy *)&in)->qpn);
+		break;
+	}
+done:
+	/* fds a handler did not keep are closed: nothing leaks from a bad message. */
+	for (int i = 0; i < nfds; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	out->status = err;
+	out->len = (uint32_t)len;
+	*reply_len = len;
+}

@@ -1,0 +1,67 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libmroc clients on the daemon side.  The control thread takes each
+ * client's messages (abi.h): it maps the memory and ring regions the client
+ * sends, and has the worker register them with the engine (worker_call).
+ * The worker then polls every client QP's SQ and RQ rings, validates each
+ * work request before it reaches the engine, and writes completions into
+ * the client's CQ ring.
+ *
+ * Nothing a client writes is trusted: indices, lengths, keys, offsets and
+ * opcodes are checked; a bad work request completes with MROC_WC_BAD_WR
+ * (or the engine's error), a client that corrupts its rings or keeps
+ * misbehaving is disconnected, and a client that goes away is cleaned up
+ * (QPs disconnected so peers hear of it, regions deregistered and unmapped)
+ * while the daemon and the other clients carry on.
+ */
+#ifndef MROCD_CLIENTS_H
+#define MROCD_CLIENTS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include "engine.h"
+
+struct clients;
+struct peers;
+struct worker;
+
+struct clients_limits {
+	uint32_t max_clients, max_qps, max_mrs;	/* max_qps/mrs: per client */
+	uint64_t max_mr_bytes;
+	uint32_t max_sq_depth, max_rq_depth;
+	uint32_t default_paths;
+	uint8_t default_mode;
+};
+
+struct clients *clients_create(struct engine *eng, struct peers *peers,
+			       const struct clients_limits *lim);
+/* The worker exists only after the engine: set it before the control loop runs. */
+void clients_set_worker(struct clients *cs, struct worker *w);
+void clients_destroy(struct clients *cs);
+
+/* Control thread (ctl.c callbacks). */
+void *clients_open(void *cs, int fd, const struct ucred *cred);
+void clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
+		 void *reply, size_t *reply_len);
+void clients_close(void *cs, void *client);
+
+/* Worker thread (worker.c hooks). */
+int clients_poll(void *cs, uint64_t now);
+bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now);
+int clients_fds(void *cs, int *fds, int max);
+bool clients_may_sleep(void *cs);
+void clients_woke(void *cs);
+uint64_t clients_tick(struct clients *cs, uint64_t now);
+
+struct clients_stats {
+	uint32_t clients, qps, mrs;
+	uint64_t opened, closed, kicked;	/* kicked: disconnected for misbehaving */
+	uint64_t wrs, bad_wrs, cqes, cq_overflows;
+};
+/* Worker thread. */
+void clients_get_stats(struct clients *cs, struct clients_stats *out);
+
+#endif
