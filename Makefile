@@ -5,6 +5,7 @@
 #   make                      libraries, programs and test binaries into build/
 #   make check                install missing packages (scripts/deps.sh), build, run every test
 #   make bench                build and run the simulation benchmark (build/mroc-sim bench)
+#   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make clean                remove build/ and build-*/
 #   make V=1                  print full commands (and, with check, every test's output)
 #   make WERROR=1             warnings are errors (automatic when CI is set)
@@ -172,7 +173,7 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 
 # ---- top-level targets ------------------------------------------------------
 
-.PHONY: all libs tests check bench clean help
+.PHONY: all libs tests check bench demo clean help
 
 ifeq ($(HAVE_CMOCKA),1)
 all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) tests
@@ -195,6 +196,13 @@ ifneq ($(SKIP_DEPS),1)
 endif
 	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests
 	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS)
+
+# Two hosts over a 4-plane fabric in network namespaces, mrocd on AF_XDP on each,
+# mroc-perf moving verified data, mroc-cli showing the paths (root).
+demo:
+	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
+	$(Q)$(MAKE) --no-print-directory -s all
+	$(Q)BUILD=$(abspath $(BUILD)) scripts/demo.sh
 
 bench: $(SIM_BIN)
 ifeq ($(SIM_MAIN),)
