@@ -3,10 +3,22 @@
  * Admin requests (JSON over the admin socket, see ctl.h): each command takes
  * a snapshot on the worker thread (worker_call) and builds its reply on the
  * control thread, so reading statistics never slows the data path.
+ *
+ * Commands ("cmd"); every reply has "ok", and "error" when it is false:
+ *   status          daemon, backend, interfaces and queues, XDP program, counts
+ *   counters        totals since start or the last counters_reset ("raw": true
+ *                   ignores the reset: monotonic values, e.g. for Prometheus)
+ *   counters_reset  remember the counters now; later replies subtract them
+ *   links           control connections to other daemons
+ *   qps             every QP with its paths and peer address ("qpn": N for one)
+ *   config          the effective configuration text
  */
+#include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "clients.h"
 #include "daemon_priv.h"
@@ -16,56 +28,194 @@
 #include "worker.h"
 #include "xdp_prog.h"
 
-#define SNAP_QPS	64
 #define SNAP_PATHS	MROC_MAX_PATHS
+#define SNAP_QPS_MIN	64
+
+struct snap_qp {
+	struct engine_qp_info info;
+	struct engine_path_info paths[SNAP_PATHS];
+	unsigned npaths;		/* valid entries of paths[] */
+	bool has_peer;
+	struct mroc_addr peer;
+};
 
 struct snapshot {
+	/* in: what to take */
+	struct mrocd *d;
+	bool want_qps;			/* QP and path details (qps) */
+	bool one_qp;			/* only the QP numbered qpn */
+	uint32_t qpn;
+	uint32_t cap;			/* room in qps[] and qpns[] */
+	struct snap_qp *qps;
+	uint32_t *qpns;
+	/* out */
+	uint64_t now;
 	struct engine_stats eng;
 	struct backend_stats be;
 	struct worker_stats wk;
 	struct link_info links[LINKS_MAX];
 	int nlinks;
-	struct engine_qp_info qps[SNAP_QPS];
-	struct engine_path_info paths[SNAP_QPS][SNAP_PATHS];
-	int nqps;
+	uint32_t nqps;			/* in qps[] */
+	uint32_t qps_total;		/* in the engine */
 	uint32_t npeers;
 	struct clients_stats cls;
-	struct mrocd *d;
 };
 
-/* On the worker thread: copy everything a reply may need. */
+/*
+ * counters_reset's baseline: the counter groups of a raw counters reply.
+ * Control thread only (admin requests are answered there); one daemon per
+ * process.
+ */
+static json_t *counters_base;
+static uint64_t counters_base_ns;
+
+/* Gauges inside the counter groups: never subtracted. */
+static const char *const gauges[] = { "clients", "qps", "mrs", NULL };
+
+static void snap_one_qp(struct mrocd *d, uint32_t qpn, struct snap_qp *q)
+{
+	struct peer *p;
+
+	q->npaths = 0;
+	q->has_peer = false;
+	if (q->info.state < ENGINE_QPS_CONNECTING)
+		return;		/* idle or listening: neither peer nor paths yet */
+	for (unsigned i = 0; i < q->info.npaths && i < SNAP_PATHS; i++)
+		if (!engine_path_info(d->eng, qpn, i, &q->paths[q->npaths]))
+			q->npaths++;
+	p = peers_get(d->peers, q->info.peer);
+	if (p) {
+		q->has_peer = true;
+		q->peer = p->addr;
+	}
+}
+
+/*
+ * On the worker thread: copy everything a reply may need.  -ENOSPC when
+ * qps[] is too small for every QP (qps_total says how many there are).
+ */
 static int take_snapshot(void *arg, uint64_t now)
 {
 	struct snapshot *s = arg;
 	struct mrocd *d = s->d;
-	uint32_t qpns[SNAP_QPS];
 	int n;
 
+	s->now = now;
 	engine_get_stats(d->eng, &s->eng);
 	d->be->ops->get_stats(d->be, &s->be);
 	worker_get_stats(d->worker, &s->wk);
 	s->nlinks = links_info(d->links, s->links, LINKS_MAX);
-	n = engine_qp_list(d->eng, qpns, SNAP_QPS);
-	s->nqps = 0;
-	for (int i = 0; i < n && i < SNAP_QPS; i++) {
-		struct engine_qp_info *qi = &s->qps[s->nqps];
-
-		if (engine_qp_info(d->eng, qpns[i], qi))
-			continue;
-		for (unsigned p = 0; p < qi->npaths && p < SNAP_PATHS; p++)
-			engine_path_info(d->eng, qpns[i], p, &s->paths[s->nqps][p]);
-		s->nqps++;
-	}
 	s->npeers = peers_count(d->peers);
 	clients_get_stats(d->clients, &s->cls);
-	(void)now;
+	n = engine_qp_list(d->eng, s->qpns, (int)s->cap);
+	s->qps_total = n > 0 ? (uint32_t)n : 0;
+	s->nqps = 0;
+	if (!s->want_qps)
+		return 0;
+	if (s->one_qp) {
+		if (engine_qp_info(d->eng, s->qpn, &s->qps[0].info))
+			return -ENOENT;
+		snap_one_qp(d, s->qpn, &s->qps[0]);
+		s->nqps = 1;
+		return 0;
+	}
+	if (s->qps_total > s->cap)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < s->qps_total; i++) {
+		struct snap_qp *q = &s->qps[s->nqps];
+
+		if (engine_qp_info(d->eng, s->qpns[i], &q->info))
+			continue;
+		snap_one_qp(d, s->qpns[i], q);
+		s->nqps++;
+	}
 	return 0;
+}
+
+static void snapshot_free(struct snapshot *s)
+{
+	if (!s)
+		return;
+	free(s->qps);
+	free(s->qpns);
+	free(s);
+}
+
+static int snapshot_room(struct snapshot *s, uint32_t cap)
+{
+	free(s->qps);
+	free(s->qpns);
+	s->cap = cap;
+	s->qps = calloc(cap, sizeof(*s->qps));
+	s->qpns = calloc(cap, sizeof(*s->qpns));
+	return s->qps && s->qpns ? 0 : -ENOMEM;
+}
+
+/* A snapshot, with room for every QP when want_qps (QPs may come and go meanwhile). */
+static int snapshot_take(struct mrocd *d, struct snapshot *s)
+{
+	uint32_t cap = SNAP_QPS_MIN;
+	int err;
+
+	s->d = d;
+	for (int tries = 0; tries < 4; tries++) {
+		err = snapshot_room(s, s->one_qp ? 1 : cap);
+		if (err)
+			return err;
+		err = worker_call(d->worker, take_snapshot, s);
+		if (err != -ENOSPC)
+			return err;
+		cap = s->qps_total + s->qps_total / 4 + 16;
+	}
+	return err;
+}
+
+static json_t *error_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static json_t *error_reply(const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return json_pack("{s:b, s:s}", "ok", 0, "error", msg);
+}
+
+/* ---- status ---------------------------------------------------------------- */
+
+static json_t *interface_info(struct mrocd *d)
+{
+	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
+	json_t *a = json_array();
+
+	for (uint32_t i = 0; i < ifs->n; i++) {
+		json_t *o = json_object(), *qs = json_array();
+
+		json_object_set_new(o, "name", json_string(ifs->v[i].name));
+		for (uint32_t q = 0; q < ifs->v[i].nqueues; q++)
+			json_array_append_new(qs, json_integer(ifs->v[i].queues[q]));
+		json_object_set_new(o, "queues", qs);
+		/* attached[] follows the configured order (start_afxdp) */
+		if (d->prog && i < d->nattached) {
+			int m = xdp_prog_attach_mode(d->prog, d->attached[i]);
+
+			json_object_set_new(o, "ifindex", json_integer(d->attached[i]));
+			json_object_set_new(o, "xdp_mode", json_string(
+				m >= 0 ? xdp_prog_mode_name((enum xdp_prog_mode)m) : "?"));
+		}
+		json_array_append_new(a, o);
+	}
+	return a;
 }
 
 static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 {
 	json_t *o = json_object(), *ifs = json_array();
+	const char *detail = d->be->ops->describe(d->be);
 	const char *mode = NULL;
+	int up = 0;
 
 	for (unsigned i = 0; i < d->nattached; i++) {
 		int m = xdp_prog_attach_mode(d->prog, d->attached[i]);
@@ -74,32 +224,44 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 	}
 	for (uint32_t i = 0; i < d->cfg.network.interfaces.n; i++)
 		json_array_append_new(ifs, json_string(d->cfg.network.interfaces.v[i].name));
+	for (int i = 0; i < s->nlinks; i++)
+		up += s->links[i].state == LINK_UP;
 	json_object_set_new(o, "ok", json_true());
 	json_object_set_new(o, "daemon_version", json_string(MROCD_VERSION));
+	json_object_set_new(o, "pid", json_integer(getpid()));
 	json_object_set_new(o, "uptime_ns", json_integer((json_int_t)(mrocd_now_ns() -
 								       d->started_ns)));
+	json_object_set_new(o, "config_path", json_string(d->cfg_path));
 	json_object_set_new(o, "backend", json_string(d->be->ops->name));
-	json_object_set_new(o, "backend_detail", json_string(d->be->ops->describe(d->be)));
+	json_object_set_new(o, "backend_detail", json_string(detail));
+	/* afxdp.c's description ends with "zero-copy" or "copy-mode" */
+	if (!strcmp(d->be->ops->name, "af_xdp"))
+		json_object_set_new(o, "zero_copy", json_boolean(strstr(detail, "zero-copy")));
 	json_object_set_new(o, "fallback", json_boolean(d->fallback));
 	if (d->fallback)
 		json_object_set_new(o, "fallback_reason", json_string(d->fallback_why));
 	json_object_set_new(o, "interfaces", ifs);
+	json_object_set_new(o, "interface_info", interface_info(d));
 	if (d->prog) {
 		json_object_set_new(o, "xdp_prog_id", json_integer(xdp_prog_id(d->prog)));
 		json_object_set_new(o, "xdp_mode", json_string(mode ? mode : "?"));
 	}
 	json_object_set_new(o, "udp_port", json_integer(d->cfg.network.udp_port));
 	json_object_set_new(o, "peers_known", json_integer(s->npeers));
-	json_object_set_new(o, "qps", json_integer(s->nqps));
+	json_object_set_new(o, "qps", json_integer(s->qps_total));
 	json_object_set_new(o, "clients", json_integer(s->cls.clients));
+	json_object_set_new(o, "links", json_integer(s->nlinks));
+	json_object_set_new(o, "links_up", json_integer(up));
 	return o;
 }
 
-static json_t *reply_counters(struct mrocd *d, const struct snapshot *s)
+/* ---- counters -------------------------------------------------------------- */
+
+/* The counter groups, as read now (monotonic since the daemon started). */
+static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 {
 	json_t *o = json_object();
 
-	json_object_set_new(o, "ok", json_true());
 	json_object_set_new(o, "engine", status_engine_counters(&s->eng));
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
@@ -114,23 +276,51 @@ static json_t *reply_counters(struct mrocd *d, const struct snapshot *s)
 		json_t *x = json_object();
 
 		if (!xdp_prog_read_counters(d->prog, &xc)) {
-			const uint64_t *v = (const uint64_t *)&xc;
-
-			for (unsigned i = 0; i < sizeof(xc) / sizeof(uint64_t); i++)
+			for (unsigned i = 0; i < MROC_XDP_CNT__COUNT; i++)
 				json_object_set_new(x, xdp_prog_counter_name(i),
-						    json_integer((json_int_t)v[i]));
+						    json_integer((json_int_t)xc.v[i]));
 		}
 		json_object_set_new(o, "xdp", x);
 	}
 	return o;
 }
 
+static json_t *reply_counters(struct mrocd *d, const struct snapshot *s, const json_t *req)
+{
+	json_t *o = json_object(), *groups = counter_groups(d, s);
+	bool raw = json_is_true(json_object_get(req, "raw"));
+	uint64_t uptime = s->now - d->started_ns;
+	bool reset = !raw && counters_base;
+
+	if (reset)
+		status_subtract(groups, counters_base, gauges);
+	json_object_set_new(o, "ok", json_true());
+	json_object_set_new(o, "uptime_ns", json_integer((json_int_t)uptime));
+	json_object_set_new(o, "reset", json_boolean(reset));
+	json_object_set_new(o, "counting_ns", json_integer((json_int_t)(reset ?
+		s->now - counters_base_ns : uptime)));
+	json_object_update(o, groups);
+	json_decref(groups);
+	return o;
+}
+
+static json_t *reply_counters_reset(struct mrocd *d, const struct snapshot *s)
+{
+	json_decref(counters_base);
+	counters_base = counter_groups(d, s);
+	counters_base_ns = s->now;
+	return json_pack("{s:b, s:I}", "ok", 1, "uptime_ns",
+			 (json_int_t)(s->now - d->started_ns));
+}
+
+/* ---- links, QPs, config --------------------------------------------------------- */
+
 static json_t *reply_links(const struct snapshot *s)
 {
 	json_t *o = json_object(), *a = json_array();
 
 	for (int i = 0; i < s->nlinks; i++)
-		json_array_append_new(a, status_link(&s->links[i]));
+		json_array_append_new(a, status_link(&s->links[i], s->now));
 	json_object_set_new(o, "ok", json_true());
 	json_object_set_new(o, "links", a);
 	return o;
@@ -140,11 +330,16 @@ static json_t *reply_qps(const struct snapshot *s)
 {
 	json_t *o = json_object(), *a = json_array();
 
-	for (int i = 0; i < s->nqps; i++) {
-		json_t *q = status_qp(&s->qps[i]), *paths = json_array();
+	for (uint32_t i = 0; i < s->nqps; i++) {
+		const struct snap_qp *sq = &s->qps[i];
+		json_t *q = status_qp(&sq->info), *paths = json_array();
+		char buf[MROC_ADDR_STRLEN];
 
-		for (unsigned p = 0; p < s->qps[i].npaths && p < SNAP_PATHS; p++)
-			json_array_append_new(paths, status_path(&s->paths[i][p]));
+		if (sq->has_peer)
+			json_object_set_new(q, "peer", json_string(addr_str(&sq->peer, buf,
+									     sizeof(buf))));
+		for (unsigned p = 0; p < sq->npaths; p++)
+			json_array_append_new(paths, status_path(&sq->paths[p]));
 		json_object_set_new(q, "paths", paths);
 		json_array_append_new(a, q);
 	}
@@ -171,33 +366,54 @@ static json_t *reply_config(struct mrocd *d)
 	return o;
 }
 
+/* ---- dispatch -------------------------------------------------------------------- */
+
+static const char *const snapshot_cmds[] = {
+	"status", "counters", "counters_reset", "links", "qps", NULL,
+};
+
 json_t *admin_handle(void *ctx, const json_t *req)
 {
 	struct mrocd *d = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
+	const json_t *qpn = json_object_get(req, "qpn");
+	const char *const *c;
 	struct snapshot *s;
 	json_t *reply;
+	int err;
 
 	if (!cmd)
-		return json_pack("{s:b, s:s}", "ok", 0, "error", "missing \"cmd\"");
+		return error_reply("missing \"cmd\"");
 	if (!strcmp(cmd, "config"))
 		return reply_config(d);
+	for (c = snapshot_cmds; *c && strcmp(*c, cmd); c++)
+		;
+	if (!*c)
+		return error_reply("unknown \"cmd\" \"%.64s\"", cmd);
+	if (qpn && (!json_is_integer(qpn) || json_integer_value(qpn) < 0 ||
+		    json_integer_value(qpn) > UINT32_MAX))
+		return error_reply("\"qpn\" must be an integer 0..4294967295");
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return NULL;
-	s->d = d;
-	worker_call(d->worker, take_snapshot, s);
-	if (!strcmp(cmd, "status"))
+	s->want_qps = !strcmp(cmd, "qps");
+	s->one_qp = s->want_qps && qpn;
+	s->qpn = (uint32_t)json_integer_value(qpn);
+	err = snapshot_take(d, s);
+	if (err == -ENOENT)
+		reply = error_reply("no QP %u", s->qpn);
+	else if (err)
+		reply = error_reply("snapshot: %s", strerror(-err));
+	else if (!strcmp(cmd, "status"))
 		reply = reply_status(d, s);
 	else if (!strcmp(cmd, "counters"))
-		reply = reply_counters(d, s);
+		reply = reply_counters(d, s, req);
+	else if (!strcmp(cmd, "counters_reset"))
+		reply = reply_counters_reset(d, s);
 	else if (!strcmp(cmd, "links"))
 		reply = reply_links(s);
-	else if (!strcmp(cmd, "qps"))
-		reply = reply_qps(s);
 	else
-		reply = json_pack("{s:b, s:s}", "ok", 0, "error", "unknown \"cmd\"");
-	free(s);
+		reply = reply_qps(s);
+	snapshot_free(s);
 	return reply;
 }
-

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* JSON views of the daemon's state (see status.h). */
+#include <string.h>
+
 #include "addr.h"
 #include "status.h"
 
@@ -53,7 +55,7 @@ json_t *status_worker(const struct worker_stats *st)
 	return o;
 }
 
-json_t *status_link(const struct link_info *li)
+json_t *status_link(const struct link_info *li, uint64_t now)
 {
 	static const char *const states[] = { "idle", "connecting", "up" };
 	char a[MROC_ADDR_STRLEN];
@@ -66,6 +68,7 @@ json_t *status_link(const struct link_info *li)
 	SET(o, "connects", li->connects);
 	SET(o, "failures", li->failures);
 	SET(o, "up_since_ns", li->up_since_ns);
+	SET(o, "up_for_ns", li->state == LINK_UP && now > li->up_since_ns ? now - li->up_since_ns : 0);
 	return o;
 }
 
@@ -82,7 +85,7 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	json_object_set_new(o, "state", json_string(qi->state < 6 ? states[qi->state] : "?"));
 	json_object_set_new(o, "mode", json_string(qi->mode == MROC_MODE_ROCEV2 ? "rocev2" :
 						   "metaroce"));
-	SET(o, "paths", qi->npaths);
+	SET(o, "npaths", qi->npaths);
 	SET(o, "qwnd_bytes", qi->qwnd_bytes);
 	SET(o, "pacing_bps", qi->pacing_bps);
 	SET(o, "rate_hint_mbps", qi->rate_hint_mbps);
@@ -93,6 +96,9 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	SET(o, "sq_outstanding", qi->sq_outstanding);
 	SET(o, "rq_posted", qi->rq_posted);
 	SET(o, "msgs_outstanding", qi->msgs_outstanding);
+	SET(o, "snd_una", qi->snd_una);
+	SET(o, "snd_nxt", qi->snd_nxt);
+	SET(o, "rcv_cum", qi->rcv_cum);
 	SET(o, "errors", qi->errors);
 	return o;
 }
@@ -121,4 +127,27 @@ json_t *status_path(const struct engine_path_info *pi)
 	SET(o, "backoff", pi->backoff);
 	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
 	return o;
+}
+
+void status_subtract(json_t *o, const json_t *base, const char *const *keep)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(o, key, v) {
+		const json_t *b = json_object_get(base, key);
+		const char *const *k;
+
+		for (k = keep; k && *k && strcmp(*k, key); k++)
+			;
+		if (!b || (k && *k))
+			continue;
+		if (json_is_object(v)) {
+			status_subtract(v, b, keep);
+		} else if (json_is_integer(v) && json_is_integer(b)) {
+			json_int_t x = json_integer_value(v), y = json_integer_value(b);
+
+			json_integer_set(v, x > y ? x - y : 0);
+		}
+	}
 }

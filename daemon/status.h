@@ -16,8 +16,15 @@
 json_t *status_engine_counters(const struct engine_stats *st);
 json_t *status_backend_counters(const struct backend_stats *st);
 json_t *status_worker(const struct worker_stats *st);
-json_t *status_link(const struct link_info *li);
+/* now: the daemon's clock (mrocd_now_ns), for "up_for_ns". */
+json_t *status_link(const struct link_info *li, uint64_t now);
 json_t *status_qp(const struct engine_qp_info *qi);
 json_t *status_path(const struct engine_path_info *pi);
+/*
+ * Counters since a baseline: every integer of o (recursively) minus the
+ * integer at the same place in base, never below 0.  Keys named in keep
+ * (NULL-terminated; gauges such as "clients") are left alone.
+ */
+void status_subtract(json_t *o, const json_t *base, const char *const *keep);
 
 #endif
