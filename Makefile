@@ -306,3 +306,101 @@ $(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEM
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) $(MROC_LDLIBS)
 
 -include $(ALL_OBJS:.o=.d)
+
+# ---- install ------------------------------------------------------------------
+#
+#   make install [PREFIX=/usr/local] [DESTDIR=]   builds what is missing first
+#   make uninstall [PREFIX=...] [DESTDIR=...]     removes what install put there
+#
+# The configuration goes to $(SYSCONFDIR)/mroc/mrocd.conf (/etc, whatever the prefix)
+# and is never overwritten; uninstall removes it only if it is still the shipped one.
+# With PREFIX=/usr the unit goes to /lib/systemd/system (Debian), else under PREFIX.
+# Installing into the running system (no DESTDIR, as root) also creates group mroc
+# (sysusers.d), runs ldconfig and, under systemd, systemctl daemon-reload.
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+SBINDIR ?= $(PREFIX)/sbin
+LIBDIR ?= $(PREFIX)/lib
+INCLUDEDIR ?= $(PREFIX)/include
+PKGCONFIGDIR ?= $(LIBDIR)/pkgconfig
+MANDIR ?= $(PREFIX)/share/man
+SYSCONFDIR ?= /etc
+ifeq ($(PREFIX),/usr)
+UNITDIR ?= /lib/systemd/system
+else
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+endif
+SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
+INSTALL ?= install
+
+# Programs that exist in this tree (CLI_BIN: mroc-cli's rules define it).
+INSTALL_BINS := $(PERF_BIN) $(CLI_BIN)
+INSTALL_SBINS := $(DAEMON_BIN)
+INSTALL_MANS := $(sort $(wildcard man/*.[1-8]))
+# Only a library that is built gets its header and pkg-config file.
+INSTALL_LIB := $(if $(LIBMROC_SO),1)
+
+subst_paths = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
+	-e 's|@SBINDIR@|$(SBINDIR)|g' -e 's|@LIBDIR@|$(LIBDIR)|g' \
+	-e 's|@INCLUDEDIR@|$(INCLUDEDIR)|g' -e 's|@SYSCONFDIR@|$(SYSCONFDIR)|g' \
+	-e 's|@VERSION@|$(LIBMROC_VERSION)|g'
+
+.PHONY: install uninstall
+
+install: $(INSTALL_SBINS) $(INSTALL_BINS) $(LIBMROC_SO) $(LIBMROC_A)
+	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
+	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
+		$(DESTDIR)$(SYSCONFDIR)/mroc $(sort $(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
+	$(Q)$(foreach f,$(INSTALL_SBINS),$(INSTALL) -m 0755 $(f) $(DESTDIR)$(SBINDIR)/ &&) true
+	$(Q)$(foreach f,$(INSTALL_BINS),$(INSTALL) -m 0755 $(f) $(DESTDIR)$(BINDIR)/ &&) true
+ifeq ($(INSTALL_LIB),1)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(LIBDIR) $(DESTDIR)$(PKGCONFIGDIR) $(DESTDIR)$(INCLUDEDIR)/mroc
+	$(Q)$(INSTALL) -m 0755 $(LIBMROC_SO) $(DESTDIR)$(LIBDIR)/
+	$(Q)ln -sfn libmroc.so.$(LIBMROC_VERSION) $(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_MAJOR)
+	$(Q)ln -sfn libmroc.so.$(LIBMROC_MAJOR) $(DESTDIR)$(LIBDIR)/libmroc.so
+	$(Q)$(INSTALL) -m 0644 $(LIBMROC_A) $(DESTDIR)$(LIBDIR)/
+	$(Q)$(INSTALL) -m 0644 libclient/include/mroc/mroc.h $(DESTDIR)$(INCLUDEDIR)/mroc/
+	$(Q)$(subst_paths) -e '/^#/d' libclient/libmroc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc && \
+		chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc
+endif
+	$(Q)$(subst_paths) systemd/mrocd.service > $(DESTDIR)$(UNITDIR)/mrocd.service && \
+		chmod 0644 $(DESTDIR)$(UNITDIR)/mrocd.service
+	$(Q)$(INSTALL) -m 0644 systemd/mroc.sysusers $(DESTDIR)$(SYSUSERSDIR)/mroc.conf
+	$(Q)$(foreach m,$(INSTALL_MANS),$(INSTALL) -m 0644 $(m) \
+		$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/ &&) true
+	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf ]; then \
+		echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf (exists; the shipped one is conf/mrocd.conf)"; \
+	else \
+		$(INSTALL) -m 0644 conf/mrocd.conf $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; \
+	fi
+ifeq ($(DESTDIR),)
+	$(Q)if [ "$$(id -u)" = 0 ]; then \
+		if command -v systemd-sysusers >/dev/null; then \
+			systemd-sysusers $(SYSUSERSDIR)/mroc.conf; \
+		elif ! getent group mroc >/dev/null; then groupadd --system mroc; fi; \
+		ldconfig; \
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+	fi
+endif
+
+uninstall:
+	$(call say,RM,$(DESTDIR)$(PREFIX))
+	$(Q)rm -f $(addprefix $(DESTDIR)$(SBINDIR)/,$(notdir $(INSTALL_SBINS))) \
+		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_BINS))) \
+		$(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_VERSION) $(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_MAJOR) \
+		$(DESTDIR)$(LIBDIR)/libmroc.so $(DESTDIR)$(LIBDIR)/libmroc.a $(DESTDIR)$(INCLUDEDIR)/mroc/mroc.h \
+		$(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc $(DESTDIR)$(UNITDIR)/mrocd.service $(DESTDIR)$(SYSUSERSDIR)/mroc.conf \
+		$(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
+	$(Q)if cmp -s conf/mrocd.conf $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; then \
+		rm -f $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; \
+	elif [ -e $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf ]; then \
+		echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf (changed since install)"; \
+	fi
+	$(Q)rmdir $(DESTDIR)$(INCLUDEDIR)/mroc $(DESTDIR)$(SYSCONFDIR)/mroc 2>/dev/null || true
+ifeq ($(DESTDIR),)
+	$(Q)if [ "$$(id -u)" = 0 ]; then \
+		ldconfig; \
+		if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
+	fi
+endif
