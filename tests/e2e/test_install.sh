@@ -115,6 +115,22 @@ if command -v groff >/dev/null; then
 		fail "mrocd.conf(5) and mrocd --dump-config disagree (< daemon, > man page):
 $(cat "$WORK/diff")"
 	ok "mrocd.conf(5) documents all $(wc -l <"$WORK/keys.man") keys with the daemon's defaults"
+	# Each program's page names every long option of its --help (and mroc-cli's objects).
+	for p in sbin/mrocd:man8/mrocd.8 bin/mroc-perf:man1/mroc-perf.1 bin/mroc-cli:man8/mroc-cli.8; do
+		prog=$DEST/usr/${p%%:*} page=$DEST/usr/share/man/${p#*:}
+		[ -x "$prog" ] || continue
+		"$prog" --help >"$WORK/help.txt" 2>&1
+		groff -man -Tascii -P-cbou "$page" 2>/dev/null >"$WORK/page.txt"
+		words=$(grep -o -- '--[a-z][a-z-]*' "$WORK/help.txt" | sort -u)
+		words+=" $(sed -n 's/.*OBJECT := { \(.*\) }.*/\1/p' "$WORK/help.txt" | tr -d '|')"
+		n=0
+		for w in $words; do
+			grep -q -- "$w" "$WORK/page.txt" || fail "${page##*/} does not mention $w of ${prog##*/} --help"
+			n=$((n + 1))
+		done
+		[ "$n" -gt 1 ] || fail "${prog##*/} --help gave no options: $(cat "$WORK/help.txt")"
+		echo "ok: ${page##*/}: all $n options/objects of ${prog##*/} --help"
+	done
 else
 	echo "note: groff not installed, man pages not checked (scripts/deps.sh installs groff-base)"
 fi
