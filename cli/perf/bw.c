@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mroc-perf bandwidth tests: write_bw, send_bw, read_bw.
+ *
+ * The client keeps up to tx depth work requests outstanding on every QP,
+ * asks for a completion every cq_mod-th one (and the last), and counts a
+ * signaled completion as completing every work request before it (they
+ * complete in order).  Message k of QP q uses local slot k % slots and remote
+ * slot k % rslots of the regions.  The peak is the best 1 ms window, the
+ * average is all bytes over the whole run (perftest's definitions).
+ *
+ * --verify: every work request is signaled and at most `slots` are in
+ * flight, so a slot is rewritten only after its message completed.
+ *   write: the client stops after each batch of rslots messages (once all
+ *     completed, they are in the server's memory) and sends VERIFY over the
+ *     side channel; the server checks every byte of the batch and answers.
+ *   send:  the server checks each message as its RECV completes.
+ *   read:  the server fills slot s with message s once per size; the client
+ *     poisons a slot before each READ and checks it when the READ completes.
+ * Time spent in VERIFY exchanges is not counted in the bandwidth.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "perf.h"
+
+#define RECV_TAG	(1ull << 63)
+
+static unsigned int umin(unsigned int a, unsigned int b)
+{
+	return a < b ? a : b;
+}
+
+static uint8_t *slot_addr(struct perf_qp *q, uint64_t seq, uint64_t size)
+{
+	return q->buf + (size_t)(seq % q->slots) * size;
+}
+
+/* ---- client ------------------------------------------------------------------------ */
+
+struct bw_state {
+	enum perf_verb verb;
+	uint64_t size;
+	bool verify;
+	unsigned int depth, cq_mod;
+	uint64_t limit;			/* messages per QP; UINT64_MAX until a duration ends */
+	uint64_t batch, batch_start, batch_end;	/* write --verify checkpoints */
+	uint64_t deadline;
+	uint64_t verify_ns;		/* spent in checkpoints */
+};
+
+static int bw_post(struct perf *pf, struct bw_state *s, struct perf_qp *q)
+{
+	uint64_t seq = q->posted;
+	uint8_t *addr = slot_addr(q, seq, s->size);
+	bool last = seq + 1 == s->limit || seq + 1 == s->batch_end;
+	struct mroc_send_wr wr = {
+		.wr_id = seq,
+		.flags = (seq + 1) % s->cq_mod == 0 || last ? MROC_SEND_SIGNALED : 0,
+		.sg = { addr, (uint32_t)s->size, q->lkey },
+		.rkey = q->remote.rkey,
+		.remote_offset = (seq % q->rslots) * s->size,
+	};
+	uint64_t stream = perf_stream(s->size, q->idx, 0);
+
+	switch (s->verb) {
+	case PERF_WRITE:
+		wr.opcode = MROC_WR_WRITE;
+		if (s->verify)
+			verify_fill(addr, s->size, stream, seq);
+		break;
+	case PERF_SEND:
+		wr.opcode = MROC_WR_SEND;
+		wr.rkey = 0;
+		wr.remote_offset = 0;
+		if (s->verify)
+			verify_fill(addr, s->size, stream, seq);
+		break;
+	case PERF_READ:
+		wr.opcode = MROC_WR_READ;
+		if (s->verify)
+			verify_poison(addr, s->size, perf_stream(s->size, q->idx, 1), seq % q->rslots);
+		break;
+	}
+	return perf_post_send(pf, q, &wr);
+}
+
+/* Handle q's completions; returns how many, or < 0. */
+static int bw_reap(struct perf *pf, struct bw_state *s, struct perf_qp *q)
+{
+	struct mroc_wc wc[PERF_WC_BATCH];
+	struct verify_mismatch mm;
+	int n = cq_poll(pf, q, wc, PERF_WC_BATCH);
+
+	for (int i = 0; i < n; i++) {
+		uint64_t seq = wc[i].wr_id;
+
+		if (wc[i].opcode == MROC_WC_RECV || seq < q->completed || seq >= q->posted)
+			return perf_fail(pf, -EPROTO, "qp %u: unexpected completion (opcode %u, "
+					 "wr_id 0x%" PRIx64 ")", q->idx, wc[i].opcode, seq);
+		q->completed = seq + 1;
+		if (s->verb == PERF_READ && s->verify &&
+		    verify_check(slot_addr(q, seq, s->size), s->size,
+				 perf_stream(s->size, q->idx, 1), seq % q->rslots, &mm))
+			return perf_mismatch(pf, q->idx, &mm, s->size);
+	}
+	return n;
+}
+
+/* write --verify: the batch is complete everywhere; the server checks it. */
+static int bw_checkpoint(struct perf *pf, struct bw_state *s)
+{
+	struct oob_msg m = { .type = OOB_VERIFY };
+	uint64_t t = now_ns();
+	int err;
+
+	m.u.verify.first = s->batch_start;
+	m.u.verify.count = s->batch_end - s->batch_start;
+	err = oob_send(&pf->oob, &m);
+	if (err)
+		return perf_fail(pf, err, "side channel: %s", strerror(-err));
+	err = perf_expect(pf, OOB_VERIFY_ACK, &m, PERF_OOB_MS);
+	if (err)
+		return err;
+	if (m.u.status.status) {
+		pf->peer_failed = true;
+		return perf_fail(pf, m.u.status.status, "server: %s", m.u.status.text);
+	}
+	s->batch_start = s->batch_end;
+	s->batch_end = s->batch_end + s->batch < s->limit ? s->batch_end + s->batch : s->limit;
+	s->verify_ns += now_ns() - t;
+	return 0;
+}
+
+static void bw_setup(struct perf *pf, struct bw_state *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->verb = pf->t->verb;
+	s->size = pf->size;
+	s->verify = pf->p.flags & OOB_F_VERIFY;
+	s->depth = pf->p.tx_depth;
+	s->limit = pf->iters ? pf->iters : UINT64_MAX;
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		struct perf_qp *q = &pf->qp[i];
+
+		q->posted = q->completed = 0;
+		q->slots = perf_slots(q->len, s->size);
+		q->rslots = perf_slots(q->remote.region_len, s->size);
+		if (s->verify) {
+			s->depth = umin(s->depth, q->slots);
+			if (s->verb == PERF_WRITE)
+				s->batch = s->batch ? umin((unsigned int)s->batch, q->rslots) : q->rslots;
+		}
+	}
+	if (s->verify && s->verb == PERF_SEND)
+		s->depth = umin(s->depth, pf->recv_slots);
+	s->cq_mod = s->verify ? 1 : umin(pf->p.cq_mod, s->depth);
+	s->batch_end = s->batch && s->batch < s->limit ? s->batch : s->limit;
+}
+
+/* The duration is over: finish at a signaled work request (or the batch end). */
+static void bw_stop(struct perf *pf, struct bw_state *s)
+{
+	uint64_t max = 0;
+
+	for (unsigned int i = 0; i < pf->nqp; i++)
+		if (pf->qp[i].posted > max)
+			max = pf->qp[i].posted;
+	if (s->batch)
+		s->limit = s->batch_end;
+	else
+		s->limit = (max + s->cq_mod - 1) / s->cq_mod * s->cq_mod;
+	if (!s->limit)
+		s->limit = s->cq_mod;
+	if (s->batch_end > s->limit)
+		s->batch_end = s->limit;
+}
+
+int bw_client(struct perf *pf, struct bw_result *res)
+{
+	struct bw_state s;
+	struct peak peak;
+	uint64_t t0, t_last, last_progress, done_msgs = 0;
+	int err;
+
+	bw_setup(pf, &s);
+	peak_init(&peak, PEAK_WINDOW_NS);
+	t0 = t_last = last_progress = now_ns();
+	s.deadline = pf->duration_s ? t0 + pf->duration_s * 1000000000ull : 0;
+	peak_update(&peak, t0, 0);
+
+	for (;;) {
+		uint64_t now = now_ns(), cap = s.batch_end < s.limit ? s.batch_end : s.limit;
+		bool progress = false, all_done = true, batch_done = true;
+
+		if (s.deadline && now >= s.deadline && s.limit == UINT64_MAX) {
+			bw_stop(pf, &s);
+			cap = s.batch_end < s.limit ? s.batch_end : s.limit;
+		}
+		done_msgs = 0;
+		for (unsigned int i = 0; i < pf->nqp; i++) {
+			struct perf_qp *q = &pf->qp[i];
+
+			while (q->posted < cap && q->posted - q->completed < s.depth) {
+				err = bw_post(pf, &s, q);
+				if (err == -EAGAIN)
+					break;
+				if (err)
+					return err;
+				q->posted++;
+				progress = true;
+			}
+			err = bw_reap(pf, &s, q);
+			if (err < 0)
+				return err;
+			if (err > 0) {
+				progress = true;
+				t_last = now;
+			}
+			done_msgs += q->completed;
+			if (q->completed < s.limit)
+				all_done = false;
+			if (q->completed < s.batch_end)
+				batch_done = false;
+		}
+		if (progress) {
+			last_progress = now;
+			peak_update(&peak, now - s.verify_ns, done_msgs * s.size);
+		}
+		if (s.batch && batch_done) {
+			err = bw_checkpoint(pf, &s);
+			if (err)
+				return err;
+			last_progress = now_ns();
+		}
+		if (all_done)
+			break;
+		if (!progress) {
+			err = perf_stalled(pf, now, last_progress, "bandwidth client");
+			if (!err)
+				err = perf_peer_check(pf, now);
+			if (err)
+				return err;
+			if (pf->o->sleep)
+				cq_wait(pf, 10);
+			else
+				cpu_relax();
+		}
+	}
+	stats_bw(res, s.size, done_msgs, pf->nqp, t_last - t0 - s.verify_ns, &peak);
+	return 0;
+}
+
+/* ---- server ------------------------------------------------------------------------ */
+
+/* send_bw: receives posted on every QP up to recv_slots, each for max_size bytes. */
+static int bw_fill_recvs(struct perf *pf)
+{
+	unsigned int distinct = perf_slots(pf->region_len, pf->max_size);
+
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		struct perf_qp *q = &pf->qp[i];
+
+		while (q->recv_posted - q->recv_done < pf->recv_slots) {
+			uint64_t slot = q->recv_posted % distinct;
+			int err = perf_post_recv(pf, q, RECV_TAG | slot,
+						 q->buf + slot * pf->max_size,
+						 (uint32_t)pf->max_size);
+
+			if (err)
+				return err;
+		}
+	}
+	return 0;
+}
+
+int bw_prepare(struct perf *pf)
+{
+	bool verify = pf->p.flags & OOB_F_VERIFY;
+
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		struct perf_qp *q = &pf->qp[i];
+
+		q->received = 0;
+		q->slots = perf_slots(q->len, pf->size);
+		if (pf->t->verb == PERF_READ && verify)
+			for (unsigned int s = 0; s < q->slots; s++)
+				verify_fill(q->buf + (size_t)s * pf->size, pf->size,
+					    perf_stream(pf->size, q->idx, 1), s);
+	}
+	return pf->t->verb == PERF_SEND ? bw_fill_recvs(pf) : 0;
+}
+
+/* write --verify: check messages first..first+count-1 of every QP. */
+static int bw_check_batch(struct perf *pf, const struct oob_verify *v)
+{
+	struct verify_mismatch mm;
+
+	if (!v->count || v->count > PERF_SLOTS_MAX)
+		return perf_fail(pf, -EPROTO, "side channel: VERIFY of %" PRIu64 " messages",
+				 v->count);
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		struct perf_qp *q = &pf->qp[i];
+
+		if (v->count > q->slots)
+			return perf_fail(pf, -EPROTO, "side channel: VERIFY of %" PRIu64
+					 " messages, the region holds %u", v->count, q->slots);
+		for (uint64_t k = v->first; k < v->first + v->count; k++)
+			if (verify_check(slot_addr(q, k, pf->size), pf->size,
+					 perf_stream(pf->size, q->idx, 0), k, &mm))
+				return perf_mismatch(pf, q->idx, &mm, pf->size);
+	}
+	return 0;
+}
+
+/* write_bw, read_bw: the server's memory is the target; answer VERIFY until DONE. */
+static int bw_server_passive(struct perf *pf)
+{
+	struct oob_msg m;
+
+	while (!pf->done_seen) {
+		int err = oob_recv(&pf->oob, &m, 100);
+
+		if (err == -ETIMEDOUT) {
+			/* Nothing to do but notice a failed QP. */
+			struct mroc_wc wc[PERF_WC_BATCH];
+
+			for (unsigned int i = 0; i < pf->nqp; i++) {
+				err = cq_poll(pf, &pf->qp[i], wc, PERF_WC_BATCH);
+				if (err < 0)
+					return err;
+			}
+			continue;
+		}
+		if (err == -ECONNRESET)
+			return perf_fail(pf, err, "side channel: the client went away");
+		if (err)
+			return perf_fail(pf, err, "side channel: %s", strerror(-err));
+		if (m.type == OOB_VERIFY) {
+			int bad = bw_check_batch(pf, &m.u.verify);
+
+			err = oob_send_status(&pf->oob, OOB_VERIFY_ACK, bad, bad ? pf->err : NULL);
+			if (bad)
+				return bad;
+			if (err)
+				return perf_fail(pf, err, "side channel: %s", strerror(-err));
+			continue;
+		}
+		if (m.type == OOB_ERROR) {
+			pf->peer_failed = true;
+			return perf_fail(pf, -ECONNABORTED, "client: %s", m.u.status.text);
+		}
+		if (m.type != OOB_DONE)
+			return perf_fail(pf, -EPROTO, "side channel: unexpected %s from the client",
+					 oob_type_name(m.type));
+		pf->done = m.u.done;
+		pf->done_seen = true;
+	}
+	return 0;
+}
+
+static int bw_recv_one(struct perf *pf, struct perf_qp *q, const struct mroc_wc *wc)
+{
+	uint64_t slot = wc->wr_id & ~RECV_TAG;
+	struct verify_mismatch mm;
+
+	if (wc->opcode != MROC_WC_RECV || !(wc->wr_id & RECV_TAG))
+		return perf_fail(pf, -EPROTO, "qp %u: unexpected completion (opcode %u, wr_id 0x%"
+				 PRIx64 ")", q->idx, wc->opcode, wc->wr_id);
+	if (wc->byte_len != pf->size)
+		return perf_fail(pf, -EPROTO, "qp %u: message %" PRIu64 " has %u bytes, expected %"
+				 PRIu64, q->idx, q->received, wc->byte_len, pf->size);
+	if ((pf->p.flags & OOB_F_VERIFY) &&
+	    verify_check(q->buf + slot * pf->max_size, pf->size, perf_stream(pf->size, q->idx, 0),
+			 q->received, &mm))
+		return perf_mismatch(pf, q->idx, &mm, pf->size);
+	q->received++;
+	q->recv_done++;
+	return 0;
+}
+
+/* Every QP got what the client sent (iterations, or the counts in its DONE). */
+static bool bw_all_received(struct perf *pf, int *err)
+{
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		uint64_t want = pf->iters;
+
+		if (pf->done_seen)
+			want = i < pf->done.n ? pf->done.msgs[i] : 0;
+		else if (!want)
+			return false;
+		if (pf->qp[i].received > want) {
+			*err = perf_fail(pf, -EPROTO, "qp %u: %" PRIu64 " messages received, the "
+					 "client sent %" PRIu64, i, pf->qp[i].received, want);
+			return false;
+		}
+		if (pf->qp[i].received < want)
+			return false;
+	}
+	return true;
+}
+
+/* send_bw: receive, check, re-post; measure from the first completion. */
+static int bw_server_recv(struct perf *pf, struct bw_result *res)
+{
+	uint64_t t_start = now_ns(), t_first = 0, first_msgs = 0, t_last = 0, total = 0;
+	uint64_t last_progress = t_start;
+	struct mroc_wc wc[PERF_WC_BATCH];
+	struct peak peak;
+	int err = 0;
+
+	peak_init(&peak, PEAK_WINDOW_NS);
+	while (!bw_all_received(pf, &err)) {
+		uint64_t now = now_ns();
+		bool progress = false;
+
+		if (err)
+			return err;
+		for (unsigned int i = 0; i < pf->nqp; i++) {
+			struct perf_qp *q = &pf->qp[i];
+			int n = cq_poll(pf, q, wc, PERF_WC_BATCH);
+
+			if (n < 0)
+				return n;
+			for (int k = 0; k < n; k++) {
+				err = bw_recv_one(pf, q, &wc[k]);
+				if (err)
+					return err;
+			}
+			if (n) {
+				total += (uint64_t)n;
+				progress = true;
+				err = bw_fill_recvs(pf);
+				if (err)
+					return err;
+			}
+		}
+		if (progress) {
+			if (!t_first) {
+				t_first = now;
+				first_msgs = total;
+			}
+			t_last = last_progress = now;
+			peak_update(&peak, now, total * pf->size);
+			continue;
+		}
+		err = perf_stalled(pf, now, last_progress, "send_bw server");
+		if (!err)
+			err = perf_peer_check(pf, now);
+		if (err)
+			return err;
+		if (pf->o->sleep)
+			cq_wait(pf, 10);
+		else
+			cpu_relax();
+	}
+	if (err)
+		return err;
+	/* The first batch only starts the clock. */
+	if (total > first_msgs && t_last > t_first)
+		stats_bw(res, pf->size, total - first_msgs, pf->nqp, t_last - t_first, &peak);
+	else
+		stats_bw(res, pf->size, total, pf->nqp, t_last - t_start, NULL);
+	res->msgs = total;
+	res->iters = (total + pf->nqp - 1) / pf->nqp;
+	return 0;
+}
+
+int bw_server(struct perf *pf, struct bw_result *res, bool *measured)
+{
+	int err;
+
+	*measured = false;
+	if (pf->t->verb != PERF_SEND)
+		return bw_server_passive(pf);
+	err = bw_server_recv(pf, res);
+	if (err)
+		return err;
+	*measured = true;
+	return 0;
+}

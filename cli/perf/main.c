@@ -1,0 +1,352 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mroc-perf: perftest-style RDMA benchmarks over mroc (libmroc + mrocd).
+ *
+ *   mroc-perf TEST [OPTIONS]               server: waits for one client
+ *   mroc-perf TEST [OPTIONS] SERVER_ADDR   client
+ *
+ * This file: the tests, the option table (getopt's tables and the help are
+ * generated from it), parsing and checks, libmroc's print callback, and the
+ * dispatch to session.c.  Exit status: 0 ok, 1 the test failed (an error
+ * completion, a --verify mismatch, the peer or the daemon went away), 2 bad
+ * usage.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perf.h"
+
+const struct perf_test_info perf_tests[PERF_NTESTS] = {
+	[PERF_WRITE_BW] = { "write_bw", "RDMA_Write BW Test", PERF_WRITE, false },
+	[PERF_WRITE_LAT] = { "write_lat", "RDMA_Write Latency Test", PERF_WRITE, true },
+	[PERF_SEND_BW] = { "send_bw", "Send BW Test", PERF_SEND, false },
+	[PERF_SEND_LAT] = { "send_lat", "Send Latency Test", PERF_SEND, true },
+	[PERF_READ_BW] = { "read_bw", "RDMA_Read BW Test", PERF_READ, false },
+	[PERF_READ_LAT] = { "read_lat", "RDMA_Read Latency Test", PERF_READ, true },
+};
+
+const struct perf_test_info *perf_test_find(const char *name)
+{
+	for (int i = 0; i < PERF_NTESTS; i++)
+		if (!strcmp(name, perf_tests[i].name))
+			return &perf_tests[i];
+	return NULL;
+}
+
+/* ---- options -------------------------------------------------------------------------- */
+
+enum {
+	OPT_PATHS = 256,
+	OPT_MODE,
+	OPT_VERIFY,
+	OPT_MROC_ADDR,
+	OPT_SLEEP,
+	OPT_TIMEOUT,
+};
+
+struct opt_desc {
+	const char *name;
+	int val;			/* short option, or OPT_* */
+	const char *arg;		/* NULL: no argument */
+	const char *help;
+};
+
+static const struct opt_desc opt_table[] = {
+	{ "size", 's', "SIZE", "message size, K and M suffixes (default 65536 bw, 8 lat)" },
+	{ "all", 'a', NULL, "every power of two from 2 to 8M" },
+	{ "iters", 'n', "N", "messages per QP (default 5000 bw, 1000 lat)" },
+	{ "duration", 'D', "SEC", "run for SEC seconds instead of -n" },
+	{ "qp", 'q', "N", "QPs, 1..256 (default 1; latency tests: 1)" },
+	{ "paths", OPT_PATHS, "N", "paths per QP, 1..16 (default: mrocd's)" },
+	{ "mode", OPT_MODE, "MODE", "metaroce (default) or rocev2" },
+	{ "tx-depth", 't', "N", "work requests outstanding per QP (default 128 bw, 1 lat)" },
+	{ "rx-depth", 'r', "N", "receives posted per QP, send_bw (default 512)" },
+	{ "cq-mod", 'Q', "N", "a completion every N work requests, bw tests (default 100)" },
+	{ "verify", OPT_VERIFY, NULL, "fill every message with a pattern, check every byte" },
+	{ "json", 'j', NULL, "print one JSON document" },
+	{ "socket", 'S', "PATH", "mrocd client socket (default: $MROC_SOCKET, /run/mroc/mrocd.sock)" },
+	{ "port", 'p', "PORT", "TCP port of the side channel (default 18515)" },
+	{ "mroc-addr", OPT_MROC_ADDR, "ADDR",
+	  "server: its mrocd's address if not the TCP one; client: connect QPs there" },
+	{ "sleep", OPT_SLEEP, NULL, "sleep on the completion channel instead of busy polling" },
+	{ "events", 'e', NULL, "same as --sleep (perftest's name)" },
+	{ "timeout", OPT_TIMEOUT, "SEC", "fail after SEC seconds without progress (default 10)" },
+	{ "verbose", 'v', NULL, "print libmroc's diagnostics (twice: debug)" },
+	{ "version", 'V', NULL, "print the version" },
+	{ "help", 'h', NULL, "this help" },
+};
+
+#define NOPTS (sizeof(opt_table) / sizeof(opt_table[0]))
+
+static void usage(FILE *f)
+{
+	fprintf(f, "Usage: mroc-perf TEST [OPTIONS]               server (waits for a client)\n"
+		   "       mroc-perf TEST [OPTIONS] SERVER_ADDR   client\n"
+		   "TEST: ");
+	for (int i = 0; i < PERF_NTESTS; i++)
+		fprintf(f, "%s%s", i ? " | " : "", perf_tests[i].name);
+	fprintf(f, "\nOptions (the client's decide the test; give the server the same TEST):\n");
+	for (size_t i = 0; i < NOPTS; i++) {
+		const struct opt_desc *d = &opt_table[i];
+		char left[40];
+
+		if (d->val < 256)
+			snprintf(left, sizeof(left), "-%c, --%s%s%s", d->val, d->name,
+				 d->arg ? " " : "", d->arg ? d->arg : "");
+		else
+			snprintf(left, sizeof(left), "    --%s%s%s", d->name, d->arg ? " " : "",
+				 d->arg ? d->arg : "");
+		fprintf(f, "  %-26s %s\n", left, d->help);
+	}
+	fprintf(f, "Exit status: 0 ok, 1 the test failed, 2 bad usage.\n");
+}
+
+/* Unsigned number in [min, max]; with units, a K, M or G suffix multiplies by 1024^n. */
+static int parse_num(const char *opt, const char *s, uint64_t min, uint64_t max, bool units,
+		     uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *s == '-')
+		goto bad;
+	if (units && *end) {
+		int shift = *end == 'K' || *end == 'k' ? 10 : *end == 'M' || *end == 'm' ? 20 :
+			    *end == 'G' || *end == 'g' ? 30 : -1;
+
+		if (shift < 0 || end[1] || v > (UINT64_MAX >> shift))
+			goto bad;
+		v <<= shift;
+		end++;
+	}
+	if (*end || v < min || v > max)
+		goto bad;
+	*out = v;
+	return 0;
+bad:
+	fprintf(stderr, "mroc-perf: %s %s: expected %" PRIu64 "..%" PRIu64 "%s\n", opt, s, min, max,
+		units ? " (K/M/G suffixes)" : "");
+	return -EINVAL;
+}
+
+static int parse_one(struct perf_opts *o, int c, const char *arg)
+{
+	uint64_t v = 0;
+	int err = 0;
+
+	switch (c) {
+	case 's':
+		err = parse_num("-s", arg, 1, PERF_MAX_SIZE, true, &o->size);
+		o->given |= PERF_GIVEN_SIZE;
+		break;
+	case 'a':
+		o->all = true;
+		o->given |= PERF_GIVEN_SIZE;
+		break;
+	case 'n':
+		err = parse_num("-n", arg, 1, 1000000000, false, &o->iters);
+		o->given |= PERF_GIVEN_ITERS;
+		break;
+	case 'D':
+		err = parse_num("-D", arg, 1, 86400, false, &v);
+		o->duration_s = (unsigned int)v;
+		o->given |= PERF_GIVEN_ITERS;
+		break;
+	case 'q':
+		err = parse_num("-q", arg, 1, OOB_MAX_QPS, false, &v);
+		o->qps = (unsigned int)v;
+		o->given |= PERF_GIVEN_QPS;
+		break;
+	case OPT_PATHS:
+		err = parse_num("--paths", arg, 1, 16, false, &v);
+		o->paths = (unsigned int)v;
+		break;
+	case OPT_MODE:
+		if (!strcmp(arg, "metaroce"))
+			o->mode = MROC_QP_METAROCE;
+		else if (!strcmp(arg, "rocev2"))
+			o->mode = MROC_QP_ROCEV2;
+		else
+			err = (fprintf(stderr, "mroc-perf: --mode %s: metaroce or rocev2\n", arg),
+			       -EINVAL);
+		break;
+	case 't':
+		err = parse_num("-t", arg, 1, PERF_MAX_DEPTH, false, &v);
+		o->tx_depth = (unsigned int)v;
+		o->given |= PERF_GIVEN_DEPTH;
+		break;
+	case 'r':
+		err = parse_num("-r", arg, 1, PERF_MAX_DEPTH, false, &v);
+		o->rx_depth = (unsigned int)v;
+		break;
+	case 'Q':
+		err = parse_num("-Q", arg, 1, PERF_MAX_DEPTH, false, &v);
+		o->cq_mod = (unsigned int)v;
+		break;
+	case OPT_VERIFY:
+		o->verify = true;
+		break;
+	case 'j':
+		o->json = true;
+		break;
+	case 'S':
+		o->socket_path = arg;
+		break;
+	case 'p':
+		err = parse_num("-p", arg, 1, 65535, false, &v);
+		o->port = (uint16_t)v;
+		break;
+	case OPT_MROC_ADDR:
+		o->mroc_addr = arg;
+		break;
+	case OPT_SLEEP:
+	case 'e':
+		o->sleep = true;
+		break;
+	case OPT_TIMEOUT:
+		err = parse_num("--timeout", arg, 1, 3600, false, &v);
+		o->timeout_s = (unsigned int)v;
+		break;
+	case 'v':
+		o->verbose++;
+		break;
+	default:
+		err = -EINVAL;
+	}
+	return err;
+}
+
+/* Parse argv into o; 0 to run, 1 when done (help, version), -EINVAL on bad usage. */
+static int parse_args(int argc, char **argv, struct perf_opts *o)
+{
+	struct option longs[NOPTS + 1];
+	char shorts[2 * NOPTS + 2], *sp = shorts;
+	const struct perf_test_info *t;
+	bool given_n = false, given_d = false;
+	int c;
+
+	*sp++ = ':';	/* ':' first: getopt reports a missing argument as ':' */
+	for (size_t i = 0; i < NOPTS; i++) {
+		longs[i] = (struct option){ opt_table[i].name, opt_table[i].arg ? 1 : 0, NULL,
+					    opt_table[i].val };
+		if (opt_table[i].val < 256) {
+			*sp++ = (char)opt_table[i].val;
+			if (opt_table[i].arg)
+				*sp++ = ':';
+		}
+	}
+	*sp = '\0';
+	memset(&longs[NOPTS], 0, sizeof(longs[NOPTS]));
+
+	while ((c = getopt_long(argc, argv, shorts, longs, NULL)) != -1) {
+		if (c == 'h') {
+			usage(stdout);
+			return 1;
+		}
+		if (c == 'V') {
+			printf("mroc-perf %d.%d (libmroc API %d.%d)\n", MROC_VERSION_MAJOR,
+			       MROC_VERSION_MINOR, MROC_VERSION_MAJOR, MROC_VERSION_MINOR);
+			return 1;
+		}
+		if (c == '?' || c == ':') {
+			fprintf(stderr, "mroc-perf: %s: %s\n", argv[optind - 1],
+				c == ':' ? "needs an argument" : "unknown option");
+			return -EINVAL;
+		}
+		given_n |= c == 'n';
+		given_d |= c == 'D';
+		if (parse_one(o, c, optarg))
+			return -EINVAL;
+	}
+	if (optind >= argc || argc - optind > 2) {
+		usage(stderr);
+		return -EINVAL;
+	}
+	t = perf_test_find(argv[optind]);
+	if (!t) {
+		fprintf(stderr, "mroc-perf: unknown test \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return -EINVAL;
+	}
+	if (given_n && given_d) {
+		fprintf(stderr, "mroc-perf: -n and -D exclude each other\n");
+		return -EINVAL;
+	}
+	o->test = (enum perf_test)(t - perf_tests);
+	o->server = optind + 1 < argc ? argv[optind + 1] : NULL;
+	return 0;
+}
+
+/* Defaults that depend on the test (perftest's). */
+static void defaults(struct perf_opts *o)
+{
+	bool lat = perf_tests[o->test].lat;
+
+	if (!o->size)
+		o->size = lat ? 8 : 65536;
+	if (!o->iters)
+		o->iters = lat ? 1000 : 5000;
+	if (!o->tx_depth)
+		o->tx_depth = lat ? 1 : 128;
+}
+
+/* ---- libmroc's diagnostics -------------------------------------------------------------- */
+
+static int print_level = MROC_PRINT_WARN;
+
+static void print_fn(enum mroc_print_level level, const char *fmt, va_list ap)
+{
+	if ((int)level > print_level)
+		return;
+	fputs("libmroc: ", stderr);
+	vfprintf(stderr, fmt, ap);
+}
+
+int main(int argc, char **argv)
+{
+	struct perf_opts o = {
+		.port = OOB_DEFAULT_PORT,
+		.qps = 1,
+		.rx_depth = 512,
+		.cq_mod = 100,
+		.timeout_s = 10,
+		.mode = MROC_QP_METAROCE,
+	};
+	struct oob_params p = { 0 };
+	char why[OOB_TEXT];
+	int err;
+
+	err = parse_args(argc, argv, &o);
+	if (err)
+		return err > 0 ? 0 : 2;
+	defaults(&o);
+	print_level = o.verbose >= 2 ? MROC_PRINT_DEBUG : o.verbose ? MROC_PRINT_INFO
+							  : MROC_PRINT_WARN;
+	mroc_set_print(print_fn);
+
+	/* The same checks the server applies to what a client sends. */
+	p.version = OOB_VERSION;
+	p.test = (uint8_t)o.test;
+	p.mode = o.mode;
+	p.paths = (uint8_t)o.paths;
+	p.flags = o.all ? OOB_F_ALL : 0;
+	p.qps = o.qps;
+	p.tx_depth = o.tx_depth;
+	p.rx_depth = o.rx_depth;
+	p.cq_mod = o.cq_mod;
+	p.size = o.size;
+	p.iters = o.duration_s ? 0 : o.iters;
+	p.duration_s = o.duration_s;
+	if (perf_params_check(&p, why, sizeof(why))) {
+		fprintf(stderr, "mroc-perf: %s\n", why);
+		return 2;
+	}
+	return o.server ? perf_client(&o) : perf_server(&o);
+}

@@ -1,0 +1,209 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * mroc-perf: perftest-style benchmarks over libmroc.  What the files share:
+ * the tests, the options, one session's state (struct perf) and the calls
+ * between main.c (options), session.c (set-up, the conversation over the
+ * side channel, the per-size loop), bw.c and lat.c (the measured loops),
+ * cq.c (completions, sleeping, the peer's messages), oob.c (TCP side
+ * channel), verify.c, stats.c and report.c (pure helpers).
+ */
+#ifndef MROC_PERF_H
+#define MROC_PERF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <mroc/mroc.h>
+
+#include "oob.h"
+#include "report.h"
+#include "stats.h"
+#include "verify.h"
+
+enum perf_test {
+	PERF_WRITE_BW = 0,
+	PERF_WRITE_LAT,
+	PERF_SEND_BW,
+	PERF_SEND_LAT,
+	PERF_READ_BW,
+	PERF_READ_LAT,
+	PERF_NTESTS
+};
+
+enum perf_verb { PERF_WRITE, PERF_SEND, PERF_READ };
+
+struct perf_test_info {
+	const char *name;		/* "write_bw" */
+	const char *title;		/* perftest's: "RDMA_Write BW Test" */
+	enum perf_verb verb;
+	bool lat;
+};
+
+extern const struct perf_test_info perf_tests[PERF_NTESTS];
+
+#define PERF_MAX_SIZE		(256u << 20)	/* -s limit */
+#define PERF_ALL_MIN		2u		/* -a: 2 .. 8 MiB, as perftest */
+#define PERF_ALL_MAX		(8u << 20)
+#define PERF_SLOTS_MAX		1024u		/* distinct message slots per region */
+#define PERF_QP_BUDGET		(32u << 20)	/* bytes of region per QP, at most ... */
+#define PERF_BUDGET		(256u << 20)	/* ... and for all QPs together */
+#define PERF_MAX_DEPTH		1024u		/* mrocd's default max_sq_depth / max_rq_depth */
+#define PERF_LAT_RECVS		4u		/* receives kept posted in send_lat */
+#define PERF_WC_BATCH		32
+#define PERF_CONNECT_MS		10000
+#define PERF_OOB_MS		30000		/* an answer on the side channel */
+#define PERF_PEER_CHECK_NS	10000000ull	/* look at the side channel every 10 ms */
+#define PERF_SETTLE_NS		2000000000ull	/* write_lat --verify: bytes behind the last one */
+
+/* Options: the client's decide the test; the server takes them from PARAMS. */
+struct perf_opts {
+	enum perf_test test;
+	const char *server;		/* NULL: this is the server */
+	uint16_t port;
+	uint64_t size;
+	bool all;
+	uint64_t iters;
+	unsigned int duration_s;
+	unsigned int qps;
+	unsigned int paths;		/* 0: mrocd's default */
+	uint8_t mode;			/* enum mroc_qp_mode */
+	unsigned int tx_depth, rx_depth, cq_mod;
+	bool verify, json, sleep;
+	int verbose;
+	const char *socket_path;	/* NULL: libmroc's default */
+	const char *mroc_addr;		/* server: its mrocd's address; client: override */
+	unsigned int timeout_s;		/* no progress for this long is an error */
+	unsigned int given;		/* PERF_GIVEN_*: set on the command line */
+};
+
+#define PERF_GIVEN_SIZE		0x01
+#define PERF_GIVEN_ITERS	0x02
+#define PERF_GIVEN_QPS		0x04
+#define PERF_GIVEN_DEPTH	0x08
+#define PERF_GIVEN_OTHER	0x10	/* -a, -D, --paths, --mode, -r, -Q, --verify */
+
+struct perf_qp {
+	unsigned int idx;
+	struct mroc_qp *qp;
+	struct mroc_mr *mr;
+	uint8_t *buf;			/* the region, mapped */
+	size_t len;
+	uint32_t lkey;
+	struct oob_qp local, remote;
+	/* send queue: posted, and done (a signaled completion completes all before it) */
+	uint64_t posted, completed;
+	/* receive queue: posted in all, and completed in this size's run */
+	uint64_t recv_posted, recv_done, received;
+	unsigned int slots, rslots;	/* messages of this size in the local / remote region */
+	/* completions polled while sleeping, handled next */
+	struct mroc_wc wc[PERF_WC_BATCH];
+	int nwc, wcpos;
+};
+
+struct perf {
+	const struct perf_opts *o;
+	bool server;
+	struct oob_params p;		/* the test, as agreed */
+	const struct perf_test_info *t;
+	struct mroc_ctx *ctx;
+	struct oob oob;
+	struct report rep;
+	struct perf_qp *qp;
+	unsigned int nqp;
+	char socket_path[OOB_TEXT];	/* the one tried, for messages */
+	char mrocd[OOB_TEXT];		/* the server mrocd's address */
+	uint64_t service_id;
+	uint64_t max_size;		/* largest message of the run */
+	size_t region_len;		/* per QP */
+	unsigned int recv_slots;	/* receives per QP (send tests) */
+	/* this size */
+	uint64_t size;
+	uint64_t iters;			/* 0: duration_s */
+	unsigned int duration_s;
+	struct samples lat;
+	/* the client's DONE, when the server got it during its loop */
+	bool done_seen;
+	struct oob_done done;
+	uint64_t next_peer_check;
+	/* the first error: what is printed, sent to the peer and put in the JSON */
+	bool failed, peer_failed;
+	char err[OOB_TEXT];
+};
+
+static inline uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
+/* Verify stream of (size, QP, direction 0 = client's data, 1 = server's). */
+static inline uint64_t perf_stream(uint64_t size, unsigned int qp, unsigned int dir)
+{
+	return size << 12 | (uint64_t)qp << 1 | dir;
+}
+
+/* Distinct messages of size bytes a region of len bytes holds (at least 1). */
+static inline unsigned int perf_slots(uint64_t len, uint64_t size)
+{
+	uint64_t n = size ? len / size : 1;
+
+	return n < 1 ? 1 : n > PERF_SLOTS_MAX ? PERF_SLOTS_MAX : (unsigned int)n;
+}
+
+/* main.c */
+const struct perf_test_info *perf_test_find(const char *name);
+
+/* session.c */
+/* 0, or -errno with the reason in why. */
+int perf_params_check(const struct oob_params *p, char *why, size_t n);
+int perf_client(const struct perf_opts *o);
+int perf_server(const struct perf_opts *o);
+/* Record the first error (printed to stderr at once); returns err. */
+int perf_fail(struct perf *pf, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+
+/* cq.c */
+/* Completions of q: the stash first; errors and events end the test (negative return). */
+int cq_poll(struct perf *pf, struct perf_qp *q, struct mroc_wc *wc, int max);
+/* Sleep until a completion on any QP or a message on the side channel, at most timeout_ms. */
+int cq_wait(struct perf *pf, int timeout_ms);
+/* Every PERF_PEER_CHECK_NS: an ERROR from the peer fails, a DONE is kept (server). */
+int perf_peer_check(struct perf *pf, uint64_t now);
+/* The peer's next message (an ERROR fails); timeout_ms < 0: no limit. */
+int perf_recv(struct perf *pf, struct oob_msg *m, int timeout_ms);
+/* Wait for the peer's message of type want (ERROR fails); timeout_ms < 0: no limit. */
+int perf_expect(struct perf *pf, uint16_t want, struct oob_msg *m, int timeout_ms);
+/* Post one work request; -EAGAIN when the queue is full, other errors end the test. */
+int perf_post_send(struct perf *pf, struct perf_qp *q, const struct mroc_send_wr *wr);
+int perf_post_recv(struct perf *pf, struct perf_qp *q, uint64_t wr_id, void *addr, uint32_t len);
+/* Wait until every signaled send of every QP completed (end of a run). */
+int perf_drain(struct perf *pf, uint64_t timeout_ns);
+/* Progress watchdog: fails when now - last > --timeout. */
+int perf_stalled(struct perf *pf, uint64_t now, uint64_t last, const char *what);
+/* A mismatch found by verify_check, as the test's error. */
+int perf_mismatch(struct perf *pf, unsigned int qp, const struct verify_mismatch *m, size_t len);
+
+/* bw.c */
+int bw_client(struct perf *pf, struct bw_result *res);
+/* Server side of a bandwidth run; *res is what the server measured (send_bw) or nothing. */
+int bw_server(struct perf *pf, struct bw_result *res, bool *measured);
+int bw_prepare(struct perf *pf);
+
+/* lat.c */
+int lat_client(struct perf *pf, struct lat_stats *st);
+int lat_server(struct perf *pf, struct lat_stats *st, bool *measured);
+int lat_prepare(struct perf *pf);
+
+#endif
