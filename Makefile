@@ -280,6 +280,21 @@ $(BUILD)/mroc-perf: $(PERF_OBJS) $(LIBMROC_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ -lpthread $(MROC_LDLIBS)
 
+# mroc-cli: cli/*.c (cli/perf/ is mroc-perf's), linked with jansson.  Its helpers
+# and print layer (cli/fmt.c, cli/print.c) are also linked into tests/unit/test_cli_print.
+CLI_SRCS := $(sort $(wildcard cli/*.c))
+CLI_OBJS := $(CLI_SRCS:%.c=$(OBJ)/%.o)
+CLI_BIN := $(if $(CLI_SRCS),$(BUILD)/mroc-cli)
+$(CLI_OBJS): INCLUDES = -Icli $(JANSSON_CFLAGS)
+ALL_OBJS += $(CLI_OBJS)
+all: $(CLI_BIN)
+$(BUILD)/tests/unit/test_cli_print: $(OBJ)/cli/fmt.o $(OBJ)/cli/print.o
+$(OBJ)/tests/unit/test_cli_print.o: INCLUDES += -Icli
+
+$(BUILD)/mroc-cli: $(CLI_OBJS)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(JANSSON_LIBS) $(MROC_LDLIBS)
+
 $(BUILD)/libmrocd.a: $(DAEMON_OBJS)
 	$(call say,AR,$@)
 	@mkdir -p $(@D)

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+/* mroc-cli path: the paths of each QP (admin command "qps"), one row per path. */
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "fmt.h"
+
+void help_path(FILE *f)
+{
+	fprintf(f,
+		"Usage: " CLI_NAME " path [ show ] [ qp QPN ]\n"
+		"       " CLI_NAME " path help\n"
+		"One row per path of every connected QP (or of QP QPN): path id, UDP source\n"
+		"port, state, smoothed/min RTT and RTT variation, path window (PWND), bytes\n"
+		"in flight, packets sent, retransmitted, lost (SACK holes), CE marks, repaths,\n"
+		"delivered rate and the peer's rate hint.  -s adds the peer, RTO, ACKed\n"
+		"packets, timeouts, backoff and the DCTCP alpha; watching adds SENT/s.\n");
+}
+
+/* The same path one frame ago (watch), for SENT/s. */
+static const json_t *prev_path(const json_t *prev, uint64_t qpn, uint64_t id)
+{
+	const json_t *q, *p;
+	size_t i, j;
+
+	json_array_foreach(json_object_get(prev, "qps"), i, q) {
+		if (jget_u64(q, "qpn") != qpn)
+			continue;
+		json_array_foreach(json_object_get(q, "paths"), j, p)
+			if (jget_u64(p, "path_id") == id)
+				return p;
+	}
+	return NULL;
+}
+
+static void print_path(const json_t *q, const json_t *p, const json_t *prev, double dt)
+{
+	uint64_t qpn = jget_u64(q, "qpn");
+	char alpha[16];
+
+	print_row_start();
+	print_uint(0, "qpn", "QPN", qpn);
+	print_str(PRINT_STATS, "peer", "PEER", jget_str(q, "peer"));
+	print_uint(0, "path_id", "PATH", jget_u64(p, "path_id"));
+	print_uint(0, "sport", "SPORT", jget_u64(p, "sport"));
+	print_str(0, "state", "STATE", jget_str(p, "state"));
+	print_ns(0, "srtt_ns", "SRTT", jget_u64(p, "srtt_ns"));
+	print_ns(0, "min_rtt_ns", "MINRTT", jget_u64(p, "min_rtt_ns"));
+	print_ns(0, "rttvar_ns", "RTTVAR", jget_u64(p, "rttvar_ns"));
+	print_ns(PRINT_STATS, "rto_ns", "RTO", jget_u64(p, "rto_ns"));
+	print_bytes(0, "pwnd_bytes", "PWND", jget_u64(p, "pwnd_bytes"));
+	print_bytes(0, "inflight_bytes", "INFLIGHT", jget_u64(p, "inflight_bytes"));
+	print_uint(0, "sent", "SENT", jget_u64(p, "sent"));
+	if (dt > 0) {
+		const json_t *pp = prev_path(prev, qpn, jget_u64(p, "path_id"));
+
+		print_rate(0, "sent_per_s", "SENT/s",
+			   pp ? fmt_rate(jget_u64(p, "sent"), jget_u64(pp, "sent"), dt) : 0);
+	}
+	print_uint(0, "retx", "RETX", jget_u64(p, "retx"));
+	print_uint(0, "lost", "LOST", jget_u64(p, "lost"));
+	print_uint(0, "ce", "CE", jget_u64(p, "ce"));
+	print_uint(0, "repaths", "REPATHS", jget_u64(p, "repaths"));
+	print_uint(PRINT_STATS, "acked", "ACKED", jget_u64(p, "acked"));
+	print_uint(PRINT_STATS, "timeouts", "TIMEOUTS", jget_u64(p, "timeouts"));
+	print_uint(PRINT_STATS, "backoff", "BACKOFF", jget_u64(p, "backoff"));
+	snprintf(alpha, sizeof(alpha), "%.3f", (double)jget_u64(p, "dctcp_alpha_ppm") / 1e6);
+	print_text(PRINT_STATS, NULL, "ALPHA", alpha, NULL);
+	print_uint(0, "dctcp_alpha_ppm", NULL, jget_u64(p, "dctcp_alpha_ppm"));
+	print_bps(0, "rate_bps", "RATE", jget_u64(p, "rate_bps"));
+	print_bps(0, NULL, "HINT", jget_u64(q, "rate_hint_mbps") * 1000000ULL);
+	print_uint(0, "rate_hint_mbps", NULL, jget_u64(q, "rate_hint_mbps"));
+	print_row_end();
+}
+
+static int path_show(struct cli *c)
+{
+	json_t *args = NULL, *r;
+	const json_t *q, *p, *prev;
+	const char *w;
+	unsigned rows = 0;
+	bool one;
+	size_t i, j;
+	double dt;
+
+	while ((w = cli_next(c))) {
+		uint32_t qpn;
+
+		if (!strcmp(w, "help")) {
+			help_path(stdout);
+			json_decref(args);
+			return 0;
+		}
+		if (strcmp(w, "qp") || args) {
+			json_decref(args);
+			return cli_error(c, "unexpected argument \"%s\"", w);
+		}
+		w = cli_next(c);
+		if (!w || fmt_parse_u32(w, &qpn))
+			return cli_error(c, "\"qp\" wants a QP number, not %s%s%s", w ? "\"" : "",
+					 w ? w : "nothing", w ? "\"" : "");
+		args = json_pack("{s:I}", "qpn", (json_int_t)qpn);
+	}
+	one = args;
+	r = cli_request(c, "qps", args);
+	json_decref(args);
+	if (!r)
+		return 1;
+	prev = cli_prev(c, "qps", &dt);
+	print_start(&c->po);
+	print_table_start("paths");
+	json_array_foreach(json_object_get(r, "qps"), i, q)
+		json_array_foreach(json_object_get(q, "paths"), j, p) {
+			print_path(q, p, prev, dt);
+			rows++;
+		}
+	print_table_end();
+	if (!rows)
+		print_line("no paths (no QP is connected%s)\n", one ? "" : " yet");
+	json_decref(r);
+	return cli_print_end(c);
+}
+
+int cmd_path(struct cli *c)
+{
+	static const struct cli_cmd cmds[] = {
+		{ "show", path_show },
+		{ NULL, NULL },
+	};
+
+	return cli_dispatch(c, cmds, help_path);
+}

@@ -1,0 +1,354 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# mroc-cli against two running mrocd in network namespaces: A on AF_XDP
+# (native, over veth), B on UDP after falling back (its interface is a
+# bridge).  Bad usage exits 1 with a message (unknown words, prefixes,
+# missing arguments, no daemon: the socket path said); the text views have
+# their columns and values; every -j output is one valid JSON document with
+# snake_case keys and integer numbers; path show lists the control link
+# QPs' paths; counters reset zeroes and counting starts again; the
+# Prometheus output passes promtool (or, without it, a strict check of the
+# exposition grammar); watch refreshes with rates until interrupted.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+CLI=$BUILD/mroc-cli
+e2e_require
+[ -x "$CLI" ] || skip "$CLI not built"
+
+# expect_fail WANT ARGS...: exit 1, WANT in the message.
+expect_fail() {
+	local want=$1 out rc
+	shift
+	out=$("$CLI" "$@" 2>&1)
+	rc=$?
+	[ "$rc" = 1 ] || fail "mroc-cli $*: exit $rc, expected 1: $out"
+	grep -qF -- "$want" <<<"$out" || fail "mroc-cli $*: no \"$want\" in: $out"
+}
+
+# json_ok CONTEXT < doc: one JSON document, snake_case keys, integer numbers.
+json_ok() {
+	local doc
+	doc=$(cat)
+	[ "$(jq -s length <<<"$doc" 2>/dev/null)" = 1 ] || fail "$1: not one JSON document: $doc"
+	jq -e '[paths | .[] | strings] | all(test("^[a-z][a-z0-9]*(_[a-z0-9]+)*$"))' <<<"$doc" \
+		>/dev/null || fail "$1: a key is not snake_case: $doc"
+	jq -e '[.. | numbers] | all(. == floor)' <<<"$doc" >/dev/null ||
+		fail "$1: a number is not an integer: $doc"
+}
+
+# prom_check < text: the exposition format, strictly (for when promtool is missing).
+prom_check() {
+	awk '
+	function bad(why) { printf "line %d: %s: %s\n", NR, why, $0; err = 1; exit 1 }
+	BEGIN { name = "^[a-zA-Z_:][a-zA-Z0-9_:]*$" }
+	/^# HELP / {
+		if ($3 !~ name) bad("bad name"); if (help[$3]++) bad("second HELP")
+		if (NF < 4) bad("HELP without text"); next
+	}
+	/^# TYPE / {
+		if ($3 !~ name) bad("bad name")
+		if (NF != 4 || $4 !~ /^(counter|gauge|histogram|summary|untyped)$/) bad("bad TYPE")
+		if ($3 in type) bad("second TYPE"); if ($3 in seen) bad("TYPE after samples")
+		type[$3] = $4; next
+	}
+	/^#/ { next }
+	/^$/ { next }
+	{
+		rest = $0
+		if (!match(rest, /^[a-zA-Z_:][a-zA-Z0-9_:]*/)) bad("no metric name")
+		n = substr(rest, 1, RLENGTH); rest = substr(rest, RLENGTH + 1)
+		if (substr(rest, 1, 1) == "{") {
+			rest = substr(rest, 2)
+			while (substr(rest, 1, 1) != "}") {
+				if (!match(rest, /^[a-zA-Z_][a-zA-Z0-9_]*="/)) bad("bad label name")
+				l = substr(rest, 1, RLENGTH - 2)
+				if ((n SUBSEP l) in labels_of_line) bad("label twice")
+				labels_of_line[n SUBSEP l] = 1
+				rest = substr(rest, RLENGTH + 1)
+				if (!match(rest, /^([^"\\]|\\[\\"n])*"/)) bad("bad label value")
+				rest = substr(rest, RLENGTH + 1)
+				if (substr(rest, 1, 1) == ",") rest = substr(rest, 2)
+				else if (substr(rest, 1, 1) != "}") bad("expected , or }")
+			}
+			rest = substr(rest, 2)
+			for (k in labels_of_line) delete labels_of_line[k]
+		}
+		if (rest !~ /^ [^ ]+( -?[0-9]+)?$/) bad("bad value part")
+		split(substr(rest, 2), f, " ")
+		if (f[1] !~ /^[-+]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][-+]?[0-9]+)?$/ &&
+		    f[1] !~ /^([-+]?Inf|NaN)$/) bad("bad value")
+		if (!(n in type) || !(n in help)) bad("sample without HELP and TYPE")
+		if (n != last && (n in seen)) bad("samples of a family apart")
+		if (n !~ /^mroc_/) bad("name without mroc_")
+		if (type[n] == "counter" && n !~ /_total$/) bad("counter without _total")
+		if (type[n] == "counter" && f[1] + 0 < 0) bad("negative counter")
+		seen[n] = 1; last = n; samples++
+	}
+	END { if (!err && !samples) { print "no samples"; exit 1 } }'
+}
+
+# ---- bad usage, no daemon needed ------------------------------------------------
+
+expect_fail "Usage: mroc-cli"
+expect_fail 'unknown object "stat"' stat
+expect_fail 'unknown object "pat"' pat show
+expect_fail 'unknown command "sh" for object "path"' path sh
+expect_fail 'unknown command "foo" for object "path"' path foo
+expect_fail 'unknown command "res" for object "counters"' counters res
+expect_fail 'unknown command "extra" for object "status"' status extra
+expect_fail 'unexpected argument "extra"' path show qp 1 extra
+expect_fail '"qp" wants a QP number' path show qp
+expect_fail '"qp" wants a QP number, not "x"' path show qp x
+expect_fail '"x" is not a QP number' qp show x
+expect_fail 'unknown option "-x"' -x status
+expect_fail 'option -S needs an argument' -S
+expect_fail '-w wants seconds' -w 0 status
+expect_fail 'unknown object "nope" to watch' watch nope
+for args in "help" "path help" "path show help" "qp help" "counters help" "status help" \
+	    "link help" "config help" "watch help" "help counters" "-w 1 path help"; do
+	# shellcheck disable=SC2086
+	out=$("$CLI" $args 2>&1) || fail "mroc-cli $args: exit $?: $out"
+	grep -q "^Usage: mroc-cli" <<<"$out" || fail "mroc-cli $args: no usage: $out"
+done
+grep -q "counters prometheus" <<<"$("$CLI" counters help)" || fail "counters help lacks prometheus"
+ok "bad usage exits 1 with a message (prefixes too); help works everywhere"
+
+E2E_DIR=$(mktemp -d /tmp/mroc-e2e.XXXXXX)
+expect_fail "cannot connect to mrocd at $E2E_DIR/none.sock" -S "$E2E_DIR/none.sock" status
+expect_fail "was given with -S" -S "$E2E_DIR/none.sock" -j qp
+out=$(MROC_ADMIN_SOCKET=$E2E_DIR/env.sock "$CLI" link 2>&1) && fail "no daemon, yet exit 0"
+grep -qF "$E2E_DIR/env.sock came from \$MROC_ADMIN_SOCKET" <<<"$out" || fail "env socket not named: $out"
+if [ ! -e /run/mroc/admin.sock ]; then
+	out=$(env -u MROC_ADMIN_SOCKET "$CLI" status 2>&1) && fail "no daemon, yet exit 0"
+	grep -qF "/run/mroc/admin.sock is the default socket" <<<"$out" || fail "default not named: $out"
+	grep -qF "is mrocd running?" <<<"$out" || fail "no hint: $out"
+fi
+rm -rf "$E2E_DIR"
+E2E_DIR=
+ok "no daemon: exit 1, the socket tried and where it came from"
+
+# ---- two daemons ------------------------------------------------------------------
+
+e2e_setup_pair
+BR=mrc${E2E_ID}
+ip -n "$NS_B" link add "$BR" type bridge || fail "bridge"
+ip -n "$NS_B" link set "$BR" up || fail "bridge up"
+e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
+e2e_config b auto "$BR" "$IP_B" "$IP_A"
+e2e_start a "$NS_A"
+e2e_start b "$NS_B"
+e2e_wait_ready a
+e2e_wait_ready b
+e2e_wait a links '[.links[] | select(.state == "up")] | length >= 2' 10 ||
+	fail "a: control links not up: $(e2e_admin a links)"
+e2e_wait b links '[.links[] | select(.state == "up")] | length >= 2' 10 ||
+	fail "b: control links not up: $(e2e_admin b links)"
+A=("$CLI" -S "$E2E_DIR/a.admin")
+B=("$CLI" -S "$E2E_DIR/b.admin")
+ok "two daemons up, control links connected"
+
+# status
+out=$("${A[@]}" status) || fail "status: exit $?"
+for re in "^version +0\.[0-9]+\.[0-9]+$" "^pid +$(e2e_pid a)$" "^uptime +[0-9.]+s$" \
+	  "^backend +af_xdp, XDP native, (copy mode|zero-copy)$" \
+	  "^interfaces +$IF_A: queue 0, XDP native, ifindex [0-9]+$" "^xdp_prog_id +[1-9][0-9]*$" \
+	  "^udp_port +4793$" "^clients +0$" "^qps +3$" "^peers +1$" "^links +2 up of 2$"; do
+	grep -Eq "$re" <<<"$out" || fail "status: no line like /$re/ in:
+$out"
+done
+grep -q "^config " <<<"$out" && fail "status: config path without -s"
+"${A[@]}" -s status | grep -q "^config  *$E2E_DIR/a.conf$" || fail "status -s: no config path"
+out=$("${B[@]}" status)
+grep -Eq "^backend +udp \(fallback from af_xdp: XDP on $BR: .+\)$" <<<"$out" ||
+	fail "b: status does not show the UDP fallback and why: $out"
+grep -Eq "^xdp_prog_id +-$" <<<"$out" || fail "b: an XDP program id without XDP: $out"
+st=$("${A[@]}" -j status)
+json_ok "status -j" <<<"$st"
+jq -e --arg ifn "$IF_A" '.backend == "af_xdp" and .xdp_mode == "native" and .fallback == false
+	and (.zero_copy | type) == "boolean" and .xdp_prog_id > 0 and .uptime_ns > 0
+	and .interfaces == [{name: $ifn, queues: [0], ifindex: .interfaces[0].ifindex,
+			     xdp_mode: "native"}]
+	and .qps == 3 and .links == 2 and .links_up == 2 and .peers == 1' <<<"$st" >/dev/null ||
+	fail "status -j: $st"
+st=$("${B[@]}" -p status)
+json_ok "status -p" <<<"$st"
+jq -e '.backend == "udp" and .fallback == true and (.fallback_reason | length > 0)
+	and (has("xdp_prog_id") | not)' <<<"$st" >/dev/null || fail "b: status -p: $st"
+[ "$(wc -l <<<"$st")" -gt 3 ] || fail "-p did not indent: $st"
+ok "status: version, uptime, backend (AF_XDP native / UDP fallback with the reason), interfaces, counts"
+
+# link show
+out=$("${A[@]}" link show)
+head -1 <<<"$out" | grep -Eq "^PEER +STATE +DIR +QPN +UP +CONNECTS +FAILURES$" ||
+	fail "link show: header: $out"
+grep -Eq "^$IP_B +up +out +[0-9]+ +[0-9.]+s +1 +0$" <<<"$out" || fail "link show: no outgoing row: $out"
+grep -Eq "^$IP_B +up +in +[0-9]+ +[0-9.]+s +[0-9]+ +0$" <<<"$out" || fail "link show: no incoming row: $out"
+links=$("${A[@]}" -j link)
+json_ok "link -j" <<<"$links"
+jq -e --arg p "$IP_B" '(.links | length) == 2 and all(.links[]; .peer == $p and .state == "up"
+	and .up_for_ns > 0 and .qpn > 0)' <<<"$links" >/dev/null || fail "link -j: $links"
+mapfile -t LINK_QPNS < <(jq -r '.links[].qpn' <<<"$links")
+ok "link show: both control links up, text and JSON"
+
+# path show: the control link QPs' paths
+out=$("${A[@]}" path show)
+head -1 <<<"$out" | grep -Eq "^ *QPN +PATH +SPORT +STATE +SRTT +MINRTT +RTTVAR +PWND +INFLIGHT +SENT +RETX +LOST +CE +REPATHS +RATE +HINT$" ||
+	fail "path show: header: $(head -1 <<<"$out")"
+[ "$("${A[@]}" path)" = "$out" ] || fail "\"path\" is not \"path show\""
+for q in "${LINK_QPNS[@]}"; do
+	rows=$(grep -Ec "^ *$q +[0-9]+ +200[0-6][0-9] +(active|timed_out) +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.]+(B|KiB|MiB) +[0-9.]+(B|KiB|MiB)( +[0-9]+){5} +[0-9.a-zA-Z/]+ +[0-9.a-zA-Z/]+$" <<<"$out")
+	[ "$rows" = 4 ] || fail "path show: $rows rows for QP $q, expected 4:
+$out"
+done
+out=$("${A[@]}" -s path show qp "${LINK_QPNS[0]}")
+head -1 <<<"$out" | grep -Eq "PEER .*RTO .*ACKED +TIMEOUTS +BACKOFF +ALPHA" || fail "path -s: header: $out"
+[ "$(grep -Ec "^ *${LINK_QPNS[0]} +$IP_B " <<<"$out")" = 4 ] || fail "path show qp: rows: $out"
+[ "$(grep -vc "^ *${LINK_QPNS[0]} " <<<"$out")" = 1 ] || fail "path show qp: other QPs: $out"
+p=$("${A[@]}" -j path show qp "${LINK_QPNS[0]}")
+json_ok "path -j" <<<"$p"
+jq -e --argjson q "${LINK_QPNS[0]}" '(.paths | length) == 4 and all(.paths[]; .qpn == $q
+	and .sport >= 20000 and .sport <= 20063 and .pwnd_bytes > 0 and has("srtt_ns")
+	and has("min_rtt_ns") and has("rttvar_ns") and has("inflight_bytes") and has("retx")
+	and has("lost") and has("ce") and has("repaths") and has("rate_bps")
+	and has("rate_hint_mbps")) and ([.paths[].path_id] | sort) == [0, 1, 2, 3]' <<<"$p" \
+	>/dev/null || fail "path -j: $p"
+json_ok "path -j (all)" < <("${A[@]}" -j path)
+expect_fail "no QP 4000000000" -S "$E2E_DIR/a.admin" path show qp 4000000000
+ok "path show: 4 paths per control link QP, units, -s columns, one QP, JSON"
+
+# qp show
+out=$("${A[@]}" qp)
+head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PEER_QPN +STATE +MODE +PATHS +QWND +PACING +TX_BYTES +RX_BYTES +TX_MSGS +RX_MSGS +SQ_OUT +ERRORS$" ||
+	fail "qp show: header: $out"
+[ "$(grep -Ec "^ *[0-9]+ +$IP_B +[0-9]+ +connected +metaroce +4 +[0-9.]+KiB " <<<"$out")" = 2 ] ||
+	fail "qp show: two connected QPs to $IP_B expected: $out"
+grep -Eq "^ *[0-9]+ +- +0 +listen " <<<"$out" || fail "qp show: the listening QP: $out"
+out=$("${A[@]}" -s qp show "${LINK_QPNS[1]}")
+[ "$(wc -l <<<"$out")" = 2 ] || fail "qp show QPN: $out"
+head -1 <<<"$out" | grep -Eq "RQ_POSTED +MSGS_OUT +HINT +SND_UNA +SND_NXT +RCV_CUM" || fail "qp -s: $out"
+q=$("${A[@]}" -j qp)
+json_ok "qp -j" <<<"$q"
+jq -e --arg p "$IP_B" '[.qps[] | select(.state == "connected")] | length == 2 and all(.[];
+	.peer == $p and .mode == "metaroce" and .npaths == 4 and .qwnd_bytes > 0
+	and has("pacing_bps") and has("tx_bytes") and has("rx_bytes") and has("tx_msgs")
+	and has("rx_msgs") and has("sq_outstanding") and has("errors"))' <<<"$q" >/dev/null ||
+	fail "qp -j: $q"
+expect_fail 'no QP 7' -S "$E2E_DIR/a.admin" qp show 7
+ok "qp show: peers, mode, windows, traffic; one QP; JSON"
+
+# counters
+out=$("${A[@]}" counters)
+"${A[@]}" counters show >/dev/null || fail "counters show: exit $?"
+for re in "^counters since mrocd started, [0-9.]+s ago$" "^engine \(MetaRoCE transport\):$" \
+	  "^  tx_keepalive +[1-9][0-9]*$" "^xdp \(XDP program, summed over CPUs\):$" \
+	  "^  redirected +[1-9][0-9]*$" "^backend \(packets; xsk_\*: AF_XDP sockets' XDP_STATISTICS\):$" \
+	  "^\([0-9]+ zero counters not shown; -s shows them\)$"; do
+	grep -Eq "$re" <<<"$out" || fail "counters: no line like /$re/ in:
+$out"
+done
+grep -q "rx_malformed_by_reason" <<<"$out" && fail "counters: zero reasons shown without -s"
+out=$("${A[@]}" -s counters)
+for re in "^  rx_malformed_by_reason \(malformed packets\):$" "^    bad_opcode +0$" \
+	  "^  xsk_rx_dropped +[0-9]+$" "^  xsk_rx_fill_ring_empty +[0-9]+$" "^  drop_short_mroc +0$" \
+	  "^clients \(libmroc applications\):$" "^worker \(data-plane thread\):$"; do
+	grep -Eq "$re" <<<"$out" || fail "counters -s: no line like /$re/"
+done
+c=$("${A[@]}" -j counters)
+json_ok "counters -j" <<<"$c"
+jq -e '.reset == false and .engine.tx_keepalive > 0 and .engine.tx_cm >= 1
+	and .xdp.redirected > 0 and .xdp.rx_total >= .xdp.redirected
+	and (.engine.rx_malformed_by_reason | has("bad_opcode"))
+	and (.backend | has("xsk_rx_dropped")) and .clients.clients == 0' <<<"$c" >/dev/null ||
+	fail "counters -j: $c"
+json_ok "counters -j (b)" < <("${B[@]}" -j counters)
+ok "counters: engine, XDP, AF_XDP statistics, malformed by reason; zeros hidden unless -s"
+
+# counters reset: zero, then counting again; the raw values go on
+before=$(e2e_admin a counters)
+out=$("${A[@]}" counters reset) || fail "counters reset: exit $?"
+[ -z "$out" ] || fail "counters reset printed: $out"
+c=$("${A[@]}" -j counters)
+jq -e --argjson b "$before" '.reset == true and .counting_ns < 1000000000 and .engine.tx_cm == 0
+	and .engine.tx_keepalive < 5 and .engine.tx_keepalive < $b.engine.tx_keepalive
+	and .xdp.redirected < 5 and .backend.rx_pkts < 5 and .worker.busy_ns < $b.worker.busy_ns
+	and .clients.opened == 0' <<<"$c" >/dev/null ||
+	fail "counters after reset are not near zero: $c (before: $before)"
+"${A[@]}" counters | grep -q "^counters since the last reset" || fail "text does not say reset"
+# a malformed packet after the reset: counted from zero
+ip netns exec "$NS_B" bash -c "printf '\\x01\\x7f\\x00\\x00AAAABBBBCCCCDDDD' >/dev/udp/$IP_A/4793"
+sleep 1
+c=$("${A[@]}" -j counters)
+jq -e '.engine.tx_keepalive >= 5 and .engine.rx_malformed == 1
+	and .engine.rx_malformed_by_reason.bad_opcode == 1' <<<"$c" >/dev/null ||
+	fail "counters do not count again after the reset: $c"
+"${A[@]}" counters | grep -Eq "^    bad_opcode +1$" || fail "text: the malformed reason not shown"
+raw=$(echo '{"version":1,"cmd":"counters","raw":true}' | socat -t 5 - "UNIX-CONNECT:$E2E_DIR/a.admin")
+jq -e --argjson b "$before" '.reset == false and .engine.tx_cm == $b.engine.tx_cm
+	and .engine.tx_keepalive > $b.engine.tx_keepalive' <<<"$raw" >/dev/null ||
+	fail "raw counters changed by the reset: $raw"
+ok "counters reset: zero, counting again (malformed by reason too), raw values untouched"
+
+# Prometheus
+prom=$("${A[@]}" counters prometheus) || fail "prometheus: exit $?"
+prom_check <<<"$prom" || fail "prometheus output breaks the exposition format"
+if command -v promtool >/dev/null; then
+	out=$(promtool check metrics <<<"$prom" 2>&1) || fail "promtool check metrics: $out"
+	ok "promtool check metrics passes"
+fi
+for re in '^mroc_up 1$' '^mroc_info\{version="[0-9.]+",backend="af_xdp",xdp_mode="native",' \
+	  '^mroc_engine_tx_keepalive_total [1-9][0-9]*$' '^mroc_engine_tx_cm_total [1-9][0-9]*$' \
+	  '^mroc_engine_rx_malformed_by_reason_total\{reason="bad_opcode"\} 1$' \
+	  '^mroc_xdp_dropped_packets_total\{reason="short_mroc"\} 0$' \
+	  '^mroc_xdp_passed_packets_total\{reason="not_udp_port"\} [0-9]+$' \
+	  '^mroc_backend_xsk_rx_dropped_total [0-9]+$' '^mroc_worker_busy_seconds_total [0-9.e-]+$' \
+	  "^mroc_path_window_bytes\\{qpn=\"${LINK_QPNS[0]}\",peer=\"$IP_B\",path=\"3\"\\} [1-9][0-9]*$" \
+	  "^mroc_qp_tx_bytes_total\\{qpn=\"${LINK_QPNS[1]}\",peer=\"$IP_B\"\\} [0-9]+$" \
+	  '^# TYPE mroc_path_srtt_seconds gauge$' '^# TYPE mroc_path_lost_packets_total counter$'; do
+	grep -Eq "$re" <<<"$prom" || fail "prometheus: no line like /$re/"
+done
+# the checker itself refuses what it should
+for badp in 'mroc_x 1' $'# HELP mroc_x h\n# TYPE mroc_x counter\nmroc_x 1' \
+	    $'# HELP mroc_x_total h\n# TYPE mroc_x_total counter\nmroc_x_total{a="1} 1' \
+	    $'# HELP mroc_x h\n# TYPE mroc_x gauge\nmroc_x one' \
+	    $'# HELP mroc_x h\n# TYPE mroc_x gauge\nmroc_x 1\n# HELP mroc_y h\n# TYPE mroc_y gauge\nmroc_y 1\nmroc_x 2'; do
+	prom_check <<<"$badp" >/dev/null && fail "the format check accepted: $badp"
+done
+prom_check <<<"$("${B[@]}" counters prometheus)" || fail "b: prometheus output breaks the format"
+ok "counters prometheus: HELP/TYPE, mroc_ names, labels for reasons and paths, valid format"
+
+# config show
+out=$("${A[@]}" config)
+head -1 <<<"$out" | grep -qF "# mrocd's effective configuration (read from $E2E_DIR/a.conf)" ||
+	fail "config: first line: $(head -1 <<<"$out")"
+grep -qF "admin_socket = \"$E2E_DIR/a.admin\";" <<<"$out" || fail "config: no admin_socket: $out"
+grep -q "rto_min_us = " <<<"$out" || fail "config: defaults missing: $out"
+cj=$("${A[@]}" -j config show)
+json_ok "config -j" <<<"$cj"
+jq -e --arg p "$E2E_DIR/a.conf" '.path == $p and (.config | test("udp_port = 4793;"))' <<<"$cj" \
+	>/dev/null || fail "config -j: $cj"
+ok "config show: the effective config, text and JSON"
+
+# watch: refreshes with rates until SIGINT, then exit 0
+out=$(timeout --preserve-status -s INT 2.6 "${A[@]}" -w 1 counters) || fail "-w counters: exit $?"
+[ "$(grep -c "^Every 1s: mroc-cli counters" <<<"$out")" -ge 2 ] || fail "-w: fewer than 2 frames: $out"
+grep -Eq "^  tx_keepalive +[0-9]+ +[0-9.]+k?/s$" <<<"$out" || fail "-w: no rate per second: $out"
+out=$(timeout --preserve-status -s INT 2.6 "${A[@]}" -j watch qp) || fail "watch qp -j: exit $?"
+[ "$(wc -l <<<"$out")" -ge 2 ] || fail "watch -j: fewer than 2 documents: $out"
+while read -r doc; do json_ok "watch qp -j" <<<"$doc"; done <<<"$out"
+tail -1 <<<"$out" | jq -e '.qps | map(select(.state == "connected")) | all(has("tx_rate_bps"))' \
+	>/dev/null || fail "watch qp -j: no rates in the second frame: $out"
+out=$(timeout --preserve-status -s INT 1.5 "${A[@]}" -w 0.5 path show qp "${LINK_QPNS[0]}") ||
+	fail "-w path: exit $?"
+grep -q "SENT/s" <<<"$out" || fail "-w path: no SENT/s column: $out"
+out=$(timeout --preserve-status -s INT 1.5 "${A[@]}" watch) || fail "watch: exit $?"
+grep -q "^Every 1s: mroc-cli counters" <<<"$out" || fail "watch: not counters by default: $out"
+ok "watch and -w: frames with rates, one JSON document per frame, Ctrl-C ends with 0"
+
+# the daemon goes away
+e2e_stop b
+out=$("${B[@]}" status 2>&1) && fail "b stopped, yet status exits 0"
+grep -qF "cannot connect to mrocd at $E2E_DIR/b.admin" <<<"$out" || fail "b gone: $out"
+ok "a stopped daemon: exit 1 naming the socket"
+e2e_stop a
+echo "1 passed, 0 failed"
