@@ -193,7 +193,7 @@ int bw_client(struct perf *pf, struct bw_result *res)
 
 	for (;;) {
 		uint64_t now = now_ns(), cap = s.batch_end < s.limit ? s.batch_end : s.limit;
-		bool progress = false, all_done = true, batch_done = true;
+		bool progress = false, all_done = true, batch_done = true, drained = true;
 
 		if (s.deadline && now >= s.deadline && s.limit == UINT64_MAX) {
 			bw_stop(pf, &s);
@@ -219,6 +219,8 @@ int bw_client(struct perf *pf, struct bw_result *res)
 				progress = true;
 				t_last = now;
 			}
+			if (err == PERF_WC_BATCH)
+				drained = false;
 			done_msgs += q->completed;
 			if (q->completed < s.limit)
 				all_done = false;
@@ -227,7 +229,12 @@ int bw_client(struct perf *pf, struct bw_result *res)
 		}
 		if (progress) {
 			last_progress = now;
-			peak_update(&peak, now - s.verify_ns, done_msgs * s.size);
+			/*
+			 * Only with the CQs drained are the bytes counted those done by
+			 * now: a backlog read later would inflate the next window.
+			 */
+			if (drained)
+				peak_update(&peak, now - s.verify_ns, done_msgs * s.size);
 		}
 		if (s.batch && batch_done) {
 			err = bw_checkpoint(pf, &s);
@@ -414,7 +421,7 @@ static int bw_server_recv(struct perf *pf, struct bw_result *res)
 	peak_init(&peak, PEAK_WINDOW_NS);
 	while (!bw_all_received(pf, &err)) {
 		uint64_t now = now_ns();
-		bool progress = false;
+		bool progress = false, drained = true;
 
 		if (err)
 			return err;
@@ -429,6 +436,8 @@ static int bw_server_recv(struct perf *pf, struct bw_result *res)
 				if (err)
 					return err;
 			}
+			if (n == PERF_WC_BATCH)
+				drained = false;
 			if (n) {
 				total += (uint64_t)n;
 				progress = true;
@@ -443,7 +452,8 @@ static int bw_server_recv(struct perf *pf, struct bw_result *res)
 				first_msgs = total;
 			}
 			t_last = last_progress = now;
-			peak_update(&peak, now, total * pf->size);
+			if (drained)	/* as in bw_client */
+				peak_update(&peak, now, total * pf->size);
 			continue;
 		}
 		err = perf_stalled(pf, now, last_progress, "send_bw server");

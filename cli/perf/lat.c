@@ -51,9 +51,12 @@ static uint8_t *src_area(struct lat_state *s, uint64_t i)
 	return s->q->buf + s->max * (1 + i % 2);
 }
 
+/* What lat_poll found. */
+enum { LAT_NONE = 0, LAT_SEND_DONE, LAT_RECV };
+
 /*
- * Poll the CQ once: send completions advance q->completed; a RECV is copied
- * to *recv and 1 returned; 0 when nothing came.
+ * Poll the CQ once: a send completion advances q->completed (LAT_SEND_DONE);
+ * a RECV is copied to *recv (LAT_RECV); LAT_NONE when nothing came.
  */
 static int lat_poll(struct perf *pf, struct lat_state *s, struct mroc_wc *recv)
 {
@@ -69,13 +72,13 @@ static int lat_poll(struct perf *pf, struct lat_state *s, struct mroc_wc *recv)
 			return perf_fail(pf, -EPROTO, "qp 0: unexpected RECV completion");
 		*recv = wc;
 		q->recv_done++;
-		return 1;
+		return LAT_RECV;
 	}
 	if (wc.wr_id < q->completed || wc.wr_id >= q->posted)
 		return perf_fail(pf, -EPROTO, "qp 0: unexpected completion (opcode %u, wr_id 0x%"
 				 PRIx64 ")", wc.opcode, wc.wr_id);
 	q->completed = wc.wr_id + 1;
-	return 0;
+	return LAT_SEND_DONE;
 }
 
 /* Housekeeping while waiting: the watchdog, the side channel, a stop from the client. */
@@ -115,7 +118,7 @@ static int lat_src_free(struct perf *pf, struct lat_state *s, uint64_t i)
 
 		if (err < 0)
 			return err;
-		if (!err) {
+		if (err == LAT_NONE) {
 			err = lat_idle(pf, s, "waiting for a send completion");
 			if (err)
 				return err;
@@ -283,8 +286,10 @@ static int lat_wait_recv(struct perf *pf, struct lat_state *s, struct mroc_wc *w
 	for (unsigned int spins = 1;; spins++) {
 		int err = lat_poll(pf, s, wc);
 
-		if (err)
+		if (err < 0 || err == LAT_RECV)
 			return err < 0 ? err : 0;
+		if (err == LAT_SEND_DONE)
+			continue;
 		if (spins % SPIN_CHECK == 0 || pf->o->sleep) {
 			err = lat_idle(pf, s, "send_lat: waiting for the peer's SEND");
 			if (err || s->stop)
@@ -391,11 +396,15 @@ static int read_lat_client(struct perf *pf, struct lat_state *s)
 		err = lat_post(pf, s, MROC_WR_READ, rcv_area(s));
 		for (unsigned int spins = 1; !err && s->q->completed < s->q->posted; spins++) {
 			err = lat_poll(pf, s, NULL);
-			if (!err && (spins % SPIN_CHECK == 0 || pf->o->sleep))
+			if (err)
+				continue;	/* the READ (or an error) */
+			if (spins % SPIN_CHECK == 0 || pf->o->sleep)
 				err = lat_idle(pf, s, "read_lat: waiting for a READ");
 			if (!err && pf->o->sleep)
 				cq_wait(pf, 10);
 		}
+		if (err > 0)
+			err = 0;
 		if (err)
 			return err;
 		if (samples_add(&pf->lat, now_ns() - t0))

@@ -502,7 +502,8 @@ static void server_note_ignored(const struct perf_opts *o, const struct oob_para
 {
 	if ((o->given & PERF_GIVEN_SIZE) && (o->size != p->size || o->all != !!(p->flags & OOB_F_ALL)))
 		fprintf(stderr, "mroc-perf: the client's message size is used, not the server's\n");
-	if ((o->given & PERF_GIVEN_ITERS) && (o->iters != p->iters || o->duration_s != p->duration_s))
+	if ((o->given & PERF_GIVEN_ITERS) &&
+	    (o->duration_s != p->duration_s || (!o->duration_s && o->iters != p->iters)))
 		fprintf(stderr, "mroc-perf: the client's iterations/duration are used, not the "
 			"server's\n");
 	if ((o->given & PERF_GIVEN_QPS) && o->qps != p->qps)
