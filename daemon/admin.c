@@ -141,11 +141,16 @@ static void snapshot_free(struct snapshot *s)
 	free(s);
 }
 
+/* Room for cap QPs (none: the QPs are only counted). */
 static int snapshot_room(struct snapshot *s, uint32_t cap)
 {
 	free(s->qps);
 	free(s->qpns);
+	s->qps = NULL;
+	s->qpns = NULL;
 	s->cap = cap;
+	if (!cap)
+		return 0;
 	s->qps = calloc(cap, sizeof(*s->qps));
 	s->qpns = calloc(cap, sizeof(*s->qpns));
 	return s->qps && s->qpns ? 0 : -ENOMEM;
@@ -159,7 +164,7 @@ static int snapshot_take(struct mrocd *d, struct snapshot *s)
 
 	s->d = d;
 	for (int tries = 0; tries < 4; tries++) {
-		err = snapshot_room(s, s->one_qp ? 1 : cap);
+		err = snapshot_room(s, !s->want_qps ? 0 : s->one_qp ? 1 : cap);
 		if (err)
 			return err;
 		err = worker_call(d->worker, take_snapshot, s);

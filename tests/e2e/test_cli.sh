@@ -347,8 +347,10 @@ ok "watch and -w: frames with rates, one JSON document per frame, Ctrl-C ends wi
 
 # the daemon goes away
 e2e_stop b
+[ "$E2E_RC" = 0 ] || fail "mrocd b exited with $E2E_RC after SIGTERM"
 out=$("${B[@]}" status 2>&1) && fail "b stopped, yet status exits 0"
 grep -qF "cannot connect to mrocd at $E2E_DIR/b.admin" <<<"$out" || fail "b gone: $out"
 ok "a stopped daemon: exit 1 naming the socket"
 e2e_stop a
+[ "$E2E_RC" = 0 ] || fail "mrocd a exited with $E2E_RC after SIGTERM"
 echo "1 passed, 0 failed"
