@@ -64,6 +64,16 @@ static struct afxdp *to_afxdp(struct backend *b)
 	return (struct afxdp *)b;
 }
 
+/*
+ * Descriptors point anywhere inside a frame (RX data sits after the kernel's
+ * headroom, TX after our headers): always keep frame starts on the free
+ * stack, or offsets would add up until a frame no longer fits its chunk.
+ */
+static uint64_t frame_base(const struct afxdp *x, uint64_t addr)
+{
+	return xsk_umem__extract_addr(addr) & ~(uint64_t)(x->frame_size - 1);
+}
+
 static uint64_t mono_ns(void)
 {
 	struct timespec ts;
@@ -80,7 +90,7 @@ static void reclaim(struct afxdp *x)
 		uint32_t idx, n = xsk_ring_cons__peek(&k->cq, x->nframes, &idx);
 
 		for (uint32_t i = 0; i < n; i++)
-			x->free[x->nfree++] = *xsk_ring_cons__comp_addr(&k->cq, idx + i);
+			x->free[x->nfree++] = frame_base(x, *xsk_ring_cons__comp_addr(&k->cq, idx + i));
 		if (n)
 			xsk_ring_cons__release(&k->cq, n);
 	}
@@ -118,7 +128,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 		}
 		for (uint32_t i = 0; i < rcvd; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&k->rx, idx + i);
-			uint64_t addr = xsk_umem__extract_addr(d->addr);
+			uint64_t addr = frame_base(x, d->addr);
 			const uint8_t *frame = xsk_umem__get_data(x->area, d->addr);
 			struct frame_rx fr;
 			enum frame_err why;
@@ -171,6 +181,22 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 
 	if ((uint32_t)n > x->nfree)
 		reclaim(x);
+	/*
+	 * Never hand the engine more buffers than every TX ring can take: a
+	 * packet the ring refused would look to the engine like network loss.
+	 */
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		uint32_t room = xsk_prod_nb_free(&x->socks[s].tx, (uint32_t)n);
+
+		if (room < (uint32_t)n)
+			n = (int)room;
+	}
+	if (!n) {
+		x->st.tx_ring_full++;
+		for (unsigned s = 0; s < x->nsocks; s++)
+			sendto(xsk_socket__fd(x->socks[s].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		return 0;
+	}
 	/* Keep a reserve for the fill rings so RX never starves behind TX. */
 	for (i = 0; i < n && x->nfree > x->nframes / 8; i++) {
 		uint64_t addr = x->free[--x->nfree];
