@@ -14,8 +14,6 @@
 
 #include "report.h"
 
-#define RULE	"---------------------------------------------------------------------------------------"
-
 /* A column: its head, and the 0-based text column where head and values start. */
 struct col {
 	const char *head;
@@ -74,7 +72,7 @@ static void print_heads(FILE *f, const struct col *cols, size_t n, const char *t
 
 void report_rule(FILE *f)
 {
-	fprintf(f, "%s\n", RULE);
+	fprintf(f, "%s\n", REPORT_RULE);
 }
 
 void report_bw_head(FILE *f)
@@ -133,7 +131,7 @@ static void text_header(struct report *r)
 	else
 		snprintf(depth, sizeof(depth), "-");
 
-	fprintf(r->out, "\n%s\n", RULE);
+	fprintf(r->out, "\n%s\n", REPORT_RULE);
 	fprintf(r->out, "%*s%s\n", 20, "", h->title);
 	fprintf(r->out, " %-16s: %-13u %-15s: %s\n", "Number of qps", h->qps, "Transport type",
 		"MetaRoCE (mrocd)");
@@ -148,7 +146,7 @@ static void text_header(struct report *r)
 		fprintf(r->out, " %-16s: %u[sec]\n", "Duration", h->duration_s);
 	fprintf(r->out, " %-16s: TCP, port %u\n", "Data ex. method", h->port);
 	fprintf(r->out, " %-16s: %s\n", "mrocd socket", h->socket_path);
-	fprintf(r->out, "%s\n", RULE);
+	fprintf(r->out, "%s\n", REPORT_RULE);
 	for (unsigned int i = 0; i < r->nqps; i++) {
 		const struct report_qp *q = &r->qps[i];
 
@@ -158,7 +156,7 @@ static void text_header(struct report *r)
 			" Region %" PRIu64 "[B] mrocd %s service 0x%016" PRIx64 "\n",
 			q->rqpn, q->rrkey, q->rregion_len, q->mrocd ? q->mrocd : "-", q->service_id);
 	}
-	fprintf(r->out, "%s\n", RULE);
+	fprintf(r->out, "%s\n", REPORT_RULE);
 	if (h->lat)
 		report_lat_head(r->out);
 	else

@@ -17,6 +17,9 @@
 
 #include "stats.h"
 
+/* perftest's RESULT_LINE, without the newline. */
+#define REPORT_RULE	"---------------------------------------------------------------------------------------"
+
 /* What the header block shows (strings are borrowed, not copied). */
 struct report_hdr {
 	const char *test;		/* "write_bw" */

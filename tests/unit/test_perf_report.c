@@ -326,7 +326,7 @@ static void test_text_report(void **state)
 				      "mrocd 10.0.0.2 service 0x0000000000000007"));
 	assert_non_null(strstr(c.buf, PERFTEST_BW_HEAD " 65536      5000           1.50"));
 	/* Closed by a rule. */
-	assert_non_null(strstr(c.buf, "0.002000\n" RULE "\n"));
+	assert_non_null(strstr(c.buf, "0.002000\n" REPORT_RULE "\n"));
 	free(c.buf);
 }
 
