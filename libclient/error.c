@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Error texts and diagnostics.  The print callback is the library's only
+ * global; nothing is printed unless the application installs one.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include "internal.h"
+
+static _Atomic(mroc_print_fn) print_fn;
+
+mroc_print_fn mroc_set_print(mroc_print_fn fn)
+{
+	return atomic_exchange(&print_fn, fn);
+}
+
+void libmroc_pr(enum mroc_print_level level, const char *fmt, ...)
+{
+	mroc_print_fn fn = atomic_load(&print_fn);
+	int saved = errno;	/* the library leaves errno alone, callbacks included */
+	va_list ap;
+
+	if (!fn)
+		return;
+	va_start(ap, fmt);
+	fn(level, fmt, ap);
+	va_end(ap);
+	errno = saved;
+}
+
+/* Texts for what this library's functions document or produce; the rest is libc's. */
+static const char *own_text(int err)
+{
+	switch (err) {
+	case 0:
+		return "success";
+	case ENOENT:
+		return "mrocd's socket does not exist (is mrocd running, is the socket path right?)";
+	case ECONNREFUSED:
+		return "mrocd is not running or refused the connection (is the socket path right?)";
+	case EACCES:
+		return "permission denied by mrocd or its socket (is this user allowed to use it?)";
+	case EPROTO:
+		return "mrocd speaks another protocol version than this libmroc, or sent a bad reply";
+	case EUSERS:
+		return "mrocd has as many clients as it accepts";
+	case ENOTCONN:
+		return "the connection to mrocd is lost (did mrocd stop?)";
+	case EAGAIN:
+		return "the queue is full (or empty): try again later";
+	case EFAULT:
+		return "buffer outside the memory region named by its local key";
+	case EBADMSG:
+		return "the shared rings are corrupted (an index moved impossibly)";
+	case ETIMEDOUT:
+		return "timed out";
+	case ECONNRESET:
+		return "the connection was closed (by the peer or by mrocd)";
+	case ENOBUFS:
+		return "too many completions arrived while waiting: poll the completion queue";
+	case EDQUOT:
+		return "a limit of this client in mrocd is reached (QPs, regions or bytes)";
+	case EPERM:
+		return "operation not permitted (a memfd to register must allow sealing: "
+		       "MFD_ALLOW_SEALING)";
+	case EINVAL:
+		return "invalid argument";
+	}
+	return NULL;
+}
+
+const char *mroc_strerror(int err)
+{
+	char buf[64];
+	const char *s;
+
+	if (err < 0)
+		err = -err;
+	s = own_text(err);
+	if (s)
+		return s;
+	/*
+	 * GNU strerror_r returns libc's static text for a known errno and only
+	 * writes into buf for an unknown one, which we cannot return.
+	 */
+	s = strerror_r(err, buf, sizeof(buf));
+	return s == buf ? "unknown error" : s;
+}
+
+static const char *const wc_status_text[] = {
+	[MROC_WC_SUCCESS] = "success",
+	[MROC_WC_LOC_LEN_ERR] = "local length error",
+	[MROC_WC_LOC_PROT_ERR] = "local protection error",
+	[MROC_WC_REM_ACCESS_ERR] = "remote access error",
+	[MROC_WC_REM_INV_REQ_ERR] = "remote invalid request error",
+	[MROC_WC_RETRY_EXC_ERR] = "transport retry counter exceeded",
+	[MROC_WC_RNR_RETRY_EXC_ERR] = "RNR retry counter exceeded",
+	[MROC_WC_FLUSH_ERR] = "work request flushed",
+	[MROC_WC_CONNECT_ERR] = "connection failed",
+	[MROC_WC_BAD_WR] = "work request refused by mrocd",
+};
+
+const char *mroc_wc_status_str(int status)
+{
+	if (status < 0 || status >= (int)(sizeof(wc_status_text) / sizeof(wc_status_text[0])) ||
+	    !wc_status_text[status])
+		return "unknown status";
+	return wc_status_text[status];
+}

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The data path: work requests into the SQ and RQ (validated, addresses
+ * turned into region offsets, the daemon's doorbell rung only when it sleeps),
+ * completions out of the CQ, and the completion channel (the ARMED flag and
+ * the completion eventfd) for sleeping instead of spinning.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "internal.h"
+
+/* After a commit: if the daemon said it sleeps (NEED_WAKEUP), ring its doorbell. */
+static void kick(struct mroc_qp *qp, struct ring_view *r)
+{
+	uint64_t one = 1;
+
+	if (!ring_prod_needs_wakeup(r, MROC_RING_NEED_WAKEUP))
+		return;
+	/* EAGAIN: the counter is full, the daemon has plenty to wake it. */
+	if (write(qp->ctx->doorbell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		pr_warn("cannot ring mrocd's doorbell: %s", mroc_strerror(-errno));
+}
+
+/* Free slots: 1 or more, -EAGAIN when full, -EBADMSG when the daemon corrupted the indices. */
+static int prod_space(struct ring_view *r)
+{
+	int64_t space = ring_prod_space(r);
+
+	if (space < 0) {
+		pr_warn("ring indices corrupted (producer %u, consumer %u, %u entries)", r->head,
+			atomic_load_explicit(ring_cons(r), memory_order_relaxed), r->mask + 1);
+		return -EBADMSG;
+	}
+	return space ? 1 : -EAGAIN;
+}
+
+int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr)
+{
+	struct mroc_sqe e = { 0 };
+	int err;
+
+	if (!qp || !wr || wr->opcode > MROC_WR_READ || (wr->flags & ~MROC_SEND_SIGNALED))
+		return -EINVAL;
+	err = libmroc_sge_offset(qp->ctx, &qp->sq_cache, &wr->sg, &e.laddr);
+	if (err)
+		return err;
+	err = prod_space(&qp->sq);
+	if (err < 0)
+		return err;
+	e.wr_id = wr->wr_id;
+	e.opcode = wr->opcode;
+	e.flags = wr->flags;
+	e.lkey = wr->sg.lkey;
+	e.len = wr->sg.length;
+	e.rkey = wr->rkey;
+	e.raddr = wr->remote_offset;
+	e.imm = wr->imm;
+	memcpy(ring_prod_slot(&qp->sq), &e, sizeof(e));
+	ring_prod_commit(&qp->sq, 1);
+	kick(qp, &qp->sq);
+	return 0;
+}
+
+int mroc_post_recv(struct mroc_qp *qp, const struct mroc_recv_wr *wr)
+{
+	struct mroc_rqe e = { 0 };
+	int err;
+
+	if (!qp || !wr)
+		return -EINVAL;
+	err = libmroc_sge_offset(qp->ctx, &qp->rq_cache, &wr->sg, &e.laddr);
+	if (err)
+		return err;
+	err = prod_space(&qp->rq);
+	if (err < 0)
+		return err;
+	e.wr_id = wr->wr_id;
+	e.lkey = wr->sg.lkey;
+	e.len = wr->sg.length;
+	memcpy(ring_prod_slot(&qp->rq), &e, sizeof(e));
+	ring_prod_commit(&qp->rq, 1);
+	kick(qp, &qp->rq);
+	return 0;
+}
+
+void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
+{
+	struct mroc_cqe c;
+
+	memcpy(&c, slot, sizeof(c));	/* read shared memory once */
+	*wc = (struct mroc_wc){
+		.wr_id = c.wr_id, .qpn = c.qpn, .opcode = c.opcode, .status = c.status,
+		.flags = c.flags, .byte_len = c.byte_len, .imm = c.imm,
+	};
+	switch (c.opcode) {
+	case MROC_WC_CONNECTED:
+		atomic_store_explicit(&qp->conn, LIBMROC_CONN_UP, memory_order_relaxed);
+		break;
+	case MROC_WC_DISCONNECTED:
+		atomic_store_explicit(&qp->conn, -ECONNRESET, memory_order_relaxed);
+		break;
+	case MROC_WC_EVENT_ERROR:
+		atomic_store_explicit(&qp->conn, -ECONNREFUSED, memory_order_relaxed);
+		break;
+	}
+}
+
+int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max)
+{
+	int n = 0;
+	int64_t avail;
+
+	if (!qp || !wc || max < 0)
+		return -EINVAL;
+	/* What mroc_qp_wait_connected set aside comes first: it is older. */
+	for (; n < max && qp->stash_cnt; n++) {
+		wc[n] = qp->stash[qp->stash_head];
+		qp->stash_head = (qp->stash_head + 1) % qp->stash_cap;
+		qp->stash_cnt--;
+	}
+	if (n == max)
+		return n;
+	avail = ring_cons_avail(&qp->cq);
+	if (avail < 0) {
+		pr_warn("CQ indices corrupted on QP %u", qp->qpn);
+		return n ? n : -EBADMSG;
+	}
+	if (avail > max - n)
+		avail = max - n;
+	for (int i = 0; i < avail; i++)
+		libmroc_cqe_to_wc(qp, ring_cons_slot(&qp->cq, i), &wc[n + i]);
+	ring_cons_release(&qp->cq, avail);
+	return n + avail;
+}
+
+/* ---- completion channel ---------------------------------------------------------- */
+
+int mroc_cq_fd(const struct mroc_qp *qp)
+{
+	return qp ? qp->cq_fd : -EINVAL;
+}
+
+int mroc_req_notify(struct mroc_qp *qp)
+{
+	bool empty;
+
+	if (!qp)
+		return -EINVAL;
+	/* Armed in any case: a caller that sleeps anyway is woken by the next one. */
+	empty = ring_cons_prepare_sleep(&qp->cq, MROC_RING_ARMED);
+	return empty && !qp->stash_cnt ? 0 : 1;
+}
+
+int mroc_ack_notify(struct mroc_qp *qp)
+{
+	uint64_t cnt;
+
+	if (!qp)
+		return -EINVAL;
+	ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
+	/* Drain the counter; EAGAIN: nothing was signalled (a spurious wake-up). */
+	if (read(qp->cq_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
+		return -errno;
+	return 0;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int64_t libmroc_deadline(int timeout_ms)
+{
+	return timeout_ms < 0 ? LIBMROC_FOREVER : now_ns() + timeout_ms * 1000000LL;
+}
+
+/* poll(2)'s timeout until deadline, rounded up so that we never wake just before it. */
+static int ms_left(int64_t deadline)
+{
+	int64_t left;
+
+	if (deadline == LIBMROC_FOREVER)
+		return -1;
+	left = deadline - now_ns();
+	if (left <= 0)
+		return 0;
+	left = (left + 999999) / 1000000;
+	return left > INT32_MAX ? INT32_MAX : (int)left;
+}
+
+int libmroc_cq_sleep(struct mroc_qp *qp, int64_t deadline)
+{
+	struct pollfd pfd = { .fd = qp->cq_fd, .events = POLLIN };
+	int n;
+
+	if (!ring_cons_prepare_sleep(&qp->cq, MROC_RING_ARMED)) {
+		ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
+		return 0;
+	}
+	do
+		n = poll(&pfd, 1, ms_left(deadline));
+	while (n < 0 && errno == EINTR);
+	if (n <= 0) {
+		ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
+		return n < 0 ? -errno : -ETIMEDOUT;
+	}
+	return mroc_ack_notify(qp);
+}
+
+int mroc_wait_cq(struct mroc_qp *qp, int timeout_ms)
+{
+	int64_t deadline = libmroc_deadline(timeout_ms);
+	int64_t avail;
+	int err;
+
+	if (!qp)
+		return -EINVAL;
+	for (;;) {
+		if (qp->stash_cnt)
+			return 0;
+		avail = ring_cons_avail(&qp->cq);
+		if (avail)
+			return avail > 0 ? 0 : -EBADMSG;
+		err = libmroc_cq_sleep(qp, deadline);
+		if (err)
+			return err;
+	}
+}
