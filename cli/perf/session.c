@@ -207,6 +207,14 @@ static int wait_connected(struct perf *pf)
 	for (unsigned int i = 0; i < pf->nqp; i++) {
 		int err = mroc_qp_wait_connected(pf->qp[i].qp, PERF_CONNECT_MS);
 
+		/*
+		 * libmroc's text for -ECONNREFUSED is about its own socket; here it
+		 * means the peer's mrocd refused the QP or never answered.
+		 */
+		if (err == -ECONNREFUSED)
+			return perf_fail(pf, err, "qp %u: mrocd %s refused the connection to service "
+					 "0x%" PRIx64 " or did not answer", i,
+					 pf->server ? "of the client" : pf->mrocd, pf->service_id + i);
 		if (err)
 			return perf_fail(pf, err, "qp %u: connection to mrocd %s, service 0x%" PRIx64
 					 " failed: %s", i, pf->server ? "(client)" : pf->mrocd,
