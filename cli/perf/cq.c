@@ -25,11 +25,38 @@ static const char *wc_opcode_name(unsigned int op)
 	return op < sizeof(names) / sizeof(names[0]) && names[op] ? names[op] : "?";
 }
 
+static int peer_message(struct perf *pf, const struct oob_msg *m);
+
+/*
+ * A QP torn down under us is usually the peer stopping on an error of its
+ * own, which it sends on the side channel as it goes: wait a little for it,
+ * so that the first error printed is the cause, not the flush.
+ */
+static int peer_reason(struct perf *pf)
+{
+	struct pollfd p = { .fd = pf->oob.fd, .events = POLLIN };
+	struct oob_msg m;
+
+	if (pf->oob.fd < 0 || poll(&p, 1, PERF_REASON_MS) <= 0)
+		return 0;
+	if (oob_recv(&pf->oob, &m, PERF_REASON_MS) || m.type != OOB_ERROR)
+		return 0;
+	return peer_message(pf, &m);
+}
+
 /* 0 to keep the completion, 1 to drop it (a late CONNECTED), < 0 to end the test. */
 static int cq_check(struct perf *pf, struct perf_qp *q, const struct mroc_wc *wc)
 {
+	int err;
+
 	if (wc->opcode == MROC_WC_CONNECTED)
 		return 1;
+	if (wc->opcode == MROC_WC_DISCONNECTED || wc->opcode == MROC_WC_EVENT_ERROR ||
+	    wc->status == MROC_WC_FLUSH_ERR) {
+		err = peer_reason(pf);
+		if (err)
+			return err;
+	}
 	if (wc->opcode == MROC_WC_DISCONNECTED)
 		return perf_fail(pf, -ECONNRESET, "qp %u (QPN 0x%04x): disconnected by the peer",
 				 q->idx, mroc_qp_num(q->qp));

@@ -56,6 +56,7 @@ extern const struct perf_test_info perf_tests[PERF_NTESTS];
 #define PERF_OOB_MS		30000		/* an answer on the side channel */
 #define PERF_PEER_CHECK_NS	10000000ull	/* look at the side channel every 10 ms */
 #define PERF_SETTLE_NS		2000000000ull	/* write_lat --verify: bytes behind the last one */
+#define PERF_REASON_MS		500		/* a QP torn down: wait this long for the peer's why */
 
 /* Options: the client's decide the test; the server takes them from PARAMS. */
 struct perf_opts {
