@@ -163,13 +163,18 @@ TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o) $(TEST_HELPER_SRCS:%.c=$(OBJ)/%.o)
 $(TEST_OBJS): INCLUDES = -Isim -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf -Ilibclient \
 	-Ilibclient/include $(CMOCKA_CFLAGS) $(if $(DAEMON_LIB),$(DAEMON_CFLAGS))
 $(TEST_OBJS): | $(BPF_SKELS)
-# End-to-end tests: executable scripts tests/e2e/test_*.sh (root, network namespaces; exit 77 to skip).
+# End-to-end tests: executable scripts tests/e2e/test_*.sh (root, network namespaces; exit 77 to skip),
+# and the helper programs they run, tests/e2e/*.c -> build/tests/e2e/*.
 E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.sh))
+E2E_TOOL_SRCS := $(sort $(wildcard tests/e2e/*.c))
+E2E_TOOLS := $(E2E_TOOL_SRCS:%.c=$(BUILD)/%)
+$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Ilibclient -Ilibclient/include
 # Helper objects of the folder a test binary lives in.
 test_helpers = $(patsubst %.c,$(OBJ)/%.o,$(filter $(patsubst $(BUILD)/%,%,$(dir $(1)))%,$(TEST_HELPER_SRCS)))
 
 ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $(DAEMON_OBJS) \
-	$(DAEMON_MAIN:%.c=$(OBJ)/%.o) $(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS) $(PERF_OBJS)
+	$(DAEMON_MAIN:%.c=$(OBJ)/%.o) $(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS) $(PERF_OBJS) \
+	$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o)
 
 # ---- top-level targets ------------------------------------------------------
 
@@ -184,7 +189,7 @@ endif
 
 libs: $(ENGINE_LIB) $(SIM_LIB) $(DAEMON_LIB) $(LIBMROC_A) $(LIBMROC_SO)
 
-tests: $(TEST_BINS)
+tests: $(TEST_BINS) $(E2E_TOOLS)
 	@:
 
 # deps.sh runs first; the build (everything, not only the tests) then runs in
@@ -312,6 +317,11 @@ $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call say,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
+
+$(E2E_TOOLS): $(BUILD)/%: $(OBJ)/%.o $(LIBMROC_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(MROC_LDLIBS)
 
 .SECONDEXPANSION:
 $(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEMON_LIB) $(ENGINE_LIB) \
