@@ -187,7 +187,10 @@ all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN)
 	@echo "note: test binaries not built: cmocka not found by pkg-config (scripts/deps.sh installs it)"
 endif
 
-libs: $(ENGINE_LIB) $(SIM_LIB) $(DAEMON_LIB) $(LIBMROC_A) $(LIBMROC_SO)
+libs: $(ENGINE_LIB) $(SIM_LIB) $(DAEMON_LIB) $(LIBMROC_A) $(LIBMROC_SO) $(BPF_OBJS)
+
+# BPF objects are wanted themselves (scripts/fabric loads impair.bpf.o), not only for skeletons.
+.SECONDARY: $(BPF_OBJS)
 
 tests: $(TEST_BINS) $(E2E_TOOLS)
 	@:

@@ -67,18 +67,22 @@ for n in a b; do
 done
 "$BUILD/mroc-cli" -S "$DIR/a.admin" status
 
-say "mroc-perf write_bw --verify: $FABRIC_NS_0 -> $FABRIC_NS_1 over mroc"
-ip netns exec "$FABRIC_NS_1" "$BUILD/mroc-perf" write_bw -S "$DIR/b.sock" --verify -s 65536 -n 4000 \
-	>"$DIR/server.txt" 2>&1 &
+say "mroc-perf write_bw --verify for ${DURATION:=8} s: $FABRIC_NS_0 -> $FABRIC_NS_1 over mroc"
+ip netns exec "$FABRIC_NS_1" "$BUILD/mroc-perf" write_bw -S "$DIR/b.sock" --verify --sleep -s 65536 \
+	-D "$DURATION" >"$DIR/server.txt" 2>&1 &
 PIDS+=($!)
 sleep 0.5
-ip netns exec "$FABRIC_NS_0" "$BUILD/mroc-perf" write_bw -S "$DIR/a.sock" --verify -s 65536 -n 4000 \
-	"$FABRIC_IP_1" || { cat "$DIR/server.txt" "$DIR/a.log" "$DIR/b.log"; die "mroc-perf failed"; }
-
-say "mroc-cli path show on host A (sender): per-path RTT, window, retransmissions"
+ip netns exec "$FABRIC_NS_0" "$BUILD/mroc-perf" write_bw -S "$DIR/a.sock" --verify --sleep -s 65536 \
+	-D "$DURATION" "$FABRIC_IP_1" >"$DIR/client.txt" 2>&1 &
+client=$!
+sleep $((DURATION / 2))
+say "mroc-cli path show on host A (sender), mid-transfer: per-path RTT, window, retransmissions"
 "$BUILD/mroc-cli" -S "$DIR/a.admin" path show
 say "mroc-cli path show on host B (receiver)"
 "$BUILD/mroc-cli" -S "$DIR/b.admin" path show
+wait "$client" || { cat "$DIR/client.txt" "$DIR/server.txt" "$DIR/a.log" "$DIR/b.log"; die "mroc-perf failed"; }
+say "mroc-perf result (every byte verified at the receiver)"
+cat "$DIR/client.txt"
 say "the fabric's planes (plane 2 drops ${LOSS}%)"
 "$TOP/scripts/fabric" show --name "$NAME"
 say "done: cleaning up"
