@@ -212,12 +212,10 @@ demo:
 	$(Q)$(MAKE) --no-print-directory -s all
 	$(Q)BUILD=$(abspath $(BUILD)) scripts/demo.sh
 
-bench: $(SIM_BIN)
-ifeq ($(SIM_MAIN),)
-	@echo "make bench: sim/mroc_sim.c does not exist yet" >&2; exit 1
-else
+# The simulation benchmark, then real packets over veth (root): mroc vs RoCEv2 mode vs TCP.
+bench: all
 	$(SIM_BIN) bench
-endif
+	BUILD=$(abspath $(BUILD)) scripts/bench-net.sh
 
 clean:
 	$(call say,CLEAN,build build-*)
