@@ -66,6 +66,7 @@ struct client {
 	uint64_t mr_bytes;
 	uint32_t bad_wrs;		/* worker */
 	bool kicked;			/* worker: disconnected for misbehaving */
+	bool over_limit;		/* max_clients reached: its HELLO gets -EUSERS */
 };
 
 struct zombie {
@@ -520,11 +521,6 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	struct client *cl;
 	struct op o = { 0 };
 
-	if (cs->nclients >= cs->lim.max_clients) {
-		pr_warn_rl("refusing client pid %d: max_clients (%u) reached", (int)cred->pid,
-			   cs->lim.max_clients);
-		return NULL;
-	}
 	cl = calloc(1, sizeof(*cl));
 	if (cl) {
 		cl->mrs = calloc(cs->lim.max_mrs, sizeof(*cl->mrs));
@@ -543,6 +539,12 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	cl->pid = cred->pid;
 	cl->uid = cred->uid;
 	cl->doorbell = -1;
+	/* Over the limit: still answered, so the client learns why (EUSERS), then closed. */
+	if (cs->nclients >= cs->lim.max_clients) {
+		pr_warn_rl("refusing client pid %d: max_clients (%u) reached", (int)cred->pid,
+			   cs->lim.max_clients);
+		cl->over_limit = true;
+	}
 	cs->nclients++;
 	o.cl = cl;
 	call(cs, op_count_client, &o);
@@ -595,6 +597,10 @@ static int check_memfd(int fd, uint64_t len)
 static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_msg_hello *m,
 		     int *fds, int nfds, struct mroc_msg_hello *r)
 {
+	if (cl->over_limit) {
+		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
+		return -EUSERS;
+	}
 	if (cl->doorbell >= 0)
 		return -EALREADY;
 	if (m->abi_version != MROC_ABI_VERSION)
