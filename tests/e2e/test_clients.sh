@@ -90,6 +90,16 @@ wait "$srv" 2>/dev/null
 perf write_bw 18515 --verify -s 65536 -n 200 || fail "a new client after the kill"
 ok "a client killed mid-transfer is cleaned up; the daemon survives; a new client works"
 
+RKEY=$BUILD/tests/e2e/rkey_client
+mkdir -p "$E2E_DIR/rkey"
+ip netns exec "$NS_B" "$RKEY" server "$E2E_DIR/b.ctl" 4242 "$E2E_DIR/rkey" &
+rsrv=$!
+ip netns exec "$NS_A" "$RKEY" client "$E2E_DIR/a.ctl" 4242 "$IP_B" "$E2E_DIR/rkey" ||
+	fail "bad remote keys or offsets were not refused"
+touch "$E2E_DIR/rkey/done"
+wait "$rsrv" || fail "something outside the valid write changed the region"
+ok "a wrong rkey, a range past the end and a wrapping offset: refused, nothing written outside"
+
 for n in a b; do
 	e2e_stop $n
 	[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC"
