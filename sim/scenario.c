@@ -82,6 +82,21 @@ static int arm_blackhole(struct sim *sim, struct scn_bh *bh)
 		return 0;	/* wl_run reports the stall */
 	t0 = wl_result(bh->sample.wl)->t_first_post;
 	at = t0 + cfg->blackhole_at_ns;
+	if (cfg->outage_ns) {
+		/* A whole-fabric outage: every plane dark for a while, then back. */
+		for (uint32_t p = 0; p < cfg->planes; p++) {
+			err = sim_link_get(sim, 0, 1, p, &lc);
+			if (err)
+				return err;
+			lc.blackhole_start_ns = at;
+			lc.blackhole_end_ns = at + cfg->outage_ns;
+			err = sim_plane_set(sim, p, &lc);
+			if (err)
+				return err;
+		}
+		bh->armed = false;
+		return 0;
+	}
 	err = sim_link_get(sim, 0, 1, (uint32_t)cfg->blackhole_plane, &lc);
 	if (err)
 		return err;
@@ -172,7 +187,7 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 	err = wl_start(wl);
 	if (cfg->run_hook)
 		cfg->run_hook(cfg->run_hook_ctx, false);
-	if (!err && cfg->blackhole_plane >= 0)
+	if (!err && (cfg->blackhole_plane >= 0 || cfg->outage_ns))
 		err = arm_blackhole(sim, &bh);
 	if (!err)
 		err = wl_run(wl, cfg->time_limit_ns);

@@ -30,6 +30,7 @@ struct scn_config {
 	uint8_t route;			/* enum sim_route */
 	int32_t blackhole_plane;	/* -1 = none; else both directions of it */
 	uint64_t blackhole_at_ns;	/* after the first post */
+	uint64_t outage_ns;		/* > 0: every plane goes dark this long at blackhole_at_ns */
 	uint64_t settle_ns;		/* measure "after" goodput from blackhole + this */
 	/* engine (0 = the engine's default) */
 	uint32_t mtu;

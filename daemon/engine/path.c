@@ -258,12 +258,17 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->min_rtt = 0;
 	restart_window(eng, p);
 	/*
-	 * A timed-out path starts small.  A new route deserves a fresh RTO:
-	 * probes are copies, so probing a dead route often costs little.
+	 * A timed-out path starts small.  A new route deserves a fresh RTO
+	 * while a sibling is alive (probes are copies, so probing often costs
+	 * little); when every path is dead the peer or the whole fabric is, and
+	 * the backoff stays so a long outage is not probed at the RTO floor.
 	 */
 	if (backoff)
 		p->pwnd = pwnd_min(eng);
-	p->backoff = 0;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (&qp->paths[i] != p && qp->paths[i].state == PATH_ACTIVE)
+			backoff = 0;
+	p->backoff = backoff;
 	p->probed = false;
 }
 

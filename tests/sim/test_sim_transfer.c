@@ -250,6 +250,27 @@ static void test_blackhole_path_id(void **state)
 	run_ok("blackhole, ROUTE_PATH_ID", &cfg, &r);
 }
 
+/*
+ * Every plane dark for 20 ms mid-transfer (longer than several RTOs): all
+ * paths time out, probes are lost, and when the fabric comes back the
+ * transfer must resume and complete, under both routings.
+ */
+static void test_whole_fabric_outage(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	for (int route = 0; route < 2; route++) {
+		metaroce(&cfg, 0, 500);
+		cfg.route = route ? SIM_ROUTE_PATH_ID : SIM_ROUTE_HASH;
+		cfg.wl.total_bytes = 16 * MIB;
+		cfg.outage_ns = 20 * 1000000ULL;
+		cfg.blackhole_at_ns = 500000;
+		run_ok(route ? "whole-fabric outage, ROUTE_PATH_ID" : "whole-fabric outage, ROUTE_HASH",
+		       &cfg, &r);
+	}
+}
+
 /* Four hosts, two transfers at once (0 -> 1 and 3 -> 2) over shared planes. */
 static void test_two_pairs(void **state)
 {
@@ -362,6 +383,7 @@ int main(void)
 		cmocka_unit_test(test_two_pairs),
 		cmocka_unit_test(test_checker_catches),
 		cmocka_unit_test(test_blackhole_path_id),
+		cmocka_unit_test(test_whole_fabric_outage),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
