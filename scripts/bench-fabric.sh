@@ -406,7 +406,7 @@ exp_loss() {
 				f=$(awk -F, -v s=$sweep -v l=$loss -v m=$mode '$1 == s && $3 == l && $4 == m { d += $7; r += $8 } END { if (d) printf "%.2f", 100 * r / d }' "$csv")
 				[ "$loss" = 0 ] && g0=$g
 				rate=$(awk -F, -v s=$sweep 'NR > 1 && $1 == s { print $2; exit }' "$csv")
-				echo "$sweep,$rate,$loss,$mode,$g,$(div "$g" "$g0"),$f,$n,$nf,$(awk -F, -v s=$sweep -v l=$loss -v m=$mode '$1 == s && $3 == l && $4 == m { print $15 }' "$csv" | median)" >>"$sum"
+				echo "$sweep,$rate,$loss,$mode,$g,$(div "$g" "$g0"),$f,$n,$nf,$(awk -F, -v s=$sweep -v l=$loss -v m=$mode '$1 == s && $3 == l && $4 == m { print $14 }' "$csv" | median)" >>"$sum"
 			done
 		done
 	done
