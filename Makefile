@@ -212,10 +212,12 @@ demo:
 	$(Q)$(MAKE) --no-print-directory -s all
 	$(Q)BUILD=$(abspath $(BUILD)) scripts/demo.sh
 
-# The simulation benchmark, then real packets over veth (root): mroc vs RoCEv2 mode vs TCP.
+# The simulation benchmark, then real packets (root) over veth and over the multi-plane
+# fabric: mroc vs RoCEv2 mode vs TCP.
 bench: all
 	$(SIM_BIN) bench
 	BUILD=$(abspath $(BUILD)) scripts/bench-net.sh
+	BUILD=$(abspath $(BUILD)) scripts/bench-fabric.sh
 
 clean:
 	$(call say,CLEAN,build build-*)

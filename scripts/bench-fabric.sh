@@ -104,7 +104,7 @@ LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 # ---------------------------------------------------------------- fabric, daemons
 
 NPLANES=0 NHOSTS=0
-declare -a NS IFN IP DPID
+declare -a NS IFN IP MGMT DPID
 
 daemons_stop() {
 	local h pid
@@ -133,6 +133,7 @@ fabric_up() {
 		NS[$p]=$(eval echo "\$FABRIC_NS_$p")
 		IFN[$p]=$(eval echo "\$FABRIC_IF_$p")
 		IP[$p]=$(eval echo "\$FABRIC_IP_$p")
+		MGMT[$p]=$(eval echo "\$FABRIC_MGMT_$p")
 	done
 	for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$NAME-"); do
 		for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
@@ -214,8 +215,8 @@ counters() {
 perf_server() {
 	local tag=$1 h=$2 port=$3
 	shift 3
-	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw -S "$DIR/h$h.ctl" --sleep -j -p "$port" "$@" \
-		>"$DIR/$tag.srv.json" 2>"$DIR/$tag.srv.err" &
+	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw -S "$DIR/h$h.ctl" --sleep -j -p "$port" \
+		--mroc-addr "${IP[$h]}" "$@" >"$DIR/$tag.srv.json" 2>"$DIR/$tag.srv.err" &
 	LASTPID=$!
 	PIDS+=("$!")
 }
@@ -223,7 +224,7 @@ perf_client() {
 	local tag=$1 h=$2 s=$3 port=$4
 	shift 4
 	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw -S "$DIR/h$h.ctl" --sleep -j -p "$port" "$@" \
-		"${IP[$s]}" >"$DIR/$tag.cli.json" 2>"$DIR/$tag.cli.err" &
+		"${MGMT[$s]}" >"$DIR/$tag.cli.json" 2>"$DIR/$tag.cli.err" &
 	LASTPID=$!
 	PIDS+=("$!")
 }
