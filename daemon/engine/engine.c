@@ -267,8 +267,11 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	}
 	qp->last_rx = now;
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
-		if (pkt.hdr.flags & MROC_F_ACK_REQ)
+		if (pkt.hdr.flags & MROC_F_ACK_REQ) {
 			qp->ka_reply = true;
+			qp->ka_reply_path = pkt.hdr.path_id;
+			qp->ka_reply_sport = meta->sport;
+		}
 		err = 0;
 	} else if (pkt.hdr.opcode == MROC_OP_ACK)
 		err = qp_rx_ack(eng, qp, &pkt, now);

@@ -249,6 +249,7 @@ enum engine_counter {
 	EC_REPATH,
 	EC_LOST,
 	EC_CE,
+	EC_KA_RETRY,			/* keepalive unanswered: asked again on another path */
 	EC__COUNT,
 };
 

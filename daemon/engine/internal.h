@@ -204,6 +204,10 @@ struct qp {
 	uint64_t last_progress;	/* last time snd_una or an ACK moved */
 	uint64_t last_rx;	/* last packet from the peer */
 	uint64_t ka_sent;	/* last keepalive request we sent */
+	uint64_t ka_wait;	/* how long the next unanswered request waits */
+	uint8_t ka_path;	/* path of our last request */
+	uint8_t ka_reply_path;	/* the peer's request came on this path id ... */
+	uint16_t ka_reply_sport;	/* ... and source port: the answer goes back there */
 	bool ka_reply;		/* the peer asked for a keepalive back */
 	bool ka_request;	/* we ask the peer for one */
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
@@ -292,6 +296,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 uint32_t path_free(const struct path *p);
 bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes);
 void path_rearm(const struct engine *eng, struct path *p, uint64_t now);
+/* The path's RTO with its backoff applied. */
+uint64_t path_rto(const struct engine *eng, const struct path *p);
 
 /* qp_tx.c */
 int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, uint64_t now);
@@ -333,6 +339,7 @@ int qp_push_cqe(struct qp *qp, const struct engine_cqe *cqe);
 uint32_t qp_cq_room(const struct qp *qp);
 void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status);
 void qp_update_deadline(struct engine *eng, struct qp *qp);
+uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp);
 
 /* Put the common header at b->data; returns its length. */
 size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,

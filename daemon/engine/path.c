@@ -93,7 +93,7 @@ bool path_can_send(const struct engine *eng, const struct path *p, uint32_t byte
 	return !p->inflight || p->inflight + bytes <= p->pwnd;
 }
 
-static uint64_t effective_rto(const struct engine *eng, const struct path *p)
+uint64_t path_rto(const struct engine *eng, const struct path *p)
 {
 	uint64_t rto = p->rto;
 
@@ -115,7 +115,7 @@ void path_rearm(const struct engine *eng, struct path *p, uint64_t now)
 		p->rto_deadline = 0;
 		return;
 	}
-	p->rto_at = now + effective_rto(eng, p);
+	p->rto_at = now + path_rto(eng, p);
 	pto = p->srtt ? 2 * p->srtt + eng->cfg.ack_delay_ns : 0;
 	if (!p->probed && pto && now + pto < p->rto_at)
 		p->rto_deadline = now + pto;
@@ -244,7 +244,7 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	if (eng->cfg.repath && qp->npaths > 1)
 		path_repath(eng, qp, p, now);
 	/* Until an ACK shows it alive, the path carries only probe copies. */
-	p->probe_at = now + effective_rto(eng, p);
+	p->probe_at = now + path_rto(eng, p);
 }
 
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)

@@ -122,6 +122,14 @@ void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
 	qp_push_cqe(qp, &e);
 }
 
+/* When the next keepalive request is due (qp_timers' keepalive_next). */
+uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp)
+{
+	if (qp->ka_sent > qp->last_rx)		/* the last one is unanswered */
+		return qp->ka_sent + qp->ka_wait;
+	return max_u64(qp->last_rx, qp->ka_sent) + eng->cfg.keepalive_ns;
+}
+
 void qp_update_deadline(struct engine *eng, struct qp *qp)
 {
 	uint64_t d = 0;
@@ -141,7 +149,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 		if (qp->stall_since)
 			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);
 		if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED) {
-			d = deadline_min(d, max_u64(qp->last_rx, qp->ka_sent) + eng->cfg.keepalive_ns);
+			d = deadline_min(d, qp_keepalive_due(eng, qp));
 			d = deadline_min(d, qp->last_rx + eng->cfg.dead_peer_ns);
 		}
 	}

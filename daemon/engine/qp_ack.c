@@ -330,6 +330,34 @@ static void requeue(struct engine *eng, struct qp *qp, uint8_t state)
 	}
 }
 
+/*
+ * Idle: ask the peer for a sign of life.  The first request goes once per
+ * keepalive interval of silence; an unanswered one is repeated on the next
+ * path, sooner (from the path RTO, doubling up to a quarter interval), and
+ * the path it went on moves to a new source port: an idle path has no other
+ * way to learn that its route died, and a dead plane must not look like a
+ * dead peer.  Requests and answers share a source port, so one that gets
+ * through has a working route both ways.
+ */
+static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	uint64_t cap = max_u64(eng->cfg.keepalive_ns / 4, eng->cfg.rto_min_ns);
+
+	if (qp->ka_sent > qp->last_rx) {	/* unanswered */
+		struct path *p = &qp->paths[qp->ka_path % qp->npaths];
+
+		eng->st.c[EC_KA_RETRY]++;
+		if (eng->cfg.repath && qp->npaths > 1 && !p->inflight)
+			path_repath(eng, qp, p, now);
+		qp->ka_path = (uint8_t)((qp->ka_path + 1) % qp->npaths);
+		qp->ka_wait = min_u64(qp->ka_wait * 2, cap);
+	} else {
+		qp->ka_wait = min_u64(path_rto(eng, &qp->paths[qp->ka_path % qp->npaths]), cap);
+	}
+	qp->ka_request = true;
+	qp->may_tx = true;
+}
+
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 {
 	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
@@ -369,10 +397,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		fail_msg_of(eng, qp, qp->snd_una, ENGINE_WC_RETRY_EXC_ERR, now);
 		return;
 	}
-	/* Idle: ask the peer for a sign of life, once per keepalive interval. */
-	if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED &&
-	    now >= max_u64(qp->last_rx, qp->ka_sent) + eng->cfg.keepalive_ns) {
-		qp->ka_request = true;
-		qp->may_tx = true;
-	}
+	if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED && !qp->ka_request &&
+	    now >= qp_keepalive_due(eng, qp))
+		keepalive_next(eng, qp, now);
 }

@@ -362,18 +362,27 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 /* A keepalive request or answer, if one is due.  Returns 1 or 0. */
 int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
-	uint8_t flags;
+	uint8_t flags, path_id;
+	uint16_t sport;
 
 	if ((!qp->ka_request && !qp->ka_reply) || b->cap < MROC_HDR_LEN)
 		return 0;
-	flags = qp->ka_request ? MROC_F_ACK_REQ : 0;
-	if (qp->ka_request)
+	/* A request goes on our path ka_path, an answer back on the request's own port. */
+	if (qp->ka_request) {
+		flags = MROC_F_ACK_REQ;
+		path_id = qp->ka_path % qp->npaths;
+		sport = qp->paths[path_id].sport;
 		qp->ka_sent = now;
+	} else {
+		flags = 0;
+		path_id = qp->ka_reply_path;
+		sport = qp->ka_reply_sport;
+	}
 	qp->ka_request = qp->ka_reply = false;
-	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, flags, 0, now);
+	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, flags, path_id, now);
 	b->peer = qp->peer;
-	b->sport = qp->paths[0].sport;
-	b->path_id = 0;
+	b->sport = sport;
+	b->path_id = path_id;
 	b->ect = false;
 	eng->st.c[EC_TX_KEEPALIVE]++;
 	return 1;

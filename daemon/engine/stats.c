@@ -29,6 +29,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_REPATH] = "repath",
 		[EC_LOST] = "lost",
 		[EC_CE] = "ce",
+		[EC_KA_RETRY] = "keepalive_retry",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

@@ -384,6 +384,44 @@ static void test_idle_peer_alive(void **state)
 	assert_true(pair_stat(f->p, PAIR_A, EC_TX_KEEPALIVE) >= 5);
 }
 
+/*
+ * A dead plane under idle QPs: every packet whose source port has one parity
+ * is lost, both ways, and A's path 0 (where keepalives used to go, always) is
+ * on it.  Unanswered keepalives are asked again on other paths and move the
+ * path they went on, so neither side mistakes the plane for a dead peer.
+ * (Regression: mrocd's control links died of RETRY_EXC_ERR whenever a plane
+ * was blackholed.)
+ */
+static uint16_t dead_parity;
+
+static bool drop_dead_plane(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return (pkt->sport & 1) != dead_parity;
+}
+
+static void test_idle_dead_plane(void **state)
+{
+	struct engine_path_info pi;
+	struct engine_config cfg;
+	struct fx *f;
+
+	dead_peer_config(&cfg);
+	f = fx_open(state, &cfg, &cfg, NULL, NULL);
+	assert_int_equal(engine_path_info(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, 0, &pi), 0);
+	dead_parity = pi.sport & 1;
+	f->p->filter = drop_dead_plane;
+	pair_run_for(f->p, 10 * cfg.dead_peer_ns);
+	pair_expect_none(f->p, PAIR_A);
+	pair_expect_none(f->p, PAIR_B);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
+	assert_true(pair_stat(f->p, PAIR_A, EC_KA_RETRY) >= 1);
+	assert_true(pair_stat(f->p, PAIR_A, EC_REPATH) >= 1);
+	assert_int_equal(f->p->stuck_deadlines, 0);
+}
+
 /* Every data packet of A is lost (B is alive): the retry count ends it, long before dead_peer. */
 static void test_retry_count(void **state)
 {
@@ -525,6 +563,7 @@ int main(void)
 		T(test_dead_peer_idle),
 		T(test_dead_peer_deadline_exact),
 		T(test_idle_peer_alive),
+		T(test_idle_dead_plane),
 		T(test_retry_count),
 		T(test_rocev2_go_back_n),
 	};
