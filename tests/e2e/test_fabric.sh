@@ -4,7 +4,7 @@
 #  - 5% loss on plane 2: a verified transfer completes, and losses show on
 #    the paths that crossed the lossy plane far more than on the others;
 #  - plane 1 blackholed mid-transfer: the transfer completes and the paths
-#    that were on it move (repath).
+#    that were on it move (repath); the idle control links stay up.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -84,6 +84,11 @@ cat "$E2E_DIR/paths2.txt"
 [ "$(jq -s '[.[] | select(.repaths > 0)] | length' "$E2E_DIR/paths2.txt")" -ge 1 ] ||
 	fail "no path moved off the blackholed plane"
 ok "plane 1 blackholed mid-transfer: the transfer completed and paths repathed"
+# The daemons' idle control links must not take the dead plane for a dead peer.
+if grep -h "control connection to .* lost" "$E2E_DIR/a.log" "$E2E_DIR/b.log"; then
+	fail "a control link died while only one of two planes was blackholed"
+fi
+ok "control links stayed up through the blackhole"
 
 for n in a b; do
 	e2e_stop $n
