@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/prctl.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -135,7 +136,8 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	static struct pollfd pfd[MAX_POLL_FDS];	/* worker thread only */
 	static int fds[MAX_POLL_FDS];
 	struct backend *be = w->cfg.be;
-	int nbe, n, timeout;
+	struct timespec ts;
+	int nbe, n;
 
 	nbe = be->ops->poll_fds(be, fds, MAX_POLL_FDS - 1);
 	n = nbe;
@@ -144,14 +146,18 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	fds[n++] = w->doorbell;
 	for (int i = 0; i < n; i++)
 		pfd[i] = (struct pollfd){ .fd = fds[i], .events = POLLIN };
+	/*
+	 * Nanoseconds, not poll()'s whole milliseconds: pacing gaps and RTOs are
+	 * tens of microseconds, and a deadline rounded up to 1 ms made the pacer
+	 * miss its rate.  With no deadline, wake now and then anyway: cheap, robust.
+	 */
 	if (deadline == UINT64_MAX)
-		timeout = 1000;		/* wake now and then anyway: cheap, and robust */
-	else if (deadline <= now)
-		timeout = 0;
-	else
-		timeout = (int)((deadline - now + 999999) / 1000000);
+		deadline = now + 1000000000ULL;
+	deadline = deadline > now ? deadline - now : 0;
+	ts = (struct timespec){ .tv_sec = (time_t)(deadline / 1000000000ULL),
+				.tv_nsec = (long)(deadline % 1000000000ULL) };
 	w->st.sleeps++;
-	if (poll(pfd, (nfds_t)n, timeout) <= 0)
+	if (ppoll(pfd, (nfds_t)n, &ts, NULL) <= 0)
 		return;
 	/* Doorbells are eventfds: they stay readable until read. */
 	for (int i = nbe; i < n; i++) {
@@ -167,6 +173,9 @@ static void *worker_main(void *arg)
 	struct worker *w = arg;
 	uint64_t idle_since = 0, mark = mrocd_now_ns();
 
+	/* The default 50 us of timer slack would stretch every short sleep (pacing, RTOs). */
+	if (prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0))
+		pr_debug("worker: PR_SET_TIMERSLACK: %s", strerror(errno));
 	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
 		uint64_t now = mrocd_now_ns(), deadline, tick;
 		int work;
