@@ -14,8 +14,30 @@ void help_path(FILE *f)
 		"One row per path of every connected QP (or of QP QPN): path id, UDP source\n"
 		"port, state, smoothed/min RTT and RTT variation, path window (PWND), bytes\n"
 		"in flight, packets sent, retransmitted, lost (SACK holes), CE marks, repaths,\n"
-		"delivered rate and the peer's rate hint.  -s adds the peer, RTO, ACKed\n"
-		"packets, timeouts, backoff and the DCTCP alpha; watching adds SENT/s.\n");
+		"why the path last moved (MOVED: timeout, loss, ce, slow = congested while\n"
+		"delivering under 2/3 of its siblings, keepalive = idle and unanswered) and\n"
+		"how long AGO, delivered rate and the peer's rate hint.  -s adds the peer,\n"
+		"RTO, ACKed packets, timeouts, backoff, the DCTCP alpha and the source port\n"
+		"the path moved from (FROM); watching adds SENT/s.\n");
+}
+
+/* MOVED: why the path last took a new source port; AGO: when; -s: FROM, the port it left. */
+static void print_moved(const json_t *p)
+{
+	const char *why = jget_str(p, "moved");
+	uint64_t ns = jget_u64(p, "moved_ago_ns");
+	char ago[24];
+
+	if (!why || !strcmp(why, "-")) {
+		print_str(0, "moved", "MOVED", "-");
+		print_text(0, NULL, "AGO", "-", NULL);
+		print_text(PRINT_STATS, NULL, "FROM", "-", NULL);
+		return;
+	}
+	print_str(0, "moved", "MOVED", why);
+	print_text(0, "moved_ago_ns", "AGO", ns < 1000000000ULL ? fmt_ns(ago, sizeof(ago), ns) :
+		   fmt_duration(ago, sizeof(ago), ns), json_integer((json_int_t)ns));
+	print_uint(PRINT_STATS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
 }
 
 /* The same path one frame ago (watch), for SENT/s. */
@@ -62,6 +84,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_uint(0, "lost", "LOST", jget_u64(p, "lost"));
 	print_uint(0, "ce", "CE", jget_u64(p, "ce"));
 	print_uint(0, "repaths", "REPATHS", jget_u64(p, "repaths"));
+	print_moved(p);
 	print_uint(PRINT_STATS, "acked", "ACKED", jget_u64(p, "acked"));
 	print_uint(PRINT_STATS, "timeouts", "TIMEOUTS", jget_u64(p, "timeouts"));
 	print_uint(PRINT_STATS, "backoff", "BACKOFF", jget_u64(p, "backoff"));

@@ -344,7 +344,7 @@ static json_t *reply_qps(const struct snapshot *s)
 			json_object_set_new(q, "peer", json_string(addr_str(&sq->peer, buf,
 									     sizeof(buf))));
 		for (unsigned p = 0; p < sq->npaths; p++)
-			json_array_append_new(paths, status_path(&sq->paths[p]));
+			json_array_append_new(paths, status_path(&sq->paths[p], s->now));
 		json_object_set_new(q, "paths", paths);
 		json_array_append_new(a, q);
 	}

@@ -103,7 +103,7 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	return o;
 }
 
-json_t *status_path(const struct engine_path_info *pi)
+json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 {
 	json_t *o = json_object();
 
@@ -124,6 +124,12 @@ json_t *status_path(const struct engine_path_info *pi)
 	SET(o, "acked", pi->acked);
 	SET(o, "timeouts", pi->timeouts);
 	SET(o, "repaths", pi->repaths);
+	/* How it last moved: why, from which source port, how long ago. */
+	json_object_set_new(o, "moved", json_string(engine_repath_name(pi->repath_why)));
+	if (pi->repath_why != ENGINE_REPATH_NONE) {
+		SET(o, "prev_sport", pi->prev_sport);
+		SET(o, "moved_ago_ns", now > pi->repath_at_ns ? now - pi->repath_at_ns : 0);
+	}
 	SET(o, "backoff", pi->backoff);
 	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
 	return o;

@@ -19,7 +19,8 @@ json_t *status_worker(const struct worker_stats *st);
 /* now: the daemon's clock (mrocd_now_ns), for "up_for_ns". */
 json_t *status_link(const struct link_info *li, uint64_t now);
 json_t *status_qp(const struct engine_qp_info *qi);
-json_t *status_path(const struct engine_path_info *pi);
+/* now: the engine's clock, for how long ago the path last moved. */
+json_t *status_path(const struct engine_path_info *pi, uint64_t now);
 /*
  * Counters since a baseline: every integer of o (recursively) minus the
  * integer at the same place in base, never below 0.  Keys named in keep

@@ -270,9 +270,24 @@ enum engine_qp_state {
 	ENGINE_QPS_ERROR,
 };
 
+/* Why a path last moved to a new source port (engine_repath_name() names them). */
+enum engine_repath_why {
+	ENGINE_REPATH_NONE = 0,		/* never moved */
+	ENGINE_REPATH_TIMEOUT,		/* RTO */
+	ENGINE_REPATH_LOSS,		/* loss far above its siblings' */
+	ENGINE_REPATH_CE,		/* CE marks far above its siblings' */
+	ENGINE_REPATH_SLOW,		/* congested while delivering < 2/3 of its siblings */
+	ENGINE_REPATH_KEEPALIVE,	/* idle, and a keepalive on it went unanswered */
+	ENGINE_REPATH__COUNT,
+};
+const char *engine_repath_name(enum engine_repath_why why);
+
 struct engine_path_info {
 	uint8_t path_id;
 	uint16_t sport;
+	uint16_t prev_sport;		/* before the last move (0: never moved) */
+	uint8_t repath_why;		/* enum engine_repath_why of the last move */
+	uint64_t repath_at_ns;		/* engine time of the last move */
 	uint64_t srtt_ns, rttvar_ns, min_rtt_ns, rto_ns;
 	uint32_t pwnd_bytes, inflight_bytes;
 	uint64_t sent, retx, lost, ce, acked, timeouts, repaths;

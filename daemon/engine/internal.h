@@ -76,6 +76,8 @@ struct path {
 	uint32_t rounds;	/* rounds since the path (re)started */
 	bool round_had_ce;
 	uint8_t bad_rounds;
+	uint8_t repath_why;	/* enum engine_repath_why of the last move */
+	uint16_t prev_sport;
 	uint64_t last_repath;
 	struct sb_entry *sb;	/* MROC_SACK_BITS entries */
 	/* statistics */
@@ -291,7 +293,8 @@ void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t ack
 		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now);
 void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn, uint32_t nlost);
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
-void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
+		 enum engine_repath_why why);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 uint32_t path_free(const struct path *p);
 bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes);

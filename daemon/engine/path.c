@@ -242,15 +242,18 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->state = PATH_TIMEDOUT;
 	p->recover_psn = p->next_psn;
 	if (eng->cfg.repath && qp->npaths > 1)
-		path_repath(eng, qp, p, now);
+		path_repath(eng, qp, p, now, ENGINE_REPATH_TIMEOUT);
 	/* Until an ACK shows it alive, the path carries only probe copies. */
 	p->probe_at = now + path_rto(eng, p);
 }
 
-void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
+		 enum engine_repath_why why)
 {
 	uint32_t backoff = p->backoff;
 
+	p->prev_sport = p->sport;
+	p->repath_why = (uint8_t)why;
 	p->sport = pick_sport(eng, qp, p);
 	p->st_repaths++;
 	eng->st.c[EC_REPATH]++;
@@ -284,7 +287,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 {
 	uint64_t loss = 0, ce = 0, rate = 0;
 	unsigned mature = 0;
-	bool bad, slow;
+	enum engine_repath_why why = ENGINE_REPATH_NONE;
+	bool slow;
 
 	if (!eng->cfg.repath || qp->npaths < 2)
 		return;
@@ -304,8 +308,13 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	ce /= qp->npaths - 1;
 	slow = p->rounds >= MATURE_ROUNDS && mature && (p->ce_ewma || p->loss_ewma) &&
 	       p->rate_ewma * 3 * mature < rate * 2;
-	bad = p->loss_ewma > 2 * loss + FIX_ONE / 20 || p->ce_ewma > ce + FIX_ONE * 3 / 10 || slow;
-	p->bad_rounds = bad ? p->bad_rounds + 1 : 0;
+	if (p->loss_ewma > 2 * loss + FIX_ONE / 20)
+		why = ENGINE_REPATH_LOSS;
+	else if (p->ce_ewma > ce + FIX_ONE * 3 / 10)
+		why = ENGINE_REPATH_CE;
+	else if (slow)
+		why = ENGINE_REPATH_SLOW;
+	p->bad_rounds = why != ENGINE_REPATH_NONE ? p->bad_rounds + 1 : 0;
 	if (p->bad_rounds >= BAD_ROUNDS && prng_below(&eng->rng, 2))
-		path_repath(eng, qp, p, now);
+		path_repath(eng, qp, p, now, why);
 }

@@ -348,7 +348,7 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 
 		eng->st.c[EC_KA_RETRY]++;
 		if (eng->cfg.repath && qp->npaths > 1 && !p->inflight)
-			path_repath(eng, qp, p, now);
+			path_repath(eng, qp, p, now, ENGINE_REPATH_KEEPALIVE);
 		qp->ka_path = (uint8_t)((qp->ka_path + 1) % qp->npaths);
 		qp->ka_wait = min_u64(qp->ka_wait * 2, cap);
 	} else {

@@ -75,6 +75,20 @@ int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info
 	return 0;
 }
 
+const char *engine_repath_name(enum engine_repath_why why)
+{
+	static const char *const names[ENGINE_REPATH__COUNT] = {
+		[ENGINE_REPATH_NONE] = "-",
+		[ENGINE_REPATH_TIMEOUT] = "timeout",
+		[ENGINE_REPATH_LOSS] = "loss",
+		[ENGINE_REPATH_CE] = "ce",
+		[ENGINE_REPATH_SLOW] = "slow",
+		[ENGINE_REPATH_KEEPALIVE] = "keepalive",
+	};
+
+	return (unsigned)why < ENGINE_REPATH__COUNT ? names[why] : "?";
+}
+
 int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		     struct engine_path_info *o)
 {
@@ -89,6 +103,9 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 	*o = (struct engine_path_info){
 		.path_id = p->id,
 		.sport = p->sport,
+		.prev_sport = p->prev_sport,
+		.repath_why = p->repath_why,
+		.repath_at_ns = p->last_repath,
 		.srtt_ns = p->srtt,
 		.rttvar_ns = p->rttvar,
 		.min_rtt_ns = p->min_rtt,

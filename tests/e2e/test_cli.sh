@@ -193,11 +193,11 @@ ok "link show: both control links up, text and JSON"
 
 # path show: the control link QPs' paths
 out=$("${A[@]}" path show)
-head -1 <<<"$out" | grep -Eq "^ *QPN +PATH +SPORT +STATE +SRTT +MINRTT +RTTVAR +PWND +INFLIGHT +SENT +RETX +LOST +CE +REPATHS +RATE +HINT$" ||
+head -1 <<<"$out" | grep -Eq "^ *QPN +PATH +SPORT +STATE +SRTT +MINRTT +RTTVAR +PWND +INFLIGHT +SENT +RETX +LOST +CE +REPATHS +MOVED +AGO +RATE +HINT$" ||
 	fail "path show: header: $(head -1 <<<"$out")"
 [ "$("${A[@]}" path)" = "$out" ] || fail "\"path\" is not \"path show\""
 for q in "${LINK_QPNS[@]}"; do
-	rows=$(grep -Ec "^ *$q +[0-9]+ +200[0-6][0-9] +(active|timed_out) +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.]+(B|KiB|MiB) +[0-9.]+(B|KiB|MiB)( +[0-9]+){5} +[0-9.a-zA-Z/]+ +[0-9.a-zA-Z/]+$" <<<"$out")
+	rows=$(grep -Ec "^ *$q +[0-9]+ +200[0-6][0-9] +(active|timed_out) +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.]+(B|KiB|MiB) +[0-9.]+(B|KiB|MiB)( +[0-9]+){5} +(-|timeout|loss|ce|slow|keepalive) +(-|[0-9.]+[a-z]+( [0-9]+[a-z])?) +[0-9.a-zA-Z/]+ +[0-9.a-zA-Z/]+$" <<<"$out")
 	[ "$rows" = 4 ] || fail "path show: $rows rows for QP $q, expected 4:
 $out"
 done
@@ -210,7 +210,7 @@ json_ok "path -j" <<<"$p"
 jq -e --argjson q "${LINK_QPNS[0]}" '(.paths | length) == 4 and all(.paths[]; .qpn == $q
 	and .sport >= 20000 and .sport <= 20063 and .pwnd_bytes > 0 and has("srtt_ns")
 	and has("min_rtt_ns") and has("rttvar_ns") and has("inflight_bytes") and has("retx")
-	and has("lost") and has("ce") and has("repaths") and has("rate_bps")
+	and has("lost") and has("ce") and has("repaths") and has("moved") and has("rate_bps")
 	and has("rate_hint_mbps")) and ([.paths[].path_id] | sort) == [0, 1, 2, 3]' <<<"$p" \
 	>/dev/null || fail "path -j: $p"
 json_ok "path -j (all)" < <("${A[@]}" -j path)

@@ -419,6 +419,11 @@ static void test_idle_dead_plane(void **state)
 	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
 	assert_true(pair_stat(f->p, PAIR_A, EC_KA_RETRY) >= 1);
 	assert_true(pair_stat(f->p, PAIR_A, EC_REPATH) >= 1);
+	/* Path 0 moved, and says why and from where. */
+	assert_int_equal(engine_path_info(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, 0, &pi), 0);
+	assert_int_equal(pi.repath_why, ENGINE_REPATH_KEEPALIVE);
+	assert_true(pi.repaths >= 1 && pi.prev_sport != 0);
+	assert_string_equal(engine_repath_name(pi.repath_why), "keepalive");
 	assert_int_equal(f->p->stuck_deadlines, 0);
 }
 
