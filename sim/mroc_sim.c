@@ -2,7 +2,7 @@
 /*
  * mroc-sim: run the mroc engine through the simulated network.
  *
- *   mroc-sim [--help] { bench [OPTIONS] | run [OPTIONS] | incast [OPTIONS] | help }
+ *   mroc-sim [--help] { bench | run | incast | cluster } [OPTIONS] | help
  *
  * `bench` measures the figures the issue sets targets for (loss tolerance,
  * multipath scaling, failover) and incast fairness; `run` runs one
@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "cluster_cli.h"
 #include "incast.h"
 #include "scenario.h"
 
@@ -34,6 +35,8 @@ static const char usage_text[] =
 "  bench   measure loss tolerance, multipath scaling, failover and incast (default)\n"
 "  run     run one transfer and print its statistics\n"
 "  incast  run N senders into one receiver, rate hints on and off\n"
+"  cluster collectives on a 64-host leaf/spine cluster, MetaRoCE vs RoCEv2\n"
+"          (its options: mroc-sim cluster --help)\n"
 "  help    this text\n"
 "\n"
 "bench options:\n"
@@ -920,6 +923,7 @@ static const struct {
 	{ "bench", cmd_bench },	/* first = default */
 	{ "run", cmd_run },
 	{ "incast", cmd_incast },
+	{ "cluster", cluster_cmd },
 	{ "help", cmd_help },
 };
 

@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cluster.h"
+#include "rng.h"
+
+static const char *const transport_names[CLU__TRANSPORTS] = {
+	[CLU_METAROCE] = "metaroce",
+	[CLU_ROCEV2] = "rocev2",
+	[CLU_ROCEV2_QPS] = "rocev2-qps",
+};
+
+static const char *const placement_names[CLU__PLACEMENTS] = {
+	[CLU_PACKED] = "packed",
+	[CLU_FRAGMENTED] = "fragmented",
+	[CLU_RANDOM] = "random",
+};
+
+const char *clu_transport_name(enum clu_transport t)
+{
+	return t < CLU__TRANSPORTS ? transport_names[t] : "?";
+}
+
+int clu_transport_parse(const char *s, enum clu_transport *out)
+{
+	for (int i = 0; i < CLU__TRANSPORTS; i++)
+		if (!strcmp(s, transport_names[i])) {
+			*out = (enum clu_transport)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+const char *clu_placement_name(enum clu_placement p)
+{
+	return p < CLU__PLACEMENTS ? placement_names[p] : "?";
+}
+
+int clu_placement_parse(const char *s, enum clu_placement *out)
+{
+	for (int i = 0; i < CLU__PLACEMENTS; i++)
+		if (!strcmp(s, placement_names[i])) {
+			*out = (enum clu_placement)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+void clu_config_default(struct clu_config *cfg)
+{
+	*cfg = (struct clu_config){
+		.transport = CLU_METAROCE,
+		.qps = 4,
+		.kind = COLL_ALLREDUCE,
+		.placement = CLU_FRAGMENTED,
+		.bytes = 1 << 20,
+		.msg_bytes = 1 << 20,
+		.senders = 7,
+		.time_limit_ns = 2000000000ULL,
+		.seed = 1,
+	};
+	cnet_config_default(&cfg->net);
+}
+
+int clu_place(const struct fabric *f, enum clu_placement p, uint32_t n, uint64_t seed,
+	      uint32_t *rank_host)
+{
+	uint32_t hosts = f->cfg.nhosts, leaves = f->cfg.leaves;
+	struct rng rng;
+
+	if (n < 2 || n > hosts)
+		return -EINVAL;
+	switch (p) {
+	case CLU_PACKED:
+		for (uint32_t i = 0; i < n; i++)
+			rank_host[i] = i;
+		return 0;
+	case CLU_FRAGMENTED:
+		/* Leaf by leaf round-robin; full leaves (uneven sizes) are skipped. */
+		for (uint32_t i = 0, k = 0; i < n; k++) {
+			uint32_t h = (k % leaves) * f->per_leaf + k / leaves;
+
+			if (k >= leaves * f->per_leaf)
+				return -EINVAL;
+			if (h < hosts)
+				rank_host[i++] = h;
+		}
+		return 0;
+	case CLU_RANDOM: {
+		uint32_t *all = malloc(hosts * sizeof(*all));
+
+		if (!all)
+			return -ENOMEM;
+		for (uint32_t i = 0; i < hosts; i++)
+			all[i] = i;
+		rng_seed(&rng, seed ^ 0x706c6163ULL /* "plac" */);
+		for (uint32_t i = hosts - 1; i > 0; i--) {
+			uint32_t j = (uint32_t)rng_below(&rng, i + 1), t = all[i];
+
+			all[i] = all[j];
+			all[j] = t;
+		}
+		memcpy(rank_host, all, n * sizeof(*all));
+		free(all);
+		return 0;
+	}
+	default:
+		return -EINVAL;
+	}
+}
+
+struct fail_ctx {
+	const struct clu_config *cfg;
+	int err;
+};
+
+static void do_fail(struct cnet *cn, void *ctx)
+{
+	struct fail_ctx *fc = ctx;
+	const struct clu_config *c = fc->cfg;
+	struct fabric *f = cnet_fabric(cn);
+
+	if (c->failure == CLU_FAIL_SPINE)
+		fc->err = fab_fail_spine(f, c->fail_plane, c->fail_spine, cnet_now(cn));
+	else if (c->failure == CLU_FAIL_CABLE)
+		fc->err = fab_fail_cable(f, c->fail_plane, c->fail_leaf, c->fail_spine,
+					 cnet_now(cn));
+}
+
+static bool connecting(struct cnet *cn, void *ctx)
+{
+	const struct coll *c = ctx;
+
+	(void)cn;
+	return !coll_connected(c) && !coll_finished(c);
+}
+
+static bool running(struct cnet *cn, void *ctx)
+{
+	(void)cn;
+	return !coll_finished(ctx);
+}
+
+static void net_config(const struct clu_config *cfg, struct cnet_config *net)
+{
+	*net = cfg->net;
+	net->fab.plane_select = cfg->transport == CLU_METAROCE ? FAB_PLANE_PATH_ID :
+				FAB_PLANE_HASH;
+	net->fab.seed = cfg->seed;
+	net->seed = cfg->seed;
+}
+
+static void collect(struct cnet *cn, const uint32_t *rank_host, uint32_t n,
+		    struct clu_result *res)
+{
+	const struct fabric *f = cnet_fabric(cn);
+	uint32_t *per = calloc(f->cfg.leaves, sizeof(*per));
+
+	cnet_get_stats(cn, &res->net);
+	for (uint32_t h = 0; h < cnet_nhosts(cn); h++) {
+		struct engine_stats s;
+
+		engine_get_stats(cnet_engine(cn, h), &s);
+		for (int i = 0; i < EC__COUNT; i++)
+			res->eng.c[i] += s.c[i];
+	}
+	res->payload_placed = res->eng.c[EC_RX_BYTES_PLACED];
+	for (uint32_t r = 0; per && r < n; r++)
+		if (++per[fab_leaf_of(f, rank_host[r])] > res->hosts_on_leaf_max)
+			res->hosts_on_leaf_max = per[fab_leaf_of(f, rank_host[r])];
+	free(per);
+}
+
+int clu_run(const struct clu_config *cfg, struct clu_result *res)
+{
+	struct cnet_config net;
+	struct coll_config cc;
+	struct fail_ctx fc = { .cfg = cfg };
+	uint32_t n, *rank_host = NULL;
+	struct coll *c = NULL;
+	struct cnet *cn;
+	int err;
+
+	*res = (struct clu_result){ 0 };
+	net_config(cfg, &net);
+	n = cfg->nranks ? cfg->nranks : net.fab.nhosts;
+	cn = cnet_create(&net);
+	if (!cn) {
+		res->err = -errno;
+		snprintf(res->why, sizeof(res->why), "bad fabric or engine configuration");
+		return res->err;
+	}
+	rank_host = calloc(n, sizeof(*rank_host));
+	err = rank_host ? clu_place(cnet_fabric(cn), cfg->placement, n, cfg->seed, rank_host) :
+			  -ENOMEM;
+	if (err) {
+		snprintf(res->why, sizeof(res->why), "cannot place %u ranks", n);
+		goto out;
+	}
+	cc = (struct coll_config){
+		.kind = cfg->kind,
+		.nranks = n,
+		.rank_host = rank_host,
+		.bytes = cfg->bytes,
+		.mode = cfg->transport == CLU_METAROCE ? MROC_MODE_METAROCE : MROC_MODE_ROCEV2,
+		.npaths = cfg->npaths ? cfg->npaths :
+			  (uint8_t)(2 * net.fab.nplanes > MROC_MAX_PATHS ? MROC_MAX_PATHS :
+				    2 * net.fab.nplanes),
+		.qps_per_conn = cfg->transport == CLU_ROCEV2_QPS ? cfg->qps : 1,
+		.msg_bytes = cfg->msg_bytes,
+		.senders = cfg->senders,
+		.verify = cfg->verify,
+		.seed = cfg->seed,
+	};
+	c = coll_create(cn, &cc);
+	if (!c) {
+		err = -errno;
+		snprintf(res->why, sizeof(res->why), "cannot set the %s up (%d)",
+			 coll_kind_name(cfg->kind), err);
+		goto out;
+	}
+	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + 100000000ULL);
+	if (err || !coll_connected(c)) {
+		err = err ? err : -ENOTCONN;
+		snprintf(res->why, sizeof(res->why), "QPs did not connect: %s",
+			 coll_result(c)->err ? coll_result(c)->why : "timed out");
+		goto out;
+	}
+	res->t_connected = cnet_now(cn);
+	if (cfg->failure != CLU_FAIL_NONE) {
+		err = cnet_schedule(cn, cnet_now(cn) + cfg->fail_after_ns, do_fail, &fc);
+		if (err)
+			goto out;
+	}
+	if (cfg->setup)
+		cfg->setup(cn, cfg->setup_ctx);
+	err = coll_start(c);
+	if (!err)
+		err = cnet_run_while(cn, running, c, cnet_now(cn) + cfg->time_limit_ns);
+	if (!err || err == -ETIMEDOUT || err == -EDEADLK)
+		err = coll_verify(c);
+	if (!err && fc.err)
+		err = fc.err;
+	res->coll = *coll_result(c);
+	if (err)
+		snprintf(res->why, sizeof(res->why), "%s", res->coll.why);
+out:
+	collect(cn, rank_host, rank_host ? n : 0, res);
+	res->err = err;
+	coll_destroy(c);
+	cnet_destroy(cn);
+	free(rank_host);
+	return err;
+}

@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * One cluster run: build the fabric and the hosts (cnet.h), place a job's
+ * ranks on hosts, connect its QPs, run one collective (collective.h) with an
+ * optional failure in the middle, and collect the figures and counters.
+ * Shared by the tests and `mroc-sim cluster`.
+ */
+#ifndef MROC_SIM_CLUSTER_H
+#define MROC_SIM_CLUSTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cnet.h"
+#include "collective.h"
+
+/* What runs on the hosts. */
+enum clu_transport {
+	CLU_METAROCE = 0,	/* npaths paths per QP, a NIC port per path's plane */
+	CLU_ROCEV2,		/* one path per QP, go-back-N; the NIC hashes a QP onto a plane */
+	CLU_ROCEV2_QPS,		/* RoCEv2 with k QPs per connection (QP scaling) */
+	CLU__TRANSPORTS,
+};
+
+/*
+ * Where rank i of an n-rank job lives.  packed: host i (ring neighbours share
+ * a leaf); fragmented: leaf i mod L, round-robin, so every ring hop and most
+ * flows cross the spines, as a job scattered by a busy scheduler does;
+ * random: a seeded shuffle of the hosts.
+ */
+enum clu_placement {
+	CLU_PACKED = 0,
+	CLU_FRAGMENTED,
+	CLU_RANDOM,
+	CLU__PLACEMENTS,
+};
+
+enum clu_failure {
+	CLU_FAIL_NONE = 0,
+	CLU_FAIL_SPINE,		/* fail_plane's fail_spine, every cable */
+	CLU_FAIL_CABLE,		/* fail_plane: fail_leaf <-> fail_spine, both ways */
+};
+
+struct clu_config {
+	struct cnet_config net;
+	uint8_t transport;		/* enum clu_transport */
+	uint8_t npaths;			/* MetaRoCE paths per QP; 0 = 2 per plane, at most 16 */
+	uint32_t qps;			/* CLU_ROCEV2_QPS: k */
+	uint8_t kind;			/* enum coll_kind */
+	uint32_t nranks;		/* 0 = every host */
+	uint8_t placement;		/* enum clu_placement */
+	uint64_t bytes;
+	uint32_t msg_bytes;
+	uint32_t senders;		/* incast */
+	bool verify;
+	uint8_t failure;		/* enum clu_failure */
+	uint32_t fail_plane, fail_leaf, fail_spine;
+	uint64_t fail_after_ns;		/* after the operation starts */
+	uint64_t time_limit_ns;		/* simulated, for the operation */
+	uint64_t seed;			/* everything: fabric hashes, losses, engines, data */
+	/* Optional: called once every QP is connected, just before the operation starts. */
+	void (*setup)(struct cnet *cn, void *ctx);
+	void *setup_ctx;
+};
+
+/*
+ * Defaults: cnet_config_default (64 hosts, 4 planes of 8 leaves x 8 spines,
+ * 25 Gbit/s, 1 us cables, 512 KiB queues, ECN above 64 KiB, converge 10 ms),
+ * MetaRoCE, fragmented ring AllReduce of 1 MiB in WRs of at most 1 MiB,
+ * 7 incast senders, 4 QPs for QP scaling, 2 s limit, no verify, seed 1.
+ */
+void clu_config_default(struct clu_config *cfg);
+
+struct clu_result {
+	int err;
+	char why[320];
+	struct coll_result coll;
+	struct cnet_stats net;
+	struct engine_stats eng;	/* summed over every host */
+	uint64_t t_connected;		/* when every QP was connected (the operation starts) */
+	uint64_t payload_placed;	/* EC_RX_BYTES_PLACED over every host */
+	uint32_t hosts_on_leaf_max;	/* of the job: the most ranks on one leaf */
+};
+
+/* 0 when the operation completed (and, with verify, its data checked out). */
+int clu_run(const struct clu_config *cfg, struct clu_result *res);
+
+const char *clu_transport_name(enum clu_transport t);
+int clu_transport_parse(const char *s, enum clu_transport *out);
+const char *clu_placement_name(enum clu_placement p);
+int clu_placement_parse(const char *s, enum clu_placement *out);
+
+/* rank -> host for n ranks (n <= hosts); 0 or -EINVAL. */
+int clu_place(const struct fabric *f, enum clu_placement p, uint32_t n, uint64_t seed,
+	      uint32_t *rank_host);
+
+#endif

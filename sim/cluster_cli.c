@@ -1,0 +1,412 @@
+// SPDX-License-Identifier: MIT
+/*
+ * `mroc-sim cluster`: one collective (or a sweep of sizes) on the simulated
+ * cluster, for each transport asked for, printed the way nccl-tests prints
+ * (size, time, algbw, busbw) with the delta against the RoCEv2 baseline, and
+ * the counters that explain it.  It lives in the library so that mroc_sim.c
+ * only dispatches.  Simulated time is what is measured; the wall clock only
+ * gives the simulator's speed.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cluster.h"
+#include "cluster_cli.h"
+
+#define MAX_SIZES	32
+
+static const char cluster_usage[] =
+"usage: mroc-sim cluster [OPTIONS]\n"
+"\n"
+"fabric (per plane: a leaf/spine network; every host has a port on every plane):\n"
+"  --hosts N         hosts (64)              --planes N      planes, 1..8 (4)\n"
+"  --leaves N        leaves per plane (8)    --spines N      spines per plane (8)\n"
+"  --rate RATE       host port, bit/s (25G)  --core-rate RATE  leaf-spine (non-blocking)\n"
+"  --delay NS        per cable (1000)        --queue SIZE    port buffer (512K)\n"
+"  --ecn SIZE        CE threshold (64K)      --loss P        per packet, 0..1 (0)\n"
+"  --core-loss P     per leaf-spine cable    --converge US   ECMP drops a failed hop (10000)\n"
+"transport:\n"
+"  --transport LIST  metaroce,rocev2,rocev2-qps (default metaroce,rocev2)\n"
+"  --qps K           QPs per connection for rocev2-qps (4)\n"
+"  --paths N         MetaRoCE paths per QP (2 per plane, at most 16)\n"
+"  --hints on|off    receiver rate hints (on)\n"
+"  --rto-min US      engine's minimum RTO (200)\n"
+"job:\n"
+"  --op OP           allreduce, alltoall, permutation, incast (allreduce)\n"
+"  --ranks N         ranks (every host)      --placement packed|fragmented|random\n"
+"  --bytes SIZE      size (1M)               --sizes MIN:MAX  sweep, x4 per step\n"
+"  --step N          sweep factor (4)        --msg SIZE      largest WR (1M)\n"
+"  --senders N       incast senders (7)      --verify        real data, checked\n"
+"failure:\n"
+"  --fail spine|cable  --fail-plane N --fail-spine N --fail-leaf N\n"
+"  --fail-at US      after the operation starts (0)\n"
+"run:\n"
+"  --seed N (1)      --limit MS (2000)       --csv FILE (appended)  --tag TEXT (CSV)\n"
+"  -v                counters per run\n"
+"\n"
+"Delta is (baseline time / time - 1) x 100: +30 means 30%% faster than rocev2.\n";
+
+enum {
+	O_HOSTS = 256, O_PLANES, O_LEAVES, O_SPINES, O_RATE, O_CORE_RATE, O_DELAY, O_QUEUE,
+	O_ECN, O_LOSS, O_CORE_LOSS, O_CONVERGE, O_TRANSPORT, O_QPS, O_PATHS, O_HINTS,
+	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
+	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
+	O_CSV, O_TAG,
+};
+
+static const struct option opts[] = {
+	{ "hosts", required_argument, NULL, O_HOSTS },
+	{ "planes", required_argument, NULL, O_PLANES },
+	{ "leaves", required_argument, NULL, O_LEAVES },
+	{ "spines", required_argument, NULL, O_SPINES },
+	{ "rate", required_argument, NULL, O_RATE },
+	{ "core-rate", required_argument, NULL, O_CORE_RATE },
+	{ "delay", required_argument, NULL, O_DELAY },
+	{ "queue", required_argument, NULL, O_QUEUE },
+	{ "ecn", required_argument, NULL, O_ECN },
+	{ "loss", required_argument, NULL, O_LOSS },
+	{ "core-loss", required_argument, NULL, O_CORE_LOSS },
+	{ "converge", required_argument, NULL, O_CONVERGE },
+	{ "transport", required_argument, NULL, O_TRANSPORT },
+	{ "qps", required_argument, NULL, O_QPS },
+	{ "paths", required_argument, NULL, O_PATHS },
+	{ "hints", required_argument, NULL, O_HINTS },
+	{ "rto-min", required_argument, NULL, O_RTO_MIN },
+	{ "op", required_argument, NULL, O_OP },
+	{ "ranks", required_argument, NULL, O_RANKS },
+	{ "placement", required_argument, NULL, O_PLACEMENT },
+	{ "bytes", required_argument, NULL, O_BYTES },
+	{ "sizes", required_argument, NULL, O_SIZES },
+	{ "step", required_argument, NULL, O_STEP },
+	{ "msg", required_argument, NULL, O_MSG },
+	{ "senders", required_argument, NULL, O_SENDERS },
+	{ "verify", no_argument, NULL, O_VERIFY },
+	{ "fail", required_argument, NULL, O_FAIL },
+	{ "fail-plane", required_argument, NULL, O_FAIL_PLANE },
+	{ "fail-spine", required_argument, NULL, O_FAIL_SPINE },
+	{ "fail-leaf", required_argument, NULL, O_FAIL_LEAF },
+	{ "fail-at", required_argument, NULL, O_FAIL_AT },
+	{ "seed", required_argument, NULL, O_SEED },
+	{ "limit", required_argument, NULL, O_LIMIT },
+	{ "csv", required_argument, NULL, O_CSV },
+	{ "tag", required_argument, NULL, O_TAG },
+	{ "verbose", no_argument, NULL, 'v' },
+	{ "help", no_argument, NULL, 'h' },
+	{ 0 },
+};
+
+struct cli {
+	struct clu_config cfg;
+	enum clu_transport tr[CLU__TRANSPORTS];
+	int ntr;
+	uint64_t sizes[MAX_SIZES];
+	int nsizes;
+	const char *csv;
+	const char *tag;
+	const char *sweep;		/* --sizes, expanded once --step is known */
+	bool verbose;
+};
+
+static int scaled(const char *s, uint64_t unit, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'K': case 'k': v *= unit; end++; break;
+	case 'M': case 'm': v *= unit * unit; end++; break;
+	case 'G': case 'g': v *= unit * unit * unit; end++; break;
+	}
+	if (*end)
+		return -EINVAL;
+	*out = v;
+	return 0;
+}
+
+static int prob(const char *s, double *out)
+{
+	char *end;
+
+	errno = 0;
+	*out = strtod(s, &end);
+	return errno || end == s || *end || *out < 0 || *out > 1 ? -EINVAL : 0;
+}
+
+static int transports(struct cli *c, const char *arg)
+{
+	char buf[128], *save = NULL;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	c->ntr = 0;
+	for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+		if (c->ntr == CLU__TRANSPORTS || clu_transport_parse(t, &c->tr[c->ntr]))
+			return -EINVAL;
+		c->ntr++;
+	}
+	return c->ntr ? 0 : -EINVAL;
+}
+
+static int sweep(struct cli *c, const char *arg, uint64_t step)
+{
+	char buf[64], *colon;
+	uint64_t lo, hi;
+
+	snprintf(buf, sizeof(buf), "%s", arg);
+	colon = strchr(buf, ':');
+	if (!colon)
+		return -EINVAL;
+	*colon = 0;
+	if (scaled(buf, 1024, &lo) || scaled(colon + 1, 1024, &hi) || !lo || lo > hi || step < 2)
+		return -EINVAL;
+	c->nsizes = 0;
+	for (uint64_t s = lo; s <= hi && c->nsizes < MAX_SIZES; s *= step)
+		c->sizes[c->nsizes++] = s;
+	return 0;
+}
+
+static int fabric_opt(struct clu_config *cfg, int o, const char *arg)
+{
+	struct fab_config *f = &cfg->net.fab;
+	uint64_t v = 0;
+
+	if (o != O_LOSS && o != O_CORE_LOSS && scaled(arg, o == O_RATE || o == O_CORE_RATE ?
+							1000 : 1024, &v))
+		return -EINVAL;
+	switch (o) {
+	case O_HOSTS: f->nhosts = (uint32_t)v; break;
+	case O_PLANES: f->nplanes = (uint32_t)v; break;
+	case O_LEAVES: f->leaves = (uint32_t)v; break;
+	case O_SPINES: f->spines = (uint32_t)v; break;
+	case O_RATE: f->host_rate_bps = v; break;
+	case O_CORE_RATE: f->core_rate_bps = v; break;
+	case O_DELAY: f->delay_ns = v; break;
+	case O_QUEUE: f->queue_bytes = v; break;
+	case O_ECN: f->ecn_bytes = v; break;
+	case O_LOSS: return prob(arg, &f->loss);
+	case O_CORE_LOSS: return prob(arg, &f->core_loss);
+	case O_CONVERGE: f->converge_ns = v * 1000; break;
+	default: return -EINVAL;
+	}
+	return 0;
+}
+
+static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
+{
+	struct clu_config *cfg = &c->cfg;
+	enum coll_kind k;
+	enum clu_placement p;
+	uint64_t v = 0;
+
+	switch (o) {
+	case O_TRANSPORT: return transports(c, arg);
+	case O_HINTS:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return -EINVAL;
+		cfg->net.engine.rate_hints = !strcmp(arg, "on");
+		return 0;
+	case O_OP:
+		if (coll_kind_parse(arg, &k))
+			return -EINVAL;
+		cfg->kind = (uint8_t)k;
+		return 0;
+	case O_PLACEMENT:
+		if (clu_placement_parse(arg, &p))
+			return -EINVAL;
+		cfg->placement = (uint8_t)p;
+		return 0;
+	case O_SIZES: c->sweep = arg; return 0;
+	case O_FAIL:
+		if (!strcmp(arg, "spine"))
+			cfg->failure = CLU_FAIL_SPINE;
+		else if (!strcmp(arg, "cable"))
+			cfg->failure = CLU_FAIL_CABLE;
+		else
+			return -EINVAL;
+		return 0;
+	case O_CSV: c->csv = arg; return 0;
+	case O_TAG: c->tag = arg; return 0;
+	case O_VERIFY: cfg->verify = true; return 0;
+	}
+	if (scaled(arg, 1024, &v))
+		return -EINVAL;
+	switch (o) {
+	case O_QPS: cfg->qps = (uint32_t)v; break;
+	case O_PATHS: cfg->npaths = (uint8_t)v; break;
+	case O_RTO_MIN: cfg->net.engine.rto_min_ns = v * 1000; break;
+	case O_RANKS: cfg->nranks = (uint32_t)v; break;
+	case O_BYTES: c->sizes[0] = v; c->nsizes = 1; break;
+	case O_STEP: *step = v; break;
+	case O_MSG: cfg->msg_bytes = (uint32_t)v; break;
+	case O_SENDERS: cfg->senders = (uint32_t)v; break;
+	case O_FAIL_PLANE: cfg->fail_plane = (uint32_t)v; break;
+	case O_FAIL_SPINE: cfg->fail_spine = (uint32_t)v; break;
+	case O_FAIL_LEAF: cfg->fail_leaf = (uint32_t)v; break;
+	case O_FAIL_AT: cfg->fail_after_ns = v * 1000; break;
+	case O_SEED: cfg->seed = v; break;
+	case O_LIMIT: cfg->time_limit_ns = v * 1000000ULL; break;
+	default: return fabric_opt(cfg, o, arg);
+	}
+	return 0;
+}
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static const char csv_header[] =
+	"tag,op,transport,hosts,planes,spines,placement,loss,hints,size,time_us,algbw_GBps,"
+	"busbw_GBps,delta_pct,done,retx,lost,rto,repath,ce,tx_pkts,drop_tail,drop_random,"
+	"drop_blackhole,maxq_core,maxq_down,imbalance,events,wall_s,seed\n";
+
+static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t size,
+		    const struct clu_result *r, double delta, double wall)
+{
+	const struct clu_config *cfg = &c->cfg;
+	const struct fab_stats *fs = &r->net.fab;
+	uint64_t drop[3] = { 0 };
+
+	for (int k = 0; k < FAB__KINDS; k++) {
+		drop[0] += fs->kind[k].dropped_tail;
+		drop[1] += fs->kind[k].dropped_random;
+		drop[2] += fs->kind[k].dropped_blackhole;
+	}
+	fprintf(f, "%s,%s,%s,%u,%u,%u,%s,%g,%s,%" PRIu64 ",%.3f,%.4f,%.4f,%.2f,%d,%" PRIu64
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%.3f,%" PRIu64 "\n",
+		c->tag ? c->tag : "", coll_kind_name(cfg->kind), clu_transport_name(t),
+		cfg->net.fab.nhosts, cfg->net.fab.nplanes, cfg->net.fab.spines,
+		clu_placement_name(cfg->placement), cfg->net.fab.loss,
+		cfg->net.engine.rate_hints ? "on" : "off", size, r->coll.time_us,
+		r->coll.algbw_gbps, r->coll.busbw_gbps, delta, r->coll.done,
+		r->eng.c[EC_TX_RETX], r->eng.c[EC_LOST], r->eng.c[EC_RTO], r->eng.c[EC_REPATH],
+		r->eng.c[EC_CE], r->net.hosts.tx_pkts, drop[0], drop[1], drop[2],
+		fs->kind[FAB_LS].max_queue_bytes > fs->kind[FAB_SL].max_queue_bytes ?
+		fs->kind[FAB_LS].max_queue_bytes : fs->kind[FAB_SL].max_queue_bytes,
+		fs->kind[FAB_DOWN].max_queue_bytes, fs->core_imbalance, r->net.events, wall,
+		cfg->seed);
+}
+
+static void print_counters(const struct clu_result *r, double wall)
+{
+	const struct fab_stats *fs = &r->net.fab;
+	static const char *const kn[FAB__KINDS] = { "up", "down", "leaf->spine", "spine->leaf" };
+
+	printf("    engines: tx %" PRIu64 " pkts, retx %" PRIu64 ", lost %" PRIu64 ", rto %" PRIu64
+	       ", repath %" PRIu64 ", ce %" PRIu64 ", placed %" PRIu64 " B of %" PRIu64 "\n",
+	       r->eng.c[EC_TX_PKTS], r->eng.c[EC_TX_RETX], r->eng.c[EC_LOST], r->eng.c[EC_RTO],
+	       r->eng.c[EC_REPATH], r->eng.c[EC_CE], r->payload_placed, r->coll.payload_bytes);
+	for (int k = 0; k < FAB__KINDS; k++)
+		printf("    %-11s: deliv %" PRIu64 " tail %" PRIu64 " random %" PRIu64 " bh %" PRIu64
+		       " ce %" PRIu64 " maxq %" PRIu64 "\n", kn[k], fs->kind[k].delivered,
+		       fs->kind[k].dropped_tail, fs->kind[k].dropped_random,
+		       fs->kind[k].dropped_blackhole, fs->kind[k].marked_ce,
+		       fs->kind[k].max_queue_bytes);
+	printf("    ECMP spread (busiest leaf->spine cable / mean) %.2f; %u QPs; max %u ranks/leaf;"
+	       " %" PRIu64 " events in %.2f s = %.2f M events/s\n", fs->core_imbalance,
+	       r->coll.qps, r->hosts_on_leaf_max, r->net.events, wall,
+	       wall > 0 ? (double)r->net.events / wall / 1e6 : 0);
+}
+
+static int run_all(struct cli *c)
+{
+	FILE *csv = NULL;
+	int fails = 0;
+
+	if (c->csv) {
+		bool fresh;
+
+		csv = fopen(c->csv, "a");
+		if (!csv) {
+			fprintf(stderr, "mroc-sim cluster: %s: %s\n", c->csv, strerror(errno));
+			return 1;
+		}
+		fresh = ftell(csv) == 0;
+		if (fresh)
+			fputs(csv_header, csv);
+	}
+	printf("# %s, %u hosts, %u planes x %u leaves x %u spines, %s placement, loss %g, "
+	       "hints %s, seed %" PRIu64 "\n", coll_kind_name(c->cfg.kind), c->cfg.net.fab.nhosts,
+	       c->cfg.net.fab.nplanes, c->cfg.net.fab.leaves, c->cfg.net.fab.spines,
+	       clu_placement_name(c->cfg.placement), c->cfg.net.fab.loss,
+	       c->cfg.net.engine.rate_hints ? "on" : "off", c->cfg.seed);
+	printf("# %12s %-11s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport", "time(us)",
+	       "algbw", "busbw", "delta%", "retx", "rto", "ok");
+	for (int s = 0; s < c->nsizes; s++) {
+		double base = 0;
+
+		for (int t = 0; t < c->ntr; t++) {
+			struct clu_config cfg = c->cfg;
+			struct clu_result r;
+			double w0, wall, delta = 0;
+			int err;
+
+			cfg.transport = (uint8_t)c->tr[t];
+			cfg.bytes = c->sizes[s];
+			w0 = wall_now();
+			err = clu_run(&cfg, &r);
+			wall = wall_now() - w0;
+			if (c->tr[t] == CLU_ROCEV2 && !err)
+				base = r.coll.time_us;
+			/* The baseline row comes first in the list to give later rows a delta. */
+			if (base > 0 && !err && c->tr[t] != CLU_ROCEV2)
+				delta = (base / r.coll.time_us - 1) * 100;
+			printf("  %12" PRIu64 " %-11s %12.2f %9.3f %9.3f %8.1f %7" PRIu64 " %7" PRIu64
+			       " %6s\n", c->sizes[s], clu_transport_name(c->tr[t]), r.coll.time_us,
+			       r.coll.algbw_gbps, r.coll.busbw_gbps, delta, r.eng.c[EC_TX_RETX],
+			       r.eng.c[EC_RTO], err ? "FAIL" : "ok");
+			if (err) {
+				printf("    why: %s (%d)\n", r.why, err);
+				fails++;
+			}
+			if (c->verbose)
+				print_counters(&r, wall);
+			if (csv)
+				csv_row(c, csv, c->tr[t], c->sizes[s], &r, delta, wall);
+		}
+	}
+	if (csv)
+		fclose(csv);
+	return fails ? 1 : 0;
+}
+
+int cluster_cmd(int argc, char **argv)
+{
+	struct cli c = { .ntr = 2, .tr = { CLU_ROCEV2, CLU_METAROCE }, .nsizes = 1 };
+	uint64_t step = 4;
+	int o;
+
+	clu_config_default(&c.cfg);
+	c.sizes[0] = c.cfg.bytes;
+	optind = 1;
+	while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {
+		if (o == 'v') {
+			c.verbose = true;
+		} else if (o == 'h') {
+			fputs(cluster_usage, stdout);
+			return 0;
+		} else if (o == '?' || job_opt(&c, o, optarg, &step)) {
+			if (o != '?')
+				fprintf(stderr, "mroc-sim cluster: bad value '%s'\n", optarg);
+			fputs(cluster_usage, stderr);
+			return 2;
+		}
+	}
+	if (c.sweep && sweep(&c, c.sweep, step)) {
+		fprintf(stderr, "mroc-sim cluster: bad --sizes '%s'\n", c.sweep);
+		return 2;
+	}
+	return run_all(&c);
+}

@@ -1,0 +1,486 @@
+// SPDX-License-Identifier: MIT
+/*
+ * cnet core: the event loop, the hosts (engine, NIC ports, timer) and the
+ * hand-over of packets between the hosts and the fabric.
+ */
+#include <errno.h>
+#include <stddef.h>
+#include <stdlib.h>
+
+#include "cnet.h"
+#include "rng.h"
+
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr) - offsetof(type, member)))
+
+enum cnet_ev_type {
+	EV_HOST_TIMER = 1,	/* the engine's deadline */
+	EV_UP_TX,		/* a host's NIC port has serialised a packet */
+	EV_LINK_TX,		/* a switch port has serialised a packet */
+	EV_PKT_ARRIVE,		/* a packet reaches the far end of its link */
+	EV_CALL,		/* cnet_schedule */
+};
+
+/* A deadline that stays <= now this many times in one instant is a spin. */
+#define SPIN_LIMIT	64
+#define CQ_BATCH	32
+
+struct cnet_host {
+	struct sim_event timer;
+	struct engine *eng;
+	bool in_drive, dirty;
+	uint64_t spin_at;
+	uint32_t spins;
+	uint32_t idx;
+	struct cnet_host_stats st;
+};
+
+struct cnet_call {
+	struct sim_event ev;
+	struct cnet_call *prev, *next;	/* pending, freed at destroy */
+	cnet_call_fn fn;
+	void *ctx;
+};
+
+struct cnet {
+	struct cnet_config cfg;
+	uint64_t now;
+	uint64_t events;
+	uint64_t port_limit;		/* NIC port backlog in wire bytes */
+	struct evq q;
+	struct rng rng;
+	struct pktpool pool;
+	struct link_env env;
+	struct fabric fab;
+	struct cnet_host *hosts;
+	struct cnet_call *calls;
+	cnet_cqe_fn cb;
+	void *cb_ctx;
+};
+
+void cnet_config_default(struct cnet_config *cfg)
+{
+	*cfg = (struct cnet_config){ .wire_overhead = 64, .seed = 1 };
+	fab_config_default(&cfg->fab);
+	engine_config_default(&cfg->engine);
+	cfg->engine.mtu = 4096;
+	/* ~10 us round trips: 200 us is 20 of them (the engine's 2 ms is for real hosts). */
+	cfg->engine.rto_min_ns = 200000;
+	cfg->engine.rto_init_ns = 1000000;
+}
+
+/* ---- hosts ------------------------------------------------------------------- */
+
+static void host_poll_cq(struct cnet *cn, struct cnet_host *h)
+{
+	struct engine_cqe cqe[CQ_BATCH];
+	int n;
+
+	do {
+		n = engine_poll_cq(h->eng, cqe, CQ_BATCH);
+		for (int i = 0; i < n; i++) {
+			h->st.cqes++;
+			if (cn->cb)
+				cn->cb(cn, h->idx, &cqe[i], cn->cb_ctx);
+		}
+	} while (n == CQ_BATCH);
+}
+
+static bool nic_room(const struct cnet *cn, const struct cnet_host *h)
+{
+	for (uint32_t p = 0; p < cn->cfg.fab.nplanes; p++)
+		if (fab_up(&cn->fab, h->idx, p)->q_bytes >= cn->port_limit)
+			return false;
+	return true;
+}
+
+/* Take one packet from the engine and queue it on its NIC port.  false: none. */
+static bool host_nic_pull(struct cnet *cn, struct cnet_host *h)
+{
+	struct sim_pkt *pkt = pktpool_get(&cn->pool, EV_PKT_ARRIVE);
+	struct engine_txbuf tb;
+	int n;
+
+	if (!pkt)
+		return false;
+	tb = (struct engine_txbuf){ .data = pkt->data, .cap = cn->pool.buf_cap };
+	n = engine_tx(h->eng, cn->now, &tb, 1);
+	if (n != 1 || tb.len > cn->pool.buf_cap) {
+		if (n < 0 || tb.len > cn->pool.buf_cap)
+			h->st.tx_errors++;
+		pktpool_put(&cn->pool, pkt);
+		return false;
+	}
+	pkt->len = tb.len;
+	pkt->wire_len = tb.len + cn->cfg.wire_overhead;
+	pkt->src = h->idx;
+	pkt->dst = tb.peer;
+	pkt->sport = tb.sport;
+	pkt->path_id = tb.path_id;
+	pkt->ect = tb.ect;
+	if (pkt->dst >= cn->cfg.fab.nhosts || pkt->dst == pkt->src) {
+		h->st.tx_bad_peer++;
+		pktpool_put(&cn->pool, pkt);
+		return true;
+	}
+	h->st.tx_pkts++;
+	h->st.tx_bytes += tb.len;
+	link_enqueue(fab_first_hop(&cn->fab, pkt), &cn->env, pkt, cn->now);
+	return true;
+}
+
+/* Keep exactly one timer event, at the engine's deadline. */
+static void host_arm_timer(struct cnet *cn, struct cnet_host *h)
+{
+	uint64_t d = engine_next_deadline(h->eng);
+
+	if (d == UINT64_MAX) {
+		evq_cancel(&cn->q, &h->timer);
+		return;
+	}
+	if (d <= cn->now) {
+		/* A full NIC port drives the host when it frees. */
+		if (!nic_room(cn, h)) {
+			evq_cancel(&cn->q, &h->timer);
+			return;
+		}
+		/*
+		 * Due now and nothing was sent: run again after this instant's
+		 * other events; an engine that keeps asking without progress
+		 * would freeze the clock, so push it 1 ns on and count it.
+		 */
+		if (h->spin_at != cn->now) {
+			h->spin_at = cn->now;
+			h->spins = 0;
+		}
+		d = cn->now;
+		if (++h->spins > SPIN_LIMIT) {
+			h->st.timer_spins++;
+			h->spins = 0;
+			d = cn->now + 1;
+		}
+	}
+	if (!evq_queued(&h->timer) || h->timer.time != d)
+		evq_push(&cn->q, &h->timer, d);
+}
+
+/*
+ * The driver loop: due timers, completions to the callback (which may post
+ * work here or elsewhere: a host being driven only notes it is dirty), the
+ * NIC fed while it has room, one timer rearmed.
+ */
+static void host_drive(struct cnet *cn, struct cnet_host *h)
+{
+	if (h->in_drive) {
+		h->dirty = true;
+		return;
+	}
+	h->in_drive = true;
+	do {
+		h->dirty = false;
+		if (engine_next_deadline(h->eng) <= cn->now)
+			engine_advance(h->eng, cn->now);
+		host_poll_cq(cn, h);
+		while (nic_room(cn, h) && host_nic_pull(cn, h))
+			;
+		host_poll_cq(cn, h);
+	} while (h->dirty);
+	host_arm_timer(cn, h);
+	h->in_drive = false;
+}
+
+static void pkt_arrive(struct cnet *cn, struct sim_pkt *pkt)
+{
+	struct sim_link *next = fab_next_hop(&cn->fab, pkt, cn->now);
+	struct engine_rx_meta meta;
+	struct cnet_host *h;
+
+	if (next) {
+		link_enqueue(next, &cn->env, pkt, cn->now);
+		return;
+	}
+	h = &cn->hosts[pkt->dst];
+	meta = (struct engine_rx_meta){ .peer = pkt->src, .sport = pkt->sport, .ce = pkt->ce };
+	h->st.rx_pkts++;
+	h->st.rx_bytes += pkt->len;
+	if (engine_rx(h->eng, cn->now, pkt->data, pkt->len, &meta) < 0)
+		h->st.rx_rejected++;
+	pktpool_put(&cn->pool, pkt);
+	host_drive(cn, h);
+}
+
+/* ---- event loop ---------------------------------------------------------------- */
+
+static void dispatch(struct cnet *cn, struct sim_event *ev)
+{
+	struct cnet_host *h;
+	struct cnet_call *c;
+	struct sim_link *l;
+
+	cn->events++;
+	switch (ev->type) {
+	case EV_HOST_TIMER:
+		h = container_of(ev, struct cnet_host, timer);
+		h->st.timer_fires++;
+		host_drive(cn, h);
+		break;
+	case EV_UP_TX:
+		l = container_of(ev, struct sim_link, tx_done);
+		link_tx_done(l, &cn->env, cn->now);
+		host_drive(cn, &cn->hosts[l->src]);
+		break;
+	case EV_LINK_TX:
+		link_tx_done(container_of(ev, struct sim_link, tx_done), &cn->env, cn->now);
+		break;
+	case EV_PKT_ARRIVE:
+		pkt_arrive(cn, container_of(ev, struct sim_pkt, ev));
+		break;
+	case EV_CALL:
+		c = container_of(ev, struct cnet_call, ev);
+		if (c->prev)
+			c->prev->next = c->next;
+		else
+			cn->calls = c->next;
+		if (c->next)
+			c->next->prev = c->prev;
+		c->fn(cn, c->ctx);
+		free(c);
+		break;
+	}
+}
+
+int cnet_run_while(struct cnet *cn, cnet_pred_fn pred, void *ctx, uint64_t time_limit)
+{
+	while (pred(cn, ctx)) {
+		struct sim_event *ev = evq_peek(&cn->q);
+
+		if (!ev)
+			return -EDEADLK;
+		if (ev->time > time_limit) {
+			if (cn->now < time_limit)
+				cn->now = time_limit;
+			return -ETIMEDOUT;
+		}
+		evq_pop(&cn->q);
+		cn->now = ev->time;
+		dispatch(cn, ev);
+	}
+	return 0;
+}
+
+int cnet_schedule(struct cnet *cn, uint64_t at, cnet_call_fn fn, void *ctx)
+{
+	struct cnet_call *c;
+	int err;
+
+	if (!fn || at < cn->now)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	evq_event_init(&c->ev, EV_CALL);
+	c->fn = fn;
+	c->ctx = ctx;
+	err = evq_push(&cn->q, &c->ev, at);
+	if (err) {
+		free(c);
+		return err;
+	}
+	c->next = cn->calls;
+	if (c->next)
+		c->next->prev = c;
+	cn->calls = c;
+	return 0;
+}
+
+/* ---- creation ---------------------------------------------------------------- */
+
+static int hosts_create(struct cnet *cn)
+{
+	const struct cnet_config *cfg = &cn->cfg;
+	uint64_t nic = cfg->fab.host_rate_bps * cfg->fab.nplanes;
+	uint32_t buf_cap;
+
+	for (uint32_t i = 0; i < cfg->fab.nhosts; i++) {
+		struct cnet_host *h = &cn->hosts[i];
+		struct engine_config ec = cfg->engine;
+
+		/* Distinct, seed-derived engine seeds: ports and keys differ per host. */
+		ec.seed = rng_mix64(cfg->seed ^ rng_mix64(cfg->engine.seed + i + 1));
+		if (!ec.link_rate_bps)
+			ec.link_rate_bps = nic;
+		h->idx = i;
+		evq_event_init(&h->timer, EV_HOST_TIMER);
+		h->eng = engine_create(&ec);
+		if (!h->eng)
+			return -EINVAL;
+	}
+	buf_cap = cfg->engine.mtu + MROC_DATA_OVERHEAD;
+	if (buf_cap < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
+		buf_cap = MROC_HDR_LEN + MROC_ACK_HDR_LEN;
+	cn->port_limit = (uint64_t)CNET_NIC_BACKLOG * (buf_cap + cfg->wire_overhead);
+	return pktpool_init(&cn->pool, buf_cap, 4096);
+}
+
+struct cnet *cnet_create(const struct cnet_config *cfg)
+{
+	struct cnet *cn;
+	int err;
+
+	if (!cfg || engine_config_check(&cfg->engine, NULL)) {
+		errno = EINVAL;
+		return NULL;
+	}
+	cn = calloc(1, sizeof(*cn));
+	if (!cn) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	cn->cfg = *cfg;
+	rng_seed(&cn->rng, cfg->seed);
+	err = fab_init(&cn->fab, &cfg->fab, EV_UP_TX, EV_LINK_TX);
+	if (err) {
+		free(cn);
+		errno = -err;
+		return NULL;
+	}
+	cn->env = (struct link_env){ .q = &cn->q, .pool = &cn->pool, .rng = &cn->rng };
+	cn->hosts = calloc(cfg->fab.nhosts, sizeof(*cn->hosts));
+	err = -ENOMEM;
+	if (!cn->hosts || evq_init(&cn->q, 4096))
+		goto fail;
+	err = hosts_create(cn);
+	if (err)
+		goto fail;
+	return cn;
+fail:
+	cnet_destroy(cn);
+	errno = -err;
+	return NULL;
+}
+
+void cnet_destroy(struct cnet *cn)
+{
+	struct sim_event *ev;
+
+	if (!cn)
+		return;
+	while (cn->q.heap && (ev = evq_pop(&cn->q)))
+		if (ev->type == EV_PKT_ARRIVE)
+			pktpool_put(&cn->pool, container_of(ev, struct sim_pkt, ev));
+	while (cn->calls) {
+		struct cnet_call *c = cn->calls;
+
+		cn->calls = c->next;
+		free(c);
+	}
+	fab_fini(&cn->fab, &cn->env);
+	for (uint32_t i = 0; cn->hosts && i < cn->cfg.fab.nhosts; i++)
+		engine_destroy(cn->hosts[i].eng);
+	pktpool_fini(&cn->pool);
+	evq_fini(&cn->q);
+	free(cn->hosts);
+	free(cn);
+}
+
+/* ---- accessors ------------------------------------------------------------------- */
+
+uint64_t cnet_now(const struct cnet *cn)
+{
+	return cn->now;
+}
+
+uint32_t cnet_nhosts(const struct cnet *cn)
+{
+	return cn->cfg.fab.nhosts;
+}
+
+struct engine *cnet_engine(struct cnet *cn, uint32_t host)
+{
+	return host < cn->cfg.fab.nhosts ? cn->hosts[host].eng : NULL;
+}
+
+struct fabric *cnet_fabric(struct cnet *cn)
+{
+	return &cn->fab;
+}
+
+void cnet_set_cqe_cb(struct cnet *cn, cnet_cqe_fn fn, void *ctx)
+{
+	cn->cb = fn;
+	cn->cb_ctx = ctx;
+}
+
+void cnet_kick(struct cnet *cn, uint32_t host)
+{
+	if (host < cn->cfg.fab.nhosts)
+		host_drive(cn, &cn->hosts[host]);
+}
+
+int cnet_post_send(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_wr *wr)
+{
+	int err;
+
+	if (host >= cn->cfg.fab.nhosts)
+		return -EINVAL;
+	err = engine_post_send(cn->hosts[host].eng, qpn, wr, cn->now);
+	host_drive(cn, &cn->hosts[host]);
+	return err;
+}
+
+int cnet_post_recv(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_recv_wr *wr)
+{
+	if (host >= cn->cfg.fab.nhosts)
+		return -EINVAL;
+	/* A RECV makes nothing to send: no need to drive the host. */
+	return engine_post_recv(cn->hosts[host].eng, qpn, wr);
+}
+
+int cnet_qp_connect(struct cnet *cn, uint32_t host, uint32_t qpn, uint32_t peer,
+		    uint64_t service_id)
+{
+	int err;
+
+	if (host >= cn->cfg.fab.nhosts || peer >= cn->cfg.fab.nhosts)
+		return -EINVAL;
+	err = engine_qp_connect(cn->hosts[host].eng, qpn, peer, service_id, cn->now);
+	host_drive(cn, &cn->hosts[host]);
+	return err;
+}
+
+/* ---- statistics ------------------------------------------------------------------ */
+
+static void host_stats_add(struct cnet_host_stats *sum, const struct cnet_host_stats *s)
+{
+	sum->tx_pkts += s->tx_pkts;
+	sum->tx_bytes += s->tx_bytes;
+	sum->rx_pkts += s->rx_pkts;
+	sum->rx_bytes += s->rx_bytes;
+	sum->rx_rejected += s->rx_rejected;
+	sum->tx_errors += s->tx_errors;
+	sum->tx_bad_peer += s->tx_bad_peer;
+	sum->timer_fires += s->timer_fires;
+	sum->timer_spins += s->timer_spins;
+	sum->cqes += s->cqes;
+}
+
+void cnet_get_stats(const struct cnet *cn, struct cnet_stats *out)
+{
+	*out = (struct cnet_stats){
+		.now = cn->now,
+		.events = cn->events,
+		.pool_pkts = cn->pool.total,
+		.pkts_in_use = cn->pool.in_use,
+	};
+	for (uint32_t i = 0; i < cn->cfg.fab.nhosts; i++)
+		host_stats_add(&out->hosts, &cn->hosts[i].st);
+	fab_get_stats(&cn->fab, &out->fab);
+}
+
+uint64_t cnet_goodput_capacity(const struct cnet *cn, uint64_t rate_bps)
+{
+	uint64_t mtu = cn->cfg.engine.mtu;
+
+	return (uint64_t)((unsigned __int128)rate_bps * mtu /
+			  (mtu + MROC_DATA_OVERHEAD + cn->cfg.wire_overhead));
+}

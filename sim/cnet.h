@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * cnet: a cluster of hosts, each running one struct engine, on a leaf/spine
+ * fabric of P planes (fabric.h), in seeded virtual time.
+ *
+ * Hosts are driven as in simnet.c, which is how mrocd drives the engine:
+ * after every packet, post or timer the host runs due timers, hands
+ * completions to the callback, pulls packets from engine_tx while its NIC
+ * has room and keeps exactly one timer at engine_next_deadline.  The NIC has
+ * one port per plane (the host's uplink on that plane, at the plane's rate);
+ * it pulls a packet only while no port has more than CNET_NIC_BACKLOG
+ * packets waiting, so the engine's windows and pacing decide what goes out,
+ * not a driver queue, and a QP whose packets all hash onto one port gets
+ * that port's rate, no more.
+ *
+ * The engine's peer handle is the host index.  Functions return 0 or a
+ * negative errno; cnet_create returns NULL and sets errno.
+ */
+#ifndef MROC_SIM_CNET_H
+#define MROC_SIM_CNET_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "engine.h"
+#include "fabric.h"
+
+#define CNET_NIC_BACKLOG	2	/* packets a NIC port may hold, the one on the wire included */
+
+struct cnet;
+
+struct cnet_config {
+	struct fab_config fab;
+	uint32_t wire_overhead;		/* Ethernet/IP/UDP bytes per packet on the wire */
+	struct engine_config engine;	/* every host (seed mixed with the host index); */
+					/* link_rate_bps 0 = planes x host rate */
+	uint64_t seed;			/* random loss, and the engines' seeds */
+};
+
+/* fab_config_default, 64 bytes of overhead, the engine's defaults with MTU 4096. */
+void cnet_config_default(struct cnet_config *cfg);
+
+struct cnet *cnet_create(const struct cnet_config *cfg);
+void cnet_destroy(struct cnet *cn);
+
+uint64_t cnet_now(const struct cnet *cn);
+uint32_t cnet_nhosts(const struct cnet *cn);
+struct engine *cnet_engine(struct cnet *cn, uint32_t host);
+struct fabric *cnet_fabric(struct cnet *cn);
+
+/* Every completion of every host goes to fn (the host says whose). */
+typedef void (*cnet_cqe_fn)(struct cnet *cn, uint32_t host, const struct engine_cqe *cqe,
+			    void *ctx);
+void cnet_set_cqe_cb(struct cnet *cn, cnet_cqe_fn fn, void *ctx);
+
+/* engine_* with the simulation clock, then drive the host. */
+int cnet_post_send(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_wr *wr);
+int cnet_post_recv(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_recv_wr *wr);
+int cnet_qp_connect(struct cnet *cn, uint32_t host, uint32_t qpn, uint32_t peer,
+		    uint64_t service_id);
+/* After calling the engine directly. */
+void cnet_kick(struct cnet *cn, uint32_t host);
+
+typedef bool (*cnet_pred_fn)(struct cnet *cn, void *ctx);
+/*
+ * Run while pred holds.  0 when it turned false, -ETIMEDOUT when the next
+ * event is after time_limit, -EDEADLK when nothing is left to happen.
+ */
+int cnet_run_while(struct cnet *cn, cnet_pred_fn pred, void *ctx, uint64_t time_limit);
+
+typedef void (*cnet_call_fn)(struct cnet *cn, void *ctx);
+/* Call fn at time at (>= now); ctx must live until then. */
+int cnet_schedule(struct cnet *cn, uint64_t at, cnet_call_fn fn, void *ctx);
+
+struct cnet_host_stats {
+	uint64_t tx_pkts, tx_bytes;	/* handed to the fabric (bytes after UDP) */
+	uint64_t rx_pkts, rx_bytes;	/* handed to engine_rx */
+	uint64_t rx_rejected;		/* engine_rx returned an error */
+	uint64_t tx_errors;
+	uint64_t tx_bad_peer;		/* engine named a peer that is no host */
+	uint64_t timer_fires;
+	uint64_t timer_spins;		/* a deadline stayed <= now with nothing to send */
+	uint64_t cqes;
+};
+
+struct cnet_stats {
+	uint64_t now;
+	uint64_t events;
+	uint64_t pool_pkts;
+	uint64_t pkts_in_use;
+	struct cnet_host_stats hosts;	/* summed */
+	struct fab_stats fab;
+};
+
+void cnet_get_stats(const struct cnet *cn, struct cnet_stats *out);
+
+/* Payload bits per second a link of rate_bps carries with full data packets. */
+uint64_t cnet_goodput_capacity(const struct cnet *cn, uint64_t rate_bps);
+
+#endif

@@ -1,0 +1,93 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Collectives on a cnet: the traffic of NCCL-style operations between the
+ * ranks of one job, carried by WRITE_WITH_IMM work requests on connected
+ * QPs, with nccl-tests' measures (time, algbw, busbw).
+ *
+ *  - ring AllReduce: 2(n-1) steps (reduce-scatter, then all-gather) over
+ *    the ring rank r -> r+1; a rank sends step s+1 as soon as it has all of
+ *    step s, so there is no global barrier, as in NCCL's ring;
+ *  - AllToAll: every rank sends bytes / n to every other rank at once;
+ *  - permutation: every rank sends bytes to one other (a seeded derangement);
+ *  - incast: ranks 1..senders each send bytes to rank 0.
+ *
+ * A connection joins two ranks with k QPs (k > 1 is "RoCEv2 with QP
+ * scaling": each QP has its own source port, so its own ECMP hash); a piece
+ * of data between them is cut into k equal parts, one per QP, each posted as
+ * WRITE_IMMs of at most msg_bytes.  The immediate says which step or flow the
+ * bytes belong to; the receiver counts them.  Both ends of a connection send.
+ *
+ * With verify, every rank has its own memory and real data: AllReduce adds
+ * bytes modulo 256 (reduce-scatter) and copies (all-gather), so at the end
+ * every rank must hold the sum of every rank's input; the others compare
+ * each destination with its source byte for byte.  Without verify, every host
+ * registers one shared scratch buffer (payload is still copied by the
+ * engines, only its content is not checked), so 64 hosts x 64 MiB fit.
+ *
+ * Functions return 0 or a negative errno; coll_create returns NULL, errno set.
+ */
+#ifndef MROC_SIM_COLLECTIVE_H
+#define MROC_SIM_COLLECTIVE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "cnet.h"
+
+enum coll_kind {
+	COLL_ALLREDUCE = 0,
+	COLL_ALLTOALL,
+	COLL_PERMUTATION,
+	COLL_INCAST,
+	COLL__KINDS,
+};
+
+const char *coll_kind_name(enum coll_kind k);
+/* -EINVAL if the name is none of allreduce, alltoall, permutation, incast. */
+int coll_kind_parse(const char *s, enum coll_kind *out);
+
+struct coll_config {
+	uint8_t kind;			/* enum coll_kind */
+	uint32_t nranks;		/* >= 2 */
+	const uint32_t *rank_host;	/* rank -> host, nranks entries */
+	uint64_t bytes;			/* nccl-tests' size (see above) */
+	uint8_t mode;			/* enum mroc_mode */
+	uint8_t npaths;			/* per QP (MetaRoCE) */
+	uint32_t qps_per_conn;		/* k >= 1 */
+	uint32_t msg_bytes;		/* largest WR */
+	uint32_t senders;		/* incast */
+	bool verify;
+	uint64_t seed;			/* data, derangement */
+};
+
+struct coll_result {
+	bool done;			/* every rank has everything */
+	int err;			/* first failure, 0 if none */
+	char why[256];
+	uint64_t t_start, t_end;	/* first post, last receive completion */
+	double time_us;
+	double algbw_gbps;		/* GB/s, as nccl-tests (10^9 bytes) */
+	double busbw_gbps;
+	uint64_t payload_bytes;		/* bytes the operation moves over the network */
+	uint32_t qps;			/* QPs in the job (both ends counted once) */
+};
+
+struct coll;
+
+/* Create the QPs and memory regions, listen and connect (the run continues in coll_start). */
+struct coll *coll_create(struct cnet *cn, const struct coll_config *cfg);
+void coll_destroy(struct coll *c);
+
+/* Every QP of the job is connected. */
+bool coll_connected(const struct coll *c);
+/* Post the operation now. */
+int coll_start(struct coll *c);
+bool coll_finished(const struct coll *c);
+/* After coll_finished: check the data (verify), fill the result. */
+int coll_verify(struct coll *c);
+const struct coll_result *coll_result(const struct coll *c);
+
+/* busbw / algbw for this kind and rank count (nccl-tests' factors). */
+double coll_bus_factor(enum coll_kind k, uint32_t nranks);
+
+#endif
