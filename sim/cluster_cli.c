@@ -49,7 +49,7 @@ static const char cluster_usage[] =
 "  --seed N (1)      --limit MS (2000)       --csv FILE (appended)  --tag TEXT (CSV)\n"
 "  -v                counters per run\n"
 "\n"
-"Delta is (baseline time / time - 1) x 100: +30 means 30%% faster than rocev2.\n";
+"Delta is (baseline time / time - 1) x 100: +30 means 30% faster than rocev2.\n";
 
 enum {
 	O_HOSTS = 256, O_PLANES, O_LEAVES, O_SPINES, O_RATE, O_CORE_RATE, O_DELAY, O_QUEUE,
@@ -235,6 +235,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_CSV: c->csv = arg; return 0;
 	case O_TAG: c->tag = arg; return 0;
 	case O_VERIFY: cfg->verify = true; return 0;
+	case O_LOSS: case O_CORE_LOSS: return fabric_opt(cfg, o, arg);
 	}
 	if (scaled(arg, 1024, &v))
 		return -EINVAL;
@@ -269,7 +270,8 @@ static double wall_now(void)
 static const char csv_header[] =
 	"tag,op,transport,hosts,planes,spines,placement,loss,hints,size,time_us,algbw_GBps,"
 	"busbw_GBps,delta_pct,done,retx,lost,rto,repath,ce,tx_pkts,drop_tail,drop_random,"
-	"drop_blackhole,maxq_core,maxq_down,imbalance,events,wall_s,seed\n";
+	"drop_blackhole,maxq_core,maxq_down,imbalance,jain,flow_min_us,flow_max_us,events,wall_s,"
+	"seed\n";
 
 static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t size,
 		    const struct clu_result *r, double delta, double wall)
@@ -285,7 +287,8 @@ static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t
 	}
 	fprintf(f, "%s,%s,%s,%u,%u,%u,%s,%g,%s,%" PRIu64 ",%.3f,%.4f,%.4f,%.2f,%d,%" PRIu64
 		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%" PRIu64 ",%.3f,%" PRIu64 "\n",
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.4f,%.2f,%.2f,%" PRIu64 ",%.3f,%" PRIu64
+		"\n",
 		c->tag ? c->tag : "", coll_kind_name(cfg->kind), clu_transport_name(t),
 		cfg->net.fab.nhosts, cfg->net.fab.nplanes, cfg->net.fab.spines,
 		clu_placement_name(cfg->placement), cfg->net.fab.loss,
@@ -295,7 +298,8 @@ static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t
 		r->eng.c[EC_CE], r->net.hosts.tx_pkts, drop[0], drop[1], drop[2],
 		fs->kind[FAB_LS].max_queue_bytes > fs->kind[FAB_SL].max_queue_bytes ?
 		fs->kind[FAB_LS].max_queue_bytes : fs->kind[FAB_SL].max_queue_bytes,
-		fs->kind[FAB_DOWN].max_queue_bytes, fs->core_imbalance, r->net.events, wall,
+		fs->kind[FAB_DOWN].max_queue_bytes, fs->core_imbalance, r->coll.jain,
+		r->coll.flow_min_us, r->coll.flow_max_us, r->net.events, wall,
 		cfg->seed);
 }
 
@@ -314,6 +318,9 @@ static void print_counters(const struct clu_result *r, double wall)
 		       fs->kind[k].dropped_tail, fs->kind[k].dropped_random,
 		       fs->kind[k].dropped_blackhole, fs->kind[k].marked_ce,
 		       fs->kind[k].max_queue_bytes);
+	if (r->coll.jain > 0)
+		printf("    incast: senders done from %.2f to %.2f us, Jain's index %.4f\n",
+		       r->coll.flow_min_us, r->coll.flow_max_us, r->coll.jain);
 	printf("    ECMP spread (busiest leaf->spine cable / mean) %.2f; %u QPs; max %u ranks/leaf;"
 	       " %" PRIu64 " events in %.2f s = %.2f M events/s\n", fs->core_imbalance,
 	       r->coll.qps, r->hosts_on_leaf_max, r->net.events, wall,

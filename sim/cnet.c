@@ -15,7 +15,7 @@
 
 enum cnet_ev_type {
 	EV_HOST_TIMER = 1,	/* the engine's deadline */
-	EV_UP_TX,		/* a host's NIC port has serialised a packet */
+	EV_NIC_DONE,		/* a host's NIC has taken a packet from its engine */
 	EV_LINK_TX,		/* a switch port has serialised a packet */
 	EV_PKT_ARRIVE,		/* a packet reaches the far end of its link */
 	EV_CALL,		/* cnet_schedule */
@@ -27,7 +27,10 @@ enum cnet_ev_type {
 
 struct cnet_host {
 	struct sim_event timer;
+	struct sim_event nic_done;
 	struct engine *eng;
+	struct sim_pkt *nic_pkt;	/* being taken in, NULL when the NIC is free */
+	uint64_t nic_rem;
 	bool in_drive, dirty;
 	uint64_t spin_at;
 	uint32_t spins;
@@ -46,7 +49,7 @@ struct cnet {
 	struct cnet_config cfg;
 	uint64_t now;
 	uint64_t events;
-	uint64_t port_limit;		/* NIC port backlog in wire bytes */
+	uint64_t nic_rate;		/* the sum of the host's ports */
 	struct evq q;
 	struct rng rng;
 	struct pktpool pool;
@@ -86,30 +89,22 @@ static void host_poll_cq(struct cnet *cn, struct cnet_host *h)
 	} while (n == CQ_BATCH);
 }
 
-static bool nic_room(const struct cnet *cn, const struct cnet_host *h)
-{
-	for (uint32_t p = 0; p < cn->cfg.fab.nplanes; p++)
-		if (fab_up(&cn->fab, h->idx, p)->q_bytes >= cn->port_limit)
-			return false;
-	return true;
-}
-
-/* Take one packet from the engine and queue it on its NIC port.  false: none. */
-static bool host_nic_pull(struct cnet *cn, struct cnet_host *h)
+/* The NIC is free: take one packet from the engine, at the NIC's rate. */
+static void host_nic_pull(struct cnet *cn, struct cnet_host *h)
 {
 	struct sim_pkt *pkt = pktpool_get(&cn->pool, EV_PKT_ARRIVE);
 	struct engine_txbuf tb;
 	int n;
 
 	if (!pkt)
-		return false;
+		return;
 	tb = (struct engine_txbuf){ .data = pkt->data, .cap = cn->pool.buf_cap };
 	n = engine_tx(h->eng, cn->now, &tb, 1);
 	if (n != 1 || tb.len > cn->pool.buf_cap) {
 		if (n < 0 || tb.len > cn->pool.buf_cap)
 			h->st.tx_errors++;
 		pktpool_put(&cn->pool, pkt);
-		return false;
+		return;
 	}
 	pkt->len = tb.len;
 	pkt->wire_len = tb.len + cn->cfg.wire_overhead;
@@ -118,15 +113,25 @@ static bool host_nic_pull(struct cnet *cn, struct cnet_host *h)
 	pkt->sport = tb.sport;
 	pkt->path_id = tb.path_id;
 	pkt->ect = tb.ect;
+	h->st.tx_pkts++;
+	h->st.tx_bytes += tb.len;
+	h->nic_pkt = pkt;
+	evq_push(&cn->q, &h->nic_done,
+		 cn->now + sim_ser_ns(pkt->wire_len, cn->nic_rate, &h->nic_rem));
+}
+
+/* Taken in: onto the port of its plane, whose queue marks and drops like a switch's. */
+static void host_nic_done(struct cnet *cn, struct cnet_host *h)
+{
+	struct sim_pkt *pkt = h->nic_pkt;
+
+	h->nic_pkt = NULL;
 	if (pkt->dst >= cn->cfg.fab.nhosts || pkt->dst == pkt->src) {
 		h->st.tx_bad_peer++;
 		pktpool_put(&cn->pool, pkt);
-		return true;
+		return;
 	}
-	h->st.tx_pkts++;
-	h->st.tx_bytes += tb.len;
 	link_enqueue(fab_first_hop(&cn->fab, pkt), &cn->env, pkt, cn->now);
-	return true;
 }
 
 /* Keep exactly one timer event, at the engine's deadline. */
@@ -139,8 +144,8 @@ static void host_arm_timer(struct cnet *cn, struct cnet_host *h)
 		return;
 	}
 	if (d <= cn->now) {
-		/* A full NIC port drives the host when it frees. */
-		if (!nic_room(cn, h)) {
+		/* The NIC-done event drives the host anyway. */
+		if (h->nic_pkt) {
 			evq_cancel(&cn->q, &h->timer);
 			return;
 		}
@@ -181,9 +186,10 @@ static void host_drive(struct cnet *cn, struct cnet_host *h)
 		if (engine_next_deadline(h->eng) <= cn->now)
 			engine_advance(h->eng, cn->now);
 		host_poll_cq(cn, h);
-		while (nic_room(cn, h) && host_nic_pull(cn, h))
-			;
-		host_poll_cq(cn, h);
+		if (!h->nic_pkt) {
+			host_nic_pull(cn, h);
+			host_poll_cq(cn, h);
+		}
 	} while (h->dirty);
 	host_arm_timer(cn, h);
 	h->in_drive = false;
@@ -215,7 +221,6 @@ static void dispatch(struct cnet *cn, struct sim_event *ev)
 {
 	struct cnet_host *h;
 	struct cnet_call *c;
-	struct sim_link *l;
 
 	cn->events++;
 	switch (ev->type) {
@@ -224,10 +229,10 @@ static void dispatch(struct cnet *cn, struct sim_event *ev)
 		h->st.timer_fires++;
 		host_drive(cn, h);
 		break;
-	case EV_UP_TX:
-		l = container_of(ev, struct sim_link, tx_done);
-		link_tx_done(l, &cn->env, cn->now);
-		host_drive(cn, &cn->hosts[l->src]);
+	case EV_NIC_DONE:
+		h = container_of(ev, struct cnet_host, nic_done);
+		host_nic_done(cn, h);
+		host_drive(cn, h);
 		break;
 	case EV_LINK_TX:
 		link_tx_done(container_of(ev, struct sim_link, tx_done), &cn->env, cn->now);
@@ -311,6 +316,7 @@ static int hosts_create(struct cnet *cn)
 			ec.link_rate_bps = nic;
 		h->idx = i;
 		evq_event_init(&h->timer, EV_HOST_TIMER);
+		evq_event_init(&h->nic_done, EV_NIC_DONE);
 		h->eng = engine_create(&ec);
 		if (!h->eng)
 			return -EINVAL;
@@ -318,7 +324,7 @@ static int hosts_create(struct cnet *cn)
 	buf_cap = cfg->engine.mtu + MROC_DATA_OVERHEAD;
 	if (buf_cap < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
 		buf_cap = MROC_HDR_LEN + MROC_ACK_HDR_LEN;
-	cn->port_limit = (uint64_t)CNET_NIC_BACKLOG * (buf_cap + cfg->wire_overhead);
+	cn->nic_rate = nic;
 	return pktpool_init(&cn->pool, buf_cap, 4096);
 }
 
@@ -338,7 +344,7 @@ struct cnet *cnet_create(const struct cnet_config *cfg)
 	}
 	cn->cfg = *cfg;
 	rng_seed(&cn->rng, cfg->seed);
-	err = fab_init(&cn->fab, &cfg->fab, EV_UP_TX, EV_LINK_TX);
+	err = fab_init(&cn->fab, &cfg->fab, EV_LINK_TX);
 	if (err) {
 		free(cn);
 		errno = -err;
@@ -375,8 +381,11 @@ void cnet_destroy(struct cnet *cn)
 		free(c);
 	}
 	fab_fini(&cn->fab, &cn->env);
-	for (uint32_t i = 0; cn->hosts && i < cn->cfg.fab.nhosts; i++)
+	for (uint32_t i = 0; cn->hosts && i < cn->cfg.fab.nhosts; i++) {
+		if (cn->hosts[i].nic_pkt)
+			pktpool_put(&cn->pool, cn->hosts[i].nic_pkt);
 		engine_destroy(cn->hosts[i].eng);
+	}
 	pktpool_fini(&cn->pool);
 	evq_fini(&cn->q);
 	free(cn->hosts);

@@ -5,13 +5,16 @@
  *
  * Hosts are driven as in simnet.c, which is how mrocd drives the engine:
  * after every packet, post or timer the host runs due timers, hands
- * completions to the callback, pulls packets from engine_tx while its NIC
- * has room and keeps exactly one timer at engine_next_deadline.  The NIC has
- * one port per plane (the host's uplink on that plane, at the plane's rate);
- * it pulls a packet only while no port has more than CNET_NIC_BACKLOG
- * packets waiting, so the engine's windows and pacing decide what goes out,
- * not a driver queue, and a QP whose packets all hash onto one port gets
- * that port's rate, no more.
+ * completions to the callback, takes one packet from engine_tx whenever its
+ * NIC is free and keeps exactly one timer at engine_next_deadline.  The NIC
+ * takes packets in at the sum of its ports' rates and puts each on the port
+ * of its plane (the host's uplink on that plane, at the plane's rate), whose
+ * queue marks CE and drops like a switch port: a path that overloads its
+ * port sees it in ECN and loss, as it would any congested hop, and the
+ * engine's windows, not a driver queue, decide what goes out.  (Holding the
+ * NIC back while a port is busy instead hid the port's congestion from the
+ * engine: the path with the largest window took every packet at one port's
+ * rate, and no signal ever told it to share.)
  *
  * The engine's peer handle is the host index.  Functions return 0 or a
  * negative errno; cnet_create returns NULL and sets errno.
@@ -24,8 +27,6 @@
 
 #include "engine.h"
 #include "fabric.h"
-
-#define CNET_NIC_BACKLOG	2	/* packets a NIC port may hold, the one on the wire included */
 
 struct cnet;
 

@@ -61,6 +61,7 @@ struct coll {
 	uint32_t nqps;
 	uint32_t *dst_of;		/* permutation: each rank's destination */
 	uint8_t *scratch;		/* without verify: every host's region */
+	uint64_t *src_got, *src_t;	/* incast: bytes from each sender, when it was all there */
 	uint32_t eps_connected;
 	uint32_t ranks_done;
 	bool started;
@@ -357,6 +358,11 @@ static void on_recv(struct coll *c, struct coll_ep *ep, const struct engine_cqe 
 			fail(c, -EIO, "rank %u: RECV not posted", r);
 		ep->recv_left--;
 	}
+	if (c->cfg.kind == COLL_INCAST && cqe->imm < c->n) {
+		c->src_got[cqe->imm] += cqe->byte_len;
+		if (c->src_got[cqe->imm] == c->chunk)
+			c->src_t[cqe->imm] = cnet_now(c->cn);
+	}
 	if (c->cfg.kind != COLL_ALLREDUCE) {
 		rk->got += cqe->byte_len;
 		if (rk->got == rk->expect && !rk->done)
@@ -623,7 +629,9 @@ struct coll *coll_create(struct cnet *cn, const struct coll_config *cfg)
 	c->conns = calloc((size_t)n * n / 2 + n, sizeof(*c->conns));
 	c->conn_of = malloc((size_t)n * n * sizeof(*c->conn_of));
 	c->dst_of = calloc(n, sizeof(*c->dst_of));
-	if (!c->ranks || !c->conns || !c->conn_of || !c->dst_of) {
+	c->src_got = calloc(n, sizeof(*c->src_got));
+	c->src_t = calloc(n, sizeof(*c->src_t));
+	if (!c->ranks || !c->conns || !c->conn_of || !c->dst_of || !c->src_got || !c->src_t) {
 		err = -ENOMEM;
 		goto fail;
 	}
@@ -690,6 +698,8 @@ void coll_destroy(struct coll *c)
 	free(c->conns);
 	free(c->conn_of);
 	free(c->dst_of);
+	free(c->src_got);
+	free(c->src_t);
 	free(c);
 }
 
@@ -754,6 +764,29 @@ static int verify_flows(struct coll *c)
 	return c->res.err;
 }
 
+/* Incast: each sender's goodput over its own completion time, and Jain's index of them. */
+static void incast_fairness(struct coll *c)
+{
+	struct coll_result *r = &c->res;
+	double sum = 0, sq = 0;
+	uint32_t m = c->cfg.senders;
+
+	r->flow_min_us = 0;
+	r->flow_max_us = 0;
+	for (uint32_t s = 1; s <= m; s++) {
+		double us = (double)(c->src_t[s] - r->t_start) / 1e3;
+		double x = (double)c->chunk / us;
+
+		if (!r->flow_min_us || us < r->flow_min_us)
+			r->flow_min_us = us;
+		if (us > r->flow_max_us)
+			r->flow_max_us = us;
+		sum += x;
+		sq += x * x;
+	}
+	r->jain = sq > 0 ? sum * sum / (m * sq) : 0;
+}
+
 int coll_verify(struct coll *c)
 {
 	struct coll_result *r = &c->res;
@@ -764,6 +797,8 @@ int coll_verify(struct coll *c)
 		r->algbw_gbps = r->t_end > r->t_start ?
 				(double)c->cfg.bytes / (double)(r->t_end - r->t_start) : 0;
 		r->busbw_gbps = r->algbw_gbps * coll_bus_factor(c->cfg.kind, c->n);
+		if (c->cfg.kind == COLL_INCAST)
+			incast_fairness(c);
 	}
 	if (!r->done && !r->err)
 		fail(c, -ETIMEDOUT, "%u of %u ranks have everything", c->ranks_done, c->n);

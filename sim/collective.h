@@ -70,6 +70,9 @@ struct coll_result {
 	double busbw_gbps;
 	uint64_t payload_bytes;		/* bytes the operation moves over the network */
 	uint32_t qps;			/* QPs in the job (both ends counted once) */
+	/* incast: per sender, time until all its bytes were there; Jain's index of goodputs */
+	double flow_min_us, flow_max_us;
+	double jain;
 };
 
 struct coll;

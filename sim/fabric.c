@@ -36,7 +36,7 @@ static void port_cfg(const struct fab_config *c, uint64_t rate, double loss,
 	out->loss = loss;
 }
 
-int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t up_ev, uint8_t link_ev)
+int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev)
 {
 	const struct fab_config *c = cfg;
 	struct sim_link_cfg host, core;
@@ -74,7 +74,7 @@ int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t up_ev, uint
 		for (uint32_t p = 0; p < c->nplanes; p++) {
 			/* Loss on the uplink only: once per packet, whatever its route. */
 			host.loss = c->loss;
-			link_init(fab_up(f, h, p), &host, h, fab_leaf_of(f, h), (uint8_t)p, up_ev);
+			link_init(fab_up(f, h, p), &host, h, fab_leaf_of(f, h), (uint8_t)p, link_ev);
 			host.loss = 0;
 			link_init(fab_down(f, h, p), &host, fab_leaf_of(f, h), h, (uint8_t)p,
 				  link_ev);

@@ -85,12 +85,8 @@ struct fabric {
 	size_t base[FAB__KINDS];
 };
 
-/*
- * Build every link; up links get up_ev as their transmit event type (the
- * host's NIC must hear when its port frees), the others link_ev.  Returns 0,
- * -EINVAL or -ENOMEM.
- */
-int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t up_ev, uint8_t link_ev);
+/* Build every link, with link_ev as its transmit event type.  0, -EINVAL or -ENOMEM. */
+int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev);
 /* Free queued packets to env's pool, then the links. */
 void fab_fini(struct fabric *f, struct link_env *env);
 
