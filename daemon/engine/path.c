@@ -259,7 +259,20 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	eng->st.c[EC_REPATH]++;
 	p->last_repath = now;
 	p->min_rtt = 0;
-	restart_window(eng, p);
+	{
+		uint32_t pwnd = p->pwnd, ssthresh = p->ssthresh;
+
+		restart_window(eng, p);
+		/*
+		 * Moved for congestion (not a timeout): keep the window, as PLB
+		 * does; a slow start from scratch costs many round trips on a
+		 * deep-buffered route, and the new route's own signals trim it.
+		 */
+		if (why != ENGINE_REPATH_TIMEOUT && why != ENGINE_REPATH_KEEPALIVE && !backoff) {
+			p->pwnd = pwnd;
+			p->ssthresh = ssthresh;
+		}
+	}
 	/*
 	 * A timed-out path starts small.  A new route deserves a fresh RTO
 	 * while a sibling is alive (probes are copies, so probing often costs
