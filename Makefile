@@ -5,6 +5,7 @@
 #   make                      libraries, programs and test binaries into build/
 #   make check                install missing packages (scripts/deps.sh), build, run every test
 #   make bench                build and run the simulation benchmark (build/mroc-sim bench)
+#   make bench-sim            cluster simulation (issue #7): CSV, PNG and tables into docs/perf/
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make clean                remove build/ and build-*/
 #   make V=1                  print full commands (and, with check, every test's output)
@@ -178,7 +179,7 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 
 # ---- top-level targets ------------------------------------------------------
 
-.PHONY: all libs tests check bench demo clean help
+.PHONY: all libs tests check bench bench-sim demo clean help
 
 ifeq ($(HAVE_CMOCKA),1)
 all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) tests
@@ -219,12 +220,16 @@ bench: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-net.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-fabric.sh
 
+# 64 simulated hosts running the engine, MetaRoCE vs RoCEv2 (about 10 minutes on 2 cores).
+bench-sim: all
+	BUILD=$(abspath $(BUILD)) scripts/bench-sim.sh
+
 clean:
 	$(call say,CLEAN,build build-*)
 	$(Q)rm -rf build build-*/
 
 help:
-	@sed -n '3,16s/^# \{0,1\}//p' Makefile
+	@sed -n '3,17s/^# \{0,1\}//p' Makefile
 
 # ---- rules ------------------------------------------------------------------
 

@@ -20,6 +20,11 @@ MD=$DIR/cluster-tables.md
 : > "$MD"
 
 out() { tee -a "$MD"; }
+# Keys of array a, numerically sorted, into d[1..n]; returns n (mawk has no asorti).
+NSORT='function nsort(a, d,   k, n, i, j, t) { n = 0; for (k in a) d[++n] = k + 0
+	for (i = 2; i <= n; i++) for (j = i; j > 1 && d[j - 1] > d[j]; j--) { t = d[j]; d[j] = d[j - 1]; d[j - 1] = t }
+	return n }'
+
 have() { [ -s "$DIR/cluster-$1.csv" ]; }
 plot() {	# plot NAME: run DIR/cluster-NAME.gp if gnuplot is there
 	if command -v gnuplot >/dev/null; then
@@ -32,12 +37,13 @@ plot() {	# plot NAME: run DIR/cluster-NAME.gp if gnuplot is there
 # ---- loss -----------------------------------------------------------------------
 
 if have loss; then
-	awk -F, 'NR > 1 { g[$3, $8] = $15 ? $12 * 8 : 0; if ($8 == 0) base[$3] = $12 * 8;
+	awk -F, "$NSORT"'
+		NR > 1 { g[$3, $8] = $15 ? $12 * 8 : 0; if ($8 == 0) base[$3] = $12 * 8;
 			  r[$3, $8] = $16; losses[$8] = 1 }
 		END {
 			print "| loss % | rocev2 Gbit/s | kept | metaroce Gbit/s | kept | rocev2-qps Gbit/s | kept |"
 			print "|---|---|---|---|---|---|---|"
-			n = asorti(losses, ls, "@ind_num_asc")
+			n = nsort(losses, ls)
 			for (i = 1; i <= n; i++) {
 				l = ls[i]; line = sprintf("| %g |", l * 100)
 				split("rocev2 metaroce rocev2-qps", t, " ")
@@ -69,11 +75,12 @@ fi
 # ---- planes ---------------------------------------------------------------------
 
 if have planes; then
-	awk -F, 'NR > 1 { g[$3, $5] = $15 ? $12 * 8 : 0; if ($5 == 1) one[$3] = $12 * 8; ps[$5] = 1 }
+	awk -F, "$NSORT"'
+		NR > 1 { g[$3, $5] = $15 ? $12 * 8 : 0; if ($5 == 1) one[$3] = $12 * 8; ps[$5] = 1 }
 		END {
 			print "| planes | capacity Gbit/s | metaroce Gbit/s | of linear | rocev2-qps Gbit/s | of linear | rocev2 Gbit/s | of linear |"
 			print "|---|---|---|---|---|---|---|---|"
-			n = asorti(ps, p, "@ind_num_asc")
+			n = nsort(ps, p)
 			for (i = 1; i <= n; i++) {
 				P = p[i]; line = sprintf("| %d | %.2f |", P, P * 25 * 4096 / 4220)
 				split("metaroce rocev2-qps rocev2", t, " ")
@@ -109,12 +116,12 @@ sweep_tables() {	# sweep_tables OP
 	for tag in $(awk -F, 'NR > 1 { print $1 }' "$DIR/cluster-$op.csv" | sort -u); do
 		echo "$op, $tag (p = planes, l = loss): time in us, busbw in GB/s, delta = rocev2 time / time - 1" | out
 		echo | out
-		awk -F, -v tag="$tag" '
+		awk -F, -v tag="$tag" "$NSORT"'
 			NR > 1 && $1 == tag { t[$3, $10] = $15 ? $11 : -1; b[$3, $10] = $13; s[$10] = 1 }
 			END {
 				print "| size | rocev2 us | busbw | metaroce us | busbw | delta % | rocev2-qps us | busbw | delta % |"
 				print "|---|---|---|---|---|---|---|---|---|"
-				n = asorti(s, ss, "@ind_num_asc")
+				n = nsort(s, ss)
 				for (i = 1; i <= n; i++) {
 					z = ss[i]; base = t["rocev2", z]
 					line = sprintf("| %d | %s | %.3f |", z, base < 0 ? "fail" : sprintf("%.1f", base), b["rocev2", z])
@@ -131,7 +138,6 @@ sweep_tables() {	# sweep_tables OP
 	done
 	awk -F, 'NR > 1 { t[$1, $3, $10] = $15 ? $11 : 0; key[$1, $10] = 1 }
 		END { for (k in key) { split(k, a, SUBSEP); base = t[a[1], "rocev2", a[2]]
-			for (tr in tt) ;
 			m = t[a[1], "metaroce", a[2]]; q = t[a[1], "rocev2-qps", a[2]]
 			printf "%s %d %s %s\n", a[1], a[2],
 				(m > 0 && base > 0) ? (base / m - 1) * 100 : "nan",
