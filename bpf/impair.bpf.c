@@ -6,6 +6,12 @@
  * TBF.  cfg[IMPAIR_DROP_PPM] drops that many packets per million (1000000 =
  * blackhole); cfg[IMPAIR_CE_PPM] marks CE on that many ECN-capable IP
  * packets per million (not-ECT packets are counted and left alone).
+ *
+ * A switch marks CE when its queue passes a threshold, which is what keeps
+ * DCTCP-style senders' queues short.  This program runs before the plane's
+ * TBF and cannot see its queue, so it keeps a virtual one: bytes arrived,
+ * drained at cfg[IMPAIR_VQ_RATE_KBPS] (the TBF's rate); a packet that finds
+ * more than cfg[IMPAIR_VQ_MARK_BYTES] in it is marked CE (either 0: off).
  */
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
@@ -17,7 +23,7 @@
 #include <bpf/bpf_endian.h>
 #include <bpf/bpf_helpers.h>
 
-enum { IMPAIR_DROP_PPM = 0, IMPAIR_CE_PPM, IMPAIR__CFG };
+enum { IMPAIR_DROP_PPM = 0, IMPAIR_CE_PPM, IMPAIR_VQ_RATE_KBPS, IMPAIR_VQ_MARK_BYTES, IMPAIR__CFG };
 enum { IMPAIR_SEEN = 0, IMPAIR_DROPPED, IMPAIR_CE_MARKED, IMPAIR_NOT_ECT, IMPAIR__CNT };
 
 struct {
@@ -26,6 +32,20 @@ struct {
 	__type(key, __u32);
 	__type(value, __u32);
 } impair_cfg SEC(".maps");
+
+/* The virtual queue, shared by every CPU that transmits on the device. */
+struct vq {
+	struct bpf_spin_lock lock;
+	__u64 last_ns;
+	__u64 backlog;
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct vq);
+} impair_vq SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
@@ -93,6 +113,31 @@ static __always_inline void mark_ce(struct __sk_buff *skb)
 	}
 }
 
+/* Add the packet to the virtual queue; true if it found the queue above the threshold. */
+static __always_inline int vq_over(struct __sk_buff *skb)
+{
+	__u32 rate = cfg(IMPAIR_VQ_RATE_KBPS), mark = cfg(IMPAIR_VQ_MARK_BYTES), zero = 0;
+	__u64 now, elapsed, drained, backlog;
+	struct vq *q;
+
+	if (!rate || !mark)
+		return 0;
+	q = bpf_map_lookup_elem(&impair_vq, &zero);
+	if (!q)
+		return 0;
+	now = bpf_ktime_get_ns();
+	bpf_spin_lock(&q->lock);
+	elapsed = now > q->last_ns ? now - q->last_ns : 0;
+	if (elapsed > 1000000000ULL)
+		elapsed = 1000000000ULL;	/* idle for a second or more: empty anyway */
+	drained = elapsed * rate / 8000000;	/* ns x kbit/s -> bytes */
+	backlog = q->backlog > drained ? q->backlog - drained : 0;
+	q->backlog = backlog + skb->len;
+	q->last_ns = now;
+	bpf_spin_unlock(&q->lock);
+	return backlog > mark;
+}
+
 SEC("tc")
 int impair(struct __sk_buff *skb)
 {
@@ -101,7 +146,7 @@ int impair(struct __sk_buff *skb)
 		count(IMPAIR_DROPPED);
 		return TC_ACT_SHOT;
 	}
-	if (chance(cfg(IMPAIR_CE_PPM)))
+	if (vq_over(skb) || chance(cfg(IMPAIR_CE_PPM)))
 		mark_ce(skb);
 	return TC_ACT_OK;
 }

@@ -27,7 +27,8 @@
 # Environment: BUILD (default build), OUT (docs/perf), SECS (3: seconds measured
 # per bandwidth run, after WARM (1) seconds not counted), REPS (2: runs per point,
 # medians reported), LONG (8: seconds of a failover run), RATE_MBIT (250: TBF rate
-# of a plane), EXPERIMENTS ("loss planes failover incast"), PLANE_COUNTS
+# of a plane), CE_THRESHOLD (64kb: a rate-limited plane marks CE on ECN-capable
+# packets above this much queue, as an ECN switch does; off: drop-tail only), EXPERIMENTS ("loss planes failover incast"), PLANE_COUNTS
 # ("1 2 4 8"), KEEP (set: keep the work directory with the daemons' logs and the
 # sender's paths sampled during failover).
 #
@@ -45,6 +46,7 @@ WARM=${WARM:-1}
 REPS=${REPS:-2}
 LONG=${LONG:-8}
 RATE_MBIT=${RATE_MBIT:-250}
+CE_THRESHOLD=${CE_THRESHOLD:-64kb}
 EXPERIMENTS=${EXPERIMENTS:-loss planes failover incast}
 PLANE_COUNTS=${PLANE_COUNTS:-1 2 4 8}
 FABRIC=$TOP/scripts/fabric
@@ -143,7 +145,8 @@ fabric_up() {
 	done
 	if [ -n "${3:-}" ]; then
 		for ((p = 1; p <= NPLANES; p++)); do
-			"$FABRIC" set "$p" --name "$NAME" --planes "$NPLANES" rate "$3" >/dev/null || die "rate on plane $p"
+			"$FABRIC" set "$p" --name "$NAME" --planes "$NPLANES" rate "$3" ce_threshold "$CE_THRESHOLD" \
+				>/dev/null || die "rate on plane $p"
 		done
 	fi
 }
@@ -637,4 +640,4 @@ daemons_stop
 cat "$TABLES"
 echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d), $(($(date +%s) - T_START)) s;" \
 	"load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end;" \
-	"SECS=$SECS WARM=$WARM REPS=$REPS LONG=$LONG RATE_MBIT=$RATE_MBIT"
+	"SECS=$SECS WARM=$WARM REPS=$REPS LONG=$LONG RATE_MBIT=$RATE_MBIT CE_THRESHOLD=$CE_THRESHOLD"
