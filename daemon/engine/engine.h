@@ -278,6 +278,7 @@ enum engine_repath_why {
 	ENGINE_REPATH_CE,		/* CE marks far above its siblings' */
 	ENGINE_REPATH_SLOW,		/* congested while delivering < 2/3 of its siblings */
 	ENGINE_REPATH_KEEPALIVE,	/* idle, and a keepalive on it went unanswered */
+	ENGINE_REPATH_SPREAD,		/* every path congested, the QP under 2/3 of the link rate */
 	ENGINE_REPATH__COUNT,
 };
 const char *engine_repath_name(enum engine_repath_why why);

@@ -8,9 +8,9 @@
 
 #define FIX_ONE		(1u << 20)	/* fixed-point 1.0 for alpha and EWMAs */
 #define DCTCP_G_SHIFT	4		/* g = 1/16 */
-#define EWMA_SHIFT	2		/* repath EWMAs: weight 1/4 per round */
+#define EWMA_SHIFT	4		/* repath EWMAs: weight 1/16 per round */
 #define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
-#define MATURE_ROUNDS	8		/* rounds before a path's delivery rate is trusted */
+#define MATURE_ROUNDS	16		/* rounds before a path's delivery rate is trusted */
 
 static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path *self)
 {
@@ -289,6 +289,23 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 }
 
 /*
+ * Paths that collide evenly (two on one link, another link idle) deliver
+ * alike, so comparing siblings cannot see it.  With the link rate known:
+ * every path mature and congested, no rate hint holding the QP back (then
+ * the receiver is the bottleneck), and the QP delivering under 2/3 of the
+ * link rate, some path should try another route.
+ */
+static bool underused(const struct engine *eng, const struct qp *qp, uint64_t rate, unsigned n)
+{
+	if (!eng->cfg.link_rate_bps || qp->hint_mbps || n < qp->npaths)
+		return false;
+	for (unsigned j = 0; j < qp->npaths; j++)
+		if (!qp->paths[j].ce_ewma && !qp->paths[j].loss_ewma)
+			return false;
+	return rate * 3 < eng->cfg.link_rate_bps * 2;
+}
+
+/*
  * PLB-style: a path moves to a new source port (another ECMP route) when,
  * for BAD_ROUNDS of its rounds, its loss or CE fraction stays far above its
  * siblings', or it is congested while delivering under two thirds of what
@@ -303,31 +320,40 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	enum engine_repath_why why = ENGINE_REPATH_NONE;
 	bool slow;
 
-	if (!eng->cfg.repath || qp->npaths < 2)
+	if (!eng->cfg.repath || qp->npaths < 2 || p->rounds < MATURE_ROUNDS)
 		return;
+	/*
+	 * Only paths with MATURE_ROUNDS behind them judge or are judged: a path
+	 * that just moved has its averages reset, and counting its clean zeros
+	 * pulled the siblings' mean down until every path looked bad (on a
+	 * fabric marking CE: 70 moves per path per second).
+	 */
 	for (unsigned j = 0; j < qp->npaths; j++) {
 		const struct path *s = &qp->paths[j];
 
-		if (s == p)
+		if (s == p || s->rounds < MATURE_ROUNDS)
 			continue;
 		loss += s->loss_ewma;
 		ce += s->ce_ewma;
-		if (s->rounds >= MATURE_ROUNDS) {
-			rate += s->rate_ewma;
-			mature++;
-		}
+		rate += s->rate_ewma;
+		mature++;
 	}
-	loss /= qp->npaths - 1;
-	ce /= qp->npaths - 1;
-	slow = p->rounds >= MATURE_ROUNDS && mature && (p->ce_ewma || p->loss_ewma) &&
-	       p->rate_ewma * 3 * mature < rate * 2;
+	if (!mature)
+		return;
+	loss /= mature;
+	ce /= mature;
+	slow = (p->ce_ewma || p->loss_ewma) && p->rate_ewma * 3 * mature < rate * 2;
 	if (p->loss_ewma > 2 * loss + FIX_ONE / 20)
 		why = ENGINE_REPATH_LOSS;
 	else if (p->ce_ewma > ce + FIX_ONE * 3 / 10)
 		why = ENGINE_REPATH_CE;
 	else if (slow)
 		why = ENGINE_REPATH_SLOW;
+	else if (underused(eng, qp, rate + p->rate_ewma, mature + 1))
+		why = ENGINE_REPATH_SPREAD;
 	p->bad_rounds = why != ENGINE_REPATH_NONE ? p->bad_rounds + 1 : 0;
-	if (p->bad_rounds >= BAD_ROUNDS && prng_below(&eng->rng, 2))
+	/* SPREAD is the whole QP's signal: about one of its paths moves per round. */
+	if (p->bad_rounds >= BAD_ROUNDS &&
+	    !prng_below(&eng->rng, why == ENGINE_REPATH_SPREAD ? 2 * qp->npaths : 2))
 		path_repath(eng, qp, p, now, why);
 }

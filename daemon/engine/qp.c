@@ -52,6 +52,8 @@ struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
 		if (!qp->paths[i].sb)
 			goto fail;
 	}
+	/* Ties between paths go round-robin from here: not path 0 for every QP of a host. */
+	qp->rr = prng_below(&eng->rng, qp->npaths);
 	if (attr->fixed_isn) {
 		qp->isn_psn = attr->isn_psn;
 		qp->isn_dsn = attr->isn_dsn;

@@ -373,11 +373,19 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		}
 		if (!p->rto_deadline || now < p->rto_deadline)
 			continue;
-		if (now < p->rto_at && !p->probed && qp->mode != MROC_MODE_ROCEV2) {
-			p->probed = true;
-			p->probe_pending = true;
+		if (now < p->rto_at) {
+			/*
+			 * The tail-loss probe's time.  RoCEv2 mode has no probe: it
+			 * waits for its RTO proper, as a RoCE NIC does (timing out here
+			 * made the baseline recover faster than it should, and burn
+			 * its retries within milliseconds of an outage).
+			 */
+			if (!p->probed && qp->mode != MROC_MODE_ROCEV2) {
+				p->probed = true;
+				p->probe_pending = true;
+				qp->may_tx = true;
+			}
 			p->rto_deadline = p->rto_at;
-			qp->may_tx = true;
 			continue;
 		}
 		path_timeout(eng, qp, p, now);

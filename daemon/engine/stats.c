@@ -84,6 +84,7 @@ const char *engine_repath_name(enum engine_repath_why why)
 		[ENGINE_REPATH_CE] = "ce",
 		[ENGINE_REPATH_SLOW] = "slow",
 		[ENGINE_REPATH_KEEPALIVE] = "keepalive",
+		[ENGINE_REPATH_SPREAD] = "spread",
 	};
 
 	return (unsigned)why < ENGINE_REPATH__COUNT ? names[why] : "?";
