@@ -128,6 +128,7 @@ static const struct config_key config_keys[] = {
 	K_UINT("transport.cm_retries", transport.cm_retries, 1, 255, 8, 0, NULL),
 	K_BOOL("transport.rate_hints", transport.rate_hints, 1, 0),
 	K_BOOL("transport.repath", transport.repath, 1, 0),
+	K_BOOL("transport.repath_spread", transport.repath_spread, 0, 0),
 	K_UINT("transport.link_rate_gbps", transport.link_rate_gbps, 0, 10000, 0, 0, "Gbit/s"),
 
 	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
@@ -1302,6 +1303,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->cm_retries = t->cm_retries;
 	out->rate_hints = t->rate_hints;
 	out->repath = t->repath;
+	out->repath_spread = t->repath_spread;
 	out->sport_min = c->network.sport_min;
 	out->sport_max = c->network.sport_max;
 	return engine_config_check(out, NULL);

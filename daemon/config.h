@@ -123,6 +123,7 @@ struct mrocd_config {
 		uint32_t cm_retries;
 		bool rate_hints;
 		bool repath;
+		bool repath_spread;
 		uint32_t link_rate_gbps;	/* 0 = read the interface speed */
 	} transport;
 	struct {				/* per client, then engine tables */

@@ -314,8 +314,11 @@ static int hosts_create(struct cnet *cn)
 
 		/* Distinct, seed-derived engine seeds: ports and keys differ per host. */
 		ec.seed = rng_mix64(cfg->seed ^ rng_mix64(cfg->engine.seed + i + 1));
-		if (!ec.link_rate_bps)
+		/* The NIC is exactly its ports' sum, so it may judge spreading. */
+		if (!ec.link_rate_bps) {
 			ec.link_rate_bps = nic;
+			ec.repath_spread = true;
+		}
 		h->idx = i;
 		evq_event_init(&h->timer, EV_HOST_TIMER);
 		evq_event_init(&h->nic_done, EV_NIC_DONE);

@@ -374,8 +374,11 @@ static int sim_hosts_create(struct sim *sim)
 
 		/* Distinct, seed-derived engine seeds: ports and keys differ per host. */
 		ec.seed = rng_mix64(cfg->seed ^ rng_mix64(cfg->engine.seed + i + 1));
-		if (!ec.link_rate_bps)
+		/* The NIC is exactly the planes' sum, so it may judge spreading. */
+		if (!ec.link_rate_bps) {
 			ec.link_rate_bps = nic;
+			ec.repath_spread = true;
+		}
 		if (cfg->engine_setup)
 			cfg->engine_setup(i, &ec, cfg->engine_setup_ctx);
 		if (engine_config_check(&ec, &(const char *){ NULL }))

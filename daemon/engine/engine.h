@@ -52,6 +52,9 @@ struct engine_config {
 	uint32_t cm_retries;		/* CONNECT_REQ / DISCONNECT retransmissions */
 	bool rate_hints;		/* send receiver fair-share hints */
 	bool repath;			/* move paths off bad routes */
+	bool repath_spread;		/* ... and spread them while the QP is under 2/3 of
+					 * link_rate_bps with every path congested: only
+					 * where the link rate is the fabric's capacity */
 	uint16_t sport_min;		/* source ports for paths come from this range */
 	uint16_t sport_max;
 	uint64_t seed;			/* PRNG seed: ports, keys, initial sequence numbers */

@@ -290,14 +290,17 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 
 /*
  * Paths that collide evenly (two on one link, another link idle) deliver
- * alike, so comparing siblings cannot see it.  With the link rate known:
- * every path mature and congested, no rate hint holding the QP back (then
- * the receiver is the bottleneck), and the QP delivering under 2/3 of the
- * link rate, some path should try another route.
+ * alike, so comparing siblings cannot see it.  Where the link rate is what
+ * the fabric can carry for us (a NIC port per plane; repath_spread): every
+ * path mature and congested, no rate hint holding the QP back (then the
+ * receiver is the bottleneck), and the QP delivering under 2/3 of the link
+ * rate, some path should try another route.  Off by default: where the
+ * bottleneck is past the NIC (an oversubscribed fabric; veth's 10 Gbit/s
+ * in front of 250 Mbit/s planes) it moved paths without end.
  */
 static bool underused(const struct engine *eng, const struct qp *qp, uint64_t rate, unsigned n)
 {
-	if (!eng->cfg.link_rate_bps || qp->hint_mbps || n < qp->npaths)
+	if (!eng->cfg.repath_spread || !eng->cfg.link_rate_bps || qp->hint_mbps || n < qp->npaths)
 		return false;
 	for (unsigned j = 0; j < qp->npaths; j++)
 		if (!qp->paths[j].ce_ewma && !qp->paths[j].loss_ewma)
