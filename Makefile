@@ -4,7 +4,8 @@
 #
 #   make                      libraries, programs and test binaries into build/
 #   make check                install missing packages (scripts/deps.sh), build, run every test
-#   make bench                build and run the simulation benchmark (build/mroc-sim bench)
+#   make bench                the simulation benchmark, then real packets over veth and the
+#                             multi-plane fabric (root): mroc vs RoCEv2 mode vs TCP
 #   make bench-sim            cluster simulation (issue #7): CSV, PNG and tables into docs/perf/
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make clean                remove build/ and build-*/
