@@ -149,11 +149,12 @@ static void test_determinism(void **state)
  * MetaRoCE moves its paths (new source ports) and completes; a RoCEv2 QP
  * hashed onto the dead spine cannot, until the fabric stops using it.
  *
- * The convergence time for RoCEv2 is short (300 us) because of an engine
- * limit seen here: in RoCEv2 mode a path's timer fires at the tail-loss
- * probe time (2 SRTT + ack delay) and, with no probe in that mode, counts
- * as an RTO, so backoff and rto_min do not apply and max_retx (32) runs out
- * about 1.6 ms into an outage.
+ * RoCEv2 mode waits for its RTO proper (rto_min 200 us here, doubling per
+ * timeout without progress), as a RoCE NIC does: without convergence its
+ * stuck QPs are still backing off (an RTO every 200 us x 2^k, so max_retx
+ * is far off) when the 500 ms time limit ends the run: -ETIMEDOUT, not a
+ * RETRY_EXC completion.  Once the fabric converges (300 us after the
+ * failure), its next retransmission takes a live route and it completes.
  */
 static void test_blackholed_spine(void **state)
 {
@@ -173,9 +174,10 @@ static void test_blackholed_spine(void **state)
 	assert_true(r.eng.c[EC_REPATH] > 0);
 
 	cfg.transport = CLU_ROCEV2;
-	assert_int_not_equal(clu_run(&cfg, &r), 0);
+	assert_int_equal(clu_run(&cfg, &r), -ETIMEDOUT);
 	report("rocev2, spine blackholed, no convergence", &cfg, &r);
 	assert_false(r.coll.done);
+	assert_true(r.eng.c[EC_RTO] > 0);
 
 	cfg.net.fab.converge_ns = 300000;
 	run_ok("spine blackholed, converges in 300 us", &cfg, &r);
