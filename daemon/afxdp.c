@@ -382,6 +382,9 @@ static const struct backend_ops afxdp_ops = {
 	.destroy = afxdp_destroy,
 };
 
+#define BUSY_TRIES	100
+#define BUSY_WAIT_US	20000
+
 static int bind_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s, bool zc)
 {
 	struct afxdp_sock *k = &x->socks[s];
@@ -411,12 +414,27 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 		pr_err("af_xdp: no interface %s", k->ifname);
 		return -ENODEV;
 	}
-	err = cfg->zero_copy == AFXDP_ZC_OFF ? -EOPNOTSUPP : bind_sock(x, cfg, s, true);
-	if (err && cfg->zero_copy != AFXDP_ZC_ON) {
-		if (cfg->zero_copy == AFXDP_ZC_AUTO)
-			pr_info("af_xdp: %s queue %u: no zero-copy (%s), using copy mode", k->ifname,
-				k->queue, strerror(-err));
-		err = bind_sock(x, cfg, s, false);
+	/*
+	 * EBUSY: the queue still has a socket, typically that of an mrocd that was
+	 * just killed (the kernel releases it, and the stale program's socket map
+	 * holding it, asynchronously).  A restart by systemd comes that fast, so
+	 * wait a little for it rather than fail.
+	 */
+	for (int tries = 0;; tries++) {
+		err = cfg->zero_copy == AFXDP_ZC_OFF ? -EOPNOTSUPP : bind_sock(x, cfg, s, true);
+		if (err && err != -EBUSY && cfg->zero_copy != AFXDP_ZC_ON) {
+			if (cfg->zero_copy == AFXDP_ZC_AUTO)
+				pr_info("af_xdp: %s queue %u: no zero-copy (%s), using copy mode",
+					k->ifname, k->queue, strerror(-err));
+			err = bind_sock(x, cfg, s, false);
+		}
+		if (err != -EBUSY || tries >= BUSY_TRIES)
+			break;
+		if (!tries)
+			pr_info("af_xdp: %s queue %u is busy (an earlier socket not released yet?): "
+				"retrying for up to %d ms", k->ifname, k->queue,
+				BUSY_TRIES * BUSY_WAIT_US / 1000);
+		usleep(BUSY_WAIT_US);
 	}
 	if (err) {
 		pr_err("af_xdp: socket on %s queue %u: %s", k->ifname, k->queue, strerror(-err));
