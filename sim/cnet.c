@@ -8,6 +8,7 @@
 #include <stdlib.h>
 
 #include "cnet.h"
+#include "hosttimer.h"
 #include "rng.h"
 
 #define container_of(ptr, type, member) \
@@ -21,8 +22,6 @@ enum cnet_ev_type {
 	EV_CALL,		/* cnet_schedule */
 };
 
-/* A deadline that stays <= now this many times in one instant is a spin. */
-#define SPIN_LIMIT	64
 #define CQ_BATCH	32
 
 struct cnet_host {
@@ -32,8 +31,7 @@ struct cnet_host {
 	struct sim_pkt *nic_pkt;	/* being taken in, NULL when the NIC is free */
 	uint64_t nic_rem;
 	bool in_drive, dirty;
-	uint64_t spin_at;
-	uint32_t spins;
+	struct host_spin spin;
 	uint32_t idx;
 	struct cnet_host_stats st;
 };
@@ -139,35 +137,12 @@ static void host_nic_done(struct cnet *cn, struct cnet_host *h)
 /* Keep exactly one timer event, at the engine's deadline. */
 static void host_arm_timer(struct cnet *cn, struct cnet_host *h)
 {
-	uint64_t d = engine_next_deadline(h->eng);
+	uint64_t d = host_timer_at(h->eng, cn->now, h->nic_pkt != NULL, &h->spin,
+				   &h->st.timer_spins);
 
-	if (d == UINT64_MAX) {
+	if (d == UINT64_MAX)
 		evq_cancel(&cn->q, &h->timer);
-		return;
-	}
-	if (d <= cn->now) {
-		/* The NIC-done event drives the host anyway. */
-		if (h->nic_pkt) {
-			evq_cancel(&cn->q, &h->timer);
-			return;
-		}
-		/*
-		 * Due now and nothing was sent: run again after this instant's
-		 * other events; an engine that keeps asking without progress
-		 * would freeze the clock, so push it 1 ns on and count it.
-		 */
-		if (h->spin_at != cn->now) {
-			h->spin_at = cn->now;
-			h->spins = 0;
-		}
-		d = cn->now;
-		if (++h->spins > SPIN_LIMIT) {
-			h->st.timer_spins++;
-			h->spins = 0;
-			d = cn->now + 1;
-		}
-	}
-	if (!evq_queued(&h->timer) || h->timer.time != d)
+	else if (!evq_queued(&h->timer) || h->timer.time != d)
 		evq_push(&cn->q, &h->timer, d);
 }
 

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hosttimer.h"
 #include "simnet.h"
 
 #define container_of(ptr, type, member) \
@@ -22,8 +23,6 @@ enum sim_ev_type {
 	EV_CALL,		/* sim_schedule */
 };
 
-/* A deadline that stays <= now this many times in one instant is a spin. */
-#define SPIN_LIMIT	64
 #define CQ_BATCH	32
 
 struct sim_host {
@@ -36,8 +35,7 @@ struct sim_host {
 	sim_cqe_fn cb;
 	void *cb_ctx;
 	bool in_drive, dirty;
-	uint64_t spin_at;
-	uint32_t spins;
+	struct host_spin spin;
 	uint32_t idx;
 	struct sim_host_stats st;
 };
@@ -180,35 +178,12 @@ static void host_nic_pull(struct sim *sim, struct sim_host *h)
 /* Keep exactly one timer event, at the engine's deadline. */
 static void host_arm_timer(struct sim *sim, struct sim_host *h)
 {
-	uint64_t d = engine_next_deadline(h->eng);
+	uint64_t d = host_timer_at(h->eng, sim->now, h->nic_pkt != NULL, &h->spin,
+				   &h->st.timer_spins);
 
-	if (d == UINT64_MAX) {
+	if (d == UINT64_MAX)
 		evq_cancel(&sim->q, &h->timer);
-		return;
-	}
-	if (d <= sim->now) {
-		/* The NIC-done event drives the host anyway. */
-		if (h->nic_pkt) {
-			evq_cancel(&sim->q, &h->timer);
-			return;
-		}
-		/*
-		 * Due now but nothing was sent: run again after the other events
-		 * of this instant.  An engine that keeps asking without progress
-		 * would freeze the clock; push it 1 ns on and count it.
-		 */
-		if (h->spin_at != sim->now) {
-			h->spin_at = sim->now;
-			h->spins = 0;
-		}
-		d = sim->now;
-		if (++h->spins > SPIN_LIMIT) {
-			h->st.timer_spins++;
-			h->spins = 0;
-			d = sim->now + 1;
-		}
-	}
-	if (!evq_queued(&h->timer) || h->timer.time != d)
+	else if (!evq_queued(&h->timer) || h->timer.time != d)
 		evq_push(&sim->q, &h->timer, d);
 }
 
