@@ -13,8 +13,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "cliargs.h"
 #include "cluster.h"
 #include "cluster_cli.h"
 
@@ -112,35 +112,6 @@ struct cli {
 	bool verbose;
 };
 
-static int scaled(const char *s, uint64_t unit, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'K': case 'k': v *= unit; end++; break;
-	case 'M': case 'm': v *= unit * unit; end++; break;
-	case 'G': case 'g': v *= unit * unit * unit; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int prob(const char *s, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	return errno || end == s || *end || *out < 0 || *out > 1 ? -EINVAL : 0;
-}
-
 static int transports(struct cli *c, const char *arg)
 {
 	char buf[128], *save = NULL;
@@ -165,7 +136,7 @@ static int sweep(struct cli *c, const char *arg, uint64_t step)
 	if (!colon)
 		return -EINVAL;
 	*colon = 0;
-	if (scaled(buf, 1024, &lo) || scaled(colon + 1, 1024, &hi) || !lo || lo > hi || step < 2)
+	if (sim_parse_scaled(buf, 1024, &lo) || sim_parse_scaled(colon + 1, 1024, &hi) || !lo || lo > hi || step < 2)
 		return -EINVAL;
 	c->nsizes = 0;
 	for (uint64_t s = lo; s <= hi && c->nsizes < MAX_SIZES; s *= step)
@@ -178,7 +149,7 @@ static int fabric_opt(struct clu_config *cfg, int o, const char *arg)
 	struct fab_config *f = &cfg->net.fab;
 	uint64_t v = 0;
 
-	if (o != O_LOSS && o != O_CORE_LOSS && scaled(arg, o == O_RATE || o == O_CORE_RATE ?
+	if (o != O_LOSS && o != O_CORE_LOSS && sim_parse_scaled(arg, o == O_RATE || o == O_CORE_RATE ?
 							1000 : 1024, &v))
 		return -EINVAL;
 	switch (o) {
@@ -191,8 +162,8 @@ static int fabric_opt(struct clu_config *cfg, int o, const char *arg)
 	case O_DELAY: f->delay_ns = v; break;
 	case O_QUEUE: f->queue_bytes = v; break;
 	case O_ECN: f->ecn_bytes = v; break;
-	case O_LOSS: return prob(arg, &f->loss);
-	case O_CORE_LOSS: return prob(arg, &f->core_loss);
+	case O_LOSS: return sim_parse_double(arg, 0, 1, &f->loss);
+	case O_CORE_LOSS: return sim_parse_double(arg, 0, 1, &f->core_loss);
 	case O_CONVERGE: f->converge_ns = v * 1000; break;
 	default: return -EINVAL;
 	}
@@ -237,7 +208,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_VERIFY: cfg->verify = true; return 0;
 	case O_LOSS: case O_CORE_LOSS: return fabric_opt(cfg, o, arg);
 	}
-	if (scaled(arg, 1024, &v))
+	if (sim_parse_scaled(arg, 1024, &v))
 		return -EINVAL;
 	switch (o) {
 	case O_QPS: cfg->qps = (uint32_t)v; break;
@@ -257,14 +228,6 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	default: return fabric_opt(cfg, o, arg);
 	}
 	return 0;
-}
-
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static const char csv_header[] =
@@ -362,9 +325,9 @@ static int run_all(struct cli *c)
 
 			cfg.transport = (uint8_t)c->tr[t];
 			cfg.bytes = c->sizes[s];
-			w0 = wall_now();
+			w0 = sim_wall_now();
 			err = clu_run(&cfg, &r);
-			wall = wall_now() - w0;
+			wall = sim_wall_now() - w0;
 			if (c->tr[t] == CLU_ROCEV2 && !err)
 				base = r.coll.time_us;
 			/* The baseline row comes first in the list to give later rows a delta. */

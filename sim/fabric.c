@@ -202,26 +202,13 @@ int fab_fail_spine(struct fabric *f, uint32_t plane, uint32_t spine, uint64_t no
 	return 0;
 }
 
-void fab_link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
-{
-	sum->enqueued += s->enqueued;
-	sum->dropped_tail += s->dropped_tail;
-	sum->dropped_random += s->dropped_random;
-	sum->dropped_blackhole += s->dropped_blackhole;
-	sum->marked_ce += s->marked_ce;
-	sum->delivered += s->delivered;
-	sum->delivered_bytes += s->delivered_bytes;
-	if (s->max_queue_bytes > sum->max_queue_bytes)
-		sum->max_queue_bytes = s->max_queue_bytes;
-}
-
 void fab_get_stats(const struct fabric *f, struct fab_stats *out)
 {
 	uint64_t max = 0, sum = 0, n = 0;
 
 	*out = (struct fab_stats){ 0 };
 	for (size_t i = 0; i < f->nlinks; i++)
-		fab_link_stats_add(&out->kind[fab_kind(f, &f->links[i])], &f->links[i].st);
+		link_stats_add(&out->kind[fab_kind(f, &f->links[i])], &f->links[i].st);
 	for (uint32_t p = 0; p < f->cfg.nplanes; p++)
 		for (uint32_t l = 0; l < f->cfg.leaves; l++) {
 			uint64_t leaf_sum = 0;

@@ -141,6 +141,5 @@ struct fab_stats {
 };
 
 void fab_get_stats(const struct fabric *f, struct fab_stats *out);
-void fab_link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s);
 
 #endif

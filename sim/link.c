@@ -103,3 +103,16 @@ void link_flush(struct sim_link *l, struct link_env *env)
 	l->q_bytes = 0;
 	evq_cancel(env->q, &l->tx_done);
 }
+
+void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
+{
+	sum->enqueued += s->enqueued;
+	sum->dropped_tail += s->dropped_tail;
+	sum->dropped_random += s->dropped_random;
+	sum->dropped_blackhole += s->dropped_blackhole;
+	sum->marked_ce += s->marked_ce;
+	sum->delivered += s->delivered;
+	sum->delivered_bytes += s->delivered_bytes;
+	if (s->max_queue_bytes > sum->max_queue_bytes)
+		sum->max_queue_bytes = s->max_queue_bytes;
+}

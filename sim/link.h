@@ -108,5 +108,7 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now);
 /* Free whatever is still queued (at destruction). */
 void link_flush(struct sim_link *l, struct link_env *env);
+/* Add s to sum (max_queue_bytes: the larger). */
+void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s);
 
 #endif

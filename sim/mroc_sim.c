@@ -18,9 +18,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "cluster_cli.h"
+#include "cliargs.h"
 #include "incast.h"
 #include "scenario.h"
 
@@ -77,35 +77,6 @@ static const char usage_text[] =
 
 /* ---- parsing ---------------------------------------------------------------- */
 
-static int parse_scaled(const char *s, uint64_t unit, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-
-	errno = 0;
-	v = strtoull(s, &end, 0);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'K': case 'k': v *= unit; end++; break;
-	case 'M': case 'm': v *= unit * unit; end++; break;
-	case 'G': case 'g': v *= unit * unit * unit; end++; break;
-	}
-	if (*end)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
-static int parse_double(const char *s, double lo, double hi, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	return errno || end == s || *end || *out < lo || *out > hi ? -EINVAL : 0;
-}
-
 static int parse_mix(const char *s, uint32_t mix[WL_OP__COUNT])
 {
 	unsigned w[WL_OP__COUNT];
@@ -117,20 +88,12 @@ static int parse_mix(const char *s, uint32_t mix[WL_OP__COUNT])
 	return 0;
 }
 
-static double wall_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Time the event loop only: buffer set-up and verification are not the simulator. */
 static void time_run(void *ctx, bool end)
 {
 	double *t = ctx;
 
-	t[end] = wall_now();
+	t[end] = sim_wall_now();
 }
 
 /* Goodput so far, also for a transfer that did not finish in time. */
@@ -263,18 +226,18 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	switch (opt) {
 	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
 	case OPT_SEED: case OPT_WL_SEED: case OPT_LIMIT: case OPT_SETTLE: case OPT_RTO_MIN:
-		if (parse_scaled(arg, 1000, &v))
+		if (sim_parse_scaled(arg, 1000, &v))
 			return -EINVAL;
 		break;
 	}
 	switch (opt) {
 	case OPT_PLANES: cfg->planes = (uint32_t)v; return v && v <= SIM_MAX_PLANES ? 0 : -EINVAL;
-	case OPT_RATE: return parse_scaled(arg, 1000, &cfg->plane_rate_bps);
-	case OPT_NIC: return parse_scaled(arg, 1000, &cfg->nic_rate_bps);
+	case OPT_RATE: return sim_parse_scaled(arg, 1000, &cfg->plane_rate_bps);
+	case OPT_NIC: return sim_parse_scaled(arg, 1000, &cfg->nic_rate_bps);
 	case OPT_DELAY: cfg->delay_ns = v; return 0;
-	case OPT_QUEUE: return parse_scaled(arg, 1024, &cfg->queue_bytes);
-	case OPT_ECN: return parse_scaled(arg, 1024, &cfg->ecn_bytes);
-	case OPT_LOSS: return parse_double(arg, 0, 1, &cfg->loss);
+	case OPT_QUEUE: return sim_parse_scaled(arg, 1024, &cfg->queue_bytes);
+	case OPT_ECN: return sim_parse_scaled(arg, 1024, &cfg->ecn_bytes);
+	case OPT_LOSS: return sim_parse_double(arg, 0, 1, &cfg->loss);
 	case OPT_ROUTE:
 		if (!strcmp(arg, "hash"))
 			cfg->route = SIM_ROUTE_HASH;
@@ -293,14 +256,14 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		return 0;
 	case OPT_PATHS: cfg->wl.npaths = (uint8_t)v; return v && v <= MROC_MAX_PATHS ? 0 : -EINVAL;
 	case OPT_MTU: cfg->mtu = (uint32_t)v; return 0;
-	case OPT_BYTES: return parse_scaled(arg, 1024, &cfg->wl.total_bytes);
+	case OPT_BYTES: return sim_parse_scaled(arg, 1024, &cfg->wl.total_bytes);
 	case OPT_MSG:
-		if (parse_scaled(arg, 1024, &v) || !v || v > UINT32_MAX)
+		if (sim_parse_scaled(arg, 1024, &v) || !v || v > UINT32_MAX)
 			return -EINVAL;
 		cfg->wl.msg_bytes = (uint32_t)v;
 		return 0;
 	case OPT_MSG_MIN:
-		if (parse_scaled(arg, 1024, &v) || v > UINT32_MAX)
+		if (sim_parse_scaled(arg, 1024, &v) || v > UINT32_MAX)
 			return -EINVAL;
 		cfg->wl.msg_min = (uint32_t)v;
 		return 0;
@@ -499,7 +462,7 @@ static int cmd_incast(int argc, char **argv)
 		case 'v': verbose = true; continue;
 		case 'h': fputs(usage_text, stdout); return 0;
 		case OPT_SENDERS:
-			if (parse_scaled(optarg, 1000, &v) || !v || v > INC_MAX_SENDERS)
+			if (sim_parse_scaled(optarg, 1000, &v) || !v || v > INC_MAX_SENDERS)
 				goto bad;
 			cfg.senders = (uint32_t)v;
 			continue;
@@ -514,7 +477,7 @@ static int cmd_incast(int argc, char **argv)
 				goto bad;
 			continue;
 		case OPT_HINT_INTERVAL:
-			if (parse_scaled(optarg, 1000, &v) || !v)
+			if (sim_parse_scaled(optarg, 1000, &v) || !v)
 				goto bad;
 			cfg.hint_interval_ns = v * 1000;
 			continue;
@@ -860,20 +823,20 @@ static int cmd_bench(int argc, char **argv)
 		switch (opt) {
 		case OPT_CSV: csv = optarg; break;
 		case OPT_BYTES:
-			if (parse_scaled(optarg, 1024, &b.bytes) || !b.bytes)
+			if (sim_parse_scaled(optarg, 1024, &b.bytes) || !b.bytes)
 				goto bad;
 			break;
 		case OPT_SEED:
-			if (parse_scaled(optarg, 1000, &b.seed))
+			if (sim_parse_scaled(optarg, 1000, &b.seed))
 				goto bad;
 			break;
 		case OPT_SEEDS:
-			if (parse_scaled(optarg, 1000, &v) || !v || v > 1000)
+			if (sim_parse_scaled(optarg, 1000, &v) || !v || v > 1000)
 				goto bad;
 			b.seeds = (uint32_t)v;
 			break;
 		case OPT_LIMIT:
-			if (parse_scaled(optarg, 1000, &v) || !v)
+			if (sim_parse_scaled(optarg, 1000, &v) || !v)
 				goto bad;
 			b.limit_ns = v * MSEC;
 			break;

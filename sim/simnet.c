@@ -588,19 +588,6 @@ int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t p
 	return 0;
 }
 
-static void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
-{
-	sum->enqueued += s->enqueued;
-	sum->dropped_tail += s->dropped_tail;
-	sum->dropped_random += s->dropped_random;
-	sum->dropped_blackhole += s->dropped_blackhole;
-	sum->marked_ce += s->marked_ce;
-	sum->delivered += s->delivered;
-	sum->delivered_bytes += s->delivered_bytes;
-	if (s->max_queue_bytes > sum->max_queue_bytes)
-		sum->max_queue_bytes = s->max_queue_bytes;
-}
-
 int sim_plane_stats(const struct sim *sim, uint32_t plane, struct sim_link_stats *out)
 {
 	if (plane >= sim->cfg.nplanes)

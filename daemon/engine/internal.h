@@ -207,7 +207,7 @@ struct qp {
 	uint64_t last_rx;	/* last packet from the peer */
 	uint64_t ka_sent;	/* last keepalive request we sent */
 	uint64_t ka_wait;	/* how long the next unanswered request waits */
-	uint8_t ka_path;	/* path of our last request */
+	uint8_t ka_path;	/* path of our last request (< npaths) */
 	uint8_t ka_reply_path;	/* the peer's request came on this path id ... */
 	uint16_t ka_reply_sport;	/* ... and source port: the answer goes back there */
 	bool ka_reply;		/* the peer asked for a keepalive back */

@@ -250,7 +250,7 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why)
 {
-	uint32_t backoff = p->backoff;
+	uint32_t backoff = p->backoff, pwnd = p->pwnd, ssthresh = p->ssthresh;
 
 	p->prev_sport = p->sport;
 	p->repath_why = (uint8_t)why;
@@ -259,19 +259,15 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	eng->st.c[EC_REPATH]++;
 	p->last_repath = now;
 	p->min_rtt = 0;
-	{
-		uint32_t pwnd = p->pwnd, ssthresh = p->ssthresh;
-
-		restart_window(eng, p);
-		/*
-		 * Moved for congestion (not a timeout): keep the window, as PLB
-		 * does; a slow start from scratch costs many round trips on a
-		 * deep-buffered route, and the new route's own signals trim it.
-		 */
-		if (why != ENGINE_REPATH_TIMEOUT && why != ENGINE_REPATH_KEEPALIVE && !backoff) {
-			p->pwnd = pwnd;
-			p->ssthresh = ssthresh;
-		}
+	restart_window(eng, p);
+	/*
+	 * Moved for congestion (not a timeout): keep the window, as PLB does; a
+	 * slow start from scratch costs many round trips on a deep-buffered
+	 * route, and the new route's own signals trim it.
+	 */
+	if (why != ENGINE_REPATH_TIMEOUT && why != ENGINE_REPATH_KEEPALIVE && !backoff) {
+		p->pwnd = pwnd;
+		p->ssthresh = ssthresh;
 	}
 	/*
 	 * A timed-out path starts small.  A new route deserves a fresh RTO

@@ -129,7 +129,7 @@ uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp)
 {
 	if (qp->ka_sent > qp->last_rx)		/* the last one is unanswered */
 		return qp->ka_sent + qp->ka_wait;
-	return max_u64(qp->last_rx, qp->ka_sent) + eng->cfg.keepalive_ns;
+	return qp->last_rx + eng->cfg.keepalive_ns;
 }
 
 void qp_update_deadline(struct engine *eng, struct qp *qp)

@@ -344,7 +344,7 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 	uint64_t cap = max_u64(eng->cfg.keepalive_ns / 4, eng->cfg.rto_min_ns);
 
 	if (qp->ka_sent > qp->last_rx) {	/* unanswered */
-		struct path *p = &qp->paths[qp->ka_path % qp->npaths];
+		struct path *p = &qp->paths[qp->ka_path];
 
 		eng->st.c[EC_KA_RETRY]++;
 		if (eng->cfg.repath && qp->npaths > 1 && !p->inflight)
@@ -352,7 +352,7 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 		qp->ka_path = (uint8_t)((qp->ka_path + 1) % qp->npaths);
 		qp->ka_wait = min_u64(qp->ka_wait * 2, cap);
 	} else {
-		qp->ka_wait = min_u64(path_rto(eng, &qp->paths[qp->ka_path % qp->npaths]), cap);
+		qp->ka_wait = min_u64(path_rto(eng, &qp->paths[qp->ka_path]), cap);
 	}
 	qp->ka_request = true;
 	qp->may_tx = true;

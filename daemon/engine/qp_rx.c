@@ -370,7 +370,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	/* A request goes on our path ka_path, an answer back on the request's own port. */
 	if (qp->ka_request) {
 		flags = MROC_F_ACK_REQ;
-		path_id = qp->ka_path % qp->npaths;
+		path_id = qp->ka_path;
 		sport = qp->paths[path_id].sport;
 		qp->ka_sent = now;
 	} else {
