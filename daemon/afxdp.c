@@ -57,6 +57,7 @@ struct afxdp {
 	uint32_t nfree, nframes;
 	struct backend_stats st;
 	char desc[256];
+	char why[AFXDP_WHY_LEN];	/* why afxdp_create failed */
 };
 
 static struct afxdp *to_afxdp(struct backend *b)
@@ -385,6 +386,13 @@ static const struct backend_ops afxdp_ops = {
 #define BUSY_TRIES	100
 #define BUSY_WAIT_US	20000
 
+/*
+ * The first socket owns the UMEM and its bind flags say copy or zero-copy
+ * and need_wakeup.  Every later one is an XDP_SHARED_UMEM bind, which the
+ * kernel refuses (EINVAL) when it carries any of those flags: it inherits
+ * the first socket's mode, and libxdp leaves its flags out.  It still gets
+ * its own fill and completion rings, per (interface, queue).
+ */
 static int bind_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s, bool zc)
 {
 	struct afxdp_sock *k = &x->socks[s];
@@ -392,7 +400,7 @@ static int bind_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s, b
 		.rx_size = cfg->ring_size,
 		.tx_size = cfg->ring_size,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
-		.bind_flags = XDP_USE_NEED_WAKEUP | (zc ? XDP_ZEROCOPY : XDP_COPY),
+		.bind_flags = s ? 0 : XDP_USE_NEED_WAKEUP | (zc ? XDP_ZEROCOPY : XDP_COPY),
 	};
 
 	/* The first socket uses the UMEM's own fill/completion rings. */
@@ -400,6 +408,25 @@ static int bind_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s, b
 					 &k->fq, &k->cq, &sc);
 }
 
+/* One bind, and for the first socket the zero-copy choice of cfg->zero_copy. */
+static int bind_mode(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
+{
+	struct afxdp_sock *k = &x->socks[s];
+	int err;
+
+	if (s)
+		return bind_sock(x, cfg, s, false);
+	err = cfg->zero_copy == AFXDP_ZC_OFF ? -EOPNOTSUPP : bind_sock(x, cfg, s, true);
+	if (err && err != -EBUSY && cfg->zero_copy != AFXDP_ZC_ON) {
+		if (cfg->zero_copy == AFXDP_ZC_AUTO)
+			pr_info("af_xdp: %s queue %u: no zero-copy (%s), using copy mode",
+				k->ifname, k->queue, strerror(-err));
+		err = bind_sock(x, cfg, s, false);
+	}
+	return err;
+}
+
+/* Fails with the reason, naming the interface and queue, in x->why. */
 static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 {
 	struct afxdp_sock *k = &x->socks[s];
@@ -411,7 +438,7 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 	k->queue = cfg->ifs[s].queue;
 	k->ifindex = (int)if_nametoindex(k->ifname);
 	if (!k->ifindex) {
-		pr_err("af_xdp: no interface %s", k->ifname);
+		snprintf(x->why, sizeof(x->why), "no interface %s", k->ifname);
 		return -ENODEV;
 	}
 	/*
@@ -421,13 +448,7 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 	 * wait a little for it rather than fail.
 	 */
 	for (int tries = 0;; tries++) {
-		err = cfg->zero_copy == AFXDP_ZC_OFF ? -EOPNOTSUPP : bind_sock(x, cfg, s, true);
-		if (err && err != -EBUSY && cfg->zero_copy != AFXDP_ZC_ON) {
-			if (cfg->zero_copy == AFXDP_ZC_AUTO)
-				pr_info("af_xdp: %s queue %u: no zero-copy (%s), using copy mode",
-					k->ifname, k->queue, strerror(-err));
-			err = bind_sock(x, cfg, s, false);
-		}
+		err = bind_mode(x, cfg, s);
 		if (err != -EBUSY || tries >= BUSY_TRIES)
 			break;
 		if (!tries)
@@ -437,22 +458,26 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 		usleep(BUSY_WAIT_US);
 	}
 	if (err) {
-		pr_err("af_xdp: socket on %s queue %u: %s", k->ifname, k->queue, strerror(-err));
+		snprintf(x->why, sizeof(x->why), "socket on %s queue %u: %s%s", k->ifname,
+			 k->queue, strerror(-err), err == -EINVAL ?
+			 " (does the interface have that queue? see ethtool -l)" : "");
 		return err;
 	}
 	if (!getsockopt(xsk_socket__fd(k->xsk), SOL_XDP, XDP_OPTIONS, &opts, &len))
 		k->zero_copy = opts.flags & XDP_OPTIONS_ZEROCOPY;
+	/* Returns the socket map slot. */
 	err = xdp_prog_add_socket(x->prog, (uint32_t)k->ifindex, k->queue, xsk_socket__fd(k->xsk));
-	if (err) {
-		pr_err("af_xdp: registering the socket of %s queue %u: %s", k->ifname, k->queue,
-		       strerror(-err));
+	if (err < 0) {
+		snprintf(x->why, sizeof(x->why), "registering the socket of %s queue %u: %s",
+			 k->ifname, k->queue, strerror(-err));
 		return err;
 	}
 	k->registered = true;
 	return 0;
 }
 
-int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out)
+int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out,
+		 char *why, size_t why_len)
 {
 	struct xsk_umem_config uc = {
 		.fill_size = cfg->ring_size,
@@ -463,9 +488,16 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 	size_t off = 0;
 	int err;
 
-	if (!cfg->nifs || cfg->nifs > AFXDP_MAX_SOCKS || !cfg->prog ||
-	    cfg->nframes < 2 * cfg->ring_size * cfg->nifs)
+	if (!cfg->nifs || cfg->nifs > AFXDP_MAX_SOCKS || !cfg->prog) {
+		snprintf(why, why_len, "%u sockets (1..%d)", cfg->nifs, AFXDP_MAX_SOCKS);
 		return -EINVAL;
+	}
+	if (cfg->nframes < 2 * cfg->ring_size * cfg->nifs) {
+		snprintf(why, why_len, "%u UMEM frames are too few for %u sockets with rings of %u: "
+			 "need network.umem_frames >= %u", cfg->nframes, cfg->nifs, cfg->ring_size,
+			 2 * cfg->ring_size * cfg->nifs);
+		return -EINVAL;
+	}
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return -ENOMEM;
@@ -483,19 +515,25 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 		err = -ENOMEM;
 		goto fail;
 	}
-	/* The first socket shares the UMEM's rings; later ones get their own. */
+	/*
+	 * One UMEM for every socket: the engine fills a TX buffer before it
+	 * names the packet's peer and path, so only then is the port (socket)
+	 * known, and the buffer must be valid on any of them.
+	 */
 	err = xsk_umem__create(&x->umem, x->area, x->area_len, &x->socks[0].fq, &x->socks[0].cq, &uc);
 	if (err) {
-		pr_err("af_xdp: UMEM of %zu bytes: %s", x->area_len, strerror(-err));
+		snprintf(x->why, sizeof(x->why), "UMEM of %zu bytes: %s", x->area_len,
+			 strerror(-err));
 		goto fail;
 	}
 	for (uint32_t i = 0; i < cfg->nframes; i++)
 		x->free[x->nfree++] = (uint64_t)(cfg->nframes - 1 - i) * cfg->frame_size;
 	for (unsigned s = 0; s < cfg->nifs; s++) {
 		err = open_sock(x, cfg, s);
+		if (x->socks[s].xsk)
+			x->nsocks++;	/* destroy deletes it, also when registering failed */
 		if (err)
 			goto fail;
-		x->nsocks++;
 		refill(x, &x->socks[s], cfg->ring_size);
 	}
 	for (unsigned s = 0; s < x->nsocks; s++) {
@@ -504,11 +542,13 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 
 		off += n > 0 && (size_t)n < sizeof(x->desc) - off ? (size_t)n : 0;
 	}
+	/* Shared-UMEM sockets take the first one's mode. */
 	snprintf(x->desc + off, sizeof(x->desc) - off, " %s", x->socks[0].zero_copy ?
 		 "zero-copy" : "copy-mode");
 	*out = &x->b;
 	return 0;
 fail:
+	snprintf(why, why_len, "%s", x->why[0] ? x->why : strerror(-err));
 	afxdp_destroy(&x->b);
 	return err;
 }

@@ -10,11 +10,13 @@
 #define MROCD_AFXDP_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "backend.h"
 
-#define AFXDP_MAX_SOCKS 16
+#define AFXDP_MAX_SOCKS 64	/* the XDP program's default socket slots */
+#define AFXDP_WHY_LEN	160
 
 struct xdp_prog;
 
@@ -36,6 +38,12 @@ struct afxdp_cfg {
 	struct xdp_prog *prog;		/* attached to every interface already */
 };
 
-int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out);
+/*
+ * Creates the UMEM and every socket and registers them with cfg->prog.
+ * Returns 0 on success, negative errno otherwise with the reason, naming
+ * the interface and queue, in why.
+ */
+int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out,
+		 char *why, size_t why_len);
 
 #endif

@@ -150,19 +150,23 @@ static int start_afxdp(struct mrocd *d)
 		d->attached[d->nattached++] = l.ifindex;
 		if (!d->ecfg.link_rate_bps && l.speed_mbps)
 			d->ecfg.link_rate_bps = (uint64_t)l.speed_mbps * 1000000ULL;
-		for (uint32_t q = 0; q < ifs->v[i].nqueues && ac.nifs < AFXDP_MAX_SOCKS; q++) {
+		if (ac.nifs + ifs->v[i].nqueues > AFXDP_MAX_SOCKS) {
+			snprintf(d->fallback_why, sizeof(d->fallback_why),
+				 "more than %d (interface, queue) sockets, at %s", AFXDP_MAX_SOCKS,
+				 ifs->v[i].name);
+			err = -E2BIG;
+			goto fail;
+		}
+		for (uint32_t q = 0; q < ifs->v[i].nqueues; q++) {
 			snprintf(ac.ifs[ac.nifs].name, sizeof(ac.ifs[ac.nifs].name), "%s",
 				 ifs->v[i].name);
 			ac.ifs[ac.nifs++].queue = ifs->v[i].queues[q];
 		}
 	}
 	ac.prog = d->prog;
-	err = afxdp_create(&ac, d->peers, &d->be);
-	if (err) {
-		snprintf(d->fallback_why, sizeof(d->fallback_why), "AF_XDP sockets: %s",
-			 strerror(-err));
+	err = afxdp_create(&ac, d->peers, &d->be, d->fallback_why, sizeof(d->fallback_why));
+	if (err)
 		goto fail;
-	}
 	return 0;
 fail:
 	detach_all(d);
