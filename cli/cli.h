@@ -82,6 +82,8 @@ int cmd_counters(struct cli *c);
 void help_counters(FILE *f);
 int cmd_config(struct cli *c);
 void help_config(FILE *f);
+int cmd_capture(struct cli *c);
+void help_capture(FILE *f);
 int cmd_watch(struct cli *c);
 void help_watch(FILE *f);
 

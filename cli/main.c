@@ -24,6 +24,7 @@ const struct cli_object cli_objects[] = {
 	{ "link", cmd_link, help_link, "control links between daemons" },
 	{ "counters", cmd_counters, help_counters, "daemon, XDP and AF_XDP counters; reset; prometheus" },
 	{ "config", cmd_config, help_config, "the daemon's effective configuration" },
+	{ "capture", cmd_capture, help_capture, "capture MetaRoCE packets (tshark/dumpcap, the daemon's port)" },
 	{ "watch", cmd_watch, help_watch, "refresh a view in place, with rates per second" },
 	{ "help", cmd_help, help_help, "this text" },
 	{ NULL, NULL, NULL, NULL },
@@ -34,7 +35,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: " CLI_NAME " [OPTIONS] OBJECT { COMMAND | help }\n"
 		"       " CLI_NAME " [OPTIONS] watch [ OBJECT [ COMMAND [ ARGS ] ] ]\n"
-		"where  OBJECT := { status | path | qp | link | counters | config | watch | help }\n"
+		"where  OBJECT := { status | path | qp | link | counters | config | capture | watch | help }\n"
 		"       OPTIONS := { -j | -p | -s | -S PATH | -w SECONDS | -V | -h }\n"
 		"\n"
 		"Options:\n"
@@ -219,7 +220,7 @@ int cmd_watch(struct cli *c)
 	for (const struct cli_object *o = cli_objects; o->name; o++) {
 		if (strcmp(o->name, w))
 			continue;
-		if (o->fn == cmd_watch || o->fn == cmd_help)
+		if (o->fn == cmd_watch || o->fn == cmd_help || o->fn == cmd_capture)
 			return cli_error(c, "cannot watch \"%s\"", w);
 		c->object = o->name;
 		if (!(c->watch_s > 0))
@@ -298,7 +299,7 @@ int main(int argc, char **argv)
 		if (strcmp(o->name, argv[optind]))
 			continue;
 		c.object = o->name;
-		if (c.watch_s > 0 && o->fn != cmd_watch && o->fn != cmd_help)
+		if (c.watch_s > 0 && o->fn != cmd_watch && o->fn != cmd_help && o->fn != cmd_capture)
 			return cli_watch(&c, o);
 		return o->fn(&c);
 	}

@@ -42,6 +42,10 @@ mk install DESTDIR="$DEST" PREFIX=/usr >"$WORK/install.log" 2>&1 ||
 	fail "make install failed: $(cat "$WORK/install.log")"
 [ -f "$BUILD/libmroc.so.0.1.0" ] || skip "libmroc not built (no libclient/*.c yet)"
 
+# Where Wireshark looks for Lua plugins (the dissector goes there whatever the prefix).
+WS_LUADIR=$(tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p')
+WS_LUADIR=${WS_LUADIR:-/usr/lib/$(cc -print-multiarch)/wireshark/plugins}
+
 # What must be there: programs that this tree builds, then the rest.
 expected=(/usr/sbin/mrocd)
 for p in mroc-cli mroc-perf; do
@@ -53,7 +57,7 @@ expected+=(
 	/lib/systemd/system/mrocd.service /usr/lib/sysusers.d/mroc.conf
 	/usr/share/man/man1/mroc-perf.1 /usr/share/man/man3/libmroc.3
 	/usr/share/man/man5/mrocd.conf.5 /usr/share/man/man8/mrocd.8
-	/usr/share/man/man8/mroc-cli.8
+	/usr/share/man/man8/mroc-cli.8 "$WS_LUADIR/mroc.lua"
 )
 diff <(printf '%s\n' "${expected[@]}" | sort) \
      <(cd "$DEST" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) >"$WORK/diff" ||
@@ -232,7 +236,8 @@ mkdir "$DEST"
 mk install DESTDIR="$DEST" >"$WORK/install.log" 2>&1 || fail "make install (default prefix): $(cat "$WORK/install.log")"
 for f in /usr/local/sbin/mrocd /usr/local/lib/libmroc.so.0.1.0 /usr/local/include/mroc/mroc.h \
 	 /usr/local/lib/pkgconfig/libmroc.pc /usr/local/lib/systemd/system/mrocd.service \
-	 /usr/local/lib/sysusers.d/mroc.conf /usr/local/share/man/man8/mrocd.8 /etc/mroc/mrocd.conf; do
+	 /usr/local/lib/sysusers.d/mroc.conf /usr/local/share/man/man8/mrocd.8 /etc/mroc/mrocd.conf \
+	 "$WS_LUADIR/mroc.lua"; do
 	[ -e "$DEST$f" ] || fail "PREFIX=/usr/local: missing $f"
 done
 grep -qx 'ExecStart=/usr/local/sbin/mrocd -c /etc/mroc/mrocd.conf' "$DEST/usr/local/lib/systemd/system/mrocd.service" ||
@@ -241,4 +246,4 @@ grep -qx 'libdir=/usr/local/lib' "$DEST/usr/local/lib/pkgconfig/libmroc.pc" || f
 mk uninstall DESTDIR="$DEST" >"$WORK/uninstall.log" 2>&1 || fail "make uninstall (default prefix)"
 left=$(cd "$DEST" && find . \( -type f -o -type l \))
 [ -z "$left" ] || fail "make uninstall (default prefix) left: $left"
-ok "PREFIX=/usr/local: everything under it (config in /etc), uninstall removes it all"
+ok "PREFIX=/usr/local: everything under it (config in /etc, dissector in Wireshark's folder), uninstall removes it all"
