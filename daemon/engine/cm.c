@@ -5,8 +5,105 @@
  * once and repeated when a duplicate request arrives.
  */
 #include <errno.h>
+#include <stdlib.h>
 
 #include "internal.h"
+
+/*
+ * Connection lookup without a walk of the QP table: listeners chained by
+ * service id (first come, first served), and QPs by (peer, peer QPN) so a
+ * duplicate CONNECT_REQ finds the QP it already connected.  Chains are
+ * intrusive (qp->listen_next, qp->conn_next); buckets >= max_qps.
+ */
+static uint32_t hash64(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ULL;
+	x ^= x >> 33;
+	return (uint32_t)x;
+}
+
+int cm_hash_init(struct engine *eng)
+{
+	uint32_t n = 1;
+
+	while (n < eng->cfg.max_qps)
+		n <<= 1;
+	eng->hash_mask = n - 1;
+	eng->listen_hash = calloc(n, sizeof(*eng->listen_hash));
+	eng->conn_hash = calloc(n, sizeof(*eng->conn_hash));
+	return eng->listen_hash && eng->conn_hash ? 0 : -ENOMEM;
+}
+
+void cm_hash_free(struct engine *eng)
+{
+	free(eng->listen_hash);
+	free(eng->conn_hash);
+}
+
+static struct qp **listen_bucket(struct engine *eng, uint64_t service_id)
+{
+	return &eng->listen_hash[hash64(service_id) & eng->hash_mask];
+}
+
+static struct qp **conn_bucket(struct engine *eng, uint32_t peer, uint32_t peer_qpn)
+{
+	return &eng->conn_hash[hash64((uint64_t)peer << 32 | peer_qpn) & eng->hash_mask];
+}
+
+static void listen_link(struct engine *eng, struct qp *qp)
+{
+	struct qp **pp = listen_bucket(eng, qp->service_id);
+
+	while (*pp)
+		pp = &(*pp)->listen_next;
+	qp->listen_next = NULL;
+	*pp = qp;
+	qp->in_listen = true;
+}
+
+static void listen_unlink(struct engine *eng, struct qp *qp)
+{
+	struct qp **pp = listen_bucket(eng, qp->service_id);
+
+	if (!qp->in_listen)
+		return;
+	while (*pp && *pp != qp)
+		pp = &(*pp)->listen_next;
+	if (*pp)
+		*pp = qp->listen_next;
+	qp->in_listen = false;
+}
+
+static void conn_link(struct engine *eng, struct qp *qp)
+{
+	struct qp **b = conn_bucket(eng, qp->peer, qp->peer_qpn);
+
+	qp->conn_next = *b;
+	*b = qp;
+	qp->in_conn = true;
+}
+
+static void conn_unlink(struct engine *eng, struct qp *qp)
+{
+	struct qp **pp = conn_bucket(eng, qp->peer, qp->peer_qpn);
+
+	if (!qp->in_conn)
+		return;
+	while (*pp && *pp != qp)
+		pp = &(*pp)->conn_next;
+	if (*pp)
+		*pp = qp->conn_next;
+	qp->in_conn = false;
+}
+
+void cm_unlink(struct engine *eng, struct qp *qp)
+{
+	listen_unlink(eng, qp);
+	conn_unlink(eng, qp);
+}
 
 int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t service_id,
 		      uint64_t now)
@@ -17,13 +114,14 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 		return -ENOENT;
 	if (qp->state != ENGINE_QPS_IDLE)
 		return -EISCONN;
+	conn_unlink(eng, qp);
 	qp->state = ENGINE_QPS_CONNECTING;
 	qp->peer = peer;
 	qp->service_id = service_id;
 	qp->cm_pending = CM_SEND_REQ;
 	qp->cm_tries = 0;
 	qp->cm_deadline = 0;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 	(void)now;
 	return 0;
 }
@@ -36,8 +134,10 @@ int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id)
 		return -ENOENT;
 	if (qp->state != ENGINE_QPS_IDLE)
 		return -EISCONN;
+	conn_unlink(eng, qp);
 	qp->state = ENGINE_QPS_LISTEN;
 	qp->service_id = service_id;
+	listen_link(eng, qp);
 	return 0;
 }
 
@@ -60,6 +160,7 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 		break;
 	case ENGINE_QPS_CONNECTING:
 	case ENGINE_QPS_LISTEN:
+		listen_unlink(eng, qp);
 		qp->state = ENGINE_QPS_IDLE;
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
@@ -71,7 +172,7 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 	qp->cm_pending = CM_SEND_DISC;
 	qp->cm_tries = 0;
 	qp->cm_deadline = 0;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 	(void)now;
 	return 0;
 }
@@ -104,7 +205,9 @@ static void ctl_reply(struct engine *eng, const struct engine_rx_meta *meta, uin
 static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		      uint64_t now)
 {
+	conn_unlink(eng, qp);
 	qp->peer_qpn = pkt->hdr.src_qpn;
+	conn_link(eng, qp);
 	qp->peer_mtu = pkt->cm.mtu;
 	qp->peer_npaths = pkt->cm.npaths;
 	qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn);
@@ -115,25 +218,23 @@ static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *
 static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		  const struct engine_rx_meta *meta, uint64_t now)
 {
-	struct qp *listener = NULL;
+	struct qp *listener, *qp;
 
-	for (uint32_t i = 0; i < eng->qp_hi; i++) {
-		struct qp *qp = eng->qps[i];
-
-		if (!qp)
-			continue;
-		/* A duplicate: our REP was lost. */
+	/* A duplicate: our REP was lost. */
+	for (qp = *conn_bucket(eng, meta->peer, pkt->hdr.src_qpn); qp; qp = qp->conn_next) {
 		if (qp->state == ENGINE_QPS_CONNECTED && qp->peer == meta->peer &&
 		    qp->peer_qpn == pkt->hdr.src_qpn && qp->service_id == pkt->cm.service_id) {
 			qp->cm_pending = CM_SEND_REP;
 			qp->cm_deadline = 0;
-			qp->may_tx = true;
+			qp_wake_ctl(eng, qp);
 			return 0;
 		}
-		if (!listener && qp->state == ENGINE_QPS_LISTEN &&
-		    qp->service_id == pkt->cm.service_id)
-			listener = qp;
 	}
+	for (listener = *listen_bucket(eng, pkt->cm.service_id); listener;
+	     listener = listener->listen_next)
+		if (listener->state == ENGINE_QPS_LISTEN &&
+		    listener->service_id == pkt->cm.service_id)
+			break;
 	if (!listener) {
 		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_NO_LISTENER);
 		return -ECONNREFUSED;
@@ -142,10 +243,13 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_BAD_PARAM);
 		return -EINVAL;
 	}
+	listen_unlink(eng, listener);
 	listener->peer = meta->peer;
 	connected(eng, listener, pkt, now);
 	listener->cm_pending = CM_SEND_REP;
 	listener->cm_deadline = 0;
+	qp_wake_ctl(eng, listener);
+	qp_update_deadline(eng, listener);
 	return 0;
 }
 
@@ -279,7 +383,7 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 	if (!qp->cm_deadline || now < qp->cm_deadline)
 		return;
 	if (qp->cm_tries <= eng->cfg.cm_retries) {
-		qp->may_tx = true;
+		qp_wake(eng, qp);
 		return;
 	}
 	if (qp->cm_pending == CM_SEND_REQ) {

@@ -92,12 +92,20 @@ struct engine *engine_create(const struct engine_config *cfg)
 	eng->dsn_window = MROC_DSN_WINDOW;
 	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + ENGINE_L2L4_OVERHEAD;
 	prng_seed(&eng->rng, cfg->seed);
+	list_init(&eng->ctl_ready);
+	list_init(&eng->tx_ready);
+	list_init(&eng->cq_ready);
 	eng->qps = calloc(cfg->max_qps, sizeof(*eng->qps));
 	eng->qp_gen = calloc(cfg->max_qps, sizeof(*eng->qp_gen));
-	if (!eng->qps || !eng->qp_gen || mr_table_init(eng)) {
+	eng->free_slots = calloc(cfg->max_qps, sizeof(*eng->free_slots));
+	if (!eng->qps || !eng->qp_gen || !eng->free_slots || mr_table_init(eng) ||
+	    timer_init(eng) || cm_hash_init(eng)) {
 		engine_destroy(eng);
 		return NULL;
 	}
+	/* Popped from the top: slot 0 first, as a fresh table fills. */
+	for (uint32_t i = 0; i < cfg->max_qps; i++)
+		eng->free_slots[eng->nfree++] = cfg->max_qps - 1 - i;
 	return eng;
 }
 
@@ -110,7 +118,10 @@ void engine_destroy(struct engine *eng)
 			qp_free(eng->qps[i]);
 	free(eng->qps);
 	free(eng->qp_gen);
+	free(eng->free_slots);
 	mr_table_free(eng);
+	timer_free(eng);
+	cm_hash_free(eng);
 	free(eng);
 }
 
@@ -130,6 +141,18 @@ void engine_count(struct engine *eng, enum engine_counter c)
 	eng->st.c[c]++;
 }
 
+void qp_wake(struct engine *eng, struct qp *qp)
+{
+	if (!list_linked(&qp->tx_node))
+		list_add_tail(&eng->tx_ready, &qp->tx_node);
+}
+
+void qp_wake_ctl(struct engine *eng, struct qp *qp)
+{
+	if (!list_linked(&qp->ctl_node))
+		list_add_tail(&eng->ctl_ready, &qp->ctl_node);
+}
+
 int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint32_t *qpn)
 {
 	struct qp *qp;
@@ -139,21 +162,18 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 	    !attr->sq_depth || !attr->rq_depth ||
 	    attr->sq_depth + MROC_MAX_RD > MROC_MSG_WINDOW || attr->rq_depth > 65536)
 		return -EINVAL;
-	for (i = 0; i < eng->cfg.max_qps; i++)
-		if (!eng->qps[i])
-			break;
-	if (i == eng->cfg.max_qps)
+	if (!eng->nfree)
 		return -ENOSPC;
 	qp = qp_alloc(eng, attr);
 	if (!qp)
 		return -ENOMEM;
+	i = eng->free_slots[--eng->nfree];
 	gen = ++eng->qp_gen[i] & 0xffff;
 	if (!gen)
 		gen = ++eng->qp_gen[i] & 0xffff;
 	qp->qpn = gen << QPN_IDX_BITS | (i + 1);
+	qp->slot = i;
 	eng->qps[i] = qp;
-	if (i + 1 > eng->qp_hi)
-		eng->qp_hi = i + 1;
 	*qpn = qp->qpn;
 	return 0;
 }
@@ -164,10 +184,14 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 
 	if (!qp)
 		return -ENOENT;
-	eng->qps[(qpn & QPN_IDX_MASK) - 1] = NULL;
+	list_del(&qp->tx_node);
+	list_del(&qp->ctl_node);
+	list_del(&qp->cq_node);
+	timer_set(eng, qp, 0);
+	cm_unlink(eng, qp);
+	eng->qps[qp->slot] = NULL;
+	eng->free_slots[eng->nfree++] = qp->slot;
 	qp_free(qp);
-	while (eng->qp_hi && !eng->qps[eng->qp_hi - 1])
-		eng->qp_hi--;
 	return 0;
 }
 
@@ -193,17 +217,18 @@ int engine_post_recv(struct engine *eng, uint32_t qpn, const struct engine_recv_
 	return qp_post_recv(eng, qp, wr);
 }
 
+/* Only QPs with completions are visited, oldest first; each QP's in order. */
 int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max)
 {
 	int n = 0;
 
-	for (uint32_t k = 0; k < eng->qp_hi && n < max; k++) {
-		struct qp *qp = eng->qps[k];
+	while (n < max && !list_empty(&eng->cq_ready)) {
+		struct qp *qp = list_first(&eng->cq_ready, struct qp, cq_node);
 
-		if (!qp)
-			continue;
 		while (n < max && qp->cq_head != qp->cq_tail)
 			out[n++] = qp->cq[qp->cq_head++ & qp->cq_mask];
+		if (qp->cq_head == qp->cq_tail)
+			list_del(&qp->cq_node);
 	}
 	return n;
 }
@@ -271,90 +296,114 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 			qp->ka_reply = true;
 			qp->ka_reply_path = pkt.hdr.path_id;
 			qp->ka_reply_sport = meta->sport;
+			qp_wake_ctl(eng, qp);
 		}
 		err = 0;
-	} else if (pkt.hdr.opcode == MROC_OP_ACK)
+	} else if (pkt.hdr.opcode == MROC_OP_ACK) {
 		err = qp_rx_ack(eng, qp, &pkt, now);
-	else
+	} else {
 		err = qp_rx_data(eng, qp, &pkt, meta, now);
-	qp->may_tx = true;
+		qp_wake_ctl(eng, qp);	/* an ACK may be owed now */
+	}
+	qp_wake(eng, qp);
 	qp_update_deadline(eng, qp);
 	return err;
 }
 
-/* One packet from this QP: CM first, then ACKs, then data. */
-static int qp_tx_one(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+/* One control packet (CM, ACK, keepalive) from this QP.  Returns 1 or 0. */
+static int qp_tx_ctl(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
 	if (cm_tx(eng, qp, now, b))
 		return 1;
 	if (qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_IDLE ||
 	    qp->state == ENGINE_QPS_CONNECTING)
 		return 0;
-	if (qp_tx_ack(eng, qp, now, b) || qp_tx_keepalive(eng, qp, now, b))
+	return qp_tx_ack(eng, qp, now, b) || qp_tx_keepalive(eng, qp, now, b);
+}
+
+/* One packet from this QP: control first, then data. */
+static int qp_tx_one(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	if (qp_tx_ctl(eng, qp, now, b))
 		return 1;
 	if (qp->state != ENGINE_QPS_CONNECTED)
 		return 0;
 	return qp_tx_data(eng, qp, now, b);
 }
 
+/*
+ * Control first (ACKs must not queue behind thousands of QPs' data: their
+ * delay would count as RTT, and as loss), then data by deficit round-robin:
+ * each turn a QP earns one full packet's bytes, so QPs share the link by
+ * bytes whatever their packet sizes, and only QPs on the list are visited.
+ */
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n)
 {
 	int count = 0;
-	bool progress = true;
 
 	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
 		count++;
-	/* Round-robin, one packet per QP per pass, so QPs share the link. */
-	while (count < n && progress) {
-		progress = false;
-		for (uint32_t k = 0; k < eng->qp_hi && count < n; k++) {
-			uint32_t i = (eng->rr + k) % eng->qp_hi;
-			struct qp *qp = eng->qps[i];
+	while (count < n && !list_empty(&eng->ctl_ready)) {
+		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);
 
-			if (!qp || !qp->may_tx)
-				continue;
-			if (qp_tx_one(eng, qp, now, &bufs[count])) {
-				count++;
-				progress = true;
-				eng->rr = i + 1;
-			} else {
-				qp->may_tx = false;
-				qp_update_deadline(eng, qp);
-			}
+		if (qp_tx_ctl(eng, qp, now, &bufs[count])) {
+			count++;
+			list_rotate(&eng->ctl_ready, &qp->ctl_node);
+		} else {
+			list_del(&qp->ctl_node);
 		}
 	}
-	for (int i = 0; i < count; i++)
-		eng->st.c[EC_TX_PKTS]++;
+	while (count < n && !list_empty(&eng->tx_ready)) {
+		struct qp *qp = list_first(&eng->tx_ready, struct qp, tx_node);
+
+		if (qp->deficit <= 0)
+			qp->deficit += (int32_t)eng->seg_bytes;
+		if (qp_tx_one(eng, qp, now, &bufs[count])) {
+			qp->deficit -= (int32_t)bufs[count].len;
+			count++;
+			if (qp->deficit <= 0)
+				list_rotate(&eng->tx_ready, &qp->tx_node);
+		} else {
+			list_del(&qp->tx_node);
+			qp->deficit = 0;
+			qp_update_deadline(eng, qp);
+		}
+	}
+	eng->st.c[EC_TX_PKTS] += (uint64_t)count;
 	return count;
 }
 
+/*
+ * Every QP due by now runs its timers once: the due ones are taken off the
+ * heap first, so a QP whose timers leave a deadline in the past waits for
+ * the next call instead of looping here.
+ */
 void engine_advance(struct engine *eng, uint64_t now)
 {
-	for (uint32_t i = 0; i < eng->qp_hi; i++) {
-		struct qp *qp = eng->qps[i];
+	struct qp *due = NULL, **tail = &due, *qp;
 
-		if (!qp || !qp->deadline || qp->deadline > now)
-			continue;
+	while ((qp = timer_pop_due(eng, now))) {
+		qp->due_next = NULL;
+		*tail = qp;
+		tail = &qp->due_next;
+	}
+	while ((qp = due)) {
+		due = qp->due_next;
 		cm_timer(eng, qp, now);
 		qp_timers(eng, qp, now);
-		qp->may_tx = true;
+		qp_wake(eng, qp);
+		qp_wake_ctl(eng, qp);
 		qp_update_deadline(eng, qp);
 	}
 }
 
 uint64_t engine_next_deadline(struct engine *eng)
 {
-	uint64_t d = UINT64_MAX;
+	uint64_t d;
 
-	for (uint32_t i = 0; i < eng->qp_hi; i++) {
-		struct qp *qp = eng->qps[i];
-
-		if (!qp)
-			continue;
-		if (qp->may_tx)
-			return 0;	/* work to do right now */
-		if (qp->deadline && qp->deadline < d)
-			d = qp->deadline;
-	}
-	return d;
+	if (!list_empty(&eng->ctl_ready) || !list_empty(&eng->tx_ready) ||
+	    eng->ctl_head != eng->ctl_tail)
+		return 0;	/* work to do right now */
+	d = timer_next(eng);
+	return d ? d : UINT64_MAX;
 }

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "engine.h"
+#include "list.h"
 #include "prng.h"
 #include "sack.h"
 #include "wire.h"
@@ -233,8 +234,18 @@ struct qp {
 	struct engine_cqe *cq;
 	uint32_t cq_mask, cq_head, cq_tail;
 
-	bool may_tx;		/* something might be sendable */
-	uint64_t deadline;	/* cached earliest timer */
+	/* scheduling (engine.c, timer.c): no walk over all QPs anywhere */
+	struct list tx_node;	/* on eng->tx_ready: something might be sendable */
+	struct list ctl_node;	/* on eng->ctl_ready: an ACK, keepalive or CM message may be owed */
+	struct list cq_node;	/* on eng->cq_ready: completions to take */
+	int32_t deficit;	/* deficit round-robin credit, bytes */
+	uint64_t deadline;	/* earliest timer, 0 = none: the key in eng->heap */
+	uint32_t heap_idx;	/* 1 + position in eng->heap, 0 = not there */
+	uint32_t slot;		/* index in eng->qps */
+	struct qp *listen_next;	/* chain in eng->listen_hash (state LISTEN) */
+	struct qp *conn_next;	/* chain in eng->conn_hash, by (peer, peer_qpn) */
+	struct qp *due_next;	/* engine_advance's batch of due QPs */
+	bool in_listen, in_conn;
 
 	/* statistics */
 	uint64_t tx_bytes, rx_bytes, tx_msgs, rx_msgs, errors;
@@ -252,9 +263,19 @@ struct engine {
 	struct engine_config cfg;
 	struct prng rng;
 	struct qp **qps;	/* max_qps slots */
-	uint32_t qp_hi;		/* slots at and above this are empty: loops stop here */
 	uint32_t *qp_gen;
-	uint32_t rr;
+	uint32_t *free_slots;	/* stack of empty slots: QP creation without a search */
+	uint32_t nfree;
+	/* The scheduler: QPs join these lists when they may have work, and
+	 * engine_tx / engine_poll_cq serve only what is on them. */
+	struct list ctl_ready;	/* ACKs, keepalives, CM: served before data */
+	struct list tx_ready;	/* data: deficit round-robin by bytes */
+	struct list cq_ready;	/* QPs with completions, in the order they got them */
+	struct qp **heap;	/* timer.c: min-heap of QPs by deadline */
+	uint32_t heap_len;
+	/* connection lookup (cm.c): listeners by service id, QPs by (peer, peer_qpn) */
+	struct qp **listen_hash, **conn_hash;
+	uint32_t hash_mask;
 	struct mr *mrs;
 	uint32_t *mr_gen;
 	uint32_t dsn_window;
@@ -274,6 +295,16 @@ struct engine {
 
 /* engine.c */
 struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn);
+/* The QP may have something to send: data (and anything else), or only control. */
+void qp_wake(struct engine *eng, struct qp *qp);
+void qp_wake_ctl(struct engine *eng, struct qp *qp);
+
+/* timer.c */
+int timer_init(struct engine *eng);
+void timer_free(struct engine *eng);
+void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline);
+uint64_t timer_next(const struct engine *eng);
+struct qp *timer_pop_due(struct engine *eng, uint64_t now);
 void engine_count(struct engine *eng, enum engine_counter c);
 uint32_t engine_rate_hint(struct engine *eng, struct qp *qp, uint64_t now);
 
@@ -333,12 +364,16 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void cm_timer(struct engine *eng, struct qp *qp, uint64_t now);
 int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b);
+int cm_hash_init(struct engine *eng);
+void cm_hash_free(struct engine *eng);
+/* Take the QP out of the listener and connection tables. */
+void cm_unlink(struct engine *eng, struct qp *qp);
 
 /* qp.c */
 struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr);
 void qp_free(struct qp *qp);
 void qp_start(struct engine *eng, struct qp *qp, uint64_t now);
-int qp_push_cqe(struct qp *qp, const struct engine_cqe *cqe);
+int qp_push_cqe(struct engine *eng, struct qp *qp, const struct engine_cqe *cqe);
 uint32_t qp_cq_room(const struct qp *qp);
 void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status);
 void qp_update_deadline(struct engine *eng, struct qp *qp);

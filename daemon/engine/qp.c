@@ -94,7 +94,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->last_progress = qp->last_rx = qp->ka_sent = now;
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i);
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 }
 
 uint32_t qp_cq_room(const struct qp *qp)
@@ -102,11 +102,13 @@ uint32_t qp_cq_room(const struct qp *qp)
 	return qp->cq_mask + 1 - (qp->cq_tail - qp->cq_head);
 }
 
-int qp_push_cqe(struct qp *qp, const struct engine_cqe *cqe)
+int qp_push_cqe(struct engine *eng, struct qp *qp, const struct engine_cqe *cqe)
 {
 	if (!qp_cq_room(qp))
 		return -ENOSPC;
 	qp->cq[qp->cq_tail++ & qp->cq_mask] = *cqe;
+	if (!list_linked(&qp->cq_node))
+		list_add_tail(&eng->cq_ready, &qp->cq_node);
 	return 0;
 }
 
@@ -120,8 +122,7 @@ void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
 		.status = status,
 	};
 
-	(void)eng;
-	qp_push_cqe(qp, &e);
+	qp_push_cqe(eng, qp, &e);
 }
 
 /* When the next keepalive request is due (qp_timers' keepalive_next). */
@@ -136,7 +137,6 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 {
 	uint64_t d = 0;
 
-	(void)eng;
 	d = deadline_min(d, qp->cm_deadline);
 	if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
 		for (unsigned i = 0; i < qp->npaths; i++) {
@@ -155,7 +155,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 			d = deadline_min(d, qp->last_rx + eng->cfg.dead_peer_ns);
 		}
 	}
-	qp->deadline = d;
+	timer_set(eng, qp, d);
 }
 
 size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,

@@ -65,7 +65,7 @@ static void advance_floor(struct path *p)
 }
 
 /* RoCEv2 mode: forget everything from psn on and resend it in order. */
-static void go_back(struct qp *qp, struct path *p, uint32_t psn)
+static void go_back(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn)
 {
 	struct sb_entry *s;
 	uint32_t dsn;
@@ -88,7 +88,7 @@ static void go_back(struct qp *qp, struct path *p, uint32_t psn)
 		dsn_ent(qp, d)->state = DSN_LOST;
 	qp->gbn_next = dsn;
 	qp->gbn_active = true;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 }
 
 static void fail_msg_of(struct engine *eng, struct qp *qp, uint32_t dsn, uint8_t status,
@@ -148,7 +148,7 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 		return;
 	case MROC_NAK_PSN_SEQ:
 		if (qp->mode == MROC_MODE_ROCEV2)
-			go_back(qp, p, a->cum_psn);
+			go_back(eng, qp, p, a->cum_psn);
 		return;
 	default:
 		return;
@@ -290,14 +290,14 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (qp->snd_una != qp->snd_nxt && dsn_ent(qp, qp->snd_una)->state == DSN_ACKED &&
 	    !qp->stall_since)
 		qp->stall_since = now;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 	return 0;
 }
 
 static void path_timeout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	if (qp->mode == MROC_MODE_ROCEV2) {
-		go_back(qp, p, p->floor);
+		go_back(eng, qp, p, p->floor);
 	} else {
 		for (uint32_t q = p->floor; q != p->next_psn; q++)
 			sb_lose(eng, qp, p, q);
@@ -305,7 +305,7 @@ static void path_timeout(struct engine *eng, struct qp *qp, struct path *p, uint
 	}
 	path_on_rto(eng, qp, p, now);
 	p->rto_deadline = 0;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 }
 
 /* Resend DSNs waiting out an RNR delay or a stall of the peer's cumulative DSN. */
@@ -322,7 +322,7 @@ static void requeue(struct engine *eng, struct qp *qp, uint8_t state)
 				dsn_ent(qp, x)->state = DSN_LOST;
 			qp->gbn_next = d;
 			qp->gbn_active = true;
-			qp->may_tx = true;
+			qp_wake(eng, qp);
 			return;
 		}
 		e->state = DSN_INFLIGHT;
@@ -355,7 +355,7 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 		qp->ka_wait = min_u64(path_rto(eng, &qp->paths[qp->ka_path]), cap);
 	}
 	qp->ka_request = true;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 }
 
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
@@ -369,7 +369,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		    !p->inflight) {
 			p->probe_at = 0;
 			p->probe_pending = true;
-			qp->may_tx = true;
+			qp_wake(eng, qp);
 		}
 		if (!p->rto_deadline || now < p->rto_deadline)
 			continue;
@@ -383,7 +383,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			if (!p->probed && qp->mode != MROC_MODE_ROCEV2) {
 				p->probed = true;
 				p->probe_pending = true;
-				qp->may_tx = true;
+				qp_wake(eng, qp);
 			}
 			p->rto_deadline = p->rto_at;
 			continue;

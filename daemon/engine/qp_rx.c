@@ -229,7 +229,7 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 				qp->rq_head++;
 				qp->rq_count--;
 			}
-			qp_push_cqe(qp, &c);
+			qp_push_cqe(eng, qp, &c);
 		} else if (mi->op == MROC_OP_READ_REQ) {
 			if (qp_queue_read_resp(eng, qp, mi))
 				return;	/* ring full: retried when a message retires */

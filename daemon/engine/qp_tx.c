@@ -98,7 +98,7 @@ int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, 
 	m->src_key = wr->lkey;
 	m->src_addr = wr->laddr;
 	qp->sq_used++;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 	if (qp->snd_una == qp->snd_nxt)
 		qp->last_progress = now;
 	return 0;
@@ -115,7 +115,7 @@ int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *r
 	m->src_key = req->key;
 	m->src_addr = req->raddr;
 	qp->rd_resp++;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 	return 0;
 }
 
@@ -140,7 +140,7 @@ void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn)
 		return;
 	e->queued = 1;
 	qp->rtxq[qp->rtx_tail++ & qp->dsn_mask] = dsn;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 }
 
 /* Next segment to send: a queued retransmission, a go-back resend, or new data. */
@@ -448,7 +448,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	return 1;
 }
 
-static void push_send_cqe(struct qp *qp, const struct tx_msg *m)
+static void push_send_cqe(struct engine *eng, struct qp *qp, const struct tx_msg *m)
 {
 	struct engine_cqe c = {
 		.wr_id = m->wr_id,
@@ -458,7 +458,7 @@ static void push_send_cqe(struct qp *qp, const struct tx_msg *m)
 		.byte_len = m->len,
 	};
 
-	qp_push_cqe(qp, &c);
+	qp_push_cqe(eng, qp, &c);
 }
 
 static bool msg_done(const struct qp *qp, const struct tx_msg *m)
@@ -484,7 +484,7 @@ void qp_complete_sends(struct engine *eng, struct qp *qp)
 			qp->rd_resp--;
 		} else {
 			if (m->signaled || m->status != ENGINE_WC_SUCCESS)
-				push_send_cqe(qp, m);
+				push_send_cqe(eng, qp, m);
 			qp->sq_used--;
 			qp->tx_msgs++;
 			if (m->op == MROC_OP_READ_REQ && m->started)
@@ -520,7 +520,7 @@ void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
 			.status = status,
 		};
 
-		qp_push_cqe(qp, &c);
+		qp_push_cqe(eng, qp, &c);
 		qp->rq_head++;
 		qp->rq_count--;
 	}
@@ -552,6 +552,6 @@ void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now
 	qp->cm_reason = MROC_CM_ERROR;
 	qp->cm_tries = 0;
 	qp->cm_deadline = 0;
-	qp->may_tx = true;
+	qp_wake(eng, qp);
 	(void)now;
 }

@@ -132,7 +132,8 @@ int engine_qp_list(const struct engine *eng, uint32_t *qpns, int max)
 {
 	int n = 0;
 
-	for (uint32_t i = 0; i < eng->qp_hi; i++) {
+	/* An operator's view, not the data path: a walk of the table is fine. */
+	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
 		if (!eng->qps[i])
 			continue;
 		if (n < max)
