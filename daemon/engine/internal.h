@@ -328,6 +328,7 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 		 enum engine_repath_why why);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 uint32_t path_free(const struct path *p);
+bool path_sb_full(const struct path *p);
 bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes);
 void path_rearm(const struct engine *eng, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */

@@ -85,11 +85,17 @@ uint32_t path_free(const struct path *p)
 	return p->pwnd > p->inflight ? p->pwnd - p->inflight : 0;
 }
 
+/* The receiver's SACK could not describe one more packet in flight. */
+bool path_sb_full(const struct path *p)
+{
+	return seq_diff(p->next_psn, p->floor) >= MROC_SACK_BITS;
+}
+
 bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes)
 {
 	(void)eng;
-	if (seq_diff(p->next_psn, p->floor) >= MROC_SACK_BITS)
-		return false;	/* the receiver's SACK could not describe it */
+	if (path_sb_full(p))
+		return false;
 	return !p->inflight || p->inflight + bytes <= p->pwnd;
 }
 

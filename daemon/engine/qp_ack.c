@@ -365,11 +365,18 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *p = &qp->paths[i];
 
-		if (p->state == PATH_TIMEDOUT && p->probe_at && now >= p->probe_at &&
-		    !p->inflight) {
+		/*
+		 * A timed-out path probes when its probe time comes; with a probe
+		 * still in flight its RTO is armed and will probe again, so the
+		 * probe time is spent either way (left set, it is a deadline in
+		 * the past that the driver would spin on).
+		 */
+		if (p->state == PATH_TIMEDOUT && p->probe_at && now >= p->probe_at) {
 			p->probe_at = 0;
-			p->probe_pending = true;
-			qp_wake(eng, qp);
+			if (!p->inflight) {
+				p->probe_pending = true;
+				qp_wake(eng, qp);
+			}
 		}
 		if (!p->rto_deadline || now < p->rto_deadline)
 			continue;

@@ -305,9 +305,22 @@ static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, 
 
 	*copy = false;
 	*retx = false;
-	for (unsigned i = 0; i < qp->npaths && !pp; i++)
-		if (qp->paths[i].probe_pending)
-			pp = &qp->paths[i];
+	for (unsigned i = 0; i < qp->npaths && !pp; i++) {
+		struct path *x = &qp->paths[i];
+
+		if (!x->probe_pending)
+			continue;
+		/*
+		 * A probe may exceed the window by a packet, never the scoreboard:
+		 * PSN floor + 256 would take the slot of the oldest packet in
+		 * flight, whose bytes then never leave the window.  With 256 in
+		 * flight the path's RTO is armed and speaks for it.
+		 */
+		if (path_sb_full(x))
+			x->probe_pending = false;
+		else
+			pp = x;
+	}
 	if (pp && pp->state == PATH_TIMEDOUT) {
 		if (probe_copy(qp, pp, dsn)) {
 			pp->probe_pending = false;

@@ -251,6 +251,34 @@ static void test_blackhole_path_id(void **state)
 }
 
 /*
+ * Issue #10, bug 1: with 1,000 tiny WRITEs outstanding each path has 256
+ * packets in flight when plane 2 goes dark.  The tail-loss probe used to go
+ * out without the scoreboard check and take the slot of the oldest packet in
+ * flight: its bytes stayed in flight for good, the path stayed timed out,
+ * and the driver spun on a probe time in the past (20 M events, 300 k timer
+ * spins, for a transfer that needs 0.6 M events).
+ */
+static void test_probe_full_scoreboard(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	metaroce(&cfg, 0, 500);
+	cfg.route = SIM_ROUTE_PATH_ID;
+	cfg.wl.total_bytes = 800 * 1024;
+	cfg.wl.msg_bytes = 8;
+	cfg.wl.outstanding = 1000;
+	memset(cfg.wl.mix, 0, sizeof(cfg.wl.mix));
+	cfg.wl.mix[WL_WRITE] = 1;
+	cfg.blackhole_plane = 2;
+	cfg.blackhole_at_ns = 300000;
+	cfg.seed = 1;
+	run_ok("probe, full scoreboard", &cfg, &r);
+	assert_int_equal(r.sim.hosts.timer_spins, 0);
+	assert_true(r.sim.events < 2000000);
+}
+
+/*
  * Every plane dark for 20 ms mid-transfer (longer than several RTOs): all
  * paths time out, probes are lost, and when the fabric comes back the
  * transfer must resume and complete, under both routings.
@@ -384,6 +412,7 @@ int main(void)
 		cmocka_unit_test(test_checker_catches),
 		cmocka_unit_test(test_blackhole_path_id),
 		cmocka_unit_test(test_whole_fabric_outage),
+		cmocka_unit_test(test_probe_full_scoreboard),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
