@@ -223,7 +223,8 @@ struct qp {
 	uint32_t rcv_msn;	/* next message to deliver */
 	uint32_t rcv_rd;	/* READ requests delivered but not yet queued (responder full) */
 	struct rq_entry *rq;
-	uint32_t rq_mask, rq_head, rq_count;	/* rq_head = SSN of the oldest posted RECV */
+	uint32_t rq_mask, rq_head, rq_count;	/* rq_head = SSN + ssn_base of the oldest RECV */
+	uint32_t ssn_base;	/* rq_head when this connection began */
 	struct rx_path rxp[MROC_MAX_PATHS];
 	uint8_t nak_code;
 	uint16_t nak_seq;

@@ -91,6 +91,20 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->state = ENGINE_QPS_CONNECTED;
 	qp->snd_nxt = qp->snd_una = qp->dsn_alloc = qp->isn_dsn;
 	qp->msn_head = qp->msn_tail = qp->msn_seg = 0;
+	/* A reconnected QP starts clean: the new peer numbers from zero. */
+	qp->ssn_next = 0;
+	qp->nak_seen = 0;
+	qp->una_retries = 0;
+	qp->stall_since = 0;
+	qp->rnr_deadline = 0;
+	qp->rtx_head = qp->rtx_tail = 0;
+	qp->gbn_active = false;
+	qp->pace_next = 0;
+	qp->pace_blocked = false;
+	qp->hint_mbps = 0;
+	qp->rd_out = qp->rd_resp = 0;
+	qp->ka_request = qp->ka_reply = false;
+	qp->ka_wait = 0;
 	qp->last_progress = qp->last_rx = qp->ka_sent = now;
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i);

@@ -132,7 +132,15 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 		if (seq_lt(a->nak_dsn, qp->snd_una) || !seq_lt(a->nak_dsn, qp->snd_nxt))
 			return;
 		m = qp_msg(qp, dsn_ent(qp, a->nak_dsn)->msn);
-		if (eng->cfg.rnr_retry != 7 && ++m->rnr_tries > eng->cfg.rnr_retry) {
+		/*
+		 * rnr_retry counts episodes, as IB's RNR retry count does: every
+		 * segment of a message is refused in one, and those NAKs arrive
+		 * while its RNR delay runs.  The receiver answered, so the network
+		 * lost nothing: the resends do not count against max_retx.
+		 */
+		qp->una_retries = 0;
+		if (!qp->rnr_deadline && eng->cfg.rnr_retry != 7 &&
+		    ++m->rnr_tries > eng->cfg.rnr_retry) {
 			fail_msg_of(eng, qp, a->nak_dsn, ENGINE_WC_RNR_RETRY_EXC_ERR, now);
 			return;
 		}
@@ -316,6 +324,7 @@ static void requeue(struct engine *eng, struct qp *qp, uint8_t state)
 
 		if (e->state != state)
 			continue;
+		e->tx_count = 0;	/* refused or stalled, not lost: not a retry */
 		if (qp->mode == MROC_MODE_ROCEV2) {
 			/* Go-Back-N: resend in order from here, with new PSNs. */
 			for (uint32_t x = d; x != qp->snd_nxt; x++)

@@ -17,6 +17,10 @@ void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint3
 		sack_init(&qp->rxp[i].sack, peer_isn_psn);
 	}
 	qp->rcv_cum = peer_isn_dsn;
+	/* The peer's SSNs start at 0; RECVs posted before (re)connecting keep their slots. */
+	qp->ssn_base = qp->rq_head;
+	qp->nak_seq = 0;
+	qp->nak_code = MROC_NAK_NONE;
 	memset(qp->rcv_map, 0, eng->dsn_window / 8);
 	memset(qp->rxm, 0, MROC_MSG_WINDOW * sizeof(*qp->rxm));
 	qp->rcv_msn = 0;
@@ -72,8 +76,9 @@ static void set_nak(struct qp *qp, struct rx_path *rp, uint8_t code, uint32_t ds
 }
 
 /* RECV for ssn, or NULL with *nak set (RNR when not posted yet). */
-static struct rq_entry *recv_for(struct qp *qp, uint32_t ssn, uint8_t *nak)
+static struct rq_entry *recv_for(struct qp *qp, uint32_t peer_ssn, uint8_t *nak)
 {
+	uint32_t ssn = peer_ssn + qp->ssn_base;
 	int32_t d = seq_diff(ssn, qp->rq_head);
 
 	if (d >= 0 && (uint32_t)d < qp->rq_count)
@@ -223,7 +228,7 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 			};
 
 			/* Placement checked the RECV for this SSN; it is the head. */
-			if (!qp->rq_count || mi->ssn != qp->rq_head)
+			if (!qp->rq_count || mi->ssn + qp->ssn_base != qp->rq_head)
 				c.status = ENGINE_WC_LOC_LEN_ERR;
 			if (qp->rq_count) {
 				qp->rq_head++;

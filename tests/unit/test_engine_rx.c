@@ -689,6 +689,120 @@ static void test_rnr_retry_two(void **state)
 	rnr_exceeded(state, 2);
 }
 
+/*
+ * rnr_retry = 7 is "forever": a receiver 50 RNR delays late still gets the
+ * SEND.  (Regression, issue #10: RNR resends counted against max_retx, so
+ * the QP died with RETRY_EXC after about 33 refusals.)
+ */
+static void test_rnr_forever(void **state)
+{
+	struct engine_config ca;
+	struct fx *f;
+	struct engine_wr wr;
+	uint64_t delay;
+
+	pair_test_config(&ca);
+	ca.rnr_retry = 7;
+	f = fx_new(state, &ca, NULL);
+	pair_connect(f->p, NULL, NULL, SVC);
+	delay = ca.rnr_delay_ns;
+	wr = wr_of(f, ENGINE_WR_SEND, 4, 0, 100, 0);
+	post(f, &wr);
+	pair_run_for(f->p, 50 * delay);
+	assert_true(stat_b(f, EC_RX_RNR) > ca.max_retx + 1);
+	pair_expect_none(f->p, PAIR_A);
+	recv_b(f, 51, 0, 4096);
+	pair_run_for(f->p, 2 * delay);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 51);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 4);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+}
+
+/*
+ * rnr_retry counts RNR episodes, not refused segments: a 4-segment SEND to a
+ * receiver one and a half RNR delays late is refused in two episodes and
+ * completes with rnr_retry = 3.  (Regression, issue #10: the first episode's
+ * four NAKs used up the retries.)
+ */
+static void test_rnr_counts_episodes(void **state)
+{
+	struct engine_config ca;
+	struct fx *f;
+	struct engine_wr wr;
+	uint64_t t0;
+
+	struct engine_qp_attr one = pair_test_attr();
+
+	/* One packet at a time, so each refusal is a NAK of its own, as on a wire. */
+	pair_test_config(&ca);
+	ca.rnr_retry = 3;
+	ca.init_pwnd_pkts = 1;
+	one.npaths = 1;
+	one.user = 0xa;
+	f = fx_new(state, &ca, NULL);
+	pair_connect(f->p, &one, NULL, SVC);
+	t0 = f->p->now;
+	wr = wr_of(f, ENGINE_WR_SEND, 5, 0, 4 * MTU, 0);
+	post(f, &wr);
+	pair_run(f->p, t0 + ca.rnr_delay_ns + ca.rnr_delay_ns / 2);
+	assert_true(stat_b(f, EC_RX_RNR) >= 4);
+	recv_b(f, 52, 0, 8192);
+	pair_run_for(f->p, 3 * ca.rnr_delay_ns);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 52);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 5);
+	pair_mem_expect(f->b, 0, f->a->buf, 4 * MTU);
+}
+
+/*
+ * A QP that disconnects and connects again, to a new QP of the peer, starts
+ * clean: its SENDs number from SSN 0 and its NAK sequence from the new peer's
+ * first NAK.  (Regression, issue #10: qp_start kept ssn_next and nak_seen,
+ * so the new peer refused the SEND and its RNR NAK was ignored as old.)
+ */
+static void test_reconnect_clean(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 6, 0, 100, 0);
+	uint64_t t0, delay = f->p->s[PAIR_A].cfg.rnr_delay_ns;
+	struct engine_qp_attr attr = pair_test_attr();
+	struct pair_side *a = &f->p->s[PAIR_A], *b = &f->p->s[PAIR_B];
+	uint32_t b2;
+
+	/* First connection: an RNR episode, then the SEND completes. */
+	post(f, &wr);
+	pair_run_for(f->p, delay / 2);
+	recv_b(f, 60, 0, 4096);
+	pair_run_for(f->p, 2 * delay);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 6);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 60);
+	pair_mem_reset(f->b);
+
+	assert_int_equal(engine_qp_disconnect(a->eng, a->qpn, f->p->now), 0);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
+
+	/* Second connection, to a fresh QP: again an RNR episode first. */
+	attr.user = 0xb2;
+	b2 = pair_qp_create(f->p, PAIR_B, &attr);
+	assert_int_equal(engine_qp_listen(b->eng, b2, SVC + 1), 0);
+	assert_int_equal(engine_qp_connect(a->eng, a->qpn, PAIR_B, SVC + 1, f->p->now), 0);
+	pair_run_for(f->p, 100 * PAIR_US);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb2);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
+	b->qpn = b2;
+	wr.wr_id = 7;
+	t0 = f->p->now;
+	post(f, &wr);
+	pair_run_for(f->p, delay / 2);
+	recv_b(f, 70, 512, 4096);
+	/* Acted on the RNR NAK: resent one RNR delay later, not after the stall net. */
+	pair_run(f->p, t0 + delay + delay / 2);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 70);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 7);
+	pair_mem_expect(f->b, 512, f->a->buf, 100);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -712,6 +826,9 @@ int main(void)
 		T(test_rnr_then_recv),
 		TB(test_rnr_retry_zero),
 		TB(test_rnr_retry_two),
+		TB(test_rnr_forever),
+		TB(test_rnr_counts_episodes),
+		T(test_reconnect_clean),
 	};
 #undef T
 #undef TB
