@@ -321,6 +321,8 @@ uint8_t *mr_check_rkey(struct engine *eng, uint32_t pd, uint32_t rkey, uint32_t 
 /* path.c */
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
+void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
+		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
 		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now);
 void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn, uint32_t nlost);
@@ -331,7 +333,7 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 uint32_t path_free(const struct path *p);
 bool path_sb_full(const struct path *p);
 bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes);
-void path_rearm(const struct engine *eng, struct path *p, uint64_t now);
+void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */
 uint64_t path_rto(const struct engine *eng, const struct path *p);
 

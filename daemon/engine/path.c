@@ -113,20 +113,54 @@ uint64_t path_rto(const struct engine *eng, const struct path *p)
  * after two smoothed RTTs without progress: its ACK exposes a lost tail that
  * no later packet would reveal (RACK-TLP's idea).
  */
-void path_rearm(const struct engine *eng, struct path *p, uint64_t now)
+/* The path's smoothed RTT, or (no sample yet) the smallest of its siblings'. */
+static uint64_t probe_srtt(const struct qp *qp, const struct path *p)
 {
-	uint64_t pto;
+	uint64_t srtt = 0;
+
+	if (p->srtt)
+		return p->srtt;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (qp->paths[i].srtt && (!srtt || qp->paths[i].srtt < srtt))
+			srtt = qp->paths[i].srtt;
+	return srtt;
+}
+
+void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
+{
+	uint64_t pto, srtt = probe_srtt(qp, p);
 
 	if (!p->inflight) {
 		p->rto_deadline = 0;
 		return;
 	}
 	p->rto_at = now + path_rto(eng, p);
-	pto = p->srtt ? 2 * p->srtt + eng->cfg.ack_delay_ns : 0;
+	/* A new path borrows its siblings' RTT: a lost first packet need not wait an RTO. */
+	pto = srtt ? 2 * srtt + eng->cfg.ack_delay_ns : 0;
 	if (!p->probed && pto && now + pto < p->rto_at)
 		p->rto_deadline = now + pto;
 	else
 		p->rto_deadline = p->rto_at;
+}
+
+/*
+ * p just took its first RTT sample: siblings that sent before any path had
+ * one armed only their RTO; give them the tail-loss probe they could not
+ * have then.
+ */
+void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
+		   uint64_t now)
+{
+	uint64_t pto = 2 * p->srtt + eng->cfg.ack_delay_ns;
+
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		struct path *s = &qp->paths[i];
+
+		if (s == p || s->srtt || s->probed || !s->inflight || !s->rto_deadline ||
+		    s->rto_deadline != s->rto_at || now + pto >= s->rto_at)
+			continue;
+		s->rto_deadline = now + pto;
+	}
 }
 
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)

@@ -258,7 +258,11 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 
 	bytes = walk_sack(qp, p, a, &newest);
 	if (bytes) {
+		bool first = !p->srtt;
+
 		path_on_rtt(eng, p, (uint32_t)((uint32_t)now - a->ts_echo));
+		if (first)
+			path_lend_rtt(eng, qp, p, now);
 		p->backoff = 0;
 		p->probed = false;
 		p->state = PATH_ACTIVE;
@@ -285,7 +289,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		path_on_ack(eng, qp, p, bytes, rcv_delta, ce_delta, bytes ? newest : p->floor - 1,
 			    now);
 	if (bytes)
-		path_rearm(eng, p, now);
+		path_rearm(eng, qp, p, now);
 	else if (!p->inflight)
 		p->rto_deadline = 0;
 

@@ -441,7 +441,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	};
 	p->inflight += bytes;
 	if (!p->rto_deadline)
-		path_rearm(eng, p, now);
+		path_rearm(eng, qp, p, now);
 	if (off + plen == m->len || !path_can_send(eng, p, eng->seg_bytes))
 		flags |= MROC_F_ACK_REQ;
 

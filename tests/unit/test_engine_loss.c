@@ -300,6 +300,52 @@ static void dead_peer_config(struct engine_config *cfg)
 }
 
 /* B goes silent with A's WRITE outstanding: RETRY_EXC_ERR after dead_peer_ns. */
+/* Drop the n-th data packet A sends (1-based). */
+struct drop_nth {
+	unsigned n, seen;
+};
+
+static bool drop_nth_a_data(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct drop_nth *d = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_A || !mroc_op_is_data(pkt->data[PKT_OPCODE]))
+		return true;
+	return ++d->seen != d->n;
+}
+
+/*
+ * A path with no RTT sample of its own borrows its siblings' for the
+ * tail-loss probe: a lost first packet on a fresh path is resent after a
+ * couple of RTTs, not after rto_init.  (Issue #10: it waited a full RTO.)
+ * Two segments on two fresh paths; the second is lost, the first's ACK gives
+ * its path an RTT sample.
+ */
+static void test_new_path_probe(void **state)
+{
+	struct engine_qp_attr qa = attr_of(2, 0xa);
+	struct drop_nth d = { .n = 2 };
+	struct engine_config ca;
+	struct fx *f;
+	struct engine_wr wr;
+	uint64_t t0;
+
+	pair_test_config(&ca);
+	f = fx_open(state, &ca, NULL, &qa, NULL);
+	f->p->filter = drop_nth_a_data;
+	f->p->filter_arg = &d;
+	t0 = f->p->now;
+	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * ca.mtu, 0);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	run_until_cqe(f, PAIR_A, 2 * ca.rto_init_ns);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_true(d.seen >= 3);
+	assert_true(f->p->now - t0 < ca.rto_init_ns / 2);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), 0);
+	pair_mem_expect(f->b, 0, f->a->buf, 2 * ca.mtu);
+}
+
 static void test_dead_peer(void **state)
 {
 	struct engine_config cfg;
@@ -564,6 +610,7 @@ int main(void)
 		T(test_late_original_one_path),
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),
+		T(test_new_path_probe),
 		T(test_dead_peer),
 		T(test_dead_peer_idle),
 		T(test_dead_peer_deadline_exact),
