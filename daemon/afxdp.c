@@ -23,6 +23,8 @@
 #include "afxdp.h"
 #include "frame.h"
 #include "log.h"
+#include "netlink.h"
+#include "nexthop.h"
 #include "peers.h"
 #include "xdp_prog.h"
 
@@ -42,6 +44,14 @@ struct afxdp_sock {
 	bool tx_dirty;		/* descriptors submitted since the last kick */
 };
 
+/* A port: one interface, with one socket per configured queue. */
+struct afxdp_port {
+	int ifindex;
+	char ifname[IF_NAMESIZE];
+	bool up;			/* administratively up, carrier, oper up */
+	unsigned first, nsocks;		/* its sockets: socks[first .. first+nsocks) */
+};
+
 struct afxdp {
 	struct backend b;
 	uint8_t *area;
@@ -52,6 +62,12 @@ struct afxdp {
 	struct xdp_prog *prog;
 	struct afxdp_sock socks[AFXDP_MAX_SOCKS];
 	unsigned nsocks;
+	struct afxdp_port ports[NEXTHOP_MAX_PORTS];
+	unsigned nports;
+	struct nl *nl;
+	struct nexthops *hops;		/* per (peer, port) */
+	int mon_fd;			/* link and route changes; -1 if none */
+	uint64_t next_mon_ns, next_expire_ns;
 	unsigned rx_rr;
 	uint64_t *free;		/* free frame addresses */
 	uint32_t nfree, nframes;
@@ -83,18 +99,21 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
-/* Give completed TX frames of every socket back to the free stack. */
+/* Give a socket's completed TX frames back to the free stack. */
+static void reclaim_sock(struct afxdp *x, struct afxdp_sock *k)
+{
+	uint32_t idx, n = xsk_ring_cons__peek(&k->cq, x->nframes, &idx);
+
+	for (uint32_t i = 0; i < n; i++)
+		x->free[x->nfree++] = frame_base(x, *xsk_ring_cons__comp_addr(&k->cq, idx + i));
+	if (n)
+		xsk_ring_cons__release(&k->cq, n);
+}
+
 static void reclaim(struct afxdp *x)
 {
-	for (unsigned s = 0; s < x->nsocks; s++) {
-		struct afxdp_sock *k = &x->socks[s];
-		uint32_t idx, n = xsk_ring_cons__peek(&k->cq, x->nframes, &idx);
-
-		for (uint32_t i = 0; i < n; i++)
-			x->free[x->nfree++] = frame_base(x, *xsk_ring_cons__comp_addr(&k->cq, idx + i));
-		if (n)
-			xsk_ring_cons__release(&k->cq, n);
-	}
+	for (unsigned s = 0; s < x->nsocks; s++)
+		reclaim_sock(x, &x->socks[s]);
 }
 
 /* Put up to n free frames into a socket's fill ring. */
@@ -111,11 +130,55 @@ static void refill(struct afxdp *x, struct afxdp_sock *k, uint32_t n)
 		xsk_ring_prod__submit(&k->fq, got);
 }
 
+#define PORTS_POLL_NS	1000000ull		/* link changes are looked for every 1 ms */
+#define HOP_MAX_AGE_NS	(30ull * 1000000000ull)	/* our traffic never confirms a neighbour */
+
+/* Reads every port's link state and says what changed (quiet is for start-up). */
+static void ports_read(struct afxdp *x, bool quiet)
+{
+	for (unsigned p = 0; p < x->nports; p++) {
+		struct afxdp_port *port = &x->ports[p];
+		struct nl_link l;
+		bool up = !nl_link_get(x->nl, port->ifindex, NULL, &l) && (l.flags & IFF_UP) &&
+			  (l.flags & IFF_RUNNING);
+
+		if (up == port->up)
+			continue;
+		port->up = up;
+		if (quiet && up)
+			continue;
+		if (x->nports > 1 && up)
+			pr_info("af_xdp: port %s is up: it takes its paths back", port->ifname);
+		else if (x->nports > 1)
+			pr_warn("af_xdp: port %s is down: its paths go out of the other ports",
+				port->ifname);
+		else
+			pr_warn("af_xdp: %s is %s", port->ifname, up ? "up" : "down");
+	}
+}
+
+/* Link or route changes (the monitor socket), and ageing of next hops. */
+static void ports_poll(struct afxdp *x, uint64_t now)
+{
+	if (now < x->next_mon_ns)
+		return;
+	x->next_mon_ns = now + PORTS_POLL_NS;
+	if (x->mon_fd >= 0 && nl_monitor_drain(x->mon_fd) > 0) {
+		ports_read(x, false);
+		nexthops_expire(x->hops, now, 0);	/* routes may have changed too */
+	}
+	if (now >= x->next_expire_ns) {
+		nexthops_expire(x->hops, now, HOP_MAX_AGE_NS);
+		x->next_expire_ns = now + HOP_MAX_AGE_NS / 3;
+	}
+}
+
 static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 {
 	struct afxdp *x = to_afxdp(b);
 	int got = 0;
 
+	ports_poll(x, mono_ns());
 	for (unsigned t = 0; t < x->nsocks && got < n; t++) {
 		unsigned s = (x->rx_rr + t) % x->nsocks;
 		struct afxdp_sock *k = &x->socks[s];
@@ -217,48 +280,80 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
 }
 
-static struct afxdp_sock *sock_for(struct afxdp *x, int ifindex, uint16_t sport)
+/*
+ * A path's port is its UDP source port modulo the number of ports, on both
+ * daemons: a reply (which echoes the request's source port) leaves on the
+ * port the request came in on, so a path keeps to one plane both ways, and
+ * a path that the engine moves (a new source port) usually changes port,
+ * as ECMP in a routed fabric would move it to another plane.  A port that
+ * is down, or cannot reach the peer, hands its paths to the next one.
+ */
+static const struct nexthop *port_for(struct afxdp *x, uint32_t peer, uint16_t sport,
+				      uint64_t now, unsigned *port)
 {
-	struct afxdp_sock *match[AFXDP_MAX_SOCKS];
-	unsigned n = 0;
+	unsigned want = sport % x->nports;
 
-	for (unsigned s = 0; s < x->nsocks; s++)
-		if (x->socks[s].ifindex == ifindex)
-			match[n++] = &x->socks[s];
-	/* Several queues of one interface: a path keeps to one of them. */
-	return n ? match[sport % n] : NULL;
+	for (unsigned t = 0; t < x->nports; t++) {
+		const struct nexthop *h;
+
+		*port = (want + t) % x->nports;
+		if (!x->ports[*port].up)
+			continue;
+		h = nexthops_get(x->hops, peer, *port, now);
+		if (h)
+			return h;
+	}
+	return NULL;
+}
+
+static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport)
+{
+	const struct peer *pe = peers_get(x->b.peers, peer);
+	unsigned want = sport % x->nports;
+	char a[MROC_ADDR_STRLEN];
+	int err = nexthops_err(x->hops, peer, want);
+
+	if (!err && x->ports[want].up)
+		return;		/* still resolving */
+	pr_warn_rl("af_xdp: %s is unreachable out of every port (%s: %s%s)",
+		   pe ? addr_str(&pe->addr, a, sizeof(a)) : "?", x->ports[want].ifname,
+		   x->ports[want].up ? "" : "down", x->ports[want].up ? strerror(-err) : "");
 }
 
 static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 {
-	struct peer *p = peers_route(x->b.peers, b->peer, now);
+	const struct peer *pe = peers_get(x->b.peers, b->peer);
 	uint64_t addr = buf_addr(x, b);
+	const struct nexthop *h;
+	struct afxdp_port *port;
 	struct afxdp_sock *k;
 	struct frame_tx ft;
 	struct xdp_desc *d;
+	unsigned p;
 	uint32_t idx;
 	int off;
 
-	if (!p) {
+	h = pe ? port_for(x, b->peer, b->sport, now, &p) : NULL;
+	if (!h) {
 		x->st.tx_no_route++;
+		if (pe)
+			warn_unreachable(x, b->peer, b->sport);
 		return false;
 	}
-	k = sock_for(x, p->ifindex, b->sport);
-	if (!k) {
-		x->st.tx_no_route++;
-		return false;
-	}
+	/* Several queues of one port: a path keeps to one of them. */
+	port = &x->ports[p];
+	k = &x->socks[port->first + (b->sport / x->nports) % port->nsocks];
 	ft = (struct frame_tx){
-		.src = p->src,
-		.dst = p->addr,
+		.src = h->src,
+		.dst = pe->addr,
 		.sport = b->sport,
 		.dport = x->udp_port,
 		.ecn = b->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT,
-		.vlan = p->vlan,
+		.vlan = h->vlan,
 		.udp_csum = true,
 	};
-	memcpy(ft.smac, p->smac, sizeof(ft.smac));
-	memcpy(ft.dmac, p->dmac, sizeof(ft.dmac));
+	memcpy(ft.smac, h->smac, sizeof(ft.smac));
+	memcpy(ft.dmac, h->dmac, sizeof(ft.dmac));
 	off = frame_build(x->area + addr, b->len, &ft);
 	if (off < 0 || xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1) {
 		x->st.tx_ring_full++;
@@ -288,6 +383,8 @@ static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used,
 	}
 	for (int i = used; i < got; i++)
 		x->free[x->nfree++] = buf_addr(x, &bufs[i]);
+	if (used)
+		ports_poll(x, now);
 	/* Copy mode needs a kick per batch; need_wakeup tells zero-copy when. */
 	for (unsigned s = 0; s < x->nsocks; s++) {
 		struct afxdp_sock *k = &x->socks[s];
@@ -311,6 +408,8 @@ static int afxdp_poll_fds(struct backend *b, int *fds, int max)
 
 	for (unsigned s = 0; s < x->nsocks && n < max; s++)
 		fds[n++] = xsk_socket__fd(x->socks[s].xsk);
+	if (x->mon_fd >= 0 && n < max)
+		fds[n++] = x->mon_fd;	/* drained by rx */
 	return n;
 }
 
@@ -358,13 +457,16 @@ static void afxdp_destroy(struct backend *b)
 				sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
 			if (!xsk_ring_cons__peek(&k->cq, 1, &idx))
 				break;
-			reclaim(x);
+			reclaim_sock(x, k);	/* not reclaim(): earlier sockets are gone */
 		}
 		if (k->xsk)
 			xsk_socket__delete(k->xsk);
 	}
 	if (x->umem)
 		xsk_umem__delete(x->umem);
+	if (x->mon_fd >= 0)
+		close(x->mon_fd);
+	nexthops_destroy(x->hops);
 	if (x->area)
 		munmap(x->area, x->area_len);
 	free(x->free);
@@ -476,6 +578,59 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 	return 0;
 }
 
+/*
+ * The ports are the interfaces, in the order of their sockets; each one's
+ * sockets are consecutive.  The monitor opens before the first reading of
+ * the links so that no change falls between.
+ */
+static int open_ports(struct afxdp *x, const struct afxdp_cfg *cfg)
+{
+	struct nexthops_cfg hc = {
+		.nl = cfg->nl,
+		.peers = x->b.peers,
+		.max_peers = cfg->max_peers,
+		.src = cfg->src,
+	};
+	int ifindex[NEXTHOP_MAX_PORTS];
+	int err;
+
+	for (unsigned s = 0; s < x->nsocks; s++) {
+		struct afxdp_port *port = &x->ports[x->nports - (x->nports > 0)];
+
+		if (!x->nports || port->ifindex != x->socks[s].ifindex) {
+			if (x->nports == NEXTHOP_MAX_PORTS) {
+				snprintf(x->why, sizeof(x->why), "more than %d interfaces",
+					 NEXTHOP_MAX_PORTS);
+				return -E2BIG;
+			}
+			port = &x->ports[x->nports];
+			ifindex[x->nports++] = x->socks[s].ifindex;
+			port->ifindex = x->socks[s].ifindex;
+			port->first = s;
+			memcpy(port->ifname, x->socks[s].ifname, sizeof(port->ifname));
+		} else if (port->first + port->nsocks != s) {
+			snprintf(x->why, sizeof(x->why), "the queues of %s are not listed together",
+				 port->ifname);
+			return -EINVAL;
+		}
+		port->nsocks++;
+	}
+	hc.port_ifindex = ifindex;
+	hc.nports = x->nports;
+	err = nexthops_create(&hc, &x->hops);
+	if (err) {
+		snprintf(x->why, sizeof(x->why), "next-hop table: %s", strerror(-err));
+		return err;
+	}
+	err = nl_monitor_open(&x->mon_fd);
+	if (err)
+		pr_warn("af_xdp: no link change notifications (%s): a port going down is "
+			"noticed by its lost packets only", strerror(-err));
+	ports_read(x, true);
+	x->next_expire_ns = mono_ns() + HOP_MAX_AGE_NS / 3;
+	return 0;
+}
+
 int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out,
 		 char *why, size_t why_len)
 {
@@ -503,6 +658,8 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 		return -ENOMEM;
 	x->b.ops = &afxdp_ops;
 	x->b.peers = peers;
+	x->nl = cfg->nl;
+	x->mon_fd = -1;
 	x->frame_size = cfg->frame_size;
 	x->udp_port = cfg->udp_port;
 	x->prog = cfg->prog;
@@ -536,6 +693,9 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 			goto fail;
 		refill(x, &x->socks[s], cfg->ring_size);
 	}
+	err = open_ports(x, cfg);
+	if (err)
+		goto fail;
 	for (unsigned s = 0; s < x->nsocks; s++) {
 		int n = snprintf(x->desc + off, sizeof(x->desc) - off, "%s%s:q%u", s ? " " : "",
 				 x->socks[s].ifname, x->socks[s].queue);

@@ -104,6 +104,29 @@ static void detach_all(struct mrocd *d)
 	d->prog = NULL;
 }
 
+/*
+ * The source address of every frame: network.address, or with several
+ * ports the first interface's (the peer must see one address on every
+ * port), or with one port whatever its routes prefer (family 0).
+ */
+static int frame_source(struct mrocd *d, int first_ifindex, struct mroc_addr *src)
+{
+	int err;
+
+	*src = d->cfg.network.address;
+	if (src->family || d->nattached < 2)
+		return 0;
+	err = nl_addr_first(d->nl, first_ifindex, 0, src);
+	if (err)
+		snprintf(d->fallback_why, sizeof(d->fallback_why), "network.address is not set "
+			 "and %s has no address to use on every port: %s",
+			 d->cfg.network.interfaces.v[0].name, strerror(-err));
+	else
+		pr_info("network.address is not set: every port sends from %s's address",
+			d->cfg.network.interfaces.v[0].name);
+	return err;
+}
+
 static int start_afxdp(struct mrocd *d)
 {
 	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
@@ -164,6 +187,11 @@ static int start_afxdp(struct mrocd *d)
 		}
 	}
 	ac.prog = d->prog;
+	ac.nl = d->nl;
+	ac.max_peers = PEER_SLOTS;
+	err = frame_source(d, d->attached[0], &ac.src);
+	if (err)
+		goto fail;
 	err = afxdp_create(&ac, d->peers, &d->be, d->fallback_why, sizeof(d->fallback_why));
 	if (err)
 		goto fail;

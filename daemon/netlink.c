@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <libmnl/libmnl.h>
 #include <linux/ethtool.h>
+#include <linux/if_addr.h>
 #include <linux/if_link.h>
 #include <linux/neighbour.h>
 #include <linux/netlink.h>
@@ -296,6 +297,11 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 
 int nl_route_get(struct nl *nl, const struct mroc_addr *dst, struct nl_route *out)
 {
+	return nl_route_get_oif(nl, dst, 0, out);
+}
+
+int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct nl_route *out)
+{
 	uint8_t buf[NL_REQ_SIZE] __attribute__((aligned(8)));
 	struct route_reply r = { .out = out };
 	struct nlmsghdr *nlh;
@@ -310,6 +316,8 @@ int nl_route_get(struct nl *nl, const struct mroc_addr *dst, struct nl_route *ou
 	rtm->rtm_family = (uint8_t)dst->family;
 	rtm->rtm_dst_len = (uint8_t)(alen * 8);
 	mnl_attr_put(nlh, RTA_DST, alen, dst->bytes);
+	if (oif > 0)
+		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)oif);
 	err = nl_request(nl, nlh, route_cb, &r);
 	if (err)
 		return err;
@@ -538,4 +546,102 @@ int nl_link_get(struct nl *nl, int ifindex, const char *name, struct nl_link *ou
 		return -ENODATA;
 	out->speed_mbps = link_speed(nl->ioctl_fd, out->name);
 	return 0;
+}
+
+/* ---- addresses -------------------------------------------------------------- */
+
+struct addr_reply {
+	int ifindex, family;
+	struct mroc_addr *out;
+	bool found;
+};
+
+static int addr_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct addr_reply *r = data;
+	const struct ifaddrmsg *ifa = mnl_nlmsg_get_payload(nlh);
+	const struct nlattr *a;
+	struct mroc_addr local = { 0 }, address = { 0 };
+
+	if (r->found || nlh->nlmsg_type != RTM_NEWADDR ||
+	    nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*ifa)) || (int)ifa->ifa_index != r->ifindex ||
+	    (r->family && ifa->ifa_family != r->family) || ifa->ifa_scope >= RT_SCOPE_LINK ||
+	    (ifa->ifa_flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)))
+		return 0;
+	mnl_attr_for_each(a, nlh, sizeof(*ifa)) {
+		if (mnl_attr_get_type(a) == IFA_LOCAL)
+			attr_addr(a, ifa->ifa_family, &local);
+		else if (mnl_attr_get_type(a) == IFA_ADDRESS)
+			attr_addr(a, ifa->ifa_family, &address);
+	}
+	/* IFA_LOCAL is ours on point-to-point links, where IFA_ADDRESS is the peer's. */
+	if (local.family || address.family) {
+		*r->out = local.family ? local : address;
+		r->found = true;
+	}
+	return 0;
+}
+
+int nl_addr_first(struct nl *nl, int ifindex, int family, struct mroc_addr *out)
+{
+	uint8_t buf[NL_REQ_SIZE] __attribute__((aligned(8)));
+	struct addr_reply r = { .ifindex = ifindex, .family = family, .out = out };
+	struct nlmsghdr *nlh;
+	struct ifaddrmsg *ifa;
+	int err;
+
+	if (ifindex <= 0)
+		return -EINVAL;
+	nlh = nl_req_init(buf, RTM_GETADDR, NLM_F_DUMP);
+	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
+	ifa->ifa_family = (uint8_t)family;
+	ifa->ifa_index = (uint32_t)ifindex;	/* strict checking filters by it */
+	err = nl_request(nl, nlh, addr_cb, &r);
+	if (err)
+		return err;
+	return r.found ? 0 : -EADDRNOTAVAIL;
+}
+
+/* ---- change notifications ------------------------------------------------------- */
+
+int nl_monitor_open(int *fd)
+{
+	struct sockaddr_nl sa = {
+		.nl_family = AF_NETLINK,
+		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
+	};
+	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
+
+	if (s < 0)
+		return -errno;
+	if (bind(s, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		int err = -errno;
+
+		close(s);
+		return err;
+	}
+	*fd = s;
+	return 0;
+}
+
+int nl_monitor_drain(int fd)
+{
+	uint8_t buf[8192] __attribute__((aligned(8)));
+	int n = 0;
+
+	for (;;) {
+		ssize_t len = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (len > 0) {
+			n++;
+			continue;
+		}
+		if (len < 0 && errno == EINTR)
+			continue;
+		/* ENOBUFS: notifications were lost, which is a change too. */
+		if (len < 0 && errno == ENOBUFS)
+			n++;
+		else
+			return n;
+	}
 }

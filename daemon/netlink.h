@@ -45,6 +45,12 @@ struct nl_route {
  * says, -ENODATA if it answered without a route, negative errno otherwise.
  */
 int nl_route_get(struct nl *nl, const struct mroc_addr *dst, struct nl_route *out);
+/*
+ * The same, out of interface oif (`ip route get DST oif DEV`): the route
+ * whose next hop uses that interface, also one next hop of a multipath
+ * route.  -ENETUNREACH when no route leaves there (or the link is down).
+ */
+int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct nl_route *out);
 
 /*
  * The MAC address of ip on interface ifindex (RTM_GETNEIGH).  Returns 0 and
@@ -87,5 +93,22 @@ struct nl_link {
  * otherwise.
  */
 int nl_link_get(struct nl *nl, int ifindex, const char *name, struct nl_link *out);
+
+/*
+ * The first global (not link-local, not tentative) address of family
+ * (AF_INET, AF_INET6, or 0 for either) on interface ifindex (RTM_GETADDR).
+ * Returns 0 on success, -EADDRNOTAVAIL if it has none, negative errno
+ * otherwise.
+ */
+int nl_addr_first(struct nl *nl, int ifindex, int family, struct mroc_addr *out);
+
+/*
+ * A non-blocking socket that becomes readable when links or routes change
+ * (RTNLGRP_LINK, RTNLGRP_IPV4_ROUTE, RTNLGRP_IPV6_ROUTE).  Returns 0 and the
+ * fd (the caller closes it), negative errno otherwise.
+ */
+int nl_monitor_open(int *fd);
+/* Reads every waiting notification; returns how many (lost ones count as one). */
+int nl_monitor_drain(int fd);
 
 #endif

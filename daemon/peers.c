@@ -5,14 +5,12 @@
  * no tombstones) from address to handle.  Next hops come from netlink.
  */
 #include <errno.h>
-#include <net/if_arp.h>
-#include <linux/neighbour.h>
-#include <linux/rtnetlink.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
 #include "netlink.h"
+#include "nexthop.h"
 #include "peers.h"
 
 #define PEERS_MAX	(1u << 24)
@@ -129,49 +127,21 @@ uint32_t peers_count(const struct peers *p)
  */
 static int peer_resolve(struct peers *p, struct peer *pe)
 {
-	struct nl_route rt;
-	struct nl_link link;
-	const struct mroc_addr *nh;
-	uint8_t dmac[ETH_ALEN_];
-	uint16_t state = 0;
+	struct nexthop hop;
 	int err;
 
 	if (!p->nl)
 		return -EOPNOTSUPP;
-	err = nl_route_get(p->nl, &pe->addr, &rt);
+	err = nexthop_resolve(p->nl, &pe->addr, 0, &hop);
 	if (err)
 		return err;
-	if (rt.type != RTN_UNICAST || rt.ifindex <= 0)
-		return -ENETUNREACH;
-	if (rt.src.family != pe->addr.family)
+	if (hop.src.family != pe->addr.family)
 		return -EADDRNOTAVAIL;
-	err = nl_link_get(p->nl, rt.ifindex, NULL, &link);
-	if (err)
-		return err;
-	if (link.type != ARPHRD_ETHER)
-		return -EOPNOTSUPP;
-
-	nh = rt.gw.family ? &rt.gw : &pe->addr;
-	err = nl_neigh_get(p->nl, rt.ifindex, nh, dmac, &state);
-	if (err == -EAGAIN) {
-		err = nl_neigh_resolve(p->nl, rt.ifindex, nh);
-		return err ? err : -EAGAIN;
-	}
-	if (err)
-		return err;
-	/*
-	 * AF_XDP traffic never confirms a neighbour to the kernel, so a STALE
-	 * entry stays STALE: have the kernel probe it (we use the MAC meanwhile;
-	 * a failed probe shows at the next re-resolution).
-	 */
-	if (state & NUD_STALE)
-		nl_neigh_resolve(p->nl, rt.ifindex, nh);
-
-	pe->ifindex = link.vlan_id && link.link_ifindex > 0 ? link.link_ifindex : rt.ifindex;
-	pe->vlan = link.vlan_id;
-	pe->src = rt.src;
-	memcpy(pe->smac, link.mac, ETH_ALEN_);
-	memcpy(pe->dmac, dmac, ETH_ALEN_);
+	pe->ifindex = hop.ifindex;
+	pe->vlan = hop.vlan;
+	pe->src = hop.src;
+	memcpy(pe->smac, hop.smac, ETH_ALEN_);
+	memcpy(pe->dmac, hop.dmac, ETH_ALEN_);
 	return 0;
 }
 
