@@ -202,17 +202,20 @@ static void ctl_reply(struct engine *eng, const struct engine_rx_meta *meta, uin
 				 .sport = meta->sport, .op = op, .reason = reason };
 }
 
-static void connected(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
-		      uint64_t now)
+/* 0, or -ENOMEM (nothing changed but peer_npaths) when the receive state cannot be had. */
+static int connected(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		     uint64_t now)
 {
+	qp->peer_npaths = pkt->cm.npaths;
+	if (qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn))
+		return -ENOMEM;
 	conn_unlink(eng, qp);
 	qp->peer_qpn = pkt->hdr.src_qpn;
 	conn_link(eng, qp);
 	qp->peer_mtu = pkt->cm.mtu;
-	qp->peer_npaths = pkt->cm.npaths;
-	qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn);
 	qp_start(eng, qp, now);
 	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS);
+	return 0;
 }
 
 static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
@@ -243,9 +246,12 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_BAD_PARAM);
 		return -EINVAL;
 	}
-	listen_unlink(eng, listener);
 	listener->peer = meta->peer;
-	connected(eng, listener, pkt, now);
+	if (connected(eng, listener, pkt, now)) {
+		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_NO_RESOURCES);
+		return -ENOMEM;
+	}
+	listen_unlink(eng, listener);
 	listener->cm_pending = CM_SEND_REP;
 	listener->cm_deadline = 0;
 	qp_wake_ctl(eng, listener);
@@ -289,7 +295,13 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		}
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
-		connected(eng, qp, pkt, now);
+		if (connected(eng, qp, pkt, now)) {
+			qp->state = ENGINE_QPS_ERROR;
+			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+			ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT,
+				  MROC_CM_NO_RESOURCES);
+			return -ENOMEM;
+		}
 		return 0;
 	case MROC_OP_CONNECT_REJ:
 		if (qp->state != ENGINE_QPS_CONNECTING)

@@ -80,7 +80,8 @@ struct path {
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
 	uint64_t last_repath;
-	struct sb_entry *sb;	/* MROC_SACK_BITS entries */
+	struct sb_entry *sb;	/* by PSN, grows up to MROC_SACK_BITS entries */
+	uint32_t sb_mask;
 	/* statistics */
 	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
 };
@@ -178,8 +179,8 @@ struct qp {
 	uint32_t isn_psn, isn_dsn;
 
 	/* send side */
-	struct tx_msg *txm;
-	uint32_t txm_mask;
+	struct tx_msg *txm;	/* by MSN; grows up to txm_max */
+	uint32_t txm_mask, txm_max;
 	uint32_t msn_head;	/* oldest message not completed */
 	uint32_t msn_tail;	/* next MSN to allocate */
 	uint32_t msn_seg;	/* message holding snd_nxt */
@@ -190,10 +191,10 @@ struct qp {
 	uint32_t sq_used;	/* application WRs not yet completed */
 	uint32_t rd_out;	/* READs outstanding as requester */
 	uint32_t rd_resp;	/* READ responses queued as responder */
-	struct dsn_entry *dsn;
+	struct dsn_entry *dsn;	/* by DSN; grows up to the DSN window */
 	uint32_t dsn_mask;
 	uint32_t *rtxq;		/* DSNs to retransmit, FIFO */
-	uint32_t rtx_head, rtx_tail;
+	uint32_t rtx_mask, rtx_head, rtx_tail;
 	uint32_t gbn_next;	/* RoCEv2 mode: next DSN to resend after go-back */
 	bool gbn_active;
 	struct path *paths;
@@ -218,22 +219,26 @@ struct qp {
 
 	/* receive side */
 	uint32_t rcv_cum;	/* cumulative DSN */
-	uint64_t *rcv_map;	/* DSN window bitmap, bit (dsn & mask) */
-	struct rx_msg *rxm;	/* MROC_MSG_WINDOW entries */
+	uint64_t *rcv_map;	/* DSNs received above rcv_cum: word dsn / 64, bit dsn % 64 */
+	uint32_t map_mask;	/* in words */
+	struct rx_msg *rxm;	/* by MSN; grows up to MROC_MSG_WINDOW */
+	uint32_t rxm_mask;
 	uint32_t rcv_msn;	/* next message to deliver */
 	uint32_t rcv_rd;	/* READ requests delivered but not yet queued (responder full) */
-	struct rq_entry *rq;
+	struct rq_entry *rq;	/* grows up to rq_max */
+	uint32_t rq_max;
 	uint32_t rq_mask, rq_head, rq_count;	/* rq_head = SSN + ssn_base of the oldest RECV */
 	uint32_t ssn_base;	/* rq_head when this connection began */
-	struct rx_path rxp[MROC_MAX_PATHS];
+	struct rx_path *rxp;	/* one per peer path (nrxp = peer_npaths), from connect */
+	uint8_t nrxp;
 	uint8_t nak_code;
 	uint16_t nak_seq;
 	uint32_t nak_dsn;
 	uint64_t hint_epoch;	/* engine epoch this QP last received data in */
 
 	/* completions, each QP in order */
-	struct engine_cqe *cq;
-	uint32_t cq_mask, cq_head, cq_tail;
+	struct engine_cqe *cq;	/* grows up to cq_cap, which every WR and event fits */
+	uint32_t cq_mask, cq_cap, cq_head, cq_tail;
 
 	/* scheduling (engine.c, timer.c): no walk over all QPs anywhere */
 	struct list tx_node;	/* on eng->tx_ready: something might be sendable */
@@ -318,6 +323,16 @@ uint8_t *mr_check_lkey(struct engine *eng, uint32_t pd, uint32_t lkey, uint32_t 
 uint8_t *mr_check_rkey(struct engine *eng, uint32_t pd, uint32_t rkey, uint32_t access,
 		       uint64_t off, uint64_t len, int *err);
 
+/* ring.c: per-QP arrays indexed by sequence number that grow with the window */
+uint32_t pow2_at_least(uint32_t n);
+int seqring_alloc(void **v, uint32_t *mask, size_t elem, uint32_t cap);
+int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t span,
+		    uint32_t max);
+#define SEQRING_ALLOC(arr, mask, cap) \
+	seqring_alloc((void **)&(arr), &(mask), sizeof(*(arr)), (cap))
+#define SEQRING_RESERVE(arr, mask, lo, span, max) \
+	seqring_reserve((void **)&(arr), &(mask), sizeof(*(arr)), (lo), (span), (max))
+
 /* path.c */
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
@@ -360,7 +375,7 @@ int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txb
 int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void qp_deliver(struct engine *eng, struct qp *qp);
 int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr);
-void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn);
+int qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn);
 
 /* cm.c */
 int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx_meta *meta,

@@ -4,6 +4,8 @@
  * additive increase, DCTCP-style CE reaction, loss reaction) and repathing.
  * The scoreboard itself is walked by qp_ack.c; this file owns the numbers.
  */
+#include <string.h>
+
 #include "internal.h"
 
 #define FIX_ONE		(1u << 20)	/* fixed-point 1.0 for alpha and EWMAs */
@@ -70,10 +72,10 @@ static void restart_window(struct engine *eng, struct path *p)
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id)
 {
 	struct sb_entry *sb = p->sb;
+	uint32_t mask = p->sb_mask;
 
-	*p = (struct path){ .sb = sb, .id = id };
-	for (unsigned i = 0; i < MROC_SACK_BITS; i++)
-		sb[i] = (struct sb_entry){ 0 };
+	*p = (struct path){ .sb = sb, .sb_mask = mask, .id = id };
+	memset(sb, 0, (mask + 1) * sizeof(*sb));
 	p->sport = pick_sport(eng, qp, p);
 	p->next_psn = p->floor = p->psn_hw = qp->isn_psn;
 	p->rto = eng->cfg.rto_init_ns;

@@ -6,19 +6,18 @@
 
 #include "internal.h"
 
-static uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
+/* Starting sizes of the growable rings (ring.c): what an idle QP holds. */
+#define RING_START	16
 
-	while (p < n)
-		p <<= 1;
-	return p;
+static uint32_t start_cap(uint32_t max)
+{
+	return max < RING_START ? max : RING_START;
 }
 
 struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
 {
 	struct qp *qp = calloc(1, sizeof(*qp));
-	uint32_t ntx, ncq, nrq;
+	int err = 0;
 
 	if (!qp)
 		return NULL;
@@ -29,29 +28,23 @@ struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
 	qp->sq_depth = attr->sq_depth;
 	qp->rq_depth = attr->rq_depth;
 
-	ntx = pow2_at_least(attr->sq_depth + MROC_MAX_RD);
-	nrq = pow2_at_least(attr->rq_depth);
-	ncq = pow2_at_least(attr->sq_depth + attr->rq_depth + 8);
-	qp->txm = calloc(ntx, sizeof(*qp->txm));
-	qp->txm_mask = ntx - 1;
-	qp->dsn = calloc(eng->dsn_window, sizeof(*qp->dsn));
-	qp->dsn_mask = eng->dsn_window - 1;
-	qp->rtxq = calloc(eng->dsn_window, sizeof(*qp->rtxq));
-	qp->rcv_map = calloc(eng->dsn_window / 64, sizeof(uint64_t));
-	qp->rxm = calloc(MROC_MSG_WINDOW, sizeof(*qp->rxm));
-	qp->rq = calloc(nrq, sizeof(*qp->rq));
-	qp->rq_mask = nrq - 1;
-	qp->cq = calloc(ncq, sizeof(*qp->cq));
-	qp->cq_mask = ncq - 1;
+	/* Logical sizes from the depths; the arrays start small and grow. */
+	qp->txm_max = pow2_at_least(attr->sq_depth + MROC_MAX_RD);
+	qp->rq_max = pow2_at_least(attr->rq_depth);
+	qp->cq_cap = pow2_at_least(attr->sq_depth + attr->rq_depth + 8);
+	err |= SEQRING_ALLOC(qp->txm, qp->txm_mask, start_cap(qp->txm_max));
+	err |= SEQRING_ALLOC(qp->dsn, qp->dsn_mask, RING_START);
+	err |= SEQRING_ALLOC(qp->rtxq, qp->rtx_mask, RING_START);
+	err |= SEQRING_ALLOC(qp->rcv_map, qp->map_mask, 1);
+	err |= SEQRING_ALLOC(qp->rxm, qp->rxm_mask, RING_START);
+	err |= SEQRING_ALLOC(qp->rq, qp->rq_mask, start_cap(qp->rq_max));
+	err |= SEQRING_ALLOC(qp->cq, qp->cq_mask, start_cap(qp->cq_cap));
 	qp->paths = calloc(qp->npaths, sizeof(*qp->paths));
-	if (!qp->txm || !qp->dsn || !qp->rtxq || !qp->rcv_map || !qp->rxm || !qp->rq ||
-	    !qp->cq || !qp->paths)
+	if (err || !qp->paths)
 		goto fail;
-	for (unsigned i = 0; i < qp->npaths; i++) {
-		qp->paths[i].sb = calloc(MROC_SACK_BITS, sizeof(struct sb_entry));
-		if (!qp->paths[i].sb)
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (SEQRING_ALLOC(qp->paths[i].sb, qp->paths[i].sb_mask, RING_START))
 			goto fail;
-	}
 	/* Ties between paths go round-robin from here: not path 0 for every QP of a host. */
 	qp->rr = prng_below(&eng->rng, qp->npaths);
 	if (attr->fixed_isn) {
@@ -82,6 +75,7 @@ void qp_free(struct qp *qp)
 	free(qp->rxm);
 	free(qp->rq);
 	free(qp->cq);
+	free(qp->rxp);
 	free(qp);
 }
 
@@ -113,13 +107,18 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 
 uint32_t qp_cq_room(const struct qp *qp)
 {
-	return qp->cq_mask + 1 - (qp->cq_tail - qp->cq_head);
+	return qp->cq_cap - (qp->cq_tail - qp->cq_head);
 }
 
 int qp_push_cqe(struct engine *eng, struct qp *qp, const struct engine_cqe *cqe)
 {
-	if (!qp_cq_room(qp))
-		return -ENOSPC;
+	uint32_t used = qp->cq_tail - qp->cq_head;
+	int err = SEQRING_RESERVE(qp->cq, qp->cq_mask, qp->cq_head, used + 1, qp->cq_cap);
+
+	if (err) {
+		qp->errors++;
+		return err;
+	}
 	qp->cq[qp->cq_tail++ & qp->cq_mask] = *cqe;
 	if (!list_linked(&qp->cq_node))
 		list_add_tail(&eng->cq_ready, &qp->cq_node);
@@ -157,7 +156,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 			d = deadline_min(d, qp->paths[i].rto_deadline);
 			d = deadline_min(d, qp->paths[i].probe_at);
 		}
-		for (unsigned i = 0; i < MROC_MAX_PATHS; i++)
+		for (unsigned i = 0; i < qp->nrxp; i++)
 			d = deadline_min(d, qp->rxp[i].ack_deadline);
 		d = deadline_min(d, qp->rnr_deadline);
 		if (qp->pace_blocked)

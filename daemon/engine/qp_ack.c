@@ -16,7 +16,7 @@ static struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
 
 static struct sb_entry *sb_ent(struct path *p, uint32_t psn)
 {
-	return &p->sb[psn & (MROC_SACK_BITS - 1)];
+	return &p->sb[psn & p->sb_mask];
 }
 
 /* One transmission acknowledged: returns its bytes (0 if it was not in flight). */

@@ -6,13 +6,25 @@
  * the per-path ACKs that carry SACK, echo, CE counts, rate hint and NAKs.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "internal.h"
 
-void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn)
+/* Receive state for a new connection; peer_npaths is set.  0 or -ENOMEM. */
+int qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn)
 {
-	for (unsigned i = 0; i < MROC_MAX_PATHS; i++) {
+	(void)eng;
+	if (qp->nrxp != qp->peer_npaths) {
+		struct rx_path *rxp = calloc(qp->peer_npaths, sizeof(*rxp));
+
+		if (!rxp)
+			return -ENOMEM;
+		free(qp->rxp);
+		qp->rxp = rxp;
+		qp->nrxp = qp->peer_npaths;
+	}
+	for (unsigned i = 0; i < qp->nrxp; i++) {
 		qp->rxp[i] = (struct rx_path){ 0 };
 		sack_init(&qp->rxp[i].sack, peer_isn_psn);
 	}
@@ -21,9 +33,10 @@ void qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint3
 	qp->ssn_base = qp->rq_head;
 	qp->nak_seq = 0;
 	qp->nak_code = MROC_NAK_NONE;
-	memset(qp->rcv_map, 0, eng->dsn_window / 8);
-	memset(qp->rxm, 0, MROC_MSG_WINDOW * sizeof(*qp->rxm));
+	memset(qp->rcv_map, 0, (qp->map_mask + 1) * sizeof(*qp->rcv_map));
+	memset(qp->rxm, 0, (qp->rxm_mask + 1) * sizeof(*qp->rxm));
 	qp->rcv_msn = 0;
+	return 0;
 }
 
 int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr)
@@ -32,6 +45,8 @@ int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr 
 		return -ENOTCONN;
 	if (qp->rq_count >= qp->rq_depth || !qp_cq_budget(qp))
 		return -ENOSPC;
+	if (SEQRING_RESERVE(qp->rq, qp->rq_mask, qp->rq_head, qp->rq_count + 1, qp->rq_max))
+		return -ENOMEM;
 	if (wr->len && !mr_check_lkey(eng, qp->pd, wr->lkey, ENGINE_ACCESS_LOCAL_WRITE, wr->laddr,
 				      wr->len))
 		return -EFAULT;
@@ -44,16 +59,27 @@ int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr 
 
 static bool map_test(const struct qp *qp, uint32_t dsn)
 {
-	uint32_t i = dsn & qp->dsn_mask;
-
-	return qp->rcv_map[i / 64] & (1ULL << (i % 64));
+	return qp->rcv_map[(dsn / 64) & qp->map_mask] & (1ULL << (dsn % 64));
 }
 
 static void map_flip(struct qp *qp, uint32_t dsn)
 {
-	uint32_t i = dsn & qp->dsn_mask;
+	qp->rcv_map[(dsn / 64) & qp->map_mask] ^= 1ULL << (dsn % 64);
+}
 
-	qp->rcv_map[i / 64] ^= 1ULL << (i % 64);
+/*
+ * Room in the receive rings for this segment: the DSN map up to its DSN
+ * (at or above rcv_cum) and the message ring up to its MSN.
+ */
+static int rx_reserve(struct engine *eng, struct qp *qp, uint32_t dsn, uint32_t msn)
+{
+	uint32_t words = dsn / 64 - qp->rcv_cum / 64 + 1;
+
+	if (SEQRING_RESERVE(qp->rcv_map, qp->map_mask, qp->rcv_cum / 64, words,
+			    2 * eng->dsn_window / 64))
+		return -ENOMEM;
+	return SEQRING_RESERVE(qp->rxm, qp->rxm_mask, qp->rcv_msn, msn - qp->rcv_msn + 1,
+			       MROC_MSG_WINDOW);
 }
 
 /* Record a placed DSN and slide the cumulative DSN over contiguous ones. */
@@ -184,7 +210,7 @@ bounds:
 static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
 {
 	const struct mroc_data_hdr *d = &pkt->data;
-	struct rx_msg *mi = &qp->rxm[d->msn & (MROC_MSG_WINDOW - 1)];
+	struct rx_msg *mi = &qp->rxm[d->msn & qp->rxm_mask];
 	uint32_t mtu = qp->peer_mtu, seg, nseg;
 
 	(void)eng;
@@ -211,7 +237,7 @@ static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 void qp_deliver(struct engine *eng, struct qp *qp)
 {
 	for (;;) {
-		struct rx_msg *mi = &qp->rxm[qp->rcv_msn & (MROC_MSG_WINDOW - 1)];
+		struct rx_msg *mi = &qp->rxm[qp->rcv_msn & qp->rxm_mask];
 
 		if (!mi->valid || mi->msn != qp->rcv_msn || !seq_lt(mi->last_dsn, qp->rcv_cum))
 			return;
@@ -285,7 +311,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	       const struct engine_rx_meta *meta, uint64_t now)
 {
 	const struct mroc_data_hdr *d = &pkt->data;
-	struct rx_path *rp = &qp->rxp[pkt->hdr.path_id];
+	struct rx_path *rp;
 	int32_t dd = seq_diff(d->dsn, qp->rcv_cum);
 	uint32_t old_cum;
 	uint8_t *dst, nak = MROC_NAK_NONE;
@@ -303,10 +329,11 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.rx_malformed[WIRE_ERR_LENGTH]++;
 		return -EBADMSG;
 	}
-	if (pkt->hdr.path_id >= qp->peer_npaths) {
+	if (pkt->hdr.path_id >= qp->nrxp) {
 		eng->st.c[EC_RX_OUT_OF_WINDOW]++;
 		return -ERANGE;
 	}
+	rp = &qp->rxp[pkt->hdr.path_id];
 	/* The floor first: PSNs the sender gave up on must not hold the window. */
 	if (qp->mode != MROC_MODE_ROCEV2 && seq_le(d->psn_floor, d->psn) &&
 	    seq_diff(d->psn, d->psn_floor) < MROC_SACK_BITS)
@@ -344,7 +371,15 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
 	engine_rate_hint(eng, qp, now);
 
-	if (dd < 0 || map_test(qp, d->dsn)) {
+	if (dd < 0) {
+		eng->st.c[EC_RX_DUP]++;
+		return -EALREADY;
+	}
+	if (rx_reserve(eng, qp, d->dsn, d->msn)) {
+		rp->ack_now = true;	/* memory ran out: the sender resends */
+		return -ENOMEM;
+	}
+	if (map_test(qp, d->dsn)) {
 		eng->st.c[EC_RX_DUP]++;
 		return -EALREADY;
 	}
@@ -396,7 +431,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 /* Build a pending ACK, if any path owes one now.  Returns 1 or 0. */
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
-	for (unsigned i = 0; i < MROC_MAX_PATHS; i++) {
+	for (unsigned i = 0; i < qp->nrxp; i++) {
 		struct rx_path *rp = &qp->rxp[i];
 		struct mroc_ack_hdr a;
 		size_t n;

@@ -45,14 +45,16 @@ bool qp_cq_budget(const struct qp *qp)
 {
 	uint32_t pending = qp->cq_tail - qp->cq_head;
 
-	return qp->sq_used + qp->rq_count + pending + 8 < qp->cq_mask + 1;
+	return qp->sq_used + qp->rq_count + pending + 8 < qp->cq_cap;
 }
 
 static struct tx_msg *msg_alloc(struct qp *qp, uint8_t op, uint32_t len, uint32_t nseg)
 {
 	struct tx_msg *m;
 
-	if (qp->msn_tail - qp->msn_head > qp->txm_mask)
+	if (qp->msn_tail - qp->msn_head >= qp->txm_max ||
+	    SEQRING_RESERVE(qp->txm, qp->txm_mask, qp->msn_head,
+			    qp->msn_tail - qp->msn_head + 1, qp->txm_max))
 		return NULL;
 	m = qp_msg(qp, qp->msn_tail);
 	*m = (struct tx_msg){
@@ -125,6 +127,28 @@ bool qp_has_data(const struct engine *eng, const struct qp *qp)
 	return qp->rtx_head != qp->rtx_tail || qp->gbn_active || qp->snd_nxt != qp->dsn_alloc;
 }
 
+/*
+ * Room for one more DSN in the retransmit FIFO.  It holds each live DSN at
+ * most once (e->queued), but also DSNs that fell below snd_una before their
+ * turn; when the window's worth is reached those are dropped by compacting.
+ */
+static bool rtxq_room(struct engine *eng, struct qp *qp)
+{
+	uint32_t n = qp->rtx_tail - qp->rtx_head, live = 0;
+
+	if (!SEQRING_RESERVE(qp->rtxq, qp->rtx_mask, qp->rtx_head, n + 1, eng->dsn_window))
+		return true;
+	/* In place, in ring order: the write position never passes the read one. */
+	for (uint32_t i = qp->rtx_head; i != qp->rtx_tail; i++) {
+		uint32_t d = qp->rtxq[i & qp->rtx_mask];
+
+		if (!seq_lt(d, qp->snd_una) && dsn_ent(qp, d)->state == DSN_LOST)
+			qp->rtxq[(qp->rtx_head + live++) & qp->rtx_mask] = d;
+	}
+	qp->rtx_tail = qp->rtx_head + live;
+	return live < qp->rtx_mask + 1;
+}
+
 void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn)
 {
 	struct dsn_entry *e;
@@ -138,8 +162,10 @@ void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn)
 	e->state = DSN_LOST;
 	if (qp->mode == MROC_MODE_ROCEV2 || e->queued)
 		return;
-	e->queued = 1;
-	qp->rtxq[qp->rtx_tail++ & qp->dsn_mask] = dsn;
+	if (rtxq_room(eng, qp)) {
+		e->queued = 1;
+		qp->rtxq[qp->rtx_tail++ & qp->rtx_mask] = dsn;
+	}
 	qp_wake(eng, qp);
 }
 
@@ -147,7 +173,7 @@ void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn)
 static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx)
 {
 	while (qp->rtx_head != qp->rtx_tail) {
-		uint32_t d = qp->rtxq[qp->rtx_head & qp->dsn_mask];
+		uint32_t d = qp->rtxq[qp->rtx_head & qp->rtx_mask];
 		struct dsn_entry *e = dsn_ent(qp, d);
 
 		if (seq_lt(d, qp->snd_una) || e->state != DSN_LOST) {
@@ -170,7 +196,9 @@ static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx
 	}
 	if (qp->snd_nxt == qp->dsn_alloc)
 		return -ENODATA;
-	if ((uint32_t)seq_diff(qp->snd_nxt, qp->snd_una) >= eng->dsn_window)
+	if ((uint32_t)seq_diff(qp->snd_nxt, qp->snd_una) >= eng->dsn_window ||
+	    SEQRING_RESERVE(qp->dsn, qp->dsn_mask, qp->snd_una, qp->snd_nxt - qp->snd_una + 1,
+			    eng->dsn_window))
 		return -ENOBUFS;
 	{
 		struct tx_msg *m = qp_msg(qp, qp->msn_seg);
@@ -257,7 +285,7 @@ static void pace(struct engine *eng, struct qp *qp, uint64_t now, uint32_t bytes
 static bool newest_inflight(const struct qp *qp, const struct path *p, uint32_t *dsn)
 {
 	for (uint32_t q = p->next_psn; q != p->floor; q--) {
-		const struct sb_entry *s = &p->sb[(q - 1) & (MROC_SACK_BITS - 1)];
+		const struct sb_entry *s = &p->sb[(q - 1) & p->sb_mask];
 
 		if (s->state == SB_INFLIGHT && !s->copy && !seq_lt(s->dsn, qp->snd_una) &&
 		    seq_lt(s->dsn, qp->snd_nxt) &&
@@ -277,7 +305,7 @@ static bool newest_inflight(const struct qp *qp, const struct path *p, uint32_t 
 static bool probe_copy(const struct qp *qp, const struct path *self, uint32_t *dsn)
 {
 	if (qp->rtx_head != qp->rtx_tail) {
-		*dsn = qp->rtxq[qp->rtx_head & qp->dsn_mask];
+		*dsn = qp->rtxq[qp->rtx_head & qp->rtx_mask];
 		if (!seq_lt(*dsn, qp->snd_una) && seq_lt(*dsn, qp->snd_nxt))
 			return true;
 	}
@@ -389,7 +417,8 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p = path_can_send(eng, &qp->paths[0], bytes) ? &qp->paths[0] : NULL;
 	else
 		p = pick_path(eng, qp, bytes);
-	if (!p)
+	if (!p || SEQRING_RESERVE(p->sb, p->sb_mask, p->floor, p->next_psn - p->floor + 1,
+				  MROC_SACK_BITS))
 		return 0;
 	src = segment_source(eng, qp, m, off, plen);
 	if (!src)
@@ -435,7 +464,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	d.key = m->key;
 	d.imm = m->imm;
 	d.raddr = m->raddr;
-	p->sb[d.psn & (MROC_SACK_BITS - 1)] = (struct sb_entry){
+	p->sb[d.psn & p->sb_mask] = (struct sb_entry){
 		.dsn = dsn, .ts = (uint32_t)now, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
 		.copy = copy,
 	};
