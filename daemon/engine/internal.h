@@ -126,7 +126,8 @@ struct tx_msg {
 struct rx_path {
 	struct sack sack;	/* cum_psn + 256-bit bitmap */
 	uint32_t rcv_pkts, ce_pkts;
-	uint32_t last_ts;
+	uint32_t last_ts;	/* the sender's timestamp of the newest data packet ... */
+	uint64_t last_ts_at;	/* ... and when it arrived (our clock) */
 	uint16_t sport;		/* where the newest data came from; ACKs go back on it */
 	uint16_t unacked;
 	bool active;

@@ -366,6 +366,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_CE]++;
 	}
 	rp->last_ts = pkt->hdr.ts;
+	rp->last_ts_at = now;
 	rp->sport = meta->sport;
 	rp->active = true;
 	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
@@ -428,6 +429,19 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	return 1;
 }
 
+/*
+ * The echo is moved on by the time the ACK waited here beyond the delayed
+ * ACK's own allowance (which the sender's RTO already adds): behind
+ * thousands of QPs' ACKs, a busy receiver must not look like a slow network
+ * or like loss.  The sender's RTT keeps the network and its own queues.
+ */
+static uint32_t ack_held(const struct engine *eng, const struct rx_path *rp, uint64_t now)
+{
+	uint64_t held = now - rp->last_ts_at;
+
+	return held > eng->cfg.ack_delay_ns ? (uint32_t)(held - eng->cfg.ack_delay_ns) : 0;
+}
+
 /* Build a pending ACK, if any path owes one now.  Returns 1 or 0. */
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -443,7 +457,7 @@ int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txb
 		a = (struct mroc_ack_hdr){
 			.cum_psn = rp->sack.cum,
 			.cum_dsn = qp->rcv_cum,
-			.ts_echo = rp->last_ts,
+			.ts_echo = rp->last_ts + ack_held(eng, rp, now),
 			.rcv_pkts = rp->rcv_pkts,
 			.ce_pkts = rp->ce_pkts,
 			.rate_hint = engine_rate_hint(eng, qp, now),
