@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * libmroc contexts: the connection to mrocd's client socket, the HELLO
- * handshake (doorbell eventfd out, ABI version and limits back), and the
+ * handshake (doorbell eventfd out, ABI version and limits back), the
  * request/reply exchange every other call goes through (abi.h: one
- * SOCK_SEQPACKET message each way, fds as SCM_RIGHTS).
+ * SOCK_SEQPACKET message each way, fds as SCM_RIGHTS), and noticing that
+ * mrocd went away (the socket hangs up), which fails every later call.
  */
 #include <errno.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -124,7 +126,7 @@ int libmroc_request(struct mroc_ctx *ctx, void *msg, size_t len, const int *fds,
 	int err;
 
 	pthread_mutex_lock(&ctx->req_lock);
-	if (ctx->dead) {
+	if (atomic_load_explicit(&ctx->dead, memory_order_relaxed)) {
 		err = -ENOTCONN;
 		goto out;
 	}
@@ -146,14 +148,43 @@ int libmroc_request(struct mroc_ctx *ctx, void *msg, size_t len, const int *fds,
 		memcpy(msg, buf, len);
 	goto out;
 lost:
-	if (err != -ENOTCONN)
+	if (err != -ENOTCONN && !atomic_load_explicit(&ctx->dead, memory_order_relaxed))
 		pr_warn("lost the connection to mrocd: %s", mroc_strerror(err));
-	ctx->dead = true;
+	atomic_store_explicit(&ctx->dead, true, memory_order_relaxed);
 	if (err != -EPROTO)
 		err = -ENOTCONN;
 out:
 	pthread_mutex_unlock(&ctx->req_lock);
 	return err;
+}
+
+void libmroc_ctx_died(struct mroc_ctx *ctx)
+{
+	if (!atomic_exchange_explicit(&ctx->dead, true, memory_order_relaxed))
+		pr_warn("mrocd closed the connection (it exited or was killed): every QP has failed");
+}
+
+bool libmroc_ctx_gone(struct mroc_ctx *ctx, int64_t now)
+{
+	struct pollfd p = { .fd = ctx->sock, .events = POLLRDHUP };
+
+	if (atomic_load_explicit(&ctx->dead, memory_order_relaxed))
+		return true;
+	if (now < atomic_load_explicit(&ctx->alive_check, memory_order_relaxed))
+		return false;
+	/* Several pollers may all look now: harmless, and rarer than a lock. */
+	atomic_store_explicit(&ctx->alive_check, now + LIBMROC_ALIVE_CHECK_NS,
+			      memory_order_relaxed);
+	/* POLLRDHUP, not POLLIN: a reply to another thread's request is no hang-up. */
+	if (poll(&p, 1, 0) <= 0 || !(p.revents & LIBMROC_HANGUP))
+		return false;
+	libmroc_ctx_died(ctx);
+	return true;
+}
+
+int mroc_ctx_fd(const struct mroc_ctx *ctx)
+{
+	return ctx ? ctx->sock : -EINVAL;
 }
 
 static int connect_socket(const char *path)
@@ -212,12 +243,59 @@ static const char *socket_path(const struct mroc_ctx_opts *opts)
 	return path;
 }
 
+/* $MROC_SPIN_US: microseconds (0: none), or "forever"; MROC_SPIN_DEFAULT when unset. */
+static int spin_env(int *us)
+{
+	const char *s = secure_getenv("MROC_SPIN_US");
+	char *end;
+	long v;
+
+	*us = MROC_SPIN_DEFAULT;
+	if (!s || !*s)
+		return 0;
+	if (!strcmp(s, "forever")) {
+		*us = MROC_SPIN_FOREVER;
+		return 0;
+	}
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < 0 || v > INT_MAX)
+		return -EINVAL;
+	*us = v ? (int)v : MROC_SPIN_NONE;
+	return 0;
+}
+
+/* The polling budget in ns (spin.h) from the options, else the environment, else the default. */
+static int spin_budget(const struct mroc_ctx_opts *opts, int64_t *ns)
+{
+	int us = LIBMROC_OPT(opts, spin_us, MROC_SPIN_DEFAULT), err;
+
+	if (us == MROC_SPIN_DEFAULT) {
+		err = spin_env(&us);
+		if (err)
+			return err;
+		if (us == MROC_SPIN_DEFAULT)
+			us = MROC_SPIN_US_DEFAULT;
+	}
+	if (us == MROC_SPIN_FOREVER)
+		*ns = LIBMROC_SPIN_ALWAYS;
+	else if (us == MROC_SPIN_NONE)
+		*ns = 0;
+	else if (us > 0)
+		*ns = us * 1000LL;
+	else
+		return -EINVAL;
+	return 0;
+}
+
 struct mroc_ctx *mroc_open(const struct mroc_ctx_opts *opts)
 {
 	struct mroc_ctx *ctx;
+	int64_t spin_ns;
 	int err;
 
-	if (opts && !libmroc_opts_valid(opts, opts->sz, sizeof(*opts))) {
+	if ((opts && !libmroc_opts_valid(opts, opts->sz, sizeof(*opts))) ||
+	    spin_budget(opts, &spin_ns)) {
 		errno = EINVAL;
 		return NULL;
 	}
@@ -226,10 +304,13 @@ struct mroc_ctx *mroc_open(const struct mroc_ctx_opts *opts)
 		errno = ENOMEM;
 		return NULL;
 	}
+	ctx->spin_ns = spin_ns;
 	ctx->doorbell_fd = -1;
 	pthread_mutex_init(&ctx->req_lock, NULL);
 	pthread_mutex_init(&ctx->list_lock, NULL);
 	atomic_init(&ctx->mr_gen, 0);
+	atomic_init(&ctx->dead, false);
+	atomic_init(&ctx->alive_check, 0);
 
 	ctx->sock = connect_socket(socket_path(opts));
 	if (ctx->sock < 0) {

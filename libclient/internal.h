@@ -12,6 +12,7 @@
 #ifndef LIBMROC_INTERNAL_H
 #define LIBMROC_INTERNAL_H
 
+#include <poll.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -21,13 +22,17 @@
 #include "abi.h"
 #include "mroc/mroc.h"
 #include "ring.h"
+#include "spin.h"
 
 struct mroc_ctx {
 	int sock;			/* SOCK_SEQPACKET to mrocd */
 	int doorbell_fd;		/* eventfd, rung when the daemon sleeps */
-	pthread_mutex_t req_lock;	/* one request at a time; guards seq and dead */
+	pthread_mutex_t req_lock;	/* one request at a time; guards seq */
 	uint32_t seq;
-	bool dead;			/* the socket failed: every request is -ENOTCONN */
+	/* The socket failed or hung up (mrocd is gone): every call is -ENOTCONN. */
+	_Atomic bool dead;
+	_Atomic int64_t alive_check;	/* pollers look for a hang-up again at this time */
+	int64_t spin_ns;		/* the polling budget (spin.h), from the options */
 
 	/* From the daemon's HELLO reply; 0 means no limit was given. */
 	uint32_t client_id;
@@ -82,6 +87,7 @@ struct mroc_qp {
 	struct libmroc_mr_cache rq_cache;
 
 	_Alignas(MROC_CACHE_LINE) struct ring_view cq;	/* consumer */
+	struct libmroc_spin poll_spin;	/* mroc_poll_cq's empty streak */
 	/* Completions taken off the CQ by mroc_qp_wait_connected, returned first by mroc_poll_cq. */
 	struct mroc_wc *stash;
 	uint32_t stash_head, stash_cnt, stash_cap;
@@ -96,6 +102,15 @@ struct mroc_qp {
  * -ENOTCONN once the socket has failed.
  */
 int libmroc_request(struct mroc_ctx *ctx, void *msg, size_t len, const int *fds, int nfds);
+
+/* How often pollers that never sleep look for a hang-up on the socket (a poll(2) call). */
+#define LIBMROC_ALIVE_CHECK_NS	10000000LL
+/* Note that mrocd is gone (says so once); every call of the context fails from now on. */
+void libmroc_ctx_died(struct mroc_ctx *ctx);
+/* Has mrocd gone?  Looks at the socket if it has not for LIBMROC_ALIVE_CHECK_NS. */
+bool libmroc_ctx_gone(struct mroc_ctx *ctx, int64_t now);
+/* pollfd revents of the socket mean mrocd is gone. */
+#define LIBMROC_HANGUP		(POLLHUP | POLLRDHUP | POLLERR)
 
 /* ---- mr.c ----------------------------------------------------------------- */
 
@@ -117,10 +132,12 @@ void libmroc_qp_drop_all(struct mroc_ctx *ctx);
 
 /* Deadlines on CLOCK_MONOTONIC in ns; LIBMROC_FOREVER for no limit. */
 #define LIBMROC_FOREVER		INT64_MAX
+int64_t libmroc_now_ns(void);
 int64_t libmroc_deadline(int timeout_ms);
 /*
- * Arm the CQ and sleep on the completion fd until it fires or the deadline
- * passes: 0 (look at the CQ again; the wake-up may be spurious) or -ETIMEDOUT.
+ * Arm the CQ and sleep on the completion fd (and the context's socket) until
+ * it fires, mrocd hangs up or the deadline passes: 0 (look at the CQ again;
+ * the wake-up may be spurious), -ENOTCONN or -ETIMEDOUT.
  * Returns 0 at once if the ring is not empty.
  */
 int libmroc_cq_sleep(struct mroc_qp *qp, int64_t deadline);

@@ -2,11 +2,13 @@
 /*
  * The data path: work requests into the SQ and RQ (validated, addresses
  * turned into region offsets, the daemon's doorbell rung only when it sleeps),
- * completions out of the CQ, and the completion channel (the ARMED flag and
- * the completion eventfd) for sleeping instead of spinning.
+ * completions out of the CQ, the completion channel (the ARMED flag and
+ * the completion eventfd) for sleeping instead of spinning, and the polling
+ * policy between the two (spin.h).
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -45,6 +47,8 @@ int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr)
 
 	if (!qp || !wr || wr->opcode > MROC_WR_READ || (wr->flags & ~MROC_SEND_SIGNALED))
 		return -EINVAL;
+	if (atomic_load_explicit(&qp->ctx->dead, memory_order_relaxed))
+		return -ENOTCONN;
 	err = libmroc_sge_offset(qp->ctx, &qp->sq_cache, &wr->sg, &e.laddr);
 	if (err)
 		return err;
@@ -72,6 +76,8 @@ int mroc_post_recv(struct mroc_qp *qp, const struct mroc_recv_wr *wr)
 
 	if (!qp || !wr)
 		return -EINVAL;
+	if (atomic_load_explicit(&qp->ctx->dead, memory_order_relaxed))
+		return -ENOTCONN;
 	err = libmroc_sge_offset(qp->ctx, &qp->rq_cache, &wr->sg, &e.laddr);
 	if (err)
 		return err;
@@ -109,6 +115,18 @@ void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
 	}
 }
 
+/* An empty poll: -ENOTCONN if mrocd is gone; past the spin budget, give the CPU away. */
+static int poll_empty(struct mroc_qp *qp)
+{
+	int64_t now = libmroc_now_ns();
+
+	if (libmroc_ctx_gone(qp->ctx, now))
+		return -ENOTCONN;
+	if (libmroc_spin_empty(&qp->poll_spin, now) != LIBMROC_SPIN_POLL)
+		sched_yield();
+	return 0;
+}
+
 int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max)
 {
 	int n = 0;
@@ -131,6 +149,9 @@ int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max)
 	}
 	if (avail > max - n)
 		avail = max - n;
+	if (n + avail == 0)
+		return max ? poll_empty(qp) : 0;
+	libmroc_spin_reset(&qp->poll_spin);
 	for (int i = 0; i < avail; i++)
 		libmroc_cqe_to_wc(qp, ring_cons_slot(&qp->cq, i), &wc[n + i]);
 	ring_cons_release(&qp->cq, avail);
@@ -168,7 +189,7 @@ int mroc_ack_notify(struct mroc_qp *qp)
 	return 0;
 }
 
-static int64_t now_ns(void)
+int64_t libmroc_now_ns(void)
 {
 	struct timespec ts;
 
@@ -178,7 +199,7 @@ static int64_t now_ns(void)
 
 int64_t libmroc_deadline(int timeout_ms)
 {
-	return timeout_ms < 0 ? LIBMROC_FOREVER : now_ns() + timeout_ms * 1000000LL;
+	return timeout_ms < 0 ? LIBMROC_FOREVER : libmroc_now_ns() + timeout_ms * 1000000LL;
 }
 
 /* poll(2)'s timeout until deadline, rounded up so that we never wake just before it. */
@@ -188,7 +209,7 @@ static int ms_left(int64_t deadline)
 
 	if (deadline == LIBMROC_FOREVER)
 		return -1;
-	left = deadline - now_ns();
+	left = deadline - libmroc_now_ns();
 	if (left <= 0)
 		return 0;
 	left = (left + 999999) / 1000000;
@@ -197,39 +218,75 @@ static int ms_left(int64_t deadline)
 
 int libmroc_cq_sleep(struct mroc_qp *qp, int64_t deadline)
 {
-	struct pollfd pfd = { .fd = qp->cq_fd, .events = POLLIN };
+	/* The socket too: a daemon that dies never signals the completion fd. */
+	struct pollfd pfd[2] = {
+		{ .fd = qp->cq_fd, .events = POLLIN },
+		{ .fd = qp->ctx->sock, .events = POLLRDHUP },
+	};
 	int n;
 
+	if (atomic_load_explicit(&qp->ctx->dead, memory_order_relaxed))
+		return -ENOTCONN;
 	if (!ring_cons_prepare_sleep(&qp->cq, MROC_RING_ARMED)) {
 		ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
 		return 0;
 	}
 	do
-		n = poll(&pfd, 1, ms_left(deadline));
+		n = poll(pfd, 2, ms_left(deadline));
 	while (n < 0 && errno == EINTR);
-	if (n <= 0) {
+	if (n > 0 && (pfd[1].revents & LIBMROC_HANGUP)) {
+		libmroc_ctx_died(qp->ctx);
+		n = -1;
+		errno = ENOTCONN;
+	}
+	if (n <= 0 || !(pfd[0].revents & POLLIN)) {
 		ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
-		return n < 0 ? -errno : -ETIMEDOUT;
+		return n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
 	}
 	return mroc_ack_notify(qp);
 }
 
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_pause();
+#elif defined(__aarch64__)
+	__asm__ __volatile__("yield" ::: "memory");
+#endif
+}
+
 int mroc_wait_cq(struct mroc_qp *qp, int timeout_ms)
 {
-	int64_t deadline = libmroc_deadline(timeout_ms);
-	int64_t avail;
+	int64_t deadline = libmroc_deadline(timeout_ms), avail, now;
+	struct libmroc_spin spin;
 	int err;
 
 	if (!qp)
 		return -EINVAL;
+	/* Spin, then yield as long again, then sleep (spin.h). */
+	libmroc_spin_init(&spin, qp->ctx->spin_ns, qp->ctx->spin_ns);
 	for (;;) {
 		if (qp->stash_cnt)
 			return 0;
 		avail = ring_cons_avail(&qp->cq);
 		if (avail)
 			return avail > 0 ? 0 : -EBADMSG;
-		err = libmroc_cq_sleep(qp, deadline);
-		if (err)
-			return err;
+		now = libmroc_now_ns();
+		if (libmroc_ctx_gone(qp->ctx, now))
+			return -ENOTCONN;
+		switch (now < deadline ? libmroc_spin_empty(&spin, now) : LIBMROC_SPIN_SLEEP) {
+		case LIBMROC_SPIN_POLL:
+			cpu_relax();
+			break;
+		case LIBMROC_SPIN_YIELD:
+			sched_yield();
+			break;
+		case LIBMROC_SPIN_SLEEP:
+			err = libmroc_cq_sleep(qp, deadline);
+			/* -ENOTCONN: the completions already in the CQ come first. */
+			if (err && err != -ENOTCONN)
+				return err;
+			break;
+		}
 	}
 }

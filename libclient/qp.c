@@ -118,6 +118,8 @@ struct mroc_qp *mroc_qp_create(struct mroc_ctx *ctx, const struct mroc_qp_attr *
 	memset(qp, 0, sizeof(*qp));
 	qp->ctx = ctx;
 	atomic_init(&qp->conn, LIBMROC_CONN_NONE);
+	/* mroc_poll_cq cannot sleep: past the budget it yields at every empty poll. */
+	libmroc_spin_init(&qp->poll_spin, ctx->spin_ns, LIBMROC_SPIN_ALWAYS);
 
 	fds[0] = region_create(qp, &s);
 	if (fds[0] < 0) {

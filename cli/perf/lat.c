@@ -176,16 +176,19 @@ static int lat_wait_byte(struct perf *pf, struct lat_state *s, uint64_t i)
 			s->last_progress = now_ns();
 			return 0;
 		}
-		if (spins % SPIN_CHECK == 0 || pf->o->sleep) {
-			int err = lat_poll(pf, s, NULL);
+		/*
+		 * The CQ at every turn, though the WRITE we wait for makes no
+		 * completion: past libmroc's spin budget an empty mroc_poll_cq
+		 * yields the CPU, which mrocd's worker may be waiting for.
+		 */
+		int err = lat_poll(pf, s, NULL);
 
-			if (err >= 0)
-				err = lat_idle(pf, s, "write_lat: waiting for the peer's WRITE");
-			if (err < 0)
-				return err;
-			if (s->stop)
-				return 0;
-		}
+		if (err >= 0 && (spins % SPIN_CHECK == 0 || pf->o->sleep))
+			err = lat_idle(pf, s, "write_lat: waiting for the peer's WRITE");
+		if (err < 0)
+			return err;
+		if (s->stop)
+			return 0;
 		lat_pause(pf);
 	}
 }

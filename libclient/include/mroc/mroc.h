@@ -48,19 +48,44 @@ const char *mroc_strerror(int err);
 
 /* ---- context ----------------------------------------------------------- */
 
+/*
+ * Polling: mrocd's worker thread, not the application, moves the data, so
+ * an application that spins on a CPU the worker needs delays every message
+ * by a scheduler slice (milliseconds).  mroc_poll_cq and mroc_wait_cq
+ * therefore spin on an empty CQ for spin_us microseconds only; after that
+ * mroc_poll_cq calls sched_yield() before it returns 0 (the worker runs at
+ * once if it was waiting for this CPU), and mroc_wait_cq yields between
+ * polls for as long again, then sleeps on the completion channel.
+ */
+#define MROC_SPIN_DEFAULT	0	/* $MROC_SPIN_US if set, else MROC_SPIN_US_DEFAULT */
+#define MROC_SPIN_NONE		(-1)	/* give the CPU away at the first empty poll */
+#define MROC_SPIN_FOREVER	(-2)	/* never: pure busy polling (a core of its own per poller) */
+#define MROC_SPIN_US_DEFAULT	5
+
 struct mroc_ctx_opts {
 	size_t sz;			/* sizeof(struct mroc_ctx_opts) */
 	const char *socket_path;	/* NULL: $MROC_SOCKET, else /run/mroc/mrocd.sock */
+	int spin_us;			/* > 0 microseconds, or MROC_SPIN_* */
 };
 
 /*
  * Connect to mrocd.  Returns NULL with errno: ENOENT/ECONNREFUSED when
  * mrocd is not running on that socket, EACCES when this user may not use it,
- * EPROTO on a daemon of another ABI version, EUSERS when it has too many clients.
+ * EPROTO on a daemon of another ABI version, EUSERS when it has too many
+ * clients, EINVAL for bad options (or a $MROC_SPIN_US that is not a number
+ * of microseconds or "forever").
  */
 struct mroc_ctx *mroc_open(const struct mroc_ctx_opts *opts);
 /* Destroy every QP and region of the context, then disconnect. */
 void mroc_close(struct mroc_ctx *ctx);
+/*
+ * The context's connection to mrocd, for an application that sleeps in its
+ * own poll() on several completion fds: add it with events POLLRDHUP (not
+ * POLLIN: replies to requests arrive on it).  POLLHUP, POLLRDHUP or POLLERR
+ * means mrocd is gone; the calls below then return -ENOTCONN.  Never read
+ * from or write to it.
+ */
+int mroc_ctx_fd(const struct mroc_ctx *ctx);
 
 /* ---- memory regions ------------------------------------------------------ */
 
@@ -122,7 +147,8 @@ int mroc_qp_connect(struct mroc_qp *qp, const char *addr, uint64_t service_id);
 int mroc_qp_listen(struct mroc_qp *qp, uint64_t service_id);
 /*
  * Poll the QP's completions until it is connected (0), refused or failed
- * (-ECONNREFUSED), or timeout_ms passes (-ETIMEDOUT; < 0 = no limit).
+ * (-ECONNREFUSED), timeout_ms passes (-ETIMEDOUT; < 0 = no limit) or
+ * mrocd goes away (-ENOTCONN).
  * Completions other than the connection event are kept for mroc_poll_cq.
  */
 int mroc_qp_wait_connected(struct mroc_qp *qp, int timeout_ms);
@@ -161,7 +187,10 @@ struct mroc_recv_wr {
 	struct mroc_sge sg;		/* length 0 is fine for WRITE_IMM */
 };
 
-/* 0, -EAGAIN when the queue is full, -EINVAL/-EFAULT for a bad request. */
+/*
+ * 0, -EAGAIN when the queue is full, -EINVAL/-EFAULT for a bad request,
+ * -ENOTCONN once mrocd is gone.
+ */
 int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr);
 int mroc_post_recv(struct mroc_qp *qp, const struct mroc_recv_wr *wr);
 
@@ -205,7 +234,13 @@ struct mroc_wc {
 	uint32_t imm;
 };
 
-/* Up to max completions of the QP, in order; returns how many (0 if none). */
+/*
+ * Up to max completions of the QP, in order; returns how many (0 if none).
+ * An empty CQ polled for longer than the spin budget yields the CPU (see
+ * MROC_SPIN_*).  Once mrocd is gone (noticed within about 10 ms of polling,
+ * at once by mroc_wait_cq), what is left in the CQ comes first, then
+ * -ENOTCONN.
+ */
 int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max);
 const char *mroc_wc_status_str(int status);
 
@@ -218,7 +253,11 @@ const char *mroc_wc_status_str(int status);
 int mroc_cq_fd(const struct mroc_qp *qp);
 int mroc_req_notify(struct mroc_qp *qp);
 int mroc_ack_notify(struct mroc_qp *qp);
-/* All of the above: wait up to timeout_ms (< 0: no limit) for a completion; 0 or -ETIMEDOUT. */
+/*
+ * All of the above, adaptively (see MROC_SPIN_*): wait up to timeout_ms
+ * (< 0: no limit) for a completion.  0 when there is one, -ETIMEDOUT, or
+ * -ENOTCONN when mrocd goes away (every waiter of the context wakes up).
+ */
 int mroc_wait_cq(struct mroc_qp *qp, int timeout_ms);
 
 #ifdef __cplusplus
