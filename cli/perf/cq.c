@@ -109,7 +109,7 @@ static int stash_fill(struct perf *pf, struct perf_qp *q)
 
 int cq_wait(struct perf *pf, int timeout_ms)
 {
-	struct pollfd fds[OOB_MAX_QPS + 1];
+	struct pollfd fds[OOB_MAX_QPS + 2];
 	int n, err;
 
 	for (unsigned int i = 0; i < pf->nqp; i++)
@@ -137,9 +137,13 @@ int cq_wait(struct perf *pf, int timeout_ms)
 	for (unsigned int i = 0; i < pf->nqp; i++)
 		fds[i] = (struct pollfd){ .fd = mroc_cq_fd(pf->qp[i].qp), .events = POLLIN };
 	fds[pf->nqp] = (struct pollfd){ .fd = pf->oob.fd, .events = POLLIN };
-	n = poll(fds, pf->nqp + 1, timeout_ms);
+	/* mrocd's connection: a daemon that dies signals no completion fd. */
+	fds[pf->nqp + 1] = (struct pollfd){ .fd = mroc_ctx_fd(pf->ctx), .events = POLLRDHUP };
+	n = poll(fds, pf->nqp + 2, timeout_ms);
 	if (n < 0 && errno != EINTR)
 		return perf_fail(pf, -errno, "poll: %s", strerror(errno));
+	if (n > 0 && (fds[pf->nqp + 1].revents & (POLLHUP | POLLRDHUP | POLLERR)))
+		return perf_fail(pf, -ENOTCONN, "%s", mroc_strerror(-ENOTCONN));
 	for (unsigned int i = 0; n > 0 && i < pf->nqp; i++) {
 		if (!(fds[i].revents & POLLIN))
 			continue;

@@ -305,8 +305,7 @@ static void print_fn(enum mroc_print_level level, const char *fmt, va_list ap)
 {
 	if ((int)level > print_level)
 		return;
-	fputs("libmroc: ", stderr);
-	vfprintf(stderr, fmt, ap);
+	vfprintf(stderr, fmt, ap);	/* the library's messages start with "libmroc: " */
 }
 
 int main(int argc, char **argv)

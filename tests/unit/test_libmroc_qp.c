@@ -8,8 +8,9 @@
  * -EAGAIN on a full queue, the doorbell only when the daemon sleeps; polling
  * completions; the completion channel (req_notify, ack_notify, wait_cq and
  * the eventfd); mroc_qp_wait_connected keeping the completions around the
- * connection event; and indices corrupted by the "daemon" giving -EBADMSG,
- * not a crash.
+ * connection event; indices corrupted by the "daemon" giving -EBADMSG,
+ * not a crash; and a daemon that dies: every waiter wakes with -ENOTCONN,
+ * completions already made first, every later call -ENOTCONN.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -657,6 +658,91 @@ static void test_corrupt_indices(void **state)
 	assert_string_equal(mroc_wc_status_str(wc[0].status), "unknown status");
 }
 
+/* ---- a daemon that goes away ------------------------------------------------------- */
+
+/* mrocd dies: its end of the client connection closes (the kernel does that for a killed one). */
+static void kill_daemon(void)
+{
+	int fd = atomic_load(&F.cfd);
+
+	assert_true(fd >= 0);
+	assert_int_equal(shutdown(fd, SHUT_RDWR), 0);
+}
+
+struct waiter {
+	pthread_t thr;
+	struct mroc_qp *qp;
+	int ret;
+};
+
+static void *waiter_main(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->ret = mroc_wait_cq(w->qp, -1);
+	return NULL;
+}
+
+static void test_daemon_dies_wakes_waiters(void **state)
+{
+	struct mroc_send_wr wr = { .opcode = MROC_WR_SEND, .sg = sge(E.buf, 8) };
+	struct mroc_recv_wr rwr = { .sg = sge(E.buf, 8) };
+	struct waiter w[2] = { { .ret = 1 }, { .ret = 1 } };
+	struct mroc_qp *qp2;
+	struct pollfd p;
+	struct mroc_wc wc[4];
+
+	env_qp(0, 0);
+	qp2 = mroc_qp_create(E.ctx, NULL);
+	assert_non_null(qp2);
+	w[0].qp = E.qp;
+	w[1].qp = qp2;
+	/* Two threads wait without a time limit (whether they sleep yet or not does not matter). */
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(pthread_create(&w[i].thr, NULL, waiter_main, &w[i]), 0);
+	kill_daemon();
+	for (int i = 0; i < 2; i++) {
+		pthread_join(w[i].thr, NULL);
+		assert_int_equal(w[i].ret, -ENOTCONN);
+	}
+	/* Every QP is failed for every call. */
+	assert_int_equal(mroc_poll_cq(E.qp, wc, 4), -ENOTCONN);
+	assert_int_equal(mroc_poll_cq(qp2, wc, 4), -ENOTCONN);
+	assert_int_equal(mroc_wait_cq(qp2, 0), -ENOTCONN);
+	assert_int_equal(mroc_post_send(E.qp, &wr), -ENOTCONN);
+	assert_int_equal(mroc_post_recv(E.qp, &rwr), -ENOTCONN);
+	assert_int_equal(mroc_qp_wait_connected(qp2, -1), -ENOTCONN);
+	assert_int_equal(mroc_qp_connect(E.qp, "192.0.2.1", 5), -ENOTCONN);
+	/* An application's own poll() on the context's fd sees the hang-up. */
+	p = (struct pollfd){ .fd = mroc_ctx_fd(E.ctx), .events = POLLRDHUP };
+	assert_int_equal(poll(&p, 1, 0), 1);
+	assert_true(p.revents & (POLLHUP | POLLRDHUP));
+	assert_int_equal(mroc_ctx_fd(NULL), -EINVAL);
+	/* Freeing still works (mroc_close in the teardown frees qp2). */
+	assert_int_equal(mroc_qp_destroy(E.qp), -ENOTCONN);
+	E.qp = NULL;
+}
+
+static void test_daemon_dies_completions_first(void **state)
+{
+	struct mroc_wc wc[4];
+
+	env_qp(0, 0);
+	assert_true(fake_push(E.fq, MROC_WC_RECV, 1, 0));
+	assert_true(fake_push(E.fq, MROC_WC_SEND, 2, 0));
+	kill_daemon();
+	/* What the daemon completed before it died is the application's. */
+	assert_int_equal(mroc_wait_cq(E.qp, -1), 0);
+	assert_int_equal(mroc_poll_cq(E.qp, wc, 1), 1);
+	assert_int_equal(wc[0].wr_id, 1);
+	assert_int_equal(mroc_wait_cq(E.qp, -1), 0);
+	assert_int_equal(mroc_poll_cq(E.qp, wc, 4), 1);
+	assert_int_equal(wc[0].wr_id, 2);
+	/* Then the error, at once. */
+	assert_int_equal(mroc_wait_cq(E.qp, -1), -ENOTCONN);
+	assert_int_equal(mroc_poll_cq(E.qp, wc, 4), -ENOTCONN);
+}
+
 #define T(f) cmocka_unit_test_setup_teardown(f, env_start, env_stop)
 
 int main(void)
@@ -678,6 +764,8 @@ int main(void)
 		T(test_wait_connected_fails),
 		T(test_wait_connected_stash_full),
 		T(test_corrupt_indices),
+		T(test_daemon_dies_wakes_waiters),
+		T(test_daemon_dies_completions_first),
 	};
 
 	alarm(120);	/* a hang is a failure */

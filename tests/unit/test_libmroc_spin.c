@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libmroc's polling policy (libclient/spin.h): spin for the budget, then
+ * yield, then (the wait path only) sleep, driven by a clock the test moves
+ * by hand, so nothing here depends on how fast the machine is.  Then the
+ * budget as mroc_open takes it (options, $MROC_SPIN_US, the default; bad
+ * values refused) and mroc_poll_cq's empty streak, against the fake mrocd.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include "../../libclient/internal.h"	/* not the engine's internal.h, earlier on the path */
+#include "spin.h"
+#include "test_libmroc_fake.h"
+
+#define US 1000LL
+
+/* ---- the policy --------------------------------------------------------------- */
+
+static void test_poll_path(void **state)
+{
+	struct libmroc_spin s;
+	int64_t t = 1000 * US;	/* any start */
+
+	/* mroc_poll_cq's setting: 5 us of spinning, then yield for ever. */
+	libmroc_spin_init(&s, 5 * US, LIBMROC_SPIN_ALWAYS);
+	assert_int_equal(libmroc_spin_empty(&s, t), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, t + 5 * US - 1), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, t + 5 * US), LIBMROC_SPIN_YIELD);
+	assert_int_equal(libmroc_spin_empty(&s, t + 3600000000LL * US), LIBMROC_SPIN_YIELD);
+
+	/* Work found: the next empty poll spins again, the budget counted from there. */
+	libmroc_spin_reset(&s);
+	t += 7200000000LL * US;
+	assert_int_equal(libmroc_spin_empty(&s, t), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, t + 4 * US), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, t + 6 * US), LIBMROC_SPIN_YIELD);
+}
+
+/* A poller that polls every 100 ns: how many pure spins before its first yield. */
+static void test_count_polls(void **state)
+{
+	struct libmroc_spin s;
+	int spins = 0;
+
+	libmroc_spin_init(&s, 5 * US, LIBMROC_SPIN_ALWAYS);
+	for (int64_t t = 0; libmroc_spin_empty(&s, t) == LIBMROC_SPIN_POLL; t += 100)
+		spins++;
+	assert_int_equal(spins, 50);
+}
+
+static void test_wait_path(void **state)
+{
+	struct libmroc_spin s;
+	int64_t t = 42;
+
+	/* mroc_wait_cq's setting: spin 5 us, yield 5 us, then sleep. */
+	libmroc_spin_init(&s, 5 * US, 5 * US);
+	assert_int_equal(libmroc_spin_empty(&s, t), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, t + 5 * US), LIBMROC_SPIN_YIELD);
+	assert_int_equal(libmroc_spin_empty(&s, t + 10 * US - 1), LIBMROC_SPIN_YIELD);
+	assert_int_equal(libmroc_spin_empty(&s, t + 10 * US), LIBMROC_SPIN_SLEEP);
+	assert_int_equal(libmroc_spin_empty(&s, t + 1000 * US), LIBMROC_SPIN_SLEEP);
+}
+
+static void test_extremes(void **state)
+{
+	struct libmroc_spin s;
+
+	/* No budget (MROC_SPIN_NONE): the wait path sleeps, the poll path yields, at once. */
+	libmroc_spin_init(&s, 0, 0);
+	assert_int_equal(libmroc_spin_empty(&s, 0), LIBMROC_SPIN_SLEEP);
+	libmroc_spin_init(&s, 0, LIBMROC_SPIN_ALWAYS);
+	assert_int_equal(libmroc_spin_empty(&s, 0), LIBMROC_SPIN_YIELD);
+
+	/* MROC_SPIN_FOREVER: pure spinning however long, no overflow near the clock's end. */
+	libmroc_spin_init(&s, LIBMROC_SPIN_ALWAYS, LIBMROC_SPIN_ALWAYS);
+	assert_int_equal(libmroc_spin_empty(&s, 0), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, INT64_MAX - 1), LIBMROC_SPIN_POLL);
+
+	/* A clock that went backwards (another thread's reading) starts a new streak. */
+	libmroc_spin_init(&s, 5 * US, 5 * US);
+	assert_int_equal(libmroc_spin_empty(&s, 100 * US), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, 50 * US), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, 54 * US), LIBMROC_SPIN_POLL);
+	assert_int_equal(libmroc_spin_empty(&s, 55 * US), LIBMROC_SPIN_YIELD);
+}
+
+/* ---- the budget, as mroc_open takes it ------------------------------------------ */
+
+/* The context's budget in ns for these options and $MROC_SPIN_US, or -errno. */
+static int64_t budget(int spin_us, const char *env)
+{
+	struct mroc_ctx_opts opts = { .sz = sizeof(opts), .socket_path = F.path, .spin_us = spin_us };
+	struct mroc_ctx *ctx;
+	int64_t ns;
+
+	if (env)
+		setenv("MROC_SPIN_US", env, 1);
+	else
+		unsetenv("MROC_SPIN_US");
+	ctx = mroc_open(&opts);
+	unsetenv("MROC_SPIN_US");
+	if (!ctx)
+		return -errno;
+	ns = ctx->spin_ns;
+	mroc_close(ctx);
+	return ns;
+}
+
+static void test_budget(void **state)
+{
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, NULL), MROC_SPIN_US_DEFAULT * US);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, ""), MROC_SPIN_US_DEFAULT * US);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, "12"), 12 * US);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, "0"), 0);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, "forever"), LIBMROC_SPIN_ALWAYS);
+	/* The options win over the environment. */
+	assert_int_equal(budget(3, "12"), 3 * US);
+	assert_int_equal(budget(MROC_SPIN_NONE, "12"), 0);
+	assert_int_equal(budget(MROC_SPIN_FOREVER, NULL), LIBMROC_SPIN_ALWAYS);
+	/* Refused, not guessed at. */
+	assert_int_equal(budget(-3, NULL), -EINVAL);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, "5us"), -EINVAL);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, "-1"), -EINVAL);
+	assert_int_equal(budget(MROC_SPIN_DEFAULT, "99999999999"), -EINVAL);
+	/* An older caller's options, without spin_us: the environment, then the default. */
+	setenv("MROC_SPIN_US", "7", 1);
+	{
+		struct mroc_ctx_opts old = { .sz = offsetof(struct mroc_ctx_opts, spin_us),
+					     .socket_path = F.path };
+		struct mroc_ctx *ctx = mroc_open(&old);
+
+		assert_non_null(ctx);
+		assert_int_equal(ctx->spin_ns, 7 * US);
+		mroc_close(ctx);
+	}
+	unsetenv("MROC_SPIN_US");
+}
+
+/* ---- mroc_poll_cq's streak ---------------------------------------------------- */
+
+static void test_poll_cq_streak(void **state)
+{
+	struct mroc_ctx *ctx = fake_open();
+	struct mroc_qp *qp;
+	struct fake_qp *fq;
+	struct mroc_wc wc[2];
+
+	assert_non_null(ctx);
+	qp = mroc_qp_create(ctx, NULL);
+	assert_non_null(qp);
+	fq = fake_qp_of(qp);
+	assert_non_null(fq);
+	assert_int_equal(qp->poll_spin.spin_ns, MROC_SPIN_US_DEFAULT * US);
+	assert_int_equal(qp->poll_spin.yield_ns, LIBMROC_SPIN_ALWAYS);
+	assert_true(qp->poll_spin.since < 0);
+	/* An empty poll starts a streak; further empty polls keep its start... */
+	assert_int_equal(mroc_poll_cq(qp, wc, 2), 0);
+	int64_t since = qp->poll_spin.since;
+
+	assert_true(since >= 0);
+	assert_int_equal(mroc_poll_cq(qp, wc, 2), 0);
+	assert_int_equal(qp->poll_spin.since, since);
+	/* ...max 0 is no poll at all... */
+	assert_int_equal(mroc_poll_cq(qp, wc, 0), 0);
+	assert_int_equal(qp->poll_spin.since, since);
+	/* ...and a completion ends it. */
+	assert_true(fake_push(fq, MROC_WC_RECV, 1, 0));
+	assert_int_equal(mroc_poll_cq(qp, wc, 2), 1);
+	assert_true(qp->poll_spin.since < 0);
+	mroc_close(ctx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_poll_path),
+		cmocka_unit_test(test_count_polls),
+		cmocka_unit_test(test_wait_path),
+		cmocka_unit_test(test_extremes),
+		cmocka_unit_test_setup_teardown(test_budget, fake_start, fake_stop),
+		cmocka_unit_test_setup_teardown(test_poll_cq_streak, fake_start, fake_stop),
+	};
+
+	alarm(60);	/* a hang is a failure */
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
