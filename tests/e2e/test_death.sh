@@ -33,6 +33,11 @@ daemons_up() {
 			e2e_start $n "$([ $n = a ] && echo "$NS_A" || echo "$NS_B")"
 		elif ! kill -0 "$(e2e_pid $n)" 2>/dev/null; then
 			ns=$([ $n = a ] && echo "$NS_A" || echo "$NS_B")
+			# io_uring closes a dead process's sockets a little later: wait for the port.
+			for _ in $(seq 100); do
+				ip netns exec "$ns" ss -Hlun sport = :4793 | grep -q . || break
+				sleep 0.1
+			done
 			: >"$E2E_DIR/$n.notify.log"
 			NOTIFY_SOCKET=$E2E_DIR/$n.notify ip netns exec "$ns" "$MROCD" -c "$E2E_DIR/$n.conf" \
 				>>"$E2E_DIR/$n.log" 2>&1 &
