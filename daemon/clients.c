@@ -16,13 +16,15 @@
 
 #include "abi.h"
 #include "clients.h"
+#include "evfd.h"
 #include "log.h"
 #include "mroc/mroc.h"
 #include "peers.h"
 #include "ring.h"
 #include "worker.h"
 
-#define BATCH			32
+#define QP_BATCH		32	/* work requests taken from one QP per loop */
+#define CLIENT_BATCH		64	/* ... and from all of one client's QPs */
 #define CQ_EVENT_ROOM		8	/* connection events need CQ room too */
 #define BAD_WR_LIMIT		1024	/* then the client is disconnected */
 #define ZOMBIE_NS		(2ULL * 1000000000ULL)
@@ -65,6 +67,8 @@ struct client {
 	uint32_t nqps;
 	uint64_t mr_bytes;
 	uint32_t bad_wrs;		/* worker */
+	uint32_t loop_wrs;		/* worker: taken in loop number loop */
+	uint64_t loop;
 	bool kicked;			/* worker: disconnected for misbehaving */
 	bool over_limit;		/* max_clients reached: its HELLO gets -EUSERS */
 };
@@ -84,6 +88,9 @@ struct clients {
 	uint32_t nactive;
 	struct zombie zombies[MAX_ACTIVE];
 	uint32_t nzombies;
+	uint32_t next_first;		/* worker: where the next poll starts */
+	uint64_t loop;			/* worker: clients_poll calls */
+	struct evfd_signaller *sig;	/* worker: completion channels */
 	struct clients_stats st;	/* worker (clients/qps/mrs counts too) */
 };
 
@@ -94,6 +101,10 @@ struct clients *clients_create(struct engine *eng, struct peers *peers,
 
 	if (!cs)
 		return NULL;
+	if (evfd_signaller_create(&cs->sig)) {
+		free(cs);
+		return NULL;
+	}
 	cs->eng = eng;
 	cs->peers = peers;
 	cs->lim = *lim;
@@ -108,6 +119,9 @@ void clients_set_worker(struct clients *cs, struct worker *w)
 
 void clients_destroy(struct clients *cs)
 {
+	if (!cs)
+		return;
+	evfd_signaller_destroy(cs->sig);
 	free(cs);
 }
 
@@ -164,10 +178,10 @@ static bool cq_push(struct clients *cs, struct cqp *q, const struct mroc_cqe *e,
 	ring_prod_commit(&q->cq, 1);
 	cs->st.cqes++;
 	if (ring_prod_take_flag(&q->cq, MROC_RING_ARMED)) {
-		uint64_t one = 1;
+		int err = evfd_signal(cs->sig, q->cq_fd);
 
-		if (write(q->cq_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			pr_warn_rl("client %u: completion channel: %s", q->cl->id, strerror(errno));
+		if (err)
+			pr_warn_rl("client %u: completion channel: %s", q->cl->id, strerror(-err));
 	}
 	return true;
 }
@@ -206,14 +220,19 @@ static int64_t cq_budget(struct clients *cs, struct cqp *q)
 	return free - (int64_t)qi.sq_outstanding - (int64_t)qi.rq_posted - CQ_EVENT_ROOM;
 }
 
-/* Consume posted RECVs, then sends.  Returns work done; -EBADMSG if the client is broken. */
-static int poll_qp(struct clients *cs, struct cqp *q, uint64_t now)
+/*
+ * Consume posted RECVs, then sends, at most max of them.  Returns work done;
+ * -EBADMSG if the client is broken.
+ */
+static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 {
 	int64_t avail, budget = cq_budget(cs, q);
 	int done = 0, err;
 
 	if (budget < 0)
 		return budget == -EBADMSG ? -EBADMSG : 0;
+	if (budget > max)
+		budget = max;
 	avail = ring_cons_avail(&q->rq);
 	if (avail < 0)
 		return -EBADMSG;
@@ -260,20 +279,40 @@ static int poll_qp(struct clients *cs, struct cqp *q, uint64_t now)
 	return done;
 }
 
+/*
+ * One pass over the active QPs, each client taking at most CLIENT_BATCH
+ * work requests (QP_BATCH per QP), so a client with deep rings or many QPs
+ * cannot keep the worker from the others; the pass starts one QP further
+ * each time, so a client's own QPs take turns too.  What is left waits for
+ * the next loop, which comes at once (the work done keeps the worker awake).
+ */
 int clients_poll(void *ctx, uint64_t now)
 {
 	struct clients *cs = ctx;
+	uint32_t first = cs->nactive ? cs->next_first++ % cs->nactive : 0;
 	int work = 0;
 
-	for (uint32_t i = 0; i < cs->nactive; i++) {
-		struct cqp *q = cs->active[i];
-		int n = poll_qp(cs, q, now);
+	cs->loop++;
+	for (uint32_t k = 0; k < cs->nactive; k++) {
+		struct cqp *q = cs->active[(first + k) % cs->nactive];
+		struct client *cl = q->cl;
+		int n;
 
+		if (cl->loop != cs->loop) {
+			cl->loop = cs->loop;
+			cl->loop_wrs = 0;
+		}
+		if (cl->loop_wrs >= CLIENT_BATCH)
+			continue;
+		n = poll_qp(cs, q, CLIENT_BATCH - cl->loop_wrs < QP_BATCH ?
+			    CLIENT_BATCH - cl->loop_wrs : QP_BATCH, now);
 		if (n < 0) {
-			kick(cs, q->cl, "corrupted its rings", now);
-			i = (uint32_t)-1;	/* the list changed: start over */
+			kick(cs, cl, "corrupted its rings", now);
+			k = (uint32_t)-1;	/* the list changed: start over */
+			first = 0;
 			continue;
 		}
+		cl->loop_wrs += (uint32_t)n;
 		work += n;
 	}
 	return work;
@@ -594,6 +633,17 @@ static int check_memfd(int fd, uint64_t len)
 	return 0;
 }
 
+/*
+ * The worker reads doorbells and signals completion channels: anything but
+ * an eventfd (a full pipe, a socket) could make it wait on the client.
+ */
+static int not_eventfd(struct client *cl, const char *what)
+{
+	pr_warn_rl("client %u (pid %d): its %s is not an eventfd: refused", cl->id, (int)cl->pid,
+		   what);
+	return -EBADFD;
+}
+
 static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_msg_hello *m,
 		     int *fds, int nfds, struct mroc_msg_hello *r)
 {
@@ -607,6 +657,8 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 		return -EPROTO;
 	if (nfds != 1)
 		return -EINVAL;
+	if (evfd_check(fds[0]))
+		return not_eventfd(cl, "doorbell");
 	cl->doorbell = fds[0];
 	fds[0] = -1;
 	r->abi_version = MROC_ABI_VERSION;
@@ -728,6 +780,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -EINVAL;
 	if (cl->nqps >= cs->lim.max_qps)
 		return -EDQUOT;
+	if (evfd_check(fds[1]))
+		return not_eventfd(cl, "completion channel");
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;

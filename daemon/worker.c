@@ -13,6 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "evfd.h"
 #include "log.h"
 #include "peers.h"
 #include "worker.h"
@@ -159,13 +160,10 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	w->st.sleeps++;
 	if (ppoll(pfd, (nfds_t)n, &ts, NULL) <= 0)
 		return;
-	/* Doorbells are eventfds: they stay readable until read. */
-	for (int i = nbe; i < n; i++) {
-		uint64_t v;
-
-		if ((pfd[i].revents & POLLIN) && read(pfd[i].fd, &v, sizeof(v)) > 0 && i == n - 1)
+	/* Doorbells are eventfds: readable until read; clients' ones read without blocking. */
+	for (int i = nbe; i < n; i++)
+		if ((pfd[i].revents & POLLIN) && evfd_drain(pfd[i].fd) && i == n - 1)
 			w->st.wakeups_doorbell++;
-	}
 }
 
 static void *worker_main(void *arg)

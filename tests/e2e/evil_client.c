@@ -6,11 +6,19 @@
  * with error completions, and corrupted ring indices by disconnecting it —
  * while staying up for everyone else.
  *
- *   evil_client SOCKET    exit 0 when the daemon behaved, 1 otherwise
+ *   evil_client SOCKET              garbage requests, bad work requests, corrupted rings
+ *   evil_client SOCKET stall SECS   hostile fds: a pipe, a socket or a semaphore eventfd
+ *                                   refused; then, for SECS, a blocking eventfd at its
+ *                                   maximum as the completion channel and a doorbell
+ *                                   drained behind the daemon's back, while error
+ *                                   completions keep coming (the worker must not stall)
+ *
+ * Exit 0 when the daemon behaved, 1 otherwise.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -78,23 +86,24 @@ static int sealed_memfd(size_t len)
 	return fd;
 }
 
-int main(int argc, char **argv)
+static void connect_to(const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+
+	CHECK(strlen(path) < sizeof(sa.sun_path), "socket path too long");
+	strcpy(sa.sun_path, path);
+	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	CHECK(sock >= 0 && !connect(sock, (struct sockaddr *)&sa, sizeof(sa)), "connect %s", path);
+}
+
+static int garbage(void)
+{
 	uint8_t reply[MROC_MSG_MAX];
 	uint32_t sq_off, rq_off, cq_off, lkey;
 	struct ring_view sq, cq;
 	uint64_t rlen;
 	void *region;
 	int ret, fds[2], db, rfd, cqfd, got = 0;
-
-	if (argc != 2 || strlen(argv[1]) >= sizeof(sa.sun_path)) {
-		fprintf(stderr, "usage: evil_client SOCKET\n");
-		return 2;
-	}
-	strcpy(sa.sun_path, argv[1]);
-	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(sock >= 0 && !connect(sock, (struct sockaddr *)&sa, sizeof(sa)), "connect %s", argv[1]);
 
 	/* Before HELLO, nothing is allowed. */
 	struct mroc_msg_mr_dereg early = { .h.type = MROC_MSG_MR_DEREG, .lkey = 1 };
@@ -185,4 +194,155 @@ int main(int argc, char **argv)
 	      "corrupted indices did not get us disconnected");
 	printf("evil_client: the daemon refused every bad request and disconnected us\n");
 	return 0;
+}
+
+/* ---- stall: fds that could make the daemon's worker wait on us -------------------- */
+
+static int hello(int doorbell)
+{
+	uint8_t reply[MROC_MSG_MAX];
+	struct mroc_msg_hello m = { .h.type = MROC_MSG_HELLO, .abi_version = MROC_ABI_VERSION };
+
+	return request(&m, sizeof(m), &doorbell, 1, reply);
+}
+
+static void clear_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	CHECK(fl >= 0 && !fcntl(fd, F_SETFL, fl & ~O_NONBLOCK), "fcntl");
+}
+
+/* A pipe whose write end is full: a write(2) to it blocks. */
+static int full_pipe(void)
+{
+	char junk[4096] = { 0 };
+	int p[2];
+
+	CHECK(!pipe2(p, O_CLOEXEC | O_NONBLOCK), "pipe");
+	while (write(p[1], junk, sizeof(junk)) > 0)
+		;
+	clear_nonblock(p[1]);
+	return p[1];
+}
+
+struct stall_qp {
+	struct ring_view sq, cq;
+	uint32_t qpn;
+	int status;
+};
+
+/* QP_CREATE with cqfd as the completion channel (16/16/64 entries). */
+static void create_qp(int cqfd, struct stall_qp *q)
+{
+	uint8_t reply[MROC_MSG_MAX];
+	uint32_t sq_off, rq_off, cq_off;
+	uint64_t len = mroc_shm_layout(16, 16, 64, &sq_off, &rq_off, &cq_off);
+	int rfd = sealed_memfd(len), fds[2] = { rfd, cqfd };
+	void *region = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
+	struct mroc_msg_qp_create m = { .h.type = MROC_MSG_QP_CREATE, .sq_entries = 16,
+					.rq_entries = 16, .cq_entries = 64, .region_len = len };
+
+	CHECK(region != MAP_FAILED, "mmap");
+	*(struct mroc_shm_hdr *)region = (struct mroc_shm_hdr){
+		.magic = MROC_SHM_MAGIC, .abi_version = MROC_ABI_VERSION, .sq_entries = 16,
+		.rq_entries = 16, .cq_entries = 64, .sq_off = sq_off, .rq_off = rq_off,
+		.cq_off = cq_off, .region_len = len,
+	};
+	q->status = request(&m, sizeof(m), fds, 2, reply);
+	q->qpn = ((struct mroc_msg_qp_create *)reply)->qpn;
+	close(rfd);
+	ring_view_init(&q->sq, region, sq_off, 16, sizeof(struct mroc_sqe), true);
+	ring_view_init(&q->cq, region, cq_off, 64, sizeof(struct mroc_cqe), false);
+}
+
+/* Eats every doorbell ring (blocking reads), racing the daemon's worker for it. */
+static void *eat_doorbell(void *arg)
+{
+	int fd = *(int *)arg;
+	uint64_t v;
+
+	for (;;)
+		if (read(fd, &v, sizeof(v)) < 0 && errno != EINTR)
+			return NULL;
+}
+
+static int stall(int secs)
+{
+	struct stall_qp q;
+	uint64_t max = 0xfffffffffffffffeULL, one = 1;
+	int sv[2], db, cqfd, posted = 0, got = 0;
+	pthread_t eater;
+
+	/* Doorbells that are not (plain) eventfds: refused with EBADFD. */
+	CHECK(hello(full_pipe()) == -EBADFD, "a full pipe accepted as doorbell");
+	CHECK(!socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), "socketpair");
+	CHECK(hello(sv[0]) == -EBADFD, "a socket accepted as doorbell");
+	CHECK(hello(eventfd(0, EFD_SEMAPHORE | EFD_CLOEXEC)) == -EBADFD,
+	      "a semaphore eventfd accepted as doorbell");
+	db = eventfd(0, EFD_CLOEXEC);
+	CHECK(hello(db) == 0, "HELLO with an eventfd refused");
+	clear_nonblock(db);	/* the daemon set O_NONBLOCK: we take it back */
+
+	/* Completion channels likewise. */
+	create_qp(full_pipe(), &q);
+	CHECK(q.status == -EBADFD, "a full pipe accepted as completion channel (%d)", q.status);
+	create_qp(sv[1], &q);
+	CHECK(q.status == -EBADFD, "a socket accepted as completion channel (%d)", q.status);
+	cqfd = eventfd(0, EFD_CLOEXEC);
+	create_qp(cqfd, &q);
+	CHECK(q.status == 0, "QP_CREATE with an eventfd refused (%d)", q.status);
+	/* Blocking again, and one short of the maximum: a write(2) of 1 would sleep. */
+	clear_nonblock(cqfd);
+	CHECK(write(cqfd, &max, sizeof(max)) == sizeof(max), "eventfd to its maximum");
+	CHECK(!pthread_create(&eater, NULL, eat_doorbell, &db), "thread");
+
+	/*
+	 * A bad work request (opcode 77) every 10 ms, each with the CQ armed:
+	 * every error completion makes the daemon signal the saturated channel.
+	 * Fewer than the daemon's bad-request limit, so we are not disconnected.
+	 */
+	for (int i = 0; i < secs * 100 && posted < 900; i++) {
+		struct mroc_sqe junk = { .wr_id = (uint64_t)i, .opcode = 77 };
+		int64_t n = ring_cons_avail(&q.cq);
+
+		CHECK(n >= 0, "CQ indices");
+		got += (int)n;
+		if (n > 0)
+			ring_cons_release(&q.cq, (uint32_t)n);
+		ring_cons_prepare_sleep(&q.cq, MROC_RING_ARMED);
+		if (ring_prod_space(&q.sq) > 0) {
+			memcpy(ring_prod_slot(&q.sq), &junk, sizeof(junk));
+			ring_prod_commit(&q.sq, 1);
+			posted++;
+		}
+		CHECK(write(db, &one, sizeof(one)) == sizeof(one), "doorbell");
+		usleep(10000);
+	}
+	for (int tries = 0; tries < 300 && got < posted; tries++) {
+		int64_t n = ring_cons_avail(&q.cq);
+
+		got += n > 0 ? (int)n : 0;
+		if (n > 0)
+			ring_cons_release(&q.cq, (uint32_t)n);
+		usleep(10000);
+	}
+	CHECK(got == posted, "%d of %d bad work requests completed", got, posted);
+	printf("evil_client: hostile fds refused; %d completions signalled on a saturated "
+	       "blocking eventfd with the doorbell eaten\n", got);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	if (argc == 2) {
+		connect_to(argv[1]);
+		return garbage();
+	}
+	if (argc == 4 && !strcmp(argv[2], "stall")) {
+		connect_to(argv[1]);
+		return stall(atoi(argv[3]));
+	}
+	fprintf(stderr, "usage: evil_client SOCKET [stall SECONDS]\n");
+	return 2;
 }
