@@ -210,9 +210,7 @@ static int start_udp(struct mrocd *d)
 	uc.local = d->cfg.network.address;
 	uc.udp_port = d->cfg.network.udp_port;
 	uc.sport_min = d->cfg.network.sport_min;
-	/* One send socket per source port: keep the pool reasonable. */
-	uc.sport_max = d->cfg.network.sport_max - d->cfg.network.sport_min >= 64 ?
-		       (uint16_t)(d->cfg.network.sport_min + 63) : d->cfg.network.sport_max;
+	uc.sport_max = d->cfg.network.sport_max;
 	uc.buf_size = d->cfg.network.mtu + MROC_DATA_OVERHEAD;
 	err = udp_backend_create(&uc, d->peers, &d->be);
 	if (err) {

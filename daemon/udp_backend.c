@@ -31,6 +31,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,6 +49,8 @@
 #define RX_MAX_FAILS	16	/* receive errors in a row before we stop re-arming */
 #define BUF_ALIGN	64
 #define MAX_BUF_SIZE	65507	/* largest UDP payload over IPv4 */
+#define TX_SOCK_NONE	(-1)	/* not opened yet */
+#define TX_SOCK_FAILED	(-2)	/* could not be bound: the ephemeral socket sends */
 
 /* user_data of requests that are not a send slot (slots are < tx_bufs <= 2^31). */
 #define UD_RX		(1ULL << 32)
@@ -99,9 +102,11 @@ struct udp_backend {
 
 	/* send */
 	struct io_uring tx;
-	bool tx_ring_ok, tx_files_ok;
-	int *tx_socks;			/* [sport - sport_min] */
-	uint32_t nsocks;
+	bool tx_ring_ok;
+	int *tx_socks;			/* [sport - sport_min]: TX_SOCK_* until opened */
+	uint32_t span;			/* sport_max - sport_min + 1 */
+	uint32_t nopen;			/* send sockets opened so far */
+	int eph_sock;			/* bound to an ephemeral port, for the rest */
 	uint8_t *tx_area;
 	size_t tx_area_len;
 	uint32_t tx_stride, tx_bufs;
@@ -358,6 +363,43 @@ static void tx_reap(struct udp_backend *u)
 		io_uring_cq_advance(&u->tx, seen);
 }
 
+static int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf);
+
+/*
+ * The send socket of sport, opened the first time the port is used: the
+ * shipped range 49152-65535 would be 16384 sockets at start, most never
+ * used.  A port outside the range (a reply echoes the peer's source port,
+ * which comes from the peer's range) or one that cannot be bound (another
+ * program has it, no fds left) is sent from the ephemeral socket, counted.
+ */
+static int tx_sock(struct udp_backend *u, uint16_t sport)
+{
+	int *fd;
+
+	if (sport < u->sport_min || sport > u->sport_max) {
+		u->xst.tx_sport_fallback++;
+		return u->eph_sock;
+	}
+	fd = &u->tx_socks[sport - u->sport_min];
+	if (*fd == TX_SOCK_NONE) {
+		int s = sock_open(u, sport, false, 0);
+
+		if (s < 0) {
+			pr_warn_rl("udp: source port %u: %s; its packets leave from an "
+				   "ephemeral port", sport, strerror(-s));
+			*fd = TX_SOCK_FAILED;
+		} else {
+			*fd = s;
+			u->nopen++;
+		}
+	}
+	if (*fd < 0) {
+		u->xst.tx_sport_fallback++;
+		return u->eph_sock;
+	}
+	return *fd;
+}
+
 /* Queue one packet; false when it was dropped (its slot is still ours). */
 static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint32_t slot)
 {
@@ -371,10 +413,8 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 		u->st.tx_no_route++;
 		return false;
 	}
-	if (tb->sport < u->sport_min || tb->sport > u->sport_max || tb->len > u->buf_size) {
-		pr_err_rl("udp: packet with source port %u (pool %u-%u) or length %u (max %u)",
-			  tb->sport, u->sport_min, u->sport_max, tb->len, u->buf_size);
-		u->xst.tx_bad_sport++;
+	if (tb->len > u->buf_size) {
+		pr_err_rl("udp: packet of %u bytes (max %u)", tb->len, u->buf_size);
 		u->st.tx_no_route++;
 		return false;
 	}
@@ -401,12 +441,13 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 	}
 	memcpy(CMSG_DATA(c), &tos, sizeof(tos));
 	/*
-	 * Fixed file i is the send socket of sport_min + i.  MSG_DONTWAIT: when
-	 * the socket's buffer is full the packet is dropped (-EAGAIN) instead of
-	 * waiting in io_uring, where a later packet of the path could overtake it.
+	 * MSG_DONTWAIT: when the socket's buffer is full the packet is dropped
+	 * (-EAGAIN) instead of waiting in io_uring, where a later packet of the
+	 * path could overtake it.  Plain fds, not registered files: the sockets
+	 * come and go with the ports in use, and fget per send costs little
+	 * next to the send.
 	 */
-	io_uring_prep_sendmsg(sqe, (int)(tb->sport - u->sport_min), &s->msg, MSG_DONTWAIT);
-	sqe->flags |= IOSQE_FIXED_FILE;
+	io_uring_prep_sendmsg(sqe, tx_sock(u, tb->sport), &s->msg, MSG_DONTWAIT);
 	io_uring_sqe_set_data64(sqe, slot);
 	u->tx_inflight++;
 	return true;
@@ -595,16 +636,17 @@ static void udp_destroy(struct backend *b)
 		io_uring_unregister_buf_ring(&u->rx, RX_BGID);
 	if (u->rx_files_ok)
 		io_uring_unregister_files(&u->rx);
-	if (u->tx_files_ok)
-		io_uring_unregister_files(&u->tx);
 	if (u->rx_ring_ok)
 		io_uring_queue_exit(&u->rx);
 	if (u->tx_ring_ok)
 		io_uring_queue_exit(&u->tx);
 	if (u->rx_sock >= 0)
 		close(u->rx_sock);
-	for (uint32_t i = 0; i < u->nsocks; i++)
-		close(u->tx_socks[i]);
+	for (uint32_t i = 0; u->tx_socks && i < u->span; i++)
+		if (u->tx_socks[i] >= 0)
+			close(u->tx_socks[i]);
+	if (u->eph_sock >= 0)
+		close(u->eph_sock);
 	if (u->br)
 		munmap(u->br, u->br_len);
 	if (u->rx_area)
@@ -637,7 +679,7 @@ void udp_backend_cfg_default(struct udp_backend_cfg *cfg)
 	*cfg = (struct udp_backend_cfg){
 		.udp_port = MROC_UDP_PORT,
 		.sport_min = 49152,
-		.sport_max = 49152 + 63,
+		.sport_max = 65535,
 		.sq_entries = 256,
 		.rx_bufs = 1024,
 		.tx_bufs = 512,
@@ -654,8 +696,6 @@ static int cfg_check(const struct udp_backend_cfg *c)
 		why = "local address family";
 	else if (!c->udp_port || !c->sport_min || c->sport_min > c->sport_max)
 		why = "need udp_port > 0 and 0 < sport_min <= sport_max";
-	else if (c->sport_max - c->sport_min + 1 > UDP_BACKEND_MAX_SPORTS)
-		why = "too many source ports";
 	else if (c->udp_port >= c->sport_min && c->udp_port <= c->sport_max)
 		why = "udp_port inside the source-port range";
 	else if (!c->rx_bufs || c->rx_bufs > UDP_BACKEND_MAX_RX_BUFS ||
@@ -679,12 +719,11 @@ static void sock_opt(int fd, int level, int name, int val, const char *what)
 		pr_warn("udp: %s: %s", what, strerror(errno));
 }
 
-/* A socket of our family bound to local:port; returns the fd or -errno. */
+/* A socket of our family bound to local:port (0: ephemeral); returns the fd or -errno. */
 static int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf)
 {
 	union udp_sa sa;
 	socklen_t len;
-	char a[MROC_ADDR_STRLEN];
 	int fd, err;
 
 	fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
@@ -723,13 +762,37 @@ static int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcv
 	}
 	if (bind(fd, &sa.sa, len)) {
 		err = -errno;
-		pr_err("udp: binding %s port %u: %s",
-		       u->local.family ? addr_str(&u->local, a, sizeof(a)) : "any address", port,
-		       strerror(-err));
 		close(fd);
 		return err;
 	}
 	return fd;
+}
+
+static int bind_err(const struct udp_backend *u, uint16_t port, int err)
+{
+	char a[MROC_ADDR_STRLEN];
+
+	pr_err("udp: binding %s port %u: %s",
+	       u->local.family ? addr_str(&u->local, a, sizeof(a)) : "any address", port,
+	       strerror(-err));
+	return err;
+}
+
+/*
+ * Send sockets open as their ports are used, up to one per port of the
+ * range: let the process have that many fds if its hard limit allows.
+ */
+static void fd_limit(uint32_t span)
+{
+	struct rlimit rl;
+	rlim_t want = (rlim_t)span + 1024;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= want)
+		return;
+	rl.rlim_cur = rl.rlim_max < want ? rl.rlim_max : want;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_warn("udp: raising the open-file limit to %llu: %s",
+			(unsigned long long)rl.rlim_cur, strerror(errno));
 }
 
 static int sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg)
@@ -746,17 +809,19 @@ static int sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg
 		fd = sock_open(u, cfg->udp_port, true, cfg->rcvbuf);
 	}
 	if (fd < 0)
-		return fd;
+		return bind_err(u, cfg->udp_port, fd);
 	u->rx_sock = fd;
-	u->tx_socks = calloc(cfg->sport_max - cfg->sport_min + 1u, sizeof(*u->tx_socks));
+	fd = sock_open(u, 0, false, 0);
+	if (fd < 0)
+		return bind_err(u, 0, fd);
+	u->eph_sock = fd;
+	u->span = cfg->sport_max - cfg->sport_min + 1u;
+	u->tx_socks = malloc(u->span * sizeof(*u->tx_socks));
 	if (!u->tx_socks)
 		return -ENOMEM;
-	for (uint32_t p = cfg->sport_min; p <= cfg->sport_max; p++) {
-		fd = sock_open(u, (uint16_t)p, false, 0);
-		if (fd < 0)
-			return fd;
-		u->tx_socks[u->nsocks++] = fd;
-	}
+	for (uint32_t i = 0; i < u->span; i++)
+		u->tx_socks[i] = TX_SOCK_NONE;
+	fd_limit(u->span);
 	return 0;
 }
 
@@ -837,12 +902,6 @@ static int tx_setup(struct udp_backend *u, uint32_t sq_entries)
 		return err;
 	}
 	u->tx_ring_ok = true;
-	err = io_uring_register_files(&u->tx, u->tx_socks, u->nsocks);
-	if (err) {
-		pr_err("udp: registering %u send sockets: %s", u->nsocks, strerror(-err));
-		return err;
-	}
-	u->tx_files_ok = true;
 	for (uint32_t i = 0; i < u->tx_bufs; i++) {
 		struct udp_tx_slot *s = &u->slots[i];
 
@@ -888,6 +947,7 @@ int udp_backend_create(const struct udp_backend_cfg *cfg, struct peers *peers,
 	u->b.ops = &udp_ops;
 	u->b.peers = peers;
 	u->rx_sock = -1;
+	u->eph_sock = -1;
 	u->local = cfg->local;
 	u->udp_port = cfg->udp_port;
 	u->peer_port = cfg->peer_port ? cfg->peer_port : cfg->udp_port;

@@ -4,9 +4,12 @@
  * io_uring, for hosts or containers without XDP.
  *
  * A path is a UDP source port, and an ordinary socket has one source port,
- * so the backend binds a pool of send sockets, one per port of
- * [sport_min, sport_max], and one receive socket on the MetaRoCE port.  The
- * engine's sport range must be exactly the pool's (udp_backend_sports()).
+ * so the backend has a send socket per port of [sport_min, sport_max],
+ * bound the first time the port is used (the whole 49152-65535 would be
+ * 16384 sockets at start), one socket on an ephemeral port for the rest
+ * (replies echo the peer's source port, which may lie outside our range;
+ * a port another program holds), and one receive socket on the MetaRoCE
+ * port.  The engine's sport range is the backend's (udp_backend_sports()).
  *
  * Receive: one multishot recvmsg on the receive socket with a ring of
  * provided buffers, on its own io_uring.  Send: one sendmsg per packet from
@@ -31,7 +34,6 @@
 #include "addr.h"
 #include "backend.h"
 
-#define UDP_BACKEND_MAX_SPORTS	1024
 #define UDP_BACKEND_MAX_RX_BUFS	32768	/* a provided buffer ring's limit */
 
 struct udp_backend_cfg {
@@ -42,7 +44,7 @@ struct udp_backend_cfg {
 	struct mroc_addr local;
 	uint16_t udp_port;		/* MetaRoCE port we receive on */
 	uint16_t peer_port;		/* MetaRoCE port of peers; 0 = udp_port */
-	uint16_t sport_min, sport_max;	/* source ports: one send socket each */
+	uint16_t sport_min, sport_max;	/* source ports: one send socket each, opened on use */
 	uint32_t sq_entries;		/* send ring's submission queue */
 	uint32_t rx_bufs;		/* receive buffers: power of two, <= UDP_BACKEND_MAX_RX_BUFS */
 	uint32_t tx_bufs;		/* send buffers */
@@ -57,11 +59,12 @@ struct udp_backend_xstats {
 	uint64_t rx_arms;		/* multishot receive submitted (the first time, then re-arms) */
 	uint64_t rx_sock_drops;		/* dropped by the kernel, receive socket full (SO_MEMINFO) */
 	uint64_t tx_errors;		/* sends the kernel failed (also in tx_no_route) */
-	uint64_t tx_bad_sport;		/* engine sport outside the pool (also in tx_no_route) */
+	uint64_t tx_sport_fallback;	/* sent from the ephemeral port: sport outside the range,
+					 * or its socket could not be bound */
 };
 
 /*
- * Defaults: any address, port MROC_UDP_PORT, source ports 49152-49215,
+ * Defaults: any address, port MROC_UDP_PORT, source ports 49152-65535,
  * 1024 receive and 512 send buffers of 2048 bytes.
  */
 void udp_backend_cfg_default(struct udp_backend_cfg *cfg);
@@ -70,12 +73,12 @@ void udp_backend_cfg_default(struct udp_backend_cfg *cfg);
  * Bind the sockets and set up both rings.  peers maps engine peer handles
  * to addresses for sending (peers_get); received packets carry their source
  * address.  Returns 0 on success, negative errno otherwise: -EINVAL for a
- * bad cfg, -EADDRINUSE when the port or a source port is taken.
+ * bad cfg, -EADDRINUSE when the MetaRoCE port is taken.
  */
 int udp_backend_create(const struct udp_backend_cfg *cfg, struct peers *peers,
 		       struct backend **out);
 
-/* The source-port pool: set the engine's sport_min/sport_max to these. */
+/* The source-port range: set the engine's sport_min/sport_max to these. */
 void udp_backend_sports(const struct backend *b, uint16_t *min, uint16_t *max);
 
 void udp_backend_get_xstats(struct backend *b, struct udp_backend_xstats *out);
