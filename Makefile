@@ -215,11 +215,12 @@ demo:
 	$(Q)BUILD=$(abspath $(BUILD)) scripts/demo.sh
 
 # The simulation benchmark, then real packets (root) over veth and over the multi-plane
-# fabric: mroc vs RoCEv2 mode vs TCP.
+# fabric: mroc vs RoCEv2 mode vs TCP; then hosts with a port per plane (bench-ports.sh).
 bench: all
 	$(SIM_BIN) bench
 	BUILD=$(abspath $(BUILD)) scripts/bench-net.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-fabric.sh
+	BUILD=$(abspath $(BUILD)) scripts/bench-ports.sh
 
 # 64 simulated hosts running the engine, MetaRoCE vs RoCEv2 (about 10 minutes on 2 cores).
 bench-sim: all

@@ -1,0 +1,248 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# Hosts with a port per plane (scripts/fabric up --ports P), every plane
+# rate-limited by TBF so that the network, not the CPU, is the bottleneck:
+#
+#   scaling   P = 1, 2, 4 ports per host: mroc write_bw (4 x P paths, one
+#             worker) and kernel TCP over the same ports (iperf3 -P 2 x P,
+#             the hosts' ECMP route hashing the streams over the ports);
+#             goodput and goodput / (P x the one-port figure)
+#   portdown  P = 2 (PORTDOWN_PORTS), a long write_bw; the sender's port p2
+#             goes down (ip link set p2 down) after 3 s: goodput in the
+#             second before, the first second after, and the rest, against
+#             what the remaining ports can carry
+#
+# Writes docs/perf/ports*.csv and ports.png (gnuplot docs/perf/ports.gp),
+# prints markdown tables on stdout and progress on stderr.  Root; part of make
+# bench; about 4 minutes on 2 cores.
+#
+#   scripts/bench-ports.sh
+#
+# Environment: BUILD (default build), OUT (docs/perf), SECS (4: seconds per
+# bandwidth run), REPS (3: runs per point; min / median / max reported),
+# RATE_MBIT (200: TBF rate of each plane), PORT_COUNTS ("1 2 4"),
+# PORTDOWN_PORTS (2), EXPERIMENTS ("scaling portdown"), KEEP (set: keep the
+# work directory with the daemons' logs).
+set -u
+
+TOP=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${BUILD:-$TOP/build}
+case $BUILD in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
+export BUILD
+OUT=${OUT:-$TOP/docs/perf}
+SECS=${SECS:-4}
+REPS=${REPS:-3}
+RATE_MBIT=${RATE_MBIT:-200}
+PORT_COUNTS=${PORT_COUNTS:-1 2 4}
+PORTDOWN_PORTS=${PORTDOWN_PORTS:-2}
+EXPERIMENTS=${EXPERIMENTS:-scaling portdown}
+FABRIC=$TOP/scripts/fabric
+PERF=$BUILD/mroc-perf
+CLI=$BUILD/mroc-cli
+MROCD=$BUILD/mrocd
+NAME=bp$(($$ % 100000))
+LINK_MTU=3500		# native XDP on veth takes about a page
+MROC_MTU=3392		# MetaRoCE payload per packet at LINK_MTU
+# TBF counts whole frames: 3392 payload bytes in every 3494.
+PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')
+PIDS=()
+DIR=
+
+log() { echo "bench-ports: $*" >&2; }
+die() { log "$*"; exit 1; }
+skip() { echo "SKIP: $*"; exit 77; }
+
+stop_all() {
+	local pid
+	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
+	for pid in "${PIDS[@]}"; do
+		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+		kill -KILL "$pid" 2>/dev/null
+		wait "$pid" 2>/dev/null
+	done
+	PIDS=()
+}
+cleanup() {
+	stop_all
+	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
+	if [ -n "${KEEP:-}" ]; then log "kept $DIR"; elif [ -n "$DIR" ]; then rm -rf "$DIR"; fi
+}
+
+[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
+for b in "$MROCD" "$PERF" "$CLI" "$BUILD/bpf/impair.bpf.o"; do
+	[ -e "$b" ] || skip "$b is missing: run make"
+done
+for t in ip tc bpftool jq iperf3 ethtool awk; do
+	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh)"
+done
+DIR=$(mktemp -d /tmp/mroc-bench-ports.XXXXXX)
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+mkdir -p "$OUT"
+
+# up P: a fresh fabric with P ports per host, MTU LINK_MTU, no offloads, every plane
+# at RATE_MBIT, and mrocd on both hosts (one socket per port, 4 x P paths).
+up() {
+	local p=$1 n l h ports
+	stop_all
+	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
+	"$FABRIC" up --name "$NAME" --ports "$p" >/dev/null || die "fabric up --ports $p"
+	eval "$("$FABRIC" env --name "$NAME" | tr ' ' '\n')"
+	for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$NAME-"); do
+		for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
+			ip -n "$n" link set "$l" mtu $LINK_MTU || die "mtu on $n/$l"
+			ip netns exec "$n" ethtool -K "$l" tso off gso off gro off >/dev/null 2>&1
+		done
+	done
+	for ((l = 1; l <= p; l++)); do
+		"$FABRIC" set "$l" --name "$NAME" rate "${RATE_MBIT}mbit" >/dev/null || die "rate on plane $l"
+	done
+	ports=$(sed 's/,/", "/g' <<<"$FABRIC_PORTS_0")
+	for h in 0 1; do
+		cat >"$DIR/h$h.conf" <<CONF
+daemon = { log_level = "warning"; admin_socket = "$DIR/h$h.admin"; control_socket = "$DIR/h$h.ctl"; };
+network = { backend = "af_xdp"; interfaces = ( "$ports" ); address = "$(eval echo "\$FABRIC_IP_$h")";
+	    peers = [ "$(eval echo "\$FABRIC_IP_$((1 - h))")" ]; xdp_mode = "native"; umem_frames = 16384;
+	    frame_size = 4096; ring_size = 1024; mtu = $MROC_MTU; };
+transport = { paths = $((4 * p)); rto_min_us = 5000; rto_init_us = 20000; };
+CONF
+		ip netns exec "$(eval echo "\$FABRIC_NS_$h")" "$MROCD" -c "$DIR/h$h.conf" >>"$DIR/h$h.log" 2>&1 &
+		PIDS+=("$!")
+	done
+	for h in 0 1; do
+		for _ in $(seq 100); do
+			[ "$("$CLI" -j -S "$DIR/h$h.admin" status 2>/dev/null | jq '.links_up > 0')" = true ] && break
+			sleep 0.1
+		done
+		[ "$("$CLI" -j -S "$DIR/h$h.admin" status 2>/dev/null | jq '.links_up > 0')" = true ] ||
+			die "mrocd on host $h not up: $(tail -3 "$DIR/h$h.log")"
+	done
+}
+
+# mroc SECONDS: write_bw host 0 -> host 1; GBPS is mroc-perf's average (empty: failed).
+mroc() {
+	local s
+	ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw -S "$DIR/h1.ctl" --sleep -j \
+		--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.json" 2>"$DIR/srv.err" &
+	s=$!
+	PIDS+=("$s")
+	sleep 0.3
+	ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw -S "$DIR/h0.ctl" --sleep -j \
+		-s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli.json" 2>"$DIR/cli.err"
+	wait "$s"
+	GBPS=$(jq -r '.results[0].bw_avg_gbps // empty' "$DIR/cli.json" 2>/dev/null)
+	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR/cli.err" "$DIR/srv.err" | tr '\n' ' ')"
+}
+
+# tcp STREAMS: iperf3 host 0 -> host 1 between the service addresses; GBPS received.
+tcp() {
+	local s
+	ip netns exec "$FABRIC_NS_1" timeout $((SECS + 30)) iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
+	s=$!
+	PIDS+=("$s")
+	sleep 0.3
+	ip netns exec "$FABRIC_NS_0" timeout $((SECS + 25)) iperf3 -c "$FABRIC_IP_1" -B "$FABRIC_IP_0" \
+		-p 5201 -O 1 -t "$SECS" -P "$1" -J >"$DIR/tcp.json" 2>/dev/null
+	wait "$s"
+	GBPS=$(jq -r '.end.sum_received.bits_per_second / 1e9 // empty' "$DIR/tcp.json" 2>/dev/null)
+}
+
+# stats: "min median max" of the numbers on stdin (a failed run counts as 0)
+stats() { sort -g | awk '{ a[n++] = ($1 == "" ? 0 : $1) } END { if (!n) exit; m = n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2
+	printf "%.3f %.3f %.3f", a[0], m, a[n-1] }'; }
+
+exp_scaling() {
+	local csv=$OUT/ports.csv sum=$OUT/ports-summary.csv p rep mode one_mroc= one_tcp= st med one cap
+	echo "ports,plane_rate_mbit,mode,rep,gbps" >"$csv"
+	for p in $PORT_COUNTS; do
+		up "$p"
+		for ((rep = 1; rep <= REPS; rep++)); do
+			mroc "$SECS"
+			log "$p port(s): mroc rep $rep: ${GBPS:-failed} Gbit/s"
+			echo "$p,$RATE_MBIT,mroc,$rep,$GBPS" >>"$csv"
+			tcp $((2 * p))
+			log "$p port(s): tcp -P $((2 * p)) rep $rep: ${GBPS:-failed} Gbit/s"
+			echo "$p,$RATE_MBIT,tcp,$rep,$GBPS" >>"$csv"
+		done
+	done
+	stop_all
+	echo "ports,plane_rate_mbit,mode,gbps_min,gbps_median,gbps_max,fraction_of_p_x_one_port,fraction_of_capacity" >"$sum"
+	for mode in mroc tcp; do
+		one=
+		for p in $PORT_COUNTS; do
+			st=$(awk -F, -v p="$p" -v m=$mode '$1 == p && $3 == m { print $5 }' "$csv" | stats)
+			med=$(cut -d' ' -f2 <<<"$st")
+			[ -n "$one" ] || one=$med
+			cap=$(awk -v p="$p" -v r="$RATE_MBIT" -v f="$PAYLOAD_FRAC" 'BEGIN { printf "%.4f", p * r * f / 1000 }')
+			echo "$p,$RATE_MBIT,$mode,${st// /,},$(awk -v m="$med" -v o="$one" -v p="$p" 'BEGIN { if (o > 0) printf "%.3f", m / (p * o) }'),$(awk -v m="$med" -v c="$cap" 'BEGIN { printf "%.3f", m / c }')" >>"$sum"
+		done
+	done
+	echo "#### Ports per host, each plane at $RATE_MBIT Mbit/s (TBF), $SECS s runs, $REPS runs per point"
+	echo
+	echo "| ports | mode | Gbit/s min / median / max | median / (P x one port) | median / payload capacity |"
+	echo "|---|---|---|---|---|"
+	awk -F, 'NR > 1 { printf "| %s | %s | %.3f / %.3f / %.3f | %s | %s |\n", $1, ($3 == "mroc" ? "mroc write_bw, 4 x P paths" : "TCP iperf3 -P 2 x P"), $4, $5, $6, $7, $8 }' "$sum"
+	echo
+	command -v gnuplot >/dev/null && { (cd "$OUT" && gnuplot "$TOP/docs/perf/ports.gp") || log "gnuplot failed"; }
+}
+
+# Receiver's payload bytes (all QPs) now: "time bytes".
+rx_now() {
+	echo "$EPOCHREALTIME $("$CLI" -j -S "$DIR/h1.admin" qp show 2>/dev/null | jq '[.qps[]?.rx_bytes] | add // 0')"
+}
+
+exp_portdown() {
+	local csv=$OUT/ports-down.csv p=$PORTDOWN_PORTS rep s c t0 cap
+	cap=$(awk -v p="$p" -v r="$RATE_MBIT" -v f="$PAYLOAD_FRAC" 'BEGIN { printf "%.4f", (p - 1) * r * f / 1000 }')
+	echo "ports,plane_rate_mbit,rep,gbps_before,gbps_first_second_after,gbps_after,remaining_capacity_gbps,completed" >"$csv"
+	for ((rep = 1; rep <= REPS; rep++)); do
+		up "$p"
+		ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw -S "$DIR/h1.ctl" --sleep --verify \
+			--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.txt" 2>&1 &
+		s=$!
+		PIDS+=("$s")
+		sleep 0.3
+		ip netns exec "$FABRIC_NS_0" timeout 60 "$PERF" write_bw -S "$DIR/h0.ctl" --sleep --verify \
+			-s 65536 -D 8 "$FABRIC_MGMT_1" >"$DIR/cli.txt" 2>&1 &
+		c=$!
+		PIDS+=("$c")
+		: >"$DIR/samples"
+		t0=$EPOCHREALTIME
+		while kill -0 "$c" 2>/dev/null; do
+			rx_now >>"$DIR/samples"
+			if [ -z "${down:-}" ] && awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a >= 3) }'; then
+				ip -n "$FABRIC_NS_0" link set p2 down
+				down=$EPOCHREALTIME
+			fi
+			sleep 0.1
+		done
+		wait "$c"
+		ok=$?
+		wait "$s" || ok=1
+		awk -v d="$down" -v p="$p" -v r="$RATE_MBIT" -v rep="$rep" -v cap="$cap" -v ok="$ok" '
+			function rate(a, b,   i, t1, t2, b1, b2) {	# Gbit/s between times a and b
+				for (i = 1; i <= n; i++) { if (t[i] >= a && !t1) { t1 = t[i]; b1 = x[i] } if (t[i] <= b) { t2 = t[i]; b2 = x[i] } }
+				return t2 > t1 ? (b2 - b1) * 8 / (t2 - t1) / 1e9 : 0 }
+			{ n++; t[n] = $1; x[n] = $2 }
+			END { printf "%s,%s,%s,%.4f,%.4f,%.4f,%s,%s\n", p, r, rep, rate(d - 1, d), rate(d, d + 1),
+				rate(d + 1, t[n] - 0.5), cap, ok == 0 ? "verified" : "FAILED" }' "$DIR/samples" >>"$csv"
+		log "port down rep $rep: $(tail -1 "$csv")"
+		unset down
+	done
+	stop_all
+	echo "#### A port down mid-transfer: $p ports at $RATE_MBIT Mbit/s, the sender's p2 down after 3 s of an 8 s write_bw --verify"
+	echo
+	echo "| run | Gbit/s the second before | the first second after | the rest | remaining ports' payload capacity | transfer |"
+	echo "|---|---|---|---|---|---|"
+	awk -F, 'NR > 1 { printf "| %s | %.3f | %.3f (%.0f%%) | %.3f (%.0f%%) | %.3f | %s |\n", $3, $4, $5, 100 * $5 / $7, $6, 100 * $6 / $7, $7, $8 }' "$csv"
+	echo
+}
+
+for e in $EXPERIMENTS; do
+	case $e in
+	scaling) exp_scaling ;;
+	portdown) exp_portdown ;;
+	*) die "unknown experiment $e" ;;
+	esac
+done
