@@ -44,6 +44,18 @@ struct afxdp_sock {
 	bool tx_dirty;		/* descriptors submitted since the last kick */
 };
 
+/*
+ * Where packets of (peer address, UDP source port) last came in: replies go
+ * back through that port.  Direct-mapped, a collision overwrites.
+ */
+#define ARRIVAL_SLOTS	4096
+
+struct arrival {
+	struct mroc_addr src;
+	uint16_t sport;
+	uint8_t port;
+};
+
 /* A port: one interface, with one socket per configured queue. */
 struct afxdp_port {
 	int ifindex;
@@ -64,6 +76,8 @@ struct afxdp {
 	unsigned nsocks;
 	struct afxdp_port ports[NEXTHOP_MAX_PORTS];
 	unsigned nports;
+	uint8_t sock_port[AFXDP_MAX_SOCKS];	/* socket index -> port */
+	struct arrival *arrivals;		/* [ARRIVAL_SLOTS] */
 	struct nl *nl;
 	struct nexthops *hops;		/* per (peer, port) */
 	int mon_fd;			/* link and route changes; -1 if none */
@@ -128,6 +142,24 @@ static void refill(struct afxdp *x, struct afxdp_sock *k, uint32_t n)
 		*xsk_ring_prod__fill_addr(&k->fq, idx + i) = x->free[--x->nfree];
 	if (got)
 		xsk_ring_prod__submit(&k->fq, got);
+}
+
+static struct arrival *arrival_of(const struct afxdp *x, const struct mroc_addr *src,
+				  uint16_t sport)
+{
+	return &x->arrivals[(addr_hash(src) ^ sport * 2654435761u) % ARRIVAL_SLOTS];
+}
+
+static void note_arrival(struct afxdp *x, const struct mroc_addr *src, uint16_t sport,
+			 uint8_t port)
+{
+	struct arrival *a;
+
+	if (x->nports < 2)
+		return;
+	a = arrival_of(x, src, sport);
+	if (a->port != port || a->sport != sport || !addr_eq(&a->src, src))
+		*a = (struct arrival){ .src = *src, .sport = sport, .port = port };
 }
 
 #define PORTS_POLL_NS	1000000ull		/* link changes are looked for every 1 ms */
@@ -202,6 +234,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				x->free[x->nfree++] = addr;	/* back to the fill ring below */
 				continue;
 			}
+			note_arrival(x, &fr.src, fr.sport, x->sock_port[s]);
 			pkts[got++] = (struct backend_pkt){
 				.data = fr.payload,
 				.len = fr.payload_len,
@@ -281,17 +314,23 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 }
 
 /*
- * A path's port is its UDP source port modulo the number of ports, on both
- * daemons: a reply (which echoes the request's source port) leaves on the
- * port the request came in on, so a path keeps to one plane both ways, and
- * a path that the engine moves (a new source port) usually changes port,
- * as ECMP in a routed fabric would move it to another plane.  A port that
- * is down, or cannot reach the peer, hands its paths to the next one.
+ * The sender of a path picks its port: its UDP source port modulo the
+ * number of ports, so a path that the engine moves (a new source port)
+ * usually changes port, as ECMP in a routed fabric would move it to another
+ * plane.  Replies echo the path's source port and go back through the port
+ * its packets last came in on, so a path keeps to one plane both ways, also
+ * when the sender moved it off a port that went down, or has another number
+ * of ports.  A port that is down, or cannot reach the peer, hands its paths
+ * to the next one.
  */
-static const struct nexthop *port_for(struct afxdp *x, uint32_t peer, uint16_t sport,
+static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, uint16_t sport,
 				      uint64_t now, unsigned *port)
 {
+	const struct arrival *a = arrival_of(x, &pe->addr, sport);
 	unsigned want = sport % x->nports;
+
+	if (x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr))
+		want = a->port;
 
 	for (unsigned t = 0; t < x->nports; t++) {
 		const struct nexthop *h;
@@ -299,7 +338,7 @@ static const struct nexthop *port_for(struct afxdp *x, uint32_t peer, uint16_t s
 		*port = (want + t) % x->nports;
 		if (!x->ports[*port].up)
 			continue;
-		h = nexthops_get(x->hops, peer, *port, now);
+		h = nexthops_get(x->hops, pe->handle, *port, now);
 		if (h)
 			return h;
 	}
@@ -333,7 +372,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	uint32_t idx;
 	int off;
 
-	h = pe ? port_for(x, b->peer, b->sport, now, &p) : NULL;
+	h = pe ? port_for(x, pe, b->sport, now, &p) : NULL;
 	if (!h) {
 		x->st.tx_no_route++;
 		if (pe)
@@ -467,6 +506,7 @@ static void afxdp_destroy(struct backend *b)
 	if (x->mon_fd >= 0)
 		close(x->mon_fd);
 	nexthops_destroy(x->hops);
+	free(x->arrivals);
 	if (x->area)
 		munmap(x->area, x->area_len);
 	free(x->free);
@@ -614,7 +654,11 @@ static int open_ports(struct afxdp *x, const struct afxdp_cfg *cfg)
 			return -EINVAL;
 		}
 		port->nsocks++;
+		x->sock_port[s] = (uint8_t)(x->nports - 1);
 	}
+	x->arrivals = calloc(ARRIVAL_SLOTS, sizeof(*x->arrivals));
+	if (!x->arrivals)
+		return -ENOMEM;
 	hc.port_ifindex = ifindex;
 	hc.nports = x->nports;
 	err = nexthops_create(&hc, &x->hops);

@@ -187,9 +187,12 @@ exp_scaling() {
 	command -v gnuplot >/dev/null && { (cd "$OUT" && gnuplot "$TOP/docs/perf/ports.gp") || log "gnuplot failed"; }
 }
 
-# Receiver's payload bytes (all QPs) now: "time bytes".
+# Receiver's payload bytes (all QPs) now: "time bytes", the time halfway through the
+# query (on a loaded machine mroc-cli may take a while).
 rx_now() {
-	echo "$EPOCHREALTIME $("$CLI" -j -S "$DIR/h1.admin" qp show 2>/dev/null | jq '[.qps[]?.rx_bytes] | add // 0')"
+	local t0=$EPOCHREALTIME b
+	b=$("$CLI" -j -S "$DIR/h1.admin" qp show 2>/dev/null | jq '[.qps[]?.rx_bytes] | add // 0')
+	awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="$b" 'BEGIN { printf "%.6f %s\n", (a + b) / 2, n }'
 }
 
 exp_portdown() {

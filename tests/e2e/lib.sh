@@ -156,3 +156,42 @@ e2e_stop() {
 	wait "$pid"
 	E2E_RC=$?
 }
+
+# e2e_fabric_up ARGS...: a scripts/fabric of this run's own (removed on exit, with
+# everything e2e_cleanup removes), up with ARGS; its variables (FABRIC_NS_0, ...)
+# set here, hosts 0 and 1 as NS_A and NS_B.
+e2e_fabric_up() {
+	E2E_FABRIC=e$((E2E_ID % 10000000))
+	E2E_DIR=$(mktemp -d /tmp/mroc-e2e.XXXXXX)
+	trap 'e2e_cleanup; BUILD=$BUILD "$E2E_TOP/scripts/fabric" down --name "$E2E_FABRIC" >/dev/null 2>&1' EXIT
+	trap 'exit 130' INT TERM
+	BUILD=$BUILD "$E2E_TOP/scripts/fabric" up --name "$E2E_FABRIC" "$@" >/dev/null || fail "fabric up $*"
+	eval "$(BUILD=$BUILD "$E2E_TOP/scripts/fabric" env --name "$E2E_FABRIC" | tr ' ' '\n')"
+	NS_A=$FABRIC_NS_0 NS_B=$FABRIC_NS_1
+}
+
+# e2e_fabric_set ARGS...: scripts/fabric set on this run's fabric.
+e2e_fabric_set() {
+	BUILD=$BUILD "$E2E_TOP/scripts/fabric" set "$1" --name "$E2E_FABRIC" "${@:2}" >/dev/null ||
+		fail "fabric set $*"
+}
+
+# e2e_perf_start SECONDS: a verified write_bw from daemon a to daemon b (their
+# control sockets a.ctl and b.ctl) in the background, pids in E2E_PERF_PIDS.  The
+# side channel (kernel TCP) goes over the fabric's management network: on a plane
+# it could be hashed onto one the test breaks, and TCP does not repath.
+e2e_perf_start() {
+	ip netns exec "$NS_B" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/b.ctl" --sleep --verify \
+		-s 65536 --mroc-addr "$FABRIC_IP_1" -D "$1" >"$E2E_DIR/srv.txt" 2>&1 &
+	E2E_PERF_PIDS=($!)
+	sleep 0.3
+	ip netns exec "$NS_A" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/a.ctl" --sleep --verify \
+		-s 65536 -D "$1" "$FABRIC_MGMT_1" >"$E2E_DIR/cli.txt" 2>&1 &
+	E2E_PERF_PIDS+=($!)
+}
+
+# e2e_perf_finish WHAT: waits for both sides; fails with WHAT if either failed.
+e2e_perf_finish() {
+	wait "${E2E_PERF_PIDS[1]}" || { cat "$E2E_DIR/cli.txt" "$E2E_DIR/srv.txt"; fail "$1: the transfer failed"; }
+	wait "${E2E_PERF_PIDS[0]}" || { cat "$E2E_DIR/srv.txt"; fail "$1: the server side failed"; }
+}

@@ -10,23 +10,12 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-FABRIC=$E2E_TOP/scripts/fabric
 PERF=$BUILD/mroc-perf
 CLI=$BUILD/mroc-cli
 e2e_require
 for b in "$PERF" "$CLI" "$BUILD/bpf/impair.bpf.o"; do [ -e "$b" ] || skip "$b not built"; done
 command -v bpftool >/dev/null || skip "needs bpftool"
-FNAME=q$((E2E_ID % 10000000))
-E2E_DIR=$(mktemp -d /tmp/mroc-e2e.XXXXXX)
-cleanup() {
-	e2e_cleanup
-	BUILD=$BUILD "$FABRIC" down --name "$FNAME" >/dev/null 2>&1
-}
-trap cleanup EXIT
-trap 'exit 130' INT TERM
-BUILD=$BUILD "$FABRIC" up --name "$FNAME" --ports 2 >/dev/null || fail "fabric up --ports 2"
-eval "$(BUILD=$BUILD "$FABRIC" env --name "$FNAME" | tr ' ' '\n')"
-NS_A=$FABRIC_NS_0 NS_B=$FABRIC_NS_1
+e2e_fabric_up --ports 2
 ip -n "$NS_A" addr show dev lo | grep -q "inet $FABRIC_IP_0/32" || fail "no service address on A's lo"
 e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
 e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
@@ -49,25 +38,9 @@ plane_pkts() {
 	ip -n "$(sed 's/-h1$/-p'"$1"'/' <<<"$NS_B")" -j -s link show dev to1 | jq '.[0].stats64.tx.packets'
 }
 
-# run_perf SECONDS: write_bw with --verify from A to B in the background; the side
-# channel goes over the management network.
-run_perf() {
-	ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" --sleep --verify -s 65536 \
-		--mroc-addr "$FABRIC_IP_1" -D "$1" >"$E2E_DIR/srv.txt" 2>&1 &
-	SERVER=$!
-	sleep 0.3
-	ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" --sleep --verify -s 65536 \
-		-D "$1" "$FABRIC_MGMT_1" >"$E2E_DIR/cli.txt" 2>&1 &
-	CLIENT=$!
-}
-finish_perf() {
-	wait "$CLIENT" || { cat "$E2E_DIR/cli.txt" "$E2E_DIR/srv.txt"; fail "$1: the transfer failed"; }
-	wait "$SERVER" || { cat "$E2E_DIR/srv.txt"; fail "$1: the server side failed"; }
-}
-
 p1=$(plane_pkts 1) p2=$(plane_pkts 2)
-run_perf 3
-finish_perf "two ports"
+e2e_perf_start 3
+e2e_perf_finish "two ports"
 d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
 echo "packets to B: plane 1 $d1, plane 2 $d2"
 cat "$E2E_DIR/cli.txt"
@@ -76,13 +49,13 @@ cat "$E2E_DIR/cli.txt"
 	fail "the transfer did not use both ports (plane 1: $d1, plane 2: $d2 packets)"
 ok "a verified transfer used both ports (planes: $d1 and $d2 packets)"
 
-run_perf 6
+e2e_perf_start 6
 sleep 2
 ip -n "$NS_A" link set p2 down
 p1=$(plane_pkts 1) p2=$(plane_pkts 2)
 sleep 2
 d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
-finish_perf "port p2 down mid-transfer"
+e2e_perf_finish "port p2 down mid-transfer"
 cat "$E2E_DIR/cli.txt"
 echo "packets to B after p2 went down: plane 1 $d1, plane 2 $d2"
 grep -q "port p2 is down" "$E2E_DIR/a.log" || fail "a: the log does not say p2 went down"
