@@ -295,6 +295,34 @@ $(BUILD)/mroc-perf: $(PERF_OBJS) $(LIBMROC_A)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ -lpthread $(MROC_LDLIBS)
 
+# libfabric provider "mroc": libfabric/*.c -> libmroc-fi.so (the name libfabric looks for in
+# FI_PROVIDER_PATH), with libmroc's position-independent objects linked in so it needs no
+# libmroc.so at run time; only fi_prov_ini is exported (libfabric/libmroc-fi.map).  Built when
+# libfabric-dev is installed.  Its pure parts (AV table, matching, CQ FIFO) are also linked into
+# tests/unit/test_fi_*.
+HAVE_LIBFABRIC := $(shell $(PKG_CONFIG) --exists libfabric 2>/dev/null && echo 1)
+LIBFABRIC_CFLAGS = $(call pkg_cflags,libfabric)
+FI_SRCS := $(sort $(wildcard libfabric/*.c))
+FI_PIC_OBJS := $(FI_SRCS:%.c=$(BUILD)/obj-pic/%.o)
+FI_PURE_OBJS := $(OBJ)/libfabric/av_table.o $(OBJ)/libfabric/match.o $(OBJ)/libfabric/cqring.o
+FI_PROV := $(if $(and $(FI_SRCS),$(HAVE_LIBFABRIC)),$(BUILD)/libmroc-fi.so)
+$(FI_PIC_OBJS) $(FI_PURE_OBJS): INCLUDES = -Ilibfabric -Ilibclient/include $(LIBFABRIC_CFLAGS)
+ALL_OBJS += $(FI_PIC_OBJS) $(FI_PURE_OBJS)
+FI_TESTS := $(filter $(BUILD)/tests/unit/test_fi_%,$(TEST_BINS))
+ifeq ($(HAVE_LIBFABRIC),1)
+all: $(FI_PROV)
+$(FI_TESTS): $(FI_PURE_OBJS)
+$(FI_TESTS:$(BUILD)/%=$(OBJ)/%.o): INCLUDES += -Ilibfabric $(LIBFABRIC_CFLAGS)
+else
+# Without libfabric-dev there is nothing to test them against.
+TEST_BINS := $(filter-out $(FI_TESTS),$(TEST_BINS))
+endif
+
+$(BUILD)/libmroc-fi.so: $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) libfabric/libmroc-fi.map
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -shared -Wl,--version-script=libfabric/libmroc-fi.map \
+		-Wl,-z,defs -o $@ $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) -lfabric -lpthread
+
 # mroc-cli: cli/*.c (cli/perf/ is mroc-perf's), linked with jansson.  Its helpers
 # and print layer (cli/fmt.c, cli/print.c) are also linked into tests/unit/test_cli_print.
 CLI_SRCS := $(sort $(wildcard cli/*.c))

@@ -1,0 +1,500 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Completion queues and event queues.
+ *
+ * Reading a CQ first runs progress on every endpoint bound to it (manual
+ * progress), then takes entries from its FIFO (cqring.c).  fi_cq_sread
+ * sleeps on an epoll set holding the completion fds of all the endpoints'
+ * QPs (FI_WAIT_FD: fi_control(FI_GETWAIT) hands it out) after arming them,
+ * with the usual "progress, arm, progress again, sleep" order so that a
+ * completion arriving in between is never slept through.
+ *
+ * An EQ carries connection events (FI_CONNREQ, FI_CONNECTED, FI_SHUTDOWN)
+ * and their errors; reading it runs progress on the passive and MSG
+ * endpoints bound to it.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include <mroc/mroc.h>
+
+#include "mrocfi.h"
+
+/* ---- completion queue --------------------------------------------------------- */
+
+static void cq_progress(struct mfi_cq *cq)
+{
+	for (size_t i = 0; i < cq->neps; i++)
+		mfi_ep_progress(cq->eps[i]);
+}
+
+int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep)
+{
+	struct mfi_ep **n;
+
+	for (size_t i = 0; i < cq->neps; i++)
+		if (cq->eps[i] == ep)
+			return 0;
+	n = realloc(cq->eps, (cq->neps + 1) * sizeof(*n));
+	if (!n)
+		return -FI_ENOMEM;
+	cq->eps = n;
+	cq->eps[cq->neps++] = ep;
+	return 0;
+}
+
+void mfi_cq_unbind_ep(struct mfi_cq *cq, struct mfi_ep *ep)
+{
+	for (size_t i = 0; i < cq->neps; i++)
+		if (cq->eps[i] == ep) {
+			cq->eps[i] = cq->eps[--cq->neps];
+			return;
+		}
+}
+
+/* A new connection's completion fd joins the wait set (closing the fd removes it). */
+int mfi_cq_watch(struct mfi_cq *cq, struct mfi_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+
+	if (!cq || cq->epfd < 0)
+		return 0;
+	if (epoll_ctl(cq->epfd, EPOLL_CTL_ADD, mroc_cq_fd(c->qp), &ev) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+/* Arm (or acknowledge) every connection of every bound endpoint. */
+static void cq_arm(struct mfi_cq *cq, bool arm)
+{
+	for (size_t i = 0; i < cq->neps; i++)
+		for (struct mfi_conn *c = cq->eps[i]->conns; c; c = c->next) {
+			if (arm)
+				mroc_req_notify(c->qp);
+			else
+				mroc_ack_notify(c->qp);
+		}
+}
+
+static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src)
+{
+	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
+	ssize_t n;
+
+	mfi_lock(cq->dom);
+	cq_progress(cq);
+	n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
+	mfi_unlock(cq->dom);
+	return n;
+}
+
+static ssize_t cq_read(struct fid_cq *fid, void *buf, size_t count)
+{
+	return cq_readfrom(fid, buf, count, NULL);
+}
+
+static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint64_t flags)
+{
+	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
+	ssize_t n;
+
+	mfi_lock(cq->dom);
+	n = mfi_cqring_readerr(&cq->ring, buf, cq->dom->api);
+	mfi_unlock(cq->dom);
+	return n;
+}
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src,
+			    const void *cond, int timeout)
+{
+	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
+	int64_t end = timeout >= 0 ? now_ms() + timeout : -1;
+	ssize_t n;
+
+	if (cq->wait_obj == FI_WAIT_NONE)
+		return -FI_ENOSYS;
+	for (;;) {
+		struct epoll_event ev[16];
+		int left;
+
+		n = cq_readfrom(fid, buf, count, src);
+		if (n != -FI_EAGAIN)
+			return n;
+		mfi_lock(cq->dom);
+		cq_arm(cq, true);
+		cq_progress(cq);
+		n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
+		mfi_unlock(cq->dom);
+		if (n != -FI_EAGAIN)
+			return n;
+		left = end < 0 ? -1 : (int)(end - now_ms());
+		if (end >= 0 && left <= 0)
+			return -FI_EAGAIN;
+		/*
+		 * Connections being set up have no completion of their own to
+		 * wake us: look again at least every 10 ms.
+		 */
+		if (epoll_wait(cq->epfd, ev, 16, left < 0 || left > 10 ? 10 : left) < 0 &&
+		    errno != EINTR)
+			return -errno;
+		mfi_lock(cq->dom);
+		cq_arm(cq, false);
+		mfi_unlock(cq->dom);
+		{
+			uint64_t v;
+
+			if (read(cq->sigfd, &v, sizeof(v)) == sizeof(v))
+				return -FI_EAGAIN;	/* fi_cq_signal */
+		}
+	}
+}
+
+static ssize_t cq_sread(struct fid_cq *fid, void *buf, size_t count, const void *cond,
+			int timeout)
+{
+	return cq_sreadfrom(fid, buf, count, NULL, cond, timeout);
+}
+
+static int cq_signal(struct fid_cq *fid)
+{
+	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
+	uint64_t one = 1;
+
+	return write(cq->sigfd, &one, sizeof(one)) == sizeof(one) ? 0 : -errno;
+}
+
+static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
+			       char *buf, size_t len)
+{
+	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+
+	if (buf && len) {
+		strncpy(buf, s, len - 1);
+		buf[len - 1] = 0;
+		return buf;
+	}
+	return s;
+}
+
+static struct fi_ops_cq cq_ops = {
+	.size = sizeof(struct fi_ops_cq),
+	.read = cq_read,
+	.readfrom = cq_readfrom,
+	.readerr = cq_readerr,
+	.sread = cq_sread,
+	.sreadfrom = cq_sreadfrom,
+	.signal = cq_signal,
+	.strerror = cq_strerror,
+};
+
+static int cq_close(struct fid *fid)
+{
+	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid.fid);
+
+	if (cq->neps)
+		return -FI_EBUSY;
+	mfi_lock(cq->dom);
+	cq->dom->refs--;
+	mfi_unlock(cq->dom);
+	if (cq->epfd >= 0)
+		close(cq->epfd);
+	if (cq->sigfd >= 0)
+		close(cq->sigfd);
+	mfi_cqring_fini(&cq->ring);
+	free(cq->eps);
+	free(cq);
+	return 0;
+}
+
+static int cq_control(struct fid *fid, int command, void *arg)
+{
+	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid.fid);
+
+	if (command != FI_GETWAIT || cq->epfd < 0)
+		return -FI_ENOSYS;
+	*(int *)arg = cq->epfd;
+	return 0;
+}
+
+static struct fi_ops cq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = cq_close,
+	.bind = mfi_no_bind,
+	.control = cq_control,
+	.ops_open = mfi_no_ops_open,
+	.tostr = mfi_no_tostr,
+	.ops_set = mfi_no_ops_set,
+};
+
+int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **out,
+		void *context)
+{
+	struct mfi_domain *d = container_of(domain, struct mfi_domain, domain_fid);
+	enum fi_cq_format fmt = attr ? attr->format : FI_CQ_FORMAT_UNSPEC;
+	enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
+	struct mfi_cq *cq;
+
+	if (fmt == FI_CQ_FORMAT_UNSPEC)
+		fmt = FI_CQ_FORMAT_CONTEXT;
+	if (!mfi_cq_entry_size(fmt))
+		return -FI_ENOSYS;
+	if (wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC && wait != FI_WAIT_FD)
+		return -FI_ENOSYS;	/* no wait sets, mutexes or yield */
+	if (attr && (attr->flags & FI_AFFINITY))
+		return -FI_ENOSYS;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return -FI_ENOMEM;
+	cq->epfd = -1;
+	cq->sigfd = -1;
+	if (mfi_cqring_init(&cq->ring, attr && attr->size ? attr->size : MFI_CQ_DEFAULT))
+		goto err;
+	cq->dom = d;
+	cq->format = fmt;
+	cq->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
+	if (cq->wait_obj == FI_WAIT_FD) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		cq->epfd = epoll_create1(EPOLL_CLOEXEC);
+		cq->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (cq->epfd < 0 || cq->sigfd < 0 ||
+		    epoll_ctl(cq->epfd, EPOLL_CTL_ADD, cq->sigfd, &ev))
+			goto err;
+	}
+	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
+	cq->cq_fid.fid.context = context;
+	cq->cq_fid.fid.ops = &cq_fi_ops;
+	cq->cq_fid.ops = &cq_ops;
+	mfi_lock(d);
+	d->refs++;
+	mfi_unlock(d);
+	*out = &cq->cq_fid;
+	return 0;
+err:
+	if (cq->epfd >= 0)
+		close(cq->epfd);
+	if (cq->sigfd >= 0)
+		close(cq->sigfd);
+	mfi_cqring_fini(&cq->ring);
+	free(cq);
+	return -FI_ENOMEM;
+}
+
+/* ---- event queue --------------------------------------------------------------- */
+
+int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj)
+{
+	struct fid **n;
+
+	for (size_t i = 0; i < eq->nobjs; i++)
+		if (eq->objs[i] == obj)
+			return 0;
+	n = realloc(eq->objs, (eq->nobjs + 1) * sizeof(*n));
+	if (!n)
+		return -FI_ENOMEM;
+	eq->objs = n;
+	eq->objs[eq->nobjs++] = obj;
+	return 0;
+}
+
+void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj)
+{
+	for (size_t i = 0; eq && i < eq->nobjs; i++)
+		if (eq->objs[i] == obj) {
+			eq->objs[i] = eq->objs[--eq->nobjs];
+			return;
+		}
+}
+
+int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
+		int err_no)
+{
+	struct mfi_eq_event *e;
+
+	if (eq->count == eq->cap) {
+		size_t cap = eq->cap ? eq->cap * 2 : 16;
+		struct mfi_eq_event *n = calloc(cap, sizeof(*n));
+
+		if (!n)
+			return -FI_ENOMEM;
+		for (size_t i = 0; i < eq->count; i++)
+			n[i] = eq->ev[(eq->head + i) % eq->cap];
+		free(eq->ev);
+		eq->ev = n;
+		eq->head = 0;
+		eq->cap = cap;
+	}
+	e = &eq->ev[(eq->head + eq->count) % eq->cap];
+	*e = (struct mfi_eq_event){
+		.event = event, .cm = { .fid = fid, .info = info }, .err = err_no != 0,
+		.err_no = err_no,
+	};
+	eq->count++;
+	return 0;
+}
+
+static void eq_progress(struct mfi_eq *eq)
+{
+	for (size_t i = 0; i < eq->nobjs; i++) {
+		struct fid *f = eq->objs[i];
+
+		if (f->fclass == FI_CLASS_PEP)
+			mfi_pep_progress(container_of(f, struct mfi_pep, pep_fid.fid));
+		else
+			mfi_ep_progress(container_of(f, struct mfi_ep, ep_fid.fid));
+	}
+}
+
+static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t len,
+		       uint64_t flags)
+{
+	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
+	struct mfi_eq_event *e;
+	size_t sz;
+
+	eq_progress(eq);
+	if (!eq->count)
+		return -FI_EAGAIN;
+	e = &eq->ev[eq->head];
+	if (e->err)
+		return -FI_EAVAIL;
+	sz = e->event == FI_CONNREQ || e->event == FI_CONNECTED || e->event == FI_SHUTDOWN ?
+	     sizeof(struct fi_eq_cm_entry) : sizeof(struct fi_eq_entry);
+	if (len < sz)
+		return -FI_ETOOSMALL;
+	if (event)
+		*event = e->event;
+	if (sz == sizeof(struct fi_eq_cm_entry)) {
+		memcpy(buf, &e->cm, sz);
+	} else {
+		struct fi_eq_entry ent = { .fid = e->cm.fid, .context = e->cm.fid ?
+					   e->cm.fid->context : NULL };
+
+		memcpy(buf, &ent, sz);
+	}
+	if (!(flags & FI_PEEK)) {
+		eq->head = (eq->head + 1) % eq->cap;
+		eq->count--;
+	}
+	return (ssize_t)sz;
+}
+
+static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint64_t flags)
+{
+	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
+	struct mfi_eq_event *e;
+
+	if (!eq->count || !eq->ev[eq->head].err)
+		return -FI_EAGAIN;
+	e = &eq->ev[eq->head];
+	*buf = (struct fi_eq_err_entry){
+		.fid = e->cm.fid, .context = e->cm.fid ? e->cm.fid->context : NULL,
+		.err = e->err_no, .prov_errno = -e->err_no,
+	};
+	if (!(flags & FI_PEEK)) {
+		eq->head = (eq->head + 1) % eq->cap;
+		eq->count--;
+	}
+	return sizeof(*buf);
+}
+
+static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, size_t len,
+			uint64_t flags)
+{
+	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
+	const struct fi_eq_entry *ent = buf;
+	int err;
+
+	if (len < sizeof(*ent))
+		return -FI_EINVAL;
+	err = mfi_eq_push(eq, event, ent->fid, NULL, 0);
+	return err ? err : (ssize_t)len;
+}
+
+static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout,
+			uint64_t flags)
+{
+	int64_t end = timeout >= 0 ? now_ms() + timeout : -1;
+
+	for (;;) {
+		ssize_t n = eq_read(fid, event, buf, len, flags);
+		struct timespec ts = { 0, 100000 };
+
+		if (n != -FI_EAGAIN)
+			return n;
+		if (end >= 0 && now_ms() >= end)
+			return -FI_EAGAIN;
+		/* Connection set-up only: a short nap between looks is plenty. */
+		nanosleep(&ts, NULL);
+	}
+}
+
+static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
+			       char *buf, size_t len)
+{
+	return cq_strerror(NULL, prov_errno, err_data, buf, len);
+}
+
+static struct fi_ops_eq eq_ops = {
+	.size = sizeof(struct fi_ops_eq),
+	.read = eq_read,
+	.readerr = eq_readerr,
+	.write = eq_write,
+	.sread = eq_sread,
+	.strerror = eq_strerror,
+};
+
+static int eq_close(struct fid *fid)
+{
+	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid.fid);
+
+	for (size_t i = 0; i < eq->count; i++)
+		fi_freeinfo(eq->ev[(eq->head + i) % eq->cap].cm.info);
+	free(eq->ev);
+	free(eq->objs);
+	free(eq);
+	return 0;
+}
+
+static struct fi_ops eq_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = eq_close,
+	.bind = mfi_no_bind,
+	.control = mfi_no_control,
+	.ops_open = mfi_no_ops_open,
+	.tostr = mfi_no_tostr,
+	.ops_set = mfi_no_ops_set,
+};
+
+int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **out,
+		void *context)
+{
+	struct mfi_eq *eq;
+
+	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
+		return -FI_ENOSYS;
+	eq = calloc(1, sizeof(*eq));
+	if (!eq)
+		return -FI_ENOMEM;
+	eq->fab = container_of(fabric, struct mfi_fabric, fabric_fid);
+	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
+	eq->eq_fid.fid.context = context;
+	eq->eq_fid.fid.ops = &eq_fi_ops;
+	eq->eq_fid.ops = &eq_ops;
+	*out = &eq->eq_fid;
+	return 0;
+}

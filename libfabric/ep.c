@@ -1,0 +1,879 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Endpoints: FI_EP_RDM, FI_EP_MSG and the passive endpoint, their
+ * connection management and progress.
+ *
+ * RDM (connections on demand under the AV, as ofi_rxm does over verbs): an
+ * enabled endpoint keeps MFI_LISTENERS QPs listening on its service; the
+ * first send to an AV entry connects a QP to the peer's service.  Each side
+ * sends on the first connection it has with a peer (its own or one the peer
+ * opened and introduced with HELLO) and never switches, so a direction's
+ * messages are always in order; two peers connecting at once simply keep
+ * one connection per direction.  A connection refused (the peer's listeners
+ * were all taken) is retried.
+ *
+ * MSG: fi_connect opens a QP to the passive endpoint's service; the
+ * passive endpoint's listening QP that takes it becomes a FI_CONNREQ whose
+ * fi_info->handle names it; fi_accept moves it to the new endpoint and
+ * sends HELLO, and the client reports FI_CONNECTED when that HELLO arrives
+ * (fi_reject closes the QP: the client sees FI_ECONNREFUSED).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mroc/mroc.h>
+
+#include "mrocfi.h"
+
+#define MFI_CONNECT_RETRIES	200
+
+/* ---- operations pool and RMA tracking --------------------------------------- */
+
+struct mfi_txop *mfi_txop_get(struct mfi_ep *ep)
+{
+	struct mfi_txop *op = ep->txfree;
+
+	if (op) {
+		ep->txfree = op->next;
+		memset(op, 0, sizeof(*op));
+		op->user = true;
+	}
+	return op;
+}
+
+void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op)
+{
+	if (op->owned)
+		free(op->iov[0].iov_base);
+	if (op >= ep->txpool && op < ep->txpool + MFI_TX_SIZE) {
+		op->next = ep->txfree;
+		ep->txfree = op;
+	} else {
+		free(op);	/* internal: HELLO, read responses, RMA answers */
+	}
+}
+
+static uint64_t tx_flags_of(enum mfi_txkind k)
+{
+	switch (k) {
+	case TX_MSG:	return FI_SEND | FI_MSG;
+	case TX_TAGGED:	return FI_SEND | FI_TAGGED;
+	case TX_WRITE:	return FI_RMA | FI_WRITE;
+	case TX_READ:	return FI_RMA | FI_READ;
+	default:	return 0;
+	}
+}
+
+void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err)
+{
+	if (op->user && ep->txcq && (op->completion || err)) {
+		struct mfi_cqe e = {
+			.e = { .op_context = op->context, .flags = tx_flags_of(op->kind),
+			       .len = op->kind == TX_READ ? op->rlen : op->total },
+			.src = FI_ADDR_NOTAVAIL, .err = err != 0, .err_no = -err,
+		};
+
+		if (err)
+			e.e.len = 0;
+		mfi_cqring_push(&ep->txcq->ring, &e);
+	}
+	mfi_txop_put(ep, op);
+}
+
+uint32_t mfi_rma_track(struct mfi_ep *ep, struct mfi_txop *op)
+{
+	for (size_t i = 0; i < ep->rma_cap; i++) {
+		size_t k = (ep->next_req + i) % ep->rma_cap;
+
+		if (!ep->rma_wait[k]) {
+			ep->rma_wait[k] = op;
+			ep->next_req = (uint32_t)(k + 1);
+			return (uint32_t)k + 1;
+		}
+	}
+	return 0;	/* cannot happen: rma_cap >= the pool's size */
+}
+
+struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id)
+{
+	return req_id && req_id <= ep->rma_cap ? ep->rma_wait[req_id - 1] : NULL;
+}
+
+struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id)
+{
+	struct mfi_txop *op = mfi_rma_peek(ep, req_id);
+
+	if (op)
+		ep->rma_wait[req_id - 1] = NULL;
+	return op;
+}
+
+void mfi_rma_fail_conn(struct mfi_ep *ep, struct mfi_conn *c, int err)
+{
+	for (size_t i = 0; i < ep->rma_cap; i++) {
+		struct mfi_txop *op = ep->rma_wait[i];
+
+		/* Only those fully sent: a queued one is failed with the queue. */
+		if (op && op->conn == c && op->hdr_sent && op->sent == op->total) {
+			ep->rma_wait[i] = NULL;
+			mfi_txop_done(ep, op, err);
+		}
+	}
+}
+
+/* ---- connections of an endpoint ---------------------------------------------------- */
+
+static int add_listener(struct mfi_ep *ep)
+{
+	struct mfi_conn *c;
+	int err = mfi_conn_create(ep, ep->dom, &c);
+
+	if (err)
+		return err;
+	err = mfi_conn_listen(c, mfi_addr_service(&ep->addr));
+	if (err) {
+		ep->conns = c->next;
+		mfi_conn_destroy(c);
+		return err;
+	}
+	c->accepted = true;
+	return 0;
+}
+
+/* The connection ep sends to dest on: found, or opened now (it queues until connected). */
+struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err)
+{
+	const struct mfi_addr *a;
+	struct mfi_conn *c;
+
+	if (ep->type == FI_EP_MSG) {
+		*err = ep->msg_conn ? 0 : -FI_ENOTCONN;
+		return ep->msg_conn;
+	}
+	if (dest < ep->nby && ep->by_fiaddr[dest] && ep->by_fiaddr[dest]->state != MFI_CONN_DOWN)
+		return ep->by_fiaddr[dest];
+	a = ep->av ? mfi_av_get(&ep->av->av, dest) : NULL;
+	if (!a) {
+		*err = -FI_EINVAL;
+		return NULL;
+	}
+	if (dest >= ep->nby) {
+		size_t n = dest + 64;
+		struct mfi_conn **by = realloc(ep->by_fiaddr, n * sizeof(*by));
+
+		if (!by) {
+			*err = -FI_ENOMEM;
+			return NULL;
+		}
+		memset(by + ep->nby, 0, (n - ep->nby) * sizeof(*by));
+		ep->by_fiaddr = by;
+		ep->nby = n;
+	}
+	/* One the peer opened and introduced itself on will do. */
+	for (c = ep->conns; c; c = c->next)
+		if (c->state == MFI_CONN_UP && c->hello_seen && mfi_addr_eq(&c->peer, a) && !c->self)
+			break;
+	if (!c && mfi_addr_eq(a, &ep->addr)) {
+		*err = mfi_conn_create_self(ep, &c);
+		if (*err)
+			return NULL;
+	} else if (!c) {
+		*err = mfi_conn_create(ep, ep->dom, &c);
+		if (*err)
+			return NULL;
+		*err = mfi_conn_connect(c, a);
+		if (*err) {
+			c->state = MFI_CONN_DOWN;
+			return NULL;
+		}
+	}
+	c->fiaddr = dest;
+	ep->by_fiaddr[dest] = c;
+	*err = 0;
+	return c;
+}
+
+/* A refused RDM connect: the peer had no free listener yet.  Try again with a fresh QP. */
+static bool retry_connect(struct mfi_conn *c)
+{
+	struct mfi_conn *n;
+	struct mfi_ep *ep = c->ep;
+
+	if (ep->type != FI_EP_RDM || c->accepted || c->retries >= MFI_CONNECT_RETRIES ||
+	    mfi_conn_create(ep, ep->dom, &n))
+		return false;
+	if (mfi_conn_connect(n, &c->peer)) {
+		n->state = MFI_CONN_DOWN;
+		return false;
+	}
+	n->retries = c->retries + 1;
+	n->fiaddr = c->fiaddr;
+	n->txq = c->txq;
+	n->txq_tail = c->txq_tail;
+	for (struct mfi_txop *op = n->txq; op; op = op->next)
+		op->conn = n;
+	c->txq = c->txq_tail = NULL;
+	if (c->fiaddr < ep->nby && ep->by_fiaddr[c->fiaddr] == c)
+		ep->by_fiaddr[c->fiaddr] = n;
+	return true;
+}
+
+/* What a connection tells its endpoint: FI_CONNECTED, FI_CONNREQ (HELLO came), FI_SHUTDOWN. */
+void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no)
+{
+	struct mfi_ep *ep = c->ep;
+
+	if (!ep)
+		return;
+	switch (event) {
+	case FI_CONNECTED:
+		/* Whichever side opened it, each says HELLO first. */
+		mfi_send_hello(c);
+		if (c->accepted)
+			add_listener(ep);
+		break;
+	case FI_CONNREQ:
+		if (ep->type == FI_EP_MSG && c == ep->msg_conn && !ep->connected_reported &&
+		    ep->eq) {
+			ep->connected_reported = true;
+			mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, 0);
+		}
+		break;
+	case FI_SHUTDOWN:
+		if (ep->type == FI_EP_MSG && c == ep->msg_conn && ep->eq && !ep->shutdown_reported) {
+			ep->shutdown_reported = true;
+			if (ep->connected_reported)
+				mfi_eq_push(ep->eq, FI_SHUTDOWN, &ep->ep_fid.fid, NULL, 0);
+			else
+				mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL,
+					    err_no ? -err_no : FI_ECONNREFUSED);
+		}
+		if (ep->type == FI_EP_RDM && c->fiaddr < ep->nby && ep->by_fiaddr[c->fiaddr] == c)
+			ep->by_fiaddr[c->fiaddr] = NULL;
+		break;
+	}
+}
+
+/* A refused connect is retried before its queue is failed (conn.c calls this first). */
+bool mfi_ep_conn_refused(struct mfi_conn *c)
+{
+	return c->ep && c->state == MFI_CONN_CONNECTING && retry_connect(c);
+}
+
+void mfi_ep_progress(struct mfi_ep *ep)
+{
+	for (struct mfi_conn *c = ep->conns; c; c = c->next)
+		if (c->state != MFI_CONN_DOWN)
+			mfi_conn_progress(c);
+}
+
+/* ---- endpoint object ----------------------------------------------------------- */
+
+static int assign_addr(struct mfi_ep *ep, const struct fi_info *info)
+{
+	struct in_addr a;
+	uint16_t want = 0, port;
+	int fd, err = mfi_local_addr(info, &a);
+
+	if (err)
+		return err;
+	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
+		want = ntohs(((struct sockaddr_in *)info->src_addr)->sin_port);
+	fd = mfi_reserve_port(a, want, &port);
+	if (fd < 0)
+		return fd;
+	ep->port_fd = fd;
+	ep->addr = (struct mfi_addr){ .ip = a.s_addr, .port = port };
+	return 0;
+}
+
+static int ep_close(struct fid *fid)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+	struct mfi_domain *d = ep->dom;
+
+	mfi_lock(d);
+	if (ep->txcq)
+		mfi_cq_unbind_ep(ep->txcq, ep);
+	if (ep->rxcq)
+		mfi_cq_unbind_ep(ep->rxcq, ep);
+	if (ep->eq)
+		mfi_eq_unwatch(ep->eq, &ep->ep_fid.fid);
+	while (ep->conns) {
+		struct mfi_conn *c = ep->conns;
+
+		ep->conns = c->next;
+		c->ep = NULL;	/* its operations just go away with it */
+		mfi_conn_destroy(c);
+	}
+	d->refs--;
+	mfi_unlock(d);
+	if (ep->port_fd >= 0)
+		close(ep->port_fd);
+	mfi_match_fini(&ep->match);
+	free(ep->by_fiaddr);
+	free(ep->rma_wait);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return 0;
+}
+
+static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+	int err = 0;
+
+	mfi_lock(ep->dom);
+	switch (bfid->fclass) {
+	case FI_CLASS_AV:
+		if (ep->type != FI_EP_RDM)
+			err = -FI_EINVAL;
+		else
+			ep->av = container_of(bfid, struct mfi_av_fid, av_fid.fid);
+		break;
+	case FI_CLASS_CQ: {
+		struct mfi_cq *cq = container_of(bfid, struct mfi_cq, cq_fid.fid);
+
+		if (!(flags & (FI_TRANSMIT | FI_RECV))) {
+			err = -FI_EBADFLAGS;
+			break;
+		}
+		if (flags & FI_TRANSMIT) {
+			ep->txcq = cq;
+			ep->tx_flags = flags & FI_SELECTIVE_COMPLETION;
+		}
+		if (flags & FI_RECV) {
+			ep->rxcq = cq;
+			ep->rx_flags = flags & FI_SELECTIVE_COMPLETION;
+		}
+		err = mfi_cq_bind_ep(cq, ep);
+		break;
+	}
+	case FI_CLASS_EQ:
+		ep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
+		err = mfi_eq_watch(ep->eq, &ep->ep_fid.fid);
+		break;
+	default:
+		err = -FI_ENOSYS;	/* counters, stx/srx contexts */
+		break;
+	}
+	mfi_unlock(ep->dom);
+	return err;
+}
+
+static int ep_enable(struct mfi_ep *ep)
+{
+	int err = 0;
+
+	if (ep->enabled)
+		return 0;
+	if (!ep->txcq && !ep->rxcq)
+		return -FI_ENOCQ;
+	if (ep->type == FI_EP_RDM) {
+		if (!ep->av)
+			return -FI_ENOAV;
+		for (int i = 0; i < MFI_LISTENERS && !err; i++)
+			err = add_listener(ep);
+	}
+	if (!err)
+		ep->enabled = true;
+	return err;
+}
+
+static int ep_control(struct fid *fid, int command, void *arg)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+	uint64_t *f = arg;
+	int err = 0;
+
+	mfi_lock(ep->dom);
+	switch (command) {
+	case FI_ENABLE:
+		err = ep_enable(ep);
+		break;
+	case FI_GETOPSFLAG:
+		*f = (*f & FI_TRANSMIT) ? ep->tx_op_flags : ep->rx_op_flags;
+		break;
+	case FI_SETOPSFLAG:
+		if (*f & FI_TRANSMIT)
+			ep->tx_op_flags = *f & ~(FI_TRANSMIT | FI_RECV);
+		else
+			ep->rx_op_flags = *f & ~(FI_TRANSMIT | FI_RECV);
+		break;
+	default:
+		err = -FI_ENOSYS;
+		break;
+	}
+	mfi_unlock(ep->dom);
+	return err;
+}
+
+static struct fi_ops ep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = ep_close,
+	.bind = ep_bind,
+	.control = ep_control,
+	.ops_open = mfi_no_ops_open,
+	.tostr = mfi_no_tostr,
+	.ops_set = mfi_no_ops_set,
+};
+
+static ssize_t ep_cancel(fid_t fid, void *context)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+	struct mfi_rxop *rx;
+
+	mfi_lock(ep->dom);
+	rx = mfi_match_cancel(&ep->match, context);
+	if (rx)
+		mfi_rx_complete(ep, rx, -FI_ECANCELED);
+	mfi_unlock(ep->dom);
+	return rx ? 0 : -FI_ENOENT;
+}
+
+static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+static int no_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep,
+		  void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep,
+		     void *context)
+{
+	return -FI_ENOSYS;
+}
+
+static ssize_t rx_size_left(struct fid_ep *fid)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+	ssize_t n = 0;
+
+	for (struct mfi_rxop *rx = ep->match.free; rx; rx = rx->next)
+		n++;
+	return n;
+}
+
+static ssize_t tx_size_left(struct fid_ep *fid)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+	ssize_t n = 0;
+
+	for (struct mfi_txop *op = ep->txfree; op; op = op->next)
+		n++;
+	return n;
+}
+
+static struct fi_ops_ep ep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = ep_cancel,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = no_ctx,
+	.rx_ctx = no_rx_ctx,
+	.rx_size_left = rx_size_left,
+	.tx_size_left = tx_size_left,
+};
+
+/* ---- CM: names, connect, accept ------------------------------------------------ */
+
+static int copy_name(const struct mfi_addr *a, void *addr, size_t *addrlen)
+{
+	struct sockaddr_in sin;
+	size_t room = *addrlen;
+
+	mfi_addr_to_sin(a, &sin);
+	*addrlen = sizeof(sin);
+	if (room < sizeof(sin))
+		return -FI_ETOOSMALL;
+	memcpy(addr, &sin, sizeof(sin));
+	return 0;
+}
+
+static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+
+	return copy_name(&ep->addr, addr, addrlen);
+}
+
+static int ep_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+
+	if (!ep->msg_conn || !ep->msg_conn->peer_known)
+		return -FI_ENOTCONN;
+	return copy_name(&ep->msg_conn->peer, addr, addrlen);
+}
+
+static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, size_t paramlen)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+	struct mfi_addr a;
+	struct mfi_conn *c;
+	int err;
+
+	if (ep->type != FI_EP_MSG || ep->msg_conn)
+		return -FI_EINVAL;
+	if (paramlen)
+		return -FI_EINVAL;	/* no private data (cm_data_size 0) */
+	if (mfi_addr_from_sin(addr, sizeof(struct sockaddr_in), &a))
+		return -FI_EINVAL;
+	mfi_lock(ep->dom);
+	err = ep_enable(ep);
+	if (!err)
+		err = mfi_conn_create(ep, ep->dom, &c);
+	if (!err) {
+		err = mfi_conn_connect(c, &a);
+		if (err)
+			c->state = MFI_CONN_DOWN;
+		else
+			ep->msg_conn = c;
+	}
+	mfi_unlock(ep->dom);
+	return err;
+}
+
+static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+	struct mfi_conn *c, **pp;
+	struct mfi_pep *pep;
+	int err;
+
+	if (ep->type != FI_EP_MSG || ep->msg_conn || !ep->info->handle ||
+	    ep->info->handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	c = container_of(ep->info->handle, struct mfi_conn, handle);
+	pep = c->pep;
+	mfi_lock(ep->dom);
+	err = ep_enable(ep);
+	if (err || !pep) {
+		mfi_unlock(ep->dom);
+		return err ? err : -FI_EINVAL;
+	}
+	/* Out of the passive endpoint's hands into ours. */
+	for (pp = &pep->listeners; *pp && *pp != c; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = c->next;
+	c->pep = NULL;
+	c->ep = ep;
+	ep->addr = pep->addr;
+	c->next = ep->conns;
+	ep->conns = c;
+	mfi_cq_watch(ep->txcq, c);
+	if (ep->rxcq != ep->txcq)
+		mfi_cq_watch(ep->rxcq, c);
+	ep->msg_conn = c;
+	mfi_send_hello(c);
+	mfi_conn_kick(c);
+	if (ep->eq) {
+		ep->connected_reported = true;
+		mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, 0);
+	}
+	mfi_unlock(ep->dom);
+	return 0;
+}
+
+static int ep_shutdown(struct fid_ep *fid, uint64_t flags)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+
+	mfi_lock(ep->dom);
+	if (ep->msg_conn && ep->msg_conn->state != MFI_CONN_DOWN) {
+		mroc_qp_destroy(ep->msg_conn->qp);	/* the peer sees DISCONNECTED */
+		ep->msg_conn->qp = NULL;
+		mfi_conn_fail(ep->msg_conn, -FI_ECANCELED);
+	}
+	mfi_unlock(ep->dom);
+	return 0;
+}
+
+static struct fi_ops_cm ep_cm_ops;
+
+int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **out,
+		void *context)
+{
+	struct mfi_domain *d = container_of(domain, struct mfi_domain, domain_fid);
+	struct mfi_ep *ep;
+	int err = -FI_ENOMEM;
+
+	if (!info || !info->ep_attr ||
+	    (info->ep_attr->type != FI_EP_RDM && info->ep_attr->type != FI_EP_MSG))
+		return -FI_EINVAL;
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return -FI_ENOMEM;
+	ep->port_fd = -1;
+	ep->dom = d;
+	ep->type = info->ep_attr->type;
+	ep->info = fi_dupinfo(info);
+	ep->rma_cap = MFI_TX_SIZE;
+	ep->rma_wait = calloc(ep->rma_cap, sizeof(*ep->rma_wait));
+	if (!ep->info || !ep->rma_wait || mfi_match_init(&ep->match, MFI_RX_SIZE))
+		goto err;
+	for (int i = MFI_TX_SIZE - 1; i >= 0; i--) {
+		ep->txpool[i].next = ep->txfree;
+		ep->txfree = &ep->txpool[i];
+	}
+	if (info->tx_attr)
+		ep->tx_op_flags = info->tx_attr->op_flags;
+	if (info->rx_attr)
+		ep->rx_op_flags = info->rx_attr->op_flags;
+	/* An accepted MSG endpoint takes the passive endpoint's name at fi_accept. */
+	if (!info->handle) {
+		err = assign_addr(ep, info);
+		if (err)
+			goto err;
+	}
+	ep->ep_fid.fid.fclass = FI_CLASS_EP;
+	ep->ep_fid.fid.context = context;
+	ep->ep_fid.fid.ops = &ep_fi_ops;
+	ep->ep_fid.ops = &ep_ops;
+	ep->ep_fid.cm = &ep_cm_ops;
+	ep->ep_fid.msg = &mfi_msg_ops;
+	ep->ep_fid.tagged = &mfi_tagged_ops;
+	ep->ep_fid.rma = &mfi_rma_ops;
+	ep->ep_fid.atomic = &mfi_atomic_ops;
+	mfi_lock(d);
+	d->refs++;
+	mfi_unlock(d);
+	*out = &ep->ep_fid;
+	return 0;
+err:
+	mfi_match_fini(&ep->match);
+	free(ep->rma_wait);
+	fi_freeinfo(ep->info);
+	free(ep);
+	return err;
+}
+
+/* ---- passive endpoint ------------------------------------------------------------ */
+
+void mfi_pep_progress(struct mfi_pep *pep)
+{
+	struct mfi_conn *c;
+
+	/* Only the connection event: the rest waits in the QP for the endpoint that accepts. */
+	for (c = pep->listeners; c; c = c->next) {
+		struct mroc_wc wc;
+		struct fi_info *info;
+
+		if (c->state != MFI_CONN_LISTEN || mroc_poll_cq(c->qp, &wc, 1) != 1)
+			continue;
+		if (wc.opcode != MROC_WC_CONNECTED) {
+			c->state = MFI_CONN_DOWN;
+			continue;
+		}
+		c->state = MFI_CONN_UP;
+		info = fi_dupinfo(pep->info);
+		if (!info)
+			continue;
+		info->handle = &c->handle;
+		if (pep->eq)
+			mfi_eq_push(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info, 0);
+		else
+			fi_freeinfo(info);
+	}
+	/* Keep MFI_LISTENERS QPs listening. */
+	for (int n = 0;;) {
+		for (n = 0, c = pep->listeners; c; c = c->next)
+			n += c->state == MFI_CONN_LISTEN;
+		if (n >= MFI_LISTENERS || !pep->listening ||
+		    mfi_conn_create(NULL, pep->dom, &c))
+			break;
+		c->pep = pep;
+		if (mfi_conn_listen(c, mfi_addr_service(&pep->addr))) {
+			mfi_conn_destroy(c);
+			break;
+		}
+		c->next = pep->listeners;
+		pep->listeners = c;
+	}
+}
+
+static int pep_listen(struct fid_pep *fid)
+{
+	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid);
+
+	if (pep->listening)
+		return 0;
+	pep->listening = true;
+	mfi_pep_progress(pep);
+	return pep->listeners ? 0 : -FI_ENODEV;
+}
+
+static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size_t paramlen)
+{
+	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid);
+	struct mfi_conn **pp;
+
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
+		return -FI_EINVAL;
+	for (pp = &pep->listeners; *pp; pp = &(*pp)->next)
+		if (&(*pp)->handle == handle) {
+			struct mfi_conn *c = *pp;
+
+			*pp = c->next;
+			mfi_conn_destroy(c);	/* the client sees the QP close: refused */
+			return 0;
+		}
+	return -FI_ENOENT;
+}
+
+static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
+{
+	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
+
+	return copy_name(&pep->addr, addr, addrlen);
+}
+
+static int pep_close(struct fid *fid)
+{
+	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
+	struct mfi_domain *d = pep->dom;
+
+	if (pep->eq)
+		mfi_eq_unwatch(pep->eq, &pep->pep_fid.fid);
+	while (pep->listeners) {
+		struct mfi_conn *c = pep->listeners;
+
+		pep->listeners = c->next;
+		mfi_conn_destroy(c);
+	}
+	/* Accepted connections keep using the context: it closes with the last of them. */
+	d->orphan = true;
+	if (!d->refs) {
+		mroc_close(d->ctx);
+		free(d);
+	}
+	if (pep->port_fd >= 0)
+		close(pep->port_fd);
+	fi_freeinfo(pep->info);
+	free(pep);
+	return 0;
+}
+
+static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
+{
+	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
+
+	if (bfid->fclass != FI_CLASS_EQ)
+		return -FI_EINVAL;
+	pep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
+	return mfi_eq_watch(pep->eq, fid);
+}
+
+static struct fi_ops pep_fi_ops = {
+	.size = sizeof(struct fi_ops),
+	.close = pep_close,
+	.bind = pep_bind,
+	.control = mfi_no_control,
+	.ops_open = mfi_no_ops_open,
+	.tostr = mfi_no_tostr,
+	.ops_set = mfi_no_ops_set,
+};
+
+static struct fi_ops_ep pep_ops = {
+	.size = sizeof(struct fi_ops_ep),
+	.cancel = NULL,
+	.getopt = ep_getopt,
+	.setopt = ep_setopt,
+	.tx_ctx = no_ctx,
+	.rx_ctx = no_rx_ctx,
+	.rx_size_left = NULL,
+	.tx_size_left = NULL,
+};
+
+static struct fi_ops_cm pep_cm_ops;
+
+int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
+		 void *context)
+{
+	struct mroc_ctx_opts o = { .sz = sizeof(o) };
+	struct mfi_pep *pep;
+	struct mfi_ep tmp = { .port_fd = -1 };
+	int err;
+
+	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
+		return -FI_EINVAL;
+	pep = calloc(1, sizeof(*pep));
+	if (!pep)
+		return -FI_ENOMEM;
+	pep->port_fd = -1;
+	pep->fab = container_of(fabric, struct mfi_fabric, fabric_fid);
+	pep->info = fi_dupinfo(info);
+	pep->dom = calloc(1, sizeof(*pep->dom));
+	err = -FI_ENOMEM;
+	if (!pep->info || !pep->dom)
+		goto err;
+	pep->dom->ctx = mroc_open(&o);
+	if (!pep->dom->ctx) {
+		err = errno == ENOENT || errno == ECONNREFUSED ? -FI_ENODEV : -errno;
+		goto err;
+	}
+	err = assign_addr(&tmp, info);
+	if (err)
+		goto err;
+	pep->addr = tmp.addr;
+	pep->port_fd = tmp.port_fd;
+	/* Those the passive endpoint hands out name it as their source. */
+	free(pep->info->src_addr);
+	pep->info->src_addr = malloc(sizeof(struct sockaddr_in));
+	if (pep->info->src_addr) {
+		mfi_addr_to_sin(&pep->addr, pep->info->src_addr);
+		pep->info->src_addrlen = sizeof(struct sockaddr_in);
+	}
+	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
+	pep->pep_fid.fid.context = context;
+	pep->pep_fid.fid.ops = &pep_fi_ops;
+	pep->pep_fid.ops = &pep_ops;
+	pep->pep_fid.cm = &pep_cm_ops;
+	*out = &pep->pep_fid;
+	return 0;
+err:
+	if (pep->dom && pep->dom->ctx)
+		mroc_close(pep->dom->ctx);
+	free(pep->dom);
+	fi_freeinfo(pep->info);
+	free(pep);
+	return err;
+}
+
+static struct fi_ops_cm ep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = mfi_no_setname,
+	.getname = ep_getname,
+	.getpeer = ep_getpeer,
+	.connect = ep_connect,
+	.listen = mfi_no_listen,
+	.accept = ep_accept,
+	.reject = mfi_no_reject,
+	.shutdown = ep_shutdown,
+	.join = mfi_no_join,
+};
+
+static struct fi_ops_cm pep_cm_ops = {
+	.size = sizeof(struct fi_ops_cm),
+	.setname = mfi_no_setname,
+	.getname = pep_getname,
+	.getpeer = mfi_no_getpeer,
+	.connect = mfi_no_connect,
+	.listen = pep_listen,
+	.accept = mfi_no_accept,
+	.reject = pep_reject,
+	.shutdown = mfi_no_shutdown,
+	.join = mfi_no_join,
+};

@@ -1,0 +1,374 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The libfabric provider "mroc" (libmroc-fi.so): internal structures.
+ *
+ * Layering: libfabric objects (fabric, domain, AV, CQ, EQ, MR, endpoints)
+ * on top of libmroc.  A domain is one libmroc context (one mrocd); every
+ * connection is one libmroc QP with its own staging region; the provider's
+ * protocol (proto.h) travels as SENDs over it.  Progress is manual: it runs
+ * inside fi_cq_read/fi_cq_sread/fi_eq_read and the post calls, on the
+ * caller's thread.  Nothing here prints or exits.
+ *
+ * Threading: a domain opened with FI_THREAD_DOMAIN (the default) takes no
+ * lock at all; a stricter level the application asks for (FI_THREAD_SAFE,
+ * _FID, _ENDPOINT, _COMPLETION) makes every entry point take the domain's
+ * mutex (mfi_lock/mfi_unlock test one flag).
+ */
+#ifndef MROC_FI_H
+#define MROC_FI_H
+
+#include <netinet/in.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+#include <rdma/providers/fi_prov.h>
+
+#include "av.h"
+#include "cqring.h"
+#include "match.h"
+#include "proto.h"
+
+struct mroc_ctx;
+struct mroc_mr;
+struct mroc_qp;
+
+#define MFI_PROV_NAME		"mroc"
+#define MFI_FABRIC_NAME		"mroc"
+#define MFI_PROV_VERSION	FI_VERSION(0, 1)
+#define MFI_API_VERSION		FI_VERSION(1, 17)
+
+/* Limits advertised in fi_info (see README.md). */
+#define MFI_MAX_MSG_SIZE	(1ull << 30)
+#define MFI_INJECT_SIZE		4096
+#define MFI_TX_SIZE		256	/* user transmit operations outstanding per endpoint */
+#define MFI_RX_SIZE		256	/* receives posted per endpoint */
+#define MFI_IOV_LIMIT		4
+#define MFI_CQ_DEFAULT		1024
+
+/* Per connection: receive slots the peer may fill, staging slots we send from. */
+#define MFI_RX_SLOTS		32
+#define MFI_TX_SLOTS		32
+#define MFI_SLOT_SIZE		(64 * 1024)
+#define MFI_CHUNK		(MFI_SLOT_SIZE - sizeof(struct mfi_hdr))
+#define MFI_LISTENERS		2	/* QPs kept listening on an RDM endpoint's service */
+
+struct mfi_fabric {
+	struct fid_fabric fabric_fid;
+	struct fi_provider *prov;
+};
+
+struct mfi_domain {
+	struct fid_domain domain_fid;
+	struct mfi_fabric *fab;
+	struct mroc_ctx *ctx;
+	bool locked;			/* threading level above FI_THREAD_DOMAIN */
+	pthread_mutex_t lock;
+	uint64_t mr_mode;		/* FI_MR_VIRT_ADDR / FI_MR_PROV_KEY as agreed in getinfo */
+	struct mfi_mr **mrs;		/* registered regions, sorted by key */
+	size_t nmrs, mrs_cap;
+	uint64_t next_key;
+	uint32_t api;			/* the application's libfabric API version */
+	int refs;			/* objects opened on it, connections using its context */
+	bool orphan;			/* a passive endpoint's private domain, closed: freed at refs 0 */
+};
+
+struct mfi_mr {
+	struct fid_mr mr_fid;
+	struct mfi_domain *dom;
+	uint8_t *base;
+	size_t len;
+	uint64_t access;		/* FI_REMOTE_READ / FI_REMOTE_WRITE ... */
+};
+
+struct mfi_av_fid {
+	struct fid_av av_fid;
+	struct mfi_domain *dom;
+	struct mfi_av av;
+};
+
+struct mfi_ep;
+
+struct mfi_cq {
+	struct fid_cq cq_fid;
+	struct mfi_domain *dom;
+	struct mfi_cqring ring;
+	enum fi_cq_format format;
+	enum fi_wait_obj wait_obj;
+	int epfd;			/* FI_WAIT_FD: epoll set over the QPs' completion fds */
+	int sigfd;			/* eventfd in that set: fi_cq_signal */
+	struct mfi_ep **eps;		/* endpoints bound to it (progress runs them) */
+	size_t neps;
+};
+
+/* An event queue entry: connection events, shutdowns, their errors. */
+struct mfi_eq_event {
+	uint32_t event;
+	struct fi_eq_cm_entry cm;	/* cm.fid, cm.info */
+	bool err;
+	int err_no;
+};
+
+struct mfi_eq {
+	struct fid_eq eq_fid;
+	struct mfi_fabric *fab;
+	struct mfi_eq_event *ev;
+	size_t head, count, cap;
+	struct fid **objs;		/* PEPs and MSG endpoints bound to it (progress runs them) */
+	size_t nobjs;
+};
+
+/* ---- connections --------------------------------------------------------- */
+
+enum mfi_conn_state {
+	MFI_CONN_LISTEN,		/* a QP waiting for a peer (RDM listener / passive endpoint) */
+	MFI_CONN_CONNECTING,		/* mroc connect posted */
+	MFI_CONN_UP,			/* mroc connected; HELLO sent */
+	MFI_CONN_DOWN,
+};
+
+struct mfi_txop;
+
+/* One staging slot: the bytes of one SEND (header + chunk). */
+struct mfi_txslot {
+	struct mfi_txop *op;		/* completed when its last chunk's SEND completes */
+	bool last;
+};
+
+/* Where the chunks of the message now arriving on a connection go. */
+struct mfi_rxcur {
+	enum { RX_NONE, RX_POSTED, RX_UNEXP, RX_WRITE, RX_READRESP, RX_DROP } kind;
+	struct mfi_rxop *rx;		/* RX_POSTED */
+	struct mfi_unexp *ux;		/* RX_UNEXP */
+	uint8_t *dst;			/* RX_WRITE: the target region */
+	struct mfi_txop *rd;		/* RX_READRESP: the read waiting for it */
+	uint64_t off, total;
+	int status;			/* RX_WRITE: -FI_EACCES etc., reported in the RMA_ACK */
+	uint32_t req_id;
+	uint64_t data;
+	bool has_data;
+};
+
+struct mfi_conn {
+	struct fid handle;		/* MSG: fi_info->handle of a connection request */
+	struct mfi_ep *ep;		/* NULL while a passive endpoint holds it */
+	struct mfi_pep *pep;
+	struct mfi_domain *dom;		/* whose libmroc context the QP lives in */
+	bool self;			/* our own address: delivered in-process, no QP */
+	struct mroc_qp *qp;
+	struct mroc_mr *mr;		/* credit words + receive slots + staging slots */
+	uint8_t *base;
+	enum mfi_conn_state state;
+	struct mfi_addr peer;		/* known once connected (initiator) or from HELLO */
+	bool peer_known;
+	fi_addr_t fiaddr;		/* AV entry of the peer, FI_ADDR_NOTAVAIL if none */
+	bool hello_seen;
+	bool accepted;			/* came in on a listening QP */
+	uint32_t retries;		/* RDM: connects refused so far */
+	/* Credits: the peer posted MFI_RX_SLOTS receives and tells how many it
+	 * has freed since (in every header, and by RDMA WRITE into our credit
+	 * word when it has nothing to send). */
+	uint64_t sends;			/* SENDs posted to the peer */
+	uint32_t peer_freed;		/* highest count the peer told */
+	uint32_t peer_rkey;
+	uint32_t freed, told;		/* our receive slots freed / last count told */
+	/* Staging ring: slots [tx_head, tx_tail) are in flight (SENDs complete in order). */
+	struct mfi_txslot txs[MFI_TX_SLOTS];
+	uint32_t tx_head, tx_tail;
+	struct mfi_txop *txq, *txq_tail;	/* operations waiting to send (FIFO) */
+	struct mfi_rxcur cur;
+	struct mfi_conn *next;		/* in the endpoint's (or passive endpoint's) list */
+	uint8_t *selfbuf;		/* self: one slot to build chunks in */
+};
+
+/* Offsets in a connection's region. */
+#define MFI_OFF_CREDIT_IN	0	/* the peer writes its freed count here */
+#define MFI_OFF_CREDIT_OUT	8	/* source of our credit writes */
+#define MFI_OFF_RX		64
+#define MFI_OFF_TX		(MFI_OFF_RX + MFI_RX_SLOTS * MFI_SLOT_SIZE)
+#define MFI_REGION_LEN		(MFI_OFF_TX + MFI_TX_SLOTS * MFI_SLOT_SIZE)
+
+/* ---- operations -------------------------------------------------------------- */
+
+enum mfi_txkind { TX_MSG, TX_TAGGED, TX_WRITE, TX_READ, TX_READRESP, TX_RMA_ACK, TX_HELLO };
+
+struct mfi_txop {
+	enum mfi_txkind kind;
+	struct iovec iov[MFI_IOV_LIMIT];
+	size_t iov_count;
+	uint64_t total, sent;		/* payload bytes (0 for a read request) */
+	uint64_t rlen;			/* TX_READ: bytes asked for */
+	bool hdr_sent;			/* a zero-length op still sends one chunk */
+	uint64_t tag, data, flags;	/* flags: FI_REMOTE_CQ_DATA, FI_COMPLETION ... */
+	uint64_t rkey, raddr;		/* RMA */
+	uint32_t req_id;
+	int status;			/* RMA_ACK */
+	void *context;
+	bool user;			/* from the pool; reports a completion */
+	bool completion;		/* a CQ entry is wanted */
+	bool owned;			/* iov[0] is a private copy (inject), freed with the op */
+	struct mfi_conn *conn;
+	struct mfi_txop *next;
+};
+
+/* ---- endpoints ------------------------------------------------------------- */
+
+struct mfi_pep {
+	struct fid_pep pep_fid;
+	struct mfi_fabric *fab;
+	struct fi_info *info;
+	struct mfi_eq *eq;
+	struct mfi_domain *dom;		/* a private context for the listening QPs */
+	struct mfi_addr addr;
+	int port_fd;			/* reserves the service (a bound TCP port) */
+	struct mfi_conn *listeners;	/* listening QPs, then connections waiting for fi_accept */
+	bool listening;
+};
+
+struct mfi_ep {
+	struct fid_ep ep_fid;
+	struct mfi_domain *dom;
+	struct fi_info *info;
+	enum fi_ep_type type;
+	struct mfi_av_fid *av;
+	struct mfi_cq *txcq, *rxcq;
+	uint64_t tx_flags, rx_flags;	/* bind flags: FI_SELECTIVE_COMPLETION */
+	uint64_t tx_op_flags, rx_op_flags;
+	struct mfi_eq *eq;
+	bool enabled;
+	struct mfi_addr addr;		/* our name */
+	int port_fd;
+	struct mfi_conn *conns;		/* every connection (and listener) */
+	struct mfi_conn **by_fiaddr;	/* RDM: the connection we send to each AV entry on */
+	size_t nby;
+	struct mfi_match match;		/* posted receives and unexpected messages */
+	struct mfi_txop txpool[MFI_TX_SIZE];
+	struct mfi_txop *txfree;
+	uint32_t next_req;
+	struct mfi_txop **rma_wait;	/* RMA ops waiting for an ACK or read response, by req_id */
+	size_t rma_cap;
+	/* MSG endpoints */
+	struct mfi_conn *msg_conn;
+	struct mfi_addr dest;
+	bool connected_reported, shutdown_reported;
+};
+
+/* ---- helpers shared between files ------------------------------------------ */
+
+extern struct fi_provider mfi_prov;
+
+static inline void mfi_lock(struct mfi_domain *d)
+{
+	if (d->locked)
+		pthread_mutex_lock(&d->lock);
+}
+
+static inline void mfi_unlock(struct mfi_domain *d)
+{
+	if (d->locked)
+		pthread_mutex_unlock(&d->lock);
+}
+
+/* nosys.c: the entries of ops tables we do not implement (-FI_ENOSYS) */
+int mfi_no_bind(struct fid *fid, struct fid *bfid, uint64_t flags);
+int mfi_no_control(struct fid *fid, int command, void *arg);
+int mfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops, void *context);
+int mfi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
+int mfi_no_tostr(const struct fid *fid, char *buf, size_t len);
+int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
+int mfi_no_setname(fid_t fid, void *addr, size_t addrlen);
+int mfi_no_getname(fid_t fid, void *addr, size_t *addrlen);
+int mfi_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
+int mfi_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
+int mfi_no_listen(struct fid_pep *pep);
+int mfi_no_accept(struct fid_ep *ep, const void *param, size_t paramlen);
+int mfi_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t paramlen);
+int mfi_no_shutdown(struct fid_ep *ep, uint64_t flags);
+int mfi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
+		void *context);
+
+/* prov.c */
+int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
+		const struct fi_info *hints, struct fi_info **info);
+int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
+int mfi_local_addr(const struct fi_info *info, struct in_addr *out);
+int mfi_reserve_port(struct in_addr a, uint16_t want, uint16_t *port);
+
+/* domain.c */
+int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
+		    void *context);
+struct mfi_mr *mfi_mr_find(struct mfi_domain *d, uint64_t key);
+int mfi_mr_target(struct mfi_domain *d, uint64_t key, uint64_t addr, uint64_t len,
+		  uint64_t access, uint8_t **out);
+
+/* av.c (fid part) */
+int mfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
+		void *context);
+
+/* cq.c */
+int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
+		void *context);
+int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
+void mfi_cq_unbind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
+int mfi_cq_watch(struct mfi_cq *cq, struct mfi_conn *c);
+int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
+		void *context);
+int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
+		int err_no);
+int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj);
+void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj);
+
+/* conn.c */
+int mfi_conn_create(struct mfi_ep *ep, struct mfi_domain *dom, struct mfi_conn **out);
+int mfi_conn_create_self(struct mfi_ep *ep, struct mfi_conn **out);
+void mfi_conn_fail(struct mfi_conn *c, int err);
+bool mfi_conn_post_inject(struct mfi_conn *c, enum mfi_txkind kind, const void *buf, size_t len,
+			  uint64_t tag, uint64_t data, uint64_t flags, uint64_t key, uint64_t addr);
+void mfi_conn_destroy(struct mfi_conn *c);
+int mfi_conn_listen(struct mfi_conn *c, uint64_t service);
+int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer);
+int mfi_conn_progress(struct mfi_conn *c);
+void mfi_conn_kick(struct mfi_conn *c);
+void mfi_conn_queue(struct mfi_conn *c, struct mfi_txop *op);
+int mfi_send_hello(struct mfi_conn *c);
+
+/* ep.c */
+int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
+		void *context);
+int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		 void *context);
+void mfi_ep_progress(struct mfi_ep *ep);
+void mfi_pep_progress(struct mfi_pep *pep);
+struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err);
+void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no);
+bool mfi_ep_conn_refused(struct mfi_conn *c);
+struct mfi_txop *mfi_txop_get(struct mfi_ep *ep);
+void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op);
+void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err);
+uint32_t mfi_rma_track(struct mfi_ep *ep, struct mfi_txop *op);
+struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id);
+struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id);
+void mfi_rma_fail_conn(struct mfi_ep *ep, struct mfi_conn *c, int err);
+
+/* rx.c: a chunk arrived on a connection */
+void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *payload,
+		  uint32_t len);
+void mfi_rx_complete(struct mfi_ep *ep, struct mfi_rxop *rx, int err);
+void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop *rx);
+
+/* xfer.c */
+extern struct fi_ops_msg mfi_msg_ops;
+extern struct fi_ops_tagged mfi_tagged_ops;
+extern struct fi_ops_rma mfi_rma_ops;
+extern struct fi_ops_atomic mfi_atomic_ops;
+
+#endif

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The provider's protocol on a connection (one libmroc QP).  Every message is
+ * one or more mroc SENDs of a slot (header + up to MFI_CHUNK bytes), in order;
+ * the chunks of one message are never interleaved with another's on a
+ * connection.  Fields are little-endian (mfi_hdr_encode/decode).
+ *
+ *   HELLO       first SEND on a connection, each way: the sender's name and the
+ *               rkey of its credit word (the peer WRITEs freed-slot counts there)
+ *   MSG/TAGGED  a message; FIRST carries total length, tag and remote CQ data
+ *   WRITE       RMA write: key, address, total; the target answers RMA_ACK
+ *   READ_REQ    RMA read: key, address, total; answered by READ_RESP chunks or RMA_ACK (error)
+ *   READ_RESP   the data of a read, chunks like a message
+ *   RMA_ACK     req_id and status (0 or a positive FI_E* number) of a write or failed read
+ */
+#ifndef MROC_FI_PROTO_H
+#define MROC_FI_PROTO_H
+
+#include <assert.h>
+#include <endian.h>
+#include <stdint.h>
+#include <string.h>
+
+enum mfi_op {
+	MFI_OP_HELLO = 1,
+	MFI_OP_MSG,
+	MFI_OP_TAGGED,
+	MFI_OP_WRITE,
+	MFI_OP_READ_REQ,
+	MFI_OP_READ_RESP,
+	MFI_OP_RMA_ACK,
+	MFI_OP_MAX,
+};
+
+#define MFI_F_FIRST	0x1
+#define MFI_F_LAST	0x2
+#define MFI_F_DATA	0x4	/* data carries remote CQ data */
+
+/* In host order; the wire form is the same fields little-endian, 56 bytes. */
+struct mfi_hdr {
+	uint8_t op;
+	uint8_t flags;
+	uint16_t rsvd;
+	uint32_t len;		/* payload bytes in this SEND */
+	uint64_t total;		/* FIRST: bytes of the whole message / RMA */
+	uint64_t tag;
+	uint64_t data;		/* remote CQ data */
+	uint64_t key;		/* RMA: the target's MR key */
+	uint64_t addr;		/* RMA: address (FI_MR_VIRT_ADDR) or offset in the MR */
+	uint32_t credits;	/* receive slots the sender has freed since the connection began */
+	uint32_t req_id;	/* RMA: names the operation in READ_RESP / RMA_ACK */
+};
+
+#define MFI_HDR_LEN	56
+static_assert(sizeof(struct mfi_hdr) == MFI_HDR_LEN, "provider header layout");
+
+static inline void mfi_hdr_encode(const struct mfi_hdr *h, void *buf)
+{
+	struct mfi_hdr le = {
+		.op = h->op, .flags = h->flags, .len = htole32(h->len), .total = htole64(h->total),
+		.tag = htole64(h->tag), .data = htole64(h->data), .key = htole64(h->key),
+		.addr = htole64(h->addr), .credits = htole32(h->credits),
+		.req_id = htole32(h->req_id),
+	};
+
+	memcpy(buf, &le, sizeof(le));
+}
+
+/* 0, or -EBADMSG when the buffer is shorter than its header says. */
+static inline int mfi_hdr_decode(const void *buf, uint32_t buflen, struct mfi_hdr *h)
+{
+	if (buflen < MFI_HDR_LEN)
+		return -EBADMSG;
+	memcpy(h, buf, sizeof(*h));
+	h->len = le32toh(h->len);
+	h->total = le64toh(h->total);
+	h->tag = le64toh(h->tag);
+	h->data = le64toh(h->data);
+	h->key = le64toh(h->key);
+	h->addr = le64toh(h->addr);
+	h->credits = le32toh(h->credits);
+	h->req_id = le32toh(h->req_id);
+	if (h->op == 0 || h->op >= MFI_OP_MAX || h->len > buflen - MFI_HDR_LEN)
+		return -EBADMSG;
+	return 0;
+}
+
+/* HELLO's payload. */
+struct mfi_hello {
+	uint32_t ip;		/* network order: the sender's mrocd */
+	uint16_t port;		/* host order (little-endian on the wire) */
+	uint16_t rsvd;
+	uint32_t credit_rkey;	/* rkey of the region holding the sender's credit word */
+	uint32_t rsvd2;
+};
+static_assert(sizeof(struct mfi_hello) == 16, "hello layout");
+
+#endif

@@ -1,0 +1,295 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What arrives on a connection: one chunk at a time, in order (proto.h).
+ * A message's first chunk is matched against the posted receives (match.c);
+ * without a match it is buffered as unexpected.  The rest of its chunks
+ * follow where the first went (conn->cur).  RMA is served here from the
+ * registered regions (domain.c checks key, bounds and rights) and answered
+ * on the same connection.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mrocfi.h"
+
+/* Copy len bytes into a receive's buffers at offset off; what does not fit is dropped. */
+static void iov_scatter(struct mfi_rxop *rx, uint64_t off, const uint8_t *src, size_t len)
+{
+	for (size_t i = 0; i < rx->iov_count && len; i++) {
+		size_t l;
+
+		if (off >= rx->iov[i].iov_len) {
+			off -= rx->iov[i].iov_len;
+			continue;
+		}
+		l = rx->iov[i].iov_len - off < len ? rx->iov[i].iov_len - off : len;
+		memcpy((uint8_t *)rx->iov[i].iov_base + off, src, l);
+		src += l;
+		len -= l;
+		off = 0;
+	}
+}
+
+void mfi_rx_complete(struct mfi_ep *ep, struct mfi_rxop *rx, int err)
+{
+	struct mfi_cqe e = { 0 };
+	uint64_t got = rx->msg_len < rx->len ? rx->msg_len : rx->len;
+
+	if (!err && rx->msg_len > rx->len)
+		err = -FI_ETRUNC;
+	if (ep->rxcq && (rx->completion || err)) {
+		e.e = (struct fi_cq_tagged_entry){
+			.op_context = rx->context,
+			.flags = FI_RECV | (rx->kind == MFI_KIND_TAGGED ? FI_TAGGED : FI_MSG) |
+				 (rx->has_data ? FI_REMOTE_CQ_DATA : 0),
+			.len = got, .buf = rx->iov_count ? rx->iov[0].iov_base : NULL,
+			.data = rx->data, .tag = rx->msg_tag,
+		};
+		e.src = rx->msg_src;
+		if (err) {
+			e.err = true;
+			e.err_no = -err;
+			e.olen = err == -FI_ETRUNC ? rx->msg_len - rx->len : 0;
+		}
+		mfi_cqring_push(&ep->rxcq->ring, &e);
+	}
+	mfi_rxop_put(&ep->match, rx);
+}
+
+/* The source of what arrives on c, as the application's AV names it. */
+static fi_addr_t conn_src(struct mfi_conn *c)
+{
+	int64_t i;
+
+	if (c->fiaddr != FI_ADDR_NOTAVAIL || !c->peer_known || !c->ep->av)
+		return c->fiaddr;
+	/* Looked up until found: the application may insert the peer after it spoke. */
+	i = mfi_av_find(&c->ep->av->av, &c->peer);
+	if (i >= 0)
+		c->fiaddr = (fi_addr_t)i;
+	return c->fiaddr;
+}
+
+static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
+{
+	struct mfi_hello h;
+
+	if (len < sizeof(h) || c->hello_seen)
+		return;
+	memcpy(&h, p, sizeof(h));
+	c->hello_seen = true;
+	c->peer_rkey = le32toh(h.credit_rkey);
+	if (!c->peer_known) {
+		c->peer = (struct mfi_addr){ .ip = h.ip, .port = le16toh(h.port) };
+		c->peer_known = true;
+	}
+	conn_src(c);
+	mfi_ep_conn_event(c, FI_CONNREQ, 0);	/* "the peer introduced itself" */
+}
+
+static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
+{
+	struct mfi_ep *ep = c->ep;
+	enum mfi_kind kind = h->op == MFI_OP_TAGGED ? MFI_KIND_TAGGED : MFI_KIND_MSG;
+	fi_addr_t src = conn_src(c);
+	struct mfi_rxop *rx = mfi_match_arrival(&ep->match, kind, src, h->tag);
+	struct mfi_unexp *ux;
+
+	c->cur = (struct mfi_rxcur){ .total = h->total };
+	if (rx) {
+		rx->msg_len = h->total;
+		rx->msg_tag = h->tag;
+		rx->data = h->data;
+		rx->has_data = h->flags & MFI_F_DATA;
+		rx->msg_src = src;
+		c->cur.kind = RX_POSTED;
+		c->cur.rx = rx;
+		return;
+	}
+	ux = calloc(1, sizeof(*ux));
+	if (ux)
+		ux->buf = malloc(h->total ? h->total : 1);
+	if (!ux || !ux->buf) {
+		/* Out of memory: the message is lost, as a NIC out of buffers would lose it. */
+		free(ux);
+		c->cur.kind = RX_DROP;
+		return;
+	}
+	ux->kind = kind;
+	ux->src = src;
+	ux->conn = c;
+	ux->tag = h->tag;
+	ux->data = h->data;
+	ux->has_data = h->flags & MFI_F_DATA;
+	ux->total = h->total;
+	mfi_match_add_unexp(&ep->match, ux);
+	c->cur.kind = RX_UNEXP;
+	c->cur.ux = ux;
+}
+
+/* An unexpected message meets its receive: copy it out, complete, free it. */
+static void deliver_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop *rx)
+{
+	rx->msg_len = ux->total;
+	rx->msg_tag = ux->tag;
+	rx->data = ux->data;
+	rx->has_data = ux->has_data;
+	rx->msg_src = ux->src;
+	if (!(rx->flags & FI_DISCARD))
+		iov_scatter(rx, 0, ux->buf, ux->total);
+	mfi_rx_complete(ep, rx, 0);
+	mfi_unexp_free(ux);
+}
+
+/* A receive was posted (or claims a message): deliver now or when the rest arrives. */
+void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop *rx)
+{
+	if (ux->complete)
+		deliver_unexp(ep, ux, rx);
+	else
+		ux->waiting = rx;
+}
+
+static void queue_internal(struct mfi_conn *c, enum mfi_txkind kind, uint32_t req_id, int status,
+			   void *src, uint64_t len)
+{
+	struct mfi_txop *op = calloc(1, sizeof(*op));
+
+	if (!op)
+		return;		/* the initiator's operation then never completes: as a lost answer */
+	op->kind = kind;
+	op->req_id = req_id;
+	op->status = status;
+	if (len) {
+		op->iov[0] = (struct iovec){ src, len };
+		op->iov_count = 1;
+		op->total = len;
+	}
+	mfi_conn_queue(c, op);
+}
+
+static void rx_first(struct mfi_conn *c, const struct mfi_hdr *h)
+{
+	struct mfi_ep *ep = c->ep;
+	uint8_t *p;
+	int err;
+
+	if (c->cur.kind == RX_POSTED)	/* the previous message was cut short: a broken peer */
+		mfi_rx_complete(ep, c->cur.rx, -FI_EIO);
+	c->cur = (struct mfi_rxcur){ .kind = RX_NONE };
+	switch (h->op) {
+	case MFI_OP_MSG:
+	case MFI_OP_TAGGED:
+		rx_first_msg(c, h);
+		break;
+	case MFI_OP_WRITE:
+		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_WRITE, &p);
+		c->cur = (struct mfi_rxcur){
+			.kind = RX_WRITE, .dst = err ? NULL : p, .total = h->total, .status = err,
+			.req_id = h->req_id, .data = h->data, .has_data = h->flags & MFI_F_DATA,
+		};
+		break;
+	case MFI_OP_READ_REQ:
+		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_READ, &p);
+		if (err || !h->total)
+			queue_internal(c, TX_RMA_ACK, h->req_id, -err, NULL, 0);
+		else
+			queue_internal(c, TX_READRESP, h->req_id, 0, p, h->total);
+		break;
+	case MFI_OP_READ_RESP:
+		c->cur = (struct mfi_rxcur){
+			.kind = RX_READRESP, .rd = mfi_rma_peek(ep, h->req_id), .total = h->total,
+			.req_id = h->req_id,
+		};
+		break;
+	case MFI_OP_RMA_ACK: {
+		struct mfi_txop *op = mfi_rma_take(ep, h->req_id);
+
+		if (op)
+			mfi_txop_done(ep, op, h->total ? -(int)h->total : 0);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static void rx_write_done(struct mfi_conn *c)
+{
+	struct mfi_ep *ep = c->ep;
+
+	queue_internal(c, TX_RMA_ACK, c->cur.req_id, -c->cur.status, NULL, 0);
+	if (!c->cur.status && c->cur.has_data && ep->rxcq) {
+		struct mfi_cqe e = { .src = conn_src(c) };
+
+		e.e.flags = FI_RMA | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+		e.e.data = c->cur.data;
+		e.e.len = c->cur.total;
+		mfi_cqring_push(&ep->rxcq->ring, &e);
+	}
+}
+
+void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *payload,
+		  uint32_t len)
+{
+	struct mfi_rxcur *cur = &c->cur;
+
+	if (!c->ep)
+		return;		/* a passive endpoint's connection is not read before fi_accept */
+	if (h->op == MFI_OP_HELLO) {
+		rx_hello(c, payload, len);
+		return;
+	}
+	if (h->flags & MFI_F_FIRST)
+		rx_first(c, h);
+	/* Never past what the first chunk announced. */
+	if (cur->off > cur->total || len > cur->total - cur->off)
+		len = cur->off <= cur->total ? (uint32_t)(cur->total - cur->off) : 0;
+	switch (cur->kind) {
+	case RX_POSTED:
+		iov_scatter(cur->rx, cur->off, payload, len);
+		break;
+	case RX_UNEXP:
+		memcpy(cur->ux->buf + cur->off, payload, len);
+		break;
+	case RX_WRITE:
+		if (cur->dst)
+			memcpy(cur->dst + cur->off, payload, len);
+		break;
+	case RX_READRESP:
+		if (cur->rd) {
+			struct mfi_rxop tmp = { .iov_count = cur->rd->iov_count };
+
+			memcpy(tmp.iov, cur->rd->iov, sizeof(tmp.iov));
+			iov_scatter(&tmp, cur->off, payload, len);
+		}
+		break;
+	default:
+		return;
+	}
+	cur->off += len;
+	if (!(h->flags & MFI_F_LAST))
+		return;
+	switch (cur->kind) {
+	case RX_POSTED:
+		mfi_rx_complete(c->ep, cur->rx, 0);
+		break;
+	case RX_UNEXP:
+		cur->ux->complete = true;
+		cur->ux->received = cur->off;
+		if (cur->ux->waiting)
+			deliver_unexp(c->ep, cur->ux, cur->ux->waiting);
+		break;
+	case RX_WRITE:
+		rx_write_done(c);
+		break;
+	case RX_READRESP:
+		if (cur->rd && mfi_rma_take(c->ep, cur->req_id))
+			mfi_txop_done(c->ep, cur->rd, 0);
+		break;
+	default:
+		break;
+	}
+	cur->kind = RX_NONE;
+}
