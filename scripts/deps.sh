@@ -24,6 +24,8 @@ PACKAGES=(
 	groff-base
 	# benchmarks: plots and kernel-TCP / socket baselines
 	gnuplot-nox iperf3 sockperf
+	# libfabric provider and MPI over mroc: headers, fi_info/fi_pingpong, Open MPI
+	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
 )
 
 usage() {
