@@ -26,8 +26,17 @@
 /* One connection carries a direction's operations in order, so every ordering holds. */
 #define MFI_ORDER (FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW | \
 		   FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS | FI_ORDER_WAS)
+/*
+ * libfabric's utility providers (ofi_rxm, ofi_rxd) ask core providers for
+ * endpoints to layer on with this flag (OFI_CORE_PROV_ONLY in libfabric's
+ * internal ofi.h, the same bit since 1.5).  We have our own RDM endpoint, so
+ * "mroc;ofi_rxm" would only be a slower duplicate that MPI may pick first.
+ */
+#define MFI_FLAG_CORE_PROV_ONLY (1ULL << 59)
 /* The MR modes we can work with; each one the application accepts is used. */
 #define MFI_MR_MODES (FI_MR_VIRT_ADDR | FI_MR_PROV_KEY)
+/* libfabric's "generic" tag format (FI_TAG_GENERIC, internal): we match all 64 bits. */
+#define MFI_TAG_FORMAT 0xAAAAAAAAAAAAAAAAull
 
 static void mfi_cleanup(void)
 {
@@ -186,6 +195,7 @@ static struct fi_info *template(enum fi_ep_type type)
 	fi->ep_attr->protocol = FI_PROTO_UNSPEC;
 	fi->ep_attr->protocol_version = 1;
 	fi->ep_attr->max_msg_size = MFI_MAX_MSG_SIZE;
+	fi->ep_attr->mem_tag_format = type == FI_EP_RDM ? MFI_TAG_FORMAT : 0;
 	fi->ep_attr->max_order_raw_size = MFI_MAX_MSG_SIZE;
 	fi->ep_attr->max_order_war_size = MFI_MAX_MSG_SIZE;
 	fi->ep_attr->max_order_waw_size = MFI_MAX_MSG_SIZE;
@@ -227,12 +237,9 @@ static bool attrs_ok(const struct fi_info *fi, const struct fi_info *h)
 	if ((h->caps & ~fi->caps) || (h->addr_format && h->addr_format != FI_SOCKADDR_IN &&
 				      h->addr_format != FI_SOCKADDR))
 		return false;
-	if (h->fabric_attr) {
-		if (h->fabric_attr->name && strcmp(h->fabric_attr->name, MFI_FABRIC_NAME))
-			return false;
-		if (h->fabric_attr->prov_name && strcasecmp(h->fabric_attr->prov_name, MFI_PROV_NAME))
-			return false;
-	}
+	/* prov_name ("mroc", "mroc;^ofi_rxm") is libfabric's to match, not ours. */
+	if (h->fabric_attr && h->fabric_attr->name && strcmp(h->fabric_attr->name, MFI_FABRIC_NAME))
+		return false;
 	if (e && ((e->max_msg_size > MFI_MAX_MSG_SIZE) ||
 		  (e->protocol && e->protocol != FI_PROTO_UNSPEC) ||
 		  (e->tx_ctx_cnt > 1 && e->tx_ctx_cnt != FI_SHARED_CONTEXT) || e->rx_ctx_cnt > 1 ||
@@ -269,6 +276,9 @@ static int apply_hints(uint32_t version, struct fi_info *fi, const struct fi_inf
 			fi->caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 		fi->tx_attr->caps = fi->rx_attr->caps = fi->caps;
 	}
+	/* Tags are matched on all 64 bits: any format the application uses will do. */
+	if (h->ep_attr && h->ep_attr->mem_tag_format && (fi->caps & FI_TAGGED))
+		fi->ep_attr->mem_tag_format = h->ep_attr->mem_tag_format;
 	if (h->tx_attr) {
 		fi->tx_attr->op_flags = h->tx_attr->op_flags;
 		if (h->tx_attr->msg_order)
@@ -349,6 +359,8 @@ int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_
 	int err = -FI_ENODATA;
 
 	*info = NULL;
+	if (flags & MFI_FLAG_CORE_PROV_ONLY)
+		return -FI_ENODATA;
 	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
 		struct fi_info *fi;
 
