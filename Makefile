@@ -323,6 +323,18 @@ $(BUILD)/libmroc-fi.so: $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) libfabric/libmroc-fi.
 	$(Q)$(CC) $(MROC_LDFLAGS) -shared -Wl,--version-script=libfabric/libmroc-fi.map \
 		-Wl,-z,defs -o $@ $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) -lfabric -lpthread
 
+# MPI programs: tests/mpi/*.c -> build/tests/mpi/* with mpicc (Open MPI, openmpi-bin and
+# libopenmpi-dev), written with MPI only; tests/e2e/test_mpi.sh and scripts/bench-mpi.sh run them.
+MPICC ?= mpicc
+HAVE_MPICC := $(shell command -v $(MPICC) >/dev/null 2>&1 && echo 1)
+MPI_SRCS := $(sort $(wildcard tests/mpi/*.c))
+MPI_BINS := $(if $(HAVE_MPICC),$(MPI_SRCS:%.c=$(BUILD)/%))
+tests: $(MPI_BINS)
+$(MPI_BINS): $(BUILD)/%: %.c $(FLAGS_STAMP)
+	$(call say,MPICC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(MPICC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
+
 # mroc-cli: cli/*.c (cli/perf/ is mroc-perf's), linked with jansson.  Its helpers
 # and print layer (cli/fmt.c, cli/print.c) are also linked into tests/unit/test_cli_print.
 CLI_SRCS := $(sort $(wildcard cli/*.c))
