@@ -426,7 +426,7 @@ subst_paths = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 
 .PHONY: install uninstall
 
-install: $(INSTALL_SBINS) $(INSTALL_BINS) $(LIBMROC_SO) $(LIBMROC_A)
+install: $(INSTALL_SBINS) $(INSTALL_BINS) $(LIBMROC_SO) $(LIBMROC_A) $(FI_PROV)
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/mroc $(sort $(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
@@ -441,6 +441,10 @@ ifeq ($(INSTALL_LIB),1)
 	$(Q)$(INSTALL) -m 0644 libclient/include/mroc/mroc.h $(DESTDIR)$(INCLUDEDIR)/mroc/
 	$(Q)$(subst_paths) -e '/^#/d' libclient/libmroc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc && \
 		chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc
+endif
+ifneq ($(FI_PROV),)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(LIBDIR)/libfabric
+	$(Q)$(INSTALL) -m 0755 $(FI_PROV) $(DESTDIR)$(LIBDIR)/libfabric/
 endif
 	$(Q)$(subst_paths) systemd/mrocd.service > $(DESTDIR)$(UNITDIR)/mrocd.service && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/mrocd.service
@@ -469,6 +473,7 @@ uninstall:
 		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_BINS))) \
 		$(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_VERSION) $(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_MAJOR) \
 		$(DESTDIR)$(LIBDIR)/libmroc.so $(DESTDIR)$(LIBDIR)/libmroc.a $(DESTDIR)$(INCLUDEDIR)/mroc/mroc.h \
+		$(DESTDIR)$(LIBDIR)/libfabric/libmroc-fi.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc $(DESTDIR)$(UNITDIR)/mrocd.service $(DESTDIR)$(SYSUSERSDIR)/mroc.conf \
 		$(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua \
 		$(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
@@ -478,6 +483,7 @@ uninstall:
 		echo "  KEEP    $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf (changed since install)"; \
 	fi
 	$(Q)rmdir $(DESTDIR)$(INCLUDEDIR)/mroc $(DESTDIR)$(SYSCONFDIR)/mroc 2>/dev/null || true
+	$(Q)rmdir $(DESTDIR)$(LIBDIR)/libfabric 2>/dev/null || true
 ifeq ($(DESTDIR),)
 	$(Q)if [ "$$(id -u)" = 0 ]; then \
 		ldconfig; \

@@ -59,6 +59,8 @@ expected+=(
 	/usr/share/man/man5/mrocd.conf.5 /usr/share/man/man8/mrocd.8
 	/usr/share/man/man8/mroc-cli.8 "$WS_LUADIR/mroc.lua"
 )
+# The libfabric provider, where libfabric-dev let it be built.
+[ -f "$BUILD/libmroc-fi.so" ] && expected+=(/usr/lib/libfabric/libmroc-fi.so)
 diff <(printf '%s\n' "${expected[@]}" | sort) \
      <(cd "$DEST" && find . \( -type f -o -type l \) | sed 's|^\.||' | sort) >"$WORK/diff" ||
 	fail "installed tree differs from the expected one (< expected, > installed):
@@ -67,7 +69,7 @@ ok "every file installed, nothing else (${#expected[@]} files)"
 
 for f in "${expected[@]}"; do
 	case $f in
-	*/bin/*|*/sbin/*|*.so.0.1.0) expect_file "$f" 755 ;;
+	*/bin/*|*/sbin/*|*.so.0.1.0|*-fi.so) expect_file "$f" 755 ;;
 	*.so|*.so.0) ;;
 	*) expect_file "$f" 644 ;;
 	esac
