@@ -43,7 +43,12 @@ pingpong() {
 	shift
 	fipp "$NS_B" b "$IP_B" -B "$port" "$@" >"$E2E_DIR/pp-srv.txt" 2>&1 &
 	local srv=$!
-	sleep 0.5
+	# The client must not knock before the server's control port listens (a busy machine).
+	for _ in $(seq 200); do
+		ip netns exec "$NS_B" ss -Hltn "sport = :$port" | grep -q . && break
+		kill -0 "$srv" 2>/dev/null || break
+		sleep 0.1
+	done
 	fipp "$NS_A" a "$IP_A" -P "$port" "$@" "$IP_B" >"$E2E_DIR/pp-cli.txt" 2>&1
 	local rc=$?
 	wait "$srv"
