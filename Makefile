@@ -154,6 +154,13 @@ PERF_OBJS := $(PERF_SRCS:%.c=$(OBJ)/%.o)
 PERF_BIN := $(if $(PERF_SRCS),$(BUILD)/mroc-perf)
 $(PERF_OBJS): INCLUDES := -Ilibclient/include -Icli/perf
 
+# Tools: tools/*.c -> build/*, one program per file, linked with the daemon's library
+# (xsk-baseline uses mrocd's XDP program loader and frame builder).
+TOOL_SRCS := $(sort $(wildcard tools/*.c))
+TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/%,$(subst _,-,$(TOOL_SRCS)))
+$(TOOL_SRCS:%.c=$(OBJ)/%.o): INCLUDES = -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf $(DAEMON_CFLAGS)
+$(TOOL_SRCS:%.c=$(OBJ)/%.o): | $(BPF_SKELS)
+
 # Tests: tests/{unit,sim}/test_*.c -> build/tests/{unit,sim}/test_*, one binary
 # per file.  Other .c files in the same folder are helpers linked into each
 # test binary of that folder.
@@ -176,16 +183,16 @@ test_helpers = $(patsubst %.c,$(OBJ)/%.o,$(filter $(patsubst $(BUILD)/%,%,$(dir 
 
 ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $(DAEMON_OBJS) \
 	$(DAEMON_MAIN:%.c=$(OBJ)/%.o) $(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS) $(PERF_OBJS) \
-	$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o)
+	$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o) $(TOOL_SRCS:%.c=$(OBJ)/%.o)
 
 # ---- top-level targets ------------------------------------------------------
 
 .PHONY: all libs tests check bench bench-sim demo clean help
 
 ifeq ($(HAVE_CMOCKA),1)
-all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) tests
+all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) tests
 else
-all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN)
+all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS)
 	@echo "note: test binaries not built: cmocka not found by pkg-config (scripts/deps.sh installs it)"
 endif
 
@@ -356,6 +363,10 @@ $(BUILD)/libmrocd.a: $(DAEMON_OBJS)
 	$(Q)rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/mrocd: $(OBJ)/daemon/main.o $(DAEMON_LIB) $(ENGINE_LIB)
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
+
+$(TOOL_BINS): $(BUILD)/%: $(OBJ)/tools/%.o $(DAEMON_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
 

@@ -18,6 +18,8 @@
 #define ETH_ALEN_	6
 /* Largest L2-L4 header we build: Ethernet 14 + 802.1Q 4 + IPv6 40 + UDP 8. */
 #define FRAME_HEADROOM	66
+/* The invariant CRC (CRC32C) that ends every MetaRoCE packet (docs/PROTOCOL.md 1). */
+#define FRAME_ICRC_LEN	4
 
 /* IP ECN field values. */
 #define FRAME_ECN_NOT_ECT	0

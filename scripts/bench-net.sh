@@ -2,43 +2,131 @@
 # SPDX-License-Identifier: MIT
 #
 # Real packets, side by side in one run over the same veth pair between two
-# network namespaces: mroc write_bw (64 KiB and 1 MiB) in MetaRoCE and
-# RoCEv2-baseline mode against kernel TCP (iperf3), and write_lat (8 B)
-# against a kernel TCP ping-pong (sockperf).  Both mrocd on AF_XDP (native
-# XDP, copy mode: veth has no zero-copy) with the largest MTU native XDP
-# allows on veth.  Prints a markdown table; root; part of make bench.
+# network namespaces, both mrocd on AF_XDP (native XDP, copy mode: veth has no
+# zero-copy).  Prints markdown tables; root; part of make bench.
+#
+# 1. mroc against the bare AF_XDP ceiling: build/xsk-baseline (same XDP
+#    program, UMEM frame size, rings, queue, mode and copy choice as mrocd,
+#    frames as long as mroc's data packets) TX -> RX, then mroc write_bw
+#    (MetaRoCE and RoCEv2 mode), send_bw and read_bw of 1 MiB messages, at
+#    each payload of PAYLOADS; RUNS rounds, each round the bare pair first
+#    (mrocd stopped: the queue is the baseline's) and then every mroc test
+#    (mrocd restarted).  Data packets per second min/median/max over the
+#    rounds, and the ratio of the medians to the bare pair's frame rate.
+# 2. mroc write_bw 64 KiB / 1 MiB against kernel TCP (iperf3), and write_lat
+#    8 B against a kernel TCP ping-pong (sockperf), at payload 3392.
 #
 #   scripts/bench-net.sh [SECONDS]        default 5 s per bandwidth run
+#   env: RUNS (3), PAYLOADS ("1024 3392"), PARTS ("ratio tcp")
 set -u
 SECS=${1:-5}
+RUNS=${RUNS:-3}
+PAYLOADS=${PAYLOADS:-1024 3392}
+PARTS=${PARTS:-ratio tcp}
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 PERF=$BUILD/mroc-perf
+BASE=$BUILD/xsk-baseline
 e2e_require
 for t in iperf3 sockperf; do command -v $t >/dev/null || skip "needs $t (scripts/deps.sh)"; done
 [ -x "$PERF" ] || skip "$PERF not built"
+[ -x "$BASE" ] || skip "$BASE not built"
 e2e_setup_pair
-# Native XDP on veth takes frames up to about a page: MTU 3500, MetaRoCE payload 3392.
-ip -n "$NS_A" link set "$IF_A" mtu 3500
-ip -n "$NS_B" link set "$IF_B" mtu 3500
-for n in a b; do
-	if [ $n = a ]; then e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"; else e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
-	sed -i 's/log_level = "debug"/log_level = "warning"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = 4096; mtu = 3392;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/' "$E2E_DIR/$n.conf"
-done
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+MAC_B=$(ip -n "$NS_B" -j link show "$IF_B" | jq -r '.[0].address')
+MSG=1048576
 
-# mperf TEST ARGS...: one mroc-perf run, prints its JSON result line.
+# link_for PAYLOAD: sets the veths' MTU for mroc payload PAYLOAD; prints the UMEM frame size.
+# 1024: a standard 1500-byte link and mrocd's default 2 KiB frames.  3392: 3506 is the
+# largest MTU native XDP on veth takes (a frame must fit a page), and 3392 the largest
+# payload mrocd then accepts (it keeps room for IPv6 headers).
+link_for() {
+	local mtu=1500 fs=2048
+	[ "$1" -gt 1024 ] && mtu=3506 fs=4096
+	ip -n "$NS_A" link set "$IF_A" mtu $mtu
+	ip -n "$NS_B" link set "$IF_B" mtu $mtu
+	echo $fs
+}
+
+# start_pair TAG PAYLOAD FRAME_SIZE: mrocd a$TAG and b$TAG with that MTU.
+start_pair() {
+	local n
+	for n in a b; do
+		if [ $n = a ]; then e2e_config a$1 af_xdp "$IF_A" "$IP_A" "$IP_B"
+		else e2e_config b$1 af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
+		sed -i "s/log_level = \"debug\"/log_level = \"warning\"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = $3; mtu = $2;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/" "$E2E_DIR/$n$1.conf"
+	done
+	e2e_start a$1 "$NS_A"
+	e2e_start b$1 "$NS_B"
+	e2e_wait_ready a$1
+	e2e_wait_ready b$1
+	CUR=$1
+}
+
+stop_pair() {
+	e2e_stop a$CUR
+	e2e_stop b$CUR
+}
+
+# mperf TEST ARGS...: one mroc-perf run on the current pair, prints its JSON result line.
 mperf() {
 	local t=$1
 	shift
-	ip netns exec "$NS_B" timeout 120 "$PERF" "$t" -S "$E2E_DIR/b.ctl" --sleep -j "$@" >"$E2E_DIR/srv.json" 2>&1 &
+	ip netns exec "$NS_B" timeout 120 "$PERF" "$t" -S "$E2E_DIR/b$CUR.ctl" --sleep -j "$@" >"$E2E_DIR/srv.json" 2>&1 &
 	local srv=$!
 	sleep 0.3
-	ip netns exec "$NS_A" timeout 120 "$PERF" "$t" -S "$E2E_DIR/a.ctl" --sleep -j "$@" "$IP_B" >"$E2E_DIR/cli.json" 2>"$E2E_DIR/cli.err"
+	ip netns exec "$NS_A" timeout 120 "$PERF" "$t" -S "$E2E_DIR/a$CUR.ctl" --sleep -j "$@" "$IP_B" >"$E2E_DIR/cli.json" 2>"$E2E_DIR/cli.err"
 	wait "$srv"
 	cat "$E2E_DIR/cli.json"
+}
+
+# bare PAYLOAD FRAME_SIZE: the bare pair's receive rate, Mpps.
+bare() {
+	ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f "$2" -D "$SECS" >"$E2E_DIR/bare.json" 2>&1 &
+	local rx=$!
+	sleep 0.5
+	ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f "$2" -s "$1" -D $((SECS + 2)) \
+		--src "$IP_A" --dst "$IP_B" --dmac "$MAC_B" >/dev/null 2>"$E2E_DIR/bare-tx.err"
+	wait $rx
+	jq -e -r '.mpps' "$E2E_DIR/bare.json" 2>/dev/null ||
+		{ echo 0; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.err" >&2; }
+}
+
+# mroc_mpps PAYLOAD JSON: data packets per second of a 1 MiB bandwidth run, Mpps.
+mroc_mpps() {
+	jq -r --argjson p "$1" --argjson m $MSG \
+		'.results[0].bw_avg_gbps * 1e9 / 8 / $m * (($m + $p - 1) / $p | floor) / 1e6' <<<"$2" 2>/dev/null || echo 0
+}
+
+# stats V...: "min median max" of the values.
+stats() {
+	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f %.3f %.3f\n", v[1], v[int((NR + 1) / 2)], v[NR] }'
+}
+
+TESTS=("write_bw --mode metaroce" "write_bw --mode rocev2" "send_bw" "read_bw")
+ratio_part() {
+	echo "| payload B | test (1 MiB messages) | Mpps min / median / max | Gbit/s payload (median) | x bare (median) |"
+	echo "|---|---|---|---|---|"
+	local p fs r i
+	for p in $PAYLOADS; do
+		fs=$(link_for "$p")
+		local -a b=() m0=() m1=() m2=() m3=()
+		for r in $(seq "$RUNS"); do
+			b+=("$(bare "$p" "$fs")")
+			start_pair "${p}r$r" "$p" "$fs"
+			for i in "${!TESTS[@]}"; do
+				# shellcheck disable=SC2086
+				eval "m$i+=(\"\$(mroc_mpps $p \"\$(mperf ${TESTS[$i]} -s $MSG -D $SECS)\")\")"
+			done
+			stop_pair
+		done
+		read -r bmin bmed bmax <<<"$(stats "${b[@]}")"
+		echo "| $p | bare AF_XDP TX -> RX ($((p + 60 + 4 + 42)) B frames) | $bmin / $bmed / $bmax | $(awk -v m="$bmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | 1 |"
+		for i in "${!TESTS[@]}"; do
+			eval "local -a v=(\"\${m$i[@]}\")"
+			read -r mmin mmed mmax <<<"$(stats "${v[@]}")"
+			echo "| $p | mroc ${TESTS[$i]} | $mmin / $mmed / $mmax | $(awk -v m="$mmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | $(awk -v m="$mmed" -v b="$bmed" 'BEGIN { printf "%.2f", (b > 0 ? m / b : 0) }') |"
+		done
+	done
+	echo
 }
 
 bw_row() { # label json
@@ -46,34 +134,40 @@ bw_row() { # label json
 		echo "| $1 | - | failed | - |"
 }
 
-echo "| test | message bytes | Gbit/s | Mmsg/s |"
-echo "|---|---|---|---|"
-for mode in metaroce rocev2; do
-	for s in 65536 1048576; do
-		bw_row "mroc write_bw ($mode)" "$(mperf write_bw --mode "$mode" -s "$s" -D "$SECS")"
+tcp_part() {
+	start_pair tcp 3392 "$(link_for 3392)"
+	echo "| test | message bytes | Gbit/s | Mmsg/s |"
+	echo "|---|---|---|---|"
+	for mode in metaroce rocev2; do
+		for s in 65536 1048576; do
+			bw_row "mroc write_bw ($mode)" "$(mperf write_bw --mode "$mode" -s "$s" -D "$SECS")"
+		done
 	done
+	for st in 1 4; do
+		ip netns exec "$NS_B" iperf3 -s -1 -D >/dev/null 2>&1
+		sleep 0.3
+		g=$(ip netns exec "$NS_A" iperf3 -c "$IP_B" -t "$SECS" -P "$st" -J 2>/dev/null |
+		    jq '.end.sum_received.bits_per_second / 1e9 | . * 100 | round / 100')
+		echo "| kernel TCP (iperf3, $st stream$([ $st = 1 ] || echo s)) | 128K writes | ${g:-failed} | - |"
+	done
+	echo
+	echo "| test | t_min us | t_typical (median) us | t_avg us | 99% us |"
+	echo "|---|---|---|---|---|"
+	for mode in metaroce rocev2; do
+		jq -r --arg m "$mode" '.results[0] | "| mroc write_lat 8 B (\($m)) | \(.t_min_us) | \(.t_typical_us) | \(.t_avg_us) | \(.p99_us) |"' \
+			<<<"$(mperf write_lat --mode "$mode" -s 8 -n 2000)" 2>/dev/null || echo "| mroc write_lat ($mode) | failed |||"
+	done
+	ip netns exec "$NS_B" sockperf server --tcp -i "$IP_B" -p 11111 >/dev/null 2>&1 &
+	E2E_PIDS+=($!)
+	sleep 0.5
+	ip netns exec "$NS_A" sockperf ping-pong --tcp -i "$IP_B" -p 11111 -m 14 -t "$SECS" 2>&1 |
+		awk '/<MIN>/ {min=$NF} /<MAX>/ {max=$NF} /percentile 50.000/ {med=$NF} /percentile 99.000/ {p99=$NF} /avg-latency/ {for (i=1;i<=NF;i++) if ($i ~ /avg-latency=/) {split($i,a,"="); avg=a[2]}}
+		     END { printf "| kernel TCP ping-pong 14 B (sockperf: its minimum; half round trip) | %s | %s | %s | %s |\n", min, med, avg, p99 }'
+	echo
+	stop_pair
+}
+
+for part in $PARTS; do
+	"${part}_part"
 done
-ip netns exec "$NS_B" iperf3 -s -1 -D >/dev/null 2>&1
-sleep 0.3
-for st in 1 4; do
-	ip netns exec "$NS_B" iperf3 -s -1 -D >/dev/null 2>&1
-	sleep 0.3
-	g=$(ip netns exec "$NS_A" iperf3 -c "$IP_B" -t "$SECS" -P "$st" -J 2>/dev/null |
-	    jq '.end.sum_received.bits_per_second / 1e9 | . * 100 | round / 100')
-	echo "| kernel TCP (iperf3, $st stream$([ $st = 1 ] || echo s)) | 128K writes | ${g:-failed} | - |"
-done
-echo
-echo "| test | t_min us | t_typical (median) us | t_avg us | 99% us |"
-echo "|---|---|---|---|---|"
-for mode in metaroce rocev2; do
-	jq -r --arg m "$mode" '.results[0] | "| mroc write_lat 8 B (\($m)) | \(.t_min_us) | \(.t_typical_us) | \(.t_avg_us) | \(.p99_us) |"' \
-		<<<"$(mperf write_lat --mode "$mode" -s 8 -n 2000)" 2>/dev/null || echo "| mroc write_lat ($mode) | failed |||"
-done
-ip netns exec "$NS_B" sockperf server --tcp -i "$IP_B" -p 11111 >/dev/null 2>&1 &
-E2E_PIDS+=($!)
-sleep 0.5
-ip netns exec "$NS_A" sockperf ping-pong --tcp -i "$IP_B" -p 11111 -m 14 -t "$SECS" 2>&1 |
-	awk '/<MIN>/ {min=$NF} /<MAX>/ {max=$NF} /percentile 50.000/ {med=$NF} /percentile 99.000/ {p99=$NF} /avg-latency/ {for (i=1;i<=NF;i++) if ($i ~ /avg-latency=/) {split($i,a,"="); avg=a[2]}}
-	     END { printf "| kernel TCP ping-pong 14 B (sockperf: its minimum; half round trip) | %s | %s | %s | %s |\n", min, med, avg, p99 }'
-echo
-echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d)"
+echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d), load average $(cut -d' ' -f1-3 /proc/loadavg)"
