@@ -94,7 +94,7 @@ LIBMNL_CFLAGS = $(call pkg_cflags,libmnl)
 LIBMNL_LIBS = $(call pkg_libs,libmnl)
 JANSSON_CFLAGS = $(call pkg_cflags,jansson)
 JANSSON_LIBS = $(call pkg_libs,jansson)
-DAEMON_PKGS := libbpf libxdp liburing libconfig libsystemd libmnl jansson
+DAEMON_PKGS := libbpf libxdp liburing libconfig libsystemd libmnl jansson libisal
 DAEMON_CFLAGS = $(call pkg_cflags,$(DAEMON_PKGS))
 DAEMON_LIBS = $(call pkg_libs,$(DAEMON_PKGS)) -lpthread
 

@@ -84,6 +84,7 @@ static const char *const helps[][2] = {
 	{ "mroc_backend_tx_pkts_total", "Packets the backend sent." },
 	{ "mroc_backend_tx_bytes_total", "Bytes the backend sent." },
 	{ "mroc_backend_rx_bad_frame_total", "Frames that failed to parse or were not ours." },
+	{ "mroc_backend_rx_bad_icrc_total", "Packets dropped as corrupted: their ICRC did not match." },
 	{ "mroc_backend_tx_no_route_total", "Packets dropped for an unresolved peer (resent)." },
 	{ "mroc_backend_tx_ring_full_total", "Sends that found the TX ring full." },
 	{ "mroc_backend_xsk_rx_dropped_total", "AF_XDP XDP_STATISTICS rx_dropped, summed." },

@@ -225,12 +225,15 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 		for (uint32_t i = 0; i < rcvd; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&k->rx, idx + i);
 			uint64_t addr = frame_base(x, d->addr);
-			const uint8_t *frame = xsk_umem__get_data(x->area, d->addr);
+			uint8_t *frame = xsk_umem__get_data(x->area, d->addr);
 			struct frame_rx fr;
 			enum frame_err why;
 
 			if (frame_parse(frame, d->len, &fr, &why) || fr.dport != x->udp_port) {
-				x->st.rx_bad_frame++;
+				if (why == FRAME_ERR_ICRC)
+					x->st.rx_bad_icrc++;
+				else
+					x->st.rx_bad_frame++;
 				x->free[x->nfree++] = addr;	/* back to the fill ring below */
 				continue;
 			}
@@ -300,7 +303,7 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 
 		bufs[i] = (struct engine_txbuf){
 			.data = x->area + addr + FRAME_HEADROOM,
-			.cap = x->frame_size - FRAME_HEADROOM,
+			.cap = x->frame_size - FRAME_HEADROOM - FRAME_ICRC_LEN,
 		};
 	}
 	if (i < n)
@@ -389,7 +392,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 		.dport = x->udp_port,
 		.ecn = b->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT,
 		.vlan = h->vlan,
-		.udp_csum = true,
+		.icrc = true,		/* instead of the UDP checksum (IPv6 keeps both) */
 	};
 	memcpy(ft.smac, h->smac, sizeof(ft.smac));
 	memcpy(ft.dmac, h->dmac, sizeof(ft.dmac));
@@ -400,7 +403,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	}
 	d = xsk_ring_prod__tx_desc(&k->tx, idx);
 	d->addr = addr + (uint64_t)off;
-	d->len = FRAME_HEADROOM - (uint32_t)off + b->len;
+	d->len = frame_len(off, b->len, &ft);
 	xsk_ring_prod__submit(&k->tx, 1);
 	k->tx_dirty = true;
 	x->st.tx_pkts++;

@@ -29,6 +29,7 @@ struct backend_pkt {
 struct backend_stats {
 	uint64_t rx_pkts, rx_bytes, tx_pkts, tx_bytes;
 	uint64_t rx_bad_frame;		/* failed frame_parse / not for our port */
+	uint64_t rx_bad_icrc;		/* corrupted: the ICRC did not match */
 	uint64_t tx_no_route;		/* peer unresolved: dropped, the engine resends */
 	uint64_t tx_ring_full;
 	/* AF_XDP: XDP_STATISTICS of the sockets, summed */

@@ -1059,7 +1059,8 @@ static const char *engine_why_key(const char *why)
 static int check_network(struct cparse *p, const struct mrocd_config *c)
 {
 	const typeof(c->network) *n = &c->network;
-	uint32_t room = n->frame_size - MROC_DATA_OVERHEAD - FRAME_HEADROOM - CONFIG_XDP_HEADROOM;
+	uint32_t room = n->frame_size - MROC_DATA_OVERHEAD - FRAME_HEADROOM - FRAME_ICRC_LEN -
+			CONFIG_XDP_HEADROOM;
 	char buf[MROC_ADDR_STRLEN], buf2[MROC_ADDR_STRLEN];
 
 	if (n->sport_min > n->sport_max)

@@ -17,6 +17,7 @@
 #include "ctl.h"
 #include "daemon.h"
 #include "engine.h"
+#include "frame.h"
 #include "links.h"
 #include "log.h"
 #include "netlink.h"
@@ -84,8 +85,8 @@ static void woke(void *ctx)
 
 static int check_mtu(struct mrocd *d, const struct nl_link *l)
 {
-	/* IPv6 + UDP is the larger encapsulation: 48 bytes. */
-	uint32_t need = d->cfg.network.mtu + MROC_DATA_OVERHEAD + 48;
+	/* IPv6 + UDP is the larger encapsulation: 48 bytes; the ICRC ends every packet. */
+	uint32_t need = d->cfg.network.mtu + MROC_DATA_OVERHEAD + FRAME_ICRC_LEN + 48;
 
 	if (l->mtu && l->mtu < need) {
 		pr_err("interface %s: MTU %u is below the %u bytes network.mtu %u needs", l->name,

@@ -18,8 +18,13 @@
 #define ETH_ALEN_	6
 /* Largest L2-L4 header we build: Ethernet 14 + 802.1Q 4 + IPv6 40 + UDP 8. */
 #define FRAME_HEADROOM	66
-/* The invariant CRC (CRC32C) that ends every MetaRoCE packet (docs/PROTOCOL.md 1). */
+/*
+ * The invariant CRC (docs/PROTOCOL.md 1.1): CRC32C of the UDP ports and the
+ * MetaRoCE packet, stored big-endian after it, announced by FRAME_F_ICRC in
+ * the common header's flags.  It replaces the UDP checksum over IPv4.
+ */
 #define FRAME_ICRC_LEN	4
+#define FRAME_F_ICRC	0x80
 
 /* IP ECN field values. */
 #define FRAME_ECN_NOT_ECT	0
@@ -36,14 +41,37 @@ struct frame_tx {
 	uint8_t dscp;
 	uint8_t ttl;			/* 0 = 64 */
 	bool udp_csum;			/* compute the UDP checksum (IPv6 always does) */
+	bool icrc;			/* append the ICRC (the payload is a MetaRoCE packet) */
 };
 
 /*
- * buf holds the payload at buf + FRAME_HEADROOM (plen bytes).  Writes the
- * headers before it and returns the frame's offset in buf (the frame is
- * buf + ret, length FRAME_HEADROOM - ret + plen), or -EINVAL.
+ * buf holds the payload at buf + FRAME_HEADROOM (plen bytes; with tx->icrc
+ * FRAME_ICRC_LEN more bytes of room after it).  Writes the headers before
+ * it and returns the frame's offset in buf (the frame is buf + ret, length
+ * frame_len(ret, plen, tx)), or -EINVAL.
  */
 int frame_build(uint8_t *buf, size_t plen, const struct frame_tx *tx);
+
+static inline uint32_t frame_len(int off, size_t plen, const struct frame_tx *tx)
+{
+	return (uint32_t)(FRAME_HEADROOM - off + plen + (tx->icrc ? FRAME_ICRC_LEN : 0));
+}
+
+/*
+ * The ICRC for a MetaRoCE packet of len bytes at pkt (ports host order):
+ * sets FRAME_F_ICRC in its flags and writes the CRC at pkt + len, which must
+ * have FRAME_ICRC_LEN bytes of room.  Returns the new length, or -EINVAL for
+ * a packet shorter than the common header.
+ */
+int frame_icrc_seal(uint8_t *pkt, size_t len, uint16_t sport, uint16_t dport);
+
+/*
+ * The other end: a packet that announces an ICRC must end in a correct one
+ * (-EBADMSG otherwise); it is removed and the flag cleared, so the engine
+ * sees the packet as sealed.  Returns the length without it, or 0 for a
+ * packet without FRAME_F_ICRC (the caller decides what else covers it).
+ */
+int frame_icrc_open(uint8_t *pkt, size_t len, uint16_t sport, uint16_t dport);
 
 struct frame_rx {
 	const uint8_t *payload;		/* bytes after the UDP header */
@@ -61,17 +89,21 @@ enum frame_err {
 	FRAME_ERR_ETHERTYPE,		/* neither IPv4 nor IPv6 */
 	FRAME_ERR_IP,			/* bad version, IHL, length, fragment, checksum */
 	FRAME_ERR_NOT_UDP,
-	FRAME_ERR_UDP,			/* bad UDP length or checksum */
+	FRAME_ERR_UDP,			/* bad UDP length or checksum, or neither checksum nor ICRC */
+	FRAME_ERR_ICRC,			/* the ICRC does not match: corrupted */
 	FRAME_ERR__COUNT,
 };
 
 /*
- * Parse a received frame; 0 or -EBADMSG with *why set.  A non-zero UDP
+ * Parse a received frame; 0 or -EBADMSG with *why set.  The UDP length must
+ * equal the IP payload length.  Over IPv4 a packet with an ICRC is checked
+ * by it alone (frame_icrc_open: the trailer is removed, the flag cleared in
+ * place); one without must have a non-zero UDP checksum.  Over IPv6 the UDP
+ * checksum is always checked, and the ICRC too when there is one.  A UDP
  * checksum must be correct or equal the bare pseudo-header sum (what kernel
- * sockets on veth send: CHECKSUM_PARTIAL, see frame.c); 0 passes on IPv4
- * only.  The UDP length must equal the IP payload length.
+ * sockets on veth send: CHECKSUM_PARTIAL, see frame.c).
  */
-int frame_parse(const uint8_t *frame, size_t len, struct frame_rx *rx, enum frame_err *why);
+int frame_parse(uint8_t *frame, size_t len, struct frame_rx *rx, enum frame_err *why);
 const char *frame_err_name(enum frame_err e);
 
 /* Internet checksum helpers (RFC 1071), exposed for tests. */

@@ -28,6 +28,7 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "tx_pkts", st->tx_pkts);
 	SET(o, "tx_bytes", st->tx_bytes);
 	SET(o, "rx_bad_frame", st->rx_bad_frame);
+	SET(o, "rx_bad_icrc", st->rx_bad_icrc);
 	SET(o, "tx_no_route", st->tx_no_route);
 	SET(o, "tx_ring_full", st->tx_ring_full);
 	SET(o, "xsk_rx_dropped", st->xsk_rx_dropped);

@@ -83,7 +83,7 @@ struct udp_backend {
 	struct mroc_addr local;
 	uint16_t udp_port, peer_port, sport_min, sport_max;
 	uint8_t dscp;
-	uint32_t buf_size;
+	uint32_t buf_size;		/* the engine's packet; buffers have the ICRC's room too */
 
 	/* receive */
 	struct io_uring rx;
@@ -107,6 +107,7 @@ struct udp_backend {
 	uint32_t span;			/* sport_max - sport_min + 1 */
 	uint32_t nopen;			/* send sockets opened so far */
 	int eph_sock;			/* bound to an ephemeral port, for the rest */
+	uint16_t eph_port;		/* its port: the ICRC covers the port on the wire */
 	uint8_t *tx_area;
 	size_t tx_area_len;
 	uint32_t tx_stride, tx_bufs;
@@ -275,6 +276,7 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	struct io_uring_recvmsg_out *o;
 	uint32_t bid;
 	uint8_t *buf;
+	int len;
 
 	if (cqe->user_data != UD_RX)
 		return false;
@@ -308,11 +310,26 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	}
 	pkt->data = io_uring_recvmsg_payload(o, &u->rx_msg);
 	pkt->len = io_uring_recvmsg_payload_length(o, cqe->res, &u->rx_msg);
+	/*
+	 * The ICRC of an AF_XDP peer (its UDP checksum is 0 over IPv4, so the
+	 * kernel checked nothing).  Without one, the kernel checked the UDP
+	 * checksum if the sender set one.
+	 */
+	len = frame_icrc_open(io_uring_recvmsg_payload(o, &u->rx_msg), pkt->len, pkt->sport,
+			      u->udp_port);
+	if (len < 0) {
+		u->st.rx_bad_icrc++;
+		rx_give(u, bid, 0);
+		rx_give_commit(u, 1);
+		return false;
+	}
+	u->st.rx_bytes += pkt->len;		/* as on the wire, as tx_bytes */
+	if (len)
+		pkt->len = (uint32_t)len;
 	pkt->ce = rx_ce(o, &u->rx_msg);
 	pkt->cookie = bid;
 	u->rx_held[bid] = 1;
 	u->st.rx_pkts++;
-	u->st.rx_bytes += pkt->len;
 	return true;
 }
 
@@ -407,14 +424,14 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 	struct peer *p = peers_get(u->b.peers, tb->peer);
 	struct io_uring_sqe *sqe;
 	struct cmsghdr *c;
-	int tos;
+	int tos, fd;
 
 	if (!p || !sa_from_addr(u, &p->addr, u->peer_port, &s->to, &s->msg.msg_namelen)) {
 		u->st.tx_no_route++;
 		return false;
 	}
-	if (tb->len > u->buf_size) {
-		pr_err_rl("udp: packet of %u bytes (max %u)", tb->len, u->buf_size);
+	if (tb->len > u->buf_size || tb->len < MROC_HDR_LEN) {
+		pr_err_rl("udp: packet of %u bytes (%u..%u)", tb->len, MROC_HDR_LEN, u->buf_size);
 		u->st.tx_no_route++;
 		return false;
 	}
@@ -427,7 +444,13 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 			return false;
 		}
 	}
-	s->iov.iov_len = tb->len;
+	/*
+	 * tb->len fits buf_size (checked above); the buffer has the ICRC's room
+	 * after it.  The ICRC covers the source port the packet really leaves from.
+	 */
+	fd = tx_sock(u, tb->sport);
+	s->iov.iov_len = (size_t)frame_icrc_seal(tb->data, tb->len,
+						 fd == u->eph_sock ? u->eph_port : tb->sport, u->peer_port);
 	/* IPv4 (or IPv4-mapped) destinations take IP_TOS, IPv6 ones IPV6_TCLASS. */
 	tos = u->dscp << 2 | (tb->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT);
 	c = CMSG_FIRSTHDR(&s->msg);
@@ -447,7 +470,7 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 	 * come and go with the ports in use, and fget per send costs little
 	 * next to the send.
 	 */
-	io_uring_prep_sendmsg(sqe, tx_sock(u, tb->sport), &s->msg, MSG_DONTWAIT);
+	io_uring_prep_sendmsg(sqe, fd, &s->msg, MSG_DONTWAIT);
 	io_uring_sqe_set_data64(sqe, slot);
 	u->tx_inflight++;
 	return true;
@@ -815,6 +838,14 @@ static int sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg
 	if (fd < 0)
 		return bind_err(u, 0, fd);
 	u->eph_sock = fd;
+	{
+		union udp_sa sa;
+		socklen_t len = sizeof(sa);
+
+		if (getsockname(fd, &sa.sa, &len))
+			return -errno;
+		u->eph_port = ntohs(sa.sa.sa_family == AF_INET ? sa.sin.sin_port : sa.sin6.sin6_port);
+	}
 	u->span = cfg->sport_max - cfg->sport_min + 1u;
 	u->tx_socks = malloc(u->span * sizeof(*u->tx_socks));
 	if (!u->tx_socks)
@@ -842,7 +873,7 @@ static int rx_setup(struct udp_backend *u)
 	struct io_uring_buf_reg reg = { .ring_entries = u->rx_bufs, .bgid = RX_BGID };
 	int err;
 
-	u->rx_stride = align_up((uint32_t)RX_HDRLEN + u->buf_size, BUF_ALIGN);
+	u->rx_stride = align_up((uint32_t)RX_HDRLEN + u->buf_size + FRAME_ICRC_LEN, BUF_ALIGN);
 	u->rx_area_len = (size_t)u->rx_bufs * u->rx_stride;
 	u->br_len = align_up(u->rx_bufs * (uint32_t)sizeof(struct io_uring_buf),
 			     (uint32_t)sysconf(_SC_PAGESIZE));
@@ -889,7 +920,7 @@ static int tx_setup(struct udp_backend *u, uint32_t sq_entries)
 	};
 	int err;
 
-	u->tx_stride = align_up(u->buf_size, BUF_ALIGN);
+	u->tx_stride = align_up(u->buf_size + FRAME_ICRC_LEN, BUF_ALIGN);
 	u->tx_area_len = (size_t)u->tx_bufs * u->tx_stride;
 	u->tx_area = map_area(u->tx_area_len);
 	u->slots = calloc(u->tx_bufs, sizeof(*u->slots));

@@ -15,7 +15,7 @@ PACKAGES=(
 	build-essential pkg-config clang llvm
 	# libraries (pkg-config names in the Makefile)
 	libcmocka-dev libconfig-dev liburing-dev libbpf-dev libxdp-dev
-	libsystemd-dev libjansson-dev libmnl-dev
+	libsystemd-dev libjansson-dev libmnl-dev libisal-dev
 	# XDP / network tools for the daemon and end-to-end tests
 	xdp-tools bpftool iproute2 ethtool tshark iputils-ping
 	# end-to-end tests: talk to unix sockets (admin, sd_notify) and read JSON

@@ -359,7 +359,7 @@ static void test_uint_extremes_accepted(void **state)
 	assert_int_equal(c.limits.max_mr_bytes_per_client, 1ull << 40);
 	assert_int_equal(c.limits.max_sq_depth, 65536);
 	expect_ok("network = { frame_size = 2048; ring_size = 16384; umem_frames = 32768;\n"
-		  "  sport_min = 65535; sport_max = 65535; mtu = 1666; };\n"
+		  "  sport_min = 65535; sport_max = 65535; mtu = 1662; };\n"
 		  "transport = { paths = 1; };\n", &c);
 	assert_int_equal(c.network.ring_size, 16384);
 	expect_ok("network = { backend = \"udp\"; mtu = 8192; };\n", &c);
@@ -605,10 +605,10 @@ static void test_cross_checks(void **state)
 		   "key 'transport.keepalive_ms'", "dead_peer_ms", NULL);
 	expect_err("network = {\n backend = \"af_xdp\";\n};\n", at_line(2),
 		   "key 'network.backend'", "interfaces", NULL);
-	expect_err("network = {\n mtu = 1667;\n};\n", at_line(2), "key 'network.mtu'",
-		   "at most 1666", NULL);
-	expect_err("network = {\n frame_size = 4096;\n mtu = 3715;\n};\n", at_line(3),
-		   "key 'network.mtu'", "at most 3714", NULL);
+	expect_err("network = {\n mtu = 1663;\n};\n", at_line(2), "key 'network.mtu'",
+		   "at most 1662", NULL);
+	expect_err("network = {\n frame_size = 4096;\n mtu = 3711;\n};\n", at_line(3),
+		   "key 'network.mtu'", "at most 3710", NULL);
 	expect_err("network = {\n ring_size = 8192;\n};\n", at_line(2),
 		   "key 'network.ring_size'", "umem_frames", NULL);
 	expect_err("network = {\n umem_frames = 2048;\n};\n", at_line(2),

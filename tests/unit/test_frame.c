@@ -20,6 +20,7 @@
 #include <sys/socket.h>
 
 #include "frame.h"
+#include "wire.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MAX_PLEN	1500
@@ -195,7 +196,7 @@ static struct frame_tx mktx(int family, uint16_t vlan, uint8_t ecn)
 }
 
 struct built {
-	uint8_t buf[BUF_LEN + 16];	/* room for a byte of padding */
+	uint8_t buf[BUF_LEN + 16];	/* room for the ICRC and a byte of padding */
 	uint8_t *frame;
 	size_t len;
 };
@@ -211,7 +212,7 @@ static void build(struct built *b, const struct frame_tx *tx, size_t plen)
 	off = frame_build(b->buf, plen, tx);
 	assert_true(off >= 0 && off < FRAME_HEADROOM);
 	b->frame = b->buf + off;
-	b->len = FRAME_HEADROOM - (size_t)off + plen;
+	b->len = frame_len(off, plen, tx);
 }
 
 /* frame_parse on a heap copy of exactly len bytes; returns its result. */
@@ -505,16 +506,20 @@ static void test_round_trips(void **state)
 	for (size_t v = 0; v < ARRAY_SIZE(vlans); v++)
 	for (uint8_t ecn = 0; ecn < 4; ecn++)
 	for (size_t p = 0; p < ARRAY_SIZE(plens); p++)
-	for (int csum = 0; csum < 2; csum++) {
+	for (int icrc = 0; icrc < 2; icrc++) {
 		struct frame_tx tx = mktx(fam ? AF_INET6 : AF_INET, vlans[v], ecn);
 		size_t hlen = 14 + (vlans[v] ? 4 : 0) + (fam ? 40 : 20) + 8;
 
-		tx.udp_csum = csum;
+		if (icrc && plens[p] < MROC_HDR_LEN)
+			continue;
+		/* Either covers an IPv4 packet: the ICRC alone, or the UDP checksum. */
+		tx.udp_csum = !icrc;
+		tx.icrc = icrc;
 		tx.sport = (uint16_t)(1000 + p);
 		tx.dport = (uint16_t)(65535 - v);
 		tx.dscp = (uint8_t)(p * 5);
 		build(&b, &tx, plens[p]);
-		assert_int_equal(b.len, hlen + plens[p]);
+		assert_int_equal(b.len, hlen + plens[p] + (icrc ? FRAME_ICRC_LEN : 0));
 		assert_ptr_equal(b.frame + hlen, b.buf + FRAME_HEADROOM);
 		expect_ok(b.frame, b.len, &rx);
 		assert_ptr_equal(rx.payload, b.frame + hlen);
@@ -762,7 +767,6 @@ static void test_bad_ipv6(void **state)
 
 static void test_bad_udp(void **state)
 {
-	struct frame_rx rx;
 	uint8_t f[BUF_LEN];
 
 	(void)state;
@@ -798,13 +802,8 @@ static void test_bad_udp(void **state)
 		u[0] ^= 0x80;				/* source port */
 		expect_err(f, b.len, FRAME_ERR_UDP);
 		RESET();
-		set16(u + 6, 0);			/* no checksum: IPv4 only */
-		if (fam) {
-			expect_err(f, b.len, FRAME_ERR_UDP);
-		} else {
-			f[b.len - 1] ^= 0x40;		/* then nothing is checked */
-			expect_ok(f, b.len, &rx);
-		}
+		set16(u + 6, 0);			/* no checksum and no ICRC: refused */
+		expect_err(f, b.len, FRAME_ERR_UDP);
 #undef RESET
 	}
 	/* IPv4 without a checksum and an IP header shorter than UDP's */
@@ -818,6 +817,98 @@ static void test_bad_udp(void **state)
 		set16(f + 16, 20 + 7);
 		fix_ip_csum(f);
 		expect_err(f, b.len - 1, FRAME_ERR_UDP);
+	}
+}
+
+/* ---- ICRC ---------------------------------------------------------------------- */
+
+/* CRC32C a bit at a time (reflected polynomial 0x82f63b78), the reference. */
+static uint32_t ref_crc32c(uint32_t crc, const uint8_t *p, size_t len)
+{
+	while (len--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = crc & 1 ? crc >> 1 ^ 0x82f63b78 : crc >> 1;
+	}
+	return crc;
+}
+
+/* The trailer is CRC32C (RFC 3720 check value) of the ports, big-endian, and the packet. */
+static void test_icrc_value(void **state)
+{
+	uint8_t pkt[64] = { 1, 0x10, 0, 0 }, ports[4] = { 0x9c, 0x40, 0x12, 0xb9 };
+	uint32_t want;
+
+	(void)state;
+	assert_int_equal(~ref_crc32c(~0u, (const uint8_t *)"123456789", 9), 0xe3069283);
+	for (size_t i = 4; i < 40; i++)
+		pkt[i] = (uint8_t)(i * 13);
+	assert_int_equal(frame_icrc_seal(pkt, 40, 40000, 4793), 44);
+	assert_int_equal(pkt[2], FRAME_F_ICRC);
+	want = ~ref_crc32c(ref_crc32c(~0u, ports, 4), pkt, 40);
+	assert_int_equal(get16(pkt + 40), want >> 16);
+	assert_int_equal(get16(pkt + 42), want & 0xffff);
+	assert_int_equal(frame_icrc_open(pkt, 44, 40000, 4793), 40);
+	assert_int_equal(pkt[2], 0);
+	/* no flag: nothing to open; too short to seal or open */
+	assert_int_equal(frame_icrc_open(pkt, 44, 40000, 4793), 0);
+	assert_int_equal(frame_icrc_seal(pkt, MROC_HDR_LEN - 1, 1, 2), -EINVAL);
+	pkt[2] = FRAME_F_ICRC;
+	assert_int_equal(frame_icrc_open(pkt, MROC_HDR_LEN + 3, 1, 2), -EBADMSG);
+}
+
+/*
+ * Any bit flipped in the ports, the MetaRoCE packet or the trailer is caught
+ * (FRAME_ERR_ICRC); over IPv4 the UDP checksum is then not looked at, over
+ * IPv6 it is checked as well.
+ */
+static void test_icrc_catches_corruption(void **state)
+{
+	uint8_t f[BUF_LEN + 16];
+	struct frame_rx rx;
+	struct built b;
+
+	(void)state;
+	for (int fam = 0; fam < 2; fam++) {
+		struct frame_tx tx = mktx(fam ? AF_INET6 : AF_INET, 0, FRAME_ECN_ECT0);
+		size_t l4;
+
+		tx.udp_csum = false;
+		tx.icrc = true;
+		build(&b, &tx, 1000);
+		l4 = l4_off(b.frame);
+		assert_int_equal(get16(b.frame + l4 + 6), fam ? ref_udp_csum(b.frame) : 0);
+		/* parsed in place: the flag is cleared, the engine sees what was sealed */
+		memcpy(f, b.frame, b.len);
+		assert_int_equal(frame_parse(f, b.len, &rx, NULL), 0);
+		assert_int_equal(rx.payload_len, 1000);
+		assert_ptr_equal(rx.payload, f + l4 + 8);
+		for (size_t i = 0; i < 1000; i++)
+			assert_int_equal(rx.payload[i], (uint8_t)(i * 7 + 3));
+		for (size_t bit = 0; bit < (b.len - l4) * 8; bit += 7) {
+			size_t at = l4 + bit / 8;
+
+			if (at >= l4 + 4 && at < l4 + 8)
+				continue;		/* UDP length and checksum: not the ICRC's */
+			memcpy(f, b.frame, b.len);
+			f[at] ^= (uint8_t)(1 << bit % 8);
+			if (fam)
+				fix_udp_csum(f);	/* so that only the ICRC can catch it */
+			/* the flag itself: then IPv4 has nothing covering it, IPv6 is fine */
+			if (at == l4 + 8 + 2 && bit % 8 == 7 && fam)
+				expect_ok(f, b.len, &rx);
+			else if (at == l4 + 8 + 2 && bit % 8 == 7)
+				expect_err(f, b.len, FRAME_ERR_UDP);
+			else
+				expect_err(f, b.len, FRAME_ERR_ICRC);
+		}
+		/* IPv4: a wrong UDP checksum beside a good ICRC is not looked at */
+		memcpy(f, b.frame, b.len);
+		set16(f + l4 + 6, 0x1234);
+		if (fam)
+			expect_err(f, b.len, FRAME_ERR_UDP);
+		else
+			expect_ok(f, b.len, &rx);
 	}
 }
 
@@ -853,6 +944,8 @@ int main(void)
 		cmocka_unit_test(test_bad_ipv4),
 		cmocka_unit_test(test_bad_ipv6),
 		cmocka_unit_test(test_bad_udp),
+		cmocka_unit_test(test_icrc_value),
+		cmocka_unit_test(test_icrc_catches_corruption),
 		cmocka_unit_test(test_err_names),
 	};
 

@@ -296,9 +296,14 @@ static void plain_send(int fd, int family, int tos, const struct mroc_addr *a, u
 			 (ssize_t)pkt_len(seq));
 }
 
-/* Receive one datagram: its seq (payload checked), TOS / traffic class and source port. */
+/*
+ * Receive one datagram: its seq (payload checked), TOS / traffic class and
+ * source port.  The backend ends every packet with the ICRC: checked and removed.
+ */
 static void plain_recv(int fd, uint32_t *seq, int *tos, uint16_t *sport)
 {
+	struct sockaddr_storage me;
+	socklen_t melen = sizeof(me);
 	uint8_t buf[2048];
 	union {
 		char b[256];
@@ -317,6 +322,13 @@ static void plain_recv(int fd, uint32_t *seq, int *tos, uint16_t *sport)
 	assert_int_equal(poll(&pfd, 1, WAIT_MS), 1);
 	n = recvmsg(fd, &mh, MSG_DONTWAIT);
 	assert_true(n > 0);
+	*sport = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
+			       ((struct sockaddr_in6 *)&ss)->sin6_port);
+	assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &melen), 0);
+	n = frame_icrc_open(buf, (size_t)n, *sport,
+			    ntohs(me.ss_family == AF_INET ? ((struct sockaddr_in *)&me)->sin_port :
+				  ((struct sockaddr_in6 *)&me)->sin6_port));
+	assert_true(n > 0);
 	assert_true(check(buf, (uint32_t)n, seq));
 	*tos = -1;
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
@@ -325,8 +337,6 @@ static void plain_recv(int fd, uint32_t *seq, int *tos, uint16_t *sport)
 		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS)
 			memcpy(tos, CMSG_DATA(c), sizeof(*tos));
 	}
-	*sport = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
-			       ((struct sockaddr_in6 *)&ss)->sin6_port);
 }
 
 static bool have_ipv6_lo(void)
@@ -384,9 +394,10 @@ static void test_exchange_v4(void **state)
 
 	a.be->ops->get_stats(a.be, &st);
 	assert_int_equal(st.tx_pkts, 1);
-	assert_int_equal(st.tx_bytes, pkt_len(7));
+	/* bytes as on the wire: the ICRC included */
+	assert_int_equal(st.tx_bytes, pkt_len(7) + FRAME_ICRC_LEN);
 	assert_int_equal(st.rx_pkts, 1);
-	assert_int_equal(st.rx_bytes, pkt_len(8));
+	assert_int_equal(st.rx_bytes, pkt_len(8) + FRAME_ICRC_LEN);
 	side_close(&a);
 	side_close(&b);
 }
@@ -445,6 +456,48 @@ static void test_ecn_received(void **state)
 		assert_int_equal(pkt.ce, (tos[i] & 3) == 3);
 		release(&b, &pkt, 1);
 	}
+	close(fd);
+	side_close(&a);
+	side_close(&b);
+}
+
+/*
+ * A packet with an ICRC (as an AF_XDP peer sends, UDP checksum 0) arrives
+ * without it; one whose ICRC does not match is dropped and counted.
+ */
+static void test_icrc_received(void **state)
+{
+	struct sockaddr_in to = { .sin_family = AF_INET };
+	struct backend_stats st;
+	struct side a, b;
+	struct backend_pkt pkt;
+	struct mroc_addr c;
+	uint8_t buf[2048];
+	uint32_t seq;
+	int fd, n;
+
+	(void)state;
+	pair_open(&a, &b);
+	addr4(&c, 3);
+	fd = plain_open(&c, 0);
+	assert_true(fd >= 0);
+	to.sin_port = htons(b.cfg.udp_port);
+	to.sin_addr = b.cfg.local.v4;
+	for (uint32_t i = 0; i < 2; i++) {
+		fill(buf, pkt_len(i), i);
+		n = frame_icrc_seal(buf, pkt_len(i), plain_port(fd), b.cfg.udp_port);
+		assert_int_equal(n, pkt_len(i) + FRAME_ICRC_LEN);
+		if (!i)
+			buf[n - 9] ^= 0x10;		/* corrupted on the way */
+		assert_int_equal(sendto(fd, buf, (size_t)n, 0, (struct sockaddr *)&to, sizeof(to)), n);
+	}
+	recv_one(&b, &pkt);
+	assert_true(check(pkt.data, pkt.len, &seq));
+	assert_int_equal(seq, 1);
+	release(&b, &pkt, 1);
+	b.be->ops->get_stats(b.be, &st);
+	assert_int_equal(st.rx_bad_icrc, 1);
+	assert_int_equal(st.rx_pkts, 1);
 	close(fd);
 	side_close(&a);
 	side_close(&b);
@@ -843,6 +896,7 @@ int main(void)
 		cmocka_unit_test(test_exchange_v4),
 		cmocka_unit_test(test_ecn_sent),
 		cmocka_unit_test(test_ecn_received),
+		cmocka_unit_test(test_icrc_received),
 		cmocka_unit_test(test_many_batches),
 		cmocka_unit_test(test_buffer_recycling),
 		cmocka_unit_test(test_ipv6),
