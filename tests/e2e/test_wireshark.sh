@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: MIT
 # The Wireshark dissector (tools/wireshark/mroc.lua) under tshark:
 #  1. hand-made packets of every header (text2pcap): the fields, the SACK bitmap
-#     as PSN ranges, NAK codes, CM reasons, and each malformed case that
-#     wire_parse() drops shown as malformed (not as a Lua error);
+#     as PSN ranges, NAK codes, CM reasons, the ICRC checked, and each malformed
+#     case that mrocd drops shown as malformed (not as a Lua error);
 #  2. a real transfer between two mrocd on AF_XDP over a 1-plane fabric with 2%
 #     loss, captured with `mroc-cli capture` on the plane's router namespace
 #     (AF_XDP frames are visible there, not on the hosts): every packet decodes,
@@ -47,17 +47,21 @@ pkt() { sed 's/../& /g; s/^/0000 /' <<<"$1"; }
 	# 6 READ_RESP answering the READ_REQ of MSN 5; 7 SEND_IMM imm 0xbeef
 	pkt "$(common 1 0x06 0 0 7 9 1)$(data 1 1 1 0 0 0 4 5 0 0)01020304"
 	pkt "$(common 1 0x04 0 0 7 9 1)$(data 1 1 1 0 2 0 4 0 0xbeef 0)01020304"
-	# 8.. malformed: 10 bytes; version 2; opcode 0x30; flag 0x80; path 16; a 40-byte ACK;
+	# 8.. malformed: 10 bytes; version 2; opcode 0x30; flag 0x40; path 16; a 40-byte ACK;
 	#   a WRITE whose payload passes msg_len; a READ_REQ with a payload; an empty segment.
 	pkt "0110000200000007000a"
 	pkt "$(common 2 0x11 0 0 7 9 1)"
 	pkt "$(common 1 0x30 0 0 7 9 1)"
-	pkt "$(common 1 0x11 0x80 0 7 9 1)"
+	pkt "$(common 1 0x11 0x40 0 7 9 1)"
 	pkt "$(common 1 0x11 0 16 7 9 1)"
 	pkt "$(common 1 0x10 0 0 7 9 1)$(zeros 24)"
 	pkt "$(common 1 0x01 0 0 7 9 1)$(data 1 1 1 0 0 0 8 1 0 0)$(zeros 16)"
 	pkt "$(common 1 0x05 0 0 7 9 1)$(data 1 1 1 0 0 0 8 1 0 0)$(zeros 4)"
 	pkt "$(common 1 0x03 0 0 7 9 1)$(data 1 1 1 0 0 0 8 0 0 0)"
+	# 17 KEEPALIVE ACK_REQ path 3 with its ICRC (CRC32C of ports 50000, 4793 and the packet,
+	#   flag 0x80 set; computed by a bitwise reference); 18 the same, its last CRC bit flipped.
+	pkt "$(common 1 0x11 0x81 3 7 9 1)09089b06"
+	pkt "$(common 1 0x11 0x81 3 7 9 1)09089b07"
 } >"$TMP/hand.txt"
 text2pcap -q -u 50000,4793 "$TMP/hand.txt" "$TMP/hand.pcap" >/dev/null 2>&1 || fail "text2pcap"
 
@@ -86,12 +90,15 @@ expect 4 "mroc.opcode mroc.cm.reason" "0x22 1"
 expect 5 "mroc.opcode mroc.flags.ack_req mroc.path_id" "0x11 1 3"
 expect 6 "mroc.data.read_msn mroc.data.payload_len" "5 4"
 expect 7 "mroc.data.imm mroc.data.ssn" "0x0000beef 2"
+expect 17 "mroc.opcode mroc.flags.icrc mroc.flags.ack_req mroc.path_id mroc.icrc mroc.icrc.status" \
+	"0x11 1 1 3 0x09089b06 good"
+expect 18 "mroc.icrc.status" "bad"
 info=$(ts -r "$TMP/hand.pcap" -Y "frame.number == 1" -T fields -e _ws.col.Info)
 grep -q "sack 101-102,104,116,356.*NAK RNR" <<<"$info" || fail "ACK's Info column: $info"
 mal=$(ts -r "$TMP/hand.pcap" -Y 'mroc.malformed && _ws.expert.group == "Malformed"' -T fields \
 	-e frame.number | tr '\n' ' ')
-[ "$mal" = "8 9 10 11 12 13 14 15 16 " ] || fail "malformed frames: $mal (expected 8..16)"
-[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 7 ] || fail "frames 1..7 not all well-formed"
+[ "$mal" = "8 9 10 11 12 13 14 15 16 18 " ] || fail "malformed frames: $mal (expected 8..16, 18)"
+[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 8 ] || fail "frames 1..7, 17 not all well-formed"
 grep -qi "lua" "$TMP/tshark.err" && fail "Lua errors: $(cat "$TMP/tshark.err")"
 ts -r "$TMP/hand.pcap" -V >/dev/null || fail "tshark -V"
 grep -qi "lua error" <(ts -r "$TMP/hand.pcap" -V) && fail "a Lua error in the detailed view"
@@ -158,9 +165,9 @@ CAP=
 ts -r "$E2E_DIR/cap.pcapng" -T fields -E occurrence=f -e mroc -e mroc.malformed -e mroc.opcode \
 	-e mroc.path_id -e mroc.flags.retx -e mroc.data.payload_len -e mroc.data.rkey \
 	-e mroc.ack.cum_dsn -e mroc.ack.sack.range -e mroc.cm.npaths -e mroc.cm.mtu \
-	>"$TMP/real.tsv" || fail "tshark on the capture"
+	-e mroc.icrc.status >"$TMP/real.tsv" || fail "tshark on the capture"
 # count AWK_CONDITION: lines where it holds ($1 mroc $2 malformed $3 opcode $4 path $5 retx
-# $6 payload_len $7 rkey $8 cum_dsn $9 sack ranges $10 npaths $11 mtu)
+# $6 payload_len $7 rkey $8 cum_dsn $9 sack ranges $10 npaths $11 mtu $12 ICRC status)
 count() { awk -F'\t' "$1 { n++ } END { print n + 0 }" "$TMP/real.tsv"; }
 all=$(count 1)
 n_mroc=$(count '$1 != ""')
@@ -172,6 +179,9 @@ grep -qi "lua" "$TMP/tshark.err" && fail "Lua errors: $(head "$TMP/tshark.err")"
 [ "$(count '$3 == "0x01" && $6 > 0 && $7 != "0x00000000"')" -gt 50 ] ||
 	fail "too few WRITE segments with a payload and an rkey"
 [ "$(count '$3 == "0x10" && $8 > 0')" -gt 20 ] || fail "too few ACKs"
+# Every packet carries an ICRC; those shorter than the snaplen (ACKs, CM) are checked good.
+[ "$(count '$12 == ""')" = 0 ] || fail "packets without an ICRC"
+[ "$(count '$3 == "0x10" && $12 == "good"')" = "$(count '$3 == "0x10"')" ] || fail "ACKs whose ICRC is not good"
 [ "$(count '$3 == "0x20" && $10 == 4 && $11 >= 64')" -ge 2 ] ||
 	fail "no CONNECT_REQ announcing 4 paths (the control link's and mroc-perf's)"
 [ "$(count '$3 == "0x21" && $10 == 4')" -ge 2 ] || fail "no CONNECT_REP"
@@ -182,7 +192,7 @@ paths=$(awk -F'\t' '$3 == "0x01" { print $4 }' "$TMP/real.tsv" | sort -u | tr '\
 # as SACK ranges and the sender resends with the RETX flag.
 [ "$(count '$9 != ""')" -ge 1 ] || fail "no ACK with SACK ranges under 2% loss"
 [ "$(count '$5 == 1')" -ge 1 ] || fail "no retransmission flagged RETX under 2% loss"
-ok "a real AF_XDP transfer captured on the fabric decodes: WRITE, ACK (SACK ranges), CM, KEEPALIVE, RETX"
+ok "a real AF_XDP transfer captured on the fabric decodes: WRITE, ACK (SACK ranges), CM, KEEPALIVE, RETX, ICRC"
 
 for n in a b; do
 	e2e_stop $n

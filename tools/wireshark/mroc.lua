@@ -6,6 +6,10 @@
 --   tshark -X lua_script:tools/wireshark/mroc.lua -r capture.pcap -Y mroc
 --   (installed by `make install` into Wireshark's Lua plugin folder: then just -Y mroc)
 --
+-- A packet with flag ICRC (0x80) ends in a CRC32C trailer (PROTOCOL.md 1.1):
+-- shown as mroc.icrc and checked when the whole packet was captured
+-- (mroc.icrc.status: good, bad, unchecked), then left out of the packet.
+--
 -- Registered on the UDP port of the "mroc" preferences (default 4793, mrocd.conf's
 -- network.udp_port) and as a UDP heuristic for other ports.  Every header and
 -- opcode is decoded; the SACK bitmap is shown as the PSN ranges it acknowledges.
@@ -19,6 +23,7 @@ local mroc = Proto("mroc", "MetaRoCE (mroc)")
 local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN = 16, 44, 64, 24
 local WIRE_VERSION, MAX_PATHS, SACK_BITS = 1, 16, 256
 local DEFAULT_PORT = 4793
+local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x7c, 4
 
 local opcodes = {
 	[0x01] = "WRITE", [0x02] = "WRITE_IMM", [0x03] = "SEND", [0x04] = "SEND_IMM",
@@ -56,7 +61,10 @@ local f = {
 	flags = F.uint8("mroc.flags", "Flags", base.HEX),
 	flag_ack_req = F.bool("mroc.flags.ack_req", "ACK_REQ (ACK this path now)", 8, nil, 0x01),
 	flag_retx = F.bool("mroc.flags.retx", "RETX (sent before)", 8, nil, 0x02),
-	flag_undef = F.uint8("mroc.flags.undefined", "Undefined flags (must be 0)", base.HEX, nil, 0xfc),
+	flag_icrc = F.bool("mroc.flags.icrc", "ICRC (a CRC32C trailer follows)", 8, nil, F_ICRC),
+	flag_undef = F.uint8("mroc.flags.undefined", "Undefined flags (must be 0)", base.HEX, nil, F_UNDEF),
+	icrc = F.uint32("mroc.icrc", "ICRC", base.HEX),
+	icrc_status = F.string("mroc.icrc.status", "ICRC status"),
 	path_id = F.uint8("mroc.path_id", "Path id", base.DEC),
 	dst_qpn = F.uint32("mroc.dst_qpn", "Destination QPN", base.DEC),
 	src_qpn = F.uint32("mroc.src_qpn", "Source QPN", base.DEC),
@@ -151,10 +159,12 @@ local function dissect_common(tvb, tree)
 	local ft = tree:add(f.flags, tvb(2, 1))
 	ft:add(f.flag_ack_req, tvb(2, 1))
 	ft:add(f.flag_retx, tvb(2, 1))
+	ft:add(f.flag_icrc, tvb(2, 1))
 	ft:add(f.flag_undef, tvb(2, 1))
 	local names = {}
 	if bit32.band(flags, 0x01) ~= 0 then names[#names + 1] = "ACK_REQ" end
 	if bit32.band(flags, 0x02) ~= 0 then names[#names + 1] = "RETX" end
+	if bit32.band(flags, F_ICRC) ~= 0 then names[#names + 1] = "ICRC" end
 	if #names > 0 then ft:append_text(" (" .. table.concat(names, ", ") .. ")") end
 	tree:add(f.path_id, tvb(3, 1))
 	tree:add(f.dst_qpn, tvb(4, 4))
@@ -321,6 +331,47 @@ local function dissect_cm(tvb, pinfo, tree, op)
 	return info
 end
 
+-- CRC32C (reflected 0x82f63b78), a byte at a time from a table built once.
+local crc_table
+local function crc32c(crc, tvb, off, len)
+	if not crc_table then
+		crc_table = {}
+		for i = 0, 255 do
+			local c = i
+			for _ = 1, 8 do
+				c = bit32.band(c, 1) ~= 0 and bit32.bxor(bit32.rshift(c, 1), 0x82f63b78)
+					or bit32.rshift(c, 1)
+			end
+			crc_table[i] = c
+		end
+	end
+	local bytes = tvb:bytes(off, len)
+	for i = 0, len - 1 do
+		crc = bit32.bxor(crc_table[bit32.band(bit32.bxor(crc, bytes:get_index(i)), 0xff)],
+			bit32.rshift(crc, 8))
+	end
+	return crc
+end
+
+-- The ICRC of a packet of len bytes (trailer excluded): its field and status;
+-- false when it was captured and does not match.
+local function dissect_icrc(tvb, pinfo, tree, len)
+	if tvb:len() < len + ICRC_LEN then
+		tree:add(f.icrc_status, "unchecked (not captured)"):set_generated()
+		return
+	end
+	tree:add(f.icrc, tvb(len, ICRC_LEN))
+	local ports = ByteArray.new(string.format("%04x%04x", pinfo.src_port, pinfo.dst_port))
+	local crc = crc32c(0xffffffff, ports:tvb("ports"), 0, 4)
+	crc = bit32.bnot(crc32c(crc, tvb, 0, len))
+	local good = crc == tvb(len, ICRC_LEN):uint()
+	tree:add(f.icrc_status, good and "good" or "bad"):set_generated()
+	if not good then
+		malformed(pinfo, tree, string.format("bad ICRC (0x%08x expected)", crc))
+	end
+	return good
+end
+
 -- Returns the number of bytes consumed (0: not ours, for the heuristic).
 local function dissect(tvb, pinfo, tree)
 	local reported = tvb:reported_length_remaining()
@@ -347,9 +398,19 @@ local function dissect(tvb, pinfo, tree)
 		malformed(pinfo, root, "version " .. tvb(0, 1):uint() .. " (not 1)")
 		return tvb:len()
 	end
-	if bit32.band(tvb(2, 1):uint(), 0xfc) ~= 0 then
+	if bit32.band(tvb(2, 1):uint(), F_UNDEF) ~= 0 then
 		malformed(pinfo, root, "undefined flag bits set")
 		return tvb:len()
+	end
+	if bit32.band(tvb(2, 1):uint(), F_ICRC) ~= 0 then
+		-- The rest of this function sees the packet without its trailer, as the engine does.
+		if reported < HDR_LEN + ICRC_LEN then
+			malformed(pinfo, root, "too short for its ICRC")
+			return tvb:len()
+		end
+		reported = reported - ICRC_LEN
+		if dissect_icrc(tvb, pinfo, root, reported) == false then return tvb:len() end
+		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
 	end
 	if tvb(3, 1):uint() >= MAX_PATHS then
 		malformed(pinfo, root, "path id " .. tvb(3, 1):uint() .. " >= 16")
@@ -398,7 +459,7 @@ local function heuristic(tvb, pinfo, tree)
 	local op = tvb(1, 1):uint()
 	local need = needed_len(op)
 	if tvb(0, 1):uint() ~= WIRE_VERSION or not need or tvb:reported_length_remaining() < need
-	   or bit32.band(tvb(2, 1):uint(), 0xfc) ~= 0 or tvb(3, 1):uint() >= MAX_PATHS then
+	   or bit32.band(tvb(2, 1):uint(), F_UNDEF) ~= 0 or tvb(3, 1):uint() >= MAX_PATHS then
 		return false
 	end
 	dissect(tvb, pinfo, tree)
