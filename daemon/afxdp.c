@@ -41,7 +41,7 @@ struct afxdp_sock {
 	uint32_t queue;
 	bool zero_copy;
 	bool registered;	/* in the XDP program's socket map */
-	bool tx_dirty;		/* descriptors submitted since the last kick */
+	uint32_t tx_pending;	/* descriptors reserved and filled, not yet submitted */
 };
 
 /*
@@ -257,21 +257,21 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 	return got;
 }
 
+/* Frames back to the free stack, then each socket's fill ring refilled by as many, in one go. */
 static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 {
 	struct afxdp *x = to_afxdp(b);
+	uint32_t per_sock[AFXDP_MAX_SOCKS] = { 0 };
 
 	for (int i = 0; i < n; i++) {
 		unsigned s = (unsigned)(pkts[i].cookie >> COOKIE_SOCK_SHIFT);
-		struct afxdp_sock *k = &x->socks[s < x->nsocks ? s : 0];
-		uint32_t idx;
 
 		x->free[x->nfree++] = pkts[i].cookie & ((1ULL << COOKIE_SOCK_SHIFT) - 1);
-		if (xsk_ring_prod__reserve(&k->fq, 1, &idx) == 1) {
-			*xsk_ring_prod__fill_addr(&k->fq, idx) = x->free[--x->nfree];
-			xsk_ring_prod__submit(&k->fq, 1);
-		}
+		per_sock[s < x->nsocks ? s : 0]++;
 	}
+	for (unsigned s = 0; s < x->nsocks; s++)
+		if (per_sock[s])
+			refill(x, &x->socks[s], per_sock[s]);
 }
 
 static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
@@ -404,8 +404,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	d = xsk_ring_prod__tx_desc(&k->tx, idx);
 	d->addr = addr + (uint64_t)off;
 	d->len = frame_len(off, b->len, &ft);
-	xsk_ring_prod__submit(&k->tx, 1);
-	k->tx_dirty = true;
+	k->tx_pending++;		/* submitted with the rest of the batch */
 	x->st.tx_pkts++;
 	x->st.tx_bytes += d->len;
 	return true;
@@ -427,13 +426,18 @@ static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used,
 		x->free[x->nfree++] = buf_addr(x, &bufs[i]);
 	if (used)
 		ports_poll(x, now);
-	/* Copy mode needs a kick per batch; need_wakeup tells zero-copy when. */
+	/*
+	 * One submit per socket for the whole batch (the producer index is
+	 * published once, after every descriptor is written), then one kick:
+	 * copy mode needs it per batch, need_wakeup tells zero-copy when.
+	 */
 	for (unsigned s = 0; s < x->nsocks; s++) {
 		struct afxdp_sock *k = &x->socks[s];
 
-		if (!k->tx_dirty)
+		if (!k->tx_pending)
 			continue;
-		k->tx_dirty = false;
+		xsk_ring_prod__submit(&k->tx, k->tx_pending);
+		k->tx_pending = 0;
 		if (xsk_ring_prod__needs_wakeup(&k->tx) &&
 		    sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
 		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN)
