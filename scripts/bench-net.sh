@@ -7,7 +7,8 @@
 #
 # 1. mroc against the bare AF_XDP ceiling: build/xsk-baseline (same XDP
 #    program, UMEM frame size, rings, queue, mode and copy choice as mrocd,
-#    frames as long as mroc's data packets) TX -> RX, then mroc write_bw
+#    frames as long as mroc's data packets, the sender at most a ring ahead
+#    of the receiver: --credit) TX -> RX, then mroc write_bw
 #    (MetaRoCE and RoCEv2 mode), send_bw and read_bw of 1 MiB messages, at
 #    each payload of PAYLOADS; RUNS rounds, each round the bare pair first
 #    (mrocd stopped: the queue is the baseline's) and then every mroc test
@@ -52,7 +53,8 @@ start_pair() {
 	for n in a b; do
 		if [ $n = a ]; then e2e_config a$1 af_xdp "$IF_A" "$IP_A" "$IP_B"
 		else e2e_config b$1 af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
-		sed -i "s/log_level = \"debug\"/log_level = \"warning\"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = $3; mtu = $2;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/" "$E2E_DIR/$n$1.conf"
+		# The daemon's defaults but for the frame size and MTU (busy_poll_us too, not the tests' 20).
+		sed -i "/busy_poll_us/d; s/log_level = \"debug\"/log_level = \"warning\"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = $3; mtu = $2;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/" "$E2E_DIR/$n$1.conf"
 	done
 	e2e_start a$1 "$NS_A"
 	e2e_start b$1 "$NS_B"
@@ -80,10 +82,11 @@ mperf() {
 
 # bare PAYLOAD FRAME_SIZE: the bare pair's receive rate, Mpps.
 bare() {
-	ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f "$2" -D "$SECS" >"$E2E_DIR/bare.json" 2>&1 &
+	ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f "$2" -D "$SECS" --credit "$E2E_DIR/credit" \
+		>"$E2E_DIR/bare.json" 2>&1 &
 	local rx=$!
 	sleep 0.5
-	ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f "$2" -s "$1" -D $((SECS + 2)) \
+	ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f "$2" -s "$1" -D $((SECS + 2)) --credit "$E2E_DIR/credit" \
 		--src "$IP_A" --dst "$IP_B" --dmac "$MAC_B" >/dev/null 2>"$E2E_DIR/bare-tx.err"
 	wait $rx
 	jq -e -r '.mpps' "$E2E_DIR/bare.json" 2>/dev/null ||
@@ -101,23 +104,36 @@ stats() {
 	printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { printf "%.3f %.3f %.3f\n", v[1], v[int((NR + 1) / 2)], v[NR] }'
 }
 
+# counters NAME: the daemon's counters (JSON).
+counters() { e2e_admin "$1$CUR" counters; }
+
 TESTS=("write_bw --mode metaroce" "write_bw --mode rocev2" "send_bw" "read_bw")
 ratio_part() {
 	echo "| payload B | test (1 MiB messages) | Mpps min / median / max | Gbit/s payload (median) | x bare (median) |"
 	echo "|---|---|---|---|---|"
-	local p fs r i
+	local p fs r i a0 b0 a1 b1
+	ACKS=()
 	for p in $PAYLOADS; do
 		fs=$(link_for "$p")
-		local -a b=() m0=() m1=() m2=() m3=()
+		local -a b=() m0=() m1=() m2=() m3=() acks=() sleeps=()
 		for r in $(seq "$RUNS"); do
 			b+=("$(bare "$p" "$fs")")
 			start_pair "${p}r$r" "$p" "$fs"
 			for i in "${!TESTS[@]}"; do
+				a0=$(counters a) b0=$(counters b)
 				# shellcheck disable=SC2086
 				eval "m$i+=(\"\$(mroc_mpps $p \"\$(mperf ${TESTS[$i]} -s $MSG -D $SECS)\")\")"
+				[ "$i" = 0 ] || continue
+				# ACKs the receiver sent per data packet, and its worker's sleeps per second.
+				a1=$(counters a) b1=$(counters b)
+				acks+=("$(jq -n --argjson a0 "$a0" --argjson a1 "$a1" --argjson b0 "$b0" --argjson b1 "$b1" \
+					'($b1.engine.tx_acks - $b0.engine.tx_acks) / ([$a1.engine.tx_data - $a0.engine.tx_data, 1] | max)')")
+				sleeps+=("$(jq -n --argjson b0 "$b0" --argjson b1 "$b1" --argjson s "$SECS" \
+					'($b1.worker.sleeps - $b0.worker.sleeps) / $s')")
 			done
 			stop_pair
 		done
+		ACKS+=("| $p | $(stats "${acks[@]}" | tr ' ' '/') | $(stats "${sleeps[@]}" | tr ' ' '/') |")
 		read -r bmin bmed bmax <<<"$(stats "${b[@]}")"
 		echo "| $p | bare AF_XDP TX -> RX ($((p + 60 + 4 + 42)) B frames) | $bmin / $bmed / $bmax | $(awk -v m="$bmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | 1 |"
 		for i in "${!TESTS[@]}"; do
@@ -126,6 +142,13 @@ ratio_part() {
 			echo "| $p | mroc ${TESTS[$i]} | $mmin / $mmed / $mmax | $(awk -v m="$mmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | $(awk -v m="$mmed" -v b="$bmed" 'BEGIN { printf "%.2f", (b > 0 ? m / b : 0) }') |"
 		done
 	done
+	echo
+	echo "ACKs during write_bw (MetaRoCE, 1 MiB), min/median/max over the rounds (an ACK is 84 B"
+	echo "of UDP payload, a 126-byte frame over IPv4):"
+	echo
+	echo "| payload B | receiver's ACKs per data packet | receiver worker sleeps per second |"
+	echo "|---|---|---|"
+	printf '%s\n' "${ACKS[@]}"
 	echo
 }
 

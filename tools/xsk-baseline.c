@@ -12,7 +12,16 @@
  *
  * What it leaves out is mrocd's per-packet work: the sender fills every UMEM
  * frame once at start and then only posts descriptors; the receiver counts
- * and recycles.  Both spin (there is always work) and print one JSON line.
+ * and recycles.  Each prints one JSON line.  They poll as mrocd's worker
+ * does: spin while there is work and BUSY_POLL_US after it, then sleep (the
+ * receiver in poll() on its socket, the sender on the credit below), so that
+ * on a shared machine the scheduler treats them like mrocd.
+ *
+ * With --credit FILE (both ends on one host, e.g. over veth), the receiver
+ * publishes its count in a shared file and the sender keeps at most a fill
+ * ring of frames ahead of it: flow control at no cost, as a transport's
+ * window.  Without it the sender floods, and on a busy machine every moment
+ * the receiver is not scheduled costs frames the sender already paid for.
  *
  *   xsk-baseline rx -i IFACE [-D SECONDS] [options]
  *   xsk-baseline tx -i IFACE --src IP --dst IP --dmac MAC [-s PAYLOAD] [-D SECONDS] [options]
@@ -21,8 +30,10 @@
 #include <errno.h>
 #include <getopt.h>
 #include <net/if.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,7 +41,10 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <poll.h>
+#include <linux/futex.h>
 #include <unistd.h>
 
 #include <linux/bpf.h>
@@ -44,6 +58,14 @@
 #include "xdp_prog.h"
 
 #define BATCH		64
+#define BUSY_POLL_US	50	/* mrocd's default daemon.busy_poll_us */
+
+/* --credit: what the receiver shares with the sender. */
+struct credit_page {
+	_Atomic uint64_t rcvd;		/* frames received */
+	_Atomic uint32_t seq;		/* low bits of rcvd: the futex word */
+	_Atomic uint32_t waiting;	/* the sender sleeps on seq */
+};
 
 struct opts {
 	bool tx;
@@ -58,6 +80,7 @@ struct opts {
 	uint8_t dmac[ETH_ALEN_];
 	bool have_dmac;
 	int cpu;
+	const char *credit;		/* shared file with the receiver's count, or NULL */
 };
 
 struct base {
@@ -71,6 +94,7 @@ struct base {
 	struct xsk_ring_cons cq, rx;
 	struct xdp_prog *prog;
 	bool zero_copy;
+	struct credit_page *cp;		/* --credit */
 };
 
 static volatile sig_atomic_t stop;
@@ -139,13 +163,77 @@ static int fill_frames(struct base *b)
 	return off;
 }
 
+/* --credit: the file both ends map, created by the receiver; NULL without. */
+static int map_credit(struct base *b)
+{
+	int fd;
+
+	if (!b->o.credit)
+		return 0;
+	fd = open(b->o.credit, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+	if (fd < 0 || ftruncate(fd, sizeof(struct credit_page))) {
+		if (fd >= 0)
+			close(fd);
+		return -errno;
+	}
+	b->cp = mmap(NULL, sizeof(*b->cp), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (b->cp == MAP_FAILED) {
+		b->cp = NULL;
+		return -errno;
+	}
+	if (!b->o.tx)
+		memset(b->cp, 0, sizeof(*b->cp));
+	return 0;
+}
+
+static long futex(_Atomic uint32_t *w, int op, uint32_t val, const struct timespec *ts)
+{
+	return syscall(SYS_futex, (uint32_t *)w, op, val, ts, NULL, 0);
+}
+
+/* How many more frames the window allows (no limit without --credit). */
+static uint32_t credit(const struct base *b, uint64_t sent, uint64_t base)
+{
+	uint64_t ahead;
+
+	if (!b->cp)
+		return BATCH;
+	ahead = sent - (atomic_load_explicit(&b->cp->rcvd, memory_order_acquire) - base);
+	return ahead >= b->o.ring_size ? 0 : b->o.ring_size - (uint32_t)ahead;
+}
+
+/* The window is shut: sleep until the receiver counts more (or 1 ms passes). */
+static void credit_wait(struct base *b, uint64_t sent, uint64_t base)
+{
+	static const struct timespec ms = { .tv_nsec = 1000000 };
+	uint32_t seq = atomic_load_explicit(&b->cp->seq, memory_order_acquire);
+
+	atomic_store_explicit(&b->cp->waiting, 1, memory_order_seq_cst);
+	if (!credit(b, sent, base))
+		futex(&b->cp->seq, FUTEX_WAIT, seq, &ms);
+	atomic_store_explicit(&b->cp->waiting, 0, memory_order_relaxed);
+}
+
+static void credit_add(struct base *b, uint32_t n)
+{
+	uint64_t r = atomic_fetch_add_explicit(&b->cp->rcvd, n, memory_order_release) + n;
+
+	atomic_store_explicit(&b->cp->seq, (uint32_t)r, memory_order_seq_cst);
+	if (atomic_load_explicit(&b->cp->waiting, memory_order_seq_cst))
+		futex(&b->cp->seq, FUTEX_WAKE, 1, NULL);
+}
+
 static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
 {
 	uint32_t next = 0, outstanding = 0, len = FRAME_HEADROOM - (uint32_t)off + mroc_len(&b->o);
 	uint32_t nframes = b->o.nframes;
+	/* The receiver may have counted frames of an earlier sender: start from its count. */
+	uint64_t base = b->cp ? atomic_load_explicit(&b->cp->rcvd, memory_order_acquire) : 0;
+	double idle_since = 0;
 
 	while (!stop && now_s() < t_end) {
-		uint32_t idx, n, done;
+		uint32_t idx, n, done, c;
 
 		done = xsk_ring_cons__peek(&b->cq, b->o.ring_size, &idx);
 		if (done) {
@@ -153,6 +241,19 @@ static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
 			outstanding -= done;
 		}
 		n = nframes - outstanding < BATCH ? nframes - outstanding : BATCH;
+		c = credit(b, *pkts, base);
+		if (c < n)
+			n = c;
+		if (!c) {
+			double t = now_s();
+
+			if (!idle_since)
+				idle_since = t;
+			if (t - idle_since > BUSY_POLL_US / 1e6)
+				credit_wait(b, *pkts, base);
+			continue;
+		}
+		idle_since = 0;
 		n = xsk_ring_prod__reserve(&b->tx, n, &idx);
 		for (uint32_t i = 0; i < n; i++) {
 			struct xdp_desc *d = xsk_ring_prod__tx_desc(&b->tx, idx + i);
@@ -174,19 +275,27 @@ static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
 /* Counts from the first packet on, for o->secs seconds (or until stopped). */
 static void rx_loop(struct base *b, double *t0, double *t1, uint64_t *pkts, uint64_t *bytes)
 {
-	double t_end = 0;
+	struct pollfd pfd = { .fd = xsk_socket__fd(b->xsk), .events = POLLIN };
+	double t_end = 0, idle_since = 0;
 
 	*t0 = 0;
 	while (!stop) {
 		uint32_t idx_rx, idx_fq, n = xsk_ring_cons__peek(&b->rx, BATCH, &idx_rx);
 
 		if (!n) {
+			double t = now_s();
+
 			if (xsk_ring_prod__needs_wakeup(&b->fq))
 				recvfrom(xsk_socket__fd(b->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
-			if (*t0 && now_s() >= t_end)
+			if (*t0 && t >= t_end)
 				break;
+			if (!idle_since)
+				idle_since = t;
+			if (t - idle_since > BUSY_POLL_US / 1e6)
+				poll(&pfd, 1, 100);
 			continue;
 		}
+		idle_since = 0;
 		if (!*t0) {
 			*t0 = now_s();
 			t_end = *t0 + b->o.secs;
@@ -202,6 +311,8 @@ static void rx_loop(struct base *b, double *t0, double *t1, uint64_t *pkts, uint
 		xsk_ring_prod__submit(&b->fq, n);
 		xsk_ring_cons__release(&b->rx, n);
 		*pkts += n;
+		if (b->cp)	/* after the fill ring has the frames back */
+			credit_add(b, n);
 		if ((*pkts & 1023) < n && now_s() >= t_end)
 			break;
 	}
@@ -285,6 +396,8 @@ static void close_socket(struct base *b)
 		xdp_prog_detach(b->prog, b->ifindex);
 		xdp_prog_close(b->prog);
 	}
+	if (b->cp)
+		munmap(b->cp, sizeof(*b->cp));
 }
 
 static void usage(FILE *f)
@@ -303,6 +416,8 @@ static void usage(FILE *f)
 		"  -z on|off|auto  zero-copy (auto: as mrocd, zero-copy where the driver has it)\n"
 		"  -p PORT         MetaRoCE UDP port (%d)   --sport PORT  UDP source port (20000)\n"
 		"  -c CPU          pin to CPU\n"
+		"  --credit FILE   both ends on one host: the sender stays at most a ring ahead of\n"
+		"                  the receiver's count, shared in FILE (flow control at no cost)\n"
 		"Prints one JSON line: packets, frame bytes, seconds, Mpps and Gbit/s of frames.\n",
 		MROC_UDP_PORT);
 }
@@ -328,6 +443,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "dst", required_argument, NULL, 'T' },
 		{ "dmac", required_argument, NULL, 'M' },
 		{ "sport", required_argument, NULL, 'P' },
+		{ "credit", required_argument, NULL, 'C' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -353,6 +469,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'p': o->udp_port = (uint16_t)atoi(optarg); break;
 		case 'P': o->sport = (uint16_t)atoi(optarg); break;
 		case 'c': o->cpu = atoi(optarg); break;
+		case 'C': o->credit = optarg; break;
 		case 'm':
 			mode = xdp_prog_mode_parse(optarg);
 			if (mode < 0)
@@ -410,7 +527,9 @@ int main(int argc, char **argv)
 		CPU_SET(b.o.cpu, &set);
 		sched_setaffinity(0, sizeof(set), &set);
 	}
-	err = open_socket(&b);
+	err = map_credit(&b);
+	if (!err)
+		err = open_socket(&b);
 	if (err) {
 		fprintf(stderr, "xsk-baseline: %s queue %u: %s\n", b.o.ifname, b.o.queue, strerror(-err));
 		close_socket(&b);
