@@ -138,8 +138,8 @@ static const struct config_key config_keys[] = {
 	       1ull << 40, 1ull << 30, R, "bytes"),
 	K_UINT("limits.max_sq_depth", limits.max_sq_depth, 1, 65536, 1024, R, "work requests"),
 	K_UINT("limits.max_rq_depth", limits.max_rq_depth, 1, 65536, 1024, R, "work requests"),
-	K_UINT("limits.max_qps", limits.max_qps, 1, 65534, 1024, 0, NULL),
-	K_UINT("limits.max_mrs", limits.max_mrs, 1, 4096, 1024, 0, NULL),
+	K_UINT("limits.max_qps", limits.max_qps, 1, 65534, 8192, 0, NULL),
+	K_UINT("limits.max_mrs", limits.max_mrs, 1, 4096, 4096, 0, NULL),
 };
 
 #define NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -319,6 +320,22 @@ static int start_ctl(struct mrocd *d)
 	return ctl_create(&cc, &d->ctl);
 }
 
+/*
+ * Every client QP keeps one file open here (its completion eventfd), so
+ * thousands of QPs need more than the usual soft limit of 1,024.  We never
+ * use select(), so the hard limit is safe to take.
+ */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl))
+		pr_warn("cannot raise the open file limit: %s", strerror(errno));
+}
+
 int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mrocd **out)
 {
 	struct mrocd *d = calloc(1, sizeof(*d));
@@ -332,6 +349,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 	d->started_ns = mrocd_now_ns();
 	log_set_level(cfg->daemon.log_level);
 	xdp_prog_init_logging();
+	raise_nofile();
 	/* The control loop blocks signals: do it before any thread exists. */
 	err = start_ctl(d);
 	if (err)

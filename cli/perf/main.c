@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "perf.h"
 
@@ -61,7 +62,7 @@ static const struct opt_desc opt_table[] = {
 	{ "all", 'a', NULL, "every power of two from 2 to 8M" },
 	{ "iters", 'n', "N", "messages per QP (default 5000 bw, 1000 lat)" },
 	{ "duration", 'D', "SEC", "run for SEC seconds instead of -n" },
-	{ "qp", 'q', "N", "QPs, 1..256 (default 1; latency tests: 1)" },
+	{ "qp", 'q', "N", "QPs, 1..4096 (default 1; latency tests: 1)" },
 	{ "paths", OPT_PATHS, "N", "paths per QP, 1..16 (default: mrocd's)" },
 	{ "mode", OPT_MODE, "MODE", "metaroce (default) or rocev2" },
 	{ "tx-depth", 't', "N", "work requests outstanding per QP (default 128 bw, 1 lat)" },
@@ -308,6 +309,17 @@ static void print_fn(enum mroc_print_level level, const char *fmt, va_list ap)
 	vfprintf(stderr, fmt, ap);	/* the library's messages start with "libmroc: " */
 }
 
+/* libmroc keeps a file open per QP (its completion channel): -q 4096 needs more than 1,024. */
+static void raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (!getrlimit(RLIMIT_NOFILE, &rl) && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
 int main(int argc, char **argv)
 {
 	struct perf_opts o = {
@@ -329,6 +341,7 @@ int main(int argc, char **argv)
 	print_level = o.verbose >= 2 ? MROC_PRINT_DEBUG : o.verbose ? MROC_PRINT_INFO
 							  : MROC_PRINT_WARN;
 	mroc_set_print(print_fn);
+	raise_nofile();
 
 	/* The same checks the server applies to what a client sends. */
 	p.version = OOB_VERSION;

@@ -20,7 +20,7 @@
 
 #define OOB_MAGIC	0x4d50		/* "MP" */
 #define OOB_HDR		8
-#define OOB_MAX_BODY	16384
+#define OOB_MAX_BODY	(OOB_MAX_QPS * 16 + 1024)	/* SETUP: 16 bytes per QP, then text */
 #define OOB_BODY_MS	10000		/* the rest of a message once it started */
 
 /* ---- encoding --------------------------------------------------------------------- */

@@ -194,7 +194,7 @@ static void test_defaults(void **state)
 	assert_true(c.transport.rate_hints);
 	assert_true(c.transport.repath);
 	assert_int_equal(c.limits.max_mr_bytes_per_client, 1ull << 30);
-	assert_int_equal(c.limits.max_qps, 1024);
+	assert_int_equal(c.limits.max_qps, 8192);
 }
 
 /* An empty file (and one with empty groups) gives the defaults. */
@@ -218,8 +218,9 @@ static void test_engine_defaults(void **state)
 	config_defaults(&c);
 	assert_int_equal(config_engine(&c, &got), 0);
 	engine_config_default(&want);
-	assert_int_equal(got.max_qps, want.max_qps);
-	assert_int_equal(got.max_mrs, want.max_mrs);
+	/* Table sizes are the daemon's own: many clients' QPs, not one program's (issue #10). */
+	assert_int_equal(got.max_qps, 8192);
+	assert_int_equal(got.max_mrs, 4096);
 	assert_int_equal(got.mtu, want.mtu);
 	assert_int_equal(got.link_rate_bps, want.link_rate_bps);
 	assert_int_equal(got.ack_every, want.ack_every);
@@ -613,7 +614,7 @@ static void test_cross_checks(void **state)
 		   "key 'network.ring_size'", "umem_frames", NULL);
 	expect_err("network = {\n umem_frames = 2048;\n};\n", at_line(2),
 		   "key 'network.umem_frames'", "at least 4096", NULL);
-	expect_err("limits = {\n max_qps_per_client = 2000;\n};\n", at_line(2),
+	expect_err("limits = {\n max_qps_per_client = 10000;\n};\n", at_line(2),
 		   "key 'limits.max_qps_per_client'", "limits.max_qps", NULL);
 	expect_err("limits = {\n max_mrs = 100;\n};\n", at_line(2), "key 'limits.max_mrs", NULL);
 	expect_err("daemon = {\n admin_socket = \"/run/mroc/mrocd.sock\";\n};\n", at_line(2),
@@ -771,7 +772,7 @@ static void test_diff_restart(void **state)
 	assert_int_equal(run.limits.max_clients, 5);
 	assert_int_equal(run.network.udp_port, 4793);
 	assert_int_equal(run.network.interfaces.n, 0);
-	assert_int_equal(run.limits.max_qps, 1024);
+	assert_int_equal(run.limits.max_qps, 8192);
 	assert_int_equal(config_diff_reload(&run, &new, NULL, 0), 0);
 	assert_int_equal(config_diff_restart(&run, &old, NULL, 0), 0);
 }
