@@ -270,8 +270,9 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "engine", status_engine_counters(&s->eng));
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
+		"qps_hot", (json_int_t)s->cls.qps_hot,
 		"mrs", (json_int_t)s->cls.mrs, "opened", (json_int_t)s->cls.opened,
 		"closed", (json_int_t)s->cls.closed, "kicked", (json_int_t)s->cls.kicked,
 		"wrs", (json_int_t)s->cls.wrs, "bad_wrs", (json_int_t)s->cls.bad_wrs,

@@ -20,6 +20,7 @@
 #include "log.h"
 #include "mroc/mroc.h"
 #include "peers.h"
+#include "qpmap.h"
 #include "ring.h"
 #include "worker.h"
 
@@ -28,7 +29,20 @@
 #define CQ_EVENT_ROOM		8	/* connection events need CQ room too */
 #define BAD_WR_LIMIT		1024	/* then the client is disconnected */
 #define ZOMBIE_NS		(2ULL * 1000000000ULL)
-#define MAX_ACTIVE		4096
+#define MAX_CLIENTS		4096	/* limits.max_clients' upper bound */
+/*
+ * The worker's per-loop cost must not grow with the number of QPs (issue
+ * #10): it looks at no more than POLL_BUDGET busy ("hot") QPs and
+ * SWEEP_BUDGET idle ("cold") ones per loop, round-robin.  A hot QP that
+ * found nothing to do for HOT_NS goes cold: its rings get NEED_WAKEUP for
+ * good, so the client rings its doorbell on the next post, and the worker
+ * looks at that client's QPs.  The sweep only bounds the delay when the
+ * worker is too busy to sleep (and so to see doorbells).
+ */
+#define POLL_BUDGET		256
+#define SWEEP_BUDGET		32
+#define HOT_NS			1000000ULL
+#define NOT_LISTED		UINT32_MAX
 
 /* The library's codes are the engine's, so they pass through unchanged. */
 static_assert((int)MROC_WR_READ == (int)ENGINE_WR_READ &&
@@ -51,8 +65,13 @@ struct cqp {
 	void *region;
 	size_t region_len;
 	int cq_fd;
-	struct ring_view sq, rq, cq;	/* worker only */
+	/* Worker only from here. */
+	struct ring_view sq, rq, cq;
 	uint32_t cq_entries;
+	uint32_t active_idx;		/* in clients.active */
+	uint32_t hot_idx;		/* in clients.hot, or NOT_LISTED (cold) */
+	uint64_t last_work;		/* ns */
+	struct cqp *cl_next, *cl_prev;	/* the client's active QPs */
 };
 
 struct client {
@@ -71,10 +90,13 @@ struct client {
 	uint64_t loop;
 	bool kicked;			/* worker: disconnected for misbehaving */
 	bool over_limit;		/* max_clients reached: its HELLO gets -EUSERS */
+	uint32_t widx;			/* worker: in clients.wcl, or NOT_LISTED */
+	struct cqp *wqps;		/* worker: its active QPs */
 };
 
+/* A destroyed QP the engine still tells its peer about. */
 struct zombie {
-	uint32_t qpn;
+	uint32_t qpn;			/* 0: reaped already */
 	uint64_t deadline;
 };
 
@@ -84,13 +106,21 @@ struct clients {
 	struct worker *worker;
 	struct clients_limits lim;
 	uint32_t nclients, next_id;	/* control thread */
-	struct cqp *active[MAX_ACTIVE];	/* worker */
-	uint32_t nactive;
-	struct zombie zombies[MAX_ACTIVE];
-	uint32_t nzombies;
-	uint32_t next_first;		/* worker: where the next poll starts */
-	uint64_t loop;			/* worker: clients_poll calls */
-	struct evfd_signaller *sig;	/* worker: completion channels */
+	/* Worker from here. */
+	uint64_t loop;			/* clients_poll calls */
+	struct evfd_signaller *sig;	/* completion channels */
+	struct qpmap map;		/* qpn -> struct cqp */
+	struct cqp **active;		/* lim.max_total_qps */
+	uint32_t nactive, sweep;	/* sweep: next cold QP to look at */
+	struct cqp **hot;		/* lim.max_total_qps */
+	uint32_t nhot, hot_next;
+	struct client *wcl[MAX_CLIENTS];	/* clients with a doorbell */
+	uint32_t nwcl;
+	/* Zombies in deadline order (a ring), found by QPN; reap: destroy at the next tick. */
+	struct qpmap zmap;		/* qpn -> struct zombie */
+	struct zombie *zombies;
+	uint32_t zhead, nzombies;
+	uint32_t *reap, nreap;
 	struct clients_stats st;	/* worker (clients/qps/mrs counts too) */
 };
 
@@ -98,6 +128,7 @@ struct clients *clients_create(struct engine *eng, struct peers *peers,
 			       const struct clients_limits *lim)
 {
 	struct clients *cs = calloc(1, sizeof(*cs));
+	uint32_t n = lim->max_total_qps;
 
 	if (!cs)
 		return NULL;
@@ -109,6 +140,15 @@ struct clients *clients_create(struct engine *eng, struct peers *peers,
 	cs->peers = peers;
 	cs->lim = *lim;
 	cs->next_id = 1;	/* pd 0 is the daemon's own (control links) */
+	cs->active = calloc(n, sizeof(*cs->active));
+	cs->hot = calloc(n, sizeof(*cs->hot));
+	cs->zombies = calloc(n, sizeof(*cs->zombies));
+	cs->reap = calloc(n, sizeof(*cs->reap));
+	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap ||
+	    qpmap_init(&cs->map, n) || qpmap_init(&cs->zmap, n)) {
+		clients_destroy(cs);
+		return NULL;
+	}
 	return cs;
 }
 
@@ -122,6 +162,12 @@ void clients_destroy(struct clients *cs)
 	if (!cs)
 		return;
 	evfd_signaller_destroy(cs->sig);
+	qpmap_free(&cs->map);
+	qpmap_free(&cs->zmap);
+	free(cs->active);
+	free(cs->hot);
+	free(cs->zombies);
+	free(cs->reap);
 	free(cs);
 }
 
@@ -129,23 +175,85 @@ void clients_destroy(struct clients *cs)
 
 static void zombify(struct clients *cs, uint32_t qpn, uint64_t now)
 {
+	uint32_t size = cs->lim.max_total_qps;
+	struct zombie *z;
+
 	engine_qp_disconnect(cs->eng, qpn, now);
-	if (cs->nzombies < MAX_ACTIVE)
-		cs->zombies[cs->nzombies++] = (struct zombie){ qpn, now + ZOMBIE_NS };
-	else
+	if (cs->nzombies == size) {
 		engine_qp_destroy(cs->eng, qpn);
+		return;
+	}
+	/* now + ZOMBIE_NS only grows: the ring stays in deadline order. */
+	z = &cs->zombies[(cs->zhead + cs->nzombies++) % size];
+	*z = (struct zombie){ qpn, now + ZOMBIE_NS };
+	qpmap_add(&cs->zmap, qpn, z);
+}
+
+/* Hot: polled every loop (within POLL_BUDGET); the client need not ring. */
+static void heat(struct clients *cs, struct cqp *q, uint64_t now)
+{
+	q->last_work = now;
+	if (q->hot_idx != NOT_LISTED)
+		return;
+	ring_cons_clear_flag(&q->sq, MROC_RING_NEED_WAKEUP);
+	ring_cons_clear_flag(&q->rq, MROC_RING_NEED_WAKEUP);
+	q->hot_idx = cs->nhot;
+	cs->hot[cs->nhot++] = q;
+}
+
+static void unlist_hot(struct clients *cs, struct cqp *q)
+{
+	struct cqp *last = cs->hot[--cs->nhot];
+
+	cs->hot[q->hot_idx] = last;
+	last->hot_idx = q->hot_idx;
+	q->hot_idx = NOT_LISTED;
+}
+
+/*
+ * Cold: ask for the doorbell, then look once more (ring.h's no-lost-wakeup
+ * pairing).  False, and still hot, if work arrived meanwhile.
+ */
+static bool cool(struct clients *cs, struct cqp *q)
+{
+	bool empty = ring_cons_prepare_sleep(&q->sq, MROC_RING_NEED_WAKEUP);
+
+	empty &= ring_cons_prepare_sleep(&q->rq, MROC_RING_NEED_WAKEUP);
+	if (q->hot_idx == NOT_LISTED)
+		return empty;
+	if (!empty) {
+		ring_cons_clear_flag(&q->sq, MROC_RING_NEED_WAKEUP);
+		ring_cons_clear_flag(&q->rq, MROC_RING_NEED_WAKEUP);
+		return false;
+	}
+	unlist_hot(cs, q);
+	return true;
 }
 
 static void deactivate(struct clients *cs, struct cqp *q, uint64_t now)
 {
-	for (uint32_t i = 0; i < cs->nactive; i++) {
-		if (cs->active[i] != q)
-			continue;
-		cs->active[i] = cs->active[--cs->nactive];
-		zombify(cs, q->qpn, now);
-		cs->st.qps--;
-		return;
-	}
+	struct cqp *last = cs->active[--cs->nactive];
+	struct client *cl = q->cl;
+
+	cs->active[q->active_idx] = last;
+	last->active_idx = q->active_idx;
+	if (q->hot_idx != NOT_LISTED)
+		unlist_hot(cs, q);
+	if (q->cl_prev)
+		q->cl_prev->cl_next = q->cl_next;
+	else
+		cl->wqps = q->cl_next;
+	if (q->cl_next)
+		q->cl_next->cl_prev = q->cl_prev;
+	qpmap_del(&cs->map, q->qpn);
+	zombify(cs, q->qpn, now);
+	cs->st.qps--;
+}
+
+static void deactivate_all(struct clients *cs, struct client *cl, uint64_t now)
+{
+	while (cl->wqps)
+		deactivate(cs, cl->wqps, now);
 }
 
 /* A client that broke the rules: its QPs stop now; the control thread closes it. */
@@ -156,12 +264,7 @@ static void kick(struct clients *cs, struct client *cl, const char *why, uint64_
 	cl->kicked = true;
 	cs->st.kicked++;
 	pr_warn_rl("client %u (pid %d): %s: disconnecting it", cl->id, (int)cl->pid, why);
-	for (uint32_t i = 0; i < cs->nactive;) {
-		if (cs->active[i]->cl == cl)
-			deactivate(cs, cs->active[i], now);
-		else
-			i++;
-	}
+	deactivate_all(cs, cl, now);
 	shutdown(cl->fd, SHUT_RDWR);	/* the control loop sees EOF and cleans up */
 }
 
@@ -226,17 +329,19 @@ static int64_t cq_budget(struct clients *cs, struct cqp *q)
  */
 static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 {
-	int64_t avail, budget = cq_budget(cs, q);
+	int64_t budget, ravail = ring_cons_avail(&q->rq), savail = ring_cons_avail(&q->sq);
 	int done = 0, err;
 
+	if (ravail < 0 || savail < 0)
+		return -EBADMSG;
+	if (!ravail && !savail)
+		return 0;	/* the common case, without asking the engine */
+	budget = cq_budget(cs, q);
 	if (budget < 0)
 		return budget == -EBADMSG ? -EBADMSG : 0;
 	if (budget > max)
 		budget = max;
-	avail = ring_cons_avail(&q->rq);
-	if (avail < 0)
-		return -EBADMSG;
-	while (avail > 0 && budget > 0) {
+	while (ravail > 0 && budget > 0) {
 		const struct mroc_rqe *r = ring_cons_slot(&q->rq, 0);
 		struct engine_recv_wr rw = {
 			.wr_id = r->wr_id, .lkey = r->lkey, .laddr = r->laddr, .len = r->len,
@@ -246,17 +351,14 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 		if (err == -ENOSPC)
 			break;		/* the engine's receive queue is full: later */
 		ring_cons_release(&q->rq, 1);
-		avail--;
+		ravail--;
 		budget--;
 		done++;
 		cs->st.wrs++;
 		if (err)
 			bad_wr(cs, q, rw.wr_id, MROC_WC_RECV, post_status(err), now);
 	}
-	avail = ring_cons_avail(&q->sq);
-	if (avail < 0)
-		return -EBADMSG;
-	while (avail > 0 && budget > 0) {
+	while (savail > 0 && budget > 0) {
 		const struct mroc_sqe *s = ring_cons_slot(&q->sq, 0);
 		struct engine_wr wr = {
 			.wr_id = s->wr_id, .opcode = s->opcode, .flags = s->flags,
@@ -269,7 +371,7 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 		if (err == -ENOSPC)
 			break;		/* the engine's send queue is full: later */
 		ring_cons_release(&q->sq, 1);
-		avail--;
+		savail--;
 		budget--;
 		done++;
 		cs->st.wrs++;
@@ -280,66 +382,110 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 }
 
 /*
- * One pass over the active QPs, each client taking at most CLIENT_BATCH
- * work requests (QP_BATCH per QP), so a client with deep rings or many QPs
- * cannot keep the worker from the others; the pass starts one QP further
- * each time, so a client's own QPs take turns too.  What is left waits for
- * the next loop, which comes at once (the work done keeps the worker awake).
+ * Take work from one QP within the fairness caps: at most CLIENT_BATCH work
+ * requests per client per loop, QP_BATCH per QP, so a client with deep rings
+ * or many QPs cannot keep the worker from the others.
  */
-int clients_poll(void *ctx, uint64_t now)
+static int poll_capped(struct clients *cs, struct cqp *q, uint64_t now)
 {
-	struct clients *cs = ctx;
-	uint32_t first = cs->nactive ? cs->next_first++ % cs->nactive : 0;
+	struct client *cl = q->cl;
+	int n;
+
+	if (cl->loop != cs->loop) {
+		cl->loop = cs->loop;
+		cl->loop_wrs = 0;
+	}
+	if (cl->loop_wrs >= CLIENT_BATCH)
+		return 0;
+	n = poll_qp(cs, q, CLIENT_BATCH - cl->loop_wrs < QP_BATCH ?
+		    CLIENT_BATCH - cl->loop_wrs : QP_BATCH, now);
+	if (n > 0)
+		cl->loop_wrs += (uint32_t)n;
+	return n;
+}
+
+/* Hot QPs, round-robin; those idle for HOT_NS go cold. */
+static int poll_hot(struct clients *cs, uint64_t now)
+{
+	uint32_t n = cs->nhot < POLL_BUDGET ? cs->nhot : POLL_BUDGET;
 	int work = 0;
 
-	cs->loop++;
-	for (uint32_t k = 0; k < cs->nactive; k++) {
-		struct cqp *q = cs->active[(first + k) % cs->nactive];
-		struct client *cl = q->cl;
-		int n;
+	for (uint32_t k = 0; k < n && cs->nhot; k++) {
+		struct cqp *q;
+		int got;
 
-		if (cl->loop != cs->loop) {
-			cl->loop = cs->loop;
-			cl->loop_wrs = 0;
+		if (cs->hot_next >= cs->nhot)
+			cs->hot_next = 0;
+		q = cs->hot[cs->hot_next];
+		got = poll_capped(cs, q, now);
+		if (got < 0) {
+			kick(cs, q->cl, "corrupted its rings", now);
+			continue;	/* its QPs left the list: this index holds another */
 		}
-		if (cl->loop_wrs >= CLIENT_BATCH)
-			continue;
-		n = poll_qp(cs, q, CLIENT_BATCH - cl->loop_wrs < QP_BATCH ?
-			    CLIENT_BATCH - cl->loop_wrs : QP_BATCH, now);
-		if (n < 0) {
-			kick(cs, cl, "corrupted its rings", now);
-			k = (uint32_t)-1;	/* the list changed: start over */
-			first = 0;
-			continue;
+		if (got > 0) {
+			q->last_work = now;
+			work += got;
+		} else if (now - q->last_work >= HOT_NS && cool(cs, q)) {
+			continue;	/* the last hot QP took its index */
 		}
-		cl->loop_wrs += (uint32_t)n;
-		work += n;
+		cs->hot_next++;
 	}
 	return work;
 }
 
-static struct cqp *find_active(struct clients *cs, uint32_t qpn)
+/* A few cold QPs, round-robin: the backstop while the worker is too busy to sleep. */
+static int sweep_cold(struct clients *cs, uint64_t now)
 {
-	for (uint32_t i = 0; i < cs->nactive; i++)
-		if (cs->active[i]->qpn == qpn)
-			return cs->active[i];
-	return NULL;
+	uint32_t n = cs->nactive < SWEEP_BUDGET ? cs->nactive : SWEEP_BUDGET;
+	int work = 0;
+
+	for (uint32_t k = 0; k < n && cs->nactive; k++) {
+		struct cqp *q;
+		int got;
+
+		if (cs->sweep >= cs->nactive)
+			cs->sweep = 0;
+		q = cs->active[cs->sweep++];
+		if (q->hot_idx != NOT_LISTED)
+			continue;
+		got = poll_capped(cs, q, now);
+		if (got < 0) {
+			kick(cs, q->cl, "corrupted its rings", now);
+			continue;
+		}
+		if (got > 0) {
+			heat(cs, q, now);
+			work += got;
+		}
+	}
+	return work;
+}
+
+int clients_poll(void *ctx, uint64_t now)
+{
+	struct clients *cs = ctx;
+
+	cs->loop++;
+	return poll_hot(cs, now) + sweep_cold(cs, now);
 }
 
 bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now)
 {
-	struct cqp *q = find_active(cs, c->qpn);
+	struct cqp *q = qpmap_get(&cs->map, c->qpn);
+	struct zombie *z;
 	struct mroc_cqe e;
 
 	if (!q) {
-		for (uint32_t i = 0; i < cs->nzombies; i++) {
-			if (cs->zombies[i].qpn != c->qpn)
-				continue;
-			if (c->opcode == ENGINE_WC_EV_DISCONNECTED || c->opcode == ENGINE_WC_EV_ERROR)
-				cs->zombies[i].deadline = now;	/* done: destroy at the next tick */
-			return true;
+		z = qpmap_get(&cs->zmap, c->qpn);
+		if (!z)
+			return false;
+		if (c->opcode == ENGINE_WC_EV_DISCONNECTED || c->opcode == ENGINE_WC_EV_ERROR) {
+			/* Done: destroy at the next tick (not under the engine's completion loop). */
+			qpmap_del(&cs->zmap, z->qpn);
+			cs->reap[cs->nreap++] = z->qpn;
+			z->qpn = 0;
 		}
-		return false;
+		return true;
 	}
 	e = (struct mroc_cqe){
 		.wr_id = c->wr_id,
@@ -356,65 +502,68 @@ bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now
 
 uint64_t clients_tick(struct clients *cs, uint64_t now)
 {
-	uint64_t next = UINT64_MAX;
+	uint32_t size = cs->lim.max_total_qps;
 
-	for (uint32_t i = 0; i < cs->nzombies;) {
-		if (now >= cs->zombies[i].deadline) {
-			engine_qp_destroy(cs->eng, cs->zombies[i].qpn);
-			cs->zombies[i] = cs->zombies[--cs->nzombies];
-			continue;
+	for (uint32_t i = 0; i < cs->nreap; i++)
+		engine_qp_destroy(cs->eng, cs->reap[i]);
+	cs->nreap = 0;
+	while (cs->nzombies) {
+		struct zombie *z = &cs->zombies[cs->zhead];
+
+		if (z->qpn && now < z->deadline)
+			return z->deadline;
+		if (z->qpn) {
+			qpmap_del(&cs->zmap, z->qpn);
+			engine_qp_destroy(cs->eng, z->qpn);
 		}
-		if (cs->zombies[i].deadline < next)
-			next = cs->zombies[i].deadline;
-		i++;
+		cs->zhead = (cs->zhead + 1) % size;
+		cs->nzombies--;
 	}
-	return next;
+	return UINT64_MAX;
 }
 
+/* One doorbell per client, not per QP. */
 int clients_fds(void *ctx, int *fds, int max)
 {
 	struct clients *cs = ctx;
 	int n = 0;
 
-	for (uint32_t i = 0; i < cs->nactive && n < max; i++) {
-		int fd = cs->active[i]->cl->doorbell;
-		bool seen = false;
-
-		for (int j = 0; j < n; j++)
-			seen |= fds[j] == fd;
-		if (!seen && fd >= 0)
-			fds[n++] = fd;
-	}
+	for (uint32_t i = 0; i < cs->nwcl && n < max; i++)
+		fds[n++] = cs->wcl[i]->doorbell;
 	return n;
 }
 
+/* The i-th fd of clients_fds rang: that client posted on a cold QP. */
+void clients_fd_ready(void *ctx, int i)
+{
+	struct clients *cs = ctx;
+	uint64_t now = mrocd_now_ns();
+
+	if (i < 0 || (uint32_t)i >= cs->nwcl)
+		return;
+	for (struct cqp *q = cs->wcl[i]->wqps; q; q = q->cl_next) {
+		int64_t r = ring_cons_avail(&q->rq), s = ring_cons_avail(&q->sq);
+
+		if (r || s)	/* corrupted (< 0) too: the next poll kicks it */
+			heat(cs, q, now);
+	}
+}
+
+/* About to sleep: every hot QP goes cold (asks for the doorbell); false if one got work. */
 bool clients_may_sleep(void *ctx)
 {
 	struct clients *cs = ctx;
-	bool ok = true;
 
-	for (uint32_t i = 0; i < cs->nactive; i++) {
-		struct cqp *q = cs->active[i];
-
-		ok &= ring_cons_prepare_sleep(&q->sq, MROC_RING_NEED_WAKEUP);
-		ok &= ring_cons_prepare_sleep(&q->rq, MROC_RING_NEED_WAKEUP);
-	}
-	return ok;
-}
-
-void clients_woke(void *ctx)
-{
-	struct clients *cs = ctx;
-
-	for (uint32_t i = 0; i < cs->nactive; i++) {
-		ring_cons_clear_flag(&cs->active[i]->sq, MROC_RING_NEED_WAKEUP);
-		ring_cons_clear_flag(&cs->active[i]->rq, MROC_RING_NEED_WAKEUP);
-	}
+	while (cs->nhot)
+		if (!cool(cs, cs->hot[cs->nhot - 1]))
+			return false;
+	return true;
 }
 
 void clients_get_stats(struct clients *cs, struct clients_stats *out)
 {
 	*out = cs->st;
+	out->qps_hot = cs->nhot;
 }
 
 /* ---- worker calls made by the control thread ------------------------------- */
@@ -451,15 +600,31 @@ static int op_qp_create(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct clients *cs = o->cs;
+	struct cqp *q = o->q;
+	struct client *cl = o->cl;
 	int err;
 
-	(void)now;
-	if (cs->nactive == MAX_ACTIVE)
+	if (cs->nactive == cs->lim.max_total_qps)
 		return -ENOSPC;
-	err = engine_qp_create(cs->eng, &o->attr, &o->q->qpn);
+	err = engine_qp_create(cs->eng, &o->attr, &q->qpn);
 	if (err)
 		return err;
-	cs->active[cs->nactive++] = o->q;
+	err = qpmap_add(&cs->map, q->qpn, q);
+	if (err) {
+		engine_qp_destroy(cs->eng, q->qpn);
+		return err;
+	}
+	q->active_idx = cs->nactive;
+	cs->active[cs->nactive++] = q;
+	q->cl_prev = NULL;
+	q->cl_next = cl->wqps;
+	if (cl->wqps)
+		cl->wqps->cl_prev = q;
+	cl->wqps = q;
+	/* Cold until the client posts (it rings then); hot at once if it already did. */
+	q->hot_idx = NOT_LISTED;
+	if (!cool(cs, q))
+		heat(cs, q, now);
 	cs->st.qps++;
 	return 0;
 }
@@ -467,7 +632,7 @@ static int op_qp_create(void *arg, uint64_t now)
 /* The QP must be one of this client's active ones. */
 static struct cqp *own_qp(struct op *o)
 {
-	struct cqp *q = find_active(o->cs, o->qpn);
+	struct cqp *q = qpmap_get(&o->cs->map, o->qpn);
 
 	return q && q->cl == o->cl ? q : NULL;
 }
@@ -513,11 +678,13 @@ static int op_client_gone(void *arg, uint64_t now)
 	struct op *o = arg;
 	struct clients *cs = o->cs;
 
-	for (uint32_t i = 0; i < cs->nactive;) {
-		if (cs->active[i]->cl == o->cl)
-			deactivate(cs, cs->active[i], now);
-		else
-			i++;
+	deactivate_all(cs, o->cl, now);
+	if (o->cl->widx != NOT_LISTED) {
+		struct client *last = cs->wcl[--cs->nwcl];
+
+		cs->wcl[o->cl->widx] = last;
+		last->widx = o->cl->widx;
+		o->cl->widx = NOT_LISTED;
 	}
 	for (uint32_t i = 0; i < o->cl->nmrs; i++)
 		engine_mr_deregister(cs->eng, o->cl->mrs[i].lkey);
@@ -534,6 +701,20 @@ static int op_count_client(void *arg, uint64_t now)
 	(void)now;
 	o->cs->st.clients++;
 	o->cs->st.opened++;
+	return 0;
+}
+
+/* HELLO: the worker sleeps on the client's doorbell from now on. */
+static int op_client_hello(void *arg, uint64_t now)
+{
+	struct op *o = arg;
+	struct clients *cs = o->cs;
+
+	(void)now;
+	if (cs->nwcl == MAX_CLIENTS)
+		return -EUSERS;
+	o->cl->widx = cs->nwcl;
+	cs->wcl[cs->nwcl++] = o->cl;
 	return 0;
 }
 
@@ -578,6 +759,7 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	cl->pid = cred->pid;
 	cl->uid = cred->uid;
 	cl->doorbell = -1;
+	cl->widx = NOT_LISTED;
 	/* Over the limit: still answered, so the client learns why (EUSERS), then closed. */
 	if (cs->nclients >= cs->lim.max_clients) {
 		pr_warn_rl("refusing client pid %d: max_clients (%u) reached", (int)cred->pid,
@@ -647,6 +829,8 @@ static int not_eventfd(struct client *cl, const char *what)
 static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_msg_hello *m,
 		     int *fds, int nfds, struct mroc_msg_hello *r)
 {
+	int err;
+
 	if (cl->over_limit) {
 		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
 		return -EUSERS;
@@ -660,6 +844,11 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	if (evfd_check(fds[0]))
 		return not_eventfd(cl, "doorbell");
 	cl->doorbell = fds[0];
+	err = call(cs, op_client_hello, &(struct op){ .cl = cl });
+	if (err) {
+		cl->doorbell = -1;
+		return err;
+	}
 	fds[0] = -1;
 	r->abi_version = MROC_ABI_VERSION;
 	r->client_id = cl->id;

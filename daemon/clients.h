@@ -3,9 +3,10 @@
  * libmroc clients on the daemon side.  The control thread takes each
  * client's messages (abi.h): it maps the memory and ring regions the client
  * sends, and has the worker register them with the engine (worker_call).
- * The worker then polls every client QP's SQ and RQ rings, validates each
- * work request before it reaches the engine, and writes completions into
- * the client's CQ ring.
+ * The worker then polls the client QPs' SQ and RQ rings (a bounded number
+ * per loop: busy QPs round-robin, idle ones only when their client rings
+ * its doorbell, see clients.c), validates each work request before it
+ * reaches the engine, and writes completions into the client's CQ ring.
  *
  * Nothing a client writes is trusted: indices, lengths, keys, offsets and
  * opcodes are checked; a bad work request completes with MROC_WC_BAD_WR
@@ -30,6 +31,7 @@ struct worker;
 
 struct clients_limits {
 	uint32_t max_clients, max_qps, max_mrs;	/* max_qps/mrs: per client */
+	uint32_t max_total_qps;			/* the engine's QP table */
 	uint64_t max_mr_bytes;
 	uint32_t max_sq_depth, max_rq_depth;
 	uint32_t default_paths;
@@ -52,12 +54,13 @@ void clients_close(void *cs, void *client);
 int clients_poll(void *cs, uint64_t now);
 bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now);
 int clients_fds(void *cs, int *fds, int max);
+void clients_fd_ready(void *cs, int i);
 bool clients_may_sleep(void *cs);
-void clients_woke(void *cs);
 uint64_t clients_tick(struct clients *cs, uint64_t now);
 
 struct clients_stats {
 	uint32_t clients, qps, mrs;
+	uint32_t qps_hot;			/* polled every loop (the others wait for a doorbell) */
 	uint64_t opened, closed, kicked;	/* kicked: disconnected for misbehaving */
 	uint64_t wrs, bad_wrs, cqes, cq_overflows;
 };

@@ -77,9 +77,9 @@ static bool may_sleep(void *ctx)
 	return clients_may_sleep(((struct mrocd *)ctx)->clients);
 }
 
-static void woke(void *ctx)
+static void fd_ready(void *ctx, int i)
 {
-	clients_woke(((struct mrocd *)ctx)->clients);
+	clients_fd_ready(((struct mrocd *)ctx)->clients, i);
 }
 
 /* ---- start-up ---------------------------------------------------------------- */
@@ -388,6 +388,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		.max_clients = cfg->limits.max_clients,
 		.max_qps = cfg->limits.max_qps_per_client,
 		.max_mrs = cfg->limits.max_mrs_per_client,
+		.max_total_qps = cfg->limits.max_qps,
 		.max_mr_bytes = cfg->limits.max_mr_bytes_per_client,
 		.max_sq_depth = cfg->limits.max_sq_depth,
 		.max_rq_depth = cfg->limits.max_rq_depth,
@@ -408,7 +409,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		.on_poll = on_poll,
 		.extra_fds = extra_fds,
 		.may_sleep = may_sleep,
-		.woke = woke,
+		.fd_ready = fd_ready,
 		.ctx = d,
 	};
 	err = worker_start(&wc, &d->worker);

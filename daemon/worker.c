@@ -19,7 +19,7 @@
 #include "worker.h"
 
 #define BATCH		64
-#define MAX_POLL_FDS	1040	/* backend sockets + client doorbells + ours */
+#define MAX_POLL_FDS	4160	/* backend sockets + a doorbell per client (4,096) + ours */
 
 struct worker {
 	struct worker_cfg cfg;
@@ -161,9 +161,14 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	if (ppoll(pfd, (nfds_t)n, &ts, NULL) <= 0)
 		return;
 	/* Doorbells are eventfds: readable until read; clients' ones read without blocking. */
-	for (int i = nbe; i < n; i++)
-		if ((pfd[i].revents & POLLIN) && evfd_drain(pfd[i].fd) && i == n - 1)
+	for (int i = nbe; i < n; i++) {
+		if (!(pfd[i].revents & POLLIN) || !evfd_drain(pfd[i].fd))
+			continue;
+		if (i == n - 1)
 			w->st.wakeups_doorbell++;
+		else if (w->cfg.fd_ready)
+			w->cfg.fd_ready(w->cfg.ctx, i - nbe);
+	}
 }
 
 static void *worker_main(void *arg)
@@ -211,14 +216,11 @@ static void *worker_main(void *arg)
 		if (tick < deadline)
 			deadline = tick;
 		if (w->cfg.may_sleep && !w->cfg.may_sleep(w->cfg.ctx)) {
-			w->cfg.woke(w->cfg.ctx);
 			idle_since = 0;
 			continue;	/* a client posted while we were deciding */
 		}
 		w->st.busy_ns += now - mark;
 		sleep_until(w, deadline, now);
-		if (w->cfg.woke)
-			w->cfg.woke(w->cfg.ctx);
 		mark = mrocd_now_ns();
 		w->st.idle_ns += mark - now;
 		idle_since = 0;

@@ -35,10 +35,10 @@ struct worker_cfg {
 	int (*on_poll)(void *ctx, uint64_t now);
 	/* More fds to sleep on (client doorbells). */
 	int (*extra_fds)(void *ctx, int *fds, int max);
+	/* The i-th of extra_fds' fds was readable (the worker has read it). */
+	void (*fd_ready)(void *ctx, int i);
 	/* About to sleep: ask clients for doorbells; false if work appeared meanwhile. */
 	bool (*may_sleep)(void *ctx);
-	/* Woke up: doorbells are no longer needed while we poll. */
-	void (*woke)(void *ctx);
 	void *ctx;
 };
 
