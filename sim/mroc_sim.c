@@ -21,6 +21,7 @@
 
 #include "cluster_cli.h"
 #include "cliargs.h"
+#include "enginebench.h"
 #include "incast.h"
 #include "scenario.h"
 
@@ -37,6 +38,8 @@ static const char usage_text[] =
 "  incast  run N senders into one receiver, rate hints on and off\n"
 "  cluster collectives on a 64-host leaf/spine cluster, MetaRoCE vs RoCEv2\n"
 "          (its options: mroc-sim cluster --help)\n"
+"  engine  the engine's CPU time per data packet at 1..4,000 QPs, no network\n"
+"          (its options: mroc-sim engine --help)\n"
 "  help    this text\n"
 "\n"
 "bench options:\n"
@@ -887,6 +890,7 @@ static const struct {
 	{ "run", cmd_run },
 	{ "incast", cmd_incast },
 	{ "cluster", cluster_cmd },
+	{ "engine", enginebench_cmd },
 	{ "help", cmd_help },
 };
 

@@ -187,7 +187,7 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 	list_del(&qp->tx_node);
 	list_del(&qp->ctl_node);
 	list_del(&qp->cq_node);
-	timer_set(eng, qp, 0);
+	timer_cancel(eng, qp);
 	cm_unlink(eng, qp);
 	eng->qps[qp->slot] = NULL;
 	eng->free_slots[eng->nfree++] = qp->slot;
@@ -357,7 +357,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		struct qp *qp = list_first(&eng->tx_ready, struct qp, tx_node);
 
 		if (qp->deficit <= 0)
-			qp->deficit += (int32_t)eng->seg_bytes;
+			qp->deficit += (int32_t)(eng->seg_bytes * eng->cfg.ack_every);
 		if (qp_tx_one(eng, qp, now, &bufs[count])) {
 			qp->deficit -= (int32_t)bufs[count].len;
 			count++;
@@ -375,7 +375,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 
 /*
  * Every QP due by now runs its timers once: the due ones are taken off the
- * heap first, so a QP whose timers leave a deadline in the past waits for
+ * wheel first, so a QP whose timers leave a deadline in the past waits for
  * the next call instead of looping here.
  */
 void engine_advance(struct engine *eng, uint64_t now)

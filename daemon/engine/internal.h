@@ -17,6 +17,9 @@
 #include "sack.h"
 #include "wire.h"
 
+/* Levels of the timer wheel (timer.c). */
+#define TIMER_LEVELS		4
+
 /* Messages a sender may have undelivered; receivers size their ring to it. */
 #define MROC_MSG_WINDOW		1024
 /* Outstanding RDMA READs per QP and direction (requester and responder). */
@@ -246,8 +249,9 @@ struct qp {
 	struct list ctl_node;	/* on eng->ctl_ready: an ACK, keepalive or CM message may be owed */
 	struct list cq_node;	/* on eng->cq_ready: completions to take */
 	int32_t deficit;	/* deficit round-robin credit, bytes */
-	uint64_t deadline;	/* earliest timer, 0 = none: the key in eng->heap */
-	uint32_t heap_idx;	/* 1 + position in eng->heap, 0 = not there */
+	uint64_t deadline;	/* earliest timer, 0 = none: its place in eng->wheel */
+	struct list timer_node;	/* in a slot of eng->wheel (timer.c) */
+	uint8_t timer_level, timer_slot;
 	uint32_t slot;		/* index in eng->qps */
 	struct qp *listen_next;	/* chain in eng->listen_hash (state LISTEN) */
 	struct qp *conn_next;	/* chain in eng->conn_hash, by (peer, peer_qpn) */
@@ -278,8 +282,13 @@ struct engine {
 	struct list ctl_ready;	/* ACKs, keepalives, CM: served before data */
 	struct list tx_ready;	/* data: deficit round-robin by bytes */
 	struct list cq_ready;	/* QPs with completions, in the order they got them */
-	struct qp **heap;	/* timer.c: min-heap of QPs by deadline */
-	uint32_t heap_len;
+	struct timer_wheel {
+		struct list slot[TIMER_LEVELS][64];
+		uint64_t pending[TIMER_LEVELS];	/* bit s: slot s is not empty */
+		struct list overflow;		/* beyond the top level's reach */
+		uint64_t cur;			/* tick: everything before it has fired or moved down */
+		uint64_t next;			/* cached timer_next(), 0 = unknown */
+	} wheel;		/* timer.c */
 	/* connection lookup (cm.c): listeners by service id, QPs by (peer, peer_qpn) */
 	struct qp **listen_hash, **conn_hash;
 	uint32_t hash_mask;
@@ -310,7 +319,8 @@ void qp_wake_ctl(struct engine *eng, struct qp *qp);
 int timer_init(struct engine *eng);
 void timer_free(struct engine *eng);
 void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline);
-uint64_t timer_next(const struct engine *eng);
+void timer_cancel(struct engine *eng, struct qp *qp);
+uint64_t timer_next(struct engine *eng);
 struct qp *timer_pop_due(struct engine *eng, uint64_t now);
 void engine_count(struct engine *eng, enum engine_counter c);
 uint32_t engine_rate_hint(struct engine *eng, struct qp *qp, uint64_t now);

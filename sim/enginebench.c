@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mroc-sim engine: the engine's own cost per data packet, at any QP count.
+ *
+ * Two engines in one thread, wired back to back with no network model: every
+ * packet one produces goes straight into the other, and a fake clock moves
+ * on by a fixed time per packet (so timers fire as they would on a link of
+ * that rate).  N QP pairs are connected; K of them keep WRITEs outstanding,
+ * the others stay connected and idle (keepalives only).  What is measured
+ * is the thread's CPU time per data packet, sender and receiver together,
+ * over a steady-state window after a warm-up: the figure issue #10 asks to
+ * stay flat from 1 to 4,000 QPs.  A benchmark, not a test: it reads a clock.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cliargs.h"
+#include "engine.h"
+#include "enginebench.h"
+
+#define BATCH		64
+#define PKT_NS		100		/* fake wire time per packet: ~80 Gbit/s of 1 KiB */
+#define REGION		(1u << 20)
+#define WR_BYTES	(64u * 1024)
+#define OUTSTANDING	4
+
+struct side {
+	struct engine *eng;
+	uint8_t *mem;
+	uint32_t lkey, rkey;
+	uint32_t *qpn;
+};
+
+struct bench {
+	struct side s[2];
+	uint32_t nqps, active;
+	uint64_t now;
+	uint8_t bufs[BATCH][MROC_DATA_OVERHEAD + 4096];
+	struct engine_txbuf tx[BATCH];
+};
+
+static double cpu_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Move up to a batch from one engine into the other.  Returns packets moved. */
+static int pump_one(struct bench *b, int from)
+{
+	struct engine_rx_meta meta = { .peer = (uint32_t)from };
+	int n;
+
+	for (int i = 0; i < BATCH; i++)
+		b->tx[i] = (struct engine_txbuf){ .data = b->bufs[i], .cap = sizeof(b->bufs[i]) };
+	n = engine_tx(b->s[from].eng, b->now, b->tx, BATCH);
+	for (int i = 0; i < n; i++) {
+		meta.sport = b->tx[i].sport;
+		engine_rx(b->s[!from].eng, b->now, b->bufs[i], b->tx[i].len, &meta);
+	}
+	return n;
+}
+
+static int post_write(struct bench *b, uint32_t q)
+{
+	struct engine_wr wr = {
+		.wr_id = q, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+		.lkey = b->s[0].lkey, .laddr = 0, .len = WR_BYTES,
+		.rkey = b->s[1].rkey, .raddr = (uint64_t)(q % 8) * WR_BYTES,
+	};
+
+	return engine_post_send(b->s[0].eng, b->s[0].qpn[q], &wr, b->now);
+}
+
+/* Completions: repost a finished WRITE; count connections made. */
+static uint32_t drain(struct bench *b)
+{
+	struct engine_cqe c[BATCH];
+	uint32_t connected = 0;
+	int n;
+
+	for (int side = 0; side < 2; side++)
+		while ((n = engine_poll_cq(b->s[side].eng, c, BATCH)) > 0)
+			for (int i = 0; i < n; i++) {
+				if (c[i].opcode == ENGINE_WC_EV_CONNECTED)
+					connected++;
+				else if (side == 0 && c[i].opcode == ENGINE_WC_WRITE &&
+					 c[i].wr_id < b->active)
+					post_write(b, (uint32_t)c[i].wr_id);
+			}
+	return connected;
+}
+
+/* One round: both directions, completions, then time moves on. */
+static uint32_t step(struct bench *b)
+{
+	int n = pump_one(b, 0) + pump_one(b, 1);
+	uint32_t connected = drain(b);
+
+	if (n) {
+		b->now += (uint64_t)n * PKT_NS;
+	} else {
+		uint64_t d = engine_next_deadline(b->s[0].eng);
+		uint64_t e = engine_next_deadline(b->s[1].eng);
+
+		d = d < e ? d : e;
+		b->now = d != UINT64_MAX && d > b->now ? d : b->now + PKT_NS;
+	}
+	engine_advance(b->s[0].eng, b->now);
+	engine_advance(b->s[1].eng, b->now);
+	return connected;
+}
+
+static int setup(struct bench *b, uint32_t mtu)
+{
+	struct engine_config cfg;
+	struct engine_qp_attr attr = {
+		.pd = 1, .mode = MROC_MODE_METAROCE, .npaths = 4, .sq_depth = 64, .rq_depth = 64,
+		.max_rd = 16,
+	};
+	uint32_t connected = 0;
+
+	engine_config_default(&cfg);
+	cfg.max_qps = b->nqps + 8;
+	cfg.mtu = mtu;
+	for (int i = 0; i < 2; i++) {
+		struct side *s = &b->s[i];
+
+		cfg.seed = (uint64_t)i + 1;
+		s->eng = engine_create(&cfg);
+		s->mem = calloc(1, REGION);
+		s->qpn = calloc(b->nqps, sizeof(*s->qpn));
+		if (!s->eng || !s->mem || !s->qpn ||
+		    engine_mr_register(s->eng, 1, s->mem, REGION, ENGINE_ACCESS_ALL, &s->lkey,
+				       &s->rkey))
+			return -ENOMEM;
+	}
+	for (uint32_t q = 0; q < b->nqps; q++) {
+		if (engine_qp_create(b->s[1].eng, &attr, &b->s[1].qpn[q]) ||
+		    engine_qp_listen(b->s[1].eng, b->s[1].qpn[q], 1000 + q) ||
+		    engine_qp_create(b->s[0].eng, &attr, &b->s[0].qpn[q]) ||
+		    engine_qp_connect(b->s[0].eng, b->s[0].qpn[q], 1, 1000 + q, b->now))
+			return -EINVAL;
+	}
+	for (int i = 0; i < 100000 && connected < 2 * b->nqps; i++)
+		connected += step(b);
+	if (connected < 2 * b->nqps)
+		return -ETIMEDOUT;
+	for (uint32_t q = 0; q < b->active; q++)
+		for (int k = 0; k < OUTSTANDING; k++)
+			if (post_write(b, q))
+				return -EINVAL;
+	return 0;
+}
+
+static void teardown(struct bench *b)
+{
+	for (int i = 0; i < 2; i++) {
+		engine_destroy(b->s[i].eng);
+		free(b->s[i].mem);
+		free(b->s[i].qpn);
+	}
+}
+
+static uint64_t data_sent(const struct bench *b)
+{
+	struct engine_stats st;
+
+	engine_get_stats(b->s[0].eng, &st);
+	return st.c[EC_TX_DATA];
+}
+
+/* Returns ns of CPU per data packet, or a negative errno. */
+static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t mtu,
+		      uint64_t *rto)
+{
+	struct bench *b = calloc(1, sizeof(*b));
+	double t0, ns = -EINVAL;
+	uint64_t d0;
+	struct engine_stats st;
+
+	if (!b)
+		return -ENOMEM;
+	b->nqps = nqps;
+	b->active = active;
+	if (setup(b, mtu))
+		goto out;
+	while (data_sent(b) < packets / 4)	/* warm-up: windows open, rings grow */
+		step(b);
+	d0 = data_sent(b);
+	t0 = cpu_now();
+	while (data_sent(b) - d0 < packets)
+		step(b);
+	ns = (cpu_now() - t0) * 1e9 / (double)(data_sent(b) - d0);
+	engine_get_stats(b->s[0].eng, &st);
+	*rto = st.c[EC_RTO];
+out:
+	teardown(b);
+	free(b);
+	return ns;
+}
+
+static const char usage[] =
+"usage: mroc-sim engine [--qps LIST] [--active all|N] [--packets N] [--mtu N] [--runs N]\n"
+"  the engine's CPU time per data packet, two engines back to back in one thread\n"
+"  --qps LIST     QP pairs, comma-separated (1,16,256,1000,4000)\n"
+"  --active all|N QPs with WRITEs outstanding; the rest idle (all)\n"
+"  --packets N    data packets measured per run (200000)\n"
+"  --mtu N        payload bytes per packet (1024)\n"
+"  --runs N       runs per point: min / median / max (3)\n";
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int enginebench_cmd(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "qps", required_argument, NULL, 'q' }, { "active", required_argument, NULL, 'a' },
+		{ "packets", required_argument, NULL, 'p' }, { "mtu", required_argument, NULL, 'm' },
+		{ "runs", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char qlist[256] = "1,16,256,1000,4000";
+	uint64_t packets = 200000, mtu = 1024, runs = 3, active = 0;
+	double base = 0;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'q': snprintf(qlist, sizeof(qlist), "%s", optarg); break;
+		case 'a':
+			if (strcmp(optarg, "all") && (sim_parse_scaled(optarg, 1000, &active) || !active))
+				goto bad;
+			break;
+		case 'p': if (sim_parse_scaled(optarg, 1000, &packets) || !packets) goto bad; break;
+		case 'm': if (sim_parse_scaled(optarg, 1024, &mtu) || mtu < 64 || mtu > 4096) goto bad;
+			break;
+		case 'r': if (sim_parse_scaled(optarg, 1, &runs) || !runs || runs > 99) goto bad; break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: goto bad;
+		}
+	}
+	printf("# engine CPU per data packet, sender + receiver, %" PRIu64 " packets per run, "
+	       "MTU %" PRIu64 ", %s active\n", packets, mtu, active ? "some" : "all");
+	printf("%6s %6s %10s %10s %10s %8s %6s\n", "qps", "active", "min_ns", "median_ns",
+	       "max_ns", "x_first", "rto");
+	for (char *tok = strtok(qlist, ","); tok; tok = strtok(NULL, ",")) {
+		uint64_t n, rto = 0;
+		double v[100];
+		uint32_t act;
+
+		if (sim_parse_scaled(tok, 1000, &n) || !n || n > 60000)
+			goto bad;
+		act = active && active < n ? (uint32_t)active : (uint32_t)n;
+		for (uint64_t r = 0; r < runs; r++) {
+			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, &rto);
+			if (v[r] < 0) {
+				fprintf(stderr, "mroc-sim engine: %" PRIu64 " QPs: %s\n", n,
+					strerror((int)-v[r]));
+				return 1;
+			}
+		}
+		qsort(v, runs, sizeof(v[0]), cmp_double);
+		if (!base)
+			base = v[runs / 2];
+		printf("%6" PRIu64 " %6u %10.1f %10.1f %10.1f %8.2f %6" PRIu64 "\n", n, act, v[0],
+		       v[runs / 2], v[runs - 1], v[runs / 2] / base, rto);
+		fflush(stdout);
+	}
+	return 0;
+bad:
+	fputs(usage, stderr);
+	return 2;
+}
