@@ -303,6 +303,8 @@ struct engine {
 		uint8_t op, reason;
 	} ctl[16];
 	uint32_t ctl_head, ctl_tail;
+	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
+	uint64_t host_srtt, host_rttvar;
 	/* receiver fair share */
 	uint64_t hint_epoch, hint_epoch_end;
 	uint32_t active_now, active_prev;

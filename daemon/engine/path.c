@@ -101,9 +101,22 @@ bool path_can_send(const struct engine *eng, const struct path *p, uint32_t byte
 	return !p->inflight || p->inflight + bytes <= p->pwnd;
 }
 
+/*
+ * The RTO never goes below what the host as a whole sees: with thousands of
+ * QPs each path has few samples, and when the host is the bottleneck (a
+ * CPU shared with applications, a worker waiting for its slice, ACKs queued
+ * in our receive ring) every path's RTT grows at once.  The host estimate,
+ * fed by every path, follows within a few samples; a path of its own would
+ * time out first, spuriously.
+ */
+static uint64_t host_rto_floor(const struct engine *eng)
+{
+	return eng->host_srtt ? eng->host_srtt + 4 * eng->host_rttvar + eng->cfg.ack_delay_ns : 0;
+}
+
 uint64_t path_rto(const struct engine *eng, const struct path *p)
 {
-	uint64_t rto = p->rto;
+	uint64_t rto = max_u64(p->rto, host_rto_floor(eng));
 
 	for (uint32_t i = 0; i < p->backoff && rto < eng->cfg.rto_max_ns; i++)
 		rto <<= 1;
@@ -182,6 +195,15 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
 	}
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
+	if (!eng->host_srtt) {
+		eng->host_srtt = rtt;
+		eng->host_rttvar = rtt / 2;
+	} else {
+		uint64_t herr = rtt > eng->host_srtt ? rtt - eng->host_srtt : eng->host_srtt - rtt;
+
+		eng->host_rttvar = (3 * eng->host_rttvar + herr) / 4;
+		eng->host_srtt = (7 * eng->host_srtt + rtt) / 8;
+	}
 	var = max_u64(4 * p->rttvar, eng->cfg.ack_delay_ns);
 	p->rto = p->srtt + var + eng->cfg.ack_delay_ns;
 	if (p->rto < eng->cfg.rto_min_ns)
