@@ -1,7 +1,7 @@
 # Hosts with a port per plane (scripts/bench-ports.sh): P ports, each plane rate-limited by
 # TBF; mroc write_bw vs kernel TCP (iperf3 -P 2 x P over the hosts' ECMP route).
 # Run in docs/perf: gnuplot ports.gp
-set terminal pngcairo size 1200,460 font "sans,10"
+set terminal pngcairo size 1200,460 font "sans,10" noenhanced
 set output "ports.png"
 set datafile separator ","
 set linetype 1 lc rgb "#7b2cbf" lw 2
