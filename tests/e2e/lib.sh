@@ -157,6 +157,16 @@ e2e_stop() {
 	E2E_RC=$?
 }
 
+# e2e_require_fabric: what a test over scripts/fabric with mroc-perf needs.
+e2e_require_fabric() {
+	e2e_require
+	local b
+	for b in "$BUILD/mroc-perf" "$BUILD/mroc-cli" "$BUILD/bpf/impair.bpf.o"; do
+		[ -e "$b" ] || skip "$b not built"
+	done
+	command -v bpftool >/dev/null || skip "needs bpftool"
+}
+
 # e2e_fabric_up ARGS...: a scripts/fabric of this run's own (removed on exit, with
 # everything e2e_cleanup removes), up with ARGS; its variables (FABRIC_NS_0, ...)
 # set here, hosts 0 and 1 as NS_A and NS_B.

@@ -8,11 +8,8 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-PERF=$BUILD/mroc-perf
 CLI=$BUILD/mroc-cli
-e2e_require
-for b in "$PERF" "$CLI" "$BUILD/bpf/impair.bpf.o"; do [ -e "$b" ] || skip "$b not built"; done
-command -v bpftool >/dev/null || skip "needs bpftool"
+e2e_require_fabric
 e2e_fabric_up --planes 2
 e2e_config a af_xdp "$FABRIC_IF_0" "$FABRIC_IP_0" "$FABRIC_IP_1"
 e2e_config b af_xdp "$FABRIC_IF_1" "$FABRIC_IP_1" "$FABRIC_IP_0"

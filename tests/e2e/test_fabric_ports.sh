@@ -10,11 +10,8 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-PERF=$BUILD/mroc-perf
 CLI=$BUILD/mroc-cli
-e2e_require
-for b in "$PERF" "$CLI" "$BUILD/bpf/impair.bpf.o"; do [ -e "$b" ] || skip "$b not built"; done
-command -v bpftool >/dev/null || skip "needs bpftool"
+e2e_require_fabric
 e2e_fabric_up --ports 2
 ip -n "$NS_A" addr show dev lo | grep -q "inet $FABRIC_IP_0/32" || fail "no service address on A's lo"
 e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
