@@ -66,6 +66,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_str(PRINT_STATS, "peer", "PEER", jget_str(q, "peer"));
 	print_uint(0, "path_id", "PATH", jget_u64(p, "path_id"));
 	print_uint(0, "sport", "SPORT", jget_u64(p, "sport"));
+	print_str(0, "port", "PORT", jget_str(p, "port") ? jget_str(p, "port") : "-");
 	print_str(0, "state", "STATE", jget_str(p, "state"));
 	print_ns(0, "srtt_ns", "SRTT", jget_u64(p, "srtt_ns"));
 	print_ns(0, "min_rtt_ns", "MINRTT", jget_u64(p, "min_rtt_ns"));

@@ -14,6 +14,7 @@
  *   config          the effective configuration text
  */
 #include <errno.h>
+#include <net/if.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -34,6 +35,7 @@
 struct snap_qp {
 	struct engine_qp_info info;
 	struct engine_path_info paths[SNAP_PATHS];
+	char port[SNAP_PATHS][IF_NAMESIZE];	/* the port each path leaves by; "" unknown */
 	unsigned npaths;		/* valid entries of paths[] */
 	bool has_peer;
 	struct mroc_addr peer;
@@ -80,9 +82,16 @@ static void snap_one_qp(struct mrocd *d, uint32_t qpn, struct snap_qp *q)
 	q->has_peer = false;
 	if (q->info.state < ENGINE_QPS_CONNECTING)
 		return;		/* idle or listening: neither peer nor paths yet */
-	for (unsigned i = 0; i < q->info.npaths && i < SNAP_PATHS; i++)
-		if (!engine_path_info(d->eng, qpn, i, &q->paths[q->npaths]))
-			q->npaths++;
+	for (unsigned i = 0; i < q->info.npaths && i < SNAP_PATHS; i++) {
+		const char *port;
+
+		if (engine_path_info(d->eng, qpn, i, &q->paths[q->npaths]))
+			continue;
+		port = d->be->ops->port_name ? d->be->ops->port_name(d->be, q->info.peer,
+								q->paths[q->npaths].sport) : NULL;
+		snprintf(q->port[q->npaths], IF_NAMESIZE, "%s", port ? port : "");
+		q->npaths++;
+	}
 	p = peers_get(d->peers, q->info.peer);
 	if (p) {
 		q->has_peer = true;
@@ -344,8 +353,13 @@ static json_t *reply_qps(const struct snapshot *s)
 		if (sq->has_peer)
 			json_object_set_new(q, "peer", json_string(addr_str(&sq->peer, buf,
 									     sizeof(buf))));
-		for (unsigned p = 0; p < sq->npaths; p++)
-			json_array_append_new(paths, status_path(&sq->paths[p], s->now));
+		for (unsigned p = 0; p < sq->npaths; p++) {
+			json_t *pj = status_path(&sq->paths[p], s->now);
+
+			if (sq->port[p][0])
+				json_object_set_new(pj, "port", json_string(sq->port[p]));
+			json_array_append_new(paths, pj);
+		}
 		json_object_set_new(q, "paths", paths);
 		json_array_append_new(a, q);
 	}

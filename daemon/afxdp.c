@@ -348,6 +348,28 @@ static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, ui
 	return NULL;
 }
 
+/* Where port_for would send, without resolving anything (for status). */
+static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sport)
+{
+	struct afxdp *x = to_afxdp(b);
+	const struct peer *pe = peers_get(x->b.peers, peer);
+	const struct arrival *a;
+	unsigned want;
+
+	if (!pe)
+		return NULL;
+	a = arrival_of(x, &pe->addr, sport);
+	want = x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr) ? a->port :
+	       sport % x->nports;
+	for (unsigned t = 0; t < x->nports; t++) {
+		unsigned p = (want + t) % x->nports;
+
+		if (x->ports[p].up && !nexthops_err(x->hops, peer, p))
+			return x->ports[p].ifname;
+	}
+	return NULL;
+}
+
 static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport)
 {
 	const struct peer *pe = peers_get(x->b.peers, peer);
@@ -528,6 +550,7 @@ static const struct backend_ops afxdp_ops = {
 	.tx_send = afxdp_tx_send,
 	.poll_fds = afxdp_poll_fds,
 	.get_stats = afxdp_get_stats,
+	.port_name = afxdp_port_name,
 	.describe = afxdp_describe,
 	.destroy = afxdp_destroy,
 };

@@ -54,6 +54,12 @@ struct backend_ops {
 	/* fds that become readable when packets arrive (for poll); returns how many (<= max). */
 	int (*poll_fds)(struct backend *b, int *fds, int max);
 	void (*get_stats)(struct backend *b, struct backend_stats *out);
+	/*
+	 * Optional (NULL: one way out): the name of the port (interface) that a
+	 * packet to peer from source port sport would leave by now.  NULL when
+	 * it is not known (peer unknown, no port reaches it).
+	 */
+	const char *(*port_name)(struct backend *b, uint32_t peer, uint16_t sport);
 	/* One line for logs and status, e.g. "af_xdp native copy-mode veth0:q0". */
 	const char *(*describe)(struct backend *b);
 	void (*destroy)(struct backend *b);

@@ -46,16 +46,23 @@ cat "$E2E_DIR/cli.txt"
 	fail "the transfer did not use both ports (plane 1: $d1, plane 2: $d2 packets)"
 ok "a verified transfer used both ports (planes: $d1 and $d2 packets)"
 
+# The ports every path of A leaves by now (mroc-cli path show's PORT column).
+ports_now() { "$CLI" -S "$E2E_DIR/a.admin" -j path show | jq -c '[.. | objects | select(has("path_id")) | .port] | unique'; }
 e2e_perf_start 6
 sleep 2
+before=$(ports_now)
 ip -n "$NS_A" link set p2 down
 p1=$(plane_pkts 1) p2=$(plane_pkts 2)
 sleep 2
+after=$(ports_now)
 d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
 e2e_perf_finish "port p2 down mid-transfer"
 cat "$E2E_DIR/cli.txt"
 echo "packets to B after p2 went down: plane 1 $d1, plane 2 $d2"
 grep -q "port p2 is down" "$E2E_DIR/a.log" || fail "a: the log does not say p2 went down"
+echo "ports of A's paths: before $before, after $after"
+[ "$before" = '["p1","p2"]' ] || fail "mroc-cli path show: the paths were not on both ports before: $before"
+[ "$after" = '["p1"]' ] || fail "mroc-cli path show: paths still on p2 after it went down: $after"
 [ "$d1" -gt 1000 ] || fail "plane 1 carried $d1 packets after p2 went down"
 ok "p2 taken down mid-transfer: the verified transfer completed over p1"
 ip -n "$NS_A" link set p2 up
