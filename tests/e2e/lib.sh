@@ -186,17 +186,18 @@ e2e_fabric_set() {
 		fail "fabric set $*"
 }
 
-# e2e_perf_start SECONDS: a verified write_bw from daemon a to daemon b (their
-# control sockets a.ctl and b.ctl) in the background, pids in E2E_PERF_PIDS.  The
+# e2e_perf_start SECONDS [ARGS...]: a verified write_bw from daemon a to daemon b
+# (their control sockets a.ctl and b.ctl; ARGS to both sides) in the background,
+# pids in E2E_PERF_PIDS.  The
 # side channel (kernel TCP) goes over the fabric's management network: on a plane
 # it could be hashed onto one the test breaks, and TCP does not repath.
 e2e_perf_start() {
 	ip netns exec "$NS_B" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/b.ctl" --sleep --verify \
-		-s 65536 --mroc-addr "$FABRIC_IP_1" -D "$1" >"$E2E_DIR/srv.txt" 2>&1 &
+		-s 65536 --mroc-addr "$FABRIC_IP_1" -D "$1" "${@:2}" >"$E2E_DIR/srv.txt" 2>&1 &
 	E2E_PERF_PIDS=($!)
 	sleep 0.3
 	ip netns exec "$NS_A" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/a.ctl" --sleep --verify \
-		-s 65536 -D "$1" "$FABRIC_MGMT_1" >"$E2E_DIR/cli.txt" 2>&1 &
+		-s 65536 -D "$1" "${@:2}" "$FABRIC_MGMT_1" >"$E2E_DIR/cli.txt" 2>&1 &
 	E2E_PERF_PIDS+=($!)
 }
 

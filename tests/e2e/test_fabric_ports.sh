@@ -16,7 +16,7 @@ e2e_fabric_up --ports 2
 ip -n "$NS_A" addr show dev lo | grep -q "inet $FABRIC_IP_0/32" || fail "no service address on A's lo"
 e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
 e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
-sed -i 's/log_level = "debug"/log_level = "info"/; s/keepalive_ms = 100;/keepalive_ms = 200; paths = 16; rto_min_us = 5000;/' \
+sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/; s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
 	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
@@ -36,19 +36,21 @@ plane_pkts() {
 }
 
 p1=$(plane_pkts 1) p2=$(plane_pkts 2)
-e2e_perf_start 3
+# Two QPs of 8 paths: 16 source ports, each picking one of the 2 ports.
+e2e_perf_start 3 -q 2
 e2e_perf_finish "two ports"
 d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
 echo "packets to B: plane 1 $d1, plane 2 $d2"
 cat "$E2E_DIR/cli.txt"
-# 16 paths on 2 ports: a plane with under a tenth of the packets would mean a port unused.
+# 16 paths on 2 ports (all on one: 1 in 32768): a plane with under a tenth of the packets
+# would mean a port unused.
 [ $((d1 * 10)) -gt $((d1 + d2)) ] && [ $((d2 * 10)) -gt $((d1 + d2)) ] ||
 	fail "the transfer did not use both ports (plane 1: $d1, plane 2: $d2 packets)"
 ok "a verified transfer used both ports (planes: $d1 and $d2 packets)"
 
 # The ports every path of A leaves by now (mroc-cli path show's PORT column).
 ports_now() { "$CLI" -S "$E2E_DIR/a.admin" -j path show | jq -c '[.. | objects | select(has("path_id")) | .port] | unique'; }
-e2e_perf_start 6
+e2e_perf_start 6 -q 2
 sleep 2
 before=$(ports_now)
 ip -n "$NS_A" link set p2 down
