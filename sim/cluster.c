@@ -9,8 +9,10 @@
 
 static const char *const transport_names[CLU__TRANSPORTS] = {
 	[CLU_METAROCE] = "metaroce",
-	[CLU_ROCEV2] = "rocev2",
+	[CLU_ROCEV2] = "rocev2-lossy",
 	[CLU_ROCEV2_QPS] = "rocev2-qps",
+	[CLU_ROCEV2_PFC] = "rocev2-pfc",
+	[CLU_ROCEV2_QPP] = "rocev2-qp-per-plane",
 };
 
 static const char *const placement_names[CLU__PLACEMENTS] = {
@@ -26,6 +28,10 @@ const char *clu_transport_name(enum clu_transport t)
 
 int clu_transport_parse(const char *s, enum clu_transport *out)
 {
+	if (!strcmp(s, "rocev2")) {	/* its name before the deployed baselines came */
+		*out = CLU_ROCEV2;
+		return 0;
+	}
 	for (int i = 0; i < CLU__TRANSPORTS; i++)
 		if (!strcmp(s, transport_names[i])) {
 			*out = (enum clu_transport)i;
@@ -54,6 +60,8 @@ void clu_config_default(struct clu_config *cfg)
 	*cfg = (struct clu_config){
 		.transport = CLU_METAROCE,
 		.qps = 4,
+		.nic_timeout_ns = clu_ib_timeout_ns(CLU_IB_TIMEOUT_DEFAULT),
+		.nic_retry = CLU_IB_RETRY_DEFAULT,
 		.kind = COLL_ALLREDUCE,
 		.placement = CLU_FRAGMENTED,
 		.bytes = 1 << 20,
@@ -146,11 +154,21 @@ static bool running(struct cnet *cn, void *ctx)
 
 static void net_config(const struct clu_config *cfg, struct cnet_config *net)
 {
+	struct engine_config *e = &net->engine;
+
 	*net = cfg->net;
 	net->fab.plane_select = cfg->transport == CLU_METAROCE ? FAB_PLANE_PATH_ID :
 				FAB_PLANE_HASH;
 	net->fab.seed = cfg->seed;
 	net->seed = cfg->seed;
+	if (!clu_transport_pfc(cfg->transport))
+		return;
+	net->fab.pfc = true;
+	/* A NIC's local ACK timer: one fixed timeout, retried nic_retry times. */
+	e->rto_min_ns = e->rto_init_ns = e->rto_max_ns = cfg->nic_timeout_ns;
+	e->max_retx = cfg->nic_retry + 1 > 255 ? 255 : cfg->nic_retry + 1;
+	if (e->dead_peer_ns < (uint64_t)(cfg->nic_retry + 2) * cfg->nic_timeout_ns)
+		e->dead_peer_ns = (uint64_t)(cfg->nic_retry + 2) * cfg->nic_timeout_ns;
 }
 
 static void collect(struct cnet *cn, const uint32_t *rank_host, uint32_t n,
@@ -209,7 +227,9 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 		.npaths = cfg->npaths ? cfg->npaths :
 			  (uint8_t)(2 * net.fab.nplanes > MROC_MAX_PATHS ? MROC_MAX_PATHS :
 				    2 * net.fab.nplanes),
-		.qps_per_conn = cfg->transport == CLU_ROCEV2_QPS ? cfg->qps : 1,
+		.qps_per_conn = cfg->transport == CLU_ROCEV2_QPS ? cfg->qps :
+				cfg->transport == CLU_ROCEV2_QPP ? net.fab.nplanes : 1,
+		.pin_planes = cfg->transport == CLU_ROCEV2_QPP ? net.fab.nplanes : 0,
 		.msg_bytes = cfg->msg_bytes,
 		.senders = cfg->senders,
 		.verify = cfg->verify,
@@ -222,7 +242,9 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 			 coll_kind_name(cfg->kind), err);
 		goto out;
 	}
-	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + 100000000ULL);
+	/* 100 ms, or ten connection-request timeouts (a NIC's 1 s timer) if longer. */
+	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + 100000000ULL +
+			     10 * net.engine.rto_init_ns);
 	if (err || !coll_connected(c)) {
 		err = err ? err : -ENOTCONN;
 		snprintf(res->why, sizeof(res->why), "QPs did not connect: %s",

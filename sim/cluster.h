@@ -14,13 +14,39 @@
 #include "cnet.h"
 #include "collective.h"
 
-/* What runs on the hosts. */
+/*
+ * What runs on the hosts, and on which fabric.  The RoCEv2 baselines use the
+ * engine's RoCEv2 mode (one path, go-back-N on a sequence NAK or a timeout)
+ * with the engine's own ECN AIMD as the stand-in for DCQCN.
+ *  - rocev2-lossy: today's lossy fabric with the simulator's aggressive
+ *    200 us minimum RTO, for reference (what issue #7 compared against);
+ *  - rocev2-qps: the same with k QPs per connection, each hashed onto a plane;
+ *  - rocev2-pfc: RoCEv2 as deployed: a PFC-lossless fabric and the NIC's
+ *    local ACK timeout (fixed, no backoff: nic_timeout_ns, nic_retry);
+ *  - rocev2-qp-per-plane: rocev2-pfc with one QP per plane per connection,
+ *    each pinned to its plane's port, as NCCL runs a QP per NIC port.
+ */
 enum clu_transport {
 	CLU_METAROCE = 0,	/* npaths paths per QP, a NIC port per path's plane */
-	CLU_ROCEV2,		/* one path per QP, go-back-N; the NIC hashes a QP onto a plane */
-	CLU_ROCEV2_QPS,		/* RoCEv2 with k QPs per connection (QP scaling) */
+	CLU_ROCEV2,		/* rocev2-lossy: one path per QP; the NIC hashes it onto a plane */
+	CLU_ROCEV2_QPS,		/* rocev2-lossy with k QPs per connection (QP scaling) */
+	CLU_ROCEV2_PFC,		/* rocev2-pfc */
+	CLU_ROCEV2_QPP,		/* rocev2-qp-per-plane */
 	CLU__TRANSPORTS,
 };
+
+/* NCCL_IB_TIMEOUT's default, 18: the local ACK timeout is 4.096 us x 2^18 = 1.07 s. */
+#define CLU_IB_TIMEOUT_DEFAULT	18
+#define CLU_IB_RETRY_DEFAULT	7	/* NCCL_IB_RETRY_CNT's default */
+static inline uint64_t clu_ib_timeout_ns(unsigned exp)
+{
+	return exp > 31 ? 0 : (4096ULL << exp);
+}
+
+static inline bool clu_transport_pfc(uint8_t t)
+{
+	return t == CLU_ROCEV2_PFC || t == CLU_ROCEV2_QPP;
+}
 
 /*
  * Where rank i of an n-rank job lives.  packed: host i (ring neighbours share
@@ -46,6 +72,8 @@ struct clu_config {
 	uint8_t transport;		/* enum clu_transport */
 	uint8_t npaths;			/* MetaRoCE paths per QP; 0 = 2 per plane, at most 16 */
 	uint32_t qps;			/* CLU_ROCEV2_QPS: k */
+	uint64_t nic_timeout_ns;	/* PFC transports: local ACK timeout (fixed) */
+	uint32_t nic_retry;		/* ... and retries after it */
 	uint8_t kind;			/* enum coll_kind */
 	uint32_t nranks;		/* 0 = every host */
 	uint8_t placement;		/* enum clu_placement */
@@ -67,7 +95,8 @@ struct clu_config {
  * Defaults: cnet_config_default (64 hosts, 4 planes of 8 leaves x 8 spines,
  * 25 Gbit/s, 1 us cables, 512 KiB queues, ECN above 64 KiB, converge 10 ms),
  * MetaRoCE, fragmented ring AllReduce of 1 MiB in WRs of at most 1 MiB,
- * 7 incast senders, 4 QPs for QP scaling, 2 s limit, no verify, seed 1.
+ * 7 incast senders, 4 QPs for QP scaling, 2 s limit, no verify, seed 1;
+ * PFC transports: NCCL's IB timeout 18 (1.07 s) and retry count 7.
  */
 void clu_config_default(struct clu_config *cfg);
 

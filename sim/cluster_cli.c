@@ -49,14 +49,15 @@ static const char cluster_usage[] =
 "  --seed N (1)      --limit MS (2000)       --csv FILE (appended)  --tag TEXT (CSV)\n"
 "  -v                counters per run\n"
 "\n"
-"Delta is (baseline time / time - 1) x 100: +30 means 30% faster than rocev2.\n";
+"Delta is (baseline time / time - 1) x 100 with the first transport listed as the\n"
+"baseline: +30 means 30% faster than it.\n";
 
 enum {
 	O_HOSTS = 256, O_PLANES, O_LEAVES, O_SPINES, O_RATE, O_CORE_RATE, O_DELAY, O_QUEUE,
 	O_ECN, O_LOSS, O_CORE_LOSS, O_CONVERGE, O_TRANSPORT, O_QPS, O_PATHS, O_HINTS,
 	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
-	O_CSV, O_TAG,
+	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON,
 };
 
 static const struct option opts[] = {
@@ -95,6 +96,10 @@ static const struct option opts[] = {
 	{ "limit", required_argument, NULL, O_LIMIT },
 	{ "csv", required_argument, NULL, O_CSV },
 	{ "tag", required_argument, NULL, O_TAG },
+	{ "ib-timeout", required_argument, NULL, O_IB_TIMEOUT },
+	{ "ib-retry", required_argument, NULL, O_IB_RETRY },
+	{ "pfc-xoff", required_argument, NULL, O_PFC_XOFF },
+	{ "pfc-xon", required_argument, NULL, O_PFC_XON },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -165,6 +170,8 @@ static int fabric_opt(struct clu_config *cfg, int o, const char *arg)
 	case O_LOSS: return sim_parse_double(arg, 0, 1, &f->loss);
 	case O_CORE_LOSS: return sim_parse_double(arg, 0, 1, &f->core_loss);
 	case O_CONVERGE: f->converge_ns = v * 1000; break;
+	case O_PFC_XOFF: f->pfc_xoff_bytes = v; break;
+	case O_PFC_XON: f->pfc_xon_bytes = v; break;
 	default: return -EINVAL;
 	}
 	return 0;
@@ -212,6 +219,16 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		return -EINVAL;
 	switch (o) {
 	case O_QPS: cfg->qps = (uint32_t)v; break;
+	case O_IB_TIMEOUT:
+		if (v > 31)
+			return -EINVAL;
+		cfg->nic_timeout_ns = clu_ib_timeout_ns((unsigned)v);
+		break;
+	case O_IB_RETRY:
+		if (v > 254)
+			return -EINVAL;
+		cfg->nic_retry = (uint32_t)v;
+		break;
 	case O_PATHS: cfg->npaths = (uint8_t)v; break;
 	case O_RTO_MIN: cfg->net.engine.rto_min_ns = v * 1000; break;
 	case O_RANKS: cfg->nranks = (uint32_t)v; break;
@@ -234,24 +251,25 @@ static const char csv_header[] =
 	"tag,op,transport,hosts,planes,spines,placement,loss,hints,size,time_us,algbw_GBps,"
 	"busbw_GBps,delta_pct,done,retx,lost,rto,repath,ce,tx_pkts,drop_tail,drop_random,"
 	"drop_blackhole,maxq_core,maxq_down,imbalance,jain,flow_min_us,flow_max_us,events,wall_s,"
-	"seed\n";
+	"seed,pfc_pauses,pfc_paused_us,pfc_overflow,nic_waits\n";
 
 static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t size,
 		    const struct clu_result *r, double delta, double wall)
 {
 	const struct clu_config *cfg = &c->cfg;
 	const struct fab_stats *fs = &r->net.fab;
+	struct sim_link_stats pfc = { 0 };
 	uint64_t drop[3] = { 0 };
 
 	for (int k = 0; k < FAB__KINDS; k++) {
+		link_stats_add(&pfc, &fs->kind[k]);
 		drop[0] += fs->kind[k].dropped_tail;
 		drop[1] += fs->kind[k].dropped_random;
 		drop[2] += fs->kind[k].dropped_blackhole;
 	}
 	fprintf(f, "%s,%s,%s,%u,%u,%u,%s,%g,%s,%" PRIu64 ",%.3f,%.4f,%.4f,%.2f,%d,%" PRIu64
 		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%" PRIu64
-		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.4f,%.2f,%.2f,%" PRIu64 ",%.3f,%" PRIu64
-		"\n",
+		",%" PRIu64 ",%" PRIu64 ",%" PRIu64 ",%.3f,%.4f,%.2f,%.2f,%" PRIu64 ",%.3f,%" PRIu64,
 		c->tag ? c->tag : "", coll_kind_name(cfg->kind), clu_transport_name(t),
 		cfg->net.fab.nhosts, cfg->net.fab.nplanes, cfg->net.fab.spines,
 		clu_placement_name(cfg->placement), cfg->net.fab.loss,
@@ -264,6 +282,8 @@ static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t
 		fs->kind[FAB_DOWN].max_queue_bytes, fs->core_imbalance, r->coll.jain,
 		r->coll.flow_min_us, r->coll.flow_max_us, r->net.events, wall,
 		cfg->seed);
+	fprintf(f, ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 "\n", pfc.pfc_pauses,
+		pfc.pfc_paused_ns / 1e3, pfc.pfc_overflow, r->net.hosts.nic_waits);
 }
 
 static void print_counters(const struct clu_result *r, double wall)
@@ -281,6 +301,14 @@ static void print_counters(const struct clu_result *r, double wall)
 		       fs->kind[k].dropped_tail, fs->kind[k].dropped_random,
 		       fs->kind[k].dropped_blackhole, fs->kind[k].marked_ce,
 		       fs->kind[k].max_queue_bytes);
+	for (int k = 0; k < FAB__KINDS; k++)
+		if (fs->kind[k].pfc_pauses || fs->kind[k].pfc_overflow)
+			printf("    %-11s: PFC pauses %" PRIu64 ", paused %.1f us, overflow %" PRIu64
+			       ", max ingress %" PRIu64 " B\n", kn[k], fs->kind[k].pfc_pauses,
+			       fs->kind[k].pfc_paused_ns / 1e3, fs->kind[k].pfc_overflow,
+			       fs->kind[k].pfc_max_ingress);
+	if (r->net.hosts.nic_waits)
+		printf("    NICs held by a paused port %" PRIu64 " times\n", r->net.hosts.nic_waits);
 	if (r->coll.jain > 0)
 		printf("    incast: senders done from %.2f to %.2f us, Jain's index %.4f\n",
 		       r->coll.flow_min_us, r->coll.flow_max_us, r->coll.jain);
@@ -312,7 +340,7 @@ static int run_all(struct cli *c)
 	       c->cfg.net.fab.nplanes, c->cfg.net.fab.leaves, c->cfg.net.fab.spines,
 	       clu_placement_name(c->cfg.placement), c->cfg.net.fab.loss,
 	       c->cfg.net.engine.rate_hints ? "on" : "off", c->cfg.seed);
-	printf("# %12s %-11s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport", "time(us)",
+	printf("# %12s %-19s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport", "time(us)",
 	       "algbw", "busbw", "delta%", "retx", "rto", "ok");
 	for (int s = 0; s < c->nsizes; s++) {
 		double base = 0;
@@ -328,12 +356,12 @@ static int run_all(struct cli *c)
 			w0 = sim_wall_now();
 			err = clu_run(&cfg, &r);
 			wall = sim_wall_now() - w0;
-			if (c->tr[t] == CLU_ROCEV2 && !err)
+			/* The first transport listed is the baseline of the others' delta. */
+			if (t == 0 && !err)
 				base = r.coll.time_us;
-			/* The baseline row comes first in the list to give later rows a delta. */
-			if (base > 0 && !err && c->tr[t] != CLU_ROCEV2)
+			else if (base > 0 && !err)
 				delta = (base / r.coll.time_us - 1) * 100;
-			printf("  %12" PRIu64 " %-11s %12.2f %9.3f %9.3f %8.1f %7" PRIu64 " %7" PRIu64
+			printf("  %12" PRIu64 " %-19s %12.2f %9.3f %9.3f %8.1f %7" PRIu64 " %7" PRIu64
 			       " %6s\n", c->sizes[s], clu_transport_name(c->tr[t]), r.coll.time_us,
 			       r.coll.algbw_gbps, r.coll.busbw_gbps, delta, r.eng.c[EC_TX_RETX],
 			       r.eng.c[EC_RTO], err ? "FAIL" : "ok");

@@ -10,6 +10,7 @@
 #include "cnet.h"
 #include "hosttimer.h"
 #include "rng.h"
+#include "wire.h"
 
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr) - offsetof(type, member)))
@@ -20,6 +21,7 @@ enum cnet_ev_type {
 	EV_LINK_TX,		/* a switch port has serialised a packet */
 	EV_PKT_ARRIVE,		/* a packet reaches the far end of its link */
 	EV_CALL,		/* cnet_schedule */
+	EV_LINK_PFC,		/* a PAUSE or RESUME reaches a link's transmitter */
 };
 
 #define CQ_BATCH	32
@@ -29,11 +31,19 @@ struct cnet_host {
 	struct sim_event nic_done;
 	struct engine *eng;
 	struct sim_pkt *nic_pkt;	/* being taken in, NULL when the NIC is free */
+	struct sim_link *nic_wait;	/* PFC: nic_pkt waits for room on this port */
 	uint64_t nic_rem;
+	struct cnet_pin *pins;		/* QPN -> plane, open addressing; NULL = none */
+	uint32_t pin_cap, npins;
 	bool in_drive, dirty;
 	struct host_spin spin;
 	uint32_t idx;
 	struct cnet_host_stats st;
+};
+
+struct cnet_pin {
+	uint32_t qpn;			/* 0 = free slot (no QP has QPN 0) */
+	uint8_t plane;
 };
 
 struct cnet_call {
@@ -120,18 +130,53 @@ static void host_nic_pull(struct cnet *cn, struct cnet_host *h)
 		 cn->now + sim_ser_ns(pkt->wire_len, cn->nic_rate, &h->nic_rem));
 }
 
-/* Taken in: onto the port of its plane, whose queue marks and drops like a switch's. */
+static struct cnet_pin *pin_slot(const struct cnet_host *h, uint32_t qpn)
+{
+	uint32_t i = (uint32_t)(rng_mix64(qpn) & (h->pin_cap - 1));
+
+	while (h->pins[i].qpn && h->pins[i].qpn != qpn)
+		i = (i + 1) & (h->pin_cap - 1);
+	return &h->pins[i];
+}
+
+/* The plane the packet's QP is pinned to, or -1. */
+static int pkt_pin(const struct cnet_host *h, const struct sim_pkt *pkt)
+{
+	struct wire_pkt wp;
+	struct cnet_pin *p;
+
+	if (!h->npins || wire_parse(pkt->data, pkt->len, &wp, NULL))
+		return -1;
+	p = pin_slot(h, wp.hdr.src_qpn);
+	return p->qpn ? p->plane : -1;
+}
+
+/*
+ * Taken in: onto the port of its plane, whose queue marks and drops like a
+ * switch's.  On a PFC fabric the port may be paused; a full port then holds
+ * the NIC (nic_wait) rather than drop, as a lossless NIC does.
+ */
 static void host_nic_done(struct cnet *cn, struct cnet_host *h)
 {
 	struct sim_pkt *pkt = h->nic_pkt;
+	struct sim_link *port;
 
-	h->nic_pkt = NULL;
 	if (pkt->dst >= cn->cfg.fab.nhosts || pkt->dst == pkt->src) {
+		h->nic_pkt = NULL;
 		h->st.tx_bad_peer++;
 		pktpool_put(&cn->pool, pkt);
 		return;
 	}
-	link_enqueue(fab_first_hop(&cn->fab, pkt), &cn->env, pkt, cn->now);
+	port = h->nic_wait ? h->nic_wait : fab_first_hop(&cn->fab, pkt, pkt_pin(h, pkt));
+	if (cn->cfg.fab.pfc && port->q_bytes + pkt->wire_len > port->cfg.queue_bytes) {
+		if (!h->nic_wait)
+			h->st.nic_waits++;
+		h->nic_wait = port;
+		return;
+	}
+	h->nic_wait = NULL;
+	h->nic_pkt = NULL;
+	link_enqueue(port, &cn->env, pkt, cn->now);
 }
 
 /* Keep exactly one timer event, at the engine's deadline. */
@@ -211,8 +256,20 @@ static void dispatch(struct cnet *cn, struct sim_event *ev)
 		host_nic_done(cn, h);
 		host_drive(cn, h);
 		break;
-	case EV_LINK_TX:
-		link_tx_done(container_of(ev, struct sim_link, tx_done), &cn->env, cn->now);
+	case EV_LINK_TX: {
+		struct sim_link *l = container_of(ev, struct sim_link, tx_done);
+
+		link_tx_done(l, &cn->env, cn->now);
+		/* A NIC port made room: a NIC held by PFC may go on. */
+		if (fab_kind(&cn->fab, l) == FAB_UP && cn->hosts[l->src].nic_wait == l) {
+			h = &cn->hosts[l->src];
+			host_nic_done(cn, h);
+			host_drive(cn, h);
+		}
+		break;
+	}
+	case EV_LINK_PFC:
+		link_pfc_arrive(container_of(ev, struct sim_link, pfc.ev), &cn->env, cn->now);
 		break;
 	case EV_PKT_ARRIVE:
 		pkt_arrive(cn, container_of(ev, struct sim_pkt, ev));
@@ -324,7 +381,7 @@ struct cnet *cnet_create(const struct cnet_config *cfg)
 	}
 	cn->cfg = *cfg;
 	rng_seed(&cn->rng, cfg->seed);
-	err = fab_init(&cn->fab, &cfg->fab, EV_LINK_TX);
+	err = fab_init(&cn->fab, &cfg->fab, EV_LINK_TX, EV_LINK_PFC);
 	if (err) {
 		free(cn);
 		errno = -err;
@@ -365,6 +422,7 @@ void cnet_destroy(struct cnet *cn)
 		if (cn->hosts[i].nic_pkt)
 			pktpool_put(&cn->pool, cn->hosts[i].nic_pkt);
 		engine_destroy(cn->hosts[i].eng);
+		free(cn->hosts[i].pins);
 	}
 	pktpool_fini(&cn->pool);
 	evq_fini(&cn->q);
@@ -404,6 +462,36 @@ void cnet_kick(struct cnet *cn, uint32_t host)
 {
 	if (host < cn->cfg.fab.nhosts)
 		host_drive(cn, &cn->hosts[host]);
+}
+
+int cnet_pin_qp(struct cnet *cn, uint32_t host, uint32_t qpn, uint32_t plane)
+{
+	struct cnet_host *h;
+	struct cnet_pin *p;
+
+	if (host >= cn->cfg.fab.nhosts || !qpn || plane >= cn->cfg.fab.nplanes)
+		return -EINVAL;
+	h = &cn->hosts[host];
+	if (2 * (h->npins + 1) > h->pin_cap) {
+		struct cnet_host old = *h;
+		uint32_t cap = h->pin_cap ? 2 * h->pin_cap : 64;
+
+		h->pins = calloc(cap, sizeof(*h->pins));
+		if (!h->pins) {
+			h->pins = old.pins;
+			return -ENOMEM;
+		}
+		h->pin_cap = cap;
+		for (uint32_t i = 0; i < old.pin_cap; i++)
+			if (old.pins[i].qpn)
+				*pin_slot(h, old.pins[i].qpn) = old.pins[i];
+		free(old.pins);
+	}
+	p = pin_slot(h, qpn);
+	if (!p->qpn)
+		h->npins++;
+	*p = (struct cnet_pin){ .qpn = qpn, .plane = (uint8_t)plane };
+	return 0;
 }
 
 int cnet_post_send(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_wr *wr)
@@ -450,6 +538,7 @@ static void host_stats_add(struct cnet_host_stats *sum, const struct cnet_host_s
 	sum->tx_bad_peer += s->tx_bad_peer;
 	sum->timer_fires += s->timer_fires;
 	sum->timer_spins += s->timer_spins;
+	sum->nic_waits += s->nic_waits;
 	sum->cqes += s->cqes;
 }
 

@@ -16,6 +16,11 @@
  * engine: the path with the largest window took every packet at one port's
  * rate, and no signal ever told it to share.)
  *
+ * On a PFC fabric (fab.pfc) a port that is full because PFC paused it
+ * holds the NIC instead of dropping: nothing more leaves the host until the
+ * port has room, which is how PAUSE reaches the sending QPs.  A QP may be
+ * pinned to a plane (cnet_pin_qp), as NCCL pins one QP per NIC port.
+ *
  * The engine's peer handle is the host index.  Functions return 0 or a
  * negative errno; cnet_create returns NULL and sets errno.
  */
@@ -59,6 +64,8 @@ int cnet_post_send(struct cnet *cn, uint32_t host, uint32_t qpn, const struct en
 int cnet_post_recv(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_recv_wr *wr);
 int cnet_qp_connect(struct cnet *cn, uint32_t host, uint32_t qpn, uint32_t peer,
 		    uint64_t service_id);
+/* Every packet host's QP qpn sends leaves by plane's port (0 or -EINVAL / -ENOMEM). */
+int cnet_pin_qp(struct cnet *cn, uint32_t host, uint32_t qpn, uint32_t plane);
 /* After calling the engine directly. */
 void cnet_kick(struct cnet *cn, uint32_t host);
 
@@ -81,6 +88,7 @@ struct cnet_host_stats {
 	uint64_t tx_bad_peer;		/* engine named a peer that is no host */
 	uint64_t timer_fires;
 	uint64_t timer_spins;		/* a deadline stayed <= now with nothing to send */
+	uint64_t nic_waits;		/* PFC: the NIC held because its port was full */
 	uint64_t cqes;
 };
 

@@ -556,6 +556,9 @@ static int qps_create(struct coll *c)
 				qp->ep[s].rank = rank[s];
 				attr.user = ep_id(c, &qp->ep[s]);
 				err = engine_qp_create(eng, &attr, &qp->ep[s].qpn);
+				if (!err && c->cfg.pin_planes)
+					err = cnet_pin_qp(c->cn, c->ranks[rank[s]].host, qp->ep[s].qpn,
+							  q % c->cfg.pin_planes);
 				if (err)
 					return err;
 			}

@@ -54,6 +54,7 @@ struct coll_config {
 	uint8_t mode;			/* enum mroc_mode */
 	uint8_t npaths;			/* per QP (MetaRoCE) */
 	uint32_t qps_per_conn;		/* k >= 1 */
+	uint32_t pin_planes;		/* > 0: QP q of a connection leaves by plane q mod this */
 	uint32_t msg_bytes;		/* largest WR */
 	uint32_t senders;		/* incast */
 	bool verify;

@@ -7,6 +7,7 @@
 #include "rng.h"
 
 #define UDP_DPORT	4793	/* the fifth field of the tuple: the same for every packet */
+#define JUMBO_FRAME	9216	/* the largest frame a PFC headroom must take */
 
 void fab_config_default(struct fab_config *cfg)
 {
@@ -21,6 +22,8 @@ void fab_config_default(struct fab_config *cfg)
 		.ecn_bytes = 64 * 1024,
 		.plane_select = FAB_PLANE_PATH_ID,
 		.converge_ns = 10000000,
+		.pfc_xoff_bytes = 128 * 1024,
+		.pfc_xon_bytes = 128 * 1024 - 2 * JUMBO_FRAME,
 		.seed = 1,
 	};
 }
@@ -34,12 +37,18 @@ static void port_cfg(const struct fab_config *c, uint64_t rate, double loss,
 	out->queue_bytes = c->queue_bytes;
 	out->ecn_bytes = c->ecn_bytes;
 	out->loss = loss;
+	if (c->pfc) {
+		out->pfc_xoff_bytes = c->pfc_xoff_bytes;
+		out->pfc_xon_bytes = c->pfc_xon_bytes;
+		out->pfc_headroom_bytes = c->pfc_headroom_bytes ? c->pfc_headroom_bytes :
+			2 * c->delay_ns * rate / 8000000000ULL + 3 * JUMBO_FRAME;
+	}
 }
 
-int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev)
+int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev, uint8_t pfc_ev)
 {
 	const struct fab_config *c = cfg;
-	struct sim_link_cfg host, core;
+	struct sim_link_cfg host, down, core;
 	uint64_t core_rate;
 	size_t hp, lsn;
 
@@ -47,7 +56,8 @@ int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev)
 	if (c->nhosts < 2 || !c->nplanes || c->nplanes > FAB_MAX_PLANES || !c->leaves ||
 	    c->leaves > c->nhosts || !c->spines || c->spines > FAB_MAX_SPINES ||
 	    !c->host_rate_bps || c->loss < 0 || c->loss > 1 || c->core_loss < 0 ||
-	    c->core_loss > 1 || c->plane_select > FAB_PLANE_HASH)
+	    c->core_loss > 1 || c->plane_select > FAB_PLANE_HASH ||
+	    (c->pfc && (!c->pfc_xoff_bytes || c->pfc_xon_bytes >= c->pfc_xoff_bytes)))
 		return -EINVAL;
 	f->per_leaf = (c->nhosts + c->leaves - 1) / c->leaves;
 	hp = (size_t)c->nhosts * c->nplanes;
@@ -66,17 +76,17 @@ int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev)
 	}
 	core_rate = c->core_rate_bps ? c->core_rate_bps :
 		    c->host_rate_bps * f->per_leaf / c->spines;
-	port_cfg(c, c->host_rate_bps, 0, &host);
+	port_cfg(c, c->host_rate_bps, c->loss, &host);
+	port_cfg(c, c->host_rate_bps, 0, &down);
+	down.pfc_xoff_bytes = 0;	/* its far end is a host */
 	port_cfg(c, core_rate, c->core_loss, &core);
 	for (size_t i = 0; i < f->nlinks; i++)
 		f->dead_since[i] = SIM_NEVER;
 	for (uint32_t h = 0; h < c->nhosts; h++)
 		for (uint32_t p = 0; p < c->nplanes; p++) {
 			/* Loss on the uplink only: once per packet, whatever its route. */
-			host.loss = c->loss;
 			link_init(fab_up(f, h, p), &host, h, fab_leaf_of(f, h), (uint8_t)p, link_ev);
-			host.loss = 0;
-			link_init(fab_down(f, h, p), &host, fab_leaf_of(f, h), h, (uint8_t)p,
+			link_init(fab_down(f, h, p), &down, fab_leaf_of(f, h), h, (uint8_t)p,
 				  link_ev);
 		}
 	for (uint32_t p = 0; p < c->nplanes; p++)
@@ -85,6 +95,8 @@ int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev)
 				link_init(fab_ls(f, p, l, s), &core, l, s, (uint8_t)p, link_ev);
 				link_init(fab_sl(f, p, s, l), &core, s, l, (uint8_t)p, link_ev);
 			}
+	for (size_t i = 0; i < f->nlinks; i++)
+		link_pfc_init(&f->links[i], pfc_ev);
 	return 0;
 }
 
@@ -122,11 +134,13 @@ static uint64_t tuple_hash(const struct fabric *f, const struct sim_pkt *pkt, ui
 	return rng_mix64(k ^ ((uint64_t)pkt->sport << 16 | UDP_DPORT));
 }
 
-struct sim_link *fab_first_hop(const struct fabric *f, struct sim_pkt *pkt)
+struct sim_link *fab_first_hop(const struct fabric *f, struct sim_pkt *pkt, int pin)
 {
 	uint32_t plane;
 
-	if (f->cfg.plane_select == FAB_PLANE_PATH_ID)
+	if (pin >= 0)
+		plane = (uint32_t)pin % f->cfg.nplanes;
+	else if (f->cfg.plane_select == FAB_PLANE_PATH_ID)
 		plane = pkt->path_id % f->cfg.nplanes;
 	else
 		plane = (uint32_t)(tuple_hash(f, pkt, 0x6e6963 /* "nic" */) % f->cfg.nplanes);

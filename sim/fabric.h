@@ -21,6 +21,12 @@
  * flow to one spine per plane and another source port may move it.  Spines
  * and the far leaf have one way to go.
  *
+ * With pfc, every switch ingress (the far end of an up, leaf->spine and
+ * spine->leaf cable) runs PFC as link.h describes, so a congested port
+ * pauses the cables feeding it, their queues fill and pause theirs, back to
+ * the senders' NIC ports (cnet.c then holds the NIC).  Host ports do not
+ * pause the fabric (a host takes every packet it is given).
+ *
  * A failed spine or cable drops everything (a blackhole) from the failure on;
  * converge_ns later the routing protocol has noticed and leaves stop hashing
  * onto spines that lost the hop to the destination's leaf.  Until then only
@@ -62,10 +68,24 @@ struct fab_config {
 	double core_loss;
 	uint8_t plane_select;		/* enum fab_plane_select */
 	uint64_t converge_ns;		/* failure -> ECMP avoids it; SIM_NEVER = never */
+	/*
+	 * PFC-lossless fabric.  XOFF / XON per ingress; headroom 0 = what a cable
+	 * needs: two propagation delays of data plus three jumbo frames (the one
+	 * that crossed XOFF, the one on the wire when PAUSE lands, one being
+	 * serialised).
+	 */
+	bool pfc;
+	uint64_t pfc_xoff_bytes;
+	uint64_t pfc_xon_bytes;
+	uint64_t pfc_headroom_bytes;
 	uint64_t seed;			/* ECMP hash salts */
 };
 
-/* 64 hosts, 4 planes of 8 leaves x 8 spines, 25 Gbit/s, 1 us, 512 KiB / 64 KiB. */
+/*
+ * 64 hosts, 4 planes of 8 leaves x 8 spines, 25 Gbit/s, 1 us, 512 KiB / 64 KiB;
+ * PFC off, and when on XOFF 128 KiB (twice the ECN threshold, so that ECN
+ * speaks first, as DCQCN deployments set it), XON 2 frames below.
+ */
 void fab_config_default(struct fab_config *cfg);
 
 enum fab_link_kind {
@@ -85,8 +105,11 @@ struct fabric {
 	size_t base[FAB__KINDS];
 };
 
-/* Build every link, with link_ev as its transmit event type.  0, -EINVAL or -ENOMEM. */
-int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev);
+/*
+ * Build every link, with link_ev as its transmit event type and pfc_ev as
+ * the type of its PFC frames' arrivals.  0, -EINVAL or -ENOMEM.
+ */
+int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev, uint8_t pfc_ev);
 /* Free queued packets to env's pool, then the links. */
 void fab_fini(struct fabric *f, struct link_env *env);
 
@@ -121,8 +144,8 @@ static inline struct sim_link *fab_sl(const struct fabric *f, uint32_t plane, ui
 
 enum fab_link_kind fab_kind(const struct fabric *f, const struct sim_link *l);
 
-/* The NIC port a packet leaves by (sets pkt->plane). */
-struct sim_link *fab_first_hop(const struct fabric *f, struct sim_pkt *pkt);
+/* The NIC port a packet leaves by (sets pkt->plane); plane >= 0 pins it there. */
+struct sim_link *fab_first_hop(const struct fabric *f, struct sim_pkt *pkt, int plane);
 /* Where a packet goes after crossing pkt->link; NULL = it has reached pkt->dst. */
 struct sim_link *fab_next_hop(const struct fabric *f, const struct sim_pkt *pkt, uint64_t now);
 

@@ -23,22 +23,115 @@ void link_init(struct sim_link *l, const struct sim_link_cfg *cfg, uint32_t src,
 	evq_event_init(&l->tx_done, tx_ev_type);
 }
 
-static void link_start(struct sim_link *l, struct link_env *env, uint64_t now)
+void link_pfc_init(struct sim_link *l, uint8_t pfc_ev_type)
 {
-	uint64_t ns = sim_ser_ns(l->head->wire_len, l->cfg.rate_bps, &l->ser_rem);
+	evq_event_init(&l->pfc.ev, pfc_ev_type);
+}
 
+/* Serialise the head unless already busy or paused. */
+static void link_kick(struct sim_link *l, struct link_env *env, uint64_t now)
+{
+	uint64_t ns;
+
+	if (!l->head || l->busy || l->pfc.paused)
+		return;
+	ns = sim_ser_ns(l->head->wire_len, l->cfg.rate_bps, &l->ser_rem);
+	l->busy = true;
 	evq_push(env->q, &l->tx_done, now + ns);
+}
+
+/*
+ * The far end of in changes its mind (PAUSE or RESUME): the frame reaches
+ * the transmitter a propagation delay later.  Frames alternate, so a ring
+ * that is full (never at these delays) can fold the newest into the last.
+ */
+static void pfc_send(struct sim_link *in, struct link_env *env, uint64_t now, bool pause)
+{
+	struct link_pfc *p = &in->pfc;
+	unsigned i;
+
+	p->xoff = pause;
+	if (pause)
+		in->st.pfc_pauses++;
+	if (p->n == LINK_PFC_FRAMES) {
+		i = (p->head + p->n - 1) % LINK_PFC_FRAMES;
+	} else {
+		i = (p->head + p->n) % LINK_PFC_FRAMES;
+		p->n++;
+	}
+	p->at[i] = now + in->cfg.delay_ns;
+	p->pause[i] = pause;
+	if (!evq_queued(&p->ev))
+		evq_push(env->q, &p->ev, p->at[p->head]);
+}
+
+void link_pfc_arrive(struct sim_link *l, struct link_env *env, uint64_t now)
+{
+	struct link_pfc *p = &l->pfc;
+	bool pause = p->pause[p->head];
+
+	p->head = (p->head + 1) % LINK_PFC_FRAMES;
+	p->n--;
+	if (p->n)
+		evq_push(env->q, &p->ev, p->at[p->head]);
+	if (pause && !p->paused) {
+		p->paused = true;
+		p->paused_at = now;
+	} else if (!pause && p->paused) {
+		p->paused = false;
+		l->st.pfc_paused_ns += now - p->paused_at;
+		link_kick(l, env, now);
+	}
+}
+
+/* A packet that came in over in has left the switch (sent on, or dropped). */
+static void pfc_release(struct sim_link *in, struct link_env *env, uint64_t now, uint32_t len)
+{
+	in->pfc.in_bytes -= len;
+	if (in->pfc.xoff && in->pfc.in_bytes <= in->cfg.pfc_xon_bytes)
+		pfc_send(in, env, now, false);
+}
+
+/*
+ * Count pkt against the ingress it came in over; false if it overflows the
+ * headroom (a mis-sized headroom, the only way a lossless class loses).
+ */
+static bool pfc_admit(struct sim_link *in, struct link_env *env, uint64_t now, uint32_t len)
+{
+	struct link_pfc *p = &in->pfc;
+
+	if (p->in_bytes + len > in->cfg.pfc_xoff_bytes + in->cfg.pfc_headroom_bytes) {
+		in->st.pfc_overflow++;
+		return false;
+	}
+	p->in_bytes += len;
+	if (p->in_bytes > in->st.pfc_max_ingress)
+		in->st.pfc_max_ingress = p->in_bytes;
+	if (!p->xoff && p->in_bytes > in->cfg.pfc_xoff_bytes)
+		pfc_send(in, env, now, true);
+	return true;
 }
 
 void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt, uint64_t now)
 {
+	struct sim_link *in = pkt->link && link_pfc_on(pkt->link) ? pkt->link : NULL;
+
+	pkt->ingress = NULL;
 	if (link_blackholed(l, now)) {
 		l->st.dropped_blackhole++;
 		link_trace(env, now, SIM_TR_DROP_BLACKHOLE, pkt);
 		pktpool_put(env->pool, pkt);
 		return;
 	}
-	if (l->cfg.queue_bytes && l->q_bytes + pkt->wire_len > l->cfg.queue_bytes) {
+	if (in) {
+		/* Lossless: the ingress count, not this queue's limit, decides. */
+		if (!pfc_admit(in, env, now, pkt->wire_len)) {
+			link_trace(env, now, SIM_TR_DROP_TAIL, pkt);
+			pktpool_put(env->pool, pkt);
+			return;
+		}
+		pkt->ingress = in;
+	} else if (l->cfg.queue_bytes && l->q_bytes + pkt->wire_len > l->cfg.queue_bytes) {
 		l->st.dropped_tail++;
 		link_trace(env, now, SIM_TR_DROP_TAIL, pkt);
 		pktpool_put(env->pool, pkt);
@@ -61,8 +154,7 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 	if (l->q_bytes > l->st.max_queue_bytes)
 		l->st.max_queue_bytes = l->q_bytes;
 	l->st.enqueued++;
-	if (l->head == pkt)
-		link_start(l, env, now);
+	link_kick(l, env, now);
 }
 
 void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now)
@@ -73,8 +165,12 @@ void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now)
 	if (!l->head)
 		l->tail = NULL;
 	l->q_bytes -= pkt->wire_len;
-	if (l->head)
-		link_start(l, env, now);
+	l->busy = false;
+	link_kick(l, env, now);
+	if (pkt->ingress) {
+		pfc_release(pkt->ingress, env, now, pkt->wire_len);
+		pkt->ingress = NULL;
+	}
 
 	if (link_blackholed(l, now)) {
 		l->st.dropped_blackhole++;
@@ -101,7 +197,10 @@ void link_flush(struct sim_link *l, struct link_env *env)
 	}
 	l->tail = NULL;
 	l->q_bytes = 0;
+	l->busy = false;
 	evq_cancel(env->q, &l->tx_done);
+	if (evq_queued(&l->pfc.ev))
+		evq_cancel(env->q, &l->pfc.ev);
 }
 
 void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
@@ -115,4 +214,9 @@ void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
 	sum->delivered_bytes += s->delivered_bytes;
 	if (s->max_queue_bytes > sum->max_queue_bytes)
 		sum->max_queue_bytes = s->max_queue_bytes;
+	sum->pfc_pauses += s->pfc_pauses;
+	sum->pfc_paused_ns += s->pfc_paused_ns;
+	sum->pfc_overflow += s->pfc_overflow;
+	if (s->pfc_max_ingress > sum->pfc_max_ingress)
+		sum->pfc_max_ingress = s->pfc_max_ingress;
 }

@@ -4,6 +4,19 @@
  * a serialiser, then a wire with a fixed propagation delay.  ECN marking
  * happens at enqueue, random loss on the wire (the packet has used the link
  * when it is lost), a blackhole drops everything while it is active.
+ *
+ * PFC (IEEE 802.1Qbb, one lossless priority): a link with pfc_xoff_bytes set
+ * ends at a switch that counts, per ingress, the bytes that came in over the
+ * link and still wait in any of its output queues.  Above XOFF the switch
+ * sends a PAUSE back over the link, at or below XON a RESUME; each takes the
+ * cable's propagation delay to reach the transmitter, which finishes the
+ * packet it is serialising and then holds the rest of its FIFO (behind the
+ * head: head-of-line blocking, whatever each packet's destination).  The
+ * headroom above XOFF absorbs what is on the wire meanwhile; packets that
+ * came in over a PFC link are never tail-dropped (the class is lossless), so
+ * the only PFC drop is a headroom overflow, counted as pfc_overflow.  Since a
+ * paused queue holds its own ingresses' bytes, pauses spread hop by hop
+ * toward the senders.
  */
 #ifndef MROC_SIM_LINK_H
 #define MROC_SIM_LINK_H
@@ -25,6 +38,10 @@ struct sim_link_cfg {
 	double loss;			/* independent random loss probability, 0..1 */
 	uint64_t blackhole_start_ns;	/* SIM_NEVER = no blackhole */
 	uint64_t blackhole_end_ns;	/* SIM_NEVER = until the end */
+	/* PFC at the far end's ingress (see above); 0 = off. */
+	uint64_t pfc_xoff_bytes;
+	uint64_t pfc_xon_bytes;		/* < xoff */
+	uint64_t pfc_headroom_bytes;	/* above xoff before a packet is lost */
 };
 
 struct sim_link_stats {
@@ -36,6 +53,25 @@ struct sim_link_stats {
 	uint64_t delivered;
 	uint64_t delivered_bytes;	/* wire bytes, for utilisation */
 	uint64_t max_queue_bytes;
+	/* PFC, on the link whose transmitter is paused */
+	uint64_t pfc_pauses;		/* PAUSE frames the far end sent */
+	uint64_t pfc_paused_ns;		/* time the transmitter was paused */
+	uint64_t pfc_overflow;		/* arrivals beyond XOFF + headroom, dropped */
+	uint64_t pfc_max_ingress;	/* the far end's largest count for this ingress */
+};
+
+/* PAUSE / RESUME frames on their way back to the transmitter (see link.h top). */
+#define LINK_PFC_FRAMES	8
+
+struct link_pfc {
+	uint64_t in_bytes;		/* at the far end: came in here, not yet sent on */
+	bool xoff;			/* the far end's state: it sent PAUSE last */
+	bool paused;			/* the transmitter's: it received PAUSE last */
+	uint64_t paused_at;
+	struct sim_event ev;		/* the oldest frame in flight arrives */
+	uint64_t at[LINK_PFC_FRAMES];	/* in-flight frames, oldest first (a ring) */
+	bool pause[LINK_PFC_FRAMES];
+	uint8_t head, n;
 };
 
 struct sim_link {
@@ -45,6 +81,8 @@ struct sim_link {
 	struct sim_pkt *head, *tail;
 	uint64_t q_bytes;
 	uint64_t ser_rem;		/* carry of the serialisation division */
+	bool busy;			/* the head is being serialised */
+	struct link_pfc pfc;
 	uint32_t src, dst;		/* a downlink: src = dst = its host */
 	uint8_t plane;
 	bool downlink;			/* the last hop in front of a host (simnet.h) */
@@ -102,10 +140,22 @@ static inline bool link_blackholed(const struct sim_link *l, uint64_t now)
 
 void link_init(struct sim_link *l, const struct sim_link_cfg *cfg, uint32_t src, uint32_t dst,
 	       uint8_t plane, uint8_t tx_ev_type);
-/* Take pkt (arrival events get pkt->ev's type); the link owns or frees it. */
+/* A link with PFC: its frames arrive as events of pfc_ev_type (link_pfc_arrive). */
+void link_pfc_init(struct sim_link *l, uint8_t pfc_ev_type);
+static inline bool link_pfc_on(const struct sim_link *l)
+{
+	return l->cfg.pfc_xoff_bytes != 0;
+}
+/*
+ * Take pkt (arrival events get pkt->ev's type); the link owns or frees it.
+ * pkt->link is the link it came in over (NULL from a host): if that one has
+ * PFC, the packet counts against its ingress until it leaves this link.
+ */
 void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt, uint64_t now);
 /* The tx_done event fired: put the head on the wire, start the next one. */
 void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now);
+/* The pfc.ev event fired: the oldest PAUSE or RESUME reaches the transmitter. */
+void link_pfc_arrive(struct sim_link *l, struct link_env *env, uint64_t now);
 /* Free whatever is still queued (at destruction). */
 void link_flush(struct sim_link *l, struct link_env *env);
 /* Add s to sum (max_queue_bytes: the larger). */

@@ -20,6 +20,7 @@ struct sim_pkt {
 	struct sim_event ev;	/* arrival at the far end of its link */
 	struct sim_pkt *next;	/* free list, or the link's FIFO */
 	struct sim_link *link;	/* link it is queued on or travelling over */
+	struct sim_link *ingress; /* PFC: the link it came in over, while queued */
 	uint8_t *data;
 	uint32_t len;		/* bytes after the UDP header */
 	uint32_t wire_len;	/* len plus Ethernet/IP/UDP overhead */
