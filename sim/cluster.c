@@ -68,6 +68,8 @@ void clu_config_default(struct clu_config *cfg)
 		.msg_bytes = 1 << 20,
 		.senders = 7,
 		.time_limit_ns = 2000000000ULL,
+		.bg_warmup_ns = 200000,
+		.iters = 1,
 		.seed = 1,
 	};
 	cnet_config_default(&cfg->net);
@@ -192,13 +194,149 @@ static void collect(struct cnet *cn, const uint32_t *rank_host, uint32_t n,
 	free(per);
 }
 
+static bool bg_connecting(struct cnet *cn, void *ctx)
+{
+	(void)cn;
+	return !bg_connected(ctx);
+}
+
+static bool waiting(struct cnet *cn, void *ctx)
+{
+	(void)cn;
+	(void)ctx;
+	return true;
+}
+
+/* The background job: the hosts the measured job leaves free, or all of them. */
+static int bg_begin(struct cnet *cn, const struct clu_config *cfg, const struct coll_config *cc,
+		    const uint32_t *rank_host, uint32_t n, struct bg **out)
+{
+	uint32_t nh = cnet_nhosts(cn), m = 0, *hosts = calloc(nh, sizeof(*hosts));
+	bool *used = calloc(nh, sizeof(*used));
+	struct bg_config bc;
+	int err = -ENOMEM;
+
+	*out = NULL;
+	if (!hosts || !used)
+		goto out;
+	for (uint32_t r = 0; r < n; r++)
+		used[rank_host[r]] = true;
+	for (uint32_t h = 0; h < nh; h++)
+		if (!used[h] || n == nh)
+			hosts[m++] = h;
+	bc = (struct bg_config){
+		.kind = cfg->bg, .load = cfg->bg_load, .nhosts = m, .hosts = hosts,
+		.senders = cfg->bg_senders ? cfg->bg_senders : 7,
+		.msg_bytes = cfg->bg_msg_bytes ? cfg->bg_msg_bytes : 64 * 1024, .max_out = 8,
+		.mode = cc->mode, .npaths = cc->npaths, .pin_planes = cc->pin_planes,
+		/*
+		 * The other job runs NCCL over every port: a RoCEv2 flow is a QP per
+		 * plane (pinned only for qp-per-plane), or it could not offer more
+		 * than one port's rate; a MetaRoCE QP spreads over every plane.
+		 */
+		.qps_per_flow = cc->mode == MROC_MODE_ROCEV2 ? cnet_fabric(cn)->cfg.nplanes : 1,
+		.seed = cfg->seed ^ 0x6267ULL,
+	};
+	if (bc.kind == BG_INCAST && bc.senders >= m)
+		bc.senders = m - 1;
+	*out = bg_create(cn, &bc);
+	err = *out ? 0 : -errno;
+	if (!err)
+		err = cnet_run_while(cn, bg_connecting, *out, cnet_now(cn) + 100000000ULL +
+				     10 * cfg->net.engine.rto_init_ns);
+	if (!err)
+		err = bg_start(*out);
+	/* Let the other job's queues and windows settle before measuring. */
+	if (!err && cfg->bg_warmup_ns) {
+		err = cnet_run_while(cn, waiting, NULL, cnet_now(cn) + cfg->bg_warmup_ns);
+		err = err == -ETIMEDOUT ? 0 : err;
+	}
+out:
+	free(hosts);
+	free(used);
+	return err;
+}
+
+/* One operation: set up, connect, run, check; its result into res->coll. */
+static int run_once(struct cnet *cn, const struct clu_config *cfg, const struct coll_config *cc,
+		    bool first, struct fail_ctx *fc, struct clu_result *res)
+{
+	struct coll *c = coll_create(cn, cc);
+	int err;
+
+	if (!c) {
+		err = -errno;
+		snprintf(res->why, sizeof(res->why), "cannot set the %s up (%d)",
+			 coll_kind_name(cfg->kind), err);
+		return err;
+	}
+	/* 100 ms, or ten connection-request timeouts (a NIC's 1 s timer) if longer. */
+	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + 100000000ULL +
+			     10 * cfg->net.engine.rto_init_ns);
+	if (err || !coll_connected(c)) {
+		err = err ? err : -ENOTCONN;
+		snprintf(res->why, sizeof(res->why), "QPs did not connect: %s",
+			 coll_result(c)->err ? coll_result(c)->why : "timed out");
+		goto out;
+	}
+	if (first) {
+		res->t_connected = cnet_now(cn);
+		if (cfg->failure != CLU_FAIL_NONE) {
+			err = cnet_schedule(cn, cnet_now(cn) + cfg->fail_after_ns, do_fail, fc);
+			if (err)
+				goto out;
+		}
+		if (cfg->setup)
+			cfg->setup(cn, cfg->setup_ctx);
+	}
+	err = coll_start(c);
+	if (!err)
+		err = cnet_run_while(cn, running, c, cnet_now(cn) + cfg->time_limit_ns);
+	if (!err || err == -ETIMEDOUT || err == -EDEADLK)
+		err = coll_verify(c);
+	if (!err && fc->err)
+		err = fc->err;
+	res->coll = *coll_result(c);
+	if (err)
+		snprintf(res->why, sizeof(res->why), "%s", res->coll.why);
+out:
+	coll_destroy(c);
+	return err;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Nearest-rank percentiles of the iterations' times. */
+static void distribution(double *t, uint32_t n, struct clu_result *res)
+{
+	double sum = 0;
+
+	res->iters_done = n;
+	if (!n)
+		return;
+	qsort(t, n, sizeof(*t), cmp_double);
+	for (uint32_t i = 0; i < n; i++)
+		sum += t[i];
+	res->t_min_us = t[0];
+	res->t_max_us = t[n - 1];
+	res->t_p50_us = t[(n - 1) / 2];
+	res->t_p99_us = t[(uint32_t)(0.99 * n + 0.999999) - 1];
+	res->t_mean_us = sum / n;
+}
+
 int clu_run(const struct clu_config *cfg, struct clu_result *res)
 {
+	uint32_t iters = cfg->iters ? cfg->iters : 1, n, done = 0, *rank_host = NULL;
+	struct fail_ctx fc = { .cfg = cfg };
 	struct cnet_config net;
 	struct coll_config cc;
-	struct fail_ctx fc = { .cfg = cfg };
-	uint32_t n, *rank_host = NULL;
-	struct coll *c = NULL;
+	struct bg *bg = NULL;
+	double *times = NULL;
 	struct cnet *cn;
 	int err;
 
@@ -212,8 +350,9 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 		return res->err;
 	}
 	rank_host = calloc(n, sizeof(*rank_host));
-	err = rank_host ? clu_place(cnet_fabric(cn), cfg->placement, n, cfg->seed, rank_host) :
-			  -ENOMEM;
+	times = calloc(iters, sizeof(*times));
+	err = rank_host && times ? clu_place(cnet_fabric(cn), cfg->placement, n, cfg->seed,
+					     rank_host) : -ENOMEM;
 	if (err) {
 		snprintf(res->why, sizeof(res->why), "cannot place %u ranks", n);
 		goto out;
@@ -235,45 +374,30 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 		.verify = cfg->verify,
 		.seed = cfg->seed,
 	};
-	c = coll_create(cn, &cc);
-	if (!c) {
-		err = -errno;
-		snprintf(res->why, sizeof(res->why), "cannot set the %s up (%d)",
-			 coll_kind_name(cfg->kind), err);
-		goto out;
-	}
-	/* 100 ms, or ten connection-request timeouts (a NIC's 1 s timer) if longer. */
-	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + 100000000ULL +
-			     10 * net.engine.rto_init_ns);
-	if (err || !coll_connected(c)) {
-		err = err ? err : -ENOTCONN;
-		snprintf(res->why, sizeof(res->why), "QPs did not connect: %s",
-			 coll_result(c)->err ? coll_result(c)->why : "timed out");
-		goto out;
-	}
-	res->t_connected = cnet_now(cn);
-	if (cfg->failure != CLU_FAIL_NONE) {
-		err = cnet_schedule(cn, cnet_now(cn) + cfg->fail_after_ns, do_fail, &fc);
-		if (err)
+	if (cfg->bg != BG_NONE) {
+		err = bg_begin(cn, cfg, &cc, rank_host, n, &bg);
+		if (err) {
+			snprintf(res->why, sizeof(res->why), "background traffic failed (%d)", err);
 			goto out;
+		}
 	}
-	if (cfg->setup)
-		cfg->setup(cn, cfg->setup_ctx);
-	err = coll_start(c);
-	if (!err)
-		err = cnet_run_while(cn, running, c, cnet_now(cn) + cfg->time_limit_ns);
-	if (!err || err == -ETIMEDOUT || err == -EDEADLK)
-		err = coll_verify(c);
-	if (!err && fc.err)
-		err = fc.err;
-	res->coll = *coll_result(c);
-	if (err)
-		snprintf(res->why, sizeof(res->why), "%s", res->coll.why);
+	for (done = 0; done < iters; done++) {
+		err = run_once(cn, cfg, &cc, done == 0, &fc, res);
+		if (err)
+			break;
+		times[done] = res->coll.time_us;
+	}
+	distribution(times, done, res);
+	if (bg) {
+		bg_stop(bg);
+		bg_get_stats(bg, &res->bg);
+	}
 out:
 	collect(cn, rank_host, rank_host ? n : 0, res);
 	res->err = err;
-	coll_destroy(c);
+	bg_destroy(bg);
 	cnet_destroy(cn);
 	free(rank_host);
+	free(times);
 	return err;
 }

@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "background.h"
 #include "cnet.h"
 #include "collective.h"
 
@@ -86,6 +87,18 @@ struct clu_config {
 	uint64_t fail_after_ns;		/* after the operation starts */
 	uint64_t time_limit_ns;		/* simulated, for the operation */
 	uint64_t seed;			/* everything: fabric hashes, losses, engines, data */
+	/*
+	 * Background: a second job (background.h) on the hosts the measured job
+	 * does not use (all hosts if it uses them all), started bg_warmup_ns
+	 * before the first operation and running until the last ends.
+	 */
+	uint8_t bg;			/* enum bg_kind; BG_NONE = an idle fabric */
+	double bg_load;			/* per sender, share of its NIC */
+	uint32_t bg_senders;		/* incast; 0 = 7 */
+	uint32_t bg_msg_bytes;		/* 0 = 64 KiB */
+	uint64_t bg_warmup_ns;
+	/* The operation this many times back to back (>= 1; 0 = 1): a distribution. */
+	uint32_t iters;
 	/* Optional: called once every QP is connected, just before the operation starts. */
 	void (*setup)(struct cnet *cn, void *ctx);
 	void *setup_ctx;
@@ -96,7 +109,9 @@ struct clu_config {
  * 25 Gbit/s, 1 us cables, 512 KiB queues, ECN above 64 KiB, converge 10 ms),
  * MetaRoCE, fragmented ring AllReduce of 1 MiB in WRs of at most 1 MiB,
  * 7 incast senders, 4 QPs for QP scaling, 2 s limit, no verify, seed 1;
- * PFC transports: NCCL's IB timeout 18 (1.07 s) and retry count 7.
+ * PFC transports: NCCL's IB timeout 18 (1.07 s) and retry count 7; no
+ * background (64 KiB WRITEs, 7 incast senders, 200 us warm-up when asked), one
+ * iteration.
  */
 void clu_config_default(struct clu_config *cfg);
 
@@ -109,6 +124,10 @@ struct clu_result {
 	uint64_t t_connected;		/* when every QP was connected (the operation starts) */
 	uint64_t payload_placed;	/* EC_RX_BYTES_PLACED over every host */
 	uint32_t hosts_on_leaf_max;	/* of the job: the most ranks on one leaf */
+	struct bg_stats bg;
+	/* Over the iterations (coll is the last one's): completion times in us */
+	uint32_t iters_done;
+	double t_min_us, t_p50_us, t_p99_us, t_max_us, t_mean_us;
 };
 
 /* 0 when the operation completed (and, with verify, its data checked out). */

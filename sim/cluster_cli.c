@@ -57,7 +57,8 @@ enum {
 	O_ECN, O_LOSS, O_CORE_LOSS, O_CONVERGE, O_TRANSPORT, O_QPS, O_PATHS, O_HINTS,
 	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
-	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON,
+	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
+	O_BG_SENDERS, O_ITERS,
 };
 
 static const struct option opts[] = {
@@ -100,6 +101,10 @@ static const struct option opts[] = {
 	{ "ib-retry", required_argument, NULL, O_IB_RETRY },
 	{ "pfc-xoff", required_argument, NULL, O_PFC_XOFF },
 	{ "pfc-xon", required_argument, NULL, O_PFC_XON },
+	{ "bg", required_argument, NULL, O_BG },
+	{ "bg-load", required_argument, NULL, O_BG_LOAD },
+	{ "bg-senders", required_argument, NULL, O_BG_SENDERS },
+	{ "iters", required_argument, NULL, O_ITERS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -210,6 +215,16 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		else
 			return -EINVAL;
 		return 0;
+	case O_BG: {
+		enum bg_kind b;
+
+		if (bg_kind_parse(arg, &b))
+			return -EINVAL;
+		cfg->bg = (uint8_t)b;
+		return 0;
+	}
+	case O_BG_LOAD:
+		return sim_parse_double(arg, 0, 1, &cfg->bg_load);
 	case O_CSV: c->csv = arg; return 0;
 	case O_TAG: c->tag = arg; return 0;
 	case O_VERIFY: cfg->verify = true; return 0;
@@ -236,6 +251,12 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_STEP: *step = v; break;
 	case O_MSG: cfg->msg_bytes = (uint32_t)v; break;
 	case O_SENDERS: cfg->senders = (uint32_t)v; break;
+	case O_BG_SENDERS: cfg->bg_senders = (uint32_t)v; break;
+	case O_ITERS:
+		if (!v || v > 100000)
+			return -EINVAL;
+		cfg->iters = (uint32_t)v;
+		break;
 	case O_FAIL_PLANE: cfg->fail_plane = (uint32_t)v; break;
 	case O_FAIL_SPINE: cfg->fail_spine = (uint32_t)v; break;
 	case O_FAIL_LEAF: cfg->fail_leaf = (uint32_t)v; break;
@@ -251,7 +272,14 @@ static const char csv_header[] =
 	"tag,op,transport,hosts,planes,spines,placement,loss,hints,size,time_us,algbw_GBps,"
 	"busbw_GBps,delta_pct,done,retx,lost,rto,repath,ce,tx_pkts,drop_tail,drop_random,"
 	"drop_blackhole,maxq_core,maxq_down,imbalance,jain,flow_min_us,flow_max_us,events,wall_s,"
-	"seed,pfc_pauses,pfc_paused_us,pfc_overflow,nic_waits\n";
+	"seed,pfc_pauses,pfc_paused_us,pfc_overflow,nic_waits,bg,bg_load,bg_achieved,iters,"
+	"t_min_us,t_p50_us,t_p99_us,t_max_us\n";
+
+/* The background's delivered bytes over what it offered (1 = it got its load). */
+static double bg_achieved(const struct clu_result *r)
+{
+	return r->bg.offered_bytes ? (double)r->bg.done_bytes / (double)r->bg.offered_bytes : 0;
+}
 
 static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t size,
 		    const struct clu_result *r, double delta, double wall)
@@ -282,8 +310,10 @@ static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t
 		fs->kind[FAB_DOWN].max_queue_bytes, fs->core_imbalance, r->coll.jain,
 		r->coll.flow_min_us, r->coll.flow_max_us, r->net.events, wall,
 		cfg->seed);
-	fprintf(f, ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 "\n", pfc.pfc_pauses,
-		pfc.pfc_paused_ns / 1e3, pfc.pfc_overflow, r->net.hosts.nic_waits);
+	fprintf(f, ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%s,%g,%.4f,%u,%.3f,%.3f,%.3f,%.3f\n",
+		pfc.pfc_pauses, pfc.pfc_paused_ns / 1e3, pfc.pfc_overflow, r->net.hosts.nic_waits,
+		bg_kind_name(cfg->bg), cfg->bg != BG_NONE ? cfg->bg_load : 0, bg_achieved(r),
+		r->iters_done, r->t_min_us, r->t_p50_us, r->t_p99_us, r->t_max_us);
 }
 
 static void print_counters(const struct clu_result *r, double wall)
@@ -307,6 +337,15 @@ static void print_counters(const struct clu_result *r, double wall)
 			       ", max ingress %" PRIu64 " B\n", kn[k], fs->kind[k].pfc_pauses,
 			       fs->kind[k].pfc_paused_ns / 1e3, fs->kind[k].pfc_overflow,
 			       fs->kind[k].pfc_max_ingress);
+	if (r->bg.flows)
+		printf("    background: %u flows, %u QPs, offered %" PRIu64 " B, delivered %" PRIu64
+		       " B (%.3f), %" PRIu64 " ticks skipped, %" PRIu64 " errors\n", r->bg.flows,
+		       r->bg.qps, r->bg.offered_bytes, r->bg.done_bytes, bg_achieved(r),
+		       r->bg.skipped, r->bg.errors);
+	if (r->iters_done > 1)
+		printf("    %u iterations: min %.2f p50 %.2f p99 %.2f max %.2f mean %.2f us\n",
+		       r->iters_done, r->t_min_us, r->t_p50_us, r->t_p99_us, r->t_max_us,
+		       r->t_mean_us);
 	if (r->net.hosts.nic_waits)
 		printf("    NICs held by a paused port %" PRIu64 " times\n", r->net.hosts.nic_waits);
 	if (r->coll.jain > 0)
@@ -316,6 +355,11 @@ static void print_counters(const struct clu_result *r, double wall)
 	       " %" PRIu64 " events in %.2f s = %.2f M events/s\n", fs->core_imbalance,
 	       r->coll.qps, r->hosts_on_leaf_max, r->net.events, wall,
 	       wall > 0 ? (double)r->net.events / wall / 1e6 : 0);
+}
+
+static uint32_t n_ranks(const struct clu_config *cfg)
+{
+	return cfg->nranks ? cfg->nranks : cfg->net.fab.nhosts;
 }
 
 static int run_all(struct cli *c)
@@ -336,12 +380,15 @@ static int run_all(struct cli *c)
 			fputs(csv_header, csv);
 	}
 	printf("# %s, %u hosts, %u planes x %u leaves x %u spines, %s placement, loss %g, "
-	       "hints %s, seed %" PRIu64 "\n", coll_kind_name(c->cfg.kind), c->cfg.net.fab.nhosts,
+	       "hints %s, background %s (load %g), seed %" PRIu64 "\n",
+	       coll_kind_name(c->cfg.kind), c->cfg.net.fab.nhosts,
 	       c->cfg.net.fab.nplanes, c->cfg.net.fab.leaves, c->cfg.net.fab.spines,
 	       clu_placement_name(c->cfg.placement), c->cfg.net.fab.loss,
-	       c->cfg.net.engine.rate_hints ? "on" : "off", c->cfg.seed);
-	printf("# %12s %-19s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport", "time(us)",
-	       "algbw", "busbw", "delta%", "retx", "rto", "ok");
+	       c->cfg.net.engine.rate_hints ? "on" : "off", bg_kind_name(c->cfg.bg),
+	       c->cfg.bg_load, c->cfg.seed);
+	printf("# %12s %-19s %12s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport",
+	       c->cfg.iters > 1 ? "p50(us)" : "time(us)", "p99(us)", "algbw", "busbw", "delta%",
+	       "retx", "rto", "ok");
 	for (int s = 0; s < c->nsizes; s++) {
 		double base = 0;
 
@@ -356,13 +403,21 @@ static int run_all(struct cli *c)
 			w0 = sim_wall_now();
 			err = clu_run(&cfg, &r);
 			wall = sim_wall_now() - w0;
+			/* Several iterations: the table's (and CSV's) time is their median. */
+			if (r.iters_done > 1) {
+				r.coll.time_us = r.t_p50_us;
+				r.coll.algbw_gbps = (double)cfg.bytes / (r.t_p50_us * 1e3);
+				r.coll.busbw_gbps = r.coll.algbw_gbps *
+						    coll_bus_factor(cfg.kind, n_ranks(&cfg));
+			}
 			/* The first transport listed is the baseline of the others' delta. */
 			if (t == 0 && !err)
 				base = r.coll.time_us;
 			else if (base > 0 && !err)
 				delta = (base / r.coll.time_us - 1) * 100;
-			printf("  %12" PRIu64 " %-19s %12.2f %9.3f %9.3f %8.1f %7" PRIu64 " %7" PRIu64
-			       " %6s\n", c->sizes[s], clu_transport_name(c->tr[t]), r.coll.time_us,
+			printf("  %12" PRIu64 " %-19s %12.2f %12.2f %9.3f %9.3f %8.1f %7" PRIu64
+			       " %7" PRIu64 " %6s\n", c->sizes[s], clu_transport_name(c->tr[t]),
+			       r.coll.time_us, r.iters_done > 1 ? r.t_p99_us : r.coll.time_us,
 			       r.coll.algbw_gbps, r.coll.busbw_gbps, delta, r.eng.c[EC_TX_RETX],
 			       r.eng.c[EC_RTO], err ? "FAIL" : "ok");
 			if (err) {
@@ -387,6 +442,7 @@ int cluster_cmd(int argc, char **argv)
 	int o;
 
 	clu_config_default(&c.cfg);
+	c.cfg.bg_load = 0.5;
 	c.sizes[0] = c.cfg.bytes;
 	optind = 1;
 	while ((o = getopt_long(argc, argv, "vh", opts, NULL)) != -1) {

@@ -67,6 +67,8 @@ struct cnet {
 	struct cnet_call *calls;
 	cnet_cqe_fn cb;
 	void *cb_ctx;
+	cnet_cqe_fn bg_cb;
+	void *bg_ctx;
 };
 
 void cnet_config_default(struct cnet_config *cfg)
@@ -93,8 +95,12 @@ static void host_poll_cq(struct cnet *cn, struct cnet_host *h)
 		n = engine_poll_cq(h->eng, cqe, CQ_BATCH);
 		for (int i = 0; i < n; i++) {
 			h->st.cqes++;
-			if (cn->cb)
+			if (cqe[i].wr_id & CNET_WR_BACKGROUND) {
+				if (cn->bg_cb)
+					cn->bg_cb(cn, h->idx, &cqe[i], cn->bg_ctx);
+			} else if (cn->cb) {
 				cn->cb(cn, h->idx, &cqe[i], cn->cb_ctx);
+			}
 		}
 	} while (n == CQ_BATCH);
 }
@@ -456,6 +462,12 @@ void cnet_set_cqe_cb(struct cnet *cn, cnet_cqe_fn fn, void *ctx)
 {
 	cn->cb = fn;
 	cn->cb_ctx = ctx;
+}
+
+void cnet_set_bg_cqe_cb(struct cnet *cn, cnet_cqe_fn fn, void *ctx)
+{
+	cn->bg_cb = fn;
+	cn->bg_ctx = ctx;
 }
 
 void cnet_kick(struct cnet *cn, uint32_t host)

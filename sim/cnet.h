@@ -58,6 +58,13 @@ struct fabric *cnet_fabric(struct cnet *cn);
 typedef void (*cnet_cqe_fn)(struct cnet *cn, uint32_t host, const struct engine_cqe *cqe,
 			    void *ctx);
 void cnet_set_cqe_cb(struct cnet *cn, cnet_cqe_fn fn, void *ctx);
+/*
+ * ... except those whose wr_id (for events: the QP's attr.user) has this bit:
+ * they go to the background traffic's callback, so a second job can share
+ * the hosts with the measured one.
+ */
+#define CNET_WR_BACKGROUND	(1ULL << 63)
+void cnet_set_bg_cqe_cb(struct cnet *cn, cnet_cqe_fn fn, void *ctx);
 
 /* engine_* with the simulation clock, then drive the host. */
 int cnet_post_send(struct cnet *cn, uint32_t host, uint32_t qpn, const struct engine_wr *wr);
