@@ -209,7 +209,7 @@ static bool waiting(struct cnet *cn, void *ctx)
 
 /* The background job: the hosts the measured job leaves free, or all of them. */
 static int bg_begin(struct cnet *cn, const struct clu_config *cfg, const struct coll_config *cc,
-		    const uint32_t *rank_host, uint32_t n, struct bg **out)
+		    const uint32_t *rank_host, uint32_t n, uint64_t connect_ns, struct bg **out)
 {
 	uint32_t nh = cnet_nhosts(cn), m = 0, *hosts = calloc(nh, sizeof(*hosts));
 	bool *used = calloc(nh, sizeof(*used));
@@ -224,6 +224,10 @@ static int bg_begin(struct cnet *cn, const struct clu_config *cfg, const struct 
 	for (uint32_t h = 0; h < nh; h++)
 		if (!used[h] || n == nh)
 			hosts[m++] = h;
+	if (cfg->bg_hosts && cfg->bg_nhosts <= nh) {
+		m = cfg->bg_nhosts;
+		memcpy(hosts, cfg->bg_hosts, m * sizeof(*hosts));
+	}
 	bc = (struct bg_config){
 		.kind = cfg->bg, .load = cfg->bg_load, .nhosts = m, .hosts = hosts,
 		.senders = cfg->bg_senders ? cfg->bg_senders : 7,
@@ -242,8 +246,7 @@ static int bg_begin(struct cnet *cn, const struct clu_config *cfg, const struct 
 	*out = bg_create(cn, &bc);
 	err = *out ? 0 : -errno;
 	if (!err)
-		err = cnet_run_while(cn, bg_connecting, *out, cnet_now(cn) + 100000000ULL +
-				     10 * cfg->net.engine.rto_init_ns);
+		err = cnet_run_while(cn, bg_connecting, *out, cnet_now(cn) + connect_ns);
 	if (!err)
 		err = bg_start(*out);
 	/* Let the other job's queues and windows settle before measuring. */
@@ -259,7 +262,7 @@ out:
 
 /* One operation: set up, connect, run, check; its result into res->coll. */
 static int run_once(struct cnet *cn, const struct clu_config *cfg, const struct coll_config *cc,
-		    bool first, struct fail_ctx *fc, struct clu_result *res)
+		    uint64_t connect_ns, bool first, struct fail_ctx *fc, struct clu_result *res)
 {
 	struct coll *c = coll_create(cn, cc);
 	int err;
@@ -270,9 +273,7 @@ static int run_once(struct cnet *cn, const struct clu_config *cfg, const struct 
 			 coll_kind_name(cfg->kind), err);
 		return err;
 	}
-	/* 100 ms, or ten connection-request timeouts (a NIC's 1 s timer) if longer. */
-	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + 100000000ULL +
-			     10 * cfg->net.engine.rto_init_ns);
+	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + connect_ns);
 	if (err || !coll_connected(c)) {
 		err = err ? err : -ENOTCONN;
 		snprintf(res->why, sizeof(res->why), "QPs did not connect: %s",
@@ -337,6 +338,7 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 	struct coll_config cc;
 	struct bg *bg = NULL;
 	double *times = NULL;
+	uint64_t connect_ns;
 	struct cnet *cn;
 	int err;
 
@@ -353,6 +355,8 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 	times = calloc(iters, sizeof(*times));
 	err = rank_host && times ? clu_place(cnet_fabric(cn), cfg->placement, n, cfg->seed,
 					     rank_host) : -ENOMEM;
+	if (!err && cfg->rank_hosts)
+		memcpy(rank_host, cfg->rank_hosts, n * sizeof(*rank_host));
 	if (err) {
 		snprintf(res->why, sizeof(res->why), "cannot place %u ranks", n);
 		goto out;
@@ -374,15 +378,17 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 		.verify = cfg->verify,
 		.seed = cfg->seed,
 	};
+	/* 100 ms to connect, plus ten connection-request timeouts (a NIC's is 1 s). */
+	connect_ns = 100000000ULL + 10 * net.engine.rto_init_ns;
 	if (cfg->bg != BG_NONE) {
-		err = bg_begin(cn, cfg, &cc, rank_host, n, &bg);
+		err = bg_begin(cn, cfg, &cc, rank_host, n, connect_ns, &bg);
 		if (err) {
 			snprintf(res->why, sizeof(res->why), "background traffic failed (%d)", err);
 			goto out;
 		}
 	}
 	for (done = 0; done < iters; done++) {
-		err = run_once(cn, cfg, &cc, done == 0, &fc, res);
+		err = run_once(cn, cfg, &cc, connect_ns, done == 0, &fc, res);
 		if (err)
 			break;
 		times[done] = res->coll.time_us;

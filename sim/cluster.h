@@ -78,6 +78,7 @@ struct clu_config {
 	uint8_t kind;			/* enum coll_kind */
 	uint32_t nranks;		/* 0 = every host */
 	uint8_t placement;		/* enum clu_placement */
+	const uint32_t *rank_hosts;	/* nranks hosts: overrides placement (tests) */
 	uint64_t bytes;
 	uint32_t msg_bytes;
 	uint32_t senders;		/* incast */
@@ -97,6 +98,8 @@ struct clu_config {
 	uint32_t bg_senders;		/* incast; 0 = 7 */
 	uint32_t bg_msg_bytes;		/* 0 = 64 KiB */
 	uint64_t bg_warmup_ns;
+	const uint32_t *bg_hosts;	/* the background job's hosts (incast: receiver first); */
+	uint32_t bg_nhosts;		/* NULL = as above */
 	/* The operation this many times back to back (>= 1; 0 = 1): a distribution. */
 	uint32_t iters;
 	/* Optional: called once every QP is connected, just before the operation starts. */

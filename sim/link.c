@@ -21,6 +21,7 @@ void link_init(struct sim_link *l, const struct sim_link_cfg *cfg, uint32_t src,
 {
 	*l = (struct sim_link){ .cfg = *cfg, .src = src, .dst = dst, .plane = plane };
 	evq_event_init(&l->tx_done, tx_ev_type);
+	evq_event_init(&l->pfc.ev, 0);	/* link_pfc_init gives PFC links their type */
 }
 
 void link_pfc_init(struct sim_link *l, uint8_t pfc_ev_type)
