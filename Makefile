@@ -421,6 +421,7 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 # The dissector goes where Wireshark looks for Lua plugins whatever the prefix (as the
 # configuration goes to /etc): the global folder tshark reports, else Debian's.
 WIRESHARK_LUADIR ?= $(or $(shell tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p'),$(PREFIX)/lib/$(MULTIARCH)/wireshark/plugins)
+BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
 INSTALL ?= install
 
 # Programs that exist in this tree (CLI_BIN: mroc-cli's rules define it).
@@ -461,6 +462,7 @@ endif
 		chmod 0644 $(DESTDIR)$(UNITDIR)/mrocd.service
 	$(Q)$(INSTALL) -m 0644 systemd/mroc.sysusers $(DESTDIR)$(SYSUSERSDIR)/mroc.conf
 	$(Q)$(INSTALL) -D -m 0644 tools/wireshark/mroc.lua $(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua
+	$(Q)$(INSTALL) -D -m 0644 cli/bash-completion/mroc-cli $(DESTDIR)$(BASHCOMPDIR)/mroc-cli
 	$(Q)$(foreach m,$(INSTALL_MANS),$(INSTALL) -m 0644 $(m) \
 		$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/ &&) true
 	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf ]; then \
@@ -486,7 +488,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libmroc.so $(DESTDIR)$(LIBDIR)/libmroc.a $(DESTDIR)$(INCLUDEDIR)/mroc/mroc.h \
 		$(DESTDIR)$(LIBDIR)/libfabric/libmroc-fi.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc $(DESTDIR)$(UNITDIR)/mrocd.service $(DESTDIR)$(SYSUSERSDIR)/mroc.conf \
-		$(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua \
+		$(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua $(DESTDIR)$(BASHCOMPDIR)/mroc-cli \
 		$(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	$(Q)if cmp -s conf/mrocd.conf $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; \

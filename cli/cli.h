@@ -39,16 +39,28 @@ struct cli {
 struct cli_cmd {
 	const char *name;
 	int (*fn)(struct cli *c);
+	const char *aliases;		/* fixed short names, space-separated; NULL: none */
 };
+
+/* The aliases of every object's "show" (iproute2's: ip a s, ip a sh, ip a list, ip a ls). */
+#define CLI_SHOW_ALIASES	"s sh list ls"
 
 struct cli_object {
 	const char *name;
 	int (*fn)(struct cli *c);	/* runs with c->argv after the object word */
 	void (*help)(FILE *f);
 	const char *summary;
+	const char *aliases;		/* fixed short names, space-separated; NULL: none */
+	bool brief;			/* has a -br view */
 };
 
 /* main.c */
+/* Is w the name or one of the space-separated aliases (whole words only)? */
+bool cli_word_is(const char *w, const char *name, const char *aliases);
+/* The object named w (or aliased), or NULL. */
+const struct cli_object *cli_object_find(const char *w);
+/* Run "OBJECT [COMMAND] [ARGS]" (argc >= 1) with c's options; the exit status. */
+int cli_run(struct cli *c, int argc, char **argv);
 /* Run the command named by the next word (the first of cmds when none), or help. */
 int cli_dispatch(struct cli *c, const struct cli_cmd *cmds, void (*help)(FILE *f));
 /* "mroc-cli: ..." on stderr and a pointer to help; returns 1. */
@@ -89,6 +101,9 @@ void help_watch(FILE *f);
 
 /* prom.c: the counters, QPs and paths in Prometheus text format. */
 int counters_prometheus(struct cli *c);
+
+/* batch.c: run each line of path ("-": stdin) as a command; stop at a failure unless force. */
+int cli_batch(struct cli *c, const char *path, bool force);
 
 /* watch.c: run the object in c->argv every c->watch_s seconds until interrupted. */
 int cli_watch(struct cli *c, const struct cli_object *obj);

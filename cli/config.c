@@ -40,8 +40,8 @@ static int config_show(struct cli *c)
 int cmd_config(struct cli *c)
 {
 	static const struct cli_cmd cmds[] = {
-		{ "show", config_show },
-		{ NULL, NULL },
+		{ "show", config_show, CLI_SHOW_ALIASES },
+		{ NULL, NULL, NULL },
 	};
 
 	return cli_dispatch(c, cmds, help_config);

@@ -232,10 +232,10 @@ static int counters_prom(struct cli *c)
 int cmd_counters(struct cli *c)
 {
 	static const struct cli_cmd cmds[] = {
-		{ "show", counters_show },
-		{ "reset", counters_reset },
-		{ "prometheus", counters_prom },
-		{ NULL, NULL },
+		{ "show", counters_show, CLI_SHOW_ALIASES },
+		{ "reset", counters_reset, NULL },
+		{ "prometheus", counters_prom, "prom" },
+		{ NULL, NULL, NULL },
 	};
 
 	return cli_dispatch(c, cmds, help_counters);

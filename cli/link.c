@@ -12,7 +12,7 @@ void help_link(FILE *f)
 		"       " CLI_NAME " link help\n"
 		"The control links mrocd keeps with other daemons (one QP each, with\n"
 		"keepalives): peer, state, direction (out: the peer is in our config), QP,\n"
-		"time up, connection attempts and failures.\n");
+		"time up, connection attempts and failures.  -br: peer and state.\n");
 }
 
 static int link_show(struct cli *c)
@@ -34,8 +34,8 @@ static int link_show(struct cli *c)
 		bool up = !strcmp(jget_str(l, "state") ?: "", "up");
 
 		print_row_start();
-		print_str(0, "peer", "PEER", jget_str(l, "peer"));
-		print_str(0, "state", "STATE", jget_str(l, "state"));
+		print_str(PRINT_BRIEF, "peer", "PEER", jget_str(l, "peer"));
+		print_str(PRINT_BRIEF, "state", "STATE", jget_str(l, "state"));
 		print_text(0, NULL, "DIR", json_is_true(json_object_get(l, "outgoing")) ? "out" : "in",
 			   NULL);
 		print_bool(0, "outgoing", NULL, json_is_true(json_object_get(l, "outgoing")));
@@ -58,8 +58,8 @@ static int link_show(struct cli *c)
 int cmd_link(struct cli *c)
 {
 	static const struct cli_cmd cmds[] = {
-		{ "show", link_show },
-		{ NULL, NULL },
+		{ "show", link_show, CLI_SHOW_ALIASES },
+		{ NULL, NULL, NULL },
 	};
 
 	return cli_dispatch(c, cmds, help_link);

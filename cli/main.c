@@ -17,31 +17,65 @@
 static void help_help(FILE *f);
 static int cmd_help(struct cli *c);
 
+/*
+ * Objects and commands match in full or by the short aliases listed here, never by
+ * prefix (a new word would change what old abbreviations mean, which is why
+ * iproute2 stopped adding prefix matches).  -br applies to the objects marked for it.
+ */
 const struct cli_object cli_objects[] = {
-	{ "status", cmd_status, help_status, "daemon, backend, interfaces, XDP program, counts" },
-	{ "path", cmd_path, help_path, "per-path state of each QP: RTTs, windows, losses" },
-	{ "qp", cmd_qp, help_qp, "queue pairs: peer, windows, rates, traffic, errors" },
-	{ "link", cmd_link, help_link, "control links between daemons" },
-	{ "counters", cmd_counters, help_counters, "daemon, XDP and AF_XDP counters; reset; prometheus" },
-	{ "config", cmd_config, help_config, "the daemon's effective configuration" },
-	{ "capture", cmd_capture, help_capture, "capture MetaRoCE packets (tshark/dumpcap, the daemon's port)" },
-	{ "watch", cmd_watch, help_watch, "refresh a view in place, with rates per second" },
-	{ "help", cmd_help, help_help, "this text" },
-	{ NULL, NULL, NULL, NULL },
+	{ "status", cmd_status, help_status, "daemon, backend, interfaces, XDP program, counts", "st", false },
+	{ "path", cmd_path, help_path, "per-path state of each QP: RTTs, windows, losses", "p", true },
+	{ "qp", cmd_qp, help_qp, "queue pairs: peer, windows, rates, traffic, errors", "q", true },
+	{ "link", cmd_link, help_link, "control links between daemons", "l", true },
+	{ "counters", cmd_counters, help_counters, "daemon, XDP and AF_XDP counters; reset; prometheus",
+	  "c", false },
+	{ "config", cmd_config, help_config, "the daemon's effective configuration", "conf", false },
+	{ "capture", cmd_capture, help_capture, "capture MetaRoCE packets (tshark/dumpcap, the daemon's port)",
+	  "cap", false },
+	{ "watch", cmd_watch, help_watch, "refresh a view in place, with rates per second", "w", false },
+	{ "help", cmd_help, help_help, "this text", NULL, false },
+	{ NULL, NULL, NULL, NULL, NULL, false },
 };
+
+bool cli_word_is(const char *w, const char *name, const char *aliases)
+{
+	size_t n = strlen(w);
+
+	if (!strcmp(w, name))
+		return true;
+	for (const char *a = aliases; a && *a; a += strcspn(a, " "), a += strspn(a, " "))
+		if (n && !strncmp(a, w, n) && (a[n] == ' ' || !a[n]))
+			return true;
+	return false;
+}
+
+const struct cli_object *cli_object_find(const char *w)
+{
+	for (const struct cli_object *o = cli_objects; o->name; o++)
+		if (cli_word_is(w, o->name, o->aliases))
+			return o;
+	return NULL;
+}
 
 static void usage(FILE *f)
 {
 	fprintf(f,
 		"Usage: " CLI_NAME " [OPTIONS] OBJECT { COMMAND | help }\n"
 		"       " CLI_NAME " [OPTIONS] watch [ OBJECT [ COMMAND [ ARGS ] ] ]\n"
+		"       " CLI_NAME " [OPTIONS] -b FILE\n"
 		"where  OBJECT := { status | path | qp | link | counters | config | capture | watch | help }\n"
-		"       OPTIONS := { -j | -p | -s | -S PATH | -w SECONDS | -V | -h }\n"
+		"       OPTIONS := { -j | -p | -s | -d | -br | -b FILE | -force | -S PATH | -w SECONDS |\n"
+		"                    -V | -h }\n"
 		"\n"
-		"Options:\n"
-		"  -j, --json            one JSON document (snake_case keys, raw integers)\n"
-		"  -p, --pretty          indented JSON (implies -j)\n"
-		"  -s, --stats           more statistics (extra columns, zero counters)\n"
+		"Options (one dash or two, as iproute2: -json = --json):\n"
+		"  -j, -json             one JSON document (snake_case keys, raw integers)\n"
+		"  -p, -pretty           indented JSON (implies -j)\n"
+		"  -s, -stats            more statistics (counter columns, zero counters)\n"
+		"  -d, -details          more details (sequence numbers, timers, peers, ports)\n"
+		"  -br, -brief           one line per QP (path, qp) or link, fewer fields\n"
+		"  -b, -batch FILE       run the commands in FILE (- = stdin), one per line,\n"
+		"                        with these options; stops at the first failure\n"
+		"  -force                in a batch, go on after a failure (exit 1 at the end)\n"
 		"  -S, --socket PATH     mrocd's admin socket (default $" ADMIN_SOCKET_ENV
 		", else " ADMIN_SOCKET_DEFAULT ")\n"
 		"  -w, --watch SECONDS   refresh in place every SECONDS until interrupted,\n"
@@ -49,10 +83,12 @@ static void usage(FILE *f)
 		"  -V, --version         print the version\n"
 		"  -h, --help            this text\n"
 		"\n"
-		"Objects (COMMAND defaults to the first one, usually show):\n");
+		"Objects (COMMAND defaults to the first one, usually show) and their aliases:\n");
 	for (const struct cli_object *o = cli_objects; o->name; o++)
-		fprintf(f, "  %-10s %s\n", o->name, o->summary);
-	fprintf(f, "\n\"" CLI_NAME " OBJECT help\" lists an object's commands.  Words match in full.\n");
+		fprintf(f, "  %-9s %-5s %s\n", o->name, o->aliases ? o->aliases : "", o->summary);
+	fprintf(f, "\n\"" CLI_NAME " OBJECT help\" lists an object's commands.  Words match in full\n"
+		"or by the aliases listed (show: s, sh, list, ls), never by other prefixes:\n"
+		CLI_NAME " p s = " CLI_NAME " path show.\n");
 }
 
 static void help_help(FILE *f)
@@ -68,12 +104,12 @@ static int cmd_help(struct cli *c)
 		usage(stdout);
 		return 0;
 	}
-	for (const struct cli_object *o = cli_objects; o->name; o++)
-		if (!strcmp(o->name, w)) {
-			o->help(stdout);
-			return 0;
-		}
-	return cli_error(c, "unknown object \"%s\"", w);
+	const struct cli_object *o = cli_object_find(w);
+
+	if (!o)
+		return cli_error(c, "unknown object \"%s\"", w);
+	o->help(stdout);
+	return 0;
 }
 
 /* ---- the grammar ----------------------------------------------------------- */
@@ -124,7 +160,7 @@ int cli_dispatch(struct cli *c, const struct cli_cmd *cmds, void (*help)(FILE *f
 		return 0;
 	}
 	for (const struct cli_cmd *k = cmds; k->name; k++) {
-		if (!strcmp(k->name, w)) {
+		if (cli_word_is(w, k->name, k->aliases)) {
 			cli_next(c);
 			return k->fn(c);
 		}
@@ -215,29 +251,58 @@ int cmd_watch(struct cli *c)
 		help_watch(stdout);
 		return 0;
 	}
+	const struct cli_object *o;
+
 	if (c->argc)
 		cli_next(c);
-	for (const struct cli_object *o = cli_objects; o->name; o++) {
-		if (strcmp(o->name, w))
-			continue;
-		if (o->fn == cmd_watch || o->fn == cmd_help || o->fn == cmd_capture)
-			return cli_error(c, "cannot watch \"%s\"", w);
-		c->object = o->name;
-		if (!(c->watch_s > 0))
-			c->watch_s = 1;
-		return cli_watch(c, o);
-	}
-	return cli_error(c, "unknown object \"%s\" to watch", w);
+	o = cli_object_find(w);
+	if (!o)
+		return cli_error(c, "unknown object \"%s\" to watch", w);
+	if (o->fn == cmd_watch || o->fn == cmd_help || o->fn == cmd_capture)
+		return cli_error(c, "cannot watch \"%s\"", w);
+	c->object = o->name;
+	if (!(c->watch_s > 0))
+		c->watch_s = 1;
+	return cli_watch(c, o);
 }
 
 /* ---- options ---------------------------------------------------------------------------- */
 
+int cli_run(struct cli *c, int argc, char **argv)
+{
+	const struct cli_object *o = cli_object_find(argv[0]);
+	bool brief = c->po.brief;
+	int rc;
+
+	c->argc = argc - 1;
+	c->argv = argv + 1;
+	c->object = NULL;
+	if (!o)
+		return cli_error(c, "unknown object \"%s\"", argv[0]);
+	c->object = o->name;
+	/* -br where an object has no brief view: its normal view, as iproute2 does. */
+	c->po.brief = brief && o->brief;
+	if (c->watch_s > 0 && o->fn != cmd_watch && o->fn != cmd_help && o->fn != cmd_capture)
+		rc = cli_watch(c, o);
+	else
+		rc = o->fn(c);
+	c->po.brief = brief;
+	return rc;
+}
+
 int main(int argc, char **argv)
 {
+	/* getopt_long_only: -json as --json; a single letter is still a short option (-s, -j). */
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
 		{ "stats", no_argument, NULL, 's' },
+		{ "statistics", no_argument, NULL, 's' },
+		{ "details", no_argument, NULL, 'd' },
+		{ "brief", no_argument, NULL, 'B' },
+		{ "br", no_argument, NULL, 'B' },
+		{ "batch", required_argument, NULL, 'b' },
+		{ "force", no_argument, NULL, 'f' },
 		{ "socket", required_argument, NULL, 'S' },
 		{ "watch", required_argument, NULL, 'w' },
 		{ "version", no_argument, NULL, 'V' },
@@ -245,11 +310,12 @@ int main(int argc, char **argv)
 		{ NULL, 0, NULL, 0 },
 	};
 	struct cli c = { 0 };
-	const char *env = getenv(ADMIN_SOCKET_ENV);
+	const char *env = getenv(ADMIN_SOCKET_ENV), *batch = NULL;
+	bool force = false;
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long(argc, argv, "+jpsS:w:Vh", opts, NULL)) != -1) {
+	while ((opt = getopt_long_only(argc, argv, "+jpsdb:S:w:Vh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
 			c.po.json = true;
@@ -259,6 +325,18 @@ int main(int argc, char **argv)
 			break;
 		case 's':
 			c.po.stats = true;
+			break;
+		case 'd':
+			c.po.details = true;
+			break;
+		case 'B':
+			c.po.brief = true;
+			break;
+		case 'b':
+			batch = optarg;
+			break;
+		case 'f':
+			force = true;
 			break;
 		case 'S':
 			c.sock = optarg;
@@ -276,7 +354,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		default:
-			if (optopt && strchr("Sw", optopt))
+			if (optopt && strchr("bSw", optopt))
 				return cli_error(&c, "option -%c needs an argument", optopt);
 			if (optopt)
 				return cli_error(&c, "unknown option \"-%c\"", optopt);
@@ -289,19 +367,16 @@ int main(int argc, char **argv)
 	}
 	if (!c.sock)
 		c.sock = ADMIN_SOCKET_DEFAULT;
+	if (batch) {
+		if (optind < argc)
+			return cli_error(&c, "-b FILE takes its commands from FILE, not \"%s\"", argv[optind]);
+		if (c.watch_s > 0)
+			return cli_error(&c, "-w and -b do not go together");
+		return cli_batch(&c, batch, force);
+	}
 	if (optind >= argc) {
 		usage(stderr);
 		return 1;
 	}
-	c.argc = argc - optind - 1;
-	c.argv = argv + optind + 1;
-	for (const struct cli_object *o = cli_objects; o->name; o++) {
-		if (strcmp(o->name, argv[optind]))
-			continue;
-		c.object = o->name;
-		if (c.watch_s > 0 && o->fn != cmd_watch && o->fn != cmd_help && o->fn != cmd_capture)
-			return cli_watch(&c, o);
-		return o->fn(&c);
-	}
-	return cli_error(&c, "unknown object \"%s\"", argv[optind]);
+	return cli_run(&c, argc - optind, argv + optind);
 }

@@ -16,12 +16,14 @@ void help_path(FILE *f)
 		"in flight, packets sent, retransmitted, lost (SACK holes), CE marks, repaths,\n"
 		"why the path last moved (MOVED: timeout, loss, ce, slow = congested while\n"
 		"delivering under 2/3 of its siblings, keepalive = idle and unanswered) and\n"
-		"how long AGO, delivered rate and the peer's rate hint.  -s adds the peer,\n"
-		"RTO, ACKed packets, timeouts, backoff, the DCTCP alpha and the source port\n"
-		"the path moved from (FROM); watching adds SENT/s.\n");
+		"how long AGO, delivered rate and the peer's rate hint.  -s adds ACKed\n"
+		"packets, timeouts and backoff; -d the peer, RTO, the DCTCP alpha and the\n"
+		"source port the path moved from (FROM); watching adds SENT/s.  -br: one line\n"
+		"per QP: its paths' source ports, the range of their sRTTs, and packets sent,\n"
+		"retransmitted and lost and repaths summed over them.\n");
 }
 
-/* MOVED: why the path last took a new source port; AGO: when; -s: FROM, the port it left. */
+/* MOVED: why the path last took a new source port; AGO: when; -d: FROM, the port it left. */
 static void print_moved(const json_t *p)
 {
 	const char *why = jget_str(p, "moved");
@@ -31,13 +33,13 @@ static void print_moved(const json_t *p)
 	if (!why || !strcmp(why, "-")) {
 		print_str(0, "moved", "MOVED", "-");
 		print_text(0, NULL, "AGO", "-", NULL);
-		print_text(PRINT_STATS, NULL, "FROM", "-", NULL);
+		print_text(PRINT_DETAILS, NULL, "FROM", "-", NULL);
 		return;
 	}
 	print_str(0, "moved", "MOVED", why);
 	print_text(0, "moved_ago_ns", "AGO", ns < 1000000000ULL ? fmt_ns(ago, sizeof(ago), ns) :
 		   fmt_duration(ago, sizeof(ago), ns), json_integer((json_int_t)ns));
-	print_uint(PRINT_STATS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
+	print_uint(PRINT_DETAILS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
 }
 
 /* The same path one frame ago (watch), for SENT/s. */
@@ -63,7 +65,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 
 	print_row_start();
 	print_uint(0, "qpn", "QPN", qpn);
-	print_str(PRINT_STATS, "peer", "PEER", jget_str(q, "peer"));
+	print_str(PRINT_DETAILS, "peer", "PEER", jget_str(q, "peer"));
 	print_uint(0, "path_id", "PATH", jget_u64(p, "path_id"));
 	print_uint(0, "sport", "SPORT", jget_u64(p, "sport"));
 	print_str(0, "port", "PORT", jget_str(p, "port") ? jget_str(p, "port") : "-");
@@ -71,7 +73,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_ns(0, "srtt_ns", "SRTT", jget_u64(p, "srtt_ns"));
 	print_ns(0, "min_rtt_ns", "MINRTT", jget_u64(p, "min_rtt_ns"));
 	print_ns(0, "rttvar_ns", "RTTVAR", jget_u64(p, "rttvar_ns"));
-	print_ns(PRINT_STATS, "rto_ns", "RTO", jget_u64(p, "rto_ns"));
+	print_ns(PRINT_DETAILS, "rto_ns", "RTO", jget_u64(p, "rto_ns"));
 	print_bytes(0, "pwnd_bytes", "PWND", jget_u64(p, "pwnd_bytes"));
 	print_bytes(0, "inflight_bytes", "INFLIGHT", jget_u64(p, "inflight_bytes"));
 	print_uint(0, "sent", "SENT", jget_u64(p, "sent"));
@@ -90,11 +92,51 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_uint(PRINT_STATS, "timeouts", "TIMEOUTS", jget_u64(p, "timeouts"));
 	print_uint(PRINT_STATS, "backoff", "BACKOFF", jget_u64(p, "backoff"));
 	snprintf(alpha, sizeof(alpha), "%.3f", (double)jget_u64(p, "dctcp_alpha_ppm") / 1e6);
-	print_text(PRINT_STATS, NULL, "ALPHA", alpha, NULL);
+	print_text(PRINT_DETAILS, NULL, "ALPHA", alpha, NULL);
 	print_uint(0, "dctcp_alpha_ppm", NULL, jget_u64(p, "dctcp_alpha_ppm"));
 	print_bps(0, "rate_bps", "RATE", jget_u64(p, "rate_bps"));
 	print_bps(0, NULL, "HINT", jget_u64(q, "rate_hint_mbps") * 1000000ULL);
 	print_uint(0, "rate_hint_mbps", NULL, jget_u64(q, "rate_hint_mbps"));
+	print_row_end();
+}
+
+/* -br: one line per QP, its paths summed up. */
+static void print_qp_paths(const json_t *q)
+{
+	uint64_t sent = 0, retx = 0, lost = 0, repaths = 0, lo = UINT64_MAX, hi = 0, v;
+	char ports[16 * 7] = "", rtt[2 * 16 + 2], a[16], b[16];
+	json_t *jports = json_array();
+	const json_t *p;
+	size_t j;
+
+	json_array_foreach(json_object_get(q, "paths"), j, p) {
+		v = jget_u64(p, "sport");
+		snprintf(ports + strlen(ports), sizeof(ports) - strlen(ports), "%s%llu", j ? "," : "",
+			 (unsigned long long)v);
+		json_array_append_new(jports, json_integer((json_int_t)v));
+		v = jget_u64(p, "srtt_ns");
+		lo = v < lo ? v : lo;
+		hi = v > hi ? v : hi;
+		sent += jget_u64(p, "sent");
+		retx += jget_u64(p, "retx");
+		lost += jget_u64(p, "lost");
+		repaths += jget_u64(p, "repaths");
+	}
+	if (lo == UINT64_MAX)
+		lo = 0;
+	snprintf(rtt, sizeof(rtt), "%s-%s", fmt_ns(a, sizeof(a), lo), fmt_ns(b, sizeof(b), hi));
+	print_row_start();
+	print_uint(PRINT_BRIEF, "qpn", "QPN", jget_u64(q, "qpn"));
+	print_str(PRINT_BRIEF, "peer", "PEER", jget_str(q, "peer"));
+	print_uint(PRINT_BRIEF, "npaths", "PATHS", json_array_size(jports));
+	print_text(PRINT_BRIEF, "sports", "SPORTS", ports, jports);
+	print_text(PRINT_BRIEF, NULL, "SRTT", rtt, NULL);
+	print_ns(PRINT_BRIEF, "srtt_min_ns", NULL, lo);
+	print_ns(PRINT_BRIEF, "srtt_max_ns", NULL, hi);
+	print_uint(PRINT_BRIEF, "sent", "SENT", sent);
+	print_uint(PRINT_BRIEF, "retx", "RETX", retx);
+	print_uint(PRINT_BRIEF, "lost", "LOST", lost);
+	print_uint(PRINT_BRIEF, "repaths", "REPATHS", repaths);
 	print_row_end();
 }
 
@@ -133,12 +175,18 @@ static int path_show(struct cli *c)
 		return 1;
 	prev = cli_prev(c, "qps", &dt);
 	print_start(&c->po);
-	print_table_start("paths");
-	json_array_foreach(json_object_get(r, "qps"), i, q)
+	print_table_start(c->po.brief ? "qps" : "paths");
+	json_array_foreach(json_object_get(r, "qps"), i, q) {
+		if (c->po.brief && json_array_size(json_object_get(q, "paths"))) {
+			print_qp_paths(q);
+			rows++;
+			continue;
+		}
 		json_array_foreach(json_object_get(q, "paths"), j, p) {
 			print_path(q, p, prev, dt);
 			rows++;
 		}
+	}
 	print_table_end();
 	if (!rows)
 		print_line("no paths (no QP is connected%s)\n", one ? "" : " yet");
@@ -149,8 +197,8 @@ static int path_show(struct cli *c)
 int cmd_path(struct cli *c)
 {
 	static const struct cli_cmd cmds[] = {
-		{ "show", path_show },
-		{ NULL, NULL },
+		{ "show", path_show, CLI_SHOW_ALIASES },
+		{ NULL, NULL, NULL },
 	};
 
 	return cli_dispatch(c, cmds, help_path);

@@ -75,6 +75,14 @@ bool print_has_stats(void)
 	return P.o.stats;
 }
 
+/* Text of a field with these flags is left out: -s, -d and -br decide. */
+static bool text_hidden(unsigned flags)
+{
+	if (P.o.brief)
+		return !(flags & PRINT_BRIEF);
+	return ((flags & PRINT_STATS) && !P.o.stats) || ((flags & PRINT_DETAILS) && !P.o.details);
+}
+
 /* ---- text ------------------------------------------------------------------ */
 
 static void free_lines(struct level *l)
@@ -157,7 +165,7 @@ static void text_field(unsigned flags, const char *col, const char *text, bool r
 	struct level *o = text_owner();
 	struct line *ln;
 
-	if (P.o.json || !col || !o || ((flags & PRINT_STATS) && !P.o.stats))
+	if (P.o.json || !col || !o || text_hidden(flags))
 		return;
 	if (o->kind == K_TABLE) {
 		int i = table_col(o, col);
@@ -245,13 +253,14 @@ static void flush(struct level *l)
 
 /* ---- JSON ---------------------------------------------------------------------- */
 
-static void json_field(const char *key, json_t *v)
+static void json_field(unsigned flags, const char *key, json_t *v)
 {
 	struct level *l = top();
 
 	if (!v)
 		return;
-	if (!P.o.json || !key || !l || !json_is_object(l->j)) {
+	/* -br: the brief view's fields only, in JSON too (as iproute2's -j -br). */
+	if (!P.o.json || !key || !l || !json_is_object(l->j) || (P.o.brief && !(flags & PRINT_BRIEF))) {
 		json_decref(v);
 		return;
 	}
@@ -394,7 +403,7 @@ void print_group_start(unsigned flags, const char *key, const char *title)
 
 	if (o)
 		flush(o);
-	if (!P.o.json && title && !((flags & PRINT_STATS) && !P.o.stats))
+	if (!P.o.json && title && !text_hidden(flags))
 		fprintf(P.mem, "%*s%s:\n", o ? o->indent : 0, "", title);
 	l = push(K_GROUP, P.o.json ? json_child(key, json_object()) : NULL);
 	if (l) {
@@ -413,14 +422,14 @@ void print_group_end(void)
 void print_text(unsigned flags, const char *key, const char *col, const char *text, json_t *jv)
 {
 	text_field(flags, col, text, false);
-	json_field(key, jv);
+	json_field(flags, key, jv);
 }
 
 void print_str(unsigned flags, const char *key, const char *col, const char *v)
 {
 	text_field(flags, col, v ? v : "-", false);
 	if (P.o.json && key)
-		json_field(key, v ? json_string(v) : json_null());
+		json_field(flags, key, v ? json_string(v) : json_null());
 }
 
 static void num_field(unsigned flags, const char *key, const char *col, const char *text,
@@ -428,7 +437,7 @@ static void num_field(unsigned flags, const char *key, const char *col, const ch
 {
 	text_field(flags, col, text, true);
 	if (P.o.json && key)
-		json_field(key, json_integer((json_int_t)v));
+		json_field(flags, key, json_integer((json_int_t)v));
 }
 
 void print_uint(unsigned flags, const char *key, const char *col, uint64_t v)
@@ -443,7 +452,7 @@ void print_bool(unsigned flags, const char *key, const char *col, bool v)
 {
 	text_field(flags, col, v ? "yes" : "no", false);
 	if (P.o.json && key)
-		json_field(key, json_boolean(v));
+		json_field(flags, key, json_boolean(v));
 }
 
 void print_ns(unsigned flags, const char *key, const char *col, uint64_t ns)
@@ -473,7 +482,7 @@ void print_duration(unsigned flags, const char *key, const char *col, uint64_t n
 
 	text_field(flags, col, fmt_duration(b, sizeof(b), ns), false);
 	if (P.o.json && key)
-		json_field(key, json_integer((json_int_t)ns));
+		json_field(flags, key, json_integer((json_int_t)ns));
 }
 
 void print_rate(unsigned flags, const char *key, const char *col, double per_s)
@@ -484,7 +493,7 @@ void print_rate(unsigned flags, const char *key, const char *col, double per_s)
 	fmt_si(b, FMT_LEN, per_s);
 	strcat(b, "/s");
 	if (!P.o.json && o && o->kind == K_GROUP) {
-		if (!((flags & PRINT_STATS) && !P.o.stats) && o->nlines) {
+		if (!text_hidden(flags) && o->nlines) {
 			struct line *ln = &o->lines[o->nlines - 1];
 
 			set_cell(ln, ln->n, b, true);
@@ -493,7 +502,7 @@ void print_rate(unsigned flags, const char *key, const char *col, double per_s)
 		text_field(flags, col, b, true);
 	}
 	if (P.o.json && key)
-		json_field(key, json_integer((json_int_t)(per_s + 0.5)));
+		json_field(flags, key, json_integer((json_int_t)(per_s + 0.5)));
 }
 
 void print_line(const char *fmt, ...)

@@ -13,8 +13,10 @@
  *   - a group (print_group_start, and the document itself): each field is a
  *     line "label  value", labels aligned, nested groups indented.
  *
- * Field calls take flags (PRINT_STATS: text only with -s; JSON always has
- * every field), the JSON key (NULL: text only) and the text label or column
+ * Field calls take flags (PRINT_STATS: text only with -s, the counters;
+ * PRINT_DETAILS: text only with -d, state such as sequence numbers and timers;
+ * JSON always has every field; PRINT_BRIEF: the fields of -br's one-line view,
+ * which then prints nothing else, in JSON either), the JSON key (NULL: text only) and the text label or column
  * (NULL: JSON only).  Keys are snake_case and integers raw (ns, bytes, bit/s);
  * the text formats them with units ("12.3us", "64KiB").
  *
@@ -32,12 +34,16 @@ struct print_opts {
 	bool json;		/* -j */
 	bool pretty;		/* -p: indented JSON */
 	bool stats;		/* -s: PRINT_STATS fields in the text too */
+	bool details;		/* -d: PRINT_DETAILS fields in the text too */
+	bool brief;		/* -br: only PRINT_BRIEF fields, text and JSON */
 	FILE *out;		/* NULL = stdout */
 };
 
 enum {
 	PRINT_STATS = 1 << 0,	/* text: only with -s */
 	PRINT_RIGHT = 1 << 1,	/* print_group_start: values right-aligned (counters) */
+	PRINT_DETAILS = 1 << 2,	/* text: only with -d */
+	PRINT_BRIEF = 1 << 3,	/* -br: the only fields printed */
 };
 
 /* Start a document (a JSON object; in text, a group without a title). */

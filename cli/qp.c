@@ -14,8 +14,9 @@ void help_qp(FILE *f)
 		"One row per QP (or QP QPN): peer address and QP, state, mode (metaroce or\n"
 		"rocev2), paths, QP window (QWND, the paths' windows summed), paced rate,\n"
 		"bytes and messages each way, outstanding send work, errors.  -s adds posted\n"
-		"receives, messages in flight, the peer's rate hint and the sequence numbers;\n"
-		"watching adds TX and RX rates.\n");
+		"receives and messages in flight; -d the peer's rate hint and the sequence\n"
+		"numbers; watching adds TX and RX rates.  -br: QPN, peer, state, mode, paths,\n"
+		"bytes each way and errors.\n");
 }
 
 static const json_t *prev_qp(const json_t *prev, uint64_t qpn)
@@ -43,16 +44,16 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	const char *peer = jget_str(q, "peer");
 
 	print_row_start();
-	print_uint(0, "qpn", "QPN", jget_u64(q, "qpn"));
-	print_str(0, "peer", "PEER", peer);
-	print_uint(0, "peer_qpn", "PEER_QPN", jget_u64(q, "peer_qpn"));
-	print_str(0, "state", "STATE", jget_str(q, "state"));
-	print_str(0, "mode", "MODE", jget_str(q, "mode"));
-	print_uint(0, "npaths", "PATHS", jget_u64(q, "npaths"));
+	print_uint(PRINT_BRIEF, "qpn", "QPN", jget_u64(q, "qpn"));
+	print_str(PRINT_BRIEF, "peer", "PEER", peer);
+	print_uint(PRINT_BRIEF, "peer_qpn", "PEER_QPN", jget_u64(q, "peer_qpn"));
+	print_str(PRINT_BRIEF, "state", "STATE", jget_str(q, "state"));
+	print_str(PRINT_BRIEF, "mode", "MODE", jget_str(q, "mode"));
+	print_uint(PRINT_BRIEF, "npaths", "PATHS", jget_u64(q, "npaths"));
 	print_bytes(0, "qwnd_bytes", "QWND", jget_u64(q, "qwnd_bytes"));
 	print_bps(0, "pacing_bps", "PACING", jget_u64(q, "pacing_bps"));
-	print_bytes(0, "tx_bytes", "TX_BYTES", jget_u64(q, "tx_bytes"));
-	print_bytes(0, "rx_bytes", "RX_BYTES", jget_u64(q, "rx_bytes"));
+	print_bytes(PRINT_BRIEF, "tx_bytes", "TX_BYTES", jget_u64(q, "tx_bytes"));
+	print_bytes(PRINT_BRIEF, "rx_bytes", "RX_BYTES", jget_u64(q, "rx_bytes"));
 	if (dt > 0) {
 		const json_t *pq = prev_qp(prev, jget_u64(q, "qpn"));
 
@@ -64,12 +65,12 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_uint(0, "sq_outstanding", "SQ_OUT", jget_u64(q, "sq_outstanding"));
 	print_uint(PRINT_STATS, "rq_posted", "RQ_POSTED", jget_u64(q, "rq_posted"));
 	print_uint(PRINT_STATS, "msgs_outstanding", "MSGS_OUT", jget_u64(q, "msgs_outstanding"));
-	print_bps(PRINT_STATS, NULL, "HINT", jget_u64(q, "rate_hint_mbps") * 1000000ULL);
+	print_bps(PRINT_DETAILS, NULL, "HINT", jget_u64(q, "rate_hint_mbps") * 1000000ULL);
 	print_uint(0, "rate_hint_mbps", NULL, jget_u64(q, "rate_hint_mbps"));
-	print_uint(PRINT_STATS, "snd_una", "SND_UNA", jget_u64(q, "snd_una"));
-	print_uint(PRINT_STATS, "snd_nxt", "SND_NXT", jget_u64(q, "snd_nxt"));
-	print_uint(PRINT_STATS, "rcv_cum", "RCV_CUM", jget_u64(q, "rcv_cum"));
-	print_uint(0, "errors", "ERRORS", jget_u64(q, "errors"));
+	print_uint(PRINT_DETAILS, "snd_una", "SND_UNA", jget_u64(q, "snd_una"));
+	print_uint(PRINT_DETAILS, "snd_nxt", "SND_NXT", jget_u64(q, "snd_nxt"));
+	print_uint(PRINT_DETAILS, "rcv_cum", "RCV_CUM", jget_u64(q, "rcv_cum"));
+	print_uint(PRINT_BRIEF, "errors", "ERRORS", jget_u64(q, "errors"));
 	print_row_end();
 }
 
@@ -116,8 +117,8 @@ static int qp_show(struct cli *c)
 int cmd_qp(struct cli *c)
 {
 	static const struct cli_cmd cmds[] = {
-		{ "show", qp_show },
-		{ NULL, NULL },
+		{ "show", qp_show, CLI_SHOW_ALIASES },
+		{ NULL, NULL, NULL },
 	};
 
 	return cli_dispatch(c, cmds, help_qp);

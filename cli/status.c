@@ -87,10 +87,10 @@ static int status_show(struct cli *c)
 	print_str(0, "daemon_version", "version", jget_str(st, "daemon_version"));
 	print_uint(0, "pid", "pid", jget_u64(st, "pid"));
 	print_duration(0, "uptime_ns", "uptime", jget_u64(st, "uptime_ns"));
-	print_str(PRINT_STATS, "config_path", "config", jget_str(st, "config_path"));
+	print_str(PRINT_DETAILS, "config_path", "config", jget_str(st, "config_path"));
 	print_text(0, NULL, "backend", be, NULL);
 	print_str(0, "backend", NULL, jget_str(st, "backend"));
-	print_str(PRINT_STATS, "backend_detail", "sockets", jget_str(st, "backend_detail"));
+	print_str(PRINT_DETAILS, "backend_detail", "sockets", jget_str(st, "backend_detail"));
 	if (json_object_get(st, "xdp_mode"))
 		print_str(0, "xdp_mode", NULL, jget_str(st, "xdp_mode"));
 	if (json_object_get(st, "zero_copy"))
@@ -124,8 +124,8 @@ static int status_show(struct cli *c)
 int cmd_status(struct cli *c)
 {
 	static const struct cli_cmd cmds[] = {
-		{ "show", status_show },
-		{ NULL, NULL },
+		{ "show", status_show, CLI_SHOW_ALIASES },
+		{ NULL, NULL, NULL },
 	};
 
 	return cli_dispatch(c, cmds, help_status);

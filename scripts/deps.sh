@@ -20,8 +20,8 @@ PACKAGES=(
 	xdp-tools bpftool iproute2 ethtool tshark iputils-ping
 	# end-to-end tests: talk to unix sockets (admin, sd_notify) and read JSON
 	socat jq systemd
-	# install test: man pages formatted without warnings
-	groff-base
+	# install test: man pages formatted without warnings; mroc-cli's completion test
+	groff-base bash-completion
 	# benchmarks: plots and kernel-TCP / socket baselines
 	gnuplot-nox iperf3 sockperf
 	# libfabric provider and MPI over mroc: headers, fi_info/fi_pingpong, Open MPI

@@ -93,7 +93,12 @@ prom_check() {
 expect_fail "Usage: mroc-cli"
 expect_fail 'unknown object "stat"' stat
 expect_fail 'unknown object "pat"' pat show
-expect_fail 'unknown command "sh" for object "path"' path sh
+expect_fail 'unknown command "sho" for object "path"' path sho
+expect_fail 'unknown object "pa"' pa s
+expect_fail 'unknown command "pro" for object "counters"' counters pro
+expect_fail 'unknown option "-n"' -jsn status
+expect_fail 'option -b needs an argument' -b
+expect_fail '-b FILE takes its commands from FILE, not "status"' -b /dev/null status
 expect_fail 'unknown command "foo" for object "path"' path foo
 expect_fail 'unknown command "res" for object "counters"' counters res
 expect_fail 'unknown command "extra" for object "status"' status extra
@@ -106,7 +111,8 @@ expect_fail 'option -S needs an argument' -S
 expect_fail '-w wants seconds' -w 0 status
 expect_fail 'unknown object "nope" to watch' watch nope
 for args in "help" "path help" "path show help" "qp help" "counters help" "status help" \
-	    "link help" "config help" "watch help" "help counters" "-w 1 path help"; do
+	    "link help" "config help" "watch help" "help counters" "-w 1 path help" "capture help" \
+	    "p help" "q s help" "help c"; do
 	# shellcheck disable=SC2086
 	out=$("$CLI" $args 2>&1) || fail "mroc-cli $args: exit $?: $out"
 	grep -q "^Usage: mroc-cli" <<<"$out" || fail "mroc-cli $args: no usage: $out"
@@ -157,8 +163,8 @@ for re in "^version +0\.[0-9]+\.[0-9]+$" "^pid +$(e2e_pid a)$" "^uptime +[0-9.]+
 	grep -Eq "$re" <<<"$out" || fail "status: no line like /$re/ in:
 $out"
 done
-grep -q "^config " <<<"$out" && fail "status: config path without -s"
-"${A[@]}" -s status | grep -q "^config  *$E2E_DIR/a.conf$" || fail "status -s: no config path"
+grep -q "^config " <<<"$out" && fail "status: config path without -d"
+"${A[@]}" -d status | grep -q "^config  *$E2E_DIR/a.conf$" || fail "status -d: no config path"
 out=$("${B[@]}" status)
 grep -Eq "^backend +udp \(fallback from af_xdp: XDP on $BR: .+\)$" <<<"$out" ||
 	fail "b: status does not show the UDP fallback and why: $out"
@@ -201,8 +207,12 @@ for q in "${LINK_QPNS[@]}"; do
 	[ "$rows" = 4 ] || fail "path show: $rows rows for QP $q, expected 4:
 $out"
 done
-out=$("${A[@]}" -s path show qp "${LINK_QPNS[0]}")
-head -1 <<<"$out" | grep -Eq "PEER .*RTO .*ACKED +TIMEOUTS +BACKOFF +ALPHA" || fail "path -s: header: $out"
+out=$("${A[@]}" -s -d path show qp "${LINK_QPNS[0]}")
+head -1 <<<"$out" | grep -Eq "PEER .*RTO .*ACKED +TIMEOUTS +BACKOFF +ALPHA" || fail "path -s -d: header: $out"
+"${A[@]}" -s path | head -1 | grep -Eq "ACKED" || fail "path -s: no ACKED"
+"${A[@]}" -s path | head -1 | grep -Eq "RTO|PEER" && fail "path -s: details without -d"
+"${A[@]}" -d path | head -1 | grep -Eq "PEER .*RTO .*ALPHA" || fail "path -d: no details"
+"${A[@]}" -d path | head -1 | grep -Eq "ACKED" && fail "path -d: statistics without -s"
 [ "$(grep -Ec "^ *${LINK_QPNS[0]} +$IP_B " <<<"$out")" = 4 ] || fail "path show qp: rows: $out"
 [ "$(grep -vc "^ *${LINK_QPNS[0]} " <<<"$out")" = 1 ] || fail "path show qp: other QPs: $out"
 p=$("${A[@]}" -j path show qp "${LINK_QPNS[0]}")
@@ -224,9 +234,9 @@ head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PEER_QPN +STATE +MODE +PATHS +QWND +
 [ "$(grep -Ec "^ *[0-9]+ +$IP_B +[0-9]+ +connected +metaroce +4 +[0-9.]+KiB " <<<"$out")" = 2 ] ||
 	fail "qp show: two connected QPs to $IP_B expected: $out"
 grep -Eq "^ *[0-9]+ +- +0 +listen " <<<"$out" || fail "qp show: the listening QP: $out"
-out=$("${A[@]}" -s qp show "${LINK_QPNS[1]}")
+out=$("${A[@]}" -s -d qp show "${LINK_QPNS[1]}")
 [ "$(wc -l <<<"$out")" = 2 ] || fail "qp show QPN: $out"
-head -1 <<<"$out" | grep -Eq "RQ_POSTED +MSGS_OUT +HINT +SND_UNA +SND_NXT +RCV_CUM" || fail "qp -s: $out"
+head -1 <<<"$out" | grep -Eq "RQ_POSTED +MSGS_OUT +HINT +SND_UNA +SND_NXT +RCV_CUM" || fail "qp -s -d: $out"
 q=$("${A[@]}" -j qp)
 json_ok "qp -j" <<<"$q"
 jq -e --arg p "$IP_B" '[.qps[] | select(.state == "connected")] | length == 2 and all(.[];
@@ -236,6 +246,47 @@ jq -e --arg p "$IP_B" '[.qps[] | select(.state == "connected")] | length == 2 an
 	fail "qp -j: $q"
 expect_fail 'no QP 7' -S "$E2E_DIR/a.admin" qp show 7
 ok "qp show: peers, mode, windows, traffic; one QP; JSON"
+
+# iproute2's habits: fixed aliases, single-dash long options, -br, -b
+stable() { jq -c '[.. | objects | select(has("qpn")) | {qpn, path_id, sport, peer, state}]'; }
+[ "$("${A[@]}" -j p s | stable)" = "$("${A[@]}" -j path show | stable)" ] || fail "p s is not path show"
+[ "$("${A[@]}" -json q sh | stable)" = "$("${A[@]}" --json qp show | stable)" ] || fail "-json q sh"
+[ "$("${A[@]}" -j l ls | stable)" = "$("${A[@]}" -j link list | stable)" ] || fail "l ls"
+"${A[@]}" c | grep -q "rx_pkts" || fail "c is not counters"
+"${A[@]}" c prom | grep -q "^# TYPE mroc" || fail "c prom is not counters prometheus"
+[ "$("${A[@]}" -pretty st | jq -r .backend)" = af_xdp ] || fail "-pretty st"
+"${A[@]}" -stats -details p | head -1 | grep -Eq "PEER .*RTO .*ACKED" || fail "-stats -details"
+"${A[@]}" -statistics p | head -1 | grep -Eq "ACKED" || fail "-statistics"
+out=$("${A[@]}" -br qp)
+head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PEER_QPN +STATE +MODE +PATHS +TX_BYTES +RX_BYTES +ERRORS$" ||
+	fail "qp -br: header: $out"
+[ "$(grep -Ec "^ *[0-9]+ +$IP_B +[0-9]+ +connected +metaroce +4 " <<<"$out")" = 2 ] || fail "qp -br: $out"
+out=$("${A[@]}" -brief p)
+head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PATHS +SPORTS +SRTT +SENT +RETX +LOST +REPATHS$" ||
+	fail "path -br: header: $out"
+[ "$(grep -Ec "^ *[0-9]+ +$IP_B +4 +200[0-6][0-9](,200[0-6][0-9]){3} +[0-9.a-z]+-[0-9.a-z]+( +[0-9]+){4}$" <<<"$out")" = 2 ] ||
+	fail "path -br: one line per connected QP expected: $out"
+p=$("${A[@]}" -j -br path)
+json_ok "path -j -br" <<<"$p"
+jq -e '(.qps | length) == 2 and all(.qps[]; keys == ["lost", "npaths", "peer", "qpn", "repaths",
+	"retx", "sent", "sports", "srtt_max_ns", "srtt_min_ns"] and (.sports | length) == 4)' <<<"$p" \
+	>/dev/null || fail "path -j -br: $p"
+[ "$("${A[@]}" -j -br link | jq -c '[.links[] | keys]')" = '[["peer","state"],["peer","state"]]' ] ||
+	fail "link -j -br"
+"${A[@]}" -br counters | grep -q "rx_pkts" || fail "-br counters (no brief view) is not counters"
+printf 'q s\n# a comment\n\n  l   # and another\nst\n' >"$E2E_DIR/batch"
+out=$("${A[@]}" -b "$E2E_DIR/batch") || fail "-b: exit $?"
+grep -Eq "^ *QPN +PEER" <<<"$out" && grep -Eq "^PEER +STATE" <<<"$out" && grep -q "^backend" <<<"$out" ||
+	fail "-b: the three commands' output: $out"
+[ "$("${A[@]}" -j -batch - <"$E2E_DIR/batch" | jq -s 'map(keys[0]) | join(" ")')" = '"qps links backend"' ] ||
+	fail "-j -batch -: one JSON document per command expected"
+printf 'st\nnope\nl\n' >"$E2E_DIR/batch"
+out=$("${A[@]}" -b "$E2E_DIR/batch" 2>&1) && fail "-b with a bad line: exit 0"
+grep -qF "command failed $E2E_DIR/batch:2" <<<"$out" || fail "-b: the failing line not named: $out"
+grep -q "^PEER" <<<"$out" && fail "-b: went on after a failure without -force"
+out=$("${A[@]}" -force -b "$E2E_DIR/batch" 2>&1) && fail "-force -b with a bad line: exit 0"
+grep -q "^PEER" <<<"$out" || fail "-force -b: did not go on: $out"
+ok "aliases (p s, q sh, l ls, c, st), -json/-pretty/-stats/-details, -br, -b/-batch with -force"
 
 # counters
 out=$("${A[@]}" counters)

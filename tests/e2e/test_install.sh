@@ -58,6 +58,7 @@ expected+=(
 	/usr/share/man/man1/mroc-perf.1 /usr/share/man/man3/libmroc.3
 	/usr/share/man/man5/mrocd.conf.5 /usr/share/man/man8/mrocd.8
 	/usr/share/man/man8/mroc-cli.8 "$WS_LUADIR/mroc.lua"
+	/usr/share/bash-completion/completions/mroc-cli
 )
 # The libfabric provider, where libfabric-dev let it be built.
 [ -f "$BUILD/libmroc-fi.so" ] && expected+=(/usr/lib/libfabric/libmroc-fi.so)
@@ -239,7 +240,7 @@ mk install DESTDIR="$DEST" >"$WORK/install.log" 2>&1 || fail "make install (defa
 for f in /usr/local/sbin/mrocd /usr/local/lib/libmroc.so.0.1.0 /usr/local/include/mroc/mroc.h \
 	 /usr/local/lib/pkgconfig/libmroc.pc /usr/local/lib/systemd/system/mrocd.service \
 	 /usr/local/lib/sysusers.d/mroc.conf /usr/local/share/man/man8/mrocd.8 /etc/mroc/mrocd.conf \
-	 "$WS_LUADIR/mroc.lua"; do
+	 "$WS_LUADIR/mroc.lua" /usr/local/share/bash-completion/completions/mroc-cli; do
 	[ -e "$DEST$f" ] || fail "PREFIX=/usr/local: missing $f"
 done
 grep -qx 'ExecStart=/usr/local/sbin/mrocd -c /etc/mroc/mrocd.conf' "$DEST/usr/local/lib/systemd/system/mrocd.service" ||

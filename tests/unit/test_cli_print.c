@@ -2,7 +2,7 @@
 /*
  * mroc-cli's formatting helpers (cli/fmt.c: units, rates, argument parsing,
  * Prometheus names) and its print layer (cli/print.c): aligned text tables
- * and "label value" groups, -s fields, and the same calls giving one valid
+ * and "label value" groups, -s/-d/-br fields, and the same calls giving one valid
  * JSON document with raw values.
  */
 #include <stdarg.h>
@@ -256,6 +256,69 @@ static void test_print_table_text(void **state)
 	free(c.buf);
 }
 
+/* -d shows PRINT_DETAILS fields; -br only PRINT_BRIEF ones, in JSON too. */
+static void views_document(const struct print_opts *o, struct capture *c)
+{
+	struct print_opts oo = *o;
+
+	memset(c, 0, sizeof(*c));
+	c->f = open_memstream(&c->buf, &c->len);
+	assert_non_null(c->f);
+	oo.out = c->f;
+	print_start(&oo);
+	print_table_start("qps");
+	print_row_start();
+	print_uint(PRINT_BRIEF, "qpn", "QPN", 17);
+	print_str(PRINT_BRIEF, "state", "STATE", "connected");
+	print_uint(0, "tx_msgs", "TX_MSGS", 5);
+	print_uint(PRINT_STATS, "rq_posted", "RQ_POSTED", 3);
+	print_uint(PRINT_DETAILS, "snd_nxt", "SND_NXT", 99);
+	print_row_end();
+	print_table_end();
+}
+
+static void test_print_details_brief(void **state)
+{
+	struct print_opts o = { 0 };
+	struct capture c;
+	json_error_t je;
+	json_t *doc, *row;
+
+	(void)state;
+	views_document(&o, &c);
+	assert_string_equal(cap_end(&c), "QPN  STATE      TX_MSGS\n 17  connected        5\n");
+	free(c.buf);
+	o.details = true;
+	views_document(&o, &c);
+	assert_string_equal(cap_end(&c), "QPN  STATE      TX_MSGS  SND_NXT\n 17  connected        5       99\n");
+	free(c.buf);
+	o = (struct print_opts){ .stats = true, .details = true };
+	views_document(&o, &c);
+	assert_string_equal(cap_end(&c),
+			    "QPN  STATE      TX_MSGS  RQ_POSTED  SND_NXT\n 17  connected        5          3       99\n");
+	free(c.buf);
+	o = (struct print_opts){ .brief = true, .stats = true, .details = true };
+	views_document(&o, &c);
+	assert_string_equal(cap_end(&c), "QPN  STATE\n 17  connected\n");
+	free(c.buf);
+	o = (struct print_opts){ .brief = true, .json = true };
+	views_document(&o, &c);
+	doc = json_loads(cap_end(&c), 0, &je);
+	assert_non_null(doc);
+	row = json_array_get(json_object_get(doc, "qps"), 0);
+	assert_int_equal(json_object_size(row), 2);
+	assert_int_equal(json_integer_value(json_object_get(row, "qpn")), 17);
+	json_decref(doc);
+	free(c.buf);
+	o = (struct print_opts){ .json = true };
+	views_document(&o, &c);
+	doc = json_loads(cap_end(&c), 0, &je);
+	assert_non_null(doc);
+	assert_int_equal(json_object_size(json_array_get(json_object_get(doc, "qps"), 0)), 5);
+	json_decref(doc);
+	free(c.buf);
+}
+
 static void test_print_table_json(void **state)
 {
 	struct capture c;
@@ -407,6 +470,7 @@ int main(void)
 		cmocka_unit_test(test_fmt_prom),
 		cmocka_unit_test(test_print_table_text),
 		cmocka_unit_test(test_print_table_json),
+		cmocka_unit_test(test_print_details_brief),
 		cmocka_unit_test(test_print_group_text),
 		cmocka_unit_test(test_print_group_json),
 		cmocka_unit_test(test_print_rate_json),
