@@ -218,7 +218,7 @@ counters() {
 perf_server() {
 	local tag=$1 h=$2 port=$3
 	shift 3
-	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw -S "$DIR/h$h.ctl" --sleep -j -p "$port" \
+	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw --mrocd-socket "$DIR/h$h.ctl" --sleep -j -p "$port" \
 		--mroc-addr "${IP[$h]}" "$@" >"$DIR/$tag.srv.json" 2>"$DIR/$tag.srv.err" &
 	LASTPID=$!
 	PIDS+=("$!")
@@ -226,7 +226,7 @@ perf_server() {
 perf_client() {
 	local tag=$1 h=$2 s=$3 port=$4
 	shift 4
-	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw -S "$DIR/h$h.ctl" --sleep -j -p "$port" "$@" \
+	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw --mrocd-socket "$DIR/h$h.ctl" --sleep -j -p "$port" "$@" \
 		"${MGMT[$s]}" >"$DIR/$tag.cli.json" 2>"$DIR/$tag.cli.err" &
 	LASTPID=$!
 	PIDS+=("$!")

@@ -69,11 +69,11 @@ done
 
 say "mroc-perf write_bw --verify for ${DURATION:=8} s: $FABRIC_NS_0 -> $FABRIC_NS_1 over mroc"
 # mroc-perf's own TCP side channel goes over the management network, the data over mroc.
-ip netns exec "$FABRIC_NS_1" "$BUILD/mroc-perf" write_bw -S "$DIR/b.sock" --verify --sleep -s 65536 \
+ip netns exec "$FABRIC_NS_1" "$BUILD/mroc-perf" write_bw --mrocd-socket "$DIR/b.sock" --verify --sleep -s 65536 \
 	--mroc-addr "$FABRIC_IP_1" -D "$DURATION" >"$DIR/server.txt" 2>&1 &
 PIDS+=($!)
 sleep 0.5
-ip netns exec "$FABRIC_NS_0" "$BUILD/mroc-perf" write_bw -S "$DIR/a.sock" --verify --sleep -s 65536 \
+ip netns exec "$FABRIC_NS_0" "$BUILD/mroc-perf" write_bw --mrocd-socket "$DIR/a.sock" --verify --sleep -s 65536 \
 	-D "$DURATION" "$FABRIC_MGMT_1" >"$DIR/client.txt" 2>&1 &
 client=$!
 sleep $((DURATION / 2))

@@ -48,6 +48,12 @@ enum {
 	OPT_MROC_ADDR,
 	OPT_SLEEP,
 	OPT_TIMEOUT,
+	OPT_SOCKET,
+	OPT_REPORT_GBITS,
+	OPT_OUT_JSON,
+	OPT_OUT_JSON_FILE,
+	OPT_RUN_INFINITELY,
+	OPT_CPU_UTIL,
 };
 
 struct opt_desc {
@@ -70,7 +76,21 @@ static const struct opt_desc opt_table[] = {
 	{ "cq-mod", 'Q', "N", "a completion every N work requests, bw tests (default 100)" },
 	{ "verify", OPT_VERIFY, NULL, "fill every message with a pattern, check every byte" },
 	{ "json", 'j', NULL, "print one JSON document" },
-	{ "socket", 'S', "PATH", "mrocd client socket (default: $MROC_SOCKET, /run/mroc/mrocd.sock)" },
+	{ "mrocd-socket", OPT_SOCKET, "PATH",
+	  "mrocd client socket (default: $MROC_SOCKET, /run/mroc/mrocd.sock)" },
+	{ "report_gbits", OPT_REPORT_GBITS, NULL, "bandwidth in Gb/sec (default: MB/sec, as perftest)" },
+	{ "out_json", OPT_OUT_JSON, NULL, "also write the JSON document to perftest_out.json" },
+	{ "out_json_file", OPT_OUT_JSON_FILE, "FILE", "also write the JSON document to FILE" },
+	{ "run_infinitely", OPT_RUN_INFINITELY, NULL,
+	  "with -D: measure again every SEC seconds until interrupted" },
+	{ "CPU-freq", 'F', NULL, "accepted (perftest: no cpufreq warning; mroc-perf gives none)" },
+	{ "connection", 'R', NULL, "accepted: QPs always connect through mrocd's CM" },
+	{ "ib-dev", 'd', "DEV", "accepted, ignored: mrocd owns the interfaces (mrocd.conf)" },
+	{ "ib-port", 'i', "PORT", "accepted, ignored: mrocd owns the interfaces" },
+	{ "gid-index", 'x', "N", "accepted, ignored: mrocd's network.address is the source" },
+	{ "sl", 'S', "SL", "accepted, ignored: no service levels (data ECT(0), ACKs Not-ECT)" },
+	{ "bidirectional", 'b', NULL, "refused: not implemented (run a pair each way)" },
+	{ "cpu_util", OPT_CPU_UTIL, NULL, "accepted, not measured yet (a note says so)" },
 	{ "port", 'p', "PORT", "TCP port of the side channel (default 18515)" },
 	{ "mroc-addr", OPT_MROC_ADDR, "ADDR",
 	  "server: its mrocd's address if not the TCP one; client: connect QPs there" },
@@ -197,8 +217,41 @@ static int parse_one(struct perf_opts *o, int c, const char *arg)
 	case 'j':
 		o->json = true;
 		break;
-	case 'S':
+	case OPT_SOCKET:
 		o->socket_path = arg;
+		break;
+	case OPT_REPORT_GBITS:
+		o->gbits = true;
+		break;
+	case OPT_OUT_JSON:
+		o->out_json = o->out_json ? o->out_json : "perftest_out.json";
+		break;
+	case OPT_OUT_JSON_FILE:
+		o->out_json = arg;
+		break;
+	case OPT_RUN_INFINITELY:
+		o->run_infinitely = true;
+		break;
+	case 'F':
+	case 'R':
+		break;
+	case 'd':
+	case 'i':
+	case 'x':
+	case 'S':
+		fprintf(stderr, "mroc-perf: note: -%c %s ignored: %s\n", c, arg,
+			c == 'S' ? "mroc has no service levels" :
+			c == 'x' ? "the source is mrocd's network.address" :
+			"mrocd owns the interfaces (network.interfaces in mrocd.conf)");
+		break;
+	case 'b':
+		fprintf(stderr, "mroc-perf: -b (bidirectional) is not implemented: run a second "
+			"server/client pair in the other direction\n");
+		err = -EINVAL;
+		break;
+	case OPT_CPU_UTIL:
+		fprintf(stderr, "mroc-perf: note: --cpu_util is not measured yet; see mroc-cli qp "
+			"and the daemon's CPU in top\n");
 		break;
 	case 'p':
 		err = parse_num("-p", arg, 1, 65535, false, &v);
@@ -278,6 +331,10 @@ static int parse_args(int argc, char **argv, struct perf_opts *o)
 	}
 	if (given_n && given_d) {
 		fprintf(stderr, "mroc-perf: -n and -D exclude each other\n");
+		return -EINVAL;
+	}
+	if (o->run_infinitely && !given_d) {
+		fprintf(stderr, "mroc-perf: --run_infinitely needs -D SEC (the period of each result)\n");
 		return -EINVAL;
 	}
 	o->test = (enum perf_test)(t - perf_tests);

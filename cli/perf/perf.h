@@ -73,7 +73,10 @@ struct perf_opts {
 	unsigned int tx_depth, rx_depth, cq_mod;
 	bool verify, json, sleep;
 	int verbose;
-	const char *socket_path;	/* NULL: libmroc's default */
+	const char *socket_path;	/* NULL: libmroc's default (--mrocd-socket) */
+	bool gbits;			/* --report_gbits: Gb/sec, else MB/sec */
+	bool run_infinitely;		/* --run_infinitely: -D runs again until interrupted */
+	const char *out_json;		/* --out_json(_file): the JSON document also goes there */
 	const char *mroc_addr;		/* server: its mrocd's address; client: override */
 	unsigned int timeout_s;		/* no progress for this long is an error */
 	unsigned int given;		/* PERF_GIVEN_*: set on the command line */
@@ -111,6 +114,8 @@ struct perf {
 	struct mroc_ctx *ctx;
 	struct oob oob;
 	struct report rep;
+	struct report rep_json;		/* --out_json: the same rows as a JSON document */
+	FILE *json_file;		/* NULL: no --out_json */
 	struct perf_qp *qp;
 	unsigned int nqp;
 	char socket_path[OOB_TEXT];	/* the one tried, for messages */

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * mroc-perf output (see report.h).  The column heads are perftest's own
- * (RESULT_FMT_G and RESULT_FMT_LAT in perftest_parameters.h, with
- * --report_gbits); each value is printed where its head starts, so scripts
+ * (RESULT_FMT, RESULT_FMT_G with --report_gbits, and RESULT_FMT_LAT in
+ * perftest_parameters.h); each value is printed where its head starts, so scripts
  * written for perftest's tables read ours.  JSON is written one field per
  * call by a small writer that tracks commas.
  */
@@ -20,13 +20,28 @@ struct col {
 	int at;
 };
 
+/* perftest's RESULT_FMT (MB/sec, its default) and RESULT_FMT_G (--report_gbits). */
 static const struct col bw_cols[] = {
+	{ "#bytes", 1 },
+	{ "#iterations", 12 },
+	{ "BW peak[MB/sec]", 27 },
+	{ "BW average[MB/sec]", 46 },
+	{ "MsgRate[Mpps]", 67 },
+};
+
+static const struct col bw_cols_gbits[] = {
 	{ "#bytes", 1 },
 	{ "#iterations", 12 },
 	{ "BW peak[Gb/sec]", 27 },
 	{ "BW average[Gb/sec]", 46 },
 	{ "MsgRate[Mpps]", 67 },
 };
+
+/* perftest's MB is 2^20 bytes (0x100000 in its format_factor); Gb is 10^9 bits. */
+static double bw_in(double gbps, bool gbits)
+{
+	return gbits ? gbps : gbps * 1e9 / 8 / 1048576;
+}
 
 static const struct col lat_cols[] = {
 	{ "#bytes", 1 },
@@ -75,9 +90,9 @@ void report_rule(FILE *f)
 	fprintf(f, "%s\n", REPORT_RULE);
 }
 
-void report_bw_head(FILE *f)
+void report_bw_head(FILE *f, bool gbits)
 {
-	print_heads(f, bw_cols, NCOLS(bw_cols), "\n");
+	print_heads(f, gbits ? bw_cols_gbits : bw_cols, NCOLS(bw_cols), "\n");
 }
 
 void report_lat_head(FILE *f)
@@ -86,14 +101,14 @@ void report_lat_head(FILE *f)
 	print_heads(f, lat_cols, NCOLS(lat_cols), " \n");
 }
 
-void report_bw_line(FILE *f, const struct bw_result *bw)
+void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits)
 {
 	char c[NCOLS(bw_cols)][32];
 
 	snprintf(c[0], sizeof(c[0]), "%" PRIu64, bw->size);
 	snprintf(c[1], sizeof(c[1]), "%" PRIu64, bw->iters);
-	snprintf(c[2], sizeof(c[2]), "%.2f", bw->peak_gbps);
-	snprintf(c[3], sizeof(c[3]), "%.2f", bw->avg_gbps);
+	snprintf(c[2], sizeof(c[2]), "%.2f", bw_in(bw->peak_gbps, gbits));
+	snprintf(c[3], sizeof(c[3]), "%.2f", bw_in(bw->avg_gbps, gbits));
 	snprintf(c[4], sizeof(c[4]), "%.6f", bw->mpps);
 	print_cells(f, bw_cols, NCOLS(bw_cols), c, "\n");
 }
@@ -160,7 +175,7 @@ static void text_header(struct report *r)
 	if (h->lat)
 		report_lat_head(r->out);
 	else
-		report_bw_head(r->out);
+		report_bw_head(r->out, r->hdr.gbits);
 	r->table_open = true;
 }
 
@@ -389,7 +404,7 @@ int report_row(struct report *r, const struct report_row *row)
 		if (row->lat)
 			report_lat_line(r->out, row->size, row->iters, &row->st);
 		else
-			report_bw_line(r->out, &row->bw);
+			report_bw_line(r->out, &row->bw, r->hdr.gbits);
 		fflush(r->out);
 		return 0;
 	}

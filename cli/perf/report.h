@@ -38,6 +38,7 @@ struct report_hdr {
 	bool sleep;			/* completion channel instead of busy polling */
 	unsigned int port;		/* TCP side channel */
 	const char *socket_path;	/* mrocd client socket */
+	bool gbits;			/* --report_gbits: Gb/sec, else perftest's MB/sec (2^20 B) */
 };
 
 /* One QP's two ends, for the "local address" / "remote address" lines. */
@@ -79,8 +80,8 @@ void report_end(struct report *r, const char *error);
 void report_free(struct report *r);
 
 /* The pieces, for tests and for callers that print a table of their own. */
-void report_bw_head(FILE *f);
-void report_bw_line(FILE *f, const struct bw_result *bw);
+void report_bw_head(FILE *f, bool gbits);
+void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits);
 void report_lat_head(FILE *f);
 void report_lat_line(FILE *f, uint64_t size, uint64_t iters, const struct lat_stats *st);
 void report_rule(FILE *f);

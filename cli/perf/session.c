@@ -122,9 +122,23 @@ int perf_params_check(const struct oob_params *p, char *why, size_t n)
 
 /* ---- libmroc resources -------------------------------------------------------------- */
 
-static int perf_open(struct perf *pf)
+/* Open the daemon's context once (the server does it before it waits for a client). */
+static int perf_open_ctx(struct perf *pf)
 {
 	struct mroc_ctx_opts co = { .sz = sizeof(co), .socket_path = pf->o->socket_path };
+	int err;
+
+	if (pf->ctx)
+		return 0;
+	pf->ctx = mroc_open(&co);
+	if (pf->ctx)
+		return 0;
+	err = -errno;
+	return perf_fail(pf, err, "cannot use mrocd at %s: %s", pf->socket_path, mroc_strerror(err));
+}
+
+static int perf_open(struct perf *pf)
+{
 	unsigned int access = MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE |
 			      MROC_ACCESS_REMOTE_READ;
 	struct mroc_qp_attr attr = {
@@ -134,14 +148,10 @@ static int perf_open(struct perf *pf)
 		.sq_depth = pf->t->lat ? 16 : pow2_at_least(pf->p.tx_depth < 16 ? 16 : pf->p.tx_depth),
 		.rq_depth = pow2_at_least(pf->recv_slots < 16 ? 16 : pf->recv_slots),
 	};
+	int err = perf_open_ctx(pf);
 
-	pf->ctx = mroc_open(&co);
-	if (!pf->ctx) {
-		int err = -errno;
-
-		return perf_fail(pf, err, "cannot use mrocd at %s: %s", pf->socket_path,
-				 mroc_strerror(err));
-	}
+	if (err)
+		return err;
 	pf->nqp = pf->p.qps;
 	pf->qp = calloc(pf->nqp, sizeof(*pf->qp));
 	if (!pf->qp)
@@ -184,6 +194,11 @@ static void perf_close(struct perf *pf)
 	oob_close(&pf->oob);
 	samples_free(&pf->lat);
 	report_free(&pf->rep);
+	if (pf->json_file) {
+		report_free(&pf->rep_json);
+		fclose(pf->json_file);
+		pf->json_file = NULL;
+	}
 }
 
 static void qps_message(struct perf *pf, struct oob_qps *m)
@@ -245,9 +260,19 @@ static void perf_report_init(struct perf *pf)
 		.sleep = pf->o->sleep,
 		.port = pf->o->port,
 		.socket_path = pf->socket_path,
+		.gbits = pf->o->gbits,
 	};
 
 	report_init(&pf->rep, stdout, pf->o->json, &h);
+	/* --out_json: the same document in a file, the text on stdout as usual. */
+	if (pf->o->out_json && !pf->json_file) {
+		pf->json_file = fopen(pf->o->out_json, "we");
+		if (pf->json_file)
+			report_init(&pf->rep_json, pf->json_file, true, &h);
+		else
+			fprintf(stderr, "mroc-perf: --out_json %s: %s\n", pf->o->out_json,
+				strerror(errno));
+	}
 }
 
 static int perf_report_begin(struct perf *pf)
@@ -268,6 +293,8 @@ static int perf_report_begin(struct perf *pf)
 		};
 	}
 	err = report_begin(&pf->rep, rq, pf->nqp);
+	if (!err && pf->json_file)
+		err = report_begin(&pf->rep_json, rq, pf->nqp);
 	free(rq);
 	return err ? perf_fail(pf, err, "out of memory") : 0;
 }
@@ -283,7 +310,9 @@ static int perf_report_row(struct perf *pf, const struct oob_done *d, const char
 	} else {
 		row.bw = d->bw;
 	}
-	return report_row(&pf->rep, &row) ? perf_fail(pf, -ENOMEM, "out of memory") : 0;
+	if (report_row(&pf->rep, &row) || (pf->json_file && report_row(&pf->rep_json, &row)))
+		return perf_fail(pf, -ENOMEM, "out of memory");
+	return 0;
 }
 
 /* ---- one message size --------------------------------------------------------------- */
@@ -481,6 +510,8 @@ static void perf_finish(struct perf *pf)
 	if (pf->failed && !pf->peer_failed && pf->oob.fd >= 0)
 		oob_send_status(&pf->oob, OOB_ERROR, -EIO, pf->err);
 	report_end(&pf->rep, pf->failed ? pf->err : NULL);
+	if (pf->json_file)
+		report_end(&pf->rep_json, pf->failed ? pf->err : NULL);
 }
 
 int perf_client(const struct perf_opts *o)
@@ -497,6 +528,9 @@ int perf_client(const struct perf_opts *o)
 	if (!err)
 		err = perf_report_begin(&pf);
 	if (!err)
+		err = for_each_size(&pf);
+	/* --run_infinitely: perftest's, a result every -D seconds until interrupted. */
+	while (!err && o->run_infinitely)
 		err = for_each_size(&pf);
 	if (!err)
 		oob_send_type(&pf.oob, OOB_BYE);
@@ -548,6 +582,10 @@ static int server_setup(struct perf *pf)
 	struct oob_msg m;
 	int err;
 
+	/* The daemon first: a server without one would wait for a client it cannot serve. */
+	err = perf_open_ctx(pf);
+	if (err)
+		return err;
 	err = oob_listen(&pf->oob, o->port);
 	if (err)
 		return perf_fail(pf, err, "cannot listen on TCP port %u: %s", o->port, strerror(-err));

@@ -34,11 +34,11 @@ ok "garbage from a client: errors and error completions, then disconnected; daem
 perf() {
 	local t=$1 port=$2
 	shift 2
-	ip netns exec "$NS_B" timeout 60 "$PERF" "$t" -S "$E2E_DIR/b.ctl" -p "$port" --sleep "$@" \
+	ip netns exec "$NS_B" timeout 60 "$PERF" "$t" --mrocd-socket "$E2E_DIR/b.ctl" -p "$port" --sleep "$@" \
 		>"$E2E_DIR/srv-$t-$port.txt" 2>&1 &
 	local srv=$!
 	sleep 0.3
-	ip netns exec "$NS_A" timeout 60 "$PERF" "$t" -S "$E2E_DIR/a.ctl" -p "$port" --sleep "$@" "$IP_B" \
+	ip netns exec "$NS_A" timeout 60 "$PERF" "$t" --mrocd-socket "$E2E_DIR/a.ctl" -p "$port" --sleep "$@" "$IP_B" \
 		>"$E2E_DIR/cli-$t-$port.txt" 2>&1
 	local rc=$?
 	wait "$srv"
@@ -69,11 +69,11 @@ wait $p1 || fail "first of two concurrent clients"
 wait $p2 || fail "second of two concurrent clients"
 ok "two clients at once on the same daemons"
 
-ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" -p 18700 --sleep -D 30 \
+ip netns exec "$NS_B" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" -p 18700 --sleep -D 30 \
 	>"$E2E_DIR/srv-kill.txt" 2>&1 &
 srv=$!
 sleep 0.3
-ip netns exec "$NS_A" "$PERF" write_bw -S "$E2E_DIR/a.ctl" -p 18700 --sleep -D 30 "$IP_B" \
+ip netns exec "$NS_A" "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p 18700 --sleep -D 30 "$IP_B" \
 	>"$E2E_DIR/cli-kill.txt" 2>&1 &
 victim=$!
 sleep 2

@@ -148,11 +148,11 @@ e2e_start b "$NS_B"
 e2e_wait_ready b
 e2e_wait a links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 	fail "a: control link never came up"
-ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" --verify -s 65536 \
+ip netns exec "$NS_B" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" --verify -s 65536 \
 	--mroc-addr "$FABRIC_IP_1" -n 150 >"$E2E_DIR/srv.txt" 2>&1 &
 SERVER=$!
 sleep 0.3
-ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" --verify -s 65536 -n 150 \
+ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" --verify -s 65536 -n 150 \
 	"$FABRIC_MGMT_1" >"$E2E_DIR/cli.txt" 2>&1 || { cat "$E2E_DIR/cli.txt"; fail "mroc-perf client"; }
 wait "$SERVER" || { cat "$E2E_DIR/srv.txt"; fail "mroc-perf server"; }
 sleep 0.3

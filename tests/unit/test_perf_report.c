@@ -29,6 +29,8 @@
 
 #define PERFTEST_BW_HEAD \
 	" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
+#define PERFTEST_BW_HEAD_MB \
+	" #bytes     #iterations    BW peak[MB/sec]    BW average[MB/sec]   MsgRate[Mpps]\n"
 #define PERFTEST_LAT_HEAD \
 	" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]    " \
 	"t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] \n"
@@ -214,8 +216,12 @@ static void test_heads_are_perftests(void **state)
 	struct capture c;
 
 	cap_open(&c);
-	report_bw_head(c.f);
+	report_bw_head(c.f, true);
 	assert_string_equal(cap_close(&c), PERFTEST_BW_HEAD);
+	free(c.buf);
+	cap_open(&c);
+	report_bw_head(c.f, false);
+	assert_string_equal(cap_close(&c), PERFTEST_BW_HEAD_MB);
 	free(c.buf);
 	cap_open(&c);
 	report_lat_head(c.f);
@@ -248,11 +254,19 @@ static void test_bw_line_under_heads(void **state)
 			       .mpps = 0.02096 };
 	struct capture c;
 
+	static const char *const values_mb[] = { "65536", "5000", "1335.14", "1310.11", "0.020960" };
+
 	cap_open(&c);
-	report_bw_line(c.f, &r);
+	report_bw_line(c.f, &r, true);
 	cap_close(&c);
 	assert_under_heads(PERFTEST_BW_HEAD, c.buf, heads, values, 5);
 	assert_int_equal(c.buf[strlen(c.buf) - 1], '\n');
+	free(c.buf);
+	/* perftest's default: MB/sec of 2^20 bytes. */
+	cap_open(&c);
+	report_bw_line(c.f, &r, false);
+	cap_close(&c);
+	assert_under_heads(PERFTEST_BW_HEAD_MB, c.buf, heads, values_mb, 5);
 	free(c.buf);
 }
 
@@ -281,7 +295,7 @@ static void test_wide_values_stay_apart(void **state)
 	struct capture c;
 
 	cap_open(&c);
-	report_bw_line(c.f, &r);
+	report_bw_line(c.f, &r, true);
 	cap_close(&c);
 	assert_non_null(strstr(c.buf, "12345678901234 1000000.00"));
 	free(c.buf);
@@ -324,7 +338,7 @@ static void test_text_report(void **state)
 	assert_non_null(strstr(c.buf, " local address: QPN 0x0012 RKey 0xdeadbeef Region 4096[B]"));
 	assert_non_null(strstr(c.buf, " remote address: QPN 0x0034 RKey 0x00001234 Region 8192[B] "
 				      "mrocd 10.0.0.2 service 0x0000000000000007"));
-	assert_non_null(strstr(c.buf, PERFTEST_BW_HEAD " 65536      5000           1.50"));
+	assert_non_null(strstr(c.buf, PERFTEST_BW_HEAD_MB " 65536      5000           178.81"));
 	/* Closed by a rule. */
 	assert_non_null(strstr(c.buf, "0.002000\n" REPORT_RULE "\n"));
 	free(c.buf);
