@@ -1212,6 +1212,63 @@ static int check_readable(struct cparse *p)
 	return rc;
 }
 
+/* Is there a setting "name =" or "name:" in text[0, end)? */
+static bool set_before(const char *text, size_t end, const char *name, size_t l)
+{
+	for (const char *p = text; (p = memmem(p, end - (size_t)(p - text), name, l)); p++) {
+		const char *q = p + l + strspn(p + l, " \t\n");
+
+		if ((p == text || (!isalnum((unsigned char)p[-1]) && !strchr("-_*", p[-1]))) &&
+		    (*q == '=' || *q == ':') && (size_t)(q - text) < end)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * libconfig says "duplicate setting name" with the line but not the name: read
+ * the file and take the first name set on that line that was already set
+ * before it (in any group: a hint, not a parser).  0, or -ENOENT.
+ */
+static int dup_key_on_line(const char *path, int lineno, char *key, size_t len)
+{
+	char text[65536];
+	size_t n, at = 0;
+	FILE *f = fopen(path, "re");
+	int i = 1;
+
+	if (!f)
+		return -ENOENT;
+	n = fread(text, 1, sizeof(text) - 1, f);
+	fclose(f);
+	text[n] = '\0';
+	while (i < lineno && at < n)
+		if (text[at++] == '\n')
+			i++;
+	for (const char *p = text + at; *p && *p != '\n';) {
+		size_t l = 0;
+
+		if (*p == '#' || (p[0] == '/' && (p[1] == '/' || p[1] == '*')))
+			break;
+		if (*p == '"') {	/* skip strings: "a = b" inside one is no setting */
+			const char *q = strchr(p + 1, '"');
+
+			p = q ? q + 1 : p + strlen(p);
+			continue;
+		}
+		if (!isalpha((unsigned char)*p) && *p != '*') {
+			p++;
+			continue;
+		}
+		while (isalnum((unsigned char)p[l]) || (p[l] && strchr("-_*", p[l])))
+			l++;
+		if (l < 64 && set_before(text, (size_t)(p - text), p, l))
+			return snprintf(key, len, "\"%.*s\"", (int)l, p), 0;
+		p += l;
+	}
+	return -ENOENT;
+}
+
 int config_load(const char *path, struct mrocd_config *out, char *err, size_t errlen)
 {
 	struct cparse *p;
@@ -1252,8 +1309,14 @@ int config_load(const char *path, struct mrocd_config *out, char *err, size_t er
 	if (!config_read_file(&cf, path)) {
 		const char *f = config_error_file(&cf);
 
+		char key[64] = "";
+
 		if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
 			snprintf(err, errlen, "%s: cannot read the file", f ? f : path);
+		else if (!strcmp(config_error_text(&cf), "duplicate setting name") &&
+			 !dup_key_on_line(f ? f : path, config_error_line(&cf), key, sizeof(key)))
+			snprintf(err, errlen, "%s:%d: %s is set twice in its group", f ? f : path,
+				 config_error_line(&cf), key);
 		else
 			snprintf(err, errlen, "%s:%d: %s", f ? f : path, config_error_line(&cf),
 				 config_error_text(&cf));

@@ -10,6 +10,8 @@
 
 #include "config.h"
 
+#define MROCD_VERSION	"0.1.0"	/* mrocd --version, the admin status, the start-up log */
+
 struct mrocd;
 
 int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mrocd **out);

@@ -10,6 +10,7 @@
 
 #include "backend.h"
 #include "config.h"
+#include "daemon.h"
 #include "engine.h"
 
 struct clients;
@@ -20,7 +21,6 @@ struct peers;
 struct worker;
 struct xdp_prog;
 
-#define MROCD_VERSION	"0.1.0"
 #define PEER_SLOTS	1024
 
 struct mrocd {

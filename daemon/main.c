@@ -13,11 +13,12 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: mrocd [-c FILE] [--check-config] [--dump-config]\n"
+		"usage: mrocd [-c FILE] [--check-config] [--dump-config] [--version]\n"
 		"\n"
 		"  -c, --config FILE   configuration (default " MROCD_CONF_DEFAULT ")\n"
 		"  -t, --check-config  validate the configuration and exit (0 = valid)\n"
 		"      --dump-config   print the effective configuration and exit\n"
+		"  -V, --version       print the version and exit\n"
 		"  -h, --help          this text\n"
 		"\n"
 		"Signals: SIGTERM/SIGINT stop cleanly, SIGHUP reloads the configuration.\n"
@@ -30,6 +31,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "check-config", no_argument, NULL, 't' },
 		{ "dump-config", no_argument, NULL, 'D' },
+		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -40,7 +42,7 @@ int main(int argc, char **argv)
 	char err[512];
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "c:th", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "c:tVh", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c':
 			path = optarg;
@@ -51,6 +53,9 @@ int main(int argc, char **argv)
 		case 'D':
 			dump = true;
 			break;
+		case 'V':
+			printf("mrocd " MROCD_VERSION "\n");
+			return 0;
 		case 'h':
 			usage(stdout);
 			return 0;

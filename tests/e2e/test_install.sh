@@ -102,6 +102,13 @@ grep -qx 'ExecStart=/usr/sbin/mrocd -c /etc/mroc/mrocd.conf' "$unit" ||
 	fail "unexpected ExecStart: $(grep ExecStart= "$unit")"
 grep -qx 'g mroc -' "$DEST/usr/lib/sysusers.d/mroc.conf" || fail "sysusers.d/mroc.conf does not create group mroc"
 ok "unit: ExecStart=/usr/sbin/mrocd -c /etc/mroc/mrocd.conf; sysusers.d creates group mroc"
+# The unit's comments name files that exist (issue 15: it named systemd/mroc-sysusers.conf).
+for f in $(grep -o 'systemd/[A-Za-z0-9_.-]*' "$E2E_TOP/systemd/mrocd.service" | sort -u); do
+	[ -e "$E2E_TOP/$f" ] || fail "mrocd.service names $f, which does not exist"
+done
+v=$("$DEST/usr/sbin/mrocd" --version) || fail "mrocd --version: exit $?"
+[[ $v =~ ^mrocd\ [0-9]+\.[0-9]+\.[0-9]+$ ]] || fail "mrocd --version: $v"
+ok "the unit's comments name existing files; $v"
 
 # ---- man pages -------------------------------------------------------------------------
 

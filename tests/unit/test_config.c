@@ -464,7 +464,7 @@ static void test_unknown_keys(void **state)
 	expect_err("network = 5;\n", at_line(1), "key 'network'", "expected a group", NULL);
 	/* Duplicate keys are a libconfig parse error. */
 	expect_err("network = {\n udp_port = 1;\n udp_port = 2;\n};\n", at_line(3),
-		   "duplicate", NULL);
+		   "\"udp_port\" is set twice", NULL);
 }
 
 static void test_wrong_types(void **state)
@@ -627,6 +627,13 @@ static void test_syntax_error(void **state)
 	expect_err("network = {\n udp_port = 1\n mtu = 1024;\n", NULL);
 	expect_err("network = { interfaces = [ \"a\", 1 ]; };\n", at_line(1), NULL);
 	expect_err("@include \"missing.conf\"\n", at_line(1), "include", NULL);
+	/* libconfig's "duplicate setting name" gets the name (issue 15). */
+	expect_err("transport = {\n paths = 4; paths = 2;\n};\n", at_line(2),
+		   "\"paths\" is set twice", NULL);
+	expect_err("transport = { paths = 4; };\n# x = 1\ntransport = { mode = \"metaroce\"; };\n",
+		   at_line(3), "\"transport\" is set twice", NULL);
+	expect_err("network = {\n udp_port = 4793;\n mtu = 1500; udp_port = 4800;\n};\n", at_line(3),
+		   "\"udp_port\" is set twice", NULL);
 }
 
 static void test_include(void **state)
