@@ -54,12 +54,12 @@ daemons_up() {
 start() {
 	local tag=$1 t=$2
 	shift 2
-	ip netns exec "$NS_B" "$PERF" "$t" -S "$E2E_DIR/b.ctl" -p 18600 -D 60 "$@" \
+	ip netns exec "$NS_B" "$PERF" "$t" --mrocd-socket "$E2E_DIR/b.ctl" -p 18600 -D 60 "$@" \
 		>"$E2E_DIR/$tag.srv.out" 2>&1 &
 	SRV=$!
 	E2E_PIDS+=($SRV)
 	sleep 0.3
-	ip netns exec "$NS_A" "$PERF" "$t" -S "$E2E_DIR/a.ctl" -p 18600 -D 60 "$@" "$IP_B" \
+	ip netns exec "$NS_A" "$PERF" "$t" --mrocd-socket "$E2E_DIR/a.ctl" -p 18600 -D 60 "$@" "$IP_B" \
 		>"$E2E_DIR/$tag.cli.out" 2>&1 &
 	CLI=$!
 	E2E_PIDS+=($CLI)
