@@ -123,12 +123,12 @@ CONF
 # mroc SECONDS: write_bw host 0 -> host 1; GBPS is mroc-perf's average (empty: failed).
 mroc() {
 	local s
-	ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw -S "$DIR/h1.ctl" --sleep -j \
+	ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep -j \
 		--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.json" 2>"$DIR/srv.err" &
 	s=$!
 	PIDS+=("$s")
 	sleep 0.3
-	ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw -S "$DIR/h0.ctl" --sleep -j \
+	ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" --sleep -j \
 		-s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli.json" 2>"$DIR/cli.err"
 	wait "$s"
 	GBPS=$(jq -r '.results[0].bw_avg_gbps // empty' "$DIR/cli.json" 2>/dev/null)
@@ -201,12 +201,12 @@ exp_portdown() {
 	echo "ports,plane_rate_mbit,rep,gbps_before,gbps_first_second_after,gbps_after,remaining_capacity_gbps,completed" >"$csv"
 	for ((rep = 1; rep <= REPS; rep++)); do
 		up "$p"
-		ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw -S "$DIR/h1.ctl" --sleep --verify \
+		ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep --verify \
 			--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.txt" 2>&1 &
 		s=$!
 		PIDS+=("$s")
 		sleep 0.3
-		ip netns exec "$FABRIC_NS_0" timeout 60 "$PERF" write_bw -S "$DIR/h0.ctl" --sleep --verify \
+		ip netns exec "$FABRIC_NS_0" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" --sleep --verify \
 			-s 65536 -D 8 "$FABRIC_MGMT_1" >"$DIR/cli.txt" 2>&1 &
 		c=$!
 		PIDS+=("$c")

@@ -88,7 +88,7 @@ static const struct opt_desc opt_table[] = {
 	{ "ib-dev", 'd', "DEV", "accepted, ignored: mrocd owns the interfaces (mrocd.conf)" },
 	{ "ib-port", 'i', "PORT", "accepted, ignored: mrocd owns the interfaces" },
 	{ "gid-index", 'x', "N", "accepted, ignored: mrocd's network.address is the source" },
-	{ "sl", 'S', "SL", "accepted, ignored: no service levels (data ECT(0), ACKs Not-ECT)" },
+	{ "sl", 'S', "SL", "a number: ignored, no service levels; a path: --mrocd-socket" },
 	{ "bidirectional", 'b', NULL, "refused: not implemented (run a pair each way)" },
 	{ "cpu_util", OPT_CPU_UTIL, NULL, "accepted, not measured yet (a note says so)" },
 	{ "port", 'p', "PORT", "TCP port of the side channel (default 18515)" },
@@ -235,10 +235,17 @@ static int parse_one(struct perf_opts *o, int c, const char *arg)
 	case 'F':
 	case 'R':
 		break;
+	case 'S':
+		/* perftest's -S is a service level (a number); a path is the old meaning,
+		 * kept so that scripts written before --mrocd-socket still run. */
+		if (arg[strspn(arg, "0123456789")]) {
+			o->socket_path = arg;
+			break;
+		}
+		/* fall through */
 	case 'd':
 	case 'i':
 	case 'x':
-	case 'S':
 		fprintf(stderr, "mroc-perf: note: -%c %s ignored: %s\n", c, arg,
 			c == 'S' ? "mroc has no service levels" :
 			c == 'x' ? "the source is mrocd's network.address" :

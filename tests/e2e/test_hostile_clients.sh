@@ -32,11 +32,11 @@ e2e_wait_ready b
 perf_start() {
 	local name=$1 port=$2
 	shift 2
-	ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" -p "$port" --sleep "$@" \
+	ip netns exec "$NS_B" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" -p "$port" --sleep "$@" \
 		>"$E2E_DIR/srv-$name.txt" 2>&1 &
 	SRV_PID=$!
 	sleep 0.3
-	ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" -p "$port" --sleep "$@" \
+	ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p "$port" --sleep "$@" \
 		"$IP_B" >"$E2E_DIR/cli-$name.txt" 2>&1 &
 	CLI_PID=$!
 }

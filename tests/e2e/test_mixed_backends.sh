@@ -33,11 +33,11 @@ ok "AF_XDP and UDP daemons on the default source ports: the control link is up"
 perf() {
 	local s=$1 c=$2 sip cip sns cns
 	eval "sns=\$NS_${s^^} cns=\$NS_${c^^} sip=\$IP_${s^^}"
-	ip netns exec "$sns" timeout 60 "$PERF" write_bw -S "$E2E_DIR/$s.ctl" --verify -s 65536 \
+	ip netns exec "$sns" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/$s.ctl" --verify -s 65536 \
 		-n 400 >"$E2E_DIR/srv.txt" 2>&1 &
 	local srv=$!
 	sleep 0.3
-	ip netns exec "$cns" timeout 60 "$PERF" write_bw -S "$E2E_DIR/$c.ctl" --verify -s 65536 \
+	ip netns exec "$cns" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/$c.ctl" --verify -s 65536 \
 		-n 400 "$sip" >"$E2E_DIR/cli.txt" 2>&1 ||
 		{ cat "$E2E_DIR/cli.txt" "$E2E_DIR/srv.txt"; fail "write_bw $c -> $s failed"; }
 	wait "$srv" || { cat "$E2E_DIR/srv.txt"; fail "write_bw server $s failed"; }

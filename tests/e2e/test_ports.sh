@@ -81,11 +81,11 @@ for n in 6a 6b; do
 done
 PERF=$BUILD/mroc-perf
 if [ -x "$PERF" ]; then
-	ip netns exec "$NS_B" timeout 30 "$PERF" write_bw -S "$E2E_DIR/6b.ctl" --verify -s 65536 -n 300 \
+	ip netns exec "$NS_B" timeout 30 "$PERF" write_bw --mrocd-socket "$E2E_DIR/6b.ctl" --verify -s 65536 -n 300 \
 		--mroc-addr "fd09:$V::2" >"$E2E_DIR/srv6.txt" 2>&1 &
 	srv=$!
 	sleep 0.3
-	ip netns exec "$NS_A" timeout 30 "$PERF" write_bw -S "$E2E_DIR/6a.ctl" --verify -s 65536 -n 300 \
+	ip netns exec "$NS_A" timeout 30 "$PERF" write_bw --mrocd-socket "$E2E_DIR/6a.ctl" --verify -s 65536 -n 300 \
 		"fd09:$V::2" >"$E2E_DIR/cli6.txt" 2>&1 || { cat "$E2E_DIR/cli6.txt" "$E2E_DIR/srv6.txt"; fail "IPv6 write_bw"; }
 	wait $srv || { cat "$E2E_DIR/srv6.txt"; fail "IPv6 write_bw server"; }
 fi
