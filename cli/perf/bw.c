@@ -18,6 +18,14 @@
  *   read:  the server fills slot s with message s once per size; the client
  *     poisons a slot before each READ and checks it when the READ completes.
  * Time spent in VERIFY exchanges is not counted in the bandwidth.
+ *
+ * -b (bidirectional, perftest's duplex): the server runs bw_client too, so
+ * both sides post at once.  send_bw: both sides also keep receives posted
+ * (bw_reap handles the peer's messages beside its own completions) and,
+ * once their own sends are done, receive the rest (bw_recv_rest) until the
+ * peer's count: -n, or the number its DONE / DONE_ACK carries after -D.
+ * Each side's row adds both directions.  Not with --verify: a region is the
+ * source of one direction and the target of the other.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -87,16 +95,27 @@ static int bw_post(struct perf *pf, struct bw_state *s, struct perf_qp *q)
 	return perf_post_send(pf, q, &wr);
 }
 
-/* Handle q's completions; returns how many, or < 0. */
+static int bw_recv_one(struct perf *pf, struct perf_qp *q, const struct mroc_wc *wc);
+static int bw_fill_recvs(struct perf *pf);
+
+/* Handle q's completions (-b send_bw: the peer's messages too); returns how many, or < 0. */
 static int bw_reap(struct perf *pf, struct bw_state *s, struct perf_qp *q)
 {
 	struct mroc_wc wc[PERF_WC_BATCH];
 	struct verify_mismatch mm;
-	int n = cq_poll(pf, q, wc, PERF_WC_BATCH);
+	int n = cq_poll(pf, q, wc, PERF_WC_BATCH), err;
+	bool recvs = false;
 
 	for (int i = 0; i < n; i++) {
 		uint64_t seq = wc[i].wr_id;
 
+		if (wc[i].opcode == MROC_WC_RECV && (pf->p.flags & OOB_F_BIDIR)) {
+			err = bw_recv_one(pf, q, &wc[i]);
+			if (err)
+				return err;
+			recvs = true;
+			continue;
+		}
 		if (wc[i].opcode == MROC_WC_RECV || seq < q->completed || seq >= q->posted)
 			return perf_fail(pf, -EPROTO, "qp %u: unexpected completion (opcode %u, "
 					 "wr_id 0x%" PRIx64 ")", q->idx, wc[i].opcode, seq);
@@ -105,6 +124,11 @@ static int bw_reap(struct perf *pf, struct bw_state *s, struct perf_qp *q)
 		    verify_check(slot_addr(q, seq, s->size), s->size,
 				 perf_stream(s->size, q->idx, 1), seq % q->rslots, &mm))
 			return perf_mismatch(pf, q->idx, &mm, s->size);
+	}
+	if (recvs) {
+		err = bw_fill_recvs(pf);
+		if (err)
+			return err;
 	}
 	return n;
 }
@@ -410,7 +434,7 @@ static bool bw_all_received(struct perf *pf, int *err)
 }
 
 /* send_bw: receive, check, re-post; measure from the first completion. */
-static int bw_server_recv(struct perf *pf, struct bw_result *res)
+static int bw_recv_loop(struct perf *pf, struct bw_result *res)
 {
 	uint64_t t_start = now_ns(), t_first = 0, first_msgs = 0, t_last = 0, total = 0;
 	uint64_t last_progress = t_start;
@@ -456,7 +480,7 @@ static int bw_server_recv(struct perf *pf, struct bw_result *res)
 				peak_update(&peak, now, total * pf->size);
 			continue;
 		}
-		err = perf_stalled(pf, now, last_progress, "send_bw server");
+		err = perf_stalled(pf, now, last_progress, "send_bw receiver");
 		if (!err)
 			err = perf_peer_check(pf, now);
 		if (err)
@@ -478,14 +502,29 @@ static int bw_server_recv(struct perf *pf, struct bw_result *res)
 	return 0;
 }
 
+int bw_recv_rest(struct perf *pf)
+{
+	struct bw_result unused;
+
+	return bw_recv_loop(pf, &unused);
+}
+
 int bw_server(struct perf *pf, struct bw_result *res, bool *measured)
 {
 	int err;
 
 	*measured = false;
+	if (pf->p.flags & OOB_F_BIDIR) {
+		/* -b: the server runs the client's loop too; its row adds both. */
+		err = bw_client(pf, res);
+		if (!err && pf->t->verb == PERF_SEND)
+			err = bw_recv_rest(pf);
+		*measured = !err;
+		return err;
+	}
 	if (pf->t->verb != PERF_SEND)
 		return bw_server_passive(pf);
-	err = bw_server_recv(pf, res);
+	err = bw_recv_loop(pf, res);
 	if (err)
 		return err;
 	*measured = true;

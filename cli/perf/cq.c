@@ -161,7 +161,10 @@ static int peer_message(struct perf *pf, const struct oob_msg *m)
 		return perf_fail(pf, -ECONNABORTED, "%s: %s", pf->server ? "client" : "server",
 				 m->u.status.text);
 	}
-	if (m->type == OOB_DONE && pf->server && !pf->done_seen) {
+	/* -b send_bw: the client receives while it waits for the server's DONE_ACK. */
+	if (((m->type == OOB_DONE && pf->server) ||
+	     (m->type == OOB_DONE_ACK && !pf->server && (pf->p.flags & OOB_F_BIDIR))) &&
+	    !pf->done_seen) {
 		pf->done = m->u.done;
 		pf->done_seen = true;
 		return 0;

@@ -89,8 +89,8 @@ static const struct opt_desc opt_table[] = {
 	{ "ib-port", 'i', "PORT", "accepted, ignored: mrocd owns the interfaces" },
 	{ "gid-index", 'x', "N", "accepted, ignored: mrocd's network.address is the source" },
 	{ "sl", 'S', "SL", "a number: ignored, no service levels; a path: --mrocd-socket" },
-	{ "bidirectional", 'b', NULL, "refused: not implemented (run a pair each way)" },
-	{ "cpu_util", OPT_CPU_UTIL, NULL, "accepted, not measured yet (a note says so)" },
+	{ "bidirectional", 'b', NULL, "both sides send at once, bw tests; rows add both directions" },
+	{ "cpu_util", OPT_CPU_UTIL, NULL, "CPU_Util[%]: the host's busy CPU during each run" },
 	{ "port", 'p', "PORT", "TCP port of the side channel (default 18515)" },
 	{ "mroc-addr", OPT_MROC_ADDR, "ADDR",
 	  "server: its mrocd's address if not the TCP one; client: connect QPs there" },
@@ -252,13 +252,10 @@ static int parse_one(struct perf_opts *o, int c, const char *arg)
 			"mrocd owns the interfaces (network.interfaces in mrocd.conf)");
 		break;
 	case 'b':
-		fprintf(stderr, "mroc-perf: -b (bidirectional) is not implemented: run a second "
-			"server/client pair in the other direction\n");
-		err = -EINVAL;
+		o->bidir = true;
 		break;
 	case OPT_CPU_UTIL:
-		fprintf(stderr, "mroc-perf: note: --cpu_util is not measured yet; see mroc-cli qp "
-			"and the daemon's CPU in top\n");
+		o->cpu_util = true;
 		break;
 	case 'p':
 		err = parse_num("-p", arg, 1, 65535, false, &v);
@@ -412,7 +409,8 @@ int main(int argc, char **argv)
 	p.test = (uint8_t)o.test;
 	p.mode = o.mode;
 	p.paths = (uint8_t)o.paths;
-	p.flags = o.all ? OOB_F_ALL : 0;
+	p.flags = (o.all ? OOB_F_ALL : 0) | (o.verify ? OOB_F_VERIFY : 0) |
+		  (o.bidir ? OOB_F_BIDIR : 0);
 	p.qps = o.qps;
 	p.tx_depth = o.tx_depth;
 	p.rx_depth = o.rx_depth;

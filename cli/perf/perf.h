@@ -17,6 +17,7 @@
 
 #include <mroc/mroc.h>
 
+#include "cpu.h"
 #include "oob.h"
 #include "report.h"
 #include "stats.h"
@@ -50,6 +51,13 @@ extern const struct perf_test_info perf_tests[PERF_NTESTS];
 #define PERF_QP_BUDGET		(32u << 20)	/* bytes of region per QP, at most ... */
 #define PERF_BUDGET		(256u << 20)	/* ... and for all QPs together */
 #define PERF_MAX_DEPTH		1024u		/* mrocd's default max_sq_depth / max_rq_depth */
+/*
+ * read_bw -b: READs in flight per QP and side.  mrocd's engine sends a QP's
+ * messages in order, READ responses included, and holds a READ request while
+ * 16 are outstanding (MROC_MAX_RD): with more, both sides' heads wait for
+ * responses queued behind the other's.
+ */
+#define PERF_BIDIR_READS	16u
 #define PERF_LAT_RECVS		4u		/* receives kept posted in send_lat */
 #define PERF_WC_BATCH		32
 #define PERF_CONNECT_MS		10000
@@ -76,6 +84,8 @@ struct perf_opts {
 	const char *socket_path;	/* NULL: libmroc's default (--mrocd-socket) */
 	bool gbits;			/* --report_gbits: Gb/sec, else MB/sec */
 	bool run_infinitely;		/* --run_infinitely: -D runs again until interrupted */
+	bool bidir;			/* -b: both sides send (bandwidth tests) */
+	bool cpu_util;			/* --cpu_util: CPU used during each run */
 	const char *out_json;		/* --out_json(_file): the JSON document also goes there */
 	const char *mroc_addr;		/* server: its mrocd's address; client: override */
 	unsigned int timeout_s;		/* no progress for this long is an error */
@@ -136,6 +146,8 @@ struct perf {
 	/* the first error: what is printed, sent to the peer and put in the JSON */
 	bool failed, peer_failed;
 	char err[OOB_TEXT];
+	struct cpu_sample cpu0;		/* --cpu_util: at the start of this size's run */
+	struct cpu_util cpu;		/* ... and over it */
 };
 
 static inline uint64_t now_ns(void)
@@ -203,6 +215,8 @@ int perf_mismatch(struct perf *pf, unsigned int qp, const struct verify_mismatch
 
 /* bw.c */
 int bw_client(struct perf *pf, struct bw_result *res);
+/* -b send_bw, after this side's sends: re-post receives until the peer's messages are all in. */
+int bw_recv_rest(struct perf *pf);
 /* Server side of a bandwidth run; *res is what the server measured (send_bw) or nothing. */
 int bw_server(struct perf *pf, struct bw_result *res, bool *measured);
 int bw_prepare(struct perf *pf);

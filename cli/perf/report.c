@@ -27,6 +27,7 @@ static const struct col bw_cols[] = {
 	{ "BW peak[MB/sec]", 27 },
 	{ "BW average[MB/sec]", 46 },
 	{ "MsgRate[Mpps]", 67 },
+	{ "CPU_Util[%]", 85 },		/* --cpu_util only (perftest's REPORT_EXT_CPU_UTIL) */
 };
 
 static const struct col bw_cols_gbits[] = {
@@ -35,6 +36,7 @@ static const struct col bw_cols_gbits[] = {
 	{ "BW peak[Gb/sec]", 27 },
 	{ "BW average[Gb/sec]", 46 },
 	{ "MsgRate[Mpps]", 67 },
+	{ "CPU_Util[%]", 85 },
 };
 
 /* perftest's MB is 2^20 bytes (0x100000 in its format_factor); Gb is 10^9 bits. */
@@ -90,9 +92,9 @@ void report_rule(FILE *f)
 	fprintf(f, "%s\n", REPORT_RULE);
 }
 
-void report_bw_head(FILE *f, bool gbits)
+void report_bw_head(FILE *f, bool gbits, bool cpu)
 {
-	print_heads(f, gbits ? bw_cols_gbits : bw_cols, NCOLS(bw_cols), "\n");
+	print_heads(f, gbits ? bw_cols_gbits : bw_cols, NCOLS(bw_cols) - !cpu, "\n");
 }
 
 void report_lat_head(FILE *f)
@@ -101,7 +103,7 @@ void report_lat_head(FILE *f)
 	print_heads(f, lat_cols, NCOLS(lat_cols), " \n");
 }
 
-void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits)
+void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits, const struct cpu_util *cpu)
 {
 	char c[NCOLS(bw_cols)][32];
 
@@ -110,7 +112,9 @@ void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits)
 	snprintf(c[2], sizeof(c[2]), "%.2f", bw_in(bw->peak_gbps, gbits));
 	snprintf(c[3], sizeof(c[3]), "%.2f", bw_in(bw->avg_gbps, gbits));
 	snprintf(c[4], sizeof(c[4]), "%.6f", bw->mpps);
-	print_cells(f, bw_cols, NCOLS(bw_cols), c, "\n");
+	if (cpu)
+		snprintf(c[5], sizeof(c[5]), "%.2f", cpu->host);
+	print_cells(f, bw_cols, NCOLS(bw_cols) - !cpu, c, "\n");
 }
 
 void report_lat_line(FILE *f, uint64_t size, uint64_t iters, const struct lat_stats *st)
@@ -159,6 +163,8 @@ static void text_header(struct report *r)
 		h->sleep ? "channel (sleep)" : "busy polling");
 	if (h->duration_s)
 		fprintf(r->out, " %-16s: %u[sec]\n", "Duration", h->duration_s);
+	if (h->bidir)
+		fprintf(r->out, " %-16s: ON (rows: both directions added)\n", "Bidirectional");
 	fprintf(r->out, " %-16s: TCP, port %u\n", "Data ex. method", h->port);
 	fprintf(r->out, " %-16s: %s\n", "mrocd socket", h->socket_path);
 	fprintf(r->out, "%s\n", REPORT_RULE);
@@ -175,7 +181,7 @@ static void text_header(struct report *r)
 	if (h->lat)
 		report_lat_head(r->out);
 	else
-		report_bw_head(r->out, r->hdr.gbits);
+		report_bw_head(r->out, r->hdr.gbits, r->hdr.cpu_util);
 	r->table_open = true;
 }
 
@@ -293,6 +299,7 @@ static void json_params(struct jw *j, const struct report_hdr *h)
 	jw_u64(j, "duration_s", h->duration_s);
 	jw_bool(j, "verify", h->verify);
 	jw_bool(j, "sleep", h->sleep);
+	jw_bool(j, "bidirectional", h->bidir);
 	jw_u64(j, "port", h->port);
 	jw_str(j, "socket", h->socket_path);
 	jw_close(j, '}');
@@ -322,7 +329,7 @@ static void json_qps(struct jw *j, const struct report *r)
 	jw_close(j, ']');
 }
 
-static void json_row(struct jw *j, const struct report_row *w)
+static void json_row(struct jw *j, const struct report_row *w, bool cpu_util)
 {
 	jw_open(j, NULL, '{');
 	if (w->lat) {
@@ -345,6 +352,10 @@ static void json_row(struct jw *j, const struct report_row *w)
 		jw_dbl(j, "seconds", (double)w->bw.ns / 1e9);
 	}
 	jw_str(j, "measured_by", w->measured_by);
+	if (cpu_util) {
+		jw_dbl(j, "cpu_util_host_pct", w->cpu.host);
+		jw_dbl(j, "cpu_util_self_pct", w->cpu.self);
+	}
 	jw_close(j, '}');
 }
 
@@ -360,7 +371,7 @@ static void json_document(struct report *r, const char *error)
 	json_qps(&j, r);
 	jw_open(&j, "results", '[');
 	for (size_t i = 0; i < r->nrows; i++)
-		json_row(&j, &r->rows[i]);
+		json_row(&j, &r->rows[i], r->hdr.cpu_util);
 	jw_close(&j, ']');
 	jw_str(&j, "status", error ? "error" : "ok");
 	if (error)
@@ -404,7 +415,8 @@ int report_row(struct report *r, const struct report_row *row)
 		if (row->lat)
 			report_lat_line(r->out, row->size, row->iters, &row->st);
 		else
-			report_bw_line(r->out, &row->bw, r->hdr.gbits);
+			report_bw_line(r->out, &row->bw, r->hdr.gbits,
+				       r->hdr.cpu_util ? &row->cpu : NULL);
 		fflush(r->out);
 		return 0;
 	}

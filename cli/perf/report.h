@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
+#include "cpu.h"
 #include "stats.h"
 
 /* perftest's RESULT_LINE, without the newline. */
@@ -39,6 +40,8 @@ struct report_hdr {
 	unsigned int port;		/* TCP side channel */
 	const char *socket_path;	/* mrocd client socket */
 	bool gbits;			/* --report_gbits: Gb/sec, else perftest's MB/sec (2^20 B) */
+	bool bidir;			/* -b: rows are both directions added */
+	bool cpu_util;			/* --cpu_util: a CPU_Util[%] column */
 };
 
 /* One QP's two ends, for the "local address" / "remote address" lines. */
@@ -57,6 +60,7 @@ struct report_row {
 	struct bw_result bw;		/* !lat */
 	uint64_t size, iters;		/* lat */
 	struct lat_stats st;		/* lat */
+	struct cpu_util cpu;		/* this side's, during the run (hdr.cpu_util) */
 };
 
 struct report {
@@ -80,8 +84,9 @@ void report_end(struct report *r, const char *error);
 void report_free(struct report *r);
 
 /* The pieces, for tests and for callers that print a table of their own. */
-void report_bw_head(FILE *f, bool gbits);
-void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits);
+void report_bw_head(FILE *f, bool gbits, bool cpu);
+/* cpu: NULL, or the CPU_Util[%] column's value */
+void report_bw_line(FILE *f, const struct bw_result *bw, bool gbits, const struct cpu_util *cpu);
 void report_lat_head(FILE *f);
 void report_lat_line(FILE *f, uint64_t size, uint64_t iters, const struct lat_stats *st);
 void report_rule(FILE *f);

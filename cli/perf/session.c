@@ -115,6 +115,17 @@ int perf_params_check(const struct oob_params *p, char *why, size_t n)
 		return snprintf(why, n, "-Q %u: 1..%u", p->cq_mod, PERF_MAX_DEPTH), -EINVAL;
 	if (!p->iters == !p->duration_s)
 		return snprintf(why, n, "either iterations or a duration"), -EINVAL;
+	if ((p->flags & OOB_F_BIDIR) && t->lat)
+		return snprintf(why, n, "-b: bidirectional runs are bandwidth tests (as perftest's)"),
+		       -EINVAL;
+	/* Each side's region is the source of its messages and the target of the peer's. */
+	if ((p->flags & OOB_F_BIDIR) && (p->flags & OOB_F_VERIFY))
+		return snprintf(why, n, "-b and --verify exclude each other: both sides' messages "
+				"share the regions"), -EINVAL;
+	if ((p->flags & OOB_F_BIDIR) && t->verb == PERF_READ && p->tx_depth > PERF_BIDIR_READS)
+		return snprintf(why, n, "read_bw -b: -t %u or less (mrocd queues READ responses "
+				"behind its own READ requests, so more in flight both ways stall)",
+				PERF_BIDIR_READS), -EINVAL;
 	if (p->duration_s > 86400)
 		return snprintf(why, n, "-D %u: 1..86400", p->duration_s), -EINVAL;
 	return 0;
@@ -261,6 +272,8 @@ static void perf_report_init(struct perf *pf)
 		.port = pf->o->port,
 		.socket_path = pf->socket_path,
 		.gbits = pf->o->gbits,
+		.bidir = pf->p.flags & OOB_F_BIDIR,
+		.cpu_util = pf->o->cpu_util,
 	};
 
 	report_init(&pf->rep, stdout, pf->o->json, &h);
@@ -299,9 +312,15 @@ static int perf_report_begin(struct perf *pf)
 	return err ? perf_fail(pf, err, "out of memory") : 0;
 }
 
-static int perf_report_row(struct perf *pf, const struct oob_done *d, const char *by)
+/*
+ * One row: d is what one side measured; with -b, peer is the other direction,
+ * added (perftest's duplex report).  NULL otherwise.
+ */
+static int perf_report_row(struct perf *pf, const struct oob_done *d, const struct oob_done *peer,
+			   const char *by)
 {
-	struct report_row row = { .lat = d->kind == OOB_RES_LAT, .measured_by = by };
+	struct report_row row = { .lat = d->kind == OOB_RES_LAT, .measured_by = by,
+				  .cpu = pf->cpu };
 
 	if (row.lat) {
 		row.size = d->lat_size;
@@ -309,10 +328,31 @@ static int perf_report_row(struct perf *pf, const struct oob_done *d, const char
 		row.st = d->lat;
 	} else {
 		row.bw = d->bw;
+		if (peer && peer->kind == OOB_RES_BW) {
+			stats_bw_add(&row.bw, &peer->bw);
+			row.measured_by = "both";
+		}
 	}
 	if (report_row(&pf->rep, &row) || (pf->json_file && report_row(&pf->rep_json, &row)))
 		return perf_fail(pf, -ENOMEM, "out of memory");
 	return 0;
+}
+
+/* --cpu_util: the run starts / ends now. */
+static void perf_cpu_start(struct perf *pf)
+{
+	if (pf->o->cpu_util)
+		cpu_sample(&pf->cpu0);
+}
+
+static void perf_cpu_end(struct perf *pf)
+{
+	struct cpu_sample now;
+
+	if (!pf->o->cpu_util)
+		return;
+	cpu_sample(&now);
+	cpu_util_between(&pf->cpu0, &now, &pf->cpu);
 }
 
 /* ---- one message size --------------------------------------------------------------- */
@@ -337,6 +377,8 @@ static void fill_done(struct perf *pf, struct oob_done *d, bool measured,
 
 		if (pf->t->lat)
 			d->msgs[i] = pf->server && pf->done.n ? pf->done.msgs[0] : pf->lat.n;
+		else if (pf->p.flags & OOB_F_BIDIR)
+			d->msgs[i] = q->completed;	/* what this side sent */
 		else
 			d->msgs[i] = pf->server ? q->received : q->completed;
 	}
@@ -344,6 +386,7 @@ static void fill_done(struct perf *pf, struct oob_done *d, bool measured,
 
 static int client_size(struct perf *pf, uint64_t size)
 {
+	bool bidir = pf->p.flags & OOB_F_BIDIR;
 	struct oob_msg m = { .type = OOB_RUN };
 	struct oob_done mine;
 	struct bw_result bw;
@@ -353,11 +396,11 @@ static int client_size(struct perf *pf, uint64_t size)
 	pf->size = size;
 	pf->iters = pf->p.duration_s ? 0 : pf->p.iters;
 	pf->duration_s = pf->p.duration_s;
-	if (pf->t->lat) {
-		err = lat_prepare(pf);
-		if (err)
-			return err;
-	}
+	pf->done_seen = false;
+	/* -b send_bw: the server's messages need receives here before it starts. */
+	err = pf->t->lat ? lat_prepare(pf) : bidir ? bw_prepare(pf) : 0;
+	if (err)
+		return err;
 	m.u.run = (struct oob_run){ .size = size, .iters = pf->iters, .duration_s = pf->duration_s };
 	err = oob_send(&pf->oob, &m);
 	if (err)
@@ -369,6 +412,7 @@ static int client_size(struct perf *pf, uint64_t size)
 		pf->peer_failed = true;
 		return perf_fail(pf, m.u.status.status, "server: %s", m.u.status.text);
 	}
+	perf_cpu_start(pf);
 	err = pf->t->lat ? lat_client(pf, &st) : bw_client(pf, &bw);
 	if (err)
 		return err;
@@ -378,14 +422,24 @@ static int client_size(struct perf *pf, uint64_t size)
 	err = oob_send(&pf->oob, &m);
 	if (err)
 		return perf_fail(pf, err, "side channel: %s", strerror(-err));
-	err = perf_expect(pf, OOB_DONE_ACK, &m, PERF_OOB_MS + (int)pf->o->timeout_s * 1000);
+	/* -b send_bw: keep receiving until the server's last message (its DONE_ACK says how many). */
+	if (bidir && pf->t->verb == PERF_SEND) {
+		err = bw_recv_rest(pf);
+		if (err)
+			return err;
+	}
+	perf_cpu_end(pf);
+	if (pf->done_seen)
+		m.u.done = pf->done;
+	else
+		err = perf_expect(pf, OOB_DONE_ACK, &m, PERF_OOB_MS + (int)pf->o->timeout_s * 1000);
 	if (err)
 		return err;
 	if (m.u.done.st.status) {
 		pf->peer_failed = true;
 		return perf_fail(pf, m.u.done.st.status, "server: %s", m.u.done.st.text);
 	}
-	return perf_report_row(pf, &mine, "client");
+	return perf_report_row(pf, &mine, bidir ? &m.u.done : NULL, "client");
 }
 
 static int server_size(struct perf *pf, const struct oob_run *run)
@@ -409,7 +463,9 @@ static int server_size(struct perf *pf, const struct oob_run *run)
 	err = oob_send_status(&pf->oob, OOB_READY, 0, NULL);
 	if (err)
 		return perf_fail(pf, err, "side channel: %s", strerror(-err));
+	perf_cpu_start(pf);
 	err = pf->t->lat ? lat_server(pf, &st, &measured) : bw_server(pf, &bw, &measured);
+	perf_cpu_end(pf);
 	if (err)
 		return err;
 	if (!pf->done_seen) {
@@ -425,9 +481,11 @@ static int server_size(struct perf *pf, const struct oob_run *run)
 	err = oob_send(&pf->oob, &m);
 	if (err)
 		return perf_fail(pf, err, "side channel: %s", strerror(-err));
-	/* The row: what this side measured, else the client's figures. */
-	return measured ? perf_report_row(pf, &m.u.done, "server")
-			: perf_report_row(pf, &pf->done, "client");
+	/* The row: what this side measured (-b: and the client's), else the client's figures. */
+	if (pf->p.flags & OOB_F_BIDIR)
+		return perf_report_row(pf, &m.u.done, &pf->done, "server");
+	return measured ? perf_report_row(pf, &m.u.done, NULL, "server")
+			: perf_report_row(pf, &pf->done, NULL, "client");
 }
 
 static int for_each_size(struct perf *pf)
@@ -454,7 +512,8 @@ static void params_of(const struct perf_opts *o, struct oob_params *p)
 	p->test = (uint8_t)o->test;
 	p->mode = o->mode;
 	p->paths = (uint8_t)o->paths;
-	p->flags = (o->verify ? OOB_F_VERIFY : 0) | (o->all ? OOB_F_ALL : 0);
+	p->flags = (o->verify ? OOB_F_VERIFY : 0) | (o->all ? OOB_F_ALL : 0) |
+		   (o->bidir ? OOB_F_BIDIR : 0);
 	p->qps = o->qps;
 	p->tx_depth = o->tx_depth;
 	p->rx_depth = o->rx_depth;

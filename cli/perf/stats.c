@@ -142,3 +142,13 @@ void stats_bw(struct bw_result *r, uint64_t size, uint64_t msgs, unsigned int qp
 	if (r->peak_gbps < r->avg_gbps)
 		r->peak_gbps = r->avg_gbps;
 }
+
+void stats_bw_add(struct bw_result *r, const struct bw_result *other)
+{
+	r->msgs += other->msgs;
+	r->peak_gbps += other->peak_gbps;
+	r->avg_gbps += other->avg_gbps;
+	r->mpps += other->mpps;
+	if (other->ns > r->ns)
+		r->ns = other->ns;
+}

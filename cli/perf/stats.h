@@ -88,5 +88,10 @@ double stats_mpps(uint64_t msgs, uint64_t ns);
  */
 void stats_bw(struct bw_result *r, uint64_t size, uint64_t msgs, unsigned int qps, uint64_t ns,
 	      const struct peak *p);
+/*
+ * -b: the other direction's row added to r (perftest's duplex report sums
+ * both sides' figures); the iterations stay per direction.
+ */
+void stats_bw_add(struct bw_result *r, const struct bw_result *other);
 
 #endif

@@ -5,8 +5,12 @@
 # MB/sec by default (2^20 bytes, perftest's), Gb/sec with --report_gbits, the
 # same figures as the JSON; --out_json_file writes the JSON document while the
 # text goes to stdout; --run_infinitely prints a result every -D seconds until
-# stopped; -b is refused with a reason; a server without a daemon says so at
-# once instead of waiting for a client.
+# stopped; --cpu_util adds perftest's CPU_Util[%] column (and the host's and
+# the process's share in the JSON); -b runs both directions at once for
+# write_bw, read_bw (-t 16 at most) and send_bw (-n and -D): each side's row adds both, so
+# its message count is twice -n; -b with a latency test or with --verify is
+# refused with a reason; a server without a daemon says so at once instead
+# of waiting for a client.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -19,11 +23,13 @@ rc=$?
 [ $rc = 1 ] || fail "a server without a daemon: exit $rc (124: it waited): $out"
 grep -q "cannot use mrocd at /nonexistent/mrocd.sock" <<<"$out" || fail "no reason: $out"
 grep -q "Waiting for client" <<<"$out" && fail "waited for a client without a daemon: $out"
-out=$("$PERF" write_bw -b 2>&1)
-[ $? = 2 ] && grep -q "bidirectional.*not implemented" <<<"$out" || fail "-b: $out"
+out=$("$PERF" write_lat -b 10.0.0.1 2>&1)
+[ $? = 2 ] && grep -q "bidirectional runs are bandwidth tests" <<<"$out" || fail "write_lat -b: $out"
+out=$("$PERF" send_bw -b --verify 10.0.0.1 2>&1)
+[ $? = 2 ] && grep -q "exclude each other" <<<"$out" || fail "-b --verify: $out"
 out=$("$PERF" write_bw --run_infinitely 10.0.0.1 2>&1)
 [ $? = 2 ] && grep -q "needs -D" <<<"$out" || fail "--run_infinitely without -D: $out"
-ok "no daemon: the server fails at once; -b refused; --run_infinitely needs -D"
+ok "no daemon: the server fails at once; -b refused with latency tests and --verify; --run_infinitely needs -D"
 
 e2e_setup_pair
 e2e_config a udp "$IF_A" "$IP_A" "$IP_B"
@@ -36,17 +42,18 @@ e2e_wait_ready b
 PERFTEST_ARGS=(-F -R -d mlx5_0 -i 1 -x 3 -S 0 --cpu_util)
 
 # run NAME SERVER_ARGS... -- CLIENT_ARGS...: both succeed; outputs in $E2E_DIR/NAME.{srv,cli}
+# ($TEST, write_bw by default, is the test)
 run() {
-	local name=$1 srv_args=() cli_args=()
+	local name=$1 srv_args=() cli_args=() test=${TEST:-write_bw}
 	shift
 	while [ $# -gt 0 ] && [ "$1" != -- ]; do srv_args+=("$1"); shift; done
 	shift
 	cli_args=("$@")
-	ip netns exec "$NS_B" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" "${srv_args[@]}" \
+	ip netns exec "$NS_B" timeout 60 "$PERF" "$test" --mrocd-socket "$E2E_DIR/b.ctl" "${srv_args[@]}" \
 		>"$E2E_DIR/$name.srv" 2>&1 &
 	local srv=$!
 	sleep 0.3
-	ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" "${cli_args[@]}" \
+	ip netns exec "$NS_A" timeout 60 "$PERF" "$test" --mrocd-socket "$E2E_DIR/a.ctl" "${cli_args[@]}" \
 		"$IP_B" >"$E2E_DIR/$name.cli" 2>&1 || { cat "$E2E_DIR/$name.cli" "$E2E_DIR/$name.srv"; fail "$name: client"; }
 	wait $srv || { cat "$E2E_DIR/$name.srv"; fail "$name: server"; }
 }
@@ -62,7 +69,33 @@ mb=$(awk '/^ *65536 +300 / { print $4 }' "$E2E_DIR/mb.cli")
 [ -n "$mb" ] || fail "no result row: $(cat "$E2E_DIR/mb.cli")"
 awk -v g="$gbps" -v m="$mb" 'BEGIN { e = g * 1e9 / 8 / 1048576; exit !(m > e - 0.01 - e / 1000 && m < e + 0.01 + e / 1000) }' ||
 	fail "MB/sec $mb is not $gbps Gb/s in perftest's MB (2^20 B)"
-ok "perftest's -F -R -d -i -x -S --cpu_util accepted; MB/sec by default; --out_json_file ($mb MB/sec = $gbps Gb/s)"
+ok "perftest's -F -R -d -i -x -S accepted; MB/sec by default; --out_json_file ($mb MB/sec = $gbps Gb/s)"
+grep -q "MsgRate\[Mpps\] *CPU_Util\[%\]$" "$E2E_DIR/mb.cli" || fail "--cpu_util: no column: $(cat "$E2E_DIR/mb.cli")"
+cpu=$(awk '/^ *65536 +300 / { print $6 }' "$E2E_DIR/mb.cli")
+self=$(jq '.results[0].cpu_util_self_pct' "$J")
+# The client busy-polls: it and its mrocd keep the host's CPUs busy during the run.
+awk -v c="$cpu" -v s="$self" 'BEGIN { exit !(c > 0 && c <= 100 && s > 0) }' ||
+	fail "--cpu_util: host $cpu%, self $self%: $(cat "$J")"
+jq -e '.results[0].cpu_util_host_pct > 0' "$J" >/dev/null || fail "--cpu_util JSON: $(cat "$J")"
+ok "--cpu_util: CPU_Util[%] $cpu (the host's busy share over the run), this process $self%"
+
+# -b: both sides send; each row adds both directions (2 x 300 messages), on both sides.
+out=$("$PERF" read_bw -b 10.0.0.1 2>&1)
+[ $? = 2 ] && grep -q "read_bw -b: -t 16 or less" <<<"$out" || fail "read_bw -b -t 128: $out"
+for t in write_bw read_bw send_bw; do
+	depth=(); [ $t = read_bw ] && depth=(-t 16)
+	TEST=$t run "bidir_$t" -j -- -b -n 300 "${depth[@]}" -j
+	for side in cli srv; do
+		jq -e '.params.bidirectional and (.results | length == 1) and
+			.results[0].measured_by == "both" and .results[0].messages == 600' \
+			"$E2E_DIR/bidir_$t.$side" >/dev/null || fail "$t -b ($side): $(cat "$E2E_DIR/bidir_$t.$side")"
+	done
+done
+# -D: the counts are exchanged at the end (send_bw: the receivers wait for them).
+TEST=send_bw run bidir_d -j -- -b -D 1 -j
+jq -e '.results[0].measured_by == "both" and .results[0].messages > 0' "$E2E_DIR/bidir_d.srv" >/dev/null ||
+	fail "send_bw -b -D 1: $(cat "$E2E_DIR/bidir_d.srv")"
+ok "-b: write_bw, read_bw, send_bw (-n 300: 600 messages on each side's row) and send_bw -D 1"
 
 run gb -- --report_gbits -n 300
 grep -q "BW peak\[Gb/sec\] *BW average\[Gb/sec\]" "$E2E_DIR/gb.cli" || fail "--report_gbits: $(cat "$E2E_DIR/gb.cli")"

@@ -26,6 +26,7 @@
 
 #include "../../cli/perf/stats.c"
 #include "../../cli/perf/report.c"
+#include "../../cli/perf/cpu.c"
 
 #define PERFTEST_BW_HEAD \
 	" #bytes     #iterations    BW peak[Gb/sec]    BW average[Gb/sec]   MsgRate[Mpps]\n"
@@ -216,11 +217,11 @@ static void test_heads_are_perftests(void **state)
 	struct capture c;
 
 	cap_open(&c);
-	report_bw_head(c.f, true);
+	report_bw_head(c.f, true, false);
 	assert_string_equal(cap_close(&c), PERFTEST_BW_HEAD);
 	free(c.buf);
 	cap_open(&c);
-	report_bw_head(c.f, false);
+	report_bw_head(c.f, false, false);
 	assert_string_equal(cap_close(&c), PERFTEST_BW_HEAD_MB);
 	free(c.buf);
 	cap_open(&c);
@@ -257,17 +258,80 @@ static void test_bw_line_under_heads(void **state)
 	static const char *const values_mb[] = { "65536", "5000", "1335.14", "1310.11", "0.020960" };
 
 	cap_open(&c);
-	report_bw_line(c.f, &r, true);
+	report_bw_line(c.f, &r, true, NULL);
 	cap_close(&c);
 	assert_under_heads(PERFTEST_BW_HEAD, c.buf, heads, values, 5);
 	assert_int_equal(c.buf[strlen(c.buf) - 1], '\n');
 	free(c.buf);
 	/* perftest's default: MB/sec of 2^20 bytes. */
 	cap_open(&c);
-	report_bw_line(c.f, &r, false);
+	report_bw_line(c.f, &r, false, NULL);
 	cap_close(&c);
 	assert_under_heads(PERFTEST_BW_HEAD_MB, c.buf, heads, values_mb, 5);
 	free(c.buf);
+}
+
+/* --cpu_util: perftest's CPU_Util[%] head after MsgRate, the value under it. */
+static void test_cpu_util_column(void **state)
+{
+	static const char *const heads[] = { "MsgRate", "CPU_Util[%]" };
+	static const char *const values[] = { "0.020960", "37.50" };
+	struct bw_result r = { .size = 65536, .iters = 5000, .peak_gbps = 11.2, .avg_gbps = 10.99,
+			       .mpps = 0.02096 };
+	struct cpu_util u = { .host = 37.5, .self = 99.0 };
+	struct capture c;
+	char *head;
+
+	cap_open(&c);
+	report_bw_head(c.f, true, true);
+	head = cap_close(&c);
+	assert_int_equal(strncmp(head, PERFTEST_BW_HEAD, strlen(PERFTEST_BW_HEAD) - 1), 0);
+	assert_string_equal(head + strlen(PERFTEST_BW_HEAD) - 1, "     CPU_Util[%]\n");
+	cap_open(&c);
+	report_bw_line(c.f, &r, true, &u);
+	cap_close(&c);
+	assert_under_heads(head, c.buf, heads, values, 2);
+	free(c.buf);
+	free(head);
+}
+
+/* /proc/stat's first line: busy = all - idle - iowait; anything else is refused. */
+static void test_cpu_parse_stat(void **state)
+{
+	uint64_t busy = 0, total = 0;
+
+	assert_int_equal(cpu_parse_stat("cpu  100 5 50 800 40 3 2 0 0 0\n", &busy, &total), 0);
+	assert_int_equal(total, 1000);
+	assert_int_equal(busy, 160);
+	/* old kernels: four fields */
+	assert_int_equal(cpu_parse_stat("cpu 1 2 3 4\n", &busy, &total), 0);
+	assert_int_equal(total, 10);
+	assert_int_equal(busy, 6);
+	assert_int_equal(cpu_parse_stat("cpu0 1 2 3 4\n", &busy, &total), -EINVAL);
+	assert_int_equal(cpu_parse_stat("cpu 1 2\n", &busy, &total), -EINVAL);
+	assert_int_equal(cpu_parse_stat("", &busy, &total), -EINVAL);
+}
+
+/* Between two samples: busy/total of the host, CPU time over wall time of the process. */
+static void test_cpu_util_between(void **state)
+{
+	struct cpu_sample a = { .busy = 100, .total = 1000, .self_ns = 0, .wall_ns = 0,
+				.host_ok = true };
+	struct cpu_sample b = { .busy = 350, .total = 2000, .self_ns = 500000000,
+				.wall_ns = 1000000000, .host_ok = true };
+	struct cpu_util u;
+
+	cpu_util_between(&a, &b, &u);
+	assert_true(fabs(u.host - 25.0) < 1e-9);
+	assert_true(fabs(u.self - 50.0) < 1e-9);
+	b.host_ok = false;	/* no /proc/stat: 0, not garbage */
+	cpu_util_between(&a, &b, &u);
+	assert_true(u.host == 0.0);
+	cpu_sample(&a);		/* the real thing: sane values */
+	cpu_sample(&b);
+	cpu_util_between(&a, &b, &u);
+	assert_true(u.host >= 0.0 && u.host <= 100.0);
+	assert_true(u.self >= 0.0);
 }
 
 static void test_lat_line_under_heads(void **state)
@@ -295,7 +359,7 @@ static void test_wide_values_stay_apart(void **state)
 	struct capture c;
 
 	cap_open(&c);
-	report_bw_line(c.f, &r, true);
+	report_bw_line(c.f, &r, true, NULL);
 	cap_close(&c);
 	assert_non_null(strstr(c.buf, "12345678901234 1000000.00"));
 	free(c.buf);
@@ -492,6 +556,9 @@ int main(void)
 		cmocka_unit_test(test_peak_short_run_and_floor),
 		cmocka_unit_test(test_heads_are_perftests),
 		cmocka_unit_test(test_bw_line_under_heads),
+		cmocka_unit_test(test_cpu_util_column),
+		cmocka_unit_test(test_cpu_parse_stat),
+		cmocka_unit_test(test_cpu_util_between),
 		cmocka_unit_test(test_lat_line_under_heads),
 		cmocka_unit_test(test_wide_values_stay_apart),
 		cmocka_unit_test(test_text_report),
