@@ -154,6 +154,12 @@ PERF_OBJS := $(PERF_SRCS:%.c=$(OBJ)/%.o)
 PERF_BIN := $(if $(PERF_SRCS),$(BUILD)/mroc-perf)
 $(PERF_OBJS): INCLUDES := -Ilibclient/include -Icli/perf
 
+# Examples: examples/*.c -> build/examples/*, whole programs against libmroc's public
+# header and the static library (installed as documentation, with examples/Makefile).
+EXAMPLE_SRCS := $(sort $(wildcard examples/*.c))
+EXAMPLE_BINS := $(EXAMPLE_SRCS:%.c=$(BUILD)/%)
+$(EXAMPLE_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Ilibclient/include
+
 # Tools: tools/*.c -> build/*, one program per file, linked with the daemon's library
 # (xsk-baseline uses mrocd's XDP program loader and frame builder).
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
@@ -183,16 +189,16 @@ test_helpers = $(patsubst %.c,$(OBJ)/%.o,$(filter $(patsubst $(BUILD)/%,%,$(dir 
 
 ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $(DAEMON_OBJS) \
 	$(DAEMON_MAIN:%.c=$(OBJ)/%.o) $(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS) $(PERF_OBJS) \
-	$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o) $(TOOL_SRCS:%.c=$(OBJ)/%.o)
+	$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o) $(TOOL_SRCS:%.c=$(OBJ)/%.o) $(EXAMPLE_SRCS:%.c=$(OBJ)/%.o)
 
 # ---- top-level targets ------------------------------------------------------
 
 .PHONY: all libs tests check bench bench-sim demo clean help
 
 ifeq ($(HAVE_CMOCKA),1)
-all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) tests
+all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) $(EXAMPLE_BINS) tests
 else
-all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS)
+all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) $(EXAMPLE_BINS)
 	@echo "note: test binaries not built: cmocka not found by pkg-config (scripts/deps.sh installs it)"
 endif
 
@@ -379,7 +385,7 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call say,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
 
-$(E2E_TOOLS): $(BUILD)/%: $(OBJ)/%.o $(LIBMROC_A)
+$(E2E_TOOLS) $(EXAMPLE_BINS): $(BUILD)/%: $(OBJ)/%.o $(LIBMROC_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(MROC_LDLIBS)
@@ -422,6 +428,7 @@ SYSUSERSDIR ?= $(PREFIX)/lib/sysusers.d
 # configuration goes to /etc): the global folder tshark reports, else Debian's.
 WIRESHARK_LUADIR ?= $(or $(shell tshark -G folders 2>/dev/null | sed -n 's/^Global Lua Plugins:[[:space:]]*//p'),$(PREFIX)/lib/$(MULTIARCH)/wireshark/plugins)
 BASHCOMPDIR ?= $(PREFIX)/share/bash-completion/completions
+EXAMPLEDIR ?= $(PREFIX)/share/doc/mroc/examples
 INSTALL ?= install
 
 # Programs that exist in this tree (CLI_BIN: mroc-cli's rules define it).
@@ -463,6 +470,8 @@ endif
 	$(Q)$(INSTALL) -m 0644 systemd/mroc.sysusers $(DESTDIR)$(SYSUSERSDIR)/mroc.conf
 	$(Q)$(INSTALL) -D -m 0644 tools/wireshark/mroc.lua $(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua
 	$(Q)$(INSTALL) -D -m 0644 cli/bash-completion/mroc-cli $(DESTDIR)$(BASHCOMPDIR)/mroc-cli
+	$(Q)$(INSTALL) -d $(DESTDIR)$(EXAMPLEDIR)
+	$(Q)$(INSTALL) -m 0644 $(EXAMPLE_SRCS) examples/Makefile examples/README.md $(DESTDIR)$(EXAMPLEDIR)/
 	$(Q)$(foreach m,$(INSTALL_MANS),$(INSTALL) -m 0644 $(m) \
 		$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/ &&) true
 	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf ]; then \
@@ -489,6 +498,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libfabric/libmroc-fi.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc $(DESTDIR)$(UNITDIR)/mrocd.service $(DESTDIR)$(SYSUSERSDIR)/mroc.conf \
 		$(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua $(DESTDIR)$(BASHCOMPDIR)/mroc-cli \
+		$(addprefix $(DESTDIR)$(EXAMPLEDIR)/,$(notdir $(EXAMPLE_SRCS)) Makefile README.md) \
 		$(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	$(Q)if cmp -s conf/mrocd.conf $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; \
@@ -497,6 +507,7 @@ uninstall:
 	fi
 	$(Q)rmdir $(DESTDIR)$(INCLUDEDIR)/mroc $(DESTDIR)$(SYSCONFDIR)/mroc 2>/dev/null || true
 	$(Q)rmdir $(DESTDIR)$(LIBDIR)/libfabric 2>/dev/null || true
+	$(Q)rmdir $(DESTDIR)$(EXAMPLEDIR) $(DESTDIR)$(PREFIX)/share/doc/mroc 2>/dev/null || true
 ifeq ($(DESTDIR),)
 	$(Q)if [ "$$(id -u)" = 0 ]; then \
 		ldconfig; \

@@ -59,7 +59,11 @@ expected+=(
 	/usr/share/man/man5/mrocd.conf.5 /usr/share/man/man8/mrocd.8
 	/usr/share/man/man8/mroc-cli.8 "$WS_LUADIR/mroc.lua"
 	/usr/share/bash-completion/completions/mroc-cli
+	/usr/share/doc/mroc/examples/Makefile /usr/share/doc/mroc/examples/README.md
 )
+for f in "$E2E_TOP"/examples/*.c; do
+	expected+=("/usr/share/doc/mroc/examples/${f##*/}")
+done
 # The libfabric provider, where libfabric-dev let it be built.
 [ -f "$BUILD/libmroc-fi.so" ] && expected+=(/usr/lib/libfabric/libmroc-fi.so)
 diff <(printf '%s\n' "${expected[@]}" | sort) \
@@ -200,6 +204,16 @@ LD_LIBRARY_PATH=$lib ldd "$WORK/hello-shared" | grep -q "libmroc.so.0 => $lib/li
 	fail "hello-shared did not load the installed library: $(LD_LIBRARY_PATH=$lib ldd "$WORK/hello-shared")"
 out2=$("$WORK/hello-static" "$WORK/no-such.sock" 2>&1) || fail "hello-static: $out2"
 ok "built with pkg-config against the installed files, shared and static; both say: $out"
+
+# The installed examples build where they are, with their own Makefile and pkg-config.
+cp -r "$DEST/usr/share/doc/mroc/examples" "$WORK/examples"
+make -s -C "$WORK/examples" CFLAGS="-O2 -Wall -Wextra -Werror $san" >"$WORK/ex.log" 2>&1 ||
+	fail "the installed examples do not build: $(cat "$WORK/ex.log")"
+for f in "$E2E_TOP"/examples/*.c; do
+	b=${f##*/}; b=${b%.c}
+	[ -x "$WORK/examples/$b" ] || fail "examples: $b not built by the installed Makefile"
+done
+ok "the installed examples build with their Makefile against the installed libmroc"
 
 # libmroc(3): its example compiles and links as shown, its synopsis names every export.
 awk '/^\.\\" The program between/ { f = 1; next } f && /^\.EX/ { g = 1; next } g && /^\.EE/ { exit } g' \
