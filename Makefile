@@ -7,6 +7,8 @@
 #   make bench                the simulation benchmark, then real packets over veth and the
 #                             multi-plane fabric (root): mroc vs RoCEv2 mode vs TCP
 #   make bench-sim            cluster simulation (issue #7): CSV, PNG and tables into docs/perf/
+#   make bench-scale          1 .. 4,000 QPs on one daemon pair vs TCP, memory, CPU (issue #10, root)
+#   make bench-mpi            libfabric fi_pingpong and Open MPI over mroc vs TCP (issue #14, root)
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make clean                remove build/ and build-*/
 #   make V=1                  print full commands (and, with check, every test's output)
@@ -193,7 +195,7 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 
 # ---- top-level targets ------------------------------------------------------
 
-.PHONY: all libs tests check bench bench-sim demo clean help
+.PHONY: all libs tests check bench bench-sim bench-scale bench-mpi demo clean help
 
 ifeq ($(HAVE_CMOCKA),1)
 all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) $(EXAMPLE_BINS) tests
@@ -228,12 +230,25 @@ demo:
 	$(Q)BUILD=$(abspath $(BUILD)) scripts/demo.sh
 
 # The simulation benchmark, then real packets (root) over veth and over the multi-plane
-# fabric: mroc vs RoCEv2 mode vs TCP; then hosts with a port per plane (bench-ports.sh).
+# fabric: mroc vs RoCEv2 mode vs TCP; then hosts with a port per plane (bench-ports.sh);
+# then 1 .. 4,000 QPs (bench-scale) and the libfabric provider and MPI (bench-mpi).
 bench: all
 	$(SIM_BIN) bench
 	BUILD=$(abspath $(BUILD)) scripts/bench-net.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-fabric.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-ports.sh
+	BUILD=$(abspath $(BUILD)) scripts/bench-scale.sh
+	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
+
+# 1, 16, 256, 1,000 and 4,000 QPs over two mrocd on AF_XDP (4-plane fabric) beside kernel
+# TCP with as many connections; the engine alone; the cluster AllToAll (about 15 minutes).
+bench-scale: all
+	BUILD=$(abspath $(BUILD)) scripts/bench-scale.sh
+
+# fi_pingpong -p mroc vs libfabric's tcp and udp;ofi_rxd, Open MPI allreduce over mroc vs
+# its TCP path, lossless and at 1% loss on one plane (about 10 minutes).
+bench-mpi: all
+	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
 
 # 64 simulated hosts running the engine, MetaRoCE vs RoCEv2 (about 10 minutes on 2 cores).
 bench-sim: all

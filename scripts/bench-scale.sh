@@ -1,0 +1,362 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# mroc at 1 .. 4,000 QPs (issue #10): two mrocd on AF_XDP over a 4-plane ECMP
+# fabric (scripts/fabric), lossless, daemon defaults (paths 4, MTU 3388), and at
+# each QP count N, REPS times:
+#
+#   bw     N QPs of write_bw 64 KiB from several mroc-perf clients at once (1 x 1,
+#          4 x 4, 4 x 64, 4 x 250, 16 x 250): the receiver's placed bytes per second
+#          over SECS once every QP is up and WARM seconds passed; whether every client
+#          completed; each daemon's CPU (utime + stime over the window, % of one core)
+#          and private memory (Pss_Anon of /proc/PID/smaps_rollup, which leaves out the
+#          clients' shared regions) against the idle daemon's; the engine counters
+#          over the whole point (rto, tx_retx, lost at the sender, rx_dup at the
+#          receiver) and the clients that failed with "retry counter exceeded"
+#   lat    write_lat 8 B (LAT_ITERS ping-pongs, one QP) while N - 1 other QPs are
+#          connected and idle (write_bw clients with one 64 B message in flight per
+#          QP, stopped with SIGSTOP once their QPs are up): p50 and p99
+#   tcp    kernel TCP with N connections on the same fabric: iperf3 -P (above 128,
+#          several iperf3 processes of at most 128 streams each), receiver goodput
+#
+# then the engine alone (mroc-sim engine: CPU per data packet at 1 .. 4,000 QPs, no
+# network, every QP busy and one busy among idle ones) and the cluster simulator's
+# 16 MiB AllToAll on 64 hosts (wall time, events per second).
+#
+# Writes docs/perf/scale.csv (a row per run), scale-summary.csv (min/median/max per
+# point), scale-engine.txt, scale-alltoall.txt and scale.png (docs/perf/scale.gp);
+# prints markdown tables on stdout, progress on stderr.  Root; part of make bench
+# (make bench-scale); about 15 minutes on 2 loaded cores.
+#
+#   scripts/bench-scale.sh
+#
+# Environment: BUILD (build), OUT (docs/perf), POINTS ("1 16 256 1000 4000"), REPS (3),
+# SECS (4), WARM (1), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), KEEP (set:
+# keep the work directory with logs and every client's output).
+set -u
+BL_TAG=bscale
+. "$(dirname "$0")/bench-lib.sh"
+
+OUT=${OUT:-$BL_TOP/docs/perf}
+POINTS=${POINTS:-1 16 256 1000 4000}
+REPS=${REPS:-3}
+SECS=${SECS:-4}
+WARM=${WARM:-1}
+LAT_ITERS=${LAT_ITERS:-2000}
+PARTS=${PARTS:-bw lat tcp engine alltoall}
+SIM=$BUILD/mroc-sim
+
+bl_init iperf3 ss
+command -v gnuplot >/dev/null || log "no gnuplot: CSV and tables only (apt-get install gnuplot-nox)"
+mkdir -p "$OUT"
+T_START=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+CLK_TCK=$(getconf CLK_TCK)
+
+# layout N: "clients QPs_per_client" (the issue's 16 x 250 at 4,000; no client above
+# the default max_qps_per_client of 256).
+layout() {
+	local n=$1 c
+	if [ "$n" -le 4 ]; then c=1; elif [ "$n" -le 1000 ]; then c=4; else c=$(((n + 249) / 250)); fi
+	echo "$c $((n / c))"
+}
+
+# pss_anon H: the daemon's private anonymous memory, KiB.
+pss_anon() { awk '$1 == "Pss_Anon:" { print $2 }' "/proc/${DPID[$1]}/smaps_rollup" 2>/dev/null; }
+# cpu_ticks H: utime + stime of the daemon (all its threads), clock ticks.
+cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/${DPID[$1]}/stat" 2>/dev/null; }
+placed() { bl_admin 1 counters | jq '.engine.rx_bytes_placed'; }
+client_qps() { bl_admin "$1" counters | jq '.clients.qps'; }
+# engine_cnt H: "rto tx_retx lost rx_dup tx_data" of host H's engine.
+engine_cnt() {
+	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data)"' 2>/dev/null ||
+		echo "0 0 0 0 0"
+}
+delta() { paste -d' ' <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = " " }'; }
+
+# Both daemons idle with no client QP (after a point, the gone clients' QPs linger 2 s).
+wait_idle() {
+	local h
+	for h in 0 1; do
+		for _ in $(seq 200); do
+			[ "$(client_qps $h)" = 0 ] && [ "$(bl_admin $h status | jq '.qps <= 3')" = true ] && break
+			sleep 0.1
+		done
+	done
+	sleep 0.5
+}
+
+# clients_start TAG PORT0 C Q ARGS...: C write_bw servers on host 1 and C clients on
+# host 0 (Q QPs each, ports PORT0+1..); client pids in CPIDS, server pids in SPIDS.
+clients_start() {
+	local tag=$1 port0=$2 c=$3 q=$4 i
+	shift 4
+	CPIDS=() SPIDS=()
+	for ((i = 1; i <= c; i++)); do
+		bl_bg ip netns exec "${NS[1]}" "$PERF" write_bw -S "$BL_DIR/h1.ctl" --sleep -j -p $((port0 + i)) \
+			--mroc-addr "${IP[1]}" --timeout 120 >"$BL_DIR/$tag.$i.srv.json" 2>"$BL_DIR/$tag.$i.srv.err"
+		SPIDS+=("$BL_LAST")
+	done
+	for ((i = 1; i <= c; i++)); do bl_wait_listen "${NS[1]}" $((port0 + i)) "${SPIDS[$((i - 1))]}"; done
+	for ((i = 1; i <= c; i++)); do
+		bl_bg ip netns exec "${NS[0]}" "$PERF" write_bw -S "$BL_DIR/h0.ctl" --sleep -j -p $((port0 + i)) \
+			--timeout 120 -q "$q" "$@" "${MGMT[1]}" >"$BL_DIR/$tag.$i.cli.json" 2>"$BL_DIR/$tag.$i.cli.err"
+		CPIDS+=("$BL_LAST")
+	done
+}
+
+# wait_qps N SECONDS: until the receiving daemon holds N client QPs; 1 if it did not.
+wait_qps() {
+	local i
+	for ((i = 0; i < $2 * 5; i++)); do
+		[ "$(client_qps 1)" -ge "$1" ] 2>/dev/null && return 0
+		kill -0 "${CPIDS[@]}" 2>/dev/null || return 1
+		sleep 0.2
+	done
+	return 1
+}
+
+# clients_finish TAG: reap every client and server; FAILED = processes that failed,
+# RETRY_EXC = those whose error says the retry counter was exceeded, ERR = the first error.
+clients_finish() {
+	local tag=$1 i
+	FAILED=0 RETRY_EXC=0 ERR=
+	for i in "${!CPIDS[@]}"; do
+		bl_reap "${CPIDS[$i]}" || FAILED=$((FAILED + 1))
+		bl_reap "${SPIDS[$i]}" || FAILED=$((FAILED + 1))
+	done
+	RETRY_EXC=$(cat "$BL_DIR/$tag".*.err 2>/dev/null | grep -ci "retry counter exceeded")
+	ERR=$(cat "$BL_DIR/$tag".*.err 2>/dev/null | grep -v '^$' | head -1 | tr ',' ';' | cut -c1-160)
+}
+
+# ---------------------------------------------------------------- bw
+
+# bw_run N REP: one aggregate write_bw point; appends a row to the CSV.
+bw_run() {
+	local n=$1 rep=$2 c q dur t0 t1 b0 b1 k0a k0b k1a k1b m0a m0b e0a e0b tup gbps i
+	read -r c q <<<"$(layout "$n")"
+	# Each client runs for its own -D from its first message: long enough that all
+	# are still sending through the window however the start-up spreads out.
+	dur=$((WARM + SECS + 3 + n / 250))
+	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1)
+	tup=$EPOCHREALTIME
+	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur"
+	if ! wait_qps "$n" $((30 + n / 20)); then
+		log "bw $n QPs rep $rep: only $(client_qps 1) of $n QPs came up"
+	fi
+	tup=$(awk -v a="$tup" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
+	sleep "$WARM"
+	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1)
+	m0a=0 m0b=0
+	# the window ends after SECS or as soon as a client finishes
+	for ((i = 0; i < SECS * 4; i++)); do
+		sleep 0.25
+		kill -0 "${CPIDS[@]}" 2>/dev/null || break
+		[ $((i % 4)) = 1 ] || continue
+		m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
+		m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
+	done
+	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1)
+	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
+	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
+	clients_finish bw
+	gbps=$(awk -v a="$b0" -v b="$b1" -v t0="$t0" -v t1="$t1" 'BEGIN { if (t1 > t0 && b > a) printf "%.4f", (b - a) * 8 / (t1 - t0) / 1e9; else print 0 }')
+	local cpua cpub win ca cb perfavg
+	win=$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.2f", t1 - t0 }')
+	cpua=$(awk -v a="$k0a" -v b="$k1a" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+	cpub=$(awk -v a="$k0b" -v b="$k1b" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+	ca=$(delta "$e0a" "$(engine_cnt 0)") cb=$(delta "$e0b" "$(engine_cnt 1)")
+	perfavg=$(cat "$BL_DIR"/bw.*.cli.json 2>/dev/null | jq -s '[.[].results[0].bw_avg_gbps // 0] | add' 2>/dev/null)
+	# ca: sender "rto tx_retx lost rx_dup tx_data"; cb: receiver's rx_dup
+	read -r rto retx lost _ txdata <<<"$ca"
+	read -r _ _ _ rxdup _ <<<"$cb"
+	log "bw $n QPs ($c x $q) rep $rep: $gbps Gbit/s over $win s (QPs up in $tup s), CPU $cpua/$cpub %," \
+		"Pss_Anon $((m0a / 1024))/$((m0b / 1024)) MiB, rto $rto retx $retx dup $rxdup, failed $FAILED${ERR:+ ($ERR)}"
+	echo "bw,$n,$c,$q,$rep,$gbps,$win,$tup,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,$rxdup,$txdata,$FAILED,$RETRY_EXC,${perfavg:-},,,${ERR:-ok}" >>"$CSV"
+	if [ -n "${KEEP:-}" ]; then mkdir -p "$BL_DIR/keep.bw.$n.$rep" && cp "$BL_DIR"/bw.* "$BL_DIR/keep.bw.$n.$rep/"; fi
+	wait_idle
+}
+
+# ---------------------------------------------------------------- lat
+
+# lat_run N REP: write_lat among N - 1 idle QPs.
+lat_run() {
+	local n=$1 rep=$2 c q held=0 i sp cp p50 p99 lq=0
+	read -r c q <<<"$(layout "$n")"
+	CPIDS=() SPIDS=()
+	if [ "$n" -gt 1 ]; then
+		# N - 1 holders: the layout's clients, the first with one QP fewer
+		local hc=() hs=() qi
+		for ((i = 1; i <= c; i++)); do
+			qi=$q
+			[ "$i" = 1 ] && qi=$((q - 1))
+			[ "$qi" -gt 0 ] || continue
+			clients_start "hold$i" $((18700 + 10 * i)) 1 "$qi" -s 64 -t 1 -D 600
+			hc+=("${CPIDS[@]}") hs+=("${SPIDS[@]}")
+		done
+		CPIDS=("${hc[@]}") SPIDS=("${hs[@]}")
+		wait_qps $((n - 1)) $((30 + n / 20)) || log "lat $n: only $(client_qps 1) of $((n - 1)) idle QPs came up"
+		sleep 0.5
+		for i in "${CPIDS[@]}"; do kill -STOP "$i"; done
+		# the stopped clients' last messages complete; from now on their QPs are idle
+		sleep 1
+		held=$(client_qps 1)
+	fi
+	local port=18690 e0a e1a k0a k1a t0 win
+	e0a=$(engine_cnt 0)
+	bl_bg ip netns exec "${NS[1]}" "$PERF" write_lat -S "$BL_DIR/h1.ctl" -j -p $port --mroc-addr "${IP[1]}" \
+		>"$BL_DIR/lat.srv.json" 2>"$BL_DIR/lat.srv.err"
+	sp=$BL_LAST
+	bl_wait_listen "${NS[1]}" $port "$sp"
+	t0=$EPOCHREALTIME k0a=$(cpu_ticks 0) k1a=$(cpu_ticks 1)
+	bl_bg ip netns exec "${NS[0]}" "$PERF" write_lat -S "$BL_DIR/h0.ctl" -j -p $port -s 8 -n "$LAT_ITERS" \
+		"${MGMT[1]}" >"$BL_DIR/lat.cli.json" 2>"$BL_DIR/lat.cli.err"
+	cp=$BL_LAST
+	bl_reap "$cp"
+	bl_reap "$sp"
+	win=$(awk -v t0="$t0" -v t1="$EPOCHREALTIME" 'BEGIN { printf "%.2f", t1 - t0 }')
+	local cpua cpub
+	cpua=$(awk -v a="$k0a" -v b="$(cpu_ticks 0)" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+	cpub=$(awk -v a="$k1a" -v b="$(cpu_ticks 1)" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+	p50=$(jq -r '.results[0].t_typical_us // empty' "$BL_DIR/lat.cli.json" 2>/dev/null)
+	p99=$(jq -r '.results[0].p99_us // empty' "$BL_DIR/lat.cli.json" 2>/dev/null)
+	read -r rto retx lost _ _ <<<"$(delta "$e0a" "$(engine_cnt 0)")"
+	ERR=
+	[ -n "$p50" ] || ERR=$(cat "$BL_DIR/lat.cli.err" "$BL_DIR/lat.srv.err" | grep -v '^$' | head -1 | tr ',' ';' | cut -c1-160)
+	local m0a m0b
+	m0a=$(pss_anon 0) m0b=$(pss_anon 1)
+	log "lat $n QPs rep $rep ($((held + 1)) QPs up): p50 ${p50:-?} p99 ${p99:-?} us, CPU $cpua/$cpub %, rto $rto retx $retx${ERR:+ FAILED: $ERR}"
+	for i in "${CPIDS[@]}"; do bl_stop "$i"; done
+	for i in "${SPIDS[@]}"; do bl_stop "$i"; done
+	echo "lat,$n,$c,$q,$rep,,$win,,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,,,,,,$p50,$p99,${ERR:-ok}" >>"$CSV"
+	wait_idle
+}
+
+# ---------------------------------------------------------------- tcp
+
+# tcp_run N REP: N TCP connections host 0 -> host 1, in iperf3 processes of <= 128 streams.
+tcp_run() {
+	local n=$1 rep=$2 procs i k rest sp=() cp=() port gbps retr
+	procs=$(((n + 127) / 128))
+	for ((i = 0; i < procs; i++)); do
+		bl_bg ip netns exec "${NS[1]}" timeout $((SECS + WARM + 60)) iperf3 -s -1 -p $((5201 + i)) >/dev/null 2>&1
+		sp+=("$BL_LAST")
+	done
+	for ((i = 0; i < procs; i++)); do bl_wait_listen "${NS[1]}" $((5201 + i)) "${sp[$i]}"; done
+	rest=$n
+	for ((i = 0; i < procs; i++)); do
+		k=$((rest / (procs - i)))
+		rest=$((rest - k))
+		bl_bg ip netns exec "${NS[0]}" timeout $((SECS + WARM + 50)) iperf3 -c "${IP[1]}" -p $((5201 + i)) \
+			-O "$WARM" -t "$SECS" -P "$k" -J >"$BL_DIR/tcp.$i.json" 2>/dev/null
+		cp+=("$BL_LAST")
+	done
+	for i in "${cp[@]}" "${sp[@]}"; do bl_reap "$i"; done
+	gbps=$(cat "$BL_DIR"/tcp.*.json | jq -s '[.[].end.sum_received.bits_per_second // 0] | add / 1e9' 2>/dev/null)
+	retr=$(cat "$BL_DIR"/tcp.*.json | jq -s '[.[].end.sum_sent.retransmits // 0] | add' 2>/dev/null)
+	ERR=$(cat "$BL_DIR"/tcp.*.json | jq -rs '[.[].error // empty] | first // empty' 2>/dev/null | tr ',' ';')
+	rm -f "$BL_DIR"/tcp.*.json
+	log "tcp $n connections ($procs iperf3) rep $rep: $gbps Gbit/s, retransmits $retr${ERR:+ ERROR: $ERR}"
+	echo "tcp,$n,$procs,,$rep,$gbps,,,,,,,,,,$retr,,,,,,,,,${ERR:-ok}" >>"$CSV"
+}
+
+# ---------------------------------------------------------------- main
+
+CSV=$OUT/scale.csv
+SUM=$OUT/scale-summary.csv
+TABLES=$BL_DIR/tables.md
+md() { echo "$*" >>"$TABLES"; }
+
+if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
+	echo "part,qps,clients,qps_per_client,rep,gbps,window_s,qps_up_s,cpu_a_pct,cpu_b_pct,pss_anon_a_kib,pss_anon_b_kib,idle_pss_anon_a_kib,idle_pss_anon_b_kib,rto,tx_retx,lost,rx_dup,tx_data,failed,retry_exc,mroc_perf_sum_gbps,lat_p50_us,lat_p99_us,status" >"$CSV"
+	bl_fabric_up 4 2
+	# Rings that hold a message of every QP at once (as tests/e2e/test_scale.sh);
+	# transport and limits at the daemon's defaults.
+	for h in 0 1; do bl_daemon_start $h "umem_frames = 16384; ring_size = 4096;"; done
+	bl_daemons_ready
+	sleep 1
+	IDLE_A=$(pss_anon 0) IDLE_B=$(pss_anon 1)
+	log "idle daemons: Pss_Anon $IDLE_A / $IDLE_B KiB; load $(cut -d' ' -f1-3 /proc/loadavg)"
+	for n in $POINTS; do
+		for ((rep = 1; rep <= REPS; rep++)); do
+			! grep -qw bw <<<"$PARTS" || bw_run "$n" "$rep"
+			! grep -qw lat <<<"$PARTS" || lat_run "$n" "$rep"
+			! grep -qw tcp <<<"$PARTS" || tcp_run "$n" "$rep"
+		done
+	done
+	bl_daemons_stop
+
+	# min/median/max per point
+	echo "part,qps,metric,min,median,max" >"$SUM"
+	col() { awk -F, -v p="$1" -v n="$2" -v c="$3" '$1 == p && $2 == n && $c != "" { print $c }' "$CSV" | stats; }
+	for n in $POINTS; do
+		for m in "bw gbps 6" "bw cpu_a 9" "bw cpu_b 10" "bw pss_a 11" "bw pss_b 12" "bw rto 15" "bw tx_retx 16" \
+			"bw rx_dup 18" "bw failed 20" "bw retry_exc 21" "lat p50 23" "lat p99 24" "lat rto 15" "tcp gbps 6" "tcp retx 16"; do
+			read -r p name c <<<"$m"
+			echo "$p,$n,$name,$(col "$p" "$n" "$c" | tr ' ' ',')" >>"$SUM"
+		done
+		# private memory above the idle daemon's, MiB
+		echo "bw,$n,pss_a_above_idle_mib,$(col bw "$n" 11 | awk -v i="$IDLE_A" '{ printf "%.2f,%.2f,%.2f", ($1 - i) / 1024, ($2 - i) / 1024, ($3 - i) / 1024 }')" >>"$SUM"
+		echo "bw,$n,pss_b_above_idle_mib,$(col bw "$n" 12 | awk -v i="$IDLE_B" '{ printf "%.2f,%.2f,%.2f", ($1 - i) / 1024, ($2 - i) / 1024, ($3 - i) / 1024 }')" >>"$SUM"
+	done
+	get() { awk -F, -v p="$1" -v n="$2" -v m="$3" -v f="${4:-5}" '$1 == p && $2 == n && $3 == m { print $f }' "$SUM"; }
+	mmm() { awk -F, -v p="$1" -v n="$2" -v m="$3" -v d="${4:-3}" '$1 == p && $2 == n && $3 == m {
+		if ($4 == "-") print "-"; else printf "%.*f / %.*f / %.*f", d, $4, d, $5, d, $6 }' "$SUM"; }
+	md "#### Aggregate write_bw, latency, memory and CPU by QP count (4 planes, lossless)"
+	md ""
+	md "min / median / max of $REPS runs. Gbit/s: the receiver's placed bytes over ${SECS} s once every QP is up plus ${WARM} s. CPU: % of one core (utime + stime) over that window, sender / receiver. Memory: Pss_Anon above the idle daemon's ($((IDLE_A / 1024)) / $((IDLE_B / 1024)) MiB), MiB, sender / receiver, largest sample. Counters: sums over the runs. write_lat: 8 B among N - 1 idle QPs, $LAT_ITERS ping-pongs."
+	md ""
+	md "| QPs (clients x QPs) | mroc write_bw Gbit/s | TCP, N connections, Gbit/s | write_lat p50 us | write_lat p99 us | CPU % sender / receiver (median) | Pss_Anon above idle, MiB (median) | rto / tx_retx / rx_dup | clients failed / RETRY_EXC |"
+	md "|---|---|---|---|---|---|---|---|---|"
+	for n in $POINTS; do
+		sum_of() { awk -F, -v p="$1" -v n="$2" -v c="$3" '$1 == p && $2 == n { s += $c } END { print s + 0 }' "$CSV"; }
+		read -r c q <<<"$(layout "$n")"
+		md "| $n ($c x $q) | $(mmm bw "$n" gbps) | $(mmm tcp "$n" gbps) | $(mmm lat "$n" p50 1) | $(mmm lat "$n" p99 1) |" \
+			"$(get bw "$n" cpu_a) / $(get bw "$n" cpu_b) |" \
+			"$(get bw "$n" pss_a_above_idle_mib) / $(get bw "$n" pss_b_above_idle_mib) |" \
+			"$(sum_of bw "$n" 15) / $(sum_of bw "$n" 16) / $(sum_of bw "$n" 18) | $(sum_of bw "$n" 20) / $(sum_of bw "$n" 21) |"
+	done
+	md ""
+	if command -v gnuplot >/dev/null; then
+		(cd "$OUT" && gnuplot scale.gp) || log "gnuplot failed"
+	fi
+fi
+
+if grep -qw engine <<<"$PARTS"; then
+	if "$SIM" engine --help >/dev/null 2>&1; then
+		log "engine: mroc-sim engine --qps 1,16,256,1000,4000 (all active, then --active 1)"
+		{
+			echo "\$ mroc-sim engine --qps 1,16,256,1000,4000"
+			"$SIM" engine --qps 1,16,256,1000,4000
+			echo "\$ mroc-sim engine --qps 1,16,256,1000,4000 --active 1"
+			"$SIM" engine --qps 1,16,256,1000,4000 --active 1
+		} >"$OUT/scale-engine.txt" 2>&1 || log "mroc-sim engine failed"
+	else
+		echo "mroc-sim engine: not in this build" >"$OUT/scale-engine.txt"
+	fi
+	md "#### The engine alone (mroc-sim engine, two engines in one thread, no network)"
+	md ""
+	md '```'
+	while IFS= read -r l; do md "$l"; done <"$OUT/scale-engine.txt"
+	md '```'
+	md ""
+fi
+
+if grep -qw alltoall <<<"$PARTS"; then
+	log "alltoall: mroc-sim cluster --op alltoall --bytes 16M --transport metaroce -v"
+	s0=$EPOCHREALTIME
+	"$SIM" cluster --op alltoall --bytes 16M --transport metaroce -v >"$OUT/scale-alltoall.txt" 2>&1 ||
+		log "mroc-sim cluster failed"
+	wall=$(awk -v a="$s0" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.1f", b - a }')
+	echo "wall clock: $wall s" >>"$OUT/scale-alltoall.txt"
+	md "#### Cluster simulator: 16 MiB AllToAll, 64 hosts, MetaRoCE"
+	md ""
+	md '```'
+	while IFS= read -r l; do md "$l"; done < <(grep -iE 'event|wall|alltoall' "$OUT/scale-alltoall.txt" | head -20)
+	md '```'
+	md ""
+fi
+
+cat "$TABLES"
+echo "machine: $(bl_machine), $(($(date +%s) - T_START)) s; load average $LOAD_START at the start," \
+	"$(cut -d' ' -f1-3 /proc/loadavg) at the end; POINTS=\"$POINTS\" REPS=$REPS SECS=$SECS WARM=$WARM LAT_ITERS=$LAT_ITERS"
