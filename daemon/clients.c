@@ -193,7 +193,9 @@ static void zombify(struct clients *cs, uint32_t qpn, uint64_t now)
 static void heat(struct clients *cs, struct cqp *q, uint64_t now)
 {
 	q->last_work = now;
-	if (q->hot_idx != NOT_LISTED)
+	/* A QP of a client kicked meanwhile (a bad work request in the poll that found
+	 * this work) has left the lists for good: listed again, it would outlive its rings. */
+	if (q->hot_idx != NOT_LISTED || q->cl->kicked)
 		return;
 	ring_cons_clear_flag(&q->sq, MROC_RING_NEED_WAKEUP);
 	ring_cons_clear_flag(&q->rq, MROC_RING_NEED_WAKEUP);

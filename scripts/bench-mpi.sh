@@ -1,0 +1,237 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# mroc under libfabric and MPI (issue #14), against the kernel TCP paths on the
+# same fabric in the same run: two hosts of a 4-plane ECMP fabric
+# (scripts/fabric), mrocd on AF_XDP on each, lossless and with 1% loss on one
+# plane (each of the 4 planes in turn, one run per plane: a single TCP
+# connection crosses one plane, so it meets the loss in about one run of four,
+# MetaRoCE's 4 paths in every run):
+#
+#   fi     fi_pingpong -e rdm by size (64 B .. 1 MiB, FI_ITERS ping-pongs, data
+#          checked with -c): providers mroc (build/libmroc-fi.so), tcp, and
+#          udp;ofi_rxd (a quarter of the iterations); half round trip (usec/xfer) and MB/s as fi_pingpong prints
+#   mpi    Open MPI, 2 ranks (one per host, the second started through
+#          scripts/mpi-netns-rsh), tests/mpi/mpi_bench allreduce 8 B .. 1 MiB,
+#          results checked by the program: --mca pml cm --mca mtl ofi
+#          --mca mtl_ofi_provider_include mroc vs --mca pml ob1 --mca btl tcp,self
+#          (TCP on the fabric's planes; Open MPI's own control traffic on the
+#          management network)
+#
+# Writes docs/perf/mpi-fi.csv and mpi-allreduce.csv (a row per size and run),
+# prints markdown tables (medians, with the lossy-plane runs' min and max) on
+# stdout and progress on stderr.  Root; part of make bench (make bench-mpi).
+#
+#   scripts/bench-mpi.sh
+#
+# Environment: BUILD (build), OUT (docs/perf), REPS (2: lossless runs per
+# transport; lossy: one per plane), LOSS (1), FI_ITERS (100), MPI_ITERS (100),
+# MPI_RUNS (3: mpi_bench -r), LOSSY_PLANES ("1 2 3 4"), PARTS ("fi mpi"), KEEP (set: keep the work directory).
+set -u
+BL_TAG=bmpi
+. "$(dirname "$0")/bench-lib.sh"
+
+OUT=${OUT:-$BL_TOP/docs/perf}
+REPS=${REPS:-2}
+LOSS=${LOSS:-1}
+FI_ITERS=${FI_ITERS:-100}
+MPI_ITERS=${MPI_ITERS:-100}
+MPI_RUNS=${MPI_RUNS:-3}
+LOSSY_PLANES=${LOSSY_PLANES:-1 2 3 4}
+PARTS=${PARTS:-fi mpi}
+PROV=$BUILD/libmroc-fi.so
+MPIB=$BUILD/tests/mpi/mpi_bench
+PROVIDERS=("mroc" "tcp" "udp;ofi_rxd")
+
+bl_init fi_pingpong ss
+[ -f "$PROV" ] || skip "$PROV not built (libfabric-dev missing?)"
+mkdir -p "$OUT"
+T_START=$(date +%s)
+LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
+TABLES=$BL_DIR/tables.md
+md() { echo "$*" >>"$TABLES"; }
+
+bl_fabric_up 4 2
+for h in 0 1; do bl_daemon_start $h; done
+bl_daemons_ready
+NET=${IP[0]%.*.*}		# 10.N: the fabric's address plan
+
+# Packets each plane forwarded towards host 1, space separated (plane 1 first).
+plane_pkts() {
+	local p
+	for ((p = 1; p <= NPLANES; p++)); do
+		ip -n "mrocf-$BL_NAME-p$p" -s -j link show pb | jq '.[0].stats64.tx.packets'
+	done | tr '\n' ' '
+}
+# lossy_share BEFORE AFTER PLANE: the share of the packets towards host 1 that crossed PLANE.
+lossy_share() {
+	paste -d' ' <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") |
+		awk -v p="$3" 'NF == 2 { d = $2 - $1; t += d; if (NR == p) x = d } END { printf "%.2f", t ? x / t : 0 }'
+}
+
+# condition REP: "lossless" plane 0 for the lossless runs, else 1% on plane REP.
+set_loss() { # PLANE (0: none)
+	local p
+	for ((p = 1; p <= NPLANES; p++)); do
+		bl_plane_set $p loss "$([ "$p" = "$1" ] && echo "$LOSS" || echo 0)"
+	done
+}
+
+# ---------------------------------------------------------------- fi_pingpong
+
+# fi_env H PROVIDER: the environment of a fi_pingpong on host H: the mroc provider
+# finds its mrocd; tcp and udp use the fabric interface (not the management one).
+fi_env() {
+	local h=$1
+	echo "FI_PROVIDER_PATH=$BUILD MROC_SOCKET=$BL_DIR/h$h.ctl FI_MROC_ADDR=${IP[$h]}" \
+		"FI_TCP_IFACE=${IFN[$h]} FI_UDP_IFACE=${IFN[$h]}"
+}
+
+# fi_run PROVIDER COND REP PLANE: one fi_pingpong -e rdm, every size; rows to the CSV.
+fi_run() {
+	local prov=$1 cond=$2 rep=$3 plane=$4 port=$((47700 + RANDOM % 200)) sp rc p0 share it=$FI_ITERS
+	# udp;ofi_rxd moves 1 MiB at a few MB/s here: a quarter of the iterations
+	[ "$prov" != "udp;ofi_rxd" ] || it=$(((FI_ITERS + 3) / 4))
+	p0=$(plane_pkts)
+	# shellcheck disable=SC2046
+	bl_bg ip netns exec "${NS[1]}" env $(fi_env 1 "$prov") timeout 300 fi_pingpong -p "$prov" -e rdm \
+		-B $port -I "$it" -c
+	sp=$BL_LAST
+	bl_wait_listen "${NS[1]}" $port "$sp" || log "fi $prov: the server did not listen"
+	# shellcheck disable=SC2046
+	ip netns exec "${NS[0]}" env $(fi_env 0 "$prov") timeout 300 fi_pingpong -p "$prov" -e rdm \
+		-P $port -I "$it" -c "${IP[1]}" >"$BL_DIR/fi.out" 2>&1
+	rc=$?
+	bl_reap "$sp" || rc=$((rc ? rc : 1))
+	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
+	# fi_pingpong: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
+	awk -v p="$prov" -v c="$cond" -v r="$rep" -v pl="$plane" -v s="$share" '
+		function bytes(x) { m = 1; if (x ~ /k$/) m = 1024; if (x ~ /m$/) m = 1048576; sub(/[km]$/, "", x); return x * m }
+		$1 ~ /^[0-9]+[km]?$/ && NF >= 8 { printf "%s,%s,%d,%d,%d,%s,%s,%s\n", p, c, r, pl, bytes($1), $7, $6, s }' \
+		"$BL_DIR/fi.out" >>"$FI_CSV"
+	log "fi $prov $cond rep $rep (lossy plane $plane, its share $share): exit $rc," \
+		"$(awk '$1 == "64" { l = $7 } $1 == "1m" { b = $6 } END { print "64 B " l " us, 1 MiB " b " MB/s" }' "$BL_DIR/fi.out")"
+	[ $rc = 0 ] || { tail -5 "$BL_DIR/fi.out" >&2; echo "$prov,$cond,$rep,$plane,failed,,,$share" >>"$FI_CSV"; }
+}
+
+exp_fi() {
+	local prov rep p
+	FI_CSV=$OUT/mpi-fi.csv
+	echo "provider,condition,rep,lossy_plane,bytes,usec_per_xfer,mb_per_s,lossy_plane_share" >"$FI_CSV"
+	set_loss 0
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" lossless "$rep" 0; done
+	done
+	for p in $LOSSY_PLANES; do
+		set_loss $p
+		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" "loss$LOSS" "$p" "$p"; done
+	done
+	set_loss 0
+	local cond sizes
+	sizes=$(awk -F, 'NR > 1 && $5 != "failed" { print $5 }' "$FI_CSV" | sort -gu)
+	for cond in lossless "loss$LOSS"; do
+		md "#### fi_pingpong -e rdm, $cond$([ $cond = lossless ] || echo " on one plane (each plane in turn)")"
+		md ""
+		md "Median over the runs (lossless: $REPS each; lossy: 4, one per plane) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets that crossed the lossy plane (median, min..max)."
+		md ""
+		md "| bytes | mroc us | tcp us | udp;ofi_rxd us | mroc MB/s | tcp MB/s | udp;ofi_rxd MB/s |"
+		md "|---|---|---|---|---|---|---|"
+		for b in $sizes; do
+			local row="| $b |"
+			for col in 6 7; do
+				for prov in "${PROVIDERS[@]}"; do
+					row+=" $(awk -F, -v p="$prov" -v c="$cond" -v b="$b" -v k=$col '$1 == p && $2 == c && $5 == b { print $k }' "$FI_CSV" |
+						stats | awk '$1 == "-" { print "-"; next } { printf "%.1f (%.1f..%.1f)", $2, $1, $3 }') |"
+				done
+			done
+			md "$row"
+		done
+		if [ $cond != lossless ]; then
+			local row="| lossy-plane share |"
+			for prov in "${PROVIDERS[@]}"; do
+				row+=" $(awk -F, -v p="$prov" -v c="$cond" '$1 == p && $2 == c && $5 == 64 { print $8 }' "$FI_CSV" | stats |
+					awk '{ printf "%s (%s..%s)", $2, $1, $3 }') |"
+			done
+			md "$row | | |"
+		fi
+		md ""
+	done
+}
+
+# ---------------------------------------------------------------- MPI
+
+# mpi_run TRANSPORT COND REP PLANE: mpi_bench allreduce over 2 ranks; rows to the CSV.
+mpi_run() {
+	local tr=$1 cond=$2 rep=$3 plane=$4 rc p0 share args
+	if [ "$tr" = mroc ]; then
+		args=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include mroc)
+	else
+		args=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$NET.1.0/24,$NET.2.0/24")
+	fi
+	p0=$(plane_pkts)
+	ip netns exec "${NS[0]}" env FI_PROVIDER_PATH="$BUILD" FI_MROC_ADDR="${IP[0]}" \
+		MROC_SOCKET="$BL_DIR/h0.ctl" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+		MROC_NETNS_HOSTS="hostb=${NS[1]},${IP[1]},$BL_DIR/h1.ctl" \
+		timeout 600 mpirun -np 2 --host localhost:1,hostb:1 \
+		--mca plm_rsh_agent "$BL_TOP/scripts/mpi-netns-rsh" -x FI_PROVIDER_PATH \
+		--mca oob_tcp_if_include "$NET.250.0/24" "${args[@]}" \
+		"$MPIB" allreduce -s 8 -S 1048576 -n "$MPI_ITERS" -r "$MPI_RUNS" >"$BL_DIR/mpi.out" 2>&1
+	rc=$?
+	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
+	grep -q "^# results verified" "$BL_DIR/mpi.out" || [ "$rc" != 0 ] || rc=1
+	# mpi_bench: op bytes iters t_min_us t_median_us t_max_us MB/s_at_median
+	awk -v t="$tr" -v c="$cond" -v r="$rep" -v pl="$plane" -v s="$share" -v ok="$rc" '
+		$1 == "allreduce" { printf "%s,%s,%d,%d,%d,%s,%s,%s,%s\n", t, c, r, pl, $2, $5, $7, s, (ok == 0 ? "verified" : "failed") }' \
+		"$BL_DIR/mpi.out" >>"$MPI_CSV"
+	log "mpi $tr $cond rep $rep (lossy plane $plane, its share $share): exit $rc," \
+		"$(awk '$1 == "allreduce" && $2 == 8 { a = $5 } $1 == "allreduce" && $2 == 1048576 { b = $5 } END { print "8 B " a " us, 1 MiB " b " us" }' "$BL_DIR/mpi.out")"
+	[ "$rc" = 0 ] || tail -5 "$BL_DIR/mpi.out" >&2
+}
+
+exp_mpi() {
+	local tr rep p
+	command -v mpirun >/dev/null || { log "no mpirun (openmpi-bin): MPI part skipped"; return; }
+	[ -x "$MPIB" ] || { log "$MPIB not built (libopenmpi-dev): MPI part skipped"; return; }
+	MPI_CSV=$OUT/mpi-allreduce.csv
+	echo "transport,condition,rep,lossy_plane,bytes,t_median_us,mb_per_s,lossy_plane_share,status" >"$MPI_CSV"
+	set_loss 0
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for tr in mroc tcp; do mpi_run $tr lossless "$rep" 0; done
+	done
+	for p in $LOSSY_PLANES; do
+		set_loss $p
+		for tr in mroc tcp; do mpi_run $tr "loss$LOSS" "$p" "$p"; done
+	done
+	set_loss 0
+	md "#### Open MPI MPI_Allreduce, 2 ranks on 2 hosts: mroc (mtl ofi) vs Open MPI's TCP (btl tcp)"
+	md ""
+	md "Time per allreduce in us: median over the runs (lossless: $REPS; ${LOSS}% loss on one plane: 4, one per plane) of mpi_bench's median of $MPI_RUNS x $MPI_ITERS operations; in brackets min..max. faster: mroc's median below TCP's. Every result checked by mpi_bench (failed runs: n/N)."
+	md ""
+	md "| bytes | lossless mroc | lossless TCP | faster | ${LOSS}% loss mroc | ${LOSS}% loss TCP | faster |"
+	md "|---|---|---|---|---|---|---|"
+	local b cond row m t
+	for b in $(awk -F, 'NR > 1 { print $5 }' "$MPI_CSV" | sort -gu); do
+		row="| $b |"
+		for cond in lossless "loss$LOSS"; do
+			m=$(awk -F, -v c="$cond" -v b="$b" '$1 == "mroc" && $2 == c && $5 == b { print $6 }' "$MPI_CSV" | stats)
+			t=$(awk -F, -v c="$cond" -v b="$b" '$1 == "tcp" && $2 == c && $5 == b { print $6 }' "$MPI_CSV" | stats)
+			row+=" $(awk '{ printf "%.1f (%.1f..%.1f)", $2, $1, $3 }' <<<"$m") | $(awk '{ printf "%.1f (%.1f..%.1f)", $2, $1, $3 }' <<<"$t") |"
+			row+=" $(awk -v m="${m#* }" -v t="${t#* }" 'BEGIN { split(m, a, " "); split(t, b, " "); print (a[1] < b[1] ? "yes" : "no") }') |"
+		done
+		md "$row"
+	done
+	md ""
+	md "failed runs: mroc $(awk -F, '$1 == "mroc" && $9 == "failed" { print $2 "/" $3 }' "$MPI_CSV" | sort -u | wc -l), TCP $(awk -F, '$1 == "tcp" && $9 == "failed" { print $2 "/" $3 }' "$MPI_CSV" | sort -u | wc -l)"
+	md ""
+}
+
+for e in $PARTS; do
+	case $e in
+	fi|mpi) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
+	*) die "unknown part $e (fi mpi)" ;;
+	esac
+done
+bl_daemons_stop
+cat "$TABLES"
+echo "machine: $(bl_machine), $(($(date +%s) - T_START)) s; load average $LOAD_START at the start," \
+	"$(cut -d' ' -f1-3 /proc/loadavg) at the end; REPS=$REPS LOSS=$LOSS FI_ITERS=$FI_ITERS MPI_ITERS=$MPI_ITERS MPI_RUNS=$MPI_RUNS"
