@@ -89,6 +89,7 @@ struct engine *engine_create(const struct engine_config *cfg)
 	if (!eng)
 		return NULL;
 	eng->cfg = *cfg;
+	eng->cc = &cc_metaroce;
 	eng->dsn_window = MROC_DSN_WINDOW;
 	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + ENGINE_L2L4_OVERHEAD;
 	prng_seed(&eng->rng, cfg->seed);
@@ -231,29 +232,6 @@ int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max)
 			list_del(&qp->cq_node);
 	}
 	return n;
-}
-
-/* Receiver fair share: link rate split over the QPs that sent to us lately. */
-uint32_t engine_rate_hint(struct engine *eng, struct qp *qp, uint64_t now)
-{
-	uint32_t n;
-
-	if (!eng->cfg.rate_hints || !eng->cfg.link_rate_bps)
-		return 0;
-	if (now >= eng->hint_epoch_end) {
-		eng->active_prev = eng->active_now;
-		eng->active_now = 0;
-		eng->hint_epoch++;
-		eng->hint_epoch_end = now + eng->cfg.hint_interval_ns;
-	}
-	if (qp->hint_epoch != eng->hint_epoch) {
-		qp->hint_epoch = eng->hint_epoch;
-		eng->active_now++;
-	}
-	n = eng->active_now > eng->active_prev ? eng->active_now : eng->active_prev;
-	if (n < 2)
-		return 0;	/* alone: the window is enough */
-	return (uint32_t)(eng->cfg.link_rate_bps / 1000000 * 95 / 100 / n);
 }
 
 int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,

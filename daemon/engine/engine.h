@@ -43,6 +43,9 @@ struct engine_config {
 	uint32_t init_pwnd_pkts;	/* initial window per path, packets */
 	uint32_t max_pwnd_pkts;		/* at most MROC_SACK_BITS */
 	uint32_t loss_md_pkts;		/* losses within one RTT that count as congestion */
+	uint64_t delay_target_ns;	/* queueing delay a path may add above its minimum RTT
+					 * (at least that RTT again) before its window is cut;
+					 * 0 = no delay signal, ECN and loss only */
 	uint64_t hint_interval_ns;	/* receiver counts active senders over this */
 	uint32_t max_retx;		/* transmissions of one segment before RETRY_EXC */
 	uint32_t rnr_retry;		/* RNR retries (7 = forever, as in IB) */

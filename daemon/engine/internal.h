@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "cc.h"
 #include "engine.h"
 #include "list.h"
 #include "prng.h"
@@ -69,6 +70,7 @@ struct path {
 	uint32_t round_end_psn;
 	uint32_t round_rcv, round_ce, round_lost, round_acked;
 	uint32_t alpha;		/* CE fraction estimate, 1 << 20 = 1.0 */
+	uint64_t round_min_rtt;	/* smallest RTT sample this round (the delay signal), 0 = none */
 	uint32_t recover_psn;	/* losses below this do not cut the window again */
 	bool cut_this_round;
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
@@ -87,6 +89,7 @@ struct path {
 	uint32_t sb_mask;
 	/* statistics */
 	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
+	uint64_t st_delay_cuts;	/* rounds whose delay cut the window */
 };
 
 enum dsn_state { DSN_FREE = 0, DSN_INFLIGHT, DSN_ACKED, DSN_LOST, DSN_RNR_WAIT };
@@ -272,6 +275,7 @@ struct mr {
 
 struct engine {
 	struct engine_config cfg;
+	const struct cc_ops *cc;	/* congestion control of every path */
 	struct prng rng;
 	struct qp **qps;	/* max_qps slots */
 	uint32_t *qp_gen;
@@ -325,7 +329,6 @@ void timer_cancel(struct engine *eng, struct qp *qp);
 uint64_t timer_next(struct engine *eng);
 struct qp *timer_pop_due(struct engine *eng, uint64_t now);
 void engine_count(struct engine *eng, enum engine_counter c);
-uint32_t engine_rate_hint(struct engine *eng, struct qp *qp, uint64_t now);
 
 /* mr.c */
 int mr_table_init(struct engine *eng);

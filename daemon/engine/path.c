@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
- * One path of a QP, sender side: RTT estimator, RTO, window (slow start,
- * additive increase, DCTCP-style CE reaction, loss reaction) and repathing.
+ * One path of a QP, sender side: RTT estimator, RTO, the rounds and counts
+ * congestion control acts on (the window itself: cc.h), and repathing.
  * The scoreboard itself is walked by qp_ack.c; this file owns the numbers.
  */
 #include <string.h>
 
 #include "internal.h"
 
-#define FIX_ONE		(1u << 20)	/* fixed-point 1.0 for alpha and EWMAs */
-#define DCTCP_G_SHIFT	4		/* g = 1/16 */
 #define EWMA_SHIFT	4		/* repath EWMAs: weight 1/16 per round */
 #define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
 #define MATURE_ROUNDS	16		/* rounds before a path's delivery rate is trusted */
@@ -35,38 +33,17 @@ static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path 
 	return port;
 }
 
-static uint32_t pwnd_min(const struct engine *eng)
-{
-	return eng->seg_bytes;
-}
-
-static uint32_t pwnd_max(const struct engine *eng)
-{
-	return eng->cfg.max_pwnd_pkts * eng->seg_bytes;
-}
-
-static void clamp_pwnd(const struct engine *eng, struct path *p)
-{
-	if (p->pwnd < pwnd_min(eng))
-		p->pwnd = pwnd_min(eng);
-	if (p->pwnd > pwnd_max(eng))
-		p->pwnd = pwnd_max(eng);
-}
-
+/* A fresh start: the algorithm's window, and the repathing statistics. */
 static void restart_window(struct engine *eng, struct path *p)
 {
-	p->pwnd = eng->cfg.init_pwnd_pkts * eng->seg_bytes;
-	p->ssthresh = pwnd_max(eng);
-	p->alpha = FIX_ONE;
 	p->loss_ewma = p->ce_ewma = 0;
 	p->rate_ewma = 0;
 	p->rounds = 0;
 	p->bad_rounds = 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
-	p->recover_psn = p->next_psn;
-	p->cut_this_round = false;
-	clamp_pwnd(eng, p);
+	p->round_min_rtt = 0;
+	eng->cc->init(eng, p);
 }
 
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id)
@@ -195,6 +172,8 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
 	}
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
+	if (!p->round_min_rtt || rtt < p->round_min_rtt)
+		p->round_min_rtt = rtt;
 	if (!eng->host_srtt) {
 		eng->host_srtt = rtt;
 		eng->host_rttvar = rtt / 2;
@@ -226,20 +205,13 @@ static uint32_t ewma(uint32_t avg, uint32_t sample)
 	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
 }
 
-/* End of a round (about one RTT): DCTCP update, repath statistics. */
+/* End of a round (about one RTT): congestion control, repath statistics. */
 static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint32_t f = frac(p->round_ce, p->round_rcv);
 	uint32_t sent = p->round_rcv + p->round_lost;
 
-	p->alpha = p->alpha - (p->alpha >> DCTCP_G_SHIFT) + (f >> DCTCP_G_SHIFT);
-	if (p->round_ce && !p->cut_this_round) {
-		uint64_t cut = (uint64_t)p->pwnd * p->alpha / (2 * FIX_ONE);
-
-		p->pwnd -= (uint32_t)cut;
-		p->ssthresh = p->pwnd;
-		clamp_pwnd(eng, p);
-	}
+	eng->cc->on_round(eng, p, f);
 	if (sent) {
 		p->loss_ewma = ewma(p->loss_ewma, frac(p->round_lost, sent));
 		p->ce_ewma = ewma(p->ce_ewma, f);
@@ -255,6 +227,7 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	p->round_had_ce = p->round_ce != 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
+	p->round_min_rtt = 0;
 	p->cut_this_round = false;
 	(void)qp;
 }
@@ -265,15 +238,7 @@ void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t ack
 	p->round_rcv += rcv_delta;
 	p->round_ce += ce_delta;
 	p->round_acked += acked_bytes;
-	if (ce_delta && p->pwnd < p->ssthresh)
-		p->ssthresh = p->pwnd;	/* congestion seen: leave slow start */
-	if (acked_bytes) {
-		if (p->pwnd < p->ssthresh)
-			p->pwnd += acked_bytes;
-		else
-			p->pwnd += (uint32_t)((uint64_t)eng->seg_bytes * acked_bytes / p->pwnd);
-		clamp_pwnd(eng, p);
-	}
+	eng->cc->on_ack(eng, p, acked_bytes, ce_delta);
 	if (seq_le(p->round_end_psn, acked_psn)) {
 		end_round(eng, qp, p, now);
 		path_check_siblings(eng, qp, p, now);
@@ -286,14 +251,7 @@ void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t ps
 	p->round_lost += nlost;
 	p->st_lost += nlost;
 	eng->st.c[EC_LOST] += nlost;
-	/* Single random drops are not congestion; a burst within a round is. */
-	if (p->round_lost >= eng->cfg.loss_md_pkts && seq_le(p->recover_psn, psn)) {
-		p->pwnd /= 2;
-		p->ssthresh = p->pwnd;
-		p->recover_psn = p->next_psn;
-		p->cut_this_round = true;
-		clamp_pwnd(eng, p);
-	}
+	eng->cc->on_loss(eng, p, psn);
 }
 
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
@@ -301,10 +259,8 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->st_timeouts++;
 	eng->st.c[EC_RTO]++;
 	p->backoff++;
-	p->ssthresh = max_u64(p->pwnd / 2, 2 * eng->seg_bytes);
-	p->pwnd = pwnd_min(eng);
+	eng->cc->on_rto(eng, p);
 	p->state = PATH_TIMEDOUT;
-	p->recover_psn = p->next_psn;
 	if (eng->cfg.repath && qp->npaths > 1)
 		path_repath(eng, qp, p, now, ENGINE_REPATH_TIMEOUT);
 	/* Until an ACK shows it alive, the path carries only probe copies. */
@@ -340,7 +296,7 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	 * the backoff stays so a long outage is not probed at the RTO floor.
 	 */
 	if (backoff)
-		p->pwnd = pwnd_min(eng);
+		p->pwnd = cc_pwnd_min(eng);
 	for (unsigned i = 0; i < qp->npaths; i++)
 		if (&qp->paths[i] != p && qp->paths[i].state == PATH_ACTIVE)
 			backoff = 0;

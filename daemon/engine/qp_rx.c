@@ -370,7 +370,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	rp->sport = meta->sport;
 	rp->active = true;
 	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
-	engine_rate_hint(eng, qp, now);
+	cc_rate_hint(eng, qp, now);
 
 	if (dd < 0) {
 		eng->st.c[EC_RX_DUP]++;
@@ -460,7 +460,7 @@ int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txb
 			.ts_echo = rp->last_ts + ack_held(eng, rp, now),
 			.rcv_pkts = rp->rcv_pkts,
 			.ce_pkts = rp->ce_pkts,
-			.rate_hint = engine_rate_hint(eng, qp, now),
+			.rate_hint = cc_rate_hint(eng, qp, now),
 			.nak_dsn = qp->nak_dsn,
 			.nak_seq = qp->nak_seq,
 			.nak_code = qp->nak_code,

@@ -254,33 +254,6 @@ static uint8_t *segment_source(struct engine *eng, struct qp *qp, const struct t
 	return mr_check_lkey(eng, qp->pd, m->src_key, 0, m->src_addr + off, plen);
 }
 
-/*
- * Pacing to the peer's rate hint.  A driver wakes late now and then (a busy
- * CPU, timer slack); time lost that way is made up, up to PACE_SLACK_NS or 16
- * packets (at least 2), or a pacer that is always a little late delivers
- * well under its rate (it did: 76% of the hint on a loaded 2-core machine).
- * The bound keeps the catch-up a short burst, not a line-rate flood.
- */
-#define PACE_SLACK_NS	(100 * 1000ULL)
-
-static void pace(struct engine *eng, struct qp *qp, uint64_t now, uint32_t bytes)
-{
-	uint64_t rate, gap, slack;
-
-	if (!qp->hint_mbps) {
-		qp->pace_next = 0;
-		return;
-	}
-	rate = (uint64_t)qp->hint_mbps * 1000000ULL;
-	if (eng->cfg.link_rate_bps && rate > eng->cfg.link_rate_bps)
-		rate = eng->cfg.link_rate_bps;
-	gap = (uint64_t)bytes * 8 * NSEC_PER_SEC / rate;
-	slack = max_u64(min_u64(PACE_SLACK_NS, 16 * gap), 2 * gap);
-	if (qp->pace_next + slack < now)
-		qp->pace_next = now - slack;
-	qp->pace_next += gap;
-}
-
 /* Newest segment of p in flight under its own DSN transmission. */
 static bool newest_inflight(const struct qp *qp, const struct path *p, uint32_t *dsn)
 {
@@ -486,7 +459,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	p->st_sent++;
 	qp->tx_bytes += plen;
 	eng->st.c[EC_TX_DATA]++;
-	pace(eng, qp, now, bytes);
+	cc_pace(eng, qp, now, bytes);
 	return 1;
 }
 
