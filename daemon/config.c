@@ -118,6 +118,7 @@ static const struct config_key config_keys[] = {
 	K_UINT("transport.max_pwnd_pkts", transport.max_pwnd_pkts, 1, MROC_SACK_BITS,
 	       MROC_SACK_BITS, 0, "packets"),
 	K_UINT("transport.loss_md_pkts", transport.loss_md_pkts, 1, 256, 4, 0, "packets"),
+	K_UINT("transport.delay_target_us", transport.delay_target_us, 0, 1000000, 50, 0, "us"),
 	K_UINT("transport.hint_interval_us", transport.hint_interval_us, 1, 1000000, 200, 0,
 	       "us"),
 	K_UINT("transport.max_retx", transport.max_retx, 1, 255, 32, 0, NULL),
@@ -1358,6 +1359,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->init_pwnd_pkts = t->init_pwnd_pkts;
 	out->max_pwnd_pkts = t->max_pwnd_pkts;
 	out->loss_md_pkts = t->loss_md_pkts;
+	out->delay_target_ns = (uint64_t)t->delay_target_us * NS_PER_US;
 	out->hint_interval_ns = t->hint_interval_us * NS_PER_US;
 	out->max_retx = t->max_retx;
 	out->rnr_retry = t->rnr_retry;

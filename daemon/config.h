@@ -114,6 +114,7 @@ struct mrocd_config {
 		uint32_t init_pwnd_pkts;
 		uint32_t max_pwnd_pkts;
 		uint32_t loss_md_pkts;
+		uint32_t delay_target_us;
 		uint32_t hint_interval_us;
 		uint32_t max_retx;
 		uint32_t rnr_retry;

@@ -150,6 +150,7 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 	else
 		l->head = pkt;
 	l->tail = pkt;
+	l->st.queue_seen_bytes += l->q_bytes;
 	/* The packet being serialised still counts: it holds its buffer. */
 	l->q_bytes += pkt->wire_len;
 	if (l->q_bytes > l->st.max_queue_bytes)
@@ -213,6 +214,7 @@ void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
 	sum->marked_ce += s->marked_ce;
 	sum->delivered += s->delivered;
 	sum->delivered_bytes += s->delivered_bytes;
+	sum->queue_seen_bytes += s->queue_seen_bytes;
 	if (s->max_queue_bytes > sum->max_queue_bytes)
 		sum->max_queue_bytes = s->max_queue_bytes;
 	sum->pfc_pauses += s->pfc_pauses;

@@ -58,6 +58,8 @@ struct sim_link_stats {
 	uint64_t pfc_paused_ns;		/* time the transmitter was paused */
 	uint64_t pfc_overflow;		/* arrivals beyond XOFF + headroom, dropped */
 	uint64_t pfc_max_ingress;	/* the far end's largest count for this ingress */
+	uint64_t queue_seen_bytes;	/* sum over accepted packets of the queue ahead of them:
+					 * / enqueued = the standing queue a packet meets */
 };
 
 /* PAUSE / RESUME frames on their way back to the transmitter (see link.h top). */

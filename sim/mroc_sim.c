@@ -62,6 +62,8 @@ static const char usage_text[] =
 "  --mix W,WI,S,R    op weights (1,1,1,1)  --blackhole PLANE@US  plane dies at US\n"
 "  --settle US       after-failure window start (1000)\n"
 "  --rto-min US      engine's minimum RTO (default 200)\n"
+"  --delay-target US queueing delay a path may add before its window is cut\n"
+"                    (0 = no delay signal; default: the engine's)\n"
 "  --seed N          simulation seed       --wl-seed N     workload seed\n"
 "  --limit MS        simulated-time limit (1000)\n"
 "  --trace FILE      write one line per packet sent, dropped or delivered\n"
@@ -187,7 +189,7 @@ enum {
 	OPT_PLANES = 256, OPT_RATE, OPT_NIC, OPT_DELAY, OPT_QUEUE, OPT_ECN, OPT_LOSS, OPT_ROUTE,
 	OPT_MODE, OPT_PATHS, OPT_MTU, OPT_BYTES, OPT_MSG, OPT_OUTSTANDING, OPT_MIX,
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_CSV, OPT_TRACE,
-	OPT_MSG_MIN, OPT_RTO_MIN, OPT_SEEDS, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
+	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SEEDS, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 };
 
 static const struct option run_opts[] = {
@@ -206,6 +208,7 @@ static const struct option run_opts[] = {
 	{ "msg", required_argument, NULL, OPT_MSG },
 	{ "msg-min", required_argument, NULL, OPT_MSG_MIN },
 	{ "rto-min", required_argument, NULL, OPT_RTO_MIN },
+	{ "delay-target", required_argument, NULL, OPT_DELAY_TARGET },
 	{ "outstanding", required_argument, NULL, OPT_OUTSTANDING },
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "blackhole", required_argument, NULL, OPT_BLACKHOLE },
@@ -228,7 +231,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 
 	switch (opt) {
 	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
-	case OPT_SEED: case OPT_WL_SEED: case OPT_LIMIT: case OPT_SETTLE: case OPT_RTO_MIN:
+	case OPT_SEED: case OPT_WL_SEED: case OPT_LIMIT: case OPT_SETTLE: case OPT_RTO_MIN: case OPT_DELAY_TARGET:
 		if (sim_parse_scaled(arg, 1000, &v))
 			return -EINVAL;
 		break;
@@ -280,6 +283,10 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		return 0;
 	case OPT_SETTLE: cfg->settle_ns = v * 1000; return 0;
 	case OPT_RTO_MIN: cfg->rto_min_ns = v * 1000; return 0;
+	case OPT_DELAY_TARGET:
+		cfg->delay_target_set = true;
+		cfg->delay_target_ns = v * 1000;
+		return 0;
 	case OPT_SEED: cfg->seed = v; return 0;
 	case OPT_WL_SEED: cfg->wl.seed = v; return 0;
 	case OPT_LIMIT: cfg->time_limit_ns = v * MSEC; return 0;

@@ -127,11 +127,9 @@ static struct sim *scn_sim(const struct scn_config *cfg)
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
 		sc.engine.rto_min_ns = cfg->rto_min_ns;
-	/*
-	 * One QP per host: a small table keeps the engine's per-call scans of
-	 * every QP slot (engine_tx, engine_poll_cq, engine_advance) cheap.
-	 */
-	sc.engine.max_qps = 4;
+	if (cfg->delay_target_set)
+		sc.engine.delay_target_ns = cfg->delay_target_ns;
+	sc.engine.max_qps = 4;	/* one QP per host */
 	return sim_create(&sc);
 }
 

@@ -35,6 +35,8 @@ struct scn_config {
 	/* engine (0 = the engine's default) */
 	uint32_t mtu;
 	uint64_t rto_min_ns;
+	bool delay_target_set;		/* use delay_target_ns, not the engine's default */
+	uint64_t delay_target_ns;
 	/* workload */
 	struct wl_config wl;
 	uint64_t time_limit_ns;		/* of simulated time, from 0 */

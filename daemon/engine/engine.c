@@ -29,6 +29,7 @@ void engine_config_default(struct engine_config *c)
 		.init_pwnd_pkts = 16,
 		.max_pwnd_pkts = MROC_SACK_BITS,
 		.loss_md_pkts = 4,
+		.delay_target_ns = 50 * NSEC_PER_USEC,
 		.hint_interval_ns = 200 * NSEC_PER_USEC,
 		.max_retx = 32,
 		.rnr_retry = 7,

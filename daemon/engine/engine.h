@@ -302,6 +302,7 @@ struct engine_path_info {
 	uint64_t rate_bps;		/* delivered rate, smoothed per RTT round */
 	bool timed_out;			/* carries only probes until an ACK revives it */
 	uint32_t backoff;		/* consecutive RTOs without progress */
+	uint64_t delay_cuts;		/* rounds whose queueing delay cut the window */
 };
 
 struct engine_qp_info {

@@ -124,6 +124,7 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		.timed_out = p->state == PATH_TIMEDOUT,
 		.backoff = p->backoff,
 		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
+		.delay_cuts = p->st_delay_cuts,
 	};
 	return 0;
 }
