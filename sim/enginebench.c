@@ -169,6 +169,21 @@ static void teardown(struct bench *b)
 	}
 }
 
+/* Mean engine bytes per QP, both sides. */
+static uint64_t mem_per_qp(const struct bench *b)
+{
+	uint64_t sum = 0;
+
+	for (int side = 0; side < 2; side++)
+		for (uint32_t q = 0; q < b->nqps; q++) {
+			struct engine_qp_info qi;
+
+			if (!engine_qp_info(b->s[side].eng, b->s[side].qpn[q], &qi))
+				sum += qi.mem_bytes;
+		}
+	return sum / (2 * b->nqps);
+}
+
 static uint64_t data_sent(const struct bench *b)
 {
 	struct engine_stats st;
@@ -179,7 +194,7 @@ static uint64_t data_sent(const struct bench *b)
 
 /* Returns ns of CPU per data packet, or a negative errno. */
 static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t mtu,
-		      uint64_t *rto)
+		      uint64_t *rto, uint64_t *mem_rest, uint64_t *mem_busy)
 {
 	struct bench *b = calloc(1, sizeof(*b));
 	double t0, ns = -EINVAL;
@@ -192,6 +207,7 @@ static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t
 	b->active = active;
 	if (setup(b, mtu))
 		goto out;
+	*mem_rest = mem_per_qp(b);	/* connected, WRITEs just posted */
 	while (data_sent(b) < packets / 4)	/* warm-up: windows open, rings grow */
 		step(b);
 	d0 = data_sent(b);
@@ -201,6 +217,7 @@ static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t
 	ns = (cpu_now() - t0) * 1e9 / (double)(data_sent(b) - d0);
 	engine_get_stats(b->s[0].eng, &st);
 	*rto = st.c[EC_RTO];
+	*mem_busy = mem_per_qp(b);
 out:
 	teardown(b);
 	free(b);
@@ -253,10 +270,10 @@ int enginebench_cmd(int argc, char **argv)
 	}
 	printf("# engine CPU per data packet, sender + receiver, %" PRIu64 " packets per run, "
 	       "MTU %" PRIu64 ", %s active\n", packets, mtu, active ? "some" : "all");
-	printf("%6s %6s %10s %10s %10s %8s %6s\n", "qps", "active", "min_ns", "median_ns",
-	       "max_ns", "x_first", "rto");
+	printf("%6s %6s %10s %10s %10s %8s %6s %9s %9s\n", "qps", "active", "min_ns", "median_ns",
+	       "max_ns", "x_first", "rto", "B/qp_rest", "B/qp_busy");
 	for (char *tok = strtok(qlist, ","); tok; tok = strtok(NULL, ",")) {
-		uint64_t n, rto = 0;
+		uint64_t n, rto = 0, rest = 0, busy = 0;
 		double v[100];
 		uint32_t act;
 
@@ -264,7 +281,7 @@ int enginebench_cmd(int argc, char **argv)
 			goto bad;
 		act = active && active < n ? (uint32_t)active : (uint32_t)n;
 		for (uint64_t r = 0; r < runs; r++) {
-			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, &rto);
+			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, &rto, &rest, &busy);
 			if (v[r] < 0) {
 				fprintf(stderr, "mroc-sim engine: %" PRIu64 " QPs: %s\n", n,
 					strerror((int)-v[r]));
@@ -274,8 +291,8 @@ int enginebench_cmd(int argc, char **argv)
 		qsort(v, runs, sizeof(v[0]), cmp_double);
 		if (!base)
 			base = v[runs / 2];
-		printf("%6" PRIu64 " %6u %10.1f %10.1f %10.1f %8.2f %6" PRIu64 "\n", n, act, v[0],
-		       v[runs / 2], v[runs - 1], v[runs / 2] / base, rto);
+		printf("%6" PRIu64 " %6u %10.1f %10.1f %10.1f %8.2f %6" PRIu64 " %9" PRIu64 " %9" PRIu64
+		       "\n", n, act, v[0], v[runs / 2], v[runs - 1], v[runs / 2] / base, rto, rest, busy);
 		fflush(stdout);
 	}
 	return 0;

@@ -317,6 +317,7 @@ struct engine_qp_info {
 	uint32_t rcv_cum;		/* our cumulative DSN of the peer's data */
 	uint32_t msgs_outstanding;	/* messages not yet completed (incl. READ responses) */
 	uint64_t errors;
+	uint64_t mem_bytes;		/* the engine's memory for this QP, rings included */
 };
 
 int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *out);

@@ -40,6 +40,24 @@ void engine_get_stats(const struct engine *eng, struct engine_stats *out)
 	*out = eng->st;
 }
 
+/* What the QP holds: the struct and every ring at its current size. */
+static uint64_t qp_mem(const struct qp *qp)
+{
+	uint64_t b = sizeof(*qp) + (uint64_t)qp->npaths * sizeof(*qp->paths) +
+		     (uint64_t)qp->nrxp * sizeof(*qp->rxp);
+
+	b += (uint64_t)(qp->txm_mask + 1) * sizeof(*qp->txm);
+	b += (uint64_t)(qp->dsn_mask + 1) * sizeof(*qp->dsn);
+	b += (uint64_t)(qp->rtx_mask + 1) * sizeof(*qp->rtxq);
+	b += (uint64_t)(qp->map_mask + 1) * sizeof(*qp->rcv_map);
+	b += (uint64_t)(qp->rxm_mask + 1) * sizeof(*qp->rxm);
+	b += (uint64_t)(qp->rq_mask + 1) * sizeof(*qp->rq);
+	b += (uint64_t)(qp->cq_mask + 1) * sizeof(*qp->cq);
+	for (unsigned i = 0; i < qp->npaths; i++)
+		b += (uint64_t)(qp->paths[i].sb_mask + 1) * sizeof(*qp->paths[i].sb);
+	return b;
+}
+
 int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *o)
 {
 	struct qp *qp = engine_qp_lookup((struct engine *)eng, qpn);
@@ -71,6 +89,7 @@ int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info
 		.rcv_cum = qp->rcv_cum,
 		.msgs_outstanding = qp->msn_tail - qp->msn_head,
 		.errors = qp->errors,
+		.mem_bytes = qp_mem(qp),
 	};
 	return 0;
 }
