@@ -34,13 +34,15 @@ int cm_hash_init(struct engine *eng)
 	eng->hash_mask = n - 1;
 	eng->listen_hash = calloc(n, sizeof(*eng->listen_hash));
 	eng->conn_hash = calloc(n, sizeof(*eng->conn_hash));
-	return eng->listen_hash && eng->conn_hash ? 0 : -ENOMEM;
+	eng->qpn_hash = calloc(n, sizeof(*eng->qpn_hash));
+	return eng->listen_hash && eng->conn_hash && eng->qpn_hash ? 0 : -ENOMEM;
 }
 
 void cm_hash_free(struct engine *eng)
 {
 	free(eng->listen_hash);
 	free(eng->conn_hash);
+	free(eng->qpn_hash);
 }
 
 static struct qp **listen_bucket(struct engine *eng, uint64_t service_id)

@@ -10,8 +10,6 @@
 
 #include "internal.h"
 
-#define QPN_IDX_BITS	16
-#define QPN_IDX_MASK	((1u << QPN_IDX_BITS) - 1)
 
 void engine_config_default(struct engine_config *c)
 {
@@ -48,7 +46,7 @@ void engine_config_default(struct engine_config *c)
 int engine_config_check(const struct engine_config *c, const char **why)
 {
 #define BAD(msg) do { if (why) *why = msg; return -EINVAL; } while (0)
-	if (!c->max_qps || c->max_qps > QPN_IDX_MASK - 1)
+	if (!c->max_qps || c->max_qps > 65534)
 		BAD("max_qps must be 1..65534");
 	if (!c->max_mrs || c->max_mrs > 4096)
 		BAD("max_mrs must be 1..4096");
@@ -94,13 +92,14 @@ struct engine *engine_create(const struct engine_config *cfg)
 	eng->dsn_window = MROC_DSN_WINDOW;
 	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + ENGINE_L2L4_OVERHEAD;
 	prng_seed(&eng->rng, cfg->seed);
+	/* A stream of its own: QPNs do not reshuffle the ports and ISNs drawn from rng. */
+	prng_seed(&eng->qpn_rng, cfg->seed ^ 0x51ed27f1c0ffee11ULL);
 	list_init(&eng->ctl_ready);
 	list_init(&eng->tx_ready);
 	list_init(&eng->cq_ready);
 	eng->qps = calloc(cfg->max_qps, sizeof(*eng->qps));
-	eng->qp_gen = calloc(cfg->max_qps, sizeof(*eng->qp_gen));
 	eng->free_slots = calloc(cfg->max_qps, sizeof(*eng->free_slots));
-	if (!eng->qps || !eng->qp_gen || !eng->free_slots || mr_table_init(eng) ||
+	if (!eng->qps || !eng->free_slots || mr_table_init(eng) ||
 	    timer_init(eng) || cm_hash_init(eng)) {
 		engine_destroy(eng);
 		return NULL;
@@ -119,7 +118,6 @@ void engine_destroy(struct engine *eng)
 		for (uint32_t i = 0; i < eng->cfg.max_qps; i++)
 			qp_free(eng->qps[i]);
 	free(eng->qps);
-	free(eng->qp_gen);
 	free(eng->free_slots);
 	mr_table_free(eng);
 	timer_free(eng);
@@ -127,15 +125,26 @@ void engine_destroy(struct engine *eng)
 	free(eng);
 }
 
+/*
+ * QPNs are random 32-bit numbers, found through a hash: with the peer's QPN,
+ * which every packet also carries and which is checked, an off-path host
+ * has 64 unpredictable bits to guess before it can touch a connection.
+ */
+static struct qp **qpn_bucket(struct engine *eng, uint32_t qpn)
+{
+	return &eng->qpn_hash[(qpn * 0x9e3779b1u) >> 7 & eng->hash_mask];
+}
+
 struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn)
 {
-	uint32_t idx = (qpn & QPN_IDX_MASK) - 1;
 	struct qp *qp;
 
-	if (!(qpn & QPN_IDX_MASK) || idx >= eng->cfg.max_qps)
+	if (!qpn)
 		return NULL;
-	qp = eng->qps[idx];
-	return qp && qp->qpn == qpn ? qp : NULL;
+	for (qp = *qpn_bucket(eng, qpn); qp; qp = qp->qpn_next)
+		if (qp->qpn == qpn)
+			return qp;
+	return NULL;
 }
 
 void engine_count(struct engine *eng, enum engine_counter c)
@@ -155,10 +164,10 @@ void qp_wake_ctl(struct engine *eng, struct qp *qp)
 		list_add_tail(&eng->ctl_ready, &qp->ctl_node);
 }
 
-int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint32_t *qpn)
+int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint32_t *out)
 {
-	struct qp *qp;
-	uint32_t i, gen;
+	struct qp *qp, **b;
+	uint32_t i, qpn;
 
 	if (attr->mode > MROC_MODE_ROCEV2 || !attr->npaths || attr->npaths > MROC_MAX_PATHS ||
 	    !attr->sq_depth || !attr->rq_depth ||
@@ -169,14 +178,17 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 	qp = qp_alloc(eng, attr);
 	if (!qp)
 		return -ENOMEM;
+	do
+		qpn = (uint32_t)prng_next(&eng->qpn_rng);
+	while (!qpn || engine_qp_lookup(eng, qpn));
 	i = eng->free_slots[--eng->nfree];
-	gen = ++eng->qp_gen[i] & 0xffff;
-	if (!gen)
-		gen = ++eng->qp_gen[i] & 0xffff;
-	qp->qpn = gen << QPN_IDX_BITS | (i + 1);
+	qp->qpn = qpn;
 	qp->slot = i;
 	eng->qps[i] = qp;
-	*qpn = qp->qpn;
+	b = qpn_bucket(eng, qpn);
+	qp->qpn_next = *b;
+	*b = qp;
+	*out = qpn;
 	return 0;
 }
 
@@ -191,6 +203,11 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 	list_del(&qp->cq_node);
 	timer_cancel(eng, qp);
 	cm_unlink(eng, qp);
+	for (struct qp **pp = qpn_bucket(eng, qpn); *pp; pp = &(*pp)->qpn_next)
+		if (*pp == qp) {
+			*pp = qp->qpn_next;
+			break;
+		}
 	eng->qps[qp->slot] = NULL;
 	eng->free_slots[eng->nfree++] = qp->slot;
 	qp_free(qp);

@@ -259,6 +259,7 @@ struct qp {
 	struct qp *listen_next;	/* chain in eng->listen_hash (state LISTEN) */
 	struct qp *conn_next;	/* chain in eng->conn_hash, by (peer, peer_qpn) */
 	struct qp *due_next;	/* engine_advance's batch of due QPs */
+	struct qp *qpn_next;	/* chain in eng->qpn_hash */
 	bool in_listen, in_conn;
 
 	/* statistics */
@@ -276,9 +277,9 @@ struct mr {
 struct engine {
 	struct engine_config cfg;
 	const struct cc_ops *cc;	/* congestion control of every path */
-	struct prng rng;
+	struct prng rng, qpn_rng;
 	struct qp **qps;	/* max_qps slots */
-	uint32_t *qp_gen;
+	struct qp **qpn_hash;	/* QPN -> QP (engine.c), hash_mask + 1 buckets */
 	uint32_t *free_slots;	/* stack of empty slots: QP creation without a search */
 	uint32_t nfree;
 	/* The scheduler: QPs join these lists when they may have work, and

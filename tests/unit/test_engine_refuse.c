@@ -719,6 +719,54 @@ static void test_bad_peer(void **state)
 	pair_mem_expect(f->b, 0, f->a->buf, 100);
 }
 
+/*
+ * Issue #13: QPNs are random, so an off-path host that spoofs the peer's
+ * address must also guess two 32-bit numbers.  Consecutive QPNs show no
+ * pattern (they were 0x10004, 0x20004, ... on both ends); a DISCONNECT and an
+ * ACK with an ACCESS NAK carrying the old-style guesses (the right
+ * destination QPN, a guessed source QPN) are refused, counted, and change
+ * nothing.
+ */
+static void test_spoofed_qpn_guesses(void **state)
+{
+	struct fx *f = *state;
+	struct engine *eb = f->p->s[PAIR_B].eng;
+	struct engine_qp_attr attr = pair_test_attr();
+	uint32_t q[6], qa = f->p->s[PAIR_A].qpn;
+	struct pair_capture *cap;
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct pair_pkt pk;
+	int same_step = 0;
+
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(engine_qp_create(eb, &attr, &q[i]), 0);
+	for (int i = 2; i < 6; i++)
+		same_step += q[i] - q[i - 1] == q[i - 1] - q[i - 2];
+	assert_int_equal(same_step, 0);
+	for (int i = 0; i < 6; i++)
+		assert_int_equal(engine_qp_destroy(eb, q[i]), 0);
+
+	/* A DISCONNECT from the peer's address with a guessed source QPN. */
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	pair_capture_stop(f->p);
+	pk.data[PKT_OPCODE] = MROC_OP_DISCONNECT;
+	pkt_put32(pk.data, PKT_SRC_QPN, (qa & 0xffff) + 0x10000);
+	if (((qa & 0xffff) + 0x10000) == qa)
+		pkt_put32(pk.data, PKT_SRC_QPN, qa ^ 1);
+	pk.len = MROC_HDR_LEN + MROC_CM_HDR_LEN;
+	memset(pk.data + MROC_HDR_LEN, 0, MROC_CM_HDR_LEN);
+	assert_int_equal(pair_deliver(f->p, &pk), -EPERM);
+	assert_int_equal(stat_b(f, EC_RX_BAD_PEER), 1);
+	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
+	/* And the data still gets through. */
+	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
+	settle(f);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+}
+
 /* Data for a QP that is no longer connected is dropped and counted. */
 static void test_data_after_disconnect(void **state)
 {
@@ -940,6 +988,7 @@ int main(void)
 		T(test_read_resp_too_long),
 		T(test_unknown_qp),
 		T(test_bad_peer),
+		T(test_spoofed_qpn_guesses),
 		T(test_data_after_disconnect),
 		T(test_psn_window),
 		T(test_dsn_msn_window),
