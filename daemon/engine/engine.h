@@ -76,7 +76,8 @@ void engine_destroy(struct engine *eng);
 #define ENGINE_ACCESS_LOCAL_WRITE	0x1
 #define ENGINE_ACCESS_REMOTE_WRITE	0x2
 #define ENGINE_ACCESS_REMOTE_READ	0x4
-#define ENGINE_ACCESS_ALL		0x7
+#define ENGINE_ACCESS_REMOTE_ATOMIC	0x8	/* FETCH_ADD / CMP_SWAP on 8-byte words */
+#define ENGINE_ACCESS_ALL		0xf
 
 /*
  * Register [addr, addr+len) of the driver's address space for protection
@@ -122,6 +123,8 @@ enum engine_wr_opcode {
 	ENGINE_WR_SEND,
 	ENGINE_WR_SEND_IMM,
 	ENGINE_WR_READ,
+	ENGINE_WR_ATOMIC_FETCH_ADD,	/* remote u64 += compare_add; lkey/laddr get the original */
+	ENGINE_WR_ATOMIC_CMP_SWP,	/* remote u64 == compare_add ? swap : unchanged; ditto */
 };
 
 #define ENGINE_WR_SIGNALED	0x1	/* produce a completion on success */
@@ -136,6 +139,8 @@ struct engine_wr {
 	uint32_t rkey;			/* WRITE*, READ */
 	uint64_t raddr;			/* offset in the remote region */
 	uint32_t imm;
+	uint64_t compare_add;		/* atomics: the addend, or the value to compare with */
+	uint64_t swap;			/* CMP_SWP: the new value */
 };
 
 struct engine_recv_wr {
@@ -174,6 +179,8 @@ enum engine_wc_opcode {
 	ENGINE_WC_EV_CONNECTED,		/* event: QP is connected */
 	ENGINE_WC_EV_DISCONNECTED,	/* event: peer or we closed; QP is idle */
 	ENGINE_WC_EV_ERROR,		/* event: QP entered the error state */
+	ENGINE_WC_ATOMIC_FETCH_ADD,	/* byte_len 8: the original value is at laddr */
+	ENGINE_WC_ATOMIC_CMP_SWP,
 };
 
 #define ENGINE_WC_WITH_IMM	0x1

@@ -124,7 +124,8 @@ struct tx_msg {
 	uint8_t status;		/* enum engine_wc_status once failed */
 	uint8_t read_done;	/* READ: the response has been delivered */
 	uint8_t rnr_tries;
-	uint8_t started;	/* a segment has been sent (READ: counts in rd_out) */
+	uint8_t started;	/* a segment has been sent (READ, atomics: counts in rd_out) */
+	uint8_t atomic[MROC_ATOMIC_REQ_LEN];	/* atomics: operands; ATOMIC_RESP: the value (BE) */
 };
 
 /* ---- receive side ------------------------------------------------------- */
@@ -152,6 +153,7 @@ struct rx_msg {
 	uint32_t imm;
 	uint32_t key;
 	uint64_t raddr;
+	uint64_t arg[2];	/* atomics: compare/add, swap */
 };
 
 struct rq_entry {
@@ -372,6 +374,7 @@ uint64_t path_rto(const struct engine *eng, const struct path *p);
 /* qp_tx.c */
 int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, uint64_t now);
 int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *req);
+struct tx_msg *qp_queue_atomic_resp(struct engine *eng, struct qp *qp, uint32_t req_msn);
 int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn);
 void qp_complete_sends(struct engine *eng, struct qp *qp);

@@ -113,6 +113,66 @@ static struct rq_entry *recv_for(struct qp *qp, uint32_t peer_ssn, uint8_t *nak)
 	return NULL;
 }
 
+static uint64_t get_be64(const uint8_t *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | b[i];
+	return v;
+}
+
+/*
+ * The 8-byte word an atomic names, or NULL with *err: -EINVAL when it is
+ * not aligned, else what the key check said (remote atomic rights needed).
+ */
+static uint64_t *atomic_target(struct engine *eng, struct qp *qp, uint32_t rkey, uint64_t raddr,
+			       int *err)
+{
+	uint8_t *t = mr_check_rkey(eng, qp->pd, rkey, ENGINE_ACCESS_REMOTE_ATOMIC, raddr, 8, err);
+
+	if (t && ((uintptr_t)t & 7)) {
+		*err = -EINVAL;
+		return NULL;
+	}
+	return (uint64_t *)t;
+}
+
+/*
+ * Responder: perform a delivered atomic, once, and answer with the word's
+ * original value.  -ENOSPC (nothing done) when the message ring is full:
+ * delivery stops and resumes when a message retires.  The region may have
+ * gone since placement: then the requester gets an ACCESS NAK.
+ */
+static int answer_atomic(struct engine *eng, struct qp *qp, const struct rx_msg *mi)
+{
+	uint64_t *t, old;
+	struct tx_msg *m;
+	int err;
+
+	t = atomic_target(eng, qp, mi->key, mi->raddr, &err);
+	if (!t) {
+		eng->st.c[EC_RX_ACCESS_ERR]++;
+		set_nak(qp, &qp->rxp[0], MROC_NAK_ACCESS, mi->last_dsn);
+		qp_wake_ctl(eng, qp);
+		return 0;
+	}
+	m = qp_queue_atomic_resp(eng, qp, mi->msn);
+	if (!m)
+		return -ENOSPC;
+	/* Atomic for other atomics and for the host's CPUs alike. */
+	if (mi->op == MROC_OP_FETCH_ADD) {
+		old = __atomic_fetch_add(t, mi->arg[0], __ATOMIC_SEQ_CST);
+	} else {
+		old = mi->arg[0];
+		__atomic_compare_exchange_n(t, &old, mi->arg[1], false, __ATOMIC_SEQ_CST,
+					    __ATOMIC_SEQ_CST);
+	}
+	for (int i = 7; i >= 0; i--, old >>= 8)
+		m->atomic[i] = (uint8_t)old;
+	return 0;
+}
+
 /*
  * Where this segment's payload goes, after every check; NULL with *nak and
  * the counter bumped when it must not be written.  *dst stays NULL for
@@ -167,6 +227,31 @@ static int place_target(struct engine *eng, struct qp *qp, const struct wire_pkt
 						  0, 0, &err))
 			goto remote_err;
 		return 0;
+	case MROC_OP_FETCH_ADD:
+	case MROC_OP_CMP_SWAP:
+		/* Checked now, done at delivery (in order): the word must be ours to change. */
+		if (!atomic_target(eng, qp, d->key, d->raddr, &err)) {
+			*nak = err == -EINVAL ? MROC_NAK_INVALID : MROC_NAK_ACCESS;
+			if (err == -EINVAL)
+				goto bounds;
+			goto remote_err;
+		}
+		return 0;
+	case MROC_OP_ATOMIC_RESP:
+		m = qp_msg(qp, d->key);
+		if (m->state != TXM_ACTIVE || m->msn != d->key || !mroc_op_is_atomic(m->op) ||
+		    !m->started) {
+			*nak = MROC_NAK_INVALID;
+			eng->st.c[EC_RX_ACCESS_ERR]++;
+			return -EACCES;
+		}
+		*dst = mr_check_lkey(eng, qp->pd, m->src_key, ENGINE_ACCESS_LOCAL_WRITE, m->src_addr,
+				     MROC_ATOMIC_RESP_LEN);
+		if (!*dst) {
+			*nak = MROC_NAK_INVALID;
+			goto bounds;
+		}
+		return 0;
 	case MROC_OP_READ_RESP:
 		m = qp_msg(qp, d->key);
 		if (m->state != TXM_ACTIVE || m->msn != d->key || m->op != MROC_OP_READ_REQ ||
@@ -218,7 +303,7 @@ static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 		return;
 	seg = d->offset / mtu;
 	nseg = d->msg_len ? (uint32_t)(((uint64_t)d->msg_len + mtu - 1) / mtu) : 1;
-	if (pkt->hdr.opcode == MROC_OP_READ_REQ)
+	if (mroc_op_is_request(pkt->hdr.opcode))
 		nseg = 1;
 	*mi = (struct rx_msg){
 		.valid = 1,
@@ -231,6 +316,10 @@ static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 		.key = d->key,
 		.raddr = d->raddr,
 	};
+	if (mroc_op_is_atomic(pkt->hdr.opcode)) {
+		mi->arg[0] = get_be64(pkt->payload);
+		mi->arg[1] = get_be64(pkt->payload + 8);
+	}
 }
 
 /* Deliver complete messages in MSN order. */
@@ -264,7 +353,10 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 		} else if (mi->op == MROC_OP_READ_REQ) {
 			if (qp_queue_read_resp(eng, qp, mi))
 				return;	/* ring full: retried when a message retires */
-		} else if (mi->op == MROC_OP_READ_RESP) {
+		} else if (mroc_op_is_atomic(mi->op)) {
+			if (answer_atomic(eng, qp, mi))
+				return;	/* ring full: retried when a message retires */
+		} else if (mi->op == MROC_OP_READ_RESP || mi->op == MROC_OP_ATOMIC_RESP) {
 			struct tx_msg *m = qp_msg(qp, mi->key);
 
 			if (m->state == TXM_ACTIVE && m->msn == mi->key)
@@ -273,7 +365,7 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 		qp->rx_msgs++;
 		mi->valid = 0;
 		qp->rcv_msn++;
-		if (mi->op == MROC_OP_READ_RESP)
+		if (mi->op == MROC_OP_READ_RESP || mi->op == MROC_OP_ATOMIC_RESP)
 			qp_complete_sends(eng, qp);
 	}
 }
@@ -389,7 +481,12 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		set_nak(qp, rp, nak, d->dsn);
 		return err;
 	}
-	if (dst && pkt->payload_len) {
+	if (dst && pkt->hdr.opcode == MROC_OP_ATOMIC_RESP) {
+		uint64_t v = get_be64(pkt->payload);	/* wire order to the host's */
+
+		memcpy(dst, &v, sizeof(v));
+		eng->st.c[EC_RX_BYTES_PLACED] += pkt->payload_len;
+	} else if (dst && pkt->payload_len) {
 		memcpy(dst, pkt->payload, pkt->payload_len);
 		eng->st.c[EC_RX_BYTES_PLACED] += pkt->payload_len;
 		qp->rx_bytes += pkt->payload_len;

@@ -30,6 +30,8 @@ static const uint8_t wr_to_wire[] = {
 	[ENGINE_WR_SEND] = MROC_OP_SEND,
 	[ENGINE_WR_SEND_IMM] = MROC_OP_SEND_IMM,
 	[ENGINE_WR_READ] = MROC_OP_READ_REQ,
+	[ENGINE_WR_ATOMIC_FETCH_ADD] = MROC_OP_FETCH_ADD,
+	[ENGINE_WR_ATOMIC_CMP_SWP] = MROC_OP_CMP_SWAP,
 };
 
 static const uint8_t wr_to_wc[] = {
@@ -38,7 +40,15 @@ static const uint8_t wr_to_wc[] = {
 	[ENGINE_WR_SEND] = ENGINE_WC_SEND,
 	[ENGINE_WR_SEND_IMM] = ENGINE_WC_SEND_IMM,
 	[ENGINE_WR_READ] = ENGINE_WC_READ,
+	[ENGINE_WR_ATOMIC_FETCH_ADD] = ENGINE_WC_ATOMIC_FETCH_ADD,
+	[ENGINE_WR_ATOMIC_CMP_SWP] = ENGINE_WC_ATOMIC_CMP_SWP,
 };
+
+static void put_be64(uint8_t *b, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		b[i] = (uint8_t)v;
+}
 
 /* Every WR and pending completion must fit the CQ, so none is ever dropped. */
 bool qp_cq_budget(const struct qp *qp)
@@ -78,19 +88,32 @@ int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, 
 
 	if (qp->state != ENGINE_QPS_CONNECTED)
 		return -ENOTCONN;
-	if (wr->opcode > ENGINE_WR_READ || (wr->flags & ~ENGINE_WR_SIGNALED) ||
+	bool atomic = wr->opcode == ENGINE_WR_ATOMIC_FETCH_ADD ||
+		      wr->opcode == ENGINE_WR_ATOMIC_CMP_SWP;
+
+	if (wr->opcode > ENGINE_WR_ATOMIC_CMP_SWP || (wr->flags & ~ENGINE_WR_SIGNALED) ||
 	    wr->len > INT32_MAX)
+		return -EINVAL;
+	/* An atomic works on one aligned 8-byte word, and returns it into 8 local bytes. */
+	if (atomic && (wr->len != 8 || (wr->raddr & 7)))
 		return -EINVAL;
 	if (qp->sq_used >= qp->sq_depth || !qp_cq_budget(qp))
 		return -ENOSPC;
 	/* The local side is checked now; the remote side by the peer. */
-	access = wr->opcode == ENGINE_WR_READ ? ENGINE_ACCESS_LOCAL_WRITE : 0;
+	access = wr->opcode == ENGINE_WR_READ || atomic ? ENGINE_ACCESS_LOCAL_WRITE : 0;
 	if (wr->len && !mr_check_lkey(eng, qp->pd, wr->lkey, access, wr->laddr, wr->len))
 		return -EFAULT;
-	m = msg_alloc(qp, wr_to_wire[wr->opcode], wr->len, wr->opcode == ENGINE_WR_READ ? 1 :
-		      nseg_of(eng, wr->len));
+	if (atomic)
+		m = msg_alloc(qp, wr_to_wire[wr->opcode], MROC_ATOMIC_REQ_LEN, 1);
+	else
+		m = msg_alloc(qp, wr_to_wire[wr->opcode], wr->len, wr->opcode == ENGINE_WR_READ ? 1 :
+			      nseg_of(eng, wr->len));
 	if (!m)
 		return -ENOSPC;
+	if (atomic) {
+		put_be64(m->atomic, wr->compare_add);
+		put_be64(m->atomic + 8, wr->opcode == ENGINE_WR_ATOMIC_CMP_SWP ? wr->swap : 0);
+	}
 	m->wr_id = wr->wr_id;
 	m->wc_op = wr_to_wc[wr->opcode];
 	m->signaled = wr->flags & ENGINE_WR_SIGNALED;
@@ -107,6 +130,24 @@ int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, 
 }
 
 /* Responder: a delivered READ_REQ becomes a READ_RESP message of ours. */
+/*
+ * Responder: the answer to atomic request req_msn, the original value to be
+ * filled in by the caller (who performs the operation only once this
+ * succeeded, so a full ring never makes it run twice).  NULL when full.
+ */
+struct tx_msg *qp_queue_atomic_resp(struct engine *eng, struct qp *qp, uint32_t req_msn)
+{
+	struct tx_msg *m = msg_alloc(qp, MROC_OP_ATOMIC_RESP, MROC_ATOMIC_RESP_LEN, 1);
+
+	(void)eng;
+	if (!m)
+		return NULL;
+	m->key = req_msn;
+	qp->rd_resp++;
+	qp_wake(eng, qp);
+	return m;
+}
+
 int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *req)
 {
 	struct tx_msg *m = msg_alloc(qp, MROC_OP_READ_RESP, req->len, nseg_of(eng, req->len));
@@ -203,7 +244,7 @@ static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx
 	{
 		struct tx_msg *m = qp_msg(qp, qp->msn_seg);
 
-		if (m->op == MROC_OP_READ_REQ && !m->started && qp->rd_out >= MROC_MAX_RD)
+		if (mroc_op_is_request(m->op) && !m->started && qp->rd_out >= MROC_MAX_RD)
 			return -ENOBUFS;
 	}
 	*dsn = qp->snd_nxt;
@@ -246,6 +287,8 @@ static uint8_t *segment_source(struct engine *eng, struct qp *qp, const struct t
 
 	if (!plen)
 		return (uint8_t *)"";
+	if (mroc_op_is_atomic(m->op) || m->op == MROC_OP_ATOMIC_RESP)
+		return (uint8_t *)m->atomic;
 	if (m->op == MROC_OP_READ_RESP)
 		return mr_check_rkey(eng, qp->pd, m->src_key, ENGINE_ACCESS_REMOTE_READ,
 				     m->src_addr + off, plen, &err);
@@ -414,7 +457,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		e->queued = 0;
 	} else if (!copy) {
 		*e = (struct dsn_entry){ .msn = m->msn };
-		if (!m->started && m->op == MROC_OP_READ_REQ)
+		if (!m->started && mroc_op_is_request(m->op))
 			qp->rd_out++;
 		m->started = 1;
 		if (++qp->snd_nxt == m->first_dsn + m->nseg)
@@ -470,7 +513,7 @@ static void push_send_cqe(struct engine *eng, struct qp *qp, const struct tx_msg
 		.qpn = qp->qpn,
 		.opcode = m->wc_op,
 		.status = m->status,
-		.byte_len = m->len,
+		.byte_len = mroc_op_is_atomic(m->op) ? 8 : m->len,
 	};
 
 	qp_push_cqe(eng, qp, &c);
@@ -482,7 +525,7 @@ static bool msg_done(const struct qp *qp, const struct tx_msg *m)
 		return true;
 	if (!seq_le(m->first_dsn + m->nseg, qp->snd_una))
 		return false;
-	return m->op != MROC_OP_READ_REQ || m->read_done;
+	return !mroc_op_is_request(m->op) || m->read_done;
 }
 
 /* Retire finished messages in MSN order; app WRs complete in posting order. */
@@ -495,14 +538,14 @@ void qp_complete_sends(struct engine *eng, struct qp *qp)
 
 		if (!msg_done(qp, m))
 			break;
-		if (m->op == MROC_OP_READ_RESP) {
+		if (m->op == MROC_OP_READ_RESP || m->op == MROC_OP_ATOMIC_RESP) {
 			qp->rd_resp--;
 		} else {
 			if (m->signaled || m->status != ENGINE_WC_SUCCESS)
 				push_send_cqe(eng, qp, m);
 			qp->sq_used--;
 			qp->tx_msgs++;
-			if (m->op == MROC_OP_READ_REQ && m->started)
+			if (mroc_op_is_request(m->op) && m->started)
 				qp->rd_out--;
 		}
 		m->state = TXM_FREE;

@@ -166,6 +166,12 @@ static int parse_data(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum
 			return fail(why, WIRE_ERR_LENGTH);
 		return 0;
 	}
+	/* Atomics are one segment of a fixed size. */
+	if ((mroc_op_is_atomic(pkt->hdr.opcode) && (d->msg_len != MROC_ATOMIC_REQ_LEN ||
+						    pkt->payload_len != MROC_ATOMIC_REQ_LEN)) ||
+	    (pkt->hdr.opcode == MROC_OP_ATOMIC_RESP && (d->msg_len != MROC_ATOMIC_RESP_LEN ||
+							pkt->payload_len != MROC_ATOMIC_RESP_LEN)))
+		return fail(why, WIRE_ERR_LENGTH);
 	end = (uint64_t)d->offset + pkt->payload_len;
 	if (end > d->msg_len)
 		return fail(why, WIRE_ERR_LENGTH);

@@ -38,6 +38,9 @@ enum mroc_opcode {
 	MROC_OP_SEND_IMM	= 0x04,	/* SEND with immediate */
 	MROC_OP_READ_REQ	= 0x05,	/* RDMA READ request, no payload */
 	MROC_OP_READ_RESP	= 0x06,	/* RDMA READ response segment */
+	MROC_OP_FETCH_ADD	= 0x07,	/* atomic: payload = add (8 B, BE) + 8 zero bytes */
+	MROC_OP_CMP_SWAP	= 0x08,	/* atomic: payload = compare (8 B) + swap (8 B), BE */
+	MROC_OP_ATOMIC_RESP	= 0x09,	/* the target's original value (8 B, BE); key = request MSN */
 	MROC_OP_ACK		= 0x10,	/* per-path ACK: SACK, echo, CE, hint, NAK */
 	MROC_OP_KEEPALIVE	= 0x11,	/* common header only; ACK_REQ asks for one back */
 	MROC_OP_CONNECT_REQ	= 0x20,
@@ -129,8 +132,23 @@ struct mroc_cm_hdr {
 /* Is this opcode one that carries a data header? */
 static inline int mroc_op_is_data(uint8_t op)
 {
-	return op >= MROC_OP_WRITE && op <= MROC_OP_READ_RESP;
+	return op >= MROC_OP_WRITE && op <= MROC_OP_ATOMIC_RESP;
 }
+
+/* An atomic request (one segment of MROC_ATOMIC_REQ_LEN bytes, answered by ATOMIC_RESP). */
+static inline int mroc_op_is_atomic(uint8_t op)
+{
+	return op == MROC_OP_FETCH_ADD || op == MROC_OP_CMP_SWAP;
+}
+
+/* Ops a responder answers with a message of its own (READ_RESP, ATOMIC_RESP). */
+static inline int mroc_op_is_request(uint8_t op)
+{
+	return op == MROC_OP_READ_REQ || mroc_op_is_atomic(op);
+}
+
+#define MROC_ATOMIC_REQ_LEN	16
+#define MROC_ATOMIC_RESP_LEN	8
 
 static inline int mroc_op_is_cm(uint8_t op)
 {

@@ -132,7 +132,8 @@ static bool record_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 
 static const uint8_t all_ops[] = {
 	MROC_OP_WRITE, MROC_OP_WRITE_IMM, MROC_OP_SEND, MROC_OP_SEND_IMM, MROC_OP_READ_REQ,
-	MROC_OP_READ_RESP, MROC_OP_ACK, MROC_OP_CONNECT_REQ, MROC_OP_CONNECT_REP,
+	MROC_OP_READ_RESP, MROC_OP_FETCH_ADD, MROC_OP_CMP_SWAP, MROC_OP_ATOMIC_RESP,
+	MROC_OP_ACK, MROC_OP_CONNECT_REQ, MROC_OP_CONNECT_REP,
 	MROC_OP_CONNECT_REJ, MROC_OP_DISCONNECT, MROC_OP_DISCONNECT_ACK,
 };
 #define NOPS (sizeof(all_ops) / sizeof(all_ops[0]))
@@ -155,6 +156,10 @@ static struct fx *record_all(void **state)
 		wr = wr_of(f, op, op, 0, 100, 8192);
 		post(f, &wr);
 	}
+	for (uint8_t op = ENGINE_WR_ATOMIC_FETCH_ADD; op <= ENGINE_WR_ATOMIC_CMP_SWP; op++) {
+		wr = wr_of(f, op, op, 8 * op, 8, 8 * op);
+		post(f, &wr);
+	}
 	settle(f);
 	/* CONNECT_REJ: nobody listens on 999. */
 	q2 = pair_qp_create(f->p, PAIR_A, &attr);
@@ -174,6 +179,10 @@ static struct fx *record_all(void **state)
 			fail_msg("no packet with opcode 0x%02x was seen", all_ops[i]);
 	for (uint8_t op = ENGINE_WR_WRITE; op <= ENGINE_WR_READ; op++)
 		pair_expect(f->p, PAIR_A, op, ENGINE_WC_SUCCESS, op);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_ATOMIC_FETCH_ADD, ENGINE_WC_SUCCESS,
+		    ENGINE_WR_ATOMIC_FETCH_ADD);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_ATOMIC_CMP_SWP, ENGINE_WC_SUCCESS,
+		    ENGINE_WR_ATOMIC_CMP_SWP);
 	/* Consume the rest; later checks look for new completions only. */
 	while (pair_cqe(f->p, PAIR_A))
 		;

@@ -157,7 +157,7 @@ static void test_bad_args(void **state)
 	(void)state;
 	assert_int_equal(engine_mr_register(eng, 1, NULL, 64, ENGINE_ACCESS_ALL, &l, &r), -EINVAL);
 	assert_int_equal(engine_mr_register(eng, 1, buf, 0, ENGINE_ACCESS_ALL, &l, &r), -EINVAL);
-	assert_int_equal(engine_mr_register(eng, 1, buf, 64, 0x8, &l, &r), -EINVAL);
+	assert_int_equal(engine_mr_register(eng, 1, buf, 64, 0x10, &l, &r), -EINVAL);
 	assert_int_equal(engine_mr_register(eng, 1, buf, 64, ENGINE_ACCESS_ALL | 0x100, &l, &r),
 			 -EINVAL);
 	assert_int_equal(engine_mr_register(eng, 1, buf, 64, ~0u, &l, &r), -EINVAL);

@@ -32,7 +32,7 @@ static const uint8_t cm_ops[] = {
 
 static int op_defined(unsigned op)
 {
-	return (op >= MROC_OP_WRITE && op <= MROC_OP_READ_RESP) || op == MROC_OP_ACK ||
+	return (op >= MROC_OP_WRITE && op <= MROC_OP_ATOMIC_RESP) || op == MROC_OP_ACK ||
 	       op == MROC_OP_KEEPALIVE ||
 	       (op >= MROC_OP_CONNECT_REQ && op <= MROC_OP_DISCONNECT_ACK);
 }
@@ -61,6 +61,10 @@ static struct mroc_data_hdr mkdata(uint8_t op)
 
 	if (op == MROC_OP_READ_REQ)
 		d.msg_len = 1 << 20;
+	if (mroc_op_is_atomic(op))
+		d.msg_len = MROC_ATOMIC_REQ_LEN;
+	if (op == MROC_OP_ATOMIC_RESP)
+		d.msg_len = MROC_ATOMIC_RESP_LEN;
 	return d;
 }
 
@@ -100,7 +104,7 @@ static size_t build_valid(uint8_t *buf, uint8_t op)
 	if (mroc_op_is_data(op)) {
 		struct mroc_data_hdr d = mkdata(op);
 
-		return build_data(buf, &h, &d, payload, op == MROC_OP_READ_REQ ? 0 : sizeof(payload));
+		return build_data(buf, &h, &d, payload, op == MROC_OP_READ_REQ ? 0 : d.msg_len);
 	}
 	if (op == MROC_OP_ACK) {
 		struct mroc_ack_hdr a = { .cum_psn = 5, .cum_dsn = 6, .nak_seq = 1 };
@@ -614,7 +618,10 @@ static void test_truncated(void **state)
 		for (size_t len = min; len <= full; len++) {
 			struct wire_pkt pkt;
 
-			if (len == min && mroc_op_is_data((uint8_t)op) && op != MROC_OP_READ_REQ)
+			/* Atomics have one size. */
+			if ((mroc_op_is_atomic((uint8_t)op) || op == MROC_OP_ATOMIC_RESP) && len < full)
+				expect_err(buf, len, WIRE_ERR_LENGTH);
+			else if (len == min && mroc_op_is_data((uint8_t)op) && op != MROC_OP_READ_REQ)
 				expect_err(buf, len, WIRE_ERR_LENGTH);	/* empty, msg_len 100 */
 			else
 				expect_ok(buf, len, &pkt);
@@ -679,7 +686,7 @@ static void test_unknown_opcodes(void **state)
 		expect_err(buf, MROC_HDR_LEN + MROC_ACK_HDR_LEN, WIRE_ERR_OPCODE);
 		expect_err(buf, MROC_HDR_LEN, WIRE_ERR_OPCODE);
 	}
-	assert_int_equal(defined, 13);
+	assert_int_equal(defined, 16);
 }
 
 static void test_bad_flags(void **state)
@@ -833,7 +840,7 @@ static void test_op_predicates(void **state)
 	(void)state;
 	for (unsigned op = 0; op < 256; op++) {
 		uint8_t o = (uint8_t)op;
-		int data = op >= 0x01 && op <= 0x06;
+		int data = op >= 0x01 && op <= 0x09;
 		int cm = op >= 0x20 && op <= 0x24;
 
 		assert_int_equal(!!mroc_op_is_data(o), data);
@@ -842,6 +849,8 @@ static void test_op_predicates(void **state)
 				 op == MROC_OP_SEND || op == MROC_OP_SEND_IMM || op == MROC_OP_WRITE_IMM);
 		assert_int_equal(!!mroc_op_has_imm(o),
 				 op == MROC_OP_SEND_IMM || op == MROC_OP_WRITE_IMM);
+		assert_int_equal(!!mroc_op_is_atomic(o), op == 0x07 || op == 0x08);
+		assert_int_equal(!!mroc_op_is_request(o), op == 0x05 || op == 0x07 || op == 0x08);
 	}
 }
 
