@@ -163,6 +163,9 @@ static void net_config(const struct clu_config *cfg, struct cnet_config *net)
 				FAB_PLANE_HASH;
 	net->fab.seed = cfg->seed;
 	net->seed = cfg->seed;
+	/* RoCEv2 as deployed (DCQCN) reacts to ECN alone: no delay signal. */
+	if (cfg->transport != CLU_METAROCE)
+		e->delay_target_ns = 0;
 	if (!clu_transport_pfc(cfg->transport))
 		return;
 	net->fab.pfc = true;
