@@ -188,7 +188,7 @@ static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
 		return false;
 	if (!c->npaths || c->npaths > MROC_MAX_PATHS)
 		return false;
-	return c->mode != MROC_MODE_ROCEV2 || c->npaths == 1;
+	return c->npaths <= qp->mops->max_paths;
 }
 
 /* Queue a one-shot CM answer; src_qpn is whom it speaks for (0 = no QP). */

@@ -169,7 +169,7 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 	struct qp *qp, **b;
 	uint32_t i, qpn;
 
-	if (attr->mode > MROC_MODE_ROCEV2 || !attr->npaths || attr->npaths > MROC_MAX_PATHS ||
+	if (!mode_ops_of(attr->mode) || !attr->npaths || attr->npaths > MROC_MAX_PATHS ||
 	    !attr->sq_depth || !attr->rq_depth ||
 	    attr->sq_depth + MROC_MAX_RD > MROC_MSG_WINDOW || attr->rq_depth > 65536)
 		return -EINVAL;

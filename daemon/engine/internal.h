@@ -14,6 +14,7 @@
 #include "cc.h"
 #include "engine.h"
 #include "list.h"
+#include "mode.h"
 #include "prng.h"
 #include "sack.h"
 #include "wire.h"
@@ -172,6 +173,7 @@ struct qp {
 	uint8_t state;		/* enum engine_qp_state */
 	uint8_t mode;
 	uint8_t npaths;
+	const struct mode_ops *mops;	/* what the mode changes (mode.h) */
 	uint32_t pd;
 	uint64_t user;
 	uint32_t peer, peer_qpn;
@@ -384,7 +386,12 @@ bool qp_has_data(const struct engine *eng, const struct qp *qp);
 bool qp_cq_budget(const struct qp *qp);
 struct tx_msg *qp_msg(struct qp *qp, uint32_t msn);
 
-/* qp_ack.c */
+/* qp_ack.c (and mode.c: MetaRoCE's hooks) */
+void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+void ack_lose_all(struct engine *eng, struct qp *qp, struct path *p);
+bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d);
+struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes);
+void rx_apply_floor(struct rx_path *rp, const struct mroc_data_hdr *d);
 int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now);
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
 
@@ -394,6 +401,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void qp_deliver(struct engine *eng, struct qp *qp);
+void qp_set_nak(struct qp *qp, struct rx_path *rp, uint8_t code, uint32_t dsn);
 int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr);
 int qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn);
 
@@ -421,6 +429,18 @@ uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp);
 /* Put the common header at b->data; returns its length. */
 size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
 		  uint64_t now);
+
+/* A path's scoreboard entry for a PSN inside [floor, next_psn). */
+static inline struct sb_entry *sb_ent(struct path *p, uint32_t psn)
+{
+	return &p->sb[psn & p->sb_mask];
+}
+
+/* Sender state of a DSN inside [snd_una, snd_nxt). */
+static inline struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
+{
+	return &qp->dsn[dsn & qp->dsn_mask];
+}
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {

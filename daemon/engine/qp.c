@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* QP life cycle, completion queue and timer bookkeeping. */
+/* QP life cycle, completion queue and timer bookkeeping; what its send and receive sides share:
+ * messages by MSN, completing work in posting order, flush and the error state. */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,8 @@ struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
 	if (!qp)
 		return NULL;
 	qp->mode = attr->mode;
-	qp->npaths = attr->mode == MROC_MODE_ROCEV2 ? 1 : attr->npaths;
+	qp->mops = mode_ops_of(attr->mode);
+	qp->npaths = attr->npaths < qp->mops->max_paths ? attr->npaths : qp->mops->max_paths;
 	qp->pd = attr->pd;
 	qp->user = attr->user;
 	qp->sq_depth = attr->sq_depth;
@@ -185,4 +187,117 @@ size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_
 	};
 
 	return wire_put_hdr(buf, &h);
+}
+
+struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)
+{
+	return &qp->txm[msn & qp->txm_mask];
+}
+
+static void push_send_cqe(struct engine *eng, struct qp *qp, const struct tx_msg *m)
+{
+	struct engine_cqe c = {
+		.wr_id = m->wr_id,
+		.qpn = qp->qpn,
+		.opcode = m->wc_op,
+		.status = m->status,
+		.byte_len = mroc_op_is_atomic(m->op) ? 8 : m->len,
+	};
+
+	qp_push_cqe(eng, qp, &c);
+}
+
+static bool msg_done(const struct qp *qp, const struct tx_msg *m)
+{
+	if (m->state == TXM_DONE)
+		return true;
+	if (!seq_le(m->first_dsn + m->nseg, qp->snd_una))
+		return false;
+	return !mroc_op_is_request(m->op) || m->read_done;
+}
+
+/* Retire finished messages in MSN order; app WRs complete in posting order. */
+void qp_complete_sends(struct engine *eng, struct qp *qp)
+{
+	bool freed = false;
+
+	while (qp->msn_head != qp->msn_tail) {
+		struct tx_msg *m = qp_msg(qp, qp->msn_head);
+
+		if (!msg_done(qp, m))
+			break;
+		if (m->op == MROC_OP_READ_RESP || m->op == MROC_OP_ATOMIC_RESP) {
+			qp->rd_resp--;
+		} else {
+			if (m->signaled || m->status != ENGINE_WC_SUCCESS)
+				push_send_cqe(eng, qp, m);
+			qp->sq_used--;
+			qp->tx_msgs++;
+			if (mroc_op_is_request(m->op) && m->started)
+				qp->rd_out--;
+		}
+		m->state = TXM_FREE;
+		qp->msn_head++;
+		freed = true;
+	}
+	/* A READ_REQ waiting for room in the message ring can go now. */
+	if (freed && qp->state == ENGINE_QPS_CONNECTED)
+		qp_deliver(eng, qp);
+}
+
+/* Fail every outstanding message with status (unless one already has its own). */
+void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
+{
+	for (uint32_t msn = qp->msn_head; msn != qp->msn_tail; msn++) {
+		struct tx_msg *m = qp_msg(qp, msn);
+
+		if (m->state != TXM_DONE) {
+			m->state = TXM_DONE;
+			m->status = status;
+		}
+	}
+	qp_complete_sends(eng, qp);
+	while (qp->rq_count) {
+		struct rq_entry *r = &qp->rq[qp->rq_head & qp->rq_mask];
+		struct engine_cqe c = {
+			.wr_id = r->wr_id,
+			.qpn = qp->qpn,
+			.opcode = ENGINE_WC_RECV,
+			.status = status,
+		};
+
+		qp_push_cqe(eng, qp, &c);
+		qp->rq_head++;
+		qp->rq_count--;
+	}
+	qp->rtx_head = qp->rtx_tail;
+	qp->gbn_active = false;
+	qp->snd_nxt = qp->snd_una = qp->dsn_alloc;
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		qp->paths[i].rto_deadline = 0;
+		qp->paths[i].inflight = 0;
+		qp->paths[i].floor = qp->paths[i].next_psn;
+	}
+	qp->rnr_deadline = 0;
+	qp->stall_since = 0;
+}
+
+/*
+ * The QP fails with cause: the rest of its work completes with FLUSH_ERR,
+ * the error event carries the cause, the peer is told.
+ */
+void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now)
+{
+	if (qp->state == ENGINE_QPS_ERROR)
+		return;
+	qp->errors++;
+	qp->state = ENGINE_QPS_ERROR;
+	qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
+	qp_event(eng, qp, ENGINE_WC_EV_ERROR, cause);
+	qp->cm_pending = CM_SEND_DISC;
+	qp->cm_reason = MROC_CM_ERROR;
+	qp->cm_tries = 0;
+	qp->cm_deadline = 0;
+	qp_wake(eng, qp);
+	(void)now;
 }

@@ -9,16 +9,6 @@
 
 #include "internal.h"
 
-static struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
-{
-	return &qp->dsn[dsn & qp->dsn_mask];
-}
-
-static struct sb_entry *sb_ent(struct path *p, uint32_t psn)
-{
-	return &p->sb[psn & p->sb_mask];
-}
-
 /* One transmission acknowledged: returns its bytes (0 if it was not in flight). */
 static uint32_t sb_ack(struct qp *qp, struct path *p, uint32_t psn)
 {
@@ -62,33 +52,6 @@ static void advance_floor(struct path *p)
 		sb_ent(p, p->floor)->state = SB_FREE;
 		p->floor++;
 	}
-}
-
-/* RoCEv2 mode: forget everything from psn on and resend it in order. */
-static void go_back(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn)
-{
-	struct sb_entry *s;
-	uint32_t dsn;
-
-	if (!seq_lt(psn, p->next_psn) || seq_lt(psn, p->floor))
-		return;
-	s = sb_ent(p, psn);
-	if (s->state != SB_INFLIGHT)
-		return;
-	dsn = s->dsn;
-	for (uint32_t q = psn; q != p->next_psn; q++) {
-		struct sb_entry *x = sb_ent(p, q);
-
-		if (x->state == SB_INFLIGHT)
-			p->inflight -= x->bytes;
-		x->state = SB_FREE;
-	}
-	p->next_psn = psn;
-	for (uint32_t d = dsn; d != qp->snd_nxt; d++)
-		dsn_ent(qp, d)->state = DSN_LOST;
-	qp->gbn_next = dsn;
-	qp->gbn_active = true;
-	qp_wake(eng, qp);
 }
 
 static void fail_msg_of(struct engine *eng, struct qp *qp, uint32_t dsn, uint8_t status,
@@ -155,8 +118,8 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 		fail_msg_of(eng, qp, a->nak_dsn, ENGINE_WC_REM_INV_REQ_ERR, now);
 		return;
 	case MROC_NAK_PSN_SEQ:
-		if (qp->mode == MROC_MODE_ROCEV2)
-			go_back(eng, qp, p, a->cum_psn);
+		if (qp->mops->on_seq_nak)
+			qp->mops->on_seq_nak(eng, qp, p, a->cum_psn);
 		return;
 	default:
 		return;
@@ -201,7 +164,7 @@ static uint32_t walk_sack(struct qp *qp, struct path *p, const struct mroc_ack_h
  * be acknowledged (RACK's time rule, which also catches a lost tail that a
  * probe exposed).
  */
-static void detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint32_t nlost = 0, last = 0, reo = (uint32_t)(p->srtt + p->srtt / 4);
 
@@ -268,8 +231,8 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		p->state = PATH_ACTIVE;
 		p->probe_at = 0;
 	}
-	if (qp->mode != MROC_MODE_ROCEV2)
-		detect_loss(eng, qp, p, now);
+	if (qp->mops->detect_loss)
+		qp->mops->detect_loss(eng, qp, p, now);
 	advance_floor(p);
 	if (seq_lt(p->next_psn, a->cum_psn)) {
 		/* RoCEv2 mode went back, but the receiver had these: skip ahead. */
@@ -306,15 +269,17 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	return 0;
 }
 
+/* MetaRoCE: a timed-out path's packets in flight are each lost. */
+void ack_lose_all(struct engine *eng, struct qp *qp, struct path *p)
+{
+	for (uint32_t q = p->floor; q != p->next_psn; q++)
+		sb_lose(eng, qp, p, q);
+	advance_floor(p);
+}
+
 static void path_timeout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
-	if (qp->mode == MROC_MODE_ROCEV2) {
-		go_back(eng, qp, p, p->floor);
-	} else {
-		for (uint32_t q = p->floor; q != p->next_psn; q++)
-			sb_lose(eng, qp, p, q);
-		advance_floor(p);
-	}
+	qp->mops->on_timeout(eng, qp, p);
 	path_on_rto(eng, qp, p, now);
 	p->rto_deadline = 0;
 	qp_wake(eng, qp);
@@ -329,18 +294,17 @@ static void requeue(struct engine *eng, struct qp *qp, uint8_t state)
 		if (e->state != state)
 			continue;
 		e->tx_count = 0;	/* refused or stalled, not lost: not a retry */
-		if (qp->mode == MROC_MODE_ROCEV2) {
-			/* Go-Back-N: resend in order from here, with new PSNs. */
-			for (uint32_t x = d; x != qp->snd_nxt; x++)
-				dsn_ent(qp, x)->state = DSN_LOST;
-			qp->gbn_next = d;
-			qp->gbn_active = true;
-			qp_wake(eng, qp);
+		if (qp->mops->resend(eng, qp, d))
 			return;
-		}
-		e->state = DSN_INFLIGHT;
-		qp_mark_lost(eng, qp, d);
 	}
+}
+
+/* MetaRoCE: a refused or stalled DSN is queued like a lost one. */
+bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d)
+{
+	dsn_ent(qp, d)->state = DSN_INFLIGHT;
+	qp_mark_lost(eng, qp, d);
+	return false;
 }
 
 /*
@@ -400,7 +364,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			 * made the baseline recover faster than it should, and burn
 			 * its retries within milliseconds of an outage).
 			 */
-			if (!p->probed && qp->mode != MROC_MODE_ROCEV2) {
+			if (!p->probed && qp->mops->tail_probe) {
 				p->probed = true;
 				p->probe_pending = true;
 				qp_wake(eng, qp);

@@ -92,7 +92,14 @@ static void dsn_received(struct qp *qp, uint32_t dsn)
 	}
 }
 
-static void set_nak(struct qp *qp, struct rx_path *rp, uint8_t code, uint32_t dsn)
+/* MetaRoCE: PSNs below the sender's floor are given up on; none may hold the SACK window. */
+void rx_apply_floor(struct rx_path *rp, const struct mroc_data_hdr *d)
+{
+	if (seq_le(d->psn_floor, d->psn) && seq_diff(d->psn, d->psn_floor) < MROC_SACK_BITS)
+		sack_floor(&rp->sack, d->psn_floor);
+}
+
+void qp_set_nak(struct qp *qp, struct rx_path *rp, uint8_t code, uint32_t dsn)
 {
 	qp->nak_code = code;
 	qp->nak_dsn = dsn;
@@ -153,7 +160,7 @@ static int answer_atomic(struct engine *eng, struct qp *qp, const struct rx_msg 
 	t = atomic_target(eng, qp, mi->key, mi->raddr, &err);
 	if (!t) {
 		eng->st.c[EC_RX_ACCESS_ERR]++;
-		set_nak(qp, &qp->rxp[0], MROC_NAK_ACCESS, mi->last_dsn);
+		qp_set_nak(qp, &qp->rxp[0], MROC_NAK_ACCESS, mi->last_dsn);
 		qp_wake_ctl(eng, qp);
 		return 0;
 	}
@@ -381,24 +388,6 @@ static void schedule_ack(struct engine *eng, struct rx_path *rp, const struct wi
 		rp->ack_deadline = now + eng->cfg.ack_delay_ns;
 }
 
-/* RoCEv2 mode: only the expected PSN is taken; anything else is dropped. */
-static int rocev2_psn(struct engine *eng, struct rx_path *rp, uint32_t psn)
-{
-	int32_t d = seq_diff(psn, rp->sack.cum);
-
-	if (d == 0) {
-		rp->seq_nak_sent = false;
-		return 0;
-	}
-	rp->ack_now = true;	/* duplicate: re-ACK; gap: NAK once */
-	if (d > 0) {
-		eng->st.c[EC_RX_SEQ_ERR]++;
-		return -EILSEQ;
-	}
-	eng->st.c[EC_RX_DUP]++;
-	return -EALREADY;
-}
-
 int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	       const struct engine_rx_meta *meta, uint64_t now)
 {
@@ -427,9 +416,8 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	}
 	rp = &qp->rxp[pkt->hdr.path_id];
 	/* The floor first: PSNs the sender gave up on must not hold the window. */
-	if (qp->mode != MROC_MODE_ROCEV2 && seq_le(d->psn_floor, d->psn) &&
-	    seq_diff(d->psn, d->psn_floor) < MROC_SACK_BITS)
-		sack_floor(&rp->sack, d->psn_floor);
+	if (qp->mops->rx_floor)
+		qp->mops->rx_floor(rp, d);
 	/* Beyond any window: drop without acknowledging, the sender resends. */
 	if (seq_diff(d->psn, rp->sack.cum) > MROC_SACK_BITS ||
 	    dd >= (int32_t)eng->dsn_window ||
@@ -437,12 +425,8 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_RX_OUT_OF_WINDOW]++;
 		return -ERANGE;
 	}
-	if (qp->mode == MROC_MODE_ROCEV2) {
-		err = rocev2_psn(eng, rp, d->psn);
-		if (err == -EILSEQ && !rp->seq_nak_sent) {
-			rp->seq_nak_sent = true;
-			set_nak(qp, rp, MROC_NAK_PSN_SEQ, qp->rcv_cum);
-		}
+	if (qp->mops->rx_order) {
+		err = qp->mops->rx_order(eng, qp, rp, d->psn);
 		if (err)
 			return err;
 	}
@@ -478,7 +462,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	}
 	err = place_target(eng, qp, pkt, &dst, &nak);
 	if (err) {
-		set_nak(qp, rp, nak, d->dsn);
+		qp_set_nak(qp, rp, nak, d->dsn);
 		return err;
 	}
 	if (dst && pkt->hdr.opcode == MROC_OP_ATOMIC_RESP) {

@@ -1,23 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * Send side of a QP: posting work, cutting messages into segments, choosing
- * the segment (retransmissions first) and the path (most free window),
- * pacing, building data packets, and completing work in posting order.
+ * the segment (retransmissions first) and the path (most free window), and
+ * building data packets (pacing: cc_rate.c; completion: qp.c).
  */
 #include <errno.h>
 #include <string.h>
 
 #include "internal.h"
-
-struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)
-{
-	return &qp->txm[msn & qp->txm_mask];
-}
-
-static struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
-{
-	return &qp->dsn[dsn & qp->dsn_mask];
-}
 
 static uint32_t nseg_of(const struct engine *eng, uint32_t len)
 {
@@ -201,7 +191,7 @@ void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn)
 	if (e->state != DSN_INFLIGHT && e->state != DSN_RNR_WAIT)
 		return;
 	e->state = DSN_LOST;
-	if (qp->mode == MROC_MODE_ROCEV2 || e->queued)
+	if (!qp->mops->rtx_queue || e->queued)
 		return;
 	if (rtxq_room(eng, qp)) {
 		e->queued = 1;
@@ -256,7 +246,7 @@ static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx
  * The path with the most free window that can take this packet; ties
  * round-robin.  Timed-out paths carry only probes while any path is alive.
  */
-static struct path *pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
+struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 {
 	struct path *best = NULL;
 	uint32_t best_free = 0;
@@ -429,10 +419,8 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		return 0;
 	if (probe)
 		p = probe;	/* a probe may exceed the window by one packet */
-	else if (qp->mode == MROC_MODE_ROCEV2)
-		p = path_can_send(eng, &qp->paths[0], bytes) ? &qp->paths[0] : NULL;
 	else
-		p = pick_path(eng, qp, bytes);
+		p = qp->mops->pick_path(eng, qp, bytes);
 	if (!p || SEQRING_RESERVE(p->sb, p->sb_mask, p->floor, p->next_psn - p->floor + 1,
 				  MROC_SACK_BITS))
 		return 0;
@@ -504,112 +492,4 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	eng->st.c[EC_TX_DATA]++;
 	cc_pace(eng, qp, now, bytes);
 	return 1;
-}
-
-static void push_send_cqe(struct engine *eng, struct qp *qp, const struct tx_msg *m)
-{
-	struct engine_cqe c = {
-		.wr_id = m->wr_id,
-		.qpn = qp->qpn,
-		.opcode = m->wc_op,
-		.status = m->status,
-		.byte_len = mroc_op_is_atomic(m->op) ? 8 : m->len,
-	};
-
-	qp_push_cqe(eng, qp, &c);
-}
-
-static bool msg_done(const struct qp *qp, const struct tx_msg *m)
-{
-	if (m->state == TXM_DONE)
-		return true;
-	if (!seq_le(m->first_dsn + m->nseg, qp->snd_una))
-		return false;
-	return !mroc_op_is_request(m->op) || m->read_done;
-}
-
-/* Retire finished messages in MSN order; app WRs complete in posting order. */
-void qp_complete_sends(struct engine *eng, struct qp *qp)
-{
-	bool freed = false;
-
-	while (qp->msn_head != qp->msn_tail) {
-		struct tx_msg *m = qp_msg(qp, qp->msn_head);
-
-		if (!msg_done(qp, m))
-			break;
-		if (m->op == MROC_OP_READ_RESP || m->op == MROC_OP_ATOMIC_RESP) {
-			qp->rd_resp--;
-		} else {
-			if (m->signaled || m->status != ENGINE_WC_SUCCESS)
-				push_send_cqe(eng, qp, m);
-			qp->sq_used--;
-			qp->tx_msgs++;
-			if (mroc_op_is_request(m->op) && m->started)
-				qp->rd_out--;
-		}
-		m->state = TXM_FREE;
-		qp->msn_head++;
-		freed = true;
-	}
-	/* A READ_REQ waiting for room in the message ring can go now. */
-	if (freed && qp->state == ENGINE_QPS_CONNECTED)
-		qp_deliver(eng, qp);
-}
-
-/* Fail every outstanding message with status (unless one already has its own). */
-void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
-{
-	for (uint32_t msn = qp->msn_head; msn != qp->msn_tail; msn++) {
-		struct tx_msg *m = qp_msg(qp, msn);
-
-		if (m->state != TXM_DONE) {
-			m->state = TXM_DONE;
-			m->status = status;
-		}
-	}
-	qp_complete_sends(eng, qp);
-	while (qp->rq_count) {
-		struct rq_entry *r = &qp->rq[qp->rq_head & qp->rq_mask];
-		struct engine_cqe c = {
-			.wr_id = r->wr_id,
-			.qpn = qp->qpn,
-			.opcode = ENGINE_WC_RECV,
-			.status = status,
-		};
-
-		qp_push_cqe(eng, qp, &c);
-		qp->rq_head++;
-		qp->rq_count--;
-	}
-	qp->rtx_head = qp->rtx_tail;
-	qp->gbn_active = false;
-	qp->snd_nxt = qp->snd_una = qp->dsn_alloc;
-	for (unsigned i = 0; i < qp->npaths; i++) {
-		qp->paths[i].rto_deadline = 0;
-		qp->paths[i].inflight = 0;
-		qp->paths[i].floor = qp->paths[i].next_psn;
-	}
-	qp->rnr_deadline = 0;
-	qp->stall_since = 0;
-}
-
-/*
- * The QP fails with cause: the rest of its work completes with FLUSH_ERR,
- * the error event carries the cause, the peer is told.
- */
-void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now)
-{
-	if (qp->state == ENGINE_QPS_ERROR)
-		return;
-	qp->errors++;
-	qp->state = ENGINE_QPS_ERROR;
-	qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
-	qp_event(eng, qp, ENGINE_WC_EV_ERROR, cause);
-	qp->cm_pending = CM_SEND_DISC;
-	qp->cm_reason = MROC_CM_ERROR;
-	qp->cm_tries = 0;
-	qp->cm_deadline = 0;
-	qp_wake(eng, qp);
-	(void)now;
 }
