@@ -155,34 +155,33 @@ void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct p
 	}
 }
 
+/* RFC 6298's smoothed RTT and its deviation (srtt 0: no sample yet). */
+static void rtt_sample(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
+{
+	uint64_t err;
+
+	if (!*srtt) {
+		*srtt = rtt;
+		*rttvar = rtt / 2;
+		return;
+	}
+	err = rtt > *srtt ? rtt - *srtt : *srtt - rtt;
+	*rttvar = (3 * *rttvar + err) / 4;
+	*srtt = (7 * *srtt + rtt) / 8;
+}
+
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
 {
 	uint64_t var;
 
 	if (!rtt)
 		rtt = 1;
-	if (!p->srtt) {
-		p->srtt = rtt;
-		p->rttvar = rtt / 2;
-	} else {
-		uint64_t err = rtt > p->srtt ? rtt - p->srtt : p->srtt - rtt;
-
-		p->rttvar = (3 * p->rttvar + err) / 4;
-		p->srtt = (7 * p->srtt + rtt) / 8;
-	}
+	rtt_sample(&p->srtt, &p->rttvar, rtt);
+	rtt_sample(&eng->host_srtt, &eng->host_rttvar, rtt);
 	if (!p->min_rtt || rtt < p->min_rtt)
 		p->min_rtt = rtt;
 	if (!p->round_min_rtt || rtt < p->round_min_rtt)
 		p->round_min_rtt = rtt;
-	if (!eng->host_srtt) {
-		eng->host_srtt = rtt;
-		eng->host_rttvar = rtt / 2;
-	} else {
-		uint64_t herr = rtt > eng->host_srtt ? rtt - eng->host_srtt : eng->host_srtt - rtt;
-
-		eng->host_rttvar = (3 * eng->host_rttvar + herr) / 4;
-		eng->host_srtt = (7 * eng->host_srtt + rtt) / 8;
-	}
 	var = max_u64(4 * p->rttvar, eng->cfg.ack_delay_ns);
 	p->rto = p->srtt + var + eng->cfg.ack_delay_ns;
 	if (p->rto < eng->cfg.rto_min_ns)
