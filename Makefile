@@ -9,6 +9,7 @@
 #   make bench-sim            cluster simulation (issue #7): CSV, PNG and tables into docs/perf/
 #   make bench-scale          1 .. 4,000 QPs on one daemon pair vs TCP, memory, CPU (issue #10, root)
 #   make bench-mpi            libfabric fi_pingpong and Open MPI over mroc vs TCP (issue #14, root)
+#   make bench-lat            latency tables and plot (issue 17) into docs/perf/ (root)
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make clean                remove build/ and build-*/
 #   make V=1                  print full commands (and, with check, every test's output)
@@ -195,7 +196,7 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 
 # ---- top-level targets ------------------------------------------------------
 
-.PHONY: all libs tests check bench bench-sim bench-scale bench-mpi demo clean help
+.PHONY: all libs tests check bench bench-lat bench-sim bench-scale bench-mpi demo clean help
 
 ifeq ($(HAVE_CMOCKA),1)
 all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) $(EXAMPLE_BINS) tests
@@ -239,6 +240,7 @@ bench: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-ports.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-scale.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
+	BUILD=$(abspath $(BUILD)) scripts/bench-lat.sh
 
 # 1, 16, 256, 1,000 and 4,000 QPs over two mrocd on AF_XDP (4-plane fabric) beside kernel
 # TCP with as many connections; the engine alone; the cluster AllToAll (about 15 minutes).
@@ -250,6 +252,11 @@ bench-scale: all
 bench-mpi: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
 
+# Latency (issue 17): write/send/read_lat in both completion modes and sockperf, on a veth
+# pair and a 2/4-plane fabric, idle and under a write_bw, ECN off and on (root, ~20 min).
+bench-lat: all
+	BUILD=$(abspath $(BUILD)) scripts/bench-lat.sh
+
 # 64 simulated hosts running the engine, MetaRoCE vs RoCEv2 (about 10 minutes on 2 cores).
 bench-sim: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-sim.sh
@@ -259,7 +266,7 @@ clean:
 	$(Q)rm -rf build build-*/
 
 help:
-	@sed -n '3,17s/^# \{0,1\}//p' Makefile
+	@sed -n '3,19s/^# \{0,1\}//p' Makefile
 
 # ---- rules ------------------------------------------------------------------
 
