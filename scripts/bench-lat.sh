@@ -27,7 +27,10 @@
 # Environment: BUILD (build), OUT (docs/perf), SECS (3: seconds per latency run),
 # REPS (3), SIZE (8), RATE_MBIT (1000), CE_THRESHOLD (64kb), TOPOS ("pair f2 f4
 # pair-pinned pair-nice"), LOADS ("idle bw"), MROC_SPIN_US (libmroc's budget, see
-# libmroc(3); unset: its default).
+# libmroc(3); unset: its default), SCHED (set: "perf sched record" one second of
+# each topology's first idle write_lat in the default mode, and print what the
+# scheduler did to mrocd's workers and mroc-perf: "perf sched latency" rows on stderr
+# and in OUT/lat-sched.txt).
 #
 # Everything started here is stopped by pid and every namespace removed on exit,
 # also on failure or Ctrl-C.
@@ -167,8 +170,8 @@ ecn_set() {
 
 # ---------------------------------------------------------------- runs
 
-# perf TAG SIDE PORT TEST ARGS...: one mroc-perf (server or client) in the background; pid in LASTPID.
-perf() {
+# run_perf TAG SIDE PORT TEST ARGS...: one mroc-perf (server or client) in the background; pid in LASTPID.
+run_perf() {
 	local tag=$1 side=$2 port=$3 t=$4
 	shift 4
 	if [ "$side" = srv ]; then
@@ -184,10 +187,10 @@ perf() {
 
 # load_start / load_stop: a write_bw of 1 MiB messages for the whole latency run; BW its Gbit/s.
 load_start() {
-	perf bw srv $BW_PORT write_bw -s 1048576
+	run_perf bw srv $BW_PORT write_bw -s 1048576
 	LOAD_SRV=$LASTPID
 	sleep 0.3
-	perf bw cli $BW_PORT write_bw -s 1048576 -D $((SECS + 3))
+	run_perf bw cli $BW_PORT write_bw -s 1048576 -D $((SECS + 3))
 	LOAD_CLI=$LASTPID
 	sleep 1.5	# windows open, queues build
 }
@@ -201,10 +204,10 @@ load_stop() {
 lat() {
 	local t=$1 mode=$2 srv args=(-s "$SIZE" -D "$SECS")
 	[ "$mode" = sleep ] && args+=(--sleep)
-	perf lat srv $LAT_PORT "$t" "${args[@]}"
+	run_perf lat srv $LAT_PORT "$t" "${args[@]}"
 	srv=$LASTPID
 	sleep 0.3
-	perf lat cli $LAT_PORT "$t" "${args[@]}"
+	run_perf lat cli $LAT_PORT "$t" "${args[@]}"
 	wait "$LASTPID" "$srv" 2>/dev/null
 	R=$(jq -r '.results[0] | "\(.t_min_us) \(.t_typical_us) \(.p99_us) \(.t_avg_us)"' "$E2E_DIR/lat.cli.json" 2>/dev/null)
 	ERR=
@@ -223,8 +226,34 @@ sockperf_run() {
 	[ "$(wc -w <<<"$R")" = 4 ] || { ERR="sockperf failed"; R="   "; log "$ERR"; }
 }
 
+# sched_start / sched_report WHAT: one second of scheduler events from 1 s into the run,
+# then each task's scheduling delays (perf sched latency: how long it waited, runnable,
+# for a CPU) for mrocd's workers and mroc-perf.
+SCHED_PID=
+sched_start() {
+	command -v perf >/dev/null || { log "SCHED: no perf (apt-get install linux-perf)"; return; }
+	(
+		sleep 1
+		# Our threads only (others may run mrocd too): every process naming our work folder.
+		for p in $(pgrep -f -- "$E2E_DIR"); do ls "/proc/$p/task" 2>/dev/null; done >"$E2E_DIR/sched.tids"
+		perf sched record -o "$E2E_DIR/sched.data" -- sleep 1 >"$E2E_DIR/sched.err" 2>&1
+	) &
+	SCHED_PID=$!
+}
+sched_report() {
+	wait "$SCHED_PID"
+	SCHED_PID=
+	{ echo "$1, idle write_lat, default mode, MROC_SPIN_US=${MROC_SPIN_US:-default} (perf sched latency, ms):"
+	  perf sched latency -p -i "$E2E_DIR/sched.data" --sort max 2>>"$E2E_DIR/sched.err" |
+		awk -v tids="$(tr '\n' ' ' <"$E2E_DIR/sched.tids")" 'BEGIN { n = split(tids, t, " "); for (i = 1; i <= n; i++) ours[t[i]] = 1 }
+			/Task/ { print; next } { split($1, c, ":") } (c[1] ~ /^(mrocd-worker|mroc-perf)$/) && (c[2] in ours)'
+	} | tee -a "$OUT/lat-sched.txt" >&2
+	grep -qi error "$E2E_DIR/sched.err" && log "perf sched: $(head -2 "$E2E_DIR/sched.err")"
+}
+
 CSV=$OUT/lat.csv
 echo "topology,planes,ecn,load,test,mode,rep,t_min_us,p50_us,p99_us,avg_us,load_bw_gbps,status" >"$CSV"
+[ -z "${SCHED:-}" ] || : >"$OUT/lat-sched.txt"
 
 # measure TOPO PLANES ECN: every test, mode and load, REPS times.
 measure() {
@@ -241,7 +270,9 @@ measure() {
 					[ $t = sockperf ] && [ $mode = sleep ] && continue
 					BW=
 					[ $load = bw ] && load_start
+					[ -n "${SCHED:-}" ] && [ "$load $t $mode $rep" = "idle write_lat poll 1" ] && sched_start
 					if [ $t = sockperf ]; then sockperf_run; mode=-; else lat $t $mode; fi
+					[ -n "${SCHED_PID:-}" ] && sched_report "$topo/$planes/$ecn"
 					[ $load = bw ] && load_stop
 					read -r tmin p50 p99 avg <<<"$R"
 					log "$topo/$planes/$ecn $load $t $mode rep $rep: p50 ${p50:--} p99 ${p99:--} us${BW:+ (write_bw $BW Gbit/s)}"
