@@ -46,10 +46,16 @@
 
 /* The library's codes are the engine's, so they pass through unchanged. */
 static_assert((int)MROC_WR_READ == (int)ENGINE_WR_READ &&
+	      (int)MROC_WR_ATOMIC_FETCH_ADD == (int)ENGINE_WR_ATOMIC_FETCH_ADD &&
+	      (int)MROC_WR_ATOMIC_CMP_SWP == (int)ENGINE_WR_ATOMIC_CMP_SWP &&
 	      MROC_SEND_SIGNALED == ENGINE_WR_SIGNALED, "work request opcodes");
 static_assert((int)MROC_WC_EVENT_ERROR == (int)ENGINE_WC_EV_ERROR &&
+	      (int)MROC_WC_ATOMIC_FETCH_ADD == (int)ENGINE_WC_ATOMIC_FETCH_ADD &&
+	      (int)MROC_WC_ATOMIC_CMP_SWP == (int)ENGINE_WC_ATOMIC_CMP_SWP &&
 	      (int)MROC_WC_CONNECT_ERR == (int)ENGINE_WC_CONNECT_ERR, "completion codes");
-static_assert(MROC_ACCESS_REMOTE_READ == ENGINE_ACCESS_REMOTE_READ, "access flags pass through");
+static_assert(MROC_ACCESS_REMOTE_READ == ENGINE_ACCESS_REMOTE_READ &&
+	      MROC_ACCESS_REMOTE_ATOMIC == ENGINE_ACCESS_REMOTE_ATOMIC,
+	      "access flags pass through");
 
 struct cmr {
 	uint32_t lkey, rkey;
@@ -291,13 +297,26 @@ static bool cq_push(struct clients *cs, struct cqp *q, const struct mroc_cqe *e,
 	return true;
 }
 
-static void bad_wr(struct clients *cs, struct cqp *q, uint64_t wr_id, uint8_t opcode,
+/* The completion opcode of a send work request's opcode (an unknown one: SEND). */
+static uint8_t send_wc_opcode(uint8_t wr_opcode)
+{
+	if (wr_opcode <= MROC_WR_READ)
+		return wr_opcode;	/* the first five are the same (mroc.h) */
+	if (wr_opcode == MROC_WR_ATOMIC_FETCH_ADD)
+		return MROC_WC_ATOMIC_FETCH_ADD;
+	if (wr_opcode == MROC_WR_ATOMIC_CMP_SWP)
+		return MROC_WC_ATOMIC_CMP_SWP;
+	return MROC_WC_SEND;
+}
+
+/* wc_opcode: enum mroc_wc_opcode. */
+static void bad_wr(struct clients *cs, struct cqp *q, uint64_t wr_id, uint8_t wc_opcode,
 		   uint8_t status, uint64_t now)
 {
 	struct mroc_cqe e = {
 		.wr_id = wr_id,
 		.qpn = q->qpn,
-		.opcode = opcode <= MROC_WR_READ ? opcode : MROC_WC_SEND,
+		.opcode = wc_opcode,
 		.status = status,
 	};
 
@@ -366,9 +385,10 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 			.wr_id = s->wr_id, .opcode = s->opcode, .flags = s->flags,
 			.lkey = s->lkey, .laddr = s->laddr, .len = s->len,
 			.rkey = s->rkey, .raddr = s->raddr, .imm = s->imm,
+			.compare_add = s->compare_add, .swap = s->swap,
 		};
 
-		err = s->opcode > MROC_WR_READ || (s->flags & ~MROC_SEND_SIGNALED) ? -EINVAL :
+		err = s->opcode > MROC_WR_ATOMIC_CMP_SWP || (s->flags & ~MROC_SEND_SIGNALED) ? -EINVAL :
 		      engine_post_send(cs->eng, q->qpn, &wr, now);
 		if (err == -ENOSPC)
 			break;		/* the engine's send queue is full: later */
@@ -378,7 +398,7 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 		done++;
 		cs->st.wrs++;
 		if (err)
-			bad_wr(cs, q, wr.wr_id, wr.opcode, post_status(err), now);
+			bad_wr(cs, q, wr.wr_id, send_wc_opcode(wr.opcode), post_status(err), now);
 	}
 	return done;
 }

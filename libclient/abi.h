@@ -11,7 +11,7 @@
 #include <assert.h>
 #include <stdint.h>
 
-#define MROC_ABI_VERSION	1
+#define MROC_ABI_VERSION	2	/* 2: SQE of 64 B with the atomics' operands */
 #define MROC_SHM_MAGIC		0x4d524f43u	/* "MROC" */
 #define MROC_CACHE_LINE		64
 #define MROC_DEFAULT_SOCKET	"/run/mroc/mrocd.sock"
@@ -162,6 +162,8 @@ struct mroc_sqe {
 	uint64_t raddr;			/* offset in the remote region */
 	uint32_t imm;
 	uint32_t rsvd2;
+	uint64_t compare_add;		/* atomics: the addend, or the value to compare with */
+	uint64_t swap;			/* CMP_SWP: the new value */
 };
 
 struct mroc_rqe {
@@ -186,7 +188,7 @@ struct mroc_cqe {
 
 static_assert(sizeof(struct mroc_shm_hdr) == MROC_CACHE_LINE, "shm header");
 static_assert(sizeof(struct mroc_ring_ctl) == 3 * MROC_CACHE_LINE, "ring control");
-static_assert(sizeof(struct mroc_sqe) == 48, "sqe");
+static_assert(sizeof(struct mroc_sqe) == MROC_CACHE_LINE, "sqe");
 static_assert(sizeof(struct mroc_rqe) == 32, "rqe");
 static_assert(sizeof(struct mroc_cqe) == 32, "cqe");
 

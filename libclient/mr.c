@@ -17,7 +17,8 @@
 
 #include "internal.h"
 
-#define ACCESS_ALL (MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE | MROC_ACCESS_REMOTE_READ)
+#define ACCESS_ALL (MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE | MROC_ACCESS_REMOTE_READ | \
+		    MROC_ACCESS_REMOTE_ATOMIC)
 
 /* Register [addr, addr + len), mapped from memfd, with the daemon; the mapping becomes the region's. */
 static struct mroc_mr *mr_register(struct mroc_ctx *ctx, int memfd, void *addr, size_t len,

@@ -40,12 +40,21 @@ static int prod_space(struct ring_view *r)
 	return space ? 1 : -EAGAIN;
 }
 
+static bool wr_is_atomic(uint8_t opcode)
+{
+	return opcode == MROC_WR_ATOMIC_FETCH_ADD || opcode == MROC_WR_ATOMIC_CMP_SWP;
+}
+
 int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr)
 {
 	struct mroc_sqe e = { 0 };
 	int err;
 
-	if (!qp || !wr || wr->opcode > MROC_WR_READ || (wr->flags & ~MROC_SEND_SIGNALED))
+	if (!qp || !wr || wr->opcode > MROC_WR_ATOMIC_CMP_SWP ||
+	    (wr->flags & ~MROC_SEND_SIGNALED))
+		return -EINVAL;
+	/* Refused here rather than as a BAD_WR completion: the caller's mistake, found at once. */
+	if (wr_is_atomic(wr->opcode) && (wr->sg.length != 8 || (wr->remote_offset & 7)))
 		return -EINVAL;
 	if (atomic_load_explicit(&qp->ctx->dead, memory_order_relaxed))
 		return -ENOTCONN;
@@ -63,6 +72,8 @@ int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr)
 	e.rkey = wr->rkey;
 	e.raddr = wr->remote_offset;
 	e.imm = wr->imm;
+	e.compare_add = wr->compare_add;
+	e.swap = wr->swap;
 	memcpy(ring_prod_slot(&qp->sq), &e, sizeof(e));
 	ring_prod_commit(&qp->sq, 1);
 	kick(qp, &qp->sq);

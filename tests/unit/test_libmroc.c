@@ -166,7 +166,7 @@ static void test_open_opts_size(void **state)
 static void test_mr_alloc(void **state)
 {
 	struct mroc_ctx *ctx = fake_open();
-	unsigned int access = MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE;
+	unsigned int access = MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE | MROC_ACCESS_REMOTE_ATOMIC;
 	struct fake_mr *fm;
 	struct mroc_mr *mr;
 	uint8_t *p;

@@ -223,7 +223,23 @@ static void test_post_send_fields(void **state)
 	assert_int_equal(r.len, 1024);
 	assert_int_equal(r.rsvd, 0);
 
-	/* Every opcode; the whole region; its last byte. */
+	/* Atomics carry their operands; the rest of the entry stays as posted. */
+	wr.opcode = MROC_WR_ATOMIC_CMP_SWP;
+	wr.sg = sge(E.buf + 64, 8);
+	wr.remote_offset = 4096 + 8;
+	wr.compare_add = 0x0102030405060708ull;
+	wr.swap = 0xf0e0d0c0b0a09080ull;
+	assert_int_equal(mroc_post_send(E.qp, &wr), 0);
+	assert_true(fake_take_sqe(E.fq, &e));
+	assert_int_equal(e.opcode, MROC_WR_ATOMIC_CMP_SWP);
+	assert_int_equal(e.laddr, 64);
+	assert_int_equal(e.len, 8);
+	assert_true(e.raddr == 4096 + 8);
+	assert_true(e.compare_add == 0x0102030405060708ull);
+	assert_true(e.swap == 0xf0e0d0c0b0a09080ull);
+	wr.compare_add = wr.swap = 0;
+
+	/* Every non-atomic opcode; the whole region; its last byte. */
 	for (uint8_t op = MROC_WR_WRITE; op <= MROC_WR_READ; op++) {
 		wr.opcode = op;
 		wr.sg = sge(E.buf, MR_LEN);
@@ -309,8 +325,20 @@ static void test_post_bad(void **state)
 	rwr.sg = sge(E.buf, UINT32_MAX);
 	assert_int_equal(mroc_post_recv(E.qp, &rwr), -EINVAL);
 	wr.sg = sge(E.buf, 8);
-	wr.opcode = MROC_WR_READ + 1;
+	wr.opcode = MROC_WR_ATOMIC_CMP_SWP + 1;
 	assert_int_equal(mroc_post_send(E.qp, &wr), -EINVAL);
+	/* Atomics: 8 local bytes, an 8-aligned remote offset. */
+	wr.opcode = MROC_WR_ATOMIC_FETCH_ADD;
+	wr.sg = sge(E.buf, 4);
+	assert_int_equal(mroc_post_send(E.qp, &wr), -EINVAL);
+	wr.sg = sge(E.buf, 16);
+	assert_int_equal(mroc_post_send(E.qp, &wr), -EINVAL);
+	wr.sg = sge(E.buf, 8);
+	wr.remote_offset = 12;
+	assert_int_equal(mroc_post_send(E.qp, &wr), -EINVAL);
+	wr.opcode = MROC_WR_ATOMIC_CMP_SWP;
+	assert_int_equal(mroc_post_send(E.qp, &wr), -EINVAL);
+	wr.remote_offset = 0;
 	wr.opcode = MROC_WR_SEND;
 	wr.flags = 0x80;
 	assert_int_equal(mroc_post_send(E.qp, &wr), -EINVAL);

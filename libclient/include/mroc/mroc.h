@@ -92,6 +92,7 @@ int mroc_ctx_fd(const struct mroc_ctx *ctx);
 #define MROC_ACCESS_LOCAL_WRITE		0x1	/* RECV and READ may write into it */
 #define MROC_ACCESS_REMOTE_WRITE	0x2	/* peers may WRITE into it */
 #define MROC_ACCESS_REMOTE_READ		0x4	/* peers may READ from it */
+#define MROC_ACCESS_REMOTE_ATOMIC	0x8	/* peers may FETCH_ADD / CMP_SWP its 8-byte words */
 
 /*
  * A region of len bytes shared with the daemon (a memfd mapped into both),
@@ -161,6 +162,16 @@ enum mroc_wr_opcode {
 	MROC_WR_SEND,
 	MROC_WR_SEND_IMM,
 	MROC_WR_READ,
+	/*
+	 * Atomics, as InfiniBand's: on the aligned 8-byte word at remote_offset
+	 * (a multiple of 8) of a region with MROC_ACCESS_REMOTE_ATOMIC, atomic
+	 * with respect to other atomics on that word and never applied twice
+	 * (a retransmitted request is answered from the first result).  sg is
+	 * 8 bytes of a region with MROC_ACCESS_LOCAL_WRITE: the word's original
+	 * value lands there, in host byte order, before the completion.
+	 */
+	MROC_WR_ATOMIC_FETCH_ADD,	/* word += compare_add */
+	MROC_WR_ATOMIC_CMP_SWP,		/* word == compare_add ? word = swap : unchanged */
 };
 
 #define MROC_SEND_SIGNALED	0x1	/* complete with a work completion on success too */
@@ -180,6 +191,8 @@ struct mroc_send_wr {
 	uint32_t rkey;			/* WRITE*, READ: the peer's region */
 	uint64_t remote_offset;		/* WRITE*, READ: byte offset in that region */
 	uint32_t imm;			/* *_IMM */
+	uint64_t compare_add;		/* ATOMIC_*: the addend, or the value to compare with */
+	uint64_t swap;			/* ATOMIC_CMP_SWP: the value stored when equal */
 };
 
 struct mroc_recv_wr {
@@ -188,7 +201,8 @@ struct mroc_recv_wr {
 };
 
 /*
- * 0, -EAGAIN when the queue is full, -EINVAL/-EFAULT for a bad request,
+ * 0, -EAGAIN when the queue is full, -EINVAL/-EFAULT for a bad request
+ * (an atomic whose sg.length is not 8 or remote_offset not a multiple of 8: -EINVAL),
  * -ENOTCONN once mrocd is gone.
  */
 int mroc_post_send(struct mroc_qp *qp, const struct mroc_send_wr *wr);
@@ -207,6 +221,8 @@ enum mroc_wc_opcode {
 	MROC_WC_CONNECTED,		/* event: the QP is connected */
 	MROC_WC_DISCONNECTED,		/* event: the peer or we closed it */
 	MROC_WC_EVENT_ERROR,		/* event: the QP failed (status says why) */
+	MROC_WC_ATOMIC_FETCH_ADD,	/* byte_len 8: the original value is in sg */
+	MROC_WC_ATOMIC_CMP_SWP,		/* ditto; it equals compare_add iff swapped */
 };
 
 enum mroc_wc_status {
