@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * mroc-perf bandwidth tests: write_bw, send_bw, read_bw.
+ * mroc-perf bandwidth tests: write_bw, send_bw, read_bw, atomic_bw (atomic.c
+ * says what its atomics do and how they are checked).
  *
  * The client keeps up to tx depth work requests outstanding on every QP,
  * asks for a completion every cq_mod-th one (and the last), and counts a
@@ -91,6 +92,9 @@ static int bw_post(struct perf *pf, struct bw_state *s, struct perf_qp *q)
 		if (s->verify)
 			verify_poison(addr, s->size, perf_stream(s->size, q->idx, 1), seq % q->rslots);
 		break;
+	case PERF_ATOMIC:
+		atomic_wr(pf, seq, &wr);
+		break;
 	}
 	return perf_post_send(pf, q, &wr);
 }
@@ -124,6 +128,11 @@ static int bw_reap(struct perf *pf, struct bw_state *s, struct perf_qp *q)
 		    verify_check(slot_addr(q, seq, s->size), s->size,
 				 perf_stream(s->size, q->idx, 1), seq % q->rslots, &mm))
 			return perf_mismatch(pf, q->idx, &mm, s->size);
+		if (s->verb == PERF_ATOMIC && s->verify) {
+			err = atomic_check_result(pf, q, seq, slot_addr(q, seq, s->size));
+			if (err)
+				return err;
+		}
 	}
 	if (recvs) {
 		err = bw_fill_recvs(pf);
@@ -316,6 +325,8 @@ int bw_prepare(struct perf *pf)
 
 		q->received = 0;
 		q->slots = perf_slots(q->len, pf->size);
+		if (pf->t->verb == PERF_ATOMIC)
+			atomic_prepare(pf);
 		if (pf->t->verb == PERF_READ && verify)
 			for (unsigned int s = 0; s < q->slots; s++)
 				verify_fill(q->buf + (size_t)s * pf->size, pf->size,
@@ -389,7 +400,7 @@ static int bw_server_passive(struct perf *pf)
 		pf->done = m.u.done;
 		pf->done_seen = true;
 	}
-	return 0;
+	return pf->t->verb == PERF_ATOMIC ? atomic_check_counters(pf) : 0;
 }
 
 static int bw_recv_one(struct perf *pf, struct perf_qp *q, const struct mroc_wc *wc)

@@ -20,6 +20,7 @@ static const char *wc_opcode_name(unsigned int op)
 		[MROC_WC_RECV] = "RECV", [MROC_WC_RECV_RDMA_IMM] = "RECV_RDMA_IMM",
 		[MROC_WC_CONNECTED] = "CONNECTED", [MROC_WC_DISCONNECTED] = "DISCONNECTED",
 		[MROC_WC_EVENT_ERROR] = "EVENT_ERROR",
+		[MROC_WC_ATOMIC_FETCH_ADD] = "ATOMIC_FETCH_ADD", [MROC_WC_ATOMIC_CMP_SWP] = "ATOMIC_CMP_SWP",
 	};
 
 	return op < sizeof(names) / sizeof(names[0]) && names[op] ? names[op] : "?";

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * mroc-perf latency tests: write_lat, send_lat, read_lat, one QP.
+ * mroc-perf latency tests: write_lat, send_lat, read_lat, atomic_lat, one QP.
  *
  * Region of each side: [0, max) receives, [max, 2 max) and [2 max, 3 max)
  * are two source buffers used in turn, so a buffer is rewritten only after
@@ -18,7 +18,7 @@
  * every byte before declaring a mismatch; without --verify such a message's
  * time is the time of its last byte.
  * send_lat: SEND/RECV ping-pong.  read_lat: the time of one READ, one at a
- * time.  Ping-pong tests report half the round trip, as perftest does; both
+ * time; atomic_lat the same for one atomic (atomic.c), its value always checked.  Ping-pong tests report half the round trip, as perftest does; both
  * sides measure (the server from its reply to the next ping).
  */
 #include <errno.h>
@@ -139,6 +139,9 @@ static int lat_post(struct perf *pf, struct lat_state *s, uint8_t opcode, void *
 		.sg = { addr, (uint32_t)s->size, q->lkey },
 		.rkey = opcode == MROC_WR_SEND ? 0 : q->remote.rkey,
 	};
+
+	if (pf->t->verb == PERF_ATOMIC)
+		atomic_wr(pf, q->posted, &wr);
 
 	for (;;) {
 		int err = perf_post_send(pf, q, &wr);
@@ -380,11 +383,12 @@ static int send_lat_server(struct perf *pf, struct lat_state *s)
 	return 0;
 }
 
-/* ---- read_lat ----------------------------------------------------------------------- */
+/* ---- read_lat, atomic_lat ----------------------------------------------------------- */
 
 static int read_lat_client(struct perf *pf, struct lat_state *s)
 {
 	uint64_t stream = perf_stream(s->size, 0, 1);
+	bool atomic = pf->t->verb == PERF_ATOMIC;
 	struct verify_mismatch mm;
 
 	for (uint64_t i = 0; !pf->iters || i < pf->iters; i++) {
@@ -393,7 +397,7 @@ static int read_lat_client(struct perf *pf, struct lat_state *s)
 
 		if (s->deadline && now_ns() >= s->deadline)
 			break;
-		if (s->verify)
+		if (s->verify && !atomic)
 			verify_poison(rcv_area(s), s->size, stream, 0);
 		t0 = now_ns();
 		err = lat_post(pf, s, MROC_WR_READ, rcv_area(s));
@@ -402,7 +406,8 @@ static int read_lat_client(struct perf *pf, struct lat_state *s)
 			if (err)
 				continue;	/* the READ (or an error) */
 			if (spins % SPIN_CHECK == 0 || pf->o->sleep)
-				err = lat_idle(pf, s, "read_lat: waiting for a READ");
+				err = lat_idle(pf, s, atomic ? "atomic_lat: waiting for an atomic" :
+					       "read_lat: waiting for a READ");
 			if (!err && pf->o->sleep)
 				cq_wait(pf, 10);
 		}
@@ -412,8 +417,12 @@ static int read_lat_client(struct perf *pf, struct lat_state *s)
 			return err;
 		if (samples_add(&pf->lat, now_ns() - t0))
 			return perf_fail(pf, -ENOMEM, "out of memory for latency samples");
-		if (s->verify && verify_check(rcv_area(s), s->size, stream, 0, &mm))
-			return perf_mismatch(pf, 0, &mm, s->size);
+		if (atomic)
+			err = atomic_check_result(pf, s->q, i, rcv_area(s));
+		else if (s->verify && verify_check(rcv_area(s), s->size, stream, 0, &mm))
+			err = perf_mismatch(pf, 0, &mm, s->size);
+		if (err)
+			return err;
 	}
 	return 0;
 }
@@ -436,6 +445,9 @@ int lat_prepare(struct perf *pf)
 	case PERF_READ:
 		if (pf->server && (pf->p.flags & OOB_F_VERIFY))
 			verify_fill(q->buf, pf->size, perf_stream(pf->size, 0, 1), 0);
+		return 0;
+	case PERF_ATOMIC:
+		atomic_prepare(pf);
 		return 0;
 	}
 	return 0;
@@ -475,7 +487,9 @@ int lat_client(struct perf *pf, struct lat_stats *st)
 		err = perf_drain(pf, (uint64_t)pf->o->timeout_s * 1000000000ull);
 	if (err)
 		return err;
-	stats_lat(pf->lat.v, pf->lat.n, pf->t->verb == PERF_READ ? 1.0 : 2.0, st);
+	/* One-sided operations: the whole round trip (perftest's read_lat, atomic_lat). */
+	stats_lat(pf->lat.v, pf->lat.n,
+		  pf->t->verb == PERF_READ || pf->t->verb == PERF_ATOMIC ? 1.0 : 2.0, st);
 	return 0;
 }
 
@@ -486,7 +500,7 @@ int lat_server(struct perf *pf, struct lat_stats *st, bool *measured)
 	int err;
 
 	*measured = false;
-	if (pf->t->verb == PERF_READ)
+	if (pf->t->verb == PERF_READ || pf->t->verb == PERF_ATOMIC)
 		return bw_server(pf, &unused, measured);
 	lat_init(pf, &s);
 	err = pf->t->verb == PERF_WRITE ? write_lat_server(pf, &s) : send_lat_server(pf, &s);

@@ -29,6 +29,8 @@ const struct perf_test_info perf_tests[PERF_NTESTS] = {
 	[PERF_SEND_LAT] = { "send_lat", "Send Latency Test", PERF_SEND, true },
 	[PERF_READ_BW] = { "read_bw", "RDMA_Read BW Test", PERF_READ, false },
 	[PERF_READ_LAT] = { "read_lat", "RDMA_Read Latency Test", PERF_READ, true },
+	[PERF_ATOMIC_BW] = { "atomic_bw", "Atomic BW Test", PERF_ATOMIC, false },
+	[PERF_ATOMIC_LAT] = { "atomic_lat", "Atomic Latency Test", PERF_ATOMIC, true },
 };
 
 const struct perf_test_info *perf_test_find(const char *name)
@@ -56,6 +58,10 @@ enum {
 	OPT_CPU_UTIL,
 };
 
+/* -A: perftest's names of the two atomics. */
+#define ATOMIC_FADD	"FETCH_AND_ADD"
+#define ATOMIC_CSWAP	"CMP_AND_SWAP"
+
 struct opt_desc {
 	const char *name;
 	int val;			/* short option, or OPT_* */
@@ -64,7 +70,7 @@ struct opt_desc {
 };
 
 static const struct opt_desc opt_table[] = {
-	{ "size", 's', "SIZE", "message size, K and M suffixes (default 65536 bw, 8 lat)" },
+	{ "size", 's', "SIZE", "message size, K and M suffixes (default 65536 bw, 8 lat; atomics: 8)" },
 	{ "all", 'a', NULL, "every power of two from 2 to 8M" },
 	{ "iters", 'n', "N", "messages per QP (default 5000 bw, 1000 lat)" },
 	{ "duration", 'D', "SEC", "run for SEC seconds instead of -n" },
@@ -89,6 +95,7 @@ static const struct opt_desc opt_table[] = {
 	{ "ib-port", 'i', "PORT", "accepted, ignored: mrocd owns the interfaces" },
 	{ "gid-index", 'x', "N", "accepted, ignored: mrocd's network.address is the source" },
 	{ "sl", 'S', "SL", "a number: ignored, no service levels; a path: --mrocd-socket" },
+	{ "atomic_type", 'A', "TYPE", "atomic tests: " ATOMIC_FADD " (default) or " ATOMIC_CSWAP },
 	{ "bidirectional", 'b', NULL, "both sides send at once, bw tests; rows add both directions" },
 	{ "cpu_util", OPT_CPU_UTIL, NULL, "CPU_Util[%]: the host's busy CPU during each run" },
 	{ "port", 'p', "PORT", "TCP port of the side channel (default 18515)" },
@@ -251,6 +258,14 @@ static int parse_one(struct perf_opts *o, int c, const char *arg)
 			c == 'x' ? "the source is mrocd's network.address" :
 			"mrocd owns the interfaces (network.interfaces in mrocd.conf)");
 		break;
+	case 'A':
+		if (!strcmp(arg, ATOMIC_FADD) || !strcmp(arg, ATOMIC_CSWAP))
+			o->cswap = !strcmp(arg, ATOMIC_CSWAP);
+		else
+			err = (fprintf(stderr, "mroc-perf: -A %s: " ATOMIC_FADD " or " ATOMIC_CSWAP
+				       "\n", arg), -EINVAL);
+		o->given |= PERF_GIVEN_OTHER;
+		break;
 	case 'b':
 		o->bidir = true;
 		break;
@@ -352,7 +367,8 @@ static void defaults(struct perf_opts *o)
 	bool lat = perf_tests[o->test].lat;
 
 	if (!o->size)
-		o->size = lat ? 8 : 65536;
+		o->size = perf_tests[o->test].verb == PERF_ATOMIC ? PERF_ATOMIC_SIZE :
+			  lat ? 8 : 65536;
 	if (!o->iters)
 		o->iters = lat ? 1000 : 5000;
 	if (!o->tx_depth)
@@ -410,7 +426,7 @@ int main(int argc, char **argv)
 	p.mode = o.mode;
 	p.paths = (uint8_t)o.paths;
 	p.flags = (o.all ? OOB_F_ALL : 0) | (o.verify ? OOB_F_VERIFY : 0) |
-		  (o.bidir ? OOB_F_BIDIR : 0);
+		  (o.bidir ? OOB_F_BIDIR : 0) | (o.cswap ? OOB_F_CSWAP : 0);
 	p.qps = o.qps;
 	p.tx_depth = o.tx_depth;
 	p.rx_depth = o.rx_depth;

@@ -48,6 +48,7 @@ enum oob_type {
 #define OOB_F_VERIFY	0x1
 #define OOB_F_ALL	0x2
 #define OOB_F_BIDIR	0x4	/* -b: the server sends too (bandwidth tests) */
+#define OOB_F_CSWAP	0x8	/* atomic tests: CMP_AND_SWAP, else FETCH_AND_ADD */
 
 /* C -> S: what to run (the client's options decide). */
 struct oob_params {

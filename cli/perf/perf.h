@@ -30,10 +30,12 @@ enum perf_test {
 	PERF_SEND_LAT,
 	PERF_READ_BW,
 	PERF_READ_LAT,
+	PERF_ATOMIC_BW,
+	PERF_ATOMIC_LAT,
 	PERF_NTESTS
 };
 
-enum perf_verb { PERF_WRITE, PERF_SEND, PERF_READ };
+enum perf_verb { PERF_WRITE, PERF_SEND, PERF_READ, PERF_ATOMIC };
 
 struct perf_test_info {
 	const char *name;		/* "write_bw" */
@@ -45,6 +47,7 @@ struct perf_test_info {
 extern const struct perf_test_info perf_tests[PERF_NTESTS];
 
 #define PERF_MAX_SIZE		(256u << 20)	/* -s limit */
+#define PERF_ATOMIC_SIZE	8u		/* atomics: one 8-byte word, always */
 #define PERF_ALL_MIN		2u		/* -a: 2 .. 8 MiB, as perftest */
 #define PERF_ALL_MAX		(8u << 20)
 #define PERF_SLOTS_MAX		1024u		/* distinct message slots per region */
@@ -85,6 +88,7 @@ struct perf_opts {
 	bool gbits;			/* --report_gbits: Gb/sec, else MB/sec */
 	bool run_infinitely;		/* --run_infinitely: -D runs again until interrupted */
 	bool bidir;			/* -b: both sides send (bandwidth tests) */
+	bool cswap;			/* -A CMP_AND_SWAP (else FETCH_AND_ADD) */
 	bool cpu_util;			/* --cpu_util: CPU used during each run */
 	const char *out_json;		/* --out_json(_file): the JSON document also goes there */
 	const char *mroc_addr;		/* server: its mrocd's address; client: override */
@@ -121,6 +125,7 @@ struct perf {
 	bool server;
 	struct oob_params p;		/* the test, as agreed */
 	const struct perf_test_info *t;
+	char title[64];			/* the report's (atomics: with the operation) */
 	struct mroc_ctx *ctx;
 	struct oob oob;
 	struct report rep;
@@ -220,6 +225,17 @@ int bw_recv_rest(struct perf *pf);
 /* Server side of a bandwidth run; *res is what the server measured (send_bw) or nothing. */
 int bw_server(struct perf *pf, struct bw_result *res, bool *measured);
 int bw_prepare(struct perf *pf);
+
+/* atomic.c */
+bool perf_is_cswap(const struct perf *pf);
+/* Opcode, operands and remote offset of atomic seq of a QP (message seq returns seq). */
+void atomic_wr(const struct perf *pf, uint64_t seq, struct mroc_send_wr *wr);
+/* The value atomic seq returned into res, checked (0, or the test fails). */
+int atomic_check_result(struct perf *pf, struct perf_qp *q, uint64_t seq, const uint8_t *res);
+/* Server, before a run: every target word to 0. */
+void atomic_prepare(struct perf *pf);
+/* Server, after the client's DONE: each target word equals the QP's count of atomics. */
+int atomic_check_counters(struct perf *pf);
 
 /* lat.c */
 int lat_client(struct perf *pf, struct lat_stats *st);

@@ -126,6 +126,14 @@ int perf_params_check(const struct oob_params *p, char *why, size_t n)
 		return snprintf(why, n, "read_bw -b: -t %u or less (mrocd queues READ responses "
 				"behind its own READ requests, so more in flight both ways stall)",
 				PERF_BIDIR_READS), -EINVAL;
+	if (t->verb == PERF_ATOMIC && ((p->flags & OOB_F_ALL) || p->size != PERF_ATOMIC_SIZE))
+		return snprintf(why, n, "%s: atomics are %u bytes (-s %u, no -a)", t->name,
+				PERF_ATOMIC_SIZE, PERF_ATOMIC_SIZE), -EINVAL;
+	if (t->verb == PERF_ATOMIC && (p->flags & OOB_F_BIDIR))
+		return snprintf(why, n, "%s -b: not offered (both sides would count on one word)",
+				t->name), -EINVAL;
+	if (t->verb != PERF_ATOMIC && (p->flags & OOB_F_CSWAP))
+		return snprintf(why, n, "-A: atomic tests only"), -EINVAL;
 	if (p->duration_s > 86400)
 		return snprintf(why, n, "-D %u: 1..86400", p->duration_s), -EINVAL;
 	return 0;
@@ -151,7 +159,7 @@ static int perf_open_ctx(struct perf *pf)
 static int perf_open(struct perf *pf)
 {
 	unsigned int access = MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE |
-			      MROC_ACCESS_REMOTE_READ;
+			      MROC_ACCESS_REMOTE_READ | MROC_ACCESS_REMOTE_ATOMIC;
 	struct mroc_qp_attr attr = {
 		.sz = sizeof(attr),
 		.mode = pf->p.mode,
@@ -254,9 +262,18 @@ static int wait_connected(struct perf *pf)
 static void perf_report_init(struct perf *pf)
 {
 	static const char *const modes[] = { "metaroce", "rocev2" };
+
+	/* perftest's title names the atomic: "Atomic FETCH_AND_ADD BW Test". */
+	if (pf->t->verb == PERF_ATOMIC)
+		snprintf(pf->title, sizeof(pf->title), "Atomic %s %s",
+			 perf_is_cswap(pf) ? "CMP_AND_SWAP" : "FETCH_AND_ADD",
+			 pf->t->lat ? "Latency Test" : "BW Test");
+	else
+		snprintf(pf->title, sizeof(pf->title), "%s", pf->t->title);
+
 	struct report_hdr h = {
 		.test = pf->t->name,
-		.title = pf->t->title,
+		.title = pf->title,
 		.side = pf->server ? "server" : "client",
 		.lat = pf->t->lat,
 		.qps = pf->p.qps,
