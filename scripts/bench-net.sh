@@ -16,14 +16,17 @@
 #    rounds, and the ratio of the medians to the bare pair's frame rate.
 # 2. mroc write_bw 64 KiB / 1 MiB against kernel TCP (iperf3), and write_lat
 #    8 B against a kernel TCP ping-pong (sockperf), at payload 3392.
+# 3. atomics (issue #14): atomic_lat (FETCH_AND_ADD, CMP_AND_SWAP) beside write_lat and read_lat 8 B on
+#    the same pair, interleaved, RUNS rounds: each test's median (t_typical) min/median/max
+#    over the rounds and the ratio of the medians to write_lat's; atomic_bw's rate, 4 QPs.
 #
 #   scripts/bench-net.sh [SECONDS]        default 5 s per bandwidth run
-#   env: RUNS (3), PAYLOADS ("1024 3392"), PARTS ("ratio tcp")
+#   env: RUNS (3), PAYLOADS ("1024 3392"), PARTS ("ratio tcp atomic")
 set -u
 SECS=${1:-5}
 RUNS=${RUNS:-3}
 PAYLOADS=${PAYLOADS:-1024 3392}
-PARTS=${PARTS:-ratio tcp}
+PARTS=${PARTS:-ratio tcp atomic}
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 PERF=$BUILD/mroc-perf
 BASE=$BUILD/xsk-baseline
@@ -186,6 +189,35 @@ tcp_part() {
 	ip netns exec "$NS_A" sockperf ping-pong --tcp -i "$IP_B" -p 11111 -m 14 -t "$SECS" 2>&1 |
 		awk '/<MIN>/ {min=$NF} /<MAX>/ {max=$NF} /percentile 50.000/ {med=$NF} /percentile 99.000/ {p99=$NF} /avg-latency/ {for (i=1;i<=NF;i++) if ($i ~ /avg-latency=/) {split($i,a,"="); avg=a[2]}}
 		     END { printf "| kernel TCP ping-pong 14 B (sockperf: its minimum; half round trip) | %s | %s | %s | %s |\n", min, med, avg, p99 }'
+	echo
+	stop_pair
+}
+
+# One pair at payload 3392 (as tcp_part); write_lat is half a round trip (perftest's), read_lat and
+# atomic_lat a whole one.
+ATOMIC_LATS=("write_lat" "read_lat" "atomic_lat -A FETCH_AND_ADD" "atomic_lat -A CMP_AND_SWAP")
+atomic_part() {
+	start_pair atomic 3392 "$(link_for 3392)"
+	local r i
+	local -a l0=() l1=() l2=() l3=() rate=()
+	for r in $(seq "$RUNS"); do
+		for i in "${!ATOMIC_LATS[@]}"; do
+			# shellcheck disable=SC2086
+			eval "l$i+=(\"\$(jq -r '.results[0].t_typical_us // 0' <<<\"\$(mperf ${ATOMIC_LATS[$i]} -s 8 -n 2000)\" 2>/dev/null || echo 0)\")"
+		done
+		rate+=("$(jq -r '.results[0].msg_rate_mpps // 0' <<<"$(mperf atomic_bw -q 4 -D "$SECS")" 2>/dev/null || echo 0)")
+	done
+	echo "| test (8 B, payload 3392) | t_typical us: min / median / max over $RUNS runs | x write_lat (medians) |"
+	echo "|---|---|---|"
+	read -r _ wmed _ <<<"$(stats "${l0[@]}")"
+	for i in "${!ATOMIC_LATS[@]}"; do
+		eval "local -a v=(\"\${l$i[@]}\")"
+		read -r mmin mmed mmax <<<"$(stats "${v[@]}")"
+		echo "| mroc ${ATOMIC_LATS[$i]} | $mmin / $mmed / $mmax | $(awk -v m="$mmed" -v w="$wmed" 'BEGIN { printf "%.2f", (w > 0 ? m / w : 0) }') |"
+	done
+	echo
+	read -r mmin mmed mmax <<<"$(stats "${rate[@]}")"
+	echo "atomic_bw FETCH_AND_ADD, 4 QPs, ${SECS} s: $mmin / $mmed / $mmax Mops/s (min / median / max)"
 	echo
 	stop_pair
 }

@@ -59,7 +59,8 @@ static const char usage_text[] =
 "  --mtu N           payload bytes (4096)  --bytes SIZE    total (64M)\n"
 "  --msg SIZE        per WR (64K)          --outstanding N WRs in flight (16)\n"
 "  --msg-min SIZE    random sizes in [msg-min, msg] (0 = fixed)\n"
-"  --mix W,WI,S,R    op weights (1,1,1,1)  --blackhole PLANE@US  plane dies at US\n"
+"  --mix W,WI,S,R[,A] op weights (1,1,1,1,0; A: 8-byte FETCH_ADDs)\n"
+"  --blackhole PLANE@US  plane dies at US\n"
 "  --settle US       after-failure window start (1000)\n"
 "  --rto-min US      engine's minimum RTO (default 200)\n"
 "  --delay-target US queueing delay a path may add before its window is cut\n"
@@ -82,11 +83,13 @@ static const char usage_text[] =
 
 /* ---- parsing ---------------------------------------------------------------- */
 
+/* W,WI,S,R and optionally ,A (FETCH_ADD; 0 when left out, as before atomics). */
 static int parse_mix(const char *s, uint32_t mix[WL_OP__COUNT])
 {
-	unsigned w[WL_OP__COUNT];
+	unsigned w[WL_OP__COUNT] = { 0 };
+	int n = sscanf(s, "%u,%u,%u,%u,%u", &w[0], &w[1], &w[2], &w[3], &w[4]);
 
-	if (sscanf(s, "%u,%u,%u,%u", &w[0], &w[1], &w[2], &w[3]) != 4)
+	if (n != 4 && n != 5)
 		return -EINVAL;
 	for (int i = 0; i < WL_OP__COUNT; i++)
 		mix[i] = w[i];
@@ -154,9 +157,12 @@ static void print_result(const struct scn_config *cfg, const struct scn_result *
 	if (r->err)
 		printf("why: %s\n", r->why);
 	printf("ops %" PRIu64 "/%" PRIu64 " (WRITE %" PRIu64 " WRITE_IMM %" PRIu64 " SEND %" PRIu64
-	       " READ %" PRIu64 "), bytes %" PRIu64 "\n", w->ops_done, w->ops_total,
-	       w->ops[WL_WRITE], w->ops[WL_WRITE_IMM], w->ops[WL_SEND], w->ops[WL_READ],
-	       w->bytes_done);
+	       " READ %" PRIu64, w->ops_done, w->ops_total, w->ops[WL_WRITE], w->ops[WL_WRITE_IMM],
+	       w->ops[WL_SEND], w->ops[WL_READ]);
+	/* Only when the mix has them: the line stays as it was for older scripts. */
+	if (cfg->wl.mix[WL_FETCH_ADD])
+		printf(" FETCH_ADD %" PRIu64, w->ops[WL_FETCH_ADD]);
+	printf("), bytes %" PRIu64 "\n", w->bytes_done);
 	printf("connected %.3f us, first post %.3f us, last completion %.3f us, end %.3f us\n",
 	       (double)w->t_connected / 1e3, (double)w->t_first_post / 1e3,
 	       (double)w->t_last_cqe / 1e3, (double)r->t_end_ns / 1e3);

@@ -17,6 +17,7 @@
 
 struct wl_msg {
 	uint64_t off;
+	uint64_t before;		/* FETCH_ADD: the counter it must find */
 	uint32_t len;
 	uint8_t op;			/* enum wl_op */
 };
@@ -40,6 +41,8 @@ struct workload {
 	bool client_up, server_up;
 	struct wl_region csrc, cdst;	/* on the client */
 	struct wl_region sdst, ssrc;	/* on the server */
+	struct wl_region catom, satom;	/* FETCH_ADD results (a slot per WR in flight), counter */
+	uint64_t atom_sum;		/* what the counter must end at */
 };
 
 static const uint8_t wc_of_op[WL_OP__COUNT] = {
@@ -47,6 +50,7 @@ static const uint8_t wc_of_op[WL_OP__COUNT] = {
 	[WL_WRITE_IMM] = ENGINE_WC_WRITE_IMM,
 	[WL_SEND] = ENGINE_WC_SEND,
 	[WL_READ] = ENGINE_WC_READ,
+	[WL_FETCH_ADD] = ENGINE_WC_ATOMIC_FETCH_ADD,
 };
 
 static const uint8_t wr_of_op[WL_OP__COUNT] = {
@@ -54,9 +58,14 @@ static const uint8_t wr_of_op[WL_OP__COUNT] = {
 	[WL_WRITE_IMM] = ENGINE_WR_WRITE_IMM,
 	[WL_SEND] = ENGINE_WR_SEND,
 	[WL_READ] = ENGINE_WR_READ,
+	[WL_FETCH_ADD] = ENGINE_WR_ATOMIC_FETCH_ADD,
 };
 
-static const char *const op_name[WL_OP__COUNT] = { "WRITE", "WRITE_IMM", "SEND", "READ" };
+static const char *const op_name[WL_OP__COUNT] = {
+	"WRITE", "WRITE_IMM", "SEND", "READ", "FETCH_ADD",
+};
+
+#define ATOM_LEN	8
 
 void wl_config_default(struct wl_config *cfg)
 {
@@ -66,7 +75,7 @@ void wl_config_default(struct wl_config *cfg)
 		.total_bytes = 64ULL << 20,
 		.msg_bytes = 64 << 10,
 		.outstanding = 16,
-		.mix = { 1, 1, 1, 1 },
+		.mix = { 1, 1, 1, 1, 0 },
 		.mode = MROC_MODE_METAROCE,
 		.npaths = 4,
 		.seed = 1,
@@ -129,6 +138,11 @@ static void msg_bufs(const struct workload *wl, const struct wl_msg *m, const ui
 	*other = o->buf ? o->buf + m->off : NULL;
 }
 
+static uint64_t *atom_slot(const struct workload *wl, uint32_t i)
+{
+	return (uint64_t *)(void *)wl->catom.buf + i % wl->cfg.outstanding;
+}
+
 /* A completion says message i is placed: check its bytes now. */
 static void check_placed(struct workload *wl, uint32_t i, const char *who)
 {
@@ -136,6 +150,13 @@ static void check_placed(struct workload *wl, uint32_t i, const char *who)
 	const uint8_t *src, *dst, *other;
 	int64_t d;
 
+	if (m->op == WL_FETCH_ADD) {
+		if (*atom_slot(wl, i) != m->before)
+			wl_fail(wl, -EIO, "%s completion of msg %u (FETCH_ADD): the counter was %"
+				PRIu64 ", expected %" PRIu64 " (an add lost, reordered or twice)",
+				who, i, *atom_slot(wl, i), m->before);
+		return;
+	}
 	msg_bufs(wl, m, &src, &dst, &other);
 	d = first_diff(dst, src, m->len);
 	if (d >= 0)
@@ -154,6 +175,28 @@ static uint32_t plan_len(const struct wl_config *cfg, struct rng *r, uint64_t le
 	if (cfg->msg_min && cfg->msg_min < cfg->msg_bytes)
 		len = cfg->msg_min + rng_below(r, cfg->msg_bytes - cfg->msg_min + 1);
 	return (uint32_t)(left < len ? left : len);
+}
+
+/* FETCH_ADDs take 8 bytes whatever the message size: the plan outgrows its first guess. */
+static int plan_grow(struct workload *wl, uint64_t *cap)
+{
+	uint64_t n = *cap * 2;
+	struct wl_msg *m;
+	uint32_t *r;
+
+	if (n > UINT32_MAX / 2)
+		return -EINVAL;
+	m = realloc(wl->msgs, n * sizeof(*m));
+	if (m)
+		wl->msgs = m;
+	r = realloc(wl->recv_msgs, n * sizeof(*r));
+	if (r)
+		wl->recv_msgs = r;
+	if (!m || !r)
+		return -ENOMEM;
+	memset(m + *cap, 0, (n - *cap) * sizeof(*m));
+	*cap = n;
+	return 0;
 }
 
 static int wl_plan(struct workload *wl)
@@ -175,15 +218,29 @@ static int wl_plan(struct workload *wl)
 		return -ENOMEM;
 	rng_seed(&r, cfg->seed ^ 0x6f7073ULL);
 	while (off < cfg->total_bytes) {
-		struct wl_msg *m = &wl->msgs[n];
-		uint32_t pick = (uint32_t)rng_below(&r, wsum);
+		struct wl_msg *m;
+		uint32_t pick;
 
+		if (n == cap) {
+			int err = plan_grow(wl, &cap);
+
+			if (err)
+				return err;
+		}
+		m = &wl->msgs[n];
+		pick = (uint32_t)rng_below(&r, wsum);
 		m->off = off;
 		m->len = plan_len(cfg, &r, cfg->total_bytes - off);
 		for (m->op = 0; pick >= cfg->mix[m->op]; m->op++)
 			pick -= cfg->mix[m->op];
 		if (m->op == WL_SEND || m->op == WL_WRITE_IMM)
 			wl->recv_msgs[wl->nrecvs++] = n;
+		if (m->op == WL_FETCH_ADD) {
+			m->len = (uint32_t)(cfg->total_bytes - off < ATOM_LEN ? cfg->total_bytes - off :
+					    ATOM_LEN);
+			m->before = wl->atom_sum;
+			wl->atom_sum += m->off + 1;
+		}
 		off += m->len;
 		n++;
 	}
@@ -211,6 +268,15 @@ static void post_sends(struct workload *wl)
 			.raddr = m->off,
 			.imm = m->op == WL_WRITE_IMM ? wl_imm(wl, i) : 0,
 		};
+
+		if (m->op == WL_FETCH_ADD) {
+			wr.lkey = wl->catom.lkey;
+			wr.laddr = (uint64_t)(i % wl->cfg.outstanding) * ATOM_LEN;
+			wr.len = ATOM_LEN;
+			wr.rkey = wl->satom.rkey;
+			wr.raddr = 0;
+			wr.compare_add = m->off + 1;
+		}
 		int err = sim_post_send(wl->sim, wl->cfg.client, wl->cqpn, &wr);
 
 		if (err == -ENOSPC)
@@ -411,7 +477,7 @@ struct workload *wl_create(struct sim *sim, const struct wl_config *cfg)
 {
 	const uint32_t rw = ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_WRITE;
 	bool pushes = cfg->mix[WL_WRITE] || cfg->mix[WL_WRITE_IMM] || cfg->mix[WL_SEND];
-	bool reads = cfg->mix[WL_READ];
+	bool reads = cfg->mix[WL_READ], atomics = cfg->mix[WL_FETCH_ADD];
 	struct workload *wl;
 	struct rng r;
 	int err = -EINVAL;
@@ -444,6 +510,12 @@ struct workload *wl_create(struct sim *sim, const struct wl_config *cfg)
 	if (!err && reads)
 		err = region_init(sim, cfg->server, &wl->ssrc, cfg->total_bytes,
 				  ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_READ);
+	if (!err && atomics)
+		err = region_init(sim, cfg->client, &wl->catom,
+				  (uint64_t)cfg->outstanding * ATOM_LEN, ENGINE_ACCESS_LOCAL_WRITE);
+	if (!err && atomics)
+		err = region_init(sim, cfg->server, &wl->satom, ATOM_LEN,
+				  ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_ATOMIC);
 	if (!err)
 		err = qp_init(wl, cfg->client, WL_USER_CLIENT, &wl->cqpn);
 	if (!err)
@@ -475,6 +547,8 @@ void wl_destroy(struct workload *wl)
 	region_fini(wl->sim, wl->cfg.client, &wl->cdst);
 	region_fini(wl->sim, wl->cfg.server, &wl->sdst);
 	region_fini(wl->sim, wl->cfg.server, &wl->ssrc);
+	region_fini(wl->sim, wl->cfg.client, &wl->catom);
+	region_fini(wl->sim, wl->cfg.server, &wl->satom);
 	free(wl->msgs);
 	free(wl->recv_msgs);
 	free(wl);
@@ -535,12 +609,33 @@ int wl_run(struct workload *wl, uint64_t time_limit)
 	return wl->res.err;
 }
 
+/* A FETCH_ADD's share of the transfer: no region has anything there. */
+static int verify_atomic(struct workload *wl, uint32_t i)
+{
+	const struct wl_msg *m = &wl->msgs[i];
+	const struct wl_region *r[] = { &wl->sdst, &wl->cdst };
+
+	for (size_t k = 0; k < sizeof(r) / sizeof(r[0]); k++) {
+		int64_t d = r[k]->buf ? first_nonzero(r[k]->buf + m->off, m->len) : -1;
+
+		if (d >= 0) {
+			wl_fail(wl, -EIO, "stray write: %s at transfer offset %" PRIu64 " (msg %u "
+				"is a FETCH_ADD) is %#x, expected 0", k ? "client cdst" :
+				"server sdst", m->off + (uint64_t)d, i, r[k]->buf[m->off + d]);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
 static int verify_msg(struct workload *wl, uint32_t i)
 {
 	const struct wl_msg *m = &wl->msgs[i];
 	const uint8_t *src, *dst, *other;
 	int64_t d;
 
+	if (m->op == WL_FETCH_ADD)
+		return verify_atomic(wl, i);
 	msg_bufs(wl, m, &src, &dst, &other);
 	d = first_diff(dst, src, m->len);
 	if (d >= 0) {
@@ -563,11 +658,21 @@ static int verify_msg(struct workload *wl, uint32_t i)
 
 int wl_verify_memory(struct workload *wl)
 {
+	uint64_t counter;
+
 	for (uint32_t i = 0; i < wl->nmsgs; i++) {
 		int err = verify_msg(wl, i);
 
 		if (err)
 			return err;
+	}
+	if (!wl->satom.buf)
+		return 0;
+	memcpy(&counter, wl->satom.buf, sizeof(counter));
+	if (counter != wl->atom_sum) {
+		wl_fail(wl, -EIO, "FETCH_ADD counter is %" PRIu64 ", expected %" PRIu64
+			" (the sum of every add, each once)", counter, wl->atom_sum);
+		return -EIO;
 	}
 	return 0;
 }
@@ -584,6 +689,7 @@ uint8_t *wl_buffer(const struct workload *wl, enum wl_buf which)
 	case WL_BUF_CDST: return wl->cdst.buf;
 	case WL_BUF_SDST: return wl->sdst.buf;
 	case WL_BUF_SSRC: return wl->ssrc.buf;
+	case WL_BUF_SATOM: return wl->satom.buf;
 	}
 	return NULL;
 }

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * A "transfer" workload: one connected QP from a client host to a server
- * host moves total_bytes with a seeded mix of WRITE, WRITE_IMM, SEND and
- * READ work requests, and checks everything a transport promises:
+ * host moves total_bytes with a seeded mix of WRITE, WRITE_IMM, SEND,
+ * READ and FETCH_ADD work requests, and checks everything a transport promises:
  *
  *  - every completion has status SUCCESS and the right opcode;
  *  - the client's completions come in posting order (wr_id increasing);
@@ -17,6 +17,13 @@
  * Each message covers [off, off+len) of the transfer: ops partition it, so
  * every byte of sdst and cdst is either expected data or still zero.  A
  * region no op in the mix uses is not allocated.
+ *
+ * A FETCH_ADD takes 8 bytes of the transfer but moves none of them: it adds
+ * its offset + 1 to the counter word of the server's satom region, and its
+ * completion must find the counter's value before it (the sum of the
+ * earlier FETCH_ADDs' addends: a QP's atomics are performed in order, each
+ * once) in its slot of the client's catom region; at the end the counter
+ * must be the sum of them all.
  *
  * The workload owns both hosts' completion callbacks while it exists.
  */
@@ -33,6 +40,7 @@ enum wl_op {
 	WL_WRITE_IMM,
 	WL_SEND,
 	WL_READ,
+	WL_FETCH_ADD,			/* weight 0 by default (results of older runs unchanged) */
 	WL_OP__COUNT,
 };
 
@@ -50,7 +58,7 @@ struct wl_config {
 	uint64_t service_id;
 };
 
-/* 64 MiB in 64 KiB messages, 16 outstanding, equal mix, 4 paths, MetaRoCE. */
+/* 64 MiB in 64 KiB messages, 16 outstanding, equal mix (no atomics), 4 paths, MetaRoCE. */
 void wl_config_default(struct wl_config *cfg);
 
 struct wl_result {
@@ -106,6 +114,7 @@ enum wl_buf {
 	WL_BUF_CDST,		/* client: READ destination */
 	WL_BUF_SDST,		/* server: WRITE, WRITE_IMM, SEND destination */
 	WL_BUF_SSRC,		/* server: READ source */
+	WL_BUF_SATOM,		/* server: the FETCH_ADD counter (8 bytes at 0) */
 };
 
 /* A region's memory (NULL if the mix does not use it), for checking the checker. */

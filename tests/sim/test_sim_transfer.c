@@ -159,6 +159,34 @@ static void test_rocev2_loss_1pct(void **state)
 	assert_true(r.sim.links.dropped_random > 0);
 }
 
+/*
+ * FETCH_ADDs among the other ops at 10% loss, both modes: each returns the
+ * counter as the earlier adds left it and the counter ends at their sum
+ * (the workload checks both), though requests and answers were lost.
+ */
+static void test_atomics_loss(void **state)
+{
+	struct scn_config cfg;
+	struct scn_result r;
+
+	metaroce(&cfg, 0.10, 400);
+	cfg.seed = 31;
+	cfg.wl.total_bytes = 4 * MIB;
+	cfg.wl.msg_bytes = 16 << 10;
+	cfg.wl.mix[WL_FETCH_ADD] = 4;
+	run_ok("metaroce atomics 10%", &cfg, &r);
+	assert_true(r.wl.ops[WL_FETCH_ADD] > 100);
+	assert_true(r.sim.links.dropped_random > 0);
+
+	rocev2(&cfg, 0.02, 2000);
+	cfg.seed = 32;
+	cfg.wl.total_bytes = 1 * MIB;
+	cfg.wl.msg_bytes = 16 << 10;
+	cfg.wl.mix[WL_FETCH_ADD] = 4;
+	run_ok("rocev2 atomics 2%", &cfg, &r);
+	assert_true(r.wl.ops[WL_FETCH_ADD] > 20);
+}
+
 /* The same seeds twice: the same completion time, counters and statistics. */
 static void test_determinism(void **state)
 {
@@ -396,6 +424,37 @@ static void test_checker_catches(void **state)
 	sim_destroy(sim);
 }
 
+/* The checker sees a counter that is not the sum of the adds. */
+static void test_checker_catches_atomics(void **state)
+{
+	struct sim_config sc;
+	struct wl_config wc;
+	struct workload *wl;
+	struct sim *sim;
+	uint64_t *counter;
+
+	sim_config_default(&sc);
+	sim = sim_create(&sc);
+	assert_non_null(sim);
+	wl_config_default(&wc);
+	wc.total_bytes = 64 << 10;
+	wc.msg_bytes = 4096;
+	wc.mix[WL_FETCH_ADD] = 2;
+	wl = wl_create(sim, &wc);
+	assert_non_null(wl);
+	assert_int_equal(wl_start(wl), 0);
+	assert_int_equal(wl_run(wl, 100 * MSEC), 0);
+	assert_int_equal(wl_verify_memory(wl), 0);
+	assert_true(wl_result(wl)->ops[WL_FETCH_ADD] > 0);
+	counter = (uint64_t *)(void *)wl_buffer(wl, WL_BUF_SATOM);
+	(*counter)++;
+	assert_int_equal(wl_verify_memory(wl), -EIO);
+	print_message("counter off by one: %s\n", wl_result(wl)->why);
+	assert_non_null(strstr(wl_result(wl)->why, "FETCH_ADD counter"));
+	wl_destroy(wl);
+	sim_destroy(sim);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -405,11 +464,13 @@ int main(void)
 		cmocka_unit_test(test_blackhole),
 		cmocka_unit_test(test_rocev2_lossless),
 		cmocka_unit_test(test_rocev2_loss_1pct),
+		cmocka_unit_test(test_atomics_loss),
 		cmocka_unit_test(test_determinism),
 		cmocka_unit_test(test_odd_sizes),
 		cmocka_unit_test(test_seed_sweep),
 		cmocka_unit_test(test_two_pairs),
 		cmocka_unit_test(test_checker_catches),
+		cmocka_unit_test(test_checker_catches_atomics),
 		cmocka_unit_test(test_blackhole_path_id),
 		cmocka_unit_test(test_whole_fabric_outage),
 		cmocka_unit_test(test_probe_full_scoreboard),
