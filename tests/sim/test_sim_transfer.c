@@ -159,6 +159,15 @@ static void test_rocev2_loss_1pct(void **state)
 	assert_true(r.sim.links.dropped_random > 0);
 }
 
+/* 16 KiB messages with FETCH_ADDs weighing as much as the four other ops together. */
+static void with_atomics(struct scn_config *cfg, uint64_t seed, uint64_t bytes)
+{
+	cfg->seed = seed;
+	cfg->wl.total_bytes = bytes;
+	cfg->wl.msg_bytes = 16 << 10;
+	cfg->wl.mix[WL_FETCH_ADD] = 4;
+}
+
 /*
  * FETCH_ADDs among the other ops at 10% loss, both modes: each returns the
  * counter as the earlier adds left it and the counter ends at their sum
@@ -170,19 +179,13 @@ static void test_atomics_loss(void **state)
 	struct scn_result r;
 
 	metaroce(&cfg, 0.10, 400);
-	cfg.seed = 31;
-	cfg.wl.total_bytes = 4 * MIB;
-	cfg.wl.msg_bytes = 16 << 10;
-	cfg.wl.mix[WL_FETCH_ADD] = 4;
+	with_atomics(&cfg, 31, 4 * MIB);
 	run_ok("metaroce atomics 10%", &cfg, &r);
 	assert_true(r.wl.ops[WL_FETCH_ADD] > 100);
 	assert_true(r.sim.links.dropped_random > 0);
 
 	rocev2(&cfg, 0.02, 2000);
-	cfg.seed = 32;
-	cfg.wl.total_bytes = 1 * MIB;
-	cfg.wl.msg_bytes = 16 << 10;
-	cfg.wl.mix[WL_FETCH_ADD] = 4;
+	with_atomics(&cfg, 32, 1 * MIB);
 	run_ok("rocev2 atomics 2%", &cfg, &r);
 	assert_true(r.wl.ops[WL_FETCH_ADD] > 20);
 }
