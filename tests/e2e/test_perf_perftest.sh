@@ -102,14 +102,26 @@ grep -q "BW peak\[Gb/sec\] *BW average\[Gb/sec\]" "$E2E_DIR/gb.cli" || fail "--r
 grep -q "BW peak\[MB/sec\]" "$E2E_DIR/gb.srv" || fail "the server's own unit: $(cat "$E2E_DIR/gb.srv")"
 ok "--report_gbits: Gb/sec"
 
-# --run_infinitely -D 1: a result each second until stopped (SIGINT after about 3.5 s).
-ip netns exec "$NS_B" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" >"$E2E_DIR/inf.srv" 2>&1 &
+# --run_infinitely -D 1: a result each second until stopped (SIGINT once two results are out:
+# a loaded machine may take seconds to connect, so the test waits for rows, not for a time).
+inf_rows() {
+	grep -Ec "^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$" "$E2E_DIR/inf.cli" 2>/dev/null
+}
+ip netns exec "$NS_B" timeout 120 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" >"$E2E_DIR/inf.srv" 2>&1 &
 srv=$!
 sleep 0.3
-ip netns exec "$NS_A" timeout -s INT 3.5 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -D 1 --run_infinitely \
-	"$IP_B" >"$E2E_DIR/inf.cli" 2>&1
+ip netns exec "$NS_A" timeout 120 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -D 1 --run_infinitely \
+	"$IP_B" >"$E2E_DIR/inf.cli" 2>&1 &
+cli=$!
+for _ in $(seq 1100); do
+	[ "$(inf_rows)" -ge 2 ] && break
+	kill -0 $cli 2>/dev/null || break
+	sleep 0.1
+done
+kill -INT $cli 2>/dev/null
+wait $cli
 wait $srv
-rows=$(grep -Ec "^ *65536 +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+$" "$E2E_DIR/inf.cli")
+rows=$(inf_rows)
 [ "$rows" -ge 2 ] || fail "--run_infinitely: $rows result rows: $(cat "$E2E_DIR/inf.cli")"
 ok "--run_infinitely -D 1: $rows results until interrupted"
 
