@@ -11,6 +11,7 @@
 #   make bench-mpi            libfabric fi_pingpong and Open MPI over mroc vs TCP (issue #14, root)
 #   make bench-lat            latency tables and plot (issue 17) into docs/perf/ (root)
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
+#   make fuzz [FUZZ_TIME=60]  libFuzzer harnesses (clang, build-fuzz/), each FUZZ_TIME seconds
 #   make clean                remove build/ and build-*/
 #   make V=1                  print full commands (and, with check, every test's output)
 #   make WERROR=1             warnings are errors (automatic when CI is set)
@@ -220,8 +221,9 @@ check:
 ifneq ($(SKIP_DEPS),1)
 	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
 endif
-	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests
-	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS)
+	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests fuzz-build
+	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS) \
+		$(FUZZ_TESTS)
 
 # Two hosts over a 4-plane fabric in network namespaces, mrocd on AF_XDP on each,
 # mroc-perf moving verified data, mroc-cli showing the paths (root).
@@ -418,6 +420,56 @@ $(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEM
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) $(MROC_LDLIBS)
+
+# ---- fuzzing (tests/fuzz/README.md) -----------------------------------------------
+#
+#   make fuzz [FUZZ_TIME=60]   build the libFuzzer harnesses, then run each for FUZZ_TIME s
+#                              on its corpus (build-fuzz/corpus/NAME, seeded from real packets)
+#   make fuzz-build            only build them (make check does, then runs each briefly)
+#
+# tests/fuzz/fuzz_*.c are harnesses, built only in build-fuzz/ with clang: there every object
+# (engine, daemon, library) is compiled with -fsanitize=fuzzer-no-link,address,undefined and the
+# harnesses link with -fsanitize=fuzzer.  tests/fuzz/gen_seeds.c writes the seed corpora.
+FUZZ_BUILD := build-fuzz
+FUZZ_SANITIZE := fuzzer-no-link,address,undefined
+FUZZ_TIME ?= 60
+FUZZ_SRCS := $(sort $(wildcard tests/fuzz/fuzz_*.c))
+FUZZ_NAMES := $(FUZZ_SRCS:tests/fuzz/%.c=%)
+FUZZ_BINS := $(FUZZ_SRCS:%.c=$(BUILD)/%)
+FUZZ_GEN := $(BUILD)/tests/fuzz/gen_seeds
+FUZZ_SEEDS := $(BUILD)/tests/fuzz/seeds/.done
+FUZZ_TESTS := $(wildcard tests/fuzz/test_*.sh)
+FUZZ_OBJS := $(FUZZ_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/tests/fuzz/gen_seeds.o
+$(FUZZ_OBJS): INCLUDES = -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf -Ilibclient \
+	-Ilibclient/include -Itests/unit $(CMOCKA_CFLAGS) $(DAEMON_CFLAGS)
+$(FUZZ_OBJS): | $(BPF_SKELS)
+ALL_OBJS += $(FUZZ_OBJS)
+
+.PHONY: fuzz fuzz-build fuzz-bins
+
+fuzz-build:
+	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SANITIZE=$(FUZZ_SANITIZE) fuzz-bins
+
+fuzz: fuzz-build
+	$(Q)FUZZ_TIME=$(FUZZ_TIME) FUZZ_RUNS=-1 FUZZ_CORPUS=$(FUZZ_BUILD)/corpus tests/fuzz/test_fuzz.sh
+
+fuzz-bins: $(FUZZ_BINS) $(FUZZ_SEEDS)
+
+$(FUZZ_BINS): $(BUILD)/%: $(OBJ)/%.o $(OBJ)/tests/unit/engine_pair.o $(DAEMON_LIB) $(ENGINE_LIB) \
+		$(LIBMROC_A)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(MROC_LDFLAGS) -fsanitize=fuzzer -o $@ $^ $(CMOCKA_LIBS) $(DAEMON_LIBS) $(MROC_LDLIBS)
+
+$(FUZZ_GEN): $(OBJ)/tests/fuzz/gen_seeds.o $(OBJ)/tests/unit/engine_pair.o $(ENGINE_LIB)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(MROC_LDLIBS)
+
+# Seeds are regenerated whenever the generator (or the engine it runs) changes.
+$(FUZZ_SEEDS): $(FUZZ_GEN) $(wildcard conf/*.conf tests/fuzz/*.conf)
+	$(call say,GEN,$(@D))
+	$(Q)rm -rf $(@D) && $(FUZZ_GEN) $(@D) conf/mrocd.conf $(wildcard tests/fuzz/*.conf) && touch $@
 
 -include $(ALL_OBJS:.o=.d)
 

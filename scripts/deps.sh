@@ -11,8 +11,8 @@
 set -euo pipefail
 
 PACKAGES=(
-	# toolchain
-	build-essential pkg-config clang llvm
+	# toolchain (libclang-rt: clang's libFuzzer and sanitizer runtimes, for make fuzz)
+	build-essential pkg-config clang llvm libclang-rt-14-dev
 	# libraries (pkg-config names in the Makefile)
 	libcmocka-dev libconfig-dev liburing-dev libbpf-dev libxdp-dev
 	libsystemd-dev libjansson-dev libmnl-dev libisal-dev

@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The engine pair fuzz_engine_rx starts from, and gen_seeds records real
+ * traffic on: two connected engines (tests/unit/engine_pair.h), a region on
+ * each side open to remote writes and reads, RECVs posted on both.  Both
+ * programs build it the same way, with the same seeds, so the recorded
+ * packets carry the QPNs, keys and sequence numbers the harness expects.
+ *
+ * Engine input records (fuzz_engine_rx's format, gen_seeds writes it):
+ *   u8 ctl, u16 UDP source port, u16 len (big-endian), len bytes
+ *   ctl bit 0: to B (else to A); bits 1-3: advance the clock by that many
+ *   x 100 us first; bit 4: from a stranger's handle (an off-path source);
+ *   bit 7: pump both ways afterwards.
+ */
+#ifndef MROC_FUZZ_PAIR_H
+#define MROC_FUZZ_PAIR_H
+
+#include "engine_pair.h"
+
+#define FUZZ_SERVICE	0x66757a7aULL
+#define FUZZ_MEM_LEN	65536
+#define FUZZ_RECVS	8
+#define FUZZ_STRANGER	7	/* a peer handle neither side connected to */
+
+#define FUZZ_TO_B	0x01
+#define FUZZ_STRANGE	0x10
+#define FUZZ_PUMP	0x80
+#define FUZZ_REC_HDR	5
+
+struct fuzz_pair {
+	struct pair *p;
+	struct pair_mem *mem[2];
+};
+
+static inline void fuzz_pair_setup(struct fuzz_pair *f)
+{
+	uint32_t rights = ENGINE_ACCESS_ALL;
+
+	f->p = pair_new(NULL, NULL);
+	pair_connect(f->p, NULL, NULL, FUZZ_SERVICE);
+	for (int side = 0; side < 2; side++) {
+		f->mem[side] = pair_mem_new(f->p, side, FUZZ_MEM_LEN, 1, rights);
+		for (uint32_t i = 0; i < FUZZ_RECVS; i++)
+			pair_post_recv(f->p, side, 100 + i, f->mem[side]->lkey,
+				       (uint64_t)i * 4096, 4096);
+	}
+	pair_pump(f->p);
+}
+
+#endif
