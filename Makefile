@@ -221,7 +221,7 @@ check:
 ifneq ($(SKIP_DEPS),1)
 	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
 endif
-	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests fuzz-build
+	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests $(if $(FUZZ_TESTS),fuzz-build)
 	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS) \
 		$(FUZZ_TESTS)
 
@@ -425,7 +425,8 @@ $(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEM
 #
 #   make fuzz [FUZZ_TIME=60]   build the libFuzzer harnesses, then run each for FUZZ_TIME s
 #                              on its corpus (build-fuzz/corpus/NAME, seeded from real packets)
-#   make fuzz-build            only build them (make check does, then runs each briefly)
+#   make fuzz-build            only build them (make check does, then runs each briefly;
+#                              make check FUZZ_TESTS= leaves them out)
 #
 # tests/fuzz/fuzz_*.c are harnesses, built only in build-fuzz/ with clang: there every object
 # (engine, daemon, library) is compiled with -fsanitize=fuzzer-no-link,address,undefined and the

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "clients.h"
+#include "ctl.h"
 #include "daemon_priv.h"
 #include "links.h"
 #include "peers.h"
@@ -60,6 +61,7 @@ struct snapshot {
 	uint32_t nqps;			/* in qps[] */
 	uint32_t qps_total;		/* in the engine */
 	uint32_t npeers;
+	struct peers_stats peers;
 	struct clients_stats cls;
 };
 
@@ -114,7 +116,8 @@ static int take_snapshot(void *arg, uint64_t now)
 	d->be->ops->get_stats(d->be, &s->be);
 	worker_get_stats(d->worker, &s->wk);
 	s->nlinks = links_info(d->links, s->links, LINKS_MAX);
-	s->npeers = peers_count(d->peers);
+	s->npeers = peers_live(d->peers);
+	peers_get_stats(d->peers, &s->peers);
 	clients_get_stats(d->clients, &s->cls);
 	n = engine_qp_list(d->eng, s->qpns, (int)s->cap);
 	s->qps_total = n > 0 ? (uint32_t)n : 0;
@@ -275,6 +278,7 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 {
 	json_t *o = json_object();
+	struct ctl_stats cs;
 
 	json_object_set_new(o, "engine", status_engine_counters(&s->eng));
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
@@ -286,6 +290,15 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"closed", (json_int_t)s->cls.closed, "kicked", (json_int_t)s->cls.kicked,
 		"wrs", (json_int_t)s->cls.wrs, "bad_wrs", (json_int_t)s->cls.bad_wrs,
 		"cqes", (json_int_t)s->cls.cqes, "cq_overflows", (json_int_t)s->cls.cq_overflows));
+	ctl_get_stats(d->ctl, &cs);
+	json_object_set_new(o, "sockets", json_pack("{s:I, s:I, s:I, s:I}",
+		"hello_timeouts", (json_int_t)cs.hello_timeouts,
+		"clients_refused", (json_int_t)cs.clients_refused,
+		"admin_timeouts", (json_int_t)cs.admin_timeouts,
+		"admin_refused", (json_int_t)cs.admin_refused));
+	json_object_set_new(o, "peers", json_pack("{s:I, s:I, s:I, s:I}",
+		"added", (json_int_t)s->peers.added, "aged_out", (json_int_t)s->peers.aged_out,
+		"evicted", (json_int_t)s->peers.evicted, "full", (json_int_t)s->peers.full));
 	if (d->prog) {
 		struct xdp_prog_counters xc;
 		json_t *x = json_object();

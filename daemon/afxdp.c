@@ -205,6 +205,11 @@ static void ports_poll(struct afxdp *x, uint64_t now)
 	}
 }
 
+static void forget_hops(void *hops, uint32_t peer)
+{
+	nexthops_forget(hops, peer);
+}
+
 static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 {
 	struct afxdp *x = to_afxdp(b);
@@ -534,6 +539,8 @@ static void afxdp_destroy(struct backend *b)
 		xsk_umem__delete(x->umem);
 	if (x->mon_fd >= 0)
 		close(x->mon_fd);
+	if (x->hops && x->b.peers)
+		peers_set_release_hook(x->b.peers, NULL, NULL);
 	nexthops_destroy(x->hops);
 	free(x->arrivals);
 	if (x->area)
@@ -696,6 +703,8 @@ static int open_ports(struct afxdp *x, const struct afxdp_cfg *cfg)
 		snprintf(x->why, sizeof(x->why), "next-hop table: %s", strerror(-err));
 		return err;
 	}
+	/* A handle the peer table gives up may come back for another address. */
+	peers_set_release_hook(x->b.peers, forget_hops, x->hops);
 	err = nl_monitor_open(&x->mon_fd);
 	if (err)
 		pr_warn("af_xdp: no link change notifications (%s): a port going down is "

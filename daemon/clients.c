@@ -17,6 +17,7 @@
 #include "abi.h"
 #include "clients.h"
 #include "evfd.h"
+#include "links.h"
 #include "log.h"
 #include "mroc/mroc.h"
 #include "peers.h"
@@ -659,6 +660,13 @@ static struct cqp *own_qp(struct op *o)
 	return q && q->cl == o->cl ? q : NULL;
 }
 
+static int reserved(const struct client *cl, const char *what, uint64_t service_id)
+{
+	pr_warn_rl("client %u (pid %d): may not %s service %#llx (the daemons' own)", cl->id,
+		   (int)cl->pid, what, (unsigned long long)service_id);
+	return -EACCES;
+}
+
 static int op_qp_connect(void *arg, uint64_t now)
 {
 	struct op *o = arg;
@@ -667,6 +675,8 @@ static int op_qp_connect(void *arg, uint64_t now)
 
 	if (!own_qp(o))
 		return -ENOENT;
+	if (mrocd_service_reserved(o->service_id))
+		return reserved(o->cl, "connect to", o->service_id);
 	err = peers_get_handle(o->cs->peers, &o->addr, &peer);
 	if (err)
 		return err;
@@ -680,6 +690,8 @@ static int op_qp_listen(void *arg, uint64_t now)
 	(void)now;
 	if (!own_qp(o))
 		return -ENOENT;
+	if (mrocd_service_reserved(o->service_id))
+		return reserved(o->cl, "listen on", o->service_id);
 	return engine_qp_listen(o->cs->eng, o->qpn, o->service_id);
 }
 
@@ -757,7 +769,7 @@ static int call(struct clients *cs, int (*fn)(void *, uint64_t), struct op *o)
 	return worker_call(cs->worker, fn, o);
 }
 
-void *clients_open(void *ctx, int fd, const struct ucred *cred)
+void *clients_open(void *ctx, int fd, const struct ucred *cred, unsigned same_uid)
 {
 	struct clients *cs = ctx;
 	struct client *cl;
@@ -782,10 +794,14 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	cl->uid = cred->uid;
 	cl->doorbell = -1;
 	cl->widx = NOT_LISTED;
-	/* Over the limit: still answered, so the client learns why (EUSERS), then closed. */
+	/* Over a limit: still answered, so the client learns why (EUSERS), then closed. */
 	if (cs->nclients >= cs->lim.max_clients) {
 		pr_warn_rl("refusing client pid %d: max_clients (%u) reached", (int)cred->pid,
 			   cs->lim.max_clients);
+		cl->over_limit = true;
+	} else if (same_uid >= cs->lim.max_per_uid) {
+		pr_warn_rl("refusing client pid %d: uid %u has max_clients_per_uid (%u) already",
+			   (int)cred->pid, (unsigned)cred->uid, cs->lim.max_per_uid);
 		cl->over_limit = true;
 	}
 	cs->nclients++;
@@ -1044,15 +1060,59 @@ static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
 	return -ENOENT;
 }
 
+/*
+ * Why a client may not connect to a, or NULL: only unicast peers, loopback
+ * only where the operator allows it (network.allow_loopback).  IPv4-mapped
+ * IPv6 addresses are judged as the IPv4 address they carry.
+ */
+static const char *not_unicast(const struct mroc_addr *a, bool loopback_ok)
+{
+	static const uint8_t mapped[12] = { [10] = 0xff, [11] = 0xff };
+	const uint8_t *b = a->bytes;
+
+	if (a->family == AF_INET6 && !memcmp(b, mapped, sizeof(mapped)))
+		b += 12;
+	else if (a->family == AF_INET6) {
+		static const uint8_t zero[16], one[16] = { [15] = 1 };
+
+		if (!memcmp(b, zero, 16))
+			return "unspecified address";
+		if (b[0] == 0xff)
+			return "multicast address";
+		if (!memcmp(b, one, 16))
+			return loopback_ok ? NULL : "loopback (network.allow_loopback is false)";
+		return NULL;
+	}
+	if (b[0] == 0)
+		return "unspecified address";
+	if (b[0] == 255 && b[1] == 255 && b[2] == 255 && b[3] == 255)
+		return "broadcast address";
+	if (b[0] >= 224 && b[0] <= 239)
+		return "multicast address";
+	if (b[0] == 127)
+		return loopback_ok ? NULL : "loopback (network.allow_loopback is false)";
+	return NULL;
+}
+
 static int msg_qp_connect(struct clients *cs, struct client *cl,
 			  const struct mroc_msg_qp_connect *m)
 {
 	struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
 
+	const char *why;
+
 	if (m->family != AF_INET && m->family != AF_INET6)
 		return -EAFNOSUPPORT;
 	o.addr.family = (int)m->family;
-	memcpy(o.addr.bytes, m->addr, sizeof(m->addr));
+	memcpy(o.addr.bytes, m->addr, m->family == AF_INET ? 4 : 16);
+	why = not_unicast(&o.addr, cs->lim.allow_loopback);
+	if (why) {
+		char buf[MROC_ADDR_STRLEN];
+
+		pr_warn_rl("client %u (pid %d): QP_CONNECT to %s refused: %s", cl->id, (int)cl->pid,
+			   addr_str(&o.addr, buf, sizeof(buf)), why);
+		return -EADDRNOTAVAIL;
+	}
 	return call(cs, op_qp_connect, &o);
 }
 
@@ -1066,7 +1126,7 @@ static const size_t msg_size[] = {
 	[MROC_MSG_QP_DESTROY] = sizeof(struct mroc_msg_qp_destroy),
 };
 
-void clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
+bool clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len)
 {
 	struct clients *cs = ctx;
@@ -1130,4 +1190,5 @@ done:
 	out->status = err;
 	out->len = (uint32_t)len;
 	*reply_len = len;
+	return cl->doorbell >= 0 && !cl->over_limit;
 }

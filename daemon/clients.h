@@ -32,6 +32,8 @@ struct worker;
 struct clients_limits {
 	uint32_t max_clients, max_qps, max_mrs;	/* max_qps/mrs: per client */
 	uint32_t max_total_qps;			/* the engine's QP table */
+	uint32_t max_per_uid;			/* clients of one user */
+	bool allow_loopback;			/* QP_CONNECT to 127/8, ::1 */
 	uint64_t max_mr_bytes;
 	uint32_t max_sq_depth, max_rq_depth;
 	uint32_t default_paths;
@@ -45,8 +47,9 @@ void clients_set_worker(struct clients *cs, struct worker *w);
 void clients_destroy(struct clients *cs);
 
 /* Control thread (ctl.c callbacks). */
-void *clients_open(void *cs, int fd, const struct ucred *cred);
-void clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
+void *clients_open(void *cs, int fd, const struct ucred *cred, unsigned same_uid);
+/* True once the client is established (its HELLO accepted). */
+bool clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len);
 void clients_close(void *cs, void *client);
 

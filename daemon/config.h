@@ -101,6 +101,7 @@ struct mrocd_config {
 		uint32_t mtu;			/* MetaRoCE payload bytes per packet */
 		struct mrocd_addr_list peers;	/* keep control connections with */
 		uint16_t sport_min, sport_max;	/* UDP source ports for paths */
+		bool allow_loopback;		/* clients may connect to 127/8, ::1 */
 	} network;
 	struct {
 		uint32_t paths;			/* default paths per QP, 1..16 */
@@ -129,6 +130,7 @@ struct mrocd_config {
 	} transport;
 	struct {				/* per client, then engine tables */
 		uint32_t max_clients;
+		uint32_t max_clients_per_uid;
 		uint32_t max_qps_per_client;
 		uint32_t max_mrs_per_client;
 		uint64_t max_mr_bytes_per_client;

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <sys/timerfd.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -20,20 +21,37 @@
 #include "ctl.h"
 #include "log.h"
 
-#define MAX_CONNS	16
+#define MAX_CONNS	64
 #define REQ_MAX		65536
 #define QUEUE_DEPTH	64
 
 /* user_data of each request: a kind and, for connections, a slot. */
-enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_CRECV };
+enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_CRECV, OP_SWEEP };
 
 #define MAX_CLIENTS	1024
 #define CLIENT_MSG_MAX	256
 #define CLIENT_FDS_MAX	4
 
+/*
+ * Idle connections must not lock anyone out (issue 13): an admin request
+ * and its reply get ADMIN_TIMEOUT_NS, a client its HELLO_TIMEOUT_NS to
+ * finish its HELLO; a user holds at most ADMIN_PER_UID admin connections
+ * and PENDING_PER_UID clients that have not finished HELLO (libmroc sends
+ * HELLO at once, so a real application has one at a time per thread).
+ * Established clients are limited per user by the clients module.
+ */
+#define ADMIN_TIMEOUT_NS	(5ULL * 1000000000ULL)
+#define HELLO_TIMEOUT_NS	(5ULL * 1000000000ULL)
+#define ADMIN_PER_UID		4
+#define PENDING_PER_UID		8
+#define SWEEP_NS		500000000ULL	/* deadlines are checked this often */
+
 /* A libmroc client's control connection. */
 struct cconn {
 	int fd;
+	uid_t uid;
+	uint64_t deadline;		/* for HELLO; 0 once the client is established */
+	bool cut;			/* shut down: its pending recv ends, then it closes */
 	void *client;			/* from client_open */
 	struct msghdr mh;
 	struct iovec iov;
@@ -47,6 +65,9 @@ struct cconn {
 
 struct conn {
 	int fd;				/* -1 = free */
+	uid_t uid;
+	uint64_t deadline;		/* request and reply done by then */
+	bool cut;
 	char *buf;
 	size_t len;			/* bytes received, or reply bytes */
 	size_t sent;
@@ -55,9 +76,10 @@ struct conn {
 struct ctl {
 	struct ctl_cfg cfg;
 	struct io_uring ring;
-	int sfd, tfd, lfd;
+	int sfd, tfd, lfd, wfd;		/* wfd: timerfd of the deadline sweep */
 	struct signalfd_siginfo si;
-	uint64_t ticks;
+	uint64_t ticks, sweeps;
+	struct ctl_stats st;
 	struct conn conns[MAX_CONNS];
 	int cfd;			/* client socket, -1 = none */
 	struct cconn *clients[MAX_CLIENTS];
@@ -116,6 +138,63 @@ static void arm_timer(struct ctl *c)
 
 	io_uring_prep_read(s, c->tfd, &c->ticks, sizeof(c->ticks), 0);
 	io_uring_sqe_set_data64(s, UD(OP_TIMER, 0));
+}
+
+static void arm_sweep(struct ctl *c)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_read(s, c->wfd, &c->sweeps, sizeof(c->sweeps), 0);
+	io_uring_sqe_set_data64(s, UD(OP_SWEEP, 0));
+}
+
+static uint64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Connections past their deadline are shut down, not closed: the pending
+ * recv (io_uring holds the file) then completes, and its handler closes the
+ * slot as for any connection that ended.
+ */
+static void cut(int fd, bool *flag, uint64_t *counter)
+{
+	shutdown(fd, SHUT_RDWR);
+	*flag = true;
+	(*counter)++;
+}
+
+static void on_sweep(struct ctl *c)
+{
+	uint64_t now = mono_ns();
+
+	for (int i = 0; i < MAX_CONNS; i++) {
+		struct conn *k = &c->conns[i];
+
+		if (k->fd >= 0 && !k->cut && now >= k->deadline)
+			cut(k->fd, &k->cut, &c->st.admin_timeouts);
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		struct cconn *k = c->clients[i];
+
+		if (k && !k->cut && k->deadline && now >= k->deadline) {
+			pr_warn_rl("client socket: uid %u sent no HELLO in %llu s: closing", k->uid,
+				   HELLO_TIMEOUT_NS / 1000000000ULL);
+			cut(k->fd, &k->cut, &c->st.hello_timeouts);
+		}
+	}
+	arm_sweep(c);
+}
+
+static bool peer_uid(int fd, struct ucred *cred)
+{
+	socklen_t len = sizeof(*cred);
+
+	return !getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len);
 }
 
 static void arm_accept(struct ctl *c)
@@ -191,8 +270,8 @@ static void cconn_close(struct ctl *c, int slot)
 static void on_caccept(struct ctl *c, int res)
 {
 	struct ucred cred;
-	socklen_t len = sizeof(cred);
 	struct cconn *k;
+	unsigned same = 0, pending = 0;
 	int slot = -1;
 
 	arm_caccept(c);
@@ -200,19 +279,39 @@ static void on_caccept(struct ctl *c, int res)
 		pr_warn_rl("client socket: accept: %s", strerror(-res));
 		return;
 	}
-	for (int i = 0; i < MAX_CLIENTS && slot < 0; i++)
-		if (!c->clients[i])
-			slot = i;
+	if (!peer_uid(res, &cred)) {
+		close(res);
+		return;
+	}
+	for (int i = 0; i < MAX_CLIENTS; i++) {
+		if (!c->clients[i]) {
+			if (slot < 0)
+				slot = i;
+			continue;
+		}
+		if (c->clients[i]->uid == cred.uid) {
+			same++;
+			pending += c->clients[i]->deadline != 0;
+		}
+	}
+	if (pending >= PENDING_PER_UID) {
+		pr_warn_rl("client socket: uid %u has %u connections without HELLO: refusing more",
+			   (unsigned)cred.uid, pending);
+		c->st.clients_refused++;
+		close(res);
+		return;
+	}
 	k = slot >= 0 ? calloc(1, sizeof(*k)) : NULL;
-	if (!k || getsockopt(res, SOL_SOCKET, SO_PEERCRED, &cred, &len)) {
-		pr_warn_rl("client socket: cannot take a client (%s)", k ? strerror(errno) :
+	if (!k) {
+		pr_warn_rl("client socket: cannot take a client (%s)", slot >= 0 ? strerror(errno) :
 			   "too many connections");
-		free(k);
 		close(res);
 		return;
 	}
 	k->fd = res;
-	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred);
+	k->uid = cred.uid;
+	k->deadline = mono_ns() + HELLO_TIMEOUT_NS;
+	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred, same);
 	if (!k->client) {
 		close(res);
 		free(k);
@@ -262,7 +361,8 @@ static void on_crecv(struct ctl *c, int slot, int res)
 		cconn_close(c, slot);	/* gone, or not one of ours */
 		return;
 	}
-	c->cfg.client_msg(c->cfg.ctx, k->client, k->buf, (size_t)res, fds, nfds, reply, &rlen);
+	if (c->cfg.client_msg(c->cfg.ctx, k->client, k->buf, (size_t)res, fds, nfds, reply, &rlen))
+		k->deadline = 0;	/* established: no HELLO deadline any more */
 	if (rlen && send(k->fd, reply, rlen, MSG_DONTWAIT | MSG_NOSIGNAL) != (ssize_t)rlen) {
 		cconn_close(c, slot);	/* a client that does not read its replies */
 		return;
@@ -337,22 +437,36 @@ static void answer(struct ctl *c, int slot)
 
 static void on_accept(struct ctl *c, int res)
 {
-	int slot = -1;
+	struct ucred cred;
+	int slot = -1, same = 0;
 
 	arm_accept(c);
 	if (res < 0) {
 		pr_warn_rl("admin socket: accept: %s", strerror(-res));
 		return;
 	}
-	for (int i = 0; i < MAX_CONNS && slot < 0; i++)
-		if (c->conns[i].fd < 0)
-			slot = i;
-	if (slot < 0) {
-		pr_warn_rl("admin socket: too many connections");
+	if (!peer_uid(res, &cred)) {
 		close(res);
 		return;
 	}
-	c->conns[slot] = (struct conn){ .fd = res, .buf = malloc(REQ_MAX) };
+	for (int i = 0; i < MAX_CONNS; i++) {
+		if (c->conns[i].fd < 0) {
+			if (slot < 0)
+				slot = i;
+		} else if (c->conns[i].uid == cred.uid) {
+			same++;
+		}
+	}
+	if (slot < 0 || same >= ADMIN_PER_UID) {
+		pr_warn_rl("admin socket: %s: refusing a connection of uid %u",
+			   slot < 0 ? "too many connections" : "too many of this user's",
+			   (unsigned)cred.uid);
+		c->st.admin_refused++;
+		close(res);
+		return;
+	}
+	c->conns[slot] = (struct conn){ .fd = res, .uid = cred.uid, .buf = malloc(REQ_MAX),
+					.deadline = mono_ns() + ADMIN_TIMEOUT_NS };
 	if (!c->conns[slot].buf) {
 		conn_close(c, slot);
 		return;
@@ -364,8 +478,8 @@ static void on_recv(struct ctl *c, int slot, int res)
 {
 	struct conn *k = &c->conns[slot];
 
-	if (res < 0) {
-		conn_close(c, slot);
+	if (res < 0 || k->cut) {
+		conn_close(c, slot);	/* a cut request is not answered, even if complete */
 		return;
 	}
 	k->len += (size_t)res;
@@ -429,6 +543,7 @@ int ctl_run(struct ctl *c)
 		arm_accept(c);
 	if (c->cfd >= 0)
 		arm_caccept(c);
+	arm_sweep(c);
 	while (!done) {
 		struct io_uring_cqe *cqe;
 		int err = io_uring_submit_and_wait(&c->ring, 1);
@@ -468,6 +583,9 @@ int ctl_run(struct ctl *c)
 			case OP_CRECV:
 				on_crecv(c, slot, res);
 				break;
+			case OP_SWEEP:
+				on_sweep(c);
+				break;
 			}
 		}
 	}
@@ -483,7 +601,7 @@ int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
 	if (!c)
 		return -ENOMEM;
 	c->cfg = *cfg;
-	c->sfd = c->tfd = c->lfd = c->cfd = -1;
+	c->sfd = c->tfd = c->lfd = c->cfd = c->wfd = -1;
 	for (int i = 0; i < MAX_CONNS; i++)
 		c->conns[i].fd = -1;
 	err = io_uring_queue_init(QUEUE_DEPTH, &c->ring, 0);
@@ -519,6 +637,13 @@ int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
 			goto fail;
 		}
 	}
+	c->wfd = timerfd_create(CLOCK_MONOTONIC, TFD_CLOEXEC);
+	if (c->wfd < 0 || timerfd_settime(c->wfd, 0, &(struct itimerspec){
+			.it_interval = { .tv_nsec = (long)SWEEP_NS },
+			.it_value = { .tv_nsec = (long)SWEEP_NS } }, NULL)) {
+		err = -errno;
+		goto fail;
+	}
 	if (cfg->admin_path) {
 		err = listen_admin(c);
 		if (err)
@@ -534,6 +659,11 @@ int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
 fail:
 	ctl_destroy(c);
 	return err;
+}
+
+void ctl_get_stats(const struct ctl *c, struct ctl_stats *out)
+{
+	*out = c->st;
 }
 
 void ctl_close_clients(struct ctl *c)
@@ -563,6 +693,8 @@ void ctl_destroy(struct ctl *c)
 	}
 	if (c->tfd >= 0)
 		close(c->tfd);
+	if (c->wfd >= 0)
+		close(c->wfd);
 	if (c->sfd >= 0)
 		close(c->sfd);
 	io_uring_queue_exit(&c->ring);

@@ -5,10 +5,15 @@
  * stream socket speaking one JSON request and one JSON reply per connection
  * (newline-terminated, each with "version").  The loop runs on the main
  * thread until SIGTERM or SIGINT.
+ *
+ * Both sockets bound what a user can hold (ctl.c): an admin connection has
+ * 5 s for its request and reply, a user at most 4 at once; a client has
+ * 5 s for its HELLO, a user at most 8 clients without one.
  */
 #ifndef MROCD_CTL_H
 #define MROCD_CTL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/socket.h>
@@ -33,20 +38,31 @@ struct ctl_cfg {
 	int (*healthy)(void *ctx);
 	/*
 	 * The client socket (SOCK_SEQPACKET, libmroc): NULL path = none.  A new
-	 * client is offered to client_open (NULL refuses it); each message, with
-	 * the fds that came with it (now the callee's), to client_msg, which
-	 * writes the reply into reply (room: *reply_len, set to its length); a
-	 * closed or failed connection to client_close.
+	 * client is offered to client_open with the number of connections its
+	 * user already has (NULL refuses it); each message, with the fds that
+	 * came with it (now the callee's), to client_msg, which writes the reply
+	 * into reply (room: *reply_len, set to its length) and returns true once
+	 * the client is established (its HELLO accepted: no deadline any more);
+	 * a closed or failed connection to client_close.
 	 */
 	const char *client_path;
-	void *(*client_open)(void *ctx, int fd, const struct ucred *cred);
-	void (*client_msg)(void *ctx, void *client, const void *msg, size_t len, int *fds,
+	void *(*client_open)(void *ctx, int fd, const struct ucred *cred, unsigned same_uid);
+	bool (*client_msg)(void *ctx, void *client, const void *msg, size_t len, int *fds,
 			   int nfds, void *reply, size_t *reply_len);
 	void (*client_close)(void *ctx, void *client);
 	void *ctx;
 };
 
+struct ctl_stats {
+	uint64_t hello_timeouts;	/* clients closed for sending no HELLO in time */
+	uint64_t clients_refused;	/* too many connections without HELLO from one user */
+	uint64_t admin_timeouts;	/* admin connections cut at their deadline */
+	uint64_t admin_refused;		/* too many admin connections (of one user, or all) */
+};
+
 int ctl_create(const struct ctl_cfg *cfg, struct ctl **out);
+/* Control thread (e.g. in handle). */
+void ctl_get_stats(const struct ctl *c, struct ctl_stats *out);
 /* Serve until SIGTERM/SIGINT; returns the signal number that ended it. */
 int ctl_run(struct ctl *c);
 /* Drop every client connection (client_close for each): before the worker stops. */

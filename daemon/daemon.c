@@ -58,7 +58,7 @@ static uint64_t on_tick(void *ctx, uint64_t now)
 		peers_expire(d->peers, now, PEER_MAX_AGE_NS);
 		d->next_expire = now + PEER_MAX_AGE_NS / 3;
 	}
-	next = clients_tick(d->clients, now);
+	next = min_ns(clients_tick(d->clients, now), peers_sweep(d->peers, now));
 	return min_ns(next, links_tick(d->links, now));
 }
 
@@ -276,15 +276,16 @@ static void make_parent(const char *path)
 static void reload(void *ctx);
 
 /* The client socket's callbacks: the clients module exists once the engine does. */
-static void *cl_open(void *ctx, int fd, const struct ucred *cred)
+static void *cl_open(void *ctx, int fd, const struct ucred *cred, unsigned same_uid)
 {
-	return clients_open(((struct mrocd *)ctx)->clients, fd, cred);
+	return clients_open(((struct mrocd *)ctx)->clients, fd, cred, same_uid);
 }
 
-static void cl_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
+static bool cl_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
 		   void *reply, size_t *reply_len)
 {
-	clients_msg(((struct mrocd *)ctx)->clients, client, msg, len, fds, nfds, reply, reply_len);
+	return clients_msg(((struct mrocd *)ctx)->clients, client, msg, len, fds, nfds, reply,
+			   reply_len);
 }
 
 static void cl_close(void *ctx, void *client)
@@ -378,6 +379,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		err = -EINVAL;
 		goto fail;
 	}
+	peers_set_engine(d->peers, d->eng);
 	d->links = links_create(d->eng, d->peers, cfg->network.peers.v, cfg->network.peers.n,
 				(uint8_t)cfg->transport.paths, (uint8_t)cfg->transport.mode);
 	if (!d->links) {
@@ -386,6 +388,8 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 	}
 	d->clients = clients_create(d->eng, d->peers, &(struct clients_limits){
 		.max_clients = cfg->limits.max_clients,
+		.max_per_uid = cfg->limits.max_clients_per_uid,
+		.allow_loopback = cfg->network.allow_loopback,
 		.max_qps = cfg->limits.max_qps_per_client,
 		.max_mrs = cfg->limits.max_mrs_per_client,
 		.max_total_qps = cfg->limits.max_qps,

@@ -16,6 +16,16 @@
 #include "engine.h"
 
 #define MROCD_SERVICE_CONTROL	0x6d726f6300000001ULL	/* "mroc", 1 */
+
+/*
+ * Service ids 0x6d726f63_00000000 .. _ffffffff ("mroc", n) are the daemons'
+ * own: clients may neither listen on them (and capture a peer daemon's
+ * control link) nor connect to them (and pose as a daemon).
+ */
+static inline bool mrocd_service_reserved(uint64_t service_id)
+{
+	return service_id >> 32 == MROCD_SERVICE_CONTROL >> 32;
+}
 #define LINKS_MAX		64
 
 struct peers;

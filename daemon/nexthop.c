@@ -188,6 +188,16 @@ int nexthops_err(const struct nexthops *t, uint32_t peer, unsigned port)
 	return e->last_err == -EAGAIN && e->tries < 10 ? 0 : e->last_err;
 }
 
+void nexthops_forget(struct nexthops *t, uint32_t peer)
+{
+	for (unsigned port = 0; port < t->nports; port++) {
+		struct entry *e = entry(t, peer, port);
+
+		if (e)
+			*e = (struct entry){ 0 };
+	}
+}
+
 void nexthops_expire(struct nexthops *t, uint64_t now, uint64_t max_age_ns)
 {
 	uint32_t n = peers_count(t->peers);

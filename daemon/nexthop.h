@@ -70,6 +70,8 @@ const struct nexthop *nexthops_get(struct nexthops *t, uint32_t peer, unsigned p
  * not, or while its neighbour is still being resolved (up to a second).
  */
 int nexthops_err(const struct nexthops *t, uint32_t peer, unsigned port);
+/* The peer table gave peer's handle up (peers_set_release_hook): forget its next hops. */
+void nexthops_forget(struct nexthops *t, uint32_t peer);
 /*
  * Forget resolutions older than max_age_ns (0: all of them, after a link
  * or route change) so that routes and MACs are learnt again.

@@ -1,14 +1,25 @@
 // SPDX-License-Identifier: MIT
 /*
  * The peer table: a dense array of peers indexed by handle, and an
- * open-addressing hash (linear probing, at most half full, no deletions so
- * no tombstones) from address to handle.  Next hops come from netlink.
+ * open-addressing hash (linear probing, at most half full, deletion by
+ * backward shift so no tombstones) from address to handle.  Next hops come
+ * from netlink.
+ *
+ * Entries leave the table (docs/ARCHITECTURE.md, "Peers"): a sweep every
+ * PEERS_SWEEP_NS asks the engine which handles its QPs use; a peer no QP
+ * uses goes after PEERS_UNPROVEN_NS if no QP ever used it (what a forged
+ * CONNECT_REQ leaves), after PEERS_IDLE_NS otherwise.  A full table evicts
+ * a peer no QP used at the last sweep and nothing asked for since, so a
+ * flood of forged requests holds it for one sweep at most.  Why that is
+ * safe: every reference the engine holds came from a handle this table
+ * handed out (peers_get_handle, peers_lookup), and handing one out marks it.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 
+#include "engine.h"
 #include "netlink.h"
 #include "nexthop.h"
 #include "peers.h"
@@ -17,10 +28,21 @@
 
 struct peers {
 	struct nl *nl;
-	uint32_t max, count;
+	uint32_t max, count;		/* count: live peers */
+	uint32_t limit;			/* every handle ever given out is below it */
 	uint32_t mask;			/* hash slots - 1 */
 	uint32_t *slots;		/* handle + 1; 0 = empty */
 	struct peer *peer;		/* [max] */
+	uint32_t *free;			/* released handles, reused first */
+	uint32_t nfree;
+	uint32_t hand;			/* where the next eviction search starts */
+	const struct engine *eng;	/* whose QPs hold references; NULL: none */
+	uint32_t *qpns;			/* scratch for the sweep */
+	int nqpns;
+	uint64_t now, next_sweep, last_refs;
+	void (*release)(void *ctx, uint32_t handle);
+	void *release_ctx;
+	struct peers_stats st;
 };
 
 struct peers *peers_create(uint32_t max, struct nl *nl)
@@ -39,7 +61,8 @@ struct peers *peers_create(uint32_t max, struct nl *nl)
 		goto err;
 	p->slots = calloc(nslots, sizeof(*p->slots));
 	p->peer = calloc(max, sizeof(*p->peer));
-	if (!p->slots || !p->peer)
+	p->free = calloc(max, sizeof(*p->free));
+	if (!p->slots || !p->peer || !p->free)
 		goto err_free;
 	p->nl = nl;
 	p->max = max;
@@ -49,6 +72,7 @@ struct peers *peers_create(uint32_t max, struct nl *nl)
 err_free:
 	free(p->slots);
 	free(p->peer);
+	free(p->free);
 	free(p);
 err:
 	errno = ENOMEM;
@@ -61,7 +85,20 @@ void peers_destroy(struct peers *p)
 		return;
 	free(p->slots);
 	free(p->peer);
+	free(p->free);
+	free(p->qpns);
 	free(p);
+}
+
+void peers_set_engine(struct peers *p, const struct engine *eng)
+{
+	p->eng = eng;
+}
+
+void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t handle), void *ctx)
+{
+	p->release = fn;
+	p->release_ctx = ctx;
 }
 
 /* The slot holding addr, or the empty slot where it would go. */
@@ -74,7 +111,37 @@ static uint32_t peers_slot(const struct peers *p, const struct mroc_addr *addr)
 	return i;
 }
 
-int peers_lookup(const struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
+/* Empty slot i, moving later entries of its run back so every lookup still finds them. */
+static void slot_delete(struct peers *p, uint32_t i)
+{
+	uint32_t j = i, h, home;
+
+	for (;;) {
+		j = (j + 1) & p->mask;
+		h = p->slots[j];
+		if (!h)
+			break;
+		home = addr_hash(&p->peer[h - 1].addr) & p->mask;
+		/* An entry whose home lies cyclically in (i, j] is where it belongs. */
+		if (i <= j ? i < home && home <= j : i < home || home <= j)
+			continue;
+		p->slots[i] = h;
+		i = j;
+	}
+	p->slots[i] = 0;
+}
+
+static void peer_release(struct peers *p, struct peer *pe)
+{
+	slot_delete(p, peers_slot(p, &pe->addr));
+	pe->live = false;
+	p->free[p->nfree++] = pe->handle;
+	p->count--;
+	if (p->release)
+		p->release(p->release_ctx, pe->handle);
+}
+
+int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
 {
 	uint32_t h;
 
@@ -83,42 +150,164 @@ int peers_lookup(const struct peers *p, const struct mroc_addr *addr, uint32_t *
 	h = p->slots[peers_slot(p, addr)];
 	if (!h)
 		return -ENOENT;
+	p->peer[h - 1].touched = true;
 	*handle = h - 1;
 	return 0;
+}
+
+/* Which handles the engine's QPs use now (every QP, whatever its state). */
+static void mark_refs(struct peers *p)
+{
+	int n;
+
+	for (uint32_t i = 0; i < p->limit; i++)
+		p->peer[i].referenced = false;
+	p->last_refs = p->now;
+	if (!p->eng)
+		return;
+	n = engine_qp_list(p->eng, p->qpns, p->nqpns);
+	if (n > p->nqpns) {
+		uint32_t *q = realloc(p->qpns, (size_t)n * sizeof(*q));
+
+		if (!q) {
+			/* Cannot tell: count every peer as used, evict nothing. */
+			for (uint32_t i = 0; i < p->limit; i++)
+				p->peer[i].referenced = true;
+			return;
+		}
+		p->qpns = q;
+		p->nqpns = n;
+		n = engine_qp_list(p->eng, p->qpns, p->nqpns);
+	}
+	for (int i = 0; i < n && i < p->nqpns; i++) {
+		struct engine_qp_info qi;
+
+		if (!engine_qp_info(p->eng, p->qpns[i], &qi) && qi.peer < p->limit &&
+		    (qi.state != ENGINE_QPS_IDLE && qi.state != ENGINE_QPS_LISTEN)) {
+			p->peer[qi.peer].referenced = true;
+			p->peer[qi.peer].proven = true;
+		}
+	}
+}
+
+/*
+ * A peer that no QP used at the last sweep and nobody asked for since:
+ * nothing can refer to it.  Searched from where the last search stopped.
+ */
+static struct peer *evictable(struct peers *p)
+{
+	for (uint32_t k = 0; k < p->limit; k++) {
+		struct peer *pe = &p->peer[(p->hand + k) % p->limit];
+
+		if (pe->live && !pe->referenced && !pe->touched) {
+			p->hand = (pe->handle + 1) % p->limit;
+			return pe;
+		}
+	}
+	return NULL;
+}
+
+static struct peer *new_peer(struct peers *p)
+{
+	struct peer *pe;
+
+	if (p->nfree)
+		return &p->peer[p->free[--p->nfree]];
+	if (p->limit < p->max)
+		return &p->peer[p->limit++];
+	pe = evictable(p);
+	/* None: a fresh look at the engine, at most every PEERS_REFS_MIN_NS. */
+	if (!pe && p->now - p->last_refs >= PEERS_REFS_MIN_NS) {
+		for (uint32_t i = 0; i < p->limit; i++)
+			p->peer[i].touched = false;
+		mark_refs(p);
+		pe = evictable(p);
+	}
+	if (!pe)
+		return NULL;
+	p->st.evicted++;
+	peer_release(p, pe);
+	return &p->peer[p->free[--p->nfree]];
 }
 
 int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
 {
 	struct peer *pe;
-	uint32_t i;
+	uint32_t i, h;
 
 	if (!addr_len(addr))
 		return -EINVAL;
 	i = peers_slot(p, addr);
 	if (p->slots[i]) {
+		p->peer[p->slots[i] - 1].touched = true;
 		*handle = p->slots[i] - 1;
 		return 0;
 	}
-	if (p->count == p->max)
+	pe = new_peer(p);
+	if (!pe) {
+		p->st.full++;
 		return -ENOSPC;
-	pe = &p->peer[p->count];
+	}
+	h = (uint32_t)(pe - p->peer);
 	memset(pe, 0, sizeof(*pe));
-	pe->handle = p->count;
+	pe->handle = h;
+	pe->live = true;
+	pe->touched = true;
+	pe->seen_ns = p->now;
 	pe->addr.family = addr->family;
 	memcpy(pe->addr.bytes, addr->bytes, addr_len(addr));
-	p->slots[i] = ++p->count;
-	*handle = pe->handle;
+	/* The eviction may have moved entries: find the empty slot again. */
+	p->slots[peers_slot(p, addr)] = h + 1;
+	p->count++;
+	p->st.added++;
+	*handle = h;
 	return 0;
+}
+
+uint64_t peers_sweep(struct peers *p, uint64_t now)
+{
+	p->now = now;
+	if (now < p->next_sweep)
+		return p->next_sweep;
+	p->next_sweep = now + PEERS_SWEEP_NS;
+	mark_refs(p);
+	for (uint32_t i = 0; i < p->limit; i++) {
+		struct peer *pe = &p->peer[i];
+		uint64_t idle;
+
+		if (!pe->live)
+			continue;
+		if (pe->touched || pe->referenced)
+			pe->seen_ns = now;
+		pe->touched = false;
+		idle = now - pe->seen_ns;
+		if (!pe->referenced &&
+		    idle >= (pe->proven ? PEERS_IDLE_NS : PEERS_UNPROVEN_NS)) {
+			p->st.aged_out++;
+			peer_release(p, pe);
+		}
+	}
+	return p->next_sweep;
 }
 
 struct peer *peers_get(struct peers *p, uint32_t handle)
 {
-	return handle < p->count ? &p->peer[handle] : NULL;
+	return handle < p->limit && p->peer[handle].live ? &p->peer[handle] : NULL;
 }
 
 uint32_t peers_count(const struct peers *p)
 {
+	return p->limit;
+}
+
+uint32_t peers_live(const struct peers *p)
+{
 	return p->count;
+}
+
+void peers_get_stats(const struct peers *p, struct peers_stats *out)
+{
+	*out = p->st;
 }
 
 /*
@@ -182,7 +371,7 @@ struct peer *peers_route(struct peers *p, uint32_t handle, uint64_t now)
 
 void peers_expire(struct peers *p, uint64_t now, uint64_t max_age_ns)
 {
-	for (uint32_t i = 0; i < p->count; i++) {
+	for (uint32_t i = 0; i < p->limit; i++) {
 		struct peer *pe = &p->peer[i];
 
 		if (pe->resolved && now - pe->resolved_at_ns >= max_age_ns) {

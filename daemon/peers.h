@@ -15,6 +15,7 @@
 #include "frame.h"
 
 struct nl;			/* netlink.h */
+struct engine;
 
 struct peer {
 	uint32_t handle;
@@ -29,6 +30,12 @@ struct peer {
 	uint64_t resolved_at_ns;
 	uint32_t tries;			/* failed resolutions since the last success */
 	int last_err;			/* why the last resolution failed (negative errno), 0 */
+	/* ageing (peers.c) */
+	bool live;			/* in the table (a released handle is not) */
+	bool touched;			/* handed out since the last sweep */
+	bool referenced;		/* a QP used it at the last sweep */
+	bool proven;			/* a QP used it at some sweep */
+	uint64_t seen_ns;		/* last sweep that found it touched or referenced */
 };
 
 struct peers;
@@ -37,18 +44,45 @@ struct peers;
 #define PEERS_BACKOFF_MIN_NS	1000000ull
 #define PEERS_BACKOFF_MAX_NS	1000000000ull
 
+/* Ageing (see peers.c): how often, and after how long unused a peer goes. */
+#define PEERS_SWEEP_NS		1000000000ull	/* 1 s */
+#define PEERS_UNPROVEN_NS	2000000000ull	/* no QP ever used it: 2 s */
+#define PEERS_IDLE_NS		60000000000ull	/* 1 min */
+#define PEERS_REFS_MIN_NS	10000000ull	/* full table: ask the engine at most every 10 ms */
+
+struct peers_stats {
+	uint64_t added;			/* peers that got a handle */
+	uint64_t aged_out;		/* released by the sweep */
+	uint64_t evicted;		/* released to make room in a full table */
+	uint64_t full;			/* refused: full, nothing to evict */
+};
+
 /*
- * A table for up to max peers (handles 0 .. max-1, in the order added).
+ * A table for up to max peers (handles 0 .. max-1; a released handle is
+ * given out again).
  * nl may be NULL (no AF_XDP: peers_route then always fails with
  * last_err -EOPNOTSUPP).  NULL with errno set on failure.
  */
 struct peers *peers_create(uint32_t max, struct nl *nl);
 void peers_destroy(struct peers *p);
-/* Handle for addr, adding it (unresolved) if new; -ENOSPC when full. */
+/* The engine whose QPs' peers must stay (NULL until it exists: then none do). */
+void peers_set_engine(struct peers *p, const struct engine *eng);
+/* fn(ctx, handle) when a handle is released: what is cached per handle goes too. */
+void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t handle), void *ctx);
+/*
+ * Handle for addr, adding it (unresolved) if new, evicting an unused peer
+ * when full; -ENOSPC when full of peers in use.
+ */
 int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
 /* Handle for addr without adding it; -ENOENT if unknown. */
-int peers_lookup(const struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
-/* NULL for an unknown handle. */
+int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
+/*
+ * Every tick of the worker: the clock for the table, and every
+ * PEERS_SWEEP_NS the sweep that releases unused peers.  Returns when it
+ * wants to run next.
+ */
+uint64_t peers_sweep(struct peers *p, uint64_t now);
+/* NULL for an unknown or released handle. */
 struct peer *peers_get(struct peers *p, uint32_t handle);
 /*
  * A peer we can send to now, resolving it through netlink first if needed
@@ -62,6 +96,10 @@ struct peer *peers_get(struct peers *p, uint32_t handle);
 struct peer *peers_route(struct peers *p, uint32_t handle, uint64_t now);
 /* Forget resolutions older than max_age_ns so routes and MACs are re-learnt. */
 void peers_expire(struct peers *p, uint64_t now, uint64_t max_age_ns);
+/* Every handle in use is below this (tables indexed by handle size on it). */
 uint32_t peers_count(const struct peers *p);
+/* Peers in the table now. */
+uint32_t peers_live(const struct peers *p);
+void peers_get_stats(const struct peers *p, struct peers_stats *out);
 
 #endif

@@ -12,13 +12,23 @@
  *                                   maximum as the completion channel and a doorbell
  *                                   drained behind the daemon's back, while error
  *                                   completions keep coming (the worker must not stall)
+ *   evil_client SOCKET limits       reserved service ids and addresses that are not
+ *                                   unicast refused (loopback too, by default)
+ *   evil_client SOCKET users N      N clients that complete HELLO, one after another:
+ *                                   prints how many were accepted and the error after
+ *   evil_client SOCKET idle N SECS  N connections that never speak, held SECS: prints
+ *                                   how many the daemon closed within 1 s (refused),
+ *                                   later (cut) and not at all (open)
+ *   evil_client ADMIN idle-admin N SECS   the same on the admin socket
  *
- * Exit 0 when the daemon behaved, 1 otherwise.
+ * Exit 0 when the daemon behaved, 1 otherwise (users and idle only report).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <arpa/inet.h>
+#include <time.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -86,14 +96,21 @@ static int sealed_memfd(size_t len)
 	return fd;
 }
 
-static void connect_to(const char *path)
+static int open_unix(const char *path, int type)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd;
 
 	CHECK(strlen(path) < sizeof(sa.sun_path), "socket path too long");
 	strcpy(sa.sun_path, path);
-	sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	CHECK(sock >= 0 && !connect(sock, (struct sockaddr *)&sa, sizeof(sa)), "connect %s", path);
+	fd = socket(AF_UNIX, type | SOCK_CLOEXEC, 0);
+	CHECK(fd >= 0 && !connect(fd, (struct sockaddr *)&sa, sizeof(sa)), "connect %s", path);
+	return fd;
+}
+
+static void connect_to(const char *path)
+{
+	sock = open_unix(path, SOCK_SEQPACKET);
 }
 
 static int garbage(void)
@@ -333,8 +350,123 @@ static int stall(int secs)
 	return 0;
 }
 
+/* ---- limits: what a client may not do ---------------------------------------------- */
+
+static int qp_connect(uint32_t qpn, int family, const char *addr, uint64_t service)
+{
+	uint8_t reply[MROC_MSG_MAX];
+	struct mroc_msg_qp_connect m = { .h.type = MROC_MSG_QP_CONNECT, .qpn = qpn,
+					 .family = (uint32_t)family, .service_id = service };
+
+	CHECK(inet_pton(family, addr, m.addr) == 1, "address %s", addr);
+	return request(&m, sizeof(m), NULL, 0, reply);
+}
+
+static int limits(void)
+{
+	static const char *const bad4[] = { "0.0.0.0", "255.255.255.255", "224.0.0.1",
+					    "239.1.2.3", "127.0.0.1", "127.1.2.3" };
+	static const char *const bad6[] = { "::", "::1", "ff02::1", "::ffff:127.0.0.1",
+					    "::ffff:255.255.255.255" };
+	uint8_t reply[MROC_MSG_MAX];
+	const uint64_t reserved = 0x6d726f6300000001ULL;	/* MROCD_SERVICE_CONTROL */
+	struct mroc_msg_qp_listen ql = { .h.type = MROC_MSG_QP_LISTEN };
+	struct stall_qp q, q2;
+
+	CHECK(hello(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)) == 0, "HELLO refused");
+	create_qp(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &q);
+	CHECK(q.status == 0, "QP_CREATE refused (%d)", q.status);
+	ql.qpn = q.qpn;
+	ql.service_id = reserved;
+	CHECK(request(&ql, sizeof(ql), NULL, 0, reply) == -EACCES,
+	      "LISTEN on the daemons' link service accepted");
+	ql.service_id = reserved + 41;	/* the whole "mroc" range is theirs */
+	CHECK(request(&ql, sizeof(ql), NULL, 0, reply) == -EACCES,
+	      "LISTEN on a reserved service accepted");
+	CHECK(qp_connect(q.qpn, AF_INET, "10.1.2.3", reserved) == -EACCES,
+	      "CONNECT to the daemons' link service accepted");
+	for (size_t i = 0; i < sizeof(bad4) / sizeof(bad4[0]); i++)
+		CHECK(qp_connect(q.qpn, AF_INET, bad4[i], 4242) == -EADDRNOTAVAIL,
+		      "CONNECT to %s accepted", bad4[i]);
+	for (size_t i = 0; i < sizeof(bad6) / sizeof(bad6[0]); i++)
+		CHECK(qp_connect(q.qpn, AF_INET6, bad6[i], 4242) == -EADDRNOTAVAIL,
+		      "CONNECT to %s accepted", bad6[i]);
+	/* The same QP may still listen on an ordinary service, another connect anywhere. */
+	ql.service_id = 4242;
+	CHECK(request(&ql, sizeof(ql), NULL, 0, reply) == 0, "LISTEN on service 4242 refused");
+	create_qp(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC), &q2);
+	CHECK(q2.status == 0, "second QP_CREATE refused (%d)", q2.status);
+	CHECK(qp_connect(q2.qpn, AF_INET, "192.0.2.7", 4242) == 0, "CONNECT to 192.0.2.7 refused");
+	printf("evil_client: reserved services and non-unicast addresses refused\n");
+	return 0;
+}
+
+/* ---- users, idle: what one user may hold ------------------------------------------- */
+
+static int users(const char *path, int n)
+{
+	int accepted = 0, err = 0;
+
+	for (int i = 0; i < n && !err; i++) {
+		connect_to(path);	/* sock: each client keeps its own, open until we exit */
+		err = hello(eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
+		accepted += !err;
+	}
+	printf("accepted=%d error=%d\n", accepted, err);
+	return 0;
+}
+
+static double mono_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static int idle(const char *path, int type, int n, int secs)
+{
+	struct pollfd *p = calloc((size_t)n, sizeof(*p));
+	int refused = 0, cut = 0, open = n;
+	double t0 = mono_s(), now;
+
+	CHECK(p, "calloc");
+	for (int i = 0; i < n; i++)
+		p[i] = (struct pollfd){ .fd = open_unix(path, type), .events = POLLIN };
+	while (open && (now = mono_s()) < t0 + secs) {
+		CHECK(poll(p, (nfds_t)n, 100) >= 0, "poll");
+		for (int i = 0; i < n; i++) {
+			char b[64];
+
+			if (p[i].fd < 0 || !p[i].revents)
+				continue;
+			if (recv(p[i].fd, b, sizeof(b), MSG_DONTWAIT) > 0)
+				continue;	/* (an answer: not ours to send) */
+			close(p[i].fd);
+			p[i].fd = -1;
+			open--;
+			if (now < t0 + 1)
+				refused++;
+			else
+				cut++;
+		}
+	}
+	printf("refused=%d cut=%d open=%d\n", refused, cut, open);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (argc == 3 && !strcmp(argv[2], "limits")) {
+		connect_to(argv[1]);
+		return limits();
+	}
+	if (argc == 4 && !strcmp(argv[2], "users"))
+		return users(argv[1], atoi(argv[3]));
+	if (argc == 5 && !strcmp(argv[2], "idle"))
+		return idle(argv[1], SOCK_SEQPACKET, atoi(argv[3]), atoi(argv[4]));
+	if (argc == 5 && !strcmp(argv[2], "idle-admin"))
+		return idle(argv[1], SOCK_STREAM, atoi(argv[3]), atoi(argv[4]));
 	if (argc == 2) {
 		connect_to(argv[1]);
 		return garbage();
@@ -343,6 +475,7 @@ int main(int argc, char **argv)
 		connect_to(argv[1]);
 		return stall(atoi(argv[3]));
 	}
-	fprintf(stderr, "usage: evil_client SOCKET [stall SECONDS]\n");
+	fprintf(stderr, "usage: evil_client SOCKET [stall SECS | limits | users N | idle N SECS]\n"
+			"       evil_client ADMIN idle-admin N SECS\n");
 	return 2;
 }

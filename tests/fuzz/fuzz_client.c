@@ -266,7 +266,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 static struct clients *clients_once(void)
 {
 	static const struct clients_limits lim = {
-		.max_clients = 4, .max_qps = 4, .max_mrs = 4, .max_mr_bytes = 1 << 20,
+		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_mrs = 4, .max_mr_bytes = 1 << 20,
 		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
 	};
 	static struct clients *cs;
@@ -297,7 +297,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n)
 	int fds_before = count_fds();
 
 	FUZZ_ASSERT(!socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.sock));
-	s.cl = clients_open(s.cs, s.sock[0], &cred);
+	s.cl = clients_open(s.cs, s.sock[0], &cred, 0);
 	FUZZ_ASSERT(s.cl);
 	while (n > 0) {
 		size_t used;

@@ -28,6 +28,8 @@ enum { CFG_DROP_PPM = 0, CFG_CE_PPM, CFG_VQ_RATE_KBPS, CFG_VQ_MARK_BYTES };
 enum { CNT_SEEN = 0, CNT_DROPPED, CNT_CE_MARKED, CNT_NOT_ECT };
 
 #define FRAME_LEN	1000
+/* A frame buffer whose IP header (after 14 bytes of Ethernet) is 4-byte aligned, as in a NIC's. */
+#define FRAME_BUF(name)	_Alignas(4) uint8_t name##_room[FRAME_LEN + 2]; uint8_t *name = name##_room + 2
 
 struct fx {
 	struct impair *skel;
@@ -109,8 +111,8 @@ static void frame(uint8_t *buf, uint8_t ecn)
 /* Run the program on one frame; returns its verdict, the output frame in out. */
 static int run(struct fx *f, uint8_t ecn, uint8_t *out)
 {
-	uint8_t in[FRAME_LEN];
-	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = sizeof(in),
+	FRAME_BUF(in);
+	LIBBPF_OPTS(bpf_test_run_opts, o, .data_in = in, .data_size_in = FRAME_LEN,
 		    .data_out = out, .data_size_out = FRAME_LEN);
 
 	frame(in, ecn);
@@ -130,7 +132,7 @@ static void reset(struct fx *f)
 static void test_clean_by_default(void **state)
 {
 	struct fx *f = *state;
-	uint8_t out[FRAME_LEN];
+	FRAME_BUF(out);
 
 	NEED_ROOT(state);
 	reset(f);
@@ -143,7 +145,7 @@ static void test_clean_by_default(void **state)
 static void test_blackhole_and_ce_all(void **state)
 {
 	struct fx *f = *state;
-	uint8_t out[FRAME_LEN];
+	FRAME_BUF(out);
 	struct iphdr *ip = (struct iphdr *)(out + ETH_HLEN);
 	uint64_t dropped, not_ect;
 
@@ -172,7 +174,7 @@ static void test_blackhole_and_ce_all(void **state)
 static void test_queue_threshold(void **state)
 {
 	struct fx *f = *state;
-	uint8_t out[FRAME_LEN];
+	FRAME_BUF(out);
 	struct iphdr *ip = (struct iphdr *)(out + ETH_HLEN);
 	int marked = 0, first = -1;
 

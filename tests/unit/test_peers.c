@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "engine.h"
 #include "netlink.h"
 #include "peers.h"
 
@@ -232,6 +233,152 @@ static void test_table_many(void **state)
 	a = addr("192.0.2.1");
 	assert_int_equal(peers_get_handle(p, &a, &h), -ENOSPC);
 	peers_destroy(p);
+}
+
+/* Address number i (10.1.x.y), for the ageing tests. */
+static struct mroc_addr addr_n(uint32_t i)
+{
+	struct mroc_addr a = { .family = AF_INET };
+
+	a.bytes[0] = 10;
+	a.bytes[1] = 1;
+	a.bytes[2] = (uint8_t)(i >> 8);
+	a.bytes[3] = (uint8_t)i;
+	return a;
+}
+
+#define SEC	1000000000ull
+
+/* Peers no QP ever used (forged CONNECT_REQs) leave after PEERS_UNPROVEN_NS; handles come back. */
+static void test_table_unproven_age_out(void **state)
+{
+	struct peers *p = peers_create(4, NULL);
+	struct peers_stats st;
+	struct mroc_addr a;
+	uint32_t h;
+
+	(void)state;
+	peers_sweep(p, SEC);
+	for (uint32_t i = 0; i < 4; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle(p, &a, &h), 0);
+	}
+	a = addr_n(4);
+	assert_int_equal(peers_get_handle(p, &a, &h), -ENOSPC);	/* all asked for just now */
+	peers_sweep(p, 2 * SEC);
+	assert_int_equal(peers_live(p), 4);
+	peers_sweep(p, 2 * SEC + PEERS_UNPROVEN_NS);
+	assert_int_equal(peers_live(p), 0);
+	for (uint32_t i = 0; i < 4; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_lookup(p, &a, &h), -ENOENT);
+		assert_null(peers_get(p, i));
+	}
+	peers_get_stats(p, &st);
+	assert_int_equal(st.aged_out, 4);
+	assert_int_equal(st.full, 1);
+	for (uint32_t i = 10; i < 14; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle(p, &a, &h), 0);
+		assert_in_range(h, 0, 3);		/* released handles, reused */
+	}
+	assert_int_equal(peers_count(p), 4);
+	peers_destroy(p);
+}
+
+/*
+ * A full table makes room from peers unused since the last sweep; the rest
+ * of the table (moved by the hash deletions) is still found.
+ */
+static void test_table_evict_when_full(void **state)
+{
+	const uint32_t n = 64;
+	struct peers *p = peers_create(n, NULL);
+	struct peers_stats st;
+	struct mroc_addr a;
+	uint32_t h, found = 0;
+
+	(void)state;
+	peers_sweep(p, SEC);
+	for (uint32_t i = 0; i < n; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle(p, &a, &h), 0);
+	}
+	peers_sweep(p, 2 * SEC);	/* no longer "just asked for"; not old enough to age */
+	assert_int_equal(peers_live(p), n);
+	for (uint32_t i = 1000; i < 1000 + n / 2; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle(p, &a, &h), 0);
+		assert_in_range(h, 0, n - 1);
+		assert_true(addr_eq(&peers_get(p, h)->addr, &a));
+	}
+	peers_sweep(p, 2 * SEC + 1);
+	assert_int_equal(peers_live(p), n);
+	for (uint32_t i = 1000; i < 1000 + n / 2; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_lookup(p, &a, &h), 0);
+		assert_true(addr_eq(&peers_get(p, h)->addr, &a));
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		a = addr_n(i);
+		if (!peers_lookup(p, &a, &h)) {
+			assert_true(addr_eq(&peers_get(p, h)->addr, &a));
+			found++;
+		}
+	}
+	assert_int_equal(found, n / 2);
+	peers_get_stats(p, &st);
+	assert_int_equal(st.evicted, n / 2);
+	peers_destroy(p);
+}
+
+static void count_release(void *ctx, uint32_t handle)
+{
+	(void)handle;
+	(*(unsigned *)ctx)++;
+}
+
+/* A peer a QP uses is never released, however full the table or old the peer. */
+static void test_table_referenced_stay(void **state)
+{
+	struct engine_config ec;
+	struct engine_qp_attr attr = { .pd = 1, .mode = MROC_MODE_METAROCE, .npaths = 2,
+				       .sq_depth = 16, .rq_depth = 16 };
+	struct engine *eng;
+	struct peers *p = peers_create(2, NULL);
+	struct mroc_addr a = addr_n(1), b;
+	uint32_t used, h, qpn;
+	unsigned released = 0;
+
+	(void)state;
+	engine_config_default(&ec);
+	ec.max_qps = 4;
+	eng = engine_create(&ec);
+	assert_non_null(eng);
+	peers_set_engine(p, eng);
+	peers_set_release_hook(p, count_release, &released);
+	peers_sweep(p, SEC);
+	assert_int_equal(peers_get_handle(p, &a, &used), 0);
+	assert_int_equal(engine_qp_create(eng, &attr, &qpn), 0);
+	assert_int_equal(engine_qp_connect(eng, qpn, used, 42, SEC), 0);
+	for (uint64_t t = 2; t < 200; t++) {
+		b = addr_n(100 + (uint32_t)t);
+		peers_sweep(p, t * SEC);
+		assert_int_equal(peers_get_handle(p, &b, &h), 0);	/* evicts the last one */
+		assert_int_not_equal(h, used);
+	}
+	peers_sweep(p, 1000 * SEC);
+	peers_sweep(p, 1000 * SEC + PEERS_UNPROVEN_NS);
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, used);
+	assert_int_equal(peers_live(p), 1);
+	assert_true(released >= 198);
+	engine_qp_destroy(eng, qpn);
+	peers_sweep(p, 1010 * SEC);
+	peers_sweep(p, 1010 * SEC + PEERS_IDLE_NS);
+	assert_int_equal(peers_live(p), 0);	/* its QP gone, it ages out too */
+	peers_destroy(p);
+	engine_destroy(eng);
 }
 
 /* Without netlink nothing resolves, with the usual backoff. */
@@ -755,6 +902,9 @@ int main(void)
 		cmocka_unit_test(test_table_add_lookup_full),
 		cmocka_unit_test(test_table_many),
 		cmocka_unit_test(test_table_no_netlink),
+		cmocka_unit_test(test_table_unproven_age_out),
+		cmocka_unit_test(test_table_evict_when_full),
+		cmocka_unit_test(test_table_referenced_stay),
 	};
 	const struct CMUnitTest ns_tests[] = {
 		cmocka_unit_test(test_nl_link_get),
