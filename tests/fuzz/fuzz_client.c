@@ -37,11 +37,16 @@
 
 static uint64_t now_ns = 1000000;
 
-/* The harness is the worker: calls run at once, on this thread. */
+/* The harness is the worker (worker.c is not linked): calls run at once, on this thread. */
 int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
 {
 	(void)w;
 	return fn(arg, now_ns);
+}
+
+uint64_t mrocd_now_ns(void)
+{
+	return now_ns;
 }
 
 struct fqp {
@@ -248,16 +253,17 @@ static size_t do_cqe(struct state *s, const uint8_t *d, size_t n)
 
 static size_t do_tick(struct state *s, const uint8_t *d, size_t n)
 {
-	int fds[16];
+	int fds[16], nfds;
 
 	if (n < 1)
 		return n;
 	now_ns += (uint64_t)d[0] * 1000000;
 	clients_tick(s->cs, now_ns);
-	clients_fds(s->cs, fds, 16);
+	nfds = clients_fds(s->cs, fds, 16);
+	for (int i = 0; i < nfds; i++)
+		clients_fd_ready(s->cs, i);	/* as if every doorbell rang */
 	if (!clients_may_sleep(s->cs))
 		clients_poll(s->cs, now_ns);
-	clients_woke(s->cs);
 	return 1;
 }
 
@@ -266,7 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 static struct clients *clients_once(void)
 {
 	static const struct clients_limits lim = {
-		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_mrs = 4, .max_mr_bytes = 1 << 20,
+		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_total_qps = 64, .max_mrs = 4, .max_mr_bytes = 1 << 20,
 		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
 	};
 	static struct clients *cs;
