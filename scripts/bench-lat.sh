@@ -341,14 +341,17 @@ tail -n +2 "$SUM" | cut -d, -f1-3 | awk '!seen[$0]++' | while IFS=, read -r topo
 	case $topo in fabric) path="fabric, $planes planes" ;; pair) path="veth pair" ;; pair-pinned) path="veth pair, workers on CPU 1, clients on CPU 0" ;; pair-nice) path="veth pair, mrocd at nice -5" ;; *) path=$topo ;; esac
 	for t in write_lat send_lat read_lat sockperf; do
 		for mode in poll sleep -; do
-			grep -q "^$topo,$planes,$ecn,idle,$t,$mode," "$SUM" || continue
-			echo "| $path | $ecn | $t | $mode | $(cell "$topo" "$planes" "$ecn" idle $t $mode) |" \
+			grep -q "^$topo,$planes,$ecn,[a-z]*,$t,$mode," "$SUM" || continue
+			echo "| $path | $ecn | $t | $mode |" \
+				"$(grep -q "^$topo,$planes,$ecn,idle,$t,$mode," "$SUM" && cell "$topo" "$planes" "$ecn" idle $t $mode || echo -) |" \
 				"$(grep -q "^$topo,$planes,$ecn,bw,$t,$mode," "$SUM" && cell "$topo" "$planes" "$ecn" bw $t $mode || echo -) |" \
 				"$(bwcell "$topo" "$planes" "$ecn") |"
 		done
 	done
 done
-if command -v gnuplot >/dev/null; then
+if ! grep -q ",idle," "$SUM" || ! grep -q ",bw," "$SUM"; then
+	log "no plot: it wants both loads (LOADS=\"idle bw\")"
+elif command -v gnuplot >/dev/null; then
 	(cd "$OUT" && gnuplot "$TOP/docs/perf/lat.gp") || log "gnuplot lat.gp failed"
 fi
 echo
