@@ -12,6 +12,7 @@
  *   links           control connections to other daemons
  *   qps             every QP with its paths and peer address ("qpn": N for one)
  *   config          the effective configuration text
+ *   reload          re-read the configuration file (as SIGHUP), answer when done
  */
 #include <errno.h>
 #include <net/if.h>
@@ -399,6 +400,16 @@ static json_t *reply_config(struct mrocd *d)
 	return o;
 }
 
+/* The answer comes after the reload: "ok" false with the file's error when it failed. */
+static json_t *reply_reload(struct mrocd *d)
+{
+	char why[512];
+
+	if (mrocd_reload(d, why, sizeof(why)))
+		return error_reply("reload failed, the running configuration stays: %s", why);
+	return json_pack("{s:b, s:s}", "ok", 1, "result", why);
+}
+
 /* ---- dispatch -------------------------------------------------------------------- */
 
 static const char *const snapshot_cmds[] = {
@@ -419,6 +430,8 @@ json_t *admin_handle(void *ctx, const json_t *req)
 		return error_reply("missing \"cmd\"");
 	if (!strcmp(cmd, "config"))
 		return reply_config(d);
+	if (!strcmp(cmd, "reload"))
+		return reply_reload(d);
 	for (c = snapshot_cmds; *c && strcmp(*c, cmd); c++)
 		;
 	if (!*c)

@@ -88,9 +88,9 @@ struct client {
 	uid_t uid;
 	int doorbell;			/* -1 until HELLO */
 	struct cmr *mrs;
-	uint32_t nmrs;
+	uint32_t nmrs, mrs_cap;		/* mrs_cap: max_mrs when it connected */
 	struct cqp **qps;
-	uint32_t nqps;
+	uint32_t nqps, qps_cap;
 	uint64_t mr_bytes;
 	uint32_t bad_wrs;		/* worker */
 	uint32_t loop_wrs;		/* worker: taken in loop number loop */
@@ -111,15 +111,16 @@ struct clients {
 	struct engine *eng;
 	struct peers *peers;
 	struct worker *worker;
-	struct clients_limits lim;
+	struct clients_limits lim;	/* control thread: clients_set_limits */
+	uint32_t max_total_qps;		/* the engine's QP table */
 	uint32_t nclients, next_id;	/* control thread */
 	/* Worker from here. */
 	uint64_t loop;			/* clients_poll calls */
 	struct evfd_signaller *sig;	/* completion channels */
 	struct qpmap map;		/* qpn -> struct cqp */
-	struct cqp **active;		/* lim.max_total_qps */
+	struct cqp **active;		/* max_total_qps */
 	uint32_t nactive, sweep;	/* sweep: next cold QP to look at */
-	struct cqp **hot;		/* lim.max_total_qps */
+	struct cqp **hot;		/* max_total_qps */
 	uint32_t nhot, hot_next;
 	struct client *wcl[MAX_CLIENTS];	/* clients with a doorbell */
 	uint32_t nwcl;
@@ -131,11 +132,11 @@ struct clients {
 	struct clients_stats st;	/* worker (clients/qps/mrs counts too) */
 };
 
-struct clients *clients_create(struct engine *eng, struct peers *peers,
+struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t max_total_qps,
 			       const struct clients_limits *lim)
 {
 	struct clients *cs = calloc(1, sizeof(*cs));
-	uint32_t n = lim->max_total_qps;
+	uint32_t n = max_total_qps;
 
 	if (!cs)
 		return NULL;
@@ -145,7 +146,8 @@ struct clients *clients_create(struct engine *eng, struct peers *peers,
 	}
 	cs->eng = eng;
 	cs->peers = peers;
-	cs->lim = *lim;
+	cs->max_total_qps = n;
+	clients_set_limits(cs, lim);
 	cs->next_id = 1;	/* pd 0 is the daemon's own (control links) */
 	cs->active = calloc(n, sizeof(*cs->active));
 	cs->hot = calloc(n, sizeof(*cs->hot));
@@ -157,6 +159,11 @@ struct clients *clients_create(struct engine *eng, struct peers *peers,
 		return NULL;
 	}
 	return cs;
+}
+
+void clients_set_limits(struct clients *cs, const struct clients_limits *lim)
+{
+	cs->lim = *lim;
 }
 
 void clients_set_worker(struct clients *cs, struct worker *w)
@@ -182,7 +189,7 @@ void clients_destroy(struct clients *cs)
 
 static void zombify(struct clients *cs, uint32_t qpn, uint64_t now)
 {
-	uint32_t size = cs->lim.max_total_qps;
+	uint32_t size = cs->max_total_qps;
 	struct zombie *z;
 
 	engine_qp_disconnect(cs->eng, qpn, now);
@@ -525,7 +532,7 @@ bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now
 
 uint64_t clients_tick(struct clients *cs, uint64_t now)
 {
-	uint32_t size = cs->lim.max_total_qps;
+	uint32_t size = cs->max_total_qps;
 
 	for (uint32_t i = 0; i < cs->nreap; i++)
 		engine_qp_destroy(cs->eng, cs->reap[i]);
@@ -627,7 +634,7 @@ static int op_qp_create(void *arg, uint64_t now)
 	struct client *cl = o->cl;
 	int err;
 
-	if (cs->nactive == cs->lim.max_total_qps)
+	if (cs->nactive == cs->max_total_qps)
 		return -ENOSPC;
 	err = engine_qp_create(cs->eng, &o->attr, &q->qpn);
 	if (err)
@@ -777,8 +784,10 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred, unsigned same_ui
 
 	cl = calloc(1, sizeof(*cl));
 	if (cl) {
-		cl->mrs = calloc(cs->lim.max_mrs, sizeof(*cl->mrs));
-		cl->qps = calloc(cs->lim.max_qps, sizeof(*cl->qps));
+		cl->mrs_cap = cs->lim.max_mrs;
+		cl->qps_cap = cs->lim.max_qps;
+		cl->mrs = calloc(cl->mrs_cap, sizeof(*cl->mrs));
+		cl->qps = calloc(cl->qps_cap, sizeof(*cl->qps));
 	}
 	if (!cl || !cl->mrs || !cl->qps) {
 		if (cl) {
@@ -890,8 +899,8 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	fds[0] = -1;
 	r->abi_version = MROC_ABI_VERSION;
 	r->client_id = cl->id;
-	r->max_qps = cs->lim.max_qps;
-	r->max_mrs = cs->lim.max_mrs;
+	r->max_qps = cl->qps_cap < cs->lim.max_qps ? cl->qps_cap : cs->lim.max_qps;
+	r->max_mrs = cl->mrs_cap < cs->lim.max_mrs ? cl->mrs_cap : cs->lim.max_mrs;
 	r->max_mr_bytes = cs->lim.max_mr_bytes;
 	r->max_sq_depth = cs->lim.max_sq_depth;
 	r->max_rq_depth = cs->lim.max_rq_depth;
@@ -907,7 +916,8 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 
 	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL))
 		return -EINVAL;
-	if (cl->nmrs >= cs->lim.max_mrs || cl->mr_bytes + m->len > cs->lim.max_mr_bytes)
+	if (cl->nmrs >= cs->lim.max_mrs || cl->nmrs >= cl->mrs_cap ||
+	    cl->mr_bytes + m->len > cs->lim.max_mr_bytes)
 		return -EDQUOT;
 	err = check_memfd(fds[0], m->len);
 	if (err)
@@ -1000,12 +1010,13 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	struct cqp *q;
 	int err;
 
-	if (nfds != 2 || m->mode > MROC_QP_ROCEV2 || m->paths > MROC_MAX_PATHS ||
+	if (nfds != 2 || (m->mode > MROC_QP_ROCEV2 && m->mode != MROC_QP_DEFAULT) ||
+	    m->paths > MROC_MAX_PATHS ||
 	    !pow2(m->sq_entries) || !pow2(m->rq_entries) || !pow2(m->cq_entries) ||
 	    m->sq_entries > cs->lim.max_sq_depth || m->rq_entries > cs->lim.max_rq_depth ||
 	    (uint64_t)m->cq_entries < (uint64_t)m->sq_entries + m->rq_entries + CQ_EVENT_ROOM)
 		return -EINVAL;
-	if (cl->nqps >= cs->lim.max_qps)
+	if (cl->nqps >= cs->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
@@ -1024,7 +1035,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	o.q = q;
 	o.attr = (struct engine_qp_attr){
 		.pd = cl->id,
-		.mode = m->mode,
+		.mode = m->mode == MROC_QP_DEFAULT ? cs->lim.default_mode : m->mode,
 		.npaths = m->paths ? m->paths : (uint8_t)cs->lim.default_paths,
 		/* The engine's limit (sq + reads <= 1024) may be below the ring's size. */
 		.sq_depth = m->sq_entries < 1008 ? m->sq_entries : 1008,

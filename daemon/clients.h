@@ -29,19 +29,31 @@ struct clients;
 struct peers;
 struct worker;
 
+/*
+ * The clients' settings (limits.*, network.allow_loopback, transport.paths
+ * and transport.mode): set by clients_set_limits, on the control thread, at
+ * start and by the daemon's reload hook (max_per_uid and allow_loopback are
+ * not [reload] keys: they keep their start-up values).  New clients get arrays for max_qps and max_mrs;
+ * live ones keep theirs, so a higher per-client limit reaches new clients
+ * and a lower one every client's next QP or region.  default_paths and
+ * default_mode are those of QPs whose application leaves them to mrocd
+ * (paths 0, mode MROC_QP_DEFAULT).
+ */
 struct clients_limits {
 	uint32_t max_clients, max_qps, max_mrs;	/* max_qps/mrs: per client */
-	uint32_t max_total_qps;			/* the engine's QP table */
 	uint32_t max_per_uid;			/* clients of one user */
 	bool allow_loopback;			/* QP_CONNECT to 127/8, ::1 */
 	uint64_t max_mr_bytes;
 	uint32_t max_sq_depth, max_rq_depth;
 	uint32_t default_paths;
-	uint8_t default_mode;
+	uint8_t default_mode;			/* enum mroc_mode */
 };
 
-struct clients *clients_create(struct engine *eng, struct peers *peers,
+/* max_total_qps: the engine's QP table (limits.max_qps, fixed). */
+struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t max_total_qps,
 			       const struct clients_limits *lim);
+/* Control thread. */
+void clients_set_limits(struct clients *cs, const struct clients_limits *lim);
 /* The worker exists only after the engine: set it before the control loop runs. */
 void clients_set_worker(struct clients *cs, struct worker *w);
 void clients_destroy(struct clients *cs);

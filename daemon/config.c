@@ -1433,6 +1433,20 @@ size_t config_diff_reload(const struct mrocd_config *old, const struct mrocd_con
 	return diff(old, new, true, names, max);
 }
 
+size_t config_reload_keys(const char **names, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; i < NKEYS; i++) {
+		if (!(config_keys[i].flags & CONFIG_F_RELOAD))
+			continue;
+		if (n < max)
+			names[n] = config_keys[i].name;
+		n++;
+	}
+	return n;
+}
+
 void config_apply_reload(struct mrocd_config *running, const struct mrocd_config *next)
 {
 	for (size_t i = 0; i < NKEYS; i++) {

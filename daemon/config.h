@@ -183,6 +183,8 @@ size_t config_diff_restart(const struct mrocd_config *old, const struct mrocd_co
 			   const char **names, size_t max);
 size_t config_diff_reload(const struct mrocd_config *old, const struct mrocd_config *new,
 			  const char **names, size_t max);
+/* The names of the keys a reload applies (table order), count as above. */
+size_t config_reload_keys(const char **names, size_t max);
 /* Copy the reloadable keys of next into running; the others stay. */
 void config_apply_reload(struct mrocd_config *running, const struct mrocd_config *next);
 

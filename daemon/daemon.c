@@ -9,6 +9,7 @@
 #include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -274,6 +275,8 @@ static void make_parent(const char *path)
 }
 
 static void reload(void *ctx);
+static void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l);
+static int apply_worker_side(void *arg, uint64_t now);
 
 /* The client socket's callbacks: the clients module exists once the engine does. */
 static void *cl_open(void *ctx, int fd, const struct ucred *cred, unsigned same_uid)
@@ -340,6 +343,7 @@ static void raise_nofile(void)
 int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mrocd **out)
 {
 	struct mrocd *d = calloc(1, sizeof(*d));
+	struct clients_limits lim;
 	struct worker_cfg wc;
 	int err;
 
@@ -380,29 +384,19 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		goto fail;
 	}
 	peers_set_engine(d->peers, d->eng);
-	d->links = links_create(d->eng, d->peers, cfg->network.peers.v, cfg->network.peers.n,
-				(uint8_t)cfg->transport.paths, (uint8_t)cfg->transport.mode);
+	d->links = links_create(d->eng, d->peers, cfg->network.peers.v, cfg->network.peers.n);
 	if (!d->links) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	d->clients = clients_create(d->eng, d->peers, &(struct clients_limits){
-		.max_clients = cfg->limits.max_clients,
-		.max_per_uid = cfg->limits.max_clients_per_uid,
-		.allow_loopback = cfg->network.allow_loopback,
-		.max_qps = cfg->limits.max_qps_per_client,
-		.max_mrs = cfg->limits.max_mrs_per_client,
-		.max_total_qps = cfg->limits.max_qps,
-		.max_mr_bytes = cfg->limits.max_mr_bytes_per_client,
-		.max_sq_depth = cfg->limits.max_sq_depth,
-		.max_rq_depth = cfg->limits.max_rq_depth,
-		.default_paths = cfg->transport.paths,
-		.default_mode = (uint8_t)cfg->transport.mode,
-	});
+	clients_limits_of(&d->cfg, &lim);
+	d->clients = clients_create(d->eng, d->peers, cfg->limits.max_qps, &lim);
 	if (!d->clients) {
 		err = -ENOMEM;
 		goto fail;
 	}
+	/* No worker thread yet: the worker's side of the runtime values is set from here. */
+	apply_worker_side(d, 0);
 	wc = (struct worker_cfg){
 		.eng = d->eng,
 		.be = d->be,
@@ -501,35 +495,111 @@ void mrocd_stop(struct mrocd *d)
 
 /* ---- reload -------------------------------------------------------------------- */
 
-static int apply_busy_poll(void *arg, uint64_t now)
+/*
+ * The [reload] keys (config.c's table) reach their owners in one place,
+ * the same at start and at every reload, never from a copy made at start:
+ *   daemon.log_level              log_set_level (here)
+ *   limits.*, transport.paths/mode  clients_set_limits (control thread: here)
+ *   transport.paths/mode          links_set_qp_defaults (worker thread)
+ *   daemon.busy_poll_us           worker_set_busy_poll (worker thread)
+ * The worker's part runs through worker_call once the worker runs (before,
+ * directly): the control thread waits meanwhile, so d->cfg is not written
+ * while the worker reads it.
+ */
+static void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l)
+{
+	*l = (struct clients_limits){
+		.max_clients = c->limits.max_clients,
+		.max_per_uid = c->limits.max_clients_per_uid,
+		.allow_loopback = c->network.allow_loopback,
+		.max_qps = c->limits.max_qps_per_client,
+		.max_mrs = c->limits.max_mrs_per_client,
+		.max_mr_bytes = c->limits.max_mr_bytes_per_client,
+		.max_sq_depth = c->limits.max_sq_depth,
+		.max_rq_depth = c->limits.max_rq_depth,
+		.default_paths = c->transport.paths,
+		.default_mode = (uint8_t)c->transport.mode,
+	};
+}
+
+static int apply_worker_side(void *arg, uint64_t now)
 {
 	struct mrocd *d = arg;
 
-	worker_set_busy_poll(d->worker, d->cfg.daemon.busy_poll_us);
+	links_set_qp_defaults(d->links, (uint8_t)d->cfg.transport.paths,
+			      (uint8_t)d->cfg.transport.mode);
+	if (d->worker)
+		worker_set_busy_poll(d->worker, d->cfg.daemon.busy_poll_us);
 	(void)now;
+	return 0;
+}
+
+static void apply_runtime(struct mrocd *d)
+{
+	struct clients_limits lim;
+
+	log_set_level(d->cfg.daemon.log_level);
+	clients_limits_of(&d->cfg, &lim);
+	clients_set_limits(d->clients, &lim);
+	worker_call(d->worker, apply_worker_side, d);
+}
+
+static uint64_t monotonic_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* ", N what (a b)" into why at *off: the names as far as they fit. */
+static void say_keys(char *why, size_t n, size_t *off, const char *what, const char **names,
+		     size_t k)
+{
+	int w;
+
+	w = snprintf(why + *off, n - *off, "%s%zu %s", *off ? ", " : "", k, what);
+	for (size_t i = 0; w > 0 && i < k && i < 64; i++) {
+		*off += (size_t)w < n - *off ? (size_t)w : n - *off - 1;
+		w = snprintf(why + *off, n - *off, "%s%s%s", i ? " " : " (", names[i],
+			     i + 1 == k || i + 1 == 64 ? ")" : "");
+	}
+	if (w > 0)
+		*off += (size_t)w < n - *off ? (size_t)w : n - *off - 1;
+}
+
+int mrocd_reload(struct mrocd *d, char *why, size_t n)
+{
+	struct mrocd_config next;
+	const char *names[64];
+	size_t k, off = 0;
+
+	/* systemd shows "reloading" until READY=1 (MONOTONIC_USEC: which reload this is). */
+	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
+		   (unsigned long long)monotonic_usec(), d->cfg_path);
+	if (config_load(d->cfg_path, &next, why, n)) {
+		pr_err("reload failed, the running configuration stays: %s", why);
+		sd_notifyf(0, "READY=1\nSTATUS=reload failed, the running configuration stays: %s",
+			   why);
+		return -EINVAL;
+	}
+	k = config_diff_reload(&d->cfg, &next, names, 64);
+	for (size_t i = 0; i < k && i < 64; i++)
+		pr_info("reload: %s applied", names[i]);
+	say_keys(why, n, &off, "applied", names, k);
+	k = config_diff_restart(&d->cfg, &next, names, 64);
+	for (size_t i = 0; i < k && i < 64; i++)
+		pr_warn("reload: %s changed: needs a restart to take effect", names[i]);
+	say_keys(why, n, &off, "need a restart", names, k);
+	config_apply_reload(&d->cfg, &next);
+	apply_runtime(d);
+	sd_notifyf(0, "READY=1\nSTATUS=configuration reloaded: %s", why);
 	return 0;
 }
 
 static void reload(void *ctx)
 {
-	struct mrocd *d = ctx;
-	struct mrocd_config next;
-	const char *names[32];
-	char err[256];
-	size_t n;
+	char why[512];
 
-	if (config_load(d->cfg_path, &next, err, sizeof(err))) {
-		pr_err("reload: %s (keeping the running configuration)", err);
-		return;
-	}
-	n = config_diff_restart(&d->cfg, &next, names, 32);
-	for (size_t i = 0; i < n && i < 32; i++)
-		pr_warn("reload: %s changed: needs a restart to take effect", names[i]);
-	n = config_diff_reload(&d->cfg, &next, names, 32);
-	for (size_t i = 0; i < n && i < 32; i++)
-		pr_info("reload: %s applied", names[i]);
-	config_apply_reload(&d->cfg, &next);
-	log_set_level(d->cfg.daemon.log_level);
-	worker_call(d->worker, apply_busy_poll, d);
-	sd_notify(0, "STATUS=configuration reloaded");
+	mrocd_reload(ctx, why, sizeof(why));
 }

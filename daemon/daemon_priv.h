@@ -44,6 +44,13 @@ struct mrocd {
 	uint64_t next_expire;		/* worker: next peers_expire */
 };
 
+/*
+ * Re-read the configuration file and apply its [reload] keys (SIGHUP, the
+ * admin command "reload"; control thread).  0 with a summary in why, or
+ * -EINVAL with the file's error in why: the running configuration stays.
+ */
+int mrocd_reload(struct mrocd *d, char *why, size_t n);
+
 /* admin.c: answer one admin request (ctl.c's handle callback, ctx = struct mrocd). */
 json_t *admin_handle(void *ctx, const json_t *req);
 

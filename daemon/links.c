@@ -21,7 +21,7 @@ struct link {
 struct links {
 	struct engine *eng;
 	struct peers *peers;
-	uint8_t npaths, mode;
+	uint8_t npaths, mode;		/* links_set_qp_defaults */
 	uint32_t listen_qpn;		/* 0 = none yet */
 	uint64_t listen_retry_at;
 	struct link l[LINKS_MAX];	/* outgoing ones first, in config order */
@@ -43,7 +43,7 @@ static int new_qp(struct links *ls, uint32_t *qpn)
 }
 
 struct links *links_create(struct engine *eng, struct peers *peers, const struct mroc_addr *addrs,
-			   unsigned n, uint8_t npaths, uint8_t mode)
+			   unsigned n)
 {
 	struct links *ls;
 
@@ -54,8 +54,7 @@ struct links *links_create(struct engine *eng, struct peers *peers, const struct
 		return NULL;
 	ls->eng = eng;
 	ls->peers = peers;
-	ls->npaths = npaths;
-	ls->mode = mode;
+	ls->npaths = 1;
 	for (unsigned i = 0; i < n; i++) {
 		ls->l[i].used = true;
 		ls->l[i].info.addr = addrs[i];
@@ -64,6 +63,12 @@ struct links *links_create(struct engine *eng, struct peers *peers, const struct
 	}
 	ls->nout = n;
 	return ls;
+}
+
+void links_set_qp_defaults(struct links *ls, uint8_t npaths, uint8_t mode)
+{
+	ls->npaths = npaths;
+	ls->mode = mode;
 }
 
 void links_destroy(struct links *ls)

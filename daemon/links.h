@@ -43,7 +43,13 @@ struct link_info {
 };
 
 struct links *links_create(struct engine *eng, struct peers *peers, const struct mroc_addr *addrs,
-			   unsigned n, uint8_t npaths, uint8_t mode);
+			   unsigned n);
+/*
+ * Paths and mode of the QPs created from now on (transport.paths and
+ * transport.mode, [reload]): set before the first links_tick and by the
+ * daemon's reload hook.  Links already up keep theirs.
+ */
+void links_set_qp_defaults(struct links *l, uint8_t npaths, uint8_t mode);
 void links_destroy(struct links *l);
 /* Start due (re)connections; returns the next time it wants to run. */
 uint64_t links_tick(struct links *l, uint64_t now);

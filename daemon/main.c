@@ -77,7 +77,15 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (check) {
+		const char *names[64];
+		size_t n = config_reload_keys(names, 64);
+
 		printf("%s: configuration is valid\n", path);
+		/* What an operator may change on a running daemon, and what not. */
+		printf("a reload (SIGHUP, systemctl reload, mroc-cli config reload) applies:");
+		for (size_t i = 0; i < n && i < 64; i++)
+			printf(" %s", names[i]);
+		printf("\nevery other key needs a restart\n");
 		return 0;
 	}
 	if (dump)

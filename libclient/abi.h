@@ -69,7 +69,7 @@ struct mroc_msg_mr_dereg {
 
 struct mroc_msg_qp_create {
 	struct mroc_msg_hdr h;
-	uint8_t mode;			/* enum mroc_qp_mode */
+	uint8_t mode;			/* enum mroc_qp_mode, MROC_QP_DEFAULT: mrocd's */
 	uint8_t paths;			/* 0 = daemon default */
 	uint16_t rsvd;
 	uint32_t sq_entries;		/* ring sizes (powers of two), as laid out in the region */

@@ -42,7 +42,7 @@ static int qp_sizes(const struct mroc_ctx *ctx, const struct mroc_qp_attr *attr,
 		return -EINVAL;
 	s->mode = LIBMROC_OPT(attr, mode, MROC_QP_METAROCE);
 	s->paths = LIBMROC_OPT(attr, paths, 0);
-	if (s->mode > MROC_QP_ROCEV2 || s->paths > 16)
+	if ((s->mode > MROC_QP_ROCEV2 && s->mode != MROC_QP_DEFAULT) || s->paths > 16)
 		return -EINVAL;
 	if (sq_depth > MAX_ENTRIES || rq_depth > MAX_ENTRIES)
 		return -EINVAL;

@@ -76,7 +76,7 @@ static const struct opt_desc opt_table[] = {
 	{ "duration", 'D', "SEC", "run for SEC seconds instead of -n" },
 	{ "qp", 'q', "N", "QPs, 1..4096 (default 1; latency tests: 1)" },
 	{ "paths", OPT_PATHS, "N", "paths per QP, 1..16 (default: mrocd's)" },
-	{ "mode", OPT_MODE, "MODE", "metaroce (default) or rocev2" },
+	{ "mode", OPT_MODE, "MODE", "metaroce or rocev2 (default: mrocd's transport.mode)" },
 	{ "tx-depth", 't', "N", "work requests outstanding per QP (default 128 bw, 1 lat)" },
 	{ "rx-depth", 'r', "N", "receives posted per QP, send_bw (default 512)" },
 	{ "cq-mod", 'Q', "N", "a completion every N work requests, bw tests (default 100)" },
@@ -197,12 +197,15 @@ static int parse_one(struct perf_opts *o, int c, const char *arg)
 		o->paths = (unsigned int)v;
 		break;
 	case OPT_MODE:
-		if (!strcmp(arg, "metaroce"))
+		if (!strcmp(arg, "default"))
+			o->mode = MROC_QP_DEFAULT;
+		else if (!strcmp(arg, "metaroce"))
 			o->mode = MROC_QP_METAROCE;
 		else if (!strcmp(arg, "rocev2"))
 			o->mode = MROC_QP_ROCEV2;
 		else
-			err = (fprintf(stderr, "mroc-perf: --mode %s: metaroce or rocev2\n", arg),
+			err = (fprintf(stderr, "mroc-perf: --mode %s: metaroce, rocev2 or default\n",
+				       arg),
 			       -EINVAL);
 		break;
 	case 't':
@@ -405,7 +408,7 @@ int main(int argc, char **argv)
 		.rx_depth = 512,
 		.cq_mod = 100,
 		.timeout_s = 10,
-		.mode = MROC_QP_METAROCE,
+		.mode = MROC_QP_DEFAULT,	/* as --paths: mrocd's */
 	};
 	struct oob_params p = { 0 };
 	char why[OOB_TEXT];

@@ -98,7 +98,7 @@ int perf_params_check(const struct oob_params *p, char *why, size_t n)
 				p->version, OOB_VERSION), -EPROTO;
 	if (!t)
 		return snprintf(why, n, "unknown test %u", p->test), -EINVAL;
-	if (p->mode > MROC_QP_ROCEV2)
+	if (p->mode > MROC_QP_ROCEV2 && p->mode != MROC_QP_DEFAULT)
 		return snprintf(why, n, "unknown mode %u", p->mode), -EINVAL;
 	if (p->paths > 16)
 		return snprintf(why, n, "--paths %u: 1..16", p->paths), -EINVAL;
@@ -277,7 +277,7 @@ static void perf_report_init(struct perf *pf)
 		.side = pf->server ? "server" : "client",
 		.lat = pf->t->lat,
 		.qps = pf->p.qps,
-		.mode = modes[pf->p.mode],
+		.mode = pf->p.mode <= MROC_QP_ROCEV2 ? modes[pf->p.mode] : "mrocd's",
 		.paths = pf->p.paths,
 		.tx_depth = pf->t->lat ? 1 : pf->p.tx_depth,
 		.rx_depth = pf->recv_slots,

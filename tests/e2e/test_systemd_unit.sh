@@ -27,7 +27,8 @@ installed=$DEST/lib/systemd/system/mrocd.service
 # The unit as installed, but ExecStart on the binary installed in DESTDIR (verify
 # checks that it is executable); nothing else changes.
 unit=$WORK/mrocd.service
-sed "s|^ExecStart=/usr/sbin/mrocd |ExecStart=$DEST/usr/sbin/mrocd |" "$installed" >"$unit"
+sed -e "s|^ExecStart=/usr/sbin/mrocd |ExecStart=$DEST/usr/sbin/mrocd |" \
+    -e "s|^ExecReload=/usr/bin/mroc-cli |ExecReload=$DEST/usr/bin/mroc-cli |" "$installed" >"$unit"
 grep -q "^ExecStart=$DEST/usr/sbin/mrocd -c /etc/mroc/mrocd.conf\$" "$unit" ||
 	fail "unexpected ExecStart in the installed unit: $(grep ExecStart= "$installed")"
 
@@ -54,7 +55,7 @@ ok "systemd-analyze verify: no message about mrocd.service (ExecStart, ExecReloa
 
 # What the unit must keep (issue 5): a notify service with watchdog, reload, restart and
 # runtime directory; group mroc; the capability set; no privilege escalation.
-for d in 'Type=notify' 'ExecReload=/bin/kill -HUP $MAINPID' 'WatchdogSec=10s' \
+for d in 'Type=notify' "ExecReload=$DEST/usr/bin/mroc-cli config reload" 'WatchdogSec=10s' \
 	 'Restart=on-failure' 'RuntimeDirectory=mroc' 'Group=mroc' 'NoNewPrivileges=yes' \
 	 'LimitMEMLOCK=infinity' 'ProtectSystem=strict' \
 	 'RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK AF_XDP' \

@@ -272,7 +272,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *d, size_t n);
 static struct clients *clients_once(void)
 {
 	static const struct clients_limits lim = {
-		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_total_qps = 64, .max_mrs = 4, .max_mr_bytes = 1 << 20,
+		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_mrs = 4, .max_mr_bytes = 1 << 20,
 		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
 	};
 	static struct clients *cs;
@@ -290,7 +290,7 @@ static struct clients *clients_once(void)
 	eng = engine_create(&ec);
 	peers = peers_create(16, NULL);
 	FUZZ_ASSERT(eng && peers);
-	cs = clients_create(eng, peers, &lim);
+	cs = clients_create(eng, peers, 64, &lim);
 	FUZZ_ASSERT(cs);
 	return cs;
 }

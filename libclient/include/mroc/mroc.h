@@ -122,11 +122,12 @@ uint32_t mroc_mr_rkey(const struct mroc_mr *mr);
 enum mroc_qp_mode {
 	MROC_QP_METAROCE = 0,		/* multipath, SACK, selective retransmission */
 	MROC_QP_ROCEV2 = 1,		/* baseline: one path, in order, go-back-N */
+	MROC_QP_DEFAULT = 0xff,		/* mrocd's transport.mode when the QP is created */
 };
 
 struct mroc_qp_attr {
 	size_t sz;			/* sizeof(struct mroc_qp_attr) */
-	uint8_t mode;			/* enum mroc_qp_mode */
+	uint8_t mode;			/* enum mroc_qp_mode (0: METAROCE) */
 	uint8_t paths;			/* 1..16; 0 = the daemon's default */
 	uint32_t sq_depth;		/* send work requests outstanding; 0 = 256 */
 	uint32_t rq_depth;		/* receives posted; 0 = 256 */
