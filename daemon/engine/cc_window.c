@@ -93,8 +93,19 @@ static void mr_on_round(const struct engine *eng, struct path *p, uint32_t ce_fr
 		return;		/* a loss already halved it this round */
 	/* ECN cuts alpha/2; the delay cut goes instead when it asks for more. */
 	if ((uint64_t)delay * 2 > (p->round_ce ? p->alpha : 0)) {
+		/*
+		 * Delay alone never takes the window below dupthresh + 1 packets:
+		 * on a host whose scheduler adds the delay (not a queue), one
+		 * packet in flight turned every loss into an RTO.
+		 */
+		uint32_t floor = (eng->cfg.dupthresh + 1) * eng->seg_bytes;
+
 		p->st_delay_cuts++;
-		cut(eng, p, delay, FIX_ONE);
+		if (p->pwnd > floor) {
+			cut(eng, p, delay, FIX_ONE);
+			if (p->pwnd < floor)
+				p->pwnd = floor;
+		}
 	} else if (p->round_ce) {
 		cut(eng, p, p->alpha, 2 * (uint64_t)FIX_ONE);
 	}
