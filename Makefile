@@ -482,7 +482,7 @@ $(FUZZ_SEEDS): $(FUZZ_GEN) $(wildcard conf/*.conf tests/fuzz/*.conf)
 # The configuration goes to $(SYSCONFDIR)/mroc/mrocd.conf (/etc, whatever the prefix)
 # and is never overwritten; uninstall removes it only if it is still the shipped one.
 # With PREFIX=/usr the unit goes to /lib/systemd/system (Debian), else under PREFIX.
-# Installing into the running system (no DESTDIR, as root) also creates group mroc
+# Installing into the running system (no DESTDIR, as root) also creates user and group mroc
 # (sysusers.d), runs ldconfig and, under systemd, systemctl daemon-reload.
 
 PREFIX ?= /usr/local
@@ -558,7 +558,11 @@ ifeq ($(DESTDIR),)
 	$(Q)if [ "$$(id -u)" = 0 ]; then \
 		if command -v systemd-sysusers >/dev/null; then \
 			systemd-sysusers $(SYSUSERSDIR)/mroc.conf; \
-		elif ! getent group mroc >/dev/null; then groupadd --system mroc; fi; \
+		else \
+			getent group mroc >/dev/null || groupadd --system mroc; \
+			getent passwd mroc >/dev/null || useradd --system --gid mroc --home-dir / \
+				--shell /usr/sbin/nologin --comment "MetaRoCE daemon (mrocd)" mroc; \
+		fi; \
 		ldconfig; \
 		if [ -d /run/systemd/system ]; then systemctl daemon-reload; fi; \
 	fi

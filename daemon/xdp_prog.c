@@ -2,12 +2,20 @@
 /*
  * Load, attach and feed the XDP steering program (xdp_prog.h).
  *
- * A program attached with bpf_xdp_attach() (netlink) stays on the interface
- * when its loader dies.  mrocd's is recognised by its name; it is stale when
- * no process holds a file descriptor to it any more (fds are found in
- * /proc/PID/fdinfo, so only this PID namespace is seen).  Only stale mroc_xdp
- * programs are detached, each with XDP_FLAGS_REPLACE so a program that
- * changed meanwhile is left alone; ours are detached the same way.
+ * mrocd attaches its program through a bpf_link (BPF_LINK_CREATE): the
+ * kernel detaches it when the link's last file descriptor closes, so a
+ * crashed mrocd leaves nothing on the interface, and a restart needs no
+ * CAP_SYS_ADMIN to open a leftover program by id (mrocd.service runs with
+ * CAP_NET_ADMIN, CAP_NET_RAW, CAP_BPF and CAP_PERFMON only).
+ *
+ * A program attached with bpf_xdp_attach() (netlink, e.g. by an mrocd older
+ * than the bpf_link, or by ip link) stays on the interface when its loader
+ * dies.  mrocd's is recognised by its name; it is stale when no process
+ * holds a file descriptor to it any more (fds are found in
+ * /proc/PID/fdinfo, so only this PID namespace is seen).  Only stale
+ * mroc_xdp programs are detached, each with XDP_FLAGS_REPLACE so a program
+ * that changed meanwhile is left alone.  Inspecting one takes CAP_SYS_ADMIN
+ * (BPF_PROG_GET_FD_BY_ID); without it mrocd says how to remove it.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,6 +39,7 @@
 struct attached {
 	int ifindex;
 	enum xdp_prog_mode mode;	/* NATIVE or GENERIC, as attached */
+	int link_fd;			/* closing it detaches the program */
 };
 
 struct sock_slot {
@@ -249,6 +258,13 @@ static int remove_stale(int ifindex, uint32_t id, uint32_t flag, const char *mod
 	err = prog_get(id, name, &fd);
 	if (err == -ENOENT)
 		return 0;
+	if (err == -EPERM) {
+		pr_err("%s: XDP program id %u is attached and mrocd, without CAP_SYS_ADMIN, cannot "
+		       "open it to see whose it is (one left by an earlier mrocd that attached "
+		       "without a bpf_link?); remove it with 'ip link set dev %s xdp off'", ifn, id,
+		       ifn);
+		return -EBUSY;
+	}
 	if (err) {
 		pr_err("%s: cannot inspect the attached XDP program id %u: %s", ifn, id,
 		       strerror(-err));
@@ -409,10 +425,13 @@ void xdp_prog_close(struct xdp_prog *p)
 
 /* ---- attach / detach --------------------------------------------------------- */
 
+/* A bpf_link attaching our program to ifindex: its fd, or -errno (-EBUSY: taken). */
 static int attach_mode(struct xdp_prog *p, int ifindex, enum xdp_prog_mode mode)
 {
-	return bpf_xdp_attach(ifindex, p->prog_fd, mode_flag(mode) | XDP_FLAGS_UPDATE_IF_NOEXIST,
-			      NULL);
+	LIBBPF_OPTS(bpf_link_create_opts, o, .flags = mode_flag(mode));
+	int fd = bpf_link_create(p->prog_fd, ifindex, BPF_XDP, &o);
+
+	return fd < 0 ? -errno : fd;
 }
 
 int xdp_prog_attach(struct xdp_prog *p, int ifindex, enum xdp_prog_mode mode)
@@ -421,7 +440,7 @@ int xdp_prog_attach(struct xdp_prog *p, int ifindex, enum xdp_prog_mode mode)
 	char ifn[IFNAME_LEN];
 	struct attached *a;
 	int64_t id;
-	int err;
+	int err, link_fd;
 
 	if (find_att(p, ifindex))
 		return 0;
@@ -429,14 +448,14 @@ int xdp_prog_attach(struct xdp_prog *p, int ifindex, enum xdp_prog_mode mode)
 	if (err)
 		return err;
 
-	err = attach_mode(p, ifindex, used);
-	if (err && mode == XDP_PROG_MODE_AUTO && err != -EBUSY && err != -EEXIST) {
+	err = link_fd = attach_mode(p, ifindex, used);
+	if (err < 0 && mode == XDP_PROG_MODE_AUTO && err != -EBUSY && err != -EEXIST) {
 		pr_warn("%s: native XDP failed (%s); falling back to generic (skb) mode, "
 			"which is slower", ifname(ifindex, ifn), strerror(-err));
 		used = XDP_PROG_MODE_GENERIC;
-		err = attach_mode(p, ifindex, used);
+		err = link_fd = attach_mode(p, ifindex, used);
 	}
-	if (err) {
+	if (err < 0) {
 		pr_err("%s: attaching the XDP program in %s mode failed: %s",
 		       ifname(ifindex, ifn), xdp_prog_mode_name(used), strerror(-err));
 		return err;
@@ -445,17 +464,18 @@ int xdp_prog_attach(struct xdp_prog *p, int ifindex, enum xdp_prog_mode mode)
 	if (id != p->prog_id) {
 		pr_err("%s: XDP program attached but the interface reports id %lld, not %u",
 		       ifname(ifindex, ifn), (long long)id, p->prog_id);
+		close(link_fd);
 		return id < 0 ? (int)id : -EIO;
 	}
 
 	a = realloc(p->att, (p->n_att + 1) * sizeof(*a));
 	if (!a) {
-		LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = p->prog_fd);
-		bpf_xdp_detach(ifindex, mode_flag(used) | XDP_FLAGS_REPLACE, &o);
+		close(link_fd);
 		return -ENOMEM;
 	}
 	p->att = a;
-	p->att[p->n_att++] = (struct attached){ .ifindex = ifindex, .mode = used };
+	p->att[p->n_att++] = (struct attached){ .ifindex = ifindex, .mode = used,
+						.link_fd = link_fd };
 	pr_info("%s: XDP program id %u attached in %s mode (UDP port %u)",
 		ifname(ifindex, ifn), p->prog_id, xdp_prog_mode_name(used), p->udp_port);
 	return 0;
@@ -482,8 +502,8 @@ int xdp_prog_detach(struct xdp_prog *p, int ifindex)
 			ifname(ifindex, ifn), xdp_prog_mode_name(a->mode), (long long)id,
 			p->prog_id);
 	} else {
-		LIBBPF_OPTS(bpf_xdp_attach_opts, o, .old_prog_fd = p->prog_fd);
-		err = bpf_xdp_detach(ifindex, mode_flag(a->mode) | XDP_FLAGS_REPLACE, &o);
+		/* Now, not when the fd closes: a forked child could hold a copy. */
+		err = bpf_link_detach(a->link_fd) ? -errno : 0;
 		if (err)
 			pr_err("%s: detaching XDP program id %u failed: %s",
 			       ifname(ifindex, ifn), p->prog_id, strerror(-err));
@@ -491,6 +511,7 @@ int xdp_prog_detach(struct xdp_prog *p, int ifindex)
 			pr_info("%s: XDP program id %u detached", ifname(ifindex, ifn),
 				p->prog_id);
 	}
+	close(a->link_fd);
 	*a = p->att[--p->n_att];
 	return err;
 }

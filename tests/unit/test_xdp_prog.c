@@ -870,9 +870,11 @@ static void test_attach_detach(void **state)
 /*
  * A child process attaches a program and "crashes" (_exit without
  * detaching) when the pipe closes, or at once.  Returns its pid and the id
- * it attached.
+ * it attached.  legacy: attached by netlink (bpf_xdp_attach), as an mrocd
+ * before the bpf_link did, so that it outlives the process; else as mrocd
+ * does now (xdp_prog_attach: a bpf_link, gone with the process).
  */
-static pid_t spawn_attacher(int ifindex, enum xdp_prog_mode mode, bool wait_for_eof,
+static pid_t spawn_attacher(int ifindex, enum xdp_prog_mode mode, bool wait_for_eof, bool legacy,
 			    int *ctl_fd, uint32_t *id)
 {
 	int up[2], down[2];
@@ -890,7 +892,11 @@ static pid_t spawn_attacher(int ifindex, enum xdp_prog_mode mode, bool wait_for_
 
 		close(up[0]);
 		close(down[1]);
-		if (!xdp_prog_open(&prog, &opts) && !xdp_prog_attach(prog, ifindex, mode))
+		if (!xdp_prog_open(&prog, &opts) &&
+		    !(legacy ? bpf_xdp_attach(ifindex, xdp_prog_fd(prog),
+					      mode == XDP_PROG_MODE_GENERIC ? XDP_FLAGS_SKB_MODE :
+					      XDP_FLAGS_DRV_MODE, NULL) :
+			       xdp_prog_attach(prog, ifindex, mode)))
 			got = xdp_prog_id(prog);
 		if (write(up[1], &got, sizeof(got)) != sizeof(got))
 			_exit(1);
@@ -927,7 +933,7 @@ static void test_stale_program(void **state)
 	if (!net.veth)
 		skip();
 	for (int m = XDP_PROG_MODE_NATIVE; m <= XDP_PROG_MODE_GENERIC; m++) {
-		pid = spawn_attacher(net.mx0, m, false, &ctl, &old);
+		pid = spawn_attacher(net.mx0, m, false, true, &ctl, &old);
 		reap(pid, ctl);
 		/* the dead process's program is still there */
 		assert_int_equal(query(net.mx0).prog_id, old);
@@ -943,6 +949,22 @@ static void test_stale_program(void **state)
 	}
 }
 
+/* mrocd's own attachment is a bpf_link: a crash leaves nothing on the interface. */
+static void test_crash_leaves_nothing(void **state)
+{
+	uint32_t old;
+	int ctl;
+	pid_t pid;
+
+	if (!net.veth)
+		skip();
+	for (int m = XDP_PROG_MODE_NATIVE; m <= XDP_PROG_MODE_GENERIC; m++) {
+		pid = spawn_attacher(net.mx0, m, false, false, &ctl, &old);
+		reap(pid, ctl);
+		assert_int_equal(query(net.mx0).prog_id, 0);
+	}
+}
+
 /* A mroc_xdp program of a process that is still alive is not stale. */
 static void test_live_owner_refused(void **state)
 {
@@ -953,7 +975,7 @@ static void test_live_owner_refused(void **state)
 
 	if (!net.veth)
 		skip();
-	pid = spawn_attacher(net.mx0, XDP_PROG_MODE_NATIVE, true, &ctl, &other);
+	pid = spawn_attacher(net.mx0, XDP_PROG_MODE_NATIVE, true, false, &ctl, &other);
 	prog = open_prog(0);
 	assert_int_equal(xdp_prog_attach(prog, net.mx0, XDP_PROG_MODE_NATIVE), -EBUSY);
 	assert_int_equal(xdp_prog_attach(prog, net.mx0, XDP_PROG_MODE_AUTO), -EBUSY);
@@ -1002,16 +1024,14 @@ static void test_foreign_refused(void **state)
 		assert_int_equal(bpf_xdp_detach(net.mx0, flag, NULL), 0);
 	}
 
-	/* ours replaced behind our back: detach and close leave it alone */
+	/* ours is a bpf_link: netlink cannot replace or remove it behind our back */
 	assert_int_equal(xdp_prog_attach(prog, net.mx0, XDP_PROG_MODE_NATIVE), 0);
-	assert_int_equal(bpf_xdp_attach(net.mx0, ffd, XDP_FLAGS_DRV_MODE, NULL), 0);
-	fid = query(net.mx0).drv_prog_id;
-	assert_int_not_equal(fid, xdp_prog_id(prog));
+	assert_int_equal(bpf_xdp_attach(net.mx0, ffd, XDP_FLAGS_DRV_MODE, NULL), -EBUSY);
+	assert_int_equal(bpf_xdp_detach(net.mx0, XDP_FLAGS_DRV_MODE, NULL), -EBUSY);
+	assert_int_equal(query(net.mx0).drv_prog_id, xdp_prog_id(prog));
 	assert_int_equal(xdp_prog_detach(prog, net.mx0), 0);
-	assert_int_equal(query(net.mx0).drv_prog_id, fid);
+	assert_int_equal(query(net.mx0).drv_prog_id, 0);
 	xdp_prog_close(prog);
-	assert_int_equal(query(net.mx0).drv_prog_id, fid);
-	assert_int_equal(bpf_xdp_detach(net.mx0, XDP_FLAGS_DRV_MODE, NULL), 0);
 	close(ffd);
 }
 
@@ -1066,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_live_redirect),
 		cmocka_unit_test(test_attach_detach),
 		cmocka_unit_test(test_stale_program),
+		cmocka_unit_test(test_crash_leaves_nothing),
 		cmocka_unit_test(test_live_owner_refused),
 		cmocka_unit_test(test_foreign_refused),
 	};
