@@ -3,13 +3,13 @@
 # examples/ run between two mrocd (UDP backend over veth): write_server prints
 # its rkey, write_client (README.md's example, byte for byte) writes into its
 # region and the server prints the text it found there; recv prints what send
-# sent.  Also: write_client's code is README.md's C block.
+# sent; counter add's ten FETCH_ADDs find 0..9 and counter serve ends at 10.  Also: write_client's code is README.md's C block.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 EX=$BUILD/examples
 e2e_require
-for p in write_server write_client recv send; do
+for p in write_server write_client recv send counter; do
 	[ -x "$EX/$p" ] || skip "$EX/$p not built"
 done
 
@@ -48,6 +48,19 @@ out=$(MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 30 "$EX/send" "$I
 wait $srv || fail "recv: $(cat "$E2E_DIR/recv.out")"
 grep -qx "received 14 bytes: ping over SEND" "$E2E_DIR/recv.out" || fail "recv: $(cat "$E2E_DIR/recv.out")"
 ok "recv received send's 14 bytes"
+
+MROC_SOCKET=$E2E_DIR/b.ctl ip netns exec "$NS_B" timeout 30 "$EX/counter" serve 20 >"$E2E_DIR/cs.out" 2>&1 &
+srv=$!
+for _ in $(seq 100); do grep -q "^rkey 0x" "$E2E_DIR/cs.out" && break; sleep 0.1; done
+rkey=$(awk '/^rkey/ { print $2 }' "$E2E_DIR/cs.out")
+[ -n "$rkey" ] || fail "counter serve printed no rkey: $(cat "$E2E_DIR/cs.out")"
+out=$(MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 30 "$EX/counter" add "$IP_B" "$rkey" 10 2>&1) ||
+	fail "counter add: $out"
+[ "$(grep -c "^add [0-9]*: counter was" <<<"$out")" = 10 ] && grep -qx "add 10: counter was 9" <<<"$out" &&
+	[ "$(awk '{ print $5 }' <<<"$out" | sort -n | uniq | wc -l)" = 10 ] || fail "counter add: $out"
+wait $srv || fail "counter serve: $(cat "$E2E_DIR/cs.out")"
+grep -qx "counter = 10" "$E2E_DIR/cs.out" || fail "counter serve: $(cat "$E2E_DIR/cs.out")"
+ok "counter: ten FETCH_ADDs found 0..9, the counter ends at 10"
 
 for n in a b; do
 	e2e_stop $n
