@@ -1335,6 +1335,13 @@ out_destroy:
 out_free:
 	free(c);
 	free(p);
+	/*
+	 * One line, whatever the file held: a value quoted back with a newline
+	 * or terminal escapes in it would forge log lines (fuzz_config found it).
+	 */
+	for (size_t i = 0; rc && i < errlen && err[i]; i++)
+		if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
+			err[i] = '?';
 	return rc;
 }
 

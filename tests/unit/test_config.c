@@ -311,6 +311,20 @@ static void expect_key_err(const char *key, const char *value, const char *what)
 	expect_err(text, at_line(3), kq, NULL);
 }
 
+/* A bad value quoted back stays on one line: no newline or escape from the file (fuzz_config). */
+static void test_error_one_line(void **state)
+{
+	struct mrocd_config c;
+	char err[512];
+
+	(void)state;
+	write_file(tmpconf, "daemon = {\n socket_mode = \"07\\n<3>forged\\x1b[2J\";\n};\n");
+	assert_int_equal(config_load(tmpconf, &c, err, sizeof(err)), -EINVAL);
+	assert_non_null(strstr(err, "key 'daemon.socket_mode'"));
+	for (const char *e = err; *e; e++)
+		assert_true((unsigned char)*e >= 0x20 && *e != 0x7f);
+}
+
 static void test_uint_bounds(void **state)
 {
 	struct mrocd_config c, d;
@@ -816,6 +830,7 @@ int main(void)
 		cmocka_unit_test(test_empty_file),
 		cmocka_unit_test(test_engine_defaults),
 		cmocka_unit_test(test_engine_mapping),
+		cmocka_unit_test(test_error_one_line),
 		cmocka_unit_test(test_uint_bounds),
 		cmocka_unit_test(test_uint_extremes_accepted),
 		cmocka_unit_test(test_other_bounds),
