@@ -27,6 +27,7 @@
 
 #define QP_BATCH		32	/* work requests taken from one QP per loop */
 #define CLIENT_BATCH		64	/* ... and from all of one client's QPs */
+#define UIDS_MAX		4096	/* users with clients: limits.max_clients' largest value */
 #define CQ_EVENT_ROOM		8	/* connection events need CQ room too */
 #define BAD_WR_LIMIT		1024	/* then the client is disconnected */
 #define ZOMBIE_NS		(2ULL * 1000000000ULL)
@@ -96,7 +97,7 @@ struct client {
 	uint32_t loop_wrs;		/* worker: taken in loop number loop */
 	uint64_t loop;
 	bool kicked;			/* worker: disconnected for misbehaving */
-	bool over_limit;		/* max_clients reached: its HELLO gets -EUSERS */
+	bool counted;			/* established: counted in nclients and by uid */
 	uint32_t widx;			/* worker: in clients.wcl, or NOT_LISTED */
 	struct cqp *wqps;		/* worker: its active QPs */
 };
@@ -113,7 +114,12 @@ struct clients {
 	struct worker *worker;
 	struct clients_limits lim;	/* control thread: clients_set_limits */
 	uint32_t max_total_qps;		/* the engine's QP table */
-	uint32_t nclients, next_id;	/* control thread */
+	uint32_t nclients, next_id;	/* control thread: established clients, ids */
+	struct uid_count {		/* control thread: established clients per user */
+		uid_t uid;
+		uint32_t n;
+	} *uids;			/* [UIDS_MAX], nuids in use */
+	uint32_t nuids;
 	/* Worker from here. */
 	uint64_t loop;			/* clients_poll calls */
 	struct evfd_signaller *sig;	/* completion channels */
@@ -153,7 +159,8 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 	cs->hot = calloc(n, sizeof(*cs->hot));
 	cs->zombies = calloc(n, sizeof(*cs->zombies));
 	cs->reap = calloc(n, sizeof(*cs->reap));
-	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap ||
+	cs->uids = calloc(UIDS_MAX, sizeof(*cs->uids));
+	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || !cs->uids ||
 	    qpmap_init(&cs->map, n) || qpmap_init(&cs->zmap, n)) {
 		clients_destroy(cs);
 		return NULL;
@@ -182,6 +189,7 @@ void clients_destroy(struct clients *cs)
 	free(cs->hot);
 	free(cs->zombies);
 	free(cs->reap);
+	free(cs->uids);
 	free(cs);
 }
 
@@ -776,7 +784,7 @@ static int call(struct clients *cs, int (*fn)(void *, uint64_t), struct op *o)
 	return worker_call(cs->worker, fn, o);
 }
 
-void *clients_open(void *ctx, int fd, const struct ucred *cred, unsigned same_uid)
+void *clients_open(void *ctx, int fd, const struct ucred *cred)
 {
 	struct clients *cs = ctx;
 	struct client *cl;
@@ -803,17 +811,6 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred, unsigned same_ui
 	cl->uid = cred->uid;
 	cl->doorbell = -1;
 	cl->widx = NOT_LISTED;
-	/* Over a limit: still answered, so the client learns why (EUSERS), then closed. */
-	if (cs->nclients >= cs->lim.max_clients) {
-		pr_warn_rl("refusing client pid %d: max_clients (%u) reached", (int)cred->pid,
-			   cs->lim.max_clients);
-		cl->over_limit = true;
-	} else if (same_uid >= cs->lim.max_per_uid) {
-		pr_warn_rl("refusing client pid %d: uid %u has max_clients_per_uid (%u) already",
-			   (int)cred->pid, (unsigned)cred->uid, cs->lim.max_per_uid);
-		cl->over_limit = true;
-	}
-	cs->nclients++;
 	o.cl = cl;
 	call(cs, op_count_client, &o);
 	pr_info("client %u connected (pid %d, uid %u)", cl->id, (int)cl->pid, (unsigned)cl->uid);
@@ -827,6 +824,25 @@ static void free_qp(struct cqp *q)
 	if (q->cq_fd >= 0)
 		close(q->cq_fd);
 	free(q);
+}
+
+/* Established clients of uid, changed by delta (+1, -1) unless 0. */
+static uint32_t uid_count(struct clients *cs, uid_t uid, int delta)
+{
+	uint32_t i;
+
+	for (i = 0; i < cs->nuids && cs->uids[i].uid != uid; i++)
+		;
+	if (i == cs->nuids) {
+		if (delta <= 0 || cs->nuids == UIDS_MAX)
+			return 0;
+		cs->uids[cs->nuids++] = (struct uid_count){ .uid = uid };
+	}
+	cs->uids[i].n += (uint32_t)delta;
+	if (cs->uids[i].n)
+		return cs->uids[i].n;
+	cs->uids[i] = cs->uids[--cs->nuids];	/* its last client went */
+	return 0;
 }
 
 void clients_close(void *ctx, void *client)
@@ -843,7 +859,10 @@ void clients_close(void *ctx, void *client)
 	if (cl->doorbell >= 0)
 		close(cl->doorbell);
 	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
-	cs->nclients--;
+	if (cl->counted) {
+		cs->nclients--;
+		uid_count(cs, cl->uid, -1);
+	}
 	free(cl->mrs);
 	free(cl->qps);
 	free(cl);
@@ -878,12 +897,21 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 {
 	int err;
 
-	if (cl->over_limit) {
+	if (cl->doorbell >= 0)
+		return -EALREADY;
+	/*
+	 * Limits count established clients only (a connection that never sends
+	 * HELLO takes no slot; ctl.c cuts it).  Over one, the client is still
+	 * answered, so it learns why (EUSERS), then closed.
+	 */
+	if (cs->nclients >= cs->lim.max_clients ||
+	    uid_count(cs, cl->uid, 0) >= cs->lim.max_per_uid) {
+		pr_warn_rl("refusing client pid %d (uid %u): %s reached", (int)cl->pid,
+			   (unsigned)cl->uid, cs->nclients >= cs->lim.max_clients ?
+			   "limits.max_clients" : "limits.max_clients_per_uid");
 		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
 		return -EUSERS;
 	}
-	if (cl->doorbell >= 0)
-		return -EALREADY;
 	if (m->abi_version != MROC_ABI_VERSION)
 		return -EPROTO;
 	if (nfds != 1)
@@ -897,6 +925,9 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 		return err;
 	}
 	fds[0] = -1;
+	cl->counted = true;
+	cs->nclients++;
+	uid_count(cs, cl->uid, +1);
 	r->abi_version = MROC_ABI_VERSION;
 	r->client_id = cl->id;
 	r->max_qps = cl->qps_cap < cs->lim.max_qps ? cl->qps_cap : cs->lim.max_qps;
@@ -1201,5 +1232,5 @@ done:
 	out->status = err;
 	out->len = (uint32_t)len;
 	*reply_len = len;
-	return cl->doorbell >= 0 && !cl->over_limit;
+	return cl->doorbell >= 0;
 }

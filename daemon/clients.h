@@ -59,7 +59,7 @@ void clients_set_worker(struct clients *cs, struct worker *w);
 void clients_destroy(struct clients *cs);
 
 /* Control thread (ctl.c callbacks). */
-void *clients_open(void *cs, int fd, const struct ucred *cred, unsigned same_uid);
+void *clients_open(void *cs, int fd, const struct ucred *cred);
 /* True once the client is established (its HELLO accepted). */
 bool clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len);

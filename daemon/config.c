@@ -134,7 +134,7 @@ static const struct config_key config_keys[] = {
 	K_UINT("transport.link_rate_gbps", transport.link_rate_gbps, 0, 10000, 0, 0, "Gbit/s"),
 
 	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
-	K_UINT("limits.max_clients_per_uid", limits.max_clients_per_uid, 1, 4096, 16, 0, NULL),
+	K_UINT("limits.max_clients_per_uid", limits.max_clients_per_uid, 1, 4096, 64, 0, NULL),
 	K_UINT("limits.max_qps_per_client", limits.max_qps_per_client, 1, 65534, 256, R, NULL),
 	K_UINT("limits.max_mrs_per_client", limits.max_mrs_per_client, 1, 4096, 256, R, NULL),
 	K_UINT("limits.max_mr_bytes_per_client", limits.max_mr_bytes_per_client, 4096,

@@ -36,14 +36,16 @@ enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_C
  * Idle connections must not lock anyone out (issue 13): an admin request
  * and its reply get ADMIN_TIMEOUT_NS, a client its HELLO_TIMEOUT_NS to
  * finish its HELLO; a user holds at most ADMIN_PER_UID admin connections
- * and PENDING_PER_UID clients that have not finished HELLO (libmroc sends
- * HELLO at once, so a real application has one at a time per thread).
- * Established clients are limited per user by the clients module.
+ * and PENDING_PER_UID connections that have not finished HELLO (libmroc
+ * sends HELLO at once; the room is for a job's ranks connecting at the
+ * same moment).  Established clients are limited (in all and per user) by
+ * the clients module, which counts only them: idle connections take no
+ * client's place.
  */
 #define ADMIN_TIMEOUT_NS	(5ULL * 1000000000ULL)
 #define HELLO_TIMEOUT_NS	(5ULL * 1000000000ULL)
 #define ADMIN_PER_UID		4
-#define PENDING_PER_UID		8
+#define PENDING_PER_UID		64
 #define SWEEP_NS		500000000ULL	/* deadlines are checked this often */
 
 /* A libmroc client's control connection. */
@@ -271,7 +273,7 @@ static void on_caccept(struct ctl *c, int res)
 {
 	struct ucred cred;
 	struct cconn *k;
-	unsigned same = 0, pending = 0;
+	unsigned pending = 0;
 	int slot = -1;
 
 	arm_caccept(c);
@@ -289,10 +291,8 @@ static void on_caccept(struct ctl *c, int res)
 				slot = i;
 			continue;
 		}
-		if (c->clients[i]->uid == cred.uid) {
-			same++;
-			pending += c->clients[i]->deadline != 0;
-		}
+		if (c->clients[i]->uid == cred.uid && c->clients[i]->deadline)
+			pending++;
 	}
 	if (pending >= PENDING_PER_UID) {
 		pr_warn_rl("client socket: uid %u has %u connections without HELLO: refusing more",
@@ -311,7 +311,7 @@ static void on_caccept(struct ctl *c, int res)
 	k->fd = res;
 	k->uid = cred.uid;
 	k->deadline = mono_ns() + HELLO_TIMEOUT_NS;
-	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred, same);
+	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred);
 	if (!k->client) {
 		close(res);
 		free(k);

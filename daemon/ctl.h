@@ -8,7 +8,7 @@
  *
  * Both sockets bound what a user can hold (ctl.c): an admin connection has
  * 5 s for its request and reply, a user at most 4 at once; a client has
- * 5 s for its HELLO, a user at most 8 clients without one.
+ * 5 s for its HELLO, a user at most 64 connections without one.
  */
 #ifndef MROCD_CTL_H
 #define MROCD_CTL_H
@@ -38,15 +38,14 @@ struct ctl_cfg {
 	int (*healthy)(void *ctx);
 	/*
 	 * The client socket (SOCK_SEQPACKET, libmroc): NULL path = none.  A new
-	 * client is offered to client_open with the number of connections its
-	 * user already has (NULL refuses it); each message, with the fds that
+	 * client is offered to client_open (NULL refuses it); each message, with the fds that
 	 * came with it (now the callee's), to client_msg, which writes the reply
 	 * into reply (room: *reply_len, set to its length) and returns true once
 	 * the client is established (its HELLO accepted: no deadline any more);
 	 * a closed or failed connection to client_close.
 	 */
 	const char *client_path;
-	void *(*client_open)(void *ctx, int fd, const struct ucred *cred, unsigned same_uid);
+	void *(*client_open)(void *ctx, int fd, const struct ucred *cred);
 	bool (*client_msg)(void *ctx, void *client, const void *msg, size_t len, int *fds,
 			   int nfds, void *reply, size_t *reply_len);
 	void (*client_close)(void *ctx, void *client);

@@ -279,9 +279,9 @@ static void clients_limits_of(const struct mrocd_config *c, struct clients_limit
 static int apply_worker_side(void *arg, uint64_t now);
 
 /* The client socket's callbacks: the clients module exists once the engine does. */
-static void *cl_open(void *ctx, int fd, const struct ucred *cred, unsigned same_uid)
+static void *cl_open(void *ctx, int fd, const struct ucred *cred)
 {
-	return clients_open(((struct mrocd *)ctx)->clients, fd, cred, same_uid);
+	return clients_open(((struct mrocd *)ctx)->clients, fd, cred);
 }
 
 static bool cl_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,

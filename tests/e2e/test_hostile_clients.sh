@@ -10,7 +10,7 @@
 #    mroc-cli status answers;
 #  - reserved service ids (the daemons' link service) and QP_CONNECT to
 #    unspecified, broadcast, multicast and loopback addresses refused;
-#  - another user (nobody) holding idle connections: at most 8 without HELLO,
+#  - another user (nobody) holding idle connections: at most 64 without HELLO,
 #    cut after 5 s, at most 4 established clients (max_clients_per_uid), at
 #    most 4 admin connections, cut after 5 s; root's transfer and mroc-cli
 #    carry on;
@@ -106,7 +106,7 @@ out=$(as_nobody "$EVIL" "$E2E_DIR/a.ctl" users 6) || fail "evil_client users"
 	fail "max_clients_per_uid = 4: $out (want accepted=4 error=-87, EUSERS)"
 ok "one user: 4 clients (max_clients_per_uid), the 5th refused with EUSERS"
 
-as_nobody "$EVIL" "$E2E_DIR/a.ctl" idle 64 9 >"$E2E_DIR/idle.txt" 2>&1 &
+as_nobody "$EVIL" "$E2E_DIR/a.ctl" idle 80 9 >"$E2E_DIR/idle.txt" 2>&1 &
 idler=$!
 as_nobody "$EVIL" "$E2E_DIR/a.admin" idle-admin 32 9 >"$E2E_DIR/idle-admin.txt" 2>&1 &
 admin_idler=$!
@@ -118,15 +118,15 @@ wait "$idler" || fail "evil_client idle"
 wait "$admin_idler" || fail "evil_client idle-admin"
 # Every idle connection was closed by the daemon; which way, its counters say
 # (the idlers' own refused/cut split is by the clock, so only informative).
-grep -q "open=0" "$E2E_DIR/idle.txt" || fail "64 idle clients: $(cat "$E2E_DIR/idle.txt")"
+grep -q "open=0" "$E2E_DIR/idle.txt" || fail "80 idle clients: $(cat "$E2E_DIR/idle.txt")"
 grep -q "open=0" "$E2E_DIR/idle-admin.txt" ||
 	fail "32 idle admin connections: $(cat "$E2E_DIR/idle-admin.txt")"
 c=$(e2e_admin a counters) || fail "a stopped answering"
-jq -e '.sockets.clients_refused == 56 and .sockets.hello_timeouts == 8 and
+jq -e '.sockets.clients_refused == 16 and .sockets.hello_timeouts == 64 and
        .sockets.admin_refused == 28 and .sockets.admin_timeouts >= 4' <<<"$c" >/dev/null ||
-	fail "idle connections: want 56 refused and 8 cut (clients), 28 and 4 (admin):" \
+	fail "idle connections: want 16 refused and 64 cut (clients), 28 and 4 (admin):" \
 	     "$(jq -c .sockets <<<"$c")"
-ok "another user's 64 idle clients and 32 idle admin connections: 8 and 4 held, cut after 5 s;" \
+ok "another user's 80 idle clients and 32 idle admin connections: 64 and 4 held, cut after 5 s;" \
 	"root's verified transfer and mroc-cli unaffected"
 
 # ---- forged connection requests ------------------------------------------------------
