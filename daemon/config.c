@@ -104,7 +104,7 @@ static const struct config_key config_keys[] = {
 	K_TYPE("network.peers", CONFIG_T_ADDR_LIST, network.peers, 0, 0, 0),
 	K_UINT("network.sport_min", network.sport_min, 1024, 65535, 49152, 0, NULL),
 	K_UINT("network.sport_max", network.sport_max, 1024, 65535, 65535, 0, NULL),
-	K_BOOL("network.allow_loopback", network.allow_loopback, 0, 0),
+	K_BOOL("network.allow_loopback", network.allow_loopback, 0, R),
 
 	K_UINT("transport.paths", transport.paths, 1, MROC_MAX_PATHS, 4, R, NULL),
 	K_ENUM("transport.mode", transport.mode, mode_names, MROC_MODE_METAROCE, R),
@@ -134,7 +134,7 @@ static const struct config_key config_keys[] = {
 	K_UINT("transport.link_rate_gbps", transport.link_rate_gbps, 0, 10000, 0, 0, "Gbit/s"),
 
 	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
-	K_UINT("limits.max_clients_per_uid", limits.max_clients_per_uid, 1, 4096, 64, 0, NULL),
+	K_UINT("limits.max_clients_per_uid", limits.max_clients_per_uid, 1, 4096, 64, R, NULL),
 	K_UINT("limits.max_qps_per_client", limits.max_qps_per_client, 1, 65534, 256, R, NULL),
 	K_UINT("limits.max_mrs_per_client", limits.max_mrs_per_client, 1, 4096, 256, R, NULL),
 	K_UINT("limits.max_mr_bytes_per_client", limits.max_mr_bytes_per_client, 4096,
