@@ -13,7 +13,9 @@
 #    each payload of PAYLOADS; RUNS rounds, each round the bare pair first
 #    (mrocd stopped: the queue is the baseline's) and then every mroc test
 #    (mrocd restarted).  Data packets per second min/median/max over the
-#    rounds, and the ratio of the medians to the bare pair's frame rate.
+#    rounds, and the ratio of the medians to the bare pair's frame rate;
+#    CPU time per data packet (both mrocd; the bare pair's two processes),
+#    which a machine shared with other work changes far less than the rate.
 # 2. mroc write_bw 64 KiB / 1 MiB against kernel TCP (iperf3), and write_lat
 #    8 B against a kernel TCP ping-pong (sockperf), at payload 3392.
 # 3. atomics (issue #14): atomic_lat (FETCH_AND_ADD, CMP_AND_SWAP) beside write_lat and read_lat 8 B on
@@ -83,17 +85,24 @@ mperf() {
 	cat "$E2E_DIR/cli.json"
 }
 
-# bare PAYLOAD FRAME_SIZE: the bare pair's receive rate, Mpps.
+# bare PAYLOAD FRAME_SIZE: "Mpps CPU-ns-per-packet" of the bare pair (its receive rate; the
+# CPU time of sender and receiver per packet each sent or received).
 bare() {
 	ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f "$2" -D "$SECS" --credit "$E2E_DIR/credit" \
 		>"$E2E_DIR/bare.json" 2>&1 &
 	local rx=$!
 	sleep 0.5
 	ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f "$2" -s "$1" -D $((SECS + 2)) --credit "$E2E_DIR/credit" \
-		--src "$IP_A" --dst "$IP_B" --dmac "$MAC_B" >/dev/null 2>"$E2E_DIR/bare-tx.err"
+		--src "$IP_A" --dst "$IP_B" --dmac "$MAC_B" >"$E2E_DIR/bare-tx.json" 2>"$E2E_DIR/bare-tx.err"
 	wait $rx
-	jq -e -r '.mpps' "$E2E_DIR/bare.json" 2>/dev/null ||
-		{ echo 0; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.err" >&2; }
+	jq -e -r -s '"\(.[0].mpps) \(.[0].cpu_ns_per_pkt + .[1].cpu_ns_per_pkt)"' \
+		"$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.json" 2>/dev/null ||
+		{ echo 0 0; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.err" >&2; }
+}
+
+# cpu_ns NAME: CPU time (user + system) the daemon used so far, ns.
+cpu_ns() {
+	awk -v t="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($14 + $15) * 1e9 / t }' "/proc/$(e2e_pid "$1$CUR")/stat"
 }
 
 # mroc_mpps PAYLOAD JSON: data packets per second of a 1 MiB bandwidth run, Mpps.
@@ -112,23 +121,29 @@ counters() { e2e_admin "$1$CUR" counters; }
 
 TESTS=("write_bw --mode metaroce" "write_bw --mode rocev2" "send_bw" "read_bw")
 ratio_part() {
-	echo "| payload B | test (1 MiB messages) | Mpps min / median / max | Gbit/s payload (median) | x bare (median) |"
-	echo "|---|---|---|---|---|"
-	local p fs r i a0 b0 a1 b1
+	echo "| payload B | test (1 MiB messages) | Mpps min / median / max | Gbit/s payload (median) | x bare (median) | CPU ns per data packet (median) | bare / mroc CPU |"
+	echo "|---|---|---|---|---|---|---|"
+	local p fs r i a0 b0 a1 b1 c0 c1 out v
 	ACKS=()
 	for p in $PAYLOADS; do
 		fs=$(link_for "$p")
-		local -a b=() m0=() m1=() m2=() m3=() acks=() sleeps=()
+		local -a b=() bc=() m0=() m1=() m2=() m3=() c0s=() c1s=() c2s=() c3s=() acks=() sleeps=()
 		for r in $(seq "$RUNS"); do
-			b+=("$(bare "$p" "$fs")")
+			read -r out c0 <<<"$(bare "$p" "$fs")"
+			b+=("$out") bc+=("$c0")
 			start_pair "${p}r$r" "$p" "$fs"
 			for i in "${!TESTS[@]}"; do
-				a0=$(counters a) b0=$(counters b)
+				a0=$(counters a) b0=$(counters b) c0=$(($(cpu_ns a) + $(cpu_ns b)))
 				# shellcheck disable=SC2086
 				eval "m$i+=(\"\$(mroc_mpps $p \"\$(mperf ${TESTS[$i]} -s $MSG -D $SECS)\")\")"
+				a1=$(counters a) b1=$(counters b) c1=$(($(cpu_ns a) + $(cpu_ns b)))
+				# Both daemons' CPU time per data packet either sent (read_bw: b sends).
+				v=$(jq -n --argjson a0 "$a0" --argjson a1 "$a1" --argjson b0 "$b0" --argjson b1 "$b1" \
+					--argjson c $((c1 - c0)) '$c / ([$a1.engine.tx_data - $a0.engine.tx_data +
+						$b1.engine.tx_data - $b0.engine.tx_data, 1] | max)')
+				eval "c${i}s+=(\"\$v\")"
 				[ "$i" = 0 ] || continue
 				# ACKs the receiver sent per data packet, and its worker's sleeps per second.
-				a1=$(counters a) b1=$(counters b)
 				acks+=("$(jq -n --argjson a0 "$a0" --argjson a1 "$a1" --argjson b0 "$b0" --argjson b1 "$b1" \
 					'($b1.engine.tx_acks - $b0.engine.tx_acks) / ([$a1.engine.tx_data - $a0.engine.tx_data, 1] | max)')")
 				sleeps+=("$(jq -n --argjson b0 "$b0" --argjson b1 "$b1" --argjson s "$SECS" \
@@ -138,11 +153,14 @@ ratio_part() {
 		done
 		ACKS+=("| $p | $(stats "${acks[@]}" | tr ' ' '/') | $(stats "${sleeps[@]}" | tr ' ' '/') |")
 		read -r bmin bmed bmax <<<"$(stats "${b[@]}")"
-		echo "| $p | bare AF_XDP TX -> RX ($((p + 60 + 4 + 42)) B frames) | $bmin / $bmed / $bmax | $(awk -v m="$bmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | 1 |"
+		read -r _ bcpu _ <<<"$(stats "${bc[@]}")"
+		echo "| $p | bare AF_XDP TX -> RX ($((p + 60 + 4 + 42)) B frames) | $bmin / $bmed / $bmax | $(awk -v m="$bmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | 1 | ${bcpu%.*} | 1 |"
 		for i in "${!TESTS[@]}"; do
 			eval "local -a v=(\"\${m$i[@]}\")"
 			read -r mmin mmed mmax <<<"$(stats "${v[@]}")"
-			echo "| $p | mroc ${TESTS[$i]} | $mmin / $mmed / $mmax | $(awk -v m="$mmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | $(awk -v m="$mmed" -v b="$bmed" 'BEGIN { printf "%.2f", (b > 0 ? m / b : 0) }') |"
+			eval "local -a v=(\"\${c${i}s[@]}\")"
+			read -r _ mcpu _ <<<"$(stats "${v[@]}")"
+			echo "| $p | mroc ${TESTS[$i]} | $mmin / $mmed / $mmax | $(awk -v m="$mmed" -v p="$p" 'BEGIN { printf "%.2f", m * p * 8 / 1e3 }') | $(awk -v m="$mmed" -v b="$bmed" 'BEGIN { printf "%.2f", (b > 0 ? m / b : 0) }') | ${mcpu%.*} | $(awk -v m="$mcpu" -v b="$bcpu" 'BEGIN { printf "%.2f", (m > 0 ? b / m : 0) }') |"
 		done
 	done
 	echo

@@ -12,7 +12,9 @@
  *
  * What it leaves out is mrocd's per-packet work: the sender fills every UMEM
  * frame once at start and then only posts descriptors; the receiver counts
- * and recycles.  Each prints one JSON line.  They poll as mrocd's worker
+ * and recycles.  Each prints one JSON line, with the CPU time it used
+ * (getrusage: user + system, softirq work done in its system calls included)
+ * per packet.  They poll as mrocd's worker
  * does: spin while there is work and BUSY_POLL_US after it, then sleep (the
  * receiver in poll() on its socket, the sender on the credit below), so that
  * on a shared machine the scheduler treats them like mrocd.
@@ -40,6 +42,7 @@
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -102,6 +105,16 @@ static volatile sig_atomic_t stop;
 static void on_signal(int sig)
 {
 	stop = 1;
+}
+
+/* CPU time of this process (user + system), seconds. */
+static double cpu_s(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return (double)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) +
+	       (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) / 1e6;
 }
 
 static double now_s(void)
@@ -273,7 +286,8 @@ static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
 }
 
 /* Counts from the first packet on, for o->secs seconds (or until stopped). */
-static void rx_loop(struct base *b, double *t0, double *t1, uint64_t *pkts, uint64_t *bytes)
+static void rx_loop(struct base *b, double *t0, double *t1, double *cpu, uint64_t *pkts,
+		    uint64_t *bytes)
 {
 	struct pollfd pfd = { .fd = xsk_socket__fd(b->xsk), .events = POLLIN };
 	double t_end = 0, idle_since = 0;
@@ -298,6 +312,7 @@ static void rx_loop(struct base *b, double *t0, double *t1, uint64_t *pkts, uint
 		idle_since = 0;
 		if (!*t0) {
 			*t0 = now_s();
+			*cpu = cpu_s();
 			t_end = *t0 + b->o.secs;
 		}
 		while (xsk_ring_prod__reserve(&b->fq, n, &idx_fq) != n)
@@ -317,6 +332,7 @@ static void rx_loop(struct base *b, double *t0, double *t1, uint64_t *pkts, uint
 			break;
 	}
 	*t1 = now_s();
+	*cpu = cpu_s() - *cpu;
 }
 
 static int open_socket(struct base *b)
@@ -509,7 +525,7 @@ int main(int argc, char **argv)
 	uint64_t pkts = 0, bytes = 0;
 	struct xdp_statistics xs;
 	socklen_t xl = sizeof(xs);
-	double t0, t1;
+	double t0, t1, cpu = 0;
 	int err, off;
 
 	if (parse_args(argc, argv, &b.o)) {
@@ -543,22 +559,26 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		t0 = now_s();
+		cpu = cpu_s();
 		tx_loop(&b, off, t0 + b.o.secs, &pkts);
 		t1 = now_s();
+		cpu = cpu_s() - cpu;
 		bytes = pkts * (FRAME_HEADROOM - (uint32_t)off + mroc_len(&b.o));
 	} else {
-		rx_loop(&b, &t0, &t1, &pkts, &bytes);
+		rx_loop(&b, &t0, &t1, &cpu, &pkts, &bytes);
 	}
 	if (getsockopt(xsk_socket__fd(b.xsk), SOL_XDP, XDP_STATISTICS, &xs, &xl))
 		memset(&xs, 0, sizeof(xs));
 	printf("{\"role\":\"%s\",\"ifname\":\"%s\",\"queue\":%u,\"mode\":\"%s\",\"zero_copy\":%s,"
 	       "\"frame_bytes\":%llu,\"pkts\":%llu,\"secs\":%.3f,\"mpps\":%.4f,\"gbps\":%.3f,"
+	       "\"cpu_s\":%.3f,\"cpu_ns_per_pkt\":%.0f,"
 	       "\"xsk_rx_dropped\":%llu,\"xsk_rx_fill_ring_empty\":%llu}\n",
 	       b.o.tx ? "tx" : "rx", b.o.ifname, b.o.queue,
 	       xdp_prog_mode_name((enum xdp_prog_mode)xdp_prog_attach_mode(b.prog, b.ifindex)),
 	       b.zero_copy ? "true" : "false", (unsigned long long)(pkts ? bytes / pkts : 0),
 	       (unsigned long long)pkts, t1 - t0, t1 > t0 ? pkts / (t1 - t0) / 1e6 : 0.0,
-	       t1 > t0 ? bytes * 8 / (t1 - t0) / 1e9 : 0.0, (unsigned long long)xs.rx_dropped,
+	       t1 > t0 ? bytes * 8 / (t1 - t0) / 1e9 : 0.0, cpu, pkts ? cpu * 1e9 / pkts : 0.0,
+	       (unsigned long long)xs.rx_dropped,
 	       (unsigned long long)xs.rx_fill_ring_empty_descs);
 	close_socket(&b);
 	return pkts ? 0 : 1;
