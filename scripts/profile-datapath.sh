@@ -9,11 +9,41 @@
 # (OUTDIR/profile-LABEL.png, gnuplot).  Root; needs linux-perf.
 #
 #   scripts/profile-datapath.sh [OUTDIR [LABEL]]     default /tmp/mroc-profile, "now"
-#   BUILD=... picks the binaries (e.g. an older build, for a before/after pair).
+#   BUILD=... picks the binaries (e.g. an older build, for a before/after pair);
+#   PLOT_ONLY=1 redraws OUTDIR/profile-LABEL.png from its CSV.
 set -u
 OUT=${1:-/tmp/mroc-profile}
 LABEL=${2:-now}
 TOP=${TOP:-12}
+plot_bars() {
+	if command -v gnuplot >/dev/null; then
+		for side in sender receiver; do
+			awk -F, -v s="$side" '$1 == s { print NR, "\"" $2 "\"", $3 }' \
+				"$OUT/profile-$LABEL.csv" >"$OUT/$side-$LABEL.dat"
+		done
+		gnuplot <<-GP
+	set terminal pngcairo size 1400,560 font ",10" noenhanced
+	set output "$OUT/profile-$LABEL.png"
+	set multiplot layout 1,2 title "mrocd per-side profile ($LABEL): top $TOP symbols, % of samples ([k] = kernel)"
+	set style fill solid 0.7
+	set xlabel "% of samples"
+	set yrange [:] reverse
+	set xrange [0:*]
+	unset key
+	set grid x
+	do for [side in "sender receiver"] {
+		set title side
+		plot "$OUT/".side."-$LABEL.dat" using (\$3/2):0:(\$3/2):(0.4):yticlabels(2) with boxxyerror lc rgb "#4477aa"
+	}
+	unset multiplot
+	GP
+		echo "bars: $OUT/profile-$LABEL.png"
+	fi
+}
+if [ -n "${PLOT_ONLY:-}" ]; then
+	plot_bars
+	exit 0
+fi
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 e2e_require
 command -v perf >/dev/null || skip "needs perf (apt-get install linux-perf)"
@@ -31,12 +61,15 @@ e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
 ip netns exec "$NS_B" timeout 30 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/b.ctl" --sleep -s 1M -D 7 >/dev/null 2>&1 &
+srv=$!
 sleep 0.3
 ip netns exec "$NS_A" timeout 30 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/a.ctl" --sleep -s 1M -D 7 "$IP_B" >"$OUT/perf-$LABEL.txt" 2>&1 &
+cli=$!
 sleep 1.5
 perf record -F 2000 -g -o "$OUT/sender-$LABEL.data" -p "$PID_a" -- sleep 4 >/dev/null 2>&1 &
+rec=$!
 perf record -F 2000 -g -o "$OUT/receiver-$LABEL.data" -p "$PID_b" -- sleep 4 >/dev/null 2>&1
-wait
+wait $rec $cli $srv
 echo "side,symbol,percent" >"$OUT/profile-$LABEL.csv"
 for side in sender receiver; do
 	echo "== $side mrocd: by binary"
@@ -46,29 +79,8 @@ for side in sender receiver; do
 		grep -E '^ +[0-9]' | head -"$TOP" | tee "$OUT/$side.top" |
 		awk -v s="$side" '{ p = $1; sub("%", "", p); sym = $3; if ($2 == "[k]") sym = sym " [k]";
 			printf "%s,%s,%s\n", s, sym, p }' >>"$OUT/profile-$LABEL.csv"
+	cat "$OUT/$side.top"
 done
 echo "== mroc-perf during the profile"
 grep -A1 '#bytes' "$OUT/perf-$LABEL.txt"
-if command -v gnuplot >/dev/null; then
-	for side in sender receiver; do
-		awk -F, -v s="$side" '$1 == s { gsub("_", "\\\\_", $2); print NR, "\"" $2 "\"", $3 }' \
-			"$OUT/profile-$LABEL.csv" >"$OUT/$side-$LABEL.dat"
-	done
-	gnuplot <<GP
-set terminal pngcairo size 1400,560 font ",10"
-set output "$OUT/profile-$LABEL.png"
-set multiplot layout 1,2 title "mrocd per-side profile ($LABEL): top $TOP symbols, % of samples ([k] = kernel)"
-set style fill solid 0.7
-set xlabel "% of samples"
-set yrange [:] reverse
-set xrange [0:*]
-unset key
-set grid x
-do for [side in "sender receiver"] {
-	set title side
-	plot "$OUT/".side."-$LABEL.dat" using (\$3/2):0:(\$3/2):(0.4):yticlabels(2) with boxxyerror lc rgb "#4477aa"
-}
-unset multiplot
-GP
-	echo "bars: $OUT/profile-$LABEL.png"
-fi
+plot_bars
