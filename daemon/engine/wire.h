@@ -54,6 +54,8 @@ enum mroc_opcode {
 #define MROC_F_ACK_REQ	0x01	/* receiver: ACK this path now */
 #define MROC_F_RETX	0x02	/* this segment was sent before (informational) */
 #define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX)
+/* 0x80 is the frame layer's (daemon/frame.c: an ICRC trailer follows, PROTOCOL 1.1); it never
+ * reaches the engine, which refuses it like any other undefined flag. */
 
 /* NAK codes carried in ACKs. */
 enum mroc_nak {

@@ -188,7 +188,8 @@ ok "status: version, uptime, backend (AF_XDP native / UDP fallback with the reas
 out=$("${A[@]}" link show)
 head -1 <<<"$out" | grep -Eq "^PEER +STATE +DIR +QPN +UP +CONNECTS +FAILURES$" ||
 	fail "link show: header: $out"
-grep -Eq "^$IP_B +up +out +[0-9]+ +[0-9.]+s +1 +0$" <<<"$out" || fail "link show: no outgoing row: $out"
+# Connect attempts and failures vary: on a loaded machine the first attempt may find the peer not ready.
+grep -Eq "^$IP_B +up +out +[0-9]+ +[0-9.]+s +[0-9]+ +[0-9]+$" <<<"$out" || fail "link show: no outgoing row: $out"
 grep -Eq "^$IP_B +up +in +[0-9]+ +[0-9.]+s +[0-9]+ +0$" <<<"$out" || fail "link show: no incoming row: $out"
 links=$("${A[@]}" -j link)
 json_ok "link -j" <<<"$links"
@@ -248,7 +249,8 @@ expect_fail 'no QP 7' -S "$E2E_DIR/a.admin" qp show 7
 ok "qp show: peers, mode, windows, traffic; one QP; JSON"
 
 # iproute2's habits: fixed aliases, single-dash long options, -br, -b
-stable() { jq -c '[.. | objects | select(has("qpn")) | {qpn, path_id, sport, peer, state}]'; }
+# What two calls a moment apart must agree on: a path may move to another port or time out between them.
+stable() { jq -c '[.. | objects | select(has("qpn")) | {qpn, path_id, peer}]'; }
 [ "$("${A[@]}" -j p s | stable)" = "$("${A[@]}" -j path show | stable)" ] || fail "p s is not path show"
 [ "$("${A[@]}" -json q sh | stable)" = "$("${A[@]}" --json qp show | stable)" ] || fail "-json q sh"
 [ "$("${A[@]}" -j l ls | stable)" = "$("${A[@]}" -j link list | stable)" ] || fail "l ls"
