@@ -202,7 +202,9 @@ ok "link show: both control links up, text and JSON"
 out=$("${A[@]}" path show)
 head -1 <<<"$out" | grep -Eq "^ *QPN +PATH +SPORT +PORT +STATE +SRTT +MINRTT +RTTVAR +PWND +INFLIGHT +SENT +RETX +LOST +CE +REPATHS +MOVED +AGO +RATE +HINT$" ||
 	fail "path show: header: $(head -1 <<<"$out")"
-[ "$("${A[@]}" path)" = "$out" ] || fail "\"path\" is not \"path show\""
+# The same rows (QP, path): counters and times move between two calls.
+[ "$("${A[@]}" path | awk '{ print $1, $2 }')" = "$(awk '{ print $1, $2 }' <<<"$out")" ] ||
+	fail "\"path\" is not \"path show\""
 for q in "${LINK_QPNS[@]}"; do
 	rows=$(grep -Ec "^ *$q +[0-9]+ +200[0-6][0-9] +[-a-z0-9]+ +(active|timed_out) +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.]+(B|KiB|MiB) +[0-9.]+(B|KiB|MiB)( +[0-9]+){5} +(-|timeout|loss|ce|slow|keepalive) +(-|[0-9.]+[a-z]+( [0-9]+[a-z])?) +[0-9.a-zA-Z/]+ +[0-9.a-zA-Z/]+$" <<<"$out")
 	[ "$rows" = 4 ] || fail "path show: $rows rows for QP $q, expected 4:
