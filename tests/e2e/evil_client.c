@@ -452,6 +452,10 @@ static int idle(const char *path, int type, int n, int secs)
 		}
 	}
 	printf("refused=%d cut=%d open=%d\n", refused, cut, open);
+	for (int i = 0; i < n; i++)
+		if (p[i].fd >= 0)
+			close(p[i].fd);
+	free(p);
 	return 0;
 }
 

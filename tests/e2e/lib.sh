@@ -24,6 +24,14 @@ e2e_require() {
 	ip netns del "mroc-probe-$$"
 }
 
+# e2e_require_unsanitized WHAT: skip in a sanitizer build (make SANITIZE=...) when a
+# program built without the sanitizer runtime (fi_info, mpirun) would load our
+# sanitized libraries: ASan refuses to start there.
+e2e_require_unsanitized() {
+	[ -z "${SANITIZE:-}" ] ||
+		skip "SANITIZE=$SANITIZE build: $1 would load sanitized libraries into an unsanitized program"
+}
+
 # Names unique to this run so parallel runs never collide.
 E2E_ID=$$
 NS_A=mroc-e2e-$E2E_ID-a

@@ -10,6 +10,7 @@ set -u
 
 PROV=$BUILD/libmroc-fi.so
 e2e_require
+e2e_require_unsanitized fi_pingpong
 command -v fi_pingpong >/dev/null || skip "needs fi_pingpong (libfabric-bin; scripts/deps.sh installs it)"
 [ -f "$PROV" ] || skip "$PROV not built (libfabric-dev missing?)"
 

@@ -12,6 +12,7 @@ set -u
 PROV=$BUILD/libmroc-fi.so
 BENCH=$BUILD/tests/mpi/mpi_bench
 e2e_require
+e2e_require_unsanitized mpirun
 command -v mpirun >/dev/null || skip "needs mpirun (openmpi-bin; scripts/deps.sh installs it)"
 [ -f "$PROV" ] || skip "$PROV not built (libfabric-dev missing?)"
 [ -x "$BENCH" ] || skip "$BENCH not built (libopenmpi-dev missing?)"
