@@ -31,8 +31,9 @@
 #   scripts/bench-scale.sh
 #
 # Environment: BUILD (build), OUT (docs/perf), POINTS ("1 16 256 1000 4000"), REPS (3),
-# SECS (4), WARM (1), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), KEEP (set:
-# keep the work directory with logs and every client's output).
+# SECS (4), WARM (1), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
+# replace only the rows of PARTS x POINTS in scale.csv, keep the others, summarise all),
+# KEEP (set: keep the work directory with logs and every client's output).
 set -u
 BL_TAG=bscale
 . "$(dirname "$0")/bench-lib.sh"
@@ -239,7 +240,7 @@ tcp_run() {
 	local n=$1 rep=$2 procs i k rest sp=() cp=() port gbps retr
 	procs=$(((n + 127) / 128))
 	for ((i = 0; i < procs; i++)); do
-		bl_bg ip netns exec "${NS[1]}" timeout $((SECS + WARM + 60)) iperf3 -s -1 -p $((5201 + i)) >/dev/null 2>&1
+		bl_bg ip netns exec "${NS[1]}" timeout $((SECS + WARM + 240)) iperf3 -s -1 -p $((5201 + i)) >/dev/null 2>&1
 		sp+=("$BL_LAST")
 	done
 	for ((i = 0; i < procs; i++)); do bl_wait_listen "${NS[1]}" $((5201 + i)) "${sp[$i]}"; done
@@ -247,7 +248,7 @@ tcp_run() {
 	for ((i = 0; i < procs; i++)); do
 		k=$((rest / (procs - i)))
 		rest=$((rest - k))
-		bl_bg ip netns exec "${NS[0]}" timeout $((SECS + WARM + 50)) iperf3 -c "${IP[1]}" -p $((5201 + i)) \
+		bl_bg ip netns exec "${NS[0]}" timeout $((SECS + WARM + 230)) iperf3 -c "${IP[1]}" -p $((5201 + i)) \
 			-O "$WARM" -t "$SECS" -P "$k" -J >"$BL_DIR/tcp.$i.json" 2>/dev/null
 		cp+=("$BL_LAST")
 	done
@@ -256,6 +257,7 @@ tcp_run() {
 	retr=$(cat "$BL_DIR"/tcp.*.json | jq -s '[.[].end.sum_sent.retransmits // 0] | add' 2>/dev/null)
 	ERR=$(cat "$BL_DIR"/tcp.*.json | jq -rs '[.[].error // empty] | first // empty' 2>/dev/null | tr ',' ';')
 	rm -f "$BL_DIR"/tcp.*.json
+	[ -z "$ERR" ] || gbps=	# a part of the connections is no figure
 	log "tcp $n connections ($procs iperf3) rep $rep: $gbps Gbit/s, retransmits $retr${ERR:+ ERROR: $ERR}"
 	echo "tcp,$n,$procs,,$rep,$gbps,,,,,,,,,,$retr,,,,,,,,,${ERR:-ok}" >>"$CSV"
 }
@@ -268,7 +270,14 @@ TABLES=$BL_DIR/tables.md
 md() { echo "$*" >>"$TABLES"; }
 
 if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
-	echo "part,qps,clients,qps_per_client,rep,gbps,window_s,qps_up_s,cpu_a_pct,cpu_b_pct,pss_anon_a_kib,pss_anon_b_kib,idle_pss_anon_a_kib,idle_pss_anon_b_kib,rto,tx_retx,lost,rx_dup,tx_data,failed,retry_exc,mroc_perf_sum_gbps,lat_p50_us,lat_p99_us,status" >"$CSV"
+	if [ -z "${APPEND:-}" ] || [ ! -s "$CSV" ]; then
+		echo "part,qps,clients,qps_per_client,rep,gbps,window_s,qps_up_s,cpu_a_pct,cpu_b_pct,pss_anon_a_kib,pss_anon_b_kib,idle_pss_anon_a_kib,idle_pss_anon_b_kib,rto,tx_retx,lost,rx_dup,tx_data,failed,retry_exc,mroc_perf_sum_gbps,lat_p50_us,lat_p99_us,status" >"$CSV"
+	else
+		# APPEND: the rows of the parts and points measured now are replaced, the others kept
+		awk -F, -v parts="$PARTS" -v points="$POINTS" 'BEGIN { split(parts, a, " "); for (i in a) P[a[i]] = 1
+			split(points, b, " "); for (i in b) N[b[i]] = 1 } NR == 1 || !(($1 in P) && ($2 in N))' "$CSV" >"$CSV.new" &&
+			mv "$CSV.new" "$CSV"
+	fi
 	bl_fabric_up 4 2
 	# Rings that hold a message of every QP at once (as tests/e2e/test_scale.sh);
 	# transport and limits at the daemon's defaults.
@@ -286,29 +295,33 @@ if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 	done
 	bl_daemons_stop
 
-	# min/median/max per point
+	# min/median/max per point, of every row in the CSV (with APPEND, earlier runs' too)
+	ALL_POINTS=$(awk -F, 'NR > 1 { print $2 }' "$CSV" | sort -gu | tr '\n' ' ')
 	echo "part,qps,metric,min,median,max" >"$SUM"
 	col() { awk -F, -v p="$1" -v n="$2" -v c="$3" '$1 == p && $2 == n && $c != "" { print $c }' "$CSV" | stats; }
-	for n in $POINTS; do
+	for n in $ALL_POINTS; do
 		for m in "bw gbps 6" "bw cpu_a 9" "bw cpu_b 10" "bw pss_a 11" "bw pss_b 12" "bw rto 15" "bw tx_retx 16" \
 			"bw rx_dup 18" "bw failed 20" "bw retry_exc 21" "lat p50 23" "lat p99 24" "lat rto 15" "tcp gbps 6" "tcp retx 16"; do
 			read -r p name c <<<"$m"
 			echo "$p,$n,$name,$(col "$p" "$n" "$c" | tr ' ' ',')" >>"$SUM"
 		done
-		# private memory above the idle daemon's, MiB
-		echo "bw,$n,pss_a_above_idle_mib,$(col bw "$n" 11 | awk -v i="$IDLE_A" '{ printf "%.2f,%.2f,%.2f", ($1 - i) / 1024, ($2 - i) / 1024, ($3 - i) / 1024 }')" >>"$SUM"
-		echo "bw,$n,pss_b_above_idle_mib,$(col bw "$n" 12 | awk -v i="$IDLE_B" '{ printf "%.2f,%.2f,%.2f", ($1 - i) / 1024, ($2 - i) / 1024, ($3 - i) / 1024 }')" >>"$SUM"
+		# private memory above the idle daemon's (of the same run), MiB
+		for ab in "a 11 13" "b 12 14"; do
+			read -r side c ci <<<"$ab"
+			echo "bw,$n,pss_${side}_above_idle_mib,$(awk -F, -v n="$n" -v c="$c" -v ci="$ci" '$1 == "bw" && $2 == n && $c != "" {
+				printf "%.2f\n", ($c - $ci) / 1024 }' "$CSV" | stats | tr ' ' ',')" >>"$SUM"
+		done
 	done
 	get() { awk -F, -v p="$1" -v n="$2" -v m="$3" -v f="${4:-5}" '$1 == p && $2 == n && $3 == m { print $f }' "$SUM"; }
 	mmm() { awk -F, -v p="$1" -v n="$2" -v m="$3" -v d="${4:-3}" '$1 == p && $2 == n && $3 == m {
 		if ($4 == "-") print "-"; else printf "%.*f / %.*f / %.*f", d, $4, d, $5, d, $6 }' "$SUM"; }
 	md "#### Aggregate write_bw, latency, memory and CPU by QP count (4 planes, lossless)"
 	md ""
-	md "min / median / max of $REPS runs. Gbit/s: the receiver's placed bytes over ${SECS} s once every QP is up plus ${WARM} s. CPU: % of one core (utime + stime) over that window, sender / receiver. Memory: Pss_Anon above the idle daemon's ($((IDLE_A / 1024)) / $((IDLE_B / 1024)) MiB), MiB, sender / receiver, largest sample. Counters: sums over the runs. write_lat: 8 B among N - 1 idle QPs, $LAT_ITERS ping-pongs."
+	md "min / median / max of the runs (REPS=$REPS). Gbit/s: the receiver's placed bytes over ${SECS} s once every QP is up plus ${WARM} s. CPU: % of one core (utime + stime) over that window, sender / receiver. Memory: Pss_Anon above the idle daemon's ($(awk -F, '$1 == "bw" { print $13 }' "$CSV" | stats | awk '{ printf "%.0f", $2 / 1024 }') / $(awk -F, '$1 == "bw" { print $14 }' "$CSV" | stats | awk '{ printf "%.0f", $2 / 1024 }') MiB), MiB, sender / receiver, largest sample. Counters: sums over the runs. write_lat: 8 B among N - 1 idle QPs, $LAT_ITERS ping-pongs."
 	md ""
 	md "| QPs (clients x QPs) | mroc write_bw Gbit/s | TCP, N connections, Gbit/s | write_lat p50 us | write_lat p99 us | CPU % sender / receiver (median) | Pss_Anon above idle, MiB (median) | rto / tx_retx / rx_dup | clients failed / RETRY_EXC |"
 	md "|---|---|---|---|---|---|---|---|---|"
-	for n in $POINTS; do
+	for n in $ALL_POINTS; do
 		sum_of() { awk -F, -v p="$1" -v n="$2" -v c="$3" '$1 == p && $2 == n { s += $c } END { print s + 0 }' "$CSV"; }
 		read -r c q <<<"$(layout "$n")"
 		md "| $n ($c x $q) | $(mmm bw "$n" gbps) | $(mmm tcp "$n" gbps) | $(mmm lat "$n" p50 1) | $(mmm lat "$n" p99 1) |" \
