@@ -154,6 +154,26 @@ bl_daemons_ready() {
 	done
 }
 
+# bl_daemons_check: a daemon that is gone is reported (its exit status, its log's end)
+# and started again with the configuration it had; BL_RESTARTS counts them.
+BL_RESTARTS=0
+bl_daemons_check() {
+	local h rc
+	for ((h = 0; h < NHOSTS; h++)); do
+		[ -n "${DPID[$h]:-}" ] && ! kill -0 "${DPID[$h]}" 2>/dev/null || continue
+		bl_reap "${DPID[$h]}"
+		rc=$?
+		log "mrocd on host $h is gone (exit status $rc$([ $rc -gt 128 ] && echo ", signal $((rc - 128))")):" \
+			"$(tail -n 3 "$BL_DIR/h$h.log" | tr '\n' ' ')- starting it again"
+		BL_RESTARTS=$((BL_RESTARTS + 1))
+		rm -f "$BL_DIR/h$h.admin"
+		ip netns exec "${NS[$h]}" "$MROCD" -c "$BL_DIR/h$h.conf" >>"$BL_DIR/h$h.log" 2>&1 &
+		DPID[$h]=$!
+		BL_PIDS+=("$!")
+		bl_daemons_ready
+	done
+}
+
 bl_admin() {
 	local h=$1
 	shift

@@ -90,6 +90,7 @@ fi_env() {
 # fi_run PROVIDER COND REP PLANE: one fi_pingpong -e rdm, every size; rows to the CSV.
 fi_run() {
 	local prov=$1 cond=$2 rep=$3 plane=$4 port=$((47700 + RANDOM % 200)) sp rc p0 share it=$FI_ITERS
+	bl_daemons_check
 	# udp;ofi_rxd moves 1 MiB at a few MB/s here: a quarter of the iterations
 	[ "$prov" != "udp;ofi_rxd" ] || it=$(((FI_ITERS + 3) / 4))
 	p0=$(plane_pkts)
@@ -163,6 +164,7 @@ exp_fi() {
 # mpi_run TRANSPORT COND REP PLANE: mpi_bench allreduce over 2 ranks; rows to the CSV.
 mpi_run() {
 	local tr=$1 cond=$2 rep=$3 plane=$4 rc p0 share args
+	bl_daemons_check
 	if [ "$tr" = mroc ]; then
 		args=(--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include mroc)
 	else
@@ -231,7 +233,9 @@ for e in $PARTS; do
 	*) die "unknown part $e (fi mpi)" ;;
 	esac
 done
+bl_daemons_check
 bl_daemons_stop
+[ "$BL_RESTARTS" = 0 ] || md "mrocd was found gone and restarted $BL_RESTARTS time(s) during the run (see stderr)."
 cat "$TABLES"
 echo "machine: $(bl_machine), $(($(date +%s) - T_START)) s; load average $LOAD_START at the start," \
 	"$(cut -d' ' -f1-3 /proc/loadavg) at the end; REPS=$REPS LOSS=$LOSS FI_ITERS=$FI_ITERS MPI_ITERS=$MPI_ITERS MPI_RUNS=$MPI_RUNS"

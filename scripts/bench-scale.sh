@@ -135,6 +135,7 @@ clients_finish() {
 # bw_run N REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local n=$1 rep=$2 c q dur t0 t1 b0 b1 k0a k0b k1a k1b m0a m0b e0a e0b tup gbps i
+	bl_daemons_check
 	read -r c q <<<"$(layout "$n")"
 	# Each client runs for its own -D from its first message: long enough that all
 	# are still sending through the window however the start-up spreads out.
@@ -183,6 +184,7 @@ bw_run() {
 # lat_run N REP: write_lat among N - 1 idle QPs.
 lat_run() {
 	local n=$1 rep=$2 c q held=0 i sp cp p50 p99 lq=0
+	bl_daemons_check
 	read -r c q <<<"$(layout "$n")"
 	CPIDS=() SPIDS=()
 	if [ "$n" -gt 1 ]; then
@@ -293,7 +295,9 @@ if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 			! grep -qw tcp <<<"$PARTS" || tcp_run "$n" "$rep"
 		done
 	done
+	bl_daemons_check
 	bl_daemons_stop
+	[ "$BL_RESTARTS" = 0 ] || log "mrocd was found gone and restarted $BL_RESTARTS time(s) during the run"
 
 	# min/median/max per point, of every row in the CSV (with APPEND, earlier runs' too)
 	ALL_POINTS=$(awk -F, 'NR > 1 { print $2 }' "$CSV" | sort -gu | tr '\n' ' ')
