@@ -10,7 +10,7 @@ set linetype 3 lc rgb "#e69f00" lw 2
 set linetype 4 lc rgb "gray40" lw 1 dt 2
 f = "scale-summary.csv"
 sel(p, m) = sprintf("< awk -F, '$1 == \"%s\" && $3 == \"%s\" && $4 != \"-\"' %s", p, m, f)
-set multiplot layout 1,3 title "mroc, 1 to 4,000 QPs on one daemon pair (2 x mrocd on AF_XDP, 4 ECMP planes, lossless)"
+set multiplot layout 1,3 title "mroc, 1 to 4,000 QPs on one daemon pair (2 x mrocd on AF\\_XDP, 4 ECMP planes, lossless)"
 set logscale x
 set xrange [0.7:6000]
 set xtics (1, 16, 256, 1000, 4000)
