@@ -17,8 +17,10 @@
 #          --mca mtl_ofi_provider_include mroc vs --mca pml ob1 --mca btl tcp,self
 #          (TCP on the fabric's planes; Open MPI's own control traffic on the
 #          management network)
+#   atomic mroc-perf atomic_lat (FETCH_AND_ADD and CMP_AND_SWAP) against write_lat and
+#          read_lat, 8 B, lossless, in turn: p50 and p99
 #
-# Writes docs/perf/mpi-fi.csv and mpi-allreduce.csv (a row per size and run),
+# Writes docs/perf/mpi-fi.csv, mpi-allreduce.csv (a row per size and run) and mpi-atomic.csv,
 # prints markdown tables (medians, with the lossy-plane runs' min and max) on
 # stdout and progress on stderr.  Root; part of make bench (make bench-mpi).
 #
@@ -26,7 +28,8 @@
 #
 # Environment: BUILD (build), OUT (docs/perf), REPS (2: lossless runs per
 # transport; lossy: one per plane), LOSS (1), FI_ITERS (100), MPI_ITERS (100),
-# MPI_RUNS (3: mpi_bench -r), LOSSY_PLANES ("1 2 3 4"), PARTS ("fi mpi"), KEEP (set: keep the work directory).
+# MPI_RUNS (3: mpi_bench -r), LOSSY_PLANES ("1 2 3 4"), LAT_ITERS (2000: atomic part),
+# PARTS ("fi mpi atomic"), KEEP (set: keep the work directory).
 set -u
 BL_TAG=bmpi
 . "$(dirname "$0")/bench-lib.sh"
@@ -38,7 +41,8 @@ FI_ITERS=${FI_ITERS:-100}
 MPI_ITERS=${MPI_ITERS:-100}
 MPI_RUNS=${MPI_RUNS:-3}
 LOSSY_PLANES=${LOSSY_PLANES:-1 2 3 4}
-PARTS=${PARTS:-fi mpi}
+PARTS=${PARTS:-fi mpi atomic}
+LAT_ITERS=${LAT_ITERS:-2000}
 PROV=$BUILD/libmroc-fi.so
 MPIB=$BUILD/tests/mpi/mpi_bench
 PROVIDERS=("mroc" "tcp" "udp;ofi_rxd")
@@ -227,10 +231,58 @@ exp_mpi() {
 	md ""
 }
 
+# ---------------------------------------------------------------- atomics
+
+# lat_p50 TEST ARGS...: one mroc-perf latency test host 0 -> host 1, lossless; its p50 (us)
+# in P50, p99 in P99 (empty if it failed).
+lat_p50() {
+	local t=$1 sp port=18790
+	shift
+	bl_daemons_check
+	bl_bg ip netns exec "${NS[1]}" "$PERF" "$t" -S "$BL_DIR/h1.ctl" -j -p $port --mroc-addr "${IP[1]}" \
+		>"$BL_DIR/lat.srv.json" 2>"$BL_DIR/lat.srv.err"
+	sp=$BL_LAST
+	bl_wait_listen "${NS[1]}" $port "$sp"
+	ip netns exec "${NS[0]}" "$PERF" "$t" -S "$BL_DIR/h0.ctl" -j -p $port -s 8 -n "$LAT_ITERS" "$@" \
+		"${MGMT[1]}" >"$BL_DIR/lat.cli.json" 2>"$BL_DIR/lat.cli.err"
+	bl_reap "$sp"
+	P50=$(jq -r '.results[0].t_typical_us // empty' "$BL_DIR/lat.cli.json" 2>/dev/null)
+	P99=$(jq -r '.results[0].p99_us // empty' "$BL_DIR/lat.cli.json" 2>/dev/null)
+	[ -n "$P50" ] || log "$t: FAILED: $(cat "$BL_DIR/lat.cli.err" "$BL_DIR/lat.srv.err" | head -2 | tr '\n' ' ')"
+}
+
+# atomic_lat (FETCH_AND_ADD, CMP_AND_SWAP) against write_lat 8 B, in turn, REPS x 2 rounds.
+exp_atomic() {
+	local csv=$OUT/mpi-atomic.csv rep t
+	echo "rep,test,p50_us,p99_us" >"$csv"
+	set_loss 0
+	for ((rep = 1; rep <= 2 * REPS; rep++)); do
+		for t in write_lat read_lat "atomic_lat FETCH_AND_ADD" "atomic_lat CMP_AND_SWAP"; do
+			case $t in *_lat) lat_p50 "$t" ;; *) lat_p50 atomic_lat -A "${t#* }" ;; esac
+			log "atomic: $t rep $rep: p50 ${P50:-?} p99 ${P99:-?} us"
+			echo "$rep,${t// /:},$P50,$P99" >>"$csv"
+		done
+	done
+	md "#### atomic_lat against write_lat, 8 B, lossless"
+	md ""
+	md "p50 and p99 in us: min / median / max over $((2 * REPS)) runs of $LAT_ITERS operations each, the tests in turn; last column: median p50 / write_lat's median p50. write_lat reports half a ping-pong's round trip (as perftest does), read_lat and atomic_lat the time of one request and its response."
+	md ""
+	md "| test | p50 us | p99 us | p50 / write_lat p50 |"
+	md "|---|---|---|---|"
+	local w
+	w=$(awk -F, '$2 == "write_lat" { print $3 }' "$csv" | stats | cut -d' ' -f2)
+	for t in write_lat read_lat atomic_lat:FETCH_AND_ADD atomic_lat:CMP_AND_SWAP; do
+		md "| ${t//:/ } | $(awk -F, -v t="$t" '$2 == t { print $3 }' "$csv" | stats | awk '{ printf "%.1f / %.1f / %.1f", $1, $2, $3 }') |" \
+			"$(awk -F, -v t="$t" '$2 == t { print $4 }' "$csv" | stats | awk '{ printf "%.1f / %.1f / %.1f", $1, $2, $3 }') |" \
+			"$(awk -F, -v t="$t" '$2 == t { print $3 }' "$csv" | stats | awk -v w="$w" '{ printf "%.2f", ($2 + 0) / w }') |"
+	done
+	md ""
+}
+
 for e in $PARTS; do
 	case $e in
-	fi|mpi) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
-	*) die "unknown part $e (fi mpi)" ;;
+	fi|mpi|atomic) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
+	*) die "unknown part $e (fi mpi atomic)" ;;
 	esac
 done
 bl_daemons_check
