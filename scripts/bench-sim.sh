@@ -1,113 +1,139 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# Cluster-scale simulation benchmarks (issue #7): the real engine in every host
-# of a 64-host leaf/spine cluster with P planes, MetaRoCE against the RoCEv2
-# baseline and RoCEv2 with QP scaling (4 QPs per connection).
+# Cluster-scale simulation benchmarks (issues #7 and #16): the real engine in
+# every host of a 64-host leaf/spine cluster with P planes, MetaRoCE against
+# RoCEv2 as deployed and the older lossy baseline, every point over several
+# seeds (min / median / max in the tables).
 #
 #   scripts/bench-sim.sh            # all experiments (make bench-sim)
-#   EXPERIMENTS="loss planes" scripts/bench-sim.sh
+#   EXPERIMENTS="loss small" SEEDS="1 2 3" scripts/bench-sim.sh
 #
-# Experiments (each one mroc-sim cluster command per point, printed as it runs):
-#   loss      goodput kept at 0 / 0.1 / 0.5 / 1 / 2 / 5 / 10 % random loss (permutation)
-#   planes    goodput at 1 / 2 / 4 / 8 planes of 25 Gbit/s (permutation)
-#   allreduce ring AllReduce delta % vs RoCEv2 by size, 4 and 8 planes, 0 and 1 % loss
-#   alltoall  AllToAll delta % vs RoCEv2 by size, 4 and 8 planes, 0 and 1 % loss
+# Transports (mroc-sim cluster --transport; the first listed is the delta's baseline):
+#   rocev2-pfc           RoCEv2 as deployed: PFC-lossless fabric, NIC local ACK timeout
+#                        4.096 us x 2^18 = 1.07 s (NCCL_IB_TIMEOUT 18), retry 7
+#   rocev2-qp-per-plane  the same with a QP per plane per connection, pinned (NCCL)
+#   rocev2-lossy         the issue #7 baseline: lossy fabric, 200 us minimum RTO
+#   metaroce             ours, lossy fabric
+#
+# Experiments (each one mroc-sim cluster command per point and seed):
+#   loss      permutation 16 MiB, goodput kept at 0 / 0.1 / 1 / 5 / 10 % random loss
+#   planes    permutation 16 MiB at 1 / 2 / 4 / 8 planes of 25 Gbit/s
+#   small     AllReduce 8 B - 32 KiB on 32 ranks, 10 iterations (p50 / p99): beside a
+#             permutation of the other 32 hosts at half load; alone; alone at 1 % loss
+#   large     AllReduce 1 / 16 / 64 MiB and AllToAll 1 / 16 MiB on 64 hosts, 0 and 1 % loss
 #   failure   a spine fails 1 ms into a 16 MiB AllReduce; fabric converges in 10 ms or never
-#   incast    15 and 63 senders x 4 MiB into one host, rate hints on and off
+#   incast    15 and 63 senders x 4 MiB into one host
 #
-# Writes docs/perf/cluster-<experiment>.csv (one row per run, mroc-sim cluster's
-# --csv format), cluster-*.png (gnuplot; scripts cluster-*.gp next to them) and
-# cluster-tables.md (the markdown tables docs/PERF.md quotes).
-# Environment: BUILD (build), OUT (docs/perf), A2A_MAX (16M: largest AllToAll;
-# 64M moves 4x the data and takes ~1 min per point), AR_MAX (64M), SEED (1).
+# Writes docs/perf/cluster-<experiment>.csv (one row per run and seed, mroc-sim
+# cluster's --csv format), cluster-*.png (gnuplot; scripts cluster-*.gp next to
+# them) and cluster-tables.md (the markdown tables docs/PERF.md quotes).
+# Environment: BUILD (build), OUT (docs/perf), SEEDS ("1 2 3 4 5"), JOBS (2:
+# runs in parallel, one per core).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 OUT=${OUT:-$TOP/docs/perf}
 SIM=$BUILD/mroc-sim
-EXPERIMENTS=${EXPERIMENTS:-loss planes allreduce alltoall failure incast}
-A2A_MAX=${A2A_MAX:-16M}
-AR_MAX=${AR_MAX:-64M}
-SEED=${SEED:-1}
-ALL=rocev2,metaroce,rocev2-qps
+EXPERIMENTS=${EXPERIMENTS:-loss planes small large failure incast}
+SEEDS=${SEEDS:-1 2 3 4 5}
+JOBS=${JOBS:-2}
+ALL=rocev2-pfc,rocev2-qp-per-plane,rocev2-lossy,metaroce
 
 mkdir -p "$OUT"
 [ -x "$SIM" ] || { echo "bench-sim: $SIM missing (make first)" >&2; exit 1; }
+WORK=$(mktemp -d)
+trap 'rm -rf "$WORK"' EXIT
 
-run() {	# run CSV ARGS...: one mroc-sim cluster command, echoed
-	local csv=$1
-	shift
-	echo "+ mroc-sim cluster $* --seed $SEED"
-	"$SIM" cluster "$@" --seed "$SEED" --csv "$csv" || echo "  (a run failed: see above)"
+# Points of an experiment are queued with q, then run: every point once per
+# seed, JOBS at a time, each into its own CSV and log (so parallel runs never
+# share a file), then merged in queue order.
+NQ=0
+q() {	# q ARGS...: queue one mroc-sim cluster point
+	NQ=$((NQ + 1))
+	printf '%s\n' "$*" > "$WORK/cmd.$NQ"
 }
 
-fresh() { rm -f "$OUT/cluster-$1.csv"; echo "$OUT/cluster-$1.csv"; }
+run_queue() {	# run_queue EXPERIMENT
+	local csv=$OUT/cluster-$1.csv i s
+	rm -f "$csv"
+	echo "== $1: $NQ points x seeds $SEEDS, $JOBS at a time"
+	for ((i = 1; i <= NQ; i++)); do
+		for s in $SEEDS; do
+			echo "$i $s"
+		done
+	done | xargs -P "$JOBS" -n 2 sh -c '
+		w=$0 sim=$1 i=$2 s=$3
+		args=$(cat "$w/cmd.$i")
+		echo "+ mroc-sim cluster $args --seed $s" > "$w/log.$i.$s"
+		"$sim" cluster $args --seed "$s" --csv "$w/csv.$i.$s" >> "$w/log.$i.$s" 2>&1 ||
+			echo "  (a run failed: see above)" >> "$w/log.$i.$s"' "$WORK" "$SIM"
+	for ((i = 1; i <= NQ; i++)); do
+		for s in $SEEDS; do
+			cat "$WORK/log.$i.$s"
+			if [ ! -s "$csv" ]; then
+				cat "$WORK/csv.$i.$s" > "$csv"
+			else
+				tail -n +2 "$WORK/csv.$i.$s" >> "$csv"
+			fi
+			rm -f "$WORK/log.$i.$s" "$WORK/csv.$i.$s"
+		done
+		rm -f "$WORK/cmd.$i"
+	done
+	NQ=0
+}
 
 exp_loss() {
-	local csv
-	csv=$(fresh loss)
-	for l in 0 0.001 0.005 0.01 0.02 0.05 0.1; do
-		run "$csv" --op permutation --bytes 16M --loss "$l" --transport $ALL --limit 4000 \
-			--tag loss
+	for l in 0 0.001 0.01 0.05 0.1; do
+		# --limit: a tail loss costs rocev2-pfc a 1.07 s NIC timeout.
+		q --op permutation --bytes 16M --loss "$l" --transport $ALL --limit 60000 --tag loss
 	done
 }
 
 exp_planes() {
-	local csv
-	csv=$(fresh planes)
 	for p in 1 2 4 8; do
-		run "$csv" --op permutation --bytes 16M --planes "$p" --transport $ALL --tag planes
+		q --op permutation --bytes 16M --planes "$p" --transport $ALL --tag planes
 	done
 }
 
-exp_allreduce() {
-	local csv
-	csv=$(fresh allreduce)
-	for p in 4 8; do
-		for l in 0 0.01; do
-			run "$csv" --op allreduce --sizes "16:$AR_MAX" --planes "$p" --loss "$l" \
-				--transport $ALL --limit 4000 --tag "p$p-l$l"
-		done
-	done
+exp_small() {
+	local s="--op allreduce --sizes 8:32K --step 8 --ranks 32 --iters 10 --transport $ALL"
+	q $s --bg permutation --bg-load 0.5 --tag bg-l0
+	q $s --tag idle-l0
+	# At 1% loss on an idle fabric only: each 1.07 s NIC timeout of the PFC baselines
+	# would cost seconds of simulated background traffic (minutes of CPU).
+	q $s --loss 0.01 --limit 60000 --tag idle-l0.01
 }
 
-exp_alltoall() {
-	local csv
-	csv=$(fresh alltoall)
-	for p in 4 8; do
-		for l in 0 0.01; do
-			run "$csv" --op alltoall --sizes "1K:$A2A_MAX" --planes "$p" --loss "$l" \
-				--transport $ALL --limit 4000 --tag "p$p-l$l"
-		done
+exp_large() {
+	for l in 0 0.01; do
+		q --op allreduce --sizes 1M:64M --step 16 --loss "$l" --transport $ALL --limit 60000 \
+			--tag "allreduce-l$l"
+		q --op alltoall --sizes 1M:16M --step 16 --loss "$l" --transport $ALL --limit 60000 \
+			--tag "alltoall-l$l"
 	done
 }
 
 exp_failure() {
-	local csv
-	csv=$(fresh failure)
-	run "$csv" --op allreduce --bytes 16M --transport $ALL --tag none
-	run "$csv" --op allreduce --bytes 16M --transport $ALL --fail spine --fail-at 1000 \
-		--tag converge-10ms
-	run "$csv" --op allreduce --bytes 16M --transport $ALL --fail spine --fail-at 1000 \
+	local t=rocev2-pfc,rocev2-lossy,metaroce
+	q --op allreduce --bytes 16M --transport $t --tag none
+	q --op allreduce --bytes 16M --transport $t --fail spine --fail-at 1000 --tag converge-10ms
+	q --op allreduce --bytes 16M --transport $t --fail spine --fail-at 1000 \
 		--converge 1000000000 --tag converge-never
 }
 
 exp_incast() {
-	local csv
-	csv=$(fresh incast)
 	for s in 15 63; do
-		for h in on off; do
-			run "$csv" --op incast --senders "$s" --bytes 4M --hints "$h" \
-				--transport rocev2,metaroce --tag "s$s-$h" -v
-		done
+		q --op incast --senders "$s" --bytes 4M --transport rocev2-pfc,rocev2-lossy,metaroce \
+			--tag "s$s" -v
 	done
 }
 
 for e in $EXPERIMENTS; do
 	t0=$(date +%s)
 	"exp_$e"
+	run_queue "$e"
 	echo "== $e: $(( $(date +%s) - t0 )) s"
 done
 
