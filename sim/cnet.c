@@ -174,7 +174,8 @@ static void host_nic_done(struct cnet *cn, struct cnet_host *h)
 		return;
 	}
 	port = h->nic_wait ? h->nic_wait : fab_first_hop(&cn->fab, pkt, pkt_pin(h, pkt));
-	if (cn->cfg.fab.pfc && port->q_bytes + pkt->wire_len > port->cfg.queue_bytes) {
+	if (cn->cfg.fab.pfc && port->cfg.queue_bytes &&
+	    port->q_bytes + pkt->wire_len > port->cfg.queue_bytes) {
 		if (!h->nic_wait)
 			h->st.nic_waits++;
 		h->nic_wait = port;
