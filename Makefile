@@ -6,7 +6,7 @@
 #   make check                install missing packages (scripts/deps.sh), build, run every test
 #   make bench                the simulation benchmark, then real packets over veth and the
 #                             multi-plane fabric (root): mroc vs RoCEv2 mode vs TCP
-#   make bench-sim            cluster simulation (issue #7): CSV, PNG and tables into docs/perf/
+#   make bench-sim            cluster simulation (issues #7, #16): CSV, PNG and tables into docs/perf/
 #   make bench-scale          1 .. 4,000 QPs on one daemon pair vs TCP, memory, CPU (issue #10, root)
 #   make bench-mpi            libfabric fi_pingpong and Open MPI over mroc vs TCP (issue #14, root)
 #   make bench-lat            latency tables and plot (issue 17) into docs/perf/ (root)
@@ -259,7 +259,8 @@ bench-mpi: all
 bench-lat: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-lat.sh
 
-# 64 simulated hosts running the engine, MetaRoCE vs RoCEv2 (about 10 minutes on 2 cores).
+# 64 simulated hosts running the engine, MetaRoCE vs the RoCEv2 baselines over 5 seeds
+# (about 13 minutes of CPU, two runs at a time).
 bench-sim: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-sim.sh
 

@@ -45,6 +45,9 @@ function med(s,   d, n) { n = srt(s, d); return n ? d[int((n + 1) / 2)] : "" }
 function lo(s,   d, n) { n = srt(s, d); return n ? d[1] : "" }
 function hi(s,   d, n) { n = srt(s, d); return n ? d[n] : "" }
 function mmm(s, f) { return s == "" ? "-" : sprintf(f " / " f " / " f, lo(s), med(s), hi(s)) }
+# a delta %: above +1000 % as the ratio of the times (a NIC timeout against microseconds)
+function fd(v) { return v >= 1000 ? sprintf("%.0fx", v / 100 + 1) : sprintf("%+.1f", v) }
+function mmmd(s) { return s == "" ? "-" : fd(lo(s)) " / " fd(med(s)) " / " fd(hi(s)) }
 function nsort(a, d,   k, n, i, j, t) { n = 0; for (k in a) d[++n] = k + 0
 	for (i = 2; i <= n; i++) for (j = i; j > 1 && d[j - 1] > d[j]; j--) { t = d[j]; d[j] = d[j - 1]; d[j - 1] = t }
 	return n }
@@ -55,7 +58,7 @@ BEGIN { nt = split("rocev2-pfc rocev2-qp-per-plane rocev2-lossy metaroce", T, " 
 # ---- loss -----------------------------------------------------------------------
 
 if have loss; then
-	echo "Permutation 16 MiB, 64 hosts, 4 planes: goodput kept (each seed against its own lossless run), min / median / max over seeds; median Gbit/s per host" | out
+	echo "Permutation 16 MiB, 64 hosts, 4 planes: goodput kept (each seed against its own lossless run), min / median / max over seeds; median Gbit/s per host (0 = not finished within the time limit; - = not run)" | out
 	echo | out
 	awk -F, "$LIB"'
 		NR > 1 { g[$3, $8, $33] = $15 ? $12 * 8 : 0; L[$8] = 1; S[$33] = 1; r[$3, $8] = r[$3, $8] " " $16; o[$3, $8] = o[$3, $8] " " $18 }
@@ -72,7 +75,8 @@ if have loss; then
 						b = g[T[k], 0, s]; gb = gb " " g[T[k], l, s]
 						if (b > 0) kept = kept " " g[T[k], l, s] / b
 					}
-					line = line sprintf(" %s | %.2f |", mmm(kept, "%.3f"), med(gb))
+					line = line sprintf(" %s | %s |", mmm(kept, "%.3f"),
+							    gb == "" ? "-" : sprintf("%.2f", med(gb)))
 				}
 				print line
 				for (k = 1; k <= nt; k++) { kk = ""; for (s in S) if ((T[k], l, s) in g && g[T[k], 0, s] > 0) kk = kk " " g[T[k], l, s] / g[T[k], 0, s]
@@ -145,13 +149,13 @@ fi
 # delta_tables EXP COL LABEL: COL is the time column (11: time, 43: p50, 44: p99)
 delta_tables() {
 	local exp=$1 col=$2 label=$3
-	awk -F, -v col="$col" -v label="$label" -v exp="$exp" "$LIB"'
+	awk -F, -v col="$col" -v label="$label" -v ex="$exp" "$LIB"'
 		NR > 1 { if (!($1 in seen)) { seen[$1] = 1; tags[++ntag] = $1 }
 			t[$1, $3, $10, $33] = $15 ? $col : -1; Z[$1, $10] = 1; S[$33] = 1 }
 		END {
 			for (ti = 1; ti <= ntag; ti++) {
 				tag = tags[ti]
-				printf "%s, %s: %s in us (median over seeds; fail = some seed did not finish), delta %% of metaroce = baseline / metaroce - 1 per seed, min / median / max\n\n", exp, tag, label
+				printf "%s, %s: %s in us (median over seeds; fail = some seed did not finish), delta %% of metaroce = baseline / metaroce - 1 per seed, min / median / max (Nx: the baseline took N times as long)\n\n", ex, tag, label
 				h = "| size |"; u = "|---|"
 				for (k = 1; k <= nt; k++) { h = h " " T[k] " |"; u = u "---|" }
 				for (k = 1; k < nt; k++) { h = h " vs " B[T[k]] " % |"; u = u "---|" }
@@ -170,7 +174,7 @@ delta_tables() {
 						d = ""
 						for (s in S) { m = t[tag, "metaroce", z, s]; b = t[tag, T[k], z, s]
 							if (m > 0 && b > 0) d = d " " (b / m - 1) * 100 }
-						line = line sprintf(" %s |", mmm(d, "%+.1f"))
+						line = line sprintf(" %s |", mmmd(d))
 						printf "%s %d %s %s %s %s\n", tag, z, B[T[k]], med(d), lo(d), hi(d) > DAT
 					}
 					print line
@@ -180,19 +184,20 @@ delta_tables() {
 		}' DAT="$DIR/cluster-$exp-$label.dat" "$DIR/cluster-$exp.csv" | out
 }
 
-delta_plot() {	# delta_plot EXP LABEL TITLE
-	local exp=$1 label=$2 title=$3 tags
+delta_plot() {	# delta_plot EXP LABEL TITLE YMAX: deltas above YMAX % (NIC timeouts) are off the chart
+	local exp=$1 label=$2 title=$3 ymax=$4 tags
 	tags=$(awk '{ print $1 }' "$DIR/cluster-$exp-$label.dat" | sort -u | tr '\n' ' ')
 	cat > "$DIR/cluster-$exp-$label.gp" <<EOF
-set terminal pngcairo size 960,540
+set terminal pngcairo size 1100,600
 set output 'cluster-$exp-$label.png'
-set title '$title: metaroce delta % vs each baseline ($label, median, min-max bars)'
+set title "$title\\nmetaroce delta % vs each baseline ($label; median, min-max bars; above $ymax % off the chart)"
 set xlabel 'size (bytes)'
 set ylabel 'delta % (baseline time / metaroce time - 1)'
 set logscale x 2
 set format x '2^{%L}'
 set key outside right
 set grid
+set yrange [-60:$ymax]
 plot for [tag in "$tags"] for [b in "pfc qpp lossy"] 'cluster-$exp-$label.dat' \\
 	using 2:((strcol(1) eq tag && strcol(3) eq b) ? \$4 : 1/0):5:6 with yerrorlines title tag.' vs '.b
 EOF
@@ -202,12 +207,12 @@ EOF
 if have small; then
 	delta_tables small 43 p50
 	delta_tables small 44 p99
-	delta_plot small p50 'AllReduce, 32 ranks beside a half-load permutation'
-	delta_plot small p99 'AllReduce, 32 ranks beside a half-load permutation'
+	delta_plot small p50 'AllReduce 8 B - 32 KiB, 32 ranks: bg = beside a permutation, incast = beside an incast, idle = alone; l = loss' 150
+	delta_plot small p99 'AllReduce 8 B - 32 KiB, 32 ranks: bg = beside a permutation, incast = beside an incast, idle = alone; l = loss' 150
 fi
 if have large; then
 	delta_tables large 11 time
-	delta_plot large time 'AllReduce and AllToAll, 64 hosts'
+	delta_plot large time 'AllReduce and AllToAll, 64 hosts; l = loss' 300
 fi
 
 # ---- failure ------------------------------------------------------------------------

@@ -20,8 +20,9 @@
 #   loss      permutation 16 MiB, goodput kept at 0 / 0.1 / 1 / 5 / 10 % random loss
 #   planes    permutation 16 MiB at 1 / 2 / 4 / 8 planes of 25 Gbit/s
 #   small     AllReduce 8 B - 32 KiB on 32 ranks, 10 iterations (p50 / p99): beside a
-#             permutation of the other 32 hosts at half load; alone; alone at 1 % loss
-#   large     AllReduce 1 / 16 / 64 MiB and AllToAll 1 / 16 MiB on 64 hosts, 0 and 1 % loss
+#             permutation of the other 32 hosts at half load; beside an incast of 16 of
+#             them into one; alone; alone at 1 % loss
+#   large     AllReduce and AllToAll 1 / 16 MiB on 64 hosts, 0 and 1 % loss
 #   failure   a spine fails 1 ms into a 16 MiB AllReduce; fabric converges in 10 ms or never
 #   incast    15 and 63 senders x 4 MiB into one host
 #
@@ -100,6 +101,8 @@ exp_planes() {
 exp_small() {
 	local s="--op allreduce --sizes 8:32K --step 8 --ranks 32 --iters 10 --transport $ALL"
 	q $s --bg permutation --bg-load 0.5 --tag bg-l0
+	# 16 of the other hosts each offer half a NIC to one: 8:1 into its port, PFC pauses spread.
+	q $s --bg incast --bg-senders 16 --bg-load 0.5 --tag incast-l0
 	q $s --tag idle-l0
 	# At 1% loss on an idle fabric only: each 1.07 s NIC timeout of the PFC baselines
 	# would cost seconds of simulated background traffic (minutes of CPU).
@@ -108,7 +111,7 @@ exp_small() {
 
 exp_large() {
 	for l in 0 0.01; do
-		q --op allreduce --sizes 1M:64M --step 16 --loss "$l" --transport $ALL --limit 60000 \
+		q --op allreduce --sizes 1M:16M --step 16 --loss "$l" --transport $ALL --limit 60000 \
 			--tag "allreduce-l$l"
 		q --op alltoall --sizes 1M:16M --step 16 --loss "$l" --transport $ALL --limit 60000 \
 			--tag "alltoall-l$l"
