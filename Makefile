@@ -260,7 +260,7 @@ bench-lat: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-lat.sh
 
 # 64 simulated hosts running the engine, MetaRoCE vs the RoCEv2 baselines over 5 seeds
-# (about 13 minutes of CPU, two runs at a time).
+# (about 15 minutes of CPU, two runs at a time).
 bench-sim: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-sim.sh
 
