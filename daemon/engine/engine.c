@@ -120,7 +120,6 @@ void engine_destroy(struct engine *eng)
 	free(eng->qps);
 	free(eng->free_slots);
 	mr_table_free(eng);
-	timer_free(eng);
 	cm_hash_free(eng);
 	free(eng);
 }

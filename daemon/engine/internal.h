@@ -328,7 +328,6 @@ void qp_wake_ctl(struct engine *eng, struct qp *qp);
 
 /* timer.c */
 int timer_init(struct engine *eng);
-void timer_free(struct engine *eng);
 void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline);
 void timer_cancel(struct engine *eng, struct qp *qp);
 uint64_t timer_next(struct engine *eng);

@@ -129,7 +129,6 @@ struct tx_msg *qp_queue_atomic_resp(struct engine *eng, struct qp *qp, uint32_t 
 {
 	struct tx_msg *m = msg_alloc(qp, MROC_OP_ATOMIC_RESP, MROC_ATOMIC_RESP_LEN, 1);
 
-	(void)eng;
 	if (!m)
 		return NULL;
 	m->key = req_msn;

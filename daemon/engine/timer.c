@@ -54,11 +54,6 @@ int timer_init(struct engine *eng)
 	return 0;
 }
 
-void timer_free(struct engine *eng)
-{
-	(void)eng;
-}
-
 static void wheel_add(struct timer_wheel *w, struct qp *qp)
 {
 	uint64_t t = tick_of(qp->deadline);

@@ -109,7 +109,6 @@ static void run(uint64_t seed, int steps)
 			now += rnd() % (rnd() % 4 == 0 ? 100000000ULL : 3000);
 		check_advance(now);
 	}
-	timer_free(&eng);
 }
 
 static void test_wheel_matches_reference(void **state)
