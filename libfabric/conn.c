@@ -28,6 +28,7 @@ static const uint8_t kind_op[] = {
 	[TX_MSG] = MFI_OP_MSG, [TX_TAGGED] = MFI_OP_TAGGED, [TX_WRITE] = MFI_OP_WRITE,
 	[TX_READ] = MFI_OP_READ_REQ, [TX_READRESP] = MFI_OP_READ_RESP,
 	[TX_RMA_ACK] = MFI_OP_RMA_ACK, [TX_HELLO] = MFI_OP_HELLO,
+	[TX_ATOMIC] = MFI_OP_ATOMIC, [TX_ATOMIC_RESP] = MFI_OP_ATOMIC_RESP,
 };
 
 static struct mroc_qp_attr qp_attr(void)
@@ -147,7 +148,7 @@ void mfi_conn_fail(struct mfi_conn *c, int err)
 		struct mfi_txslot *s = &c->txs[c->tx_head % MFI_TX_SLOTS];
 
 		/* An operation still queued is failed below, not here. */
-		if (s->last && s->op && s->op->kind != TX_WRITE && s->op->kind != TX_READ)
+		if (s->last && s->op && !mfi_txop_answered(s->op))
 			free_op(c, s->op, err);
 		s->op = NULL;
 	}
@@ -256,7 +257,7 @@ static int post_slot(struct mfi_conn *c, struct mfi_hdr *h, struct mfi_txop *op,
 	if (c->self) {
 		/* In-process: the chunk is consumed before this returns. */
 		mfi_rx_chunk(c, h, slot + MFI_HDR_LEN, h->len);
-		if (last && op && op->kind != TX_WRITE && op->kind != TX_READ)
+		if (last && op && !mfi_txop_answered(op))
 			free_op(c, op, 0);
 		return 0;
 	}
@@ -397,8 +398,7 @@ static void send_done(struct mfi_conn *c, const struct mroc_wc *wc)
 			mfi_ep_conn_event(c, FI_SHUTDOWN, -FI_EIO);
 		return;
 	}
-	/* Writes and reads end with the target's answer, not with their SEND. */
-	if (s->last && s->op && s->op->kind != TX_WRITE && s->op->kind != TX_READ)
+	if (s->last && s->op && !mfi_txop_answered(s->op))
 		free_op(c, s->op, 0);
 	s->op = NULL;
 }

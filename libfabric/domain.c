@@ -234,16 +234,6 @@ static int no_srx_ctx(struct fid_domain *domain, struct fi_rx_attr *attr, struct
 	return -FI_ENOSYS;
 }
 
-/*
- * Atomics are not offered yet: they wait for MROC_WR_ATOMIC_FETCH_ADD and
- * MROC_WR_ATOMIC_CMP_SWP in libmroc (issue 14, item 1).
- */
-static int no_query_atomic(struct fid_domain *domain, enum fi_datatype datatype, enum fi_op op,
-			   struct fi_atomic_attr *attr, uint64_t flags)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_query_collective(struct fid_domain *domain, enum fi_collective_op coll,
 			       struct fi_collective_attr *attr, uint64_t flags)
 {
@@ -266,7 +256,7 @@ static struct fi_ops_domain domain_ops = {
 	.poll_open = no_poll_open,
 	.stx_ctx = no_stx_ctx,
 	.srx_ctx = no_srx_ctx,
-	.query_atomic = no_query_atomic,
+	.query_atomic = mfi_query_atomic,
 	.query_collective = no_query_collective,
 	.endpoint2 = endpoint2,
 };

@@ -55,13 +55,16 @@ void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op)
 	}
 }
 
-static uint64_t tx_flags_of(enum mfi_txkind k)
+static uint64_t tx_flags_of(const struct mfi_txop *op)
 {
-	switch (k) {
+	switch (op->kind) {
 	case TX_MSG:	return FI_SEND | FI_MSG;
 	case TX_TAGGED:	return FI_SEND | FI_TAGGED;
 	case TX_WRITE:	return FI_RMA | FI_WRITE;
 	case TX_READ:	return FI_RMA | FI_READ;
+	case TX_ATOMIC:	/* a fetching atomic reads (libfabric's convention) */
+		return FI_ATOMIC | (mfi_atomic_desc_decode(op->tag).kind == MFI_ATOMIC_WRITE ?
+				    FI_WRITE : FI_READ);
 	default:	return 0;
 	}
 }
@@ -70,8 +73,9 @@ void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err)
 {
 	if (op->user && ep->txcq && (op->completion || err)) {
 		struct mfi_cqe e = {
-			.e = { .op_context = op->context, .flags = tx_flags_of(op->kind),
-			       .len = op->kind == TX_READ ? op->rlen : op->total },
+			.e = { .op_context = op->context, .flags = tx_flags_of(op),
+			       .len = op->kind == TX_READ ? op->rlen :
+				      op->kind == TX_ATOMIC ? 0 : op->total },
 			.src = FI_ADDR_NOTAVAIL, .err = err != 0, .err_no = -err,
 		};
 

@@ -33,6 +33,7 @@
 #include <rdma/fi_tagged.h>
 #include <rdma/providers/fi_prov.h>
 
+#include "atomic_ops.h"
 #include "av.h"
 #include "cqring.h"
 #include "match.h"
@@ -53,6 +54,7 @@ struct mroc_qp;
 #define MFI_TX_SIZE		256	/* user transmit operations outstanding per endpoint */
 #define MFI_RX_SIZE		256	/* receives posted per endpoint */
 #define MFI_IOV_LIMIT		4
+static_assert(MFI_IOV_LIMIT == MFI_MATCH_IOV, "an operation's iovs are scattered like a receive's");
 #define MFI_CQ_DEFAULT		1024
 
 /* Per connection: receive slots the peer may fill, staging slots we send from. */
@@ -199,7 +201,11 @@ struct mfi_conn {
 
 /* ---- operations -------------------------------------------------------------- */
 
-enum mfi_txkind { TX_MSG, TX_TAGGED, TX_WRITE, TX_READ, TX_READRESP, TX_RMA_ACK, TX_HELLO };
+enum mfi_txkind {
+	TX_MSG, TX_TAGGED, TX_WRITE, TX_READ, TX_READRESP, TX_RMA_ACK, TX_HELLO,
+	TX_ATOMIC,		/* the request of fi_atomic/fi_fetch_atomic/fi_compare_atomic */
+	TX_ATOMIC_RESP,		/* the target's answer to a fetching one */
+};
 
 struct mfi_txop {
 	enum mfi_txkind kind;
@@ -210,6 +216,8 @@ struct mfi_txop {
 	bool hdr_sent;			/* a zero-length op still sends one chunk */
 	uint64_t tag, data, flags;	/* flags: FI_REMOTE_CQ_DATA, FI_COMPLETION ... */
 	uint64_t rkey, raddr;		/* RMA */
+	struct iovec res[MFI_IOV_LIMIT];	/* TX_ATOMIC: where the original values go */
+	size_t res_count;
 	uint32_t req_id;
 	int status;			/* RMA_ACK */
 	void *context;
@@ -219,6 +227,12 @@ struct mfi_txop {
 	struct mfi_conn *conn;
 	struct mfi_txop *next;
 };
+
+/* Writes, reads and atomics complete with the target's answer, not with their SEND. */
+static inline bool mfi_txop_answered(const struct mfi_txop *op)
+{
+	return op->kind == TX_WRITE || op->kind == TX_READ || op->kind == TX_ATOMIC;
+}
 
 /* ---- endpoints ------------------------------------------------------------- */
 
@@ -369,6 +383,10 @@ void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop 
 extern struct fi_ops_msg mfi_msg_ops;
 extern struct fi_ops_tagged mfi_tagged_ops;
 extern struct fi_ops_rma mfi_rma_ops;
+
+/* atomic.c */
 extern struct fi_ops_atomic mfi_atomic_ops;
+int mfi_query_atomic(struct fid_domain *domain, enum fi_datatype dt, enum fi_op op,
+		     struct fi_atomic_attr *attr, uint64_t flags);
 
 #endif

@@ -11,7 +11,17 @@
  *   WRITE       RMA write: key, address, total; the target answers RMA_ACK
  *   READ_REQ    RMA read: key, address, total; answered by READ_RESP chunks or RMA_ACK (error)
  *   READ_RESP   the data of a read, chunks like a message
- *   RMA_ACK     req_id and status (0 or a positive FI_E* number) of a write or failed read
+ *   RMA_ACK     req_id and status (0 or a positive FI_E* number) of a write, a failed
+ *               read, a non-fetching atomic or a failed fetching one
+ *   ATOMIC      an atomic: key, address, req_id, the operation in tag (mfi_atomic_desc);
+ *               one chunk: count operands, then (compare family) count compare values;
+ *               answered by RMA_ACK (no fetch, or an error) or ATOMIC_RESP
+ *   ATOMIC_RESP the original values of a fetching atomic, one chunk
+ *
+ * An atomic is applied when its SEND is processed at the target.  mroc delivers
+ * a SEND exactly once (a retransmitted copy is a DSN already received, never
+ * delivered again), so no replay cache is needed here: the engine's guarantee
+ * is the one RoCE's responder-side atomic cache gives.
  */
 #ifndef MROC_FI_PROTO_H
 #define MROC_FI_PROTO_H
@@ -29,6 +39,8 @@ enum mfi_op {
 	MFI_OP_READ_REQ,
 	MFI_OP_READ_RESP,
 	MFI_OP_RMA_ACK,
+	MFI_OP_ATOMIC,
+	MFI_OP_ATOMIC_RESP,
 	MFI_OP_MAX,
 };
 
@@ -83,6 +95,28 @@ static inline int mfi_hdr_decode(const void *buf, uint32_t buflen, struct mfi_hd
 	if (h->op == 0 || h->op >= MFI_OP_MAX || h->len > buflen - MFI_HDR_LEN)
 		return -EBADMSG;
 	return 0;
+}
+
+/* An ATOMIC's operation, carried in the header's tag. */
+struct mfi_atomic_desc {
+	uint8_t op;		/* enum fi_op */
+	uint8_t datatype;	/* enum fi_datatype */
+	uint8_t kind;		/* enum mfi_atomic_kind: write, fetch, compare */
+	uint32_t count;		/* elements */
+};
+
+static inline uint64_t mfi_atomic_desc_encode(const struct mfi_atomic_desc *d)
+{
+	return d->op | (uint64_t)d->datatype << 8 | (uint64_t)d->kind << 16 |
+	       (uint64_t)d->count << 32;
+}
+
+static inline struct mfi_atomic_desc mfi_atomic_desc_decode(uint64_t tag)
+{
+	return (struct mfi_atomic_desc){
+		.op = (uint8_t)tag, .datatype = (uint8_t)(tag >> 8), .kind = (uint8_t)(tag >> 16),
+		.count = (uint32_t)(tag >> 32),
+	};
 }
 
 /* HELLO's payload. */

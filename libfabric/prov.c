@@ -18,10 +18,10 @@
 
 #include "mrocfi.h"
 
-#define MFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
-		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | \
+#define MFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
+		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | \
 		      FI_LOCAL_COMM | FI_REMOTE_COMM)
-#define MFI_MSG_CAPS (FI_MSG | FI_RMA | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
+#define MFI_MSG_CAPS (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
 		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* One connection carries a direction's operations in order, so every ordering holds. */
 #define MFI_ORDER (FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW | \
@@ -272,7 +272,7 @@ static int apply_hints(uint32_t version, struct fi_info *fi, const struct fi_inf
 		if (!(fi->caps & (FI_SEND | FI_RECV)) && (fi->caps & (FI_MSG | FI_TAGGED)))
 			fi->caps |= FI_SEND | FI_RECV;
 		if (!(fi->caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
-		    (fi->caps & FI_RMA))
+		    (fi->caps & (FI_RMA | FI_ATOMIC)))
 			fi->caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
 		fi->tx_attr->caps = fi->rx_attr->caps = fi->caps;
 	}

@@ -5,7 +5,8 @@
  * without a match it is buffered as unexpected.  The rest of its chunks
  * follow where the first went (conn->cur).  RMA is served here from the
  * registered regions (domain.c checks key, bounds and rights) and answered
- * on the same connection.
+ * on the same connection; so are atomics (one chunk each, atomic_ops.c
+ * applies them).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -215,6 +216,87 @@ static void rx_first(struct mfi_conn *c, const struct mfi_hdr *h)
 	}
 }
 
+/* What an atomic needs of the target's region: read, write, or both when it fetches. */
+static uint64_t atomic_access(const struct mfi_atomic_desc *d)
+{
+	if (d->op == FI_ATOMIC_READ)
+		return FI_REMOTE_READ;
+	return d->kind == MFI_ATOMIC_WRITE ? FI_REMOTE_WRITE : FI_REMOTE_READ | FI_REMOTE_WRITE;
+}
+
+/* Operand bytes of an ATOMIC: none for ATOMIC_READ, twice count for the compare family. */
+static uint64_t atomic_payload(const struct mfi_atomic_desc *d, size_t size)
+{
+	uint64_t b = (uint64_t)d->count * size;
+
+	if (d->op == FI_ATOMIC_READ)
+		return 0;
+	return d->kind == MFI_ATOMIC_COMPARE ? 2 * b : b;
+}
+
+/*
+ * An atomic at its target, in one chunk: checked (operation, count, key,
+ * bounds, rights), applied to the registered region, answered on the same
+ * connection with the original values (fetching) or an RMA_ACK.
+ */
+static void rx_atomic(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *p, uint32_t len)
+{
+	struct mfi_ep *ep = c->ep;
+	struct mfi_atomic_desc d = mfi_atomic_desc_decode(h->tag);
+	size_t size = mfi_atomic_dtsize(d.datatype), max = 0;
+	uint64_t bytes = (uint64_t)d.count * size;
+	struct mfi_txop *resp = NULL;
+	uint8_t *dst = NULL;
+	int err;
+
+	err = mfi_atomic_valid(d.kind, d.datatype, d.op, &max);
+	if (!err && (!d.count || d.count > max || len != atomic_payload(&d, size) ||
+		     !(h->flags & MFI_F_LAST)))
+		err = -FI_EINVAL;
+	if (!err)
+		err = mfi_mr_target(ep->dom, h->key, h->addr, bytes, atomic_access(&d), &dst);
+	if (!err && d.kind != MFI_ATOMIC_WRITE) {
+		resp = calloc(1, sizeof(*resp) + bytes);
+		err = resp ? 0 : -FI_ENOMEM;
+	}
+	if (!err)
+		err = mfi_atomic_apply(d.datatype, d.op, dst, p, p + bytes, resp ? resp + 1 : NULL,
+				       d.count);
+	if (err || !resp) {
+		free(resp);
+		queue_internal(c, TX_RMA_ACK, h->req_id, -err, NULL, 0);
+	} else {
+		resp->kind = TX_ATOMIC_RESP;
+		resp->req_id = h->req_id;
+		resp->iov[0] = (struct iovec){ resp + 1, bytes };
+		resp->iov_count = 1;
+		resp->total = bytes;
+		mfi_conn_queue(c, resp);
+	}
+	if (!err && (h->flags & MFI_F_DATA) && ep->rxcq) {
+		struct mfi_cqe e = { .src = conn_src(c) };
+
+		e.e.flags = FI_ATOMIC | FI_REMOTE_WRITE | FI_REMOTE_CQ_DATA;
+		e.e.data = h->data;
+		mfi_cqring_push(&ep->rxcq->ring, &e);
+	}
+}
+
+/* The original values of a fetching atomic: into its result buffers, and done. */
+static void rx_atomic_resp(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *p,
+			   uint32_t len)
+{
+	struct mfi_txop *op = mfi_rma_take(c->ep, h->req_id);
+	struct mfi_rxop tmp = { 0 };
+
+	if (!op)
+		return;
+	tmp.iov_count = op->res_count;
+	memcpy(tmp.iov, op->res, sizeof(tmp.iov));
+	iov_scatter(&tmp, 0, p, len);
+	mfi_txop_done(c->ep, op, 0);
+}
+
 static void rx_write_done(struct mfi_conn *c)
 {
 	struct mfi_ep *ep = c->ep;
@@ -237,9 +319,18 @@ void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *pa
 
 	if (!c->ep)
 		return;		/* a passive endpoint's connection is not read before fi_accept */
-	if (h->op == MFI_OP_HELLO) {
+	switch (h->op) {
+	case MFI_OP_HELLO:
 		rx_hello(c, payload, len);
 		return;
+	case MFI_OP_ATOMIC:		/* one chunk, between messages */
+		rx_atomic(c, h, payload, len);
+		return;
+	case MFI_OP_ATOMIC_RESP:
+		rx_atomic_resp(c, h, payload, len);
+		return;
+	default:
+		break;
 	}
 	if (h->flags & MFI_F_FIRST)
 		rx_first(c, h);

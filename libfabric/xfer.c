@@ -9,7 +9,7 @@
  * copied at once: straight into a staging slot when one is free, else into
  * a private copy that waits in the queue.  -FI_EAGAIN means the endpoint has
  * MFI_TX_SIZE operations (or MFI_RX_SIZE receives) outstanding; reading the
- * CQ makes progress.  FI_ATOMIC is not offered yet (see domain.c).
+ * CQ makes progress.  FI_ATOMIC is atomic.c's.
  */
 #include <errno.h>
 #include <stdlib.h>
