@@ -342,7 +342,8 @@ HAVE_LIBFABRIC := $(shell $(PKG_CONFIG) --exists libfabric 2>/dev/null && echo 1
 LIBFABRIC_CFLAGS = $(call pkg_cflags,libfabric)
 FI_SRCS := $(sort $(wildcard libfabric/*.c))
 FI_PIC_OBJS := $(FI_SRCS:%.c=$(BUILD)/obj-pic/%.o)
-FI_PURE_OBJS := $(OBJ)/libfabric/av_table.o $(OBJ)/libfabric/match.o $(OBJ)/libfabric/cqring.o
+FI_PURE_OBJS := $(OBJ)/libfabric/av_table.o $(OBJ)/libfabric/match.o $(OBJ)/libfabric/cqring.o \
+		$(OBJ)/libfabric/atomic_ops.o
 FI_PROV := $(if $(and $(FI_SRCS),$(HAVE_LIBFABRIC)),$(BUILD)/libmroc-fi.so)
 $(FI_PIC_OBJS) $(FI_PURE_OBJS): INCLUDES = -Ilibfabric -Ilibclient/include $(LIBFABRIC_CFLAGS)
 ALL_OBJS += $(FI_PIC_OBJS) $(FI_PURE_OBJS)
