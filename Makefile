@@ -374,6 +374,17 @@ $(MPI_BINS): $(BUILD)/%: %.c $(FLAGS_STAMP)
 	@mkdir -p $(@D)
 	$(Q)$(MPICC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
 
+# libfabric programs: tests/fi/*.c -> build/tests/fi/*, written with libfabric only (no mroc
+# header); tests/e2e/test_fi_*.sh run them over the provider.  Built when libfabric-dev is installed.
+FI_PROG_SRCS := $(sort $(wildcard tests/fi/*.c))
+FI_PROGS := $(if $(HAVE_LIBFABRIC),$(FI_PROG_SRCS:%.c=$(BUILD)/%))
+tests: $(FI_PROGS)
+$(FI_PROGS): $(BUILD)/%: %.c $(FLAGS_STAMP)
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
+		$(LIBFABRIC_CFLAGS) -o $@ $< $(call pkg_libs,libfabric)
+
 # mroc-cli: cli/*.c (cli/perf/ is mroc-perf's), linked with jansson.  Its helpers
 # and print layer (cli/fmt.c, cli/print.c) are also linked into tests/unit/test_cli_print.
 CLI_SRCS := $(sort $(wildcard cli/*.c))
