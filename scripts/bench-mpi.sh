@@ -4,9 +4,10 @@
 # mroc under libfabric and MPI (issue #14), against the kernel TCP paths on the
 # same fabric in the same run: two hosts of a 4-plane ECMP fabric
 # (scripts/fabric), mrocd on AF_XDP on each, lossless and with 1% loss on one
-# plane (each of the 4 planes in turn, one run per plane: a single TCP
-# connection crosses one plane, so it meets the loss in about one run of four,
-# MetaRoCE's 4 paths in every run):
+# plane.  A single TCP connection crosses one plane, MetaRoCE's 4 paths all of
+# them: the fi part puts the loss, in each of its 4 lossy runs, on the plane the
+# run's traffic took (LOSS_FOLLOW), so TCP meets it every time; the mpi part
+# puts it on each of the 4 planes in turn (TCP meets it in about one run of four):
 #
 #   fi     fi_pingpong -e rdm by size (64 B .. 1 MiB, FI_ITERS ping-pongs, data
 #          checked with -c): providers mroc (build/libmroc-fi.so), tcp, and
@@ -16,7 +17,8 @@
 #          results checked by the program: --mca pml cm --mca mtl ofi
 #          --mca mtl_ofi_provider_include mroc vs --mca pml ob1 --mca btl tcp,self
 #          (TCP on the fabric's planes; Open MPI's own control traffic on the
-#          management network)
+#          management network).  Not MPICH: Debian 12's is ch4:ucx, it never
+#          loads a libfabric provider (README)
 #   atomic mroc-perf atomic_lat (FETCH_AND_ADD and CMP_AND_SWAP) against write_lat and
 #          read_lat, 8 B, lossless, in turn: p50 and p99
 #
@@ -29,7 +31,10 @@
 # Environment: BUILD (build), OUT (docs/perf), REPS (2: lossless runs per
 # transport; lossy: one per plane), LOSS (1), FI_ITERS (100), MPI_ITERS (100),
 # MPI_RUNS (3: mpi_bench -r), LOSSY_PLANES ("1 2 3 4"), LAT_ITERS (2000: atomic part),
-# PARTS ("fi mpi atomic"), KEEP (set: keep the work directory).
+# PARTS ("fi mpi atomic"), KEEP (set: keep the work directory), LOSS_FOLLOW ("follow": the fi
+# part's lossy plane is, in each run, the one its first FOLLOW_PKTS (300) packets towards the
+# server mostly took, so tcp's single connection always meets the loss; empty: each plane of
+# LOSSY_PLANES in turn, as the mpi part does).
 set -u
 BL_TAG=bmpi
 . "$(dirname "$0")/bench-lib.sh"
@@ -43,6 +48,8 @@ MPI_RUNS=${MPI_RUNS:-3}
 LOSSY_PLANES=${LOSSY_PLANES:-1 2 3 4}
 PARTS=${PARTS:-fi mpi atomic}
 LAT_ITERS=${LAT_ITERS:-2000}
+LOSS_FOLLOW=${LOSS_FOLLOW-follow}
+FOLLOW_PKTS=${FOLLOW_PKTS:-300}
 PROV=$BUILD/libmroc-fi.so
 MPIB=$BUILD/tests/mpi/mpi_bench
 PROVIDERS=("mroc" "tcp" "udp;ofi_rxd")
@@ -91,12 +98,36 @@ fi_env() {
 		"FI_TCP_IFACE=${IFN[$h]} FI_UDP_IFACE=${IFN[$h]}"
 }
 
+# busiest_plane BEFORE: the plane that has carried most packets towards host 1 since BEFORE.
+busiest_plane() {
+	paste -d' ' <(tr ' ' '\n' <<<"$1") <(plane_pkts | tr ' ' '\n') |
+		awk 'NF == 2 && $2 - $1 > m { m = $2 - $1; p = NR } END { print p + 0 }'
+}
+
+# follow_loss CLIENT_PID BEFORE: once the run has sent FOLLOW_PKTS packets towards host 1,
+# LOSS% on the plane that carried most of them (the one a single TCP connection
+# uses), so that every run's traffic meets the loss; the plane in PLANE.
+follow_loss() {
+	local sum
+	for _ in $(seq 600); do
+		sum=$(paste -d' ' <(tr ' ' '\n' <<<"$2") <(plane_pkts | tr ' ' '\n') |
+			awk 'NF == 2 { t += $2 - $1 } END { print t + 0 }')
+		[ "$sum" -ge "$FOLLOW_PKTS" ] || ! kill -0 "$1" 2>/dev/null && break
+		sleep 0.05
+	done
+	PLANE=$(busiest_plane "$2")
+	[ "$PLANE" -ge 1 ] || PLANE=1
+	set_loss "$PLANE"
+}
+
 # fi_run PROVIDER COND REP PLANE: one fi_pingpong -e rdm, every size; rows to the CSV.
+# PLANE "follow": the lossy plane is chosen during the run (follow_loss).
 fi_run() {
-	local prov=$1 cond=$2 rep=$3 plane=$4 port=$((47700 + RANDOM % 200)) sp rc p0 share it=$FI_ITERS
+	local prov=$1 cond=$2 rep=$3 plane=$4 port=$((47700 + RANDOM % 200)) sp cp rc p0 share it=$FI_ITERS
 	bl_daemons_check
 	# udp;ofi_rxd moves 1 MiB at a few MB/s here: a quarter of the iterations
 	[ "$prov" != "udp;ofi_rxd" ] || it=$(((FI_ITERS + 3) / 4))
+	[ "$plane" != follow ] || set_loss 0
 	p0=$(plane_pkts)
 	# shellcheck disable=SC2046
 	bl_bg ip netns exec "${NS[1]}" env $(fi_env 1 "$prov") timeout 300 fi_pingpong -p "$prov" -e rdm \
@@ -104,8 +135,14 @@ fi_run() {
 	sp=$BL_LAST
 	bl_wait_listen "${NS[1]}" $port "$sp" || log "fi $prov: the server did not listen"
 	# shellcheck disable=SC2046
-	ip netns exec "${NS[0]}" env $(fi_env 0 "$prov") timeout 300 fi_pingpong -p "$prov" -e rdm \
+	bl_bg ip netns exec "${NS[0]}" env $(fi_env 0 "$prov") timeout 300 fi_pingpong -p "$prov" -e rdm \
 		-P $port -I "$it" -c "${IP[1]}" >"$BL_DIR/fi.out" 2>&1
+	cp=$BL_LAST
+	if [ "$plane" = follow ]; then
+		follow_loss "$cp" "$p0"
+		plane=$PLANE
+	fi
+	bl_reap "$cp"
 	rc=$?
 	bl_reap "$sp" || rc=$((rc ? rc : 1))
 	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
@@ -128,8 +165,8 @@ exp_fi() {
 		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" lossless "$rep" 0; done
 	done
 	for p in $LOSSY_PLANES; do
-		set_loss $p
-		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" "loss$LOSS" "$p" "$p"; done
+		[ -n "$LOSS_FOLLOW" ] || set_loss $p
+		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" "loss$LOSS" "$p" "${LOSS_FOLLOW:-$p}"; done
 	done
 	set_loss 0
 	local cond sizes
@@ -137,7 +174,7 @@ exp_fi() {
 	for cond in lossless "loss$LOSS"; do
 		md "#### fi_pingpong -e rdm, $cond$([ $cond = lossless ] || echo " on one plane (each plane in turn)")"
 		md ""
-		md "Median over the runs (lossless: $REPS each; lossy: 4, one per plane) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets that crossed the lossy plane (median, min..max)."
+		md "Median over the runs (lossless: $REPS each; lossy: $(wc -w <<<"$LOSSY_PLANES") each, $([ -n "$LOSS_FOLLOW" ] && echo "the lossy plane chosen in each run as the one its first $FOLLOW_PKTS packets towards the server mostly crossed, so that a single TCP connection always meets the loss" || echo "one per plane")) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets towards the server that crossed the lossy plane (median, min..max)."
 		md ""
 		md "| bytes | mroc us | tcp us | udp;ofi_rxd us | mroc MB/s | tcp MB/s | udp;ofi_rxd MB/s |"
 		md "|---|---|---|---|---|---|---|"
@@ -265,16 +302,16 @@ exp_atomic() {
 	done
 	md "#### atomic_lat against write_lat, 8 B, lossless"
 	md ""
-	md "p50 and p99 in us: min / median / max over $((2 * REPS)) runs of $LAT_ITERS operations each, the tests in turn; last column: median p50 / write_lat's median p50. write_lat reports half a ping-pong's round trip (as perftest does), read_lat and atomic_lat the time of one request and its response."
+	md "p50 and p99 in us: min / median / max over $((2 * REPS)) runs of $LAT_ITERS operations each, the tests in turn; median p50 / write_lat's median p50 (the target's ratio), and / twice that (write_lat's whole round trip). write_lat reports half a ping-pong's round trip (as perftest does), read_lat and atomic_lat the time of one request and its response."
 	md ""
-	md "| test | p50 us | p99 us | p50 / write_lat p50 |"
-	md "|---|---|---|---|"
+	md "| test | p50 us | p99 us | p50 / write_lat p50 | p50 / (2 x write_lat p50) |"
+	md "|---|---|---|---|---|"
 	local w
 	w=$(awk -F, '$2 == "write_lat" { print $3 }' "$csv" | stats | cut -d' ' -f2)
 	for t in write_lat read_lat atomic_lat:FETCH_AND_ADD atomic_lat:CMP_AND_SWAP; do
 		md "| ${t//:/ } | $(awk -F, -v t="$t" '$2 == t { print $3 }' "$csv" | stats | awk '{ printf "%.1f / %.1f / %.1f", $1, $2, $3 }') |" \
 			"$(awk -F, -v t="$t" '$2 == t { print $4 }' "$csv" | stats | awk '{ printf "%.1f / %.1f / %.1f", $1, $2, $3 }') |" \
-			"$(awk -F, -v t="$t" '$2 == t { print $3 }' "$csv" | stats | awk -v w="$w" '{ printf "%.2f", ($2 + 0) / w }') |"
+			"$(awk -F, -v t="$t" '$2 == t { print $3 }' "$csv" | stats | awk -v w="$w" '{ printf "%.2f | %.2f", ($2 + 0) / w, ($2 + 0) / (2 * w) }') |"
 	done
 	md ""
 }

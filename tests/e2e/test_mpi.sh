@@ -6,6 +6,8 @@
 #   --mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include mroc
 # and tests/mpi/mpi_bench checks every MPI_Allreduce result (8 B .. 1 MiB) and
 # a ping-pong; the provider must have carried the traffic (mrocd's counters).
+# No MPICH run: Debian 12's MPICH 4.0.2 is built --with-device=ch4:ucx and
+# never loads a libfabric provider (README, "Using mroc from MPI ...").
 set -u
 . "$(dirname "$0")/lib.sh"
 
