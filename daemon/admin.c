@@ -16,7 +16,9 @@
  */
 #include <errno.h>
 #include <net/if.h>
+#include <assert.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,8 +41,17 @@ struct snap_qp {
 	struct engine_path_info paths[SNAP_PATHS];
 	char port[SNAP_PATHS][IF_NAMESIZE];	/* the port each path leaves by; "" unknown */
 	unsigned npaths;		/* valid entries of paths[] */
+	unsigned worker;		/* its owner */
 	bool has_peer;
 	struct mroc_addr peer;
+};
+
+/* One worker's own counters (the totals add them up). */
+struct snap_wk {
+	struct backend_stats be;
+	struct worker_stats wk;
+	struct clients_stats cls;
+	uint32_t qps;
 };
 
 struct snapshot {
@@ -52,7 +63,8 @@ struct snapshot {
 	uint32_t cap;			/* room in qps[] and qpns[] */
 	struct snap_qp *qps;
 	uint32_t *qpns;
-	/* out */
+	unsigned cur;			/* the worker take_snapshot runs on */
+	/* out: every worker's, added up; from here on zeroed before each try */
 	uint64_t now;
 	struct engine_stats eng;
 	struct backend_stats be;
@@ -60,10 +72,12 @@ struct snapshot {
 	struct link_info links[LINKS_MAX];
 	int nlinks;
 	uint32_t nqps;			/* in qps[] */
-	uint32_t qps_total;		/* in the engine */
-	uint32_t npeers;
+	uint32_t qps_total;		/* in the engines */
+	bool no_room;			/* qps[] was too small: take it again */
+	uint32_t npeers;		/* peer table entries, every worker's */
 	struct peers_stats peers;
 	struct clients_stats cls;
+	struct snap_wk wks[MROCD_MAX_WORKERS];
 };
 
 /*
@@ -77,72 +91,122 @@ static uint64_t counters_base_ns;
 /* Gauges inside the counter groups: never subtracted. */
 static const char *const gauges[] = { "clients", "qps", "mrs", NULL };
 
-static void snap_one_qp(struct mrocd *d, uint32_t qpn, struct snap_qp *q)
+static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 {
 	struct peer *p;
 
 	q->npaths = 0;
+	q->worker = w->idx;
 	q->has_peer = false;
 	if (q->info.state < ENGINE_QPS_CONNECTING)
 		return;		/* idle or listening: neither peer nor paths yet */
 	for (unsigned i = 0; i < q->info.npaths && i < SNAP_PATHS; i++) {
 		const char *port;
 
-		if (engine_path_info(d->eng, qpn, i, &q->paths[q->npaths]))
+		if (engine_path_info(w->eng, qpn, i, &q->paths[q->npaths]))
 			continue;
-		port = d->be->ops->port_name ? d->be->ops->port_name(d->be, q->info.peer,
+		port = w->be->ops->port_name ? w->be->ops->port_name(w->be, q->info.peer,
 								q->paths[q->npaths].sport) : NULL;
 		snprintf(q->port[q->npaths], IF_NAMESIZE, "%s", port ? port : "");
 		q->npaths++;
 	}
-	p = peers_get(d->peers, q->info.peer);
+	p = peers_get(w->peers, q->info.peer);
 	if (p) {
 		q->has_peer = true;
 		q->peer = p->addr;
 	}
 }
 
+/* dst += src, for structs of uint64_t counters only. */
+static void add_counters(void *dst, const void *src, size_t size)
+{
+	uint64_t *a = dst;
+	const uint64_t *b = src;
+
+	for (size_t i = 0; i < size / sizeof(uint64_t); i++)
+		a[i] += b[i];
+}
+
+static_assert(sizeof(struct engine_stats) % 8 == 0 && sizeof(struct backend_stats) % 8 == 0 &&
+	      sizeof(struct worker_stats) % 8 == 0 && sizeof(struct peers_stats) % 8 == 0,
+	      "counter structs are uint64_t only");
+
+static void add_clients_stats(struct clients_stats *a, const struct clients_stats *b)
+{
+	a->clients += b->clients;
+	a->qps += b->qps;
+	a->mrs += b->mrs;
+	a->qps_hot += b->qps_hot;
+	a->opened += b->opened;
+	a->closed += b->closed;
+	a->kicked += b->kicked;
+	a->wrs += b->wrs;
+	a->bad_wrs += b->bad_wrs;
+	a->cqes += b->cqes;
+	a->cq_overflows += b->cq_overflows;
+}
+
+/* The QPs of worker w into qps[] after the earlier workers': -ENOSPC when they do not fit. */
+static int snap_qps(struct snapshot *s, struct mrocd_wk *w, uint32_t n)
+{
+	if (s->one_qp) {
+		if (s->qpn % s->d->nworkers != w->idx)
+			return 0;
+		if (engine_qp_info(w->eng, s->qpn, &s->qps[0].info))
+			return -ENOENT;
+		snap_one_qp(w, s->qpn, &s->qps[0]);
+		s->nqps = 1;
+		return 0;
+	}
+	if (s->nqps + n > s->cap)
+		return -ENOSPC;
+	for (uint32_t i = 0; i < n; i++) {
+		struct snap_qp *q = &s->qps[s->nqps];
+
+		if (engine_qp_info(w->eng, s->qpns[i], &q->info))
+			continue;
+		snap_one_qp(w, s->qpns[i], q);
+		s->nqps++;
+	}
+	return 0;
+}
+
 /*
- * On the worker thread: copy everything a reply may need.  -ENOSPC when
- * qps[] is too small for every QP (qps_total says how many there are).
+ * On worker s->cur's thread: copy its share of what a reply may need.
+ * no_room when qps[] is too small (qps_total says how many there are).
  */
 static int take_snapshot(void *arg, uint64_t now)
 {
 	struct snapshot *s = arg;
-	struct mrocd *d = s->d;
+	struct mrocd_wk *w = &s->d->wk[s->cur];
+	struct snap_wk *sw = &s->wks[s->cur];
+	struct engine_stats es;
+	struct peers_stats ps;
 	int n;
 
 	s->now = now;
-	engine_get_stats(d->eng, &s->eng);
-	d->be->ops->get_stats(d->be, &s->be);
-	worker_get_stats(d->worker, &s->wk);
-	s->nlinks = links_info(d->links, s->links, LINKS_MAX);
-	s->npeers = peers_live(d->peers);
-	peers_get_stats(d->peers, &s->peers);
-	clients_get_stats(d->clients, &s->cls);
-	n = engine_qp_list(d->eng, s->qpns, (int)s->cap);
-	s->qps_total = n > 0 ? (uint32_t)n : 0;
-	s->nqps = 0;
-	if (!s->want_qps)
+	engine_get_stats(w->eng, &es);
+	add_counters(&s->eng, &es, sizeof(es));
+	w->be->ops->get_stats(w->be, &sw->be);
+	add_counters(&s->be, &sw->be, sizeof(sw->be));
+	worker_get_stats(w->worker, &sw->wk);
+	add_counters(&s->wk, &sw->wk, sizeof(sw->wk));
+	if (w->links)
+		s->nlinks = links_info(w->links, s->links, LINKS_MAX);
+	s->npeers += peers_live(w->peers);
+	peers_get_stats(w->peers, &ps);
+	add_counters(&s->peers, &ps, sizeof(ps));
+	clients_get_stats(w->clients, &sw->cls);
+	add_clients_stats(&s->cls, &sw->cls);
+	n = engine_qp_list(w->eng, s->qpns, (int)s->cap);
+	sw->qps = n > 0 ? (uint32_t)n : 0;
+	s->qps_total += sw->qps;
+	if (!s->want_qps || s->no_room)
 		return 0;
-	if (s->one_qp) {
-		if (engine_qp_info(d->eng, s->qpn, &s->qps[0].info))
-			return -ENOENT;
-		snap_one_qp(d, s->qpn, &s->qps[0]);
-		s->nqps = 1;
-		return 0;
-	}
-	if (s->qps_total > s->cap)
-		return -ENOSPC;
-	for (uint32_t i = 0; i < s->qps_total; i++) {
-		struct snap_qp *q = &s->qps[s->nqps];
-
-		if (engine_qp_info(d->eng, s->qpns[i], &q->info))
-			continue;
-		snap_one_qp(d, s->qpns[i], q);
-		s->nqps++;
-	}
-	return 0;
+	n = snap_qps(s, w, sw->qps);
+	if (n == -ENOSPC)
+		s->no_room = true;
+	return n == -ENOSPC ? 0 : n;
 }
 
 static void snapshot_free(struct snapshot *s)
@@ -169,23 +233,31 @@ static int snapshot_room(struct snapshot *s, uint32_t cap)
 	return s->qps && s->qpns ? 0 : -ENOMEM;
 }
 
-/* A snapshot, with room for every QP when want_qps (QPs may come and go meanwhile). */
+/*
+ * A snapshot, with room for every QP when want_qps (QPs may come and go
+ * meanwhile): each worker in turn copies its share (worker_call), so none
+ * stops for longer than its own copy takes.
+ */
 static int snapshot_take(struct mrocd *d, struct snapshot *s)
 {
 	uint32_t cap = SNAP_QPS_MIN;
-	int err;
+	int err = 0;
 
 	s->d = d;
 	for (int tries = 0; tries < 4; tries++) {
 		err = snapshot_room(s, !s->want_qps ? 0 : s->one_qp ? 1 : cap);
 		if (err)
 			return err;
-		err = worker_call(d->worker, take_snapshot, s);
-		if (err != -ENOSPC)
+		memset(&s->now, 0, sizeof(*s) - offsetof(struct snapshot, now));
+		for (s->cur = 0; s->cur < d->nworkers && !err; s->cur++)
+			err = worker_call(d->wk[s->cur].worker, take_snapshot, s);
+		if (!err && s->one_qp && !s->nqps)
+			err = -ENOENT;
+		if (err || !s->no_room)
 			return err;
 		cap = s->qps_total + s->qps_total / 4 + 16;
 	}
-	return err;
+	return -ENOSPC;
 }
 
 static json_t *error_reply(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -231,7 +303,8 @@ static json_t *interface_info(struct mrocd *d)
 static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 {
 	json_t *o = json_object(), *ifs = json_array();
-	const char *detail = d->be->ops->describe(d->be);
+	struct backend *be = d->wk[0].be;
+	const char *detail = be->ops->describe(be);
 	const char *mode = NULL;
 	int up = 0;
 
@@ -250,10 +323,10 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "uptime_ns", json_integer((json_int_t)(mrocd_now_ns() -
 								       d->started_ns)));
 	json_object_set_new(o, "config_path", json_string(d->cfg_path));
-	json_object_set_new(o, "backend", json_string(d->be->ops->name));
+	json_object_set_new(o, "backend", json_string(be->ops->name));
 	json_object_set_new(o, "backend_detail", json_string(detail));
 	/* afxdp.c's description ends with "zero-copy" or "copy-mode" */
-	if (!strcmp(d->be->ops->name, "af_xdp"))
+	if (!strcmp(be->ops->name, "af_xdp"))
 		json_object_set_new(o, "zero_copy", json_boolean(strstr(detail, "zero-copy")));
 	json_object_set_new(o, "fallback", json_boolean(d->fallback));
 	if (d->fallback)
@@ -270,10 +343,40 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "clients", json_integer(s->cls.clients));
 	json_object_set_new(o, "links", json_integer(s->nlinks));
 	json_object_set_new(o, "links_up", json_integer(up));
+	json_object_set_new(o, "workers", json_integer(d->nworkers));
 	return o;
 }
 
 /* ---- counters -------------------------------------------------------------- */
+
+/*
+ * Each worker's share: its QPs and clients, its packets and what it handed
+ * to (out) and took from (in) the other workers.  An object by index, so
+ * that counters_reset subtracts it as the other groups.
+ */
+static json_t *worker_groups(struct mrocd *d, const struct snapshot *s)
+{
+	json_t *o = json_object();
+
+	for (unsigned k = 0; k < d->nworkers; k++) {
+		const struct snap_wk *w = &s->wks[k];
+		char key[12];
+
+		snprintf(key, sizeof(key), "%u", k);
+		json_object_set_new(o, key, json_pack(
+			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"qps", (json_int_t)w->qps, "clients", (json_int_t)w->cls.clients,
+			"rx_pkts", (json_int_t)w->wk.rx_pkts, "tx_pkts", (json_int_t)w->wk.tx_pkts,
+			"busy_ns", (json_int_t)w->wk.busy_ns,
+			"handoff_rx_out", (json_int_t)w->be.handoff_rx_out,
+			"handoff_rx_in", (json_int_t)w->be.handoff_rx_in,
+			"handoff_tx_out", (json_int_t)w->be.handoff_tx_out,
+			"handoff_tx_in", (json_int_t)w->be.handoff_tx_in,
+			"handed_off", (json_int_t)(w->be.handoff_rx_out + w->be.handoff_tx_out),
+			"handoff_full", (json_int_t)w->be.handoff_full));
+	}
+	return o;
+}
 
 /* The counter groups, as read now (monotonic since the daemon started). */
 static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
@@ -284,6 +387,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "engine", status_engine_counters(&s->eng));
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
+	json_object_set_new(o, "workers", worker_groups(d, s));
 	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"qps_hot", (json_int_t)s->cls.qps_hot,
@@ -364,6 +468,7 @@ static json_t *reply_qps(const struct snapshot *s)
 		json_t *q = status_qp(&sq->info), *paths = json_array();
 		char buf[MROC_ADDR_STRLEN];
 
+		json_object_set_new(q, "worker", json_integer(sq->worker));
 		if (sq->has_peer)
 			json_object_set_new(q, "peer", json_string(addr_str(&sq->peer, buf,
 									     sizeof(buf))));

@@ -8,10 +8,12 @@
  */
 #include <errno.h>
 #include <net/if.h>
+#include <stdatomic.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
@@ -21,7 +23,9 @@
 #include <xdp/xsk.h>
 
 #include "afxdp.h"
+#include "evfd.h"
 #include "frame.h"
+#include "handoff.h"
 #include "log.h"
 #include "netlink.h"
 #include "nexthop.h"
@@ -29,8 +33,9 @@
 #include "xdp_prog.h"
 
 #define RX_BATCH	64
-/* RX cookie: frame address in the low 48 bits, socket index above. */
+/* RX cookie: frame address in the low 48 bits, socket index above, a handed-over frame's bit. */
 #define COOKIE_SOCK_SHIFT 48
+#define COOKIE_HANDED	(1ULL << 62)
 
 struct afxdp_sock {
 	struct xsk_socket *xsk;
@@ -64,6 +69,17 @@ struct afxdp_port {
 	unsigned first, nsocks;		/* its sockets: socks[first .. first+nsocks) */
 };
 
+struct afxdp;
+
+/* The workers' views of one UMEM and its sockets (afxdp_add_views). */
+struct afxdp_views {
+	unsigned n;
+	struct afxdp *v[AFXDP_MAX_VIEWS];
+	afxdp_owner_fn owner;		/* which view owns a packet's QP */
+	void *owner_ctx;
+	struct handoff_ring *rings;	/* [from * n + to] */
+};
+
 struct afxdp {
 	struct backend b;
 	uint8_t *area;
@@ -79,12 +95,24 @@ struct afxdp {
 	uint8_t sock_port[AFXDP_MAX_SOCKS];	/* socket index -> port */
 	struct arrival *arrivals;		/* [ARRIVAL_SLOTS] */
 	struct nl *nl;
+	uint32_t max_peers;
+	struct mroc_addr src;
 	struct nexthops *hops;		/* per (peer, port) */
 	int mon_fd;			/* link and route changes; -1 if none */
 	uint64_t next_mon_ns, next_expire_ns;
 	unsigned rx_rr;
 	uint64_t *free;		/* free frame addresses */
 	uint32_t nfree, nframes;
+	uint32_t tx_reserve;		/* free frames kept for the fill rings */
+	/* The sockets this view serves (all of them without workers). */
+	unsigned own[AFXDP_MAX_SOCKS], nown;
+	/* Workers (NULL without): this view's index, the socket owners, wake-ups. */
+	struct afxdp_views *vs;
+	unsigned idx;
+	uint8_t sock_view[AFXDP_MAX_SOCKS];
+	int wake_fd;			/* -1 without workers */
+	atomic_bool sleeping;		/* about to sleep: hand-offs must ring wake_fd */
+	uint32_t wake_mask;		/* views handed something since the last flush */
 	struct backend_stats st;
 	char desc[256];
 	char why[AFXDP_WHY_LEN];	/* why afxdp_create failed */
@@ -126,8 +154,8 @@ static void reclaim_sock(struct afxdp *x, struct afxdp_sock *k)
 
 static void reclaim(struct afxdp *x)
 {
-	for (unsigned s = 0; s < x->nsocks; s++)
-		reclaim_sock(x, &x->socks[s]);
+	for (unsigned i = 0; i < x->nown; i++)
+		reclaim_sock(x, &x->socks[x->own[i]]);
 }
 
 /* Put up to n free frames into a socket's fill ring. */
@@ -210,14 +238,197 @@ static void forget_hops(void *hops, uint32_t peer)
 	nexthops_forget(hops, peer);
 }
 
+/* ---- workers: hand-off between views (handoff.h) ------------------------------ */
+
+static void submit_tx(struct afxdp *x);
+
+static struct handoff_ring *ring_to(struct afxdp *x, unsigned to)
+{
+	return &x->vs->rings[x->idx * x->vs->n + to];
+}
+
+static struct handoff_ring *ring_from(struct afxdp *x, unsigned from)
+{
+	return &x->vs->rings[from * x->vs->n + x->idx];
+}
+
+static bool hand(struct afxdp *x, unsigned to, const struct handoff_entry *e)
+{
+	if (!handoff_push(ring_to(x, to), e))
+		return false;
+	x->wake_mask |= 1u << to;
+	return true;
+}
+
+/* A frame of another view's back to it; false: keep it here (its ring is full). */
+static bool hand_back(struct afxdp *x, unsigned to, uint64_t addr)
+{
+	return hand(x, to, &(struct handoff_entry){ .addr = addr, .kind = HANDOFF_RETURN });
+}
+
+/* A received frame for another view's QP: true when it is gone (handed, or dropped). */
+static bool hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
+		    const struct frame_rx *fr)
+{
+	unsigned to = x->vs->owner(x->vs->owner_ctx, fr->payload, fr->payload_len);
+
+	if (to == x->idx || to >= x->vs->n)
+		return false;
+	if (hand(x, to, &(struct handoff_entry){ .addr = d->addr, .len = d->len,
+						   .sock = (uint8_t)s, .kind = HANDOFF_RX })) {
+		x->st.handoff_rx_out++;
+		return true;
+	}
+	x->st.handoff_full++;		/* dropped: the sender resends */
+	x->free[x->nfree++] = frame_base(x, d->addr);
+	return true;
+}
+
+/* A built frame for socket s, another view's. */
+static bool hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len)
+{
+	if (!hand(x, x->sock_view[s], &(struct handoff_entry){ .addr = addr, .len = len,
+							     .sock = (uint8_t)s,
+							     .kind = HANDOFF_TX })) {
+		x->st.handoff_full++;
+		return false;
+	}
+	x->st.handoff_tx_out++;
+	x->st.tx_pkts++;
+	x->st.tx_bytes += len;
+	return true;
+}
+
+/* Never take more TX buffers than the rings to the other views can take. */
+static int views_tx_room(struct afxdp *x, int n)
+{
+	for (unsigned v = 0; v < x->vs->n; v++) {
+		uint32_t room = v == x->idx ? (uint32_t)n : handoff_room(ring_to(x, v));
+
+		if (room < (uint32_t)n)
+			n = (int)room;
+	}
+	return n;
+}
+
+/* One entry from view from; false when it must wait (its socket's TX ring is full). */
+static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entry *e,
+		       struct backend_pkt *pkt, int *got)
+{
+	struct frame_rx fr;
+	enum frame_err why;
+	struct afxdp_sock *k;
+	uint32_t idx;
+
+	switch (e->kind) {
+	case HANDOFF_RX:
+		if (frame_parse(x->area + e->addr, e->len, &fr, &why)) {
+			if (!hand_back(x, from, frame_base(x, e->addr)))
+				x->free[x->nfree++] = frame_base(x, e->addr);
+			return true;
+		}
+		note_arrival(x, &fr.src, fr.sport, x->sock_port[e->sock]);
+		*pkt = (struct backend_pkt){
+			.data = fr.payload,
+			.len = fr.payload_len,
+			.src = fr.src,
+			.sport = fr.sport,
+			.ce = fr.ecn == FRAME_ECN_CE,
+			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
+				  COOKIE_HANDED,
+		};
+		(*got)++;
+		x->st.handoff_rx_in++;
+		return true;
+	case HANDOFF_TX:
+		k = &x->socks[e->sock];
+		if (xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1)
+			return false;
+		xsk_ring_prod__tx_desc(&k->tx, idx)->addr = e->addr;
+		xsk_ring_prod__tx_desc(&k->tx, idx)->len = e->len;
+		k->tx_pending++;
+		x->st.handoff_tx_in++;
+		/* The frame is ours now (our completion ring): one of ours goes back for it. */
+		if (x->nfree && hand_back(x, from, x->free[x->nfree - 1]))
+			x->nfree--;
+		return true;
+	default:
+		x->free[x->nfree++] = frame_base(x, e->addr);
+		return true;
+	}
+}
+
+/* What the other views handed us: up to n packets into pkts; returns how many. */
+static int views_rx(struct afxdp *x, struct backend_pkt *pkts, int n)
+{
+	int got = 0;
+
+	if (atomic_load_explicit(&x->sleeping, memory_order_relaxed)) {
+		atomic_store_explicit(&x->sleeping, false, memory_order_relaxed);
+		evfd_drain(x->wake_fd);
+	}
+	for (unsigned v = 0; v < x->vs->n; v++) {
+		struct handoff_ring *r;
+		const struct handoff_entry *e;
+
+		if (v == x->idx)
+			continue;
+		r = ring_from(x, v);
+		while (got < n && (e = handoff_peek(r))) {
+			if (!take_entry(x, v, e, &pkts[got], &got))
+				break;
+			handoff_pop(r);
+		}
+	}
+	submit_tx(x);
+	return got;
+}
+
+/* Ring the doorbell of every view we handed something that sleeps (see afxdp_may_sleep). */
+static void views_wake(struct afxdp *x)
+{
+	uint64_t one = 1;
+
+	if (!x->wake_mask)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned v = 0; v < x->vs->n; v++)
+		if ((x->wake_mask & 1u << v) &&
+		    atomic_load_explicit(&x->vs->v[v]->sleeping, memory_order_relaxed) &&
+		    write(x->vs->v[v]->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			pr_warn_rl("af_xdp: waking worker %u: %s", v, strerror(errno));
+	x->wake_mask = 0;
+}
+
+/*
+ * About to sleep: from now on, views that hand us something ring wake_fd.
+ * The store and their push are each followed by a full fence before the
+ * other side's load, so either they see sleeping or we see their entry.
+ */
+static bool afxdp_may_sleep(struct backend *b)
+{
+	struct afxdp *x = to_afxdp(b);
+
+	if (!x->vs)
+		return true;
+	atomic_store_explicit(&x->sleeping, true, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned v = 0; v < x->vs->n; v++)
+		if (v != x->idx && !handoff_empty(ring_from(x, v)))
+			return false;
+	return true;
+}
+
 static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 {
 	struct afxdp *x = to_afxdp(b);
 	int got = 0;
 
 	ports_poll(x, mono_ns());
-	for (unsigned t = 0; t < x->nsocks && got < n; t++) {
-		unsigned s = (x->rx_rr + t) % x->nsocks;
+	if (x->vs)
+		got = views_rx(x, pkts, n);
+	for (unsigned t = 0; t < x->nown && got < n; t++) {
+		unsigned s = x->own[(x->rx_rr + t) % x->nown];
 		struct afxdp_sock *k = &x->socks[s];
 		uint32_t idx, rcvd = xsk_ring_cons__peek(&k->rx, (uint32_t)(n - got), &idx);
 
@@ -242,6 +453,8 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				x->free[x->nfree++] = addr;	/* back to the fill ring below */
 				continue;
 			}
+			if (x->vs && hand_rx(x, s, d, &fr))
+				continue;
 			note_arrival(x, &fr.src, fr.sport, x->sock_port[s]);
 			pkts[got++] = (struct backend_pkt){
 				.data = fr.payload,
@@ -259,6 +472,8 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 			refill(x, k, x->nfree < rcvd ? x->nfree : rcvd);
 	}
 	x->rx_rr++;
+	if (x->vs)
+		views_wake(x);
 	return got;
 }
 
@@ -269,14 +484,19 @@ static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 	uint32_t per_sock[AFXDP_MAX_SOCKS] = { 0 };
 
 	for (int i = 0; i < n; i++) {
-		unsigned s = (unsigned)(pkts[i].cookie >> COOKIE_SOCK_SHIFT);
+		unsigned s = (unsigned)(pkts[i].cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
+		uint64_t addr = pkts[i].cookie & ((1ULL << COOKIE_SOCK_SHIFT) - 1);
 
-		x->free[x->nfree++] = pkts[i].cookie & ((1ULL << COOKIE_SOCK_SHIFT) - 1);
+		if ((pkts[i].cookie & COOKIE_HANDED) && hand_back(x, x->sock_view[s], addr))
+			continue;
+		x->free[x->nfree++] = addr;
 		per_sock[s < x->nsocks ? s : 0]++;
 	}
-	for (unsigned s = 0; s < x->nsocks; s++)
-		if (per_sock[s])
-			refill(x, &x->socks[s], per_sock[s]);
+	for (unsigned i = 0; i < x->nown; i++)
+		if (per_sock[x->own[i]])
+			refill(x, &x->socks[x->own[i]], per_sock[x->own[i]]);
+	if (x->vs)
+		views_wake(x);
 }
 
 static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
@@ -290,20 +510,22 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 	 * Never hand the engine more buffers than every TX ring can take: a
 	 * packet the ring refused would look to the engine like network loss.
 	 */
-	for (unsigned s = 0; s < x->nsocks; s++) {
-		uint32_t room = xsk_prod_nb_free(&x->socks[s].tx, (uint32_t)n);
+	for (unsigned j = 0; j < x->nown; j++) {
+		uint32_t room = xsk_prod_nb_free(&x->socks[x->own[j]].tx, (uint32_t)n);
 
 		if (room < (uint32_t)n)
 			n = (int)room;
 	}
+	if (x->vs)
+		n = views_tx_room(x, n);
 	if (!n) {
 		x->st.tx_ring_full++;
-		for (unsigned s = 0; s < x->nsocks; s++)
-			sendto(xsk_socket__fd(x->socks[s].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		for (unsigned j = 0; j < x->nown; j++)
+			sendto(xsk_socket__fd(x->socks[x->own[j]].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
 		return 0;
 	}
 	/* Keep a reserve for the fill rings so RX never starves behind TX. */
-	for (i = 0; i < n && x->nfree > x->nframes / 8; i++) {
+	for (i = 0; i < n && x->nfree > x->tx_reserve; i++) {
 		uint64_t addr = x->free[--x->nfree];
 
 		bufs[i] = (struct engine_txbuf){
@@ -424,6 +646,9 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	memcpy(ft.smac, h->smac, sizeof(ft.smac));
 	memcpy(ft.dmac, h->dmac, sizeof(ft.dmac));
 	off = frame_build(x->area + addr, b->len, &ft);
+	if (off >= 0 && x->vs && x->sock_view[k - x->socks] != x->idx)
+		return hand_tx(x, (unsigned)(k - x->socks), addr + (uint64_t)off,
+			       frame_len(off, b->len, &ft));
 	if (off < 0 || xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1) {
 		x->st.tx_ring_full++;
 		return false;
@@ -435,6 +660,27 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	x->st.tx_pkts++;
 	x->st.tx_bytes += d->len;
 	return true;
+}
+
+/*
+ * One submit per socket for the whole batch (the producer index is
+ * published once, after every descriptor is written), then one kick:
+ * copy mode needs it per batch, need_wakeup tells zero-copy when.
+ */
+static void submit_tx(struct afxdp *x)
+{
+	for (unsigned i = 0; i < x->nown; i++) {
+		struct afxdp_sock *k = &x->socks[x->own[i]];
+
+		if (!k->tx_pending)
+			continue;
+		xsk_ring_prod__submit(&k->tx, k->tx_pending);
+		k->tx_pending = 0;
+		if (xsk_ring_prod__needs_wakeup(&k->tx) &&
+		    sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
+		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN)
+			pr_warn_rl("af_xdp: TX kick on %s: %s", k->ifname, strerror(errno));
+	}
 }
 
 static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got)
@@ -453,24 +699,10 @@ static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used,
 		x->free[x->nfree++] = buf_addr(x, &bufs[i]);
 	if (used)
 		ports_poll(x, now);
-	/*
-	 * One submit per socket for the whole batch (the producer index is
-	 * published once, after every descriptor is written), then one kick:
-	 * copy mode needs it per batch, need_wakeup tells zero-copy when.
-	 */
-	for (unsigned s = 0; s < x->nsocks; s++) {
-		struct afxdp_sock *k = &x->socks[s];
-
-		if (!k->tx_pending)
-			continue;
-		xsk_ring_prod__submit(&k->tx, k->tx_pending);
-		k->tx_pending = 0;
-		if (xsk_ring_prod__needs_wakeup(&k->tx) &&
-		    sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN)
-			pr_warn_rl("af_xdp: TX kick on %s: %s", k->ifname, strerror(errno));
-	}
+	submit_tx(x);
 	reclaim(x);
+	if (x->vs)
+		views_wake(x);
 	return sent;
 }
 
@@ -479,10 +711,12 @@ static int afxdp_poll_fds(struct backend *b, int *fds, int max)
 	struct afxdp *x = to_afxdp(b);
 	int n = 0;
 
-	for (unsigned s = 0; s < x->nsocks && n < max; s++)
-		fds[n++] = xsk_socket__fd(x->socks[s].xsk);
+	for (unsigned i = 0; i < x->nown && n < max; i++)
+		fds[n++] = xsk_socket__fd(x->socks[x->own[i]].xsk);
 	if (x->mon_fd >= 0 && n < max)
 		fds[n++] = x->mon_fd;	/* drained by rx */
+	if (x->wake_fd >= 0 && n < max)
+		fds[n++] = x->wake_fd;	/* drained by rx */
 	return n;
 }
 
@@ -491,11 +725,11 @@ static void afxdp_get_stats(struct backend *b, struct backend_stats *out)
 	struct afxdp *x = to_afxdp(b);
 
 	*out = x->st;
-	for (unsigned s = 0; s < x->nsocks; s++) {
+	for (unsigned i = 0; i < x->nown; i++) {
 		struct xdp_statistics xs;
 		socklen_t len = sizeof(xs);
 
-		if (getsockopt(xsk_socket__fd(x->socks[s].xsk), SOL_XDP, XDP_STATISTICS, &xs, &len))
+		if (getsockopt(xsk_socket__fd(x->socks[x->own[i]].xsk), SOL_XDP, XDP_STATISTICS, &xs, &len))
 			continue;
 		out->xsk_rx_dropped += xs.rx_dropped;
 		out->xsk_rx_invalid_descs += xs.rx_invalid_descs;
@@ -517,8 +751,9 @@ static void afxdp_destroy(struct backend *b)
 
 	if (!x)
 		return;
-	for (unsigned s = 0; s < x->nsocks; s++) {
-		struct afxdp_sock *k = &x->socks[s];
+	/* Each view its own sockets; the first one (last destroyed) the UMEM. */
+	for (unsigned i = 0; i < x->nown; i++) {
+		struct afxdp_sock *k = &x->socks[x->own[i]];
 
 		if (k->registered)
 			xdp_prog_remove_socket(x->prog, (uint32_t)k->ifindex, k->queue);
@@ -535,15 +770,21 @@ static void afxdp_destroy(struct backend *b)
 		if (k->xsk)
 			xsk_socket__delete(k->xsk);
 	}
-	if (x->umem)
+	if (x->umem && !x->idx)
 		xsk_umem__delete(x->umem);
 	if (x->mon_fd >= 0)
 		close(x->mon_fd);
+	if (x->wake_fd >= 0)
+		close(x->wake_fd);
+	if (x->vs && !x->idx) {
+		free(x->vs->rings);
+		free(x->vs);
+	}
 	if (x->hops && x->b.peers)
 		peers_set_release_hook(x->b.peers, NULL, NULL);
 	nexthops_destroy(x->hops);
 	free(x->arrivals);
-	if (x->area)
+	if (x->area && !x->idx)
 		munmap(x->area, x->area_len);
 	free(x->free);
 	free(x);
@@ -556,6 +797,7 @@ static const struct backend_ops afxdp_ops = {
 	.tx_get = afxdp_tx_get,
 	.tx_send = afxdp_tx_send,
 	.poll_fds = afxdp_poll_fds,
+	.may_sleep = afxdp_may_sleep,
 	.get_stats = afxdp_get_stats,
 	.port_name = afxdp_port_name,
 	.describe = afxdp_describe,
@@ -655,22 +897,9 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 	return 0;
 }
 
-/*
- * The ports are the interfaces, in the order of their sockets; each one's
- * sockets are consecutive.  The monitor opens before the first reading of
- * the links so that no change falls between.
- */
-static int open_ports(struct afxdp *x, const struct afxdp_cfg *cfg)
+/* The ports are the interfaces, in the order of their sockets; each one's sockets are consecutive. */
+static int open_ports(struct afxdp *x)
 {
-	struct nexthops_cfg hc = {
-		.nl = cfg->nl,
-		.peers = x->b.peers,
-		.max_peers = cfg->max_peers,
-		.src = cfg->src,
-	};
-	int ifindex[NEXTHOP_MAX_PORTS];
-	int err;
-
 	for (unsigned s = 0; s < x->nsocks; s++) {
 		struct afxdp_port *port = &x->ports[x->nports - (x->nports > 0)];
 
@@ -681,7 +910,7 @@ static int open_ports(struct afxdp *x, const struct afxdp_cfg *cfg)
 				return -E2BIG;
 			}
 			port = &x->ports[x->nports];
-			ifindex[x->nports++] = x->socks[s].ifindex;
+			x->nports++;
 			port->ifindex = x->socks[s].ifindex;
 			port->first = s;
 			memcpy(port->ifname, x->socks[s].ifname, sizeof(port->ifname));
@@ -692,6 +921,29 @@ static int open_ports(struct afxdp *x, const struct afxdp_cfg *cfg)
 		}
 		port->nsocks++;
 		x->sock_port[s] = (uint8_t)(x->nports - 1);
+	}
+	return 0;
+}
+
+/*
+ * A view's own routes, neighbours and link monitor (every view sends out of
+ * every port).  The monitor opens before the first reading of the links so
+ * that no change falls between.
+ */
+static int open_view_io(struct afxdp *x)
+{
+	struct nexthops_cfg hc = {
+		.nl = x->nl,
+		.peers = x->b.peers,
+		.max_peers = x->max_peers,
+		.src = x->src,
+	};
+	int ifindex[NEXTHOP_MAX_PORTS];
+	int err;
+
+	for (unsigned p = 0; p < x->nports; p++) {
+		ifindex[p] = x->ports[p].ifindex;
+		x->ports[p].up = false;
 	}
 	x->arrivals = calloc(ARRIVAL_SLOTS, sizeof(*x->arrivals));
 	if (!x->arrivals)
@@ -743,6 +995,8 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 	x->b.peers = peers;
 	x->nl = cfg->nl;
 	x->mon_fd = -1;
+	x->wake_fd = -1;
+	x->tx_reserve = cfg->nframes / 8;
 	x->frame_size = cfg->frame_size;
 	x->udp_port = cfg->udp_port;
 	x->prog = cfg->prog;
@@ -770,13 +1024,19 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 		x->free[x->nfree++] = (uint64_t)(cfg->nframes - 1 - i) * cfg->frame_size;
 	for (unsigned s = 0; s < cfg->nifs; s++) {
 		err = open_sock(x, cfg, s);
-		if (x->socks[s].xsk)
+		if (x->socks[s].xsk) {
+			x->own[x->nown++] = s;
 			x->nsocks++;	/* destroy deletes it, also when registering failed */
+		}
 		if (err)
 			goto fail;
 		refill(x, &x->socks[s], cfg->ring_size);
 	}
-	err = open_ports(x, cfg);
+	x->max_peers = cfg->max_peers;
+	x->src = cfg->src;
+	err = open_ports(x);
+	if (!err)
+		err = open_view_io(x);
 	if (err)
 		goto fail;
 	for (unsigned s = 0; s < x->nsocks; s++) {
@@ -794,4 +1054,98 @@ fail:
 	snprintf(why, why_len, "%s", x->why[0] ? x->why : strerror(-err));
 	afxdp_destroy(&x->b);
 	return err;
+}
+
+/* View idx of b0: a copy with its own sockets, frames, next hops and monitor. */
+static int make_view(struct afxdp *x0, unsigned idx, struct peers *peers, struct nl *nl,
+		     struct afxdp **out)
+{
+	struct afxdp *x = malloc(sizeof(*x));
+	int err;
+
+	if (!x)
+		return -ENOMEM;
+	*x = *x0;
+	x->idx = idx;
+	x->b.peers = peers;
+	x->nl = nl;
+	x->nfree = 0;
+	x->nown = 0;
+	x->arrivals = NULL;
+	x->hops = NULL;
+	x->mon_fd = -1;
+	x->wake_mask = 0;
+	atomic_init(&x->sleeping, false);
+	memset(&x->st, 0, sizeof(x->st));
+	x->free = calloc(x->nframes, sizeof(*x->free));
+	x->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	*out = x;
+	if (!x->free || x->wake_fd < 0)
+		return x->free ? -errno : -ENOMEM;
+	err = open_view_io(x);
+	if (err)
+		snprintf(x0->why, sizeof(x0->why), "worker %u: %.120s", idx, x->why);
+	return err;
+}
+
+int afxdp_add_views(struct backend *b0, unsigned n, struct peers **peers, struct nl **nls,
+		    afxdp_owner_fn owner, void *ctx, struct backend **out, char *why,
+		    size_t why_len)
+{
+	struct afxdp *x0 = to_afxdp(b0);
+	struct afxdp_views *vs;
+	uint32_t share;
+	unsigned k;
+	int err = 0;
+
+	if (n < 2 || n > AFXDP_MAX_VIEWS || n > x0->nsocks || x0->vs) {
+		snprintf(why, why_len, "%u workers for %u sockets", n, x0->nsocks);
+		return -EINVAL;
+	}
+	vs = calloc(1, sizeof(*vs));
+	if (!vs || !(vs->rings = calloc((size_t)n * n, sizeof(*vs->rings)))) {
+		free(vs);
+		return -ENOMEM;
+	}
+	vs->n = n;
+	vs->owner = owner;
+	vs->owner_ctx = ctx;
+	x0->vs = vs;
+	x0->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	vs->v[0] = x0;
+	out[0] = b0;
+	for (k = 1; k < n && !err; k++) {
+		err = make_view(x0, k, peers[k], nls[k], &vs->v[k]);
+		out[k] = &vs->v[k]->b;
+	}
+	if (x0->wake_fd < 0 && !err)
+		err = -errno;
+	if (err) {
+		snprintf(why, why_len, "%s", x0->why[0] ? x0->why : strerror(-err));
+		for (unsigned j = k; j-- > 1;)
+			afxdp_destroy(out[j]);
+		x0->vs = NULL;
+		free(vs->rings);
+		free(vs);
+		return err;
+	}
+	/* Socket s to view s % n; the free frames shared out evenly. */
+	x0->nown = 0;
+	for (unsigned s = 0; s < x0->nsocks; s++) {
+		struct afxdp *v = vs->v[s % n];
+
+		v->own[v->nown++] = s;
+		for (k = 0; k < n; k++)
+			vs->v[k]->sock_view[s] = (uint8_t)(s % n);
+	}
+	share = x0->nfree / n;
+	for (k = 1; k < n; k++) {
+		struct afxdp *v = vs->v[k];
+
+		for (uint32_t i = 0; i < share; i++)
+			v->free[v->nfree++] = x0->free[--x0->nfree];
+	}
+	for (k = 0; k < n; k++)
+		vs->v[k]->tx_reserve = x0->nframes / 8 / n;
+	return 0;
 }

@@ -20,6 +20,7 @@
 
 #define AFXDP_MAX_SOCKS 64	/* the XDP program's default socket slots */
 #define AFXDP_WHY_LEN	160
+#define AFXDP_MAX_VIEWS	16	/* workers */
 
 struct nl;
 struct xdp_prog;
@@ -52,5 +53,22 @@ struct afxdp_cfg {
  */
 int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out,
 		 char *why, size_t why_len);
+
+/* Which view (worker) owns the QP a MetaRoCE packet (bytes after UDP) is for. */
+typedef unsigned (*afxdp_owner_fn)(void *ctx, const uint8_t *pkt, uint32_t len);
+
+/*
+ * Workers: split the backend b0 (afxdp_create's, the UMEM and every socket)
+ * into n views, one per worker thread; out[0] is b0.  View k serves the
+ * sockets i with i % n == k (their rings are its alone), has its own share
+ * of the free frames, its own next hops (nls[k], peers[k]) and link monitor.
+ * A received packet whose QP owner(ctx, ...) says is another view's goes to
+ * it through a lock-free ring (handoff.h), and so does a frame to send on
+ * another view's socket.  Destroy the views in reverse order (b0 last).
+ * Returns 0 or -errno with the reason in why.
+ */
+int afxdp_add_views(struct backend *b0, unsigned n, struct peers **peers, struct nl **nls,
+		    afxdp_owner_fn owner, void *ctx, struct backend **out, char *why,
+		    size_t why_len);
 
 #endif

@@ -35,6 +35,9 @@ struct backend_stats {
 	/* AF_XDP: XDP_STATISTICS of the sockets, summed */
 	uint64_t xsk_rx_dropped, xsk_rx_invalid_descs, xsk_tx_invalid_descs;
 	uint64_t xsk_rx_ring_full, xsk_rx_fill_ring_empty, xsk_tx_ring_empty;
+	/* AF_XDP with workers: frames handed to / taken from other workers (handoff.h) */
+	uint64_t handoff_rx_out, handoff_rx_in, handoff_tx_out, handoff_tx_in;
+	uint64_t handoff_full;		/* dropped: the ring to the other worker was full */
 };
 
 struct backend;
@@ -60,6 +63,11 @@ struct backend_ops {
 	 * it is not known (peer unknown, no port reaches it).
 	 */
 	const char *(*port_name)(struct backend *b, uint32_t peer, uint16_t sport);
+	/*
+	 * Optional (NULL: always): about to sleep in poll() on poll_fds; false
+	 * when work arrived meanwhile that no fd would tell of.
+	 */
+	bool (*may_sleep)(struct backend *b);
 	/* One line for logs and status, e.g. "af_xdp native copy-mode veth0:q0". */
 	const char *(*describe)(struct backend *b);
 	void (*destroy)(struct backend *b);

@@ -23,6 +23,7 @@
 #include "peers.h"
 #include "qpmap.h"
 #include "ring.h"
+#include "steer.h"
 #include "worker.h"
 
 #define QP_BATCH		32	/* work requests taken from one QP per loop */
@@ -83,6 +84,7 @@ struct cqp {
 };
 
 struct client {
+	struct clients *cs;		/* its worker's: every QP and region of it lives there */
 	uint32_t id;			/* also the engine protection domain */
 	int fd;
 	pid_t pid;
@@ -109,9 +111,16 @@ struct zombie {
 };
 
 struct clients {
+	/*
+	 * One per worker (its engine, peers, QPs); the control thread's part
+	 * (limits, counts by user, client ids) lives in the first one, ctl.
+	 */
+	struct clients *ctl;
 	struct engine *eng;
 	struct peers *peers;
 	struct worker *worker;
+	unsigned widx;			/* the worker's index, for the listener steering */
+	struct steer *steer;
 	struct clients_limits lim;	/* control thread: clients_set_limits */
 	uint32_t max_total_qps;		/* the engine's QP table */
 	uint32_t nclients, next_id;	/* control thread: established clients, ids */
@@ -139,7 +148,7 @@ struct clients {
 };
 
 struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t max_total_qps,
-			       const struct clients_limits *lim)
+			       const struct clients_limits *lim, struct clients *share)
 {
 	struct clients *cs = calloc(1, sizeof(*cs));
 	uint32_t n = max_total_qps;
@@ -150,6 +159,7 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 		free(cs);
 		return NULL;
 	}
+	cs->ctl = share ? share : cs;
 	cs->eng = eng;
 	cs->peers = peers;
 	cs->max_total_qps = n;
@@ -159,8 +169,8 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 	cs->hot = calloc(n, sizeof(*cs->hot));
 	cs->zombies = calloc(n, sizeof(*cs->zombies));
 	cs->reap = calloc(n, sizeof(*cs->reap));
-	cs->uids = calloc(UIDS_MAX, sizeof(*cs->uids));
-	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || !cs->uids ||
+	cs->uids = share ? NULL : calloc(UIDS_MAX, sizeof(*cs->uids));
+	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || (!share && !cs->uids) ||
 	    qpmap_init(&cs->map, n) || qpmap_init(&cs->zmap, n)) {
 		clients_destroy(cs);
 		return NULL;
@@ -173,9 +183,11 @@ void clients_set_limits(struct clients *cs, const struct clients_limits *lim)
 	cs->lim = *lim;
 }
 
-void clients_set_worker(struct clients *cs, struct worker *w)
+void clients_set_worker(struct clients *cs, struct worker *w, unsigned widx, struct steer *steer)
 {
 	cs->worker = w;
+	cs->widx = widx;
+	cs->steer = steer;
 }
 
 void clients_destroy(struct clients *cs)
@@ -707,6 +719,9 @@ static int op_qp_listen(void *arg, uint64_t now)
 		return -ENOENT;
 	if (mrocd_service_reserved(o->service_id))
 		return reserved(o->cl, "listen on", o->service_id);
+	/* Connection requests for it, on whichever worker's socket, come here. */
+	if (o->cs->steer)
+		steer_listen(o->cs->steer, o->service_id, o->cs->widx);
 	return engine_qp_listen(o->cs->eng, o->qpn, o->service_id);
 }
 
@@ -792,8 +807,8 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 
 	cl = calloc(1, sizeof(*cl));
 	if (cl) {
-		cl->mrs_cap = cs->lim.max_mrs;
-		cl->qps_cap = cs->lim.max_qps;
+		cl->mrs_cap = cs->ctl->lim.max_mrs;
+		cl->qps_cap = cs->ctl->lim.max_qps;
 		cl->mrs = calloc(cl->mrs_cap, sizeof(*cl->mrs));
 		cl->qps = calloc(cl->qps_cap, sizeof(*cl->qps));
 	}
@@ -805,7 +820,8 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 		free(cl);
 		return NULL;
 	}
-	cl->id = cs->next_id++;
+	cl->cs = cs;
+	cl->id = cs->ctl->next_id++;
 	cl->fd = fd;
 	cl->pid = cred->pid;
 	cl->uid = cred->uid;
@@ -847,8 +863,8 @@ static uint32_t uid_count(struct clients *cs, uid_t uid, int delta)
 
 void clients_close(void *ctx, void *client)
 {
-	struct clients *cs = ctx;
 	struct client *cl = client;
+	struct clients *cs = cl->cs;
 	struct op o = { .cl = cl };
 
 	call(cs, op_client_gone, &o);
@@ -860,12 +876,17 @@ void clients_close(void *ctx, void *client)
 		close(cl->doorbell);
 	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
 	if (cl->counted) {
-		cs->nclients--;
-		uid_count(cs, cl->uid, -1);
+		cs->ctl->nclients--;
+		uid_count(cs->ctl, cl->uid, -1);
 	}
 	free(cl->mrs);
 	free(cl->qps);
 	free(cl);
+}
+
+unsigned clients_worker(const void *client)
+{
+	return ((const struct client *)client)->cs->widx;
 }
 
 /* A memfd we can map safely: sealed against shrinking, at least len bytes. */
@@ -904,10 +925,10 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	 * HELLO takes no slot; ctl.c cuts it).  Over one, the client is still
 	 * answered, so it learns why (EUSERS), then closed.
 	 */
-	if (cs->nclients >= cs->lim.max_clients ||
-	    uid_count(cs, cl->uid, 0) >= cs->lim.max_per_uid) {
+	if (cs->ctl->nclients >= cs->ctl->lim.max_clients ||
+	    uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid) {
 		pr_warn_rl("refusing client pid %d (uid %u): %s reached", (int)cl->pid,
-			   (unsigned)cl->uid, cs->nclients >= cs->lim.max_clients ?
+			   (unsigned)cl->uid, cs->ctl->nclients >= cs->ctl->lim.max_clients ?
 			   "limits.max_clients" : "limits.max_clients_per_uid");
 		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
 		return -EUSERS;
@@ -926,16 +947,16 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	}
 	fds[0] = -1;
 	cl->counted = true;
-	cs->nclients++;
-	uid_count(cs, cl->uid, +1);
+	cs->ctl->nclients++;
+	uid_count(cs->ctl, cl->uid, +1);
 	r->abi_version = MROC_ABI_VERSION;
 	r->client_id = cl->id;
-	r->max_qps = cl->qps_cap < cs->lim.max_qps ? cl->qps_cap : cs->lim.max_qps;
-	r->max_mrs = cl->mrs_cap < cs->lim.max_mrs ? cl->mrs_cap : cs->lim.max_mrs;
-	r->max_mr_bytes = cs->lim.max_mr_bytes;
-	r->max_sq_depth = cs->lim.max_sq_depth;
-	r->max_rq_depth = cs->lim.max_rq_depth;
-	r->default_paths = cs->lim.default_paths;
+	r->max_qps = cl->qps_cap < cs->ctl->lim.max_qps ? cl->qps_cap : cs->ctl->lim.max_qps;
+	r->max_mrs = cl->mrs_cap < cs->ctl->lim.max_mrs ? cl->mrs_cap : cs->ctl->lim.max_mrs;
+	r->max_mr_bytes = cs->ctl->lim.max_mr_bytes;
+	r->max_sq_depth = cs->ctl->lim.max_sq_depth;
+	r->max_rq_depth = cs->ctl->lim.max_rq_depth;
+	r->default_paths = cs->ctl->lim.default_paths;
 	return 0;
 }
 
@@ -947,8 +968,8 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 
 	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL))
 		return -EINVAL;
-	if (cl->nmrs >= cs->lim.max_mrs || cl->nmrs >= cl->mrs_cap ||
-	    cl->mr_bytes + m->len > cs->lim.max_mr_bytes)
+	if (cl->nmrs >= cs->ctl->lim.max_mrs || cl->nmrs >= cl->mrs_cap ||
+	    cl->mr_bytes + m->len > cs->ctl->lim.max_mr_bytes)
 		return -EDQUOT;
 	err = check_memfd(fds[0], m->len);
 	if (err)
@@ -1044,10 +1065,10 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	if (nfds != 2 || (m->mode > MROC_QP_ROCEV2 && m->mode != MROC_QP_DEFAULT) ||
 	    m->paths > MROC_MAX_PATHS ||
 	    !pow2(m->sq_entries) || !pow2(m->rq_entries) || !pow2(m->cq_entries) ||
-	    m->sq_entries > cs->lim.max_sq_depth || m->rq_entries > cs->lim.max_rq_depth ||
+	    m->sq_entries > cs->ctl->lim.max_sq_depth || m->rq_entries > cs->ctl->lim.max_rq_depth ||
 	    (uint64_t)m->cq_entries < (uint64_t)m->sq_entries + m->rq_entries + CQ_EVENT_ROOM)
 		return -EINVAL;
-	if (cl->nqps >= cs->lim.max_qps || cl->nqps >= cl->qps_cap)
+	if (cl->nqps >= cs->ctl->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
@@ -1066,8 +1087,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	o.q = q;
 	o.attr = (struct engine_qp_attr){
 		.pd = cl->id,
-		.mode = m->mode == MROC_QP_DEFAULT ? cs->lim.default_mode : m->mode,
-		.npaths = m->paths ? m->paths : (uint8_t)cs->lim.default_paths,
+		.mode = m->mode == MROC_QP_DEFAULT ? cs->ctl->lim.default_mode : m->mode,
+		.npaths = m->paths ? m->paths : (uint8_t)cs->ctl->lim.default_paths,
 		/* The engine's limit (sq + reads <= 1024) may be below the ring's size. */
 		.sq_depth = m->sq_entries < 1008 ? m->sq_entries : 1008,
 		.rq_depth = m->rq_entries,
@@ -1147,7 +1168,7 @@ static int msg_qp_connect(struct clients *cs, struct client *cl,
 		return -EAFNOSUPPORT;
 	o.addr.family = (int)m->family;
 	memcpy(o.addr.bytes, m->addr, m->family == AF_INET ? 4 : 16);
-	why = not_unicast(&o.addr, cs->lim.allow_loopback);
+	why = not_unicast(&o.addr, cs->ctl->lim.allow_loopback);
 	if (why) {
 		char buf[MROC_ADDR_STRLEN];
 
@@ -1171,8 +1192,8 @@ static const size_t msg_size[] = {
 bool clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len)
 {
-	struct clients *cs = ctx;
 	struct client *cl = client;
+	struct clients *cs = cl->cs;
 	union {
 		struct mroc_msg_hdr h;
 		uint8_t b[MROC_MSG_MAX];

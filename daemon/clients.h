@@ -49,21 +49,33 @@ struct clients_limits {
 	uint8_t default_mode;			/* enum mroc_mode */
 };
 
-/* max_total_qps: the engine's QP table (limits.max_qps, fixed). */
+/*
+ * One per worker, over its engine and peer table; a client and all its QPs
+ * and regions live on the worker whose clients_open took it.  max_total_qps:
+ * the engine's QP table (limits.max_qps, fixed).  share: NULL for the first
+ * worker's; the others' give it, whose limits, client counts per user and
+ * client ids (protection domains) they all use.
+ */
 struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t max_total_qps,
-			       const struct clients_limits *lim);
-/* Control thread. */
+			       const struct clients_limits *lim, struct clients *share);
+/* Control thread, on the first worker's (share). */
 void clients_set_limits(struct clients *cs, const struct clients_limits *lim);
-/* The worker exists only after the engine: set it before the control loop runs. */
-void clients_set_worker(struct clients *cs, struct worker *w);
+/*
+ * The worker exists only after the engine: set it before the control loop
+ * runs.  steer (NULL with one worker): where LISTENs steer connection requests.
+ */
+struct steer;
+void clients_set_worker(struct clients *cs, struct worker *w, unsigned widx, struct steer *steer);
 void clients_destroy(struct clients *cs);
 
-/* Control thread (ctl.c callbacks). */
+/* Control thread (ctl.c callbacks); cs: the worker's to put the client on; msg and close find it. */
 void *clients_open(void *cs, int fd, const struct ucred *cred);
 /* True once the client is established (its HELLO accepted). */
 bool clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len);
 void clients_close(void *cs, void *client);
+/* The index of the worker a client lives on (clients_set_worker's widx). */
+unsigned clients_worker(const void *client);
 
 /* Worker thread (worker.c hooks). */
 int clients_poll(void *cs, uint64_t now);

@@ -36,6 +36,7 @@ struct engine_config;
 #define MROCD_MAX_QUEUES	64	/* queues per interface */
 #define MROCD_MAX_PEERS		256	/* network.peers entries */
 #define MROCD_MAX_CPUS		64	/* daemon.cpu_affinity entries */
+#define MROCD_MAX_WORKERS	16	/* daemon.workers */
 #define MROCD_SOCKPATH_MAX	108	/* sizeof(sun_path), with the NUL */
 #define MROCD_GROUP_MAX		64
 
@@ -82,6 +83,7 @@ struct mrocd_config {
 	struct {
 		int log_level;			/* LOG_ERR .. LOG_DEBUG */
 		struct mrocd_cpu_list cpu_affinity;	/* workers; empty = not pinned */
+		uint32_t workers;		/* data-plane threads; 0 = one per socket */
 		uint32_t busy_poll_us;		/* spin this long before sleeping */
 		char control_socket[MROCD_SOCKPATH_MAX];	/* clients (libmroc) */
 		char admin_socket[MROCD_SOCKPATH_MAX];	/* the CLI */

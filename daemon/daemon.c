@@ -25,6 +25,7 @@
 #include "netlink.h"
 #include "peers.h"
 #include "status.h"
+#include "steer.h"
 #include "udp_backend.h"
 #include "worker.h"
 #include "xdp_prog.h"
@@ -35,9 +36,9 @@
 
 static void on_cqe(void *ctx, const struct engine_cqe *c, uint64_t now)
 {
-	struct mrocd *d = ctx;
+	struct mrocd_wk *w = ctx;
 
-	if (links_on_cqe(d->links, c, now) || clients_on_cqe(d->clients, c, now))
+	if ((w->links && links_on_cqe(w->links, c, now)) || clients_on_cqe(w->clients, c, now))
 		return;
 	pr_debug("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
 }
@@ -51,36 +52,36 @@ static uint64_t min_ns(uint64_t a, uint64_t b)
 
 static uint64_t on_tick(void *ctx, uint64_t now)
 {
-	struct mrocd *d = ctx;
+	struct mrocd_wk *w = ctx;
 	uint64_t next;
 
 	/* Re-learn routes and MACs now and then: our traffic never confirms a neighbour. */
-	if (now >= d->next_expire) {
-		peers_expire(d->peers, now, PEER_MAX_AGE_NS);
-		d->next_expire = now + PEER_MAX_AGE_NS / 3;
+	if (now >= w->next_expire) {
+		peers_expire(w->peers, now, PEER_MAX_AGE_NS);
+		w->next_expire = now + PEER_MAX_AGE_NS / 3;
 	}
-	next = min_ns(clients_tick(d->clients, now), peers_sweep(d->peers, now));
-	return min_ns(next, links_tick(d->links, now));
+	next = min_ns(clients_tick(w->clients, now), peers_sweep(w->peers, now));
+	return w->links ? min_ns(next, links_tick(w->links, now)) : next;
 }
 
 static int on_poll(void *ctx, uint64_t now)
 {
-	return clients_poll(((struct mrocd *)ctx)->clients, now);
+	return clients_poll(((struct mrocd_wk *)ctx)->clients, now);
 }
 
 static int extra_fds(void *ctx, int *fds, int max)
 {
-	return clients_fds(((struct mrocd *)ctx)->clients, fds, max);
+	return clients_fds(((struct mrocd_wk *)ctx)->clients, fds, max);
 }
 
 static bool may_sleep(void *ctx)
 {
-	return clients_may_sleep(((struct mrocd *)ctx)->clients);
+	return clients_may_sleep(((struct mrocd_wk *)ctx)->clients);
 }
 
 static void fd_ready(void *ctx, int i)
 {
-	clients_fd_ready(((struct mrocd *)ctx)->clients, i);
+	clients_fd_ready(((struct mrocd_wk *)ctx)->clients, i);
 }
 
 /* ---- start-up ---------------------------------------------------------------- */
@@ -119,7 +120,7 @@ static int frame_source(struct mrocd *d, int first_ifindex, struct mroc_addr *sr
 	*src = d->cfg.network.address;
 	if (src->family || d->nattached < 2)
 		return 0;
-	err = nl_addr_first(d->nl, first_ifindex, 0, src);
+	err = nl_addr_first(d->wk[0].nl, first_ifindex, 0, src);
 	if (err)
 		snprintf(d->fallback_why, sizeof(d->fallback_why), "network.address is not set "
 			 "and %s has no address to use on every port: %s",
@@ -163,7 +164,7 @@ static int start_afxdp(struct mrocd *d)
 	for (uint32_t i = 0; i < ifs->n; i++) {
 		struct nl_link l;
 
-		err = nl_link_get(d->nl, 0, ifs->v[i].name, &l);
+		err = nl_link_get(d->wk[0].nl, 0, ifs->v[i].name, &l);
 		if (!err)
 			err = check_mtu(d, &l);
 		if (!err)
@@ -190,14 +191,16 @@ static int start_afxdp(struct mrocd *d)
 		}
 	}
 	ac.prog = d->prog;
-	ac.nl = d->nl;
+	ac.nl = d->wk[0].nl;
 	ac.max_peers = PEER_SLOTS;
 	err = frame_source(d, d->attached[0], &ac.src);
 	if (err)
 		goto fail;
-	err = afxdp_create(&ac, d->peers, &d->be, d->fallback_why, sizeof(d->fallback_why));
+	err = afxdp_create(&ac, d->wk[0].peers, &d->wk[0].be, d->fallback_why,
+			   sizeof(d->fallback_why));
 	if (err)
 		goto fail;
+	d->nsocks = ac.nifs;
 	return 0;
 fail:
 	detach_all(d);
@@ -215,13 +218,13 @@ static int start_udp(struct mrocd *d)
 	uc.sport_min = d->cfg.network.sport_min;
 	uc.sport_max = d->cfg.network.sport_max;
 	uc.buf_size = d->cfg.network.mtu + MROC_DATA_OVERHEAD;
-	err = udp_backend_create(&uc, d->peers, &d->be);
+	err = udp_backend_create(&uc, d->wk[0].peers, &d->wk[0].be);
 	if (err) {
 		pr_err("UDP backend: %s", strerror(-err));
 		return err;
 	}
 	/* The engine must pick source ports that have a socket. */
-	udp_backend_sports(d->be, &d->ecfg.sport_min, &d->ecfg.sport_max);
+	udp_backend_sports(d->wk[0].be, &d->ecfg.sport_min, &d->ecfg.sport_max);
 	return 0;
 }
 
@@ -278,22 +281,38 @@ static void reload(void *ctx);
 static void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l);
 static int apply_worker_side(void *arg, uint64_t now);
 
-/* The client socket's callbacks: the clients module exists once the engine does. */
+/*
+ * The client socket's callbacks: the clients module exists once the engine
+ * does.  A new client goes to the worker with the fewest clients: all its
+ * QPs and regions live there.
+ */
 static void *cl_open(void *ctx, int fd, const struct ucred *cred)
 {
-	return clients_open(((struct mrocd *)ctx)->clients, fd, cred);
+	struct mrocd *d = ctx;
+	struct mrocd_wk *w = &d->wk[0];
+	void *cl;
+
+	for (unsigned k = 1; k < d->nworkers; k++)
+		if (d->wk[k].nclients < w->nclients)
+			w = &d->wk[k];
+	cl = clients_open(w->clients, fd, cred);
+	if (cl)
+		w->nclients++;
+	return cl;
 }
 
 static bool cl_msg(void *ctx, void *client, const void *msg, size_t len, int *fds, int nfds,
 		   void *reply, size_t *reply_len)
 {
-	return clients_msg(((struct mrocd *)ctx)->clients, client, msg, len, fds, nfds, reply,
-			   reply_len);
+	return clients_msg(ctx, client, msg, len, fds, nfds, reply, reply_len);
 }
 
 static void cl_close(void *ctx, void *client)
 {
-	clients_close(((struct mrocd *)ctx)->clients, client);
+	struct mrocd *d = ctx;
+
+	d->wk[clients_worker(client)].nclients--;
+	clients_close(ctx, client);
 }
 
 static int start_ctl(struct mrocd *d)
@@ -340,11 +359,126 @@ static void raise_nofile(void)
 		pr_warn("cannot raise the open file limit: %s", strerror(errno));
 }
 
+/*
+ * daemon.workers, or one per socket capped by the CPUs the workers may use;
+ * never more than the sockets, one with the UDP backend.
+ */
+static unsigned workers_wanted(const struct mrocd *d)
+{
+	unsigned n = d->cfg.daemon.workers, cpus;
+
+	if (!d->nsocks)
+		return 1;
+	if (!n) {
+		long online = sysconf(_SC_NPROCESSORS_ONLN);
+
+		cpus = d->cfg.daemon.cpu_affinity.n ? d->cfg.daemon.cpu_affinity.n :
+		       online > 0 ? (unsigned)online : 1;
+		n = d->nsocks < cpus ? d->nsocks : cpus;
+	}
+	if (n > d->nsocks) {
+		pr_info("daemon.workers = %u: only %u socket(s), so %u worker(s)", n, d->nsocks,
+			d->nsocks);
+		n = d->nsocks;
+	}
+	return n ? n : 1;
+}
+
+/* Workers 1..n-1's netlink sockets, peer tables and backend views (worker 0's exist). */
+static int split_workers(struct mrocd *d)
+{
+	struct backend *bes[MROCD_MAX_WORKERS];
+	struct peers *peers[MROCD_MAX_WORKERS];
+	struct nl *nls[MROCD_MAX_WORKERS];
+	int err;
+
+	for (unsigned k = 1; k < d->nworkers; k++) {
+		err = nl_open(&d->wk[k].nl);
+		if (err) {
+			pr_err("netlink: %s", strerror(-err));
+			return err;
+		}
+		d->wk[k].peers = peers_create(PEER_SLOTS, d->wk[k].nl);
+		if (!d->wk[k].peers)
+			return -ENOMEM;
+	}
+	for (unsigned k = 0; k < d->nworkers; k++) {
+		peers[k] = d->wk[k].peers;
+		nls[k] = d->wk[k].nl;
+	}
+	err = steer_create(d->nworkers, &d->steer);
+	if (err)
+		return err;
+	err = afxdp_add_views(d->wk[0].be, d->nworkers, peers, nls, steer_owner, d->steer, bes,
+			      d->fallback_why, sizeof(d->fallback_why));
+	if (err) {
+		pr_err("AF_XDP workers: %s", d->fallback_why);
+		return err;
+	}
+	for (unsigned k = 1; k < d->nworkers; k++)
+		d->wk[k].be = bes[k];
+	return 0;
+}
+
+/* Worker k's engine (its class of QPNs), clients and, on worker 0, control links. */
+static int make_worker_state(struct mrocd *d, unsigned k)
+{
+	struct mrocd_wk *w = &d->wk[k];
+	struct engine_config ec = d->ecfg;
+	struct clients_limits lim;
+
+	ec.qpn_mod = d->nworkers;
+	ec.qpn_rem = k;
+	ec.seed += k * 0x9e3779b97f4a7c15ULL;
+	w->eng = engine_create(&ec);
+	if (!w->eng) {
+		pr_err("engine: bad parameters");
+		return -EINVAL;
+	}
+	peers_set_engine(w->peers, w->eng);
+	if (!k) {
+		w->links = links_create(w->eng, w->peers, d->cfg.network.peers.v,
+					d->cfg.network.peers.n);
+		if (!w->links)
+			return -ENOMEM;
+	}
+	clients_limits_of(&d->cfg, &lim);
+	w->clients = clients_create(w->eng, w->peers, d->cfg.limits.max_qps, &lim,
+				    k ? d->wk[0].clients : NULL);
+	return w->clients ? 0 : -ENOMEM;
+}
+
+static int start_worker(struct mrocd *d, unsigned k)
+{
+	struct mrocd_wk *w = &d->wk[k];
+	const struct mrocd_cpu_list *cpus = &d->cfg.daemon.cpu_affinity;
+	struct worker_cfg wc = {
+		.eng = w->eng,
+		.be = w->be,
+		.index = k,
+		.cpu = cpus->n ? cpus->v[k % cpus->n] : -1,
+		.busy_poll_us = d->cfg.daemon.busy_poll_us,
+		.on_cqe = on_cqe,
+		.on_tick = on_tick,
+		.on_poll = on_poll,
+		.extra_fds = extra_fds,
+		.may_sleep = may_sleep,
+		.fd_ready = fd_ready,
+		.ctx = w,
+	};
+	int err = worker_start(&wc, &w->worker);
+
+	if (err) {
+		pr_err("worker thread %u: %s", k, strerror(-err));
+		return err;
+	}
+	clients_set_worker(w->clients, w->worker, k, d->steer);
+	return 0;
+}
+
 int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mrocd **out)
 {
 	struct mrocd *d = calloc(1, sizeof(*d));
-	struct clients_limits lim;
-	struct worker_cfg wc;
 	int err;
 
 	if (!d)
@@ -352,6 +486,11 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 	d->cfg = *cfg;
 	snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", cfg_path);
 	d->started_ns = mrocd_now_ns();
+	d->nworkers = 1;
+	for (unsigned k = 0; k < MROCD_MAX_WORKERS; k++) {
+		d->wk[k].d = d;
+		d->wk[k].idx = k;
+	}
 	log_set_level(cfg->daemon.log_level);
 	xdp_prog_init_logging();
 	raise_nofile();
@@ -364,63 +503,46 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		goto fail;
 	if (getrandom(&d->ecfg.seed, sizeof(d->ecfg.seed), 0) != sizeof(d->ecfg.seed))
 		d->ecfg.seed ^= mrocd_now_ns();
-	err = nl_open(&d->nl);
+	err = nl_open(&d->wk[0].nl);
 	if (err) {
 		pr_err("netlink: %s", strerror(-err));
 		goto fail;
 	}
-	d->peers = peers_create(PEER_SLOTS, d->nl);
-	if (!d->peers) {
+	d->wk[0].peers = peers_create(PEER_SLOTS, d->wk[0].nl);
+	if (!d->wk[0].peers) {
 		err = -ENOMEM;
 		goto fail;
 	}
 	err = start_backend(d);
 	if (err)
 		goto fail;
-	d->eng = engine_create(&d->ecfg);
-	if (!d->eng) {
-		pr_err("engine: bad parameters");
-		err = -EINVAL;
-		goto fail;
+	d->nworkers = workers_wanted(d);
+	if (d->nworkers > 1) {
+		err = split_workers(d);
+		if (err)
+			goto fail;
 	}
-	peers_set_engine(d->peers, d->eng);
-	d->links = links_create(d->eng, d->peers, cfg->network.peers.v, cfg->network.peers.n);
-	if (!d->links) {
-		err = -ENOMEM;
-		goto fail;
-	}
-	clients_limits_of(&d->cfg, &lim);
-	d->clients = clients_create(d->eng, d->peers, cfg->limits.max_qps, &lim);
-	if (!d->clients) {
-		err = -ENOMEM;
-		goto fail;
+	for (unsigned k = 0; k < d->nworkers; k++) {
+		err = make_worker_state(d, k);
+		if (err)
+			goto fail;
 	}
 	/* No worker thread yet: the worker's side of the runtime values is set from here. */
-	apply_worker_side(d, 0);
-	wc = (struct worker_cfg){
-		.eng = d->eng,
-		.be = d->be,
-		.cpu = cfg->daemon.cpu_affinity.n ? cfg->daemon.cpu_affinity.v[0] : -1,
-		.busy_poll_us = cfg->daemon.busy_poll_us,
-		.on_cqe = on_cqe,
-		.on_tick = on_tick,
-		.on_poll = on_poll,
-		.extra_fds = extra_fds,
-		.may_sleep = may_sleep,
-		.fd_ready = fd_ready,
-		.ctx = d,
-	};
-	err = worker_start(&wc, &d->worker);
-	if (err) {
-		pr_err("worker thread: %s", strerror(-err));
-		goto fail;
+	for (unsigned k = 0; k < d->nworkers; k++)
+		apply_worker_side(&d->wk[k], 0);
+	if (d->steer)
+		steer_listen(d->steer, MROCD_SERVICE_CONTROL, 0);
+	for (unsigned k = 0; k < d->nworkers; k++) {
+		err = start_worker(d, k);
+		if (err)
+			goto fail;
 	}
-	clients_set_worker(d->clients, d->worker);
-	pr_info("mrocd %s running: backend %s%s, UDP port %u, %u peer(s) configured",
-		MROCD_VERSION, d->be->ops->describe(d->be), d->fallback ? " (fallback)" : "",
-		cfg->network.udp_port, cfg->network.peers.n);
-	sd_notifyf(0, "READY=1\nSTATUS=backend %s%s, port %u", d->be->ops->describe(d->be),
-		   d->fallback ? " (fallback)" : "", cfg->network.udp_port);
+	pr_info("mrocd %s running: backend %s%s, UDP port %u, %u worker(s), %u peer(s) configured",
+		MROCD_VERSION, d->wk[0].be->ops->describe(d->wk[0].be), d->fallback ? " (fallback)" : "",
+		cfg->network.udp_port, d->nworkers, cfg->network.peers.n);
+	sd_notifyf(0, "READY=1\nSTATUS=backend %s%s, port %u, %u worker(s)",
+		   d->wk[0].be->ops->describe(d->wk[0].be), d->fallback ? " (fallback)" : "",
+		   cfg->network.udp_port, d->nworkers);
 	*out = d;
 	return 0;
 fail:
@@ -440,55 +562,82 @@ int mrocd_run(struct mrocd *d)
 
 static int close_all(void *arg, uint64_t now)
 {
-	struct mrocd *d = arg;
+	struct mrocd_wk *w = arg;
 	uint32_t qpns[256];
-	int n = engine_qp_list(d->eng, qpns, 256);
+	int n = engine_qp_list(w->eng, qpns, 256);
 
-	links_close_all(d->links, now);
+	if (w->links)
+		links_close_all(w->links, now);
 	for (int i = 0; i < n && i < 256; i++)
-		engine_qp_disconnect(d->eng, qpns[i], now);
+		engine_qp_disconnect(w->eng, qpns[i], now);
 	return 0;
 }
 
 static int count_closing(void *arg, uint64_t now)
 {
-	struct mrocd *d = arg;
+	struct mrocd_wk *w = arg;
 	uint32_t qpns[256];
-	int n = engine_qp_list(d->eng, qpns, 256), closing = 0;
+	int n = engine_qp_list(w->eng, qpns, 256), closing = 0;
 
+	(void)now;
 	for (int i = 0; i < n && i < 256; i++) {
 		struct engine_qp_info qi;
 
-		if (!engine_qp_info(d->eng, qpns[i], &qi) && qi.state == ENGINE_QPS_CLOSING)
+		if (!engine_qp_info(w->eng, qpns[i], &qi) && qi.state == ENGINE_QPS_CLOSING)
 			closing++;
 	}
 	return closing;
 }
 
+static int closing_total(struct mrocd *d)
+{
+	int n = 0;
+
+	for (unsigned k = 0; k < d->nworkers; k++)
+		if (d->wk[k].worker)
+			n += worker_call(d->wk[k].worker, count_closing, &d->wk[k]);
+	return n;
+}
+
 void mrocd_stop(struct mrocd *d)
 {
+	bool running = false;
+
 	if (!d)
 		return;
 	sd_notify(0, "STOPPING=1\nSTATUS=stopping");
-	/* Clients first: their clean-up runs on the worker. */
-	if (d->ctl && d->worker)
+	for (unsigned k = 0; k < d->nworkers; k++)
+		running |= d->wk[k].worker != NULL;
+	/* Clients first: their clean-up runs on the workers. */
+	if (d->ctl && running)
 		ctl_close_clients(d->ctl);
-	if (d->worker) {
+	if (running) {
 		/* Tell peers (DISCONNECT), and give the answers a moment to come back. */
-		worker_call(d->worker, close_all, d);
-		for (int i = 0; i < 25 && worker_call(d->worker, count_closing, d) > 0; i++)
+		for (unsigned k = 0; k < d->nworkers; k++)
+			if (d->wk[k].worker)
+				worker_call(d->wk[k].worker, close_all, &d->wk[k]);
+		for (int i = 0; i < 25 && closing_total(d) > 0; i++)
 			usleep(20 * 1000);
-		worker_stop(d->worker);
+		for (unsigned k = 0; k < d->nworkers; k++)
+			worker_stop(d->wk[k].worker);
 	}
-	links_destroy(d->links);
-	clients_destroy(d->clients);
-	engine_destroy(d->eng);
-	if (d->be)
-		d->be->ops->destroy(d->be);
+	/* Backwards: worker 0's clients, backend view and peers are the others' base. */
+	for (unsigned k = d->nworkers; k-- > 0;) {
+		struct mrocd_wk *w = &d->wk[k];
+
+		links_destroy(w->links);
+		clients_destroy(w->clients);
+		engine_destroy(w->eng);
+		if (w->be)
+			w->be->ops->destroy(w->be);
+	}
 	if (d->prog)
 		detach_all(d);
-	peers_destroy(d->peers);
-	nl_close(d->nl);
+	for (unsigned k = d->nworkers; k-- > 0;) {
+		peers_destroy(d->wk[k].peers);
+		nl_close(d->wk[k].nl);
+	}
+	steer_destroy(d->steer);
 	ctl_destroy(d->ctl);
 	free(d);
 }
@@ -501,7 +650,7 @@ void mrocd_stop(struct mrocd *d)
  *   daemon.log_level              log_set_level (here)
  *   limits.*, transport.paths/mode  clients_set_limits (control thread: here)
  *   transport.paths/mode          links_set_qp_defaults (worker thread)
- *   daemon.busy_poll_us           worker_set_busy_poll (worker thread)
+ *   daemon.busy_poll_us           worker_set_busy_poll (each worker's thread)
  * The worker's part runs through worker_call once the worker runs (before,
  * directly): the control thread waits meanwhile, so d->cfg is not written
  * while the worker reads it.
@@ -524,12 +673,14 @@ static void clients_limits_of(const struct mrocd_config *c, struct clients_limit
 
 static int apply_worker_side(void *arg, uint64_t now)
 {
-	struct mrocd *d = arg;
+	struct mrocd_wk *w = arg;
+	struct mrocd *d = w->d;
 
-	links_set_qp_defaults(d->links, (uint8_t)d->cfg.transport.paths,
-			      (uint8_t)d->cfg.transport.mode);
-	if (d->worker)
-		worker_set_busy_poll(d->worker, d->cfg.daemon.busy_poll_us);
+	if (w->links)
+		links_set_qp_defaults(w->links, (uint8_t)d->cfg.transport.paths,
+				      (uint8_t)d->cfg.transport.mode);
+	if (w->worker)
+		worker_set_busy_poll(w->worker, d->cfg.daemon.busy_poll_us);
 	(void)now;
 	return 0;
 }
@@ -540,8 +691,9 @@ static void apply_runtime(struct mrocd *d)
 
 	log_set_level(d->cfg.daemon.log_level);
 	clients_limits_of(&d->cfg, &lim);
-	clients_set_limits(d->clients, &lim);
-	worker_call(d->worker, apply_worker_side, d);
+	clients_set_limits(d->wk[0].clients, &lim);
+	for (unsigned k = 0; k < d->nworkers; k++)
+		worker_call(d->wk[k].worker, apply_worker_side, &d->wk[k]);
 }
 
 static uint64_t monotonic_usec(void)

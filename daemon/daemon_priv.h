@@ -18,30 +18,48 @@ struct ctl;
 struct links;
 struct nl;
 struct peers;
+struct steer;
 struct worker;
 struct xdp_prog;
 
 #define PEER_SLOTS	1024
 
+struct mrocd;
+
+/*
+ * A data-plane worker's share of the daemon: everything its thread owns.
+ * Each has its own engine (its QPs: QPN % nworkers == idx), peer table,
+ * netlink socket, backend view and clients; worker 0 also the control links.
+ */
+struct mrocd_wk {
+	struct mrocd *d;
+	unsigned idx;
+	struct nl *nl;			/* worker 0: the daemon's (start-up uses it first) */
+	struct peers *peers;
+	struct backend *be;
+	struct engine *eng;
+	struct clients *clients;
+	struct links *links;		/* worker 0 only, NULL on the others */
+	struct worker *worker;
+	uint64_t next_expire;		/* worker: next peers_expire */
+	uint32_t nclients;		/* control thread: clients placed here */
+};
+
 struct mrocd {
 	struct mrocd_config cfg;
 	char cfg_path[PATH_MAX];
 	struct engine_config ecfg;
-	struct nl *nl;
-	struct peers *peers;
 	struct xdp_prog *prog;
 	int attached[MROCD_MAX_IFACES];	/* ifindexes with our program */
 	unsigned nattached;
-	struct backend *be;
 	bool fallback;			/* UDP because AF_XDP could not be set up */
 	char fallback_why[160];
-	struct engine *eng;
-	struct links *links;
-	struct clients *clients;
-	struct worker *worker;
+	struct mrocd_wk wk[MROCD_MAX_WORKERS];
+	unsigned nworkers;
+	unsigned nsocks;		/* AF_XDP sockets (0: UDP backend) */
+	struct steer *steer;		/* which worker owns a packet (NULL with one) */
 	struct ctl *ctl;
 	uint64_t started_ns;
-	uint64_t next_expire;		/* worker: next peers_expire */
 };
 
 /*

@@ -37,6 +37,11 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "xsk_rx_ring_full", st->xsk_rx_ring_full);
 	SET(o, "xsk_rx_fill_ring_empty", st->xsk_rx_fill_ring_empty);
 	SET(o, "xsk_tx_ring_empty", st->xsk_tx_ring_empty);
+	SET(o, "handoff_rx_out", st->handoff_rx_out);
+	SET(o, "handoff_rx_in", st->handoff_rx_in);
+	SET(o, "handoff_tx_out", st->handoff_tx_out);
+	SET(o, "handoff_tx_in", st->handoff_tx_in);
+	SET(o, "handoff_full", st->handoff_full);
 	return o;
 }
 

@@ -6,6 +6,7 @@
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -42,6 +43,8 @@ struct worker {
 	bool call_done;
 
 	struct worker_stats st;		/* written by the worker, copied under lock */
+	struct pollfd pfd[MAX_POLL_FDS];	/* sleep_until's */
+	int fds[MAX_POLL_FDS];
 };
 
 uint64_t mrocd_now_ns(void)
@@ -138,8 +141,8 @@ static void do_cqes(struct worker *w, uint64_t now)
 /* Sleep until a packet, a doorbell (ours or a client's), or the next deadline. */
 static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 {
-	static struct pollfd pfd[MAX_POLL_FDS];	/* worker thread only */
-	static int fds[MAX_POLL_FDS];
+	struct pollfd *pfd = w->pfd;
+	int *fds = w->fds;
 	struct backend *be = w->cfg.be;
 	struct timespec ts;
 	int nbe, n;
@@ -259,9 +262,10 @@ static void *worker_main(void *arg)
 		deadline = engine_next_deadline(w->cfg.eng);
 		if (tick < deadline)
 			deadline = tick;
-		if (w->cfg.may_sleep && !w->cfg.may_sleep(w->cfg.ctx)) {
+		if ((w->cfg.may_sleep && !w->cfg.may_sleep(w->cfg.ctx)) ||
+		    (w->cfg.be->ops->may_sleep && !w->cfg.be->ops->may_sleep(w->cfg.be))) {
 			idle_since = 0;
-			continue;	/* a client posted while we were deciding */
+			continue;	/* a client posted, or a worker handed us work, meanwhile */
 		}
 		w->st.busy_ns += now - mark;
 		sleep_until(w, deadline, now);
@@ -295,7 +299,14 @@ int worker_start(const struct worker_cfg *cfg, struct worker **out)
 		free(w);
 		return err;
 	}
-	pthread_setname_np(w->thread, "mrocd-worker");
+	if (cfg->index) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "mrocd-worker%u", cfg->index % 100);
+		pthread_setname_np(w->thread, name);
+	} else {
+		pthread_setname_np(w->thread, "mrocd-worker");
+	}
 	if (cfg->cpu >= 0) {
 		cpu_set_t set;
 

@@ -27,6 +27,7 @@ typedef uint64_t (*worker_tick_fn)(void *ctx, uint64_t now);
 struct worker_cfg {
 	struct engine *eng;
 	struct backend *be;
+	unsigned index;			/* of several workers (thread name mrocd-workerN) */
 	int cpu;			/* pin to this CPU, -1 = no pinning */
 	uint32_t busy_poll_us;		/* spin this long without work before sleeping */
 	worker_cqe_fn on_cqe;

@@ -178,7 +178,7 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 	if (!qp)
 		return -ENOMEM;
 	do
-		qpn = (uint32_t)prng_next(&eng->qpn_rng);
+		qpn = engine_qpn_fit(&eng->cfg, (uint32_t)prng_next(&eng->qpn_rng));
 	while (!qpn || engine_qp_lookup(eng, qpn));
 	i = eng->free_slots[--eng->nfree];
 	qp->qpn = qpn;

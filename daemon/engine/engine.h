@@ -61,7 +61,18 @@ struct engine_config {
 	uint16_t sport_min;		/* source ports for paths come from this range */
 	uint16_t sport_max;
 	uint64_t seed;			/* PRNG seed: ports, keys, initial sequence numbers */
+	/* Several engines, one per thread (owner.c): this one's QPNs are qpn_rem mod qpn_mod. */
+	uint32_t qpn_mod;		/* 0 or 1: any QPN */
+	uint32_t qpn_rem;
 };
+
+/*
+ * owner.c: a random r moved into cfg's QPN class; and a packet's destination
+ * QPN, with the service id of a CONNECT_REQ (whose dst_qpn is 0; else 0).
+ * engine_pkt_dest returns 0 or -EBADMSG (too short, another version).
+ */
+uint32_t engine_qpn_fit(const struct engine_config *cfg, uint32_t r);
+int engine_pkt_dest(const uint8_t *pkt, size_t len, uint32_t *dst_qpn, uint64_t *service_id);
 
 /* Fill with defaults suited to a datacenter network (see engine_config.c). */
 void engine_config_default(struct engine_config *cfg);

@@ -290,7 +290,7 @@ static struct clients *clients_once(void)
 	eng = engine_create(&ec);
 	peers = peers_create(16, NULL);
 	FUZZ_ASSERT(eng && peers);
-	cs = clients_create(eng, peers, 64, &lim);
+	cs = clients_create(eng, peers, 64, &lim, NULL);
 	FUZZ_ASSERT(cs);
 	return cs;
 }
