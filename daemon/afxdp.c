@@ -274,8 +274,10 @@ static bool hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 
 	if (to == x->idx || to >= x->vs->n)
 		return false;
-	if (hand(x, to, &(struct handoff_entry){ .addr = d->addr, .len = d->len,
-						   .sock = (uint8_t)s, .kind = HANDOFF_RX })) {
+	if (hand(x, to, &(struct handoff_entry){ .addr = (uint64_t)(fr->payload - x->area),
+						   .len = fr->payload_len, .sock = (uint8_t)s,
+						   .kind = HANDOFF_RX, .sport = fr->sport,
+						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src })) {
 		x->st.handoff_rx_out++;
 		return true;
 	}
@@ -315,25 +317,18 @@ static int views_tx_room(struct afxdp *x, int n)
 static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entry *e,
 		       struct backend_pkt *pkt, int *got)
 {
-	struct frame_rx fr;
-	enum frame_err why;
 	struct afxdp_sock *k;
 	uint32_t idx;
 
 	switch (e->kind) {
 	case HANDOFF_RX:
-		if (frame_parse(x->area + e->addr, e->len, &fr, &why)) {
-			if (!hand_back(x, from, frame_base(x, e->addr)))
-				x->free[x->nfree++] = frame_base(x, e->addr);
-			return true;
-		}
-		note_arrival(x, &fr.src, fr.sport, x->sock_port[e->sock]);
+		note_arrival(x, &e->src, e->sport, x->sock_port[e->sock]);
 		*pkt = (struct backend_pkt){
-			.data = fr.payload,
-			.len = fr.payload_len,
-			.src = fr.src,
-			.sport = fr.sport,
-			.ce = fr.ecn == FRAME_ECN_CE,
+			.data = x->area + e->addr,
+			.len = e->len,
+			.src = e->src,
+			.sport = e->sport,
+			.ce = e->ce,
 			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
 				  COOKIE_HANDED,
 		};

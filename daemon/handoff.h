@@ -26,16 +26,24 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "addr.h"
+
 #define HANDOFF_SLOTS	1024	/* power of two */
 
 enum handoff_kind { HANDOFF_RX = 1, HANDOFF_TX, HANDOFF_RETURN };
 
+/*
+ * RX frames go parsed (frame_parse opens the ICRC in place: it cannot run
+ * twice): the payload's address and length, and what the engine needs.
+ */
 struct handoff_entry {
-	uint64_t addr;		/* UMEM address (frame base + offset) */
-	uint32_t len;
+	uint64_t addr;		/* UMEM address: RX the payload, TX the frame, RETURN any */
+	uint32_t len;		/* RX: payload bytes, TX: frame bytes */
 	uint8_t sock;		/* RX: the socket it came in on; TX: the one to send on */
 	uint8_t kind;		/* enum handoff_kind */
-	uint16_t pad;
+	uint16_t sport;		/* RX: the UDP source port (the path) */
+	bool ce;		/* RX: ECN CE */
+	struct mroc_addr src;	/* RX: the sender */
 };
 
 struct handoff_ring {
