@@ -1,0 +1,91 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Two data-plane workers on hosts with two ports (scripts/fabric up --ports 2),
+# daemon.workers = 2 on both daemons:
+#  - status says 2 workers; each worker serves one port's socket;
+#  - two verified write_bw runs at once, 2 QPs each: their clients go to
+#    different workers, so QPs live on both workers on both hosts;
+#  - frames that came in on one worker's socket for the other's QPs were
+#    handed over (counters workers.N.handoff_rx_*), frames for the other
+#    worker's port too (handoff_tx_*), both planes carried the transfers,
+#    and no hand-off was dropped for a full ring.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+CLI=$BUILD/mroc-cli
+e2e_require_fabric
+e2e_fabric_up --ports 2
+e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
+e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
+sed -i 's/log_level = "debug"/log_level = "info"/; s/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/;
+	s/umem_frames = 4096/umem_frames = 16384/; s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
+	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+e2e_start a "$NS_A"
+e2e_start b "$NS_B"
+e2e_wait_ready a
+e2e_wait_ready b
+for n in a b; do
+	jq -e '.workers == 2' <<<"$(e2e_admin $n status)" >/dev/null ||
+		fail "$n: expected 2 workers: $(e2e_admin $n status)"
+	grep -q "2 worker(s)" "$E2E_DIR/$n.log" || fail "$n: the log does not say 2 workers"
+	e2e_wait $n links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
+		fail "$n: the control link never came up: $(e2e_admin $n links)"
+done
+ok "two ports, daemon.workers = 2: both daemons run 2 workers, the control link is up"
+
+plane_pkts() {
+	ip -n "$(sed 's/-h1$/-p'"$1"'/' <<<"$NS_B")" -j -s link show dev to1 | jq '.[0].stats64.tx.packets'
+}
+
+# Two pairs at once, each its own client on each side (its own side-channel port).
+p1=$(plane_pkts 1) p2=$(plane_pkts 2)
+pids=()
+for i in 0 1; do
+	ip netns exec "$NS_B" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/b.ctl" --sleep --verify \
+		-s 65536 --mroc-addr "$FABRIC_IP_1" -D 3 -q 2 -p $((18515 + i)) >"$E2E_DIR/srv$i.txt" 2>&1 &
+	pids+=($!)
+done
+sleep 0.3
+for i in 0 1; do
+	ip netns exec "$NS_A" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/a.ctl" --sleep --verify \
+		-s 65536 -D 3 -q 2 -p $((18515 + i)) "$FABRIC_MGMT_1" >"$E2E_DIR/cli$i.txt" 2>&1 &
+	pids+=($!)
+done
+sleep 1.5
+# While they run: which worker owns each QP (mroc-cli's JSON of the admin "qps").
+for n in a b; do
+	e2e_admin $n qps | jq -c '[.qps[] | select(.state == "connected") | .worker] | unique' \
+		>"$E2E_DIR/$n.owners"
+done
+for i in 3 2 1 0; do
+	wait "${pids[$i]}" || { cat "$E2E_DIR"/cli*.txt "$E2E_DIR"/srv*.txt; fail "write_bw $i failed"; }
+done
+d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
+cat "$E2E_DIR/cli0.txt" "$E2E_DIR/cli1.txt" | grep -A1 "#bytes"
+echo "packets to B: plane 1 $d1, plane 2 $d2"
+[ $((d1 * 10)) -gt $((d1 + d2)) ] && [ $((d2 * 10)) -gt $((d1 + d2)) ] ||
+	fail "the transfers did not use both ports (plane 1: $d1, plane 2: $d2 packets)"
+ok "two verified write_bw runs at once, 2 QPs each, over both ports"
+
+for n in a b; do
+	[ "$(cat "$E2E_DIR/$n.owners")" = "[0,1]" ] ||
+		fail "$n: connected QPs were not on both workers: workers $(cat "$E2E_DIR/$n.owners")"
+	c=$(e2e_admin $n counters)
+	echo "$n: $(jq -c '.workers' <<<"$c")"
+	jq -e '[.workers[] | .handoff_rx_out] | add > 0' <<<"$c" >/dev/null ||
+		fail "$n: no received frame was handed to the other worker"
+	jq -e '[.workers[] | .handoff_tx_out] | add > 0' <<<"$c" >/dev/null ||
+		fail "$n: no frame was handed to the other worker to send"
+	jq -e '([.workers[] | .handoff_rx_out] | add) == ([.workers[] | .handoff_rx_in] | add) and
+		([.workers[] | .handoff_tx_out] | add) == ([.workers[] | .handoff_tx_in] | add) and
+		.backend.handoff_full == 0 and .workers["0"].handed_off > 0 and .workers["1"].handed_off > 0' \
+		<<<"$c" >/dev/null || fail "$n: hand-offs lost or one-sided: $(jq -c .workers <<<"$c")"
+	"$CLI" -S "$E2E_DIR/$n.admin" qp list >/dev/null || fail "$n: mroc-cli qp list"
+done
+ok "QPs live on both workers; frames were handed over both ways, every one taken, none dropped"
+
+for n in a b; do
+	e2e_stop $n
+	[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC"
+done
+echo "1 passed, 0 failed"
