@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * Admin requests (JSON over the admin socket, see ctl.h): each command takes
- * a snapshot on the worker thread (worker_call) and builds its reply on the
- * control thread, so reading statistics never slows the data path.
+ * a snapshot on each worker thread in turn (worker_call), adds them up and
+ * builds its reply on the control thread, so reading statistics never slows
+ * the data path.
  *
  * Commands ("cmd"); every reply has "ok", and "error" when it is false:
  *   status          daemon, backend, interfaces and queues, XDP program, counts
@@ -351,7 +352,7 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 
 /*
  * Each worker's share: its QPs and clients, its packets and what it handed
- * to (out) and took from (in) the other workers.  An object by index, so
+ * to (out) and took from (in) the other workers.  An object by "worker_N", so
  * that counters_reset subtracts it as the other groups.
  */
 static json_t *worker_groups(struct mrocd *d, const struct snapshot *s)
@@ -360,9 +361,9 @@ static json_t *worker_groups(struct mrocd *d, const struct snapshot *s)
 
 	for (unsigned k = 0; k < d->nworkers; k++) {
 		const struct snap_wk *w = &s->wks[k];
-		char key[12];
+		char key[20];
 
-		snprintf(key, sizeof(key), "%u", k);
+		snprintf(key, sizeof(key), "worker_%u", k);
 		json_object_set_new(o, key, json_pack(
 			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"qps", (json_int_t)w->qps, "clients", (json_int_t)w->cls.clients,

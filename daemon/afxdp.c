@@ -205,7 +205,8 @@ static void ports_read(struct afxdp *x, bool quiet)
 		if (up == port->up)
 			continue;
 		port->up = up;
-		if (quiet && up)
+		/* Every worker's view watches the links; the first one says so. */
+		if ((quiet && up) || x->idx)
 			continue;
 		if (x->nports > 1 && up)
 			pr_info("af_xdp: port %s is up: it takes its paths back", port->ifname);

@@ -12,6 +12,11 @@
 #             goes down (ip link set p2 down) after 3 s: goodput in the
 #             second before, the first second after, and the rest, against
 #             what the remaining ports can carry
+#   workers   P = 2, daemon.workers = 1 vs 2 (one per port), each with two
+#             write_bw runs at once (two clients per host, so with 2 workers
+#             each worker owns one's QPs): on TBF-limited planes, and on
+#             unlimited ones, where the CPU is the bottleneck; the sum of
+#             both runs' goodput, and the load average
 #
 # Writes docs/perf/ports*.csv and ports.png (gnuplot docs/perf/ports.gp),
 # prints markdown tables on stdout and progress on stderr.  Root; part of make
@@ -22,7 +27,7 @@
 # Environment: BUILD (default build), OUT (docs/perf), SECS (4: seconds per
 # bandwidth run), REPS (3: runs per point; min / median / max reported),
 # RATE_MBIT (200: TBF rate of each plane), PORT_COUNTS ("1 2 4"),
-# PORTDOWN_PORTS (2), EXPERIMENTS ("scaling portdown"), KEEP (set: keep the
+# PORTDOWN_PORTS (2), EXPERIMENTS ("scaling portdown workers"), KEEP (set: keep the
 # work directory with the daemons' logs).
 set -u
 
@@ -36,7 +41,7 @@ REPS=${REPS:-3}
 RATE_MBIT=${RATE_MBIT:-200}
 PORT_COUNTS=${PORT_COUNTS:-1 2 4}
 PORTDOWN_PORTS=${PORTDOWN_PORTS:-2}
-EXPERIMENTS=${EXPERIMENTS:-scaling portdown}
+EXPERIMENTS=${EXPERIMENTS:-scaling portdown workers}
 FABRIC=$TOP/scripts/fabric
 PERF=$BUILD/mroc-perf
 CLI=$BUILD/mroc-cli
@@ -81,10 +86,11 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 mkdir -p "$OUT"
 
-# up P: a fresh fabric with P ports per host, MTU LINK_MTU, no offloads, every plane
-# at RATE_MBIT, and mrocd on both hosts (one socket per port, 4 x P paths).
+# up P [WORKERS [RATE]]: a fresh fabric with P ports per host, MTU LINK_MTU, no
+# offloads, every plane at RATE (Mbit/s; default RATE_MBIT, 0 = unlimited), and mrocd
+# on both hosts (one socket per port, 4 x P paths, daemon.workers = WORKERS, default 1).
 up() {
-	local p=$1 n l h ports
+	local p=$1 workers=${2:-1} rate=${3:-$RATE_MBIT} n l h ports
 	stop_all
 	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
 	"$FABRIC" up --name "$NAME" --ports "$p" >/dev/null || die "fabric up --ports $p"
@@ -95,13 +101,14 @@ up() {
 			ip netns exec "$n" ethtool -K "$l" tso off gso off gro off >/dev/null 2>&1
 		done
 	done
-	for ((l = 1; l <= p; l++)); do
-		"$FABRIC" set "$l" --name "$NAME" rate "${RATE_MBIT}mbit" >/dev/null || die "rate on plane $l"
+	for ((l = 1; l <= p && rate > 0; l++)); do
+		"$FABRIC" set "$l" --name "$NAME" rate "${rate}mbit" >/dev/null || die "rate on plane $l"
 	done
 	ports=$(sed 's/,/", "/g' <<<"$FABRIC_PORTS_0")
 	for h in 0 1; do
 		cat >"$DIR/h$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$DIR/h$h.admin"; control_socket = "$DIR/h$h.ctl"; };
+daemon = { log_level = "warning"; admin_socket = "$DIR/h$h.admin"; control_socket = "$DIR/h$h.ctl";
+	   workers = $workers; };
 network = { backend = "af_xdp"; interfaces = ( "$ports" ); address = "$(eval echo "\$FABRIC_IP_$h")";
 	    peers = [ "$(eval echo "\$FABRIC_IP_$((1 - h))")" ]; xdp_mode = "native"; umem_frames = 16384;
 	    frame_size = 4096; ring_size = 1024; mtu = $MROC_MTU; };
@@ -133,6 +140,29 @@ mroc() {
 	wait "$s"
 	GBPS=$(jq -r '.results[0].bw_avg_gbps // empty' "$DIR/cli.json" 2>/dev/null)
 	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR/cli.err" "$DIR/srv.err" | tr '\n' ' ')"
+}
+
+# mroc2 SECONDS: two write_bw runs host 0 -> host 1 at once (two clients per host,
+# 2 QPs each); GBPS is the sum of their averages (empty: one failed).
+mroc2() {
+	local i pids=()
+	for i in 0 1; do
+		ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" \
+			--sleep -j -q 2 -p $((18515 + i)) --mroc-addr "$FABRIC_IP_1" >"$DIR/srv$i.json" 2>"$DIR/srv$i.err" &
+		PIDS+=("$!")
+		pids+=("$!")
+	done
+	sleep 0.3
+	for i in 0 1; do
+		ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" \
+			--sleep -j -q 2 -p $((18515 + i)) -s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli$i.json" \
+			2>"$DIR/cli$i.err" &
+		pids+=("$!")
+	done
+	for i in "${pids[@]}"; do wait "$i"; done
+	GBPS=$(jq -rs 'if length == 2 and all(.[]; .results[0].bw_avg_gbps) then
+		[.[].results[0].bw_avg_gbps] | add else empty end' "$DIR/cli0.json" "$DIR/cli1.json" 2>/dev/null)
+	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR"/cli?.err "$DIR"/srv?.err | tr '\n' ' ')"
 }
 
 # tcp STREAMS: iperf3 host 0 -> host 1 between the service addresses; GBPS received.
@@ -242,10 +272,40 @@ exp_portdown() {
 	echo
 }
 
+exp_workers() {
+	local csv=$OUT/ports-workers.csv rate w rep st load
+	echo "ports,plane_rate_mbit,workers,rep,gbps,loadavg1" >"$csv"
+	for rate in $RATE_MBIT 0; do
+		for w in 1 2; do
+			up 2 "$w" "$rate"
+			for ((rep = 1; rep <= REPS; rep++)); do
+				mroc2 "$SECS"
+				load=$(cut -d' ' -f1 /proc/loadavg)
+				log "2 ports at $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s"), $w worker(s): rep $rep: ${GBPS:-failed} Gbit/s (load $load)"
+				echo "2,$rate,$w,$rep,$GBPS,$load" >>"$csv"
+			done
+		done
+	done
+	stop_all
+	echo "#### Workers: 2 ports per host, two write_bw runs at once (2 QPs each), $SECS s runs, $REPS runs per point"
+	echo
+	echo "| planes | daemon.workers | Gbit/s (sum of both runs) min / median / max | load average (1 min) min / max |"
+	echo "|---|---|---|---|"
+	for rate in $RATE_MBIT 0; do
+		for w in 1 2; do
+			st=$(awk -F, -v r="$rate" -v w="$w" '$2 == r && $3 == w { print $5 }' "$csv" | stats)
+			load=$(awk -F, -v r="$rate" -v w="$w" '$2 == r && $3 == w { print $6 }' "$csv" | stats)
+			echo "| $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s TBF") | $w | ${st// / \/ } | $(cut -d' ' -f1 <<<"$load") / $(cut -d' ' -f3 <<<"$load") |"
+		done
+	done
+	echo
+}
+
 for e in $EXPERIMENTS; do
 	case $e in
 	scaling) exp_scaling ;;
 	portdown) exp_portdown ;;
+	workers) exp_workers ;;
 	*) die "unknown experiment $e" ;;
 	esac
 done

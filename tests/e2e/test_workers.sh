@@ -6,7 +6,7 @@
 #  - two verified write_bw runs at once, 2 QPs each: their clients go to
 #    different workers, so QPs live on both workers on both hosts;
 #  - frames that came in on one worker's socket for the other's QPs were
-#    handed over (counters workers.N.handoff_rx_*), frames for the other
+#    handed over (counters workers.worker_N.handoff_rx_*), frames for the other
 #    worker's port too (handoff_tx_*), both planes carried the transfers,
 #    and no hand-off was dropped for a full ring.
 set -u
@@ -78,7 +78,7 @@ for n in a b; do
 		fail "$n: no frame was handed to the other worker to send"
 	jq -e '([.workers[] | .handoff_rx_out] | add) == ([.workers[] | .handoff_rx_in] | add) and
 		([.workers[] | .handoff_tx_out] | add) == ([.workers[] | .handoff_tx_in] | add) and
-		.backend.handoff_full == 0 and .workers["0"].handed_off > 0 and .workers["1"].handed_off > 0' \
+		.backend.handoff_full == 0 and .workers.worker_0.handed_off > 0 and .workers.worker_1.handed_off > 0' \
 		<<<"$c" >/dev/null || fail "$n: hand-offs lost or one-sided: $(jq -c .workers <<<"$c")"
 	"$CLI" -S "$E2E_DIR/$n.admin" qp list >/dev/null || fail "$n: mroc-cli qp list"
 done
