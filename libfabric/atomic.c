@@ -113,10 +113,6 @@ static ssize_t post_atomic(struct mfi_ep *ep, const struct atomic_args *a)
 		goto out;
 	op = mfi_txop_get(ep);
 	if (!op) {
-		mfi_ep_progress(ep);
-		op = mfi_txop_get(ep);
-	}
-	if (!op) {
 		err = -FI_EAGAIN;
 		goto out;
 	}

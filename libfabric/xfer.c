@@ -64,10 +64,6 @@ static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 	}
 	op = mfi_txop_get(ep);
 	if (!op) {
-		mfi_ep_progress(ep);
-		op = mfi_txop_get(ep);
-	}
-	if (!op) {
 		err = -FI_EAGAIN;
 		goto out;
 	}

@@ -102,6 +102,17 @@ transport = {
 CONF
 }
 
+# e2e_pair_up: both hosts of e2e_setup_pair on AF_XDP (log level info), started and ready.
+e2e_pair_up() {
+	e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
+	e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
+	sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+	e2e_start a "$NS_A"
+	e2e_start b "$NS_B"
+	e2e_wait_ready a
+	e2e_wait_ready b
+}
+
 # e2e_start NAME NETNS: mrocd in the namespace, with our own NOTIFY_SOCKET listener.
 e2e_start() {
 	local name=$1 ns=$2

@@ -25,13 +25,7 @@ FI_PROVIDER_PATH=$BUILD fi_info -p mroc -t FI_EP_RDM -v >"$E2E_DIR/fi_info.out" 
 grep -q "caps: .*FI_ATOMIC" "$E2E_DIR/fi_info.out" || fail "fi_info -p mroc: no FI_ATOMIC in caps"
 ok "fi_info -p mroc lists FI_ATOMIC"
 
-e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
-e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
-sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_pair_up
 
 # run NS NAME IP ARGS...: the checker in a namespace, on that host's mrocd.
 run() {

@@ -22,13 +22,7 @@ for t in FI_EP_RDM FI_EP_MSG; do
 done
 ok "fi_info -p mroc lists FI_EP_RDM and FI_EP_MSG"
 
-e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
-e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
-sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_pair_up
 
 # fi NS NAME IP ARGS...: fi_pingpong in a namespace, on that host's mrocd.
 fipp() {

@@ -19,13 +19,7 @@ command -v mpirun >/dev/null || skip "needs mpirun (openmpi-bin; scripts/deps.sh
 [ -f "$PROV" ] || skip "$PROV not built (libfabric-dev missing?)"
 [ -x "$BENCH" ] || skip "$BENCH not built (libopenmpi-dev missing?)"
 e2e_setup_pair
-e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
-e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
-sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_pair_up
 
 export MROC_NETNS_HOSTS="hosta=$NS_A,$IP_A,$E2E_DIR/a.ctl hostb=$NS_B,$IP_B,$E2E_DIR/b.ctl"
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
