@@ -16,13 +16,7 @@ e2e_require
 [ -x "$PERF" ] || skip "$PERF not built"
 [ -x "$EVIL" ] || skip "$EVIL not built"
 e2e_setup_pair
-e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
-e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
-sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_pair_up
 
 ip netns exec "$NS_A" "$EVIL" "$E2E_DIR/a.ctl" || fail "the daemon did not handle the evil client"
 c=$(e2e_admin a counters) || fail "a stopped answering after the evil client"
