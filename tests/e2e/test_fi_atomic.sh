@@ -41,7 +41,17 @@ E2E_PIDS+=("$tpid")
 run "$NS_A" a "$IP_A" client "$E2E_DIR" 0 $ITERS >"$E2E_DIR/c0.out" 2>&1 &
 c0=$!
 E2E_PIDS+=("$c0")
-run "$NS_A" a "$IP_A" client "$E2E_DIR" 1 $ITERS >"$E2E_DIR/c1.out" 2>&1
+run "$NS_A" a "$IP_A" client "$E2E_DIR" 1 $ITERS >"$E2E_DIR/c1.out" 2>&1 &
+c1=$!
+E2E_PIDS+=("$c1")
+# Both clients connected and ready: they start their atomics at once.
+for _ in $(seq 600); do
+	[ -e "$E2E_DIR/ready.0" ] && [ -e "$E2E_DIR/ready.1" ] && break
+	kill -0 "$c0" 2>/dev/null && kill -0 "$c1" 2>/dev/null || break
+	sleep 0.1
+done
+touch "$E2E_DIR/go"
+wait "$c1"
 rc1=$?
 wait "$c0"
 rc0=$?

@@ -10,10 +10,12 @@
  *       word against what NCLIENTS clients of ITERS must have left; exit 0 if
  *       all hold.
  *   fi_atomic_check client DIR RANK ITERS
- *       ITERS fi_fetch_atomic FI_SUM +1 on word 0 (8 in flight; the originals
- *       to DIR/orig.RANK, one a line: over all clients they must be 0 ..
- *       N*ITERS-1, each once), ITERS/4 increments of word 1 by
- *       fi_compare_atomic FI_CSWAP, one fi_atomic each of MAX, MIN, BOR, BAND,
+ *       writes DIR/ready.RANK and waits for DIR/go (so that the clients race),
+ *       then ITERS/4 increments of word 1 by fi_compare_atomic FI_CSWAP (retried
+ *       when another client got there first), ITERS fi_fetch_atomic FI_SUM +1
+ *       on word 0 (8 in flight; the originals to DIR/orig.RANK, one a line:
+ *       over all clients they must be 0 .. N*ITERS-1, each once), one
+ *       fi_atomic each of MAX, MIN, BOR, BAND,
  *       BXOR (an inject), a 4-element FI_UINT32 SUM, a double SUM, an
  *       ATOMIC_WRITE then ATOMIC_READ of its own word, the errors a bad key
  *       and a misaligned word must give, the *valid queries; then "done".
@@ -371,6 +373,25 @@ static void queries(struct fab *f)
 	printf("queries: FI_UINT64 FI_SUM count %zu\n", attr.count);
 }
 
+/* All clients start their atomics together: DIR/go appears once every DIR/ready.RANK has. */
+static void start_together(struct fab *f, const char *dir, int rank)
+{
+	char path[512];
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "%s/ready.%d", dir, rank);
+	fp = fopen(path, "w");
+	if (!fp)
+		die("%s: %s", path, strerror(errno));
+	fclose(fp);
+	snprintf(path, sizeof(path), "%s/go", dir);
+	while (access(path, F_OK)) {
+		if (time(NULL) > f->deadline)
+			die("no %s", path);
+		usleep(5000);
+	}
+}
+
 static int client(const char *dir, int rank, uint64_t iters)
 {
 	static struct fab f;
@@ -379,8 +400,9 @@ static int client(const char *dir, int rank, uint64_t iters)
 	fab_open(&f, NULL, NULL);
 	read_target(&f, dir, &key, &addr);
 	queries(&f);
-	fetch_adds(&f, dir, rank, iters, key, addr);
+	start_together(&f, dir, rank);
 	cas_increments(&f, iters / 4, key, addr);
+	fetch_adds(&f, dir, rank, iters, key, addr);
 	one_each(&f, rank, key, addr);
 	POST(&f, fi_send(f.ep, "done", 5, NULL, f.peer, NULL));
 	reap(&f, 1, NULL, NULL, NULL);
