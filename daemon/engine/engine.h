@@ -274,6 +274,7 @@ enum engine_counter {
 	EC_LOST,
 	EC_CE,
 	EC_KA_RETRY,			/* keepalive unanswered: asked again on another path */
+	EC_RTO_SPURIOUS,		/* an RTO the next ACK showed needless (it echoed an older send) */
 	EC__COUNT,
 };
 

@@ -64,6 +64,7 @@ struct path {
 	uint32_t backoff;	/* consecutive RTOs */
 	uint64_t rto_deadline;	/* next timer: probe, then RTO; 0 = not armed */
 	uint64_t rto_at;	/* when the RTO proper fires */
+	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	bool probed;		/* a tail-loss probe went out since the last progress */
 	bool probe_pending;	/* send one probe on this path now */
 	uint64_t probe_at;	/* timed-out path: when to probe it next */
@@ -314,6 +315,8 @@ struct engine {
 	uint32_t ctl_head, ctl_tail;
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
 	uint64_t host_srtt, host_rttvar;
+	/* the largest RTT any ACK showed in this window and the last (path.c) */
+	uint64_t rtt_max_cur, rtt_max_prev, rtt_max_until;
 	/* receiver fair share */
 	uint64_t hint_epoch, hint_epoch_end;
 	uint32_t active_now, active_prev;
@@ -356,6 +359,7 @@ int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t
 /* path.c */
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
+void path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now);
 void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,

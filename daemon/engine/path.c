@@ -91,9 +91,28 @@ static uint64_t host_rto_floor(const struct engine *eng)
 	return eng->host_srtt ? eng->host_srtt + 4 * eng->host_rttvar + eng->cfg.ack_delay_ns : 0;
 }
 
+/*
+ * Nor below a quarter more than the largest RTT any ACK showed lately (this
+ * window of RTT_MAX_WINDOW_NS and the last, so 4 to 8 s).  Where workers
+ * share CPUs with other work, a worker at either end (or the softirq that
+ * moves one plane's packets) is off its CPU for milliseconds now and then,
+ * and a path's ACKs arrive late all at once while its siblings' keep coming:
+ * a stall seen once will come again, and an RTO shorter than it fires
+ * spuriously each time (at 1 QP on a loaded 2-core host: 200-300 RTOs in
+ * 8 s, every resend a duplicate).  A real RTO then waits as long as the
+ * stalls; a lost tail is still found by the probe and holes by the SACK,
+ * neither of which waits for it.
+ */
+#define RTT_MAX_WINDOW_NS	(4 * NSEC_PER_SEC)
+
+static uint64_t host_rtt_max(const struct engine *eng)
+{
+	return max_u64(eng->rtt_max_cur, eng->rtt_max_prev);
+}
+
 uint64_t path_rto(const struct engine *eng, const struct path *p)
 {
-	uint64_t rto = max_u64(p->rto, host_rto_floor(eng));
+	uint64_t rto = max_u64(max_u64(p->rto, host_rto_floor(eng)), host_rtt_max(eng) * 5 / 4);
 
 	for (uint32_t i = 0; i < p->backoff && rto < eng->cfg.rto_max_ns; i++)
 		rto <<= 1;
@@ -190,6 +209,33 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
 		p->rto = eng->cfg.rto_max_ns;
 }
 
+/*
+ * Every ACK's echo, also one that acknowledges nothing new (the packets it
+ * answers were declared lost by an RTO while the peer was stalled): the
+ * late ones are exactly the samples that show a stall.  It also settles
+ * whether the path's last RTO was needed (Eifel's test, RFC 3522): an ACK
+ * that echoes a packet sent before the RTO shows the peer had it.
+ */
+void path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now)
+{
+	uint64_t rtt = (uint32_t)((uint32_t)now - ts_echo);
+
+	if (rtt > eng->cfg.rto_max_ns)
+		rtt = eng->cfg.rto_max_ns;	/* bogus or ancient: never hold timers longer */
+	if (now >= eng->rtt_max_until) {
+		eng->rtt_max_prev = now - eng->rtt_max_until < RTT_MAX_WINDOW_NS ? eng->rtt_max_cur : 0;
+		eng->rtt_max_cur = 0;
+		eng->rtt_max_until = now + RTT_MAX_WINDOW_NS;
+	}
+	if (rtt > eng->rtt_max_cur)
+		eng->rtt_max_cur = rtt;
+	if (p->rto_fired_at) {
+		if ((int32_t)((uint32_t)p->rto_fired_at - ts_echo) > 0)
+			eng->st.c[EC_RTO_SPURIOUS]++;
+		p->rto_fired_at = 0;
+	}
+}
+
 static uint32_t frac(uint32_t num, uint32_t den)
 {
 	if (!den)
@@ -257,6 +303,7 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 {
 	p->st_timeouts++;
 	eng->st.c[EC_RTO]++;
+	p->rto_fired_at = now ? now : 1;
 	p->backoff++;
 	eng->cc->on_rto(eng, p);
 	p->state = PATH_TIMEDOUT;

@@ -220,6 +220,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return 0;
 
 	bytes = walk_sack(qp, p, a, &newest);
+	path_on_echo(eng, p, a->ts_echo, now);
 	if (bytes) {
 		bool first = !p->srtt;
 

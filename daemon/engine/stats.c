@@ -30,6 +30,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_LOST] = "lost",
 		[EC_CE] = "ce",
 		[EC_KA_RETRY] = "keepalive_retry",
+		[EC_RTO_SPURIOUS] = "rto_spurious",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

@@ -275,6 +275,71 @@ static void test_late_original_tail(void **state)
 	late_original(state, 4, 8, 7);
 }
 
+/* ---- a stalled peer ------------------------------------------------------------ */
+
+/* B's packets (its ACKs) wait while `hold`, as behind a worker off its CPU. */
+struct stall {
+	bool hold;
+	unsigned n;
+	struct pair_pkt pkts[512];
+};
+
+static bool hold_b(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct stall *st = arg;
+
+	(void)p;
+	if (!st->hold || pkt->from != PAIR_B)
+		return true;
+	assert_true(st->n < sizeof(st->pkts) / sizeof(st->pkts[0]));
+	st->pkts[st->n++] = *pkt;
+	return false;
+}
+
+/* A WRITE whose ACKs B holds for `len` of fake time from its start; then all arrive. */
+static void write_through_stall(struct fx *f, struct stall *st, uint64_t id, uint64_t len)
+{
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, id, 0, 256 * 1024, 0);
+
+	st->hold = true;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	pair_run_for(f->p, len);
+	st->hold = false;
+	for (unsigned i = 0; i < st->n; i++)
+		pair_deliver(f->p, &st->pkts[i]);
+	st->n = 0;
+	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, id);
+	pair_mem_expect(f->b, 0, f->a->buf, 256 * 1024);
+}
+
+/*
+ * The peer goes silent for 10 x rto_min with data in flight, nothing lost.
+ * The first time the RTO fires and the late ACKs show it was needless
+ * (rto_spurious); the RTO has learned the stall: the same stall again costs
+ * no RTO and no resend but the tail-loss probes.
+ */
+static void test_stall_learned(void **state)
+{
+	struct engine_qp_attr qa = attr_of(4, 0xa), qb = attr_of(4, 0xb);
+	struct fx *f = fx_open(state, NULL, NULL, &qa, &qb);
+	struct stall *st = calloc(1, sizeof(*st));
+	uint64_t rto, retx;
+
+	assert_non_null(st);
+	f->p->filter = hold_b;
+	f->p->filter_arg = st;
+	write_through_stall(f, st, 1, 2 * PAIR_MS);
+	assert_true(pair_stat(f->p, PAIR_A, EC_RTO) >= 1);
+	assert_true(pair_stat(f->p, PAIR_A, EC_RTO_SPURIOUS) >= 1);
+	rto = pair_stat(f->p, PAIR_A, EC_RTO);
+	retx = pair_stat(f->p, PAIR_A, EC_TX_RETX);
+	write_through_stall(f, st, 2, 2 * PAIR_MS);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), rto);
+	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) - retx <= qa.npaths);
+	free(st);
+}
+
 /* ---- dead peer and retry count -------------------------------------------------- */
 
 static bool drop_from_b(struct pair *p, struct pair_pkt *pkt, void *arg)
@@ -610,6 +675,7 @@ int main(void)
 		T(test_late_original_one_path),
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),
+		T(test_stall_learned),
 		T(test_new_path_probe),
 		T(test_dead_peer),
 		T(test_dead_peer_idle),
