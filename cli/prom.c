@@ -79,6 +79,9 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_repath_total", "Paths moved to a new UDP source port." },
 	{ "mroc_engine_lost_total", "Packets declared lost (SACK holes)." },
 	{ "mroc_engine_ce_total", "Packets acknowledged with a CE mark." },
+	{ "mroc_engine_keepalive_retry_total", "Keepalives unanswered, asked again on another path." },
+	{ "mroc_engine_rto_spurious_total", "RTOs the next ACK showed needless (it echoed an "
+	  "older send)." },
 	{ "mroc_backend_rx_pkts_total", "Packets the backend received." },
 	{ "mroc_backend_rx_bytes_total", "Bytes the backend received." },
 	{ "mroc_backend_tx_pkts_total", "Packets the backend sent." },
