@@ -119,6 +119,8 @@ static const struct config_key config_keys[] = {
 	       "packets"),
 	K_UINT("transport.max_pwnd_pkts", transport.max_pwnd_pkts, 1, MROC_SACK_BITS,
 	       MROC_SACK_BITS, 0, "packets"),
+	K_UINT("transport.peer_window_pkts", transport.peer_window_pkts, 0, 1048576, 512, 0,
+	       "packets"),
 	K_UINT("transport.loss_md_pkts", transport.loss_md_pkts, 1, 256, 4, 0, "packets"),
 	K_UINT("transport.delay_target_us", transport.delay_target_us, 0, 1000000, 50, 0, "us"),
 	K_UINT("transport.hint_interval_us", transport.hint_interval_us, 1, 1000000, 200, 0,
@@ -1368,6 +1370,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->dupthresh = t->dupthresh;
 	out->init_pwnd_pkts = t->init_pwnd_pkts;
 	out->max_pwnd_pkts = t->max_pwnd_pkts;
+	out->peer_window_pkts = t->peer_window_pkts;
 	out->loss_md_pkts = t->loss_md_pkts;
 	out->delay_target_ns = (uint64_t)t->delay_target_us * NS_PER_US;
 	out->hint_interval_ns = t->hint_interval_us * NS_PER_US;

@@ -100,7 +100,7 @@ struct engine *engine_create(const struct engine_config *cfg)
 	eng->qps = calloc(cfg->max_qps, sizeof(*eng->qps));
 	eng->free_slots = calloc(cfg->max_qps, sizeof(*eng->free_slots));
 	if (!eng->qps || !eng->free_slots || mr_table_init(eng) ||
-	    timer_init(eng) || cm_hash_init(eng)) {
+	    timer_init(eng) || cm_hash_init(eng) || peer_init(eng)) {
 		engine_destroy(eng);
 		return NULL;
 	}
@@ -120,6 +120,7 @@ void engine_destroy(struct engine *eng)
 	free(eng->qps);
 	free(eng->free_slots);
 	mr_table_free(eng);
+	peer_free(eng);
 	cm_hash_free(eng);
 	free(eng);
 }
@@ -197,6 +198,7 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 
 	if (!qp)
 		return -ENOENT;
+	peer_detach(eng, qp);
 	list_del(&qp->tx_node);
 	list_del(&qp->ctl_node);
 	list_del(&qp->cq_node);
@@ -285,7 +287,7 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 			  EC_RX_BAD_PEER : EC_RX_BAD_STATE]++;
 		return -EPERM;
 	}
-	qp->last_rx = now;
+	peer_heard(qp, now);
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
 		if (pkt.hdr.flags & MROC_F_ACK_REQ) {
 			qp->ka_reply = true;
@@ -361,6 +363,10 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		} else {
 			list_del(&qp->tx_node);
 			qp->deficit = 0;
+			if (qp->ph_blocked)
+				peer_park(qp);
+			else
+				peer_kick(eng, qp->ph);	/* a turn it could not use goes on */
 			qp_update_deadline(eng, qp);
 		}
 	}

@@ -41,6 +41,7 @@ struct engine_config {
 	uint64_t rto_max_ns;
 	uint32_t dupthresh;		/* SACKed packets above a hole that make it a loss */
 	uint32_t init_pwnd_pkts;	/* initial window per path, packets */
+	uint32_t peer_window_pkts;	/* data packets in flight to one peer host, all QPs; 0 = no cap */
 	uint32_t max_pwnd_pkts;		/* at most MROC_SACK_BITS */
 	uint32_t loss_md_pkts;		/* losses within one RTT that count as congestion */
 	uint64_t delay_target_ns;	/* queueing delay a path may add above its minimum RTT
@@ -337,6 +338,9 @@ struct engine_qp_info {
 	uint32_t msgs_outstanding;	/* messages not yet completed (incl. READ responses) */
 	uint64_t errors;
 	uint64_t mem_bytes;		/* the engine's memory for this QP, rings included */
+	uint32_t inflight_pkts;		/* its data packets in flight, in its peer's window */
+	uint32_t peer_inflight_pkts;	/* all QPs' to the same peer (peer_window_pkts caps it) */
+	bool peer_blocked;		/* waiting for room in that window */
 };
 
 int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *out);

@@ -253,7 +253,10 @@ struct qp {
 	uint32_t cq_mask, cq_cap, cq_head, cq_tail;
 
 	/* scheduling (engine.c, timer.c): no walk over all QPs anywhere */
-	struct list tx_node;	/* on eng->tx_ready: something might be sendable */
+	struct list tx_node;	/* on eng->tx_ready: something might be sendable (or on ph->blocked) */
+	struct peer_host *ph;	/* its peer host (peer.c) while connected; NULL: none */
+	uint32_t ph_pkts;	/* data packets of this QP in the peer's window */
+	bool ph_blocked;	/* waiting for room in it */
 	struct list ctl_node;	/* on eng->ctl_ready: an ACK, keepalive or CM message may be owed */
 	struct list cq_node;	/* on eng->cq_ready: completions to take */
 	int32_t deficit;	/* deficit round-robin credit, bytes */
@@ -301,6 +304,7 @@ struct engine {
 	} wheel;		/* timer.c */
 	/* connection lookup (cm.c): listeners by service id, QPs by (peer, peer_qpn) */
 	struct qp **listen_hash, **conn_hash;
+	struct peer_host **ph_hash;	/* peer hosts of connected QPs (peer.c) */
 	uint32_t hash_mask;
 	struct mr *mrs;
 	uint32_t *mr_gen;
@@ -336,6 +340,20 @@ void timer_cancel(struct engine *eng, struct qp *qp);
 uint64_t timer_next(struct engine *eng);
 struct qp *timer_pop_due(struct engine *eng, uint64_t now);
 void engine_count(struct engine *eng, enum engine_counter c);
+
+/* peer.c */
+int peer_init(struct engine *eng);
+void peer_free(struct engine *eng);
+void peer_attach(struct engine *eng, struct qp *qp);
+void peer_heard(struct qp *qp, uint64_t now);
+uint64_t qp_heard(const struct qp *qp);
+uint32_t peer_inflight(const struct qp *qp);
+void peer_detach(struct engine *eng, struct qp *qp);
+bool peer_room(const struct engine *eng, struct qp *qp);
+void peer_sent(struct qp *qp);
+void peer_park(struct qp *qp);
+void peer_kick(struct engine *eng, struct peer_host *h);
+void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
 
 /* mr.c */
 int mr_table_init(struct engine *eng);

@@ -25,8 +25,10 @@ static void go_back(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 	for (uint32_t q = psn; q != p->next_psn; q++) {
 		struct sb_entry *x = sb_ent(p, q);
 
-		if (x->state == SB_INFLIGHT)
+		if (x->state == SB_INFLIGHT) {
 			p->inflight -= x->bytes;
+			peer_release(eng, qp, 1);
+		}
 		x->state = SB_FREE;
 	}
 	p->next_psn = psn;

@@ -84,6 +84,7 @@ void qp_free(struct qp *qp)
 /* Connected: set up the send side's sequence spaces and paths. */
 void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 {
+	peer_detach(eng, qp);
 	qp->state = ENGINE_QPS_CONNECTED;
 	qp->snd_nxt = qp->snd_una = qp->dsn_alloc = qp->isn_dsn;
 	qp->msn_head = qp->msn_tail = qp->msn_seg = 0;
@@ -104,6 +105,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->last_progress = qp->last_rx = qp->ka_sent = now;
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i);
+	peer_attach(eng, qp);
 	qp_wake(eng, qp);
 }
 
@@ -143,9 +145,9 @@ void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
 /* When the next keepalive request is due (qp_timers' keepalive_next). */
 uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp)
 {
-	if (qp->ka_sent > qp->last_rx)		/* the last one is unanswered */
+	if (qp->ka_sent > qp_heard(qp))		/* the last one is unanswered */
 		return qp->ka_sent + qp->ka_wait;
-	return qp->last_rx + eng->cfg.keepalive_ns;
+	return qp_heard(qp) + eng->cfg.keepalive_ns;
 }
 
 void qp_update_deadline(struct engine *eng, struct qp *qp)
@@ -167,7 +169,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);
 		if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED) {
 			d = deadline_min(d, qp_keepalive_due(eng, qp));
-			d = deadline_min(d, qp->last_rx + eng->cfg.dead_peer_ns);
+			d = deadline_min(d, qp_heard(qp) + eng->cfg.dead_peer_ns);
 		}
 	}
 	timer_set(eng, qp, d);
@@ -273,6 +275,7 @@ void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
 	qp->rtx_head = qp->rtx_tail;
 	qp->gbn_active = false;
 	qp->snd_nxt = qp->snd_una = qp->dsn_alloc;
+	peer_detach(eng, qp);
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		qp->paths[i].rto_deadline = 0;
 		qp->paths[i].inflight = 0;

@@ -10,7 +10,7 @@
 #include "internal.h"
 
 /* One transmission acknowledged: returns its bytes (0 if it was not in flight). */
-static uint32_t sb_ack(struct qp *qp, struct path *p, uint32_t psn)
+static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn)
 {
 	struct sb_entry *s = sb_ent(p, psn);
 	struct dsn_entry *e;
@@ -19,6 +19,7 @@ static uint32_t sb_ack(struct qp *qp, struct path *p, uint32_t psn)
 		return 0;
 	s->state = SB_ACKED;
 	p->inflight -= s->bytes;
+	peer_release(eng, qp, 1);
 	p->st_acked++;
 	if (!p->any_acked || seq_lt(p->high_acked, psn))
 		p->high_acked = psn;
@@ -42,6 +43,7 @@ static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 		return;
 	s->state = SB_LOST;
 	p->inflight -= s->bytes;
+	peer_release(eng, qp, 1);
 	if (!s->copy)
 		qp_mark_lost(eng, qp, s->dsn);
 }
@@ -127,14 +129,14 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 }
 
 /* Mark transmissions [from, to) and SACKed ones acknowledged; returns bytes. */
-static uint32_t walk_sack(struct qp *qp, struct path *p, const struct mroc_ack_hdr *a,
+static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, const struct mroc_ack_hdr *a,
 			  uint32_t *newest)
 {
 	uint32_t bytes = 0, b;
 	uint32_t end = seq_lt(a->cum_psn, p->next_psn) ? a->cum_psn : p->next_psn;
 
 	for (uint32_t q = p->floor; seq_lt(q, end); q++) {
-		b = sb_ack(qp, p, q);
+		b = sb_ack(eng, qp, p, q);
 		if (b)
 			*newest = q;
 		bytes += b;
@@ -150,7 +152,7 @@ static uint32_t walk_sack(struct qp *qp, struct path *p, const struct mroc_ack_h
 			break;
 		if (seq_lt(q, p->floor) || !sack_bytes_test(a->sack, i))
 			continue;
-		b = sb_ack(qp, p, q);
+		b = sb_ack(eng, qp, p, q);
 		if (b)
 			*newest = q;
 		bytes += b;
@@ -219,7 +221,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
 		return 0;
 
-	bytes = walk_sack(qp, p, a, &newest);
+	bytes = walk_sack(eng, qp, p, a, &newest);
 	path_on_echo(eng, p, a->ts_echo, now);
 	if (bytes) {
 		bool first = !p->srtt;
@@ -321,7 +323,7 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 {
 	uint64_t cap = max_u64(eng->cfg.keepalive_ns / 4, eng->cfg.rto_min_ns);
 
-	if (qp->ka_sent > qp->last_rx) {	/* unanswered */
+	if (qp->ka_sent > qp_heard(qp)) {	/* unanswered */
 		struct path *p = &qp->paths[qp->ka_path];
 
 		eng->st.c[EC_KA_RETRY]++;
@@ -386,7 +388,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	/* >=: the deadline qp_update_deadline asked for must find something to do. */
 	if ((qp->snd_una != qp->snd_nxt && now - qp->last_progress >= eng->cfg.dead_peer_ns) ||
-	    (eng->cfg.keepalive_ns && now - qp->last_rx >= eng->cfg.dead_peer_ns)) {
+	    (eng->cfg.keepalive_ns && now - qp_heard(qp) >= eng->cfg.dead_peer_ns)) {
 		fail_msg_of(eng, qp, qp->snd_una, ENGINE_WC_RETRY_EXC_ERR, now);
 		return;
 	}

@@ -402,7 +402,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 
 	/* Only pacing, not a full window, makes the pacing time a deadline. */
 	qp->pace_blocked = qp->pace_next > now;
-	if (qp->pace_blocked)
+	if (qp->pace_blocked || !peer_room(eng, qp))
 		return 0;
 	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy))
 		return 0;
@@ -443,6 +443,13 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 			qp->rtx_head++;
 		e->queued = 0;
 	} else if (!copy) {
+		/*
+		 * Progress is timed from the first packet in flight, not from the
+		 * post: at 4,000 QPs a QP may wait seconds for its turn in its
+		 * peer's window, and then failed as dead at its first timer.
+		 */
+		if (qp->snd_una == qp->snd_nxt)
+			qp->last_progress = now;
 		*e = (struct dsn_entry){ .msn = m->msn };
 		if (!m->started && mroc_op_is_request(m->op))
 			qp->rd_out++;
@@ -472,6 +479,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		.copy = copy,
 	};
 	p->inflight += bytes;
+	peer_sent(qp);
 	if (!p->rto_deadline)
 		path_rearm(eng, qp, p, now);
 	if (off + plen == m->len || !path_can_send(eng, p, eng->seg_bytes))

@@ -91,6 +91,9 @@ int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info
 		.msgs_outstanding = qp->msn_tail - qp->msn_head,
 		.errors = qp->errors,
 		.mem_bytes = qp_mem(qp),
+		.inflight_pkts = qp->ph_pkts,
+		.peer_inflight_pkts = peer_inflight(qp),
+		.peer_blocked = qp->ph_blocked,
 	};
 	return 0;
 }

@@ -440,6 +440,40 @@ static void test_dead_peer(void **state)
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 }
 
+/*
+ * A QP idle (and kept alive) for longer than dead_peer_ns, then sends: the
+ * silence before its first packet is not lack of progress.  Regression
+ * (issue #10): last_progress kept the connect time, so the first timer after
+ * the send failed the WRITE with RETRY_EXC at once; at 4,000 QPs the first
+ * QP of every client (connected seconds before the others) died that way.
+ */
+static void test_idle_then_send(void **state)
+{
+	struct engine_config cfg;
+	struct stall st = { 0 };
+	struct fx *f;
+	struct engine_wr wr;
+
+	dead_peer_config(&cfg);
+	cfg.keepalive_ns = 0;	/* as when other QPs to the same peer show it alive */
+	f = fx_open(state, &cfg, &cfg, NULL, NULL);
+	pair_run_for(f->p, 2 * cfg.dead_peer_ns);
+	pair_expect_none(f->p, PAIR_A);
+	/* B's answers to the WRITE are late: timers run with it in flight. */
+	f->p->filter = hold_b;
+	f->p->filter_arg = &st;
+	st.hold = true;
+	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 5000, 0);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	pair_run_for(f->p, 2 * PAIR_MS);
+	st.hold = false;
+	for (unsigned i = 0; i < st.n; i++)
+		pair_deliver(f->p, &st.pkts[i]);
+	run_until_cqe(f, PAIR_A, 20 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->b, 0, f->a->buf, 5000);
+}
+
 /* An idle QP finds out too, through keepalives nobody answers. */
 static void test_dead_peer_idle(void **state)
 {
@@ -679,6 +713,7 @@ int main(void)
 		T(test_new_path_probe),
 		T(test_dead_peer),
 		T(test_dead_peer_idle),
+		T(test_idle_then_send),
 		T(test_dead_peer_deadline_exact),
 		T(test_idle_peer_alive),
 		T(test_idle_dead_plane),

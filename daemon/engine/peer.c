@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the engine keeps per peer host, shared by all its QPs to that host:
+ *
+ * The window: data packets in flight to the peer over all QPs and paths,
+ * never above cfg.peer_window_pkts (0: no cap).  Every path's congestion
+ * window is sized for the network and never goes below a packet or two;
+ * with thousands of QPs to one peer that floor alone is tens of thousands
+ * of packets at once, and the first thing to overflow is not a switch
+ * queue but the peer's own receive ring (an AF_XDP RX ring holds a few
+ * thousand frames, a NIC ring the same): 4,000 QPs of 4 paths started with
+ * 256k packets and lost 40-65k of them to `xsk_rx_ring_full` on a lossless
+ * fabric.  Packets, not bytes: a ring slot holds one packet whatever its
+ * size.  A QP that finds the window full leaves the engine's data list for
+ * the peer's blocked list; each packet that leaves flight (acknowledged,
+ * declared lost, flushed) lets the next blocked QP back, in FIFO order, so
+ * the QPs to one peer share its window round-robin and nobody walks the
+ * blocked list.  Control packets (ACKs, CM, keepalives) are not counted.
+ *
+ * Liveness: when anything last came from the peer, on any QP.  An idle QP
+ * asks for a sign of life only when the whole peer has been silent for the
+ * keepalive interval: per-QP requests were thousands of packets a second
+ * at 4,000 QPs, answered late behind a busy peer's data, asked again and
+ * repathed in a storm (45k keepalives and 23k retries in 8 s).
+ */
+#include <errno.h>
+#include <stdlib.h>
+
+#include "internal.h"
+
+struct peer_host {
+	uint32_t peer;		/* the driver's handle */
+	uint32_t refs;		/* connected QPs */
+	uint32_t inflight;	/* data packets in flight, all its QPs */
+	uint64_t last_rx;	/* last packet from it, any QP */
+	struct list blocked;	/* QPs waiting for room, by their tx_node */
+	struct peer_host *next;	/* hash chain */
+};
+
+int peer_init(struct engine *eng)
+{
+	eng->ph_hash = calloc(eng->hash_mask + 1, sizeof(*eng->ph_hash));
+	return eng->ph_hash ? 0 : -ENOMEM;
+}
+
+void peer_free(struct engine *eng)
+{
+	if (eng->ph_hash)
+		for (uint32_t i = 0; i <= eng->hash_mask; i++)
+			while (eng->ph_hash[i]) {
+				struct peer_host *h = eng->ph_hash[i];
+
+				eng->ph_hash[i] = h->next;
+				free(h);
+			}
+	free(eng->ph_hash);
+}
+
+static struct peer_host **bucket(struct engine *eng, uint32_t peer)
+{
+	return &eng->ph_hash[(peer * 0x9e3779b1u) >> 5 & eng->hash_mask];
+}
+
+/*
+ * A QP connects: it joins its peer host's state.  Without memory for a new
+ * peer the QP runs on its own (no window cap, its own liveness only).
+ */
+void peer_attach(struct engine *eng, struct qp *qp)
+{
+	struct peer_host **b, *h;
+
+	if (qp->ph)
+		return;
+	b = bucket(eng, qp->peer);
+	for (h = *b; h && h->peer != qp->peer; h = h->next)
+		;
+	if (!h) {
+		h = calloc(1, sizeof(*h));
+		if (!h)
+			return;
+		h->peer = qp->peer;
+		list_init(&h->blocked);
+		h->next = *b;
+		*b = h;
+	}
+	h->refs++;
+	qp->ph = h;
+}
+
+/* The QP's packets leave flight for good (flushed, reset, destroyed). */
+void peer_detach(struct engine *eng, struct qp *qp)
+{
+	struct peer_host *h = qp->ph, **pp;
+
+	if (!h)
+		return;
+	peer_release(eng, qp, qp->ph_pkts);
+	if (qp->ph_blocked) {
+		list_del(&qp->tx_node);
+		qp->ph_blocked = false;
+	}
+	qp->ph = NULL;
+	if (--h->refs) {
+		peer_kick(eng, h);	/* a turn it was given passes on */
+		return;
+	}
+	for (pp = bucket(eng, h->peer); *pp != h; pp = &(*pp)->next)
+		;
+	*pp = h->next;
+	free(h);
+}
+
+void peer_heard(struct qp *qp, uint64_t now)
+{
+	qp->last_rx = now;
+	if (qp->ph)
+		qp->ph->last_rx = now;
+}
+
+/* When the QP last heard from its peer host, on this QP or another. */
+uint64_t qp_heard(const struct qp *qp)
+{
+	return qp->ph && qp->ph->last_rx > qp->last_rx ? qp->ph->last_rx : qp->last_rx;
+}
+
+uint32_t peer_inflight(const struct qp *qp)
+{
+	return qp->ph ? qp->ph->inflight : 0;
+}
+
+/* Room for one more data packet?  If not, the QP waits on the blocked list. */
+bool peer_room(const struct engine *eng, struct qp *qp)
+{
+	if (!qp->ph || !eng->cfg.peer_window_pkts || qp->ph->inflight < eng->cfg.peer_window_pkts)
+		return true;
+	qp->ph_blocked = true;
+	return false;
+}
+
+void peer_sent(struct qp *qp)
+{
+	if (qp->ph) {
+		qp->ph->inflight++;
+		qp->ph_pkts++;
+	}
+}
+
+/* engine_tx took qp off tx_ready because its peer's window was full. */
+void peer_park(struct qp *qp)
+{
+	list_add_tail(&qp->ph->blocked, &qp->tx_node);
+}
+
+/*
+ * The first blocked QP gets a turn, if the window has room.  Every turn that
+ * goes unused (the QP woken had nothing to send, or failed, or was
+ * destroyed) passes to the next: waking only on packets leaving flight,
+ * a lost turn with nothing left in flight would leave the blocked QPs
+ * waiting for good.
+ */
+void peer_kick(struct engine *eng, struct peer_host *h)
+{
+	if (h && h->inflight < eng->cfg.peer_window_pkts && !list_empty(&h->blocked)) {
+		struct qp *next = list_first(&h->blocked, struct qp, tx_node);
+
+		list_del(&next->tx_node);
+		next->ph_blocked = false;
+		list_add_tail(&eng->tx_ready, &next->tx_node);
+	}
+}
+
+/* n of qp's packets left flight: as many blocked QPs get their turn. */
+void peer_release(struct engine *eng, struct qp *qp, uint32_t n)
+{
+	struct peer_host *h = qp->ph;
+
+	if (!h || !n)
+		return;
+	if (n > qp->ph_pkts)
+		n = qp->ph_pkts;	/* never below what this QP put in */
+	qp->ph_pkts -= n;
+	h->inflight -= n;
+	while (n-- && !list_empty(&h->blocked))
+		peer_kick(eng, h);
+}

@@ -1,0 +1,199 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What the engine keeps per peer host (daemon/engine/peer.c), two engines
+ * back to back (engine_pair.h): the window over all QPs to one peer caps
+ * what is in flight and lets every QP through; an idle QP sends no
+ * keepalives while its peer is heard on another QP.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "engine_pair.h"
+
+#define NQP		8
+#define MSG		(16 * 1024)
+#define SVC		42
+
+struct fx {
+	struct pair *p;
+	struct pair_mem *a, *b;
+	uint32_t qa[NQP];
+	/* B's packets wait while hold (no ACKs), then all arrive */
+	bool hold;
+	unsigned nheld;
+	struct pair_pkt held[1024];
+	uint64_t a_data;	/* data packets A sent */
+};
+
+static bool filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct fx *f = arg;
+
+	(void)p;
+	if (pkt->from == PAIR_A && mroc_op_is_data(pkt->data[PKT_OPCODE]))
+		f->a_data++;
+	if (!f->hold || pkt->from != PAIR_B)
+		return true;
+	assert_true(f->nheld < sizeof(f->held) / sizeof(f->held[0]));
+	f->held[f->nheld++] = *pkt;
+	return false;
+}
+
+static void release(struct fx *f)
+{
+	f->hold = false;
+	for (unsigned i = 0; i < f->nheld; i++)
+		pair_deliver(f->p, &f->held[i]);
+	f->nheld = 0;
+}
+
+/* NQP QPs from A to B, A's engine with cfg. */
+static struct fx *fx_new(void **state, const struct engine_config *cfg)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	f->p = pair_new(cfg, cfg);
+	f->a = pair_mem_new(f->p, PAIR_A, NQP * MSG, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, NQP * MSG, 1, ENGINE_ACCESS_ALL);
+	pair_mem_fill(f->a, 3);
+	pair_connect(f->p, NULL, NULL, SVC);
+	f->qa[0] = f->p->s[PAIR_A].qpn;
+	for (int q = 1; q < NQP; q++) {
+		struct engine_qp_attr a = pair_test_attr();
+		uint32_t qb;
+
+		a.user = 0x100 + q;
+		qb = pair_qp_create(f->p, PAIR_B, &a);
+		f->qa[q] = pair_qp_create(f->p, PAIR_A, &a);
+		assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, qb, SVC + q), 0);
+		assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, f->qa[q], PAIR_B, SVC + q,
+						   f->p->now), 0);
+	}
+	pair_run_for(f->p, 200 * PAIR_US);
+	while (pair_pending(f->p, PAIR_A))
+		pair_cqe(f->p, PAIR_A);
+	while (pair_pending(f->p, PAIR_B))
+		pair_cqe(f->p, PAIR_B);
+	f->p->filter = filter;
+	f->p->filter_arg = f;
+	return f;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f) {
+		pair_free(f->p);
+		free(f);
+	}
+	return 0;
+}
+
+static void post_write(struct fx *f, int q, uint64_t id)
+{
+	struct engine_wr wr = {
+		.wr_id = id, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+		.lkey = f->a->lkey, .laddr = (uint64_t)q * MSG, .len = MSG,
+		.rkey = f->b->rkey, .raddr = (uint64_t)q * MSG,
+	};
+
+	assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[q], &wr, f->p->now), 0);
+}
+
+/* Every QP's WRITE completes once, successfully, and its bytes are there. */
+static void expect_all_done(struct fx *f, uint64_t limit)
+{
+	bool done[NQP] = { 0 };
+	unsigned n = 0;
+	uint64_t end = f->p->now + limit;
+
+	while (n < NQP && f->p->now < end) {
+		pair_run_for(f->p, 10 * PAIR_US);
+		while (pair_pending(f->p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->p, PAIR_A);
+
+			assert_int_equal(c->opcode, ENGINE_WC_WRITE);
+			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			assert_true(c->wr_id < NQP && !done[c->wr_id]);
+			done[c->wr_id] = true;
+			n++;
+		}
+	}
+	assert_int_equal(n, NQP);
+	pair_mem_expect(f->b, 0, f->a->buf, NQP * MSG);
+}
+
+/*
+ * Eight QPs of four paths (a 512-packet floor between them) with 12 packets
+ * allowed in flight to the peer: with every ACK held, exactly 12 data
+ * packets leave; released, every QP gets through.
+ */
+static void test_window_caps_inflight(void **state)
+{
+	struct engine_config cfg;
+	struct fx *f;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = 12;
+	f = fx_new(state, &cfg);
+	f->hold = true;
+	for (int q = 0; q < NQP; q++)
+		post_write(f, q, (uint64_t)q);
+	pair_run_for(f->p, 100 * PAIR_US);	/* well below rto_init: nothing resent */
+	assert_int_equal(f->a_data, 12);
+	release(f);
+	expect_all_done(f, 100 * PAIR_MS);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), 0);
+}
+
+/*
+ * QP 0 busy, the others idle for ten keepalive intervals: their peer is
+ * heard on QP 0, so nobody asks it for a sign of life.
+ */
+static void test_idle_qps_quiet_while_peer_heard(void **state)
+{
+	struct engine_config cfg;
+	struct fx *f;
+	uint64_t end;
+
+	pair_test_config(&cfg);
+	cfg.keepalive_ns = 2 * PAIR_MS;
+	cfg.dead_peer_ns = 8 * PAIR_MS;
+	f = fx_new(state, &cfg);
+	end = f->p->now + 10 * cfg.keepalive_ns;
+	for (uint64_t id = 0; f->p->now < end; id++) {
+		struct engine_wr wr = {
+			.wr_id = id, .opcode = ENGINE_WR_WRITE, .lkey = f->a->lkey, .len = 64,
+			.rkey = f->b->rkey,
+		};
+
+		assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[0], &wr, f->p->now), 0);
+		pair_run_for(f->p, 200 * PAIR_US);
+	}
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_KEEPALIVE), 0);
+	for (int q = 0; q < NQP; q++) {
+		struct engine_qp_info info;
+
+		assert_int_equal(engine_qp_info(f->p->s[PAIR_A].eng, f->qa[q], &info), 0);
+		assert_int_equal(info.state, ENGINE_QPS_CONNECTED);
+	}
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_window_caps_inflight, teardown),
+		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
