@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Many QPs through two real mrocd (AF_XDP over veth in namespaces), with the
-# default limits (issue #10): 4 clients x 250 QPs = 1,000 QPs per daemon
-# (SCALE_CLIENTS, SCALE_QPS: 8 x 250 = 2,000 still fails now and then on
-# today's engine, see the RTO note below), every QP writing verified
-# messages at once.  Every client must
-# complete with every byte checked (mroc-perf --verify) and every message
-# counted on both sides (its DONE exchange); the daemons must count all the
-# QPs, no CQ overflow, no kicked client, no error completion; once the
-# clients exit, every client QP is destroyed.  Counters only, never times.
+# default limits (issue #10): 8 clients x 250 QPs = 2,000 QPs per daemon
+# (SCALE_CLIENTS, SCALE_QPS), every QP writing verified messages at once.
+# Every client must complete with every byte checked (mroc-perf --verify)
+# and every message counted on both sides (its DONE exchange); the daemons
+# must count all the QPs, no CQ overflow, no kicked client, no error
+# completion; once the clients exit, every client QP is destroyed.  Counters
+# only, never times (RTOs are printed, not asserted: on a loaded machine a
+# stall longer than any seen before still fires one).
 set -u
 . "$(dirname "$0")/lib.sh"
 
 PERF=$BUILD/mroc-perf
-CLIENTS=${SCALE_CLIENTS:-4}
+CLIENTS=${SCALE_CLIENTS:-8}
 QPS=${SCALE_QPS:-250}
 e2e_require
 [ -x "$PERF" ] || skip "$PERF not built"
@@ -24,13 +24,8 @@ e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
 # period (lib.sh's 100 ms is for tests of link liveness): each QP path sends its own.
 # Rings that hold one message of every QP at once: on 2 busy cores the worker may be off the
 # CPU for milliseconds, and what overflows a ring is lost (the engine recovers, but slowly).
-# The first RTO at 200 ms, not lib.sh's 20: with 1,000s of QPs starting at once the first
-# packets wait in the engine's queues far longer than 20 ms, and today's engine counts that
-# as loss (spurious RTOs, every one a duplicate at the receiver; issue #10 item 4): QPs hit
-# RETRY_EXC.  SCALE_RTO_INIT_US=20000 shows it.
 sed -i -e 's/log_level = "debug"/log_level = "info"/' -e 's/keepalive_ms = 100;/keepalive_ms = 1000;/' \
 	-e 's/umem_frames = 4096;/umem_frames = 16384;/' -e 's/ring_size = 1024;/ring_size = 4096;/' \
-	-e "s/rto_init_us = 20000;/rto_init_us = ${SCALE_RTO_INIT_US:-200000};/" \
 	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
@@ -75,7 +70,7 @@ for n in a b; do
 		.clients.bad_wrs == 0 and .clients.cq_overflows == 0 and .clients.cqes >= $n' \
 		<<<"$c" >/dev/null || fail "$n: client counters: $(jq -c .clients <<<"$c")"
 done
-# The sender's daemon got all 250 work requests in flight per client, 16 per QP.
+# The sender's daemon got every work request: 16 per QP.
 jq -e --argjson n $((CLIENTS * QPS * 16)) '.clients.wrs >= $n' <<<"$(e2e_admin a counters)" \
 	>/dev/null || fail "a: fewer work requests than messages: $(e2e_admin a counters | jq -c .clients)"
 for i in $(seq $CLIENTS); do
