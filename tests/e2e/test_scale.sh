@@ -21,7 +21,7 @@ e2e_setup_pair
 e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
 e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
 # Thousands of QPs log a line each at debug: info is enough.  Keepalives at the default
-# period (lib.sh's 100 ms is for tests of link liveness): each QP path sends its own.
+# period (lib.sh's 100 ms is for tests of link liveness).
 # Rings that hold one message of every QP at once: on 2 busy cores the worker may be off the
 # CPU for milliseconds, and what overflows a ring is lost (the engine recovers, but slowly).
 sed -i -e 's/log_level = "debug"/log_level = "info"/' -e 's/keepalive_ms = 100;/keepalive_ms = 1000;/' \
