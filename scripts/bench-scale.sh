@@ -31,7 +31,9 @@
 #   scripts/bench-scale.sh
 #
 # Environment: BUILD (build), OUT (docs/perf), POINTS ("1 16 256 1000 4000"), REPS (3),
-# SECS (4), WARM (1), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
+# SECS (4), WARM (1), DEPTH (work requests in flight per QP: 128, perftest's default, up to
+# 16 QPs; 4 above, so that what is outstanding when a client's -D ends, 64 KiB x depth x QPs,
+# drains in seconds, not minutes), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
 # replace only the rows of PARTS x POINTS in scale.csv, keep the others, summarise all),
 # KEEP (set: keep the work directory with logs and every client's output).
 set -u
@@ -142,7 +144,7 @@ bw_run() {
 	dur=$((WARM + SECS + 3 + n / 250))
 	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1)
 	tup=$EPOCHREALTIME
-	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur"
+	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur" -t "${DEPTH:-$([ "$n" -le 16 ] && echo 128 || echo 4)}"
 	if ! wait_qps "$n" $((30 + n / 20)); then
 		log "bw $n QPs rep $rep: only $(client_qps 1) of $n QPs came up"
 	fi
