@@ -48,6 +48,7 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_str(PRINT_BRIEF, "peer", "PEER", peer);
 	print_uint(PRINT_BRIEF, "peer_qpn", "PEER_QPN", jget_u64(q, "peer_qpn"));
 	print_str(PRINT_BRIEF, "state", "STATE", jget_str(q, "state"));
+	print_uint(PRINT_DETAILS, "worker", "WORKER", jget_u64(q, "worker"));
 	print_str(PRINT_BRIEF, "mode", "MODE", jget_str(q, "mode"));
 	print_uint(PRINT_BRIEF, "npaths", "PATHS", jget_u64(q, "npaths"));
 	print_bytes(0, "qwnd_bytes", "QWND", jget_u64(q, "qwnd_bytes"));

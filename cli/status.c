@@ -91,6 +91,7 @@ static int status_show(struct cli *c)
 	print_text(0, NULL, "backend", be, NULL);
 	print_str(0, "backend", NULL, jget_str(st, "backend"));
 	print_str(PRINT_DETAILS, "backend_detail", "sockets", jget_str(st, "backend_detail"));
+	print_uint(0, "workers", "workers", jget_u64(st, "workers"));
 	if (json_object_get(st, "xdp_mode"))
 		print_str(0, "xdp_mode", NULL, jget_str(st, "xdp_mode"));
 	if (json_object_get(st, "zero_copy"))
