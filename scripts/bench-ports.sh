@@ -12,11 +12,12 @@
 #             goes down (ip link set p2 down) after 3 s: goodput in the
 #             second before, the first second after, and the rest, against
 #             what the remaining ports can carry
-#   workers   P = 2, daemon.workers = 1 vs 2 (one per port), each with two
-#             write_bw runs at once (two clients per host, so with 2 workers
-#             each worker owns one's QPs): on TBF-limited planes, and on
-#             unlimited ones, where the CPU is the bottleneck; the sum of
-#             both runs' goodput, and the load average
+#   workers   P = 2, daemon.workers = 1 vs 2 (one per port), 4 QPs in one
+#             write_bw run, or in two at once (two clients per host, 2 QPs
+#             each: with 2 workers each worker owns one client's QPs; a
+#             client's QPs all live on one worker): on TBF-limited planes,
+#             and on unlimited ones, where the CPU is the bottleneck; the
+#             sum of the runs' goodput, and the load average
 #
 # Writes docs/perf/ports*.csv and ports.png (gnuplot docs/perf/ports.gp),
 # prints markdown tables on stdout and progress on stderr.  Root; part of make
@@ -142,26 +143,29 @@ mroc() {
 	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR/cli.err" "$DIR/srv.err" | tr '\n' ' ')"
 }
 
-# mroc2 SECONDS: two write_bw runs host 0 -> host 1 at once (two clients per host,
-# 2 QPs each); GBPS is the sum of their averages (empty: one failed).
-mroc2() {
-	local i pids=()
-	for i in 0 1; do
+# mroc_runs K SECONDS: K write_bw runs host 0 -> host 1 at once (K clients per host,
+# 4 / K QPs each); GBPS is the sum of their averages (empty: one failed).
+mroc_runs() {
+	local k=$1 i pids=()
+	shift
+	rm -f "$DIR"/cli?.json
+	for ((i = 0; i < k; i++)); do
 		ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" \
-			--sleep -j -q 2 -p $((18515 + i)) --mroc-addr "$FABRIC_IP_1" >"$DIR/srv$i.json" 2>"$DIR/srv$i.err" &
+			--sleep -j -q $((4 / k)) -p $((18515 + i)) --mroc-addr "$FABRIC_IP_1" >"$DIR/srv$i.json" \
+			2>"$DIR/srv$i.err" &
 		PIDS+=("$!")
 		pids+=("$!")
 	done
 	sleep 0.3
-	for i in 0 1; do
+	for ((i = 0; i < k; i++)); do
 		ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" \
-			--sleep -j -q 2 -p $((18515 + i)) -s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli$i.json" \
+			--sleep -j -q $((4 / k)) -p $((18515 + i)) -s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli$i.json" \
 			2>"$DIR/cli$i.err" &
 		pids+=("$!")
 	done
 	for i in "${pids[@]}"; do wait "$i"; done
-	GBPS=$(jq -rs 'if length == 2 and all(.[]; .results[0].bw_avg_gbps) then
-		[.[].results[0].bw_avg_gbps] | add else empty end' "$DIR/cli0.json" "$DIR/cli1.json" 2>/dev/null)
+	GBPS=$(jq -rs --argjson k "$k" 'if length == $k and all(.[]; .results[0].bw_avg_gbps) then
+		[.[].results[0].bw_avg_gbps] | add else empty end' "$DIR"/cli?.json 2>/dev/null)
 	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR"/cli?.err "$DIR"/srv?.err | tr '\n' ' ')"
 }
 
@@ -273,29 +277,33 @@ exp_portdown() {
 }
 
 exp_workers() {
-	local csv=$OUT/ports-workers.csv rate w rep st load
-	echo "ports,plane_rate_mbit,workers,rep,gbps,loadavg1" >"$csv"
+	local csv=$OUT/ports-workers.csv rate w k rep st load
+	echo "ports,plane_rate_mbit,workers,runs,rep,gbps,loadavg1" >"$csv"
 	for rate in $RATE_MBIT 0; do
 		for w in 1 2; do
 			up 2 "$w" "$rate"
 			for ((rep = 1; rep <= REPS; rep++)); do
-				mroc2 "$SECS"
-				load=$(cut -d' ' -f1 /proc/loadavg)
-				log "2 ports at $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s"), $w worker(s): rep $rep: ${GBPS:-failed} Gbit/s (load $load)"
-				echo "2,$rate,$w,$rep,$GBPS,$load" >>"$csv"
+				for k in 1 2; do
+					mroc_runs "$k" "$SECS"
+					load=$(cut -d' ' -f1 /proc/loadavg)
+					log "2 ports at $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s"), $w worker(s), $k run(s): rep $rep: ${GBPS:-failed} Gbit/s (load $load)"
+					echo "2,$rate,$w,$k,$rep,$GBPS,$load" >>"$csv"
+				done
 			done
 		done
 	done
 	stop_all
-	echo "#### Workers: 2 ports per host, two write_bw runs at once (2 QPs each), $SECS s runs, $REPS runs per point"
+	echo "#### Workers: 2 ports per host, 4 QPs in 1 or 2 write_bw runs at once, $SECS s runs, $REPS runs per point"
 	echo
-	echo "| planes | daemon.workers | Gbit/s (sum of both runs) min / median / max | load average (1 min) min / max |"
-	echo "|---|---|---|---|"
+	echo "| planes | write_bw runs (clients) | daemon.workers | Gbit/s (sum of the runs) min / median / max | load average (1 min) min / max |"
+	echo "|---|---|---|---|---|"
 	for rate in $RATE_MBIT 0; do
-		for w in 1 2; do
-			st=$(awk -F, -v r="$rate" -v w="$w" '$2 == r && $3 == w { print $5 }' "$csv" | stats)
-			load=$(awk -F, -v r="$rate" -v w="$w" '$2 == r && $3 == w { print $6 }' "$csv" | stats)
-			echo "| $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s TBF") | $w | ${st// / \/ } | $(cut -d' ' -f1 <<<"$load") / $(cut -d' ' -f3 <<<"$load") |"
+		for k in 1 2; do
+			for w in 1 2; do
+				st=$(awk -F, -v r="$rate" -v w="$w" -v k="$k" '$2 == r && $3 == w && $4 == k { print $6 }' "$csv" | stats)
+				load=$(awk -F, -v r="$rate" -v w="$w" -v k="$k" '$2 == r && $3 == w && $4 == k { print $7 }' "$csv" | stats)
+				echo "| $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s TBF") | $k x $((4 / k)) QPs | $w | ${st// / \/ } | $(cut -d' ' -f1 <<<"$load") / $(cut -d' ' -f3 <<<"$load") |"
+			done
 		done
 	done
 	echo
