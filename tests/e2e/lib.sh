@@ -199,6 +199,26 @@ e2e_fabric_up() {
 	NS_A=$FABRIC_NS_0 NS_B=$FABRIC_NS_1
 }
 
+# e2e_ports_pair [SED]: daemons a and b on ports p1 and p2 of a 2-port fabric between
+# the service addresses (8 paths a QP, log level info; SED edits both configs too),
+# started and ready.
+e2e_ports_pair() {
+	e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
+	e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
+	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
+		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/; '"${1:-}" \
+		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+	e2e_start a "$NS_A"
+	e2e_start b "$NS_B"
+	e2e_wait_ready a
+	e2e_wait_ready b
+}
+
+# e2e_plane_pkts PLANE: packets plane PLANE forwarded towards host B (its port to B counts them).
+e2e_plane_pkts() {
+	ip -n "$(sed 's/-h1$/-p'"$1"'/' <<<"$NS_B")" -j -s link show dev to1 | jq '.[0].stats64.tx.packets'
+}
+
 # e2e_fabric_set ARGS...: scripts/fabric set on this run's fabric.
 e2e_fabric_set() {
 	BUILD=$BUILD "$E2E_TOP/scripts/fabric" set "$1" --name "$E2E_FABRIC" "${@:2}" >/dev/null ||

@@ -14,14 +14,7 @@ CLI=$BUILD/mroc-cli
 e2e_require_fabric
 e2e_fabric_up --ports 2
 ip -n "$NS_A" addr show dev lo | grep -q "inet $FABRIC_IP_0/32" || fail "no service address on A's lo"
-e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
-e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
-sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/; s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
-	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_ports_pair
 for n in a b; do
 	jq -e '.backend_detail | contains("p1:q0") and contains("p2:q0")' <<<"$(e2e_admin $n status)" \
 		>/dev/null || fail "$n: expected a socket on p1 and on p2: $(e2e_admin $n status)"
@@ -30,16 +23,11 @@ for n in a b; do
 done
 ok "two ports per host: both daemons bound p1 and p2; the control link is up between the lo addresses"
 
-# Packets each plane forwarded towards host B (its port to B counts them).
-plane_pkts() {
-	ip -n "$(sed 's/-h1$/-p'"$1"'/' <<<"$NS_B")" -j -s link show dev to1 | jq '.[0].stats64.tx.packets'
-}
-
-p1=$(plane_pkts 1) p2=$(plane_pkts 2)
+p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
 # Two QPs of 8 paths: 16 source ports, each picking one of the 2 ports.
 e2e_perf_start 3 -q 2
 e2e_perf_finish "two ports"
-d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
+d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 echo "packets to B: plane 1 $d1, plane 2 $d2"
 cat "$E2E_DIR/cli.txt"
 # 16 paths on 2 ports (all on one: 1 in 32768): a plane with under a tenth of the packets
@@ -54,10 +42,10 @@ e2e_perf_start 6 -q 2
 sleep 2
 before=$(ports_now)
 ip -n "$NS_A" link set p2 down
-p1=$(plane_pkts 1) p2=$(plane_pkts 2)
+p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
 sleep 2
 after=$(ports_now)
-d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
+d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 e2e_perf_finish "port p2 down mid-transfer"
 cat "$E2E_DIR/cli.txt"
 echo "packets to B after p2 went down: plane 1 $d1, plane 2 $d2"

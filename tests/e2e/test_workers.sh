@@ -15,15 +15,7 @@ set -u
 CLI=$BUILD/mroc-cli
 e2e_require_fabric
 e2e_fabric_up --ports 2
-e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
-e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
-sed -i 's/log_level = "debug"/log_level = "info"/; s/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/;
-	s/umem_frames = 4096/umem_frames = 16384/; s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
-	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_ports_pair 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/'
 for n in a b; do
 	jq -e '.workers == 2' <<<"$(e2e_admin $n status)" >/dev/null ||
 		fail "$n: expected 2 workers: $(e2e_admin $n status)"
@@ -33,12 +25,8 @@ for n in a b; do
 done
 ok "two ports, daemon.workers = 2: both daemons run 2 workers, the control link is up"
 
-plane_pkts() {
-	ip -n "$(sed 's/-h1$/-p'"$1"'/' <<<"$NS_B")" -j -s link show dev to1 | jq '.[0].stats64.tx.packets'
-}
-
 # Two pairs at once, each its own client on each side (its own side-channel port).
-p1=$(plane_pkts 1) p2=$(plane_pkts 2)
+p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
 pids=()
 for i in 0 1; do
 	ip netns exec "$NS_B" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/b.ctl" --sleep --verify \
@@ -60,7 +48,7 @@ done
 for i in 3 2 1 0; do
 	wait "${pids[$i]}" || { cat "$E2E_DIR"/cli*.txt "$E2E_DIR"/srv*.txt; fail "write_bw $i failed"; }
 done
-d1=$(($(plane_pkts 1) - p1)) d2=$(($(plane_pkts 2) - p2))
+d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 cat "$E2E_DIR/cli0.txt" "$E2E_DIR/cli1.txt" | grep -A1 "#bytes"
 echo "packets to B: plane 1 $d1, plane 2 $d2"
 [ $((d1 * 10)) -gt $((d1 + d2)) ] && [ $((d2 * 10)) -gt $((d1 + d2)) ] ||
