@@ -98,7 +98,12 @@ LIBMNL_CFLAGS = $(call pkg_cflags,libmnl)
 LIBMNL_LIBS = $(call pkg_libs,libmnl)
 JANSSON_CFLAGS = $(call pkg_cflags,jansson)
 JANSSON_LIBS = $(call pkg_libs,jansson)
-DAEMON_PKGS := libbpf libxdp liburing libconfig libsystemd libmnl jansson libisal
+# The engine's one library: libsodium's SipHash for security mode "token".
+ENGINE_CFLAGS = $(call pkg_cflags,libsodium)
+ENGINE_LIBS = $(call pkg_libs,libsodium)
+# libcrypto: AES-GCM for security mode "aead" (daemon/aead.c).
+DAEMON_PKGS := libbpf libxdp liburing libconfig libsystemd libmnl jansson libisal libcrypto \
+	libsodium
 DAEMON_CFLAGS = $(call pkg_cflags,$(DAEMON_PKGS))
 DAEMON_LIBS = $(call pkg_libs,$(DAEMON_PKGS)) -lpthread
 
@@ -113,7 +118,7 @@ BPF_CFLAGS := -O2 -g -Wall -target bpf $(if $(MULTIARCH),-I/usr/include/$(MULTIA
 ENGINE_SRCS := $(sort $(wildcard daemon/engine/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
 ENGINE_LIB := $(BUILD)/libmroc_engine.a
-$(ENGINE_OBJS): INCLUDES := -Idaemon/engine
+$(ENGINE_OBJS): INCLUDES = -Idaemon/engine $(ENGINE_CFLAGS)
 
 # Simulator: sim/*.c except mroc_sim.c -> libmroc_sim.a; mroc_sim.c -> mroc-sim.
 SIM_MAIN := $(wildcard sim/mroc_sim.c)
@@ -310,7 +315,7 @@ $(BUILD)/libmroc_sim.a: $(SIM_OBJS)
 
 $(BUILD)/mroc-sim: $(OBJ)/sim/mroc_sim.o $(SIM_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(MROC_LDLIBS)
 
 $(BUILD)/obj-pic/%.o: %.c $(FLAGS_STAMP)
 	$(call say,CC,$*.o [pic])
@@ -432,7 +437,8 @@ $(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEM
 		$(LIBMROC_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) \
+		$(ENGINE_LIBS) $(MROC_LDLIBS)
 
 # ---- fuzzing (tests/fuzz/README.md) -----------------------------------------------
 #
@@ -478,7 +484,7 @@ $(FUZZ_BINS): $(BUILD)/%: $(OBJ)/%.o $(OBJ)/tests/unit/engine_pair.o $(DAEMON_LI
 $(FUZZ_GEN): $(OBJ)/tests/fuzz/gen_seeds.o $(OBJ)/tests/unit/engine_pair.o $(ENGINE_LIB)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(ENGINE_LIBS) $(MROC_LDLIBS)
 
 # Seeds are regenerated whenever the generator (or the engine it runs) changes.
 $(FUZZ_SEEDS): $(FUZZ_GEN) $(wildcard conf/*.conf tests/fuzz/*.conf)

@@ -16,6 +16,8 @@ PACKAGES=(
 	# libraries (pkg-config names in the Makefile)
 	libcmocka-dev libconfig-dev liburing-dev libbpf-dev libxdp-dev
 	libsystemd-dev libjansson-dev libmnl-dev libisal-dev
+	# security modes: SipHash ("token", libsodium), AES-GCM ("aead", OpenSSL libcrypto)
+	libsodium-dev libssl-dev
 	# XDP / network tools for the daemon and end-to-end tests
 	xdp-tools bpftool iproute2 ethtool tshark iputils-ping
 	# end-to-end tests: talk to unix sockets (admin, sd_notify) and read JSON

@@ -6,6 +6,7 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "internal.h"
 
@@ -120,6 +121,9 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 	qp->state = ENGINE_QPS_CONNECTING;
 	qp->peer = peer;
 	qp->service_id = service_id;
+	qp->has_tx_key = false;
+	if (eng->sec_tag_len)
+		sec_new_key(eng, qp->rx_key);
 	qp->cm_pending = CM_SEND_REQ;
 	qp->cm_tries = 0;
 	qp->cm_deadline = 0;
@@ -182,7 +186,7 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
 			 const struct mroc_cm_hdr *c)
 {
-	if (c->mode != qp->mode)
+	if (c->mode != qp->mode || c->sec != eng->cfg.sec_mode)
 		return false;
 	if (c->mtu < 64 || c->mtu > eng->cfg.mtu)
 		return false;
@@ -191,17 +195,36 @@ static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
 	return c->npaths <= qp->mops->max_paths;
 }
 
-/* Queue a one-shot CM answer; src_qpn is whom it speaks for (0 = no QP). */
-static void ctl_reply(struct engine *eng, const struct engine_rx_meta *meta, uint32_t dst_qpn,
-		      uint32_t src_qpn, uint8_t op, uint8_t reason)
+/*
+ * Queue a one-shot CM answer; src_qpn is whom it speaks for (0 = no QP).
+ * Returns it (to add a tag key), or NULL when the queue is full.
+ */
+static struct ctl_reply *ctl_reply(struct engine *eng, const struct engine_rx_meta *meta,
+				   uint32_t dst_qpn, uint32_t src_qpn, uint8_t op, uint8_t reason)
 {
 	struct ctl_reply *r;
 
 	if (eng->ctl_tail - eng->ctl_head >= 16)
-		return;	/* the peer retries; no need to queue without bound */
+		return NULL;	/* the peer retries; no need to queue without bound */
 	r = &eng->ctl[eng->ctl_tail++ % 16];
 	*r = (struct ctl_reply){ .peer = meta->peer, .dst_qpn = dst_qpn, .src_qpn = src_qpn,
 				 .sport = meta->sport, .op = op, .reason = reason };
+	return r;
+}
+
+/* Answer a REQ: tagged with the key it carried, so a "token" requester can trust it. */
+static void req_reply(struct engine *eng, const struct wire_pkt *pkt,
+		      const struct engine_rx_meta *meta, uint8_t reason)
+{
+	struct ctl_reply *r = ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ,
+					reason);
+
+	if (!r)
+		return;
+	r->has_key = pkt->cm.has_key;
+	memcpy(r->key, pkt->cm.key, sizeof(r->key));
+	/* "aead" refusing an unsealed REQ: the requester could not open a sealed REJ. */
+	r->plain = meta->sealed != ENGINE_RX_SEALED;
 }
 
 /* 0, or -ENOMEM (nothing changed but peer_npaths) when the receive state cannot be had. */
@@ -211,6 +234,8 @@ static int connected(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 	qp->peer_npaths = pkt->cm.npaths;
 	if (qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn))
 		return -ENOMEM;
+	qp->has_tx_key = pkt->cm.has_key;
+	memcpy(qp->tx_key, pkt->cm.key, sizeof(qp->tx_key));
 	conn_unlink(eng, qp);
 	qp->peer_qpn = pkt->hdr.src_qpn;
 	conn_link(eng, qp);
@@ -225,6 +250,11 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 {
 	struct qp *listener, *qp;
 
+	if (!sec_req_ok(eng, pkt, meta)) {
+		eng->st.c[EC_CM_SEC_MISMATCH]++;
+		req_reply(eng, pkt, meta, MROC_CM_SECURITY);
+		return -EPROTO;
+	}
 	/* A duplicate: our REP was lost. */
 	for (qp = *conn_bucket(eng, meta->peer, pkt->hdr.src_qpn); qp; qp = qp->conn_next) {
 		if (qp->state == ENGINE_QPS_CONNECTED && qp->peer == meta->peer &&
@@ -241,16 +271,18 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		    listener->service_id == pkt->cm.service_id)
 			break;
 	if (!listener) {
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_NO_LISTENER);
+		req_reply(eng, pkt, meta, MROC_CM_NO_LISTENER);
 		return -ECONNREFUSED;
 	}
 	if (!cm_params_ok(eng, listener, &pkt->cm)) {
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_BAD_PARAM);
+		req_reply(eng, pkt, meta, MROC_CM_BAD_PARAM);
 		return -EINVAL;
 	}
 	listener->peer = meta->peer;
+	if (eng->sec_tag_len)
+		sec_new_key(eng, listener->rx_key);
 	if (connected(eng, listener, pkt, now)) {
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ, MROC_CM_NO_RESOURCES);
+		req_reply(eng, pkt, meta, MROC_CM_NO_RESOURCES);
 		return -ENOMEM;
 	}
 	listen_unlink(eng, listener);
@@ -259,6 +291,17 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 	qp_wake_ctl(eng, listener);
 	qp_update_deadline(eng, listener);
 	return 0;
+}
+
+/* A reply on behalf of a QP: tagged as its own packets are. */
+static void tag_reply(struct engine *eng, const struct qp *qp, struct ctl_reply *r)
+{
+	const uint8_t *key = sec_qp_key(eng, qp);
+
+	if (r && key) {
+		r->has_key = true;
+		memcpy(r->key, key, sizeof(r->key));
+	}
 }
 
 int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx_meta *meta,
@@ -291,8 +334,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			qp->cm_pending = CM_NONE;
 			qp->cm_deadline = 0;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
-			ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT,
-				  MROC_CM_BAD_PARAM);
+			tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
+						     MROC_OP_DISCONNECT, MROC_CM_BAD_PARAM));
 			return -EINVAL;
 		}
 		qp->cm_pending = CM_NONE;
@@ -300,14 +343,16 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		if (connected(eng, qp, pkt, now)) {
 			qp->state = ENGINE_QPS_ERROR;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
-			ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT,
-				  MROC_CM_NO_RESOURCES);
+			tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
+						     MROC_OP_DISCONNECT, MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
 		}
 		return 0;
 	case MROC_OP_CONNECT_REJ:
 		if (qp->state != ENGINE_QPS_CONNECTING)
 			return 0;
+		if (pkt->cm.reason == MROC_CM_SECURITY)
+			eng->st.c[EC_CM_SEC_MISMATCH]++;
 		qp->state = ENGINE_QPS_ERROR;
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
@@ -321,7 +366,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
 			qp->cm_pending = CM_NONE;	/* both sides said it */
 		}
-		ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn, MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+		tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
+					     MROC_OP_DISCONNECT_ACK, MROC_CM_OK));
 		return 0;
 	case MROC_OP_DISCONNECT_ACK:
 		if (qp->cm_pending != CM_SEND_DISC)
@@ -359,19 +405,25 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 		.npaths = qp->npaths,
 		.mode = qp->mode,
 		.reason = qp->cm_reason,
+		.sec = eng->cfg.sec_mode,
 	};
 	uint8_t op = cm_op(qp->cm_pending);
 	size_t n;
 
 	if (!qp->cm_pending || (qp->cm_deadline && now < qp->cm_deadline))
 		return 0;
-	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN)
+	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN)
 		return 0;
 	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,
 				     .src_qpn = qp->qpn, .ts = (uint32_t)now });
 	n += wire_put_cm(b->data + n, &c);
+	/* "token": our receive key, for the peer to tag its packets with */
+	if (eng->sec_tag_len && (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP)) {
+		memcpy(c.key, qp->rx_key, sizeof(c.key));
+		n += wire_put_cm_key(b->data + n, &c);
+	}
 	b->len = (uint32_t)n;
 	b->peer = qp->peer;
 	b->sport = qp->npaths ? (qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min) :
@@ -415,7 +467,7 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 {
 	struct ctl_reply *r;
-	struct mroc_cm_hdr c = { .reason = 0 };
+	struct mroc_cm_hdr c = { .sec = eng->cfg.sec_mode };
 	size_t n;
 
 	if (eng->ctl_head == eng->ctl_tail || b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN)
@@ -430,6 +482,8 @@ int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 	b->sport = r->sport;
 	b->path_id = 0;
 	b->ect = false;
+	b->plain = r->plain;
+	sec_tx_seal(eng, r->has_key ? r->key : NULL, b);
 	eng->st.c[EC_TX_CM]++;
 	return 1;
 }

@@ -90,8 +90,9 @@ struct engine *engine_create(const struct engine_config *cfg)
 	eng->cfg = *cfg;
 	eng->cc = &cc_metaroce;
 	eng->dsn_window = MROC_DSN_WINDOW;
-	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + ENGINE_L2L4_OVERHEAD;
 	prng_seed(&eng->rng, cfg->seed);
+	sec_init(eng);
+	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + eng->sec_tag_len + ENGINE_L2L4_OVERHEAD;
 	/* A stream of its own: QPNs do not reshuffle the ports and ISNs drawn from rng. */
 	prng_seed(&eng->qpn_rng, cfg->seed ^ 0x51ed27f1c0ffee11ULL);
 	list_init(&eng->ctl_ready);
@@ -262,7 +263,10 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	int err;
 
 	eng->st.c[EC_RX_PKTS]++;
-	err = wire_parse(buf, len, &pkt, &why);
+	err = sec_rx_check(eng, buf, &len, meta);
+	if (err)
+		return err;
+	err = wire_parse_flags(buf, len, eng->sec_tag_len ? MROC_F_TAG : 0, &pkt, &why);
 	if (err) {
 		eng->st.c[EC_RX_MALFORMED]++;
 		eng->st.rx_malformed[why]++;
@@ -338,12 +342,18 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 {
 	int count = 0;
 
+	/* Room for the tag: the builders see a buffer that much shorter. */
+	for (int i = 0; i < n; i++) {
+		bufs[i].cap -= eng->sec_tag_len;
+		bufs[i].plain = false;
+	}
 	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
 		count++;
 	while (count < n && !list_empty(&eng->ctl_ready)) {
 		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);
 
 		if (qp_tx_ctl(eng, qp, now, &bufs[count])) {
+			sec_tx_seal(eng, sec_qp_key(eng, qp), &bufs[count]);
 			count++;
 			list_rotate(&eng->ctl_ready, &qp->ctl_node);
 		} else {
@@ -356,6 +366,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		if (qp->deficit <= 0)
 			qp->deficit += (int32_t)(eng->seg_bytes * eng->cfg.ack_every);
 		if (qp_tx_one(eng, qp, now, &bufs[count])) {
+			sec_tx_seal(eng, sec_qp_key(eng, qp), &bufs[count]);
 			qp->deficit -= (int32_t)bufs[count].len;
 			count++;
 			if (qp->deficit <= 0)
@@ -370,6 +381,8 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 			qp_update_deadline(eng, qp);
 		}
 	}
+	for (int i = 0; eng->sec_tag_len && i < n; i++)
+		bufs[i].cap += eng->sec_tag_len;
 	eng->st.c[EC_TX_PKTS] += (uint64_t)count;
 	return count;
 }

@@ -65,6 +65,9 @@ struct engine_config {
 	/* Several engines, one per thread (owner.c): this one's QPNs are qpn_rem mod qpn_mod. */
 	uint32_t qpn_mod;		/* 0 or 1: any QPN */
 	uint32_t qpn_rem;
+	uint8_t sec_mode;		/* enum mroc_sec; both ends must agree (sec.c) */
+	uint8_t sec_secret[16];		/* "token": connection keys are a PRF of this; all
+					 * zero = derived from seed (tests, simulator) */
 };
 
 /*
@@ -216,6 +219,15 @@ struct engine_rx_meta {
 	uint32_t peer;			/* driver's handle for the source address */
 	uint16_t sport;			/* UDP source port */
 	bool ce;			/* IP ECN field was Congestion Experienced */
+	uint8_t sealed;			/* enum engine_rx_sealed: what the frame layer checked */
+};
+
+/* In "aead" the driver's frame layer opens sealed packets; the engine hears how it went. */
+enum engine_rx_sealed {
+	ENGINE_RX_PLAIN = 0,		/* no AEAD trailer */
+	ENGINE_RX_SEALED,		/* AEAD trailer verified and removed, payload decrypted */
+	ENGINE_RX_UNVERIFIED,		/* AEAD trailer removed unchecked (no keys here): only a
+					 * CONNECT_REQ is looked at, to refuse it */
 };
 
 /*
@@ -234,6 +246,8 @@ struct engine_txbuf {
 	uint16_t sport;			/* out: UDP source port (the path) */
 	uint8_t path_id;		/* out: path index (drivers with a port per plane) */
 	bool ect;			/* out: send ECN-capable (data), or not (control) */
+	bool plain;			/* out: do not seal it ("aead": a refusal to a peer
+					 * that cannot open sealed packets) */
 };
 
 /* Produce up to n packets to send now.  Returns how many were written. */
@@ -276,6 +290,8 @@ enum engine_counter {
 	EC_CE,
 	EC_KA_RETRY,			/* keepalive unanswered: asked again on another path */
 	EC_RTO_SPURIOUS,		/* an RTO the next ACK showed needless (it echoed an older send) */
+	EC_RX_BAD_TAG,			/* "token": missing or wrong tag; "aead": not sealed */
+	EC_CM_SEC_MISMATCH,		/* CONNECT refused (or refused us): other security mode */
 	EC__COUNT,
 };
 

@@ -189,6 +189,10 @@ struct qp {
 	uint32_t cm_tries;
 	uint64_t cm_deadline;
 	uint32_t isn_psn, isn_dsn;
+	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
+	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
+	bool has_tx_key;
+	uint8_t rx_key[MROC_CM_KEY_LEN], tx_key[MROC_CM_KEY_LEN];
 
 	/* send side */
 	struct tx_msg *txm;	/* by MSN; grows up to txm_max */
@@ -315,6 +319,8 @@ struct engine {
 		uint32_t peer, dst_qpn, src_qpn;
 		uint16_t sport;
 		uint8_t op, reason;
+		bool has_key, plain;	/* tag it with key (the REQ's); send unsealed */
+		uint8_t key[MROC_CM_KEY_LEN];
 	} ctl[16];
 	uint32_t ctl_head, ctl_tail;
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
@@ -325,7 +331,28 @@ struct engine {
 	uint64_t hint_epoch, hint_epoch_end;
 	uint32_t active_now, active_prev;
 	struct engine_stats st;
+	/* "token" connection keys: SipHash(sec_secret, sec_next++) (sec.c) */
+	uint8_t sec_secret[16];
+	uint64_t sec_next;
+	uint32_t sec_tag_len;	/* MROC_TAG_LEN in "token", else 0 */
 };
+
+/* sec.c: the security modes' engine side (docs/PROTOCOL.md 1.2) */
+void sec_init(struct engine *eng);
+void sec_new_key(struct engine *eng, uint8_t key[MROC_CM_KEY_LEN]);
+/* Before wire_parse: 0 with *len less the tag, or -errno (counted: drop it). */
+int sec_rx_check(struct engine *eng, const uint8_t *buf, size_t *len,
+		 const struct engine_rx_meta *meta);
+/* May a CONNECT_REQ in this mode and protection connect?  Refuses (REJ SECURITY) if not. */
+bool sec_req_ok(struct engine *eng, const struct wire_pkt *pkt,
+		const struct engine_rx_meta *meta);
+/* Append the tag under key to the packet in b (key NULL: nothing to do). */
+void sec_tx_seal(struct engine *eng, const uint8_t *key, struct engine_txbuf *b);
+/* The key a packet from this QP is tagged with, or NULL. */
+static inline const uint8_t *sec_qp_key(const struct engine *eng, const struct qp *qp)
+{
+	return eng->sec_tag_len && qp->has_tx_key ? qp->tx_key : NULL;
+}
 
 /* engine.c */
 struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn);

@@ -31,6 +31,8 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_CE] = "ce",
 		[EC_KA_RETRY] = "keepalive_retry",
 		[EC_RTO_SPURIOUS] = "rto_spurious",
+		[EC_RX_BAD_TAG] = "rx_bad_tag",
+		[EC_CM_SEC_MISMATCH] = "cm_sec_mismatch",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

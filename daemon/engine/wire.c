@@ -98,8 +98,15 @@ size_t wire_put_cm(uint8_t *b, const struct mroc_cm_hdr *c)
 	b[18] = c->npaths;
 	b[19] = c->mode;
 	b[20] = c->reason;
-	memset(b + 21, 0, 3);
+	b[21] = c->sec;
+	memset(b + 22, 0, 2);
 	return MROC_CM_HDR_LEN;
+}
+
+size_t wire_put_cm_key(uint8_t *b, const struct mroc_cm_hdr *c)
+{
+	memcpy(b, c->key, MROC_CM_KEY_LEN);
+	return MROC_CM_KEY_LEN;
 }
 
 static void get_data(const uint8_t *b, struct mroc_data_hdr *d)
@@ -139,6 +146,7 @@ static void get_cm(const uint8_t *b, struct mroc_cm_hdr *c)
 	c->npaths = b[18];
 	c->mode = b[19];
 	c->reason = b[20];
+	c->sec = b[21];
 }
 
 static int fail(enum wire_err *why, enum wire_err e)
@@ -183,6 +191,12 @@ static int parse_data(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum
 
 int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_err *why)
 {
+	return wire_parse_flags(buf, len, 0, pkt, why);
+}
+
+int wire_parse_flags(const uint8_t *buf, size_t len, uint8_t flags, struct wire_pkt *pkt,
+		     enum wire_err *why)
+{
 	struct mroc_hdr *h = &pkt->hdr;
 
 	if (why)
@@ -200,7 +214,7 @@ int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_e
 	h->ts = get32(buf + 12);
 	if (h->version != MROC_WIRE_VERSION)
 		return fail(why, WIRE_ERR_VERSION);
-	if (h->flags & ~MROC_F_ALL)
+	if (h->flags & ~(MROC_F_ALL | flags))
 		return fail(why, WIRE_ERR_FLAGS);
 	if (h->path_id >= MROC_MAX_PATHS)
 		return fail(why, WIRE_ERR_PATH);
@@ -219,6 +233,14 @@ int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_e
 		if (len < MROC_HDR_LEN + MROC_CM_HDR_LEN)
 			return fail(why, WIRE_ERR_SHORT);
 		get_cm(buf + MROC_HDR_LEN, &pkt->cm);
+		/* The key extension: only REQ and REP carry one, only in "token". */
+		pkt->cm.has_key = pkt->cm.sec == MROC_SEC_TOKEN &&
+				  (h->opcode == MROC_OP_CONNECT_REQ || h->opcode == MROC_OP_CONNECT_REP);
+		if (pkt->cm.has_key) {
+			if (len < MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN)
+				return fail(why, WIRE_ERR_SHORT);
+			memcpy(pkt->cm.key, buf + MROC_HDR_LEN + MROC_CM_HDR_LEN, MROC_CM_KEY_LEN);
+		}
 		return 0;
 	}
 	return fail(why, WIRE_ERR_OPCODE);

@@ -13,6 +13,7 @@
 #define MROC_ENGINE_WIRE_H
 
 #include <assert.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -54,8 +55,25 @@ enum mroc_opcode {
 #define MROC_F_ACK_REQ	0x01	/* receiver: ACK this path now */
 #define MROC_F_RETX	0x02	/* this segment was sent before (informational) */
 #define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX)
-/* 0x80 is the frame layer's (daemon/frame.c: an ICRC trailer follows, PROTOCOL 1.1); it never
- * reaches the engine, which refuses it like any other undefined flag. */
+/* Security "token": a MROC_TAG_LEN keyed tag ends the packet (defined only in that mode). */
+#define MROC_F_TAG	0x40
+/* 0x80 and 0x20 are the frame layer's (daemon/frame.c: an ICRC trailer follows, PROTOCOL 1.1;
+ * daemon/aead.c: an AES-GCM trailer follows, PROTOCOL 1.2); they never reach the engine, which
+ * refuses them like any other undefined flag. */
+
+/*
+ * Security modes (docs/PROTOCOL.md 1.2, 11a), announced in every CM header; both ends must
+ * use the same one.  "token": each QP draws a random key, sends it in its CONNECT_REQ/REP
+ * (MROC_CM_KEY_LEN bytes after the CM header), and every later packet to it ends in a
+ * SipHash-2-4 tag under that key.  "aead": the frame layer seals every packet.
+ */
+enum mroc_sec {
+	MROC_SEC_NONE	= 0,
+	MROC_SEC_TOKEN	= 1,
+	MROC_SEC_AEAD	= 2,
+};
+#define MROC_TAG_LEN		8
+#define MROC_CM_KEY_LEN		16
 
 /* NAK codes carried in ACKs. */
 enum mroc_nak {
@@ -74,6 +92,7 @@ enum mroc_cm_reason {
 	MROC_CM_NO_RESOURCES	= 3,
 	MROC_CM_LOCAL_CLOSE	= 4,	/* the application closed the QP */
 	MROC_CM_ERROR		= 5,	/* the QP went to the error state */
+	MROC_CM_SECURITY	= 6,	/* CONNECT_REJ: the security modes differ */
 };
 
 enum mroc_mode {
@@ -129,6 +148,9 @@ struct mroc_cm_hdr {
 	uint8_t npaths;		/* paths it sprays on */
 	uint8_t mode;		/* enum mroc_mode */
 	uint8_t reason;		/* enum mroc_cm_reason (REJ, DISCONNECT) */
+	uint8_t sec;		/* enum mroc_sec of the sender (0 from peers before it) */
+	bool has_key;		/* parse: the key extension follows (REQ/REP in "token") */
+	uint8_t key[MROC_CM_KEY_LEN];	/* the sender's receive key */
 };
 
 /* Is this opcode one that carries a data header? */
@@ -176,6 +198,8 @@ size_t wire_put_hdr(uint8_t *buf, const struct mroc_hdr *h);
 size_t wire_put_data(uint8_t *buf, const struct mroc_data_hdr *d);
 size_t wire_put_ack(uint8_t *buf, const struct mroc_ack_hdr *a);
 size_t wire_put_cm(uint8_t *buf, const struct mroc_cm_hdr *c);
+/* The CM key extension (c->key, MROC_CM_KEY_LEN bytes) after the CM header. */
+size_t wire_put_cm_key(uint8_t *buf, const struct mroc_cm_hdr *c);
 
 /*
  * A decoded packet.  parse checks version, opcode, flags, path id and that
@@ -206,6 +230,9 @@ enum wire_err {
 };
 
 int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_err *why);
+/* The same, with more flags defined (MROC_F_TAG in security mode "token"). */
+int wire_parse_flags(const uint8_t *buf, size_t len, uint8_t flags, struct wire_pkt *pkt,
+		     enum wire_err *why);
 const char *wire_err_name(enum wire_err e);
 
 /* Serial-number arithmetic for 32-bit PSN/DSN/MSN spaces (RFC 1982). */

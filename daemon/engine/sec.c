@@ -1,0 +1,149 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The security modes, engine side (docs/PROTOCOL.md 1.2 and 11a).
+ *
+ * "token": every QP draws a random 128-bit receive key when it connects or
+ * binds and sends it in its CONNECT_REQ/REP; every later packet to that QP
+ * ends in an 8-byte SipHash-2-4 tag under the key (libsodium's
+ * crypto_shorthash), checked here before anything else reads the packet.
+ * The tag covers the packet but the payload of data packets: it proves
+ * the sender saw the handshake, which an off-path host did not; the
+ * payload's integrity is the ICRC's.  On-path hosts see the keys.
+ *
+ * "aead": the driver's frame layer seals and opens every packet (AES-GCM,
+ * daemon/aead.c) and says in engine_rx_meta.sealed what it found; the
+ * engine refuses what was not sealed.  "none": neither.
+ *
+ * A CONNECT_REQ in another mode is refused with CONNECT_REJ SECURITY, in
+ * a form the requester can check: tagged with the key its REQ carried,
+ * unsealed.  A refusal the engine cannot check is only counted.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include <sodium.h>
+
+#include "internal.h"
+
+static_assert(crypto_shorthash_BYTES == MROC_TAG_LEN, "SipHash-2-4 gives 8 bytes");
+static_assert(crypto_shorthash_KEYBYTES == MROC_CM_KEY_LEN, "SipHash-2-4 takes 16 bytes");
+
+void sec_init(struct engine *eng)
+{
+	static const uint8_t zero[16];
+
+	memcpy(eng->sec_secret, eng->cfg.sec_secret, sizeof(eng->sec_secret));
+	if (!memcmp(eng->sec_secret, zero, sizeof(zero))) {
+		/* Tests and the simulator: reproducible from the seed. */
+		struct prng r;
+		uint64_t a, b;
+
+		prng_seed(&r, eng->cfg.seed ^ 0x7365632d6b657973ULL);
+		a = prng_next(&r);
+		b = prng_next(&r);
+		memcpy(eng->sec_secret, &a, 8);
+		memcpy(eng->sec_secret + 8, &b, 8);
+	}
+	eng->sec_tag_len = eng->cfg.sec_mode == MROC_SEC_TOKEN ? MROC_TAG_LEN : 0;
+}
+
+/* A PRF of the secret and a counter: keys nobody can predict from other keys. */
+void sec_new_key(struct engine *eng, uint8_t key[MROC_CM_KEY_LEN])
+{
+	for (int half = 0; half < 2; half++) {
+		uint64_t n = eng->sec_next++;
+
+		crypto_shorthash(key + 8 * half, (const uint8_t *)&n, sizeof(n), eng->sec_secret);
+	}
+}
+
+/* What the tag covers: all but a data packet's payload (and the tag). */
+static size_t tag_span(const uint8_t *buf, size_t len)
+{
+	return mroc_op_is_data(buf[1]) && len > MROC_DATA_OVERHEAD ? MROC_DATA_OVERHEAD : len;
+}
+
+static void tag_of(const uint8_t *key, const uint8_t *buf, size_t len, uint8_t out[MROC_TAG_LEN])
+{
+	crypto_shorthash(out, buf, tag_span(buf, len), key);
+}
+
+static int bad_tag(struct engine *eng)
+{
+	eng->st.c[EC_RX_BAD_TAG]++;
+	return -EBADMSG;
+}
+
+/* "token": the tag of a packet to a connected (or connecting) QP. */
+static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
+{
+	uint8_t flags = buf[2], op = buf[1], tag[MROC_TAG_LEN];
+	struct qp *qp;
+	uint32_t dst;
+
+	if (op == MROC_OP_CONNECT_REQ)	/* nobody has a key yet; it carries ours */
+		return flags & MROC_F_TAG ? bad_tag(eng) : 0;
+	dst = (uint32_t)buf[4] << 24 | (uint32_t)buf[5] << 16 | (uint32_t)buf[6] << 8 | buf[7];
+	qp = engine_qp_lookup(eng, dst);
+	if (!qp || qp->state == ENGINE_QPS_IDLE || qp->state == ENGINE_QPS_LISTEN) {
+		/* No key to check with: the usual checks count and drop it (a DISCONNECT
+		 * gets its stateless DISCONNECT_ACK). */
+		if ((flags & MROC_F_TAG) && *len >= MROC_HDR_LEN + MROC_TAG_LEN)
+			*len -= MROC_TAG_LEN;
+		return 0;
+	}
+	/*
+	 * The one untagged packet a keyed QP takes: the DISCONNECT_ACK of a peer
+	 * that has already forgotten the QP (and so its key).  It can only end a
+	 * close this side started.
+	 */
+	if (!(flags & MROC_F_TAG))
+		return op == MROC_OP_DISCONNECT_ACK && qp->cm_pending == CM_SEND_DISC ?
+			0 : bad_tag(eng);
+	if (*len < MROC_HDR_LEN + MROC_TAG_LEN)
+		return bad_tag(eng);
+	tag_of(qp->rx_key, buf, *len - MROC_TAG_LEN, tag);
+	if (sodium_memcmp(tag, buf + *len - MROC_TAG_LEN, MROC_TAG_LEN))
+		return bad_tag(eng);
+	*len -= MROC_TAG_LEN;
+	return 0;
+}
+
+int sec_rx_check(struct engine *eng, const uint8_t *buf, size_t *len,
+		 const struct engine_rx_meta *meta)
+{
+	if (*len < MROC_HDR_LEN)
+		return 0;		/* wire_parse counts it */
+	/* A sealed packet here, or an unsealed one in "aead": only a REQ, to refuse it. */
+	if (meta->sealed != (eng->cfg.sec_mode == MROC_SEC_AEAD ? ENGINE_RX_SEALED :
+								  ENGINE_RX_PLAIN)) {
+		if (buf[1] == MROC_OP_CONNECT_REQ)
+			return 0;
+		/* A refusal we cannot check: say so, change nothing. */
+		if (buf[1] == MROC_OP_CONNECT_REJ &&
+		    *len >= MROC_HDR_LEN + MROC_CM_HDR_LEN &&
+		    buf[MROC_HDR_LEN + 20] == MROC_CM_SECURITY)
+			eng->st.c[EC_CM_SEC_MISMATCH]++;
+		return bad_tag(eng);
+	}
+	/* Elsewhere a tag is an undefined flag: wire_parse refuses it. */
+	return eng->cfg.sec_mode == MROC_SEC_TOKEN ? check_token(eng, buf, len) : 0;
+}
+
+bool sec_req_ok(struct engine *eng, const struct wire_pkt *pkt,
+		const struct engine_rx_meta *meta)
+{
+	uint8_t want = eng->cfg.sec_mode == MROC_SEC_AEAD ? ENGINE_RX_SEALED : ENGINE_RX_PLAIN;
+
+	return pkt->cm.sec == eng->cfg.sec_mode && meta->sealed == want;
+}
+
+void sec_tx_seal(struct engine *eng, const uint8_t *key, struct engine_txbuf *b)
+{
+	/* engine_tx kept sec_tag_len bytes of every buffer back for it */
+	if (!key || b->cap + eng->sec_tag_len < b->len + MROC_TAG_LEN)
+		return;
+	b->data[2] |= MROC_F_TAG;
+	tag_of(key, b->data, b->len, b->data + b->len);
+	b->len += MROC_TAG_LEN;
+}

@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Security modes in the engine (daemon/engine/sec.c, docs/PROTOCOL.md 1.2):
+ * "token" transfers carry a tag on every packet after the handshake, a
+ * forged packet with the right QPNs but no or a wrong tag changes nothing,
+ * a CONNECT between different modes is refused and counted on both sides,
+ * and "aead" refuses what its frame layer did not open.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "engine_pair.h"
+
+#define SVC		7
+#define LEN		(64 * 1024)
+
+struct fx {
+	struct pair *p;
+	struct pair_mem *a, *b;
+};
+
+static struct engine_config cfg_of(uint8_t mode, uint64_t seed)
+{
+	struct engine_config c;
+
+	pair_test_config(&c);
+	c.sec_mode = mode;
+	c.seed = seed;
+	return c;
+}
+
+static struct fx *open_fx(void **state, uint8_t mode_a, uint8_t mode_b)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct engine_config ca = cfg_of(mode_a, 11), cb = cfg_of(mode_b, 12);
+
+	assert_non_null(f);
+	f->p = pair_new(&ca, &cb);
+	f->a = pair_mem_new(f->p, PAIR_A, LEN, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, LEN, 1, ENGINE_ACCESS_ALL);
+	*state = f;
+	return f;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+
+	if (f)
+		pair_free(f->p);
+	free(f);
+	return 0;
+}
+
+static uint64_t stat_of(struct fx *f, int side, enum engine_counter c)
+{
+	return pair_stat(f->p, side, c);
+}
+
+static struct engine_wr write_of(struct fx *f, uint64_t id, uint32_t len)
+{
+	return (struct engine_wr){
+		.wr_id = id, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+		.lkey = f->a->lkey, .len = len, .rkey = f->b->rkey,
+	};
+}
+
+/* Drops every 17th data packet: retransmissions are tagged too. */
+static bool drop_some(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	unsigned *n = arg;
+
+	(void)p;
+	return !(mroc_op_is_data(pkt->data[PKT_OPCODE]) && ++*n % 17 == 0);
+}
+
+/* A token transfer: every packet after the REQ is tagged, the data arrive intact. */
+static void test_token_transfer(void **state)
+{
+	struct fx *f = open_fx(state, MROC_SEC_TOKEN, MROC_SEC_TOKEN);
+	struct engine_wr wr = write_of(f, 1, LEN);
+	struct pair_capture *cap;
+	unsigned n = 0;
+
+	pair_connect(f->p, NULL, NULL, SVC);
+	pair_mem_fill(f->a, 3);
+	/* One data packet looked at: flag set, 8 bytes after the payload. */
+	wr.len = 100;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	cap = pair_capture_data(f->p, PAIR_A, 1);
+	assert_true(cap->pkt[0].data[PKT_FLAGS] & MROC_F_TAG);
+	assert_int_equal(cap->pkt[0].len, MROC_DATA_OVERHEAD + 100 + MROC_TAG_LEN);
+	pair_capture_stop(f->p);
+	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
+	pair_run_for(f->p, 5 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+
+	wr = write_of(f, 2, LEN);
+	f->p->filter = drop_some;
+	f->p->filter_arg = &n;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	pair_run_for(f->p, 200 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_true(stat_of(f, PAIR_A, EC_TX_RETX) > 0);
+	pair_mem_expect(f->b, 0, f->a->buf, LEN);
+	assert_int_equal(stat_of(f, PAIR_A, EC_RX_BAD_TAG), 0);
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_BAD_TAG), 0);
+}
+
+/* Deliver pk to B; it must be refused as badly tagged and change nothing. */
+static void expect_refused(struct fx *f, const struct pair_pkt *pk, uint64_t *bad)
+{
+	struct engine_stats before;
+
+	engine_get_stats(f->p->s[PAIR_B].eng, &before);
+	assert_int_equal(pair_deliver(f->p, pk), -EBADMSG);
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_BAD_TAG), ++*bad);
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_BYTES_PLACED), before.c[EC_RX_BYTES_PLACED]);
+	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
+	pair_pump(f->p);
+	pair_expect_none(f->p, PAIR_B);
+}
+
+/*
+ * Forgeries with the right QPNs, from the right peer: no tag, a wrong tag,
+ * a header changed under a good tag, a DISCONNECT and an ACK NAK without
+ * one.  None is looked at; the real packet still goes through.
+ */
+static void test_token_forged(void **state)
+{
+	struct fx *f = open_fx(state, MROC_SEC_TOKEN, MROC_SEC_TOKEN);
+	struct engine_wr wr = write_of(f, 1, 200);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+	uint64_t bad = 0;
+
+	pair_connect(f->p, NULL, NULL, SVC);
+	pair_mem_fill(f->a, 5);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	cap = pair_capture_data(f->p, PAIR_A, 1);
+	pair_capture_stop(f->p);
+
+	pk = cap->pkt[0];			/* no tag */
+	pk.data[PKT_FLAGS] &= (uint8_t)~MROC_F_TAG;
+	pk.len -= MROC_TAG_LEN;
+	expect_refused(f, &pk, &bad);
+	pk = cap->pkt[0];			/* a wrong tag */
+	pk.data[pk.len - 1] ^= 0x01;
+	expect_refused(f, &pk, &bad);
+	pk = cap->pkt[0];			/* the window dragged under the old tag */
+	pkt_put32(pk.data, PKT_PSN_FLOOR, pkt_get32(pk.data, PKT_PSN) + 100000);
+	pkt_put32(pk.data, PKT_PSN, pkt_get32(pk.data, PKT_PSN) + 100000);
+	expect_refused(f, &pk, &bad);
+	pk = cap->pkt[0];			/* a DISCONNECT, untagged */
+	pk.data[PKT_OPCODE] = MROC_OP_DISCONNECT;
+	pk.data[PKT_FLAGS] = 0;
+	memset(pk.data + MROC_HDR_LEN, 0, MROC_CM_HDR_LEN);
+	pk.len = MROC_HDR_LEN + MROC_CM_HDR_LEN;
+	expect_refused(f, &pk, &bad);
+	pk.data[PKT_FLAGS] = MROC_F_TAG;	/* ... with a made-up tag */
+	pk.len += MROC_TAG_LEN;
+	expect_refused(f, &pk, &bad);
+	pk = cap->pkt[0];			/* a truncated one: shorter than a tag */
+	pk.len = MROC_HDR_LEN + 4;
+	expect_refused(f, &pk, &bad);
+
+	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
+	pair_run_for(f->p, 5 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->b, 0, f->a->buf, 200);
+	/* A clean close still works: DISCONNECT and its ACK are tagged. */
+	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn,
+					      f->p->now), 0);
+	pair_run_for(f->p, 5 * PAIR_MS);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
+	assert_int_equal(stat_of(f, PAIR_A, EC_RX_BAD_TAG), 0);
+}
+
+/* A connects in mode_a to B listening in mode_b: refused, counted on both sides. */
+static void check_mismatch(void **state, uint8_t mode_a, uint8_t mode_b, bool a_told)
+{
+	struct fx *f = open_fx(state, mode_a, mode_b);
+	struct engine_qp_attr aa = pair_test_attr(), ab = pair_test_attr();
+	struct pair_capture *cap;
+	uint32_t qa, qb;
+
+	aa.user = 0xa;
+	qb = pair_qp_create(f->p, PAIR_B, &ab);
+	assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, qb, SVC), 0);
+	qa = pair_qp_create(f->p, PAIR_A, &aa);
+	f->p->s[PAIR_A].qpn = qa;
+	f->p->s[PAIR_B].qpn = qb;
+	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, qa, PAIR_B, SVC, f->p->now), 0);
+	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_CONNECT_REJ), true);
+	pair_pump(f->p);
+	assert_int_equal(cap->n, 1);
+	assert_int_equal(cap->pkt[0].data[PKT_CM_REASON], MROC_CM_SECURITY);
+	assert_int_equal(stat_of(f, PAIR_B, EC_CM_SEC_MISMATCH), 1);
+	assert_int_equal(stat_of(f, PAIR_A, EC_CM_SEC_MISMATCH), 1);
+	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_LISTEN);
+	if (a_told) {
+		pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	} else {
+		/* The refusal could not be checked: A waits for its retries to run out. */
+		pair_expect_none(f->p, PAIR_A);
+		pair_capture_stop(f->p);
+		pair_run_for(f->p, 30 * 1000 * PAIR_MS);
+		pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	}
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+}
+
+static void test_mismatch_token_none(void **state)
+{
+	check_mismatch(state, MROC_SEC_TOKEN, MROC_SEC_NONE, true);
+}
+
+static void test_mismatch_none_token(void **state)
+{
+	check_mismatch(state, MROC_SEC_NONE, MROC_SEC_TOKEN, true);
+}
+
+static void test_mismatch_token_aead(void **state)
+{
+	check_mismatch(state, MROC_SEC_TOKEN, MROC_SEC_AEAD, true);
+}
+
+/* Both "aead", but nothing here seals: A's plain REQ is refused, B's plain REJ not believed. */
+static void test_aead_refuses_plain(void **state)
+{
+	check_mismatch(state, MROC_SEC_AEAD, MROC_SEC_AEAD, false);
+}
+
+/* "none" refuses a tag as an undefined flag. */
+static void test_none_refuses_tag(void **state)
+{
+	struct fx *f = open_fx(state, MROC_SEC_NONE, MROC_SEC_NONE);
+	struct engine_wr wr = write_of(f, 1, 100);
+	struct pair_capture *cap;
+	struct pair_pkt pk;
+
+	pair_connect(f->p, NULL, NULL, SVC);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	cap = pair_capture_data(f->p, PAIR_A, 1);
+	pair_capture_stop(f->p);
+	assert_int_equal(cap->pkt[0].len, MROC_DATA_OVERHEAD + 100);
+	pk = cap->pkt[0];
+	pk.data[PKT_FLAGS] |= MROC_F_TAG;
+	memset(pk.data + pk.len, 0, MROC_TAG_LEN);
+	pk.len += MROC_TAG_LEN;
+	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_MALFORMED), 1);
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_BYTES_PLACED), 0);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_token_transfer, teardown),
+		cmocka_unit_test_teardown(test_token_forged, teardown),
+		cmocka_unit_test_teardown(test_mismatch_token_none, teardown),
+		cmocka_unit_test_teardown(test_mismatch_none_token, teardown),
+		cmocka_unit_test_teardown(test_mismatch_token_aead, teardown),
+		cmocka_unit_test_teardown(test_aead_refuses_plain, teardown),
+		cmocka_unit_test_teardown(test_none_refuses_tag, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
