@@ -18,7 +18,8 @@ struct peers;
 
 /* A received MetaRoCE packet; valid until rx_release. */
 struct backend_pkt {
-	const uint8_t *data;		/* after the UDP header */
+	const uint8_t *data;		/* after the UDP header; the worker may write it until
+					 * rx_release (it opens sealed packets in place) */
 	uint32_t len;
 	struct mroc_addr src;
 	uint16_t sport;

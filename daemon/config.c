@@ -24,6 +24,7 @@
 #include <sys/stat.h>
 #include <syslog.h>
 
+#include "aead.h"
 #include "config.h"
 #include "engine.h"
 #include "frame.h"
@@ -50,6 +51,10 @@ static const struct config_enum xdp_mode_names[] = {
 };
 static const struct config_enum zero_copy_names[] = {
 	{ "auto", MROCD_ZC_AUTO }, { "on", MROCD_ZC_ON }, { "off", MROCD_ZC_OFF }, { NULL, 0 },
+};
+static const struct config_enum sec_mode_names[] = {
+	{ "none", MROC_SEC_NONE }, { "token", MROC_SEC_TOKEN }, { "aead", MROC_SEC_AEAD },
+	{ NULL, 0 },
 };
 static const struct config_enum mode_names[] = {
 	{ "metaroce", MROC_MODE_METAROCE }, { "rocev2", MROC_MODE_ROCEV2 }, { NULL, 0 },
@@ -146,11 +151,16 @@ static const struct config_key config_keys[] = {
 	K_UINT("limits.max_rq_depth", limits.max_rq_depth, 1, 65536, 1024, R, "work requests"),
 	K_UINT("limits.max_qps", limits.max_qps, 1, 65534, 8192, 0, NULL),
 	K_UINT("limits.max_mrs", limits.max_mrs, 1, 4096, 4096, 0, NULL),
+
+	K_ENUM("security.mode", security.mode, sec_mode_names, MROC_SEC_TOKEN, 0),
+	K_STR("security.key_file", security.key_file, 0, "", 0),
+	K_UINT("security.key_id", security.key_id, 0, UINT32_MAX, 0, 0, NULL),
 };
 
 #define NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
 
-static const char *const config_groups[] = { "daemon", "network", "transport", "limits" };
+static const char *const config_groups[] = { "daemon", "network", "transport", "limits",
+					    "security" };
 #define NGROUPS	(sizeof(config_groups) / sizeof(config_groups[0]))
 
 size_t config_key_count(void)
@@ -1066,7 +1076,7 @@ static int check_network(struct cparse *p, const struct mrocd_config *c)
 {
 	const typeof(c->network) *n = &c->network;
 	uint32_t room = n->frame_size - MROC_DATA_OVERHEAD - FRAME_HEADROOM - FRAME_ICRC_LEN -
-			CONFIG_XDP_HEADROOM;
+			CONFIG_XDP_HEADROOM - config_sec_overhead(c);
 	char buf[MROC_ADDR_STRLEN], buf2[MROC_ADDR_STRLEN];
 
 	if (n->sport_min > n->sport_max)
@@ -1127,6 +1137,32 @@ static int check_transport(struct cparse *p, const struct mrocd_config *c)
 	return 0;
 }
 
+/* "aead" needs a key file it can read, safe from others, holding the sending key. */
+static int check_security(struct cparse *p, const struct mrocd_config *c)
+{
+	const typeof(c->security) *s = &c->security;
+	struct aead_keyset *ks;
+	char kerr[300];
+	int rc = 0;
+
+	if (s->mode != MROC_SEC_AEAD)
+		return 0;
+	if (s->key_file[0] != '/')
+		return xerr(p, KEYS("security.key_file", "security.mode"),
+			    "security.mode \"aead\" needs security.key_file, an absolute path");
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	if (aead_keys_load(s->key_file, ks, kerr, sizeof(kerr)))
+		rc = xerr(p, KEYS("security.key_file"), "%s", kerr);
+	else if (s->key_id && !aead_keys_find(ks, s->key_id))
+		rc = xerr(p, KEYS("security.key_id", "security.key_file"),
+			  "security.key_id %u is not in %s", s->key_id, s->key_file);
+	explicit_bzero(ks, sizeof(*ks));
+	free(ks);
+	return rc;
+}
+
 static int check_all(struct cparse *p, const struct mrocd_config *c)
 {
 	const typeof(c->limits) *l = &c->limits;
@@ -1148,6 +1184,7 @@ static int check_all(struct cparse *p, const struct mrocd_config *c)
 			    l->max_mrs_per_client, l->max_mrs);
 	rc = check_network(p, c);
 	rc = rc ? rc : check_transport(p, c);
+	rc = rc ? rc : check_security(p, c);
 	if (rc)
 		return rc;
 	/* The engine's own rules, should they ever be stricter than ours. */
@@ -1385,7 +1422,20 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->repath_spread = t->repath_spread;
 	out->sport_min = c->network.sport_min;
 	out->sport_max = c->network.sport_max;
+	out->sec_mode = (uint8_t)c->security.mode;
 	return engine_config_check(out, NULL);
+}
+
+uint32_t config_sec_overhead(const struct mrocd_config *c)
+{
+	switch (c->security.mode) {
+	case MROC_SEC_TOKEN:
+		return MROC_TAG_LEN;
+	case MROC_SEC_AEAD:
+		return AEAD_TRAILER_LEN;
+	default:
+		return 0;
+	}
 }
 
 /* ---- dump, diff, reload ---------------------------------------------------------- */

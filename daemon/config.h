@@ -142,6 +142,11 @@ struct mrocd_config {
 		uint32_t max_qps;
 		uint32_t max_mrs;
 	} limits;
+	struct {
+		uint32_t mode;			/* enum mroc_sec; peers must use the same */
+		char key_file[256];		/* "aead": absolute path, mode 0600 */
+		uint32_t key_id;		/* "aead": the key sealing what we send, 0 = highest */
+	} security;
 };
 
 /* ---- loading ------------------------------------------------------------ */
@@ -172,6 +177,9 @@ int config_dump(FILE *f, const struct mrocd_config *c);
  * Returns engine_config_check's result (config_load already ran it).
  */
 int config_engine(const struct mrocd_config *c, struct engine_config *out);
+
+/* Bytes security.mode adds to a packet beyond the engine's data header and payload. */
+uint32_t config_sec_overhead(const struct mrocd_config *c);
 
 /* ---- reload (SIGHUP) ---------------------------------------------------- */
 

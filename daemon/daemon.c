@@ -89,7 +89,8 @@ static void fd_ready(void *ctx, int i)
 static int check_mtu(struct mrocd *d, const struct nl_link *l)
 {
 	/* IPv6 + UDP is the larger encapsulation: 48 bytes; the ICRC ends every packet. */
-	uint32_t need = d->cfg.network.mtu + MROC_DATA_OVERHEAD + FRAME_ICRC_LEN + 48;
+	uint32_t need = d->cfg.network.mtu + MROC_DATA_OVERHEAD + config_sec_overhead(&d->cfg) +
+			FRAME_ICRC_LEN + 48;
 
 	if (l->mtu && l->mtu < need) {
 		pr_err("interface %s: MTU %u is below the %u bytes network.mtu %u needs", l->name,
@@ -217,7 +218,7 @@ static int start_udp(struct mrocd *d)
 	uc.udp_port = d->cfg.network.udp_port;
 	uc.sport_min = d->cfg.network.sport_min;
 	uc.sport_max = d->cfg.network.sport_max;
-	uc.buf_size = d->cfg.network.mtu + MROC_DATA_OVERHEAD;
+	uc.buf_size = d->cfg.network.mtu + MROC_DATA_OVERHEAD + config_sec_overhead(&d->cfg);
 	err = udp_backend_create(&uc, d->wk[0].peers, &d->wk[0].be);
 	if (err) {
 		pr_err("UDP backend: %s", strerror(-err));
@@ -420,6 +421,33 @@ static int split_workers(struct mrocd *d)
 	return 0;
 }
 
+/*
+ * security.mode "aead": the keys (config_load checked the file; it may have changed
+ * since), and a sealer per worker: its own contexts, sender id and counter.
+ */
+static int start_aead(struct mrocd *d)
+{
+	const typeof(d->cfg.security) *s = &d->cfg.security;
+	struct aead_keyset *ks;
+	char err[300];
+	int rc;
+
+	if (s->mode != MROC_SEC_AEAD)
+		return 0;
+	ks = calloc(1, sizeof(*ks));
+	if (!ks)
+		return -ENOMEM;
+	rc = aead_keys_load(s->key_file, ks, err, sizeof(err));
+	if (rc)
+		pr_err("security.key_file: %s", err);
+	for (unsigned k = 0; !rc && k < d->nworkers; k++)
+		if ((rc = aead_create(ks, s->key_id, &d->wk[k].aead)))
+			pr_err("security: AES-GCM with key %u: %s", s->key_id, strerror(-rc));
+	explicit_bzero(ks, sizeof(*ks));
+	free(ks);
+	return rc;
+}
+
 /* Worker k's engine (its class of QPNs), clients and, on worker 0, control links. */
 static int make_worker_state(struct mrocd *d, unsigned k)
 {
@@ -458,6 +486,7 @@ static int start_worker(struct mrocd *d, unsigned k)
 		.index = k,
 		.cpu = cpus->n ? cpus->v[k % cpus->n] : -1,
 		.busy_poll_us = d->cfg.daemon.busy_poll_us,
+		.aead = w->aead,
 		.on_cqe = on_cqe,
 		.on_tick = on_tick,
 		.on_poll = on_poll,
@@ -503,6 +532,12 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		goto fail;
 	if (getrandom(&d->ecfg.seed, sizeof(d->ecfg.seed), 0) != sizeof(d->ecfg.seed))
 		d->ecfg.seed ^= mrocd_now_ns();
+	/* "token" keys must be unpredictable to whoever saw other connections' keys. */
+	if (getrandom(d->ecfg.sec_secret, sizeof(d->ecfg.sec_secret), 0) !=
+	    sizeof(d->ecfg.sec_secret)) {
+		err = -EIO;
+		goto fail;
+	}
 	err = nl_open(&d->wk[0].nl);
 	if (err) {
 		pr_err("netlink: %s", strerror(-err));
@@ -527,6 +562,9 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		if (err)
 			goto fail;
 	}
+	err = start_aead(d);
+	if (err)
+		goto fail;
 	/* No worker thread yet: the worker's side of the runtime values is set from here. */
 	for (unsigned k = 0; k < d->nworkers; k++)
 		apply_worker_side(&d->wk[k], 0);
@@ -537,9 +575,11 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		if (err)
 			goto fail;
 	}
-	pr_info("mrocd %s running: backend %s%s, UDP port %u, %u worker(s), %u peer(s) configured",
-		MROCD_VERSION, d->wk[0].be->ops->describe(d->wk[0].be), d->fallback ? " (fallback)" : "",
-		cfg->network.udp_port, d->nworkers, cfg->network.peers.n);
+	pr_info("mrocd %s running: backend %s%s, UDP port %u, %u worker(s), %u peer(s) configured, "
+		"security %s", MROCD_VERSION, d->wk[0].be->ops->describe(d->wk[0].be),
+		d->fallback ? " (fallback)" : "", cfg->network.udp_port, d->nworkers,
+		cfg->network.peers.n,
+		config_enum_name(config_key_find("security.mode"), (int)cfg->security.mode));
 	sd_notifyf(0, "READY=1\nSTATUS=backend %s%s, port %u, %u worker(s)",
 		   d->wk[0].be->ops->describe(d->wk[0].be), d->fallback ? " (fallback)" : "",
 		   cfg->network.udp_port, d->nworkers);
@@ -628,6 +668,7 @@ void mrocd_stop(struct mrocd *d)
 		links_destroy(w->links);
 		clients_destroy(w->clients);
 		engine_destroy(w->eng);
+		aead_destroy(w->aead);
 		if (w->be)
 			w->be->ops->destroy(w->be);
 	}

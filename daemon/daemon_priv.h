@@ -38,6 +38,7 @@ struct mrocd_wk {
 	struct peers *peers;
 	struct backend *be;
 	struct engine *eng;
+	struct aead *aead;		/* security.mode "aead", else NULL */
 	struct clients *clients;
 	struct links *links;		/* worker 0 only, NULL on the others */
 	struct worker *worker;

@@ -58,6 +58,13 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "tx_pkts", st->tx_pkts);
 	SET(o, "busy_ns", st->busy_ns);
 	SET(o, "idle_ns", st->idle_ns);
+	SET(o, "aead_tx_sealed", st->aead.tx_sealed);
+	SET(o, "aead_tx_failed", st->aead.tx_failed);
+	SET(o, "aead_rx_opened", st->aead.rx_opened);
+	SET(o, "aead_rx_bad_tag", st->aead.rx_bad_tag);
+	SET(o, "aead_rx_bad_key", st->aead.rx_bad_key);
+	SET(o, "aead_rx_short", st->aead.rx_short);
+	SET(o, "aead_rx_plain", st->aead.rx_plain);
 	return o;
 }
 

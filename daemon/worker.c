@@ -89,13 +89,20 @@ static int do_rx(struct worker *w, uint64_t now)
 		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce };
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
 		bool req = pkts[i].len > 1 && pkts[i].data[1] == MROC_OP_CONNECT_REQ;
+		/* The backend's buffer, ours until rx_release: opened in place. */
+		int len = aead_open(w->cfg.aead, (uint8_t *)pkts[i].data, pkts[i].len, &meta.sealed);
+
+		if (len < 0) {
+			w->st.rx_rejected++;
+			continue;
+		}
 
 		if (req ? peers_get_handle(be->peers, &pkts[i].src, &meta.peer) :
 			  peers_lookup(be->peers, &pkts[i].src, &meta.peer)) {
 			w->st.rx_unknown_source++;
 			continue;
 		}
-		if (engine_rx(w->cfg.eng, now, pkts[i].data, pkts[i].len, &meta))
+		if (engine_rx(w->cfg.eng, now, pkts[i].data, (size_t)len, &meta))
 			w->st.rx_rejected++;
 	}
 	if (n > 0) {
@@ -117,7 +124,9 @@ static int do_tx(struct worker *w, uint64_t now)
 
 		if (got <= 0)
 			break;
+		aead_reserve(w->cfg.aead, bufs, got);
 		used = engine_tx(w->cfg.eng, now, bufs, got);
+		aead_seal_all(w->cfg.aead, bufs, used);
 		total += be->ops->tx_send(be, bufs, used, got);
 		if (used < got)
 			break;
@@ -363,4 +372,6 @@ void worker_set_busy_poll(struct worker *w, uint32_t us)
 void worker_get_stats(struct worker *w, struct worker_stats *out)
 {
 	*out = w->st;
+	if (w->cfg.aead)
+		aead_get_stats(w->cfg.aead, &out->aead);
 }

@@ -14,6 +14,7 @@
 
 #include <stdint.h>
 
+#include "aead.h"
 #include "backend.h"
 #include "engine.h"
 
@@ -27,6 +28,7 @@ typedef uint64_t (*worker_tick_fn)(void *ctx, uint64_t now);
 struct worker_cfg {
 	struct engine *eng;
 	struct backend *be;
+	struct aead *aead;		/* security mode "aead": seal and open; else NULL */
 	unsigned index;			/* of several workers (thread name mrocd-workerN) */
 	int cpu;			/* pin to this CPU, -1 = no pinning */
 	uint32_t busy_poll_us;		/* spin this long without work before sleeping */
@@ -47,6 +49,7 @@ struct worker_stats {
 	uint64_t loops, sleeps, wakeups_doorbell;
 	uint64_t rx_pkts, rx_rejected, rx_unknown_source, tx_pkts;
 	uint64_t busy_ns, idle_ns;	/* time with work vs. asleep or spinning idle */
+	struct aead_stats aead;		/* zero unless security mode "aead" */
 };
 
 int worker_start(const struct worker_cfg *cfg, struct worker **out);

@@ -20,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <syslog.h>
 #include <unistd.h>
 
@@ -43,6 +44,8 @@ static int teardown(void **state)
 	char inc[160];
 
 	snprintf(inc, sizeof(inc), "%s/inc.conf", tmpdir);
+	unlink(inc);
+	snprintf(inc, sizeof(inc), "%s/keys", tmpdir);
 	unlink(inc);
 	unlink(tmpconf);
 	rmdir(tmpdir);
@@ -375,7 +378,7 @@ static void test_uint_extremes_accepted(void **state)
 	assert_int_equal(c.limits.max_sq_depth, 65536);
 	expect_ok("network = { frame_size = 2048; ring_size = 16384; umem_frames = 32768;\n"
 		  "  sport_min = 65535; sport_max = 65535; mtu = 1662; };\n"
-		  "transport = { paths = 1; };\n", &c);
+		  "transport = { paths = 1; };\nsecurity = { mode = \"none\"; };\n", &c);
 	assert_int_equal(c.network.ring_size, 16384);
 	expect_ok("network = { backend = \"udp\"; mtu = 8192; };\n", &c);
 	assert_int_equal(c.network.mtu, 8192);
@@ -620,10 +623,13 @@ static void test_cross_checks(void **state)
 		   "key 'transport.keepalive_ms'", "dead_peer_ms", NULL);
 	expect_err("network = {\n backend = \"af_xdp\";\n};\n", at_line(2),
 		   "key 'network.backend'", "interfaces", NULL);
-	expect_err("network = {\n mtu = 1663;\n};\n", at_line(2), "key 'network.mtu'",
-		   "at most 1662", NULL);
+	expect_err("network = {\n mtu = 1663;\n};\nsecurity = { mode = \"none\"; };\n",
+		   at_line(2), "key 'network.mtu'", "at most 1662", NULL);
+	/* The tag of "token" (the default) takes 8 bytes of the frame. */
+	expect_err("network = {\n mtu = 1655;\n};\n", at_line(2), "key 'network.mtu'",
+		   "at most 1654", NULL);
 	expect_err("network = {\n frame_size = 4096;\n mtu = 3711;\n};\n", at_line(3),
-		   "key 'network.mtu'", "at most 3710", NULL);
+		   "key 'network.mtu'", "at most 3702", NULL);
 	expect_err("network = {\n ring_size = 8192;\n};\n", at_line(2),
 		   "key 'network.ring_size'", "umem_frames", NULL);
 	expect_err("network = {\n umem_frames = 2048;\n};\n", at_line(2),
@@ -821,6 +827,58 @@ static void test_key_table(void **state)
 	assert_false(config_key_find("network.udp_port")->flags & CONFIG_F_RELOAD);
 }
 
+#define KEY_A	"00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+/* A config of security.mode "aead" with keys in tmpdir/keys (mode `mode`). */
+static void aead_conf(char *text, size_t len, const char *keys, mode_t mode, const char *extra)
+{
+	char path[160];
+
+	snprintf(path, sizeof(path), "%s/keys", tmpdir);
+	write_file(path, keys);
+	assert_int_equal(chmod(path, mode), 0);
+	snprintf(text, len, "security = {\n mode = \"aead\";\n key_file = \"%s\";\n%s};\n",
+		 path, extra);
+}
+
+/* security: "aead" needs a key file of mode 0600 with good keys, holding key_id. */
+static void test_security(void **state)
+{
+	struct mrocd_config c;
+	char text[512];
+
+	expect_ok("", &c);
+	assert_int_equal(c.security.mode, MROC_SEC_TOKEN);
+	expect_ok("security = { mode = \"none\"; };\n", &c);
+	assert_int_equal(c.security.mode, MROC_SEC_NONE);
+	expect_err("security = {\n mode = \"tls\";\n};\n", "key 'security.mode'", NULL);
+	expect_err("security = {\n mode = \"aead\";\n};\n", "key 'security.mode'", "key_file",
+		   "absolute path", NULL);
+	aead_conf(text, sizeof(text), "# two keys\n7 " KEY_A "\n\n9 " KEY_A " # next\n", 0600, "");
+	expect_ok(text, &c);
+	assert_int_equal(c.security.mode, MROC_SEC_AEAD);
+	aead_conf(text, sizeof(text), "7 " KEY_A "\n", 0644, "");
+	expect_err(text, "key 'security.key_file'", "mode 0644", "0600", NULL);
+	aead_conf(text, sizeof(text), "7 " KEY_A "\n", 0640, "");
+	expect_err(text, "key 'security.key_file'", "mode 0640", NULL);
+	aead_conf(text, sizeof(text), "7 " KEY_A "\n8 00112233\n", 0600, "");
+	expect_err(text, "key 'security.key_file'", "keys:2:", "64 hex digits", NULL);
+	aead_conf(text, sizeof(text), "7 " KEY_A "\n7 " KEY_A "\n", 0600, "");
+	expect_err(text, "keys:2:", "used twice", NULL);
+	aead_conf(text, sizeof(text), "0 " KEY_A "\n", 0600, "");
+	expect_err(text, "keys:1:", "key id", NULL);
+	aead_conf(text, sizeof(text), "# none\n", 0600, "");
+	expect_err(text, "no key", NULL);
+	aead_conf(text, sizeof(text), "7 " KEY_A "\n", 0600, " key_id = 8;\n");
+	expect_err(text, "key 'security.key_id'", "not in", NULL);
+	aead_conf(text, sizeof(text), "7 " KEY_A "\n8 " KEY_A "\n", 0600, " key_id = 8;\n");
+	expect_ok(text, &c);
+	assert_int_equal(c.security.key_id, 8);
+	/* aead's trailer is 36 bytes of the frame */
+	expect_err("network = {\n mtu = 1627;\n};\nsecurity = { mode = \"aead\"; };\n",
+		   at_line(2), "key 'network.mtu'", "at most 1626", NULL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -849,6 +907,7 @@ int main(void)
 		cmocka_unit_test(test_dump_round_trip),
 		cmocka_unit_test(test_diff_restart),
 		cmocka_unit_test(test_key_table),
+		cmocka_unit_test(test_security),
 	};
 
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -1,0 +1,397 @@
+// SPDX-License-Identifier: MIT
+/* Security mode "aead": AES-256-GCM per packet with provisioned keys (see aead.h). */
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/kdf.h>
+
+#include "aead.h"
+
+/* ---- the key file ------------------------------------------------------------ */
+
+static int kerr(char *err, size_t errlen, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static int hexval(int c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	c = tolower(c);
+	return c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+/* "ID HEX" (blank or comment lines: 0 and nothing added). */
+static int parse_line(const char *s, struct aead_keyset *ks, const char **why)
+{
+	struct aead_key k;
+	unsigned long id;
+	char *end;
+
+	while (isspace((unsigned char)*s))
+		s++;
+	if (!*s || *s == '#')
+		return 0;
+	errno = 0;
+	id = strtoul(s, &end, 10);
+	if (end == s || errno || !id || id > UINT32_MAX || !isspace((unsigned char)*end)) {
+		*why = "want \"ID HEX\": a key id 1..4294967295, then the key";
+		return -EINVAL;
+	}
+	for (s = end; isspace((unsigned char)*s); s++)
+		;
+	for (int i = 0; i < AEAD_KEY_LEN; i++) {
+		int hi = hexval((unsigned char)s[2 * i]), lo = hi < 0 ? -1 :
+								 hexval((unsigned char)s[2 * i + 1]);
+
+		if (lo < 0) {
+			*why = "the key must be 64 hex digits (32 bytes, AES-256)";
+			return -EINVAL;
+		}
+		k.key[i] = (uint8_t)(hi << 4 | lo);
+	}
+	for (s += 2 * AEAD_KEY_LEN; isspace((unsigned char)*s); s++)
+		;
+	if (*s && *s != '#') {
+		*why = "the key must be 64 hex digits (32 bytes, AES-256)";
+		return -EINVAL;
+	}
+	for (uint32_t i = 0; i < ks->n; i++)
+		if (ks->k[i].id == id) {
+			*why = "key id used twice";
+			return -EINVAL;
+		}
+	if (ks->n == AEAD_MAX_KEYS) {
+		*why = "more than 16 keys";
+		return -EINVAL;
+	}
+	k.id = (uint32_t)id;
+	ks->k[ks->n++] = k;
+	OPENSSL_cleanse(&k, sizeof(k));
+	return 0;
+}
+
+int aead_keys_load(const char *path, struct aead_keyset *out, char *err, size_t errlen)
+{
+	struct aead_keyset ks = { .n = 0 };
+	const char *why = NULL;
+	char line[256];
+	struct stat st;
+	unsigned lineno = 0;
+	FILE *f;
+	int fd, rc = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	if (fd < 0)
+		return kerr(err, errlen, -errno, "%s: %s", path, strerror(errno));
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return kerr(err, errlen, -EINVAL, "%s: not a regular file", path);
+	}
+	/* Keys others can read are not secret: refuse, as ssh does. */
+	if (st.st_mode & 077) {
+		close(fd);
+		return kerr(err, errlen, -EPERM, "%s: mode %04o lets others read the keys: "
+			    "must be 0600 or stricter", path, (unsigned)(st.st_mode & 07777));
+	}
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return kerr(err, errlen, -ENOMEM, "%s: %s", path, strerror(errno));
+	}
+	while (!rc && fgets(line, sizeof(line), f)) {
+		lineno++;
+		if (!strchr(line, '\n') && !feof(f)) {
+			rc = kerr(err, errlen, -EINVAL, "%s:%u: line too long", path, lineno);
+			break;
+		}
+		if (parse_line(line, &ks, &why))
+			rc = kerr(err, errlen, -EINVAL, "%s:%u: %s", path, lineno, why);
+	}
+	if (!rc && ferror(f))
+		rc = kerr(err, errlen, -EIO, "%s: read error", path);
+	if (!rc && !ks.n)
+		rc = kerr(err, errlen, -EINVAL, "%s: no key in it", path);
+	fclose(f);
+	OPENSSL_cleanse(line, sizeof(line));
+	if (!rc)
+		*out = ks;
+	OPENSSL_cleanse(&ks, sizeof(ks));
+	return rc;
+}
+
+/* ---- contexts ------------------------------------------------------------------- */
+
+#define RX_CACHE	16	/* (key id, sender) pairs heard from, with their ready contexts */
+
+struct aead_peer {
+	uint32_t key_id;
+	uint64_t sender;
+	EVP_CIPHER_CTX *ctx;
+};
+
+struct aead {
+	struct aead_keyset keys;
+	EVP_KDF *kdf;
+	uint32_t tx_key_id;
+	uint64_t sender;	/* random per start: a fresh packet key */
+	uint64_t seq;		/* packets sealed: the nonce */
+	EVP_CIPHER_CTX *tx;
+	struct aead_peer rx[RX_CACHE];
+	unsigned rx_next;	/* the slot a new sender takes */
+	struct aead_stats st;
+};
+
+static void put32(uint8_t *b, uint32_t v)
+{
+	b[0] = (uint8_t)(v >> 24);
+	b[1] = (uint8_t)(v >> 16);
+	b[2] = (uint8_t)(v >> 8);
+	b[3] = (uint8_t)v;
+}
+
+static void put64(uint8_t *b, uint64_t v)
+{
+	put32(b, (uint32_t)(v >> 32));
+	put32(b + 4, (uint32_t)v);
+}
+
+static uint32_t get32(const uint8_t *b)
+{
+	return (uint32_t)b[0] << 24 | (uint32_t)b[1] << 16 | (uint32_t)b[2] << 8 | b[3];
+}
+
+static uint64_t get64(const uint8_t *b)
+{
+	return (uint64_t)get32(b) << 32 | get32(b + 4);
+}
+
+const struct aead_key *aead_keys_find(const struct aead_keyset *ks, uint32_t id)
+{
+	for (uint32_t i = 0; i < ks->n; i++)
+		if (ks->k[i].id == id)
+			return &ks->k[i];
+	return NULL;
+}
+
+/* A cipher context keyed with HKDF(master, "mroc aead v1" | key id | sender). */
+static EVP_CIPHER_CTX *packet_ctx(struct aead *a, const struct aead_key *k, uint64_t sender,
+				  bool enc)
+{
+	static const char label[] = "mroc aead v1";
+	uint8_t info[sizeof(label) - 1 + 12], key[AEAD_KEY_LEN];
+	OSSL_PARAM params[] = {
+		OSSL_PARAM_construct_utf8_string(OSSL_KDF_PARAM_DIGEST, (char *)"SHA256", 0),
+		OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_KEY, (void *)k->key,
+						  AEAD_KEY_LEN),
+		OSSL_PARAM_construct_octet_string(OSSL_KDF_PARAM_INFO, info, sizeof(info)),
+		OSSL_PARAM_construct_end(),
+	};
+	EVP_KDF_CTX *kctx = EVP_KDF_CTX_new(a->kdf);
+	EVP_CIPHER_CTX *ctx = NULL;
+	int ok;
+
+	memcpy(info, label, sizeof(label) - 1);
+	put32(info + sizeof(label) - 1, k->id);
+	put64(info + sizeof(label) - 1 + 4, sender);
+	ok = kctx && EVP_KDF_derive(kctx, key, sizeof(key), params) > 0;
+	EVP_KDF_CTX_free(kctx);
+	if (ok)
+		ctx = EVP_CIPHER_CTX_new();
+	if (ctx && !(enc ? EVP_EncryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, NULL) :
+			   EVP_DecryptInit_ex(ctx, EVP_aes_256_gcm(), NULL, key, NULL))) {
+		EVP_CIPHER_CTX_free(ctx);
+		ctx = NULL;
+	}
+	OPENSSL_cleanse(key, sizeof(key));
+	return ctx;
+}
+
+int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead **out)
+{
+	struct aead *a = calloc(1, sizeof(*a));
+	const struct aead_key *k;
+
+	if (!a)
+		return -ENOMEM;
+	a->keys = *keys;
+	for (uint32_t i = 0; !tx_key_id && i < keys->n; i++)
+		if (keys->k[i].id > a->tx_key_id)
+			a->tx_key_id = keys->k[i].id;
+	if (tx_key_id)
+		a->tx_key_id = tx_key_id;
+	k = aead_keys_find(&a->keys, a->tx_key_id);
+	if (!k) {
+		aead_destroy(a);
+		return -ENOKEY;
+	}
+	if (getrandom(&a->sender, sizeof(a->sender), 0) != sizeof(a->sender)) {
+		aead_destroy(a);
+		return -EIO;
+	}
+	a->kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
+	a->tx = a->kdf ? packet_ctx(a, k, a->sender, true) : NULL;
+	if (!a->tx) {
+		aead_destroy(a);
+		return -ENOTSUP;
+	}
+	*out = a;
+	return 0;
+}
+
+void aead_destroy(struct aead *a)
+{
+	if (!a)
+		return;
+	EVP_CIPHER_CTX_free(a->tx);
+	for (unsigned i = 0; i < RX_CACHE; i++)
+		EVP_CIPHER_CTX_free(a->rx[i].ctx);
+	EVP_KDF_free(a->kdf);
+	OPENSSL_cleanse(a, sizeof(*a));
+	free(a);
+}
+
+void aead_get_stats(const struct aead *a, struct aead_stats *out)
+{
+	*out = a->st;
+}
+
+/* ---- packets -------------------------------------------------------------------- */
+
+/* Bytes of a packet that are authenticated but not encrypted: all but a data payload. */
+static size_t clear_span(const uint8_t *pkt, size_t len)
+{
+	return mroc_op_is_data(pkt[1]) && len > MROC_DATA_OVERHEAD ? MROC_DATA_OVERHEAD : len;
+}
+
+static void nonce_of(uint8_t iv[12], uint64_t seq)
+{
+	put32(iv, 0);
+	put64(iv + 4, seq);
+}
+
+int aead_seal(struct aead *a, struct engine_txbuf *b)
+{
+	uint8_t *p = b->data, *tr, iv[12];
+	size_t len = b->len, clear;
+	int n = 0, m = 0, fin = 0;
+
+	if (b->plain)
+		return 0;
+	if (len < MROC_HDR_LEN || b->cap < len + AEAD_TRAILER_LEN)
+		return -EMSGSIZE;
+	p[2] |= AEAD_F_SEALED;
+	clear = clear_span(p, len);
+	tr = p + len;
+	put32(tr, a->tx_key_id);
+	put64(tr + 4, a->sender);
+	put64(tr + 12, a->seq);
+	nonce_of(iv, a->seq++);
+	if (!EVP_EncryptInit_ex(a->tx, NULL, NULL, NULL, iv) ||
+	    !EVP_EncryptUpdate(a->tx, NULL, &n, p, (int)clear) ||
+	    !EVP_EncryptUpdate(a->tx, NULL, &n, tr, 20) ||
+	    (len > clear && !EVP_EncryptUpdate(a->tx, p + clear, &m, p + clear, (int)(len - clear))) ||
+	    !EVP_EncryptFinal_ex(a->tx, p + clear + m, &fin) ||
+	    !EVP_CIPHER_CTX_ctrl(a->tx, EVP_CTRL_GCM_GET_TAG, AEAD_TAG_LEN, tr + 20))
+		return -EIO;
+	b->len = (uint32_t)(len + AEAD_TRAILER_LEN);
+	a->st.tx_sealed++;
+	return 0;
+}
+
+/* The receive context for (key id, sender): cached, or derived into the next slot. */
+static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender)
+{
+	const struct aead_key *k;
+	struct aead_peer *e;
+
+	for (unsigned i = 0; i < RX_CACHE; i++)
+		if (a->rx[i].ctx && a->rx[i].key_id == key_id && a->rx[i].sender == sender)
+			return a->rx[i].ctx;
+	k = aead_keys_find(&a->keys, key_id);
+	if (!k)
+		return NULL;
+	e = &a->rx[a->rx_next++ % RX_CACHE];
+	EVP_CIPHER_CTX_free(e->ctx);
+	*e = (struct aead_peer){ .key_id = key_id, .sender = sender,
+				 .ctx = packet_ctx(a, k, sender, false) };
+	return e->ctx;
+}
+
+int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
+{
+	uint8_t iv[12], *tr;
+	EVP_CIPHER_CTX *ctx;
+	size_t clear;
+	int n = 0, m = 0, fin = 0;
+
+	*sealed = ENGINE_RX_PLAIN;
+	if (len < MROC_HDR_LEN || !(p[2] & AEAD_F_SEALED)) {
+		if (a)
+			a->st.rx_plain++;
+		return (int)len;
+	}
+	if (len < MROC_HDR_LEN + AEAD_TRAILER_LEN) {
+		if (a)
+			a->st.rx_short++;
+		return -EMSGSIZE;
+	}
+	len -= AEAD_TRAILER_LEN;
+	tr = p + len;
+	if (!a) {
+		/* No keys here: only to refuse a CONNECT_REQ, which the engine alone reads. */
+		p[2] &= (uint8_t)~AEAD_F_SEALED;
+		*sealed = ENGINE_RX_UNVERIFIED;
+		return (int)len;
+	}
+	ctx = rx_ctx(a, get32(tr), get64(tr + 4));
+	if (!ctx) {
+		a->st.rx_bad_key++;
+		return -ENOKEY;
+	}
+	clear = clear_span(p, len);
+	nonce_of(iv, get64(tr + 12));
+	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) ||
+	    !EVP_DecryptUpdate(ctx, NULL, &n, p, (int)clear) ||
+	    !EVP_DecryptUpdate(ctx, NULL, &n, tr, 20) ||
+	    (len > clear && !EVP_DecryptUpdate(ctx, p + clear, &m, p + clear, (int)(len - clear))) ||
+	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, AEAD_TAG_LEN, tr + 20) ||
+	    EVP_DecryptFinal_ex(ctx, p + clear + m, &fin) <= 0) {
+		a->st.rx_bad_tag++;
+		return -EBADMSG;
+	}
+	p[2] &= (uint8_t)~AEAD_F_SEALED;
+	*sealed = ENGINE_RX_SEALED;
+	a->st.rx_opened++;
+	return (int)len;
+}
+
+void aead_reserve(struct aead *a, struct engine_txbuf *b, int n)
+{
+	for (int i = 0; a && i < n; i++)
+		b[i].cap -= AEAD_TRAILER_LEN;
+}
+
+void aead_seal_all(struct aead *a, struct engine_txbuf *b, int n)
+{
+	for (int i = 0; a && i < n; i++)
+		if (aead_seal(a, &b[i]))
+			a->st.tx_failed++;	/* goes out unsealed: the peer drops it */
+}

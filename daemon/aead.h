@@ -1,0 +1,92 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Security mode "aead": AES-256-GCM on every MetaRoCE packet, with keys the
+ * operator provisions in a file (security.key_file), as UEC UET's TSS does.
+ * docs/PROTOCOL.md 1.2 is the prose; in short:
+ *
+ *   packet' = header | E(payload) | key id (4) | sender (8) | seq (8) | tag (16)
+ *
+ * with AEAD_F_SEALED set in the common header's flags.  The header (for
+ * packets without payload: all of it) and the trailer's first 20 bytes
+ * are authenticated, the payload is encrypted.  Each daemon start draws a
+ * random 64-bit sender id; the packet key is HKDF-SHA256(master key of
+ * that id, "mroc aead v1" | key id | sender), the 96-bit nonce is the
+ * sender's 64-bit packet counter.  So a nonce repeats under one key only if
+ * a counter wraps (2^64 packets) or two starts draw the same sender id.
+ *
+ * The driver seals after engine_tx and opens before engine_rx; the ICRC
+ * (frame.c) is added outside it and checked first.  A struct aead belongs
+ * to one thread (the worker); aead_keys_load and aead_create are for
+ * start-up (and mrocd --check-config).  Functions return 0 or -errno.
+ */
+#ifndef MROCD_AEAD_H
+#define MROCD_AEAD_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "engine.h"
+
+#define AEAD_F_SEALED		0x20	/* common header flag: the trailer below follows */
+#define AEAD_KEY_LEN		32	/* AES-256 */
+#define AEAD_MAX_KEYS		16
+#define AEAD_TAG_LEN		16
+#define AEAD_TRAILER_LEN	(4 + 8 + 8 + AEAD_TAG_LEN)
+
+struct aead_keyset {
+	uint32_t n;
+	struct aead_key {
+		uint32_t id;		/* 1..2^32-1, distinct; on the wire */
+		uint8_t key[AEAD_KEY_LEN];
+	} k[AEAD_MAX_KEYS];
+};
+
+/*
+ * Read a key file: a regular file of mode 0600 or stricter (no group or
+ * other bits), one "ID HEX" per line (ID decimal, HEX 64 hex digits), '#'
+ * comments and blank lines ignored, at least one key.  On failure err
+ * says what and where ("FILE:3: ...").
+ */
+int aead_keys_load(const char *path, struct aead_keyset *out, char *err, size_t errlen);
+/* The key with this id, or NULL. */
+const struct aead_key *aead_keys_find(const struct aead_keyset *ks, uint32_t id);
+
+struct aead_stats {
+	uint64_t tx_sealed, rx_opened;
+	uint64_t tx_failed;		/* could not seal (sent unsealed: the peer drops it) */
+	uint64_t rx_bad_tag;		/* authentication failed: altered, or not our key */
+	uint64_t rx_bad_key;		/* key id not in the key file */
+	uint64_t rx_short;		/* flag set, no room for the trailer */
+	uint64_t rx_plain;		/* no trailer (handed on as plain: the engine refuses) */
+};
+
+struct aead;
+
+/* tx_key_id 0: the highest id in the set.  -ENOKEY if tx_key_id is not in it. */
+int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead **out);
+void aead_destroy(struct aead *a);
+
+/*
+ * Seal the packet in b in place (b->cap must have AEAD_TRAILER_LEN bytes
+ * beyond b->len).  b->plain packets are left alone.  0 or -errno.
+ */
+int aead_seal(struct aead *a, struct engine_txbuf *b);
+
+/*
+ * Open a received packet in place.  Returns its length without the trailer
+ * and sets *sealed (enum engine_rx_sealed), or -errno (counted: drop it).
+ * a NULL (not in "aead"): a sealed packet's trailer is removed unchecked
+ * and *sealed = ENGINE_RX_UNVERIFIED, so the engine can refuse a REQ.
+ */
+int aead_open(struct aead *a, uint8_t *pkt, size_t len, uint8_t *sealed);
+
+/*
+ * The worker's batch helpers (a NULL: nothing to do): hold AEAD_TRAILER_LEN
+ * of each buffer back before engine_tx, seal what it wrote after it.
+ */
+void aead_reserve(struct aead *a, struct engine_txbuf *b, int n);
+void aead_seal_all(struct aead *a, struct engine_txbuf *b, int n);
+
+void aead_get_stats(const struct aead *a, struct aead_stats *out);
+
+#endif

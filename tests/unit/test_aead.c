@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Security mode "aead" (daemon/aead.c): a sealed packet opens to what was
+ * sealed, with its payload encrypted on the wire; a flipped bit anywhere
+ * (header, payload, trailer) or an unknown key id is refused and counted;
+ * nonces never repeat; packets without the flag pass as plain; a daemon
+ * without keys hands a sealed REQ on as unverified.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <string.h>
+
+#include "aead.h"
+
+#define PLEN	256
+
+static struct aead_keyset keyset(uint32_t id, uint8_t fill)
+{
+	struct aead_keyset ks = { .n = 1 };
+
+	ks.k[0].id = id;
+	memset(ks.k[0].key, fill, AEAD_KEY_LEN);
+	return ks;
+}
+
+/* A WRITE packet with a recognisable payload in buf; returns its length. */
+static uint32_t write_pkt(uint8_t *buf)
+{
+	memset(buf, 0, MROC_DATA_OVERHEAD);
+	buf[0] = MROC_WIRE_VERSION;
+	buf[1] = MROC_OP_WRITE;
+	buf[7] = 0x42;				/* dst QPN */
+	for (int i = 0; i < PLEN; i++)
+		buf[MROC_DATA_OVERHEAD + i] = (uint8_t)('A' + i % 26);
+	return MROC_DATA_OVERHEAD + PLEN;
+}
+
+struct sealed {
+	uint8_t buf[1024], orig[1024];
+	uint32_t len, olen;
+};
+
+static void seal_one(struct aead *a, struct sealed *s)
+{
+	struct engine_txbuf b = { .data = s->buf, .cap = sizeof(s->buf) };
+
+	s->olen = b.len = write_pkt(s->buf);
+	memcpy(s->orig, s->buf, s->olen);
+	assert_int_equal(aead_seal(a, &b), 0);
+	s->len = b.len;
+}
+
+static void test_round_trip(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	struct sealed s;
+	uint8_t sealed, copy[1024];
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 5, &rx), 0);
+	seal_one(tx, &s);
+	assert_int_equal(s.len, s.olen + AEAD_TRAILER_LEN);
+	assert_true(s.buf[2] & AEAD_F_SEALED);
+	/* The payload is not on the wire, the header is. */
+	assert_null(memmem(s.buf, s.len, "ABCDEFGHIJ", 10));
+	assert_memory_equal(s.buf + 3, s.orig + 3, MROC_DATA_OVERHEAD - 3);
+	memcpy(copy, s.buf, s.len);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), (int)s.olen);
+	assert_int_equal(sealed, ENGINE_RX_SEALED);
+	assert_memory_equal(s.buf, s.orig, s.olen);
+	/* The same bytes again open again (replays are the transport's to refuse). */
+	assert_int_equal(aead_open(rx, copy, s.len, &sealed), (int)s.olen);
+	/* The next packet's nonce differs: another ciphertext for the same payload. */
+	seal_one(tx, &s);
+	assert_memory_not_equal(s.buf + MROC_DATA_OVERHEAD, copy + MROC_DATA_OVERHEAD, PLEN);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_opened, 2);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
+/* Every single flipped bit is refused, and counted. */
+static void test_flipped_bits(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	struct sealed s;
+	uint8_t sealed, pkt[1024];
+	unsigned tried = 0;
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	seal_one(tx, &s);
+	for (uint32_t i = 0; i < s.len; i += 3) {
+		if (i == 2)
+			continue;		/* the flag itself: then it is not sealed */
+		memcpy(pkt, s.buf, s.len);
+		pkt[i] ^= (uint8_t)(1u << (i % 8));
+		assert_true(aead_open(rx, pkt, s.len, &sealed) < 0);
+		tried++;
+	}
+	aead_get_stats(rx, &st);
+	/* Bits in the key id field fail as unknown keys, the rest as bad tags. */
+	assert_int_equal(st.rx_bad_tag + st.rx_bad_key, tried);
+	assert_true(st.rx_bad_tag > 0);
+	assert_int_equal(st.rx_opened, 0);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
+/* A key id the receiver lacks: refused; the same id with another key: bad tag. */
+static void test_wrong_key(void **state)
+{
+	struct aead_keyset k5 = keyset(5, 0x11), k6 = keyset(6, 0x11), k5b = keyset(5, 0x22);
+	struct aead *tx, *rx6, *rx5b, *none = NULL;
+	struct aead_stats st;
+	struct sealed s;
+	uint8_t sealed, pkt[1024];
+
+	(void)state;
+	assert_int_equal(aead_create(&k5, 0, &tx), 0);
+	assert_int_equal(aead_create(&k6, 0, &rx6), 0);
+	assert_int_equal(aead_create(&k5b, 0, &rx5b), 0);
+	assert_int_equal(aead_create(&k5, 9, &none), -ENOKEY);
+	assert_null(none);
+	seal_one(tx, &s);
+	memcpy(pkt, s.buf, s.len);
+	assert_int_equal(aead_open(rx6, pkt, s.len, &sealed), -ENOKEY);
+	aead_get_stats(rx6, &st);
+	assert_int_equal(st.rx_bad_key, 1);
+	memcpy(pkt, s.buf, s.len);
+	assert_int_equal(aead_open(rx5b, pkt, s.len, &sealed), -EBADMSG);
+	aead_get_stats(rx5b, &st);
+	assert_int_equal(st.rx_bad_tag, 1);
+	aead_destroy(tx);
+	aead_destroy(rx6);
+	aead_destroy(rx5b);
+}
+
+/* Plain packets pass as plain; without keys a sealed one loses its trailer unchecked. */
+static void test_plain_and_keyless(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx;
+	struct sealed s;
+	uint8_t sealed, pkt[1024];
+	uint32_t len = write_pkt(pkt);
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	assert_int_equal(aead_open(rx, pkt, len, &sealed), (int)len);
+	assert_int_equal(sealed, ENGINE_RX_PLAIN);
+	seal_one(tx, &s);
+	assert_int_equal(aead_open(NULL, s.buf, s.len, &sealed), (int)s.olen);
+	assert_int_equal(sealed, ENGINE_RX_UNVERIFIED);
+	assert_false(s.buf[2] & AEAD_F_SEALED);
+	/* Shorter than a trailer. */
+	pkt[2] |= AEAD_F_SEALED;
+	assert_int_equal(aead_open(rx, pkt, MROC_HDR_LEN + 4, &sealed), -EMSGSIZE);
+	/* A refusal marked plain is not sealed. */
+	{
+		struct engine_txbuf b = { .data = pkt, .cap = sizeof(pkt), .len = len,
+					  .plain = true };
+
+		pkt[2] = 0;
+		assert_int_equal(aead_seal(tx, &b), 0);
+		assert_int_equal(b.len, len);
+		assert_int_equal(pkt[2], 0);
+	}
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_round_trip),
+		cmocka_unit_test(test_flipped_bits),
+		cmocka_unit_test(test_wrong_key),
+		cmocka_unit_test(test_plain_and_keyless),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
