@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# security.mode between two mrocd (docs/PROTOCOL.md 1.2, 11a), A on AF_XDP, B on
+# the UDP backend: "token" against "none" is refused and counted on both sides;
+# "token" connects, and a capture shows a SEND's text in clear; "aead" with a key
+# file: mrocd refuses a key file others can read, a verified write_bw and the SEND
+# go through, the capture holds no trace of the text, and sealed packets taken
+# from the capture and sent again are dropped and counted when a ciphertext bit is
+# flipped or the key id is changed (and opened when left alone).
+set -u
+. "$(dirname "$0")/lib.sh"
+PERF=$BUILD/mroc-perf
+EX=$BUILD/examples
+TEXT=mroc-plaintext-marker-7f3a9c
+
+e2e_require
+[ -x "$PERF" ] || skip "$PERF not built"
+[ -x "$EX/send" ] && [ -x "$EX/recv" ] || skip "$EX/send, $EX/recv not built"
+for t in dumpcap tshark; do
+	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh installs it)"
+done
+e2e_setup_pair
+
+# configs MODE_A MODE_B [KEYFILE]: fresh configs for both daemons.
+configs() {
+	e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
+	e2e_config b udp "$IF_B" "$IP_B" "$IP_A"
+	sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+	echo "security = { mode = \"$1\"; key_file = \"${3:-}\"; };" >>"$E2E_DIR/a.conf"
+	echo "security = { mode = \"$2\"; key_file = \"${3:-}\"; };" >>"$E2E_DIR/b.conf"
+}
+
+start_both() {
+	: >"$E2E_DIR/a.notify.log"
+	: >"$E2E_DIR/b.notify.log"
+	e2e_start a "$NS_A"
+	e2e_start b "$NS_B"
+	e2e_wait_ready a
+	e2e_wait_ready b
+}
+
+stop_both() {
+	e2e_stop a
+	e2e_stop b
+}
+
+links_up() {
+	e2e_wait a links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
+		fail "$1: no control connection: $(e2e_admin a links)"
+}
+
+# send_captured PCAP: recv on B, send TEXT from A, capturing on B's interface.
+send_captured() {
+	ip netns exec "$NS_B" dumpcap -i "$IF_B" -f "udp port 4793" -w "$1" -P \
+		>"$E2E_DIR/dumpcap.log" 2>&1 &
+	local dump=$! srv
+	for _ in $(seq 100); do grep -q "^Capturing on" "$E2E_DIR/dumpcap.log" && break; sleep 0.1; done
+	sleep 0.5	# it says so a little before it really captures
+	MROC_SOCKET=$E2E_DIR/b.ctl ip netns exec "$NS_B" timeout 30 "$EX/recv" 43 \
+		>"$E2E_DIR/recv.out" 2>&1 &
+	srv=$!
+	for _ in $(seq 100); do grep -q "^listening" "$E2E_DIR/recv.out" && break; sleep 0.1; done
+	MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 30 "$EX/send" "$IP_B" 43 "$TEXT" \
+		>"$E2E_DIR/send.out" 2>&1 || fail "send: $(cat "$E2E_DIR/send.out")"
+	wait $srv || fail "recv: $(cat "$E2E_DIR/recv.out")"
+	grep -q "received ${#TEXT} bytes: $TEXT" "$E2E_DIR/recv.out" ||
+		fail "recv: $(cat "$E2E_DIR/recv.out")"
+	sleep 0.3
+	kill -INT $dump
+	wait $dump
+	[ -s "$1" ] || fail "no capture: $(cat "$E2E_DIR/dumpcap.log")"
+}
+
+# ---- "token" against "none": refused, counted on both sides ----
+configs token none
+start_both
+e2e_wait a counters '.engine.cm_sec_mismatch >= 1' 10 ||
+	fail "a: no cm_sec_mismatch: $(e2e_admin a counters | jq -c .engine)"
+e2e_wait b counters '.engine.cm_sec_mismatch >= 1' 10 ||
+	fail "b: no cm_sec_mismatch: $(e2e_admin b counters | jq -c .engine)"
+[ "$(e2e_admin a links | jq '[.links[] | select(.state == "up")] | length')" = 0 ] ||
+	fail "a control link came up across security modes: $(e2e_admin a links)"
+stop_both
+ok "token against none: CONNECT refused, cm_sec_mismatch counted on both daemons"
+
+# ---- "token": connects; the capture shows the text ----
+configs token token
+start_both
+links_up token
+send_captured "$E2E_DIR/token.pcap"
+grep -qa "$TEXT" "$E2E_DIR/token.pcap" || fail "token: the text is not in the capture (the check is broken)"
+for n in a b; do
+	jq -e '.engine.rx_bad_tag == 0 and .engine.cm_sec_mismatch == 0' \
+		<<<"$(e2e_admin $n counters)" >/dev/null || fail "$n: token refused packets"
+done
+stop_both
+ok "token: connected, SEND delivered (and readable in a capture)"
+
+# ---- "aead" ----
+keys=$E2E_DIR/keys
+{
+	echo "# test keys"
+	echo "3 $(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+	echo "4 $(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+} >"$keys"
+chmod 0644 "$keys"
+configs aead aead "$keys"
+out=$("$MROCD" --check-config -c "$E2E_DIR/a.conf" 2>&1) && fail "a key file of mode 0644 accepted"
+grep -q "0600" <<<"$out" || fail "check-config does not say why: $out"
+chmod 0600 "$keys"
+"$MROCD" --check-config -c "$E2E_DIR/a.conf" >/dev/null || fail "check-config refuses the key file"
+ok "aead: a key file others can read is refused, 0600 accepted"
+
+start_both
+links_up aead
+ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" -p 18900 --sleep --verify \
+	-s 100000 -n 50 >"$E2E_DIR/srv.log" 2>&1 &
+srv=$!
+sleep 0.3
+ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" -p 18900 --sleep --verify \
+	-s 100000 -n 50 "$IP_B" >"$E2E_DIR/cli.log" 2>&1 || fail "write_bw: $(cat "$E2E_DIR/cli.log")"
+wait $srv || fail "write_bw server: $(cat "$E2E_DIR/srv.log")"
+send_captured "$E2E_DIR/aead.pcap"
+grep -qa "$TEXT" "$E2E_DIR/aead.pcap" && fail "aead: the text is readable in the capture"
+for n in a b; do
+	c=$(e2e_admin $n counters)
+	jq -e '.worker.aead_tx_sealed > 100 and .worker.aead_rx_opened > 100 and
+	       .worker.aead_rx_bad_tag == 0 and .worker.aead_rx_bad_key == 0 and
+	       .engine.rx_bad_tag == 0' <<<"$c" >/dev/null ||
+		fail "$n: aead counters: $(jq -c .worker <<<"$c")"
+done
+ok "aead: verified write_bw and SEND delivered; the text is not in the capture"
+
+# A sealed data packet A sent, from the capture: its ICRC (A is on AF_XDP) taken off, so
+# that B's AES-GCM check is what judges it; sent again from A's address by a kernel socket.
+hex=$(tshark -r "$E2E_DIR/aead.pcap" -Y "ip.src == $IP_A && udp.payload[1] == 03" \
+	-T fields -e udp.payload 2>/dev/null | head -n 1 | tr -d ':\n')
+[ $(( ${#hex} / 2 )) = $(( 60 + ${#TEXT} + 36 + 4 )) ] || fail "no sealed SEND in the capture: $hex"
+flags=$(( 0x${hex:4:2} ))
+[ $((flags & 0xa0)) = $((0xa0)) ] || fail "the captured packet is not sealed with an ICRC: flags $flags"
+hex=${hex:0:4}$(printf '%02x' $((flags & 0x7f)))${hex:6:$((${#hex} - 6 - 8))}
+nbytes=$(( ${#hex} / 2 ))
+resend() {
+	local esc
+	esc=$(sed 's/../\\x&/g' <<<"$1")
+	ip netns exec "$NS_A" bash -c "printf '%b' '$esc' >/dev/udp/$IP_B/4793"
+	sleep 0.3
+}
+bcount() { e2e_admin b counters | jq -r ".worker.$1"; }
+
+opened=$(bcount aead_rx_opened)
+resend "$hex"
+[ "$(bcount aead_rx_opened)" -gt "$opened" ] || fail "the unchanged packet did not open: the forgery method is broken"
+bad=$(bcount aead_rx_bad_tag)
+off=$(( 2 * 70 ))		# a byte of the encrypted payload
+flipped=${hex:0:$off}$(printf '%02x' $(( 0x${hex:$off:2} ^ 0x04 )))${hex:$((off + 2))}
+resend "$flipped"
+[ "$(bcount aead_rx_bad_tag)" = $((bad + 1)) ] || fail "a flipped ciphertext bit was not counted"
+badkey=$(bcount aead_rx_bad_key)
+off=$(( 2 * (nbytes - 36) ))	# the trailer's key id
+wrongkey=${hex:0:$off}000000ff${hex:$((off + 8))}
+resend "$wrongkey"
+[ "$(bcount aead_rx_bad_key)" = $((badkey + 1)) ] || fail "an unknown key id was not counted"
+c=$(e2e_admin b counters)
+jq -e '.engine.rx_bad_tag == 0' <<<"$c" >/dev/null || fail "b: $(jq -c .engine <<<"$c")"
+kill -0 "$PID_b" || fail "b died"
+ok "aead: a flipped ciphertext bit (aead_rx_bad_tag) and an unknown key id (aead_rx_bad_key) dropped"
+stop_both
+echo "1 passed, 0 failed"
