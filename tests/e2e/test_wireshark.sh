@@ -62,6 +62,11 @@ pkt() { sed 's/../& /g; s/^/0000 /' <<<"$1"; }
 	#   flag 0x80 set; computed by a bitwise reference); 18 the same, its last CRC bit flipped.
 	pkt "$(common 1 0x11 0x81 3 7 9 1)09089b06"
 	pkt "$(common 1 0x11 0x81 3 7 9 1)09089b07"
+	# 19 KEEPALIVE with a "token" tag; 20 CONNECT_REQ of mode token with its key;
+	#   21 a sealed ("aead") SEND: 4 bytes of ciphertext, then key id 3, sender, seq 77, GCM tag.
+	pkt "$(common 1 0x11 0x41 0 7 9 1)0102030405060708"
+	pkt "$(common 1 0x20 0 0 0 9 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)04000001000000112233445566778899aabbccddeeff"
+	pkt "$(common 1 0x03 0x20 0 7 9 1)$(data 1 1 1 0 0 0 4 0 0 0)deadbeef$(h32 3)$(h64 0x1122334455667788)$(h64 77)$(zeros 16)"
 } >"$TMP/hand.txt"
 text2pcap -q -u 50000,4793 "$TMP/hand.txt" "$TMP/hand.pcap" >/dev/null 2>&1 || fail "text2pcap"
 
@@ -93,12 +98,16 @@ expect 7 "mroc.data.imm mroc.data.ssn" "0x0000beef 2"
 expect 17 "mroc.opcode mroc.flags.icrc mroc.flags.ack_req mroc.path_id mroc.icrc mroc.icrc.status" \
 	"0x11 1 1 3 0x09089b06 good"
 expect 18 "mroc.icrc.status" "bad"
+expect 19 "mroc.opcode mroc.flags.tag mroc.tag" "0x11 1 0102030405060708"
+expect 20 "mroc.cm.sec mroc.cm.key" "1 00112233445566778899aabbccddeeff"
+expect 21 "mroc.flags.aead mroc.aead.key_id mroc.aead.seq mroc.data.payload_len" "1 3 77 4"
 info=$(ts -r "$TMP/hand.pcap" -Y "frame.number == 1" -T fields -e _ws.col.Info)
 grep -q "sack 101-102,104,116,356.*NAK RNR" <<<"$info" || fail "ACK's Info column: $info"
 mal=$(ts -r "$TMP/hand.pcap" -Y 'mroc.malformed && _ws.expert.group == "Malformed"' -T fields \
 	-e frame.number | tr '\n' ' ')
 [ "$mal" = "8 9 10 11 12 13 14 15 16 18 " ] || fail "malformed frames: $mal (expected 8..16, 18)"
-[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 8 ] || fail "frames 1..7, 17 not all well-formed"
+[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 11 ] ||
+	fail "frames 1..7, 17, 19..21 not all well-formed"
 grep -qi "lua" "$TMP/tshark.err" && fail "Lua errors: $(cat "$TMP/tshark.err")"
 ts -r "$TMP/hand.pcap" -V >/dev/null || fail "tshark -V"
 grep -qi "lua error" <(ts -r "$TMP/hand.pcap" -V) && fail "a Lua error in the detailed view"

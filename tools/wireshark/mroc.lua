@@ -9,6 +9,11 @@
 -- A packet with flag ICRC (0x80) ends in a CRC32C trailer (PROTOCOL.md 1.1):
 -- shown as mroc.icrc and checked when the whole packet was captured
 -- (mroc.icrc.status: good, bad, unchecked), then left out of the packet.
+-- Security modes (PROTOCOL.md 1.2): flag AEAD (0x20) announces a 36-byte AES-GCM
+-- trailer (mroc.aead.*: key id, sender, sequence, tag; the payload is ciphertext),
+-- flag TAG (0x40) an 8-byte SipHash tag (mroc.tag); both are shown and left out of
+-- the packet, unchecked (the keys are not here).  CM headers carry the mode
+-- (mroc.cm.sec) and, in REQ/REP of "token", the sender's key (mroc.cm.key).
 --
 -- Registered on the UDP port of the "mroc" preferences (default 4793, mrocd.conf's
 -- network.udp_port) and as a UDP heuristic for other ports.  Every header and
@@ -23,7 +28,8 @@ local mroc = Proto("mroc", "MetaRoCE (mroc)")
 local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN = 16, 44, 64, 24
 local WIRE_VERSION, MAX_PATHS, SACK_BITS = 1, 16, 256
 local DEFAULT_PORT = 4793
-local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x7c, 4
+local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x1c, 4
+local F_TAG, TAG_LEN, F_AEAD, AEAD_LEN, CM_KEY_LEN = 0x40, 8, 0x20, 36, 16
 
 local opcodes = {
 	[0x01] = "WRITE", [0x02] = "WRITE_IMM", [0x03] = "SEND", [0x04] = "SEND_IMM",
@@ -34,8 +40,9 @@ local opcodes = {
 local nak_codes = { [0] = "NONE", [1] = "RNR", [2] = "ACCESS", [3] = "INVALID", [4] = "PSN_SEQ" }
 local cm_reasons = {
 	[0] = "OK", [1] = "NO_LISTENER", [2] = "BAD_PARAM", [3] = "NO_RESOURCES",
-	[4] = "LOCAL_CLOSE", [5] = "ERROR",
+	[4] = "LOCAL_CLOSE", [5] = "ERROR", [6] = "SECURITY",
 }
+local sec_modes = { [0] = "none", [1] = "token", [2] = "aead" }
 local modes = { [0] = "MetaRoCE", [1] = "RoCEv2" }
 
 local function is_data(op) return op >= 0x01 and op <= 0x06 end
@@ -62,6 +69,13 @@ local f = {
 	flag_ack_req = F.bool("mroc.flags.ack_req", "ACK_REQ (ACK this path now)", 8, nil, 0x01),
 	flag_retx = F.bool("mroc.flags.retx", "RETX (sent before)", 8, nil, 0x02),
 	flag_icrc = F.bool("mroc.flags.icrc", "ICRC (a CRC32C trailer follows)", 8, nil, F_ICRC),
+	flag_tag = F.bool("mroc.flags.tag", "TAG (a SipHash tag follows, mode token)", 8, nil, F_TAG),
+	flag_aead = F.bool("mroc.flags.aead", "AEAD (sealed: an AES-GCM trailer follows)", 8, nil, F_AEAD),
+	tag = F.bytes("mroc.tag", "Tag (SipHash-2-4)"),
+	aead_key_id = F.uint32("mroc.aead.key_id", "AEAD key id", base.DEC),
+	aead_sender = F.uint64("mroc.aead.sender", "AEAD sender (per daemon start)", base.HEX),
+	aead_seq = F.uint64("mroc.aead.seq", "AEAD sequence (nonce)", base.DEC),
+	aead_tag = F.bytes("mroc.aead.tag", "AEAD tag (GCM)"),
 	flag_undef = F.uint8("mroc.flags.undefined", "Undefined flags (must be 0)", base.HEX, nil, F_UNDEF),
 	icrc = F.uint32("mroc.icrc", "ICRC", base.HEX),
 	icrc_status = F.string("mroc.icrc.status", "ICRC status"),
@@ -111,6 +125,8 @@ local f = {
 	npaths = F.uint8("mroc.cm.npaths", "Paths", base.DEC),
 	mode = F.uint8("mroc.cm.mode", "Mode", base.DEC, modes),
 	reason = F.uint8("mroc.cm.reason", "Reason", base.DEC, cm_reasons),
+	sec = F.uint8("mroc.cm.sec", "Security mode", base.DEC, sec_modes),
+	cm_key = F.bytes("mroc.cm.key", "Receive key (mode token)"),
 	cm_rsvd = F.bytes("mroc.cm.reserved", "Reserved"),
 }
 local fields = {}
@@ -160,11 +176,15 @@ local function dissect_common(tvb, tree)
 	ft:add(f.flag_ack_req, tvb(2, 1))
 	ft:add(f.flag_retx, tvb(2, 1))
 	ft:add(f.flag_icrc, tvb(2, 1))
+	ft:add(f.flag_tag, tvb(2, 1))
+	ft:add(f.flag_aead, tvb(2, 1))
 	ft:add(f.flag_undef, tvb(2, 1))
 	local names = {}
 	if bit32.band(flags, 0x01) ~= 0 then names[#names + 1] = "ACK_REQ" end
 	if bit32.band(flags, 0x02) ~= 0 then names[#names + 1] = "RETX" end
 	if bit32.band(flags, F_ICRC) ~= 0 then names[#names + 1] = "ICRC" end
+	if bit32.band(flags, F_TAG) ~= 0 then names[#names + 1] = "TAG" end
+	if bit32.band(flags, F_AEAD) ~= 0 then names[#names + 1] = "AEAD" end
 	if #names > 0 then ft:append_text(" (" .. table.concat(names, ", ") .. ")") end
 	tree:add(f.path_id, tvb(3, 1))
 	tree:add(f.dst_qpn, tvb(4, 4))
@@ -317,14 +337,21 @@ local function dissect_cm(tvb, pinfo, tree, op)
 	local nt = t:add(f.npaths, tvb(b + 18, 1))
 	t:add(f.mode, tvb(b + 19, 1))
 	t:add(f.reason, tvb(b + 20, 1))
-	local rs = t:add(f.cm_rsvd, tvb(b + 21, 3))
-	if tvb(b + 21, 3):uint() ~= 0 then rs:add_proto_expert_info(ex.reserved) end
+	local sec = tvb(b + 21, 1):uint()
+	t:add(f.sec, tvb(b + 21, 1))
+	local rs = t:add(f.cm_rsvd, tvb(b + 22, 2))
+	if tvb(b + 22, 2):uint() ~= 0 then rs:add_proto_expert_info(ex.reserved) end
+	if sec == 1 and (op == 0x20 or op == 0x21) then
+		if tvb:len() < b + CM_HDR_LEN + CM_KEY_LEN then return nil, "no key extension (mode token)" end
+		t:add(f.cm_key, tvb(b + CM_HDR_LEN, CM_KEY_LEN))
+	end
 	local info = " service " .. tvb(b, 8):uint64():tonumber()
 	if op == 0x20 or op == 0x21 then
 		if mtu < 64 or mtu > 8192 then mt:add_proto_expert_info(ex.range, "MTU outside 64..8192") end
 		if npaths < 1 or npaths > MAX_PATHS then nt:add_proto_expert_info(ex.range, "npaths outside 1..16") end
 		info = info .. string.format(" %s paths %d mtu %d", modes[mode] or ("mode " .. mode), npaths, mtu)
 	end
+	info = info .. " security " .. (sec_modes[sec] or tostring(sec))
 	if op == 0x22 or op == 0x23 then
 		info = info .. " reason " .. (cm_reasons[reason] or tostring(reason))
 	end
@@ -412,6 +439,32 @@ local function dissect(tvb, pinfo, tree)
 		if dissect_icrc(tvb, pinfo, root, reported) == false then return tvb:len() end
 		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
 	end
+	-- Security trailers, outside in: AEAD (added last by the frame layer), then TAG.
+	if bit32.band(tvb(2, 1):uint(), F_AEAD) ~= 0 then
+		if reported < HDR_LEN + AEAD_LEN then
+			malformed(pinfo, root, "too short for its AEAD trailer")
+			return tvb:len()
+		end
+		reported = reported - AEAD_LEN
+		if tvb:len() >= reported + AEAD_LEN then
+			local at = root:add(mroc, tvb(reported, AEAD_LEN), "AEAD trailer (AES-256-GCM)")
+			at:add(f.aead_key_id, tvb(reported, 4))
+			at:add(f.aead_sender, tvb(reported + 4, 8))
+			at:add(f.aead_seq, tvb(reported + 12, 8))
+			at:add(f.aead_tag, tvb(reported + 20, 16))
+			pinfo.cols.info:append(" key " .. tvb(reported, 4):uint())
+		end
+		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
+	end
+	if bit32.band(tvb(2, 1):uint(), F_TAG) ~= 0 then
+		if reported < HDR_LEN + TAG_LEN then
+			malformed(pinfo, root, "too short for its tag")
+			return tvb:len()
+		end
+		reported = reported - TAG_LEN
+		if tvb:len() >= reported + TAG_LEN then root:add(f.tag, tvb(reported, TAG_LEN)) end
+		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
+	end
 	if tvb(3, 1):uint() >= MAX_PATHS then
 		malformed(pinfo, root, "path id " .. tvb(3, 1):uint() .. " >= 16")
 		return tvb:len()
@@ -436,7 +489,7 @@ local function dissect(tvb, pinfo, tree)
 	elseif is_ack(op) then
 		info = dissect_ack(tvb, pinfo, root)
 	elseif is_cm(op) then
-		info = dissect_cm(tvb, pinfo, root, op)
+		info, why = dissect_cm(tvb, pinfo, root, op)
 		if tvb(3, 1):uint() ~= 0 then
 			root:add_proto_expert_info(ex.reserved, "path_id is 0 in CM packets")
 		end
