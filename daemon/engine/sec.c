@@ -47,13 +47,17 @@ void sec_init(struct engine *eng)
 	eng->sec_tag_len = eng->cfg.sec_mode == MROC_SEC_TOKEN ? MROC_TAG_LEN : 0;
 }
 
-/* A PRF of the secret and a counter: keys nobody can predict from other keys. */
+/*
+ * A PRF of the secret, the engine's seed and a counter: keys nobody can
+ * predict from other keys, distinct between engines sharing a secret (the
+ * workers of one mrocd have seeds of their own).
+ */
 void sec_new_key(struct engine *eng, uint8_t key[MROC_CM_KEY_LEN])
 {
 	for (int half = 0; half < 2; half++) {
-		uint64_t n = eng->sec_next++;
+		uint64_t in[2] = { eng->cfg.seed, eng->sec_next++ };
 
-		crypto_shorthash(key + 8 * half, (const uint8_t *)&n, sizeof(n), eng->sec_secret);
+		crypto_shorthash(key + 8 * half, (const uint8_t *)in, sizeof(in), eng->sec_secret);
 	}
 }
 
