@@ -82,6 +82,13 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_keepalive_retry_total", "Keepalives unanswered, asked again on another path." },
 	{ "mroc_engine_rto_spurious_total", "RTOs the next ACK showed needless (it echoed an "
 	  "older send)." },
+	{ "mroc_engine_rx_bad_tag_total", "Packets refused by the security mode: no or a wrong "
+	  "tag (token), not sealed (aead)." },
+	{ "mroc_engine_cm_sec_mismatch_total", "Connections refused for another security mode." },
+	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
+	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
+	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },
+	{ "mroc_worker_aead_rx_bad_key_total", "Sealed packets with a key id not in the key file." },
 	{ "mroc_backend_rx_pkts_total", "Packets the backend received." },
 	{ "mroc_backend_rx_bytes_total", "Bytes the backend received." },
 	{ "mroc_backend_tx_pkts_total", "Packets the backend sent." },
