@@ -87,6 +87,19 @@ uint32_t pair_qp_create(struct pair *p, int side, const struct engine_qp_attr *a
 	return qpn;
 }
 
+uint32_t pair_connect_more(struct pair *p, uint64_t user, uint64_t service_id)
+{
+	struct engine_qp_attr a = pair_test_attr();
+	uint32_t qa, qb;
+
+	a.user = user;
+	qb = pair_qp_create(p, PAIR_B, &a);
+	qa = pair_qp_create(p, PAIR_A, &a);
+	assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, qb, service_id), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, service_id, p->now), 0);
+	return qa;
+}
+
 void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct engine_qp_attr *b,
 		  uint64_t service_id)
 {

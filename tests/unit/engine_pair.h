@@ -104,6 +104,13 @@ uint32_t pair_qp_create(struct pair *p, int side, const struct engine_qp_attr *a
 void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct engine_qp_attr *b,
 		  uint64_t service_id);
 
+/*
+ * Another QP pair beside the first: B listens on service_id, A connects
+ * (attributes pair_test_attr() with user `user`).  Returns A's QPN; the
+ * connection events are left to the caller's CQ polling.
+ */
+uint32_t pair_connect_more(struct pair *p, uint64_t user, uint64_t service_id);
+
 /* Move packets both ways at the current time until neither side sends.  Returns the count. */
 unsigned pair_pump(struct pair *p);
 /*

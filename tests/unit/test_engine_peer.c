@@ -66,17 +66,8 @@ static struct fx *fx_new(void **state, const struct engine_config *cfg)
 	pair_mem_fill(f->a, 3);
 	pair_connect(f->p, NULL, NULL, SVC);
 	f->qa[0] = f->p->s[PAIR_A].qpn;
-	for (int q = 1; q < NQP; q++) {
-		struct engine_qp_attr a = pair_test_attr();
-		uint32_t qb;
-
-		a.user = 0x100 + q;
-		qb = pair_qp_create(f->p, PAIR_B, &a);
-		f->qa[q] = pair_qp_create(f->p, PAIR_A, &a);
-		assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, qb, SVC + q), 0);
-		assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, f->qa[q], PAIR_B, SVC + q,
-						   f->p->now), 0);
-	}
+	for (int q = 1; q < NQP; q++)
+		f->qa[q] = pair_connect_more(f->p, 0x100 + q, SVC + q);
 	pair_run_for(f->p, 200 * PAIR_US);
 	while (pair_pending(f->p, PAIR_A))
 		pair_cqe(f->p, PAIR_A);
