@@ -251,8 +251,50 @@ static bool attr_addr(const struct nlattr *a, int family, struct mroc_addr *out)
 
 struct route_reply {
 	struct nl_route *out;
+	int want_oif;			/* fibmatch: take the multipath next hop on it */
 	bool found;
 };
+
+static void attr_via(const struct nlattr *a, struct mroc_addr *gw)
+{
+	const struct rtvia *via = mnl_attr_get_payload(a);
+	uint16_t plen = mnl_attr_get_payload_len(a);
+	size_t alen = via->rtvia_family == AF_INET ? 4 : 16;
+
+	if (plen >= sizeof(*via) && plen == sizeof(*via) + alen &&
+	    (via->rtvia_family == AF_INET || via->rtvia_family == AF_INET6)) {
+		memset(gw, 0, sizeof(*gw));
+		gw->family = via->rtvia_family;
+		memcpy(gw->bytes, via->rtvia_addr, alen);
+	}
+}
+
+/* The next hop of a multipath route (RTA_MULTIPATH) that leaves by r->want_oif. */
+static void route_multipath(const struct nlattr *a, uint8_t family, struct route_reply *r)
+{
+	const struct rtnexthop *nh = mnl_attr_get_payload(a);
+	int left = (int)mnl_attr_get_payload_len(a);
+
+	while (left >= (int)sizeof(*nh) && nh->rtnh_len >= sizeof(*nh) && nh->rtnh_len <= left) {
+		if (nh->rtnh_ifindex == r->want_oif) {
+			const struct nlattr *na = (const void *)RTNH_DATA(nh);
+			int alen = nh->rtnh_len - (int)RTNH_LENGTH(0);
+
+			r->out->ifindex = nh->rtnh_ifindex;
+			memset(&r->out->gw, 0, sizeof(r->out->gw));
+			while (mnl_attr_ok(na, alen)) {
+				if (mnl_attr_get_type(na) == RTA_GATEWAY)
+					attr_addr(na, family, &r->out->gw);
+				else if (mnl_attr_get_type(na) == RTA_VIA)
+					attr_via(na, &r->out->gw);
+				na = mnl_attr_next(na);
+			}
+			return;
+		}
+		left -= RTNH_ALIGN(nh->rtnh_len);
+		nh = RTNH_NEXT(nh);
+	}
+}
 
 static int route_cb(const struct nlmsghdr *nlh, void *data)
 {
@@ -276,19 +318,13 @@ static int route_cb(const struct nlmsghdr *nlh, void *data)
 		case RTA_GATEWAY:
 			attr_addr(a, rtm->rtm_family, &r->out->gw);
 			break;
-		case RTA_VIA: {
-			const struct rtvia *via = mnl_attr_get_payload(a);
-			uint16_t plen = mnl_attr_get_payload_len(a);
-			size_t alen = via->rtvia_family == AF_INET ? 4 : 16;
-
-			if (plen >= sizeof(*via) && plen == sizeof(*via) + alen &&
-			    (via->rtvia_family == AF_INET || via->rtvia_family == AF_INET6)) {
-				memset(&r->out->gw, 0, sizeof(r->out->gw));
-				r->out->gw.family = via->rtvia_family;
-				memcpy(r->out->gw.bytes, via->rtvia_addr, alen);
-			}
+		case RTA_VIA:
+			attr_via(a, &r->out->gw);
 			break;
-		}
+		case RTA_MULTIPATH:
+			if (r->want_oif)
+				route_multipath(a, rtm->rtm_family, r);
+			break;
 		}
 	}
 	r->found = true;
@@ -300,10 +336,10 @@ int nl_route_get(struct nl *nl, const struct mroc_addr *dst, struct nl_route *ou
 	return nl_route_get_oif(nl, dst, 0, out);
 }
 
-int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct nl_route *out)
+static int route_request(struct nl *nl, const struct mroc_addr *dst, int oif, bool fibmatch,
+			 struct route_reply *r)
 {
 	uint8_t buf[NL_REQ_SIZE] __attribute__((aligned(8)));
-	struct route_reply r = { .out = out };
 	struct nlmsghdr *nlh;
 	struct rtmsg *rtm;
 	size_t alen = addr_len(dst);
@@ -315,13 +351,39 @@ int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct
 	rtm = mnl_nlmsg_put_extra_header(nlh, sizeof(*rtm));
 	rtm->rtm_family = (uint8_t)dst->family;
 	rtm->rtm_dst_len = (uint8_t)(alen * 8);
+	rtm->rtm_flags = fibmatch ? RTM_F_FIB_MATCH : 0;
 	mnl_attr_put(nlh, RTA_DST, alen, dst->bytes);
 	if (oif > 0)
 		mnl_attr_put_u32(nlh, RTA_OIF, (uint32_t)oif);
-	err = nl_request(nl, nlh, route_cb, &r);
+	r->found = false;
+	err = nl_request(nl, nlh, route_cb, r);
 	if (err)
 		return err;
-	return r.found ? 0 : -ENODATA;
+	return r->found ? 0 : -ENODATA;
+}
+
+int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct nl_route *out)
+{
+	struct route_reply r = { .out = out };
+	int err = route_request(nl, dst, oif, false, &r);
+
+	/*
+	 * IPv6 picks a multipath route's next hop by the flow's hash before it
+	 * looks at oif, so `route get DST oif DEV` may answer with a sibling
+	 * on another device (IPv4 honours oif).  The whole FIB entry
+	 * (RTM_F_FIB_MATCH, `ip route get DST oif DEV fibmatch`) lists every
+	 * next hop: take the one on oif.
+	 */
+	if (!err && oif > 0 && out->ifindex != oif && out->type == RTN_UNICAST) {
+		struct nl_route first = *out;
+
+		r.want_oif = oif;
+		if (route_request(nl, dst, oif, true, &r) || out->ifindex != oif)
+			*out = first;
+		else if (!out->src.family)
+			out->src = first.src;
+	}
+	return err;
 }
 
 /* ---- neighbours ------------------------------------------------------------- */

@@ -5,7 +5,8 @@
  * kernel's route and neighbour tables over netlink.  A host with a port per
  * fabric plane reaches a peer through each of them: the route out of a port
  * is `ip route get PEER oif PORT`, which also picks that port's next hop of
- * a multipath (ECMP) route.  The source address of every frame is the
+ * a multipath (ECMP) route (IPv6 may answer with another port's: then the
+ * FIB entry's next hop on that port, `... fibmatch`, netlink.c).  The source address of every frame is the
  * configured network.address when there is one (a service address on lo,
  * say), else the route's preferred source.  Worker thread only.
  */
