@@ -280,14 +280,22 @@ static json_t *interface_info(struct mrocd *d)
 {
 	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
 	json_t *a = json_array();
+	unsigned sock = 0;
 
 	for (uint32_t i = 0; i < ifs->n; i++) {
-		json_t *o = json_object(), *qs = json_array();
+		json_t *o = json_object(), *qs = json_array(), *ws = json_array();
 
 		json_object_set_new(o, "name", json_string(ifs->v[i].name));
-		for (uint32_t q = 0; q < ifs->v[i].nqueues; q++)
+		/* Socket k (config order) is worker k % nworkers's (afxdp_add_views). */
+		for (uint32_t q = 0; q < ifs->v[i].nqueues; q++, sock++) {
 			json_array_append_new(qs, json_integer(ifs->v[i].queues[q]));
+			json_array_append_new(ws, json_integer(sock % d->nworkers));
+		}
 		json_object_set_new(o, "queues", qs);
+		if (d->nsocks)
+			json_object_set_new(o, "queue_workers", ws);
+		else
+			json_decref(ws);
 		/* attached[] follows the configured order (start_afxdp) */
 		if (d->prog && i < d->nattached) {
 			int m = xdp_prog_attach_mode(d->prog, d->attached[i]);

@@ -3,7 +3,7 @@
 # Two data-plane workers on hosts with two ports (scripts/fabric up --ports 2),
 # daemon.workers = 2 on both daemons, over IPv6 (the fabric's service
 # addresses FABRIC_IP6_h; test_fabric_ports runs workers over IPv4):
-#  - status says 2 workers; each worker serves one port's socket;
+#  - status says 2 workers, and that p1's socket is worker 0's, p2's worker 1's;
 #  - two verified write_bw runs at once, 2 QPs each: their clients go to
 #    different workers, so QPs live on both workers on both hosts;
 #  - frames that came in on one worker's socket for the other's QPs were
@@ -19,7 +19,8 @@ e2e_fabric_up --ports 2
 FABRIC_IP_0=$FABRIC_IP6_0 FABRIC_IP_1=$FABRIC_IP6_1
 e2e_ports_pair 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/'
 for n in a b; do
-	jq -e '.workers == 2' <<<"$(e2e_admin $n status)" >/dev/null ||
+	jq -e '.workers == 2 and ([.interface_info[] | {(.name): .queue_workers}] | add) ==
+		{"p1": [0], "p2": [1]}' <<<"$(e2e_admin $n status)" >/dev/null ||
 		fail "$n: expected 2 workers: $(e2e_admin $n status)"
 	grep -q "2 worker(s)" "$E2E_DIR/$n.log" || fail "$n: the log does not say 2 workers"
 	e2e_wait $n links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
