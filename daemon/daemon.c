@@ -368,8 +368,11 @@ static unsigned workers_wanted(const struct mrocd *d)
 {
 	unsigned n = d->cfg.daemon.workers, cpus;
 
-	if (!d->nsocks)
+	if (!d->nsocks) {
+		if (n > 1)
+			pr_info("daemon.workers = %u: the UDP backend runs one worker", n);
 		return 1;
+	}
 	if (!n) {
 		long online = sysconf(_SC_NPROCESSORS_ONLN);
 
