@@ -97,6 +97,7 @@ static const char *const helps[][2] = {
 	{ "mroc_backend_rx_bad_icrc_total", "Packets dropped as corrupted: their ICRC did not match." },
 	{ "mroc_backend_tx_no_route_total", "Packets dropped for an unresolved peer (resent)." },
 	{ "mroc_backend_tx_ring_full_total", "Sends that found the TX ring full." },
+	{ "mroc_backend_tx_kick_errors_total", "AF_XDP TX kicks that failed (not EAGAIN)." },
 	{ "mroc_backend_xsk_rx_dropped_total", "AF_XDP XDP_STATISTICS rx_dropped, summed." },
 	{ "mroc_backend_xsk_rx_invalid_descs_total", "AF_XDP XDP_STATISTICS rx_invalid_descs." },
 	{ "mroc_backend_xsk_tx_invalid_descs_total", "AF_XDP XDP_STATISTICS tx_invalid_descs." },

@@ -141,6 +141,43 @@ static uint64_t mono_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
+/* Descriptors submitted to a TX ring that the kernel has not taken yet. */
+static uint32_t tx_queued(const struct xsk_ring_prod *tx)
+{
+	/* Acquire: pairs with the kernel's release of the consumer index. */
+	return __atomic_load_n(tx->producer, __ATOMIC_RELAXED) -
+	       __atomic_load_n(tx->consumer, __ATOMIC_ACQUIRE);
+}
+
+/*
+ * A kick (sendto) sends at most 32 descriptors in copy mode (the kernel's
+ * TX batch; the rest wait for the next kick) and says EAGAIN both when it
+ * stopped there and when the device queue is stopped.  One kick per batch
+ * of 64 left packets in the ring with nobody to send them once the engine
+ * had nothing new: they went out only with the next packet, often a
+ * tail-loss probe or an RTO.  So kick until the ring is empty or a kick
+ * took nothing (queue stopped: the worker comes back, see tx_flush).
+ * Zero-copy sends asynchronously: one kick, when the driver asks for it.
+ */
+int afxdp_tx_kick(struct xsk_ring_prod *tx, int fd, bool zero_copy)
+{
+	uint32_t left = tx_queued(tx);
+
+	for (unsigned i = 0; left && i < AFXDP_KICKS_MAX; i++) {
+		uint32_t before = left;
+
+		if (!xsk_ring_prod__needs_wakeup(tx))
+			break;
+		if (sendto(fd, NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 && errno != EAGAIN &&
+		    errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN)
+			return -errno;
+		left = tx_queued(tx);
+		if (zero_copy || left >= before)
+			break;
+	}
+	return (int)left;
+}
+
 /* Give a socket's completed TX frames back to the free stack. */
 static void reclaim_sock(struct afxdp *x, struct afxdp_sock *k)
 {
@@ -156,6 +193,33 @@ static void reclaim(struct afxdp *x)
 {
 	for (unsigned i = 0; i < x->nown; i++)
 		reclaim_sock(x, &x->socks[x->own[i]]);
+}
+
+/*
+ * Kick every socket of ours with descriptors still in its TX ring (its
+ * completion ring emptied first: a full one stops the kernel too).
+ * Returns how many are still waiting.
+ */
+static uint32_t flush(struct afxdp *x)
+{
+	uint32_t left = 0;
+
+	for (unsigned i = 0; i < x->nown; i++) {
+		struct afxdp_sock *k = &x->socks[x->own[i]];
+		int n;
+
+		if (!tx_queued(&k->tx))
+			continue;
+		reclaim_sock(x, k);
+		n = afxdp_tx_kick(&k->tx, xsk_socket__fd(k->xsk), k->zero_copy);
+		if (n < 0) {
+			x->st.tx_kick_errors++;
+			pr_warn_rl("af_xdp: TX kick on %s: %s", k->ifname, strerror(-n));
+			n = (int)tx_queued(&k->tx);
+		}
+		left += (uint32_t)n;
+	}
+	return left;
 }
 
 /* Put up to n free frames into a socket's fill ring. */
@@ -514,10 +578,10 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 	}
 	if (x->vs)
 		n = views_tx_room(x, n);
+	/* Short of ring room or frames: what the rings hold must go out first. */
 	if (!n) {
 		x->st.tx_ring_full++;
-		for (unsigned j = 0; j < x->nown; j++)
-			sendto(xsk_socket__fd(x->socks[x->own[j]].xsk), NULL, 0, MSG_DONTWAIT, NULL, 0);
+		flush(x);
 		return 0;
 	}
 	/* Keep a reserve for the fill rings so RX never starves behind TX. */
@@ -529,8 +593,10 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 			.cap = x->frame_size - FRAME_HEADROOM - FRAME_ICRC_LEN,
 		};
 	}
-	if (i < n)
+	if (i < n) {
 		x->st.tx_ring_full++;
+		flush(x);
+	}
 	return i;
 }
 
@@ -660,8 +726,8 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 
 /*
  * One submit per socket for the whole batch (the producer index is
- * published once, after every descriptor is written), then one kick:
- * copy mode needs it per batch, need_wakeup tells zero-copy when.
+ * published once, after every descriptor is written), then the kicks
+ * (flush: also for what earlier batches left in the rings).
  */
 static void submit_tx(struct afxdp *x)
 {
@@ -672,11 +738,8 @@ static void submit_tx(struct afxdp *x)
 			continue;
 		xsk_ring_prod__submit(&k->tx, k->tx_pending);
 		k->tx_pending = 0;
-		if (xsk_ring_prod__needs_wakeup(&k->tx) &&
-		    sendto(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, 0) < 0 &&
-		    errno != EAGAIN && errno != EBUSY && errno != ENOBUFS && errno != ENETDOWN)
-			pr_warn_rl("af_xdp: TX kick on %s: %s", k->ifname, strerror(errno));
 	}
+	flush(x);
 }
 
 static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got)
@@ -700,6 +763,15 @@ static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used,
 	if (x->vs)
 		views_wake(x);
 	return sent;
+}
+
+static uint32_t afxdp_tx_flush(struct backend *b)
+{
+	struct afxdp *x = to_afxdp(b);
+	uint32_t left = flush(x);
+
+	reclaim(x);
+	return left;
 }
 
 static int afxdp_poll_fds(struct backend *b, int *fds, int max)
@@ -792,6 +864,7 @@ static const struct backend_ops afxdp_ops = {
 	.rx_release = afxdp_rx_release,
 	.tx_get = afxdp_tx_get,
 	.tx_send = afxdp_tx_send,
+	.tx_flush = afxdp_tx_flush,
 	.poll_fds = afxdp_poll_fds,
 	.may_sleep = afxdp_may_sleep,
 	.get_stats = afxdp_get_stats,

@@ -46,6 +46,20 @@ struct afxdp_cfg {
 	struct mroc_addr src;		/* source of every frame; family 0 = each route's */
 };
 
+/* Kicks a copy-mode TX ring this many times at most per flush (32 descriptors a kick). */
+#define AFXDP_KICKS_MAX	128
+
+struct xsk_ring_prod;
+
+/*
+ * Has the kernel take the descriptors submitted to a TX ring (fd: its
+ * socket): copy mode takes at most 32 per kick, so kick until the ring is
+ * empty or a kick took none (the device queue is stopped); zero-copy gets
+ * one kick, if the driver asks for it.  Returns how many are still in the
+ * ring, negative errno if a kick failed otherwise than "try again".
+ */
+int afxdp_tx_kick(struct xsk_ring_prod *tx, int fd, bool zero_copy);
+
 /*
  * Creates the UMEM and every socket and registers them with cfg->prog.
  * Returns 0 on success, negative errno otherwise with the reason, naming

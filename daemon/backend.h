@@ -33,6 +33,7 @@ struct backend_stats {
 	uint64_t rx_bad_icrc;		/* corrupted: the ICRC did not match */
 	uint64_t tx_no_route;		/* peer unresolved: dropped, the engine resends */
 	uint64_t tx_ring_full;
+	uint64_t tx_kick_errors;	/* AF_XDP: a TX kick failed (not EAGAIN/EBUSY/ENOBUFS) */
 	/* AF_XDP: XDP_STATISTICS of the sockets, summed */
 	uint64_t xsk_rx_dropped, xsk_rx_invalid_descs, xsk_tx_invalid_descs;
 	uint64_t xsk_rx_ring_full, xsk_rx_fill_ring_empty, xsk_tx_ring_empty;
@@ -55,6 +56,13 @@ struct backend_ops {
 	int (*tx_get)(struct backend *b, struct engine_txbuf *bufs, int n);
 	/* Send bufs[0..used), give back bufs[used..got).  Returns sent count. */
 	int (*tx_send)(struct backend *b, struct engine_txbuf *bufs, int used, int got);
+	/*
+	 * Optional: pushes out packets that tx_send handed to the kernel but
+	 * that it has not taken yet (AF_XDP copy mode takes 32 per kick).
+	 * Returns how many are still waiting: the worker then sleeps only
+	 * briefly, since nothing would wake it to kick again.
+	 */
+	uint32_t (*tx_flush)(struct backend *b);
 	/* fds that become readable when packets arrive (for poll); returns how many (<= max). */
 	int (*poll_fds)(struct backend *b, int *fds, int max);
 	void (*get_stats)(struct backend *b, struct backend_stats *out);

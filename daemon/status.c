@@ -31,6 +31,7 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "rx_bad_icrc", st->rx_bad_icrc);
 	SET(o, "tx_no_route", st->tx_no_route);
 	SET(o, "tx_ring_full", st->tx_ring_full);
+	SET(o, "tx_kick_errors", st->tx_kick_errors);
 	SET(o, "xsk_rx_dropped", st->xsk_rx_dropped);
 	SET(o, "xsk_rx_invalid_descs", st->xsk_rx_invalid_descs);
 	SET(o, "xsk_tx_invalid_descs", st->xsk_tx_invalid_descs);

@@ -25,6 +25,8 @@
 /* Busy-polling: a yield now and then, not per turn (see idle_spin). */
 #define YIELD_EVERY_NS	10000
 #define RELAX_PER_TURN	64
+/* Packets the kernel did not take (a stopped device queue): kicked again this soon. */
+#define TX_RETRY_NS	50000
 
 struct worker {
 	struct worker_cfg cfg;
@@ -271,6 +273,9 @@ static void *worker_main(void *arg)
 		deadline = engine_next_deadline(w->cfg.eng);
 		if (tick < deadline)
 			deadline = tick;
+		if (w->cfg.be->ops->tx_flush && w->cfg.be->ops->tx_flush(w->cfg.be) &&
+		    deadline > now + TX_RETRY_NS)
+			deadline = now + TX_RETRY_NS;
 		if ((w->cfg.may_sleep && !w->cfg.may_sleep(w->cfg.ctx)) ||
 		    (w->cfg.be->ops->may_sleep && !w->cfg.be->ops->may_sleep(w->cfg.be))) {
 			idle_since = 0;
