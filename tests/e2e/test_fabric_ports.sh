@@ -30,9 +30,10 @@ e2e_perf_finish "two ports"
 d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 echo "packets to B: plane 1 $d1, plane 2 $d2"
 cat "$E2E_DIR/cli.txt"
-# 16 paths on 2 ports (all on one: 1 in 32768): a plane with under a tenth of the packets
-# would mean a port unused.
-[ $((d1 * 10)) -gt $((d1 + d2)) ] && [ $((d2 * 10)) -gt $((d1 + d2)) ] ||
+# 16 paths on 2 ports (all on one: 1 in 32768).  How many land on each, and how much each
+# path carries (its window), varies: a plane had 9.8% once.  A port left unused would carry
+# next to nothing, so a plane with under a fiftieth of the packets fails.
+[ $((d1 * 50)) -gt $((d1 + d2)) ] && [ $((d2 * 50)) -gt $((d1 + d2)) ] ||
 	fail "the transfer did not use both ports (plane 1: $d1, plane 2: $d2 packets)"
 ok "a verified transfer used both ports (planes: $d1 and $d2 packets)"
 
