@@ -55,7 +55,7 @@ CLI=$BUILD/mroc-cli
 MROCD=$BUILD/mrocd
 NAME=bf$(($$ % 100000))
 LINK_MTU=3500		# native XDP on veth takes about a page
-MROC_MTU=3388		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 112 bytes more)
+MROC_MTU=3380		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 120 bytes more in token mode)
 # A plane's payload capacity: TBF counts the frame (Ethernet 14 + IPv4 20 + UDP 8 +
 # MetaRoCE 60 + payload), so 3392 of every 3494 bytes are payload.
 PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')

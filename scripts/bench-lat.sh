@@ -49,8 +49,8 @@ LOADS=${LOADS:-idle bw}
 PERF=$BUILD/mroc-perf
 FABRIC=$TOP/scripts/fabric
 NAME=bl$(($$ % 100000))
-LINK_MTU=3506		# payload 3392 + headers (mrocd checks); native XDP on veth takes about a page
-MROC_MTU=3392		# MetaRoCE payload per packet at LINK_MTU
+LINK_MTU=3506		# payload 3386 + headers (mrocd checks); native XDP on veth takes about a page
+MROC_MTU=3386		# MetaRoCE payload per packet at LINK_MTU (120 bytes of headers in token mode)
 LAT_PORT=18515 BW_PORT=18516 SP_PORT=11111
 
 log() { echo "bench-lat: $*" >&2; }

@@ -21,7 +21,7 @@ CLI=$BUILD/mroc-cli
 PERF=$BUILD/mroc-perf
 BL_NAME=$(echo "${BL_TAG:-bl}" | cut -c1-3)$(($$ % 100000))
 LINK_MTU=${LINK_MTU:-3500}	# native XDP on veth takes about a page
-MROC_MTU=${MROC_MTU:-3388}	# MetaRoCE payload per packet at LINK_MTU (mrocd needs 112 bytes more)
+MROC_MTU=${MROC_MTU:-3380}	# MetaRoCE payload per packet at LINK_MTU (mrocd needs 120 bytes more in token mode)
 BL_PIDS=()
 BL_DIR=
 NPLANES=0 NHOSTS=0

@@ -49,7 +49,7 @@ CLI=$BUILD/mroc-cli
 MROCD=$BUILD/mrocd
 NAME=bp$(($$ % 100000))
 LINK_MTU=3500		# native XDP on veth takes about a page
-MROC_MTU=3388		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 112 bytes more)
+MROC_MTU=3380		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 120 bytes more in token mode)
 # TBF counts whole frames: 3392 payload bytes in every 3494.
 PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')
 PIDS=()

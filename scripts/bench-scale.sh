@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # mroc at 1 .. 4,000 QPs (issue #10): two mrocd on AF_XDP over a 4-plane ECMP
-# fabric (scripts/fabric), lossless, daemon defaults (paths 4, MTU 3388), and at
+# fabric (scripts/fabric), lossless, daemon defaults (paths 4, MTU 3380), and at
 # each QP count N, REPS times:
 #
 #   bw     N QPs of write_bw 64 KiB from several mroc-perf clients at once (1 x 1,
