@@ -93,7 +93,7 @@ static uint64_t host_rto_floor(const struct engine *eng)
 
 /*
  * Nor below a quarter more than the largest RTT any ACK showed lately (this
- * window of RTT_MAX_WINDOW_NS and the last, so 4 to 8 s).  Where workers
+ * window of RTT_MAX_WINDOW_NS and the last, so 30 to 60 s).  Where workers
  * share CPUs with other work, a worker at either end (or the softirq that
  * moves one plane's packets) is off its CPU for milliseconds now and then,
  * and a path's ACKs arrive late all at once while its siblings' keep coming:
@@ -101,9 +101,11 @@ static uint64_t host_rto_floor(const struct engine *eng)
  * spuriously each time (at 1 QP on a loaded 2-core host: 200-300 RTOs in
  * 8 s, every resend a duplicate).  A real RTO then waits as long as the
  * stalls; a lost tail is still found by the probe and holes by the SACK,
- * neither of which waits for it.
+ * neither of which waits for it.  Remembered for 4-8 s, stalls came back
+ * as bursts of hundreds of RTOs every 8-18 s at 4,000 QPs: a host's stalls
+ * recur on the scale of its other work, so the memory is long.
  */
-#define RTT_MAX_WINDOW_NS	(4 * NSEC_PER_SEC)
+#define RTT_MAX_WINDOW_NS	(30 * NSEC_PER_SEC)
 
 static uint64_t host_rtt_max(const struct engine *eng)
 {
