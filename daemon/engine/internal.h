@@ -381,6 +381,7 @@ void peer_sent(struct qp *qp);
 void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
+void peer_acked(struct engine *eng, struct qp *qp);
 
 /* mr.c */
 int mr_table_init(struct engine *eng);

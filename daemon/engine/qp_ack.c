@@ -19,7 +19,7 @@ static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32
 		return 0;
 	s->state = SB_ACKED;
 	p->inflight -= s->bytes;
-	peer_release(eng, qp, 1);
+	peer_acked(eng, qp);
 	p->st_acked++;
 	if (!p->any_acked || seq_lt(p->high_acked, psn))
 		p->high_acked = psn;

@@ -147,6 +147,29 @@ static void test_window_caps_inflight(void **state)
 }
 
 /*
+ * The window opens as a slow start: with a 512-packet cap, an eighth of it
+ * (64 packets) leaves before any ACK; then it grows with the ACKs, and
+ * every QP gets through.
+ */
+static void test_window_opens(void **state)
+{
+	struct engine_config cfg;
+	struct fx *f;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = 512;
+	f = fx_new(state, &cfg);
+	f->hold = true;
+	for (int q = 0; q < NQP; q++)
+		post_write(f, q, (uint64_t)q);
+	pair_run_for(f->p, 100 * PAIR_US);
+	assert_int_equal(f->a_data, 64);
+	release(f);
+	expect_all_done(f, 100 * PAIR_MS);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), 0);
+}
+
+/*
  * QP 0 busy, the others idle for ten keepalive intervals: their peer is
  * heard on QP 0, so nobody asks it for a sign of life.
  */
@@ -183,6 +206,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_window_caps_inflight, teardown),
+		cmocka_unit_test_teardown(test_window_opens, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 	};
 
