@@ -172,7 +172,7 @@ exp_fi() {
 	local cond sizes
 	sizes=$(awk -F, 'NR > 1 && $5 != "failed" { print $5 }' "$FI_CSV" | sort -gu)
 	for cond in lossless "loss$LOSS"; do
-		md "#### fi_pingpong -e rdm, $cond$([ $cond = lossless ] || echo " on one plane (each plane in turn)")"
+		md "#### fi_pingpong -e rdm, $([ $cond = lossless ] && echo lossless || echo "${LOSS}% loss on one plane ($([ -n "$LOSS_FOLLOW" ] && echo "the plane the run's traffic took" || echo "each plane in turn"))")"
 		md ""
 		md "Median over the runs (lossless: $REPS each; lossy: $(wc -w <<<"$LOSSY_PLANES") each, $([ -n "$LOSS_FOLLOW" ] && echo "the lossy plane chosen in each run as the one its first $FOLLOW_PKTS packets towards the server mostly crossed, so that a single TCP connection always meets the loss" || echo "one per plane")) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets towards the server that crossed the lossy plane (median, min..max)."
 		md ""
