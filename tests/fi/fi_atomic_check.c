@@ -167,12 +167,42 @@ static int reap(struct fab *f, int want, void **ctx, uint64_t *flags, int *err)
 	return got;
 }
 
+/* Post with retries while the endpoint is full (progress in between). */
+#define POST(f, call) do {							\
+	ssize_t _r;								\
+	while ((_r = (call)) == -FI_EAGAIN)					\
+		fi_cq_read((f)->cq, NULL, 0);					\
+	if (_r)									\
+		die("%s: %s", #call, fi_strerror((int)-_r));			\
+} while (0)
+
 /* ---- target --------------------------------------------------------------------- */
 
 static bool expect(const char *what, uint64_t got, uint64_t want)
 {
 	printf("%s: %" PRIu64 " (want %" PRIu64 ")%s\n", what, got, want, got == want ? "" : " MISMATCH");
 	return got == want;
+}
+
+/* Atomics on the target's own words through its own address (served in-process). */
+static void self_atomics(struct fab *f, const struct sockaddr_in *sin)
+{
+	uint64_t addr = (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
+			(uint64_t)(uintptr_t)f->words : 0;
+	uint64_t v = 7, old = 1, back = 0, slot = W_COUNT - 1;
+
+	if (fi_av_insert(f->av, sin, 1, &f->peer, 0, NULL) != 1)
+		die("fi_av_insert (self)");
+	POST(f, fi_fetch_atomic(f->ep, &v, 1, NULL, &old, NULL, f->peer, addr + slot * 8,
+				fi_mr_key(f->mr), FI_UINT64, FI_ATOMIC_WRITE, NULL));
+	POST(f, fi_fetch_atomic(f->ep, NULL, 1, NULL, &back, NULL, f->peer, addr + slot * 8,
+				fi_mr_key(f->mr), FI_UINT64, FI_ATOMIC_READ, NULL));
+	reap(f, 2, NULL, NULL, NULL);
+	if (old != 0 || back != 7 || f->words[slot] != 7)
+		die("self: wrote 7 over %" PRIu64 ", read %" PRIu64 ", word %" PRIu64, old, back,
+		    f->words[slot]);
+	f->words[slot] = 0;
+	printf("self: ATOMIC_WRITE then ATOMIC_READ on its own word\n");
 }
 
 static int target(const char *dir, int nclients, uint64_t iters)
@@ -192,6 +222,7 @@ static int target(const char *dir, int nclients, uint64_t iters)
 	f.words[W_BAND] = UINT64_MAX;
 	fab_open(&f, &f.mr, f.words);
 	CHECK(fi_getname(&f.ep->fid, &sin, &len));
+	self_atomics(&f, &sin);
 	for (int i = 0; i < nclients; i++)
 		CHECK(fi_recv(f.ep, done[i], sizeof(done[i]), NULL, FI_ADDR_UNSPEC, done[i]));
 	snprintf(path, sizeof(path), "%s/target.tmp", dir);
@@ -252,15 +283,6 @@ static void read_target(struct fab *f, const char *dir, uint64_t *key, uint64_t 
 	if (fi_av_insert(f->av, &sin, 1, &f->peer, 0, NULL) != 1)
 		die("fi_av_insert");
 }
-
-/* Post with retries while the endpoint is full (progress in between). */
-#define POST(f, call) do {							\
-	ssize_t _r;								\
-	while ((_r = (call)) == -FI_EAGAIN)					\
-		fi_cq_read((f)->cq, NULL, 0);					\
-	if (_r)									\
-		die("%s: %s", #call, fi_strerror((int)-_r));			\
-} while (0)
 
 /* ITERS fetch-adds, WINDOW in flight; the originals to DIR/orig.RANK. */
 static void fetch_adds(struct fab *f, const char *dir, int rank, uint64_t iters, uint64_t key,
