@@ -40,7 +40,8 @@ struct bench {
 	struct side s[2];
 	uint32_t nqps, active;
 	uint64_t now;
-	uint8_t bufs[BATCH][MROC_DATA_OVERHEAD + 4096];
+	uint8_t bufs[BATCH][MROC_DATA_OVERHEAD + 4096 + MROC_TAG_LEN];
+	uint8_t sec;			/* enum mroc_sec: none or token */
 	struct engine_txbuf tx[BATCH];
 };
 
@@ -130,6 +131,7 @@ static int setup(struct bench *b, uint32_t mtu)
 	engine_config_default(&cfg);
 	cfg.max_qps = b->nqps + 8;
 	cfg.mtu = mtu;
+	cfg.sec_mode = b->sec;
 	for (int i = 0; i < 2; i++) {
 		struct side *s = &b->s[i];
 
@@ -193,7 +195,7 @@ static uint64_t data_sent(const struct bench *b)
 }
 
 /* Returns ns of CPU per data packet, or a negative errno. */
-static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t mtu,
+static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t mtu, uint8_t sec,
 		      uint64_t *rto, uint64_t *mem_rest, uint64_t *mem_busy)
 {
 	struct bench *b = calloc(1, sizeof(*b));
@@ -205,6 +207,7 @@ static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t
 		return -ENOMEM;
 	b->nqps = nqps;
 	b->active = active;
+	b->sec = sec;
 	if (setup(b, mtu))
 		goto out;
 	*mem_rest = mem_per_qp(b);	/* connected, WRITEs just posted */
@@ -226,12 +229,14 @@ out:
 
 static const char usage[] =
 "usage: mroc-sim engine [--qps LIST] [--active all|N] [--packets N] [--mtu N] [--runs N]\n"
+"                      [--sec none|token]\n"
 "  the engine's CPU time per data packet, two engines back to back in one thread\n"
 "  --qps LIST     QP pairs, comma-separated (1,16,256,1000,4000)\n"
 "  --active all|N QPs with WRITEs outstanding; the rest idle (all)\n"
 "  --packets N    data packets measured per run (200000)\n"
 "  --mtu N        payload bytes per packet (1024)\n"
-"  --runs N       runs per point: min / median / max (3)\n";
+"  --runs N       runs per point: min / median / max (3)\n"
+"  --sec MODE     security mode: none, or token (a SipHash tag per packet) (none)\n";
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -246,10 +251,12 @@ int enginebench_cmd(int argc, char **argv)
 		{ "qps", required_argument, NULL, 'q' }, { "active", required_argument, NULL, 'a' },
 		{ "packets", required_argument, NULL, 'p' }, { "mtu", required_argument, NULL, 'm' },
 		{ "runs", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
+		{ "sec", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char qlist[256] = "1,16,256,1000,4000";
 	uint64_t packets = 200000, mtu = 1024, runs = 3, active = 0;
+	uint8_t sec = MROC_SEC_NONE;
 	double base = 0;
 	int c;
 
@@ -264,12 +271,19 @@ int enginebench_cmd(int argc, char **argv)
 		case 'm': if (sim_parse_scaled(optarg, 1024, &mtu) || mtu < 64 || mtu > 4096) goto bad;
 			break;
 		case 'r': if (sim_parse_scaled(optarg, 1, &runs) || !runs || runs > 99) goto bad; break;
+		case 's':
+			if (!strcmp(optarg, "token"))
+				sec = MROC_SEC_TOKEN;
+			else if (strcmp(optarg, "none"))
+				goto bad;
+			break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: goto bad;
 		}
 	}
 	printf("# engine CPU per data packet, sender + receiver, %" PRIu64 " packets per run, "
-	       "MTU %" PRIu64 ", %s active\n", packets, mtu, active ? "some" : "all");
+	       "MTU %" PRIu64 ", %s active, security %s\n", packets, mtu, active ? "some" : "all",
+	       sec == MROC_SEC_TOKEN ? "token" : "none");
 	printf("%6s %6s %10s %10s %10s %8s %6s %9s %9s\n", "qps", "active", "min_ns", "median_ns",
 	       "max_ns", "x_first", "rto", "B/qp_rest", "B/qp_busy");
 	for (char *tok = strtok(qlist, ","); tok; tok = strtok(NULL, ",")) {
@@ -281,7 +295,7 @@ int enginebench_cmd(int argc, char **argv)
 			goto bad;
 		act = active && active < n ? (uint32_t)active : (uint32_t)n;
 		for (uint64_t r = 0; r < runs; r++) {
-			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, &rto, &rest, &busy);
+			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, sec, &rto, &rest, &busy);
 			if (v[r] < 0) {
 				fprintf(stderr, "mroc-sim engine: %" PRIu64 " QPs: %s\n", n,
 					strerror((int)-v[r]));
