@@ -4,8 +4,8 @@
 # What each security.mode costs (issue 13, docs/PROTOCOL.md 1.2): two mrocd on a veth pair
 # (AF_XDP, native XDP, 3328 payload bytes per packet in every mode), for each mode none, token and aead: mroc-perf
 # write_bw (SIZE_BW bytes, SECS s, default polling) and write_lat (8 bytes, SECS s), REPS
-# rounds with the modes interleaved in each (none, token, aead, none, ...) so that drift
-# of a shared machine spreads over all three.  Both daemons restart for every run.
+# rounds with the modes interleaved in each, each round starting at the next mode (none
+# token aead, token aead none, ...), so that drift of a shared machine spreads over all three.  Both daemons restart for every run.
 #
 # The same machine's CPU cost per packet, which a loaded machine disturbs far less than
 # throughput: the engine's per data packet without and with the token tag (mroc-sim
@@ -92,8 +92,11 @@ perf() {
 CSV=$OUT/sec.csv
 echo "mode,rep,write_bw_gbps,write_lat_p50_us,write_lat_p99_us,aead_sealed_a,rx_bad_tag_b" >"$CSV"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
+read -ra ALL <<<"$MODES"
 for rep in $(seq "$REPS"); do
-	for mode in $MODES; do
+	# Each round starts at another mode: no mode always runs first (or after aead).
+	for ((i = 0; i < ${#ALL[@]}; i++)); do
+		mode=${ALL[$(((i + rep - 1) % ${#ALL[@]}))]}
 		up "$mode"
 		perf write_bw -s "$SIZE_BW" -D "$SECS"
 		bw=$(jq -r '.bw_avg_gbps // empty' <<<"${R:-null}")
