@@ -89,8 +89,21 @@ perf() {
 	[ -n "$R" ] && [ "$R" != null ] || { log "$t failed: $(head -c 300 "$E2E_DIR/cli.err")"; R=; }
 }
 
+# cpu_ns: CPU time (user + system) both daemons used so far, ns.
+cpu_ns() {
+	local n t=0
+	for n in a b; do
+		t=$((t + $(awk -v t="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($14 + $15) * 1e9 / t }' \
+			"/proc/$(e2e_pid $n)/stat")))
+	done
+	echo $t
+}
+
+# tx_data: data packets both daemons sent so far.
+tx_data() { echo $(( $(e2e_admin a counters | jq .engine.tx_data) + $(e2e_admin b counters | jq .engine.tx_data) )); }
+
 CSV=$OUT/sec.csv
-echo "mode,rep,write_bw_gbps,write_lat_p50_us,write_lat_p99_us,aead_sealed_a,rx_bad_tag_b" >"$CSV"
+echo "mode,rep,write_bw_gbps,cpu_ns_per_data_pkt,write_lat_p50_us,write_lat_p99_us,aead_sealed_a,rx_bad_tag_b" >"$CSV"
 LOAD_BEFORE=$(cut -d' ' -f1-3 /proc/loadavg)
 read -ra ALL <<<"$MODES"
 for rep in $(seq "$REPS"); do
@@ -98,16 +111,20 @@ for rep in $(seq "$REPS"); do
 	for ((i = 0; i < ${#ALL[@]}; i++)); do
 		mode=${ALL[$(((i + rep - 1) % ${#ALL[@]}))]}
 		up "$mode"
+		c0=$(cpu_ns) d0=$(tx_data)
 		perf write_bw -s "$SIZE_BW" -D "$SECS"
 		bw=$(jq -r '.bw_avg_gbps // empty' <<<"${R:-null}")
+		c1=$(cpu_ns) d1=$(tx_data)
+		cpu=$(( (c1 - c0) / ((d1 - d0) > 0 ? (d1 - d0) : 1) ))
 		perf write_lat -s 8 -D "$SECS"
 		p50=$(jq -r '.t_typical_us // empty' <<<"${R:-null}")
 		p99=$(jq -r '.p99_us // empty' <<<"${R:-null}")
 		sealed=$(e2e_admin a counters | jq '.worker.aead_tx_sealed')
 		badtag=$(e2e_admin b counters | jq '.engine.rx_bad_tag')
 		down
-		log "rep $rep $mode: write_bw ${bw:--} Gbit/s, write_lat p50 ${p50:--} us p99 ${p99:--} us"
-		echo "$mode,$rep,$bw,$p50,$p99,$sealed,$badtag" >>"$CSV"
+		log "rep $rep $mode: write_bw ${bw:--} Gbit/s, $cpu ns CPU per data packet," \
+			"write_lat p50 ${p50:--} us p99 ${p99:--} us"
+		echo "$mode,$rep,$bw,$cpu,$p50,$p99,$sealed,$badtag" >>"$CSV"
 	done
 done
 LOAD_AFTER=$(cut -d' ' -f1-3 /proc/loadavg)
@@ -117,16 +134,19 @@ stat3() {
 	awk -F, -v m="$1" -v c="$2" 'NR > 1 && $1 == m && $c != "" { print $c + 0 }' "$CSV" | sort -g |
 		awk '{ v[n++] = $1 } END { if (!n) print "- - -"; else print v[0], v[int((n - 1) / 2)], v[n - 1] }'
 }
-echo "| mode | write_bw Gbit/s min / median / max | vs none | write_lat p50 us min / median / max | vs none |"
-echo "|---|---|---|---|---|"
+# pct A B: A against B in percent.
+pct() { awk -v a="$1" -v b="$2" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%+.1f%%", 100 * (a - b) / b; else print "-" }'; }
+echo "| mode | write_bw Gbit/s min / median / max | vs none | daemons' CPU ns per data packet min / median / max | vs none | write_lat p50 us min / median / max | vs none |"
+echo "|---|---|---|---|---|---|---|"
 read -r _ bw0 _ <<<"$(stat3 none 3)"
-read -r _ lat0 _ <<<"$(stat3 none 4)"
+read -r _ cpu0 _ <<<"$(stat3 none 4)"
+read -r _ lat0 _ <<<"$(stat3 none 5)"
 for mode in $MODES; do
 	read -r blo bmed bhi <<<"$(stat3 "$mode" 3)"
-	read -r llo lmed lhi <<<"$(stat3 "$mode" 4)"
-	dbw=$(awk -v a="$bmed" -v b="$bw0" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%+.1f%%", 100 * (a - b) / b; else print "-" }')
-	dlat=$(awk -v a="$lmed" -v b="$lat0" 'BEGIN { if (b + 0 > 0 && a != "-") printf "%+.1f%%", 100 * (a - b) / b; else print "-" }')
-	echo "| $mode | $blo / $bmed / $bhi | $dbw | $llo / $lmed / $lhi | $dlat |"
+	read -r clo cmed chi <<<"$(stat3 "$mode" 4)"
+	read -r llo lmed lhi <<<"$(stat3 "$mode" 5)"
+	echo "| $mode | $blo / $bmed / $bhi | $(pct "$bmed" "$bw0") | $clo / $cmed / $chi |" \
+		"$(pct "$cmed" "$cpu0") | $llo / $lmed / $lhi | $(pct "$lmed" "$lat0") |"
 done
 echo
 echo "load average (1, 5, 15 min): before $LOAD_BEFORE, after $LOAD_AFTER; $(nproc) CPUs"
