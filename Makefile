@@ -239,7 +239,8 @@ demo:
 
 # The simulation benchmark, then real packets (root) over veth and over the multi-plane
 # fabric: mroc vs RoCEv2 mode vs TCP; then hosts with a port per plane (bench-ports.sh);
-# then 1 .. 4,000 QPs (bench-scale) and the libfabric provider and MPI (bench-mpi).
+# then 1 .. 4,000 QPs (bench-scale) and the libfabric provider and MPI (bench-mpi); latency
+# (bench-lat); what each security.mode costs (bench-sec.sh).
 bench: all
 	$(SIM_BIN) bench
 	BUILD=$(abspath $(BUILD)) scripts/bench-net.sh
@@ -248,6 +249,7 @@ bench: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-scale.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-lat.sh
+	BUILD=$(abspath $(BUILD)) scripts/bench-sec.sh
 
 # 1, 16, 256, 1,000 and 4,000 QPs over two mrocd on AF_XDP (4-plane fabric) beside kernel
 # TCP with as many connections; the engine alone; the cluster AllToAll (about 15 minutes).
