@@ -340,7 +340,7 @@ jq -e --argjson b "$before" --argjson r "$raw" '.reset == true and $b.reset == f
 "${A[@]}" counters | grep -q "^counters since the last reset" || fail "text does not say reset"
 # a malformed packet after the reset: counted from zero
 ip netns exec "$NS_B" bash -c "printf '\\x01\\x7f\\x00\\x00AAAABBBBCCCCDDDD' >/dev/udp/$IP_A/4793"
-sleep 1
+e2e_wait a counters '.engine.tx_keepalive >= 5 and .engine.rx_malformed >= 1' 10
 c=$("${A[@]}" -j counters)
 jq -e '.engine.tx_keepalive >= 5 and .engine.rx_malformed == 1
 	and .engine.rx_malformed_by_reason.bad_opcode == 1' <<<"$c" >/dev/null ||

@@ -13,7 +13,9 @@ e2e_require_fabric
 e2e_fabric_up --planes 2
 e2e_config a af_xdp "$FABRIC_IF_0" "$FABRIC_IP_0" "$FABRIC_IP_1"
 e2e_config b af_xdp "$FABRIC_IF_1" "$FABRIC_IP_1" "$FABRIC_IP_0"
-sed -i 's/log_level = "debug"/log_level = "info"/; s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
+# 16 paths: the checks below need paths on both planes, and ECMP hashes each path onto one
+# at random (8 paths all on one plane: 1 run in 128; 16: 1 in 32768).
+sed -i 's/log_level = "debug"/log_level = "info"/; s/keepalive_ms = 100;/keepalive_ms = 500; paths = 16; rto_min_us = 5000;/' \
 	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
