@@ -42,11 +42,12 @@ for i in 0 1; do
 		-s 65536 -D 3 -q 2 -p $((18515 + i)) "$FABRIC_MGMT_1" >"$E2E_DIR/cli$i.txt" 2>&1 &
 	pids+=($!)
 done
-sleep 1.5
-# While they run: which worker owns each QP (mroc-cli's JSON of the admin "qps").
+# While they run: which workers own connected QPs (mroc-cli's JSON of the admin "qps"),
+# waiting for both (a loaded machine may take seconds to connect the QPs).
+owners='[.qps[] | select(.state == "connected") | .worker] | unique'
 for n in a b; do
-	e2e_admin $n qps | jq -c '[.qps[] | select(.state == "connected") | .worker] | unique' \
-		>"$E2E_DIR/$n.owners"
+	e2e_wait $n qps "($owners) == [0, 1]" 30
+	e2e_admin $n qps | jq -c "$owners" >"$E2E_DIR/$n.owners"
 done
 for i in 3 2 1 0; do
 	wait "${pids[$i]}" || { cat "$E2E_DIR"/cli*.txt "$E2E_DIR"/srv*.txt; fail "write_bw $i failed"; }
@@ -54,7 +55,8 @@ done
 d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 cat "$E2E_DIR/cli0.txt" "$E2E_DIR/cli1.txt" | grep -A1 "#bytes"
 echo "packets to B: plane 1 $d1, plane 2 $d2"
-[ $((d1 * 10)) -gt $((d1 + d2)) ] && [ $((d2 * 10)) -gt $((d1 + d2)) ] ||
+# (under a fiftieth: a port unused; the share varies with the paths' hash, see test_fabric_ports)
+[ $((d1 * 50)) -gt $((d1 + d2)) ] && [ $((d2 * 50)) -gt $((d1 + d2)) ] ||
 	fail "the transfers did not use both ports (plane 1: $d1, plane 2: $d2 packets)"
 ok "two verified write_bw runs at once, 2 QPs each, over both ports"
 
