@@ -39,12 +39,23 @@ ok "a verified transfer used both ports (planes: $d1 and $d2 packets)"
 
 # The ports every path of A leaves by now (mroc-cli path show's PORT column).
 ports_now() { "$CLI" -S "$E2E_DIR/a.admin" -j path show | jq -c '[.. | objects | select(has("path_id")) | .port] | unique'; }
-e2e_perf_start 6 -q 2
-sleep 2
+# Conditions waited for (30 s at most each), not fixed sleeps: on a loaded machine the QPs
+# may take seconds to connect.
+wait_for() {
+	for _ in $(seq 300); do
+		eval "$1" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+e2e_perf_start 10 -q 2
+# Both data QPs moving data (the control link's QP carries far less than 1 MB).
+e2e_wait a qps '[.qps[] | select(.state == "connected" and .tx_bytes > 1000000)] | length >= 2' 30
+wait_for '[ "$(ports_now)" = "[\"p1\",\"p2\"]" ]'
 before=$(ports_now)
 ip -n "$NS_A" link set p2 down
 p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
-sleep 2
+wait_for '[ "$(ports_now)" = "[\"p1\"]" ] && [ $(($(e2e_plane_pkts 1) - p1)) -gt 1000 ]'
 after=$(ports_now)
 d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 e2e_perf_finish "port p2 down mid-transfer"
