@@ -33,10 +33,11 @@ e2e_wait b links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 	fail "b: control connection never came up: $(e2e_admin b links)"
 ok "control connections up in band"
 
-# Keepalives every 100 ms: after a second both sides have sent and received several,
-# through the XDP program's redirect into the AF_XDP socket.
-sleep 1
+# Keepalives every 100 ms: soon both sides have sent and received several, through the
+# XDP program's redirect into the AF_XDP socket (waited for: 10 s at most).
 for n in a b; do
+	e2e_wait $n counters '.engine.tx_keepalive >= 3 and .engine.rx_pkts >= 3 and
+		.xdp.redirected >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3' 10
 	c=$(e2e_admin $n counters)
 	jq -e '.engine.tx_keepalive >= 3 and .engine.tx_cm >= 1 and .engine.rx_pkts >= 3' \
 		<<<"$c" >/dev/null || fail "$n: keepalives/control did not flow: $c"
@@ -56,7 +57,9 @@ before=$(e2e_admin b counters)
 ip netns exec "$NS_A" bash -c "printf 'garbage' >/dev/udp/$IP_B/4793"
 ip netns exec "$NS_A" bash -c "printf '\\x02\\x01\\x00\\x00AAAABBBBCCCCDDDD' >/dev/udp/$IP_B/4793"
 ip netns exec "$NS_A" bash -c "printf '\\x01\\x7f\\x00\\x00AAAABBBBCCCCDDDD' >/dev/udp/$IP_B/4793"
-sleep 0.5
+e2e_wait b counters "$(jq -r '"(.xdp.drop_short_mroc > \(.xdp.drop_short_mroc)) and
+	(.xdp.drop_bad_mroc_version > \(.xdp.drop_bad_mroc_version)) and
+	(.engine.rx_malformed > \(.engine.rx_malformed))"' <<<"$before")" 10
 after=$(e2e_admin b counters) || fail "b stopped answering after malformed packets"
 d() { echo $(( $(jq -r "$1" <<<"$after") - $(jq -r "$1" <<<"$before") )); }
 [ "$(d .xdp.drop_short_mroc)" -ge 1 ] || fail "short packet not counted: $after"

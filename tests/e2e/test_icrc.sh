@@ -50,7 +50,9 @@ ip netns exec "$NS_B" bash -c "printf '$bad' >/dev/udp/$IP_A/4793"
 ip netns exec "$NS_A" bash -c "printf '$bad' >/dev/udp/$IP_B/4793"
 # Without ICRC, from a kernel socket (UDP checksum set): accepted, the engine refuses the opcode.
 ip netns exec "$NS_B" bash -c "printf '\\x01\\x7f\\x00\\x00AAAABBBBCCCCDDDD' >/dev/udp/$IP_A/4793"
-sleep 0.5
+# Waited for (10 s at most each), not a fixed 0.5 s: a loaded machine may be slower.
+e2e_wait a counters '.backend.rx_bad_icrc >= 1 and .engine.rx_malformed >= 1' 10
+e2e_wait b counters '.backend.rx_bad_icrc >= 1' 10
 for n in a b; do
 	c=$(e2e_admin $n counters)
 	jq -e '.backend.rx_bad_icrc == 1' <<<"$c" >/dev/null ||

@@ -32,8 +32,8 @@ e2e_wait a links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 	fail "a: control connection never came up: $(e2e_admin a links)"
 e2e_wait b links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 	fail "b: control connection never came up: $(e2e_admin b links)"
-sleep 1
 for n in a b; do
+	e2e_wait $n counters '.engine.tx_keepalive >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3' 10
 	c=$(e2e_admin $n counters)
 	jq -e '.engine.tx_keepalive >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3' \
 		<<<"$c" >/dev/null || fail "$n: keepalives did not flow over UDP: $c"
