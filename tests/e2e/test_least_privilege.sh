@@ -19,7 +19,10 @@ CAPS=$(sed -n 's/^AmbientCapabilities=//p' "$UNIT")
 [ -n "$CAPS" ] || fail "the unit has no AmbientCapabilities="
 [ "$CAPS" = "$(sed -n 's/^CapabilityBoundingSet=//p' "$UNIT")" ] ||
 	fail "the unit's bounding set is not its ambient set"
-UID_D=4793	# any unprivileged uid; systemd's would be user mroc's
+# Any unprivileged uid (systemd's would be user mroc's), one per run: the kernel charges a
+# UMEM to its user's locked memory (RLIMIT_MEMLOCK, 8 MiB here), so parallel runs under one
+# uid (and the UMEMs of killed daemons, released asynchronously) made start-up fail (ENOBUFS).
+UID_D=$((100000 + E2E_ID % 100000))
 
 e2e_setup_pair
 chmod 755 "$E2E_DIR"
