@@ -182,6 +182,21 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 	bh.sample.wl = wl;
 	if (cfg->trace)
 		sim_set_trace(sim, cfg->trace, cfg->trace_ctx);
+	if (cfg->drop)
+		sim_set_drop(sim, cfg->drop, cfg->drop_ctx);
+	for (uint32_t p = 0; p < cfg->planes && p < SIM_MAX_PLANES; p++) {
+		struct sim_link_cfg lc;
+
+		if (!cfg->plane_delay_ns[p])
+			continue;
+		err = sim_link_get(sim, 0, 1, p, &lc);
+		if (!err) {
+			lc.delay_ns = cfg->plane_delay_ns[p];
+			err = sim_plane_set(sim, p, &lc);
+		}
+		if (err)
+			goto out;
+	}
 	err = wl_start(wl);
 	if (cfg->run_hook)
 		cfg->run_hook(cfg->run_hook_ctx, false);

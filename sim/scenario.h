@@ -45,6 +45,11 @@ struct scn_config {
 	/* Optional: every packet event (see sim_set_trace). */
 	sim_trace_fn trace;
 	void *trace_ctx;
+	/* Optional: drop chosen packets (see sim_set_drop). */
+	sim_drop_fn drop;
+	void *drop_ctx;
+	/* Per plane, both directions: > 0 replaces delay_ns (path delay skew). */
+	uint64_t plane_delay_ns[SIM_MAX_PLANES];
 	/*
 	 * Optional: called right before (end = false) and after (end = true)
 	 * the simulation runs, so a benchmark can time the event loop alone,

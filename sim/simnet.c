@@ -60,6 +60,8 @@ struct sim {
 	struct sim_link *links;		/* [src][dst][plane] */
 	struct sim_link *downlinks;	/* [host][plane], NULL without */
 	struct sim_call *calls;
+	sim_drop_fn drop;
+	void *drop_ctx;
 };
 
 void sim_config_default(struct sim_config *cfg)
@@ -140,6 +142,11 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 		plane = rng_mix64(key ^ sim->hash_seed) % sim->cfg.nplanes;
 	}
 	pkt->plane = plane;
+	if (sim->drop && sim->drop(sim->drop_ctx, pkt)) {
+		sim->hosts[pkt->src].st.tx_dropped++;
+		pktpool_put(&sim->pool, pkt);
+		return;
+	}
 	link_trace(&sim->env, sim->now, SIM_TR_SEND, pkt);
 	link_enqueue(link_at(sim, pkt->src, pkt->dst, plane), &sim->env, pkt, sim->now);
 }
@@ -544,6 +551,12 @@ void sim_set_trace(struct sim *sim, sim_trace_fn fn, void *ctx)
 	sim->env.trace_ctx = ctx;
 }
 
+void sim_set_drop(struct sim *sim, sim_drop_fn fn, void *ctx)
+{
+	sim->drop = fn;
+	sim->drop_ctx = ctx;
+}
+
 /* ---- links and statistics ----------------------------------------------------------- */
 
 int sim_link_set(struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
@@ -653,6 +666,7 @@ static void host_stats_add(struct sim_host_stats *sum, const struct sim_host_sta
 	sum->rx_rejected += s->rx_rejected;
 	sum->tx_errors += s->tx_errors;
 	sum->tx_bad_peer += s->tx_bad_peer;
+	sum->tx_dropped += s->tx_dropped;
 	sum->timer_fires += s->timer_fires;
 	sum->timer_spins += s->timer_spins;
 	sum->cqes += s->cqes;

@@ -158,6 +158,14 @@ int sim_host_downlink_stats(const struct sim *sim, uint32_t host, struct sim_lin
  */
 void sim_set_trace(struct sim *sim, sim_trace_fn fn, void *ctx);
 
+/*
+ * Tests: fn sees every packet a NIC hands to the fabric (plane chosen) and
+ * returns true to drop it there, counted in the sender's tx_dropped (NULL
+ * turns it off).  A loss placed exactly, where random loss cannot.
+ */
+typedef bool (*sim_drop_fn)(void *ctx, const struct sim_pkt *pkt);
+void sim_set_drop(struct sim *sim, sim_drop_fn fn, void *ctx);
+
 /* ---- statistics ------------------------------------------------------------------ */
 
 struct sim_host_stats {
@@ -168,6 +176,7 @@ struct sim_host_stats {
 	uint64_t tx_bad_peer;		/* engine named a peer that is no host */
 	uint64_t timer_fires;
 	uint64_t timer_spins;		/* deadline stayed <= now with nothing sent */
+	uint64_t tx_dropped;		/* dropped by the test's sim_set_drop hook */
 	uint64_t cqes;
 };
 

@@ -292,6 +292,7 @@ enum engine_counter {
 	EC_RTO_SPURIOUS,		/* an RTO the next ACK showed needless (it echoed an older send) */
 	EC_RX_BAD_TAG,			/* "token": missing or wrong tag; "aead": not sealed */
 	EC_CM_SEC_MISMATCH,		/* CONNECT refused (or refused us): other security mode */
+	EC_LOST_RACK,			/* of EC_LOST: found across paths by time (qp_ack.c) */
 	EC__COUNT,
 };
 

@@ -43,7 +43,8 @@ struct sb_entry {
 	uint32_t ts;		/* ns mod 2^32 when sent */
 	uint16_t bytes;		/* counted against the window */
 	uint8_t state;		/* enum sb_state */
-	uint8_t copy;		/* a probe's duplicate: its loss says nothing about the DSN */
+	uint8_t copy : 1;	/* a probe's duplicate: its loss says nothing about the DSN */
+	uint8_t ack_req : 1;	/* sent with ACK_REQ: acknowledged without the receiver's delay */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
@@ -231,6 +232,10 @@ struct qp {
 	bool ka_reply;		/* the peer asked for a keepalive back */
 	bool ka_request;	/* we ask the peer for one */
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
+	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
+	uint32_t rack_ts;	/* ns mod 2^32 when the latest-sent acknowledged packet left */
+	bool rack_valid;
+	uint64_t rack_deadline;	/* when a packet sent before rack_ts is due, 0 = none */
 	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
 
 	/* receive side */

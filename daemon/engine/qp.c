@@ -160,6 +160,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 			d = deadline_min(d, qp->paths[i].rto_deadline);
 			d = deadline_min(d, qp->paths[i].probe_at);
 		}
+		d = deadline_min(d, qp->rack_deadline);
 		for (unsigned i = 0; i < qp->nrxp; i++)
 			d = deadline_min(d, qp->rxp[i].ack_deadline);
 		d = deadline_min(d, qp->rnr_deadline);
@@ -283,6 +284,7 @@ void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
 	}
 	qp->rnr_deadline = 0;
 	qp->stall_since = 0;
+	qp->rack_deadline = 0;
 }
 
 /*

@@ -2,8 +2,9 @@
 /*
  * Sender's reaction to ACKs and timers: walk the path scoreboard with the
  * cumulative PSN and the 256-bit SACK, detect loss (holes below dupthresh
- * acknowledged packets, or RTO), feed RTT/CE/loss to the path's congestion
- * control, advance the QP's cumulative DSN, act on NAKs.
+ * acknowledged packets, by time on a path and across a QP's paths, or RTO),
+ * feed RTT/CE/loss to the path's congestion control, advance the QP's
+ * cumulative DSN, act on NAKs.
  */
 #include <errno.h>
 
@@ -20,6 +21,9 @@ static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32
 	s->state = SB_ACKED;
 	p->inflight -= s->bytes;
 	peer_acked(eng, qp);
+	if (!qp->rack_valid || (int32_t)(s->ts - qp->rack_ts) > 0)
+		qp->rack_ts = s->ts;
+	qp->rack_valid = true;
 	p->st_acked++;
 	if (!p->any_acked || seq_lt(p->high_acked, psn))
 		p->high_acked = psn;
@@ -161,18 +165,95 @@ static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, con
 }
 
 /*
+ * Loss across paths, by time (RACK, RFC 8985, over a QP's paths): a packet
+ * still in flight that was sent before one the receiver has since
+ * acknowledged, on any path, is lost once it has had its path's smoothed
+ * RTT plus a reorder window, max(SRTT / 4, 4 x RTTVAR), and the receiver's
+ * ACK delay if it did not ask for an immediate ACK.  This is what catches a
+ * lone lost packet (the last one on its path, whose path has nothing later
+ * to SACK) within about an RTT, as RoCEv2's sequence NAK does, instead of
+ * the tail-loss probe's two RTTs plus ACK delay or the RTO.
+ *
+ * Safe under path delay skew: each packet waits for its own path's RTT, so a
+ * slow plane's packets are not overtaken into loss by a fast plane's.  A
+ * path without an RTT sample of its own is left to its probe and RTO, and
+ * so is one whose queue is building (CE seen this round or recently): its
+ * packets wait longer than its smoothed RTT says, and a bulk AllToAll's
+ * deep queues turned that into hundreds of spurious losses.  Only an
+ * application-limited QP (every posted segment sent once) is scanned: a QP
+ * with data waiting has its windows full, and its later packets on the
+ * same path reveal losses by SACK anyway.
+ * Losses are declared only from the QP's timer (rack_deadline), never while
+ * ACKs are being taken in: the driver drains its receive ring before timers
+ * run, so an ACK that arrived in the same batch as a later packet's is
+ * counted first, and a busy host does not turn into spurious loss.
+ */
+static uint64_t rack_wait(const struct engine *eng, const struct path *p,
+			  const struct sb_entry *s)
+{
+	uint64_t reo = max_u64(p->srtt / 4, 4 * p->rttvar);
+
+	return p->srtt + reo + (s->ack_req ? 0 : eng->cfg.ack_delay_ns);
+}
+
+/*
+ * Walk each path from its floor over packets sent before rack_ts: with lose,
+ * declare those whose time is up; either way, set rack_deadline to the
+ * first one still waiting (0: none).
+ */
+static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose)
+{
+	uint64_t next = 0;
+
+	qp->rack_deadline = 0;
+	if (!qp->rack_valid || qp->snd_nxt != qp->dsn_alloc)
+		return;
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		struct path *p = &qp->paths[i];
+		uint32_t nlost = 0, last = 0;
+
+		if (!p->srtt || !p->inflight || p->ce_ewma || p->round_had_ce)
+			continue;
+		for (uint32_t q = p->floor; q != p->next_psn; q++) {
+			struct sb_entry *s = sb_ent(p, q);
+			uint64_t due;
+
+			if (s->state != SB_INFLIGHT)
+				continue;
+			if ((int32_t)(qp->rack_ts - s->ts) <= 0)
+				break;		/* nothing sent after it has been delivered */
+			due = now + rack_wait(eng, p, s) - (uint32_t)((uint32_t)now - s->ts);
+			if ((int64_t)(due - now) > 0 || !lose) {
+				/* Later packets on the path left later: this one is due first. */
+				next = next && next < due ? next : max_u64(due, now);
+				break;
+			}
+			sb_lose(eng, qp, p, q);
+			nlost++;
+			last = q;
+		}
+		if (!nlost)
+			continue;
+		eng->st.c[EC_LOST_RACK] += nlost;
+		path_on_loss(eng, qp, p, last, nlost);
+		advance_floor(p);
+		if (!p->inflight)
+			p->rto_deadline = 0;
+	}
+	qp->rack_deadline = next;
+}
+
+/*
  * A hole below an acknowledged PSN is lost (paths are FIFO) once dupthresh
  * later PSNs are acknowledged, or once it has had an RTT and a quarter to
  * be acknowledged (RACK's time rule, which also catches a lost tail that a
- * probe exposed).
+ * probe exposed).  Then the rule across paths above.
  */
 void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint32_t nlost = 0, last = 0, reo = (uint32_t)(p->srtt + p->srtt / 4);
 
-	if (!p->any_acked)
-		return;
-	for (uint32_t q = p->floor; seq_lt(q, p->high_acked); q++) {
+	for (uint32_t q = p->floor; p->any_acked && seq_lt(q, p->high_acked); q++) {
 		struct sb_entry *s = sb_ent(p, q);
 
 		if (s->state != SB_INFLIGHT)
@@ -186,6 +267,7 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 	}
 	if (nlost)
 		path_on_loss(eng, qp, p, last, nlost);
+	rack_scan(eng, qp, now, false);	/* across paths: when the next is due */
 }
 
 static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_t now)
@@ -376,6 +458,10 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			continue;
 		}
 		path_timeout(eng, qp, p, now);
+	}
+	if (qp->rack_deadline && now >= qp->rack_deadline) {
+		rack_scan(eng, qp, now, true);
+		qp_wake(eng, qp);
 	}
 	if (qp->rnr_deadline && now >= qp->rnr_deadline) {
 		qp->rnr_deadline = 0;

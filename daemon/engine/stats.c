@@ -33,6 +33,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RTO_SPURIOUS] = "rto_spurious",
 		[EC_RX_BAD_TAG] = "rx_bad_tag",
 		[EC_CM_SEC_MISMATCH] = "cm_sec_mismatch",
+		[EC_LOST_RACK] = "lost_rack",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";
