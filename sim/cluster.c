@@ -366,6 +366,8 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 	}
 	cc = (struct coll_config){
 		.kind = cfg->kind,
+		.algo = cfg->algo,
+		.nic_bps = net.fab.host_rate_bps * net.fab.nplanes,
 		.nranks = n,
 		.rank_host = rank_host,
 		.bytes = cfg->bytes,

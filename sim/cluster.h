@@ -76,6 +76,7 @@ struct clu_config {
 	uint64_t nic_timeout_ns;	/* PFC transports: local ACK timeout (fixed) */
 	uint32_t nic_retry;		/* ... and retries after it */
 	uint8_t kind;			/* enum coll_kind */
+	uint8_t algo;			/* enum coll_algo (stepped kinds; auto by default) */
 	uint32_t nranks;		/* 0 = every host */
 	uint8_t placement;		/* enum clu_placement */
 	const uint32_t *rank_hosts;	/* nranks hosts: overrides placement (tests) */

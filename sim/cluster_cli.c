@@ -37,7 +37,10 @@ static const char cluster_usage[] =
 "  --hints on|off    receiver rate hints (on)\n"
 "  --rto-min US      engine's minimum RTO (200)\n"
 "job:\n"
-"  --op OP           allreduce, alltoall, permutation, incast (allreduce)\n"
+"  --op OP           allreduce, allgather, reducescatter, alltoall, permutation,\n"
+"                    incast (allreduce)\n"
+"  --algo A          auto, ring, rd: recursive doubling (auto: the cheaper by\n"
+"                    latency + bytes / NIC rate, rd only for 2^k ranks)\n"
 "  --ranks N         ranks (every host)      --placement packed|fragmented|random\n"
 "  --bytes SIZE      size (1M)               --sizes MIN:MAX  sweep, x4 per step\n"
 "  --step N          sweep factor (4)        --msg SIZE      largest WR (1M)\n"
@@ -58,7 +61,7 @@ enum {
 	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
-	O_BG_SENDERS, O_ITERS,
+	O_BG_SENDERS, O_ITERS, O_ALGO,
 };
 
 static const struct option opts[] = {
@@ -105,6 +108,7 @@ static const struct option opts[] = {
 	{ "bg-load", required_argument, NULL, O_BG_LOAD },
 	{ "bg-senders", required_argument, NULL, O_BG_SENDERS },
 	{ "iters", required_argument, NULL, O_ITERS },
+	{ "algo", required_argument, NULL, O_ALGO },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -186,6 +190,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 {
 	struct clu_config *cfg = &c->cfg;
 	enum coll_kind k;
+	enum coll_algo a;
 	enum clu_placement p;
 	uint64_t v = 0;
 
@@ -200,6 +205,11 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		if (coll_kind_parse(arg, &k))
 			return -EINVAL;
 		cfg->kind = (uint8_t)k;
+		return 0;
+	case O_ALGO:
+		if (coll_algo_parse(arg, &a))
+			return -EINVAL;
+		cfg->algo = (uint8_t)a;
 		return 0;
 	case O_PLACEMENT:
 		if (clu_placement_parse(arg, &p))
@@ -273,12 +283,22 @@ static const char csv_header[] =
 	"busbw_GBps,delta_pct,done,retx,lost,rto,repath,ce,tx_pkts,drop_tail,drop_random,"
 	"drop_blackhole,maxq_core,maxq_down,imbalance,jain,flow_min_us,flow_max_us,events,wall_s,"
 	"seed,pfc_pauses,pfc_paused_us,pfc_overflow,nic_waits,bg,bg_load,bg_achieved,iters,"
-	"t_min_us,t_p50_us,t_p99_us,t_max_us\n";
+	"t_min_us,t_p50_us,t_p99_us,t_max_us,algo,lost_rack\n";
 
 /* The background's delivered bytes over what it offered (1 = it got its load). */
 static double bg_achieved(const struct clu_result *r)
 {
 	return r->bg.offered_bytes ? (double)r->bg.done_bytes / (double)r->bg.offered_bytes : 0;
+}
+
+/* The algorithm a stepped collective ran, "-" for the others. */
+static const char *algo_of(const struct clu_config *cfg, const struct clu_result *r)
+{
+	enum coll_kind k = (enum coll_kind)cfg->kind;
+
+	if (k != COLL_ALLREDUCE && k != COLL_ALLGATHER && k != COLL_REDUCESCATTER)
+		return "-";
+	return coll_algo_name((enum coll_algo)r->coll.algo);
 }
 
 static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t size,
@@ -310,10 +330,11 @@ static void csv_row(const struct cli *c, FILE *f, enum clu_transport t, uint64_t
 		fs->kind[FAB_DOWN].max_queue_bytes, fs->core_imbalance, r->coll.jain,
 		r->coll.flow_min_us, r->coll.flow_max_us, r->net.events, wall,
 		cfg->seed);
-	fprintf(f, ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%s,%g,%.4f,%u,%.3f,%.3f,%.3f,%.3f\n",
+	fprintf(f, ",%" PRIu64 ",%.3f,%" PRIu64 ",%" PRIu64 ",%s,%g,%.4f,%u,%.3f,%.3f,%.3f,%.3f",
 		pfc.pfc_pauses, pfc.pfc_paused_ns / 1e3, pfc.pfc_overflow, r->net.hosts.nic_waits,
 		bg_kind_name(cfg->bg), cfg->bg != BG_NONE ? cfg->bg_load : 0, bg_achieved(r),
 		r->iters_done, r->t_min_us, r->t_p50_us, r->t_p99_us, r->t_max_us);
+	fprintf(f, ",%s,%" PRIu64 "\n", algo_of(cfg, r), r->eng.c[EC_LOST_RACK]);
 }
 
 static void print_counters(const struct clu_result *r, double wall)
@@ -386,9 +407,9 @@ static int run_all(struct cli *c)
 	       clu_placement_name(c->cfg.placement), c->cfg.net.fab.loss,
 	       c->cfg.net.engine.rate_hints ? "on" : "off", bg_kind_name(c->cfg.bg),
 	       c->cfg.bg_load, c->cfg.seed);
-	printf("# %12s %-19s %12s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport",
-	       c->cfg.iters > 1 ? "p50(us)" : "time(us)", "p99(us)", "algbw", "busbw", "delta%",
-	       "retx", "rto", "ok");
+	printf("# %12s %-19s %-4s %12s %12s %9s %9s %8s %7s %7s %6s\n", "size", "transport",
+	       "algo", c->cfg.iters > 1 ? "p50(us)" : "time(us)", "p99(us)", "algbw", "busbw",
+	       "delta%", "retx", "rto", "ok");
 	for (int s = 0; s < c->nsizes; s++) {
 		double base = 0;
 
@@ -415,9 +436,9 @@ static int run_all(struct cli *c)
 				base = r.coll.time_us;
 			else if (base > 0 && !err)
 				delta = (base / r.coll.time_us - 1) * 100;
-			printf("  %12" PRIu64 " %-19s %12.2f %12.2f %9.3f %9.3f %8.1f %7" PRIu64
+			printf("  %12" PRIu64 " %-19s %-4s %12.2f %12.2f %9.3f %9.3f %8.1f %7" PRIu64
 			       " %7" PRIu64 " %6s\n", c->sizes[s], clu_transport_name(c->tr[t]),
-			       r.coll.time_us, r.iters_done > 1 ? r.t_p99_us : r.coll.time_us,
+			       algo_of(&cfg, &r), r.coll.time_us, r.iters_done > 1 ? r.t_p99_us : r.coll.time_us,
 			       r.coll.algbw_gbps, r.coll.busbw_gbps, delta, r.eng.c[EC_TX_RETX],
 			       r.eng.c[EC_RTO], err ? "FAIL" : "ok");
 			if (err) {

@@ -41,9 +41,10 @@ struct coll_rank {
 	uint32_t lkey, rkey;
 	uint8_t *mem;			/* the registered region: send area, then receive area */
 	uint64_t expect, got;		/* flows: bytes to receive, received */
-	uint64_t *step_got;		/* AllReduce: bytes received per step */
-	uint32_t steps_rx;		/* AllReduce: steps received and processed, in order */
-	uint8_t *acc, *in;		/* AllReduce with verify: accumulator, input */
+	uint64_t rx_bytes;		/* every kind: payload received */
+	uint64_t *step_got;		/* stepped kinds: bytes received per step */
+	uint32_t steps_rx;		/* stepped kinds: steps received and processed, in order */
+	uint8_t *acc, *in;		/* stepped kinds with verify: accumulator, input */
 	bool done;
 };
 
@@ -51,7 +52,10 @@ struct coll {
 	struct cnet *cn;
 	struct coll_config cfg;
 	uint32_t n, k, nsteps;
-	uint64_t chunk;			/* AllReduce: bytes per step; flows: bytes per flow */
+	uint8_t algo;			/* stepped kinds: enum coll_algo, resolved */
+	uint32_t ring_s0;		/* ring: the AllReduce step this operation's step 0 is */
+	uint64_t *step_off;		/* stepped kinds: step s's place in the send/receive areas */
+	uint64_t chunk;			/* stepped kinds: bytes per chunk (bytes / n); flows: per flow */
 	uint64_t send_len, recv_len;
 	struct coll_rank *ranks;
 	struct coll_conn *conns;
@@ -73,6 +77,14 @@ static const char *const kind_names[COLL__KINDS] = {
 	[COLL_ALLTOALL] = "alltoall",
 	[COLL_PERMUTATION] = "permutation",
 	[COLL_INCAST] = "incast",
+	[COLL_ALLGATHER] = "allgather",
+	[COLL_REDUCESCATTER] = "reducescatter",
+};
+
+static const char *const algo_names[COLL__ALGOS] = {
+	[COLL_ALGO_AUTO] = "auto",
+	[COLL_ALGO_RING] = "ring",
+	[COLL_ALGO_RD] = "rd",
 };
 
 const char *coll_kind_name(enum coll_kind k)
@@ -90,12 +102,63 @@ int coll_kind_parse(const char *s, enum coll_kind *out)
 	return -EINVAL;
 }
 
+const char *coll_algo_name(enum coll_algo a)
+{
+	return a < COLL__ALGOS ? algo_names[a] : "?";
+}
+
+int coll_algo_parse(const char *s, enum coll_algo *out)
+{
+	for (int i = 0; i < COLL__ALGOS; i++)
+		if (!strcmp(s, algo_names[i])) {
+			*out = (enum coll_algo)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static bool stepped(enum coll_kind k)
+{
+	return k == COLL_ALLREDUCE || k == COLL_ALLGATHER || k == COLL_REDUCESCATTER;
+}
+
+static uint32_t log2_exact(uint32_t n)
+{
+	uint32_t l = 0;
+
+	while ((1u << l) < n)
+		l++;
+	return (1u << l) == n ? l : 0;
+}
+
+enum coll_algo coll_algo_pick(enum coll_kind k, enum coll_algo want, uint32_t n, uint64_t bytes,
+			      uint64_t nic_bps)
+{
+	uint32_t l = n >= 2 ? log2_exact(n) : 0;
+	double ring_steps, ring_bytes, rd_steps, rd_bytes, ns_per_byte;
+
+	if (!stepped(k) || !l)
+		return COLL_ALGO_RING;
+	if (want != COLL_ALGO_AUTO)
+		return want;
+	/* Bytes a rank sends, in chunks of bytes / n: AllReduce 2(n-1) vs n log2 n. */
+	ring_steps = k == COLL_ALLREDUCE ? 2.0 * (n - 1) : n - 1;
+	ring_bytes = (double)bytes / n * ring_steps;
+	rd_steps = l;
+	rd_bytes = k == COLL_ALLREDUCE ? (double)bytes * l : (double)bytes / n * (n - 1);
+	ns_per_byte = nic_bps ? 8e9 / (double)nic_bps : 0;
+	return rd_steps * COLL_STEP_NS + rd_bytes * ns_per_byte <=
+	       ring_steps * COLL_STEP_NS + ring_bytes * ns_per_byte ? COLL_ALGO_RD : COLL_ALGO_RING;
+}
+
 double coll_bus_factor(enum coll_kind k, uint32_t n)
 {
 	switch (k) {
 	case COLL_ALLREDUCE:
 		return 2.0 * (n - 1) / n;
 	case COLL_ALLTOALL:
+	case COLL_ALLGATHER:
+	case COLL_REDUCESCATTER:
 		return (double)(n - 1) / n;
 	default:
 		return 1.0;
@@ -240,40 +303,115 @@ static int send_piece(struct coll *c, uint32_t src, uint32_t dst, uint64_t len, 
 
 /* ---- what each operation sends ------------------------------------------------ */
 
-/* AllReduce step s of rank r: which chunk it sends, and what the receiver does with it. */
+/*
+ * Stepped kinds.  Ring: AllReduce step s of rank r sends one chunk to r + 1;
+ * ReduceScatter is steps 0 .. n-2 of it, AllGather steps n-1 .. 2n-3 (ring_s0),
+ * so rank r starts AllGather holding chunk r + 1 and ends ReduceScatter
+ * holding the sum of chunk r + 1.  Recursive doubling: see collective.h.
+ */
 static uint32_t ring_chunk_sent(const struct coll *c, uint32_t r, uint32_t s)
 {
 	uint32_t n = c->n;
 
+	s += c->ring_s0;
 	return s < n - 1 ? (r + n - s % n) % n : (r + 1 + n - (s - (n - 1)) % n) % n;
 }
 
-static int ring_send(struct coll *c, uint32_t r, uint32_t s, bool dry)
+/* Recursive doubling: the partner's distance at step s. */
+static uint32_t rd_dist(const struct coll *c, uint32_t s)
 {
-	uint64_t off = c->cfg.verify ? s * c->chunk : 0;
-
-	if (c->cfg.verify && !dry)
-		memcpy(c->ranks[r].mem + off,
-		       c->ranks[r].acc + ring_chunk_sent(c, r, s) * c->chunk, c->chunk);
-	return send_piece(c, r, (r + 1) % c->n, c->chunk, off, off, s, dry);
+	return c->cfg.kind == COLL_REDUCESCATTER ? c->n >> (s + 1) : 1u << s;
 }
 
-/* Step s fully received at rank r: reduce (first n-1 steps) or copy (the rest). */
-static void ring_absorb(struct coll *c, uint32_t r, uint32_t s)
+static uint32_t step_to(const struct coll *c, uint32_t r, uint32_t s)
+{
+	return c->algo == COLL_ALGO_RD ? r ^ rd_dist(c, s) : (r + 1) % c->n;
+}
+
+static uint32_t step_from(const struct coll *c, uint32_t r, uint32_t s)
+{
+	return c->algo == COLL_ALGO_RD ? r ^ rd_dist(c, s) : (r + c->n - 1) % c->n;
+}
+
+/* The chunks [*first, *first + *count) rank r sends at step s. */
+static void step_chunks(const struct coll *c, uint32_t r, uint32_t s, uint32_t *first,
+			uint32_t *count)
+{
+	uint32_t d;
+
+	if (c->algo != COLL_ALGO_RD) {
+		*first = ring_chunk_sent(c, r, s);
+		*count = 1;
+		return;
+	}
+	d = rd_dist(c, s);
+	switch (c->cfg.kind) {
+	case COLL_REDUCESCATTER:	/* the half of r's block of 2d not holding chunk r */
+		*first = (r & ~(2 * d - 1)) + (r & d ? 0 : d);
+		*count = d;
+		return;
+	case COLL_ALLGATHER:		/* r's block of d */
+		*first = r & ~(d - 1);
+		*count = d;
+		return;
+	default:			/* AllReduce: everything */
+		*first = 0;
+		*count = c->n;
+	}
+}
+
+static uint64_t step_len(const struct coll *c, uint32_t s)
+{
+	uint32_t first, count;
+
+	step_chunks(c, 0, s, &first, &count);
+	return count * c->chunk;
+}
+
+/* Does the receiver add (reduce) step s, or copy it? */
+static bool step_reduces(const struct coll *c, uint32_t s)
+{
+	switch (c->cfg.kind) {
+	case COLL_ALLGATHER:
+		return false;
+	case COLL_REDUCESCATTER:
+		return true;
+	default:
+		return c->algo == COLL_ALGO_RD || s < c->n - 1;
+	}
+}
+
+static int step_send(struct coll *c, uint32_t r, uint32_t s, bool dry)
+{
+	uint64_t off = c->cfg.verify ? c->step_off[s] : 0, len = step_len(c, s);
+	uint32_t first, count;
+
+	if (c->cfg.verify && !dry) {
+		step_chunks(c, r, s, &first, &count);
+		memcpy(c->ranks[r].mem + off, c->ranks[r].acc + first * c->chunk, len);
+	}
+	return send_piece(c, r, step_to(c, r, s), len, off, off, s, dry);
+}
+
+/* Step s fully received at rank r: reduce or copy into the accumulator. */
+static void step_absorb(struct coll *c, uint32_t r, uint32_t s)
 {
 	struct coll_rank *rk = &c->ranks[r];
-	uint32_t from = (r + c->n - 1) % c->n;
+	uint32_t first, count;
+	uint64_t len;
 	uint8_t *acc, *rx;
 
 	if (!c->cfg.verify)
 		return;
-	acc = rk->acc + ring_chunk_sent(c, from, s) * c->chunk;
-	rx = rk->mem + c->send_len + s * c->chunk;
-	if (s < c->n - 1)
-		for (uint64_t i = 0; i < c->chunk; i++)
+	step_chunks(c, step_from(c, r, s), s, &first, &count);
+	len = (uint64_t)count * c->chunk;
+	acc = rk->acc + first * c->chunk;
+	rx = rk->mem + c->send_len + c->step_off[s];
+	if (step_reduces(c, s))
+		for (uint64_t i = 0; i < len; i++)
 			acc[i] = (uint8_t)(acc[i] + rx[i]);
 	else
-		memcpy(acc, rx, c->chunk);
+		memcpy(acc, rx, len);
 }
 
 /* Flow i of the operation (i < nflows): source, destination, offsets. */
@@ -318,15 +456,15 @@ static int send_all(struct coll *c, bool dry)
 	uint64_t soff, doff;
 	int err = 0;
 
-	if (c->cfg.kind == COLL_ALLREDUCE) {
+	if (stepped(c->cfg.kind)) {
 		if (dry) {
 			for (uint32_t r = 0; r < c->n && !err; r++)
 				for (uint32_t s = 0; s < c->nsteps && !err; s++)
-					err = ring_send(c, r, s, true);
+					err = step_send(c, r, s, true);
 			return err;
 		}
 		for (uint32_t r = 0; r < c->n && !err; r++)
-			err = ring_send(c, r, 0, false);
+			err = step_send(c, r, 0, false);
 		return err;
 	}
 	for (uint64_t i = 0; !err && flow_at(c, i, &src, &dst, &soff, &doff); i++) {
@@ -358,12 +496,13 @@ static void on_recv(struct coll *c, struct coll_ep *ep, const struct engine_cqe 
 			fail(c, -EIO, "rank %u: RECV not posted", r);
 		ep->recv_left--;
 	}
+	rk->rx_bytes += cqe->byte_len;
 	if (c->cfg.kind == COLL_INCAST && cqe->imm < c->n) {
 		c->src_got[cqe->imm] += cqe->byte_len;
 		if (c->src_got[cqe->imm] == c->chunk)
 			c->src_t[cqe->imm] = cnet_now(c->cn);
 	}
-	if (c->cfg.kind != COLL_ALLREDUCE) {
+	if (!stepped(c->cfg.kind)) {
 		rk->got += cqe->byte_len;
 		if (rk->got == rk->expect && !rk->done)
 			rank_done(c, rk);
@@ -374,11 +513,12 @@ static void on_recv(struct coll *c, struct coll_ep *ep, const struct engine_cqe 
 		return;
 	}
 	rk->step_got[cqe->imm] += cqe->byte_len;
-	/* Steps can complete out of order across QPs: take them in order. */
-	while (rk->steps_rx < c->nsteps && rk->step_got[rk->steps_rx] == c->chunk) {
-		ring_absorb(c, r, rk->steps_rx);
+	/* Steps can complete out of order across QPs and partners: take them in order. */
+	while (rk->steps_rx < c->nsteps &&
+	       rk->step_got[rk->steps_rx] == step_len(c, rk->steps_rx)) {
+		step_absorb(c, r, rk->steps_rx);
 		if (++rk->steps_rx < c->nsteps) {
-			int err = ring_send(c, r, rk->steps_rx, false);
+			int err = step_send(c, r, rk->steps_rx, false);
 
 			if (err)
 				fail(c, err, "rank %u: step %u not posted", r, rk->steps_rx);
@@ -425,6 +565,41 @@ static void on_cqe(struct cnet *cn, uint32_t host, const struct engine_cqe *cqe,
 
 /* ---- set-up ---------------------------------------------------------------------- */
 
+/* Steps, their places in the send and receive areas, and the connections they use. */
+static int plan_stepped(struct coll *c)
+{
+	const struct coll_config *cfg = &c->cfg;
+	uint32_t n = c->n;
+	uint64_t off = 0, most = 0;
+
+	c->algo = (uint8_t)coll_algo_pick(cfg->kind, cfg->algo, n, cfg->bytes, cfg->nic_bps);
+	c->res.algo = c->algo;
+	c->chunk = (cfg->bytes + n - 1) / n;
+	if (!c->chunk)
+		c->chunk = 1;
+	if (c->algo == COLL_ALGO_RD)
+		c->nsteps = log2_exact(n);
+	else
+		c->nsteps = cfg->kind == COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
+	c->ring_s0 = c->algo == COLL_ALGO_RING && cfg->kind == COLL_ALLGATHER ? n - 1 : 0;
+	c->step_off = calloc(c->nsteps, sizeof(*c->step_off));
+	if (!c->step_off)
+		return -ENOMEM;
+	for (uint32_t s = 0; s < c->nsteps; s++) {
+		uint64_t len = step_len(c, s);
+
+		c->step_off[s] = off;
+		off += len;
+		most = len > most ? len : most;
+		for (uint32_t r = 0; r < n; r++)
+			conn_add(c, r, step_to(c, r, s));
+	}
+	/* Without verify every step reuses the start of the shared scratch region. */
+	c->send_len = c->recv_len = cfg->verify ? off : most;
+	c->res.payload_bytes = (uint64_t)n * off;
+	return 0;
+}
+
 static int plan(struct coll *c)
 {
 	const struct coll_config *cfg = &c->cfg;
@@ -433,15 +608,9 @@ static int plan(struct coll *c)
 
 	switch (cfg->kind) {
 	case COLL_ALLREDUCE:
-		c->nsteps = 2 * (n - 1);
-		c->chunk = (cfg->bytes + n - 1) / n;
-		if (!c->chunk)
-			c->chunk = 1;
-		c->send_len = c->recv_len = cfg->verify ? c->nsteps * c->chunk : c->chunk;
-		c->res.payload_bytes = (uint64_t)n * c->nsteps * c->chunk;
-		for (uint32_t r = 0; r < n; r++)
-			conn_add(c, r, (r + 1) % n);
-		break;
+	case COLL_ALLGATHER:
+	case COLL_REDUCESCATTER:
+		return plan_stepped(c);
 	case COLL_ALLTOALL:
 		c->chunk = cfg->bytes / n ? cfg->bytes / n : 1;
 		c->send_len = c->recv_len = cfg->verify ? n * c->chunk : c->chunk;
@@ -483,6 +652,15 @@ static int plan(struct coll *c)
 	return 0;
 }
 
+/*
+ * The chunk rank r starts AllGather with and ends ReduceScatter with: the
+ * ring's (r + 1, see ring_chunk_sent) or recursive doubling's (r).
+ */
+static uint32_t own_chunk(const struct coll *c, uint32_t r)
+{
+	return c->algo == COLL_ALGO_RD ? r : (r + 1) % c->n;
+}
+
 /* Memory: real per-rank data with verify, one shared scratch region without. */
 static int regions(struct coll *c)
 {
@@ -503,18 +681,22 @@ static int regions(struct coll *c)
 			return -ENOMEM;
 		if (c->cfg.verify) {
 			rng_seed(&rng, c->cfg.seed * 1000003 + r);
-			if (c->cfg.kind == COLL_ALLREDUCE) {
+			if (stepped(c->cfg.kind)) {
 				rk->in = malloc(c->n * c->chunk);
-				rk->acc = malloc(c->n * c->chunk);
+				rk->acc = calloc(c->n, c->chunk);
 				if (!rk->in || !rk->acc)
 					return -ENOMEM;
 				rng_fill(&rng, rk->in, c->n * c->chunk);
-				memcpy(rk->acc, rk->in, c->n * c->chunk);
+				if (c->cfg.kind != COLL_ALLGATHER)
+					memcpy(rk->acc, rk->in, c->n * c->chunk);
+				else	/* AllGather: a rank has only its own chunk */
+					memcpy(rk->acc + own_chunk(c, r) * c->chunk,
+					       rk->in + own_chunk(c, r) * c->chunk, c->chunk);
 			} else {
 				rng_fill(&rng, rk->mem, c->send_len);
 			}
 		}
-		if (c->cfg.kind == COLL_ALLREDUCE) {
+		if (stepped(c->cfg.kind)) {
 			rk->step_got = calloc(c->nsteps, sizeof(*rk->step_got));
 			if (!rk->step_got)
 				return -ENOMEM;
@@ -696,6 +878,7 @@ void coll_destroy(struct coll *c)
 		free(rk->step_got);
 	}
 	free(c->scratch);
+	free(c->step_off);
 	free(c->qps);
 	free(c->ranks);
 	free(c->conns);
@@ -720,7 +903,7 @@ int coll_start(struct coll *c)
 	c->started = true;
 	c->res.t_start = cnet_now(c->cn);
 	/* Incast: only the receiver receives; the others have nothing to wait for. */
-	for (uint32_t r = 0; c->cfg.kind != COLL_ALLREDUCE && r < c->n; r++)
+	for (uint32_t r = 0; !stepped(c->cfg.kind) && r < c->n; r++)
 		if (!c->ranks[r].expect)
 			rank_done(c, &c->ranks[r]);
 	err = send_all(c, false);
@@ -734,22 +917,37 @@ bool coll_finished(const struct coll *c)
 	return c->res.err || c->ranks_done == c->n;
 }
 
-static int verify_allreduce(struct coll *c)
+/*
+ * AllReduce: every rank holds the sum of every input; ReduceScatter: its own
+ * chunk of that sum; AllGather: every rank's own chunk of its input.
+ */
+static int verify_stepped(struct coll *c)
 {
-	uint64_t len = c->n * c->chunk;
-	uint8_t *sum = calloc(1, len);
+	uint64_t len = c->n * c->chunk, ch = c->chunk;
+	uint8_t *want = calloc(1, len);
 
-	if (!sum)
+	if (!want)
 		return -ENOMEM;
-	for (uint32_t r = 0; r < c->n; r++)
-		for (uint64_t i = 0; i < len; i++)
-			sum[i] = (uint8_t)(sum[i] + c->ranks[r].in[i]);
-	for (uint32_t r = 0; r < c->n; r++)
-		if (memcmp(sum, c->ranks[r].acc, len)) {
-			fail(c, -EIO, "rank %u does not hold the sum of the inputs", r);
+	for (uint32_t r = 0; r < c->n; r++) {
+		uint64_t o = own_chunk(c, r) * ch;
+
+		if (c->cfg.kind == COLL_ALLGATHER)
+			memcpy(want + o, c->ranks[r].in + o, ch);
+		else
+			for (uint64_t i = 0; i < len; i++)
+				want[i] = (uint8_t)(want[i] + c->ranks[r].in[i]);
+	}
+	for (uint32_t r = 0; r < c->n; r++) {
+		uint64_t o = c->cfg.kind == COLL_REDUCESCATTER ? own_chunk(c, r) * ch : 0;
+		uint64_t n = c->cfg.kind == COLL_REDUCESCATTER ? ch : len;
+
+		if (memcmp(want + o, c->ranks[r].acc + o, n)) {
+			fail(c, -EIO, "rank %u does not hold what %s should give it", r,
+			     coll_kind_name(c->cfg.kind));
 			break;
 		}
-	free(sum);
+	}
+	free(want);
 	return c->res.err;
 }
 
@@ -795,6 +993,13 @@ int coll_verify(struct coll *c)
 	struct coll_result *r = &c->res;
 
 	r->done = !r->err && c->ranks_done == c->n;
+	r->rank_rx_min = r->rank_rx_max = c->ranks[0].rx_bytes;
+	for (uint32_t i = 1; i < c->n; i++) {
+		uint64_t b = c->ranks[i].rx_bytes;
+
+		r->rank_rx_min = b < r->rank_rx_min ? b : r->rank_rx_min;
+		r->rank_rx_max = b > r->rank_rx_max ? b : r->rank_rx_max;
+	}
 	if (r->done) {
 		r->time_us = (double)(r->t_end - r->t_start) / 1e3;
 		r->algbw_gbps = r->t_end > r->t_start ?
@@ -807,7 +1012,7 @@ int coll_verify(struct coll *c)
 		fail(c, -ETIMEDOUT, "%u of %u ranks have everything", c->ranks_done, c->n);
 	if (r->err || !c->cfg.verify)
 		return r->err;
-	return c->cfg.kind == COLL_ALLREDUCE ? verify_allreduce(c) : verify_flows(c);
+	return stepped(c->cfg.kind) ? verify_stepped(c) : verify_flows(c);
 }
 
 const struct coll_result *coll_result(const struct coll *c)
