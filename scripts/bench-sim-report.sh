@@ -15,7 +15,7 @@
 # 25 maxq_core, 26 maxq_down, 27 imbalance, 28 jain, 29 flow_min_us,
 # 30 flow_max_us, 31 events, 32 wall_s, 33 seed, 34 pfc_pauses, 35 pfc_paused_us,
 # 36 pfc_overflow, 37 nic_waits, 38 bg, 39 bg_load, 40 bg_achieved, 41 iters,
-# 42 t_min_us, 43 t_p50_us, 44 t_p99_us, 45 t_max_us
+# 42 t_min_us, 43 t_p50_us, 44 t_p99_us, 45 t_max_us, 46 algo, 47 lost_rack
 set -euo pipefail
 
 DIR=${1:-$(cd "$(dirname "$0")/.." && pwd)/docs/perf}
@@ -209,6 +209,39 @@ if have small; then
 	delta_tables small 44 p99
 	delta_plot small p50 'AllReduce 8 B - 32 KiB, 32 ranks: bg = beside a permutation, incast = beside an incast, idle = alone; l = loss' 150
 	delta_plot small p99 'AllReduce 8 B - 32 KiB, 32 ranks: bg = beside a permutation, incast = beside an incast, idle = alone; l = loss' 150
+fi
+# nccl_table EXP: per tag and size, each transport's time (p50 with iterations) and
+# nccl-tests' algbw / busbw in GB/s, medians over seeds, and the algorithm that ran
+nccl_table() {
+	awk -F, "$LIB"'
+		NR > 1 { if (!($1 in seen)) { seen[$1] = 1; tags[++ntag] = $1 }
+			k = $1 SUBSEP $3 SUBSEP $10; Z[$1, $10] = 1; A[$1, $10] = $46
+			if ($15) { add(tm, k, $11); add(ab, k, $12); add(bb, k, $13) } else bad[k] = 1 }
+		END {
+			for (ti = 1; ti <= ntag; ti++) {
+				tag = tags[ti]
+				printf "%s: time us / algbw / busbw GB/s (nccl-tests), medians over seeds\n\n", tag
+				h = "| size | algo |"; u = "|---|---|"
+				for (k = 1; k <= nt; k++) { h = h " " T[k] " |"; u = u "---|" }
+				print h; print u
+				for (key in Z) { split(key, a, SUBSEP); if (a[1] == tag) zs0[a[2]] = 1 }
+				n = nsort(zs0, zs); delete zs0
+				for (i = 1; i <= n; i++) {
+					z = zs[i]; line = sprintf("| %d | %s |", z, A[tag, z])
+					for (k = 1; k <= nt; k++) { kk = tag SUBSEP T[k] SUBSEP z
+						if ((kk in bad) || !(kk in tm)) line = line " fail |"
+						else line = line sprintf(" %.1f / %.3f / %.3f |", med(tm[kk]), med(ab[kk]), med(bb[kk])) }
+					print line
+				}
+				print ""
+			}
+		}' "$DIR/cluster-$1.csv" | out
+}
+
+if have coll; then
+	nccl_table coll
+	delta_tables coll 11 time
+	delta_plot coll time 'AllGather and ReduceScatter: 8 B - 32 KiB on 32 ranks (p50 of 10, recursive doubling), 1 / 16 MiB on 64 hosts (ring); l = loss' 300
 fi
 if have large; then
 	delta_tables large 11 time

@@ -19,10 +19,14 @@
 # Experiments (each one mroc-sim cluster command per point and seed):
 #   loss      permutation 16 MiB, goodput kept at 0 / 0.1 / 1 / 5 / 10 % random loss
 #   planes    permutation 16 MiB at 1 / 2 / 4 / 8 planes of 25 Gbit/s
-#   small     AllReduce 8 B - 32 KiB on 32 ranks, 10 iterations (p50 / p99): beside a
-#             permutation of the other 32 hosts at half load; beside an incast of 16 of
-#             them into one; alone; alone at 1 % loss
-#   large     AllReduce and AllToAll 1 / 16 MiB on 64 hosts, 0 and 1 % loss
+#   small     AllReduce 8 B - 32 KiB on 32 ranks, 10 iterations (p50 / p99), the
+#             algorithm auto picks (recursive doubling here): beside a permutation of
+#             the other 32 hosts at half load; beside an incast of 16 of them into one;
+#             alone; alone at 1 % loss; and the ring alone, for reference
+#   coll      AllGather and ReduceScatter: 8 B - 32 KiB on 32 ranks (auto: recursive
+#             doubling / halving), alone and at 1 % loss, 10 iterations; 1 and 16 MiB on
+#             64 hosts as a ring
+#   large     AllReduce (ring) and AllToAll 1 / 16 MiB on 64 hosts, 0 and 1 % loss
 #   failure   a spine fails 1 ms into a 16 MiB AllReduce; fabric converges in 10 ms or never
 #   incast    15 and 63 senders x 4 MiB into one host
 #
@@ -37,7 +41,7 @@ TOP=$(cd "$(dirname "$0")/.." && pwd)
 BUILD=${BUILD:-$TOP/build}
 OUT=${OUT:-$TOP/docs/perf}
 SIM=$BUILD/mroc-sim
-EXPERIMENTS=${EXPERIMENTS:-loss planes small large failure incast}
+EXPERIMENTS=${EXPERIMENTS:-loss planes small coll large failure incast}
 SEEDS=${SEEDS:-1 2 3 4 5}
 JOBS=${JOBS:-2}
 ALL=rocev2-pfc,rocev2-qp-per-plane,rocev2-lossy,metaroce
@@ -107,12 +111,24 @@ exp_small() {
 	# At 1% loss on an idle fabric only: each 1.07 s NIC timeout of the PFC baselines
 	# would cost seconds of simulated background traffic (minutes of CPU).
 	q $s --loss 0.01 --limit 60000 --tag idle-l0.01
+	q $s --algo ring --tag ring-idle-l0
+}
+
+exp_coll() {
+	local op s
+	for op in allgather reducescatter; do
+		s="--op $op --sizes 8:32K --step 8 --ranks 32 --iters 10 --transport $ALL"
+		q $s --tag "$op-l0"
+		q $s --loss 0.01 --limit 60000 --tag "$op-l0.01"
+		q --op "$op" --algo ring --sizes 1M:16M --step 16 --transport $ALL --limit 60000 \
+			--tag "$op-ring-large"
+	done
 }
 
 exp_large() {
 	for l in 0 0.01; do
-		q --op allreduce --sizes 1M:16M --step 16 --loss "$l" --transport $ALL --limit 60000 \
-			--tag "allreduce-l$l"
+		q --op allreduce --algo ring --sizes 1M:16M --step 16 --loss "$l" --transport $ALL \
+			--limit 60000 --tag "allreduce-l$l"
 		q --op alltoall --sizes 1M:16M --step 16 --loss "$l" --transport $ALL --limit 60000 \
 			--tag "alltoall-l$l"
 	done
@@ -120,9 +136,10 @@ exp_large() {
 
 exp_failure() {
 	local t=rocev2-pfc,rocev2-lossy,metaroce
-	q --op allreduce --bytes 16M --transport $t --tag none
-	q --op allreduce --bytes 16M --transport $t --fail spine --fail-at 1000 --tag converge-10ms
-	q --op allreduce --bytes 16M --transport $t --fail spine --fail-at 1000 \
+	q --op allreduce --algo ring --bytes 16M --transport $t --tag none
+	q --op allreduce --algo ring --bytes 16M --transport $t --fail spine --fail-at 1000 \
+		--tag converge-10ms
+	q --op allreduce --algo ring --bytes 16M --transport $t --fail spine --fail-at 1000 \
 		--converge 1000000000 --tag converge-never
 }
 

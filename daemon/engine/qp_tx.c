@@ -488,11 +488,11 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	};
 	p->inflight += bytes;
 	peer_sent(qp);
-	if (!p->rto_deadline)
-		path_rearm(eng, qp, p, now);
 	if (off + plen == m->len || !path_can_send(eng, p, eng->seg_bytes))
 		flags |= MROC_F_ACK_REQ;
 	p->sb[d.psn & p->sb_mask].ack_req = !!(flags & MROC_F_ACK_REQ);
+	if (!p->rto_deadline)
+		path_rearm(eng, qp, p, now);
 
 	n = qp_put_hdr(qp, b->data, m->op, flags, p->id, now);
 	n += wire_put_data(b->data + n, &d);
