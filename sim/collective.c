@@ -87,6 +87,15 @@ static const char *const algo_names[COLL__ALGOS] = {
 	[COLL_ALGO_RD] = "rd",
 };
 
+/* Index of s in names[0 .. n-1], or -EINVAL. */
+static int name_index(const char *const *names, int n, const char *s)
+{
+	for (int i = 0; i < n; i++)
+		if (!strcmp(s, names[i]))
+			return i;
+	return -EINVAL;
+}
+
 const char *coll_kind_name(enum coll_kind k)
 {
 	return k < COLL__KINDS ? kind_names[k] : "?";
@@ -94,12 +103,12 @@ const char *coll_kind_name(enum coll_kind k)
 
 int coll_kind_parse(const char *s, enum coll_kind *out)
 {
-	for (int i = 0; i < COLL__KINDS; i++)
-		if (!strcmp(s, kind_names[i])) {
-			*out = (enum coll_kind)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = name_index(kind_names, COLL__KINDS, s);
+
+	if (i < 0)
+		return i;
+	*out = (enum coll_kind)i;
+	return 0;
 }
 
 const char *coll_algo_name(enum coll_algo a)
@@ -109,12 +118,12 @@ const char *coll_algo_name(enum coll_algo a)
 
 int coll_algo_parse(const char *s, enum coll_algo *out)
 {
-	for (int i = 0; i < COLL__ALGOS; i++)
-		if (!strcmp(s, algo_names[i])) {
-			*out = (enum coll_algo)i;
-			return 0;
-		}
-	return -EINVAL;
+	int i = name_index(algo_names, COLL__ALGOS, s);
+
+	if (i < 0)
+		return i;
+	*out = (enum coll_algo)i;
+	return 0;
 }
 
 static bool stepped(enum coll_kind k)

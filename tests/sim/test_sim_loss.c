@@ -85,20 +85,28 @@ static uint64_t eng(const struct scn_result *r, enum engine_counter c)
 	return r->eng[0].c[c] + r->eng[1].c[c];
 }
 
-static void test_lone_loss(void **state)
+/* The small WRITEs with their nth data packet dropped: how much later they end. */
+static uint64_t late_by_drop(uint64_t nth, struct scn_result *lossy)
 {
-	static struct scn_result clean, lossy;
+	static struct scn_result clean;
 	struct scn_config cfg;
-	struct dropper d = { .nth = 101 };
-	uint64_t late;
+	struct dropper d = { .nth = nth };
 
-	(void)state;
 	small_writes(&cfg);
 	run(&cfg, NULL, &clean);
 	small_writes(&cfg);
-	run(&cfg, &d, &lossy);
+	run(&cfg, &d, lossy);
 	assert_int_equal(d.dropped, 1);
-	late = lossy.wl.t_last_cqe - clean.wl.t_last_cqe;
+	return lossy->wl.t_last_cqe - clean.wl.t_last_cqe;
+}
+
+static void test_lone_loss(void **state)
+{
+	static struct scn_result lossy;
+	uint64_t late;
+
+	(void)state;
+	late = late_by_drop(101, &lossy);
 	print_message("lone loss: done %.1f us after the lossless run (base RTT ~6 us); "
 		      "lost %" PRIu64 " (across paths %" PRIu64 "), retx %" PRIu64 ", rto %" PRIu64
 		      "\n", (double)late / USEC, eng(&lossy, EC_LOST), eng(&lossy, EC_LOST_RACK),
@@ -115,23 +123,17 @@ static void test_lone_loss(void **state)
 
 static void test_true_tail(void **state)
 {
-	static struct scn_result clean, lossy;
-	struct scn_config cfg;
-	struct dropper d = { .nth = 256 };
+	static struct scn_result lossy;
+	uint64_t late;
 
 	(void)state;
-	small_writes(&cfg);
-	run(&cfg, NULL, &clean);
-	small_writes(&cfg);
-	run(&cfg, &d, &lossy);
-	assert_int_equal(d.dropped, 1);
+	late = late_by_drop(256, &lossy);
 	print_message("true tail: done %.1f us after the lossless run; retx %" PRIu64
-		      ", rto %" PRIu64 "\n",
-		      (double)(lossy.wl.t_last_cqe - clean.wl.t_last_cqe) / USEC,
-		      eng(&lossy, EC_TX_RETX), eng(&lossy, EC_RTO));
+		      ", rto %" PRIu64 "\n", (double)late / USEC, eng(&lossy, EC_TX_RETX),
+		      eng(&lossy, EC_RTO));
 	assert_int_equal(eng(&lossy, EC_RTO), 0);
 	/* The probe after 2 SRTT (the packet asked for an immediate ACK), then an RTT. */
-	assert_true(lossy.wl.t_last_cqe - clean.wl.t_last_cqe < 20 * USEC);
+	assert_true(late < 20 * USEC);
 }
 
 static void test_collective_lone(void **state)
