@@ -85,6 +85,8 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_rx_bad_tag_total", "Packets refused by the security mode: no or a wrong "
 	  "tag (token), not sealed (aead)." },
 	{ "mroc_engine_cm_sec_mismatch_total", "Connections refused for another security mode." },
+	{ "mroc_engine_lost_rack_total", "Of the packets declared lost, those found by time across "
+	  "a QP's paths (a later-sent packet acknowledged)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },
