@@ -8,5 +8,5 @@ set format x '2^{%L}'
 set key outside right
 set grid
 set yrange [-60:150]
-plot for [tag in "bg-l0 idle-l0 idle-l0.01 incast-l0 "] for [b in "pfc qpp lossy"] 'cluster-small-p50.dat' \
+plot for [tag in "bg-l0 idle-l0 idle-l0.01 incast-l0 ring-idle-l0 "] for [b in "pfc qpp lossy"] 'cluster-small-p50.dat' \
 	using 2:((strcol(1) eq tag && strcol(3) eq b) ? $4 : 1/0):5:6 with yerrorlines title tag.' vs '.b
