@@ -241,7 +241,7 @@ nccl_table() {
 if have coll; then
 	nccl_table coll
 	delta_tables coll 11 time
-	delta_plot coll time 'AllGather and ReduceScatter: 8 B - 32 KiB on 32 ranks (p50 of 10, recursive doubling), 1 / 16 MiB on 64 hosts (ring); l = loss' 300
+	delta_plot coll time 'AllGather, ReduceScatter: 32 ranks by doubling to 32 KiB, 64 by ring; l = loss' 700
 fi
 if have large; then
 	delta_tables large 11 time
