@@ -40,8 +40,11 @@ start_both() {
 }
 
 stop_both() {
-	e2e_stop a
-	e2e_stop b
+	local n
+	for n in a b; do
+		e2e_stop $n
+		[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC"
+	done
 }
 
 links_up() {
