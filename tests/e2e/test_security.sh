@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: MIT
 # security.mode between two mrocd (docs/PROTOCOL.md 1.2, 11a), A on AF_XDP, B on
 # the UDP backend: "token" against "none" is refused and counted on both sides;
-# "token" connects, and a capture shows a SEND's text in clear; "aead" with a key
+# "token" connects, and a capture shows a SEND's text in clear; a keepalive of the
+# control link taken from the capture and sent again without its tag, with a wrong
+# one, or turned into a DISCONNECT (the right QPNs, from A's address) is refused
+# (rx_bad_tag) and the link stays up; "aead" with a key
 # file: mrocd refuses a key file others can read, a verified write_bw and the SEND
 # go through, the capture holds no trace of the text, and sealed packets taken
 # from the capture and sent again are dropped and counted when a ciphertext bit is
@@ -74,6 +77,28 @@ send_captured() {
 	[ -s "$1" ] || fail "no capture: $(cat "$E2E_DIR/dumpcap.log")"
 }
 
+# resend HEX: one datagram (bash's /dev/udp would split it at every newline byte).
+resend() {
+	printf '%b' "$(sed 's/../\\x&/g' <<<"$1")" >"$E2E_DIR/pkt.bin"
+	ip netns exec "$NS_A" socat -u "OPEN:$E2E_DIR/pkt.bin" "UDP:$IP_B:4793" ||
+		fail "cannot send the packet"
+}
+bcount() { e2e_admin b counters | jq -r ".worker.$1"; }
+# bwait COUNTER MIN: until b's worker counter reaches MIN (a loaded machine may take a while).
+bwait() { e2e_wait b counters ".worker.$1 >= $2" 10 || { e2e_admin b counters | jq -c .worker; false; }; }
+# captured PCAP FILTER: the UDP payload (hex) of the first packet A sent that FILTER takes,
+# without its ICRC (A is on AF_XDP), so that what B checks next is the security mode.
+captured() {
+	local hex flags
+	hex=$(tshark -r "$1" -Y "ip.src == $IP_A && $2" -T fields -e udp.payload 2>/dev/null |
+		head -n 1 | tr -d ':\n')
+	flags=$(( 0x${hex:4:2} ))
+	[ $((flags & 0x80)) = $((0x80)) ] || fail "no packet with an ICRC for \"$2\": \"$hex\""
+	echo "${hex:0:4}$(printf '%02x' $((flags & 0x7f)))${hex:6:$((${#hex} - 6 - 8))}"
+}
+# ecount COUNTER: b's engine counter.
+ecount() { e2e_admin b counters | jq -r ".engine.$1"; }
+
 # ---- "token" against "none": refused, counted on both sides ----
 configs token none
 start_both
@@ -96,8 +121,25 @@ for n in a b; do
 	jq -e '.engine.rx_bad_tag == 0 and .engine.cm_sec_mismatch == 0' \
 		<<<"$(e2e_admin $n counters)" >/dev/null || fail "$n: token refused packets"
 done
-stop_both
 ok "token: connected, SEND delivered (and readable in a capture)"
+
+# A keepalive A sent on the control link (a live connection): right QPNs, from A's address.
+ka=$(captured "$E2E_DIR/token.pcap" "udp.payload[1] == 11")
+[ $(( ${#ka} / 2 )) = 24 ] && [ $(( 0x${ka:4:2} & 0x40 )) = 64 ] || fail "not a tagged keepalive: $ka"
+bad=$(ecount rx_bad_tag)
+flags=$(printf '%02x' $(( 0x${ka:4:2} & 0xbf )))
+resend "${ka:0:4}$flags${ka:6:26}"				# its tag taken off
+resend "${ka:0:46}$(printf '%02x' $(( 0x${ka:46:2} ^ 1 )))"	# a wrong tag
+resend "${ka:0:2}2300${ka:6:26}$(printf '%048d' 0)"		# a DISCONNECT, untagged
+resend "${ka:0:2}2340${ka:6:26}$(printf '%048d' 0)${ka:32:16}"	# ... with a made-up tag
+e2e_wait b counters ".engine.rx_bad_tag >= $((bad + 4))" 10 ||
+	fail "forged packets with the right QPNs not refused: $(e2e_admin b counters | jq -c .engine)"
+sleep 0.5
+[ "$(e2e_admin a links | jq '[.links[] | select(.state == "up")] | length')" -ge 1 ] ||
+	fail "the forged DISCONNECT took the control link down: $(e2e_admin a links)"
+stop_both
+ok "token: forgeries with the right QPNs (no tag, a wrong tag, a DISCONNECT) refused, rx_bad_tag"
+
 
 # ---- "aead" ----
 keys=$E2E_DIR/keys
@@ -143,15 +185,6 @@ flags=$(( 0x${hex:4:2} ))
 [ $((flags & 0xa0)) = $((0xa0)) ] || fail "the captured packet is not sealed with an ICRC: flags $flags"
 hex=${hex:0:4}$(printf '%02x' $((flags & 0x7f)))${hex:6:$((${#hex} - 6 - 8))}
 nbytes=$(( ${#hex} / 2 ))
-# resend HEX: one datagram (bash's /dev/udp would split it at every newline byte).
-resend() {
-	printf '%b' "$(sed 's/../\\x&/g' <<<"$1")" >"$E2E_DIR/pkt.bin"
-	ip netns exec "$NS_A" socat -u "OPEN:$E2E_DIR/pkt.bin" "UDP:$IP_B:4793" ||
-		fail "cannot send the packet"
-}
-bcount() { e2e_admin b counters | jq -r ".worker.$1"; }
-# bwait COUNTER MIN: until b's worker counter reaches MIN (a loaded machine may take a while).
-bwait() { e2e_wait b counters ".worker.$1 >= $2" 10 || { e2e_admin b counters | jq -c .worker; false; }; }
 
 # Opened, it reaches the engine as a stale packet of a closed connection.
 stale='(.engine.rx_unknown_qp + .engine.rx_dup + .engine.rx_bad_state)'
