@@ -69,10 +69,12 @@ for n in a b; do
 		fail "$n: no received frame was handed to the other worker"
 	jq -e '[.workers[] | .handoff_tx_out] | add > 0' <<<"$c" >/dev/null ||
 		fail "$n: no frame was handed to the other worker to send"
-	jq -e '([.workers[] | .handoff_rx_out] | add) == ([.workers[] | .handoff_rx_in] | add) and
+	# Out and in are two workers' counters read while control traffic still flows: a frame
+	# between the two reads is counted out and not yet in (seen once), so wait for them to agree.
+	e2e_wait $n counters '([.workers[] | .handoff_rx_out] | add) == ([.workers[] | .handoff_rx_in] | add) and
 		([.workers[] | .handoff_tx_out] | add) == ([.workers[] | .handoff_tx_in] | add) and
-		.backend.handoff_full == 0 and .workers.worker_0.handed_off > 0 and .workers.worker_1.handed_off > 0' \
-		<<<"$c" >/dev/null || fail "$n: hand-offs lost or one-sided: $(jq -c .workers <<<"$c")"
+		.backend.handoff_full == 0 and .workers.worker_0.handed_off > 0 and .workers.worker_1.handed_off > 0' 10 ||
+		fail "$n: hand-offs lost or one-sided: $(e2e_admin $n counters | jq -c .workers)"
 	"$CLI" -S "$E2E_DIR/$n.admin" qp list >/dev/null || fail "$n: mroc-cli qp list"
 done
 ok "QPs live on both workers; frames were handed over both ways, every one taken, none dropped"
