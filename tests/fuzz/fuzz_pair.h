@@ -32,11 +32,17 @@ struct fuzz_pair {
 	struct pair_mem *mem[2];
 };
 
-static inline void fuzz_pair_setup(struct fuzz_pair *f)
+/* Two engines in security mode sec (enum mroc_sec: none or token), connected. */
+static inline void fuzz_pair_setup(struct fuzz_pair *f, uint8_t sec)
 {
 	uint32_t rights = ENGINE_ACCESS_ALL;
+	struct engine_config ca, cb;
 
-	f->p = pair_new(NULL, NULL);
+	pair_test_config(&ca);
+	cb = ca;
+	cb.seed = 2;			/* as pair_new's defaults: B with another seed */
+	ca.sec_mode = cb.sec_mode = sec;
+	f->p = pair_new(&ca, &cb);
 	pair_connect(f->p, NULL, NULL, FUZZ_SERVICE);
 	for (int side = 0; side < 2; side++) {
 		f->mem[side] = pair_mem_new(f->p, side, FUZZ_MEM_LEN, 1, rights);

@@ -130,7 +130,7 @@ static void engine_seeds(void)
 			.len = ops[i].len, .raddr = 8192, .imm = 0x1234,
 		};
 
-		fuzz_pair_setup(&f);
+		fuzz_pair_setup(&f, MROC_SEC_NONE);
 		wr.lkey = f.mem[PAIR_A]->lkey;
 		wr.rkey = f.mem[PAIR_B]->rkey;
 		pair_mem_fill(f.mem[PAIR_A], 7);
