@@ -399,6 +399,21 @@ local function dissect_icrc(tvb, pinfo, tree, len)
 	return good
 end
 
+-- The security modes' trailers (PROTOCOL.md 1.2), shown unchecked: the keys are not here.
+local sec_trailers = {
+	{ flag = F_AEAD, len = AEAD_LEN, name = "AEAD trailer", show = function(tvb, off, root, pinfo)
+		local at = root:add(mroc, tvb(off, AEAD_LEN), "AEAD trailer (AES-256-GCM)")
+		at:add(f.aead_key_id, tvb(off, 4))
+		at:add(f.aead_sender, tvb(off + 4, 8))
+		at:add(f.aead_seq, tvb(off + 12, 8))
+		at:add(f.aead_tag, tvb(off + 20, 16))
+		pinfo.cols.info:append(" key " .. tvb(off, 4):uint())
+	end },
+	{ flag = F_TAG, len = TAG_LEN, name = "tag", show = function(tvb, off, root)
+		root:add(f.tag, tvb(off, TAG_LEN))
+	end },
+}
+
 -- Returns the number of bytes consumed (0: not ours, for the heuristic).
 local function dissect(tvb, pinfo, tree)
 	local reported = tvb:reported_length_remaining()
@@ -440,30 +455,16 @@ local function dissect(tvb, pinfo, tree)
 		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
 	end
 	-- Security trailers, outside in: AEAD (added last by the frame layer), then TAG.
-	if bit32.band(tvb(2, 1):uint(), F_AEAD) ~= 0 then
-		if reported < HDR_LEN + AEAD_LEN then
-			malformed(pinfo, root, "too short for its AEAD trailer")
-			return tvb:len()
+	for _, t in ipairs(sec_trailers) do
+		if bit32.band(tvb(2, 1):uint(), t.flag) ~= 0 then
+			if reported < HDR_LEN + t.len then
+				malformed(pinfo, root, "too short for its " .. t.name)
+				return tvb:len()
+			end
+			reported = reported - t.len
+			if tvb:len() >= reported + t.len then t.show(tvb, reported, root, pinfo) end
+			tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
 		end
-		reported = reported - AEAD_LEN
-		if tvb:len() >= reported + AEAD_LEN then
-			local at = root:add(mroc, tvb(reported, AEAD_LEN), "AEAD trailer (AES-256-GCM)")
-			at:add(f.aead_key_id, tvb(reported, 4))
-			at:add(f.aead_sender, tvb(reported + 4, 8))
-			at:add(f.aead_seq, tvb(reported + 12, 8))
-			at:add(f.aead_tag, tvb(reported + 20, 16))
-			pinfo.cols.info:append(" key " .. tvb(reported, 4):uint())
-		end
-		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
-	end
-	if bit32.band(tvb(2, 1):uint(), F_TAG) ~= 0 then
-		if reported < HDR_LEN + TAG_LEN then
-			malformed(pinfo, root, "too short for its tag")
-			return tvb:len()
-		end
-		reported = reported - TAG_LEN
-		if tvb:len() >= reported + TAG_LEN then root:add(f.tag, tvb(reported, TAG_LEN)) end
-		tvb = tvb(0, math.min(tvb:len(), reported)):tvb()
 	end
 	if tvb(3, 1):uint() >= MAX_PATHS then
 		malformed(pinfo, root, "path id " .. tvb(3, 1):uint() .. " >= 16")
