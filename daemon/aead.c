@@ -391,7 +391,9 @@ void aead_reserve(struct aead *a, struct engine_txbuf *b, int n)
 
 void aead_seal_all(struct aead *a, struct engine_txbuf *b, int n)
 {
-	for (int i = 0; a && i < n; i++)
+	for (int i = 0; a && i < n; i++) {
+		b[i].cap += AEAD_TRAILER_LEN;	/* what aead_reserve held back */
 		if (aead_seal(a, &b[i]))
 			a->st.tx_failed++;	/* goes out unsealed: the peer drops it */
+	}
 }

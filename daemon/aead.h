@@ -82,7 +82,8 @@ int aead_open(struct aead *a, uint8_t *pkt, size_t len, uint8_t *sealed);
 
 /*
  * The worker's batch helpers (a NULL: nothing to do): hold AEAD_TRAILER_LEN
- * of each buffer back before engine_tx, seal what it wrote after it.
+ * of each of the n buffers back before engine_tx; after it, give it back to
+ * the first n (those engine_tx wrote) and seal them.
  */
 void aead_reserve(struct aead *a, struct engine_txbuf *b, int n);
 void aead_seal_all(struct aead *a, struct engine_txbuf *b, int n);

@@ -165,16 +165,25 @@ sleep 0.3
 ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" -p 18900 --sleep --verify \
 	-s 100000 -n 50 "$IP_B" >"$E2E_DIR/cli.log" 2>&1 || fail "write_bw: $(cat "$E2E_DIR/cli.log")"
 wait $srv || fail "write_bw server: $(cat "$E2E_DIR/srv.log")"
+# The other way: full-size sealed packets from the UDP backend.
+ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" -p 18901 --sleep --verify \
+	-s 100000 -n 50 >"$E2E_DIR/srv.log" 2>&1 &
+srv=$!
+sleep 0.3
+ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" -p 18901 --sleep --verify \
+	-s 100000 -n 50 "$IP_A" >"$E2E_DIR/cli.log" 2>&1 || fail "write_bw B->A: $(cat "$E2E_DIR/cli.log")"
+wait $srv || fail "write_bw B->A server: $(cat "$E2E_DIR/srv.log")"
 send_captured "$E2E_DIR/aead.pcap"
 grep -qa "$TEXT" "$E2E_DIR/aead.pcap" && fail "aead: the text is readable in the capture"
 for n in a b; do
 	c=$(e2e_admin $n counters)
 	jq -e '.worker.aead_tx_sealed > 100 and .worker.aead_rx_opened > 100 and
+	       .worker.aead_tx_failed == 0 and
 	       .worker.aead_rx_bad_tag == 0 and .worker.aead_rx_bad_key == 0 and
 	       .engine.rx_bad_tag == 0' <<<"$c" >/dev/null ||
 		fail "$n: aead counters: $(jq -c .worker <<<"$c")"
 done
-ok "aead: verified write_bw and SEND delivered; the text is not in the capture"
+ok "aead: verified write_bw both ways and SEND delivered; the text is not in the capture"
 
 # A sealed data packet A sent, from the capture: its ICRC (A is on AF_XDP) taken off, so
 # that B's AES-GCM check is what judges it; sent again from A's address by a kernel socket.

@@ -182,6 +182,35 @@ static void test_plain_and_keyless(void **state)
 	aead_destroy(rx);
 }
 
+/* A packet filling the buffer engine_tx was given (aead_reserve) is still sealed. */
+static void test_full_buffer(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	static uint8_t buf[MROC_DATA_OVERHEAD + 1024 + AEAD_TRAILER_LEN];
+	struct engine_txbuf b = { .data = buf, .cap = sizeof(buf) };
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	uint8_t sealed;
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	aead_reserve(tx, &b, 1);
+	assert_int_equal(b.cap, MROC_DATA_OVERHEAD + 1024);
+	memset(buf, 0, sizeof(buf));
+	buf[0] = MROC_WIRE_VERSION;
+	buf[1] = MROC_OP_WRITE;
+	b.len = b.cap;				/* as engine_tx would fill it */
+	aead_seal_all(tx, &b, 1);
+	aead_get_stats(tx, &st);
+	assert_int_equal(st.tx_failed, 0);
+	assert_int_equal(b.len, sizeof(buf));
+	assert_int_equal(aead_open(rx, buf, b.len, &sealed), MROC_DATA_OVERHEAD + 1024);
+	assert_int_equal(sealed, ENGINE_RX_SEALED);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -189,6 +218,7 @@ int main(void)
 		cmocka_unit_test(test_flipped_bits),
 		cmocka_unit_test(test_wrong_key),
 		cmocka_unit_test(test_plain_and_keyless),
+		cmocka_unit_test(test_full_buffer),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
