@@ -139,7 +139,13 @@ int aead_keys_load(const char *path, struct aead_keyset *out, char *err, size_t 
 
 /* ---- contexts ------------------------------------------------------------------- */
 
-#define RX_CACHE	16	/* (key id, sender) pairs heard from, with their ready contexts */
+/*
+ * (key id, sender) pairs heard from, with their ready contexts, direct-mapped
+ * by a hash of the pair: every peer worker's sealer is a sender, so a
+ * cluster of dozens of hosts has well over 16 (a 16-entry round-robin cache
+ * derived a key on almost every packet there); a lookup stays one slot.
+ */
+#define RX_CACHE	1024
 
 struct aead_peer {
 	uint32_t key_id;
@@ -155,7 +161,6 @@ struct aead {
 	uint64_t seq;		/* packets sealed: the nonce */
 	EVP_CIPHER_CTX *tx;
 	struct aead_peer rx[RX_CACHE];
-	unsigned rx_next;	/* the slot a new sender takes */
 	struct aead_stats st;
 };
 
@@ -322,13 +327,13 @@ static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender)
 	const struct aead_key *k;
 	struct aead_peer *e;
 
-	for (unsigned i = 0; i < RX_CACHE; i++)
-		if (a->rx[i].ctx && a->rx[i].key_id == key_id && a->rx[i].sender == sender)
-			return a->rx[i].ctx;
+	e = &a->rx[(uint32_t)((sender ^ ((uint64_t)key_id << 32)) * 0x9e3779b97f4a7c15ULL >> 54) %
+		   RX_CACHE];
+	if (e->ctx && e->key_id == key_id && e->sender == sender)
+		return e->ctx;
 	k = aead_keys_find(&a->keys, key_id);
 	if (!k)
 		return NULL;
-	e = &a->rx[a->rx_next++ % RX_CACHE];
 	EVP_CIPHER_CTX_free(e->ctx);
 	*e = (struct aead_peer){ .key_id = key_id, .sender = sender,
 				 .ctx = packet_ctx(a, k, sender, false) };
