@@ -53,6 +53,7 @@ MROC_MTU=3380		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 120 bytes 
 # TBF counts whole frames: 3392 payload bytes in every 3494.
 PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')
 PIDS=()
+DPIDS=()		# the two mrocd
 DIR=
 
 log() { echo "bench-ports: $*" >&2; }
@@ -117,6 +118,7 @@ transport = { paths = $((4 * p)); rto_min_us = 5000; rto_init_us = 20000; };
 CONF
 		ip netns exec "$(eval echo "\$FABRIC_NS_$h")" "$MROCD" -c "$DIR/h$h.conf" >>"$DIR/h$h.log" 2>&1 &
 		PIDS+=("$!")
+		DPIDS[h]=$!
 	done
 	for h in 0 1; do
 		for _ in $(seq 100); do
@@ -276,33 +278,57 @@ exp_portdown() {
 	echo
 }
 
+# CPU ticks (USER_HZ) so far and the time: "daemons softirq idle seconds" - both mrocd processes
+# (every thread), and the machine's softirq and idle time (on veth the kernel's
+# share of the datapath runs in softirq, charged to no thread).
+cpu_ticks() {
+	local h d=0
+	for h in 0 1; do
+		d=$((d + $(awk '{ print $14 + $15 }' "/proc/${DPIDS[h]}/stat" 2>/dev/null || echo 0)))
+	done
+	awk -v d="$d" -v t="$EPOCHREALTIME" '$1 == "cpu" { print d, $8, $5 + $6, t; exit }' /proc/stat
+}
+
+# The two worker counts alternate run by run (a fresh fabric each time), so
+# that both see the same drift in a shared machine's load; besides goodput,
+# the daemons' CPU per byte says what the second worker costs or saves.
 exp_workers() {
-	local csv=$OUT/ports-workers.csv rate w k rep st load
-	echo "ports,plane_rate_mbit,workers,runs,rep,gbps,loadavg1" >"$csv"
+	local csv=$OUT/ports-workers.csv rate w k rep st load c0 c1 hz
+	hz=$(getconf CLK_TCK)
+	echo "ports,plane_rate_mbit,workers,runs,rep,gbps,loadavg1,daemon_cpu_s,softirq_cpu_s,idle_cpu_s,wall_s" >"$csv"
 	for rate in $RATE_MBIT 0; do
-		for w in 1 2; do
-			up 2 "$w" "$rate"
-			for ((rep = 1; rep <= REPS; rep++)); do
+		for ((rep = 1; rep <= REPS; rep++)); do
+			for w in 1 2; do
+				up 2 "$w" "$rate"
 				for k in 1 2; do
+					c0=$(cpu_ticks)
 					mroc_runs "$k" "$SECS"
+					c1=$(cpu_ticks)
 					load=$(cut -d' ' -f1 /proc/loadavg)
 					log "2 ports at $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s"), $w worker(s), $k run(s): rep $rep: ${GBPS:-failed} Gbit/s (load $load)"
-					echo "2,$rate,$w,$k,$rep,$GBPS,$load" >>"$csv"
+					echo "2,$rate,$w,$k,$rep,$GBPS,$load,$(awk -v a="$c0" -v b="$c1" -v hz="$hz" 'BEGIN {
+						split(a, x, " "); split(b, y, " ")
+						printf "%.2f,%.2f,%.2f,%.2f", (y[1] - x[1]) / hz, (y[2] - x[2]) / hz, (y[3] - x[3]) / hz, y[4] - x[4] }')" >>"$csv"
 				done
 			done
 		done
 	done
 	stop_all
-	echo "#### Workers: 2 ports per host, 4 QPs in 1 or 2 write_bw runs at once, $SECS s runs, $REPS runs per point"
+	echo "#### Workers: 2 ports per host, 4 QPs in 1 or 2 write_bw runs at once, $SECS s runs, $REPS runs per point (worker counts alternating)"
 	echo
-	echo "| planes | write_bw runs (clients) | daemon.workers | Gbit/s (sum of the runs) min / median / max | load average (1 min) min / max |"
-	echo "|---|---|---|---|---|"
+	echo "| planes | write_bw runs (clients) | daemon.workers | Gbit/s (sum of the runs) min / median / max | daemons' CPU s per GB, median | machine idle, median | load average (1 min) min / max |"
+	echo "|---|---|---|---|---|---|---|"
 	for rate in $RATE_MBIT 0; do
 		for k in 1 2; do
 			for w in 1 2; do
-				st=$(awk -F, -v r="$rate" -v w="$w" -v k="$k" '$2 == r && $3 == w && $4 == k { print $6 }' "$csv" | stats)
-				load=$(awk -F, -v r="$rate" -v w="$w" -v k="$k" '$2 == r && $3 == w && $4 == k { print $7 }' "$csv" | stats)
-				echo "| $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s TBF") | $k x $((4 / k)) QPs | $w | ${st// / \/ } | $(cut -d' ' -f1 <<<"$load") / $(cut -d' ' -f3 <<<"$load") |"
+				# sel EXPR [COND]: EXPR of this point's rows (that meet COND)
+				sel() { awk -F, -v r="$rate" -v w="$w" -v k="$k" "NR > 1 && \$2 == r && \$3 == w && \$4 == k && (${2:-1}) { print $1 }" "$csv"; }
+				st=$(sel '$6' | stats)
+				load=$(sel '$7' | stats)
+				# CPU seconds over the whole run (connection set-up included) per GB moved in it
+				cpb=$(sel "\$8 / (\$6 * $SECS / 8)" '$6 > 0' | stats | cut -d' ' -f2)
+				idle=$(sel "100 * \$10 / ($(nproc) * \$11)" | stats | cut -d' ' -f2)
+				echo "| $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s TBF") | $k x $((4 / k)) QPs | $w | ${st// / \/ } | $cpb | ${idle:-?}% | $(cut -d' ' -f1 <<<"$load") / $(cut -d' ' -f3 <<<"$load") |"
 			done
 		done
 	done
