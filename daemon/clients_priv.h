@@ -1,0 +1,152 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What clients.c (the worker's side: QP lists, rings, completions) and
+ * clients_ctl.c (the control thread's side: HELLO, regions, QPs, limits,
+ * and the worker calls it makes) share.  Ownership is marked per field:
+ * the control thread owns struct client and its regions, the worker the
+ * active QP lists and the zombies; they meet only inside worker_call(),
+ * which is synchronous, so nothing needs a lock.
+ */
+#ifndef MROCD_CLIENTS_PRIV_H
+#define MROCD_CLIENTS_PRIV_H
+
+#include "abi.h"
+#include "clients.h"
+#include "engine.h"
+#include "mroc/mroc.h"
+#include "qpmap.h"
+#include "ring.h"
+
+#define QP_BATCH		32	/* work requests taken from one QP per loop */
+#define CLIENT_BATCH		64	/* ... and from all of one client's QPs */
+#define UIDS_MAX		4096	/* users with clients: limits.max_clients' largest value */
+#define CQ_EVENT_ROOM		8	/* connection events need CQ room too */
+#define BAD_WR_LIMIT		1024	/* then the client is disconnected */
+#define ZOMBIE_NS		(2ULL * 1000000000ULL)
+#define MAX_CLIENTS		4096	/* limits.max_clients' upper bound */
+/*
+ * The worker's per-loop cost must not grow with the number of QPs (issue
+ * #10): it looks at no more than POLL_BUDGET busy ("hot") QPs and
+ * SWEEP_BUDGET idle ("cold") ones per loop, round-robin.  A hot QP that
+ * found nothing to do for HOT_NS goes cold: its rings get NEED_WAKEUP for
+ * good, so the client rings its doorbell on the next post, and the worker
+ * looks at that client's QPs.  The sweep only bounds the delay when the
+ * worker is too busy to sleep (and so to see doorbells).
+ */
+#define POLL_BUDGET		256
+#define SWEEP_BUDGET		32
+#define HOT_NS			1000000ULL
+#define NOT_LISTED		UINT32_MAX
+
+/* The library's codes are the engine's, so they pass through unchanged. */
+static_assert((int)MROC_WR_READ == (int)ENGINE_WR_READ &&
+	      (int)MROC_WR_ATOMIC_FETCH_ADD == (int)ENGINE_WR_ATOMIC_FETCH_ADD &&
+	      (int)MROC_WR_ATOMIC_CMP_SWP == (int)ENGINE_WR_ATOMIC_CMP_SWP &&
+	      MROC_SEND_SIGNALED == ENGINE_WR_SIGNALED, "work request opcodes");
+static_assert((int)MROC_WC_EVENT_ERROR == (int)ENGINE_WC_EV_ERROR &&
+	      (int)MROC_WC_ATOMIC_FETCH_ADD == (int)ENGINE_WC_ATOMIC_FETCH_ADD &&
+	      (int)MROC_WC_ATOMIC_CMP_SWP == (int)ENGINE_WC_ATOMIC_CMP_SWP &&
+	      (int)MROC_WC_CONNECT_ERR == (int)ENGINE_WC_CONNECT_ERR, "completion codes");
+static_assert(MROC_ACCESS_REMOTE_READ == ENGINE_ACCESS_REMOTE_READ &&
+	      MROC_ACCESS_REMOTE_ATOMIC == ENGINE_ACCESS_REMOTE_ATOMIC,
+	      "access flags pass through");
+
+struct cmr {
+	uint32_t lkey, rkey;
+	void *map;
+	size_t len;
+};
+
+struct client;
+
+struct cqp {
+	struct client *cl;
+	uint32_t qpn;
+	void *region;
+	size_t region_len;
+	int cq_fd;
+	/* Worker only from here. */
+	struct ring_view sq, rq, cq;
+	uint32_t cq_entries;
+	uint32_t active_idx;		/* in clients.active */
+	uint32_t hot_idx;		/* in clients.hot, or NOT_LISTED (cold) */
+	uint64_t last_work;		/* ns */
+	struct cqp *cl_next, *cl_prev;	/* the client's active QPs */
+};
+
+struct client {
+	struct clients *cs;		/* its worker's: every QP and region of it lives there */
+	uint32_t id;			/* also the engine protection domain */
+	int fd;
+	pid_t pid;
+	uid_t uid;
+	int doorbell;			/* -1 until HELLO */
+	struct cmr *mrs;
+	uint32_t nmrs, mrs_cap;		/* mrs_cap: max_mrs when it connected */
+	struct cqp **qps;
+	uint32_t nqps, qps_cap;
+	uint64_t mr_bytes;
+	uint32_t bad_wrs;		/* worker */
+	uint32_t loop_wrs;		/* worker: taken in loop number loop */
+	uint64_t loop;
+	bool kicked;			/* worker: disconnected for misbehaving */
+	bool counted;			/* established: counted in nclients and by uid */
+	uint32_t widx;			/* worker: in clients.wcl, or NOT_LISTED */
+	struct cqp *wqps;		/* worker: its active QPs */
+};
+
+/* A destroyed QP the engine still tells its peer about. */
+struct zombie {
+	uint32_t qpn;			/* 0: reaped already */
+	uint64_t deadline;
+};
+
+struct clients {
+	/*
+	 * One per worker (its engine, peers, QPs); the control thread's part
+	 * (limits, counts by user, client ids) lives in the first one, ctl.
+	 */
+	struct clients *ctl;
+	struct engine *eng;
+	struct peers *peers;
+	struct worker *worker;
+	unsigned widx;			/* the worker's index, for the listener steering */
+	struct steer *steer;
+	struct clients_limits lim;	/* control thread: clients_set_limits */
+	uint32_t max_total_qps;		/* the engine's QP table */
+	uint32_t nclients, next_id;	/* control thread: established clients, ids */
+	struct uid_count {		/* control thread: established clients per user */
+		uid_t uid;
+		uint32_t n;
+	} *uids;			/* [UIDS_MAX], nuids in use */
+	uint32_t nuids;
+	/* Worker from here. */
+	uint64_t loop;			/* clients_poll calls */
+	struct evfd_signaller *sig;	/* completion channels */
+	struct qpmap map;		/* qpn -> struct cqp */
+	struct cqp **active;		/* max_total_qps */
+	uint32_t nactive, sweep;	/* sweep: next cold QP to look at */
+	struct cqp **hot;		/* max_total_qps */
+	uint32_t nhot, hot_next;
+	struct client *wcl[MAX_CLIENTS];	/* clients with a doorbell */
+	uint32_t nwcl;
+	/* Zombies in deadline order (a ring), found by QPN; reap: destroy at the next tick. */
+	struct qpmap zmap;		/* qpn -> struct zombie */
+	struct zombie *zombies;
+	uint32_t zhead, nzombies;
+	uint32_t *reap, nreap;
+	struct clients_stats st;	/* worker (clients/qps/mrs counts too) */
+};
+
+/* Hot: polled every loop (within POLL_BUDGET); the client need not ring. */
+void clients_qp_heat(struct clients *cs, struct cqp *q, uint64_t now);
+/*
+ * Cold: ask for the doorbell, then look once more (ring.h's no-lost-wakeup
+ * pairing).  False, and still hot, if work arrived meanwhile.
+ */
+bool clients_qp_cool(struct clients *cs, struct cqp *q);
+/* The QP leaves the worker's lists; the engine says goodbye to its peer (a zombie). */
+void clients_qp_deactivate(struct clients *cs, struct cqp *q, uint64_t now);
+void clients_deactivate_all(struct clients *cs, struct client *cl, uint64_t now);
+
+#endif
