@@ -66,6 +66,7 @@ struct path {
 	uint64_t rto_deadline;	/* next timer: probe, then RTO; 0 = not armed */
 	uint64_t rto_at;	/* when the RTO proper fires */
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
+	uint64_t timedout_at;	/* the first RTO since the path last made progress */
 	bool probed;		/* a tail-loss probe went out since the last progress */
 	bool probe_pending;	/* send one probe on this path now */
 	uint64_t probe_at;	/* timed-out path: when to probe it next */

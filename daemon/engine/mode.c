@@ -12,6 +12,8 @@ const struct mode_ops mode_metaroce = {
 	.max_paths = MROC_MAX_PATHS,
 	.tail_probe = true,
 	.rtx_queue = true,
+	/* Also with one path: a new port is its only way off a dead route. */
+	.repath = true,
 	.rx_floor = rx_apply_floor,
 	.detect_loss = ack_detect_loss,
 	.on_timeout = ack_lose_all,

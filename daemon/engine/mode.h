@@ -23,6 +23,7 @@ struct mode_ops {
 	uint8_t max_paths;
 	bool tail_probe;	/* send tail-loss probes before the RTO proper */
 	bool rtx_queue;		/* a lost DSN is queued on its own (else the go-back resends it) */
+	bool repath;		/* a path leaves a dead route for a new source port (9.8) */
 	/* Receiver, before the window checks: the sender's floor (may be NULL). */
 	void (*rx_floor)(struct rx_path *rp, const struct mroc_data_hdr *d);
 	/* Receiver, after them: 0 to take the PSN, else -errno (counted; an ACK or NAK is owed). */

@@ -323,8 +323,10 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->rto_fired_at = now ? now : 1;
 	p->backoff++;
 	eng->cc->on_rto(eng, p);
+	if (p->state != PATH_TIMEDOUT)
+		p->timedout_at = now;
 	p->state = PATH_TIMEDOUT;
-	if (eng->cfg.repath && qp->npaths > 1)
+	if (eng->cfg.repath && qp->mops->repath)
 		path_repath(eng, qp, p, now, ENGINE_REPATH_TIMEOUT);
 	/* Until an ACK shows it alive, the path carries only probe copies. */
 	p->probe_at = now + path_rto(eng, p);
@@ -355,14 +357,22 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	/*
 	 * A timed-out path starts small.  A new route deserves a fresh RTO
 	 * while a sibling is alive (probes are copies, so probing often costs
-	 * little); when every path is dead the peer or the whole fabric is, and
-	 * the backoff stays so a long outage is not probed at the RTO floor.
+	 * little), or once the peer host was heard from since the path timed
+	 * out (on another QP, or a keepalive's answer on another route): the
+	 * route died, not the peer, and a QP of one path must try new ports at
+	 * its RTO, not a backed-off one (1 path over 2 planes, one dead: a port
+	 * works both ways one time in four, and 3 s of doubling RTOs gave it
+	 * some 9 tries).  While nothing is heard the peer or the whole fabric
+	 * is dead, and the backoff stays so a long outage is not probed at the
+	 * RTO floor.
 	 */
 	if (backoff)
 		p->pwnd = cc_pwnd_min(eng);
 	for (unsigned i = 0; i < qp->npaths; i++)
 		if (&qp->paths[i] != p && qp->paths[i].state == PATH_ACTIVE)
 			backoff = 0;
+	if (p->state == PATH_TIMEDOUT && qp_heard(qp) > p->timedout_at)
+		backoff = 0;
 	p->backoff = backoff;
 	p->probed = false;
 }

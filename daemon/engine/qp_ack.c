@@ -398,8 +398,10 @@ bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d)
  * path, sooner (from the path RTO, doubling up to a quarter interval), and
  * the path it went on moves to a new source port: an idle path has no other
  * way to learn that its route died, and a dead plane must not look like a
- * dead peer.  Requests and answers share a source port, so one that gets
- * through has a working route both ways.
+ * dead peer.  A path with data in flight moves only once it timed out (its
+ * RTO backs off to a second: a QP of one path that waits for it tries a few
+ * ports before dead_peer).  Requests and answers share a source port, so
+ * one that gets through has a working route both ways.
  */
 static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 {
@@ -409,7 +411,8 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
 		struct path *p = &qp->paths[qp->ka_path];
 
 		eng->st.c[EC_KA_RETRY]++;
-		if (eng->cfg.repath && qp->npaths > 1 && !p->inflight)
+		if (eng->cfg.repath && qp->mops->repath &&
+		    (!p->inflight || p->state == PATH_TIMEDOUT))
 			path_repath(eng, qp, p, now, ENGINE_REPATH_KEEPALIVE);
 		qp->ka_path = (uint8_t)((qp->ka_path + 1) % qp->npaths);
 		qp->ka_wait = min_u64(qp->ka_wait * 2, cap);
