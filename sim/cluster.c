@@ -350,8 +350,11 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 	n = cfg->nranks ? cfg->nranks : net.fab.nhosts;
 	cn = cnet_create(&net);
 	if (!cn) {
+		const char *why = "bad fabric configuration";
+
 		res->err = -errno;
-		snprintf(res->why, sizeof(res->why), "bad fabric or engine configuration");
+		engine_config_check(&net.engine, &why);
+		snprintf(res->why, sizeof(res->why), "%s", why);
 		return res->err;
 	}
 	rank_host = calloc(n, sizeof(*rank_host));

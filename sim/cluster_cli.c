@@ -17,6 +17,7 @@
 #include "cliargs.h"
 #include "cluster.h"
 #include "cluster_cli.h"
+#include "simnet.h"
 
 #define MAX_SIZES	32
 
@@ -255,7 +256,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		cfg->nic_retry = (uint32_t)v;
 		break;
 	case O_PATHS: cfg->npaths = (uint8_t)v; break;
-	case O_RTO_MIN: cfg->net.engine.rto_min_ns = v * 1000; break;
+	case O_RTO_MIN: sim_engine_rto_min(&cfg->net.engine, v * 1000); break;
 	case O_RANKS: cfg->nranks = (uint32_t)v; break;
 	case O_BYTES: c->sizes[0] = v; c->nsizes = 1; break;
 	case O_STEP: *step = v; break;

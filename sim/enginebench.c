@@ -40,7 +40,7 @@ struct bench {
 	struct side s[2];
 	uint32_t nqps, active;
 	uint64_t now;
-	uint8_t bufs[BATCH][MROC_DATA_OVERHEAD + 4096 + MROC_TAG_LEN];
+	uint8_t bufs[BATCH][MROC_DATA_OVERHEAD + 8192 + MROC_TAG_LEN];	/* the engine's largest MTU */
 	uint8_t sec;			/* enum mroc_sec: none or token */
 	struct engine_txbuf tx[BATCH];
 };
@@ -234,7 +234,7 @@ static const char usage[] =
 "  --qps LIST     QP pairs, comma-separated (1,16,256,1000,4000)\n"
 "  --active all|N QPs with WRITEs outstanding; the rest idle (all)\n"
 "  --packets N    data packets measured per run (200000)\n"
-"  --mtu N        payload bytes per packet (1024)\n"
+"  --mtu N        payload bytes per packet, 64..8192 (1024)\n"
 "  --runs N       runs per point: min / median / max (3)\n"
 "  --sec MODE     security mode: none, or token (a SipHash tag per packet) (none)\n";
 
@@ -258,9 +258,9 @@ int enginebench_cmd(int argc, char **argv)
 	uint64_t packets = 200000, mtu = 1024, runs = 3, active = 0;
 	uint8_t sec = MROC_SEC_NONE;
 	double base = 0;
-	int c;
+	int c, longindex = 0;
 
-	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "h", opts, &longindex)) != -1) {
 		switch (c) {
 		case 'q': snprintf(qlist, sizeof(qlist), "%s", optarg); break;
 		case 'a':
@@ -268,7 +268,7 @@ int enginebench_cmd(int argc, char **argv)
 				goto bad;
 			break;
 		case 'p': if (sim_parse_scaled(optarg, 1000, &packets) || !packets) goto bad; break;
-		case 'm': if (sim_parse_scaled(optarg, 1024, &mtu) || mtu < 64 || mtu > 4096) goto bad;
+		case 'm': if (sim_parse_scaled(optarg, 1024, &mtu) || mtu < 64 || mtu > 8192) goto bad;
 			break;
 		case 'r': if (sim_parse_scaled(optarg, 1, &runs) || !runs || runs > 99) goto bad; break;
 		case 's':
@@ -291,8 +291,10 @@ int enginebench_cmd(int argc, char **argv)
 		double v[100];
 		uint32_t act;
 
-		if (sim_parse_scaled(tok, 1000, &n) || !n || n > 60000)
-			goto bad;
+		if (sim_parse_scaled(tok, 1000, &n) || !n || n > 60000) {
+			fprintf(stderr, "mroc-sim engine: bad QP count %s (1..60000)\n", tok);
+			return 2;
+		}
 		act = active && active < n ? (uint32_t)active : (uint32_t)n;
 		for (uint64_t r = 0; r < runs; r++) {
 			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, sec, &rto, &rest, &busy);
@@ -311,6 +313,8 @@ int enginebench_cmd(int argc, char **argv)
 	}
 	return 0;
 bad:
+	if (c != '?')	/* getopt named an unknown option itself */
+		fprintf(stderr, "mroc-sim engine: bad --%s %s\n", opts[longindex].name, optarg);
 	fputs(usage, stderr);
 	return 2;
 }

@@ -121,7 +121,8 @@ static bool inc_running(struct sim *sim, void *ctx)
 	return running;
 }
 
-static struct sim *inc_sim(const struct inc_config *cfg)
+/* NULL with errno and *why on a configuration the simulation refuses. */
+static struct sim *inc_sim(const struct inc_config *cfg, const char **why)
 {
 	struct sim_config sc;
 
@@ -139,7 +140,7 @@ static struct sim *inc_sim(const struct inc_config *cfg)
 	sc.downlink.delay_ns = 0;
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
-		sc.engine.rto_min_ns = cfg->rto_min_ns;
+		sim_engine_rto_min(&sc.engine, cfg->rto_min_ns);
 	if (cfg->hint_interval_ns)
 		sc.engine.hint_interval_ns = cfg->hint_interval_ns;
 	sc.engine.rate_hints = cfg->rate_hints;
@@ -147,6 +148,10 @@ static struct sim *inc_sim(const struct inc_config *cfg)
 	sc.engine.link_rate_bps = cfg->plane_rate_bps * cfg->planes;
 	/* The receiver has a QP per sender; a small table keeps the engine's scans cheap. */
 	sc.engine.max_qps = cfg->senders + 1;
+	if (sim_config_check(&sc, why)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return sim_create(&sc);
 }
 
@@ -251,6 +256,7 @@ static int inc_go(struct inc_run *r, struct inc_result *res)
 int inc_run(const struct inc_config *cfg, struct inc_result *res)
 {
 	struct inc_run r = { .cfg = cfg, .n = cfg->senders, .receiver = cfg->senders };
+	const char *why = NULL;
 	int err = 0;
 
 	memset(res, 0, sizeof(*res));
@@ -259,9 +265,10 @@ int inc_run(const struct inc_config *cfg, struct inc_result *res)
 		snprintf(res->why, sizeof(res->why), "senders must be 1..%u", INC_MAX_SENDERS);
 		return res->err = -EINVAL;
 	}
-	r.sim = inc_sim(cfg);
+	r.sim = inc_sim(cfg, &why);
 	if (!r.sim) {
-		snprintf(res->why, sizeof(res->why), "sim_create: %s", strerror(errno));
+		snprintf(res->why, sizeof(res->why), "bad configuration: %s",
+			 why ? why : strerror(errno));
 		return res->err = -errno;
 	}
 	for (uint32_t i = 0; i < r.n; i++) {

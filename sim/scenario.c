@@ -109,7 +109,8 @@ static int arm_blackhole(struct sim *sim, struct scn_bh *bh)
 	return err;
 }
 
-static struct sim *scn_sim(const struct scn_config *cfg)
+/* NULL with errno and *why on a configuration the simulation refuses. */
+static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 {
 	struct sim_config sc;
 
@@ -126,10 +127,14 @@ static struct sim *scn_sim(const struct scn_config *cfg)
 	sc.link.loss = cfg->loss;
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
-		sc.engine.rto_min_ns = cfg->rto_min_ns;
+		sim_engine_rto_min(&sc.engine, cfg->rto_min_ns);
 	if (cfg->delay_target_set)
 		sc.engine.delay_target_ns = cfg->delay_target_ns;
 	sc.engine.max_qps = 4;	/* one QP per host */
+	if (sim_config_check(&sc, why)) {
+		errno = EINVAL;
+		return NULL;
+	}
 	return sim_create(&sc);
 }
 
@@ -162,15 +167,20 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 {
 	struct scn_bh bh = { .cfg = cfg };
 	struct workload *wl = NULL;
+	const char *why = NULL;
 	struct sim *sim;
 	int err;
 
 	memset(res, 0, sizeof(*res));
-	if (cfg->blackhole_plane >= (int32_t)cfg->planes)
+	if (cfg->blackhole_plane >= (int32_t)cfg->planes) {
+		snprintf(res->why, sizeof(res->why), "blackhole plane %d: there are %u planes",
+			 cfg->blackhole_plane, cfg->planes);
 		return res->err = -EINVAL;
-	sim = scn_sim(cfg);
+	}
+	sim = scn_sim(cfg, &why);
 	if (!sim) {
-		snprintf(res->why, sizeof(res->why), "sim_create: %s", strerror(errno));
+		snprintf(res->why, sizeof(res->why), "bad configuration: %s",
+			 why ? why : strerror(errno));
 		return res->err = -errno;
 	}
 	wl = wl_create(sim, &cfg->wl);

@@ -381,16 +381,43 @@ static int sim_hosts_create(struct sim *sim)
 	return err;
 }
 
+int sim_config_check(const struct sim_config *cfg, const char **why)
+{
+	const char *dummy;
+	uint64_t pkt;
+
+	if (!why)
+		why = &dummy;
+#define BAD(msg) do { *why = msg; return -EINVAL; } while (0)
+	if (!cfg)
+		BAD("no configuration");
+	if (cfg->nhosts < 2 || cfg->nhosts > (1u << 20))
+		BAD("hosts must be 2..1048576");
+	if (!cfg->nplanes || cfg->nplanes > SIM_MAX_PLANES)
+		BAD("planes must be 1..64");
+	if (cfg->route > SIM_ROUTE_PATH_ID)
+		BAD("unknown routing");
+	if (cfg->link.loss < 0 || cfg->link.loss > 1 ||
+	    (cfg->downlinks && (cfg->downlink.loss < 0 || cfg->downlink.loss > 1)))
+		BAD("loss must be 0..1");
+	if (engine_config_check(&cfg->engine, why))
+		return -EINVAL;
+	/* The largest packet on the wire, counting a security tag whether or not there is one. */
+	pkt = (uint64_t)cfg->engine.mtu + MROC_DATA_OVERHEAD + MROC_TAG_LEN + cfg->wire_overhead;
+	if ((cfg->link.queue_bytes && cfg->link.queue_bytes < pkt) ||
+	    (cfg->downlinks && cfg->downlink.queue_bytes && cfg->downlink.queue_bytes < pkt))
+		BAD("a queue must hold one full packet (MTU + 68 bytes of headers + wire overhead)");
+	return 0;
+#undef BAD
+}
+
 struct sim *sim_create(const struct sim_config *cfg)
 {
 	struct sim *sim;
 	size_t nlinks;
 	int err = -EINVAL;
 
-	if (!cfg || cfg->nhosts < 2 || cfg->nhosts > (1u << 20) || !cfg->nplanes ||
-	    cfg->nplanes > SIM_MAX_PLANES || cfg->route > SIM_ROUTE_PATH_ID ||
-	    cfg->link.loss < 0 || cfg->link.loss > 1 ||
-	    (cfg->downlinks && (cfg->downlink.loss < 0 || cfg->downlink.loss > 1))) {
+	if (sim_config_check(cfg, NULL)) {
 		errno = EINVAL;
 		return NULL;
 	}

@@ -79,6 +79,26 @@ struct sim_config {
  */
 void sim_config_default(struct sim_config *cfg);
 
+/*
+ * 0 if sim_create would take cfg, else -EINVAL with *why (if why is not
+ * NULL) saying what is wrong: a bad count or loss, an engine configuration
+ * engine_config_check refuses, or a queue that holds no full packet (the
+ * transfer would stall for ever).
+ */
+int sim_config_check(const struct sim_config *cfg, const char **why);
+
+/*
+ * A simulated engine's minimum RTO: its first RTO, before any RTT sample,
+ * may not be below it, so that rises with it (the engine refuses
+ * rto_min > rto_init).
+ */
+static inline void sim_engine_rto_min(struct engine_config *e, uint64_t rto_min_ns)
+{
+	e->rto_min_ns = rto_min_ns;
+	if (e->rto_init_ns < rto_min_ns)
+		e->rto_init_ns = rto_min_ns;
+}
+
 struct sim *sim_create(const struct sim_config *cfg);
 void sim_destroy(struct sim *sim);
 

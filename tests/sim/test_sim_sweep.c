@@ -17,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "cluster.h"
 #include "scenario.h"
 #include "simnet.h"
 #include "workload.h"
@@ -78,10 +79,80 @@ static void test_one_path_leaves_dead_plane(void **state)
 	}
 }
 
+/*
+ * --rto-min above the engine's first RTO (10 ms for run and incast, 200 us
+ * for cluster): the engine refuses rto_min > rto_init, and every such run
+ * failed at once with "sim_create: Invalid argument" ("bad fabric or
+ * engine configuration" for cluster).  The first RTO now rises with the
+ * minimum.  Sweep reproducer: mroc-sim cluster --hosts 4 --leaves 4
+ * --spines 1 --rto-min 10000 ...
+ */
+static void test_rto_min_above_first_rto(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+	struct clu_config cc;
+	static struct clu_result cr;
+	int err;
+
+	scn_config_default(&cfg);
+	cfg.wl.total_bytes = 1 * MIB;
+	cfg.loss = 0.01;
+	cfg.rto_min_ns = 20 * MSEC;
+	run_ok("run, rto_min 20 ms", &cfg, &r);
+
+	clu_config_default(&cc);
+	cc.net.fab.nhosts = 4;
+	cc.net.fab.nplanes = 2;
+	cc.net.fab.leaves = 2;
+	cc.net.fab.spines = 1;
+	cc.bytes = 64 * 1024;
+	cc.verify = true;
+	sim_engine_rto_min(&cc.net.engine, 1 * MSEC);
+	err = clu_run(&cc, &cr);
+	print_message("cluster, rto_min 1 ms: %s %s\n", err ? "FAILED" : "ok", cr.why);
+	assert_int_equal(err, 0);
+}
+
+/*
+ * A queue smaller than one packet: every packet is tail-dropped, the
+ * connect never completes, and the run stalled until its time limit.  Such
+ * a fabric is refused, with the reason.
+ */
+static void test_queue_below_one_packet_refused(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+	struct sim_config sc;
+	const char *why = NULL;
+
+	scn_config_default(&cfg);
+	cfg.wl.total_bytes = 64 * 1024;
+	cfg.queue_bytes = 100;
+	assert_int_equal(scn_run(&cfg, &r), -EINVAL);
+	print_message("queue 100 B: %s\n", r.why);
+	assert_non_null(strstr(r.why, "queue"));
+	assert_int_equal(r.wl.t_first_post, 0);
+
+	sim_config_default(&sc);
+	sc.engine.mtu = 4096;
+	sc.link.queue_bytes = 4096 + 60;
+	assert_int_equal(sim_config_check(&sc, &why), -EINVAL);
+	sc.link.queue_bytes = 0;	/* no limit */
+	assert_int_equal(sim_config_check(&sc, &why), 0);
+	sc.link.queue_bytes = 8192;
+	assert_int_equal(sim_config_check(&sc, &why), 0);
+	sc.downlinks = true;
+	sc.downlink.queue_bytes = 1024;
+	assert_int_equal(sim_config_check(&sc, &why), -EINVAL);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_path_leaves_dead_plane),
+		cmocka_unit_test(test_rto_min_above_first_rto),
+		cmocka_unit_test(test_queue_below_one_packet_refused),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
