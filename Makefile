@@ -12,6 +12,9 @@
 #   make bench-lat            latency tables and plot (issue 17) into docs/perf/ (root)
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make fuzz [FUZZ_TIME=60]  libFuzzer harnesses (clang, build-fuzz/), each FUZZ_TIME seconds
+#   make sim-sweep [SWEEP_ARGS="--runs 300 --seed 1"]
+#                             robustness sweep: random seeds and parameters through mroc-sim
+#                             built with SANITIZE=address,undefined (not in check)
 #   make clean                remove build/ and build-*/
 #   make V=1                  print full commands (and, with check, every test's output)
 #   make WERROR=1             warnings are errors (automatic when CI is set)
@@ -202,7 +205,8 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 
 # ---- top-level targets ------------------------------------------------------
 
-.PHONY: all libs tests check bench bench-lat bench-sim bench-scale bench-mpi demo clean help
+.PHONY: all libs tests check bench bench-lat bench-sim bench-scale bench-mpi demo clean help \
+	sim-sweep
 
 ifeq ($(HAVE_CMOCKA),1)
 all: libs $(SIM_BIN) $(DAEMON_BIN) $(PERF_BIN) $(TOOL_BINS) $(EXAMPLE_BINS) tests
@@ -271,12 +275,17 @@ bench-lat: all
 bench-sim: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-sim.sh
 
+# Any seed, any fabric: mroc-sim run, incast, cluster --verify and engine over random seeds and
+# parameters, sanitizers on; failures with their command lines (scripts/sim-sweep.sh --help).
+sim-sweep:
+	scripts/sim-sweep.sh $(SWEEP_ARGS)
+
 clean:
 	$(call say,CLEAN,build build-*)
 	$(Q)rm -rf build build-*/
 
 help:
-	@sed -n '3,19s/^# \{0,1\}//p' Makefile
+	@sed -n '5,/^#$$/s/^# \{0,1\}//p' Makefile
 
 # ---- rules ------------------------------------------------------------------
 

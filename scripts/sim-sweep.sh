@@ -1,0 +1,324 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# sim-sweep.sh: robustness sweep of the engine through the simulator ("any seed, any fabric").
+#
+# Many short runs of `mroc-sim run`, `incast` and `cluster --verify`, each with a random
+# simulation seed, workload seed and random parameters drawn over the documented ranges (loss
+# 0..0.3, blackholes, both modes, 1..16 paths, 1..8 planes, MTU 256..8192, 1-byte to 1 MiB
+# messages, every op type with atomics, 1..256 outstanding, both routings, tiny to huge queues
+# and ECN thresholds, mixed rates, RTO floors and delay targets), then `mroc-sim engine` at
+# 1..4,000 QPs.  Every run must exit 0 and say ok (run: "result: ok" with every op completed;
+# the simulator checks every byte placed, every READ's data, every FETCH_ADD's value and the
+# counter's sum), finish within a generous wall-clock limit, and leave nothing on stderr from
+# AddressSanitizer, LeakSanitizer or UBSan.  A failure is written with its exact command line.
+#
+# usage: scripts/sim-sweep.sh [--runs N] [--time SECONDS] [--seed N] [--kinds LIST]
+#                             [--sim PATH] [--out DIR] [--wall SECONDS]
+#   --runs N       stop after N runs (default 300)
+#   --time S       also stop after S seconds of wall time (default: no limit)
+#   --seed N       the sweep's own seed: the same seed draws the same command lines (1)
+#   --kinds LIST   comma-separated from run,incast,cluster,engine (all of them)
+#   --sim PATH     the mroc-sim to test (default: build it with SANITIZE=address,undefined
+#                  and use build-address-undefined/mroc-sim)
+#   --out DIR      where the log and failures go (default: BUILD folder/sim-sweep)
+#   --wall S       wall-clock limit of one run, a stall past it is a failure (600)
+#   --dry-run      print the command lines, run nothing
+#
+# Runs one process at a time under nice -n 19 (the machine is shared).  Exit status 1 if any
+# run failed; DIR/failures.txt has one block per failure (command, exit status, the output's
+# tail), DIR/log.txt one line per run.
+set -u
+
+runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine sim= out= wall=600 dry=0
+while [ $# -gt 0 ]; do
+	case "$1" in
+	--runs) runs=$2; shift 2 ;;
+	--time) max_time=$2; shift 2 ;;
+	--seed) sweep_seed=$2; shift 2 ;;
+	--kinds) kinds=$2; shift 2 ;;
+	--sim) sim=$2; shift 2 ;;
+	--out) out=$2; shift 2 ;;
+	--wall) wall=$2; shift 2 ;;
+	--dry-run) dry=1; shift ;;
+	-h|--help) sed -n '3,/^set -u/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+	*) echo "sim-sweep.sh: unknown option $1 (see --help)" >&2; exit 2 ;;
+	esac
+done
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+if [ -z "$sim" ] && [ "$dry" = 1 ]; then
+	sim=mroc-sim
+elif [ -z "$sim" ]; then
+	nice -n 10 make -C "$root" -s -j2 SANITIZE=address,undefined \
+		build-address-undefined/mroc-sim || exit 1
+	sim=$root/build-address-undefined/mroc-sim
+fi
+[ "$dry" = 1 ] || [ -x "$sim" ] || { echo "sim-sweep.sh: $sim is not executable" >&2; exit 2; }
+out=${out:-$(dirname "$sim")/sim-sweep}
+mkdir -p "$out"
+log=$out/log.txt fails=$out/failures.txt
+: >"$log"
+: >"$fails"
+
+# Leaks are findings too; the first UB report ends the run with a non-zero status.
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:print_stacktrace=1}
+
+# ---- random draws ----------------------------------------------------------------------
+# A 64-bit LCG of our own (bash's $RANDOM is reseeded in every subshell), and every draw
+# returns in REPLY, never through $(...): the same sweep seed draws the same command lines.
+
+rng=$(( sweep_seed * 2654435761 + 1 ))
+# rnd A B: REPLY = a uniform integer in [A, B].
+rnd() {
+	rng=$(( rng * 6364136223846793005 + 1442695040888963407 ))
+	REPLY=$(( $1 + ((rng >> 33) & 0x7fffffff) % ($2 - $1 + 1) ))
+}
+# pick WORD...: REPLY = one of the words.
+pick() { rnd 1 $#; REPLY=${!REPLY}; }
+# chance N: true N times in 100.
+chance() { rnd 1 100; [ "$REPLY" -le "$1" ]; }
+
+draw_loss() {
+	if chance 35; then REPLY=0; return; fi
+	if chance 50; then pick 0.0001 0.001 0.01 0.05 0.1 0.2 0.3; return; fi
+	rnd 0 300
+	printf -v REPLY '0.%03d' "$REPLY"
+}
+
+draw_mtu() {
+	if chance 60; then pick 256 512 1024 1500 2048 4096 8192; else rnd 256 8192; fi
+}
+
+# draw_msg: the largest WR, from 1 byte up.
+draw_msg() {
+	rnd 0 4
+	case $REPLY in
+	0) rnd 1 16 ;;
+	1) rnd 1 4096 ;;
+	2) rnd 4096 65536 ;;
+	3) pick 65536 262144 1048576 ;;
+	4) pick 1 8 4096 4097 8192 65536 ;;
+	esac
+}
+
+draw_mix() {
+	local w=(0 0 0 0 0) i
+	if chance 25; then
+		rnd 0 4	# one op type alone
+		w[REPLY]=1
+	else
+		for i in 0 1 2 3 4; do rnd 0 3; w[i]=$REPLY; done
+		[ $((w[0] + w[1] + w[2] + w[3] + w[4])) -gt 0 ] || w[0]=1
+	fi
+	REPLY="${w[0]},${w[1]},${w[2]},${w[3]},${w[4]}"
+}
+
+draw_outstanding() {
+	if chance 50; then pick 1 2 3 16 64 255 256; else rnd 1 256; fi
+}
+
+# draw_queue MTU: a drop-tail queue that still holds one whole packet (68 bytes of headers
+# and tag, 64 of wire overhead: smaller is refused), up to far more than a run ever queues.
+draw_queue() {
+	local min=$(($1 + 132))
+	rnd 0 3
+	case $REPLY in
+	0) rnd 1 4; REPLY=$((min * REPLY)) ;;
+	1) rnd "$min" 65536 ;;
+	2) pick 524288 4194304 ;;
+	3) REPLY=67108864 ;;
+	esac
+}
+
+draw_ecn() { pick 0 1 1500 8192 65536 262144 4194304 1073741824; }
+draw_rate() { pick 1G 10G 25G 40G 100G 400G; }
+draw_delay() { pick 0 100 1000 2000 10000 100000; }
+draw_rto_min() { pick 1 10 50 200 1000 5000 10000 20000 100000; }
+
+# draw_bytes MSG MSG_MIN MIX MAX_OPS: total bytes, kept to about MAX_OPS WRs (a FETCH_ADD
+# takes 8 bytes of the transfer whatever the message size).
+draw_bytes() {
+	local msg=$1 min=$2 w=(${3//,/ }) avg per cap
+	avg=$(( min ? (msg + min) / 2 : msg ))
+	per=$(( (avg * (w[0] + w[1] + w[2] + w[3]) + (avg < 8 ? avg : 8) * w[4]) /
+		(w[0] + w[1] + w[2] + w[3] + w[4]) ))
+	cap=$(( (per > 0 ? per : 1) * $4 ))
+	rnd 0 3
+	case $REPLY in
+	0) rnd 1 65536 ;;
+	1) rnd 65536 4194304 ;;
+	2) pick 1 7 8 9 4096 1048576 ;;
+	3) rnd 4194304 16777216 ;;
+	esac
+	[ "$REPLY" -le "$cap" ] || REPLY=$cap
+}
+
+# ---- one command line per kind, into ARGS -------------------------------------------------
+
+# add OPTION DRAW [DRAW ARGS]: append OPTION and the draw's value.
+add() { local o=$1; shift; "$@"; ARGS+=("$o" "$REPLY"); }
+
+cmd_run() {
+	local planes paths mode route mtu msg min mix loss ops=40000
+	rnd 1 8; planes=$REPLY
+	rnd 1 16; paths=$REPLY
+	pick metaroce metaroce rocev2; mode=$REPLY
+	pick hash path; route=$REPLY
+	draw_mtu; mtu=$REPLY
+	draw_msg; msg=$REPLY
+	draw_mix; mix=$REPLY
+	draw_loss; loss=$REPLY
+	min=0
+	if chance 50; then rnd 1 "$msg"; min=$REPLY; fi
+	# RoCEv2 mode goes back N on every loss: at heavy loss a few thousand WRs take minutes.
+	if [ "$mode" = rocev2 ] && [[ $loss > 0.05 ]]; then ops=2000; fi
+	ARGS=(run --planes "$planes" --paths "$paths" --mode "$mode" --route "$route"
+	      --mtu "$mtu" --msg "$msg" --msg-min "$min" --mix "$mix" --loss "$loss")
+	add --seed rnd 0 1073741823
+	add --wl-seed rnd 0 1073741823
+	add --bytes draw_bytes "$msg" "$min" "$mix" "$ops"
+	add --outstanding draw_outstanding
+	add --queue draw_queue "$mtu"
+	add --ecn draw_ecn
+	add --rate draw_rate
+	add --delay draw_delay
+	add --rto-min draw_rto_min
+	ARGS+=(--limit 60000)
+	# A NIC slower than its planes, sometimes.
+	if chance 20; then add --nic pick 1G 10G 25G 50G; fi
+	if chance 40; then add --delay-target pick 0 1 10 50 500 5000; fi
+	# A dead plane, when MetaRoCE has somewhere else to go: with path routing some path must
+	# sit on another plane (path p rides plane p mod planes); a RoCEv2 QP is one path and
+	# cannot leave a dead plane, as on a real fabric.
+	if [ "$mode" = metaroce ] && [ "$planes" -ge 2 ] && chance 30; then
+		local bh p ok=0
+		rnd 0 $((planes - 1)); bh=$REPLY
+		[ "$route" = hash ] && ok=1
+		for ((p = 0; p < paths; p++)); do [ $((p % planes)) -ne "$bh" ] && ok=1; done
+		rnd 0 3000
+		[ $ok = 1 ] && ARGS+=(--blackhole "$bh@$REPLY")
+	fi
+}
+
+cmd_incast() {
+	local mtu msg mix
+	draw_mtu; mtu=$REPLY
+	draw_msg; msg=$REPLY
+	draw_mix; mix=$REPLY
+	ARGS=(incast --mtu "$mtu" --msg "$msg" --mix "$mix" --limit 60000)
+	add --senders rnd 1 8
+	add --hints pick on off both
+	add --seed rnd 0 1073741823
+	add --wl-seed rnd 0 1073741823
+	add --planes rnd 1 8
+	add --paths rnd 1 16
+	add --mode pick metaroce metaroce rocev2
+	add --route pick hash path
+	draw_bytes "$msg" 0 "$mix" 10000
+	ARGS+=(--bytes "$REPLY")
+	add --outstanding draw_outstanding
+	add --queue draw_queue "$mtu"
+	add --ecn draw_ecn
+	add --rate draw_rate
+	add --rto-min draw_rto_min
+}
+
+cmd_cluster() {
+	ARGS=(cluster --verify --limit 60000)
+	add --seed rnd 0 1073741823
+	add --hosts rnd 2 16
+	add --planes rnd 1 8
+	add --leaves rnd 1 4
+	add --spines rnd 1 4
+	add --bytes pick 1 8 1K 64K 1M
+	add --op pick allreduce allgather reducescatter alltoall permutation incast
+	add --algo pick auto ring rd
+	add --loss pick 0 0 0.001 0.01 0.05
+	add --transport pick metaroce rocev2 rocev2-qps rocev2-pfc rocev2-qp-per-plane \
+		metaroce,rocev2-pfc
+	add --paths rnd 1 16
+	add --hints pick on off
+	add --rto-min draw_rto_min
+}
+
+cmd_engine() {
+	local q
+	rnd 1 4000; q=$REPLY
+	ARGS=(engine --runs 1)
+	add --qps pick 1 2 16 256 1000 4000 "$q"
+	add --active pick all 1 17
+	add --packets rnd 1 20000
+	add --mtu draw_mtu
+	add --sec pick none token
+}
+
+# ---- run and judge ---------------------------------------------------------------------
+
+# judge KIND OUTPUT_FILE STATUS ARGS: empty when the run passed, else why it did not.
+#
+# One failure is the transport's own and passes: RoCEv2 mode at more than 5% loss may give up
+# with RETRY_EXC (status 5; its peer then flushes, status 7), as a RoCE NIC does once its retry
+# count is spent (mroc's max_retx, or dead_peer without progress while its RTO backs off).
+# Its data must still be right up to there, which the simulator checked.
+judge() {
+	local kind=$1 f=$2 st=$3 args=$4 loss
+	if [ "$st" = 124 ] || [ "$st" = 137 ]; then echo "stalled: over ${wall}s of wall time"; return; fi
+	if grep -Eq 'AddressSanitizer|LeakSanitizer|runtime error:' "$f"; then
+		echo "sanitizer: $(grep -Em1 'AddressSanitizer|LeakSanitizer|runtime error:' "$f")"
+		return
+	fi
+	if [ "$kind" = run ] && [[ $args == *"--mode rocev2"* ]]; then
+		loss=${args##*--loss }
+		loss=${loss%% *}
+		if [[ $loss > 0.05 ]] && grep -Eq '^why: .*completed with status [57] ' "$f"; then
+			return
+		fi
+	fi
+	[ "$st" = 0 ] || { echo "exit status $st"; return; }
+	case $kind in
+	run)
+		grep -qx 'result: ok' "$f" || { echo "no 'result: ok'"; return; }
+		# every op completed: "ops N/N"
+		grep -Eq '^ops ([0-9]+)/\1 ' "$f" || echo "ops not all completed"
+		;;
+	incast) grep -q ': FAILED' "$f" && echo "a sender failed" ;;
+	cluster) grep -Eq ' FAIL$' "$f" && echo "a transport failed" ;;
+	esac
+}
+
+kinds_list=(${kinds//,/ })
+t0=$SECONDS n=0 nfail=0
+tmp=$(mktemp "$out/run.XXXXXX")
+trap 'rm -f "$tmp"' EXIT
+echo "sim-sweep: $sim, sweep seed $sweep_seed, up to $runs runs, log $log"
+while [ "$n" -lt "$runs" ]; do
+	if [ "$max_time" -gt 0 ] && [ $((SECONDS - t0)) -ge "$max_time" ]; then break; fi
+	pick "${kinds_list[@]}"; kind=$REPLY
+	# run is the main course: most draws, whatever the list.
+	if [[ " ${kinds_list[*]} " == *" run "* ]] && chance 60; then kind=run; fi
+	"cmd_$kind"
+	args="${ARGS[*]}"
+	if [ "$dry" = 1 ]; then echo "${sim##*/} $args"; n=$((n + 1)); continue; fi
+	n=$((n + 1))
+	s0=$SECONDS
+	# shellcheck disable=SC2086 # the words are ours, none has spaces
+	timeout -k 10 "$wall" nice -n 19 "$sim" $args >"$tmp" 2>&1
+	st=$?
+	why=$(judge "$kind" "$tmp" "$st" "$args")
+	printf '%d %s %ds %s: %s\n' "$n" "${why:+FAIL}${why:-ok}" $((SECONDS - s0)) "$kind" \
+		"$args" >>"$log"
+	if [ -n "$why" ]; then
+		nfail=$((nfail + 1))
+		{
+			echo "== run $n: $why"
+			echo "$sim $args"
+			tail -n 15 "$tmp"
+			echo
+		} >>"$fails"
+		echo "FAIL ($why): $sim $args"
+	fi
+done
+echo "sim-sweep: $n runs, $nfail failed, $((SECONDS - t0)) s wall; log $log, failures $fails"
+[ "$nfail" = 0 ]
