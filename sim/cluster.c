@@ -350,10 +350,11 @@ int clu_run(const struct clu_config *cfg, struct clu_result *res)
 	n = cfg->nranks ? cfg->nranks : net.fab.nhosts;
 	cn = cnet_create(&net);
 	if (!cn) {
-		const char *why = "bad fabric configuration";
+		const char *why = "out of memory";
 
 		res->err = -errno;
-		engine_config_check(&net.engine, &why);
+		if (!fab_config_check(&net.fab, &why))
+			engine_config_check(&net.engine, &why);
 		snprintf(res->why, sizeof(res->why), "%s", why);
 		return res->err;
 	}

@@ -45,6 +45,33 @@ static void port_cfg(const struct fab_config *c, uint64_t rate, double loss,
 	}
 }
 
+int fab_config_check(const struct fab_config *c, const char **why)
+{
+	const char *dummy;
+
+	if (!why)
+		why = &dummy;
+#define BAD(msg) do { *why = msg; return -EINVAL; } while (0)
+	if (c->nhosts < 2)
+		BAD("hosts must be at least 2");
+	if (!c->nplanes || c->nplanes > FAB_MAX_PLANES)
+		BAD("planes must be 1..8");
+	if (!c->leaves || c->leaves > c->nhosts)
+		BAD("leaves must be 1..hosts (a leaf without hosts)");
+	if (!c->spines || c->spines > FAB_MAX_SPINES)
+		BAD("spines must be 1..64");
+	if (!c->host_rate_bps)
+		BAD("the host port rate must be > 0");
+	if (c->loss < 0 || c->loss > 1 || c->core_loss < 0 || c->core_loss > 1)
+		BAD("loss must be 0..1");
+	if (c->plane_select > FAB_PLANE_HASH)
+		BAD("unknown plane selection");
+	if (c->pfc && (!c->pfc_xoff_bytes || c->pfc_xon_bytes >= c->pfc_xoff_bytes))
+		BAD("PFC needs 0 < XON < XOFF");
+	return 0;
+#undef BAD
+}
+
 int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev, uint8_t pfc_ev)
 {
 	const struct fab_config *c = cfg;
@@ -53,11 +80,7 @@ int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev, ui
 	size_t hp, lsn;
 
 	*f = (struct fabric){ .cfg = *cfg };
-	if (c->nhosts < 2 || !c->nplanes || c->nplanes > FAB_MAX_PLANES || !c->leaves ||
-	    c->leaves > c->nhosts || !c->spines || c->spines > FAB_MAX_SPINES ||
-	    !c->host_rate_bps || c->loss < 0 || c->loss > 1 || c->core_loss < 0 ||
-	    c->core_loss > 1 || c->plane_select > FAB_PLANE_HASH ||
-	    (c->pfc && (!c->pfc_xoff_bytes || c->pfc_xon_bytes >= c->pfc_xoff_bytes)))
+	if (fab_config_check(c, NULL))
 		return -EINVAL;
 	f->per_leaf = (c->nhosts + c->leaves - 1) / c->leaves;
 	hp = (size_t)c->nhosts * c->nplanes;

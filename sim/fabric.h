@@ -105,6 +105,8 @@ struct fabric {
 	size_t base[FAB__KINDS];
 };
 
+/* 0 if fab_init would take cfg, else -EINVAL with *why (if not NULL) saying what is wrong. */
+int fab_config_check(const struct fab_config *cfg, const char **why);
 /*
  * Build every link, with link_ev as its transmit event type and pfc_ev as
  * the type of its PFC frames' arrivals.  0, -EINVAL or -ENOMEM.

@@ -147,12 +147,37 @@ static void test_queue_below_one_packet_refused(void **state)
 	assert_int_equal(sim_config_check(&sc, &why), -EINVAL);
 }
 
+/*
+ * A cluster with more leaves than hosts (mroc-sim cluster --hosts 2
+ * --leaves 4) is refused, and says why: it said "bad fabric or engine
+ * configuration", which is no help on the command line.
+ */
+static void test_cluster_refusal_says_why(void **state)
+{
+	struct clu_config cc;
+	static struct clu_result cr;
+
+	clu_config_default(&cc);
+	cc.net.fab.nhosts = 2;
+	cc.net.fab.leaves = 4;
+	cc.bytes = 8;
+	assert_int_equal(clu_run(&cc, &cr), -EINVAL);
+	print_message("2 hosts, 4 leaves: %s\n", cr.why);
+	assert_non_null(strstr(cr.why, "leaves"));
+	cc.net.fab.leaves = 2;
+	cc.net.engine.rto_min_ns = 2 * cc.net.engine.rto_max_ns;
+	assert_int_equal(clu_run(&cc, &cr), -EINVAL);
+	print_message("rto_min above rto_max: %s\n", cr.why);
+	assert_non_null(strstr(cr.why, "rto_min"));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_one_path_leaves_dead_plane),
 		cmocka_unit_test(test_rto_min_above_first_rto),
 		cmocka_unit_test(test_queue_below_one_packet_refused),
+		cmocka_unit_test(test_cluster_refusal_says_why),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
