@@ -18,9 +18,11 @@ void help_path(FILE *f)
 		"delivering under 2/3 of its siblings, keepalive = idle and unanswered) and\n"
 		"how long AGO, delivered rate and the peer's rate hint.  -s adds ACKed\n"
 		"packets, timeouts and backoff; -d the peer, RTO, the DCTCP alpha and the\n"
-		"source port the path moved from (FROM); watching adds SENT/s.  -br: one line\n"
-		"per QP: its paths' source ports, the range of their sRTTs, and packets sent,\n"
-		"retransmitted and lost and repaths summed over them.\n");
+		"source port the path moved from (FROM) and the ports counted down for the\n"
+		"peer (DOWN: nothing came back through them, network.port_dead_ms; its paths\n"
+		"avoid them); watching adds SENT/s.  -br: one line per QP: its paths' source\n"
+		"ports, the range of their sRTTs, packets sent, retransmitted and lost and\n"
+		"repaths summed over them, and DOWN.\n");
 }
 
 /* MOVED: why the path last took a new source port; AGO: when; -d: FROM, the port it left. */
@@ -40,6 +42,20 @@ static void print_moved(const json_t *p)
 	print_text(0, "moved_ago_ns", "AGO", ns < 1000000000ULL ? fmt_ns(ago, sizeof(ago), ns) :
 		   fmt_duration(ago, sizeof(ago), ns), json_integer((json_int_t)ns));
 	print_uint(PRINT_DETAILS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
+}
+
+/* DOWN: the ports counted down for the QP's peer (a dead plane): its paths avoid them. */
+static void print_down(unsigned flags, const json_t *q)
+{
+	const json_t *down = json_object_get(q, "ports_down"), *v;
+	char text[64] = "";
+	size_t i;
+
+	json_array_foreach(down, i, v)
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s", i ? "," : "",
+			 json_string_value(v) ? json_string_value(v) : "?");
+	print_text(flags, "ports_down", "DOWN", text[0] ? text : "-",
+		   down ? json_deep_copy(down) : json_array());
 }
 
 /* The same path one frame ago (watch), for SENT/s. */
@@ -69,6 +85,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_uint(0, "path_id", "PATH", jget_u64(p, "path_id"));
 	print_uint(0, "sport", "SPORT", jget_u64(p, "sport"));
 	print_str(0, "port", "PORT", jget_str(p, "port") ? jget_str(p, "port") : "-");
+	print_down(PRINT_DETAILS, q);
 	print_str(0, "state", "STATE", jget_str(p, "state"));
 	print_ns(0, "srtt_ns", "SRTT", jget_u64(p, "srtt_ns"));
 	print_ns(0, "min_rtt_ns", "MINRTT", jget_u64(p, "min_rtt_ns"));
@@ -137,6 +154,7 @@ static void print_qp_paths(const json_t *q)
 	print_uint(PRINT_BRIEF, "retx", "RETX", retx);
 	print_uint(PRINT_BRIEF, "lost", "LOST", lost);
 	print_uint(PRINT_BRIEF, "repaths", "REPATHS", repaths);
+	print_down(PRINT_BRIEF, q);
 	print_row_end();
 }
 

@@ -118,6 +118,17 @@ static int status_show(struct cli *c)
 	}
 	print_uint(0, "links", NULL, jget_u64(st, "links"));
 	print_uint(0, "links_up", NULL, jget_u64(st, "links_up"));
+	/* Dead planes (AF_XDP, several ports): which, per peer, is in mroc-cli path show -d. */
+	if (json_object_get(st, "ports_down")) {
+		char l[64];
+
+		snprintf(l, sizeof(l), "%llu (%llu times since start)",
+			 (unsigned long long)jget_u64(st, "ports_down"),
+			 (unsigned long long)jget_u64(st, "port_dead"));
+		print_text(0, NULL, "ports down", l, NULL);
+		print_uint(0, "ports_down", NULL, jget_u64(st, "ports_down"));
+		print_uint(0, "port_dead", NULL, jget_u64(st, "port_dead"));
+	}
 	json_decref(st);
 	return cli_print_end(c);
 }

@@ -36,12 +36,15 @@
 
 #define SNAP_PATHS	MROC_MAX_PATHS
 #define SNAP_QPS_MIN	64
+#define SNAP_DOWN	16	/* ports counted down per QP (network.interfaces entries) */
 
 struct snap_qp {
 	struct engine_qp_info info;
 	struct engine_path_info paths[SNAP_PATHS];
 	char port[SNAP_PATHS][IF_NAMESIZE];	/* the port each path leaves by; "" unknown */
 	unsigned npaths;		/* valid entries of paths[] */
+	char down[SNAP_DOWN][IF_NAMESIZE];	/* ports counted down for its peer (porthealth.h) */
+	unsigned ndown;
 	unsigned worker;		/* its owner */
 	bool has_peer;
 	struct mroc_addr peer;
@@ -90,13 +93,15 @@ static json_t *counters_base;
 static uint64_t counters_base_ns;
 
 /* Gauges inside the counter groups: never subtracted. */
-static const char *const gauges[] = { "clients", "qps", "mrs", NULL };
+static const char *const gauges[] = { "clients", "qps", "mrs", "ports_down", NULL };
 
 static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 {
+	const char *down[SNAP_DOWN];
 	struct peer *p;
 
 	q->npaths = 0;
+	q->ndown = 0;
 	q->worker = w->idx;
 	q->has_peer = false;
 	if (q->info.state < ENGINE_QPS_CONNECTING)
@@ -111,6 +116,10 @@ static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 		snprintf(q->port[q->npaths], IF_NAMESIZE, "%s", port ? port : "");
 		q->npaths++;
 	}
+	if (w->be->ops->ports_down)
+		q->ndown = w->be->ops->ports_down(w->be, q->info.peer, down, SNAP_DOWN);
+	for (unsigned i = 0; i < q->ndown; i++)
+		snprintf(q->down[i], IF_NAMESIZE, "%s", down[i]);
 	p = peers_get(w->peers, q->info.peer);
 	if (p) {
 		q->has_peer = true;
@@ -353,6 +362,11 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "links", json_integer(s->nlinks));
 	json_object_set_new(o, "links_up", json_integer(up));
 	json_object_set_new(o, "workers", json_integer(d->nworkers));
+	/* (peer, port) pairs counted down now over every worker, and how often that happened */
+	if (!strcmp(be->ops->name, "af_xdp")) {
+		json_object_set_new(o, "ports_down", json_integer((json_int_t)s->be.ports_down));
+		json_object_set_new(o, "port_dead", json_integer((json_int_t)s->be.port_dead));
+	}
 	return o;
 }
 
@@ -474,7 +488,7 @@ static json_t *reply_qps(const struct snapshot *s)
 
 	for (uint32_t i = 0; i < s->nqps; i++) {
 		const struct snap_qp *sq = &s->qps[i];
-		json_t *q = status_qp(&sq->info), *paths = json_array();
+		json_t *q = status_qp(&sq->info), *paths = json_array(), *down = json_array();
 		char buf[MROC_ADDR_STRLEN];
 
 		json_object_set_new(q, "worker", json_integer(sq->worker));
@@ -489,6 +503,10 @@ static json_t *reply_qps(const struct snapshot *s)
 			json_array_append_new(paths, pj);
 		}
 		json_object_set_new(q, "paths", paths);
+		/* What the paths above avoid: taken in the same worker call. */
+		for (unsigned p = 0; p < sq->ndown; p++)
+			json_array_append_new(down, json_string(sq->down[p]));
+		json_object_set_new(q, "ports_down", down);
 		json_array_append_new(a, q);
 	}
 	json_object_set_new(o, "ok", json_true());

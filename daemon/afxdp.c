@@ -30,6 +30,7 @@
 #include "netlink.h"
 #include "nexthop.h"
 #include "peers.h"
+#include "porthealth.h"
 #include "xdp_prog.h"
 
 #define RX_BATCH	64
@@ -98,6 +99,8 @@ struct afxdp {
 	uint32_t max_peers;
 	struct mroc_addr src;
 	struct nexthops *hops;		/* per (peer, port) */
+	uint64_t port_dead_ns;		/* porthealth.h; 0 = off */
+	struct porthealth *health;	/* NULL: off, or one port */
 	int mon_fd;			/* link and route changes; -1 if none */
 	uint64_t next_mon_ns, next_expire_ns;
 	unsigned rx_rr;
@@ -298,9 +301,12 @@ static void ports_poll(struct afxdp *x, uint64_t now)
 	}
 }
 
-static void forget_hops(void *hops, uint32_t peer)
+static void forget_peer(void *ctx, uint32_t peer)
 {
-	nexthops_forget(hops, peer);
+	struct afxdp *x = ctx;
+
+	nexthops_forget(x->hops, peer);
+	porthealth_forget(x->health, peer);
 }
 
 /* ---- workers: hand-off between views (handoff.h) ------------------------------ */
@@ -605,6 +611,37 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
 }
 
+/* The port packets of (peer, sport) want: where its replies come in, else sport % nports. */
+static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16_t sport)
+{
+	const struct arrival *a = arrival_of(x, &pe->addr, sport);
+
+	if (x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr))
+		return a->port;
+	return sport % x->nports;
+}
+
+/* Port p may take a packet to peer pe now: says so when that judgement counts it down. */
+static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint64_t now)
+{
+	char a[MROC_ADDR_STRLEN];
+
+	switch (porthealth_check(x->health, pe->handle, p, now)) {
+	case PORTHEALTH_UP:
+		return true;
+	case PORTHEALTH_WENT_DOWN:
+		x->st.port_dead++;
+		pr_warn_rl("af_xdp: nothing from %s came back through port %s for %llu ms while "
+			   "other ports heard it: its paths to that peer leave by the other ports "
+			   "for %llu s", addr_str(&pe->addr, a, sizeof(a)), x->ports[p].ifname,
+			   (unsigned long long)(x->port_dead_ns / 1000000),
+			   (unsigned long long)(PORTHEALTH_HOLD_FACTOR * x->port_dead_ns / 1000000000));
+		return false;
+	default:
+		return false;
+	}
+}
+
 /*
  * The sender of a path picks its port: its UDP source port modulo the
  * number of ports, so a path that the engine moves (a new source port)
@@ -612,23 +649,20 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
  * plane.  Replies echo the path's source port and go back through the port
  * its packets last came in on, so a path keeps to one plane both ways, also
  * when the sender moved it off a port that went down, or has another number
- * of ports.  A port that is down, or cannot reach the peer, hands its paths
- * to the next one.
+ * of ports.  A port that is down, cannot reach the peer, or is counted down
+ * for it (porthealth.h) hands its paths to the others; one counted down is
+ * still better than none.
  */
 static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, uint16_t sport,
 				      uint64_t now, unsigned *port)
 {
-	const struct arrival *a = arrival_of(x, &pe->addr, sport);
-	unsigned want = sport % x->nports;
+	unsigned want = port_wanted(x, pe, sport);
 
-	if (x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr))
-		want = a->port;
-
-	for (unsigned t = 0; t < x->nports; t++) {
+	for (unsigned t = 0; t < 2 * x->nports; t++) {
 		const struct nexthop *h;
 
-		*port = (want + t) % x->nports;
-		if (!x->ports[*port].up)
+		*port = porthealth_choice(x->nports, want, sport, t % x->nports);
+		if (!x->ports[*port].up || (t < x->nports && !port_usable(x, pe, *port, now)))
 			continue;
 		h = nexthops_get(x->hops, pe->handle, *port, now);
 		if (h)
@@ -637,26 +671,50 @@ static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, ui
 	return NULL;
 }
 
-/* Where port_for would send, without resolving anything (for status). */
+/* Where port_for would send, without resolving or judging anything (for status). */
 static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sport)
 {
 	struct afxdp *x = to_afxdp(b);
 	const struct peer *pe = peers_get(x->b.peers, peer);
-	const struct arrival *a;
+	uint64_t now = mono_ns();
 	unsigned want;
 
 	if (!pe)
 		return NULL;
-	a = arrival_of(x, &pe->addr, sport);
-	want = x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr) ? a->port :
-	       sport % x->nports;
-	for (unsigned t = 0; t < x->nports; t++) {
-		unsigned p = (want + t) % x->nports;
+	want = port_wanted(x, pe, sport);
+	for (unsigned t = 0; t < 2 * x->nports; t++) {
+		unsigned p = porthealth_choice(x->nports, want, sport, t % x->nports);
 
-		if (x->ports[p].up && !nexthops_err(x->hops, peer, p))
+		if (x->ports[p].up && !nexthops_err(x->hops, peer, p) &&
+		    (t >= x->nports || !porthealth_is_down(x->health, peer, p, now)))
 			return x->ports[p].ifname;
 	}
 	return NULL;
+}
+
+/* The ports counted down for peer now (porthealth.h), their names into names[]. */
+static unsigned afxdp_ports_down(struct backend *b, uint32_t peer, const char **names,
+				 unsigned max)
+{
+	struct afxdp *x = to_afxdp(b);
+	uint64_t now = mono_ns();
+	unsigned n = 0;
+
+	for (unsigned p = 0; p < x->nports && n < max; p++)
+		if (porthealth_is_down(x->health, peer, p, now))
+			names[n++] = x->ports[p].ifname;
+	return n;
+}
+
+/* A packet that the engine took came from peer through the port of its socket. */
+static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32_t peer,
+			uint64_t now)
+{
+	struct afxdp *x = to_afxdp(b);
+	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
+
+	if (s < x->nsocks)
+		porthealth_rx(x->health, peer, x->sock_port[s], now);
 }
 
 static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport)
@@ -693,6 +751,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 			warn_unreachable(x, b->peer, b->sport);
 		return false;
 	}
+	porthealth_tx(x->health, b->peer, p, now);
 	/* Several queues of one port: a path keeps to one of them. */
 	port = &x->ports[p];
 	k = &x->socks[port->first + (b->sport / x->nports) % port->nsocks];
@@ -806,6 +865,7 @@ static void afxdp_get_stats(struct backend *b, struct backend_stats *out)
 		out->xsk_rx_fill_ring_empty += xs.rx_fill_ring_empty_descs;
 		out->xsk_tx_ring_empty += xs.tx_ring_empty_descs;
 	}
+	out->ports_down = porthealth_count_down(x->health, mono_ns());
 }
 
 static const char *afxdp_describe(struct backend *b)
@@ -851,6 +911,7 @@ static void afxdp_destroy(struct backend *b)
 	if (x->hops && x->b.peers)
 		peers_set_release_hook(x->b.peers, NULL, NULL);
 	nexthops_destroy(x->hops);
+	porthealth_destroy(x->health);
 	free(x->arrivals);
 	if (x->area && !x->idx)
 		munmap(x->area, x->area_len);
@@ -869,6 +930,8 @@ static const struct backend_ops afxdp_ops = {
 	.may_sleep = afxdp_may_sleep,
 	.get_stats = afxdp_get_stats,
 	.port_name = afxdp_port_name,
+	.ports_down = afxdp_ports_down,
+	.heard = afxdp_heard,
 	.describe = afxdp_describe,
 	.destroy = afxdp_destroy,
 };
@@ -1025,7 +1088,12 @@ static int open_view_io(struct afxdp *x)
 		return err;
 	}
 	/* A handle the peer table gives up may come back for another address. */
-	peers_set_release_hook(x->b.peers, forget_hops, x->hops);
+	peers_set_release_hook(x->b.peers, forget_peer, x);
+	err = porthealth_create(x->max_peers, x->nports, x->port_dead_ns, &x->health);
+	if (err) {
+		snprintf(x->why, sizeof(x->why), "port health table: %s", strerror(-err));
+		return err;
+	}
 	err = nl_monitor_open(&x->mon_fd);
 	if (err)
 		pr_warn("af_xdp: no link change notifications (%s): a port going down is "
@@ -1103,6 +1171,7 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 	}
 	x->max_peers = cfg->max_peers;
 	x->src = cfg->src;
+	x->port_dead_ns = cfg->port_dead_ns;
 	err = open_ports(x);
 	if (!err)
 		err = open_view_io(x);
@@ -1142,6 +1211,7 @@ static int make_view(struct afxdp *x0, unsigned idx, struct peers *peers, struct
 	x->nown = 0;
 	x->arrivals = NULL;
 	x->hops = NULL;
+	x->health = NULL;
 	x->mon_fd = -1;
 	x->wake_mask = 0;
 	atomic_init(&x->sleeping, false);

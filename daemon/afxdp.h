@@ -44,6 +44,7 @@ struct afxdp_cfg {
 	struct nl *nl;			/* routes, neighbours, links (worker thread after start) */
 	uint32_t max_peers;		/* peer handles 0 .. max_peers-1 */
 	struct mroc_addr src;		/* source of every frame; family 0 = each route's */
+	uint64_t port_dead_ns;		/* porthealth.h: silence that makes a port dead; 0 = off */
 };
 
 /* Kicks a copy-mode TX ring this many times at most per flush (32 descriptors a kick). */

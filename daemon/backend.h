@@ -40,6 +40,8 @@ struct backend_stats {
 	/* AF_XDP with workers: frames handed to / taken from other workers (handoff.h) */
 	uint64_t handoff_rx_out, handoff_rx_in, handoff_tx_out, handoff_tx_in;
 	uint64_t handoff_full;		/* dropped: the ring to the other worker was full */
+	uint64_t port_dead;		/* a port counted down for a peer (porthealth.h) */
+	uint64_t ports_down;		/* gauge: (peer, port) pairs counted down now */
 };
 
 struct backend;
@@ -72,6 +74,14 @@ struct backend_ops {
 	 * it is not known (peer unknown, no port reaches it).
 	 */
 	const char *(*port_name)(struct backend *b, uint32_t peer, uint16_t sport);
+	/*
+	 * Optional (NULL: none): the ports counted down for peer now (a dead
+	 * plane, daemon/porthealth.h), up to max names into names[]; returns
+	 * how many.  The names stay valid while the backend lives.
+	 */
+	unsigned (*ports_down)(struct backend *b, uint32_t peer, const char **names, unsigned max);
+	/* Optional: the engine took pkt (one rx gave), from peer: the way it came works. */
+	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now);
 	/*
 	 * Optional (NULL: always): about to sleep in poll() on poll_fds; false
 	 * when work arrived meanwhile that no fd would tell of.

@@ -106,6 +106,7 @@ static const struct config_key config_keys[] = {
 	K_UINT("network.umem_frames", network.umem_frames, 1024, 262144, 8192, P2, "frames"),
 	K_UINT("network.frame_size", network.frame_size, 2048, 4096, 2048, P2, "bytes"),
 	K_UINT("network.ring_size", network.ring_size, 64, 16384, 2048, P2, "descriptors"),
+	K_UINT("network.port_dead_ms", network.port_dead_ms, 0, 60000, 1000, 0, "ms"),
 	K_UINT("network.mtu", network.mtu, 256, 8192, 1024, 0, "bytes"),
 	K_TYPE("network.peers", CONFIG_T_ADDR_LIST, network.peers, 0, 0, 0),
 	K_UINT("network.sport_min", network.sport_min, 1024, 65535, 49152, 0, NULL),

@@ -99,6 +99,7 @@ struct mrocd_config {
 		enum mrocd_zero_copy zero_copy;
 		uint32_t umem_frames;		/* power of two */
 		uint32_t frame_size;		/* 2048 or 4096 */
+		uint32_t port_dead_ms;		/* porthealth.h: silence that counts a port down; 0 = off */
 		uint32_t ring_size;		/* power of two, each XSK ring */
 		uint32_t mtu;			/* MetaRoCE payload bytes per packet */
 		struct mrocd_addr_list peers;	/* keep control connections with */

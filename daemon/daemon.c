@@ -146,6 +146,7 @@ static int start_afxdp(struct mrocd *d)
 		.zero_copy = d->cfg.network.zero_copy == MROCD_ZC_ON ? AFXDP_ZC_ON :
 			     d->cfg.network.zero_copy == MROCD_ZC_OFF ? AFXDP_ZC_OFF : AFXDP_ZC_AUTO,
 		.udp_port = d->cfg.network.udp_port,
+		.port_dead_ns = (uint64_t)d->cfg.network.port_dead_ms * 1000000ULL,
 	};
 	enum xdp_prog_mode mode = d->cfg.network.xdp_mode == MROCD_XDP_NATIVE ? XDP_PROG_MODE_NATIVE :
 				  d->cfg.network.xdp_mode == MROCD_XDP_GENERIC ? XDP_PROG_MODE_GENERIC :

@@ -43,6 +43,8 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "handoff_tx_out", st->handoff_tx_out);
 	SET(o, "handoff_tx_in", st->handoff_tx_in);
 	SET(o, "handoff_full", st->handoff_full);
+	SET(o, "port_dead", st->port_dead);
+	SET(o, "ports_down", st->ports_down);
 	return o;
 }
 

@@ -106,6 +106,8 @@ static int do_rx(struct worker *w, uint64_t now)
 		}
 		if (engine_rx(w->cfg.eng, now, pkts[i].data, (size_t)len, &meta))
 			w->st.rx_rejected++;
+		else if (be->ops->heard)
+			be->ops->heard(be, &pkts[i], meta.peer, now);
 	}
 	if (n > 0) {
 		be->ops->rx_release(be, pkts, n);
