@@ -31,6 +31,7 @@
 #include "nexthop.h"
 #include "peers.h"
 #include "porthealth.h"
+#include "wire.h"
 #include "xdp_prog.h"
 
 #define RX_BATCH	64
@@ -102,7 +103,7 @@ struct afxdp {
 	uint64_t port_dead_ns;		/* porthealth.h; 0 = off */
 	struct porthealth *health;	/* NULL: off, or one port */
 	int mon_fd;			/* link and route changes; -1 if none */
-	uint64_t next_mon_ns, next_expire_ns;
+	uint64_t next_mon_ns, next_expire_ns, next_sweep_ns;
 	unsigned rx_rr;
 	uint64_t *free;		/* free frame addresses */
 	uint32_t nfree, nframes;
@@ -285,7 +286,9 @@ static void ports_read(struct afxdp *x, bool quiet)
 	}
 }
 
-/* Link or route changes (the monitor socket), and ageing of next hops. */
+static void port_went_down(void *ctx, uint32_t peer, unsigned p);
+
+/* Link or route changes (the monitor socket), ageing of next hops, silent ports. */
 static void ports_poll(struct afxdp *x, uint64_t now)
 {
 	if (now < x->next_mon_ns)
@@ -298,6 +301,11 @@ static void ports_poll(struct afxdp *x, uint64_t now)
 	if (now >= x->next_expire_ns) {
 		nexthops_expire(x->hops, now, HOP_MAX_AGE_NS);
 		x->next_expire_ns = now + HOP_MAX_AGE_NS / 3;
+	}
+	/* Silent ports no packet wants any more still count down (porthealth.h). */
+	if (x->health && now >= x->next_sweep_ns) {
+		porthealth_sweep(x->health, now, port_went_down, x);
+		x->next_sweep_ns = now + x->port_dead_ns / 4;
 	}
 }
 
@@ -621,21 +629,29 @@ static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16
 	return sport % x->nports;
 }
 
-/* Port p may take a packet to peer pe now: says so when that judgement counts it down. */
-static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint64_t now)
+/* Port p was just counted down for peer (porthealth.h): count it and say so. */
+static void port_went_down(void *ctx, uint32_t peer, unsigned p)
 {
+	struct afxdp *x = ctx;
+	const struct peer *pe = peers_get(x->b.peers, peer);
 	char a[MROC_ADDR_STRLEN];
 
+	x->st.port_dead++;
+	pr_warn_rl("af_xdp: nothing from %s came back through port %s for %llu ms while other "
+		   "ports heard it: its paths to that peer leave by the other ports for %llu s",
+		   pe ? addr_str(&pe->addr, a, sizeof(a)) : "?", x->ports[p].ifname,
+		   (unsigned long long)(x->port_dead_ns / 1000000),
+		   (unsigned long long)(PORTHEALTH_HOLD_FACTOR * x->port_dead_ns / 1000000000));
+}
+
+/* Port p may take a packet to peer pe now (porthealth.h). */
+static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint64_t now)
+{
 	switch (porthealth_check(x->health, pe->handle, p, now)) {
 	case PORTHEALTH_UP:
 		return true;
 	case PORTHEALTH_WENT_DOWN:
-		x->st.port_dead++;
-		pr_warn_rl("af_xdp: nothing from %s came back through port %s for %llu ms while "
-			   "other ports heard it: its paths to that peer leave by the other ports "
-			   "for %llu s", addr_str(&pe->addr, a, sizeof(a)), x->ports[p].ifname,
-			   (unsigned long long)(x->port_dead_ns / 1000000),
-			   (unsigned long long)(PORTHEALTH_HOLD_FACTOR * x->port_dead_ns / 1000000000));
+		port_went_down(x, pe->handle, p);
 		return false;
 	default:
 		return false;
@@ -751,7 +767,9 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 			warn_unreachable(x, b->peer, b->sport);
 		return false;
 	}
-	porthealth_tx(x->health, b->peer, p, now);
+	/* Only what the peer acknowledges tells whether the port reaches it (porthealth.h). */
+	if (b->len > 1 && mroc_op_is_data(b->data[1]))
+		porthealth_tx(x->health, b->peer, p, now);
 	/* Several queues of one port: a path keeps to one of them. */
 	port = &x->ports[p];
 	k = &x->socks[port->first + (b->sport / x->nports) % port->nsocks];

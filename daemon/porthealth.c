@@ -82,6 +82,16 @@ void porthealth_tx(struct porthealth *ph, uint32_t peer, unsigned port, uint64_t
 		s->nth_tx_ns = now;
 }
 
+/* Counts s (peer's, on port) down when its silence says so (porthealth.h). */
+static bool judge(struct porthealth *ph, uint32_t peer, struct seen *s, uint64_t now)
+{
+	if (s->down_until_ns || s->unanswered < PORTHEALTH_DEAD_PKTS ||
+	    now - s->nth_tx_ns < ph->dead_ns || ph->heard_ns[peer] <= s->nth_tx_ns)
+		return false;
+	*s = (struct seen){ .down_until_ns = now + PORTHEALTH_HOLD_FACTOR * ph->dead_ns };
+	return true;
+}
+
 enum porthealth_state porthealth_check(struct porthealth *ph, uint32_t peer, unsigned port,
 				       uint64_t now)
 {
@@ -95,11 +105,18 @@ enum porthealth_state porthealth_check(struct porthealth *ph, uint32_t peer, uns
 		*s = (struct seen){ 0 };	/* held long enough: a fresh allowance */
 		return PORTHEALTH_UP;
 	}
-	if (s->unanswered < PORTHEALTH_DEAD_PKTS || now - s->nth_tx_ns < ph->dead_ns ||
-	    ph->heard_ns[peer] <= s->nth_tx_ns)
-		return PORTHEALTH_UP;
-	*s = (struct seen){ .down_until_ns = now + PORTHEALTH_HOLD_FACTOR * ph->dead_ns };
-	return PORTHEALTH_WENT_DOWN;
+	return judge(ph, peer, s, now) ? PORTHEALTH_WENT_DOWN : PORTHEALTH_UP;
+}
+
+void porthealth_sweep(struct porthealth *ph, uint64_t now, porthealth_down_fn fn, void *ctx)
+{
+	for (uint32_t peer = 0; ph && peer < ph->max_peers; peer++) {
+		if (!ph->heard_ns[peer])
+			continue;	/* never heard: nothing to judge */
+		for (unsigned port = 0; port < ph->nports; port++)
+			if (judge(ph, peer, seen_of(ph, peer, port), now))
+				fn(ctx, peer, port);
+	}
 }
 
 bool porthealth_is_down(const struct porthealth *ph, uint32_t peer, unsigned port, uint64_t now)

@@ -2,30 +2,36 @@
 /*
  * A port that reaches a peer in name only (AF_XDP, several ports): its link
  * is up and its next hop known, but nothing comes back from the peer through
- * it (a dead plane, a blackholing switch).  Per (peer, port): the packets
- * sent since the last one that came in.  When PORTHEALTH_DEAD_PKTS (16) of
- * them went out, the 16th at least dead_ns ago, nothing came back through
- * the port since, and the peer was heard through another port after that
- * 16th packet, the port counts as down for that peer for HOLD_FACTOR x
- * dead_ns: its paths leave by the other ports (afxdp.c), as when its link
- * is down; then it is tried again with a fresh allowance.
+ * it (a dead plane, a blackholing switch).  Per (peer, port): the data
+ * packets sent since the last packet that came in (the caller counts only
+ * packets the peer acknowledges: a data packet is ACKed within a round
+ * trip and the ACK comes back by the same port; ACKs themselves expect no
+ * answer).  When PORTHEALTH_DEAD_PKTS (8) went out, the 8th at least dead_ns
+ * ago, nothing came back through the port since, and the peer was heard
+ * through another port after that 8th packet, the port counts as down for
+ * that peer for HOLD_FACTOR x dead_ns: its paths leave by the other ports
+ * (afxdp.c), as when its link is down; then it is tried again with a fresh
+ * allowance.
  *
  * Why these rules:
  * - Silence is measured from the packets, not from a quiet spell: the
  *   engine's repathing moves a path off a dead plane within an RTO, so no
  *   port ever sends into silence for long at a stretch; what adds up is the
- *   packets that each path that landed there lost.  A reply (an ACK) goes
- *   out right after a packet came in, so replies alone reach 16 only when 16
- *   of them followed the last packet in.
+ *   packets that each path that landed there lost.
+ * - 8 packets, not 1: a packet lost on a port that then carries nothing
+ *   else is no sign; 8 in a row with no answer is.
  * - The peer heard elsewhere: a peer that is gone, restarting or starved
  *   of CPU is silent on every port, which is no port's fault.
  * - Replies come back by the port their packets went out of (afxdp.c: both
  *   sides answer by the arrival port, and a plane joins the same port of
  *   every host), so silence on one port is the plane's.
  *
- * The port is judged when a packet wants it (porthealth_check), so a port
- * no path wants is counted down when the next one does.  One table per
- * worker's view, for the peers of that worker; worker thread only.
+ * A port is judged when a packet wants it (porthealth_check) and by a sweep
+ * (porthealth_sweep): the paths that lost packets there have usually moved
+ * on by the time the silence has lasted dead_ns, and the port must still
+ * count down, or the next path the engine moves would land there again.
+ * One table per worker's view, for the peers of that worker; worker thread
+ * only.
  */
 #ifndef MROCD_PORTHEALTH_H
 #define MROCD_PORTHEALTH_H
@@ -33,7 +39,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define PORTHEALTH_DEAD_PKTS	16	/* unanswered packets before silence counts */
+#define PORTHEALTH_DEAD_PKTS	8	/* unanswered data packets before silence counts */
 #define PORTHEALTH_HOLD_FACTOR	20	/* counted down for 20 x dead_ns, then tried again */
 
 struct porthealth;
@@ -50,11 +56,14 @@ int porthealth_create(uint32_t max_peers, unsigned nports, uint64_t dead_ns,
 void porthealth_destroy(struct porthealth *ph);
 /* A packet from peer came in on port. */
 void porthealth_rx(struct porthealth *ph, uint32_t peer, unsigned port, uint64_t now);
-/* A packet to peer went out of port. */
+/* A data packet (one the peer acknowledges) to peer went out of port. */
 void porthealth_tx(struct porthealth *ph, uint32_t peer, unsigned port, uint64_t now);
 /* Whether a packet to peer may take port: judges it, and ends a hold that is over. */
 enum porthealth_state porthealth_check(struct porthealth *ph, uint32_t peer, unsigned port,
 				       uint64_t now);
+typedef void (*porthealth_down_fn)(void *ctx, uint32_t peer, unsigned port);
+/* Judges every (peer, port) as porthealth_check would: fn for each counted down just now. */
+void porthealth_sweep(struct porthealth *ph, uint64_t now, porthealth_down_fn fn, void *ctx);
 /* Counted down for peer now (changes nothing: for status). */
 bool porthealth_is_down(const struct porthealth *ph, uint32_t peer, unsigned port,
 			uint64_t now);

@@ -9,9 +9,11 @@
 #             the hosts' ECMP route hashing the streams over the ports);
 #             goodput and goodput / (P x the one-port figure)
 #   portdown  P = 2 (PORTDOWN_PORTS), a long write_bw; the sender's port p2
-#             goes down (ip link set p2 down) after 3 s: goodput in the
-#             second before, the first second after, and the rest, against
-#             what the remaining ports can carry
+#             goes down after 3 s, either its link (ip link set p2 down) or
+#             its plane (blackhole: everything dropped, links up; only
+#             network.port_dead_ms's silence tells): goodput in the second
+#             before, the first second after, and the rest, against what
+#             the remaining ports can carry
 #   workers   P = 2, daemon.workers = 1 vs 2 (one per port), 4 QPs in one
 #             write_bw run, or in two at once (two clients per host, 2 QPs
 #             each: with 2 workers each worker owns one client's QPs; a
@@ -28,7 +30,7 @@
 # Environment: BUILD (default build), OUT (docs/perf), SECS (4: seconds per
 # bandwidth run), REPS (3: runs per point; min / median / max reported),
 # RATE_MBIT (200: TBF rate of each plane), PORT_COUNTS ("1 2 4"),
-# PORTDOWN_PORTS (2), EXPERIMENTS ("scaling portdown workers"), KEEP (set: keep the
+# PORTDOWN_PORTS (2), PORTDOWN_KINDS ("link blackhole"), EXPERIMENTS ("scaling portdown workers"), KEEP (set: keep the
 # work directory with the daemons' logs).
 set -u
 
@@ -42,6 +44,7 @@ REPS=${REPS:-3}
 RATE_MBIT=${RATE_MBIT:-200}
 PORT_COUNTS=${PORT_COUNTS:-1 2 4}
 PORTDOWN_PORTS=${PORTDOWN_PORTS:-2}
+PORTDOWN_KINDS=${PORTDOWN_KINDS:-link blackhole}
 EXPERIMENTS=${EXPERIMENTS:-scaling portdown workers}
 FABRIC=$TOP/scripts/fabric
 PERF=$BUILD/mroc-perf
@@ -231,50 +234,70 @@ rx_now() {
 	awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="$b" 'BEGIN { printf "%.6f %s\n", (a + b) / 2, n }'
 }
 
+# port_fail KIND: take the sender's p2 out: "link" (ip link set p2 down) or
+# "blackhole" (plane 2 drops everything, its links stay up: only the silence
+# tells, network.port_dead_ms).
+port_fail() {
+	case $1 in
+	link) ip -n "$FABRIC_NS_0" link set p2 down ;;
+	blackhole) "$FABRIC" set 2 --name "$NAME" blackhole on >/dev/null ;;
+	esac
+}
+
 exp_portdown() {
-	local csv=$OUT/ports-down.csv p=$PORTDOWN_PORTS rep s c t0 cap
+	local csv=$OUT/ports-down.csv p=$PORTDOWN_PORTS rep s c t0 cap kind down ok
 	cap=$(awk -v p="$p" -v r="$RATE_MBIT" -v f="$PAYLOAD_FRAC" 'BEGIN { printf "%.4f", (p - 1) * r * f / 1000 }')
-	echo "ports,plane_rate_mbit,rep,gbps_before,gbps_first_second_after,gbps_after,remaining_capacity_gbps,completed" >"$csv"
-	for ((rep = 1; rep <= REPS; rep++)); do
-		up "$p"
-		ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep --verify \
-			--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.txt" 2>&1 &
-		s=$!
-		PIDS+=("$s")
-		sleep 0.3
-		ip netns exec "$FABRIC_NS_0" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" --sleep --verify \
-			-s 65536 -D 8 "$FABRIC_MGMT_1" >"$DIR/cli.txt" 2>&1 &
-		c=$!
-		PIDS+=("$c")
-		: >"$DIR/samples"
-		t0=$EPOCHREALTIME
-		while kill -0 "$c" 2>/dev/null; do
-			rx_now >>"$DIR/samples"
-			if [ -z "${down:-}" ] && awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a >= 3) }'; then
-				ip -n "$FABRIC_NS_0" link set p2 down
-				down=$EPOCHREALTIME
-			fi
-			sleep 0.1
+	echo "ports,plane_rate_mbit,kind,rep,gbps_before,gbps_first_second_after,gbps_after,remaining_capacity_gbps,completed,loadavg1" >"$csv"
+	for kind in $PORTDOWN_KINDS; do
+		for ((rep = 1; rep <= REPS; rep++)); do
+			up "$p"
+			ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep --verify \
+				--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.txt" 2>&1 &
+			s=$!
+			PIDS+=("$s")
+			sleep 0.3
+			ip netns exec "$FABRIC_NS_0" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" --sleep --verify \
+				-s 65536 -D 8 "$FABRIC_MGMT_1" >"$DIR/cli.txt" 2>&1 &
+			c=$!
+			PIDS+=("$c")
+			: >"$DIR/samples"
+			t0=$EPOCHREALTIME
+			down=
+			while kill -0 "$c" 2>/dev/null; do
+				rx_now >>"$DIR/samples"
+				if [ -z "$down" ] && awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a >= 3) }'; then
+					down=$EPOCHREALTIME	# when the command starts: its own time counts against us
+					port_fail "$kind"
+				fi
+				sleep 0.1
+			done
+			wait "$c"
+			ok=$?
+			wait "$s" || ok=1
+			awk -v d="$down" -v p="$p" -v r="$RATE_MBIT" -v k="$kind" -v rep="$rep" -v cap="$cap" -v ok="$ok" \
+				-v load="$(cut -d' ' -f1 /proc/loadavg)" '
+				function rate(a, b,   i, t1, t2, b1, b2) {	# Gbit/s between times a and b
+					for (i = 1; i <= n; i++) { if (t[i] >= a && !t1) { t1 = t[i]; b1 = x[i] } if (t[i] <= b) { t2 = t[i]; b2 = x[i] } }
+					return t2 > t1 ? (b2 - b1) * 8 / (t2 - t1) / 1e9 : 0 }
+				{ n++; t[n] = $1; x[n] = $2 }
+				END { printf "%s,%s,%s,%s,%.4f,%.4f,%.4f,%s,%s,%s\n", p, r, k, rep, rate(d - 1, d), rate(d, d + 1),
+					rate(d + 1, t[n] - 0.5), cap, ok == 0 ? "verified" : "FAILED", load }' "$DIR/samples" >>"$csv"
+			log "port down ($kind) rep $rep: $(tail -1 "$csv")"
+			grep -h "came back through port" "$DIR/h0.log" | tail -1 >&2
 		done
-		wait "$c"
-		ok=$?
-		wait "$s" || ok=1
-		awk -v d="$down" -v p="$p" -v r="$RATE_MBIT" -v rep="$rep" -v cap="$cap" -v ok="$ok" '
-			function rate(a, b,   i, t1, t2, b1, b2) {	# Gbit/s between times a and b
-				for (i = 1; i <= n; i++) { if (t[i] >= a && !t1) { t1 = t[i]; b1 = x[i] } if (t[i] <= b) { t2 = t[i]; b2 = x[i] } }
-				return t2 > t1 ? (b2 - b1) * 8 / (t2 - t1) / 1e9 : 0 }
-			{ n++; t[n] = $1; x[n] = $2 }
-			END { printf "%s,%s,%s,%.4f,%.4f,%.4f,%s,%s\n", p, r, rep, rate(d - 1, d), rate(d, d + 1),
-				rate(d + 1, t[n] - 0.5), cap, ok == 0 ? "verified" : "FAILED" }' "$DIR/samples" >>"$csv"
-		log "port down rep $rep: $(tail -1 "$csv")"
-		unset down
 	done
 	stop_all
-	echo "#### A port down mid-transfer: $p ports at $RATE_MBIT Mbit/s, the sender's p2 down after 3 s of an 8 s write_bw --verify"
+	echo "#### A port down mid-transfer: $p ports at $RATE_MBIT Mbit/s, the sender's p2 taken out after 3 s of an 8 s write_bw --verify"
 	echo
-	echo "| run | Gbit/s the second before | the first second after | the rest | remaining ports' payload capacity | transfer |"
-	echo "|---|---|---|---|---|---|"
-	awk -F, 'NR > 1 { printf "| %s | %.3f | %.3f (%.0f%%) | %.3f (%.0f%%) | %.3f | %s |\n", $3, $4, $5, 100 * $5 / $7, $6, 100 * $6 / $7, $7, $8 }' "$csv"
+	echo "link: \`ip link set p2 down\`; blackhole: plane 2 drops everything, links up (\`fabric set 2 blackhole on\`)."
+	echo
+	echo "| how | run | Gbit/s the second before | the first second after | the rest | remaining ports' payload capacity | transfer | load (1 min) |"
+	echo "|---|---|---|---|---|---|---|---|"
+	awk -F, 'NR > 1 { printf "| %s | %s | %.3f | %.3f (%.0f%%) | %.3f (%.0f%%) | %.3f | %s | %s |\n", $3, $4, $5, $6, 100 * $6 / $8, $7, 100 * $7 / $8, $8, $9, $10 }' "$csv"
+	echo
+	for kind in $PORTDOWN_KINDS; do
+		echo "$kind: the first second after, % of the remaining capacity, min / median / max: $(awk -F, -v k="$kind" 'NR > 1 && $3 == k { print 100 * $6 / $8 }' "$csv" | stats)"
+	done
 	echo
 }
 

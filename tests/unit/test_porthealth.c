@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 /*
  * daemon/porthealth.[ch]: off (dead_ns 0, one port); a port that hears the
- * peer stays up; one that sent 16 packets into silence goes down for that
- * peer only once the 16th is dead_ns old and the peer was heard through
+ * peer stays up; one that sent N (8) packets into silence goes down for that
+ * peer only once the Nth is dead_ns old and the peer was heard through
  * another port since, however far apart the packets went (the engine's
  * repathing leaves a dead plane within an RTO, and comes back now and then);
- * a peer silent everywhere counts no port down; replies after the last
- * packet in do not add up to 16; the hold ends with a fresh allowance;
- * forget; the counts for status; the order in which a path tries the
+ * a peer silent everywhere counts no port down; an answer after a quiet
+ * spell; the sweep for ports no packet wants any more; the hold ends with a
+ * fresh allowance; forget; the counts for status; the order in which a path tries the
  * ports (porthealth_choice): every port once, the paths of a down port
  * spread evenly over the others.
  */
@@ -21,6 +21,7 @@
 
 #define MS 1000000ULL
 #define DEAD (50 * MS)
+#define N PORTHEALTH_DEAD_PKTS
 
 static void test_off(void **state)
 {
@@ -68,7 +69,7 @@ static void test_down_and_back(void **state)
 		porthealth_rx(ph, 3, 0, now);
 	}
 	/* Port 1 sends into silence while port 0 keeps hearing the peer. */
-	assert_int_equal(send_n(ph, 3, 1, 16, &now), 0);	/* the 16th goes out */
+	assert_int_equal(send_n(ph, 3, 1, N, &now), 0);	/* the Nth goes out */
 	now += DEAD - 2 * MS;
 	porthealth_rx(ph, 3, 0, now);
 	assert_int_equal(porthealth_check(ph, 3, 1, now), PORTHEALTH_UP);	/* not old enough */
@@ -88,13 +89,13 @@ static void test_down_and_back(void **state)
 	assert_false(porthealth_is_down(ph, 3, 1, now));
 	assert_int_equal(porthealth_count_down(ph, now), 0);
 	assert_int_equal(porthealth_check(ph, 3, 1, now), PORTHEALTH_UP);
-	assert_int_equal(send_n(ph, 3, 1, 15, &now), 0);
+	assert_int_equal(send_n(ph, 3, 1, N - 1, &now), 0);
 	porthealth_rx(ph, 3, 1, now);			/* the plane is back */
 	porthealth_rx(ph, 3, 0, now);
-	assert_int_equal(send_n(ph, 3, 1, 15, &now), 0);
+	assert_int_equal(send_n(ph, 3, 1, N - 1, &now), 0);
 	now += 10 * DEAD;
 	porthealth_rx(ph, 3, 0, now);
-	assert_int_equal(porthealth_check(ph, 3, 1, now), PORTHEALTH_UP);	/* 15 only */
+	assert_int_equal(porthealth_check(ph, 3, 1, now), PORTHEALTH_UP);	/* N - 1 only */
 	porthealth_destroy(ph);
 }
 
@@ -111,7 +112,7 @@ static void test_packets_far_apart(void **state)
 
 	(void)state;
 	assert_int_equal(porthealth_create(8, 4, DEAD, &ph), 0);
-	for (int landing = 0; landing < 9; landing++) {
+	for (int landing = 0; landing < N / 2 + 1; landing++) {
 		went += send_n(ph, 1, 2, 2, &now);
 		now += 10 * DEAD;
 		porthealth_rx(ph, 1, 0, now);
@@ -133,12 +134,12 @@ static void test_peer_silent_everywhere(void **state)
 	assert_int_equal(porthealth_create(8, 2, DEAD, &ph), 0);
 	porthealth_rx(ph, 2, 0, now);
 	porthealth_rx(ph, 2, 1, now);
-	assert_int_equal(send_n(ph, 2, 0, 40, &now), 0);
-	assert_int_equal(send_n(ph, 2, 1, 40, &now), 0);
+	assert_int_equal(send_n(ph, 2, 0, 5 * N, &now), 0);
+	assert_int_equal(send_n(ph, 2, 1, 5 * N, &now), 0);
 	now += 100 * DEAD;
-	assert_int_equal(send_n(ph, 2, 0, 40, &now), 0);
-	assert_int_equal(send_n(ph, 2, 1, 40, &now), 0);
-	/* Heard through port 0 only before port 1's 16th packet: still not port 1's fault. */
+	assert_int_equal(send_n(ph, 2, 0, 5 * N, &now), 0);
+	assert_int_equal(send_n(ph, 2, 1, 5 * N, &now), 0);
+	/* Heard through port 0 only before port 1's Nth packet: still not port 1's fault. */
 	assert_int_equal(porthealth_count_down(ph, now), 0);
 	/* Port 0 hears it again: port 1, silent all along, is the plane's. */
 	porthealth_rx(ph, 2, 0, now);
@@ -146,31 +147,67 @@ static void test_peer_silent_everywhere(void **state)
 	porthealth_destroy(ph);
 }
 
-/*
- * Replies (ACKs) go out right after a packet came in: a few after the last
- * one in, then a quiet spell, then a path lands on the port and is answered.
- */
-static void test_replies_and_quiet(void **state)
+/* A quiet spell, then packets that are answered; calls out of range change nothing. */
+static void test_quiet_then_answered(void **state)
 {
 	struct porthealth *ph;
 	uint64_t now = 5000 * MS;
 
 	(void)state;
 	assert_int_equal(porthealth_create(8, 2, DEAD, &ph), 0);
-	for (int i = 0; i < 100; i++, now += 10000) {
-		porthealth_rx(ph, 5, 1, now);
-		porthealth_tx(ph, 5, 1, now + 5000);
-	}
-	assert_int_equal(send_n(ph, 5, 1, 4, &now), 0);	/* the ACKs of a last batch */
+	porthealth_rx(ph, 5, 1, now);
+	assert_int_equal(send_n(ph, 5, 1, N - 1, &now), 0);	/* one answer missing */
 	now += 10000 * MS;					/* idle for 10 s */
 	porthealth_rx(ph, 5, 0, now);
-	assert_int_equal(send_n(ph, 5, 1, 3, &now), 0);	/* a path lands: answered */
-	porthealth_rx(ph, 5, 1, now);
+	assert_int_equal(send_n(ph, 5, 1, 1, &now), 0);	/* a path lands: the Nth... */
+	porthealth_rx(ph, 5, 1, now);				/* ... and is answered */
 	assert_int_equal(porthealth_check(ph, 5, 1, now + 100 * DEAD), PORTHEALTH_UP);
-	/* Out of range: nothing happens. */
 	porthealth_rx(ph, 8, 0, now);
 	porthealth_tx(ph, 5, 2, now);
 	assert_int_equal(porthealth_check(ph, 8, 0, now), PORTHEALTH_UP);
+	porthealth_destroy(ph);
+}
+
+struct downs {
+	unsigned n;
+	uint32_t peer[4];
+	unsigned port[4];
+};
+
+static void note_down(void *ctx, uint32_t peer, unsigned port)
+{
+	struct downs *d = ctx;
+
+	assert_true(d->n < 4);
+	d->peer[d->n] = peer;
+	d->port[d->n++] = port;
+}
+
+/* The paths that lost packets on a port have moved on: the sweep still counts it down. */
+static void test_sweep(void **state)
+{
+	struct porthealth *ph;
+	struct downs d = { 0 };
+	uint64_t now = 5000 * MS;
+
+	(void)state;
+	assert_int_equal(porthealth_create(8, 3, DEAD, &ph), 0);
+	porthealth_sweep(ph, now, note_down, &d);
+	assert_int_equal(d.n, 0);
+	send_n(ph, 7, 2, N, &now);
+	send_n(ph, 4, 1, N - 1, &now);		/* one short */
+	now += DEAD;
+	porthealth_rx(ph, 7, 0, now);
+	porthealth_rx(ph, 4, 0, now);
+	porthealth_sweep(ph, now, note_down, &d);
+	assert_int_equal(d.n, 1);
+	assert_int_equal(d.peer[0], 7);
+	assert_int_equal(d.port[0], 2);
+	assert_int_equal(porthealth_check(ph, 7, 2, now), PORTHEALTH_DOWN);
+	porthealth_sweep(ph, now + MS, note_down, &d);	/* once only */
+	assert_int_equal(d.n, 1);
+	assert_int_equal(porthealth_count_down(ph, now), 1);
+	porthealth_sweep(NULL, now, note_down, &d);
 	porthealth_destroy(ph);
 }
 
@@ -181,14 +218,14 @@ static void test_forget(void **state)
 
 	(void)state;
 	assert_int_equal(porthealth_create(8, 2, DEAD, &ph), 0);
-	send_n(ph, 6, 1, 16, &now);
+	send_n(ph, 6, 1, N, &now);
 	now += DEAD;
 	porthealth_rx(ph, 6, 0, now);
 	assert_int_equal(porthealth_check(ph, 6, 1, now), PORTHEALTH_WENT_DOWN);
 	/* The handle given up goes to another address: it starts over. */
 	porthealth_forget(ph, 6);
 	assert_false(porthealth_is_down(ph, 6, 1, now));
-	send_n(ph, 6, 1, 16, &now);
+	send_n(ph, 6, 1, N, &now);
 	now += DEAD;
 	assert_int_equal(porthealth_check(ph, 6, 1, now), PORTHEALTH_UP);	/* never heard */
 	porthealth_forget(ph, 99);
@@ -234,7 +271,8 @@ int main(void)
 		cmocka_unit_test(test_down_and_back),
 		cmocka_unit_test(test_packets_far_apart),
 		cmocka_unit_test(test_peer_silent_everywhere),
-		cmocka_unit_test(test_replies_and_quiet),
+		cmocka_unit_test(test_quiet_then_answered),
+		cmocka_unit_test(test_sweep),
 		cmocka_unit_test(test_forget),
 		cmocka_unit_test(test_choice),
 	};
