@@ -266,14 +266,15 @@ head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PEER_QPN +STATE +MODE +PATHS +TX_BYT
 	fail "qp -br: header: $out"
 [ "$(grep -Ec "^ *[0-9]+ +$IP_B +[0-9]+ +connected +metaroce +4 " <<<"$out")" = 2 ] || fail "qp -br: $out"
 out=$("${A[@]}" -brief p)
-head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PATHS +SPORTS +SRTT +SENT +RETX +LOST +REPATHS$" ||
+head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PATHS +SPORTS +SRTT +SENT +RETX +LOST +REPATHS +DOWN$" ||
 	fail "path -br: header: $out"
-[ "$(grep -Ec "^ *[0-9]+ +$IP_B +4 +200[0-6][0-9](,200[0-6][0-9]){3} +[0-9.a-z]+-[0-9.a-z]+( +[0-9]+){4}$" <<<"$out")" = 2 ] ||
+[ "$(grep -Ec "^ *[0-9]+ +$IP_B +4 +200[0-6][0-9](,200[0-6][0-9]){3} +[0-9.a-z]+-[0-9.a-z]+( +[0-9]+){4} +-$" <<<"$out")" = 2 ] ||
 	fail "path -br: one line per connected QP expected: $out"
 p=$("${A[@]}" -j -br path)
 json_ok "path -j -br" <<<"$p"
-jq -e '(.qps | length) == 2 and all(.qps[]; keys == ["lost", "npaths", "peer", "qpn", "repaths",
-	"retx", "sent", "sports", "srtt_max_ns", "srtt_min_ns"] and (.sports | length) == 4)' <<<"$p" \
+jq -e '(.qps | length) == 2 and all(.qps[]; keys == ["lost", "npaths", "peer", "ports_down", "qpn",
+	"repaths", "retx", "sent", "sports", "srtt_max_ns", "srtt_min_ns"] and (.sports | length) == 4 and
+	.ports_down == [])' <<<"$p" \
 	>/dev/null || fail "path -j -br: $p"
 [ "$("${A[@]}" -j -br link | jq -c '[.links[] | keys]')" = '[["peer","state"],["peer","state"]]' ] ||
 	fail "link -j -br"
