@@ -273,6 +273,7 @@ static void ports_read(struct afxdp *x, bool quiet)
 		if (up == port->up)
 			continue;
 		port->up = up;
+		porthealth_forget_port(x->health, p);
 		/* Every worker's view watches the links; the first one says so. */
 		if ((quiet && up) || x->idx)
 			continue;

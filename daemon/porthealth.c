@@ -142,3 +142,9 @@ void porthealth_forget(struct porthealth *ph, uint32_t peer)
 	memset(seen_of(ph, peer, 0), 0, ph->nports * sizeof(struct seen));
 	ph->heard_ns[peer] = 0;
 }
+
+void porthealth_forget_port(struct porthealth *ph, unsigned port)
+{
+	for (uint32_t peer = 0; ph && port < ph->nports && peer < ph->max_peers; peer++)
+		*seen_of(ph, peer, port) = (struct seen){ 0 };
+}

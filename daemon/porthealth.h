@@ -71,6 +71,12 @@ bool porthealth_is_down(const struct porthealth *ph, uint32_t peer, unsigned por
 unsigned porthealth_count_down(const struct porthealth *ph, uint64_t now);
 /* A handle given up: forget its ports. */
 void porthealth_forget(struct porthealth *ph, uint32_t peer);
+/*
+ * The port's link went down or came up: forget what its silence said.  A
+ * link that is down says it all (and the packets lost with it would count
+ * the port down for 20 x dead_ns more, after the link is back).
+ */
+void porthealth_forget_port(struct porthealth *ph, unsigned port);
 
 /*
  * The t-th port (t < nports) that a path wanting port want tries: want

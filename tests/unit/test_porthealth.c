@@ -7,7 +7,8 @@
  * repathing leaves a dead plane within an RTO, and comes back now and then);
  * a peer silent everywhere counts no port down; an answer after a quiet
  * spell; the sweep for ports no packet wants any more; the hold ends with a
- * fresh allowance; forget; the counts for status; the order in which a path tries the
+ * fresh allowance; forget (a peer, a port whose link changed); the counts
+ * for status; the order in which a path tries the
  * ports (porthealth_choice): every port once, the paths of a down port
  * spread evenly over the others.
  */
@@ -229,6 +230,18 @@ static void test_forget(void **state)
 	now += DEAD;
 	assert_int_equal(porthealth_check(ph, 6, 1, now), PORTHEALTH_UP);	/* never heard */
 	porthealth_forget(ph, 99);
+	/* A link down and up again: what the port's silence said is forgotten, for every peer. */
+	porthealth_rx(ph, 6, 0, now);
+	porthealth_rx(ph, 5, 0, now);
+	assert_int_equal(porthealth_check(ph, 6, 1, now), PORTHEALTH_WENT_DOWN);
+	send_n(ph, 5, 1, N, &now);
+	porthealth_forget_port(ph, 1);
+	assert_false(porthealth_is_down(ph, 6, 1, now));
+	now += DEAD;
+	porthealth_rx(ph, 5, 0, now);
+	assert_int_equal(porthealth_check(ph, 5, 1, now), PORTHEALTH_UP);
+	porthealth_forget_port(ph, 7);
+	porthealth_forget_port(NULL, 0);
 	porthealth_destroy(ph);
 }
 
