@@ -620,12 +620,16 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
 }
 
-/* The port packets of (peer, sport) want: where its replies come in, else sport % nports. */
-static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16_t sport)
+/*
+ * The port packets of (peer, sport) want: sport % nports, or for a reply on
+ * the peer's path (echo) where that path's packets come in.
+ */
+static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16_t sport,
+			    bool echo)
 {
 	const struct arrival *a = arrival_of(x, &pe->addr, sport);
 
-	if (x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr))
+	if (echo && x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr))
 		return a->port;
 	return sport % x->nports;
 }
@@ -663,17 +667,23 @@ static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint
  * The sender of a path picks its port: its UDP source port modulo the
  * number of ports, so a path that the engine moves (a new source port)
  * usually changes port, as ECMP in a routed fabric would move it to another
- * plane.  Replies echo the path's source port and go back through the port
- * its packets last came in on, so a path keeps to one plane both ways, also
- * when the sender moved it off a port that went down, or has another number
- * of ports.  A port that is down, cannot reach the peer, or is counted down
- * for it (porthealth.h) hands its paths to the others; one counted down is
- * still better than none.
+ * plane.  Replies (echo: the peer's path, its source port echoed) go back
+ * through the port that path's packets last came in on, so a path keeps to
+ * one plane both ways, also when the sender moved it off a port that went
+ * down, or has another number of ports.  A port that is down, cannot reach
+ * the peer, or is counted down for it (porthealth.h) hands its paths to the
+ * others; one counted down is still better than none.
+ *
+ * Only replies follow the arrivals.  If a sender followed them too, a
+ * reply that had to leave by another port (its next hop on the path's port
+ * not yet resolved: seconds while IPv6 link-local addresses are tentative
+ * after a port comes up) would move the sender's path there, the replies
+ * would follow the path, and it would never come back.
  */
 static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, uint16_t sport,
-				      uint64_t now, unsigned *port)
+				      bool echo, uint64_t now, unsigned *port)
 {
-	unsigned want = port_wanted(x, pe, sport);
+	unsigned want = port_wanted(x, pe, sport, echo);
 
 	for (unsigned t = 0; t < 2 * x->nports; t++) {
 		const struct nexthop *h;
@@ -688,7 +698,7 @@ static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, ui
 	return NULL;
 }
 
-/* Where port_for would send, without resolving or judging anything (for status). */
+/* Where our path's packets would leave (for status), without resolving or judging anything. */
 static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sport)
 {
 	struct afxdp *x = to_afxdp(b);
@@ -698,7 +708,7 @@ static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sp
 
 	if (!pe)
 		return NULL;
-	want = port_wanted(x, pe, sport);
+	want = port_wanted(x, pe, sport, false);
 	for (unsigned t = 0; t < 2 * x->nports; t++) {
 		unsigned p = porthealth_choice(x->nports, want, sport, t % x->nports);
 
@@ -761,7 +771,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	uint32_t idx;
 	int off;
 
-	h = pe ? port_for(x, pe, b->sport, now, &p) : NULL;
+	h = pe ? port_for(x, pe, b->sport, b->echo, now, &p) : NULL;
 	if (!h) {
 		x->st.tx_no_route++;
 		if (pe)

@@ -483,6 +483,7 @@ int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 	b->path_id = 0;
 	b->ect = false;
 	b->plain = r->plain;
+	b->echo = true;
 	sec_tx_seal(eng, r->has_key ? r->key : NULL, b);
 	eng->st.c[EC_TX_CM]++;
 	return 1;

@@ -346,6 +346,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 	for (int i = 0; i < n; i++) {
 		bufs[i].cap -= eng->sec_tag_len;
 		bufs[i].plain = false;
+		bufs[i].echo = false;
 	}
 	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
 		count++;

@@ -248,6 +248,9 @@ struct engine_txbuf {
 	bool ect;			/* out: send ECN-capable (data), or not (control) */
 	bool plain;			/* out: do not seal it ("aead": a refusal to a peer
 					 * that cannot open sealed packets) */
+	bool echo;			/* out: an answer on the peer's path (ACK, keepalive
+					 * answer, CM refusal): sport is the peer's, not one
+					 * of ours, so it goes back the way that path came */
 };
 
 /* Produce up to n packets to send now.  Returns how many were written. */

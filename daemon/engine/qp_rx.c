@@ -506,6 +506,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	b->sport = sport;
 	b->path_id = path_id;
 	b->ect = false;
+	b->echo = !(flags & MROC_F_ACK_REQ);
 	eng->st.c[EC_TX_KEEPALIVE]++;
 	return 1;
 }
@@ -554,6 +555,7 @@ int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txb
 		b->sport = rp->sport;
 		b->path_id = (uint8_t)i;
 		b->ect = false;
+		b->echo = true;
 		rp->ack_now = false;
 		rp->ack_deadline = 0;
 		rp->unacked = 0;

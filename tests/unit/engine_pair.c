@@ -135,6 +135,7 @@ int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t pee
 
 	assert_non_null(copy);
 	memcpy(copy, buf, len);
+	p->s[to].heard[sport / 8] |= (uint8_t)(1u << sport % 8);
 	ret = engine_rx(p->s[to].eng, p->now, copy, len, &meta);
 	free(copy);
 	pair_poll(p);
@@ -144,6 +145,25 @@ int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t pee
 int pair_deliver(struct pair *p, const struct pair_pkt *pkt)
 {
 	return pair_rx(p, 1 - pkt->from, pkt->data, pkt->len, (uint32_t)pkt->from, pkt->sport);
+}
+
+/*
+ * Whether a packet is an answer on the peer's path (engine_txbuf.echo: the
+ * AF_XDP backend sends it back the way that path came): 1, 0, or -1 for
+ * either (CONNECT_REJ, DISCONNECT and DISCONNECT_ACK come from a QP on its
+ * own path, or answer a packet for none).
+ */
+static int answer_of(const uint8_t *pkt)
+{
+	uint8_t op = pkt[PKT_OPCODE];
+
+	if (op == MROC_OP_ACK)
+		return 1;
+	if (op == MROC_OP_KEEPALIVE)
+		return !(pkt[PKT_FLAGS] & MROC_F_ACK_REQ);
+	if (mroc_op_is_data(op) || op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP)
+		return 0;
+	return -1;
 }
 
 /* One engine_tx call from side `from`, every packet through the filter. */
@@ -166,6 +186,11 @@ static unsigned pump_side(struct pair *p, int from)
 		p->s[from].sent[pkt->data[1]]++;
 		/* Data is ECN-capable, control is not (docs/PROTOCOL.md 1). */
 		assert_int_equal(b[i].ect, mroc_op_is_data(pkt->data[1]));
+		/* Answers say so, on a source port the peer sent from; nothing else does. */
+		if (answer_of(pkt->data) >= 0)
+			assert_int_equal(b[i].echo, answer_of(pkt->data));
+		if (b[i].echo)
+			assert_true(p->s[from].heard[pkt->sport / 8] & 1u << pkt->sport % 8);
 		if (b[i].peer != (uint32_t)(1 - from)) {
 			p->s[from].stray++;
 			continue;

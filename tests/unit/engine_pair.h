@@ -55,6 +55,7 @@ struct pair_side {
 	unsigned next;			/* first one pair_cqe has not returned yet */
 	uint64_t sent[256];		/* packets sent, by opcode */
 	uint64_t stray;			/* packets addressed to another peer handle */
+	uint8_t heard[65536 / 8];	/* source ports engine_rx had packets from (bits) */
 };
 
 /* A registered buffer with canary-filled guards on both sides. */
