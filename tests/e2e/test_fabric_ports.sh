@@ -6,7 +6,8 @@
 #    between the service addresses;
 #  - a verified transfer uses every port (each plane forwards a share of it);
 #  - a port taken down mid-transfer (ip link set ... down): the transfer
-#    completes, verified, and its paths leave by the other port.
+#    completes, verified, and its paths leave by the other port;
+#  - the port up again, still mid-transfer: its paths come back to it.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -48,7 +49,7 @@ wait_for() {
 	done
 	return 1
 }
-e2e_perf_start 10 -q 2
+e2e_perf_start 15 -q 2
 # Both data QPs moving data (the control link's QP carries far less than 1 MB).
 e2e_wait a qps '[.qps[] | select(.state == "connected" and .tx_bytes > 1000000)] | length >= 2' 30
 wait_for '[ "$(ports_now)" = "[\"p1\",\"p2\"]" ]'
@@ -58,7 +59,12 @@ p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
 wait_for '[ "$(ports_now)" = "[\"p1\"]" ] && [ $(($(e2e_plane_pkts 1) - p1)) -gt 1000 ]'
 after=$(ports_now)
 d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
-e2e_perf_finish "port p2 down mid-transfer"
+# Up again while the transfer runs (it has seconds left).  Its paths once stayed on p1 for
+# good: the sender followed the port its replies came in by, and the replies the path.
+ip -n "$NS_A" link set p2 up
+q1=$(e2e_plane_pkts 1) q2=$(e2e_plane_pkts 2)
+e2e_perf_finish "port p2 down and up mid-transfer"
+b1=$(($(e2e_plane_pkts 1) - q1)) b2=$(($(e2e_plane_pkts 2) - q2))
 cat "$E2E_DIR/cli.txt"
 echo "packets to B after p2 went down: plane 1 $d1, plane 2 $d2"
 grep -q "port p2 is down" "$E2E_DIR/a.log" || fail "a: the log does not say p2 went down"
@@ -67,7 +73,10 @@ echo "ports of A's paths: before $before, after $after"
 [ "$after" = '["p1"]' ] || fail "mroc-cli path show: paths still on p2 after it went down: $after"
 [ "$d1" -gt 1000 ] || fail "plane 1 carried $d1 packets after p2 went down"
 ok "p2 taken down mid-transfer: the verified transfer completed over p1"
-ip -n "$NS_A" link set p2 up
+echo "packets to B after p2 came back up: plane 1 $b1, plane 2 $b2"
+[ $((b1 * 50)) -gt $((b1 + b2)) ] && [ $((b2 * 50)) -gt $((b1 + b2)) ] ||
+	fail "p2 came back up, but its paths did not (plane 1: $b1, plane 2: $b2 packets after)"
+ok "p2 back up mid-transfer: its paths came back (planes: $b1 and $b2 packets after)"
 
 for n in a b; do
 	e2e_stop $n

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Two data-plane workers on hosts with two ports (scripts/fabric up --ports 2),
-# daemon.workers = 2 on both daemons (IPv4: over the fabric's IPv6 addresses
-# plane 2 was left unused in 2 runs of about 10, not understood yet):
+# daemon.workers = 2 on both daemons, over IPv6 (the fabric's service
+# addresses FABRIC_IP6_h; test_fabric_ports runs over IPv4):
 #  - status says 2 workers, and that p1's socket is worker 0's, p2's worker 1's;
 #  - two verified write_bw runs at once, 2 QPs each: their clients go to
 #    different workers, so QPs live on both workers on both hosts;
@@ -16,6 +16,7 @@ set -u
 CLI=$BUILD/mroc-cli
 e2e_require_fabric
 e2e_fabric_up --ports 2
+FABRIC_IP_0=$FABRIC_IP6_0 FABRIC_IP_1=$FABRIC_IP6_1
 e2e_ports_pair 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/'
 for n in a b; do
 	jq -e '.workers == 2 and ([.interface_info[] | {(.name): .queue_workers}] | add) ==
@@ -25,7 +26,7 @@ for n in a b; do
 	e2e_wait $n links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 		fail "$n: the control link never came up: $(e2e_admin $n links)"
 done
-ok "two ports, daemon.workers = 2: both daemons run 2 workers, the control link is up"
+ok "two ports, IPv6, daemon.workers = 2: both daemons run 2 workers, the control link is up"
 
 # Two pairs at once, each its own client on each side (its own side-channel port).
 p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
