@@ -259,9 +259,12 @@ static void attr_via(const struct nlattr *a, struct mroc_addr *gw)
 {
 	const struct rtvia *via = mnl_attr_get_payload(a);
 	uint16_t plen = mnl_attr_get_payload_len(a);
-	size_t alen = via->rtvia_family == AF_INET ? 4 : 16;
+	size_t alen;
 
-	if (plen >= sizeof(*via) && plen == sizeof(*via) + alen &&
+	if (plen < sizeof(*via))
+		return;
+	alen = via->rtvia_family == AF_INET ? 4 : 16;
+	if (plen == sizeof(*via) + alen &&
 	    (via->rtvia_family == AF_INET || via->rtvia_family == AF_INET6)) {
 		memset(gw, 0, sizeof(*gw));
 		gw->family = via->rtvia_family;
@@ -269,24 +272,30 @@ static void attr_via(const struct nlattr *a, struct mroc_addr *gw)
 	}
 }
 
-/* The next hop of a multipath route (RTA_MULTIPATH) that leaves by r->want_oif. */
-static void route_multipath(const struct nlattr *a, uint8_t family, struct route_reply *r)
+/*
+ * The next hop of a multipath route (RTA_MULTIPATH) that leaves by want_oif.
+ * Each next hop's attributes end where its rtnh_len says, not where the
+ * buffer does: the last one's are followed by the route's other attributes.
+ */
+static void route_multipath(const struct nlattr *a, uint8_t family, int want_oif,
+			    struct nl_route *out)
 {
 	const struct rtnexthop *nh = mnl_attr_get_payload(a);
 	int left = (int)mnl_attr_get_payload_len(a);
 
 	while (left >= (int)sizeof(*nh) && nh->rtnh_len >= sizeof(*nh) && nh->rtnh_len <= left) {
-		if (nh->rtnh_ifindex == r->want_oif) {
+		if (nh->rtnh_ifindex == want_oif) {
 			const struct nlattr *na = (const void *)RTNH_DATA(nh);
 			int alen = nh->rtnh_len - (int)RTNH_LENGTH(0);
 
-			r->out->ifindex = nh->rtnh_ifindex;
-			memset(&r->out->gw, 0, sizeof(r->out->gw));
+			out->ifindex = nh->rtnh_ifindex;
+			memset(&out->gw, 0, sizeof(out->gw));
 			while (mnl_attr_ok(na, alen)) {
 				if (mnl_attr_get_type(na) == RTA_GATEWAY)
-					attr_addr(na, family, &r->out->gw);
+					attr_addr(na, family, &out->gw);
 				else if (mnl_attr_get_type(na) == RTA_VIA)
-					attr_via(na, &r->out->gw);
+					attr_via(na, &out->gw);
+				alen -= (int)MNL_ALIGN(na->nla_len);
 				na = mnl_attr_next(na);
 			}
 			return;
@@ -296,38 +305,45 @@ static void route_multipath(const struct nlattr *a, uint8_t family, struct route
 	}
 }
 
-static int route_cb(const struct nlmsghdr *nlh, void *data)
+int nl_route_parse(const struct nlmsghdr *nlh, int want_oif, struct nl_route *out)
 {
-	struct route_reply *r = data;
 	const struct rtmsg *rtm = mnl_nlmsg_get_payload(nlh);
 	const struct nlattr *a;
 
 	if (nlh->nlmsg_type != RTM_NEWROUTE || nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*rtm)))
-		return 0;
-	memset(r->out, 0, sizeof(*r->out));
-	r->out->type = rtm->rtm_type;
+		return -ENODATA;
+	memset(out, 0, sizeof(*out));
+	out->type = rtm->rtm_type;
 	mnl_attr_for_each(a, nlh, sizeof(*rtm)) {
 		switch (mnl_attr_get_type(a)) {
 		case RTA_OIF:
 			if (mnl_attr_validate(a, MNL_TYPE_U32) == 0)
-				r->out->ifindex = (int)mnl_attr_get_u32(a);
+				out->ifindex = (int)mnl_attr_get_u32(a);
 			break;
 		case RTA_PREFSRC:
-			attr_addr(a, rtm->rtm_family, &r->out->src);
+			attr_addr(a, rtm->rtm_family, &out->src);
 			break;
 		case RTA_GATEWAY:
-			attr_addr(a, rtm->rtm_family, &r->out->gw);
+			attr_addr(a, rtm->rtm_family, &out->gw);
 			break;
 		case RTA_VIA:
-			attr_via(a, &r->out->gw);
+			attr_via(a, &out->gw);
 			break;
 		case RTA_MULTIPATH:
-			if (r->want_oif)
-				route_multipath(a, rtm->rtm_family, r);
+			if (want_oif)
+				route_multipath(a, rtm->rtm_family, want_oif, out);
 			break;
 		}
 	}
-	r->found = true;
+	return 0;
+}
+
+static int route_cb(const struct nlmsghdr *nlh, void *data)
+{
+	struct route_reply *r = data;
+
+	if (!nl_route_parse(nlh, r->want_oif, r->out))
+		r->found = true;
 	return 0;
 }
 

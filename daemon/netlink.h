@@ -52,6 +52,16 @@ int nl_route_get(struct nl *nl, const struct mroc_addr *dst, struct nl_route *ou
  */
 int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct nl_route *out);
 
+struct nlmsghdr;
+/*
+ * One RTM_NEWROUTE message of a length the caller checked (the parsing
+ * behind the two above; tests feed it canned replies): with want_oif, the
+ * next hop of a multipath route (RTA_MULTIPATH, as a RTM_F_FIB_MATCH reply
+ * has it) that leaves by want_oif.  Returns 0, or -ENODATA for another or
+ * a short message.
+ */
+int nl_route_parse(const struct nlmsghdr *nlh, int want_oif, struct nl_route *out);
+
 /*
  * The MAC address of ip on interface ifindex (RTM_GETNEIGH).  Returns 0 and
  * fills mac when the entry is usable (REACHABLE, STALE, DELAY, PROBE,
