@@ -145,6 +145,15 @@ static uint64_t *atomic_target(struct engine *eng, struct qp *qp, uint32_t rkey,
 	return (uint64_t *)t;
 }
 
+/* A path that heard from the peer, for an answer no path asked for (rxp[0] may never have). */
+static struct rx_path *heard_path(struct qp *qp)
+{
+	for (unsigned i = 0; i < qp->nrxp; i++)
+		if (qp->rxp[i].sport)
+			return &qp->rxp[i];
+	return &qp->rxp[0];
+}
+
 /*
  * Responder: perform a delivered atomic, once, and answer with the word's
  * original value.  -ENOSPC (nothing done) when the message ring is full:
@@ -160,7 +169,7 @@ static int answer_atomic(struct engine *eng, struct qp *qp, const struct rx_msg 
 	t = atomic_target(eng, qp, mi->key, mi->raddr, &err);
 	if (!t) {
 		eng->st.c[EC_RX_ACCESS_ERR]++;
-		qp_set_nak(qp, &qp->rxp[0], MROC_NAK_ACCESS, mi->last_dsn);
+		qp_set_nak(qp, heard_path(qp), MROC_NAK_ACCESS, mi->last_dsn);
 		qp_wake_ctl(eng, qp);
 		return 0;
 	}
@@ -415,6 +424,12 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		return -ERANGE;
 	}
 	rp = &qp->rxp[pkt->hdr.path_id];
+	/*
+	 * Where the path's packets come from now, before anything below owes
+	 * it an ACK (a duplicate's, a RoCEv2 out-of-order NAK): an ACK owed on
+	 * a path that had received nothing went out from source port 0.
+	 */
+	rp->sport = meta->sport;
 	/* The floor first: PSNs the sender gave up on must not hold the window. */
 	if (qp->mops->rx_floor)
 		qp->mops->rx_floor(rp, d);
@@ -443,7 +458,6 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	}
 	rp->last_ts = pkt->hdr.ts;
 	rp->last_ts_at = now;
-	rp->sport = meta->sport;
 	rp->active = true;
 	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
 	cc_rate_hint(eng, qp, now);
