@@ -125,6 +125,7 @@ struct cli {
 	const char *tag;
 	const char *sweep;		/* --sizes, expanded once --step is known */
 	bool verbose;
+	bool senders_set;		/* --senders given (else 7, or every other rank if fewer) */
 };
 
 static int transports(struct cli *c, const char *arg)
@@ -261,7 +262,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_BYTES: c->sizes[0] = v; c->nsizes = 1; break;
 	case O_STEP: *step = v; break;
 	case O_MSG: cfg->msg_bytes = (uint32_t)v; break;
-	case O_SENDERS: cfg->senders = (uint32_t)v; break;
+	case O_SENDERS: cfg->senders = (uint32_t)v; c->senders_set = true; break;
 	case O_BG_SENDERS: cfg->bg_senders = (uint32_t)v; break;
 	case O_ITERS:
 		if (!v || v > 100000)
@@ -482,6 +483,14 @@ int cluster_cmd(int argc, char **argv)
 	}
 	if (c.sweep && sweep(&c, c.sweep, step)) {
 		fprintf(stderr, "mroc-sim cluster: bad --sizes '%s'\n", c.sweep);
+		return 2;
+	}
+	/* An incast has a receiver and up to every other rank sending. */
+	if (!c.senders_set && c.cfg.senders >= n_ranks(&c.cfg))
+		c.cfg.senders = n_ranks(&c.cfg) - 1;
+	if (c.cfg.kind == COLL_INCAST && (!c.cfg.senders || c.cfg.senders >= n_ranks(&c.cfg))) {
+		fprintf(stderr, "mroc-sim cluster: --senders must be 1..%u (one rank receives)\n",
+			n_ranks(&c.cfg) - 1);
 		return 2;
 	}
 	return run_all(&c);

@@ -18,6 +18,7 @@
 #include <cmocka.h>
 
 #include "cluster.h"
+#include "cluster_cli.h"
 #include "scenario.h"
 #include "simnet.h"
 #include "workload.h"
@@ -171,6 +172,25 @@ static void test_cluster_refusal_says_why(void **state)
 	assert_non_null(strstr(cr.why, "rto_min"));
 }
 
+/*
+ * mroc-sim cluster --op incast on fewer than 8 ranks: the default of 7
+ * senders left no receiver, and the run failed with "cannot set the incast
+ * up (-22)".  Without --senders every other rank sends; an explicit
+ * --senders that leaves no receiver is a usage error (exit status 2).
+ * Sweep reproducer: mroc-sim cluster --verify --hosts 3 --leaves 1
+ * --spines 3 --bytes 1M --op incast --transport rocev2-qps ...
+ */
+static void test_cluster_incast_few_ranks(void **state)
+{
+	char *ok[] = { "cluster", "--hosts", "3", "--leaves", "1", "--bytes", "8", "--op",
+		       "incast", "--verify", "--transport", "metaroce", NULL };
+	char *bad[] = { "cluster", "--hosts", "3", "--leaves", "1", "--bytes", "8", "--op",
+			"incast", "--senders", "3", NULL };
+
+	assert_int_equal(cluster_cmd(12, ok), 0);
+	assert_int_equal(cluster_cmd(11, bad), 2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -178,6 +198,7 @@ int main(void)
 		cmocka_unit_test(test_rto_min_above_first_rto),
 		cmocka_unit_test(test_queue_below_one_packet_refused),
 		cmocka_unit_test(test_cluster_refusal_says_why),
+		cmocka_unit_test(test_cluster_incast_few_ranks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
