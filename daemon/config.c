@@ -740,11 +740,11 @@ static int check_ifname(struct cparse *p, const config_setting_t *s, const char 
 	return 0;
 }
 
-/* { name = "eth1"; queues = [ 0, 1 ]; } */
+/* { name = "eth1"; queues = [ 0, 1 ]; address = "10.1.0.2"; } */
 static int parse_iface_group(struct cparse *p, const struct config_key *k,
 			     const config_setting_t *g, const char *key, struct mrocd_iface *ifc)
 {
-	static const char *const members[] = { "name", "queues" };
+	static const char *const members[] = { "name", "queues", "address" };
 	char mk[160];
 	const char *name = NULL;
 	int rc = 0;
@@ -764,11 +764,13 @@ static int parse_iface_group(struct cparse *p, const struct config_key *k,
 			if (!rc && !ifc->nqueues)
 				rc = cerr(p, m, mk, "needs at least one queue (or leave it out: "
 					  "queue 0)");
-		} else if ((hint = suggest(mn, members, 2))) {
+		} else if (!strcmp(mn, "address")) {
+			rc = get_addr(p, m, mk, &ifc->address, false);
+		} else if ((hint = suggest(mn, members, 3))) {
 			rc = cerr(p, m, NULL, "unknown key '%s' (did you mean '%s.%s'?)", mk, key,
 				  hint);
 		} else {
-			rc = cerr(p, m, NULL, "unknown key '%s' (an interface has name and queues)",
+			rc = cerr(p, m, NULL, "unknown key '%s' (an interface has name, queues and address)",
 				  mk);
 		}
 	}
@@ -909,6 +911,12 @@ static void dump_iface_list(FILE *f, const struct config_key *k, const void *fie
 		dump_str(f, l->v[i].name);
 		fputs("; queues = ", f);
 		dump_u16s(f, l->v[i].queues, l->v[i].nqueues);
+		if (l->v[i].address.family) {
+			char buf[MROC_ADDR_STRLEN];
+
+			fputs("; address = ", f);
+			dump_str(f, addr_str(&l->v[i].address, buf, sizeof(buf)));
+		}
 		fputs("; }", f);
 	}
 	fputs(" )", f);
@@ -958,7 +966,8 @@ static bool eq_iface_list(const struct config_key *k, const void *a, const void 
 		return false;
 	for (uint32_t i = 0; i < x->n; i++)
 		if (strcmp(x->v[i].name, y->v[i].name) || x->v[i].nqueues != y->v[i].nqueues ||
-		    memcmp(x->v[i].queues, y->v[i].queues, x->v[i].nqueues * sizeof(uint16_t)))
+		    memcmp(x->v[i].queues, y->v[i].queues, x->v[i].nqueues * sizeof(uint16_t)) ||
+		    !addr_eq(&x->v[i].address, &y->v[i].address))
 			return false;
 	return true;
 }
@@ -1106,6 +1115,27 @@ static int check_network(struct cparse *p, const struct mrocd_config *c)
 			    "network.umem_frames (%u) must be at least %u, twice "
 			    "network.ring_size (%u), to fill the fill and TX rings", n->umem_frames,
 			    2 * n->ring_size, n->ring_size);
+	for (uint32_t i = 0; i < n->interfaces.n; i++) {
+		const struct mroc_addr *a = &n->interfaces.v[i].address;
+		/* Every address of the host, the primary's first, is of one family. */
+		const struct mroc_addr *fam = n->address.family ? &n->address : NULL;
+
+		for (uint32_t j = 0; !fam && j < i; j++)
+			if (n->interfaces.v[j].address.family)
+				fam = &n->interfaces.v[j].address;
+		if (!a->family)
+			continue;
+		if (fam && a->family != fam->family)
+			return xerr(p, KEYS("network.interfaces", "network.address"),
+				    "network.interfaces[%u].address %s is not of the family of %s",
+				    i, addr_str(a, buf, sizeof(buf)), addr_str(fam, buf2, sizeof(buf2)));
+		for (uint32_t j = 0; j < i; j++)
+			if (addr_eq(a, &n->interfaces.v[j].address))
+				return xerr(p, KEYS("network.interfaces"),
+					    "network.interfaces[%u].address %s is also "
+					    "network.interfaces[%u]'s: each port has its own", i,
+					    addr_str(a, buf, sizeof(buf)), j);
+	}
 	for (uint32_t i = 0; n->address.family && i < n->peers.n; i++)
 		if (n->peers.v[i].family != n->address.family)
 			return xerr(p, KEYS("network.peers", "network.address"),

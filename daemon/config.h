@@ -62,6 +62,8 @@ struct mrocd_iface {
 	char name[IFNAMSIZ];
 	uint32_t nqueues;		/* >= 1 */
 	uint16_t queues[MROCD_MAX_QUEUES];	/* distinct, 0..255 */
+	struct mroc_addr address;	/* the port's own address on its plane; family 0 = none
+					 * (it sends from network.address) */
 };
 
 struct mrocd_iface_list {

@@ -2,7 +2,10 @@
 /*
  * The peer table: a dense array of peers indexed by handle, and an
  * open-addressing hash (linear probing, at most half full, deletion by
- * backward shift so no tombstones) from address to handle.  Next hops come
+ * backward shift so no tombstones) from address to handle.  A slot names a
+ * handle and which of its addresses it holds: the primary, or port address
+ * i (an alias): sized for every peer with PEERS_MAX_ALIASES of them, so the
+ * hash stays at most half full whatever peers announce.  Next hops come
  * from netlink.
  *
  * Entries leave the table (docs/ARCHITECTURE.md, "Peers"): a sweep every
@@ -24,7 +27,10 @@
 #include "nexthop.h"
 #include "peers.h"
 
-#define PEERS_MAX	(1u << 24)
+/* A slot: handle + 1 in the low 24 bits, above them 0 (primary) or 1 + the port of an alias. */
+#define PEERS_MAX	((1u << 24) - 1)
+#define SLOT_HANDLE	0xffffffu
+#define SLOT_KIND_SHIFT	24
 
 struct peers {
 	struct nl *nl;
@@ -48,14 +54,16 @@ struct peers {
 struct peers *peers_create(uint32_t max, struct nl *nl)
 {
 	struct peers *p;
-	uint32_t nslots = 2;
+	uint64_t nslots = 2;
 
 	if (!max || max > PEERS_MAX) {
 		errno = EINVAL;
 		return NULL;
 	}
-	while (nslots < 2 * max)
+	while (nslots < 2ull * max * (1 + PEERS_MAX_ALIASES))
 		nslots <<= 1;
+	if (nslots > UINT32_MAX)
+		goto err;
 	p = calloc(1, sizeof(*p));
 	if (!p)
 		goto err;
@@ -66,7 +74,7 @@ struct peers *peers_create(uint32_t max, struct nl *nl)
 		goto err_free;
 	p->nl = nl;
 	p->max = max;
-	p->mask = nslots - 1;
+	p->mask = (uint32_t)(nslots - 1);
 	return p;
 
 err_free:
@@ -101,12 +109,36 @@ void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t hand
 	p->release_ctx = ctx;
 }
 
+static uint32_t slot_make(uint32_t handle, unsigned kind)
+{
+	return (handle + 1) | (uint32_t)kind << SLOT_KIND_SHIFT;
+}
+
+static uint32_t slot_handle(uint32_t slot)
+{
+	return (slot & SLOT_HANDLE) - 1;
+}
+
+/* 0: the primary address; 1 + i: port address i. */
+static unsigned slot_kind(uint32_t slot)
+{
+	return slot >> SLOT_KIND_SHIFT;
+}
+
+static const struct mroc_addr *slot_addr(const struct peers *p, uint32_t slot)
+{
+	const struct peer *pe = &p->peer[slot_handle(slot)];
+	unsigned kind = slot_kind(slot);
+
+	return kind ? &pe->alias[kind - 1] : &pe->addr;
+}
+
 /* The slot holding addr, or the empty slot where it would go. */
 static uint32_t peers_slot(const struct peers *p, const struct mroc_addr *addr)
 {
-	uint32_t i = addr_hash(addr) & p->mask, h;
+	uint32_t i = addr_hash(addr) & p->mask, s;
 
-	while ((h = p->slots[i]) && !addr_eq(&p->peer[h - 1].addr, addr))
+	while ((s = p->slots[i]) && !addr_eq(slot_addr(p, s), addr))
 		i = (i + 1) & p->mask;
 	return i;
 }
@@ -121,7 +153,7 @@ static void slot_delete(struct peers *p, uint32_t i)
 		h = p->slots[j];
 		if (!h)
 			break;
-		home = addr_hash(&p->peer[h - 1].addr) & p->mask;
+		home = addr_hash(slot_addr(p, h)) & p->mask;
 		/* An entry whose home lies cyclically in (i, j] is where it belongs. */
 		if (i <= j ? i < home && home <= j : i < home || home <= j)
 			continue;
@@ -131,8 +163,19 @@ static void slot_delete(struct peers *p, uint32_t i)
 	p->slots[i] = 0;
 }
 
+static void alias_drop(struct peers *p, struct peer *pe, unsigned i)
+{
+	slot_delete(p, peers_slot(p, &pe->alias[i]));
+	pe->alias_mask &= (uint16_t)~(1u << i);
+	memset(&pe->alias[i], 0, sizeof(pe->alias[i]));
+}
+
 static void peer_release(struct peers *p, struct peer *pe)
 {
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
+		if (pe->alias_mask & (1u << i))
+			alias_drop(p, pe, i);
+	pe->speaks_ports = false;
 	slot_delete(p, peers_slot(p, &pe->addr));
 	pe->live = false;
 	p->free[p->nfree++] = pe->handle;
@@ -143,15 +186,15 @@ static void peer_release(struct peers *p, struct peer *pe)
 
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
 {
-	uint32_t h;
+	uint32_t s;
 
 	if (!addr_len(addr))
 		return -EINVAL;
-	h = p->slots[peers_slot(p, addr)];
-	if (!h)
+	s = p->slots[peers_slot(p, addr)];
+	if (!s)
 		return -ENOENT;
-	p->peer[h - 1].touched = true;
-	*handle = h - 1;
+	p->peer[slot_handle(s)].touched = true;
+	*handle = slot_handle(s);
 	return 0;
 }
 
@@ -230,7 +273,7 @@ static struct peer *new_peer(struct peers *p)
 	return &p->peer[p->free[--p->nfree]];
 }
 
-int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
+static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, uint32_t *handle)
 {
 	struct peer *pe;
 	uint32_t i, h;
@@ -238,9 +281,17 @@ int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *ha
 	if (!addr_len(addr))
 		return -EINVAL;
 	i = peers_slot(p, addr);
-	if (p->slots[i]) {
-		p->peer[p->slots[i] - 1].touched = true;
-		*handle = p->slots[i] - 1;
+	if (req && p->slots[i] && slot_kind(p->slots[i])) {
+		/* A host's own address is its primary before it is anyone's port address. */
+		struct peer *owner = &p->peer[slot_handle(p->slots[i])];
+
+		alias_drop(p, owner, slot_kind(p->slots[i]) - 1);
+		p->st.alias_displaced++;
+		if (p->release)
+			p->release(p->release_ctx, owner->handle);
+	} else if (p->slots[i]) {
+		p->peer[slot_handle(p->slots[i])].touched = true;
+		*handle = slot_handle(p->slots[i]);
 		return 0;
 	}
 	pe = new_peer(p);
@@ -257,11 +308,66 @@ int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *ha
 	pe->addr.family = addr->family;
 	memcpy(pe->addr.bytes, addr->bytes, addr_len(addr));
 	/* The eviction may have moved entries: find the empty slot again. */
-	p->slots[peers_slot(p, addr)] = h + 1;
+	p->slots[peers_slot(p, addr)] = slot_make(h, 0);
 	p->count++;
 	p->st.added++;
 	*handle = h;
 	return 0;
+}
+
+int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
+{
+	return get_handle(p, addr, false, handle);
+}
+
+int peers_get_handle_req(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
+{
+	return get_handle(p, addr, true, handle);
+}
+
+int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *addr,
+		      uint16_t mask)
+{
+	struct peer *pe = peers_get(p, handle);
+	bool changed = false;
+	int n = 0;
+
+	if (!pe)
+		return -ENOENT;
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
+		if ((mask & (1u << i)) && !addr_len(&addr[i]))
+			return -EINVAL;
+	pe->speaks_ports = true;
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++) {
+		bool have = pe->alias_mask & (1u << i), want = mask & (1u << i);
+		uint32_t j;
+
+		if (have && want && addr_eq(&pe->alias[i], &addr[i])) {
+			n++;
+			continue;	/* announced again, as it was */
+		}
+		if (have) {
+			alias_drop(p, pe, i);
+			changed = true;
+		}
+		if (!want)
+			continue;
+		j = peers_slot(p, &addr[i]);
+		if (p->slots[j]) {
+			/* Another live peer's (or its own primary): never stolen. */
+			p->st.alias_refused++;
+			continue;
+		}
+		pe->alias[i] = addr[i];
+		pe->alias_mask |= (uint16_t)(1u << i);
+		p->slots[j] = slot_make(handle, 1 + i);
+		p->st.alias_added++;
+		changed = true;
+		n++;
+	}
+	if (changed && p->release)
+		p->release(p->release_ctx, handle);
+	return n;
 }
 
 uint64_t peers_sweep(struct peers *p, uint64_t now)

@@ -17,6 +17,12 @@
 struct nl;			/* netlink.h */
 struct engine;
 
+/*
+ * A peer's own addresses on its ports (docs/PROTOCOL.md 3.4, port
+ * addresses), by port index: at most one per port, NEXTHOP_MAX_PORTS ports.
+ */
+#define PEERS_MAX_ALIASES	16
+
 struct peer {
 	uint32_t handle;
 	struct mroc_addr addr;
@@ -36,6 +42,14 @@ struct peer {
 	bool referenced;		/* a QP used it at the last sweep */
 	bool proven;			/* a QP used it at some sweep */
 	uint64_t seen_ns;		/* last sweep that found it touched or referenced */
+	/*
+	 * Port addresses (aliases): packets from alias[i] are the peer's too.
+	 * speaks_ports: it sent the port-address extension (maybe empty), so it
+	 * takes packets from our port addresses.
+	 */
+	bool speaks_ports;
+	uint16_t alias_mask;		/* bit i: alias[i] is in the table */
+	struct mroc_addr alias[PEERS_MAX_ALIASES];
 };
 
 struct peers;
@@ -55,6 +69,9 @@ struct peers_stats {
 	uint64_t aged_out;		/* released by the sweep */
 	uint64_t evicted;		/* released to make room in a full table */
 	uint64_t full;			/* refused: full, nothing to evict */
+	uint64_t alias_added;		/* port addresses registered */
+	uint64_t alias_refused;		/* ... refused: another live peer's address */
+	uint64_t alias_displaced;	/* ... taken back: a CONNECT_REQ came from one */
 };
 
 /*
@@ -67,15 +84,35 @@ struct peers *peers_create(uint32_t max, struct nl *nl);
 void peers_destroy(struct peers *p);
 /* The engine whose QPs' peers must stay (NULL until it exists: then none do). */
 void peers_set_engine(struct peers *p, const struct engine *eng);
-/* fn(ctx, handle) when a handle is released: what is cached per handle goes too. */
+/*
+ * fn(ctx, handle) when a handle is released or its port addresses change:
+ * what is cached per handle goes too.
+ */
 void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t handle), void *ctx);
 /*
- * Handle for addr, adding it (unresolved) if new, evicting an unused peer
- * when full; -ENOSPC when full of peers in use.
+ * Handle for addr (a port address gives its peer's), adding it (unresolved)
+ * if new, evicting an unused peer when full; -ENOSPC when full of peers in
+ * use.
  */
 int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
-/* Handle for addr without adding it; -ENOENT if unknown. */
+/*
+ * The same for the source of a CONNECT_REQ, which a peer sends from its
+ * primary address: an address that is another peer's port address is taken
+ * from it (alias_displaced) and becomes a peer of its own, so nobody can
+ * claim a host's address before that host connects.
+ */
+int peers_get_handle_req(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
+/* Handle for addr (a primary or a port address) without adding it; -ENOENT if unknown. */
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
+/*
+ * The port addresses handle's peer announced (addr[i] for port i where bit
+ * i of mask is set), replacing those it had, and marks it speaks_ports.  An
+ * address that is another live peer's (primary or port address), or its
+ * own primary, is refused and counted, never taken.  Returns how many are
+ * registered, -ENOENT for an unknown handle, -EINVAL for a bad address.
+ */
+int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *addr,
+		      uint16_t mask);
 /*
  * Every tick of the worker: the clock for the table, and every
  * PEERS_SWEEP_NS the sweep that releases unused peers.  Returns when it

@@ -99,7 +99,7 @@ static int do_rx(struct worker *w, uint64_t now)
 			continue;
 		}
 
-		if (req ? peers_get_handle(be->peers, &pkts[i].src, &meta.peer) :
+		if (req ? peers_get_handle_req(be->peers, &pkts[i].src, &meta.peer) :
 			  peers_lookup(be->peers, &pkts[i].src, &meta.peer)) {
 			w->st.rx_unknown_source++;
 			continue;

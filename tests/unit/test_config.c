@@ -414,6 +414,12 @@ static void test_other_bounds(void **state)
 		       "[0].queues[0]");
 	expect_key_err("network.interfaces", "( { name = \"eth0\"; queues = [ -1 ]; } )",
 		       "[0].queues[0]");
+	expect_key_err("network.interfaces", "( { name = \"eth0\"; address = \"10.1.0.300\"; } )",
+		       "[0].address");
+	expect_key_err("network.interfaces", "( { name = \"eth0\"; address = \"\"; } )",
+		       "[0].address");
+	expect_key_err("network.interfaces", "( { name = \"eth0\"; address = 10; } )",
+		       "[0].address");
 }
 
 static void test_valid_values(void **state)
@@ -454,6 +460,20 @@ static void test_valid_values(void **state)
 		  "  address = \"10.0.0.1\"; };\n", &c);
 	assert_int_equal(c.network.interfaces.n, 2);
 	assert_int_equal(c.network.peers.v[0].family, AF_INET);
+	assert_int_equal(c.network.interfaces.v[0].address.family, 0);
+	/* A port's own address, IPv4 or IPv6 like network.address. */
+	expect_ok("network = { address = \"fd00::1\";\n"
+		  "  interfaces = ( { name = \"p1\"; address = \"fd01::2\"; }, \"p2\",\n"
+		  "                 { name = \"p3\"; queues = [ 1 ]; address = \"fd03::2\"; } ); };\n",
+		  &c);
+	assert_int_equal(c.network.interfaces.v[0].address.family, AF_INET6);
+	assert_int_equal(c.network.interfaces.v[0].address.bytes[1], 0x01);
+	assert_int_equal(c.network.interfaces.v[1].address.family, 0);
+	assert_int_equal(c.network.interfaces.v[2].address.family, AF_INET6);
+	assert_int_equal(c.network.interfaces.v[2].queues[0], 1);
+	expect_ok("network = { interfaces = ( { name = \"p1\"; address = \"10.1.0.2\"; } ); };\n",
+		  &c);
+	assert_int_equal(c.network.interfaces.v[0].address.family, AF_INET);
 	/* Log level aliases. */
 	expect_ok("daemon = { log_level = \"warn\"; };\n", &c);
 	assert_int_equal(c.daemon.log_level, LOG_WARNING);
@@ -639,6 +659,16 @@ static void test_cross_checks(void **state)
 	expect_err("limits = {\n max_mrs = 100;\n};\n", at_line(2), "key 'limits.max_mrs", NULL);
 	expect_err("daemon = {\n admin_socket = \"/run/mroc/mrocd.sock\";\n};\n", at_line(2),
 		   "key 'daemon.admin_socket'", NULL);
+	/* Per-port addresses: of the host's one family, each port its own. */
+	expect_err("network = {\n address = \"10.9.0.2\";\n interfaces = ( { name = \"a\";\n"
+		   " address = \"fd01::2\"; } );\n};\n", "key 'network.interfaces'",
+		   "interfaces[0].address fd01::2", "family of 10.9.0.2", NULL);
+	expect_err("network = {\n interfaces = ( { name = \"a\"; address = \"10.1.0.2\"; },\n"
+		   " \"b\", { name = \"c\"; address = \"fd03::2\"; } );\n};\n",
+		   "interfaces[2].address fd03::2", "family of 10.1.0.2", NULL);
+	expect_err("network = {\n interfaces = ( { name = \"a\"; address = \"10.1.0.2\"; },\n"
+		   " { name = \"b\"; address = \"10.1.0.2\"; } );\n};\n",
+		   "interfaces[1].address 10.1.0.2 is also network.interfaces[0]'s", NULL);
 }
 
 static void test_syntax_error(void **state)
@@ -703,7 +733,8 @@ static const char *const busy_conf =
 	"daemon = { log_level = \"debug\"; cpu_affinity = [ 1, 0 ]; busy_poll_us = 7;\n"
 	"  control_socket = \"/tmp/a \\\"quoted\\\" sock\"; admin_socket = \"/tmp/b.sock\";\n"
 	"  socket_mode = \"0600\"; socket_group = \"wheel\"; };\n"
-	"network = { backend = \"udp\"; interfaces = ( \"v0\", { name = \"v1\"; queues = [ 3, 1 ]; } );\n"
+	"network = { backend = \"udp\"; interfaces = ( \"v0\", { name = \"v1\"; queues = [ 3, 1 ];\n"
+	"  address = \"fd01::2\"; } );\n"
 	"  address = \"fd00::1\"; udp_port = 5000; xdp_mode = \"native\"; zero_copy = \"on\";\n"
 	"  umem_frames = 4096; frame_size = 4096; ring_size = 512; mtu = 4000;\n"
 	"  peers = [ \"fd00::2\", \"fd00::3\" ]; sport_min = 10000; sport_max = 10100; };\n"

@@ -895,6 +895,199 @@ static void test_peers_route_change(void **state)
 	peers_destroy(p);
 }
 
+/* ---- port addresses (aliases) ---------------------------------------------------------- */
+
+static unsigned hook_calls;
+static uint32_t hook_handle;
+
+static void count_hook(void *ctx, uint32_t handle)
+{
+	(void)ctx;
+	hook_calls++;
+	hook_handle = handle;
+}
+
+/* Port addresses map to their peer's handle, IPv4 and IPv6, and change as announced. */
+static void test_alias_add_lookup(void **state)
+{
+	struct peers *p = peers_create(8, NULL);
+	struct mroc_addr al[PEERS_MAX_ALIASES] = { 0 }, a;
+	struct peers_stats st;
+	uint32_t h4, h6, h;
+
+	(void)state;
+	peers_set_release_hook(p, count_hook, NULL);
+	a = addr("10.9.0.2");
+	assert_int_equal(peers_get_handle(p, &a, &h4), 0);
+	a = addr("fd09::2");
+	assert_int_equal(peers_get_handle(p, &a, &h6), 0);
+	assert_false(peers_get(p, h4)->speaks_ports);
+	assert_int_equal(peers_set_aliases(p, h4, al, 0), 0);	/* none: still "speaks" */
+	assert_true(peers_get(p, h4)->speaks_ports);
+	assert_int_equal(hook_calls, 0);			/* nothing changed */
+
+	al[0] = addr("10.1.0.2");
+	al[3] = addr("10.4.0.2");
+	assert_int_equal(peers_set_aliases(p, h4, al, 0x9), 2);
+	assert_int_equal(hook_calls, 1);
+	assert_int_equal(hook_handle, h4);
+	assert_int_equal(peers_get(p, h4)->alias_mask, 0x9);
+	a = addr("10.1.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, h4);
+	a = addr("10.4.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, h4);
+	/* The same again (a duplicate REP): no change, the next hops stay. */
+	assert_int_equal(peers_set_aliases(p, h4, al, 0x9), 2);
+	assert_int_equal(hook_calls, 1);
+
+	memset(al, 0, sizeof(al));
+	al[1] = addr("fd02::2");
+	al[15] = addr("fd10::2");
+	assert_int_equal(peers_set_aliases(p, h6, al, 0x8002), 2);
+	a = addr("fd10::2");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, h6);
+
+	/* A new set replaces the old: port 3 gone, port 0 moved. */
+	memset(al, 0, sizeof(al));
+	al[0] = addr("10.1.0.12");
+	assert_int_equal(peers_set_aliases(p, h4, al, 0x1), 1);
+	assert_int_equal(hook_calls, 3);
+	a = addr("10.4.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), -ENOENT);
+	a = addr("10.1.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), -ENOENT);
+	a = addr("10.1.0.12");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, h4);
+	/* The primary still maps, and an empty address is refused. */
+	a = addr("10.9.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, h4);
+	memset(al, 0, sizeof(al));
+	assert_int_equal(peers_set_aliases(p, h4, al, 0x4), -EINVAL);
+	assert_int_equal(peers_set_aliases(p, 7, al, 0), -ENOENT);
+	peers_get_stats(p, &st);
+	assert_int_equal(st.alias_added, 5);
+	assert_int_equal(st.alias_refused, 0);
+	peers_destroy(p);
+}
+
+/*
+ * Another live peer's address (primary or port address) is never taken; a
+ * CONNECT_REQ from a port address gives it back to the host it belongs to.
+ */
+static void test_alias_refused(void **state)
+{
+	struct peers *p = peers_create(8, NULL);
+	struct mroc_addr al[PEERS_MAX_ALIASES] = { 0 }, a;
+	struct peers_stats st;
+	uint32_t ha, hb, h;
+
+	(void)state;
+	a = addr("10.9.0.2");
+	assert_int_equal(peers_get_handle(p, &a, &ha), 0);
+	a = addr("10.9.0.3");
+	assert_int_equal(peers_get_handle(p, &a, &hb), 0);
+	al[0] = addr("10.1.0.2");
+	assert_int_equal(peers_set_aliases(p, ha, al, 0x1), 1);
+
+	/* B claims A's port address, A's primary and its own primary. */
+	al[0] = addr("10.1.0.2");
+	al[1] = addr("10.9.0.2");
+	al[2] = addr("10.9.0.3");
+	al[3] = addr("10.1.0.3");
+	assert_int_equal(peers_set_aliases(p, hb, al, 0xf), 1);
+	assert_int_equal(peers_get(p, hb)->alias_mask, 0x8);
+	a = addr("10.1.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, ha);
+	a = addr("10.9.0.2");
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, ha);
+	peers_get_stats(p, &st);
+	assert_int_equal(st.alias_refused, 3);
+
+	/* A connection to B's port address goes to B. */
+	a = addr("10.1.0.3");
+	assert_int_equal(peers_get_handle(p, &a, &h), 0);
+	assert_int_equal(h, hb);
+	/* A CONNECT_REQ from B's port address: it becomes a peer of its own. */
+	assert_int_equal(peers_get_handle_req(p, &a, &h), 0);
+	assert_int_not_equal(h, hb);
+	assert_int_equal(peers_get(p, hb)->alias_mask, 0);
+	peers_get_stats(p, &st);
+	assert_int_equal(st.alias_displaced, 1);
+	assert_int_equal(peers_lookup(p, &a, &ha), 0);
+	assert_int_equal(ha, h);
+	peers_destroy(p);
+}
+
+/* Port addresses leave with their peer, and the handle comes back without them. */
+static void test_alias_leave_with_peer(void **state)
+{
+	struct peers *p = peers_create(2, NULL);
+	struct mroc_addr al[PEERS_MAX_ALIASES], a;
+	uint32_t h, h2;
+
+	(void)state;
+	peers_sweep(p, SEC);
+	a = addr("10.9.0.2");
+	assert_int_equal(peers_get_handle(p, &a, &h), 0);
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
+		al[i] = addr_n(100 + i);
+	assert_int_equal(peers_set_aliases(p, h, al, 0xffff), PEERS_MAX_ALIASES);
+	assert_int_equal(peers_lookup(p, &al[15], &h2), 0);
+	assert_int_equal(h2, h);
+	peers_sweep(p, 2 * SEC);
+	peers_sweep(p, 2 * SEC + PEERS_UNPROVEN_NS);
+	assert_int_equal(peers_live(p), 0);
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
+		assert_int_equal(peers_lookup(p, &al[i], &h2), -ENOENT);
+	/* The handle again, for another host: none of the old addresses. */
+	a = addr("10.9.0.7");
+	assert_int_equal(peers_get_handle(p, &a, &h2), 0);
+	assert_int_equal(h2, h);
+	assert_false(peers_get(p, h2)->speaks_ports);
+	assert_int_equal(peers_get(p, h2)->alias_mask, 0);
+	assert_int_equal(peers_lookup(p, &al[0], &h2), -ENOENT);
+	/* Now another host may announce them. */
+	a = addr("10.9.0.8");
+	assert_int_equal(peers_get_handle(p, &a, &h2), 0);
+	assert_int_equal(peers_set_aliases(p, h2, al, 0xffff), PEERS_MAX_ALIASES);
+	peers_destroy(p);
+}
+
+/* A full table of peers with every port address each: all found (the hash never fills). */
+static void test_alias_table_full(void **state)
+{
+	const uint32_t n = 64;
+	struct peers *p = peers_create(n, NULL);
+	struct mroc_addr al[PEERS_MAX_ALIASES], a;
+	uint32_t h, h2;
+
+	(void)state;
+	for (uint32_t i = 0; i < n; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle(p, &a, &h), 0);
+		for (unsigned k = 0; k < PEERS_MAX_ALIASES; k++)
+			al[k] = addr_n(1000 + i * PEERS_MAX_ALIASES + k);
+		assert_int_equal(peers_set_aliases(p, h, al, 0xffff), PEERS_MAX_ALIASES);
+	}
+	for (uint32_t i = 0; i < n; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_lookup(p, &a, &h), 0);
+		for (unsigned k = 0; k < PEERS_MAX_ALIASES; k++) {
+			a = addr_n(1000 + i * PEERS_MAX_ALIASES + k);
+			assert_int_equal(peers_lookup(p, &a, &h2), 0);
+			assert_int_equal(h2, h);
+		}
+	}
+	peers_destroy(p);
+}
+
 int main(void)
 {
 	const struct CMUnitTest table_tests[] = {
@@ -905,6 +1098,10 @@ int main(void)
 		cmocka_unit_test(test_table_unproven_age_out),
 		cmocka_unit_test(test_table_evict_when_full),
 		cmocka_unit_test(test_table_referenced_stay),
+		cmocka_unit_test(test_alias_add_lookup),
+		cmocka_unit_test(test_alias_refused),
+		cmocka_unit_test(test_alias_leave_with_peer),
+		cmocka_unit_test(test_alias_table_full),
 	};
 	const struct CMUnitTest ns_tests[] = {
 		cmocka_unit_test(test_nl_link_get),
