@@ -46,6 +46,7 @@ struct afxdp_sock {
 	char ifname[IF_NAMESIZE];
 	int ifindex;
 	uint32_t queue;
+	struct mroc_addr addr;	/* its port's own address (afxdp_if) */
 	bool zero_copy;
 	bool registered;	/* in the XDP program's socket map */
 	uint32_t tx_pending;	/* descriptors reserved and filled, not yet submitted */
@@ -67,6 +68,7 @@ struct arrival {
 struct afxdp_port {
 	int ifindex;
 	char ifname[IF_NAMESIZE];
+	struct mroc_addr addr;		/* its own address (family 0: none) */
 	bool up;			/* administratively up, carrier, oper up */
 	unsigned first, nsocks;		/* its sockets: socks[first .. first+nsocks) */
 };
@@ -620,18 +622,35 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
 }
 
+static bool arrived_from(const struct afxdp *x, const struct mroc_addr *src, uint16_t sport,
+			 unsigned *port)
+{
+	const struct arrival *a = arrival_of(x, src, sport);
+
+	if (a->sport != sport || !addr_eq(&a->src, src))
+		return false;
+	*port = a->port;
+	return true;
+}
+
 /*
  * The port packets of (peer, sport) want: sport % nports, or for a reply on
- * the peer's path (echo) where that path's packets come in.
+ * the peer's path (echo) where that path's packets come in, from the peer's
+ * port addresses first (its data; the primary carries only CM once it has
+ * them).
  */
 static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16_t sport,
 			    bool echo)
 {
-	const struct arrival *a = arrival_of(x, &pe->addr, sport);
+	unsigned port = sport % x->nports;
 
-	if (echo && x->nports > 1 && a->sport == sport && addr_eq(&a->src, &pe->addr))
-		return a->port;
-	return sport % x->nports;
+	if (!echo || x->nports < 2)
+		return port;
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
+		if ((pe->alias_mask & (1u << i)) && arrived_from(x, &pe->alias[i], sport, &port))
+			return port;
+	arrived_from(x, &pe->addr, sport, &port);
+	return port;
 }
 
 /* Port p was just counted down for peer (porthealth.h): count it and say so. */
@@ -678,10 +697,11 @@ static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint
  * reply that had to leave by another port (its next hop on the path's port
  * not yet resolved: seconds while IPv6 link-local addresses are tentative
  * after a port comes up) would move the sender's path there, the replies
- * would follow the path, and it would never come back.
+ * would follow the path, and it would never come back.  own: not CM (see
+ * nexthops_get).
  */
 static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, uint16_t sport,
-				      bool echo, uint64_t now, unsigned *port)
+				      bool echo, bool own, uint64_t now, unsigned *port)
 {
 	unsigned want = port_wanted(x, pe, sport, echo);
 
@@ -691,7 +711,7 @@ static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, ui
 		*port = porthealth_choice(x->nports, want, sport, t % x->nports);
 		if (!x->ports[*port].up || (t < x->nports && !port_usable(x, pe, *port, now)))
 			continue;
-		h = nexthops_get(x->hops, pe->handle, *port, now);
+		h = nexthops_get(x->hops, pe->handle, *port, own, now);
 		if (h)
 			return h;
 	}
@@ -712,7 +732,7 @@ static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sp
 	for (unsigned t = 0; t < 2 * x->nports; t++) {
 		unsigned p = porthealth_choice(x->nports, want, sport, t % x->nports);
 
-		if (x->ports[p].up && !nexthops_err(x->hops, peer, p) &&
+		if (x->ports[p].up && !nexthops_err(x->hops, peer, p, true) &&
 		    (t >= x->nports || !porthealth_is_down(x->health, peer, p, now)))
 			return x->ports[p].ifname;
 	}
@@ -744,12 +764,12 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 		porthealth_rx(x->health, peer, x->sock_port[s], now);
 }
 
-static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport)
+static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport, bool own)
 {
 	const struct peer *pe = peers_get(x->b.peers, peer);
 	unsigned want = sport % x->nports;
 	char a[MROC_ADDR_STRLEN];
-	int err = nexthops_err(x->hops, peer, want);
+	int err = nexthops_err(x->hops, peer, want, own);
 
 	if (!err && x->ports[want].up)
 		return;		/* still resolving */
@@ -767,15 +787,17 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	struct afxdp_sock *k;
 	struct frame_tx ft;
 	struct xdp_desc *d;
+	/* CM between the primary addresses: the peer may not know our port addresses yet. */
+	bool own = b->len > 1 && !mroc_op_is_cm(b->data[1]);
 	unsigned p;
 	uint32_t idx;
 	int off;
 
-	h = pe ? port_for(x, pe, b->sport, b->echo, now, &p) : NULL;
+	h = pe ? port_for(x, pe, b->sport, b->echo, own, now, &p) : NULL;
 	if (!h) {
 		x->st.tx_no_route++;
 		if (pe)
-			warn_unreachable(x, b->peer, b->sport);
+			warn_unreachable(x, b->peer, b->sport, own);
 		return false;
 	}
 	/* Only what the peer acknowledges tells whether the port reaches it (porthealth.h). */
@@ -786,7 +808,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	k = &x->socks[port->first + (b->sport / x->nports) % port->nsocks];
 	ft = (struct frame_tx){
 		.src = h->src,
-		.dst = pe->addr,
+		.dst = h->dst,
 		.sport = b->sport,
 		.dport = x->udp_port,
 		.ecn = b->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT,
@@ -1018,6 +1040,7 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 
 	snprintf(k->ifname, sizeof(k->ifname), "%s", cfg->ifs[s].name);
 	k->queue = cfg->ifs[s].queue;
+	k->addr = cfg->ifs[s].addr;
 	k->ifindex = (int)if_nametoindex(k->ifname);
 	if (!k->ifindex) {
 		snprintf(x->why, sizeof(x->why), "no interface %s", k->ifname);
@@ -1073,6 +1096,7 @@ static int open_ports(struct afxdp *x)
 			port = &x->ports[x->nports];
 			x->nports++;
 			port->ifindex = x->socks[s].ifindex;
+			port->addr = x->socks[s].addr;
 			port->first = s;
 			memcpy(port->ifname, x->socks[s].ifname, sizeof(port->ifname));
 		} else if (port->first + port->nsocks != s) {
@@ -1100,12 +1124,15 @@ static int open_view_io(struct afxdp *x)
 		.src = x->src,
 	};
 	int ifindex[NEXTHOP_MAX_PORTS];
+	struct mroc_addr port_src[NEXTHOP_MAX_PORTS];
 	int err;
 
 	for (unsigned p = 0; p < x->nports; p++) {
 		ifindex[p] = x->ports[p].ifindex;
+		port_src[p] = x->ports[p].addr;
 		x->ports[p].up = false;
 	}
+	hc.port_src = port_src;
 	x->arrivals = calloc(ARRIVAL_SLOTS, sizeof(*x->arrivals));
 	if (!x->arrivals)
 		return -ENOMEM;

@@ -6,7 +6,8 @@
  * (interface, queue) into its socket.  mrocd builds every Ethernet/IP/UDP
  * header itself (frame.c).  Each interface is a port; a path (a UDP source
  * port) leaves by port sport % nports, or the next one up that reaches the
- * peer, towards that port's next hop (nexthop.c).
+ * peer, towards that port's next hop (nexthop.c): from the port's own
+ * address to the peer's on that port where they have them, except CM.
  */
 #ifndef MROCD_AFXDP_H
 #define MROCD_AFXDP_H
@@ -30,6 +31,7 @@ enum afxdp_zc { AFXDP_ZC_AUTO = 0, AFXDP_ZC_ON, AFXDP_ZC_OFF };
 struct afxdp_if {
 	char name[16];
 	uint32_t queue;
+	struct mroc_addr addr;		/* the port's own address; family 0 = none (src) */
 };
 
 struct afxdp_cfg {

@@ -24,6 +24,7 @@
 #include "log.h"
 #include "netlink.h"
 #include "peers.h"
+#include "portaddr.h"
 #include "status.h"
 #include "steer.h"
 #include "udp_backend.h"
@@ -132,6 +133,24 @@ static int frame_source(struct mrocd *d, int first_ifindex, struct mroc_addr *sr
 	return err;
 }
 
+/* A port's own address must be one of its interface's: the peers send to it there. */
+static int check_port_addr(struct mrocd *d, unsigned i, int ifindex)
+{
+	const struct mrocd_iface *ifc = &d->cfg.network.interfaces.v[i];
+	char a[MROC_ADDR_STRLEN];
+	int err;
+
+	if (!ifc->address.family)
+		return 0;
+	err = nl_addr_has(d->wk[0].nl, ifindex, &ifc->address);
+	if (err)
+		snprintf(d->fallback_why, sizeof(d->fallback_why),
+			 "network.interfaces[%u].address %s is not an address of %s%s%s", i,
+			 addr_str(&ifc->address, a, sizeof(a)), ifc->name,
+			 err == -EADDRNOTAVAIL ? "" : ": ", err == -EADDRNOTAVAIL ? "" : strerror(-err));
+	return err;
+}
+
 static int start_afxdp(struct mrocd *d)
 {
 	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
@@ -186,9 +205,13 @@ static int start_afxdp(struct mrocd *d)
 			err = -E2BIG;
 			goto fail;
 		}
+		err = check_port_addr(d, i, l.ifindex);
+		if (err)
+			goto fail;
 		for (uint32_t q = 0; q < ifs->v[i].nqueues; q++) {
 			snprintf(ac.ifs[ac.nifs].name, sizeof(ac.ifs[ac.nifs].name), "%s",
 				 ifs->v[i].name);
+			ac.ifs[ac.nifs].addr = ifs->v[i].address;
 			ac.ifs[ac.nifs++].queue = ifs->v[i].queues[q];
 		}
 	}
@@ -198,6 +221,7 @@ static int start_afxdp(struct mrocd *d)
 	err = frame_source(d, d->attached[0], &ac.src);
 	if (err)
 		goto fail;
+	d->src = ac.src;
 	err = afxdp_create(&ac, d->wk[0].peers, &d->wk[0].be, d->fallback_why,
 			   sizeof(d->fallback_why));
 	if (err)
@@ -452,6 +476,35 @@ static int start_aead(struct mrocd *d)
 	return rc;
 }
 
+/*
+ * What every CONNECT_REQ/REP announces (portaddr.h): the ports' own
+ * addresses, by port index, on AF_XDP; none on UDP, whose sockets send from
+ * network.address only.  Even none tells the peer we take packets from its
+ * port addresses.
+ */
+static int announce_ports(struct mrocd *d)
+{
+	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
+	struct mroc_addr addr[PORTADDR_MAX] = { 0 };
+	unsigned n = d->nsocks ? ifs->n : 0;
+	int len;
+
+	for (unsigned i = 0; i < n && i < PORTADDR_MAX; i++)
+		if (!addr_eq(&ifs->v[i].address, &d->src))	/* the primary: known already */
+			addr[i] = ifs->v[i].address;
+	len = portaddr_encode(addr, n < PORTADDR_MAX ? n : PORTADDR_MAX, d->ecfg.cm_ext,
+			      sizeof(d->ecfg.cm_ext));
+	if (len < 0)
+		return len;
+	d->ecfg.cm_ext_len = (uint16_t)len;
+	return 0;
+}
+
+static void on_cm_ext(void *ctx, uint32_t peer, const uint8_t *ext, size_t len)
+{
+	peers_announce(((struct mrocd_wk *)ctx)->peers, peer, ext, len);
+}
+
 /* Worker k's engine (its class of QPNs), clients and, on worker 0, control links. */
 static int make_worker_state(struct mrocd *d, unsigned k)
 {
@@ -468,6 +521,7 @@ static int make_worker_state(struct mrocd *d, unsigned k)
 		return -EINVAL;
 	}
 	peers_set_engine(w->peers, w->eng);
+	engine_set_cm_ext_hook(w->eng, on_cm_ext, w);
 	if (!k) {
 		w->links = links_create(w->eng, w->peers, d->cfg.network.peers.v,
 					d->cfg.network.peers.n);
@@ -553,6 +607,9 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		goto fail;
 	}
 	err = start_backend(d);
+	if (err)
+		goto fail;
+	err = announce_ports(d);
 	if (err)
 		goto fail;
 	d->nworkers = workers_wanted(d);

@@ -53,6 +53,7 @@ struct mrocd {
 	struct xdp_prog *prog;
 	int attached[MROCD_MAX_IFACES];	/* ifindexes with our program */
 	unsigned nattached;
+	struct mroc_addr src;		/* AF_XDP: every frame's source but the port addresses' */
 	bool fallback;			/* UDP because AF_XDP could not be set up */
 	char fallback_why[160];
 	struct mrocd_wk wk[MROCD_MAX_WORKERS];

@@ -631,6 +631,7 @@ int nl_link_get(struct nl *nl, int ifindex, const char *name, struct nl_link *ou
 struct addr_reply {
 	int ifindex, family;
 	struct mroc_addr *out;
+	const struct mroc_addr *want;	/* nl_addr_has: only this one */
 	bool found;
 };
 
@@ -644,7 +645,7 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 	if (r->found || nlh->nlmsg_type != RTM_NEWADDR ||
 	    nlh->nlmsg_len < mnl_nlmsg_size(sizeof(*ifa)) || (int)ifa->ifa_index != r->ifindex ||
 	    (r->family && ifa->ifa_family != r->family) || ifa->ifa_scope >= RT_SCOPE_LINK ||
-	    (ifa->ifa_flags & (IFA_F_TENTATIVE | IFA_F_DADFAILED)))
+	    (ifa->ifa_flags & IFA_F_DADFAILED) || (!r->want && (ifa->ifa_flags & IFA_F_TENTATIVE)))
 		return 0;
 	mnl_attr_for_each(a, nlh, sizeof(*ifa)) {
 		if (mnl_attr_get_type(a) == IFA_LOCAL)
@@ -655,29 +656,42 @@ static int addr_cb(const struct nlmsghdr *nlh, void *data)
 	/* IFA_LOCAL is ours on point-to-point links, where IFA_ADDRESS is the peer's. */
 	if (local.family || address.family) {
 		*r->out = local.family ? local : address;
-		r->found = true;
+		r->found = !r->want || addr_eq(r->out, r->want);
 	}
 	return 0;
 }
 
-int nl_addr_first(struct nl *nl, int ifindex, int family, struct mroc_addr *out)
+static int addr_find(struct nl *nl, struct addr_reply *r)
 {
 	uint8_t buf[NL_REQ_SIZE] __attribute__((aligned(8)));
-	struct addr_reply r = { .ifindex = ifindex, .family = family, .out = out };
 	struct nlmsghdr *nlh;
 	struct ifaddrmsg *ifa;
 	int err;
 
-	if (ifindex <= 0)
+	if (r->ifindex <= 0)
 		return -EINVAL;
 	nlh = nl_req_init(buf, RTM_GETADDR, NLM_F_DUMP);
 	ifa = mnl_nlmsg_put_extra_header(nlh, sizeof(*ifa));
-	ifa->ifa_family = (uint8_t)family;
-	ifa->ifa_index = (uint32_t)ifindex;	/* strict checking filters by it */
-	err = nl_request(nl, nlh, addr_cb, &r);
+	ifa->ifa_family = (uint8_t)r->family;
+	ifa->ifa_index = (uint32_t)r->ifindex;	/* strict checking filters by it */
+	err = nl_request(nl, nlh, addr_cb, r);
 	if (err)
 		return err;
-	return r.found ? 0 : -EADDRNOTAVAIL;
+	return r->found ? 0 : -EADDRNOTAVAIL;
+}
+
+int nl_addr_has(struct nl *nl, int ifindex, const struct mroc_addr *addr)
+{
+	struct mroc_addr seen;
+
+	return addr_find(nl, &(struct addr_reply){ .ifindex = ifindex, .family = addr->family,
+						   .out = &seen, .want = addr });
+}
+
+int nl_addr_first(struct nl *nl, int ifindex, int family, struct mroc_addr *out)
+{
+	return addr_find(nl, &(struct addr_reply){ .ifindex = ifindex, .family = family,
+						   .out = out });
 }
 
 /* ---- change notifications ------------------------------------------------------- */

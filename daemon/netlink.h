@@ -111,6 +111,8 @@ int nl_link_get(struct nl *nl, int ifindex, const char *name, struct nl_link *ou
  * otherwise.
  */
 int nl_addr_first(struct nl *nl, int ifindex, int family, struct mroc_addr *out);
+/* 0 if addr is one of ifindex's addresses (tentative ones count), else -EADDRNOTAVAIL or negative errno. */
+int nl_addr_has(struct nl *nl, int ifindex, const struct mroc_addr *addr);
 
 /*
  * A non-blocking socket that becomes readable when links or routes change

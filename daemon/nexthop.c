@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * Next hops per (peer, port) (see nexthop.h): a dense table, row per peer
- * handle, column per port, each entry resolved on first use and retried
- * with a backoff while it fails.
+ * handle, column per port, two entries each (primary addresses, port
+ * addresses), each resolved on first use and retried with a backoff while
+ * it fails.  The port entry is used only where it differs from the primary
+ * one, so hosts without port addresses resolve each (peer, port) once.
  */
 #include <errno.h>
 #include <linux/neighbour.h>
@@ -76,8 +78,12 @@ struct nexthops {
 	unsigned nports;
 	int port_ifindex[NEXTHOP_MAX_PORTS];
 	struct mroc_addr src;
-	struct entry *e;		/* [max_peers][nports] */
+	struct mroc_addr port_src[NEXTHOP_MAX_PORTS];	/* family 0: src */
+	struct entry *e;		/* [max_peers][nports][2] */
 };
+
+/* Which entry: the primary addresses', or the port addresses'. */
+enum { KIND_PRIMARY, KIND_PORT, NKINDS };
 
 int nexthops_create(const struct nexthops_cfg *cfg, struct nexthops **out)
 {
@@ -89,7 +95,7 @@ int nexthops_create(const struct nexthops_cfg *cfg, struct nexthops **out)
 	t = calloc(1, sizeof(*t));
 	if (!t)
 		return -ENOMEM;
-	t->e = calloc((size_t)cfg->max_peers * cfg->nports, sizeof(*t->e));
+	t->e = calloc((size_t)cfg->max_peers * cfg->nports * NKINDS, sizeof(*t->e));
 	if (!t->e) {
 		free(t);
 		return -ENOMEM;
@@ -100,6 +106,8 @@ int nexthops_create(const struct nexthops_cfg *cfg, struct nexthops **out)
 	t->nports = cfg->nports;
 	memcpy(t->port_ifindex, cfg->port_ifindex, cfg->nports * sizeof(int));
 	t->src = cfg->src;
+	for (unsigned p = 0; cfg->port_src && p < cfg->nports; p++)
+		t->port_src[p] = cfg->port_src[p];
 	*out = t;
 	return 0;
 }
@@ -112,20 +120,34 @@ void nexthops_destroy(struct nexthops *t)
 	free(t);
 }
 
-static struct entry *entry(const struct nexthops *t, uint32_t peer, unsigned port)
+static struct entry *entry(const struct nexthops *t, uint32_t peer, unsigned port, unsigned kind)
 {
 	if (peer >= t->max_peers || port >= t->nports)
 		return NULL;
-	return &t->e[(size_t)peer * t->nports + port];
+	return &t->e[((size_t)peer * t->nports + port) * NKINDS + kind];
+}
+
+/* The port entry only where an address differs from the primary one's. */
+static unsigned kind_of(const struct nexthops *t, const struct peer *pe, unsigned port, bool own)
+{
+	if (!own || !pe->speaks_ports || port >= t->nports)
+		return KIND_PRIMARY;
+	return t->port_src[port].family || (pe->alias_mask & (1u << port)) ? KIND_PORT :
+									      KIND_PRIMARY;
 }
 
 /*
  * The route out of the port; a route through a VLAN device on top of the
  * port (which `oif PORT` does not find) is taken as the kernel chooses it.
+ * Port entries go from the port's address to the peer's on that port.
  */
-static int resolve_port(struct nexthops *t, const struct mroc_addr *dst, unsigned port,
+static int resolve_port(struct nexthops *t, const struct peer *pe, unsigned port, unsigned kind,
 			struct nexthop *hop)
 {
+	bool alias = kind == KIND_PORT && (pe->alias_mask & (1u << port));
+	const struct mroc_addr *dst = alias ? &pe->alias[port] : &pe->addr;
+	const struct mroc_addr *src = kind == KIND_PORT && t->port_src[port].family ?
+				      &t->port_src[port] : &t->src;
 	int ifindex = t->port_ifindex[port];
 	int err = nexthop_resolve(t->nl, dst, t->nports > 1 ? ifindex : 0, hop);
 
@@ -136,8 +158,9 @@ static int resolve_port(struct nexthops *t, const struct mroc_addr *dst, unsigne
 		err = -ENETUNREACH;	/* the kernel would leave by another device */
 	if (err)
 		return err;
-	if (t->src.family)
-		hop->src = t->src;
+	if (src->family)
+		hop->src = *src;
+	hop->dst = *dst;
 	return hop->src.family == dst->family ? 0 : -EADDRNOTAVAIL;
 }
 
@@ -150,11 +173,12 @@ static uint64_t backoff_ns(uint32_t tries)
 	return d < NEXTHOP_BACKOFF_MAX_NS ? d : NEXTHOP_BACKOFF_MAX_NS;
 }
 
-const struct nexthop *nexthops_get(struct nexthops *t, uint32_t peer, unsigned port,
+const struct nexthop *nexthops_get(struct nexthops *t, uint32_t peer, unsigned port, bool own,
 				   uint64_t now)
 {
-	struct entry *e = entry(t, peer, port);
 	const struct peer *pe = peers_get(t->peers, peer);
+	unsigned kind = pe ? kind_of(t, pe, port, own) : KIND_PRIMARY;
+	struct entry *e = entry(t, peer, port, kind);
 	int err;
 
 	if (!e || !pe)
@@ -163,7 +187,7 @@ const struct nexthop *nexthops_get(struct nexthops *t, uint32_t peer, unsigned p
 		return &e->hop;
 	if (now < e->next_try_ns)
 		return NULL;
-	err = resolve_port(t, &pe->addr, port, &e->hop);
+	err = resolve_port(t, pe, port, kind, &e->hop);
 	if (err) {
 		e->last_err = err;
 		e->next_try_ns = now + backoff_ns(e->tries);
@@ -178,9 +202,10 @@ const struct nexthop *nexthops_get(struct nexthops *t, uint32_t peer, unsigned p
 	return &e->hop;
 }
 
-int nexthops_err(const struct nexthops *t, uint32_t peer, unsigned port)
+int nexthops_err(const struct nexthops *t, uint32_t peer, unsigned port, bool own)
 {
-	const struct entry *e = entry(t, peer, port);
+	const struct peer *pe = peers_get(t->peers, peer);
+	const struct entry *e = entry(t, peer, port, pe ? kind_of(t, pe, port, own) : KIND_PRIMARY);
 
 	if (!e)
 		return -EINVAL;
@@ -191,10 +216,12 @@ int nexthops_err(const struct nexthops *t, uint32_t peer, unsigned port)
 void nexthops_forget(struct nexthops *t, uint32_t peer)
 {
 	for (unsigned port = 0; port < t->nports; port++) {
-		struct entry *e = entry(t, peer, port);
+		for (unsigned kind = 0; kind < NKINDS; kind++) {
+			struct entry *e = entry(t, peer, port, kind);
 
-		if (e)
-			*e = (struct entry){ 0 };
+			if (e)
+				*e = (struct entry){ 0 };
+		}
 	}
 }
 
@@ -203,8 +230,8 @@ void nexthops_expire(struct nexthops *t, uint64_t now, uint64_t max_age_ns)
 	uint32_t n = peers_count(t->peers);
 
 	for (uint32_t p = 0; p < n && p < t->max_peers; p++) {
-		for (unsigned port = 0; port < t->nports; port++) {
-			struct entry *e = entry(t, p, port);
+		for (unsigned k = 0; k < t->nports * NKINDS; k++) {
+			struct entry *e = entry(t, p, k / NKINDS, k % NKINDS);
 
 			if (max_age_ns && !(e->resolved && now - e->resolved_at_ns >= max_age_ns))
 				continue;

@@ -26,6 +26,10 @@
 #include "netlink.h"
 #include "nexthop.h"
 #include "peers.h"
+#include "portaddr.h"
+
+_Static_assert(PEERS_MAX_ALIASES == NEXTHOP_MAX_PORTS && PORTADDR_MAX == NEXTHOP_MAX_PORTS,
+	       "a port address per port");
 
 /* A slot: handle + 1 in the low 24 bits, above them 0 (primary) or 1 + the port of an alias. */
 #define PEERS_MAX	((1u << 24) - 1)
@@ -368,6 +372,19 @@ int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *
 	if (changed && p->release)
 		p->release(p->release_ctx, handle);
 	return n;
+}
+
+void peers_announce(void *ctx, uint32_t handle, const uint8_t *ext, size_t len)
+{
+	struct peers *p = ctx;
+	struct mroc_addr addr[PORTADDR_MAX];
+	uint16_t mask;
+
+	if (portaddr_decode(ext, len, addr, &mask)) {
+		p->st.alias_bad++;
+		return;
+	}
+	peers_set_aliases(p, handle, addr, mask);
 }
 
 uint64_t peers_sweep(struct peers *p, uint64_t now)

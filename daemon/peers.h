@@ -72,6 +72,7 @@ struct peers_stats {
 	uint64_t alias_added;		/* port addresses registered */
 	uint64_t alias_refused;		/* ... refused: another live peer's address */
 	uint64_t alias_displaced;	/* ... taken back: a CONNECT_REQ came from one */
+	uint64_t alias_bad;		/* announcements that did not decode (portaddr.h) */
 };
 
 /*
@@ -113,6 +114,13 @@ int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle
  */
 int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *addr,
 		      uint16_t mask);
+/*
+ * The engine's CM extension hook (engine_set_cm_ext_hook, ctx = the table):
+ * the port addresses handle's peer announced (portaddr.h) become its
+ * aliases; one that does not decode is counted (alias_bad) and changes
+ * nothing.
+ */
+void peers_announce(void *p, uint32_t handle, const uint8_t *ext, size_t len);
 /*
  * Every tick of the worker: the clock for the table, and every
  * PEERS_SWEEP_NS the sweep that releases unused peers.  Returns when it

@@ -183,6 +183,22 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 	return 0;
 }
 
+void engine_set_cm_ext_hook(struct engine *eng,
+			    void (*fn)(void *ctx, uint32_t peer, const uint8_t *ext, size_t len),
+			    void *ctx)
+{
+	eng->cm_ext_fn = fn;
+	eng->cm_ext_ctx = ctx;
+}
+
+/* An accepted REQ/REP's extension, to the driver (port addresses: who may send for the peer). */
+static void cm_ext_up(struct engine *eng, const struct wire_pkt *pkt,
+		      const struct engine_rx_meta *meta)
+{
+	if (eng->cm_ext_fn && pkt->cm.ext)
+		eng->cm_ext_fn(eng->cm_ext_ctx, meta->peer, pkt->cm.ext, pkt->cm.ext_len);
+}
+
 static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
 			 const struct mroc_cm_hdr *c)
 {
@@ -259,6 +275,7 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 	for (qp = *conn_bucket(eng, meta->peer, pkt->hdr.src_qpn); qp; qp = qp->conn_next) {
 		if (qp->state == ENGINE_QPS_CONNECTED && qp->peer == meta->peer &&
 		    qp->peer_qpn == pkt->hdr.src_qpn && qp->service_id == pkt->cm.service_id) {
+			cm_ext_up(eng, pkt, meta);
 			qp->cm_pending = CM_SEND_REP;
 			qp->cm_deadline = 0;
 			qp_wake_ctl(eng, qp);
@@ -286,6 +303,7 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		return -ENOMEM;
 	}
 	listen_unlink(eng, listener);
+	cm_ext_up(eng, pkt, meta);
 	listener->cm_pending = CM_SEND_REP;
 	listener->cm_deadline = 0;
 	qp_wake_ctl(eng, listener);
@@ -347,6 +365,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 						     MROC_OP_DISCONNECT, MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
 		}
+		cm_ext_up(eng, pkt, meta);
 		return 0;
 	case MROC_OP_CONNECT_REJ:
 		if (qp->state != ENGINE_QPS_CONNECTING)
@@ -408,12 +427,16 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 		.sec = eng->cfg.sec_mode,
 	};
 	uint8_t op = cm_op(qp->cm_pending);
+	bool ext = eng->cfg.cm_ext_len &&
+		   (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP);
 	size_t n;
 
 	if (!qp->cm_pending || (qp->cm_deadline && now < qp->cm_deadline))
 		return 0;
-	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN)
+	/* engine_config_check made sure this fits every buffer */
+	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2u + eng->cfg.cm_ext_len)
 		return 0;
+	c.ext_flags = ext ? MROC_CM_F_EXT : 0;
 	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,
@@ -424,6 +447,8 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 		memcpy(c.key, qp->rx_key, sizeof(c.key));
 		n += wire_put_cm_key(b->data + n, &c);
 	}
+	if (ext)
+		n += wire_put_cm_ext(b->data + n, eng->cfg.cm_ext, eng->cfg.cm_ext_len);
 	b->len = (uint32_t)n;
 	b->peer = qp->peer;
 	b->sport = qp->npaths ? (qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min) :

@@ -74,6 +74,11 @@ int engine_config_check(const struct engine_config *c, const char **why)
 		BAD("keepalive_ns must be below dead_peer_ns");
 	if (c->sport_min < 1024 || c->sport_min > c->sport_max)
 		BAD("need 1024 <= sport_min <= sport_max");
+	/* A CONNECT_REQ with its key and extension fits the buffers (mtu + data header). */
+	if (c->cm_ext_len > MROC_CM_EXT_MAX ||
+	    MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2u + c->cm_ext_len >
+	    c->mtu + MROC_DATA_OVERHEAD)
+		BAD("cm_ext_len must be at most 512 and fit a packet of mtu");
 	return 0;
 #undef BAD
 }

@@ -68,6 +68,13 @@ struct engine_config {
 	uint8_t sec_mode;		/* enum mroc_sec; both ends must agree (sec.c) */
 	uint8_t sec_secret[16];		/* "token": connection keys are a PRF of this; all
 					 * zero = derived from seed (tests, simulator) */
+	/*
+	 * Sent in every CONNECT_REQ and CONNECT_REP (MROC_CM_F_EXT), opaque to
+	 * the engine: mrocd's port addresses.  0 = none.  What the peer sends
+	 * reaches the hook of engine_set_cm_ext_hook.
+	 */
+	uint16_t cm_ext_len;		/* <= MROC_CM_EXT_MAX */
+	uint8_t cm_ext[MROC_CM_EXT_MAX];
 };
 
 /*
@@ -85,6 +92,15 @@ int engine_config_check(const struct engine_config *cfg, const char **why);
 
 struct engine *engine_create(const struct engine_config *cfg);
 void engine_destroy(struct engine *eng);
+/*
+ * fn(ctx, peer, ext, len) for the extension (MROC_CM_F_EXT, maybe empty) of
+ * a CONNECT_REQ or CONNECT_REP the engine accepted from peer: one that
+ * connected a QP, or a duplicate REQ of a connected one.  Called inside
+ * engine_rx; ext points into the packet.  NULL: not called.
+ */
+void engine_set_cm_ext_hook(struct engine *eng,
+			    void (*fn)(void *ctx, uint32_t peer, const uint8_t *ext, size_t len),
+			    void *ctx);
 
 /* ---- memory regions ---------------------------------------------------- */
 

@@ -312,6 +312,9 @@ struct engine {
 		uint64_t cur;			/* tick: everything before it has fired or moved down */
 		uint64_t next;			/* cached timer_next(), 0 = unknown */
 	} wheel;		/* timer.c */
+	/* the peer's CM extension goes up here (engine_set_cm_ext_hook) */
+	void (*cm_ext_fn)(void *ctx, uint32_t peer, const uint8_t *ext, size_t len);
+	void *cm_ext_ctx;
 	/* connection lookup (cm.c): listeners by service id, QPs by (peer, peer_qpn) */
 	struct qp **listen_hash, **conn_hash;
 	struct peer_host **ph_hash;	/* peer hosts of connected QPs (peer.c) */

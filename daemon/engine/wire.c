@@ -99,7 +99,8 @@ size_t wire_put_cm(uint8_t *b, const struct mroc_cm_hdr *c)
 	b[19] = c->mode;
 	b[20] = c->reason;
 	b[21] = c->sec;
-	memset(b + 22, 0, 2);
+	b[22] = c->ext_flags;
+	b[23] = 0;
 	return MROC_CM_HDR_LEN;
 }
 
@@ -107,6 +108,13 @@ size_t wire_put_cm_key(uint8_t *b, const struct mroc_cm_hdr *c)
 {
 	memcpy(b, c->key, MROC_CM_KEY_LEN);
 	return MROC_CM_KEY_LEN;
+}
+
+size_t wire_put_cm_ext(uint8_t *b, const uint8_t *ext, uint16_t len)
+{
+	put16(b, len);
+	memcpy(b + 2, ext, len);
+	return 2 + (size_t)len;
 }
 
 static void get_data(const uint8_t *b, struct mroc_data_hdr *d)
@@ -147,6 +155,7 @@ static void get_cm(const uint8_t *b, struct mroc_cm_hdr *c)
 	c->mode = b[19];
 	c->reason = b[20];
 	c->sec = b[21];
+	c->ext_flags = b[22];
 }
 
 static int fail(enum wire_err *why, enum wire_err e)
@@ -186,6 +195,29 @@ static int parse_data(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum
 	/* Only a zero-length message may have an empty segment. */
 	if (!pkt->payload_len && d->msg_len)
 		return fail(why, WIRE_ERR_LENGTH);
+	return 0;
+}
+
+/* The extension of a CONNECT_REQ/REP that says it has one (after the key, if any). */
+static int parse_cm_ext(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_err *why)
+{
+	size_t off = MROC_HDR_LEN + MROC_CM_HDR_LEN + (pkt->cm.has_key ? MROC_CM_KEY_LEN : 0);
+	uint16_t n;
+
+	pkt->cm.ext = NULL;
+	pkt->cm.ext_len = 0;
+	if (!(pkt->cm.ext_flags & MROC_CM_F_EXT) || (pkt->hdr.opcode != MROC_OP_CONNECT_REQ &&
+						      pkt->hdr.opcode != MROC_OP_CONNECT_REP))
+		return 0;
+	if (len < off + 2)
+		return fail(why, WIRE_ERR_SHORT);
+	n = get16(buf + off);
+	if (n > MROC_CM_EXT_MAX)
+		return fail(why, WIRE_ERR_LENGTH);
+	if (len - off - 2 < n)
+		return fail(why, WIRE_ERR_SHORT);
+	pkt->cm.ext = buf + off + 2;
+	pkt->cm.ext_len = n;
 	return 0;
 }
 
@@ -241,7 +273,7 @@ int wire_parse_flags(const uint8_t *buf, size_t len, uint8_t flags, struct wire_
 				return fail(why, WIRE_ERR_SHORT);
 			memcpy(pkt->cm.key, buf + MROC_HDR_LEN + MROC_CM_HDR_LEN, MROC_CM_KEY_LEN);
 		}
-		return 0;
+		return parse_cm_ext(buf, len, pkt, why);
 	}
 	return fail(why, WIRE_ERR_OPCODE);
 }

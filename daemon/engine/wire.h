@@ -75,6 +75,15 @@ enum mroc_sec {
 #define MROC_TAG_LEN		8
 #define MROC_CM_KEY_LEN		16
 
+/*
+ * CM header byte 22 (`ext`), in CONNECT_REQ/REP: MROC_CM_F_EXT says an
+ * extension follows the CM header (and the key): a 2-byte length, then that
+ * many bytes, opaque to the transport (mrocd: the sender's port addresses,
+ * daemon/portaddr.h).  Other bits are ignored; peers from before it send 0.
+ */
+#define MROC_CM_F_EXT		0x01
+#define MROC_CM_EXT_MAX		512	/* longer is malformed */
+
 /* NAK codes carried in ACKs. */
 enum mroc_nak {
 	MROC_NAK_NONE		= 0,
@@ -149,8 +158,11 @@ struct mroc_cm_hdr {
 	uint8_t mode;		/* enum mroc_mode */
 	uint8_t reason;		/* enum mroc_cm_reason (REJ, DISCONNECT) */
 	uint8_t sec;		/* enum mroc_sec of the sender (0 from peers before it) */
+	uint8_t ext_flags;	/* MROC_CM_F_* (REQ/REP) */
 	bool has_key;		/* parse: the key extension follows (REQ/REP in "token") */
 	uint8_t key[MROC_CM_KEY_LEN];	/* the sender's receive key */
+	const uint8_t *ext;	/* parse: MROC_CM_F_EXT's bytes (inside the packet), else NULL */
+	uint16_t ext_len;
 };
 
 /* Is this opcode one that carries a data header? */
@@ -200,6 +212,8 @@ size_t wire_put_ack(uint8_t *buf, const struct mroc_ack_hdr *a);
 size_t wire_put_cm(uint8_t *buf, const struct mroc_cm_hdr *c);
 /* The CM key extension (c->key, MROC_CM_KEY_LEN bytes) after the CM header. */
 size_t wire_put_cm_key(uint8_t *buf, const struct mroc_cm_hdr *c);
+/* The MROC_CM_F_EXT extension: its length, then ext; returns 2 + len. */
+size_t wire_put_cm_ext(uint8_t *buf, const uint8_t *ext, uint16_t len);
 
 /*
  * A decoded packet.  parse checks version, opcode, flags, path id and that

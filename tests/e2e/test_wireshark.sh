@@ -67,6 +67,11 @@ pkt() { sed 's/../& /g; s/^/0000 /' <<<"$1"; }
 	pkt "$(common 1 0x11 0x41 0 7 9 1)0102030405060708"
 	pkt "$(common 1 0x20 0 0 0 9 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)04000001000000112233445566778899aabbccddeeff"
 	pkt "$(common 1 0x03 0x20 0 7 9 1)$(data 1 1 1 0 0 0 4 0 0 0)deadbeef$(h32 3)$(h64 0x1122334455667788)$(h64 77)$(zeros 16)"
+	# 22 CONNECT_REP with port addresses (ext flag 0x01): port 0 10.1.0.2, port 1 fd02::2;
+	#   23 the same, its extension cut short (malformed).
+	ext="$(h16 37)02""0004""0a010002$(zeros 12)""0106""fd02$(zeros 13)02"
+	pkt "$(common 1 0x21 0 0 9 7 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)040000000100$ext"
+	pkt "$(common 1 0x21 0 0 9 7 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)040000000100${ext:0:60}"
 } >"$TMP/hand.txt"
 text2pcap -q -u 50000,4793 "$TMP/hand.txt" "$TMP/hand.pcap" >/dev/null 2>&1 || fail "text2pcap"
 
@@ -101,13 +106,16 @@ expect 18 "mroc.icrc.status" "bad"
 expect 19 "mroc.opcode mroc.flags.tag mroc.tag" "0x11 1 0102030405060708"
 expect 20 "mroc.cm.sec mroc.cm.key" "1 00112233445566778899aabbccddeeff"
 expect 21 "mroc.flags.aead mroc.aead.key_id mroc.aead.seq mroc.data.payload_len" "1 3 77 4"
+expect 22 "mroc.cm.ext_flags mroc.cm.ext_len mroc.cm.port_addrs mroc.cm.port" "0x01 37 2 0,1"
+expect 22 "mroc.cm.port_ip mroc.cm.port_ip6" "10.1.0.2 fd02::2"
 info=$(ts -r "$TMP/hand.pcap" -Y "frame.number == 1" -T fields -e _ws.col.Info)
 grep -q "sack 101-102,104,116,356.*NAK RNR" <<<"$info" || fail "ACK's Info column: $info"
 mal=$(ts -r "$TMP/hand.pcap" -Y 'mroc.malformed && _ws.expert.group == "Malformed"' -T fields \
 	-e frame.number | tr '\n' ' ')
-[ "$mal" = "8 9 10 11 12 13 14 15 16 18 " ] || fail "malformed frames: $mal (expected 8..16, 18)"
-[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 11 ] ||
-	fail "frames 1..7, 17, 19..21 not all well-formed"
+[ "$mal" = "8 9 10 11 12 13 14 15 16 18 23 " ] ||
+	fail "malformed frames: $mal (expected 8..16, 18, 23)"
+[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 12 ] ||
+	fail "frames 1..7, 17, 19..22 not all well-formed"
 grep -qi "lua" "$TMP/tshark.err" && fail "Lua errors: $(cat "$TMP/tshark.err")"
 ts -r "$TMP/hand.pcap" -V >/dev/null || fail "tshark -V"
 grep -qi "lua error" <(ts -r "$TMP/hand.pcap" -V) && fail "a Lua error in the detailed view"

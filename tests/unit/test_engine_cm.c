@@ -2,7 +2,7 @@
 /*
  * Connection management and the engine's front door, two engines back to
  * back (engine_pair.h): refused and unanswered connects, lost CM messages,
- * disconnects, API misuse, QP attributes, and engine_config_check field by
+ * the CM extension (round trip, malformed, tagged), disconnects, API misuse, QP attributes, and engine_config_check field by
  * field.
  */
 #include <stdarg.h>
@@ -310,6 +310,189 @@ static void test_lost_connect_rep(void **state)
 	lost_cm(state, PAIR_B, MROC_OP_CONNECT_REP);
 }
 
+/* ---- the CM extension (port addresses in mrocd) ---------------------------------------- */
+
+struct ext_seen {
+	unsigned calls;
+	uint32_t peer;
+	size_t len;
+	uint8_t ext[MROC_CM_EXT_MAX];
+};
+
+static void ext_hook(void *ctx, uint32_t peer, const uint8_t *ext, size_t len)
+{
+	struct ext_seen *e = ctx;
+
+	e->calls++;
+	e->peer = peer;
+	e->len = len;
+	memcpy(e->ext, ext, len);
+}
+
+static struct engine_config ext_cfg(uint8_t sec, uint16_t len, uint8_t fill, uint64_t seed)
+{
+	struct engine_config c;
+
+	pair_test_config(&c);
+	c.sec_mode = sec;
+	c.seed = seed;
+	c.cm_ext_len = len;
+	memset(c.cm_ext, fill, len);
+	return c;
+}
+
+/* A pair whose sides announce la and lb bytes (0: nothing), hooks on both. */
+static struct pair *ext_pair(void **state, uint8_t sec, uint16_t la, uint16_t lb,
+			     struct ext_seen *seen)
+{
+	struct engine_config ca = ext_cfg(sec, la, 0xa5, 1), cb = ext_cfg(sec, lb, 0x5b, 2);
+	struct pair *p = open_pair(state, &ca, &cb);
+
+	memset(seen, 0, 2 * sizeof(*seen));
+	for (int i = 0; i < 2; i++)
+		engine_set_cm_ext_hook(p->s[i].eng, ext_hook, &seen[i]);
+	return p;
+}
+
+static void expect_ext(const struct ext_seen *e, unsigned calls, uint32_t peer, size_t len,
+		       uint8_t fill)
+{
+	assert_int_equal(e->calls, calls);
+	assert_int_equal(e->peer, peer);
+	assert_int_equal(e->len, len);
+	for (size_t i = 0; i < len; i++)
+		assert_int_equal(e->ext[i], fill);
+}
+
+/* Each side's REQ/REP extension reaches the other's hook, in every security mode. */
+static void test_cm_ext_round_trip(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct ext_seen seen[2];
+		struct pair *p = ext_pair(state, modes[m], MROC_CM_EXT_MAX, 1, seen);
+
+		pair_connect(p, NULL, NULL, SVC);
+		expect_ext(&seen[PAIR_B], 1, PAIR_A, MROC_CM_EXT_MAX, 0xa5);
+		expect_ext(&seen[PAIR_A], 1, PAIR_B, 1, 0x5b);
+		pair_free(p);
+		*state = NULL;
+	}
+}
+
+/* Nothing configured: no flag, no bytes, no call; the other side still announces. */
+static void test_cm_ext_one_side(void **state)
+{
+	struct ext_seen seen[2];
+	struct pair *p = ext_pair(state, MROC_SEC_NONE, 0, 20, seen);
+	struct pair_capture *cap = pair_capture_start(p, PAIR_A, 1ull << (MROC_OP_CONNECT_REQ & 63),
+						      true);
+
+	pair_connect(p, NULL, NULL, SVC);
+	assert_int_equal(cap->n, 1);
+	assert_int_equal(cap->pkt[0].len, MROC_HDR_LEN + MROC_CM_HDR_LEN);
+	assert_int_equal(cap->pkt[0].data[MROC_HDR_LEN + 22], 0);
+	assert_int_equal(seen[PAIR_B].calls, 0);
+	expect_ext(&seen[PAIR_A], 1, PAIR_B, 20, 0x5b);
+}
+
+/* The REP was lost: the duplicate REQ's extension goes up again, and the REP's once. */
+static void test_cm_ext_duplicate_req(void **state)
+{
+	struct ext_seen seen[2];
+	struct pair *p = ext_pair(state, MROC_SEC_TOKEN, 30, 40, seen);
+	struct drop_first d = { .from = PAIR_B, .op = MROC_OP_CONNECT_REP };
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+
+	p->filter = drop_first_filter;
+	p->filter_arg = &d;
+	start_connect(p, &a, &b, SVC, SVC);
+	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	expect_ext(&seen[PAIR_B], 2, PAIR_A, 30, 0xa5);
+	expect_ext(&seen[PAIR_A], 1, PAIR_B, 40, 0x5b);
+}
+
+/*
+ * A CONNECT_REQ whose extension is longer than MROC_CM_EXT_MAX, or runs past
+ * the packet, is malformed: counted, dropped, nothing goes up; the REQ
+ * sent again unharmed connects.
+ */
+static void test_cm_ext_malformed(void **state)
+{
+	struct ext_seen seen[2];
+	struct pair *p = ext_pair(state, MROC_SEC_NONE, 8, 8, seen);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct pair_capture *cap = pair_capture_start(p, PAIR_A, 1ull << (MROC_OP_CONNECT_REQ & 63),
+						      false);
+	const size_t off = MROC_HDR_LEN + MROC_CM_HDR_LEN;
+	struct engine_stats before;
+	struct pair_pkt pkt;
+
+	start_connect(p, &a, &b, SVC, SVC);
+	pair_pump(p);
+	pair_capture_stop(p);
+	assert_int_equal(cap->n, 1);
+	assert_int_equal(cap->pkt[0].len, off + 2 + 8);
+	assert_int_equal(cap->pkt[0].data[MROC_HDR_LEN + 22], MROC_CM_F_EXT);
+	/* Oversized: 513 bytes said, and there. */
+	pkt = cap->pkt[0];
+	pkt.data[off] = (MROC_CM_EXT_MAX + 1) >> 8;
+	pkt.data[off + 1] = (MROC_CM_EXT_MAX + 1) & 0xff;
+	pkt.len = (uint32_t)(off + 2 + MROC_CM_EXT_MAX + 1);
+	engine_get_stats(p->s[PAIR_B].eng, &before);
+	pair_deliver(p, &pkt);
+	pair_expect_only_malformed(p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	/* Truncated: one byte short, and the length without its second byte. */
+	pkt = cap->pkt[0];
+	pkt.len--;
+	engine_get_stats(p->s[PAIR_B].eng, &before);
+	pair_deliver(p, &pkt);
+	pkt.len = (uint32_t)off + 1;
+	pair_deliver(p, &pkt);
+	pair_expect_only_malformed(p, PAIR_B, &before, WIRE_ERR_SHORT, 2);
+	assert_int_equal(seen[PAIR_B].calls, 0);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+	/* Bytes after the extension are ignored: this one connects. */
+	pkt = cap->pkt[0];
+	pkt.data[off + 2 + 8] = 0xee;
+	pkt.len++;
+	pair_deliver(p, &pkt);
+	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	expect_ext(&seen[PAIR_B], 1, PAIR_A, 8, 0xa5);
+	expect_ext(&seen[PAIR_A], 1, PAIR_B, 8, 0x5b);
+}
+
+/* "token": the REP's tag covers the extension; an altered one is dropped before it goes up. */
+static void test_cm_ext_tagged(void **state)
+{
+	struct ext_seen seen[2];
+	struct pair *p = ext_pair(state, MROC_SEC_TOKEN, 8, 8, seen);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct pair_capture *cap;
+	const size_t off = MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN;
+	uint64_t bad_tag = pair_stat(p, PAIR_A, EC_RX_BAD_TAG);
+	struct pair_pkt pkt;
+
+	start_connect(p, &a, &b, SVC, SVC);
+	cap = pair_capture_start(p, PAIR_B, 1ull << (MROC_OP_CONNECT_REP & 63), false);
+	pair_pump(p);
+	pair_capture_stop(p);
+	assert_int_equal(cap->n, 1);
+	assert_int_equal(cap->pkt[0].len, off + 2 + 8 + MROC_TAG_LEN);
+	pkt = cap->pkt[0];
+	pkt.data[off + 2 + 3] ^= 1;
+	pair_deliver(p, &pkt);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_RX_BAD_TAG), bad_tag + 1);
+	assert_int_equal(seen[PAIR_A].calls, 0);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
+	pair_deliver(p, &cap->pkt[0]);
+	expect_ext(&seen[PAIR_A], 1, PAIR_B, 8, 0x5b);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+}
+
 /* ---- disconnect ---------------------------------------------------------------------- */
 
 /* A closes with a WRITE outstanding and RECVs posted on both sides. */
@@ -577,6 +760,8 @@ SPOIL(hint_interval_0, c->hint_interval_ns = 0)
 SPOIL(keepalive_not_below_dead_peer, c->keepalive_ns = c->dead_peer_ns)
 SPOIL(sport_min_small, c->sport_min = 1023)
 SPOIL(sport_min_above_max, (c->sport_min = 50000, c->sport_max = 49999))
+SPOIL(cm_ext_big, c->cm_ext_len = MROC_CM_EXT_MAX + 1)
+SPOIL(cm_ext_past_mtu, (c->mtu = 64, c->cm_ext_len = 67))
 #undef SPOIL
 
 static void test_config_bad_field(void **state)
@@ -644,6 +829,11 @@ int main(void)
 		T(test_connect_unanswered),
 		T(test_lost_connect_req),
 		T(test_lost_connect_rep),
+		T(test_cm_ext_round_trip),
+		T(test_cm_ext_one_side),
+		T(test_cm_ext_duplicate_req),
+		T(test_cm_ext_malformed),
+		T(test_cm_ext_tagged),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
@@ -679,6 +869,8 @@ int main(void)
 		CFG(keepalive_not_below_dead_peer, "keepalive_ns"),
 		CFG(sport_min_small, "sport_min"),
 		CFG(sport_min_above_max, "sport_min"),
+		CFG(cm_ext_big, "cm_ext_len"),
+		CFG(cm_ext_past_mtu, "cm_ext_len"),
 	};
 #undef T
 #undef CFG

@@ -570,10 +570,10 @@ static void test_cm_layout(void **state)
 	assert_cm_equal(&pkt.cm, &c);
 }
 
-/* Reserved bytes are ignored on receipt; bytes after ACK/CM headers too. */
+/* Reserved bytes are ignored on receipt; bytes after ACK/CM headers (and extension) too. */
 static void test_reserved_and_trailing(void **state)
 {
-	uint8_t buf[MAX_PKT];
+	uint8_t buf[MAX_PKT], big[MROC_HDR_LEN + MROC_CM_HDR_LEN + 3 + MROC_CM_EXT_MAX] = { 0 };
 	struct wire_pkt pkt;
 	size_t n;
 
@@ -585,12 +585,40 @@ static void test_reserved_and_trailing(void **state)
 	expect_ok(buf, n + 8, &pkt);
 	assert_int_equal(pkt.ack.cum_psn, 5);
 
+	/* sec unknown, the ext bits but MROC_CM_F_EXT, byte 23. */
 	n = build_valid(buf, MROC_OP_CONNECT_REP);
-	memset(buf + MROC_HDR_LEN + 21, 0xff, 3);
+	buf[MROC_HDR_LEN + 21] = 0xff;
+	buf[MROC_HDR_LEN + 22] = (uint8_t)~MROC_CM_F_EXT;
+	buf[MROC_HDR_LEN + 23] = 0xff;
 	expect_ok(buf, n, &pkt);
 	assert_int_equal(pkt.cm.reason, 0);
+	assert_null(pkt.cm.ext);
 	expect_ok(buf, n + 1, &pkt);
 	assert_int_equal(pkt.cm.mtu, 4096);
+	/* MROC_CM_F_EXT: a length and that many bytes follow, then anything. */
+	memcpy(big, buf, n);
+	big[MROC_HDR_LEN + 22] = MROC_CM_F_EXT;
+	expect_err(big, n, WIRE_ERR_SHORT);
+	big[n] = 0;
+	big[n + 1] = 3;
+	expect_err(big, n + 4, WIRE_ERR_SHORT);
+	expect_ok(big, n + 5, &pkt);
+	assert_non_null(pkt.cm.ext);
+	assert_int_equal(pkt.cm.ext_len, 3);
+	expect_ok(big, n + 9, &pkt);
+	assert_int_equal(pkt.cm.ext_len, 3);
+	big[n] = MROC_CM_EXT_MAX >> 8;
+	big[n + 1] = MROC_CM_EXT_MAX & 0xff;
+	expect_err(big, n + 1 + MROC_CM_EXT_MAX, WIRE_ERR_SHORT);
+	expect_ok(big, n + 2 + MROC_CM_EXT_MAX, &pkt);
+	assert_int_equal(pkt.cm.ext_len, MROC_CM_EXT_MAX);
+	big[n + 1]++;
+	expect_err(big, n + 3 + MROC_CM_EXT_MAX, WIRE_ERR_LENGTH);
+	/* Only REQ and REP have one: elsewhere the flag is ignored. */
+	n = build_valid(buf, MROC_OP_DISCONNECT);
+	buf[MROC_HDR_LEN + 22] = MROC_CM_F_EXT;
+	expect_ok(buf, n, &pkt);
+	assert_null(pkt.cm.ext);
 }
 
 /* ---- truncation ----------------------------------------------------------- */

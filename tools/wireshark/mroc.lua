@@ -13,7 +13,8 @@
 -- trailer (mroc.aead.*: key id, sender, sequence, tag; the payload is ciphertext),
 -- flag TAG (0x40) an 8-byte SipHash tag (mroc.tag); both are shown and left out of
 -- the packet, unchecked (the keys are not here).  CM headers carry the mode
--- (mroc.cm.sec) and, in REQ/REP of "token", the sender's key (mroc.cm.key).
+-- (mroc.cm.sec) and, in REQ/REP of "token", the sender's key (mroc.cm.key); REQ/REP
+-- with flag 0x01 in mroc.cm.ext_flags carry mrocd's port addresses (mroc.cm.port_ip*).
 --
 -- Registered on the UDP port of the "mroc" preferences (default 4793, mrocd.conf's
 -- network.udp_port) and as a UDP heuristic for other ports.  Every header and
@@ -127,7 +128,13 @@ local f = {
 	reason = F.uint8("mroc.cm.reason", "Reason", base.DEC, cm_reasons),
 	sec = F.uint8("mroc.cm.sec", "Security mode", base.DEC, sec_modes),
 	cm_key = F.bytes("mroc.cm.key", "Receive key (mode token)"),
+	cm_ext_flags = F.uint8("mroc.cm.ext_flags", "Extension flags", base.HEX),
 	cm_rsvd = F.bytes("mroc.cm.reserved", "Reserved"),
+	cm_ext_len = F.uint16("mroc.cm.ext_len", "Extension length", base.DEC),
+	cm_nports = F.uint8("mroc.cm.port_addrs", "Port addresses", base.DEC),
+	cm_port = F.uint8("mroc.cm.port", "Port", base.DEC),
+	cm_port_ip = F.ipv4("mroc.cm.port_ip", "Port address"),
+	cm_port_ip6 = F.ipv6("mroc.cm.port_ip6", "Port address"),
 }
 local fields = {}
 for _, v in pairs(f) do fields[#fields + 1] = v end
@@ -339,11 +346,31 @@ local function dissect_cm(tvb, pinfo, tree, op)
 	t:add(f.reason, tvb(b + 20, 1))
 	local sec = tvb(b + 21, 1):uint()
 	t:add(f.sec, tvb(b + 21, 1))
-	local rs = t:add(f.cm_rsvd, tvb(b + 22, 2))
-	if tvb(b + 22, 2):uint() ~= 0 then rs:add_proto_expert_info(ex.reserved) end
+	local ext = tvb(b + 22, 1):uint()
+	t:add(f.cm_ext_flags, tvb(b + 22, 1))
+	local rs = t:add(f.cm_rsvd, tvb(b + 23, 1))
+	if tvb(b + 23, 1):uint() ~= 0 then rs:add_proto_expert_info(ex.reserved) end
+	local off = b + CM_HDR_LEN
 	if sec == 1 and (op == 0x20 or op == 0x21) then
-		if tvb:len() < b + CM_HDR_LEN + CM_KEY_LEN then return nil, "no key extension (mode token)" end
-		t:add(f.cm_key, tvb(b + CM_HDR_LEN, CM_KEY_LEN))
+		if tvb:len() < off + CM_KEY_LEN then return nil, "no key extension (mode token)" end
+		t:add(f.cm_key, tvb(off, CM_KEY_LEN))
+		off = off + CM_KEY_LEN
+	end
+	-- The extension (flag 0x01): a length, then mrocd's port addresses (PROTOCOL.md 3.4).
+	if ext % 2 == 1 and (op == 0x20 or op == 0x21) then
+		if tvb:len() < off + 2 or tvb:len() < off + 2 + tvb(off, 2):uint() then
+			return nil, "CM extension truncated"
+		end
+		local len = tvb(off, 2):uint()
+		t:add(f.cm_ext_len, tvb(off, 2))
+		if len >= 1 and len == 1 + 18 * tvb(off + 2, 1):uint() then
+			local pt = t:add(f.cm_nports, tvb(off + 2, 1))
+			for e = off + 3, off + 2 + len - 18, 18 do
+				pt:add(f.cm_port, tvb(e, 1))
+				if tvb(e + 1, 1):uint() == 4 then pt:add(f.cm_port_ip, tvb(e + 2, 4))
+				else pt:add(f.cm_port_ip6, tvb(e + 2, 16)) end
+			end
+		end
 	end
 	local info = " service " .. tvb(b, 8):uint64():tonumber()
 	if op == 0x20 or op == 0x21 then
