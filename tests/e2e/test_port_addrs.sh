@@ -9,6 +9,7 @@
 #  - captured on each plane, every packet but CM goes from the sender's
 #    address on that plane to the receiver's, both ways (CM keeps the
 #    service addresses).
+#  - an address that is not on its interface fails start-up, naming both.
 # IPv6 is covered by the unit tests (test_config, test_peers, test_portaddr).
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -35,6 +36,15 @@ e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
 sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
 	s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
 	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+# An address that is not the port's: start-up fails, naming both.
+ports a "$A2" "$A1"
+ip netns exec "$NS_A" "$MROCD" -c "$E2E_DIR/a.conf" >"$E2E_DIR/bad.log" 2>&1 && fail "a started with p1's address on p2"
+grep -q "network.interfaces\[0\].address $A2 is not an address of p1" "$E2E_DIR/bad.log" ||
+	fail "the error does not name the address and the interface: $(cat "$E2E_DIR/bad.log")"
+ok "a port address that is not on its interface: start-up fails, naming both"
+e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
+sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
+	s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' "$E2E_DIR/a.conf"
 ports a "$A1" "$A2"
 ports b "$B1" "$B2"
 "$MROCD" --check-config -c "$E2E_DIR/a.conf" >/dev/null || fail "a.conf: $(cat "$E2E_DIR/a.conf")"
