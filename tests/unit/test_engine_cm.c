@@ -364,6 +364,19 @@ static void expect_ext(const struct ext_seen *e, unsigned calls, uint32_t peer, 
 		assert_int_equal(e->ext[i], fill);
 }
 
+/* A connects to B (QPs 0xa, 0xb); the first packet of opcode op that `from` sends, dropped. */
+static struct pair_pkt *first_cm(struct pair *p, int from, uint8_t op)
+{
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct pair_capture *cap = pair_capture_start(p, from, 1ull << (op & 63), false);
+
+	start_connect(p, &a, &b, SVC, SVC);
+	pair_pump(p);
+	pair_capture_stop(p);
+	assert_int_equal(cap->n, 1);
+	return &cap->pkt[0];
+}
+
 /* Each side's REQ/REP extension reaches the other's hook, in every security mode. */
 static void test_cm_ext_round_trip(void **state)
 {
@@ -423,21 +436,15 @@ static void test_cm_ext_malformed(void **state)
 {
 	struct ext_seen seen[2];
 	struct pair *p = ext_pair(state, MROC_SEC_NONE, 8, 8, seen);
-	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
-	struct pair_capture *cap = pair_capture_start(p, PAIR_A, 1ull << (MROC_OP_CONNECT_REQ & 63),
-						      false);
+	const struct pair_pkt *req = first_cm(p, PAIR_A, MROC_OP_CONNECT_REQ);
 	const size_t off = MROC_HDR_LEN + MROC_CM_HDR_LEN;
 	struct engine_stats before;
 	struct pair_pkt pkt;
 
-	start_connect(p, &a, &b, SVC, SVC);
-	pair_pump(p);
-	pair_capture_stop(p);
-	assert_int_equal(cap->n, 1);
-	assert_int_equal(cap->pkt[0].len, off + 2 + 8);
-	assert_int_equal(cap->pkt[0].data[MROC_HDR_LEN + 22], MROC_CM_F_EXT);
+	assert_int_equal(req->len, off + 2 + 8);
+	assert_int_equal(req->data[MROC_HDR_LEN + 22], MROC_CM_F_EXT);
 	/* Oversized: 513 bytes said, and there. */
-	pkt = cap->pkt[0];
+	pkt = *req;
 	pkt.data[off] = (MROC_CM_EXT_MAX + 1) >> 8;
 	pkt.data[off + 1] = (MROC_CM_EXT_MAX + 1) & 0xff;
 	pkt.len = (uint32_t)(off + 2 + MROC_CM_EXT_MAX + 1);
@@ -445,7 +452,7 @@ static void test_cm_ext_malformed(void **state)
 	pair_deliver(p, &pkt);
 	pair_expect_only_malformed(p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 	/* Truncated: one byte short, and the length without its second byte. */
-	pkt = cap->pkt[0];
+	pkt = *req;
 	pkt.len--;
 	engine_get_stats(p->s[PAIR_B].eng, &before);
 	pair_deliver(p, &pkt);
@@ -455,7 +462,7 @@ static void test_cm_ext_malformed(void **state)
 	assert_int_equal(seen[PAIR_B].calls, 0);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 	/* Bytes after the extension are ignored: this one connects. */
-	pkt = cap->pkt[0];
+	pkt = *req;
 	pkt.data[off + 2 + 8] = 0xee;
 	pkt.len++;
 	pair_deliver(p, &pkt);
@@ -470,25 +477,18 @@ static void test_cm_ext_tagged(void **state)
 {
 	struct ext_seen seen[2];
 	struct pair *p = ext_pair(state, MROC_SEC_TOKEN, 8, 8, seen);
-	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
-	struct pair_capture *cap;
 	const size_t off = MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN;
 	uint64_t bad_tag = pair_stat(p, PAIR_A, EC_RX_BAD_TAG);
-	struct pair_pkt pkt;
+	const struct pair_pkt *rep = first_cm(p, PAIR_B, MROC_OP_CONNECT_REP);
+	struct pair_pkt pkt = *rep;
 
-	start_connect(p, &a, &b, SVC, SVC);
-	cap = pair_capture_start(p, PAIR_B, 1ull << (MROC_OP_CONNECT_REP & 63), false);
-	pair_pump(p);
-	pair_capture_stop(p);
-	assert_int_equal(cap->n, 1);
-	assert_int_equal(cap->pkt[0].len, off + 2 + 8 + MROC_TAG_LEN);
-	pkt = cap->pkt[0];
+	assert_int_equal(rep->len, off + 2 + 8 + MROC_TAG_LEN);
 	pkt.data[off + 2 + 3] ^= 1;
 	pair_deliver(p, &pkt);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_RX_BAD_TAG), bad_tag + 1);
 	assert_int_equal(seen[PAIR_A].calls, 0);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
-	pair_deliver(p, &cap->pkt[0]);
+	pair_deliver(p, rep);
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 8, 0x5b);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 }
