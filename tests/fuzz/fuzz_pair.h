@@ -32,16 +32,32 @@ struct fuzz_pair {
 	struct pair_mem *mem[2];
 };
 
-/* Two engines in security mode sec (enum mroc_sec: none or token), connected. */
+/*
+ * Both engines' configurations in security mode sec (enum mroc_sec: none or
+ * token), announcing a port address in their CM as mrocd does (portaddr.h:
+ * one entry, port 0, 10.1.0.2).
+ */
+static inline void fuzz_pair_config(struct engine_config *ca, struct engine_config *cb,
+				    uint8_t sec)
+{
+	static const uint8_t ports[] = { 1, 0, 4, 10, 1, 0, 2 };
+
+	pair_test_config(ca);
+	ca->sec_mode = sec;
+	memset(ca->cm_ext, 0, 19);
+	memcpy(ca->cm_ext, ports, sizeof(ports));
+	ca->cm_ext_len = 19;
+	*cb = *ca;
+	cb->seed = 2;			/* as pair_new's defaults: B with another seed */
+}
+
+/* Two engines in security mode sec, connected. */
 static inline void fuzz_pair_setup(struct fuzz_pair *f, uint8_t sec)
 {
 	uint32_t rights = ENGINE_ACCESS_ALL;
 	struct engine_config ca, cb;
 
-	pair_test_config(&ca);
-	cb = ca;
-	cb.seed = 2;			/* as pair_new's defaults: B with another seed */
-	ca.sec_mode = cb.sec_mode = sec;
+	fuzz_pair_config(&ca, &cb, sec);
 	f->p = pair_new(&ca, &cb);
 	pair_connect(f->p, NULL, NULL, FUZZ_SERVICE);
 	for (int side = 0; side < 2; side++) {

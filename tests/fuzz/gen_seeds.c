@@ -102,6 +102,7 @@ static void write_exchange(const char *name, const struct recording *r)
 static void engine_seeds(void)
 {
 	static struct recording r;
+	struct engine_config ca, cb;
 	struct fuzz_pair f;
 	struct {
 		const char *name;
@@ -117,7 +118,8 @@ static void engine_seeds(void)
 
 	/* The connection itself: recorded on a pair set up alike. */
 	r.n = 0;
-	f.p = pair_new(NULL, NULL);
+	fuzz_pair_config(&ca, &cb, MROC_SEC_NONE);
+	f.p = pair_new(&ca, &cb);
 	f.p->filter = record;
 	f.p->filter_arg = &r;
 	pair_connect(f.p, NULL, NULL, FUZZ_SERVICE);
