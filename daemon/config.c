@@ -29,6 +29,7 @@
 #include "engine.h"
 #include "frame.h"
 #include "log.h"
+#include "portaddr.h"
 
 /* The kernel keeps XDP_PACKET_HEADROOM bytes at the start of every RX frame. */
 #define CONFIG_XDP_HEADROOM	256
@@ -1135,6 +1136,15 @@ static int check_network(struct cparse *p, const struct mrocd_config *c)
 					    "network.interfaces[%u].address %s is also "
 					    "network.interfaces[%u]'s: each port has its own", i,
 					    addr_str(a, buf, sizeof(buf)), j);
+	}
+	for (uint32_t i = 0, naddr = 0; i < n->interfaces.n; i++) {
+		/* A CONNECT_REQ with its key and every port address fits a packet of mtu. */
+		naddr += n->interfaces.v[i].address.family != 0;
+		if (MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2 + PORTADDR_LEN(naddr) >
+		    n->mtu + MROC_DATA_OVERHEAD)
+			return xerr(p, KEYS("network.mtu", "network.interfaces"),
+				    "network.mtu (%u) is too small for the CONNECT_REQ that "
+				    "announces %u port addresses (network.interfaces)", n->mtu, naddr);
 	}
 	for (uint32_t i = 0; n->address.family && i < n->peers.n; i++)
 		if (n->peers.v[i].family != n->address.family)

@@ -619,6 +619,30 @@ static void test_wide_literals(void **state)
 		   "got a float", NULL);
 }
 
+/* n ports with an address each, at network.mtu 256: 14 fit a CONNECT_REQ, 15 do not. */
+static void port_addrs_conf(char *buf, size_t len, unsigned n)
+{
+	size_t off = (size_t)snprintf(buf, len, "network = {\n mtu = 256;\n interfaces = (");
+
+	for (unsigned i = 0; i < n; i++)
+		off += (size_t)snprintf(buf + off, len - off,
+					"%s { name = \"p%u\"; address = \"10.%u.0.2\"; }",
+					i ? "," : "", i, i + 1);
+	snprintf(buf + off, len - off, " );\n};\n");
+}
+
+static void port_addrs_vs_mtu(void)
+{
+	struct mrocd_config c;
+	char text[2048];
+
+	port_addrs_conf(text, sizeof(text), 14);
+	expect_ok(text, &c);
+	assert_int_equal(c.network.interfaces.n, 14);
+	port_addrs_conf(text, sizeof(text), 15);
+	expect_err(text, "key 'network.mtu'", "announces 15 port addresses", NULL);
+}
+
 static void test_cross_checks(void **state)
 {
 	expect_err("network = {\n sport_min = 5000;\n sport_max = 4000;\n};\n", at_line(2),
@@ -669,6 +693,7 @@ static void test_cross_checks(void **state)
 	expect_err("network = {\n interfaces = ( { name = \"a\"; address = \"10.1.0.2\"; },\n"
 		   " { name = \"b\"; address = \"10.1.0.2\"; } );\n};\n",
 		   "interfaces[1].address 10.1.0.2 is also network.interfaces[0]'s", NULL);
+	port_addrs_vs_mtu();
 }
 
 static void test_syntax_error(void **state)
