@@ -4,8 +4,8 @@
 # Hosts with a port per plane (scripts/fabric up --ports P), every plane
 # rate-limited by TBF so that the network, not the CPU, is the bottleneck:
 #
-#   scaling   P = 1, 2, 4 ports per host: mroc write_bw (4 x P paths, one
-#             worker) and kernel TCP over the same ports (iperf3 -P 2 x P,
+#   scaling   P = 1, 2, 4 ports per host: mroc write_bw (4 x P paths, mrocd's
+#             default workers) and kernel TCP over the same ports (iperf3 -P 2 x P,
 #             the hosts' ECMP route hashing the streams over the ports);
 #             goodput and goodput / (P x the one-port figure)
 #   portdown  P = 2 (PORTDOWN_PORTS), a long write_bw; the sender's port p2
@@ -29,9 +29,10 @@
 #
 # Environment: BUILD (default build), OUT (docs/perf), SECS (4: seconds per
 # bandwidth run), REPS (3: runs per point; min / median / max reported),
-# RATE_MBIT (200: TBF rate of each plane), PORT_COUNTS ("1 2 4"),
-# PORTDOWN_PORTS (2), PORTDOWN_KINDS ("link blackhole"), EXPERIMENTS ("scaling portdown workers"), KEEP (set: keep the
-# work directory with the daemons' logs).
+# RATE_MBIT (200: TBF rate of each plane), PORT_COUNTS ("1 2 4"), SCALING_WORKERS
+# (0: daemon.workers in the scaling runs; 0 is mrocd's default, a worker per socket up
+# to the CPUs), PORTDOWN_PORTS (2), PORTDOWN_KINDS ("link blackhole"), EXPERIMENTS
+# ("scaling portdown workers"), KEEP (set: keep the work directory with the daemons' logs).
 set -u
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +45,7 @@ REPS=${REPS:-3}
 RATE_MBIT=${RATE_MBIT:-200}
 PORT_COUNTS=${PORT_COUNTS:-1 2 4}
 PORTDOWN_PORTS=${PORTDOWN_PORTS:-2}
+SCALING_WORKERS=${SCALING_WORKERS:-0}
 PORTDOWN_KINDS=${PORTDOWN_KINDS:-link blackhole}
 EXPERIMENTS=${EXPERIMENTS:-scaling portdown workers}
 FABRIC=$TOP/scripts/fabric
@@ -195,7 +197,7 @@ exp_scaling() {
 	local csv=$OUT/ports.csv sum=$OUT/ports-summary.csv p rep mode one_mroc= one_tcp= st med one cap
 	echo "ports,plane_rate_mbit,mode,rep,gbps" >"$csv"
 	for p in $PORT_COUNTS; do
-		up "$p"
+		up "$p" "$SCALING_WORKERS"
 		for ((rep = 1; rep <= REPS; rep++)); do
 			mroc "$SECS"
 			log "$p port(s): mroc rep $rep: ${GBPS:-failed} Gbit/s"
