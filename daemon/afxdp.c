@@ -35,6 +35,7 @@
 #include "xdp_prog.h"
 
 #define RX_BATCH	64
+#define NO_PORT		0xff
 /* RX cookie: frame address in the low 48 bits, socket index above, a handed-over frame's bit. */
 #define COOKIE_SOCK_SHIFT 48
 #define COOKIE_HANDED	(1ULL << 62)
@@ -104,6 +105,7 @@ struct afxdp {
 	struct nexthops *hops;		/* per (peer, port) */
 	uint64_t port_dead_ns;		/* porthealth.h; 0 = off */
 	struct porthealth *health;	/* NULL: off, or one port */
+	uint8_t *heard_port;		/* [peer]: the port it was last heard through; NO_PORT */
 	int mon_fd;			/* link and route changes; -1 if none */
 	uint64_t next_mon_ns, next_expire_ns, next_sweep_ns;
 	unsigned rx_rr;
@@ -318,6 +320,8 @@ static void forget_peer(void *ctx, uint32_t peer)
 
 	nexthops_forget(x->hops, peer);
 	porthealth_forget(x->health, peer);
+	if (peer < x->max_peers)
+		x->heard_port[peer] = NO_PORT;
 }
 
 /* ---- workers: hand-off between views (handoff.h) ------------------------------ */
@@ -637,14 +641,22 @@ static bool arrived_from(const struct afxdp *x, const struct mroc_addr *src, uin
  * The port packets of (peer, sport) want: sport % nports, or for a reply on
  * the peer's path (echo) where that path's packets come in, from the peer's
  * port addresses first (its data; the primary carries only CM once it has
- * them).
+ * them).  Connection requests and answers (cm) go by the port the peer was
+ * last heard through: the CM sends every try from the same source port
+ * (cm.c), and an answer from the answering QP's own source port, which may
+ * pick a port whose far end is down (which we cannot see) for every try;
+ * the request that an answer answers came in through a port that works.
  */
 static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16_t sport,
-			    bool echo)
+			    bool echo, bool cm)
 {
 	unsigned port = sport % x->nports;
 
-	if (!echo || x->nports < 2)
+	if (x->nports < 2)
+		return port;
+	if (cm && pe->handle < x->max_peers && x->heard_port[pe->handle] < x->nports)
+		return x->heard_port[pe->handle];
+	if (!echo)
 		return port;
 	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
 		if ((pe->alias_mask & (1u << i)) && arrived_from(x, &pe->alias[i], sport, &port))
@@ -703,7 +715,7 @@ static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint
 static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, uint16_t sport,
 				      bool echo, bool own, uint64_t now, unsigned *port)
 {
-	unsigned want = port_wanted(x, pe, sport, echo);
+	unsigned want = port_wanted(x, pe, sport, echo, !own);
 
 	for (unsigned t = 0; t < 2 * x->nports; t++) {
 		const struct nexthop *h;
@@ -728,7 +740,7 @@ static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sp
 
 	if (!pe)
 		return NULL;
-	want = port_wanted(x, pe, sport, false);
+	want = port_wanted(x, pe, sport, false, false);
 	for (unsigned t = 0; t < 2 * x->nports; t++) {
 		unsigned p = porthealth_choice(x->nports, want, sport, t % x->nports);
 
@@ -760,8 +772,10 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 	struct afxdp *x = to_afxdp(b);
 	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 
-	if (s < x->nsocks)
-		porthealth_rx(x->health, peer, x->sock_port[s], now);
+	if (s >= x->nsocks || peer >= x->max_peers)
+		return;
+	x->heard_port[peer] = x->sock_port[s];
+	porthealth_rx(x->health, peer, x->sock_port[s], now);
 }
 
 static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport, bool own)
@@ -963,6 +977,7 @@ static void afxdp_destroy(struct backend *b)
 		peers_set_release_hook(x->b.peers, NULL, NULL);
 	nexthops_destroy(x->hops);
 	porthealth_destroy(x->health);
+	free(x->heard_port);
 	free(x->arrivals);
 	if (x->area && !x->idx)
 		munmap(x->area, x->area_len);
@@ -1134,8 +1149,10 @@ static int open_view_io(struct afxdp *x)
 	}
 	hc.port_src = port_src;
 	x->arrivals = calloc(ARRIVAL_SLOTS, sizeof(*x->arrivals));
-	if (!x->arrivals)
+	x->heard_port = malloc(x->max_peers);
+	if (!x->arrivals || !x->heard_port)
 		return -ENOMEM;
+	memset(x->heard_port, NO_PORT, x->max_peers);
 	hc.port_ifindex = ifindex;
 	hc.nports = x->nports;
 	err = nexthops_create(&hc, &x->hops);
@@ -1268,6 +1285,7 @@ static int make_view(struct afxdp *x0, unsigned idx, struct peers *peers, struct
 	x->arrivals = NULL;
 	x->hops = NULL;
 	x->health = NULL;
+	x->heard_port = NULL;
 	x->mon_fd = -1;
 	x->wake_mask = 0;
 	atomic_init(&x->sleeping, false);

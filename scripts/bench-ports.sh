@@ -13,7 +13,8 @@
 #             its plane (blackhole: everything dropped, links up; only
 #             network.port_dead_ms's silence tells): goodput in the second
 #             before, the first second after, and the rest, against what
-#             the remaining ports can carry
+#             the remaining ports can carry (PORTDOWN_KINDS "baseline" adds
+#             runs with p2 down from the start: one port at the same load)
 #   workers   P = 2, daemon.workers = 1 vs 2 (one per port), 4 QPs in one
 #             write_bw run, or in two at once (two clients per host, 2 QPs
 #             each: with 2 workers each worker owns one client's QPs; a
@@ -238,7 +239,8 @@ rx_now() {
 
 # port_fail KIND: take the sender's p2 out: "link" (ip link set p2 down) or
 # "blackhole" (plane 2 drops everything, its links stay up: only the silence
-# tells, network.port_dead_ms).
+# tells, network.port_dead_ms); "baseline" is taken out before the transfer
+# starts (what one port carries at this load, for comparison).
 port_fail() {
 	case $1 in
 	link) ip -n "$FABRIC_NS_0" link set p2 down ;;
@@ -250,9 +252,11 @@ exp_portdown() {
 	local csv=$OUT/ports-down.csv p=$PORTDOWN_PORTS rep s c t0 cap kind down ok
 	cap=$(awk -v p="$p" -v r="$RATE_MBIT" -v f="$PAYLOAD_FRAC" 'BEGIN { printf "%.4f", (p - 1) * r * f / 1000 }')
 	echo "ports,plane_rate_mbit,kind,rep,gbps_before,gbps_first_second_after,gbps_after,remaining_capacity_gbps,completed,loadavg1" >"$csv"
-	for kind in $PORTDOWN_KINDS; do
-		for ((rep = 1; rep <= REPS; rep++)); do
+	# The kinds alternate run by run: on a shared box the load drifts alike for each.
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for kind in $PORTDOWN_KINDS; do
 			up "$p"
+			[ "$kind" = baseline ] && port_fail link
 			ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep --verify \
 				--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.txt" 2>&1 &
 			s=$!
@@ -291,7 +295,8 @@ exp_portdown() {
 	stop_all
 	echo "#### A port down mid-transfer: $p ports at $RATE_MBIT Mbit/s, the sender's p2 taken out after 3 s of an 8 s write_bw --verify"
 	echo
-	echo "link: \`ip link set p2 down\`; blackhole: plane 2 drops everything, links up (\`fabric set 2 blackhole on\`)."
+	echo "link: \`ip link set p2 down\`; blackhole: plane 2 drops everything, links up (\`fabric set 2 blackhole on\`);"
+	echo "baseline: p2's link down before the transfer starts (one port all along)."
 	echo
 	echo "| how | run | Gbit/s the second before | the first second after | the rest | remaining ports' payload capacity | transfer | load (1 min) |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -8,6 +8,7 @@
 #  - a port taken down mid-transfer (ip link set ... down): the transfer
 #    completes, verified, and its paths leave by the other port;
 #  - the port up again, still mid-transfer: its paths come back to it.
+#  - new QPs connect while a port is down (their peer does not know).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -78,8 +79,18 @@ echo "packets to B after p2 came back up: plane 1 $b1, plane 2 $b2"
 	fail "p2 came back up, but its paths did not (plane 1: $b1, plane 2: $b2 packets after)"
 ok "p2 back up mid-transfer: its paths came back (planes: $b1 and $b2 packets after)"
 
+# New QPs while A's p2 is down: B does not know, and answers each connection request
+# from a source port of its own, which picks B's p2 for about half of them (into plane
+# 2, which no longer reaches A): CM packets leave by the port the peer was last heard
+# through instead.  8 QPs: each one's answer must come through.
+ip -n "$NS_A" link set p2 down
+e2e_perf_start 1 -q 8
+e2e_perf_finish "8 new QPs while p2 is down"
+ok "8 QPs connected and a verified transfer completed while A's p2 was down"
+ip -n "$NS_A" link set p2 up
+
 for n in a b; do
 	e2e_stop $n
 	[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC"
 done
-echo "1 passed, 0 failed"
+echo "2 passed, 0 failed"
