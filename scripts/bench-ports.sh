@@ -230,7 +230,7 @@ exp_scaling() {
 }
 
 # Receiver's payload bytes (all QPs) now: "time bytes", the time halfway through the
-# query (on a loaded machine mroc-cli may take a while).
+# query (on a loaded machine mroc-cli may take a while; the rates interpolate).
 rx_now() {
 	local t0=$EPOCHREALTIME b
 	b=$("$CLI" -j -S "$DIR/h1.admin" qp show 2>/dev/null | jq '[.qps[]?.rx_bytes] | add // 0')
@@ -282,9 +282,15 @@ exp_portdown() {
 			wait "$s" || ok=1
 			awk -v d="$down" -v p="$p" -v r="$RATE_MBIT" -v k="$kind" -v rep="$rep" -v cap="$cap" -v ok="$ok" \
 				-v load="$(cut -d' ' -f1 /proc/loadavg)" '
-				function rate(a, b,   i, t1, t2, b1, b2) {	# Gbit/s between times a and b
-					for (i = 1; i <= n; i++) { if (t[i] >= a && !t1) { t1 = t[i]; b1 = x[i] } if (t[i] <= b) { t2 = t[i]; b2 = x[i] } }
-					return t2 > t1 ? (b2 - b1) * 8 / (t2 - t1) / 1e9 : 0 }
+				# Bytes at time tt, interpolated between the samples around it: on a loaded
+				# box a sample may take longer than a second.
+				function at(tt,   i) {
+					for (i = 2; i <= n; i++)
+						if (t[i] >= tt && t[i] > t[i - 1])
+							return x[i - 1] + (x[i] - x[i - 1]) * (tt - t[i - 1]) / (t[i] - t[i - 1])
+					return x[n] }
+				function rate(a, b) {	# Gbit/s between times a and b
+					return a >= t[1] && b <= t[n] && b > a ? (at(b) - at(a)) * 8 / (b - a) / 1e9 : 0 }
 				{ n++; t[n] = $1; x[n] = $2 }
 				END { printf "%s,%s,%s,%s,%.4f,%.4f,%.4f,%s,%s,%s\n", p, r, k, rep, rate(d - 1, d), rate(d, d + 1),
 					rate(d + 1, t[n] - 0.5), cap, ok == 0 ? "verified" : "FAILED", load }' "$DIR/samples" >>"$csv"
