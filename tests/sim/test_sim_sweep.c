@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <stdlib.h>
 
 #include "cluster.h"
 #include "cluster_cli.h"
@@ -191,6 +192,38 @@ static void test_cluster_incast_few_ranks(void **state)
 	assert_int_equal(cluster_cmd(11, bad), 2);
 }
 
+/*
+ * BUG (found by the sweep, not fixed): a queue that holds exactly one full
+ * packet (MTU + 132 bytes) on a plane of 1 Gbit/s, WRITEs, SENDs and READs
+ * on one path.  Each ACK from the server clocks out one full data packet and
+ * right behind it the READ request being retransmitted (60 bytes): it finds
+ * the queue full and is tail-dropped, every time the same way in this
+ * jitter-free simulation, 33 times, and max_retx ends the client's READ
+ * with RETRY_EXC.  An isolated drop (under loss_md_pkts = 4 in a path's
+ * round) counts as random loss, so nothing slows down, and a retransmission
+ * is not sent first (or alone).  With WRITEs or READs alone, or a queue of
+ * 8 KiB, the transfer completes.  Sweep reproducer: mroc-sim run --planes 1
+ * --paths 1 --rate 1G --queue 4228 --mtu 4096 --msg 256K --bytes 4M (and
+ * incasts with --queue MTU+132).
+ */
+static void test_one_packet_queue_both_ways(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	if (!getenv("MROC_TEST_BUGS") || strcmp(getenv("MROC_TEST_BUGS"), "1"))
+		skip();
+	scn_config_default(&cfg);
+	cfg.planes = 1;
+	cfg.plane_rate_bps = 1000000000ULL;
+	cfg.queue_bytes = 4096 + 132;
+	cfg.wl.npaths = 1;
+	cfg.wl.msg_bytes = 256 * 1024;
+	cfg.wl.total_bytes = 4 * MIB;
+	cfg.time_limit_ns = 20000 * MSEC;
+	run_ok("one-packet queue, both ways", &cfg, &r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -199,6 +232,7 @@ int main(void)
 		cmocka_unit_test(test_queue_below_one_packet_refused),
 		cmocka_unit_test(test_cluster_refusal_says_why),
 		cmocka_unit_test(test_cluster_incast_few_ranks),
+		cmocka_unit_test(test_one_packet_queue_both_ways),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
