@@ -208,12 +208,12 @@ cmd_run() {
 }
 
 cmd_incast() {
-	local mtu msg mix
+	local mtu msg mix senders
 	draw_mtu; mtu=$REPLY
 	draw_msg; msg=$REPLY
 	draw_mix; mix=$REPLY
-	ARGS=(incast --mtu "$mtu" --msg "$msg" --mix "$mix" --limit 600000)
-	add --senders rnd 1 8
+	rnd 1 8; senders=$REPLY
+	ARGS=(incast --mtu "$mtu" --msg "$msg" --mix "$mix" --limit 600000 --senders "$senders")
 	add --hints pick on off both
 	add --seed rnd 0 1073741823
 	add --wl-seed rnd 0 1073741823
@@ -221,7 +221,9 @@ cmd_incast() {
 	add --paths rnd 1 16
 	add --mode pick metaroce metaroce rocev2
 	add --route pick hash path
+	# Some 20,000 packets in all: a RoCEv2 incast into small queues sends each many times.
 	draw_bytes "$msg" 0 "$mix" 10000
+	[ "$REPLY" -le $((mtu * 20000 / senders)) ] || REPLY=$((mtu * 20000 / senders))
 	ARGS+=(--bytes "$REPLY")
 	add --outstanding draw_outstanding
 	add --queue draw_queue "$mtu"
