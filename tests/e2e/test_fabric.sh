@@ -27,10 +27,17 @@ paths_now() {
 	"$CLI" -S "$E2E_DIR/a.admin" -j qp show | jq '[.qps[]? // .[]?] | max_by(.tx_bytes) | .qpn' |
 	{ read -r qpn; "$CLI" -S "$E2E_DIR/a.admin" -j path show qp "$qpn"; }
 }
+# Waits (30 s at most) until A's data QP has sent more than $1 bytes.  A fixed sleep once
+# looked too early on a loaded machine (which may take seconds to connect the QP): every
+# path had retransmitted on timeouts and none had declared a loss yet.
+wait_sent() {
+	e2e_wait a qps "[.qps[] | select(.state == \"connected\" and .tx_bytes > $1)] | length >= 1" 30 ||
+		fail "the data QP never sent $1 bytes: $(e2e_admin a qps | jq -c '[.qps[] | {qpn, state, tx_bytes}]')"
+}
 
 e2e_fabric_set 2 loss 5
 e2e_perf_start 6
-sleep 4
+wait_sent 20000000
 p=$(paths_now)
 e2e_perf_finish "5% loss on plane 2"
 echo "$p" | jq -c '.. | objects | select(has("path_id")) | {path_id, sport, retx, lost, repaths}' >"$E2E_DIR/paths1.txt"
@@ -46,10 +53,15 @@ ok "5% loss on one plane: verified transfer completed; losses concentrated on th
 
 e2e_fabric_set 2 loss 0
 e2e_perf_start 9
-sleep 2
+wait_sent 10000000
 e2e_fabric_set 1 blackhole on
-sleep 5
-p=$(paths_now)
+# Until a path moved off it (30 s at most; the transfer must still run then).
+moved='[.. | objects | select(has("path_id")) | select(.repaths > 0 and .moved == "timeout")] | length >= 1'
+for _ in $(seq 300); do
+	p=$(paths_now)
+	jq -e "$moved" <<<"$p" >/dev/null && break
+	sleep 0.1
+done
 e2e_perf_finish "plane 1 blackholed"
 echo "$p" | jq -c '.. | objects | select(has("path_id")) | {path_id, sport, state, timeouts, repaths, moved, prev_sport}' >"$E2E_DIR/paths2.txt"
 cat "$E2E_DIR/paths2.txt"
