@@ -1,17 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * mrocd configuration (config.h): the key table, loading with libconfig,
- * cross-key checks, the engine mapping, dump and reload diff.
+ * the engine mapping, dump and reload diff.  The checks across keys are in
+ * config_check.c, the scan for integer literals libconfig would read wrong
+ * in config_lit.c (a key whose value came from one is refused here, saying
+ * how to write it); what they share, config_priv.h.
  *
  * Loading walks the file, not the table: every setting must name a key of
  * the table (or an interface's name/queues), so a typo is an error.  Each
  * type has one parse, dump, compare and default function (config_types[]).
- *
- * libconfig 1.5 (Debian 12) reads an integer literal that does not fit in
- * 32 bits without complaint and keeps the low bits (5000000000 becomes
- * 705032704); 64-bit values need an "L" suffix.  So the file is scanned for
- * integer literals first, and a key whose value came from such a literal is
- * refused with a message saying how to write it.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -26,15 +23,10 @@
 
 #include "aead.h"
 #include "config.h"
+#include "config_priv.h"
 #include "engine.h"
 #include "frame.h"
 #include "log.h"
-#include "portaddr.h"
-
-/* The kernel keeps XDP_PACKET_HEADROOM bytes at the start of every RX frame. */
-#define CONFIG_XDP_HEADROOM	256
-#define CONFIG_MAX_FILE		(4u << 20)
-#define CONFIG_MAX_BADLIT	8
 
 _Static_assert(sizeof(enum mrocd_backend) == sizeof(int), "enums are stored as int");
 _Static_assert(sizeof(enum mrocd_xdp_mode) == sizeof(int), "enums are stored as int");
@@ -193,36 +185,12 @@ const char *config_enum_name(const struct config_key *k, int value)
 
 /* ---- errors ------------------------------------------------------------- */
 
-struct badlit {
-	char file[256];
-	unsigned int line;
-	bool wide;			/* had the L suffix: too big even for 64 bits */
-	char text[32];
-};
-
-struct cparse {
-	const char *path;
-	const char *dir;		/* @include files are relative to it */
-	config_t *cf;
-	char *err;
-	size_t errlen;
-	struct badlit bad[CONFIG_MAX_BADLIT];
-	unsigned int nbad;
-};
-
-/* The file a setting came from as libconfig names it: @include names as written. */
-static const char *src_file(const struct cparse *p, const config_setting_t *s)
-{
-	const char *f = s ? config_setting_source_file(s) : NULL;
-
-	return f ? f : p->path;
-}
 
 /* The same, as a path the user can open: an included name is relative to dir. */
 static const char *src_path(const struct cparse *p, const config_setting_t *s, char *buf,
 			    size_t len)
 {
-	const char *f = src_file(p, s);
+	const char *f = config_src_file(p, s);
 
 	if (f == p->path || !strcmp(f, p->path) || f[0] == '/')
 		return f;
@@ -232,7 +200,7 @@ static const char *src_path(const struct cparse *p, const config_setting_t *s, c
 
 /* "FILE:LINE: key 'KEY': MESSAGE"; without a setting, "FILE: key 'KEY': ...". */
 __attribute__((format(printf, 4, 5)))
-static int cerr(struct cparse *p, const config_setting_t *s, const char *key, const char *fmt, ...)
+int config_err(struct cparse *p, const config_setting_t *s, const char *key, const char *fmt, ...)
 {
 	char file[PATH_MAX];
 	size_t n = 0;
@@ -338,134 +306,8 @@ static int unknown_key(struct cparse *p, const config_setting_t *s, const char *
 				hint = config_keys[i].name;
 	}
 	if (hint)
-		return cerr(p, s, NULL, "unknown key '%s' (did you mean '%s'?)", full, hint);
-	return cerr(p, s, NULL, "unknown key '%s'", full);
-}
-
-/* ---- integer literals libconfig would read wrong ----------------------------- */
-
-static void badlit_check(struct cparse *p, const char *file, unsigned int line,
-			 const char *tok, size_t len)
-{
-	char buf[64], *end;
-	const char *d = buf;
-	bool neg = false, wide = false;
-	unsigned long long v;
-	int base = 10;
-
-	if (len >= sizeof(buf))
-		len = sizeof(buf) - 1;
-	memcpy(buf, tok, len);
-	buf[len] = '\0';
-	for (size_t l = len; l && buf[l - 1] == 'L'; l--) {
-		buf[l - 1] = '\0';
-		wide = true;
-	}
-	if (*d == '-' || *d == '+')
-		neg = *d++ == '-';
-	if (d[0] == '0' && (d[1] == 'x' || d[1] == 'X')) {
-		base = 16;
-		d += 2;
-	}
-	if (!*d || strspn(d, base == 16 ? "0123456789abcdefABCDEF" : "0123456789") != strlen(d))
-		return;			/* a float, or not a number libconfig reads */
-	errno = 0;
-	v = strtoull(d, &end, base);
-	if (errno != ERANGE && v <= (wide ? (unsigned long long)INT64_MAX : INT32_MAX) + neg)
-		return;
-	if (p->nbad == CONFIG_MAX_BADLIT)
-		return;
-	snprintf(p->bad[p->nbad].file, sizeof(p->bad[0].file), "%s", file);
-	snprintf(p->bad[p->nbad].text, sizeof(p->bad[0].text), "%.*s",
-		 (int)(len < sizeof(p->bad[0].text) ? len : sizeof(p->bad[0].text) - 1), tok);
-	p->bad[p->nbad].line = line;
-	p->bad[p->nbad].wide = wide;
-	p->nbad++;
-}
-
-static void prescan_file(struct cparse *p, const char *file, const char *name, int depth);
-
-/*
- * Scan the text of one file: skip comments and strings, check integers.
- * name is the file's name as libconfig reports it in settings.
- */
-static void prescan_text(struct cparse *p, const char *name, int depth, const char *s, size_t n)
-{
-	unsigned int line = 1;
-	size_t i = 0;
-
-	while (i < n) {
-		char c = s[i];
-
-		if (c == '\n') {
-			line++;
-			i++;
-		} else if (c == '#' || (c == '/' && i + 1 < n && s[i + 1] == '/')) {
-			while (i < n && s[i] != '\n')
-				i++;
-		} else if (c == '/' && i + 1 < n && s[i + 1] == '*') {
-			for (i += 2; i < n && !(s[i] == '*' && i + 1 < n && s[i + 1] == '/'); i++)
-				line += s[i] == '\n';
-			i += 2;
-		} else if (c == '"') {
-			for (i++; i < n && s[i] != '"' && s[i] != '\n'; i++)
-				i += s[i] == '\\';
-			i++;
-		} else if (c == '@' && !strncmp(s + i, "@include", 8)) {
-			const char *q = memchr(s + i, '"', n - i), *e;
-			char inc[PATH_MAX], path[PATH_MAX + 256];
-
-			e = q ? memchr(q + 1, '"', n - (size_t)(q + 1 - s)) : NULL;
-			if (e && (size_t)(e - q - 1) < sizeof(inc)) {
-				snprintf(inc, sizeof(inc), "%.*s", (int)(e - q - 1), q + 1);
-				snprintf(path, sizeof(path), "%s/%s", p->dir, inc);
-				prescan_file(p, path, inc, depth + 1);
-			}
-			while (i < n && s[i] != '\n')
-				i++;
-		} else if (isalpha((unsigned char)c) || c == '*' || c == '_') {
-			while (i < n && (isalnum((unsigned char)s[i]) || (s[i] && strchr("_*-", s[i]))))
-				i++;
-		} else if (isdigit((unsigned char)c) || ((c == '-' || c == '+') && i + 1 < n &&
-							 isdigit((unsigned char)s[i + 1]))) {
-			size_t start = i++;
-
-			while (i < n && (isalnum((unsigned char)s[i]) || s[i] == '.' ||
-					 ((s[i] == '-' || s[i] == '+') &&
-					  (s[i - 1] == 'e' || s[i - 1] == 'E'))))
-				i++;
-			badlit_check(p, name, line, s + start, i - start);
-		} else {
-			i++;
-		}
-	}
-}
-
-static void prescan_file(struct cparse *p, const char *file, const char *name, int depth)
-{
-	FILE *f;
-	char *buf;
-	size_t n;
-
-	if (depth > 10 || !(f = fopen(file, "r")))
-		return;			/* libconfig reports it */
-	buf = malloc(CONFIG_MAX_FILE + 1);
-	if (buf) {
-		n = fread(buf, 1, CONFIG_MAX_FILE, f);
-		buf[n] = '\0';
-		prescan_text(p, name, depth, buf, n);
-		free(buf);
-	}
-	fclose(f);
-}
-
-static const struct badlit *badlit_find(const struct cparse *p, const config_setting_t *s)
-{
-	for (unsigned int i = 0; i < p->nbad; i++)
-		if (p->bad[i].line == config_setting_source_line(s) &&
-		    !strcmp(p->bad[i].file, src_file(p, s)))
-			return &p->bad[i];
-	return NULL;
+		return config_err(p, s, NULL, "unknown key '%s' (did you mean '%s'?)", full, hint);
+	return config_err(p, s, NULL, "unknown key '%s'", full);
 }
 
 /* ---- per-type parse, dump, compare, default ---------------------------------- */
@@ -498,12 +340,12 @@ static int get_int(struct cparse *p, const config_setting_t *s, const char *key,
 	int t = config_setting_type(s);
 
 	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-		return cerr(p, s, key, "expected an integer, got %s", type_name(s));
-	b = badlit_find(p, s);
+		return config_err(p, s, key, "expected an integer, got %s", type_name(s));
+	b = config_badlit_find(p, s);
 	if (b && b->wide)
-		return cerr(p, s, key, "integer %s does not fit in 64 bits", b->text);
+		return config_err(p, s, key, "integer %s does not fit in 64 bits", b->text);
 	if (b)
-		return cerr(p, s, key, "integer %s does not fit in 32 bits, libconfig's default: "
+		return config_err(p, s, key, "integer %s does not fit in 32 bits, libconfig's default: "
 			    "write %sL", b->text, b->text);
 	*v = config_setting_get_int64(s);
 	return 0;
@@ -518,7 +360,7 @@ static int get_uint_in(struct cparse *p, const config_setting_t *s, const char *
 	if (rc)
 		return rc;
 	if (v < 0 || (uint64_t)v < min || (uint64_t)v > max)
-		return cerr(p, s, key, "must be %llu..%llu (got %lld)", (unsigned long long)min,
+		return config_err(p, s, key, "must be %llu..%llu (got %lld)", (unsigned long long)min,
 			    (unsigned long long)max, (long long)v);
 	*out = (uint64_t)v;
 	return 0;
@@ -528,7 +370,7 @@ static int get_string(struct cparse *p, const config_setting_t *s, const char *k
 		      const char **out)
 {
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return cerr(p, s, key, "expected a string, got %s", type_name(s));
+		return config_err(p, s, key, "expected a string, got %s", type_name(s));
 	*out = config_setting_get_string(s);
 	return 0;
 }
@@ -540,11 +382,11 @@ static int get_list(struct cparse *p, const config_setting_t *s, const char *key
 	int n;
 
 	if (!config_setting_is_array(s) && !config_setting_is_list(s))
-		return cerr(p, s, key, "expected a list such as %s, got %s", example,
+		return config_err(p, s, key, "expected a list such as %s, got %s", example,
 			    type_name(s));
 	n = config_setting_length(s);
 	if ((unsigned int)n > max)
-		return cerr(p, s, key, "at most %u entries (got %d)", max, n);
+		return config_err(p, s, key, "at most %u entries (got %d)", max, n);
 	return 0;
 }
 
@@ -557,7 +399,7 @@ static int parse_uint(struct cparse *p, const struct config_key *k, const config
 	if (rc)
 		return rc;
 	if ((k->flags & CONFIG_F_POW2) && (v & (v - 1)))
-		return cerr(p, s, key, "must be a power of two in %llu..%llu (got %llu)",
+		return config_err(p, s, key, "must be a power of two in %llu..%llu (got %llu)",
 			    (unsigned long long)k->min, (unsigned long long)k->max,
 			    (unsigned long long)v);
 	store_uint(field, k->size, v);
@@ -568,7 +410,7 @@ static int parse_bool(struct cparse *p, const struct config_key *k, const config
 		      const char *key, void *field)
 {
 	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-		return cerr(p, s, key, "expected true or false, got %s", type_name(s));
+		return config_err(p, s, key, "expected true or false, got %s", type_name(s));
 	*(bool *)field = config_setting_get_bool(s);
 	return 0;
 }
@@ -591,7 +433,7 @@ static int parse_enum(struct cparse *p, const struct config_key *k, const config
 		n += (size_t)snprintf(list + n, sizeof(list) - n, "%s\"%s\"", n ? ", " : "",
 				      e->name);
 	}
-	return cerr(p, s, key, "must be one of %s (got \"%s\")", list, v);
+	return config_err(p, s, key, "must be one of %s (got \"%s\")", list, v);
 }
 
 static int parse_loglevel(struct cparse *p, const struct config_key *k,
@@ -604,7 +446,7 @@ static int parse_loglevel(struct cparse *p, const struct config_key *k,
 		return rc;
 	level = log_level_parse(v);
 	if (level < 0)
-		return cerr(p, s, key,
+		return config_err(p, s, key,
 			    "must be one of \"err\", \"warning\", \"notice\", \"info\", \"debug\" "
 			    "(got \"%s\")", v);
 	memcpy(field, &level, sizeof(int));
@@ -622,7 +464,7 @@ static int parse_string(struct cparse *p, const struct config_key *k, const conf
 		return rc;
 	len = strlen(v);
 	if (len < k->min || len > k->max)
-		return cerr(p, s, key, "must be %llu..%llu characters long (got %zu)",
+		return config_err(p, s, key, "must be %llu..%llu characters long (got %zu)",
 			    (unsigned long long)k->min, (unsigned long long)k->max, len);
 	memcpy(field, v, len + 1);
 	return 0;
@@ -636,13 +478,13 @@ static int parse_mode(struct cparse *p, const struct config_key *k, const config
 	uint32_t out;
 
 	if (config_setting_type(s) == CONFIG_TYPE_INT || config_setting_type(s) == CONFIG_TYPE_INT64)
-		return cerr(p, s, key, "must be an octal string such as \"0660\" "
+		return config_err(p, s, key, "must be an octal string such as \"0660\" "
 			    "(libconfig reads 0660 as the decimal 660)");
 	if (get_string(p, s, key, &v))
 		return -EINVAL;
 	m = strtoul(v, NULL, 8);
 	if (!*v || strlen(v) > 4 || strspn(v, "01234567") != strlen(v) || m > k->max)
-		return cerr(p, s, key, "must be an octal string from \"0000\" to \"%04llo\" "
+		return config_err(p, s, key, "must be an octal string from \"0000\" to \"%04llo\" "
 			    "(got \"%s\")", (unsigned long long)k->max, v);
 	out = (uint32_t)m;
 	memcpy(field, &out, sizeof(out));
@@ -662,7 +504,7 @@ static int get_addr(struct cparse *p, const config_setting_t *s, const char *key
 		return 0;
 	}
 	if (addr_parse(v, a))
-		return cerr(p, s, key, "not an IPv4 or IPv6 address (got \"%s\")", v);
+		return config_err(p, s, key, "not an IPv4 or IPv6 address (got \"%s\")", v);
 	return 0;
 }
 
@@ -687,7 +529,7 @@ static int parse_addr_list(struct cparse *p, const struct config_key *k,
 		rc = get_addr(p, e, ek, &l->v[i], false);
 		for (int j = 0; !rc && j < i; j++)
 			if (addr_eq(&l->v[i], &l->v[j]))
-				rc = cerr(p, e, ek, "%s is listed twice (also %s[%d])",
+				rc = config_err(p, e, ek, "%s is listed twice (also %s[%d])",
 					  addr_str(&l->v[i], buf, sizeof(buf)), key, j);
 		l->n = (uint32_t)i + !rc;
 	}
@@ -711,7 +553,7 @@ static int parse_uint_set(struct cparse *p, const config_setting_t *s, const cha
 		rc = get_uint_in(p, e, ek, min, max, &x);
 		for (int j = 0; !rc && j < i; j++)
 			if (v[j] == x)
-				rc = cerr(p, e, ek, "%llu is listed twice (also %s[%d])",
+				rc = config_err(p, e, ek, "%llu is listed twice (also %s[%d])",
 					  (unsigned long long)x, key, j);
 		v[i] = (uint16_t)x;
 		*n = (uint32_t)i + !rc;
@@ -734,10 +576,10 @@ static int check_ifname(struct cparse *p, const config_setting_t *s, const char 
 	size_t len = strlen(name);
 
 	if (!len || len > IFNAMSIZ - 1)
-		return cerr(p, s, key, "interface name must be 1..%d characters (got \"%s\")",
+		return config_err(p, s, key, "interface name must be 1..%d characters (got \"%s\")",
 			    IFNAMSIZ - 1, name);
 	if (!strcmp(name, ".") || !strcmp(name, "..") || strpbrk(name, "/: \t\n"))
-		return cerr(p, s, key, "\"%s\" is not a valid interface name", name);
+		return config_err(p, s, key, "\"%s\" is not a valid interface name", name);
 	return 0;
 }
 
@@ -763,22 +605,22 @@ static int parse_iface_group(struct cparse *p, const struct config_key *k,
 			rc = parse_uint_set(p, m, mk, k->min, k->max, MROCD_MAX_QUEUES, ifc->queues,
 					    &ifc->nqueues, "[ 0, 1 ]");
 			if (!rc && !ifc->nqueues)
-				rc = cerr(p, m, mk, "needs at least one queue (or leave it out: "
+				rc = config_err(p, m, mk, "needs at least one queue (or leave it out: "
 					  "queue 0)");
 		} else if (!strcmp(mn, "address")) {
 			rc = get_addr(p, m, mk, &ifc->address, false);
 		} else if ((hint = suggest(mn, members, 3))) {
-			rc = cerr(p, m, NULL, "unknown key '%s' (did you mean '%s.%s'?)", mk, key,
+			rc = config_err(p, m, NULL, "unknown key '%s' (did you mean '%s.%s'?)", mk, key,
 				  hint);
 		} else {
-			rc = cerr(p, m, NULL, "unknown key '%s' (an interface has name, queues and address)",
+			rc = config_err(p, m, NULL, "unknown key '%s' (an interface has name, queues and address)",
 				  mk);
 		}
 	}
 	if (rc)
 		return rc;
 	if (!name)
-		return cerr(p, g, key, "missing name = \"...\";");
+		return config_err(p, g, key, "missing name = \"...\";");
 	snprintf(ifc->name, sizeof(ifc->name), "%s", name);
 	if (!config_setting_get_member(g, "queues")) {
 		ifc->nqueues = 1;
@@ -811,12 +653,12 @@ static int parse_iface_list(struct cparse *p, const struct config_key *k,
 		} else if (config_setting_is_group(e)) {
 			rc = parse_iface_group(p, k, e, ek, ifc);
 		} else {
-			rc = cerr(p, e, ek, "expected \"name\" or { name = \"...\"; queues = [ ... ]; }"
+			rc = config_err(p, e, ek, "expected \"name\" or { name = \"...\"; queues = [ ... ]; }"
 				  ", got %s", type_name(e));
 		}
 		for (int j = 0; !rc && j < i; j++)
 			if (!strcmp(l->v[j].name, ifc->name))
-				rc = cerr(p, e, ek, "interface %s is listed twice (also %s[%d]): "
+				rc = config_err(p, e, ek, "interface %s is listed twice (also %s[%d]): "
 					  "list all its queues in one entry", ifc->name, key, j);
 		l->n = (uint32_t)i + !rc;
 	}
@@ -1022,219 +864,6 @@ void config_defaults(struct mrocd_config *out)
 	}
 }
 
-/* ---- checks across keys ---------------------------------------------------- */
-
-/*
- * Report against the first of keys[] that the file sets (so the line points
- * at something the user wrote), or the first key when all are defaults.
- */
-__attribute__((format(printf, 3, 4)))
-static int xerr(struct cparse *p, const char *const keys[], const char *fmt, ...)
-{
-	const config_setting_t *s = NULL;
-	const char *key = keys[0];
-	char msg[256];
-	va_list ap;
-
-	for (size_t i = 0; keys[i]; i++) {
-		if ((s = config_lookup(p->cf, keys[i]))) {
-			key = keys[i];
-			break;
-		}
-	}
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
-	return cerr(p, s, key, "%s", msg);
-}
-
-#define KEYS(...)	((const char *const[]){ __VA_ARGS__, NULL })
-
-/* Map an engine_config_check message to the key it is about. */
-static const char *engine_why_key(const char *why)
-{
-	static const struct { const char *prefix, *key; } map[] = {
-		{ "max_qps", "limits.max_qps" },
-		{ "max_mrs", "limits.max_mrs" },
-		{ "mtu", "network.mtu" },
-		{ "need 0 < rto_min", "transport.rto_init_us" },
-		{ "rto", "transport.rto_init_us" },
-		{ "ack_every", "transport.ack_every" },
-		{ "dupthresh", "transport.dupthresh" },
-		{ "max_pwnd_pkts", "transport.max_pwnd_pkts" },
-		{ "init_pwnd_pkts", "transport.init_pwnd_pkts" },
-		{ "loss_md_pkts", "transport.loss_md_pkts" },
-		{ "max_retx", "transport.max_retx" },
-		{ "rnr_retry", "transport.rnr_retry" },
-		{ "rnr_delay", "transport.rnr_delay_us" },
-		{ "cm_retries", "transport.cm_retries" },
-		{ "dead_peer", "transport.dead_peer_ms" },
-		{ "hint_interval", "transport.hint_interval_us" },
-		{ "keepalive", "transport.keepalive_ms" },
-		{ "need 1024 <= sport_min", "network.sport_min" },
-		{ "sport", "network.sport_min" },
-		{ "link_rate", "transport.link_rate_gbps" },
-	};
-
-	for (size_t i = 0; i < sizeof(map) / sizeof(map[0]); i++)
-		if (!strncmp(why, map[i].prefix, strlen(map[i].prefix)))
-			return map[i].key;
-	return "transport";
-}
-
-/* Messages name every key involved: xerr may report any of them. */
-static int check_network(struct cparse *p, const struct mrocd_config *c)
-{
-	const typeof(c->network) *n = &c->network;
-	uint32_t room = n->frame_size - MROC_DATA_OVERHEAD - FRAME_HEADROOM - FRAME_ICRC_LEN -
-			CONFIG_XDP_HEADROOM - config_sec_overhead(c);
-	char buf[MROC_ADDR_STRLEN], buf2[MROC_ADDR_STRLEN];
-
-	if (n->sport_min > n->sport_max)
-		return xerr(p, KEYS("network.sport_min", "network.sport_max"),
-			    "network.sport_min (%u) must not exceed network.sport_max (%u)",
-			    n->sport_min, n->sport_max);
-	if ((uint32_t)n->sport_max - n->sport_min + 1 < c->transport.paths)
-		return xerr(p, KEYS("network.sport_max", "network.sport_min", "transport.paths"),
-			    "network.sport_min..sport_max (%u..%u) has fewer ports than "
-			    "transport.paths (%u)", n->sport_min, n->sport_max, c->transport.paths);
-	if (n->udp_port >= n->sport_min && n->udp_port <= n->sport_max)
-		return xerr(p, KEYS("network.udp_port", "network.sport_min", "network.sport_max"),
-			    "network.udp_port (%u) lies inside the path source ports "
-			    "network.sport_min..sport_max (%u..%u)", n->udp_port, n->sport_min,
-			    n->sport_max);
-	if (n->backend == MROCD_BACKEND_AF_XDP && !n->interfaces.n)
-		return xerr(p, KEYS("network.backend", "network.interfaces"),
-			    "network.backend \"af_xdp\" needs at least one network.interfaces entry");
-	if (n->backend != MROCD_BACKEND_UDP && n->mtu > room)
-		return xerr(p, KEYS("network.mtu", "network.frame_size", "network.backend"),
-			    "network.mtu (%u) does not fit an AF_XDP frame of network.frame_size "
-			    "(%u): at most %u (or frame_size 4096, or backend \"udp\")", n->mtu,
-			    n->frame_size, room);
-	if (n->umem_frames < 2 * n->ring_size)
-		return xerr(p, KEYS("network.umem_frames", "network.ring_size"),
-			    "network.umem_frames (%u) must be at least %u, twice "
-			    "network.ring_size (%u), to fill the fill and TX rings", n->umem_frames,
-			    2 * n->ring_size, n->ring_size);
-	for (uint32_t i = 0; i < n->interfaces.n; i++) {
-		const struct mroc_addr *a = &n->interfaces.v[i].address;
-		/* Every address of the host, the primary's first, is of one family. */
-		const struct mroc_addr *fam = n->address.family ? &n->address : NULL;
-
-		for (uint32_t j = 0; !fam && j < i; j++)
-			if (n->interfaces.v[j].address.family)
-				fam = &n->interfaces.v[j].address;
-		if (!a->family)
-			continue;
-		if (fam && a->family != fam->family)
-			return xerr(p, KEYS("network.interfaces", "network.address"),
-				    "network.interfaces[%u].address %s is not of the family of %s",
-				    i, addr_str(a, buf, sizeof(buf)), addr_str(fam, buf2, sizeof(buf2)));
-		for (uint32_t j = 0; j < i; j++)
-			if (addr_eq(a, &n->interfaces.v[j].address))
-				return xerr(p, KEYS("network.interfaces"),
-					    "network.interfaces[%u].address %s is also "
-					    "network.interfaces[%u]'s: each port has its own", i,
-					    addr_str(a, buf, sizeof(buf)), j);
-	}
-	for (uint32_t i = 0, naddr = 0; i < n->interfaces.n; i++) {
-		/* A CONNECT_REQ with its key and every port address fits a packet of mtu. */
-		naddr += n->interfaces.v[i].address.family != 0;
-		if (MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2 + PORTADDR_LEN(naddr) >
-		    n->mtu + MROC_DATA_OVERHEAD)
-			return xerr(p, KEYS("network.mtu", "network.interfaces"),
-				    "network.mtu (%u) is too small for the CONNECT_REQ that "
-				    "announces %u port addresses (network.interfaces)", n->mtu, naddr);
-	}
-	for (uint32_t i = 0; n->address.family && i < n->peers.n; i++)
-		if (n->peers.v[i].family != n->address.family)
-			return xerr(p, KEYS("network.peers", "network.address"),
-				    "%s is not of the family of network.address (%s)",
-				    addr_str(&n->peers.v[i], buf, sizeof(buf)),
-				    addr_str(&n->address, buf2, sizeof(buf2)));
-	return 0;
-}
-
-static int check_transport(struct cparse *p, const struct mrocd_config *c)
-{
-	const typeof(c->transport) *t = &c->transport;
-
-	if (t->rto_min_us > t->rto_init_us)
-		return xerr(p, KEYS("transport.rto_min_us", "transport.rto_init_us"),
-			    "transport.rto_min_us (%u) must not exceed transport.rto_init_us (%u)",
-			    t->rto_min_us, t->rto_init_us);
-	if ((uint64_t)t->rto_init_us > (uint64_t)t->rto_max_ms * 1000)
-		return xerr(p, KEYS("transport.rto_init_us", "transport.rto_max_ms"),
-			    "transport.rto_init_us (%u us) must not exceed transport.rto_max_ms "
-			    "(%u ms)", t->rto_init_us, t->rto_max_ms);
-	if (t->init_pwnd_pkts > t->max_pwnd_pkts)
-		return xerr(p, KEYS("transport.init_pwnd_pkts", "transport.max_pwnd_pkts"),
-			    "transport.init_pwnd_pkts (%u) must not exceed "
-			    "transport.max_pwnd_pkts (%u)", t->init_pwnd_pkts, t->max_pwnd_pkts);
-	if (t->keepalive_ms && t->keepalive_ms >= t->dead_peer_ms)
-		return xerr(p, KEYS("transport.keepalive_ms", "transport.dead_peer_ms"),
-			    "transport.keepalive_ms (%u) must be below transport.dead_peer_ms "
-			    "(%u), or 0 for none", t->keepalive_ms, t->dead_peer_ms);
-	return 0;
-}
-
-/* "aead" needs a key file it can read, safe from others, holding the sending key. */
-static int check_security(struct cparse *p, const struct mrocd_config *c)
-{
-	const typeof(c->security) *s = &c->security;
-	struct aead_keyset *ks;
-	char kerr[300];
-	int rc = 0;
-
-	if (s->mode != MROC_SEC_AEAD)
-		return 0;
-	if (s->key_file[0] != '/')
-		return xerr(p, KEYS("security.key_file", "security.mode"),
-			    "security.mode \"aead\" needs security.key_file, an absolute path");
-	ks = calloc(1, sizeof(*ks));
-	if (!ks)
-		return -ENOMEM;
-	if (aead_keys_load(s->key_file, ks, kerr, sizeof(kerr)))
-		rc = xerr(p, KEYS("security.key_file"), "%s", kerr);
-	else if (s->key_id && !aead_keys_find(ks, s->key_id))
-		rc = xerr(p, KEYS("security.key_id", "security.key_file"),
-			  "security.key_id %u is not in %s", s->key_id, s->key_file);
-	explicit_bzero(ks, sizeof(*ks));
-	free(ks);
-	return rc;
-}
-
-static int check_all(struct cparse *p, const struct mrocd_config *c)
-{
-	const typeof(c->limits) *l = &c->limits;
-	struct engine_config ec;
-	const char *why = "?";
-	int rc;
-
-	if (!strcmp(c->daemon.control_socket, c->daemon.admin_socket))
-		return xerr(p, KEYS("daemon.admin_socket", "daemon.control_socket"),
-			    "daemon.admin_socket and daemon.control_socket must differ (\"%s\")",
-			    c->daemon.control_socket);
-	if (l->max_qps_per_client > l->max_qps)
-		return xerr(p, KEYS("limits.max_qps_per_client", "limits.max_qps"),
-			    "limits.max_qps_per_client (%u) must not exceed limits.max_qps (%u)",
-			    l->max_qps_per_client, l->max_qps);
-	if (l->max_mrs_per_client > l->max_mrs)
-		return xerr(p, KEYS("limits.max_mrs_per_client", "limits.max_mrs"),
-			    "limits.max_mrs_per_client (%u) must not exceed limits.max_mrs (%u)",
-			    l->max_mrs_per_client, l->max_mrs);
-	rc = check_network(p, c);
-	rc = rc ? rc : check_transport(p, c);
-	rc = rc ? rc : check_security(p, c);
-	if (rc)
-		return rc;
-	/* The engine's own rules, should they ever be stricter than ours. */
-	config_engine(c, &ec);
-	if (engine_config_check(&ec, &why))
-		return xerr(p, KEYS(engine_why_key(why)), "refused by the engine: %s", why);
-	return 0;
-}
-
 /* ---- loading ---------------------------------------------------------------- */
 
 static bool is_group(const char *name)
@@ -1257,7 +886,7 @@ static int walk(struct cparse *p, struct mrocd_config *c)
 		if (!is_group(gname))
 			return unknown_key(p, g, gname);
 		if (!config_setting_is_group(g))
-			return cerr(p, g, gname, "expected a group, %s = { ... };, got %s", gname,
+			return config_err(p, g, gname, "expected a group, %s = { ... };, got %s", gname,
 				    type_name(g));
 		for (int j = 0; j < config_setting_length(g); j++) {
 			const config_setting_t *s = config_setting_get_elem(g, (unsigned int)j);
@@ -1273,7 +902,7 @@ static int walk(struct cparse *p, struct mrocd_config *c)
 				return rc;
 		}
 	}
-	return check_all(p, c);
+	return config_check_all(p, c);
 }
 
 /* Open the file ourselves first: libconfig says only "file I/O error". */
@@ -1386,7 +1015,7 @@ int config_load(const char *path, struct mrocd_config *out, char *err, size_t er
 	else
 		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
 	p->dir = dir;
-	prescan_file(p, path, path, 0);
+	config_prescan_file(p, path, path, 0);
 
 	config_init(&cf);
 	config_set_include_dir(&cf, dir);

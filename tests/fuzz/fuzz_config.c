@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: the configuration parser (daemon/config.c over
+ * libFuzzer harness: the configuration parser (daemon/config*.c over
  * libconfig).  Any file: config_load returns 0 or a negative errno with a
  * one-line message; what it accepts, config_dump prints as a file that loads
  * back to the same configuration (dump, load, dump gives the same text).

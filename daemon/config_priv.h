@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the parts of mrocd's configuration loader share: config.c (the key
+ * table, per-type parse/dump/compare, loading, the engine mapping, reload
+ * diff), config_lit.c (integer literals libconfig would read wrong) and
+ * config_check.c (checks across keys).  Not for the rest of the daemon:
+ * config.h is its interface.
+ */
+#ifndef MROCD_CONFIG_PRIV_H
+#define MROCD_CONFIG_PRIV_H
+
+#include <libconfig.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "config.h"
+
+#define CONFIG_MAX_BADLIT	8
+#define CONFIG_MAX_FILE		(4u << 20)	/* what the literal scan reads of a file */
+/* The kernel keeps XDP_PACKET_HEADROOM bytes at the start of every RX frame. */
+#define CONFIG_XDP_HEADROOM	256
+
+/* An integer literal the file holds that libconfig would have read wrong. */
+struct badlit {
+	char file[256];
+	unsigned int line;
+	bool wide;			/* had the L suffix: too big even for 64 bits */
+	char text[32];
+};
+
+struct cparse {
+	const char *path;
+	const char *dir;		/* @include files are relative to it */
+	config_t *cf;
+	char *err;
+	size_t errlen;
+	struct badlit bad[CONFIG_MAX_BADLIT];
+	unsigned int nbad;
+};
+
+/* The file a setting came from as libconfig names it: @include names as written. */
+static inline const char *config_src_file(const struct cparse *p, const config_setting_t *s)
+{
+	const char *f = s ? config_setting_source_file(s) : NULL;
+
+	return f ? f : p->path;
+}
+
+/* "FILE:LINE: key 'KEY': MESSAGE" into p->err (s, key may be NULL); returns -EINVAL. */
+__attribute__((format(printf, 4, 5)))
+int config_err(struct cparse *p, const config_setting_t *s, const char *key, const char *fmt, ...);
+
+/*
+ * Scan file (and what it @includes, up to a depth) for integer literals that
+ * do not fit where libconfig 1.5 puts them, into p->bad (config_lit.c).
+ */
+void config_prescan_file(struct cparse *p, const char *file, const char *name, int depth);
+/* The bad literal setting s came from, or NULL. */
+const struct badlit *config_badlit_find(const struct cparse *p, const config_setting_t *s);
+
+/* Every check across keys (config_check.c): 0, or config_err's -EINVAL. */
+int config_check_all(struct cparse *p, const struct mrocd_config *c);
+
+#endif
