@@ -897,6 +897,16 @@ static void test_peers_route_change(void **state)
 
 /* ---- port addresses (aliases) ---------------------------------------------------------- */
 
+/* s maps to handle want in p's table (primary or port address). */
+static void assert_maps(struct peers *p, const char *s, uint32_t want)
+{
+	struct mroc_addr a = addr(s);
+	uint32_t h;
+
+	assert_int_equal(peers_lookup(p, &a, &h), 0);
+	assert_int_equal(h, want);
+}
+
 static unsigned hook_calls;
 static uint32_t hook_handle;
 
@@ -932,12 +942,8 @@ static void test_alias_add_lookup(void **state)
 	assert_int_equal(hook_calls, 1);
 	assert_int_equal(hook_handle, h4);
 	assert_int_equal(peers_get(p, h4)->alias_mask, 0x9);
-	a = addr("10.1.0.2");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, h4);
-	a = addr("10.4.0.2");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, h4);
+	assert_maps(p, "10.1.0.2", h4);
+	assert_maps(p, "10.4.0.2", h4);
 	/* The same again (a duplicate REP): no change, the next hops stay. */
 	assert_int_equal(peers_set_aliases(p, h4, al, 0x9), 2);
 	assert_int_equal(hook_calls, 1);
@@ -946,9 +952,7 @@ static void test_alias_add_lookup(void **state)
 	al[1] = addr("fd02::2");
 	al[15] = addr("fd10::2");
 	assert_int_equal(peers_set_aliases(p, h6, al, 0x8002), 2);
-	a = addr("fd10::2");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, h6);
+	assert_maps(p, "fd10::2", h6);
 
 	/* A new set replaces the old: port 3 gone, port 0 moved. */
 	memset(al, 0, sizeof(al));
@@ -959,13 +963,9 @@ static void test_alias_add_lookup(void **state)
 	assert_int_equal(peers_lookup(p, &a, &h), -ENOENT);
 	a = addr("10.1.0.2");
 	assert_int_equal(peers_lookup(p, &a, &h), -ENOENT);
-	a = addr("10.1.0.12");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, h4);
+	assert_maps(p, "10.1.0.12", h4);
 	/* The primary still maps, and an empty address is refused. */
-	a = addr("10.9.0.2");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, h4);
+	assert_maps(p, "10.9.0.2", h4);
 	memset(al, 0, sizeof(al));
 	assert_int_equal(peers_set_aliases(p, h4, al, 0x4), -EINVAL);
 	assert_int_equal(peers_set_aliases(p, 7, al, 0), -ENOENT);
@@ -1001,12 +1001,8 @@ static void test_alias_refused(void **state)
 	al[3] = addr("10.1.0.3");
 	assert_int_equal(peers_set_aliases(p, hb, al, 0xf), 1);
 	assert_int_equal(peers_get(p, hb)->alias_mask, 0x8);
-	a = addr("10.1.0.2");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, ha);
-	a = addr("10.9.0.2");
-	assert_int_equal(peers_lookup(p, &a, &h), 0);
-	assert_int_equal(h, ha);
+	assert_maps(p, "10.1.0.2", ha);
+	assert_maps(p, "10.9.0.2", ha);
 	peers_get_stats(p, &st);
 	assert_int_equal(st.alias_refused, 3);
 
