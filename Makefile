@@ -22,7 +22,7 @@
 #                             -fsanitize=... build in its own folder, build-address-undefined/
 #                             (SANITIZE=thread gives build-thread/); check and bench work there too
 #
-# Sources are found with $(wildcard): a new daemon/engine/*.c, sim/*.c or
+# Sources are found with $(wildcard): a new engine/*.c, daemon/*/*.c, sim/*.c or
 # tests/{unit,sim}/test_*.c is picked up without editing this file.
 
 .DEFAULT_GOAL := all
@@ -104,7 +104,7 @@ JANSSON_LIBS = $(call pkg_libs,jansson)
 # The engine's one library: libsodium's SipHash for security mode "token".
 ENGINE_CFLAGS = $(call pkg_cflags,libsodium)
 ENGINE_LIBS = $(call pkg_libs,libsodium)
-# libcrypto: AES-GCM for security mode "aead" (daemon/aead.c).
+# libcrypto: AES-GCM for security mode "aead" (daemon/dataplane/aead.c).
 DAEMON_PKGS := libbpf libxdp liburing libconfig libsystemd libmnl jansson libisal libcrypto \
 	libsodium
 DAEMON_CFLAGS = $(call pkg_cflags,$(DAEMON_PKGS))
@@ -117,11 +117,11 @@ BPF_CFLAGS := -O2 -g -Wall -target bpf $(if $(MULTIARCH),-I/usr/include/$(MULTIA
 
 # ---- sources ----------------------------------------------------------------
 
-# Engine: every daemon/engine/*.c -> libmroc_engine.a.  It sees only its own headers.
-ENGINE_SRCS := $(sort $(wildcard daemon/engine/*.c))
+# Engine: every engine/*.c -> libmroc_engine.a.  It sees only its own headers.
+ENGINE_SRCS := $(sort $(wildcard engine/*.c))
 ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
 ENGINE_LIB := $(BUILD)/libmroc_engine.a
-$(ENGINE_OBJS): INCLUDES = -Idaemon/engine $(ENGINE_CFLAGS)
+$(ENGINE_OBJS): INCLUDES = -Iengine $(ENGINE_CFLAGS)
 
 # Simulator: sim/*.c except mroc_sim.c -> libmroc_sim.a; mroc_sim.c -> mroc-sim.
 SIM_MAIN := $(wildcard sim/mroc_sim.c)
@@ -129,7 +129,7 @@ SIM_SRCS := $(filter-out sim/mroc_sim.c,$(sort $(wildcard sim/*.c)))
 SIM_OBJS := $(SIM_SRCS:%.c=$(OBJ)/%.o)
 SIM_LIB := $(if $(SIM_SRCS),$(BUILD)/libmroc_sim.a)
 SIM_BIN := $(if $(SIM_MAIN),$(BUILD)/mroc-sim)
-$(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o): INCLUDES := -Isim -Idaemon/engine
+$(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o): INCLUDES := -Isim -Iengine
 
 # BPF: bpf/*.bpf.c -> build/bpf/*.bpf.o and a libbpf skeleton build/bpf/*.skel.h
 # (generated, never committed).
@@ -137,13 +137,16 @@ BPF_SRCS := $(sort $(wildcard bpf/*.bpf.c))
 BPF_OBJS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.bpf.o)
 BPF_SKELS := $(BPF_SRCS:bpf/%.bpf.c=$(BUILD)/bpf/%.skel.h)
 
-# Daemon: daemon/*.c except main.c -> libmrocd.a; main.c -> mrocd.
+# Daemon: daemon/*.c and daemon/<room>/*.c except main.c -> libmrocd.a; main.c -> mrocd.
+# Each room is on the include path, so a file names a header by its name alone.
 DAEMON_MAIN := $(wildcard daemon/main.c)
-DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(wildcard daemon/*.c)))
+DAEMON_ROOMS := daemon $(patsubst %/,%,$(sort $(dir $(wildcard daemon/*/*.[ch]))))
+DAEMON_INC := $(addprefix -I,$(DAEMON_ROOMS))
+DAEMON_SRCS := $(filter-out daemon/main.c,$(sort $(foreach d,$(DAEMON_ROOMS),$(wildcard $(d)/*.c))))
 DAEMON_OBJS := $(DAEMON_SRCS:%.c=$(OBJ)/%.o)
 DAEMON_LIB := $(if $(DAEMON_SRCS),$(BUILD)/libmrocd.a)
 DAEMON_BIN := $(if $(DAEMON_MAIN),$(BUILD)/mrocd)
-$(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): INCLUDES = -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf $(DAEMON_CFLAGS)
+$(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): INCLUDES = $(DAEMON_INC) -Iengine -Ibpf -I$(BUILD)/bpf $(DAEMON_CFLAGS)
 # Skeletons exist before any daemon object compiles.
 $(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o): | $(BPF_SKELS)
 
@@ -176,7 +179,7 @@ $(EXAMPLE_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Ilibclient/include
 # (xsk-baseline uses mrocd's XDP program loader and frame builder).
 TOOL_SRCS := $(sort $(wildcard tools/*.c))
 TOOL_BINS := $(patsubst tools/%.c,$(BUILD)/%,$(subst _,-,$(TOOL_SRCS)))
-$(TOOL_SRCS:%.c=$(OBJ)/%.o): INCLUDES = -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf $(DAEMON_CFLAGS)
+$(TOOL_SRCS:%.c=$(OBJ)/%.o): INCLUDES = $(DAEMON_INC) -Iengine -Ibpf -I$(BUILD)/bpf $(DAEMON_CFLAGS)
 $(TOOL_SRCS:%.c=$(OBJ)/%.o): | $(BPF_SKELS)
 
 # Tests: tests/{unit,sim}/test_*.c -> build/tests/{unit,sim}/test_*, one binary
@@ -187,7 +190,7 @@ TEST_SRCS := $(foreach d,$(TEST_DIRS),$(sort $(wildcard $(d)/test_*.c)))
 TEST_BINS := $(TEST_SRCS:%.c=$(BUILD)/%)
 TEST_HELPER_SRCS := $(filter-out $(TEST_SRCS),$(foreach d,$(TEST_DIRS),$(wildcard $(d)/*.c)))
 TEST_OBJS := $(TEST_SRCS:%.c=$(OBJ)/%.o) $(TEST_HELPER_SRCS:%.c=$(OBJ)/%.o)
-$(TEST_OBJS): INCLUDES = -Isim -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf -Ilibclient \
+$(TEST_OBJS): INCLUDES = -Isim $(DAEMON_INC) -Iengine -Ibpf -I$(BUILD)/bpf -Ilibclient \
 	-Ilibclient/include $(CMOCKA_CFLAGS) $(if $(DAEMON_LIB),$(DAEMON_CFLAGS))
 $(TEST_OBJS): | $(BPF_SKELS)
 # End-to-end tests: executable scripts tests/e2e/test_*.sh (root, network namespaces; exit 77 to skip),
@@ -471,7 +474,7 @@ FUZZ_GEN := $(BUILD)/tests/fuzz/gen_seeds
 FUZZ_SEEDS := $(BUILD)/tests/fuzz/seeds/.done
 FUZZ_TESTS := $(wildcard tests/fuzz/test_*.sh)
 FUZZ_OBJS := $(FUZZ_SRCS:%.c=$(OBJ)/%.o) $(OBJ)/tests/fuzz/gen_seeds.o
-$(FUZZ_OBJS): INCLUDES = -Idaemon -Idaemon/engine -Ibpf -I$(BUILD)/bpf -Ilibclient \
+$(FUZZ_OBJS): INCLUDES = $(DAEMON_INC) -Iengine -Ibpf -I$(BUILD)/bpf -Ilibclient \
 	-Ilibclient/include -Itests/unit $(CMOCKA_CFLAGS) $(DAEMON_CFLAGS)
 $(FUZZ_OBJS): | $(BPF_SKELS)
 ALL_OBJS += $(FUZZ_OBJS)

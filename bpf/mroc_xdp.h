@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the XDP program (mroc_xdp.bpf.c) and user space (daemon/xdp_prog.c)
+ * What the XDP program (mroc_xdp.bpf.c) and user space (daemon/backend/xdp_prog.c)
  * share: the program's name, the socket-lookup key and the counters.
  *
  * The program sends MetaRoCE packets (UDP to the configured port, valid

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * sec-bench: the CPU cost of security mode "aead" per packet (daemon/aead.c):
+ * sec-bench: the CPU cost of security mode "aead" per packet (daemon/dataplane/aead.c):
  * AES-256-GCM seal on the sender plus open on the receiver, one thread, for
  * data packets of several payload sizes and for an ACK.  A benchmark (it
  * reads a clock); scripts/bench-sec.sh runs it beside the end-to-end figures.

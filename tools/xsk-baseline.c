@@ -3,11 +3,11 @@
  * xsk-baseline: the bare AF_XDP ceiling that mrocd's data path is measured
  * against (scripts/bench-net.sh).  One process sends, one receives, over the
  * interface mrocd would use, with what mrocd uses: the same XDP program
- * (mroc_xdp, loaded by daemon/xdp_prog.c), one UMEM of 4096 or 2048-byte
+ * (mroc_xdp, loaded by daemon/backend/xdp_prog.c), one UMEM of 4096 or 2048-byte
  * frames, rings of ring_size, queue 0, native or generic XDP, zero-copy where
  * the driver has it and copy mode otherwise, need_wakeup on every ring, and
  * frames of exactly the length of a MetaRoCE data packet with PAYLOAD bytes
- * (Ethernet/IPv4/UDP headers from daemon/frame.c, a valid MetaRoCE header so
+ * (Ethernet/IPv4/UDP headers from daemon/backend/frame.c, a valid MetaRoCE header so
  * the program steers them, the ICRC trailer's room).
  *
  * What it leaves out is mrocd's per-packet work: the sender fills every UMEM
@@ -512,7 +512,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	if (!o->ifname || o->secs <= 0 || (o->frame_size != 2048 && o->frame_size != 4096) ||
 	    o->ring_size < BATCH || o->ring_size & (o->ring_size - 1) || o->nframes < 2 * o->ring_size)
 		return -EINVAL;
-	/* What mrocd's configuration check allows (daemon/config.c check_network). */
+	/* What mrocd's configuration check allows (daemon/config/config.c check_network). */
 	if (o->tx && (!o->have_dmac || !o->src.family || o->src.family != o->dst.family ||
 		      mroc_len(o) + FRAME_HEADROOM + XDP_PACKET_HEADROOM > o->frame_size))
 		return -EINVAL;

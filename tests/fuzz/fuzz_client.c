@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: mrocd's client side (daemon/clients.c, clients_ctl.c) as a hostile
+ * libFuzzer harness: mrocd's client side (daemon/clients/clients.c, clients_ctl.c) as a hostile
  * client drives it: control messages with any bytes and any fds (eventfds,
  * sealed memfds, ring regions laid out as the message says, pipes), writes
  * into the shared rings, completions from the engine, time passing.  Real

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * libFuzzer harness: the wire parser (daemon/engine/wire.c).  Any input:
+ * libFuzzer harness: the wire parser (engine/wire.c).  Any input:
  * wire_parse must not read outside it, must name a reason when it refuses,
  * and what it accepts must survive encode -> parse unchanged (the encoders
  * and the parser agree on every field; a CM extension stays where it was).

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Security mode "aead" (daemon/aead.c): a sealed packet opens to what was
+ * Security mode "aead" (daemon/dataplane/aead.c): a sealed packet opens to what was
  * sealed, with its payload encrypted on the wire; a flipped bit anywhere
  * (header, payload, trailer) or an unknown key id is refused and counted;
  * nonces never repeat; packets without the flag pass as plain; a daemon

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The AF_XDP backend's TX kick (daemon/afxdp.c, afxdp_tx_kick), on a real
+ * The AF_XDP backend's TX kick (daemon/backend/afxdp.c, afxdp_tx_kick), on a real
  * copy-mode socket on a veth pair.
  *
  * In copy mode the kernel takes at most 32 descriptors per kick (sendto)

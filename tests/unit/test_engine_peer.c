@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * What the engine keeps per peer host (daemon/engine/peer.c), two engines
+ * What the engine keeps per peer host (engine/peer.c), two engines
  * back to back (engine_pair.h): the window over all QPs to one peer caps
  * what is in flight and lets every QP through; an idle QP sends no
  * keepalives while its peer is heard on another QP.

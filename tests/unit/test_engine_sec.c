@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Security modes in the engine (daemon/engine/sec.c, docs/PROTOCOL.md 1.2):
+ * Security modes in the engine (engine/sec.c, docs/PROTOCOL.md 1.2):
  * "token" transfers carry a tag on every packet after the handshake, a
  * forged packet with the right QPNs but no or a wrong tag changes nothing,
  * a CONNECT between different modes is refused and counted on both sides,

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Route replies as daemon/netlink.c parses them (nl_route_parse), from
+ * Route replies as daemon/net/netlink.c parses them (nl_route_parse), from
  * canned RTM_NEWROUTE messages: the multipath next hop on a given port of
  * an IPv6 RTM_F_FIB_MATCH reply (a link-local gateway, an RFC 5549 IPv4
  * route via IPv6), and malformed next-hop lists.

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Port addresses in the CM extension (daemon/portaddr.c): IPv4 and IPv6
+ * Port addresses in the CM extension (daemon/net/portaddr.c): IPv4 and IPv6
  * round trips, ports without an address, an empty announcement, and every
  * malformed form refused whole.
  */

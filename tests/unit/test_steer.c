@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Several workers: daemon/engine/owner.c (QPN classes, a packet's
- * destination), daemon/steer.c (the owner of a packet: its QPN's class, a
- * CONNECT_REQ by the service listened on) and daemon/handoff.h (the SPSC
+ * Several workers: engine/owner.c (QPN classes, a packet's
+ * destination), daemon/dataplane/steer.c (the owner of a packet: its QPN's class, a
+ * CONNECT_REQ by the service listened on) and daemon/dataplane/handoff.h (the SPSC
  * ring: full, empty, and two threads passing 200,000 entries in order).
  */
 #include <stdarg.h>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The engine's timer wheel (daemon/engine/timer.c) against a reference: a
+ * The engine's timer wheel (engine/timer.c) against a reference: a
  * plain array of deadlines.  Random sets, moves and cancels at every scale
  * (nanoseconds to hours, past and future), time moving in random steps;
  * after each step the wheel must give exactly the QPs the reference says

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The XDP steering program and its loader (daemon/xdp_prog.c).
+ * The XDP steering program and its loader (daemon/backend/xdp_prog.c).
  *
  * Verdicts and counters: crafted frames through BPF_PROG_TEST_RUN, no
  * interface needed.  Every run must count rx_total and exactly one other

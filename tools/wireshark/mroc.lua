@@ -1,7 +1,7 @@
 -- SPDX-License-Identifier: MIT
 --
 -- Wireshark/tshark dissector for MetaRoCE as mroc defines it (docs/PROTOCOL.md;
--- daemon/engine/wire.c is the reference for byte offsets).
+-- engine/wire.c is the reference for byte offsets).
 --
 --   tshark -X lua_script:tools/wireshark/mroc.lua -r capture.pcap -Y mroc
 --   (installed by `make install` into Wireshark's Lua plugin folder: then just -Y mroc)
@@ -25,7 +25,7 @@
 
 local mroc = Proto("mroc", "MetaRoCE (mroc)")
 
--- Sizes and limits: docs/PROTOCOL.md sections 1 and 3, daemon/engine/wire.h.
+-- Sizes and limits: docs/PROTOCOL.md sections 1 and 3, engine/wire.h.
 local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN = 16, 44, 64, 24
 local WIRE_VERSION, MAX_PATHS, SACK_BITS = 1, 16, 256
 local DEFAULT_PORT = 4793

@@ -76,7 +76,7 @@ struct backend_ops {
 	const char *(*port_name)(struct backend *b, uint32_t peer, uint16_t sport);
 	/*
 	 * Optional (NULL: none): the ports counted down for peer now (a dead
-	 * plane, daemon/porthealth.h), up to max names into names[]; returns
+	 * plane, daemon/net/porthealth.h), up to max names into names[]; returns
 	 * how many.  The names stay valid while the backend lives.
 	 */
 	unsigned (*ports_down)(struct backend *b, uint32_t peer, const char **names, unsigned max);

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Engine internals shared by the engine's files; nothing outside
- * daemon/engine/ includes this.  One QP holds both directions: the send side
+ * engine/ includes this.  One QP holds both directions: the send side
  * (messages, DSN states, paths, retransmit queue) and the receive side
  * (DSN bitmap, message ring, RECV queue, per-path SACK scoreboards).
  */

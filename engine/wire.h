@@ -57,8 +57,8 @@ enum mroc_opcode {
 #define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX)
 /* Security "token": a MROC_TAG_LEN keyed tag ends the packet (defined only in that mode). */
 #define MROC_F_TAG	0x40
-/* 0x80 and 0x20 are the frame layer's (daemon/frame.c: an ICRC trailer follows, PROTOCOL 1.1;
- * daemon/aead.c: an AES-GCM trailer follows, PROTOCOL 1.2); they never reach the engine, which
+/* 0x80 and 0x20 are the frame layer's (daemon/backend/frame.c: an ICRC trailer follows, PROTOCOL 1.1;
+ * daemon/dataplane/aead.c: an AES-GCM trailer follows, PROTOCOL 1.2); they never reach the engine, which
  * refuses them like any other undefined flag. */
 
 /*
@@ -79,7 +79,7 @@ enum mroc_sec {
  * CM header byte 22 (`ext`), in CONNECT_REQ/REP: MROC_CM_F_EXT says an
  * extension follows the CM header (and the key): a 2-byte length, then that
  * many bytes, opaque to the transport (mrocd: the sender's port addresses,
- * daemon/portaddr.h).  Other bits are ignored; peers from before it send 0.
+ * daemon/net/portaddr.h).  Other bits are ignored; peers from before it send 0.
  */
 #define MROC_CM_F_EXT		0x01
 #define MROC_CM_EXT_MAX		512	/* longer is malformed */

@@ -11,7 +11,7 @@
  * payload's integrity is the ICRC's.  On-path hosts see the keys.
  *
  * "aead": the driver's frame layer seals and opens every packet (AES-GCM,
- * daemon/aead.c) and says in engine_rx_meta.sealed what it found; the
+ * daemon/dataplane/aead.c) and says in engine_rx_meta.sealed what it found; the
  * engine refuses what was not sealed.  "none": neither.
  *
  * A CONNECT_REQ in another mode is refused with CONNECT_REJ SECURITY, in
