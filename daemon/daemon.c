@@ -44,8 +44,6 @@ static void on_cqe(void *ctx, const struct engine_cqe *c, uint64_t now)
 	pr_debug("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
 }
 
-#define PEER_MAX_AGE_NS	(30ULL * 1000000000ULL)
-
 static uint64_t min_ns(uint64_t a, uint64_t b)
 {
 	return a < b ? a : b;
@@ -56,11 +54,6 @@ static uint64_t on_tick(void *ctx, uint64_t now)
 	struct mrocd_wk *w = ctx;
 	uint64_t next;
 
-	/* Re-learn routes and MACs now and then: our traffic never confirms a neighbour. */
-	if (now >= w->next_expire) {
-		peers_expire(w->peers, now, PEER_MAX_AGE_NS);
-		w->next_expire = now + PEER_MAX_AGE_NS / 3;
-	}
 	next = min_ns(clients_tick(w->clients, now), peers_sweep(w->peers, now));
 	return w->links ? min_ns(next, links_tick(w->links, now)) : next;
 }
@@ -427,7 +420,7 @@ static int split_workers(struct mrocd *d)
 			pr_err("netlink: %s", strerror(-err));
 			return err;
 		}
-		d->wk[k].peers = peers_create(PEER_SLOTS, d->wk[k].nl);
+		d->wk[k].peers = peers_create(PEER_SLOTS);
 		if (!d->wk[k].peers)
 			return -ENOMEM;
 	}
@@ -601,7 +594,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		pr_err("netlink: %s", strerror(-err));
 		goto fail;
 	}
-	d->wk[0].peers = peers_create(PEER_SLOTS, d->wk[0].nl);
+	d->wk[0].peers = peers_create(PEER_SLOTS);
 	if (!d->wk[0].peers) {
 		err = -ENOMEM;
 		goto fail;

@@ -42,7 +42,6 @@ struct mrocd_wk {
 	struct clients *clients;
 	struct links *links;		/* worker 0 only, NULL on the others */
 	struct worker *worker;
-	uint64_t next_expire;		/* worker: next peers_expire */
 	uint32_t nclients;		/* control thread: clients placed here */
 };
 

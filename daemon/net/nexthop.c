@@ -18,6 +18,8 @@
 #include "nexthop.h"
 #include "peers.h"
 
+_Static_assert(PEERS_MAX_ALIASES == NEXTHOP_MAX_PORTS, "a peer's port address per port");
+
 int nexthop_resolve(struct nl *nl, const struct mroc_addr *dst, int oif, struct nexthop *out)
 {
 	struct nl_route rt;

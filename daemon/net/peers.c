@@ -5,8 +5,8 @@
  * backward shift so no tombstones) from address to handle.  A slot names a
  * handle and which of its addresses it holds: the primary, or port address
  * i (an alias): sized for every peer with PEERS_MAX_ALIASES of them, so the
- * hash stays at most half full whatever peers announce.  Next hops come
- * from netlink.
+ * hash stays at most half full whatever peers announce.  How to reach a
+ * peer is not the table's business (nexthop.h, egress.h).
  *
  * Entries leave the table (docs/ARCHITECTURE.md, "Peers"): a sweep every
  * PEERS_SWEEP_NS asks the engine which handles its QPs use; a peer no QP
@@ -23,13 +23,10 @@
 #include <sys/socket.h>
 
 #include "engine.h"
-#include "netlink.h"
-#include "nexthop.h"
 #include "peers.h"
 #include "portaddr.h"
 
-_Static_assert(PEERS_MAX_ALIASES == NEXTHOP_MAX_PORTS && PORTADDR_MAX == NEXTHOP_MAX_PORTS,
-	       "a port address per port");
+_Static_assert(PORTADDR_MAX == PEERS_MAX_ALIASES, "a port address per port");
 
 /* A slot: handle + 1 in the low 24 bits, above them 0 (primary) or 1 + the port of an alias. */
 #define PEERS_MAX	((1u << 24) - 1)
@@ -37,7 +34,6 @@ _Static_assert(PEERS_MAX_ALIASES == NEXTHOP_MAX_PORTS && PORTADDR_MAX == NEXTHOP
 #define SLOT_KIND_SHIFT	24
 
 struct peers {
-	struct nl *nl;
 	uint32_t max, count;		/* count: live peers */
 	uint32_t limit;			/* every handle ever given out is below it */
 	uint32_t mask;			/* hash slots - 1 */
@@ -55,7 +51,7 @@ struct peers {
 	struct peers_stats st;
 };
 
-struct peers *peers_create(uint32_t max, struct nl *nl)
+struct peers *peers_create(uint32_t max)
 {
 	struct peers *p;
 	uint64_t nslots = 2;
@@ -76,7 +72,6 @@ struct peers *peers_create(uint32_t max, struct nl *nl)
 	p->free = calloc(max, sizeof(*p->free));
 	if (!p->slots || !p->peer || !p->free)
 		goto err_free;
-	p->nl = nl;
 	p->max = max;
 	p->mask = (uint32_t)(nslots - 1);
 	return p;
@@ -431,76 +426,4 @@ uint32_t peers_live(const struct peers *p)
 void peers_get_stats(const struct peers *p, struct peers_stats *out)
 {
 	*out = p->st;
-}
-
-/*
- * Asks the kernel how to reach pe: fills the next-hop fields and returns 0,
- * or returns negative errno (-EAGAIN: neighbour resolution under way).
- */
-static int peer_resolve(struct peers *p, struct peer *pe)
-{
-	struct nexthop hop;
-	int err;
-
-	if (!p->nl)
-		return -EOPNOTSUPP;
-	err = nexthop_resolve(p->nl, &pe->addr, 0, &hop);
-	if (err)
-		return err;
-	if (hop.src.family != pe->addr.family)
-		return -EADDRNOTAVAIL;
-	pe->ifindex = hop.ifindex;
-	pe->vlan = hop.vlan;
-	pe->src = hop.src;
-	memcpy(pe->smac, hop.smac, ETH_ALEN_);
-	memcpy(pe->dmac, hop.dmac, ETH_ALEN_);
-	return 0;
-}
-
-static uint64_t backoff_ns(uint32_t tries)
-{
-	uint64_t d = PEERS_BACKOFF_MIN_NS;
-
-	while (tries-- && d < PEERS_BACKOFF_MAX_NS)
-		d <<= 1;
-	return d < PEERS_BACKOFF_MAX_NS ? d : PEERS_BACKOFF_MAX_NS;
-}
-
-struct peer *peers_route(struct peers *p, uint32_t handle, uint64_t now)
-{
-	struct peer *pe = peers_get(p, handle);
-	int err;
-
-	if (!pe)
-		return NULL;
-	if (pe->resolved)
-		return pe;
-	if (now < pe->next_try_ns)
-		return NULL;
-	err = peer_resolve(p, pe);
-	if (err) {
-		pe->last_err = err;
-		pe->next_try_ns = now + backoff_ns(pe->tries);
-		if (pe->tries < UINT32_MAX)
-			pe->tries++;
-		return NULL;
-	}
-	pe->resolved = true;
-	pe->resolved_at_ns = now;
-	pe->tries = 0;
-	pe->last_err = 0;
-	return pe;
-}
-
-void peers_expire(struct peers *p, uint64_t now, uint64_t max_age_ns)
-{
-	for (uint32_t i = 0; i < p->limit; i++) {
-		struct peer *pe = &p->peer[i];
-
-		if (pe->resolved && now - pe->resolved_at_ns >= max_age_ns) {
-			pe->resolved = false;
-			pe->next_try_ns = now;
-			pe->tries = 0;
-		}
-	}
 }

@@ -288,7 +288,7 @@ static struct clients *clients_once(void)
 	ec.max_mrs = 64;
 	ec.seed = 1;
 	eng = engine_create(&ec);
-	peers = peers_create(16, NULL);
+	peers = peers_create(16);
 	FUZZ_ASSERT(eng && peers);
 	cs = clients_create(eng, peers, 64, &lim, NULL);
 	FUZZ_ASSERT(cs);

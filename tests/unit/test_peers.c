@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The peer table and the netlink module it resolves through.
+ * The peer table, and the netlink module with nexthop_resolve (how the
+ * kernel's route and neighbour tables say to reach an address).
  *
  * The table tests need nothing.  The netlink tests need root: the process
  * moves itself into a new, unnamed network namespace (unshare), forks a
@@ -41,6 +42,7 @@
 
 #include "engine.h"
 #include "netlink.h"
+#include "nexthop.h"
 #include "peers.h"
 
 #define MS	1000000ull
@@ -125,19 +127,20 @@ static int wait_neigh(int ifindex, const struct mroc_addr *ip, uint8_t mac[6], u
 	return err;
 }
 
-/* Calls peers_route with the real clock until it resolves (or ms pass). */
-static struct peer *wait_route(struct peers *p, uint32_t h, unsigned ms)
+/* Calls nexthop_resolve until it stops saying -EAGAIN (or ms pass); returns its last answer. */
+static int wait_resolve(const char *dst, struct nexthop *hop, unsigned ms)
 {
+	struct mroc_addr a = addr(dst);
 	uint64_t end = now_ns() + ms * MS;
-	struct peer *pe;
+	int err;
 
 	do {
-		pe = peers_route(p, h, now_ns());
-		if (pe)
-			return pe;
+		err = nexthop_resolve(g.nl, &a, 0, hop);
+		if (err != -EAGAIN)
+			return err;
 		sleep_ms(1);
 	} while (now_ns() < end);
-	return NULL;
+	return err;
 }
 
 /* ---- the peer table (no root) --------------------------------------------------------- */
@@ -146,9 +149,9 @@ static void test_table_create_args(void **state)
 {
 	(void)state;
 	errno = 0;
-	assert_null(peers_create(0, NULL));
+	assert_null(peers_create(0));
 	assert_int_equal(errno, EINVAL);
-	assert_null(peers_create(UINT32_MAX, NULL));
+	assert_null(peers_create(UINT32_MAX));
 	assert_int_equal(errno, EINVAL);
 	peers_destroy(NULL);
 }
@@ -156,7 +159,7 @@ static void test_table_create_args(void **state)
 static void test_table_add_lookup_full(void **state)
 {
 	static const char *const names[] = { "10.0.0.2", "fd00::2", "10.0.0.3", "::ffff:10.0.0.2" };
-	struct peers *p = peers_create(4, NULL);
+	struct peers *p = peers_create(4);
 	struct mroc_addr a;
 	uint32_t h;
 
@@ -184,7 +187,6 @@ static void test_table_add_lookup_full(void **state)
 		assert_non_null(pe);
 		assert_int_equal(pe->handle, i);
 		assert_true(addr_eq(&pe->addr, &a));
-		assert_false(pe->resolved);
 	}
 	assert_int_equal(peers_count(p), 4);
 	a = addr("10.0.0.99");
@@ -193,7 +195,6 @@ static void test_table_add_lookup_full(void **state)
 	assert_int_equal(peers_count(p), 4);
 	assert_null(peers_get(p, 4));
 	assert_null(peers_get(p, UINT32_MAX));
-	assert_null(peers_route(p, 4, 0));
 	a.family = 0;
 	assert_int_equal(peers_get_handle(p, &a, &h), -EINVAL);
 	assert_int_equal(peers_lookup(p, &a, &h), -EINVAL);
@@ -204,7 +205,7 @@ static void test_table_add_lookup_full(void **state)
 static void test_table_many(void **state)
 {
 	const uint32_t n = 5000;
-	struct peers *p = peers_create(n, NULL);
+	struct peers *p = peers_create(n);
 	struct mroc_addr a;
 	uint32_t h;
 
@@ -252,7 +253,7 @@ static struct mroc_addr addr_n(uint32_t i)
 /* Peers no QP ever used (forged CONNECT_REQs) leave after PEERS_UNPROVEN_NS; handles come back. */
 static void test_table_unproven_age_out(void **state)
 {
-	struct peers *p = peers_create(4, NULL);
+	struct peers *p = peers_create(4);
 	struct peers_stats st;
 	struct mroc_addr a;
 	uint32_t h;
@@ -293,7 +294,7 @@ static void test_table_unproven_age_out(void **state)
 static void test_table_evict_when_full(void **state)
 {
 	const uint32_t n = 64;
-	struct peers *p = peers_create(n, NULL);
+	struct peers *p = peers_create(n);
 	struct peers_stats st;
 	struct mroc_addr a;
 	uint32_t h, found = 0;
@@ -345,7 +346,7 @@ static void test_table_referenced_stay(void **state)
 	struct engine_qp_attr attr = { .pd = 1, .mode = MROC_MODE_METAROCE, .npaths = 2,
 				       .sq_depth = 16, .rq_depth = 16 };
 	struct engine *eng;
-	struct peers *p = peers_create(2, NULL);
+	struct peers *p = peers_create(2);
 	struct mroc_addr a = addr_n(1), b;
 	uint32_t used, h, qpn;
 	unsigned released = 0;
@@ -379,27 +380,6 @@ static void test_table_referenced_stay(void **state)
 	assert_int_equal(peers_live(p), 0);	/* its QP gone, it ages out too */
 	peers_destroy(p);
 	engine_destroy(eng);
-}
-
-/* Without netlink nothing resolves, with the usual backoff. */
-static void test_table_no_netlink(void **state)
-{
-	struct peers *p = peers_create(2, NULL);
-	struct mroc_addr a = addr("10.0.0.2");
-	struct peer *pe;
-	uint32_t h;
-
-	(void)state;
-	assert_non_null(p);
-	assert_int_equal(peers_get_handle(p, &a, &h), 0);
-	assert_null(peers_route(p, h, 1000 * MS));
-	pe = peers_get(p, h);
-	assert_int_equal(pe->last_err, -EOPNOTSUPP);
-	assert_int_equal(pe->tries, 1);
-	assert_int_equal(pe->next_try_ns, 1001 * MS);
-	assert_null(peers_route(p, h, 1000 * MS + 1));
-	assert_int_equal(pe->tries, 1);			/* not due: not tried */
-	peers_destroy(p);
 }
 
 /* ---- the namespaces ------------------------------------------------------------------- */
@@ -706,24 +686,21 @@ static void test_nl_timeout_and_errmsg(void **state)
 	nl_set_timeout(g.nl, NL_TIMEOUT_MS_DEFAULT);
 }
 
-/* ---- peers over netlink ------------------------------------------------------------- */
+/* ---- next hops over netlink (nexthop_resolve) ------------------------------------------- */
 
-static void expect_resolved(const struct peer *pe, const char *src)
+static void expect_hop(const struct nexthop *hop, const char *src)
 {
 	struct mroc_addr s = addr(src);
 
-	assert_non_null(pe);
-	assert_true(pe->resolved);
-	assert_int_equal(pe->ifindex, g.v0);
-	assert_int_equal(pe->vlan, 0);
-	assert_true(addr_eq(&pe->src, &s));
-	assert_memory_equal(pe->smac, mac_v0, 6);
-	assert_memory_equal(pe->dmac, mac_v1, 6);	/* the peer or the gateway: v1 */
-	assert_int_equal(pe->tries, 0);
-	assert_int_equal(pe->last_err, 0);
+	assert_int_equal(hop->ifindex, g.v0);
+	assert_int_equal(hop->vlan, 0);
+	assert_true(addr_eq(&hop->src, &s));
+	assert_memory_equal(hop->smac, mac_v0, 6);
+	assert_memory_equal(hop->dmac, mac_v1, 6);	/* the peer or the gateway: v1 */
 }
 
-static void test_peers_route(void **state)
+/* No neighbour yet: -EAGAIN (the kernel was asked), then the next hop once it answers. */
+static void test_nexthop_resolve(void **state)
 {
 	static const struct {
 		const char *dst, *src;
@@ -735,35 +712,21 @@ static void test_peers_route(void **state)
 		{ "fd00::2", "fd00::1", 5000 },
 		{ "fd09::5", "fd00::1", 5000 },		/* via fd00::2 */
 	};
-	struct peers *p = peers_create(16, g.nl);
-	uint64_t t0;
 
 	(void)state;
-	assert_non_null(p);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mroc_addr a = addr(cases[i].dst);
-		struct peer *pe;
-		uint32_t h;
+		struct nexthop hop;
 
 		assert_int_equal(flush_neigh(NULL), 0);
-		assert_int_equal(peers_get_handle(p, &a, &h), 0);
-		/* no neighbour yet: NULL, resolution triggered, retry in 1 ms */
-		t0 = now_ns();
-		assert_null(peers_route(p, h, t0));
-		pe = peers_get(p, h);
-		assert_false(pe->resolved);
-		assert_int_equal(pe->last_err, -EAGAIN);
-		assert_int_equal(pe->tries, 1);
-		assert_int_equal(pe->next_try_ns, t0 + PEERS_BACKOFF_MIN_NS);
-		pe = wait_route(p, h, cases[i].ms);
-		expect_resolved(pe, cases[i].src);
-		assert_ptr_equal(peers_route(p, h, 0), pe);	/* resolved: no netlink */
+		assert_int_equal(nexthop_resolve(g.nl, &a, 0, &hop), -EAGAIN);
+		assert_int_equal(wait_resolve(cases[i].dst, &hop, cases[i].ms), 0);
+		expect_hop(&hop, cases[i].src);
 	}
-	peers_destroy(p);
 }
 
 /* Peers that cannot be reached through an Ethernet next hop never resolve. */
-static void test_peers_unroutable(void **state)
+static void test_nexthop_unroutable(void **state)
 {
 	static const struct {
 		const char *dst;
@@ -774,125 +737,46 @@ static void test_peers_unroutable(void **state)
 		{ "10.7.0.1", -EHOSTUNREACH },		/* unreachable route */
 		{ "127.0.0.1", -ENETUNREACH },		/* loopback */
 	};
-	struct peers *p = peers_create(8, g.nl);
 
 	(void)state;
-	assert_non_null(p);
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		struct mroc_addr a = addr(cases[i].dst);
-		uint32_t h;
+		struct nexthop hop;
 
-		assert_int_equal(peers_get_handle(p, &a, &h), 0);
-		assert_null(peers_route(p, h, 5 * MS));
-		assert_int_equal(peers_get(p, h)->last_err, cases[i].err);
+		assert_int_equal(nexthop_resolve(g.nl, &a, 0, &hop), cases[i].err);
 	}
-	peers_destroy(p);
 }
 
-/* An unanswered peer is retried 1, 2, 4 ... 512 ms, then every second. */
-static void test_peers_backoff(void **state)
+/* A STALE neighbour's MAC is used at once and the kernel re-probes it. */
+static void test_nexthop_stale(void **state)
 {
-	struct peers *p = peers_create(4, g.nl);
-	struct mroc_addr a = addr("10.0.0.9");
-	uint64_t now = 1000000 * MS, delay = PEERS_BACKOFF_MIN_NS;
-	struct peer *pe;
-	uint32_t h;
-
-	(void)state;
-	assert_non_null(p);
-	assert_int_equal(peers_get_handle(p, &a, &h), 0);
-	pe = peers_get(p, h);
-	for (uint32_t i = 1; i <= 14; i++) {
-		assert_null(peers_route(p, h, now));
-		assert_int_equal(pe->tries, i);
-		assert_int_equal(pe->last_err, -EAGAIN);
-		assert_int_equal(pe->next_try_ns, now + delay);
-		/* not due yet: no attempt */
-		assert_null(peers_route(p, h, now + delay - 1));
-		assert_int_equal(pe->tries, i);
-		now += delay;
-		delay = delay * 2 < PEERS_BACKOFF_MAX_NS ? delay * 2 : PEERS_BACKOFF_MAX_NS;
-	}
-	assert_int_equal(delay, PEERS_BACKOFF_MAX_NS);
-	/* the kernel was asked: the entry exists */
-	sh("ip neigh show 10.0.0.9 dev v0 | grep -q .");
-	peers_destroy(p);
-}
-
-/* Old resolutions are forgotten and re-learnt; a STALE neighbour gets probed. */
-static void test_peers_expire(void **state)
-{
-	struct peers *p = peers_create(4, g.nl);
-	struct mroc_addr a = addr("10.0.0.2"), b = addr("10.9.0.5");
-	struct peer *pe, *pb;
-	uint32_t h, hb;
+	struct mroc_addr a = addr("10.0.0.2");
+	struct nexthop hop;
 	uint8_t mac[6];
 	uint16_t st;
-	uint64_t t;
 
 	(void)state;
-	assert_non_null(p);
-	assert_int_equal(peers_get_handle(p, &a, &h), 0);
-	assert_int_equal(peers_get_handle(p, &b, &hb), 0);
-	pe = wait_route(p, h, 2000);
-	expect_resolved(pe, "10.0.0.1");
-	pb = wait_route(p, hb, 2000);
-	expect_resolved(pb, "10.0.0.1");
-	t = pe->resolved_at_ns;
-
-	peers_expire(p, t + 999 * MS, 1000 * MS);	/* young: kept */
-	assert_true(pe->resolved);
-	pb->resolved_at_ns = t + 500 * MS;		/* b resolved later than a */
-	peers_expire(p, t + 1000 * MS, 1000 * MS);
-	assert_false(pe->resolved);
-	assert_int_equal(pe->next_try_ns, t + 1000 * MS);
-	assert_true(pb->resolved);
-
-	/* a STALE neighbour: the MAC is used at once and the kernel re-probes it */
+	assert_int_equal(wait_resolve("10.0.0.2", &hop, 2000), 0);
 	sh("ip neigh change 10.0.0.2 dev v0 lladdr 02:6d:72:6f:63:02 nud stale");
-	assert_ptr_equal(peers_route(p, h, t + 1000 * MS), pe);
-	expect_resolved(pe, "10.0.0.1");
-	assert_int_equal(pe->resolved_at_ns, t + 1000 * MS);
+	assert_int_equal(nexthop_resolve(g.nl, &a, 0, &hop), 0);
+	expect_hop(&hop, "10.0.0.1");
 	assert_int_equal(nl_neigh_get(g.nl, g.v0, &a, mac, &st), 0);
 	assert_true(st & (NUD_DELAY | NUD_PROBE | NUD_REACHABLE));
-
-	/* the neighbour gone: unresolved until the kernel has it again */
-	peers_expire(p, t + 5000 * MS, 1000 * MS);
-	assert_false(pe->resolved);
-	assert_false(pb->resolved);
-	assert_int_equal(flush_neigh(NULL), 0);
-	assert_null(peers_route(p, h, t + 5000 * MS - 1));	/* not due yet */
-	assert_int_equal(pe->last_err, 0);
-	assert_null(peers_route(p, h, t + 5000 * MS));
-	assert_int_equal(pe->last_err, -EAGAIN);
-	assert_int_equal(pe->next_try_ns, t + 5001 * MS);
-	for (int i = 1; i <= 200 && !peers_route(p, h, t + (5000 + 10 * i) * MS); i++)
-		sleep_ms(10);					/* ARP takes real time */
-	expect_resolved(pe, "10.0.0.1");
-	peers_destroy(p);
 }
 
-/* A route change is picked up at re-resolution. */
-static void test_peers_route_change(void **state)
+/* A route change is seen by the next resolution. */
+static void test_nexthop_route_change(void **state)
 {
-	struct peers *p = peers_create(4, g.nl);
 	struct mroc_addr a = addr("10.6.0.1");
-	struct peer *pe;
-	uint32_t h;
+	struct nexthop hop;
 
 	(void)state;
-	assert_non_null(p);
-	assert_int_equal(peers_get_handle(p, &a, &h), 0);
-	assert_null(peers_route(p, h, 1));
-	assert_int_equal(peers_get(p, h)->last_err, -ENETUNREACH);
+	assert_int_equal(nexthop_resolve(g.nl, &a, 0, &hop), -ENETUNREACH);
 	sh("ip route add 10.6.0.0/24 via 10.0.0.2");
-	pe = wait_route(p, h, 3000);
-	expect_resolved(pe, "10.0.0.1");
+	assert_int_equal(wait_resolve("10.6.0.1", &hop, 3000), 0);
+	expect_hop(&hop, "10.0.0.1");
 	sh("ip route del 10.6.0.0/24");
-	peers_expire(p, pe->resolved_at_ns, 0);
-	assert_null(peers_route(p, h, now_ns()));
-	assert_int_equal(pe->last_err, -ENETUNREACH);
-	peers_destroy(p);
+	assert_int_equal(nexthop_resolve(g.nl, &a, 0, &hop), -ENETUNREACH);
 }
 
 /* ---- port addresses (aliases) ---------------------------------------------------------- */
@@ -920,7 +804,7 @@ static void count_hook(void *ctx, uint32_t handle)
 /* Port addresses map to their peer's handle, IPv4 and IPv6, and change as announced. */
 static void test_alias_add_lookup(void **state)
 {
-	struct peers *p = peers_create(8, NULL);
+	struct peers *p = peers_create(8);
 	struct mroc_addr al[PEERS_MAX_ALIASES] = { 0 }, a;
 	struct peers_stats st;
 	uint32_t h4, h6, h;
@@ -981,7 +865,7 @@ static void test_alias_add_lookup(void **state)
  */
 static void test_alias_refused(void **state)
 {
-	struct peers *p = peers_create(8, NULL);
+	struct peers *p = peers_create(8);
 	struct mroc_addr al[PEERS_MAX_ALIASES] = { 0 }, a;
 	struct peers_stats st;
 	uint32_t ha, hb, h;
@@ -1024,7 +908,7 @@ static void test_alias_refused(void **state)
 /* Port addresses leave with their peer, and the handle comes back without them. */
 static void test_alias_leave_with_peer(void **state)
 {
-	struct peers *p = peers_create(2, NULL);
+	struct peers *p = peers_create(2);
 	struct mroc_addr al[PEERS_MAX_ALIASES], a;
 	uint32_t h, h2;
 
@@ -1060,7 +944,7 @@ static void test_alias_leave_with_peer(void **state)
 static void test_alias_table_full(void **state)
 {
 	const uint32_t n = 64;
-	struct peers *p = peers_create(n, NULL);
+	struct peers *p = peers_create(n);
 	struct mroc_addr al[PEERS_MAX_ALIASES], a;
 	uint32_t h, h2;
 
@@ -1090,7 +974,6 @@ int main(void)
 		cmocka_unit_test(test_table_create_args),
 		cmocka_unit_test(test_table_add_lookup_full),
 		cmocka_unit_test(test_table_many),
-		cmocka_unit_test(test_table_no_netlink),
 		cmocka_unit_test(test_table_unproven_age_out),
 		cmocka_unit_test(test_table_evict_when_full),
 		cmocka_unit_test(test_table_referenced_stay),
@@ -1106,11 +989,10 @@ int main(void)
 		cmocka_unit_test_setup(test_nl_neigh_unanswered, flush_neigh),
 		cmocka_unit_test_setup(test_nl_neigh_v6, flush_neigh),
 		cmocka_unit_test_setup(test_nl_timeout_and_errmsg, flush_neigh),
-		cmocka_unit_test(test_peers_route),
-		cmocka_unit_test_setup(test_peers_unroutable, flush_neigh),
-		cmocka_unit_test_setup(test_peers_backoff, flush_neigh),
-		cmocka_unit_test_setup(test_peers_expire, flush_neigh),
-		cmocka_unit_test_setup(test_peers_route_change, flush_neigh),
+		cmocka_unit_test(test_nexthop_resolve),
+		cmocka_unit_test_setup(test_nexthop_unroutable, flush_neigh),
+		cmocka_unit_test_setup(test_nexthop_stale, flush_neigh),
+		cmocka_unit_test_setup(test_nexthop_route_change, flush_neigh),
 	};
 	int rc;
 

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "backend.h"
+#include "frame.h"
 #include "peers.h"
 #include "udp_backend.h"
 
@@ -78,7 +79,7 @@ static void side_cfg(struct side *s, const struct mroc_addr *local, uint16_t por
 static int side_open(struct side *s)
 {
 	if (!s->peers)
-		s->peers = peers_create(64, NULL);
+		s->peers = peers_create(64);
 	assert_non_null(s->peers);
 	return udp_backend_create(&s->cfg, s->peers, &s->be);
 }
