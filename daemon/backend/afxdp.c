@@ -5,6 +5,8 @@
  * by the worker (received, not yet released; or handed to the engine by
  * tx_get), in a socket's TX ring / completion ring, or on the free stack.
  * Every transition is a batch, and nothing is allocated after creation.
+ * Which port and next hop a packet leaves by is egress.h's; the hand-off
+ * between workers' views is afxdp_handoff.c's.
  */
 #include <errno.h>
 #include <net/if.h>
@@ -22,123 +24,18 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 
-#include "afxdp.h"
-#include "evfd.h"
+#include "afxdp_handoff.h"
+#include "afxdp_state.h"
 #include "frame.h"
 #include "handoff.h"
 #include "log.h"
-#include "netlink.h"
-#include "nexthop.h"
-#include "peers.h"
-#include "porthealth.h"
 #include "wire.h"
 #include "xdp_prog.h"
 
-#define RX_BATCH	64
-#define NO_PORT		0xff
-/* RX cookie: frame address in the low 48 bits, socket index above, a handed-over frame's bit. */
-#define COOKIE_SOCK_SHIFT 48
-#define COOKIE_HANDED	(1ULL << 62)
-
-struct afxdp_sock {
-	struct xsk_socket *xsk;
-	struct xsk_ring_cons rx, cq;
-	struct xsk_ring_prod tx, fq;
-	char ifname[IF_NAMESIZE];
-	int ifindex;
-	uint32_t queue;
-	struct mroc_addr addr;	/* its port's own address (afxdp_if) */
-	bool zero_copy;
-	bool registered;	/* in the XDP program's socket map */
-	uint32_t tx_pending;	/* descriptors reserved and filled, not yet submitted */
-};
-
-/*
- * Where packets of (peer address, UDP source port) last came in: replies go
- * back through that port.  Direct-mapped, a collision overwrites.
- */
-#define ARRIVAL_SLOTS	4096
-
-struct arrival {
-	struct mroc_addr src;
-	uint16_t sport;
-	uint8_t port;
-};
-
-/* A port: one interface, with one socket per configured queue. */
-struct afxdp_port {
-	int ifindex;
-	char ifname[IF_NAMESIZE];
-	struct mroc_addr addr;		/* its own address (family 0: none) */
-	bool up;			/* administratively up, carrier, oper up */
-	unsigned first, nsocks;		/* its sockets: socks[first .. first+nsocks) */
-};
-
-struct afxdp;
-
-/* The workers' views of one UMEM and its sockets (afxdp_add_views). */
-struct afxdp_views {
-	unsigned n;
-	struct afxdp *v[AFXDP_MAX_VIEWS];
-	afxdp_owner_fn owner;		/* which view owns a packet's QP */
-	void *owner_ctx;
-	struct handoff_ring *rings;	/* [from * n + to] */
-};
-
-struct afxdp {
-	struct backend b;
-	uint8_t *area;
-	size_t area_len;
-	struct xsk_umem *umem;
-	uint32_t frame_size;
-	uint16_t udp_port;
-	struct xdp_prog *prog;
-	struct afxdp_sock socks[AFXDP_MAX_SOCKS];
-	unsigned nsocks;
-	struct afxdp_port ports[NEXTHOP_MAX_PORTS];
-	unsigned nports;
-	uint8_t sock_port[AFXDP_MAX_SOCKS];	/* socket index -> port */
-	struct arrival *arrivals;		/* [ARRIVAL_SLOTS] */
-	struct nl *nl;
-	uint32_t max_peers;
-	struct mroc_addr src;
-	struct nexthops *hops;		/* per (peer, port) */
-	uint64_t port_dead_ns;		/* porthealth.h; 0 = off */
-	struct porthealth *health;	/* NULL: off, or one port */
-	uint8_t *heard_port;		/* [peer]: the port it was last heard through; NO_PORT */
-	int mon_fd;			/* link and route changes; -1 if none */
-	uint64_t next_mon_ns, next_expire_ns, next_sweep_ns;
-	unsigned rx_rr;
-	uint64_t *free;		/* free frame addresses */
-	uint32_t nfree, nframes;
-	uint32_t tx_reserve;		/* free frames kept for the fill rings */
-	/* The sockets this view serves (all of them without workers). */
-	unsigned own[AFXDP_MAX_SOCKS], nown;
-	/* Workers (NULL without): this view's index, the socket owners, wake-ups. */
-	struct afxdp_views *vs;
-	unsigned idx;
-	uint8_t sock_view[AFXDP_MAX_SOCKS];
-	int wake_fd;			/* -1 without workers */
-	atomic_bool sleeping;		/* about to sleep: hand-offs must ring wake_fd */
-	uint32_t wake_mask;		/* views handed something since the last flush */
-	struct backend_stats st;
-	char desc[256];
-	char why[AFXDP_WHY_LEN];	/* why afxdp_create failed */
-};
 
 static struct afxdp *to_afxdp(struct backend *b)
 {
 	return (struct afxdp *)b;
-}
-
-/*
- * Descriptors point anywhere inside a frame (RX data sits after the kernel's
- * headroom, TX after our headers): always keep frame starts on the free
- * stack, or offsets would add up until a frame no longer fits its chunk.
- */
-static uint64_t frame_base(const struct afxdp *x, uint64_t addr)
-{
-	return xsk_umem__extract_addr(addr) & ~(uint64_t)(x->frame_size - 1);
 }
 
 static uint64_t mono_ns(void)
@@ -244,260 +141,11 @@ static void refill(struct afxdp *x, struct afxdp_sock *k, uint32_t n)
 		xsk_ring_prod__submit(&k->fq, got);
 }
 
-static struct arrival *arrival_of(const struct afxdp *x, const struct mroc_addr *src,
-				  uint16_t sport)
-{
-	return &x->arrivals[(addr_hash(src) ^ sport * 2654435761u) % ARRIVAL_SLOTS];
-}
-
-static void note_arrival(struct afxdp *x, const struct mroc_addr *src, uint16_t sport,
-			 uint8_t port)
-{
-	struct arrival *a;
-
-	if (x->nports < 2)
-		return;
-	a = arrival_of(x, src, sport);
-	if (a->port != port || a->sport != sport || !addr_eq(&a->src, src))
-		*a = (struct arrival){ .src = *src, .sport = sport, .port = port };
-}
-
-#define PORTS_POLL_NS	1000000ull		/* link changes are looked for every 1 ms */
-#define HOP_MAX_AGE_NS	(30ull * 1000000000ull)	/* our traffic never confirms a neighbour */
-
-/* Reads every port's link state and says what changed (quiet is for start-up). */
-static void ports_read(struct afxdp *x, bool quiet)
-{
-	for (unsigned p = 0; p < x->nports; p++) {
-		struct afxdp_port *port = &x->ports[p];
-		struct nl_link l;
-		bool up = !nl_link_get(x->nl, port->ifindex, NULL, &l) && (l.flags & IFF_UP) &&
-			  (l.flags & IFF_RUNNING);
-
-		if (up == port->up)
-			continue;
-		port->up = up;
-		porthealth_forget_port(x->health, p);
-		/* Every worker's view watches the links; the first one says so. */
-		if ((quiet && up) || x->idx)
-			continue;
-		if (x->nports > 1 && up)
-			pr_info("af_xdp: port %s is up: it takes its paths back", port->ifname);
-		else if (x->nports > 1)
-			pr_warn("af_xdp: port %s is down: its paths go out of the other ports",
-				port->ifname);
-		else
-			pr_warn("af_xdp: %s is %s", port->ifname, up ? "up" : "down");
-	}
-}
-
-static void port_went_down(void *ctx, uint32_t peer, unsigned p);
-
-/* Link or route changes (the monitor socket), ageing of next hops, silent ports. */
-static void ports_poll(struct afxdp *x, uint64_t now)
-{
-	if (now < x->next_mon_ns)
-		return;
-	x->next_mon_ns = now + PORTS_POLL_NS;
-	if (x->mon_fd >= 0 && nl_monitor_drain(x->mon_fd) > 0) {
-		ports_read(x, false);
-		nexthops_expire(x->hops, now, 0);	/* routes may have changed too */
-	}
-	if (now >= x->next_expire_ns) {
-		nexthops_expire(x->hops, now, HOP_MAX_AGE_NS);
-		x->next_expire_ns = now + HOP_MAX_AGE_NS / 3;
-	}
-	/* Silent ports no packet wants any more still count down (porthealth.h). */
-	if (x->health && now >= x->next_sweep_ns) {
-		porthealth_sweep(x->health, now, port_went_down, x);
-		x->next_sweep_ns = now + x->port_dead_ns / 4;
-	}
-}
-
-static void forget_peer(void *ctx, uint32_t peer)
-{
-	struct afxdp *x = ctx;
-
-	nexthops_forget(x->hops, peer);
-	porthealth_forget(x->health, peer);
-	if (peer < x->max_peers)
-		x->heard_port[peer] = NO_PORT;
-}
-
-/* ---- workers: hand-off between views (handoff.h) ------------------------------ */
-
 static void submit_tx(struct afxdp *x);
 
-static struct handoff_ring *ring_to(struct afxdp *x, unsigned to)
-{
-	return &x->vs->rings[x->idx * x->vs->n + to];
-}
-
-static struct handoff_ring *ring_from(struct afxdp *x, unsigned from)
-{
-	return &x->vs->rings[from * x->vs->n + x->idx];
-}
-
-static bool hand(struct afxdp *x, unsigned to, const struct handoff_entry *e)
-{
-	if (!handoff_push(ring_to(x, to), e))
-		return false;
-	x->wake_mask |= 1u << to;
-	return true;
-}
-
-/* A frame of another view's back to it; false: keep it here (its ring is full). */
-static bool hand_back(struct afxdp *x, unsigned to, uint64_t addr)
-{
-	return hand(x, to, &(struct handoff_entry){ .addr = addr, .kind = HANDOFF_RETURN });
-}
-
-/* A received frame for another view's QP: true when it is gone (handed, or dropped). */
-static bool hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
-		    const struct frame_rx *fr)
-{
-	unsigned to = x->vs->owner(x->vs->owner_ctx, fr->payload, fr->payload_len);
-
-	if (to == x->idx || to >= x->vs->n)
-		return false;
-	if (hand(x, to, &(struct handoff_entry){ .addr = (uint64_t)(fr->payload - x->area),
-						   .len = fr->payload_len, .sock = (uint8_t)s,
-						   .kind = HANDOFF_RX, .sport = fr->sport,
-						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src })) {
-		x->st.handoff_rx_out++;
-		return true;
-	}
-	x->st.handoff_full++;		/* dropped: the sender resends */
-	x->free[x->nfree++] = frame_base(x, d->addr);
-	return true;
-}
-
-/* A built frame for socket s, another view's. */
-static bool hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len)
-{
-	if (!hand(x, x->sock_view[s], &(struct handoff_entry){ .addr = addr, .len = len,
-							     .sock = (uint8_t)s,
-							     .kind = HANDOFF_TX })) {
-		x->st.handoff_full++;
-		return false;
-	}
-	x->st.handoff_tx_out++;
-	x->st.tx_pkts++;
-	x->st.tx_bytes += len;
-	return true;
-}
-
-/* Never take more TX buffers than the rings to the other views can take. */
-static int views_tx_room(struct afxdp *x, int n)
-{
-	for (unsigned v = 0; v < x->vs->n; v++) {
-		uint32_t room = v == x->idx ? (uint32_t)n : handoff_room(ring_to(x, v));
-
-		if (room < (uint32_t)n)
-			n = (int)room;
-	}
-	return n;
-}
-
-/* One entry from view from; false when it must wait (its socket's TX ring is full). */
-static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entry *e,
-		       struct backend_pkt *pkt, int *got)
-{
-	struct afxdp_sock *k;
-	uint32_t idx;
-
-	switch (e->kind) {
-	case HANDOFF_RX:
-		note_arrival(x, &e->src, e->sport, x->sock_port[e->sock]);
-		*pkt = (struct backend_pkt){
-			.data = x->area + e->addr,
-			.len = e->len,
-			.src = e->src,
-			.sport = e->sport,
-			.ce = e->ce,
-			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
-				  COOKIE_HANDED,
-		};
-		(*got)++;
-		x->st.handoff_rx_in++;
-		return true;
-	case HANDOFF_TX:
-		k = &x->socks[e->sock];
-		if (xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1)
-			return false;
-		xsk_ring_prod__tx_desc(&k->tx, idx)->addr = e->addr;
-		xsk_ring_prod__tx_desc(&k->tx, idx)->len = e->len;
-		k->tx_pending++;
-		x->st.handoff_tx_in++;
-		/* The frame is ours now (our completion ring): one of ours goes back for it. */
-		if (x->nfree && hand_back(x, from, x->free[x->nfree - 1]))
-			x->nfree--;
-		return true;
-	default:
-		x->free[x->nfree++] = frame_base(x, e->addr);
-		return true;
-	}
-}
-
-/* What the other views handed us: up to n packets into pkts; returns how many. */
-static int views_rx(struct afxdp *x, struct backend_pkt *pkts, int n)
-{
-	int got = 0;
-
-	if (atomic_load_explicit(&x->sleeping, memory_order_relaxed)) {
-		atomic_store_explicit(&x->sleeping, false, memory_order_relaxed);
-		evfd_drain(x->wake_fd);
-	}
-	for (unsigned v = 0; v < x->vs->n; v++) {
-		struct handoff_ring *r;
-		const struct handoff_entry *e;
-
-		if (v == x->idx)
-			continue;
-		r = ring_from(x, v);
-		while (got < n && (e = handoff_peek(r))) {
-			if (!take_entry(x, v, e, &pkts[got], &got))
-				break;
-			handoff_pop(r);
-		}
-	}
-	submit_tx(x);
-	return got;
-}
-
-/* Ring the doorbell of every view we handed something that sleeps (see afxdp_may_sleep). */
-static void views_wake(struct afxdp *x)
-{
-	uint64_t one = 1;
-
-	if (!x->wake_mask)
-		return;
-	atomic_thread_fence(memory_order_seq_cst);
-	for (unsigned v = 0; v < x->vs->n; v++)
-		if ((x->wake_mask & 1u << v) &&
-		    atomic_load_explicit(&x->vs->v[v]->sleeping, memory_order_relaxed) &&
-		    write(x->vs->v[v]->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			pr_warn_rl("af_xdp: waking worker %u: %s", v, strerror(errno));
-	x->wake_mask = 0;
-}
-
-/*
- * About to sleep: from now on, views that hand us something ring wake_fd.
- * The store and their push are each followed by a full fence before the
- * other side's load, so either they see sleeping or we see their entry.
- */
 static bool afxdp_may_sleep(struct backend *b)
 {
-	struct afxdp *x = to_afxdp(b);
-
-	if (!x->vs)
-		return true;
-	atomic_store_explicit(&x->sleeping, true, memory_order_relaxed);
-	atomic_thread_fence(memory_order_seq_cst);
-	for (unsigned v = 0; v < x->vs->n; v++)
-		if (v != x->idx && !handoff_empty(ring_from(x, v)))
-			return false;
-	return true;
+	return afxdp_views_may_sleep(to_afxdp(b));
 }
 
 static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
@@ -505,9 +153,10 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 	struct afxdp *x = to_afxdp(b);
 	int got = 0;
 
-	ports_poll(x, mono_ns());
-	if (x->vs)
-		got = views_rx(x, pkts, n);
+	if (x->vs) {
+		got = afxdp_views_rx(x, pkts, n);
+		submit_tx(x);	/* the frames other views handed us to send */
+	}
 	for (unsigned t = 0; t < x->nown && got < n; t++) {
 		unsigned s = x->own[(x->rx_rr + t) % x->nown];
 		struct afxdp_sock *k = &x->socks[s];
@@ -534,9 +183,9 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				x->free[x->nfree++] = addr;	/* back to the fill ring below */
 				continue;
 			}
-			if (x->vs && hand_rx(x, s, d, &fr))
+			if (x->vs && afxdp_hand_rx(x, s, d, &fr))
 				continue;
-			note_arrival(x, &fr.src, fr.sport, x->sock_port[s]);
+			egress_arrived(x->egress, &fr.src, fr.sport, x->sock_port[s]);
 			pkts[got++] = (struct backend_pkt){
 				.data = fr.payload,
 				.len = fr.payload_len,
@@ -554,7 +203,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 	}
 	x->rx_rr++;
 	if (x->vs)
-		views_wake(x);
+		afxdp_views_wake(x);
 	return got;
 }
 
@@ -568,7 +217,7 @@ static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 		unsigned s = (unsigned)(pkts[i].cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 		uint64_t addr = pkts[i].cookie & ((1ULL << COOKIE_SOCK_SHIFT) - 1);
 
-		if ((pkts[i].cookie & COOKIE_HANDED) && hand_back(x, x->sock_view[s], addr))
+		if ((pkts[i].cookie & COOKIE_HANDED) && afxdp_hand_back(x, x->sock_view[s], addr))
 			continue;
 		x->free[x->nfree++] = addr;
 		per_sock[s < x->nsocks ? s : 0]++;
@@ -577,7 +226,7 @@ static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 		if (per_sock[x->own[i]])
 			refill(x, &x->socks[x->own[i]], per_sock[x->own[i]]);
 	if (x->vs)
-		views_wake(x);
+		afxdp_views_wake(x);
 }
 
 static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
@@ -598,7 +247,7 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 			n = (int)room;
 	}
 	if (x->vs)
-		n = views_tx_room(x, n);
+		n = afxdp_views_tx_room(x, n);
 	/* Short of ring room or frames: what the rings hold must go out first. */
 	if (!n) {
 		x->st.tx_ring_full++;
@@ -626,143 +275,17 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
 }
 
-static bool arrived_from(const struct afxdp *x, const struct mroc_addr *src, uint16_t sport,
-			 unsigned *port)
-{
-	const struct arrival *a = arrival_of(x, src, sport);
-
-	if (a->sport != sport || !addr_eq(&a->src, src))
-		return false;
-	*port = a->port;
-	return true;
-}
-
-/*
- * The port packets of (peer, sport) want: sport % nports, or for a reply on
- * the peer's path (echo) where that path's packets come in, from the peer's
- * port addresses first (its data; the primary carries only CM once it has
- * them).  Connection requests and answers (cm) go by the port the peer was
- * last heard through: the CM sends every try from the same source port
- * (cm.c), and an answer from the answering QP's own source port, which may
- * pick a port whose far end is down (which we cannot see) for every try;
- * the request that an answer answers came in through a port that works.
- */
-static unsigned port_wanted(const struct afxdp *x, const struct peer *pe, uint16_t sport,
-			    bool echo, bool cm)
-{
-	unsigned port = sport % x->nports;
-
-	if (x->nports < 2)
-		return port;
-	if (cm && pe->handle < x->max_peers && x->heard_port[pe->handle] < x->nports)
-		return x->heard_port[pe->handle];
-	if (!echo)
-		return port;
-	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
-		if ((pe->alias_mask & (1u << i)) && arrived_from(x, &pe->alias[i], sport, &port))
-			return port;
-	arrived_from(x, &pe->addr, sport, &port);
-	return port;
-}
-
-/* Port p was just counted down for peer (porthealth.h): count it and say so. */
-static void port_went_down(void *ctx, uint32_t peer, unsigned p)
-{
-	struct afxdp *x = ctx;
-	const struct peer *pe = peers_get(x->b.peers, peer);
-	char a[MROC_ADDR_STRLEN];
-
-	x->st.port_dead++;
-	pr_warn_rl("af_xdp: nothing from %s came back through port %s for %llu ms while other "
-		   "ports heard it: its paths to that peer leave by the other ports for %llu s",
-		   pe ? addr_str(&pe->addr, a, sizeof(a)) : "?", x->ports[p].ifname,
-		   (unsigned long long)(x->port_dead_ns / 1000000),
-		   (unsigned long long)(PORTHEALTH_HOLD_FACTOR * x->port_dead_ns / 1000000000));
-}
-
-/* Port p may take a packet to peer pe now (porthealth.h). */
-static bool port_usable(struct afxdp *x, const struct peer *pe, unsigned p, uint64_t now)
-{
-	switch (porthealth_check(x->health, pe->handle, p, now)) {
-	case PORTHEALTH_UP:
-		return true;
-	case PORTHEALTH_WENT_DOWN:
-		port_went_down(x, pe->handle, p);
-		return false;
-	default:
-		return false;
-	}
-}
-
-/*
- * The sender of a path picks its port: its UDP source port modulo the
- * number of ports, so a path that the engine moves (a new source port)
- * usually changes port, as ECMP in a routed fabric would move it to another
- * plane.  Replies (echo: the peer's path, its source port echoed) go back
- * through the port that path's packets last came in on, so a path keeps to
- * one plane both ways, also when the sender moved it off a port that went
- * down, or has another number of ports.  A port that is down, cannot reach
- * the peer, or is counted down for it (porthealth.h) hands its paths to the
- * others; one counted down is still better than none.
- *
- * Only replies follow the arrivals.  If a sender followed them too, a
- * reply that had to leave by another port (its next hop on the path's port
- * not yet resolved: seconds while IPv6 link-local addresses are tentative
- * after a port comes up) would move the sender's path there, the replies
- * would follow the path, and it would never come back.  own: not CM (see
- * nexthops_get).
- */
-static const struct nexthop *port_for(struct afxdp *x, const struct peer *pe, uint16_t sport,
-				      bool echo, bool own, uint64_t now, unsigned *port)
-{
-	unsigned want = port_wanted(x, pe, sport, echo, !own);
-
-	for (unsigned t = 0; t < 2 * x->nports; t++) {
-		const struct nexthop *h;
-
-		*port = porthealth_choice(x->nports, want, sport, t % x->nports);
-		if (!x->ports[*port].up || (t < x->nports && !port_usable(x, pe, *port, now)))
-			continue;
-		h = nexthops_get(x->hops, pe->handle, *port, own, now);
-		if (h)
-			return h;
-	}
-	return NULL;
-}
-
 /* Where our path's packets would leave (for status), without resolving or judging anything. */
 static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sport)
 {
-	struct afxdp *x = to_afxdp(b);
-	const struct peer *pe = peers_get(x->b.peers, peer);
-	uint64_t now = mono_ns();
-	unsigned want;
-
-	if (!pe)
-		return NULL;
-	want = port_wanted(x, pe, sport, false, false);
-	for (unsigned t = 0; t < 2 * x->nports; t++) {
-		unsigned p = porthealth_choice(x->nports, want, sport, t % x->nports);
-
-		if (x->ports[p].up && !nexthops_err(x->hops, peer, p, true) &&
-		    (t >= x->nports || !porthealth_is_down(x->health, peer, p, now)))
-			return x->ports[p].ifname;
-	}
-	return NULL;
+	return egress_port_name(to_afxdp(b)->egress, peer, sport, mono_ns());
 }
 
 /* The ports counted down for peer now (porthealth.h), their names into names[]. */
 static unsigned afxdp_ports_down(struct backend *b, uint32_t peer, const char **names,
 				 unsigned max)
 {
-	struct afxdp *x = to_afxdp(b);
-	uint64_t now = mono_ns();
-	unsigned n = 0;
-
-	for (unsigned p = 0; p < x->nports && n < max; p++)
-		if (porthealth_is_down(x->health, peer, p, now))
-			names[n++] = x->ports[p].ifname;
-	return n;
+	return egress_ports_down(to_afxdp(b)->egress, peer, names, max, mono_ns());
 }
 
 /* A packet that the engine took came from peer through the port of its socket. */
@@ -772,29 +295,18 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 	struct afxdp *x = to_afxdp(b);
 	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 
-	if (s >= x->nsocks || peer >= x->max_peers)
-		return;
-	x->heard_port[peer] = x->sock_port[s];
-	porthealth_rx(x->health, peer, x->sock_port[s], now);
+	if (s < x->nsocks)
+		egress_heard(x->egress, peer, x->sock_port[s], now);
 }
 
-static void warn_unreachable(struct afxdp *x, uint32_t peer, uint16_t sport, bool own)
+/* Housekeeping on the worker's tick: links, next hops, port health (egress.h). */
+static void afxdp_tick(struct backend *b, uint64_t now)
 {
-	const struct peer *pe = peers_get(x->b.peers, peer);
-	unsigned want = sport % x->nports;
-	char a[MROC_ADDR_STRLEN];
-	int err = nexthops_err(x->hops, peer, want, own);
-
-	if (!err && x->ports[want].up)
-		return;		/* still resolving */
-	pr_warn_rl("af_xdp: %s is unreachable out of every port (%s: %s%s)",
-		   pe ? addr_str(&pe->addr, a, sizeof(a)) : "?", x->ports[want].ifname,
-		   x->ports[want].up ? "" : "down", x->ports[want].up ? strerror(-err) : "");
+	egress_tick(to_afxdp(b)->egress, now);
 }
 
 static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 {
-	const struct peer *pe = peers_get(x->b.peers, b->peer);
 	uint64_t addr = buf_addr(x, b);
 	const struct nexthop *h;
 	struct afxdp_port *port;
@@ -807,16 +319,12 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	uint32_t idx;
 	int off;
 
-	h = pe ? port_for(x, pe, b->sport, b->echo, own, now, &p) : NULL;
+	h = egress_route(x->egress, b->peer, b->sport, b->echo, own,
+			 b->len > 1 && mroc_op_is_data(b->data[1]), now, &p);
 	if (!h) {
 		x->st.tx_no_route++;
-		if (pe)
-			warn_unreachable(x, b->peer, b->sport, own);
 		return false;
 	}
-	/* Only what the peer acknowledges tells whether the port reaches it (porthealth.h). */
-	if (b->len > 1 && mroc_op_is_data(b->data[1]))
-		porthealth_tx(x->health, b->peer, p, now);
 	/* Several queues of one port: a path keeps to one of them. */
 	port = &x->ports[p];
 	k = &x->socks[port->first + (b->sport / x->nports) % port->nsocks];
@@ -833,7 +341,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	memcpy(ft.dmac, h->dmac, sizeof(ft.dmac));
 	off = frame_build(x->area + addr, b->len, &ft);
 	if (off >= 0 && x->vs && x->sock_view[k - x->socks] != x->idx)
-		return hand_tx(x, (unsigned)(k - x->socks), addr + (uint64_t)off,
+		return afxdp_hand_tx(x, (unsigned)(k - x->socks), addr + (uint64_t)off,
 			       frame_len(off, b->len, &ft));
 	if (off < 0 || xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1) {
 		x->st.tx_ring_full++;
@@ -880,12 +388,10 @@ static int afxdp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used,
 	}
 	for (int i = used; i < got; i++)
 		x->free[x->nfree++] = buf_addr(x, &bufs[i]);
-	if (used)
-		ports_poll(x, now);
 	submit_tx(x);
 	reclaim(x);
 	if (x->vs)
-		views_wake(x);
+		afxdp_views_wake(x);
 	return sent;
 }
 
@@ -905,8 +411,8 @@ static int afxdp_poll_fds(struct backend *b, int *fds, int max)
 
 	for (unsigned i = 0; i < x->nown && n < max; i++)
 		fds[n++] = xsk_socket__fd(x->socks[x->own[i]].xsk);
-	if (x->mon_fd >= 0 && n < max)
-		fds[n++] = x->mon_fd;	/* drained by rx */
+	if (egress_fd(x->egress) >= 0 && n < max)
+		fds[n++] = egress_fd(x->egress);	/* drained by tick */
 	if (x->wake_fd >= 0 && n < max)
 		fds[n++] = x->wake_fd;	/* drained by rx */
 	return n;
@@ -930,7 +436,8 @@ static void afxdp_get_stats(struct backend *b, struct backend_stats *out)
 		out->xsk_rx_fill_ring_empty += xs.rx_fill_ring_empty_descs;
 		out->xsk_tx_ring_empty += xs.tx_ring_empty_descs;
 	}
-	out->ports_down = porthealth_count_down(x->health, mono_ns());
+	out->port_dead = egress_port_dead(x->egress);
+	out->ports_down = egress_count_down(x->egress, mono_ns());
 }
 
 static const char *afxdp_describe(struct backend *b)
@@ -965,20 +472,13 @@ static void afxdp_destroy(struct backend *b)
 	}
 	if (x->umem && !x->idx)
 		xsk_umem__delete(x->umem);
-	if (x->mon_fd >= 0)
-		close(x->mon_fd);
 	if (x->wake_fd >= 0)
 		close(x->wake_fd);
 	if (x->vs && !x->idx) {
 		free(x->vs->rings);
 		free(x->vs);
 	}
-	if (x->hops && x->b.peers)
-		peers_set_release_hook(x->b.peers, NULL, NULL);
-	nexthops_destroy(x->hops);
-	porthealth_destroy(x->health);
-	free(x->heard_port);
-	free(x->arrivals);
+	egress_destroy(x->egress);
 	if (x->area && !x->idx)
 		munmap(x->area, x->area_len);
 	free(x->free);
@@ -998,6 +498,7 @@ static const struct backend_ops afxdp_ops = {
 	.port_name = afxdp_port_name,
 	.ports_down = afxdp_ports_down,
 	.heard = afxdp_heard,
+	.tick = afxdp_tick,
 	.describe = afxdp_describe,
 	.destroy = afxdp_destroy,
 };
@@ -1100,23 +601,26 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 static int open_ports(struct afxdp *x)
 {
 	for (unsigned s = 0; s < x->nsocks; s++) {
-		struct afxdp_port *port = &x->ports[x->nports - (x->nports > 0)];
+		unsigned last = x->nports - (x->nports > 0);
+		struct afxdp_port *port = &x->ports[last];
+		struct egress_port *pc = &x->port_cfg[last];
 
-		if (!x->nports || port->ifindex != x->socks[s].ifindex) {
-			if (x->nports == NEXTHOP_MAX_PORTS) {
+		if (!x->nports || pc->ifindex != x->socks[s].ifindex) {
+			if (x->nports == EGRESS_MAX_PORTS) {
 				snprintf(x->why, sizeof(x->why), "more than %d interfaces",
-					 NEXTHOP_MAX_PORTS);
+					 EGRESS_MAX_PORTS);
 				return -E2BIG;
 			}
 			port = &x->ports[x->nports];
+			pc = &x->port_cfg[x->nports];
 			x->nports++;
-			port->ifindex = x->socks[s].ifindex;
-			port->addr = x->socks[s].addr;
+			pc->ifindex = x->socks[s].ifindex;
+			pc->addr = x->socks[s].addr;
+			memcpy(pc->ifname, x->socks[s].ifname, sizeof(pc->ifname));
 			port->first = s;
-			memcpy(port->ifname, x->socks[s].ifname, sizeof(port->ifname));
 		} else if (port->first + port->nsocks != s) {
 			snprintf(x->why, sizeof(x->why), "the queues of %s are not listed together",
-				 port->ifname);
+				 pc->ifname);
 			return -EINVAL;
 		}
 		port->nsocks++;
@@ -1125,55 +629,21 @@ static int open_ports(struct afxdp *x)
 	return 0;
 }
 
-/*
- * A view's own routes, neighbours and link monitor (every view sends out of
- * every port).  The monitor opens before the first reading of the links so
- * that no change falls between.
- */
+/* A view's own ports and next hops (every view sends out of every port): its egress. */
 static int open_view_io(struct afxdp *x)
 {
-	struct nexthops_cfg hc = {
+	struct egress_cfg ec = {
+		.ports = x->port_cfg,
+		.nports = x->nports,
 		.nl = x->nl,
 		.peers = x->b.peers,
 		.max_peers = x->max_peers,
 		.src = x->src,
+		.port_dead_ns = x->port_dead_ns,
+		.mute = x->idx != 0,	/* the first view speaks for all */
 	};
-	int ifindex[NEXTHOP_MAX_PORTS];
-	struct mroc_addr port_src[NEXTHOP_MAX_PORTS];
-	int err;
 
-	for (unsigned p = 0; p < x->nports; p++) {
-		ifindex[p] = x->ports[p].ifindex;
-		port_src[p] = x->ports[p].addr;
-		x->ports[p].up = false;
-	}
-	hc.port_src = port_src;
-	x->arrivals = calloc(ARRIVAL_SLOTS, sizeof(*x->arrivals));
-	x->heard_port = malloc(x->max_peers);
-	if (!x->arrivals || !x->heard_port)
-		return -ENOMEM;
-	memset(x->heard_port, NO_PORT, x->max_peers);
-	hc.port_ifindex = ifindex;
-	hc.nports = x->nports;
-	err = nexthops_create(&hc, &x->hops);
-	if (err) {
-		snprintf(x->why, sizeof(x->why), "next-hop table: %s", strerror(-err));
-		return err;
-	}
-	/* A handle the peer table gives up may come back for another address. */
-	peers_set_release_hook(x->b.peers, forget_peer, x);
-	err = porthealth_create(x->max_peers, x->nports, x->port_dead_ns, &x->health);
-	if (err) {
-		snprintf(x->why, sizeof(x->why), "port health table: %s", strerror(-err));
-		return err;
-	}
-	err = nl_monitor_open(&x->mon_fd);
-	if (err)
-		pr_warn("af_xdp: no link change notifications (%s): a port going down is "
-			"noticed by its lost packets only", strerror(-err));
-	ports_read(x, true);
-	x->next_expire_ns = mono_ns() + HOP_MAX_AGE_NS / 3;
-	return 0;
+	return egress_create(&ec, mono_ns(), &x->egress, x->why, sizeof(x->why));
 }
 
 int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backend **out,
@@ -1204,7 +674,6 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 	x->b.ops = &afxdp_ops;
 	x->b.peers = peers;
 	x->nl = cfg->nl;
-	x->mon_fd = -1;
 	x->wake_fd = -1;
 	x->tx_reserve = cfg->nframes / 8;
 	x->frame_size = cfg->frame_size;
@@ -1282,11 +751,7 @@ static int make_view(struct afxdp *x0, unsigned idx, struct peers *peers, struct
 	x->nl = nl;
 	x->nfree = 0;
 	x->nown = 0;
-	x->arrivals = NULL;
-	x->hops = NULL;
-	x->health = NULL;
-	x->heard_port = NULL;
-	x->mon_fd = -1;
+	x->egress = NULL;
 	x->wake_mask = 0;
 	atomic_init(&x->sleeping, false);
 	memset(&x->st, 0, sizeof(x->st));

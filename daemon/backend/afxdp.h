@@ -4,10 +4,8 @@
  * queue), bound in zero-copy mode where the driver has it and copy mode
  * otherwise.  Our XDP program (xdp_prog.c) steers MetaRoCE packets of each
  * (interface, queue) into its socket.  mrocd builds every Ethernet/IP/UDP
- * header itself (frame.c).  Each interface is a port; a path (a UDP source
- * port) leaves by port sport % nports, or the next one up that reaches the
- * peer, towards that port's next hop (nexthop.c): from the port's own
- * address to the peer's on that port where they have them, except CM.
+ * header itself (frame.c).  Each interface is a port; which port and next
+ * hop a packet leaves by is egress.h's (daemon/net/egress.c).
  */
 #ifndef MROCD_AFXDP_H
 #define MROCD_AFXDP_H

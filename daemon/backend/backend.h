@@ -65,7 +65,10 @@ struct backend_ops {
 	 * briefly, since nothing would wake it to kick again.
 	 */
 	uint32_t (*tx_flush)(struct backend *b);
-	/* fds that become readable when packets arrive (for poll); returns how many (<= max). */
+	/*
+	 * fds that become readable when packets arrive or housekeeping is due
+	 * (for poll); returns how many (<= max).
+	 */
 	int (*poll_fds)(struct backend *b, int *fds, int max);
 	void (*get_stats)(struct backend *b, struct backend_stats *out);
 	/*
@@ -80,6 +83,13 @@ struct backend_ops {
 	 * how many.  The names stay valid while the backend lives.
 	 */
 	unsigned (*ports_down)(struct backend *b, uint32_t peer, const char **names, unsigned max);
+	/*
+	 * Optional: housekeeping on the worker's clock, called once per turn
+	 * of its loop before rx (AF_XDP: link changes, ageing of next hops,
+	 * the port-health sweep; egress.h).  rx, tx_send and the others do
+	 * none of their own.
+	 */
+	void (*tick)(struct backend *b, uint64_t now);
 	/* Optional: the engine took pkt (one rx gave), from peer: the way it came works. */
 	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now);
 	/*

@@ -235,6 +235,8 @@ static void *worker_main(void *arg)
 
 		w->st.loops++;
 		serve_call(w, now);
+		if (w->cfg.be->ops->tick)
+			w->cfg.be->ops->tick(w->cfg.be, now);
 		/*
 		 * What is waiting in the receive ring goes in before any timer
 		 * runs (up to RX_DRAIN_BATCHES): after the worker waited for a

@@ -1,0 +1,188 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The AF_XDP backend with workers: the hand-off between views (afxdp.h,
+ * afxdp_add_views; the rings: handoff.h).  A received frame for another
+ * view's QP, or a built frame for another view's socket, goes to it through
+ * the SPSC ring of the ordered pair; the frame comes back the same way, so
+ * every view keeps its number of frames.  A sleeping view is woken by its
+ * eventfd, only when it said it sleeps.
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "afxdp_handoff.h"
+#include "afxdp_state.h"
+#include "evfd.h"
+#include "handoff.h"
+#include "log.h"
+
+static struct handoff_ring *ring_to(struct afxdp *x, unsigned to)
+{
+	return &x->vs->rings[x->idx * x->vs->n + to];
+}
+
+static struct handoff_ring *ring_from(struct afxdp *x, unsigned from)
+{
+	return &x->vs->rings[from * x->vs->n + x->idx];
+}
+
+static bool hand(struct afxdp *x, unsigned to, const struct handoff_entry *e)
+{
+	if (!handoff_push(ring_to(x, to), e))
+		return false;
+	x->wake_mask |= 1u << to;
+	return true;
+}
+
+/* A frame of another view's back to it; false: keep it here (its ring is full). */
+bool afxdp_hand_back(struct afxdp *x, unsigned to, uint64_t addr)
+{
+	return hand(x, to, &(struct handoff_entry){ .addr = addr, .kind = HANDOFF_RETURN });
+}
+
+/* A received frame for another view's QP: true when it is gone (handed, or dropped). */
+bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
+		   const struct frame_rx *fr)
+{
+	unsigned to = x->vs->owner(x->vs->owner_ctx, fr->payload, fr->payload_len);
+
+	if (to == x->idx || to >= x->vs->n)
+		return false;
+	if (hand(x, to, &(struct handoff_entry){ .addr = (uint64_t)(fr->payload - x->area),
+						   .len = fr->payload_len, .sock = (uint8_t)s,
+						   .kind = HANDOFF_RX, .sport = fr->sport,
+						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src })) {
+		x->st.handoff_rx_out++;
+		return true;
+	}
+	x->st.handoff_full++;		/* dropped: the sender resends */
+	x->free[x->nfree++] = frame_base(x, d->addr);
+	return true;
+}
+
+/* A built frame for socket s, another view's. */
+bool afxdp_hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len)
+{
+	if (!hand(x, x->sock_view[s], &(struct handoff_entry){ .addr = addr, .len = len,
+							     .sock = (uint8_t)s,
+							     .kind = HANDOFF_TX })) {
+		x->st.handoff_full++;
+		return false;
+	}
+	x->st.handoff_tx_out++;
+	x->st.tx_pkts++;
+	x->st.tx_bytes += len;
+	return true;
+}
+
+/* Never take more TX buffers than the rings to the other views can take. */
+int afxdp_views_tx_room(struct afxdp *x, int n)
+{
+	for (unsigned v = 0; v < x->vs->n; v++) {
+		uint32_t room = v == x->idx ? (uint32_t)n : handoff_room(ring_to(x, v));
+
+		if (room < (uint32_t)n)
+			n = (int)room;
+	}
+	return n;
+}
+
+/* One entry from view from; false when it must wait (its socket's TX ring is full). */
+static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entry *e,
+		       struct backend_pkt *pkt, int *got)
+{
+	struct afxdp_sock *k;
+	uint32_t idx;
+
+	switch (e->kind) {
+	case HANDOFF_RX:
+		egress_arrived(x->egress, &e->src, e->sport, x->sock_port[e->sock]);
+		*pkt = (struct backend_pkt){
+			.data = x->area + e->addr,
+			.len = e->len,
+			.src = e->src,
+			.sport = e->sport,
+			.ce = e->ce,
+			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
+				  COOKIE_HANDED,
+		};
+		(*got)++;
+		x->st.handoff_rx_in++;
+		return true;
+	case HANDOFF_TX:
+		k = &x->socks[e->sock];
+		if (xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1)
+			return false;
+		xsk_ring_prod__tx_desc(&k->tx, idx)->addr = e->addr;
+		xsk_ring_prod__tx_desc(&k->tx, idx)->len = e->len;
+		k->tx_pending++;
+		x->st.handoff_tx_in++;
+		/* The frame is ours now (our completion ring): one of ours goes back for it. */
+		if (x->nfree && afxdp_hand_back(x, from, x->free[x->nfree - 1]))
+			x->nfree--;
+		return true;
+	default:
+		x->free[x->nfree++] = frame_base(x, e->addr);
+		return true;
+	}
+}
+
+/* What the other views handed us: up to n packets into pkts; returns how many. */
+int afxdp_views_rx(struct afxdp *x, struct backend_pkt *pkts, int n)
+{
+	int got = 0;
+
+	if (atomic_load_explicit(&x->sleeping, memory_order_relaxed)) {
+		atomic_store_explicit(&x->sleeping, false, memory_order_relaxed);
+		evfd_drain(x->wake_fd);
+	}
+	for (unsigned v = 0; v < x->vs->n; v++) {
+		struct handoff_ring *r;
+		const struct handoff_entry *e;
+
+		if (v == x->idx)
+			continue;
+		r = ring_from(x, v);
+		while (got < n && (e = handoff_peek(r))) {
+			if (!take_entry(x, v, e, &pkts[got], &got))
+				break;
+			handoff_pop(r);
+		}
+	}
+	return got;
+}
+
+/* Ring the doorbell of every view we handed something that sleeps (see afxdp_may_sleep). */
+void afxdp_views_wake(struct afxdp *x)
+{
+	uint64_t one = 1;
+
+	if (!x->wake_mask)
+		return;
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned v = 0; v < x->vs->n; v++)
+		if ((x->wake_mask & 1u << v) &&
+		    atomic_load_explicit(&x->vs->v[v]->sleeping, memory_order_relaxed) &&
+		    write(x->vs->v[v]->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+			pr_warn_rl("af_xdp: waking worker %u: %s", v, strerror(errno));
+	x->wake_mask = 0;
+}
+
+/*
+ * About to sleep: from now on, views that hand us something ring wake_fd.
+ * The store and their push are each followed by a full fence before the
+ * other side's load, so either they see sleeping or we see their entry.
+ */
+bool afxdp_views_may_sleep(struct afxdp *x)
+{
+	if (!x->vs)
+		return true;
+	atomic_store_explicit(&x->sleeping, true, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	for (unsigned v = 0; v < x->vs->n; v++)
+		if (v != x->idx && !handoff_empty(ring_from(x, v)))
+			return false;
+	return true;
+}

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The AF_XDP backend with workers: the hand-off between views
+ * (afxdp_handoff.c).  Called by afxdp.c only, when x->vs is set.
+ */
+#ifndef MROCD_AFXDP_HANDOFF_H
+#define MROCD_AFXDP_HANDOFF_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "afxdp_state.h"
+
+/* A frame of another view's back to it; false: keep it here (its ring is full). */
+bool afxdp_hand_back(struct afxdp *x, unsigned to, uint64_t addr);
+/* A received frame for another view's QP: true when it is gone (handed, or dropped). */
+bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
+		   const struct frame_rx *fr);
+/* A built frame for socket s, another view's: true when handed. */
+bool afxdp_hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len);
+/* Never take more TX buffers than the rings to the other views can take: n or fewer. */
+int afxdp_views_tx_room(struct afxdp *x, int n);
+/*
+ * What the other views handed us: up to n packets into pkts, frames to
+ * send into our TX rings (tx_pending: the caller submits); returns how many
+ * packets.
+ */
+int afxdp_views_rx(struct afxdp *x, struct backend_pkt *pkts, int n);
+/* Ring the doorbell of every view we handed something that sleeps. */
+void afxdp_views_wake(struct afxdp *x);
+/* About to sleep (backend op may_sleep): false when a view handed us something meanwhile. */
+bool afxdp_views_may_sleep(struct afxdp *x);
+
+#endif
