@@ -61,7 +61,41 @@ struct pair *pair_new(const struct engine_config *a, const struct engine_config 
 		assert_non_null(p->s[i].eng);
 	}
 	p->now = PAIR_T0;
+	pair_set_clock(p, PAIR_B, PAIR_SKEW_NS, PAIR_SKEW_PPM);
 	return p;
+}
+
+void pair_set_clock(struct pair *p, int side, int64_t offset, int32_t ppm)
+{
+	assert_true(ppm > -1000000 && ppm < 1000000);
+	p->s[side].clk_offset = offset;
+	p->s[side].clk_ppm = ppm;
+	assert_true((int64_t)p->now + (int64_t)p->now * ppm / 1000000 + offset > 0);
+}
+
+uint64_t pair_clock(const struct pair *p, int side)
+{
+	const struct pair_side *s = &p->s[side];
+	__int128 t = (__int128)p->now + (__int128)p->now * s->clk_ppm / 1000000 + s->clk_offset;
+
+	assert_true(t > 0);
+	return (uint64_t)t;
+}
+
+uint64_t pair_base_of(const struct pair *p, int side, uint64_t t)
+{
+	const struct pair_side *s = &p->s[side];
+	__int128 x = ((__int128)t - s->clk_offset) * 1000000 / (1000000 + s->clk_ppm);
+
+	if (x < 0)
+		return 0;
+	/* Rounding: step to the first base time whose local time reaches t. */
+	while ((__int128)x + (__int128)x * s->clk_ppm / 1000000 + s->clk_offset < (__int128)t)
+		x++;
+	while (x > 0 && (__int128)(x - 1) + (__int128)(x - 1) * s->clk_ppm / 1000000 +
+			s->clk_offset >= (__int128)t)
+		x--;
+	return x > (__int128)UINT64_MAX ? UINT64_MAX : (uint64_t)x;
 }
 
 void pair_free(struct pair *p)
@@ -96,7 +130,8 @@ uint32_t pair_connect_more(struct pair *p, uint64_t user, uint64_t service_id)
 	qb = pair_qp_create(p, PAIR_B, &a);
 	qa = pair_qp_create(p, PAIR_A, &a);
 	assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, qb, service_id), 0);
-	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, service_id, p->now), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, service_id,
+					   pair_clock(p, PAIR_A)), 0);
 	return qa;
 }
 
@@ -116,7 +151,7 @@ void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct e
 	p->s[PAIR_A].qpn = pair_qp_create(p, PAIR_A, a);
 	assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, service_id), 0);
 	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, PAIR_B, service_id,
-					   p->now), 0);
+					   pair_clock(p, PAIR_A)), 0);
 	pair_pump(p);
 	c = pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, b->user);
 	assert_int_equal(c->qpn, p->s[PAIR_B].qpn);
@@ -136,7 +171,7 @@ int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t pee
 	assert_non_null(copy);
 	memcpy(copy, buf, len);
 	p->s[to].heard[sport / 8] |= (uint8_t)(1u << sport % 8);
-	ret = engine_rx(p->s[to].eng, p->now, copy, len, &meta);
+	ret = engine_rx(p->s[to].eng, pair_clock(p, to), copy, len, &meta);
 	free(copy);
 	pair_poll(p);
 	return ret;
@@ -174,7 +209,7 @@ static unsigned pump_side(struct pair *p, int from)
 
 	for (int i = 0; i < PAIR_TX_BATCH; i++)
 		b[i] = (struct engine_txbuf){ .data = p->tx[i].data, .cap = PAIR_MAX_PKT };
-	n = engine_tx(p->s[from].eng, p->now, b, PAIR_TX_BATCH);
+	n = engine_tx(p->s[from].eng, pair_clock(p, from), b, PAIR_TX_BATCH);
 	assert_in_range(n, 0, PAIR_TX_BATCH);
 	for (int i = 0; i < n; i++) {
 		struct pair_pkt *pkt = &p->tx[i];
@@ -220,11 +255,21 @@ unsigned pair_pump(struct pair *p)
 	}
 }
 
+/* The earliest of both engines' deadlines, in pair->now's time (0: now). */
 static uint64_t next_deadline(struct pair *p)
 {
-	uint64_t a = engine_next_deadline(p->s[PAIR_A].eng), b = engine_next_deadline(p->s[PAIR_B].eng);
+	uint64_t best = UINT64_MAX;
 
-	return a < b ? a : b;
+	for (int i = 0; i < 2; i++) {
+		uint64_t d = engine_next_deadline(p->s[i].eng);
+
+		if (d == UINT64_MAX)
+			continue;
+		d = d ? pair_base_of(p, i, d) : 0;
+		if (d < best)
+			best = d;
+	}
+	return best;
 }
 
 void pair_run(struct pair *p, uint64_t until)
@@ -248,8 +293,8 @@ void pair_run(struct pair *p, uint64_t until)
 			break;
 		if (d > p->now)
 			p->now = d;
-		engine_advance(p->s[PAIR_A].eng, p->now);
-		engine_advance(p->s[PAIR_B].eng, p->now);
+		engine_advance(p->s[PAIR_A].eng, pair_clock(p, PAIR_A));
+		engine_advance(p->s[PAIR_B].eng, pair_clock(p, PAIR_B));
 		advanced = true;
 	}
 	if (p->now < until)
@@ -355,7 +400,7 @@ uint8_t pair_state(struct pair *p, int side)
 
 int pair_post(struct pair *p, int side, const struct engine_wr *wr)
 {
-	return engine_post_send(p->s[side].eng, p->s[side].qpn, wr, p->now);
+	return engine_post_send(p->s[side].eng, p->s[side].qpn, wr, pair_clock(p, side));
 }
 
 int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint64_t laddr,

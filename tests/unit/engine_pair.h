@@ -7,6 +7,13 @@
  * advances the clock from deadline to deadline.  Completions are polled into
  * a per-side log the test reads in order.
  *
+ * Each engine reads its own clock, as two hosts do: side i's time is
+ * now + now * ppm / 10^6 + offset (pair_clock), and every engine call the
+ * harness makes passes that side's time.  By default B's clock runs
+ * PAIR_SKEW_NS ahead of A's and PAIR_SKEW_PPM faster, so no test passes
+ * only because both ends stamp packets from one clock; pair_set_clock
+ * chooses others.  Tests keep measuring in pair->now (A's clock at 0 ppm).
+ *
  * Peer handles: each engine knows the other by the other's side index, so A
  * reaches B as peer PAIR_B (1) and B sees A's packets from peer PAIR_A (0).
  *
@@ -56,6 +63,8 @@ struct pair_side {
 	uint64_t sent[256];		/* packets sent, by opcode */
 	uint64_t stray;			/* packets addressed to another peer handle */
 	uint8_t heard[65536 / 8];	/* source ports engine_rx had packets from (bits) */
+	int64_t clk_offset;		/* this side's clock: now + now * clk_ppm / 10^6 + clk_offset */
+	int32_t clk_ppm;
 };
 
 /* A registered buffer with canary-filled guards on both sides. */
@@ -86,6 +95,17 @@ struct pair {
 	uint64_t stuck_deadlines;
 	struct pair_pkt tx[PAIR_TX_BATCH];
 };
+
+/* B's clock against A's by default: well past 2^31 ns apart, and drifting. */
+#define PAIR_SKEW_NS	(2500 * PAIR_MS + 123457)
+#define PAIR_SKEW_PPM	150
+
+/* Side's clock from now on: its time is now + now * ppm / 10^6 + offset (> 0). */
+void pair_set_clock(struct pair *p, int side, int64_t offset, int32_t ppm);
+/* Side's time at pair->now, what every engine call for it takes. */
+uint64_t pair_clock(const struct pair *p, int side);
+/* The earliest pair->now at which side's clock reads at least t (t in its time). */
+uint64_t pair_base_of(const struct pair *p, int side, uint64_t t);
 
 /* engine_config_default() with timers shrunk to fake-time microseconds. */
 void pair_test_config(struct engine_config *cfg);

@@ -164,7 +164,7 @@ static void test_counter_under_loss(void **state)
 				struct engine_wr wr = atomic_wr(f, ENGINE_WR_ATOMIC_FETCH_ADD, i,
 								8ULL * i, 0, 1, 0);
 
-				if (engine_post_send(f->p->s[PAIR_A].eng, f->qa[q], &wr, f->p->now))
+				if (engine_post_send(f->p->s[PAIR_A].eng, f->qa[q], &wr, pair_clock(f->p, PAIR_A)))
 					break;
 				next[q]++;
 			}

@@ -55,7 +55,7 @@ static uint32_t start_connect(struct pair *p, const struct engine_qp_attr *a,
 	}
 	qa = pair_qp_create(p, PAIR_A, a);
 	p->s[PAIR_A].qpn = qa;
-	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, svc, p->now), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, svc, pair_clock(p, PAIR_A)), 0);
 	return qa;
 }
 
@@ -100,7 +100,7 @@ static void test_connect_no_listener(void **state)
 	/* No QP at all on B: refused the same way. */
 	engine_qp_destroy(p->s[PAIR_B].eng, p->s[PAIR_B].qpn);
 	qa = pair_qp_create(p, PAIR_A, &a);
-	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, SVC, p->now), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, PAIR_B, SVC, pair_clock(p, PAIR_A)), 0);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 }
@@ -119,7 +119,7 @@ static void refused_then_good(struct pair *p, struct pair_capture *cap, uint32_t
 
 	pair_capture_stop(p);
 	q2 = pair_qp_create(p, PAIR_A, &a);
-	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, q2, PAIR_B, SVC, p->now), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, q2, PAIR_B, SVC, pair_clock(p, PAIR_A)), 0);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xc);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
@@ -232,7 +232,7 @@ static void test_connect_unanswered(void **state)
 	p->s[PAIR_A].qpn = qa;
 	t0 = p->now;
 	/* Peer handle 7: the pump delivers it nowhere. */
-	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, 7, SVC, p->now), 0);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, 7, SVC, pair_clock(p, PAIR_A)), 0);
 	for (uint32_t i = 0; i <= ca.cm_retries; i++)
 		rto += ca.rto_init_ns << i;
 	pair_run(p, t0 + rto - 1);
@@ -512,7 +512,7 @@ static struct pair *closed_by_a(void **state)
 	pair_capture_start(p, PAIR_A, 0, false);	/* its data never arrives */
 	pair_pump(p);
 	pair_capture_stop(p);
-	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, p->now), 0);
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, pair_clock(p, PAIR_A)), 0);
 	/* Flushed at once, in order. */
 	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 1);
 	pair_expect(p, PAIR_A, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 20);
@@ -537,7 +537,7 @@ static void test_disconnect_peer(void **state)
 		struct engine_qp_attr a = attr_of(0, 0xc);
 		uint32_t q2 = pair_qp_create(p, PAIR_A, &a);
 
-		assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, q2, PAIR_B, SVC, p->now), 0);
+		assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, q2, PAIR_B, SVC, pair_clock(p, PAIR_A)), 0);
 		pair_run_for(p, 1 * PAIR_MS);
 		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	}
@@ -568,8 +568,8 @@ static void test_disconnect_both(void **state)
 	struct pair *p = open_pair(state, NULL, NULL);
 
 	pair_connect(p, NULL, NULL, SVC);
-	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, p->now), 0);
-	assert_int_equal(engine_qp_disconnect(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, p->now), 0);
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, pair_clock(p, PAIR_A)), 0);
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, pair_clock(p, PAIR_B)), 0);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xb);
@@ -604,7 +604,7 @@ static void test_error_tells_peer(void **state)
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_IDLE);
 	/* Disconnecting a QP in error is allowed and changes nothing. */
-	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, p->now), 0);
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, pair_clock(p, PAIR_A)), 0);
 	pair_run_for(p, 1 * PAIR_MS);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
 }
@@ -622,22 +622,22 @@ static void test_api_misuse(void **state)
 
 	q = pair_qp_create(p, PAIR_A, &a);
 	bogus = q + 0x10000;
-	assert_int_equal(engine_qp_connect(ea, bogus, PAIR_B, SVC, p->now), -ENOENT);
+	assert_int_equal(engine_qp_connect(ea, bogus, PAIR_B, SVC, pair_clock(p, PAIR_A)), -ENOENT);
 	assert_int_equal(engine_qp_listen(ea, bogus, SVC), -ENOENT);
-	assert_int_equal(engine_qp_disconnect(ea, bogus, p->now), -ENOENT);
+	assert_int_equal(engine_qp_disconnect(ea, bogus, pair_clock(p, PAIR_A)), -ENOENT);
 	assert_int_equal(engine_qp_destroy(ea, bogus), -ENOENT);
-	assert_int_equal(engine_post_send(ea, bogus, &wr, p->now), -ENOENT);
+	assert_int_equal(engine_post_send(ea, bogus, &wr, pair_clock(p, PAIR_A)), -ENOENT);
 	assert_int_equal(engine_post_recv(ea, bogus, &rwr), -ENOENT);
 	assert_int_equal(engine_qp_info(ea, bogus, &(struct engine_qp_info){ 0 }), -ENOENT);
 	/* Idle: nothing to post on, nothing to close. */
-	assert_int_equal(engine_post_send(ea, q, &wr, p->now), -ENOTCONN);
-	assert_int_equal(engine_qp_disconnect(ea, q, p->now), -ENOTCONN);
+	assert_int_equal(engine_post_send(ea, q, &wr, pair_clock(p, PAIR_A)), -ENOTCONN);
+	assert_int_equal(engine_qp_disconnect(ea, q, pair_clock(p, PAIR_A)), -ENOTCONN);
 	/* Connecting: no second connect or listen; closing it is allowed. */
-	assert_int_equal(engine_qp_connect(ea, q, PAIR_B, SVC, p->now), 0);
-	assert_int_equal(engine_qp_connect(ea, q, PAIR_B, SVC, p->now), -EISCONN);
+	assert_int_equal(engine_qp_connect(ea, q, PAIR_B, SVC, pair_clock(p, PAIR_A)), 0);
+	assert_int_equal(engine_qp_connect(ea, q, PAIR_B, SVC, pair_clock(p, PAIR_A)), -EISCONN);
 	assert_int_equal(engine_qp_listen(ea, q, SVC), -EISCONN);
-	assert_int_equal(engine_post_send(ea, q, &wr, p->now), -ENOTCONN);
-	assert_int_equal(engine_qp_disconnect(ea, q, p->now), 0);
+	assert_int_equal(engine_post_send(ea, q, &wr, pair_clock(p, PAIR_A)), -ENOTCONN);
+	assert_int_equal(engine_qp_disconnect(ea, q, pair_clock(p, PAIR_A)), 0);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xa);
 	assert_int_equal(engine_qp_listen(ea, q, SVC), 0);
 	assert_int_equal(engine_qp_listen(ea, q, SVC), -EISCONN);

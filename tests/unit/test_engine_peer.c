@@ -97,7 +97,7 @@ static void post_write(struct fx *f, int q, uint64_t id)
 		.rkey = f->b->rkey, .raddr = (uint64_t)q * MSG,
 	};
 
-	assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[q], &wr, f->p->now), 0);
+	assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[q], &wr, pair_clock(f->p, PAIR_A)), 0);
 }
 
 /* Every QP's WRITE completes once, successfully, and its bytes are there. */
@@ -190,7 +190,7 @@ static void test_idle_qps_quiet_while_peer_heard(void **state)
 			.rkey = f->b->rkey,
 		};
 
-		assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[0], &wr, f->p->now), 0);
+		assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[0], &wr, pair_clock(f->p, PAIR_A)), 0);
 		pair_run_for(f->p, 200 * PAIR_US);
 	}
 	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_KEEPALIVE), 0);

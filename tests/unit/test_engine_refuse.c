@@ -163,15 +163,15 @@ static struct fx *record_all(void **state)
 	settle(f);
 	/* CONNECT_REJ: nobody listens on 999. */
 	q2 = pair_qp_create(f->p, PAIR_A, &attr);
-	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q2, PAIR_B, 999, f->p->now), 0);
+	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q2, PAIR_B, 999, pair_clock(f->p, PAIR_A)), 0);
 	pair_pump(f->p);
 	/* DISCONNECT and DISCONNECT_ACK: a second connection, closed. */
 	q3b = pair_qp_create(f->p, PAIR_B, &attr);
 	q3a = pair_qp_create(f->p, PAIR_A, &attr);
 	assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, q3b, 43), 0);
-	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q3a, PAIR_B, 43, f->p->now), 0);
+	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q3a, PAIR_B, 43, pair_clock(f->p, PAIR_A)), 0);
 	pair_pump(f->p);
-	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, q3a, f->p->now), 0);
+	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, q3a, pair_clock(f->p, PAIR_A)), 0);
 	settle(f);
 	f->p->filter = NULL;
 	for (unsigned i = 0; i < NOPS; i++)
@@ -788,7 +788,7 @@ static void test_data_after_disconnect(void **state)
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
 	pair_capture_stop(f->p);
-	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, f->p->now),
+	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, pair_clock(f->p, PAIR_A)),
 			 0);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 1);
 	pair_pump(f->p);

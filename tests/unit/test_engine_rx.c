@@ -382,7 +382,7 @@ static void test_many_qps(void **state)
 		qa[q] = pair_qp_create(f->p, PAIR_A, &a);
 		assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, qb[q], 100 + q), 0);
 		assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, qa[q], PAIR_B, 100 + q,
-						   f->p->now), 0);
+						   pair_clock(f->p, PAIR_A)), 0);
 	}
 	pair_pump(f->p);
 	/* Events come in order per QP only: take them as a set. */
@@ -409,7 +409,7 @@ static void test_many_qps(void **state)
 						    LEN, (uint64_t)(q * NWR + i) * LEN);
 
 			assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, qa[q], &wr,
-							  f->p->now), 0);
+							  pair_clock(f->p, PAIR_A)), 0);
 		}
 	settle(f);
 	while ((c = pair_cqe(f->p, PAIR_A))) {
@@ -777,7 +777,7 @@ static void test_reconnect_clean(void **state)
 	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 60);
 	pair_mem_reset(f->b);
 
-	assert_int_equal(engine_qp_disconnect(a->eng, a->qpn, f->p->now), 0);
+	assert_int_equal(engine_qp_disconnect(a->eng, a->qpn, pair_clock(f->p, PAIR_A)), 0);
 	settle(f);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
@@ -786,7 +786,7 @@ static void test_reconnect_clean(void **state)
 	attr.user = 0xb2;
 	b2 = pair_qp_create(f->p, PAIR_B, &attr);
 	assert_int_equal(engine_qp_listen(b->eng, b2, SVC + 1), 0);
-	assert_int_equal(engine_qp_connect(a->eng, a->qpn, PAIR_B, SVC + 1, f->p->now), 0);
+	assert_int_equal(engine_qp_connect(a->eng, a->qpn, PAIR_B, SVC + 1, pair_clock(f->p, PAIR_A)), 0);
 	pair_run_for(f->p, 100 * PAIR_US);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb2);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);

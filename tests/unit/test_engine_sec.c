@@ -176,7 +176,7 @@ static void test_token_forged(void **state)
 	pair_mem_expect(f->b, 0, f->a->buf, 200);
 	/* A clean close still works: DISCONNECT and its ACK are tagged. */
 	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn,
-					      f->p->now), 0);
+					      pair_clock(f->p, PAIR_A)), 0);
 	pair_run_for(f->p, 5 * PAIR_MS);
 	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
@@ -197,7 +197,7 @@ static void check_mismatch(void **state, uint8_t mode_a, uint8_t mode_b, bool a_
 	qa = pair_qp_create(f->p, PAIR_A, &aa);
 	f->p->s[PAIR_A].qpn = qa;
 	f->p->s[PAIR_B].qpn = qb;
-	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, qa, PAIR_B, SVC, f->p->now), 0);
+	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, qa, PAIR_B, SVC, pair_clock(f->p, PAIR_A)), 0);
 	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_CONNECT_REJ), true);
 	pair_pump(f->p);
 	assert_int_equal(cap->n, 1);
