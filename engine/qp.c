@@ -303,6 +303,11 @@ void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now
 	qp->cm_reason = MROC_CM_ERROR;
 	qp->cm_tries = 0;
 	qp->cm_deadline = 0;
-	qp_wake(eng, qp);
+	/*
+	 * On the control list: a WR that failed inside engine_tx left the QP on
+	 * the data list, which engine_tx then leaves it off (it sends no data),
+	 * and the DISCONNECT never went out (issue #23, finding 7).
+	 */
+	qp_wake_ctl(eng, qp);
 	(void)now;
 }

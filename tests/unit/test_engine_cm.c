@@ -609,6 +609,59 @@ static void test_error_tells_peer(void **state)
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
 }
 
+/*
+ * Issue #23 finding 7: a WR that fails inside engine_tx (its region gone, or
+ * max_retx) puts the QP in error while it is on the data list; the
+ * DISCONNECT must still go out.  Keepalives off: nothing else would tell B
+ * (before the fix B stayed CONNECTED for good; with keepalives at 1 s it
+ * learnt it only from its own dead-peer timer).
+ */
+static void error_in_tx_tells_peer(void **state, bool dereg)
+{
+	struct engine_config c;
+	struct pair *p;
+	struct pair_mem *ma, *mb;
+	struct engine_wr wr = { .wr_id = 9, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+				.len = 4000 };
+
+	pair_test_config(&c);
+	c.keepalive_ns = 0;
+	c.max_retx = 2;
+	p = open_pair(state, &c, &c);
+	pair_set_clock(p, PAIR_B, PAIR_SKEW_NS, PAIR_SKEW_PPM);
+	ma = pair_mem_new(p, PAIR_A, 4096, 1, ENGINE_ACCESS_ALL);
+	mb = pair_mem_new(p, PAIR_B, 4096, 1, ENGINE_ACCESS_ALL);
+	wr.lkey = ma->lkey;
+	wr.rkey = mb->rkey;
+	pair_connect(p, NULL, NULL, SVC);
+	if (dereg) {
+		/* Posted with a good region, which is gone when engine_tx reads it. */
+		assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
+		assert_int_equal(engine_mr_deregister(p->s[PAIR_A].eng, ma->lkey), 0);
+	} else {
+		/* Every data packet lost: max_retx runs out in engine_tx. */
+		pair_capture_start(p, PAIR_A, 0, false);
+		assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
+	}
+	pair_run_for(p, 200 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, dereg ? ENGINE_WC_LOC_PROT_ERR :
+		    ENGINE_WC_RETRY_EXC_ERR, 9);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_true(p->s[PAIR_A].sent[MROC_OP_DISCONNECT] >= 1);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_IDLE);
+}
+
+static void test_error_in_tx_dereg_tells_peer(void **state)
+{
+	error_in_tx_tells_peer(state, true);
+}
+
+static void test_error_in_tx_retry_tells_peer(void **state)
+{
+	error_in_tx_tells_peer(state, false);
+}
+
 /* ---- API misuse -------------------------------------------------------------------- */
 
 static void test_api_misuse(void **state)
@@ -838,6 +891,8 @@ int main(void)
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
 		T(test_error_tells_peer),
+		T(test_error_in_tx_dereg_tells_peer),
+		T(test_error_in_tx_retry_tells_peer),
 		T(test_api_misuse),
 		T(test_post_checks),
 		T(test_qp_create_checks),
