@@ -71,9 +71,17 @@ static void map_flip(struct qp *qp, uint32_t dsn)
  * Room in the receive rings for this segment: the DSN map up to its DSN
  * (at or above rcv_cum) and the message ring up to its MSN.
  */
+/* Word indices (dsn / 64) live in a space of 2^26 that wraps with the DSN's. */
+#define MAP_WORD_MASK	(UINT32_MAX / 64)
+
 static int rx_reserve(struct engine *eng, struct qp *qp, uint32_t dsn, uint32_t msn)
 {
-	uint32_t words = dsn / 64 - qp->rcv_cum / 64 + 1;
+	/*
+	 * Serial arithmetic in that space: with rcv_cum 0xfffffffa and DSN 3
+	 * the plain difference was 0xfc000003 words, refused, and the segment
+	 * waited for the stall safety net (issue #23, finding 6).
+	 */
+	uint32_t words = ((dsn / 64 - qp->rcv_cum / 64) & MAP_WORD_MASK) + 1;
 
 	if (SEQRING_RESERVE(qp->rcv_map, qp->map_mask, qp->rcv_cum / 64, words,
 			    2 * eng->dsn_window / 64))

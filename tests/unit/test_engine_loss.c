@@ -164,6 +164,70 @@ static const struct wrap_case wrap_1path = { 1, 400 };
 static const struct wrap_case wrap_4paths = { 4, 1500 };
 
 /*
+ * Issue #23 finding 6: both directions cross 2^32 DSNs at once, with every
+ * 7th data packet lost, under PFC-style timers (rto_min 50 ms).  The
+ * receiver sized its DSN map with a difference that was not serial
+ * arithmetic: every segment past the wrap before rcv_cum wrapped was refused
+ * (SACKed, not placed), and only the stall safety net, 4 x rto_min later,
+ * had it resent: each direction took 200 ms and more.  Now each message
+ * completes in a few RTTs (well under one rto_min: the losses are found by
+ * SACK, the cross-path rule and the probe, none of which waits for it).
+ */
+static void test_wrap_both_ways_pfc_timers(void **state)
+{
+	struct engine_config cfg;
+	struct engine_qp_attr qa = attr_of(4, 0xa), qb = attr_of(4, 0xb);
+	uint32_t len = 300 * 256 - 5;
+	struct wrap_filter w = { .every = 7 };
+	struct engine_wr wa, wb;
+	struct fx *f;
+	uint64_t t0;
+	bool done_a = false, done_b = false;
+
+	pair_test_config(&cfg);
+	cfg.mtu = 256;
+	cfg.rto_min_ns = cfg.rto_init_ns = 50 * PAIR_MS;
+	cfg.rto_max_ns = 1000 * PAIR_MS;
+	qa.fixed_isn = qb.fixed_isn = true;
+	qa.isn_psn = 0x7fffff00u;
+	qb.isn_psn = 0xffffffc0u;
+	qa.isn_dsn = 0xffffffa0u;
+	qb.isn_dsn = 0xfffffff0u;
+	f = fx_open(state, &cfg, &cfg, &qa, &qb);
+	pair_mem_fill(f->b, 2);
+	f->p->filter = drop_every_nth;
+	f->p->filter_arg = &w;
+
+	/* A writes its buffer's first half to B's second half, B its first half to A's second. */
+	wa = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, REG_LEN / 2);
+	wb = (struct engine_wr){ .wr_id = 2, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+				 .lkey = f->b->lkey, .laddr = 0, .len = len, .rkey = f->a->rkey,
+				 .raddr = REG_LEN / 2 };
+	t0 = f->p->now;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
+	assert_int_equal(pair_post(f->p, PAIR_B, &wb), 0);
+	while ((!done_a || !done_b) && f->p->now - t0 < 2000 * PAIR_MS) {
+		pair_run_for(f->p, 100 * PAIR_US);
+		if (!done_a && pair_pending(f->p, PAIR_A)) {
+			pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+			done_a = true;
+		}
+		if (!done_b && pair_pending(f->p, PAIR_B)) {
+			pair_expect(f->p, PAIR_B, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+			done_b = true;
+		}
+	}
+	print_message("both ways across the DSN wrap: %.1f ms (rto_min %.0f ms)\n",
+		      (double)(f->p->now - t0) / PAIR_MS, (double)cfg.rto_min_ns / PAIR_MS);
+	assert_true(done_a && done_b);
+	assert_true(f->p->now - t0 < cfg.rto_min_ns);
+	assert_memory_equal(f->b->buf + REG_LEN / 2, f->a->buf, len);
+	assert_memory_equal(f->a->buf + REG_LEN / 2, f->b->buf, len);
+	assert_true(w.saw_dsn_top && w.saw_dsn_zero && w.dropped >= 2 * 300 / 7);
+	assert_true(w.data[PAIR_A] > 300 && w.data[PAIR_B] > 300);
+}
+
+/*
  * One message of more segments than the DSN window (MROC_DSN_WINDOW): the
  * sender stays inside the window and the message completes intact, with
  * loss on the way.
@@ -706,6 +770,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		TWRAP("1_path", wrap_1path),
 		TWRAP("4_paths", wrap_4paths),
+		T(test_wrap_both_ways_pfc_timers),
 		T(test_beyond_dsn_window),
 		T(test_late_original_one_path),
 		T(test_late_original_four_paths),
