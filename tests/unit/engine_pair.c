@@ -109,7 +109,41 @@ void pair_free(struct pair *p)
 		free(p->mems[i]);
 	}
 	free(p->cap);
+	for (int i = 0; i < 2; i++) {
+		free(p->wire[i].q);
+		free(p->wire[i].due);
+	}
 	free(p);
+}
+
+void pair_set_delay(struct pair *p, int side, uint64_t delay)
+{
+	struct pair_wire *w = &p->wire[side];
+
+	if (!w->q) {
+		w->q = calloc(PAIR_WIRE_MAX, sizeof(*w->q));
+		w->due = calloc(PAIR_WIRE_MAX, sizeof(*w->due));
+		assert_non_null(w->q);
+		assert_non_null(w->due);
+	}
+	w->delay = delay;
+}
+
+/* Deliver what side's wire holds that is due by now.  Returns the count. */
+static unsigned wire_arrive(struct pair *p, int side)
+{
+	struct pair_wire *w = &p->wire[side];
+	unsigned n = 0;
+
+	while (w->n && w->due[w->head] <= p->now) {
+		struct pair_pkt *pkt = &w->q[w->head];
+
+		w->head = (w->head + 1) % PAIR_WIRE_MAX;
+		w->n--;
+		pair_deliver(p, pkt);
+		n++;
+	}
+	return n;
 }
 
 uint32_t pair_qp_create(struct pair *p, int side, const struct engine_qp_attr *attr)
@@ -232,6 +266,16 @@ static unsigned pump_side(struct pair *p, int from)
 		}
 		if (p->filter && !p->filter(p, pkt, p->filter_arg))
 			continue;
+		if (p->wire[from].delay) {
+			struct pair_wire *w = &p->wire[from];
+			unsigned at = (w->head + w->n) % PAIR_WIRE_MAX;
+
+			assert_true(w->n < PAIR_WIRE_MAX);
+			w->q[at] = *pkt;
+			w->due[at] = p->now + w->delay;
+			w->n++;
+			continue;
+		}
 		pair_deliver(p, pkt);
 	}
 	return (unsigned)n;
@@ -246,7 +290,8 @@ unsigned pair_pump(struct pair *p)
 
 		if (guard > PAIR_GUARD)
 			fail_msg("pair_pump: engines never go quiet");
-		moved = pump_side(p, PAIR_A);
+		moved = wire_arrive(p, PAIR_A) + wire_arrive(p, PAIR_B);
+		moved += pump_side(p, PAIR_A);
 		moved += pump_side(p, PAIR_B);
 		pair_poll(p);
 		if (!moved)
@@ -269,6 +314,9 @@ static uint64_t next_deadline(struct pair *p)
 		if (d < best)
 			best = d;
 	}
+	for (int i = 0; i < 2; i++)
+		if (p->wire[i].n && p->wire[i].due[p->wire[i].head] < best)
+			best = p->wire[i].due[p->wire[i].head];
 	return best;
 }
 

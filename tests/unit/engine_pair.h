@@ -79,8 +79,19 @@ struct pair_mem {
 	uint32_t lkey, rkey;
 };
 
+/* Packets on the wire when a direction has a delay (pair_set_delay). */
+#define PAIR_WIRE_MAX	4096
+
+struct pair_wire {
+	uint64_t delay;			/* one way, from this side */
+	struct pair_pkt *q;		/* FIFO of PAIR_WIRE_MAX, allocated with a delay */
+	uint64_t *due;
+	unsigned head, n;
+};
+
 struct pair {
 	struct pair_side s[2];
+	struct pair_wire wire[2];	/* by the side that sent */
 	struct pair_mem *mems[PAIR_MAX_MEMS];	/* owned: freed by pair_free */
 	unsigned nmems;
 	uint64_t now;
@@ -106,6 +117,12 @@ void pair_set_clock(struct pair *p, int side, int64_t offset, int32_t ppm);
 uint64_t pair_clock(const struct pair *p, int side);
 /* The earliest pair->now at which side's clock reads at least t (t in its time). */
 uint64_t pair_base_of(const struct pair *p, int side, uint64_t t);
+
+/*
+ * Packets side sends reach the other side `delay` of pair->now later (0, the
+ * default: at once, inside the same pump).  The filter sees them when sent.
+ */
+void pair_set_delay(struct pair *p, int side, uint64_t delay);
 
 /* engine_config_default() with timers shrunk to fake-time microseconds. */
 void pair_test_config(struct engine_config *cfg);
