@@ -234,9 +234,9 @@ struct qp {
 	bool ka_request;	/* we ask the peer for one */
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
-	uint32_t rack_ts;	/* ns mod 2^32 when the latest-sent acknowledged packet left */
-	bool rack_valid;
-	uint64_t rack_deadline;	/* when a packet sent before rack_ts is due, 0 = none */
+	uint64_t rack_sent;	/* engine time the latest-sent acknowledged packet left ... */
+	bool rack_valid;	/* ... since the QP (re)connected */
+	uint64_t rack_deadline;	/* when a packet sent before rack_sent is due, 0 = none */
 	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
 
 	/* receive side */
@@ -498,6 +498,17 @@ static inline struct sb_entry *sb_ent(struct path *p, uint32_t psn)
 static inline struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
 {
 	return &qp->dsn[dsn & qp->dsn_mask];
+}
+
+/*
+ * The engine time a packet stamped ts (ns mod 2^32, our clock) left: at
+ * most 4.29 s ago.  Comparing the 32-bit stamps themselves held only within
+ * 2.15 s: after an idle gap of 2.15-4.29 s (and every 4.29 s after) a new
+ * packet compared as older than one sent before the gap.
+ */
+static inline uint64_t sent_at(uint64_t now, uint32_t ts)
+{
+	return now - (uint32_t)((uint32_t)now - ts);
 }
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)

@@ -94,6 +94,8 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->una_retries = 0;
 	qp->stall_since = 0;
 	qp->rnr_deadline = 0;
+	qp->rack_valid = false;	/* the last connection's deliveries say nothing */
+	qp->rack_deadline = 0;
 	qp->rtx_head = qp->rtx_tail = 0;
 	qp->gbn_active = false;
 	qp->pace_next = 0;

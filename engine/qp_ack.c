@@ -11,7 +11,8 @@
 #include "internal.h"
 
 /* One transmission acknowledged: returns its bytes (0 if it was not in flight). */
-static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn)
+static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn,
+		       uint64_t now)
 {
 	struct sb_entry *s = sb_ent(p, psn);
 	struct dsn_entry *e;
@@ -21,8 +22,8 @@ static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32
 	s->state = SB_ACKED;
 	p->inflight -= s->bytes;
 	peer_acked(eng, qp);
-	if (!qp->rack_valid || (int32_t)(s->ts - qp->rack_ts) > 0)
-		qp->rack_ts = s->ts;
+	if (!qp->rack_valid || sent_at(now, s->ts) > qp->rack_sent)
+		qp->rack_sent = sent_at(now, s->ts);
 	qp->rack_valid = true;
 	p->st_acked++;
 	if (!p->any_acked || seq_lt(p->high_acked, psn))
@@ -134,13 +135,13 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 
 /* Mark transmissions [from, to) and SACKed ones acknowledged; returns bytes. */
 static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, const struct mroc_ack_hdr *a,
-			  uint32_t *newest)
+			  uint32_t *newest, uint64_t now)
 {
 	uint32_t bytes = 0, b;
 	uint32_t end = seq_lt(a->cum_psn, p->next_psn) ? a->cum_psn : p->next_psn;
 
 	for (uint32_t q = p->floor; seq_lt(q, end); q++) {
-		b = sb_ack(eng, qp, p, q);
+		b = sb_ack(eng, qp, p, q, now);
 		if (b)
 			*newest = q;
 		bytes += b;
@@ -156,7 +157,7 @@ static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, con
 			break;
 		if (seq_lt(q, p->floor) || !sack_bytes_test(a->sack, i))
 			continue;
-		b = sb_ack(eng, qp, p, q);
+		b = sb_ack(eng, qp, p, q, now);
 		if (b)
 			*newest = q;
 		bytes += b;
@@ -197,7 +198,7 @@ static uint64_t rack_wait(const struct engine *eng, const struct path *p,
 }
 
 /*
- * Walk each path from its floor over packets sent before rack_ts: with lose,
+ * Walk each path from its floor over packets sent before rack_sent: with lose,
  * declare those whose time is up; either way, set rack_deadline to the
  * first one still waiting (0: none).
  */
@@ -220,7 +221,7 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 
 			if (s->state != SB_INFLIGHT)
 				continue;
-			if ((int32_t)(qp->rack_ts - s->ts) <= 0)
+			if (sent_at(now, s->ts) >= qp->rack_sent)
 				break;		/* nothing sent after it has been delivered */
 			due = now + rack_wait(eng, p, s) - (uint32_t)((uint32_t)now - s->ts);
 			if ((int64_t)(due - now) > 0 || !lose) {
@@ -303,7 +304,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
 		return 0;
 
-	bytes = walk_sack(eng, qp, p, a, &newest);
+	bytes = walk_sack(eng, qp, p, a, &newest, now);
 	path_on_echo(eng, p, a->ts_echo, now);
 	if (bytes) {
 		bool first = !p->srtt;

@@ -255,6 +255,140 @@ static void test_beyond_dsn_window(void **state)
 	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_OUT_OF_WINDOW), 0);
 }
 
+/* ---- long idle gaps ------------------------------------------------------------- */
+
+/*
+ * Hold every n-th last segment of A's messages (offset `last_off`) for
+ * `delay` of fake time: it, and so its ACK, comes late, but is not lost.
+ */
+#define HOLD_MAX 64
+
+struct ack_hold {
+	unsigned every;
+	uint32_t last_off;
+	uint64_t delay, acks;
+	unsigned n;
+	uint64_t due[HOLD_MAX];
+	struct pair_pkt pkt[HOLD_MAX];
+};
+
+static bool hold_acks(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct ack_hold *h = arg;
+
+	if (pkt->from != PAIR_A || !mroc_op_is_data(pkt->data[PKT_OPCODE]) ||
+	    pkt_get32(pkt->data, PKT_OFFSET) != h->last_off || ++h->acks % h->every ||
+	    h->n == HOLD_MAX)
+		return true;
+	h->due[h->n] = p->now + h->delay;
+	h->pkt[h->n++] = *pkt;
+	return false;
+}
+
+static void hold_release(struct pair *p, struct ack_hold *h)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < h->n; i++) {
+		if (h->due[i] <= p->now)
+			pair_deliver(p, &h->pkt[i]);
+		else {
+			h->due[k] = h->due[i];
+			h->pkt[k++] = h->pkt[i];
+		}
+	}
+	h->n = k;
+}
+
+/* WRITEs of len every `every` for `dur`, unsignaled, some ACKs late (h). */
+static void stream_writes(struct fx *f, struct ack_hold *h, uint32_t len, uint64_t every,
+			  uint64_t dur)
+{
+	uint64_t end = f->p->now + dur;
+
+	f->p->filter = hold_acks;
+	f->p->filter_arg = h;
+	for (unsigned i = 0; f->p->now < end; i++) {
+		struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 100 + i, (i % 64) * 8192, len,
+					    (i % 64) * 8192);
+		uint64_t next = f->p->now + every;
+
+		wr.flags = 0;
+		pair_post(f->p, PAIR_A, &wr);	/* -ENOSPC when 64 are outstanding: skipped */
+		while (f->p->now < next) {
+			pair_run_for(f->p, 5 * PAIR_US);
+			hold_release(f->p, h);
+		}
+	}
+	while (h->n) {
+		pair_run_for(f->p, 5 * PAIR_US);
+		hold_release(f->p, h);
+	}
+	pair_run_for(f->p, 5 * PAIR_MS);
+	f->p->filter = NULL;
+}
+
+struct idle_case {
+	uint8_t npaths;
+	uint32_t len;		/* of each message, two segments or more */
+	uint64_t every;
+};
+
+/*
+ * Issue #23 finding 5: the send time of the newest delivery (loss detection
+ * across paths) was a 32-bit nanosecond stamp kept across idle gaps: after
+ * a gap whose length mod 2^32 ns falls in [2^31, 2^32) (3 s here) every new
+ * packet compared as sent before it for the next 1.3 s, and the next to
+ * come late was declared lost though nothing sent after it had been
+ * delivered (no packet is lost in this test: each such loss is spurious,
+ * each resend a duplicate).  50 us each way; messages of a few segments
+ * over the paths, every 10th last segment 60 us late (past the cross-path
+ * rule's wait, before the tail-loss probe's).  Gaps of 1 s, 3 s and 5.5 s
+ * (past 2^32 ns and past the timer wheel's reach), each followed by the
+ * same traffic as before the first: no loss declared, nothing resent.
+ */
+static void test_idle_gap_no_spurious_loss(void **state)
+{
+	static const uint64_t gaps[] = { 1000 * PAIR_MS, 3000 * PAIR_MS, 5500 * PAIR_MS };
+	const struct idle_case *ic = *state;
+	struct engine_config cfg;
+	struct engine_qp_attr qa = attr_of(ic->npaths, 0xa), qb = attr_of(ic->npaths, 0xb);
+	struct ack_hold h = { .every = 50, .delay = 150 * PAIR_US, .last_off = ic->len - 1024 };
+	uint64_t base_retx, base_rack;
+	struct fx *f;
+
+	*state = NULL;
+	pair_test_config(&cfg);
+	cfg.dead_peer_ns = 10000 * PAIR_MS;
+	f = fx_open(state, &cfg, &cfg, &qa, &qb);
+	pair_set_delay(f->p, PAIR_A, 50 * PAIR_US);
+	pair_set_delay(f->p, PAIR_B, 50 * PAIR_US);
+	stream_writes(f, &h, ic->len, ic->every, 200 * PAIR_MS);
+	base_retx = pair_stat(f->p, PAIR_A, EC_TX_RETX);
+	base_rack = pair_stat(f->p, PAIR_A, EC_LOST_RACK);
+	print_message("before: %llu resent, %llu lost by the cross-path rule\n",
+		      (unsigned long long)base_retx, (unsigned long long)base_rack);
+	for (unsigned g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
+		uint64_t retx = pair_stat(f->p, PAIR_A, EC_TX_RETX);
+		uint64_t rack = pair_stat(f->p, PAIR_A, EC_LOST_RACK);
+
+		pair_run_for(f->p, gaps[g]);
+		stream_writes(f, &h, ic->len, ic->every, 200 * PAIR_MS);
+		retx = pair_stat(f->p, PAIR_A, EC_TX_RETX) - retx;
+		rack = pair_stat(f->p, PAIR_A, EC_LOST_RACK) - rack;
+		print_message("after %.1f s idle: %llu resent, %llu lost by the cross-path rule\n",
+			      (double)gaps[g] / 1e9, (unsigned long long)retx,
+			      (unsigned long long)rack);
+		assert_int_equal(rack, 0);
+		assert_true(retx <= base_retx);
+	}
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_true(h.acks > 200);
+}
+
+static const struct idle_case idle_2paths = { 2, 2048, 500 * PAIR_US };
+static const struct idle_case idle_4paths = { 4, 4096, 500 * PAIR_US };
+
 /* ---- very late packets ---------------------------------------------------------- */
 
 /* Capture (and drop) the first transmission of A's data packet with this DSN offset. */
@@ -767,11 +901,15 @@ int main(void)
 #define T(fn) cmocka_unit_test_teardown(fn, teardown)
 #define TWRAP(name, wc) { "test_wrap_with_loss_" name, test_wrap_with_loss, NULL, teardown, \
 			   (void *)&(wc) }
+#define TIDLE(name, ic) { "test_idle_gap_no_spurious_loss_" name, \
+			    test_idle_gap_no_spurious_loss, NULL, teardown, (void *)&(ic) }
 	const struct CMUnitTest tests[] = {
 		TWRAP("1_path", wrap_1path),
 		TWRAP("4_paths", wrap_4paths),
 		T(test_wrap_both_ways_pfc_timers),
 		T(test_beyond_dsn_window),
+		TIDLE("2_paths", idle_2paths),
+		TIDLE("4_paths", idle_4paths),
 		T(test_late_original_one_path),
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),
@@ -788,6 +926,7 @@ int main(void)
 	};
 #undef T
 #undef TWRAP
+#undef TIDLE
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
