@@ -87,6 +87,8 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_cm_sec_mismatch_total", "Connections refused for another security mode." },
 	{ "mroc_engine_lost_rack_total", "Of the packets declared lost, those found by time across "
 	  "a QP's paths (a later-sent packet acknowledged)." },
+	{ "mroc_engine_rx_bad_echo_total", "ACKs whose timestamp echo is no send time of ours "
+	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },

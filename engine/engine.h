@@ -312,6 +312,7 @@ enum engine_counter {
 	EC_RX_BAD_TAG,			/* "token": missing or wrong tag; "aead": not sealed */
 	EC_CM_SEC_MISMATCH,		/* CONNECT refused (or refused us): other security mode */
 	EC_LOST_RACK,			/* of EC_LOST: found across paths by time (qp_ack.c) */
+	EC_RX_BAD_ECHO,			/* ACK echoing no send time of ours: no RTT sample (path.c) */
 	EC__COUNT,
 };
 

@@ -66,6 +66,7 @@ struct path {
 	uint64_t rto_deadline;	/* next timer: probe, then RTO; 0 = not armed */
 	uint64_t rto_at;	/* when the RTO proper fires */
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
+	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
 	bool probed;		/* a tail-loss probe went out since the last progress */
 	bool probe_pending;	/* send one probe on this path now */
@@ -412,9 +413,9 @@ int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t
 	seqring_reserve((void **)&(arr), &(mask), sizeof(*(arr)), (lo), (span), (max))
 
 /* path.c */
-void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id);
+void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, uint64_t now);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
-void path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now);
+bool path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now);
 void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,

@@ -46,7 +46,7 @@ static void restart_window(struct engine *eng, struct path *p)
 	eng->cc->init(eng, p);
 }
 
-void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id)
+void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, uint64_t now)
 {
 	struct sb_entry *sb = p->sb;
 	uint32_t mask = p->sb_mask;
@@ -56,6 +56,7 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id)
 	p->sport = pick_sport(eng, qp, p);
 	p->next_psn = p->floor = p->psn_hw = qp->isn_psn;
 	p->rto = eng->cfg.rto_init_ns;
+	p->echo_lo = now;	/* nothing was sent on it before */
 	restart_window(eng, p);
 }
 
@@ -232,13 +233,24 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
  * late ones are exactly the samples that show a stall.  It also settles
  * whether the path's last RTO was needed (Eifel's test, RFC 3522): an ACK
  * that echoes a packet sent before the RTO shows the peer had it.
+ *
+ * An echo is a send time of ours: one from the future, or from before
+ * anything the path still tracks (its start, or the newest acknowledged
+ * packet it has let go of), is not, and is refused (false): no RTT
+ * sample, no stall.  A RoCEv2 NAK from a path that had received nothing
+ * echoed the receiver's own clock, and held every path's RTO near rto_max
+ * for a minute (issue #23, finding 4); any peer could send one.
  */
-void path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now)
+bool path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now)
 {
 	uint64_t rtt = (uint32_t)((uint32_t)now - ts_echo);
 
+	if ((int32_t)((uint32_t)now - ts_echo) < 0 || now - rtt < p->echo_lo) {
+		eng->st.c[EC_RX_BAD_ECHO]++;
+		return false;
+	}
 	if (rtt > eng->cfg.rto_max_ns)
-		rtt = eng->cfg.rto_max_ns;	/* bogus or ancient: never hold timers longer */
+		rtt = eng->cfg.rto_max_ns;	/* ancient: never hold timers longer */
 	if (now >= eng->rtt_max_until) {
 		eng->rtt_max_prev = now - eng->rtt_max_until < RTT_MAX_WINDOW_NS ? eng->rtt_max_cur : 0;
 		eng->rtt_max_cur = 0;
@@ -251,6 +263,7 @@ void path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t
 			eng->st.c[EC_RTO_SPURIOUS]++;
 		p->rto_fired_at = 0;
 	}
+	return true;
 }
 
 static uint32_t frac(uint32_t num, uint32_t den)

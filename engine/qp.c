@@ -106,7 +106,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->ka_wait = 0;
 	qp->last_progress = qp->last_rx = qp->ka_sent = now;
 	for (unsigned i = 0; i < qp->npaths; i++)
-		path_init(eng, qp, &qp->paths[i], (uint8_t)i);
+		path_init(eng, qp, &qp->paths[i], (uint8_t)i, now);
 	peer_attach(eng, qp);
 	qp_wake(eng, qp);
 }

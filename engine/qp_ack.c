@@ -53,10 +53,19 @@ static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 		qp_mark_lost(eng, qp, s->dsn);
 }
 
-static void advance_floor(struct path *p)
+/*
+ * Let go of the path's resolved transmissions at its floor.  An
+ * acknowledged one raises the oldest echo the path accepts (now 0: leave
+ * it): the receiver had it, so its later ACKs echo that packet or newer.
+ */
+static void advance_floor(struct path *p, uint64_t now)
 {
 	while (p->floor != p->next_psn && sb_ent(p, p->floor)->state != SB_INFLIGHT) {
-		sb_ent(p, p->floor)->state = SB_FREE;
+		struct sb_entry *s = sb_ent(p, p->floor);
+
+		if (now && s->state == SB_ACKED && sent_at(now, s->ts) > p->echo_lo)
+			p->echo_lo = sent_at(now, s->ts);
+		s->state = SB_FREE;
 		p->floor++;
 	}
 }
@@ -237,7 +246,7 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 			continue;
 		eng->st.c[EC_LOST_RACK] += nlost;
 		path_on_loss(eng, qp, p, last, nlost);
-		advance_floor(p);
+		advance_floor(p, now);
 		if (!p->inflight)
 			p->rto_deadline = 0;
 	}
@@ -289,6 +298,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	const struct mroc_ack_hdr *a = &pkt->ack;
 	struct path *p;
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
+	bool echo_ok;
 
 	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
 	if (pkt->hdr.path_id >= qp->npaths ||
@@ -305,12 +315,13 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return 0;
 
 	bytes = walk_sack(eng, qp, p, a, &newest, now);
-	path_on_echo(eng, p, a->ts_echo, now);
+	echo_ok = path_on_echo(eng, p, a->ts_echo, now);
 	if (bytes) {
 		bool first = !p->srtt;
 
-		path_on_rtt(eng, p, (uint32_t)((uint32_t)now - a->ts_echo));
-		if (first)
+		if (echo_ok)
+			path_on_rtt(eng, p, (uint32_t)((uint32_t)now - a->ts_echo));
+		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
 		p->backoff = 0;
 		p->probed = false;
@@ -319,7 +330,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	}
 	if (qp->mops->detect_loss)
 		qp->mops->detect_loss(eng, qp, p, now);
-	advance_floor(p);
+	advance_floor(p, now);
 	if (seq_lt(p->next_psn, a->cum_psn)) {
 		/* RoCEv2 mode went back, but the receiver had these: skip ahead. */
 		p->next_psn = p->floor = a->cum_psn;
@@ -360,7 +371,7 @@ void ack_lose_all(struct engine *eng, struct qp *qp, struct path *p)
 {
 	for (uint32_t q = p->floor; q != p->next_psn; q++)
 		sb_lose(eng, qp, p, q);
-	advance_floor(p);
+	advance_floor(p, 0);
 }
 
 static void path_timeout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)

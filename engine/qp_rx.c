@@ -448,6 +448,14 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_RX_OUT_OF_WINDOW]++;
 		return -ERANGE;
 	}
+	if (!rp->active) {
+		/*
+		 * A path's first packet: what an ACK owed below echoes, even a
+		 * RoCEv2 NAK of it; the echo was our own clock (issue #23, finding 4).
+		 */
+		rp->last_ts = pkt->hdr.ts;
+		rp->last_ts_at = now;
+	}
 	if (qp->mops->rx_order) {
 		err = qp->mops->rx_order(eng, qp, rp, d->psn);
 		if (err)

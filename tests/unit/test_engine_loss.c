@@ -609,6 +609,121 @@ static void test_new_path_probe(void **state)
 	pair_mem_expect(f->b, 0, f->a->buf, 2 * ca.mtu);
 }
 
+/* ---- echoes ----------------------------------------------------------------------- */
+
+/*
+ * Issue #23 finding 4: the first data packet of a RoCEv2 QP is lost, so the
+ * receiver NAKs the second on a path that had received nothing: its echo
+ * was the receiver's own clock (1.5 s ahead of or behind ours), which the
+ * sender took as an RTT of rto_max into the host's RTT maximum, the floor
+ * of every path's RTO for 30-60 s.  The next lost WRITE then waited
+ * rto_max (20 ms) instead of about rto_min.  Now the receiver echoes the
+ * packet it NAKs, and the sender refuses an echo that is no send time of
+ * its own (from the future, or from before the path started).
+ */
+static void nak_echo_case(void **state, int64_t offset)
+{
+	struct engine_qp_attr qa = attr_of(1, 0xa), qb = attr_of(1, 0xb);
+	struct drop_nth d = { .n = 1 };
+	struct engine_config cfg;
+	struct engine_wr wr;
+	struct fx *f = calloc(1, sizeof(*f));
+	uint64_t t0;
+
+	assert_non_null(f);
+	*state = f;
+	pair_test_config(&cfg);
+	qa.mode = qb.mode = MROC_MODE_ROCEV2;
+	f->p = pair_new(&cfg, &cfg);
+	f->p->now = 2000 * PAIR_MS;
+	pair_set_clock(f->p, PAIR_B, offset, 0);
+	f->a = pair_mem_new(f->p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
+	pair_mem_fill(f->a, 1);
+	pair_connect(f->p, &qa, &qb, SVC);
+
+	/* The QP's first data packet is lost: the second is NAKed. */
+	f->p->filter = drop_nth_a_data;
+	f->p->filter_arg = &d;
+	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 4 * cfg.mtu, 0);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_true(pair_stat(f->p, PAIR_B, EC_RX_SEQ_ERR) >= 1);
+	pair_run_for(f->p, 1 * PAIR_MS);
+
+	/* A lone WRITE later is lost once: its RTO is not held at rto_max. */
+	d = (struct drop_nth){ .n = 1 };
+	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 100, 0);
+	t0 = f->p->now;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	print_message("receiver's clock %+.1f s: lost WRITE recovered after %.2f ms "
+		      "(rto_min %.1f ms, rto_max %.0f ms)\n", (double)offset / 1e9,
+		      (double)(f->p->now - t0) / PAIR_MS, (double)cfg.rto_min_ns / PAIR_MS,
+		      (double)cfg.rto_max_ns / PAIR_MS);
+	assert_true(f->p->now - t0 < cfg.rto_max_ns / 4);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), 1);
+}
+
+static void test_nak_echo_clock_ahead(void **state)
+{
+	nak_echo_case(state, 1500 * PAIR_MS);
+}
+
+static void test_nak_echo_clock_behind(void **state)
+{
+	nak_echo_case(state, -1500 * (int64_t)PAIR_MS);
+}
+
+/*
+ * The sender's side of finding 4, against a peer that sends such an echo on
+ * purpose: B's ACKs of one WRITE are rewritten to echo 1.5 s before A's
+ * clock (older than anything the path ever sent), then 1.5 s after it.
+ * Each is refused (counted), takes no RTT sample, and a lost WRITE after
+ * them is resent about rto_min later, not rto_max.
+ */
+static void forge_echo(struct fx *f, uint32_t echo)
+{
+	struct pair_capture *cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK),
+						      false);
+	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 7, 0, 100, 0);
+
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	pair_pump(f->p);
+	pair_capture_stop(f->p);
+	assert_true(cap->n >= 1);
+	for (unsigned i = 0; i < cap->n; i++) {
+		pkt_put32(cap->pkt[i].data, PKT_ACK_CUM_PSN + 8, echo);
+		pair_deliver(f->p, &cap->pkt[i]);
+	}
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
+}
+
+static void test_forged_echo_refused(void **state)
+{
+	struct fx *f = fx_open(state, NULL, NULL, NULL, NULL);
+	struct drop_nth d = { .n = 1 };
+	uint64_t t0, a_now;
+	struct engine_wr wr;
+
+	f->p->now = 3000 * PAIR_MS;
+	pair_run_for(f->p, 1 * PAIR_MS);
+	a_now = pair_clock(f->p, PAIR_A);
+	forge_echo(f, (uint32_t)(a_now - 1500 * PAIR_MS));
+	forge_echo(f, (uint32_t)(a_now + 1500 * PAIR_MS));
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_BAD_ECHO), 2);
+	f->p->filter = drop_nth_a_data;
+	f->p->filter_arg = &d;
+	wr = wr_of(f, ENGINE_WR_WRITE, 8, 0, 100, 0);
+	t0 = f->p->now;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 8);
+	assert_true(f->p->now - t0 < f->p->s[PAIR_A].cfg.rto_max_ns / 4);
+}
+
 static void test_dead_peer(void **state)
 {
 	struct engine_config cfg;
@@ -915,6 +1030,9 @@ int main(void)
 		T(test_late_original_tail),
 		T(test_stall_learned),
 		T(test_new_path_probe),
+		T(test_nak_echo_clock_ahead),
+		T(test_nak_echo_clock_behind),
+		T(test_forged_echo_refused),
 		T(test_dead_peer),
 		T(test_dead_peer_idle),
 		T(test_idle_then_send),
