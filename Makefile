@@ -231,7 +231,7 @@ tests: $(TEST_BINS) $(E2E_TOOLS)
 # SKIP_DEPS=1 skips deps.sh.
 check:
 ifneq ($(SKIP_DEPS),1)
-	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
+	$(Q)scripts/deps.sh --check check >/dev/null || scripts/deps.sh check
 endif
 	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests $(if $(FUZZ_TESTS),fuzz-build)
 	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS) \
@@ -240,7 +240,7 @@ endif
 # Two hosts over a 4-plane fabric in network namespaces, mrocd on AF_XDP on each,
 # mroc-perf moving verified data, mroc-cli showing the paths (root).
 demo:
-	$(Q)scripts/deps.sh --check >/dev/null || scripts/deps.sh
+	$(Q)scripts/deps.sh --check demo >/dev/null || scripts/deps.sh demo
 	$(Q)$(MAKE) --no-print-directory -s all
 	$(Q)BUILD=$(abspath $(BUILD)) scripts/demo.sh
 
@@ -257,6 +257,13 @@ bench: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-lat.sh
 	BUILD=$(abspath $(BUILD)) scripts/bench-sec.sh
+
+# The benchmarks' packages (plots, iperf3, sockperf) on top of the tests'.
+BENCH_TARGETS := bench bench-scale bench-mpi bench-lat bench-sim
+.PHONY: bench-deps
+$(BENCH_TARGETS): bench-deps
+bench-deps:
+	$(Q)scripts/deps.sh --check bench >/dev/null || scripts/deps.sh bench
 
 # 1, 16, 256, 1,000 and 4,000 QPs over two mrocd on AF_XDP (4-plane fabric) beside kernel
 # TCP with as many connections; the engine alone; the cluster AllToAll (about 15 minutes).

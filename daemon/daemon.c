@@ -220,6 +220,8 @@ static int start_afxdp(struct mrocd *d)
 	if (err)
 		goto fail;
 	d->nsocks = ac.nifs;
+	/* A packet leaves by port sport % ports: a QP's paths start on every port. */
+	d->ecfg.sport_classes = (uint16_t)ifs->n;
 	return 0;
 fail:
 	detach_all(d);

@@ -61,6 +61,13 @@ struct engine_config {
 					 * where the link rate is the fabric's capacity */
 	uint16_t sport_min;		/* source ports for paths come from this range */
 	uint16_t sport_max;
+	/*
+	 * 0 or 1: any source port.  N > 1: the driver sends a packet out of port
+	 * sport mod N (a host with N ports), so a QP's first N paths start on N
+	 * different ports, path i on (i + QPN) mod N: every port carries a share.
+	 * Repathing still picks any port.
+	 */
+	uint16_t sport_classes;
 	uint64_t seed;			/* PRNG seed: ports, keys, initial sequence numbers */
 	/* Several engines, one per thread (owner.c): this one's QPNs are qpn_rem mod qpn_mod. */
 	uint32_t qpn_mod;		/* 0 or 1: any QPN */

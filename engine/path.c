@@ -12,16 +12,32 @@
 #define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
 #define MATURE_ROUNDS	16		/* rounds before a path's delivery rate is trusted */
 
+/*
+ * A random source port; at a path's first start on a host of N ports
+ * (cfg.sport_classes), one of those that leave by port (id + QPN) mod N.
+ */
+static uint16_t random_sport(struct engine *eng, struct qp *qp, const struct path *self)
+{
+	uint32_t lo = eng->cfg.sport_min, span = (uint32_t)eng->cfg.sport_max - lo + 1;
+	uint32_t c = eng->cfg.sport_classes;
+
+	if (c > 1 && self->sport == 0 && span >= c) {
+		uint32_t off = ((self->id + qp->qpn) % c + c - lo % c) % c;
+
+		return (uint16_t)(lo + off + c * prng_below(&eng->rng, (span - 1 - off) / c + 1));
+	}
+	return (uint16_t)(lo + prng_below(&eng->rng, span));
+}
+
 static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path *self)
 {
-	uint32_t span = (uint32_t)eng->cfg.sport_max - eng->cfg.sport_min + 1;
 	uint16_t port = 0;
 
 	/* A few tries to avoid a sibling's port: the same port would hash alike. */
 	for (int tries = 0; tries < 8; tries++) {
 		bool clash = false;
 
-		port = (uint16_t)(eng->cfg.sport_min + prng_below(&eng->rng, span));
+		port = random_sport(eng, qp, self);
 		for (unsigned i = 0; i < qp->npaths; i++)
 			if (&qp->paths[i] != self && qp->paths[i].sport == port)
 				clash = true;

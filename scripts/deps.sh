@@ -3,35 +3,43 @@
 #
 # Install the Debian 12 packages mroc needs to build, test and benchmark.
 #
-#   scripts/deps.sh           install what is missing (as root; apt-get update only then)
-#   scripts/deps.sh --check   exit 0 if everything is installed, 1 (and list it) if not
-#   scripts/deps.sh --list    print the package list
+#   scripts/deps.sh [TARGET...]          install what TARGETs need and is missing (as root;
+#                                        apt-get update only then); no TARGET: check
+#   scripts/deps.sh --check [TARGET...]  exit 0 if it is all installed, 1 (and list it) if not
+#   scripts/deps.sh --list [TARGET...]   print the package list
+#
+# TARGETs (each includes build): build (libraries, programs, BPF), demo (make demo),
+# check (make check: tests, fuzzers, provider, MPI, captures), bench (make bench-*).
 #
 # Idempotent: with everything installed it only asks dpkg and exits.
 set -euo pipefail
 
-PACKAGES=(
-	# toolchain (libclang-rt: clang's libFuzzer and sanitizer runtimes, for make fuzz)
-	build-essential pkg-config clang llvm libclang-rt-14-dev
-	# libraries (pkg-config names in the Makefile)
-	libcmocka-dev libconfig-dev liburing-dev libbpf-dev libxdp-dev
+# What `make` needs to build the product: compilers, the libraries the Makefile asks
+# pkg-config for, bpftool for the BPF skeletons.
+BUILD_PKGS=(
+	build-essential pkg-config clang llvm
+	libconfig-dev liburing-dev libbpf-dev libxdp-dev
 	libsystemd-dev libjansson-dev libmnl-dev libisal-dev
 	# security modes: SipHash ("token", libsodium), AES-GCM ("aead", OpenSSL libcrypto)
 	libsodium-dev libssl-dev
-	# XDP / network tools for the daemon and end-to-end tests
-	xdp-tools bpftool iproute2 ethtool tshark iputils-ping
-	# end-to-end tests: talk to unix sockets (admin, sd_notify) and read JSON
+	bpftool
+)
+# make demo: network namespaces, the fabric's impairments (tc, bpftool) and its counters (jq).
+DEMO_PKGS=(iproute2 jq)
+# make check: CMocka, libFuzzer's runtime, XDP and network tools, unix sockets (admin,
+# sd_notify), man pages, completion, captures, the libfabric provider and MPI over mroc.
+CHECK_PKGS=(
+	libcmocka-dev libclang-rt-14-dev
+	xdp-tools iproute2 ethtool tshark iputils-ping
 	socat jq systemd
-	# install test: man pages formatted without warnings; mroc-cli's completion test
 	groff-base bash-completion
-	# benchmarks: plots and kernel-TCP / socket baselines
-	gnuplot-nox iperf3 sockperf
-	# libfabric provider and MPI over mroc: headers, fi_info/fi_pingpong, Open MPI
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
 )
+# make bench*: plots and kernel-TCP / socket baselines.
+BENCH_PKGS=(gnuplot-nox iperf3 sockperf)
 
 usage() {
-	sed -n '4,9s/^# \{0,1\}//p' "$0"
+	sed -n '4,13s/^# \{0,1\}//p' "$0"
 }
 
 # Print the packages of PACKAGES that dpkg does not list as installed.
@@ -48,12 +56,25 @@ missing_packages() {
 
 mode=install
 case "${1:-}" in
-"")		;;
---check)	mode=check ;;
---list)		printf '%s\n' "${PACKAGES[@]}"; exit 0 ;;
+--check)	mode=check; shift ;;
+--list)		mode=list; shift ;;
 -h|--help)	usage; exit 0 ;;
-*)		usage >&2; exit 2 ;;
+-*)		usage >&2; exit 2 ;;
 esac
+[ $# -gt 0 ] || set -- check
+
+PACKAGES=("${BUILD_PKGS[@]}")
+for t in "$@"; do
+	case "$t" in
+	build)	;;
+	demo)	PACKAGES+=("${DEMO_PKGS[@]}") ;;
+	check)	PACKAGES+=("${DEMO_PKGS[@]}" "${CHECK_PKGS[@]}") ;;
+	bench)	PACKAGES+=("${DEMO_PKGS[@]}" "${CHECK_PKGS[@]}" "${BENCH_PKGS[@]}") ;;
+	*)	echo "deps: unknown target '$t' (build, demo, check, bench)" >&2; exit 2 ;;
+	esac
+done
+mapfile -t PACKAGES < <(printf '%s\n' "${PACKAGES[@]}" | awk '!seen[$0]++')
+[ "$mode" = list ] && { printf '%s\n' "${PACKAGES[@]}"; exit 0; }
 
 mapfile -t missing < <(missing_packages)
 

@@ -664,6 +664,47 @@ static void test_error_in_tx_retry_tells_peer(void **state)
 
 /* ---- API misuse -------------------------------------------------------------------- */
 
+/*
+ * A host of N ports sends a packet out of port sport % N (cfg.sport_classes):
+ * a QP with at least N paths starts with a path on every port, also when the
+ * source port range is barely wider than N, and never leaves the range.
+ */
+static void test_sport_classes_cover_ports(void **state)
+{
+	static const struct { uint16_t n, lo, hi; uint8_t paths; } cases[] = {
+		{ 2, 49152, 65535, 2 }, { 4, 49152, 65535, 4 }, { 4, 49152, 65535, 8 },
+		{ 3, 49152, 65535, 5 }, { 4, 50001, 50004, 4 }, { 8, 49152, 65535, 8 },
+	};
+
+	(void)state;
+	for (unsigned c = 0; c < sizeof(cases) / sizeof(cases[0]); c++) {
+		for (uint64_t seed = 1; seed <= 8; seed++) {
+			struct engine_config ca;
+			struct engine_qp_attr attr = pair_test_attr();
+			uint32_t seen = 0;
+
+			pair_test_config(&ca);
+			ca.seed = seed;
+			ca.sport_classes = cases[c].n;
+			ca.sport_min = cases[c].lo;
+			ca.sport_max = cases[c].hi;
+			attr.npaths = cases[c].paths;
+			struct pair *p = pair_new(&ca, NULL);
+			pair_connect(p, &attr, &attr, SVC);
+			for (unsigned i = 0; i < cases[c].paths; i++) {
+				struct engine_path_info pi;
+
+				assert_int_equal(engine_path_info(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, i,
+								  &pi), 0);
+				assert_in_range(pi.sport, cases[c].lo, cases[c].hi);
+				seen |= 1u << (pi.sport % cases[c].n);
+			}
+			assert_int_equal(seen, (1u << cases[c].n) - 1);
+			pair_free(p);
+		}
+	}
+}
+
 static void test_api_misuse(void **state)
 {
 	struct pair *p = open_pair(state, NULL, NULL);
@@ -894,6 +935,7 @@ int main(void)
 		T(test_error_in_tx_dereg_tells_peer),
 		T(test_error_in_tx_retry_tells_peer),
 		T(test_api_misuse),
+		T(test_sport_classes_cover_ports),
 		T(test_post_checks),
 		T(test_qp_create_checks),
 		cmocka_unit_test(test_config_good),
