@@ -56,7 +56,7 @@ conf() { # name ports addr peer
 	cat >"$DIR/$1.conf" <<CONF
 daemon = { log_level = "info"; admin_socket = "$DIR/$1.admin"; control_socket = "$DIR/$1.sock"; };
 network = { backend = "af_xdp"; interfaces = ( "$ifs" ); address = "$3"; peers = [ "$4" ];
-	    xdp_mode = "native"; umem_frames = 32768; ring_size = 2048; mtu = 1024; };
+	    xdp_mode = "native"; ring_size = 2048; mtu = 1024; };
 transport = { paths = $PATHS; rto_min_us = 1000; };
 CONF
 }

@@ -902,6 +902,7 @@ static int walk(struct cparse *p, struct mrocd_config *c)
 				return rc;
 		}
 	}
+	config_derive(p, c);
 	return config_check_all(p, c);
 }
 

@@ -42,6 +42,35 @@ static int xerr(struct cparse *p, const char *const keys[], const char *fmt, ...
 
 #define KEYS(...)	((const char *const[]){ __VA_ARGS__, NULL })
 
+/* The AF_XDP sockets the interfaces ask for: one per (interface, queue). */
+static uint32_t umem_sockets(const typeof(((struct mrocd_config *)0)->network) *n)
+{
+	uint32_t socks = 0;
+
+	for (uint32_t i = 0; i < n->interfaces.n; i++)
+		socks += n->interfaces.v[i].nqueues;
+	return socks ? socks : 1;
+}
+
+/* Each socket's fill ring and TX ring full at once (afxdp_create's rule). */
+static uint32_t umem_need(const typeof(((struct mrocd_config *)0)->network) *n)
+{
+	return 2 * n->ring_size * umem_sockets(n);
+}
+
+void config_derive(struct cparse *p, struct mrocd_config *c)
+{
+	typeof(c->network) *n = &c->network;
+	uint32_t need = umem_need(n), frames = n->umem_frames;
+
+	if (config_lookup(p->cf, "network.umem_frames"))
+		return;
+	/* The default, or the next power of two that holds every socket's rings. */
+	while (frames < need && frames < (1u << 30))
+		frames <<= 1;
+	n->umem_frames = frames;
+}
+
 /* Map an engine_config_check message to the key it is about. */
 static const char *engine_why_key(const char *why)
 {
@@ -103,11 +132,12 @@ static int check_network(struct cparse *p, const struct mrocd_config *c)
 			    "network.mtu (%u) does not fit an AF_XDP frame of network.frame_size "
 			    "(%u): at most %u (or frame_size 4096, or backend \"udp\")", n->mtu,
 			    n->frame_size, room);
-	if (n->umem_frames < 2 * n->ring_size)
-		return xerr(p, KEYS("network.umem_frames", "network.ring_size"),
-			    "network.umem_frames (%u) must be at least %u, twice "
-			    "network.ring_size (%u), to fill the fill and TX rings", n->umem_frames,
-			    2 * n->ring_size, n->ring_size);
+	if (n->backend != MROCD_BACKEND_UDP && n->umem_frames < umem_need(n))
+		return xerr(p, KEYS("network.umem_frames", "network.ring_size", "network.interfaces"),
+			    "network.umem_frames (%u) is too few for %u AF_XDP sockets with rings "
+			    "of network.ring_size (%u): need at least %u (or leave umem_frames "
+			    "out: it is then sized from the sockets)", n->umem_frames,
+			    umem_sockets(n), n->ring_size, umem_need(n));
 	for (uint32_t i = 0; i < n->interfaces.n; i++) {
 		const struct mroc_addr *a = &n->interfaces.v[i].address;
 		/* Every address of the host, the primary's first, is of one family. */

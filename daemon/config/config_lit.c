@@ -17,7 +17,7 @@
 #include "config_priv.h"
 
 static void badlit_check(struct cparse *p, const char *file, unsigned int line,
-			 const char *tok, size_t len)
+			 const char *name, unsigned int item, const char *tok, size_t len)
 {
 	char buf[64], *end;
 	const char *d = buf;
@@ -51,6 +51,8 @@ static void badlit_check(struct cparse *p, const char *file, unsigned int line,
 	snprintf(p->bad[p->nbad].text, sizeof(p->bad[0].text), "%.*s",
 		 (int)(len < sizeof(p->bad[0].text) ? len : sizeof(p->bad[0].text) - 1), tok);
 	p->bad[p->nbad].line = line;
+	snprintf(p->bad[p->nbad].name, sizeof(p->bad[0].name), "%s", name);
+	p->bad[p->nbad].item = item;
 	p->bad[p->nbad].wide = wide;
 	p->nbad++;
 }
@@ -58,12 +60,15 @@ static void badlit_check(struct cparse *p, const char *file, unsigned int line,
 
 /*
  * Scan the text of one file: skip comments and strings, check integers.
- * name is the file's name as libconfig reports it in settings.
+ * file_name is the file's name as libconfig reports it in settings.
  */
-static void prescan_text(struct cparse *p, const char *name, int depth, const char *s, size_t n)
+static void prescan_text(struct cparse *p, const char *file_name, int depth, const char *s,
+			 size_t n)
 {
 	unsigned int line = 1;
 	size_t i = 0;
+	char name[64] = "";		/* the last setting name: the one a literal belongs to */
+	unsigned int item = 0;		/* numbers since that name */
 
 	while (i < n) {
 		char c = s[i];
@@ -95,8 +100,12 @@ static void prescan_text(struct cparse *p, const char *name, int depth, const ch
 			while (i < n && s[i] != '\n')
 				i++;
 		} else if (isalpha((unsigned char)c) || c == '*' || c == '_') {
+			size_t start = i;
+
 			while (i < n && (isalnum((unsigned char)s[i]) || (s[i] && strchr("_*-", s[i]))))
 				i++;
+			snprintf(name, sizeof(name), "%.*s", (int)(i - start), s + start);
+			item = 0;
 		} else if (isdigit((unsigned char)c) || ((c == '-' || c == '+') && i + 1 < n &&
 							 isdigit((unsigned char)s[i + 1]))) {
 			size_t start = i++;
@@ -105,7 +114,7 @@ static void prescan_text(struct cparse *p, const char *name, int depth, const ch
 					 ((s[i] == '-' || s[i] == '+') &&
 					  (s[i - 1] == 'e' || s[i - 1] == 'E'))))
 				i++;
-			badlit_check(p, name, line, s + start, i - start);
+			badlit_check(p, file_name, line, name, item++, s + start, i - start);
 		} else {
 			i++;
 		}
@@ -130,11 +139,22 @@ void config_prescan_file(struct cparse *p, const char *file, const char *name, i
 	fclose(f);
 }
 
+/*
+ * The bad literal of setting s: on its line, in its file, after its name (a
+ * group written on one line holds several settings on a line), and for a
+ * list's item, at its place.
+ */
 const struct badlit *config_badlit_find(const struct cparse *p, const config_setting_t *s)
 {
+	const config_setting_t *named = s;
+
+	while (named && !config_setting_name(named))
+		named = config_setting_parent(named);
 	for (unsigned int i = 0; i < p->nbad; i++)
 		if (p->bad[i].line == config_setting_source_line(s) &&
-		    !strcmp(p->bad[i].file, config_src_file(p, s)))
+		    !strcmp(p->bad[i].file, config_src_file(p, s)) &&
+		    (!named || !strcmp(p->bad[i].name, config_setting_name(named))) &&
+		    (named == s || p->bad[i].item == (unsigned int)config_setting_index(s)))
 			return &p->bad[i];
 	return NULL;
 }

@@ -26,6 +26,8 @@ struct badlit {
 	unsigned int line;
 	bool wide;			/* had the L suffix: too big even for 64 bits */
 	char text[32];
+	char name[64];			/* the setting's name before it (a list's, for its items) */
+	unsigned int item;		/* its place among the numbers after that name */
 };
 
 struct cparse {
@@ -58,6 +60,11 @@ void config_prescan_file(struct cparse *p, const char *file, const char *name, i
 /* The bad literal setting s came from, or NULL. */
 const struct badlit *config_badlit_find(const struct cparse *p, const config_setting_t *s);
 
+/*
+ * Values derived from others where the file leaves a key out (config_check.c):
+ * network.umem_frames from the AF_XDP sockets the interfaces ask for.
+ */
+void config_derive(struct cparse *p, struct mrocd_config *c);
 /* Every check across keys (config_check.c): 0, or config_err's -EINVAL. */
 int config_check_all(struct cparse *p, const struct mrocd_config *c);
 

@@ -95,6 +95,10 @@ ok "reserved service ids, unspecified/broadcast/multicast/loopback addresses: re
 # nobody (uid 65534) may use the sockets; root (the tests' other clients) is another user.
 chmod 755 "$E2E_DIR"
 chmod 666 "$E2E_DIR/a.ctl" "$E2E_DIR/a.admin"
+# nobody runs a copy of evil_client in the test's own folder: the checkout may live where
+# only root can enter (root's home is 0700 on Debian; so is any mktemp -d).
+install -m 755 "$EVIL" "$E2E_DIR/evil_client"
+EVIL=$E2E_DIR/evil_client
 as_nobody() {
 	ip netns exec "$NS_A" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
 }

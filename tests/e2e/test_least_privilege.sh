@@ -36,6 +36,10 @@ sed -i -e "s|$E2E_DIR/a\.|$E2E_DIR/a/a.|" -e 's/umem_frames = 4096/umem_frames =
 	-e 's/ring_size = 1024/ring_size = 256/' -e 's/log_level = "debug"/log_level = "info"/' \
 	"$E2E_DIR/a.conf"
 chmod 644 "$E2E_DIR/a.conf"
+# The uid runs a copy of mrocd in the test's own folder: the checkout may live where only
+# root can enter (root's home is 0700 on Debian; so is any mktemp -d).
+install -m 755 "$MROCD" "$E2E_DIR/mrocd"
+MROCD_A=$E2E_DIR/mrocd
 
 # start_a CAPS LOG: mrocd a as uid $UID_D with ambient (and only) CAPS, "CAP_X CAP_Y".
 start_a() {
@@ -45,7 +49,7 @@ start_a() {
 	ip netns exec "$NS_A" setpriv --reuid=$UID_D --regid=$UID_D --clear-groups \
 		--inh-caps=-all${list:+,$list} --ambient-caps=-all${list:+,$list} \
 		--bounding-set=-all${list:+,$list} \
-		env NOTIFY_SOCKET="$E2E_DIR/a/notify" "$MROCD" -c "$E2E_DIR/a.conf" >"$2" 2>&1 &
+		env NOTIFY_SOCKET="$E2E_DIR/a/notify" "$MROCD_A" -c "$E2E_DIR/a.conf" >"$2" 2>&1 &
 	PID_a=$!
 	E2E_PIDS+=($!)
 }
