@@ -196,6 +196,8 @@ $(TEST_OBJS): | $(BPF_SKELS)
 # End-to-end tests: executable scripts tests/e2e/test_*.sh (root, network namespaces; exit 77 to skip),
 # and the helper programs they run, tests/e2e/*.c -> build/tests/e2e/*.
 E2E_TESTS := $(sort $(wildcard tests/e2e/test_*.sh))
+# Checks of the tree itself: tests/lint/test_*.sh (READMEs name every file, --help every option).
+LINT_TESTS := $(sort $(wildcard tests/lint/test_*.sh))
 E2E_TOOL_SRCS := $(sort $(wildcard tests/e2e/*.c))
 E2E_TOOLS := $(E2E_TOOL_SRCS:%.c=$(BUILD)/%)
 $(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Ilibclient -Ilibclient/include
@@ -234,7 +236,7 @@ ifneq ($(SKIP_DEPS),1)
 	$(Q)scripts/deps.sh --check check >/dev/null || scripts/deps.sh check
 endif
 	$(Q)$(MAKE) --no-print-directory $(if $(filter 1,$(V)),,-s) all tests $(if $(FUZZ_TESTS),fuzz-build)
-	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(TEST_BINS) $(E2E_TESTS) \
+	$(Q)$(if $(filter 1,$(V) $(VERBOSE)),VERBOSE=1 )BUILD=$(BUILD) scripts/run-tests.sh $(LINT_TESTS) $(TEST_BINS) $(E2E_TESTS) \
 		$(FUZZ_TESTS)
 
 # Two hosts over a 4-plane fabric in network namespaces, mrocd on AF_XDP on each,

@@ -434,6 +434,7 @@ static void usage(FILE *f)
 		"  -c CPU          pin to CPU\n"
 		"  --credit FILE   both ends on one host: the sender stays at most a ring ahead of\n"
 		"                  the receiver's count, shared in FILE (flow control at no cost)\n"
+		"  -h, --help      this text\n"
 		"Prints one JSON line: packets, frame bytes, seconds, Mpps and Gbit/s of frames.\n",
 		MROC_UDP_PORT);
 }

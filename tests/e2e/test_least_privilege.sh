@@ -36,10 +36,11 @@ sed -i -e "s|$E2E_DIR/a\.|$E2E_DIR/a/a.|" -e 's/umem_frames = 4096/umem_frames =
 	-e 's/ring_size = 1024/ring_size = 256/' -e 's/log_level = "debug"/log_level = "info"/' \
 	"$E2E_DIR/a.conf"
 chmod 644 "$E2E_DIR/a.conf"
-# The uid runs a copy of mrocd in the test's own folder: the checkout may live where only
-# root can enter (root's home is 0700 on Debian; so is any mktemp -d).
+# The uid runs copies of mrocd and mroc-perf in the test's own folder: the checkout may live
+# where only root can enter (root's home is 0700 on Debian; so is any mktemp -d).
 install -m 755 "$MROCD" "$E2E_DIR/mrocd"
-MROCD_A=$E2E_DIR/mrocd
+install -m 755 "$PERF" "$E2E_DIR/mroc-perf"
+MROCD_A=$E2E_DIR/mrocd PERF_A=$E2E_DIR/mroc-perf
 
 # start_a CAPS LOG: mrocd a as uid $UID_D with ambient (and only) CAPS, "CAP_X CAP_Y".
 start_a() {
@@ -86,7 +87,7 @@ grep -q "attached in native mode" "$E2E_DIR/a.log" || fail "not native XDP: $(ca
 ip netns exec "$NS_B" timeout 30 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" >"$E2E_DIR/srv" 2>&1 &
 srv=$!
 sleep 0.3
-ip netns exec "$NS_A" setpriv --reuid=$UID_D --regid=$UID_D --clear-groups timeout 30 "$PERF" write_bw \
+ip netns exec "$NS_A" setpriv --reuid=$UID_D --regid=$UID_D --clear-groups timeout 30 "$PERF_A" write_bw \
 	--verify -n 300 --mrocd-socket "$E2E_DIR/a/a.ctl" "$IP_B" >"$E2E_DIR/cli" 2>&1 ||
 	fail "write_bw against the unprivileged mrocd: $(cat "$E2E_DIR/cli" "$E2E_DIR/srv")"
 wait $srv || fail "server: $(cat "$E2E_DIR/srv")"
