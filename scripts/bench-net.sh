@@ -17,18 +17,21 @@
 #    CPU time per data packet (both mrocd; the bare pair's two processes),
 #    which a machine shared with other work changes far less than the rate.
 # 2. mroc write_bw 64 KiB / 1 MiB against kernel TCP (iperf3), and write_lat
-#    8 B against a kernel TCP ping-pong (sockperf), at payload 3392.
+#    8 B against a kernel TCP ping-pong (sockperf), at the largest payload (BIG below).
 # 3. atomics (issue #14): atomic_lat (FETCH_AND_ADD, CMP_AND_SWAP) beside write_lat and read_lat 8 B on
 #    the same pair, interleaved, RUNS rounds: each test's median (t_typical) min/median/max
 #    over the rounds and the ratio of the medians to write_lat's; atomic_bw's rate, 4 QPs.
 #
 #   scripts/bench-net.sh [SECONDS]        default 5 s per bandwidth run
-#   env: RUNS (3), PAYLOADS ("1024 3392"), PARTS ("ratio tcp atomic")
+#   env: RUNS (3), PAYLOADS ("1024 max"), PARTS ("ratio tcp atomic"), SEC_MODE (mrocd's
+#   default, token).  "max" is the largest payload the 3506-byte link leaves room for in
+#   SEC_MODE (3386 with the token's tag, 3392 with none); parts 2 and 3 use it too.
 set -u
 SECS=${1:-5}
 RUNS=${RUNS:-3}
-PAYLOADS=${PAYLOADS:-1024 3392}
+PAYLOADS=${PAYLOADS:-1024 max}
 PARTS=${PARTS:-ratio tcp atomic}
+SEC_MODE=${SEC_MODE:-}
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 PERF=$BUILD/mroc-perf
 BASE=$BUILD/xsk-baseline
@@ -39,11 +42,13 @@ for t in iperf3 sockperf; do command -v $t >/dev/null || skip "needs $t (scripts
 e2e_setup_pair
 MAC_B=$(ip -n "$NS_B" -j link show "$IF_B" | jq -r '.[0].address')
 MSG=1048576
+# 3506 is the largest MTU native XDP on veth takes (a frame must fit a page); BIG the largest
+# payload mrocd then accepts in the security mode (it keeps room for IPv6 headers).
+BIG=$(e2e_max_payload 3506 "${SEC_MODE:-token}")
+PAYLOADS=${PAYLOADS//max/$BIG}
 
 # link_for PAYLOAD: sets the veths' MTU for mroc payload PAYLOAD; prints the UMEM frame size.
-# 1024: a standard 1500-byte link and mrocd's default 2 KiB frames.  3392: 3506 is the
-# largest MTU native XDP on veth takes (a frame must fit a page), and 3392 the largest
-# payload mrocd then accepts (it keeps room for IPv6 headers).
+# 1024: a standard 1500-byte link and mrocd's default 2 KiB frames; above: 3506 and 4 KiB.
 link_for() {
 	local mtu=1500 fs=2048
 	[ "$1" -gt 1024 ] && mtu=3506 fs=4096
@@ -179,7 +184,7 @@ bw_row() { # label json
 }
 
 tcp_part() {
-	start_pair tcp 3392 "$(link_for 3392)"
+	start_pair tcp "$BIG" "$(link_for "$BIG")"
 	echo "| test | message bytes | Gbit/s | Mmsg/s |"
 	echo "|---|---|---|---|"
 	for mode in metaroce rocev2; do
@@ -211,11 +216,11 @@ tcp_part() {
 	stop_pair
 }
 
-# One pair at payload 3392 (as tcp_part); write_lat is half a round trip (perftest's), read_lat and
+# One pair at payload BIG (as tcp_part); write_lat is half a round trip (perftest's), read_lat and
 # atomic_lat a whole one.
 ATOMIC_LATS=("write_lat" "read_lat" "atomic_lat -A FETCH_AND_ADD" "atomic_lat -A CMP_AND_SWAP")
 atomic_part() {
-	start_pair atomic 3392 "$(link_for 3392)"
+	start_pair atomic "$BIG" "$(link_for "$BIG")"
 	local r i
 	local -a l0=() l1=() l2=() l3=() rate=()
 	for r in $(seq "$RUNS"); do
@@ -225,7 +230,7 @@ atomic_part() {
 		done
 		rate+=("$(jq -r '.results[0].msg_rate_mpps // 0' <<<"$(mperf atomic_bw -q 4 -D "$SECS")" 2>/dev/null || echo 0)")
 	done
-	echo "| test (8 B, payload 3392) | t_typical us: min / median / max over $RUNS runs | x write_lat (medians) |"
+	echo "| test (8 B, payload $BIG) | t_typical us: min / median / max over $RUNS runs | x write_lat (medians) |"
 	echo "|---|---|---|"
 	read -r _ wmed _ <<<"$(stats "${l0[@]}")"
 	for i in "${!ATOMIC_LATS[@]}"; do

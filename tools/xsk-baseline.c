@@ -61,7 +61,7 @@
 #include "xdp_prog.h"
 
 #define BATCH		64
-#define BUSY_POLL_US	50	/* mrocd's default daemon.busy_poll_us */
+#define BUSY_POLL_US	50	/* mrocd's default daemon.busy_poll_us (--busy-poll-us) */
 
 /* --credit: what the receiver shares with the sender. */
 struct credit_page {
@@ -84,6 +84,7 @@ struct opts {
 	bool have_dmac;
 	int cpu;
 	const char *credit;		/* shared file with the receiver's count, or NULL */
+	double busy_poll_s;		/* spin this long after the last work, then sleep */
 };
 
 struct base {
@@ -237,7 +238,9 @@ static void credit_add(struct base *b, uint32_t n)
 		futex(&b->cp->seq, FUTEX_WAKE, 1, NULL);
 }
 
-static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
+/* noinline, as rx_loop: a profiler can count these loops alone (callgrind --toggle-collect). */
+static __attribute__((noinline)) void tx_loop(struct base *b, int off, double t_end,
+					     uint64_t *pkts)
 {
 	uint32_t next = 0, outstanding = 0, len = FRAME_HEADROOM - (uint32_t)off + mroc_len(&b->o);
 	uint32_t nframes = b->o.nframes;
@@ -262,7 +265,7 @@ static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
 
 			if (!idle_since)
 				idle_since = t;
-			if (t - idle_since > BUSY_POLL_US / 1e6)
+			if (t - idle_since >= b->o.busy_poll_s)
 				credit_wait(b, *pkts, base);
 			continue;
 		}
@@ -286,8 +289,8 @@ static void tx_loop(struct base *b, int off, double t_end, uint64_t *pkts)
 }
 
 /* Counts from the first packet on, for o->secs seconds (or until stopped). */
-static void rx_loop(struct base *b, double *t0, double *t1, double *cpu, uint64_t *pkts,
-		    uint64_t *bytes)
+static __attribute__((noinline)) void rx_loop(struct base *b, double *t0, double *t1,
+					     double *cpu, uint64_t *pkts, uint64_t *bytes)
 {
 	struct pollfd pfd = { .fd = xsk_socket__fd(b->xsk), .events = POLLIN };
 	double t_end = 0, idle_since = 0;
@@ -305,7 +308,7 @@ static void rx_loop(struct base *b, double *t0, double *t1, double *cpu, uint64_
 				break;
 			if (!idle_since)
 				idle_since = t;
-			if (t - idle_since > BUSY_POLL_US / 1e6)
+			if (t - idle_since >= b->o.busy_poll_s)
 				poll(&pfd, 1, 100);
 			continue;
 		}
@@ -434,9 +437,11 @@ static void usage(FILE *f)
 		"  -c CPU          pin to CPU\n"
 		"  --credit FILE   both ends on one host: the sender stays at most a ring ahead of\n"
 		"                  the receiver's count, shared in FILE (flow control at no cost)\n"
+		"  --busy-poll-us US  spin this long after the last work, then sleep (%d; 0: sleep at\n"
+		"                  once, as scripts/profile-pkt.sh BUSY_POLL_US=0 runs it)\n"
 		"  -h, --help      this text\n"
 		"Prints one JSON line: packets, frame bytes, seconds, Mpps and Gbit/s of frames.\n",
-		MROC_UDP_PORT);
+		MROC_UDP_PORT, BUSY_POLL_US);
 }
 
 static int parse_addr(const char *s, struct mroc_addr *a)
@@ -461,6 +466,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "dmac", required_argument, NULL, 'M' },
 		{ "sport", required_argument, NULL, 'P' },
 		{ "credit", required_argument, NULL, 'C' },
+		{ "busy-poll-us", required_argument, NULL, 'B' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -472,7 +478,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .tx = !strcmp(argv[1], "tx"), .frame_size = 4096, .nframes = 8192,
 			    .ring_size = 1024, .payload = 3392, .secs = 5, .zc = -1,
 			    .mode = XDP_PROG_MODE_NATIVE, .udp_port = MROC_UDP_PORT,
-			    .sport = 20000, .cpu = -1 };
+			    .sport = 20000, .cpu = -1, .busy_poll_s = BUSY_POLL_US / 1e6 };
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "i:q:s:D:f:n:r:m:z:p:c:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -487,6 +493,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'P': o->sport = (uint16_t)atoi(optarg); break;
 		case 'c': o->cpu = atoi(optarg); break;
 		case 'C': o->credit = optarg; break;
+		case 'B': o->busy_poll_s = atof(optarg) / 1e6; break;
 		case 'm':
 			mode = xdp_prog_mode_parse(optarg);
 			if (mode < 0)

@@ -137,6 +137,16 @@ e2e_wait_ready() {
 
 e2e_pid() { eval "echo \$PID_$1"; }
 
+# e2e_max_payload LINK_MTU [SECURITY_MODE]: the largest network.mtu (MetaRoCE payload) mrocd
+# accepts on a link of that MTU in that security mode (mrocd's default: token).  As daemon.c
+# check_mtu: IPv6 + UDP 48 bytes, MetaRoCE data headers 60, the ICRC 4, and the token's tag 8
+# or the AEAD trailer 16.
+e2e_max_payload() {
+	local sec=8
+	case ${2:-token} in none) sec=0 ;; aead) sec=16 ;; esac
+	echo $(($1 - 48 - 60 - 4 - sec))
+}
+
 # e2e_admin NAME CMD: the JSON reply of the admin socket.
 e2e_admin() {
 	echo "{\"version\":1,\"cmd\":\"$2\"}" | socat -t 5 - "UNIX-CONNECT:$E2E_DIR/$1.admin"
