@@ -72,6 +72,20 @@ static void tag_of(const uint8_t *key, const uint8_t *buf, size_t len, uint8_t o
 	crypto_shorthash(out, buf, tag_span(buf, len), key);
 }
 
+/*
+ * In constant time, as sodium_memcmp, but as one XOR of two words: that
+ * took 86 instructions a call, 2.5% of the engine's per packet in "token"
+ * (callgrind, mroc-sim engine --sec token).
+ */
+static bool tags_equal(const uint8_t a[MROC_TAG_LEN], const uint8_t b[MROC_TAG_LEN])
+{
+	uint64_t x, y;
+
+	memcpy(&x, a, sizeof(x));
+	memcpy(&y, b, sizeof(y));
+	return !(x ^ y);
+}
+
 static int bad_tag(struct engine *eng)
 {
 	eng->st.c[EC_RX_BAD_TAG]++;
@@ -107,7 +121,7 @@ static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
 	if (*len < MROC_HDR_LEN + MROC_TAG_LEN)
 		return bad_tag(eng);
 	tag_of(qp->rx_key, buf, *len - MROC_TAG_LEN, tag);
-	if (sodium_memcmp(tag, buf + *len - MROC_TAG_LEN, MROC_TAG_LEN))
+	if (!tags_equal(tag, buf + *len - MROC_TAG_LEN))
 		return bad_tag(eng);
 	*len -= MROC_TAG_LEN;
 	return 0;
