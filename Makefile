@@ -411,7 +411,13 @@ $(FI_PROGS): $(BUILD)/%: %.c $(FLAGS_STAMP)
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
-		$(LIBFABRIC_CFLAGS) -o $@ $< $(call pkg_libs,libfabric)
+		$(LIBFABRIC_CFLAGS) $(FI_PROG_CFLAGS) -o $@ $< $(FI_PROG_LIBS) \
+		$(call pkg_libs,libfabric)
+# fi_hostile is also a hostile peer: it speaks the provider's protocol (libfabric/proto.h)
+# itself over libmroc, and reads the provider's counters (libfabric/fi_mroc.h).
+$(BUILD)/tests/fi/fi_hostile: $(LIBMROC_A) libfabric/proto.h libfabric/fi_mroc.h
+$(BUILD)/tests/fi/fi_hostile: FI_PROG_CFLAGS = -Ilibfabric -Ilibclient/include
+$(BUILD)/tests/fi/fi_hostile: FI_PROG_LIBS = $(LIBMROC_A) -lpthread $(MROC_LDLIBS)
 
 # mroc-cli: cli/*.c (cli/perf/ is mroc-perf's), linked with jansson.  Its helpers
 # and print layer (cli/fmt.c, cli/print.c) are also linked into tests/unit/test_cli_print.

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <sys/random.h>
 
 #include <mroc/mroc.h>
 
@@ -29,6 +30,7 @@ static const uint8_t kind_op[] = {
 	[TX_READ] = MFI_OP_READ_REQ, [TX_READRESP] = MFI_OP_READ_RESP,
 	[TX_RMA_ACK] = MFI_OP_RMA_ACK, [TX_HELLO] = MFI_OP_HELLO,
 	[TX_ATOMIC] = MFI_OP_ATOMIC, [TX_ATOMIC_RESP] = MFI_OP_ATOMIC_RESP,
+	[TX_VERIFY] = MFI_OP_VERIFY, [TX_VERIFY_RESP] = MFI_OP_VERIFY_RESP,
 };
 
 static struct mroc_qp_attr qp_attr(void)
@@ -67,6 +69,13 @@ int mfi_conn_create(struct mfi_ep *ep, struct mfi_domain *dom, struct mfi_conn *
 	c->dom = dom;
 	c->fiaddr = FI_ADDR_NOTAVAIL;
 	c->handle.fclass = FI_CLASS_CONNREQ;
+	c->verified = true;	/* until a HELLO on a connection the peer opened says otherwise */
+	c->held = calloc(MFI_RX_SLOTS, sizeof(*c->held));
+	if (!c->held || getrandom(&c->nonce, sizeof(c->nonce), 0) != sizeof(c->nonce)) {
+		free(c->held);
+		free(c);
+		return -FI_ENOMEM;
+	}
 	c->qp = mroc_qp_create(dom->ctx, &attr);
 	if (!c->qp)
 		goto err_errno;
@@ -102,6 +111,7 @@ err:
 		mroc_mr_dereg(c->mr);
 	if (c->qp)
 		mroc_qp_destroy(c->qp);
+	free(c->held);
 	free(c);
 	return err == -ENOENT || err == -ECONNREFUSED ? -FI_ENODEV : err;
 }
@@ -119,6 +129,7 @@ int mfi_conn_create_self(struct mfi_ep *ep, struct mfi_conn **out)
 	}
 	c->ep = ep;
 	c->self = true;
+	c->verified = true;
 	c->state = MFI_CONN_UP;
 	c->peer = ep->addr;
 	c->peer_known = c->hello_seen = true;
@@ -138,6 +149,23 @@ static void free_op(struct mfi_conn *c, struct mfi_txop *op, int err)
 		free(op);
 }
 
+/* The last chunk of an operation has been sent (its SEND completed, or never will). */
+static void last_sent(struct mfi_conn *c, struct mfi_txop *op, int err)
+{
+	if (!mfi_txop_answered(op)) {
+		free_op(c, op, err);
+		return;
+	}
+	/* Done when the answer has come too: whichever is second completes it. */
+	op->sends_done = true;
+	if (op->answered) {
+		if (c->ep)
+			mfi_txop_done(c->ep, op, op->status);
+		else
+			free_op(c, op, err);
+	}
+}
+
 /* Everything queued or in flight ends with err (a connection that failed or closes). */
 void mfi_conn_fail(struct mfi_conn *c, int err)
 {
@@ -148,8 +176,8 @@ void mfi_conn_fail(struct mfi_conn *c, int err)
 		struct mfi_txslot *s = &c->txs[c->tx_head % MFI_TX_SLOTS];
 
 		/* An operation still queued is failed below, not here. */
-		if (s->last && s->op && !mfi_txop_answered(s->op))
-			free_op(c, s->op, err);
+		if (s->last && s->op)
+			last_sent(c, s->op, err);
 		s->op = NULL;
 	}
 	while ((op = c->txq)) {
@@ -157,11 +185,21 @@ void mfi_conn_fail(struct mfi_conn *c, int err)
 		free_op(c, op, err);
 	}
 	c->txq_tail = NULL;
-	if (c->cur.kind == RX_POSTED)
-		mfi_rx_complete(c->ep, c->cur.rx, err);
-	c->cur.kind = RX_NONE;
+	c->nheld = 0;
+	mfi_rx_conn_gone(c, err);
 	if (c->ep)
 		mfi_rma_fail_conn(c->ep, c, err);
+}
+
+/* A connection whose peer is not who it claims: closed, nothing of it read. */
+void mfi_conn_refuse(struct mfi_conn *c)
+{
+	if (c->state == MFI_CONN_DOWN)
+		return;
+	if (c->qp)
+		mroc_qp_destroy(c->qp);	/* the peer sees DISCONNECTED */
+	c->qp = NULL;
+	mfi_conn_fail(c, -FI_ECONNREFUSED);
 }
 
 void mfi_conn_destroy(struct mfi_conn *c)
@@ -178,6 +216,7 @@ void mfi_conn_destroy(struct mfi_conn *c)
 		free(c->dom);
 	}
 	free(c->selfbuf);
+	free(c->held);
 	free(c);
 }
 
@@ -256,6 +295,8 @@ static int post_slot(struct mfi_conn *c, struct mfi_hdr *h, struct mfi_txop *op,
 	mfi_hdr_encode(h, slot);
 	if (c->self) {
 		/* In-process: the chunk is consumed before this returns. */
+		if (last && op && mfi_txop_answered(op))
+			op->sends_done = true;	/* its answer is queued behind it */
 		mfi_rx_chunk(c, h, slot + MFI_HDR_LEN, h->len);
 		if (last && op && !mfi_txop_answered(op))
 			free_op(c, op, 0);
@@ -297,6 +338,19 @@ static bool send_chunk(struct mfi_conn *c, struct mfi_txop *op)
 
 	if (op->kind == TX_RMA_ACK)
 		h.total = (uint64_t)op->status;
+	/* A read's region closed midway: the rest is not read, the reader told why. */
+	if (op->kind == TX_READRESP && (!c->ep || !mfi_mr_alive(c->ep->dom, op->mr_key, op->mr_gen))) {
+		if (c->ep)
+			c->ep->cnt.mr_gone++;
+		h.flags = (op->hdr_sent ? 0 : MFI_F_FIRST) | MFI_F_LAST | MFI_F_ABORT;
+		h.len = 0;
+		h.data = FI_EACCES;
+		if (post_slot(c, &h, op, true))
+			return false;
+		op->sent = op->total;
+		op->hdr_sent = true;
+		return true;
+	}
 	h.flags = (op->hdr_sent ? 0 : MFI_F_FIRST) | (last ? MFI_F_LAST : 0) |
 		  (op->flags & FI_REMOTE_CQ_DATA ? MFI_F_DATA : 0);
 	iov_gather(op->iov, op->iov_count, op->sent, slot_payload(c), len);
@@ -368,6 +422,7 @@ int mfi_send_hello(struct mfi_conn *c)
 		return -FI_ENOMEM;
 	*hello = (struct mfi_hello){
 		.ip = me.ip, .port = htole16(me.port), .credit_rkey = htole32(mroc_mr_rkey(c->mr)),
+		.nonce = htole64(c->nonce),
 	};
 	op->kind = TX_HELLO;
 	op->iov[0] = (struct iovec){ hello, sizeof(*hello) };
@@ -398,8 +453,8 @@ static void send_done(struct mfi_conn *c, const struct mroc_wc *wc)
 			mfi_ep_conn_event(c, FI_SHUTDOWN, -FI_EIO);
 		return;
 	}
-	if (s->last && s->op && !mfi_txop_answered(s->op))
-		free_op(c, s->op, 0);
+	if (s->last && s->op)
+		last_sent(c, s->op, 0);
 	s->op = NULL;
 }
 
@@ -420,7 +475,13 @@ static void credit_update(struct mfi_conn *c)
 		c->told = c->freed;
 }
 
-static void recv_done(struct mfi_conn *c, const struct mroc_wc *wc)
+/* What may be read on a connection whose peer's identity is not yet confirmed. */
+static bool identity_op(uint8_t op)
+{
+	return op == MFI_OP_HELLO || op == MFI_OP_VERIFY || op == MFI_OP_VERIFY_RESP;
+}
+
+static void recv_done(struct mfi_conn *c, const struct mroc_wc *wc, bool held)
 {
 	uint32_t i = (uint32_t)wc->wr_id;
 	uint8_t *slot = c->base + MFI_OFF_RX + (size_t)i * MFI_SLOT_SIZE;
@@ -432,13 +493,39 @@ static void recv_done(struct mfi_conn *c, const struct mroc_wc *wc)
 	if (i >= MFI_RX_SLOTS || wc->status != MROC_WC_SUCCESS)
 		return;		/* flushed: the connection is going away */
 	if (mfi_hdr_decode(slot, wc->byte_len, &h) == 0) {
+		/*
+		 * Not read before the peer is who it says (kept in order, slot and all).
+		 * HELLO and VERIFY(_RESP) never wait: two peers checking each other at
+		 * once would otherwise each hold the other's question behind data.
+		 */
+		if (!held && !identity_op(h.op) && (c->nheld || !c->verified)) {
+			if (c->nheld < MFI_RX_SLOTS)
+				c->held[(c->held_head + c->nheld++) % MFI_RX_SLOTS] = *wc;
+			return;
+		}
 		if ((int32_t)(h.credits - c->peer_freed) > 0)
 			c->peer_freed = h.credits;
+		if (c->ep)
+			c->ep->cnt.rx_chunks++;
 		mfi_rx_chunk(c, &h, slot + MFI_HDR_LEN, h.len);
+	} else if (c->ep) {
+		c->ep->cnt.bad_msgs++;
 	}
 	/* Processed (copied out): the slot goes back to the peer. */
-	if (mroc_post_recv(c->qp, &wr) == 0)
+	if (c->qp && mroc_post_recv(c->qp, &wr) == 0)
 		c->freed++;
+}
+
+/* A connection just confirmed: what arrived meanwhile, in order. */
+static void release_held(struct mfi_conn *c)
+{
+	while (c->verified && c->nheld && c->state != MFI_CONN_DOWN) {
+		struct mroc_wc wc = c->held[c->held_head];
+
+		c->held_head = (c->held_head + 1) % MFI_RX_SLOTS;
+		c->nheld--;
+		recv_done(c, &wc, true);
+	}
 }
 
 /* Run one connection: its completions, then whatever it can send. */
@@ -451,14 +538,15 @@ int mfi_conn_progress(struct mfi_conn *c)
 		mfi_conn_kick(c);
 		return 0;
 	}
-	while ((n = mroc_poll_cq(c->qp, wc, 16)) > 0) {
+	release_held(c);
+	while (c->qp && c->state != MFI_CONN_DOWN && (n = mroc_poll_cq(c->qp, wc, 16)) > 0) {
 		for (int i = 0; i < n; i++) {
 			switch (wc[i].opcode) {
 			case MROC_WC_SEND:
 				send_done(c, &wc[i]);
 				break;
 			case MROC_WC_RECV:
-				recv_done(c, &wc[i]);
+				recv_done(c, &wc[i], false);
 				break;
 			case MROC_WC_CONNECTED:
 				c->state = MFI_CONN_UP;

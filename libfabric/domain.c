@@ -45,10 +45,11 @@ struct mfi_mr *mfi_mr_find(struct mfi_domain *d, uint64_t key)
 
 /*
  * The bytes [addr, addr + len) of the region named key, if access allows:
- * 0 and *out, or -FI_EACCES (bad key, bounds or rights).
+ * 0 and *out (and the registration's *gen unless gen is NULL), or -FI_EACCES
+ * (bad key, bounds or rights).
  */
 int mfi_mr_target(struct mfi_domain *d, uint64_t key, uint64_t addr, uint64_t len,
-		  uint64_t access, uint8_t **out)
+		  uint64_t access, uint8_t **out, uint64_t *gen)
 {
 	struct mfi_mr *mr = mfi_mr_find(d, key);
 	uint64_t off;
@@ -61,7 +62,17 @@ int mfi_mr_target(struct mfi_domain *d, uint64_t key, uint64_t addr, uint64_t le
 	if (off > mr->len || len > mr->len - off)
 		return -FI_EACCES;
 	*out = mr->base + off;
+	if (gen)
+		*gen = mr->gen;
 	return 0;
+}
+
+/* The registration mfi_mr_target found is still open (an RMA checks it at every chunk). */
+bool mfi_mr_alive(struct mfi_domain *d, uint64_t key, uint64_t gen)
+{
+	struct mfi_mr *mr = mfi_mr_find(d, key);
+
+	return mr && mr->gen == gen;
 }
 
 static int mr_close(struct fid *fid)
@@ -139,6 +150,7 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t f
 	mr->mr_fid.mem_desc = mr;
 	mfi_lock(d);
 	mr->mr_fid.key = (d->mr_mode & FI_MR_PROV_KEY) ? d->next_key++ : attr->requested_key;
+	mr->gen = ++d->next_gen;
 	err = mr_insert(d, mr);
 	if (!err)
 		d->refs++;

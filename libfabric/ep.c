@@ -50,6 +50,10 @@ struct mfi_txop *mfi_txop_get(struct mfi_ep *ep)
 
 void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op)
 {
+	/* No answer may find it any more (it may be failed while still queued). */
+	if (op->user && op->req_id && op->req_id <= ep->rma_cap &&
+	    ep->rma_wait[op->req_id - 1] == op)
+		ep->rma_wait[op->req_id - 1] = NULL;
 	if (op->owned)
 		free(op->iov[0].iov_base);
 	if (op >= ep->txpool && op < ep->txpool + MFI_TX_SIZE) {
@@ -119,17 +123,33 @@ struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id)
 	return op;
 }
 
+/* Those still waiting for an answer on c (sent whole: the queued ones went with the queue). */
 void mfi_rma_fail_conn(struct mfi_ep *ep, struct mfi_conn *c, int err)
 {
 	for (size_t i = 0; i < ep->rma_cap; i++) {
 		struct mfi_txop *op = ep->rma_wait[i];
 
-		/* Only those fully sent: a queued one is failed with the queue. */
-		if (op && op->conn == c && op->hdr_sent && op->sent == op->total) {
+		if (op && op->conn == c) {
 			ep->rma_wait[i] = NULL;
 			mfi_txop_done(ep, op, err);
 		}
 	}
+}
+
+/*
+ * The answer of a write, read or atomic has come (rx.c checked it names this
+ * operation): done now if its last SEND has completed, else when it does (the
+ * staging slot still points at it until then).
+ */
+void mfi_rma_answer(struct mfi_ep *ep, struct mfi_txop *op, int status)
+{
+	mfi_rma_take(ep, op->req_id);
+	if (op->sends_done) {
+		mfi_txop_done(ep, op, status);
+		return;
+	}
+	op->answered = true;
+	op->status = status;
 }
 
 /* ---- connections of an endpoint ---------------------------------------------------- */
@@ -149,6 +169,38 @@ static int add_listener(struct mfi_ep *ep)
 	}
 	c->accepted = true;
 	return 0;
+}
+
+/*
+ * The connection we opened to a (or our own, in-process): found, or opened now
+ * (it queues until connected).  Only these carry our data: mroc authenticates
+ * the endpoint at the other end of a connection one opens, not the name a
+ * peer gives in its HELLO.
+ */
+struct mfi_conn *mfi_ep_dial(struct mfi_ep *ep, const struct mfi_addr *a, int *err)
+{
+	struct mfi_conn *c;
+
+	for (c = ep->conns; c; c = c->next)
+		if (!c->accepted && c->state != MFI_CONN_DOWN && c->peer_known &&
+		    mfi_addr_eq(&c->peer, a))
+			break;
+	if (!c && mfi_addr_eq(a, &ep->addr)) {
+		*err = mfi_conn_create_self(ep, &c);
+		if (*err)
+			return NULL;
+	} else if (!c) {
+		*err = mfi_conn_create(ep, ep->dom, &c);
+		if (*err)
+			return NULL;
+		*err = mfi_conn_connect(c, a);
+		if (*err) {
+			c->state = MFI_CONN_DOWN;
+			return NULL;
+		}
+	}
+	*err = 0;
+	return c;
 }
 
 /* The connection ep sends to dest on: found, or opened now (it queues until connected). */
@@ -180,28 +232,97 @@ struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err)
 		ep->by_fiaddr = by;
 		ep->nby = n;
 	}
-	/* One the peer opened and introduced itself on will do. */
-	for (c = ep->conns; c; c = c->next)
-		if (c->state == MFI_CONN_UP && c->hello_seen && mfi_addr_eq(&c->peer, a) && !c->self)
-			break;
-	if (!c && mfi_addr_eq(a, &ep->addr)) {
-		*err = mfi_conn_create_self(ep, &c);
-		if (*err)
-			return NULL;
-	} else if (!c) {
-		*err = mfi_conn_create(ep, ep->dom, &c);
-		if (*err)
-			return NULL;
-		*err = mfi_conn_connect(c, a);
-		if (*err) {
-			c->state = MFI_CONN_DOWN;
-			return NULL;
-		}
-	}
+	c = mfi_ep_dial(ep, a, err);
+	if (!c)
+		return NULL;
 	c->fiaddr = dest;
 	ep->by_fiaddr[dest] = c;
-	*err = 0;
 	return c;
+}
+
+/* ---- identity (proto.h): a HELLO on a connection the peer opened is a claim ---------- */
+
+static struct mfi_txop *internal_op(enum mfi_txkind kind, uint64_t nonce, uint64_t yes)
+{
+	struct mfi_txop *op = calloc(1, sizeof(*op));
+
+	if (op) {
+		op->kind = kind;
+		op->data = nonce;
+		op->tag = yes;
+	}
+	return op;
+}
+
+/* c (accepted) named its peer in HELLO: ask that endpoint, on our own connection to it. */
+void mfi_ep_verify(struct mfi_conn *c)
+{
+	struct mfi_ep *ep = c->ep;
+	struct mfi_txop *op;
+	struct mfi_conn *d;
+	int err;
+
+	d = mfi_ep_dial(ep, &c->peer, &err);
+	op = d ? internal_op(TX_VERIFY, c->peer_nonce, 0) : NULL;
+	if (!op) {
+		ep->cnt.hello_refused++;
+		mfi_conn_refuse(c);
+		return;
+	}
+	c->verify_sent = true;
+	mfi_conn_queue(d, op);
+	mfi_conn_kick(d);
+}
+
+/* The peer asks whether we opened a connection to it with this nonce: answer on c. */
+void mfi_ep_verify_ask(struct mfi_conn *c, uint64_t nonce)
+{
+	struct mfi_txop *op;
+	bool yes = false;
+
+	for (struct mfi_conn *d = c->ep->conns; d; d = d->next)
+		if (!d->accepted && !d->self && d->nonce == nonce && d->state != MFI_CONN_DOWN &&
+		    (!c->hello_seen || mfi_addr_eq(&d->peer, &c->peer)))
+			yes = true;
+	op = internal_op(TX_VERIFY_RESP, nonce, yes);
+	if (op) {
+		mfi_conn_queue(c, op);
+		mfi_conn_kick(c);
+	}
+}
+
+/* The answer, on a connection we opened (so from the endpoint itself). */
+void mfi_ep_verify_answer(struct mfi_conn *d, uint64_t nonce, bool yes)
+{
+	struct mfi_ep *ep = d->ep;
+
+	if (d->accepted) {
+		ep->cnt.bad_msgs++;	/* an answer we cannot trust: not on a connection we opened */
+		return;
+	}
+	for (struct mfi_conn *c = ep->conns; c; c = c->next) {
+		if (c->verified || !c->verify_sent || c->peer_nonce != nonce ||
+		    !mfi_addr_eq(&c->peer, &d->peer) || c->state == MFI_CONN_DOWN)
+			continue;
+		if (!yes) {
+			ep->cnt.hello_refused++;
+			mfi_conn_refuse(c);
+			continue;
+		}
+		ep->cnt.verified++;
+		c->verified = true;
+	}
+}
+
+/* Our connection to peer is gone: the claims we were checking through it are not confirmed. */
+static void verify_fail_peer(struct mfi_ep *ep, const struct mfi_addr *peer)
+{
+	for (struct mfi_conn *c = ep->conns; c; c = c->next)
+		if (!c->verified && c->verify_sent && mfi_addr_eq(&c->peer, peer) &&
+		    c->state != MFI_CONN_DOWN) {
+			ep->cnt.hello_refused++;
+			mfi_conn_refuse(c);
+		}
 }
 
 /* A refused RDM connect: the peer had no free listener yet.  Try again with a fresh QP. */
@@ -261,6 +382,8 @@ void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no)
 		}
 		if (ep->type == FI_EP_RDM && c->fiaddr < ep->nby && ep->by_fiaddr[c->fiaddr] == c)
 			ep->by_fiaddr[c->fiaddr] = NULL;
+		if (ep->type == FI_EP_RDM && !c->accepted && c->peer_known)
+			verify_fail_peer(ep, &c->peer);
 		break;
 	}
 }
@@ -303,20 +426,29 @@ static int ep_close(struct fid *fid)
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
 	struct mfi_domain *d = ep->dom;
 
+	struct mfi_rxop *rx;
+
 	mfi_lock(d);
+	/*
+	 * What is outstanding ends with FI_ECANCELED on the CQs (still bound: a CQ
+	 * cannot close before its endpoints): sends, RMA and atomics with their
+	 * connections, then the receives still posted.  Nothing of the pools is
+	 * freed one by one; a message half received goes with its connection.
+	 */
+	while (ep->conns) {
+		struct mfi_conn *c = ep->conns;
+
+		ep->conns = c->next;
+		mfi_conn_destroy(c);
+	}
+	while ((rx = mfi_match_take_posted(&ep->match)))
+		mfi_rx_complete(ep, rx, -FI_ECANCELED);
 	if (ep->txcq)
 		mfi_cq_unbind_ep(ep->txcq, ep);
 	if (ep->rxcq)
 		mfi_cq_unbind_ep(ep->rxcq, ep);
 	if (ep->eq)
 		mfi_eq_unwatch(ep->eq, &ep->ep_fid.fid);
-	while (ep->conns) {
-		struct mfi_conn *c = ep->conns;
-
-		ep->conns = c->next;
-		c->ep = NULL;	/* its operations just go away with it */
-		mfi_conn_destroy(c);
-	}
 	d->refs--;
 	mfi_unlock(d);
 	if (ep->port_fd >= 0)
@@ -419,12 +551,36 @@ static int ep_control(struct fid *fid, int command, void *arg)
 	return err;
 }
 
+static int ep_counters(struct fid_ep *fid, struct fi_mroc_counters *out)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+
+	mfi_lock(ep->dom);
+	*out = ep->cnt;
+	mfi_unlock(ep->dom);
+	return 0;
+}
+
+static struct fi_mroc_ops mroc_ops = {
+	.size = sizeof(struct fi_mroc_ops),
+	.counters = ep_counters,
+};
+
+static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
+		       void *context)
+{
+	if (!name || strcmp(name, FI_MROC_OPS_1) || flags)
+		return -FI_ENOSYS;
+	*ops = &mroc_ops;
+	return 0;
+}
+
 static struct fi_ops ep_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = ep_close,
 	.bind = ep_bind,
 	.control = ep_control,
-	.ops_open = mfi_no_ops_open,
+	.ops_open = ep_ops_open,
 	.tostr = mfi_no_tostr,
 	.ops_set = mfi_no_ops_set,
 };

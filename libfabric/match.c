@@ -179,3 +179,27 @@ struct mfi_rxop *mfi_match_cancel(struct mfi_match *m, void *ctx)
 	}
 	return NULL;
 }
+
+struct mfi_rxop *mfi_match_take_posted(struct mfi_match *m)
+{
+	for (int k = 0; k < 2; k++) {
+		struct mfi_queue_rx *q = &m->posted[k];
+		struct mfi_rxop *rx = QUEUE_TAKE(q, struct mfi_rxop, it, true);
+
+		if (rx)
+			return rx;
+	}
+	return NULL;
+}
+
+void mfi_match_remove_unexp(struct mfi_match *m, struct mfi_unexp *ux)
+{
+	struct mfi_queue_ux *qs[] = { &m->unexp[0], &m->unexp[1], &m->claimed };
+
+	for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+		struct mfi_queue_ux *q = qs[k];
+
+		if (QUEUE_TAKE(q, struct mfi_unexp, it, it == ux))
+			return;
+	}
+}

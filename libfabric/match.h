@@ -51,6 +51,7 @@ struct mfi_unexp {
 	void *conn;			/* the connection it arrives on (opaque here) */
 	uint64_t tag, data, total, received;
 	bool has_data, complete;
+	bool discard;			/* FI_DISCARDed while still arriving: freed at its last chunk */
 	uint8_t *buf;
 	void *claim_ctx;		/* FI_CLAIM: taken for the receive with this context */
 	struct mfi_rxop *waiting;	/* matched before it had fully arrived */
@@ -95,6 +96,10 @@ struct mfi_unexp *mfi_match_peek(struct mfi_match *m, enum mfi_kind kind, fi_add
 struct mfi_unexp *mfi_match_claimed(struct mfi_match *m, void *ctx);
 /* Cancel a posted receive by context: the receive taken out, or NULL. */
 struct mfi_rxop *mfi_match_cancel(struct mfi_match *m, void *ctx);
+/* The oldest posted receive of either kind, taken out (an endpoint closing); NULL if none. */
+struct mfi_rxop *mfi_match_take_posted(struct mfi_match *m);
+/* An unexpected message out of whichever queue holds it (its connection went away). */
+void mfi_match_remove_unexp(struct mfi_match *m, struct mfi_unexp *ux);
 void mfi_unexp_free(struct mfi_unexp *ux);
 
 #endif

@@ -34,6 +34,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "atomic_ops.h"
+#include "fi_mroc.h"
 #include "av.h"
 #include "cqring.h"
 #include "match.h"
@@ -79,6 +80,7 @@ struct mfi_domain {
 	struct mfi_mr **mrs;		/* registered regions, sorted by key */
 	size_t nmrs, mrs_cap;
 	uint64_t next_key;
+	uint64_t next_gen;		/* names each registration: a key reused later is another region */
 	uint32_t api;			/* the application's libfabric API version */
 	int refs;			/* objects opened on it, connections using its context */
 	bool orphan;			/* a passive endpoint's private domain, closed: freed at refs 0 */
@@ -90,6 +92,7 @@ struct mfi_mr {
 	uint8_t *base;
 	size_t len;
 	uint64_t access;		/* FI_REMOTE_READ / FI_REMOTE_WRITE ... */
+	uint64_t gen;			/* mfi_domain.next_gen at registration */
 };
 
 struct mfi_av_fid {
@@ -152,6 +155,8 @@ struct mfi_rxcur {
 	struct mfi_rxop *rx;		/* RX_POSTED */
 	struct mfi_unexp *ux;		/* RX_UNEXP */
 	uint8_t *dst;			/* RX_WRITE: the target region */
+	uint64_t key, gen;		/* RX_WRITE: that region, checked at every chunk */
+	bool gone;			/* RX_WRITE: it was closed midway */
 	struct mfi_txop *rd;		/* RX_READRESP: the read waiting for it */
 	uint64_t off, total;
 	int status;			/* RX_WRITE: -FI_EACCES etc., reported in the RMA_ACK */
@@ -190,6 +195,14 @@ struct mfi_conn {
 	struct mfi_rxcur cur;
 	struct mfi_conn *next;		/* in the endpoint's (or passive endpoint's) list */
 	uint8_t *selfbuf;		/* self: one slot to build chunks in */
+	/* Identity (proto.h): a connection the peer opened is read once the endpoint its
+	 * HELLO names confirms the nonce; until then its receive completions wait here. */
+	uint64_t nonce;			/* ours, in our HELLO */
+	uint64_t peer_nonce;		/* the peer's, from its HELLO */
+	bool verified;			/* opened by us, or confirmed */
+	bool verify_sent;		/* VERIFY queued on our connection to the claimed peer */
+	struct mroc_wc *held;		/* MFI_RX_SLOTS receive completions, in order */
+	uint32_t held_head, nheld;
 };
 
 /* Offsets in a connection's region. */
@@ -205,6 +218,8 @@ enum mfi_txkind {
 	TX_MSG, TX_TAGGED, TX_WRITE, TX_READ, TX_READRESP, TX_RMA_ACK, TX_HELLO,
 	TX_ATOMIC,		/* the request of fi_atomic/fi_fetch_atomic/fi_compare_atomic */
 	TX_ATOMIC_RESP,		/* the target's answer to a fetching one */
+	TX_VERIFY,		/* "is this nonce yours?" (data) */
+	TX_VERIFY_RESP,		/* the answer: nonce in data, 1 or 0 in tag */
 };
 
 struct mfi_txop {
@@ -219,7 +234,10 @@ struct mfi_txop {
 	struct iovec res[MFI_IOV_LIMIT];	/* TX_ATOMIC: where the original values go */
 	size_t res_count;
 	uint32_t req_id;
-	int status;			/* RMA_ACK */
+	int status;			/* RMA_ACK; for answered kinds the answer's status */
+	bool answered;			/* answered kinds: the answer came (before the last SEND's completion) */
+	bool sends_done;		/* answered kinds: the last chunk's SEND completed */
+	uint64_t mr_key, mr_gen;	/* TX_READRESP: the region read from, checked at every chunk */
 	void *context;
 	bool user;			/* from the pool; reports a completion */
 	bool completion;		/* a CQ entry is wanted */
@@ -270,6 +288,7 @@ struct mfi_ep {
 	uint32_t next_req;
 	struct mfi_txop **rma_wait;	/* RMA ops waiting for an ACK or read response, by req_id */
 	size_t rma_cap;
+	struct fi_mroc_counters cnt;	/* what was refused (fi_mroc.h) */
 	/* MSG endpoints */
 	struct mfi_conn *msg_conn;
 	struct mfi_addr dest;
@@ -322,7 +341,8 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		    void *context);
 struct mfi_mr *mfi_mr_find(struct mfi_domain *d, uint64_t key);
 int mfi_mr_target(struct mfi_domain *d, uint64_t key, uint64_t addr, uint64_t len,
-		  uint64_t access, uint8_t **out);
+		  uint64_t access, uint8_t **out, uint64_t *gen);
+bool mfi_mr_alive(struct mfi_domain *d, uint64_t key, uint64_t gen);
 
 /* av.c (fid part) */
 int mfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,
@@ -372,12 +392,20 @@ uint32_t mfi_rma_track(struct mfi_ep *ep, struct mfi_txop *op);
 struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id);
 struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id);
 void mfi_rma_fail_conn(struct mfi_ep *ep, struct mfi_conn *c, int err);
+void mfi_rma_answer(struct mfi_ep *ep, struct mfi_txop *op, int status);
+struct mfi_conn *mfi_ep_dial(struct mfi_ep *ep, const struct mfi_addr *a, int *err);
+void mfi_ep_verify(struct mfi_conn *c);
+void mfi_ep_verify_answer(struct mfi_conn *c, uint64_t nonce, bool yes);
+void mfi_ep_verify_ask(struct mfi_conn *c, uint64_t nonce);
+void mfi_conn_refuse(struct mfi_conn *c);
 
 /* rx.c: a chunk arrived on a connection */
 void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *payload,
 		  uint32_t len);
 void mfi_rx_complete(struct mfi_ep *ep, struct mfi_rxop *rx, int err);
 void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop *rx);
+void mfi_rx_discard_unexp(struct mfi_unexp *ux);
+void mfi_rx_conn_gone(struct mfi_conn *c, int err);
 
 /* xfer.c */
 extern struct fi_ops_msg mfi_msg_ops;

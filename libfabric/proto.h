@@ -17,6 +17,21 @@
  *               one chunk: count operands, then (compare family) count compare values;
  *               answered by RMA_ACK (no fetch, or an error) or ATOMIC_RESP
  *   ATOMIC_RESP the original values of a fetching atomic, one chunk
+ *   VERIFY      "did you open a connection to me whose HELLO carried this nonce?",
+ *               sent on a connection the asker opened (so it reaches the claimed endpoint)
+ *   VERIFY_RESP the answer: the nonce in data, 1 (yes) or 0 in total
+ *
+ * Answers (READ_RESP, RMA_ACK, ATOMIC_RESP) name an operation by req_id; one is
+ * taken only on the connection the operation was sent on, for an operation of
+ * the kind it answers, once that operation has been sent whole (anything else is
+ * refused and counted).  A READ_RESP whose region went away mid-read ends with
+ * MFI_F_ABORT in its LAST chunk (status in data).
+ *
+ * Identity: a HELLO's name is a claim.  What mroc authenticates is the
+ * connection one opens oneself (to that mrocd, that service); so data is only
+ * sent on connections we opened, and a connection the peer opened is read only
+ * once the claimed endpoint, asked on a connection we opened to it, confirms
+ * the HELLO's nonce (VERIFY).  Until then its chunks wait in their slots.
  *
  * An atomic is applied when its SEND is processed at the target.  mroc delivers
  * a SEND exactly once (a retransmitted copy is a DSN already received, never
@@ -41,12 +56,15 @@ enum mfi_op {
 	MFI_OP_RMA_ACK,
 	MFI_OP_ATOMIC,
 	MFI_OP_ATOMIC_RESP,
+	MFI_OP_VERIFY,
+	MFI_OP_VERIFY_RESP,
 	MFI_OP_MAX,
 };
 
 #define MFI_F_FIRST	0x1
 #define MFI_F_LAST	0x2
 #define MFI_F_DATA	0x4	/* data carries remote CQ data */
+#define MFI_F_ABORT	0x8	/* READ_RESP's LAST: the read failed midway, status in data */
 
 /* In host order; the wire form is the same fields little-endian, 56 bytes. */
 struct mfi_hdr {
@@ -126,7 +144,8 @@ struct mfi_hello {
 	uint16_t rsvd;
 	uint32_t credit_rkey;	/* rkey of the region holding the sender's credit word */
 	uint32_t rsvd2;
+	uint64_t nonce;		/* random, per connection: what VERIFY asks about */
 };
-static_assert(sizeof(struct mfi_hello) == 16, "hello layout");
+static_assert(sizeof(struct mfi_hello) == 24, "hello layout");
 
 #endif

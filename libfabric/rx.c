@@ -76,14 +76,24 @@ static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
 {
 	struct mfi_hello h;
 
-	if (len < sizeof(h) || c->hello_seen)
+	if (len < sizeof(h) || c->hello_seen) {
+		c->ep->cnt.bad_msgs++;
 		return;
+	}
 	memcpy(&h, p, sizeof(h));
 	c->hello_seen = true;
 	c->peer_rkey = le32toh(h.credit_rkey);
+	c->peer_nonce = le64toh(h.nonce);
 	if (!c->peer_known) {
 		c->peer = (struct mfi_addr){ .ip = h.ip, .port = le16toh(h.port) };
 		c->peer_known = true;
+		/* A claim: an RDM endpoint reads this connection once the claimed endpoint,
+		 * asked on a connection we open to it, confirms the nonce (proto.h). */
+		if (c->accepted && c->ep->type == FI_EP_RDM) {
+			c->verified = false;
+			mfi_ep_verify(c);
+			return;
+		}
 	}
 	conn_src(c);
 	mfi_ep_conn_event(c, FI_CONNREQ, 0);	/* "the peer introduced itself" */
@@ -94,9 +104,15 @@ static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
 	struct mfi_ep *ep = c->ep;
 	enum mfi_kind kind = h->op == MFI_OP_TAGGED ? MFI_KIND_TAGGED : MFI_KIND_MSG;
 	fi_addr_t src = conn_src(c);
-	struct mfi_rxop *rx = mfi_match_arrival(&ep->match, kind, src, h->tag);
+	struct mfi_rxop *rx;
 	struct mfi_unexp *ux;
 
+	if (h->total > MFI_MAX_MSG_SIZE) {
+		ep->cnt.bad_msgs++;
+		c->cur.kind = RX_DROP;
+		return;
+	}
+	rx = mfi_match_arrival(&ep->match, kind, src, h->tag);
 	c->cur = (struct mfi_rxcur){ .total = h->total };
 	if (rx) {
 		rx->msg_len = h->total;
@@ -152,13 +168,48 @@ void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop 
 		ux->waiting = rx;
 }
 
-static void queue_internal(struct mfi_conn *c, enum mfi_txkind kind, uint32_t req_id, int status,
-			   void *src, uint64_t len)
+/*
+ * FI_PEEK|FI_DISCARD (or a claimed message discarded): out of every queue
+ * already; its buffer goes now, the struct when its last chunk has arrived
+ * (the connection still points at it until then).
+ */
+void mfi_rx_discard_unexp(struct mfi_unexp *ux)
+{
+	if (ux->complete) {
+		mfi_unexp_free(ux);
+		return;
+	}
+	free(ux->buf);
+	ux->buf = NULL;
+	ux->discard = true;
+}
+
+/* The connection is going away in the middle of a message: whatever waits for it ends. */
+void mfi_rx_conn_gone(struct mfi_conn *c, int err)
+{
+	struct mfi_rxcur *cur = &c->cur;
+	struct mfi_unexp *ux = cur->ux;
+
+	if (cur->kind == RX_POSTED && c->ep) {
+		mfi_rx_complete(c->ep, cur->rx, err);
+	} else if (cur->kind == RX_UNEXP) {
+		/* Never complete now: no receive may match it any more. */
+		if (ux->waiting && c->ep)
+			mfi_rx_complete(c->ep, ux->waiting, err);
+		else if (!ux->discard && c->ep)
+			mfi_match_remove_unexp(&c->ep->match, ux);
+		mfi_unexp_free(ux);
+	}
+	cur->kind = RX_NONE;
+}
+
+static struct mfi_txop *queue_internal(struct mfi_conn *c, enum mfi_txkind kind, uint32_t req_id,
+				       int status, void *src, uint64_t len)
 {
 	struct mfi_txop *op = calloc(1, sizeof(*op));
 
 	if (!op)
-		return;		/* the initiator's operation then never completes: as a lost answer */
+		return NULL;	/* the initiator's operation then never completes: as a lost answer */
 	op->kind = kind;
 	op->req_id = req_id;
 	op->status = status;
@@ -168,6 +219,39 @@ static void queue_internal(struct mfi_conn *c, enum mfi_txkind kind, uint32_t re
 		op->total = len;
 	}
 	mfi_conn_queue(c, op);
+	return op;
+}
+
+/*
+ * The operation an answer names, if it is one: sent on this connection, of a
+ * kind that answer answers, sent whole.  Anything else is refused and counted
+ * (a peer completing another's operation, or a READ_RESP on a write's id).
+ */
+static struct mfi_txop *answered_op(struct mfi_conn *c, uint32_t req_id, uint8_t answer)
+{
+	struct mfi_txop *op = mfi_rma_peek(c->ep, req_id);
+	bool kind_ok = false;
+
+	if (op) {
+		switch (answer) {
+		case MFI_OP_READ_RESP:
+			kind_ok = op->kind == TX_READ;
+			break;
+		case MFI_OP_RMA_ACK:
+			kind_ok = op->kind == TX_WRITE || op->kind == TX_READ ||
+				  op->kind == TX_ATOMIC;
+			break;
+		case MFI_OP_ATOMIC_RESP:
+			kind_ok = op->kind == TX_ATOMIC &&
+				  mfi_atomic_desc_decode(op->tag).kind != MFI_ATOMIC_WRITE;
+			break;
+		}
+	}
+	if (!kind_ok || op->conn != c || !op->hdr_sent || op->sent != op->total) {
+		c->ep->cnt.answer_refused++;
+		return NULL;
+	}
+	return op;
 }
 
 static void rx_first(struct mfi_conn *c, const struct mfi_hdr *h)
@@ -184,34 +268,58 @@ static void rx_first(struct mfi_conn *c, const struct mfi_hdr *h)
 	case MFI_OP_TAGGED:
 		rx_first_msg(c, h);
 		break;
-	case MFI_OP_WRITE:
-		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_WRITE, &p);
+	case MFI_OP_WRITE: {
+		uint64_t gen = 0;
+
+		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_WRITE, &p, &gen);
 		c->cur = (struct mfi_rxcur){
 			.kind = RX_WRITE, .dst = err ? NULL : p, .total = h->total, .status = err,
 			.req_id = h->req_id, .data = h->data, .has_data = h->flags & MFI_F_DATA,
+			.key = h->key, .gen = gen,
 		};
 		break;
-	case MFI_OP_READ_REQ:
-		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_READ, &p);
-		if (err || !h->total)
+	}
+	case MFI_OP_READ_REQ: {
+		struct mfi_txop *resp;
+		uint64_t gen = 0;
+
+		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_READ, &p, &gen);
+		if (err || !h->total) {
 			queue_internal(c, TX_RMA_ACK, h->req_id, -err, NULL, 0);
-		else
-			queue_internal(c, TX_READRESP, h->req_id, 0, p, h->total);
+		} else {
+			resp = queue_internal(c, TX_READRESP, h->req_id, 0, p, h->total);
+			if (resp) {
+				resp->mr_key = h->key;
+				resp->mr_gen = gen;
+			}
+		}
 		break;
-	case MFI_OP_READ_RESP:
+	}
+	case MFI_OP_READ_RESP: {
+		struct mfi_txop *rd = answered_op(c, h->req_id, MFI_OP_READ_RESP);
+
+		if (rd && h->total != rd->rlen) {	/* not what was asked for */
+			ep->cnt.answer_refused++;
+			rd = NULL;
+		}
 		c->cur = (struct mfi_rxcur){
-			.kind = RX_READRESP, .rd = mfi_rma_peek(ep, h->req_id), .total = h->total,
-			.req_id = h->req_id,
+			.kind = RX_READRESP, .rd = rd, .total = h->total, .req_id = h->req_id,
 		};
 		break;
+	}
 	case MFI_OP_RMA_ACK: {
-		struct mfi_txop *op = mfi_rma_take(ep, h->req_id);
+		struct mfi_txop *op = answered_op(c, h->req_id, MFI_OP_RMA_ACK);
+		uint64_t st = h->total;
 
 		if (op)
-			mfi_txop_done(ep, op, h->total ? -(int)h->total : 0);
+			mfi_rma_answer(ep, op, st ? -(int)(st < FI_ERRNO_MAX ? st : FI_EIO) : 0);
 		break;
 	}
 	default:
+		if (!(h->flags & MFI_F_FIRST) || h->op == MFI_OP_HELLO)
+			break;
+		ep->cnt.bad_msgs++;	/* a first chunk of nothing we know */
+		c->cur.kind = RX_DROP;
 		break;
 	}
 }
@@ -254,7 +362,7 @@ static void rx_atomic(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t
 		     !(h->flags & MFI_F_LAST)))
 		err = -FI_EINVAL;
 	if (!err)
-		err = mfi_mr_target(ep->dom, h->key, h->addr, bytes, atomic_access(&d), &dst);
+		err = mfi_mr_target(ep->dom, h->key, h->addr, bytes, atomic_access(&d), &dst, NULL);
 	if (!err && d.kind != MFI_ATOMIC_WRITE) {
 		resp = calloc(1, sizeof(*resp) + bytes);
 		err = resp ? 0 : -FI_ENOMEM;
@@ -286,15 +394,21 @@ static void rx_atomic(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t
 static void rx_atomic_resp(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *p,
 			   uint32_t len)
 {
-	struct mfi_txop *op = mfi_rma_take(c->ep, h->req_id);
+	struct mfi_txop *op = answered_op(c, h->req_id, MFI_OP_ATOMIC_RESP);
 	struct mfi_rxop tmp = { 0 };
+	struct mfi_atomic_desc d;
 
 	if (!op)
 		return;
+	d = mfi_atomic_desc_decode(op->tag);
+	if (len != (uint64_t)d.count * mfi_atomic_dtsize(d.datatype)) {
+		c->ep->cnt.answer_refused++;	/* not the size of what was asked */
+		return;
+	}
 	tmp.iov_count = op->res_count;
 	memcpy(tmp.iov, op->res, sizeof(tmp.iov));
 	iov_scatter(&tmp, 0, p, len);
-	mfi_txop_done(c->ep, op, 0);
+	mfi_rma_answer(c->ep, op, 0);
 }
 
 static void rx_write_done(struct mfi_conn *c)
@@ -329,11 +443,19 @@ void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *pa
 	case MFI_OP_ATOMIC_RESP:
 		rx_atomic_resp(c, h, payload, len);
 		return;
+	case MFI_OP_VERIFY:		/* zero-length, between messages */
+		mfi_ep_verify_ask(c, h->data);
+		return;
+	case MFI_OP_VERIFY_RESP:
+		mfi_ep_verify_answer(c, h->data, h->tag == 1);
+		return;
 	default:
 		break;
 	}
 	if (h->flags & MFI_F_FIRST)
 		rx_first(c, h);
+	else if (cur->kind == RX_NONE)
+		c->ep->cnt.bad_msgs++;	/* a chunk of no message */
 	/* Never past what the first chunk announced. */
 	if (cur->off > cur->total || len > cur->total - cur->off)
 		len = cur->off <= cur->total ? (uint32_t)(cur->total - cur->off) : 0;
@@ -342,11 +464,20 @@ void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *pa
 		iov_scatter(cur->rx, cur->off, payload, len);
 		break;
 	case RX_UNEXP:
-		memcpy(cur->ux->buf + cur->off, payload, len);
+		if (!cur->ux->discard)
+			memcpy(cur->ux->buf + cur->off, payload, len);
 		break;
 	case RX_WRITE:
+		/* The region closed midway: the rest is not written, the writer told. */
+		if (cur->dst && !mfi_mr_alive(c->ep->dom, cur->key, cur->gen)) {
+			cur->dst = NULL;
+			cur->status = -FI_EACCES;
+			cur->gone = true;
+		}
 		if (cur->dst)
 			memcpy(cur->dst + cur->off, payload, len);
+		else if (cur->gone)
+			c->ep->cnt.mr_gone++;
 		break;
 	case RX_READRESP:
 		if (cur->rd) {
@@ -369,15 +500,24 @@ void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *pa
 	case RX_UNEXP:
 		cur->ux->complete = true;
 		cur->ux->received = cur->off;
-		if (cur->ux->waiting)
+		if (cur->ux->discard)
+			mfi_unexp_free(cur->ux);
+		else if (cur->ux->waiting)
 			deliver_unexp(c->ep, cur->ux, cur->ux->waiting);
 		break;
 	case RX_WRITE:
 		rx_write_done(c);
 		break;
 	case RX_READRESP:
-		if (cur->rd && mfi_rma_take(c->ep, cur->req_id))
-			mfi_txop_done(c->ep, cur->rd, 0);
+		if (cur->rd && mfi_rma_peek(c->ep, cur->req_id) == cur->rd) {
+			int st = 0;
+
+			if (h->flags & MFI_F_ABORT)
+				st = -(int)(h->data && h->data < FI_ERRNO_MAX ? h->data : FI_EIO);
+			else if (cur->off != cur->total)
+				st = -FI_EIO;
+			mfi_rma_answer(c->ep, cur->rd, st);
+		}
 		break;
 	default:
 		break;

@@ -121,12 +121,14 @@ struct rx_args {
 /* FI_PEEK: report the oldest matching unexpected message (FI_CLAIM: and reserve it). */
 static void peek(struct mfi_ep *ep, const struct rx_args *a, fi_addr_t src)
 {
+	bool take = a->flags & (FI_CLAIM | FI_DISCARD);
 	struct mfi_unexp *ux = mfi_match_peek(&ep->match, a->kind, src, a->tag, a->ignore,
-					      (a->flags & FI_CLAIM) ? a->context : NULL);
+					      take ? a->context : NULL);
 	struct mfi_cqe e = { .src = ux ? ux->src : FI_ADDR_NOTAVAIL };
 
-	if (!ep->rxcq)
-		return;
+	/* FI_DISCARD: the message found is dropped (buffer now, the rest as it arrives). */
+	if (ux && (a->flags & FI_DISCARD))
+		mfi_match_remove_unexp(&ep->match, ux);
 	e.e.op_context = a->context;
 	e.e.flags = FI_RECV | (a->kind == MFI_KIND_TAGGED ? FI_TAGGED : FI_MSG);
 	if (ux) {
@@ -135,13 +137,14 @@ static void peek(struct mfi_ep *ep, const struct rx_args *a, fi_addr_t src)
 		e.e.data = ux->data;
 		if (ux->has_data)
 			e.e.flags |= FI_REMOTE_CQ_DATA;
-		if ((a->flags & FI_DISCARD) && (a->flags & FI_CLAIM))
-			free(mfi_match_claimed(&ep->match, a->context)), ux = NULL;
+		if (a->flags & FI_DISCARD)
+			mfi_rx_discard_unexp(ux);
 	} else {
 		e.err = true;
 		e.err_no = FI_ENOMSG;
 	}
-	mfi_cqring_push(&ep->rxcq->ring, &e);
+	if (ep->rxcq)
+		mfi_cqring_push(&ep->rxcq->ring, &e);
 }
 
 static ssize_t post_rx(struct mfi_ep *ep, const struct rx_args *a)

@@ -144,6 +144,37 @@ static void test_cancel_and_pool(void **state)
 	mfi_match_fini(&m);
 }
 
+/* An endpoint closing takes every posted receive; a connection gone takes its message out. */
+static void test_close_and_remove(void **state)
+{
+	struct mfi_match m;
+	struct mfi_unexp *a, *b, *c;
+	int c1, c2, k;
+
+	assert_int_equal(mfi_match_init(&m, 4), 0);
+	assert_null(mfi_match_post(&m, rx(&m, MFI_KIND_TAGGED, FI_ADDR_UNSPEC, 1, 0, &c1)));
+	assert_null(mfi_match_post(&m, rx(&m, MFI_KIND_MSG, FI_ADDR_UNSPEC, 0, 0, &c2)));
+	assert_ptr_equal(mfi_match_take_posted(&m)->context, &c2);	/* untagged queue first */
+	assert_ptr_equal(mfi_match_take_posted(&m)->context, &c1);
+	assert_null(mfi_match_take_posted(&m));
+	a = ux(MFI_KIND_TAGGED, 0, 7);
+	b = ux(MFI_KIND_TAGGED, 0, 8);
+	c = ux(MFI_KIND_TAGGED, 0, 9);
+	mfi_match_add_unexp(&m, a);
+	mfi_match_add_unexp(&m, b);
+	mfi_match_add_unexp(&m, c);
+	assert_ptr_equal(mfi_match_peek(&m, MFI_KIND_TAGGED, FI_ADDR_UNSPEC, 9, 0, &k), c);
+	/* Out of the unexpected queue (the middle one) and of the claimed queue. */
+	mfi_match_remove_unexp(&m, b);
+	mfi_match_remove_unexp(&m, c);
+	mfi_unexp_free(b);
+	mfi_unexp_free(c);
+	assert_null(mfi_match_claimed(&m, &k));
+	assert_null(mfi_match_peek(&m, MFI_KIND_TAGGED, FI_ADDR_UNSPEC, 8, 0, NULL));
+	assert_ptr_equal(mfi_match_peek(&m, MFI_KIND_TAGGED, FI_ADDR_UNSPEC, 7, 0, NULL), a);
+	mfi_match_fini(&m);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -152,6 +183,7 @@ int main(void)
 		cmocka_unit_test(test_unexpected),
 		cmocka_unit_test(test_peek_claim),
 		cmocka_unit_test(test_cancel_and_pool),
+		cmocka_unit_test(test_close_and_remove),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
