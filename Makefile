@@ -594,7 +594,7 @@ endif
 	$(Q)$(INSTALL) -D -m 0644 tools/wireshark/mroc.lua $(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua
 	$(Q)$(INSTALL) -D -m 0644 cli/bash-completion/mroc-cli $(DESTDIR)$(BASHCOMPDIR)/mroc-cli
 	$(Q)$(INSTALL) -d $(DESTDIR)$(EXAMPLEDIR)
-	$(Q)$(INSTALL) -m 0644 $(EXAMPLE_SRCS) examples/Makefile examples/README.md $(DESTDIR)$(EXAMPLEDIR)/
+	$(Q)$(INSTALL) -m 0644 $(EXAMPLE_SRCS) examples/allreduce.py examples/Makefile examples/README.md $(DESTDIR)$(EXAMPLEDIR)/
 	$(Q)$(foreach m,$(INSTALL_MANS),$(INSTALL) -m 0644 $(m) \
 		$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/ &&) true
 	$(Q)if [ -e $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf ]; then \

@@ -34,6 +34,8 @@ CHECK_PKGS=(
 	socat jq systemd
 	groff-base bash-completion
 	libfabric-dev libfabric-bin openmpi-bin libopenmpi-dev
+	# Python over MPI over mroc: examples/allreduce.py (tests/e2e/test_mpi_python.sh)
+	python3-mpi4py python3-numpy
 )
 # make bench*: plots and kernel-TCP / socket baselines.
 BENCH_PKGS=(gnuplot-nox iperf3 sockperf)

@@ -64,6 +64,7 @@ expected+=(
 for f in "$E2E_TOP"/examples/*.c; do
 	expected+=("/usr/share/doc/mroc/examples/${f##*/}")
 done
+expected+=(/usr/share/doc/mroc/examples/allreduce.py)
 # The libfabric provider, where libfabric-dev let it be built.
 [ -f "$BUILD/libmroc-fi.so" ] && expected+=(/usr/lib/libfabric/libmroc-fi.so)
 diff <(printf '%s\n' "${expected[@]}" | sort) \
