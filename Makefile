@@ -403,7 +403,8 @@ $(MPI_BINS): $(BUILD)/%: %.c $(FLAGS_STAMP)
 	$(Q)$(MPICC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) -o $@ $<
 
 # libfabric programs: tests/fi/*.c -> build/tests/fi/*, written with libfabric only (no mroc
-# header); tests/e2e/test_fi_*.sh run them over the provider.  Built when libfabric-dev is installed.
+# header); tests/e2e/test_fi_*.sh run them over the provider.  Built when libfabric-dev is installed,
+# with the sanitizers of a SANITIZE build (they load the sanitized provider).
 FI_PROG_SRCS := $(sort $(wildcard tests/fi/*.c))
 FI_PROGS := $(if $(HAVE_LIBFABRIC),$(FI_PROG_SRCS:%.c=$(BUILD)/%))
 tests: $(FI_PROGS)
@@ -411,6 +412,7 @@ $(FI_PROGS): $(BUILD)/%: %.c $(FLAGS_STAMP)
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
+		$(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer) \
 		$(LIBFABRIC_CFLAGS) $(FI_PROG_CFLAGS) -o $@ $< $(FI_PROG_LIBS) \
 		$(call pkg_libs,libfabric)
 # fi_hostile is also a hostile peer: it speaks the provider's protocol (libfabric/proto.h)

@@ -600,12 +600,29 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
-	return -FI_ENOPROTOOPT;
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+
+	if (fid->fclass != FI_CLASS_EP || level != FI_OPT_ENDPOINT ||
+	    optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(size_t))
+		return -FI_ETOOSMALL;
+	*(size_t *)optval = ep->min_multi_recv;
+	*optlen = sizeof(size_t);
+	return 0;
 }
 
 static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
 {
-	return -FI_ENOPROTOOPT;
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+
+	if (fid->fclass != FI_CLASS_EP || level != FI_OPT_ENDPOINT ||
+	    optname != FI_OPT_MIN_MULTI_RECV)
+		return -FI_ENOPROTOOPT;
+	if (optlen != sizeof(size_t))
+		return -FI_EINVAL;
+	ep->min_multi_recv = *(const size_t *)optval;
+	return 0;
 }
 
 static int no_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep,
@@ -786,6 +803,7 @@ int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 	ep->type = info->ep_attr->type;
 	ep->info = fi_dupinfo(info);
 	ep->rma_cap = MFI_TX_SIZE;
+	ep->min_multi_recv = MFI_INJECT_SIZE;
 	ep->rma_wait = calloc(ep->rma_cap, sizeof(*ep->rma_wait));
 	if (!ep->info || !ep->rma_wait || mfi_match_init(&ep->match, MFI_RX_SIZE))
 		goto err;

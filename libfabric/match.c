@@ -203,3 +203,13 @@ void mfi_match_remove_unexp(struct mfi_match *m, struct mfi_unexp *ux)
 			return;
 	}
 }
+
+void mfi_match_requeue_head(struct mfi_match *m, struct mfi_rxop *rx)
+{
+	struct mfi_queue_rx *q = &m->posted[rx->kind];
+
+	rx->next = q->head;
+	q->head = rx;
+	if (!q->tail)
+		q->tail = rx;
+}

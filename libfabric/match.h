@@ -38,6 +38,8 @@ struct mfi_rxop {
 	void *context;
 	uint64_t flags;			/* FI_COMPLETION ... as posted */
 	bool completion;		/* report it */
+	uint64_t multi_off;		/* FI_MULTI_RECV: bytes of the buffer handed out so far */
+	bool multi_release;		/* its completion releases a multi-receive buffer */
 	/* filled when a message matches */
 	uint64_t msg_len, msg_tag, data, recvd;
 	bool has_data;
@@ -96,6 +98,8 @@ struct mfi_unexp *mfi_match_peek(struct mfi_match *m, enum mfi_kind kind, fi_add
 struct mfi_unexp *mfi_match_claimed(struct mfi_match *m, void *ctx);
 /* Cancel a posted receive by context: the receive taken out, or NULL. */
 struct mfi_rxop *mfi_match_cancel(struct mfi_match *m, void *ctx);
+/* A multi-receive buffer with room left goes back where it was: first in its queue. */
+void mfi_match_requeue_head(struct mfi_match *m, struct mfi_rxop *rx);
 /* The oldest posted receive of either kind, taken out (an endpoint closing); NULL if none. */
 struct mfi_rxop *mfi_match_take_posted(struct mfi_match *m);
 /* An unexpected message out of whichever queue holds it (its connection went away). */

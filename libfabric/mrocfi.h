@@ -289,6 +289,7 @@ struct mfi_ep {
 	struct mfi_txop **rma_wait;	/* RMA ops waiting for an ACK or read response, by req_id */
 	size_t rma_cap;
 	struct fi_mroc_counters cnt;	/* what was refused (fi_mroc.h) */
+	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	/* MSG endpoints */
 	struct mfi_conn *msg_conn;
 	struct mfi_addr dest;
@@ -405,6 +406,8 @@ void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *pa
 void mfi_rx_complete(struct mfi_ep *ep, struct mfi_rxop *rx, int err);
 void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop *rx);
 void mfi_rx_discard_unexp(struct mfi_unexp *ux);
+struct mfi_rxop *mfi_rx_multi_carve(struct mfi_ep *ep, struct mfi_rxop *m, uint64_t total,
+				    bool requeue);
 void mfi_rx_conn_gone(struct mfi_conn *c, int err);
 
 /* xfer.c */

@@ -48,6 +48,8 @@ void mfi_rx_complete(struct mfi_ep *ep, struct mfi_rxop *rx, int err)
 			.data = rx->data, .tag = rx->msg_tag,
 		};
 		e.src = rx->msg_src;
+		if (rx->multi_release)
+			e.e.flags |= FI_MULTI_RECV;
 		if (err) {
 			e.err = true;
 			e.err_no = -err;
@@ -113,6 +115,8 @@ static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
 		return;
 	}
 	rx = mfi_match_arrival(&ep->match, kind, src, h->tag);
+	if (rx && (rx->flags & FI_MULTI_RECV))
+		rx = mfi_rx_multi_carve(ep, rx, h->total, true);
 	c->cur = (struct mfi_rxcur){ .total = h->total };
 	if (rx) {
 		rx->msg_len = h->total;
@@ -143,6 +147,40 @@ static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
 	mfi_match_add_unexp(&ep->match, ux);
 	c->cur.kind = RX_UNEXP;
 	c->cur.ux = ux;
+}
+
+/*
+ * A message for a multi-receive buffer m: a receive for its place in it (the
+ * next total bytes).  The buffer stays posted (first in its queue when
+ * requeue) while at least min_multi_recv bytes are left; else this receive's
+ * completion releases it (FI_MULTI_RECV).  NULL when the pool of receives is
+ * empty (m then stays posted).
+ */
+struct mfi_rxop *mfi_rx_multi_carve(struct mfi_ep *ep, struct mfi_rxop *m, uint64_t total,
+				    bool requeue)
+{
+	struct mfi_rxop *sub = mfi_rxop_get(&ep->match);
+	uint64_t room = m->len - m->multi_off;
+
+	if (!sub) {
+		if (requeue)
+			mfi_match_requeue_head(&ep->match, m);
+		return NULL;
+	}
+	*sub = (struct mfi_rxop){
+		.kind = m->kind, .iov_count = 1, .len = room, .tag = m->tag, .ignore = m->ignore,
+		.src = m->src, .context = m->context, .flags = m->flags & ~FI_MULTI_RECV,
+		.completion = m->completion,
+	};
+	sub->iov[0] = (struct iovec){ (uint8_t *)m->iov[0].iov_base + m->multi_off, room };
+	m->multi_off += total < room ? total : room;
+	if (m->len - m->multi_off < ep->min_multi_recv || total >= room) {
+		sub->multi_release = true;
+		mfi_rxop_put(&ep->match, m);
+	} else if (requeue) {
+		mfi_match_requeue_head(&ep->match, m);
+	}
+	return sub;
 }
 
 /* An unexpected message meets its receive: copy it out, complete, free it. */

@@ -154,7 +154,7 @@ static ssize_t post_rx(struct mfi_ep *ep, const struct rx_args *a)
 	struct mfi_unexp *ux;
 	ssize_t err = 0;
 
-	if (a->count > MFI_IOV_LIMIT || (a->flags & FI_MULTI_RECV))
+	if (a->count > MFI_IOV_LIMIT || ((a->flags & FI_MULTI_RECV) && a->count != 1))
 		return -FI_EINVAL;
 	mfi_lock(ep->dom);
 	if (a->flags & FI_PEEK) {
@@ -184,6 +184,21 @@ static ssize_t post_rx(struct mfi_ep *ep, const struct rx_args *a)
 			err = -FI_EINVAL;
 			goto out;
 		}
+	} else if (a->flags & FI_MULTI_RECV) {
+		/* Messages already here fill it first, back to back, while it has room. */
+		while ((ux = mfi_match_post(&ep->match, rx))) {
+			struct mfi_rxop *sub = mfi_rx_multi_carve(ep, rx, ux->total, false);
+
+			if (!sub) {
+				mfi_match_add_unexp(&ep->match, ux);	/* back, for later */
+				mfi_match_requeue_head(&ep->match, rx);
+				break;
+			}
+			mfi_rx_take_unexp(ep, ux, sub);
+			if (sub->multi_release)
+				break;
+		}
+		ux = NULL;
 	} else {
 		ux = mfi_match_post(&ep->match, rx);
 	}

@@ -1,0 +1,1112 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What fabtests' quick and standard lists ask of an RDM provider, written
+ * with libfabric only (any provider: FI_PROVIDER or -p; the tests run it with
+ * mroc, scripts/bench-mpi.sh also with udp;ofi_rxd and tcp;ofi_rxm).  Each
+ * test checks the bytes it moves.  A server and a client exchange endpoint
+ * names (and region keys) over TCP, as fabtests' out-of-band socket does.
+ *
+ *   fi_suite [-p PROV] [-P PORT] [-n ITERS] [-S SIZES] [-w WINDOW] [-q] TEST [SERVER]
+ *
+ * Without SERVER it is the server (unit needs no peer).  TEST:
+ *   unit             getinfo (hints honoured and refused), domain (busy while an
+ *                    endpoint is open), av (insert, lookup, remove, bad names), cq
+ *                    (sizes, formats, empty reads), mr (sizes, keys, descriptors)
+ *   rdm              fi_send/fi_recv ping-pong, 1 B .. 1 MiB, both directions checked
+ *   tagged_pingpong  fi_tsend/fi_trecv ping-pong over SIZES: half round trip in us
+ *   tagged_bw        WINDOW tagged sends in flight over SIZES: MB/s, every message checked
+ *                    (-q: the first and last window only)
+ *   rma_write, rma_read, rma_writedata
+ *                    WINDOW RMA operations in flight over SIZES: MB/s; the target's region
+ *                    (write), the reader's buffers (read) or the remote CQ data and the
+ *                    region (writedata) checked
+ *   atomic           every (operation, datatype) fi_atomicvalid accepts, fetching: the
+ *                    original value and the new one (ATOMIC_READ) checked
+ *   multi_recv       FI_MULTI_RECV buffers take 200 messages back to back; FI_MULTI_RECV
+ *                    flags the release; every message's place and bytes checked
+ *   unexpected_msg   64 tagged messages sent before any receive; FI_PEEK sees them;
+ *                    received in the reverse order of their tags, each checked
+ *   recv_cancel      a posted receive cancelled (FI_ECANCELED, buffer untouched); the
+ *                    message goes to the next receive
+ *   multi_client     the server answers CLIENTS clients (-c, default 4) that ping-pong at
+ *                    once, each told apart by its tag, every reply checked
+ *
+ * Prints "ok: ..." lines and figures; exit 0 when all held, 1 on the first
+ * failure (with why), 77 when the provider lacks what the test needs.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <rdma/fabric.h>
+#include <rdma/fi_atomic.h>
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <rdma/fi_tagged.h>
+
+#define TIMEOUT_S	120
+#define MAX_SIZES	32
+
+static const char *prov = "mroc", *test, *server;
+static int port = 47630, iters = 10, window = 16, clients = 4;
+static size_t sizes[MAX_SIZES] = { 64, 4096, 65536, 1048576 };
+static int nsizes = 4;
+static bool quick;
+static bool srv;			/* no SERVER given: we are the server */
+static time_t deadline;
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "fi_suite %s%s: FAIL: ", test ? test : "", server ? " (client)" : "");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+#define CHECK(call) do {							\
+	int _r = (int)(call);							\
+	if (_r)									\
+		die("%s: %s (%d)", #call, fi_strerror(-_r), _r);		\
+} while (0)
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint8_t pat(uint64_t i, uint64_t seed)
+{
+	return (uint8_t)((i + seed) * 2654435761u >> 13);
+}
+
+static void fill(uint8_t *b, size_t n, uint64_t seed)
+{
+	for (size_t i = 0; i < n; i++)
+		b[i] = pat(i, seed);
+}
+
+static void verify(const uint8_t *b, size_t n, uint64_t seed, const char *what)
+{
+	for (size_t i = 0; i < n; i++)
+		if (b[i] != pat(i, seed))
+			die("%s: byte %zu of %zu is 0x%02x, not 0x%02x", what, i, n, b[i], pat(i, seed));
+}
+
+/* ---- out of band: a TCP connection ------------------------------------------------ */
+
+static int oob_listen_fd = -1;
+
+static int oob_open(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
+	int fd, one = 1;
+
+	if (!server) {
+		if (oob_listen_fd < 0) {
+			oob_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+			setsockopt(oob_listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (bind(oob_listen_fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+			    listen(oob_listen_fd, 64))
+				die("out-of-band port %d: %s", port, strerror(errno));
+		}
+		fd = accept(oob_listen_fd, NULL, NULL);
+		if (fd < 0)
+			die("accept: %s", strerror(errno));
+		return fd;
+	}
+	if (inet_pton(AF_INET, server, &sin.sin_addr) != 1)
+		die("server %s: not an IPv4 address", server);
+	for (int i = 0;; i++) {
+		fd = socket(AF_INET, SOCK_STREAM, 0);
+		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+			return fd;
+		close(fd);
+		if (i > 1200)
+			die("no server at %s:%d", server, port);
+		usleep(50 * 1000);
+	}
+}
+
+/* The CQ read while waiting out of band: a target serves RMA and atomics only then. */
+static struct fid_cq *progress_cq;
+
+static void oob_xfer(int fd, void *out, const void *in, size_t len)
+{
+	size_t done = 0;
+
+	if (write(fd, in, len) != (ssize_t)len)
+		die("out-of-band write: %s", strerror(errno));
+	while (done < len) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		ssize_t n;
+
+		if (progress_cq) {
+			fi_cq_read(progress_cq, NULL, 0);
+			if (poll(&p, 1, 0) == 0) {
+				if (time(NULL) > deadline)
+					die("timed out waiting out of band");
+				continue;
+			}
+		}
+		n = read(fd, (uint8_t *)out + done, len - done);
+
+		if (n <= 0)
+			die("out-of-band read: %s", n ? strerror(errno) : "closed");
+		done += (size_t)n;
+	}
+}
+
+static void oob_sync(int fd)
+{
+	char a = 's', b;
+
+	oob_xfer(fd, &b, &a, 1);
+}
+
+/* ---- libfabric objects -------------------------------------------------------------- */
+
+struct fab {
+	struct fi_info *info;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_av *av;
+	struct fid_cq *cq;
+	struct fid_ep *ep;
+	struct fid_mr *mr;
+	uint8_t *buf;
+	size_t len;
+	void *desc;
+	fi_addr_t peer;
+	int oob;
+};
+
+static struct fi_info *hints_for(uint64_t caps)
+{
+	struct fi_info *h = fi_allocinfo();
+
+	h->ep_attr->type = FI_EP_RDM;
+	h->caps = caps;
+	h->mode = FI_CONTEXT;
+	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	h->domain_attr->threading = FI_THREAD_DOMAIN;
+	h->fabric_attr->prov_name = strdup(prov);
+	return h;
+}
+
+/* Everything up to an enabled endpoint with len bytes registered (access for RMA targets). */
+static int fab_open(struct fab *f, uint64_t caps, size_t len, uint64_t access)
+{
+	struct fi_info *h = hints_for(caps);
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 8192 };
+	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	int err = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &f->info);
+
+	fi_freeinfo(h);
+	if (err)
+		return err;
+	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
+	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
+	CHECK(fi_av_open(f->domain, &ava, &f->av, NULL));
+	CHECK(fi_cq_open(f->domain, &cqa, &f->cq, NULL));
+	CHECK(fi_endpoint(f->domain, f->info, &f->ep, NULL));
+	CHECK(fi_ep_bind(f->ep, &f->av->fid, 0));
+	CHECK(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_enable(f->ep));
+	f->len = len ? len : 1;
+	f->buf = aligned_alloc(4096, (f->len + 4095) / 4096 * 4096);
+	if (!f->buf)
+		die("out of memory (%zu bytes)", f->len);
+	memset(f->buf, 0, f->len);
+	CHECK(fi_mr_reg(f->domain, f->buf, f->len, FI_SEND | FI_RECV | FI_READ | FI_WRITE | access,
+			0, 0, 0, &f->mr, NULL));
+	f->desc = fi_mr_desc(f->mr);
+	progress_cq = f->cq;
+	return 0;
+}
+
+static void fab_close(struct fab *f)
+{
+	progress_cq = NULL;
+	if (f->ep)
+		CHECK(fi_close(&f->ep->fid));
+	CHECK(fi_close(&f->mr->fid));
+	CHECK(fi_close(&f->cq->fid));
+	CHECK(fi_close(&f->av->fid));
+	CHECK(fi_close(&f->domain->fid));
+	CHECK(fi_close(&f->fabric->fid));
+	fi_freeinfo(f->info);
+	free(f->buf);
+}
+
+/* Exchange names over a new out-of-band connection; the peer goes into the AV. */
+static void fab_meet(struct fab *f)
+{
+	uint8_t mine[128] = { 0 }, theirs[128];
+	size_t l = sizeof(mine) - 8;
+
+	CHECK(fi_getname(&f->ep->fid, mine + 8, &l));
+	memcpy(mine, &l, sizeof(l));
+	f->oob = oob_open();
+	oob_xfer(f->oob, theirs, mine, sizeof(mine));
+	if (fi_av_insert(f->av, theirs + 8, 1, &f->peer, 0, NULL) != 1)
+		die("fi_av_insert of the peer's name");
+}
+
+static struct fi_cq_tagged_entry last;
+static fi_addr_t last_src;
+
+/* n completions (any order); an error completion fails the test unless want_err. */
+static void reap(struct fab *f, int n)
+{
+	while (n > 0) {
+		struct fi_cq_tagged_entry e[64];
+		fi_addr_t src[64];
+		ssize_t r = fi_cq_readfrom(f->cq, e, n < 64 ? n : 64, src);
+
+		if (r > 0) {
+			last = e[r - 1];
+			last_src = src[r - 1];
+			n -= (int)r;
+		} else if (r == -FI_EAVAIL) {
+			struct fi_cq_err_entry ee = { 0 };
+
+			fi_cq_readerr(f->cq, &ee, 0);
+			die("error completion: %s (%s)", fi_strerror(ee.err),
+			    fi_cq_strerror(f->cq, ee.prov_errno, ee.err_data, NULL, 0));
+		} else if (r != -FI_EAGAIN) {
+			die("fi_cq_read: %s", fi_strerror((int)-r));
+		} else if (time(NULL) > deadline) {
+			die("timed out waiting for %d completion(s)", n);
+		}
+	}
+}
+
+#define POST(f, call) do {							\
+	ssize_t _r;								\
+	while ((_r = (call)) == -FI_EAGAIN) {					\
+		fi_cq_read((f)->cq, NULL, 0);					\
+		if (time(NULL) > deadline)					\
+			die("timed out posting %s", #call);			\
+	}									\
+	if (_r)									\
+		die("%s: %s", #call, fi_strerror((int)-_r));			\
+} while (0)
+
+static size_t max_size(void)
+{
+	size_t m = 0;
+
+	for (int i = 0; i < nsizes; i++)
+		m = sizes[i] > m ? sizes[i] : m;
+	return m;
+}
+
+/* ---- unit: the objects on their own ------------------------------------------------ */
+
+static void t_unit(void)
+{
+	struct fi_info *h, *info = NULL;
+	struct fab f = { 0 };
+	int err;
+
+	/* getinfo: what an RDM application asks, and what the provider must refuse. */
+	h = hints_for(FI_MSG | FI_TAGGED | FI_RMA);
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
+	if (info->ep_attr->type != FI_EP_RDM || strcmp(info->fabric_attr->prov_name, prov) ||
+	    (info->caps & (FI_MSG | FI_TAGGED | FI_RMA)) != (FI_MSG | FI_TAGGED | FI_RMA))
+		die("getinfo: %s, type %d, caps %#" PRIx64, info->fabric_attr->prov_name,
+		    info->ep_attr->type, info->caps);
+	if (!info->tx_attr->size || !info->rx_attr->size || !info->ep_attr->max_msg_size)
+		die("getinfo: sizes not filled in");
+	fi_freeinfo(info);
+	h->caps |= FI_TRIGGER;
+	err = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	if (err != -FI_ENODATA)
+		die("getinfo with FI_TRIGGER: %d, not -FI_ENODATA", err);
+	h->caps &= ~FI_TRIGGER;
+	h->ep_attr->type = FI_EP_DGRAM;
+	err = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	if (err != -FI_ENODATA)
+		die("getinfo for FI_EP_DGRAM: %d, not -FI_ENODATA", err);
+	fi_freeinfo(h);
+	printf("ok: getinfo: RDM with MSG|TAGGED|RMA given, FI_TRIGGER and FI_EP_DGRAM refused\n");
+
+	/* domain, cq, av, mr */
+	if (fab_open(&f, FI_MSG | FI_TAGGED | FI_RMA, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE))
+		die("fab_open");
+	err = fi_close(&f.domain->fid);
+	if (err != -FI_EBUSY)
+		die("domain closed with an endpoint open: %d, not -FI_EBUSY", err);
+	printf("ok: domain: closing it with objects open is -FI_EBUSY\n");
+
+	for (int fmt = FI_CQ_FORMAT_CONTEXT; fmt <= FI_CQ_FORMAT_TAGGED; fmt++)
+		for (size_t sz = 1; sz <= 4096; sz *= 16) {
+			struct fi_cq_attr a = { .format = fmt, .size = sz };
+			struct fid_cq *cq;
+			struct fi_cq_tagged_entry e;
+
+			CHECK(fi_cq_open(f.domain, &a, &cq, NULL));
+			if (fi_cq_read(cq, &e, 1) != -FI_EAGAIN)
+				die("cq: an empty CQ read something");
+			CHECK(fi_close(&cq->fid));
+		}
+	printf("ok: cq: 4 formats x sizes 1 .. 4096 open, read empty (-FI_EAGAIN), close\n");
+
+	{
+		struct sockaddr_in names[3];
+		fi_addr_t fa[3];
+		uint8_t back[64];
+		size_t bl = sizeof(back);
+
+		for (int i = 0; i < 3; i++)
+			names[i] = (struct sockaddr_in){ .sin_family = AF_INET,
+							 .sin_port = htons(40000 + i),
+							 .sin_addr.s_addr = htonl(0x0a000001 + i) };
+		if (fi_av_insert(f.av, names, 3, fa, 0, NULL) != 3)
+			die("av: 3 names not inserted");
+		for (int i = 0; i < 3; i++) {
+			bl = sizeof(back);
+			CHECK(fi_av_lookup(f.av, fa[i], back, &bl));
+			if (bl != sizeof(names[i]) || memcmp(back, &names[i], bl))
+				die("av: lookup of entry %d gave another name", i);
+		}
+		CHECK(fi_av_remove(f.av, &fa[1], 1, 0));
+		bl = sizeof(back);
+		if (fi_av_lookup(f.av, fa[1], back, &bl) == 0)
+			die("av: a removed entry still looked up");
+		printf("ok: av: 3 names inserted and looked up, one removed and gone\n");
+	}
+
+	{
+		struct fid_mr *mr[8];
+		uint8_t *b = malloc(1 << 20);
+
+		for (int i = 0; i < 8; i++) {
+			CHECK(fi_mr_reg(f.domain, b, (size_t)1 << (i * 20 / 7), FI_REMOTE_WRITE |
+					FI_REMOTE_READ | FI_SEND | FI_RECV, 0, (uint64_t)i + 100, 0,
+					&mr[i], NULL));
+			for (int k = 0; k < i; k++)
+				if (fi_mr_key(mr[k]) == fi_mr_key(mr[i]))
+					die("mr: two regions share key %" PRIu64, fi_mr_key(mr[i]));
+		}
+		for (int i = 0; i < 8; i++)
+			CHECK(fi_close(&mr[i]->fid));
+		free(b);
+		printf("ok: mr: 8 registrations of 1 B .. 1 MiB, distinct keys, closed\n");
+	}
+	fab_close(&f);
+}
+
+/* ---- rdm and tagged ping-pong -------------------------------------------------------- */
+
+static void pingpong(bool tagged, const size_t *sz, int nsz, int n)
+{
+	struct fab f = { 0 };
+	size_t m = 0;
+
+	for (int i = 0; i < nsz; i++)
+		m = sz[i] > m ? sz[i] : m;
+	if (fab_open(&f, tagged ? FI_TAGGED : FI_MSG, 2 * m, 0))
+		exit(77);
+	fab_meet(&f);
+	for (int s = 0; s < nsz; s++) {
+		uint8_t *tx = f.buf, *rx = f.buf + m;
+		double t0 = 0;
+
+		oob_sync(f.oob);
+		for (int i = -1; i < n; i++) {	/* i = -1: a warm-up round */
+			uint64_t seed = (uint64_t)s * 1000 + (i + 1) * 2 + (srv ? 0 : 1);
+
+			if (i == 0)
+				t0 = now_s();
+			if (srv) {
+				fill(tx, sz[s], seed);
+				if (tagged)
+					POST(&f, fi_tsend(f.ep, tx, sz[s], f.desc, f.peer, seed, NULL));
+				else
+					POST(&f, fi_send(f.ep, tx, sz[s], f.desc, f.peer, NULL));
+			}
+			if (tagged)
+				POST(&f, fi_trecv(f.ep, rx, sz[s], f.desc, f.peer, seed ^ 1, 0, NULL));
+			else
+				POST(&f, fi_recv(f.ep, rx, sz[s], f.desc, f.peer, NULL));
+			if (!srv) {
+				reap(&f, 1);
+				verify(rx, sz[s], seed ^ 1, "ping");
+				fill(tx, sz[s], seed);
+				if (tagged)
+					POST(&f, fi_tsend(f.ep, tx, sz[s], f.desc, f.peer, seed, NULL));
+				else
+					POST(&f, fi_send(f.ep, tx, sz[s], f.desc, f.peer, NULL));
+				reap(&f, 1);
+			} else {
+				reap(&f, 2);
+				verify(rx, sz[s], seed ^ 1, "pong");
+			}
+		}
+		if (srv)
+			printf("%-16s %8zu bytes %5d iters %10.2f us half round trip\n",
+			       tagged ? "tagged_pingpong" : "rdm", sz[s], n,
+			       (now_s() - t0) / n / 2 * 1e6);
+	}
+	oob_sync(f.oob);
+	printf("ok: %s: %d sizes x %d round trips, every byte checked both ways\n",
+	       tagged ? "tagged_pingpong" : "rdm", nsz, n);
+	fab_close(&f);
+}
+
+/* ---- bandwidth: tagged and RMA ----------------------------------------------------------- */
+
+static void report_bw(const char *name, size_t sz, int n, double secs)
+{
+	printf("%-16s %8zu bytes %5d x %3d %10.1f MB/s\n", name, sz, n, window,
+	       (double)sz * n * window / secs / 1e6);
+}
+
+static void t_tagged_bw(void)
+{
+	struct fab f = { 0 };
+	size_t m = max_size();
+
+	if (fab_open(&f, FI_TAGGED, m * (size_t)window, 0))
+		exit(77);
+	fab_meet(&f);
+	for (int s = 0; s < nsizes; s++) {
+		size_t sz = sizes[s];
+		double t0 = 0;
+
+		if (!srv)
+			for (int w = 0; w < window; w++)
+				fill(f.buf + w * sz, sz, (uint64_t)s * 100 + w);
+		oob_sync(f.oob);
+		for (int i = -1; i < iters; i++) {
+			bool check = !quick || i <= 0 || i == iters - 1;
+
+			if (i == 0)
+				t0 = now_s();
+			for (int w = 0; w < window; w++) {
+				if (srv)
+					POST(&f, fi_trecv(f.ep, f.buf + w * sz, sz, f.desc, f.peer, w, 0,
+							  NULL));
+				else
+					POST(&f, fi_tsend(f.ep, f.buf + w * sz, sz, f.desc, f.peer, w,
+							  NULL));
+			}
+			reap(&f, window);
+			if (srv) {
+				if (check)
+					for (int w = 0; w < window; w++)
+						verify(f.buf + w * sz, sz, (uint64_t)s * 100 + w,
+						       "tagged_bw message");
+				memset(f.buf, 0, check ? sz * window : 0);
+				/* Ack: the sender's next window waits for our receives. */
+				POST(&f, fi_tsend(f.ep, f.buf, 0, f.desc, f.peer, 1ull << 40, NULL));
+				reap(&f, 1);
+			} else {
+				POST(&f, fi_trecv(f.ep, NULL, 0, NULL, f.peer, 1ull << 40, 0, NULL));
+				reap(&f, 1);
+			}
+		}
+		if (srv)
+			report_bw("tagged_bw", sz, iters, now_s() - t0);
+	}
+	oob_sync(f.oob);
+	printf("ok: tagged_bw: %d sizes x %d windows of %d, %s\n", nsizes, iters, window,
+	       quick ? "first and last windows checked" : "every message checked");
+	fab_close(&f);
+}
+
+enum rma_kind { RMA_WRITE, RMA_READ, RMA_WRITEDATA };
+
+static void t_rma_bw(enum rma_kind k)
+{
+	static const char *names[] = { "rma_write", "rma_read", "rma_writedata" };
+	struct fab f = { 0 };
+	size_t m = max_size() * (size_t)window;
+	uint64_t key, addr, kv[2];
+
+	if (fab_open(&f, FI_RMA | FI_TAGGED, m, FI_REMOTE_READ | FI_REMOTE_WRITE))
+		exit(77);
+	if (k == RMA_WRITEDATA && !f.info->domain_attr->cq_data_size)
+		exit(77);
+	fab_meet(&f);
+	/* The srv is the target: its key and address to the client. */
+	kv[0] = fi_mr_key(f.mr);
+	kv[1] = (f.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)f.buf : 0;
+	{
+		uint64_t theirs[2];
+
+		oob_xfer(f.oob, theirs, kv, sizeof(kv));
+		key = theirs[0];
+		addr = theirs[1];
+	}
+	for (int s = 0; s < nsizes; s++) {
+		size_t sz = sizes[s];
+		double t0 = 0;
+
+		/* The read's source, or what a write must leave. */
+		if (srv && k == RMA_READ)
+			for (int w = 0; w < window; w++)
+				fill(f.buf + w * sz, sz, (uint64_t)s * 100 + w);
+		if (!srv && k != RMA_READ)
+			for (int w = 0; w < window; w++)
+				fill(f.buf + w * sz, sz, (uint64_t)s * 100 + w);
+		oob_sync(f.oob);
+		for (int i = -1; i < iters && !srv; i++) {
+			if (i == 0)
+				t0 = now_s();
+			if (k == RMA_READ && (!quick || i <= 0 || i == iters - 1))
+				memset(f.buf, 0, sz * window);
+			for (int w = 0; w < window; w++) {
+				uint8_t *b = f.buf + w * sz;
+				uint64_t ra = addr + w * sz;
+
+				if (k == RMA_WRITE)
+					POST(&f, fi_write(f.ep, b, sz, f.desc, f.peer, ra, key, NULL));
+				else if (k == RMA_READ)
+					POST(&f, fi_read(f.ep, b, sz, f.desc, f.peer, ra, key, NULL));
+				else
+					POST(&f, fi_writedata(f.ep, b, sz, f.desc, (uint64_t)w, f.peer, ra,
+							      key, NULL));
+			}
+			reap(&f, window);
+			if (k == RMA_READ && (!quick || i <= 0 || i == iters - 1))
+				for (int w = 0; w < window; w++)
+					verify(f.buf + w * sz, sz, (uint64_t)s * 100 + w, "read");
+		}
+		if (srv && k == RMA_WRITEDATA) {
+			/* One completion with its data per write, each window's 0 .. window-1. */
+			uint64_t seen[256] = { 0 };
+
+			for (int i = 0; i < (iters + 1) * window; i++) {
+				reap(&f, 1);
+				if (!(last.flags & FI_REMOTE_CQ_DATA) || last.data >= (uint64_t)window)
+					die("writedata: completion flags %#" PRIx64 " data %" PRIu64,
+					    last.flags, last.data);
+				seen[last.data]++;
+			}
+			for (int w = 0; w < window; w++)
+				if (seen[w] != (uint64_t)iters + 1)
+					die("writedata: data %d seen %" PRIu64 " times", w, seen[w]);
+		}
+		if (!srv)
+			report_bw(names[k], sz, iters, now_s() - t0);
+		oob_sync(f.oob);
+		if (srv && k != RMA_READ)
+			for (int w = 0; w < window; w++)
+				verify(f.buf + w * sz, sz, (uint64_t)s * 100 + w, "written region");
+	}
+	oob_sync(f.oob);
+	printf("ok: %s: %d sizes x %d windows of %d, %s checked\n", names[k], nsizes, iters, window,
+	       k == RMA_READ ? "the bytes read" : k == RMA_WRITE ? "the target's region" :
+	       "every remote CQ data and the target's region");
+	fab_close(&f);
+}
+
+/* ---- atomics ------------------------------------------------------------------------------ */
+
+static size_t dtsize(enum fi_datatype dt)
+{
+	switch (dt) {
+	case FI_INT8: case FI_UINT8: return 1;
+	case FI_INT16: case FI_UINT16: return 2;
+	case FI_INT32: case FI_UINT32: case FI_FLOAT: return 4;
+	default: return 8;
+	}
+}
+
+/* v as a double (the operations below are checked in that domain: small integers are exact). */
+static double getv(const void *p, enum fi_datatype dt)
+{
+	switch (dt) {
+	case FI_INT8: return *(const int8_t *)p;
+	case FI_UINT8: return *(const uint8_t *)p;
+	case FI_INT16: return *(const int16_t *)p;
+	case FI_UINT16: return *(const uint16_t *)p;
+	case FI_INT32: return *(const int32_t *)p;
+	case FI_UINT32: return *(const uint32_t *)p;
+	case FI_INT64: return (double)*(const int64_t *)p;
+	case FI_UINT64: return (double)*(const uint64_t *)p;
+	case FI_FLOAT: return *(const float *)p;
+	default: return *(const double *)p;
+	}
+}
+
+static void setv(void *p, enum fi_datatype dt, double v)
+{
+	switch (dt) {
+	case FI_INT8: *(int8_t *)p = (int8_t)v; break;
+	case FI_UINT8: *(uint8_t *)p = (uint8_t)v; break;
+	case FI_INT16: *(int16_t *)p = (int16_t)v; break;
+	case FI_UINT16: *(uint16_t *)p = (uint16_t)v; break;
+	case FI_INT32: *(int32_t *)p = (int32_t)v; break;
+	case FI_UINT32: *(uint32_t *)p = (uint32_t)v; break;
+	case FI_INT64: *(int64_t *)p = (int64_t)v; break;
+	case FI_UINT64: *(uint64_t *)p = (uint64_t)v; break;
+	case FI_FLOAT: *(float *)p = (float)v; break;
+	default: *(double *)p = v; break;
+	}
+}
+
+/* What op leaves given the old value o, the operand a and (compare family) the compare value c. */
+static double expect_op(enum fi_op op, double o, double a, double c, bool *changed)
+{
+	*changed = true;
+	switch (op) {
+	case FI_MIN: return a < o ? a : o;
+	case FI_MAX: return a > o ? a : o;
+	case FI_SUM: return o + a;
+	case FI_PROD: return o * a;
+	case FI_LOR: return (o != 0) || (a != 0);
+	case FI_LAND: return (o != 0) && (a != 0);
+	case FI_BOR: return (double)((uint64_t)o | (uint64_t)a);
+	case FI_BAND: return (double)((uint64_t)o & (uint64_t)a);
+	case FI_LXOR: return (o != 0) != (a != 0);
+	case FI_BXOR: return (double)((uint64_t)o ^ (uint64_t)a);
+	case FI_ATOMIC_READ: return o;
+	case FI_ATOMIC_WRITE: return a;
+	case FI_CSWAP: return c == o ? a : o;
+	case FI_CSWAP_NE: return c != o ? a : o;
+	case FI_CSWAP_LE: return c <= o ? a : o;
+	case FI_CSWAP_LT: return c < o ? a : o;
+	case FI_CSWAP_GE: return c >= o ? a : o;
+	case FI_CSWAP_GT: return c > o ? a : o;
+	case FI_MSWAP: return (double)(((uint64_t)c & (uint64_t)a) | (~(uint64_t)c & (uint64_t)o));
+	default: *changed = false; return o;
+	}
+}
+
+static void t_atomic(void)
+{
+	struct fab f = { 0 };
+	uint64_t key, addr, kv[2], theirs[2];
+	int tried = 0, skipped = 0;
+
+	if (fab_open(&f, FI_ATOMIC | FI_TAGGED, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE))
+		exit(77);
+	fab_meet(&f);
+	kv[0] = fi_mr_key(f.mr);
+	kv[1] = (f.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)f.buf : 0;
+	oob_xfer(f.oob, theirs, kv, sizeof(kv));
+	key = theirs[0];
+	addr = theirs[1];
+	if (srv) {
+		oob_sync(f.oob);	/* the client works on our words; we make progress */
+		while (1) {
+			char c;
+			struct timeval tv = { 0, 1000 };
+			fd_set r;
+
+			fi_cq_read(f.cq, NULL, 0);
+			FD_ZERO(&r);
+			FD_SET(f.oob, &r);
+			if (select(f.oob + 1, &r, NULL, NULL, &tv) > 0) {
+				if (read(f.oob, &c, 1) != 1 || write(f.oob, &c, 1) != 1)
+					die("out-of-band closed");
+				break;
+			}
+		}
+		printf("ok: atomic: served the client's atomics\n");
+		fab_close(&f);
+		return;
+	}
+	oob_sync(f.oob);
+	for (int op = FI_MIN; op <= FI_MSWAP; op++) {
+		for (int dt = FI_INT8; dt <= FI_DOUBLE; dt++) {
+			size_t cnt = 0, sz = dtsize((enum fi_datatype)dt);
+			bool cmp = op >= FI_CSWAP, changed;
+			uint8_t *res = f.buf + 64, *opnd = f.buf + 128, *cv = f.buf + 192,
+				*init = f.buf + 256;
+			uint64_t word = addr + (uint64_t)(op * 16 + dt) % 400 * 8 + 512;
+			double o, a = (op == FI_PROD) ? 3 : 5, c, want;
+			int err;
+
+			if (dt > FI_UINT64 && dt != FI_FLOAT && dt != FI_DOUBLE)
+				continue;
+			err = cmp ? fi_compare_atomicvalid(f.ep, dt, op, &cnt) :
+			      op == FI_ATOMIC_READ || op <= FI_ATOMIC_WRITE ?
+			      fi_fetch_atomicvalid(f.ep, dt, op, &cnt) : -FI_EINVAL;
+			if (err || !cnt) {
+				skipped++;
+				continue;
+			}
+			/* The word to a known value first, the old one fetched back. */
+			setv(init, (enum fi_datatype)dt, 6);
+			POST(&f, fi_fetch_atomic(f.ep, init, 1, f.desc, res, f.desc, f.peer, word, key,
+						 dt, FI_ATOMIC_WRITE, NULL));
+			reap(&f, 1);
+			setv(opnd, (enum fi_datatype)dt, a);
+			c = op == FI_MSWAP ? 3 : 6;
+			setv(cv, (enum fi_datatype)dt, c);
+			if (cmp)
+				POST(&f, fi_compare_atomic(f.ep, opnd, 1, f.desc, cv, f.desc, res, f.desc,
+							   f.peer, word, key, dt, op, NULL));
+			else
+				POST(&f, fi_fetch_atomic(f.ep, op == FI_ATOMIC_READ ? NULL : opnd, 1,
+							 f.desc, res, f.desc, f.peer, word, key, dt, op,
+							 NULL));
+			reap(&f, 1);
+			o = getv(res, (enum fi_datatype)dt);
+			if (o != 6)
+				die("atomic op %d type %d: original %g, not 6", op, dt, o);
+			want = expect_op(op, o, a, c, &changed);
+			setv(init, (enum fi_datatype)dt, want);	/* the type's rounding */
+			want = getv(init, (enum fi_datatype)dt);
+			POST(&f, fi_fetch_atomic(f.ep, NULL, 1, f.desc, res, f.desc, f.peer, word, key, dt,
+						 FI_ATOMIC_READ, NULL));
+			reap(&f, 1);
+			if (getv(res, (enum fi_datatype)dt) != want)
+				die("atomic %s on %s: left %g, want %g",
+				    fi_tostr(&op, FI_TYPE_ATOMIC_OP), fi_tostr(&dt, FI_TYPE_ATOMIC_TYPE),
+				    getv(res, (enum fi_datatype)dt), want);
+			(void)sz;
+			tried++;
+		}
+	}
+	oob_sync(f.oob);
+	printf("ok: atomic: %d (operation, datatype) pairs applied and checked, %d not offered\n",
+	       tried, skipped);
+	fab_close(&f);
+}
+
+/* ---- multi_recv ------------------------------------------------------------------------------ */
+
+static void t_multi_recv(void)
+{
+	const int nmsg = 200;
+	const size_t msz = 1024, bsz = 64 * 1024;
+	struct fab f = { 0 };
+	size_t minr = 2 * msz;
+
+	if (fab_open(&f, FI_MSG | FI_MULTI_RECV, 2 * bsz, 0)) {
+		printf("SKIP: multi_recv: the provider offers no FI_MULTI_RECV\n");
+		exit(77);
+	}
+	fab_meet(&f);
+	if (srv) {
+		int got = 0, released = 0;
+		bool seen[256] = { 0 };
+
+		CHECK(fi_setopt(&f.ep->fid, FI_OPT_ENDPOINT, FI_OPT_MIN_MULTI_RECV, &minr,
+				sizeof(minr)));
+		for (int b = 0; b < 2; b++) {
+			struct iovec iov = { f.buf + b * bsz, bsz };
+			struct fi_msg m = { .msg_iov = &iov, .desc = &f.desc, .iov_count = 1,
+					    .addr = FI_ADDR_UNSPEC, .context = f.buf + b * bsz };
+
+			POST(&f, fi_recvmsg(f.ep, &m, FI_MULTI_RECV));
+		}
+		oob_sync(f.oob);
+		while (got < nmsg) {
+			uint8_t *p;
+			uint32_t idx;
+
+			reap(&f, 1);
+			p = last.buf;
+			if (last.len) {
+				if (last.len != msz || !p || p < f.buf || p + msz > f.buf + 2 * bsz)
+					die("multi_recv: a message of %zu bytes at %p (buffers %p + %zu)",
+					    (size_t)last.len, (void *)p, (void *)f.buf, 2 * bsz);
+				memcpy(&idx, p, sizeof(idx));
+				if (idx >= (uint32_t)nmsg || seen[idx])
+					die("multi_recv: message index %u at +%td twice or out of range",
+					    idx, p - f.buf);
+				seen[idx] = true;
+				verify(p + 4, msz - 4, idx, "multi_recv message");
+				got++;
+			}
+			if (last.flags & FI_MULTI_RECV) {
+				/* A buffer released (its messages all read): post it again. */
+				uint8_t *base = last.op_context;
+				struct iovec iov = { base, bsz };
+				struct fi_msg m = { .msg_iov = &iov, .desc = &f.desc, .iov_count = 1,
+						    .addr = FI_ADDR_UNSPEC, .context = base };
+
+				released++;
+				POST(&f, fi_recvmsg(f.ep, &m, FI_MULTI_RECV));
+			}
+		}
+		oob_sync(f.oob);
+		if (released < 2)
+			die("multi_recv: %d buffers released for %d messages of %zu in %zu-byte buffers",
+			    released, nmsg, msz, bsz);
+		printf("ok: multi_recv: %d messages of %zu bytes into 2 x %zu-byte buffers, %d "
+		       "releases flagged FI_MULTI_RECV, every message checked\n", nmsg, msz, bsz,
+		       released);
+	} else {
+		oob_sync(f.oob);
+		for (uint32_t i = 0; i < (uint32_t)nmsg; i++) {
+			uint8_t *p = f.buf + (i % 32) * msz;
+
+			memcpy(p, &i, sizeof(i));
+			fill(p + 4, msz - 4, i);
+			POST(&f, fi_send(f.ep, p, msz, f.desc, f.peer, NULL));
+			if (i % 32 == 31)
+				reap(&f, 32);
+		}
+		reap(&f, nmsg % 32);
+		oob_sync(f.oob);
+		printf("ok: multi_recv: %d messages sent\n", nmsg);
+	}
+	fab_close(&f);
+}
+
+/* ---- unexpected messages, cancel --------------------------------------------------------- */
+
+static void t_unexpected(void)
+{
+	const int n = 64;
+	const size_t sz = 8192;
+	struct fab f = { 0 };
+
+	if (fab_open(&f, FI_TAGGED, n * sz, 0))
+		exit(77);
+	fab_meet(&f);
+	if (!srv) {
+		for (int i = 0; i < n; i++) {
+			fill(f.buf + i * sz, sz, 7000 + i);
+			POST(&f, fi_tsend(f.ep, f.buf + i * sz, sz, f.desc, f.peer, 7000 + i, NULL));
+		}
+		reap(&f, n);
+		oob_sync(f.oob);
+		oob_sync(f.oob);
+		printf("ok: unexpected_msg: %d messages sent before any receive\n", n);
+	} else {
+		oob_sync(f.oob);	/* all sent (delivered) before a single receive is posted */
+		{
+			struct fi_msg_tagged m = { .tag = 7000 + n - 1, .addr = FI_ADDR_UNSPEC };
+
+			for (;;) {
+				struct fi_cq_tagged_entry e;
+				ssize_t r;
+
+				POST(&f, fi_trecvmsg(f.ep, &m, FI_PEEK));
+				while ((r = fi_cq_read(f.cq, &e, 1)) == -FI_EAGAIN)
+					;
+				if (r == 1) {
+					if (e.len != sz || e.tag != 7000 + (uint64_t)n - 1)
+						die("unexpected_msg: FI_PEEK saw %zu bytes tag %" PRIu64,
+						    (size_t)e.len, e.tag);
+					break;
+				}
+				fi_cq_readerr(f.cq, &(struct fi_cq_err_entry){ 0 }, 0);
+				if (time(NULL) > deadline)
+					die("unexpected_msg: FI_PEEK never saw the last message");
+			}
+		}
+		for (int i = n - 1; i >= 0; i--) {
+			POST(&f, fi_trecv(f.ep, f.buf + i * sz, sz, f.desc, FI_ADDR_UNSPEC, 7000 + i, 0,
+					  NULL));
+			reap(&f, 1);
+			if (last.tag != 7000 + (uint64_t)i || last.len != sz)
+				die("unexpected_msg: receive for tag %d got tag %" PRIu64, 7000 + i,
+				    last.tag);
+			verify(f.buf + i * sz, sz, 7000 + i, "unexpected message");
+		}
+		oob_sync(f.oob);
+		printf("ok: unexpected_msg: %d messages buffered before their receives, FI_PEEK saw "
+		       "the last, received in reverse tag order, every byte checked\n", n);
+	}
+	fab_close(&f);
+}
+
+static void t_recv_cancel(void)
+{
+	const size_t sz = 4096;
+	struct fab f = { 0 };
+	static int cctx, rctx;
+
+	if (fab_open(&f, FI_TAGGED, 3 * sz, 0))
+		exit(77);
+	fab_meet(&f);
+	if (srv) {
+		struct fi_cq_err_entry ee = { 0 };
+		ssize_t r;
+
+		memset(f.buf, 0x5A, sz);
+		POST(&f, fi_trecv(f.ep, f.buf, sz, f.desc, FI_ADDR_UNSPEC, 0xCA, 0, &cctx));
+		CHECK(fi_cancel(&f.ep->fid, &cctx));
+		while ((r = fi_cq_read(f.cq, &last, 1)) == -FI_EAGAIN)
+			if (time(NULL) > deadline)
+				die("recv_cancel: no completion for the cancelled receive");
+		if (r != -FI_EAVAIL || fi_cq_readerr(f.cq, &ee, 0) != 1 || ee.err != FI_ECANCELED ||
+		    ee.op_context != &cctx)
+			die("recv_cancel: the cancelled receive completed %zd, err %d", r, ee.err);
+		POST(&f, fi_trecv(f.ep, f.buf + sz, sz, f.desc, FI_ADDR_UNSPEC, 0xCA, 0, &rctx));
+		oob_sync(f.oob);
+		reap(&f, 1);
+		if (last.op_context != &rctx)
+			die("recv_cancel: the message completed another receive");
+		verify(f.buf + sz, sz, 0xCA, "recv_cancel message");
+		for (size_t i = 0; i < sz; i++)
+			if (f.buf[i] != 0x5A)
+				die("recv_cancel: the cancelled receive's buffer was written");
+		oob_sync(f.oob);
+		printf("ok: recv_cancel: FI_ECANCELED with its context, buffer untouched, the "
+		       "message went to the next receive\n");
+	} else {
+		oob_sync(f.oob);
+		fill(f.buf, sz, 0xCA);
+		POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, 0xCA, NULL));
+		reap(&f, 1);
+		oob_sync(f.oob);
+		printf("ok: recv_cancel: message sent\n");
+	}
+	fab_close(&f);
+}
+
+/* ---- several clients -------------------------------------------------------------------------- */
+
+static void t_multi_client(void)
+{
+	const size_t sz = 4096;
+	struct fab f = { 0 };
+
+	if (fab_open(&f, FI_TAGGED, 2 * sz * (size_t)(clients + 1), 0))
+		exit(77);
+	if (!srv) {
+		uint32_t id;
+
+		fab_meet(&f);
+		oob_xfer(f.oob, &id, &(uint32_t){ 0 }, sizeof(id));
+		for (int i = 0; i < iters; i++) {
+			uint64_t seed = (uint64_t)id << 20 | (uint64_t)i;
+
+			fill(f.buf, sz, seed);
+			POST(&f, fi_trecv(f.ep, f.buf + sz, sz, f.desc, f.peer, seed ^ 1, 0, NULL));
+			POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, seed, NULL));
+			reap(&f, 2);
+			verify(f.buf + sz, sz, seed ^ 1, "multi_client reply");
+		}
+		oob_sync(f.oob);
+		printf("ok: multi_client: client %u, %d round trips checked\n", id, iters);
+	} else {
+		fi_addr_t peers[64];
+		int oobs[64];
+		uint8_t mine[128] = { 0 };
+		size_t l = sizeof(mine) - 8;
+
+		CHECK(fi_getname(&f.ep->fid, mine + 8, &l));
+		memcpy(mine, &l, sizeof(l));
+		for (uint32_t c = 0; c < (uint32_t)clients; c++) {
+			uint8_t theirs[128];
+			uint32_t dummy;
+
+			oobs[c] = oob_open();
+			oob_xfer(oobs[c], theirs, mine, sizeof(mine));
+			if (fi_av_insert(f.av, theirs + 8, 1, &peers[c], 0, NULL) != 1)
+				die("fi_av_insert");
+			oob_xfer(oobs[c], &dummy, &c, sizeof(c));
+		}
+		/* Every client's messages, as they come, each answered to its sender. */
+		for (int k = 0; k < clients * iters; k++) {
+			uint8_t *rx = f.buf, *tx = f.buf + sz;
+			uint64_t seed;
+			uint32_t c;
+
+			POST(&f, fi_trecv(f.ep, rx, sz, f.desc, FI_ADDR_UNSPEC, 0, ~0ull, NULL));
+			reap(&f, 1);
+			seed = last.tag;
+			c = (uint32_t)(seed >> 20);
+			if (c >= (uint32_t)clients)
+				die("multi_client: tag %#" PRIx64 " names no client", seed);
+			verify(rx, sz, seed, "multi_client request");
+			fill(tx, sz, seed ^ 1);
+			POST(&f, fi_tsend(f.ep, tx, sz, f.desc, peers[c], seed ^ 1, NULL));
+			reap(&f, 1);
+		}
+		for (int c = 0; c < clients; c++)
+			oob_sync(oobs[c]);
+		printf("ok: multi_client: %d clients x %d round trips, every byte checked\n", clients,
+		       iters);
+	}
+	fab_close(&f);
+}
+
+int main(int argc, char **argv)
+{
+	int o;
+
+	if (getenv("FI_PROVIDER"))
+		prov = getenv("FI_PROVIDER");
+	while ((o = getopt(argc, argv, "p:P:n:S:w:c:q")) != -1) {
+		switch (o) {
+		case 'p': prov = optarg; break;
+		case 'P': port = atoi(optarg); break;
+		case 'n': iters = atoi(optarg); break;
+		case 'w': window = atoi(optarg); break;
+		case 'c': clients = atoi(optarg); break;
+		case 'q': quick = true; break;
+		case 'S': {
+			char *s = strdup(optarg), *t, *save;
+
+			nsizes = 0;
+			for (t = strtok_r(s, ",", &save); t && nsizes < MAX_SIZES;
+			     t = strtok_r(NULL, ",", &save))
+				sizes[nsizes++] = strtoull(t, NULL, 0);
+			break;
+		}
+		default:
+			goto usage;
+		}
+	}
+	if (optind >= argc || window < 1 || window > 256 || clients < 1 || clients > 64)
+		goto usage;
+	test = argv[optind];
+	server = optind + 1 < argc ? argv[optind + 1] : NULL;
+	srv = !server;
+	deadline = time(NULL) + TIMEOUT_S;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (!strcmp(test, "unit"))
+		t_unit();
+	else if (!strcmp(test, "rdm"))
+		pingpong(false, (size_t[]){ 1, 64, 4096, 65536, 1048576 }, 5, iters);
+	else if (!strcmp(test, "tagged_pingpong"))
+		pingpong(true, sizes, nsizes, iters);
+	else if (!strcmp(test, "tagged_bw"))
+		t_tagged_bw();
+	else if (!strcmp(test, "rma_write"))
+		t_rma_bw(RMA_WRITE);
+	else if (!strcmp(test, "rma_read"))
+		t_rma_bw(RMA_READ);
+	else if (!strcmp(test, "rma_writedata"))
+		t_rma_bw(RMA_WRITEDATA);
+	else if (!strcmp(test, "atomic"))
+		t_atomic();
+	else if (!strcmp(test, "multi_recv"))
+		t_multi_recv();
+	else if (!strcmp(test, "unexpected_msg"))
+		t_unexpected();
+	else if (!strcmp(test, "recv_cancel"))
+		t_recv_cancel();
+	else if (!strcmp(test, "multi_client"))
+		t_multi_client();
+	else
+		goto usage;
+	return 0;
+usage:
+	fprintf(stderr, "usage: fi_suite [-p PROV] [-P PORT] [-n ITERS] [-S SIZES] [-w WINDOW] "
+			"[-c CLIENTS] [-q] TEST [SERVER]\n");
+	return 2;
+}
