@@ -376,11 +376,17 @@ static uint64_t verify_yes;		/* VERIFYs answered yes */
 static bool withhold_new;		/* new connections from the victim start withholding */
 static struct mfi_addr M_id, X_id;
 
+static struct raw *raws[64];		/* every raw connection, freed at the end */
+static size_t nraws;
+
 static struct raw *raw_new(void)
 {
 	struct mroc_qp_attr a = { .sz = sizeof(a), .sq_depth = 64, .rq_depth = SLOTS };
 	struct raw *r = calloc(1, sizeof(*r));
 
+	if (nraws == 64)
+		die("too many raw connections");
+	raws[nraws++] = r;
 	r->qp = mroc_qp_create(raw_ctx, &a);
 	r->mr = mroc_mr_alloc(raw_ctx, REGION, MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE);
 	if (!r->qp || !r->mr)
@@ -1483,6 +1489,15 @@ static int attacker(const char *vip, int port, const char *own, long fuzz)
 	if (want("S17b"))
 		say("S17b"), a_s17b(q);
 	say("END");
+	for (size_t i = 0; i < nraws; i++) {
+		for (size_t k = 0; k < raws[i]->nin; k++)
+			free(raws[i]->in[k].p);
+		free(raws[i]->in);
+		mroc_qp_destroy(raws[i]->qp);
+		mroc_mr_dereg(raws[i]->mr);
+		free(raws[i]);
+	}
+	mroc_close(raw_ctx);
 	note("done");
 	return 0;
 }

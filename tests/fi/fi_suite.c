@@ -1065,6 +1065,7 @@ int main(int argc, char **argv)
 			for (t = strtok_r(s, ",", &save); t && nsizes < MAX_SIZES;
 			     t = strtok_r(NULL, ",", &save))
 				sizes[nsizes++] = strtoull(t, NULL, 0);
+			free(s);
 			break;
 		}
 		default:
