@@ -89,6 +89,8 @@ static const char *const helps[][2] = {
 	  "a QP's paths (a later-sent packet acknowledged)." },
 	{ "mroc_engine_rx_bad_echo_total", "ACKs whose timestamp echo is no send time of ours "
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
+	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "
+	  "to the QP as if connected (its answer was lost)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },

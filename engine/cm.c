@@ -276,6 +276,8 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		if (qp->state == ENGINE_QPS_CONNECTED && qp->peer == meta->peer &&
 		    qp->peer_qpn == pkt->hdr.src_qpn && qp->service_id == pkt->cm.service_id) {
 			cm_ext_up(eng, pkt, meta);
+			/* The requester is alive: its dead-peer timer counts from here. */
+			peer_heard(qp, now);
 			qp->cm_pending = CM_SEND_REP;
 			qp->cm_deadline = 0;
 			qp_wake_ctl(eng, qp);
@@ -413,6 +415,40 @@ static uint8_t cm_op(uint8_t pending)
 	}
 }
 
+/*
+ * How long try n (from 0) of a request waits for its answer: rto_init,
+ * doubling, but never more than a third of dead_peer.  A server counts as
+ * connected once it sent its REP and declares the client dead dead_peer
+ * after it last heard from it (a repeated REQ counts): with PFC timers
+ * (rto_init 1.07 s, dead_peer 9.66 s) tries at 0, 1.07, 3.2, 7.5 and 16.1 s
+ * let the server give up first when three REPs were lost (issue #23,
+ * finding 1).
+ */
+static uint64_t cm_backoff(const struct engine *eng, uint32_t n)
+{
+	uint64_t wait = eng->cfg.rto_init_ns << (n < 6 ? n : 6);
+	uint64_t cap = max_u64(eng->cfg.rto_init_ns, eng->cfg.dead_peer_ns / 3);
+
+	return min_u64(wait, cap);
+}
+
+/*
+ * A packet for this QP came from its peer while it waits for the answer to
+ * its CONNECT_REQ: the peer counts the connection as made, so its REP was
+ * lost.  Ask again now instead of at the backed-off retry (a quarter of
+ * rto_min after the last request at the soonest, so a stream of the peer's
+ * packets does not become a stream of requests).
+ */
+void cm_peer_early(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	if (qp->cm_pending != CM_SEND_REQ || !qp->cm_tries ||
+	    now < qp->cm_sent + eng->cfg.rto_min_ns / 4 || qp->cm_tries > eng->cfg.cm_retries)
+		return;
+	eng->st.c[EC_CM_EARLY_RETRY]++;
+	qp->cm_deadline = now;
+	qp_wake_ctl(eng, qp);
+}
+
 /* The QP's pending CM message, due now, into b.  Returns 1 or 0. */
 static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -455,10 +491,9 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;
 	if (qp->cm_pending == CM_SEND_REQ || qp->cm_pending == CM_SEND_DISC) {
-		uint32_t shift = qp->cm_tries < 6 ? qp->cm_tries : 6;
-
 		qp->cm_tries++;
-		qp->cm_deadline = now + (eng->cfg.rto_init_ns << shift);
+		qp->cm_sent = now;
+		qp->cm_deadline = now + cm_backoff(eng, qp->cm_tries - 1);
 	} else {
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;

@@ -289,6 +289,10 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_UNKNOWN_QP]++;
 		return -ENOENT;
 	}
+	if (qp->state == ENGINE_QPS_CONNECTING && qp->peer == meta->peer) {
+		cm_peer_early(eng, qp, now);	/* our REQ was answered, the answer lost */
+		qp_update_deadline(eng, qp);
+	}
 	if (qp->peer != meta->peer || qp->peer_qpn != pkt.hdr.src_qpn ||
 	    qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_CONNECTING ||
 	    qp->state == ENGINE_QPS_IDLE) {

@@ -320,6 +320,7 @@ enum engine_counter {
 	EC_CM_SEC_MISMATCH,		/* CONNECT refused (or refused us): other security mode */
 	EC_LOST_RACK,			/* of EC_LOST: found across paths by time (qp_ack.c) */
 	EC_RX_BAD_ECHO,			/* ACK echoing no send time of ours: no RTT sample (path.c) */
+	EC_CM_EARLY_RETRY,		/* CONNECT_REQ repeated at once: the peer sent as if connected */
 	EC__COUNT,
 };
 

@@ -191,6 +191,7 @@ struct qp {
 	uint8_t cm_reason;
 	uint32_t cm_tries;
 	uint64_t cm_deadline;
+	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
 	uint32_t isn_psn, isn_dsn;
 	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
 	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
@@ -470,6 +471,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void cm_timer(struct engine *eng, struct qp *qp, uint64_t now);
 int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b);
+/* A packet from the peer of a QP still waiting for its CONNECT_REP. */
+void cm_peer_early(struct engine *eng, struct qp *qp, uint64_t now);
 int cm_hash_init(struct engine *eng);
 void cm_hash_free(struct engine *eng);
 /* Take the QP out of the listener and connection tables. */

@@ -35,6 +35,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_CM_SEC_MISMATCH] = "cm_sec_mismatch",
 		[EC_LOST_RACK] = "lost_rack",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
+		[EC_CM_EARLY_RETRY] = "cm_early_retry",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

@@ -310,6 +310,101 @@ static void test_lost_connect_rep(void **state)
 	lost_cm(state, PAIR_B, MROC_OP_CONNECT_REP);
 }
 
+/*
+ * Issue #23 finding 1 and deliverable 2: under PFC-style timers (one NIC
+ * timeout of 1.07 s as rto_min = rto_init = rto_max, 7 retries, dead_peer
+ * 9 x 1.07 s, keepalives at 1 s), lose the first n REQs, the first m REPs
+ * and the first k keepalives (both ways), for every n, m, k in 0..3: both
+ * sides connect, data flows and both stay connected.  Before the fix the
+ * server counted as connected with its first REP, a repeated REQ did not
+ * count as hearing from the client, the client dropped the server's
+ * keepalives while it waited, and its retries at 0, 1.07, 3.2, 7.5 and
+ * 16.1 s let the server declare it dead at 9.66 s first (3 REPs lost).
+ */
+struct cm_loss {
+	unsigned req, rep, ka;		/* how many of each to drop, first ones */
+	unsigned n_req, n_rep, n_ka;	/* seen so far */
+};
+
+static bool cm_loss_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct cm_loss *l = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+
+	(void)p;
+	if (op == MROC_OP_CONNECT_REQ)
+		return ++l->n_req > l->req;
+	if (op == MROC_OP_CONNECT_REP)
+		return ++l->n_rep > l->rep;
+	if (op == MROC_OP_KEEPALIVE)
+		return ++l->n_ka > l->ka;
+	return true;
+}
+
+static void pfc_config(struct engine_config *c)
+{
+	pair_test_config(c);
+	c->rto_min_ns = c->rto_init_ns = c->rto_max_ns = 1073741824ULL;	/* IB timeout 18 */
+	c->max_retx = 8;
+	c->dead_peer_ns = 9 * c->rto_init_ns;
+	c->keepalive_ns = 1000 * PAIR_MS;
+}
+
+static void test_cm_losses_pfc_timers(void **state)
+{
+	struct engine_config c;
+	unsigned failed = 0;
+
+	pfc_config(&c);
+	for (unsigned n = 0; n < 64; n++) {
+		struct cm_loss l = { .req = n & 3, .rep = n >> 2 & 3, .ka = n >> 4 & 3 };
+		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+		struct pair *p = pair_new(&c, &c);
+		struct pair_mem *ma, *mb;
+		struct engine_wr wr;
+		uint64_t t0 = p->now;
+		const struct engine_cqe *ca, *cb, *cw;
+
+		*state = p;
+		ma = pair_mem_new(p, PAIR_A, 4096, 1, ENGINE_ACCESS_ALL);
+		mb = pair_mem_new(p, PAIR_B, 4096, 1, ENGINE_ACCESS_ALL);
+		p->filter = cm_loss_filter;
+		p->filter_arg = &l;
+		start_connect(p, &a, &b, SVC, SVC);
+		while (p->now - t0 < 60ULL * 1000 * PAIR_MS &&
+		       (pair_state(p, PAIR_A) == ENGINE_QPS_CONNECTING ||
+			pair_state(p, PAIR_B) != ENGINE_QPS_CONNECTED))
+			pair_run_for(p, 10 * PAIR_MS);
+		ca = pair_cqe(p, PAIR_A);
+		cb = pair_cqe(p, PAIR_B);
+		wr = (struct engine_wr){ .wr_id = 1, .opcode = ENGINE_WR_WRITE,
+					 .flags = ENGINE_WR_SIGNALED, .lkey = ma->lkey, .len = 3000,
+					 .rkey = mb->rkey };
+		cw = NULL;
+		if (pair_state(p, PAIR_A) == ENGINE_QPS_CONNECTED && !pair_post(p, PAIR_A, &wr)) {
+			pair_run_for(p, 20 * c.rto_init_ns);
+			cw = pair_cqe(p, PAIR_A);
+		}
+		if (!ca || ca->opcode != ENGINE_WC_EV_CONNECTED || !cb ||
+		    cb->opcode != ENGINE_WC_EV_CONNECTED || !cw || cw->opcode != ENGINE_WC_WRITE ||
+		    cw->status != ENGINE_WC_SUCCESS || pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTED ||
+		    pair_state(p, PAIR_B) != ENGINE_QPS_CONNECTED) {
+			print_message("lost %u REQ, %u REP, %u keepalives: A %s, B %s (%.2f s)\n",
+				      l.req, l.rep, l.ka, ca ? (ca->opcode == ENGINE_WC_EV_CONNECTED ?
+				      "connected" : "failed") : "nothing",
+				      cb ? (cb->opcode == ENGINE_WC_EV_CONNECTED ? "connected" :
+				      "failed") : "nothing", (double)(p->now - t0) / 1e9);
+			failed++;
+		} else {
+			pair_expect_none(p, PAIR_A);
+			pair_expect_none(p, PAIR_B);
+		}
+		pair_free(p);
+		*state = NULL;
+	}
+	assert_int_equal(failed, 0);
+}
+
 /* ---- the CM extension (port addresses in mrocd) ---------------------------------------- */
 
 struct ext_seen {
@@ -923,6 +1018,7 @@ int main(void)
 		T(test_connect_unanswered),
 		T(test_lost_connect_req),
 		T(test_lost_connect_rep),
+		T(test_cm_losses_pfc_timers),
 		T(test_cm_ext_round_trip),
 		T(test_cm_ext_one_side),
 		T(test_cm_ext_duplicate_req),
