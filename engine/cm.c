@@ -118,6 +118,8 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 	if (qp->state != ENGINE_QPS_IDLE)
 		return -EISCONN;
 	conn_unlink(eng, qp);
+	if (qp->cm_tries || qp->peer_npaths)
+		qp_new_isn(eng, qp);	/* connected or tried before: new numbers */
 	qp->state = ENGINE_QPS_CONNECTING;
 	qp->peer = peer;
 	qp->service_id = service_id;
@@ -141,6 +143,8 @@ int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id)
 	if (qp->state != ENGINE_QPS_IDLE)
 		return -EISCONN;
 	conn_unlink(eng, qp);
+	if (qp->peer_npaths)
+		qp_new_isn(eng, qp);	/* connected before: new numbers */
 	qp->state = ENGINE_QPS_LISTEN;
 	qp->service_id = service_id;
 	listen_link(eng, qp);

@@ -193,6 +193,7 @@ struct qp {
 	uint64_t cm_deadline;
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
 	uint32_t isn_psn, isn_dsn;
+	bool fixed_isn;		/* the application chose them: every connection keeps them */
 	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
 	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
 	bool has_tx_key;
@@ -388,7 +389,7 @@ uint64_t qp_heard(const struct qp *qp);
 uint32_t peer_inflight(const struct qp *qp);
 void peer_detach(struct engine *eng, struct qp *qp);
 bool peer_room(const struct engine *eng, struct qp *qp);
-void peer_sent(struct qp *qp);
+void peer_sent(struct engine *eng, struct qp *qp, uint64_t now);
 void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
@@ -481,6 +482,7 @@ void cm_unlink(struct engine *eng, struct qp *qp);
 /* qp.c */
 struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr);
 void qp_free(struct qp *qp);
+void qp_new_isn(struct engine *eng, struct qp *qp);
 void qp_start(struct engine *eng, struct qp *qp, uint64_t now);
 int qp_push_cqe(struct engine *eng, struct qp *qp, const struct engine_cqe *cqe);
 uint32_t qp_cq_room(const struct qp *qp);

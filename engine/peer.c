@@ -21,7 +21,12 @@
  * builds at a slow peer grows by at most double per round trip and the RTT
  * estimates follow it (opened at once, 4,000 QPs put 512 packets into a
  * receiver draining 10k a second: 50 ms of queue before any sample, and
- * every path's RTO, still at rto_init, fired: 1,246 needless RTOs).
+ * every path's RTO, still at rto_init, fired: 1,246 needless RTOs).  After
+ * an idle spell longer than the host's RTO with nothing in flight, it
+ * starts again from there (TCP's restart after idle, RFC 5681 4.1): what
+ * the peer could take before says little about its ring and its other
+ * senders now, and 4,000 QPs waking at once would otherwise put the whole
+ * cap into it before any RTT sample (issue #23).
  *
  * Liveness: when anything last came from the peer, on any QP.  An idle QP
  * asks for a sign of life only when the whole peer has been silent for the
@@ -40,6 +45,7 @@ struct peer_host {
 	uint32_t inflight;	/* data packets in flight, all its QPs */
 	uint32_t wnd;		/* what may be: opens up to cfg.peer_window_pkts */
 	uint64_t last_rx;	/* last packet from it, any QP */
+	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
 	struct list blocked;	/* QPs waiting for room, by their tx_node */
 	struct peer_host *next;	/* hash chain */
 };
@@ -68,6 +74,12 @@ static struct peer_host **bucket(struct engine *eng, uint32_t peer)
 	return &eng->ph_hash[(peer * 0x9e3779b1u) >> 5 & eng->hash_mask];
 }
 
+/* Where the window opens from: an eighth of the cap, at least 16 packets. */
+static uint32_t wnd_init(const struct engine *eng)
+{
+	return eng->cfg.peer_window_pkts / 8 > 16 ? eng->cfg.peer_window_pkts / 8 : 16;
+}
+
 /*
  * A QP connects: it joins its peer host's state.  Without memory for a new
  * peer the QP runs on its own (no window cap, its own liveness only).
@@ -86,7 +98,7 @@ void peer_attach(struct engine *eng, struct qp *qp)
 		if (!h)
 			return;
 		h->peer = qp->peer;
-		h->wnd = eng->cfg.peer_window_pkts / 8 > 16 ? eng->cfg.peer_window_pkts / 8 : 16;
+		h->wnd = wnd_init(eng);
 		list_init(&h->blocked);
 		h->next = *b;
 		*b = h;
@@ -150,12 +162,18 @@ bool peer_room(const struct engine *eng, struct qp *qp)
 	return false;
 }
 
-void peer_sent(struct qp *qp)
+void peer_sent(struct engine *eng, struct qp *qp, uint64_t now)
 {
-	if (qp->ph) {
-		qp->ph->inflight++;
-		qp->ph_pkts++;
-	}
+	struct peer_host *h = qp->ph;
+	uint64_t idle = max_u64(eng->cfg.rto_min_ns, eng->host_srtt + 4 * eng->host_rttvar);
+
+	if (!h)
+		return;
+	if (!h->inflight && h->last_tx && now - h->last_tx > idle && h->wnd > wnd_init(eng))
+		h->wnd = wnd_init(eng);		/* restart after idle */
+	h->last_tx = now;
+	h->inflight++;
+	qp->ph_pkts++;
 }
 
 /* engine_tx took qp off tx_ready because its peer's window was full. */

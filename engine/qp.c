@@ -49,17 +49,28 @@ struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
 			goto fail;
 	/* Ties between paths go round-robin from here: not path 0 for every QP of a host. */
 	qp->rr = prng_below(&eng->rng, qp->npaths);
-	if (attr->fixed_isn) {
-		qp->isn_psn = attr->isn_psn;
-		qp->isn_dsn = attr->isn_dsn;
-	} else {
-		qp->isn_psn = (uint32_t)prng_next(&eng->rng);
-		qp->isn_dsn = (uint32_t)prng_next(&eng->rng);
-	}
+	qp->fixed_isn = attr->fixed_isn;
+	qp->isn_psn = attr->isn_psn;
+	qp->isn_dsn = attr->isn_dsn;
+	qp_new_isn(eng, qp);
 	return qp;
 fail:
 	qp_free(qp);
 	return NULL;
+}
+
+/*
+ * Fresh initial sequence numbers for a connection (unless the application
+ * fixed them): a QP that connects again must not accept, nor have accepted,
+ * a packet of its last connection still in the network (issue #23: it
+ * reused the first connection's numbers).
+ */
+void qp_new_isn(struct engine *eng, struct qp *qp)
+{
+	if (qp->fixed_isn)
+		return;
+	qp->isn_psn = (uint32_t)prng_next(&eng->rng);
+	qp->isn_dsn = (uint32_t)prng_next(&eng->rng);
 }
 
 void qp_free(struct qp *qp)

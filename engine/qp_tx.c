@@ -168,12 +168,22 @@ static bool rtxq_room(struct engine *eng, struct qp *qp)
 
 	if (!SEQRING_RESERVE(qp->rtxq, qp->rtx_mask, qp->rtx_head, n + 1, eng->dsn_window))
 		return true;
-	/* In place, in ring order: the write position never passes the read one. */
+	/*
+	 * In place, in ring order: the write position never passes the read
+	 * one.  A live DSN dropped here (acknowledged after it was queued)
+	 * leaves the queue, so its flag goes too, as pick_dsn clears it: left
+	 * set, a later loss of that DSN would never queue it again, and only
+	 * the dead-peer timer would end the wait (issue #23).
+	 */
 	for (uint32_t i = qp->rtx_head; i != qp->rtx_tail; i++) {
 		uint32_t d = qp->rtxq[i & qp->rtx_mask];
 
-		if (!seq_lt(d, qp->snd_una) && dsn_ent(qp, d)->state == DSN_LOST)
+		if (seq_lt(d, qp->snd_una))
+			continue;
+		if (dsn_ent(qp, d)->state == DSN_LOST)
 			qp->rtxq[(qp->rtx_head + live++) & qp->rtx_mask] = d;
+		else
+			dsn_ent(qp, d)->queued = 0;
 	}
 	qp->rtx_tail = qp->rtx_head + live;
 	return live < qp->rtx_mask + 1;
@@ -340,12 +350,13 @@ static bool probe_copy(const struct qp *qp, const struct path *self, uint32_t *d
  * of its newest segment; a timed-out path only ever carries copies.
  */
 static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, uint32_t *dsn,
-			bool *retx, bool *copy)
+			bool *retx, bool *copy, struct path **spent)
 {
 	struct path *pp = NULL;
 
 	*copy = false;
 	*retx = false;
+	*spent = NULL;
 	for (unsigned i = 0; i < qp->npaths && !pp; i++) {
 		struct path *x = &qp->paths[i];
 
@@ -365,14 +376,17 @@ static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, 
 	if (pp && pp->state == PATH_TIMEDOUT) {
 		if (probe_copy(qp, pp, dsn)) {
 			pp->probe_pending = false;
+			*spent = pp;
 			*probe = pp;
 			*copy = true;
 			return 0;
 		}
 		pp = NULL;	/* nothing outstanding: probe when there is */
 	}
-	if (pp)
+	if (pp) {
 		pp->probe_pending = false;
+		*spent = pp;
+	}
 	*probe = NULL;
 	if (pick_dsn(eng, qp, dsn, retx)) {
 		if (!pp || !newest_inflight(qp, pp, dsn))
@@ -402,7 +416,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	struct mroc_data_hdr d = { 0 };
 	struct dsn_entry *e;
 	struct tx_msg *m;
-	struct path *p, *probe;
+	struct path *p, *probe, *spent;
 	uint32_t dsn, seg, off, plen, bytes;
 	uint8_t flags = 0, *src;
 	bool retx, copy;
@@ -412,7 +426,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	qp->pace_blocked = qp->pace_next > now;
 	if (qp->pace_blocked || !peer_room(eng, qp))
 		return 0;
-	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy))
+	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy, &spent))
 		return 0;
 	e = dsn_ent(qp, dsn);
 	m = qp_msg(qp, dsn != qp->snd_nxt ? e->msn : qp->msn_seg);
@@ -423,14 +437,22 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		plen = eng->cfg.mtu;
 	bytes = MROC_DATA_OVERHEAD + plen + ENGINE_L2L4_OVERHEAD;
 	if (b->cap < MROC_DATA_OVERHEAD + plen)
-		return 0;
+		goto unspend;
 	if (probe)
 		p = probe;	/* a probe may exceed the window by one packet */
 	else
 		p = qp->mops->pick_path(eng, qp, bytes);
+	/*
+	 * A retransmission that took a live path's tail-loss probe turn goes on
+	 * the best path; with no window anywhere, on the probing path as the
+	 * probe (issue #23: the probe was spent and nothing sent, so the path
+	 * waited for its RTO).
+	 */
+	if (!p && spent)
+		p = spent;
 	if (!p || SEQRING_RESERVE(p->sb, p->sb_mask, p->floor, p->next_psn - p->floor + 1,
 				  MROC_SACK_BITS))
-		return 0;
+		goto unspend;
 	src = segment_source(eng, qp, m, off, plen);
 	if (!src)
 		return fail_wr(eng, qp, m, ENGINE_WC_LOC_PROT_ERR, now);
@@ -493,7 +515,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		.copy = copy,
 	};
 	p->inflight += bytes;
-	peer_sent(qp);
+	peer_sent(eng, qp, now);
 	if (off + plen == m->len || !path_can_send(eng, p, eng->seg_bytes))
 		flags |= MROC_F_ACK_REQ;
 	p->sb[d.psn & p->sb_mask].ack_req = !!(flags & MROC_F_ACK_REQ);
@@ -514,4 +536,8 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	eng->st.c[EC_TX_DATA]++;
 	cc_pace(eng, qp, now, bytes);
 	return 1;
+unspend:
+	if (spent)
+		spent->probe_pending = true;	/* nothing went out: the probe is still owed */
+	return 0;
 }

@@ -5,8 +5,10 @@
  * qp_update_deadline), kept in a hierarchical timing wheel (Varghese and
  * Lauck; the kernel's classic timer wheel): four levels of 64 slots, level 0
  * one tick (1.024 us) per slot, each level up 64 times coarser, so the wheel
- * reaches 2^34 ticks (about 4.9 hours) and anything later waits in an
- * overflow list.  Setting, moving or cancelling a deadline is O(1): a list
+ * reaches 2^24 ticks (about 17.2 s) and anything later waits in an overflow
+ * list, moved into the wheel whenever time crosses a 17.2 s boundary (a
+ * keepalive or dead-peer timer of seconds lands there; the comment said
+ * 2^34 ticks, 4.9 hours, until issue #23).  Setting, moving or cancelling a deadline is O(1): a list
  * move, whatever the QP count.  When time reaches a coarse slot its QPs are
  * cascaded into finer levels by their exact deadline, so every timer fires
  * on its nanosecond deadline, not rounded to a slot; the wheel only says

@@ -681,6 +681,52 @@ static void test_disconnect_both(void **state)
 	assert_int_equal(engine_next_deadline(p->s[PAIR_B].eng), UINT64_MAX);
 }
 
+/*
+ * Issue #23 suspicion: a reconnected QP reused its initial sequence numbers,
+ * so a packet of the last connection still in the network could land in the
+ * next.  The same two QPs connect, disconnect and connect again: each side's
+ * REQ and REP carry new ISNs (unless the application fixed them).
+ */
+static void test_reconnect_new_isn(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct pair_capture *cap;
+	struct engine_qp_info ia, ib;
+	uint32_t req_psn[2], dsn_a[2], dsn_b[2];
+
+	for (int conn = 0; conn < 2; conn++) {
+		cap = pair_capture_start(p, PAIR_A, PAIR_OP_BIT(MROC_OP_CONNECT_REQ), true);
+		if (!conn) {
+			pair_connect(p, NULL, NULL, SVC);
+		} else {
+			assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, SVC), 0);
+			assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, PAIR_B,
+							   SVC, pair_clock(p, PAIR_A)), 0);
+			pair_pump(p);
+			pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+			pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		}
+		assert_int_equal(cap->n, 1);
+		req_psn[conn] = pkt_get32(cap->pkt[0].data, PKT_CM_SERVICE + 12);
+		pair_capture_stop(p);
+		/* Nothing sent yet: each side's next DSN is its ISN, the peer's cumulative one too. */
+		assert_int_equal(engine_qp_info(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, &ia), 0);
+		assert_int_equal(engine_qp_info(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, &ib), 0);
+		dsn_a[conn] = ia.snd_nxt;
+		dsn_b[conn] = ib.snd_nxt;
+		assert_int_equal(ib.rcv_cum, ia.snd_nxt);
+		assert_int_equal(ia.rcv_cum, ib.snd_nxt);
+		assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn,
+						      pair_clock(p, PAIR_A)), 0);
+		pair_run_for(p, 1 * PAIR_MS);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS, 0xb);
+	}
+	assert_int_not_equal(req_psn[0], req_psn[1]);
+	assert_int_not_equal(dsn_a[0], dsn_a[1]);
+	assert_int_not_equal(dsn_b[0], dsn_b[1]);
+}
+
 /* A QP in error tells its peer; the peer's work is flushed. */
 static void test_error_tells_peer(void **state)
 {
@@ -1027,6 +1073,7 @@ int main(void)
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
+		T(test_reconnect_new_isn),
 		T(test_error_tells_peer),
 		T(test_error_in_tx_dereg_tells_peer),
 		T(test_error_in_tx_retry_tells_peer),

@@ -170,6 +170,40 @@ static void test_window_opens(void **state)
 }
 
 /*
+ * Issue #23 suspicion: the window never restarted after idle.  Once opened
+ * by a first round, an idle spell far longer than the
+ * RTO with nothing in flight, then the same burst with every ACK held:
+ * again only an eighth of the cap (64) leaves before any ACK (160 did before
+ * the fix: the window as the first round left it); released, every QP gets
+ * through.
+ */
+static void test_window_restarts_after_idle(void **state)
+{
+	struct engine_config cfg;
+	struct fx *f;
+	uint64_t before;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = 512;
+	f = fx_new(state, &cfg);
+	for (int q = 0; q < NQP; q++)
+		post_write(f, q, (uint64_t)q);
+	expect_all_done(f, 100 * PAIR_MS);
+	pair_run_for(f->p, 300 * PAIR_MS);
+	f->hold = true;
+	before = f->a_data;
+	for (int q = 0; q < NQP; q++)
+		post_write(f, q, (uint64_t)q);
+	pair_run_for(f->p, 100 * PAIR_US);
+	print_message("after idle, before any ACK: %llu data packets\n",
+		      (unsigned long long)(f->a_data - before));
+	assert_int_equal(f->a_data - before, 64);
+	release(f);
+	expect_all_done(f, 100 * PAIR_MS);
+	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), 0);
+}
+
+/*
  * QP 0 busy, the others idle for ten keepalive intervals: their peer is
  * heard on QP 0, so nobody asks it for a sign of life.
  */
@@ -207,6 +241,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_window_caps_inflight, teardown),
 		cmocka_unit_test_teardown(test_window_opens, teardown),
+		cmocka_unit_test_teardown(test_window_restarts_after_idle, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 	};
 
