@@ -57,13 +57,16 @@ static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
  * Let go of the path's resolved transmissions at its floor.  An
  * acknowledged one raises the oldest echo the path accepts (now 0: leave
  * it): the receiver had it, so its later ACKs echo that packet or newer.
+ * Not while a RoCEv2 go-back resends PSNs it sent before: ACKs of the first
+ * transmissions may still be on their way.
  */
 static void advance_floor(struct path *p, uint64_t now)
 {
 	while (p->floor != p->next_psn && sb_ent(p, p->floor)->state != SB_INFLIGHT) {
 		struct sb_entry *s = sb_ent(p, p->floor);
 
-		if (now && s->state == SB_ACKED && sent_at(now, s->ts) > p->echo_lo)
+		if (now && s->state == SB_ACKED && p->psn_hw == p->next_psn &&
+		    sent_at(now, s->ts) > p->echo_lo)
 			p->echo_lo = sent_at(now, s->ts);
 		s->state = SB_FREE;
 		p->floor++;

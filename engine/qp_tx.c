@@ -493,10 +493,11 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	}
 
 	/*
-	 * Sent with nothing outstanding on the path (and no RTO waiting for an
-	 * ACK to judge it): no later ACK can echo an older send (path_on_echo).
+	 * Sent with nothing outstanding on the path (no RoCEv2 go-back left
+	 * older packets in the network, no RTO waits for an ACK to judge it):
+	 * no later ACK can echo an older send (path_on_echo).
 	 */
-	if (p->floor == p->next_psn && !p->rto_fired_at)
+	if (p->floor == p->next_psn && p->psn_hw == p->next_psn && !p->rto_fired_at)
 		p->echo_lo = now;
 	d.psn = p->next_psn++;
 	if (seq_lt(p->psn_hw, p->next_psn))

@@ -3,7 +3,8 @@
 #
 # sim-sweep.sh: robustness sweep of the engine through the simulator ("any seed, any fabric").
 #
-# Many short runs of `mroc-sim run`, `incast` and `cluster --verify`, each with a random
+# Many short runs of `mroc-sim run`, `incast` and `cluster --verify` (the cluster's hosts each on a
+# clock of its own: offsets up to 5 s, drifts up to 500 ppm), each with a random
 # simulation seed, workload seed and random parameters drawn over the documented ranges (loss
 # 0..0.3, blackholes, both modes, 1..16 paths, 1..8 planes, MTU 256..8192, 1-byte to 1 MiB
 # messages, every op type with atomics, 1..256 outstanding, both routings, tiny to huge queues
@@ -251,6 +252,9 @@ cmd_cluster() {
 	add --paths rnd 1 16
 	add --hints pick on off
 	add --rto-min draw_rto_min
+	# Each host's engine on a clock of its own (issue #23): offsets up to 5 s, past 2^31 ns.
+	add --clock-skew pick 0 1000 3000000 5000000
+	add --clock-drift pick 0 50 500
 }
 
 cmd_engine() {

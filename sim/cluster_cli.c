@@ -62,6 +62,9 @@ static const char cluster_usage[] =
 "run:\n"
 "  --seed N (1)      --limit MS (2000)       --csv FILE (appended)  --tag TEXT (CSV)\n"
 "  -v                counters per run\n"
+"  --clock-skew US   each host's engine clock ahead of the simulation's by a\n"
+"                    random offset below US (0: one clock for all)\n"
+"  --clock-drift PPM ... and faster or slower by up to PPM parts per million (0)\n"
 "\n"
 "Delta is (baseline time / time - 1) x 100 with the first transport listed as the\n"
 "baseline: +30 means 30% faster than it.\n";
@@ -72,7 +75,7 @@ enum {
 	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
-	O_BG_SENDERS, O_ITERS, O_ALGO,
+	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT,
 };
 
 static const struct option opts[] = {
@@ -120,6 +123,8 @@ static const struct option opts[] = {
 	{ "bg-senders", required_argument, NULL, O_BG_SENDERS },
 	{ "iters", required_argument, NULL, O_ITERS },
 	{ "algo", required_argument, NULL, O_ALGO },
+	{ "clock-skew", required_argument, NULL, O_CLOCK_SKEW },
+	{ "clock-drift", required_argument, NULL, O_CLOCK_DRIFT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -268,6 +273,12 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		break;
 	case O_PATHS: cfg->npaths = (uint8_t)v; break;
 	case O_RTO_MIN: sim_engine_rto_min(&cfg->net.engine, v * 1000); break;
+	case O_CLOCK_SKEW: cfg->net.clock_skew_ns = v * 1000; break;
+	case O_CLOCK_DRIFT:
+		if (v > 1000)
+			return -EINVAL;
+		cfg->net.clock_drift_ppm = (uint32_t)v;
+		break;
 	case O_RANKS: cfg->nranks = (uint32_t)v; break;
 	case O_BYTES: c->sizes[0] = v; c->nsizes = 1; break;
 	case O_STEP: *step = v; break;

@@ -37,6 +37,7 @@ struct cnet_host {
 	uint32_t pin_cap, npins;
 	bool in_drive, dirty;
 	struct host_spin spin;
+	struct host_clock clk;		/* the engine's own clock (cnet_config.clock_*) */
 	uint32_t idx;
 	struct cnet_host_stats st;
 };
@@ -70,6 +71,12 @@ struct cnet {
 	cnet_cqe_fn bg_cb;
 	void *bg_ctx;
 };
+
+/* What host h's engine takes as now. */
+static uint64_t host_now(const struct cnet *cn, const struct cnet_host *h)
+{
+	return host_clock_local(&h->clk, cn->now);
+}
 
 void cnet_config_default(struct cnet_config *cfg)
 {
@@ -115,7 +122,7 @@ static void host_nic_pull(struct cnet *cn, struct cnet_host *h)
 	if (!pkt)
 		return;
 	tb = (struct engine_txbuf){ .data = pkt->data, .cap = cn->pool.buf_cap };
-	n = engine_tx(h->eng, cn->now, &tb, 1);
+	n = engine_tx(h->eng, host_now(cn, h), &tb, 1);
 	if (n != 1 || tb.len > cn->pool.buf_cap) {
 		if (n < 0 || tb.len > cn->pool.buf_cap)
 			h->st.tx_errors++;
@@ -186,11 +193,19 @@ static void host_nic_done(struct cnet *cn, struct cnet_host *h)
 	link_enqueue(port, &cn->env, pkt, cn->now);
 }
 
-/* Keep exactly one timer event, at the engine's deadline. */
+/* Keep exactly one timer event, at the engine's deadline (in the host's clock). */
 static void host_arm_timer(struct cnet *cn, struct cnet_host *h)
 {
-	uint64_t d = host_timer_at(h->eng, cn->now, h->nic_pkt != NULL, &h->spin,
+	uint64_t local = host_now(cn, h);
+	uint64_t d = host_timer_at(h->eng, local, h->nic_pkt != NULL, &h->spin,
 				   &h->st.timer_spins);
+
+	if (d != UINT64_MAX) {
+		/* Back to simulation time; a deadline past now stays past now. */
+		uint64_t sim_d = host_clock_sim(&h->clk, d);
+
+		d = d > local && sim_d <= cn->now ? cn->now + 1 : sim_d < cn->now ? cn->now : sim_d;
+	}
 
 	if (d == UINT64_MAX)
 		evq_cancel(&cn->q, &h->timer);
@@ -212,8 +227,8 @@ static void host_drive(struct cnet *cn, struct cnet_host *h)
 	h->in_drive = true;
 	do {
 		h->dirty = false;
-		if (engine_next_deadline(h->eng) <= cn->now)
-			engine_advance(h->eng, cn->now);
+		if (engine_next_deadline(h->eng) <= host_now(cn, h))
+			engine_advance(h->eng, host_now(cn, h));
 		host_poll_cq(cn, h);
 		if (!h->nic_pkt) {
 			host_nic_pull(cn, h);
@@ -238,7 +253,7 @@ static void pkt_arrive(struct cnet *cn, struct sim_pkt *pkt)
 	meta = (struct engine_rx_meta){ .peer = pkt->src, .sport = pkt->sport, .ce = pkt->ce };
 	h->st.rx_pkts++;
 	h->st.rx_bytes += pkt->len;
-	if (engine_rx(h->eng, cn->now, pkt->data, pkt->len, &meta) < 0)
+	if (engine_rx(h->eng, host_now(cn, h), pkt->data, pkt->len, &meta) < 0)
 		h->st.rx_rejected++;
 	pktpool_put(&cn->pool, pkt);
 	host_drive(cn, h);
@@ -359,6 +374,7 @@ static int hosts_create(struct cnet *cn)
 			ec.repath_spread = true;
 		}
 		h->idx = i;
+		host_clock_draw(&h->clk, cfg->clock_skew_ns, cfg->clock_drift_ppm, cfg->seed, i);
 		evq_event_init(&h->timer, EV_HOST_TIMER);
 		evq_event_init(&h->nic_done, EV_NIC_DONE);
 		h->eng = engine_create(&ec);
@@ -513,7 +529,7 @@ int cnet_post_send(struct cnet *cn, uint32_t host, uint32_t qpn, const struct en
 
 	if (host >= cn->cfg.fab.nhosts)
 		return -EINVAL;
-	err = engine_post_send(cn->hosts[host].eng, qpn, wr, cn->now);
+	err = engine_post_send(cn->hosts[host].eng, qpn, wr, host_now(cn, &cn->hosts[host]));
 	host_drive(cn, &cn->hosts[host]);
 	return err;
 }
@@ -533,7 +549,8 @@ int cnet_qp_connect(struct cnet *cn, uint32_t host, uint32_t qpn, uint32_t peer,
 
 	if (host >= cn->cfg.fab.nhosts || peer >= cn->cfg.fab.nhosts)
 		return -EINVAL;
-	err = engine_qp_connect(cn->hosts[host].eng, qpn, peer, service_id, cn->now);
+	err = engine_qp_connect(cn->hosts[host].eng, qpn, peer, service_id,
+				host_now(cn, &cn->hosts[host]));
 	host_drive(cn, &cn->hosts[host]);
 	return err;
 }

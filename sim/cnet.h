@@ -41,6 +41,9 @@ struct cnet_config {
 	struct engine_config engine;	/* every host (seed mixed with the host index); */
 					/* link_rate_bps 0 = planes x host rate */
 	uint64_t seed;			/* random loss, and the engines' seeds */
+	/* each host's engine clock: offset in [0, skew), drift within +-ppm (hosttimer.h) */
+	uint64_t clock_skew_ns;
+	uint32_t clock_drift_ppm;
 };
 
 /* fab_config_default, 64 bytes of overhead, the engine's defaults with MTU 4096. */

@@ -30,4 +30,22 @@ struct host_spin {
 uint64_t host_timer_at(struct engine *eng, uint64_t now, bool nic_busy, struct host_spin *sp,
 		       uint64_t *spins);
 
+/*
+ * A host's own clock: its engine reads now + now * ppm / 10^6 + offset
+ * (offset >= 0), as hosts' CLOCK_MONOTONIC differ by an offset and drift
+ * (issue #23).  Zero: the simulation's clock.
+ */
+struct host_clock {
+	uint64_t offset;
+	int32_t ppm;
+};
+
+/* Draw host i's clock: offset in [0, skew_ns), drift in [-ppm, ppm]; from seed. */
+void host_clock_draw(struct host_clock *c, uint64_t skew_ns, uint32_t ppm, uint64_t seed,
+		     uint32_t i);
+/* The host's time at simulation time now. */
+uint64_t host_clock_local(const struct host_clock *c, uint64_t now);
+/* The first simulation time at which the host's clock reads at least t (UINT64_MAX stays). */
+uint64_t host_clock_sim(const struct host_clock *c, uint64_t t);
+
 #endif
