@@ -390,6 +390,32 @@ $(BUILD)/libmroc-fi.so: $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) libfabric/libmroc-fi.
 	$(Q)$(CC) $(MROC_LDFLAGS) -shared -Wl,--version-script=libfabric/libmroc-fi.map \
 		-Wl,-z,defs -o $@ $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) -lfabric -lpthread
 
+# NCCL net plugin: nccl/*.c -> libnccl-net-mroc.so (the name NCCL_NET_PLUGIN=mroc makes NCCL
+# dlopen), libmroc's position-independent objects linked in; only ncclNetPlugin_v8 .. _v12 are
+# exported (nccl/libnccl-net-mroc.map).  tests/nccl/*.c -> build/tests/nccl/*: the harness that
+# drives it as NCCL would (dlopen by path), run by tests/e2e/test_nccl.sh and make bench-nccl.
+NCCL_SRCS := $(sort $(wildcard nccl/*.c))
+NCCL_PIC_OBJS := $(NCCL_SRCS:%.c=$(BUILD)/obj-pic/%.o)
+NCCL_PLUGIN := $(if $(NCCL_SRCS),$(BUILD)/libnccl-net-mroc.so)
+$(NCCL_PIC_OBJS): INCLUDES := -Inccl -Ilibclient/include
+ALL_OBJS += $(NCCL_PIC_OBJS)
+all: $(NCCL_PLUGIN)
+
+$(BUILD)/libnccl-net-mroc.so: $(NCCL_PIC_OBJS) $(LIBMROC_PIC_OBJS) nccl/libnccl-net-mroc.map
+	$(call say,LD,$@)
+	$(Q)$(CC) $(MROC_LDFLAGS) -shared -Wl,--version-script=nccl/libnccl-net-mroc.map \
+		-Wl,-z,defs -o $@ $(NCCL_PIC_OBJS) $(LIBMROC_PIC_OBJS) -lpthread
+
+NCCL_TEST_SRCS := $(sort $(wildcard tests/nccl/*.c))
+NCCL_HARNESS := $(if $(NCCL_TEST_SRCS),$(BUILD)/tests/nccl/nccl-harness)
+$(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Inccl -Itests/nccl
+ALL_OBJS += $(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o)
+tests: $(NCCL_HARNESS) $(NCCL_PLUGIN)
+$(NCCL_HARNESS): $(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o)
+	$(call say,LD,$@)
+	@mkdir -p $(@D)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ -ldl -lpthread $(MROC_LDLIBS)
+
 # MPI programs: tests/mpi/*.c -> build/tests/mpi/* with mpicc (Open MPI, openmpi-bin and
 # libopenmpi-dev), written with MPI only; tests/e2e/test_mpi.sh and scripts/bench-mpi.sh run them.
 MPICC ?= mpicc
@@ -570,7 +596,7 @@ subst_paths = sed -e 's|@PREFIX@|$(PREFIX)|g' -e 's|@BINDIR@|$(BINDIR)|g' \
 
 .PHONY: install uninstall
 
-install: $(INSTALL_SBINS) $(INSTALL_BINS) $(LIBMROC_SO) $(LIBMROC_A) $(FI_PROV)
+install: $(INSTALL_SBINS) $(INSTALL_BINS) $(LIBMROC_SO) $(LIBMROC_A) $(FI_PROV) $(NCCL_PLUGIN)
 	$(call say,INSTALL,$(DESTDIR)$(PREFIX))
 	$(Q)$(INSTALL) -d $(DESTDIR)$(BINDIR) $(DESTDIR)$(SBINDIR) $(DESTDIR)$(UNITDIR) $(DESTDIR)$(SYSUSERSDIR) \
 		$(DESTDIR)$(SYSCONFDIR)/mroc $(sort $(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))))
@@ -585,6 +611,10 @@ ifeq ($(INSTALL_LIB),1)
 	$(Q)$(INSTALL) -m 0644 libclient/include/mroc/mroc.h $(DESTDIR)$(INCLUDEDIR)/mroc/
 	$(Q)$(subst_paths) -e '/^#/d' libclient/libmroc.pc.in > $(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc && \
 		chmod 0644 $(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc
+endif
+ifneq ($(NCCL_PLUGIN),)
+	$(Q)$(INSTALL) -d $(DESTDIR)$(LIBDIR)
+	$(Q)$(INSTALL) -m 0755 $(NCCL_PLUGIN) $(DESTDIR)$(LIBDIR)/
 endif
 ifneq ($(FI_PROV),)
 	$(Q)$(INSTALL) -d $(DESTDIR)$(LIBDIR)/libfabric
@@ -624,7 +654,7 @@ uninstall:
 		$(addprefix $(DESTDIR)$(BINDIR)/,$(notdir $(INSTALL_BINS))) \
 		$(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_VERSION) $(DESTDIR)$(LIBDIR)/libmroc.so.$(LIBMROC_MAJOR) \
 		$(DESTDIR)$(LIBDIR)/libmroc.so $(DESTDIR)$(LIBDIR)/libmroc.a $(DESTDIR)$(INCLUDEDIR)/mroc/mroc.h \
-		$(DESTDIR)$(LIBDIR)/libfabric/libmroc-fi.so \
+		$(DESTDIR)$(LIBDIR)/libfabric/libmroc-fi.so $(DESTDIR)$(LIBDIR)/libnccl-net-mroc.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc $(DESTDIR)$(UNITDIR)/mrocd.service $(DESTDIR)$(SYSUSERSDIR)/mroc.conf \
 		$(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua $(DESTDIR)$(BASHCOMPDIR)/mroc-cli \
 		$(addprefix $(DESTDIR)$(EXAMPLEDIR)/,$(notdir $(EXAMPLE_SRCS)) Makefile README.md) \

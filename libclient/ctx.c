@@ -187,6 +187,26 @@ int mroc_ctx_fd(const struct mroc_ctx *ctx)
 	return ctx ? ctx->sock : -EINVAL;
 }
 
+int mroc_ctx_limits(const struct mroc_ctx *ctx, struct mroc_ctx_limits *out)
+{
+	struct mroc_ctx_limits l = {
+		.max_qps = ctx ? ctx->max_qps : 0, .max_mrs = ctx ? ctx->max_mrs : 0,
+		.max_mr_bytes = ctx ? ctx->max_mr_bytes : 0,
+		.max_sq_depth = ctx ? ctx->max_sq_depth : 0,
+		.max_rq_depth = ctx ? ctx->max_rq_depth : 0,
+		.default_paths = ctx ? ctx->default_paths : 0,
+	};
+	size_t sz;
+
+	if (!ctx || !out || out->sz < offsetof(struct mroc_ctx_limits, max_qps) + sizeof(uint32_t))
+		return -EINVAL;
+	/* An older caller's smaller struct gets what it has room for; sz stays its own. */
+	sz = out->sz < sizeof(l) ? out->sz : sizeof(l);
+	l.sz = out->sz;
+	memcpy(out, &l, sz);
+	return 0;
+}
+
 static int connect_socket(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };

@@ -65,6 +65,8 @@ for f in "$E2E_TOP"/examples/*.c; do
 	expected+=("/usr/share/doc/mroc/examples/${f##*/}")
 done
 expected+=(/usr/share/doc/mroc/examples/allreduce.py)
+# The NCCL net plugin (NCCL_NET_PLUGIN=mroc finds it on the library path).
+[ -f "$BUILD/libnccl-net-mroc.so" ] && expected+=(/usr/lib/libnccl-net-mroc.so)
 # The libfabric provider, where libfabric-dev let it be built.
 [ -f "$BUILD/libmroc-fi.so" ] && expected+=(/usr/lib/libfabric/libmroc-fi.so)
 diff <(printf '%s\n' "${expected[@]}" | sort) \
@@ -75,7 +77,7 @@ ok "every file installed, nothing else (${#expected[@]} files)"
 
 for f in "${expected[@]}"; do
 	case $f in
-	*/bin/*|*/sbin/*|*.so.0.1.0|*-fi.so) expect_file "$f" 755 ;;
+	*/bin/*|*/sbin/*|*.so.0.1.0|*-fi.so|*/libnccl-net-mroc.so) expect_file "$f" 755 ;;
 	*.so|*.so.0) ;;
 	*) expect_file "$f" 644 ;;
 	esac
@@ -100,6 +102,17 @@ readelf --dyn-syms -W "$lib/libmroc.so.0.1.0" |
 bad=$(grep -v '^mroc_[a-z0-9_]*@@MROC_' "$WORK/exports" || true)
 [ -z "$bad" ] || fail "exports outside mroc_*@@MROC_*: $bad"
 ok "libmroc.so -> libmroc.so.0 -> libmroc.so.0.1.0, soname libmroc.so.0, $(wc -l <"$WORK/exports") versioned mroc_* exports"
+
+# The NCCL net plugin exports its five tables and nothing else.
+if [ -f "$lib/libnccl-net-mroc.so" ]; then
+	got=$(readelf --dyn-syms -W "$lib/libnccl-net-mroc.so" |
+		awk '$5 == "GLOBAL" && $7 != "UND" && $8 != "" { print $8 }' | sort | tr '\n' ' ')
+	[ "$got" = "ncclNetPlugin_v10 ncclNetPlugin_v11 ncclNetPlugin_v12 ncclNetPlugin_v8 ncclNetPlugin_v9 " ] ||
+		fail "libnccl-net-mroc.so exports: $got"
+	readelf -d "$lib/libnccl-net-mroc.so" | grep -q 'NEEDED.*libmroc' &&
+		fail "libnccl-net-mroc.so needs a shared libmroc (it links libmroc in)"
+	ok "libnccl-net-mroc.so exports ncclNetPlugin_v8 .. _v12 only, libmroc linked in"
+fi
 
 unit=$DEST/lib/systemd/system/mrocd.service
 grep -q '@[A-Z]*@' "$unit" && fail "placeholders left in the unit: $(grep '@[A-Z]*@' "$unit")"

@@ -36,6 +36,32 @@ static void test_open_close(void **state)
 	assert_int_equal(F.closed, 1);
 }
 
+/* mroc_ctx_limits gives what HELLO's reply said; a smaller (older) struct gets its part. */
+static void test_ctx_limits(void **state)
+{
+	struct mroc_ctx *ctx = fake_open();
+	struct mroc_ctx_limits l = { .sz = sizeof(l) };
+	struct { size_t sz; uint32_t max_qps; } old = { .sz = sizeof(old) };
+	struct mroc_ctx_limits tiny = { .sz = sizeof(size_t) };
+
+	assert_non_null(ctx);
+	assert_int_equal(mroc_ctx_limits(ctx, &l), 0);
+	assert_int_equal(l.sz, sizeof(l));
+	assert_int_equal(l.max_qps, FAKE_MAX_QPS);
+	assert_int_equal(l.max_mrs, FAKE_MAX_MRS);
+	assert_true(l.max_mr_bytes == 1ull << 30);
+	assert_int_equal(l.max_sq_depth, FAKE_SQ_MAX);
+	assert_int_equal(l.max_rq_depth, FAKE_RQ_MAX);
+	assert_int_equal(l.default_paths, 4);
+	assert_int_equal(mroc_ctx_limits(ctx, (struct mroc_ctx_limits *)&old), 0);
+	assert_int_equal(old.sz, sizeof(old));
+	assert_int_equal(old.max_qps, FAKE_MAX_QPS);
+	assert_int_equal(mroc_ctx_limits(ctx, &tiny), -EINVAL);
+	assert_int_equal(mroc_ctx_limits(NULL, &l), -EINVAL);
+	assert_int_equal(mroc_ctx_limits(ctx, NULL), -EINVAL);
+	mroc_close(ctx);
+}
+
 static void test_open_socket_path(void **state)
 {
 	struct mroc_ctx_opts opts = { .sz = sizeof(opts) };
@@ -432,6 +458,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_open_close, fake_start, fake_stop),
+		cmocka_unit_test_setup_teardown(test_ctx_limits, fake_start, fake_stop),
 		cmocka_unit_test_setup_teardown(test_open_socket_path, fake_start, fake_stop),
 		cmocka_unit_test_setup_teardown(test_open_no_daemon, fake_start, fake_stop),
 		cmocka_unit_test_setup_teardown(test_open_handshake_errors, fake_start, fake_stop),

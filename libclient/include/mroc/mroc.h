@@ -87,6 +87,19 @@ void mroc_close(struct mroc_ctx *ctx);
  */
 int mroc_ctx_fd(const struct mroc_ctx *ctx);
 
+/* What mrocd lets this context hold, as it said when the context connected. */
+struct mroc_ctx_limits {
+	size_t sz;			/* sizeof(struct mroc_ctx_limits) */
+	uint32_t max_qps;		/* QPs at once */
+	uint32_t max_mrs;		/* memory regions at once */
+	uint64_t max_mr_bytes;		/* bytes of all regions together */
+	uint32_t max_sq_depth;		/* mroc_qp_attr.sq_depth, at most */
+	uint32_t max_rq_depth;		/* mroc_qp_attr.rq_depth, at most */
+	uint8_t default_paths;		/* paths of a QP created with paths 0 */
+};
+/* Fills out (up to out->sz bytes); 0, or -EINVAL. */
+int mroc_ctx_limits(const struct mroc_ctx *ctx, struct mroc_ctx_limits *out);
+
 /* ---- memory regions ------------------------------------------------------ */
 
 #define MROC_ACCESS_LOCAL_WRITE		0x1	/* RECV and READ may write into it */

@@ -1,0 +1,208 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Registrations: an application buffer becomes an mroc region.
+ *
+ * mrocd reads and writes client memory through shared memfds only, so:
+ *  - a buffer inside a shared mapping of a memfd (MAP_SHARED, "/memfd:" in
+ *    /proc/self/maps) is registered as that memfd (mroc_mr_reg_memfd): the
+ *    region maps the same pages a second time and nothing is copied.  The fd
+ *    is found through /proc/self/map_files (needs CAP_SYS_ADMIN), else among
+ *    the process's open fds by device and inode; the memfd must allow sealing
+ *    (MFD_ALLOW_SEALING: libmroc seals it against shrinking);
+ *  - any other buffer (malloc, cudaHostAlloc) gets a bounce region of its size:
+ *    a send copies the payload in before it posts, a receive copies it out
+ *    when it completes (net.c).  One memcpy per message on each side.
+ * Every registration is cached by range and counted: registering a range
+ * inside a cached one takes a reference and costs nothing (regIsGlobal).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include "plugin.h"
+
+#define ACCESS	(MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE)
+
+struct mapping {
+	uintptr_t start, end;
+	uint64_t off;
+	dev_t dev;
+	ino_t ino;
+};
+
+/* The shared memfd mapping that holds [p, p + size), if there is one. */
+static int find_memfd_mapping(const void *p, size_t size, struct mapping *m)
+{
+	uintptr_t a = (uintptr_t)p;
+	char line[512], perms[8], path[256];
+	unsigned int maj, min;
+	unsigned long ino;
+	FILE *f = fopen("/proc/self/maps", "re");
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		path[0] = 0;
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %" SCNx64 " %x:%x %lu %255s",
+			   &m->start, &m->end, perms, &m->off, &maj, &min, &ino, path) < 7)
+			continue;
+		if (a < m->start || a >= m->end)
+			continue;
+		if (perms[3] == 's' && !strncmp(path, "/memfd:", 7) && m->end - a >= size) {
+			m->dev = makedev(maj, min);
+			m->ino = ino;
+			err = 0;
+		}
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+/* An fd of our own for the memfd behind m. */
+static int open_memfd(const struct mapping *m)
+{
+	char name[300];
+	struct dirent *d;
+	struct stat st;
+	DIR *dir;
+	int fd;
+
+	snprintf(name, sizeof(name), "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR, m->start,
+		 m->end);
+	fd = open(name, O_RDWR | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -errno;
+	fd = -ENOENT;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "/proc/self/fd/%s", d->d_name);
+		if (stat(name, &st) || st.st_ino != m->ino || st.st_dev != m->dev)
+			continue;
+		fd = open(name, O_RDWR | O_CLOEXEC);
+		fd = fd >= 0 ? fd : -errno;
+		break;
+	}
+	closedir(dir);
+	return fd;
+}
+
+/* Zero-copy: the memfd itself, from its start to the mapping's end. */
+static int reg_memfd(void *data, size_t size, struct mnccl_reg *r)
+{
+	struct mapping m;
+	int fd, err;
+
+	err = find_memfd_mapping(data, size, &m);
+	if (err)
+		return err;
+	fd = open_memfd(&m);
+	if (fd < 0)
+		return fd;
+	r->mr = mroc_mr_reg_memfd(mnccl.ctx, fd, m.off + (m.end - m.start), ACCESS);
+	err = r->mr ? 0 : -errno;
+	close(fd);
+	if (err)
+		return err;
+	r->base = m.start;
+	r->len = m.end - m.start;
+	r->mr_off = m.off;
+	r->copy = false;
+	return 0;
+}
+
+static int reg_copy(void *data, size_t size, struct mnccl_reg *r)
+{
+	r->mr = mroc_mr_alloc(mnccl.ctx, size, ACCESS);
+	if (!r->mr)
+		return -errno;
+	r->base = (uintptr_t)data;
+	r->len = size;
+	r->mr_off = 0;
+	r->copy = true;
+	return 0;
+}
+
+nccl_res mnccl_reg(void *data, size_t size, struct mnccl_reg **out)
+{
+	struct mnccl_reg *r;
+	int err;
+
+	if (!data || !size || !out)
+		return NCCL_ERR_INVALID_ARG;
+	pthread_mutex_lock(&mnccl.lock);
+	for (r = mnccl.regs; r && !mnccl_reg_has(r, data, size); r = r->next)
+		;
+	if (r) {
+		r->refs++;
+		goto done;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		pthread_mutex_unlock(&mnccl.lock);
+		return NCCL_ERR_SYSTEM;
+	}
+	err = reg_memfd(data, size, r);
+	if (err) {
+		err = reg_copy(data, size, r);
+		if (!err)
+			MNCCL_INFO("%p (%zu bytes) is not in a shared memfd: copied through a bounce region",
+				   data, size);
+	}
+	if (err) {
+		pthread_mutex_unlock(&mnccl.lock);
+		MNCCL_WARN("cannot register %zu bytes: %s", size, mroc_strerror(err));
+		free(r);
+		return NCCL_ERR_SYSTEM;
+	}
+	r->refs = 1;
+	r->next = mnccl.regs;
+	mnccl.regs = r;
+done:
+	pthread_mutex_unlock(&mnccl.lock);
+	*out = r;
+	return NCCL_OK;
+}
+
+nccl_res mnccl_dereg(struct mnccl_reg *r)
+{
+	struct mnccl_reg **pp;
+
+	pthread_mutex_lock(&mnccl.lock);
+	for (pp = &mnccl.regs; *pp && *pp != r; pp = &(*pp)->next)
+		;
+	if (!*pp) {
+		pthread_mutex_unlock(&mnccl.lock);
+		return NCCL_ERR_INVALID_ARG;
+	}
+	if (--r->refs == 0) {
+		*pp = r->next;
+		mroc_mr_dereg(r->mr);
+		free(r);
+	}
+	pthread_mutex_unlock(&mnccl.lock);
+	return NCCL_OK;
+}
+
+/* At finalize: whatever NCCL left registered (the context's close frees the regions). */
+void mnccl_reg_drop_all(void)
+{
+	while (mnccl.regs) {
+		struct mnccl_reg *r = mnccl.regs;
+
+		mnccl.regs = r->next;
+		free(r);
+	}
+}
