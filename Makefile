@@ -10,6 +10,7 @@
 #   make bench-scale          1 .. 4,000 QPs on one daemon pair vs TCP, memory, CPU (issue #10, root)
 #   make bench-mpi            libfabric fi_pingpong and Open MPI over mroc vs TCP (issue #14, root)
 #   make bench-lat            latency tables and plot (issue 17) into docs/perf/ (root)
+#   make bench-nccl           ring AllReduce over the NCCL net plugin vs kernel TCP (issue 26, root)
 #   make demo                 two mrocd over a 4-plane fabric, mroc-perf, mroc-cli (root)
 #   make fuzz [FUZZ_TIME=60]  libFuzzer harnesses (clang, build-fuzz/), each FUZZ_TIME seconds
 #   make sim-sweep [SWEEP_ARGS="--runs 300 --seed 1"]
@@ -210,7 +211,7 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 
 # ---- top-level targets ------------------------------------------------------
 
-.PHONY: all libs tests check bench bench-lat bench-sim bench-scale bench-mpi demo clean help \
+.PHONY: all libs tests check bench bench-lat bench-sim bench-scale bench-mpi bench-nccl demo clean help \
 	sim-sweep
 
 ifeq ($(HAVE_CMOCKA),1)
@@ -276,6 +277,12 @@ bench-scale: all
 # its TCP path, lossless and at 1% loss on one plane (about 10 minutes).
 bench-mpi: all
 	BUILD=$(abspath $(BUILD)) scripts/bench-mpi.sh
+
+# NCCL (issue 26): all_reduce_perf-style busbw and time, 8 B .. 64 MiB, 4 ranks on 4 and 2
+# hosts, over the NCCL net plugin and over kernel TCP, lossless and at 1% loss on a plane
+# (root, about 5 minutes): docs/perf/nccl-*.
+bench-nccl: all tests
+	BUILD=$(abspath $(BUILD)) scripts/bench-nccl.sh
 
 # Latency (issue 17): write/send/read_lat in both completion modes and sockperf, on a veth
 # pair and a 2/4-plane fabric, idle and under a write_bw, ECN off and on (root, ~20 min).

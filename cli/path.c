@@ -12,15 +12,17 @@ void help_path(FILE *f)
 		"Usage: " CLI_NAME " path [ show ] [ qp QPN ]\n"
 		"       " CLI_NAME " path help\n"
 		"One row per path of every connected QP (or of QP QPN): path id, UDP source\n"
-		"port, state, smoothed/min RTT and RTT variation, path window (PWND), bytes\n"
+		"port, state, HEALTH in the words of MRC and UEC (good; assumed_bad: timed\n"
+		"out or backing off; denied: its port counted down for the peer), smoothed/min\n"
+		"RTT and RTT variation, path window (PWND), bytes\n"
 		"in flight, packets sent, retransmitted, lost (SACK holes), CE marks, repaths,\n"
 		"why the path last moved (MOVED: timeout, loss, ce, slow = congested while\n"
 		"delivering under 2/3 of its siblings, keepalive = idle and unanswered) and\n"
 		"how long AGO, delivered rate and the peer's rate hint.  -s adds ACKed\n"
 		"packets, timeouts and backoff; -d the peer, RTO, the DCTCP alpha and the\n"
-		"source port the path moved from (FROM) and the ports counted down for the\n"
+		"source port the path moved from (FROM), the ports counted down for the\n"
 		"peer (DOWN: nothing came back through them, network.port_dead_ms; its paths\n"
-		"avoid them); watching adds SENT/s.  -br: one line per QP: its paths' source\n"
+		"avoid them) and WHY the path is in its HEALTH; watching adds SENT/s.  -br: one line per QP: its paths' source\n"
 		"ports, the range of their sRTTs, packets sent, retransmitted and lost and\n"
 		"repaths summed over them, and DOWN.\n");
 }
@@ -87,6 +89,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_str(0, "port", "PORT", jget_str(p, "port") ? jget_str(p, "port") : "-");
 	print_down(PRINT_DETAILS, q);
 	print_str(0, "state", "STATE", jget_str(p, "state"));
+	print_str(0, "health", "HEALTH", jget_str(p, "health") ? jget_str(p, "health") : "-");
 	print_ns(0, "srtt_ns", "SRTT", jget_u64(p, "srtt_ns"));
 	print_ns(0, "min_rtt_ns", "MINRTT", jget_u64(p, "min_rtt_ns"));
 	print_ns(0, "rttvar_ns", "RTTVAR", jget_u64(p, "rttvar_ns"));
@@ -114,6 +117,8 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_bps(0, "rate_bps", "RATE", jget_u64(p, "rate_bps"));
 	print_bps(0, NULL, "HINT", jget_u64(q, "rate_hint_mbps") * 1000000ULL);
 	print_uint(0, "rate_hint_mbps", NULL, jget_u64(q, "rate_hint_mbps"));
+	print_text(PRINT_DETAILS, "why", "WHY", jget_str(p, "why") && *jget_str(p, "why") ?
+		   jget_str(p, "why") : "-", json_string(jget_str(p, "why") ? jget_str(p, "why") : ""));
 	print_row_end();
 }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* mroc-cli qp: queue pairs (admin command "qps"), one row each. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,13 +10,18 @@
 void help_qp(FILE *f)
 {
 	fprintf(f,
-		"Usage: " CLI_NAME " qp [ show ] [ QPN ]\n"
+		"Usage: " CLI_NAME " qp [ show ] [ QPN ] [ pid PID ] [ comm NAME ]\n"
 		"       " CLI_NAME " qp help\n"
-		"One row per QP (or QP QPN): peer address and QP, state, mode (metaroce or\n"
-		"rocev2), paths, QP window (QWND, the paths' windows summed), paced rate,\n"
-		"bytes and messages each way, outstanding send work, errors.  -s adds posted\n"
-		"receives and messages in flight; -d the peer's rate hint and the sequence\n"
-		"numbers; watching adds TX and RX rates.  -br: QPN, peer, state, mode, paths,\n"
+		"One row per QP (or QP QPN; or the QPs of process PID, or of processes whose\n"
+		"command name is NAME, as rdma's \"res show qp pid/comm\"): the owning process\n"
+		"(PID and COMM; mrocd for its own control links), peer address and QP, state,\n"
+		"mode (metaroce or rocev2), paths and their states in words (PATH_STATES:\n"
+		"good, assumed_bad = timed out or backing off, denied = its port counted down\n"
+		"for the peer; \"path show\" says why, path by path), QP window (QWND, the\n"
+		"paths' windows summed), paced rate, bytes and messages each way, outstanding\n"
+		"send work, errors.  -s adds posted receives and messages in flight; -d the\n"
+		"owner's uid and client id, the peer's rate hint and the sequence numbers;\n"
+		"watching adds TX and RX rates.  -br: QPN, PID, COMM, peer, state, mode, paths,\n"
 		"bytes each way and errors.\n");
 }
 
@@ -39,18 +45,52 @@ static void print_traffic_rate(const char *key, const char *json_key, const char
 	print_bps(0, json_key, col, (uint64_t)(r * 8 + 0.5));
 }
 
+/* PATH_STATES: how many paths are good, assumed bad, denied ("good=8"; "-" without paths). */
+static void print_path_states(const json_t *q)
+{
+	static const char *const names[] = { "good", "assumed_bad", "denied" };
+	unsigned n[3] = { 0 }, i;
+	json_t *j = json_object();
+	char text[64] = "";
+	const json_t *p;
+	size_t k;
+
+	json_array_foreach(json_object_get(q, "paths"), k, p)
+		for (i = 0; i < 3; i++)
+			if (jget_str(p, "health") && !strcmp(jget_str(p, "health"), names[i]))
+				n[i]++;
+	for (i = 0; i < 3; i++) {
+		json_object_set_new(j, names[i], json_integer(n[i]));
+		if (n[i])
+			snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s=%u",
+				 text[0] ? "," : "", names[i], n[i]);
+	}
+	print_text(0, "path_states", "PATH_STATES", text[0] ? text : "-", j);
+}
+
 static void print_qp(const json_t *q, const json_t *prev, double dt)
 {
-	const char *peer = jget_str(q, "peer");
+	const char *peer = jget_str(q, "peer"), *comm = jget_str(q, "comm");
 
 	print_row_start();
 	print_uint(PRINT_BRIEF, "qpn", "QPN", jget_u64(q, "qpn"));
+	print_uint(PRINT_BRIEF, "pid", "PID", jget_u64(q, "pid"));
+	print_str(PRINT_BRIEF, "comm", "COMM", comm && *comm ? comm : "-");
+	print_str(PRINT_DETAILS, "owner", "OWNER", jget_str(q, "owner"));
+	if (json_object_get(q, "uid")) {
+		print_uint(PRINT_DETAILS, "uid", "UID", jget_u64(q, "uid"));
+		print_uint(PRINT_DETAILS, "client", "CLIENT", jget_u64(q, "client"));
+	} else {
+		print_text(PRINT_DETAILS, NULL, "UID", "-", NULL);
+		print_text(PRINT_DETAILS, NULL, "CLIENT", "-", NULL);
+	}
 	print_str(PRINT_BRIEF, "peer", "PEER", peer);
 	print_uint(PRINT_BRIEF, "peer_qpn", "PEER_QPN", jget_u64(q, "peer_qpn"));
 	print_str(PRINT_BRIEF, "state", "STATE", jget_str(q, "state"));
 	print_uint(PRINT_DETAILS, "worker", "WORKER", jget_u64(q, "worker"));
 	print_str(PRINT_BRIEF, "mode", "MODE", jget_str(q, "mode"));
 	print_uint(PRINT_BRIEF, "npaths", "PATHS", jget_u64(q, "npaths"));
+	print_path_states(q);
 	print_bytes(0, "qwnd_bytes", "QWND", jget_u64(q, "qwnd_bytes"));
 	print_bps(0, "pacing_bps", "PACING", jget_u64(q, "pacing_bps"));
 	print_bytes(PRINT_BRIEF, "tx_bytes", "TX_BYTES", jget_u64(q, "tx_bytes"));
@@ -78,30 +118,67 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_row_end();
 }
 
+/* The filters of "qp show": a QPN (asked of mrocd), pid PID, comm NAME. */
+struct qp_filter {
+	bool by_qpn, by_pid;
+	uint32_t qpn, pid;
+	const char *comm;
+};
+
+static bool qp_selected(const struct qp_filter *f, const json_t *q)
+{
+	const char *comm = jget_str(q, "comm");
+
+	if (f->by_pid && jget_u64(q, "pid") != f->pid)
+		return false;
+	return !f->comm || (comm && !strcmp(comm, f->comm));
+}
+
+static int qp_parse(struct cli *c, struct qp_filter *f)
+{
+	const char *w;
+
+	while ((w = cli_next(c))) {
+		if (!strcmp(w, "help")) {
+			help_qp(stdout);
+			return -1;
+		}
+		if (!strcmp(w, "pid") || !strcmp(w, "comm")) {
+			const char *v = cli_next(c);
+
+			if (!v)
+				return cli_error(c, "\"%s\" wants a %s", w, *w == 'p' ? "process id" :
+						 "command name");
+			if (*w == 'c')
+				f->comm = v;
+			else if (fmt_parse_u32(v, &f->pid))
+				return cli_error(c, "\"%s\" is not a process id", v);
+			else
+				f->by_pid = true;
+			continue;
+		}
+		if (f->by_qpn || fmt_parse_u32(w, &f->qpn))
+			return cli_error(c, "\"%s\" is not a QP number", w);
+		f->by_qpn = true;
+	}
+	return 0;
+}
+
 static int qp_show(struct cli *c)
 {
+	struct qp_filter f = { 0 };
 	json_t *args = NULL, *r;
 	const json_t *q, *prev;
-	const char *w = cli_next(c);
-	uint32_t qpn;
+	unsigned rows = 0;
 	size_t i;
 	double dt;
 	int rc;
 
-	if (w && !strcmp(w, "help")) {
-		help_qp(stdout);
-		return 0;
-	}
-	if (w) {
-		if (fmt_parse_u32(w, &qpn))
-			return cli_error(c, "\"%s\" is not a QP number", w);
-		args = json_pack("{s:I}", "qpn", (json_int_t)qpn);
-	}
-	rc = cli_no_more(c, help_qp);
-	if (rc) {
-		json_decref(args);
+	rc = qp_parse(c, &f);
+	if (rc)
 		return rc < 0 ? 0 : rc;
-	}
+	if (f.by_qpn)
+		args = json_pack("{s:I}", "qpn", (json_int_t)f.qpn);
 	r = cli_request(c, "qps", args);
 	json_decref(args);
 	if (!r)
@@ -109,11 +186,15 @@ static int qp_show(struct cli *c)
 	prev = cli_prev(c, "qps", &dt);
 	print_start(&c->po);
 	print_table_start("qps");
-	json_array_foreach(json_object_get(r, "qps"), i, q)
+	json_array_foreach(json_object_get(r, "qps"), i, q) {
+		if (!qp_selected(&f, q))
+			continue;
 		print_qp(q, prev, dt);
+		rows++;
+	}
 	print_table_end();
-	if (!json_array_size(json_object_get(r, "qps")))
-		print_line("no QPs\n");
+	if (!rows)
+		print_line(f.by_pid || f.comm ? "no QPs of that process\n" : "no QPs\n");
 	json_decref(r);
 	return cli_print_end(c);
 }

@@ -11,7 +11,9 @@
  *                   ignores the reset: monotonic values, e.g. for Prometheus)
  *   counters_reset  remember the counters now; later replies subtract them
  *   links           control connections to other daemons
- *   qps             every QP with its paths and peer address ("qpn": N for one)
+ *   qps             every QP with its owner (pid, comm, uid, client; "owner": "mrocd" for
+ *                   its control links), paths (with their health in words) and peer
+ *                   address ("qpn": N for one)
  *   config          the effective configuration text
  *   reload          re-read the configuration file (as SIGHUP), answer when done
  */
@@ -48,7 +50,10 @@ struct snap_qp {
 	unsigned worker;		/* its owner */
 	bool has_peer;
 	struct mroc_addr peer;
+	bool has_owner;			/* a client's (else mrocd's own: a control link) */
+	struct clients_owner owner;
 };
+static_assert(IF_NAMESIZE == 16, "status_path_health takes port names of 16 bytes");
 
 /* One worker's own counters (the totals add them up). */
 struct snap_wk {
@@ -104,6 +109,7 @@ static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 	q->ndown = 0;
 	q->worker = w->idx;
 	q->has_peer = false;
+	q->has_owner = !clients_qp_owner(w->clients, qpn, &q->owner);
 	if (q->info.state < ENGINE_QPS_CONNECTING)
 		return;		/* idle or listening: neither peer nor paths yet */
 	for (unsigned i = 0; i < q->info.npaths && i < SNAP_PATHS; i++) {
@@ -486,6 +492,34 @@ static json_t *reply_links(const struct snapshot *s)
 	return o;
 }
 
+/* The owner of a QP: its process (pid, command name, uid) or mrocd itself. */
+static void set_owner(json_t *q, const struct snap_qp *sq)
+{
+	char path[32], comm[64] = "";
+	FILE *f;
+
+	if (!sq->has_owner) {
+		json_object_set_new(q, "owner", json_string("mrocd"));
+		json_object_set_new(q, "pid", json_integer(getpid()));
+		json_object_set_new(q, "comm", json_string("mrocd"));
+		return;
+	}
+	/* Read here, on the control thread: the process may have gone since (comm ""). */
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)sq->owner.pid);
+	f = fopen(path, "re");
+	if (f) {
+		if (!fgets(comm, sizeof(comm), f))
+			comm[0] = 0;
+		comm[strcspn(comm, "\n")] = 0;
+		fclose(f);
+	}
+	json_object_set_new(q, "owner", json_string("client"));
+	json_object_set_new(q, "pid", json_integer(sq->owner.pid));
+	json_object_set_new(q, "comm", json_string(comm));
+	json_object_set_new(q, "uid", json_integer(sq->owner.uid));
+	json_object_set_new(q, "client", json_integer(sq->owner.client));
+}
+
 static json_t *reply_qps(const struct snapshot *s)
 {
 	json_t *o = json_object(), *a = json_array();
@@ -496,6 +530,7 @@ static json_t *reply_qps(const struct snapshot *s)
 		char buf[MROC_ADDR_STRLEN];
 
 		json_object_set_new(q, "worker", json_integer(sq->worker));
+		set_owner(q, sq);
 		if (sq->has_peer)
 			json_object_set_new(q, "peer", json_string(addr_str(&sq->peer, buf,
 									     sizeof(buf))));
@@ -504,6 +539,8 @@ static json_t *reply_qps(const struct snapshot *s)
 
 			if (sq->port[p][0])
 				json_object_set_new(pj, "port", json_string(sq->port[p]));
+			status_path_set_health(pj, &sq->paths[p], sq->port[p],
+					       (const char (*)[16])sq->down, sq->ndown);
 			json_array_append_new(paths, pj);
 		}
 		json_object_set_new(q, "paths", paths);

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* JSON views of the daemon's state (see status.h). */
+#include <stdio.h>
 #include <string.h>
 
 #include "addr.h"
@@ -154,6 +155,43 @@ json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 	return o;
 }
 
+const char *status_path_health(const struct engine_path_info *pi, const char *port,
+			       const char (*down)[16], unsigned ndown, char *why, size_t len)
+{
+	for (unsigned i = 0; port && *port && i < ndown; i++) {
+		if (strncmp(port, down[i], 16))
+			continue;
+		snprintf(why, len, "port %s is counted down for this peer (nothing came back "
+			 "through it): nothing is sent on it", port);
+		return "denied";
+	}
+	if (pi->timed_out) {
+		snprintf(why, len, "timed out (%llu timeouts, backoff %u): probes only, until an "
+			 "ACK revives it", (unsigned long long)pi->timeouts, pi->backoff);
+		return "assumed_bad";
+	}
+	if (pi->backoff) {
+		snprintf(why, len, "%u retransmission timeouts without progress", pi->backoff);
+		return "assumed_bad";
+	}
+	if (pi->repath_why != ENGINE_REPATH_NONE)
+		snprintf(why, len, "moved from source port %u (%s)", pi->prev_sport,
+			 engine_repath_name(pi->repath_why));
+	else if (len)
+		why[0] = 0;
+	return "good";
+}
+
+void status_path_set_health(json_t *o, const struct engine_path_info *pi, const char *port,
+			    const char (*down)[16], unsigned ndown)
+{
+	char why[160];
+	const char *h = status_path_health(pi, port, down, ndown, why, sizeof(why));
+
+	json_object_set_new(o, "health", json_string(h));
+	json_object_set_new(o, "why", json_string(why));
+}
+
 void status_subtract(json_t *o, const json_t *base, const char *const *keep)
 {
 	const char *key;
@@ -163,13 +201,18 @@ void status_subtract(json_t *o, const json_t *base, const char *const *keep)
 		const json_t *b = json_object_get(base, key);
 		const char *const *k;
 
-		for (k = keep; k && *k && strcmp(*k, key); k++)
-			;
-		if (!b || (k && *k))
+		if (!b)
 			continue;
+		/* keep names gauges (values), not groups: the group "clients" holds counters. */
 		if (json_is_object(v)) {
 			status_subtract(v, b, keep);
-		} else if (json_is_integer(v) && json_is_integer(b)) {
+			continue;
+		}
+		for (k = keep; k && *k && strcmp(*k, key); k++)
+			;
+		if (k && *k)
+			continue;
+		if (json_is_integer(v) && json_is_integer(b)) {
 			json_int_t x = json_integer_value(v), y = json_integer_value(b);
 
 			json_integer_set(v, x > y ? x - y : 0);

@@ -485,3 +485,13 @@ void clients_get_stats(struct clients *cs, struct clients_stats *out)
 	*out = cs->st;
 	out->qps_hot = cs->nhot;
 }
+
+int clients_qp_owner(const struct clients *cs, uint32_t qpn, struct clients_owner *out)
+{
+	const struct cqp *q = qpmap_get(&cs->map, qpn);
+
+	if (!q || !q->cl)
+		return -ENOENT;
+	*out = (struct clients_owner){ .pid = q->cl->pid, .uid = q->cl->uid, .client = q->cl->id };
+	return 0;
+}

@@ -94,4 +94,13 @@ struct clients_stats {
 /* Worker thread. */
 void clients_get_stats(struct clients *cs, struct clients_stats *out);
 
+/* Who holds QP qpn (its process, from SO_PEERCRED at connect). */
+struct clients_owner {
+	pid_t pid;
+	uid_t uid;
+	uint32_t client;			/* the client's id (mrocd's log names it) */
+};
+/* Worker thread: 0, or -ENOENT when no client holds it (mrocd's own QPs). */
+int clients_qp_owner(const struct clients *cs, uint32_t qpn, struct clients_owner *out);
+
 #endif

@@ -200,13 +200,13 @@ ok "link show: both control links up, text and JSON"
 
 # path show: the control link QPs' paths
 out=$("${A[@]}" path show)
-head -1 <<<"$out" | grep -Eq "^ *QPN +PATH +SPORT +PORT +STATE +SRTT +MINRTT +RTTVAR +PWND +INFLIGHT +SENT +RETX +LOST +CE +REPATHS +MOVED +AGO +RATE +HINT$" ||
+head -1 <<<"$out" | grep -Eq "^ *QPN +PATH +SPORT +PORT +STATE +HEALTH +SRTT +MINRTT +RTTVAR +PWND +INFLIGHT +SENT +RETX +LOST +CE +REPATHS +MOVED +AGO +RATE +HINT$" ||
 	fail "path show: header: $(head -1 <<<"$out")"
 # The same rows (QP, path): counters and times move between two calls.
 [ "$("${A[@]}" path | awk '{ print $1, $2 }')" = "$(awk '{ print $1, $2 }' <<<"$out")" ] ||
 	fail "\"path\" is not \"path show\""
 for q in "${LINK_QPNS[@]}"; do
-	rows=$(grep -Ec "^ *$q +[0-9]+ +200[0-6][0-9] +[-a-z0-9]+ +(active|timed_out) +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.]+(B|KiB|MiB) +[0-9.]+(B|KiB|MiB)( +[0-9]+){5} +(-|timeout|loss|ce|slow|keepalive) +(-|[0-9.]+[a-z]+( [0-9]+[a-z])?) +[0-9.a-zA-Z/]+ +[0-9.a-zA-Z/]+$" <<<"$out")
+	rows=$(grep -Ec "^ *$q +[0-9]+ +200[0-6][0-9] +[-a-z0-9]+ +(active|timed_out) +(good|assumed_bad|denied) +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.a-z]+ +[0-9.]+(B|KiB|MiB) +[0-9.]+(B|KiB|MiB)( +[0-9]+){5} +(-|timeout|loss|ce|slow|keepalive) +(-|[0-9.]+[a-z]+( [0-9]+[a-z])?) +[0-9.a-zA-Z/]+ +[0-9.a-zA-Z/]+$" <<<"$out")
 	[ "$rows" = 4 ] || fail "path show: $rows rows for QP $q, expected 4:
 $out"
 done
@@ -224,7 +224,8 @@ jq -e --argjson q "${LINK_QPNS[0]}" '(.paths | length) == 4 and all(.paths[]; .q
 	and .sport >= 20000 and .sport <= 20063 and .pwnd_bytes > 0 and has("srtt_ns")
 	and has("min_rtt_ns") and has("rttvar_ns") and has("inflight_bytes") and has("retx")
 	and has("lost") and has("ce") and has("repaths") and has("moved") and has("rate_bps")
-	and has("rate_hint_mbps")) and ([.paths[].path_id] | sort) == [0, 1, 2, 3]' <<<"$p" \
+	and has("rate_hint_mbps") and (.health | IN("good", "assumed_bad", "denied"))
+	and (.why | type) == "string") and ([.paths[].path_id] | sort) == [0, 1, 2, 3]' <<<"$p" \
 	>/dev/null || fail "path -j: $p"
 json_ok "path -j (all)" < <("${A[@]}" -j path)
 expect_fail "no QP 4000000000" -S "$E2E_DIR/a.admin" path show qp 4000000000
@@ -232,11 +233,11 @@ ok "path show: 4 paths per control link QP, units, -s columns, one QP, JSON"
 
 # qp show
 out=$("${A[@]}" qp)
-head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PEER_QPN +STATE +MODE +PATHS +QWND +PACING +TX_BYTES +RX_BYTES +TX_MSGS +RX_MSGS +SQ_OUT +ERRORS$" ||
+head -1 <<<"$out" | grep -Eq "^ *QPN +PID +COMM +PEER +PEER_QPN +STATE +MODE +PATHS +PATH_STATES +QWND +PACING +TX_BYTES +RX_BYTES +TX_MSGS +RX_MSGS +SQ_OUT +ERRORS$" ||
 	fail "qp show: header: $out"
-[ "$(grep -Ec "^ *[0-9]+ +$IP_B +[0-9]+ +connected +metaroce +4 +[0-9.]+KiB " <<<"$out")" = 2 ] ||
-	fail "qp show: two connected QPs to $IP_B expected: $out"
-grep -Eq "^ *[0-9]+ +- +0 +listen " <<<"$out" || fail "qp show: the listening QP: $out"
+[ "$(grep -Ec "^ *[0-9]+ +$(e2e_pid a) +mrocd +$IP_B +[0-9]+ +connected +metaroce +4 +(good|assumed_bad|denied)=[0-9]" <<<"$out")" = 2 ] ||
+	fail "qp show: two connected QPs to $IP_B, mrocd's own, expected: $out"
+grep -Eq "^ *[0-9]+ +$(e2e_pid a) +mrocd +- +0 +listen " <<<"$out" || fail "qp show: the listening QP: $out"
 out=$("${A[@]}" -s -d qp show "${LINK_QPNS[1]}")
 [ "$(wc -l <<<"$out")" = 2 ] || fail "qp show QPN: $out"
 head -1 <<<"$out" | grep -Eq "RQ_POSTED +MSGS_OUT +HINT +SND_UNA +SND_NXT +RCV_CUM" || fail "qp -s -d: $out"
@@ -248,7 +249,42 @@ jq -e --arg p "$IP_B" '[.qps[] | select(.state == "connected")] | length == 2 an
 	and has("rx_msgs") and has("sq_outstanding") and has("errors"))' <<<"$q" >/dev/null ||
 	fail "qp -j: $q"
 expect_fail 'no QP 7' -S "$E2E_DIR/a.admin" qp show 7
-ok "qp show: peers, mode, windows, traffic; one QP; JSON"
+ok "qp show: owners, peers, mode, path states, windows, traffic; one QP; JSON"
+
+# qp show: the owning process of a client's QP (SO_PEERCRED), and the pid/comm filters.
+HOLD=$BUILD/tests/e2e/qp_hold
+ip netns exec "$NS_B" "$HOLD" "$E2E_DIR/b.ctl" listen 4242 "$E2E_DIR/hold.stop" >"$E2E_DIR/hold.b" 2>&1 &
+hb=$!
+e2e_wait b qps '[.qps[] | select(.state == "listen" and .owner == "client")] | length == 1' 20 ||
+	fail "qp_hold never listened: $(cat "$E2E_DIR/hold.b")"
+ip netns exec "$NS_A" "$HOLD" "$E2E_DIR/a.ctl" connect "$IP_B" 4242 "$E2E_DIR/hold.stop" >"$E2E_DIR/hold.a" 2>&1 &
+ha=$!
+for _ in $(seq 100); do grep -q qpn "$E2E_DIR/hold.a" && break; sleep 0.1; done
+hqpn=$(awk '/qpn/ { print $2 }' "$E2E_DIR/hold.a")
+[ -n "$hqpn" ] || fail "qp_hold never connected: $(cat "$E2E_DIR/hold.a" "$E2E_DIR/hold.b")"
+out=$("${A[@]}" qp show pid $ha)
+[ "$(wc -l <<<"$out")" = 2 ] && grep -Eq "^ *$hqpn +$ha +qp_hold +$IP_B +[0-9]+ +connected " <<<"$out" ||
+	fail "qp show pid $ha: $out"
+[ "$("${A[@]}" qp show comm qp_hold)" = "$out" ] || fail "qp show comm qp_hold: $("${A[@]}" qp show comm qp_hold)"
+"${A[@]}" qp show comm no_such_program | grep -q "no QPs of that process" || fail "qp show comm (none)"
+"${A[@]}" qp show pid 1 | grep -q "no QPs of that process" || fail "qp show pid 1"
+q=$("${A[@]}" -j qp show pid $ha)
+json_ok "qp -j pid" <<<"$q"
+jq -e --argjson p $ha --argjson q $hqpn '(.qps | length) == 1 and .qps[0].pid == $p and .qps[0].qpn == $q
+	and .qps[0].comm == "qp_hold" and .qps[0].owner == "client" and .qps[0].uid == 0
+	and .qps[0].client > 0 and (.qps[0].path_states | has("good") and has("assumed_bad") and has("denied"))' \
+	<<<"$q" >/dev/null || fail "qp -j pid: $q"
+"${A[@]}" -d qp show $hqpn | head -1 | grep -Eq "OWNER +UID +CLIENT" || fail "qp -d: no OWNER UID CLIENT"
+expect_fail '"x" is not a process id' -S "$E2E_DIR/a.admin" qp show pid x
+expect_fail '"comm" wants a command name' -S "$E2E_DIR/a.admin" qp show comm
+touch "$E2E_DIR/hold.stop"
+wait $ha $hb
+# Gone from both daemons before the checks below compare two listings.
+for n in a b; do
+	e2e_wait $n qps '[.qps[] | select(.owner == "client")] | length == 0' 20 ||
+		fail "$n: qp_hold's QP outlived it: $(e2e_admin $n qps)"
+done
+ok "qp show: a client's QP names its process (pid $ha, qp_hold); pid and comm filters"
 
 # iproute2's habits: fixed aliases, single-dash long options, -br, -b
 # What two calls a moment apart must agree on: a path may move to another port or time out between them.
@@ -262,9 +298,9 @@ stable() { jq -c '[.. | objects | select(has("qpn")) | {qpn, path_id, peer}]'; }
 "${A[@]}" -stats -details p | head -1 | grep -Eq "PEER .*RTO .*ACKED" || fail "-stats -details"
 "${A[@]}" -statistics p | head -1 | grep -Eq "ACKED" || fail "-statistics"
 out=$("${A[@]}" -br qp)
-head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PEER_QPN +STATE +MODE +PATHS +TX_BYTES +RX_BYTES +ERRORS$" ||
+head -1 <<<"$out" | grep -Eq "^ *QPN +PID +COMM +PEER +PEER_QPN +STATE +MODE +PATHS +TX_BYTES +RX_BYTES +ERRORS$" ||
 	fail "qp -br: header: $out"
-[ "$(grep -Ec "^ *[0-9]+ +$IP_B +[0-9]+ +connected +metaroce +4 " <<<"$out")" = 2 ] || fail "qp -br: $out"
+[ "$(grep -Ec "^ *[0-9]+ +[0-9]+ +mrocd +$IP_B +[0-9]+ +connected +metaroce +4 " <<<"$out")" = 2 ] || fail "qp -br: $out"
 out=$("${A[@]}" -brief p)
 head -1 <<<"$out" | grep -Eq "^ *QPN +PEER +PATHS +SPORTS +SRTT +SENT +RETX +LOST +REPATHS +DOWN$" ||
 	fail "path -br: header: $out"
@@ -281,7 +317,7 @@ jq -e '(.qps | length) == 2 and all(.qps[]; keys == ["lost", "npaths", "peer", "
 "${A[@]}" -br counters | grep -q "rx_pkts" || fail "-br counters (no brief view) is not counters"
 printf 'q s\n# a comment\n\n  l   # and another\nst\n' >"$E2E_DIR/batch"
 out=$("${A[@]}" -b "$E2E_DIR/batch") || fail "-b: exit $?"
-grep -Eq "^ *QPN +PEER" <<<"$out" && grep -Eq "^PEER +STATE" <<<"$out" && grep -q "^backend" <<<"$out" ||
+grep -Eq "^ *QPN +PID +COMM +PEER" <<<"$out" && grep -Eq "^PEER +STATE" <<<"$out" && grep -q "^backend" <<<"$out" ||
 	fail "-b: the three commands' output: $out"
 [ "$("${A[@]}" -j -batch - <"$E2E_DIR/batch" | jq -s 'map(keys[0]) | join(" ")')" = '"qps links backend"' ] ||
 	fail "-j -batch -: one JSON document per command expected"
@@ -296,7 +332,7 @@ ok "aliases (p s, q sh, l ls, c, st), -json/-pretty/-stats/-details, -br, -b/-ba
 # counters
 out=$("${A[@]}" counters)
 "${A[@]}" counters show >/dev/null || fail "counters show: exit $?"
-for re in "^counters since mrocd started, [0-9.]+s ago$" "^engine \(MetaRoCE transport\):$" \
+for re in "^counters since mrocd started, ([0-9]+m )?[0-9.]+s ago$" "^engine \(MetaRoCE transport\):$" \
 	  "^  tx_keepalive +[1-9][0-9]*$" "^xdp \(XDP program, summed over CPUs\):$" \
 	  "^  redirected +[1-9][0-9]*$" "^backend \(packets; xsk_\*: AF_XDP sockets' XDP_STATISTICS\):$" \
 	  "^\([0-9]+ zero counters not shown; -s shows them\)$"; do

@@ -88,7 +88,13 @@ struct h_ring {
 
 void h_ring_setup(struct h_ring *r, struct hnet *net, size_t cap, size_t slice, int window);
 void h_ring_teardown(struct h_ring *r);
-/* One collective over bytes (a multiple of 4): fills, runs, returns seconds; checks if asked. */
-double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t seed, bool check);
+/*
+ * One collective over bytes (a multiple of 4); returns the seconds it took here.
+ * H_RUN_CHECK: fill the buffer first, check every byte after; H_RUN_SYNC: a barrier
+ * first (without it, back-to-back runs overlap at the edges, as nccl-tests' do).
+ */
+#define H_RUN_CHECK	0x1
+#define H_RUN_SYNC	0x2
+double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t seed, unsigned flags);
 
 #endif

@@ -219,7 +219,7 @@ static const char *fmt_size(size_t b, char *buf, size_t len)
 static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes, int iters,
 		     bool bench)
 {
-	size_t max = 0, slice = 512 << 10;
+	size_t max = 0, slice = 128 << 10;
 	struct h_ring r;
 	int i, it;
 
@@ -241,22 +241,28 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 		if (!bytes)
 			bytes = 4;
 		/* Every byte checked on the first run (the warm-up when benchmarking). */
-		t = h_ring_run(&r, coll, bytes, 0x9e3779b9u + (uint32_t)i, true);
+		t = h_ring_run(&r, coll, bytes, 0x9e3779b9u + (uint32_t)i, H_RUN_CHECK | H_RUN_SYNC);
 		if (bench) {
-			/* Enough runs for ~0.5 s of the size (at least 3, at most 200). */
-			k = t > 0 ? (int)(0.5 / t) : 200;
-			k = k < 3 ? 3 : k > 200 ? 200 : k;
-			/* Every rank runs the same count: rank 0's choice, through the channel. */
+			/* Enough runs for ~0.5 s of the size (at least 3, at most 200), the same
+			 * count on every rank (rank 0's, through the channel). */
 			char key[32];
 
+			k = t > 0 ? (int)(0.5 / t) : 200;
+			k = k < 3 ? 3 : k > 200 ? 200 : k;
 			snprintf(key, sizeof(key), "iters-%d", i);
 			if (H.rank == 0)
 				h_put(key, 0, &k, sizeof(k));
 			h_get(key, 0, &k, sizeof(k));
+			/* Back to back after one barrier, as all_reduce_perf times them. */
+			h_barrier("bench");
+			total = h_now();
+			for (it = 0; it < k; it++)
+				h_ring_run(&r, coll, bytes, 0, 0);
+			total = h_now() - total;
 		}
-		for (it = bench ? 0 : 1; it < k; it++)
-			total += h_ring_run(&r, coll, bytes, 0x9e3779b9u + (uint32_t)(i * 131 + it),
-					    !bench);
+		for (it = 1; !bench && it < k; it++)
+			h_ring_run(&r, coll, bytes, 0x9e3779b9u + (uint32_t)(i * 131 + it),
+				   H_RUN_CHECK | H_RUN_SYNC);
 		if (!bench) {
 			if (H.rank == 0)
 				printf("ok: %s of %s bytes over %s, %d ranks, %d runs, every byte checked\n",
@@ -266,7 +272,7 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 		}
 		t = total / k;
 		if (H.rank == 0)
-			printf("%12zu %12zu %12.1f %10.3f %10.3f\n", bytes, bytes / 4, t * 1e6,
+			printf("%12zu %12zu %12.1f %10.4f %10.4f\n", bytes, bytes / 4, t * 1e6,
 			       bytes / t / 1e9, bytes / t / 1e9 * f);
 		fflush(stdout);
 	}

@@ -13,6 +13,7 @@
  * Data: uint32 words, rank r's word i = seed * (r + 1) + i * 2654435761
  * (wrapping), so the sums are exact and every byte is checked.
  */
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,8 +97,9 @@ static int owner(const struct sched *s, size_t i)
 
 struct op { void *req; size_t lo, hi; int g; size_t j; };
 
-double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t seed, bool check)
+double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t seed, unsigned flags)
 {
+	bool check = flags & H_RUN_CHECK;
 	struct hnet *net = r->net;
 	struct sched s = { .n = H.nranks, .rank = H.rank, .words = bytes / 4,
 			   .slice_words = r->slice / 4 };
@@ -114,12 +116,15 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 	total = (size_t)s.steps * s.nslices;
 	/* AllReduce: every word is the rank's; AllGather: only its own chunk (r + 1, where
 	 * the gather steps start), the rest poisoned. */
-	for (i = 0; i < s.words; i++)
+	for (i = 0; check && i < s.words; i++)
 		r->buf[i] = coll == H_ALLREDUCE || owner(&s, i) == s.rank ?
 			    word(seed, s.rank, i) : 0xdeadbeefu;
-	h_barrier(coll == H_ALLREDUCE ? "ar" : "ag");
+	if (flags & H_RUN_SYNC)
+		h_barrier(coll == H_ALLREDUCE ? "ar" : "ag");
 	t0 = h_now();
 	while (rdone < total || sdone < total) {
+		size_t before = rposted + sent + rdone + sdone;
+
 		/* Receives: in order, into tmp (reduce-scatter) or in place (gather). */
 		while (rposted < total && rposted - rdone < (size_t)W) {
 			struct op *o = &rq[rposted % (size_t)W];
@@ -181,6 +186,9 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 				break;
 			sdone++;
 		}
+		/* Nothing moved: let the others run, as NCCL's proxy thread does when idle. */
+		if (rposted + sent + rdone + sdone == before)
+			sched_yield();
 	}
 	t0 = h_now() - t0;
 	free(sq);

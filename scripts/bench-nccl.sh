@@ -1,0 +1,156 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# nccl-tests' all_reduce_perf, in shape (issue 26): tests/nccl/nccl-harness runs NCCL's
+# ring AllReduce, 4 ranks, 8 B .. 64 MiB, over the NCCL net plugin
+# (build/libnccl-net-mroc.so, buffers in shared memfds: no copy; and malloc'd: the
+# bounce copy) and the same ring over kernel TCP (NCCL's socket transport: one TCP
+# connection per ring hop, TCP_NODELAY) on the same fabric in the same run; hosts with a
+# port per plane (scripts/fabric --ports 2 --hosts 4, MTU 3500, no offloads), mrocd on
+# AF_XDP on each; 4 ranks on 4 hosts and 4 ranks on 2 hosts (two a host, every hop
+# between hosts); lossless and with LOSS% on plane 2.  The first run of each size is
+# checked byte for byte.  Also the provider's fi_pingpong (-e rdm, 64 B, data checked)
+# between two hosts: the latency target's yardstick.
+#
+# Writes docs/perf/nccl-allreduce.csv (a row per transport, placement, loss and size:
+# time us, algbw and busbw GB/s, the load average at that row) and nccl-pingpong.csv,
+# docs/perf/nccl-busbw.png (gnuplot docs/perf/nccl-busbw.gp), markdown tables on stdout,
+# progress on stderr.  Root; make bench-nccl (about 5 minutes on a quiet machine).
+#
+# Environment: BUILD (build), OUT (docs/perf), LOSS (1), SIZES (8 B .. 64 MiB),
+# NETS ("mroc mroc-copy tcp"), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP.
+set -u
+BL_TAG=bnccl
+. "$(dirname "$0")/bench-lib.sh"
+
+OUT=${OUT:-$BL_TOP/docs/perf}
+LOSS=${LOSS:-1}
+SIZES=${SIZES:-8 64 512 4K 32K 256K 1M 4M 16M 64M}
+NETS=${NETS:-mroc mroc-copy tcp}
+PLACEMENTS=${PLACEMENTS:-4 2}
+LOSSES=${LOSSES:-0 $LOSS}
+HARNESS=$BUILD/tests/nccl/nccl-harness
+PLUGIN=$BUILD/libnccl-net-mroc.so
+CSV=$OUT/nccl-allreduce.csv
+PP_CSV=$OUT/nccl-pingpong.csv
+
+bl_init fi_pingpong ss
+[ -x "$HARNESS" ] && [ -f "$PLUGIN" ] || skip "$HARNESS or $PLUGIN not built: run make"
+mkdir -p "$OUT"
+
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+# A fabric of hosts with a port per plane (the bench-lib one has leaves: its hosts 0..2
+# would share one, and their ring hops would cross no plane).
+"$FABRIC" up --name "$BL_NAME" --ports 2 --hosts 4 >/dev/null || die "fabric up failed"
+NHOSTS=4
+eval "$("$FABRIC" env --name "$BL_NAME" | tr ' ' '\n')"
+for ((h = 0; h < NHOSTS; h++)); do
+	NS[$h]=$(eval echo "\$FABRIC_NS_$h")
+	IP[$h]=$(eval echo "\$FABRIC_IP_$h")
+done
+for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$BL_NAME-"); do
+	for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
+		ip -n "$n" link set "$l" mtu "$LINK_MTU" || die "mtu $LINK_MTU on $n/$l"
+		ip netns exec "$n" ethtool -K "$l" tso off gso off gro off >/dev/null 2>&1
+	done
+done
+for ((h = 0; h < NHOSTS; h++)); do
+	peers=
+	for ((i = 0; i < NHOSTS; i++)); do [ "$i" = "$h" ] || peers+="${peers:+, }\"${IP[$i]}\""; done
+	cat >"$BL_DIR/h$h.conf" <<CONF
+daemon = { log_level = "warning"; admin_socket = "$BL_DIR/h$h.admin"; control_socket = "$BL_DIR/h$h.ctl"; };
+network = { backend = "af_xdp"; interfaces = ( "p1", "p2" ); address = "${IP[$h]}"; peers = [ $peers ];
+	    xdp_mode = "native"; frame_size = 4096; mtu = $MROC_MTU; umem_frames = 16384; ring_size = 2048; };
+transport = { paths = 8; };
+CONF
+	ip netns exec "${NS[$h]}" "$MROCD" -c "$BL_DIR/h$h.conf" >>"$BL_DIR/h$h.log" 2>&1 &
+	DPID[$h]=$!
+	BL_PIDS+=("$!")
+done
+bl_daemons_ready
+
+# run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
+run() {
+	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0
+	local ch=$BL_DIR/chan-$net-$nh-$loss
+	mkdir -p "$ch"
+	bl_daemons_check
+	"$FABRIC" set 2 --name "$BL_NAME" loss "$loss" >/dev/null || die "fabric set"
+	for r in 0 1 2 3; do
+		h=$((r % nh))
+		case $net in
+		mroc) args=(--plugin "$PLUGIN") ;;
+		mroc-copy) args=(--plugin "$PLUGIN" --malloc) ;;
+		tcp) args=(--tcp "${IP[$h]}") ;;
+		esac
+		bl_bg ip netns exec "${NS[$h]}" env MROC_SOCKET="$BL_DIR/h$h.ctl" NCCL_MROC_ADDR="${IP[$h]}" \
+			timeout 900 "$HARNESS" --rank $r --nranks 4 --dir "$ch" "${args[@]}" bench $SIZES \
+			>"$BL_DIR/$net-$nh-$loss.$r.out" 2>&1
+		pids+=("$BL_LAST")
+	done
+	for r in 0 1 2 3; do bl_reap "${pids[$r]}" || rc=1; done
+	if [ $rc != 0 ]; then
+		log "$net on $nh hosts at $loss% loss failed:"; tail -n 5 "$BL_DIR/$net-$nh-$loss".*.out >&2
+		return
+	fi
+	awk -v n="$net" -v h="$nh" -v l="$loss" -v ld="$(load)" \
+		'$1 ~ /^[0-9]+$/ { printf "%s,%d,%s,%d,%.1f,%.4f,%.4f,%s\n", n, h, l, $1, $3, $4, $5, ld }' \
+		"$BL_DIR/$net-$nh-$loss.0.out" >>"$CSV"
+	log "$net, 4 ranks on $nh hosts, $loss% loss on plane 2 (load $(load)):" \
+		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
+		"$BL_DIR/$net-$nh-$loss.0.out")"
+}
+
+# The provider's fi_pingpong, 64 B (its smallest), hosts 0 and 1, lossless.
+pingpong() {
+	local port=$((47700 + RANDOM % 200)) sp cp
+	"$FABRIC" set 2 --name "$BL_NAME" loss 0 >/dev/null
+	bl_bg ip netns exec "${NS[1]}" env FI_PROVIDER_PATH="$BUILD" MROC_SOCKET="$BL_DIR/h1.ctl" \
+		FI_MROC_ADDR="${IP[1]}" timeout 120 fi_pingpong -p mroc -e rdm -B $port -I 1000 -S 64 -c \
+		>"$BL_DIR/pp-srv.out" 2>&1
+	sp=$BL_LAST
+	bl_wait_listen "${NS[1]}" $port "$sp" || log "fi_pingpong: the server did not listen"
+	bl_bg ip netns exec "${NS[0]}" env FI_PROVIDER_PATH="$BUILD" MROC_SOCKET="$BL_DIR/h0.ctl" \
+		FI_MROC_ADDR="${IP[0]}" timeout 120 fi_pingpong -p mroc -e rdm -P $port -I 1000 -S 64 -c \
+		"${IP[1]}" >"$BL_DIR/pp.out" 2>&1
+	cp=$BL_LAST
+	bl_reap "$cp"
+	bl_reap "$sp"
+	awk -v ld="$(load)" '$1 == "64" && NF >= 8 { printf "mroc,64,%s,%s\n", $7, ld }' "$BL_DIR/pp.out" >>"$PP_CSV"
+	log "fi_pingpong -p mroc 64 B: $(awk '$1 == "64" { print $7 " us half round trip" }' "$BL_DIR/pp.out") (load $(load))"
+}
+
+echo "net,hosts,loss_pct,bytes,time_us,algbw_gbs,busbw_gbs,load1" >"$CSV"
+echo "provider,bytes,half_rtt_us,load1" >"$PP_CSV"
+log "$(bl_machine), load $(load)"
+pingpong
+for loss in $LOSSES; do
+	for nh in $PLACEMENTS; do
+		for net in $NETS; do run "$net" "$nh" "$loss"; done
+	done
+done
+pingpong
+"$FABRIC" set 2 --name "$BL_NAME" loss 0 >/dev/null
+
+if command -v gnuplot >/dev/null; then
+	(cd "$OUT" && gnuplot "$BL_TOP/docs/perf/nccl-busbw.gp") || log "gnuplot failed"
+fi
+
+# Markdown: a table per placement and loss, busbw by transport, the load beside.
+for loss in $LOSSES; do
+	for nh in $PLACEMENTS; do
+		echo
+		echo "#### Ring AllReduce, 4 ranks on $nh hosts, $([ "$loss" = 0 ] && echo lossless || echo "$loss% loss on plane 2")"
+		echo
+		echo "| size | mroc time (us) | mroc busbw (GB/s) | mroc copy busbw | TCP time (us) | TCP busbw (GB/s) | mroc / TCP | load |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+		awk -F, -v h="$nh" -v l="$loss" 'NR > 1 && $2 == h && $3 == l {
+				k = $4; if (!(k in sz)) ks[n++] = k; sz[k] = 1; t[$1, k] = $5; b[$1, k] = $7
+				ld[k] = ld[k] (ld[k] ? "/" : "") $8 }
+			END { for (i = 0; i < n; i++) { k = ks[i]
+					r = b["tcp", k] > 0 ? sprintf("%.2f", b["mroc", k] / b["tcp", k]) : "-"
+					printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", k, t["mroc", k], b["mroc", k],
+						b["mroc-copy", k], t["tcp", k], b["tcp", k], r, ld[k] } }' "$CSV"
+	done
+done
