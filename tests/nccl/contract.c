@@ -264,6 +264,7 @@ int h_contract(struct hnet *n)
 	H_CHECK(!n->close_send(n, l.sc) && !n->close_recv(n, l.rc) && !n->close_listen(n, l.lc),
 		"close");
 	H_CHECK(!n->dereg(n, NULL, mh), "deregMr");
+	h_free(buf, len);
 	printf("ok: a new connection after the close moved 1 MiB intact\n");
 	return 0;
 }
