@@ -664,7 +664,7 @@ uninstall:
 		$(DESTDIR)$(LIBDIR)/libfabric/libmroc-fi.so $(DESTDIR)$(LIBDIR)/libnccl-net-mroc.so \
 		$(DESTDIR)$(PKGCONFIGDIR)/libmroc.pc $(DESTDIR)$(UNITDIR)/mrocd.service $(DESTDIR)$(SYSUSERSDIR)/mroc.conf \
 		$(DESTDIR)$(WIRESHARK_LUADIR)/mroc.lua $(DESTDIR)$(BASHCOMPDIR)/mroc-cli \
-		$(addprefix $(DESTDIR)$(EXAMPLEDIR)/,$(notdir $(EXAMPLE_SRCS)) Makefile README.md) \
+		$(addprefix $(DESTDIR)$(EXAMPLEDIR)/,$(notdir $(EXAMPLE_SRCS)) allreduce.py Makefile README.md) \
 		$(foreach m,$(INSTALL_MANS),$(DESTDIR)$(MANDIR)/man$(subst .,,$(suffix $(m)))/$(notdir $(m)))
 	$(Q)if cmp -s conf/mrocd.conf $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; then \
 		rm -f $(DESTDIR)$(SYSCONFDIR)/mroc/mrocd.conf; \
