@@ -65,7 +65,16 @@ static int local_addr(char *out, size_t len)
 
 nccl_res mnccl_init(nccl_logger_fn log)
 {
-	struct mroc_ctx_opts opts = { .sz = sizeof(opts) };
+	/*
+	 * Polls never give the CPU away inside the plugin: NCCL's proxy thread polls many
+	 * requests in turn and yields itself when none progressed; libmroc's yield on every
+	 * empty CQ (after 5 us) would yield once per request tested.  $MROC_SPIN_US still
+	 * chooses, when set.
+	 */
+	struct mroc_ctx_opts opts = {
+		.sz = sizeof(opts),
+		.spin_us = getenv("MROC_SPIN_US") ? MROC_SPIN_DEFAULT : MROC_SPIN_FOREVER,
+	};
 	struct mroc_ctx_limits lim = { .sz = sizeof(lim) };
 	nccl_res res = NCCL_OK;
 	int err;
