@@ -98,8 +98,6 @@ struct engine *engine_create(const struct engine_config *cfg)
 	prng_seed(&eng->rng, cfg->seed);
 	sec_init(eng);
 	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + eng->sec_tag_len + ENGINE_L2L4_OVERHEAD;
-	/* A stream of its own: QPNs do not reshuffle the ports and ISNs drawn from rng. */
-	prng_seed(&eng->qpn_rng, cfg->seed ^ 0x51ed27f1c0ffee11ULL);
 	list_init(&eng->ctl_ready);
 	list_init(&eng->tx_ready);
 	list_init(&eng->cq_ready);
@@ -185,7 +183,7 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 	if (!qp)
 		return -ENOMEM;
 	do
-		qpn = engine_qpn_fit(&eng->cfg, (uint32_t)prng_next(&eng->qpn_rng));
+		qpn = engine_qpn_fit(&eng->cfg, sec_rand32(eng));
 	while (!qpn || engine_qp_lookup(eng, qpn));
 	i = eng->free_slots[--eng->nfree];
 	qp->qpn = qpn;

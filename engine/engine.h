@@ -68,13 +68,18 @@ struct engine_config {
 	 * Repathing still picks any port.
 	 */
 	uint16_t sport_classes;
-	uint64_t seed;			/* PRNG seed: ports, keys, initial sequence numbers */
+	uint64_t seed;			/* PRNG seed: ports and tie-breaks (prng.h) */
 	/* Several engines, one per thread (owner.c): this one's QPNs are qpn_rem mod qpn_mod. */
 	uint32_t qpn_mod;		/* 0 or 1: any QPN */
 	uint32_t qpn_rem;
 	uint8_t sec_mode;		/* enum mroc_sec; both ends must agree (sec.c) */
-	uint8_t sec_secret[16];		/* "token": connection keys are a PRF of this; all
-					 * zero = derived from seed (tests, simulator) */
+	/*
+	 * The key (with seed) of every number an attacker must not predict:
+	 * QPNs, initial PSNs and DSNs, rkeys, "token" keys (ChaCha20, sec.c).
+	 * The driver draws it from the kernel (mrocd: getrandom); all zero =
+	 * derived from seed (tests, simulator: reproducible runs).
+	 */
+	uint8_t sec_secret[16];
 	/*
 	 * Sent in every CONNECT_REQ and CONNECT_REP (MROC_CM_F_EXT), opaque to
 	 * the engine: mrocd's port addresses.  0 = none.  What the peer sends

@@ -298,7 +298,7 @@ struct mr {
 struct engine {
 	struct engine_config cfg;
 	const struct cc_ops *cc;	/* congestion control of every path */
-	struct prng rng, qpn_rng;
+	struct prng rng;		/* ports and tie-breaks; secrets: sec_random */
 	struct qp **qps;	/* max_qps slots */
 	struct qp **qpn_hash;	/* QPN -> QP (engine.c), hash_mask + 1 buckets */
 	uint32_t *free_slots;	/* stack of empty slots: QP creation without a search */
@@ -343,15 +343,20 @@ struct engine {
 	uint64_t hint_epoch, hint_epoch_end;
 	uint32_t active_now, active_prev;
 	struct engine_stats st;
-	/* "token" connection keys: SipHash(sec_secret, sec_next++) (sec.c) */
+	/* unpredictable numbers: ChaCha20 under rand_key, a block at a time (sec.c) */
 	uint8_t sec_secret[16];
-	uint64_t sec_next;
+	uint8_t rand_key[32];
+	uint64_t rand_ctr;
+	uint32_t rand_pos;
+	uint8_t rand_buf[256];
 	uint32_t sec_tag_len;	/* MROC_TAG_LEN in "token", else 0 */
 };
 
 /* sec.c: the security modes' engine side (docs/PROTOCOL.md 1.2) */
 void sec_init(struct engine *eng);
 void sec_new_key(struct engine *eng, uint8_t key[MROC_CM_KEY_LEN]);
+void sec_random(struct engine *eng, void *out, size_t len);
+uint32_t sec_rand32(struct engine *eng);
 /* Before wire_parse: 0 with *len less the tag, or -errno (counted: drop it). */
 int sec_rx_check(struct engine *eng, const uint8_t *buf, size_t *len,
 		 const struct engine_rx_meta *meta);

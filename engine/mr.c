@@ -48,7 +48,7 @@ int engine_mr_register(struct engine *eng, uint32_t pd, void *addr, uint64_t len
 		hi = ++eng->mr_gen[i];
 	m->lkey = (hi << MR_IDX_BITS) | i;
 	do {
-		hi = (uint32_t)prng_next(&eng->rng) >> MR_IDX_BITS;
+		hi = sec_rand32(eng) >> MR_IDX_BITS;
 	} while (!hi);
 	m->rkey = (hi << MR_IDX_BITS) | i;
 	m->pd = pd;

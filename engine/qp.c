@@ -69,8 +69,8 @@ void qp_new_isn(struct engine *eng, struct qp *qp)
 {
 	if (qp->fixed_isn)
 		return;
-	qp->isn_psn = (uint32_t)prng_next(&eng->rng);
-	qp->isn_dsn = (uint32_t)prng_next(&eng->rng);
+	qp->isn_psn = sec_rand32(eng);
+	qp->isn_dsn = sec_rand32(eng);
 }
 
 void qp_free(struct qp *qp)

@@ -31,6 +31,7 @@ static_assert(crypto_shorthash_KEYBYTES == MROC_CM_KEY_LEN, "SipHash-2-4 takes 1
 void sec_init(struct engine *eng)
 {
 	static const uint8_t zero[16];
+	uint64_t seed = eng->cfg.seed;
 
 	memcpy(eng->sec_secret, eng->cfg.sec_secret, sizeof(eng->sec_secret));
 	if (!memcmp(eng->sec_secret, zero, sizeof(zero))) {
@@ -44,21 +45,61 @@ void sec_init(struct engine *eng)
 		memcpy(eng->sec_secret, &a, 8);
 		memcpy(eng->sec_secret + 8, &b, 8);
 	}
+	/* The generator's key: BLAKE2b(secret, seed), so engines sharing a secret differ. */
+	crypto_generichash(eng->rand_key, sizeof(eng->rand_key), (const uint8_t *)&seed,
+			   sizeof(seed), eng->sec_secret, sizeof(eng->sec_secret));
+	eng->rand_pos = sizeof(eng->rand_buf);
 	eng->sec_tag_len = eng->cfg.sec_mode == MROC_SEC_TOKEN ? MROC_TAG_LEN : 0;
 }
 
 /*
- * A PRF of the secret, the engine's seed and a counter: keys nobody can
- * predict from other keys, distinct between engines sharing a secret (the
- * workers of one mrocd have seeds of their own).
+ * The engine's unpredictable numbers (QPNs, initial sequence numbers,
+ * rkeys, "token" keys): ChaCha20's keystream under rand_key, a block of
+ * SEC_RAND_BUF bytes at a time (a counter as the nonce).  Unlike xoshiro
+ * (prng.h: ports and tie-breaks only), seeing any number of outputs says
+ * nothing about the next ones without the key; the driver's secret makes
+ * the key (mrocd: getrandom), all zero a seeded one (reproducible runs).
  */
+void sec_random(struct engine *eng, void *out, size_t len)
+{
+	uint8_t *o = out;
+
+	while (len) {
+		size_t n;
+
+		if (eng->rand_pos == sizeof(eng->rand_buf)) {
+			uint8_t nonce[crypto_stream_chacha20_ietf_NONCEBYTES] = { 0 };
+			uint64_t c = eng->rand_ctr++;
+
+			memcpy(nonce, &c, sizeof(c));
+			crypto_stream_chacha20_ietf(eng->rand_buf, sizeof(eng->rand_buf), nonce,
+						    eng->rand_key);
+			eng->rand_pos = 0;
+		}
+		n = sizeof(eng->rand_buf) - eng->rand_pos;
+		if (n > len)
+			n = len;
+		memcpy(o, eng->rand_buf + eng->rand_pos, n);
+		/* Given out once: wiped, so a later memory leak cannot tell past values. */
+		sodium_memzero(eng->rand_buf + eng->rand_pos, n);
+		eng->rand_pos += (uint32_t)n;
+		o += n;
+		len -= n;
+	}
+}
+
+uint32_t sec_rand32(struct engine *eng)
+{
+	uint32_t v;
+
+	sec_random(eng, &v, sizeof(v));
+	return v;
+}
+
+/* A fresh "token" receive key. */
 void sec_new_key(struct engine *eng, uint8_t key[MROC_CM_KEY_LEN])
 {
-	for (int half = 0; half < 2; half++) {
-		uint64_t in[2] = { eng->cfg.seed, eng->sec_next++ };
-
-		crypto_shorthash(key + 8 * half, (const uint8_t *)in, sizeof(in), eng->sec_secret);
-	}
+	sec_random(eng, key, MROC_CM_KEY_LEN);
 }
 
 /* What the tag covers: all but a data packet's payload (and the tag). */
