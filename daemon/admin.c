@@ -435,7 +435,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"evicted", (json_int_t)s->peers.evicted, "full", (json_int_t)s->peers.full,
 		"alias_added", (json_int_t)s->peers.alias_added,
 		"alias_refused", (json_int_t)s->peers.alias_refused,
-		"alias_displaced", (json_int_t)s->peers.alias_displaced,
+		"alias_shared", (json_int_t)s->peers.alias_shared,
 		"alias_bad", (json_int_t)s->peers.alias_bad));
 	if (d->prog) {
 		struct xdp_prog_counters xc;

@@ -195,12 +195,60 @@ void engine_set_cm_ext_hook(struct engine *eng,
 	eng->cm_ext_ctx = ctx;
 }
 
-/* An accepted REQ/REP's extension, to the driver (port addresses: who may send for the peer). */
-static void cm_ext_up(struct engine *eng, const struct wire_pkt *pkt,
+void engine_set_addr_hook(struct engine *eng,
+			  bool (*fn)(void *ctx, uint32_t peer, const struct engine_rx_meta *meta,
+				     const uint8_t *ext, size_t len),
+			  void *ctx)
+{
+	eng->addr_fn = fn;
+	eng->addr_ctx = ctx;
+}
+
+/*
+ * An accepted REQ/REP's extension, to the driver (port addresses: who may
+ * send for the peer), once it is proven (docs/PROTOCOL.md 11a): "aead"
+ * opened the REQ or REP; a REP names the random QPN of our REQ (and in
+ * "token" carries its tag).  A REQ in "none" or "token" proves nothing (it
+ * can come from anyone, from any address): its extension waits in the QP
+ * until a packet to it (with our random QPN, and in "token" its tag) shows
+ * the requester got our REP at the address it sent from (cm_ext_proven).
+ */
+static void cm_ext_up(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		      const struct engine_rx_meta *meta)
 {
-	if (eng->cm_ext_fn && pkt->cm.ext)
-		eng->cm_ext_fn(eng->cm_ext_ctx, meta->peer, pkt->cm.ext, pkt->cm.ext_len);
+	if (!eng->cm_ext_fn || !pkt->cm.ext)
+		return;
+	if (pkt->hdr.opcode == MROC_OP_CONNECT_REQ && eng->cfg.sec_mode != MROC_SEC_AEAD) {
+		free(qp->ext_pending);
+		qp->ext_pending = malloc(pkt->cm.ext_len ? pkt->cm.ext_len : 1);
+		qp->ext_pending_len = qp->ext_pending ? (uint16_t)pkt->cm.ext_len : 0;
+		if (qp->ext_pending)
+			memcpy(qp->ext_pending, pkt->cm.ext, pkt->cm.ext_len);
+		return;
+	}
+	eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, pkt->cm.ext, pkt->cm.ext_len);
+}
+
+void cm_ext_proven(struct engine *eng, struct qp *qp)
+{
+	if (eng->cm_ext_fn)
+		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, qp->ext_pending, qp->ext_pending_len);
+	free(qp->ext_pending);
+	qp->ext_pending = NULL;
+	qp->ext_pending_len = 0;
+}
+
+/*
+ * The packet is from qp's peer: the driver's handle for its source says
+ * so, or the driver says that source is one of the peer's addresses (one
+ * it announced, or, "token", one the REQ awaiting proof announced).
+ */
+bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *meta)
+{
+	if (qp->peer == meta->peer)
+		return true;
+	return eng->addr_fn && eng->addr_fn(eng->addr_ctx, qp->peer, meta, qp->ext_pending,
+					    qp->ext_pending_len);
 }
 
 static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
@@ -224,6 +272,8 @@ static struct ctl_reply *ctl_reply(struct engine *eng, const struct engine_rx_me
 {
 	struct ctl_reply *r;
 
+	if (meta->peer == ENGINE_PEER_NONE)
+		return NULL;	/* nobody to answer */
 	if (eng->ctl_tail - eng->ctl_head >= 16)
 		return NULL;	/* the peer retries; no need to queue without bound */
 	r = &eng->ctl[eng->ctl_tail++ % 16];
@@ -279,8 +329,12 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 	for (qp = *conn_bucket(eng, meta->peer, pkt->hdr.src_qpn); qp; qp = qp->conn_next) {
 		if (qp->state == ENGINE_QPS_CONNECTED && qp->peer == meta->peer &&
 		    qp->peer_qpn == pkt->hdr.src_qpn && qp->service_id == pkt->cm.service_id) {
-			cm_ext_up(eng, pkt, meta);
-			/* The requester is alive: its dead-peer timer counts from here. */
+			/*
+			 * Only the REP again: a duplicate announces nothing (#24 item 3:
+			 * in "token" anyone with the QPNs re-pointed our traffic).  The
+			 * requester is alive: its dead-peer timer counts from here
+			 * (docs/PROTOCOL.md 11a: what an unauthenticated REQ may change).
+			 */
 			peer_heard(qp, now);
 			qp->cm_pending = CM_SEND_REP;
 			qp->cm_deadline = 0;
@@ -309,7 +363,7 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		return -ENOMEM;
 	}
 	listen_unlink(eng, listener);
-	cm_ext_up(eng, pkt, meta);
+	cm_ext_up(eng, listener, pkt, meta);
 	listener->cm_pending = CM_SEND_REP;
 	listener->cm_deadline = 0;
 	qp_wake_ctl(eng, listener);
@@ -331,10 +385,16 @@ static void tag_reply(struct engine *eng, const struct qp *qp, struct ctl_reply 
 int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx_meta *meta,
 	  uint64_t now)
 {
+	struct engine_rx_meta m;
 	struct qp *qp;
 
-	if (pkt->hdr.opcode == MROC_OP_CONNECT_REQ)
+	if (pkt->hdr.opcode == MROC_OP_CONNECT_REQ) {
+		if (meta->peer == ENGINE_PEER_NONE) {
+			engine_count(eng, EC_RX_BAD_PEER);
+			return -EPERM;
+		}
 		return rx_req(eng, pkt, meta, now);
+	}
 	qp = engine_qp_lookup(eng, pkt->hdr.dst_qpn);
 	if (!qp) {
 		engine_count(eng, EC_RX_UNKNOWN_QP);
@@ -343,11 +403,14 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 				  MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
 		return -ENOENT;
 	}
-	if (qp->peer != meta->peer ||
+	if (!cm_peer_ok(eng, qp, meta) ||
 	    (qp->state != ENGINE_QPS_CONNECTING && qp->peer_qpn != pkt->hdr.src_qpn)) {
 		engine_count(eng, EC_RX_BAD_PEER);
 		return -EPERM;
 	}
+	m = *meta;
+	m.peer = qp->peer;	/* maybe through one of its other addresses */
+	meta = &m;
 	switch (pkt->hdr.opcode) {
 	case MROC_OP_CONNECT_REP:
 		if (qp->state != ENGINE_QPS_CONNECTING)
@@ -371,7 +434,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 						     MROC_OP_DISCONNECT, MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
 		}
-		cm_ext_up(eng, pkt, meta);
+		cm_ext_up(eng, qp, pkt, meta);
 		return 0;
 	case MROC_OP_CONNECT_REJ:
 		if (qp->state != ENGINE_QPS_CONNECTING)

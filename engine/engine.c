@@ -291,13 +291,18 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		cm_peer_early(eng, qp, now);	/* our REQ was answered, the answer lost */
 		qp_update_deadline(eng, qp);
 	}
-	if (qp->peer != meta->peer || qp->peer_qpn != pkt.hdr.src_qpn ||
-	    qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_CONNECTING ||
-	    qp->state == ENGINE_QPS_IDLE) {
-		eng->st.c[qp->peer != meta->peer || qp->peer_qpn != pkt.hdr.src_qpn ?
-			  EC_RX_BAD_PEER : EC_RX_BAD_STATE]++;
+	if (qp->peer_qpn != pkt.hdr.src_qpn || !cm_peer_ok(eng, qp, meta)) {
+		eng->st.c[EC_RX_BAD_PEER]++;
 		return -EPERM;
 	}
+	if (qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_CONNECTING ||
+	    qp->state == ENGINE_QPS_IDLE) {
+		eng->st.c[EC_RX_BAD_STATE]++;
+		return -EPERM;
+	}
+	/* This packet (our random QPN; "token": its tag) proves the requester saw our REP. */
+	if (qp->ext_pending)
+		cm_ext_proven(eng, qp);
 	peer_heard(qp, now);
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
 		if (pkt.hdr.flags & MROC_F_ACK_REQ) {

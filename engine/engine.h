@@ -28,6 +28,7 @@
 #include "wire.h"
 
 struct engine;
+struct engine_rx_meta;
 
 struct engine_config {
 	uint32_t max_qps;		/* QP table size */
@@ -106,13 +107,27 @@ struct engine *engine_create(const struct engine_config *cfg);
 void engine_destroy(struct engine *eng);
 /*
  * fn(ctx, peer, ext, len) for the extension (MROC_CM_F_EXT, maybe empty) of
- * a CONNECT_REQ or CONNECT_REP the engine accepted from peer: one that
- * connected a QP, or a duplicate REQ of a connected one.  Called inside
- * engine_rx; ext points into the packet.  NULL: not called.
+ * a CONNECT_REQ or CONNECT_REP the engine accepted from peer and that
+ * connected a QP (never a duplicate), once proven: at once for a REP and in
+ * "aead"; for a REQ in "none" or "token", at the first packet to the QP it
+ * connected (with its random QPN; tagged in "token"), which shows the
+ * requester got our REP.  Called inside engine_rx.  NULL: not called.
  */
 void engine_set_cm_ext_hook(struct engine *eng,
 			    void (*fn)(void *ctx, uint32_t peer, const uint8_t *ext, size_t len),
 			    void *ctx);
+
+/*
+ * fn(ctx, peer, meta, ext, len): is the packet's source (meta->src, the
+ * driver's) one of peer's addresses, though the driver gave it the handle
+ * meta->peer?  Asked when a packet's QP belongs to another peer than
+ * meta->peer, after its tag (if any) checked; ext is the QP's extension
+ * awaiting proof (see above; NULL if none).  NULL hook: never.
+ */
+void engine_set_addr_hook(struct engine *eng,
+			  bool (*fn)(void *ctx, uint32_t peer, const struct engine_rx_meta *meta,
+				     const uint8_t *ext, size_t len),
+			  void *ctx);
 
 /* ---- memory regions ---------------------------------------------------- */
 
@@ -244,11 +259,16 @@ int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max);
 /* ---- packets ------------------------------------------------------------ */
 
 struct engine_rx_meta {
-	uint32_t peer;			/* driver's handle for the source address */
+	uint32_t peer;			/* driver's handle for the source address, or
+					 * ENGINE_PEER_NONE (unknown: only a QP's peer's
+					 * address, engine_set_addr_hook, is taken) */
+	const void *src;		/* the driver's source address, for that hook */
 	uint16_t sport;			/* UDP source port */
 	bool ce;			/* IP ECN field was Congestion Experienced */
 	uint8_t sealed;			/* enum engine_rx_sealed: what the frame layer checked */
 };
+
+#define ENGINE_PEER_NONE	UINT32_MAX
 
 /* In "aead" the driver's frame layer opens sealed packets; the engine hears how it went. */
 enum engine_rx_sealed {

@@ -197,6 +197,13 @@ struct qp {
 	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
 	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
 	bool has_tx_key;
+	/*
+	 * "none", "token": the port addresses (CM extension) of the REQ that
+	 * connected us, kept until a packet to us (tagged in "token") proves the
+	 * requester saw our REP (cm.c); malloc'd, NULL = none pending.
+	 */
+	uint8_t *ext_pending;
+	uint16_t ext_pending_len;
 	uint8_t rx_key[MROC_CM_KEY_LEN], tx_key[MROC_CM_KEY_LEN];
 
 	/* send side */
@@ -318,6 +325,10 @@ struct engine {
 	/* the peer's CM extension goes up here (engine_set_cm_ext_hook) */
 	void (*cm_ext_fn)(void *ctx, uint32_t peer, const uint8_t *ext, size_t len);
 	void *cm_ext_ctx;
+	/* whether a packet from another handle's address is the QP's peer's (engine_set_addr_hook) */
+	bool (*addr_fn)(void *ctx, uint32_t peer, const struct engine_rx_meta *meta,
+			const uint8_t *ext, size_t len);
+	void *addr_ctx;
 	/* connection lookup (cm.c): listeners by service id, QPs by (peer, peer_qpn) */
 	struct qp **listen_hash, **conn_hash;
 	struct peer_host **ph_hash;	/* peer hosts of connected QPs (peer.c) */
@@ -483,6 +494,8 @@ int cm_hash_init(struct engine *eng);
 void cm_hash_free(struct engine *eng);
 /* Take the QP out of the listener and connection tables. */
 void cm_unlink(struct engine *eng, struct qp *qp);
+bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *meta);
+void cm_ext_proven(struct engine *eng, struct qp *qp);
 
 /* qp.c */
 struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr);

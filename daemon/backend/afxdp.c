@@ -288,15 +288,18 @@ static unsigned afxdp_ports_down(struct backend *b, uint32_t peer, const char **
 	return egress_ports_down(to_afxdp(b)->egress, peer, names, max, mono_ns());
 }
 
-/* A packet that the engine took came from peer through the port of its socket. */
+/*
+ * A packet that the engine took came from peer through the port of its
+ * socket: the CM answers it there; and if authenticated, the port works.
+ */
 static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32_t peer,
-			uint64_t now)
+			uint64_t now, bool authentic)
 {
 	struct afxdp *x = to_afxdp(b);
 	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 
 	if (s < x->nsocks)
-		egress_heard(x->egress, peer, x->sock_port[s], now);
+		egress_heard(x->egress, peer, x->sock_port[s], now, authentic);
 }
 
 /* Housekeeping on the worker's tick: links, next hops, port health (egress.h). */

@@ -90,8 +90,13 @@ struct backend_ops {
 	 * none of their own.
 	 */
 	void (*tick)(struct backend *b, uint64_t now);
-	/* Optional: the engine took pkt (one rx gave), from peer: the way it came works. */
-	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now);
+	/*
+	 * Optional: the engine took pkt (one rx gave), from peer: the way it came
+	 * works.  authentic false: a CONNECT_REQ the mode could not authenticate
+	 * ("none", "token"): only where the CM answers it may go, no port health.
+	 */
+	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now,
+		      bool authentic);
 	/*
 	 * Optional (NULL: always): about to sleep in poll() on poll_fds; false
 	 * when work arrived meanwhile that no fd would tell of.

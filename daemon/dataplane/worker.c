@@ -17,6 +17,7 @@
 #include "evfd.h"
 #include "log.h"
 #include "peers.h"
+#include "portaddr.h"
 #include "worker.h"
 
 #define BATCH		64
@@ -45,6 +46,7 @@ struct worker {
 	bool call_done;
 
 	struct worker_stats st;		/* written by the worker, copied under lock */
+	uint32_t rx_peer;		/* do_rx: whose the packet in engine_rx is (addr_ok) */
 	struct pollfd pfd[MAX_POLL_FDS];	/* sleep_until's */
 	int fds[MAX_POLL_FDS];
 };
@@ -80,6 +82,25 @@ static void serve_call(struct worker *w, uint64_t now)
 	pthread_mutex_unlock(&w->lock);
 }
 
+/*
+ * engine_set_addr_hook: a packet to a QP of peer came from src, which the
+ * table gave another handle (or none): it is the peer's if the peer claims
+ * src, or ("token") the REQ awaiting proof named it.  A port address two
+ * peers claim is so each one's (peers.h).
+ */
+static bool addr_ok(void *ctx, uint32_t peer, const struct engine_rx_meta *meta,
+		    const uint8_t *ext, size_t len)
+{
+	struct worker *w = ctx;
+	const struct mroc_addr *src = meta->src;
+
+	if (!src || !(peers_claims(w->cfg.be->peers, peer, src) ||
+		      (ext && portaddr_has(ext, len, src))))
+		return false;
+	w->rx_peer = peer;
+	return true;
+}
+
 /* Received packets into the engine.  Returns how many. */
 static int do_rx(struct worker *w, uint64_t now)
 {
@@ -88,7 +109,8 @@ static int do_rx(struct worker *w, uint64_t now)
 	int n = be->ops->rx(be, pkts, BATCH);
 
 	for (int i = 0; i < n; i++) {
-		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce };
+		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce,
+					       .src = &pkts[i].src };
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
 		bool req = pkts[i].len > 1 && pkts[i].data[1] == MROC_OP_CONNECT_REQ;
 		/* The backend's buffer, ours until rx_release: opened in place. */
@@ -98,16 +120,26 @@ static int do_rx(struct worker *w, uint64_t now)
 			w->st.rx_rejected++;
 			continue;
 		}
-
-		if (req ? peers_get_handle_req(be->peers, &pkts[i].src, &meta.peer) :
-			  peers_lookup(be->peers, &pkts[i].src, &meta.peer)) {
-			w->st.rx_unknown_source++;
-			continue;
+		if (req) {
+			if (peers_get_handle_req(be->peers, &pkts[i].src, &meta.peer)) {
+				w->st.rx_unknown_source++;
+				continue;
+			}
+		} else if (peers_lookup(be->peers, &pkts[i].src, &meta.peer)) {
+			/* Maybe its QP's peer's port address, not known yet (addr_ok). */
+			meta.peer = ENGINE_PEER_NONE;
 		}
-		if (engine_rx(w->cfg.eng, now, pkts[i].data, (size_t)len, &meta))
-			w->st.rx_rejected++;
-		else if (be->ops->heard)
-			be->ops->heard(be, &pkts[i], meta.peer, now);
+		w->rx_peer = meta.peer;
+		if (engine_rx(w->cfg.eng, now, pkts[i].data, (size_t)len, &meta)) {
+			if (meta.peer == ENGINE_PEER_NONE)
+				w->st.rx_unknown_source++;
+			else
+				w->st.rx_rejected++;
+		} else if (be->ops->heard && w->rx_peer != ENGINE_PEER_NONE) {
+			/* A REQ is authenticated only when sealed ("aead"). */
+			be->ops->heard(be, &pkts[i], w->rx_peer, now,
+				       !req || meta.sealed == ENGINE_RX_SEALED);
+		}
 	}
 	if (n > 0) {
 		be->ops->rx_release(be, pkts, n);
@@ -311,6 +343,8 @@ int worker_start(const struct worker_cfg *cfg, struct worker **out)
 	pthread_mutex_init(&w->call_lock, NULL);
 	pthread_mutex_init(&w->lock, NULL);
 	pthread_cond_init(&w->done_cond, NULL);
+	if (cfg->be->peers)
+		engine_set_addr_hook(cfg->eng, addr_ok, w);
 	err = -pthread_create(&w->thread, NULL, worker_main, w);
 	if (err) {
 		close(w->doorbell);

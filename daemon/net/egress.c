@@ -74,12 +74,13 @@ static bool arrived_from(const struct egress *e, const struct mroc_addr *src, ui
 	return true;
 }
 
-void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now)
+void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, bool authentic)
 {
 	if (peer >= e->max_peers || port >= e->nports)
 		return;
 	e->heard_port[peer] = (uint8_t)port;
-	porthealth_rx(e->health, peer, port, now);
+	if (authentic)
+		porthealth_rx(e->health, peer, port, now);
 }
 
 /* ---- the link monitor ----------------------------------------------------------- */

@@ -69,8 +69,12 @@ void egress_destroy(struct egress *e);
 
 /* A packet from (src, sport) came in through port: replies to it go back that way. */
 void egress_arrived(struct egress *e, const struct mroc_addr *src, uint16_t sport, unsigned port);
-/* The engine took a packet from peer that came in through port (CM, port health). */
-void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now);
+/*
+ * The engine took a packet from peer that came in through port: the CM
+ * answers it there; if authentic (not a CONNECT_REQ the mode could not
+ * authenticate: docs/PROTOCOL.md 11a), the port works (port health).
+ */
+void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, bool authentic);
 
 /*
  * The next hop of a packet to peer from source port sport, and the port

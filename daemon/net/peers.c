@@ -142,6 +142,40 @@ static uint32_t peers_slot(const struct peers *p, const struct mroc_addr *addr)
 	return i;
 }
 
+/* The index of slot value want (an exact (handle, kind)) for addr; it is there. */
+static uint32_t slot_find(const struct peers *p, const struct mroc_addr *addr, uint32_t want)
+{
+	uint32_t i = addr_hash(addr) & p->mask;
+
+	while (p->slots[i] && p->slots[i] != want)
+		i = (i + 1) & p->mask;
+	return i;
+}
+
+/* The empty slot where another entry for addr goes (after those it has). */
+static uint32_t slot_empty(const struct peers *p, const struct mroc_addr *addr)
+{
+	uint32_t i = addr_hash(addr) & p->mask;
+
+	while (p->slots[i])
+		i = (i + 1) & p->mask;
+	return i;
+}
+
+/*
+ * The slot of the peer whose primary address is addr, or the empty slot
+ * ending addr's run.  An address can be one peer's primary and other
+ * peers' port addresses (claims, peers.h): CONNECT_REQs find primaries only.
+ */
+static uint32_t slot_primary(const struct peers *p, const struct mroc_addr *addr)
+{
+	uint32_t i = addr_hash(addr) & p->mask, s;
+
+	while ((s = p->slots[i]) && (slot_kind(s) || !addr_eq(slot_addr(p, s), addr)))
+		i = (i + 1) & p->mask;
+	return i;
+}
+
 /* Empty slot i, moving later entries of its run back so every lookup still finds them. */
 static void slot_delete(struct peers *p, uint32_t i)
 {
@@ -164,7 +198,7 @@ static void slot_delete(struct peers *p, uint32_t i)
 
 static void alias_drop(struct peers *p, struct peer *pe, unsigned i)
 {
-	slot_delete(p, peers_slot(p, &pe->alias[i]));
+	slot_delete(p, slot_find(p, &pe->alias[i], slot_make(pe->handle, 1 + i)));
 	pe->alias_mask &= (uint16_t)~(1u << i);
 	memset(&pe->alias[i], 0, sizeof(pe->alias[i]));
 }
@@ -175,12 +209,33 @@ static void peer_release(struct peers *p, struct peer *pe)
 		if (pe->alias_mask & (1u << i))
 			alias_drop(p, pe, i);
 	pe->speaks_ports = false;
-	slot_delete(p, peers_slot(p, &pe->addr));
+	slot_delete(p, slot_find(p, &pe->addr, slot_make(pe->handle, 0)));
 	pe->live = false;
 	p->free[p->nfree++] = pe->handle;
 	p->count--;
 	if (p->release)
 		p->release(p->release_ctx, pe->handle);
+}
+
+/* 0 when addr is in the table as anyone's address, -ENOENT if not (marks nothing). */
+static int peers_lookup_quiet(const struct peers *p, const struct mroc_addr *addr)
+{
+	return p->slots[peers_slot(p, addr)] ? 0 : -ENOENT;
+}
+
+bool peers_claims(const struct peers *p, uint32_t handle, const struct mroc_addr *addr)
+{
+	const struct peer *pe = handle < p->limit && p->peer[handle].live ? &p->peer[handle] :
+									    NULL;
+
+	if (!pe)
+		return false;
+	if (addr_eq(&pe->addr, addr))
+		return true;
+	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
+		if ((pe->alias_mask & (1u << i)) && addr_eq(&pe->alias[i], addr))
+			return true;
+	return false;
 }
 
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
@@ -279,16 +334,14 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 
 	if (!addr_len(addr))
 		return -EINVAL;
-	i = peers_slot(p, addr);
-	if (req && p->slots[i] && slot_kind(p->slots[i])) {
-		/* A host's own address is its primary before it is anyone's port address. */
-		struct peer *owner = &p->peer[slot_handle(p->slots[i])];
-
-		alias_drop(p, owner, slot_kind(p->slots[i]) - 1);
-		p->st.alias_displaced++;
-		if (p->release)
-			p->release(p->release_ctx, owner->handle);
-	} else if (p->slots[i]) {
+	/*
+	 * A CONNECT_REQ comes from its sender's primary address, and is not
+	 * authenticated yet: it finds that peer, or makes one, and never takes
+	 * an address from a peer that claims it as a port address (#24: one
+	 * spoofed REQ from each of a peer's port addresses cut it off).
+	 */
+	i = req ? slot_primary(p, addr) : peers_slot(p, addr);
+	if (p->slots[i]) {
 		p->peer[slot_handle(p->slots[i])].touched = true;
 		*handle = slot_handle(p->slots[i]);
 		return 0;
@@ -306,8 +359,8 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 	pe->seen_ns = p->now;
 	pe->addr.family = addr->family;
 	memcpy(pe->addr.bytes, addr->bytes, addr_len(addr));
-	/* The eviction may have moved entries: find the empty slot again. */
-	p->slots[peers_slot(p, addr)] = slot_make(h, 0);
+	/* The eviction may have moved entries: find an empty slot again. */
+	p->slots[slot_empty(p, addr)] = slot_make(h, 0);
 	p->count++;
 	p->st.added++;
 	*handle = h;
@@ -351,12 +404,16 @@ int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *
 		}
 		if (!want)
 			continue;
-		j = peers_slot(p, &addr[i]);
+		j = slot_primary(p, &addr[i]);
 		if (p->slots[j]) {
-			/* Another live peer's (or its own primary): never stolen. */
+			/* A live peer's primary (or its own): a host's own address, refused. */
 			p->st.alias_refused++;
 			continue;
 		}
+		/* Another peer's port address too: both claims stand (peers_claims). */
+		if (!peers_lookup_quiet(p, &addr[i]))
+			p->st.alias_shared++;
+		j = slot_empty(p, &addr[i]);
 		pe->alias[i] = addr[i];
 		pe->alias_mask |= (uint16_t)(1u << i);
 		p->slots[j] = slot_make(handle, 1 + i);

@@ -54,7 +54,7 @@ struct peers_stats {
 	uint64_t full;			/* refused: full, nothing to evict */
 	uint64_t alias_added;		/* port addresses registered */
 	uint64_t alias_refused;		/* ... refused: another live peer's address */
-	uint64_t alias_displaced;	/* ... taken back: a CONNECT_REQ came from one */
+	uint64_t alias_shared;		/* ... that another peer claims too (both stand) */
 	uint64_t alias_bad;		/* announcements that did not decode (portaddr.h) */
 };
 
@@ -79,19 +79,28 @@ void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t hand
 int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
 /*
  * The same for the source of a CONNECT_REQ, which a peer sends from its
- * primary address: an address that is another peer's port address is taken
- * from it (alias_displaced) and becomes a peer of its own, so nobody can
- * claim a host's address before that host connects.
+ * primary address: the peer whose primary it is, or a new one; a port
+ * address another peer claims is left to it (the REQ is not authenticated
+ * yet: docs/PROTOCOL.md 11a), so nobody can claim a host's address before
+ * that host connects, and nobody can take it from a host that has.
  */
 int peers_get_handle_req(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
-/* Handle for addr (a primary or a port address) without adding it; -ENOENT if unknown. */
+/*
+ * Handle for addr (a primary or a port address) without adding it; -ENOENT
+ * if unknown.  An address two peers claim gives one of them: whether a
+ * packet is a given peer's is peers_claims'.
+ */
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
 /*
  * The port addresses handle's peer announced (addr[i] for port i where bit
- * i of mask is set), replacing those it had, and marks it speaks_ports.  An
- * address that is another live peer's (primary or port address), or its
- * own primary, is refused and counted, never taken.  Returns how many are
- * registered, -ENOENT for an unknown handle, -EINVAL for a bad address.
+ * i of mask is set), replacing those it had, and marks it speaks_ports.  A
+ * live peer's primary address (or its own) is refused and counted; one
+ * another peer claims as a port address is the claim of both (counted
+ * alias_shared): a claim takes nothing from anyone, since a packet is
+ * checked against the addresses of the QP's own peer (peers_claims), and
+ * only what the configured mode authenticated is announced (daemon.c).
+ * Returns how many are registered, -ENOENT for an unknown handle, -EINVAL
+ * for a bad address.
  */
 int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *addr,
 		      uint16_t mask);
@@ -108,6 +117,8 @@ void peers_announce(void *p, uint32_t handle, const uint8_t *ext, size_t len);
  * wants to run next.
  */
 uint64_t peers_sweep(struct peers *p, uint64_t now);
+/* addr is handle's primary or one of the port addresses it announced. */
+bool peers_claims(const struct peers *p, uint32_t handle, const struct mroc_addr *addr);
 /* NULL for an unknown or released handle. */
 struct peer *peers_get(struct peers *p, uint32_t handle);
 /* Every handle in use is below this (tables indexed by handle size on it). */

@@ -60,3 +60,16 @@ int portaddr_decode(const uint8_t *buf, size_t len, struct mroc_addr *addr, uint
 	*mask = seen;
 	return 0;
 }
+
+bool portaddr_has(const uint8_t *buf, size_t len, const struct mroc_addr *a)
+{
+	struct mroc_addr addr[PORTADDR_MAX];
+	uint16_t mask;
+
+	if (portaddr_decode(buf, len, addr, &mask))
+		return false;
+	for (unsigned i = 0; i < PORTADDR_MAX; i++)
+		if ((mask & (1u << i)) && addr_eq(&addr[i], a))
+			return true;
+	return false;
+}

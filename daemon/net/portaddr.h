@@ -9,6 +9,7 @@
 #ifndef MROCD_PORTADDR_H
 #define MROCD_PORTADDR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,5 +33,7 @@ int portaddr_encode(const struct mroc_addr *addr, unsigned n, uint8_t *buf, size
  * after its fourth, or an unspecified address.
  */
 int portaddr_decode(const uint8_t *buf, size_t len, struct mroc_addr *addr, uint16_t *mask);
+/* a is one of the addresses the announcement in buf names (false if it does not decode). */
+bool portaddr_has(const uint8_t *buf, size_t len, const struct mroc_addr *a);
 
 #endif

@@ -111,7 +111,7 @@ run() {
 
 	for n in a b; do
 		c=$(e2e_admin $n counters | jq -c .peers)
-		[ "$(jq '.alias_refused + .alias_bad + .alias_displaced' <<<"$c")" = 0 ] ||
+		[ "$(jq '.alias_refused + .alias_bad + .alias_shared' <<<"$c")" = 0 ] ||
 			fail "$n: port addresses refused or malformed: $c"
 		e2e_stop $n
 		[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC"

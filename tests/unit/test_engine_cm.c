@@ -472,7 +472,24 @@ static struct pair_pkt *first_cm(struct pair *p, int from, uint8_t op)
 	return &cap->pkt[0];
 }
 
-/* Each side's REQ/REP extension reaches the other's hook, in every security mode. */
+/* A sends B a packet on the connected QP (a WRITE): the proof that it got B's REP. */
+static void a_writes(struct pair *p)
+{
+	struct pair_mem *ma = pair_mem_new(p, PAIR_A, 4096, 1, ENGINE_ACCESS_ALL);
+	struct pair_mem *mb = pair_mem_new(p, PAIR_B, 4096, 1, ENGINE_ACCESS_ALL);
+	struct engine_wr wr = { .wr_id = 77, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+				.lkey = ma->lkey, .len = 100, .rkey = mb->rkey };
+
+	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
+	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 77);
+}
+
+/*
+ * Each side's REQ/REP extension reaches the other's hook, in every security
+ * mode: the REP's at once, the REQ's (which anyone could have sent, from
+ * any address) at the first packet to the QP it connected (#24 item 1).
+ */
 static void test_cm_ext_round_trip(void **state)
 {
 	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN };
@@ -482,6 +499,9 @@ static void test_cm_ext_round_trip(void **state)
 		struct pair *p = ext_pair(state, modes[m], MROC_CM_EXT_MAX, 1, seen);
 
 		pair_connect(p, NULL, NULL, SVC);
+		expect_ext(&seen[PAIR_A], 1, PAIR_B, 1, 0x5b);
+		assert_int_equal(seen[PAIR_B].calls, 0);
+		a_writes(p);
 		expect_ext(&seen[PAIR_B], 1, PAIR_A, MROC_CM_EXT_MAX, 0xa5);
 		expect_ext(&seen[PAIR_A], 1, PAIR_B, 1, 0x5b);
 		pair_free(p);
@@ -505,7 +525,13 @@ static void test_cm_ext_one_side(void **state)
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 20, 0x5b);
 }
 
-/* The REP was lost: the duplicate REQ's extension goes up again, and the REP's once. */
+/*
+ * The REP was lost: the duplicate REQ gets the REP again and announces
+ * nothing (#24 item 3: in "token" anyone knowing the QPNs re-pointed our
+ * traffic with one); the first REQ's goes up once A's first packet came,
+ * the REP's once.  A forged duplicate with other port addresses, later,
+ * changes nothing.
+ */
 static void test_cm_ext_duplicate_req(void **state)
 {
 	struct ext_seen seen[2];
@@ -518,8 +544,36 @@ static void test_cm_ext_duplicate_req(void **state)
 	start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-	expect_ext(&seen[PAIR_B], 2, PAIR_A, 30, 0xa5);
+	assert_int_equal(seen[PAIR_B].calls, 0);
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 40, 0x5b);
+	p->filter = NULL;
+	a_writes(p);
+	expect_ext(&seen[PAIR_B], 1, PAIR_A, 30, 0xa5);
+}
+
+/* A forged duplicate REQ of a connected QP, with other port addresses: nothing goes up. */
+static void test_cm_ext_forged_duplicate(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct ext_seen seen[2];
+		struct pair *p = ext_pair(state, modes[m], 30, 40, seen);
+		struct pair_pkt forged = *first_cm(p, PAIR_A, MROC_OP_CONNECT_REQ);
+
+		pair_deliver(p, &forged);
+		pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		a_writes(p);
+		expect_ext(&seen[PAIR_B], 1, PAIR_A, 30, 0xa5);
+		memset(forged.data + MROC_HDR_LEN + MROC_CM_HDR_LEN + 2, 0x66, 30);
+		pair_deliver(p, &forged);
+		pair_pump(p);
+		expect_ext(&seen[PAIR_B], 1, PAIR_A, 30, 0xa5);
+		assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);
+		pair_free(p);
+		*state = NULL;
+	}
 }
 
 /*
@@ -563,8 +617,9 @@ static void test_cm_ext_malformed(void **state)
 	pair_deliver(p, &pkt);
 	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-	expect_ext(&seen[PAIR_B], 1, PAIR_A, 8, 0xa5);
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 8, 0x5b);
+	a_writes(p);
+	expect_ext(&seen[PAIR_B], 1, PAIR_A, 8, 0xa5);
 }
 
 /* "token": the REP's tag covers the extension; an altered one is dropped before it goes up. */
@@ -1068,6 +1123,7 @@ int main(void)
 		T(test_cm_ext_round_trip),
 		T(test_cm_ext_one_side),
 		T(test_cm_ext_duplicate_req),
+		T(test_cm_ext_forged_duplicate),
 		T(test_cm_ext_malformed),
 		T(test_cm_ext_tagged),
 		T(test_disconnect_peer),

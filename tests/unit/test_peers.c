@@ -860,8 +860,10 @@ static void test_alias_add_lookup(void **state)
 }
 
 /*
- * Another live peer's address (primary or port address) is never taken; a
- * CONNECT_REQ from a port address gives it back to the host it belongs to.
+ * A live peer's primary is never taken as a port address; a port address
+ * two peers claim is both's (neither loses it); a CONNECT_REQ from a port
+ * address (#24 item 1: spoofed, it cut the peer off) makes a peer of its
+ * own beside the claim and takes nothing from the claimant.
  */
 static void test_alias_refused(void **state)
 {
@@ -878,30 +880,49 @@ static void test_alias_refused(void **state)
 	al[0] = addr("10.1.0.2");
 	assert_int_equal(peers_set_aliases(p, ha, al, 0x1), 1);
 
-	/* B claims A's port address, A's primary and its own primary. */
+	/* B claims A's port address, A's primary and its own primary: the primaries refused. */
 	al[0] = addr("10.1.0.2");
 	al[1] = addr("10.9.0.2");
 	al[2] = addr("10.9.0.3");
 	al[3] = addr("10.1.0.3");
-	assert_int_equal(peers_set_aliases(p, hb, al, 0xf), 1);
-	assert_int_equal(peers_get(p, hb)->alias_mask, 0x8);
-	assert_maps(p, "10.1.0.2", ha);
+	assert_int_equal(peers_set_aliases(p, hb, al, 0xf), 2);
+	assert_int_equal(peers_get(p, hb)->alias_mask, 0x9);
 	assert_maps(p, "10.9.0.2", ha);
 	peers_get_stats(p, &st);
-	assert_int_equal(st.alias_refused, 3);
+	assert_int_equal(st.alias_refused, 2);
+	assert_int_equal(st.alias_shared, 1);
+	/* A still has its port address; B's claim is B's. */
+	a = addr("10.1.0.2");
+	assert_true(peers_claims(p, ha, &a));
+	assert_true(peers_claims(p, hb, &a));
+	a = addr("10.9.0.2");
+	assert_false(peers_claims(p, hb, &a));
 
 	/* A connection to B's port address goes to B. */
 	a = addr("10.1.0.3");
 	assert_int_equal(peers_get_handle(p, &a, &h), 0);
 	assert_int_equal(h, hb);
-	/* A CONNECT_REQ from B's port address: it becomes a peer of its own. */
+	/* A (spoofed) CONNECT_REQ from A's port address: a peer of its own, A keeps it. */
+	a = addr("10.1.0.2");
 	assert_int_equal(peers_get_handle_req(p, &a, &h), 0);
+	assert_int_not_equal(h, ha);
 	assert_int_not_equal(h, hb);
-	assert_int_equal(peers_get(p, hb)->alias_mask, 0);
-	peers_get_stats(p, &st);
-	assert_int_equal(st.alias_displaced, 1);
-	assert_int_equal(peers_lookup(p, &a, &ha), 0);
-	assert_int_equal(ha, h);
+	assert_int_equal(peers_get(p, ha)->alias_mask, 0x1);
+	assert_int_equal(peers_get(p, hb)->alias_mask, 0x9);
+	assert_true(peers_claims(p, ha, &a));
+	assert_true(peers_claims(p, h, &a));
+	/* The same again finds that peer; a REQ from A's primary finds A. */
+	assert_int_equal(peers_get_handle_req(p, &a, &hb), 0);
+	assert_int_equal(hb, h);
+	a = addr("10.9.0.2");
+	assert_int_equal(peers_get_handle_req(p, &a, &h), 0);
+	assert_int_equal(h, ha);
+	/* The REQ's peer leaves (never proven): A's claim is whole, lookups still find it. */
+	peers_sweep(p, SEC);
+	peers_sweep(p, SEC + PEERS_SWEEP_NS);
+	peers_sweep(p, SEC + PEERS_SWEEP_NS + PEERS_UNPROVEN_NS);
+	a = addr("10.1.0.2");
+	assert_true(peers_claims(p, ha, &a) || !peers_get(p, ha));
 	peers_destroy(p);
 }
 
