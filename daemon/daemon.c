@@ -463,9 +463,12 @@ static int start_aead(struct mrocd *d)
 	rc = aead_keys_load(s->key_file, ks, err, sizeof(err));
 	if (rc)
 		pr_err("security.key_file: %s", err);
-	for (unsigned k = 0; !rc && k < d->nworkers; k++)
+	for (unsigned k = 0; !rc && k < d->nworkers; k++) {
 		if ((rc = aead_create(ks, s->key_id, &d->wk[k].aead)))
 			pr_err("security: AES-GCM with key %u: %s", s->key_id, strerror(-rc));
+		else	/* a replayed CONNECT_REQ may reach any worker */
+			aead_share_replay(d->wk[k].aead, d->wk[0].aead);
+	}
 	explicit_bzero(ks, sizeof(*ks));
 	free(ks);
 	return rc;

@@ -69,6 +69,8 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "aead_rx_bad_key", st->aead.rx_bad_key);
 	SET(o, "aead_rx_short", st->aead.rx_short);
 	SET(o, "aead_rx_plain", st->aead.rx_plain);
+	SET(o, "aead_rx_stale", st->aead.rx_stale);
+	SET(o, "aead_rx_derive_limited", st->aead.rx_derive_limited);
 	return o;
 }
 

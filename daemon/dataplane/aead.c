@@ -9,6 +9,8 @@
 #include <string.h>
 #include <sys/random.h>
 #include <sys/stat.h>
+#include <pthread.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/core_names.h>
@@ -153,16 +155,46 @@ struct aead_peer {
 	EVP_CIPHER_CTX *ctx;
 };
 
+/*
+ * Fresh CONNECT_REQs (docs/PROTOCOL.md 11a): a REQ's seq is its sender's
+ * clock (CLOCK_REALTIME, ns) when sealed; it is taken within AEAD_FRESH_NS
+ * of ours, and only above the last REQ taken from that sender, so each is
+ * taken once.  Shared by the workers of a daemon (a replay may reach any):
+ * a table of senders direct-mapped by hash under a lock (REQs are rare).
+ * A sender pushed out while its last REQ is still in the window raises
+ * floor, below which nobody's REQ is taken; so does the start (a REQ sealed
+ * before we started may have been taken by the daemon before us).
+ */
+#define REPLAY_SLOTS	4096
+
+struct aead_replay {
+	pthread_mutex_t lock;
+	uint64_t floor;
+	struct { uint64_t sender, last; } s[REPLAY_SLOTS];
+	int refs;
+};
+
 struct aead {
 	struct aead_keyset keys;
 	EVP_KDF *kdf;
 	uint32_t tx_key_id;
 	uint64_t sender;	/* random per start: a fresh packet key */
-	uint64_t seq;		/* packets sealed: the nonce */
+	uint64_t seq;		/* packets sealed: the nonce (a REQ's: a clock) */
 	EVP_CIPHER_CTX *tx;
 	struct aead_peer rx[RX_CACHE];
+	struct aead_replay *replay;
+	/* key derivations for senders not in rx[]: a bucket of AEAD_DERIVE_BURST */
+	uint64_t derive_tokens, derive_at_ns;
 	struct aead_stats st;
 };
+
+static uint64_t clock_ns(clockid_t c)
+{
+	struct timespec ts;
+
+	clock_gettime(c, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
 
 static void put32(uint8_t *b, uint32_t v)
 {
@@ -251,6 +283,15 @@ int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead 
 		aead_destroy(a);
 		return -EIO;
 	}
+	a->replay = calloc(1, sizeof(*a->replay));
+	if (!a->replay) {
+		aead_destroy(a);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&a->replay->lock, NULL);
+	a->replay->refs = 1;
+	a->replay->floor = clock_ns(CLOCK_REALTIME);
+	a->derive_tokens = AEAD_DERIVE_BURST;
 	a->kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
 	a->tx = a->kdf ? packet_ctx(a, k, a->sender, true) : NULL;
 	if (!a->tx) {
@@ -261,10 +302,37 @@ int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead 
 	return 0;
 }
 
+static void replay_put(struct aead_replay *r)
+{
+	bool last;
+
+	if (!r)
+		return;
+	pthread_mutex_lock(&r->lock);
+	last = !--r->refs;
+	pthread_mutex_unlock(&r->lock);
+	if (!last)
+		return;
+	pthread_mutex_destroy(&r->lock);
+	free(r);
+}
+
+void aead_share_replay(struct aead *a, struct aead *with)
+{
+	if (!a || !with || a->replay == with->replay)
+		return;
+	replay_put(a->replay);
+	pthread_mutex_lock(&with->replay->lock);
+	with->replay->refs++;
+	pthread_mutex_unlock(&with->replay->lock);
+	a->replay = with->replay;
+}
+
 void aead_destroy(struct aead *a)
 {
 	if (!a)
 		return;
+	replay_put(a->replay);
 	EVP_CIPHER_CTX_free(a->tx);
 	for (unsigned i = 0; i < RX_CACHE; i++)
 		EVP_CIPHER_CTX_free(a->rx[i].ctx);
@@ -302,6 +370,12 @@ int aead_seal(struct aead *a, struct engine_txbuf *b)
 		return 0;
 	if (len < MROC_HDR_LEN || b->cap < len + AEAD_TRAILER_LEN)
 		return -EMSGSIZE;
+	if (p[1] == MROC_OP_CONNECT_REQ) {
+		uint64_t now = clock_ns(CLOCK_REALTIME);
+
+		if (a->seq < now)
+			a->seq = now;	/* still above every seq used: nonces stay unique */
+	}
 	p[2] |= AEAD_F_SEALED;
 	clear = clear_span(p, len);
 	tr = p + len;
@@ -321,23 +395,89 @@ int aead_seal(struct aead *a, struct engine_txbuf *b)
 	return 0;
 }
 
-/* The receive context for (key id, sender): cached, or derived into the next slot. */
-static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender)
+/* The slot of (key id, sender) in the receive cache. */
+static struct aead_peer *rx_slot(struct aead *a, uint32_t key_id, uint64_t sender)
+{
+	return &a->rx[(uint32_t)((sender ^ ((uint64_t)key_id << 32)) * 0x9e3779b97f4a7c15ULL >>
+				 54) % RX_CACHE];
+}
+
+/*
+ * A key derivation for a sender not in the cache, if the bucket allows
+ * (AEAD_DERIVE_BURST, refilled at AEAD_DERIVE_PER_S): anyone can send a
+ * made-up sender id, and each costs an HKDF and a cipher context.
+ */
+static bool derive_allowed(struct aead *a)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
+	uint64_t add = (now - a->derive_at_ns) * AEAD_DERIVE_PER_S / 1000000000ULL;
+
+	if (add) {
+		a->derive_tokens = a->derive_tokens + add > AEAD_DERIVE_BURST ? AEAD_DERIVE_BURST :
+										a->derive_tokens + add;
+		a->derive_at_ns = now;
+	}
+	if (!a->derive_tokens) {
+		a->st.rx_derive_limited++;
+		return false;
+	}
+	a->derive_tokens--;
+	return true;
+}
+
+/*
+ * The receive context for (key id, sender): cached, or derived (*fresh set:
+ * the caller keeps it only if the packet opens, so a forged sender never
+ * pushes a real one out of the cache).  NULL: unknown key, or the bucket is
+ * empty (*why).
+ */
+static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender, bool *fresh,
+			      int *why)
 {
 	const struct aead_key *k;
-	struct aead_peer *e;
+	struct aead_peer *e = rx_slot(a, key_id, sender);
 
-	e = &a->rx[(uint32_t)((sender ^ ((uint64_t)key_id << 32)) * 0x9e3779b97f4a7c15ULL >> 54) %
-		   RX_CACHE];
+	*fresh = false;
 	if (e->ctx && e->key_id == key_id && e->sender == sender)
 		return e->ctx;
 	k = aead_keys_find(&a->keys, key_id);
-	if (!k)
+	if (!k) {
+		a->st.rx_bad_key++;
+		*why = -ENOKEY;
 		return NULL;
-	EVP_CIPHER_CTX_free(e->ctx);
-	*e = (struct aead_peer){ .key_id = key_id, .sender = sender,
-				 .ctx = packet_ctx(a, k, sender, false) };
-	return e->ctx;
+	}
+	if (!derive_allowed(a)) {
+		*why = -EBUSY;
+		return NULL;
+	}
+	*fresh = true;
+	*why = -ENOMEM;
+	return packet_ctx(a, k, sender, false);
+}
+
+/* A REQ of sender's sealed at seq (its clock): fresh, and not taken before?  Marks it taken. */
+static bool req_fresh(struct aead *a, uint64_t sender, uint64_t seq)
+{
+	struct aead_replay *r = a->replay;
+	uint64_t now = clock_ns(CLOCK_REALTIME);
+	bool ok;
+	unsigned i = (unsigned)((sender * 0x9e3779b97f4a7c15ULL) >> 52) % REPLAY_SLOTS;
+
+	if (seq + AEAD_FRESH_NS < now || seq > now + AEAD_FRESH_NS)
+		return false;
+	pthread_mutex_lock(&r->lock);
+	if (r->s[i].sender != sender) {
+		/* Its last REQ may still be in the window: nobody's older one is taken now. */
+		if (r->s[i].last + AEAD_FRESH_NS >= now && r->s[i].last > r->floor)
+			r->floor = r->s[i].last;
+		r->s[i].sender = sender;
+		r->s[i].last = 0;
+	}
+	ok = seq > r->floor && seq > r->s[i].last;
+	if (ok)
+		r->s[i].last = seq;
+	pthread_mutex_unlock(&r->lock);
+	return ok;
 }
 
 int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
@@ -345,7 +485,8 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 	uint8_t iv[12], *tr;
 	EVP_CIPHER_CTX *ctx;
 	size_t clear;
-	int n = 0, m = 0, fin = 0;
+	bool fresh;
+	int n = 0, m = 0, fin = 0, why;
 
 	*sealed = ENGINE_RX_PLAIN;
 	if (len < MROC_HDR_LEN || !(p[2] & AEAD_F_SEALED)) {
@@ -366,11 +507,9 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 		*sealed = ENGINE_RX_UNVERIFIED;
 		return (int)len;
 	}
-	ctx = rx_ctx(a, get32(tr), get64(tr + 4));
-	if (!ctx) {
-		a->st.rx_bad_key++;
-		return -ENOKEY;
-	}
+	ctx = rx_ctx(a, get32(tr), get64(tr + 4), &fresh, &why);
+	if (!ctx)
+		return why;
 	clear = clear_span(p, len);
 	nonce_of(iv, get64(tr + 12));
 	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) ||
@@ -379,8 +518,21 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 	    (len > clear && !EVP_DecryptUpdate(ctx, p + clear, &m, p + clear, (int)(len - clear))) ||
 	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, AEAD_TAG_LEN, tr + 20) ||
 	    EVP_DecryptFinal_ex(ctx, p + clear + m, &fin) <= 0) {
+		if (fresh)
+			EVP_CIPHER_CTX_free(ctx);
 		a->st.rx_bad_tag++;
 		return -EBADMSG;
+	}
+	if (fresh) {
+		/* Proven: it holds a key of ours.  Into the cache. */
+		struct aead_peer *e = rx_slot(a, get32(tr), get64(tr + 4));
+
+		EVP_CIPHER_CTX_free(e->ctx);
+		*e = (struct aead_peer){ .key_id = get32(tr), .sender = get64(tr + 4), .ctx = ctx };
+	}
+	if (p[1] == MROC_OP_CONNECT_REQ && !req_fresh(a, get64(tr + 4), get64(tr + 12))) {
+		a->st.rx_stale++;
+		return -ESTALE;
 	}
 	p[2] &= (uint8_t)~AEAD_F_SEALED;
 	*sealed = ENGINE_RX_SEALED;

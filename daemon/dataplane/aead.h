@@ -32,6 +32,11 @@
 #define AEAD_MAX_KEYS		16
 #define AEAD_TAG_LEN		16
 #define AEAD_TRAILER_LEN	(4 + 8 + 8 + AEAD_TAG_LEN)
+/* A CONNECT_REQ is taken this close to our clock (CLOCK_REALTIME), once (aead.c). */
+#define AEAD_FRESH_NS		10000000000ULL
+/* Key derivations for senders not heard from yet: at most this many at once, this many a second. */
+#define AEAD_DERIVE_BURST	64
+#define AEAD_DERIVE_PER_S	256
 
 struct aead_keyset {
 	uint32_t n;
@@ -58,6 +63,8 @@ struct aead_stats {
 	uint64_t rx_bad_key;		/* key id not in the key file */
 	uint64_t rx_short;		/* flag set, no room for the trailer */
 	uint64_t rx_plain;		/* no trailer (handed on as plain: the engine refuses) */
+	uint64_t rx_stale;		/* a CONNECT_REQ out of the window, or taken before */
+	uint64_t rx_derive_limited;	/* an unknown sender's packet, over the derivation budget */
 };
 
 struct aead;
@@ -65,6 +72,8 @@ struct aead;
 /* tx_key_id 0: the highest id in the set.  -ENOKEY if tx_key_id is not in it. */
 int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead **out);
 void aead_destroy(struct aead *a);
+/* a takes the table of CONNECT_REQs taken that with has (the workers of one daemon share one). */
+void aead_share_replay(struct aead *a, struct aead *with);
 
 /*
  * Seal the packet in b in place (b->cap must have AEAD_TRAILER_LEN bytes

@@ -113,19 +113,38 @@ static int do_rx(struct worker *w, uint64_t now)
 					       .src = &pkts[i].src };
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
 		bool req = pkts[i].len > 1 && pkts[i].data[1] == MROC_OP_CONNECT_REQ;
-		/* The backend's buffer, ours until rx_release: opened in place. */
-		int len = aead_open(w->cfg.aead, (uint8_t *)pkts[i].data, pkts[i].len, &meta.sealed);
+		bool known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
+		int len;
 
+		/*
+		 * "aead": no key derivation for a source we do not know unless it
+		 * asks to connect; a port address is known before anything is
+		 * sent from it (the sealed REQ or REP announced it).
+		 */
+		if (w->cfg.aead && !known && !req) {
+			w->st.rx_unknown_source++;
+			continue;
+		}
+		/* The backend's buffer, ours until rx_release: opened in place. */
+		len = aead_open(w->cfg.aead, (uint8_t *)pkts[i].data, pkts[i].len, &meta.sealed);
 		if (len < 0) {
 			w->st.rx_rejected++;
 			continue;
 		}
-		if (req) {
+		/*
+		 * A new peer only for a REQ the mode authenticated as far as it can:
+		 * sealed in "aead" (an unsealed one from a peer we know gets its
+		 * refusal; from anyone else, nothing); from its source in the others.
+		 */
+		if (req && (!w->cfg.aead || meta.sealed == ENGINE_RX_SEALED)) {
 			if (peers_get_handle_req(be->peers, &pkts[i].src, &meta.peer)) {
 				w->st.rx_unknown_source++;
 				continue;
 			}
-		} else if (peers_lookup(be->peers, &pkts[i].src, &meta.peer)) {
+		} else if (req && !known) {
+			w->st.rx_unknown_source++;
+			continue;
+		} else if (!known) {
 			/* Maybe its QP's peer's port address, not known yet (addr_ok). */
 			meta.peer = ENGINE_PEER_NONE;
 		}

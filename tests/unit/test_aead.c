@@ -110,8 +110,12 @@ static void test_flipped_bits(void **state)
 		tried++;
 	}
 	aead_get_stats(rx, &st);
-	/* Bits in the key id field fail as unknown keys, the rest as bad tags. */
-	assert_int_equal(st.rx_bad_tag + st.rx_bad_key, tried);
+	/*
+	 * Bits in the key id field fail as unknown keys, the rest as bad tags,
+	 * but those in the sender id past the derivation budget (each a sender
+	 * never heard from).
+	 */
+	assert_int_equal(st.rx_bad_tag + st.rx_bad_key + st.rx_derive_limited, tried);
 	assert_true(st.rx_bad_tag > 0);
 	assert_int_equal(st.rx_opened, 0);
 	aead_destroy(tx);
@@ -211,6 +215,104 @@ static void test_full_buffer(void **state)
 	aead_destroy(rx);
 }
 
+/* A CONNECT_REQ sealed by tx in s (the REQ's seq is tx's clock). */
+static void seal_req(struct aead *a, struct sealed *s)
+{
+	struct engine_txbuf b = { .data = s->buf, .cap = sizeof(s->buf) };
+
+	memset(s->buf, 0, MROC_HDR_LEN + MROC_CM_HDR_LEN);
+	s->buf[0] = MROC_WIRE_VERSION;
+	s->buf[1] = MROC_OP_CONNECT_REQ;
+	s->buf[11] = 0x99;			/* src QPN */
+	s->olen = b.len = MROC_HDR_LEN + MROC_CM_HDR_LEN;
+	memcpy(s->orig, s->buf, s->olen);
+	assert_int_equal(aead_seal(a, &b), 0);
+	s->len = b.len;
+}
+
+/*
+ * #24 item 6: a sealed CONNECT_REQ is taken once.  Its replay is refused
+ * (rx_stale), by this worker and by another of the daemon (a shared
+ * table), and by a daemon started after it was sealed; the sender's next
+ * REQ is taken.  Other packets open again (the transport's windows refuse
+ * their replays).
+ */
+static void test_req_replay(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx, *rx2, *later;
+	struct aead_stats st;
+	struct sealed s, s2;
+	uint8_t sealed, copy[1024];
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx2), 0);
+	aead_share_replay(rx2, rx);
+	seal_req(tx, &s);
+	memcpy(copy, s.buf, s.len);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), (int)s.olen);
+	assert_int_equal(sealed, ENGINE_RX_SEALED);
+	memcpy(s.buf, copy, s.len);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), -ESTALE);
+	memcpy(s.buf, copy, s.len);
+	assert_int_equal(aead_open(rx2, s.buf, s.len, &sealed), -ESTALE);
+	/* Sealed before this one started: refused too. */
+	assert_int_equal(aead_create(&ks, 0, &later), 0);
+	memcpy(s.buf, copy, s.len);
+	assert_int_equal(aead_open(later, s.buf, s.len, &sealed), -ESTALE);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_stale, 1);
+	assert_int_equal(st.rx_opened, 1);
+	/* The sender's next REQ is taken. */
+	seal_req(tx, &s2);
+	assert_int_equal(aead_open(rx2, s2.buf, s2.len, &sealed), (int)s2.olen);
+	aead_destroy(tx);
+	aead_destroy(rx);
+	aead_destroy(rx2);
+	aead_destroy(later);
+}
+
+/*
+ * #24 item 7: made-up sender ids cost at most AEAD_DERIVE_BURST key
+ * derivations at once (then counted, rx_derive_limited), and never push a
+ * real sender's context out: its packets still open, none of them needing
+ * a derivation.
+ */
+static void test_forged_senders(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	struct sealed s;
+	uint8_t sealed, pkt[1024];
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	seal_one(tx, &s);
+	memcpy(pkt, s.buf, s.len);
+	assert_int_equal(aead_open(rx, pkt, s.len, &sealed), (int)s.olen);
+	for (uint32_t i = 0; i < 20000; i++) {
+		memcpy(pkt, s.buf, s.len);
+		memcpy(pkt + s.olen + 4, &i, sizeof(i));	/* every slot of the cache, in turn */
+		pkt[s.olen + 4 + 7] ^= (uint8_t)(i * 7);
+		assert_true(aead_open(rx, pkt, s.len, &sealed) < 0);
+	}
+	aead_get_stats(rx, &st);
+	assert_true(st.rx_derive_limited >= 20000 - AEAD_DERIVE_BURST - 2 * AEAD_DERIVE_PER_S);
+	assert_int_equal(st.rx_bad_tag + st.rx_derive_limited, 20000);
+	for (int k = 0; k < 100; k++) {
+		seal_one(tx, &s);
+		assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), (int)s.olen);
+	}
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_opened, 101);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -219,6 +321,8 @@ int main(void)
 		cmocka_unit_test(test_wrong_key),
 		cmocka_unit_test(test_plain_and_keyless),
 		cmocka_unit_test(test_full_buffer),
+		cmocka_unit_test(test_req_replay),
+		cmocka_unit_test(test_forged_senders),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -1,0 +1,144 @@
+// SPDX-License-Identifier: MIT
+/*
+ * One UDP payload, given in hex, sent COUNT times from any source address
+ * (raw IPv4 or IPv6, source spoofed), INTERVAL_MS apart: forged or replayed
+ * MetaRoCE packets for the end-to-end attack tests (test_trust_net.sh).
+ *
+ *   spoof_udp SRC_IP SPORT DST_IP DPORT HEX COUNT INTERVAL_MS
+ *
+ * SRC_IP and DST_IP of one family.  Needs CAP_NET_RAW.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/ip.h>
+#include <netinet/ip6.h>
+#include <netinet/udp.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#define MAX_PAYLOAD	2048
+
+static int unhex(const char *s, uint8_t *out, size_t cap)
+{
+	size_t n = strlen(s);
+
+	if (n % 2 || n / 2 > cap)
+		return -1;
+	for (size_t i = 0; i < n / 2; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -1;
+		out[i] = (uint8_t)v;
+	}
+	return (int)(n / 2);
+}
+
+/* The UDP checksum over the IPv6 pseudo-header (IPv6 requires one). */
+static uint16_t csum6(const struct in6_addr *s, const struct in6_addr *d, const uint8_t *udp,
+		      size_t len)
+{
+	uint32_t sum = 0;
+
+	for (int i = 0; i < 16; i += 2) {
+		sum += (uint32_t)(s->s6_addr[i] << 8 | s->s6_addr[i + 1]);
+		sum += (uint32_t)(d->s6_addr[i] << 8 | d->s6_addr[i + 1]);
+	}
+	sum += (uint32_t)len + IPPROTO_UDP;
+	for (size_t i = 0; i < len; i += 2)
+		sum += (uint32_t)(udp[i] << 8 | (i + 1 < len ? udp[i + 1] : 0));
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	sum = ~sum & 0xffff;
+	return (uint16_t)(sum ? sum : 0xffff);
+}
+
+int main(int argc, char **argv)
+{
+	static uint8_t buf[sizeof(struct ip6_hdr) + sizeof(struct udphdr) + MAX_PAYLOAD];
+	uint8_t payload[MAX_PAYLOAD];
+	struct sockaddr_storage dst = { 0 };
+	socklen_t dlen;
+	size_t hl, total;
+	int fd, one = 1, plen, count, interval;
+	struct udphdr *udp;
+
+	if (argc != 8 || (plen = unhex(argv[5], payload, sizeof(payload))) < 0 ||
+	    (count = atoi(argv[6])) <= 0 || (interval = atoi(argv[7])) < 0) {
+		fprintf(stderr, "usage: spoof_udp SRC_IP SPORT DST_IP DPORT HEX COUNT INTERVAL_MS\n");
+		return 2;
+	}
+	if (strchr(argv[1], ':')) {
+		struct ip6_hdr *ip = (struct ip6_hdr *)buf;
+		struct sockaddr_in6 *d = (struct sockaddr_in6 *)&dst;
+
+		if (inet_pton(AF_INET6, argv[1], &ip->ip6_src) != 1 ||
+		    inet_pton(AF_INET6, argv[3], &ip->ip6_dst) != 1)
+			goto bad_addr;
+		hl = sizeof(*ip);
+		total = hl + sizeof(*udp) + (size_t)plen;
+		ip->ip6_flow = htonl(6u << 28);
+		ip->ip6_plen = htons((uint16_t)(total - hl));
+		ip->ip6_nxt = IPPROTO_UDP;
+		ip->ip6_hlim = 64;
+		d->sin6_family = AF_INET6;
+		d->sin6_addr = ip->ip6_dst;
+		dlen = sizeof(*d);
+		fd = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW);
+	} else {
+		struct iphdr *ip = (struct iphdr *)buf;
+		struct sockaddr_in *d = (struct sockaddr_in *)&dst;
+
+		if (inet_pton(AF_INET, argv[1], &ip->saddr) != 1 ||
+		    inet_pton(AF_INET, argv[3], &ip->daddr) != 1)
+			goto bad_addr;
+		hl = sizeof(*ip);
+		total = hl + sizeof(*udp) + (size_t)plen;
+		ip->version = 4;
+		ip->ihl = 5;
+		ip->ttl = 64;
+		ip->protocol = IPPROTO_UDP;
+		ip->tot_len = htons((uint16_t)total);	/* the kernel fills in the checksum */
+		d->sin_family = AF_INET;
+		d->sin_addr.s_addr = ip->daddr;
+		dlen = sizeof(*d);
+		fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+		if (fd >= 0 && setsockopt(fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one))) {
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd < 0) {
+		perror("spoof_udp: raw socket");
+		return 1;
+	}
+	udp = (struct udphdr *)(buf + hl);
+	udp->source = htons((uint16_t)atoi(argv[2]));
+	udp->dest = htons((uint16_t)atoi(argv[4]));
+	udp->len = htons((uint16_t)(sizeof(*udp) + (size_t)plen));
+	memcpy(udp + 1, payload, (size_t)plen);
+	if (hl == sizeof(struct ip6_hdr)) {
+		struct ip6_hdr *ip = (struct ip6_hdr *)buf;
+
+		udp->check = htons(csum6(&ip->ip6_src, &ip->ip6_dst, (uint8_t *)udp,
+					 sizeof(*udp) + (size_t)plen));
+	}
+	for (int i = 0; i < count; i++) {
+		if (sendto(fd, buf, total, 0, (struct sockaddr *)&dst, dlen) < 0) {
+			perror("spoof_udp: sendto");
+			return 1;
+		}
+		if (interval && i + 1 < count)
+			usleep((useconds_t)interval * 1000);
+	}
+	close(fd);
+	return 0;
+
+bad_addr:
+	fprintf(stderr, "spoof_udp: %s, %s: not addresses of one family\n", argv[1], argv[3]);
+	return 2;
+}

@@ -1,0 +1,134 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# Attacks from the network on the peer table (#24 items 1-3, docs/PROTOCOL.md
+# 11a), in each security mode, on hosts with a port per plane and an address
+# per port (scripts/fabric --ports 2).  While a verified write_bw runs from A
+# to B, an attacker that can send with any source address:
+#  1. replays A's own CONNECT_REQ, captured on the wire, from each of A's
+#     port addresses to B, ten times a second (it cut A off: B took each port
+#     address from A and made it a peer of its own, so A's data from it was
+#     dropped as another peer's);
+#  3. sends B a duplicate of that REQ (A's QPN, from A's address) naming
+#     other port addresses (in "token" B applied them: our traffic to A went
+#     where the REQ said);
+# and the transfer still completes with every byte verified, B still maps
+# A's port addresses to A, and nothing took or shared them; in "aead" the
+# replays are refused as stale (item 6) and add no peer.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+e2e_require_fabric
+for t in dumpcap tshark; do
+	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh installs it)"
+done
+SPOOF=$BUILD/tests/e2e/spoof_udp
+[ -x "$SPOOF" ] || skip "$SPOOF not built"
+e2e_fabric_up --ports 2
+IFS=, read -r A1 A2 <<<"$FABRIC_PORT_IPS_0"
+IFS=, read -r B1 B2 <<<"$FABRIC_PORT_IPS_1"
+KEYS=$E2E_DIR/keys
+echo "7 $(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$KEYS"
+chmod 0600 "$KEYS"
+
+# configs MODE: both daemons on p1 and p2 with their port addresses, in security MODE.
+configs() {
+	e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
+	e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
+	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
+		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
+		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$A1\"; },\n\
+		{ name = \"p2\"; address = \"$A2\"; } );|" "$E2E_DIR/a.conf"
+	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$B1\"; },\n\
+		{ name = \"p2\"; address = \"$B2\"; } );|" "$E2E_DIR/b.conf"
+	echo "security = { mode = \"$1\"; key_file = \"$KEYS\"; };" | tee -a "$E2E_DIR/a.conf" \
+		>>"$E2E_DIR/b.conf"
+}
+
+# hexbyte N: N as two hex digits.
+hexbyte() { printf '%02x' "$1"; }
+
+# forge_ext HEX MODE: HEX (a CONNECT_REQ) with every announced IPv4 port address
+# replaced by 10.66.0.N (N = the port + 1): what a squatter would name.
+forge_ext() {
+	local hex=$1 off=$((16 + 24)) n k at
+	[ "$2" = token ] && off=$((off + 16))
+	off=$((off + 2))
+	n=$((16#${hex:$((2 * off)):2}))
+	for ((k = 0; k < n; k++)); do
+		at=$(((off + 1 + 18 * k + 2) * 2))
+		hex=${hex:0:$at}0a4200$(hexbyte $((k + 1)))${hex:$((at + 8))}
+	done
+	echo "$hex"
+}
+
+# run MODE
+run() {
+	local mode=$1 pns p req sport pids=() c
+	configs "$mode"
+	e2e_start a "$NS_A"
+	e2e_start b "$NS_B"
+	e2e_wait_ready a
+	e2e_wait_ready b
+	for n in a b; do
+		e2e_wait $n counters '.peers.alias_added >= 2' 10 ||
+			fail "$mode: $n did not take the peer's port addresses: $(e2e_admin $n counters | jq -c .peers)"
+	done
+	# A's CONNECT_REQs (opcode 0x20) as they reach B, on both planes.
+	for p in 1 2; do
+		pns=$(sed 's/-h0$/-p'"$p"'/' <<<"$NS_A")
+		ip netns exec "$pns" dumpcap -q -i to1 -f "udp dst port 4793" -s 2048 \
+			-a duration:3 -w "$E2E_DIR/$mode-p$p.pcap" >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.5
+	e2e_perf_start 6 -q 2
+	wait "${pids[@]}"
+	read -r sport req < <(for p in 1 2; do
+		tshark -r "$E2E_DIR/$mode-p$p.pcap" -T fields -e udp.srcport -e udp.payload \
+			-Y "ip.src == $FABRIC_IP_0" 2>/dev/null
+	done | awk 'substr($2, 3, 2) == "20" { print; exit }')
+	[ -n "$req" ] || fail "$mode: no CONNECT_REQ of A's captured"
+	echo "$mode: A's CONNECT_REQ: ${req:0:80}... (${#req} hex digits)"
+
+	# 1: the REQ again from each of A's port addresses, for 3 s.
+	ip netns exec "$NS_A" "$SPOOF" "$A1" "$sport" "$B1" 4793 "$req" 30 100 &
+	pids=($!)
+	ip netns exec "$NS_A" "$SPOOF" "$A2" "$sport" "$B2" 4793 "$req" 30 100 &
+	pids+=($!)
+	# 3: a duplicate from A's own address, naming other port addresses.
+	ip netns exec "$NS_A" "$SPOOF" "$FABRIC_IP_0" "$sport" "$FABRIC_IP_1" 4793 \
+		"$(forge_ext "$req" "$mode")" 30 100 &
+	pids+=($!)
+	wait "${pids[@]}" || fail "$mode: spoof_udp"
+	e2e_perf_finish "$mode: write_bw under spoofed CONNECT_REQs"
+	grep -q "verif" "$E2E_DIR/cli.txt" && cat "$E2E_DIR/cli.txt" | tail -3
+	ok "$mode: a verified transfer survived 60 REQs replayed from A's port addresses and 30 forged duplicates"
+
+	c=$(e2e_admin b counters | jq -c .peers)
+	echo "b: peers $c"
+	jq -e '.alias_shared == 0 and .alias_refused == 0 and .alias_bad == 0' <<<"$c" >/dev/null ||
+		fail "$mode: A's port addresses were shared or refused at B: $c"
+	# B's QPs of A: still A's, from A's primary.
+	e2e_admin b qps | jq -e --arg a "$FABRIC_IP_0" \
+		'[.qps[] | select(.state == "connected")] | length >= 1 and all(.peer == $a)' \
+		>/dev/null || fail "$mode: B's QPs: $(e2e_admin b qps | jq -c '[.qps[] | {state, peer}]')"
+	ok "$mode: B still knows A by its address, its port addresses neither taken nor shared"
+	if [ "$mode" = aead ]; then
+		# 6: a sealed REQ is taken once: the replays are stale, and add no peer.
+		c=$(e2e_admin b counters)
+		echo "b: aead $(jq -c '.worker | with_entries(select(.key | startswith("aead_rx")))' <<<"$c")"
+		jq -e '.worker.aead_rx_stale >= 1 and .peers.added == 1' <<<"$c" >/dev/null ||
+			fail "aead: replayed REQs taken: $(jq -c '{w: .worker, p: .peers}' <<<"$c")"
+		ok "aead: the replayed REQs were refused as stale and added no peer"
+	fi
+	for n in a b; do
+		e2e_stop $n
+		[ "$E2E_RC" = 0 ] || fail "$mode: mrocd $n exited with $E2E_RC"
+	done
+}
+
+run none
+run token
+run aead
+echo "1 passed, 0 failed"
