@@ -43,6 +43,21 @@ struct {
 	__type(value, __u32);
 } xsk_slots SEC(".maps");
 
+/* Our unicast addresses, and the MAC of each interface whose frames are checked against them. */
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MROC_XDP_MAX_ADDRS);
+	__type(key, struct mroc_xdp_addr);
+	__type(value, __u8);
+} ours SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 64);
+	__type(key, __u32);
+	__type(value, struct mroc_xdp_mac);
+} our_macs SEC(".maps");
+
 struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
@@ -90,7 +105,7 @@ static __always_inline int check_udp(struct udphdr *udp, void *data_end, __u32 i
 	return MROC_XDP_OURS;
 }
 
-static __always_inline int check_ipv4(struct iphdr *ip, void *data_end)
+static __always_inline int check_ipv4(struct iphdr *ip, void *data_end, struct mroc_xdp_addr *dst)
 {
 	struct udphdr *udp;
 	__u32 ihl, tot_len;
@@ -114,10 +129,13 @@ static __always_inline int check_ipv4(struct iphdr *ip, void *data_end)
 	udp = (void *)ip + ihl;
 	if (tot_len - ihl < sizeof(*udp) || (void *)(udp + 1) > data_end)
 		return MROC_XDP_CNT_DROP_SHORT_UDP;
+	dst->family = 4;
+	__builtin_memcpy(dst->addr, &ip->daddr, 4);
 	return check_udp(udp, data_end, tot_len - ihl, frag & IP_MF);
 }
 
-static __always_inline int check_ipv6(struct ipv6hdr *ip6, void *data_end)
+static __always_inline int check_ipv6(struct ipv6hdr *ip6, void *data_end,
+				      struct mroc_xdp_addr *dst)
 {
 	struct udphdr *udp = (void *)(ip6 + 1);
 	__u32 plen;
@@ -132,11 +150,19 @@ static __always_inline int check_ipv6(struct ipv6hdr *ip6, void *data_end)
 		return MROC_XDP_CNT_PASS_NOT_UDP_PORT;
 	if (plen < sizeof(*udp) || (void *)(udp + 1) > data_end)
 		return MROC_XDP_CNT_DROP_SHORT_UDP;
+	dst->family = 6;
+	__builtin_memcpy(dst->addr, &ip6->daddr, 16);
 	return check_udp(udp, data_end, plen, 0);
 }
 
-/* A counter index: the reason to pass or drop, or MROC_XDP_OURS. */
-static __always_inline int classify(void *data, void *data_end)
+static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
+{
+	return !((a[0] ^ b[0]) | (a[1] ^ b[1]) | (a[2] ^ b[2]) | (a[3] ^ b[3]) | (a[4] ^ b[4]) |
+		 (a[5] ^ b[5]));
+}
+
+/* A counter index: the reason to pass or drop, or MROC_XDP_OURS (*dst: to whom). */
+static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_addr *dst)
 {
 	struct ethhdr *eth = data;
 	void *l3 = eth + 1;
@@ -158,9 +184,9 @@ static __always_inline int classify(void *data, void *data_end)
 		l3 = vlan + 1;
 	}
 	if (proto == bpf_htons(ETH_P_IP))
-		return check_ipv4(l3, data_end);
+		return check_ipv4(l3, data_end, dst);
 	if (proto == bpf_htons(ETH_P_IPV6))
-		return check_ipv6(l3, data_end);
+		return check_ipv6(l3, data_end, dst);
 	return MROC_XDP_CNT_PASS_NOT_UDP_PORT;
 }
 
@@ -178,7 +204,10 @@ int mroc_xdp(struct xdp_md *ctx)
 		.ifindex = ctx->ingress_ifindex,
 		.queue = ctx->rx_queue_index,
 	};
+	struct mroc_xdp_addr dst = {};
 	struct mroc_xdp_stats *st;
+	struct mroc_xdp_mac *mac;
+	struct ethhdr *eth = data;
 	__u32 zero = 0, *slot;
 	int why, act;
 
@@ -187,7 +216,19 @@ int mroc_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	st->cnt[MROC_XDP_CNT_RX_TOTAL]++;
 
-	why = classify(data, data_end);
+	why = classify(data, data_end, &dst);
+	if (why == MROC_XDP_OURS && (void *)(eth + 1) <= data_end &&
+	    (mac = bpf_map_lookup_elem(&our_macs, &key.ifindex))) {
+		/*
+		 * Only frames to us: never another host's (a bridge or macvlan
+		 * port is promiscuous), never broadcast or multicast (a forged
+		 * REQ there would make every mrocd of the segment answer).
+		 */
+		if (!mac_eq(eth->h_dest, mac->addr))
+			why = MROC_XDP_CNT_DROP_NOT_OUR_MAC;
+		else if (!bpf_map_lookup_elem(&ours, &dst))
+			why = MROC_XDP_CNT_DROP_NOT_OUR_ADDR;
+	}
 	if (why != MROC_XDP_OURS) {
 		st->cnt[why]++;
 		return why >= MROC_XDP_CNT__FIRST_DROP ? XDP_DROP : XDP_PASS;

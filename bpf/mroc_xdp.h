@@ -34,6 +34,25 @@ struct mroc_xdp_key {
 };
 
 /*
+ * Key of the "ours" hash: one of our unicast addresses (IPv4 in the first 4
+ * bytes of addr, the rest 0; pad 0).  Frames to our port on an interface in
+ * "our_macs" must be to one of these and to that MAC (mrocd fills both).
+ */
+struct mroc_xdp_addr {
+	__u8 family;		/* 4 or 6 */
+	__u8 pad[3];
+	__u8 addr[16];
+};
+
+#define MROC_XDP_MAX_ADDRS	1024
+
+/* Value of "our_macs" (key: ifindex). */
+struct mroc_xdp_mac {
+	__u8 addr[6];
+	__u8 pad[2];
+};
+
+/*
  * X(UPPER, lower): counter name.  Order matters: the pass counters come
  * before the drop counters (MROC_XDP_CNT__FIRST_DROP).
  *
@@ -55,6 +74,12 @@ struct mroc_xdp_key {
  * drop_bad_udp_len	our port: UDP length < 8 or beyond the IP payload
  * drop_short_mroc	our port: less than the 16-byte MetaRoCE header
  * drop_bad_mroc_version our port: first byte is not version 1
+ * drop_not_our_mac	our port, on an interface user space gave its MAC
+ *			(our_macs): the destination MAC is not that one
+ *			(another host's on a promiscuous port, broadcast,
+ *			multicast)
+ * drop_not_our_addr	... the destination IP is not one of ours (the map
+ *			"ours"): another host's, broadcast, multicast
  */
 #define MROC_XDP_COUNTERS(X)					\
 	X(RX_TOTAL, rx_total)					\
@@ -68,7 +93,9 @@ struct mroc_xdp_key {
 	X(DROP_SHORT_UDP, drop_short_udp)			\
 	X(DROP_BAD_UDP_LEN, drop_bad_udp_len)			\
 	X(DROP_SHORT_MROC, drop_short_mroc)			\
-	X(DROP_BAD_MROC_VERSION, drop_bad_mroc_version)
+	X(DROP_BAD_MROC_VERSION, drop_bad_mroc_version)		\
+	X(DROP_NOT_OUR_MAC, drop_not_our_mac)			\
+	X(DROP_NOT_OUR_ADDR, drop_not_our_addr)
 
 enum mroc_xdp_counter {
 #define MROC_XDP_CNT_ENUM(u, l) MROC_XDP_CNT_##u,

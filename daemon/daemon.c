@@ -2,6 +2,7 @@
 /* mrocd start-up, admin requests, reload and shutdown (see daemon.h). */
 #include <errno.h>
 #include <grp.h>
+#include <ifaddrs.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,6 +145,55 @@ static int check_port_addr(struct mrocd *d, unsigned i, int ifindex)
 	return err;
 }
 
+/*
+ * Every unicast address of this host (this network namespace), by
+ * getifaddrs: the destinations the XDP program lets MetaRoCE frames have.
+ * Up to max; returns how many, or -errno.
+ */
+static int host_addrs(struct mroc_addr *out, unsigned max)
+{
+	struct ifaddrs *ifa, *i;
+	unsigned n = 0;
+
+	if (getifaddrs(&ifa))
+		return -errno;
+	for (i = ifa; i && n < max; i = i->ifa_next) {
+		const struct sockaddr *sa = i->ifa_addr;
+
+		if (!sa || (sa->sa_family != AF_INET && sa->sa_family != AF_INET6))
+			continue;
+		out[n] = (struct mroc_addr){ .family = sa->sa_family };
+		if (sa->sa_family == AF_INET)
+			out[n].v4 = ((const struct sockaddr_in *)sa)->sin_addr;
+		else
+			out[n].v6 = ((const struct sockaddr_in6 *)sa)->sin6_addr;
+		n++;
+	}
+	freeifaddrs(ifa);
+	return (int)n;
+}
+
+/*
+ * docs/PROTOCOL.md 11a: only frames to this host reach the engine.  The XDP
+ * program drops (and counts) frames to our port that are not to an
+ * interface's own MAC or not to one of the host's addresses: another host's
+ * (a promiscuous bridge or macvlan port), broadcast, multicast.  The
+ * addresses first, then the MACs that turn the check on.  Addresses added
+ * later are taken at the next reload (SIGHUP).
+ */
+static int xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
+{
+	static struct mroc_addr addr[MROC_XDP_MAX_ADDRS];
+	int n = host_addrs(addr, MROC_XDP_MAX_ADDRS), err;
+
+	if (n < 0)
+		return n;
+	err = xdp_prog_set_addrs(d->prog, addr, (unsigned)n);
+	for (unsigned i = 0; !err && macs && i < d->nattached; i++)
+		err = xdp_prog_set_mac(d->prog, d->attached[i], macs[i]);
+	return err;
+}
+
 static int start_afxdp(struct mrocd *d)
 {
 	const struct mrocd_iface_list *ifs = &d->cfg.network.interfaces;
@@ -160,6 +210,7 @@ static int start_afxdp(struct mrocd *d)
 		.udp_port = d->cfg.network.udp_port,
 		.port_dead_ns = (uint64_t)d->cfg.network.port_dead_ms * 1000000ULL,
 	};
+	uint8_t macs[MROCD_MAX_IFACES][6];
 	enum xdp_prog_mode mode = d->cfg.network.xdp_mode == MROCD_XDP_NATIVE ? XDP_PROG_MODE_NATIVE :
 				  d->cfg.network.xdp_mode == MROCD_XDP_GENERIC ? XDP_PROG_MODE_GENERIC :
 										  XDP_PROG_MODE_AUTO;
@@ -188,6 +239,7 @@ static int start_afxdp(struct mrocd *d)
 				 ifs->v[i].name, strerror(-err));
 			goto fail;
 		}
+		memcpy(macs[d->nattached], l.mac, sizeof(l.mac));
 		d->attached[d->nattached++] = l.ifindex;
 		if (!d->ecfg.link_rate_bps && l.speed_mbps)
 			d->ecfg.link_rate_bps = (uint64_t)l.speed_mbps * 1000000ULL;
@@ -207,6 +259,12 @@ static int start_afxdp(struct mrocd *d)
 			ac.ifs[ac.nifs].addr = ifs->v[i].address;
 			ac.ifs[ac.nifs++].queue = ifs->v[i].queues[q];
 		}
+	}
+	err = xdp_filter(d, macs);
+	if (err) {
+		snprintf(d->fallback_why, sizeof(d->fallback_why),
+			 "our addresses into the XDP program: %s", strerror(-err));
+		goto fail;
 	}
 	ac.prog = d->prog;
 	ac.nl = d->wk[0].nl;
@@ -845,6 +903,8 @@ int mrocd_reload(struct mrocd *d, char *why, size_t n)
 	say_keys(why, n, &off, "need a restart", names, k);
 	config_apply_reload(&d->cfg, &next);
 	apply_runtime(d);
+	if (d->prog && xdp_filter(d, NULL))
+		pr_warn("reload: our addresses into the XDP program failed: frames to new ones drop");
 	sd_notifyf(0, "READY=1\nSTATUS=configuration reloaded: %s", why);
 	return 0;
 }

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <linux/if_link.h>
@@ -49,7 +50,7 @@ struct sock_slot {
 
 struct xdp_prog {
 	struct mroc_xdp *skel;
-	int prog_fd, xskmap_fd, slots_fd, counters_fd;
+	int prog_fd, xskmap_fd, slots_fd, counters_fd, ours_fd, macs_fd;
 	uint32_t prog_id;
 	uint16_t udp_port;
 	uint32_t max_sockets;
@@ -396,6 +397,8 @@ int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 	p->xskmap_fd = bpf_map__fd(p->skel->maps.xsks);
 	p->slots_fd = bpf_map__fd(p->skel->maps.xsk_slots);
 	p->counters_fd = bpf_map__fd(p->skel->maps.counters);
+	p->ours_fd = bpf_map__fd(p->skel->maps.ours);
+	p->macs_fd = bpf_map__fd(p->skel->maps.our_macs);
 	err = bpf_obj_get_info_by_fd(p->prog_fd, &info, &len);
 	if (err) {
 		pr_err("xdp: reading the program id failed: %s", strerror(-err));
@@ -615,6 +618,53 @@ int xdp_prog_remove_socket(struct xdp_prog *p, uint32_t ifindex, uint32_t queue)
 		pr_warn("queue %u of ifindex %u: clearing XSKMAP slot %u failed: %s",
 			queue, ifindex, s, strerror(-err));
 	p->slots[s].used = false;
+	return 0;
+}
+
+/* ---- whose frames ------------------------------------------------------------- */
+
+int xdp_prog_set_mac(struct xdp_prog *p, int ifindex, const uint8_t mac[6])
+{
+	struct mroc_xdp_mac v = { .pad = { 0 } };
+	__u32 key = (__u32)ifindex;
+
+	memcpy(v.addr, mac, sizeof(v.addr));
+	return bpf_map_update_elem(p->macs_fd, &key, &v, BPF_ANY) ? -errno : 0;
+}
+
+static struct mroc_xdp_addr xdp_addr_of(const struct mroc_addr *a)
+{
+	struct mroc_xdp_addr k = { .family = a->family == AF_INET6 ? 6 : 4 };
+
+	memcpy(k.addr, a->bytes, a->family == AF_INET6 ? 16 : 4);
+	return k;
+}
+
+int xdp_prog_set_addrs(struct xdp_prog *p, const struct mroc_addr *addr, unsigned n)
+{
+	struct mroc_xdp_addr k, next;
+	__u8 one = 1;
+	bool keep;
+
+	if (n > MROC_XDP_MAX_ADDRS)
+		return -E2BIG;
+	for (unsigned i = 0; i < n; i++) {
+		k = xdp_addr_of(&addr[i]);
+		if (bpf_map_update_elem(p->ours_fd, &k, &one, BPF_ANY))
+			return -errno;
+	}
+	/* Then those no longer ours go (a frame between the two finds either set). */
+	for (int more = !bpf_map_get_next_key(p->ours_fd, NULL, &k); more; k = next) {
+		more = !bpf_map_get_next_key(p->ours_fd, &k, &next);
+		keep = false;
+		for (unsigned i = 0; i < n && !keep; i++) {
+			struct mroc_xdp_addr a = xdp_addr_of(&addr[i]);
+
+			keep = !memcmp(&a, &k, sizeof(a));
+		}
+		if (!keep)
+			bpf_map_delete_elem(p->ours_fd, &k);
+	}
 	return 0;
 }
 

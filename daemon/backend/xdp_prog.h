@@ -19,6 +19,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "mroc_xdp.h"
 
 struct xdp_prog;
@@ -89,6 +90,18 @@ int xdp_prog_add_socket(struct xdp_prog *prog, uint32_t ifindex, uint32_t queue,
 
 /* Stop steering {ifindex, queue}: its packets pass to the kernel again.  -ENOENT if none. */
 int xdp_prog_remove_socket(struct xdp_prog *prog, uint32_t ifindex, uint32_t queue);
+
+/*
+ * Frames to our port on ifindex are checked from now on: to mac (its own)
+ * and to one of the addresses of xdp_prog_set_addrs (set those first),
+ * others dropped and counted (drop_not_our_mac, drop_not_our_addr).
+ */
+int xdp_prog_set_mac(struct xdp_prog *prog, int ifindex, const uint8_t mac[6]);
+/*
+ * Our unicast addresses (the n of addr), replacing those set before: the
+ * destinations frames to our port may have.  -E2BIG above MROC_XDP_MAX_ADDRS.
+ */
+int xdp_prog_set_addrs(struct xdp_prog *prog, const struct mroc_addr *addr, unsigned n);
 
 /* The program's counters summed over CPUs; v[] is indexed by enum mroc_xdp_counter. */
 struct xdp_prog_counters {

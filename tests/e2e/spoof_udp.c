@@ -116,6 +116,8 @@ int main(int argc, char **argv)
 		perror("spoof_udp: raw socket");
 		return 1;
 	}
+	/* Broadcast destinations too (the attack tests' reflection case). */
+	setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
 	udp = (struct udphdr *)(buf + hl);
 	udp->source = htons((uint16_t)atoi(argv[2]));
 	udp->dest = htons((uint16_t)atoi(argv[4]));

@@ -11,6 +11,11 @@
 #  3. sends B a duplicate of that REQ (A's QPN, from A's address) naming
 #     other port addresses (in "token" B applied them: our traffic to A went
 #     where the REQ said);
+#  5. (from the plane's side of B's port 1) sends that REQ to the link's
+#     broadcast address and to an address of the link that is not B's but
+#     resolves to B's MAC (a promiscuous port's case): B's XDP program drops
+#     them all and counts them (drop_not_our_mac, drop_not_our_addr), and
+#     nothing reaches B's engine from there;
 # and the transfer still completes with every byte verified, B still maps
 # A's port addresses to A, and nothing took or shared them; in "aead" the
 # replays are refused as stale (item 6) and add no peer.
@@ -100,11 +105,27 @@ run() {
 	ip netns exec "$NS_A" "$SPOOF" "$FABRIC_IP_0" "$sport" "$FABRIC_IP_1" 4793 \
 		"$(forge_ext "$req" "$mode")" 30 100 &
 	pids+=($!)
+	# 5: to the broadcast address, and to an address not B's at B's MAC.
+	local plane bcast bmac other x0 x1
+	plane=$(sed 's/-h0$/-p1/' <<<"$NS_A")
+	bcast=$(ip -n "$plane" -j -4 addr show dev to1 | jq -r '.[0].addr_info[0].broadcast')
+	bmac=$(ip -n "$NS_B" -j link show dev p1 | jq -r '.[0].address')
+	other=${B1%.*}.$(((${B1##*.} + 100) % 250 + 1))
+	ip -n "$plane" neigh replace "$other" lladdr "$bmac" dev to1
+	x0=$(e2e_admin b counters | jq -c '.xdp')
+	ip netns exec "$plane" "$SPOOF" "$A1" "$sport" "$bcast" 4793 "$req" 10 10 || fail "spoof to $bcast"
+	ip netns exec "$plane" "$SPOOF" "$A1" "$sport" "$other" 4793 "$req" 10 10 || fail "spoof to $other"
 	wait "${pids[@]}" || fail "$mode: spoof_udp"
 	e2e_perf_finish "$mode: write_bw under spoofed CONNECT_REQs"
 	grep -q "verif" "$E2E_DIR/cli.txt" && cat "$E2E_DIR/cli.txt" | tail -3
 	ok "$mode: a verified transfer survived 60 REQs replayed from A's port addresses and 30 forged duplicates"
 
+	x1=$(e2e_admin b counters | jq -c '.xdp')
+	echo "b: xdp before $x0, after $x1"
+	jq -e --argjson a "$x0" '.drop_not_our_mac - $a.drop_not_our_mac >= 10 and
+		.drop_not_our_addr - $a.drop_not_our_addr >= 10' <<<"$x1" >/dev/null ||
+		fail "$mode: frames to $bcast and $other were not dropped in XDP: $x0 -> $x1"
+	ok "$mode: REQs to the broadcast address and to another address at B's MAC dropped in XDP"
 	c=$(e2e_admin b counters | jq -c .peers)
 	echo "b: peers $c"
 	jq -e '.alias_shared == 0 and .alias_refused == 0 and .alias_bad == 0' <<<"$c" >/dev/null ||

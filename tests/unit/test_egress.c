@@ -334,11 +334,11 @@ static void test_cm_by_heard_port(void **state)
 	int forgets = m.forgets;
 
 	assert_int_equal(route(f, f->a, 1000, false, false, false), 0);
-	egress_heard(f->e, f->a, 1, f->now);
+	egress_heard(f->e, f->a, 1, f->now, true);
 	assert_int_equal(route(f, f->a, 1000, false, false, false), 1);	/* CM */
 	assert_int_equal(route(f, f->a, 1000, false, true, false), 0);	/* not CM */
-	egress_heard(f->e, PEERS + 5, 1, f->now);			/* out of range: ignored */
-	egress_heard(f->e, f->b, EGRESS_MAX_PORTS, f->now);
+	egress_heard(f->e, PEERS + 5, 1, f->now, true);			/* out of range: ignored */
+	egress_heard(f->e, f->b, EGRESS_MAX_PORTS, f->now, true);
 	assert_int_equal(route(f, f->b, 1000, false, false, false), 0);
 	/* new port addresses: what was known of the peer goes (the release hook) */
 	assert_int_equal(peers_set_aliases(f->peers, f->a, alias, 1u << 0), 1);
@@ -358,10 +358,10 @@ static void test_port_counted_down(void **state)
 
 	for (int i = 0; i < PORTHEALTH_DEAD_PKTS; i++, f->now += MS) {
 		assert_int_equal(send_data(f, f->a, 1000), 0);
-		egress_heard(f->e, f->a, 1, f->now);
+		egress_heard(f->e, f->a, 1, f->now, true);
 	}
 	f->now += DEAD;
-	egress_heard(f->e, f->a, 1, f->now);
+	egress_heard(f->e, f->a, 1, f->now, true);
 	assert_int_equal(egress_port_dead(f->e), 0);
 	assert_int_equal(send_data(f, f->a, 1000), 1);		/* went down now */
 	assert_int_equal(egress_port_dead(f->e), 1);
@@ -385,10 +385,10 @@ static void test_sweep_on_tick(void **state)
 
 	for (int i = 0; i < PORTHEALTH_DEAD_PKTS; i++, f->now += MS) {
 		assert_int_equal(send_data(f, f->a, 1000), 0);
-		egress_heard(f->e, f->a, 1, f->now);
+		egress_heard(f->e, f->a, 1, f->now, true);
 	}
 	f->now += DEAD;
-	egress_heard(f->e, f->a, 1, f->now);
+	egress_heard(f->e, f->a, 1, f->now, true);
 	assert_int_equal(egress_count_down(f->e, f->now), 0);
 	egress_tick(f->e, f->now);
 	assert_int_equal(egress_port_dead(f->e), 1);

@@ -24,6 +24,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <net/if.h>
 #include <netinet/in.h>
@@ -391,6 +392,65 @@ static void test_ours_without_socket(void **state)
 		put16(p.b + p.l4 + 6, 0xdead);
 		expect_pass(prog, &p, PASS_NO_SOCKET, "IPv4 bad checksums %s", vn);
 	}
+	xdp_prog_close(prog);
+}
+
+/*
+ * #24 item 5: with our MAC and addresses given (xdp_prog_set_mac, _addrs), a
+ * frame to our port reaches a socket only if it is to that MAC and to one
+ * of those addresses: another host's, broadcast and multicast are dropped
+ * and counted; frames not for our port, as before (and every other test
+ * here: interfaces without a MAC given are not checked).
+ */
+static void test_only_to_us(void **state)
+{
+	static const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+	struct xdp_prog *prog = open_prog(0);
+	struct mroc_addr ours[2] = { { .family = AF_INET }, { .family = AF_INET6 } };
+	struct pkt p;
+
+	(void)state;
+	inet_pton(AF_INET, "10.0.0.2", &ours[0].v4);
+	inet_pton(AF_INET6, "fd00::2", &ours[1].v6);
+	assert_int_equal(xdp_prog_set_addrs(prog, ours, 1), 0);	/* IPv4 only, for now */
+	/* test_run takes ifindex 0 for the namespace's loopback (1) */
+	assert_int_equal(xdp_prog_set_mac(prog, 1, mac), 0);
+	for (size_t v = 0; v < ARRAY_SIZE(vlans); v++) {
+		const char *vn = vlans[v].name;
+
+		build_ours(&p, 4, v);
+		expect_pass(prog, &p, PASS_NO_SOCKET, "IPv4 to us %s", vn);
+		build_ours(&p, 6, v);
+		expect_drop(prog, &p, NOT_OUR_ADDR, "IPv6 to an address not (yet) ours %s", vn);
+		build_ours(&p, 4, v);
+		p.b[p.l3 + 19] = 3;			/* 10.0.0.3: another host's */
+		expect_drop(prog, &p, NOT_OUR_ADDR, "IPv4 to another host %s", vn);
+		memcpy(p.b + p.l3 + 16, (uint8_t[]){ 10, 0, 0, 255 }, 4);
+		expect_drop(prog, &p, NOT_OUR_ADDR, "IPv4 subnet broadcast %s", vn);
+		memcpy(p.b + p.l3 + 16, (uint8_t[]){ 224, 0, 0, 1 }, 4);
+		expect_drop(prog, &p, NOT_OUR_ADDR, "IPv4 multicast %s", vn);
+		build_ours(&p, 4, v);
+		memset(p.b, 0xff, 6);
+		expect_drop(prog, &p, NOT_OUR_MAC, "to the broadcast MAC %s", vn);
+		build_ours(&p, 4, v);
+		p.b[5] = 0x07;
+		expect_drop(prog, &p, NOT_OUR_MAC, "to another host's MAC (promiscuous) %s", vn);
+		build_ours(&p, 4, v);
+		p.b[0] = 0x01;
+		expect_drop(prog, &p, NOT_OUR_MAC, "to a multicast MAC %s", vn);
+	}
+	/* Both families now; the old set replaced, not added to. */
+	assert_int_equal(xdp_prog_set_addrs(prog, ours, 2), 0);
+	build_ours(&p, 6, 0);
+	expect_pass(prog, &p, PASS_NO_SOCKET, "IPv6 to us");
+	assert_int_equal(xdp_prog_set_addrs(prog, ours + 1, 1), 0);
+	build_ours(&p, 4, 0);
+	expect_drop(prog, &p, NOT_OUR_ADDR, "IPv4 to an address no longer ours");
+	/* Traffic to another port is not ours to judge. */
+	build_v(&p, 4, 0, 24, 0);
+	put16(p.b + p.l4 + 2, PORT - 1);
+	memset(p.b, 0xff, 6);
+	expect_pass(prog, &p, PASS_NOT_UDP_PORT, "broadcast to another port");
 	xdp_prog_close(prog);
 }
 
@@ -1077,6 +1137,7 @@ int main(void)
 		cmocka_unit_test(test_counter_names),
 		cmocka_unit_test(test_not_ours),
 		cmocka_unit_test(test_ours_without_socket),
+		cmocka_unit_test(test_only_to_us),
 		cmocka_unit_test(test_cut_frames),
 		cmocka_unit_test(test_short_headers),
 		cmocka_unit_test(test_bad_fields),
