@@ -139,17 +139,17 @@ void engine_set_addr_hook(struct engine *eng,
 
 /*
  * Register [addr, addr+len) of the driver's address space for protection
- * domain pd.  Remote packets can only touch regions of their QP's pd, only
+ * domain pd (64 bits: a driver never needs to reuse one).  Remote packets can only touch regions of their QP's pd, only
  * with the rights given, and only inside the region.  The rkey is random.
  */
-int engine_mr_register(struct engine *eng, uint32_t pd, void *addr, uint64_t len,
+int engine_mr_register(struct engine *eng, uint64_t pd, void *addr, uint64_t len,
 		       uint32_t access, uint32_t *lkey, uint32_t *rkey);
 int engine_mr_deregister(struct engine *eng, uint32_t lkey);
 
 /* ---- queue pairs --------------------------------------------------------- */
 
 struct engine_qp_attr {
-	uint32_t pd;
+	uint64_t pd;			/* protection domain: never reused by mrocd (64 bits) */
 	uint8_t mode;			/* enum mroc_mode */
 	uint8_t npaths;			/* 1..MROC_MAX_PATHS; forced to 1 in RoCEv2 mode */
 	uint32_t sq_depth;		/* outstanding send WRs */

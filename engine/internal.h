@@ -178,7 +178,7 @@ struct qp {
 	uint8_t mode;
 	uint8_t npaths;
 	const struct mode_ops *mops;	/* what the mode changes (mode.h) */
-	uint32_t pd;
+	uint64_t pd;
 	uint64_t user;
 	uint32_t peer, peer_qpn;
 	uint64_t service_id;
@@ -296,7 +296,7 @@ struct qp {
 
 struct mr {
 	uint32_t lkey, rkey;	/* 0 = free slot */
-	uint32_t pd;
+	uint64_t pd;
 	uint32_t access;
 	uint8_t *addr;
 	uint64_t len;
@@ -415,9 +415,9 @@ void peer_acked(struct engine *eng, struct qp *qp);
 int mr_table_init(struct engine *eng);
 void mr_table_free(struct engine *eng);
 /* Look up by key and check pd, rights and [off, off+len) inside; NULL if not. */
-uint8_t *mr_check_lkey(struct engine *eng, uint32_t pd, uint32_t lkey, uint32_t access,
+uint8_t *mr_check_lkey(struct engine *eng, uint64_t pd, uint32_t lkey, uint32_t access,
 		       uint64_t off, uint64_t len);
-uint8_t *mr_check_rkey(struct engine *eng, uint32_t pd, uint32_t rkey, uint32_t access,
+uint8_t *mr_check_rkey(struct engine *eng, uint64_t pd, uint32_t rkey, uint32_t access,
 		       uint64_t off, uint64_t len, int *err);
 
 /* ring.c: per-QP arrays indexed by sequence number that grow with the window */

@@ -27,7 +27,7 @@ void mr_table_free(struct engine *eng)
 	free(eng->mr_gen);
 }
 
-int engine_mr_register(struct engine *eng, uint32_t pd, void *addr, uint64_t len,
+int engine_mr_register(struct engine *eng, uint64_t pd, void *addr, uint64_t len,
 		       uint32_t access, uint32_t *lkey, uint32_t *rkey)
 {
 	uint32_t i, hi;
@@ -76,7 +76,7 @@ static bool in_bounds(const struct mr *m, uint64_t off, uint64_t len)
 	return off <= m->len && len <= m->len - off;
 }
 
-uint8_t *mr_check_lkey(struct engine *eng, uint32_t pd, uint32_t lkey, uint32_t access,
+uint8_t *mr_check_lkey(struct engine *eng, uint64_t pd, uint32_t lkey, uint32_t access,
 		       uint64_t off, uint64_t len)
 {
 	uint32_t i = lkey & MR_IDX_MASK;
@@ -92,7 +92,7 @@ uint8_t *mr_check_lkey(struct engine *eng, uint32_t pd, uint32_t lkey, uint32_t 
 	return m->addr + off;
 }
 
-uint8_t *mr_check_rkey(struct engine *eng, uint32_t pd, uint32_t rkey, uint32_t access,
+uint8_t *mr_check_rkey(struct engine *eng, uint64_t pd, uint32_t rkey, uint32_t access,
 		       uint64_t off, uint64_t len, int *err)
 {
 	uint32_t i = rkey & MR_IDX_MASK;

@@ -34,7 +34,8 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 	cs->peers = peers;
 	cs->max_total_qps = n;
 	clients_set_limits(cs, lim);
-	cs->next_id = 1;	/* pd 0 is the daemon's own (control links) */
+	cs->next_id = 1;
+	cs->next_pd = 1;	/* pd 0 is the daemon's own (control links) */
 	cs->active = calloc(n, sizeof(*cs->active));
 	cs->hot = calloc(n, sizeof(*cs->hot));
 	cs->zombies = calloc(n, sizeof(*cs->zombies));

@@ -42,7 +42,7 @@ static int op_mr_reg(void *arg, uint64_t now)
 	struct op *o = arg;
 
 	(void)now;
-	return engine_mr_register(o->cs->eng, o->cl->id, o->map, o->len, o->access, &o->lkey,
+	return engine_mr_register(o->cs->eng, o->cl->pd, o->map, o->len, o->access, &o->lkey,
 				  &o->rkey);
 }
 
@@ -230,6 +230,8 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	}
 	cl->cs = cs;
 	cl->id = cs->ctl->next_id++;
+	/* 64 bits: 2^32 connections no longer bring an old domain (and its keys) back. */
+	cl->pd = cs->ctl->next_pd++;
 	cl->fd = fd;
 	cl->pid = cred->pid;
 	cl->uid = cred->uid;
@@ -463,6 +465,20 @@ static int map_rings(struct cqp *q, const struct mroc_msg_qp_create *m, int fd)
 	return 0;
 }
 
+/*
+ * The most CQ entries a QP may ask for: room for the largest send and
+ * receive queues and the events, rounded up to a power of two (#24 item
+ * 10: unbounded, each QP could make mrocd map 64 GiB).
+ */
+static uint32_t cq_max(const struct clients_limits *lim)
+{
+	uint64_t want = (uint64_t)lim->max_sq_depth + lim->max_rq_depth + CQ_EVENT_ROOM, n = 1;
+
+	while (n < want)
+		n <<= 1;
+	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
+}
+
 static int msg_qp_create(struct clients *cs, struct client *cl, const struct mroc_msg_qp_create *m,
 			 int *fds, int nfds, struct mroc_msg_qp_create *r)
 {
@@ -474,7 +490,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	    m->paths > MROC_MAX_PATHS ||
 	    !pow2(m->sq_entries) || !pow2(m->rq_entries) || !pow2(m->cq_entries) ||
 	    m->sq_entries > cs->ctl->lim.max_sq_depth || m->rq_entries > cs->ctl->lim.max_rq_depth ||
-	    (uint64_t)m->cq_entries < (uint64_t)m->sq_entries + m->rq_entries + CQ_EVENT_ROOM)
+	    (uint64_t)m->cq_entries < (uint64_t)m->sq_entries + m->rq_entries + CQ_EVENT_ROOM ||
+	    m->cq_entries > cq_max(&cs->ctl->lim))
 		return -EINVAL;
 	if (cl->nqps >= cs->ctl->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
@@ -494,7 +511,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	fds[1] = -1;
 	o.q = q;
 	o.attr = (struct engine_qp_attr){
-		.pd = cl->id,
+		.pd = cl->pd,
 		.mode = m->mode == MROC_QP_DEFAULT ? cs->ctl->lim.default_mode : m->mode,
 		.npaths = m->paths ? m->paths : (uint8_t)cs->ctl->lim.default_paths,
 		/* The engine's limit (sq + reads <= 1024) may be below the ring's size. */

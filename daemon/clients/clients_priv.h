@@ -76,7 +76,8 @@ struct cqp {
 
 struct client {
 	struct clients *cs;		/* its worker's: every QP and region of it lives there */
-	uint32_t id;			/* also the engine protection domain */
+	uint32_t id;			/* in logs and the admin socket */
+	uint64_t pd;			/* its engine protection domain: never another's */
 	int fd;
 	pid_t pid;
 	uid_t uid;
@@ -115,6 +116,7 @@ struct clients {
 	struct clients_limits lim;	/* control thread: clients_set_limits */
 	uint32_t max_total_qps;		/* the engine's QP table */
 	uint32_t nclients, next_id;	/* control thread: established clients, ids */
+	uint64_t next_pd;		/* protection domains: 64 bits, never reused (#24 item 9) */
 	struct uid_count {		/* control thread: established clients per user */
 		uid_t uid;
 		uint32_t n;

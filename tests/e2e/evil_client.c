@@ -168,6 +168,31 @@ static int garbage(void)
 	};
 	qc.cq_entries = 32;	/* too small for sq + rq + events */
 	CHECK(request(&qc, sizeof(qc), fds, 2, reply) == -EINVAL, "CQ too small accepted");
+	{
+		/*
+		 * #24 item 10: a CQ of 2^28 entries in a sparse memfd of its size
+		 * (8 GiB: 2,048 such QPs filled mrocd's address space): refused.
+		 */
+		uint32_t bsq, brq, bcq;
+		uint64_t blen = mroc_shm_layout(16, 16, 1u << 28, &bsq, &brq, &bcq);
+		int bfds[2] = { sealed_memfd(blen), cqfd };
+		struct mroc_shm_hdr *bh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
+					       bfds[0], 0);
+		struct mroc_msg_qp_create big = qc;
+
+		CHECK(bh != MAP_FAILED, "mmap");
+		*bh = (struct mroc_shm_hdr){
+			.magic = MROC_SHM_MAGIC, .abi_version = MROC_ABI_VERSION, .sq_entries = 16,
+			.rq_entries = 16, .cq_entries = 1u << 28, .sq_off = bsq, .rq_off = brq,
+			.cq_off = bcq, .region_len = blen,
+		};
+		big.cq_entries = 1u << 28;
+		big.region_len = blen;
+		CHECK(request(&big, sizeof(big), bfds, 2, reply) == -EINVAL,
+		      "a CQ of 2^28 entries accepted");
+		munmap(bh, 4096);
+		close(bfds[0]);
+	}
 	qc.cq_entries = 64;
 	CHECK(request(&qc, sizeof(qc), fds, 2, reply) == 0, "QP_CREATE refused");
 

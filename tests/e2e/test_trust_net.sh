@@ -108,9 +108,16 @@ run() {
 	# 5: to the broadcast address, and to an address not B's at B's MAC.
 	local plane bcast bmac other x0 x1
 	plane=$(sed 's/-h0$/-p1/' <<<"$NS_A")
-	bcast=$(ip -n "$plane" -j -4 addr show dev to1 | jq -r '.[0].addr_info[0].broadcast')
+	bcast=$(ip -n "$plane" -j -4 addr show dev to1 |
+		jq -r '.[0].addr_info[0] | "\(.local) \(.prefixlen)"' | {
+		read -r ip len
+		IFS=. read -r a b c d <<<"$ip"
+		n=$(((a << 24 | b << 16 | c << 8 | d) | ((1 << (32 - len)) - 1)))
+		echo "$((n >> 24 & 255)).$((n >> 16 & 255)).$((n >> 8 & 255)).$((n & 255))"
+	})
 	bmac=$(ip -n "$NS_B" -j link show dev p1 | jq -r '.[0].address')
-	other=${B1%.*}.$(((${B1##*.} + 100) % 250 + 1))
+	other=10.66.66.66	# on B's link as far as the plane knows, at B's MAC
+	ip -n "$plane" route replace "$other/32" dev to1
 	ip -n "$plane" neigh replace "$other" lladdr "$bmac" dev to1
 	x0=$(e2e_admin b counters | jq -c '.xdp')
 	ip netns exec "$plane" "$SPOOF" "$A1" "$sport" "$bcast" 4793 "$req" 10 10 || fail "spoof to $bcast"
