@@ -6,7 +6,10 @@
  *
  *   spoof_udp SRC_IP SPORT DST_IP DPORT HEX COUNT INTERVAL_MS
  *
- * SRC_IP and DST_IP of one family.  Needs CAP_NET_RAW.
+ * SRC_IP and DST_IP of one family.  A payload with the ICRC flag (0x80 in
+ * its third byte) gets its ICRC (its last 4 bytes) computed again over the
+ * ports and the payload as given (docs/PROTOCOL.md 1.1): an attacker knows
+ * the algorithm, so the tests' forged packets pass it.  Needs CAP_NET_RAW.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -36,6 +39,33 @@ static int unhex(const char *s, uint8_t *out, size_t cap)
 		out[i] = (uint8_t)v;
 	}
 	return (int)(n / 2);
+}
+
+/* CRC32C (Castagnoli, reflected), as frame.c computes the ICRC. */
+static uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n)
+{
+	crc = ~crc;
+	while (n--) {
+		crc ^= *p++;
+		for (int k = 0; k < 8; k++)
+			crc = crc >> 1 ^ (0x82f63b78u & -(crc & 1));
+	}
+	return ~crc;
+}
+
+static void put_icrc(uint8_t *payload, size_t len, uint16_t sport, uint16_t dport)
+{
+	uint8_t ports[4] = { (uint8_t)(sport >> 8), (uint8_t)sport, (uint8_t)(dport >> 8),
+			     (uint8_t)dport };
+	uint32_t c;
+
+	if (len < 16 + 4 || !(payload[2] & 0x80))
+		return;
+	c = crc32c(crc32c(0, ports, 4), payload, len - 4);
+	payload[len - 4] = (uint8_t)(c >> 24);
+	payload[len - 3] = (uint8_t)(c >> 16);
+	payload[len - 2] = (uint8_t)(c >> 8);
+	payload[len - 1] = (uint8_t)c;
 }
 
 /* The UDP checksum over the IPv6 pseudo-header (IPv6 requires one). */
@@ -118,6 +148,7 @@ int main(int argc, char **argv)
 	}
 	/* Broadcast destinations too (the attack tests' reflection case). */
 	setsockopt(fd, SOL_SOCKET, SO_BROADCAST, &one, sizeof(one));
+	put_icrc(payload, (size_t)plen, (uint16_t)atoi(argv[2]), (uint16_t)atoi(argv[4]));
 	udp = (struct udphdr *)(buf + hl);
 	udp->source = htons((uint16_t)atoi(argv[2]));
 	udp->dest = htons((uint16_t)atoi(argv[4]));
