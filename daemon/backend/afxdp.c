@@ -185,7 +185,6 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 			}
 			if (x->vs && afxdp_hand_rx(x, s, d, &fr))
 				continue;
-			egress_arrived(x->egress, &fr.src, fr.sport, x->sock_port[s]);
 			pkts[got++] = (struct backend_pkt){
 				.data = fr.payload,
 				.len = fr.payload_len,
@@ -298,8 +297,16 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 	struct afxdp *x = to_afxdp(b);
 	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 
-	if (s < x->nsocks)
-		egress_heard(x->egress, peer, x->sock_port[s], now, authentic);
+	if (s >= x->nsocks)
+		return;
+	/*
+	 * Where answers to (src, sport) go back: only once the packet passed
+	 * the engine's checks and the mode's (docs/PROTOCOL.md 11a): one
+	 * spoofed packet with a peer's address and path port moved its ACKs.
+	 */
+	if (authentic)
+		egress_arrived(x->egress, &pkt->src, pkt->sport, x->sock_port[s]);
+	egress_heard(x->egress, peer, x->sock_port[s], now, authentic);
 }
 
 /* Housekeeping on the worker's tick: links, next hops, port health (egress.h). */

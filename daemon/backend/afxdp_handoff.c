@@ -98,7 +98,6 @@ static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entr
 
 	switch (e->kind) {
 	case HANDOFF_RX:
-		egress_arrived(x->egress, &e->src, e->sport, x->sock_port[e->sock]);
 		*pkt = (struct backend_pkt){
 			.data = x->area + e->addr,
 			.len = e->len,

@@ -67,7 +67,10 @@ int egress_create(const struct egress_cfg *cfg, uint64_t now, struct egress **ou
 		  size_t why_len);
 void egress_destroy(struct egress *e);
 
-/* A packet from (src, sport) came in through port: replies to it go back that way. */
+/*
+ * A packet from (src, sport) came in through port and was authenticated
+ * (the engine took it; docs/PROTOCOL.md 11a): replies to it go back that way.
+ */
 void egress_arrived(struct egress *e, const struct mroc_addr *src, uint16_t sport, unsigned port);
 /*
  * The engine took a packet from peer that came in through port: the CM
