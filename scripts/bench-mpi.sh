@@ -10,8 +10,12 @@
 # puts it on each of the 4 planes in turn (TCP meets it in about one run of four):
 #
 #   fi     fi_pingpong -e rdm by size (64 B .. 1 MiB, FI_ITERS ping-pongs, data
-#          checked with -c): providers mroc (build/libmroc-fi.so), tcp, and
+#          checked with -c): providers mroc (build/libmroc-fi.so), tcp, tcp;ofi_rxm and
 #          udp;ofi_rxd (a quarter of the iterations); half round trip (usec/xfer) and MB/s as fi_pingpong prints
+#   fibw   tests/fi/fi_suite's bandwidth tests (FIBW_TESTS: tagged_bw rma_write
+#          rma_read; fabtests' fi_rdm_tagged_bw and fi_rma_bw) at 64 KiB and 1 MiB,
+#          16 operations in flight, FIBW_ITERS windows, first and last windows'
+#          bytes checked: mroc, tcp;ofi_rxm, udp;ofi_rxd; MB/s
 #   mpi    Open MPI, 2 ranks (one per host, the second started through
 #          scripts/mpi-netns-rsh), tests/mpi/mpi_bench allreduce 8 B .. 1 MiB,
 #          results checked by the program: --mca pml cm --mca mtl ofi
@@ -22,7 +26,7 @@
 #   atomic mroc-perf atomic_lat (FETCH_AND_ADD and CMP_AND_SWAP) against write_lat and
 #          read_lat, 8 B, lossless, in turn: p50 and p99
 #
-# Writes docs/perf/mpi-fi.csv, mpi-allreduce.csv (a row per size and run) and mpi-atomic.csv,
+# Writes docs/perf/mpi-fi.csv, mpi-fibw.csv, mpi-allreduce.csv (a row per size and run) and mpi-atomic.csv,
 # prints markdown tables (medians, with the lossy-plane runs' min and max) on
 # stdout and progress on stderr.  Root; part of make bench (make bench-mpi).
 #
@@ -31,7 +35,7 @@
 # Environment: BUILD (build), OUT (docs/perf), REPS (2: lossless runs per
 # transport; lossy: one per plane), LOSS (1), FI_ITERS (100), MPI_ITERS (100),
 # MPI_RUNS (3: mpi_bench -r), LOSSY_PLANES ("1 2 3 4"), LAT_ITERS (2000: atomic part),
-# PARTS ("fi mpi atomic"), KEEP (set: keep the work directory), LOSS_FOLLOW ("follow": the fi
+# PARTS ("fi fibw mpi atomic"), FIBW_ITERS (4), FIBW_TESTS ("tagged_bw rma_write rma_read"), KEEP (set: keep the work directory), LOSS_FOLLOW ("follow": the fi
 # part's lossy plane is, in each run, the one its first FOLLOW_PKTS (300) packets towards the
 # server mostly took, so tcp's single connection always meets the loss; empty: each plane of
 # LOSSY_PLANES in turn, as the mpi part does).
@@ -46,13 +50,17 @@ FI_ITERS=${FI_ITERS:-100}
 MPI_ITERS=${MPI_ITERS:-100}
 MPI_RUNS=${MPI_RUNS:-3}
 LOSSY_PLANES=${LOSSY_PLANES:-1 2 3 4}
-PARTS=${PARTS:-fi mpi atomic}
+PARTS=${PARTS:-fi fibw mpi atomic}
+FIBW_ITERS=${FIBW_ITERS:-4}
+FIBW_TESTS=${FIBW_TESTS:-tagged_bw rma_write rma_read}
+SUITE=$BUILD/tests/fi/fi_suite
 LAT_ITERS=${LAT_ITERS:-2000}
 LOSS_FOLLOW=${LOSS_FOLLOW-follow}
 FOLLOW_PKTS=${FOLLOW_PKTS:-300}
 PROV=$BUILD/libmroc-fi.so
 MPIB=$BUILD/tests/mpi/mpi_bench
-PROVIDERS=("mroc" "tcp" "udp;ofi_rxd")
+PROVIDERS=("mroc" "tcp" "tcp;ofi_rxm" "udp;ofi_rxd")
+BW_PROVIDERS=("mroc" "tcp;ofi_rxm" "udp;ofi_rxd")
 
 bl_init fi_pingpong ss
 [ -f "$PROV" ] || skip "$PROV not built (libfabric-dev missing?)"
@@ -176,8 +184,11 @@ exp_fi() {
 		md ""
 		md "Median over the runs (lossless: $REPS each; lossy: $(wc -w <<<"$LOSSY_PLANES") each, $([ -n "$LOSS_FOLLOW" ] && echo "the lossy plane chosen in each run as the one its first $FOLLOW_PKTS packets towards the server mostly crossed, so that a single TCP connection always meets the loss" || echo "one per plane")) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets towards the server that crossed the lossy plane (median, min..max)."
 		md ""
-		md "| bytes | mroc us | tcp us | udp;ofi_rxd us | mroc MB/s | tcp MB/s | udp;ofi_rxd MB/s |"
-		md "|---|---|---|---|---|---|---|"
+		local hdr="| bytes |" sep="|---|"
+		for prov in "${PROVIDERS[@]}"; do hdr+=" $prov us |"; sep+="---|"; done
+		for prov in "${PROVIDERS[@]}"; do hdr+=" $prov MB/s |"; sep+="---|"; done
+		md "$hdr"
+		md "$sep"
 		for b in $sizes; do
 			local row="| $b |"
 			for col in 6 7; do
@@ -194,7 +205,7 @@ exp_fi() {
 				row+=" $(awk -F, -v p="$prov" -v c="$cond" '$1 == p && $2 == c && $5 == 64 { print $8 }' "$FI_CSV" | stats |
 					awk '{ printf "%s (%s..%s)", $2, $1, $3 }') |"
 			done
-			md "$row | | |"
+			md "$row$(printf ' |%.0s' "${PROVIDERS[@]}")"
 		fi
 		md ""
 	done
@@ -316,10 +327,88 @@ exp_atomic() {
 	md ""
 }
 
+# ---------------------------------------------------------------- fi_suite bandwidth
+
+# fibw_run PROVIDER TEST COND REP PLANE: one fi_suite bandwidth test, 64 KiB and 1 MiB; rows
+# to the CSV.  PLANE "follow": the lossy plane is chosen during the run (follow_loss).
+fibw_run() {
+	local prov=$1 t=$2 cond=$3 rep=$4 plane=$5 port=$((47900 + RANDOM % 90)) sp cp rc p0 share
+	local args=(-p "$prov" -P $port -n "$FIBW_ITERS" -w 16 -q -S 65536,1048576 "$t")
+	bl_daemons_check
+	[ "$plane" != follow ] || set_loss 0
+	p0=$(plane_pkts)
+	# shellcheck disable=SC2046
+	bl_bg ip netns exec "${NS[1]}" env $(fi_env 1 "$prov") timeout 600 "$SUITE" "${args[@]}" \
+		>"$BL_DIR/bw.srv" 2>&1
+	sp=$BL_LAST
+	# shellcheck disable=SC2046
+	bl_bg ip netns exec "${NS[0]}" env $(fi_env 0 "$prov") timeout 600 "$SUITE" "${args[@]}" \
+		"${IP[1]}" >"$BL_DIR/bw.cli" 2>&1
+	cp=$BL_LAST
+	if [ "$plane" = follow ]; then
+		follow_loss "$cp" "$p0"
+		plane=$PLANE
+	fi
+	bl_reap "$cp"
+	rc=$?
+	bl_reap "$sp" || rc=$((rc ? rc : 1))
+	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
+	# fi_suite: NAME BYTES bytes ITERS x WINDOW MB/s MB/s (the side that times prints it)
+	cat "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" | awk -v p="$prov" -v t="$t" -v c="$cond" -v r="$rep" \
+		-v pl="$plane" -v s="$share" '$1 == t && $3 == "bytes" && $NF == "MB/s" {
+			printf "%s,%s,%s,%d,%d,%d,%s,%s\n", p, t, c, r, pl, $2, $(NF - 1), s }' >>"$BW_CSV"
+	log "fibw $prov $t $cond rep $rep (lossy plane $plane, its share $share): exit $rc," \
+		"$(cat "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" | awk -v t="$t" '$1 == t && $NF == "MB/s" { printf "%s B %s MB/s; ", $2, $(NF - 1) }')"
+	[ $rc = 0 ] || { tail -3 "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" >&2; echo "$prov,$t,$cond,$rep,$plane,failed,,$share" >>"$BW_CSV"; }
+}
+
+exp_fibw() {
+	local prov rep p t cond
+	BW_CSV=$OUT/mpi-fibw.csv
+	[ -x "$SUITE" ] || { log "fibw: $SUITE not built"; return; }
+	echo "provider,test,condition,rep,lossy_plane,bytes,mb_per_s,lossy_plane_share" >"$BW_CSV"
+	set_loss 0
+	for ((rep = 1; rep <= REPS; rep++)); do
+		for t in $FIBW_TESTS; do
+			for prov in "${BW_PROVIDERS[@]}"; do fibw_run "$prov" "$t" lossless "$rep" 0; done
+		done
+	done
+	for p in $LOSSY_PLANES; do
+		[ -n "$LOSS_FOLLOW" ] || set_loss $p
+		for t in $FIBW_TESTS; do
+			for prov in "${BW_PROVIDERS[@]}"; do
+				fibw_run "$prov" "$t" "loss$LOSS" "$p" "${LOSS_FOLLOW:-$p}"
+			done
+		done
+	done
+	set_loss 0
+	for t in $FIBW_TESTS; do
+		md "#### fi_suite $t (fabtests' $([ "$t" = tagged_bw ] && echo fi_rdm_tagged_bw || echo "fi_rma_bw -o ${t#rma_}")), 16 in flight, MB/s"
+		md ""
+		md "Median over the runs (lossless: $REPS; ${LOSS}% loss on one plane: $(wc -w <<<"$LOSSY_PLANES")$([ -n "$LOSS_FOLLOW" ] && echo ", the plane the run's traffic took")), min..max in brackets."
+		md ""
+		local hdr="| bytes | condition |" sep="|---|---|"
+		for prov in "${BW_PROVIDERS[@]}"; do hdr+=" $prov |"; sep+="---|"; done
+		md "$hdr"
+		md "$sep"
+		for b in 65536 1048576; do
+			for cond in lossless "loss$LOSS"; do
+				local row="| $b | $cond |"
+				for prov in "${BW_PROVIDERS[@]}"; do
+					row+=" $(awk -F, -v p="$prov" -v t="$t" -v c="$cond" -v b="$b" '$1 == p && $2 == t && $3 == c && $6 == b { print $7 }' "$BW_CSV" |
+						stats | awk '$1 == "-" { print "-"; next } { printf "%.1f (%.1f..%.1f)", $2, $1, $3 }') |"
+				done
+				md "$row"
+			done
+		done
+		md ""
+	done
+}
+
 for e in $PARTS; do
 	case $e in
-	fi|mpi|atomic) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
-	*) die "unknown part $e (fi mpi atomic)" ;;
+	fi|fibw|mpi|atomic) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
+	*) die "unknown part $e (fi fibw mpi atomic)" ;;
 	esac
 done
 bl_daemons_check

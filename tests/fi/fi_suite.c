@@ -207,7 +207,7 @@ static struct fi_info *hints_for(uint64_t caps)
 
 	h->ep_attr->type = FI_EP_RDM;
 	h->caps = caps;
-	h->mode = FI_CONTEXT;
+	h->mode = FI_CONTEXT | FI_CONTEXT2;
 	h->domain_attr->mr_mode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 	h->domain_attr->threading = FI_THREAD_DOMAIN;
 	h->fabric_attr->prov_name = strdup(prov);
@@ -272,6 +272,11 @@ static void fab_meet(struct fab *f)
 	if (fi_av_insert(f->av, theirs + 8, 1, &f->peer, 0, NULL) != 1)
 		die("fi_av_insert of the peer's name");
 }
+
+/* An operation context for each post (providers in FI_CONTEXT mode own it until completion). */
+static struct fi_context2 ctxs[4096];
+static unsigned ctx_i;
+#define CTX ((void *)&ctxs[ctx_i++ % 4096])
 
 static struct fi_cq_tagged_entry last;
 static fi_addr_t last_src;
@@ -443,22 +448,22 @@ static void pingpong(bool tagged, const size_t *sz, int nsz, int n)
 			if (srv) {
 				fill(tx, sz[s], seed);
 				if (tagged)
-					POST(&f, fi_tsend(f.ep, tx, sz[s], f.desc, f.peer, seed, NULL));
+					POST(&f, fi_tsend(f.ep, tx, sz[s], f.desc, f.peer, seed, CTX));
 				else
-					POST(&f, fi_send(f.ep, tx, sz[s], f.desc, f.peer, NULL));
+					POST(&f, fi_send(f.ep, tx, sz[s], f.desc, f.peer, CTX));
 			}
 			if (tagged)
-				POST(&f, fi_trecv(f.ep, rx, sz[s], f.desc, f.peer, seed ^ 1, 0, NULL));
+				POST(&f, fi_trecv(f.ep, rx, sz[s], f.desc, f.peer, seed ^ 1, 0, CTX));
 			else
-				POST(&f, fi_recv(f.ep, rx, sz[s], f.desc, f.peer, NULL));
+				POST(&f, fi_recv(f.ep, rx, sz[s], f.desc, f.peer, CTX));
 			if (!srv) {
 				reap(&f, 1);
 				verify(rx, sz[s], seed ^ 1, "ping");
 				fill(tx, sz[s], seed);
 				if (tagged)
-					POST(&f, fi_tsend(f.ep, tx, sz[s], f.desc, f.peer, seed, NULL));
+					POST(&f, fi_tsend(f.ep, tx, sz[s], f.desc, f.peer, seed, CTX));
 				else
-					POST(&f, fi_send(f.ep, tx, sz[s], f.desc, f.peer, NULL));
+					POST(&f, fi_send(f.ep, tx, sz[s], f.desc, f.peer, CTX));
 				reap(&f, 1);
 			} else {
 				reap(&f, 2);
@@ -508,10 +513,10 @@ static void t_tagged_bw(void)
 			for (int w = 0; w < window; w++) {
 				if (srv)
 					POST(&f, fi_trecv(f.ep, f.buf + w * sz, sz, f.desc, f.peer, w, 0,
-							  NULL));
+							  CTX));
 				else
 					POST(&f, fi_tsend(f.ep, f.buf + w * sz, sz, f.desc, f.peer, w,
-							  NULL));
+							  CTX));
 			}
 			reap(&f, window);
 			if (srv) {
@@ -521,10 +526,10 @@ static void t_tagged_bw(void)
 						       "tagged_bw message");
 				memset(f.buf, 0, check ? sz * window : 0);
 				/* Ack: the sender's next window waits for our receives. */
-				POST(&f, fi_tsend(f.ep, f.buf, 0, f.desc, f.peer, 1ull << 40, NULL));
+				POST(&f, fi_tsend(f.ep, f.buf, 0, f.desc, f.peer, 1ull << 40, CTX));
 				reap(&f, 1);
 			} else {
-				POST(&f, fi_trecv(f.ep, NULL, 0, NULL, f.peer, 1ull << 40, 0, NULL));
+				POST(&f, fi_trecv(f.ep, NULL, 0, NULL, f.peer, 1ull << 40, 0, CTX));
 				reap(&f, 1);
 			}
 		}
@@ -583,9 +588,9 @@ static void t_rma_bw(enum rma_kind k)
 				uint64_t ra = addr + w * sz;
 
 				if (k == RMA_WRITE)
-					POST(&f, fi_write(f.ep, b, sz, f.desc, f.peer, ra, key, NULL));
+					POST(&f, fi_write(f.ep, b, sz, f.desc, f.peer, ra, key, CTX));
 				else if (k == RMA_READ)
-					POST(&f, fi_read(f.ep, b, sz, f.desc, f.peer, ra, key, NULL));
+					POST(&f, fi_read(f.ep, b, sz, f.desc, f.peer, ra, key, CTX));
 				else
 					POST(&f, fi_writedata(f.ep, b, sz, f.desc, (uint64_t)w, f.peer, ra,
 							      key, NULL));
@@ -765,7 +770,7 @@ static void t_atomic(void)
 			else
 				POST(&f, fi_fetch_atomic(f.ep, op == FI_ATOMIC_READ ? NULL : opnd, 1,
 							 f.desc, res, f.desc, f.peer, word, key, dt, op,
-							 NULL));
+							 CTX));
 			reap(&f, 1);
 			o = getv(res, (enum fi_datatype)dt);
 			if (o != 6)
@@ -861,7 +866,7 @@ static void t_multi_recv(void)
 
 			memcpy(p, &i, sizeof(i));
 			fill(p + 4, msz - 4, i);
-			POST(&f, fi_send(f.ep, p, msz, f.desc, f.peer, NULL));
+			POST(&f, fi_send(f.ep, p, msz, f.desc, f.peer, CTX));
 			if (i % 32 == 31)
 				reap(&f, 32);
 		}
@@ -886,7 +891,7 @@ static void t_unexpected(void)
 	if (!srv) {
 		for (int i = 0; i < n; i++) {
 			fill(f.buf + i * sz, sz, 7000 + i);
-			POST(&f, fi_tsend(f.ep, f.buf + i * sz, sz, f.desc, f.peer, 7000 + i, NULL));
+			POST(&f, fi_tsend(f.ep, f.buf + i * sz, sz, f.desc, f.peer, 7000 + i, CTX));
 		}
 		reap(&f, n);
 		oob_sync(f.oob);
@@ -917,7 +922,7 @@ static void t_unexpected(void)
 		}
 		for (int i = n - 1; i >= 0; i--) {
 			POST(&f, fi_trecv(f.ep, f.buf + i * sz, sz, f.desc, FI_ADDR_UNSPEC, 7000 + i, 0,
-					  NULL));
+					  CTX));
 			reap(&f, 1);
 			if (last.tag != 7000 + (uint64_t)i || last.len != sz)
 				die("unexpected_msg: receive for tag %d got tag %" PRIu64, 7000 + i,
@@ -968,7 +973,7 @@ static void t_recv_cancel(void)
 	} else {
 		oob_sync(f.oob);
 		fill(f.buf, sz, 0xCA);
-		POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, 0xCA, NULL));
+		POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, 0xCA, CTX));
 		reap(&f, 1);
 		oob_sync(f.oob);
 		printf("ok: recv_cancel: message sent\n");
@@ -994,8 +999,8 @@ static void t_multi_client(void)
 			uint64_t seed = (uint64_t)id << 20 | (uint64_t)i;
 
 			fill(f.buf, sz, seed);
-			POST(&f, fi_trecv(f.ep, f.buf + sz, sz, f.desc, f.peer, seed ^ 1, 0, NULL));
-			POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, seed, NULL));
+			POST(&f, fi_trecv(f.ep, f.buf + sz, sz, f.desc, f.peer, seed ^ 1, 0, CTX));
+			POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, seed, CTX));
 			reap(&f, 2);
 			verify(f.buf + sz, sz, seed ^ 1, "multi_client reply");
 		}
@@ -1025,7 +1030,7 @@ static void t_multi_client(void)
 			uint64_t seed;
 			uint32_t c;
 
-			POST(&f, fi_trecv(f.ep, rx, sz, f.desc, FI_ADDR_UNSPEC, 0, ~0ull, NULL));
+			POST(&f, fi_trecv(f.ep, rx, sz, f.desc, FI_ADDR_UNSPEC, 0, ~0ull, CTX));
 			reap(&f, 1);
 			seed = last.tag;
 			c = (uint32_t)(seed >> 20);
@@ -1033,7 +1038,7 @@ static void t_multi_client(void)
 				die("multi_client: tag %#" PRIx64 " names no client", seed);
 			verify(rx, sz, seed, "multi_client request");
 			fill(tx, sz, seed ^ 1);
-			POST(&f, fi_tsend(f.ep, tx, sz, f.desc, peers[c], seed ^ 1, NULL));
+			POST(&f, fi_tsend(f.ep, tx, sz, f.desc, peers[c], seed ^ 1, CTX));
 			reap(&f, 1);
 		}
 		for (int c = 0; c < clients; c++)
