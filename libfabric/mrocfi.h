@@ -61,7 +61,8 @@ static_assert(MFI_IOV_LIMIT == MFI_MATCH_IOV, "an operation's iovs are scattered
 /* Per connection: receive slots the peer may fill, staging slots we send from. */
 #define MFI_RX_SLOTS		32
 #define MFI_TX_SLOTS		32
-#define MFI_SLOT_SIZE		(64 * 1024)
+/* A slot holds a header and 64 KiB (and a little more): a 64 KiB message is one SEND. */
+#define MFI_SLOT_SIZE		(64 * 1024 + 64)
 #define MFI_CHUNK		(MFI_SLOT_SIZE - sizeof(struct mfi_hdr))
 #define MFI_LISTENERS		2	/* QPs kept listening on an RDM endpoint's service */
 

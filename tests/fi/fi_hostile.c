@@ -69,7 +69,7 @@
 
 /* The provider's connection layout (libfabric/mrocfi.h), as a peer must know it. */
 #define SLOTS		32
-#define SLOT		(64 * 1024)
+#define SLOT		(64 * 1024 + 64)
 #define CHUNK		(SLOT - MFI_HDR_LEN)
 #define OFF_CREDIT_IN	0
 #define OFF_RX		64
