@@ -359,7 +359,7 @@ fibw_run() {
 			printf "%s,%s,%s,%d,%d,%d,%s,%s\n", p, t, c, r, pl, $2, $(NF - 1), s }' >>"$BW_CSV"
 	log "fibw $prov $t $cond rep $rep (lossy plane $plane, its share $share): exit $rc," \
 		"$(cat "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" | awk -v t="$t" '$1 == t && $NF == "MB/s" { printf "%s B %s MB/s; ", $2, $(NF - 1) }')"
-	[ $rc = 0 ] || { tail -3 "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" >&2; echo "$prov,$t,$cond,$rep,$plane,failed,,$share" >>"$BW_CSV"; }
+	[ $rc = 0 ] || { tail -n 3 "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" >&2; echo "$prov,$t,$cond,$rep,$plane,failed,,$share" >>"$BW_CSV"; }
 }
 
 exp_fibw() {
