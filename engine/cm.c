@@ -28,22 +28,17 @@ static uint32_t hash64(uint64_t x)
 
 int cm_hash_init(struct engine *eng)
 {
-	uint32_t n = 1;
+	uint32_t n = eng->hash_mask + 1;	/* qp_table_init's */
 
-	while (n < eng->cfg.max_qps)
-		n <<= 1;
-	eng->hash_mask = n - 1;
 	eng->listen_hash = calloc(n, sizeof(*eng->listen_hash));
 	eng->conn_hash = calloc(n, sizeof(*eng->conn_hash));
-	eng->qpn_hash = calloc(n, sizeof(*eng->qpn_hash));
-	return eng->listen_hash && eng->conn_hash && eng->qpn_hash ? 0 : -ENOMEM;
+	return eng->listen_hash && eng->conn_hash ? 0 : -ENOMEM;
 }
 
 void cm_hash_free(struct engine *eng)
 {
 	free(eng->listen_hash);
 	free(eng->conn_hash);
-	free(eng->qpn_hash);
 }
 
 static struct qp **listen_bucket(struct engine *eng, uint64_t service_id)
@@ -111,7 +106,7 @@ void cm_unlink(struct engine *eng, struct qp *qp)
 int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t service_id,
 		      uint64_t now)
 {
-	struct qp *qp = engine_qp_lookup(eng, qpn);
+	struct qp *qp = qp_lookup(eng, qpn);
 
 	if (!qp)
 		return -ENOENT;
@@ -136,7 +131,7 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 
 int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id)
 {
-	struct qp *qp = engine_qp_lookup(eng, qpn);
+	struct qp *qp = qp_lookup(eng, qpn);
 
 	if (!qp)
 		return -ENOENT;
@@ -153,7 +148,7 @@ int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id)
 
 int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 {
-	struct qp *qp = engine_qp_lookup(eng, qpn);
+	struct qp *qp = qp_lookup(eng, qpn);
 
 	if (!qp)
 		return -ENOENT;
@@ -395,7 +390,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		}
 		return rx_req(eng, pkt, meta, now);
 	}
-	qp = engine_qp_lookup(eng, pkt->hdr.dst_qpn);
+	qp = qp_lookup(eng, pkt->hdr.dst_qpn);
 	if (!qp) {
 		engine_count(eng, EC_RX_UNKNOWN_QP);
 		if (pkt->hdr.opcode == MROC_OP_DISCONNECT)
@@ -448,7 +443,11 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		return 0;
 	case MROC_OP_DISCONNECT:
 		if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
-			qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
+			/* What retiring the sends lets through is delivered before the RECVs fail. */
+			if (qp_flush_sends(eng, qp, ENGINE_WC_FLUSH_ERR) &&
+			    qp->state == ENGINE_QPS_CONNECTED)
+				qp_deliver(eng, qp);
+			qp_flush_rest(eng, qp, ENGINE_WC_FLUSH_ERR);
 			qp->state = ENGINE_QPS_IDLE;
 			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS);
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {

@@ -98,19 +98,11 @@ struct engine *engine_create(const struct engine_config *cfg)
 	prng_seed(&eng->rng, cfg->seed);
 	sec_init(eng);
 	eng->seg_bytes = MROC_DATA_OVERHEAD + cfg->mtu + eng->sec_tag_len + ENGINE_L2L4_OVERHEAD;
-	list_init(&eng->ctl_ready);
-	list_init(&eng->tx_ready);
-	list_init(&eng->cq_ready);
-	eng->qps = calloc(cfg->max_qps, sizeof(*eng->qps));
-	eng->free_slots = calloc(cfg->max_qps, sizeof(*eng->free_slots));
-	if (!eng->qps || !eng->free_slots || mr_table_init(eng) ||
-	    timer_init(eng) || cm_hash_init(eng) || peer_init(eng)) {
+	if (qp_table_init(eng) || mr_table_init(eng) || timer_init(eng) || cm_hash_init(eng) ||
+	    peer_init(eng)) {
 		engine_destroy(eng);
 		return NULL;
 	}
-	/* Popped from the top: slot 0 first, as a fresh table fills. */
-	for (uint32_t i = 0; i < cfg->max_qps; i++)
-		eng->free_slots[eng->nfree++] = cfg->max_qps - 1 - i;
 	return eng;
 }
 
@@ -121,57 +113,17 @@ void engine_destroy(struct engine *eng)
 	if (eng->qps)
 		for (uint32_t i = 0; i < eng->cfg.max_qps; i++)
 			qp_free(eng->qps[i]);
-	free(eng->qps);
-	free(eng->free_slots);
+	qp_table_free(eng);
 	mr_table_free(eng);
 	peer_free(eng);
 	cm_hash_free(eng);
 	free(eng);
 }
 
-/*
- * QPNs are random 32-bit numbers, found through a hash: with the peer's QPN,
- * which every packet also carries and which is checked, an off-path host
- * has 64 unpredictable bits to guess before it can touch a connection.
- */
-static struct qp **qpn_bucket(struct engine *eng, uint32_t qpn)
-{
-	return &eng->qpn_hash[(qpn * 0x9e3779b1u) >> 7 & eng->hash_mask];
-}
-
-struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn)
-{
-	struct qp *qp;
-
-	if (!qpn)
-		return NULL;
-	for (qp = *qpn_bucket(eng, qpn); qp; qp = qp->qpn_next)
-		if (qp->qpn == qpn)
-			return qp;
-	return NULL;
-}
-
-void engine_count(struct engine *eng, enum engine_counter c)
-{
-	eng->st.c[c]++;
-}
-
-void qp_wake(struct engine *eng, struct qp *qp)
-{
-	if (!list_linked(&qp->tx_node))
-		list_add_tail(&eng->tx_ready, &qp->tx_node);
-}
-
-void qp_wake_ctl(struct engine *eng, struct qp *qp)
-{
-	if (!list_linked(&qp->ctl_node))
-		list_add_tail(&eng->ctl_ready, &qp->ctl_node);
-}
-
 int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint32_t *out)
 {
-	struct qp *qp, **b;
-	uint32_t i, qpn;
+	struct qp *qp;
+	uint32_t qpn;
 
 	if (!mode_ops_of(attr->mode) || !attr->npaths || attr->npaths > MROC_MAX_PATHS ||
 	    !attr->sq_depth || !attr->rq_depth ||
@@ -184,21 +136,15 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 		return -ENOMEM;
 	do
 		qpn = engine_qpn_fit(&eng->cfg, sec_rand32(eng));
-	while (!qpn || engine_qp_lookup(eng, qpn));
-	i = eng->free_slots[--eng->nfree];
-	qp->qpn = qpn;
-	qp->slot = i;
-	eng->qps[i] = qp;
-	b = qpn_bucket(eng, qpn);
-	qp->qpn_next = *b;
-	*b = qp;
+	while (!qpn || qp_lookup(eng, qpn));
+	qp_table_add(eng, qp, qpn);
 	*out = qpn;
 	return 0;
 }
 
 int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 {
-	struct qp *qp = engine_qp_lookup(eng, qpn);
+	struct qp *qp = qp_lookup(eng, qpn);
 
 	if (!qp)
 		return -ENOENT;
@@ -208,20 +154,14 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 	list_del(&qp->cq_node);
 	timer_cancel(eng, qp);
 	cm_unlink(eng, qp);
-	for (struct qp **pp = qpn_bucket(eng, qpn); *pp; pp = &(*pp)->qpn_next)
-		if (*pp == qp) {
-			*pp = qp->qpn_next;
-			break;
-		}
-	eng->qps[qp->slot] = NULL;
-	eng->free_slots[eng->nfree++] = qp->slot;
+	qp_table_remove(eng, qp);
 	qp_free(qp);
 	return 0;
 }
 
 int engine_post_send(struct engine *eng, uint32_t qpn, const struct engine_wr *wr, uint64_t now)
 {
-	struct qp *qp = engine_qp_lookup(eng, qpn);
+	struct qp *qp = qp_lookup(eng, qpn);
 	int err;
 
 	if (!qp)
@@ -234,7 +174,7 @@ int engine_post_send(struct engine *eng, uint32_t qpn, const struct engine_wr *w
 
 int engine_post_recv(struct engine *eng, uint32_t qpn, const struct engine_recv_wr *wr)
 {
-	struct qp *qp = engine_qp_lookup(eng, qpn);
+	struct qp *qp = qp_lookup(eng, qpn);
 
 	if (!qp)
 		return -ENOENT;
@@ -277,12 +217,12 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	}
 	if (mroc_op_is_cm(pkt.hdr.opcode)) {
 		err = cm_rx(eng, &pkt, meta, now);
-		qp = engine_qp_lookup(eng, pkt.hdr.dst_qpn);
+		qp = qp_lookup(eng, pkt.hdr.dst_qpn);
 		if (qp)
 			qp_update_deadline(eng, qp);
 		return err;
 	}
-	qp = engine_qp_lookup(eng, pkt.hdr.dst_qpn);
+	qp = qp_lookup(eng, pkt.hdr.dst_qpn);
 	if (!qp) {
 		eng->st.c[EC_RX_UNKNOWN_QP]++;
 		return -ENOENT;

@@ -307,7 +307,7 @@ struct engine {
 	const struct cc_ops *cc;	/* congestion control of every path */
 	struct prng rng;		/* ports and tie-breaks; secrets: sec_random */
 	struct qp **qps;	/* max_qps slots */
-	struct qp **qpn_hash;	/* QPN -> QP (engine.c), hash_mask + 1 buckets */
+	struct qp **qpn_hash;	/* QPN -> QP (qptable.c), hash_mask + 1 buckets */
 	uint32_t *free_slots;	/* stack of empty slots: QP creation without a search */
 	uint32_t nfree;
 	/* The scheduler: QPs join these lists when they may have work, and
@@ -382,11 +382,22 @@ static inline const uint8_t *sec_qp_key(const struct engine *eng, const struct q
 	return eng->sec_tag_len && qp->has_tx_key ? qp->tx_key : NULL;
 }
 
-/* engine.c */
-struct qp *engine_qp_lookup(struct engine *eng, uint32_t qpn);
+/* qptable.c: where the QPs live (slots, QPN hash, the ready lists) */
+int qp_table_init(struct engine *eng);	/* sets hash_mask, which cm.c and peer.c size on */
+void qp_table_free(struct engine *eng);
+struct qp *qp_lookup(struct engine *eng, uint32_t qpn);
+/* A new QP into a free slot under qpn (there is one: eng->nfree), out of it again. */
+void qp_table_add(struct engine *eng, struct qp *qp, uint32_t qpn);
+void qp_table_remove(struct engine *eng, struct qp *qp);
 /* The QP may have something to send: data (and anything else), or only control. */
 void qp_wake(struct engine *eng, struct qp *qp);
 void qp_wake_ctl(struct engine *eng, struct qp *qp);
+
+/* Counts an event (engine_get_stats). */
+static inline void engine_count(struct engine *eng, enum engine_counter c)
+{
+	eng->st.c[c]++;
+}
 
 /* timer.c */
 int timer_init(struct engine *eng);
@@ -394,7 +405,6 @@ void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline);
 void timer_cancel(struct engine *eng, struct qp *qp);
 uint64_t timer_next(struct engine *eng);
 struct qp *timer_pop_due(struct engine *eng, uint64_t now);
-void engine_count(struct engine *eng, enum engine_counter c);
 
 /* peer.c */
 int peer_init(struct engine *eng);
@@ -456,9 +466,13 @@ int qp_queue_read_resp(struct engine *eng, struct qp *qp, const struct rx_msg *r
 struct tx_msg *qp_queue_atomic_resp(struct engine *eng, struct qp *qp, uint32_t req_msn);
 int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
 void qp_mark_lost(struct engine *eng, struct qp *qp, uint32_t dsn);
-void qp_complete_sends(struct engine *eng, struct qp *qp);
+/* true: a message was retired (a READ_REQ waiting for ring room may go: qp_deliver) */
+bool qp_complete_sends(struct engine *eng, struct qp *qp);
 void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now);
+/* qp_flush = qp_flush_sends (returns qp_complete_sends's answer), then qp_flush_rest. */
 void qp_flush(struct engine *eng, struct qp *qp, uint8_t status);
+bool qp_flush_sends(struct engine *eng, struct qp *qp, uint8_t status);
+void qp_flush_rest(struct engine *eng, struct qp *qp, uint8_t status);
 bool qp_has_data(const struct engine *eng, const struct qp *qp);
 bool qp_cq_budget(const struct qp *qp);
 struct tx_msg *qp_msg(struct qp *qp, uint32_t msn);

@@ -233,8 +233,12 @@ static bool msg_done(const struct qp *qp, const struct tx_msg *m)
 	return !mroc_op_is_request(m->op) || m->read_done;
 }
 
-/* Retire finished messages in MSN order; app WRs complete in posting order. */
-void qp_complete_sends(struct engine *eng, struct qp *qp)
+/*
+ * Retire finished messages in MSN order; app WRs complete in posting order.
+ * Returns true when one was retired: a READ_REQ waiting for room in the
+ * message ring may go now (qp_deliver, the caller's: qp_rx.c is above us).
+ */
+bool qp_complete_sends(struct engine *eng, struct qp *qp)
 {
 	bool freed = false;
 
@@ -257,13 +261,14 @@ void qp_complete_sends(struct engine *eng, struct qp *qp)
 		qp->msn_head++;
 		freed = true;
 	}
-	/* A READ_REQ waiting for room in the message ring can go now. */
-	if (freed && qp->state == ENGINE_QPS_CONNECTED)
-		qp_deliver(eng, qp);
+	return freed;
 }
 
-/* Fail every outstanding message with status (unless one already has its own). */
-void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
+/*
+ * Fail every outstanding message with status (unless one already has its
+ * own) and retire them; returns qp_complete_sends's answer.
+ */
+bool qp_flush_sends(struct engine *eng, struct qp *qp, uint8_t status)
 {
 	for (uint32_t msn = qp->msn_head; msn != qp->msn_tail; msn++) {
 		struct tx_msg *m = qp_msg(qp, msn);
@@ -273,7 +278,12 @@ void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
 			m->status = status;
 		}
 	}
-	qp_complete_sends(eng, qp);
+	return qp_complete_sends(eng, qp);
+}
+
+/* The rest of a flush: every RECV completes with status, nothing is in flight any more. */
+void qp_flush_rest(struct engine *eng, struct qp *qp, uint8_t status)
+{
 	while (qp->rq_count) {
 		struct rq_entry *r = &qp->rq[qp->rq_head & qp->rq_mask];
 		struct engine_cqe c = {
@@ -299,6 +309,13 @@ void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
 	qp->rnr_deadline = 0;
 	qp->stall_since = 0;
 	qp->rack_deadline = 0;
+}
+
+/* A QP that is not connected (nothing of it may be delivered any more): everything fails. */
+void qp_flush(struct engine *eng, struct qp *qp, uint8_t status)
+{
+	qp_flush_sends(eng, qp, status);
+	qp_flush_rest(eng, qp, status);
 }
 
 /*

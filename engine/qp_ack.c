@@ -293,7 +293,9 @@ static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_
 	qp->una_retries = 0;
 	qp->stall_since = 0;
 	qp->last_progress = now;
-	qp_complete_sends(eng, qp);
+	/* A READ_REQ waiting for room in the message ring can go now. */
+	if (qp_complete_sends(eng, qp) && qp->state == ENGINE_QPS_CONNECTED)
+		qp_deliver(eng, qp);
 }
 
 int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now)

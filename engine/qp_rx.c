@@ -389,6 +389,7 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 		qp->rx_msgs++;
 		mi->valid = 0;
 		qp->rcv_msn++;
+		/* A READ_REQ this lets through is this loop's next turn. */
 		if (mi->op == MROC_OP_READ_RESP || mi->op == MROC_OP_ATOMIC_RESP)
 			qp_complete_sends(eng, qp);
 	}

@@ -143,7 +143,7 @@ static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
 	if (op == MROC_OP_CONNECT_REQ)	/* nobody has a key yet; it carries ours */
 		return flags & MROC_F_TAG ? bad_tag(eng) : 0;
 	dst = (uint32_t)buf[4] << 24 | (uint32_t)buf[5] << 16 | (uint32_t)buf[6] << 8 | buf[7];
-	qp = engine_qp_lookup(eng, dst);
+	qp = qp_lookup(eng, dst);
 	if (!qp || qp->state == ENGINE_QPS_IDLE || qp->state == ENGINE_QPS_LISTEN) {
 		/* No key to check with: the usual checks count and drop it (a DISCONNECT
 		 * gets its stateless DISCONNECT_ACK). */

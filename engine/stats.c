@@ -66,7 +66,7 @@ static uint64_t qp_mem(const struct qp *qp)
 
 int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *o)
 {
-	struct qp *qp = engine_qp_lookup((struct engine *)eng, qpn);
+	struct qp *qp = qp_lookup((struct engine *)eng, qpn);
 	uint64_t qwnd = 0;
 
 	if (!qp)
@@ -121,7 +121,7 @@ const char *engine_repath_name(enum engine_repath_why why)
 int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		     struct engine_path_info *o)
 {
-	struct qp *qp = engine_qp_lookup((struct engine *)eng, qpn);
+	struct qp *qp = qp_lookup((struct engine *)eng, qpn);
 	const struct path *p;
 
 	if (!qp)
