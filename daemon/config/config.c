@@ -1,31 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * mrocd configuration (config.h): the key table, loading with libconfig,
- * the engine mapping, dump and reload diff.  The checks across keys are in
- * config_check.c, the scan for integer literals libconfig would read wrong
- * in config_lit.c (a key whose value came from one is refused here, saying
- * how to write it); what they share, config_priv.h.
- *
- * Loading walks the file, not the table: every setting must name a key of
- * the table (or an interface's name/queues), so a typo is an error.  Each
- * type has one parse, dump, compare and default function (config_types[]).
+ * mrocd configuration (config.h): the key table, each type's parse, dump,
+ * compare and default function (config_types[]), dump and reload diff.
+ * Loading a file is config_load.c's, the checks across keys
+ * config_check.c's, the scan for integer literals libconfig would read
+ * wrong config_lit.c's (a key whose value came from one is refused here,
+ * saying how to write it), errors config_err.c's, the engine mapping
+ * config_engine.c's; one parse's state is config_parse.h.
  */
 #include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <libconfig.h>
 #include <limits.h>
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <syslog.h>
 
-#include "aead.h"
 #include "config.h"
-#include "config_priv.h"
+#include "config_parse.h"
 #include "engine.h"
-#include "frame.h"
 #include "log.h"
 
 _Static_assert(sizeof(enum mrocd_backend) == sizeof(int), "enums are stored as int");
@@ -152,10 +145,8 @@ static const struct config_key config_keys[] = {
 };
 
 #define NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))
+_Static_assert(NKEYS <= 256, "CONFIG_MAX_KEYS (config_load.c)");
 
-static const char *const config_groups[] = { "daemon", "network", "transport", "limits",
-					    "security" };
-#define NGROUPS	(sizeof(config_groups) / sizeof(config_groups[0]))
 
 size_t config_key_count(void)
 {
@@ -181,133 +172,6 @@ const char *config_enum_name(const struct config_key *k, int value)
 		if (e->value == value)
 			return e->name;
 	return "?";
-}
-
-/* ---- errors ------------------------------------------------------------- */
-
-
-/* The same, as a path the user can open: an included name is relative to dir. */
-static const char *src_path(const struct cparse *p, const config_setting_t *s, char *buf,
-			    size_t len)
-{
-	const char *f = config_src_file(p, s);
-
-	if (f == p->path || !strcmp(f, p->path) || f[0] == '/')
-		return f;
-	snprintf(buf, len, "%s/%s", p->dir, f);
-	return buf;
-}
-
-/* "FILE:LINE: key 'KEY': MESSAGE"; without a setting, "FILE: key 'KEY': ...". */
-__attribute__((format(printf, 4, 5)))
-int config_err(struct cparse *p, const config_setting_t *s, const char *key, const char *fmt, ...)
-{
-	char file[PATH_MAX];
-	size_t n = 0;
-	va_list ap;
-
-	if (!p->errlen)
-		return -EINVAL;
-	if (s && config_setting_source_line(s))
-		n = (size_t)snprintf(p->err, p->errlen, "%s:%u: ",
-				     src_path(p, s, file, sizeof(file)),
-				     config_setting_source_line(s));
-	else
-		n = (size_t)snprintf(p->err, p->errlen, "%s: ", src_path(p, s, file, sizeof(file)));
-	if (key && n < p->errlen)
-		n += (size_t)snprintf(p->err + n, p->errlen - n, "key '%s': ", key);
-	if (n < p->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(p->err + n, p->errlen - n, fmt, ap);
-		va_end(ap);
-	}
-	return -EINVAL;
-}
-
-static const char *type_name(const config_setting_t *s)
-{
-	switch (config_setting_type(s)) {
-	case CONFIG_TYPE_GROUP:		return "a group";
-	case CONFIG_TYPE_INT:		return "an integer";
-	case CONFIG_TYPE_INT64:		return "a 64-bit integer";
-	case CONFIG_TYPE_FLOAT:		return "a float";
-	case CONFIG_TYPE_STRING:	return "a string";
-	case CONFIG_TYPE_BOOL:		return "a boolean";
-	case CONFIG_TYPE_ARRAY:		return "an array";
-	case CONFIG_TYPE_LIST:		return "a list";
-	default:			return "nothing";
-	}
-}
-
-/* Levenshtein distance of two short strings (longer ones: "far"). */
-static unsigned int edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b);
-	unsigned int row[65];
-
-	if (la > 64 || lb > 64)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		row[j] = (unsigned int)j;
-	for (size_t i = 1; i <= la; i++) {
-		unsigned int diag = row[0], tmp;
-
-		row[0] = (unsigned int)i;
-		for (size_t j = 1; j <= lb; j++) {
-			unsigned int best = diag + (a[i - 1] != b[j - 1]);
-
-			tmp = row[j];
-			if (row[j] + 1 < best)
-				best = row[j] + 1;
-			if (row[j - 1] + 1 < best)
-				best = row[j - 1] + 1;
-			row[j] = best;
-			diag = tmp;
-		}
-	}
-	return row[lb];
-}
-
-/* The closest of cands[] to name, if close enough to be a typo. */
-static const char *suggest(const char *name, const char *const *cands, size_t n)
-{
-	const char *best = NULL;
-	unsigned int bd = 3;		/* at most 2 edits */
-
-	for (size_t i = 0; i < n; i++) {
-		unsigned int d = edit_distance(name, cands[i]);
-
-		if (d < bd) {
-			bd = d;
-			best = cands[i];
-		}
-	}
-	return best;
-}
-
-static int unknown_key(struct cparse *p, const config_setting_t *s, const char *full)
-{
-	const char *names[NKEYS > NGROUPS ? NKEYS : NGROUPS];
-	const char *dot = strchr(full, '.'), *hint = NULL;
-
-	if (!dot) {
-		/* A group name, or a key written outside its group. */
-		hint = suggest(full, config_groups, NGROUPS);
-		for (size_t i = 0; !hint && i < NKEYS; i++)
-			if (!strcmp(strchr(config_keys[i].name, '.') + 1, full))
-				hint = config_keys[i].name;
-	} else {
-		for (size_t i = 0; i < NKEYS; i++)
-			names[i] = config_keys[i].name;
-		hint = suggest(full, names, NKEYS);
-		/* The right key in the wrong group. */
-		for (size_t i = 0; !hint && i < NKEYS; i++)
-			if (!strcmp(strchr(config_keys[i].name, '.'), dot))
-				hint = config_keys[i].name;
-	}
-	if (hint)
-		return config_err(p, s, NULL, "unknown key '%s' (did you mean '%s'?)", full, hint);
-	return config_err(p, s, NULL, "unknown key '%s'", full);
 }
 
 /* ---- per-type parse, dump, compare, default ---------------------------------- */
@@ -340,7 +204,7 @@ static int get_int(struct cparse *p, const config_setting_t *s, const char *key,
 	int t = config_setting_type(s);
 
 	if (t != CONFIG_TYPE_INT && t != CONFIG_TYPE_INT64)
-		return config_err(p, s, key, "expected an integer, got %s", type_name(s));
+		return config_err(p, s, key, "expected an integer, got %s", config_type_name(s));
 	b = config_badlit_find(p, s);
 	if (b && b->wide)
 		return config_err(p, s, key, "integer %s does not fit in 64 bits", b->text);
@@ -370,7 +234,7 @@ static int get_string(struct cparse *p, const config_setting_t *s, const char *k
 		      const char **out)
 {
 	if (config_setting_type(s) != CONFIG_TYPE_STRING)
-		return config_err(p, s, key, "expected a string, got %s", type_name(s));
+		return config_err(p, s, key, "expected a string, got %s", config_type_name(s));
 	*out = config_setting_get_string(s);
 	return 0;
 }
@@ -383,7 +247,7 @@ static int get_list(struct cparse *p, const config_setting_t *s, const char *key
 
 	if (!config_setting_is_array(s) && !config_setting_is_list(s))
 		return config_err(p, s, key, "expected a list such as %s, got %s", example,
-			    type_name(s));
+			    config_type_name(s));
 	n = config_setting_length(s);
 	if ((unsigned int)n > max)
 		return config_err(p, s, key, "at most %u entries (got %d)", max, n);
@@ -410,7 +274,7 @@ static int parse_bool(struct cparse *p, const struct config_key *k, const config
 		      const char *key, void *field)
 {
 	if (config_setting_type(s) != CONFIG_TYPE_BOOL)
-		return config_err(p, s, key, "expected true or false, got %s", type_name(s));
+		return config_err(p, s, key, "expected true or false, got %s", config_type_name(s));
 	*(bool *)field = config_setting_get_bool(s);
 	return 0;
 }
@@ -609,7 +473,7 @@ static int parse_iface_group(struct cparse *p, const struct config_key *k,
 					  "queue 0)");
 		} else if (!strcmp(mn, "address")) {
 			rc = get_addr(p, m, mk, &ifc->address, false);
-		} else if ((hint = suggest(mn, members, 3))) {
+		} else if ((hint = config_suggest(mn, members, 3))) {
 			rc = config_err(p, m, NULL, "unknown key '%s' (did you mean '%s.%s'?)", mk, key,
 				  hint);
 		} else {
@@ -654,7 +518,7 @@ static int parse_iface_list(struct cparse *p, const struct config_key *k,
 			rc = parse_iface_group(p, k, e, ek, ifc);
 		} else {
 			rc = config_err(p, e, ek, "expected \"name\" or { name = \"...\"; queues = [ ... ]; }"
-				  ", got %s", type_name(e));
+				  ", got %s", config_type_name(e));
 		}
 		for (int j = 0; !rc && j < i; j++)
 			if (!strcmp(l->v[j].name, ifc->name))
@@ -835,6 +699,12 @@ static const struct config_type_ops config_types[] = {
 	[CONFIG_T_IFACE_LIST]	= { parse_iface_list, dump_iface_list, eq_iface_list },
 };
 
+int config_key_parse(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		     const char *key, struct mrocd_config *c)
+{
+	return config_types[k->type].parse(p, k, s, key, (char *)c + k->off);
+}
+
 void config_defaults(struct mrocd_config *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -861,251 +731,6 @@ void config_defaults(struct mrocd_config *out)
 		default:		/* addresses and lists: unset, empty */
 			break;
 		}
-	}
-}
-
-/* ---- loading ---------------------------------------------------------------- */
-
-static bool is_group(const char *name)
-{
-	for (size_t i = 0; i < NGROUPS; i++)
-		if (!strcmp(name, config_groups[i]))
-			return true;
-	return false;
-}
-
-static int walk(struct cparse *p, struct mrocd_config *c)
-{
-	const config_setting_t *root = config_root_setting(p->cf);
-	char full[128];
-
-	for (int i = 0; i < config_setting_length(root); i++) {
-		const config_setting_t *g = config_setting_get_elem(root, (unsigned int)i);
-		const char *gname = config_setting_name(g);
-
-		if (!is_group(gname))
-			return unknown_key(p, g, gname);
-		if (!config_setting_is_group(g))
-			return config_err(p, g, gname, "expected a group, %s = { ... };, got %s", gname,
-				    type_name(g));
-		for (int j = 0; j < config_setting_length(g); j++) {
-			const config_setting_t *s = config_setting_get_elem(g, (unsigned int)j);
-			const struct config_key *k;
-			int rc;
-
-			snprintf(full, sizeof(full), "%s.%s", gname, config_setting_name(s));
-			k = config_key_find(full);
-			if (!k)
-				return unknown_key(p, s, full);
-			rc = config_types[k->type].parse(p, k, s, full, (char *)c + k->off);
-			if (rc)
-				return rc;
-		}
-	}
-	config_derive(p, c);
-	return config_check_all(p, c);
-}
-
-/* Open the file ourselves first: libconfig says only "file I/O error". */
-static int check_readable(struct cparse *p)
-{
-	struct stat st;
-	FILE *f = fopen(p->path, "r");
-	int rc = 0;
-
-	if (!f) {
-		rc = -errno;
-		snprintf(p->err, p->errlen, "%s: cannot open: %s", p->path, strerror(-rc));
-		return rc;
-	}
-	if (!fstat(fileno(f), &st) && S_ISDIR(st.st_mode)) {
-		snprintf(p->err, p->errlen, "%s: is a directory", p->path);
-		rc = -EISDIR;
-	}
-	fclose(f);
-	return rc;
-}
-
-/* Is there a setting "name =" or "name:" in text[0, end)? */
-static bool set_before(const char *text, size_t end, const char *name, size_t l)
-{
-	for (const char *p = text; (p = memmem(p, end - (size_t)(p - text), name, l)); p++) {
-		const char *q = p + l + strspn(p + l, " \t\n");
-
-		if ((p == text || (!isalnum((unsigned char)p[-1]) && !strchr("-_*", p[-1]))) &&
-		    (*q == '=' || *q == ':') && (size_t)(q - text) < end)
-			return true;
-	}
-	return false;
-}
-
-/*
- * libconfig says "duplicate setting name" with the line but not the name: read
- * the file and take the first name set on that line that was already set
- * before it (in any group: a hint, not a parser).  0, or -ENOENT.
- */
-static int dup_key_on_line(const char *path, int lineno, char *key, size_t len)
-{
-	char text[65536];
-	size_t n, at = 0;
-	FILE *f = fopen(path, "re");
-	int i = 1;
-
-	if (!f)
-		return -ENOENT;
-	n = fread(text, 1, sizeof(text) - 1, f);
-	fclose(f);
-	text[n] = '\0';
-	while (i < lineno && at < n)
-		if (text[at++] == '\n')
-			i++;
-	for (const char *p = text + at; *p && *p != '\n';) {
-		size_t l = 0;
-
-		if (*p == '#' || (p[0] == '/' && (p[1] == '/' || p[1] == '*')))
-			break;
-		if (*p == '"') {	/* skip strings: "a = b" inside one is no setting */
-			const char *q = strchr(p + 1, '"');
-
-			p = q ? q + 1 : p + strlen(p);
-			continue;
-		}
-		if (!isalpha((unsigned char)*p) && *p != '*') {
-			p++;
-			continue;
-		}
-		while (isalnum((unsigned char)p[l]) || (p[l] && strchr("-_*", p[l])))
-			l++;
-		if (l < 64 && set_before(text, (size_t)(p - text), p, l))
-			return snprintf(key, len, "\"%.*s\"", (int)l, p), 0;
-		p += l;
-	}
-	return -ENOENT;
-}
-
-int config_load(const char *path, struct mrocd_config *out, char *err, size_t errlen)
-{
-	struct cparse *p;
-	struct mrocd_config *c;
-	config_t cf;
-	char dir[PATH_MAX];
-	const char *slash;
-	int rc;
-
-	if (errlen)
-		err[0] = '\0';
-	p = calloc(1, sizeof(*p));
-	c = malloc(sizeof(*c));
-	if (!p || !c) {
-		free(p);
-		free(c);
-		snprintf(err, errlen, "%s: out of memory", path);
-		return -ENOMEM;
-	}
-	*p = (struct cparse){ .path = path, .cf = &cf, .err = err, .errlen = errlen };
-	rc = check_readable(p);
-	if (rc)
-		goto out_free;
-
-	/* @include "x" is relative to the file's folder. */
-	slash = strrchr(path, '/');
-	if (!slash)
-		snprintf(dir, sizeof(dir), ".");
-	else if (slash == path)
-		snprintf(dir, sizeof(dir), "/");
-	else
-		snprintf(dir, sizeof(dir), "%.*s", (int)(slash - path), path);
-	p->dir = dir;
-	config_prescan_file(p, path, path, 0);
-
-	config_init(&cf);
-	config_set_include_dir(&cf, dir);
-	if (!config_read_file(&cf, path)) {
-		const char *f = config_error_file(&cf);
-
-		char key[64] = "";
-
-		if (config_error_type(&cf) == CONFIG_ERR_FILE_IO)
-			snprintf(err, errlen, "%s: cannot read the file", f ? f : path);
-		else if (!strcmp(config_error_text(&cf), "duplicate setting name") &&
-			 !dup_key_on_line(f ? f : path, config_error_line(&cf), key, sizeof(key)))
-			snprintf(err, errlen, "%s:%d: %s is set twice in its group", f ? f : path,
-				 config_error_line(&cf), key);
-		else
-			snprintf(err, errlen, "%s:%d: %s", f ? f : path, config_error_line(&cf),
-				 config_error_text(&cf));
-		rc = config_error_type(&cf) == CONFIG_ERR_FILE_IO ? -EIO : -EINVAL;
-		goto out_destroy;
-	}
-	config_defaults(c);
-	rc = walk(p, c);
-	if (!rc)
-		*out = *c;
-out_destroy:
-	config_destroy(&cf);
-out_free:
-	free(c);
-	free(p);
-	/*
-	 * One line, whatever the file held: a value quoted back with a newline
-	 * or terminal escapes in it would forge log lines (fuzz_config found it).
-	 */
-	for (size_t i = 0; rc && i < errlen && err[i]; i++)
-		if ((unsigned char)err[i] < 0x20 || err[i] == 0x7f)
-			err[i] = '?';
-	return rc;
-}
-
-/* ---- engine mapping ------------------------------------------------------------ */
-
-#define NS_PER_US	1000ull
-#define NS_PER_MS	1000000ull
-
-int config_engine(const struct mrocd_config *c, struct engine_config *out)
-{
-	const typeof(c->transport) *t = &c->transport;
-
-	engine_config_default(out);
-	out->max_qps = c->limits.max_qps;
-	out->max_mrs = c->limits.max_mrs;
-	out->mtu = c->network.mtu;
-	out->link_rate_bps = (uint64_t)t->link_rate_gbps * 1000000000ull;
-	out->ack_every = t->ack_every;
-	out->ack_delay_ns = t->ack_delay_us * NS_PER_US;
-	out->rto_init_ns = t->rto_init_us * NS_PER_US;
-	out->rto_min_ns = t->rto_min_us * NS_PER_US;
-	out->rto_max_ns = t->rto_max_ms * NS_PER_MS;
-	out->dupthresh = t->dupthresh;
-	out->init_pwnd_pkts = t->init_pwnd_pkts;
-	out->max_pwnd_pkts = t->max_pwnd_pkts;
-	out->peer_window_pkts = t->peer_window_pkts;
-	out->loss_md_pkts = t->loss_md_pkts;
-	out->delay_target_ns = (uint64_t)t->delay_target_us * NS_PER_US;
-	out->hint_interval_ns = t->hint_interval_us * NS_PER_US;
-	out->max_retx = t->max_retx;
-	out->rnr_retry = t->rnr_retry;
-	out->rnr_delay_ns = t->rnr_delay_us * NS_PER_US;
-	out->dead_peer_ns = t->dead_peer_ms * NS_PER_MS;
-	out->keepalive_ns = t->keepalive_ms * NS_PER_MS;
-	out->cm_retries = t->cm_retries;
-	out->rate_hints = t->rate_hints;
-	out->repath = t->repath;
-	out->repath_spread = t->repath_spread;
-	out->sport_min = c->network.sport_min;
-	out->sport_max = c->network.sport_max;
-	out->sec_mode = (uint8_t)c->security.mode;
-	return engine_config_check(out, NULL);
-}
-
-uint32_t config_sec_overhead(const struct mrocd_config *c)
-{
-	switch (c->security.mode) {
-	case MROC_SEC_TOKEN:
-		return MROC_TAG_LEN;
-	case MROC_SEC_AEAD:
-		return AEAD_TRAILER_LEN;
-	default:
-		return 0;
 	}
 }
 

@@ -11,10 +11,13 @@
 #include <string.h>
 
 #include "aead.h"
-#include "config_priv.h"
+#include "config_parse.h"
 #include "engine.h"
 #include "frame.h"
 #include "portaddr.h"
+
+/* The kernel keeps XDP_PACKET_HEADROOM bytes at the start of every RX frame. */
+#define CONFIG_XDP_HEADROOM	256
 
 /*
  * Report against the first of keys[] that the file sets (so the line points

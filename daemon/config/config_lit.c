@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config_priv.h"
+#include "config_parse.h"
 
 static void badlit_check(struct cparse *p, const char *file, unsigned int line,
 			 const char *name, unsigned int item, const char *tok, size_t len)

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * What the parts of mrocd's configuration loader share: config.c (the key
- * table, per-type parse/dump/compare, loading, the engine mapping, reload
- * diff), config_lit.c (integer literals libconfig would read wrong) and
- * config_check.c (checks across keys).  Not for the rest of the daemon:
- * config.h is its interface.
+ * One parse of a configuration file, as the parts of mrocd's configuration
+ * loader share it: its state (struct cparse), the errors reported against
+ * it (config_err.c), parsing one key (config.c), the literals libconfig
+ * would read wrong (config_lit.c) and the checks across keys
+ * (config_check.c); config_load.c drives them.  Not for the rest of the
+ * daemon: config.h is its interface.
  */
-#ifndef MROCD_CONFIG_PRIV_H
-#define MROCD_CONFIG_PRIV_H
+#ifndef MROCD_CONFIG_PARSE_H
+#define MROCD_CONFIG_PARSE_H
 
 #include <libconfig.h>
 #include <stdbool.h>
@@ -17,8 +18,6 @@
 
 #define CONFIG_MAX_BADLIT	8
 #define CONFIG_MAX_FILE		(4u << 20)	/* what the literal scan reads of a file */
-/* The kernel keeps XDP_PACKET_HEADROOM bytes at the start of every RX frame. */
-#define CONFIG_XDP_HEADROOM	256
 
 /* An integer literal the file holds that libconfig would have read wrong. */
 struct badlit {
@@ -48,9 +47,17 @@ static inline const char *config_src_file(const struct cparse *p, const config_s
 	return f ? f : p->path;
 }
 
-/* "FILE:LINE: key 'KEY': MESSAGE" into p->err (s, key may be NULL); returns -EINVAL. */
+/* config_err.c: "FILE:LINE: key 'KEY': MESSAGE" into p->err (s, key may be NULL); -EINVAL. */
 __attribute__((format(printf, 4, 5)))
 int config_err(struct cparse *p, const config_setting_t *s, const char *key, const char *fmt, ...);
+/* What s is, for an error: "an integer", "a group", ... */
+const char *config_type_name(const config_setting_t *s);
+/* The closest of cands[] to name, if close enough to be a typo (2 edits); else NULL. */
+const char *config_suggest(const char *name, const char *const *cands, size_t n);
+
+/* config.c: setting s (key's full name) into c by k's type; 0 or config_err's -EINVAL. */
+int config_key_parse(struct cparse *p, const struct config_key *k, const config_setting_t *s,
+		     const char *key, struct mrocd_config *c);
 
 /*
  * Scan file (and what it @includes, up to a depth) for integer literals that
