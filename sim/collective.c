@@ -72,108 +72,6 @@ struct coll {
 	struct coll_result res;
 };
 
-static const char *const kind_names[COLL__KINDS] = {
-	[COLL_ALLREDUCE] = "allreduce",
-	[COLL_ALLTOALL] = "alltoall",
-	[COLL_PERMUTATION] = "permutation",
-	[COLL_INCAST] = "incast",
-	[COLL_ALLGATHER] = "allgather",
-	[COLL_REDUCESCATTER] = "reducescatter",
-};
-
-static const char *const algo_names[COLL__ALGOS] = {
-	[COLL_ALGO_AUTO] = "auto",
-	[COLL_ALGO_RING] = "ring",
-	[COLL_ALGO_RD] = "rd",
-};
-
-/* Index of s in names[0 .. n-1], or -EINVAL. */
-static int name_index(const char *const *names, int n, const char *s)
-{
-	for (int i = 0; i < n; i++)
-		if (!strcmp(s, names[i]))
-			return i;
-	return -EINVAL;
-}
-
-const char *coll_kind_name(enum coll_kind k)
-{
-	return k < COLL__KINDS ? kind_names[k] : "?";
-}
-
-int coll_kind_parse(const char *s, enum coll_kind *out)
-{
-	int i = name_index(kind_names, COLL__KINDS, s);
-
-	if (i < 0)
-		return i;
-	*out = (enum coll_kind)i;
-	return 0;
-}
-
-const char *coll_algo_name(enum coll_algo a)
-{
-	return a < COLL__ALGOS ? algo_names[a] : "?";
-}
-
-int coll_algo_parse(const char *s, enum coll_algo *out)
-{
-	int i = name_index(algo_names, COLL__ALGOS, s);
-
-	if (i < 0)
-		return i;
-	*out = (enum coll_algo)i;
-	return 0;
-}
-
-static bool stepped(enum coll_kind k)
-{
-	return k == COLL_ALLREDUCE || k == COLL_ALLGATHER || k == COLL_REDUCESCATTER;
-}
-
-static uint32_t log2_exact(uint32_t n)
-{
-	uint32_t l = 0;
-
-	while ((1u << l) < n)
-		l++;
-	return (1u << l) == n ? l : 0;
-}
-
-enum coll_algo coll_algo_pick(enum coll_kind k, enum coll_algo want, uint32_t n, uint64_t bytes,
-			      uint64_t nic_bps)
-{
-	uint32_t l = n >= 2 ? log2_exact(n) : 0;
-	double ring_steps, ring_bytes, rd_steps, rd_bytes, ns_per_byte;
-
-	if (!stepped(k) || !l)
-		return COLL_ALGO_RING;
-	if (want != COLL_ALGO_AUTO)
-		return want;
-	/* Bytes a rank sends, in chunks of bytes / n: AllReduce 2(n-1) vs n log2 n. */
-	ring_steps = k == COLL_ALLREDUCE ? 2.0 * (n - 1) : n - 1;
-	ring_bytes = (double)bytes / n * ring_steps;
-	rd_steps = l;
-	rd_bytes = k == COLL_ALLREDUCE ? (double)bytes * l : (double)bytes / n * (n - 1);
-	ns_per_byte = nic_bps ? 8e9 / (double)nic_bps : 0;
-	return rd_steps * COLL_STEP_NS + rd_bytes * ns_per_byte <=
-	       ring_steps * COLL_STEP_NS + ring_bytes * ns_per_byte ? COLL_ALGO_RD : COLL_ALGO_RING;
-}
-
-double coll_bus_factor(enum coll_kind k, uint32_t n)
-{
-	switch (k) {
-	case COLL_ALLREDUCE:
-		return 2.0 * (n - 1) / n;
-	case COLL_ALLTOALL:
-	case COLL_ALLGATHER:
-	case COLL_REDUCESCATTER:
-		return (double)(n - 1) / n;
-	default:
-		return 1.0;
-	}
-}
-
 __attribute__((format(printf, 3, 4)))
 static void fail(struct coll *c, int err, const char *fmt, ...)
 {
@@ -465,7 +363,7 @@ static int send_all(struct coll *c, bool dry)
 	uint64_t soff, doff;
 	int err = 0;
 
-	if (stepped(c->cfg.kind)) {
+	if (coll_stepped(c->cfg.kind)) {
 		if (dry) {
 			for (uint32_t r = 0; r < c->n && !err; r++)
 				for (uint32_t s = 0; s < c->nsteps && !err; s++)
@@ -511,7 +409,7 @@ static void on_recv(struct coll *c, struct coll_ep *ep, const struct engine_cqe 
 		if (c->src_got[cqe->imm] == c->chunk)
 			c->src_t[cqe->imm] = cnet_now(c->cn);
 	}
-	if (!stepped(c->cfg.kind)) {
+	if (!coll_stepped(c->cfg.kind)) {
 		rk->got += cqe->byte_len;
 		if (rk->got == rk->expect && !rk->done)
 			rank_done(c, rk);
@@ -587,7 +485,7 @@ static int plan_stepped(struct coll *c)
 	if (!c->chunk)
 		c->chunk = 1;
 	if (c->algo == COLL_ALGO_RD)
-		c->nsteps = log2_exact(n);
+		c->nsteps = coll_log2_exact(n);
 	else
 		c->nsteps = cfg->kind == COLL_ALLREDUCE ? 2 * (n - 1) : n - 1;
 	c->ring_s0 = c->algo == COLL_ALGO_RING && cfg->kind == COLL_ALLGATHER ? n - 1 : 0;
@@ -690,7 +588,7 @@ static int regions(struct coll *c)
 			return -ENOMEM;
 		if (c->cfg.verify) {
 			rng_seed(&rng, c->cfg.seed * 1000003 + r);
-			if (stepped(c->cfg.kind)) {
+			if (coll_stepped(c->cfg.kind)) {
 				rk->in = malloc(c->n * c->chunk);
 				rk->acc = calloc(c->n, c->chunk);
 				if (!rk->in || !rk->acc)
@@ -705,7 +603,7 @@ static int regions(struct coll *c)
 				rng_fill(&rng, rk->mem, c->send_len);
 			}
 		}
-		if (stepped(c->cfg.kind)) {
+		if (coll_stepped(c->cfg.kind)) {
 			rk->step_got = calloc(c->nsteps, sizeof(*rk->step_got));
 			if (!rk->step_got)
 				return -ENOMEM;
@@ -912,7 +810,7 @@ int coll_start(struct coll *c)
 	c->started = true;
 	c->res.t_start = cnet_now(c->cn);
 	/* Incast: only the receiver receives; the others have nothing to wait for. */
-	for (uint32_t r = 0; !stepped(c->cfg.kind) && r < c->n; r++)
+	for (uint32_t r = 0; !coll_stepped(c->cfg.kind) && r < c->n; r++)
 		if (!c->ranks[r].expect)
 			rank_done(c, &c->ranks[r]);
 	err = send_all(c, false);
@@ -1021,7 +919,7 @@ int coll_verify(struct coll *c)
 		fail(c, -ETIMEDOUT, "%u of %u ranks have everything", c->ranks_done, c->n);
 	if (r->err || !c->cfg.verify)
 		return r->err;
-	return stepped(c->cfg.kind) ? verify_stepped(c) : verify_flows(c);
+	return coll_stepped(c->cfg.kind) ? verify_stepped(c) : verify_flows(c);
 }
 
 const struct coll_result *coll_result(const struct coll *c)
