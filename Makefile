@@ -58,7 +58,7 @@ PKG_CONFIG ?= pkg-config
 # the project's own flags are added to them.
 CFLAGS ?= -O2 -g
 WARNINGS := -Wall -Wextra -Wno-unused-parameter -Wshadow -Wstrict-prototypes -Wmissing-prototypes
-MROC_CFLAGS := -std=gnu11 $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -MMD -MP
+MROC_CFLAGS := -std=gnu11 $(CFLAGS) $(WARNINGS) -D_GNU_SOURCE -MMD -MP -Icommon
 MROC_LDFLAGS := $(LDFLAGS)
 MROC_LDLIBS := $(LDLIBS) -lm
 

@@ -20,6 +20,7 @@
 
 #include "ctl.h"
 #include "log.h"
+#include "mroc_util.h"
 
 #define MAX_CONNS	64
 #define REQ_MAX		65536
@@ -148,14 +149,6 @@ static void arm_sweep(struct ctl *c)
 
 	io_uring_prep_read(s, c->wfd, &c->sweeps, sizeof(c->sweeps), 0);
 	io_uring_sqe_set_data64(s, UD(OP_SWEEP, 0));
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /*

@@ -23,6 +23,7 @@
 #include "frame.h"
 #include "links.h"
 #include "log.h"
+#include "mroc_util.h"
 #include "netlink.h"
 #include "peers.h"
 #include "portaddr.h"
@@ -854,14 +855,6 @@ static void apply_runtime(struct mrocd *d)
 		worker_call(d->wk[k].worker, apply_worker_side, &d->wk[k]);
 }
 
-static uint64_t monotonic_usec(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
-}
-
 /* ", N what (a b)" into why at *off: the names as far as they fit. */
 static void say_keys(char *why, size_t n, size_t *off, const char *what, const char **names,
 		     size_t k)
@@ -886,7 +879,7 @@ int mrocd_reload(struct mrocd *d, char *why, size_t n)
 
 	/* systemd shows "reloading" until READY=1 (MONOTONIC_USEC: which reload this is). */
 	sd_notifyf(0, "RELOADING=1\nMONOTONIC_USEC=%llu\nSTATUS=reloading %s",
-		   (unsigned long long)monotonic_usec(), d->cfg_path);
+		   (unsigned long long)(mono_ns() / 1000), d->cfg_path);
 	if (config_load(d->cfg_path, &next, why, n)) {
 		pr_err("reload failed, the running configuration stays: %s", why);
 		sd_notifyf(0, "READY=1\nSTATUS=reload failed, the running configuration stays: %s",

@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "log.h"
+#include "mroc_util.h"
 
 #define LOG_LINE_MAX		4096	/* = PIPE_BUF: one atomic write */
 #define LOG_RL_BURST		10
@@ -47,10 +48,7 @@ static pthread_mutex_t log_rl_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static uint64_t log_clock_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return mono_ns() / 1000000;
 }
 
 static uint64_t (*log_now_ms)(void) = log_clock_ms;

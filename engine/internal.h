@@ -15,6 +15,7 @@
 #include "engine.h"
 #include "list.h"
 #include "mode.h"
+#include "mroc_util.h"
 #include "prng.h"
 #include "sack.h"
 #include "wire.h"
@@ -430,8 +431,6 @@ uint8_t *mr_check_lkey(struct engine *eng, uint64_t pd, uint32_t lkey, uint32_t 
 uint8_t *mr_check_rkey(struct engine *eng, uint64_t pd, uint32_t rkey, uint32_t access,
 		       uint64_t off, uint64_t len, int *err);
 
-/* ring.c: per-QP arrays indexed by sequence number that grow with the window */
-uint32_t pow2_at_least(uint32_t n);
 int seqring_alloc(void **v, uint32_t *mask, size_t elem, uint32_t cap);
 int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t span,
 		    uint32_t max);

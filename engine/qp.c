@@ -31,9 +31,9 @@ struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr)
 	qp->rq_depth = attr->rq_depth;
 
 	/* Logical sizes from the depths; the arrays start small and grow. */
-	qp->txm_max = pow2_at_least(attr->sq_depth + MROC_MAX_RD);
-	qp->rq_max = pow2_at_least(attr->rq_depth);
-	qp->cq_cap = pow2_at_least(attr->sq_depth + attr->rq_depth + 8);
+	qp->txm_max = pow2_up(attr->sq_depth + MROC_MAX_RD);
+	qp->rq_max = pow2_up(attr->rq_depth);
+	qp->cq_cap = pow2_up(attr->sq_depth + attr->rq_depth + 8);
 	err |= SEQRING_ALLOC(qp->txm, qp->txm_mask, start_cap(qp->txm_max));
 	err |= SEQRING_ALLOC(qp->dsn, qp->dsn_mask, RING_START);
 	err |= SEQRING_ALLOC(qp->rtxq, qp->rtx_mask, RING_START);

@@ -12,10 +12,8 @@
 
 int qp_table_init(struct engine *eng)
 {
-	uint32_t n = 1, max = eng->cfg.max_qps;
+	uint32_t max = eng->cfg.max_qps, n = pow2_up(max);
 
-	while (n < max)
-		n <<= 1;
 	eng->hash_mask = n - 1;		/* also the CM's and the peers' hashes (cm.c, peer.c) */
 	eng->qps = calloc(max, sizeof(*eng->qps));
 	eng->free_slots = calloc(max, sizeof(*eng->free_slots));

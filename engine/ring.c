@@ -15,15 +15,6 @@
 
 #include "internal.h"
 
-uint32_t pow2_at_least(uint32_t n)
-{
-	uint32_t p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* A ring of cap (a power of two) zeroed entries: *v and *mask. */
 int seqring_alloc(void **v, uint32_t *mask, size_t elem, uint32_t cap)
 {

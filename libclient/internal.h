@@ -20,6 +20,7 @@
 #include <stdint.h>
 
 #include "abi.h"
+#include "mroc_util.h"
 #include "mroc/mroc.h"
 #include "ring.h"
 #include "spin.h"

@@ -202,10 +202,7 @@ int mroc_ack_notify(struct mroc_qp *qp)
 
 int64_t libmroc_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+	return (int64_t)mono_ns();
 }
 
 int64_t libmroc_deadline(int timeout_ms)
@@ -255,15 +252,6 @@ int libmroc_cq_sleep(struct mroc_qp *qp, int64_t deadline)
 		return n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
 	}
 	return mroc_ack_notify(qp);
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
 }
 
 int mroc_wait_cq(struct mroc_qp *qp, int timeout_ms)

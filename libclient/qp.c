@@ -20,11 +20,6 @@
 #define DEFAULT_DEPTH	256
 #define MAX_ENTRIES	(1u << 24)	/* per ring; keeps every offset well inside 32 bits */
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-	return v <= 1 ? 1 : 1u << (32 - __builtin_clz(v - 1));
-}
-
 struct qp_sizes {
 	uint32_t sq, rq, cq;
 	uint32_t sq_off, rq_off, cq_off;
@@ -46,14 +41,14 @@ static int qp_sizes(const struct mroc_ctx *ctx, const struct mroc_qp_attr *attr,
 		return -EINVAL;
 	if (sq_depth > MAX_ENTRIES || rq_depth > MAX_ENTRIES)
 		return -EINVAL;
-	s->sq = roundup_pow2(sq_depth);
-	s->rq = roundup_pow2(rq_depth);
+	s->sq = pow2_up(sq_depth);
+	s->rq = pow2_up(rq_depth);
 	/* The daemon's limits apply to the rings' sizes. */
 	if ((ctx->max_sq_depth && s->sq > ctx->max_sq_depth) ||
 	    (ctx->max_rq_depth && s->rq > ctx->max_rq_depth))
 		return -EINVAL;
 	/* Room for a completion of every posted request and a few events: never overflows. */
-	s->cq = roundup_pow2(s->sq + s->rq + 8);
+	s->cq = pow2_up(s->sq + s->rq + 8);
 	s->region_len = mroc_shm_layout(s->sq, s->rq, s->cq, &s->sq_off, &s->rq_off, &s->cq_off);
 	return 0;
 }

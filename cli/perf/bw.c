@@ -146,7 +146,7 @@ static int bw_reap(struct perf *pf, struct bw_state *s, struct perf_qp *q)
 static int bw_checkpoint(struct perf *pf, struct bw_state *s)
 {
 	struct oob_msg m = { .type = OOB_VERIFY };
-	uint64_t t = now_ns();
+	uint64_t t = mono_ns();
 	int err;
 
 	m.u.verify.first = s->batch_start;
@@ -163,7 +163,7 @@ static int bw_checkpoint(struct perf *pf, struct bw_state *s)
 	}
 	s->batch_start = s->batch_end;
 	s->batch_end = s->batch_end + s->batch < s->limit ? s->batch_end + s->batch : s->limit;
-	s->verify_ns += now_ns() - t;
+	s->verify_ns += mono_ns() - t;
 	return 0;
 }
 
@@ -220,12 +220,12 @@ int bw_client(struct perf *pf, struct bw_result *res)
 
 	bw_setup(pf, &s);
 	peak_init(&peak, PEAK_WINDOW_NS);
-	t0 = t_last = last_progress = now_ns();
+	t0 = t_last = last_progress = mono_ns();
 	s.deadline = pf->duration_s ? t0 + pf->duration_s * 1000000000ull : 0;
 	peak_update(&peak, t0, 0);
 
 	for (;;) {
-		uint64_t now = now_ns(), cap = s.batch_end < s.limit ? s.batch_end : s.limit;
+		uint64_t now = mono_ns(), cap = s.batch_end < s.limit ? s.batch_end : s.limit;
 		bool progress = false, all_done = true, batch_done = true, drained = true;
 
 		if (s.deadline && now >= s.deadline && s.limit == UINT64_MAX) {
@@ -273,7 +273,7 @@ int bw_client(struct perf *pf, struct bw_result *res)
 			err = bw_checkpoint(pf, &s);
 			if (err)
 				return err;
-			last_progress = now_ns();
+			last_progress = mono_ns();
 		}
 		if (all_done)
 			break;
@@ -447,7 +447,7 @@ static bool bw_all_received(struct perf *pf, int *err)
 /* send_bw: receive, check, re-post; measure from the first completion. */
 static int bw_recv_loop(struct perf *pf, struct bw_result *res)
 {
-	uint64_t t_start = now_ns(), t_first = 0, first_msgs = 0, t_last = 0, total = 0;
+	uint64_t t_start = mono_ns(), t_first = 0, first_msgs = 0, t_last = 0, total = 0;
 	uint64_t last_progress = t_start;
 	struct mroc_wc wc[PERF_WC_BATCH];
 	struct peak peak;
@@ -455,7 +455,7 @@ static int bw_recv_loop(struct perf *pf, struct bw_result *res)
 
 	peak_init(&peak, PEAK_WINDOW_NS);
 	while (!bw_all_received(pf, &err)) {
-		uint64_t now = now_ns();
+		uint64_t now = mono_ns();
 		bool progress = false, drained = true;
 
 		if (err)

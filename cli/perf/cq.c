@@ -263,7 +263,7 @@ int perf_stalled(struct perf *pf, uint64_t now, uint64_t last, const char *what)
 
 int perf_drain(struct perf *pf, uint64_t timeout_ns)
 {
-	uint64_t start = now_ns();
+	uint64_t start = mono_ns();
 	struct mroc_wc wc[PERF_WC_BATCH];
 
 	for (;;) {
@@ -287,7 +287,7 @@ int perf_drain(struct perf *pf, uint64_t timeout_ns)
 		}
 		if (all)
 			return 0;
-		if (now_ns() - start > timeout_ns)
+		if (mono_ns() - start > timeout_ns)
 			return perf_fail(pf, -ETIMEDOUT, "the last work requests did not complete");
 		if (pf->o->sleep)
 			cq_wait(pf, 10);

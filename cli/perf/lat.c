@@ -66,7 +66,7 @@ static int lat_poll(struct perf *pf, struct lat_state *s, struct mroc_wc *recv)
 
 	if (n <= 0)
 		return n;
-	s->last_progress = now_ns();
+	s->last_progress = mono_ns();
 	if (wc.opcode == MROC_WC_RECV && (wc.wr_id & RECV_TAG)) {
 		if (!recv)
 			return perf_fail(pf, -EPROTO, "qp 0: unexpected RECV completion");
@@ -84,7 +84,7 @@ static int lat_poll(struct perf *pf, struct lat_state *s, struct mroc_wc *recv)
 /* Housekeeping while waiting: the watchdog, the side channel, a stop from the client. */
 static int lat_idle(struct perf *pf, struct lat_state *s, const char *what)
 {
-	uint64_t now = now_ns();
+	uint64_t now = mono_ns();
 	int err = perf_stalled(pf, now, s->last_progress, what);
 
 	if (!err)
@@ -176,7 +176,7 @@ static int lat_wait_byte(struct perf *pf, struct lat_state *s, uint64_t i)
 
 	for (unsigned int spins = 1;; spins++) {
 		if (__atomic_load_n(last, __ATOMIC_ACQUIRE) == want) {
-			s->last_progress = now_ns();
+			s->last_progress = mono_ns();
 			return 0;
 		}
 		/*
@@ -199,13 +199,13 @@ static int lat_wait_byte(struct perf *pf, struct lat_state *s, uint64_t i)
 /* --verify: message i from direction dir is all there, or the mismatch after PERF_SETTLE_NS. */
 static int lat_check_write(struct perf *pf, struct lat_state *s, uint64_t i, unsigned int dir)
 {
-	uint64_t start = now_ns(), stream = perf_stream(s->size, 0, dir);
+	uint64_t start = mono_ns(), stream = perf_stream(s->size, 0, dir);
 	struct verify_mismatch mm;
 
 	if (!s->verify)
 		return 0;
 	while (verify_check(rcv_area(s), s->size - 1, stream, i, &mm)) {
-		if (now_ns() - start > PERF_SETTLE_NS)
+		if (mono_ns() - start > PERF_SETTLE_NS)
 			return perf_mismatch(pf, 0, &mm, s->size);
 		lat_pause(pf);
 	}
@@ -231,15 +231,15 @@ static int write_lat_client(struct perf *pf, struct lat_state *s)
 		uint64_t t0;
 		int err;
 
-		if (s->deadline && now_ns() >= s->deadline)
+		if (s->deadline && mono_ns() >= s->deadline)
 			break;
-		t0 = now_ns();
+		t0 = mono_ns();
 		err = lat_send_write(pf, s, i, 0);
 		if (!err)
 			err = lat_wait_byte(pf, s, i);
 		if (err)
 			return err;
-		if (samples_add(&pf->lat, now_ns() - t0))
+		if (samples_add(&pf->lat, mono_ns() - t0))
 			return perf_fail(pf, -ENOMEM, "out of memory for latency samples");
 		err = lat_check_write(pf, s, i, 1);
 		if (err)
@@ -254,7 +254,7 @@ static int write_lat_server(struct perf *pf, struct lat_state *s)
 
 	for (uint64_t i = 0; !pf->iters || i < pf->iters; i++) {
 		int err = lat_wait_byte(pf, s, i);
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 
 		if (err || s->stop)
 			return err;
@@ -263,7 +263,7 @@ static int write_lat_server(struct perf *pf, struct lat_state *s)
 		err = lat_check_write(pf, s, i, 0);
 		if (err)
 			return err;
-		t_prev = now_ns();
+		t_prev = mono_ns();
 		err = lat_send_write(pf, s, i, 1);
 		if (err)
 			return err;
@@ -341,15 +341,15 @@ static int send_lat_client(struct perf *pf, struct lat_state *s)
 		uint64_t t0;
 		int err;
 
-		if (s->deadline && now_ns() >= s->deadline)
+		if (s->deadline && mono_ns() >= s->deadline)
 			break;
-		t0 = now_ns();
+		t0 = mono_ns();
 		err = lat_send_send(pf, s, i, 0);
 		if (!err)
 			err = lat_wait_recv(pf, s, &wc);
 		if (err)
 			return err;
-		if (samples_add(&pf->lat, now_ns() - t0))
+		if (samples_add(&pf->lat, mono_ns() - t0))
 			return perf_fail(pf, -ENOMEM, "out of memory for latency samples");
 		err = lat_got_send(pf, s, &wc, i, 1);
 		if (err)
@@ -365,7 +365,7 @@ static int send_lat_server(struct perf *pf, struct lat_state *s)
 
 	for (uint64_t i = 0; !pf->iters || i < pf->iters; i++) {
 		int err = lat_wait_recv(pf, s, &wc);
-		uint64_t t = now_ns();
+		uint64_t t = mono_ns();
 
 		if (err || s->stop)
 			return err;
@@ -374,7 +374,7 @@ static int send_lat_server(struct perf *pf, struct lat_state *s)
 		err = lat_got_send(pf, s, &wc, i, 0);
 		if (err)
 			return err;
-		t_prev = now_ns();
+		t_prev = mono_ns();
 		err = lat_send_send(pf, s, i, 1);
 		if (err)
 			return err;
@@ -395,11 +395,11 @@ static int read_lat_client(struct perf *pf, struct lat_state *s)
 		uint64_t t0;
 		int err;
 
-		if (s->deadline && now_ns() >= s->deadline)
+		if (s->deadline && mono_ns() >= s->deadline)
 			break;
 		if (s->verify && !atomic)
 			verify_poison(rcv_area(s), s->size, stream, 0);
-		t0 = now_ns();
+		t0 = mono_ns();
 		err = lat_post(pf, s, MROC_WR_READ, rcv_area(s));
 		for (unsigned int spins = 1; !err && s->q->completed < s->q->posted; spins++) {
 			err = lat_poll(pf, s, NULL);
@@ -415,7 +415,7 @@ static int read_lat_client(struct perf *pf, struct lat_state *s)
 			err = 0;
 		if (err)
 			return err;
-		if (samples_add(&pf->lat, now_ns() - t0))
+		if (samples_add(&pf->lat, mono_ns() - t0))
 			return perf_fail(pf, -ENOMEM, "out of memory for latency samples");
 		if (atomic)
 			err = atomic_check_result(pf, s->q, i, rcv_area(s));
@@ -460,7 +460,7 @@ static void lat_init(struct perf *pf, struct lat_state *s)
 	s->size = pf->size;
 	s->max = pf->max_size;
 	s->verify = pf->p.flags & OOB_F_VERIFY;
-	s->last_progress = now_ns();
+	s->last_progress = mono_ns();
 	if (pf->duration_s)
 		s->deadline = s->last_progress + pf->duration_s * 1000000000ull;
 	samples_reset(&pf->lat);

@@ -18,6 +18,7 @@
 #include <mroc/mroc.h>
 
 #include "cpu.h"
+#include "mroc_util.h"
 #include "oob.h"
 #include "report.h"
 #include "stats.h"
@@ -154,23 +155,6 @@ struct perf {
 	struct cpu_sample cpu0;		/* --cpu_util: at the start of this size's run */
 	struct cpu_util cpu;		/* ... and over it */
 };
-
-static inline uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#endif
-}
 
 /* Verify stream of (size, QP, direction 0 = client's data, 1 = server's). */
 static inline uint64_t perf_stream(uint64_t size, unsigned int qp, unsigned int dir)

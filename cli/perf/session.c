@@ -49,15 +49,6 @@ static void perf_init(struct perf *pf, const struct perf_opts *o, bool server)
 		 o->socket_path ? o->socket_path : env && *env ? env : "/run/mroc/mrocd.sock");
 }
 
-static unsigned int pow2_at_least(unsigned int n)
-{
-	unsigned int p = 1;
-
-	while (p < n)
-		p <<= 1;
-	return p;
-}
-
 /* Region and queue sizes, computed alike on both sides from the parameters. */
 static void perf_layout(struct perf *pf)
 {
@@ -164,8 +155,8 @@ static int perf_open(struct perf *pf)
 		.sz = sizeof(attr),
 		.mode = pf->p.mode,
 		.paths = pf->p.paths,
-		.sq_depth = pf->t->lat ? 16 : pow2_at_least(pf->p.tx_depth < 16 ? 16 : pf->p.tx_depth),
-		.rq_depth = pow2_at_least(pf->recv_slots < 16 ? 16 : pf->recv_slots),
+		.sq_depth = pf->t->lat ? 16 : pow2_up(pf->p.tx_depth < 16 ? 16 : pf->p.tx_depth),
+		.rq_depth = pow2_up(pf->recv_slots < 16 ? 16 : pf->recv_slots),
 	};
 	int err = perf_open_ctx(pf);
 
@@ -680,7 +671,7 @@ static int server_setup(struct perf *pf)
 	perf_report_init(pf);
 	do {
 		if (getrandom(&pf->service_id, sizeof(pf->service_id), 0) != sizeof(pf->service_id))
-			pf->service_id = now_ns();
+			pf->service_id = mono_ns();
 		pf->service_id &= ~(0xffffull << 48);	/* room for + i */
 	} while (pf->service_id <= CONTROL_SERVICE && pf->service_id + OOB_MAX_QPS > CONTROL_SERVICE);
 	snprintf(pf->mrocd, sizeof(pf->mrocd), "%s", o->mroc_addr ? o->mroc_addr : "");

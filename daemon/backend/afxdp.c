@@ -29,6 +29,7 @@
 #include "frame.h"
 #include "handoff.h"
 #include "log.h"
+#include "mroc_util.h"
 #include "wire.h"
 #include "xdp_prog.h"
 
@@ -36,14 +37,6 @@
 static struct afxdp *to_afxdp(struct backend *b)
 {
 	return (struct afxdp *)b;
-}
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 /* Descriptors submitted to a TX ring that the kernel has not taken yet. */

@@ -35,6 +35,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "mroc_util.h"
 #include "frame.h"
 #include "log.h"
 #include "peers.h"
@@ -123,20 +124,6 @@ struct udp_backend {
 static struct udp_backend *to_udp(struct backend *b)
 {
 	return (struct udp_backend *)b;
-}
-
-static uint32_t align_up(uint32_t v, uint32_t a)
-{
-	return (v + a - 1) / a * a;
-}
-
-static uint32_t pow2_up(uint32_t v)
-{
-	uint32_t p = 1;
-
-	while (p < v)
-		p <<= 1;
-	return p;
 }
 
 /* ---- addresses ------------------------------------------------------------ */

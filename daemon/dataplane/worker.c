@@ -16,6 +16,7 @@
 
 #include "evfd.h"
 #include "log.h"
+#include "mroc_util.h"
 #include "peers.h"
 #include "portaddr.h"
 #include "worker.h"
@@ -53,10 +54,7 @@ struct worker {
 
 uint64_t mrocd_now_ns(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+	return mono_ns();
 }
 
 static void ring_doorbell(struct worker *w)
@@ -240,17 +238,6 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 		else if (w->cfg.fd_ready)
 			w->cfg.fd_ready(w->cfg.ctx, i - nbe);
 	}
-}
-
-static inline void cpu_relax(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_pause();
-#elif defined(__aarch64__)
-	__asm__ __volatile__("yield" ::: "memory");
-#else
-	__asm__ __volatile__("" ::: "memory");
-#endif
 }
 
 /*

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "mroc_util.h"
 #include "netlink.h"
 
 /* Replies here are single messages well under this (link ones are largest). */
@@ -106,10 +107,7 @@ const char *nl_errmsg(const struct nl *nl)
 
 static int64_t now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	return (int64_t)(mono_ns() / 1000000);
 }
 
 /* The extended-ACK message (NLMSGERR_ATTR_MSG) of an error reply, if any. */
