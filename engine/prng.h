@@ -1,7 +1,11 @@
 /* SPDX-License-Identifier: MIT */
-/* Seeded PRNG (xoshiro256**, seeded by splitmix64): the engine's only randomness. */
-#ifndef MROC_ENGINE_PRNG_H
-#define MROC_ENGINE_PRNG_H
+/*
+ * The one PRNG of mroc: xoshiro256** seeded by splitmix64.  The engine's
+ * only randomness (engine.c seeds it from engine_config.seed) and, through
+ * sim/rng.h, the simulator's.  Deterministic for a seed; not for secrets.
+ */
+#ifndef MROC_PRNG_H
+#define MROC_PRNG_H
 
 #include <stdint.h>
 
