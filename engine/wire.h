@@ -57,9 +57,40 @@ enum mroc_opcode {
 #define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX)
 /* Security "token": a MROC_TAG_LEN keyed tag ends the packet (defined only in that mode). */
 #define MROC_F_TAG	0x40
-/* 0x80 and 0x20 are the frame layer's (daemon/backend/frame.c: an ICRC trailer follows, PROTOCOL 1.1;
- * daemon/dataplane/aead.c: an AES-GCM trailer follows, PROTOCOL 1.2); they never reach the engine, which
- * refuses them like any other undefined flag. */
+/*
+ * The frame layer's flags: they never reach the engine, which refuses them
+ * like any other undefined flag (the layer that sets one takes it off).
+ */
+#define MROC_F_SEALED	0x20	/* security "aead": an AES-GCM trailer follows (daemon/dataplane/aead.c, PROTOCOL 1.2) */
+#define MROC_F_ICRC	0x80	/* an ICRC trailer follows (daemon/backend/frame.c, PROTOCOL 1.1) */
+_Static_assert(!((MROC_F_SEALED | MROC_F_ICRC) & (MROC_F_ALL | MROC_F_TAG)) &&
+	       !(MROC_F_SEALED & MROC_F_ICRC), "every common header flag its own bit");
+
+/*
+ * The common header of a packet (bytes after UDP) before wire_parse, for
+ * the layers around the engine: its opcode (0, no opcode, when len cannot
+ * hold one) and its flags (those need a whole common header).
+ */
+static inline uint8_t mroc_pkt_opcode(const uint8_t *pkt, size_t len)
+{
+	return len > 1 ? pkt[1] : 0;
+}
+
+static inline bool mroc_pkt_has_flag(const uint8_t *pkt, size_t len, uint8_t flag)
+{
+	return len >= MROC_HDR_LEN && (pkt[2] & flag);
+}
+
+/* pkt holds at least MROC_HDR_LEN bytes. */
+static inline void mroc_pkt_set_flag(uint8_t *pkt, uint8_t flag)
+{
+	pkt[2] |= flag;
+}
+
+static inline void mroc_pkt_clear_flag(uint8_t *pkt, uint8_t flag)
+{
+	pkt[2] &= (uint8_t)~flag;
+}
 
 /*
  * Security modes (docs/PROTOCOL.md 1.2, 11a), announced in every CM header; both ends must

@@ -317,13 +317,14 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	struct frame_tx ft;
 	struct xdp_desc *d;
 	/* CM between the primary addresses: the peer may not know our port addresses yet. */
-	bool own = b->len > 1 && !mroc_op_is_cm(b->data[1]);
+	uint8_t op = mroc_pkt_opcode(b->data, b->len);
+	bool own = b->len > 1 && !mroc_op_is_cm(op);
 	unsigned p;
 	uint32_t idx;
 	int off;
 
 	h = egress_route(x->egress, b->peer, b->sport, b->echo, own,
-			 b->len > 1 && mroc_op_is_data(b->data[1]), now, &p);
+			 mroc_op_is_data(op), now, &p);
 	if (!h) {
 		x->st.tx_no_route++;
 		return false;

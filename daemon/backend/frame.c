@@ -56,7 +56,6 @@
 static_assert(FRAME_HEADROOM == ETH_HLEN_ + VLAN_HLEN_ + IPV6_HLEN + UDP_HLEN,
 	      "headroom fits the largest header stack");
 static_assert(ETH_ALEN_ == 6, "Ethernet addresses are 6 bytes");
-static_assert(!(FRAME_F_ICRC & MROC_F_ALL), "the ICRC flag is no flag of the engine's");
 
 static inline void put16(uint8_t *p, uint16_t v)
 {
@@ -172,28 +171,23 @@ int frame_icrc_seal(uint8_t *pkt, size_t len, uint16_t sport, uint16_t dport)
 
 	if (len < MROC_HDR_LEN || len > 0xffff)
 		return -EINVAL;
-	pkt[2] |= FRAME_F_ICRC;
+	mroc_pkt_set_flag(pkt, MROC_F_ICRC);
 	c = icrc(pkt, len, sport, dport);
 	put16(pkt + len, (uint16_t)(c >> 16));
 	put16(pkt + len + 2, (uint16_t)c);
 	return (int)(len + FRAME_ICRC_LEN);
 }
 
-static bool has_icrc(const uint8_t *pkt, size_t len)
-{
-	return len >= MROC_HDR_LEN && (pkt[2] & FRAME_F_ICRC);
-}
-
 int frame_icrc_open(uint8_t *pkt, size_t len, uint16_t sport, uint16_t dport)
 {
 	size_t n = len - FRAME_ICRC_LEN;
 
-	if (!has_icrc(pkt, len))
+	if (!mroc_pkt_has_flag(pkt, len, MROC_F_ICRC))
 		return 0;
 	if (len < MROC_HDR_LEN + FRAME_ICRC_LEN || len > 0xffff ||
 	    icrc(pkt, n, sport, dport) != ((uint32_t)get16(pkt + n) << 16 | get16(pkt + n + 2)))
 		return -EBADMSG;
-	pkt[2] &= (uint8_t)~FRAME_F_ICRC;
+	mroc_pkt_clear_flag(pkt, MROC_F_ICRC);
 	return (int)n;
 }
 
@@ -391,7 +385,7 @@ static enum frame_err parse_udp(uint8_t *u, size_t len, struct frame_rx *rx)
 	rx->sport = get16(u);
 	rx->dport = get16(u + 2);
 	/* Checked before the ICRC is opened: it covers the packet as sent. */
-	if (v6 || (check && !has_icrc(pkt, len - UDP_HLEN))) {
+	if (v6 || (check && !mroc_pkt_has_flag(pkt, len - UDP_HLEN, MROC_F_ICRC))) {
 		sum = pseudo_sum(&rx->src, &rx->dst, (uint32_t)len);
 		if (!check)
 			return FRAME_ERR_UDP;

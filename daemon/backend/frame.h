@@ -20,11 +20,10 @@
 #define FRAME_HEADROOM	66
 /*
  * The invariant CRC (docs/PROTOCOL.md 1.1): CRC32C of the UDP ports and the
- * MetaRoCE packet, stored big-endian after it, announced by FRAME_F_ICRC in
+ * MetaRoCE packet, stored big-endian after it, announced by MROC_F_ICRC in
  * the common header's flags.  It replaces the UDP checksum over IPv4.
  */
 #define FRAME_ICRC_LEN	4
-#define FRAME_F_ICRC	0x80
 
 /* IP ECN field values. */
 #define FRAME_ECN_NOT_ECT	0
@@ -59,7 +58,7 @@ static inline uint32_t frame_len(int off, size_t plen, const struct frame_tx *tx
 
 /*
  * The ICRC for a MetaRoCE packet of len bytes at pkt (ports host order):
- * sets FRAME_F_ICRC in its flags and writes the CRC at pkt + len, which must
+ * sets MROC_F_ICRC (wire.h) in its flags and writes the CRC at pkt + len, which must
  * have FRAME_ICRC_LEN bytes of room.  Returns the new length, or -EINVAL for
  * a packet shorter than the common header.
  */
@@ -69,7 +68,7 @@ int frame_icrc_seal(uint8_t *pkt, size_t len, uint16_t sport, uint16_t dport);
  * The other end: a packet that announces an ICRC must end in a correct one
  * (-EBADMSG otherwise); it is removed and the flag cleared, so the engine
  * sees the packet as sealed.  Returns the length without it, or 0 for a
- * packet without FRAME_F_ICRC (the caller decides what else covers it).
+ * packet without MROC_F_ICRC (the caller decides what else covers it).
  */
 int frame_icrc_open(uint8_t *pkt, size_t len, uint16_t sport, uint16_t dport);
 

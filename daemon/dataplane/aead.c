@@ -351,7 +351,8 @@ void aead_get_stats(const struct aead *a, struct aead_stats *out)
 /* Bytes of a packet that are authenticated but not encrypted: all but a data payload. */
 static size_t clear_span(const uint8_t *pkt, size_t len)
 {
-	return mroc_op_is_data(pkt[1]) && len > MROC_DATA_OVERHEAD ? MROC_DATA_OVERHEAD : len;
+	return mroc_op_is_data(mroc_pkt_opcode(pkt, len)) && len > MROC_DATA_OVERHEAD ?
+	       MROC_DATA_OVERHEAD : len;
 }
 
 static void nonce_of(uint8_t iv[12], uint64_t seq)
@@ -370,13 +371,13 @@ int aead_seal(struct aead *a, struct engine_txbuf *b)
 		return 0;
 	if (len < MROC_HDR_LEN || b->cap < len + AEAD_TRAILER_LEN)
 		return -EMSGSIZE;
-	if (p[1] == MROC_OP_CONNECT_REQ) {
+	if (mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ) {
 		uint64_t now = clock_ns(CLOCK_REALTIME);
 
 		if (a->seq < now)
 			a->seq = now;	/* still above every seq used: nonces stay unique */
 	}
-	p[2] |= AEAD_F_SEALED;
+	mroc_pkt_set_flag(p, MROC_F_SEALED);
 	clear = clear_span(p, len);
 	tr = p + len;
 	put32(tr, a->tx_key_id);
@@ -489,7 +490,7 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 	int n = 0, m = 0, fin = 0, why;
 
 	*sealed = ENGINE_RX_PLAIN;
-	if (len < MROC_HDR_LEN || !(p[2] & AEAD_F_SEALED)) {
+	if (!mroc_pkt_has_flag(p, len, MROC_F_SEALED)) {
 		if (a)
 			a->st.rx_plain++;
 		return (int)len;
@@ -503,7 +504,7 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 	tr = p + len;
 	if (!a) {
 		/* No keys here: only to refuse a CONNECT_REQ, which the engine alone reads. */
-		p[2] &= (uint8_t)~AEAD_F_SEALED;
+		mroc_pkt_clear_flag(p, MROC_F_SEALED);
 		*sealed = ENGINE_RX_UNVERIFIED;
 		return (int)len;
 	}
@@ -530,11 +531,11 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 		EVP_CIPHER_CTX_free(e->ctx);
 		*e = (struct aead_peer){ .key_id = get32(tr), .sender = get64(tr + 4), .ctx = ctx };
 	}
-	if (p[1] == MROC_OP_CONNECT_REQ && !req_fresh(a, get64(tr + 4), get64(tr + 12))) {
+	if (mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ && !req_fresh(a, get64(tr + 4), get64(tr + 12))) {
 		a->st.rx_stale++;
 		return -ESTALE;
 	}
-	p[2] &= (uint8_t)~AEAD_F_SEALED;
+	mroc_pkt_clear_flag(p, MROC_F_SEALED);
 	*sealed = ENGINE_RX_SEALED;
 	a->st.rx_opened++;
 	return (int)len;

@@ -6,7 +6,7 @@
  *
  *   packet' = header | E(payload) | key id (4) | sender (8) | seq (8) | tag (16)
  *
- * with AEAD_F_SEALED set in the common header's flags.  The header (for
+ * with MROC_F_SEALED (wire.h) set in the common header's flags.  The header (for
  * packets without payload: all of it) and the trailer's first 20 bytes
  * are authenticated, the payload is encrypted.  Each daemon start draws a
  * random 64-bit sender id; the packet key is HKDF-SHA256(master key of
@@ -27,7 +27,6 @@
 
 #include "engine.h"
 
-#define AEAD_F_SEALED		0x20	/* common header flag: the trailer below follows */
 #define AEAD_KEY_LEN		32	/* AES-256 */
 #define AEAD_MAX_KEYS		16
 #define AEAD_TAG_LEN		16

@@ -110,7 +110,7 @@ static int do_rx(struct worker *w, uint64_t now)
 		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce,
 					       .src = &pkts[i].src };
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
-		bool req = pkts[i].len > 1 && pkts[i].data[1] == MROC_OP_CONNECT_REQ;
+		bool req = mroc_pkt_opcode(pkts[i].data, pkts[i].len) == MROC_OP_CONNECT_REQ;
 		bool known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
 		int len;
 

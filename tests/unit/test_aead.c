@@ -68,7 +68,7 @@ static void test_round_trip(void **state)
 	assert_int_equal(aead_create(&ks, 5, &rx), 0);
 	seal_one(tx, &s);
 	assert_int_equal(s.len, s.olen + AEAD_TRAILER_LEN);
-	assert_true(s.buf[2] & AEAD_F_SEALED);
+	assert_true(s.buf[2] & MROC_F_SEALED);
 	/* The payload is not on the wire, the header is. */
 	assert_null(memmem(s.buf, s.len, "ABCDEFGHIJ", 10));
 	assert_memory_equal(s.buf + 3, s.orig + 3, MROC_DATA_OVERHEAD - 3);
@@ -168,9 +168,9 @@ static void test_plain_and_keyless(void **state)
 	seal_one(tx, &s);
 	assert_int_equal(aead_open(NULL, s.buf, s.len, &sealed), (int)s.olen);
 	assert_int_equal(sealed, ENGINE_RX_UNVERIFIED);
-	assert_false(s.buf[2] & AEAD_F_SEALED);
+	assert_false(s.buf[2] & MROC_F_SEALED);
 	/* Shorter than a trailer. */
-	pkt[2] |= AEAD_F_SEALED;
+	pkt[2] |= MROC_F_SEALED;
 	assert_int_equal(aead_open(rx, pkt, MROC_HDR_LEN + 4, &sealed), -EMSGSIZE);
 	/* A refusal marked plain is not sealed. */
 	{

@@ -844,7 +844,7 @@ static void test_icrc_value(void **state)
 	for (size_t i = 4; i < 40; i++)
 		pkt[i] = (uint8_t)(i * 13);
 	assert_int_equal(frame_icrc_seal(pkt, 40, 40000, 4793), 44);
-	assert_int_equal(pkt[2], FRAME_F_ICRC);
+	assert_int_equal(pkt[2], MROC_F_ICRC);
 	want = ~ref_crc32c(ref_crc32c(~0u, ports, 4), pkt, 40);
 	assert_int_equal(get16(pkt + 40), want >> 16);
 	assert_int_equal(get16(pkt + 42), want & 0xffff);
@@ -853,7 +853,7 @@ static void test_icrc_value(void **state)
 	/* no flag: nothing to open; too short to seal or open */
 	assert_int_equal(frame_icrc_open(pkt, 44, 40000, 4793), 0);
 	assert_int_equal(frame_icrc_seal(pkt, MROC_HDR_LEN - 1, 1, 2), -EINVAL);
-	pkt[2] = FRAME_F_ICRC;
+	pkt[2] = MROC_F_ICRC;
 	assert_int_equal(frame_icrc_open(pkt, MROC_HDR_LEN + 3, 1, 2), -EBADMSG);
 }
 
