@@ -484,6 +484,34 @@ void pair_mem_fill(struct pair_mem *m, uint32_t seed)
 		m->buf[i] = pair_pattern(seed, i);
 }
 
+void *pair_fx_open(void **state, size_t size, const struct engine_config *ca,
+		   const struct engine_config *cb, uint64_t len, uint32_t b_access,
+		   uint32_t fill_a)
+{
+	struct pair_fx *f = calloc(1, size);
+
+	assert_non_null(f);
+	assert_true(size >= sizeof(*f));
+	*state = f;
+	f->p = pair_new(ca, cb);
+	f->a = pair_mem_new(f->p, PAIR_A, len, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, len, 1, b_access);
+	if (fill_a)
+		pair_mem_fill(f->a, fill_a);
+	return f;
+}
+
+int pair_fx_teardown(void **state)
+{
+	struct pair_fx *f = *state;
+
+	if (f) {
+		pair_free(f->p);
+		free(f);
+	}
+	return 0;
+}
+
 void pair_mem_reset(struct pair_mem *m)
 {
 	memset(m->base, PAIR_CANARY, m->len + 2 * PAIR_GUARD_LEN);

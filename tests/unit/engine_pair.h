@@ -214,6 +214,24 @@ static inline uint8_t pair_pattern(uint32_t seed, uint64_t i)
 	return (uint8_t)(x >> 56);
 }
 void pair_mem_fill(struct pair_mem *m, uint32_t seed);
+
+/*
+ * The fixture the engine tests share: a test's own fixture struct, calloc'ed
+ * into *state, whose first members are `struct pair *p; struct pair_mem *a,
+ * *b;`.  pair_fx_open makes the pair (engines of ca and cb; NULL: the
+ * defaults) and a buffer of len bytes on each side (A's ENGINE_ACCESS_ALL,
+ * B's b_access), fills A's with pattern fill_a (0: left zero) and returns the
+ * fixture (size bytes); pair_fx_teardown is its cmocka teardown.
+ */
+struct pair_fx {
+	struct pair *p;
+	struct pair_mem *a, *b;
+};
+
+void *pair_fx_open(void **state, size_t size, const struct engine_config *ca,
+		   const struct engine_config *cb, uint64_t len, uint32_t b_access,
+		   uint32_t fill_a);
+int pair_fx_teardown(void **state);
 /* Everything, guards included, back to PAIR_CANARY. */
 void pair_mem_reset(struct pair_mem *m);
 /* [off, off + n) of the buffer equals want; every other byte, guards included, is canary. */

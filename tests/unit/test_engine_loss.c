@@ -22,43 +22,30 @@
 #define SVC		42
 
 struct fx {
-	struct pair *p;
-	struct pair_mem *a, *b;
+	struct pair_fx x;	/* p, a: A's buffer, b: B's (engine_pair.h) */
 };
 
 static struct fx *fx_open(void **state, const struct engine_config *ca,
 			  const struct engine_config *cb, const struct engine_qp_attr *qa,
 			  const struct engine_qp_attr *qb)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx *f = pair_fx_open(state, sizeof(*f), ca, cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
 
-	assert_non_null(f);
-	*state = f;
-	f->p = pair_new(ca, cb);
-	f->a = pair_mem_new(f->p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	f->b = pair_mem_new(f->p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	pair_mem_fill(f->a, 1);
-	pair_connect(f->p, qa, qb, SVC);
+	pair_connect(f->x.p, qa, qb, SVC);
 	return f;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-
-	if (f) {
-		pair_free(f->p);
-		free(f);
-	}
-	return 0;
+	return pair_fx_teardown(state);
 }
 
 static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
 			      uint64_t raddr)
 {
 	return (struct engine_wr){
-		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->a->lkey,
-		.laddr = laddr, .len = len, .rkey = f->b->rkey, .raddr = raddr,
+		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey,
+		.laddr = laddr, .len = len, .rkey = f->x.b->rkey, .raddr = raddr,
 	};
 }
 
@@ -74,10 +61,10 @@ static struct engine_qp_attr attr_of(uint8_t npaths, uint64_t user)
 /* Run until side has a completion to look at, at most `limit` of fake time. */
 static void run_until_cqe(struct fx *f, int side, uint64_t limit)
 {
-	uint64_t end = f->p->now + limit;
+	uint64_t end = f->x.p->now + limit;
 
-	while (!pair_pending(f->p, side) && f->p->now < end)
-		pair_run_for(f->p, 10 * PAIR_US);
+	while (!pair_pending(f->x.p, side) && f->x.p->now < end)
+		pair_run_for(f->x.p, 10 * PAIR_US);
 }
 
 /* ---- wrap of the sequence spaces, with loss ------------------------------------- */
@@ -134,30 +121,30 @@ static void test_wrap_with_loss(void **state)
 	qa.isn_psn = qb.isn_psn = 0xffffff00u;
 	qa.isn_dsn = qb.isn_dsn = 0xffffff80u;
 	f = fx_open(state, &cfg, &cfg, &qa, &qb);
-	f->p->filter = drop_every_nth;
-	f->p->filter_arg = &w;
+	f->x.p->filter = drop_every_nth;
+	f->x.p->filter_arg = &w;
 
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, len);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, len);
 
 	wr = wr_of(f, ENGINE_WR_READ, 2, len, len, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
-	assert_memory_equal(f->a->buf + len, f->a->buf, len);
-	pair_expect_none(f->p, PAIR_B);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.a->buf + len, f->x.a->buf, len);
+	pair_expect_none(f->x.p, PAIR_B);
 
 	/* Loss really happened, on both sides, and both spaces really wrapped. */
 	assert_true(w.dropped >= 2 * wc->nseg / 7);
 	assert_true(w.data[PAIR_A] > wc->nseg && w.data[PAIR_B] > wc->nseg);
-	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) > 0);
-	assert_true(pair_stat(f->p, PAIR_B, EC_TX_RETX) > 0);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_TX_RETX) > 0);
+	assert_true(pair_stat(f->x.p, PAIR_B, EC_TX_RETX) > 0);
 	assert_true(w.saw_psn_top && w.saw_psn_zero && w.saw_dsn_top && w.saw_dsn_zero);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
-	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_B), ENGINE_QPS_CONNECTED);
 }
 
 static const struct wrap_case wrap_1path = { 1, 400 };
@@ -194,35 +181,35 @@ static void test_wrap_both_ways_pfc_timers(void **state)
 	qa.isn_dsn = 0xffffffa0u;
 	qb.isn_dsn = 0xfffffff0u;
 	f = fx_open(state, &cfg, &cfg, &qa, &qb);
-	pair_mem_fill(f->b, 2);
-	f->p->filter = drop_every_nth;
-	f->p->filter_arg = &w;
+	pair_mem_fill(f->x.b, 2);
+	f->x.p->filter = drop_every_nth;
+	f->x.p->filter_arg = &w;
 
 	/* A writes its buffer's first half to B's second half, B its first half to A's second. */
 	wa = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, REG_LEN / 2);
 	wb = (struct engine_wr){ .wr_id = 2, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
-				 .lkey = f->b->lkey, .laddr = 0, .len = len, .rkey = f->a->rkey,
+				 .lkey = f->x.b->lkey, .laddr = 0, .len = len, .rkey = f->x.a->rkey,
 				 .raddr = REG_LEN / 2 };
-	t0 = f->p->now;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
-	assert_int_equal(pair_post(f->p, PAIR_B, &wb), 0);
-	while ((!done_a || !done_b) && f->p->now - t0 < 2000 * PAIR_MS) {
-		pair_run_for(f->p, 100 * PAIR_US);
-		if (!done_a && pair_pending(f->p, PAIR_A)) {
-			pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	t0 = f->x.p->now;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wa), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_B, &wb), 0);
+	while ((!done_a || !done_b) && f->x.p->now - t0 < 2000 * PAIR_MS) {
+		pair_run_for(f->x.p, 100 * PAIR_US);
+		if (!done_a && pair_pending(f->x.p, PAIR_A)) {
+			pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 			done_a = true;
 		}
-		if (!done_b && pair_pending(f->p, PAIR_B)) {
-			pair_expect(f->p, PAIR_B, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+		if (!done_b && pair_pending(f->x.p, PAIR_B)) {
+			pair_expect(f->x.p, PAIR_B, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 			done_b = true;
 		}
 	}
 	print_message("both ways across the DSN wrap: %.1f ms (rto_min %.0f ms)\n",
-		      (double)(f->p->now - t0) / PAIR_MS, (double)cfg.rto_min_ns / PAIR_MS);
+		      (double)(f->x.p->now - t0) / PAIR_MS, (double)cfg.rto_min_ns / PAIR_MS);
 	assert_true(done_a && done_b);
-	assert_true(f->p->now - t0 < cfg.rto_min_ns);
-	assert_memory_equal(f->b->buf + REG_LEN / 2, f->a->buf, len);
-	assert_memory_equal(f->a->buf + REG_LEN / 2, f->b->buf, len);
+	assert_true(f->x.p->now - t0 < cfg.rto_min_ns);
+	assert_memory_equal(f->x.b->buf + REG_LEN / 2, f->x.a->buf, len);
+	assert_memory_equal(f->x.a->buf + REG_LEN / 2, f->x.b->buf, len);
 	assert_true(w.saw_dsn_top && w.saw_dsn_zero && w.dropped >= 2 * 300 / 7);
 	assert_true(w.data[PAIR_A] > 300 && w.data[PAIR_B] > 300);
 }
@@ -244,15 +231,15 @@ static void test_beyond_dsn_window(void **state)
 	cfg.mtu = 64;
 	assert_true(len / cfg.mtu > 2 * MROC_DSN_WINDOW);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	f->p->filter = drop_every_nth;
-	f->p->filter_arg = &w;
+	f->x.p->filter = drop_every_nth;
+	f->x.p->filter_arg = &w;
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 1000 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, len);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, len);
 	assert_true(w.dropped > 0);
-	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_OUT_OF_WINDOW), 0);
+	assert_int_equal(pair_stat(f->x.p, PAIR_B, EC_RX_OUT_OF_WINDOW), 0);
 }
 
 /* ---- long idle gaps ------------------------------------------------------------- */
@@ -304,28 +291,28 @@ static void hold_release(struct pair *p, struct ack_hold *h)
 static void stream_writes(struct fx *f, struct ack_hold *h, uint32_t len, uint64_t every,
 			  uint64_t dur)
 {
-	uint64_t end = f->p->now + dur;
+	uint64_t end = f->x.p->now + dur;
 
-	f->p->filter = hold_acks;
-	f->p->filter_arg = h;
-	for (unsigned i = 0; f->p->now < end; i++) {
+	f->x.p->filter = hold_acks;
+	f->x.p->filter_arg = h;
+	for (unsigned i = 0; f->x.p->now < end; i++) {
 		struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 100 + i, (i % 64) * 8192, len,
 					    (i % 64) * 8192);
-		uint64_t next = f->p->now + every;
+		uint64_t next = f->x.p->now + every;
 
 		wr.flags = 0;
-		pair_post(f->p, PAIR_A, &wr);	/* -ENOSPC when 64 are outstanding: skipped */
-		while (f->p->now < next) {
-			pair_run_for(f->p, 5 * PAIR_US);
-			hold_release(f->p, h);
+		pair_post(f->x.p, PAIR_A, &wr);	/* -ENOSPC when 64 are outstanding: skipped */
+		while (f->x.p->now < next) {
+			pair_run_for(f->x.p, 5 * PAIR_US);
+			hold_release(f->x.p, h);
 		}
 	}
 	while (h->n) {
-		pair_run_for(f->p, 5 * PAIR_US);
-		hold_release(f->p, h);
+		pair_run_for(f->x.p, 5 * PAIR_US);
+		hold_release(f->x.p, h);
 	}
-	pair_run_for(f->p, 5 * PAIR_MS);
-	f->p->filter = NULL;
+	pair_run_for(f->x.p, 5 * PAIR_MS);
+	f->x.p->filter = NULL;
 }
 
 struct idle_case {
@@ -361,28 +348,28 @@ static void test_idle_gap_no_spurious_loss(void **state)
 	pair_test_config(&cfg);
 	cfg.dead_peer_ns = 10000 * PAIR_MS;
 	f = fx_open(state, &cfg, &cfg, &qa, &qb);
-	pair_set_delay(f->p, PAIR_A, 50 * PAIR_US);
-	pair_set_delay(f->p, PAIR_B, 50 * PAIR_US);
+	pair_set_delay(f->x.p, PAIR_A, 50 * PAIR_US);
+	pair_set_delay(f->x.p, PAIR_B, 50 * PAIR_US);
 	stream_writes(f, &h, ic->len, ic->every, 200 * PAIR_MS);
-	base_retx = pair_stat(f->p, PAIR_A, EC_TX_RETX);
-	base_rack = pair_stat(f->p, PAIR_A, EC_LOST_RACK);
+	base_retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX);
+	base_rack = pair_stat(f->x.p, PAIR_A, EC_LOST_RACK);
 	print_message("before: %llu resent, %llu lost by the cross-path rule\n",
 		      (unsigned long long)base_retx, (unsigned long long)base_rack);
 	for (unsigned g = 0; g < sizeof(gaps) / sizeof(gaps[0]); g++) {
-		uint64_t retx = pair_stat(f->p, PAIR_A, EC_TX_RETX);
-		uint64_t rack = pair_stat(f->p, PAIR_A, EC_LOST_RACK);
+		uint64_t retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX);
+		uint64_t rack = pair_stat(f->x.p, PAIR_A, EC_LOST_RACK);
 
-		pair_run_for(f->p, gaps[g]);
+		pair_run_for(f->x.p, gaps[g]);
 		stream_writes(f, &h, ic->len, ic->every, 200 * PAIR_MS);
-		retx = pair_stat(f->p, PAIR_A, EC_TX_RETX) - retx;
-		rack = pair_stat(f->p, PAIR_A, EC_LOST_RACK) - rack;
+		retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX) - retx;
+		rack = pair_stat(f->x.p, PAIR_A, EC_LOST_RACK) - rack;
 		print_message("after %.1f s idle: %llu resent, %llu lost by the cross-path rule\n",
 			      (double)gaps[g] / 1e9, (unsigned long long)retx,
 			      (unsigned long long)rack);
 		assert_int_equal(rack, 0);
 		assert_true(retx <= base_retx);
 	}
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 	assert_true(h.acks > 200);
 }
 
@@ -430,32 +417,32 @@ static void late_original(void **state, uint8_t npaths, uint32_t nseg, uint32_t 
 	struct first_tx ft = { .seg = seg };
 	uint64_t dup;
 
-	f->p->filter = take_first_tx;
-	f->p->filter_arg = &ft;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	f->x.p->filter = take_first_tx;
+	f->x.p->filter_arg = &ft;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
 	assert_true(ft.taken);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 4096, f->a->buf, len);
-	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) >= 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 4096, f->x.a->buf, len);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_TX_RETX) >= 1);
 
 	/* The application reuses the memory; then the original shows up. */
-	memset(f->b->buf + 4096, 0x77, len);
-	dup = pair_stat(f->p, PAIR_B, EC_RX_DUP);
-	assert_int_equal(pair_deliver(f->p, &ft.pkt), -EALREADY);
-	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_DUP), dup + 1);
+	memset(f->x.b->buf + 4096, 0x77, len);
+	dup = pair_stat(f->x.p, PAIR_B, EC_RX_DUP);
+	assert_int_equal(pair_deliver(f->x.p, &ft.pkt), -EALREADY);
+	assert_int_equal(pair_stat(f->x.p, PAIR_B, EC_RX_DUP), dup + 1);
 	for (uint32_t i = 0; i < len; i++)
-		assert_int_equal(f->b->buf[4096 + i], 0x77);
-	pair_run_for(f->p, 5 * PAIR_MS);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+		assert_int_equal(f->x.b->buf[4096 + i], 0x77);
+	pair_run_for(f->x.p, 5 * PAIR_MS);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 	/* And the QP keeps working. */
 	wr = wr_of(f, ENGINE_WR_WRITE, 2, 100, 500, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
-	pair_run_for(f->p, 5 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
-	assert_memory_equal(f->b->buf, f->a->buf + 100, 500);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run_for(f->x.p, 5 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf, f->x.a->buf + 100, 500);
 }
 
 static void test_late_original_one_path(void **state)
@@ -500,15 +487,15 @@ static void write_through_stall(struct fx *f, struct stall *st, uint64_t id, uin
 	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, id, 0, 256 * 1024, 0);
 
 	st->hold = true;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
-	pair_run_for(f->p, len);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run_for(f->x.p, len);
 	st->hold = false;
 	for (unsigned i = 0; i < st->n; i++)
-		pair_deliver(f->p, &st->pkts[i]);
+		pair_deliver(f->x.p, &st->pkts[i]);
 	st->n = 0;
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, id);
-	pair_mem_expect(f->b, 0, f->a->buf, 256 * 1024);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, id);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 256 * 1024);
 }
 
 /*
@@ -525,16 +512,16 @@ static void test_stall_learned(void **state)
 	uint64_t rto, retx;
 
 	assert_non_null(st);
-	f->p->filter = hold_b;
-	f->p->filter_arg = st;
+	f->x.p->filter = hold_b;
+	f->x.p->filter_arg = st;
 	write_through_stall(f, st, 1, 2 * PAIR_MS);
-	assert_true(pair_stat(f->p, PAIR_A, EC_RTO) >= 1);
-	assert_true(pair_stat(f->p, PAIR_A, EC_RTO_SPURIOUS) >= 1);
-	rto = pair_stat(f->p, PAIR_A, EC_RTO);
-	retx = pair_stat(f->p, PAIR_A, EC_TX_RETX);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO) >= 1);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO_SPURIOUS) >= 1);
+	rto = pair_stat(f->x.p, PAIR_A, EC_RTO);
+	retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX);
 	write_through_stall(f, st, 2, 2 * PAIR_MS);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), rto);
-	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) - retx <= qa.npaths);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO), rto);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_TX_RETX) - retx <= qa.npaths);
 	free(st);
 }
 
@@ -596,17 +583,17 @@ static void test_new_path_probe(void **state)
 
 	pair_test_config(&ca);
 	f = fx_open(state, &ca, NULL, &qa, NULL);
-	f->p->filter = drop_nth_a_data;
-	f->p->filter_arg = &d;
-	t0 = f->p->now;
+	f->x.p->filter = drop_nth_a_data;
+	f->x.p->filter_arg = &d;
+	t0 = f->x.p->now;
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * ca.mtu, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 2 * ca.rto_init_ns);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	assert_true(d.seen >= 3);
-	assert_true(f->p->now - t0 < ca.rto_init_ns / 2);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), 0);
-	pair_mem_expect(f->b, 0, f->a->buf, 2 * ca.mtu);
+	assert_true(f->x.p->now - t0 < ca.rto_init_ns / 2);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO), 0);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 2 * ca.mtu);
 }
 
 /* ---- echoes ----------------------------------------------------------------------- */
@@ -634,37 +621,37 @@ static void nak_echo_case(void **state, int64_t offset)
 	*state = f;
 	pair_test_config(&cfg);
 	qa.mode = qb.mode = MROC_MODE_ROCEV2;
-	f->p = pair_new(&cfg, &cfg);
-	f->p->now = 2000 * PAIR_MS;
-	pair_set_clock(f->p, PAIR_B, offset, 0);
-	f->a = pair_mem_new(f->p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	f->b = pair_mem_new(f->p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	pair_mem_fill(f->a, 1);
-	pair_connect(f->p, &qa, &qb, SVC);
+	f->x.p = pair_new(&cfg, &cfg);
+	f->x.p->now = 2000 * PAIR_MS;
+	pair_set_clock(f->x.p, PAIR_B, offset, 0);
+	f->x.a = pair_mem_new(f->x.p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
+	f->x.b = pair_mem_new(f->x.p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
+	pair_mem_fill(f->x.a, 1);
+	pair_connect(f->x.p, &qa, &qb, SVC);
 
 	/* The QP's first data packet is lost: the second is NAKed. */
-	f->p->filter = drop_nth_a_data;
-	f->p->filter_arg = &d;
+	f->x.p->filter = drop_nth_a_data;
+	f->x.p->filter_arg = &d;
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 4 * cfg.mtu, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	assert_true(pair_stat(f->p, PAIR_B, EC_RX_SEQ_ERR) >= 1);
-	pair_run_for(f->p, 1 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_true(pair_stat(f->x.p, PAIR_B, EC_RX_SEQ_ERR) >= 1);
+	pair_run_for(f->x.p, 1 * PAIR_MS);
 
 	/* A lone WRITE later is lost once: its RTO is not held at rto_max. */
 	d = (struct drop_nth){ .n = 1 };
 	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 100, 0);
-	t0 = f->p->now;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	t0 = f->x.p->now;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 	print_message("receiver's clock %+.1f s: lost WRITE recovered after %.2f ms "
 		      "(rto_min %.1f ms, rto_max %.0f ms)\n", (double)offset / 1e9,
-		      (double)(f->p->now - t0) / PAIR_MS, (double)cfg.rto_min_ns / PAIR_MS,
+		      (double)(f->x.p->now - t0) / PAIR_MS, (double)cfg.rto_min_ns / PAIR_MS,
 		      (double)cfg.rto_max_ns / PAIR_MS);
-	assert_true(f->p->now - t0 < cfg.rto_max_ns / 4);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), 1);
+	assert_true(f->x.p->now - t0 < cfg.rto_max_ns / 4);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO), 1);
 }
 
 static void test_nak_echo_clock_ahead(void **state)
@@ -686,19 +673,19 @@ static void test_nak_echo_clock_behind(void **state)
  */
 static void forge_echo(struct fx *f, uint32_t echo)
 {
-	struct pair_capture *cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK),
+	struct pair_capture *cap = pair_capture_start(f->x.p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK),
 						      false);
 	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 7, 0, 100, 0);
 
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
-	pair_pump(f->p);
-	pair_capture_stop(f->p);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_pump(f->x.p);
+	pair_capture_stop(f->x.p);
 	assert_true(cap->n >= 1);
 	for (unsigned i = 0; i < cap->n; i++) {
 		pkt_put32(cap->pkt[i].data, PKT_ACK_CUM_PSN + 8, echo);
-		pair_deliver(f->p, &cap->pkt[i]);
+		pair_deliver(f->x.p, &cap->pkt[i]);
 	}
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
 }
 
 static void test_forged_echo_refused(void **state)
@@ -708,20 +695,20 @@ static void test_forged_echo_refused(void **state)
 	uint64_t t0, a_now;
 	struct engine_wr wr;
 
-	f->p->now = 3000 * PAIR_MS;
-	pair_run_for(f->p, 1 * PAIR_MS);
-	a_now = pair_clock(f->p, PAIR_A);
+	f->x.p->now = 3000 * PAIR_MS;
+	pair_run_for(f->x.p, 1 * PAIR_MS);
+	a_now = pair_clock(f->x.p, PAIR_A);
 	forge_echo(f, (uint32_t)(a_now - 1500 * PAIR_MS));
 	forge_echo(f, (uint32_t)(a_now + 1500 * PAIR_MS));
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_BAD_ECHO), 2);
-	f->p->filter = drop_nth_a_data;
-	f->p->filter_arg = &d;
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_BAD_ECHO), 2);
+	f->x.p->filter = drop_nth_a_data;
+	f->x.p->filter_arg = &d;
 	wr = wr_of(f, ENGINE_WR_WRITE, 8, 0, 100, 0);
-	t0 = f->p->now;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	t0 = f->x.p->now;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 8);
-	assert_true(f->p->now - t0 < f->p->s[PAIR_A].cfg.rto_max_ns / 4);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 8);
+	assert_true(f->x.p->now - t0 < f->x.p->s[PAIR_A].cfg.rto_max_ns / 4);
 }
 
 static void test_dead_peer(void **state)
@@ -734,23 +721,23 @@ static void test_dead_peer(void **state)
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 5000, 0);
-	f->p->filter = drop_from_b;
-	t0 = f->p->now;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
-	pair_run(f->p, t0 + cfg.dead_peer_ns - 1 * PAIR_MS);
-	pair_expect_none(f->p, PAIR_A);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
-	assert_true(pair_stat(f->p, PAIR_A, EC_RTO) >= 2);
+	f->x.p->filter = drop_from_b;
+	t0 = f->x.p->now;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run(f->x.p, t0 + cfg.dead_peer_ns - 1 * PAIR_MS);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO) >= 2);
 
 	run_until_cqe(f, PAIR_A, cfg.rto_max_ns + 5 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	assert_true(f->p->now >= t0 + cfg.dead_peer_ns);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_true(f->x.p->now >= t0 + cfg.dead_peer_ns);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_ERROR);
 	/* B got the data all along (only its answers were lost), and hears of the error. */
-	pair_mem_expect(f->b, 0, f->a->buf, 5000);
-	pair_run_for(f->p, 5 * PAIR_MS);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 5000);
+	pair_run_for(f->x.p, 5 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
 }
 
 /*
@@ -771,21 +758,21 @@ static void test_idle_then_send(void **state)
 	dead_peer_config(&cfg);
 	cfg.keepalive_ns = 0;	/* as when other QPs to the same peer show it alive */
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	pair_run_for(f->p, 2 * cfg.dead_peer_ns);
-	pair_expect_none(f->p, PAIR_A);
+	pair_run_for(f->x.p, 2 * cfg.dead_peer_ns);
+	pair_expect_none(f->x.p, PAIR_A);
 	/* B's answers to the WRITE are late: timers run with it in flight. */
-	f->p->filter = hold_b;
-	f->p->filter_arg = &st;
+	f->x.p->filter = hold_b;
+	f->x.p->filter_arg = &st;
 	st.hold = true;
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 5000, 0);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
-	pair_run_for(f->p, 2 * PAIR_MS);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run_for(f->x.p, 2 * PAIR_MS);
 	st.hold = false;
 	for (unsigned i = 0; i < st.n; i++)
-		pair_deliver(f->p, &st.pkts[i]);
+		pair_deliver(f->x.p, &st.pkts[i]);
 	run_until_cqe(f, PAIR_A, 20 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, 5000);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 5000);
 }
 
 /* An idle QP finds out too, through keepalives nobody answers. */
@@ -797,14 +784,14 @@ static void test_dead_peer_idle(void **state)
 
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	f->p->filter = drop_from_b;
-	t0 = f->p->now;
-	pair_run(f->p, t0 + cfg.dead_peer_ns - 1 * PAIR_MS);
-	pair_expect_none(f->p, PAIR_A);
-	assert_true(pair_stat(f->p, PAIR_A, EC_TX_KEEPALIVE) >= 3);
+	f->x.p->filter = drop_from_b;
+	t0 = f->x.p->now;
+	pair_run(f->x.p, t0 + cfg.dead_peer_ns - 1 * PAIR_MS);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_TX_KEEPALIVE) >= 3);
 	run_until_cqe(f, PAIR_A, 5 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_ERROR);
 }
 
 /*
@@ -821,10 +808,10 @@ static void test_dead_peer_deadline_exact(void **state)
 
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	f->p->filter = drop_from_b;
-	pair_run_for(f->p, cfg.dead_peer_ns + 1 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	assert_int_equal(f->p->stuck_deadlines, 0);
+	f->x.p->filter = drop_from_b;
+	pair_run_for(f->x.p, cfg.dead_peer_ns + 1 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_int_equal(f->x.p->stuck_deadlines, 0);
 }
 
 /* ... while an idle QP whose peer answers stays up for ever. */
@@ -835,12 +822,12 @@ static void test_idle_peer_alive(void **state)
 
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	pair_run_for(f->p, 10 * cfg.dead_peer_ns);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
-	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
-	assert_true(pair_stat(f->p, PAIR_A, EC_TX_KEEPALIVE) >= 5);
+	pair_run_for(f->x.p, 10 * cfg.dead_peer_ns);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_B), ENGINE_QPS_CONNECTED);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_TX_KEEPALIVE) >= 5);
 }
 
 /*
@@ -868,22 +855,22 @@ static void test_idle_dead_plane(void **state)
 
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	assert_int_equal(engine_path_info(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, 0, &pi), 0);
+	assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, 0, &pi), 0);
 	dead_parity = pi.sport & 1;
-	f->p->filter = drop_dead_plane;
-	pair_run_for(f->p, 10 * cfg.dead_peer_ns);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
-	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
-	assert_true(pair_stat(f->p, PAIR_A, EC_KA_RETRY) >= 1);
-	assert_true(pair_stat(f->p, PAIR_A, EC_REPATH) >= 1);
+	f->x.p->filter = drop_dead_plane;
+	pair_run_for(f->x.p, 10 * cfg.dead_peer_ns);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_B), ENGINE_QPS_CONNECTED);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_KA_RETRY) >= 1);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_REPATH) >= 1);
 	/* Path 0 moved, and says why and from where. */
-	assert_int_equal(engine_path_info(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, 0, &pi), 0);
+	assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, 0, &pi), 0);
 	assert_int_equal(pi.repath_why, ENGINE_REPATH_KEEPALIVE);
 	assert_true(pi.repaths >= 1 && pi.prev_sport != 0);
 	assert_string_equal(engine_repath_name(pi.repath_why), "keepalive");
-	assert_int_equal(f->p->stuck_deadlines, 0);
+	assert_int_equal(f->x.p->stuck_deadlines, 0);
 }
 
 /* Every data packet of A is lost (B is alive): the retry count ends it, long before dead_peer. */
@@ -897,17 +884,17 @@ static void test_retry_count(void **state)
 	pair_test_config(&cfg);
 	cfg.max_retx = 3;
 	f = fx_open(state, &cfg, NULL, NULL, NULL);
-	f->p->filter = drop_a_data;
+	f->x.p->filter = drop_a_data;
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
-	t0 = f->p->now;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	t0 = f->x.p->now;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	assert_true(f->p->now - t0 < cfg.dead_peer_ns / 4);
-	assert_true(pair_stat(f->p, PAIR_A, EC_TX_RETX) >= cfg.max_retx);
-	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_BYTES_PLACED), 0);
-	pair_mem_untouched(f->b);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_true(f->x.p->now - t0 < cfg.dead_peer_ns / 4);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_TX_RETX) >= cfg.max_retx);
+	assert_int_equal(pair_stat(f->x.p, PAIR_B, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->x.b);
 }
 
 /* ---- RoCEv2 baseline -------------------------------------------------------------- */
@@ -984,31 +971,31 @@ static void test_rocev2_go_back_n(void **state)
 
 	qa.mode = qb.mode = MROC_MODE_ROCEV2;
 	f = fx_open(state, NULL, NULL, &qa, &qb);
-	assert_int_equal(engine_qp_info(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, &info), 0);
+	assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, &info), 0);
 	assert_int_equal(info.npaths, 1);	/* forced to one path */
 	assert_int_equal(info.mode, MROC_MODE_ROCEV2);
-	f->p->filter = gbn_filter;
-	f->p->filter_arg = &g;
+	f->x.p->filter = gbn_filter;
+	f->x.p->filter_arg = &g;
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
-	t0 = f->p->now;
-	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	t0 = f->x.p->now;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, len);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, len);
 	/* Recovered by the NAK within the round trip, not by a timeout. */
-	assert_true(f->p->now - t0 < f->p->s[PAIR_A].cfg.rto_min_ns / 2);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RTO), 0);
+	assert_true(f->x.p->now - t0 < f->x.p->s[PAIR_A].cfg.rto_min_ns / 2);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO), 0);
 
 	/* Every arrival after the gap was refused as out of sequence ... */
 	assert_true(g.seq_err >= 1);
-	assert_int_equal(pair_stat(f->p, PAIR_B, EC_RX_SEQ_ERR), g.seq_err);
+	assert_int_equal(pair_stat(f->x.p, PAIR_B, EC_RX_SEQ_ERR), g.seq_err);
 	/* ... answered by one PSN_SEQ NAK, and A went back with the same PSNs. */
 	assert_int_equal(g.nnak, 1);
 	assert_true(g.resent_same_psn);
 	assert_false(g.sack_nonzero);
 	assert_true(g.resends >= 1);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), g.resends);
-	pair_expect_none(f->p, PAIR_B);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), g.resends);
+	pair_expect_none(f->x.p, PAIR_B);
 }
 
 int main(void)

@@ -21,8 +21,7 @@
 #define SVC		42
 
 struct fx {
-	struct pair *p;
-	struct pair_mem *a, *b;
+	struct pair_fx x;	/* p, a: A's buffer, b: B's (engine_pair.h) */
 	uint32_t qa[NQP];
 	/* B's packets wait while hold (no ACKs), then all arrive */
 	bool hold;
@@ -49,55 +48,43 @@ static void release(struct fx *f)
 {
 	f->hold = false;
 	for (unsigned i = 0; i < f->nheld; i++)
-		pair_deliver(f->p, &f->held[i]);
+		pair_deliver(f->x.p, &f->held[i]);
 	f->nheld = 0;
 }
 
 /* NQP QPs from A to B, A's engine with cfg. */
 static struct fx *fx_new(void **state, const struct engine_config *cfg)
 {
-	struct fx *f = calloc(1, sizeof(*f));
+	struct fx *f = pair_fx_open(state, sizeof(*f), cfg, cfg, NQP * MSG, ENGINE_ACCESS_ALL, 3);
 
-	assert_non_null(f);
-	*state = f;
-	f->p = pair_new(cfg, cfg);
-	f->a = pair_mem_new(f->p, PAIR_A, NQP * MSG, 1, ENGINE_ACCESS_ALL);
-	f->b = pair_mem_new(f->p, PAIR_B, NQP * MSG, 1, ENGINE_ACCESS_ALL);
-	pair_mem_fill(f->a, 3);
-	pair_connect(f->p, NULL, NULL, SVC);
-	f->qa[0] = f->p->s[PAIR_A].qpn;
+	pair_connect(f->x.p, NULL, NULL, SVC);
+	f->qa[0] = f->x.p->s[PAIR_A].qpn;
 	for (int q = 1; q < NQP; q++)
-		f->qa[q] = pair_connect_more(f->p, 0x100 + q, SVC + q);
-	pair_run_for(f->p, 200 * PAIR_US);
-	while (pair_pending(f->p, PAIR_A))
-		pair_cqe(f->p, PAIR_A);
-	while (pair_pending(f->p, PAIR_B))
-		pair_cqe(f->p, PAIR_B);
-	f->p->filter = filter;
-	f->p->filter_arg = f;
+		f->qa[q] = pair_connect_more(f->x.p, 0x100 + q, SVC + q);
+	pair_run_for(f->x.p, 200 * PAIR_US);
+	while (pair_pending(f->x.p, PAIR_A))
+		pair_cqe(f->x.p, PAIR_A);
+	while (pair_pending(f->x.p, PAIR_B))
+		pair_cqe(f->x.p, PAIR_B);
+	f->x.p->filter = filter;
+	f->x.p->filter_arg = f;
 	return f;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-
-	if (f) {
-		pair_free(f->p);
-		free(f);
-	}
-	return 0;
+	return pair_fx_teardown(state);
 }
 
 static void post_write(struct fx *f, int q, uint64_t id)
 {
 	struct engine_wr wr = {
 		.wr_id = id, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
-		.lkey = f->a->lkey, .laddr = (uint64_t)q * MSG, .len = MSG,
-		.rkey = f->b->rkey, .raddr = (uint64_t)q * MSG,
+		.lkey = f->x.a->lkey, .laddr = (uint64_t)q * MSG, .len = MSG,
+		.rkey = f->x.b->rkey, .raddr = (uint64_t)q * MSG,
 	};
 
-	assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[q], &wr, pair_clock(f->p, PAIR_A)), 0);
+	assert_int_equal(engine_post_send(f->x.p->s[PAIR_A].eng, f->qa[q], &wr, pair_clock(f->x.p, PAIR_A)), 0);
 }
 
 /* Every QP's WRITE completes once, successfully, and its bytes are there. */
@@ -105,12 +92,12 @@ static void expect_all_done(struct fx *f, uint64_t limit)
 {
 	bool done[NQP] = { 0 };
 	unsigned n = 0;
-	uint64_t end = f->p->now + limit;
+	uint64_t end = f->x.p->now + limit;
 
-	while (n < NQP && f->p->now < end) {
-		pair_run_for(f->p, 10 * PAIR_US);
-		while (pair_pending(f->p, PAIR_A)) {
-			const struct engine_cqe *c = pair_cqe(f->p, PAIR_A);
+	while (n < NQP && f->x.p->now < end) {
+		pair_run_for(f->x.p, 10 * PAIR_US);
+		while (pair_pending(f->x.p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
 
 			assert_int_equal(c->opcode, ENGINE_WC_WRITE);
 			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
@@ -120,7 +107,7 @@ static void expect_all_done(struct fx *f, uint64_t limit)
 		}
 	}
 	assert_int_equal(n, NQP);
-	pair_mem_expect(f->b, 0, f->a->buf, NQP * MSG);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, NQP * MSG);
 }
 
 /*
@@ -139,11 +126,11 @@ static void test_window_caps_inflight(void **state)
 	f->hold = true;
 	for (int q = 0; q < NQP; q++)
 		post_write(f, q, (uint64_t)q);
-	pair_run_for(f->p, 100 * PAIR_US);	/* well below rto_init: nothing resent */
+	pair_run_for(f->x.p, 100 * PAIR_US);	/* well below rto_init: nothing resent */
 	assert_int_equal(f->a_data, 12);
 	release(f);
 	expect_all_done(f, 100 * PAIR_MS);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), 0);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
 }
 
 /*
@@ -162,11 +149,11 @@ static void test_window_opens(void **state)
 	f->hold = true;
 	for (int q = 0; q < NQP; q++)
 		post_write(f, q, (uint64_t)q);
-	pair_run_for(f->p, 100 * PAIR_US);
+	pair_run_for(f->x.p, 100 * PAIR_US);
 	assert_int_equal(f->a_data, 64);
 	release(f);
 	expect_all_done(f, 100 * PAIR_MS);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), 0);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
 }
 
 /*
@@ -189,18 +176,18 @@ static void test_window_restarts_after_idle(void **state)
 	for (int q = 0; q < NQP; q++)
 		post_write(f, q, (uint64_t)q);
 	expect_all_done(f, 100 * PAIR_MS);
-	pair_run_for(f->p, 300 * PAIR_MS);
+	pair_run_for(f->x.p, 300 * PAIR_MS);
 	f->hold = true;
 	before = f->a_data;
 	for (int q = 0; q < NQP; q++)
 		post_write(f, q, (uint64_t)q);
-	pair_run_for(f->p, 100 * PAIR_US);
+	pair_run_for(f->x.p, 100 * PAIR_US);
 	print_message("after idle, before any ACK: %llu data packets\n",
 		      (unsigned long long)(f->a_data - before));
 	assert_int_equal(f->a_data - before, 64);
 	release(f);
 	expect_all_done(f, 100 * PAIR_MS);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_RETX), 0);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
 }
 
 /*
@@ -217,21 +204,21 @@ static void test_idle_qps_quiet_while_peer_heard(void **state)
 	cfg.keepalive_ns = 2 * PAIR_MS;
 	cfg.dead_peer_ns = 8 * PAIR_MS;
 	f = fx_new(state, &cfg);
-	end = f->p->now + 10 * cfg.keepalive_ns;
-	for (uint64_t id = 0; f->p->now < end; id++) {
+	end = f->x.p->now + 10 * cfg.keepalive_ns;
+	for (uint64_t id = 0; f->x.p->now < end; id++) {
 		struct engine_wr wr = {
-			.wr_id = id, .opcode = ENGINE_WR_WRITE, .lkey = f->a->lkey, .len = 64,
-			.rkey = f->b->rkey,
+			.wr_id = id, .opcode = ENGINE_WR_WRITE, .lkey = f->x.a->lkey, .len = 64,
+			.rkey = f->x.b->rkey,
 		};
 
-		assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, f->qa[0], &wr, pair_clock(f->p, PAIR_A)), 0);
-		pair_run_for(f->p, 200 * PAIR_US);
+		assert_int_equal(engine_post_send(f->x.p->s[PAIR_A].eng, f->qa[0], &wr, pair_clock(f->x.p, PAIR_A)), 0);
+		pair_run_for(f->x.p, 200 * PAIR_US);
 	}
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_TX_KEEPALIVE), 0);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_KEEPALIVE), 0);
 	for (int q = 0; q < NQP; q++) {
 		struct engine_qp_info info;
 
-		assert_int_equal(engine_qp_info(f->p->s[PAIR_A].eng, f->qa[q], &info), 0);
+		assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->qa[q], &info), 0);
 		assert_int_equal(info.state, ENGINE_QPS_CONNECTED);
 	}
 }

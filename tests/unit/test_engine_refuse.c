@@ -28,30 +28,21 @@
 #define SVC		42
 
 struct fx {
-	struct pair *p;
-	struct pair_mem *a, *b;	/* A: source and READ destination; B: target */
+	struct pair_fx x;	/* p, a: A's source and READ destination, b: B's target */
 	struct pair_pkt *rec[256];	/* first packet of each opcode seen (test_malformed_*) */
 };
 
 static struct fx *fx_new(void **state, const struct engine_config *ca,
 			 const struct engine_config *cb)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	*state = f;
-	f->p = pair_new(ca, cb);
-	f->a = pair_mem_new(f->p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	f->b = pair_mem_new(f->p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	pair_mem_fill(f->a, 1);
-	return f;
+	return pair_fx_open(state, sizeof(struct fx), ca, cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
 }
 
 static int setup(void **state)
 {
 	struct fx *f = fx_new(state, NULL, NULL);
 
-	pair_connect(f->p, NULL, NULL, SVC);
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	return 0;
 }
 
@@ -65,53 +56,49 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 
-	if (!f)
-		return 0;
-	for (int i = 0; i < 256; i++)
+	for (int i = 0; f && i < 256; i++)
 		free(f->rec[i]);
-	pair_free(f->p);
-	free(f);
-	return 0;
+	return pair_fx_teardown(state);
 }
 
 static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
 			      uint64_t raddr)
 {
 	return (struct engine_wr){
-		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->a->lkey,
-		.laddr = laddr, .len = len, .rkey = f->b->rkey, .raddr = raddr,
+		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey,
+		.laddr = laddr, .len = len, .rkey = f->x.b->rkey, .raddr = raddr,
 	};
 }
 
 static void post(struct fx *f, const struct engine_wr *wr)
 {
-	assert_int_equal(pair_post(f->p, PAIR_A, wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, wr), 0);
 }
 
 static void recv_b(struct fx *f, uint64_t id, uint64_t laddr, uint32_t len)
 {
-	assert_int_equal(pair_post_recv(f->p, PAIR_B, id, f->b->lkey, laddr, len), 0);
+	assert_int_equal(pair_post_recv(f->x.p, PAIR_B, id, f->x.b->lkey, laddr, len), 0);
 }
 
 static void settle(struct fx *f)
 {
-	pair_run_for(f->p, 3 * PAIR_MS);
+	pair_run_for(f->x.p, 3 * PAIR_MS);
 }
 
 static uint64_t stat_b(struct fx *f, enum engine_counter c)
 {
-	return pair_stat(f->p, PAIR_B, c);
+	return pair_stat(f->x.p, PAIR_B, c);
 }
 
 static void get_stats(struct fx *f, int side, struct engine_stats *st)
 {
-	engine_get_stats(f->p->s[side].eng, st);
+	engine_get_stats(f->x.p->s[side].eng, st);
 }
 
 /* Capture A's data packets (dropping them) while the work posted so far goes out. */
 static struct pair_capture *capture_a_data(struct fx *f, unsigned want)
 {
-	return pair_capture_data(f->p, PAIR_A, want);
+	return pair_capture_data(f->x.p, PAIR_A, want);
 }
 
 /* ---- malformed packets ----------------------------------------------------------- */
@@ -146,9 +133,9 @@ static struct fx *record_all(void **state)
 	struct engine_wr wr;
 	uint32_t q2, q3a, q3b;
 
-	f->p->filter = record_filter;
-	f->p->filter_arg = f;
-	pair_connect(f->p, NULL, NULL, SVC);
+	f->x.p->filter = record_filter;
+	f->x.p->filter_arg = f;
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	recv_b(f, 1, 0, 0);
 	recv_b(f, 2, 4096, 4096);
 	recv_b(f, 3, 0, 4096);
@@ -162,31 +149,31 @@ static struct fx *record_all(void **state)
 	}
 	settle(f);
 	/* CONNECT_REJ: nobody listens on 999. */
-	q2 = pair_qp_create(f->p, PAIR_A, &attr);
-	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q2, PAIR_B, 999, pair_clock(f->p, PAIR_A)), 0);
-	pair_pump(f->p);
+	q2 = pair_qp_create(f->x.p, PAIR_A, &attr);
+	assert_int_equal(engine_qp_connect(f->x.p->s[PAIR_A].eng, q2, PAIR_B, 999, pair_clock(f->x.p, PAIR_A)), 0);
+	pair_pump(f->x.p);
 	/* DISCONNECT and DISCONNECT_ACK: a second connection, closed. */
-	q3b = pair_qp_create(f->p, PAIR_B, &attr);
-	q3a = pair_qp_create(f->p, PAIR_A, &attr);
-	assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, q3b, 43), 0);
-	assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, q3a, PAIR_B, 43, pair_clock(f->p, PAIR_A)), 0);
-	pair_pump(f->p);
-	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, q3a, pair_clock(f->p, PAIR_A)), 0);
+	q3b = pair_qp_create(f->x.p, PAIR_B, &attr);
+	q3a = pair_qp_create(f->x.p, PAIR_A, &attr);
+	assert_int_equal(engine_qp_listen(f->x.p->s[PAIR_B].eng, q3b, 43), 0);
+	assert_int_equal(engine_qp_connect(f->x.p->s[PAIR_A].eng, q3a, PAIR_B, 43, pair_clock(f->x.p, PAIR_A)), 0);
+	pair_pump(f->x.p);
+	assert_int_equal(engine_qp_disconnect(f->x.p->s[PAIR_A].eng, q3a, pair_clock(f->x.p, PAIR_A)), 0);
 	settle(f);
-	f->p->filter = NULL;
+	f->x.p->filter = NULL;
 	for (unsigned i = 0; i < NOPS; i++)
 		if (!f->rec[all_ops[i]])
 			fail_msg("no packet with opcode 0x%02x was seen", all_ops[i]);
 	for (uint8_t op = ENGINE_WR_WRITE; op <= ENGINE_WR_READ; op++)
-		pair_expect(f->p, PAIR_A, op, ENGINE_WC_SUCCESS, op);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_ATOMIC_FETCH_ADD, ENGINE_WC_SUCCESS,
+		pair_expect(f->x.p, PAIR_A, op, ENGINE_WC_SUCCESS, op);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_ATOMIC_FETCH_ADD, ENGINE_WC_SUCCESS,
 		    ENGINE_WR_ATOMIC_FETCH_ADD);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_ATOMIC_CMP_SWP, ENGINE_WC_SUCCESS,
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_ATOMIC_CMP_SWP, ENGINE_WC_SUCCESS,
 		    ENGINE_WR_ATOMIC_CMP_SWP);
 	/* Consume the rest; later checks look for new completions only. */
-	while (pair_cqe(f->p, PAIR_A))
+	while (pair_cqe(f->x.p, PAIR_A))
 		;
-	while (pair_cqe(f->p, PAIR_B))
+	while (pair_cqe(f->x.p, PAIR_B))
 		;
 	return f;
 }
@@ -211,16 +198,16 @@ static void snap_mem(struct fx *f, struct mem_snap *s)
 	s->b = malloc(n);
 	assert_non_null(s->a);
 	assert_non_null(s->b);
-	memcpy(s->a, f->a->base, n);
-	memcpy(s->b, f->b->base, n);
+	memcpy(s->a, f->x.a->base, n);
+	memcpy(s->b, f->x.b->base, n);
 }
 
 static void check_mem(struct fx *f, struct mem_snap *s)
 {
 	size_t n = REG_LEN + 2 * PAIR_GUARD_LEN;
 
-	assert_memory_equal(s->a, f->a->base, n);
-	assert_memory_equal(s->b, f->b->base, n);
+	assert_memory_equal(s->a, f->x.a->base, n);
+	assert_memory_equal(s->b, f->x.b->base, n);
 	free(s->a);
 	free(s->b);
 }
@@ -240,15 +227,15 @@ static void test_malformed_truncated(void **state)
 		assert_true(pk->len >= need);
 		get_stats(f, to, &before);
 		for (size_t len = 0; len < need; len++) {
-			int ret = pair_rx(f->p, to, pk->data, len, (uint32_t)pk->from, pk->sport);
+			int ret = pair_rx(f->x.p, to, pk->data, len, (uint32_t)pk->from, pk->sport);
 
 			if (ret != -EMSGSIZE)
 				fail_msg("opcode 0x%02x cut to %zu bytes: %d", all_ops[i], len, ret);
 		}
-		pair_expect_only_malformed(f->p, to, &before, WIRE_ERR_SHORT, need);
-		pair_pump(f->p);
-		pair_expect_none(f->p, PAIR_A);
-		pair_expect_none(f->p, PAIR_B);
+		pair_expect_only_malformed(f->x.p, to, &before, WIRE_ERR_SHORT, need);
+		pair_pump(f->x.p);
+		pair_expect_none(f->x.p, PAIR_A);
+		pair_expect_none(f->x.p, PAIR_B);
 	}
 	check_mem(f, &ms);
 }
@@ -274,10 +261,10 @@ static void feed_bad(struct fx *f, const struct pair_pkt *pk, unsigned off, uint
 
 	bad.data[off] = val;
 	get_stats(f, to, &before);
-	ret = pair_deliver(f->p, &bad);
+	ret = pair_deliver(f->x.p, &bad);
 	if (ret != -EBADMSG)
 		fail_msg("opcode 0x%02x, byte %u = 0x%02x: %d", pk->data[PKT_OPCODE], off, val, ret);
-	pair_expect_only_malformed(f->p, to, &before, why, 1);
+	pair_expect_only_malformed(f->x.p, to, &before, why, 1);
 }
 
 static void test_malformed_fields(void **state)
@@ -309,9 +296,9 @@ static void test_malformed_fields(void **state)
 		for (unsigned op = 0; op < 256; op++)
 			if (!op_defined(op))
 				feed_bad(f, pk, PKT_OPCODE, (uint8_t)op, WIRE_ERR_OPCODE);
-		pair_pump(f->p);
-		pair_expect_none(f->p, PAIR_A);
-		pair_expect_none(f->p, PAIR_B);
+		pair_pump(f->x.p);
+		pair_expect_none(f->x.p, PAIR_A);
+		pair_expect_none(f->x.p, PAIR_B);
 	}
 	check_mem(f, &ms);
 }
@@ -333,50 +320,50 @@ static void test_malformed_lengths(void **state)
 
 	/* A header and no payload although msg_len > 0. */
 	get_stats(f, PAIR_B, &before);
-	assert_int_equal(pair_rx(f->p, PAIR_B, seg[0].data, MROC_DATA_OVERHEAD, PAIR_A, seg[0].sport),
+	assert_int_equal(pair_rx(f->x.p, PAIR_B, seg[0].data, MROC_DATA_OVERHEAD, PAIR_A, seg[0].sport),
 			 -EBADMSG);
-	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 	/* offset + payload beyond msg_len. */
 	bad = seg[2];
 	pkt_put32(bad.data, PKT_MSG_LEN, 2 * MTU + 9);
 	get_stats(f, PAIR_B, &before);
-	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
-	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 	bad = seg[1];
 	pkt_put32(bad.data, PKT_OFFSET, 0xffffff00u);
 	get_stats(f, PAIR_B, &before);
-	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
-	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 	/* A READ_REQ with a payload, or an offset. */
 	bad = cap->pkt[3];
 	assert_int_equal(bad.data[PKT_OPCODE], MROC_OP_READ_REQ);
 	bad.len++;
 	get_stats(f, PAIR_B, &before);
-	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
-	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 	bad = cap->pkt[3];
 	pkt_put32(bad.data, PKT_OFFSET, MTU);
 	get_stats(f, PAIR_B, &before);
-	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
-	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 	/* An offset that is not a multiple of the sender's MTU (checked by the engine). */
 	bad = seg[1];
 	pkt_put32(bad.data, PKT_OFFSET, MTU - 24);
 	get_stats(f, PAIR_B, &before);
-	assert_int_equal(pair_deliver(f->p, &bad), -EBADMSG);
-	pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 
-	pair_mem_untouched(f->b);
-	pair_pump(f->p);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
+	pair_mem_untouched(f->x.b);
+	pair_pump(f->x.p);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
 	/* The real packets still go through. */
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	for (int k = 0; k < 4; k++)
-		assert_int_equal(pair_deliver(f->p, &cap->pkt[k]), 0);
+		assert_int_equal(pair_deliver(f->x.p, &cap->pkt[k]), 0);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
 }
 
 /*
@@ -405,23 +392,23 @@ static void test_truncated_payload(void **state)
 			int ret;
 
 			get_stats(f, PAIR_B, &before);
-			ret = pair_rx(f->p, PAIR_B, seg[k].data, MROC_DATA_OVERHEAD + plen, PAIR_A,
+			ret = pair_rx(f->x.p, PAIR_B, seg[k].data, MROC_DATA_OVERHEAD + plen, PAIR_A,
 				      seg[k].sport);
 			if (ret >= 0 || stat_b(f, EC_RX_BYTES_PLACED) != placed)
 				fail_msg("segment %d cut to %u of %u payload bytes: accepted (%d), "
 					 "%llu bytes placed", k, plen, full, ret,
 					 (unsigned long long)(stat_b(f, EC_RX_BYTES_PLACED) - placed));
-			pair_expect_only_malformed(f->p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+			pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
 		}
 	}
-	pair_mem_untouched(f->b);
+	pair_mem_untouched(f->x.b);
 	/* The whole segments complete the WRITE intact. */
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	for (int k = 0; k < 3; k++)
-		pair_deliver(f->p, &seg[k]);
+		pair_deliver(f->x.p, &seg[k]);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, 2 * MTU + 100);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 2 * MTU + 100);
 }
 
 /* ---- keys and bounds ------------------------------------------------------------- */
@@ -453,15 +440,15 @@ static void run_bounds_case(void **state)
 	struct pair_pkt pk;
 	uint64_t other = bc->counter == EC_RX_ACCESS_ERR ? EC_RX_BOUNDS_ERR : EC_RX_ACCESS_ERR;
 
-	ro = pair_mem_new(f->p, PAIR_B, 4096, 1, ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_READ);
-	pd2 = pair_mem_new(f->p, PAIR_B, 4096, 2, ENGINE_ACCESS_ALL);
-	pair_connect(f->p, NULL, NULL, SVC);
+	ro = pair_mem_new(f->x.p, PAIR_B, 4096, 1, ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_READ);
+	pd2 = pair_mem_new(f->x.p, PAIR_B, 4096, 2, ENGINE_ACCESS_ALL);
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	post(f, &wr);
 	cap = capture_a_data(f, bc->alter == ALTER_OFFSET_WRAP ? 3 : 1);
 	pk = cap->pkt[bc->alter == ALTER_OFFSET_WRAP ? 1 : 0];
 	switch (bc->alter) {
 	case ALTER_KEY_FLIP:
-		pkt_put32(pk.data, PKT_KEY, f->b->rkey ^ 0x00f0f000u);
+		pkt_put32(pk.data, PKT_KEY, f->x.b->rkey ^ 0x00f0f000u);
 		break;
 	case ALTER_KEY_NO_WRITE:
 		pkt_put32(pk.data, PKT_KEY, ro->rkey);
@@ -483,27 +470,27 @@ static void run_bounds_case(void **state)
 		pkt_put64(pk.data, PKT_RADDR, 0 - (uint64_t)MTU);
 		break;
 	}
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	assert_int_equal(stat_b(f, bc->counter), 1);
 	assert_int_equal(stat_b(f, other), 0);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
-	pair_mem_untouched(f->b);
+	pair_mem_untouched(f->x.b);
 	pair_mem_untouched(ro);
 	pair_mem_untouched(pd2);
 
 	/* The NAK reaches A: the WR fails, the QP is in error, B is told. */
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_REM_ACCESS_ERR, 9);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	pair_expect_none(f->p, PAIR_A);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
-	pair_mem_untouched(f->b);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_REM_ACCESS_ERR, 9);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_untouched(f->x.b);
 	pair_mem_untouched(ro);
 	pair_mem_untouched(pd2);
 	/* Work posted now is refused. */
-	assert_true(pair_post(f->p, PAIR_A, &wr) < 0);
+	assert_true(pair_post(f->x.p, PAIR_A, &wr) < 0);
 }
 
 static const struct bounds_case bc_key_flip = { ALTER_KEY_FLIP, EC_RX_ACCESS_ERR };
@@ -524,34 +511,34 @@ static void test_write_to_region_end(void **state)
 	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 1, REG_LEN - 1);
 	post(f, &wr);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
-	assert_memory_equal(f->b->buf + REG_LEN - 3 * MTU, f->a->buf, 3 * MTU - 1);
-	assert_int_equal(f->b->buf[REG_LEN - 1], f->a->buf[0]);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf + REG_LEN - 3 * MTU, f->x.a->buf, 3 * MTU - 1);
+	assert_int_equal(f->x.b->buf[REG_LEN - 1], f->x.a->buf[0]);
 	for (int i = 0; i < PAIR_GUARD_LEN; i++)
-		assert_int_equal(f->b->buf[REG_LEN + i], PAIR_CANARY);
+		assert_int_equal(f->x.b->buf[REG_LEN + i], PAIR_CANARY);
 }
 
 static void expect_read_refused(struct fx *f, struct engine_wr *wr, enum engine_counter ctr)
 {
-	pair_mem_reset(f->a);
+	pair_mem_reset(f->x.a);
 	post(f, wr);
 	settle(f);
 	assert_int_equal(stat_b(f, ctr), 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_REM_ACCESS_ERR, wr->wr_id);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
-	pair_mem_untouched(f->a);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_REM_ACCESS_ERR, wr->wr_id);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_mem_untouched(f->x.a);
 }
 
 static void test_read_without_remote_read(void **state)
 {
 	struct fx *f = fx_new(state, NULL, NULL);
-	struct pair_mem *wo = pair_mem_new(f->p, PAIR_B, 4096, 1, ENGINE_ACCESS_REMOTE_WRITE);
+	struct pair_mem *wo = pair_mem_new(f->x.p, PAIR_B, 4096, 1, ENGINE_ACCESS_REMOTE_WRITE);
 	struct engine_wr wr;
 
 	pair_mem_fill(wo, 3);
-	pair_connect(f->p, NULL, NULL, SVC);
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	wr = wr_of(f, ENGINE_WR_READ, 5, 0, 100, 0);
 	wr.rkey = wo->rkey;
 	expect_read_refused(f, &wr, EC_RX_ACCESS_ERR);
@@ -574,12 +561,12 @@ static void test_send_too_long_for_recv(void **state)
 	post(f, &wr);
 	settle(f);
 	assert_int_equal(stat_b(f, EC_RX_BOUNDS_ERR), 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_REM_INV_REQ_ERR, 7);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_REM_INV_REQ_ERR, 7);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
 	/* The RECV was never written; the QP closes under it. */
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 70);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
-	pair_mem_untouched(f->b);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 70);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_untouched(f->x.b);
 }
 
 /* A refused WRITE_IMM does not consume its RECV: the RECV is flushed, not completed. */
@@ -592,10 +579,10 @@ static void test_write_imm_refused_keeps_recv(void **state)
 	post(f, &wr);
 	settle(f);
 	assert_int_equal(stat_b(f, EC_RX_BOUNDS_ERR), 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_REM_ACCESS_ERR, 4);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 60);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
-	pair_mem_untouched(f->b);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_REM_ACCESS_ERR, 4);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_FLUSH_ERR, 60);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	pair_mem_untouched(f->x.b);
 }
 
 /*
@@ -611,9 +598,9 @@ static void read_resp_refused(void **state, bool other_key, enum engine_counter 
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 
-	pair_mem_reset(f->a);
+	pair_mem_reset(f->x.a);
 	post(f, &wr);
-	cap = pair_capture_data(f->p, PAIR_B, 1);
+	cap = pair_capture_data(f->x.p, PAIR_B, 1);
 	pk = cap->pkt[0];
 	assert_int_equal(pk.data[PKT_OPCODE], MROC_OP_READ_RESP);
 	if (other_key) {
@@ -624,20 +611,20 @@ static void read_resp_refused(void **state, bool other_key, enum engine_counter 
 		pk.len = MROC_DATA_OVERHEAD + MTU;
 		memset(pk.data + MROC_DATA_OVERHEAD, 0x11, MTU);
 	}
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	if (ctr == EC__COUNT)
-		assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_ACCESS_ERR) +
-				 pair_stat(f->p, PAIR_A, EC_RX_BOUNDS_ERR), 1);
+		assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_ACCESS_ERR) +
+				 pair_stat(f->x.p, PAIR_A, EC_RX_BOUNDS_ERR), 1);
 	else
-		assert_int_equal(pair_stat(f->p, PAIR_A, ctr), 1);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_BYTES_PLACED), 0);
-	pair_mem_untouched(f->a);
-	pair_capture_stop(f->p);
+		assert_int_equal(pair_stat(f->x.p, PAIR_A, ctr), 1);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_BYTES_PLACED), 0);
+	pair_mem_untouched(f->x.a);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xb);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_FLUSH_ERR, 8);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xa);
-	pair_mem_untouched(f->a);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xb);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_FLUSH_ERR, 8);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xa);
+	pair_mem_untouched(f->x.a);
 }
 
 static void test_read_resp_no_read(void **state)
@@ -667,7 +654,7 @@ static void test_unknown_qp(void **state)
 {
 	struct fx *f = *state;
 	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
-	uint32_t qb = f->p->s[PAIR_B].qpn;
+	uint32_t qb = f->x.p->s[PAIR_B].qpn;
 	const uint32_t bad[] = { 0, qb + 0x10000, qb ^ 0x8000, qb + 1, 0xffff, 0xffffffffu };
 	struct pair_capture *cap;
 	struct pair_pkt pk;
@@ -677,7 +664,7 @@ static void test_unknown_qp(void **state)
 	for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		pk = cap->pkt[0];
 		pkt_put32(pk.data, PKT_DST_QPN, bad[i]);
-		assert_int_equal(pair_deliver(f->p, &pk), -ENOENT);
+		assert_int_equal(pair_deliver(f->x.p, &pk), -ENOENT);
 		assert_int_equal(stat_b(f, EC_RX_UNKNOWN_QP), i + 1);
 	}
 	/* A DISCONNECT for an unknown QP is answered, everything else is not. */
@@ -686,16 +673,16 @@ static void test_unknown_qp(void **state)
 	pk.data[PKT_OPCODE] = MROC_OP_DISCONNECT;
 	pk.data[PKT_FLAGS] = 0;
 	pkt_put32(pk.data, PKT_DST_QPN, qb + 0x10000);
-	assert_int_equal(pair_deliver(f->p, &pk), -ENOENT);
+	assert_int_equal(pair_deliver(f->x.p, &pk), -ENOENT);
 	assert_int_equal(stat_b(f, EC_RX_UNKNOWN_QP), 7);
-	pair_pump(f->p);
-	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_DISCONNECT_ACK], 1);
-	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_ACK], 0);
+	pair_pump(f->x.p);
+	assert_int_equal(f->x.p->s[PAIR_B].sent[MROC_OP_DISCONNECT_ACK], 1);
+	assert_int_equal(f->x.p->s[PAIR_B].sent[MROC_OP_ACK], 0);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
-	pair_mem_untouched(f->b);
-	pair_expect_none(f->p, PAIR_B);
+	pair_mem_untouched(f->x.b);
+	pair_expect_none(f->x.p, PAIR_B);
 	/* A's own QP is not disturbed by the answer. */
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 }
 
 static void test_bad_peer(void **state)
@@ -709,23 +696,23 @@ static void test_bad_peer(void **state)
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
 	/* Right QPs, wrong peer handle. */
-	assert_int_equal(pair_rx(f->p, PAIR_B, pk.data, pk.len, 7, pk.sport), -EPERM);
-	assert_int_equal(pair_rx(f->p, PAIR_B, pk.data, pk.len, PAIR_B, pk.sport), -EPERM);
+	assert_int_equal(pair_rx(f->x.p, PAIR_B, pk.data, pk.len, 7, pk.sport), -EPERM);
+	assert_int_equal(pair_rx(f->x.p, PAIR_B, pk.data, pk.len, PAIR_B, pk.sport), -EPERM);
 	assert_int_equal(stat_b(f, EC_RX_BAD_PEER), 2);
 	/* Right peer, wrong source QP. */
-	pkt_put32(pk.data, PKT_SRC_QPN, f->p->s[PAIR_A].qpn + 0x10000);
-	assert_int_equal(pair_deliver(f->p, &pk), -EPERM);
+	pkt_put32(pk.data, PKT_SRC_QPN, f->x.p->s[PAIR_A].qpn + 0x10000);
+	assert_int_equal(pair_deliver(f->x.p, &pk), -EPERM);
 	assert_int_equal(stat_b(f, EC_RX_BAD_PEER), 3);
-	pair_pump(f->p);
-	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_ACK], 0);
+	pair_pump(f->x.p);
+	assert_int_equal(f->x.p->s[PAIR_B].sent[MROC_OP_ACK], 0);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
-	pair_mem_untouched(f->b);
+	pair_mem_untouched(f->x.b);
 	/* The genuine packet is still welcome. */
-	pair_capture_stop(f->p);
-	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
+	pair_capture_stop(f->x.p);
+	assert_int_equal(pair_deliver(f->x.p, &cap->pkt[0]), 0);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, 100);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 100);
 }
 
 /*
@@ -739,9 +726,9 @@ static void test_bad_peer(void **state)
 static void test_spoofed_qpn_guesses(void **state)
 {
 	struct fx *f = *state;
-	struct engine *eb = f->p->s[PAIR_B].eng;
+	struct engine *eb = f->x.p->s[PAIR_B].eng;
 	struct engine_qp_attr attr = pair_test_attr();
-	uint32_t q[6], qa = f->p->s[PAIR_A].qpn;
+	uint32_t q[6], qa = f->x.p->s[PAIR_A].qpn;
 	struct pair_capture *cap;
 	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_pkt pk;
@@ -759,21 +746,21 @@ static void test_spoofed_qpn_guesses(void **state)
 	post(f, &wr);
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	pk.data[PKT_OPCODE] = MROC_OP_DISCONNECT;
 	pkt_put32(pk.data, PKT_SRC_QPN, (qa & 0xffff) + 0x10000);
 	if (((qa & 0xffff) + 0x10000) == qa)
 		pkt_put32(pk.data, PKT_SRC_QPN, qa ^ 1);
 	pk.len = MROC_HDR_LEN + MROC_CM_HDR_LEN;
 	memset(pk.data + MROC_HDR_LEN, 0, MROC_CM_HDR_LEN);
-	assert_int_equal(pair_deliver(f->p, &pk), -EPERM);
+	assert_int_equal(pair_deliver(f->x.p, &pk), -EPERM);
 	assert_int_equal(stat_b(f, EC_RX_BAD_PEER), 1);
-	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->x.p, PAIR_B), ENGINE_QPS_CONNECTED);
 	/* And the data still gets through. */
-	assert_int_equal(pair_deliver(f->p, &cap->pkt[0]), 0);
+	assert_int_equal(pair_deliver(f->x.p, &cap->pkt[0]), 0);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 }
 
 /* Data for a QP that is no longer connected is dropped and counted. */
@@ -787,17 +774,17 @@ static void test_data_after_disconnect(void **state)
 	post(f, &wr);
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
-	pair_capture_stop(f->p);
-	assert_int_equal(engine_qp_disconnect(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, pair_clock(f->p, PAIR_A)),
+	pair_capture_stop(f->x.p);
+	assert_int_equal(engine_qp_disconnect(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, pair_clock(f->x.p, PAIR_A)),
 			 0);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 1);
-	pair_pump(f->p);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
-	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_IDLE);
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 1);
+	pair_pump(f->x.p);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, 0xb);
+	assert_int_equal(pair_state(f->x.p, PAIR_B), ENGINE_QPS_IDLE);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	assert_int_equal(stat_b(f, EC_RX_BAD_STATE), 1);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
-	pair_mem_untouched(f->b);
+	pair_mem_untouched(f->x.b);
 }
 
 /* ---- windows ----------------------------------------------------------------------- */
@@ -817,19 +804,19 @@ static void test_psn_window(void **state)
 	assert_int_equal(pkt_get32(pk.data, PKT_PSN_FLOOR), psn);
 	/* cum + 257, with a floor too far below it to move the window. */
 	pkt_put32(pk.data, PKT_PSN, psn + MROC_SACK_BITS + 1);
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	pkt_put32(pk.data, PKT_PSN, psn + 100000);
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	assert_int_equal(stat_b(f, EC_RX_OUT_OF_WINDOW), 2);
-	pair_pump(f->p);
-	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_ACK], 0);	/* not acknowledged */
-	pair_mem_untouched(f->b);
+	pair_pump(f->x.p);
+	assert_int_equal(f->x.p->s[PAIR_B].sent[MROC_OP_ACK], 0);	/* not acknowledged */
+	pair_mem_untouched(f->x.b);
 	/* cum + 256 is the last PSN inside: placed. */
 	pkt_put32(pk.data, PKT_PSN, psn + MROC_SACK_BITS);
-	assert_int_equal(pair_deliver(f->p, &pk), 0);
-	pair_mem_expect(f->b, 0, f->a->buf, 100);
-	pair_pump(f->p);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_deliver(f->x.p, &pk), 0);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 100);
+	pair_pump(f->x.p);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 }
 
 static void test_dsn_msn_window(void **state)
@@ -846,21 +833,21 @@ static void test_dsn_msn_window(void **state)
 	dsn = pkt_get32(pk.data, PKT_DSN);
 	msn = pkt_get32(pk.data, PKT_MSN);
 	pkt_put32(pk.data, PKT_DSN, dsn + MROC_DSN_WINDOW);
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	pkt_put32(pk.data, PKT_DSN, dsn + 0x40000000u);
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	pkt_put32(pk.data, PKT_DSN, dsn);
 	pkt_put32(pk.data, PKT_MSN, msn + 1024);
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	assert_int_equal(stat_b(f, EC_RX_OUT_OF_WINDOW), 3);
-	pair_mem_untouched(f->b);
+	pair_mem_untouched(f->x.b);
 	/* The last DSN inside the window is placed (its message never completes). */
 	pk = cap->pkt[0];
 	pkt_put32(pk.data, PKT_DSN, dsn + MROC_DSN_WINDOW - 1);
 	pkt_put32(pk.data, PKT_MSN, msn + 1023);
-	assert_int_equal(pair_deliver(f->p, &pk), 0);
-	pair_mem_expect(f->b, 0, f->a->buf, 100);
-	pair_expect_none(f->p, PAIR_A);
+	assert_int_equal(pair_deliver(f->x.p, &pk), 0);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 100);
+	pair_expect_none(f->x.p, PAIR_A);
 }
 
 /*
@@ -880,16 +867,16 @@ static void test_path_beyond_npaths(void **state)
 
 	qa.npaths = 1;
 	qa.user = 0xa;
-	pair_connect(f->p, &qa, NULL, SVC);
+	pair_connect(f->x.p, &qa, NULL, SVC);
 	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	post(f, &wr);
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
 	assert_int_equal(pk.data[PKT_PATH], 0);
 	pk.data[PKT_PATH] = 3;
-	assert_true(pair_deliver(f->p, &pk) < 0);
+	assert_true(pair_deliver(f->x.p, &pk) < 0);
 	assert_int_equal(stat_b(f, EC_RX_OUT_OF_WINDOW), 1);
-	pair_mem_untouched(f->b);
+	pair_mem_untouched(f->x.b);
 }
 
 /* One genuine ACK of B (for a completed WRITE), and a WRITE 2 whose data never arrives. */
@@ -899,10 +886,10 @@ static struct pair_pkt bogus_ack_setup(struct fx *f)
 	struct pair_capture *cap;
 	struct pair_pkt ack;
 
-	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
+	cap = pair_capture_start(f->x.p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
 	post(f, &wr);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	assert_true(cap->n >= 1);
 	ack = cap->pkt[cap->n - 1];
 	wr.wr_id = 2;
@@ -921,25 +908,25 @@ static void test_bogus_acks_ignored(void **state)
 	/* cum_dsn past everything A sent must not complete WRITE 2. */
 	bad = ack;
 	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 10);
-	pair_deliver(f->p, &bad);
+	pair_deliver(f->x.p, &bad);
 	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 0x7fffffffu);
-	pair_deliver(f->p, &bad);
+	pair_deliver(f->x.p, &bad);
 	/* Nor an ACK whose cum_psn is past every PSN A sent on that path. */
 	bad = ack;
 	pkt_put32(bad.data, PKT_ACK_CUM_PSN, pkt_get32(ack.data, PKT_ACK_CUM_PSN) + 50);
 	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 1);
-	pair_deliver(f->p, &bad);
+	pair_deliver(f->x.p, &bad);
 	/* Nor one for a path A does not have. */
 	bad = ack;
 	bad.data[PKT_PATH] = 9;
 	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 1);
-	pair_deliver(f->p, &bad);
-	pair_expect_none(f->p, PAIR_A);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	pair_deliver(f->x.p, &bad);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 	/* WRITE 2 still completes once its data really arrives. */
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 }
 
 /*
@@ -957,16 +944,16 @@ static void test_bogus_acks_counted(void **state)
 	cum_dsn = pkt_get32(ack.data, PKT_ACK_CUM_DSN);
 	bad = ack;
 	pkt_put32(bad.data, PKT_ACK_CUM_DSN, cum_dsn + 10);
-	pair_deliver(f->p, &bad);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_OUT_OF_WINDOW), 1);
+	pair_deliver(f->x.p, &bad);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_OUT_OF_WINDOW), 1);
 	bad = ack;
 	pkt_put32(bad.data, PKT_ACK_CUM_PSN, pkt_get32(ack.data, PKT_ACK_CUM_PSN) + 50);
-	pair_deliver(f->p, &bad);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_OUT_OF_WINDOW), 2);
+	pair_deliver(f->x.p, &bad);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_OUT_OF_WINDOW), 2);
 	bad = ack;
 	bad.data[PKT_PATH] = 9;
-	pair_deliver(f->p, &bad);
-	assert_int_equal(pair_stat(f->p, PAIR_A, EC_RX_OUT_OF_WINDOW), 3);
+	pair_deliver(f->x.p, &bad);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_OUT_OF_WINDOW), 3);
 }
 
 int main(void)

@@ -26,29 +26,20 @@
 #define SVC		42
 
 struct fx {
-	struct pair *p;
-	struct pair_mem *a, *b;	/* A: source and READ destination; B: target */
+	struct pair_fx x;	/* p, a: A's buffer, b: B's (engine_pair.h) */
 };
 
 static struct fx *fx_new(void **state, const struct engine_config *ca,
 			 const struct engine_config *cb)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-
-	assert_non_null(f);
-	*state = f;
-	f->p = pair_new(ca, cb);
-	f->a = pair_mem_new(f->p, PAIR_A, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	f->b = pair_mem_new(f->p, PAIR_B, REG_LEN, 1, ENGINE_ACCESS_ALL);
-	pair_mem_fill(f->a, 1);
-	return f;
+	return pair_fx_open(state, sizeof(struct fx), ca, cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
 }
 
 static int setup(void **state)
 {
 	struct fx *f = fx_new(state, NULL, NULL);
 
-	pair_connect(f->p, NULL, NULL, SVC);
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	return 0;
 }
 
@@ -60,48 +51,42 @@ static int setup_bare(void **state)
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-
-	if (!f)
-		return 0;
-	pair_free(f->p);
-	free(f);
-	return 0;
+	return pair_fx_teardown(state);
 }
 
 static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
 			      uint64_t raddr)
 {
 	return (struct engine_wr){
-		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->a->lkey,
-		.laddr = laddr, .len = len, .rkey = f->b->rkey, .raddr = raddr,
+		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey,
+		.laddr = laddr, .len = len, .rkey = f->x.b->rkey, .raddr = raddr,
 	};
 }
 
 static void post(struct fx *f, const struct engine_wr *wr)
 {
-	assert_int_equal(pair_post(f->p, PAIR_A, wr), 0);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, wr), 0);
 }
 
 static void recv_b(struct fx *f, uint64_t id, uint64_t laddr, uint32_t len)
 {
-	assert_int_equal(pair_post_recv(f->p, PAIR_B, id, f->b->lkey, laddr, len), 0);
+	assert_int_equal(pair_post_recv(f->x.p, PAIR_B, id, f->x.b->lkey, laddr, len), 0);
 }
 
 static void settle(struct fx *f)
 {
-	pair_run_for(f->p, 3 * PAIR_MS);
+	pair_run_for(f->x.p, 3 * PAIR_MS);
 }
 
 static uint64_t stat_b(struct fx *f, enum engine_counter c)
 {
-	return pair_stat(f->p, PAIR_B, c);
+	return pair_stat(f->x.p, PAIR_B, c);
 }
 
 /* Capture A's data packets (dropping them) while the work posted so far goes out. */
 static struct pair_capture *capture_a_data(struct fx *f, unsigned want)
 {
-	return pair_capture_data(f->p, PAIR_A, want);
+	return pair_capture_data(f->x.p, PAIR_A, want);
 }
 
 /* ---- transfers ------------------------------------------------------------------- */
@@ -111,19 +96,19 @@ static void test_connected(void **state)
 	struct fx *f = *state;
 	struct engine_qp_info ia, ib;
 
-	assert_int_equal(engine_qp_info(f->p->s[PAIR_A].eng, f->p->s[PAIR_A].qpn, &ia), 0);
-	assert_int_equal(engine_qp_info(f->p->s[PAIR_B].eng, f->p->s[PAIR_B].qpn, &ib), 0);
+	assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, &ia), 0);
+	assert_int_equal(engine_qp_info(f->x.p->s[PAIR_B].eng, f->x.p->s[PAIR_B].qpn, &ib), 0);
 	assert_int_equal(ia.peer, PAIR_B);
 	assert_int_equal(ib.peer, PAIR_A);
-	assert_int_equal(ia.peer_qpn, f->p->s[PAIR_B].qpn);
-	assert_int_equal(ib.peer_qpn, f->p->s[PAIR_A].qpn);
+	assert_int_equal(ia.peer_qpn, f->x.p->s[PAIR_B].qpn);
+	assert_int_equal(ib.peer_qpn, f->x.p->s[PAIR_A].qpn);
 	assert_int_equal(ia.npaths, 4);
 	assert_int_equal(ia.mode, MROC_MODE_METAROCE);
-	assert_int_equal(f->p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1);
-	assert_int_equal(f->p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 1);
-	assert_int_equal(f->p->s[PAIR_A].stray + f->p->s[PAIR_B].stray, 0);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
+	assert_int_equal(f->x.p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1);
+	assert_int_equal(f->x.p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 1);
+	assert_int_equal(f->x.p->s[PAIR_A].stray + f->x.p->s[PAIR_B].stray, 0);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
 }
 
 static const uint32_t sizes[] = {
@@ -140,15 +125,15 @@ static void test_write(void **state)
 		struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 10 + i, 13 * i, sizes[i], 1000 + i);
 		const struct engine_cqe *c;
 
-		pair_mem_reset(f->b);
+		pair_mem_reset(f->x.b);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 10 + i);
+		c = pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 10 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
-		assert_int_equal(c->qpn, f->p->s[PAIR_A].qpn);
-		pair_expect_none(f->p, PAIR_A);
-		pair_expect_none(f->p, PAIR_B);	/* a plain WRITE is silent at the target */
-		pair_mem_expect(f->b, 1000 + i, f->a->buf + 13 * i, sizes[i]);
+		assert_int_equal(c->qpn, f->x.p->s[PAIR_A].qpn);
+		pair_expect_none(f->x.p, PAIR_A);
+		pair_expect_none(f->x.p, PAIR_B);	/* a plain WRITE is silent at the target */
+		pair_mem_expect(f->x.b, 1000 + i, f->x.a->buf + 13 * i, sizes[i]);
 		assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED) - placed, sizes[i]);
 	}
 }
@@ -162,21 +147,21 @@ static void test_write_imm(void **state)
 		const struct engine_cqe *c;
 
 		wr.imm = 0xabc00000u + i;
-		pair_mem_reset(f->b);
+		pair_mem_reset(f->x.b);
 		/* The RECV a WRITE_IMM consumes needs no buffer. */
-		assert_int_equal(pair_post_recv(f->p, PAIR_B, 200 + i, 0, 0, 0), 0);
+		assert_int_equal(pair_post_recv(f->x.p, PAIR_B, 200 + i, 0, 0, 0), 0);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 20 + i);
+		c = pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 20 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
-		c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 200 + i);
+		c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 200 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
 		assert_int_equal(c->imm, 0xabc00000u + i);
 		assert_int_equal(c->flags, ENGINE_WC_WITH_IMM);
-		assert_int_equal(c->qpn, f->p->s[PAIR_B].qpn);
-		pair_mem_expect(f->b, 64 * i, f->a->buf + 7 * i, sizes[i]);
-		pair_expect_none(f->p, PAIR_A);
-		pair_expect_none(f->p, PAIR_B);
+		assert_int_equal(c->qpn, f->x.p->s[PAIR_B].qpn);
+		pair_mem_expect(f->x.b, 64 * i, f->x.a->buf + 7 * i, sizes[i]);
+		pair_expect_none(f->x.p, PAIR_A);
+		pair_expect_none(f->x.p, PAIR_B);
 	}
 }
 
@@ -188,14 +173,14 @@ static void do_send(struct fx *f, uint8_t op)
 
 		wr.rkey = 0;
 		wr.imm = 0x5e000000u + i;
-		pair_mem_reset(f->b);
+		pair_mem_reset(f->x.b);
 		recv_b(f, 300 + i, 500, 64 * 1024);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, op == ENGINE_WR_SEND ? ENGINE_WC_SEND :
+		c = pair_expect(f->x.p, PAIR_A, op == ENGINE_WR_SEND ? ENGINE_WC_SEND :
 				ENGINE_WC_SEND_IMM, ENGINE_WC_SUCCESS, 30 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
-		c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 300 + i);
+		c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 300 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
 		if (op == ENGINE_WR_SEND_IMM) {
 			assert_int_equal(c->flags, ENGINE_WC_WITH_IMM);
@@ -203,9 +188,9 @@ static void do_send(struct fx *f, uint8_t op)
 		} else {
 			assert_int_equal(c->flags, 0);
 		}
-		pair_mem_expect(f->b, 500, f->a->buf + 5 * i, sizes[i]);
-		pair_expect_none(f->p, PAIR_A);
-		pair_expect_none(f->p, PAIR_B);
+		pair_mem_expect(f->x.b, 500, f->x.a->buf + 5 * i, sizes[i]);
+		pair_expect_none(f->x.p, PAIR_A);
+		pair_expect_none(f->x.p, PAIR_B);
 	}
 }
 
@@ -223,19 +208,19 @@ static void test_read(void **state)
 {
 	struct fx *f = *state;
 
-	pair_mem_fill(f->b, 77);
+	pair_mem_fill(f->x.b, 77);
 	for (unsigned i = 0; i < NSIZES; i++) {
 		struct engine_wr wr = wr_of(f, ENGINE_WR_READ, 40 + i, 300 + i, sizes[i], 11 * i);
 		const struct engine_cqe *c;
 
-		pair_mem_reset(f->a);
+		pair_mem_reset(f->x.a);
 		post(f, &wr);
 		settle(f);
-		c = pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 40 + i);
+		c = pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 40 + i);
 		assert_int_equal(c->byte_len, sizes[i]);
-		pair_mem_expect(f->a, 300 + i, f->b->buf + 11 * i, sizes[i]);
-		pair_expect_none(f->p, PAIR_A);
-		pair_expect_none(f->p, PAIR_B);	/* the responder reports nothing */
+		pair_mem_expect(f->x.a, 300 + i, f->x.b->buf + 11 * i, sizes[i]);
+		pair_expect_none(f->x.p, PAIR_A);
+		pair_expect_none(f->x.p, PAIR_B);	/* the responder reports nothing */
 	}
 }
 
@@ -265,21 +250,21 @@ static void test_zero_length(void **state)
 		static const uint8_t ops[] = { ENGINE_WC_SEND, ENGINE_WC_SEND_IMM,
 					       ENGINE_WC_WRITE_IMM, ENGINE_WC_WRITE, ENGINE_WC_READ };
 
-		c = pair_expect(f->p, PAIR_A, ops[i], ENGINE_WC_SUCCESS, 1 + i);
+		c = pair_expect(f->x.p, PAIR_A, ops[i], ENGINE_WC_SUCCESS, 1 + i);
 		assert_int_equal(c->byte_len, 0);
 	}
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 301);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 301);
 	assert_int_equal(c->byte_len, 0);
 	assert_int_equal(c->flags, 0);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 302);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 302);
 	assert_int_equal(c->byte_len, 0);
 	assert_int_equal(c->flags, ENGINE_WC_WITH_IMM);
 	assert_int_equal(c->imm, 0x1111);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 303);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 303);
 	assert_int_equal(c->byte_len, 0);
 	assert_int_equal(c->imm, 0x2222);
-	pair_expect_none(f->p, PAIR_B);
-	pair_mem_untouched(f->b);
+	pair_expect_none(f->x.p, PAIR_B);
+	pair_mem_untouched(f->x.b);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
 }
 
@@ -290,13 +275,13 @@ static void test_completion_order(void **state)
 	struct engine_wr wr;
 	const struct engine_cqe *c;
 
-	pair_mem_fill(f->b, 5);
+	pair_mem_fill(f->x.b, 5);
 	recv_b(f, 101, 100000, 4096);
 	recv_b(f, 102, 0, 0);
 	recv_b(f, 103, 110000, 4096);
 	post(f, &(struct engine_wr){ .wr_id = 1, .opcode = ENGINE_WR_WRITE,
-				     .flags = ENGINE_WR_SIGNALED, .lkey = f->a->lkey, .laddr = 0,
-				     .len = 3000, .rkey = f->b->rkey, .raddr = 50000 });
+				     .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey, .laddr = 0,
+				     .len = 3000, .rkey = f->x.b->rkey, .raddr = 50000 });
 	wr = wr_of(f, ENGINE_WR_SEND, 2, 4000, 2000, 0);
 	post(f, &wr);
 	/* Reads what WRITE 1 wrote: delivery is in order. */
@@ -315,27 +300,27 @@ static void test_completion_order(void **state)
 	post(f, &wr);
 	settle(f);
 
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 2);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 3);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 4);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND_IMM, ENGINE_WC_SUCCESS, 5);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
-	pair_expect_none(f->p, PAIR_A);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 101);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 2);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 3);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 4);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND_IMM, ENGINE_WC_SUCCESS, 5);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 7);
+	pair_expect_none(f->x.p, PAIR_A);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 101);
 	assert_int_equal(c->byte_len, 2000);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 102);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 102);
 	assert_int_equal(c->imm, 4);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 103);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 103);
 	assert_int_equal(c->imm, 5);
-	pair_expect_none(f->p, PAIR_B);
-	assert_memory_equal(f->b->buf + 50000, f->a->buf, 3000);
-	assert_memory_equal(f->a->buf + 60000, f->a->buf, 3000);
-	assert_memory_equal(f->b->buf + 100000, f->a->buf + 4000, 2000);
-	assert_memory_equal(f->b->buf + 110000, f->a->buf + 8000, 1500);
-	assert_memory_equal(f->b->buf + 70000, f->a->buf, 100);
-	assert_memory_equal(f->b->buf + 80000, f->a->buf, 10);
-	assert_memory_equal(f->b->buf + 80010, f->a->buf, 10);
+	pair_expect_none(f->x.p, PAIR_B);
+	assert_memory_equal(f->x.b->buf + 50000, f->x.a->buf, 3000);
+	assert_memory_equal(f->x.a->buf + 60000, f->x.a->buf, 3000);
+	assert_memory_equal(f->x.b->buf + 100000, f->x.a->buf + 4000, 2000);
+	assert_memory_equal(f->x.b->buf + 110000, f->x.a->buf + 8000, 1500);
+	assert_memory_equal(f->x.b->buf + 70000, f->x.a->buf, 100);
+	assert_memory_equal(f->x.b->buf + 80000, f->x.a->buf, 10);
+	assert_memory_equal(f->x.b->buf + 80010, f->x.a->buf, 10);
 }
 
 /* More READs than may be outstanding at once (MROC_MAX_RD = 16): all complete, in order. */
@@ -344,22 +329,22 @@ static void test_many_reads(void **state)
 	struct fx *f = *state;
 	struct engine_wr wr;
 
-	pair_mem_fill(f->b, 3);
-	pair_mem_reset(f->a);
+	pair_mem_fill(f->x.b, 3);
+	pair_mem_reset(f->x.a);
 	for (int i = 0; i < 40; i++) {
 		wr = wr_of(f, ENGINE_WR_READ, 100 + i, 1000 * i, 900 + i, 2000 * i);
 		post(f, &wr);
 	}
 	settle(f);
 	for (int i = 0; i < 40; i++) {
-		const struct engine_cqe *c = pair_expect(f->p, PAIR_A, ENGINE_WC_READ,
+		const struct engine_cqe *c = pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ,
 							 ENGINE_WC_SUCCESS, 100 + i);
 
 		assert_int_equal(c->byte_len, 900 + i);
-		assert_memory_equal(f->a->buf + 1000 * i, f->b->buf + 2000 * i, 900 + i);
+		assert_memory_equal(f->x.a->buf + 1000 * i, f->x.b->buf + 2000 * i, 900 + i);
 	}
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
 }
 
 /* Several connected QP pairs at once: each its own data and completions, in order. */
@@ -371,20 +356,20 @@ static void test_many_qps(void **state)
 	unsigned next[NQP] = { 0 };
 	const struct engine_cqe *c;
 
-	qa[0] = f->p->s[PAIR_A].qpn;
-	qb[0] = f->p->s[PAIR_B].qpn;
+	qa[0] = f->x.p->s[PAIR_A].qpn;
+	qb[0] = f->x.p->s[PAIR_B].qpn;
 	for (int q = 1; q < NQP; q++) {
 		struct engine_qp_attr a = pair_test_attr();
 
 		a.npaths = (uint8_t)(q + 1);
 		a.user = 0x100 + q;
-		qb[q] = pair_qp_create(f->p, PAIR_B, &a);
-		qa[q] = pair_qp_create(f->p, PAIR_A, &a);
-		assert_int_equal(engine_qp_listen(f->p->s[PAIR_B].eng, qb[q], 100 + q), 0);
-		assert_int_equal(engine_qp_connect(f->p->s[PAIR_A].eng, qa[q], PAIR_B, 100 + q,
-						   pair_clock(f->p, PAIR_A)), 0);
+		qb[q] = pair_qp_create(f->x.p, PAIR_B, &a);
+		qa[q] = pair_qp_create(f->x.p, PAIR_A, &a);
+		assert_int_equal(engine_qp_listen(f->x.p->s[PAIR_B].eng, qb[q], 100 + q), 0);
+		assert_int_equal(engine_qp_connect(f->x.p->s[PAIR_A].eng, qa[q], PAIR_B, 100 + q,
+						   pair_clock(f->x.p, PAIR_A)), 0);
 	}
-	pair_pump(f->p);
+	pair_pump(f->x.p);
 	/* Events come in order per QP only: take them as a set. */
 	for (int side = 0; side < 2; side++) {
 		unsigned seen = 0;
@@ -393,7 +378,7 @@ static void test_many_qps(void **state)
 			const uint32_t *qpn = side == PAIR_A ? qa : qb;
 			unsigned q;
 
-			c = pair_expect(f->p, side, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS,
+			c = pair_expect(f->x.p, side, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS,
 					PAIR_ANY_ID);
 			assert_in_range(c->wr_id, 0x101, 0x100 + NQP - 1);
 			q = (unsigned)(c->wr_id - 0x100);
@@ -408,11 +393,11 @@ static void test_many_qps(void **state)
 			struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, q * 1000 + i, 97 * i + q,
 						    LEN, (uint64_t)(q * NWR + i) * LEN);
 
-			assert_int_equal(engine_post_send(f->p->s[PAIR_A].eng, qa[q], &wr,
-							  pair_clock(f->p, PAIR_A)), 0);
+			assert_int_equal(engine_post_send(f->x.p->s[PAIR_A].eng, qa[q], &wr,
+							  pair_clock(f->x.p, PAIR_A)), 0);
 		}
 	settle(f);
-	while ((c = pair_cqe(f->p, PAIR_A))) {
+	while ((c = pair_cqe(f->x.p, PAIR_A))) {
 		int q = (int)(c->wr_id / 1000);
 
 		assert_in_range(q, 0, NQP - 1);
@@ -425,10 +410,10 @@ static void test_many_qps(void **state)
 	for (int q = 0; q < NQP; q++) {
 		assert_int_equal(next[q], NWR);
 		for (int i = 0; i < NWR; i++)
-			assert_memory_equal(f->b->buf + (uint64_t)(q * NWR + i) * LEN,
-					    f->a->buf + 97 * i + q, LEN);
+			assert_memory_equal(f->x.b->buf + (uint64_t)(q * NWR + i) * LEN,
+					    f->x.a->buf + 97 * i + q, LEN);
 	}
-	pair_expect_none(f->p, PAIR_B);
+	pair_expect_none(f->x.p, PAIR_B);
 }
 
 /* ---- order of arrival ---------------------------------------------------------- */
@@ -453,23 +438,23 @@ static void test_reverse_order(void **state)
 	for (int k = 4; k >= 0; k--) {
 		uint32_t from = k * MTU, to = len;
 
-		assert_int_equal(pair_deliver(f->p, &seg[k]), 0);
+		assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
 		/* Placed at once, wherever it falls in the message. */
-		pair_mem_expect(f->b, 100 + from, f->a->buf + from, to - from);
+		pair_mem_expect(f->x.b, 100 + from, f->x.a->buf + from, to - from);
 		/*
 		 * ACKs flow back, delayed ones too (A's probes and resends stay
 		 * captured): no completion before the last segment.
 		 */
-		pair_run_for(f->p, 20 * PAIR_US);
+		pair_run_for(f->x.p, 20 * PAIR_US);
 		if (k)
-			pair_expect_none(f->p, PAIR_A);
+			pair_expect_none(f->x.p, PAIR_A);
 	}
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_capture_stop(f->p);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
-	pair_mem_expect(f->b, 100, f->a->buf, len);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
+	pair_mem_expect(f->x.b, 100, f->x.a->buf, len);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), len);
 }
 
@@ -491,26 +476,26 @@ static void test_write_imm_waits_for_write(void **state)
 	memcpy(pk, cap->pkt, sizeof(pk));
 	assert_int_equal(pk[3].data[PKT_OPCODE], MROC_OP_WRITE_IMM);
 
-	assert_int_equal(pair_deliver(f->p, &pk[3]), 0);
-	pair_run_for(f->p, 20 * PAIR_US);
-	pair_expect_none(f->p, PAIR_B);
-	pair_expect_none(f->p, PAIR_A);
+	assert_int_equal(pair_deliver(f->x.p, &pk[3]), 0);
+	pair_run_for(f->x.p, 20 * PAIR_US);
+	pair_expect_none(f->x.p, PAIR_B);
+	pair_expect_none(f->x.p, PAIR_A);
 	/* Its payload is placed already; only its completion waits. */
-	assert_memory_equal(f->b->buf + 10000, f->a->buf + 5000, 200);
+	assert_memory_equal(f->x.b->buf + 10000, f->x.a->buf + 5000, 200);
 	for (int k = 2; k >= 0; k--) {
-		assert_int_equal(pair_deliver(f->p, &pk[k]), 0);
-		pair_run_for(f->p, 20 * PAIR_US);
+		assert_int_equal(pair_deliver(f->x.p, &pk[k]), 0);
+		pair_run_for(f->x.p, 20 * PAIR_US);
 		if (k) {
-			pair_expect_none(f->p, PAIR_B);
-			pair_expect_none(f->p, PAIR_A);
+			pair_expect_none(f->x.p, PAIR_B);
+			pair_expect_none(f->x.p, PAIR_A);
 		}
 	}
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 77);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV_RDMA_IMM, ENGINE_WC_SUCCESS, 77);
 	assert_int_equal(c->imm, 0xfeed);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 2);
-	assert_memory_equal(f->b->buf, f->a->buf, 3 * MTU);
-	assert_memory_equal(f->b->buf + 10000, f->a->buf + 5000, 200);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE_IMM, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf, f->x.a->buf, 3 * MTU);
+	assert_memory_equal(f->x.b->buf + 10000, f->x.a->buf + 5000, 200);
 }
 
 /* ---- duplicates ------------------------------------------------------------------ */
@@ -525,20 +510,20 @@ static void test_duplicate_write(void **state)
 	post(f, &wr);
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
-	assert_int_equal(pair_deliver(f->p, &pk), 0);
-	pair_mem_expect(f->b, 300, f->a->buf, 200);
+	assert_int_equal(pair_deliver(f->x.p, &pk), 0);
+	pair_mem_expect(f->x.b, 300, f->x.a->buf, 200);
 	/* The application reuses the buffer: a duplicate must not place again. */
-	memset(f->b->buf + 300, 0x77, 200);
-	assert_int_equal(pair_deliver(f->p, &pk), -EALREADY);
+	memset(f->x.b->buf + 300, 0x77, 200);
+	assert_int_equal(pair_deliver(f->x.p, &pk), -EALREADY);
 	assert_int_equal(stat_b(f, EC_RX_DUP), 1);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 200);
 	for (int i = 0; i < 200; i++)
-		assert_int_equal(f->b->buf[300 + i], 0x77);
-	pair_capture_stop(f->p);
+		assert_int_equal(f->x.b->buf[300 + i], 0x77);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
 }
 
 /* A duplicated SEND consumes one RECV, not two. */
@@ -555,19 +540,19 @@ static void test_duplicate_send(void **state)
 	post(f, &wr);
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
-	assert_int_equal(pair_deliver(f->p, &pk), 0);
-	assert_int_equal(pair_deliver(f->p, &pk), -EALREADY);
-	assert_int_equal(pair_deliver(f->p, &pk), -EALREADY);
+	assert_int_equal(pair_deliver(f->x.p, &pk), 0);
+	assert_int_equal(pair_deliver(f->x.p, &pk), -EALREADY);
+	assert_int_equal(pair_deliver(f->x.p, &pk), -EALREADY);
 	assert_int_equal(stat_b(f, EC_RX_DUP), 2);
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 11);
-	pair_expect_none(f->p, PAIR_B);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 1);
-	pair_expect_none(f->p, PAIR_A);
-	assert_int_equal(engine_qp_info(f->p->s[PAIR_B].eng, f->p->s[PAIR_B].qpn, &info), 0);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 11);
+	pair_expect_none(f->x.p, PAIR_B);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 1);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_int_equal(engine_qp_info(f->x.p->s[PAIR_B].eng, f->x.p->s[PAIR_B].qpn, &info), 0);
 	assert_int_equal(info.rq_posted, 1);
-	pair_mem_expect(f->b, 0, f->a->buf, 300);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 300);
 }
 
 /*
@@ -590,35 +575,35 @@ static void test_duplicate_dsn_new_psn(void **state)
 	assert_int_not_equal(seg[0].data[PKT_PATH], seg[2].data[PKT_PATH]);
 	assert_int_not_equal(seg[1].data[PKT_PATH], seg[2].data[PKT_PATH]);
 
-	assert_int_equal(pair_deliver(f->p, &seg[2]), 0);
-	memset(f->b->buf + 2 * MTU, 0x77, 50);
+	assert_int_equal(pair_deliver(f->x.p, &seg[2]), 0);
+	memset(f->x.b->buf + 2 * MTU, 0x77, 50);
 	fake = seg[2];
 	pkt_put32(fake.data, PKT_PSN, pkt_get32(seg[2].data, PKT_PSN) + 1);
 	fake.data[PKT_FLAGS] |= MROC_F_RETX;
-	assert_int_equal(pair_deliver(f->p, &fake), -EALREADY);
+	assert_int_equal(pair_deliver(f->x.p, &fake), -EALREADY);
 	assert_int_equal(stat_b(f, EC_RX_DUP), 1);
 	for (int i = 0; i < 50; i++)
-		assert_int_equal(f->b->buf[2 * MTU + i], 0x77);
+		assert_int_equal(f->x.b->buf[2 * MTU + i], 0x77);
 
-	assert_int_equal(pair_deliver(f->p, &seg[0]), 0);
-	assert_int_equal(pair_deliver(f->p, &seg[1]), 0);
-	pair_run_for(f->p, 20 * PAIR_US);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_deliver(f->x.p, &seg[0]), 0);
+	assert_int_equal(pair_deliver(f->x.p, &seg[1]), 0);
+	pair_run_for(f->x.p, 20 * PAIR_US);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 
-	memset(f->b->buf, 0x66, MTU);
+	memset(f->x.b->buf, 0x66, MTU);
 	fake = seg[0];
 	pkt_put32(fake.data, PKT_PSN, pkt_get32(seg[0].data, PKT_PSN) + 1);
 	fake.data[PKT_FLAGS] |= MROC_F_RETX;
-	assert_int_equal(pair_deliver(f->p, &fake), -EALREADY);
+	assert_int_equal(pair_deliver(f->x.p, &fake), -EALREADY);
 	assert_int_equal(stat_b(f, EC_RX_DUP), 2);
 	for (int i = 0; i < MTU; i++)
-		assert_int_equal(f->b->buf[i], 0x66);
+		assert_int_equal(f->x.b->buf[i], 0x66);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), len);
-	pair_capture_stop(f->p);
+	pair_capture_stop(f->x.p);
 	settle(f);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 }
 
 /* ---- RNR --------------------------------------------------------------------------- */
@@ -635,27 +620,27 @@ static void test_rnr_then_recv(void **state)
 {
 	struct fx *f = *state;
 	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 1, 0, 2 * MTU + 5, 0);
-	uint64_t t0 = f->p->now, delay = f->p->s[PAIR_A].cfg.rnr_delay_ns;
+	uint64_t t0 = f->x.p->now, delay = f->x.p->s[PAIR_A].cfg.rnr_delay_ns;
 	const struct engine_cqe *c;
 
 	post(f, &wr);
-	pair_run_for(f->p, delay / 2);
+	pair_run_for(f->x.p, delay / 2);
 	assert_true(stat_b(f, EC_RX_RNR) >= 1);
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), 0);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
-	pair_mem_untouched(f->b);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
+	pair_mem_untouched(f->x.b);
 
 	recv_b(f, 50, 200, 8192);
 	/* One RNR delay after the NAK, the SEND goes again and completes. */
-	pair_run(f->p, t0 + delay + delay / 2);
-	c = pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 50);
+	pair_run(f->x.p, t0 + delay + delay / 2);
+	c = pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 50);
 	assert_int_equal(c->byte_len, 2 * MTU + 5);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 1);
-	pair_mem_expect(f->b, 200, f->a->buf, 2 * MTU + 5);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 200, f->x.a->buf, 2 * MTU + 5);
 	settle(f);
-	pair_expect_none(f->p, PAIR_A);
-	pair_expect_none(f->p, PAIR_B);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_B);
 }
 
 static void rnr_exceeded(void **state, uint32_t retries)
@@ -667,16 +652,16 @@ static void rnr_exceeded(void **state, uint32_t retries)
 	pair_test_config(&ca);
 	ca.rnr_retry = retries;
 	f = fx_new(state, &ca, NULL);
-	pair_connect(f->p, NULL, NULL, SVC);
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	wr = wr_of(f, ENGINE_WR_SEND_IMM, 3, 0, 100, 0);
 	post(f, &wr);
-	pair_run_for(f->p, 20 * PAIR_MS);
+	pair_run_for(f->x.p, 20 * PAIR_MS);
 	/* The first NAK and one more per retry. */
 	assert_int_equal(stat_b(f, EC_RX_RNR), retries + 1);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND_IMM, ENGINE_WC_RNR_RETRY_EXC_ERR, 3);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
-	pair_mem_untouched(f->b);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND_IMM, ENGINE_WC_RNR_RETRY_EXC_ERR, 3);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_ERROR);
+	pair_mem_untouched(f->x.b);
 }
 
 static void test_rnr_retry_zero(void **state)
@@ -704,18 +689,18 @@ static void test_rnr_forever(void **state)
 	pair_test_config(&ca);
 	ca.rnr_retry = 7;
 	f = fx_new(state, &ca, NULL);
-	pair_connect(f->p, NULL, NULL, SVC);
+	pair_connect(f->x.p, NULL, NULL, SVC);
 	delay = ca.rnr_delay_ns;
 	wr = wr_of(f, ENGINE_WR_SEND, 4, 0, 100, 0);
 	post(f, &wr);
-	pair_run_for(f->p, 50 * delay);
+	pair_run_for(f->x.p, 50 * delay);
 	assert_true(stat_b(f, EC_RX_RNR) > ca.max_retx + 1);
-	pair_expect_none(f->p, PAIR_A);
+	pair_expect_none(f->x.p, PAIR_A);
 	recv_b(f, 51, 0, 4096);
-	pair_run_for(f->p, 2 * delay);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 51);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 4);
-	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	pair_run_for(f->x.p, 2 * delay);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 51);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 4);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 }
 
 /*
@@ -740,17 +725,17 @@ static void test_rnr_counts_episodes(void **state)
 	one.npaths = 1;
 	one.user = 0xa;
 	f = fx_new(state, &ca, NULL);
-	pair_connect(f->p, &one, NULL, SVC);
-	t0 = f->p->now;
+	pair_connect(f->x.p, &one, NULL, SVC);
+	t0 = f->x.p->now;
 	wr = wr_of(f, ENGINE_WR_SEND, 5, 0, 4 * MTU, 0);
 	post(f, &wr);
-	pair_run(f->p, t0 + ca.rnr_delay_ns + ca.rnr_delay_ns / 2);
+	pair_run(f->x.p, t0 + ca.rnr_delay_ns + ca.rnr_delay_ns / 2);
 	assert_true(stat_b(f, EC_RX_RNR) >= 4);
 	recv_b(f, 52, 0, 8192);
-	pair_run_for(f->p, 3 * ca.rnr_delay_ns);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 52);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 5);
-	pair_mem_expect(f->b, 0, f->a->buf, 4 * MTU);
+	pair_run_for(f->x.p, 3 * ca.rnr_delay_ns);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 52);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 5);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 4 * MTU);
 }
 
 /*
@@ -763,44 +748,44 @@ static void test_reconnect_clean(void **state)
 {
 	struct fx *f = *state;
 	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 6, 0, 100, 0);
-	uint64_t t0, delay = f->p->s[PAIR_A].cfg.rnr_delay_ns;
+	uint64_t t0, delay = f->x.p->s[PAIR_A].cfg.rnr_delay_ns;
 	struct engine_qp_attr attr = pair_test_attr();
-	struct pair_side *a = &f->p->s[PAIR_A], *b = &f->p->s[PAIR_B];
+	struct pair_side *a = &f->x.p->s[PAIR_A], *b = &f->x.p->s[PAIR_B];
 	uint32_t b2;
 
 	/* First connection: an RNR episode, then the SEND completes. */
 	post(f, &wr);
-	pair_run_for(f->p, delay / 2);
+	pair_run_for(f->x.p, delay / 2);
 	recv_b(f, 60, 0, 4096);
-	pair_run_for(f->p, 2 * delay);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 6);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 60);
-	pair_mem_reset(f->b);
+	pair_run_for(f->x.p, 2 * delay);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 6);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 60);
+	pair_mem_reset(f->x.b);
 
-	assert_int_equal(engine_qp_disconnect(a->eng, a->qpn, pair_clock(f->p, PAIR_A)), 0);
+	assert_int_equal(engine_qp_disconnect(a->eng, a->qpn, pair_clock(f->x.p, PAIR_A)), 0);
 	settle(f);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_DISCONNECTED, PAIR_ANY_STATUS, PAIR_ANY_ID);
 
 	/* Second connection, to a fresh QP: again an RNR episode first. */
 	attr.user = 0xb2;
-	b2 = pair_qp_create(f->p, PAIR_B, &attr);
+	b2 = pair_qp_create(f->x.p, PAIR_B, &attr);
 	assert_int_equal(engine_qp_listen(b->eng, b2, SVC + 1), 0);
-	assert_int_equal(engine_qp_connect(a->eng, a->qpn, PAIR_B, SVC + 1, pair_clock(f->p, PAIR_A)), 0);
-	pair_run_for(f->p, 100 * PAIR_US);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb2);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
+	assert_int_equal(engine_qp_connect(a->eng, a->qpn, PAIR_B, SVC + 1, pair_clock(f->x.p, PAIR_A)), 0);
+	pair_run_for(f->x.p, 100 * PAIR_US);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb2);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, PAIR_ANY_ID);
 	b->qpn = b2;
 	wr.wr_id = 7;
-	t0 = f->p->now;
+	t0 = f->x.p->now;
 	post(f, &wr);
-	pair_run_for(f->p, delay / 2);
+	pair_run_for(f->x.p, delay / 2);
 	recv_b(f, 70, 512, 4096);
 	/* Acted on the RNR NAK: resent one RNR delay later, not after the stall net. */
-	pair_run(f->p, t0 + delay + delay / 2);
-	pair_expect(f->p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 70);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 7);
-	pair_mem_expect(f->b, 512, f->a->buf, 100);
+	pair_run(f->x.p, t0 + delay + delay / 2);
+	pair_expect(f->x.p, PAIR_B, ENGINE_WC_RECV, ENGINE_WC_SUCCESS, 70);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_SEND, ENGINE_WC_SUCCESS, 7);
+	pair_mem_expect(f->x.b, 512, f->x.a->buf, 100);
 }
 
 int main(void)
