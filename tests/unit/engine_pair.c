@@ -512,6 +512,15 @@ int pair_fx_teardown(void **state)
 	return 0;
 }
 
+struct engine_wr pair_fx_wr(const struct pair_fx *x, uint8_t op, uint64_t id, uint64_t laddr,
+			    uint32_t len, uint64_t raddr)
+{
+	return (struct engine_wr){
+		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = x->a->lkey,
+		.laddr = laddr, .len = len, .rkey = x->b->rkey, .raddr = raddr,
+	};
+}
+
 void pair_mem_reset(struct pair_mem *m)
 {
 	memset(m->base, PAIR_CANARY, m->len + 2 * PAIR_GUARD_LEN);

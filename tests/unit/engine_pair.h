@@ -232,6 +232,9 @@ void *pair_fx_open(void **state, size_t size, const struct engine_config *ca,
 		   const struct engine_config *cb, uint64_t len, uint32_t b_access,
 		   uint32_t fill_a);
 int pair_fx_teardown(void **state);
+/* A signaled WR of A's: from its buffer at laddr to B's at raddr. */
+struct engine_wr pair_fx_wr(const struct pair_fx *x, uint8_t op, uint64_t id, uint64_t laddr,
+			    uint32_t len, uint64_t raddr);
 /* Everything, guards included, back to PAIR_CANARY. */
 void pair_mem_reset(struct pair_mem *m);
 /* [off, off + n) of the buffer equals want; every other byte, guards included, is canary. */

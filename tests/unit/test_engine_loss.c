@@ -40,15 +40,6 @@ static int teardown(void **state)
 	return pair_fx_teardown(state);
 }
 
-static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
-			      uint64_t raddr)
-{
-	return (struct engine_wr){
-		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey,
-		.laddr = laddr, .len = len, .rkey = f->x.b->rkey, .raddr = raddr,
-	};
-}
-
 static struct engine_qp_attr attr_of(uint8_t npaths, uint64_t user)
 {
 	struct engine_qp_attr a = pair_test_attr();
@@ -124,13 +115,13 @@ static void test_wrap_with_loss(void **state)
 	f->x.p->filter = drop_every_nth;
 	f->x.p->filter_arg = &w;
 
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
 	pair_mem_expect(f->x.b, 0, f->x.a->buf, len);
 
-	wr = wr_of(f, ENGINE_WR_READ, 2, len, len, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 2, len, len, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_SUCCESS, 2);
@@ -186,7 +177,7 @@ static void test_wrap_both_ways_pfc_timers(void **state)
 	f->x.p->filter_arg = &w;
 
 	/* A writes its buffer's first half to B's second half, B its first half to A's second. */
-	wa = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, REG_LEN / 2);
+	wa = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, REG_LEN / 2);
 	wb = (struct engine_wr){ .wr_id = 2, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
 				 .lkey = f->x.b->lkey, .laddr = 0, .len = len, .rkey = f->x.a->rkey,
 				 .raddr = REG_LEN / 2 };
@@ -233,7 +224,7 @@ static void test_beyond_dsn_window(void **state)
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
 	f->x.p->filter = drop_every_nth;
 	f->x.p->filter_arg = &w;
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 1000 * PAIR_MS);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
@@ -296,7 +287,7 @@ static void stream_writes(struct fx *f, struct ack_hold *h, uint32_t len, uint64
 	f->x.p->filter = hold_acks;
 	f->x.p->filter_arg = h;
 	for (unsigned i = 0; f->x.p->now < end; i++) {
-		struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 100 + i, (i % 64) * 8192, len,
+		struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 100 + i, (i % 64) * 8192, len,
 					    (i % 64) * 8192);
 		uint64_t next = f->x.p->now + every;
 
@@ -413,7 +404,7 @@ static void late_original(void **state, uint8_t npaths, uint32_t nseg, uint32_t 
 	struct engine_qp_attr qa = attr_of(npaths, 0xa), qb = attr_of(npaths, 0xb);
 	struct fx *f = fx_open(state, NULL, NULL, &qa, &qb);
 	uint32_t len = nseg * 1024 - 10;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 4096);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 4096);
 	struct first_tx ft = { .seg = seg };
 	uint64_t dup;
 
@@ -438,7 +429,7 @@ static void late_original(void **state, uint8_t npaths, uint32_t nseg, uint32_t 
 	pair_expect_none(f->x.p, PAIR_B);
 	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 	/* And the QP keeps working. */
-	wr = wr_of(f, ENGINE_WR_WRITE, 2, 100, 500, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 100, 500, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	pair_run_for(f->x.p, 5 * PAIR_MS);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
@@ -484,7 +475,7 @@ static bool hold_b(struct pair *p, struct pair_pkt *pkt, void *arg)
 /* A WRITE whose ACKs B holds for `len` of fake time from its start; then all arrive. */
 static void write_through_stall(struct fx *f, struct stall *st, uint64_t id, uint64_t len)
 {
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, id, 0, 256 * 1024, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, id, 0, 256 * 1024, 0);
 
 	st->hold = true;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
@@ -586,7 +577,7 @@ static void test_new_path_probe(void **state)
 	f->x.p->filter = drop_nth_a_data;
 	f->x.p->filter_arg = &d;
 	t0 = f->x.p->now;
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * ca.mtu, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 2 * ca.mtu, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 2 * ca.rto_init_ns);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
@@ -632,7 +623,7 @@ static void nak_echo_case(void **state, int64_t offset)
 	/* The QP's first data packet is lost: the second is NAKed. */
 	f->x.p->filter = drop_nth_a_data;
 	f->x.p->filter_arg = &d;
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 4 * cfg.mtu, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 4 * cfg.mtu, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
@@ -641,7 +632,7 @@ static void nak_echo_case(void **state, int64_t offset)
 
 	/* A lone WRITE later is lost once: its RTO is not held at rto_max. */
 	d = (struct drop_nth){ .n = 1 };
-	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 0, 100, 0);
 	t0 = f->x.p->now;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
@@ -675,7 +666,7 @@ static void forge_echo(struct fx *f, uint32_t echo)
 {
 	struct pair_capture *cap = pair_capture_start(f->x.p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK),
 						      false);
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 7, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 7, 0, 100, 0);
 
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	pair_pump(f->x.p);
@@ -703,7 +694,7 @@ static void test_forged_echo_refused(void **state)
 	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_BAD_ECHO), 2);
 	f->x.p->filter = drop_nth_a_data;
 	f->x.p->filter_arg = &d;
-	wr = wr_of(f, ENGINE_WR_WRITE, 8, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 8, 0, 100, 0);
 	t0 = f->x.p->now;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
@@ -720,7 +711,7 @@ static void test_dead_peer(void **state)
 
 	dead_peer_config(&cfg);
 	f = fx_open(state, &cfg, &cfg, NULL, NULL);
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 5000, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 5000, 0);
 	f->x.p->filter = drop_from_b;
 	t0 = f->x.p->now;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
@@ -764,7 +755,7 @@ static void test_idle_then_send(void **state)
 	f->x.p->filter = hold_b;
 	f->x.p->filter_arg = &st;
 	st.hold = true;
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 5000, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 5000, 0);
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	pair_run_for(f->x.p, 2 * PAIR_MS);
 	st.hold = false;
@@ -885,7 +876,7 @@ static void test_retry_count(void **state)
 	cfg.max_retx = 3;
 	f = fx_open(state, &cfg, NULL, NULL, NULL);
 	f->x.p->filter = drop_a_data;
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	t0 = f->x.p->now;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 500 * PAIR_MS);
@@ -976,7 +967,7 @@ static void test_rocev2_go_back_n(void **state)
 	assert_int_equal(info.mode, MROC_MODE_ROCEV2);
 	f->x.p->filter = gbn_filter;
 	f->x.p->filter_arg = &g;
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 0);
 	t0 = f->x.p->now;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);

@@ -61,15 +61,6 @@ static int teardown(void **state)
 	return pair_fx_teardown(state);
 }
 
-static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
-			      uint64_t raddr)
-{
-	return (struct engine_wr){
-		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey,
-		.laddr = laddr, .len = len, .rkey = f->x.b->rkey, .raddr = raddr,
-	};
-}
-
 static void post(struct fx *f, const struct engine_wr *wr)
 {
 	assert_int_equal(pair_post(f->x.p, PAIR_A, wr), 0);
@@ -140,11 +131,11 @@ static struct fx *record_all(void **state)
 	recv_b(f, 2, 4096, 4096);
 	recv_b(f, 3, 0, 4096);
 	for (uint8_t op = ENGINE_WR_WRITE; op <= ENGINE_WR_READ; op++) {
-		wr = wr_of(f, op, op, 0, 100, 8192);
+		wr = pair_fx_wr(&f->x, op, op, 0, 100, 8192);
 		post(f, &wr);
 	}
 	for (uint8_t op = ENGINE_WR_ATOMIC_FETCH_ADD; op <= ENGINE_WR_ATOMIC_CMP_SWP; op++) {
-		wr = wr_of(f, op, op, 8 * op, 8, 8 * op);
+		wr = pair_fx_wr(&f->x, op, op, 8 * op, 8, 8 * op);
 		post(f, &wr);
 	}
 	settle(f);
@@ -307,13 +298,13 @@ static void test_malformed_fields(void **state)
 static void test_malformed_lengths(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 10, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 10, 0);
 	struct engine_stats before;
 	struct pair_capture *cap;
 	struct pair_pkt seg[3], bad;
 
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_READ, 2, 0, 500, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 2, 0, 500, 0);
 	post(f, &wr);
 	cap = capture_a_data(f, 4);
 	memcpy(seg, cap->pkt, sizeof(seg));
@@ -376,7 +367,7 @@ static void test_malformed_lengths(void **state)
 static void test_truncated_payload(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 2 * MTU + 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt seg[3];
 
@@ -435,7 +426,7 @@ static void run_bounds_case(void **state)
 	struct pair_mem *ro, *pd2;
 	uint32_t len = bc->alter == ALTER_OFFSET_WRAP ? 2 * MTU + 10 : 100;
 	uint64_t raddr = bc->alter == ALTER_PAST_END ? REG_LEN - 100 : 0;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 9, 0, len, raddr);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 9, 0, len, raddr);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 	uint64_t other = bc->counter == EC_RX_ACCESS_ERR ? EC_RX_BOUNDS_ERR : EC_RX_ACCESS_ERR;
@@ -505,10 +496,10 @@ static const struct bounds_case bc_wrap = { ALTER_OFFSET_WRAP, EC_RX_BOUNDS_ERR 
 static void test_write_to_region_end(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 3 * MTU, REG_LEN - 3 * MTU);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 3 * MTU, REG_LEN - 3 * MTU);
 
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_WRITE, 2, 0, 1, REG_LEN - 1);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 0, 1, REG_LEN - 1);
 	post(f, &wr);
 	settle(f);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
@@ -539,7 +530,7 @@ static void test_read_without_remote_read(void **state)
 
 	pair_mem_fill(wo, 3);
 	pair_connect(f->x.p, NULL, NULL, SVC);
-	wr = wr_of(f, ENGINE_WR_READ, 5, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 5, 0, 100, 0);
 	wr.rkey = wo->rkey;
 	expect_read_refused(f, &wr, EC_RX_ACCESS_ERR);
 }
@@ -547,7 +538,7 @@ static void test_read_without_remote_read(void **state)
 static void test_read_past_end(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_READ, 6, 0, 100, REG_LEN - 99);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 6, 0, 100, REG_LEN - 99);
 
 	expect_read_refused(f, &wr, EC_RX_BOUNDS_ERR);
 }
@@ -555,7 +546,7 @@ static void test_read_past_end(void **state)
 static void test_send_too_long_for_recv(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 7, 0, 101, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 7, 0, 101, 0);
 
 	recv_b(f, 70, 1000, 100);
 	post(f, &wr);
@@ -573,7 +564,7 @@ static void test_send_too_long_for_recv(void **state)
 static void test_write_imm_refused_keeps_recv(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE_IMM, 4, 0, 100, REG_LEN - 50);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE_IMM, 4, 0, 100, REG_LEN - 50);
 
 	recv_b(f, 60, 0, 0);
 	post(f, &wr);
@@ -594,7 +585,7 @@ static void test_write_imm_refused_keeps_recv(void **state)
 static void read_resp_refused(void **state, bool other_key, enum engine_counter ctr)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_READ, 8, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 8, 0, 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 
@@ -653,7 +644,7 @@ static void test_read_resp_too_long(void **state)
 static void test_unknown_qp(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	uint32_t qb = f->x.p->s[PAIR_B].qpn;
 	const uint32_t bad[] = { 0, qb + 0x10000, qb ^ 0x8000, qb + 1, 0xffff, 0xffffffffu };
 	struct pair_capture *cap;
@@ -688,7 +679,7 @@ static void test_unknown_qp(void **state)
 static void test_bad_peer(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 
@@ -730,7 +721,7 @@ static void test_spoofed_qpn_guesses(void **state)
 	struct engine_qp_attr attr = pair_test_attr();
 	uint32_t q[6], qa = f->x.p->s[PAIR_A].qpn;
 	struct pair_capture *cap;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_pkt pk;
 	int same_step = 0;
 
@@ -767,7 +758,7 @@ static void test_spoofed_qpn_guesses(void **state)
 static void test_data_after_disconnect(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 
@@ -792,7 +783,7 @@ static void test_data_after_disconnect(void **state)
 static void test_psn_window(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 	uint32_t psn;
@@ -822,7 +813,7 @@ static void test_psn_window(void **state)
 static void test_dsn_msn_window(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 	uint32_t dsn, msn;
@@ -868,7 +859,7 @@ static void test_path_beyond_npaths(void **state)
 	qa.npaths = 1;
 	qa.user = 0xa;
 	pair_connect(f->x.p, &qa, NULL, SVC);
-	wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	post(f, &wr);
 	cap = capture_a_data(f, 1);
 	pk = cap->pkt[0];
@@ -882,7 +873,7 @@ static void test_path_beyond_npaths(void **state)
 /* One genuine ACK of B (for a completed WRITE), and a WRITE 2 whose data never arrives. */
 static struct pair_pkt bogus_ack_setup(struct fx *f)
 {
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 100, 0);
 	struct pair_capture *cap;
 	struct pair_pkt ack;
 

@@ -54,15 +54,6 @@ static int teardown(void **state)
 	return pair_fx_teardown(state);
 }
 
-static struct engine_wr wr_of(struct fx *f, uint8_t op, uint64_t id, uint64_t laddr, uint32_t len,
-			      uint64_t raddr)
-{
-	return (struct engine_wr){
-		.wr_id = id, .opcode = op, .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey,
-		.laddr = laddr, .len = len, .rkey = f->x.b->rkey, .raddr = raddr,
-	};
-}
-
 static void post(struct fx *f, const struct engine_wr *wr)
 {
 	assert_int_equal(pair_post(f->x.p, PAIR_A, wr), 0);
@@ -122,7 +113,7 @@ static void test_write(void **state)
 
 	for (unsigned i = 0; i < NSIZES; i++) {
 		uint64_t placed = stat_b(f, EC_RX_BYTES_PLACED);
-		struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 10 + i, 13 * i, sizes[i], 1000 + i);
+		struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 10 + i, 13 * i, sizes[i], 1000 + i);
 		const struct engine_cqe *c;
 
 		pair_mem_reset(f->x.b);
@@ -143,7 +134,7 @@ static void test_write_imm(void **state)
 	struct fx *f = *state;
 
 	for (unsigned i = 0; i < NSIZES; i++) {
-		struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE_IMM, 20 + i, 7 * i, sizes[i], 64 * i);
+		struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE_IMM, 20 + i, 7 * i, sizes[i], 64 * i);
 		const struct engine_cqe *c;
 
 		wr.imm = 0xabc00000u + i;
@@ -168,7 +159,7 @@ static void test_write_imm(void **state)
 static void do_send(struct fx *f, uint8_t op)
 {
 	for (unsigned i = 0; i < NSIZES; i++) {
-		struct engine_wr wr = wr_of(f, op, 30 + i, 5 * i, sizes[i], 0);
+		struct engine_wr wr = pair_fx_wr(&f->x, op, 30 + i, 5 * i, sizes[i], 0);
 		const struct engine_cqe *c;
 
 		wr.rkey = 0;
@@ -210,7 +201,7 @@ static void test_read(void **state)
 
 	pair_mem_fill(f->x.b, 77);
 	for (unsigned i = 0; i < NSIZES; i++) {
-		struct engine_wr wr = wr_of(f, ENGINE_WR_READ, 40 + i, 300 + i, sizes[i], 11 * i);
+		struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 40 + i, 300 + i, sizes[i], 11 * i);
 		const struct engine_cqe *c;
 
 		pair_mem_reset(f->x.a);
@@ -233,17 +224,17 @@ static void test_zero_length(void **state)
 	recv_b(f, 301, 0, 0);
 	recv_b(f, 302, 0, 16);
 	recv_b(f, 303, 0, 0);
-	wr = wr_of(f, ENGINE_WR_SEND, 1, 0, 0, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 1, 0, 0, 0);
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_SEND_IMM, 2, 0, 0, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND_IMM, 2, 0, 0, 0);
 	wr.imm = 0x1111;
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_WRITE_IMM, 3, 0, 0, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE_IMM, 3, 0, 0, 0);
 	wr.imm = 0x2222;
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_WRITE, 4, 0, 0, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 4, 0, 0, 0);
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_READ, 5, 0, 0, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 5, 0, 0, 0);
 	post(f, &wr);
 	settle(f);
 	for (int i = 0; i < 5; i++) {
@@ -282,21 +273,21 @@ static void test_completion_order(void **state)
 	post(f, &(struct engine_wr){ .wr_id = 1, .opcode = ENGINE_WR_WRITE,
 				     .flags = ENGINE_WR_SIGNALED, .lkey = f->x.a->lkey, .laddr = 0,
 				     .len = 3000, .rkey = f->x.b->rkey, .raddr = 50000 });
-	wr = wr_of(f, ENGINE_WR_SEND, 2, 4000, 2000, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 2, 4000, 2000, 0);
 	post(f, &wr);
 	/* Reads what WRITE 1 wrote: delivery is in order. */
-	wr = wr_of(f, ENGINE_WR_READ, 3, 60000, 3000, 50000);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 3, 60000, 3000, 50000);
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_WRITE_IMM, 4, 0, 100, 70000);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE_IMM, 4, 0, 100, 70000);
 	wr.imm = 4;
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_SEND_IMM, 5, 8000, 1500, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND_IMM, 5, 8000, 1500, 0);
 	wr.imm = 5;
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_WRITE, 6, 0, 10, 80000);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 6, 0, 10, 80000);
 	wr.flags = 0;	/* unsignaled: no completion on success */
 	post(f, &wr);
-	wr = wr_of(f, ENGINE_WR_WRITE, 7, 0, 10, 80010);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 7, 0, 10, 80010);
 	post(f, &wr);
 	settle(f);
 
@@ -332,7 +323,7 @@ static void test_many_reads(void **state)
 	pair_mem_fill(f->x.b, 3);
 	pair_mem_reset(f->x.a);
 	for (int i = 0; i < 40; i++) {
-		wr = wr_of(f, ENGINE_WR_READ, 100 + i, 1000 * i, 900 + i, 2000 * i);
+		wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 100 + i, 1000 * i, 900 + i, 2000 * i);
 		post(f, &wr);
 	}
 	settle(f);
@@ -390,7 +381,7 @@ static void test_many_qps(void **state)
 	/* Interleaved posts: WR i of QP q writes its own slice of B's region. */
 	for (int i = 0; i < NWR; i++)
 		for (int q = 0; q < NQP; q++) {
-			struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, q * 1000 + i, 97 * i + q,
+			struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, q * 1000 + i, 97 * i + q,
 						    LEN, (uint64_t)(q * NWR + i) * LEN);
 
 			assert_int_equal(engine_post_send(f->x.p->s[PAIR_A].eng, qa[q], &wr,
@@ -423,7 +414,7 @@ static void test_reverse_order(void **state)
 {
 	struct fx *f = *state;
 	uint32_t len = 5 * MTU - 100;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 100);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 100);
 	struct pair_capture *cap;
 	struct pair_pkt seg[5];
 
@@ -462,8 +453,8 @@ static void test_reverse_order(void **state)
 static void test_write_imm_waits_for_write(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr w1 = wr_of(f, ENGINE_WR_WRITE, 1, 0, 3 * MTU, 0);
-	struct engine_wr w2 = wr_of(f, ENGINE_WR_WRITE_IMM, 2, 5000, 200, 10000);
+	struct engine_wr w1 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 3 * MTU, 0);
+	struct engine_wr w2 = pair_fx_wr(&f->x, ENGINE_WR_WRITE_IMM, 2, 5000, 200, 10000);
 	struct pair_capture *cap;
 	struct pair_pkt pk[4];
 	const struct engine_cqe *c;
@@ -503,7 +494,7 @@ static void test_write_imm_waits_for_write(void **state)
 static void test_duplicate_write(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, 200, 300);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 200, 300);
 	struct pair_capture *cap;
 	struct pair_pkt pk;
 
@@ -530,7 +521,7 @@ static void test_duplicate_write(void **state)
 static void test_duplicate_send(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 1, 0, 300, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 1, 0, 300, 0);
 	struct pair_capture *cap;
 	struct engine_qp_info info;
 	struct pair_pkt pk;
@@ -564,7 +555,7 @@ static void test_duplicate_dsn_new_psn(void **state)
 {
 	struct fx *f = *state;
 	uint32_t len = 2 * MTU + 50;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_WRITE, 1, 0, len, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 0);
 	struct pair_capture *cap;
 	struct pair_pkt seg[3], fake;
 
@@ -619,7 +610,7 @@ static void test_duplicate_dsn_new_psn(void **state)
 static void test_rnr_then_recv(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 1, 0, 2 * MTU + 5, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 1, 0, 2 * MTU + 5, 0);
 	uint64_t t0 = f->x.p->now, delay = f->x.p->s[PAIR_A].cfg.rnr_delay_ns;
 	const struct engine_cqe *c;
 
@@ -653,7 +644,7 @@ static void rnr_exceeded(void **state, uint32_t retries)
 	ca.rnr_retry = retries;
 	f = fx_new(state, &ca, NULL);
 	pair_connect(f->x.p, NULL, NULL, SVC);
-	wr = wr_of(f, ENGINE_WR_SEND_IMM, 3, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND_IMM, 3, 0, 100, 0);
 	post(f, &wr);
 	pair_run_for(f->x.p, 20 * PAIR_MS);
 	/* The first NAK and one more per retry. */
@@ -691,7 +682,7 @@ static void test_rnr_forever(void **state)
 	f = fx_new(state, &ca, NULL);
 	pair_connect(f->x.p, NULL, NULL, SVC);
 	delay = ca.rnr_delay_ns;
-	wr = wr_of(f, ENGINE_WR_SEND, 4, 0, 100, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 4, 0, 100, 0);
 	post(f, &wr);
 	pair_run_for(f->x.p, 50 * delay);
 	assert_true(stat_b(f, EC_RX_RNR) > ca.max_retx + 1);
@@ -727,7 +718,7 @@ static void test_rnr_counts_episodes(void **state)
 	f = fx_new(state, &ca, NULL);
 	pair_connect(f->x.p, &one, NULL, SVC);
 	t0 = f->x.p->now;
-	wr = wr_of(f, ENGINE_WR_SEND, 5, 0, 4 * MTU, 0);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 5, 0, 4 * MTU, 0);
 	post(f, &wr);
 	pair_run(f->x.p, t0 + ca.rnr_delay_ns + ca.rnr_delay_ns / 2);
 	assert_true(stat_b(f, EC_RX_RNR) >= 4);
@@ -747,7 +738,7 @@ static void test_rnr_counts_episodes(void **state)
 static void test_reconnect_clean(void **state)
 {
 	struct fx *f = *state;
-	struct engine_wr wr = wr_of(f, ENGINE_WR_SEND, 6, 0, 100, 0);
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_SEND, 6, 0, 100, 0);
 	uint64_t t0, delay = f->x.p->s[PAIR_A].cfg.rnr_delay_ns;
 	struct engine_qp_attr attr = pair_test_attr();
 	struct pair_side *a = &f->x.p->s[PAIR_A], *b = &f->x.p->s[PAIR_B];
