@@ -13,7 +13,9 @@ void help_status(FILE *f)
 		"       " CLI_NAME " status help\n"
 		"Version, uptime, backend (AF_XDP native or generic, zero-copy or copy mode, or\n"
 		"the UDP fallback and why), interfaces and queues, XDP program id, clients,\n"
-		"QPs, peers and control links.\n");
+		"QPs, peers and control links; memory pinned for clients against mrocd's\n"
+		"RLIMIT_MEMLOCK, and mrocd's page faults (its workers' stay flat once clients\n"
+		"registered: their memory is pinned).\n");
 }
 
 /* "af_xdp, XDP native, copy mode" or "udp (fallback: why)" */
@@ -70,6 +72,35 @@ static void print_interfaces(const json_t *st)
 	print_text(0, "interfaces", NULL, NULL, out);
 }
 
+/* "12 MiB of unlimited", "page faults: 1234 minor, 0 major (workers 0, 0)" */
+static void print_memory(const json_t *st)
+{
+	char l[128], a[32], b[32];
+	json_int_t lim;
+
+	if (!json_object_get(st, "locked_bytes"))
+		return;		/* an older mrocd */
+	lim = json_integer_value(json_object_get(st, "memlock_limit"));
+	if (!print_is_json()) {
+		snprintf(l, sizeof(l), "%s of %s (RLIMIT_MEMLOCK)",
+			 fmt_bytes(a, sizeof(a), jget_u64(st, "locked_bytes")),
+			 lim < 0 ? "unlimited" : fmt_bytes(b, sizeof(b), (uint64_t)lim));
+		print_text(0, NULL, "pinned", l, NULL);
+		snprintf(l, sizeof(l), "%llu minor, %llu major (workers %llu, %llu)",
+			 (unsigned long long)jget_u64(st, "minor_faults"),
+			 (unsigned long long)jget_u64(st, "major_faults"),
+			 (unsigned long long)jget_u64(st, "worker_minor_faults"),
+			 (unsigned long long)jget_u64(st, "worker_major_faults"));
+		print_text(0, NULL, "page faults", l, NULL);
+	}
+	print_uint(0, "locked_bytes", NULL, jget_u64(st, "locked_bytes"));
+	print_text(0, "memlock_limit", NULL, NULL, json_integer(lim));
+	print_uint(0, "minor_faults", NULL, jget_u64(st, "minor_faults"));
+	print_uint(0, "major_faults", NULL, jget_u64(st, "major_faults"));
+	print_uint(0, "worker_minor_faults", NULL, jget_u64(st, "worker_minor_faults"));
+	print_uint(0, "worker_major_faults", NULL, jget_u64(st, "worker_major_faults"));
+}
+
 static int status_show(struct cli *c)
 {
 	json_t *st;
@@ -118,6 +149,7 @@ static int status_show(struct cli *c)
 	}
 	print_uint(0, "links", NULL, jget_u64(st, "links"));
 	print_uint(0, "links_up", NULL, jget_u64(st, "links_up"));
+	print_memory(st);
 	/* Dead planes (AF_XDP, several ports): which, per peer, is in mroc-cli path show -d. */
 	if (json_object_get(st, "ports_down")) {
 		char l[64];

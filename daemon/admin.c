@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "clients.h"
@@ -98,7 +99,8 @@ static json_t *counters_base;
 static uint64_t counters_base_ns;
 
 /* Gauges inside the counter groups: never subtracted. */
-static const char *const gauges[] = { "clients", "qps", "mrs", "ports_down", NULL };
+static const char *const gauges[] = { "clients", "qps", "mrs", "locked_bytes", "ports_down",
+				      NULL };
 
 static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 {
@@ -324,6 +326,28 @@ static json_t *interface_info(struct mrocd *d)
 	return a;
 }
 
+/*
+ * Page faults (the process's, and its workers' alone: those stay flat once
+ * clients registered, see clients_ctl.c's pinning) and the memory pinned
+ * for clients against RLIMIT_MEMLOCK (-1: unlimited).
+ */
+static void memory_info(json_t *o, struct mrocd *d, const struct snapshot *s)
+{
+	struct rusage ru = { 0 };
+	struct rlimit rl = { 0 };
+
+	getrusage(RUSAGE_SELF, &ru);
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	json_object_set_new(o, "minor_faults", json_integer(ru.ru_minflt));
+	json_object_set_new(o, "major_faults", json_integer(ru.ru_majflt));
+	json_object_set_new(o, "worker_minor_faults", json_integer((json_int_t)s->wk.minor_faults));
+	json_object_set_new(o, "worker_major_faults", json_integer((json_int_t)s->wk.major_faults));
+	json_object_set_new(o, "locked_bytes",
+			    json_integer((json_int_t)clients_locked_bytes(d->wk[0].clients)));
+	json_object_set_new(o, "memlock_limit", json_integer(rl.rlim_cur == RLIM_INFINITY ? -1 :
+							     (json_int_t)rl.rlim_cur));
+}
+
 static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 {
 	json_t *o = json_object(), *ifs = json_array();
@@ -368,6 +392,7 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "links", json_integer(s->nlinks));
 	json_object_set_new(o, "links_up", json_integer(up));
 	json_object_set_new(o, "workers", json_integer(d->nworkers));
+	memory_info(o, d, s);
 	/* (peer, port) pairs counted down now over every worker, and how often that happened */
 	if (!strcmp(be->ops->name, "af_xdp")) {
 		json_object_set_new(o, "ports_down", json_integer((json_int_t)s->be.ports_down));
@@ -393,8 +418,10 @@ static json_t *worker_groups(struct mrocd *d, const struct snapshot *s)
 
 		snprintf(key, sizeof(key), "worker_%u", k);
 		json_object_set_new(o, key, json_pack(
-			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+			"{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 			"qps", (json_int_t)w->qps, "clients", (json_int_t)w->cls.clients,
+			"minor_faults", (json_int_t)w->wk.minor_faults,
+			"major_faults", (json_int_t)w->wk.major_faults,
 			"rx_pkts", (json_int_t)w->wk.rx_pkts, "tx_pkts", (json_int_t)w->wk.tx_pkts,
 			"busy_ns", (json_int_t)w->wk.busy_ns,
 			"handoff_rx_out", (json_int_t)w->be.handoff_rx_out,
@@ -417,8 +444,9 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
+		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
 		"qps_hot", (json_int_t)s->cls.qps_hot,
 		"mrs", (json_int_t)s->cls.mrs, "opened", (json_int_t)s->cls.opened,
 		"closed", (json_int_t)s->cls.closed, "kicked", (json_int_t)s->cls.kicked,

@@ -823,6 +823,7 @@ static void clients_limits_of(const struct mrocd_config *c, struct clients_limit
 		.max_qps = c->limits.max_qps_per_client,
 		.max_mrs = c->limits.max_mrs_per_client,
 		.max_mr_bytes = c->limits.max_mr_bytes_per_client,
+		.max_locked_bytes = c->limits.max_locked_bytes_per_client,
 		.max_sq_depth = c->limits.max_sq_depth,
 		.max_rq_depth = c->limits.max_rq_depth,
 		.default_paths = c->transport.paths,

@@ -62,6 +62,8 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "tx_pkts", st->tx_pkts);
 	SET(o, "busy_ns", st->busy_ns);
 	SET(o, "idle_ns", st->idle_ns);
+	SET(o, "minor_faults", st->minor_faults);
+	SET(o, "major_faults", st->major_faults);
 	SET(o, "aead_tx_sealed", st->aead.tx_sealed);
 	SET(o, "aead_tx_failed", st->aead.tx_failed);
 	SET(o, "aead_rx_opened", st->aead.rx_opened);

@@ -61,7 +61,11 @@ static const char *own_text(int err)
 	case ENOBUFS:
 		return "too many completions arrived while waiting: poll the completion queue";
 	case EDQUOT:
-		return "a limit of this client in mrocd is reached (QPs, regions or bytes)";
+		return "a limit of this client in mrocd is reached (QPs, regions, registered bytes "
+		       "or pinned bytes: limits.*_per_client)";
+	case ENOMEM:
+		return "out of memory, or mrocd cannot pin (lock) more memory for clients "
+		       "(its RLIMIT_MEMLOCK: LimitMEMLOCK= in mrocd.service)";
 	case EPERM:
 		return "operation not permitted (a memfd to register must allow sealing: "
 		       "MFD_ALLOW_SEALING)";

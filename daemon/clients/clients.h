@@ -44,6 +44,7 @@ struct clients_limits {
 	uint32_t max_per_uid;			/* clients of one user */
 	bool allow_loopback;			/* QP_CONNECT to 127/8, ::1 */
 	uint64_t max_mr_bytes;
+	uint64_t max_locked_bytes;		/* regions and rings, pinned (clients_ctl.c) */
 	uint32_t max_sq_depth, max_rq_depth;
 	uint32_t default_paths;
 	uint8_t default_mode;			/* enum mroc_mode */
@@ -93,6 +94,8 @@ struct clients_stats {
 };
 /* Worker thread. */
 void clients_get_stats(struct clients *cs, struct clients_stats *out);
+/* Control thread: bytes pinned (locked in mrocd's mapping) for every client. */
+uint64_t clients_locked_bytes(const struct clients *cs);
 
 /* Who holds QP qpn (its process, from SO_PEERCRED at connect). */
 struct clients_owner {

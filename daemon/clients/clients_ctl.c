@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include "abi.h"
@@ -243,10 +244,92 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	return cl;
 }
 
+/* ---- pinning ------------------------------------------------------------------ */
+
+/*
+ * Client memory mrocd maps (regions, and the QP rings with the CQ) is pinned
+ * as verbs registration pins it: populated and locked in mrocd's mapping
+ * when registered, so the worker never takes a page fault on it.  Without
+ * the lock, proactive reclaim (DAMON pageout, memory.reclaim, Senpai) unmaps
+ * cold shared-memory pages from mrocd's page tables; shmem without swap stays
+ * in memory, so each next touch was a minor fault (issue #22: 13,800 a
+ * second, 30-40 % of a sending daemon's CPU).  A locked page is unevictable:
+ * reclaim leaves it mapped, in the client's page tables too.
+ *
+ * Charged against limits.max_locked_bytes_per_client (every client, root's
+ * too) and, by the kernel, mrocd's RLIMIT_MEMLOCK (LimitMEMLOCK= in the
+ * unit; not enforced on a process with CAP_IPC_LOCK).  Over either the
+ * client gets an error: EDQUOT for its own limit, ENOMEM for the daemon's.
+ * munmap unlocks (deregistration, QP destruction, the client's end).
+ */
+static uint64_t pinned_bytes(uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+
+	return (len + page - 1) / page * page;
+}
+
+static int over_lock_limit(struct clients *cs, struct client *cl, uint64_t len)
+{
+	if (cl->locked_bytes + pinned_bytes(len) <= cs->ctl->lim.max_locked_bytes)
+		return 0;
+	pr_warn_rl("client %u (pid %d): %llu more bytes to pin refused: it has %llu, "
+		   "limits.max_locked_bytes_per_client is %llu", cl->id, (int)cl->pid,
+		   (unsigned long long)pinned_bytes(len), (unsigned long long)cl->locked_bytes,
+		   (unsigned long long)cs->ctl->lim.max_locked_bytes);
+	return -EDQUOT;
+}
+
+static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
+{
+	struct rlimit rl = { 0 };
+	void *map;
+	int err;
+
+	err = over_lock_limit(cs, cl, len);
+	if (err)
+		return err;
+	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	/* Faults every page in (writable: shmem maps them so on a read fault) and locks it. */
+	if (mlock(map, len)) {
+		err = errno;
+		munmap(map, len);
+		getrlimit(RLIMIT_MEMLOCK, &rl);
+		pr_warn_rl("client %u (pid %d): cannot pin %llu bytes (mrocd has %llu pinned for "
+			   "clients, RLIMIT_MEMLOCK %lld; LimitMEMLOCK= in the unit): %s", cl->id,
+			   (int)cl->pid, (unsigned long long)len,
+			   (unsigned long long)cs->ctl->locked_bytes,
+			   rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur,
+			   strerror(err));
+		return -ENOMEM;	/* EAGAIN, EPERM (a limit of 0) and ENOMEM alike */
+	}
+	cl->locked_bytes += pinned_bytes(len);
+	cs->ctl->locked_bytes += pinned_bytes(len);
+	*out = map;
+	return 0;
+}
+
+uint64_t clients_locked_bytes(const struct clients *cs)
+{
+	return cs->ctl->locked_bytes;
+}
+
+/* munmap also unlocks: the pages are the kernel's to reclaim again. */
+static void unpin(struct client *cl, void *map, size_t len)
+{
+	uint64_t bytes = pinned_bytes(len);
+
+	munmap(map, len);
+	cl->locked_bytes -= bytes;
+	cl->cs->ctl->locked_bytes -= bytes;
+}
+
 static void free_qp(struct cqp *q)
 {
 	if (q->region)
-		munmap(q->region, q->region_len);
+		unpin(q->cl, q->region, q->region_len);
 	if (q->cq_fd >= 0)
 		close(q->cq_fd);
 	free(q);
@@ -281,7 +364,7 @@ void clients_close(void *ctx, void *client)
 	for (uint32_t i = 0; i < cl->nqps; i++)
 		free_qp(cl->qps[i]);
 	for (uint32_t i = 0; i < cl->nmrs; i++)
-		munmap(cl->mrs[i].map, cl->mrs[i].len);
+		unpin(cl, cl->mrs[i].map, cl->mrs[i].len);
 	if (cl->doorbell >= 0)
 		close(cl->doorbell);
 	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
@@ -384,12 +467,12 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	err = check_memfd(fds[0], m->len);
 	if (err)
 		return err;
-	o.map = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	if (o.map == MAP_FAILED)
-		return -errno;
+	err = map_pinned(cs, cl, fds[0], m->len, &o.map);
+	if (err)
+		return err;
 	err = call(cs, op_mr_reg, &o);
 	if (err) {
-		munmap(o.map, m->len);
+		unpin(cl, o.map, m->len);
 		return err;
 	}
 	cl->mrs[cl->nmrs++] = (struct cmr){ .lkey = o.lkey, .rkey = o.rkey, .map = o.map,
@@ -416,7 +499,7 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 		if (err)
 			return err;
 		/* The engine no longer knows the key: nothing can touch the mapping now. */
-		munmap(mr->map, mr->len);
+		unpin(cl, mr->map, mr->len);
 		cl->mr_bytes -= mr->len;
 		*mr = cl->mrs[--cl->nmrs];
 		o.access = (uint32_t)-1;
@@ -431,8 +514,8 @@ static bool pow2(uint32_t v)
 	return v && !(v & (v - 1));
 }
 
-/* Map and check the ring region exactly as the library laid it out. */
-static int map_rings(struct cqp *q, const struct mroc_msg_qp_create *m, int fd)
+/* Map (pinned) and check the ring region exactly as the library laid it out. */
+static int map_rings(struct clients *cs, struct cqp *q, const struct mroc_msg_qp_create *m, int fd)
 {
 	uint32_t sq_off, rq_off, cq_off;
 	uint64_t len = mroc_shm_layout(m->sq_entries, m->rq_entries, m->cq_entries, &sq_off,
@@ -445,11 +528,9 @@ static int map_rings(struct cqp *q, const struct mroc_msg_qp_create *m, int fd)
 	err = check_memfd(fd, len);
 	if (err)
 		return err;
-	q->region = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (q->region == MAP_FAILED) {
-		q->region = NULL;
-		return -errno;
-	}
+	err = map_pinned(cs, q->cl, fd, len, &q->region);
+	if (err)
+		return err;
 	q->region_len = len;
 	h = q->region;
 	if (h->magic != MROC_SHM_MAGIC || h->abi_version != MROC_ABI_VERSION ||
@@ -502,7 +583,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -ENOMEM;
 	q->cl = cl;
 	q->cq_fd = -1;
-	err = map_rings(q, m, fds[0]);
+	err = map_rings(cs, q, m, fds[0]);
 	if (err) {
 		free_qp(q);
 		return err;

@@ -87,6 +87,7 @@ struct client {
 	struct cqp **qps;
 	uint32_t nqps, qps_cap;
 	uint64_t mr_bytes;
+	uint64_t locked_bytes;		/* regions and rings pinned for it (map_pinned) */
 	uint32_t bad_wrs;		/* worker */
 	uint32_t loop_wrs;		/* worker: taken in loop number loop */
 	uint64_t loop;
@@ -122,6 +123,7 @@ struct clients {
 		uint32_t n;
 	} *uids;			/* [UIDS_MAX], nuids in use */
 	uint32_t nuids;
+	uint64_t locked_bytes;		/* control thread: pinned for every client */
 	/* Worker from here. */
 	uint64_t loop;			/* clients_poll calls */
 	struct evfd_signaller *sig;	/* completion channels */

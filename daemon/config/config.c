@@ -134,6 +134,8 @@ static const struct config_key config_keys[] = {
 	K_UINT("limits.max_mrs_per_client", limits.max_mrs_per_client, 1, 4096, 256, R, NULL),
 	K_UINT("limits.max_mr_bytes_per_client", limits.max_mr_bytes_per_client, 4096,
 	       1ull << 40, 1ull << 30, R, "bytes"),
+	K_UINT("limits.max_locked_bytes_per_client", limits.max_locked_bytes_per_client, 4096,
+	       1ull << 40, (1ull << 30) + (64ull << 20), R, "bytes"),
 	K_UINT("limits.max_sq_depth", limits.max_sq_depth, 1, 65536, 1024, R, "work requests"),
 	K_UINT("limits.max_rq_depth", limits.max_rq_depth, 1, 65536, 1024, R, "work requests"),
 	K_UINT("limits.max_qps", limits.max_qps, 1, 65534, 8192, 0, NULL),

@@ -140,6 +140,7 @@ struct mrocd_config {
 		uint32_t max_qps_per_client;
 		uint32_t max_mrs_per_client;
 		uint64_t max_mr_bytes_per_client;
+		uint64_t max_locked_bytes_per_client;
 		uint32_t max_sq_depth;
 		uint32_t max_rq_depth;
 		uint32_t max_qps;

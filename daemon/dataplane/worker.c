@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -420,7 +421,13 @@ void worker_set_busy_poll(struct worker *w, uint32_t us)
 
 void worker_get_stats(struct worker *w, struct worker_stats *out)
 {
+	struct rusage ru;
+
 	*out = w->st;
+	if (!getrusage(RUSAGE_THREAD, &ru)) {
+		out->minor_faults = (uint64_t)ru.ru_minflt;
+		out->major_faults = (uint64_t)ru.ru_majflt;
+	}
 	if (w->cfg.aead)
 		aead_get_stats(w->cfg.aead, &out->aead);
 }

@@ -201,6 +201,7 @@ static void test_defaults(void **state)
 	assert_true(c.transport.rate_hints);
 	assert_true(c.transport.repath);
 	assert_int_equal(c.limits.max_mr_bytes_per_client, 1ull << 30);
+	assert_int_equal(c.limits.max_locked_bytes_per_client, (1ull << 30) + (64ull << 20));
 	assert_int_equal(c.limits.max_qps, 8192);
 }
 
