@@ -84,11 +84,26 @@ e2e_wait_ready b
 st=$(echo '{"version":1,"cmd":"status"}' | socat -t 5 - "UNIX-CONNECT:$E2E_DIR/a/a.admin")
 [ "$(jq -r .backend <<<"$st")" = af_xdp ] || fail "a's backend: $st"
 grep -q "attached in native mode" "$E2E_DIR/a.log" || fail "not native XDP: $(cat "$E2E_DIR/a.log")"
+# Without CAP_IPC_LOCK the kernel holds what a client has mrocd pin (its regions, locked in
+# mrocd's mapping) to mrocd's RLIMIT_MEMLOCK, 8 MiB here: write_bw's default 32 MiB region is
+# refused with the reason (ENOMEM); one of 4 KiB messages (2 MiB) fits.
 ip netns exec "$NS_B" timeout 30 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" >"$E2E_DIR/srv" 2>&1 &
 srv=$!
 sleep 0.3
 ip netns exec "$NS_A" setpriv --reuid=$UID_D --regid=$UID_D --clear-groups timeout 30 "$PERF_A" write_bw \
-	--verify -n 300 --mrocd-socket "$E2E_DIR/a/a.ctl" "$IP_B" >"$E2E_DIR/cli" 2>&1 ||
+	--mrocd-socket "$E2E_DIR/a/a.ctl" "$IP_B" >"$E2E_DIR/cli" 2>&1 &&
+	fail "a 32 MiB region pinned within an RLIMIT_MEMLOCK of 8 MiB: $(cat "$E2E_DIR/cli")"
+grep -q "mrocd cannot pin (lock) more memory" "$E2E_DIR/cli" ||
+	fail "no reason for the refused region: $(cat "$E2E_DIR/cli")"
+wait $srv	# it fails too: its client went away
+grep -q "cannot pin 33554432 bytes.*RLIMIT_MEMLOCK 8388608" "$E2E_DIR/a.log" ||
+	fail "mrocd did not say why it refused the region: $(cat "$E2E_DIR/a.log")"
+ok "a region over mrocd's RLIMIT_MEMLOCK: refused with ENOMEM and the reason"
+ip netns exec "$NS_B" timeout 30 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" >"$E2E_DIR/srv" 2>&1 &
+srv=$!
+sleep 0.3
+ip netns exec "$NS_A" setpriv --reuid=$UID_D --regid=$UID_D --clear-groups timeout 30 "$PERF_A" write_bw \
+	--verify -n 300 -s 4096 --mrocd-socket "$E2E_DIR/a/a.ctl" "$IP_B" >"$E2E_DIR/cli" 2>&1 ||
 	fail "write_bw against the unprivileged mrocd: $(cat "$E2E_DIR/cli" "$E2E_DIR/srv")"
 wait $srv || fail "server: $(cat "$E2E_DIR/srv")"
 ok "uid $UID_D with $CAPS only: AF_XDP in native mode, a verified write_bw"
