@@ -162,6 +162,8 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->bad_wrs += b->bad_wrs;
 	a->cqes += b->cqes;
 	a->cq_overflows += b->cq_overflows;
+	a->cq_signals += b->cq_signals;
+	a->cq_signal_calls += b->cq_signal_calls;
 }
 
 /* The QPs of worker w into qps[] after the earlier workers': -ENOSPC when they do not fit. */
@@ -444,14 +446,16 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
 		"qps_hot", (json_int_t)s->cls.qps_hot,
 		"mrs", (json_int_t)s->cls.mrs, "opened", (json_int_t)s->cls.opened,
 		"closed", (json_int_t)s->cls.closed, "kicked", (json_int_t)s->cls.kicked,
 		"wrs", (json_int_t)s->cls.wrs, "bad_wrs", (json_int_t)s->cls.bad_wrs,
-		"cqes", (json_int_t)s->cls.cqes, "cq_overflows", (json_int_t)s->cls.cq_overflows));
+		"cqes", (json_int_t)s->cls.cqes, "cq_overflows", (json_int_t)s->cls.cq_overflows,
+		"cq_signals", (json_int_t)s->cls.cq_signals,
+		"cq_signal_syscalls", (json_int_t)s->cls.cq_signal_calls));
 	ctl_get_stats(d->ctl, &cs);
 	json_object_set_new(o, "sockets", json_pack("{s:I, s:I, s:I, s:I}",
 		"hello_timeouts", (json_int_t)cs.hello_timeouts,

@@ -80,6 +80,11 @@ static void fd_ready(void *ctx, int i)
 	clients_fd_ready(((struct mrocd_wk *)ctx)->clients, i);
 }
 
+static void on_flush(void *ctx)
+{
+	clients_flush(((struct mrocd_wk *)ctx)->clients);
+}
+
 /* ---- start-up ---------------------------------------------------------------- */
 
 static int check_mtu(struct mrocd *d, const struct nl_link *l)
@@ -608,6 +613,7 @@ static int start_worker(struct mrocd *d, unsigned k)
 		.extra_fds = extra_fds,
 		.may_sleep = may_sleep,
 		.fd_ready = fd_ready,
+		.on_flush = on_flush,
 		.ctx = w,
 	};
 	int err = worker_start(&wc, &w->worker);

@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# mroc at 1 .. 4,000 QPs (issue #10): two mrocd on AF_XDP over a 4-plane ECMP
+# mroc at 1 .. 4,000 QPs (issue #10, #22): two mrocd on AF_XDP over a 4-plane ECMP
 # fabric (scripts/fabric), lossless, daemon defaults (paths 4, MTU 3380), and at
-# each QP count N, REPS times:
+# each point REPS times.  A point is a QP count N (clients x QPs each chosen: 1 x 1,
+# 1 x 16 ... 4 x 64, 4 x 250, 16 x 250) or CxQ, C clients of Q QPs each (1x256, 4x64,
+# 16x250: the same QPs from one client or many):
 #
-#   bw     N QPs of write_bw 64 KiB from several mroc-perf clients at once (1 x 1,
-#          4 x 4, 4 x 64, 4 x 250, 16 x 250): the receiver's placed bytes per second
+#   bw     N QPs of write_bw 64 KiB from several mroc-perf clients at once: the
+#          receiver's placed bytes per second
 #          over SECS once every QP is up and WARM seconds passed; whether every client
-#          completed; each daemon's CPU (utime + stime over the window, % of one core)
+#          completed; CPU per GB placed (both daemons and every client and server
+#          mroc-perf, utime + stime over the window); each daemon's CPU (% of one core)
 #          and private memory (Pss_Anon of /proc/PID/smaps_rollup, which leaves out the
 #          clients' shared regions) against the idle daemon's; the engine counters
 #          over the whole point (rto, tx_retx, lost at the sender, rx_dup at the
@@ -30,7 +33,12 @@
 #
 #   scripts/bench-scale.sh
 #
-# Environment: BUILD (build), OUT (docs/perf), POINTS ("1 16 256 1000 4000"), REPS (3),
+# Every run records the 1-minute load average at its start and end; a run where either
+# exceeded the CPU count is flagged "*" in the tables (scripts/bench-load.sh: QUIET=1 waits
+# for a load below 1 before each run, REFUSE_LOADED=1 leaves flagged runs out of the
+# figures, MAX_LOAD, QUIET_LOAD, QUIET_TIMEOUT).
+#
+# Environment: BUILD (build), OUT (docs/perf), POINTS ("1 16 1x256 4x64 1000 16x250"), REPS (3),
 # SECS (4), WARM (1), DEPTH (work requests in flight per QP: 128, perftest's default, up to
 # 16 QPs; 4 above, so that what is outstanding when a client's -D ends, 64 KiB x depth x QPs,
 # drains in seconds, not minutes), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
@@ -39,9 +47,10 @@
 set -u
 BL_TAG=bscale
 . "$(dirname "$0")/bench-lib.sh"
+. "$(dirname "$0")/bench-load.sh"
 
 OUT=${OUT:-$BL_TOP/docs/perf}
-POINTS=${POINTS:-1 16 256 1000 4000}
+POINTS=${POINTS:-1 16 1x256 4x64 1000 16x250}
 REPS=${REPS:-3}
 SECS=${SECS:-4}
 WARM=${WARM:-1}
@@ -52,22 +61,36 @@ SIM=$BUILD/mroc-sim
 bl_init iperf3 ss
 command -v gnuplot >/dev/null || log "no gnuplot: CSV and tables only (apt-get install gnuplot-nox)"
 mkdir -p "$OUT"
+LOAD_LOG=$BL_DIR/load.log
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 CLK_TCK=$(getconf CLK_TCK)
 
-# layout N: "clients QPs_per_client" (the issue's 16 x 250 at 4,000; no client above
-# the default max_qps_per_client of 256).
+# layout POINT: "clients QPs_per_client QPs" of a point N (the issue's 16 x 250 at 4,000;
+# no client above the default max_qps_per_client of 256) or CxQ.
 layout() {
 	local n=$1 c
-	if [ "$n" -le 4 ]; then c=1; elif [ "$n" -le 1000 ]; then c=4; else c=$(((n + 249) / 250)); fi
-	echo "$c $((n / c))"
+	if [[ $n == *x* ]]; then echo "${n%x*} ${n#*x} $((${n%x*} * ${n#*x}))"; return; fi
+	if [ "$n" -le 16 ]; then c=1; elif [ "$n" -le 1000 ]; then c=4; else c=$(((n + 249) / 250)); fi
+	echo "$c $((n / c)) $n"
 }
 
 # pss_anon H: the daemon's private anonymous memory, KiB.
 pss_anon() { awk '$1 == "Pss_Anon:" { print $2 }' "/proc/${DPID[$1]}/smaps_rollup" 2>/dev/null; }
 # cpu_ticks H: utime + stime of the daemon (all its threads), clock ticks.
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/${DPID[$1]}/stat" 2>/dev/null; }
+# clients_ticks: utime + stime of every client and server mroc-perf, summed; a process
+# that ended counts with what it had when last seen (call it often: CTICKS keeps those).
+declare -A CTICKS=()
+clients_ticks() {
+	local p s=0 t
+	for p in "${CPIDS[@]}" "${SPIDS[@]}"; do
+		t=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null)
+		[ -z "$t" ] || CTICKS[$p]=$t
+		s=$((s + ${CTICKS[$p]:-0}))
+	done
+	echo $s
+}
 placed() { bl_admin 1 counters | jq '.engine.rx_bytes_placed'; }
 client_qps() { bl_admin "$1" counters | jq '.clients.qps'; }
 # engine_cnt H: "rto tx_retx lost rx_dup tx_data" of host H's engine.
@@ -134,11 +157,12 @@ clients_finish() {
 
 # ---------------------------------------------------------------- bw
 
-# bw_run N REP: one aggregate write_bw point; appends a row to the CSV.
+# bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
-	local n=$1 rep=$2 c q dur t0 t1 b0 b1 k0a k0b k1a k1b m0a m0b e0a e0b tup gbps i
+	local pt=$1 n rep=$2 c q dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i
 	bl_daemons_check
-	read -r c q <<<"$(layout "$n")"
+	read -r c q n <<<"$(layout "$pt")"
+	load_begin
 	# Each client runs for its own -D from its first message: long enough that all
 	# are still sending through the window however the start-up spreads out.
 	dur=$((WARM + SECS + 3 + n / 250))
@@ -150,44 +174,55 @@ bw_run() {
 	fi
 	tup=$(awk -v a="$tup" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
 	sleep "$WARM"
-	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1)
+	CTICKS=()
+	clients_ticks >/dev/null
+	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks)
 	m0a=0 m0b=0
 	# the window ends after SECS or as soon as a client finishes
 	for ((i = 0; i < SECS * 4; i++)); do
 		sleep 0.25
+		clients_ticks >/dev/null
 		kill -0 "${CPIDS[@]}" 2>/dev/null || break
 		[ $((i % 4)) = 1 ] || continue
 		m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 		m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	done
-	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1)
+	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
 	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	clients_finish bw
+	load_end
 	gbps=$(awk -v a="$b0" -v b="$b1" -v t0="$t0" -v t1="$t1" 'BEGIN { if (t1 > t0 && b > a) printf "%.4f", (b - a) * 8 / (t1 - t0) / 1e9; else print 0 }')
-	local cpua cpub win ca cb perfavg
+	local cpua cpub cpuc cpugb win ca cb perfavg
 	win=$(awk -v t0="$t0" -v t1="$t1" 'BEGIN { printf "%.2f", t1 - t0 }')
 	cpua=$(awk -v a="$k0a" -v b="$k1a" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
 	cpub=$(awk -v a="$k0b" -v b="$k1b" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+	cpuc=$(awk -v a="$kc0" -v b="$kc1" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
+	# CPU seconds of every process (both daemons, every mroc-perf) per GB placed
+	cpugb=$(awk -v d=$((k1a - k0a + k1b - k0b + kc1 - kc0)) -v a="$b0" -v b="$b1" -v hz="$CLK_TCK" \
+		'BEGIN { if (b > a) printf "%.3f", d / hz / ((b - a) / 1e9) }')
 	ca=$(delta "$e0a" "$(engine_cnt 0)") cb=$(delta "$e0b" "$(engine_cnt 1)")
 	perfavg=$(cat "$BL_DIR"/bw.*.cli.json 2>/dev/null | jq -s '[.[].results[0].bw_avg_gbps // 0] | add' 2>/dev/null)
 	# ca: sender "rto tx_retx lost rx_dup tx_data"; cb: receiver's rx_dup
 	read -r rto retx lost _ txdata <<<"$ca"
 	read -r _ _ _ rxdup _ <<<"$cb"
-	log "bw $n QPs ($c x $q) rep $rep: $gbps Gbit/s over $win s (QPs up in $tup s), CPU $cpua/$cpub %," \
-		"Pss_Anon $((m0a / 1024))/$((m0b / 1024)) MiB, rto $rto retx $retx dup $rxdup, failed $FAILED${ERR:+ ($ERR)}"
-	echo "bw,$n,$c,$q,$rep,$gbps,$win,$tup,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,$rxdup,$txdata,$FAILED,$RETRY_EXC,${perfavg:-},,,${ERR:-ok}" >>"$CSV"
+	log "bw $n QPs ($c x $q) rep $rep: $gbps Gbit/s over $win s (QPs up in $tup s), CPU $cpua/$cpub %" \
+		"(clients $cpuc %, $cpugb CPU s/GB), Pss_Anon $((m0a / 1024))/$((m0b / 1024)) MiB, rto $rto retx $retx" \
+		"dup $rxdup, failed $FAILED${ERR:+ ($ERR)}; load $LOAD_B -> $LOAD_E$LOADED"
+	load_refused && gbps= cpugb=
+	echo "bw,$n,$c,$q,$rep,$gbps,$win,$tup,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,$rxdup,$txdata,$FAILED,$RETRY_EXC,${perfavg:-},,,${ERR:-ok},${c}x$q,$LOAD_B,$LOAD_E,$LOADED,$cpuc,$cpugb" >>"$CSV"
 	if [ -n "${KEEP:-}" ]; then mkdir -p "$BL_DIR/keep.bw.$n.$rep" && cp "$BL_DIR"/bw.* "$BL_DIR/keep.bw.$n.$rep/"; fi
 	wait_idle
 }
 
 # ---------------------------------------------------------------- lat
 
-# lat_run N REP: write_lat among N - 1 idle QPs.
+# lat_run POINT REP: write_lat among N - 1 idle QPs.
 lat_run() {
-	local n=$1 rep=$2 c q held=0 i sp cp p50 p99 lq=0
+	local pt=$1 n rep=$2 c q held=0 i sp cp p50 p99 lq=0
 	bl_daemons_check
-	read -r c q <<<"$(layout "$n")"
+	read -r c q n <<<"$(layout "$pt")"
+	load_begin
 	CPIDS=() SPIDS=()
 	if [ "$n" -gt 1 ]; then
 		# N - 1 holders: the layout's clients, the first with one QP fewer
@@ -219,6 +254,7 @@ lat_run() {
 	cp=$BL_LAST
 	bl_reap "$cp"
 	bl_reap "$sp"
+	load_end
 	win=$(awk -v t0="$t0" -v t1="$EPOCHREALTIME" 'BEGIN { printf "%.2f", t1 - t0 }')
 	local cpua cpub
 	cpua=$(awk -v a="$k0a" -v b="$(cpu_ticks 0)" -v w="$win" -v hz="$CLK_TCK" 'BEGIN { printf "%.1f", (b - a) / hz / w * 100 }')
@@ -230,10 +266,11 @@ lat_run() {
 	[ -n "$p50" ] || ERR=$(cat "$BL_DIR/lat.cli.err" "$BL_DIR/lat.srv.err" | grep -v '^$' | head -1 | tr ',' ';' | cut -c1-160)
 	local m0a m0b
 	m0a=$(pss_anon 0) m0b=$(pss_anon 1)
-	log "lat $n QPs rep $rep ($((held + 1)) QPs up): p50 ${p50:-?} p99 ${p99:-?} us, CPU $cpua/$cpub %, rto $rto retx $retx${ERR:+ FAILED: $ERR}"
+	log "lat $n QPs rep $rep ($((held + 1)) QPs up): p50 ${p50:-?} p99 ${p99:-?} us, CPU $cpua/$cpub %, rto $rto retx $retx${ERR:+ FAILED: $ERR}; load $LOAD_B -> $LOAD_E$LOADED"
+	load_refused && p50= p99=
 	for i in "${CPIDS[@]}"; do bl_stop "$i"; done
 	for i in "${SPIDS[@]}"; do bl_stop "$i"; done
-	echo "lat,$n,$c,$q,$rep,,$win,,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,,,,,,$p50,$p99,${ERR:-ok}" >>"$CSV"
+	echo "lat,$n,$c,$q,$rep,,$win,,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,,,,,,$p50,$p99,${ERR:-ok},${c}x$q,$LOAD_B,$LOAD_E,$LOADED,," >>"$CSV"
 	wait_idle
 }
 
@@ -241,8 +278,10 @@ lat_run() {
 
 # tcp_run N REP: N TCP connections host 0 -> host 1, in iperf3 processes of <= 128 streams.
 tcp_run() {
-	local n=$1 rep=$2 procs i k rest sp=() cp=() port gbps retr
+	local n rep=$2 procs i k rest sp=() cp=() port gbps retr
+	read -r _ _ n <<<"$(layout "$1")"
 	procs=$(((n + 127) / 128))
+	load_begin
 	for ((i = 0; i < procs; i++)); do
 		bl_bg ip netns exec "${NS[1]}" timeout $((SECS + WARM + 240)) iperf3 -s -1 -p $((5201 + i)) >/dev/null 2>&1
 		sp+=("$BL_LAST")
@@ -257,13 +296,15 @@ tcp_run() {
 		cp+=("$BL_LAST")
 	done
 	for i in "${cp[@]}" "${sp[@]}"; do bl_reap "$i"; done
+	load_end
 	gbps=$(cat "$BL_DIR"/tcp.*.json | jq -s '[.[].end.sum_received.bits_per_second // 0] | add / 1e9' 2>/dev/null)
 	retr=$(cat "$BL_DIR"/tcp.*.json | jq -s '[.[].end.sum_sent.retransmits // 0] | add' 2>/dev/null)
 	ERR=$(cat "$BL_DIR"/tcp.*.json | jq -rs '[.[].error // empty] | first // empty' 2>/dev/null | tr ',' ';')
 	rm -f "$BL_DIR"/tcp.*.json
 	[ -z "$ERR" ] || gbps=	# a part of the connections is no figure
-	log "tcp $n connections ($procs iperf3) rep $rep: $gbps Gbit/s, retransmits $retr${ERR:+ ERROR: $ERR}"
-	echo "tcp,$n,$procs,,$rep,$gbps,,,,,,,,,,$retr,,,,,,,,,${ERR:-ok}" >>"$CSV"
+	log "tcp $n connections ($procs iperf3) rep $rep: $gbps Gbit/s, retransmits $retr${ERR:+ ERROR: $ERR}; load $LOAD_B -> $LOAD_E$LOADED"
+	load_refused && gbps=
+	echo "tcp,$n,$procs,,$rep,$gbps,,,,,,,,,,$retr,,,,,,,,,${ERR:-ok},$n,$LOAD_B,$LOAD_E,$LOADED,," >>"$CSV"
 }
 
 # ---------------------------------------------------------------- main
@@ -275,11 +316,13 @@ md() { echo "$*" >>"$TABLES"; }
 
 if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 	if [ -z "${APPEND:-}" ] || [ ! -s "$CSV" ]; then
-		echo "part,qps,clients,qps_per_client,rep,gbps,window_s,qps_up_s,cpu_a_pct,cpu_b_pct,pss_anon_a_kib,pss_anon_b_kib,idle_pss_anon_a_kib,idle_pss_anon_b_kib,rto,tx_retx,lost,rx_dup,tx_data,failed,retry_exc,mroc_perf_sum_gbps,lat_p50_us,lat_p99_us,status" >"$CSV"
+		echo "part,qps,clients,qps_per_client,rep,gbps,window_s,qps_up_s,cpu_a_pct,cpu_b_pct,pss_anon_a_kib,pss_anon_b_kib,idle_pss_anon_a_kib,idle_pss_anon_b_kib,rto,tx_retx,lost,rx_dup,tx_data,failed,retry_exc,mroc_perf_sum_gbps,lat_p50_us,lat_p99_us,status,point,load_start,load_end,loaded,cpu_clients_pct,cpu_s_per_gb" >"$CSV"
 	else
 		# APPEND: the rows of the parts and points measured now are replaced, the others kept
-		awk -F, -v parts="$PARTS" -v points="$POINTS" 'BEGIN { split(parts, a, " "); for (i in a) P[a[i]] = 1
-			split(points, b, " "); for (i in b) N[b[i]] = 1 } NR == 1 || !(($1 in P) && ($2 in N))' "$CSV" >"$CSV.new" &&
+		# (a point is "CxQ" for bw and lat, the QP count for tcp)
+		labels=$(for pt in $POINTS; do read -r c q n <<<"$(layout "$pt")"; echo "${c}x$q $n"; done | tr '\n' ' ')
+		awk -F, -v parts="$PARTS" -v points="$labels" 'BEGIN { split(parts, a, " "); for (i in a) P[a[i]] = 1
+			split(points, b, " "); for (i in b) N[b[i]] = 1 } NR == 1 || !(($1 in P) && ($26 in N))' "$CSV" >"$CSV.new" &&
 			mv "$CSV.new" "$CSV"
 	fi
 	bl_fabric_up 4 2
@@ -301,40 +344,57 @@ if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 	bl_daemons_stop
 	[ "$BL_RESTARTS" = 0 ] || log "mrocd was found gone and restarted $BL_RESTARTS time(s) during the run"
 
-	# min/median/max per point, of every row in the CSV (with APPEND, earlier runs' too)
-	ALL_POINTS=$(awk -F, 'NR > 1 { print $2 }' "$CSV" | sort -gu | tr '\n' ' ')
-	echo "part,qps,metric,min,median,max" >"$SUM"
-	col() { awk -F, -v p="$1" -v n="$2" -v c="$3" '$1 == p && $2 == n && $c != "" { print $c }' "$CSV" | stats; }
-	for n in $ALL_POINTS; do
-		for m in "bw gbps 6" "bw cpu_a 9" "bw cpu_b 10" "bw pss_a 11" "bw pss_b 12" "bw rto 15" "bw tx_retx 16" \
-			"bw rx_dup 18" "bw failed 20" "bw retry_exc 21" "lat p50 23" "lat p99 24" "lat rto 15" "tcp gbps 6" "tcp retx 16"; do
+	# min/median/max per point ("CxQ"; tcp by QP count), of every row in the CSV (with
+	# APPEND, earlier runs' too); a row without a point column is an older run's: by layout
+	awk -F, 'NR > 1 && $26 == "" { $26 = ($1 == "tcp" ? $2 : $3 "x" $4) } 1' OFS=, "$CSV" >"$CSV.new" &&
+		mv "$CSV.new" "$CSV"
+	ALL_POINTS=$(awk -F, 'NR > 1 && $1 != "tcp" { print $2, $3, $26 }' "$CSV" | sort -k1,1g -k2,2g -u |
+		awk '{ print $3 }' | tr '\n' ' ')
+	echo "part,qps,metric,min,median,max,point" >"$SUM"
+	col() { awk -F, -v p="$1" -v pt="$2" -v c="$3" '$1 == p && $26 == pt && $c != "" { print $c }' "$CSV" | stats; }
+	for pt in $ALL_POINTS; do
+		read -r _ _ n <<<"$(layout "$pt")"
+		for m in "bw gbps 6" "bw cpu_a 9" "bw cpu_b 10" "bw cpu_clients 30" "bw cpu_s_per_gb 31" "bw pss_a 11" \
+			"bw pss_b 12" "bw rto 15" "bw tx_retx 16" "bw rx_dup 18" "bw failed 20" "bw retry_exc 21" \
+			"lat p50 23" "lat p99 24" "lat rto 15" "tcp gbps 6" "tcp retx 16"; do
 			read -r p name c <<<"$m"
-			echo "$p,$n,$name,$(col "$p" "$n" "$c" | tr ' ' ',')" >>"$SUM"
+			if [ "$p" = tcp ]; then k=$n; else k=$pt; fi
+			echo "$p,$n,$name,$(col "$p" "$k" "$c" | tr ' ' ','),$pt" >>"$SUM"
 		done
 		# private memory above the idle daemon's (of the same run), MiB
 		for ab in "a 11 13" "b 12 14"; do
 			read -r side c ci <<<"$ab"
-			echo "bw,$n,pss_${side}_above_idle_mib,$(awk -F, -v n="$n" -v c="$c" -v ci="$ci" '$1 == "bw" && $2 == n && $c != "" {
-				printf "%.2f\n", ($c - $ci) / 1024 }' "$CSV" | stats | tr ' ' ',')" >>"$SUM"
+			echo "bw,$n,pss_${side}_above_idle_mib,$(awk -F, -v pt="$pt" -v c="$c" -v ci="$ci" '$1 == "bw" && $26 == pt && $c != "" {
+				printf "%.2f\n", ($c - $ci) / 1024 }' "$CSV" | stats | tr ' ' ','),$pt" >>"$SUM"
 		done
 	done
-	get() { awk -F, -v p="$1" -v n="$2" -v m="$3" -v f="${4:-5}" '$1 == p && $2 == n && $3 == m { print $f }' "$SUM"; }
-	mmm() { awk -F, -v p="$1" -v n="$2" -v m="$3" -v d="${4:-3}" '$1 == p && $2 == n && $3 == m {
+	get() { awk -F, -v p="$1" -v pt="$2" -v m="$3" -v f="${4:-5}" '$1 == p && $7 == pt && $3 == m { print $f }' "$SUM"; }
+	mmm() { awk -F, -v p="$1" -v pt="$2" -v m="$3" -v d="${4:-3}" '$1 == p && $7 == pt && $3 == m {
 		if ($4 == "-") print "-"; else printf "%.*f / %.*f / %.*f", d, $4, d, $5, d, $6 }' "$SUM"; }
+	# star PART POINT: "*" when a run of it was flagged loaded
+	star() { awk -F, -v p="$1" -v pt="$2" '$1 == p && $26 == pt && $29 == "*" { s = "*" } END { print s }' "$CSV"; }
 	md "#### Aggregate write_bw, latency, memory and CPU by QP count (4 planes, lossless)"
 	md ""
-	md "min / median / max of the runs (REPS=$REPS). Gbit/s: the receiver's placed bytes over ${SECS} s once every QP is up plus ${WARM} s. CPU: % of one core (utime + stime) over that window, sender / receiver. Memory: Pss_Anon above the idle daemon's ($(awk -F, '$1 == "bw" { print $13 }' "$CSV" | stats | awk '{ printf "%.0f", $2 / 1024 }') / $(awk -F, '$1 == "bw" { print $14 }' "$CSV" | stats | awk '{ printf "%.0f", $2 / 1024 }') MiB), MiB, sender / receiver, largest sample. Counters: sums over the runs. write_lat: 8 B among N - 1 idle QPs, $LAT_ITERS ping-pongs."
+	md "min / median / max of the runs (REPS=$REPS). Gbit/s: the receiver's placed bytes over ${SECS} s once every QP is up plus ${WARM} s. CPU: % of one core (utime + stime) over that window, sender / receiver. CPU s per GB: every process's CPU time (both daemons, every client and server mroc-perf) over that window per GB placed; x 1 QP: against the first point's median. Memory: Pss_Anon above the idle daemon's ($(awk -F, '$1 == "bw" { print $13 }' "$CSV" | stats | awk '{ printf "%.0f", $2 / 1024 }') / $(awk -F, '$1 == "bw" { print $14 }' "$CSV" | stats | awk '{ printf "%.0f", $2 / 1024 }') MiB), MiB, sender / receiver, largest sample. Counters: sums over the runs. write_lat: 8 B among N - 1 idle QPs, $LAT_ITERS ping-pongs."
 	md ""
-	md "| QPs (clients x QPs) | mroc write_bw Gbit/s | TCP, N connections, Gbit/s | write_lat p50 us | write_lat p99 us | CPU % sender / receiver (median) | Pss_Anon above idle, MiB (median) | rto / tx_retx / rx_dup | clients failed / RETRY_EXC |"
-	md "|---|---|---|---|---|---|---|---|---|"
-	for n in $ALL_POINTS; do
-		sum_of() { awk -F, -v p="$1" -v n="$2" -v c="$3" '$1 == p && $2 == n { s += $c } END { print s + 0 }' "$CSV"; }
-		read -r c q <<<"$(layout "$n")"
-		md "| $n ($c x $q) | $(mmm bw "$n" gbps) | $(mmm tcp "$n" gbps) | $(mmm lat "$n" p50 1) | $(mmm lat "$n" p99 1) |" \
-			"$(get bw "$n" cpu_a) / $(get bw "$n" cpu_b) |" \
-			"$(get bw "$n" pss_a_above_idle_mib) / $(get bw "$n" pss_b_above_idle_mib) |" \
-			"$(sum_of bw "$n" 15) / $(sum_of bw "$n" 16) / $(sum_of bw "$n" 18) | $(sum_of bw "$n" 20) / $(sum_of bw "$n" 21) |"
+	md "| QPs (clients x QPs) | mroc write_bw Gbit/s | x 1 QP (median) | CPU s per GB, all processes | x 1 QP (median) | TCP, N connections, Gbit/s | write_lat p50 us | write_lat p99 us | CPU % sender / receiver / clients (median) | Pss_Anon above idle, MiB (median) | rto / tx_retx / rx_dup | clients failed / RETRY_EXC |"
+	md "|---|---|---|---|---|---|---|---|---|---|---|---|"
+	first=${ALL_POINTS%% *}
+	g1=$(get bw "$first" gbps) c1=$(get bw "$first" cpu_s_per_gb)
+	for pt in $ALL_POINTS; do
+		sum_of() { awk -F, -v p="$1" -v pt="$2" -v c="$3" '$1 == p && $26 == pt { s += $c } END { print s + 0 }' "$CSV"; }
+		read -r c q n <<<"$(layout "$pt")"
+		md "| $n ($c x $q) | $(mmm bw "$pt" gbps)$(star bw "$pt") |" \
+			"$(awk -v a="$(get bw "$pt" gbps)" -v b="$g1" 'BEGIN { if (b > 0 && a != "-") printf "%.2f", a / b; else print "-" }') |" \
+			"$(mmm bw "$pt" cpu_s_per_gb 2)$(star bw "$pt") |" \
+			"$(awk -v a="$(get bw "$pt" cpu_s_per_gb)" -v b="$c1" 'BEGIN { if (b > 0 && a != "-") printf "%.2f", a / b; else print "-" }') |" \
+			"$(mmm tcp "$pt" gbps)$(star tcp "$n") | $(mmm lat "$pt" p50 1)$(star lat "$pt") | $(mmm lat "$pt" p99 1)$(star lat "$pt") |" \
+			"$(get bw "$pt" cpu_a) / $(get bw "$pt" cpu_b) / $(get bw "$pt" cpu_clients) |" \
+			"$(get bw "$pt" pss_a_above_idle_mib) / $(get bw "$pt" pss_b_above_idle_mib) |" \
+			"$(sum_of bw "$pt" 15) / $(sum_of bw "$pt" 16) / $(sum_of bw "$pt" 18) | $(sum_of bw "$pt" 20) / $(sum_of bw "$pt" 21) |"
 	done
+	md ""
+	md "$(load_note)"
 	md ""
 	if command -v gnuplot >/dev/null; then
 		(cd "$OUT" && gnuplot scale.gp) || log "gnuplot failed"

@@ -40,8 +40,10 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 	cs->hot = calloc(n, sizeof(*cs->hot));
 	cs->zombies = calloc(n, sizeof(*cs->zombies));
 	cs->reap = calloc(n, sizeof(*cs->reap));
+	cs->sigq = calloc(n, sizeof(*cs->sigq));
 	cs->uids = share ? NULL : calloc(UIDS_MAX, sizeof(*cs->uids));
-	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || (!share && !cs->uids) ||
+	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || !cs->sigq ||
+	    (!share && !cs->uids) ||
 	    qpmap_init(&cs->map, n) || qpmap_init(&cs->zmap, n)) {
 		clients_destroy(cs);
 		return NULL;
@@ -72,6 +74,7 @@ void clients_destroy(struct clients *cs)
 	free(cs->hot);
 	free(cs->zombies);
 	free(cs->reap);
+	free(cs->sigq);
 	free(cs->uids);
 	free(cs);
 }
@@ -142,6 +145,8 @@ void clients_qp_deactivate(struct clients *cs, struct cqp *q, uint64_t now)
 	struct cqp *last = cs->active[--cs->nactive];
 	struct client *cl = q->cl;
 
+	/* No queued signal outlives its channel (the control thread closes it next). */
+	clients_flush(cs);
 	cs->active[q->active_idx] = last;
 	last->active_idx = q->active_idx;
 	if (q->hot_idx != NOT_LISTED)
@@ -187,13 +192,29 @@ static bool cq_push(struct clients *cs, struct cqp *q, const struct mroc_cqe *e,
 	memcpy(ring_prod_slot(&q->cq), e, sizeof(*e));
 	ring_prod_commit(&q->cq, 1);
 	cs->st.cqes++;
+	/* The client sleeps on the channel: signalled at the end of this loop, with the others. */
 	if (ring_prod_take_flag(&q->cq, MROC_RING_ARMED)) {
-		int err = evfd_signal(cs->sig, q->cq_fd);
-
-		if (err)
-			pr_warn_rl("client %u: completion channel: %s", q->cl->id, strerror(-err));
+		if (cs->nsigq == cs->max_total_qps)
+			clients_flush(cs);
+		cs->sigq[cs->nsigq++] = q->cq_fd;
 	}
 	return true;
+}
+
+void clients_flush(void *ctx)
+{
+	struct clients *cs = ctx;
+	unsigned int calls = 0;
+	int err;
+
+	if (!cs->nsigq)
+		return;
+	err = evfd_signal_many(cs->sig, cs->sigq, cs->nsigq, &calls);
+	if (err)
+		pr_warn_rl("completion channels: %s", strerror(-err));
+	cs->st.cq_signals += cs->nsigq;
+	cs->st.cq_signal_calls += calls;
+	cs->nsigq = 0;
 }
 
 /* The completion opcode of a send work request's opcode (an unknown one: SEND). */

@@ -84,6 +84,8 @@ bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now
 int clients_fds(void *cs, int *fds, int max);
 void clients_fd_ready(void *cs, int i);
 bool clients_may_sleep(void *cs);
+/* End of a worker loop: signal the completion channels of this loop's completions. */
+void clients_flush(void *cs);
 uint64_t clients_tick(struct clients *cs, uint64_t now);
 
 struct clients_stats {
@@ -91,6 +93,8 @@ struct clients_stats {
 	uint32_t qps_hot;			/* polled every loop (the others wait for a doorbell) */
 	uint64_t opened, closed, kicked;	/* kicked: disconnected for misbehaving */
 	uint64_t wrs, bad_wrs, cqes, cq_overflows;
+	uint64_t cq_signals;			/* completion channels signalled (armed clients) */
+	uint64_t cq_signal_calls;		/* system calls that took (batched per loop) */
 };
 /* Worker thread. */
 void clients_get_stats(struct clients *cs, struct clients_stats *out);

@@ -127,6 +127,14 @@ struct clients {
 	/* Worker from here. */
 	uint64_t loop;			/* clients_poll calls */
 	struct evfd_signaller *sig;	/* completion channels */
+	/*
+	 * Completion channels to signal at the end of this loop (clients_flush):
+	 * one system call for all of them, however many clients and QPs.  A QP
+	 * is here at most once: its ARMED flag, taken when it was queued, comes
+	 * back only when the client arms again.
+	 */
+	int *sigq;			/* [max_total_qps] */
+	uint32_t nsigq;
 	struct qpmap map;		/* qpn -> struct cqp */
 	struct cqp **active;		/* max_total_qps */
 	uint32_t nactive, sweep;	/* sweep: next cold QP to look at */

@@ -154,6 +154,77 @@ static int signal_aio(struct evfd_signaller *s, int fd)
 	return 0;
 }
 
+/* Up to AIO_EVENTS / 2 polls in one io_submit; each completes at once and signals its fd. */
+static int signal_aio_many(struct evfd_signaller *s, const int *fds, unsigned int n,
+			   unsigned int *calls)
+{
+	struct iocb cb[AIO_EVENTS / 2], *cbs[AIO_EVENTS / 2];
+	unsigned int done = 0;
+	bool retried = false;
+	int err = 0;
+	long got;
+
+	for (unsigned int i = 0; i < n; i++) {
+		cb[i] = (struct iocb){
+			.aio_lio_opcode = IOCB_CMD_POLL,
+			.aio_fildes = (uint32_t)s->ready,
+			.aio_buf = POLLOUT,
+			.aio_flags = IOCB_FLAG_RESFD,
+			.aio_resfd = (uint32_t)fds[i],
+		};
+		cbs[i] = &cb[i];
+	}
+	while (done < n) {
+		if (s->unreaped + (n - done) > AIO_EVENTS / 2) {
+			reap(s);
+			(*calls)++;
+		}
+		got = syscall(SYS_io_submit, s->ctx, (long)(n - done), cbs + done);
+		(*calls)++;
+		if (got > 0) {
+			done += (unsigned int)got;
+			s->unreaped += (unsigned int)got;
+			retried = false;
+			continue;
+		}
+		if (got < 0 && errno == EAGAIN && !retried) {
+			reap(s);	/* completions we have not collected yet */
+			(*calls)++;
+			retried = true;
+			continue;
+		}
+		if (!err)
+			err = got < 0 ? -errno : -EAGAIN;
+		done++;		/* that one cannot be signalled; the others still are */
+		retried = false;
+	}
+	return err;
+}
+
+int evfd_signal_many(struct evfd_signaller *s, const int *fds, unsigned int n,
+		     unsigned int *calls)
+{
+	int err = 0, e;
+
+	if (!s || !s->ctx) {
+		for (unsigned int i = 0; i < n; i++) {
+			e = evfd_signal(s, fds[i]);
+			(*calls)++;
+			if (e && !err)
+				err = e;
+		}
+		return err;
+	}
+	for (unsigned int i = 0; i < n; i += AIO_EVENTS / 2) {
+		unsigned int k = n - i < AIO_EVENTS / 2 ? n - i : AIO_EVENTS / 2;
+
+		e = signal_aio_many(s, fds + i, k, calls);
+		if (e && !err)
+			err = e;
+	}
+	return err;
+}
+
 int evfd_signal(struct evfd_signaller *s, int fd)
 {
 	uint64_t one = 1;

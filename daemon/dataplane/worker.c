@@ -300,6 +300,8 @@ static void *worker_main(void *arg)
 		}
 		work += do_tx(w, now);
 		do_cqes(w, now);
+		if (w->cfg.on_flush)
+			w->cfg.on_flush(w->cfg.ctx);
 		if (work) {
 			w->st.busy_ns += now - mark;
 			mark = now;

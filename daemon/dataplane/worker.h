@@ -42,6 +42,8 @@ struct worker_cfg {
 	void (*fd_ready)(void *ctx, int i);
 	/* About to sleep: ask clients for doorbells; false if work appeared meanwhile. */
 	bool (*may_sleep)(void *ctx);
+	/* End of every loop: what was batched in it goes out (completion channels). */
+	void (*on_flush)(void *ctx);
 	void *ctx;
 };
 

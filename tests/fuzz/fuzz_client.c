@@ -264,6 +264,7 @@ static size_t do_tick(struct state *s, const uint8_t *d, size_t n)
 		clients_fd_ready(s->cs, i);	/* as if every doorbell rang */
 	if (!clients_may_sleep(s->cs))
 		clients_poll(s->cs, now_ns);
+	clients_flush(s->cs);	/* the end of the worker's loop */
 	return 1;
 }
 
@@ -273,6 +274,7 @@ static struct clients *clients_once(void)
 {
 	static const struct clients_limits lim = {
 		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_mrs = 4, .max_mr_bytes = 1 << 20,
+		.max_locked_bytes = 4 << 20,
 		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
 	};
 	static struct clients *cs;
