@@ -7,7 +7,8 @@
 #   make bench                the simulation benchmark, then real packets over veth and the
 #                             multi-plane fabric (root): mroc vs RoCEv2 mode vs TCP
 #   make bench-sim            cluster simulation (issues #7, #16): CSV, PNG and tables into docs/perf/
-#   make bench-scale          1 .. 4,000 QPs on one daemon pair vs TCP, memory, CPU (issue #10, root)
+#   make bench-scale          1 .. 4,000 QPs (and 1x256, 4x64, 16x250) on one daemon pair vs TCP,
+#                             memory, CPU per GB (issues #10, #22, root; QUIET=1: each run at load < 1)
 #   make bench-mpi            libfabric fi_pingpong and Open MPI over mroc vs TCP (issue #14, root)
 #   make bench-lat            latency tables and plot (issue 17) into docs/perf/ (root)
 #   make bench-nccl           ring AllReduce over the NCCL net plugin vs kernel TCP (issue 26, root)
