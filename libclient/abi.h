@@ -11,7 +11,7 @@
 #include <assert.h>
 #include <stdint.h>
 
-#define MROC_ABI_VERSION	2	/* 2: SQE of 64 B with the atomics' operands */
+#define MROC_ABI_VERSION	3	/* 2: SQE of 64 B with the atomics' operands; 3: RUNG */
 #define MROC_SHM_MAGIC		0x4d524f43u	/* "MROC" */
 #define MROC_CACHE_LINE		64
 #define MROC_DEFAULT_SOCKET	"/run/mroc/mrocd.sock"
@@ -135,6 +135,12 @@ struct mroc_shm_hdr {
 
 /* Ring flags, set by the consumer of a ring. */
 #define MROC_RING_NEED_WAKEUP	0x1	/* SQ/RQ: the daemon sleeps; ring the doorbell */
+/*
+ * SQ/RQ: the client rang the doorbell for this ring since the daemon set
+ * NEED_WAKEUP, so later posts need not (one doorbell per ring per sleep, not
+ * one per post).  The daemon clears it before it sets NEED_WAKEUP again.
+ */
+#define MROC_RING_RUNG		0x2
 #define MROC_RING_ARMED		0x1	/* CQ: the client sleeps; signal the completion fd */
 
 /*

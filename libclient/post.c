@@ -15,12 +15,16 @@
 
 #include "internal.h"
 
-/* After a commit: if the daemon said it sleeps (NEED_WAKEUP), ring its doorbell. */
+/*
+ * After a commit: if the daemon said it sleeps (NEED_WAKEUP), ring its
+ * doorbell, once per ring until the daemon asks again (RUNG): posts in a row
+ * to a cold QP cost one system call, not one each.
+ */
 static void kick(struct mroc_qp *qp, struct ring_view *r)
 {
 	uint64_t one = 1;
 
-	if (!ring_prod_needs_wakeup(r, MROC_RING_NEED_WAKEUP))
+	if (!ring_prod_needs_wakeup_once(r, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG))
 		return;
 	/* EAGAIN: the counter is full, the daemon has plenty to wake it. */
 	if (write(qp->ctx->doorbell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)

@@ -155,6 +155,25 @@ static inline bool ring_prod_needs_wakeup(struct ring_view *r, uint32_t flag)
 }
 
 /*
+ * After ring_prod_commit: must the producer signal the consumer's fd, which
+ * nobody did yet for this request?  True once per request: the first caller
+ * that sees flag also sets rung; the consumer clears rung before it raises
+ * flag again (ring_cons_prepare_sleep).  All read-modify-writes of the flags
+ * word are in one modification order, so a producer that sees the new flag
+ * also sees rung cleared.  A producer that finds rung set relies on the
+ * signal already sent: the consumer looks at the ring after it read that
+ * signal, and so after this entry, or the ring is polled meanwhile.
+ */
+static inline bool ring_prod_needs_wakeup_once(struct ring_view *r, uint32_t flag, uint32_t rung)
+{
+	/* Pairs with the fence in ring_cons_prepare_sleep (see there). */
+	atomic_thread_fence(memory_order_seq_cst);
+	if (!(atomic_load_explicit(ring_flags(r), memory_order_relaxed) & flag))
+		return false;
+	return !(atomic_fetch_or_explicit(ring_flags(r), rung, memory_order_relaxed) & rung);
+}
+
+/*
  * Producer side, test-and-clear: true if the consumer asked to be woken
  * (so exactly one wake-up per request).  Same fence pairing as above.
  */

@@ -126,7 +126,12 @@ static void unlist_hot(struct clients *cs, struct cqp *q)
  */
 bool clients_qp_cool(struct clients *cs, struct cqp *q)
 {
-	bool empty = ring_cons_prepare_sleep(&q->sq, MROC_RING_NEED_WAKEUP);
+	bool empty;
+
+	/* A doorbell per ring per cold spell (abi.h): RUNG goes before NEED_WAKEUP comes. */
+	ring_cons_clear_flag(&q->sq, MROC_RING_RUNG);
+	ring_cons_clear_flag(&q->rq, MROC_RING_RUNG);
+	empty = ring_cons_prepare_sleep(&q->sq, MROC_RING_NEED_WAKEUP);
 
 	empty &= ring_cons_prepare_sleep(&q->rq, MROC_RING_NEED_WAKEUP);
 	if (q->hot_idx == NOT_LISTED)

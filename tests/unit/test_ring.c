@@ -206,6 +206,39 @@ static void test_bad_indices(void **state)
 	free(t);
 }
 
+/* One doorbell per sleep: the first post after NEED_WAKEUP rings, the next ones do not. */
+static void test_wakeup_once(void **state)
+{
+	struct test_ring *t = ring_new(0);
+	struct ring_view p, c;
+
+	(void)state;
+	views(t, &p, &c);
+	push(&p, 1);
+	assert_false(ring_prod_needs_wakeup_once(&p, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG));
+	assert_int_equal(t->ctl.flags, 0);
+	pop(&c);
+	/* Asleep: the first commit rings (and says so), the second does not. */
+	assert_true(ring_cons_prepare_sleep(&c, MROC_RING_NEED_WAKEUP));
+	push(&p, 2);
+	assert_true(ring_prod_needs_wakeup_once(&p, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG));
+	assert_int_equal(t->ctl.flags, MROC_RING_NEED_WAKEUP | MROC_RING_RUNG);
+	push(&p, 3);
+	assert_false(ring_prod_needs_wakeup_once(&p, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG));
+	/* Woken: awake, nobody rings; asleep again (RUNG cleared first), the next commit rings. */
+	ring_cons_clear_flag(&c, MROC_RING_NEED_WAKEUP);
+	pop(&c);
+	pop(&c);
+	push(&p, 4);
+	assert_false(ring_prod_needs_wakeup_once(&p, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG));
+	pop(&c);
+	ring_cons_clear_flag(&c, MROC_RING_RUNG);
+	assert_true(ring_cons_prepare_sleep(&c, MROC_RING_NEED_WAKEUP));
+	push(&p, 5);
+	assert_true(ring_prod_needs_wakeup_once(&p, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG));
+	free(t);
+}
+
 static void test_wakeup_flags(void **state)
 {
 	struct test_ring *t = ring_new(0);
@@ -257,6 +290,7 @@ int main(void)
 		cmocka_unit_test(test_wrap_u32),
 		cmocka_unit_test(test_bad_indices),
 		cmocka_unit_test(test_wakeup_flags),
+		cmocka_unit_test(test_wakeup_once),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -12,7 +12,10 @@
  *    each to be consumed: every commit is then the last one before a
  *    possible sleep, so a lost wake-up cannot hide behind a later commit.
  *    It is counted (an entry not consumed for 2 s) and fails the test; once
- *    with the flag checked (SQ, RQ) and once taken (ring_prod_take_flag, CQ).
+ *    with the flag checked (SQ, RQ) and once taken (ring_prod_take_flag, CQ);
+ *  - both sleeping tests again with one signal per sleep: the producer signals
+ *    only if no commit did since the consumer raised the flag
+ *    (ring_prod_needs_wakeup_once, RUNG: libmroc's doorbell).
  * A watchdog fails the whole program rather than letting it hang: when no
  * entry has moved for WATCHDOG_S (it used to bound the whole run, and on a
  * loaded 2-CPU machine the spinning test alone took longer than that).
@@ -78,6 +81,7 @@ struct stress {
 	bool jitter;		/* the producer spins a random while between commits */
 	bool lockstep;		/* the producer waits for each entry to be consumed */
 	bool take;		/* one signal per request (ring_prod_take_flag), as for a CQ */
+	bool once;		/* one signal per sleep (needs_wakeup_once), as a doorbell */
 	int efd;		/* the consumer's wake-up eventfd; -1: the consumer spins */
 	uint64_t prod_sum, cons_sum;
 	uint64_t bad;		/* first wrong entry + 1 (0: none) */
@@ -173,6 +177,8 @@ static void *producer(void *arg)
 		}
 		ring_prod_commit(&r, n);
 		if (s->efd >= 0 && (s->take ? ring_prod_take_flag(&r, MROC_RING_NEED_WAKEUP) :
+				    s->once ? ring_prod_needs_wakeup_once(&r, MROC_RING_NEED_WAKEUP,
+									  MROC_RING_RUNG) :
 					      ring_prod_needs_wakeup(&r, MROC_RING_NEED_WAKEUP))) {
 			signal_consumer(s);
 			s->wakeups++;
@@ -195,6 +201,8 @@ static void consumer_sleep(struct stress *s, struct ring_view *r)
 	uint64_t cnt;
 
 	/* Raise the flag and look again: an entry may have slipped in. */
+	if (s->once)
+		ring_cons_clear_flag(r, MROC_RING_RUNG);	/* before the flag goes up */
 	if (ring_cons_prepare_sleep(r, MROC_RING_NEED_WAKEUP)) {
 		s->sleeps++;
 		if (read(s->efd, &cnt, sizeof(cnt)) != sizeof(cnt))
@@ -329,11 +337,12 @@ static void test_spin(void **state)
 	free(s);
 }
 
-static void test_sleep_wakeup(void **state)
+static void sleep_wakeup(bool once)
 {
 	struct stress *s = stress_new(entries_wanted() / 5, UINT32_MAX - 1000, true, MAX_BATCH);
 
-	check(s, run(s), "sleeping consumer");
+	s->once = once;
+	check(s, run(s), once ? "sleeping consumer, a signal per sleep" : "sleeping consumer");
 	/* The test means nothing if the consumer never slept. */
 	assert_true(s->sleeps > 0);
 	assert_true(s->wakeups > 0);
@@ -341,11 +350,21 @@ static void test_sleep_wakeup(void **state)
 	free(s);
 }
 
+static void test_sleep_wakeup(void **state)
+{
+	sleep_wakeup(false);
+}
+
+static void test_sleep_wakeup_once(void **state)
+{
+	sleep_wakeup(true);
+}
+
 /*
  * One entry at a time in lock-step, the consumer sleeping whenever the ring
  * is empty; the producer checks the flag (SQ, RQ) or takes it (CQ).
  */
-static void sleep_lockstep(bool take)
+static void sleep_lockstep(bool take, bool once)
 {
 	struct stress *s = stress_new(entries_wanted() / 200, UINT32_MAX - 1000, true, 1);
 
@@ -353,7 +372,9 @@ static void sleep_lockstep(bool take)
 	s->jitter = true;
 	s->lockstep = true;
 	s->take = take;
+	s->once = once;
 	check(s, run(s), take ? "sleeping consumer, lock-step, flag taken" :
+			 once ? "sleeping consumer, lock-step, a signal per sleep" :
 				"sleeping consumer, lock-step");
 	assert_true(s->sleeps > 0);
 	close(s->efd);
@@ -362,12 +383,17 @@ static void sleep_lockstep(bool take)
 
 static void test_sleep_lockstep(void **state)
 {
-	sleep_lockstep(false);
+	sleep_lockstep(false, false);
 }
 
 static void test_sleep_lockstep_take(void **state)
 {
-	sleep_lockstep(true);
+	sleep_lockstep(true, false);
+}
+
+static void test_sleep_lockstep_once(void **state)
+{
+	sleep_lockstep(false, true);
 }
 
 int main(void)
@@ -377,6 +403,8 @@ int main(void)
 		cmocka_unit_test(test_sleep_wakeup),
 		cmocka_unit_test(test_sleep_lockstep),
 		cmocka_unit_test(test_sleep_lockstep_take),
+		cmocka_unit_test(test_sleep_wakeup_once),
+		cmocka_unit_test(test_sleep_lockstep_once),
 	};
 
 	pthread_t dog;
