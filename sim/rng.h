@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * The simulator's only source of randomness: xoshiro256** seeded through
- * splitmix64.  One generator per simulation, drawn from in event order, so a
+ * splitmix64 (common/prng.h, the engine's generator).  One generator per simulation, drawn from in event order, so a
  * seed fixes every random loss and every hash; never rand() or the clock.
  */
 #ifndef MROC_SIM_RNG_H
@@ -9,21 +9,31 @@
 
 #include <stdint.h>
 
+#include "prng.h"
+
 struct rng {
-	uint64_t s[4];
+	struct prng p;
 };
 
 /* splitmix64 finaliser: a good 64-bit mixer, also used for ECMP hashes. */
 static inline uint64_t rng_mix64(uint64_t x)
 {
-	x += 0x9e3779b97f4a7c15ULL;
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
-	x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
-	return x ^ (x >> 31);
+	return prng_splitmix(&x);
 }
 
-void rng_seed(struct rng *r, uint64_t seed);
-uint64_t rng_next(struct rng *r);
+/*
+ * The simulator's streams as they have always been: each state word one
+ * splitmix64 step further along than prng_seed's for the same seed.
+ */
+static inline void rng_seed(struct rng *r, uint64_t seed)
+{
+	prng_seed(&r->p, seed + 0x9e3779b97f4a7c15ULL);
+}
+
+static inline uint64_t rng_next(struct rng *r)
+{
+	return prng_next(&r->p);
+}
 
 /* Uniform in [0, 1) with 53 random bits. */
 static inline double rng_double(struct rng *r)
