@@ -154,16 +154,8 @@ json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 		SET(o, "prev_sport", pi->prev_sport);
 		SET(o, "moved_ago_ns", now > pi->repath_at_ns ? now - pi->repath_at_ns : 0);
 	}
-	/* Every move by its reason (engine_repath_name: timeout, loss, ce, slow, keepalive, spread, rtt). */
-	json_t *why = json_object();
-
-	for (unsigned i = ENGINE_REPATH_NONE + 1; i < ENGINE_REPATH__COUNT; i++)
-		json_object_set_new(why, engine_repath_name(i), json_integer((json_int_t)pi->repaths_why[i]));
-	json_object_set_new(o, "repaths_why", why);
 	SET(o, "backoff", pi->backoff);
 	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
-	SET(o, "delay_cuts", pi->delay_cuts);
-	SET(o, "delay_rebases", pi->delay_rebases);
 	return o;
 }
 

@@ -1,31 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * MetaRoCE's window algorithm, per path (cc_metaroce).  Each signal moves the
- * window on its own:
- *  - growth: slow start, then one packet per window, only while the window
- *    limits the sender (congestion-window validation, RFC 7661's idea): a
- *    window that never fills proves nothing about the path and must not grow;
+ * MetaRoCE's window algorithm, per path (cc_metaroce):
+ *  - slow start, then additive increase of one packet per window;
  *  - ECN: DCTCP's alpha (the marked fraction, g = 1/16 per round) and a cut
  *    of alpha/2 once per marked round;
- *  - delay (delay_target_ns > 0, only where nothing has marked CE: where the
- *    fabric marks, ECN speaks for its queues): the smallest RTT of a round
- *    above the path's minimum plus the target cuts the window in proportion
- *    to the excess, as Swift and UEC's NSCC do.  The round's minimum, not
- *    each sample: a standing queue raises every sample, a scheduler's hiccup
- *    only some.  Delay that DELAY_REBASE_ROUNDS cuts in a row did not lower
- *    is not a queue of ours (a busy host adds it to every ACK): it becomes the
- *    path's base RTT and the window grows back.  A delay cut never takes the
- *    window below what the path delivers in one base RTT (its BDP), nor
- *    below dupthresh + 1 packets;
- *  - loss: a burst (loss_md_pkts in a round) is congestion when something
- *    corroborates it, CE in this round or the last, or an RTT above the delay
- *    target: then the window halves, once per window of data.  Without
- *    corroboration it is random loss and is only repaired: where the fabric
- *    marks CE, without a cut; where nothing marks, with a bounded one
- *    (1/8 per window), so a fabric without ECN whose short queues drop
- *    before the RTT can rise still backs off.  A resend lost again (its DSN's
- *    third transmission lost: random loss makes that rare, a queue that
- *    cannot hold it makes it every time) halves the window too;
+ *  - loss: a burst (loss_md_pkts in a round) halves the window once per
+ *    window of data, single random drops do not (the fabric is lossy, not
+ *    congested, when one packet in a hundred goes);
+ *  - delay (delay_target_ns > 0): where nothing marks ECN, the smallest RTT
+ *    of a round above the path's minimum plus the target cuts the window in
+ *    proportion to the excess, as Swift and UEC's NSCC do.  The round's
+ *    minimum, not each sample: a standing queue raises every sample, a
+ *    scheduler's hiccup only some;
  *  - timeout: one packet.
  */
 #include "internal.h"
@@ -33,7 +19,6 @@
 #define DCTCP_G_SHIFT	4		/* g = 1/16 */
 #define DELAY_BETA	(FIX_ONE * 4 / 5)	/* cut 0.8 x the excess delay's share */
 #define DELAY_MAX_CUT	(FIX_ONE / 2)
-#define DELAY_REBASE_ROUNDS	8	/* delay cuts in a row that must lower the RTT */
 
 uint32_t cc_pwnd_min(const struct engine *eng)
 {
@@ -68,36 +53,20 @@ static void mr_init(const struct engine *eng, struct path *p)
 	p->alpha = FIX_ONE;
 	p->recover_psn = p->next_psn;
 	p->cut_this_round = false;
-	p->dly_streak = 0;
 	clamp_pwnd(eng, p);
 }
 
 static void mr_on_ack(const struct engine *eng, struct path *p, uint32_t acked, uint32_t ce_delta)
 {
-	uint32_t before = p->inflight + acked;	/* in flight when the ACK came */
-
 	if (ce_delta && p->pwnd < p->ssthresh)
 		p->ssthresh = p->pwnd;	/* congestion seen: leave slow start */
 	if (!acked)
 		return;
-	/*
-	 * Grow only a window the sender fills: in slow start, half of it in
-	 * flight (the next round doubles what flies); after, all of it but one
-	 * packet (a sender the window holds back fills it to within a packet).
-	 */
-	if (p->pwnd < p->ssthresh) {
-		if (2 * (uint64_t)before >= p->pwnd)
-			p->pwnd += acked;
-	} else if (before + eng->seg_bytes >= p->pwnd) {
+	if (p->pwnd < p->ssthresh)
+		p->pwnd += acked;
+	else
 		p->pwnd += (uint32_t)((uint64_t)eng->seg_bytes * acked / p->pwnd);
-	}
 	clamp_pwnd(eng, p);
-}
-
-/* The RTT above which the path queues: its minimum plus the target, at least one base RTT. */
-static uint64_t delay_limit(const struct engine *eng, const struct path *p)
-{
-	return p->min_rtt + max_u64(eng->cfg.delay_target_ns, p->min_rtt);
 }
 
 /* The cut the round's delay asks for (FIX_ONE = all), 0 within the target. */
@@ -105,60 +74,14 @@ static uint32_t delay_cut(const struct engine *eng, const struct path *p)
 {
 	uint64_t target, excess;
 
-	if (!eng->cfg.delay_target_ns || eng->ecn_seen || !p->min_rtt || !p->round_min_rtt)
+	if (!eng->cfg.delay_target_ns || !p->min_rtt || !p->round_min_rtt)
 		return 0;
-	target = delay_limit(eng, p);
+	/* At least one base RTT of queue: the target scales with the path. */
+	target = p->min_rtt + max_u64(eng->cfg.delay_target_ns, p->min_rtt);
 	if (p->round_min_rtt <= target)
 		return 0;
 	excess = (p->round_min_rtt - target) * FIX_ONE / p->round_min_rtt;
 	return (uint32_t)min_u64(excess * DELAY_BETA / FIX_ONE, DELAY_MAX_CUT);
-}
-
-/*
- * The lowest window a delay cut leaves: what the path delivers in one base
- * RTT (a window that size builds no queue), at least dupthresh + 1 packets
- * so that a loss is still found by SACK, not by a timeout.
- */
-static uint32_t delay_floor(const struct engine *eng, const struct path *p)
-{
-	uint64_t bdp = p->rate_ewma / 8 * p->min_rtt / NSEC_PER_SEC;
-
-	return (uint32_t)min_u64(max_u64(bdp, (uint64_t)(eng->cfg.dupthresh + 1) * eng->seg_bytes),
-				 cc_pwnd_max(eng));
-}
-
-/*
- * A round whose delay asks for a cut.  Cuts that work lower the RTT.  When
- * over DELAY_REBASE_ROUNDS such rounds in a row the window fell to half of
- * where the streak began (or sat at its floor) and the RTT stayed above 7/8
- * of where it began, the delay is the hosts' (or a queue the path cannot
- * drain), not one this path builds: it becomes the base RTT.  A window held
- * at the target (cut, grown back, cut) keeps its size and is not rebased.
- */
-static void delay_round(const struct engine *eng, struct path *p, uint32_t delay)
-{
-	uint32_t floor = delay_floor(eng, p), before = p->pwnd;
-
-	if (!p->dly_streak || p->round_min_rtt * 8 < p->dly_ref_rtt * 7) {
-		p->dly_streak = 0;
-		p->dly_ref_rtt = p->round_min_rtt;
-		p->dly_ref_pwnd = p->pwnd;
-	}
-	if (++p->dly_streak >= DELAY_REBASE_ROUNDS &&
-	    (p->pwnd <= floor || 2 * (uint64_t)p->pwnd <= p->dly_ref_pwnd)) {
-		p->min_rtt = p->round_min_rtt;
-		p->dly_streak = 0;
-		p->ssthresh = cc_pwnd_max(eng);	/* grow back to what the path carries */
-		p->st_delay_rebases++;
-		return;
-	}
-	if (p->pwnd <= floor)
-		return;
-	cut(eng, p, delay, FIX_ONE);
-	if (p->pwnd < floor)
-		p->pwnd = floor;
-	if (p->pwnd < before)
-		p->st_delay_cuts++;
 }
 
 static void mr_on_round(const struct engine *eng, struct path *p, uint32_t ce_frac)
@@ -166,44 +89,38 @@ static void mr_on_round(const struct engine *eng, struct path *p, uint32_t ce_fr
 	uint32_t delay = delay_cut(eng, p);
 
 	p->alpha = p->alpha - (p->alpha >> DCTCP_G_SHIFT) + (ce_frac >> DCTCP_G_SHIFT);
-	if (!delay)
-		p->dly_streak = 0;
 	if (p->cut_this_round)
 		return;		/* a loss already halved it this round */
-	if (p->round_ce)
-		cut(eng, p, p->alpha, 2 * (uint64_t)FIX_ONE);
-	else if (delay)
-		delay_round(eng, p, delay);
-}
+	/* ECN cuts alpha/2; the delay cut goes instead when it asks for more. */
+	if ((uint64_t)delay * 2 > (p->round_ce ? p->alpha : 0)) {
+		/*
+		 * Delay alone never takes the window below dupthresh + 1 packets:
+		 * on a host whose scheduler adds the delay (not a queue), one
+		 * packet in flight turned every loss into an RTO.
+		 */
+		uint32_t floor = (eng->cfg.dupthresh + 1) * eng->seg_bytes;
 
-/* Something besides the losses says the path queues: CE, or its RTT. */
-static bool loss_corroborated(const struct engine *eng, const struct path *p)
-{
-	if (p->round_ce || p->round_had_ce)
-		return true;
-	return p->min_rtt && p->round_min_rtt && p->round_min_rtt > delay_limit(eng, p);
+		p->st_delay_cuts++;
+		if (p->pwnd > floor) {
+			cut(eng, p, delay, FIX_ONE);
+			if (p->pwnd < floor)
+				p->pwnd = floor;
+		}
+	} else if (p->round_ce) {
+		cut(eng, p, p->alpha, 2 * (uint64_t)FIX_ONE);
+	}
 }
 
 static void mr_on_loss(const struct engine *eng, struct path *p, uint32_t psn)
 {
-	uint64_t num = 0, den = 1;
-
-	if (!seq_le(p->recover_psn, psn))
-		return;		/* once per window of data */
-	if (p->round_lost_retx) {
-		num = 1, den = 2;
-	} else if (p->round_lost >= eng->cfg.loss_md_pkts) {
-		if (loss_corroborated(eng, p))
-			num = 1, den = 2;
-		else if (!eng->ecn_seen)
-			num = 1, den = 8;
+	/* Single random drops are not congestion; a burst within a round is. */
+	if (p->round_lost >= eng->cfg.loss_md_pkts && seq_le(p->recover_psn, psn)) {
+		cut(eng, p, 1, 2);
+		p->recover_psn = p->next_psn;
+		p->cut_this_round = true;
 	}
-	if (!num)
-		return;
-	cut(eng, p, num, den);
-	p->recover_psn = p->next_psn;
-	p->cut_this_round = true;
 }
+
 static void mr_on_rto(const struct engine *eng, struct path *p)
 {
 	p->ssthresh = max_u64(p->pwnd / 2, 2 * eng->seg_bytes);

@@ -346,14 +346,6 @@ enum engine_counter {
 	EC_LOST_RACK,			/* of EC_LOST: found across paths by time (qp_ack.c) */
 	EC_RX_BAD_ECHO,			/* ACK echoing no send time of ours: no RTT sample (path.c) */
 	EC_CM_EARLY_RETRY,		/* CONNECT_REQ repeated at once: the peer sent as if connected */
-	/* of EC_REPATH, by reason (enum engine_repath_why) */
-	EC_REPATH_TIMEOUT,
-	EC_REPATH_LOSS,
-	EC_REPATH_CE,
-	EC_REPATH_SLOW,
-	EC_REPATH_KEEPALIVE,
-	EC_REPATH_SPREAD,
-	EC_REPATH_RTT,
 	EC__COUNT,
 };
 
@@ -383,7 +375,6 @@ enum engine_repath_why {
 	ENGINE_REPATH_SLOW,		/* congested while delivering < 2/3 of its siblings */
 	ENGINE_REPATH_KEEPALIVE,	/* idle, and a keepalive on it went unanswered */
 	ENGINE_REPATH_SPREAD,		/* every path congested, the QP under 2/3 of the link rate */
-	ENGINE_REPATH_RTT,		/* RTT clearly above its siblings' (a queue of its own) */
 	ENGINE_REPATH__COUNT,
 };
 const char *engine_repath_name(enum engine_repath_why why);
@@ -402,8 +393,6 @@ struct engine_path_info {
 	bool timed_out;			/* carries only probes until an ACK revives it */
 	uint32_t backoff;		/* consecutive RTOs without progress */
 	uint64_t delay_cuts;		/* rounds whose queueing delay cut the window */
-	uint64_t delay_rebases;		/* delay that cuts did not lower, taken as the base RTT */
-	uint64_t repaths_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 
 struct engine_qp_info {

@@ -69,7 +69,7 @@ struct path {
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
-	uint8_t probes;		/* tail-loss probes sent since the last progress */
+	bool probed;		/* a tail-loss probe went out since the last progress */
 	bool probe_pending;	/* send one probe on this path now */
 	uint64_t probe_at;	/* timed-out path: when to probe it next */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
@@ -79,10 +79,6 @@ struct path {
 	uint64_t round_min_rtt;	/* smallest RTT sample this round (the delay signal), 0 = none */
 	uint32_t recover_psn;	/* losses below this do not cut the window again */
 	bool cut_this_round;
-	uint32_t round_lost_retx;	/* of round_lost: resends lost again (tx_count >= 3) */
-	/* delay signal: rounds in a row it cut, the window and RTT when the streak began */
-	uint32_t dly_streak, dly_ref_pwnd;
-	uint64_t dly_ref_rtt;
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */
@@ -100,8 +96,6 @@ struct path {
 	/* statistics */
 	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
 	uint64_t st_delay_cuts;	/* rounds whose delay cut the window */
-	uint64_t st_delay_rebases;	/* delay cuts did not lower: taken as the base RTT */
-	uint64_t st_repath_why[ENGINE_REPATH__COUNT];
 };
 
 enum dsn_state { DSN_FREE = 0, DSN_INFLIGHT, DSN_ACKED, DSN_LOST, DSN_RNR_WAIT };
@@ -355,7 +349,6 @@ struct engine {
 	uint32_t ctl_head, ctl_tail;
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
 	uint64_t host_srtt, host_rttvar;
-	bool ecn_seen;		/* a peer reported CE: the fabric marks where it queues */
 	/* the largest RTT any ACK showed in this window and the last (path.c) */
 	uint64_t rtt_max_cur, rtt_max_prev, rtt_max_until;
 	/* receiver fair share */
@@ -456,8 +449,6 @@ void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t ack
 		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now);
 void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn, uint32_t nlost);
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
-#define PATH_MAX_PROBES	1	/* tail-loss probes before the RTO proper (path.c) */
-void path_probe_next(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);

@@ -58,7 +58,6 @@ static void restart_window(struct engine *eng, struct path *p)
 	p->bad_rounds = 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
-	p->round_lost_retx = 0;
 	p->round_min_rtt = 0;
 	eng->cc->init(eng, p);
 }
@@ -140,12 +139,9 @@ uint64_t path_rto(const struct engine *eng, const struct path *p)
 }
 
 /*
- * Arm the path's timer.  Before the RTO proper, a tail-loss probe goes out
+ * Arm the path's timer.  Before the RTO proper, one tail-loss probe goes out
  * after two smoothed RTTs without progress: its ACK exposes a lost tail that
- * no later packet would reveal (RACK-TLP's idea).  Up to PATH_MAX_PROBES go,
- * each after twice the wait of the last, while the RTO is further off (one:
- * three did not lower the 64-host permutation's 35-56 RTOs per run at 10%
- * loss, so their cause is elsewhere; see docs/PROTOCOL.md).
+ * no later packet would reveal (RACK-TLP's idea).
  */
 /*
  * The path's smoothed RTT, or (no sample yet) the smallest of its siblings',
@@ -168,39 +164,28 @@ static uint64_t probe_srtt(const struct engine *eng, const struct qp *qp, const 
 	return srtt || qp->snd_nxt != qp->dsn_alloc ? srtt : eng->host_srtt;
 }
 
-/*
- * The next probe's time, PTO << probes: RFC 8985's PTO (2 SRTT, plus the
- * receiver's ACK delay if the newest packet did not ask for an immediate
- * ACK; a collective step's lone packet always asks), doubling for each probe
- * already sent; 0 = none (no RTT to go by, or PATH_MAX_PROBES sent).
- */
-static uint64_t probe_after(const struct engine *eng, const struct qp *qp, struct path *p)
-{
-	uint64_t srtt = probe_srtt(eng, qp, p);
-
-	if (!srtt || p->probes >= PATH_MAX_PROBES)
-		return 0;
-	return (2 * srtt + (sb_ent(p, p->next_psn - 1)->ack_req ? 0 : eng->cfg.ack_delay_ns))
-	       << p->probes;
-}
-
-/* The timer after a probe went out: the next probe, or the RTO proper. */
-void path_probe_next(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
-{
-	uint64_t pto = probe_after(eng, qp, p);
-
-	p->rto_deadline = pto && now + pto < p->rto_at ? now + pto : p->rto_at;
-}
-
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
 {
+	uint64_t pto, srtt = probe_srtt(eng, qp, p);
+
 	if (!p->inflight) {
 		p->rto_deadline = 0;
 		return;
 	}
 	p->rto_at = now + path_rto(eng, p);
-	/* A new path borrows its siblings' RTT: a lost first packet need not wait an RTO. */
-	path_probe_next(eng, qp, p, now);
+	/*
+	 * A new path borrows its siblings' RTT: a lost first packet need not wait
+	 * an RTO.  The receiver's ACK delay counts only if the newest packet did
+	 * not ask for an immediate ACK (RFC 8985's PTO: 2 SRTT, plus the delayed
+	 * ACK's allowance where one can apply); a collective step's lone packet
+	 * always asks.
+	 */
+	pto = srtt ? 2 * srtt + (sb_ent(p, p->next_psn - 1)->ack_req ? 0 : eng->cfg.ack_delay_ns)
+		   : 0;
+	if (!p->probed && pto && now + pto < p->rto_at)
+		p->rto_deadline = now + pto;
+	else
+		p->rto_deadline = p->rto_at;
 }
 
 /*
@@ -216,7 +201,7 @@ void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct p
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *s = &qp->paths[i];
 
-		if (s == p || s->srtt || s->probes || !s->inflight || !s->rto_deadline ||
+		if (s == p || s->srtt || s->probed || !s->inflight || !s->rto_deadline ||
 		    s->rto_deadline != s->rto_at || now + pto >= s->rto_at)
 			continue;
 		s->rto_deadline = now + pto;
@@ -333,7 +318,6 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	p->round_had_ce = p->round_ce != 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
-	p->round_lost_retx = 0;
 	p->round_min_rtt = 0;
 	p->cut_this_round = false;
 	(void)qp;
@@ -344,8 +328,6 @@ void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t ack
 {
 	p->round_rcv += rcv_delta;
 	p->round_ce += ce_delta;
-	if (ce_delta)
-		eng->ecn_seen = true;
 	p->round_acked += acked_bytes;
 	eng->cc->on_ack(eng, p, acked_bytes, ce_delta);
 	if (seq_le(p->round_end_psn, acked_psn)) {
@@ -389,10 +371,6 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->sport = pick_sport(eng, qp, p);
 	p->st_repaths++;
 	eng->st.c[EC_REPATH]++;
-	if (why != ENGINE_REPATH_NONE && why < ENGINE_REPATH__COUNT) {
-		p->st_repath_why[why]++;
-		eng->st.c[EC_REPATH_TIMEOUT + (why - ENGINE_REPATH_TIMEOUT)]++;
-	}
 	p->last_repath = now;
 	p->min_rtt = 0;
 	restart_window(eng, p);
@@ -425,7 +403,7 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	if (p->state == PATH_TIMEDOUT && qp_heard(qp) > p->timedout_at)
 		backoff = 0;
 	p->backoff = backoff;
-	p->probes = 0;
+	p->probed = false;
 }
 
 /*
@@ -450,22 +428,18 @@ static bool underused(const struct engine *eng, const struct qp *qp, uint64_t ra
 
 /*
  * PLB-style: a path moves to a new source port (another ECMP route) when,
- * for BAD_ROUNDS of its rounds, it is clearly worse than its siblings: its
- * loss or CE fraction far above theirs, its smoothed RTT half as long again
- * as theirs (a queue of its own: two paths hashed onto one link while
- * another idles), or congested (CE, or that RTT) while delivering under 2/3
- * of what they deliver on average (two paths on one marking link).  Loss alone never makes a path slow:
- * random loss is everywhere, and paths that all see it, or that all queue
- * alike, have nowhere better to go (moving restarts a path's RTT and
- * window for nothing).  A path that sees it moves with probability 1/2 per
- * round, so colliding paths do not chase each other.
+ * for BAD_ROUNDS of its rounds, its loss or CE fraction stays far above its
+ * siblings', or it is congested while delivering under two thirds of what
+ * its siblings deliver on average: the signature of two paths hashed onto
+ * one link while another link idles.  A path that sees it moves with
+ * probability 1/2 per round, so colliding paths do not chase each other.
  */
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
-	uint64_t loss = 0, ce = 0, rate = 0, srtt = 0;
+	uint64_t loss = 0, ce = 0, rate = 0;
 	unsigned mature = 0;
 	enum engine_repath_why why = ENGINE_REPATH_NONE;
-	bool slow, queued;
+	bool slow;
 
 	if (!eng->cfg.repath || qp->npaths < 2 || p->rounds < MATURE_ROUNDS)
 		return;
@@ -483,25 +457,17 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 		loss += s->loss_ewma;
 		ce += s->ce_ewma;
 		rate += s->rate_ewma;
-		srtt += s->srtt;
 		mature++;
 	}
 	if (!mature)
 		return;
 	loss /= mature;
 	ce /= mature;
-	srtt /= mature;
-	/* Half as long again, and by more than the receiver's ACK delay (jitter). */
-	queued = srtt && 2 * p->srtt > 3 * srtt && p->srtt > srtt + eng->cfg.ack_delay_ns;
-	/* Marked at least as much as they are (a busier link marks more), or queued. */
-	slow = ((p->ce_ewma > FIX_ONE / 16 && p->ce_ewma >= ce) || queued) &&
-	       p->rate_ewma * 3 * mature < rate * 2;
+	slow = (p->ce_ewma || p->loss_ewma) && p->rate_ewma * 3 * mature < rate * 2;
 	if (p->loss_ewma > 2 * loss + FIX_ONE / 20)
 		why = ENGINE_REPATH_LOSS;
 	else if (p->ce_ewma > ce + FIX_ONE * 3 / 10)
 		why = ENGINE_REPATH_CE;
-	else if (queued)
-		why = ENGINE_REPATH_RTT;
 	else if (slow)
 		why = ENGINE_REPATH_SLOW;
 	else if (underused(eng, qp, rate + p->rate_ewma, mature + 1))

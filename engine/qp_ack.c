@@ -49,19 +49,8 @@ static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 	s->state = SB_LOST;
 	p->inflight -= s->bytes;
 	peer_release(eng, qp, 1);
-	if (s->copy)
-		return;
-	/*
-	 * A DSN whose second resend is lost too: at random loss p that is p^3
-	 * of the packets, but behind a queue that cannot hold it (a request
-	 * tail-dropped behind a data packet every time) it is every try.  Left
-	 * to congestion control (cc_window.c): it cuts, so the resend stops
-	 * queueing behind the path's other packets.
-	 */
-	if (!seq_lt(s->dsn, qp->snd_una) && seq_lt(s->dsn, qp->snd_nxt) &&
-	    dsn_ent(qp, s->dsn)->tx_count >= 3)
-		p->round_lost_retx++;
-	qp_mark_lost(eng, qp, s->dsn);
+	if (!s->copy)
+		qp_mark_lost(eng, qp, s->dsn);
 }
 
 /*
@@ -340,7 +329,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
 		p->backoff = 0;
-		p->probes = 0;
+		p->probed = false;
 		p->state = PATH_ACTIVE;
 		p->probe_at = 0;
 	}
@@ -480,14 +469,12 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			 * made the baseline recover faster than it should, and burn
 			 * its retries within milliseconds of an outage).
 			 */
-			if (p->probes < PATH_MAX_PROBES && qp->mops->tail_probe) {
-				p->probes++;
+			if (!p->probed && qp->mops->tail_probe) {
+				p->probed = true;
 				p->probe_pending = true;
 				qp_wake(eng, qp);
-				path_probe_next(eng, qp, p, now);
-			} else {
-				p->rto_deadline = p->rto_at;
 			}
+			p->rto_deadline = p->rto_at;
 			continue;
 		}
 		path_timeout(eng, qp, p, now);

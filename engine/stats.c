@@ -36,13 +36,6 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_LOST_RACK] = "lost_rack",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
 		[EC_CM_EARLY_RETRY] = "cm_early_retry",
-		[EC_REPATH_TIMEOUT] = "repath_timeout",
-		[EC_REPATH_LOSS] = "repath_loss",
-		[EC_REPATH_CE] = "repath_ce",
-		[EC_REPATH_SLOW] = "repath_slow",
-		[EC_REPATH_KEEPALIVE] = "repath_keepalive",
-		[EC_REPATH_SPREAD] = "repath_spread",
-		[EC_REPATH_RTT] = "repath_rtt",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";
@@ -120,7 +113,6 @@ const char *engine_repath_name(enum engine_repath_why why)
 		[ENGINE_REPATH_SLOW] = "slow",
 		[ENGINE_REPATH_KEEPALIVE] = "keepalive",
 		[ENGINE_REPATH_SPREAD] = "spread",
-		[ENGINE_REPATH_RTT] = "rtt",
 	};
 
 	return (unsigned)why < ENGINE_REPATH__COUNT ? names[why] : "?";
@@ -161,10 +153,7 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		.backoff = p->backoff,
 		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
 		.delay_cuts = p->st_delay_cuts,
-		.delay_rebases = p->st_delay_rebases,
 	};
-	for (unsigned i = 0; i < ENGINE_REPATH__COUNT; i++)
-		o->repaths_why[i] = p->st_repath_why[i];
 	return 0;
 }
 
