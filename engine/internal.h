@@ -452,12 +452,29 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
-uint32_t path_free(const struct path *p);
-bool path_sb_full(const struct path *p);
-bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes);
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */
 uint64_t path_rto(const struct engine *eng, const struct path *p);
+
+/* Asked for every path at every packet sent (tx_pick_path): inline, not calls into path.c. */
+static inline uint32_t path_free(const struct path *p)
+{
+	return p->pwnd > p->inflight ? p->pwnd - p->inflight : 0;
+}
+
+/* The receiver's SACK could not describe one more packet in flight. */
+static inline bool path_sb_full(const struct path *p)
+{
+	return seq_diff(p->next_psn, p->floor) >= MROC_SACK_BITS;
+}
+
+static inline bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes)
+{
+	(void)eng;
+	if (path_sb_full(p))
+		return false;
+	return !p->inflight || p->inflight + bytes <= p->pwnd;
+}
 
 /* qp_tx.c */
 int qp_post_send(struct engine *eng, struct qp *qp, const struct engine_wr *wr, uint64_t now);

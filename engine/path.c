@@ -76,25 +76,6 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, ui
 	restart_window(eng, p);
 }
 
-uint32_t path_free(const struct path *p)
-{
-	return p->pwnd > p->inflight ? p->pwnd - p->inflight : 0;
-}
-
-/* The receiver's SACK could not describe one more packet in flight. */
-bool path_sb_full(const struct path *p)
-{
-	return seq_diff(p->next_psn, p->floor) >= MROC_SACK_BITS;
-}
-
-bool path_can_send(const struct engine *eng, const struct path *p, uint32_t bytes)
-{
-	(void)eng;
-	if (path_sb_full(p))
-		return false;
-	return !p->inflight || p->inflight + bytes <= p->pwnd;
-}
-
 /*
  * The RTO never goes below what the host as a whole sees: with thousands of
  * QPs each path has few samples, and when the host is the bottleneck (a

@@ -271,12 +271,14 @@ struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 
 	for (unsigned k = 0; k < qp->npaths; k++)
 		any_alive |= qp->paths[k].state == PATH_ACTIVE;
-	for (unsigned k = 0; k < qp->npaths; k++) {
-		struct path *p = &qp->paths[(qp->rr + k) % qp->npaths];
-		uint32_t f = (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes);
+	for (unsigned k = 0, i = qp->rr % qp->npaths; k < qp->npaths;
+	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
+		struct path *p = &qp->paths[i];
+		uint32_t f;
 
 		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes))
 			continue;
+		f = (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes);
 		if (!best || f > best_free) {
 			best = p;
 			best_free = f;
