@@ -401,7 +401,8 @@ $(BUILD)/libmroc-fi.so: $(FI_PIC_OBJS) $(LIBMROC_PIC_OBJS) libfabric/libmroc-fi.
 # NCCL net plugin: nccl/*.c -> libnccl-net-mroc.so (the name NCCL_NET_PLUGIN=mroc makes NCCL
 # dlopen), libmroc's position-independent objects linked in; only ncclNetPlugin_v8 .. _v12 are
 # exported (nccl/libnccl-net-mroc.map).  tests/nccl/*.c -> build/tests/nccl/*: the harness that
-# drives it as NCCL would (dlopen by path), run by tests/e2e/test_nccl.sh and make bench-nccl.
+# drives it as NCCL would (dlopen by path), or the same ring over kernel TCP or a libfabric
+# provider (tests/nccl/fi_net.c), run by tests/e2e/test_nccl.sh and make bench-nccl.
 NCCL_SRCS := $(sort $(wildcard nccl/*.c))
 NCCL_PIC_OBJS := $(NCCL_SRCS:%.c=$(BUILD)/obj-pic/%.o)
 NCCL_PLUGIN := $(if $(NCCL_SRCS),$(BUILD)/libnccl-net-mroc.so)
@@ -414,15 +415,18 @@ $(BUILD)/libnccl-net-mroc.so: $(NCCL_PIC_OBJS) $(LIBMROC_PIC_OBJS) nccl/libnccl-
 	$(Q)$(CC) $(MROC_LDFLAGS) -shared -Wl,--version-script=nccl/libnccl-net-mroc.map \
 		-Wl,-z,defs -o $@ $(NCCL_PIC_OBJS) $(LIBMROC_PIC_OBJS) -lpthread
 
-NCCL_TEST_SRCS := $(sort $(wildcard tests/nccl/*.c))
+# fi_net.c (the ring over a libfabric provider) only where libfabric-dev is installed.
+NCCL_TEST_SRCS := $(filter-out $(if $(HAVE_LIBFABRIC),,tests/nccl/fi_net.c),\
+		  $(sort $(wildcard tests/nccl/*.c)))
 NCCL_HARNESS := $(if $(NCCL_TEST_SRCS),$(BUILD)/tests/nccl/nccl-harness)
-$(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Inccl -Itests/nccl
+$(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Inccl -Itests/nccl \
+	$(if $(HAVE_LIBFABRIC),-DH_HAVE_FI $(LIBFABRIC_CFLAGS))
 ALL_OBJS += $(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o)
 tests: $(NCCL_HARNESS) $(NCCL_PLUGIN)
 $(NCCL_HARNESS): $(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ -ldl -lpthread $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ -ldl $(if $(HAVE_LIBFABRIC),-lfabric) -lpthread $(MROC_LDLIBS)
 
 # MPI programs: tests/mpi/*.c -> build/tests/mpi/* with mpicc (Open MPI, openmpi-bin and
 # libopenmpi-dev), written with MPI only; tests/e2e/test_mpi.sh and scripts/bench-mpi.sh run them.

@@ -4,8 +4,9 @@
 # nccl-tests' all_reduce_perf, in shape (issue 26): tests/nccl/nccl-harness runs NCCL's
 # ring AllReduce, 4 ranks, 8 B .. 64 MiB, over the NCCL net plugin
 # (build/libnccl-net-mroc.so, buffers in shared memfds: no copy; and malloc'd: the
-# bounce copy) and the same ring over kernel TCP (NCCL's socket transport: one TCP
-# connection per ring hop, TCP_NODELAY) on the same fabric in the same run; hosts with a
+# bounce copy), the same ring over kernel TCP (NCCL's socket transport: one TCP
+# connection per ring hop, TCP_NODELAY) and over mroc's libfabric provider (tagged
+# messages, tests/nccl/fi_net.c) on the same fabric in the same run; hosts with a
 # port per plane (scripts/fabric --ports 2 --hosts 4, MTU 3500, no offloads), mrocd on
 # AF_XDP on each; 4 ranks on 4 hosts and 4 ranks on 2 hosts (two a host, every hop
 # between hosts); lossless and with LOSS% on plane 2.  The first run of each size is
@@ -18,7 +19,7 @@
 # progress on stderr.  Root; make bench-nccl (about 5 minutes on a quiet machine).
 #
 # Environment: BUILD (build), OUT (docs/perf), LOSS (1), SIZES (8 B .. 64 MiB),
-# NETS ("mroc mroc-copy tcp"), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP.
+# NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP.
 set -u
 BL_TAG=bnccl
 . "$(dirname "$0")/bench-lib.sh"
@@ -26,7 +27,7 @@ BL_TAG=bnccl
 OUT=${OUT:-$BL_TOP/docs/perf}
 LOSS=${LOSS:-1}
 SIZES=${SIZES:-8 64 512 4K 32K 256K 1M 4M 16M 64M}
-NETS=${NETS:-mroc mroc-copy tcp}
+NETS=${NETS:-mroc mroc-copy tcp fi}
 PLACEMENTS=${PLACEMENTS:-4 2}
 LOSSES=${LOSSES:-0 $LOSS}
 HARNESS=$BUILD/tests/nccl/nccl-harness
@@ -83,8 +84,11 @@ run() {
 		mroc) args=(--plugin "$PLUGIN") ;;
 		mroc-copy) args=(--plugin "$PLUGIN" --malloc) ;;
 		tcp) args=(--tcp "${IP[$h]}") ;;
+		fi) args=(--fi mroc) ;;
+		fi-rxm) args=(--fi "tcp;ofi_rxm") ;;
 		esac
 		bl_bg ip netns exec "${NS[$h]}" env MROC_SOCKET="$BL_DIR/h$h.ctl" NCCL_MROC_ADDR="${IP[$h]}" \
+			FI_PROVIDER_PATH="$BUILD" FI_MROC_ADDR="${IP[$h]}" \
 			timeout 900 "$HARNESS" --rank $r --nranks 4 --dir "$ch" "${args[@]}" bench $SIZES \
 			>"$BL_DIR/$net-$nh-$loss.$r.out" 2>&1
 		pids+=("$BL_LAST")
@@ -143,14 +147,15 @@ for loss in $LOSSES; do
 		echo
 		echo "#### Ring AllReduce, 4 ranks on $nh hosts, $([ "$loss" = 0 ] && echo lossless || echo "$loss% loss on plane 2")"
 		echo
-		echo "| size | mroc time (us) | mroc busbw (GB/s) | mroc copy busbw | TCP time (us) | TCP busbw (GB/s) | mroc / TCP | load |"
-		echo "|---:|---:|---:|---:|---:|---:|---:|---:|"
+		echo "| size | mroc time (us) | mroc busbw (GB/s) | mroc copy busbw | TCP time (us) | TCP busbw (GB/s) | mroc / TCP | provider time (us) | provider busbw (GB/s) | tcp;ofi_rxm busbw | load |"
+		echo "|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
 		awk -F, -v h="$nh" -v l="$loss" 'NR > 1 && $2 == h && $3 == l {
 				k = $4; if (!(k in sz)) ks[n++] = k; sz[k] = 1; t[$1, k] = $5; b[$1, k] = $7
 				ld[k] = ld[k] (ld[k] ? "/" : "") $8 }
 			END { for (i = 0; i < n; i++) { k = ks[i]
 					r = b["tcp", k] > 0 ? sprintf("%.2f", b["mroc", k] / b["tcp", k]) : "-"
-					printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n", k, t["mroc", k], b["mroc", k],
-						b["mroc-copy", k], t["tcp", k], b["tcp", k], r, ld[k] } }' "$CSV"
+					printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", k, t["mroc", k], b["mroc", k],
+						b["mroc-copy", k], t["tcp", k], b["tcp", k], r, t["fi", k], b["fi", k],
+						b["fi-rxm", k], ld[k] } }' "$CSV"
 	done
 done

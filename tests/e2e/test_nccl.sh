@@ -11,7 +11,9 @@
 #    close with requests in flight;
 #  - ring AllReduce and AllGather, 4 ranks on 4 hosts and 4 ranks on 2 hosts (two a host,
 #    every ring hop between hosts), every byte checked; zero-copy (memfd) and bounce (malloc)
-#    buffers; again with 1% loss on plane 2.
+#    buffers; again with 1% loss on plane 2;
+#  - the same ring over mroc's libfabric provider (tests/nccl/fi_net.c: what make bench-nccl
+#    compares the plugin with), 4 ranks on 4 hosts.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -40,6 +42,7 @@ for h in $(seq 0 $((HOSTS - 1))); do e2e_wait_ready "h$h"; done
 CH=$E2E_DIR/chan
 # job NAME NRANKS HOSTS_OF_RANKS ARGS...: one harness per rank, rank r on host ${HOSTS_OF_RANKS[r]}
 # (comma-separated); all must pass.  Output in $E2E_DIR/NAME.r.log, rank 0's shown.
+# NET=fi: over mroc's libfabric provider instead of the plugin.
 job() {
 	local name=$1 n=$2 IFS=,
 	local -a on=($3) pids=()
@@ -47,11 +50,14 @@ job() {
 	shift 3
 	rm -rf "$CH" && mkdir -p "$CH"
 	local r h ip ns
+	local -a net=(--plugin "$PLUGIN")
+	[ "${NET:-}" = fi ] && net=(--fi mroc)
 	for r in $(seq 0 $((n - 1))); do
 		h=${on[$r]}
 		eval "ip=\$FABRIC_IP_$h ns=\$FABRIC_NS_$h"
 		ip netns exec "$ns" env MROC_SOCKET="$E2E_DIR/h$h.ctl" NCCL_MROC_ADDR="$ip" \
-			timeout 100 "$HARNESS" --rank "$r" --nranks "$n" --dir "$CH" --plugin "$PLUGIN" "$@" \
+			FI_PROVIDER_PATH="$BUILD" FI_MROC_ADDR="$ip" \
+			timeout 100 "$HARNESS" --rank "$r" --nranks "$n" --dir "$CH" "${net[@]}" "$@" \
 			>"$E2E_DIR/$name.$r.log" 2>&1 &
 		pids+=($!)
 	done
@@ -83,6 +89,9 @@ job ar2 4 0,1,0,1 --malloc --version 10 --allgather-too allreduce $SIZES ||
 	fail "AllReduce/AllGather, 4 ranks on 2 hosts"
 ok "ring AllReduce and AllGather, 4 ranks on 2 hosts (v10, bounce buffers), every byte checked"
 
+NET=fi job fi4 4 0,1,2,3 --allgather-too allreduce $SIZES ||
+	fail "AllReduce/AllGather over the libfabric provider, 4 ranks on 4 hosts"
+ok "ring AllReduce and AllGather over mroc's libfabric provider, 4 ranks on 4 hosts, every byte checked"
 e2e_fabric_set 2 loss 1
 job loss4 4 0,1,2,3 --allgather-too allreduce 8 1000 4M || fail "AllReduce/AllGather at 1% loss"
 ok "ring AllReduce and AllGather, 4 ranks on 4 hosts, 1% loss on plane 2, every byte checked"

@@ -2,7 +2,8 @@
 /*
  * The NCCL-like harness's shared pieces: a transport with NCCL's net
  * semantics (hnet.c: a net plugin dlopened by path, any version 8 .. 12;
- * tcp_net.c: kernel TCP, the equivalent of NCCL's socket transport), the
+ * tcp_net.c: kernel TCP, the equivalent of NCCL's socket transport;
+ * fi_net.c: a libfabric provider's tagged messages, mroc's or another), the
  * side channel between ranks (files in a folder every rank sees), buffers
  * (shared memfd or malloc) and the ring collectives (ring.c).
  */
@@ -42,6 +43,8 @@ struct hnet {
 int hnet_plugin_open(const char *path, int version, struct hnet *out);
 /* tcp_net.c: kernel TCP from this address (the host's own, on the fabric). */
 int hnet_tcp_open(const char *addr, struct hnet *out);
+/* fi_net.c: an RDM endpoint of the libfabric provider prov ("mroc", "tcp;ofi_rxm"). */
+int hnet_fi_open(const char *prov, struct hnet *out);
 
 /* ---- side channel, buffers, checks (nccl_harness.c) ------------------------------ */
 

@@ -6,8 +6,11 @@
  * of band (files in a folder every rank sees), the non-blocking
  * connect/accept loops, isend/irecv/test with host buffers.
  *
- *   nccl-harness --rank R --nranks N --dir DIR [--plugin PATH --version V | --tcp ADDR]
- *                [--malloc] MODE [ARGS]
+ *   nccl-harness --rank R --nranks N --dir DIR
+ *                [--plugin PATH --version V | --tcp ADDR | --fi PROVIDER] [--malloc] MODE [ARGS]
+ *
+ * --tcp runs the ring over kernel TCP (NCCL's socket transport), --fi over a
+ * libfabric provider's tagged messages ("mroc", "tcp;ofi_rxm", "udp;ofi_rxd").
  *
  *   props [SPEED]         every version 8 .. 12 loads; getProperties says the truth
  *                         (speed SPEED Mbps if given)
@@ -284,7 +287,7 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 static void usage(void)
 {
 	fprintf(stderr, "usage: nccl-harness --rank R --nranks N --dir DIR [--plugin PATH --version V | "
-			"--tcp ADDR] [--malloc] [--iters K]\n"
+			"--tcp ADDR | --fi PROVIDER] [--malloc] [--iters K]\n"
 			"       props [SPEED] | contract | allreduce|allgather|bench BYTES...\n");
 	exit(2);
 }
@@ -295,10 +298,11 @@ int main(int argc, char **argv)
 		{ "rank", required_argument, NULL, 'r' }, { "nranks", required_argument, NULL, 'n' },
 		{ "dir", required_argument, NULL, 'd' }, { "plugin", required_argument, NULL, 'p' },
 		{ "version", required_argument, NULL, 'v' }, { "tcp", required_argument, NULL, 't' },
+		{ "fi", required_argument, NULL, 'f' },
 		{ "malloc", no_argument, NULL, 'm' }, { "iters", required_argument, NULL, 'i' },
 		{ "allgather-too", no_argument, NULL, 'g' }, { NULL, 0, NULL, 0 },
 	};
-	const char *plugin = NULL, *tcp = NULL, *mode;
+	const char *plugin = NULL, *tcp = NULL, *fi = NULL, *mode;
 	int version = 12, iters = 1, c;
 	bool gather_too = false;
 	struct hnet net;
@@ -313,13 +317,14 @@ int main(int argc, char **argv)
 		case 'p': plugin = optarg; break;
 		case 'v': version = atoi(optarg); break;
 		case 't': tcp = optarg; break;
+		case 'f': fi = optarg; break;
 		case 'm': H.memfd = false; break;
 		case 'i': iters = atoi(optarg); break;
 		case 'g': gather_too = true; break;
 		default: usage();
 		}
 	}
-	if (optind >= argc || (!plugin == !tcp) || !H.dir || H.nranks < 1 || H.rank < 0 ||
+	if (optind >= argc || (!!plugin + !!tcp + !!fi != 1) || !H.dir || H.nranks < 1 || H.rank < 0 ||
 	    H.rank >= H.nranks || iters < 1)
 		usage();
 	mode = argv[optind++];
@@ -327,6 +332,12 @@ int main(int argc, char **argv)
 		return mode_props(plugin, optind < argc ? atoi(argv[optind]) : 0);
 	if (tcp)
 		hnet_tcp_open(tcp, &net);
+	else if (fi)
+#ifdef H_HAVE_FI
+		hnet_fi_open(fi, &net);
+#else
+		h_die("--fi: built without libfabric-dev");
+#endif
 	else
 		H_CHECK(!hnet_plugin_open(plugin, version, &net), "%s: init failed", plugin);
 	if (!strcmp(mode, "contract"))
