@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * Endpoints: FI_EP_RDM, FI_EP_MSG and the passive endpoint, their
- * connection management and progress.
+ * Endpoints: FI_EP_RDM and FI_EP_MSG, their connections, the identity
+ * check of a peer's HELLO, connection management and progress (the passive
+ * endpoint is pep.c's; the operations an endpoint sends, txop.c's).
  *
  * RDM (connections on demand under the AV, as ofi_rxm does over verbs): an
  * enabled endpoint keeps MFI_LISTENERS QPs listening on its service; the
@@ -28,129 +29,6 @@
 #include "mrocfi.h"
 
 #define MFI_CONNECT_RETRIES	200
-
-/* ---- operations pool and RMA tracking --------------------------------------- */
-
-/* An operation from the pool, after one round of progress if it is empty; NULL if none. */
-struct mfi_txop *mfi_txop_get(struct mfi_ep *ep)
-{
-	struct mfi_txop *op = ep->txfree;
-
-	if (!op) {
-		mfi_ep_progress(ep);	/* completions return operations to the pool */
-		op = ep->txfree;
-	}
-	if (op) {
-		ep->txfree = op->next;
-		memset(op, 0, sizeof(*op));
-		op->user = true;
-	}
-	return op;
-}
-
-void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op)
-{
-	/* No answer may find it any more (it may be failed while still queued). */
-	if (op->user && op->req_id && op->req_id <= ep->rma_cap &&
-	    ep->rma_wait[op->req_id - 1] == op)
-		ep->rma_wait[op->req_id - 1] = NULL;
-	if (op->owned)
-		free(op->iov[0].iov_base);
-	if (op >= ep->txpool && op < ep->txpool + MFI_TX_SIZE) {
-		op->next = ep->txfree;
-		ep->txfree = op;
-	} else {
-		free(op);	/* internal: HELLO, read responses, RMA answers */
-	}
-}
-
-static uint64_t tx_flags_of(const struct mfi_txop *op)
-{
-	switch (op->kind) {
-	case TX_MSG:	return FI_SEND | FI_MSG;
-	case TX_TAGGED:	return FI_SEND | FI_TAGGED;
-	case TX_WRITE:	return FI_RMA | FI_WRITE;
-	case TX_READ:	return FI_RMA | FI_READ;
-	case TX_ATOMIC:	/* a fetching atomic reads (libfabric's convention) */
-		return FI_ATOMIC | (mfi_atomic_desc_decode(op->tag).kind == MFI_ATOMIC_WRITE ?
-				    FI_WRITE : FI_READ);
-	default:	return 0;
-	}
-}
-
-void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err)
-{
-	if (op->user && ep->txcq && (op->completion || err)) {
-		struct mfi_cqe e = {
-			.e = { .op_context = op->context, .flags = tx_flags_of(op),
-			       .len = op->kind == TX_READ ? op->rlen :
-				      op->kind == TX_ATOMIC ? 0 : op->total },
-			.src = FI_ADDR_NOTAVAIL, .err = err != 0, .err_no = -err,
-		};
-
-		if (err)
-			e.e.len = 0;
-		mfi_cqring_push(&ep->txcq->ring, &e);
-	}
-	mfi_txop_put(ep, op);
-}
-
-uint32_t mfi_rma_track(struct mfi_ep *ep, struct mfi_txop *op)
-{
-	for (size_t i = 0; i < ep->rma_cap; i++) {
-		size_t k = (ep->next_req + i) % ep->rma_cap;
-
-		if (!ep->rma_wait[k]) {
-			ep->rma_wait[k] = op;
-			ep->next_req = (uint32_t)(k + 1);
-			return (uint32_t)k + 1;
-		}
-	}
-	return 0;	/* cannot happen: rma_cap >= the pool's size */
-}
-
-struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id)
-{
-	return req_id && req_id <= ep->rma_cap ? ep->rma_wait[req_id - 1] : NULL;
-}
-
-struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id)
-{
-	struct mfi_txop *op = mfi_rma_peek(ep, req_id);
-
-	if (op)
-		ep->rma_wait[req_id - 1] = NULL;
-	return op;
-}
-
-/* Those still waiting for an answer on c (sent whole: the queued ones went with the queue). */
-void mfi_rma_fail_conn(struct mfi_ep *ep, struct mfi_conn *c, int err)
-{
-	for (size_t i = 0; i < ep->rma_cap; i++) {
-		struct mfi_txop *op = ep->rma_wait[i];
-
-		if (op && op->conn == c) {
-			ep->rma_wait[i] = NULL;
-			mfi_txop_done(ep, op, err);
-		}
-	}
-}
-
-/*
- * The answer of a write, read or atomic has come (rx.c checked it names this
- * operation): done now if its last SEND has completed, else when it does (the
- * staging slot still points at it until then).
- */
-void mfi_rma_answer(struct mfi_ep *ep, struct mfi_txop *op, int status)
-{
-	mfi_rma_take(ep, op->req_id);
-	if (op->sends_done) {
-		mfi_txop_done(ep, op, status);
-		return;
-	}
-	op->answered = true;
-	op->status = status;
-}
 
 /* ---- connections of an endpoint ---------------------------------------------------- */
 
@@ -403,24 +281,6 @@ void mfi_ep_progress(struct mfi_ep *ep)
 
 /* ---- endpoint object ----------------------------------------------------------- */
 
-static int assign_addr(struct mfi_ep *ep, const struct fi_info *info)
-{
-	struct in_addr a;
-	uint16_t want = 0, port;
-	int fd, err = mfi_local_addr(info, &a);
-
-	if (err)
-		return err;
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
-		want = ntohs(((struct sockaddr_in *)info->src_addr)->sin_port);
-	fd = mfi_reserve_port(a, want, &port);
-	if (fd < 0)
-		return fd;
-	ep->port_fd = fd;
-	ep->addr = (struct mfi_addr){ .ip = a.s_addr, .port = port };
-	return 0;
-}
-
 static int ep_close(struct fid *fid)
 {
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
@@ -625,18 +485,6 @@ static int ep_setopt(fid_t fid, int level, int optname, const void *optval, size
 	return 0;
 }
 
-static int no_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep,
-		  void *context)
-{
-	return -FI_ENOSYS;
-}
-
-static int no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep,
-		     void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static ssize_t rx_size_left(struct fid_ep *fid)
 {
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
@@ -662,32 +510,19 @@ static struct fi_ops_ep ep_ops = {
 	.cancel = ep_cancel,
 	.getopt = ep_getopt,
 	.setopt = ep_setopt,
-	.tx_ctx = no_ctx,
-	.rx_ctx = no_rx_ctx,
+	.tx_ctx = mfi_no_tx_ctx,
+	.rx_ctx = mfi_no_rx_ctx,
 	.rx_size_left = rx_size_left,
 	.tx_size_left = tx_size_left,
 };
 
 /* ---- CM: names, connect, accept ------------------------------------------------ */
 
-static int copy_name(const struct mfi_addr *a, void *addr, size_t *addrlen)
-{
-	struct sockaddr_in sin;
-	size_t room = *addrlen;
-
-	mfi_addr_to_sin(a, &sin);
-	*addrlen = sizeof(sin);
-	if (room < sizeof(sin))
-		return -FI_ETOOSMALL;
-	memcpy(addr, &sin, sizeof(sin));
-	return 0;
-}
-
 static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
 
-	return copy_name(&ep->addr, addr, addrlen);
+	return mfi_name_copy(&ep->addr, addr, addrlen);
 }
 
 static int ep_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
@@ -696,7 +531,7 @@ static int ep_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
 
 	if (!ep->msg_conn || !ep->msg_conn->peer_known)
 		return -FI_ENOTCONN;
-	return copy_name(&ep->msg_conn->peer, addr, addrlen);
+	return mfi_name_copy(&ep->msg_conn->peer, addr, addrlen);
 }
 
 static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, size_t paramlen)
@@ -817,9 +652,11 @@ int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep *
 		ep->rx_op_flags = info->rx_attr->op_flags;
 	/* An accepted MSG endpoint takes the passive endpoint's name at fi_accept. */
 	if (!info->handle) {
-		err = assign_addr(ep, info);
-		if (err)
+		ep->port_fd = mfi_bind_addr(info, &ep->addr);
+		if (ep->port_fd < 0) {
+			err = ep->port_fd;
 			goto err;
+		}
 	}
 	ep->ep_fid.fid.fclass = FI_CLASS_EP;
 	ep->ep_fid.fid.context = context;
@@ -843,198 +680,6 @@ err:
 	return err;
 }
 
-/* ---- passive endpoint ------------------------------------------------------------ */
-
-void mfi_pep_progress(struct mfi_pep *pep)
-{
-	struct mfi_conn *c;
-
-	/* Only the connection event: the rest waits in the QP for the endpoint that accepts. */
-	for (c = pep->listeners; c; c = c->next) {
-		struct mroc_wc wc;
-		struct fi_info *info;
-
-		if (c->state != MFI_CONN_LISTEN || mroc_poll_cq(c->qp, &wc, 1) != 1)
-			continue;
-		if (wc.opcode != MROC_WC_CONNECTED) {
-			c->state = MFI_CONN_DOWN;
-			continue;
-		}
-		c->state = MFI_CONN_UP;
-		info = fi_dupinfo(pep->info);
-		if (!info)
-			continue;
-		info->handle = &c->handle;
-		if (pep->eq)
-			mfi_eq_push(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info, 0);
-		else
-			fi_freeinfo(info);
-	}
-	/* Keep MFI_LISTENERS QPs listening. */
-	for (int n = 0;;) {
-		for (n = 0, c = pep->listeners; c; c = c->next)
-			n += c->state == MFI_CONN_LISTEN;
-		if (n >= MFI_LISTENERS || !pep->listening ||
-		    mfi_conn_create(NULL, pep->dom, &c))
-			break;
-		c->pep = pep;
-		if (mfi_conn_listen(c, mfi_addr_service(&pep->addr))) {
-			mfi_conn_destroy(c);
-			break;
-		}
-		c->next = pep->listeners;
-		pep->listeners = c;
-	}
-}
-
-static int pep_listen(struct fid_pep *fid)
-{
-	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid);
-
-	if (pep->listening)
-		return 0;
-	pep->listening = true;
-	mfi_pep_progress(pep);
-	return pep->listeners ? 0 : -FI_ENODEV;
-}
-
-static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size_t paramlen)
-{
-	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid);
-	struct mfi_conn **pp;
-
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
-		return -FI_EINVAL;
-	for (pp = &pep->listeners; *pp; pp = &(*pp)->next)
-		if (&(*pp)->handle == handle) {
-			struct mfi_conn *c = *pp;
-
-			*pp = c->next;
-			mfi_conn_destroy(c);	/* the client sees the QP close: refused */
-			return 0;
-		}
-	return -FI_ENOENT;
-}
-
-static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
-{
-	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
-
-	return copy_name(&pep->addr, addr, addrlen);
-}
-
-static int pep_close(struct fid *fid)
-{
-	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
-	struct mfi_domain *d = pep->dom;
-
-	if (pep->eq)
-		mfi_eq_unwatch(pep->eq, &pep->pep_fid.fid);
-	while (pep->listeners) {
-		struct mfi_conn *c = pep->listeners;
-
-		pep->listeners = c->next;
-		mfi_conn_destroy(c);
-	}
-	/* Accepted connections keep using the context: it closes with the last of them. */
-	d->orphan = true;
-	if (!d->refs) {
-		mroc_close(d->ctx);
-		free(d);
-	}
-	if (pep->port_fd >= 0)
-		close(pep->port_fd);
-	fi_freeinfo(pep->info);
-	free(pep);
-	return 0;
-}
-
-static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
-{
-	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
-
-	if (bfid->fclass != FI_CLASS_EQ)
-		return -FI_EINVAL;
-	pep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
-	return mfi_eq_watch(pep->eq, fid);
-}
-
-static struct fi_ops pep_fi_ops = {
-	.size = sizeof(struct fi_ops),
-	.close = pep_close,
-	.bind = pep_bind,
-	.control = mfi_no_control,
-	.ops_open = mfi_no_ops_open,
-	.tostr = mfi_no_tostr,
-	.ops_set = mfi_no_ops_set,
-};
-
-static struct fi_ops_ep pep_ops = {
-	.size = sizeof(struct fi_ops_ep),
-	.cancel = NULL,
-	.getopt = ep_getopt,
-	.setopt = ep_setopt,
-	.tx_ctx = no_ctx,
-	.rx_ctx = no_rx_ctx,
-	.rx_size_left = NULL,
-	.tx_size_left = NULL,
-};
-
-static struct fi_ops_cm pep_cm_ops;
-
-int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
-		 void *context)
-{
-	struct mroc_ctx_opts o = { .sz = sizeof(o) };
-	struct mfi_pep *pep;
-	struct mfi_ep tmp = { .port_fd = -1 };
-	int err;
-
-	if (!info || !info->ep_attr || info->ep_attr->type != FI_EP_MSG)
-		return -FI_EINVAL;
-	pep = calloc(1, sizeof(*pep));
-	if (!pep)
-		return -FI_ENOMEM;
-	pep->port_fd = -1;
-	pep->fab = container_of(fabric, struct mfi_fabric, fabric_fid);
-	pep->info = fi_dupinfo(info);
-	pep->dom = calloc(1, sizeof(*pep->dom));
-	err = -FI_ENOMEM;
-	if (!pep->info || !pep->dom)
-		goto err;
-	pep->dom->ctx = mroc_open(&o);
-	if (!pep->dom->ctx) {
-		err = errno == ENOENT || errno == ECONNREFUSED ? -FI_ENODEV : -errno;
-		goto err;
-	}
-	err = assign_addr(&tmp, info);
-	if (err)
-		goto err;
-	pep->addr = tmp.addr;
-	pep->port_fd = tmp.port_fd;
-	/* Those the passive endpoint hands out name it as their source. */
-	free(pep->info->src_addr);
-	pep->info->src_addr = malloc(sizeof(struct sockaddr_in));
-	if (pep->info->src_addr) {
-		mfi_addr_to_sin(&pep->addr, pep->info->src_addr);
-		pep->info->src_addrlen = sizeof(struct sockaddr_in);
-	}
-	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
-	pep->pep_fid.fid.context = context;
-	pep->pep_fid.fid.ops = &pep_fi_ops;
-	pep->pep_fid.ops = &pep_ops;
-	pep->pep_fid.cm = &pep_cm_ops;
-	*out = &pep->pep_fid;
-	return 0;
-err:
-	if (pep->dom && pep->dom->ctx)
-		mroc_close(pep->dom->ctx);
-	free(pep->dom);
-	fi_freeinfo(pep->info);
-	free(pep);
-	return err;
-}
-
 static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
 	.setname = mfi_no_setname,
@@ -1045,18 +690,5 @@ static struct fi_ops_cm ep_cm_ops = {
 	.accept = ep_accept,
 	.reject = mfi_no_reject,
 	.shutdown = ep_shutdown,
-	.join = mfi_no_join,
-};
-
-static struct fi_ops_cm pep_cm_ops = {
-	.size = sizeof(struct fi_ops_cm),
-	.setname = mfi_no_setname,
-	.getname = pep_getname,
-	.getpeer = mfi_no_getpeer,
-	.connect = mfi_no_connect,
-	.listen = pep_listen,
-	.accept = mfi_no_accept,
-	.reject = pep_reject,
-	.shutdown = mfi_no_shutdown,
 	.join = mfi_no_join,
 };

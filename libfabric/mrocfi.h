@@ -330,6 +330,12 @@ int mfi_no_reject(struct fid_pep *pep, fid_t handle, const void *param, size_t p
 int mfi_no_shutdown(struct fid_ep *ep, uint64_t flags);
 int mfi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_mc **mc,
 		void *context);
+int mfi_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep,
+		  void *context);
+int mfi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep,
+		  void *context);
+int mfi_no_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen);
+int mfi_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
 
 /* prov.c */
 int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
@@ -337,6 +343,8 @@ int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_
 int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
 int mfi_local_addr(const struct fi_info *info, struct in_addr *out);
 int mfi_reserve_port(struct in_addr a, uint16_t want, uint16_t *port);
+int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out);
+int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen);
 
 /* domain.c */
 int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,
@@ -376,17 +384,26 @@ int mfi_conn_progress(struct mfi_conn *c);
 void mfi_conn_kick(struct mfi_conn *c);
 void mfi_conn_queue(struct mfi_conn *c, struct mfi_txop *op);
 int mfi_send_hello(struct mfi_conn *c);
+void mfi_conn_refuse(struct mfi_conn *c);
 
 /* ep.c */
 int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		void *context);
-int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
-		 void *context);
 void mfi_ep_progress(struct mfi_ep *ep);
-void mfi_pep_progress(struct mfi_pep *pep);
 struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err);
 void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no);
 bool mfi_ep_conn_refused(struct mfi_conn *c);
+struct mfi_conn *mfi_ep_dial(struct mfi_ep *ep, const struct mfi_addr *a, int *err);
+void mfi_ep_verify(struct mfi_conn *c);
+void mfi_ep_verify_answer(struct mfi_conn *c, uint64_t nonce, bool yes);
+void mfi_ep_verify_ask(struct mfi_conn *c, uint64_t nonce);
+
+/* pep.c */
+int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
+		 void *context);
+void mfi_pep_progress(struct mfi_pep *pep);
+
+/* txop.c */
 struct mfi_txop *mfi_txop_get(struct mfi_ep *ep);
 void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op);
 void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err);
@@ -395,11 +412,6 @@ struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id);
 struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id);
 void mfi_rma_fail_conn(struct mfi_ep *ep, struct mfi_conn *c, int err);
 void mfi_rma_answer(struct mfi_ep *ep, struct mfi_txop *op, int status);
-struct mfi_conn *mfi_ep_dial(struct mfi_ep *ep, const struct mfi_addr *a, int *err);
-void mfi_ep_verify(struct mfi_conn *c);
-void mfi_ep_verify_answer(struct mfi_conn *c, uint64_t nonce, bool yes);
-void mfi_ep_verify_ask(struct mfi_conn *c, uint64_t nonce);
-void mfi_conn_refuse(struct mfi_conn *c);
 
 /* rx.c: a chunk arrived on a connection */
 void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *payload,

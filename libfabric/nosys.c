@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * What we do not implement answers -FI_ENOSYS (libfabric's own fi_no_*
- * helpers are internal to libfabric.so, not exported to providers).
+ * helpers are internal to libfabric.so, not exported to providers); an
+ * option asked of an object that has none, -FI_ENOPROTOOPT.
  */
 #include "mrocfi.h"
 
@@ -80,4 +81,27 @@ int mfi_no_join(struct fid_ep *ep, const void *addr, uint64_t flags, struct fid_
 		void *context)
 {
 	return -FI_ENOSYS;
+}
+
+int mfi_no_tx_ctx(struct fid_ep *sep, int index, struct fi_tx_attr *attr, struct fid_ep **ep,
+		  void *context)
+{
+	return -FI_ENOSYS;
+}
+
+int mfi_no_rx_ctx(struct fid_ep *sep, int index, struct fi_rx_attr *attr, struct fid_ep **ep,
+		  void *context)
+{
+	return -FI_ENOSYS;
+}
+
+/* An object without options: every option is one it does not know. */
+int mfi_no_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	return -FI_ENOPROTOOPT;
+}
+
+int mfi_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen)
+{
+	return -FI_ENOPROTOOPT;
 }

@@ -147,6 +147,42 @@ int mfi_reserve_port(struct in_addr a, uint16_t want, uint16_t *port)
 	return fd;
 }
 
+/*
+ * An endpoint's name: the host's address (mfi_local_addr) and a port reserved
+ * for it (mfi_reserve_port; the one info->src_addr asks for, if any).  Returns
+ * the reserving socket (the endpoint closes it when it goes) or -FI_E*.
+ */
+int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out)
+{
+	struct in_addr a;
+	uint16_t want = 0, port;
+	int fd, err = mfi_local_addr(info, &a);
+
+	if (err)
+		return err;
+	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
+		want = ntohs(((struct sockaddr_in *)info->src_addr)->sin_port);
+	fd = mfi_reserve_port(a, want, &port);
+	if (fd < 0)
+		return fd;
+	*out = (struct mfi_addr){ .ip = a.s_addr, .port = port };
+	return fd;
+}
+
+/* fi_getname's answer: a's sockaddr_in, or -FI_ETOOSMALL with *addrlen the size wanted. */
+int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen)
+{
+	struct sockaddr_in sin;
+	size_t room = *addrlen;
+
+	mfi_addr_to_sin(a, &sin);
+	*addrlen = sizeof(sin);
+	if (room < sizeof(sin))
+		return -FI_ETOOSMALL;
+	memcpy(addr, &sin, sizeof(sin));
+	return 0;
+}
+
 static void *sin_dup(uint32_t ip, uint16_t port, size_t *len)
 {
 	struct sockaddr_in *sin = calloc(1, sizeof(*sin));
