@@ -131,11 +131,18 @@ clients_start() {
 	done
 }
 
-# wait_qps N SECONDS: until the receiving daemon holds N client QPs; 1 if it did not.
+# sending_qps: the sending daemon's client QPs that have sent data.
+sending_qps() { bl_admin 0 -d qp | jq '[.qps[] | select(.owner != "mrocd" and .tx_bytes > 0)] | length'; }
+
+# wait_qps N SECONDS: until N of the sending daemon's client QPs have sent; 1 if they did not.
+# Not the receiver's count: each server makes its N listening QPs before its client makes
+# any, and a client sends only once all of its own are connected, which at 16 x 250 takes
+# seconds after the servers' (mrocd pins every client region as it is registered): a
+# window opened on the receiver's count measured the set-up (0.00-0.14 Gbit/s).
 wait_qps() {
 	local i
 	for ((i = 0; i < $2 * 5; i++)); do
-		[ "$(client_qps 1)" -ge "$1" ] 2>/dev/null && return 0
+		[ "$(client_qps 0)" -ge "$1" ] 2>/dev/null && [ "$(sending_qps)" -ge "$1" ] 2>/dev/null && return 0
 		kill -0 "${CPIDS[@]}" 2>/dev/null || return 1
 		sleep 0.2
 	done
@@ -165,12 +172,12 @@ bw_run() {
 	load_begin
 	# Each client runs for its own -D from its first message: long enough that all
 	# are still sending through the window however the start-up spreads out.
-	dur=$((WARM + SECS + 3 + n / 250))
+	dur=$((WARM + SECS + 3 + n / 100))
 	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1)
 	tup=$EPOCHREALTIME
 	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur" -t "${DEPTH:-$([ "$n" -le 16 ] && echo 128 || echo 4)}"
 	if ! wait_qps "$n" $((30 + n / 20)); then
-		log "bw $n QPs rep $rep: only $(client_qps 1) of $n QPs came up"
+		log "bw $n QPs rep $rep: only $(sending_qps) of $n QPs came up and sent"
 	fi
 	tup=$(awk -v a="$tup" -v b="$EPOCHREALTIME" 'BEGIN { printf "%.2f", b - a }')
 	sleep "$WARM"
@@ -235,7 +242,7 @@ lat_run() {
 			hc+=("${CPIDS[@]}") hs+=("${SPIDS[@]}")
 		done
 		CPIDS=("${hc[@]}") SPIDS=("${hs[@]}")
-		wait_qps $((n - 1)) $((30 + n / 20)) || log "lat $n: only $(client_qps 1) of $((n - 1)) idle QPs came up"
+		wait_qps $((n - 1)) $((30 + n / 20)) || log "lat $n: only $(sending_qps) of $((n - 1)) idle QPs came up and sent"
 		sleep 0.5
 		for i in "${CPIDS[@]}"; do kill -STOP "$i"; done
 		# the stopped clients' last messages complete; from now on their QPs are idle
