@@ -446,7 +446,7 @@ $(MPI_BINS): $(BUILD)/%: %.c $(FLAGS_STAMP)
 FI_PROG_SRCS := $(sort $(wildcard tests/fi/*.c))
 FI_PROGS := $(if $(HAVE_LIBFABRIC),$(FI_PROG_SRCS:%.c=$(BUILD)/%))
 tests: $(FI_PROGS)
-$(FI_PROGS): $(BUILD)/%: %.c $(FLAGS_STAMP)
+$(FI_PROGS): $(BUILD)/%: %.c tests/fi/fi_common.h $(FLAGS_STAMP)
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \

@@ -17,6 +17,7 @@
 #include <rdma/providers/fi_prov.h>
 
 #include "mrocfi.h"
+#include "route_addr.h"
 
 #define MFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
 		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | \
@@ -97,29 +98,16 @@ static int parse_service(const char *service, uint16_t *port)
 /* The address peers reach this host's mrocd at. */
 int mfi_local_addr(const struct fi_info *info, struct in_addr *out)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(9) };
-	socklen_t len = sizeof(sin);
 	char *s = NULL;
-	int fd, err;
 
-	if (info && info->src_addr && info->src_addrlen >= sizeof(sin) &&
+	if (info && info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in) &&
 	    ((struct sockaddr_in *)info->src_addr)->sin_addr.s_addr) {
 		*out = ((struct sockaddr_in *)info->src_addr)->sin_addr;
 		return 0;
 	}
 	if (fi_param_get_str(&mfi_prov, "addr", &s) == FI_SUCCESS && s && *s)
 		return inet_pton(AF_INET, s, out) == 1 ? 0 : -FI_EINVAL;
-	/* Connecting a UDP socket sends nothing; it only asks the routing table. */
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	inet_pton(AF_INET, "192.0.2.1", &sin.sin_addr);
-	err = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
-	      getsockname(fd, (struct sockaddr *)&sin, &len) ? -FI_EADDRNOTAVAIL : 0;
-	close(fd);
-	if (!err)
-		*out = sin.sin_addr;
-	return err;
+	return mroc_route_src_addr(out);	/* -FI_EADDRNOTAVAIL is -EADDRNOTAVAIL */
 }
 
 /*

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "plugin.h"
+#include "route_addr.h"
 
 #define PLUGIN_NAME	"mroc"
 #define PROBE_QPS	2	/* the latency probe's, for a moment at init */
@@ -35,31 +36,24 @@ static void lib_print(enum mroc_print_level level, const char *fmt, va_list ap)
 
 /*
  * The address peers reach this host's mrocd at: $NCCL_MROC_ADDR, else the
- * source address of the default route (connecting a UDP socket sends nothing).
+ * source address of the default route.
  */
 static int local_addr(char *out, size_t len)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(9) };
-	socklen_t slen = sizeof(sin);
 	const char *env = getenv("NCCL_MROC_ADDR");
 	struct in6_addr a6;
-	int fd, err;
+	struct in_addr a;
+	int err;
 
 	if (env && *env) {
-		if (inet_pton(AF_INET, env, &sin.sin_addr) != 1 && inet_pton(AF_INET6, env, &a6) != 1)
+		if (inet_pton(AF_INET, env, &a) != 1 && inet_pton(AF_INET6, env, &a6) != 1)
 			return -EINVAL;
 		snprintf(out, len, "%s", env);
 		return 0;
 	}
-	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return -errno;
-	inet_pton(AF_INET, "192.0.2.1", &sin.sin_addr);
-	err = connect(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
-	      getsockname(fd, (struct sockaddr *)&sin, &slen) ? -EADDRNOTAVAIL : 0;
-	close(fd);
+	err = mroc_route_src_addr(&a);
 	if (!err)
-		inet_ntop(AF_INET, &sin.sin_addr, out, (socklen_t)len);
+		inet_ntop(AF_INET, &a, out, (socklen_t)len);
 	return err;
 }
 

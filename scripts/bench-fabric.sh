@@ -35,11 +35,11 @@
 # Only the fabric's own namespaces carry traffic; everything started here is
 # stopped by pid and the fabric removed on exit, also on failure or Ctrl-C.
 set -u
+BL_TAG=bench-fabric
+BL_PEERS=star
+. "$(dirname "$0")/bench-lib.sh"
 
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$TOP/build}
-case $BUILD in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
-export BUILD
+TOP=$BL_TOP
 OUT=${OUT:-$TOP/docs/perf}
 SECS=${SECS:-3}
 WARM=${WARM:-1}
@@ -49,165 +49,44 @@ RATE_MBIT=${RATE_MBIT:-250}
 CE_THRESHOLD=${CE_THRESHOLD:-64kb}
 EXPERIMENTS=${EXPERIMENTS:-loss planes failover incast}
 PLANE_COUNTS=${PLANE_COUNTS:-1 2 4 8}
-FABRIC=$TOP/scripts/fabric
-PERF=$BUILD/mroc-perf
-CLI=$BUILD/mroc-cli
-MROCD=$BUILD/mrocd
-NAME=bf$(($$ % 100000))
-LINK_MTU=3500		# native XDP on veth takes about a page
-MROC_MTU=3380		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 120 bytes more in token mode)
 # A plane's payload capacity: TBF counts the frame (Ethernet 14 + IPv4 20 + UDP 8 +
 # MetaRoCE 60 + payload), so 3392 of every 3494 bytes are payload.
 PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')
-PIDS=()
-DIR=
 
-log() { echo "bench-fabric: $*" >&2; }
-die() { log "$*"; exit 1; }
-skip() { echo "SKIP: $*"; exit 77; }
-
-# reap PID: wait for a process we started and forget it, so that cleanup never
-# signals a pid the system has given to someone else since.
-reap() {
-	local i
-	wait "$1" 2>/dev/null
-	local rc=$?
-	for i in "${!PIDS[@]}"; do [ "${PIDS[$i]}" = "$1" ] && unset "PIDS[$i]"; done
-	return $rc
-}
-
-cleanup() {
-	local pid
-	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-	for pid in "${PIDS[@]}"; do
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null
-	done
-	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
-	if [ -n "${KEEP:-}" ]; then log "kept $DIR"; elif [ -n "$DIR" ]; then rm -rf "$DIR"; fi
-}
-
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
-for b in "$MROCD" "$PERF" "$CLI" "$BUILD/bpf/impair.bpf.o"; do
-	[ -e "$b" ] || skip "$b is missing: run make"
-done
-for t in ip tc bpftool jq iperf3 ethtool awk; do
-	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh)"
-done
+bl_init iperf3
 command -v gnuplot >/dev/null || log "no gnuplot: CSV and tables only (apt-get install gnuplot-nox)"
-
-DIR=$(mktemp -d /tmp/mroc-bench-fabric.XXXXXX)
-trap cleanup EXIT
-trap 'exit 130' INT TERM
 mkdir -p "$OUT"
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
 # ---------------------------------------------------------------- fabric, daemons
 
-NPLANES=0 NHOSTS=0
-declare -a NS IFN IP MGMT DPID
-
-daemons_stop() {
-	local h pid
-	for ((h = 0; h < NHOSTS; h++)); do
-		pid=${DPID[$h]:-}
-		[ -n "$pid" ] || continue
-		kill -TERM "$pid" 2>/dev/null
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null
-		reap "$pid"
-		DPID[$h]=
-	done
-}
-
-# fabric_up PLANES HOSTS [RATE]: a fresh fabric, MTU LINK_MTU on every link, no
-# segmentation offloads (so that a loss is a packet's, for TCP too), planes
-# rate-limited by TBF when RATE (e.g. 250mbit) is given.
+# fabric_up PLANES HOSTS [RATE]: a fresh fabric (bl_fabric_up), planes rate-limited by
+# TBF and marking CE above CE_THRESHOLD when RATE (e.g. 250mbit) is given.
 fabric_up() {
-	local p n l
-	daemons_stop
-	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
-	"$FABRIC" up --name "$NAME" --planes "$1" --hosts "$2" >/dev/null || die "fabric up failed"
-	NPLANES=$1 NHOSTS=$2
-	eval "$("$FABRIC" env --name "$NAME" --planes "$1" --hosts "$2" | tr ' ' '\n')"
-	for ((p = 0; p < NHOSTS; p++)); do
-		NS[$p]=$(eval echo "\$FABRIC_NS_$p")
-		IFN[$p]=$(eval echo "\$FABRIC_IF_$p")
-		IP[$p]=$(eval echo "\$FABRIC_IP_$p")
-		MGMT[$p]=$(eval echo "\$FABRIC_MGMT_$p")
-	done
-	for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$NAME-"); do
-		for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
-			ip -n "$n" link set "$l" mtu $LINK_MTU || die "mtu $LINK_MTU on $n/$l"
-			ip netns exec "$n" ethtool -K "$l" tso off gso off gro off >/dev/null 2>&1
-		done
-	done
+	local p
+	bl_fabric_up "$1" "$2"
 	if [ -n "${3:-}" ]; then
 		for ((p = 1; p <= NPLANES; p++)); do
-			"$FABRIC" set "$p" --name "$NAME" --planes "$NPLANES" rate "$3" ce_threshold "$CE_THRESHOLD" \
+			"$FABRIC" set "$p" --name "$BL_NAME" rate "$3" ce_threshold "$CE_THRESHOLD" \
 				>/dev/null || die "rate on plane $p"
 		done
 	fi
 }
 
-plane_set() { # PLANE IMPAIRMENT VALUE
-	"$FABRIC" set "$1" --name "$NAME" --planes "$NPLANES" "$2" "$3" >/dev/null || die "fabric set $*"
-}
 
-# Packets (or with "bytes", bytes) each plane forwarded towards the last host (leaf B
-# side): the data direction.  Space separated, plane 1 first.
-plane_pkts() {
-	local p
-	for ((p = 1; p <= NPLANES; p++)); do
-		ip -n "mrocf-$NAME-p$p" -s -j link show pb | jq ".[0].stats64.tx.${1:-packets}"
-	done | tr '\n' ' '
-}
-
-# daemon_start HOST [TRANSPORT_KEYS]: mrocd on AF_XDP on that host; the last host is
-# the receiver, the others its peers.
-daemon_start() {
-	local h=$1 extra=${2:-} peers='' i
-	if [ "$h" -eq $((NHOSTS - 1)) ]; then
-		for ((i = 0; i < NHOSTS - 1; i++)); do peers+="${peers:+, }\"${IP[$i]}\""; done
-	else
-		peers="\"${IP[$((NHOSTS - 1))]}\""
-	fi
-	cat >"$DIR/h$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$DIR/h$h.admin"; control_socket = "$DIR/h$h.ctl"; };
-network = { backend = "af_xdp"; interfaces = ( "${IFN[$h]}" ); address = "${IP[$h]}"; peers = [ $peers ];
-	    xdp_mode = "native"; umem_frames = 8192; frame_size = 4096; ring_size = 2048; mtu = $MROC_MTU; };
-transport = { paths = 4; rto_min_us = 5000; rto_init_us = 20000; $extra };
-CONF
-	rm -f "$DIR/h$h.admin"
-	ip netns exec "${NS[$h]}" "$MROCD" -c "$DIR/h$h.conf" >>"$DIR/h$h.log" 2>&1 &
-	DPID[$h]=$!
-	PIDS+=("$!")
-}
-
-daemons_ready() {
-	local h
-	for ((h = 0; h < NHOSTS; h++)); do
-		for _ in $(seq 100); do
-			[ -S "$DIR/h$h.admin" ] &&
-				[ "$("$CLI" -j -S "$DIR/h$h.admin" status 2>/dev/null | jq '.links_up > 0')" = true ] && break
-			kill -0 "${DPID[$h]}" 2>/dev/null || { tail "$DIR/h$h.log" >&2; die "mrocd on host $h exited"; }
-			sleep 0.1
-		done
-		[ -S "$DIR/h$h.admin" ] || die "mrocd on host $h did not start"
-	done
-}
-
-daemons_start() { # [TRANSPORT_KEYS for the receiver]
-	local h
-	for ((h = 0; h < NHOSTS - 1; h++)); do daemon_start $h; done
-	daemon_start $((NHOSTS - 1)) "${1:-}"
-	daemons_ready
+# daemons_start [TRANSPORT_KEYS]: mrocd on every host (bl_daemon_start; BL_PEERS=star:
+# the last host is the receiver, the others its peers), the keys for the receiver.
+daemons_start() {
+	local h keys="rto_min_us = 5000; rto_init_us = 20000;"
+	for ((h = 0; h < NHOSTS - 1; h++)); do bl_daemon_start $h "" "$keys"; done
+	bl_daemon_start $((NHOSTS - 1)) "" "$keys ${1:-}"
+	bl_daemons_ready
 }
 
 # Sender's engine counters "tx_data tx_retx rto repath".
 counters() {
-	"$CLI" -j -S "$DIR/h$1.admin" counters 2>/dev/null |
+	bl_admin "$1" counters |
 		jq -r '.engine | "\(.tx_data) \(.tx_retx) \(.rto) \(.repath)"' 2>/dev/null || echo "0 0 0 0"
 }
 
@@ -218,26 +97,26 @@ counters() {
 perf_server() {
 	local tag=$1 h=$2 port=$3
 	shift 3
-	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw --mrocd-socket "$DIR/h$h.ctl" --sleep -j -p "$port" \
-		--mroc-addr "${IP[$h]}" "$@" >"$DIR/$tag.srv.json" 2>"$DIR/$tag.srv.err" &
+	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw --mrocd-socket "$BL_DIR/h$h.ctl" --sleep -j -p "$port" \
+		--mroc-addr "${IP[$h]}" "$@" >"$BL_DIR/$tag.srv.json" 2>"$BL_DIR/$tag.srv.err" &
 	LASTPID=$!
-	PIDS+=("$!")
+	BL_PIDS+=("$!")
 }
 perf_client() {
 	local tag=$1 h=$2 s=$3 port=$4
 	shift 4
-	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw --mrocd-socket "$DIR/h$h.ctl" --sleep -j -p "$port" "$@" \
-		"${MGMT[$s]}" >"$DIR/$tag.cli.json" 2>"$DIR/$tag.cli.err" &
+	ip netns exec "${NS[$h]}" timeout $((LONG + 40)) "$PERF" write_bw --mrocd-socket "$BL_DIR/h$h.ctl" --sleep -j -p "$port" "$@" \
+		"${MGMT[$s]}" >"$BL_DIR/$tag.cli.json" 2>"$BL_DIR/$tag.cli.err" &
 	LASTPID=$!
-	PIDS+=("$!")
+	BL_PIDS+=("$!")
 }
 # mroc-perf's own whole-run average (Gbit/s) of a finished client in AVG, or empty;
 # the reason of a failure in ERR.
 perf_result() {
 	ERR=
-	AVG=$(jq -r '.results[0].bw_avg_gbps // empty' "$DIR/$1.cli.json" 2>/dev/null)
+	AVG=$(jq -r '.results[0].bw_avg_gbps // empty' "$BL_DIR/$1.cli.json" 2>/dev/null)
 	if [ -z "$AVG" ]; then
-		ERR=$(cat "$DIR/$1.cli.err" "$DIR/$1.srv.err" 2>/dev/null | grep -v '^$' | head -1 | tr ',' ';')
+		ERR=$(cat "$BL_DIR/$1.cli.err" "$BL_DIR/$1.srv.err" 2>/dev/null | grep -v '^$' | head -1 | tr ',' ';')
 		[ -n "$ERR" ] || ERR="no result"
 	fi
 }
@@ -251,7 +130,7 @@ cpu_busy() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " ")
 # rx_snap HOST: the time and "peer/qpn=rx_bytes" of every QP of that mrocd that has
 # received payload.
 rx_snap() {
-	echo "$EPOCHREALTIME $("$CLI" -j -S "$DIR/h$1.admin" qp show 2>/dev/null |
+	echo "$EPOCHREALTIME $("$CLI" -j -S "$BL_DIR/h$1.admin" qp show 2>/dev/null |
 		jq -r '[.qps[]? | select(.rx_bytes > 0) | "\(.peer)/\(.qpn)=\(.rx_bytes)"] | join(" ")' 2>/dev/null)"
 }
 # steady SNAP_A SNAP_B: Gbit/s received between two snapshots, per peer ("peer gbps"
@@ -275,7 +154,7 @@ mroc_run() {
 	local tag=$1 sp cp c0 c1 p0 p1 r=$((NHOSTS - 1)) sa sb u0
 	shift
 	c0=$(counters 0)
-	p0=$(plane_pkts)
+	p0=$(bl_plane_pkts)
 	perf_server "$tag" $r 18515 "$@"
 	sp=$LASTPID
 	sleep 0.3
@@ -289,13 +168,13 @@ mroc_run() {
 	sleep "$(awk -v s="$SECS" 'BEGIN { print s - 0.35 }')"
 	sb=$(rx_snap $r)
 	CPU=$(cpu_busy "$u0" "$(cpu_snap)")
-	reap "$cp"
-	reap "$sp"
+	bl_reap "$cp"
+	bl_reap "$sp"
 	perf_result "$tag"
 	RES=
 	[ -n "$ERR" ] || RES=$(steady "$sa" "$sb" | awk '$1 == "total" { print $2 }')
 	c1=$(counters 0)
-	p1=$(plane_pkts)
+	p1=$(bl_plane_pkts)
 	CNT=$(paste -d' ' <(tr ' ' '\n' <<<"$c0") <(tr ' ' '\n' <<<"$c1") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = " " }')
 	PPK=$(paste -d' ' <(tr ' ' '\n' <<<"$p0") <(tr ' ' '\n' <<<"$p1") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = ":" }')
 	[ -z "$ERR" ] || log "$tag: FAILED: $ERR"
@@ -305,29 +184,29 @@ mroc_run() {
 # RES Gbit/s, CNT "segments retransmits", CPU as for mroc_run.
 tcp_run() {
 	local sp cp u0 p0
-	p0=$(plane_pkts)
+	p0=$(bl_plane_pkts)
 	ip netns exec "${NS[1]}" timeout $((SECS + WARM + 30)) iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
 	sp=$!
-	PIDS+=("$!")
+	BL_PIDS+=("$!")
 	sleep 0.3
 	AVG=
 	ip netns exec "${NS[0]}" timeout $((SECS + WARM + 25)) iperf3 -c "${IP[1]}" -p 5201 -O "$WARM" -t "$SECS" -P "$1" -J \
-		>"$DIR/tcp.json" 2>/dev/null &
+		>"$BL_DIR/tcp.json" 2>/dev/null &
 	cp=$!
-	PIDS+=("$!")
+	BL_PIDS+=("$!")
 	sleep "$WARM.2"
 	u0=$(cpu_snap)
 	sleep "$(awk -v s="$SECS" 'BEGIN { print s - 0.3 }')"
 	CPU=$(cpu_busy "$u0" "$(cpu_snap)")
-	reap "$cp"
-	reap "$sp"
-	RES=$(jq -r '.end.sum_received.bits_per_second / 1e9 // empty' "$DIR/tcp.json" 2>/dev/null)
+	bl_reap "$cp"
+	bl_reap "$sp"
+	RES=$(jq -r '.end.sum_received.bits_per_second / 1e9 // empty' "$BL_DIR/tcp.json" 2>/dev/null)
 	# segments sent (bytes / MSS at LINK_MTU with timestamps) and retransmitted
 	CNT=$(jq -r --argjson mss $((LINK_MTU - 52)) '"\(.end.sum_sent.bytes / $mss | floor) \(.end.sum_sent.retransmits // 0)"' \
-		"$DIR/tcp.json" 2>/dev/null || echo "0 0")
-	PPK=$(paste -d' ' <(tr ' ' '\n' <<<"$p0") <(plane_pkts | tr ' ' '\n') | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = ":" }')
+		"$BL_DIR/tcp.json" 2>/dev/null || echo "0 0")
+	PPK=$(paste -d' ' <(tr ' ' '\n' <<<"$p0") <(bl_plane_pkts | tr ' ' '\n') | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = ":" }')
 	ERR=
-	[ -n "$RES" ] || { ERR=$(jq -r '.error // "no result"' "$DIR/tcp.json" 2>/dev/null | tr ',' ';'); log "tcp: FAILED: $ERR"; }
+	[ -n "$RES" ] || { ERR=$(jq -r '.error // "no result"' "$BL_DIR/tcp.json" 2>/dev/null | tr ',' ';'); log "tcp: FAILED: $ERR"; }
 }
 
 # Receiver sampler: every 200 ms, the time, the payload bytes its QPs received and
@@ -338,7 +217,7 @@ sampler() {
 	while :; do
 		j=$("$CLI" -j -S "$1" qp show 2>/dev/null)
 		echo "$EPOCHREALTIME $(jq -r '[.qps[]? | "\(.qpn)=\(.rx_bytes)"] | join(",") | if . == "" then "-" else . end' \
-			<<<"$j" 2>/dev/null || echo -) $(plane_pkts bytes)"
+			<<<"$j" 2>/dev/null || echo -) $(bl_plane_pkts bytes)"
 		[ -z "${KEEP:-}" ] || echo "$EPOCHREALTIME $("$CLI" -j -S "$2" path show 2>/dev/null |
 			jq -c '[.paths[] | select(.qpn > 65538) | [.path_id, .sport, .state, .sent, .retx, .timeouts, .repaths]]')" >>"$3"
 		next=$(awk -v n="$next" 'BEGIN { printf "%.6f", n + 0.2 }')
@@ -346,7 +225,7 @@ sampler() {
 	done
 }
 
-stop_pid() { kill -TERM "$1" 2>/dev/null; reap "$1"; }
+stop_pid() { kill -TERM "$1" 2>/dev/null; bl_reap "$1"; }
 
 # median of the numbers on stdin (empty lines skipped); "" when none
 median() { sort -g | awk 'NF { a[n++] = $1 } END { if (n) printf "%.4f", n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2 }'; }
@@ -355,7 +234,7 @@ r2() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.2f", x }'; 
 r3() { awk -v x="$1" 'BEGIN { if (x == "") print "-"; else printf "%.3f", x }'; }
 div() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b == 0) print ""; else printf "%.4f", a / b }'; }
 
-TABLES=$DIR/tables.md
+TABLES=$BL_DIR/tables.md
 : >"$TABLES"
 md() { echo "$*" >>"$TABLES"; }
 
@@ -376,7 +255,7 @@ exp_loss() {
 		if [ $sweep = cpu ]; then rate=0; fabric_up 4 2; else rate=$RATE_MBIT; fabric_up 4 2 "${RATE_MBIT}mbit"; fi
 		daemons_start
 		for loss in $LOSSES; do
-			for ((p = 1; p <= 4; p++)); do plane_set $p loss "$loss"; done
+			for ((p = 1; p <= 4; p++)); do bl_plane_set $p loss "$loss"; done
 			for ((rep = 1; rep <= REPS; rep++)); do
 				for mode in $LOSS_MODES; do
 					case $mode in
@@ -518,10 +397,10 @@ exp_failover() {
 		for mode in metaroce rocev2; do
 			if [ $mode = metaroce ]; then args="--paths 4"; remain=$(awk -v c=$cap 'BEGIN { print 3 * c }'); else args="--mode rocev2"; remain=$cap; fi
 			thr=$(awk -v r=$remain 'BEGIN { print 0.85 * r }')
-			smp=$DIR/samples.$ev.$mode.$rep
-			sampler "$DIR/h1.admin" "$DIR/h0.admin" "$smp.paths" >"$smp" &
+			smp=$BL_DIR/samples.$ev.$mode.$rep
+			sampler "$BL_DIR/h1.admin" "$BL_DIR/h0.admin" "$smp.paths" >"$smp" &
 			sp=$!
-			PIDS+=("$!")
+			BL_PIDS+=("$!")
 			perf_server fo 1 18515 $args
 			local srv=$LASTPID
 			sleep 0.3
@@ -529,22 +408,22 @@ exp_failover() {
 			perf_client fo 0 1 18515 -s 65536 -D "$LONG" $args
 			cp=$LASTPID
 			sleep 0.5
-			p0=$(plane_pkts)
+			p0=$(bl_plane_pkts)
 			sleep 1.5
-			p1=$(plane_pkts)
+			p1=$(bl_plane_pkts)
 			busy=$(paste -d' ' <(tr ' ' '\n' <<<"$p0") <(tr ' ' '\n' <<<"$p1") |
 				awk 'NF == 2 && $2 - $1 > m { m = $2 - $1; b = NR } END { print b + 0 }')
 			[ "$busy" -ge 1 ] || busy=2
 			tset=$EPOCHREALTIME
-			if [ $ev = degraded ]; then plane_set "$busy" loss 10; else plane_set "$busy" blackhole on; fi
+			if [ $ev = degraded ]; then bl_plane_set "$busy" loss 10; else bl_plane_set "$busy" blackhole on; fi
 			te=$EPOCHREALTIME
-			reap "$cp"
-			reap "$srv"
+			bl_reap "$cp"
+			bl_reap "$srv"
 			perf_result fo
 			# keep sampling to the planned end, so a failed transfer shows as 0
 			while awk -v t0="$t0" -v d="$LONG" -v now="$EPOCHREALTIME" 'BEGIN { exit !(now < t0 + d + 0.5) }'; do sleep 0.2; done
 			stop_pid "$sp"
-			if [ $ev = degraded ]; then plane_set "$busy" loss 0; else plane_set "$busy" blackhole off; fi
+			if [ $ev = degraded ]; then bl_plane_set "$busy" loss 0; else bl_plane_set "$busy" blackhole off; fi
 			series "$smp" "$te" | awk -v e=$ev -v m=$mode -v r="$rep" '{ printf "%s,%s,%s,%s,%s,%s,%s,%s,%s\n", e, m, r, $1, $2, $4, $5, $6, $7 }' >>"$csv"
 			local st
 			st=$(series "$smp" "$te" | awk -v d="$LONG" -v t0="$t0" -v te="$te" -v thr="$thr" -v remain="$remain" '
@@ -599,12 +478,12 @@ exp_incast() {
 			sleep "$SECS"
 			hint=()
 			for s in 0 1 2; do
-				hint+=("$("$CLI" -j -S "$DIR/h$s.admin" qp show 2>/dev/null |
+				hint+=("$("$CLI" -j -S "$BL_DIR/h$s.admin" qp show 2>/dev/null |
 					jq '[.qps[] | select(.tx_bytes > 0) | .rate_hint_mbps] | max // 0' 2>/dev/null)")
 			done
 			sleep "$(awk -v s="$SECS" 'BEGIN { print s - 0.35 }')"
 			sb=$(rx_snap 3)
-			for s in "${pids[@]}"; do reap "$s"; done
+			for s in "${pids[@]}"; do bl_reap "$s"; done
 			st=$(steady "$sa" "$sb")
 			r=()
 			for s in 0 1 2; do
@@ -635,8 +514,8 @@ for e in $EXPERIMENTS; do
 	*) die "unknown experiment $e (loss planes failover incast)" ;;
 	esac
 done
-daemons_stop
-"$FABRIC" down --name "$NAME" >/dev/null 2>&1
+bl_daemons_stop
+"$FABRIC" down --name "$BL_NAME" >/dev/null 2>&1
 cat "$TABLES"
 echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%d), $(($(date +%s) - T_START)) s;" \
 	"load average $LOAD_START at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end;" \

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: MIT
-# Helpers shared by scripts/bench-scale.sh and scripts/bench-mpi.sh: a
-# scripts/fabric of the run's own, mrocd on AF_XDP on its hosts, processes
-# started here tracked by pid (stopped on exit, also on failure or Ctrl-C, and
-# never anyone else's), the fabric removed on exit.  Source it after setting
+# Helpers shared by scripts/bench-fabric.sh, bench-scale.sh, bench-mpi.sh and
+# bench-nccl.sh: a scripts/fabric of the run's own, mrocd on AF_XDP on its hosts,
+# processes started here tracked by pid (stopped on exit, also on failure or
+# Ctrl-C, and never anyone else's), the fabric removed on exit.  Source it after setting
 # BL_TAG (a short word naming the script, for the fabric's name and logs).
 #
 #   bl_init                      root/tool checks, work directory BL_DIR, traps
-#   bl_fabric_up PLANES HOSTS    a fresh fabric: NS[h] IFN[h] IP[h] MGMT[h]
+#   bl_fabric_up [--ports] PLANES HOSTS  a fresh fabric: NS[h] IFN[h] PORTS[h] IP[h] MGMT[h]
 #   bl_daemon_start H NETKEYS TRANSPORTKEYS, bl_daemons_ready, bl_daemons_stop
 #   bl_admin H CMD...            mroc-cli -j on host H's daemon
+#   bl_plane_set P WHAT VALUE, bl_plane_pkts [bytes]   a plane's impairment; its counters
 #   bl_bg CMD... / bl_reap PID   start in the background (pid in BL_LAST) / wait
 
 BL_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -25,7 +26,7 @@ MROC_MTU=${MROC_MTU:-3380}	# MetaRoCE payload per packet at LINK_MTU (mrocd need
 BL_PIDS=()
 BL_DIR=
 NPLANES=0 NHOSTS=0
-declare -a NS IFN IP MGMT DPID
+declare -a NS IFN PORTS IP MGMT DPID
 
 log() { echo "${BL_TAG:-bench}: $*" >&2; }
 die() { log "$*"; exit 1; }
@@ -92,18 +93,21 @@ bl_daemons_stop() {
 	done
 }
 
-# bl_fabric_up PLANES HOSTS: a fresh fabric, MTU LINK_MTU on every link, no
+# bl_fabric_up [--ports] PLANES HOSTS: a fresh fabric (--ports: no leaves, every host
+# with a port per plane, scripts/fabric up --ports), MTU LINK_MTU on every link, no
 # segmentation offloads (a loss is a packet's, for TCP too, as in bench-fabric.sh).
 bl_fabric_up() {
-	local h n l
+	local h n l shape=--planes
+	[ "$1" = --ports ] && { shape=--ports; shift; }
 	bl_daemons_stop
 	"$FABRIC" down --name "$BL_NAME" >/dev/null 2>&1
-	"$FABRIC" up --name "$BL_NAME" --planes "$1" --hosts "$2" >/dev/null || die "fabric up failed"
+	"$FABRIC" up --name "$BL_NAME" "$shape" "$1" --hosts "$2" >/dev/null || die "fabric up failed"
 	NPLANES=$1 NHOSTS=$2
 	eval "$("$FABRIC" env --name "$BL_NAME" | tr ' ' '\n')"
 	for ((h = 0; h < NHOSTS; h++)); do
 		NS[$h]=$(eval echo "\$FABRIC_NS_$h")
 		IFN[$h]=$(eval echo "\$FABRIC_IF_$h")
+		PORTS[$h]=$(eval echo "\${FABRIC_PORTS_$h:-}")
 		IP[$h]=$(eval echo "\$FABRIC_IP_$h")
 		MGMT[$h]=$(eval echo "\$FABRIC_MGMT_$h")
 	done
@@ -120,18 +124,32 @@ bl_plane_set() {
 	"$FABRIC" set "$1" --name "$BL_NAME" "$2" "$3" >/dev/null || die "fabric set $*"
 }
 
+# bl_plane_pkts [bytes]: packets (or bytes) each plane forwarded towards the last host
+# (leaf B's side: the data direction of the benchmarks), space separated, plane 1 first.
+bl_plane_pkts() {
+	local p
+	for ((p = 1; p <= NPLANES; p++)); do
+		ip -n "mrocf-$BL_NAME-p$p" -s -j link show pb | jq ".[0].stats64.tx.${1:-packets}"
+	done | tr '\n' ' '
+}
+
 # bl_daemon_start H [NETWORK_KEYS] [TRANSPORT_KEYS] [LIMITS_KEYS]: mrocd on AF_XDP on
-# host H, every other host its peer; admin socket BL_DIR/hH.admin, client socket hH.ctl.
+# host H (on every port of a --ports fabric), every other host its peer (BL_PEERS=star:
+# only the last host, and the last host every other's), BL_PATHS paths (4); admin
+# socket BL_DIR/hH.admin, client socket hH.ctl.
 bl_daemon_start() {
-	local h=$1 peers='' i
+	local h=$1 peers='' i ifs="\"${IFN[$1]}\""
 	for ((i = 0; i < NHOSTS; i++)); do
-		[ "$i" = "$h" ] || peers+="${peers:+, }\"${IP[$i]}\""
+		[ "$i" != "$h" ] || continue
+		[ "${BL_PEERS:-}" != star ] || [ $h = $((NHOSTS - 1)) ] || [ $i = $((NHOSTS - 1)) ] || continue
+		peers+="${peers:+, }\"${IP[$i]}\""
 	done
+	[ -z "${PORTS[$h]:-}" ] || ifs="\"${PORTS[$h]//,/\", \"}\""
 	cat >"$BL_DIR/h$h.conf" <<CONF
 daemon = { log_level = "warning"; admin_socket = "$BL_DIR/h$h.admin"; control_socket = "$BL_DIR/h$h.ctl"; };
-network = { backend = "af_xdp"; interfaces = ( "${IFN[$h]}" ); address = "${IP[$h]}"; peers = [ $peers ];
+network = { backend = "af_xdp"; interfaces = ( $ifs ); address = "${IP[$h]}"; peers = [ $peers ];
 	    xdp_mode = "native"; frame_size = 4096; mtu = $MROC_MTU; ${2:-umem_frames = 8192; ring_size = 2048;} };
-transport = { paths = 4; ${3:-} };
+transport = { paths = ${BL_PATHS:-4}; ${3:-} };
 limits = { ${4:-} };
 CONF
 	rm -f "$BL_DIR/h$h.admin"

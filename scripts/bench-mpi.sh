@@ -75,13 +75,6 @@ for h in 0 1; do bl_daemon_start $h; done
 bl_daemons_ready
 NET=${IP[0]%.*.*}		# 10.N: the fabric's address plan
 
-# Packets each plane forwarded towards host 1, space separated (plane 1 first).
-plane_pkts() {
-	local p
-	for ((p = 1; p <= NPLANES; p++)); do
-		ip -n "mrocf-$BL_NAME-p$p" -s -j link show pb | jq '.[0].stats64.tx.packets'
-	done | tr '\n' ' '
-}
 # lossy_share BEFORE AFTER PLANE: the share of the packets towards host 1 that crossed PLANE.
 lossy_share() {
 	paste -d' ' <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") |
@@ -108,7 +101,7 @@ fi_env() {
 
 # busiest_plane BEFORE: the plane that has carried most packets towards host 1 since BEFORE.
 busiest_plane() {
-	paste -d' ' <(tr ' ' '\n' <<<"$1") <(plane_pkts | tr ' ' '\n') |
+	paste -d' ' <(tr ' ' '\n' <<<"$1") <(bl_plane_pkts | tr ' ' '\n') |
 		awk 'NF == 2 && $2 - $1 > m { m = $2 - $1; p = NR } END { print p + 0 }'
 }
 
@@ -118,7 +111,7 @@ busiest_plane() {
 follow_loss() {
 	local sum
 	for _ in $(seq 600); do
-		sum=$(paste -d' ' <(tr ' ' '\n' <<<"$2") <(plane_pkts | tr ' ' '\n') |
+		sum=$(paste -d' ' <(tr ' ' '\n' <<<"$2") <(bl_plane_pkts | tr ' ' '\n') |
 			awk 'NF == 2 { t += $2 - $1 } END { print t + 0 }')
 		[ "$sum" -ge "$FOLLOW_PKTS" ] || ! kill -0 "$1" 2>/dev/null && break
 		sleep 0.05
@@ -136,7 +129,7 @@ fi_run() {
 	# udp;ofi_rxd moves 1 MiB at a few MB/s here: a quarter of the iterations
 	[ "$prov" != "udp;ofi_rxd" ] || it=$(((FI_ITERS + 3) / 4))
 	[ "$plane" != follow ] || set_loss 0
-	p0=$(plane_pkts)
+	p0=$(bl_plane_pkts)
 	# shellcheck disable=SC2046
 	bl_bg ip netns exec "${NS[1]}" env $(fi_env 1 "$prov") timeout 300 fi_pingpong -p "$prov" -e rdm \
 		-B $port -I "$it" -c
@@ -153,7 +146,7 @@ fi_run() {
 	bl_reap "$cp"
 	rc=$?
 	bl_reap "$sp" || rc=$((rc ? rc : 1))
-	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
+	share=$(lossy_share "$p0" "$(bl_plane_pkts)" "$plane")
 	# fi_pingpong: bytes #sent #ack total time MB/sec usec/xfer Mxfers/sec
 	awk -v p="$prov" -v c="$cond" -v r="$rep" -v pl="$plane" -v s="$share" '
 		function bytes(x) { m = 1; if (x ~ /k$/) m = 1024; if (x ~ /m$/) m = 1048576; sub(/[km]$/, "", x); return x * m }
@@ -222,7 +215,7 @@ mpi_run() {
 	else
 		args=(--mca pml ob1 --mca btl tcp,self --mca btl_tcp_if_include "$NET.1.0/24,$NET.2.0/24")
 	fi
-	p0=$(plane_pkts)
+	p0=$(bl_plane_pkts)
 	ip netns exec "${NS[0]}" env FI_PROVIDER_PATH="$BUILD" FI_MROC_ADDR="${IP[0]}" \
 		MROC_SOCKET="$BL_DIR/h0.ctl" OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
 		MROC_NETNS_HOSTS="hostb=${NS[1]},${IP[1]},$BL_DIR/h1.ctl" \
@@ -231,7 +224,7 @@ mpi_run() {
 		--mca oob_tcp_if_include "$NET.250.0/24" "${args[@]}" \
 		"$MPIB" allreduce -s 8 -S 1048576 -n "$MPI_ITERS" -r "$MPI_RUNS" >"$BL_DIR/mpi.out" 2>&1
 	rc=$?
-	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
+	share=$(lossy_share "$p0" "$(bl_plane_pkts)" "$plane")
 	grep -q "^# results verified" "$BL_DIR/mpi.out" || [ "$rc" != 0 ] || rc=1
 	# mpi_bench: op bytes iters t_min_us t_median_us t_max_us MB/s_at_median
 	awk -v t="$tr" -v c="$cond" -v r="$rep" -v pl="$plane" -v s="$share" -v ok="$rc" '
@@ -336,7 +329,7 @@ fibw_run() {
 	local args=(-p "$prov" -P $port -n "$FIBW_ITERS" -w 16 -q -S 65536,1048576 "$t")
 	bl_daemons_check
 	[ "$plane" != follow ] || set_loss 0
-	p0=$(plane_pkts)
+	p0=$(bl_plane_pkts)
 	# shellcheck disable=SC2046
 	bl_bg ip netns exec "${NS[1]}" env $(fi_env 1 "$prov") timeout 600 "$SUITE" "${args[@]}" \
 		>"$BL_DIR/bw.srv" 2>&1
@@ -352,7 +345,7 @@ fibw_run() {
 	bl_reap "$cp"
 	rc=$?
 	bl_reap "$sp" || rc=$((rc ? rc : 1))
-	share=$(lossy_share "$p0" "$(plane_pkts)" "$plane")
+	share=$(lossy_share "$p0" "$(bl_plane_pkts)" "$plane")
 	# fi_suite: NAME BYTES bytes ITERS x WINDOW MB/s MB/s (the side that times prints it)
 	cat "$BL_DIR/bw.srv" "$BL_DIR/bw.cli" | awk -v p="$prov" -v t="$t" -v c="$cond" -v r="$rep" \
 		-v pl="$plane" -v s="$share" '$1 == t && $3 == "bytes" && $NF == "MB/s" {

@@ -23,6 +23,7 @@
 set -u
 BL_TAG=bnccl
 . "$(dirname "$0")/bench-lib.sh"
+. "$(dirname "$0")/bench-load.sh"
 
 OUT=${OUT:-$BL_TOP/docs/perf}
 LOSS=${LOSS:-1}
@@ -39,36 +40,11 @@ bl_init fi_pingpong ss
 [ -x "$HARNESS" ] && [ -f "$PLUGIN" ] || skip "$HARNESS or $PLUGIN not built: run make"
 mkdir -p "$OUT"
 
-load() { cut -d' ' -f1 /proc/loadavg; }
-
-# A fabric of hosts with a port per plane (the bench-lib one has leaves: its hosts 0..2
-# would share one, and their ring hops would cross no plane).
-"$FABRIC" up --name "$BL_NAME" --ports 2 --hosts 4 >/dev/null || die "fabric up failed"
-NHOSTS=4
-eval "$("$FABRIC" env --name "$BL_NAME" | tr ' ' '\n')"
-for ((h = 0; h < NHOSTS; h++)); do
-	NS[$h]=$(eval echo "\$FABRIC_NS_$h")
-	IP[$h]=$(eval echo "\$FABRIC_IP_$h")
-done
-for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$BL_NAME-"); do
-	for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
-		ip -n "$n" link set "$l" mtu "$LINK_MTU" || die "mtu $LINK_MTU on $n/$l"
-		ip netns exec "$n" ethtool -K "$l" tso off gso off gro off >/dev/null 2>&1
-	done
-done
-for ((h = 0; h < NHOSTS; h++)); do
-	peers=
-	for ((i = 0; i < NHOSTS; i++)); do [ "$i" = "$h" ] || peers+="${peers:+, }\"${IP[$i]}\""; done
-	cat >"$BL_DIR/h$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$BL_DIR/h$h.admin"; control_socket = "$BL_DIR/h$h.ctl"; };
-network = { backend = "af_xdp"; interfaces = ( "p1", "p2" ); address = "${IP[$h]}"; peers = [ $peers ];
-	    xdp_mode = "native"; frame_size = 4096; mtu = $MROC_MTU; umem_frames = 16384; ring_size = 2048; };
-transport = { paths = 8; };
-CONF
-	ip netns exec "${NS[$h]}" "$MROCD" -c "$BL_DIR/h$h.conf" >>"$BL_DIR/h$h.log" 2>&1 &
-	DPID[$h]=$!
-	BL_PIDS+=("$!")
-done
+# A fabric of hosts with a port per plane (a leaf fabric would put hosts 0..2 behind
+# one leaf, and their ring hops would cross no plane); mrocd on both ports, 8 paths.
+bl_fabric_up --ports 2 4
+BL_PATHS=8
+for ((h = 0; h < NHOSTS; h++)); do bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;"; done
 bl_daemons_ready
 
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
@@ -77,7 +53,7 @@ run() {
 	local ch=$BL_DIR/chan-$net-$nh-$loss
 	mkdir -p "$ch"
 	bl_daemons_check
-	"$FABRIC" set 2 --name "$BL_NAME" loss "$loss" >/dev/null || die "fabric set"
+	bl_plane_set 2 loss "$loss"
 	for r in 0 1 2 3; do
 		h=$((r % nh))
 		case $net in
@@ -98,10 +74,10 @@ run() {
 		log "$net on $nh hosts at $loss% loss failed:"; tail -n 5 "$BL_DIR/$net-$nh-$loss".*.out >&2
 		return
 	fi
-	awk -v n="$net" -v h="$nh" -v l="$loss" -v ld="$(load)" \
+	awk -v n="$net" -v h="$nh" -v l="$loss" -v ld="$(load_now)" \
 		'$1 ~ /^[0-9]+$/ { printf "%s,%d,%s,%d,%.1f,%.4f,%.4f,%s\n", n, h, l, $1, $3, $4, $5, ld }' \
 		"$BL_DIR/$net-$nh-$loss.0.out" >>"$CSV"
-	log "$net, 4 ranks on $nh hosts, $loss% loss on plane 2 (load $(load)):" \
+	log "$net, 4 ranks on $nh hosts, $loss% loss on plane 2 (load $(load_now)):" \
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
 }
@@ -121,13 +97,13 @@ pingpong() {
 	cp=$BL_LAST
 	bl_reap "$cp"
 	bl_reap "$sp"
-	awk -v ld="$(load)" '$1 == "64" && NF >= 8 { printf "mroc,64,%s,%s\n", $7, ld }' "$BL_DIR/pp.out" >>"$PP_CSV"
-	log "fi_pingpong -p mroc 64 B: $(awk '$1 == "64" { print $7 " us half round trip" }' "$BL_DIR/pp.out") (load $(load))"
+	awk -v ld="$(load_now)" '$1 == "64" && NF >= 8 { printf "mroc,64,%s,%s\n", $7, ld }' "$BL_DIR/pp.out" >>"$PP_CSV"
+	log "fi_pingpong -p mroc 64 B: $(awk '$1 == "64" { print $7 " us half round trip" }' "$BL_DIR/pp.out") (load $(load_now))"
 }
 
 echo "net,hosts,loss_pct,bytes,time_us,algbw_gbs,busbw_gbs,load1" >"$CSV"
 echo "provider,bytes,half_rtt_us,load1" >"$PP_CSV"
-log "$(bl_machine), load $(load)"
+log "$(bl_machine), load $(load_now)"
 pingpong
 for loss in $LOSSES; do
 	for nh in $PLACEMENTS; do

@@ -42,6 +42,8 @@
 #include <rdma/fi_eq.h>
 #include <rdma/fi_errno.h>
 
+#include "fi_common.h"
+
 /* The target's words. */
 enum {
 	W_ADD,		/* fetch-add counter */
@@ -89,17 +91,10 @@ static void die(const char *fmt, ...)
 	exit(1);
 }
 
-#define CHECK(call) do {							\
-	int _r = (int)(call);							\
-	if (_r)									\
-		die("%s: %s (%d)", #call, fi_strerror(-_r), _r);		\
-} while (0)
-
 static void fab_open(struct fab *f, struct fid_mr **mr_out, uint64_t *words)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_MSG, .size = 256 };
-	struct fi_av_attr ava = { .type = FI_AV_TABLE };
 
 	if (!hints)
 		die("fi_allocinfo");
@@ -111,14 +106,8 @@ static void fab_open(struct fab *f, struct fid_mr **mr_out, uint64_t *words)
 	fi_freeinfo(hints);
 	if (!(f->info->caps & FI_ATOMIC))
 		die("provider %s: no FI_ATOMIC in caps", f->info->fabric_attr->prov_name);
-	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	CHECK(fi_av_open(f->domain, &ava, &f->av, NULL));
-	CHECK(fi_cq_open(f->domain, &cqa, &f->cq, NULL));
-	CHECK(fi_endpoint(f->domain, f->info, &f->ep, NULL));
-	CHECK(fi_ep_bind(f->ep, &f->av->fid, 0));
-	CHECK(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(fi_enable(f->ep));
+	fic_domain_open(f->info, &cqa, &f->fabric, &f->domain, &f->av, &f->cq);
+	fic_ep_open(f->domain, f->info, f->av, f->cq, &f->ep);
 	if (mr_out)
 		CHECK(fi_mr_reg(f->domain, words, W_COUNT * sizeof(uint64_t),
 				FI_REMOTE_READ | FI_REMOTE_WRITE | FI_READ | FI_WRITE, 0, 0, 0,

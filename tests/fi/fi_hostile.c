@@ -61,9 +61,11 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+
 #include <mroc/mroc.h>
 
 #include "av.h"
+#include "fi_common.h"
 #include "fi_mroc.h"
 #include "proto.h"
 
@@ -113,12 +115,6 @@ static void note(const char *fmt, ...)
 	putchar('\n');
 	fflush(stdout);
 }
-
-#define CHECK(call) do {							\
-	int _r = (int)(call);							\
-	if (_r)									\
-		die("%s: %s (%d)", #call, fi_strerror(-_r), _r);		\
-} while (0)
 
 static void check_deadline(const char *what)
 {
@@ -243,10 +239,7 @@ static void ep_open(struct fab *f)
 {
 	size_t l = sizeof(f->name);
 
-	CHECK(fi_endpoint(f->domain, f->info, &f->ep, NULL));
-	CHECK(fi_ep_bind(f->ep, &f->av->fid, 0));
-	CHECK(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(fi_enable(f->ep));
+	fic_ep_open(f->domain, f->info, f->av, f->cq, &f->ep);
 	CHECK(fi_getname(&f->ep->fid, &f->name, &l));
 	if (fi_open_ops(&f->ep->fid, FI_MROC_OPS_1, 0, (void **)&f->ops, NULL))
 		f->ops = NULL;	/* a provider without counters: the checks that need them are skipped */
@@ -256,7 +249,6 @@ static void fab_open(struct fab *f)
 {
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
-	struct fi_av_attr ava = { .type = FI_AV_TABLE };
 
 	hints->ep_attr->type = FI_EP_RDM;
 	hints->caps = FI_MSG | FI_TAGGED | FI_RMA | FI_DIRECTED_RECV | FI_SOURCE;
@@ -264,10 +256,7 @@ static void fab_open(struct fab *f)
 	hints->fabric_attr->prov_name = strdup("mroc");
 	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, hints, &f->info));
 	fi_freeinfo(hints);
-	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	CHECK(fi_av_open(f->domain, &ava, &f->av, NULL));
-	CHECK(fi_cq_open(f->domain, &cqa, &f->cq, NULL));
+	fic_domain_open(f->info, &cqa, &f->fabric, &f->domain, &f->av, &f->cq);
 	ep_open(f);
 }
 

@@ -58,6 +58,8 @@
 #include <rdma/fi_rma.h>
 #include <rdma/fi_tagged.h>
 
+#include "fi_common.h"
+
 #define TIMEOUT_S	120
 #define MAX_SIZES	32
 
@@ -80,12 +82,6 @@ static void die(const char *fmt, ...)
 	fputc('\n', stderr);
 	exit(1);
 }
-
-#define CHECK(call) do {							\
-	int _r = (int)(call);							\
-	if (_r)									\
-		die("%s: %s (%d)", #call, fi_strerror(-_r), _r);		\
-} while (0)
 
 static double now_s(void)
 {
@@ -219,20 +215,13 @@ static int fab_open(struct fab *f, uint64_t caps, size_t len, uint64_t access)
 {
 	struct fi_info *h = hints_for(caps);
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 8192 };
-	struct fi_av_attr ava = { .type = FI_AV_TABLE };
 	int err = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &f->info);
 
 	fi_freeinfo(h);
 	if (err)
 		return err;
-	CHECK(fi_fabric(f->info->fabric_attr, &f->fabric, NULL));
-	CHECK(fi_domain(f->fabric, f->info, &f->domain, NULL));
-	CHECK(fi_av_open(f->domain, &ava, &f->av, NULL));
-	CHECK(fi_cq_open(f->domain, &cqa, &f->cq, NULL));
-	CHECK(fi_endpoint(f->domain, f->info, &f->ep, NULL));
-	CHECK(fi_ep_bind(f->ep, &f->av->fid, 0));
-	CHECK(fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV));
-	CHECK(fi_enable(f->ep));
+	fic_domain_open(f->info, &cqa, &f->fabric, &f->domain, &f->av, &f->cq);
+	fic_ep_open(f->domain, f->info, f->av, f->cq, &f->ep);
 	f->len = len ? len : 1;
 	f->buf = aligned_alloc(4096, (f->len + 4095) / 4096 * 4096);
 	if (!f->buf)
