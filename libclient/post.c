@@ -130,14 +130,21 @@ void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
 	}
 }
 
-/* An empty poll: -ENOTCONN if mrocd is gone; past the spin budget, give the CPU away. */
+/* This thread's last yield on an empty poll (spin.h: one per LIBMROC_YIELD_EVERY_NS). */
+static _Thread_local int64_t last_yield = -1;
+
+/*
+ * An empty poll: -ENOTCONN if mrocd is gone; past the QP's spin budget, give
+ * the CPU away, unless this thread did a moment ago (polling other QPs).
+ */
 static int poll_empty(struct mroc_qp *qp)
 {
 	int64_t now = libmroc_now_ns();
 
 	if (libmroc_ctx_gone(qp->ctx, now))
 		return -ENOTCONN;
-	if (libmroc_spin_empty(&qp->poll_spin, now) != LIBMROC_SPIN_POLL)
+	if (libmroc_spin_empty(&qp->poll_spin, now) != LIBMROC_SPIN_POLL &&
+	    libmroc_yield_due(&last_yield, now))
 		sched_yield();
 	return 0;
 }

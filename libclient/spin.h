@@ -23,6 +23,7 @@
 #ifndef LIBMROC_SPIN_H
 #define LIBMROC_SPIN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #define LIBMROC_SPIN_ALWAYS	INT64_MAX	/* a budget that never runs out */
@@ -65,6 +66,29 @@ static inline enum libmroc_spin_step libmroc_spin_empty(struct libmroc_spin *s, 
 	if (idle - s->spin_ns < s->yield_ns)
 		return LIBMROC_SPIN_YIELD;
 	return LIBMROC_SPIN_SLEEP;
+}
+
+/*
+ * How often one thread may yield on empty polls: at most once per
+ * LIBMROC_YIELD_EVERY_NS, however many CQs it sweeps.  The streak above is
+ * per QP, so a thread polling 64 QPs' CQs in turn made 64 sched_yield()s a
+ * sweep once each QP had been empty for the budget: 118 per completion at
+ * 4 clients x 64 QPs (mroc-perf write_bw --sleep), each a trip through the
+ * scheduler that gave nothing the first one had not.  Between yields the
+ * poll returns at once, as a pure spin does.
+ */
+#define LIBMROC_YIELD_EVERY_NS	5000
+
+/*
+ * A poll at time now wants to yield: whether it should, given *last, the
+ * thread's last yield (< 0: none yet), which it then updates.
+ */
+static inline bool libmroc_yield_due(int64_t *last, int64_t now)
+{
+	if (*last >= 0 && now >= *last && now - *last < LIBMROC_YIELD_EVERY_NS)
+		return false;
+	*last = now;
+	return true;
 }
 
 #endif

@@ -18,6 +18,18 @@
 
 #define US 1000LL
 
+/*
+ * Every sched_yield() of this program, libmroc's included (linked in
+ * statically), counted instead of made.
+ */
+static unsigned long yields;
+
+int sched_yield(void)
+{
+	yields++;
+	return 0;
+}
+
 /* ---- the policy --------------------------------------------------------------- */
 
 static void test_poll_path(void **state)
@@ -87,6 +99,27 @@ static void test_extremes(void **state)
 	assert_int_equal(libmroc_spin_empty(&s, 50 * US), LIBMROC_SPIN_POLL);
 	assert_int_equal(libmroc_spin_empty(&s, 54 * US), LIBMROC_SPIN_POLL);
 	assert_int_equal(libmroc_spin_empty(&s, 55 * US), LIBMROC_SPIN_YIELD);
+}
+
+/* One thread's yields on empty polls: at most one per LIBMROC_YIELD_EVERY_NS. */
+static void test_yield_due(void **state)
+{
+	int64_t last = -1, t = 3 * US;
+
+	assert_true(libmroc_yield_due(&last, t));	/* the first one */
+	assert_int_equal(last, t);
+	assert_false(libmroc_yield_due(&last, t));
+	assert_false(libmroc_yield_due(&last, t + LIBMROC_YIELD_EVERY_NS - 1));
+	assert_int_equal(last, t);
+	assert_true(libmroc_yield_due(&last, t + LIBMROC_YIELD_EVERY_NS));
+	assert_int_equal(last, t + LIBMROC_YIELD_EVERY_NS);
+	/* A clock behind the last yield (another CPU's reading): yield, and start from it. */
+	assert_true(libmroc_yield_due(&last, t));
+	assert_int_equal(last, t);
+	/* Time 0 is a time like any other. */
+	last = -1;
+	assert_true(libmroc_yield_due(&last, 0));
+	assert_false(libmroc_yield_due(&last, 1));
 }
 
 /* ---- the budget, as mroc_open takes it ------------------------------------------ */
@@ -175,6 +208,41 @@ static void test_poll_cq_streak(void **state)
 	mroc_close(ctx);
 }
 
+/*
+ * A thread sweeping many QPs' empty CQs past their budgets (MROC_SPIN_NONE:
+ * every empty poll is past it) yields once per LIBMROC_YIELD_EVERY_NS of the
+ * sweeps, not once per QP: the fake's 8 QPs swept 160 times made 1,280
+ * yields before.
+ */
+static void test_poll_cq_sweep_yields(void **state)
+{
+	struct mroc_ctx_opts opts = { .sz = sizeof(opts), .socket_path = F.path,
+				      .spin_us = MROC_SPIN_NONE };
+	struct mroc_ctx *ctx = mroc_open(&opts);
+	struct mroc_qp *qp[FAKE_MAX_QPS];
+	struct mroc_wc wc[2];
+	int64_t t0, t1;
+
+	assert_non_null(ctx);
+	for (int i = 0; i < FAKE_MAX_QPS; i++) {
+		qp[i] = mroc_qp_create(ctx, NULL);
+		assert_non_null(qp[i]);
+	}
+	/* The other tests' polls yielded too: time for a yield to be due again. */
+	for (t0 = libmroc_now_ns(); libmroc_now_ns() - t0 <= LIBMROC_YIELD_EVERY_NS;)
+		;
+	yields = 0;
+	t0 = libmroc_now_ns();
+	for (int sweep = 0; sweep < 160; sweep++)
+		for (int i = 0; i < FAKE_MAX_QPS; i++)
+			assert_int_equal(mroc_poll_cq(qp[i], wc, 2), 0);
+	t1 = libmroc_now_ns();
+	/* The first empty poll yields; then one more per LIBMROC_YIELD_EVERY_NS at most. */
+	assert_true(yields >= 1);
+	assert_true(yields <= (unsigned long)((t1 - t0) / LIBMROC_YIELD_EVERY_NS) + 1);
+	mroc_close(ctx);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -183,7 +251,9 @@ int main(void)
 		cmocka_unit_test(test_wait_path),
 		cmocka_unit_test(test_extremes),
 		cmocka_unit_test_setup_teardown(test_budget, fake_start, fake_stop),
+		cmocka_unit_test(test_yield_due),
 		cmocka_unit_test_setup_teardown(test_poll_cq_streak, fake_start, fake_stop),
+		cmocka_unit_test_setup_teardown(test_poll_cq_sweep_yields, fake_start, fake_stop),
 	};
 
 	alarm(60);	/* a hang is a failure */

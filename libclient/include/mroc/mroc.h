@@ -54,8 +54,9 @@ const char *mroc_strerror(int err);
  * by a scheduler slice (milliseconds).  mroc_poll_cq and mroc_wait_cq
  * therefore spin on an empty CQ for spin_us microseconds only; after that
  * mroc_poll_cq calls sched_yield() before it returns 0 (the worker runs at
- * once if it was waiting for this CPU), and mroc_wait_cq yields between
- * polls for as long again, then sleeps on the completion channel.
+ * once if it was waiting for this CPU; at most once per 5 us per thread,
+ * however many QPs' CQs it polls), and mroc_wait_cq yields between polls
+ * for as long again, then sleeps on the completion channel.
  */
 #define MROC_SPIN_DEFAULT	0	/* $MROC_SPIN_US if set, else MROC_SPIN_US_DEFAULT */
 #define MROC_SPIN_NONE		(-1)	/* give the CPU away at the first empty poll */
