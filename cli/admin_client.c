@@ -2,6 +2,7 @@
 /* The admin socket from mroc-cli's side (see admin_client.h). */
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,7 +58,7 @@ static int connect_to(const char *path, char *err, size_t errlen)
 		return -errno;
 	}
 	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa))) {
-		int e = errno;
+		int e = errno == EPERM ? EACCES : errno;	/* -EPERM: a refused command */
 
 		snprintf(err, errlen, "cannot connect to mrocd at %s: %s", path, strerror(e));
 		close(fd);
@@ -151,10 +152,16 @@ static int check_reply(const char *path, const char *cmd, const char *line, json
 	v = json_integer_value(json_object_get(r, "version"));
 	msg = json_string_value(json_object_get(r, "error"));
 	if (!json_is_true(json_object_get(r, "ok"))) {
-		snprintf(err, errlen, "mrocd refused \"%s\": %s", cmd,
-			 msg ? msg : "no reason given");
+		/* Not an administrator (daemon.admin_group): mrocd's text says so. */
+		bool denied = json_is_true(json_object_get(r, "denied"));
+
+		if (denied)
+			snprintf(err, errlen, "%s", msg ? msg : "permission denied");
+		else
+			snprintf(err, errlen, "mrocd refused \"%s\": %s", cmd,
+				 msg ? msg : "no reason given");
 		json_decref(r);
-		return -EREMOTEIO;
+		return denied ? -EPERM : -EREMOTEIO;
 	}
 	if (v != ADMIN_VERSION) {
 		snprintf(err, errlen, "mrocd at %s speaks admin protocol version %lld, mroc-cli %d",

@@ -21,7 +21,8 @@
  * *reply (the caller's).  Returns 0, or a negative errno with a message for
  * the operator in err: the connect error (-ENOENT, -ECONNREFUSED, -EACCES:
  * mrocd unreachable, the socket path in the message), -ETIMEDOUT, -EPROTO
- * (not a reply of ours), -EREMOTEIO (mrocd refused: its "error").
+ * (not a reply of ours), -EREMOTEIO (mrocd refused: its "error"), -EPERM
+ * (a command for administrators: err is mrocd's "permission denied: ...").
  */
 int admin_request(const char *path, const char *cmd, const json_t *args, json_t **reply,
 		  char *err, size_t errlen);

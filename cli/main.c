@@ -181,12 +181,12 @@ json_t *cli_request(struct cli *c, const char *cmd, const json_t *args)
 	int e = admin_request(c->sock, cmd, args, &r, err, sizeof(err));
 
 	if (e) {
-		const char *why = e == -EACCES || e == -EPERM ?
+		const char *why = e == -EACCES ?
 			"run as root or as a member of the socket's group (daemon.socket_group)" :
 			"is mrocd running?";
 
 		fprintf(stderr, CLI_NAME ": %s\n", err);
-		if (e == -ENOENT || e == -ECONNREFUSED || e == -EACCES || e == -EPERM ||
+		if (e == -ENOENT || e == -ECONNREFUSED || e == -EACCES ||
 		    e == -ENOTSOCK || e == -ENAMETOOLONG)
 			fprintf(stderr, CLI_NAME ": %s (%s %s; -S PATH or $" ADMIN_SOCKET_ENV
 				" names another)\n", why, c->sock,

@@ -16,6 +16,13 @@
  *                   address ("qpn": N for one)
  *   config          the effective configuration text
  *   reload          re-read the configuration file (as SIGHUP), answer when done
+ *
+ * Who may ask what (#24 item 11, struct ctl_caller): an administrator
+ * everything; any other user who may open the socket "status" and "config",
+ * "qps" of its own clients' QPs only (another's QPN is "no QP", as one that
+ * does not exist), "counters" of its own clients only (the group "clients",
+ * "scope": "uid"); "links", "reload" and "counters_reset" are refused with
+ * "permission denied" ("denied": true).
  */
 #include <errno.h>
 #include <net/if.h>
@@ -32,6 +39,7 @@
 #include "ctl.h"
 #include "daemon_priv.h"
 #include "links.h"
+#include "log.h"
 #include "peers.h"
 #include "status.h"
 #include "worker.h"
@@ -68,6 +76,8 @@ struct snapshot {
 	/* in: what to take */
 	struct mrocd *d;
 	bool want_qps;			/* QP and path details (qps) */
+	bool own_only;			/* a user who is no administrator: uid's clients only */
+	uid_t uid;
 	bool one_qp;			/* only the QP numbered qpn */
 	uint32_t qpn;
 	uint32_t cap;			/* room in qps[] and qpns[] */
@@ -87,6 +97,7 @@ struct snapshot {
 	uint32_t npeers;		/* peer table entries, every worker's */
 	struct peers_stats peers;
 	struct clients_stats cls;
+	struct clients_uid_stats own;	/* own_only: uid's clients */
 	struct snap_wk wks[MROCD_MAX_WORKERS];
 };
 
@@ -100,7 +111,7 @@ static uint64_t counters_base_ns;
 
 /* Gauges inside the counter groups: never subtracted. */
 static const char *const gauges[] = { "clients", "qps", "mrs", "locked_bytes", "ports_down",
-				      NULL };
+				      "services", NULL };
 
 static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 {
@@ -164,6 +175,10 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->cq_overflows += b->cq_overflows;
 	a->cq_signals += b->cq_signals;
 	a->cq_signal_calls += b->cq_signal_calls;
+	a->listen_refused += b->listen_refused;
+	a->share_refused += b->share_refused;
+	a->zombies_cut += b->zombies_cut;
+	a->services += b->services;
 }
 
 /* The QPs of worker w into qps[] after the earlier workers': -ENOSPC when they do not fit. */
@@ -218,6 +233,8 @@ static int take_snapshot(void *arg, uint64_t now)
 	add_counters(&s->peers, &ps, sizeof(ps));
 	clients_get_stats(w->clients, &sw->cls);
 	add_clients_stats(&s->cls, &sw->cls);
+	if (s->own_only)
+		clients_uid_stats(w->clients, s->uid, &s->own);
 	n = engine_qp_list(w->eng, s->qpns, (int)s->cap);
 	sw->qps = n > 0 ? (uint32_t)n : 0;
 	s->qps_total += sw->qps;
@@ -446,7 +463,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
 		"qps_hot", (json_int_t)s->cls.qps_hot,
@@ -455,7 +472,11 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"wrs", (json_int_t)s->cls.wrs, "bad_wrs", (json_int_t)s->cls.bad_wrs,
 		"cqes", (json_int_t)s->cls.cqes, "cq_overflows", (json_int_t)s->cls.cq_overflows,
 		"cq_signals", (json_int_t)s->cls.cq_signals,
-		"cq_signal_syscalls", (json_int_t)s->cls.cq_signal_calls));
+		"cq_signal_syscalls", (json_int_t)s->cls.cq_signal_calls,
+		"services", (json_int_t)s->cls.services,
+		"listen_refused", (json_int_t)s->cls.listen_refused,
+		"share_refused", (json_int_t)s->cls.share_refused,
+		"zombies_cut", (json_int_t)s->cls.zombies_cut));
 	ctl_get_stats(d->ctl, &cs);
 	json_object_set_new(o, "sockets", json_pack("{s:I, s:I, s:I, s:I}",
 		"hello_timeouts", (json_int_t)cs.hello_timeouts,
@@ -552,14 +573,26 @@ static void set_owner(json_t *q, const struct snap_qp *sq)
 	json_object_set_new(q, "client", json_integer(sq->owner.client));
 }
 
+/* A QP the caller may see: any for an administrator, else its own clients'. */
+static bool visible(const struct snapshot *s, const struct snap_qp *sq)
+{
+	return !s->own_only || (sq->has_owner && sq->owner.uid == s->uid);
+}
+
 static json_t *reply_qps(const struct snapshot *s)
 {
 	json_t *o = json_object(), *a = json_array();
 
 	for (uint32_t i = 0; i < s->nqps; i++) {
 		const struct snap_qp *sq = &s->qps[i];
-		json_t *q = status_qp(&sq->info), *paths = json_array(), *down = json_array();
+		json_t *q, *paths, *down;
 		char buf[MROC_ADDR_STRLEN];
+
+		if (!visible(s, sq))
+			continue;
+		q = status_qp(&sq->info);
+		paths = json_array();
+		down = json_array();
 
 		json_object_set_new(q, "worker", json_integer(sq->worker));
 		set_owner(q, sq);
@@ -605,6 +638,34 @@ static json_t *reply_config(struct mrocd *d)
 	return o;
 }
 
+/*
+ * A user who is no administrator asked for counters: its own clients' only
+ * (the daemon's packets, peers and other users' clients are not its to see).
+ */
+static json_t *reply_own_counters(struct mrocd *d, const struct snapshot *s)
+{
+	const struct clients_uid_stats *u = &s->own;
+
+	return json_pack("{s:b, s:I, s:I, s:b, s:s, s:I, s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}}",
+		"ok", 1, "uptime_ns", (json_int_t)(s->now - d->started_ns),
+		"counting_ns", (json_int_t)(s->now - d->started_ns), "reset", 0,
+		"scope", "uid", "uid", (json_int_t)s->uid,
+		"clients", "clients", (json_int_t)u->clients, "qps", (json_int_t)u->qps,
+		"mrs", (json_int_t)u->mrs, "locked_bytes", (json_int_t)u->locked_bytes,
+		"wrs", (json_int_t)u->wrs, "bad_wrs", (json_int_t)u->bad_wrs,
+		"cqes", (json_int_t)u->cqes, "cq_overflows", (json_int_t)u->cq_overflows);
+}
+
+static json_t *denied(const char *cmd, const struct ctl_caller *who)
+{
+	json_t *r = error_reply("permission denied: \"%s\" is for administrators (root, mrocd's "
+				"user or a member of daemon.admin_group); uid %u is not one", cmd,
+				(unsigned)who->uid);
+
+	json_object_set_new(r, "denied", json_true());
+	return r;
+}
+
 /* The answer comes after the reload: "ok" false with the file's error when it failed. */
 static json_t *reply_reload(struct mrocd *d)
 {
@@ -621,7 +682,10 @@ static const char *const snapshot_cmds[] = {
 	"status", "counters", "counters_reset", "links", "qps", NULL,
 };
 
-json_t *admin_handle(void *ctx, const json_t *req)
+/* Commands only an administrator may send. */
+static const char *const admin_cmds[] = { "reload", "counters_reset", "links", NULL };
+
+json_t *admin_handle(void *ctx, const json_t *req, const struct ctl_caller *who)
 {
 	struct mrocd *d = ctx;
 	const char *cmd = json_string_value(json_object_get(req, "cmd"));
@@ -633,6 +697,12 @@ json_t *admin_handle(void *ctx, const json_t *req)
 
 	if (!cmd)
 		return error_reply("missing \"cmd\"");
+	for (c = admin_cmds; !who->admin && *c; c++)
+		if (!strcmp(*c, cmd)) {
+			pr_info("admin socket: \"%s\" of uid %u (pid %d) refused: not an administrator",
+				cmd, (unsigned)who->uid, (int)who->pid);
+			return denied(cmd, who);
+		}
 	if (!strcmp(cmd, "config"))
 		return reply_config(d);
 	if (!strcmp(cmd, "reload"))
@@ -650,7 +720,12 @@ json_t *admin_handle(void *ctx, const json_t *req)
 	s->want_qps = !strcmp(cmd, "qps");
 	s->one_qp = s->want_qps && qpn;
 	s->qpn = (uint32_t)json_integer_value(qpn);
+	s->own_only = !who->admin;
+	s->uid = who->uid;
 	err = snapshot_take(d, s);
+	/* Another user's QP is as one that does not exist. */
+	if (!err && s->one_qp && !visible(s, &s->qps[0]))
+		err = -ENOENT;
 	if (err == -ENOENT)
 		reply = error_reply("no QP %u", s->qpn);
 	else if (err)
@@ -658,7 +733,7 @@ json_t *admin_handle(void *ctx, const json_t *req)
 	else if (!strcmp(cmd, "status"))
 		reply = reply_status(d, s);
 	else if (!strcmp(cmd, "counters"))
-		reply = reply_counters(d, s, req);
+		reply = s->own_only ? reply_own_counters(d, s) : reply_counters(d, s, req);
 	else if (!strcmp(cmd, "counters_reset"))
 		reply = reply_counters_reset(d, s);
 	else if (!strcmp(cmd, "links"))

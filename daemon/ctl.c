@@ -69,6 +69,8 @@ struct cconn {
 struct conn {
 	int fd;				/* -1 = free */
 	uid_t uid;
+	pid_t pid;
+	bool admin;			/* see struct ctl_caller */
 	uint64_t deadline;		/* request and reply done by then */
 	bool cut;
 	char *buf;
@@ -408,7 +410,8 @@ static void answer(struct ctl *c, int slot)
 	else if (json_integer_value(json_object_get(req, "version")) != MROCD_ADMIN_VERSION)
 		reply = error_reply("unsupported or missing \"version\" (this daemon speaks 1)");
 	else
-		reply = c->cfg.handle(c->cfg.ctx, req);
+		reply = c->cfg.handle(c->cfg.ctx, req, &(struct ctl_caller){
+			.uid = k->uid, .pid = k->pid, .admin = k->admin });
 	json_decref(req);
 	if (!reply)
 		reply = error_reply("internal error");
@@ -426,6 +429,30 @@ static void answer(struct ctl *c, int slot)
 	k->buf = out;
 	k->sent = 0;
 	arm_send(c, slot);
+}
+
+/*
+ * An administrator: root, mrocd's own user, or a member of admin_gid (its
+ * primary group or a supplementary one, as the peer had them when it
+ * connected).
+ */
+static bool is_admin(const struct ctl *c, int fd, const struct ucred *cred)
+{
+	gid_t groups[256];
+	socklen_t len = sizeof(groups);
+
+	if (cred->uid == 0 || cred->uid == geteuid())
+		return true;
+	if (c->cfg.admin_gid == (gid_t)-1)
+		return false;
+	if (cred->gid == c->cfg.admin_gid)
+		return true;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len))
+		return false;	/* ERANGE: more than 256 groups; not one of ours */
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == c->cfg.admin_gid)
+			return true;
+	return false;
 }
 
 static void on_accept(struct ctl *c, int res)
@@ -458,7 +485,8 @@ static void on_accept(struct ctl *c, int res)
 		close(res);
 		return;
 	}
-	c->conns[slot] = (struct conn){ .fd = res, .uid = cred.uid, .buf = malloc(REQ_MAX),
+	c->conns[slot] = (struct conn){ .fd = res, .uid = cred.uid, .pid = cred.pid,
+					.admin = is_admin(c, res, &cred), .buf = malloc(REQ_MAX),
 					.deadline = mono_ns() + ADMIN_TIMEOUT_NS };
 	if (!c->conns[slot].buf) {
 		conn_close(c, slot);

@@ -25,13 +25,27 @@
 
 struct ctl;
 
+/*
+ * Who sent an admin request (SO_PEERCRED when it connected, #24 item 11):
+ * an administrator (uid 0, mrocd's own uid, or a member of
+ * daemon.admin_group, primary or supplementary: SO_PEERGROUPS) sees and may
+ * do everything; anyone else who may open the socket (the socket group)
+ * sees only its own objects (admin.c).
+ */
+struct ctl_caller {
+	uid_t uid;
+	pid_t pid;
+	bool admin;
+};
+
 struct ctl_cfg {
 	const char *admin_path;		/* NULL = no admin socket */
 	mode_t mode;			/* permissions of the socket file */
 	gid_t gid;			/* (gid_t)-1 = leave the group alone */
+	gid_t admin_gid;		/* its members are administrators; (gid_t)-1 = none */
 	uint64_t watchdog_usec;		/* from sd_watchdog_enabled(); 0 = none */
 	/* Answer a request: return a new reply object (the loop adds "version"). */
-	json_t *(*handle)(void *ctx, const json_t *req);
+	json_t *(*handle)(void *ctx, const json_t *req, const struct ctl_caller *who);
 	/* SIGHUP. */
 	void (*reload)(void *ctx);
 	/* Each watchdog tick: return 0 if the daemon is healthy (WATCHDOG=1 is sent then). */

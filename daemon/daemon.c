@@ -332,7 +332,7 @@ static int start_backend(struct mrocd *d)
 	return start_udp(d);
 }
 
-static int socket_gid(const char *group, gid_t *gid)
+static int socket_gid(const char *key, const char *group, gid_t *gid)
 {
 	struct group *g;
 
@@ -341,7 +341,7 @@ static int socket_gid(const char *group, gid_t *gid)
 		return 0;
 	g = getgrnam(group);
 	if (!g) {
-		pr_err("daemon.socket_group: no group '%s'", group);
+		pr_err("%s: no group '%s'", key, group);
 		return -ENOENT;
 	}
 	*gid = g->gr_gid;
@@ -416,7 +416,9 @@ static int start_ctl(struct mrocd *d)
 	uint64_t usec = 0;
 	int err;
 
-	err = socket_gid(d->cfg.daemon.socket_group, &cc.gid);
+	err = socket_gid("daemon.socket_group", d->cfg.daemon.socket_group, &cc.gid);
+	if (!err)
+		err = socket_gid("daemon.admin_group", d->cfg.daemon.admin_group, &cc.admin_gid);
 	if (err)
 		return err;
 	if (sd_watchdog_enabled(0, &usec) > 0)
@@ -693,7 +695,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 	for (unsigned k = 0; k < d->nworkers; k++)
 		apply_worker_side(&d->wk[k], 0);
 	if (d->steer)
-		steer_listen(d->steer, MROCD_SERVICE_CONTROL, 0);
+		(void)steer_listen(d->steer, MROCD_SERVICE_CONTROL, 0);
 	for (unsigned k = 0; k < d->nworkers; k++) {
 		err = start_worker(d, k);
 		if (err)
@@ -834,6 +836,8 @@ static void clients_limits_of(const struct mrocd_config *c, struct clients_limit
 		.max_rq_depth = c->limits.max_rq_depth,
 		.default_paths = c->transport.paths,
 		.default_mode = (uint8_t)c->transport.mode,
+		.uid_share = c->limits.uid_share_percent,
+		.total_mrs = c->limits.max_mrs,
 	};
 }
 

@@ -15,6 +15,7 @@
 
 struct clients;
 struct ctl;
+struct ctl_caller;
 struct links;
 struct nl;
 struct peers;
@@ -71,6 +72,6 @@ struct mrocd {
 int mrocd_reload(struct mrocd *d, char *why, size_t n);
 
 /* admin.c: answer one admin request (ctl.c's handle callback, ctx = struct mrocd). */
-json_t *admin_handle(void *ctx, const json_t *req);
+json_t *admin_handle(void *ctx, const json_t *req, const struct ctl_caller *who);
 
 #endif

@@ -45,7 +45,7 @@ static const char *own_text(int err)
 	case EPROTO:
 		return "mrocd speaks another protocol version than this libmroc, or sent a bad reply";
 	case EUSERS:
-		return "mrocd has as many clients as it accepts";
+		return "mrocd has as many clients as it accepts (in all, or of this user)";
 	case ENOTCONN:
 		return "the connection to mrocd is lost (did mrocd stop?)";
 	case EAGAIN:
@@ -62,13 +62,17 @@ static const char *own_text(int err)
 		return "too many completions arrived while waiting: poll the completion queue";
 	case EDQUOT:
 		return "a limit of this client in mrocd is reached (QPs, regions, registered bytes "
-		       "or pinned bytes: limits.*_per_client)";
+		       "or pinned bytes: limits.*_per_client), or its user's share of mrocd's QPs "
+		       "or regions (limits.uid_share_percent)";
 	case ENOMEM:
 		return "out of memory, or mrocd cannot pin (lock) more memory for clients "
 		       "(its RLIMIT_MEMLOCK: LimitMEMLOCK= in mrocd.service)";
 	case EPERM:
 		return "operation not permitted (a memfd to register must allow sealing: "
 		       "MFD_ALLOW_SEALING)";
+	case EADDRINUSE:
+		return "the service id is bound by another client of mrocd (one client listens on "
+		       "a service id until it exits or destroys its listening QPs)";
 	case EINVAL:
 		return "invalid argument";
 	}

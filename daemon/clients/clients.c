@@ -15,6 +15,7 @@
 #include "clients_priv.h"
 #include "evfd.h"
 #include "log.h"
+#include "services.h"
 #include "worker.h"
 
 struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t max_total_qps,
@@ -43,7 +44,7 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 	cs->sigq = calloc(n, sizeof(*cs->sigq));
 	cs->uids = share ? NULL : calloc(UIDS_MAX, sizeof(*cs->uids));
 	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || !cs->sigq ||
-	    (!share && !cs->uids) ||
+	    (!share && (!cs->uids || services_create(&cs->svc))) ||
 	    qpmap_init(&cs->map, n) || qpmap_init(&cs->zmap, n)) {
 		clients_destroy(cs);
 		return NULL;
@@ -76,6 +77,7 @@ void clients_destroy(struct clients *cs)
 	free(cs->reap);
 	free(cs->sigq);
 	free(cs->uids);
+	services_destroy(cs->svc);
 	free(cs);
 }
 
@@ -191,12 +193,14 @@ static bool cq_push(struct clients *cs, struct cqp *q, const struct mroc_cqe *e,
 
 	if (space <= 0) {
 		cs->st.cq_overflows++;
+		q->cl->cq_overflows++;
 		kick(cs, q->cl, space < 0 ? "corrupted its CQ ring" : "CQ overflow", now);
 		return false;
 	}
 	memcpy(ring_prod_slot(&q->cq), e, sizeof(*e));
 	ring_prod_commit(&q->cq, 1);
 	cs->st.cqes++;
+	q->cl->cqes++;
 	/* The client sleeps on the channel: signalled at the end of this loop, with the others. */
 	if (ring_prod_take_flag(&q->cq, MROC_RING_ARMED)) {
 		if (cs->nsigq == cs->max_total_qps)
@@ -301,6 +305,7 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 		budget--;
 		done++;
 		cs->st.wrs++;
+		q->cl->wrs++;
 		if (err)
 			bad_wr(cs, q, rw.wr_id, MROC_WC_RECV, post_status(err), now);
 	}
@@ -322,6 +327,7 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 		budget--;
 		done++;
 		cs->st.wrs++;
+		q->cl->wrs++;
 		if (err)
 			bad_wr(cs, q, wr.wr_id, send_wc_opcode(wr.opcode), post_status(err), now);
 	}
@@ -447,6 +453,31 @@ bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now
 	return true;
 }
 
+bool clients_zombie_free(struct clients *cs)
+{
+	uint32_t size = cs->max_total_qps;
+
+	if (cs->nreap) {
+		/* Done already, destroyed at the next tick: now. */
+		engine_qp_destroy(cs->eng, cs->reap[--cs->nreap]);
+		return true;
+	}
+	while (cs->nzombies) {
+		struct zombie *z = &cs->zombies[cs->zhead];
+		uint32_t qpn = z->qpn;
+
+		cs->zhead = (cs->zhead + 1) % size;
+		cs->nzombies--;
+		if (!qpn)
+			continue;	/* reaped (and destroyed above or by the tick) */
+		qpmap_del(&cs->zmap, qpn);
+		engine_qp_destroy(cs->eng, qpn);
+		cs->st.zombies_cut++;
+		return true;
+	}
+	return false;
+}
+
 uint64_t clients_tick(struct clients *cs, uint64_t now)
 {
 	uint32_t size = cs->max_total_qps;
@@ -511,6 +542,31 @@ void clients_get_stats(struct clients *cs, struct clients_stats *out)
 {
 	*out = cs->st;
 	out->qps_hot = cs->nhot;
+	/* The control thread's, read while it waits in worker_call (admin.c's snapshot). */
+	if (cs->ctl == cs) {
+		out->listen_refused = cs->listen_refused;
+		out->share_refused = cs->share_refused;
+		out->services = services_count(cs->svc);
+	}
+}
+
+void clients_uid_stats(const struct clients *cs, uid_t uid, struct clients_uid_stats *out)
+{
+	for (uint32_t i = 0; i < cs->nwcl; i++) {
+		const struct client *cl = cs->wcl[i];
+
+		if (cl->uid != uid)
+			continue;
+		out->clients++;
+		/* The control thread's fields: it waits in worker_call meanwhile. */
+		out->qps += cl->nqps;
+		out->mrs += cl->nmrs;
+		out->locked_bytes += cl->locked_bytes;
+		out->wrs += cl->wrs;
+		out->bad_wrs += cl->bad_wrs;
+		out->cqes += cl->cqes;
+		out->cq_overflows += cl->cq_overflows;
+	}
 }
 
 int clients_qp_owner(const struct clients *cs, uint32_t qpn, struct clients_owner *out)

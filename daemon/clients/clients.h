@@ -48,6 +48,13 @@ struct clients_limits {
 	uint32_t max_sq_depth, max_rq_depth;
 	uint32_t default_paths;
 	uint8_t default_mode;			/* enum mroc_mode */
+	/*
+	 * One user's share, in percent (0: 100), of max_clients, of the
+	 * engine's QP table (max_total_qps) and of its region table
+	 * (total_mrs): at least one of each (#24 item 12).
+	 */
+	uint32_t uid_share;
+	uint32_t total_mrs;
 };
 
 /*
@@ -95,11 +102,23 @@ struct clients_stats {
 	uint64_t wrs, bad_wrs, cqes, cq_overflows;
 	uint64_t cq_signals;			/* completion channels signalled (armed clients) */
 	uint64_t cq_signal_calls;		/* system calls that took (batched per loop) */
+	uint64_t listen_refused;		/* LISTENs on another client's service (EADDRINUSE) */
+	uint64_t share_refused;			/* QPs, regions over a user's share (EDQUOT) */
+	uint64_t zombies_cut;			/* zombies freed early: the QP table was full */
+	uint32_t services;			/* service ids bound by clients now */
 };
 /* Worker thread. */
 void clients_get_stats(struct clients *cs, struct clients_stats *out);
 /* Control thread: bytes pinned (locked in mrocd's mapping) for every client. */
 uint64_t clients_locked_bytes(const struct clients *cs);
+
+/* One user's clients on a worker (what a user who is no administrator sees, admin.c). */
+struct clients_uid_stats {
+	uint32_t clients, qps, mrs;
+	uint64_t locked_bytes, wrs, bad_wrs, cqes, cq_overflows;
+};
+/* Worker thread, the control thread waiting (worker_call): adds uid's clients into out. */
+void clients_uid_stats(const struct clients *cs, uid_t uid, struct clients_uid_stats *out);
 
 /* Who holds QP qpn (its process, from SO_PEERCRED at connect). */
 struct clients_owner {

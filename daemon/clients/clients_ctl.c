@@ -23,6 +23,7 @@
 #include "peers.h"
 #include "qpmap.h"
 #include "ring.h"
+#include "services.h"
 #include "steer.h"
 #include "worker.h"
 
@@ -66,7 +67,10 @@ static int op_qp_create(void *arg, uint64_t now)
 
 	if (cs->nactive == cs->max_total_qps)
 		return -ENOSPC;
-	err = engine_qp_create(cs->eng, &o->attr, &q->qpn);
+	/* Zombies (dead clients' QPs saying goodbye) give their slots to the living. */
+	while ((err = engine_qp_create(cs->eng, &o->attr, &q->qpn)) == -ENOSPC &&
+	       clients_zombie_free(cs))
+		;
 	if (err)
 		return err;
 	err = qpmap_add(&cs->map, q->qpn, q);
@@ -127,11 +131,6 @@ static int op_qp_listen(void *arg, uint64_t now)
 	(void)now;
 	if (!own_qp(o))
 		return -ENOENT;
-	if (mrocd_service_reserved(o->service_id))
-		return reserved(o->cl, "listen on", o->service_id);
-	/* Connection requests for it, on whichever worker's socket, come here. */
-	if (o->cs->steer)
-		steer_listen(o->cs->steer, o->service_id, o->cs->widx);
 	return engine_qp_listen(o->cs->eng, o->qpn, o->service_id);
 }
 
@@ -332,13 +331,55 @@ static void unpin(struct client *cl, void *map, size_t len)
 	cl->cs->ctl->locked_bytes -= bytes;
 }
 
+/* One QP fewer binds its service: the last one's end frees the service and its steering. */
+static void unbind(struct cqp *q)
+{
+	struct clients *cs = q->cl->cs;
+
+	if (!q->bound)
+		return;
+	q->bound = false;
+	if (!services_unref(cs->ctl->svc, q->service) && cs->steer)
+		steer_unlisten(cs->steer, q->service);
+}
+
 static void free_qp(struct cqp *q)
 {
+	unbind(q);
 	if (q->region)
 		unpin(q->cl, q->region, q->region_len);
 	if (q->cq_fd >= 0)
 		close(q->cq_fd);
 	free(q);
+}
+
+/* uid's entry (it has established clients), or NULL. */
+static struct uid_count *uid_of(struct clients *cs, uid_t uid)
+{
+	for (uint32_t i = 0; i < cs->nuids; i++)
+		if (cs->uids[i].uid == uid)
+			return &cs->uids[i];
+	return NULL;
+}
+
+/*
+ * One user's share of a table of total entries (#24 item 12): at least one,
+ * so that nobody is shut out by rounding.
+ */
+static uint32_t share(const struct clients_limits *lim, uint32_t total)
+{
+	uint64_t n = (uint64_t)total * (lim->uid_share ? lim->uid_share : 100) / 100;
+
+	return n ? (uint32_t)n : 1;
+}
+
+static int over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n)
+{
+	pr_warn_rl("client %u (pid %d, uid %u): refused: its user holds %u %s, its share "
+		   "(limits.uid_share_percent %u%%)", cl->id, (int)cl->pid, (unsigned)cl->uid, n,
+		   what, ctl->lim.uid_share);
+	ctl->share_refused++;
+	return -EDQUOT;
 }
 
 /* Established clients of uid, changed by delta (+1, -1) unless 0. */
@@ -375,6 +416,10 @@ void clients_close(void *ctx, void *client)
 		close(cl->doorbell);
 	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
 	if (cl->counted) {
+		struct uid_count *u = uid_of(cs->ctl, cl->uid);
+
+		u->qps -= cl->nqps;
+		u->mrs -= cl->nmrs;
 		cs->ctl->nclients--;
 		uid_count(cs->ctl, cl->uid, -1);
 	}
@@ -425,10 +470,13 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	 * answered, so it learns why (EUSERS), then closed.
 	 */
 	if (cs->ctl->nclients >= cs->ctl->lim.max_clients ||
-	    uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid) {
+	    uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ||
+	    uid_count(cs->ctl, cl->uid, 0) >= share(&cs->ctl->lim, cs->ctl->lim.max_clients)) {
 		pr_warn_rl("refusing client pid %d (uid %u): %s reached", (int)cl->pid,
 			   (unsigned)cl->uid, cs->ctl->nclients >= cs->ctl->lim.max_clients ?
-			   "limits.max_clients" : "limits.max_clients_per_uid");
+			   "limits.max_clients" :
+			   uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ?
+			   "limits.max_clients_per_uid" : "its user's share (limits.uid_share_percent)");
 		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
 		return -EUSERS;
 	}
@@ -463,6 +511,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 		      int *fds, int nfds, struct mroc_msg_mr_reg *r)
 {
 	struct op o = { .cl = cl, .len = m->len, .access = m->access };
+	struct uid_count *u;
 	int err;
 
 	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL))
@@ -470,6 +519,9 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	if (cl->nmrs >= cs->ctl->lim.max_mrs || cl->nmrs >= cl->mrs_cap ||
 	    cl->mr_bytes + m->len > cs->ctl->lim.max_mr_bytes)
 		return -EDQUOT;
+	u = uid_of(cs->ctl, cl->uid);	/* an established client's user has one */
+	if (!u || u->mrs >= share(&cs->ctl->lim, cs->ctl->lim.total_mrs))
+		return over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
 	err = check_memfd(fds[0], m->len);
 	if (err)
 		return err;
@@ -484,6 +536,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	cl->mrs[cl->nmrs++] = (struct cmr){ .lkey = o.lkey, .rkey = o.rkey, .map = o.map,
 					    .len = m->len };
 	cl->mr_bytes += m->len;
+	u->mrs++;
 	o.access = 1;
 	call(cs, op_count_mr, &o);
 	r->lkey = o.lkey;
@@ -507,6 +560,7 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 		/* The engine no longer knows the key: nothing can touch the mapping now. */
 		unpin(cl, mr->map, mr->len);
 		cl->mr_bytes -= mr->len;
+		uid_of(cs->ctl, cl->uid)->mrs--;
 		*mr = cl->mrs[--cl->nmrs];
 		o.access = (uint32_t)-1;
 		call(cs, op_count_mr, &o);
@@ -570,6 +624,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 			 int *fds, int nfds, struct mroc_msg_qp_create *r)
 {
 	struct op o = { .cl = cl };
+	struct uid_count *u;
 	struct cqp *q;
 	int err;
 
@@ -582,6 +637,9 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -EINVAL;
 	if (cl->nqps >= cs->ctl->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
+	u = uid_of(cs->ctl, cl->uid);
+	if (!u || u->qps >= share(&cs->ctl->lim, cs->max_total_qps))
+		return over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
 	q = calloc(1, sizeof(*q));
@@ -611,8 +669,18 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return err;
 	}
 	cl->qps[cl->nqps++] = q;
+	u->qps++;
 	r->qpn = q->qpn;
 	return 0;
+}
+
+/* This client's QP qpn (control thread), or NULL. */
+static struct cqp *find_qp(struct client *cl, uint32_t qpn)
+{
+	for (uint32_t i = 0; i < cl->nqps; i++)
+		if (cl->qps[i]->qpn == qpn)
+			return cl->qps[i];
+	return NULL;
 }
 
 static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
@@ -630,6 +698,7 @@ static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
 		/* The worker dropped it from its list: the mapping is ours to undo. */
 		free_qp(cl->qps[i]);
 		cl->qps[i] = cl->qps[--cl->nqps];
+		uid_of(cs->ctl, cl->uid)->qps--;
 		return 0;
 	}
 	return -ENOENT;
@@ -673,8 +742,9 @@ static int msg_qp_connect(struct clients *cs, struct client *cl,
 			  const struct mroc_msg_qp_connect *m)
 {
 	struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
-
 	const char *why;
+	struct cqp *q;
+	int err;
 
 	if (m->family != AF_INET && m->family != AF_INET6)
 		return -EAFNOSUPPORT;
@@ -688,7 +758,64 @@ static int msg_qp_connect(struct clients *cs, struct client *cl,
 			   addr_str(&o.addr, buf, sizeof(buf)), why);
 		return -EADDRNOTAVAIL;
 	}
-	return call(cs, op_qp_connect, &o);
+	err = call(cs, op_qp_connect, &o);
+	q = err ? NULL : find_qp(cl, m->qpn);
+	if (q)
+		unbind(q);	/* no longer one of the service's listeners */
+	return err;
+}
+
+/*
+ * rdma_cm's rule (#24 item 8): a service id belongs to the client whose QP
+ * listened on it first; another client's LISTEN gets EADDRINUSE until every
+ * QP of the owner that listened on it is destroyed (or connects elsewhere),
+ * or the owner goes.  With several workers the owner's worker gets the
+ * service's CONNECT_REQs (steer.h), set only for a LISTEN that succeeds
+ * and freed with the binding.
+ */
+static int msg_qp_listen(struct clients *cs, struct client *cl,
+			 const struct mroc_msg_qp_listen *m)
+{
+	struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
+	struct cqp *q = find_qp(cl, m->qpn);
+	struct services *svc = cs->ctl->svc;
+	bool fresh, steered;
+	int err;
+
+	if (!q)
+		return -ENOENT;
+	if (mrocd_service_reserved(m->service_id))
+		return reserved(cl, "listen on", m->service_id);
+	if (q->bound && q->service == m->service_id)
+		return call(cs, op_qp_listen, &o);
+	fresh = !services_owner(svc, m->service_id);
+	err = services_ref(svc, m->service_id, cl);
+	if (err == -EADDRINUSE) {
+		struct client *owner = services_owner(svc, m->service_id);
+
+		pr_warn_rl("client %u (pid %d, uid %u): LISTEN on %#llx refused: client %u "
+			   "(pid %d) listens on it", cl->id, (int)cl->pid, (unsigned)cl->uid,
+			   (unsigned long long)m->service_id, owner->id, (int)owner->pid);
+		cs->ctl->listen_refused++;
+	}
+	if (err)
+		return err;
+	/* Connection requests for it, on whichever worker's socket, come here. */
+	steered = fresh && cs->steer;
+	err = steered ? steer_listen(cs->steer, m->service_id, cs->widx) : 0;
+	if (err)
+		steered = false;
+	else
+		err = call(cs, op_qp_listen, &o);
+	if (err) {
+		if (!services_unref(svc, m->service_id) && steered)
+			steer_unlisten(cs->steer, m->service_id);
+		return err;
+	}
+	unbind(q);	/* it listened on another service before */
+	q->bound = true;
+	q->service = m->service_id;
+	return 0;
 }
 
 static const size_t msg_size[] = {
@@ -746,13 +873,9 @@ bool clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds,
 	case MROC_MSG_QP_CONNECT:
 		err = msg_qp_connect(cs, cl, (void *)&in);
 		break;
-	case MROC_MSG_QP_LISTEN: {
-		const struct mroc_msg_qp_listen *m = (void *)&in;
-		struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
-
-		err = call(cs, op_qp_listen, &o);
+	case MROC_MSG_QP_LISTEN:
+		err = msg_qp_listen(cs, cl, (void *)&in);
 		break;
-	}
 	default: /* MROC_MSG_QP_DESTROY */
 		err = msg_qp_destroy(cs, cl, ((const struct mroc_msg_qp_destroy *)&in)->qpn);
 		break;

@@ -65,6 +65,8 @@ struct cqp {
 	void *region;
 	size_t region_len;
 	int cq_fd;
+	bool bound;			/* control thread: it listened on service (services.h) */
+	uint64_t service;
 	/* Worker only from here. */
 	struct ring_view sq, rq, cq;
 	uint32_t cq_entries;
@@ -89,6 +91,7 @@ struct client {
 	uint64_t mr_bytes;
 	uint64_t locked_bytes;		/* regions and rings pinned for it (map_pinned) */
 	uint32_t bad_wrs;		/* worker */
+	uint64_t wrs, cqes, cq_overflows;	/* worker: its own counters (admin "counters") */
 	uint32_t loop_wrs;		/* worker: taken in loop number loop */
 	uint64_t loop;
 	bool kicked;			/* worker: disconnected for misbehaving */
@@ -121,9 +124,13 @@ struct clients {
 	struct uid_count {		/* control thread: established clients per user */
 		uid_t uid;
 		uint32_t n;
+		uint32_t qps, mrs;	/* theirs (limits.uid_share_percent) */
 	} *uids;			/* [UIDS_MAX], nuids in use */
 	uint32_t nuids;
 	uint64_t locked_bytes;		/* control thread: pinned for every client */
+	struct services *svc;		/* control thread: service ids and their clients */
+	uint64_t listen_refused;	/* control thread: LISTENs on another client's service */
+	uint64_t share_refused;		/* control thread: QPs, regions over a user's share */
 	/* Worker from here. */
 	uint64_t loop;			/* clients_poll calls */
 	struct evfd_signaller *sig;	/* completion channels */
@@ -160,5 +167,11 @@ bool clients_qp_cool(struct clients *cs, struct cqp *q);
 /* The QP leaves the worker's lists; the engine says goodbye to its peer (a zombie). */
 void clients_qp_deactivate(struct clients *cs, struct cqp *q, uint64_t now);
 void clients_deactivate_all(struct clients *cs, struct client *cl, uint64_t now);
+/*
+ * The engine's QP table is full: free the slot of a zombie (one already
+ * done saying goodbye, else the oldest: its peer learns of the end by its
+ * dead-peer timer instead).  False when there is none.
+ */
+bool clients_zombie_free(struct clients *cs);
 
 #endif

@@ -82,6 +82,7 @@ static const struct config_key config_keys[] = {
 	{ .name = "daemon.socket_mode", .type = CONFIG_T_MODE, .max = 0777, .def = 0660,
 	  FIELD(daemon.socket_mode) },
 	K_STR("daemon.socket_group", daemon.socket_group, 0, "", 0),
+	K_STR("daemon.admin_group", daemon.admin_group, 0, "", 0),
 
 	K_ENUM("network.backend", network.backend, backend_names, MROCD_BACKEND_AUTO, 0),
 	K_TYPE("network.interfaces", CONFIG_T_IFACE_LIST, network.interfaces, 0, 255, 0),
@@ -130,6 +131,7 @@ static const struct config_key config_keys[] = {
 
 	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
 	K_UINT("limits.max_clients_per_uid", limits.max_clients_per_uid, 1, 4096, 64, R, NULL),
+	K_UINT("limits.uid_share_percent", limits.uid_share_percent, 1, 100, 75, R, "percent"),
 	K_UINT("limits.max_qps_per_client", limits.max_qps_per_client, 1, 65534, 256, R, NULL),
 	K_UINT("limits.max_mrs_per_client", limits.max_mrs_per_client, 1, 4096, 256, R, NULL),
 	K_UINT("limits.max_mr_bytes_per_client", limits.max_mr_bytes_per_client, 4096,

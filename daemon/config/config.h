@@ -91,6 +91,7 @@ struct mrocd_config {
 		char admin_socket[MROCD_SOCKPATH_MAX];	/* the CLI */
 		uint32_t socket_mode;		/* permission bits of both sockets */
 		char socket_group[MROCD_GROUP_MAX];	/* "" = the daemon's group */
+		char admin_group[MROCD_GROUP_MAX];	/* administrators; "" = root and ours only */
 	} daemon;
 	struct {
 		enum mrocd_backend backend;
@@ -137,6 +138,7 @@ struct mrocd_config {
 	struct {				/* per client, then engine tables */
 		uint32_t max_clients;
 		uint32_t max_clients_per_uid;
+		uint32_t uid_share_percent;	/* one user's share of clients, QPs, MRs */
 		uint32_t max_qps_per_client;
 		uint32_t max_mrs_per_client;
 		uint64_t max_mr_bytes_per_client;

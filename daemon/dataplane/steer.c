@@ -14,10 +14,18 @@
 #define STEER_SLOTS	1024	/* services listened on; power of two */
 #define SLOT_USED	0x80	/* in owner: the slot holds a key */
 
+/*
+ * Writers (the control thread's LISTENs and their ends) take the lock and
+ * make seq odd while they change the table; readers (the workers' RX) take
+ * no lock: they read seq, the slots, seq again, and look again if a writer
+ * was at work meanwhile (a seqlock).  Slots are relaxed atomics so that a
+ * read racing a write is defined; the retry throws its result away.
+ */
 struct steer {
 	unsigned n;
-	pthread_mutex_t lock;		/* writers (workers' LISTENs) */
-	uint64_t key[STEER_SLOTS];	/* written once, before its owner */
+	pthread_mutex_t lock;
+	_Atomic uint32_t seq;
+	_Atomic uint64_t key[STEER_SLOTS];
 	_Atomic uint8_t owner[STEER_SLOTS];	/* SLOT_USED | worker, 0 = empty */
 };
 
@@ -46,41 +54,130 @@ static unsigned slot_of(uint64_t service_id)
 	return (unsigned)((service_id * 0x9e3779b97f4a7c15ULL) >> 54) & (STEER_SLOTS - 1);
 }
 
-void steer_listen(struct steer *st, uint64_t service_id, unsigned worker)
+static uint8_t owner_at(struct steer *st, unsigned i)
+{
+	return atomic_load_explicit(&st->owner[i], memory_order_relaxed);
+}
+
+static uint64_t key_at(struct steer *st, unsigned i)
+{
+	return atomic_load_explicit(&st->key[i], memory_order_relaxed);
+}
+
+/* The slot of service_id, or STEER_SLOTS. */
+static unsigned find(struct steer *st, uint64_t service_id)
 {
 	unsigned i = slot_of(service_id);
 
-	pthread_mutex_lock(&st->lock);
 	for (unsigned t = 0; t < STEER_SLOTS; t++, i = (i + 1) & (STEER_SLOTS - 1)) {
-		uint8_t o = atomic_load_explicit(&st->owner[i], memory_order_relaxed);
+		if (!owner_at(st, i))
+			break;
+		if (key_at(st, i) == service_id)
+			return i;
+	}
+	return STEER_SLOTS;
+}
 
-		if (o && st->key[i] != service_id)
+static void write_begin(struct steer *st)
+{
+	pthread_mutex_lock(&st->lock);
+	atomic_store_explicit(&st->seq, atomic_load_explicit(&st->seq, memory_order_relaxed) + 1,
+			      memory_order_relaxed);
+	atomic_thread_fence(memory_order_release);	/* odd seq before any slot changes */
+}
+
+static void write_end(struct steer *st)
+{
+	atomic_store_explicit(&st->seq, atomic_load_explicit(&st->seq, memory_order_relaxed) + 1,
+			      memory_order_release);	/* the slots before the even seq */
+	pthread_mutex_unlock(&st->lock);
+}
+
+int steer_listen(struct steer *st, uint64_t service_id, unsigned worker)
+{
+	unsigned i;
+	int err = 0;
+
+	write_begin(st);
+	i = find(st, service_id);
+	if (i < STEER_SLOTS) {
+		/* Bound already: by this worker (another QP of its client), or refused. */
+		if ((owner_at(st, i) & ~SLOT_USED) != worker)
+			err = -EADDRINUSE;
+		goto out;
+	}
+	i = slot_of(service_id);
+	for (unsigned t = 0; t < STEER_SLOTS; t++, i = (i + 1) & (STEER_SLOTS - 1)) {
+		if (owner_at(st, i))
 			continue;
-		if (!o)
-			st->key[i] = service_id;
+		atomic_store_explicit(&st->key[i], service_id, memory_order_relaxed);
 		atomic_store_explicit(&st->owner[i], (uint8_t)(SLOT_USED | worker),
-				      memory_order_release);
-		pthread_mutex_unlock(&st->lock);
+				      memory_order_relaxed);
+		goto out;
+	}
+	err = -ENOSPC;
+	pr_warn_rl("steering: %d services listened on: a LISTEN on %#llx refused", STEER_SLOTS,
+		   (unsigned long long)service_id);
+out:
+	write_end(st);
+	return err;
+}
+
+/*
+ * Backward-shift deletion (no tombstones): the entries after the gap that
+ * may not stay past it move into it, so every probe still ends at an empty
+ * slot and a freed slot is free for good.
+ */
+void steer_unlisten(struct steer *st, uint64_t service_id)
+{
+	unsigned i, j;
+
+	write_begin(st);
+	i = find(st, service_id);
+	if (i == STEER_SLOTS) {
+		write_end(st);
 		return;
 	}
-	pthread_mutex_unlock(&st->lock);
-	pr_warn_rl("steering: %d services listened on: connection requests for %#llx go to "
-		   "worker 0", STEER_SLOTS, (unsigned long long)service_id);
+	atomic_store_explicit(&st->owner[i], 0, memory_order_relaxed);
+	for (j = (i + 1) & (STEER_SLOTS - 1); owner_at(st, j); j = (j + 1) & (STEER_SLOTS - 1)) {
+		unsigned h = slot_of(key_at(st, j));
+
+		if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
+			atomic_store_explicit(&st->key[i], key_at(st, j), memory_order_relaxed);
+			atomic_store_explicit(&st->owner[i], owner_at(st, j), memory_order_relaxed);
+			atomic_store_explicit(&st->owner[j], 0, memory_order_relaxed);
+			i = j;
+		}
+	}
+	write_end(st);
 }
 
 static unsigned listener_of(struct steer *st, uint64_t service_id)
 {
-	unsigned i = slot_of(service_id);
+	for (;;) {
+		uint32_t seq = atomic_load_explicit(&st->seq, memory_order_acquire);
+		unsigned i, w = 0;
 
-	for (unsigned t = 0; t < STEER_SLOTS; t++, i = (i + 1) & (STEER_SLOTS - 1)) {
-		uint8_t o = atomic_load_explicit(&st->owner[i], memory_order_acquire);
-
-		if (!o)
-			break;
-		if (st->key[i] == service_id)
-			return o & ~SLOT_USED;
+		if (seq & 1)
+			continue;	/* a writer is at work: for microseconds */
+		i = find(st, service_id);
+		if (i < STEER_SLOTS)
+			w = owner_at(st, i) & ~SLOT_USED;
+		atomic_thread_fence(memory_order_acquire);	/* the slots before seq again */
+		if (atomic_load_explicit(&st->seq, memory_order_relaxed) == seq)
+			return w;
 	}
-	return 0;
+}
+
+unsigned steer_services(struct steer *st)
+{
+	unsigned n = 0;
+
+	pthread_mutex_lock(&st->lock);
+	for (unsigned i = 0; i < STEER_SLOTS; i++)
+		n += !!owner_at(st, i);
+	pthread_mutex_unlock(&st->lock);
+	return n;
 }
 
 unsigned steer_owner(void *ctx, const uint8_t *pkt, uint32_t len)

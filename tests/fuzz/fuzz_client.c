@@ -276,6 +276,7 @@ static struct clients *clients_once(void)
 		.max_clients = 4, .max_per_uid = 4, .max_qps = 4, .max_mrs = 4, .max_mr_bytes = 1 << 20,
 		.max_locked_bytes = 4 << 20,
 		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
+		.total_mrs = 64,	/* the engine's below; uid_share 0: no share */
 	};
 	static struct clients *cs;
 	struct engine_config ec;

@@ -13,6 +13,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -100,13 +102,15 @@ static void test_steer(void **state)
 	/* Nobody listens: worker 0 (it rejects); then the listener's worker. */
 	n = connect_req(b, 0x4242);
 	assert_int_equal(steer_owner(st, b, (uint32_t)n), 0);
-	steer_listen(st, 0x4242, 2);
+	assert_int_equal(steer_listen(st, 0x4242, 2), 0);
 	assert_int_equal(steer_owner(st, b, (uint32_t)n), 2);
-	steer_listen(st, 0x4242, 1);	/* another listener took the service */
-	assert_int_equal(steer_owner(st, b, (uint32_t)n), 1);
+	/* Not last-writer-wins (#24 item 8): another worker's LISTEN is refused. */
+	assert_int_equal(steer_listen(st, 0x4242, 1), -EADDRINUSE);
+	assert_int_equal(steer_owner(st, b, (uint32_t)n), 2);
+	assert_int_equal(steer_listen(st, 0x4242, 2), 0);	/* the same worker's again */
 	/* Many services, colliding slots: each finds its own worker. */
 	for (uint64_t s = 1; s <= 600; s++)
-		steer_listen(st, s << 20, (unsigned)(s % 3));
+		assert_int_equal(steer_listen(st, s << 20, (unsigned)(s % 3)), 0);
 	for (uint64_t s = 1; s <= 600; s++) {
 		n = connect_req(b, s << 20);
 		assert_int_equal(steer_owner(st, b, (uint32_t)n), s % 3);
@@ -118,6 +122,84 @@ static void test_steer(void **state)
 	/* Garbage: worker 0, whose engine counts it. */
 	assert_int_equal(steer_owner(st, b, 3), 0);
 	steer_destroy(st);
+}
+
+/* A listener's end frees its slot (#24 item 8: 1,024 slots, never freed before). */
+static void test_steer_unlisten(void **state)
+{
+	struct steer *st;
+	uint8_t b[128];
+	uint64_t svc[1024];
+	size_t n;
+
+	(void)state;
+	assert_int_equal(steer_create(4, &st), 0);
+	for (unsigned i = 0; i < 1024; i++) {
+		svc[i] = 0x1000 + (uint64_t)i * 7;
+		assert_int_equal(steer_listen(st, svc[i], 1 + i % 3), 0);
+	}
+	assert_int_equal(steer_services(st), 1024);
+	assert_int_equal(steer_listen(st, 0xabcdef, 1), -ENOSPC);	/* full: refused */
+	/* Half go (every other one: the probe chains get holes), then new ones fit. */
+	for (unsigned i = 0; i < 1024; i += 2)
+		steer_unlisten(st, svc[i]);
+	steer_unlisten(st, 0x77777);	/* nobody's: nothing changes */
+	assert_int_equal(steer_services(st), 512);
+	for (unsigned i = 0; i < 1024; i++) {
+		n = connect_req(b, svc[i]);
+		assert_int_equal(steer_owner(st, b, (uint32_t)n), i % 2 ? 1 + i % 3 : 0);
+	}
+	for (unsigned i = 0; i < 512; i++)
+		assert_int_equal(steer_listen(st, 0x900000 + i, 3), 0);
+	assert_int_equal(steer_services(st), 1024);
+	for (unsigned i = 1; i < 1024; i += 2) {
+		n = connect_req(b, svc[i]);
+		assert_int_equal(steer_owner(st, b, (uint32_t)n), 1 + i % 3);
+	}
+	/* A freed service may be taken by another worker. */
+	steer_unlisten(st, svc[1]);
+	assert_int_equal(steer_listen(st, svc[1], 3), 0);
+	n = connect_req(b, svc[1]);
+	assert_int_equal(steer_owner(st, b, (uint32_t)n), 3);
+	steer_destroy(st);
+}
+
+struct churn {
+	struct steer *st;
+	atomic_bool stop;
+};
+
+/* A writer binding and freeing services around a stable one. */
+static void *churn(void *arg)
+{
+	struct churn *c = arg;
+
+	for (unsigned r = 0; !atomic_load(&c->stop); r++) {
+		for (uint64_t s = 0; s < 64; s++)
+			steer_listen(c->st, 0x5000 + s * 1024, 1 + (unsigned)s % 2);
+		for (uint64_t s = 0; s < 64; s++)
+			steer_unlisten(c->st, 0x5000 + s * 1024);
+	}
+	return NULL;
+}
+
+/* Lock-free lookups while another thread rewrites the table never miss a live service. */
+static void test_steer_concurrent(void **state)
+{
+	struct churn c = { 0 };
+	pthread_t t;
+	uint8_t b[128];
+	size_t n = connect_req(b, 0x5000 + 17 * 1024 + 1);
+
+	(void)state;
+	assert_int_equal(steer_create(4, &c.st), 0);
+	assert_int_equal(steer_listen(c.st, 0x5000 + 17 * 1024 + 1, 3), 0);
+	assert_int_equal(pthread_create(&t, NULL, churn, &c), 0);
+	for (unsigned i = 0; i < 200000; i++)
+		assert_int_equal(steer_owner(c.st, b, (uint32_t)n), 3);
+	atomic_store(&c.stop, true);
+	pthread_join(t, NULL);
+	steer_destroy(c.st);
 }
 
 static void test_ring_basic(void **state)
@@ -195,6 +277,8 @@ int main(void)
 		cmocka_unit_test(test_qpn_fit),
 		cmocka_unit_test(test_pkt_dest),
 		cmocka_unit_test(test_steer),
+		cmocka_unit_test(test_steer_unlisten),
+		cmocka_unit_test(test_steer_concurrent),
 		cmocka_unit_test(test_ring_basic),
 		cmocka_unit_test(test_ring_threads),
 	};

@@ -159,7 +159,14 @@ uint32_t mroc_qp_num(const struct mroc_qp *qp);
  * status MROC_WC_CONNECT_ERR.  mroc_qp_wait_connected() waits for it.
  */
 int mroc_qp_connect(struct mroc_qp *qp, const char *addr, uint64_t service_id);
-/* The next connection request for service_id binds to this QP (MROC_WC_CONNECTED). */
+/*
+ * The next connection request for service_id binds to this QP
+ * (MROC_WC_CONNECTED).  A service id belongs to the context (client) whose
+ * QP listened on it first, as a port to an rdma_cm listener: any number of
+ * its QPs may listen on it, another context's LISTEN fails with
+ * -EADDRINUSE until the owner has destroyed every QP that listened on it
+ * (or connected it elsewhere) or closed.
+ */
 int mroc_qp_listen(struct mroc_qp *qp, uint64_t service_id);
 /*
  * Poll the QP's completions until it is connected (0), refused or failed

@@ -1,0 +1,318 @@
+// SPDX-License-Identifier: MIT
+/*
+ * mrocd's clients as tenants of one daemon (daemon/clients/, #24 items 8
+ * and 12), driven through their control messages as libmroc sends them,
+ * with a real engine; the test plays the worker thread (worker_call runs at
+ * once) and its clock (no tick: zombies stay until something frees them).
+ *  - service ids have owners: another client's LISTEN gets EADDRINUSE, the
+ *    owner's other QPs may listen too, the steering table (two workers) is
+ *    written for the owner only and freed with the binding;
+ *  - one user's share of the QP and region tables (limits.uid_share_percent):
+ *    EDQUOT over it, another user unaffected;
+ *  - zombies (destroyed QPs still telling their peers) give their engine
+ *    slots to new QPs when the table is full.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "abi.h"
+#include "clients.h"
+#include "log.h"
+#include "mroc/mroc.h"
+#include "peers.h"
+#include "steer.h"
+#include "wire.h"
+#include "worker.h"
+
+#define TABLE	8	/* the engine's QP and region tables */
+
+/* The test is the worker: calls run at once, on this thread. */
+int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
+{
+	(void)w;
+	return fn(arg, 1000000);
+}
+
+/* (worker.c's, with worker_call: not linked) */
+uint64_t mrocd_now_ns(void)
+{
+	return 1000000;
+}
+
+struct env {
+	struct engine *eng;
+	struct peers *peers;
+	struct steer *steer;
+	struct clients *cs;
+};
+
+struct tc {
+	void *cl;
+	int sock[2];
+};
+
+static struct env E;
+
+static void env_up(uint32_t share_pct)
+{
+	const struct clients_limits lim = {
+		.max_clients = 8, .max_per_uid = 8, .max_qps = 16, .max_mrs = 16,
+		.max_mr_bytes = 1 << 20, .max_locked_bytes = 64 << 20,
+		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
+		.uid_share = share_pct, .total_mrs = TABLE,
+	};
+	struct engine_config ec;
+
+	log_set_level(LOG_EMERG);
+	engine_config_default(&ec);
+	ec.max_qps = TABLE;
+	ec.max_mrs = TABLE;
+	ec.seed = 1;
+	E.eng = engine_create(&ec);
+	E.peers = peers_create(16);
+	assert_non_null(E.eng);
+	assert_non_null(E.peers);
+	assert_int_equal(steer_create(2, &E.steer), 0);
+	E.cs = clients_create(E.eng, E.peers, TABLE, &lim, NULL);
+	assert_non_null(E.cs);
+	clients_set_worker(E.cs, NULL, 1, E.steer);	/* worker 1 of 2 */
+}
+
+static void env_down(void)
+{
+	clients_destroy(E.cs);
+	steer_destroy(E.steer);
+	engine_destroy(E.eng);
+	peers_destroy(E.peers);
+}
+
+static int msg(struct tc *c, void *m, size_t len, int *fds, int nfds)
+{
+	union {
+		struct mroc_msg_hdr h;
+		uint8_t b[MROC_MSG_MAX];
+	} r;
+	size_t rlen = sizeof(r);
+
+	((struct mroc_msg_hdr *)m)->len = (uint32_t)len;
+	clients_msg(E.cs, c->cl, m, len, fds, nfds, &r, &rlen);
+	memcpy(m, &r, len < rlen ? len : rlen);
+	return r.h.status;
+}
+
+static void open_client(struct tc *c, uid_t uid)
+{
+	struct ucred cred = { .pid = 100 + (pid_t)uid, .uid = uid, .gid = uid };
+	struct mroc_msg_hello m = { .h.type = MROC_MSG_HELLO, .abi_version = MROC_ABI_VERSION };
+	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock), 0);
+	c->cl = clients_open(E.cs, c->sock[0], &cred);
+	assert_non_null(c->cl);
+	assert_int_equal(msg(c, &m, sizeof(m), &fd, 1), 0);
+}
+
+static void close_client(struct tc *c)
+{
+	clients_close(E.cs, c->cl);
+	close(c->sock[0]);
+	close(c->sock[1]);
+}
+
+static int sealed_memfd(size_t len)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+
+	assert_true(fd >= 0 && !ftruncate(fd, (off_t)len) && !fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK));
+	return fd;
+}
+
+/* A QP with rings laid out as libmroc lays them: 0 and its QPN, or -errno. */
+static int qp_create(struct tc *c, uint32_t *qpn)
+{
+	struct mroc_msg_qp_create m = { .h.type = MROC_MSG_QP_CREATE, .mode = MROC_QP_DEFAULT,
+					.sq_entries = 8, .rq_entries = 8, .cq_entries = 32 };
+	uint32_t sq_off, rq_off, cq_off;
+	uint64_t len = mroc_shm_layout(8, 8, 32, &sq_off, &rq_off, &cq_off);
+	int fds[2] = { sealed_memfd(len), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
+	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	int err;
+
+	assert_true(map != MAP_FAILED);
+	*(struct mroc_shm_hdr *)map = (struct mroc_shm_hdr){
+		.magic = MROC_SHM_MAGIC, .abi_version = MROC_ABI_VERSION, .sq_entries = 8,
+		.rq_entries = 8, .cq_entries = 32, .sq_off = sq_off, .rq_off = rq_off,
+		.cq_off = cq_off, .region_len = len,
+	};
+	munmap(map, len);
+	m.region_len = len;
+	err = msg(c, &m, sizeof(m), fds, 2);
+	*qpn = m.qpn;
+	return err;
+}
+
+static int qp_listen(struct tc *c, uint32_t qpn, uint64_t service)
+{
+	struct mroc_msg_qp_listen m = { .h.type = MROC_MSG_QP_LISTEN, .qpn = qpn,
+					.service_id = service };
+
+	return msg(c, &m, sizeof(m), NULL, 0);
+}
+
+static int qp_destroy(struct tc *c, uint32_t qpn)
+{
+	struct mroc_msg_qp_destroy m = { .h.type = MROC_MSG_QP_DESTROY, .qpn = qpn };
+
+	return msg(c, &m, sizeof(m), NULL, 0);
+}
+
+static int mr_reg(struct tc *c)
+{
+	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = 4096,
+				     .access = MROC_ACCESS_LOCAL_WRITE };
+	int fd = sealed_memfd(4096);
+
+	return msg(c, &m, sizeof(m), &fd, 1);
+}
+
+/* The worker a CONNECT_REQ for service goes to. */
+static unsigned steered(uint64_t service)
+{
+	struct mroc_hdr h = { .version = MROC_WIRE_VERSION, .opcode = MROC_OP_CONNECT_REQ,
+			      .src_qpn = 99 };
+	struct mroc_cm_hdr cm = { .service_id = service, .mtu = 1024, .npaths = 4 };
+	uint8_t b[128];
+	size_t n = wire_put_hdr(b, &h);
+
+	n += wire_put_cm(b + n, &cm);
+	return steer_owner(E.steer, b, (uint32_t)n);
+}
+
+static void stats(struct clients_stats *st)
+{
+	clients_get_stats(E.cs, st);
+}
+
+static void test_service_owner(void **state)
+{
+	struct tc a, b, c;
+	uint32_t qa1, qa2, qb, qc;
+	struct clients_stats st;
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	open_client(&b, 1000);	/* the same user, another client */
+	open_client(&c, 2000);
+	assert_int_equal(qp_create(&a, &qa1), 0);
+	assert_int_equal(qp_create(&a, &qa2), 0);
+	assert_int_equal(qp_create(&b, &qb), 0);
+	assert_int_equal(qp_create(&c, &qc), 0);
+	assert_int_equal(steered(0x5e71), 0);
+	assert_int_equal(qp_listen(&a, qa1, 0x5e71), 0);
+	assert_int_equal(steered(0x5e71), 1);			/* a's worker */
+	assert_int_equal(qp_listen(&a, qa2, 0x5e71), 0);	/* the owner's second QP */
+	assert_int_equal(qp_listen(&b, qb, 0x5e71), -EADDRINUSE);
+	assert_int_equal(qp_listen(&c, qc, 0x5e71), -EADDRINUSE);
+	assert_int_equal(qp_listen(&c, qc, 0x5e72), 0);	/* another service: its own */
+	stats(&st);
+	assert_int_equal(st.listen_refused, 2);
+	assert_int_equal(st.services, 2);
+	assert_int_equal(steer_services(E.steer), 2);
+	/* One of the owner's listeners gone: still its; both gone: free. */
+	assert_int_equal(qp_destroy(&a, qa1), 0);
+	assert_int_equal(qp_listen(&b, qb, 0x5e71), -EADDRINUSE);
+	assert_int_equal(qp_destroy(&a, qa2), 0);
+	assert_int_equal(steered(0x5e71), 0);			/* slot freed with it */
+	assert_int_equal(steer_services(E.steer), 1);
+	assert_int_equal(qp_listen(&b, qb, 0x5e71), 0);
+	/* The client's end frees its services too. */
+	close_client(&b);
+	close_client(&c);
+	stats(&st);
+	assert_int_equal(st.services, 0);
+	assert_int_equal(steer_services(E.steer), 0);
+	close_client(&a);
+	env_down();
+}
+
+static void test_uid_share(void **state)
+{
+	struct tc a, b, c;
+	uint32_t q[TABLE];
+	struct clients_stats st;
+	int n = 0, err;
+
+	(void)state;
+	env_up(50);	/* 4 QPs and 4 regions of the 8 per user */
+	open_client(&a, 1000);
+	open_client(&b, 1000);
+	open_client(&c, 2000);
+	/* Two clients of one user, each under its own limit (16): 4 QPs between them. */
+	while ((err = qp_create(n % 2 ? &b : &a, &q[n])) == 0 && n < TABLE - 1)
+		n++;
+	assert_int_equal(n, 4);
+	assert_int_equal(err, -EDQUOT);
+	for (n = 0; (err = mr_reg(n % 2 ? &b : &a)) == 0 && n < TABLE; n++)
+		;
+	assert_int_equal(n, 4);
+	assert_int_equal(err, -EDQUOT);
+	/* Another user still gets its share. */
+	for (n = 0; n < 4; n++)
+		assert_int_equal(qp_create(&c, &q[n]), 0);
+	assert_int_equal(mr_reg(&c), 0);
+	stats(&st);
+	assert_int_equal(st.share_refused, 2);
+	/* A's QPs gone with it: its user may have them again. */
+	close_client(&a);
+	assert_int_equal(qp_create(&b, &q[0]), 0);
+	close_client(&b);
+	close_client(&c);
+	env_down();
+}
+
+static void test_zombies_yield(void **state)
+{
+	struct tc a, b;
+	uint32_t q[TABLE];
+	struct clients_stats st;
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	for (int i = 0; i < TABLE; i++)
+		assert_int_equal(qp_create(&a, &q[i]), 0);
+	/* The client goes: its 8 QPs are zombies, the table is full of them. */
+	close_client(&a);
+	open_client(&b, 2000);
+	for (int i = 0; i < TABLE; i++)
+		assert_int_equal(qp_create(&b, &q[i]), 0);
+	stats(&st);
+	assert_int_equal(st.zombies_cut, TABLE);
+	assert_int_equal(st.qps, TABLE);
+	close_client(&b);
+	env_down();
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_service_owner),
+		cmocka_unit_test(test_uid_share),
+		cmocka_unit_test(test_zombies_yield),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
