@@ -111,7 +111,7 @@ static uint64_t counters_base_ns;
 
 /* Gauges inside the counter groups: never subtracted. */
 static const char *const gauges[] = { "clients", "qps", "mrs", "locked_bytes", "ports_down",
-				      "services", NULL };
+				      "services", "handoff_owed", NULL };
 
 static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
 {

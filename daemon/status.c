@@ -44,6 +44,12 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "handoff_tx_out", st->handoff_tx_out);
 	SET(o, "handoff_tx_in", st->handoff_tx_in);
 	SET(o, "handoff_full", st->handoff_full);
+	SET(o, "handoff_tx_waited", st->handoff_tx_waited);
+	SET(o, "handoff_return_full", st->handoff_return_full);
+	SET(o, "handoff_tx_unpaid", st->handoff_tx_unpaid);
+	SET(o, "handoff_repaid", st->handoff_repaid);
+	SET(o, "handoff_owed", st->handoff_owed);
+	SET(o, "fill_refills", st->fill_refills);
 	SET(o, "port_dead", st->port_dead);
 	SET(o, "ports_down", st->ports_down);
 	return o;

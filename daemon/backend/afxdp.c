@@ -134,6 +134,22 @@ static void refill(struct afxdp *x, struct afxdp_sock *k, uint32_t n)
 		xsk_ring_prod__submit(&k->fq, got);
 }
 
+/*
+ * Nothing received on k: a fill ring that lost a quarter or more of its
+ * frames (its refill after receiving found the free stack empty) is
+ * refilled now: refilled only after receiving, one that ran dry stayed
+ * dry (#24 item 13).  Normally full, so this costs a compare.
+ */
+static void refill_idle(struct afxdp *x, struct afxdp_sock *k)
+{
+	uint32_t room = xsk_prod_nb_free(&k->fq, x->ring_size / 4);
+
+	if (room < x->ring_size / 4 || !x->nfree)
+		return;
+	x->st.fill_refills++;
+	refill(x, k, room);
+}
+
 static void submit_tx(struct afxdp *x);
 
 static bool afxdp_may_sleep(struct backend *b)
@@ -149,6 +165,8 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 	if (x->vs) {
 		got = afxdp_views_rx(x, pkts, n);
 		submit_tx(x);	/* the frames other views handed us to send */
+		afxdp_views_tx_backlog(x);	/* ours that waited for a full ring */
+		afxdp_views_repay(x);
 	}
 	for (unsigned t = 0; t < x->nown && got < n; t++) {
 		unsigned s = x->own[(x->rx_rr + t) % x->nown];
@@ -156,6 +174,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 		uint32_t idx, rcvd = xsk_ring_cons__peek(&k->rx, (uint32_t)(n - got), &idx);
 
 		if (!rcvd) {
+			refill_idle(x, k);
 			/* The kernel stops filling when it ran dry; tell it to look again. */
 			if (xsk_ring_prod__needs_wakeup(&k->fq))
 				recvfrom(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
@@ -209,8 +228,10 @@ static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 		unsigned s = (unsigned)(pkts[i].cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 		uint64_t addr = pkts[i].cookie & ((1ULL << COOKIE_SOCK_SHIFT) - 1);
 
-		if ((pkts[i].cookie & COOKIE_HANDED) && afxdp_hand_back(x, x->sock_view[s], addr))
+		if (pkts[i].cookie & COOKIE_HANDED) {
+			afxdp_give_back(x, x->sock_view[s], addr);
 			continue;
+		}
 		x->free[x->nfree++] = addr;
 		per_sock[s < x->nsocks ? s : 0]++;
 	}
@@ -440,6 +461,7 @@ static void afxdp_get_stats(struct backend *b, struct backend_stats *out)
 		out->xsk_rx_fill_ring_empty += xs.rx_fill_ring_empty_descs;
 		out->xsk_tx_ring_empty += xs.tx_ring_empty_descs;
 	}
+	out->handoff_owed = x->owed_total;
 	out->port_dead = egress_port_dead(x->egress);
 	out->ports_down = egress_count_down(x->egress, mono_ns());
 }
@@ -480,6 +502,7 @@ static void afxdp_destroy(struct backend *b)
 		close(x->wake_fd);
 	if (x->vs && !x->idx) {
 		free(x->vs->rings);
+		free(x->vs->backlogs);
 		free(x->vs);
 	}
 	egress_destroy(x->egress);
@@ -680,6 +703,7 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 	x->nl = cfg->nl;
 	x->wake_fd = -1;
 	x->tx_reserve = cfg->nframes / 8;
+	x->ring_size = cfg->ring_size;
 	x->frame_size = cfg->frame_size;
 	x->udp_port = cfg->udp_port;
 	x->prog = cfg->prog;
@@ -785,7 +809,10 @@ int afxdp_add_views(struct backend *b0, unsigned n, struct peers **peers, struct
 		return -EINVAL;
 	}
 	vs = calloc(1, sizeof(*vs));
-	if (!vs || !(vs->rings = calloc((size_t)n * n, sizeof(*vs->rings)))) {
+	if (!vs || !(vs->rings = calloc((size_t)n * n, sizeof(*vs->rings))) ||
+	    !(vs->backlogs = calloc((size_t)n * n, sizeof(*vs->backlogs)))) {
+		if (vs)
+			free(vs->rings);
 		free(vs);
 		return -ENOMEM;
 	}
@@ -808,6 +835,7 @@ int afxdp_add_views(struct backend *b0, unsigned n, struct peers **peers, struct
 			afxdp_destroy(out[j]);
 		x0->vs = NULL;
 		free(vs->rings);
+		free(vs->backlogs);
 		free(vs);
 		return err;
 	}

@@ -23,6 +23,11 @@ static struct handoff_ring *ring_to(struct afxdp *x, unsigned to)
 	return &x->vs->rings[x->idx * x->vs->n + to];
 }
 
+static struct afxdp_backlog *backlog_to(struct afxdp *x, unsigned to)
+{
+	return &x->vs->backlogs[x->idx * x->vs->n + to];
+}
+
 static struct handoff_ring *ring_from(struct afxdp *x, unsigned from)
 {
 	return &x->vs->rings[from * x->vs->n + x->idx];
@@ -40,6 +45,44 @@ static bool hand(struct afxdp *x, unsigned to, const struct handoff_entry *e)
 bool afxdp_hand_back(struct afxdp *x, unsigned to, uint64_t addr)
 {
 	return hand(x, to, &(struct handoff_entry){ .addr = addr, .kind = HANDOFF_RETURN });
+}
+
+/* We hold one of to's frames more than we should: to be repaid (afxdp_views_repay). */
+static void owe(struct afxdp *x, unsigned to)
+{
+	x->owed[to]++;
+	x->owed_total++;
+}
+
+void afxdp_give_back(struct afxdp *x, unsigned to, uint64_t addr)
+{
+	if (afxdp_hand_back(x, to, addr))
+		return;
+	x->free[x->nfree++] = addr;
+	x->st.handoff_return_full++;
+	owe(x, to);
+}
+
+/*
+ * Frames kept for a full ring, or taken without one to give back, go back
+ * as soon as the ring has room and we have frames above our TX reserve:
+ * without this they drifted for good, and a worker below its reserve sent
+ * nothing (no data, no ACKs) and one whose fill rings emptied received
+ * nothing (#24 item 13).
+ */
+void afxdp_views_repay(struct afxdp *x)
+{
+	if (!x->owed_total)
+		return;
+	for (unsigned v = 0; v < x->vs->n; v++) {
+		while (x->owed[v] && x->nfree > x->tx_reserve &&
+		       afxdp_hand_back(x, v, x->free[x->nfree - 1])) {
+			x->nfree--;
+			x->owed[v]--;
+			x->owed_total--;
+			x->st.handoff_repaid++;
+		}
+	}
 }
 
 /* A received frame for another view's QP: true when it is gone (handed, or dropped). */
@@ -62,14 +105,38 @@ bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 	return true;
 }
 
-/* A built frame for socket s, another view's. */
+/* What waits for view to's ring, into it while it has room: the backlog's length after. */
+static uint32_t backlog_push(struct afxdp *x, unsigned to)
+{
+	struct afxdp_backlog *bl = backlog_to(x, to);
+
+	while (bl->n && hand(x, to, &bl->e[bl->head])) {
+		bl->head = (bl->head + 1) % AFXDP_BACKLOG;
+		bl->n--;
+	}
+	return bl->n;
+}
+
+/*
+ * A built frame for socket s, another view's: into the ring to it, or
+ * behind what already waits for that ring (order kept).  False when the
+ * backlog is full too (a view that takes nothing, #24 item 14): dropped,
+ * counted; the engine resends as after network loss.
+ */
 bool afxdp_hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len)
 {
-	if (!hand(x, x->sock_view[s], &(struct handoff_entry){ .addr = addr, .len = len,
-							     .sock = (uint8_t)s,
-							     .kind = HANDOFF_TX })) {
-		x->st.handoff_full++;
-		return false;
+	unsigned to = x->sock_view[s];
+	struct handoff_entry e = { .addr = addr, .len = len, .sock = (uint8_t)s,
+				   .kind = HANDOFF_TX };
+	struct afxdp_backlog *bl = backlog_to(x, to);
+
+	if (backlog_push(x, to) || !hand(x, to, &e)) {
+		if (bl->n == AFXDP_BACKLOG) {
+			x->st.handoff_full++;
+			return false;
+		}
+		bl->e[(bl->head + bl->n++) % AFXDP_BACKLOG] = e;
+		x->st.handoff_tx_waited++;
 	}
 	x->st.handoff_tx_out++;
 	x->st.tx_pkts++;
@@ -77,13 +144,30 @@ bool afxdp_hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len)
 	return true;
 }
 
-/* Never take more TX buffers than the rings to the other views can take. */
+/* Each loop: frames waiting for the other views' rings, into them as they have room. */
+void afxdp_views_tx_backlog(struct afxdp *x)
+{
+	for (unsigned v = 0; v < x->vs->n; v++)
+		if (v != x->idx)
+			backlog_push(x, v);
+}
+
+/*
+ * Never take more TX buffers than the hand-off can take: the ring and the
+ * backlog to each other view.  A view whose ring and backlog are both full
+ * takes nothing any more (stalled): it no longer limits anyone (#24 item
+ * 14: one full ring stopped this view's transmissions on every port); its
+ * frames are dropped (afxdp_hand_tx).
+ */
 int afxdp_views_tx_room(struct afxdp *x, int n)
 {
 	for (unsigned v = 0; v < x->vs->n; v++) {
-		uint32_t room = v == x->idx ? (uint32_t)n : handoff_room(ring_to(x, v));
+		uint32_t room;
 
-		if (room < (uint32_t)n)
+		if (v == x->idx)
+			continue;
+		room = handoff_room(ring_to(x, v)) + AFXDP_BACKLOG - backlog_to(x, v)->n;
+		if (room && room < (uint32_t)n)
 			n = (int)room;
 	}
 	return n;
@@ -119,8 +203,12 @@ static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entr
 		k->tx_pending++;
 		x->st.handoff_tx_in++;
 		/* The frame is ours now (our completion ring): one of ours goes back for it. */
-		if (x->nfree && afxdp_hand_back(x, from, x->free[x->nfree - 1]))
+		if (x->nfree && afxdp_hand_back(x, from, x->free[x->nfree - 1])) {
 			x->nfree--;
+		} else {
+			x->st.handoff_tx_unpaid++;
+			owe(x, from);
+		}
 		return true;
 	default:
 		x->free[x->nfree++] = frame_base(x, e->addr);

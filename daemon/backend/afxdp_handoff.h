@@ -13,12 +13,24 @@
 
 /* A frame of another view's back to it; false: keep it here (its ring is full). */
 bool afxdp_hand_back(struct afxdp *x, unsigned to, uint64_t addr);
+/* The same, or kept on our stack (its ring is full): owed to it, counted. */
+void afxdp_give_back(struct afxdp *x, unsigned to, uint64_t addr);
+/* Each loop: owed frames back to their views, as their rings have room and we have spare. */
+void afxdp_views_repay(struct afxdp *x);
 /* A received frame for another view's QP: true when it is gone (handed, or dropped). */
 bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 		   const struct frame_rx *fr);
-/* A built frame for socket s, another view's: true when handed. */
+/*
+ * A built frame for socket s, another view's: true when handed or waiting
+ * in the backlog for its full ring; false: dropped (the backlog is full).
+ */
 bool afxdp_hand_tx(struct afxdp *x, unsigned s, uint64_t addr, uint32_t len);
-/* Never take more TX buffers than the rings to the other views can take: n or fewer. */
+/* Each loop: what waits in the backlogs into the rings, as far as they have room. */
+void afxdp_views_tx_backlog(struct afxdp *x);
+/*
+ * TX buffers the hand-off can take (n or fewer): rings and backlogs to the
+ * other views; one that can take nothing at all (a stalled view) does not limit.
+ */
 int afxdp_views_tx_room(struct afxdp *x, int n);
 /*
  * What the other views handed us: up to n packets into pkts, frames to

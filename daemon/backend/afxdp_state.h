@@ -17,12 +17,24 @@
 #include "afxdp.h"
 #include "egress.h"
 #include "frame.h"
+#include "handoff.h"
 
 /* RX cookie: frame address in the low 48 bits, socket index above, a handed-over frame's bit. */
 #define COOKIE_SOCK_SHIFT 48
 #define COOKIE_HANDED	(1ULL << 62)
 
-struct handoff_ring;
+/*
+ * Built frames for another view's socket that its full ring could not take
+ * yet, in order (afxdp_handoff.c): a view that is only slow loses none of
+ * them; one that takes nothing (stalled) fills this too, and then its
+ * frames are dropped, so it never stops the sender's other ports.
+ */
+#define AFXDP_BACKLOG	256
+
+struct afxdp_backlog {
+	uint32_t head, n;
+	struct handoff_entry e[AFXDP_BACKLOG];
+};
 
 struct afxdp_sock {
 	struct xsk_socket *xsk;
@@ -51,6 +63,7 @@ struct afxdp_views {
 	afxdp_owner_fn owner;		/* which view owns a packet's QP */
 	void *owner_ctx;
 	struct handoff_ring *rings;	/* [from * n + to] */
+	struct afxdp_backlog *backlogs;	/* [from * n + to]: the from view's */
 };
 
 struct afxdp {
@@ -76,6 +89,9 @@ struct afxdp {
 	uint64_t *free;		/* free frame addresses */
 	uint32_t nfree, nframes;
 	uint32_t tx_reserve;		/* free frames kept for the fill rings */
+	uint32_t ring_size;		/* of each socket's rings (the fill ring's) */
+	/* Workers: frames this view kept of each other view's, to give back (afxdp_handoff.c). */
+	uint32_t owed[AFXDP_MAX_VIEWS], owed_total;
 	/* The sockets this view serves (all of them without workers). */
 	unsigned own[AFXDP_MAX_SOCKS], nown;
 	/* Workers (NULL without): this view's index, the socket owners, wake-ups. */

@@ -40,6 +40,15 @@ struct backend_stats {
 	/* AF_XDP with workers: frames handed to / taken from other workers (handoff.h) */
 	uint64_t handoff_rx_out, handoff_rx_in, handoff_tx_out, handoff_tx_in;
 	uint64_t handoff_full;		/* dropped: the ring to the other worker was full */
+	uint64_t handoff_tx_waited;	/* TX frames that waited for a full ring (the backlog) */
+	/*
+	 * Frames that could not go back to the worker they came from (#24
+	 * item 13): a handed frame kept for a full return ring, a frame sent
+	 * for another worker with no free frame to give back; repaid when the
+	 * ring has room and the debtor frames to spare; owed: a gauge.
+	 */
+	uint64_t handoff_return_full, handoff_tx_unpaid, handoff_repaid, handoff_owed;
+	uint64_t fill_refills;		/* fill rings found low while idle, refilled */
 	uint64_t port_dead;		/* a port counted down for a peer (porthealth.h) */
 	uint64_t ports_down;		/* gauge: (peer, port) pairs counted down now */
 };
