@@ -19,7 +19,8 @@ void help_path(FILE *f)
 		"why the path last moved (MOVED: timeout, loss, ce, slow = congested while\n"
 		"delivering under 2/3 of its siblings, keepalive = idle and unanswered) and\n"
 		"how long AGO, delivered rate and the peer's rate hint.  -s adds ACKed\n"
-		"packets, timeouts and backoff; -d the peer, RTO, the DCTCP alpha and the\n"
+		"packets, timeouts and backoff; -d the peer, RTO, the DCTCP alpha, every\n"
+		"move by reason (MOVES, e.g. timeout:3,slow:1), the\n"
 		"source port the path moved from (FROM), the ports counted down for the\n"
 		"peer (DOWN: nothing came back through them, network.port_dead_ms; its paths\n"
 		"avoid them) and WHY the path is in its HEALTH; watching adds SENT/s.  -br: one line per QP: its paths' source\n"
@@ -44,6 +45,23 @@ static void print_moved(const json_t *p)
 	print_text(0, "moved_ago_ns", "AGO", ns < 1000000000ULL ? fmt_ns(ago, sizeof(ago), ns) :
 		   fmt_duration(ago, sizeof(ago), ns), json_integer((json_int_t)ns));
 	print_uint(PRINT_DETAILS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
+}
+
+/* -d MOVES: the path's moves by reason, "timeout:3,slow:1" ("-" if it never moved). */
+static void print_why(const json_t *p)
+{
+	const json_t *why = json_object_get(p, "repaths_why"), *v;
+	char text[160] = "";
+	const char *key;
+
+	json_object_foreach((json_t *)why, key, v) {
+		if (!json_integer_value(v))
+			continue;
+		snprintf(text + strlen(text), sizeof(text) - strlen(text), "%s%s:%lld",
+			 text[0] ? "," : "", key, (long long)json_integer_value(v));
+	}
+	print_text(PRINT_DETAILS, "repaths_why", "MOVES", text[0] ? text : "-",
+		   why ? json_deep_copy(why) : json_object());
 }
 
 /* DOWN: the ports counted down for the QP's peer (a dead plane): its paths avoid them. */
@@ -108,6 +126,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_uint(0, "ce", "CE", jget_u64(p, "ce"));
 	print_uint(0, "repaths", "REPATHS", jget_u64(p, "repaths"));
 	print_moved(p);
+	print_why(p);
 	print_uint(PRINT_STATS, "acked", "ACKED", jget_u64(p, "acked"));
 	print_uint(PRINT_STATS, "timeouts", "TIMEOUTS", jget_u64(p, "timeouts"));
 	print_uint(PRINT_STATS, "backoff", "BACKOFF", jget_u64(p, "backoff"));

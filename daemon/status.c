@@ -133,6 +133,17 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	return o;
 }
 
+/* Every move of a path by its reason: {"timeout": N, "loss": N, ...} (engine_repath_name). */
+static json_t *status_repaths_why(const struct engine_path_info *pi)
+{
+	json_t *why = json_object();
+
+	for (unsigned i = ENGINE_REPATH_NONE + 1; i < ENGINE_REPATH__COUNT; i++)
+		json_object_set_new(why, engine_repath_name(i),
+				    json_integer((json_int_t)pi->repaths_why[i]));
+	return why;
+}
+
 json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 {
 	json_t *o = json_object();
@@ -160,8 +171,10 @@ json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 		SET(o, "prev_sport", pi->prev_sport);
 		SET(o, "moved_ago_ns", now > pi->repath_at_ns ? now - pi->repath_at_ns : 0);
 	}
+	json_object_set_new(o, "repaths_why", status_repaths_why(pi));
 	SET(o, "backoff", pi->backoff);
 	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
+	SET(o, "delay_cuts", pi->delay_cuts);
 	return o;
 }
 

@@ -346,6 +346,13 @@ enum engine_counter {
 	EC_LOST_RACK,			/* of EC_LOST: found across paths by time (qp_ack.c) */
 	EC_RX_BAD_ECHO,			/* ACK echoing no send time of ours: no RTT sample (path.c) */
 	EC_CM_EARLY_RETRY,		/* CONNECT_REQ repeated at once: the peer sent as if connected */
+	/* of EC_REPATH, by reason (enum engine_repath_why) */
+	EC_REPATH_TIMEOUT,
+	EC_REPATH_LOSS,
+	EC_REPATH_CE,
+	EC_REPATH_SLOW,
+	EC_REPATH_KEEPALIVE,
+	EC_REPATH_SPREAD,
 	EC__COUNT,
 };
 
@@ -393,6 +400,7 @@ struct engine_path_info {
 	bool timed_out;			/* carries only probes until an ACK revives it */
 	uint32_t backoff;		/* consecutive RTOs without progress */
 	uint64_t delay_cuts;		/* rounds whose queueing delay cut the window */
+	uint64_t repaths_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 
 struct engine_qp_info {

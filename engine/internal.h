@@ -96,6 +96,7 @@ struct path {
 	/* statistics */
 	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
 	uint64_t st_delay_cuts;	/* rounds whose delay cut the window */
+	uint64_t st_repath_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 
 enum dsn_state { DSN_FREE = 0, DSN_INFLIGHT, DSN_ACKED, DSN_LOST, DSN_RNR_WAIT };

@@ -342,6 +342,10 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->probe_at = now + path_rto(eng, p);
 }
 
+/* EC_REPATH_<why> counts the moves of each reason, in the reasons' order. */
+static_assert(EC_REPATH_SPREAD - EC_REPATH_TIMEOUT == ENGINE_REPATH_SPREAD - ENGINE_REPATH_TIMEOUT,
+	      "enum engine_counter's repath reasons follow enum engine_repath_why");
+
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why)
 {
@@ -352,6 +356,10 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->sport = pick_sport(eng, qp, p);
 	p->st_repaths++;
 	eng->st.c[EC_REPATH]++;
+	if (why != ENGINE_REPATH_NONE && why < ENGINE_REPATH__COUNT) {
+		p->st_repath_why[why]++;
+		eng->st.c[EC_REPATH_TIMEOUT + (why - ENGINE_REPATH_TIMEOUT)]++;
+	}
 	p->last_repath = now;
 	p->min_rtt = 0;
 	restart_window(eng, p);

@@ -36,6 +36,12 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_LOST_RACK] = "lost_rack",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
 		[EC_CM_EARLY_RETRY] = "cm_early_retry",
+		[EC_REPATH_TIMEOUT] = "repath_timeout",
+		[EC_REPATH_LOSS] = "repath_loss",
+		[EC_REPATH_CE] = "repath_ce",
+		[EC_REPATH_SLOW] = "repath_slow",
+		[EC_REPATH_KEEPALIVE] = "repath_keepalive",
+		[EC_REPATH_SPREAD] = "repath_spread",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";
@@ -154,6 +160,8 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
 		.delay_cuts = p->st_delay_cuts,
 	};
+	for (unsigned i = 0; i < ENGINE_REPATH__COUNT; i++)
+		o->repaths_why[i] = p->st_repath_why[i];
 	return 0;
 }
 

@@ -20,6 +20,7 @@ void link_init(struct sim_link *l, const struct sim_link_cfg *cfg, uint32_t src,
 	       uint8_t plane, uint8_t tx_ev_type)
 {
 	*l = (struct sim_link){ .cfg = *cfg, .src = src, .dst = dst, .plane = plane };
+	l->tokens = cfg->burst_bytes * 8 * 1000000000ULL;	/* a bucket starts full */
 	evq_event_init(&l->tx_done, tx_ev_type);
 	evq_event_init(&l->pfc.ev, 0);	/* link_pfc_init gives PFC links their type */
 }
@@ -29,6 +30,31 @@ void link_pfc_init(struct sim_link *l, uint8_t pfc_ev_type)
 	evq_event_init(&l->pfc.ev, pfc_ev_type);
 }
 
+/*
+ * A token bucket (Linux's TBF): tokens accrue at the rate up to the burst; a
+ * packet leaves as soon as the bucket holds its bits, at once while a burst
+ * lasts.  Returns the wait and takes the packet's tokens.
+ */
+static uint64_t bucket_wait(struct sim_link *l, uint64_t now, uint64_t bytes)
+{
+	uint64_t need = bytes * 8 * 1000000000ULL, cap = l->cfg.burst_bytes * 8 * 1000000000ULL;
+	uint64_t add, ns = 0;
+
+	if (l->tokens_at < now) {
+		add = (now - l->tokens_at) * l->cfg.rate_bps;
+		l->tokens = l->tokens >= cap || add > cap - l->tokens ||
+			    now - l->tokens_at > 1000000000ULL ? cap : l->tokens + add;
+		l->tokens_at = now;
+	}
+	if (l->tokens < need) {
+		ns = (need - l->tokens + l->cfg.rate_bps - 1) / l->cfg.rate_bps;
+		l->tokens += ns * l->cfg.rate_bps;
+		l->tokens_at = now + ns;
+	}
+	l->tokens -= need;
+	return ns;
+}
+
 /* Serialise the head unless already busy or paused. */
 static void link_kick(struct sim_link *l, struct link_env *env, uint64_t now)
 {
@@ -36,7 +62,10 @@ static void link_kick(struct sim_link *l, struct link_env *env, uint64_t now)
 
 	if (!l->head || l->busy || l->pfc.paused)
 		return;
-	ns = sim_ser_ns(l->head->wire_len, l->cfg.rate_bps, &l->ser_rem);
+	if (l->cfg.burst_bytes && l->cfg.rate_bps)
+		ns = bucket_wait(l, now, l->head->wire_len);
+	else
+		ns = sim_ser_ns(l->head->wire_len, l->cfg.rate_bps, &l->ser_rem);
 	l->busy = true;
 	evq_push(env->q, &l->tx_done, now + ns);
 }
@@ -124,6 +153,12 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 		pktpool_put(env->pool, pkt);
 		return;
 	}
+	if (l->cfg.loss_at_enqueue && l->cfg.loss > 0 && rng_double(env->rng) < l->cfg.loss) {
+		l->st.dropped_random++;
+		link_trace(env, now, SIM_TR_DROP_RANDOM, pkt);
+		pktpool_put(env->pool, pkt);
+		return;
+	}
 	if (in) {
 		/* Lossless: the ingress count, not this queue's limit, decides. */
 		if (!pfc_admit(in, env, now, pkt->wire_len)) {
@@ -178,7 +213,7 @@ void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now)
 		l->st.dropped_blackhole++;
 		link_trace(env, now, SIM_TR_DROP_BLACKHOLE, pkt);
 		pktpool_put(env->pool, pkt);
-	} else if (l->cfg.loss > 0 && rng_double(env->rng) < l->cfg.loss) {
+	} else if (!l->cfg.loss_at_enqueue && l->cfg.loss > 0 && rng_double(env->rng) < l->cfg.loss) {
 		l->st.dropped_random++;
 		link_trace(env, now, SIM_TR_DROP_RANDOM, pkt);
 		pktpool_put(env->pool, pkt);

@@ -36,6 +36,10 @@ struct sim_link_cfg {
 	uint64_t queue_bytes;		/* drop-tail limit in wire bytes; 0 = unlimited */
 	uint64_t ecn_bytes;		/* mark CE on ECT packets arriving above this; 0 = off */
 	double loss;			/* independent random loss probability, 0..1 */
+	bool loss_at_enqueue;		/* lose before the queue (a lost packet uses no rate),
+					 * as scripts/fabric's impairment in front of its TBF */
+	uint64_t burst_bytes;		/* > 0: a token bucket of this depth (TBF) instead of a
+					 * serialiser: a packet leaves at once while tokens last */
 	uint64_t blackhole_start_ns;	/* SIM_NEVER = no blackhole */
 	uint64_t blackhole_end_ns;	/* SIM_NEVER = until the end */
 	/* PFC at the far end's ingress (see above); 0 = off. */
@@ -83,6 +87,8 @@ struct sim_link {
 	struct sim_pkt *head, *tail;
 	uint64_t q_bytes;
 	uint64_t ser_rem;		/* carry of the serialisation division */
+	uint64_t tokens;		/* token bucket: bits x 1e9 (bit-nanoseconds at 1 bit/s) */
+	uint64_t tokens_at;		/* when tokens was last brought up to date */
 	bool busy;			/* the head is being serialised */
 	struct link_pfc pfc;
 	uint32_t src, dst;		/* a downlink: src = dst = its host */

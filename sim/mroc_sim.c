@@ -142,10 +142,11 @@ static void print_paths(struct engine *eng, uint32_t qpn, const char *who)
 			continue;
 		printf("  path %u sport %u srtt %" PRIu64 " min_rtt %" PRIu64 " rto %" PRIu64
 		       " pwnd %u inflight %u sent %" PRIu64 " retx %" PRIu64 " lost %" PRIu64
-		       " ce %" PRIu64 " timeouts %" PRIu64 " repaths %" PRIu64 " alpha %u ppm\n",
+		       " ce %" PRIu64 " timeouts %" PRIu64 " repaths %" PRIu64 " alpha %u ppm"
+		       " delay_cuts %" PRIu64 "\n",
 		       p, pi.sport, pi.srtt_ns, pi.min_rtt_ns, pi.rto_ns, pi.pwnd_bytes,
 		       pi.inflight_bytes, pi.sent, pi.retx, pi.lost, pi.ce, pi.timeouts,
-		       pi.repaths, pi.dctcp_alpha_ppm);
+		       pi.repaths, pi.dctcp_alpha_ppm, pi.delay_cuts);
 	}
 }
 
@@ -177,6 +178,9 @@ static void print_result(const struct scn_config *cfg, const struct scn_result *
 	if (cfg->blackhole_plane >= 0)
 		printf("after failure %.3f Gbit/s of %.3f (%.3f)\n", r->after_gbps,
 		       r->after_capacity_gbps, r->after_gbps / r->after_capacity_gbps);
+	if (cfg->host_delay_ns)
+		printf("after host delay step %.3f Gbit/s of %.3f (%.3f)\n", r->after_gbps,
+		       r->capacity_gbps, r->after_gbps / r->capacity_gbps);
 	printf("sim: events %" PRIu64 ", packets %" PRIu64 " sent, %" PRIu64 " rejected by rx, "
 	       "timer spins %" PRIu64 ", pool %" PRIu64 "\n", r->sim.events, r->sim.hosts.tx_pkts,
 	       r->sim.hosts.rx_rejected, r->sim.hosts.timer_spins, r->sim.pool_pkts);
@@ -202,6 +206,7 @@ enum {
 	OPT_MODE, OPT_PATHS, OPT_MTU, OPT_BYTES, OPT_MSG, OPT_OUTSTANDING, OPT_MIX,
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_CSV, OPT_TRACE,
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SEEDS, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
+	OPT_BURST, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
 };
 
 static const struct option run_opts[] = {
@@ -229,17 +234,55 @@ static const struct option run_opts[] = {
 	{ "wl-seed", required_argument, NULL, OPT_WL_SEED },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "trace", required_argument, NULL, OPT_TRACE },
+	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "loss-first", no_argument, NULL, OPT_LOSS_FIRST },
+	{ "rto-init", required_argument, NULL, OPT_RTO_INIT },
+	{ "daemon", no_argument, NULL, OPT_DAEMON },
+	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
+	{ "like-fabric", no_argument, NULL, OPT_LIKE_FABRIC },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
+
+/*
+ * scripts/bench-fabric.sh's fabric-bound half, as the simulator can have it
+ * (issue #27): 4 planes of 250 Mbit/s shaped by TBF (burst 64 KiB, limit
+ * rate x 20 ms + burst = 675 KiB), CE above 64 KiB, loss in front of the
+ * shaper, veth NICs far faster than the planes (10 Gbit/s), the ECMP hash
+ * choosing the plane; its daemons' engines (MTU 3380, rto_min 5 ms,
+ * rto_init 20 ms, no link rate) and mroc-perf write_bw's 128 x 64 KiB
+ * WRITEs in flight.  Later options override any of it.
+ */
+static void like_fabric(struct scn_config *cfg)
+{
+	cfg->planes = 4;
+	cfg->plane_rate_bps = 250000000ULL;
+	cfg->burst_bytes = 64 * 1024;
+	cfg->queue_bytes = 250000000ULL / 8 / 50 + 64 * 1024;
+	cfg->ecn_bytes = 64 * 1024;
+	cfg->loss_at_enqueue = true;
+	cfg->nic_rate_bps = 10000000000ULL;
+	cfg->delay_ns = 10000;
+	cfg->route = SIM_ROUTE_HASH;
+	cfg->mtu = 3380;
+	cfg->rto_min_ns = 5000000;
+	cfg->rto_init_ns = 20000000;
+	cfg->daemon_engine = true;
+	memset(cfg->wl.mix, 0, sizeof(cfg->wl.mix));
+	cfg->wl.mix[WL_WRITE] = 1;
+	cfg->wl.msg_bytes = 64 * 1024;
+	cfg->wl.outstanding = 128;
+	cfg->wl.total_bytes = 256ULL << 20;
+	cfg->time_limit_ns = 8000 * MSEC;
+}
 
 /* One option into cfg; returns 0 or -EINVAL. */
 static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 {
 	uint64_t v = 0;
 	unsigned plane;
-	double us;
+	double us, at;
 
 	switch (opt) {
 	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
@@ -299,6 +342,21 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		cfg->delay_target_set = true;
 		cfg->delay_target_ns = v * 1000;
 		return 0;
+	case OPT_BURST: return sim_parse_scaled(arg, 1024, &cfg->burst_bytes);
+	case OPT_LOSS_FIRST: cfg->loss_at_enqueue = true; return 0;
+	case OPT_RTO_INIT:
+		if (sim_parse_scaled(arg, 1000, &v))
+			return -EINVAL;
+		cfg->rto_init_ns = v * 1000;
+		return 0;
+	case OPT_DAEMON: cfg->daemon_engine = true; return 0;
+	case OPT_HOST_DELAY:
+		if (sscanf(arg, "%lf@%lf", &us, &at) != 2 || us < 0 || at < 0)
+			return -EINVAL;
+		cfg->host_delay_ns = (uint64_t)(us * 1e3);
+		cfg->host_delay_at_ns = (uint64_t)(at * 1e6);
+		return 0;
+	case OPT_LIKE_FABRIC: like_fabric(cfg); return 0;
 	case OPT_SEED: cfg->seed = v; return 0;
 	case OPT_WL_SEED: cfg->wl.seed = v; return 0;
 	case OPT_LIMIT: cfg->time_limit_ns = v * MSEC; return 0;

@@ -29,6 +29,7 @@ struct sim_pkt {
 	uint8_t path_id;	/* engine's path index */
 	uint8_t plane;
 	bool ect, ce;		/* IP ECN field */
+	bool host_delayed;	/* has waited out its host's receive delay (simnet.c) */
 };
 
 struct pktpool {

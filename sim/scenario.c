@@ -109,6 +109,28 @@ static int arm_blackhole(struct sim *sim, struct scn_bh *bh)
 	return err;
 }
 
+/* mrocd's engine: the link rate unknown (0), so no rate hints and no spreading. */
+static void daemon_engine(uint32_t host, struct engine_config *ec, void *ctx)
+{
+	(void)host;
+	(void)ctx;
+	ec->link_rate_bps = 0;
+	ec->repath_spread = false;
+}
+
+/* The host delay step (scn_config.host_delay_ns): the client's receive path slows. */
+struct scn_step {
+	struct scn_sample sample;
+	const struct scn_config *cfg;
+};
+
+static void host_delay_step(struct sim *sim, void *ctx)
+{
+	struct scn_step *st = ctx;
+
+	sim_set_host_rx_delay(sim, 0, st->cfg->host_delay_ns);
+}
+
 /* NULL with errno and *why on a configuration the simulation refuses. */
 static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 {
@@ -125,9 +147,15 @@ static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 	sc.link.queue_bytes = cfg->queue_bytes;
 	sc.link.ecn_bytes = cfg->ecn_bytes;
 	sc.link.loss = cfg->loss;
+	sc.link.loss_at_enqueue = cfg->loss_at_enqueue;
+	sc.link.burst_bytes = cfg->burst_bytes;
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
 		sim_engine_rto_min(&sc.engine, cfg->rto_min_ns);
+	if (cfg->rto_init_ns > sc.engine.rto_init_ns)
+		sc.engine.rto_init_ns = cfg->rto_init_ns;
+	if (cfg->daemon_engine)
+		sc.engine_setup = daemon_engine;
 	if (cfg->delay_target_set)
 		sc.engine.delay_target_ns = cfg->delay_target_ns;
 	sc.engine.max_qps = 4;	/* one QP per host */
@@ -166,6 +194,7 @@ static void scn_collect(struct sim *sim, const struct scn_config *cfg, struct sc
 int scn_run(const struct scn_config *cfg, struct scn_result *res)
 {
 	struct scn_bh bh = { .cfg = cfg };
+	struct scn_step step = { .cfg = cfg };
 	struct workload *wl = NULL;
 	const char *why = NULL;
 	struct sim *sim;
@@ -207,6 +236,15 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 		if (err)
 			goto out;
 	}
+	if (cfg->host_delay_ns) {
+		step.sample.wl = wl;
+		err = sim_schedule(sim, cfg->host_delay_at_ns, host_delay_step, &step);
+		if (!err)
+			err = sim_schedule(sim, cfg->host_delay_at_ns + cfg->settle_ns, take_sample,
+					   &step.sample);
+		if (err)
+			goto out;
+	}
 	err = wl_start(wl);
 	if (cfg->run_hook)
 		cfg->run_hook(cfg->run_hook_ctx, false);
@@ -222,6 +260,13 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 	if (err && res->wl.why[0])
 		snprintf(res->why, sizeof(res->why), "%s", res->wl.why);
 	scn_collect(sim, cfg, res, &bh);
+	if (step.sample.taken) {
+		uint64_t end = res->wl.done ? res->wl.t_last_cqe : res->t_end_ns;
+
+		if (end > step.sample.t)
+			res->after_gbps = (double)(res->wl.bytes_done - step.sample.bytes) * 8 /
+					  (double)(end - step.sample.t);
+	}
 	if (cfg->inspect)
 		cfg->inspect(sim, wl, cfg->inspect_ctx);
 out:

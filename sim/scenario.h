@@ -27,6 +27,8 @@ struct scn_config {
 	uint64_t queue_bytes;
 	uint64_t ecn_bytes;
 	double loss;			/* every link, both directions */
+	bool loss_at_enqueue;		/* lost before the queue, using no rate (scripts/fabric) */
+	uint64_t burst_bytes;		/* > 0: planes shape with a token bucket this deep (TBF) */
 	uint8_t route;			/* enum sim_route */
 	int32_t blackhole_plane;	/* -1 = none; else both directions of it */
 	uint64_t blackhole_at_ns;	/* after the first post */
@@ -35,6 +37,9 @@ struct scn_config {
 	/* engine (0 = the engine's default) */
 	uint32_t mtu;
 	uint64_t rto_min_ns;
+	uint64_t rto_init_ns;		/* 0: the simulator's (at least rto_min_ns) */
+	bool daemon_engine;		/* mrocd's defaults: no link rate (no rate hints, no
+					 * repath_spread), as bench-fabric's daemons run */
 	bool delay_target_set;		/* use delay_target_ns, not the engine's default */
 	uint64_t delay_target_ns;
 	/* workload */
@@ -48,6 +53,12 @@ struct scn_config {
 	/* Optional: drop chosen packets (see sim_set_drop). */
 	sim_drop_fn drop;
 	void *drop_ctx;
+	/*
+	 * A busy client host: from host_delay_at_ns (simulated time) on, every
+	 * packet it receives (the ACKs) waits host_delay_ns more; after_gbps is
+	 * then measured from the step + settle_ns to the end.
+	 */
+	uint64_t host_delay_ns, host_delay_at_ns;
 	/* Per plane, both directions: > 0 replaces delay_ns (path delay skew). */
 	uint64_t plane_delay_ns[SIM_MAX_PLANES];
 	/*
@@ -83,7 +94,8 @@ struct scn_result {
 	struct wl_result wl;
 	double goodput_gbps;		/* whole transfer */
 	double capacity_gbps;		/* goodput capacity of all planes */
-	double after_gbps;		/* blackhole: goodput from blackhole + settle to the end */
+	double after_gbps;		/* blackhole or host delay step: goodput from it + settle
+					 * to the end */
 	double after_capacity_gbps;	/* blackhole: capacity of the planes left */
 	uint64_t t_end_ns;
 	struct sim_stats sim;

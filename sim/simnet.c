@@ -37,6 +37,7 @@ struct sim_host {
 	bool in_drive, dirty;
 	struct host_spin spin;
 	uint32_t idx;
+	uint64_t rx_delay_ns;		/* added to every arrival (a busy host; sim_set_host_rx_delay) */
 	struct sim_host_stats st;
 };
 
@@ -175,6 +176,7 @@ static void host_nic_pull(struct sim *sim, struct sim_host *h)
 	pkt->sport = tb.sport;
 	pkt->path_id = tb.path_id;
 	pkt->ect = tb.ect;
+	pkt->host_delayed = false;
 	h->st.tx_pkts++;
 	h->st.tx_bytes += tb.len;
 	h->nic_pkt = pkt;
@@ -229,6 +231,12 @@ static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
 	/* Off the host-pair link: the destination's downlink is the last hop. */
 	if (sim->downlinks && !pkt->link->downlink) {
 		link_enqueue(downlink_at(sim, pkt->dst, pkt->plane), &sim->env, pkt, sim->now);
+		return;
+	}
+	/* A constant delay keeps the order: every arrival waits alike. */
+	if (h->rx_delay_ns && !pkt->host_delayed) {
+		pkt->host_delayed = true;
+		evq_push(&sim->q, &pkt->ev, sim->now + h->rx_delay_ns);
 		return;
 	}
 	h->st.rx_pkts++;
@@ -601,6 +609,14 @@ int sim_link_get(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t pla
 	if (!link_ok(sim, src, dst, plane))
 		return -EINVAL;
 	*out = link_at(sim, src, dst, plane)->cfg;
+	return 0;
+}
+
+int sim_set_host_rx_delay(struct sim *sim, uint32_t host, uint64_t ns)
+{
+	if (host >= sim->cfg.nhosts)
+		return -EINVAL;
+	sim->hosts[host].rx_delay_ns = ns;
 	return 0;
 }
 

@@ -152,6 +152,13 @@ int sim_link_set(struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
 		 const struct sim_link_cfg *cfg);
 int sim_link_get(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,
 		 struct sim_link_cfg *out);
+/*
+ * Every packet that reaches host from now on waits ns more before its engine
+ * sees it (0: none): a host whose scheduler or interrupt moderation holds
+ * its receive path, not a queue in the fabric.  Returns 0 or -EINVAL.
+ */
+int sim_set_host_rx_delay(struct sim *sim, uint32_t host, uint64_t ns);
+
 /* Change every link of a plane, both directions, every host pair. */
 int sim_plane_set(struct sim *sim, uint32_t plane, const struct sim_link_cfg *cfg);
 int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,

@@ -214,7 +214,7 @@ out=$("${A[@]}" -s -d path show qp "${LINK_QPNS[0]}")
 head -1 <<<"$out" | grep -Eq "PEER .*RTO .*ACKED +TIMEOUTS +BACKOFF +ALPHA" || fail "path -s -d: header: $out"
 "${A[@]}" -s path | head -1 | grep -Eq "ACKED" || fail "path -s: no ACKED"
 "${A[@]}" -s path | head -1 | grep -Eq "RTO|PEER" && fail "path -s: details without -d"
-"${A[@]}" -d path | head -1 | grep -Eq "PEER .*RTO .*ALPHA" || fail "path -d: no details"
+"${A[@]}" -d path | head -1 | grep -Eq "PEER .*RTO .*MOVES .*ALPHA" || fail "path -d: no details"
 "${A[@]}" -d path | head -1 | grep -Eq "ACKED" && fail "path -d: statistics without -s"
 [ "$(grep -Ec "^ *${LINK_QPNS[0]} +$IP_B " <<<"$out")" = 4 ] || fail "path show qp: rows: $out"
 [ "$(grep -vc "^ *${LINK_QPNS[0]} " <<<"$out")" = 1 ] || fail "path show qp: other QPs: $out"
@@ -224,6 +224,8 @@ jq -e --argjson q "${LINK_QPNS[0]}" '(.paths | length) == 4 and all(.paths[]; .q
 	and .sport >= 20000 and .sport <= 20063 and .pwnd_bytes > 0 and has("srtt_ns")
 	and has("min_rtt_ns") and has("rttvar_ns") and has("inflight_bytes") and has("retx")
 	and has("lost") and has("ce") and has("repaths") and has("moved") and has("rate_bps")
+	and (.repaths_why | keys) == ["ce", "keepalive", "loss", "slow", "spread", "timeout"]
+	and ([.repaths_why[]] | add) == .repaths
 	and has("rate_hint_mbps") and (.health | IN("good", "assumed_bad", "denied"))
 	and (.why | type) == "string") and ([.paths[].path_id] | sort) == [0, 1, 2, 3]' <<<"$p" \
 	>/dev/null || fail "path -j: $p"
