@@ -9,12 +9,21 @@
 #  - frames that came in on one worker's socket for the other's QPs were
 #    handed over (counters workers.worker_N.handoff_rx_*), frames for the other
 #    worker's port too (handoff_tx_*), both planes carried the transfers,
-#    and no hand-off was dropped for a full ring.
+#    and no hand-off was dropped for a full ring;
+#  - a flood of 200,000 packets for worker 1's QPNs (odd ones: keepalives
+#    without a tag) into B's p1, worker 0's socket, from a spoofed source
+#    (#24 item 13): what worker 0 took is handed over to worker 1 or dropped
+#    and counted (the kernel counts what found the fill ring empty), no frame
+#    is left owed after it, and a verified write_bw runs after it (before,
+#    frames that could not go back drifted for good and a worker short of
+#    frames stopped sending and receiving).
 set -u
 . "$(dirname "$0")/lib.sh"
 
 CLI=$BUILD/mroc-cli
+SPOOF=$BUILD/tests/e2e/spoof_udp
 e2e_require_fabric
+[ -x "$SPOOF" ] || skip "$SPOOF not built"
 e2e_fabric_up --ports 2
 FABRIC_IP_0=$FABRIC_IP6_0 FABRIC_IP_1=$FABRIC_IP6_1
 e2e_ports_pair 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/'
@@ -78,6 +87,26 @@ for n in a b; do
 	"$CLI" -S "$E2E_DIR/$n.admin" qp list >/dev/null || fail "$n: mroc-cli qp list"
 done
 ok "QPs live on both workers; frames were handed over both ways, every one taken, none dropped"
+
+IFS=, read -r A1 _ <<<"$FABRIC_PORT_IPS_0"
+IFS=, read -r B1 _ <<<"$FABRIC_PORT_IPS_1"
+c0=$(e2e_admin b counters)
+# version 1, KEEPALIVE with an ICRC (spoof_udp computes it), dst_qpn 0x12345679 (odd: worker
+# 1's of 2), src_qpn 5, no tag.
+ip netns exec "$NS_A" "$SPOOF" "$A1" 20001 "$B1" 4793 0111800012345679000000050000000000000000 200000 0 ||
+	fail "spoof_udp"
+e2e_wait b counters '.backend.handoff_owed == 0' 10 ||
+	fail "frames still owed after the flood: $(e2e_admin b counters | jq -c .backend)"
+e2e_perf_start 2 -q 2
+e2e_perf_finish "write_bw after the flood"
+c1=$(e2e_admin b counters)
+moved=$(($(jq '.workers.worker_0.handoff_rx_out' <<<"$c1") - $(jq '.workers.worker_0.handoff_rx_out' <<<"$c0")))
+full=$(($(jq '.workers.worker_0.handoff_full' <<<"$c1") - $(jq '.workers.worker_0.handoff_full' <<<"$c0")))
+[ $((moved + full)) -ge 1000 ] || fail "the flood did not reach worker 1 (handed $moved, dropped $full)"
+echo "b after the flood: $(jq -c '.backend | {handoff_full, handoff_return_full, handoff_tx_unpaid,
+	handoff_repaid, handoff_owed, fill_refills, xsk_rx_fill_ring_empty}' <<<"$c1")"
+ok "a flood for worker 1's QPNs into worker 0's socket: $moved handed over, $full dropped (counted)," \
+	"no frame owed after it, a verified write_bw after it"
 
 for n in a b; do
 	e2e_stop $n
