@@ -154,7 +154,9 @@ struct engine_qp_attr {
 	uint8_t npaths;			/* 1..MROC_MAX_PATHS; forced to 1 in RoCEv2 mode */
 	uint32_t sq_depth;		/* outstanding send WRs */
 	uint32_t rq_depth;		/* posted RECVs */
-	uint32_t max_rd;		/* outstanding READs as requester (and responder) */
+	uint32_t max_rd;		/* not read: READs and atomics outstanding are at most
+					 * MROC_MAX_RD (16) as requester, and as many answers
+					 * are queued as responder (the rest wait undelivered) */
 	uint64_t user;			/* opaque, returned in events */
 	/* Tests: fix the initial sequence numbers instead of random ones. */
 	bool fixed_isn;

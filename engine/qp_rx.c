@@ -374,6 +374,15 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 				qp->rq_count--;
 			}
 			qp_push_cqe(eng, qp, &c);
+		} else if (mroc_op_is_request(mi->op) && qp->rd_resp >= MROC_MAX_RD) {
+			/*
+			 * As many answers queued as a requester may have READs
+			 * and atomics outstanding: one that ignores the cap
+			 * waits here, retried when an answer retires, instead
+			 * of filling the message ring our own sends need
+			 * (issue #23: engine_post_send failed with -ENOSPC).
+			 */
+			return;
 		} else if (mi->op == MROC_OP_READ_REQ) {
 			if (qp_queue_read_resp(eng, qp, mi))
 				return;	/* ring full: retried when a message retires */

@@ -947,6 +947,47 @@ static void test_bogus_acks_counted(void **state)
 	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_OUT_OF_WINDOW), 3);
 }
 
+/*
+ * A requester that ignores the cap of MROC_MAX_RD outstanding READs and
+ * atomics (forged: one READ_REQ replayed with the next PSN, DSN and MSN)
+ * gets at most that many answers queued: the responder's own sends still
+ * post.  Issue #23: every delivered READ_REQ became a queued response up to
+ * the message ring's end (sq_depth + 16, rounded up: 128 here), and B's
+ * engine_post_send then failed with -ENOSPC with its send queue empty.
+ */
+static void test_read_flood_bounded(void **state)
+{
+	enum { FLOOD = 160, SQ = 64 };
+	struct fx *f = *state;
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_READ, 1, 0, 100, 0);
+	struct pair_capture *cap;
+	struct pair_pkt req;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	req = cap->pkt[0];
+	assert_int_equal(req.data[PKT_OPCODE], MROC_OP_READ_REQ);
+	for (uint32_t i = 0; i < FLOOD; i++) {
+		struct pair_pkt r = req;
+
+		pkt_put32(r.data, PKT_PSN, pkt_get32(req.data, PKT_PSN) + i);
+		pkt_put32(r.data, PKT_DSN, pkt_get32(req.data, PKT_DSN) + i);
+		pkt_put32(r.data, PKT_MSN, pkt_get32(req.data, PKT_MSN) + i);
+		assert_int_equal(pair_deliver(f->x.p, &r), 0);
+	}
+	/* B's whole send queue still posts. */
+	for (uint32_t i = 0; i < SQ; i++) {
+		struct engine_wr w = {
+			.wr_id = 100 + i, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+			.lkey = f->x.b->lkey, .laddr = 0, .len = 64,
+			.rkey = f->x.a->rkey, .raddr = 64 * i,
+		};
+
+		assert_int_equal(pair_post(f->x.p, PAIR_B, &w), 0);
+	}
+	pair_capture_stop(f->x.p);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -982,6 +1023,7 @@ int main(void)
 		TB(test_path_beyond_npaths),
 		T(test_bogus_acks_ignored),
 		T(test_bogus_acks_counted),
+		T(test_read_flood_bounded),
 	};
 #undef T
 #undef TB
