@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
  * Rate-based congestion control: the receiver's fair share (its link rate
- * split over the QPs that sent to it lately, carried in every ACK as a hint)
+ * split over the hosts, then each host's QPs, that sent to it lately,
+ * carried in every ACK as a hint)
  * and the sender's pacing to the hint it got.  The window (cc_window.c)
  * still bounds what is in flight; the hint spreads an incast's senders
  * before the switch's queue has to.
  */
 #include "internal.h"
 
-/* Receiver fair share: link rate split over the QPs that sent to us lately. */
+/*
+ * Receiver fair share: link rate split over the hosts that sent to us
+ * lately, and a host's share over its QPs that did.  Split over QPs, a peer
+ * with k QPs got k shares and everyone else less (issue #23: one host of 8
+ * QPs beside one of 1 took 8/9 of the link).
+ */
 uint32_t cc_rate_hint(struct engine *eng, struct qp *qp, uint64_t now)
 {
-	uint32_t n;
+	uint32_t n, k;
 
 	if (!eng->cfg.rate_hints || !eng->cfg.link_rate_bps)
 		return 0;
@@ -23,12 +29,14 @@ uint32_t cc_rate_hint(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	if (qp->hint_epoch != eng->hint_epoch) {
 		qp->hint_epoch = eng->hint_epoch;
-		eng->active_now++;
+		if (peer_hint_join(eng, qp))
+			eng->active_now++;
 	}
 	n = eng->active_now > eng->active_prev ? eng->active_now : eng->active_prev;
-	if (n < 2)
+	k = peer_hint_qps(eng, qp);
+	if ((uint64_t)n * k < 2)
 		return 0;	/* alone: the window is enough */
-	return (uint32_t)(eng->cfg.link_rate_bps / 1000000 * 95 / 100 / n);
+	return (uint32_t)(eng->cfg.link_rate_bps / 1000000 * 95 / 100 / n / k);
 }
 
 /*

@@ -354,7 +354,9 @@ struct engine {
 	uint64_t rtt_max_cur, rtt_max_prev, rtt_max_until;
 	/* receiver fair share */
 	uint64_t hint_epoch, hint_epoch_end;
-	uint32_t active_now, active_prev;
+	uint32_t active_now, active_prev;	/* peer hosts that sent in this epoch, the last */
+	/* when everything posted would have left at link_rate_bps (qp_tx.c: split or not) */
+	uint64_t posted_until;
 	struct engine_stats st;
 	/* unpredictable numbers: ChaCha20 under rand_key, a block at a time (sec.c) */
 	uint8_t sec_secret[16];
@@ -426,6 +428,8 @@ void peer_acked(struct engine *eng, struct qp *qp);
 /* mr.c */
 int mr_table_init(struct engine *eng);
 void mr_table_free(struct engine *eng);
+bool peer_hint_join(const struct engine *eng, struct qp *qp);
+uint32_t peer_hint_qps(const struct engine *eng, const struct qp *qp);
 /* Look up by key and check pd, rights and [off, off+len) inside; NULL if not. */
 uint8_t *mr_check_lkey(struct engine *eng, uint64_t pd, uint32_t lkey, uint32_t access,
 		       uint64_t off, uint64_t len);

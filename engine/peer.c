@@ -47,6 +47,9 @@ struct peer_host {
 	uint64_t last_rx;	/* last packet from it, any QP */
 	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
 	struct list blocked;	/* QPs waiting for room, by their tx_node */
+	/* its QPs that sent to us in the engine's hint epoch and the one before (cc_rate.c) */
+	uint64_t hint_epoch;
+	uint32_t hint_now, hint_prev;
 	struct peer_host *next;	/* hash chain */
 };
 
@@ -174,6 +177,47 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now)
 	h->last_tx = now;
 	h->inflight++;
 	qp->ph_pkts++;
+}
+
+/*
+ * The receiver's fair share is split over hosts, then over each host's QPs
+ * (cc_rate.c).  qp received data for the first time in the engine's hint
+ * epoch: it counts for its host; true when the host is new to the epoch
+ * (a QP without a peer host is a host of its own).
+ */
+bool peer_hint_join(const struct engine *eng, struct qp *qp)
+{
+	struct peer_host *h = qp->ph;
+	bool first;
+
+	if (!h)
+		return true;
+	first = h->hint_epoch != eng->hint_epoch;
+	if (first) {
+		h->hint_prev = h->hint_epoch + 1 == eng->hint_epoch ? h->hint_now : 0;
+		h->hint_now = 0;
+		h->hint_epoch = eng->hint_epoch;
+	}
+	h->hint_now++;
+	return first;
+}
+
+/* QPs of qp's host that sent lately: the larger of this epoch's and the last's, at least 1. */
+uint32_t peer_hint_qps(const struct engine *eng, const struct qp *qp)
+{
+	const struct peer_host *h = qp->ph;
+	uint32_t now = 0, prev = 0;
+
+	if (!h)
+		return 1;
+	if (h->hint_epoch == eng->hint_epoch) {
+		now = h->hint_now;
+		prev = h->hint_prev;
+	} else if (h->hint_epoch + 1 == eng->hint_epoch) {
+		prev = h->hint_now;
+	}
+	now = now > prev ? now : prev;
+	return now ? now : 1;
 }
 
 /* engine_tx took qp off tx_ready because its peer's window was full. */

@@ -14,6 +14,9 @@
  *    were active) is >= 0.95 and the total is >= 0.85 of the bottleneck's
  *    payload capacity.
  *  - A lone sender gets no hint; the same seed gives the same run.
+ *  - The fair share counts hosts, then each host's QPs: a host of 4 QPs
+ *    beside a host of 1 gets half the link over its 4 QPs (on the cluster
+ *    simulator, sim/cnet.h).
  *  - Regression: a paced QP whose windows are full must not leave its
  *    deadline in the past (see below).
  *
@@ -31,6 +34,7 @@
 
 #include <cmocka.h>
 
+#include "cnet.h"
 #include "incast.h"
 
 #define MIB		(1ULL << 20)
@@ -188,6 +192,80 @@ static void test_incast_pacing_deadline(void **state)
 	assert_int_equal(r.sim.hosts.timer_spins, 0);
 }
 
+/*
+ * Receiver host 0; host 1 writes to it on 4 QPs, host 2 on 1, 64 KiB WRITEs
+ * back to back.  Each host's share is half of 95 % of 25 Gbit/s, and host
+ * 1's is split over its 4 QPs.  Split over QPs (issue #23), every QP was
+ * told a fifth: host 1 was given 4/5 of the link.
+ */
+#define HQP	4
+
+static bool always(struct cnet *cn, void *ctx)
+{
+	(void)cn;
+	(void)ctx;
+	return true;
+}
+
+static void test_hints_count_hosts(void **state)
+{
+	static uint8_t mem[3][HQP + 1][64 * 1024];
+	struct engine_qp_attr attr = {
+		.mode = MROC_MODE_METAROCE, .npaths = 2, .sq_depth = 64, .rq_depth = 64,
+	};
+	struct cnet_config cc;
+	uint32_t qpn[HQP + 1][2], lkey[3], rkey[3], share = 25000 * 95 / 100 / 2;
+	struct cnet *cn;
+	int err;
+
+	(void)state;
+	cnet_config_default(&cc);
+	cc.fab.nhosts = 3;
+	cc.fab.nplanes = 1;
+	cc.fab.leaves = 1;
+	cc.fab.spines = 1;
+	cn = cnet_create(&cc);
+	assert_non_null(cn);
+	for (uint32_t h = 0; h < 3; h++)
+		assert_int_equal(engine_mr_register(cnet_engine(cn, h), 0, mem[h], sizeof(mem[h]),
+						    ENGINE_ACCESS_ALL, &lkey[h], &rkey[h]), 0);
+	/* QPs 0..HQP-1 from host 1, QP HQP from host 2; side 1 on host 0 */
+	for (uint32_t q = 0; q <= HQP; q++) {
+		uint32_t from = q < HQP ? 1 : 2;
+
+		assert_int_equal(engine_qp_create(cnet_engine(cn, from), &attr, &qpn[q][0]), 0);
+		assert_int_equal(engine_qp_create(cnet_engine(cn, 0), &attr, &qpn[q][1]), 0);
+		assert_int_equal(engine_qp_listen(cnet_engine(cn, 0), qpn[q][1], 100 + q), 0);
+		assert_int_equal(cnet_qp_connect(cn, from, qpn[q][0], 0, 100 + q), 0);
+	}
+	err = cnet_run_while(cn, always, NULL, 2 * MSEC);
+	assert_true(err == -ETIMEDOUT || err == -EDEADLK);
+	for (uint32_t q = 0; q <= HQP; q++) {
+		uint32_t from = q < HQP ? 1 : 2;
+
+		for (uint32_t i = 0; i < 32; i++) {
+			struct engine_wr wr = {
+				.wr_id = i, .opcode = ENGINE_WR_WRITE, .lkey = lkey[from],
+				.laddr = 0, .len = sizeof(mem[0][0]), .rkey = rkey[0],
+				.raddr = (uint64_t)q * sizeof(mem[0][0]),
+			};
+
+			assert_int_equal(cnet_post_send(cn, from, qpn[q][0], &wr), 0);
+		}
+	}
+	assert_int_equal(cnet_run_while(cn, always, NULL, cnet_now(cn) + 1 * MSEC), -ETIMEDOUT);
+	for (uint32_t q = 0; q <= HQP; q++) {
+		struct engine_qp_info qi;
+
+		assert_int_equal(engine_qp_info(cnet_engine(cn, q < HQP ? 1 : 2), qpn[q][0], &qi),
+				 0);
+		print_message("QP %u of host %u: hint %u Mbit/s\n", q, q < HQP ? 1 : 2,
+			      qi.rate_hint_mbps);
+		assert_int_equal(qi.rate_hint_mbps, q < HQP ? share / HQP : share);
+	}
+	cnet_destroy(cn);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -197,6 +275,7 @@ int main(void)
 		cmocka_unit_test(test_incast_alone),
 		cmocka_unit_test(test_incast_determinism),
 		cmocka_unit_test(test_incast_pacing_deadline),
+		cmocka_unit_test(test_hints_count_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
