@@ -305,6 +305,9 @@ static int connected(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 	qp->peer_qpn = pkt->hdr.src_qpn;
 	conn_link(eng, qp);
 	qp->peer_mtu = pkt->cm.mtu;
+	/* Split messages go either way only when both ends announced a unit. */
+	qp->peer_split = qp->mode == MROC_MODE_METAROCE && eng->cfg.split_unit ?
+			 pkt->cm.split * MROC_SPLIT_ALIGN : 0;
 	qp_start(eng, qp, now);
 	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS);
 	return 0;
@@ -537,6 +540,9 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2u + eng->cfg.cm_ext_len)
 		return 0;
 	c.ext_flags = ext ? MROC_CM_F_EXT : 0;
+	if ((op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP) &&
+	    qp->mode == MROC_MODE_METAROCE)
+		c.split = (uint8_t)(eng->cfg.split_unit / MROC_SPLIT_ALIGN);
 	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,

@@ -72,6 +72,8 @@ int engine_config_check(const struct engine_config *c, const char **why)
 		BAD("cm_retries, dead_peer_ns and hint_interval_ns must be > 0");
 	if (c->keepalive_ns && c->keepalive_ns >= c->dead_peer_ns)
 		BAD("keepalive_ns must be below dead_peer_ns");
+	if (c->split_unit % MROC_SPLIT_ALIGN || c->split_unit > MROC_SPLIT_MAX)
+		BAD("split_unit must be a multiple of 16 up to 4080");
 	if (c->sport_min < 1024 || c->sport_min > c->sport_max)
 		BAD("need 1024 <= sport_min <= sport_max");
 	/* A CONNECT_REQ with its key and extension fits the buffers (mtu + data header). */

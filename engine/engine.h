@@ -60,6 +60,15 @@ struct engine_config {
 	bool repath_spread;		/* ... and spread them while the QP is under 2/3 of
 					 * link_rate_bps with every path congested: only
 					 * where the link rate is the fabric's capacity */
+	/*
+	 * MetaRoCE: a message shorter than npaths x mtu posted with nothing
+	 * waiting to be sent (on any QP) is cut into one segment per split_unit
+	 * bytes, at most one per path (MROC_F_SPLIT, docs/PROTOCOL.md 5.2), so
+	 * it crosses the fabric on several paths at once.  Bytes, a multiple of
+	 * MROC_SPLIT_ALIGN up to MROC_SPLIT_MAX; 0 = off.  Used only towards a
+	 * peer that announced a unit too (older peers announce none).
+	 */
+	uint32_t split_unit;
 	uint16_t sport_min;		/* source ports for paths come from this range */
 	uint16_t sport_max;
 	/*

@@ -118,6 +118,7 @@ struct tx_msg {
 	uint32_t first_dsn;
 	uint32_t nseg;
 	uint32_t len;
+	uint32_t seg_len;	/* bytes per segment: the mtu, or the split rule's (split) */
 	uint32_t ssn;
 	uint32_t imm;
 	uint32_t key;		/* rkey on the wire (WRITE*, READ_REQ), requester msn (READ_RESP) */
@@ -132,6 +133,8 @@ struct tx_msg {
 	uint8_t read_done;	/* READ: the response has been delivered */
 	uint8_t rnr_tries;
 	uint8_t started;	/* a segment has been sent (READ, atomics: counts in rd_out) */
+	uint8_t split;		/* cut by the split rule: its segments carry MROC_F_SPLIT */
+	uint8_t alone;		/* posted with nothing waiting: paths by RTT (qp_tx.c) */
 	uint8_t atomic[MROC_ATOMIC_REQ_LEN];	/* atomics: operands; ATOMIC_RESP: the value (BE) */
 };
 
@@ -185,6 +188,7 @@ struct qp {
 	uint32_t peer, peer_qpn;
 	uint64_t service_id;
 	uint32_t peer_mtu;
+	uint32_t peer_split;	/* the peer's split unit, bytes; 0: no split either way */
 	uint8_t peer_npaths;	/* paths the peer sprays on: valid path ids below it */
 	uint32_t sq_depth, rq_depth;
 
@@ -424,12 +428,12 @@ void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
 void peer_acked(struct engine *eng, struct qp *qp);
+bool peer_hint_join(const struct engine *eng, struct qp *qp);
+uint32_t peer_hint_qps(const struct engine *eng, const struct qp *qp);
 
 /* mr.c */
 int mr_table_init(struct engine *eng);
 void mr_table_free(struct engine *eng);
-bool peer_hint_join(const struct engine *eng, struct qp *qp);
-uint32_t peer_hint_qps(const struct engine *eng, const struct qp *qp);
 /* Look up by key and check pd, rights and [off, off+len) inside; NULL if not. */
 uint8_t *mr_check_lkey(struct engine *eng, uint64_t pd, uint32_t lkey, uint32_t access,
 		       uint64_t off, uint64_t len);

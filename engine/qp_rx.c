@@ -316,17 +316,18 @@ bounds:
 }
 
 /* Remember what we need to deliver message msn once all its DSNs are in. */
-static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
+static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		     uint32_t seg_len)
 {
 	const struct mroc_data_hdr *d = &pkt->data;
 	struct rx_msg *mi = &qp->rxm[d->msn & qp->rxm_mask];
-	uint32_t mtu = qp->peer_mtu, seg, nseg;
+	uint32_t seg, nseg;
 
 	(void)eng;
 	if (mi->valid && mi->msn == d->msn)
 		return;
-	seg = d->offset / mtu;
-	nseg = d->msg_len ? (uint32_t)(((uint64_t)d->msg_len + mtu - 1) / mtu) : 1;
+	seg = d->offset / seg_len;
+	nseg = d->msg_len ? (uint32_t)(((uint64_t)d->msg_len + seg_len - 1) / seg_len) : 1;
 	if (mroc_op_is_request(pkt->hdr.opcode))
 		nseg = 1;
 	*mi = (struct rx_msg){
@@ -421,7 +422,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	const struct mroc_data_hdr *d = &pkt->data;
 	struct rx_path *rp;
 	int32_t dd = seq_diff(d->dsn, qp->rcv_cum);
-	uint32_t old_cum;
+	uint32_t old_cum, seg_len = qp->peer_mtu;
 	uint8_t *dst, nak = MROC_NAK_NONE;
 	int err;
 
@@ -429,10 +430,18 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_RX_BAD_STATE]++;
 		return -ENOTCONN;
 	}
-	/* Segments have the shape the sender's MTU gives them; anything else is cut or forged. */
-	if (d->offset % qp->peer_mtu ||
+	/*
+	 * Segments have the shape the sender's MTU gives them, or the split
+	 * rule's (PROTOCOL 5.2) if the peer and we agreed on it; anything else
+	 * is cut or forged.
+	 */
+	if (pkt->hdr.flags & MROC_F_SPLIT)
+		seg_len = qp->peer_split && !mroc_op_is_request(pkt->hdr.opcode) ?
+			  mroc_split_seg(d->msg_len, qp->peer_mtu, qp->peer_npaths,
+					 qp->peer_split) : 0;
+	if (!seg_len || d->offset % seg_len ||
 	    (pkt->hdr.opcode != MROC_OP_READ_REQ &&
-	     pkt->payload_len != min_u64(qp->peer_mtu, d->msg_len - d->offset))) {
+	     pkt->payload_len != min_u64(seg_len, d->msg_len - d->offset))) {
 		eng->st.c[EC_RX_MALFORMED]++;
 		eng->st.rx_malformed[WIRE_ERR_LENGTH]++;
 		return -EBADMSG;
@@ -515,7 +524,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_RX_BYTES_PLACED] += pkt->payload_len;
 		qp->rx_bytes += pkt->payload_len;
 	}
-	note_msg(eng, qp, pkt);
+	note_msg(eng, qp, pkt, seg_len);
 	dsn_received(qp, d->dsn);
 	qp_deliver(eng, qp);
 	return 0;

@@ -100,7 +100,7 @@ size_t wire_put_cm(uint8_t *b, const struct mroc_cm_hdr *c)
 	b[20] = c->reason;
 	b[21] = c->sec;
 	b[22] = c->ext_flags;
-	b[23] = 0;
+	b[23] = c->split;
 	return MROC_CM_HDR_LEN;
 }
 
@@ -156,6 +156,7 @@ static void get_cm(const uint8_t *b, struct mroc_cm_hdr *c)
 	c->reason = b[20];
 	c->sec = b[21];
 	c->ext_flags = b[22];
+	c->split = b[23];
 }
 
 static int fail(enum wire_err *why, enum wire_err e)

@@ -54,7 +54,8 @@ enum mroc_opcode {
 /* Common header flags. */
 #define MROC_F_ACK_REQ	0x01	/* receiver: ACK this path now */
 #define MROC_F_RETX	0x02	/* this segment was sent before (informational) */
-#define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX)
+#define MROC_F_SPLIT	0x04	/* data: the message is cut by the split rule (mroc_split_seg) */
+#define MROC_F_ALL	(MROC_F_ACK_REQ | MROC_F_RETX | MROC_F_SPLIT)
 /* Security "token": a MROC_TAG_LEN keyed tag ends the packet (defined only in that mode). */
 #define MROC_F_TAG	0x40
 /*
@@ -190,11 +191,38 @@ struct mroc_cm_hdr {
 	uint8_t reason;		/* enum mroc_cm_reason (REJ, DISCONNECT) */
 	uint8_t sec;		/* enum mroc_sec of the sender (0 from peers before it) */
 	uint8_t ext_flags;	/* MROC_CM_F_* (REQ/REP) */
+	uint8_t split;		/* REQ/REP: the sender's split unit / 16 (0: none; mroc_split_seg) */
 	bool has_key;		/* parse: the key extension follows (REQ/REP in "token") */
 	uint8_t key[MROC_CM_KEY_LEN];	/* the sender's receive key */
 	const uint8_t *ext;	/* parse: MROC_CM_F_EXT's bytes (inside the packet), else NULL */
 	uint16_t ext_len;
 };
+
+/*
+ * The split rule (docs/PROTOCOL.md 5.2): a message of len bytes that a
+ * sender of npaths paths and split unit `unit` (bytes, a multiple of
+ * MROC_SPLIT_ALIGN, announced in its CONNECT_REQ/REP) sends flagged
+ * MROC_F_SPLIT is cut into segments of this many bytes (the last may be
+ * shorter) instead of its mtu: one segment per unit, at most one per path,
+ * of equal size rounded up to MROC_SPLIT_ALIGN.  A sender flags a message
+ * only when this is below its mtu; both ends compute it the same way.
+ */
+#define MROC_SPLIT_ALIGN	16
+#define MROC_SPLIT_MAX		(255 * MROC_SPLIT_ALIGN)
+
+static inline uint32_t mroc_split_seg(uint32_t len, uint32_t mtu, uint32_t npaths, uint32_t unit)
+{
+	uint32_t k, seg;
+
+	if (!unit || !npaths || !len)
+		return mtu;
+	k = (uint32_t)(((uint64_t)len + unit - 1) / unit);
+	if (k > npaths)
+		k = npaths;
+	seg = (uint32_t)(((uint64_t)len + k - 1) / k);
+	seg = (seg + MROC_SPLIT_ALIGN - 1) / MROC_SPLIT_ALIGN * MROC_SPLIT_ALIGN;
+	return seg < mtu ? seg : mtu;
+}
 
 /* Is this opcode one that carries a data header? */
 static inline int mroc_op_is_data(uint8_t op)

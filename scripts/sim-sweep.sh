@@ -255,6 +255,8 @@ cmd_cluster() {
 	# Each host's engine on a clock of its own (issue #23): offsets up to 5 s, past 2^31 ns.
 	add --clock-skew pick 0 1000 3000000 5000000
 	add --clock-drift pick 0 50 500
+	# Small messages split over paths (issue #23): off, the default, and extremes.
+	add --split pick 0 16 32 1024 4080
 }
 
 cmd_engine() {

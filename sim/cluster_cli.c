@@ -40,6 +40,9 @@ static const char cluster_usage[] =
 "  --paths N         MetaRoCE paths per QP (2 per plane, at most 16)\n"
 "  --hints on|off    receiver rate hints (on)\n"
 "  --rto-min US      engine's minimum RTO (200)\n"
+"  --split SIZE      MetaRoCE: a small message posted alone goes in one part per\n"
+"                    SIZE bytes, at most one per path, each on the path of least\n"
+"                    RTT (32; 0 = by the MTU, on the path of most free window)\n"
 "  --ib-timeout N    PFC transports: NIC local ACK timeout, 4.096 us x 2^N, 0..31 (18)\n"
 "  --ib-retry N      PFC transports: NIC retries, 0..254 (7, NCCL_IB_RETRY_CNT)\n"
 "job:\n"
@@ -75,7 +78,7 @@ enum {
 	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
-	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT,
+	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_SPLIT,
 };
 
 static const struct option opts[] = {
@@ -125,6 +128,7 @@ static const struct option opts[] = {
 	{ "algo", required_argument, NULL, O_ALGO },
 	{ "clock-skew", required_argument, NULL, O_CLOCK_SKEW },
 	{ "clock-drift", required_argument, NULL, O_CLOCK_DRIFT },
+	{ "split", required_argument, NULL, O_SPLIT },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -272,6 +276,11 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		cfg->nic_retry = (uint32_t)v;
 		break;
 	case O_PATHS: cfg->npaths = (uint8_t)v; break;
+	case O_SPLIT:
+		if (v % MROC_SPLIT_ALIGN || v > MROC_SPLIT_MAX)
+			return -EINVAL;
+		cfg->net.engine.split_unit = (uint32_t)v;
+		break;
 	case O_RTO_MIN: sim_engine_rto_min(&cfg->net.engine, v * 1000); break;
 	case O_CLOCK_SKEW: cfg->net.clock_skew_ns = v * 1000; break;
 	case O_CLOCK_DRIFT:

@@ -37,6 +37,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->rate_hints = t->rate_hints;
 	out->repath = t->repath;
 	out->repath_spread = t->repath_spread;
+	out->split_unit = t->split_unit;
 	out->sport_min = c->network.sport_min;
 	out->sport_max = c->network.sport_max;
 	out->sec_mode = (uint8_t)c->security.mode;

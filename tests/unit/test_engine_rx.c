@@ -2,7 +2,8 @@
 /*
  * The engine's receive path at work, two engines back to back
  * (engine_pair.h): every operation byte-exact with its completions, zero
- * lengths, completion order, out-of-order placement, duplicates and RNR.
+ * lengths, completion order, out-of-order placement, duplicates and RNR; the
+ * same with split messages (PROTOCOL 5.2), their shape and their refusals.
  * What the receive path must refuse is in test_engine_refuse.c.
  *
  * Packets are captured from engine_tx, altered at the byte offsets of
@@ -779,10 +780,173 @@ static void test_reconnect_clean(void **state)
 	pair_mem_expect(f->x.b, 512, f->x.a->buf, 100);
 }
 
+/* ---- split messages (docs/PROTOCOL.md 5.2) ------------------------------------- */
+
+#define SPLIT	128	/* bytes: 8 units of 16 */
+
+static void split_config(struct engine_config *c, uint32_t unit, uint64_t seed)
+{
+	pair_test_config(c);
+	c->split_unit = unit;
+	c->seed = seed;
+}
+
+/* Both ends announce a unit of SPLIT bytes: a lone small message goes in parts. */
+static int setup_split(void **state)
+{
+	struct engine_config ca, cb;
+	struct fx *f;
+
+	split_config(&ca, SPLIT, 1);
+	split_config(&cb, SPLIT, 2);
+	f = fx_new(state, &ca, &cb);
+	pair_connect(f->x.p, NULL, NULL, SVC);
+	return 0;
+}
+
+/* Only A has a unit: B announces none, so neither direction splits. */
+static int setup_split_a_only(void **state)
+{
+	struct engine_config ca, cb;
+	struct fx *f;
+
+	split_config(&ca, SPLIT, 1);
+	split_config(&cb, 0, 2);
+	f = fx_new(state, &ca, &cb);
+	pair_connect(f->x.p, NULL, NULL, SVC);
+	return 0;
+}
+
+/*
+ * The rule's segments (4 paths, unit 128, mtu 1024): 1000 B in 4 of 256 B,
+ * one to a path, each flagged SPLIT and asking for an ACK; placed in any
+ * order; 3073 B in 4 of 784 B, 200 B in 2 of 112 B; 4096 B (4 paths x mtu)
+ * by the mtu.
+ */
+static void test_split_shape(void **state)
+{
+	static const struct { uint32_t len, seg, n; } want[] = {
+		{ 1000, 256, 4 }, { 3073, 784, 4 }, { 200, 112, 2 }, { 4096, MTU, 4 },
+	};
+	struct fx *f = *state;
+
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++) {
+		struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1 + i, 100 * i, want[i].len,
+						  8192 * i);
+		struct pair_pkt seg[4];
+		unsigned paths = 0;
+
+		assert_int_equal(mroc_split_seg(want[i].len, MTU, 4, SPLIT), want[i].seg);
+		post(f, &wr);
+		memcpy(seg, capture_a_data(f, want[i].n)->pkt, want[i].n * sizeof(seg[0]));
+		for (unsigned k = 0; k < want[i].n; k++) {
+			uint8_t flags = seg[k].data[PKT_FLAGS];
+			uint32_t plen = k + 1 < want[i].n ? want[i].seg :
+					want[i].len - k * want[i].seg;
+
+			assert_int_equal(pkt_get32(seg[k].data, PKT_OFFSET), k * want[i].seg);
+			assert_int_equal(seg[k].len, MROC_DATA_OVERHEAD + plen);
+			assert_int_equal(!!(flags & MROC_F_SPLIT), want[i].seg != MTU);
+			if (want[i].seg != MTU)
+				assert_true(flags & MROC_F_ACK_REQ);
+			paths |= 1u << seg[k].data[PKT_PATH];
+		}
+		assert_int_equal(__builtin_popcount(paths), want[i].n);
+		/* Last part first: each is placed at once, the message completes with the last. */
+		for (int k = (int)want[i].n - 1; k >= 0; k--)
+			assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+		pair_capture_stop(f->x.p);
+		settle(f);
+		pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1 + i);
+		pair_expect_none(f->x.p, PAIR_A);
+		assert_memory_equal(f->x.b->buf + 8192 * i, f->x.a->buf + 100 * i, want[i].len);
+	}
+	assert_int_equal(stat_b(f, EC_RX_MALFORMED), 0);
+}
+
+/* A message posted behind one still waiting to be sent keeps the mtu's segments. */
+static void test_split_only_alone(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr w1 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 1000, 0);
+	struct engine_wr w2 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 0, 1000, 4096);
+	struct pair_capture *cap;
+
+	post(f, &w1);
+	post(f, &w2);
+	cap = capture_a_data(f, 5);
+	for (unsigned k = 0; k < 4; k++)
+		assert_true(cap->pkt[k].data[PKT_FLAGS] & MROC_F_SPLIT);
+	assert_false(cap->pkt[4].data[PKT_FLAGS] & MROC_F_SPLIT);
+	assert_int_equal(cap->pkt[4].len, MROC_DATA_OVERHEAD + 1000);
+	pair_capture_stop(f->x.p);
+	for (unsigned k = 0; k < 5; k++)
+		assert_int_equal(pair_deliver(f->x.p, &cap->pkt[k]), 0);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf, f->x.a->buf, 1000);
+	assert_memory_equal(f->x.b->buf + 4096, f->x.a->buf, 1000);
+}
+
+/*
+ * A SPLIT segment where the rule gives another shape, or from a peer that
+ * announced no unit, is malformed and writes nothing.
+ */
+static void test_split_refused(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 1000, 0);
+	struct engine_stats before;
+	struct pair_capture *cap;
+	struct pair_pkt bad;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);	/* B announced no unit: one whole packet */
+	assert_false(cap->pkt[0].data[PKT_FLAGS] & MROC_F_SPLIT);
+	bad = cap->pkt[0];
+	bad.data[PKT_FLAGS] |= MROC_F_SPLIT;
+	engine_get_stats(f->x.p->s[PAIR_B].eng, &before);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	pair_mem_untouched(f->x.b);
+	pair_capture_stop(f->x.p);
+	assert_int_equal(pair_deliver(f->x.p, &cap->pkt[0]), 0);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 1000);
+}
+
+/* Between splitting peers: a whole-packet segment flagged SPLIT has the wrong shape. */
+static void test_split_wrong_shape(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 5000, 0);
+	struct engine_stats before;
+	struct pair_capture *cap;
+	struct pair_pkt bad;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 5);	/* 5000 B >= 4 paths x mtu: the mtu's segments */
+	bad = cap->pkt[1];
+	assert_false(bad.data[PKT_FLAGS] & MROC_F_SPLIT);
+	bad.data[PKT_FLAGS] |= MROC_F_SPLIT;
+	pkt_put32(bad.data, PKT_MSG_LEN, 3000);	/* split: 4 of 752 B, offset 1024 is none */
+	engine_get_stats(f->x.p->s[PAIR_B].eng, &before);
+	assert_int_equal(pair_deliver(f->x.p, &bad), -EBADMSG);
+	pair_expect_only_malformed(f->x.p, PAIR_B, &before, WIRE_ERR_LENGTH, 1);
+	pair_mem_untouched(f->x.b);
+	pair_capture_stop(f->x.p);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 5000);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 #define TB(fn) cmocka_unit_test_setup_teardown(fn, setup_bare, teardown)
+#define TS(fn) cmocka_unit_test_setup_teardown(fn, setup_split, teardown)
 	const struct CMUnitTest tests[] = {
 		T(test_connected),
 		T(test_write),
@@ -805,9 +969,24 @@ int main(void)
 		TB(test_rnr_forever),
 		TB(test_rnr_counts_episodes),
 		T(test_reconnect_clean),
+		/* split messages: every operation and size as above, then the rule's specifics */
+		TS(test_write),
+		TS(test_write_imm),
+		TS(test_send),
+		TS(test_send_imm),
+		TS(test_read),
+		TS(test_zero_length),
+		TS(test_completion_order),
+		TS(test_many_reads),
+		TS(test_many_qps),
+		TS(test_split_shape),
+		TS(test_split_only_alone),
+		TS(test_split_wrong_shape),
+		cmocka_unit_test_setup_teardown(test_split_refused, setup_split_a_only, teardown),
 	};
 #undef T
 #undef TB
+#undef TS
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

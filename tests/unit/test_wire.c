@@ -211,6 +211,7 @@ static void assert_cm_equal(const struct mroc_cm_hdr *a, const struct mroc_cm_hd
 	assert_int_equal(a->npaths, b->npaths);
 	assert_int_equal(a->mode, b->mode);
 	assert_int_equal(a->reason, b->reason);
+	assert_int_equal(a->split, b->split);
 }
 
 /* 32-bit values: zero, all ones, and byte-distinct patterns in both orders. */
@@ -546,7 +547,8 @@ static void test_cm_layout(void **state)
 		0x1c, 0x1d, 0x1e, 0x1f,				/* isn_psn */
 		0x20, 0x21,					/* mtu */
 		0x22, 0x23, 0x24,				/* npaths, mode, reason */
-		0x00, 0x00, 0x00,				/* reserved */
+		0x00, 0x00,					/* sec, ext */
+		0x27,						/* split unit / 64 */
 	};
 	const struct mroc_hdr h = {
 		.version = 1, .opcode = MROC_OP_CONNECT_REQ,
@@ -555,7 +557,7 @@ static void test_cm_layout(void **state)
 	const struct mroc_cm_hdr c = {
 		.service_id = 0x1011121314151617ull, .isn_dsn = 0x18191a1b,
 		.isn_psn = 0x1c1d1e1f, .mtu = 0x2021, .npaths = 0x22, .mode = 0x23,
-		.reason = 0x24,
+		.reason = 0x24, .split = 0x27,
 	};
 	uint8_t buf[MAX_PKT];
 	struct wire_pkt pkt;
@@ -585,7 +587,7 @@ static void test_reserved_and_trailing(void **state)
 	expect_ok(buf, n + 8, &pkt);
 	assert_int_equal(pkt.ack.cum_psn, 5);
 
-	/* sec unknown, the ext bits but MROC_CM_F_EXT, byte 23. */
+	/* sec unknown, the ext bits but MROC_CM_F_EXT; byte 23 (split) any value. */
 	n = build_valid(buf, MROC_OP_CONNECT_REP);
 	buf[MROC_HDR_LEN + 21] = 0xff;
 	buf[MROC_HDR_LEN + 22] = (uint8_t)~MROC_CM_F_EXT;

@@ -29,7 +29,7 @@ local mroc = Proto("mroc", "MetaRoCE (mroc)")
 local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN = 16, 44, 64, 24
 local WIRE_VERSION, MAX_PATHS, SACK_BITS = 1, 16, 256
 local DEFAULT_PORT = 4793
-local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x1c, 4
+local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x18, 4
 local F_TAG, TAG_LEN, F_AEAD, AEAD_LEN, CM_KEY_LEN = 0x40, 8, 0x20, 36, 16
 
 local opcodes = {
@@ -69,6 +69,7 @@ local f = {
 	flags = F.uint8("mroc.flags", "Flags", base.HEX),
 	flag_ack_req = F.bool("mroc.flags.ack_req", "ACK_REQ (ACK this path now)", 8, nil, 0x01),
 	flag_retx = F.bool("mroc.flags.retx", "RETX (sent before)", 8, nil, 0x02),
+	flag_split = F.bool("mroc.flags.split", "SPLIT (cut by the split rule, not the MTU)", 8, nil, 0x04),
 	flag_icrc = F.bool("mroc.flags.icrc", "ICRC (a CRC32C trailer follows)", 8, nil, F_ICRC),
 	flag_tag = F.bool("mroc.flags.tag", "TAG (a SipHash tag follows, mode token)", 8, nil, F_TAG),
 	flag_aead = F.bool("mroc.flags.aead", "AEAD (sealed: an AES-GCM trailer follows)", 8, nil, F_AEAD),
@@ -129,7 +130,7 @@ local f = {
 	sec = F.uint8("mroc.cm.sec", "Security mode", base.DEC, sec_modes),
 	cm_key = F.bytes("mroc.cm.key", "Receive key (mode token)"),
 	cm_ext_flags = F.uint8("mroc.cm.ext_flags", "Extension flags", base.HEX),
-	cm_rsvd = F.bytes("mroc.cm.reserved", "Reserved"),
+	cm_split = F.uint8("mroc.cm.split", "Split unit (x 16 bytes, 0 = none)", base.DEC),
 	cm_ext_len = F.uint16("mroc.cm.ext_len", "Extension length", base.DEC),
 	cm_nports = F.uint8("mroc.cm.port_addrs", "Port addresses", base.DEC),
 	cm_port = F.uint8("mroc.cm.port", "Port", base.DEC),
@@ -182,6 +183,7 @@ local function dissect_common(tvb, tree)
 	local ft = tree:add(f.flags, tvb(2, 1))
 	ft:add(f.flag_ack_req, tvb(2, 1))
 	ft:add(f.flag_retx, tvb(2, 1))
+	ft:add(f.flag_split, tvb(2, 1))
 	ft:add(f.flag_icrc, tvb(2, 1))
 	ft:add(f.flag_tag, tvb(2, 1))
 	ft:add(f.flag_aead, tvb(2, 1))
@@ -189,6 +191,7 @@ local function dissect_common(tvb, tree)
 	local names = {}
 	if bit32.band(flags, 0x01) ~= 0 then names[#names + 1] = "ACK_REQ" end
 	if bit32.band(flags, 0x02) ~= 0 then names[#names + 1] = "RETX" end
+	if bit32.band(flags, 0x04) ~= 0 then names[#names + 1] = "SPLIT" end
 	if bit32.band(flags, F_ICRC) ~= 0 then names[#names + 1] = "ICRC" end
 	if bit32.band(flags, F_TAG) ~= 0 then names[#names + 1] = "TAG" end
 	if bit32.band(flags, F_AEAD) ~= 0 then names[#names + 1] = "AEAD" end
@@ -348,8 +351,7 @@ local function dissect_cm(tvb, pinfo, tree, op)
 	t:add(f.sec, tvb(b + 21, 1))
 	local ext = tvb(b + 22, 1):uint()
 	t:add(f.cm_ext_flags, tvb(b + 22, 1))
-	local rs = t:add(f.cm_rsvd, tvb(b + 23, 1))
-	if tvb(b + 23, 1):uint() ~= 0 then rs:add_proto_expert_info(ex.reserved) end
+	t:add(f.cm_split, tvb(b + 23, 1))
 	local off = b + CM_HDR_LEN
 	if sec == 1 and (op == 0x20 or op == 0x21) then
 		if tvb:len() < off + CM_KEY_LEN then return nil, "no key extension (mode token)" end
