@@ -42,6 +42,7 @@ struct bench {
 	uint64_t now;
 	uint8_t bufs[BATCH][MROC_DATA_OVERHEAD + 8192 + MROC_TAG_LEN];	/* the engine's largest MTU */
 	uint8_t sec;			/* enum mroc_sec: none or token */
+	uint32_t peer_window;		/* transport.peer_window_pkts (0: no cap) */
 	struct engine_txbuf tx[BATCH];
 };
 
@@ -132,6 +133,7 @@ static int setup(struct bench *b, uint32_t mtu)
 	cfg.max_qps = b->nqps + 8;
 	cfg.mtu = mtu;
 	cfg.sec_mode = b->sec;
+	cfg.peer_window_pkts = b->peer_window;
 	for (int i = 0; i < 2; i++) {
 		struct side *s = &b->s[i];
 
@@ -194,13 +196,23 @@ static uint64_t data_sent(const struct bench *b)
 	return st.c[EC_TX_DATA];
 }
 
+/* ACKs the receiving side has sent. */
+static uint64_t acks_sent(const struct bench *b)
+{
+	struct engine_stats st;
+
+	engine_get_stats(b->s[1].eng, &st);
+	return st.c[EC_TX_ACKS];
+}
+
 /* Returns ns of CPU per data packet, or a negative errno. */
 static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t mtu, uint8_t sec,
-		      uint64_t *rto, uint64_t *mem_rest, uint64_t *mem_busy)
+		      uint32_t peer_window, uint64_t *rto, uint64_t *mem_rest, uint64_t *mem_busy,
+		      double *acks)
 {
 	struct bench *b = calloc(1, sizeof(*b));
 	double t0, ns = -EINVAL;
-	uint64_t d0;
+	uint64_t d0, a0;
 	struct engine_stats st;
 
 	if (!b)
@@ -208,16 +220,19 @@ static double run_one(uint32_t nqps, uint32_t active, uint64_t packets, uint32_t
 	b->nqps = nqps;
 	b->active = active;
 	b->sec = sec;
+	b->peer_window = peer_window;
 	if (setup(b, mtu))
 		goto out;
 	*mem_rest = mem_per_qp(b);	/* connected, WRITEs just posted */
 	while (data_sent(b) < packets / 4)	/* warm-up: windows open, rings grow */
 		step(b);
 	d0 = data_sent(b);
+	a0 = acks_sent(b);
 	t0 = cpu_now();
 	while (data_sent(b) - d0 < packets)
 		step(b);
 	ns = (cpu_now() - t0) * 1e9 / (double)(data_sent(b) - d0);
+	*acks = (double)(acks_sent(b) - a0) / (double)(data_sent(b) - d0);
 	engine_get_stats(b->s[0].eng, &st);
 	*rto = st.c[EC_RTO];
 	*mem_busy = mem_per_qp(b);
@@ -229,14 +244,17 @@ out:
 
 static const char usage[] =
 "usage: mroc-sim engine [--qps LIST] [--active all|N] [--packets N] [--mtu N] [--runs N]\n"
-"                      [--sec none|token]\n"
+"                      [--sec none|token] [--peer-window N]\n"
 "  the engine's CPU time per data packet, two engines back to back in one thread\n"
 "  --qps LIST     QP pairs, comma-separated (1,16,256,1000,4000)\n"
 "  --active all|N QPs with WRITEs outstanding; the rest idle (all)\n"
 "  --packets N    data packets measured per run (200000)\n"
 "  --mtu N        payload bytes per packet, 64..8192 (1024)\n"
 "  --runs N       runs per point: min / median / max (3)\n"
-"  --sec MODE     security mode: none, or token (a SipHash tag per packet) (none)\n";
+"  --sec MODE     security mode: none, or token (a SipHash tag per packet) (none)\n"
+"  --peer-window N  data packets in flight to the peer host, all QPs (mrocd's\n"
+"                 transport.peer_window_pkts, 512 there; 0: no cap) (0)\n"
+"  acks/pkt: the receiver's ACKs per data packet (each a frame through the kernel)\n";
 
 static int cmp_double(const void *a, const void *b)
 {
@@ -252,10 +270,11 @@ int enginebench_cmd(int argc, char **argv)
 		{ "packets", required_argument, NULL, 'p' }, { "mtu", required_argument, NULL, 'm' },
 		{ "runs", required_argument, NULL, 'r' }, { "help", no_argument, NULL, 'h' },
 		{ "sec", required_argument, NULL, 's' },
+		{ "peer-window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	char qlist[256] = "1,16,256,1000,4000";
-	uint64_t packets = 200000, mtu = 1024, runs = 3, active = 0;
+	uint64_t packets = 200000, mtu = 1024, runs = 3, active = 0, pwin = 0;
 	uint8_t sec = MROC_SEC_NONE;
 	double base = 0;
 	int c, longindex = 0;
@@ -277,18 +296,19 @@ int enginebench_cmd(int argc, char **argv)
 			else if (strcmp(optarg, "none"))
 				goto bad;
 			break;
+		case 'w': if (sim_parse_scaled(optarg, 1, &pwin) || pwin > 1048576) goto bad; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: goto bad;
 		}
 	}
 	printf("# engine CPU per data packet, sender + receiver, %" PRIu64 " packets per run, "
-	       "MTU %" PRIu64 ", %s active, security %s\n", packets, mtu, active ? "some" : "all",
-	       sec == MROC_SEC_TOKEN ? "token" : "none");
-	printf("%6s %6s %10s %10s %10s %8s %6s %9s %9s\n", "qps", "active", "min_ns", "median_ns",
-	       "max_ns", "x_first", "rto", "B/qp_rest", "B/qp_busy");
+	       "MTU %" PRIu64 ", %s active, security %s, peer window %" PRIu64 "\n", packets, mtu,
+	       active ? "some" : "all", sec == MROC_SEC_TOKEN ? "token" : "none", pwin);
+	printf("%6s %6s %10s %10s %10s %8s %6s %9s %9s %8s\n", "qps", "active", "min_ns",
+	       "median_ns", "max_ns", "x_first", "rto", "B/qp_rest", "B/qp_busy", "acks/pkt");
 	for (char *tok = strtok(qlist, ","); tok; tok = strtok(NULL, ",")) {
 		uint64_t n, rto = 0, rest = 0, busy = 0;
-		double v[100];
+		double v[100], acks = 0;
 		uint32_t act;
 
 		if (sim_parse_scaled(tok, 1000, &n) || !n || n > 60000) {
@@ -297,7 +317,8 @@ int enginebench_cmd(int argc, char **argv)
 		}
 		act = active && active < n ? (uint32_t)active : (uint32_t)n;
 		for (uint64_t r = 0; r < runs; r++) {
-			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, sec, &rto, &rest, &busy);
+			v[r] = run_one((uint32_t)n, act, packets, (uint32_t)mtu, sec, (uint32_t)pwin,
+				       &rto, &rest, &busy, &acks);
 			if (v[r] < 0) {
 				fprintf(stderr, "mroc-sim engine: %" PRIu64 " QPs: %s\n", n,
 					strerror((int)-v[r]));
@@ -308,7 +329,8 @@ int enginebench_cmd(int argc, char **argv)
 		if (!base)
 			base = v[runs / 2];
 		printf("%6" PRIu64 " %6u %10.1f %10.1f %10.1f %8.2f %6" PRIu64 " %9" PRIu64 " %9" PRIu64
-		       "\n", n, act, v[0], v[runs / 2], v[runs - 1], v[runs / 2] / base, rto, rest, busy);
+		       " %8.3f\n", n, act, v[0], v[runs / 2], v[runs - 1], v[runs / 2] / base, rto, rest,
+		       busy, acks);
 		fflush(stdout);
 	}
 	return 0;
