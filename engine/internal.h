@@ -233,6 +233,9 @@ struct qp {
 	bool gbn_active;
 	struct path *paths;
 	uint32_t rr;
+	uint8_t run_path;	/* tx_pick_path: the path of the current run ... */
+	uint8_t run_left;	/* ... and how many more packets it may take in a row */
+	bool run_ok;		/* qp_tx_data: this packet may run (a bulk message's, first sent) */
 	uint64_t pace_next;
 	bool pace_blocked;	/* the last send attempt waited for pace_next */
 	uint32_t hint_mbps;	/* peer's fair-share hint */

@@ -450,6 +450,41 @@ static void test_reverse_order(void **state)
 	assert_int_equal(stat_b(f, EC_RX_BYTES_PLACED), len);
 }
 
+/*
+ * A bulk message goes out in runs of ack_every (4) packets per path, each
+ * run ACKed at once by one ACK (issue #22: sprayed a packet per path, a QP
+ * among hundreds had each path's delayed ACK fire for every packet); the
+ * next run takes another path.
+ */
+static void test_bulk_runs(void **state)
+{
+	struct fx *f = *state;
+	uint32_t len = 8 * MTU;
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, len, 0);
+	struct pair_capture *cap;
+	struct pair_pkt seg[8];
+	uint64_t acks;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 8);
+	memcpy(seg, cap->pkt, sizeof(seg));
+	for (int k = 1; k < 4; k++) {
+		assert_int_equal(seg[k].data[PKT_PATH], seg[0].data[PKT_PATH]);
+		assert_int_equal(seg[4 + k].data[PKT_PATH], seg[4].data[PKT_PATH]);
+	}
+	assert_int_not_equal(seg[4].data[PKT_PATH], seg[0].data[PKT_PATH]);
+	acks = stat_b(f, EC_TX_ACKS);
+	for (int k = 0; k < 8; k++)
+		assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	pair_run_for(f->x.p, 20 * PAIR_US);
+	assert_int_equal(stat_b(f, EC_TX_ACKS) - acks, 2);	/* one per run */
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_capture_stop(f->x.p);
+	settle(f);
+	pair_expect_none(f->x.p, PAIR_A);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, len);
+}
+
 /* A WRITE_IMM completes at the target only once the WRITE before it is placed. */
 static void test_write_imm_waits_for_write(void **state)
 {
@@ -959,6 +994,7 @@ int main(void)
 		T(test_many_reads),
 		T(test_many_qps),
 		T(test_reverse_order),
+		T(test_bulk_runs),
 		T(test_write_imm_waits_for_write),
 		T(test_duplicate_write),
 		T(test_duplicate_send),
