@@ -564,7 +564,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	bytes = MROC_DATA_OVERHEAD + plen + ENGINE_L2L4_OVERHEAD;
 	if (b->cap < MROC_DATA_OVERHEAD + plen)
 		goto unspend;
-	qp->run_ok = !retx && !copy && m->nseg >= eng->cfg.ack_every;
+	qp->run_ok = !retx && !copy && !m->split && m->nseg >= eng->cfg.ack_every;
 	if (probe)
 		p = probe;	/* a probe may exceed the window by one packet */
 	else if (m->alone && !retx)
