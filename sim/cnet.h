@@ -3,10 +3,11 @@
  * cnet: a cluster of hosts, each running one struct engine, on a leaf/spine
  * fabric of P planes (fabric.h), in seeded virtual time.
  *
- * Hosts are driven as in simnet.c, which is how mrocd drives the engine:
- * after every packet, post or timer the host runs due timers, hands
+ * Hosts are driven by simhost.c, as simnet.c's are and as mrocd drives the
+ * engine: after every packet, post or timer the host runs due timers, hands
  * completions to the callback, takes one packet from engine_tx whenever its
- * NIC is free and keeps exactly one timer at engine_next_deadline.  The NIC
+ * NIC is free and keeps exactly one timer at engine_next_deadline, on a
+ * clock of its own (cnet_config.clock_*).  The NIC
  * takes packets in at the sum of its ports' rates and puts each on the port
  * of its plane (the host's uplink on that plane, at the plane's rate), whose
  * queue marks CE and drops like a switch port: a path that overloads its
@@ -32,6 +33,7 @@
 
 #include "engine.h"
 #include "fabric.h"
+#include "simhost.h"
 
 struct cnet;
 
@@ -41,7 +43,7 @@ struct cnet_config {
 	struct engine_config engine;	/* every host (seed mixed with the host index); */
 					/* link_rate_bps 0 = planes x host rate */
 	uint64_t seed;			/* random loss, and the engines' seeds */
-	/* each host's engine clock: offset in [0, skew), drift within +-ppm (hosttimer.h) */
+	/* each host's engine clock: offset in [0, skew), drift within +-ppm (simhost.h) */
 	uint64_t clock_skew_ns;
 	uint32_t clock_drift_ppm;
 };
@@ -90,24 +92,12 @@ typedef void (*cnet_call_fn)(struct cnet *cn, void *ctx);
 /* Call fn at time at (>= now); ctx must live until then. */
 int cnet_schedule(struct cnet *cn, uint64_t at, cnet_call_fn fn, void *ctx);
 
-struct cnet_host_stats {
-	uint64_t tx_pkts, tx_bytes;	/* handed to the fabric (bytes after UDP) */
-	uint64_t rx_pkts, rx_bytes;	/* handed to engine_rx */
-	uint64_t rx_rejected;		/* engine_rx returned an error */
-	uint64_t tx_errors;
-	uint64_t tx_bad_peer;		/* engine named a peer that is no host */
-	uint64_t timer_fires;
-	uint64_t timer_spins;		/* a deadline stayed <= now with nothing to send */
-	uint64_t nic_waits;		/* PFC: the NIC held because its port was full */
-	uint64_t cqes;
-};
-
 struct cnet_stats {
 	uint64_t now;
 	uint64_t events;
 	uint64_t pool_pkts;
 	uint64_t pkts_in_use;
-	struct cnet_host_stats hosts;	/* summed */
+	struct simhost_stats hosts;	/* summed */
 	struct fab_stats fab;
 };
 

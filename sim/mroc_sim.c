@@ -62,6 +62,9 @@ static const char usage_text[] =
 "  --mix W,WI,S,R[,A] op weights (1,1,1,1,0; A: 8-byte FETCH_ADDs)\n"
 "  --blackhole PLANE@US  plane dies at US\n"
 "  --settle US       after-failure window start (1000)\n"
+"  --clock-skew US   each host's engine clock ahead of the simulation's by a\n"
+"                    random offset below US (0: one clock for both)\n"
+"  --clock-drift PPM ... and faster or slower by up to PPM parts per million (0)\n"
 "  --rto-min US      engine's minimum RTO (default 200)\n"
 "  --rto-init US     engine's first RTO\n"
 "  --burst SIZE      planes shaped by a token bucket this deep (TBF), not a link\n"
@@ -207,6 +210,7 @@ enum {
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_CSV, OPT_TRACE,
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SEEDS, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 	OPT_BURST, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
+	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT,
 };
 
 static const struct option run_opts[] = {
@@ -230,6 +234,8 @@ static const struct option run_opts[] = {
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "blackhole", required_argument, NULL, OPT_BLACKHOLE },
 	{ "settle", required_argument, NULL, OPT_SETTLE },
+	{ "clock-skew", required_argument, NULL, OPT_CLOCK_SKEW },
+	{ "clock-drift", required_argument, NULL, OPT_CLOCK_DRIFT },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "wl-seed", required_argument, NULL, OPT_WL_SEED },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
@@ -287,6 +293,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	switch (opt) {
 	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
 	case OPT_SEED: case OPT_WL_SEED: case OPT_LIMIT: case OPT_SETTLE: case OPT_RTO_MIN: case OPT_DELAY_TARGET:
+	case OPT_CLOCK_SKEW: case OPT_CLOCK_DRIFT:
 		if (sim_parse_scaled(arg, 1000, &v))
 			return -EINVAL;
 		break;
@@ -337,6 +344,8 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		cfg->blackhole_at_ns = (uint64_t)(us * 1e3);
 		return 0;
 	case OPT_SETTLE: cfg->settle_ns = v * 1000; return 0;
+	case OPT_CLOCK_SKEW: cfg->clock_skew_ns = v * 1000; return 0;
+	case OPT_CLOCK_DRIFT: cfg->clock_drift_ppm = (uint32_t)v; return v <= 1000 ? 0 : -EINVAL;
 	case OPT_RTO_MIN: cfg->rto_min_ns = v * 1000; return 0;
 	case OPT_DELAY_TARGET:
 		cfg->delay_target_set = true;

@@ -149,6 +149,8 @@ static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 	sc.link.loss = cfg->loss;
 	sc.link.loss_at_enqueue = cfg->loss_at_enqueue;
 	sc.link.burst_bytes = cfg->burst_bytes;
+	sc.clock_skew_ns = cfg->clock_skew_ns;
+	sc.clock_drift_ppm = cfg->clock_drift_ppm;
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
 		sim_engine_rto_min(&sc.engine, cfg->rto_min_ns);

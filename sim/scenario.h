@@ -34,6 +34,8 @@ struct scn_config {
 	uint64_t blackhole_at_ns;	/* after the first post */
 	uint64_t outage_ns;		/* > 0: every plane goes dark this long at blackhole_at_ns */
 	uint64_t settle_ns;		/* measure "after" goodput from blackhole + this */
+	uint64_t clock_skew_ns;		/* each host's clock: offset below this (sim_config) */
+	uint32_t clock_drift_ppm;	/* ... and drift within +- this */
 	/* engine (0 = the engine's default) */
 	uint32_t mtu;
 	uint64_t rto_min_ns;

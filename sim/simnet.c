@@ -1,66 +1,43 @@
 // SPDX-License-Identifier: MIT
 /*
- * simnet core: the event loop, hosts (engine + egress NIC + timer) and the
- * fabric that routes a packet to one of its links (and, with downlinks, on
- * to its destination's downlink).  Links live in link.c.
+ * simnet core: the fabric that routes a packet its host's NIC has finished
+ * to one of its links (and, with downlinks, on to its destination's
+ * downlink), the events that adds to the loop, and the hosts' callbacks.
+ * The hosts (engine, egress NIC, timer, clock) are driven by simhost.c;
+ * links live in link.c.
  */
 #include <errno.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "hosttimer.h"
+#include "simhost.h"
 #include "simnet.h"
 
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
+/* Events of ours beside the loop's and the hosts' (simhost.h). */
 enum sim_ev_type {
-	EV_HOST_TIMER = 1,	/* the engine's deadline */
-	EV_NIC_DONE,		/* the NIC has serialised its packet */
-	EV_LINK_TX,		/* a link has serialised its head packet */
-	EV_PKT_ARRIVE,		/* a packet reaches the far end of its link */
-	EV_CALL,		/* sim_schedule */
+	EV_LINK_TX = SIMLOOP_EV_NET,	/* a link has serialised its head packet */
 };
 
-#define CQ_BATCH	32
-
+/* A host: the driver (simhost.h) and the test's completion callback. */
 struct sim_host {
-	struct sim_event timer;		/* exactly one pending engine timer */
-	struct sim_event nic_done;
-	struct engine *eng;
-	struct sim_pkt *nic_pkt;	/* being serialised, NULL when the NIC is free */
-	uint64_t nic_rate;
-	uint64_t nic_rem;
+	struct simhost d;
 	sim_cqe_fn cb;
 	void *cb_ctx;
-	bool in_drive, dirty;
-	struct host_spin spin;
-	uint32_t idx;
 	uint64_t rx_delay_ns;		/* added to every arrival (a busy host; sim_set_host_rx_delay) */
-	struct sim_host_stats st;
-};
-
-struct sim_call {
-	struct sim_event ev;
-	struct sim_call *prev, *next;	/* pending calls, freed at destroy */
-	sim_call_fn fn;
-	void *ctx;
 };
 
 struct sim {
 	struct sim_config cfg;
-	uint64_t now;
-	uint64_t events;
+	struct simloop loop;
+	struct simhost_env henv;	/* what the hosts' driver needs of us */
 	uint64_t hash_seed;
-	struct evq q;
 	struct rng rng;
 	struct pktpool pool;
 	struct link_env env;
 	struct sim_host *hosts;
 	struct sim_link *links;		/* [src][dst][plane] */
 	struct sim_link *downlinks;	/* [host][plane], NULL without */
-	struct sim_call *calls;
 	sim_drop_fn drop;
 	void *drop_ctx;
 };
@@ -108,21 +85,17 @@ static bool link_ok(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t 
 
 /* ---- hosts ------------------------------------------------------------------- */
 
-static void host_drive(struct sim *sim, struct sim_host *h);
-
-static void host_poll_cq(struct sim *sim, struct sim_host *h)
+static void host_cqe(void *net, struct simhost *d, const struct engine_cqe *cqe)
 {
-	struct engine_cqe cqe[CQ_BATCH];
-	int n;
+	struct sim_host *h = container_of(d, struct sim_host, d);
 
-	do {
-		n = engine_poll_cq(h->eng, cqe, CQ_BATCH);
-		for (int i = 0; i < n; i++) {
-			h->st.cqes++;
-			if (h->cb)
-				h->cb(sim, h->idx, &cqe[i], h->cb_ctx);
-		}
-	} while (n == CQ_BATCH);
+	if (h->cb)
+		h->cb(net, d->idx, cqe, h->cb_ctx);
+}
+
+static void host_drive(struct sim *sim, struct sim_host *h)
+{
+	simhost_drive(&h->d, &sim->henv);
 }
 
 /* Route a packet the NIC has finished onto its plane's link. */
@@ -130,8 +103,9 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 {
 	uint32_t plane;
 
+	pkt->host_delayed = false;
 	if (pkt->dst >= sim->cfg.nhosts || pkt->dst == pkt->src) {
-		sim->hosts[pkt->src].st.tx_bad_peer++;
+		sim->hosts[pkt->src].d.st.tx_bad_peer++;
 		pktpool_put(&sim->pool, pkt);
 		return;
 	}
@@ -144,209 +118,91 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 	}
 	pkt->plane = plane;
 	if (sim->drop && sim->drop(sim->drop_ctx, pkt)) {
-		sim->hosts[pkt->src].st.tx_dropped++;
+		sim->hosts[pkt->src].d.st.tx_dropped++;
 		pktpool_put(&sim->pool, pkt);
 		return;
 	}
-	link_trace(&sim->env, sim->now, SIM_TR_SEND, pkt);
-	link_enqueue(link_at(sim, pkt->src, pkt->dst, plane), &sim->env, pkt, sim->now);
-}
-
-/* The NIC is free: take one packet from the engine and start serialising it. */
-static void host_nic_pull(struct sim *sim, struct sim_host *h)
-{
-	struct sim_pkt *pkt = pktpool_get(&sim->pool, EV_PKT_ARRIVE);
-	struct engine_txbuf tb;
-	int n;
-
-	if (!pkt)
-		return;
-	tb = (struct engine_txbuf){ .data = pkt->data, .cap = sim->pool.buf_cap };
-	n = engine_tx(h->eng, sim->now, &tb, 1);
-	if (n != 1 || tb.len > sim->pool.buf_cap) {
-		if (n < 0 || tb.len > sim->pool.buf_cap)
-			h->st.tx_errors++;
-		pktpool_put(&sim->pool, pkt);
-		return;
-	}
-	pkt->len = tb.len;
-	pkt->wire_len = tb.len + sim->cfg.wire_overhead;
-	pkt->src = h->idx;
-	pkt->dst = tb.peer;
-	pkt->sport = tb.sport;
-	pkt->path_id = tb.path_id;
-	pkt->ect = tb.ect;
-	pkt->host_delayed = false;
-	h->st.tx_pkts++;
-	h->st.tx_bytes += tb.len;
-	h->nic_pkt = pkt;
-	evq_push(&sim->q, &h->nic_done,
-		 sim->now + sim_ser_ns(pkt->wire_len, h->nic_rate, &h->nic_rem));
-}
-
-/* Keep exactly one timer event, at the engine's deadline. */
-static void host_arm_timer(struct sim *sim, struct sim_host *h)
-{
-	uint64_t d = host_timer_at(h->eng, sim->now, h->nic_pkt != NULL, &h->spin,
-				   &h->st.timer_spins);
-
-	if (d == UINT64_MAX)
-		evq_cancel(&sim->q, &h->timer);
-	else if (!evq_queued(&h->timer) || h->timer.time != d)
-		evq_push(&sim->q, &h->timer, d);
-}
-
-/*
- * The driver loop an engine expects: run due timers, hand completions to
- * the callback, feed the NIC while it is free, rearm the timer.  Callbacks
- * may post work on this or another host; a host already being driven is
- * only marked dirty and loops once more.
- */
-static void host_drive(struct sim *sim, struct sim_host *h)
-{
-	if (h->in_drive) {
-		h->dirty = true;
-		return;
-	}
-	h->in_drive = true;
-	do {
-		h->dirty = false;
-		if (engine_next_deadline(h->eng) <= sim->now)
-			engine_advance(h->eng, sim->now);
-		host_poll_cq(sim, h);
-		if (!h->nic_pkt) {
-			host_nic_pull(sim, h);
-			host_poll_cq(sim, h);
-		}
-	} while (h->dirty);
-	host_arm_timer(sim, h);
-	h->in_drive = false;
+	link_trace(&sim->env, sim->loop.now, SIM_TR_SEND, pkt);
+	link_enqueue(link_at(sim, pkt->src, pkt->dst, plane), &sim->env, pkt, sim->loop.now);
 }
 
 static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
 {
 	struct sim_host *h = &sim->hosts[pkt->dst];
-	struct engine_rx_meta meta = { .peer = pkt->src, .sport = pkt->sport, .ce = pkt->ce };
 
 	/* Off the host-pair link: the destination's downlink is the last hop. */
 	if (sim->downlinks && !pkt->link->downlink) {
-		link_enqueue(downlink_at(sim, pkt->dst, pkt->plane), &sim->env, pkt, sim->now);
+		link_enqueue(downlink_at(sim, pkt->dst, pkt->plane), &sim->env, pkt, sim->loop.now);
 		return;
 	}
 	/* A constant delay keeps the order: every arrival waits alike. */
 	if (h->rx_delay_ns && !pkt->host_delayed) {
 		pkt->host_delayed = true;
-		evq_push(&sim->q, &pkt->ev, sim->now + h->rx_delay_ns);
+		evq_push(&sim->loop.q, &pkt->ev, sim->loop.now + h->rx_delay_ns);
 		return;
 	}
-	h->st.rx_pkts++;
-	h->st.rx_bytes += pkt->len;
-	link_trace(&sim->env, sim->now, SIM_TR_DELIVER, pkt);
-	if (engine_rx(h->eng, sim->now, pkt->data, pkt->len, &meta) < 0)
-		h->st.rx_rejected++;
-	pktpool_put(&sim->pool, pkt);
-	host_drive(sim, h);
+	link_trace(&sim->env, sim->loop.now, SIM_TR_DELIVER, pkt);
+	simhost_rx(&h->d, &sim->henv, pkt);
 }
 
 /* ---- event loop ---------------------------------------------------------------- */
 
 static void sim_dispatch(struct sim *sim, struct sim_event *ev)
 {
-	struct sim_host *h;
-	struct sim_call *c;
+	struct simhost *h;
+	struct simloop_call *c;
 
-	sim->events++;
 	switch (ev->type) {
-	case EV_HOST_TIMER:
-		h = container_of(ev, struct sim_host, timer);
-		h->st.timer_fires++;
-		host_drive(sim, h);
+	case SIMLOOP_EV_HOST_TIMER:
+		simhost_timer(container_of(ev, struct simhost, timer), &sim->henv);
 		break;
-	case EV_NIC_DONE:
-		h = container_of(ev, struct sim_host, nic_done);
+	case SIMLOOP_EV_NIC_DONE:
+		h = container_of(ev, struct simhost, nic_done);
 		fabric_send(sim, h->nic_pkt);
 		h->nic_pkt = NULL;
-		host_drive(sim, h);
+		simhost_drive(h, &sim->henv);
 		break;
 	case EV_LINK_TX:
-		link_tx_done(container_of(ev, struct sim_link, tx_done), &sim->env, sim->now);
+		link_tx_done(container_of(ev, struct sim_link, tx_done), &sim->env, sim->loop.now);
 		break;
-	case EV_PKT_ARRIVE:
+	case SIMLOOP_EV_PKT_ARRIVE:
 		pkt_arrive(sim, container_of(ev, struct sim_pkt, ev));
 		break;
-	case EV_CALL:
-		c = container_of(ev, struct sim_call, ev);
-		if (c->prev)
-			c->prev->next = c->next;
-		else
-			sim->calls = c->next;
-		if (c->next)
-			c->next->prev = c->prev;
-		c->fn(sim, c->ctx);
+	case SIMLOOP_EV_CALL:
+		c = simloop_call_take(&sim->loop, ev);
+		((sim_call_fn)c->fn)(sim, c->ctx);
 		free(c);
 		break;
 	}
-}
-
-static void sim_step(struct sim *sim)
-{
-	struct sim_event *ev = evq_pop(&sim->q);
-
-	sim->now = ev->time;
-	sim_dispatch(sim, ev);
 }
 
 int sim_run_until(struct sim *sim, uint64_t t)
 {
 	struct sim_event *ev;
 
-	while ((ev = evq_peek(&sim->q)) && ev->time <= t)
-		sim_step(sim);
-	if (sim->now < t)
-		sim->now = t;
+	while (!simloop_next(&sim->loop, t, &ev))
+		sim_dispatch(sim, ev);
+	if (sim->loop.now < t)
+		sim->loop.now = t;
 	return 0;
 }
 
 int sim_run_while(struct sim *sim, sim_pred_fn pred, void *ctx, uint64_t time_limit)
 {
 	while (pred(sim, ctx)) {
-		struct sim_event *ev = evq_peek(&sim->q);
+		struct sim_event *ev;
+		int err = simloop_next(&sim->loop, time_limit, &ev);
 
-		if (!ev)
-			return -EDEADLK;
-		if (ev->time > time_limit) {
-			if (sim->now < time_limit)
-				sim->now = time_limit;
-			return -ETIMEDOUT;
-		}
-		sim_step(sim);
+		if (err)
+			return err;
+		sim_dispatch(sim, ev);
 	}
 	return 0;
 }
 
 int sim_schedule(struct sim *sim, uint64_t at, sim_call_fn fn, void *ctx)
 {
-	struct sim_call *c;
-	int err;
-
-	if (!fn || at < sim->now)
-		return -EINVAL;
-	c = calloc(1, sizeof(*c));
-	if (!c)
-		return -ENOMEM;
-	evq_event_init(&c->ev, EV_CALL);
-	c->fn = fn;
-	c->ctx = ctx;
-	err = evq_push(&sim->q, &c->ev, at);
-	if (err) {
-		free(c);
-		return err;
-	}
-	c->next = sim->calls;
-	if (c->next)
-		c->next->prev = c;
-	sim->calls = c;
-	return 0;
+	return simloop_schedule(&sim->loop, at, (void (*)(void))fn, ctx);
 }
 
 /* ---- creation ---------------------------------------------------------------- */
@@ -360,27 +216,19 @@ static int sim_hosts_create(struct sim *sim)
 
 	for (uint32_t i = 0; i < cfg->nhosts; i++) {
 		struct sim_host *h = &sim->hosts[i];
-		struct engine_config ec = cfg->engine;
+		struct engine_config ec;
+		struct host_clock clk;
 
-		/* Distinct, seed-derived engine seeds: ports and keys differ per host. */
-		ec.seed = rng_mix64(cfg->seed ^ rng_mix64(cfg->engine.seed + i + 1));
-		/* The NIC is exactly the planes' sum, so it may judge spreading. */
-		if (!ec.link_rate_bps) {
-			ec.link_rate_bps = nic;
-			ec.repath_spread = true;
-		}
+		simhost_engine_config(&ec, &cfg->engine, cfg->seed, i, nic);
 		if (cfg->engine_setup)
 			cfg->engine_setup(i, &ec, cfg->engine_setup_ctx);
 		if (engine_config_check(&ec, &(const char *){ NULL }))
 			return -EINVAL;
 		if (ec.mtu + MROC_DATA_OVERHEAD > buf_cap)
 			buf_cap = ec.mtu + MROC_DATA_OVERHEAD;
-		h->idx = i;
-		h->nic_rate = nic;
-		evq_event_init(&h->timer, EV_HOST_TIMER);
-		evq_event_init(&h->nic_done, EV_NIC_DONE);
-		h->eng = engine_create(&ec);
-		if (!h->eng)
+		host_clock_draw(&clk, cfg->clock_skew_ns, cfg->clock_drift_ppm, cfg->seed, i);
+		simhost_init(&h->d, i, engine_create(&ec), nic, &clk);
+		if (!h->d.eng)
 			return errno ? -errno : -ENOMEM;
 	}
 	if (buf_cap < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
@@ -408,6 +256,8 @@ int sim_config_check(const struct sim_config *cfg, const char **why)
 	if (cfg->link.loss < 0 || cfg->link.loss > 1 ||
 	    (cfg->downlinks && (cfg->downlink.loss < 0 || cfg->downlink.loss > 1)))
 		BAD("loss must be 0..1");
+	if (cfg->clock_drift_ppm > 1000)
+		BAD("clock drift must be 0..1000 ppm");
 	if (engine_config_check(&cfg->engine, why))
 		return -EINVAL;
 	/* The largest packet on the wire, counting a security tag whether or not there is one. */
@@ -444,11 +294,14 @@ struct sim *sim_create(const struct sim_config *cfg)
 		sim->downlinks = calloc((size_t)cfg->nhosts * cfg->nplanes,
 					sizeof(*sim->downlinks));
 	if (!sim->hosts || !sim->links || (cfg->downlinks && !sim->downlinks) ||
-	    evq_init(&sim->q, 1024)) {
+	    evq_init(&sim->loop.q, 1024)) {
 		err = -ENOMEM;
 		goto fail;
 	}
-	sim->env = (struct link_env){ .q = &sim->q, .pool = &sim->pool, .rng = &sim->rng };
+	sim->env = (struct link_env){ .q = &sim->loop.q, .pool = &sim->pool, .rng = &sim->rng };
+	sim->henv = (struct simhost_env){ .loop = &sim->loop, .pool = &sim->pool,
+					  .wire_overhead = cfg->wire_overhead, .cqe = host_cqe,
+					  .net = sim };
 	for (uint32_t s = 0; s < cfg->nhosts; s++)
 		for (uint32_t d = 0; d < cfg->nhosts; d++)
 			for (uint32_t p = 0; p < cfg->nplanes; p++)
@@ -472,21 +325,10 @@ fail:
 
 void sim_destroy(struct sim *sim)
 {
-	struct sim_event *ev;
-
 	if (!sim)
 		return;
 	/* Return every packet to the pool before the pool goes. */
-	while ((ev = evq_pop(&sim->q))) {
-		if (ev->type == EV_PKT_ARRIVE)
-			pktpool_put(&sim->pool, container_of(ev, struct sim_pkt, ev));
-	}
-	while (sim->calls) {
-		struct sim_call *c = sim->calls;
-
-		sim->calls = c->next;
-		free(c);
-	}
+	simloop_drain(&sim->loop, &sim->pool);
 	if (sim->links) {
 		size_t n = (size_t)sim->cfg.nhosts * sim->cfg.nhosts * sim->cfg.nplanes;
 
@@ -500,15 +342,11 @@ void sim_destroy(struct sim *sim)
 			link_flush(&sim->downlinks[i], &sim->env);
 	}
 	if (sim->hosts) {
-		for (uint32_t i = 0; i < sim->cfg.nhosts; i++) {
-			if (sim->hosts[i].nic_pkt)
-				pktpool_put(&sim->pool, sim->hosts[i].nic_pkt);
-			if (sim->hosts[i].eng)
-				engine_destroy(sim->hosts[i].eng);
-		}
+		for (uint32_t i = 0; i < sim->cfg.nhosts; i++)
+			simhost_fini(&sim->hosts[i].d, &sim->pool);
 	}
 	pktpool_fini(&sim->pool);
-	evq_fini(&sim->q);
+	evq_fini(&sim->loop.q);
 	free(sim->links);
 	free(sim->downlinks);
 	free(sim->hosts);
@@ -519,7 +357,7 @@ void sim_destroy(struct sim *sim)
 
 uint64_t sim_now(const struct sim *sim)
 {
-	return sim->now;
+	return sim->loop.now;
 }
 
 const struct sim_config *sim_config(const struct sim *sim)
@@ -529,7 +367,7 @@ const struct sim_config *sim_config(const struct sim *sim)
 
 struct engine *sim_host_engine(struct sim *sim, uint32_t host)
 {
-	return host < sim->cfg.nhosts ? sim->hosts[host].eng : NULL;
+	return host < sim->cfg.nhosts ? sim->hosts[host].d.eng : NULL;
 }
 
 void sim_host_set_cqe_cb(struct sim *sim, uint32_t host, sim_cqe_fn fn, void *ctx)
@@ -548,13 +386,9 @@ void sim_host_kick(struct sim *sim, uint32_t host)
 
 int sim_post_send(struct sim *sim, uint32_t host, uint32_t qpn, const struct engine_wr *wr)
 {
-	int err;
-
 	if (host >= sim->cfg.nhosts)
 		return -EINVAL;
-	err = engine_post_send(sim->hosts[host].eng, qpn, wr, sim->now);
-	host_drive(sim, &sim->hosts[host]);
-	return err;
+	return simhost_post_send(&sim->hosts[host].d, &sim->henv, qpn, wr);
 }
 
 int sim_post_recv(struct sim *sim, uint32_t host, uint32_t qpn, const struct engine_recv_wr *wr)
@@ -563,7 +397,7 @@ int sim_post_recv(struct sim *sim, uint32_t host, uint32_t qpn, const struct eng
 
 	if (host >= sim->cfg.nhosts)
 		return -EINVAL;
-	err = engine_post_recv(sim->hosts[host].eng, qpn, wr);
+	err = engine_post_recv(sim->hosts[host].d.eng, qpn, wr);
 	host_drive(sim, &sim->hosts[host]);
 	return err;
 }
@@ -571,13 +405,9 @@ int sim_post_recv(struct sim *sim, uint32_t host, uint32_t qpn, const struct eng
 int sim_qp_connect(struct sim *sim, uint32_t host, uint32_t qpn, uint32_t peer,
 		   uint64_t service_id)
 {
-	int err;
-
 	if (host >= sim->cfg.nhosts || peer >= sim->cfg.nhosts)
 		return -EINVAL;
-	err = engine_qp_connect(sim->hosts[host].eng, qpn, peer, service_id, sim->now);
-	host_drive(sim, &sim->hosts[host]);
-	return err;
+	return simhost_qp_connect(&sim->hosts[host].d, &sim->henv, qpn, peer, service_id);
 }
 
 void sim_set_trace(struct sim *sim, sim_trace_fn fn, void *ctx)
@@ -700,28 +530,13 @@ int sim_host_downlink_stats(const struct sim *sim, uint32_t host, struct sim_lin
 	return 0;
 }
 
-static void host_stats_add(struct sim_host_stats *sum, const struct sim_host_stats *s)
-{
-	sum->tx_pkts += s->tx_pkts;
-	sum->tx_bytes += s->tx_bytes;
-	sum->rx_pkts += s->rx_pkts;
-	sum->rx_bytes += s->rx_bytes;
-	sum->rx_rejected += s->rx_rejected;
-	sum->tx_errors += s->tx_errors;
-	sum->tx_bad_peer += s->tx_bad_peer;
-	sum->tx_dropped += s->tx_dropped;
-	sum->timer_fires += s->timer_fires;
-	sum->timer_spins += s->timer_spins;
-	sum->cqes += s->cqes;
-}
-
 void sim_get_stats(const struct sim *sim, struct sim_stats *out)
 {
 	size_t n = (size_t)sim->cfg.nhosts * sim->cfg.nhosts * sim->cfg.nplanes;
 
 	*out = (struct sim_stats){
-		.now = sim->now,
-		.events = sim->events,
+		.now = sim->loop.now,
+		.events = sim->loop.events,
 		.pool_pkts = sim->pool.total,
 		.pkts_in_use = sim->pool.in_use,
 	};
@@ -730,21 +545,18 @@ void sim_get_stats(const struct sim *sim, struct sim_stats *out)
 	for (size_t i = 0; sim->downlinks && i < (size_t)sim->cfg.nhosts * sim->cfg.nplanes; i++)
 		link_stats_add(&out->downlinks, &sim->downlinks[i].st);
 	for (uint32_t i = 0; i < sim->cfg.nhosts; i++)
-		host_stats_add(&out->hosts, &sim->hosts[i].st);
+		simhost_stats_add(&out->hosts, &sim->hosts[i].d.st);
 }
 
-int sim_host_stats(const struct sim *sim, uint32_t host, struct sim_host_stats *out)
+int sim_host_stats(const struct sim *sim, uint32_t host, struct simhost_stats *out)
 {
 	if (host >= sim->cfg.nhosts)
 		return -EINVAL;
-	*out = sim->hosts[host].st;
+	*out = sim->hosts[host].d.st;
 	return 0;
 }
 
 uint64_t sim_goodput_capacity(const struct sim *sim, uint64_t rate_bps)
 {
-	uint64_t mtu = sim->cfg.engine.mtu;
-
-	return (uint64_t)((unsigned __int128)rate_bps * mtu /
-			  (mtu + MROC_DATA_OVERHEAD + sim->cfg.wire_overhead));
+	return simhost_goodput_capacity(rate_bps, sim->cfg.engine.mtu, sim->cfg.wire_overhead);
 }

@@ -32,6 +32,7 @@
 
 #include "engine.h"
 #include "link.h"
+#include "simhost.h"
 
 #define SIM_MAX_PLANES	64
 
@@ -70,6 +71,13 @@ struct sim_config {
 	 */
 	bool downlinks;
 	struct sim_link_cfg downlink;
+	/*
+	 * Each host's engine clock (simhost.h): offset in [0, clock_skew_ns),
+	 * drift within +-clock_drift_ppm, drawn from seed; 0 and 0: every host
+	 * on the simulation's clock.
+	 */
+	uint64_t clock_skew_ns;
+	uint32_t clock_drift_ppm;
 };
 
 /*
@@ -195,18 +203,6 @@ void sim_set_drop(struct sim *sim, sim_drop_fn fn, void *ctx);
 
 /* ---- statistics ------------------------------------------------------------------ */
 
-struct sim_host_stats {
-	uint64_t tx_pkts, tx_bytes;	/* handed to the fabric */
-	uint64_t rx_pkts, rx_bytes;	/* handed to engine_rx */
-	uint64_t rx_rejected;		/* engine_rx returned an error */
-	uint64_t tx_errors;		/* engine_tx returned an error */
-	uint64_t tx_bad_peer;		/* engine named a peer that is no host */
-	uint64_t timer_fires;
-	uint64_t timer_spins;		/* deadline stayed <= now with nothing sent */
-	uint64_t tx_dropped;		/* dropped by the test's sim_set_drop hook */
-	uint64_t cqes;
-};
-
 struct sim_stats {
 	uint64_t now;
 	uint64_t events;
@@ -214,11 +210,11 @@ struct sim_stats {
 	uint64_t pkts_in_use;
 	struct sim_link_stats links;	/* sum over every host-pair link (max_queue: the largest) */
 	struct sim_link_stats downlinks;	/* the same over every downlink (zero without) */
-	struct sim_host_stats hosts;	/* sum over every host */
+	struct simhost_stats hosts;	/* sum over every host */
 };
 
 void sim_get_stats(const struct sim *sim, struct sim_stats *out);
-int sim_host_stats(const struct sim *sim, uint32_t host, struct sim_host_stats *out);
+int sim_host_stats(const struct sim *sim, uint32_t host, struct simhost_stats *out);
 
 /* Payload bits per second a link of rate_bps carries with full data packets. */
 uint64_t sim_goodput_capacity(const struct sim *sim, uint64_t rate_bps);

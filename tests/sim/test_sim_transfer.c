@@ -7,10 +7,10 @@
  * byte_len/imm, data in place at completion, byte-exact memory at the end
  * and completion within a simulated-time limit (workload.c does the checks).
  *
- * Also: message sizes that are no multiple of anything, many seeds at high
- * loss, a plane blackholed under ROUTE_PATH_ID (the path cannot move), two
- * host pairs at once, and that the checker itself catches a wrong byte and
- * a stray write.
+ * Also: each host on a clock of its own, message sizes that are no multiple
+ * of anything, many seeds at high loss, a plane blackholed under
+ * ROUTE_PATH_ID (the path cannot move), two host pairs at once, and that the
+ * checker itself catches a wrong byte and a stray write.
  *
  * Fabric (scn_config_default): 4 planes x 25 Gbit/s, 2 us propagation,
  * 512 KiB drop-tail queues, ECN above 64 KiB, MTU 4096, ROUTE_HASH.
@@ -188,6 +188,35 @@ static void test_atomics_loss(void **state)
 	with_atomics(&cfg, 32, 1 * MIB);
 	run_ok("rocev2 atomics 2%", &cfg, &r);
 	assert_true(r.wl.ops[WL_FETCH_ADD] > 20);
+}
+
+/*
+ * Each host's engine on a clock of its own (offsets up to 5 s, drifts up to
+ * 500 ppm, as the cluster's test_own_clocks), 2% loss, both modes: the
+ * transfer completes verified with losses repaired, and MetaRoCE refuses no
+ * ACK's echo (test_simnet's test_host_clocks shows the clocks reach the
+ * engines).
+ */
+static void test_own_clocks(void **state)
+{
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	for (int mode = 0; mode < 2; mode++) {
+		if (mode)
+			rocev2(&cfg, 0.02, 4000);
+		else
+			metaroce(&cfg, 0.02, 200);
+		cfg.wl.total_bytes = 16 * MIB;
+		cfg.seed = 41;
+		cfg.clock_skew_ns = 5000 * MSEC;
+		cfg.clock_drift_ppm = 500;
+		run_ok(mode ? "rocev2 own clocks" : "metaroce own clocks", &cfg, &r);
+		assert_true(r.sim.links.dropped_random > 0);
+		assert_true(r.eng[0].c[EC_TX_RETX] + r.eng[1].c[EC_TX_RETX] > 0);
+		if (!mode)
+			assert_int_equal(r.eng[0].c[EC_RX_BAD_ECHO] + r.eng[1].c[EC_RX_BAD_ECHO], 0);
+	}
 }
 
 /* The same seeds twice: the same completion time, counters and statistics. */
@@ -469,6 +498,7 @@ int main(void)
 		cmocka_unit_test(test_rocev2_loss_1pct),
 		cmocka_unit_test(test_atomics_loss),
 		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_own_clocks),
 		cmocka_unit_test(test_odd_sizes),
 		cmocka_unit_test(test_seed_sweep),
 		cmocka_unit_test(test_two_pairs),

@@ -3,7 +3,7 @@
  * The simulator's own mechanics, against a mock engine defined in this file:
  * event order, serialisation rates, drop-tail, ECN marking, random loss,
  * blackholes, routing, downlinks shared by several senders, the
- * one-timer-per-host rule and determinism.
+ * one-timer-per-host rule, each host's own clock and determinism.
  *
  * The mock defines every engine_* function simnet.o calls, so the linker
  * takes no member of libmroc_engine.a: these tests do not depend on the
@@ -257,7 +257,7 @@ static void test_rate_exact(void **state)
 static void test_droptail_ecn(void **state)
 {
 	struct sim_link_stats ls;
-	struct sim_host_stats hs;
+	struct simhost_stats hs;
 	struct sim_config cfg;
 	struct engine *rx;
 	struct sim *sim;
@@ -472,6 +472,74 @@ static void test_timers(void **state)
 	sim_destroy(sim);
 }
 
+/*
+ * Each host's engine on its own clock (simhost.h): with offsets only, its
+ * timers fire when its clock reads their deadline, and a packet arrives when
+ * it would on one clock, stamped in the receiver's clock.  With drift, every
+ * deadline converts to the first simulation instant its clock reaches it.
+ */
+static uint64_t clk_local, clk_sim;
+
+static void clock_cqe(struct sim *sim, uint32_t host, const struct engine_cqe *c, void *ctx)
+{
+	clk_local = c->wr_id;
+	clk_sim = sim_now(sim);
+}
+
+static void test_host_clocks(void **state)
+{
+	struct host_clock c0, c1, d;
+	struct sim_config cfg;
+	struct sim *one, *own;
+	struct engine *e;
+	uint64_t t0;
+
+	sim_config_default(&cfg);
+	cfg.nplanes = 1;
+	cfg.route = SIM_ROUTE_PATH_ID;
+	cfg.seed = 3;
+	one = sim_create(&cfg);
+	cfg.clock_skew_ns = 1000000000ULL;
+	own = sim_create(&cfg);
+	assert_non_null(one);
+	assert_non_null(own);
+	host_clock_draw(&c0, cfg.clock_skew_ns, 0, cfg.seed, 0);
+	host_clock_draw(&c1, cfg.clock_skew_ns, 0, cfg.seed, 1);
+	assert_true(c0.offset != c1.offset);
+
+	mock_send(one, 0, 1, 3, 1000, 1, 2000);
+	mock_send(own, 0, 1, 3, 1000, 1, 2000);
+	run_all(one);
+	run_all(own);
+	assert_int_equal(sim_host_engine(own, 1)->rx, 3);
+	assert_int_equal(sim_host_engine(own, 1)->first_rx,
+			 sim_host_engine(one, 1)->first_rx + c1.offset);
+	assert_int_equal(sim_host_engine(own, 1)->last_rx,
+			 sim_host_engine(one, 1)->last_rx + c1.offset);
+
+	e = sim_host_engine(own, 0);
+	t0 = sim_now(own);
+	sim_host_set_cqe_cb(own, 0, clock_cqe, NULL);
+	e->timers[e->ntimers++] = host_clock_local(&c0, t0) + 5000;
+	sim_host_kick(own, 0);
+	sim_run_until(own, t0 + 1000000);
+	assert_int_equal(clk_sim, t0 + 5000);
+	assert_int_equal(clk_local, c0.offset + t0 + 5000);
+	sim_destroy(one);
+	sim_destroy(own);
+
+	/* Drifting clocks: the conversion back is the first instant at or past the deadline. */
+	for (uint32_t i = 0; i < 64; i++) {
+		host_clock_draw(&d, 5000000000ULL, 1000, 7, i);
+		for (uint64_t t = d.offset; t < d.offset + 100000; t += 997) {
+			uint64_t x = host_clock_sim(&d, t);
+
+			assert_true(host_clock_local(&d, x) >= t);
+			assert_true(x == 0 || host_clock_local(&d, x - 1) < t);
+		}
+	}
+}
+
 static int scheduled_calls;
 
 static void change_loss(struct sim *sim, void *ctx)
@@ -523,6 +591,7 @@ int main(void)
 		cmocka_unit_test(test_routing),
 		cmocka_unit_test(test_downlink_shared),
 		cmocka_unit_test(test_timers),
+		cmocka_unit_test(test_host_clocks),
 		cmocka_unit_test(test_determinism),
 	};
 
