@@ -111,7 +111,7 @@ static ssize_t post_atomic(struct mfi_ep *ep, const struct atomic_args *a)
 	c = mfi_ep_tx_conn(ep, a->dest, &err);
 	if (!c)
 		goto out;
-	op = mfi_txop_get(ep);
+	op = mfi_ep_txop_get(ep);
 	if (!op) {
 		err = -FI_EAGAIN;
 		goto out;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
-/* The address vector's table (av.h); the fid around it is in av.c. */
+/* The address vector's table (av_table.h); the fid around it is in av.c. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
 
-#include "av.h"
+#include "av_table.h"
 
 void mfi_addr_to_sin(const struct mfi_addr *a, struct sockaddr_in *sin)
 {

@@ -279,6 +279,14 @@ void mfi_ep_progress(struct mfi_ep *ep)
 			mfi_conn_progress(c);
 }
 
+/* An operation from the pool, after one round of progress if it is empty; NULL if none. */
+struct mfi_txop *mfi_ep_txop_get(struct mfi_ep *ep)
+{
+	if (!ep->txfree)
+		mfi_ep_progress(ep);	/* completions return operations to the pool */
+	return mfi_txop_get(ep);
+}
+
 /* ---- endpoint object ----------------------------------------------------------- */
 
 static int ep_close(struct fid *fid)

@@ -35,7 +35,7 @@
 
 #include "atomic_ops.h"
 #include "fi_mroc.h"
-#include "av.h"
+#include "av_table.h"
 #include "cqring.h"
 #include "match.h"
 #include "proto.h"
@@ -393,6 +393,7 @@ void mfi_ep_progress(struct mfi_ep *ep);
 struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err);
 void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no);
 bool mfi_ep_conn_refused(struct mfi_conn *c);
+struct mfi_txop *mfi_ep_txop_get(struct mfi_ep *ep);
 struct mfi_conn *mfi_ep_dial(struct mfi_ep *ep, const struct mfi_addr *a, int *err);
 void mfi_ep_verify(struct mfi_conn *c);
 void mfi_ep_verify_answer(struct mfi_conn *c, uint64_t nonce, bool yes);

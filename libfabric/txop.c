@@ -10,15 +10,11 @@
 
 #include "mrocfi.h"
 
-/* An operation from the pool, after one round of progress if it is empty; NULL if none. */
+/* An operation from the pool, cleared; NULL when it is empty (mfi_ep_txop_get progresses first). */
 struct mfi_txop *mfi_txop_get(struct mfi_ep *ep)
 {
 	struct mfi_txop *op = ep->txfree;
 
-	if (!op) {
-		mfi_ep_progress(ep);	/* completions return operations to the pool */
-		op = ep->txfree;
-	}
 	if (op) {
 		ep->txfree = op->next;
 		memset(op, 0, sizeof(*op));

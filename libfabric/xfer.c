@@ -62,7 +62,7 @@ static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 		err = 0;
 		goto out;
 	}
-	op = mfi_txop_get(ep);
+	op = mfi_ep_txop_get(ep);
 	if (!op) {
 		err = -FI_EAGAIN;
 		goto out;

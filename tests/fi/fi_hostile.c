@@ -64,7 +64,7 @@
 
 #include <mroc/mroc.h>
 
-#include "av.h"
+#include "av_table.h"
 #include "fi_common.h"
 #include "fi_mroc.h"
 #include "proto.h"

@@ -8,7 +8,7 @@
 #include <arpa/inet.h>
 #include <cmocka.h>
 
-#include "av.h"
+#include "av_table.h"
 
 static struct mfi_addr A(const char *ip, uint16_t port)
 {

@@ -8,8 +8,8 @@
  * the source of messages arriving on connections the peer opened (FI_SOURCE).
  * Pure data structure: no libfabric objects, unit-tested on its own.
  */
-#ifndef MROC_FI_AV_H
-#define MROC_FI_AV_H
+#ifndef MROC_FI_AV_TABLE_H
+#define MROC_FI_AV_TABLE_H
 
 #include <stdbool.h>
 #include <stddef.h>
