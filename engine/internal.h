@@ -364,6 +364,8 @@ struct engine {
 	uint32_t active_now, active_prev;	/* peer hosts that sent in this epoch, the last */
 	/* when everything posted would have left at link_rate_bps (qp_tx.c: split or not) */
 	uint64_t posted_until;
+	/* EC_LOST as of the last post, and the post that first saw it (qp_tx.c: split_quiet) */
+	uint64_t split_lost, split_lost_at;
 	struct engine_stats st;
 	/* unpredictable numbers: ChaCha20 under rand_key, a block at a time (sec.c) */
 	uint8_t sec_secret[16];

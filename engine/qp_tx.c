@@ -31,6 +31,26 @@ static bool sent_alone(const struct engine *eng, const struct qp *qp, uint8_t op
 	       qp->snd_nxt == qp->dsn_alloc && (!now || eng->posted_until <= now);
 }
 
+/*
+ * Split a message that goes alone only if this engine declared no loss for
+ * SPLIT_QUIET_RTOS minimum RTOs (as of a post): each part can be lost, and
+ * a lost part costs its step a tail-loss probe.  At 1% random loss a 512 B
+ * AllReduce step in 8 parts lost 8 times as often, and the 32-rank
+ * AllReduce's p50 went from 34.6 to 108 us (15-45 RTOs per run, against
+ * 0-2), for a gain of 2 us without loss.  Losses are seen from the engine's
+ * counter at each post, so the quiet time starts at the first post after.
+ */
+#define SPLIT_QUIET_RTOS	10
+
+static bool split_quiet(struct engine *eng, uint64_t now)
+{
+	if (eng->st.c[EC_LOST] != eng->split_lost) {
+		eng->split_lost = eng->st.c[EC_LOST];
+		eng->split_lost_at = now;
+	}
+	return !eng->split_lost || now - eng->split_lost_at >= SPLIT_QUIET_RTOS * eng->cfg.rto_min_ns;
+}
+
 /* A post of len bytes at now: when everything posted would have left at the link rate. */
 static void posted(struct engine *eng, uint32_t len, uint64_t now)
 {
@@ -83,13 +103,14 @@ bool qp_cq_budget(const struct qp *qp)
 /*
  * A new message of op and len: one segment (nseg_1), or cut by the split
  * rule if it goes alone (sent_alone; now: the post's time, 0 for the
- * responder's answers), else by the mtu.
+ * responder's answers, which are not split) and no loss was seen lately
+ * (split_quiet), else by the mtu.
  */
 static struct tx_msg *msg_alloc(struct engine *eng, struct qp *qp, uint8_t op, uint32_t len,
 				bool nseg_1, uint64_t now)
 {
 	bool alone = sent_alone(eng, qp, op, now);
-	uint32_t seg_len = alone && !nseg_1 ?
+	uint32_t seg_len = alone && !nseg_1 && now && split_quiet(eng, now) ?
 			   mroc_split_seg(len, eng->cfg.mtu, qp->npaths, eng->cfg.split_unit) :
 			   eng->cfg.mtu;
 	uint32_t nseg = nseg_1 ? 1 : nseg_of(len, seg_len);
