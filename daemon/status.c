@@ -175,6 +175,7 @@ json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 	SET(o, "backoff", pi->backoff);
 	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
 	SET(o, "delay_cuts", pi->delay_cuts);
+	SET(o, "delay_rebases", pi->delay_rebases);
 	return o;
 }
 

@@ -1,17 +1,23 @@
 // SPDX-License-Identifier: MIT
 /*
- * MetaRoCE's window algorithm, per path (cc_metaroce):
- *  - slow start, then additive increase of one packet per window;
+ * MetaRoCE's window algorithm, per path (cc_metaroce).  Each signal moves the
+ * window on its own:
+ *  - growth: slow start, then one packet per window;
  *  - ECN: DCTCP's alpha (the marked fraction, g = 1/16 per round) and a cut
  *    of alpha/2 once per marked round;
+ *  - delay (delay_target_ns > 0): the smallest RTT of a round above the
+ *    path's minimum plus the target cuts the window in proportion to the
+ *    excess, as Swift and UEC's NSCC do, when that asks for more than ECN
+ *    does.  The round's minimum, not each sample: a standing queue raises
+ *    every sample, a scheduler's hiccup only some.  Delay that
+ *    DELAY_REBASE_ROUNDS cuts in a row did not lower is not a queue of ours
+ *    (a busy host adds it to every ACK): it becomes the path's base RTT and
+ *    the window grows back.  A delay cut never takes the window below what
+ *    the path delivers in one base RTT (its BDP), nor below dupthresh + 1
+ *    packets; a marked round the delay floor holds still gets ECN's cut;
  *  - loss: a burst (loss_md_pkts in a round) halves the window once per
  *    window of data, single random drops do not (the fabric is lossy, not
  *    congested, when one packet in a hundred goes);
- *  - delay (delay_target_ns > 0): where nothing marks ECN, the smallest RTT
- *    of a round above the path's minimum plus the target cuts the window in
- *    proportion to the excess, as Swift and UEC's NSCC do.  The round's
- *    minimum, not each sample: a standing queue raises every sample, a
- *    scheduler's hiccup only some;
  *  - timeout: one packet.
  */
 #include "internal.h"
@@ -19,6 +25,7 @@
 #define DCTCP_G_SHIFT	4		/* g = 1/16 */
 #define DELAY_BETA	(FIX_ONE * 4 / 5)	/* cut 0.8 x the excess delay's share */
 #define DELAY_MAX_CUT	(FIX_ONE / 2)
+#define DELAY_REBASE_ROUNDS	8	/* delay cuts in a row that must lower the RTT */
 
 uint32_t cc_pwnd_min(const struct engine *eng)
 {
@@ -53,6 +60,7 @@ static void mr_init(const struct engine *eng, struct path *p)
 	p->alpha = FIX_ONE;
 	p->recover_psn = p->next_psn;
 	p->cut_this_round = false;
+	p->dly_streak = 0;
 	clamp_pwnd(eng, p);
 }
 
@@ -69,6 +77,12 @@ static void mr_on_ack(const struct engine *eng, struct path *p, uint32_t acked, 
 	clamp_pwnd(eng, p);
 }
 
+/* The RTT above which the path queues: its minimum plus the target, at least one base RTT. */
+static uint64_t delay_limit(const struct engine *eng, const struct path *p)
+{
+	return p->min_rtt + max_u64(eng->cfg.delay_target_ns, p->min_rtt);
+}
+
 /* The cut the round's delay asks for (FIX_ONE = all), 0 within the target. */
 static uint32_t delay_cut(const struct engine *eng, const struct path *p)
 {
@@ -76,12 +90,76 @@ static uint32_t delay_cut(const struct engine *eng, const struct path *p)
 
 	if (!eng->cfg.delay_target_ns || !p->min_rtt || !p->round_min_rtt)
 		return 0;
-	/* At least one base RTT of queue: the target scales with the path. */
-	target = p->min_rtt + max_u64(eng->cfg.delay_target_ns, p->min_rtt);
+	target = delay_limit(eng, p);
 	if (p->round_min_rtt <= target)
 		return 0;
 	excess = (p->round_min_rtt - target) * FIX_ONE / p->round_min_rtt;
 	return (uint32_t)min_u64(excess * DELAY_BETA / FIX_ONE, DELAY_MAX_CUT);
+}
+
+/*
+ * The lowest window a delay cut leaves: what the path delivers in one base
+ * RTT (a window that size builds no queue), at least dupthresh + 1 packets
+ * so that a loss is still found by SACK, not by a timeout.
+ */
+static uint32_t delay_floor(const struct engine *eng, const struct path *p)
+{
+	uint64_t bdp = p->rate_ewma / 8 * p->min_rtt / NSEC_PER_SEC;
+
+	return (uint32_t)min_u64(max_u64(bdp, (uint64_t)(eng->cfg.dupthresh + 1) * eng->seg_bytes),
+				 cc_pwnd_max(eng));
+}
+
+/*
+ * What the path carries at the round's RTT (its rate x that RTT), at most its
+ * window: a window above it (slow start's overshoot, a sender held back
+ * elsewhere) can be cut that far without lowering the RTT.
+ */
+static uint32_t carried(const struct path *p)
+{
+	uint64_t b = p->rate_ewma / 8 * p->round_min_rtt / NSEC_PER_SEC;
+
+	return (uint32_t)(p->rate_ewma ? min_u64(b, p->pwnd) : p->pwnd);
+}
+
+/*
+ * A round whose delay asks for a cut; false if it cut nothing (the window at
+ * its floor).  Cuts that work lower the RTT.  When over DELAY_REBASE_ROUNDS
+ * such rounds in a row the window fell to half of what the path carried when
+ * the streak began (or sat at its floor) and the RTT stayed above 7/8 of
+ * where it began, the delay is the hosts' (or a queue the path cannot
+ * drain), not one this path builds: it becomes the base RTT.  A window held
+ * at the target (cut, grown back, cut) keeps its size and is not rebased
+ * (test_sim_delay: a window that overshot in slow start, measured from its
+ * size, looked halved by cuts that had not yet reached what it carried).
+ */
+static bool delay_round(const struct engine *eng, struct path *p, uint32_t delay)
+{
+	uint32_t floor = delay_floor(eng, p), before = p->pwnd;
+
+	/* A marked queue is the fabric's, not the host's: ECN speaks for it. */
+	if (!p->dly_streak || p->round_ce || p->round_had_ce ||
+	    p->round_min_rtt * 8 < p->dly_ref_rtt * 7) {
+		p->dly_streak = 0;
+		p->dly_ref_rtt = p->round_min_rtt;
+		p->dly_ref_pwnd = carried(p);
+	}
+	if (++p->dly_streak >= DELAY_REBASE_ROUNDS &&
+	    (p->pwnd <= floor || 2 * (uint64_t)p->pwnd <= p->dly_ref_pwnd)) {
+		p->min_rtt = p->round_min_rtt;
+		p->dly_streak = 0;
+		p->ssthresh = cc_pwnd_max(eng);	/* grow back to what the path carries */
+		p->st_delay_rebases++;
+		return true;
+	}
+	if (p->pwnd <= floor)
+		return false;
+	cut(eng, p, delay, FIX_ONE);
+	if (p->pwnd < floor)
+		p->pwnd = floor;
+	if (p->pwnd < before)
+		p->st_delay_cuts++;
+	return true;
 }
 
 static void mr_on_round(const struct engine *eng, struct path *p, uint32_t ce_frac)
@@ -89,26 +167,15 @@ static void mr_on_round(const struct engine *eng, struct path *p, uint32_t ce_fr
 	uint32_t delay = delay_cut(eng, p);
 
 	p->alpha = p->alpha - (p->alpha >> DCTCP_G_SHIFT) + (ce_frac >> DCTCP_G_SHIFT);
+	if (!delay)
+		p->dly_streak = 0;
 	if (p->cut_this_round)
 		return;		/* a loss already halved it this round */
-	/* ECN cuts alpha/2; the delay cut goes instead when it asks for more. */
-	if ((uint64_t)delay * 2 > (p->round_ce ? p->alpha : 0)) {
-		/*
-		 * Delay alone never takes the window below dupthresh + 1 packets:
-		 * on a host whose scheduler adds the delay (not a queue), one
-		 * packet in flight turned every loss into an RTO.
-		 */
-		uint32_t floor = (eng->cfg.dupthresh + 1) * eng->seg_bytes;
-
-		p->st_delay_cuts++;
-		if (p->pwnd > floor) {
-			cut(eng, p, delay, FIX_ONE);
-			if (p->pwnd < floor)
-				p->pwnd = floor;
-		}
-	} else if (p->round_ce) {
+	/* ECN cuts alpha/2; the delay cut goes instead when it asks for more and can cut. */
+	if ((uint64_t)delay * 2 > (p->round_ce ? p->alpha : 0) && delay_round(eng, p, delay))
+		return;
+	if (p->round_ce)
 		cut(eng, p, p->alpha, 2 * (uint64_t)FIX_ONE);
-	}
 }
 
 static void mr_on_loss(const struct engine *eng, struct path *p, uint32_t psn)

@@ -411,6 +411,7 @@ struct engine_path_info {
 	bool timed_out;			/* carries only probes until an ACK revives it */
 	uint32_t backoff;		/* consecutive RTOs without progress */
 	uint64_t delay_cuts;		/* rounds whose queueing delay cut the window */
+	uint64_t delay_rebases;		/* delay that cuts did not lower, taken as the base RTT */
 	uint64_t repaths_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 

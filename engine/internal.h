@@ -79,6 +79,9 @@ struct path {
 	uint64_t round_min_rtt;	/* smallest RTT sample this round (the delay signal), 0 = none */
 	uint32_t recover_psn;	/* losses below this do not cut the window again */
 	bool cut_this_round;
+	/* delay signal: rounds in a row it cut, the window and RTT when the streak began */
+	uint32_t dly_streak, dly_ref_pwnd;
+	uint64_t dly_ref_rtt;
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */
@@ -96,6 +99,7 @@ struct path {
 	/* statistics */
 	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
 	uint64_t st_delay_cuts;	/* rounds whose delay cut the window */
+	uint64_t st_delay_rebases;	/* delay cuts did not lower: taken as the base RTT */
 	uint64_t st_repath_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 

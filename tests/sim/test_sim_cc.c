@@ -119,9 +119,9 @@ static void test_equal_congestion_stays(void **state)
 /*
  * BUG (open, issue #27): the same with 10% random loss on every plane
  * should move under one path per 10 s each; over 2 s of this run 8 paths
- * moved 33 times, 31 of them for "slow": at 10% loss a path's per-round
- * delivery rate is noisy enough to fall under 2/3 of its siblings' mean, and
- * loss counts as congestion.  Runs with MROC_TEST_BUGS=1.
+ * moved 33 times, 31 of them for "slow" (on b745933): at 10% loss a path's
+ * per-round delivery rate is noisy enough to fall under 2/3 of its
+ * siblings' mean, and loss counts as congestion.  Runs with MROC_TEST_BUGS=1.
  */
 static void test_equal_congestion_lossy_stays(void **state)
 {
@@ -171,11 +171,12 @@ static void test_no_ecn_no_collapse(void **state)
 }
 
 /*
- * BUG (open, issue #23, finding 3): after a step of +136 us on every ACK
- * the client receives (a busy host), 4 paths at MTU 1024, no ECN, the delay
- * signal pins every path at its floor: from 2 ms after the step 0.93 Gbit/s
- * against 59.3 with the signal off.  The transfer should keep >= 0.8 of the
- * goodput with the signal off.  Runs with MROC_TEST_BUGS=1.
+ * Issue #23, finding 3: after a step of +136 us on every ACK the client
+ * receives (a busy host), 4 paths at MTU 1024, no ECN, the delay signal
+ * pinned every path at its floor (from 2 ms after the step 0.93 Gbit/s
+ * against 59.3 with the signal off).  Now delay that cuts do not lower
+ * becomes the base RTT: the transfer keeps >= 0.8 of the goodput with the
+ * signal off.
  */
 static double host_step(bool delay_signal)
 {
@@ -204,8 +205,6 @@ static void test_host_delay_is_not_a_queue(void **state)
 	double on, off;
 
 	(void)state;
-	if (!getenv("MROC_TEST_BUGS") || strcmp(getenv("MROC_TEST_BUGS"), "1"))
-		skip();
 	on = host_step(true);
 	off = host_step(false);
 	assert_true(off > 0);
@@ -229,7 +228,10 @@ static void see_path(struct sim *sim, struct workload *wl, void *ctx)
  * BUG (open, issue #23, finding 2's other half): one 4 KiB WRITE at a time
  * on one path never fills the initial window of 16 packets, so the window
  * should not grow; it grows to 256 packets (1,063,936 bytes) with one in
- * flight.  Runs with MROC_TEST_BUGS=1.
+ * flight.  Congestion-window validation (grow only while the window
+ * limits the sender, RFC 7661's idea) fixes it, but moved mroc-sim bench's
+ * RoCEv2 rows at 5-10 % loss by up to -12 % (seed 3 at 10 %) and its incast
+ * total by -0.5 %, so it is left out.  Runs with MROC_TEST_BUGS=1.
  */
 static void test_window_validated(void **state)
 {
