@@ -364,11 +364,17 @@ static struct uid_count *uid_of(struct clients *cs, uid_t uid)
 
 /*
  * One user's share of a table of total entries (#24 item 12): at least one,
- * so that nobody is shut out by rounding.
+ * so that nobody is shut out by rounding.  Root is not held to it: it can
+ * reconfigure mrocd anyway, and a single-user host (one training job, 4,000
+ * QPs, as root) must be able to use the whole table.
  */
-static uint32_t share(const struct clients_limits *lim, uint32_t total)
+static uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid)
 {
-	uint64_t n = (uint64_t)total * (lim->uid_share ? lim->uid_share : 100) / 100;
+	uint64_t n;
+
+	if (uid == 0)
+		return UINT32_MAX;
+	n = (uint64_t)total * (lim->uid_share ? lim->uid_share : 100) / 100;
 
 	return n ? (uint32_t)n : 1;
 }
@@ -471,7 +477,7 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	 */
 	if (cs->ctl->nclients >= cs->ctl->lim.max_clients ||
 	    uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ||
-	    uid_count(cs->ctl, cl->uid, 0) >= share(&cs->ctl->lim, cs->ctl->lim.max_clients)) {
+	    uid_count(cs->ctl, cl->uid, 0) >= share(&cs->ctl->lim, cs->ctl->lim.max_clients, cl->uid)) {
 		pr_warn_rl("refusing client pid %d (uid %u): %s reached", (int)cl->pid,
 			   (unsigned)cl->uid, cs->ctl->nclients >= cs->ctl->lim.max_clients ?
 			   "limits.max_clients" :
@@ -520,7 +526,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	    cl->mr_bytes + m->len > cs->ctl->lim.max_mr_bytes)
 		return -EDQUOT;
 	u = uid_of(cs->ctl, cl->uid);	/* an established client's user has one */
-	if (!u || u->mrs >= share(&cs->ctl->lim, cs->ctl->lim.total_mrs))
+	if (!u || u->mrs >= share(&cs->ctl->lim, cs->ctl->lim.total_mrs, cl->uid))
 		return over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
 	err = check_memfd(fds[0], m->len);
 	if (err)
@@ -638,7 +644,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	if (cl->nqps >= cs->ctl->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
 	u = uid_of(cs->ctl, cl->uid);
-	if (!u || u->qps >= share(&cs->ctl->lim, cs->max_total_qps))
+	if (!u || u->qps >= share(&cs->ctl->lim, cs->max_total_qps, cl->uid))
 		return over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
