@@ -24,8 +24,9 @@ BUILD_PKGS=(
 	libsodium-dev libssl-dev
 	bpftool
 )
-# make demo: network namespaces, the fabric's impairments (tc, bpftool) and its counters (jq).
-DEMO_PKGS=(iproute2 jq)
+# make demo: network namespaces, the fabric's impairments (tc, bpftool), its counters (jq) and
+# sysctl (procps: a minimal Debian lacks it).
+DEMO_PKGS=(iproute2 jq procps)
 # make check: CMocka, libFuzzer's runtime, XDP and network tools, unix sockets (admin,
 # sd_notify), man pages, completion, captures, the libfabric provider and MPI over mroc.
 CHECK_PKGS=(
