@@ -6,11 +6,12 @@
 # messages between the same hosts; each variant in turn, REPS rounds, so that
 # a machine shared with other work disturbs every variant alike.  A variant
 # is a build and a security mode (builds older than the security modes take
-# none: leave the mode empty).  Prints one row per run and the medians of
+# none: leave the mode empty); an optional third field adds daemon keys, e.g.
+# "spin=build:none:busy_poll_us = 200;".  Prints one row per run and the medians of
 # t_typical (p50) and p99 per variant and load, with the load average.
 # Root.
 #
-#   scripts/bench-lat-ab.sh "NAME=BUILD_DIR[:MODE]" ...
+#   scripts/bench-lat-ab.sh "NAME=BUILD_DIR[:MODE[:DAEMON_KEYS]]" ...
 #   e.g. scripts/bench-lat-ab.sh now=build:token none=build:none old=/work/wt/old/build
 #   env: REPS (3), SECS (3), PLANES (4), LOADS ("idle bw")
 set -u
@@ -21,7 +22,7 @@ SECS=${SECS:-3}
 PLANES=${PLANES:-4}
 LOADS=${LOADS:-idle bw}
 LINK_MTU=3506
-[ $# -ge 1 ] || { echo "usage: $0 NAME=BUILD_DIR[:MODE] ..." >&2; exit 2; }
+[ $# -ge 1 ] || { echo "usage: $0 NAME=BUILD_DIR[:MODE[:DAEMON_KEYS]] ..." >&2; exit 2; }
 e2e_require
 e2e_fabric_up --planes "$PLANES" --hosts 2
 for h in $(ip netns list | awk '{ print $1 }' | grep "^mrocf-$E2E_FABRIC-"); do
@@ -32,11 +33,11 @@ done
 
 # up NAME BUILD MODE: mrocd of BUILD on hosts 0 and 1.
 up() {
-	local h mode=$3 pay
+	local h mode=$3 keys=${4:-} pay
 	pay=$(e2e_max_payload $LINK_MTU "${mode:-none}")
 	for h in 0 1; do
 		cat >"$E2E_DIR/$1$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$E2E_DIR/$1$h.admin"; control_socket = "$E2E_DIR/$1$h.ctl"; };
+daemon = { log_level = "warning"; admin_socket = "$E2E_DIR/$1$h.admin"; control_socket = "$E2E_DIR/$1$h.ctl"; $keys };
 network = { backend = "af_xdp"; interfaces = ( "$(eval echo "\$FABRIC_IF_$h")" ); address = "$(eval echo "\$FABRIC_IP_$h")";
 	    peers = [ "$(eval echo "\$FABRIC_IP_$((1 - h))")" ]; xdp_mode = "native"; umem_frames = 8192; frame_size = 4096;
 	    ring_size = 2048; mtu = $pay; };
@@ -70,11 +71,12 @@ echo "|---|---|---|---|---|---|---|"
 for r in $(seq "$REPS"); do
 	for v in "$@"; do
 		name=${v%%=*} spec=${v#*=}
-		build=${spec%%:*} mode=
+		build=${spec%%:*} mode= keys=
 		[ "$spec" != "$build" ] && mode=${spec#*:}
+		case $mode in *:*) keys=${mode#*:} mode=${mode%%:*} ;; esac
 		case $build in /*) ;; *) build=$TOP/$build ;; esac
 		CUR=$name$r
-		up "$CUR" "$build" "$mode"
+		up "$CUR" "$build" "$mode" "$keys"
 		for load in $LOADS; do
 			bw=-
 			if [ "$load" = bw ]; then
