@@ -13,7 +13,9 @@
 #
 #   scripts/bench-lat-ab.sh "NAME=BUILD_DIR[:MODE[:DAEMON_KEYS]]" ...
 #   e.g. scripts/bench-lat-ab.sh now=build:token none=build:none old=/work/wt/old/build
-#   env: REPS (3), SECS (3), PLANES (4), LOADS ("idle bw")
+#   env: REPS (3), SECS (3), PLANES (4), LOADS ("idle bw"), SNAP (set: print both
+#   daemons' `mroc-cli path show` halfway through each write_lat to stderr), BW_ARGS (more
+#   mroc-perf options of the write_bw beside, e.g. --sleep)
 set -u
 TOP=$(cd "$(dirname "$0")/.." && pwd)
 . "$TOP/tests/e2e/lib.sh"
@@ -80,10 +82,10 @@ for r in $(seq "$REPS"); do
 		for load in $LOADS; do
 			bw=-
 			if [ "$load" = bw ]; then
-				perf "$build" bw 18516 srv write_bw -s 1048576
+				perf "$build" bw 18516 srv write_bw -s 1048576 ${BW_ARGS:-}
 				bs=$LAST
 				sleep 0.3
-				perf "$build" bw 18516 cli write_bw -s 1048576 -D $((SECS + 3))
+				perf "$build" bw 18516 cli write_bw -s 1048576 -D $((SECS + 3)) ${BW_ARGS:-}
 				bc=$LAST
 				sleep 1.5
 			fi
@@ -91,6 +93,13 @@ for r in $(seq "$REPS"); do
 			ls=$LAST
 			sleep 0.3
 			perf "$build" lat 18515 cli write_lat -s 8 -D "$SECS" --sleep
+			if [ -n "${SNAP:-}" ]; then
+				sleep "$(awk -v s="$SECS" 'BEGIN { print s / 2 }')"
+				for h in 0 1; do
+					echo "== $name $load run $r: host $h path show" >&2
+					"$build/mroc-cli" -S "$E2E_DIR/${CUR}$h.admin" path show >&2 || true
+				done
+			fi
 			wait "$LAST" "$ls"
 			if [ "$load" = bw ]; then
 				wait "$bc" "$bs"
