@@ -419,7 +419,7 @@ $(BUILD)/libnccl-net-mroc.so: $(NCCL_PIC_OBJS) $(LIBMROC_PIC_OBJS) nccl/libnccl-
 NCCL_TEST_SRCS := $(filter-out $(if $(HAVE_LIBFABRIC),,tests/nccl/fi_net.c),\
 		  $(sort $(wildcard tests/nccl/*.c)))
 NCCL_HARNESS := $(if $(NCCL_TEST_SRCS),$(BUILD)/tests/nccl/nccl-harness)
-$(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Inccl -Itests/nccl \
+$(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o): INCLUDES := -Inccl -Itests/nccl -Itests/fi \
 	$(if $(HAVE_LIBFABRIC),-DH_HAVE_FI $(LIBFABRIC_CFLAGS))
 ALL_OBJS += $(NCCL_TEST_SRCS:%.c=$(OBJ)/%.o)
 tests: $(NCCL_HARNESS) $(NCCL_PLUGIN)

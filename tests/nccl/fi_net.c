@@ -29,6 +29,8 @@
 #include <rdma/fi_errno.h>
 #include <rdma/fi_tagged.h>
 
+#define FIC_NO_DIE	/* errors are h_die's */
+#include "fi_common.h"
 #include "harness.h"
 
 #define FN_MAGIC	0x66696e31u		/* "fin1" */
@@ -400,7 +402,7 @@ int hnet_fi_open(const char *prov, struct hnet *out)
 	struct fnet *f = &fnet;
 	struct fi_info *hints = fi_allocinfo();
 	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 4096 };
-	struct fi_av_attr ava = { .type = FI_AV_TABLE };
+	const char *what = NULL;
 	int r;
 
 	H_CHECK(hints, "out of memory");
@@ -415,15 +417,9 @@ int hnet_fi_open(const char *prov, struct hnet *out)
 	fi_freeinfo(hints);
 	if (r)
 		FI_DIE(prov, r);
-	if ((r = fi_fabric(f->info->fabric_attr, &f->fabric, NULL)) ||
-	    (r = fi_domain(f->fabric, f->info, &f->domain, NULL)) ||
-	    (r = fi_av_open(f->domain, &ava, &f->av, NULL)) ||
-	    (r = fi_cq_open(f->domain, &cqa, &f->cq, NULL)) ||
-	    (r = fi_endpoint(f->domain, f->info, &f->ep, NULL)) ||
-	    (r = fi_ep_bind(f->ep, &f->av->fid, 0)) ||
-	    (r = fi_ep_bind(f->ep, &f->cq->fid, FI_TRANSMIT | FI_RECV)) ||
-	    (r = fi_enable(f->ep)))
-		FI_DIE("opening the endpoint", r);
+	if ((r = fic_domain_try(f->info, &cqa, &f->fabric, &f->domain, &f->av, &f->cq, &what)) ||
+	    (r = fic_ep_try(f->domain, f->info, f->av, f->cq, &f->ep, &what)))
+		FI_DIE(what, r);
 	f->namelen = sizeof(f->name);
 	if ((r = fi_getname(&f->ep->fid, f->name, &f->namelen)))
 		FI_DIE("fi_getname", r);
