@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: MIT
-# Helpers shared by scripts/bench-fabric.sh, bench-scale.sh, bench-mpi.sh and
-# bench-nccl.sh: a scripts/fabric of the run's own, mrocd on AF_XDP on its hosts,
+# Helpers shared by scripts/bench-fabric.sh, bench-scale.sh, bench-mpi.sh, bench-nccl.sh
+# and bench-ports.sh: a scripts/fabric of the run's own, mrocd on AF_XDP on its hosts,
 # processes started here tracked by pid (stopped on exit, also on failure or
 # Ctrl-C, and never anyone else's), the fabric removed on exit.  Source it after setting
 # BL_TAG (a short word naming the script, for the fabric's name and logs).
 #
 #   bl_init                      root/tool checks, work directory BL_DIR, traps
 #   bl_fabric_up [--ports] PLANES HOSTS  a fresh fabric: NS[h] IFN[h] PORTS[h] IP[h] MGMT[h]
-#   bl_daemon_start H NETKEYS TRANSPORTKEYS, bl_daemons_ready, bl_daemons_stop
+#   bl_daemon_start H NETKEYS TRANSPORTKEYS LIMITSKEYS DAEMONKEYS, bl_daemons_ready, bl_daemons_stop
 #   bl_admin H CMD...            mroc-cli -j on host H's daemon
 #   bl_plane_set P WHAT VALUE, bl_plane_pkts [bytes]   a plane's impairment; its counters
 #   bl_bg CMD... / bl_reap PID   start in the background (pid in BL_LAST) / wait
@@ -133,10 +133,11 @@ bl_plane_pkts() {
 	done | tr '\n' ' '
 }
 
-# bl_daemon_start H [NETWORK_KEYS] [TRANSPORT_KEYS] [LIMITS_KEYS]: mrocd on AF_XDP on
-# host H (on every port of a --ports fabric), every other host its peer (BL_PEERS=star:
-# only the last host, and the last host every other's), BL_PATHS paths (4); admin
-# socket BL_DIR/hH.admin, client socket hH.ctl.
+# bl_daemon_start H [NETWORK_KEYS] [TRANSPORT_KEYS] [LIMITS_KEYS] [DAEMON_KEYS]: mrocd on
+# AF_XDP on host H (on every port of a --ports fabric), every other host its peer
+# (BL_PEERS=star: only the last host, and the last host every other's), BL_PATHS paths
+# (4); admin socket BL_DIR/hH.admin, client socket hH.ctl; DAEMON_KEYS go into the
+# daemon group (e.g. "workers = 2;").
 bl_daemon_start() {
 	local h=$1 peers='' i ifs="\"${IFN[$1]}\""
 	for ((i = 0; i < NHOSTS; i++)); do
@@ -146,7 +147,7 @@ bl_daemon_start() {
 	done
 	[ -z "${PORTS[$h]:-}" ] || ifs="\"${PORTS[$h]//,/\", \"}\""
 	cat >"$BL_DIR/h$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$BL_DIR/h$h.admin"; control_socket = "$BL_DIR/h$h.ctl"; };
+daemon = { log_level = "warning"; admin_socket = "$BL_DIR/h$h.admin"; control_socket = "$BL_DIR/h$h.ctl"; ${5:-} };
 network = { backend = "af_xdp"; interfaces = ( $ifs ); address = "${IP[$h]}"; peers = [ $peers ];
 	    xdp_mode = "native"; frame_size = 4096; mtu = $MROC_MTU; ${2:-umem_frames = 8192; ring_size = 2048;} };
 transport = { paths = ${BL_PATHS:-4}; ${3:-} };

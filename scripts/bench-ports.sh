@@ -35,12 +35,10 @@
 # to the CPUs), PORTDOWN_PORTS (2), PORTDOWN_KINDS ("link blackhole"), EXPERIMENTS
 # ("scaling portdown workers"), KEEP (set: keep the work directory with the daemons' logs).
 set -u
+BL_TAG=bench-ports
+. "$(dirname "$0")/bench-lib.sh"
 
-TOP=$(cd "$(dirname "$0")/.." && pwd)
-BUILD=${BUILD:-$TOP/build}
-case $BUILD in /*) ;; *) BUILD=$TOP/$BUILD ;; esac
-export BUILD
-OUT=${OUT:-$TOP/docs/perf}
+OUT=${OUT:-$BL_TOP/docs/perf}
 SECS=${SECS:-4}
 REPS=${REPS:-3}
 RATE_MBIT=${RATE_MBIT:-200}
@@ -49,106 +47,40 @@ PORTDOWN_PORTS=${PORTDOWN_PORTS:-2}
 SCALING_WORKERS=${SCALING_WORKERS:-0}
 PORTDOWN_KINDS=${PORTDOWN_KINDS:-link blackhole}
 EXPERIMENTS=${EXPERIMENTS:-scaling portdown workers}
-FABRIC=$TOP/scripts/fabric
-PERF=$BUILD/mroc-perf
-CLI=$BUILD/mroc-cli
-MROCD=$BUILD/mrocd
-NAME=bp$(($$ % 100000))
-LINK_MTU=3500		# native XDP on veth takes about a page
-MROC_MTU=3380		# MetaRoCE payload per packet at LINK_MTU (mrocd needs 120 bytes more in token mode)
 # TBF counts whole frames: 3392 payload bytes in every 3494.
 PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')
-PIDS=()
-DPIDS=()		# the two mrocd
-DIR=
 
-log() { echo "bench-ports: $*" >&2; }
-die() { log "$*"; exit 1; }
-skip() { echo "SKIP: $*"; exit 77; }
-
-stop_all() {
-	local pid
-	for pid in "${PIDS[@]}"; do kill -TERM "$pid" 2>/dev/null; done
-	for pid in "${PIDS[@]}"; do
-		for _ in $(seq 50); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		kill -KILL "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
-	done
-	PIDS=()
-}
-cleanup() {
-	stop_all
-	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
-	if [ -n "${KEEP:-}" ]; then log "kept $DIR"; elif [ -n "$DIR" ]; then rm -rf "$DIR"; fi
-}
-
-[ "$(id -u)" = 0 ] || skip "needs root (network namespaces, XDP)"
-for b in "$MROCD" "$PERF" "$CLI" "$BUILD/bpf/impair.bpf.o"; do
-	[ -e "$b" ] || skip "$b is missing: run make"
-done
-for t in ip tc bpftool jq iperf3 ethtool awk; do
-	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh)"
-done
-DIR=$(mktemp -d /tmp/mroc-bench-ports.XXXXXX)
-trap cleanup EXIT
-trap 'exit 130' INT TERM
+bl_init iperf3
 mkdir -p "$OUT"
 
-# up P [WORKERS [RATE]]: a fresh fabric with P ports per host, MTU LINK_MTU, no
-# offloads, every plane at RATE (Mbit/s; default RATE_MBIT, 0 = unlimited), and mrocd
-# on both hosts (one socket per port, 4 x P paths, daemon.workers = WORKERS, default 1).
+# up P [WORKERS [RATE]]: a fresh fabric with P ports per host (bench-lib: MTU LINK_MTU,
+# no offloads), every plane at RATE (Mbit/s; default RATE_MBIT, 0 = unlimited), and
+# mrocd on both hosts (one socket per port, 4 x P paths, daemon.workers = WORKERS,
+# default 1).
 up() {
-	local p=$1 workers=${2:-1} rate=${3:-$RATE_MBIT} n l h ports
-	stop_all
-	"$FABRIC" down --name "$NAME" >/dev/null 2>&1
-	"$FABRIC" up --name "$NAME" --ports "$p" >/dev/null || die "fabric up --ports $p"
-	eval "$("$FABRIC" env --name "$NAME" | tr ' ' '\n')"
-	for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$NAME-"); do
-		for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
-			ip -n "$n" link set "$l" mtu $LINK_MTU || die "mtu on $n/$l"
-			ip netns exec "$n" ethtool -K "$l" tso off gso off gro off >/dev/null 2>&1
-		done
-	done
-	for ((l = 1; l <= p && rate > 0; l++)); do
-		"$FABRIC" set "$l" --name "$NAME" rate "${rate}mbit" >/dev/null || die "rate on plane $l"
-	done
-	ports=$(sed 's/,/", "/g' <<<"$FABRIC_PORTS_0")
+	local p=$1 workers=${2:-1} rate=${3:-$RATE_MBIT} l h
+	bl_fabric_up --ports "$p" 2
+	for ((l = 1; l <= p && rate > 0; l++)); do bl_plane_set "$l" rate "${rate}mbit"; done
+	BL_PATHS=$((4 * p))
 	for h in 0 1; do
-		cat >"$DIR/h$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$DIR/h$h.admin"; control_socket = "$DIR/h$h.ctl";
-	   workers = $workers; };
-network = { backend = "af_xdp"; interfaces = ( "$ports" ); address = "$(eval echo "\$FABRIC_IP_$h")";
-	    peers = [ "$(eval echo "\$FABRIC_IP_$((1 - h))")" ]; xdp_mode = "native"; umem_frames = 16384;
-	    frame_size = 4096; ring_size = 1024; mtu = $MROC_MTU; };
-transport = { paths = $((4 * p)); rto_min_us = 5000; rto_init_us = 20000; };
-CONF
-		ip netns exec "$(eval echo "\$FABRIC_NS_$h")" "$MROCD" -c "$DIR/h$h.conf" >>"$DIR/h$h.log" 2>&1 &
-		PIDS+=("$!")
-		DPIDS[h]=$!
+		bl_daemon_start $h "umem_frames = 16384; ring_size = 1024;" \
+			"rto_min_us = 5000; rto_init_us = 20000;" "" "workers = $workers;"
 	done
-	for h in 0 1; do
-		for _ in $(seq 100); do
-			[ "$("$CLI" -j -S "$DIR/h$h.admin" status 2>/dev/null | jq '.links_up > 0')" = true ] && break
-			sleep 0.1
-		done
-		[ "$("$CLI" -j -S "$DIR/h$h.admin" status 2>/dev/null | jq '.links_up > 0')" = true ] ||
-			die "mrocd on host $h not up: $(tail -3 "$DIR/h$h.log")"
-	done
+	bl_daemons_ready
 }
 
 # mroc SECONDS: write_bw host 0 -> host 1; GBPS is mroc-perf's average (empty: failed).
 mroc() {
 	local s
-	ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep -j \
-		--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.json" 2>"$DIR/srv.err" &
-	s=$!
-	PIDS+=("$s")
+	bl_bg ip netns exec "${NS[1]}" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$BL_DIR/h1.ctl" --sleep -j \
+		--mroc-addr "${IP[1]}" >"$BL_DIR/srv.json" 2>"$BL_DIR/srv.err"
+	s=$BL_LAST
 	sleep 0.3
-	ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" --sleep -j \
-		-s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli.json" 2>"$DIR/cli.err"
-	wait "$s"
-	GBPS=$(jq -r '.results[0].bw_avg_gbps // empty' "$DIR/cli.json" 2>/dev/null)
-	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR/cli.err" "$DIR/srv.err" | tr '\n' ' ')"
+	ip netns exec "${NS[0]}" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$BL_DIR/h0.ctl" --sleep -j \
+		-s 65536 -D "$1" "${MGMT[1]}" >"$BL_DIR/cli.json" 2>"$BL_DIR/cli.err"
+	bl_reap "$s"
+	GBPS=$(jq -r '.results[0].bw_avg_gbps // empty' "$BL_DIR/cli.json" 2>/dev/null)
+	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$BL_DIR/cli.err" "$BL_DIR/srv.err" | tr '\n' ' ')"
 }
 
 # mroc_runs K SECONDS: K write_bw runs host 0 -> host 1 at once (K clients per host,
@@ -156,42 +88,41 @@ mroc() {
 mroc_runs() {
 	local k=$1 i pids=()
 	shift
-	rm -f "$DIR"/cli?.json
+	rm -f "$BL_DIR"/cli?.json
 	for ((i = 0; i < k; i++)); do
-		ip netns exec "$FABRIC_NS_1" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" \
-			--sleep -j -q $((4 / k)) -p $((18515 + i)) --mroc-addr "$FABRIC_IP_1" >"$DIR/srv$i.json" \
-			2>"$DIR/srv$i.err" &
-		PIDS+=("$!")
-		pids+=("$!")
+		bl_bg ip netns exec "${NS[1]}" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$BL_DIR/h1.ctl" \
+			--sleep -j -q $((4 / k)) -p $((18515 + i)) --mroc-addr "${IP[1]}" >"$BL_DIR/srv$i.json" \
+			2>"$BL_DIR/srv$i.err"
+		pids+=("$BL_LAST")
 	done
 	sleep 0.3
 	for ((i = 0; i < k; i++)); do
-		ip netns exec "$FABRIC_NS_0" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" \
-			--sleep -j -q $((4 / k)) -p $((18515 + i)) -s 65536 -D "$1" "$FABRIC_MGMT_1" >"$DIR/cli$i.json" \
-			2>"$DIR/cli$i.err" &
-		pids+=("$!")
+		bl_bg ip netns exec "${NS[0]}" timeout $(($1 + 30)) "$PERF" write_bw --mrocd-socket "$BL_DIR/h0.ctl" \
+			--sleep -j -q $((4 / k)) -p $((18515 + i)) -s 65536 -D "$1" "${MGMT[1]}" >"$BL_DIR/cli$i.json" \
+			2>"$BL_DIR/cli$i.err"
+		pids+=("$BL_LAST")
 	done
-	for i in "${pids[@]}"; do wait "$i"; done
+	for i in "${pids[@]}"; do bl_reap "$i"; done
 	GBPS=$(jq -rs --argjson k "$k" 'if length == $k and all(.[]; .results[0].bw_avg_gbps) then
-		[.[].results[0].bw_avg_gbps] | add else empty end' "$DIR"/cli?.json 2>/dev/null)
-	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$DIR"/cli?.err "$DIR"/srv?.err | tr '\n' ' ')"
+		[.[].results[0].bw_avg_gbps] | add else empty end' "$BL_DIR"/cli?.json 2>/dev/null)
+	[ -n "$GBPS" ] || log "write_bw failed: $(head -2 "$BL_DIR"/cli?.err "$BL_DIR"/srv?.err | tr '\n' ' ')"
 }
 
 # tcp STREAMS: iperf3 host 0 -> host 1 between the service addresses; GBPS received.
 tcp() {
 	local s
-	ip netns exec "$FABRIC_NS_1" timeout $((SECS + 30)) iperf3 -s -1 -p 5201 >/dev/null 2>&1 &
-	s=$!
-	PIDS+=("$s")
+	bl_bg ip netns exec "${NS[1]}" timeout $((SECS + 30)) iperf3 -s -1 -p 5201 >/dev/null 2>&1
+	s=$BL_LAST
 	sleep 0.3
-	ip netns exec "$FABRIC_NS_0" timeout $((SECS + 25)) iperf3 -c "$FABRIC_IP_1" -B "$FABRIC_IP_0" \
-		-p 5201 -O 1 -t "$SECS" -P "$1" -J >"$DIR/tcp.json" 2>/dev/null
-	wait "$s"
-	GBPS=$(jq -r '.end.sum_received.bits_per_second / 1e9 // empty' "$DIR/tcp.json" 2>/dev/null)
+	ip netns exec "${NS[0]}" timeout $((SECS + 25)) iperf3 -c "${IP[1]}" -B "${IP[0]}" \
+		-p 5201 -O 1 -t "$SECS" -P "$1" -J >"$BL_DIR/tcp.json" 2>/dev/null
+	bl_reap "$s"
+	GBPS=$(jq -r '.end.sum_received.bits_per_second / 1e9 // empty' "$BL_DIR/tcp.json" 2>/dev/null)
 }
 
-# stats: "min median max" of the numbers on stdin (a failed run counts as 0)
-stats() { sort -g | awk '{ a[n++] = ($1 == "" ? 0 : $1) } END { if (!n) exit; m = n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2
+# bp_stats: "min median max" of the numbers on stdin, three decimals; unlike bench-lib's
+# stats, a failed run (an empty line) counts as 0.
+bp_stats() { sort -g | awk '{ a[n++] = ($1 == "" ? 0 : $1) } END { if (!n) exit; m = n % 2 ? a[int(n/2)] : (a[n/2-1] + a[n/2]) / 2
 	printf "%.3f %.3f %.3f", a[0], m, a[n-1] }'; }
 
 exp_scaling() {
@@ -208,12 +139,12 @@ exp_scaling() {
 			echo "$p,$RATE_MBIT,tcp,$rep,$GBPS" >>"$csv"
 		done
 	done
-	stop_all
+	bl_daemons_stop
 	echo "ports,plane_rate_mbit,mode,gbps_min,gbps_median,gbps_max,fraction_of_p_x_one_port,fraction_of_capacity" >"$sum"
 	for mode in mroc tcp; do
 		one=
 		for p in $PORT_COUNTS; do
-			st=$(awk -F, -v p="$p" -v m=$mode '$1 == p && $3 == m { print $5 }' "$csv" | stats)
+			st=$(awk -F, -v p="$p" -v m=$mode '$1 == p && $3 == m { print $5 }' "$csv" | bp_stats)
 			med=$(cut -d' ' -f2 <<<"$st")
 			[ -n "$one" ] || one=$med
 			cap=$(awk -v p="$p" -v r="$RATE_MBIT" -v f="$PAYLOAD_FRAC" 'BEGIN { printf "%.4f", p * r * f / 1000 }')
@@ -226,14 +157,14 @@ exp_scaling() {
 	echo "|---|---|---|---|---|"
 	awk -F, 'NR > 1 { printf "| %s | %s | %.3f / %.3f / %.3f | %s | %s |\n", $1, ($3 == "mroc" ? "mroc write_bw, 4 x P paths" : "TCP iperf3 -P 2 x P"), $4, $5, $6, $7, $8 }' "$sum"
 	echo
-	command -v gnuplot >/dev/null && { (cd "$OUT" && gnuplot "$TOP/docs/perf/ports.gp") || log "gnuplot failed"; }
+	command -v gnuplot >/dev/null && { (cd "$OUT" && gnuplot "$BL_TOP/docs/perf/ports.gp") || log "gnuplot failed"; }
 }
 
 # Receiver's payload bytes (all QPs) now: "time bytes", the time halfway through the
 # query (on a loaded machine mroc-cli may take a while; the rates interpolate).
 rx_now() {
 	local t0=$EPOCHREALTIME b
-	b=$("$CLI" -j -S "$DIR/h1.admin" qp show 2>/dev/null | jq '[.qps[]?.rx_bytes] | add // 0')
+	b=$(bl_admin 1 qp show | jq '[.qps[]?.rx_bytes] | add // 0')
 	awk -v a="$t0" -v b="$EPOCHREALTIME" -v n="$b" 'BEGIN { printf "%.6f %s\n", (a + b) / 2, n }'
 }
 
@@ -243,8 +174,8 @@ rx_now() {
 # starts (what one port carries at this load, for comparison).
 port_fail() {
 	case $1 in
-	link) ip -n "$FABRIC_NS_0" link set p2 down ;;
-	blackhole) "$FABRIC" set 2 --name "$NAME" blackhole on >/dev/null ;;
+	link) ip -n "${NS[0]}" link set p2 down ;;
+	blackhole) "$FABRIC" set 2 --name "$BL_NAME" blackhole on >/dev/null ;;
 	esac
 }
 
@@ -257,29 +188,27 @@ exp_portdown() {
 		for kind in $PORTDOWN_KINDS; do
 			up "$p"
 			[ "$kind" = baseline ] && port_fail link
-			ip netns exec "$FABRIC_NS_1" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h1.ctl" --sleep --verify \
-				--mroc-addr "$FABRIC_IP_1" >"$DIR/srv.txt" 2>&1 &
-			s=$!
-			PIDS+=("$s")
+			bl_bg ip netns exec "${NS[1]}" timeout 60 "$PERF" write_bw --mrocd-socket "$BL_DIR/h1.ctl" --sleep --verify \
+				--mroc-addr "${IP[1]}" >"$BL_DIR/srv.txt" 2>&1
+			s=$BL_LAST
 			sleep 0.3
-			ip netns exec "$FABRIC_NS_0" timeout 60 "$PERF" write_bw --mrocd-socket "$DIR/h0.ctl" --sleep --verify \
-				-s 65536 -D 8 "$FABRIC_MGMT_1" >"$DIR/cli.txt" 2>&1 &
-			c=$!
-			PIDS+=("$c")
-			: >"$DIR/samples"
+			bl_bg ip netns exec "${NS[0]}" timeout 60 "$PERF" write_bw --mrocd-socket "$BL_DIR/h0.ctl" --sleep --verify \
+				-s 65536 -D 8 "${MGMT[1]}" >"$BL_DIR/cli.txt" 2>&1
+			c=$BL_LAST
+			: >"$BL_DIR/samples"
 			t0=$EPOCHREALTIME
 			down=
 			while kill -0 "$c" 2>/dev/null; do
-				rx_now >>"$DIR/samples"
+				rx_now >>"$BL_DIR/samples"
 				if [ -z "$down" ] && awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { exit !(b - a >= 3) }'; then
 					down=$EPOCHREALTIME	# when the command starts: its own time counts against us
 					port_fail "$kind"
 				fi
 				sleep 0.1
 			done
-			wait "$c"
+			bl_reap "$c"
 			ok=$?
-			wait "$s" || ok=1
+			bl_reap "$s" || ok=1
 			awk -v d="$down" -v p="$p" -v r="$RATE_MBIT" -v k="$kind" -v rep="$rep" -v cap="$cap" -v ok="$ok" \
 				-v load="$(cut -d' ' -f1 /proc/loadavg)" '
 				# Bytes at time tt, interpolated between the samples around it: on a loaded
@@ -293,12 +222,12 @@ exp_portdown() {
 					return a >= t[1] && b <= t[n] && b > a ? (at(b) - at(a)) * 8 / (b - a) / 1e9 : 0 }
 				{ n++; t[n] = $1; x[n] = $2 }
 				END { printf "%s,%s,%s,%s,%.4f,%.4f,%.4f,%s,%s,%s\n", p, r, k, rep, rate(d - 1, d), rate(d, d + 1),
-					rate(d + 1, t[n] - 0.5), cap, ok == 0 ? "verified" : "FAILED", load }' "$DIR/samples" >>"$csv"
+					rate(d + 1, t[n] - 0.5), cap, ok == 0 ? "verified" : "FAILED", load }' "$BL_DIR/samples" >>"$csv"
 			log "port down ($kind) rep $rep: $(tail -1 "$csv")"
-			grep -h "came back through port" "$DIR/h0.log" | tail -1 >&2
+			grep -h "came back through port" "$BL_DIR/h0.log" | tail -1 >&2
 		done
 	done
-	stop_all
+	bl_daemons_stop
 	echo "#### A port down mid-transfer: $p ports at $RATE_MBIT Mbit/s, the sender's p2 taken out after 3 s of an 8 s write_bw --verify"
 	echo
 	echo "link: \`ip link set p2 down\`; blackhole: plane 2 drops everything, links up (\`fabric set 2 blackhole on\`);"
@@ -309,7 +238,7 @@ exp_portdown() {
 	awk -F, 'NR > 1 { printf "| %s | %s | %.3f | %.3f (%.0f%%) | %.3f (%.0f%%) | %.3f | %s | %s |\n", $3, $4, $5, $6, 100 * $6 / $8, $7, 100 * $7 / $8, $8, $9, $10 }' "$csv"
 	echo
 	for kind in $PORTDOWN_KINDS; do
-		echo "$kind: the first second after, % of the remaining capacity, min / median / max: $(awk -F, -v k="$kind" 'NR > 1 && $3 == k { print 100 * $6 / $8 }' "$csv" | stats)"
+		echo "$kind: the first second after, % of the remaining capacity, min / median / max: $(awk -F, -v k="$kind" 'NR > 1 && $3 == k { print 100 * $6 / $8 }' "$csv" | bp_stats)"
 	done
 	echo
 }
@@ -320,7 +249,7 @@ exp_portdown() {
 cpu_ticks() {
 	local h d=0
 	for h in 0 1; do
-		d=$((d + $(awk '{ print $14 + $15 }' "/proc/${DPIDS[h]}/stat" 2>/dev/null || echo 0)))
+		d=$((d + $(awk '{ print $14 + $15 }' "/proc/${DPID[$h]}/stat" 2>/dev/null || echo 0)))
 	done
 	awk -v d="$d" -v t="$EPOCHREALTIME" '$1 == "cpu" { print d, $8, $5 + $6, t; exit }' /proc/stat
 }
@@ -349,7 +278,7 @@ exp_workers() {
 			done
 		done
 	done
-	stop_all
+	bl_daemons_stop
 	echo "#### Workers: 2 ports per host, 4 QPs in 1 or 2 write_bw runs at once, $SECS s runs, $REPS runs per point (worker counts alternating)"
 	echo
 	echo "| planes | write_bw runs (clients) | daemon.workers | Gbit/s (sum of the runs) min / median / max | daemons' CPU s per GB, median | machine idle, median | load average (1 min) min / max |"
@@ -359,11 +288,11 @@ exp_workers() {
 			for w in 1 2; do
 				# sel EXPR [COND]: EXPR of this point's rows (that meet COND)
 				sel() { awk -F, -v r="$rate" -v w="$w" -v k="$k" "NR > 1 && \$2 == r && \$3 == w && \$4 == k && (${2:-1}) { print $1 }" "$csv"; }
-				st=$(sel '$6' | stats)
-				load=$(sel '$7' | stats)
+				st=$(sel '$6' | bp_stats)
+				load=$(sel '$7' | bp_stats)
 				# CPU seconds over the whole run (connection set-up included) per GB moved in it
-				cpb=$(sel "\$8 / (\$6 * $SECS / 8)" '$6 > 0' | stats | cut -d' ' -f2)
-				idle=$(sel "100 * \$10 / ($(nproc) * \$11)" | stats | cut -d' ' -f2)
+				cpb=$(sel "\$8 / (\$6 * $SECS / 8)" '$6 > 0' | bp_stats | cut -d' ' -f2)
+				idle=$(sel "100 * \$10 / ($(nproc) * \$11)" | bp_stats | cut -d' ' -f2)
 				echo "| $([ "$rate" = 0 ] && echo unlimited || echo "$rate Mbit/s TBF") | $k x $((4 / k)) QPs | $w | ${st// / \/ } | $cpb | ${idle:-?}% | $(cut -d' ' -f1 <<<"$load") / $(cut -d' ' -f3 <<<"$load") |"
 			done
 		done
