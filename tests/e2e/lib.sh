@@ -147,6 +147,28 @@ e2e_max_payload() {
 	echo $(($1 - 48 - 60 - 4 - sec))
 }
 
+# e2e_nobody_setup NAME NS PROGRAM...: let nobody (uid 65534) use daemon NAME's client
+# and admin sockets and run copies of the PROGRAMs from the test's own 0755 folder (the
+# checkout may live where only root can enter: root's home is 0700 on Debian, so is any
+# mktemp -d); NOBODY[PROGRAM's name] is its copy.  e2e_as_nobody CMD... then runs CMD as
+# nobody in network namespace NS.  Needs setpriv (util-linux).
+declare -gA NOBODY
+E2E_NOBODY_NS=
+e2e_nobody_setup() {
+	local name=$1 p
+	E2E_NOBODY_NS=$2
+	shift 2
+	chmod 755 "$E2E_DIR"
+	chmod 666 "$E2E_DIR/$name.ctl" "$E2E_DIR/$name.admin"
+	for p in "$@"; do
+		NOBODY[$(basename "$p")]=$E2E_DIR/$(basename "$p")
+		install -m 755 "$p" "${NOBODY[$(basename "$p")]}"
+	done
+}
+e2e_as_nobody() {
+	ip netns exec "$E2E_NOBODY_NS" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
+}
+
 # e2e_admin NAME CMD: the JSON reply of the admin socket.
 e2e_admin() {
 	echo "{\"version\":1,\"cmd\":\"$2\"}" | socat -t 5 - "UNIX-CONNECT:$E2E_DIR/$1.admin"

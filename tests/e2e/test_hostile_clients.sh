@@ -92,27 +92,21 @@ ip netns exec "$NS_A" "$EVIL" "$E2E_DIR/a.ctl" limits >"$E2E_DIR/evil-limits.log
 ok "reserved service ids, unspecified/broadcast/multicast/loopback addresses: refused"
 
 # ---- another user's idle connections ------------------------------------------------
-# nobody (uid 65534) may use the sockets; root (the tests' other clients) is another user.
-chmod 755 "$E2E_DIR"
-chmod 666 "$E2E_DIR/a.ctl" "$E2E_DIR/a.admin"
-# nobody runs a copy of evil_client in the test's own folder: the checkout may live where
-# only root can enter (root's home is 0700 on Debian; so is any mktemp -d).
-install -m 755 "$EVIL" "$E2E_DIR/evil_client"
-EVIL=$E2E_DIR/evil_client
-as_nobody() {
-	ip netns exec "$NS_A" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
-}
+# nobody (uid 65534) may use the sockets and runs a copy of evil_client; root (the tests'
+# other clients) is another user.
+e2e_nobody_setup a "$NS_A" "$EVIL"
+EVIL=${NOBODY[evil_client]}
 # field NAME LINE: the value of NAME=... in LINE.
 field() { sed -n "s/.*\b$1=\(-*[0-9]*\).*/\1/p" <<<"$2"; }
 
-out=$(as_nobody "$EVIL" "$E2E_DIR/a.ctl" users 6) || fail "evil_client users"
+out=$(e2e_as_nobody "$EVIL" "$E2E_DIR/a.ctl" users 6) || fail "evil_client users"
 [ "$(field accepted "$out")" = 4 ] && [ "$(field error "$out")" = -87 ] ||
 	fail "max_clients_per_uid = 4: $out (want accepted=4 error=-87, EUSERS)"
 ok "one user: 4 clients (max_clients_per_uid), the 5th refused with EUSERS"
 
-as_nobody "$EVIL" "$E2E_DIR/a.ctl" idle 80 9 >"$E2E_DIR/idle.txt" 2>&1 &
+e2e_as_nobody "$EVIL" "$E2E_DIR/a.ctl" idle 80 9 >"$E2E_DIR/idle.txt" 2>&1 &
 idler=$!
-as_nobody "$EVIL" "$E2E_DIR/a.admin" idle-admin 32 9 >"$E2E_DIR/idle-admin.txt" 2>&1 &
+e2e_as_nobody "$EVIL" "$E2E_DIR/a.admin" idle-admin 32 9 >"$E2E_DIR/idle-admin.txt" 2>&1 &
 admin_idler=$!
 sleep 1
 perf_start idle 18802 --verify -s 65536 -n 200

@@ -40,19 +40,12 @@ e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
 
-# nobody (uid 65534) may use B's sockets and runs copies in the test's own 0755 folder
-# (the checkout may live where only root can enter).
-chmod 755 "$E2E_DIR"
-chmod 666 "$E2E_DIR/b.ctl" "$E2E_DIR/b.admin"
-install -m 755 "$LT" "$E2E_DIR/listen_try"
-install -m 755 "$CLI" "$E2E_DIR/mroc-cli"
-LT=$E2E_DIR/listen_try CLI=$E2E_DIR/mroc-cli
-as_nobody() {
-	ip netns exec "$NS_B" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
-}
+# nobody (uid 65534) may use B's sockets and runs copies of these two.
+e2e_nobody_setup b "$NS_B" "$LT" "$CLI"
+LT=${NOBODY[listen_try]} CLI=${NOBODY[mroc-cli]}
 counters() { e2e_admin b counters | jq -c "$1"; }
 # nobody_admin JSON: nobody's request on B's admin socket, the reply.
-nobody_admin() { as_nobody socat -t 5 - "UNIX-CONNECT:$E2E_DIR/b.admin" <<<"$1"; }
+nobody_admin() { e2e_as_nobody socat -t 5 - "UNIX-CONNECT:$E2E_DIR/b.admin" <<<"$1"; }
 
 # ---- item 8: service ids have owners ---------------------------------------------------
 SERVICE=0x5e71
@@ -63,7 +56,7 @@ for _ in $(seq 100); do [ -f "$E2E_DIR/key" ] && break; sleep 0.1; done
 [ -f "$E2E_DIR/key" ] || fail "the atomic server did not start: $(cat "$E2E_DIR/server.log")"
 # nobody's 2 listeners stay while A's client connects (on the old daemon they queued
 # behind the server's, for its next connection).
-as_nobody "$LT" "$E2E_DIR/b.ctl" $SERVICE 2 3 >"$E2E_DIR/nobody.out" 2>&1 &
+e2e_as_nobody "$LT" "$E2E_DIR/b.ctl" $SERVICE 2 3 >"$E2E_DIR/nobody.out" 2>&1 &
 thief=$!
 ip netns exec "$NS_B" "$LT" "$E2E_DIR/b.ctl" $SERVICE 1 0 >"$E2E_DIR/root2.out" 2>&1 ||
 	fail "listen_try: $(cat "$E2E_DIR/root2.out")"
@@ -82,13 +75,13 @@ sort -n "$E2E_DIR/client.out" | cmp -s - <(seq 0 3 597) && [ "$counter" = 600 ] 
 jq -e '.clients.listen_refused == 3' <<<"$(counters .)" >/dev/null ||
 	fail "refused LISTENs not counted: $(counters .clients)"
 e2e_wait b counters '.clients.services == 0' 10 || fail "the server went, its service stayed: $(counters .clients)"
-as_nobody "$LT" "$E2E_DIR/b.ctl" $SERVICE 1 0 >"$E2E_DIR/after.out" 2>&1
+e2e_as_nobody "$LT" "$E2E_DIR/b.ctl" $SERVICE 1 0 >"$E2E_DIR/after.out" 2>&1
 grep -q '^listen 0$' "$E2E_DIR/after.out" || fail "the service is not free after its owner: $(cat "$E2E_DIR/after.out")"
 ok "service ids have owners: 3 LISTENs of other clients (nobody's, root's) refused with EADDRINUSE" \
 	"and counted; the owner's 200 FETCH_ADDs and 20 CAS exact; free once it went"
 
 # ---- item 11: the admin socket split ------------------------------------------------------
-as_nobody "$LT" "$E2E_DIR/b.ctl" 0x6e01 2 5 >"$E2E_DIR/own.out" 2>&1 &
+e2e_as_nobody "$LT" "$E2E_DIR/b.ctl" 0x6e01 2 5 >"$E2E_DIR/own.out" 2>&1 &
 own=$!
 ip netns exec "$NS_B" "$LT" "$E2E_DIR/b.ctl" 0x6e02 1 5 >"$E2E_DIR/root-own.out" 2>&1 &
 rootq=$!
@@ -114,13 +107,13 @@ jq -e '.scope == "uid" and .uid == 65534 and .clients.clients == 1 and .clients.
 	fail "nobody's counters: want its own clients' only: $r"
 for cmd in "config reload" "counters reset" "link show"; do
 	# shellcheck disable=SC2086
-	if as_nobody "$CLI" -S "$E2E_DIR/b.admin" $cmd >"$E2E_DIR/cli.out" 2>&1; then
+	if e2e_as_nobody "$CLI" -S "$E2E_DIR/b.admin" $cmd >"$E2E_DIR/cli.out" 2>&1; then
 		fail "mroc-cli $cmd as nobody succeeded: $(cat "$E2E_DIR/cli.out")"
 	fi
 	grep -q "^mroc-cli: permission denied: " "$E2E_DIR/cli.out" ||
 		fail "mroc-cli $cmd as nobody: want \"permission denied: ...\": $(cat "$E2E_DIR/cli.out")"
 done
-as_nobody "$CLI" -S "$E2E_DIR/b.admin" status >/dev/null || fail "mroc-cli status as nobody"
+e2e_as_nobody "$CLI" -S "$E2E_DIR/b.admin" status >/dev/null || fail "mroc-cli status as nobody"
 "$CLI" -S "$E2E_DIR/b.admin" counters reset >/dev/null || fail "mroc-cli counters reset as root"
 if [ -n "$ADM_GID" ]; then
 	ip netns exec "$NS_B" setpriv --reuid=65534 --regid=65534 --groups="$ADM_GID" -- \
@@ -137,7 +130,7 @@ ok "admin socket: nobody sees its 2 QPs and its own counters, not QP $link (mroc
 
 # ---- item 12: one user's share -------------------------------------------------------------
 before=$(counters .clients.share_refused)
-as_nobody "$LT" "$E2E_DIR/b.ctl" 0x6e03 12 0 >"$E2E_DIR/share.out" 2>&1 ||
+e2e_as_nobody "$LT" "$E2E_DIR/b.ctl" 0x6e03 12 0 >"$E2E_DIR/share.out" 2>&1 ||
 	fail "listen_try: $(cat "$E2E_DIR/share.out")"
 [ "$(grep -c '^listen 0$' "$E2E_DIR/share.out")" = 8 ] && grep -q '^create -122 ' "$E2E_DIR/share.out" ||
 	fail "uid_share_percent 50 of 16 QPs: want 8 QPs, then EDQUOT (-122): $(cat "$E2E_DIR/share.out")"
