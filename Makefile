@@ -446,18 +446,28 @@ $(MPI_BINS): $(BUILD)/%: %.c $(FLAGS_STAMP)
 FI_PROG_SRCS := $(sort $(wildcard tests/fi/*.c))
 FI_PROGS := $(if $(HAVE_LIBFABRIC),$(FI_PROG_SRCS:%.c=$(BUILD)/%))
 tests: $(FI_PROGS)
+# One program's sources ($(filter %.c,$^)) compiled and linked in one step.
+FI_PROG_CC = $(CC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
+	$(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer) \
+	$(LIBFABRIC_CFLAGS) -Itests/fi $(FI_PROG_CFLAGS) -o $@ $(filter %.c,$^) $(FI_PROG_LIBS) \
+	$(call pkg_libs,libfabric)
 $(FI_PROGS): $(BUILD)/%: %.c tests/fi/fi_common.h $(FLAGS_STAMP)
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) -std=gnu11 $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) \
-		$(if $(SANITIZE),-fsanitize=$(SANITIZE) -fno-omit-frame-pointer) \
-		$(LIBFABRIC_CFLAGS) $(FI_PROG_CFLAGS) -o $@ $< $(FI_PROG_LIBS) \
-		$(call pkg_libs,libfabric)
-# fi_hostile is also a hostile peer: it speaks the provider's protocol (libfabric/proto.h)
-# itself over libmroc, and reads the provider's counters (libfabric/fi_mroc.h).
-$(BUILD)/tests/fi/fi_hostile: $(LIBMROC_A) libfabric/proto.h libfabric/fi_mroc.h
-$(BUILD)/tests/fi/fi_hostile: FI_PROG_CFLAGS = -Ilibfabric -Ilibclient/include
-$(BUILD)/tests/fi/fi_hostile: FI_PROG_LIBS = $(LIBMROC_A) -lpthread $(MROC_LDLIBS)
+	$(Q)$(FI_PROG_CC)
+# fi_hostile (tests/fi/hostile/, one file per concern) is also a hostile peer: it speaks
+# the provider's protocol (libfabric/proto.h) itself over libmroc, and reads the
+# provider's counters (libfabric/fi_mroc.h).
+FI_HOSTILE_SRCS := $(sort $(wildcard tests/fi/hostile/*.c))
+FI_HOSTILE := $(if $(HAVE_LIBFABRIC),$(BUILD)/tests/fi/fi_hostile)
+tests: $(FI_HOSTILE)
+$(FI_HOSTILE): $(FI_HOSTILE_SRCS) tests/fi/hostile/hostile.h tests/fi/fi_common.h $(LIBMROC_A) \
+	       libfabric/proto.h libfabric/fi_mroc.h libfabric/av_table.h $(FLAGS_STAMP)
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(FI_PROG_CC)
+$(FI_HOSTILE): FI_PROG_CFLAGS = -Ilibfabric -Ilibclient/include
+$(FI_HOSTILE): FI_PROG_LIBS = $(LIBMROC_A) -lpthread $(MROC_LDLIBS)
 
 # mroc-cli: cli/*.c (cli/perf/ is mroc-perf's), linked with jansson.  Its helpers
 # and print layer (cli/fmt.c, cli/print.c) are also linked into tests/unit/test_cli_print.

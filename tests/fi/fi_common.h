@@ -56,8 +56,14 @@ static inline int fic_ep_try(struct fid_domain *domain, struct fi_info *info, st
 }
 
 #ifndef FIC_NO_DIE
-/* The including program's: print the message with its name, exit 1. */
+/*
+ * The including program's: print the message with its name, exit 1.  A program
+ * of several files (tests/fi/hostile) declares its own extern die() and defines
+ * FIC_HAVE_DIE first.
+ */
+#ifndef FIC_HAVE_DIE
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+#endif
 
 #define CHECK(call) do {							\
 	int _r = (int)(call);							\
