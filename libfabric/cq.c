@@ -3,7 +3,18 @@
  * Completion queues and event queues.
  *
  * Reading a CQ first runs progress on every endpoint bound to it (manual
- * progress), then takes entries from its FIFO (cqring.c).  fi_cq_sread
+ * progress), then takes entries from its FIFO (cqring.c).
+ *
+ * Giving the CPU away: mrocd's worker, not the application, moves the data,
+ * and an application that spins in fi_cq_read on a CPU the worker needs
+ * delays every message by a scheduler slice.  libmroc would yield on each
+ * QP's CQ found empty past its budget (libclient/spin.h), but an endpoint has
+ * several QPs and most are idle at any time (listeners, the connections a
+ * peer opened), so every sweep yielded once, before the busy QP's data was
+ * even looked at, however much was arriving.  So the provider's contexts
+ * never yield inside libmroc (MROC_SPIN_FOREVER), and a CQ read yields
+ * instead once the whole CQ has found nothing for spin_us (FI_MROC_SPIN_US,
+ * 5 by default), at most once per 5 us, after its sweep.  fi_cq_sread
  * sleeps on an epoll set holding the completion fds of all the endpoints'
  * QPs (FI_WAIT_FD: fi_control(FI_GETWAIT) hands it out) after arming them,
  * with the usual "progress, arm, progress again, sleep" order so that a
@@ -15,6 +26,7 @@
  */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -28,10 +40,44 @@
 
 /* ---- completion queue --------------------------------------------------------- */
 
-static void cq_progress(struct mfi_cq *cq)
+/* Progress on every bound endpoint: the completions found. */
+static int cq_progress(struct mfi_cq *cq)
 {
+	int n = 0;
+
 	for (size_t i = 0; i < cq->neps; i++)
-		mfi_ep_progress(cq->eps[i]);
+		n += mfi_ep_progress(cq->eps[i]);
+	return n;
+}
+
+static int64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static int64_t now_ms(void)
+{
+	return now_ns() / 1000000;
+}
+
+/* FI_MROC_SPIN_US: microseconds (>= 0), or -1 for never; default MROC_SPIN_US_DEFAULT. */
+static void idle_init(struct mfi_idle *w)
+{
+	int us = MROC_SPIN_US_DEFAULT;
+
+	if (fi_param_get_int(&mfi_prov, "spin_us", &us) != FI_SUCCESS || us < -1)
+		us = MROC_SPIN_US_DEFAULT;
+	mfi_idle_init(w, us < 0 ? -1 : (int64_t)us * 1000);
+}
+
+/* A read is over: past the budget of empty ones, give the CPU away (cqring.c says when). */
+static void idle_read(struct mfi_idle *w, bool busy)
+{
+	if (mfi_idle_read(w, busy, busy ? 0 : now_ns()))
+		sched_yield();
 }
 
 int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep)
@@ -86,10 +132,12 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 {
 	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
 	ssize_t n;
+	int busy;
 
 	mfi_lock(cq->dom);
-	cq_progress(cq);
+	busy = cq_progress(cq);
 	n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
+	idle_read(&cq->idle, busy || n != -FI_EAGAIN);
 	mfi_unlock(cq->dom);
 	return n;
 }
@@ -108,14 +156,6 @@ static ssize_t cq_readerr(struct fid_cq *fid, struct fi_cq_err_entry *buf, uint6
 	n = mfi_cqring_readerr(&cq->ring, buf, cq->dom->api);
 	mfi_unlock(cq->dom);
 	return n;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src,
@@ -265,6 +305,7 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 		goto err;
 	cq->dom = d;
 	cq->format = fmt;
+	idle_init(&cq->idle);
 	cq->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
 	if (cq->wait_obj == FI_WAIT_FD) {
 		struct epoll_event ev = { .events = EPOLLIN };
@@ -347,16 +388,20 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 	return 0;
 }
 
-static void eq_progress(struct mfi_eq *eq)
+/* Progress on the passive and MSG endpoints bound to it: the endpoints' completions found. */
+static int eq_progress(struct mfi_eq *eq)
 {
+	int n = 0;
+
 	for (size_t i = 0; i < eq->nobjs; i++) {
 		struct fid *f = eq->objs[i];
 
 		if (f->fclass == FI_CLASS_PEP)
 			mfi_pep_progress(container_of(f, struct mfi_pep, pep_fid.fid));
 		else
-			mfi_ep_progress(container_of(f, struct mfi_ep, ep_fid.fid));
+			n += mfi_ep_progress(container_of(f, struct mfi_ep, ep_fid.fid));
 	}
+	return n;
 }
 
 static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t len,
@@ -365,8 +410,9 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
 	struct mfi_eq_event *e;
 	size_t sz;
+	int busy = eq_progress(eq);
 
-	eq_progress(eq);
+	idle_read(&eq->idle, busy || eq->count);
 	if (!eq->count)
 		return -FI_EAGAIN;
 	e = &eq->ev[eq->head];
@@ -491,6 +537,7 @@ int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	if (!eq)
 		return -FI_ENOMEM;
 	eq->fab = container_of(fabric, struct mfi_fabric, fabric_fid);
+	idle_init(&eq->idle);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = &eq_fi_ops;

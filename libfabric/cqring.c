@@ -132,3 +132,24 @@ ssize_t mfi_cqring_readerr(struct mfi_cqring *r, struct fi_cq_err_entry *err, ui
 	r->count--;
 	return 1;
 }
+
+void mfi_idle_init(struct mfi_idle *w, int64_t spin_ns)
+{
+	*w = (struct mfi_idle){ .spin_ns = spin_ns, .since = -1, .last_yield = -1 };
+}
+
+bool mfi_idle_read(struct mfi_idle *w, bool busy, int64_t now)
+{
+	if (busy || w->spin_ns < 0) {
+		w->since = -1;
+		return false;
+	}
+	if (w->since < 0 || now < w->since)
+		w->since = now;
+	if (now - w->since < w->spin_ns ||
+	    (w->last_yield >= 0 && now >= w->last_yield &&
+	     now - w->last_yield < MFI_IDLE_YIELD_EVERY_NS))
+		return false;
+	w->last_yield = now;
+	return true;
+}

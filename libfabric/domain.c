@@ -277,7 +277,8 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		    void *context)
 {
 	struct mfi_fabric *fab = container_of(fabric, struct mfi_fabric, fabric_fid);
-	struct mroc_ctx_opts o = { .sz = sizeof(o) };
+	/* Never yield inside libmroc: a CQ read decides for all its QPs at once (cq.c). */
+	struct mroc_ctx_opts o = { .sz = sizeof(o), .spin_us = MROC_SPIN_FOREVER };
 	struct mfi_domain *d;
 	int err;
 

@@ -272,11 +272,15 @@ bool mfi_ep_conn_refused(struct mfi_conn *c)
 	return c->ep && c->state == MFI_CONN_CONNECTING && retry_connect(c);
 }
 
-void mfi_ep_progress(struct mfi_ep *ep)
+/* Every connection's completions, then what it can send; the completions found. */
+int mfi_ep_progress(struct mfi_ep *ep)
 {
+	int n = 0;
+
 	for (struct mfi_conn *c = ep->conns; c; c = c->next)
 		if (c->state != MFI_CONN_DOWN)
-			mfi_conn_progress(c);
+			n += mfi_conn_progress(c);
+	return n;
 }
 
 /* An operation from the pool, after one round of progress if it is empty; NULL if none. */

@@ -114,6 +114,7 @@ struct mfi_cq {
 	int sigfd;			/* eventfd in that set: fi_cq_signal */
 	struct mfi_ep **eps;		/* endpoints bound to it (progress runs them) */
 	size_t neps;
+	struct mfi_idle idle;		/* reads that found nothing: when to yield */
 };
 
 /* An event queue entry: connection events, shutdowns, their errors. */
@@ -131,6 +132,7 @@ struct mfi_eq {
 	size_t head, count, cap;
 	struct fid **objs;		/* PEPs and MSG endpoints bound to it (progress runs them) */
 	size_t nobjs;
+	struct mfi_idle idle;
 };
 
 /* ---- connections --------------------------------------------------------- */
@@ -389,7 +391,7 @@ void mfi_conn_refuse(struct mfi_conn *c);
 /* ep.c */
 int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		void *context);
-void mfi_ep_progress(struct mfi_ep *ep);
+int mfi_ep_progress(struct mfi_ep *ep);
 struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err);
 void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no);
 bool mfi_ep_conn_refused(struct mfi_conn *c);

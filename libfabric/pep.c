@@ -165,7 +165,8 @@ static struct fi_ops_cm pep_cm_ops = {
 int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **out,
 		 void *context)
 {
-	struct mroc_ctx_opts o = { .sz = sizeof(o) };
+	/* Never yield inside libmroc: an EQ or CQ read decides for all its QPs (cq.c). */
+	struct mroc_ctx_opts o = { .sz = sizeof(o), .spin_us = MROC_SPIN_FOREVER };
 	struct mfi_pep *pep;
 	int err;
 

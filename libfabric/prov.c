@@ -61,6 +61,9 @@ FI_EXT_INI
 			"paths per connection, 1..16 (default: mrocd's)");
 	fi_param_define(&mfi_prov, "mode", FI_PARAM_STRING,
 			"QP mode: metaroce (default) or rocev2 (the single-path baseline)");
+	fi_param_define(&mfi_prov, "spin_us", FI_PARAM_INT,
+			"microseconds a CQ read finds nothing before it yields the CPU, at most "
+			"once per 5 us (default 5; -1: never yield)");
 	return &mfi_prov;
 }
 

@@ -2,7 +2,8 @@
 /*
  * The mroc provider's completion mapping (libfabric/cqring.c): order of
  * successes and errors, conversion to every CQ format, growth, and the
- * error entry (FI_ETRUNC with olen, the API-version cut-off of err_data).
+ * error entry (FI_ETRUNC with olen, the API-version cut-off of err_data);
+ * when a read that found nothing yields the CPU (mfi_idle_read).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -106,12 +107,45 @@ static void test_old_api_err_data_untouched(void **state)
 	mfi_cqring_fini(&r);
 }
 
+/* Reads find nothing from t = 1000 ns on: no yield for the budget, then one per 5 us at most. */
+static void test_idle_yield(void **state)
+{
+	struct mfi_idle w;
+	int yields = 0;
+
+	(void)state;
+	mfi_idle_init(&w, 5000);
+	assert_false(mfi_idle_read(&w, false, 1000));
+	assert_false(mfi_idle_read(&w, false, 5999));		/* within the budget */
+	assert_true(mfi_idle_read(&w, false, 6000));		/* the budget is spent */
+	assert_false(mfi_idle_read(&w, false, 6500));		/* yielded a moment ago */
+	assert_true(mfi_idle_read(&w, false, 11000));
+	/* 1 ms of reads every 100 ns: one yield per 5 us, not one per read. */
+	for (int64_t t = 11100; t < 1011100; t += 100)
+		yields += mfi_idle_read(&w, false, t);
+	assert_int_equal(yields, 200);
+	/* A read that found something starts the budget again. */
+	assert_false(mfi_idle_read(&w, true, 2000000));
+	assert_false(mfi_idle_read(&w, false, 2000100));
+	assert_false(mfi_idle_read(&w, false, 2005000));
+	assert_true(mfi_idle_read(&w, false, 2005100));
+	/* -1: never; 0: from the first empty read (still at most once per 5 us). */
+	mfi_idle_init(&w, -1);
+	for (int64_t t = 0; t < 100000; t += 1000)
+		assert_false(mfi_idle_read(&w, false, t));
+	mfi_idle_init(&w, 0);
+	assert_true(mfi_idle_read(&w, false, 0));
+	assert_false(mfi_idle_read(&w, false, 4999));
+	assert_true(mfi_idle_read(&w, false, 5000));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_formats),
 		cmocka_unit_test(test_errors_in_order),
 		cmocka_unit_test(test_old_api_err_data_untouched),
+		cmocka_unit_test(test_idle_yield),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
