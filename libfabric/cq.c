@@ -73,11 +73,10 @@ static void idle_init(struct mfi_idle *w)
 	mfi_idle_init(w, us < 0 ? -1 : (int64_t)us * 1000);
 }
 
-/* A read is over: past the budget of empty ones, give the CPU away (cqring.c says when). */
-static void idle_read(struct mfi_idle *w, bool busy)
+/* A read is over: whether to give the CPU away now (cqring.c says when). */
+static bool idle_read(struct mfi_idle *w, bool busy)
 {
-	if (mfi_idle_read(w, busy, busy ? 0 : now_ns()))
-		sched_yield();
+	return mfi_idle_read(w, busy, busy ? 0 : now_ns());
 }
 
 int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep)
@@ -132,13 +131,16 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 {
 	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
 	ssize_t n;
+	bool yield;
 	int busy;
 
 	mfi_lock(cq->dom);
 	busy = cq_progress(cq);
 	n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
-	idle_read(&cq->idle, busy || n != -FI_EAGAIN);
+	yield = idle_read(&cq->idle, busy || n != -FI_EAGAIN);
 	mfi_unlock(cq->dom);
+	if (yield)
+		sched_yield();	/* not holding the domain's lock */
 	return n;
 }
 
@@ -412,7 +414,8 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	size_t sz;
 	int busy = eq_progress(eq);
 
-	idle_read(&eq->idle, busy || eq->count);
+	if (idle_read(&eq->idle, busy || eq->count))
+		sched_yield();
 	if (!eq->count)
 		return -FI_EAGAIN;
 	e = &eq->ev[eq->head];
