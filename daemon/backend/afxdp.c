@@ -303,7 +303,8 @@ static unsigned afxdp_ports_down(struct backend *b, uint32_t peer, const char **
 
 /*
  * A packet that the engine took came from peer through the port of its
- * socket: the CM answers it there; and if authenticated, the port works.
+ * socket: if authenticated, the CM goes there and the port works; if not (a
+ * REQ), only the answers to REQs go there (egress_heard).
  */
 static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32_t peer,
 			uint64_t now, bool authentic)
@@ -345,6 +346,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	int off;
 
 	h = egress_route(x->egress, b->peer, b->sport, b->echo, own,
+			 op == MROC_OP_CONNECT_REP || op == MROC_OP_CONNECT_REJ,
 			 mroc_op_is_data(op), now, &p);
 	if (!h) {
 		x->st.tx_no_route++;

@@ -102,7 +102,7 @@ struct backend_ops {
 	/*
 	 * Optional: the engine took pkt (one rx gave), from peer: the way it came
 	 * works.  authentic false: a CONNECT_REQ the mode could not authenticate
-	 * ("none", "token"): only where the CM answers it may go, no port health.
+	 * ("none", "token"): only where answers to REQs go, no port health.
 	 */
 	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now,
 		      bool authentic);

@@ -36,6 +36,7 @@ struct egress {
 	uint32_t max_peers;
 	struct arrival *arrivals;	/* [ARRIVAL_SLOTS] */
 	uint8_t *heard_port;		/* [peer]: the port it was last heard through; NO_PORT */
+	uint8_t *req_port;		/* [peer]: an unauthenticated REQ's since; NO_PORT */
 	struct nexthops *hops;		/* per (peer, port) */
 	uint64_t port_dead_ns;		/* porthealth.h; 0 = off */
 	struct porthealth *health;	/* NULL: off, or one port */
@@ -78,9 +79,13 @@ void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, 
 {
 	if (peer >= e->max_peers || port >= e->nports)
 		return;
+	if (!authentic) {
+		e->req_port[peer] = (uint8_t)port;	/* only CONNECT_REP and _REJ follow it */
+		return;
+	}
 	e->heard_port[peer] = (uint8_t)port;
-	if (authentic)
-		porthealth_rx(e->health, peer, port, now);
+	e->req_port[peer] = NO_PORT;
+	porthealth_rx(e->health, peer, port, now);
 }
 
 /* ---- the link monitor ----------------------------------------------------------- */
@@ -162,14 +167,21 @@ int egress_fd(const struct egress *e)
  * (cm.c), and an answer from the answering QP's own source port, which may
  * pick a port whose far end is down (which we cannot see) for every try;
  * the request that an answer answers came in through a port that works.
+ * Only authenticated packets move that port (docs/PROTOCOL.md 11a): a
+ * CONNECT_REQ that the mode could not authenticate moves only where the
+ * answers to REQs go (answer: CONNECT_REP, CONNECT_REJ) until the peer's
+ * next authenticated packet, so a spoofed REQ cannot send the CM of a
+ * peer's live connections (DISCONNECT, our REQs) out of a port of its choice.
  */
 static unsigned port_wanted(const struct egress *e, const struct peer *pe, uint16_t sport,
-			    bool echo, bool cm)
+			    bool echo, bool cm, bool answer)
 {
 	unsigned port = sport % e->nports;
 
 	if (e->nports < 2)
 		return port;
+	if (cm && answer && pe->handle < e->max_peers && e->req_port[pe->handle] < e->nports)
+		return e->req_port[pe->handle];
 	if (cm && pe->handle < e->max_peers && e->heard_port[pe->handle] < e->nports)
 		return e->heard_port[pe->handle];
 	if (!echo)
@@ -214,9 +226,9 @@ static bool port_usable(struct egress *e, const struct peer *pe, unsigned p, uin
  * nexthops_get).
  */
 static const struct nexthop *port_for(struct egress *e, const struct peer *pe, uint16_t sport,
-				      bool echo, bool own, uint64_t now, unsigned *port)
+				      bool echo, bool own, bool answer, uint64_t now, unsigned *port)
 {
-	unsigned want = port_wanted(e, pe, sport, echo, !own);
+	unsigned want = port_wanted(e, pe, sport, echo, !own, answer);
 
 	for (unsigned t = 0; t < 2 * e->nports; t++) {
 		const struct nexthop *h;
@@ -246,14 +258,14 @@ static void warn_unreachable(const struct egress *e, const struct peer *pe, uint
 }
 
 const struct nexthop *egress_route(struct egress *e, uint32_t peer, uint16_t sport, bool echo,
-				   bool own, bool data, uint64_t now, unsigned *port)
+				   bool own, bool answer, bool data, uint64_t now, unsigned *port)
 {
 	const struct peer *pe = peers_get(e->peers, peer);
 	const struct nexthop *h;
 
 	if (!pe)
 		return NULL;
-	h = port_for(e, pe, sport, echo, own, now, port);
+	h = port_for(e, pe, sport, echo, own, answer, now, port);
 	if (!h) {
 		warn_unreachable(e, pe, sport, own);
 		return NULL;
@@ -271,7 +283,7 @@ const char *egress_port_name(const struct egress *e, uint32_t peer, uint16_t spo
 
 	if (!pe)
 		return NULL;
-	want = port_wanted(e, pe, sport, false, false);
+	want = port_wanted(e, pe, sport, false, false, false);
 	for (unsigned t = 0; t < 2 * e->nports; t++) {
 		unsigned p = porthealth_choice(e->nports, want, sport, t % e->nports);
 
@@ -313,7 +325,7 @@ static void forget_peer(void *ctx, uint32_t peer)
 	nexthops_forget(e->hops, peer);
 	porthealth_forget(e->health, peer);
 	if (peer < e->max_peers)
-		e->heard_port[peer] = NO_PORT;
+		e->heard_port[peer] = e->req_port[peer] = NO_PORT;
 }
 
 /* The monitor opens before the first reading of the links so that no change falls between. */
@@ -356,12 +368,14 @@ int egress_create(const struct egress_cfg *cfg, uint64_t now, struct egress **ou
 	hc.port_src = port_src;
 	e->arrivals = calloc(ARRIVAL_SLOTS, sizeof(*e->arrivals));
 	e->heard_port = malloc(e->max_peers);
-	if (!e->arrivals || !e->heard_port) {
+	e->req_port = malloc(e->max_peers);
+	if (!e->arrivals || !e->heard_port || !e->req_port) {
 		err = -ENOMEM;
 		snprintf(why, why_len, "arrival table: %s", strerror(-err));
 		goto fail;
 	}
 	memset(e->heard_port, NO_PORT, e->max_peers);
+	memset(e->req_port, NO_PORT, e->max_peers);
 	err = nexthops_create(&hc, &e->hops);
 	if (err) {
 		snprintf(why, why_len, "next-hop table: %s", strerror(-err));
@@ -398,6 +412,7 @@ void egress_destroy(struct egress *e)
 	nexthops_destroy(e->hops);
 	porthealth_destroy(e->health);
 	free(e->heard_port);
+	free(e->req_port);
 	free(e->arrivals);
 	free(e);
 }

@@ -73,9 +73,11 @@ void egress_destroy(struct egress *e);
  */
 void egress_arrived(struct egress *e, const struct mroc_addr *src, uint16_t sport, unsigned port);
 /*
- * The engine took a packet from peer that came in through port: the CM
- * answers it there; if authentic (not a CONNECT_REQ the mode could not
- * authenticate: docs/PROTOCOL.md 11a), the port works (port health).
+ * The engine took a packet from peer that came in through port.  If
+ * authentic: the CM goes there and the port works (port health).  If not
+ * (a CONNECT_REQ the mode could not authenticate: docs/PROTOCOL.md 11a):
+ * only the answers to REQs (CONNECT_REP, CONNECT_REJ) go there, until the
+ * peer's next authentic packet.
  */
 void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, bool authentic);
 
@@ -84,11 +86,12 @@ void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, 
  * it leaves by (*port); NULL when no port reaches the peer now (a
  * rate-limited warning says why, unless it is still being resolved).
  * echo: a reply on the peer's path (engine_txbuf.echo); own: not CM,
- * between the port addresses where there are some (nexthops_get); data:
- * a data packet, which the peer acknowledges (port health counts it).
+ * between the port addresses where there are some (nexthops_get); answer:
+ * a CM answer to a REQ (CONNECT_REP, CONNECT_REJ); data: a data packet,
+ * which the peer acknowledges (port health counts it).
  */
 const struct nexthop *egress_route(struct egress *e, uint32_t peer, uint16_t sport, bool echo,
-				   bool own, bool data, uint64_t now, unsigned *port);
+				   bool own, bool answer, bool data, uint64_t now, unsigned *port);
 
 /* Where peer's path sport would leave now (for status), without resolving or judging anything. */
 const char *egress_port_name(const struct egress *e, uint32_t peer, uint16_t sport, uint64_t now);

@@ -205,7 +205,8 @@ static int route(struct fixture *f, uint32_t peer, uint16_t sport, bool echo, bo
 		 bool data)
 {
 	unsigned port = 99;
-	const struct nexthop *h = egress_route(f->e, peer, sport, echo, own, data, f->now, &port);
+	const struct nexthop *h = egress_route(f->e, peer, sport, echo, own, false, data, f->now,
+					       &port);
 
 	if (!h)
 		return -1;
@@ -346,6 +347,39 @@ static void test_cm_by_heard_port(void **state)
 	assert_int_equal(route(f, f->a, 1000, false, false, false), 0);
 }
 
+/* Where a CM answer to a REQ (CONNECT_REP, CONNECT_REJ) to peer from sport leaves. */
+static int route_answer(struct fixture *f, uint32_t peer, uint16_t sport)
+{
+	unsigned port = 99;
+
+	return egress_route(f->e, peer, sport, false, false, true, false, f->now, &port) ?
+	       (int)port : -1;
+}
+
+/*
+ * docs/PROTOCOL.md 11a: a CONNECT_REQ the mode could not authenticate (none,
+ * token), spoofed with a live peer's address through another port, moves
+ * only where the answers to REQs go, not the CM of its connections
+ * (DISCONNECT, our REQs); the peer's next authentic packet takes even that
+ * back.  The old code moved every CM packet to the spoofer's port.
+ */
+static void test_cm_unauthenticated_req(void **state)
+{
+	struct fixture *f = *state;
+
+	/* sport 1000 alone would pick p0 */
+	egress_heard(f->e, f->a, 1, f->now, true);		/* a's data, through p1 */
+	egress_heard(f->e, f->a, 0, f->now, false);		/* a spoofed REQ, through p0 */
+	assert_int_equal(route(f, f->a, 1000, false, false, false), 1);	/* CM: still p1 */
+	assert_int_equal(route_answer(f, f->a, 1001), 0);	/* the REP answers where the REQ came */
+	egress_heard(f->e, f->a, 1, f->now, true);		/* authentic again */
+	assert_int_equal(route_answer(f, f->a, 1000), 1);
+	/* A new peer's first REQ (nothing authentic yet): its answer goes back that way. */
+	egress_heard(f->e, f->b, 1, f->now, false);
+	assert_int_equal(route_answer(f, f->b, 1000), 1);
+	assert_int_equal(route(f, f->b, 1000, false, false, false), 0);	/* other CM: sport */
+}
+
 /*
  * A port through which nothing comes back from a peer while the other port
  * hears it is counted down for that peer (porthealth.h): its paths leave by
@@ -418,6 +452,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_hop_ageing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_reply_follows_arrival, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cm_by_heard_port, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cm_unauthenticated_req, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_counted_down, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_on_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_port, setup_one_port, teardown),
