@@ -2,6 +2,7 @@
 /* The control thread's io_uring loop (see ctl.h). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,7 +28,10 @@
 #define QUEUE_DEPTH	64
 
 /* user_data of each request: a kind and, for connections, a slot. */
-enum op { OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_CRECV, OP_SWEEP };
+enum op {
+	OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_CRECV, OP_SWEEP,
+	OP_WATCH,
+};
 
 #define MAX_CLIENTS	1024
 #define CLIENT_MSG_MAX	256
@@ -82,6 +86,8 @@ struct ctl {
 	struct ctl_cfg cfg;
 	struct io_uring ring;
 	int sfd, tfd, lfd, wfd;		/* wfd: timerfd of the deadline sweep */
+	int watch_fd;			/* ctl_watch: -1 = none */
+	void (*watch)(void *ctx);
 	struct signalfd_siginfo si;
 	uint64_t ticks, sweeps;
 	struct ctl_stats st;
@@ -143,6 +149,20 @@ static void arm_timer(struct ctl *c)
 
 	io_uring_prep_read(s, c->tfd, &c->ticks, sizeof(c->ticks), 0);
 	io_uring_sqe_set_data64(s, UD(OP_TIMER, 0));
+}
+
+static void arm_watch(struct ctl *c)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	io_uring_prep_poll_add(s, c->watch_fd, POLLIN);
+	io_uring_sqe_set_data64(s, UD(OP_WATCH, 0));
+}
+
+void ctl_watch(struct ctl *c, int fd, void (*fn)(void *ctx))
+{
+	c->watch_fd = fd;
+	c->watch = fn;
 }
 
 static void arm_sweep(struct ctl *c)
@@ -565,6 +585,8 @@ int ctl_run(struct ctl *c)
 	if (c->cfd >= 0)
 		arm_caccept(c);
 	arm_sweep(c);
+	if (c->watch_fd >= 0)
+		arm_watch(c);
 	while (!done) {
 		struct io_uring_cqe *cqe;
 		int err = io_uring_submit_and_wait(&c->ring, 1);
@@ -607,6 +629,15 @@ int ctl_run(struct ctl *c)
 			case OP_SWEEP:
 				on_sweep(c);
 				break;
+			case OP_WATCH:
+				if (res < 0) {
+					pr_warn("control loop: polling fd %d: %s; not watched any more",
+						c->watch_fd, strerror(-res));
+					break;
+				}
+				c->watch(c->cfg.ctx);
+				arm_watch(c);
+				break;
 			}
 		}
 	}
@@ -622,7 +653,7 @@ int ctl_create(const struct ctl_cfg *cfg, struct ctl **out)
 	if (!c)
 		return -ENOMEM;
 	c->cfg = *cfg;
-	c->sfd = c->tfd = c->lfd = c->cfd = c->wfd = -1;
+	c->sfd = c->tfd = c->lfd = c->cfd = c->wfd = c->watch_fd = -1;
 	for (int i = 0; i < MAX_CONNS; i++)
 		c->conns[i].fd = -1;
 	err = io_uring_queue_init(QUEUE_DEPTH, &c->ring, 0);

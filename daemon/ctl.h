@@ -76,6 +76,11 @@ struct ctl_stats {
 int ctl_create(const struct ctl_cfg *cfg, struct ctl **out);
 /* Control thread (e.g. in handle). */
 void ctl_get_stats(const struct ctl *c, struct ctl_stats *out);
+/*
+ * Before ctl_run: call fn(ctx) on the control thread whenever fd is
+ * readable (fn reads it).  One fd; mrocd's: address changes (netlink).
+ */
+void ctl_watch(struct ctl *c, int fd, void (*fn)(void *ctx));
 /* Serve until SIGTERM/SIGINT; returns the signal number that ended it. */
 int ctl_run(struct ctl *c);
 /* Drop every client connection (client_close for each): before the worker stops. */

@@ -103,6 +103,11 @@ static int check_mtu(struct mrocd *d, const struct nl_link *l)
 
 static void detach_all(struct mrocd *d)
 {
+	if (d->addr_mon >= 0) {
+		ctl_watch(d->ctl, -1, NULL);
+		close(d->addr_mon);
+		d->addr_mon = -1;
+	}
 	for (unsigned i = 0; i < d->nattached; i++)
 		xdp_prog_detach(d->prog, d->attached[i]);
 	d->nattached = 0;
@@ -185,7 +190,8 @@ static int host_addrs(struct mroc_addr *out, unsigned max)
  * interface's own MAC or not to one of the host's addresses: another host's
  * (a promiscuous bridge or macvlan port), broadcast, multicast.  The
  * addresses first, then the MACs that turn the check on.  Addresses added
- * later are taken at the next reload (SIGHUP).
+ * or removed later are taken when netlink tells (addrs_changed), and at
+ * every reload.
  */
 static int xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
 {
@@ -198,6 +204,23 @@ static int xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
 	for (unsigned i = 0; !err && macs && i < d->nattached; i++)
 		err = xdp_prog_set_mac(d->prog, d->attached[i], macs[i]);
 	return err;
+}
+
+/* An address came or went on some interface (netlink, control thread): the XDP program follows. */
+static void addrs_changed(void *ctx)
+{
+	struct mrocd *d = ctx;
+	int err;
+
+	if (nl_monitor_drain(d->addr_mon) <= 0 || !d->prog)
+		return;
+	err = xdp_filter(d, NULL);
+	if (err)
+		pr_warn_rl("our addresses changed, and setting them in the XDP program failed: %s; "
+			   "frames to new ones drop until the next change or reload",
+			   strerror(-err));
+	else
+		pr_debug("our addresses changed: the XDP program has them");
 }
 
 static int start_afxdp(struct mrocd *d)
@@ -265,6 +288,15 @@ static int start_afxdp(struct mrocd *d)
 			ac.ifs[ac.nifs].addr = ifs->v[i].address;
 			ac.ifs[ac.nifs++].queue = ifs->v[i].queues[q];
 		}
+	}
+	/* Opened before the addresses are read, so that no change falls between. */
+	err = nl_addr_monitor_open(&d->addr_mon);
+	if (err) {
+		d->addr_mon = -1;
+		pr_warn("no address change notifications (%s): frames to addresses added later "
+			"are dropped until a reload (SIGHUP)", strerror(-err));
+	} else {
+		ctl_watch(d->ctl, d->addr_mon, addrs_changed);
 	}
 	err = xdp_filter(d, macs);
 	if (err) {
@@ -638,6 +670,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 	d->cfg = *cfg;
 	snprintf(d->cfg_path, sizeof(d->cfg_path), "%s", cfg_path);
 	d->started_ns = mrocd_now_ns();
+	d->addr_mon = -1;
 	d->nworkers = 1;
 	for (unsigned k = 0; k < MROCD_MAX_WORKERS; k++) {
 		d->wk[k].d = d;

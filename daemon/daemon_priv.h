@@ -62,6 +62,7 @@ struct mrocd {
 	struct steer *steer;		/* which worker owns a packet (NULL with one) */
 	struct ctl *ctl;
 	uint64_t started_ns;
+	int addr_mon;			/* netlink: our addresses changed (AF_XDP); -1 = none */
 };
 
 /*

@@ -694,12 +694,9 @@ int nl_addr_first(struct nl *nl, int ifindex, int family, struct mroc_addr *out)
 
 /* ---- change notifications ------------------------------------------------------- */
 
-int nl_monitor_open(int *fd)
+static int monitor_open(int *fd, uint32_t groups)
 {
-	struct sockaddr_nl sa = {
-		.nl_family = AF_NETLINK,
-		.nl_groups = RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE,
-	};
+	struct sockaddr_nl sa = { .nl_family = AF_NETLINK, .nl_groups = groups };
 	int s = socket(AF_NETLINK, SOCK_RAW | SOCK_NONBLOCK | SOCK_CLOEXEC, NETLINK_ROUTE);
 
 	if (s < 0)
@@ -712,6 +709,16 @@ int nl_monitor_open(int *fd)
 	}
 	*fd = s;
 	return 0;
+}
+
+int nl_monitor_open(int *fd)
+{
+	return monitor_open(fd, RTMGRP_LINK | RTMGRP_IPV4_ROUTE | RTMGRP_IPV6_ROUTE);
+}
+
+int nl_addr_monitor_open(int *fd)
+{
+	return monitor_open(fd, RTMGRP_IPV4_IFADDR | RTMGRP_IPV6_IFADDR);
 }
 
 int nl_monitor_drain(int fd)

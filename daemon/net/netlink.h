@@ -120,6 +120,12 @@ int nl_addr_has(struct nl *nl, int ifindex, const struct mroc_addr *addr);
  * fd (the caller closes it), negative errno otherwise.
  */
 int nl_monitor_open(int *fd);
+/*
+ * The same for addresses added to or removed from any interface
+ * (RTNLGRP_IPV4_IFADDR, RTNLGRP_IPV6_IFADDR): mrocd keeps the XDP program's
+ * set of our addresses current with it.
+ */
+int nl_addr_monitor_open(int *fd);
 /* Reads every waiting notification; returns how many (lost ones count as one). */
 int nl_monitor_drain(int fd);
 
