@@ -86,6 +86,12 @@ static void print_memory(const json_t *st)
 			 fmt_bytes(a, sizeof(a), jget_u64(st, "locked_bytes")),
 			 lim < 0 ? "unlimited" : fmt_bytes(b, sizeof(b), (uint64_t)lim));
 		print_text(0, NULL, "pinned", l, NULL);
+	}
+	print_uint(0, "locked_bytes", NULL, jget_u64(st, "locked_bytes"));
+	print_text(0, "memlock_limit", NULL, NULL, json_integer(lim));
+	if (!json_object_get(st, "minor_faults"))
+		return;		/* a user's own view (scope uid) */
+	if (!print_is_json()) {
 		snprintf(l, sizeof(l), "%llu minor, %llu major (workers %llu, %llu)",
 			 (unsigned long long)jget_u64(st, "minor_faults"),
 			 (unsigned long long)jget_u64(st, "major_faults"),
@@ -93,8 +99,6 @@ static void print_memory(const json_t *st)
 			 (unsigned long long)jget_u64(st, "worker_major_faults"));
 		print_text(0, NULL, "page faults", l, NULL);
 	}
-	print_uint(0, "locked_bytes", NULL, jget_u64(st, "locked_bytes"));
-	print_text(0, "memlock_limit", NULL, NULL, json_integer(lim));
 	print_uint(0, "minor_faults", NULL, jget_u64(st, "minor_faults"));
 	print_uint(0, "major_faults", NULL, jget_u64(st, "major_faults"));
 	print_uint(0, "worker_minor_faults", NULL, jget_u64(st, "worker_minor_faults"));
@@ -136,8 +140,23 @@ static int status_show(struct cli *c)
 	else
 		print_text(0, NULL, "xdp_prog_id", "-", NULL);
 	print_uint(0, "udp_port", "udp_port", jget_u64(st, "udp_port"));
+	if (json_object_get(st, "scope")) {
+		/* A user who is no administrator: its own clients' counts, nothing of others'. */
+		char l[96];
+
+		snprintf(l, sizeof(l), "uid %llu's own clients and QPs (not an administrator)",
+			 (unsigned long long)jget_u64(st, "uid"));
+		print_text(0, NULL, "shown", l, NULL);
+		print_str(0, "scope", NULL, jget_str(st, "scope"));
+		print_uint(0, "uid", NULL, jget_u64(st, "uid"));
+	}
 	print_uint(0, "clients", "clients", jget_u64(st, "clients"));
 	print_uint(0, "qps", "qps", jget_u64(st, "qps"));
+	if (json_object_get(st, "scope")) {
+		print_memory(st);
+		json_decref(st);
+		return cli_print_end(c);
+	}
 	print_uint(0, "peers", "peers", jget_u64(st, "peers_known"));
 	if (!print_is_json()) {
 		char l[64];

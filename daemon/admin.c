@@ -18,8 +18,9 @@
  *   reload          re-read the configuration file (as SIGHUP), answer when done
  *
  * Who may ask what (#24 item 11, struct ctl_caller): an administrator
- * everything; any other user who may open the socket "status" and "config",
- * "qps" of its own clients' QPs only (another's QPN is "no QP", as one that
+ * everything; any other user who may open the socket "config", "status" with
+ * its own clients' counts in place of the daemon's totals ("scope": "uid": no
+ * peers, links, ports down, page faults), "qps" of its own clients' QPs only (another's QPN is "no QP", as one that
  * does not exist), "counters" of its own clients only (the group "clients",
  * "scope": "uid"); "links", "reload" and "counters_reset" are refused with
  * "permission denied" ("denied": true).
@@ -405,12 +406,21 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 		json_object_set_new(o, "xdp_mode", json_string(mode ? mode : "?"));
 	}
 	json_object_set_new(o, "udp_port", json_integer(d->cfg.network.udp_port));
+	json_object_set_new(o, "workers", json_integer(d->nworkers));
+	if (s->own_only) {
+		/* Not the daemon's totals: how many others use it, and with whom, is theirs. */
+		json_object_set_new(o, "scope", json_string("uid"));
+		json_object_set_new(o, "uid", json_integer(s->uid));
+		json_object_set_new(o, "qps", json_integer(s->own.qps));
+		json_object_set_new(o, "clients", json_integer(s->own.clients));
+		json_object_set_new(o, "locked_bytes", json_integer((json_int_t)s->own.locked_bytes));
+		return o;
+	}
 	json_object_set_new(o, "peers_known", json_integer(s->npeers));
 	json_object_set_new(o, "qps", json_integer(s->qps_total));
 	json_object_set_new(o, "clients", json_integer(s->cls.clients));
 	json_object_set_new(o, "links", json_integer(s->nlinks));
 	json_object_set_new(o, "links_up", json_integer(up));
-	json_object_set_new(o, "workers", json_integer(d->nworkers));
 	memory_info(o, d, s);
 	/* (peer, port) pairs counted down now over every worker, and how often that happened */
 	if (!strcmp(be->ops->name, "af_xdp")) {

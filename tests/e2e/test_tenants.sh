@@ -113,7 +113,15 @@ for cmd in "config reload" "counters reset" "link show"; do
 	grep -q "^mroc-cli: permission denied: " "$E2E_DIR/cli.out" ||
 		fail "mroc-cli $cmd as nobody: want \"permission denied: ...\": $(cat "$E2E_DIR/cli.out")"
 done
-e2e_as_nobody "$CLI" -S "$E2E_DIR/b.admin" status >/dev/null || fail "mroc-cli status as nobody"
+r=$(nobody_admin '{"version":1,"cmd":"status"}')
+jq -e '.ok and .scope == "uid" and .uid == 65534 and .clients == 1 and .qps == 2 and
+       .peers_known == null and .links == null and .minor_faults == null' <<<"$r" >/dev/null ||
+	fail "nobody's status: want its own clients' counts, not the daemon's: $r"
+jq -e '.scope == null and .qps >= 4 and .peers_known >= 1' <<<"$(e2e_admin b status)" >/dev/null ||
+	fail "root's status: want the daemon's totals: $(e2e_admin b status)"
+e2e_as_nobody "$CLI" -S "$E2E_DIR/b.admin" status >"$E2E_DIR/cli.out" 2>&1 &&
+	grep -q "uid 65534's own clients" "$E2E_DIR/cli.out" && ! grep -q '^ *peers' "$E2E_DIR/cli.out" ||
+	fail "mroc-cli status as nobody: $(cat "$E2E_DIR/cli.out")"
 "$CLI" -S "$E2E_DIR/b.admin" counters reset >/dev/null || fail "mroc-cli counters reset as root"
 if [ -n "$ADM_GID" ]; then
 	ip netns exec "$NS_B" setpriv --reuid=65534 --regid=65534 --groups="$ADM_GID" -- \
@@ -125,7 +133,7 @@ if [ -n "$ADM_GID" ]; then
 		fail "a member of daemon.admin_group does not see every QP: $r"
 fi
 wait $own $rootq
-ok "admin socket: nobody sees its 2 QPs and its own counters, not QP $link (mrocd's) nor $other" \
+ok "admin socket: nobody sees its 2 QPs, its own counters and status, not QP $link (mrocd's) nor $other" \
 	"(root's); reload, counters reset, link show: \"permission denied\"; root${ADM_GID:+ and group adm} see all"
 
 # ---- item 12: one user's share -------------------------------------------------------------
