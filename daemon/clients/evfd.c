@@ -125,6 +125,18 @@ static void reap(struct evfd_signaller *s)
 		s->unreaped -= (unsigned int)n < s->unreaped ? (unsigned int)n : s->unreaped;
 }
 
+void evfd_signaller_reap(struct evfd_signaller *s)
+{
+	unsigned int before;
+
+	if (!s || !s->ctx)
+		return;
+	do {
+		before = s->unreaped;
+		reap(s);
+	} while (s->unreaped && s->unreaped < before);
+}
+
 /*
  * A poll for POLLOUT on our always-writable eventfd completes at once, and
  * its completion signals the client's eventfd (IOCB_FLAG_RESFD) from inside

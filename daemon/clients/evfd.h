@@ -31,6 +31,11 @@ struct evfd_signaller;
 int evfd_signaller_create(struct evfd_signaller **out);
 void evfd_signaller_destroy(struct evfd_signaller *s);
 /*
+ * Collect every completion the kernel holds for s, as if it were new
+ * (tests/fuzz/fuzz_client.c hands one to every input's clients table).
+ */
+void evfd_signaller_reap(struct evfd_signaller *s);
+/*
  * Add 1 to the eventfd fd (checked by evfd_check), never blocking.  0 or
  * -errno.  Where the kernel has no AIO (io_setup failed), falls back to a
  * write(2) relying on O_NONBLOCK, which a hostile client could clear.

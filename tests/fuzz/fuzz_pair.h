@@ -51,17 +51,28 @@ static inline void fuzz_pair_config(struct engine_config *ca, struct engine_conf
 	cb->seed = 2;			/* as pair_new's defaults: B with another seed */
 }
 
-/* Two engines in security mode sec, connected. */
+/*
+ * Two engines in security mode sec, connected.  f zeroed: built; f set up
+ * before: the same pair and buffers reset (pair_reset) and set up again,
+ * which gives what a new one would (the same QPNs, keys, sequence numbers
+ * and buffer contents) without the allocations: fuzz_engine_rx checks that.
+ */
 static inline void fuzz_pair_setup(struct fuzz_pair *f, uint8_t sec)
 {
 	uint32_t rights = ENGINE_ACCESS_ALL;
 	struct engine_config ca, cb;
 
 	fuzz_pair_config(&ca, &cb, sec);
-	f->p = pair_new(&ca, &cb);
+	if (f->p)
+		pair_reset(f->p, &ca, &cb);
+	else
+		f->p = pair_new(&ca, &cb);
 	pair_connect(f->p, NULL, NULL, FUZZ_SERVICE);
 	for (int side = 0; side < 2; side++) {
-		f->mem[side] = pair_mem_new(f->p, side, FUZZ_MEM_LEN, 1, rights);
+		if (f->mem[side])
+			pair_mem_register(f->p, f->mem[side]);
+		else
+			f->mem[side] = pair_mem_new(f->p, side, FUZZ_MEM_LEN, 1, rights);
 		for (uint32_t i = 0; i < FUZZ_RECVS; i++)
 			pair_post_recv(f->p, side, 100 + i, f->mem[side]->lkey,
 				       (uint64_t)i * 4096, 4096);

@@ -119,7 +119,7 @@ static void engine_seeds(void)
 	/* The connection itself: recorded on a pair set up alike. */
 	r.n = 0;
 	fuzz_pair_config(&ca, &cb, MROC_SEC_NONE);
-	f.p = pair_new(&ca, &cb);
+	f = (struct fuzz_pair){ .p = pair_new(&ca, &cb) };
 	f.p->filter = record;
 	f.p->filter_arg = &r;
 	pair_connect(f.p, NULL, NULL, FUZZ_SERVICE);
@@ -132,6 +132,7 @@ static void engine_seeds(void)
 			.len = ops[i].len, .raddr = 8192, .imm = 0x1234,
 		};
 
+		f = (struct fuzz_pair){ 0 };	/* a new pair each, as the harness's check has */
 		fuzz_pair_setup(&f, MROC_SEC_NONE);
 		wr.lkey = f.mem[PAIR_A]->lkey;
 		wr.rkey = f.mem[PAIR_B]->rkey;

@@ -40,11 +40,9 @@ struct engine_qp_attr pair_test_attr(void)
 	};
 }
 
-struct pair *pair_new(const struct engine_config *a, const struct engine_config *b)
+/* The engines and clocks of a zeroed pair (pair_new, pair_reset). */
+static void pair_init(struct pair *p, const struct engine_config *a, const struct engine_config *b)
 {
-	struct pair *p = calloc(1, sizeof(*p));
-
-	assert_non_null(p);
 	if (a) {
 		p->s[PAIR_A].cfg = *a;
 	} else {
@@ -62,7 +60,41 @@ struct pair *pair_new(const struct engine_config *a, const struct engine_config 
 	}
 	p->now = PAIR_T0;
 	pair_set_clock(p, PAIR_B, PAIR_SKEW_NS, PAIR_SKEW_PPM);
+}
+
+struct pair *pair_new(const struct engine_config *a, const struct engine_config *b)
+{
+	struct pair *p = calloc(1, sizeof(*p));
+
+	assert_non_null(p);
+	pair_init(p, a, b);
 	return p;
+}
+
+void pair_reset(struct pair *p, const struct engine_config *a, const struct engine_config *b)
+{
+	struct pair_mem *mems[PAIR_MAX_MEMS];
+	struct pair_wire wire[2];
+	unsigned nmems = p->nmems;
+
+	engine_destroy(p->s[PAIR_A].eng);
+	engine_destroy(p->s[PAIR_B].eng);
+	free(p->cap);
+	memcpy(mems, p->mems, sizeof(mems));
+	memcpy(wire, p->wire, sizeof(wire));
+	/* Everything else as calloc left it: no field of a past run survives. */
+	memset(p, 0, sizeof(*p));
+	memcpy(p->mems, mems, sizeof(mems));
+	p->nmems = nmems;
+	for (int i = 0; i < 2; i++) {
+		p->wire[i].q = wire[i].q;
+		p->wire[i].due = wire[i].due;
+	}
+	for (unsigned i = 0; i < nmems; i++) {
+		pair_mem_reset(mems[i]);
+		mems[i]->lkey = mems[i]->rkey = 0;
+	}
+	pair_init(p, a, b);
 }
 
 void pair_set_clock(struct pair *p, int side, int64_t offset, int32_t ppm)
@@ -471,11 +503,19 @@ struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint32_t p
 	assert_non_null(m->base);
 	m->buf = m->base + PAIR_GUARD_LEN;
 	m->len = len;
+	m->side = side;
+	m->pd = pd;
+	m->access = access;
 	p->mems[p->nmems++] = m;
 	pair_mem_reset(m);
-	assert_int_equal(engine_mr_register(p->s[side].eng, pd, m->buf, len, access, &m->lkey,
-					    &m->rkey), 0);
+	pair_mem_register(p, m);
 	return m;
+}
+
+void pair_mem_register(struct pair *p, struct pair_mem *m)
+{
+	assert_int_equal(engine_mr_register(p->s[m->side].eng, m->pd, m->buf, m->len, m->access,
+					    &m->lkey, &m->rkey), 0);
 }
 
 void pair_mem_fill(struct pair_mem *m, uint32_t seed)

@@ -77,6 +77,8 @@ struct pair_mem {
 	uint8_t *buf;
 	uint64_t len;
 	uint32_t lkey, rkey;
+	int side;			/* registered there with pd and access */
+	uint32_t pd, access;
 };
 
 /* Packets on the wire when a direction has a delay (pair_set_delay). */
@@ -132,6 +134,15 @@ struct engine_qp_attr pair_test_attr(void);
 /* Two engines; NULL configs take pair_test_config() (B with another seed). */
 struct pair *pair_new(const struct engine_config *a, const struct engine_config *b);
 void pair_free(struct pair *p);
+/*
+ * p as pair_new(a, b) makes it, for a harness that runs many inputs on one
+ * pair (tests/fuzz): new engines of these configs, the clocks, logs,
+ * counters, wires (emptied, no delay), no filter, no capture.  The buffers
+ * pair_mem_new made are kept, refilled with canary and registered with no
+ * engine: pair_mem_register each again, in the order they were made and at
+ * the same point of the set-up, to get the same keys.
+ */
+void pair_reset(struct pair *p, const struct engine_config *a, const struct engine_config *b);
 
 /* Create a QP on side; asserts success. */
 uint32_t pair_qp_create(struct pair *p, int side, const struct engine_qp_attr *attr);
@@ -206,6 +217,8 @@ int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint
 
 /* Allocate len bytes (and guards) filled with PAIR_CANARY and register them on side. */
 struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint32_t pd, uint32_t access);
+/* Register m again on its side (after pair_reset), with its pd and access: new keys. */
+void pair_mem_register(struct pair *p, struct pair_mem *m);
 /* Byte i of pattern `seed`: what tests write and expect to find. */
 static inline uint8_t pair_pattern(uint32_t seed, uint64_t i)
 {
