@@ -2,7 +2,8 @@
 /*
  * MetaRoCE's window algorithm, per path (cc_metaroce).  Each signal moves the
  * window on its own:
- *  - growth: slow start, then one packet per window;
+ *  - growth: slow start, then one packet per window, only while the window
+ *    limits the sender (window_limited);
  *  - ECN: DCTCP's alpha (the marked fraction, g = 1/16 per round) and a cut
  *    of alpha/2 once per marked round;
  *  - delay (delay_target_ns > 0): the smallest RTT of a round above the
@@ -17,8 +18,13 @@
  *    packets; a marked round the delay floor holds still gets ECN's cut;
  *  - loss: a burst (loss_md_pkts in a round) halves the window once per
  *    window of data, single random drops do not (the fabric is lossy, not
- *    congested, when one packet in a hundred goes);
- *  - timeout: one packet.
+ *    congested, when one packet in a hundred goes); a burst on a fabric
+ *    that marks CE, with no CE and no delay to back it up, is random loss
+ *    and cuts 1/8 (loss_uncorroborated);
+ *  - timeout: one packet (path.c undoes it when the next ACK shows it
+ *    needless).
+ * The RoCEv2 baseline's classic window (mode.h) grows without validation,
+ * halves for every burst and undoes no timeout.
  */
 #include "internal.h"
 
@@ -64,11 +70,31 @@ static void mr_init(const struct engine *eng, struct path *p)
 	clamp_pwnd(eng, p);
 }
 
+/*
+ * Congestion-window validation (RFC 7661's idea; not for a mode's classic
+ * window, mode.h): a window grows only while it limits the sender, judged by
+ * the most it had in flight when an ACK came, this round or the last.  In
+ * slow start half of it in flight is enough (the next round doubles what
+ * flies); after, all of it but one packet.  A window the sender never
+ * fills proves nothing about the path: one 4 KiB WRITE at a time grew one
+ * to 256 packets (issue #23).
+ */
+static bool window_limited(const struct engine *eng, const struct path *p)
+{
+	uint32_t used = p->flight_max > p->flight_max_prev ? p->flight_max : p->flight_max_prev;
+
+	if (p->classic)
+		return true;
+	if (p->pwnd < p->ssthresh)
+		return 2 * (uint64_t)used >= p->pwnd;
+	return (uint64_t)used + eng->seg_bytes >= p->pwnd;
+}
+
 static void mr_on_ack(const struct engine *eng, struct path *p, uint32_t acked, uint32_t ce_delta)
 {
 	if (ce_delta && p->pwnd < p->ssthresh)
 		p->ssthresh = p->pwnd;	/* congestion seen: leave slow start */
-	if (!acked)
+	if (!acked || !window_limited(eng, p))
 		return;
 	if (p->pwnd < p->ssthresh)
 		p->pwnd += acked;
@@ -178,14 +204,32 @@ static void mr_on_round(const struct engine *eng, struct path *p, uint32_t ce_fr
 		cut(eng, p, p->alpha, 2 * (uint64_t)FIX_ONE);
 }
 
+/*
+ * A loss burst nothing else backs up: the path's fabric marks CE where it
+ * queues (the path has seen CE), yet neither this round nor the last was
+ * marked, and the round's RTT stays within the delay limit.  The queue
+ * that would drop would have marked first: the fabric loses packets at
+ * random.
+ */
+static bool loss_uncorroborated(const struct engine *eng, const struct path *p)
+{
+	if (p->classic || !p->st_ce || p->round_ce || p->round_had_ce)
+		return false;
+	return !p->min_rtt || !p->round_min_rtt || p->round_min_rtt <= delay_limit(eng, p);
+}
+
 static void mr_on_loss(const struct engine *eng, struct path *p, uint32_t psn)
 {
-	/* Single random drops are not congestion; a burst within a round is. */
-	if (p->round_lost >= eng->cfg.loss_md_pkts && seq_le(p->recover_psn, psn)) {
-		cut(eng, p, 1, 2);
-		p->recover_psn = p->next_psn;
-		p->cut_this_round = true;
+	/* Single random drops are not congestion; a burst within a round may be. */
+	if (p->round_lost < eng->cfg.loss_md_pkts || !seq_le(p->recover_psn, psn))
+		return;
+	p->recover_psn = p->next_psn;
+	if (loss_uncorroborated(eng, p)) {
+		cut(eng, p, 1, 8);
+		return;		/* ECN's and delay's cuts of the round still apply */
 	}
+	cut(eng, p, 1, 2);
+	p->cut_this_round = true;
 }
 
 static void mr_on_rto(const struct engine *eng, struct path *p)

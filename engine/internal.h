@@ -82,6 +82,12 @@ struct path {
 	/* delay signal: rounds in a row it cut, the window and RTT when the streak began */
 	uint32_t dly_streak, dly_ref_pwnd;
 	uint64_t dly_ref_rtt;
+	bool classic;		/* its mode's classic_window (mode.h) */
+	/* window validation: the most in flight when an ACK came, this round and the last */
+	uint32_t flight_max, flight_max_prev;
+	/* Eifel's undo: the window before the first RTO since the last ACK (undo_ok) */
+	bool undo_ok;
+	uint32_t undo_pwnd;
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */
@@ -460,7 +466,8 @@ int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t
 /* path.c */
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, uint64_t now);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
-bool path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now);
+bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
+		  uint64_t now);
 void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,

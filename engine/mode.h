@@ -24,6 +24,12 @@ struct mode_ops {
 	bool tail_probe;	/* send tail-loss probes before the RTO proper */
 	bool rtx_queue;		/* a lost DSN is queued on its own (else the go-back resends it) */
 	bool repath;		/* a path leaves a dead route for a new source port (9.8) */
+	/*
+	 * The window rules the RoCEv2 baseline was measured with: windows grow
+	 * without validation (9.1), every loss burst halves (9.3), no RTO is
+	 * undone (9.4).  The yardstick stays where it was.
+	 */
+	bool classic_window;
 	/* Receiver, before the window checks: the sender's floor (may be NULL). */
 	void (*rx_floor)(struct rx_path *rp, const struct mroc_data_hdr *d);
 	/* Receiver, after them: 0 to take the PSN, else -errno (counted; an ACK or NAK is owed). */

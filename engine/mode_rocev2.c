@@ -95,6 +95,7 @@ const struct mode_ops mode_rocev2 = {
 	.tail_probe = false,
 	.rtx_queue = false,
 	.repath = false,	/* a RoCE NIC keeps its QP's source port */
+	.classic_window = true,
 	.rx_order = rx_order,
 	.on_seq_nak = go_back,
 	.on_timeout = on_timeout,

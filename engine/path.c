@@ -73,6 +73,7 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, ui
 	p->next_psn = p->floor = p->psn_hw = qp->isn_psn;
 	p->rto = eng->cfg.rto_init_ns;
 	p->echo_lo = now;	/* nothing was sent on it before */
+	p->classic = qp->mops->classic_window;
 	restart_window(eng, p);
 }
 
@@ -225,11 +226,44 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
 }
 
 /*
+ * An RTO the next ACK showed needless (Eifel's response, RFC 4015): the
+ * path was slow, not dead.  Only the first RTO since the last ACK is
+ * undone: after a second one, the probe sent between them may be what the
+ * ACK echoes.  The threshold goes back to the window before the RTO, and
+ * the window to what is in flight plus the initial window, so the path
+ * slow-starts back to where it was within a few RTTs rather than sending
+ * a whole window at once (what the RTO declared lost left the flight and
+ * is resent anyway).  The backoff ends, the path carries data again
+ * instead of probes only, and if the RTO moved it, it goes back to the
+ * port the ACK came over (unless a sibling took that port since).
+ */
+static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
+{
+	bool clash = false;
+
+	p->ssthresh = (uint32_t)max_u64(p->ssthresh, p->undo_pwnd);
+	p->pwnd = (uint32_t)min_u64(max_u64(p->pwnd, (uint64_t)p->inflight +
+					    eng->cfg.init_pwnd_pkts * eng->seg_bytes),
+				    p->ssthresh);
+	p->backoff = 0;
+	p->probe_at = 0;
+	p->state = PATH_ACTIVE;
+	if (p->repath_why != ENGINE_REPATH_TIMEOUT || p->last_repath != p->rto_fired_at ||
+	    !p->prev_sport)
+		return;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		clash |= &qp->paths[i] != p && qp->paths[i].sport == p->prev_sport;
+	if (!clash)
+		p->sport = p->prev_sport;
+}
+
+/*
  * Every ACK's echo, also one that acknowledges nothing new (the packets it
  * answers were declared lost by an RTO while the peer was stalled): the
  * late ones are exactly the samples that show a stall.  It also settles
  * whether the path's last RTO was needed (Eifel's test, RFC 3522): an ACK
- * that echoes a packet sent before the RTO shows the peer had it.
+ * that echoes a packet sent before the RTO shows the peer had it, and the
+ * RTO is undone (rto_undo).
  *
  * An echo is a send time of ours: one from the future, or from before
  * anything the path still tracks (its start, or the newest acknowledged
@@ -238,7 +272,8 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
  * echoed the receiver's own clock, and held every path's RTO near rto_max
  * for a minute (issue #23, finding 4); any peer could send one.
  */
-bool path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t now)
+bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
+		  uint64_t now)
 {
 	uint64_t rtt = (uint32_t)((uint32_t)now - ts_echo);
 
@@ -256,9 +291,13 @@ bool path_on_echo(struct engine *eng, struct path *p, uint32_t ts_echo, uint64_t
 	if (rtt > eng->rtt_max_cur)
 		eng->rtt_max_cur = rtt;
 	if (p->rto_fired_at) {
-		if ((int32_t)((uint32_t)p->rto_fired_at - ts_echo) > 0)
+		if ((int32_t)((uint32_t)p->rto_fired_at - ts_echo) > 0) {
 			eng->st.c[EC_RTO_SPURIOUS]++;
+			if (p->undo_ok && !p->classic)
+				rto_undo(eng, qp, p);
+		}
 		p->rto_fired_at = 0;
+		p->undo_ok = false;
 	}
 	return true;
 }
@@ -297,6 +336,8 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	}
 	p->round_start = now;
 	p->round_had_ce = p->round_ce != 0;
+	p->flight_max_prev = p->flight_max;
+	p->flight_max = 0;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
 	p->round_min_rtt = 0;
@@ -330,6 +371,9 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 {
 	p->st_timeouts++;
 	eng->st.c[EC_RTO]++;
+	/* The first RTO since the last ACK can be undone (rto_undo), a second cannot. */
+	p->undo_ok = !p->rto_fired_at;
+	p->undo_pwnd = p->pwnd;
 	p->rto_fired_at = now ? now : 1;
 	p->backoff++;
 	eng->cc->on_rto(eng, p);

@@ -314,13 +314,16 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	}
 	p = &qp->paths[pkt->hdr.path_id];
 	qp->last_progress = now;
+	/* In flight as the ACK came: whether the window limits the sender (cc_window.c). */
+	if (p->inflight > p->flight_max)
+		p->flight_max = p->inflight;
 
 	on_nak(eng, qp, p, a, now);
 	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
 		return 0;
 
 	bytes = walk_sack(eng, qp, p, a, &newest, now);
-	echo_ok = path_on_echo(eng, p, a->ts_echo, now);
+	echo_ok = path_on_echo(eng, qp, p, a->ts_echo, now);
 	if (bytes) {
 		bool first = !p->srtt;
 

@@ -516,6 +516,55 @@ static void test_stall_learned(void **state)
 	free(st);
 }
 
+/*
+ * Eifel's response (RFC 4015, issue #23): the stall's RTO was needless, so
+ * the late ACKs undo it: every path that timed out has its window back
+ * (not the one packet an RTO leaves), carries data again (not probes only)
+ * and leaves by the port it had before the RTO moved it.
+ */
+static void test_stall_undone(void **state)
+{
+	struct engine_qp_attr qa = attr_of(4, 0xa), qb = attr_of(4, 0xb);
+	struct fx *f = fx_open(state, NULL, NULL, &qa, &qb);
+	struct stall *st = calloc(1, sizeof(*st));
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 256 * 1024, 0);
+	struct engine_path_info pi[4], after;
+	unsigned timed_out = 0;
+
+	assert_non_null(st);
+	f->x.p->filter = hold_b;
+	f->x.p->filter_arg = st;
+	st->hold = true;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run_for(f->x.p, 2 * PAIR_MS);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO) >= 1);
+	for (unsigned i = 0; i < qa.npaths; i++)
+		assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, i,
+						  &pi[i]), 0);
+	st->hold = false;
+	for (unsigned i = 0; i < st->n; i++)
+		pair_deliver(f->x.p, &st->pkts[i]);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO_SPURIOUS) >= 1);
+	for (unsigned i = 0; i < qa.npaths; i++) {
+		if (!pi[i].timed_out || pi[i].timeouts != 1)
+			continue;
+		timed_out++;
+		assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, i,
+						  &after), 0);
+		print_message("path %u: window %u -> %u bytes, port %u -> %u\n", i,
+			      pi[i].pwnd_bytes, after.pwnd_bytes, pi[i].sport, after.sport);
+		assert_false(after.timed_out);
+		assert_int_equal(after.backoff, 0);
+		assert_true(after.pwnd_bytes > pi[i].pwnd_bytes);
+		assert_int_equal(after.sport, pi[i].prev_sport);
+	}
+	assert_true(timed_out >= 1);
+	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 256 * 1024);
+	free(st);
+}
+
 /* ---- dead peer and retry count -------------------------------------------------- */
 
 static bool drop_from_b(struct pair *p, struct pair_pkt *pkt, void *arg)
@@ -1007,6 +1056,7 @@ int main(void)
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),
 		T(test_stall_learned),
+		T(test_stall_undone),
 		T(test_new_path_probe),
 		T(test_nak_echo_clock_ahead),
 		T(test_nak_echo_clock_behind),
