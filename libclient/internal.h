@@ -89,6 +89,12 @@ struct mroc_qp {
 
 	_Alignas(MROC_CACHE_LINE) struct ring_view cq;	/* consumer */
 	struct libmroc_spin poll_spin;	/* mroc_poll_cq's empty streak */
+	/*
+	 * The completion channel, as this side knows it: armed (set by an arm,
+	 * cleared by a disarm) and a signal owed (mrocd took an arm, which it
+	 * signals once, and no read has drained it yet).  See mroc_ack_notify.
+	 */
+	bool armed, signal_owed;
 	/* Completions taken off the CQ by mroc_qp_wait_connected, returned first by mroc_poll_cq. */
 	struct mroc_wc *stash;
 	uint32_t stash_head, stash_cnt, stash_cap;

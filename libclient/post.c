@@ -132,10 +132,13 @@ void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
 
 /* This thread's last yield on an empty poll (spin.h: one per LIBMROC_YIELD_EVERY_NS). */
 static _Thread_local int64_t last_yield = -1;
+/* When this thread's last poll found a completion, on any QP (< 0: never). */
+static _Thread_local int64_t last_work = -1;
 
 /*
  * An empty poll: -ENOTCONN if mrocd is gone; past the QP's spin budget, give
- * the CPU away, unless this thread did a moment ago (polling other QPs).
+ * the CPU away, unless this thread did a moment ago (polling other QPs), or
+ * it is not idle (spin.h, libmroc_thread_idle), or the QP's channel is armed.
  */
 static int poll_empty(struct mroc_qp *qp)
 {
@@ -143,8 +146,13 @@ static int poll_empty(struct mroc_qp *qp)
 
 	if (libmroc_ctx_gone(qp->ctx, now))
 		return -ENOTCONN;
-	if (libmroc_spin_empty(&qp->poll_spin, now) != LIBMROC_SPIN_POLL &&
-	    libmroc_yield_due(&last_yield, now))
+	if (libmroc_spin_empty(&qp->poll_spin, now) == LIBMROC_SPIN_POLL ||
+	    !libmroc_thread_idle(last_work, now, qp->poll_spin.spin_ns))
+		return 0;
+	/* Armed: the caller looks once more before it sleeps on the channel (mroc_req_notify). */
+	if (qp->armed)
+		return 0;
+	if (libmroc_yield_due(&last_yield, now))
 		sched_yield();
 	return 0;
 }
@@ -174,6 +182,7 @@ int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max)
 	if (n + avail == 0)
 		return max ? poll_empty(qp) : 0;
 	libmroc_spin_reset(&qp->poll_spin);
+	last_work = libmroc_now_ns();
 	for (int i = 0; i < avail; i++)
 		libmroc_cqe_to_wc(qp, ring_cons_slot(&qp->cq, i), &wc[n + i]);
 	ring_cons_release(&qp->cq, avail);
@@ -187,6 +196,33 @@ int mroc_cq_fd(const struct mroc_qp *qp)
 	return qp ? qp->cq_fd : -EINVAL;
 }
 
+/*
+ * The channel's flag: each arm mrocd takes (clears) it signals once.  Seen
+ * down at our next arm or disarm, an arm of ours was taken: a signal is owed
+ * to the next read.
+ */
+static void cq_flag_seen(struct mroc_qp *qp, uint32_t old, bool armed)
+{
+	if (qp->armed && !(old & MROC_RING_ARMED))
+		qp->signal_owed = true;
+	qp->armed = armed;
+}
+
+/* Arm, then look once more: true if the CQ is still empty (ring.h's pairing). */
+static bool cq_arm(struct mroc_qp *qp)
+{
+	uint32_t old;
+	bool empty = ring_cons_prepare_sleep_old(&qp->cq, MROC_RING_ARMED, &old);
+
+	cq_flag_seen(qp, old, true);
+	return empty;
+}
+
+static void cq_disarm(struct mroc_qp *qp)
+{
+	cq_flag_seen(qp, ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED), false);
+}
+
 int mroc_req_notify(struct mroc_qp *qp)
 {
 	bool empty;
@@ -194,20 +230,33 @@ int mroc_req_notify(struct mroc_qp *qp)
 	if (!qp)
 		return -EINVAL;
 	/* Armed in any case: a caller that sleeps anyway is woken by the next one. */
-	empty = ring_cons_prepare_sleep(&qp->cq, MROC_RING_ARMED);
+	empty = cq_arm(qp);
 	return empty && !qp->stash_cnt ? 0 : 1;
 }
 
+/*
+ * Disarm and drain the counter.  The read is made only when mrocd took the
+ * flag (it signals once for each arm it takes) or an earlier signal is still
+ * owed (it takes the flag in its loop and writes the fd at the loop's end, so
+ * a read in between finds nothing yet): a sleeper that disarms all of its
+ * QPs after a wake-up pays a system call for those that fired only.
+ */
 int mroc_ack_notify(struct mroc_qp *qp)
 {
 	uint64_t cnt;
 
 	if (!qp)
 		return -EINVAL;
-	ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
-	/* Drain the counter; EAGAIN: nothing was signalled (a spurious wake-up). */
-	if (read(qp->cq_fd, &cnt, sizeof(cnt)) < 0 && errno != EAGAIN)
-		return -errno;
+	cq_disarm(qp);
+	if (!qp->signal_owed)
+		return 0;	/* no arm was taken: nothing was or will be signalled */
+	if (read(qp->cq_fd, &cnt, sizeof(cnt)) < 0) {
+		if (errno != EAGAIN)
+			return -errno;
+		qp->signal_owed = true;	/* taken, not written yet: the next ack reads */
+		return 0;
+	}
+	qp->signal_owed = false;
 	return 0;
 }
 
@@ -246,8 +295,8 @@ int libmroc_cq_sleep(struct mroc_qp *qp, int64_t deadline)
 
 	if (atomic_load_explicit(&qp->ctx->dead, memory_order_relaxed))
 		return -ENOTCONN;
-	if (!ring_cons_prepare_sleep(&qp->cq, MROC_RING_ARMED)) {
-		ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
+	if (!cq_arm(qp)) {
+		cq_disarm(qp);
 		return 0;
 	}
 	do
@@ -259,7 +308,7 @@ int libmroc_cq_sleep(struct mroc_qp *qp, int64_t deadline)
 		errno = ENOTCONN;
 	}
 	if (n <= 0 || !(pfd[0].revents & POLLIN)) {
-		ring_cons_clear_flag(&qp->cq, MROC_RING_ARMED);
+		cq_disarm(qp);
 		return n < 0 ? -errno : n == 0 ? -ETIMEDOUT : 0;
 	}
 	return mroc_ack_notify(qp);

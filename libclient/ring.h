@@ -141,9 +141,18 @@ static inline bool ring_cons_prepare_sleep(struct ring_view *r, uint32_t flag)
 	return atomic_load_explicit(ring_prod(r), memory_order_acquire) == r->head;
 }
 
-static inline void ring_cons_clear_flag(struct ring_view *r, uint32_t flag)
+/* The same, and *old: the flags before (was flag still up from the last time?). */
+static inline bool ring_cons_prepare_sleep_old(struct ring_view *r, uint32_t flag, uint32_t *old)
 {
-	atomic_fetch_and_explicit(ring_flags(r), ~flag, memory_order_relaxed);
+	*old = atomic_fetch_or_explicit(ring_flags(r), flag, memory_order_relaxed);
+	atomic_thread_fence(memory_order_seq_cst);
+	return atomic_load_explicit(ring_prod(r), memory_order_acquire) == r->head;
+}
+
+/* Returns the flags before. */
+static inline uint32_t ring_cons_clear_flag(struct ring_view *r, uint32_t flag)
+{
+	return atomic_fetch_and_explicit(ring_flags(r), ~flag, memory_order_relaxed);
 }
 
 /* After ring_prod_commit: must the producer signal the consumer's fd? */

@@ -91,4 +91,18 @@ static inline bool libmroc_yield_due(int64_t *last, int64_t now)
 	return true;
 }
 
+/*
+ * Whether a thread whose last poll that found work was at last_work (< 0:
+ * never) is idle at now, with budget spin_ns: only an idle thread yields.
+ * The streak of spin.h is per QP, and a thread sweeping many QPs finds each
+ * one empty for far longer than the budget even while it takes completions
+ * from the others every few microseconds: it yielded once per sweep (4
+ * clients x 64 QPs of mroc-perf --sleep: 16 yields and 15 context switches
+ * per completion, each client always runnable beside the daemon's workers).
+ */
+static inline bool libmroc_thread_idle(int64_t last_work, int64_t now, int64_t spin_ns)
+{
+	return last_work < 0 || now < last_work || now - last_work >= spin_ns;
+}
+
 #endif

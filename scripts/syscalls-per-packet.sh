@@ -44,7 +44,8 @@ e2e_wait a qps "[.qps[] | select(.tx_bytes > 0)] | length >= $((C * Q))" 40 ||
 sleep 1
 EV=raw_syscalls:sys_enter,syscalls:sys_enter_io_submit,syscalls:sys_enter_write
 EV=$EV,syscalls:sys_enter_ppoll,syscalls:sys_enter_poll,syscalls:sys_enter_sched_yield
-EV=$EV,syscalls:sys_enter_sendto,context-switches,instructions
+EV=$EV,syscalls:sys_enter_sendto,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_read
+EV=$EV,context-switches,task-clock,instructions
 # The counters are read inside perf's window, at its ends: the same window for both.
 ADMIN="{\"version\":1,\"cmd\":\"counters\"}"
 perf stat -x, -e "$EV" -p "$(e2e_pid a)" -o "$E2E_DIR/daemon" -- bash -c \
@@ -69,6 +70,6 @@ echo "|---|---|---|---|---|"
 for f in daemon clients; do
 	grep -v '^#' "$E2E_DIR/$f" | grep . | awk -F, -v c="$cqes" -v t="$txd" -v f=$f '{
 		sub(/syscalls:sys_enter_|raw_syscalls:/, "", $3)
-		if ($1 ~ /^[0-9]+$/) printf "| %s | %s | %s | %.4f | %.4f |\n", f, $3, $1, $1 / (c ? c : 1), $1 / (t ? t : 1)
+		if ($1 ~ /^[0-9.]+$/) printf "| %s | %s | %s | %.4f | %.4f |\n", f, $3, $1, $1 / (c ? c : 1), $1 / (t ? t : 1)
 		else printf "| %s | %s | %s | - | - |\n", f, $3, $1 }'
 done

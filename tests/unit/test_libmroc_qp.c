@@ -511,6 +511,46 @@ static void test_notify(void **state)
 	assert_int_equal(mroc_ack_notify(NULL), -EINVAL);
 }
 
+/*
+ * mroc_ack_notify reads the eventfd only for an arm mrocd took (issue #22:
+ * a sleeper on many QPs disarms them all after each wake-up, a read per QP
+ * that fired only), and still drains a signal that mrocd writes after the
+ * ack (it takes the flag in its loop and writes the fd at the loop's end).
+ */
+static void test_notify_reads_taken_arms(void **state)
+{
+	struct mroc_wc wc[4];
+	uint64_t one = 1, cnt;
+	int fd;
+
+	env_qp(0, 0);
+	fd = mroc_cq_fd(E.qp);
+	/* Not taken: disarmed without a read (a count written by hand stays). */
+	assert_int_equal(mroc_req_notify(E.qp), 0);
+	assert_int_equal(write(E.fq->cq_fd, &one, sizeof(one)), sizeof(one));
+	assert_int_equal(mroc_ack_notify(E.qp), 0);
+	assert_int_equal(E.fq->cq.ctl->flags & MROC_RING_ARMED, 0);
+	assert_true(fd_readable(fd));
+	assert_int_equal(read(fd, &cnt, sizeof(cnt)), sizeof(cnt));
+	/* Taken, written late: the ack finds nothing yet, the next one drains it. */
+	assert_int_equal(mroc_req_notify(E.qp), 0);
+	assert_true(ring_prod_take_flag(&E.fq->cq, MROC_RING_ARMED));
+	assert_int_equal(mroc_ack_notify(E.qp), 0);
+	assert_int_equal(write(E.fq->cq_fd, &one, sizeof(one)), sizeof(one));
+	assert_true(fd_readable(fd));
+	assert_int_equal(mroc_req_notify(E.qp), 0);
+	assert_int_equal(mroc_ack_notify(E.qp), 0);
+	assert_false(fd_readable(fd));
+	/* Taken before a second arm: seen there, read at the ack. */
+	assert_int_equal(mroc_req_notify(E.qp), 0);
+	assert_true(fake_push(E.fq, MROC_WC_SEND, 1, 0));
+	assert_int_equal(mroc_req_notify(E.qp), 1);
+	assert_int_equal(mroc_poll_cq(E.qp, wc, 4), 1);
+	assert_true(fd_readable(fd));
+	assert_int_equal(mroc_ack_notify(E.qp), 0);
+	assert_false(fd_readable(fd));
+}
+
 static void test_wait_cq(void **state)
 {
 	struct fake_later later = { 0 };
@@ -793,6 +833,7 @@ int main(void)
 		T(test_doorbell),
 		T(test_poll_cq),
 		T(test_notify),
+		T(test_notify_reads_taken_arms),
 		T(test_wait_cq),
 		T(test_wait_connected_keeps_completions),
 		T(test_wait_connected_sleeps),

@@ -55,8 +55,10 @@ const char *mroc_strerror(int err);
  * therefore spin on an empty CQ for spin_us microseconds only; after that
  * mroc_poll_cq calls sched_yield() before it returns 0 (the worker runs at
  * once if it was waiting for this CPU; at most once per 5 us per thread,
- * however many QPs' CQs it polls), and mroc_wait_cq yields between polls
- * for as long again, then sleeps on the completion channel.
+ * however many QPs' CQs it polls, and only once the thread has found no
+ * completion on any of them for spin_us, nor on a QP whose channel it has
+ * armed: that caller is about to sleep), and mroc_wait_cq yields between
+ * polls for as long again, then sleeps on the completion channel.
  */
 #define MROC_SPIN_DEFAULT	0	/* $MROC_SPIN_US if set, else MROC_SPIN_US_DEFAULT */
 #define MROC_SPIN_NONE		(-1)	/* give the CPU away at the first empty poll */
@@ -287,6 +289,10 @@ const char *mroc_wc_status_str(int status);
  * completion arrives after mroc_req_notify().  The usual loop: poll the CQ
  * dry, mroc_req_notify(), poll once more (a completion may have slipped in),
  * then sleep on the fd and mroc_ack_notify() when it fires.
+ * mroc_ack_notify() disarms and drains the fd; it makes a system call only
+ * when mrocd signalled (or is about to signal) an arm, so a thread sleeping
+ * on many QPs' fds may disarm all of them after a wake-up at no cost but
+ * for those that fired, and mrocd signals none of them while it is awake.
  */
 int mroc_cq_fd(const struct mroc_qp *qp);
 int mroc_req_notify(struct mroc_qp *qp);
