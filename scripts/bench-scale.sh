@@ -41,7 +41,7 @@
 # Environment: BUILD (build), OUT (docs/perf), POINTS ("1 16 1x256 4x64 1000 16x250"), REPS (3),
 # SECS (4), WARM (1), DEPTH (work requests in flight per QP: 128, perftest's default, up to
 # 16 QPs; 4 above, so that what is outstanding when a client's -D ends, 64 KiB x depth x QPs,
-# drains in seconds, not minutes), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
+# drains in seconds, not minutes; each QP's region holds that many messages, --slots), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
 # replace only the rows of PARTS x POINTS in scale.csv, keep the others, summarise all),
 # KEEP (set: keep the work directory with logs and every client's output).
 set -u
@@ -114,13 +114,15 @@ wait_idle() {
 
 # clients_start TAG PORT0 C Q ARGS...: C write_bw servers on host 1 and C clients on
 # host 0 (Q QPs each, ports PORT0+1..); client pids in CPIDS, server pids in SPIDS.
+# SRV_ARGS: the servers' own options (--slots: each side sizes its regions).
+SRV_ARGS=()
 clients_start() {
 	local tag=$1 port0=$2 c=$3 q=$4 i
 	shift 4
 	CPIDS=() SPIDS=()
 	for ((i = 1; i <= c; i++)); do
 		bl_bg ip netns exec "${NS[1]}" "$PERF" write_bw -S "$BL_DIR/h1.ctl" --sleep -j -p $((port0 + i)) \
-			--mroc-addr "${IP[1]}" --timeout 120 >"$BL_DIR/$tag.$i.srv.json" 2>"$BL_DIR/$tag.$i.srv.err"
+			--mroc-addr "${IP[1]}" --timeout 120 "${SRV_ARGS[@]}" >"$BL_DIR/$tag.$i.srv.json" 2>"$BL_DIR/$tag.$i.srv.err"
 		SPIDS+=("$BL_LAST")
 	done
 	for ((i = 1; i <= c; i++)); do bl_wait_listen "${NS[1]}" $((port0 + i)) "${SPIDS[$((i - 1))]}"; done
@@ -166,7 +168,7 @@ clients_finish() {
 
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
-	local pt=$1 n rep=$2 c q dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i
+	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -175,7 +177,13 @@ bw_run() {
 	dur=$((WARM + SECS + 3 + n / 100))
 	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1)
 	tup=$EPOCHREALTIME
-	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur" -t "${DEPTH:-$([ "$n" -le 16 ] && echo 128 || echo 4)}"
+	# Regions of as many messages as each QP keeps in flight (perftest: 2): mrocd pins
+	# them, and mroc-perf's default (up to 256 MiB a process) pinned 4 GiB per host at
+	# 16 x 250 before any data moved.
+	depth=${DEPTH:-$([ "$n" -le 16 ] && echo 128 || echo 4)}
+	SRV_ARGS=(--slots "$((depth < 2 ? 2 : depth))")
+	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur" -t "$depth" "${SRV_ARGS[@]}"
+	SRV_ARGS=()
 	if ! wait_qps "$n" $((30 + n / 20)); then
 		log "bw $n QPs rep $rep: only $(sending_qps) of $n QPs came up and sent"
 	fi

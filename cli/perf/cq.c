@@ -7,8 +7,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -108,9 +111,55 @@ static int stash_fill(struct perf *pf, struct perf_qp *q)
 	return n > 0;
 }
 
+#define WAIT_OOB	UINT32_MAX		/* epoll data of the side channel */
+#define WAIT_CTX	(UINT32_MAX - 1)	/* ... and of mrocd's connection */
+
+/*
+ * The epoll set of every QP's completion fd, the side channel and mrocd's
+ * connection (a daemon that dies signals no completion fd), made at the
+ * first sleep: each sleep then costs one epoll_wait, not a poll(2) that
+ * registers on every QP's fd again.
+ */
+static int wait_set(struct perf *pf)
+{
+	struct epoll_event ev;
+	int fd;
+
+	if (pf->epfd >= 0)
+		return 0;
+	fd = epoll_create1(EPOLL_CLOEXEC);
+	if (fd < 0)
+		return perf_fail(pf, -errno, "epoll_create1: %s", strerror(errno));
+	pf->epfd = fd;
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = i };
+		if (epoll_ctl(fd, EPOLL_CTL_ADD, mroc_cq_fd(pf->qp[i].qp), &ev))
+			return perf_fail(pf, -errno, "qp %u: epoll_ctl: %s", i, strerror(errno));
+	}
+	ev = (struct epoll_event){ .events = EPOLLIN, .data.u32 = WAIT_OOB };
+	if (pf->oob.fd >= 0 && epoll_ctl(fd, EPOLL_CTL_ADD, pf->oob.fd, &ev))
+		return perf_fail(pf, -errno, "side channel: epoll_ctl: %s", strerror(errno));
+	ev = (struct epoll_event){ .events = EPOLLRDHUP, .data.u32 = WAIT_CTX };
+	if (epoll_ctl(fd, EPOLL_CTL_ADD, mroc_ctx_fd(pf->ctx), &ev))
+		return perf_fail(pf, -errno, "mrocd's socket: epoll_ctl: %s", strerror(errno));
+	return 0;
+}
+
+/* Every QP's channel down again: a read only for those mrocd signalled (mroc_ack_notify). */
+static int disarm_all(struct perf *pf)
+{
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		int err = mroc_ack_notify(pf->qp[i].qp);
+
+		if (err)
+			return perf_fail(pf, err, "qp %u: mroc_ack_notify: %s", i, mroc_strerror(err));
+	}
+	return 0;
+}
+
 int cq_wait(struct perf *pf, int timeout_ms)
 {
-	struct pollfd fds[OOB_MAX_QPS + 2];
+	struct epoll_event ev[8];
 	int n, err;
 
 	for (unsigned int i = 0; i < pf->nqp; i++)
@@ -123,7 +172,15 @@ int cq_wait(struct perf *pf, int timeout_ms)
 			return perf_fail(pf, err, "mroc_wait_cq: %s", mroc_strerror(err));
 		return 0;
 	}
-	/* Several: arm each, look once more (a completion may have slipped in), sleep on all. */
+	err = wait_set(pf);
+	if (err)
+		return err;
+	/*
+	 * Several: arm each, look once more (a completion may have slipped in),
+	 * sleep on all; then disarm all, so that mrocd signals none of them while
+	 * this process is awake anyway (it would cost mrocd a write and this
+	 * process a read and a spurious wake-up each).
+	 */
 	for (unsigned int i = 0; i < pf->nqp; i++) {
 		err = mroc_req_notify(pf->qp[i].qp);
 		if (err < 0)
@@ -133,26 +190,15 @@ int cq_wait(struct perf *pf, int timeout_ms)
 	for (unsigned int i = 0; i < pf->nqp; i++) {
 		err = stash_fill(pf, &pf->qp[i]);
 		if (err)
-			return err < 0 ? err : 0;
+			return err < 0 ? err : disarm_all(pf);
 	}
-	for (unsigned int i = 0; i < pf->nqp; i++)
-		fds[i] = (struct pollfd){ .fd = mroc_cq_fd(pf->qp[i].qp), .events = POLLIN };
-	fds[pf->nqp] = (struct pollfd){ .fd = pf->oob.fd, .events = POLLIN };
-	/* mrocd's connection: a daemon that dies signals no completion fd. */
-	fds[pf->nqp + 1] = (struct pollfd){ .fd = mroc_ctx_fd(pf->ctx), .events = POLLRDHUP };
-	n = poll(fds, pf->nqp + 2, timeout_ms);
+	n = epoll_wait(pf->epfd, ev, (int)(sizeof(ev) / sizeof(ev[0])), timeout_ms);
 	if (n < 0 && errno != EINTR)
-		return perf_fail(pf, -errno, "poll: %s", strerror(errno));
-	if (n > 0 && (fds[pf->nqp + 1].revents & (POLLHUP | POLLRDHUP | POLLERR)))
-		return perf_fail(pf, -ENOTCONN, "%s", mroc_strerror(-ENOTCONN));
-	for (unsigned int i = 0; n > 0 && i < pf->nqp; i++) {
-		if (!(fds[i].revents & POLLIN))
-			continue;
-		err = mroc_ack_notify(pf->qp[i].qp);
-		if (err)
-			return perf_fail(pf, err, "qp %u: mroc_ack_notify: %s", i, mroc_strerror(err));
-	}
-	return 0;
+		return perf_fail(pf, -errno, "epoll_wait: %s", strerror(errno));
+	for (int i = 0; i < n; i++)
+		if (ev[i].data.u32 == WAIT_CTX && (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+			return perf_fail(pf, -ENOTCONN, "%s", mroc_strerror(-ENOTCONN));
+	return disarm_all(pf);
 }
 
 static int peer_message(struct perf *pf, const struct oob_msg *m)

@@ -56,6 +56,7 @@ enum {
 	OPT_OUT_JSON_FILE,
 	OPT_RUN_INFINITELY,
 	OPT_CPU_UTIL,
+	OPT_SLOTS,
 };
 
 /* -A: perftest's names of the two atomics. */
@@ -80,6 +81,8 @@ static const struct opt_desc opt_table[] = {
 	{ "tx-depth", 't', "N", "work requests outstanding per QP (default 128 bw, 1 lat)" },
 	{ "rx-depth", 'r', "N", "receives posted per QP, send_bw (default 512)" },
 	{ "cq-mod", 'Q', "N", "a completion every N work requests, bw tests (default 100)" },
+	{ "slots", OPT_SLOTS, "N", "bw tests: messages each QP's region holds, at most; this side's "
+	  "(default: up to 1024 within 32M per QP, 256M in all)" },
 	{ "verify", OPT_VERIFY, NULL, "fill every message with a pattern, check every byte" },
 	{ "json", 'j', NULL, "print one JSON document" },
 	{ "mrocd-socket", OPT_SOCKET, "PATH",
@@ -289,6 +292,10 @@ static int parse_one(struct perf_opts *o, int c, const char *arg)
 	case OPT_TIMEOUT:
 		err = parse_num("--timeout", arg, 1, 3600, false, &v);
 		o->timeout_s = (unsigned int)v;
+		break;
+	case OPT_SLOTS:
+		err = parse_num("--slots", arg, 1, PERF_SLOTS_MAX, false, &v);
+		o->slots = (unsigned int)v;
 		break;
 	case 'v':
 		o->verbose++;

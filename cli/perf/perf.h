@@ -94,6 +94,7 @@ struct perf_opts {
 	const char *out_json;		/* --out_json(_file): the JSON document also goes there */
 	const char *mroc_addr;		/* server: its mrocd's address; client: override */
 	unsigned int timeout_s;		/* no progress for this long is an error */
+	unsigned int slots;		/* --slots: messages per QP's region, at most (0: no cap) */
 	unsigned int given;		/* PERF_GIVEN_*: set on the command line */
 };
 
@@ -134,6 +135,7 @@ struct perf {
 	FILE *json_file;		/* NULL: no --out_json */
 	struct perf_qp *qp;
 	unsigned int nqp;
+	int epfd;			/* cq_wait's epoll set (several QPs), -1 until the first sleep */
 	char socket_path[OOB_TEXT];	/* the one tried, for messages */
 	char mrocd[OOB_TEXT];		/* the server mrocd's address */
 	uint64_t service_id;

@@ -8,7 +8,9 @@
  * Regions: one per QP, allocated by libmroc (shared with mrocd), readable,
  * writable and remotely accessible.  Bandwidth tests size them for up to
  * PERF_SLOTS_MAX messages of the largest size within PERF_QP_BUDGET per QP
- * and PERF_BUDGET in all; latency tests use three messages (lat.c).
+ * and PERF_BUDGET in all, or --slots (each side its own: mrocd pins them,
+ * and 16 processes of 250 QPs pinned 4 GiB per host); latency tests use
+ * three messages (lat.c).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <unistd.h>
 
 #include "perf.h"
 
@@ -43,6 +46,7 @@ static void perf_init(struct perf *pf, const struct perf_opts *o, bool server)
 	memset(pf, 0, sizeof(*pf));
 	pf->o = o;
 	pf->server = server;
+	pf->epfd = -1;
 	oob_init(&pf->oob);
 	/* libmroc's documented order: the option, $MROC_SOCKET, /run/mroc/mrocd.sock. */
 	snprintf(pf->socket_path, sizeof(pf->socket_path), "%s",
@@ -64,6 +68,8 @@ static void perf_layout(struct perf *pf)
 		if (budget > PERF_QP_BUDGET)
 			budget = PERF_QP_BUDGET;
 		slots = budget / max;
+		if (pf->o->slots && slots > pf->o->slots)
+			slots = pf->o->slots;
 		slots = slots < 1 ? 1 : slots > PERF_SLOTS_MAX ? PERF_SLOTS_MAX : slots;
 		len = slots * max;
 	}
@@ -198,6 +204,9 @@ static void perf_close(struct perf *pf)
 	}
 	free(pf->qp);
 	pf->qp = NULL;
+	if (pf->epfd >= 0)
+		close(pf->epfd);
+	pf->epfd = -1;
 	if (pf->ctx)
 		mroc_close(pf->ctx);
 	pf->ctx = NULL;
