@@ -125,7 +125,8 @@ ENGINE_OBJS := $(ENGINE_SRCS:%.c=$(OBJ)/%.o)
 ENGINE_LIB := $(BUILD)/libmroc_engine.a
 $(ENGINE_OBJS): INCLUDES = -Iengine $(ENGINE_CFLAGS)
 
-# Simulator: sim/*.c except mroc_sim.c -> libmroc_sim.a; mroc_sim.c -> mroc-sim.
+# Simulator: sim/*.c except mroc_sim.c -> libmroc_sim.a (run_cli.c, cluster_cli.c and
+# enginebench.c, the other commands, too); mroc_sim.c -> mroc-sim.
 SIM_MAIN := $(wildcard sim/mroc_sim.c)
 SIM_SRCS := $(filter-out sim/mroc_sim.c,$(sort $(wildcard sim/*.c)))
 SIM_OBJS := $(SIM_SRCS:%.c=$(OBJ)/%.o)

@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: MIT */
-/* Command-line values shared by mroc-sim's commands (mroc_sim.c, cluster_cli.c). */
+/* Command-line values shared by mroc-sim's commands (mroc_sim.c, run_cli.c, cluster_cli.c). */
 #ifndef MROC_SIM_CLIARGS_H
 #define MROC_SIM_CLIARGS_H
 

@@ -11,7 +11,7 @@ cd "$TOP" || exit 1
 # program | its sources with option tables | help commands (;-separated)
 PROGRAMS=(
 	"mrocd|daemon/main.c|--help"
-	"mroc-sim|sim/mroc_sim.c sim/cluster_cli.c sim/enginebench.c|--help;cluster --help;engine --help"
+	"mroc-sim|sim/mroc_sim.c sim/run_cli.c sim/cluster_cli.c sim/enginebench.c|--help;cluster --help;engine --help"
 	"mroc-cli|cli/main.c|--help"
 	"xsk-baseline|tools/xsk-baseline.c|--help"
 )
