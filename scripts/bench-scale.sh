@@ -173,8 +173,10 @@ bw_run() {
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
 	# Each client runs for its own -D from its first message: long enough that all
-	# are still sending through the window however the start-up spreads out.
-	dur=$((WARM + SECS + 3 + n / 100))
+	# are still sending through the window however the start-up spreads out (16 x 250:
+	# the last client sent 47 s after the first on a quiet machine, 89 s at load 20,
+	# when -D 48 had ended the first ones before the window opened: 0 Gbit/s).
+	dur=$((WARM + SECS + 3 + n / 40))
 	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1)
 	tup=$EPOCHREALTIME
 	# Regions of as many messages as each QP keeps in flight (perftest: 2): mrocd pins
