@@ -246,6 +246,9 @@ struct qp {
 	uint8_t run_path;	/* tx_pick_path: the path of the current run ... */
 	uint8_t run_left;	/* ... and how many more packets it may take in a row */
 	bool run_ok;		/* qp_tx_data: this packet may run (a bulk message's, first sent) */
+	uint64_t tx_win_at;	/* sparse_qp: the start of the QP's current ack_delay window, */
+	uint32_t tx_win_pkts;	/* the data packets it sent in it, */
+	bool tx_dense;		/* and whether the last window had npaths x ack_every / 2 */
 	uint64_t pace_next;
 	bool pace_blocked;	/* the last send attempt waited for pace_next */
 	uint32_t hint_mbps;	/* peer's fair-share hint */
