@@ -21,6 +21,7 @@
 #ifndef MROC_ENGINE_H
 #define MROC_ENGINE_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -292,10 +293,25 @@ enum engine_rx_sealed {
 /*
  * Process one received packet (bytes after the UDP header).  Bad packets are
  * counted in engine_stats and dropped; the return value is 0 or a negative
- * errno saying why it was dropped (for tests; drivers may ignore it).
+ * errno saying why it was dropped (engine_rx_heard tells drivers which).
  */
 int engine_rx(struct engine *eng, uint64_t now, const uint8_t *pkt, size_t len,
 	      const struct engine_rx_meta *meta);
+
+/*
+ * engine_rx's result ret says the packet was its peer's and passed every
+ * check: taken (0), or a duplicate (-EALREADY: data it already has, which
+ * it acknowledges on the duplicate's own source port).  The way such a
+ * packet came in works, and the ACK it is owed should go back that way: a
+ * sender's resends after its ACKs were lost (a port that went down under
+ * them) are all duplicates, and a driver that heard only of new data sent
+ * their ACKs by the old way, lost too, until the path moved by chance
+ * (tests/unit/test_engine_rx.c: test_duplicate_is_heard).
+ */
+static inline bool engine_rx_heard(int ret)
+{
+	return !ret || ret == -EALREADY;
+}
 
 struct engine_txbuf {
 	uint8_t *data;			/* in: where to write the packet */

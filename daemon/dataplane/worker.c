@@ -113,7 +113,7 @@ static int do_rx(struct worker *w, uint64_t now)
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
 		bool req = mroc_pkt_opcode(pkts[i].data, pkts[i].len) == MROC_OP_CONNECT_REQ;
 		bool known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
-		int len;
+		int len, err;
 
 		/*
 		 * "aead": no key derivation for a source we do not know unless it
@@ -148,16 +148,18 @@ static int do_rx(struct worker *w, uint64_t now)
 			meta.peer = ENGINE_PEER_NONE;
 		}
 		w->rx_peer = meta.peer;
-		if (engine_rx(w->cfg.eng, now, pkts[i].data, (size_t)len, &meta)) {
-			if (meta.peer == ENGINE_PEER_NONE)
-				w->st.rx_unknown_source++;
-			else
-				w->st.rx_rejected++;
-		} else if (be->ops->heard && w->rx_peer != ENGINE_PEER_NONE) {
-			/* A REQ is authenticated only when sealed ("aead"). */
+		err = engine_rx(w->cfg.eng, now, pkts[i].data, (size_t)len, &meta);
+		if (err && meta.peer == ENGINE_PEER_NONE)
+			w->st.rx_unknown_source++;
+		else if (err)
+			w->st.rx_rejected++;
+		/*
+		 * A duplicate is heard too: its ACK goes back by the way it came
+		 * (engine_rx_heard).  A REQ is authenticated only when sealed ("aead").
+		 */
+		if (engine_rx_heard(err) && be->ops->heard && w->rx_peer != ENGINE_PEER_NONE)
 			be->ops->heard(be, &pkts[i], w->rx_peer, now,
 				       !req || meta.sealed == ENGINE_RX_SEALED);
-		}
 	}
 	if (n > 0) {
 		be->ops->rx_release(be, pkts, n);

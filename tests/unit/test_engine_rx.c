@@ -553,6 +553,57 @@ static void test_duplicate_write(void **state)
 	pair_expect_none(f->x.p, PAIR_B);
 }
 
+/*
+ * A resend of data B already has, from another source port: its ACK was lost
+ * (the way back went down under it) and the sender moved the path.  B takes it
+ * as a duplicate and acknowledges it on that source port, so the driver must
+ * hear of it (engine_rx_heard) and send the ACK back the way it came.  mrocd
+ * heard only of new data: the ACK went by the old way (AF_XDP: the port that
+ * source port last came in on, or sport % ports), lost again; a moved path's
+ * resends are all duplicates, so it timed out until its port hashed to a live
+ * one (test_fabric_ports.sh: every path of A's dead p2 ended on p1).
+ */
+static void test_duplicate_is_heard(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 200, 300);
+	struct pair_capture *cap;
+	struct pair_pkt pk, bad;
+	int ret;
+
+	post(f, &wr);
+	cap = capture_a_data(f, 1);
+	pk = cap->pkt[0];
+	assert_true(engine_rx_heard(pair_deliver(f->x.p, &pk)));
+	/* B's ACK is lost. */
+	cap = pair_capture_start(f->x.p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), false);
+	pair_run_for(f->x.p, 100 * PAIR_US);
+	assert_int_not_equal(cap->n, 0);
+	assert_int_equal(cap->pkt[cap->n - 1].sport, pk.sport);
+	/* The resend, from a port that B never had new data from. */
+	pk.sport = (uint16_t)(pk.sport + 1);
+	pk.data[PKT_FLAGS] |= MROC_F_RETX;
+	cap = pair_capture_start(f->x.p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
+	ret = pair_deliver(f->x.p, &pk);
+	assert_int_equal(ret, -EALREADY);
+	assert_true(engine_rx_heard(ret));
+	assert_int_equal(stat_b(f, EC_RX_DUP), 1);
+	/* Its ACK goes back on that port. */
+	pair_run_for(f->x.p, 100 * PAIR_US);
+	assert_int_not_equal(cap->n, 0);
+	assert_int_equal(cap->pkt[0].sport, pk.sport);
+	pair_capture_stop(f->x.p);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	/* What the engine refuses is not heard: a packet to a QP B does not have. */
+	bad = pk;
+	bad.sport = (uint16_t)(pk.sport + 2);
+	pkt_put32(bad.data, PKT_DST_QPN, pkt_get32(pk.data, PKT_DST_QPN) ^ 0x5a5a);
+	ret = pair_deliver(f->x.p, &bad);
+	assert_int_not_equal(ret, 0);
+	assert_false(engine_rx_heard(ret));
+}
+
 /* A duplicated SEND consumes one RECV, not two. */
 static void test_duplicate_send(void **state)
 {
@@ -997,6 +1048,7 @@ int main(void)
 		T(test_bulk_runs),
 		T(test_write_imm_waits_for_write),
 		T(test_duplicate_write),
+		T(test_duplicate_is_heard),
 		T(test_duplicate_send),
 		T(test_duplicate_dsn_new_psn),
 		T(test_rnr_then_recv),
