@@ -28,7 +28,7 @@
 # per bandwidth run, after WARM (1) seconds not counted), REPS (2: runs per point,
 # medians reported), LONG (8: seconds of a failover run), RATE_MBIT (250: TBF rate
 # of a plane), CE_THRESHOLD (64kb: a rate-limited plane marks CE on ECN-capable
-# packets above this much queue, as an ECN switch does; off: drop-tail only), EXPERIMENTS ("loss planes failover incast"), PLANE_COUNTS
+# packets above this much queue, as an ECN switch does; off: drop-tail only), EXPERIMENTS ("loss planes failover incast"), LOSSES ("0 0.1 1 5 10": loss %% of the loss sweep; keep 0 in it: the fractions are of it), LOSS_MODES ("metaroce4 metaroce8 rocev2 tcp1 tcp4"), PLANE_COUNTS
 # ("1 2 4 8"), KEEP (set: keep the work directory with the daemons' logs and the
 # sender's paths sampled during failover).
 #
@@ -245,8 +245,8 @@ plot() { # NAME.gp
 
 # ---------------------------------------------------------------- loss sweep
 
-LOSSES="0 0.1 1 5 10"
-LOSS_MODES="metaroce4 metaroce8 rocev2 tcp1 tcp4"
+LOSSES=${LOSSES:-0 0.1 1 5 10}
+LOSS_MODES=${LOSS_MODES:-metaroce4 metaroce8 rocev2 tcp1 tcp4}
 
 exp_loss() {
 	local csv=$OUT/fabric-loss.csv sweep rate loss rep mode p args
