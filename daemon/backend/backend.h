@@ -101,8 +101,9 @@ struct backend_ops {
 	void (*tick)(struct backend *b, uint64_t now);
 	/*
 	 * Optional: the engine took pkt (one rx gave), from peer, or acknowledged
-	 * it as a duplicate (engine_rx_heard): the way it came works.  authentic false: a CONNECT_REQ the mode could not authenticate
-	 * ("none", "token"): only where answers to REQs go, no port health.
+	 * it as a duplicate (engine_rx_heard): the way it came works.  authentic
+	 * false: a CONNECT_REQ the mode could not authenticate ("none", "token"):
+	 * only where answers to REQs go, no port health.
 	 */
 	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now,
 		      bool authentic);
