@@ -28,6 +28,16 @@
 #define MNCCL_MAX_SREQS		(MNCCL_MAX_REQS * MNCCL_MAX_RECVS)
 #define MNCCL_MAX_MSG		(1u << 30)	/* maxP2pBytes, maxCollBytes: one WRITE */
 #define MNCCL_CTS_RECVS		64	/* receives a send comm keeps posted for CTS messages */
+/*
+ * Small sends (at most MNCCL_EAGER_MAX bytes) are staged: copied into one of the
+ * send comm's MNCCL_STAGE_SLOTS slots, their request done at once.  One that
+ * finds no CTS goes at once into one of the receive comm's MNCCL_EAGER_SLOTS
+ * eager slots (copied out there) instead of waiting a one-way trip for the CTS
+ * (comm.h, xfer.c).
+ */
+#define MNCCL_EAGER_MAX		8192
+#define MNCCL_EAGER_SLOTS	16
+#define MNCCL_STAGE_SLOTS	32
 
 /* ---- logging (NCCL's logger, when init gave one) ----------------------------------- */
 

@@ -8,7 +8,8 @@
 #    latency measured, maxComms, maxRecvs 8, regIsGlobal, host memory;
 #  - the contract (v12 and v8): non-blocking connect/accept, posting order, a multi-receive
 #    with tags and sizes, NULL requests for back-pressure, 32 (and 32 x 8) in flight, size 0,
-#    close with requests in flight;
+#    close with requests in flight; small sends before their receive is posted (eager, up to
+#    the receiver's eager slots) matched to the receives posted later, by tag;
 #  - ring AllReduce and AllGather, 4 ranks on 4 hosts and 4 ranks on 2 hosts (two a host,
 #    every ring hop between hosts), every byte checked; zero-copy (memfd) and bounce (malloc)
 #    buffers; again with 1% loss on plane 2;
@@ -83,8 +84,15 @@ job contract8 2 0,1 --version 8 --malloc contract || fail "the contract (v8, bou
 ok "the contract over v8 with malloc'd (bounce) buffers"
 
 SIZES="8 1000 1M 4M"
-job ar4 4 0,1,2,3 --allgather-too allreduce $SIZES || fail "AllReduce/AllGather, 4 ranks on 4 hosts"
+job ar4 4 0,1,2,3 --trace "$E2E_DIR/ar4.tr" --allgather-too allreduce $SIZES ||
+	fail "AllReduce/AllGather, 4 ranks on 4 hosts"
 ok "ring AllReduce and AllGather, 4 ranks on 4 hosts, every byte checked"
+# The trace of those runs (every slice's events, per rank) reads as hops and waits.
+tr=$("$E2E_TOP/scripts/nccl-trace.sh" "$E2E_DIR/ar4.tr") || fail "nccl-trace.sh"
+echo "$tr"
+echo "$tr" | grep -q '^hop(later-steps) *n=[1-9]' && echo "$tr" | grep -q '^run ' ||
+	fail "the trace of the ring's runs has no hops or no runs"
+ok "--trace: every slice's events, read by scripts/nccl-trace.sh"
 job ar2 4 0,1,0,1 --malloc --version 10 --allgather-too allreduce $SIZES ||
 	fail "AllReduce/AllGather, 4 ranks on 2 hosts"
 ok "ring AllReduce and AllGather, 4 ranks on 2 hosts (v10, bounce buffers), every byte checked"

@@ -10,6 +10,13 @@
  * them, the tags sent out of order), 32 receives in flight and 32 x 8
  * sends in flight, close with requests in flight, a registration inside a
  * registration.  Every payload is checked byte for byte.
+ *
+ * The plugin's eager sends (small sends before their receive is posted,
+ * once the connection has carried a CTS): a multi-receive's three sends
+ * (tags out of order, one of 0 bytes) and then small sends until one gives a
+ * NULL request (the receiver's eager slots are finite) are all accepted
+ * before the receiver posts anything, while a 64 KiB send waits (NULL); the
+ * receiver then posts and gets every one, in posting order, placed by tag.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +25,7 @@
 #include "harness.h"
 
 #define MAXR	8
+#define EAGER_TRY	64	/* small sends tried before the receiver posts (the plugin has 16 slots) */
 
 static uint8_t pat(int msg, size_t i) { return (uint8_t)(msg * 37 + i * 11 + (i >> 8)); }
 
@@ -58,6 +66,46 @@ static void *recv_one(struct hnet *n, void *rc, void *data, size_t size, int tag
 
 /* ---- sender (rank 0) ------------------------------------------------------------ */
 
+/*
+ * Nothing posted at the receiver: the plugin sends small messages at once
+ * (eager), until its eager slots run out; a large one waits for its CTS.
+ * Then (receiver posted) one more small and the large one, in order.
+ */
+static void eager_sender(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
+{
+	static const int gtags[3] = { 5, 3, 4 };
+	static const size_t gsizes[3] = { 10, 0, 30 };
+	void *req, *reqs[3 + EAGER_TRY];
+	int i, k, nreq = 0;
+
+	for (i = 0; i < 3; i++) {
+		fill(buf + (size_t)i * 128, gsizes[i], 40 + gtags[i]);
+		H_CHECK(!n->isend(n, l->sc, buf + (size_t)i * 128, gsizes[i], gtags[i], mh, &req) &&
+			req, "a small isend (tag %d) before its receive: NULL, not eager", gtags[i]);
+		reqs[nreq++] = req;
+	}
+	fill(buf + 65536, 65536, 60);
+	H_CHECK(!n->isend(n, l->sc, buf + 65536, 65536, 0, mh, &req), "isend of 64 KiB");
+	H_CHECK(!req, "a 64 KiB isend before its receive was posted gave a request");
+	for (k = 0; k < EAGER_TRY; k++) {
+		fill(buf + 1024 + (size_t)k * 256, 200, 200 + k);
+		H_CHECK(!n->isend(n, l->sc, buf + 1024 + (size_t)k * 256, 200, 0, mh, &req), "isend");
+		if (!req)
+			break;
+		reqs[nreq++] = req;
+	}
+	H_CHECK(k >= 1 && k < EAGER_TRY, "%d small sends accepted before any receive", k);
+	h_put("eager", 0, &k, sizeof(k));
+	for (i = 0; i < nreq; i++)
+		h_wait(n, reqs[i], NULL);
+	/* The receiver posts: one more small send, then the 64 KiB one gets its CTS. */
+	fill(buf + 512, 100, 61);
+	h_wait(n, send_retry(n, l->sc, buf + 512, 100, 0, mh), NULL);
+	h_wait(n, send_retry(n, l->sc, buf + 65536, 65536, 0, mh), NULL);
+	printf("ok: eager: a multi-receive's 3 sends and %d more small ones accepted before any "
+	       "receive, then NULL; a 64 KiB send waited for its CTS\n", k);
+}
+
 static void sender(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
 {
 	void *req, *reqs[NCCL_REQS_PER_COMM * MAXR];
@@ -89,6 +137,9 @@ static void sender(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
 	for (i = 0; i < 4; i++)
 		h_wait(n, reqs[i], NULL);
 
+	if (n->version)		/* the plugin's eager sends; another transport may differ */
+		eager_sender(n, l, buf, mh);
+
 	/* 32 receives in flight: 32 sends posted before any is tested. */
 	h_get("r32", 1, &c, 1);
 	for (i = 0; i < 32; i++)
@@ -118,6 +169,43 @@ static void sender(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
 }
 
 /* ---- receiver (rank 1) ---------------------------------------------------------- */
+
+/* eager_sender's sends, received only once they were all sent: every byte, in order. */
+static void eager_receiver(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
+{
+	void *data[3], *mhs[3] = { mh, mh, mh }, *req;
+	size_t room[3] = { 100, 100, 100 };
+	int tags[3] = { 3, 4, 5 }, want[3] = { 0, 30, 10 }, sz[3], i, k;
+
+	h_get("eager", 0, &k, sizeof(k));
+	memset(buf, 0, 1 << 20);
+	for (i = 0; i < 3; i++)
+		data[i] = buf + (size_t)i * 128;
+	H_CHECK(!n->irecv(n, l->rc, 3, data, room, tags, mhs, &req) && req, "irecv n=3");
+	h_wait(n, req, sz);
+	for (i = 0; i < 3; i++) {
+		H_CHECK(sz[i] == want[i], "eager multi-receive buffer %d (tag %d): %d bytes, sent %d",
+			i, tags[i], sz[i], want[i]);
+		expect(data[i], (size_t)sz[i], 40 + tags[i], "eager multi-receive");
+	}
+	for (i = 0; i < k; i++) {
+		req = recv_one(n, l->rc, buf + 1024 + (size_t)i * 256, 256, 0, mh);
+		H_CHECK(req, "irecv %d", i);
+		h_wait(n, req, sz);
+		H_CHECK(sz[0] == 200, "eager receive %d: %d bytes, sent 200", i, sz[0]);
+		expect(buf + 1024 + (size_t)i * 256, 200, 200 + i, "eager sends in order");
+	}
+	H_CHECK((req = recv_one(n, l->rc, buf + 512, 128, 0, mh)), "irecv");
+	h_wait(n, req, sz);
+	H_CHECK(sz[0] == 100, "%d bytes, sent 100", sz[0]);
+	expect(buf + 512, 100, 61, "the small send after the eager ones");
+	H_CHECK((req = recv_one(n, l->rc, buf + 65536, 65536, 0, mh)), "irecv");
+	h_wait(n, req, sz);
+	H_CHECK(sz[0] == 65536, "%d bytes, sent 65536", sz[0]);
+	expect(buf + 65536, 65536, 60, "the 64 KiB send that waited");
+	printf("ok: eager: a multi-receive of 3 placed by tag (one of 0 bytes), %d eager sends in "
+	       "order, then the sends that waited, every byte checked\n", k);
+}
 
 static void receiver(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
 {
@@ -156,6 +244,9 @@ static void receiver(struct hnet *n, struct h_link *l, uint8_t *buf, void *mh)
 		printf("ok: a multi-receive of 4 (tags sent out of order, sizes 4000/1/0/65536) "
 		       "placed by tag, test gives each size\n");
 	}
+
+	if (n->version)
+		eager_receiver(n, l, buf, mh);
 
 	/* 32 in flight; the 33rd is refused with a NULL request. */
 	for (i = 0; i < 32; i++)

@@ -53,6 +53,7 @@ struct h_opts {
 	const char *dir;			/* side channel */
 	bool memfd;				/* buffers in shared memfds (zero-copy) or malloc */
 	int timeout_s;
+	const char *trace;			/* --trace: every slice's events to trace.RANK */
 };
 extern struct h_opts H;
 

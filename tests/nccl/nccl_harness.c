@@ -22,6 +22,7 @@
  *                         the first run of each size checked)
  *
  * Buffers are shared memfds (the plugin's zero-copy case) unless --malloc.
+ * --trace PATH writes every ring slice's events to PATH.RANK (ring.c).
  * Exit 0 when every check passed; a failure names what differed.
  */
 #include <errno.h>
@@ -287,7 +288,7 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 static void usage(void)
 {
 	fprintf(stderr, "usage: nccl-harness --rank R --nranks N --dir DIR [--plugin PATH --version V | "
-			"--tcp ADDR | --fi PROVIDER] [--malloc] [--iters K]\n"
+			"--tcp ADDR | --fi PROVIDER] [--malloc] [--iters K] [--trace PATH]\n"
 			"       props [SPEED] | contract | allreduce|allgather|bench BYTES...\n");
 	exit(2);
 }
@@ -300,7 +301,8 @@ int main(int argc, char **argv)
 		{ "version", required_argument, NULL, 'v' }, { "tcp", required_argument, NULL, 't' },
 		{ "fi", required_argument, NULL, 'f' },
 		{ "malloc", no_argument, NULL, 'm' }, { "iters", required_argument, NULL, 'i' },
-		{ "allgather-too", no_argument, NULL, 'g' }, { NULL, 0, NULL, 0 },
+		{ "allgather-too", no_argument, NULL, 'g' }, { "trace", required_argument, NULL, 'T' },
+		{ NULL, 0, NULL, 0 },
 	};
 	const char *plugin = NULL, *tcp = NULL, *fi = NULL, *mode;
 	int version = 12, iters = 1, c;
@@ -321,6 +323,7 @@ int main(int argc, char **argv)
 		case 'm': H.memfd = false; break;
 		case 'i': iters = atoi(optarg); break;
 		case 'g': gather_too = true; break;
+		case 'T': H.trace = optarg; break;
 		default: usage();
 		}
 	}

@@ -14,6 +14,7 @@
  * (wrapping), so the sums are exact and every byte is checked.
  */
 #include <sched.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -97,6 +98,45 @@ static int owner(const struct sched *s, size_t i)
 
 struct op { void *req; size_t lo, hi; int g; size_t j; };
 
+/*
+ * --trace: when each slice's receive was posted (P) and done (R), and its send
+ * posted (S) and done (D), on the monotonic clock every rank shares (one
+ * machine), written after each run, outside its timing.  A send S at rank r
+ * and the receive R of the same run, step and slice at rank r + 1 are one
+ * hop: where a ring step's time goes (scripts/nccl-trace.awk).
+ */
+#define TRACE_MAX	4096
+static struct tev { double t; int run, g; size_t j; char kind; } tev[TRACE_MAX];
+static unsigned int ntev;
+static int trace_run;
+
+static void trace(char kind, int g, size_t j)
+{
+	if (H.trace && ntev < TRACE_MAX)
+		tev[ntev++] = (struct tev){ h_now(), trace_run, g, j, kind };
+}
+
+static void trace_flush(void)
+{
+	static FILE *f;
+	char path[512];
+	unsigned int i;
+
+	if (!H.trace)
+		return;
+	if (!f) {
+		snprintf(path, sizeof(path), "%s.%d", H.trace, H.rank);
+		f = fopen(path, "we");
+		H_CHECK(f, "--trace %s: cannot write", path);
+	}
+	for (i = 0; i < ntev; i++)
+		fprintf(f, "%d %c %d %d %zu %.3f\n", H.rank, tev[i].kind, tev[i].run, tev[i].g,
+			tev[i].j, tev[i].t * 1e6);
+	fflush(f);
+	ntev = 0;
+	trace_run++;
+}
+
 double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t seed, unsigned flags)
 {
 	bool check = flags & H_RUN_CHECK;
@@ -143,6 +183,7 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 					    g < s.n - 1 ? &r->mh_tmp : &r->mh_buf, &o->req), "irecv");
 			if (!o->req)
 				break;		/* back-pressure: later */
+			trace('P', g, o->j);
 			rposted++;
 		}
 		/* Sends: slice j of step g once slice j of step g - 1 has arrived. */
@@ -158,6 +199,7 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 					    r->mh_buf, &o->req), "isend");
 			if (!o->req)
 				break;
+			trace('S', g, o->j);
 			sent++;
 		}
 		/* Completions, oldest first. */
@@ -176,6 +218,7 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 				for (k = o->lo; k < o->hi; k++)
 					r->buf[k] += in[k - o->lo];
 			}
+			trace('R', o->g, o->j);
 			rdone++;
 		}
 		while (sdone < sent) {
@@ -184,6 +227,7 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 			H_CHECK(!net->test(net, sq[sdone % (size_t)W].req, &done, NULL), "test (send)");
 			if (!done)
 				break;
+			trace('D', s.first + (int)(sdone / s.nslices), sdone % s.nslices);
 			sdone++;
 		}
 		/* Nothing moved: let the others run, as NCCL's proxy thread does when idle. */
@@ -191,6 +235,7 @@ double h_ring_run(struct h_ring *r, enum h_coll coll, size_t bytes, uint32_t see
 			sched_yield();
 	}
 	t0 = h_now() - t0;
+	trace_flush();
 	free(sq);
 	free(rq);
 	if (!check)
