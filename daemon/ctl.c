@@ -284,6 +284,8 @@ static void cconn_close(struct ctl *c, int slot)
 	c->clients[slot] = NULL;
 }
 
+static bool is_admin(const struct ctl *c, int fd, const struct ucred *cred);
+
 static void on_caccept(struct ctl *c, int res)
 {
 	struct ucred cred;
@@ -326,7 +328,7 @@ static void on_caccept(struct ctl *c, int res)
 	k->fd = res;
 	k->uid = cred.uid;
 	k->deadline = mono_ns() + HELLO_TIMEOUT_NS;
-	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred);
+	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred, is_admin(c, res, &cred));
 	if (!k->client) {
 		close(res);
 		free(k);

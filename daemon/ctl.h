@@ -52,14 +52,15 @@ struct ctl_cfg {
 	int (*healthy)(void *ctx);
 	/*
 	 * The client socket (SOCK_SEQPACKET, libmroc): NULL path = none.  A new
-	 * client is offered to client_open (NULL refuses it); each message, with the fds that
+	 * client is offered to client_open (NULL refuses it; admin: it is an
+	 * administrator, as ctl_caller's); each message, with the fds that
 	 * came with it (now the callee's), to client_msg, which writes the reply
 	 * into reply (room: *reply_len, set to its length) and returns true once
 	 * the client is established (its HELLO accepted: no deadline any more);
 	 * a closed or failed connection to client_close.
 	 */
 	const char *client_path;
-	void *(*client_open)(void *ctx, int fd, const struct ucred *cred);
+	void *(*client_open)(void *ctx, int fd, const struct ucred *cred, bool admin);
 	bool (*client_msg)(void *ctx, void *client, const void *msg, size_t len, int *fds,
 			   int nfds, void *reply, size_t *reply_len);
 	void (*client_close)(void *ctx, void *client);

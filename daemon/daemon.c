@@ -403,7 +403,7 @@ static int apply_worker_side(void *arg, uint64_t now);
  * does.  A new client goes to the worker with the fewest clients: all its
  * QPs and regions live there.
  */
-static void *cl_open(void *ctx, int fd, const struct ucred *cred)
+static void *cl_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 {
 	struct mrocd *d = ctx;
 	struct mrocd_wk *w = &d->wk[0];
@@ -412,7 +412,7 @@ static void *cl_open(void *ctx, int fd, const struct ucred *cred)
 	for (unsigned k = 1; k < d->nworkers; k++)
 		if (d->wk[k].nclients < w->nclients)
 			w = &d->wk[k];
-	cl = clients_open(w->clients, fd, cred);
+	cl = clients_open(w->clients, fd, cred, admin);
 	if (cl)
 		w->nclients++;
 	return cl;
@@ -870,6 +870,7 @@ static void clients_limits_of(const struct mrocd_config *c, struct clients_limit
 		.default_paths = c->transport.paths,
 		.default_mode = (uint8_t)c->transport.mode,
 		.uid_share = c->limits.uid_share_percent,
+		.admin_reserve = c->limits.admin_reserve_percent,
 		.total_mrs = c->limits.max_mrs,
 	};
 }

@@ -88,8 +88,12 @@ static void zombify(struct clients *cs, uint32_t qpn, uint64_t now)
 	uint32_t size = cs->max_total_qps;
 	struct zombie *z;
 
-	engine_qp_disconnect(cs->eng, qpn, now);
-	if (cs->nzombies == size) {
+	/*
+	 * Nothing to tell a peer (never connected, or closed already): the slot is
+	 * free now, not in ZOMBIE_NS (#24 item 12: idle QPs created and destroyed
+	 * in a loop held the table).
+	 */
+	if (engine_qp_disconnect(cs->eng, qpn, now) == -ENOTCONN || cs->nzombies == size) {
 		engine_qp_destroy(cs->eng, qpn);
 		return;
 	}
@@ -546,6 +550,7 @@ void clients_get_stats(struct clients *cs, struct clients_stats *out)
 	if (cs->ctl == cs) {
 		out->listen_refused = cs->listen_refused;
 		out->share_refused = cs->share_refused;
+		out->reserve_refused = cs->reserve_refused;
 		out->services = services_count(cs->svc);
 	}
 }

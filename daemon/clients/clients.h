@@ -55,6 +55,12 @@ struct clients_limits {
 	 */
 	uint32_t uid_share;
 	uint32_t total_mrs;
+	/*
+	 * Of each of those tables, the percent only administrators may take
+	 * (0: none): clients that are not hold the rest between them (#24 item
+	 * 12: several users, or one person with several uids).
+	 */
+	uint32_t admin_reserve;
 };
 
 /*
@@ -77,7 +83,8 @@ void clients_set_worker(struct clients *cs, struct worker *w, unsigned widx, str
 void clients_destroy(struct clients *cs);
 
 /* Control thread (ctl.c callbacks); cs: the worker's to put the client on; msg and close find it. */
-void *clients_open(void *cs, int fd, const struct ucred *cred);
+/* admin: an administrator (ctl.h's ctl_caller), not held to limits.admin_reserve. */
+void *clients_open(void *cs, int fd, const struct ucred *cred, bool admin);
 /* True once the client is established (its HELLO accepted). */
 bool clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len);
@@ -104,6 +111,7 @@ struct clients_stats {
 	uint64_t cq_signal_calls;		/* system calls that took (batched per loop) */
 	uint64_t listen_refused;		/* LISTENs on another client's service (EADDRINUSE) */
 	uint64_t share_refused;			/* QPs, regions over a user's share (EDQUOT) */
+	uint64_t reserve_refused;		/* clients, QPs, regions: administrators' reserve */
 	uint64_t zombies_cut;			/* zombies freed early: the QP table was full */
 	uint32_t services;			/* service ids bound by clients now */
 };

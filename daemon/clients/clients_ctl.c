@@ -208,7 +208,7 @@ static int call(struct clients *cs, int (*fn)(void *, uint64_t), struct op *o)
 	return worker_call(cs->worker, fn, o);
 }
 
-void *clients_open(void *ctx, int fd, const struct ucred *cred)
+void *clients_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 {
 	struct clients *cs = ctx;
 	struct client *cl;
@@ -236,6 +236,7 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred)
 	cl->fd = fd;
 	cl->pid = cred->pid;
 	cl->uid = cred->uid;
+	cl->admin = admin;
 	cl->doorbell = -1;
 	cl->widx = NOT_LISTED;
 	o.cl = cl;
@@ -379,6 +380,27 @@ static uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t ui
 	return n ? (uint32_t)n : 1;
 }
 
+/*
+ * The administrators' reserve (limits.admin_reserve_percent, #24 item 12):
+ * clients that are no administrators hold at most the rest of a table of
+ * total entries between them, so several users (or one person with several
+ * uids) cannot fill it and lock out the administrator who would clean up.
+ * held: what they hold now.  True, logged and counted, when cl may not take one more.
+ */
+static bool over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
+			 uint32_t total, const char *what)
+{
+	uint64_t open = (uint64_t)total * (100 - ctl->lim.admin_reserve) / 100;
+
+	if (cl->admin || held < (open ? open : 1))
+		return false;
+	pr_warn_rl("client %u (pid %d, uid %u): refused: clients that are no administrators hold "
+		   "%u %s, all but the administrators' reserve (limits.admin_reserve_percent %u%%)",
+		   cl->id, (int)cl->pid, (unsigned)cl->uid, held, what, ctl->lim.admin_reserve);
+	ctl->reserve_refused++;
+	return true;
+}
+
 static int over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n)
 {
 	pr_warn_rl("client %u (pid %d, uid %u): refused: its user holds %u %s, its share "
@@ -426,6 +448,11 @@ void clients_close(void *ctx, void *client)
 
 		u->qps -= cl->nqps;
 		u->mrs -= cl->nmrs;
+		if (!cl->admin) {
+			cs->ctl->user_qps -= cl->nqps;
+			cs->ctl->user_mrs -= cl->nmrs;
+			cs->ctl->user_clients--;
+		}
 		cs->ctl->nclients--;
 		uid_count(cs->ctl, cl->uid, -1);
 	}
@@ -486,6 +513,10 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
 		return -EUSERS;
 	}
+	if (over_reserve(cs->ctl, cl, cs->ctl->user_clients, cs->ctl->lim.max_clients, "clients")) {
+		shutdown(cl->fd, SHUT_RD);
+		return -EUSERS;
+	}
 	if (m->abi_version != MROC_ABI_VERSION)
 		return -EPROTO;
 	if (nfds != 1)
@@ -501,6 +532,7 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	fds[0] = -1;
 	cl->counted = true;
 	cs->ctl->nclients++;
+	cs->ctl->user_clients += !cl->admin;
 	uid_count(cs->ctl, cl->uid, +1);
 	r->abi_version = MROC_ABI_VERSION;
 	r->client_id = cl->id;
@@ -528,6 +560,8 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	u = uid_of(cs->ctl, cl->uid);	/* an established client's user has one */
 	if (!u || u->mrs >= share(&cs->ctl->lim, cs->ctl->lim.total_mrs, cl->uid))
 		return over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
+	if (over_reserve(cs->ctl, cl, cs->ctl->user_mrs, cs->ctl->lim.total_mrs, "memory regions"))
+		return -EDQUOT;
 	err = check_memfd(fds[0], m->len);
 	if (err)
 		return err;
@@ -543,6 +577,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 					    .len = m->len };
 	cl->mr_bytes += m->len;
 	u->mrs++;
+	cs->ctl->user_mrs += !cl->admin;
 	o.access = 1;
 	call(cs, op_count_mr, &o);
 	r->lkey = o.lkey;
@@ -567,6 +602,7 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 		unpin(cl, mr->map, mr->len);
 		cl->mr_bytes -= mr->len;
 		uid_of(cs->ctl, cl->uid)->mrs--;
+		cs->ctl->user_mrs -= !cl->admin;
 		*mr = cl->mrs[--cl->nmrs];
 		o.access = (uint32_t)-1;
 		call(cs, op_count_mr, &o);
@@ -646,6 +682,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	u = uid_of(cs->ctl, cl->uid);
 	if (!u || u->qps >= share(&cs->ctl->lim, cs->max_total_qps, cl->uid))
 		return over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
+	if (over_reserve(cs->ctl, cl, cs->ctl->user_qps, cs->max_total_qps, "QPs"))
+		return -EDQUOT;
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
 	q = calloc(1, sizeof(*q));
@@ -676,6 +714,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	}
 	cl->qps[cl->nqps++] = q;
 	u->qps++;
+	cs->ctl->user_qps += !cl->admin;
 	r->qpn = q->qpn;
 	return 0;
 }
@@ -705,6 +744,7 @@ static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
 		free_qp(cl->qps[i]);
 		cl->qps[i] = cl->qps[--cl->nqps];
 		uid_of(cs->ctl, cl->uid)->qps--;
+		cs->ctl->user_qps -= !cl->admin;
 		return 0;
 	}
 	return -ENOENT;

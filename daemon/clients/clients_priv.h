@@ -96,6 +96,7 @@ struct client {
 	uint64_t loop;
 	bool kicked;			/* worker: disconnected for misbehaving */
 	bool counted;			/* established: counted in nclients and by uid */
+	bool admin;			/* an administrator: may use limits.admin_reserve */
 	uint32_t widx;			/* worker: in clients.wcl, or NOT_LISTED */
 	struct cqp *wqps;		/* worker: its active QPs */
 };
@@ -131,6 +132,9 @@ struct clients {
 	struct services *svc;		/* control thread: service ids and their clients */
 	uint64_t listen_refused;	/* control thread: LISTENs on another client's service */
 	uint64_t share_refused;		/* control thread: QPs, regions over a user's share */
+	/* control thread: held by clients that are no administrators (limits.admin_reserve) */
+	uint32_t user_clients, user_qps, user_mrs;
+	uint64_t reserve_refused;
 	/* Worker from here. */
 	uint64_t loop;			/* clients_poll calls */
 	struct evfd_signaller *sig;	/* completion channels */

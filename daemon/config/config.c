@@ -133,6 +133,8 @@ static const struct config_key config_keys[] = {
 	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
 	K_UINT("limits.max_clients_per_uid", limits.max_clients_per_uid, 1, 4096, 64, R, NULL),
 	K_UINT("limits.uid_share_percent", limits.uid_share_percent, 1, 100, 75, R, "percent"),
+	K_UINT("limits.admin_reserve_percent", limits.admin_reserve_percent, 0, 90, 10, R,
+	       "percent"),
 	K_UINT("limits.max_qps_per_client", limits.max_qps_per_client, 1, 65534, 256, R, NULL),
 	K_UINT("limits.max_mrs_per_client", limits.max_mrs_per_client, 1, 4096, 256, R, NULL),
 	K_UINT("limits.max_mr_bytes_per_client", limits.max_mr_bytes_per_client, 4096,

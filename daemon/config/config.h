@@ -140,6 +140,7 @@ struct mrocd_config {
 		uint32_t max_clients;
 		uint32_t max_clients_per_uid;
 		uint32_t uid_share_percent;	/* one user's share of clients, QPs, MRs */
+		uint32_t admin_reserve_percent;	/* of them, for administrators only */
 		uint32_t max_qps_per_client;
 		uint32_t max_mrs_per_client;
 		uint64_t max_mr_bytes_per_client;

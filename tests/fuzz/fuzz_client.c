@@ -369,7 +369,7 @@ static uint64_t run(struct fixture *fx, const uint8_t *d, size_t n)
 	int fds_before = count_fds();
 
 	FUZZ_ASSERT(!socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, s.sock));
-	s.cl = clients_open(s.cs, s.sock[0], &cred);
+	s.cl = clients_open(s.cs, s.sock[0], &cred, false);
 	FUZZ_ASSERT(s.cl);
 	while (n > 0) {
 		size_t used;

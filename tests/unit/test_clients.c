@@ -9,8 +9,12 @@
  *    written for the owner only and freed with the binding;
  *  - one user's share of the QP and region tables (limits.uid_share_percent):
  *    EDQUOT over it, another user unaffected;
+ *  - the administrators' reserve (limits.admin_reserve_percent): users
+ *    together cannot take the last clients, QPs and regions; root can;
  *  - zombies (destroyed QPs still telling their peers) give their engine
- *    slots to new QPs when the table is full.
+ *    slots to new QPs when the table is full;
+ *  - a destroyed QP with nothing to tell a peer (never connected) is no
+ *    zombie: its engine slot is free at once.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -65,13 +69,13 @@ struct tc {
 
 static struct env E;
 
-static void env_up(uint32_t share_pct)
+static void env_up2(uint32_t share_pct, uint32_t reserve_pct)
 {
 	const struct clients_limits lim = {
 		.max_clients = 8, .max_per_uid = 8, .max_qps = 16, .max_mrs = 16,
 		.max_mr_bytes = 1 << 20, .max_locked_bytes = 64 << 20,
 		.max_sq_depth = 64, .max_rq_depth = 64, .default_paths = 2,
-		.uid_share = share_pct, .total_mrs = TABLE,
+		.uid_share = share_pct, .total_mrs = TABLE, .admin_reserve = reserve_pct,
 	};
 	struct engine_config ec;
 
@@ -88,6 +92,11 @@ static void env_up(uint32_t share_pct)
 	E.cs = clients_create(E.eng, E.peers, TABLE, &lim, NULL);
 	assert_non_null(E.cs);
 	clients_set_worker(E.cs, NULL, 1, E.steer);	/* worker 1 of 2 */
+}
+
+static void env_up(uint32_t share_pct)
+{
+	env_up2(share_pct, 0);
 }
 
 static void env_down(void)
@@ -112,16 +121,22 @@ static int msg(struct tc *c, void *m, size_t len, int *fds, int nfds)
 	return r.h.status;
 }
 
-static void open_client(struct tc *c, uid_t uid)
+/* A client of uid (root: the administrator, as ctl.c finds one); its HELLO's status. */
+static int try_client(struct tc *c, uid_t uid)
 {
 	struct ucred cred = { .pid = 100 + (pid_t)uid, .uid = uid, .gid = uid };
 	struct mroc_msg_hello m = { .h.type = MROC_MSG_HELLO, .abi_version = MROC_ABI_VERSION };
 	int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock), 0);
-	c->cl = clients_open(E.cs, c->sock[0], &cred);
+	c->cl = clients_open(E.cs, c->sock[0], &cred, uid == 0);
 	assert_non_null(c->cl);
-	assert_int_equal(msg(c, &m, sizeof(m), &fd, 1), 0);
+	return msg(c, &m, sizeof(m), &fd, 1);	/* the fd is the callee's either way */
+}
+
+static void open_client(struct tc *c, uid_t uid)
+{
+	assert_int_equal(try_client(c, uid), 0);
 }
 
 static void close_client(struct tc *c)
@@ -283,6 +298,70 @@ static void test_uid_share(void **state)
 	env_down();
 }
 
+/*
+ * The engine connects qpn as a requester would (its REQ is not looked at): a
+ * CONNECT_REP from peer handle 1 answers it.
+ */
+static void connect_by_hand(uint32_t qpn, uint32_t peer_qpn)
+{
+	struct mroc_hdr h = { .version = MROC_WIRE_VERSION, .opcode = MROC_OP_CONNECT_REP,
+			      .dst_qpn = qpn, .src_qpn = peer_qpn };
+	struct mroc_cm_hdr cm = { .service_id = 0x5e71, .mtu = 1024, .npaths = 2,
+				  .mode = MROC_MODE_METAROCE };
+	struct engine_rx_meta meta = { .peer = 1, .sport = 49152 };
+	struct engine_qp_info info;
+	uint8_t b[128];
+	size_t n = wire_put_hdr(b, &h);
+
+	n += wire_put_cm(b + n, &cm);
+	assert_int_equal(engine_qp_connect(E.eng, qpn, 1, 0x5e71, 1000000), 0);
+	assert_int_equal(engine_rx(E.eng, 1000000, b, n, &meta), 0);
+	assert_int_equal(engine_qp_info(E.eng, qpn, &info), 0);
+	assert_int_equal(info.state, ENGINE_QPS_CONNECTED);
+}
+
+/*
+ * Several users together (each within its share) fill the tables but for
+ * the administrators' reserve: 25 % of 8 clients, QPs and regions.
+ */
+static void test_admin_reserve(void **state)
+{
+	struct tc u[6], extra, root;
+	uint32_t q[TABLE];
+	struct clients_stats st;
+	int n;
+
+	(void)state;
+	env_up2(50, 25);	/* 4 of 8 per user, 6 of 8 for users together */
+	for (int i = 0; i < 6; i++)
+		open_client(&u[i], 1000 + (uid_t)(i / 2));	/* 3 users, 2 clients each */
+	assert_int_equal(try_client(&extra, 1003), -EUSERS);	/* within its share */
+	close_client(&extra);
+	/* QPs: users 1000 and 1001 hold 6, within their shares (4 each). */
+	for (n = 0; n < 6; n++)
+		assert_int_equal(qp_create(&u[n % 4], &q[n]), 0);
+	assert_int_equal(qp_create(&u[4], &q[6]), -EDQUOT);	/* user 1002: none yet */
+	for (n = 0; n < 6; n++)
+		assert_int_equal(mr_reg(&u[n % 4]), 0);
+	assert_int_equal(mr_reg(&u[5]), -EDQUOT);
+	stats(&st);
+	assert_int_equal(st.reserve_refused, 3);
+	assert_int_equal(st.share_refused, 0);
+	/* The administrator gets the reserve. */
+	open_client(&root, 0);
+	for (n = 6; n < TABLE; n++)
+		assert_int_equal(qp_create(&root, &q[n]), 0);
+	assert_int_equal(mr_reg(&root), 0);
+	/* A user's QP gone: another user may take its place. */
+	assert_int_equal(qp_destroy(&u[0], q[0]), 0);
+	assert_int_equal(qp_create(&u[4], &q[0]), 0);
+	assert_int_equal(qp_create(&u[5], &q[1]), -EDQUOT);
+	for (int i = 0; i < 6; i++)
+		close_client(&u[i]);
+	close_client(&root);
+	env_down();
+}
+
 static void test_zombies_yield(void **state)
 {
 	struct tc a, b;
@@ -292,8 +371,10 @@ static void test_zombies_yield(void **state)
 	(void)state;
 	env_up(100);
 	open_client(&a, 1000);
-	for (int i = 0; i < TABLE; i++)
+	for (int i = 0; i < TABLE; i++) {
 		assert_int_equal(qp_create(&a, &q[i]), 0);
+		connect_by_hand(q[i], 500 + (uint32_t)i);
+	}
 	/* The client goes: its 8 QPs are zombies, the table is full of them. */
 	close_client(&a);
 	open_client(&b, 2000);
@@ -306,12 +387,46 @@ static void test_zombies_yield(void **state)
 	env_down();
 }
 
+/*
+ * QPs that never connected have nothing to tell a peer: destroyed, or gone
+ * with their client, their engine slots are free at once (they were 2 s
+ * zombies: a user creating and destroying QPs in a loop held the table).
+ */
+static void test_unconnected_no_zombie(void **state)
+{
+	struct tc a, b;
+	uint32_t q[TABLE];
+	struct engine_qp_info info;
+	struct clients_stats st;
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	assert_int_equal(qp_create(&a, &q[0]), 0);
+	assert_int_equal(qp_destroy(&a, q[0]), 0);
+	assert_int_equal(engine_qp_info(E.eng, q[0], &info), -ENOENT);
+	for (int i = 0; i < TABLE; i++)
+		assert_int_equal(qp_create(&a, &q[i]), 0);
+	close_client(&a);
+	for (int i = 0; i < TABLE; i++)
+		assert_int_equal(engine_qp_info(E.eng, q[i], &info), -ENOENT);
+	open_client(&b, 2000);
+	for (int i = 0; i < TABLE; i++)
+		assert_int_equal(qp_create(&b, &q[i]), 0);
+	stats(&st);
+	assert_int_equal(st.zombies_cut, 0);	/* nothing to cut: none was a zombie */
+	close_client(&b);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_service_owner),
 		cmocka_unit_test(test_uid_share),
+		cmocka_unit_test(test_admin_reserve),
 		cmocka_unit_test(test_zombies_yield),
+		cmocka_unit_test(test_unconnected_no_zombie),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
