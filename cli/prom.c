@@ -91,6 +91,10 @@ static const char *const helps[][2] = {
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "
 	  "to the QP as if connected (its answer was lost)." },
+	{ "mroc_engine_cm_half_open_total", "Connection requests answered; the listener is bound "
+	  "only once the requester proves it got the answer." },
+	{ "mroc_engine_cm_half_dropped_total", "Answered connection requests never proven "
+	  "(expired, pushed out of a full table, or refused by the requester)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },

@@ -229,6 +229,9 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_UNKNOWN_QP]++;
 		return -ENOENT;
 	}
+	/* A listener is bound by the packet that proves a REQ it answered (cm_half.c). */
+	if (qp->state == ENGINE_QPS_LISTEN)
+		cm_bind_proven(eng, qp, &pkt, meta, now);
 	if (qp->state == ENGINE_QPS_CONNECTING && qp->peer == meta->peer) {
 		cm_peer_early(eng, qp, now);	/* our REQ was answered, the answer lost */
 		qp_update_deadline(eng, qp);
@@ -242,9 +245,7 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_BAD_STATE]++;
 		return -EPERM;
 	}
-	/* This packet (our random QPN; "token": its tag) proves the requester saw our REP. */
-	if (qp->ext_pending)
-		cm_ext_proven(eng, qp);
+	cm_rtu_done(qp);	/* our RTU, if any, got through */
 	peer_heard(qp, now);
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
 		if (pkt.hdr.flags & MROC_F_ACK_REQ) {
@@ -303,6 +304,8 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		bufs[i].echo = false;
 	}
 	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
+		count++;
+	while (count < n && cm_half_tx(eng, now, &bufs[count]))
 		count++;
 	while (count < n && !list_empty(&eng->ctl_ready)) {
 		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);

@@ -380,6 +380,8 @@ enum engine_counter {
 	EC_REPATH_SLOW,
 	EC_REPATH_KEEPALIVE,
 	EC_REPATH_SPREAD,
+	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
+	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused) */
 	EC__COUNT,
 };
 
