@@ -71,6 +71,22 @@ struct pair *pair_new(const struct engine_config *a, const struct engine_config 
 	return p;
 }
 
+/* Spans of struct pair to leave alone, in order: [off, off + len). */
+struct span {
+	size_t off, len;
+};
+
+static void zero_but(struct pair *p, const struct span *keep, unsigned n)
+{
+	size_t at = 0;
+
+	for (unsigned i = 0; i < n; i++) {
+		memset((uint8_t *)p + at, 0, keep[i].off - at);
+		at = keep[i].off + keep[i].len;
+	}
+	memset((uint8_t *)p + at, 0, sizeof(*p) - at);
+}
+
 void pair_reset(struct pair *p, const struct engine_config *a, const struct engine_config *b)
 {
 	struct pair_mem *mems[PAIR_MAX_MEMS];
@@ -82,8 +98,17 @@ void pair_reset(struct pair *p, const struct engine_config *a, const struct engi
 	free(p->cap);
 	memcpy(mems, p->mems, sizeof(mems));
 	memcpy(wire, p->wire, sizeof(wire));
-	/* Everything else as calloc left it: no field of a past run survives. */
-	memset(p, 0, sizeof(*p));
+	/*
+	 * Everything else as calloc left it: no field of a past run survives.
+	 * But for the arrays written before they are read (completions past
+	 * ncqe, the transmit buffers): 80 % of the struct, and zeroing them was
+	 * fuzz_engine_rx's largest cost per input.
+	 */
+	zero_but(p, (const struct span[]){
+		{ offsetof(struct pair, s[0].cqe), sizeof(p->s[0].cqe) },
+		{ offsetof(struct pair, s[1].cqe), sizeof(p->s[1].cqe) },
+		{ offsetof(struct pair, tx), sizeof(p->tx) },
+	}, 3);
 	memcpy(p->mems, mems, sizeof(mems));
 	p->nmems = nmems;
 	for (int i = 0; i < 2; i++) {
