@@ -19,7 +19,9 @@
 # progress on stderr.  Root; make bench-nccl (about 5 minutes on a quiet machine).
 #
 # Environment: BUILD (build), OUT (docs/perf), LOSS (1), SIZES (8 B .. 64 MiB),
-# NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP.
+# NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP,
+# TRACE (1: every sweep traced, scripts/nccl-trace.sh's breakdown of a ring step logged
+# after it; with one size in SIZES, as the breakdown mixes the runs of every size).
 set -u
 BL_TAG=bnccl
 . "$(dirname "$0")/bench-lib.sh"
@@ -49,8 +51,9 @@ bl_daemons_ready
 
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
 run() {
-	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0
+	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0 trace=()
 	local ch=$BL_DIR/chan-$net-$nh-$loss
+	[ -z "${TRACE:-}" ] || trace=(--trace "$BL_DIR/$net-$nh-$loss.tr")
 	mkdir -p "$ch"
 	bl_daemons_check
 	bl_plane_set 2 loss "$loss"
@@ -65,7 +68,7 @@ run() {
 		esac
 		bl_bg ip netns exec "${NS[$h]}" env MROC_SOCKET="$BL_DIR/h$h.ctl" NCCL_MROC_ADDR="${IP[$h]}" \
 			FI_PROVIDER_PATH="$BUILD" FI_MROC_ADDR="${IP[$h]}" \
-			timeout 900 "$HARNESS" --rank $r --nranks 4 --dir "$ch" "${args[@]}" bench $SIZES \
+			timeout 900 "$HARNESS" --rank $r --nranks 4 --dir "$ch" "${args[@]}" "${trace[@]}" bench $SIZES \
 			>"$BL_DIR/$net-$nh-$loss.$r.out" 2>&1
 		pids+=("$BL_LAST")
 	done
@@ -80,6 +83,7 @@ run() {
 	log "$net, 4 ranks on $nh hosts, $loss% loss on plane 2 (load $(load_now)):" \
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
+	[ -z "${TRACE:-}" ] || "$BL_TOP/scripts/nccl-trace.sh" "$BL_DIR/$net-$nh-$loss.tr" | sed "s/^/  $net: /" >&2
 }
 
 # The provider's fi_pingpong, 64 B (its smallest), hosts 0 and 1, lossless.
