@@ -46,6 +46,7 @@ struct sb_entry {
 	uint8_t state;		/* enum sb_state */
 	uint8_t copy : 1;	/* a probe's duplicate: its loss says nothing about the DSN */
 	uint8_t ack_req : 1;	/* sent with ACK_REQ: acknowledged without the receiver's delay */
+	uint8_t rto_lost : 1;	/* declared lost by the path's last RTO (ack_unlose) */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
@@ -88,6 +89,12 @@ struct path {
 	/* Eifel's undo: the window before the first RTO since the last ACK (undo_ok) */
 	bool undo_ok;
 	uint32_t undo_pwnd;
+	/*
+	 * What the last RTO declared lost, PSNs [rto_lo, rto_hi), kept in the
+	 * scoreboard while rto_range; after its undo (unlose) ACKs take it back.
+	 */
+	bool rto_range, unlose;
+	uint32_t rto_lo, rto_hi;
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */

@@ -232,8 +232,10 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt)
  * ACK echoes.  The threshold goes back to the window before the RTO, and
  * the window to what is in flight plus the initial window, so the path
  * slow-starts back to where it was within a few RTTs rather than sending
- * a whole window at once (what the RTO declared lost left the flight and
- * is resent anyway).  The backoff ends, the path carries data again
+ * a whole window at once (what the RTO declared lost left the flight).
+ * What it declared lost and is not resent yet is taken back as ACKs show
+ * it delivered (unlose, qp_ack.c), not resent as a duplicate; undos are
+ * counted (rto_undone).  The backoff ends, the path carries data again
  * instead of probes only, and if the RTO moved it, it goes back to the
  * port the ACK came over (unless a sibling took that port since).
  */
@@ -248,6 +250,8 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 	p->backoff = 0;
 	p->probe_at = 0;
 	p->state = PATH_ACTIVE;
+	p->unlose = true;	/* what it declared lost: qp_ack.c takes back what ACKs show delivered */
+	eng->st.c[EC_RTO_UNDONE]++;
 	if (p->repath_why != ENGINE_REPATH_TIMEOUT || p->last_repath != p->rto_fired_at ||
 	    !p->prev_sport)
 		return;

@@ -300,6 +300,51 @@ static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_
 		qp_deliver(eng, qp);
 }
 
+/*
+ * After an RTO was undone (path.c rto_undo: an ACK echoed a send from
+ * before it), each ACK of the path takes back what that RTO declared lost
+ * and the ACK shows delivered: a DSN still waiting in the retransmit queue
+ * is acknowledged instead of resent (pick_dsn drops it), counted in
+ * rto_unlost.  The range's slots are kept from the RTO until an ACK
+ * settles it (path_sb_low in qp_tx.c).  A PSN is shown delivered by a SACK
+ * bit, or by the cumulative PSN only while it is below the RTO's end: a
+ * packet sent after the RTO carries the new floor (rto_hi), which moves
+ * the receiver's cumulative PSN to it whether the packets below arrived or
+ * not, so a cumulative PSN of rto_hi or more says nothing about them.
+ * Nothing is taken back once the ACK covers the range.
+ */
+static void ack_unlose(struct engine *eng, struct qp *qp, struct path *p,
+		       const struct mroc_ack_hdr *a)
+{
+	bool cum_ok = seq_lt(a->cum_psn, p->rto_hi);
+
+	if ((uint32_t)seq_diff(p->next_psn, p->rto_lo) > p->sb_mask + 1u) {
+		p->rto_range = p->unlose = false;
+		return;
+	}
+	for (uint32_t q = p->rto_lo; q != p->rto_hi; q++) {
+		struct sb_entry *s = sb_ent(p, q);
+		int32_t above = seq_diff(q, a->cum_psn);
+		struct dsn_entry *e;
+
+		if (!s->rto_lost)
+			continue;
+		if (above < 0 ? !cum_ok :
+		    above == 0 || above > MROC_SACK_BITS || !sack_bytes_test(a->sack, (unsigned)above - 1))
+			continue;
+		s->rto_lost = 0;
+		if (seq_lt(s->dsn, qp->snd_una) || !seq_lt(s->dsn, qp->snd_nxt))
+			continue;
+		e = dsn_ent(qp, s->dsn);
+		if (e->state != DSN_LOST)
+			continue;	/* resent already (or refused since): its own ACK settles it */
+		e->state = DSN_ACKED;
+		eng->st.c[EC_RTO_UNLOST]++;
+	}
+	if (!seq_lt(a->cum_psn, p->rto_hi))
+		p->rto_range = p->unlose = false;
+}
+
 int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now)
 {
 	const struct mroc_ack_hdr *a = &pkt->ack;
@@ -367,6 +412,10 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (!qp->hint_mbps)
 		qp->pace_next = 0;
 	advance_una(eng, qp, a->cum_dsn, now);
+	if (p->unlose)
+		ack_unlose(eng, qp, p, a);
+	else if (!p->rto_fired_at)
+		p->rto_range = false;	/* the RTO was needed, or settled: nothing to take back */
 	if (qp->gbn_active && seq_lt(qp->gbn_next, qp->snd_una))
 		qp->gbn_next = qp->snd_una;
 	if (qp->snd_una != qp->snd_nxt && dsn_ent(qp, qp->snd_una)->state == DSN_ACKED &&
@@ -376,11 +425,23 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	return 0;
 }
 
-/* MetaRoCE: a timed-out path's packets in flight are each lost. */
+/*
+ * MetaRoCE: a timed-out path's packets in flight are each lost.  They stay
+ * marked (rto_lost) in their slots, below the new floor, while rto_range:
+ * ack_unlose may take them back.
+ */
 void ack_lose_all(struct engine *eng, struct qp *qp, struct path *p)
 {
-	for (uint32_t q = p->floor; q != p->next_psn; q++)
+	p->rto_range = true;
+	p->unlose = false;
+	p->rto_lo = p->floor;
+	p->rto_hi = p->next_psn;
+	for (uint32_t q = p->floor; q != p->next_psn; q++) {
+		struct sb_entry *s = sb_ent(p, q);
+
+		s->rto_lost = s->state == SB_INFLIGHT && !s->copy;
 		sb_lose(eng, qp, p, q);
+	}
 	advance_floor(p, 0);
 }
 

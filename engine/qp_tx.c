@@ -492,6 +492,19 @@ static struct path *idle_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 	return any_alive ? NULL : tx_pick_path(eng, qp, bytes);
 }
 
+/*
+ * The oldest PSN whose scoreboard slot must survive the next packet: the
+ * floor, or what the path's last RTO declared lost while an ACK may still
+ * take it back (qp_ack.c ack_unlose), unless that would stretch the
+ * scoreboard past the SACK's width: then the RTO's range is given up.
+ */
+static uint32_t path_sb_low(struct path *p)
+{
+	if (p->rto_range && seq_diff(p->next_psn, p->rto_lo) >= MROC_SACK_BITS)
+		p->rto_range = p->unlose = false;
+	return p->rto_range ? p->rto_lo : p->floor;
+}
+
 static uint8_t *segment_source(struct engine *eng, struct qp *qp, const struct tx_msg *m,
 			       uint32_t off, uint32_t plen)
 {
@@ -622,7 +635,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	struct dsn_entry *e;
 	struct tx_msg *m;
 	struct path *p, *probe, *spent;
-	uint32_t dsn, seg, off, plen, bytes;
+	uint32_t dsn, seg, off, plen, bytes, lo;
 	uint8_t flags = 0, *src;
 	bool retx, copy;
 	size_t n;
@@ -661,8 +674,10 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	 */
 	if (!p && spent)
 		p = spent;
-	if (!p || SEQRING_RESERVE(p->sb, p->sb_mask, p->floor, p->next_psn - p->floor + 1,
-				  MROC_SACK_BITS))
+	if (!p)
+		goto unspend;
+	lo = path_sb_low(p);
+	if (SEQRING_RESERVE(p->sb, p->sb_mask, lo, p->next_psn - lo + 1, MROC_SACK_BITS))
 		goto unspend;
 	src = segment_source(eng, qp, m, off, plen);
 	if (!src)

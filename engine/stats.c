@@ -44,6 +44,8 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_REPATH_SLOW] = "repath_slow",
 		[EC_REPATH_KEEPALIVE] = "repath_keepalive",
 		[EC_REPATH_SPREAD] = "repath_spread",
+		[EC_RTO_UNDONE] = "rto_undone",
+		[EC_RTO_UNLOST] = "rto_unlost",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

@@ -565,6 +565,69 @@ static void test_stall_undone(void **state)
 	free(st);
 }
 
+/*
+ * What a needless RTO declared lost is taken back, not resent (issue #23).
+ * A's third data packet is lost and B's ACKs come late, all of them, past
+ * the first RTO of each path (one each, so each can be undone): every path
+ * times out and declares its packets in flight lost.  The late ACKs undo
+ * the RTOs (rto_undone) and, though B's cumulative DSN stays at the lost
+ * packet, SACK what B has (rto_unlost): A does not resend the packets B
+ * had, but for each path's last few, which only a cumulative PSN of the
+ * RTO's end could vouch for (it says nothing once a later packet's floor
+ * moved it there): at most ack_every per path reach B twice (31 before).
+ */
+#define UNLOST_HOLD_NS	(1100 * PAIR_US)	/* past the first RTO (rto_init 1 ms), before a second */
+
+struct stall_drop {
+	struct stall st;
+	unsigned data;
+};
+
+static bool hold_b_drop_third(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct stall_drop *sd = arg;
+
+	if (pkt->from == PAIR_A && mroc_op_is_data(pkt->data[PKT_OPCODE]) && ++sd->data == 3)
+		return false;
+	return hold_b(p, pkt, &sd->st);
+}
+
+static void test_stall_unlost(void **state)
+{
+	struct engine_qp_attr qa = attr_of(4, 0xa), qb = attr_of(4, 0xb);
+	struct fx *f = fx_open(state, NULL, NULL, &qa, &qb);
+	struct stall_drop *sd = calloc(1, sizeof(*sd));
+	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 256 * 1024, 0);
+	uint64_t retx, dup;
+
+	assert_non_null(sd);
+	f->x.p->filter = hold_b_drop_third;
+	f->x.p->filter_arg = sd;
+	sd->st.hold = true;
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run_for(f->x.p, UNLOST_HOLD_NS);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO) >= 1);
+	sd->st.hold = false;
+	retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX);
+	dup = pair_stat(f->x.p, PAIR_B, EC_RX_DUP);
+	for (unsigned i = 0; i < sd->st.n; i++)
+		pair_deliver(f->x.p, &sd->st.pkts[i]);
+	run_until_cqe(f, PAIR_A, 100 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 256 * 1024);
+	print_message("rto %lu undone %lu unlost %lu, after the stall: retx %lu, B's duplicates %lu\n",
+		      (unsigned long)pair_stat(f->x.p, PAIR_A, EC_RTO),
+		      (unsigned long)pair_stat(f->x.p, PAIR_A, EC_RTO_UNDONE),
+		      (unsigned long)pair_stat(f->x.p, PAIR_A, EC_RTO_UNLOST),
+		      (unsigned long)(pair_stat(f->x.p, PAIR_A, EC_TX_RETX) - retx),
+		      (unsigned long)(pair_stat(f->x.p, PAIR_B, EC_RX_DUP) - dup));
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO_UNDONE) >= 1);
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO_UNLOST) >= 1);
+	assert_true(pair_stat(f->x.p, PAIR_B, EC_RX_DUP) - dup <=
+		    (uint64_t)f->x.p->s[PAIR_A].cfg.ack_every * qa.npaths);
+	free(sd);
+}
+
 /* ---- dead peer and retry count -------------------------------------------------- */
 
 static bool drop_from_b(struct pair *p, struct pair_pkt *pkt, void *arg)
@@ -1057,6 +1120,7 @@ int main(void)
 		T(test_late_original_tail),
 		T(test_stall_learned),
 		T(test_stall_undone),
+		T(test_stall_unlost),
 		T(test_new_path_probe),
 		T(test_nak_echo_clock_ahead),
 		T(test_nak_echo_clock_behind),
