@@ -344,25 +344,33 @@ static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx
  * per data packet 0.062 at 1 QP, 0.25 at 16, 1.00 from 256 up (mroc-sim
  * engine).  A run of ack_every is ACKed at once, by one ACK; the next run
  * takes the path with the most free window, so the paths still share the
- * QP's packets.  Only a message of at least ack_every segments runs, and
- * only its first transmissions (qp->run_ok): small messages and resends
- * are still sprayed, as issue #16 wants (a lost packet is then found
- * across paths, a short message's packets do not wait behind each other).
+ * QP's packets.  Only a message that gives every path a whole run (at
+ * least npaths x ack_every segments) runs, and only its first
+ * transmissions (qp->run_ok): shorter messages and resends are sprayed,
+ * as issue #16 wants (a lost packet is then found across paths, a short
+ * message's packets do not wait behind each other).  A short message in
+ * runs crossed one plane of several: in a 64-host AllToAll of 1 MiB each
+ * host posts 63 messages of 4 packets at once, each went whole onto one
+ * of 4 planes picked by chance, the planes' shares at both ends were
+ * uneven, and the AllToAll took 216 us against 175 sprayed (a packet per
+ * plane), 19 % behind a QP per plane (issue #23).  Sprayed, such a message
+ * costs an ACK per path it used, as a run per path would; a host that
+ * gave its runs to its lanes in turn made it worse (780 us: every host
+ * turned the same way at once).
  *
  * And only where spraying would not let the delayed ACK gather packets
  * (sparse_qp): a QP that sent fewer than npaths x ack_every / 2 data
  * packets in its last ack_delay (one of many QPs on the host: at 256 QPs
- * each sends a packet every 25 us), or a message too short to give every
- * path ack_every.  A QP that has the host to itself reaches every path
- * often enough: in a 64-host permutation of 16 MiB (one QP per host, 8
- * paths, a packet every 0.6 us) runs saved no ACK (345k packets either
- * way), made the lossless run 1 % faster and the one at 1 % loss 1.4 %
- * slower: the goodput kept at 1 % loss fell from 0.999 to 0.979 median and
- * from 0.981 to 0.943 min (seeds 31-35, issue #23).
+ * each sends a packet every 25 us).  A QP that has the host to itself
+ * reaches every path often enough: in a 64-host permutation of 16 MiB
+ * (one QP per host, 8 paths, a packet every 0.6 us) runs saved no ACK
+ * (345k packets either way), made the lossless run 1 % faster and the one
+ * at 1 % loss 1.4 % slower: the goodput kept at 1 % loss fell from 0.999
+ * to 0.979 median and from 0.981 to 0.943 min (seeds 31-35, issue #23).
  */
 static bool sparse_qp(const struct engine *eng, const struct qp *qp, const struct tx_msg *m)
 {
-	return m->nseg < (uint32_t)eng->cfg.ack_every * qp->npaths || !qp->tx_dense;
+	return m->nseg >= (uint32_t)eng->cfg.ack_every * qp->npaths && !qp->tx_dense;
 }
 
 /* One data packet sent at now: count it in the QP's ack_delay window. */
@@ -656,8 +664,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	bytes = MROC_DATA_OVERHEAD + plen + ENGINE_L2L4_OVERHEAD;
 	if (b->cap < MROC_DATA_OVERHEAD + plen)
 		goto unspend;
-	qp->run_ok = !retx && !copy && !m->split && m->nseg >= eng->cfg.ack_every &&
-		     sparse_qp(eng, qp, m);
+	qp->run_ok = !retx && !copy && !m->split && sparse_qp(eng, qp, m);
 	if (probe)
 		p = probe;	/* a probe may exceed the window by one packet */
 	else if (retx && e->tx_count >= ALONE_AFTER_TRIES && qp->mode == MROC_MODE_METAROCE)
