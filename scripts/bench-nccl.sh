@@ -20,6 +20,7 @@
 #
 # Environment: BUILD (build), OUT (docs/perf), LOSS (1), SIZES (8 B .. 64 MiB),
 # NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP,
+# DAEMON_KEYS (more keys of mrocd's daemon group, e.g. "workers = 1;" for an A/B),
 # TRACE (1: every sweep traced, scripts/nccl-trace.sh's breakdown of a ring step logged
 # after it; with one size in SIZES, as the breakdown mixes the runs of every size).
 set -u
@@ -46,7 +47,9 @@ mkdir -p "$OUT"
 # one leaf, and their ring hops would cross no plane); mrocd on both ports, 8 paths.
 bl_fabric_up --ports 2 4
 BL_PATHS=8
-for ((h = 0; h < NHOSTS; h++)); do bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;"; done
+for ((h = 0; h < NHOSTS; h++)); do
+	bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;" "" "" "${DAEMON_KEYS:-}"
+done
 bl_daemons_ready
 
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
