@@ -176,6 +176,9 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->cq_overflows += b->cq_overflows;
 	a->cq_signals += b->cq_signals;
 	a->cq_signal_calls += b->cq_signal_calls;
+	a->doorbells += b->doorbells;
+	a->doorbell_calls += b->doorbell_calls;
+	a->doorbell_qps += b->doorbell_qps;
 	a->listen_refused += b->listen_refused;
 	a->share_refused += b->share_refused;
 	a->reserve_refused += b->reserve_refused;
@@ -474,7 +477,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
 		"qps_hot", (json_int_t)s->cls.qps_hot,
@@ -484,6 +487,9 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"cqes", (json_int_t)s->cls.cqes, "cq_overflows", (json_int_t)s->cls.cq_overflows,
 		"cq_signals", (json_int_t)s->cls.cq_signals,
 		"cq_signal_syscalls", (json_int_t)s->cls.cq_signal_calls,
+		"doorbells", (json_int_t)s->cls.doorbells,
+		"doorbell_syscalls", (json_int_t)s->cls.doorbell_calls,
+		"doorbell_qps", (json_int_t)s->cls.doorbell_qps,
 		"services", (json_int_t)s->cls.services,
 		"listen_refused", (json_int_t)s->cls.listen_refused,
 		"share_refused", (json_int_t)s->cls.share_refused,

@@ -11,7 +11,8 @@
 #include <assert.h>
 #include <stdint.h>
 
-#define MROC_ABI_VERSION	3	/* 2: SQE of 64 B with the atomics' operands; 3: RUNG */
+/* 2: SQE of 64 B with the atomics' operands; 3: RUNG; 4: a doorbell per QP */
+#define MROC_ABI_VERSION	4
 #define MROC_SHM_MAGIC		0x4d524f43u	/* "MROC" */
 #define MROC_CACHE_LINE		64
 #define MROC_DEFAULT_SOCKET	"/run/mroc/mrocd.sock"
@@ -25,14 +26,24 @@
  * refuses an unsealed one with -EPERM.
  */
 enum mroc_msg_type {
-	MROC_MSG_HELLO = 1,		/* fds: [0] doorbell eventfd (client -> daemon) */
+	MROC_MSG_HELLO = 1,		/* fds: [0] the context's doorbell eventfd (below) */
 	MROC_MSG_MR_REG,		/* fds: [0] memfd of the region */
 	MROC_MSG_MR_DEREG,
-	MROC_MSG_QP_CREATE,		/* fds: [0] ring memfd, [1] completion eventfd */
+	MROC_MSG_QP_CREATE,		/* fds: [0] ring memfd, [1] completion eventfd, [2] doorbell */
 	MROC_MSG_QP_CONNECT,
 	MROC_MSG_QP_LISTEN,
 	MROC_MSG_QP_DESTROY,
 };
+
+/*
+ * Doorbells (eventfds, client -> daemon): the client writes one when it
+ * posts to a ring that has NEED_WAKEUP.  A QP's own doorbell (QP_CREATE's
+ * fds[2]) wakes mrocd for that QP alone, whatever the number of QPs; the
+ * context's (HELLO's) makes it look at every QP of the client (libmroc
+ * rings the QP's since ABI 4).  mrocd never reads a doorbell: each write
+ * is one event (epoll, edge-triggered), so a counter held at its maximum
+ * silences only that doorbell.
+ */
 
 /* Every request and reply starts with this; a reply echoes type and seq. */
 struct mroc_msg_hdr {
@@ -134,7 +145,7 @@ struct mroc_shm_hdr {
 };
 
 /* Ring flags, set by the consumer of a ring. */
-#define MROC_RING_NEED_WAKEUP	0x1	/* SQ/RQ: the daemon sleeps; ring the doorbell */
+#define MROC_RING_NEED_WAKEUP	0x1	/* SQ/RQ: the daemon polls the QP no more; ring its doorbell */
 /*
  * SQ/RQ: the client rang the doorbell for this ring since the daemon set
  * NEED_WAKEUP, so later posts need not (one doorbell per ring per sleep, not

@@ -17,7 +17,7 @@
 
 #include "internal.h"
 
-#define MAX_FDS 2	/* QP_CREATE sends the most: ring memfd, completion eventfd */
+#define MAX_FDS 3	/* QP_CREATE sends the most: ring memfd, completion eventfd, doorbell */
 
 static int send_msg(int sock, const void *msg, size_t len, const int *fds, int nfds)
 {

@@ -27,7 +27,7 @@
 
 struct mroc_ctx {
 	int sock;			/* SOCK_SEQPACKET to mrocd */
-	int doorbell_fd;		/* eventfd, rung when the daemon sleeps */
+	int doorbell_fd;		/* eventfd, HELLO's (the QPs ring their own) */
 	pthread_mutex_t req_lock;	/* one request at a time; guards seq */
 	uint32_t seq;
 	/* The socket failed or hung up (mrocd is gone): every call is -ENOTCONN. */
@@ -79,6 +79,7 @@ struct mroc_qp {
 	uint8_t *region;		/* the ring memfd, mapped */
 	size_t region_len;
 	int cq_fd;			/* completion eventfd */
+	int doorbell_fd;		/* eventfd: this QP's rings have work (abi.h) */
 	_Atomic int conn;		/* enum libmroc_conn, -ECONNREFUSED or -ECONNRESET */
 
 	_Alignas(MROC_CACHE_LINE) struct ring_view sq;	/* producer */

@@ -16,9 +16,9 @@
 #include "internal.h"
 
 /*
- * After a commit: if the daemon said it sleeps (NEED_WAKEUP), ring its
- * doorbell, once per ring until the daemon asks again (RUNG): posts in a row
- * to a cold QP cost one system call, not one each.
+ * After a commit: if the daemon polls the QP no more (NEED_WAKEUP), ring
+ * the QP's doorbell, once per ring until the daemon asks again (RUNG): posts
+ * in a row to a cold QP cost one system call, not one each.
  */
 static void kick(struct mroc_qp *qp, struct ring_view *r)
 {
@@ -26,8 +26,8 @@ static void kick(struct mroc_qp *qp, struct ring_view *r)
 
 	if (!ring_prod_needs_wakeup_once(r, MROC_RING_NEED_WAKEUP, MROC_RING_RUNG))
 		return;
-	/* EAGAIN: the counter is full, the daemon has plenty to wake it. */
-	if (write(qp->ctx->doorbell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+	/* The QP's own: mrocd looks at this QP only.  EAGAIN: the counter is full (abi.h). */
+	if (write(qp->doorbell_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
 		pr_warn("cannot ring mrocd's doorbell: %s", mroc_strerror(-errno));
 }
 

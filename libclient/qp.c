@@ -97,7 +97,7 @@ struct mroc_qp *mroc_qp_create(struct mroc_ctx *ctx, const struct mroc_qp_attr *
 	struct mroc_msg_qp_create m = { .h.type = MROC_MSG_QP_CREATE };
 	struct qp_sizes s;
 	struct mroc_qp *qp;
-	int fds[2], err;
+	int fds[3], err;
 
 	if (!ctx) {
 		errno = EINVAL;
@@ -127,6 +127,12 @@ struct mroc_qp *mroc_qp_create(struct mroc_ctx *ctx, const struct mroc_qp_attr *
 		goto err_region;
 	}
 	fds[1] = qp->cq_fd;
+	qp->doorbell_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (qp->doorbell_fd < 0) {
+		err = -errno;
+		goto err_cq_fd;
+	}
+	fds[2] = qp->doorbell_fd;
 
 	m.mode = s.mode;
 	m.paths = s.paths;
@@ -134,9 +140,9 @@ struct mroc_qp *mroc_qp_create(struct mroc_ctx *ctx, const struct mroc_qp_attr *
 	m.rq_entries = s.rq;
 	m.cq_entries = s.cq;
 	m.region_len = s.region_len;
-	err = libmroc_request(ctx, &m, sizeof(m), fds, 2);
+	err = libmroc_request(ctx, &m, sizeof(m), fds, 3);
 	if (err)
-		goto err_cq_fd;
+		goto err_doorbell;
 	close(fds[0]);	/* the daemon has its own reference and mapping */
 	qp->qpn = m.qpn;
 
@@ -146,6 +152,8 @@ struct mroc_qp *mroc_qp_create(struct mroc_ctx *ctx, const struct mroc_qp_attr *
 	pthread_mutex_unlock(&ctx->list_lock);
 	return qp;
 
+err_doorbell:
+	close(qp->doorbell_fd);
 err_cq_fd:
 	close(qp->cq_fd);
 err_region:
@@ -182,6 +190,7 @@ int mroc_qp_destroy(struct mroc_qp *qp)
 	/* The daemon has its own mapping and fd: ours go whatever it said. */
 	munmap(qp->region, qp->region_len);
 	close(qp->cq_fd);
+	close(qp->doorbell_fd);
 	free(qp->stash);
 	free(qp);
 	return err;

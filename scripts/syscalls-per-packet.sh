@@ -64,7 +64,10 @@ echo "$C x $Q QPs, $S B, $*; load $(cut -d' ' -f1-3 /proc/loadavg); over $SECS s
 	"data packets $txd, channels signalled $(d '$b.clients.cq_signals - $a.clients.cq_signals')" \
 	"in $(d '$b.clients.cq_signal_syscalls - $a.clients.cq_signal_syscalls') system calls," \
 	"worker loops $(d '$b.worker.loops - $a.worker.loops'), sleeps $(d '$b.worker.sleeps - $a.worker.sleeps')," \
-	"doorbell wake-ups $(d '$b.worker.wakeups_doorbell - $a.worker.wakeups_doorbell')"
+	"doorbell wake-ups $(d '$b.worker.wakeups_doorbell - $a.worker.wakeups_doorbell')," \
+	"client doorbells taken $(d '$b.clients.doorbells - $a.clients.doorbells') in" \
+	"$(d '$b.clients.doorbell_syscalls - $a.clients.doorbell_syscalls') epoll_waits, looking at" \
+	"$(d '$b.clients.doorbell_qps - $a.clients.doorbell_qps') QPs"
 echo "| process | event | count | per completion | per data packet |"
 echo "|---|---|---|---|---|"
 for f in daemon clients; do

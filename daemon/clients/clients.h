@@ -4,8 +4,8 @@
  * client's messages (abi.h): it maps the memory and ring regions the client
  * sends, and has the worker register them with the engine (worker_call).
  * The worker then polls the client QPs' SQ and RQ rings (a bounded number
- * per loop: busy QPs round-robin, idle ones only when their client rings
- * its doorbell, see clients.c), validates each work request before it
+ * per loop: busy QPs round-robin, idle ones only once a doorbell rings for
+ * them, see clients_priv.h), validates each work request before it
  * reaches the engine, and writes completions into the client's CQ ring.
  *
  * Nothing a client writes is trusted: indices, lengths, keys, offsets and
@@ -95,7 +95,9 @@ unsigned clients_worker(const void *client);
 /* Worker thread (worker.c hooks). */
 int clients_poll(void *cs, uint64_t now);
 bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now);
+/* The fds to sleep on: one, the epoll set of every doorbell. */
 int clients_fds(void *cs, int *fds, int max);
+/* It is readable: take the doorbells (the worker does not read the fd). */
 void clients_fd_ready(void *cs, int i);
 bool clients_may_sleep(void *cs);
 /* End of a worker loop: signal the completion channels of this loop's completions. */
@@ -109,6 +111,9 @@ struct clients_stats {
 	uint64_t wrs, bad_wrs, cqes, cq_overflows;
 	uint64_t cq_signals;			/* completion channels signalled (armed clients) */
 	uint64_t cq_signal_calls;		/* system calls that took (batched per loop) */
+	uint64_t doorbells;			/* doorbell rings the worker took */
+	uint64_t doorbell_calls;		/* epoll_waits that took them (one per look) */
+	uint64_t doorbell_qps;			/* QPs looked at for them */
 	uint64_t listen_refused;		/* LISTENs on another client's service (EADDRINUSE) */
 	uint64_t share_refused;			/* QPs, regions over a user's share (EDQUOT) */
 	uint64_t reserve_refused;		/* clients, QPs, regions: administrators' reserve */

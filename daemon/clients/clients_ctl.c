@@ -74,6 +74,11 @@ static int op_qp_create(void *arg, uint64_t now)
 	if (err)
 		return err;
 	err = qpmap_add(&cs->map, q->qpn, q);
+	if (!err) {
+		err = clients_qp_doorbell_add(cs, q);
+		if (err)
+			qpmap_del(&cs->map, q->qpn);
+	}
 	if (err) {
 		engine_qp_destroy(cs->eng, q->qpn);
 		return err;
@@ -155,6 +160,7 @@ static int op_client_gone(void *arg, uint64_t now)
 	if (o->cl->widx != NOT_LISTED) {
 		struct client *last = cs->wcl[--cs->nwcl];
 
+		clients_doorbell_del(cs, o->cl);
 		cs->wcl[o->cl->widx] = last;
 		last->widx = o->cl->widx;
 		o->cl->widx = NOT_LISTED;
@@ -182,10 +188,14 @@ static int op_client_hello(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct clients *cs = o->cs;
+	int err;
 
 	(void)now;
 	if (cs->nwcl == MAX_CLIENTS)
 		return -EUSERS;
+	err = clients_doorbell_add(cs, o->cl);
+	if (err)
+		return err;
 	o->cl->widx = cs->nwcl;
 	cs->wcl[cs->nwcl++] = o->cl;
 	return 0;
@@ -351,6 +361,8 @@ static void free_qp(struct cqp *q)
 		unpin(q->cl, q->region, q->region_len);
 	if (q->cq_fd >= 0)
 		close(q->cq_fd);
+	if (q->doorbell >= 0)
+		close(q->doorbell);
 	free(q);
 }
 
@@ -670,7 +682,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	struct cqp *q;
 	int err;
 
-	if (nfds != 2 || (m->mode > MROC_QP_ROCEV2 && m->mode != MROC_QP_DEFAULT) ||
+	if (nfds != 3 || (m->mode > MROC_QP_ROCEV2 && m->mode != MROC_QP_DEFAULT) ||
 	    m->paths > MROC_MAX_PATHS ||
 	    !pow2(m->sq_entries) || !pow2(m->rq_entries) || !pow2(m->cq_entries) ||
 	    m->sq_entries > cs->ctl->lim.max_sq_depth || m->rq_entries > cs->ctl->lim.max_rq_depth ||
@@ -686,11 +698,14 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -EDQUOT;
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
+	if (evfd_check(fds[2]))
+		return not_eventfd(cl, "QP doorbell");
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
 	q->cl = cl;
 	q->cq_fd = -1;
+	q->doorbell = -1;
 	err = map_rings(cs, q, m, fds[0]);
 	if (err) {
 		free_qp(q);
@@ -698,6 +713,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 	}
 	q->cq_fd = fds[1];
 	fds[1] = -1;
+	q->doorbell = fds[2];
+	fds[2] = -1;
 	o.q = q;
 	o.attr = (struct engine_qp_attr){
 		.pd = cl->pd,

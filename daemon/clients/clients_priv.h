@@ -25,17 +25,24 @@
 #define ZOMBIE_NS		(2ULL * 1000000000ULL)
 #define MAX_CLIENTS		4096	/* limits.max_clients' upper bound */
 /*
- * The worker's per-loop cost must not grow with the number of QPs (issue
- * #10): it looks at no more than POLL_BUDGET busy ("hot") QPs and
- * SWEEP_BUDGET idle ("cold") ones per loop, round-robin.  A hot QP that
- * found nothing to do for HOT_NS goes cold: its rings get NEED_WAKEUP for
- * good, so the client rings its doorbell on the next post, and the worker
- * looks at that client's QPs.  The sweep only bounds the delay when the
- * worker is too busy to sleep (and so to see doorbells).
+ * The worker's per-loop cost must not grow with the number of QPs or
+ * clients (issues #10, #22): it looks at no more than POLL_BUDGET busy
+ * ("hot") QPs per loop, round-robin.  A hot QP that found nothing to do for
+ * HOT_NS goes cold: its rings get NEED_WAKEUP for good, so the client rings
+ * a doorbell on the next post: the QP's own (so the worker looks at that
+ * QP alone), or for a client that rings it the context's (it looks at
+ * every QP of the client).  Every doorbell is in one epoll set per
+ * worker (clients.epfd), edge-triggered and never read: the worker sleeps
+ * on that one fd, and a busy worker that does not sleep asks it for the
+ * doorbells rung since, one epoll_wait(0) per DOORBELL_POLL_NS, whatever the
+ * number of clients and QPs.  (Until issue #22 a busy worker swept 32 cold
+ * QPs' rings a loop instead, and a sleeping one ppoll()ed a doorbell per
+ * client.)
  */
 #define POLL_BUDGET		256
-#define SWEEP_BUDGET		32
 #define HOT_NS			1000000ULL
+#define DOORBELL_POLL_NS	20000ULL
+#define DOORBELL_BATCH		64	/* doorbells taken per epoll_wait */
 #define NOT_LISTED		UINT32_MAX
 
 /* The library's codes are the engine's, so they pass through unchanged. */
@@ -65,6 +72,7 @@ struct cqp {
 	void *region;
 	size_t region_len;
 	int cq_fd;
+	int doorbell;			/* eventfd: the client posted to a cold ring (abi.h) */
 	bool bound;			/* control thread: it listened on service (services.h) */
 	uint64_t service;
 	/* Worker only from here. */
@@ -148,7 +156,9 @@ struct clients {
 	uint32_t nsigq;
 	struct qpmap map;		/* qpn -> struct cqp */
 	struct cqp **active;		/* max_total_qps */
-	uint32_t nactive, sweep;	/* sweep: next cold QP to look at */
+	uint32_t nactive;
+	int epfd;			/* every client's doorbell (clients.c) */
+	uint64_t next_doorbells;	/* ns: a busy worker's next look at them */
 	struct cqp **hot;		/* max_total_qps */
 	uint32_t nhot, hot_next;
 	struct client *wcl[MAX_CLIENTS];	/* clients with a doorbell */
@@ -177,5 +187,14 @@ void clients_deactivate_all(struct clients *cs, struct client *cl, uint64_t now)
  * dead-peer timer instead).  False when there is none.
  */
 bool clients_zombie_free(struct clients *cs);
+/*
+ * The worker wakes when client's doorbell rings (and a busy one finds it):
+ * 0 or -errno.  Off again before the fd is closed: the client holds the
+ * file open too, and epoll forgets an fd only when its file goes.
+ */
+int clients_doorbell_add(struct clients *cs, struct client *cl);
+void clients_doorbell_del(struct clients *cs, struct client *cl);
+/* The same for one QP's own doorbell: it wakes the worker for that QP alone. */
+int clients_qp_doorbell_add(struct clients *cs, struct cqp *q);
 
 #endif

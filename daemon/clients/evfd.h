@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Eventfds a client hands over (its doorbell, its QPs' completion channels):
- * checked once, then read and signalled by the worker without ever blocking,
- * whatever the client does to the fd meanwhile.
+ * Eventfds a client hands over (its doorbells, its QPs' completion channels):
+ * checked once, then signalled by the worker without ever blocking, whatever
+ * the client does to the fd meanwhile (doorbells are never read: clients.c
+ * takes them through epoll; evfd_drain serves mrocd's own eventfds).
  *
  * A client owns the open file: it can clear O_NONBLOCK with fcntl() at any
  * time, and it can push the counter to its maximum, where a write(2) of 1

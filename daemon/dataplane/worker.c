@@ -24,7 +24,7 @@
 
 #define BATCH		64
 #define RX_DRAIN_BATCHES	16	/* receive batches per loop before timers run */
-#define MAX_POLL_FDS	4160	/* backend sockets + a doorbell per client (4,096) + ours */
+#define MAX_POLL_FDS	80	/* the backend (64 sockets, egress, hand-off) + the clients' epoll set + ours */
 /* Busy-polling: a yield now and then, not per turn (see idle_spin). */
 #define YIELD_EVERY_NS	10000
 #define RELAX_PER_TURN	64
@@ -232,14 +232,17 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	w->st.sleeps++;
 	if (ppoll(pfd, (nfds_t)n, &ts, NULL) <= 0)
 		return;
-	/* Doorbells are eventfds: readable until read; clients' ones read without blocking. */
+	/*
+	 * Ours is an eventfd, readable until read.  The extra fds are their
+	 * owner's to take (the clients' epoll set of doorbells).
+	 */
 	for (int i = nbe; i < n; i++) {
-		if (!(pfd[i].revents & POLLIN) || !evfd_drain(pfd[i].fd))
+		if (!(pfd[i].revents & POLLIN))
 			continue;
-		if (i == n - 1)
-			w->st.wakeups_doorbell++;
-		else if (w->cfg.fd_ready)
+		if (i < n - 1 && w->cfg.fd_ready)
 			w->cfg.fd_ready(w->cfg.ctx, i - nbe);
+		else if (i == n - 1 && evfd_drain(pfd[i].fd))
+			w->st.wakeups_doorbell++;
 	}
 }
 

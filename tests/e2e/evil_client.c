@@ -9,9 +9,11 @@
  *   evil_client SOCKET              garbage requests, bad work requests, corrupted rings
  *   evil_client SOCKET stall SECS   hostile fds: a pipe, a socket or a semaphore eventfd
  *                                   refused; then, for SECS, a blocking eventfd at its
- *                                   maximum as the completion channel and a doorbell
- *                                   drained behind the daemon's back, while error
- *                                   completions keep coming (the worker must not stall)
+ *                                   maximum as the completion channel and the context's
+ *                                   doorbell drained behind the daemon's back (which
+ *                                   loses only its own wake-ups: the QP's doorbell is
+ *                                   rung too), while error completions keep coming
+ *                                   (the worker must not stall)
  *   evil_client SOCKET limits       reserved service ids and addresses that are not
  *                                   unicast refused (loopback too, by default)
  *   evil_client SOCKET users N      N clients that complete HELLO, one after another:
@@ -120,7 +122,7 @@ static int garbage(void)
 	struct ring_view sq, cq;
 	uint64_t rlen;
 	void *region;
-	int ret, fds[2], db, rfd, cqfd, got = 0;
+	int ret, fds[3], db, rfd, cqfd, got = 0;
 
 	/* Before HELLO, nothing is allowed. */
 	struct mroc_msg_mr_dereg early = { .h.type = MROC_MSG_MR_DEREG, .lkey = 1 };
@@ -158,16 +160,17 @@ static int garbage(void)
 	cqfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	fds[0] = rfd;
 	fds[1] = cqfd;
+	fds[2] = db;	/* the context's doorbell is the QP's too: ringing it wakes either way */
 	struct mroc_msg_qp_create qc = { .h.type = MROC_MSG_QP_CREATE, .sq_entries = 16,
 					 .rq_entries = 16, .cq_entries = 64, .region_len = rlen };
-	CHECK(request(&qc, sizeof(qc), fds, 2, reply) == -EINVAL, "QP without a header accepted");
+	CHECK(request(&qc, sizeof(qc), fds, 3, reply) == -EINVAL, "QP without a header accepted");
 	*(struct mroc_shm_hdr *)region = (struct mroc_shm_hdr){
 		.magic = MROC_SHM_MAGIC, .abi_version = MROC_ABI_VERSION, .sq_entries = 16,
 		.rq_entries = 16, .cq_entries = 64, .sq_off = sq_off, .rq_off = rq_off,
 		.cq_off = cq_off, .region_len = rlen,
 	};
 	qc.cq_entries = 32;	/* too small for sq + rq + events */
-	CHECK(request(&qc, sizeof(qc), fds, 2, reply) == -EINVAL, "CQ too small accepted");
+	CHECK(request(&qc, sizeof(qc), fds, 3, reply) == -EINVAL, "CQ too small accepted");
 	{
 		/*
 		 * #24 item 10: a CQ of 2^28 entries in a sparse memfd of its size
@@ -175,7 +178,7 @@ static int garbage(void)
 		 */
 		uint32_t bsq, brq, bcq;
 		uint64_t blen = mroc_shm_layout(16, 16, 1u << 28, &bsq, &brq, &bcq);
-		int bfds[2] = { sealed_memfd(blen), cqfd };
+		int bfds[3] = { sealed_memfd(blen), cqfd, db };
 		struct mroc_shm_hdr *bh = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED,
 					       bfds[0], 0);
 		struct mroc_msg_qp_create big = qc;
@@ -188,13 +191,13 @@ static int garbage(void)
 		};
 		big.cq_entries = 1u << 28;
 		big.region_len = blen;
-		CHECK(request(&big, sizeof(big), bfds, 2, reply) == -EINVAL,
+		CHECK(request(&big, sizeof(big), bfds, 3, reply) == -EINVAL,
 		      "a CQ of 2^28 entries accepted");
 		munmap(bh, 4096);
 		close(bfds[0]);
 	}
 	qc.cq_entries = 64;
-	CHECK(request(&qc, sizeof(qc), fds, 2, reply) == 0, "QP_CREATE refused");
+	CHECK(request(&qc, sizeof(qc), fds, 3, reply) == 0, "QP_CREATE refused");
 
 	/* Garbage work requests (the QP is not even connected): error completions. */
 	ring_view_init(&sq, region, sq_off, 16, sizeof(struct mroc_sqe), true);
@@ -271,6 +274,7 @@ static int full_pipe(void)
 struct stall_qp {
 	struct ring_view sq, cq;
 	uint32_t qpn;
+	int doorbell;		/* the QP's own (ABI 4) */
 	int status;
 };
 
@@ -280,7 +284,7 @@ static void create_qp(int cqfd, struct stall_qp *q)
 	uint8_t reply[MROC_MSG_MAX];
 	uint32_t sq_off, rq_off, cq_off;
 	uint64_t len = mroc_shm_layout(16, 16, 64, &sq_off, &rq_off, &cq_off);
-	int rfd = sealed_memfd(len), fds[2] = { rfd, cqfd };
+	int rfd = sealed_memfd(len), fds[3] = { rfd, cqfd, eventfd(0, EFD_CLOEXEC) };
 	void *region = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, rfd, 0);
 	struct mroc_msg_qp_create m = { .h.type = MROC_MSG_QP_CREATE, .sq_entries = 16,
 					.rq_entries = 16, .cq_entries = 64, .region_len = len };
@@ -291,7 +295,8 @@ static void create_qp(int cqfd, struct stall_qp *q)
 		.rq_entries = 16, .cq_entries = 64, .sq_off = sq_off, .rq_off = rq_off,
 		.cq_off = cq_off, .region_len = len,
 	};
-	q->status = request(&m, sizeof(m), fds, 2, reply);
+	q->status = request(&m, sizeof(m), fds, 3, reply);
+	q->doorbell = fds[2];
 	q->qpn = ((struct mroc_msg_qp_create *)reply)->qpn;
 	close(rfd);
 	ring_view_init(&q->sq, region, sq_off, 16, sizeof(struct mroc_sqe), true);
@@ -358,7 +363,12 @@ static int stall(int secs)
 			ring_prod_commit(&q.sq, 1);
 			posted++;
 		}
+		/*
+		 * Both doorbells: the context's, which the thread eats (mrocd never
+		 * reads a doorbell, so that only costs us its wake-ups), and the QP's.
+		 */
 		CHECK(write(db, &one, sizeof(one)) == sizeof(one), "doorbell");
+		CHECK(write(q.doorbell, &one, sizeof(one)) == sizeof(one), "QP doorbell");
 		usleep(10000);
 	}
 	for (int tries = 0; tries < 300 && got < posted; tries++) {

@@ -62,6 +62,7 @@ uint64_t mrocd_now_ns(void)
 
 struct fqp {
 	uint32_t qpn;
+	int doorbell;		/* a dup of the one it was created with, or -1 */
 	void *region;
 	size_t len;
 	struct ring_view ring[3];
@@ -158,15 +159,19 @@ static int make_fd(struct state *s, int kind, const uint8_t *msg, size_t len)
 }
 
 /* A QP the daemon accepted: keep views of its rings (as the client's side). */
-static void add_qp(struct state *s, uint32_t qpn)
+static void add_qp(struct state *s, uint32_t qpn, int doorbell)
 {
 	const struct mroc_shm_hdr *h = s->ring;
 	struct fqp *q;
 
-	if (s->nqps == MAX_QPS || !s->ring)
+	if (s->nqps == MAX_QPS || !s->ring) {
+		if (doorbell >= 0)
+			close(doorbell);
 		return;
+	}
 	q = &s->qps[s->nqps++];
 	q->qpn = qpn;
+	q->doorbell = doorbell;
 	q->region = s->ring;
 	q->len = s->ring_len;
 	ring_view_init(&q->ring[0], q->region, h->sq_off, h->sq_entries, sizeof(struct mroc_sqe),
@@ -212,14 +217,12 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 		uint8_t b[256];
 	} msg;
 	size_t len, rlen = sizeof(reply);
-	int fds[3], nfds;
+	int fds[3], nfds, doorbell = -1;
 
 	if (n < 3)
 		return n;
 	nfds = d[0] & 3;
 	len = d[2];
-	if (nfds > 2)
-		nfds = 2;
 	d += 3;
 	n -= 3;
 	if (len > n)
@@ -230,6 +233,9 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 	qpn_fixup(s, msg.b, len);
 	for (int i = 0; i < nfds; i++)
 		fds[i] = make_fd(s, (d[-2] >> (2 * i)) & 3, msg.b, len);
+	/* A QP's doorbell (fds[2]) stays the daemon's: do_ring rings a copy. */
+	if (nfds == 3)
+		doorbell = dup(fds[2]);
 	clients_msg(s->cs, s->cl, msg.b, len, fds, nfds, &reply, &rlen);
 	FUZZ_ASSERT(rlen >= sizeof(struct mroc_msg_hdr) && rlen <= MROC_MSG_MAX);
 	mix(&s->digest, &rlen, sizeof(rlen));
@@ -237,7 +243,9 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 	FUZZ_ASSERT(reply.h.status <= 0);
 	if (!reply.h.status && len >= sizeof(struct mroc_msg_hdr) &&
 	    msg.h.type == MROC_MSG_QP_CREATE)
-		add_qp(s, reply.qc.qpn);
+		add_qp(s, reply.qc.qpn, doorbell);
+	else if (doorbell >= 0)
+		close(doorbell);
 	return 3 + len;
 }
 
@@ -255,7 +263,13 @@ static size_t do_ring(struct state *s, const uint8_t *d, size_t n)
 		ring_cons_release(r, d[2]);
 		ring_cons_prepare_sleep(r, MROC_RING_ARMED);
 	} else {
+		uint64_t one = 1;
+
 		ring_prod_commit(r, d[2]);
+		/* As libmroc rings: only when the QP's ring asked for it. */
+		if (q->doorbell >= 0 && ring_prod_needs_wakeup(r, MROC_RING_NEED_WAKEUP) &&
+		    write(q->doorbell, &one, sizeof(one)) < 0)
+			FUZZ_ASSERT(errno == EAGAIN);
 	}
 	clients_poll(s->cs, now_ns);
 	return 3 + FC_ENTRY;
@@ -401,8 +415,11 @@ static uint64_t run(struct fixture *fx, const uint8_t *d, size_t n)
 	engine_get_stats(fx->eng, &es);
 	mix(&s.digest, es.c, sizeof(es.c));
 	mix(&s.digest, es.rx_malformed, sizeof(es.rx_malformed));
-	for (unsigned i = 0; i < s.nqps; i++)
+	for (unsigned i = 0; i < s.nqps; i++) {
 		munmap(s.qps[i].region, s.qps[i].len);
+		if (s.qps[i].doorbell >= 0)
+			close(s.qps[i].doorbell);
+	}
 	if (s.ring)
 		munmap(s.ring, s.ring_len);
 	close(s.sock[0]);

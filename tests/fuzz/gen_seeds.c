@@ -201,7 +201,7 @@ void client_seeds(const char *dir)
 		f = open_seed("fuzz_client", "session-%d", v);
 		put_msg(f, &hello, sizeof(hello), 1, FC_FD_EVENTFD);
 		put_msg(f, &mr, sizeof(mr), 1, FC_FD_MEMFD);
-		put_msg(f, &qc, sizeof(qc), 2, FC_FD_RING | FC_FD_EVENTFD << 2);
+		put_msg(f, &qc, sizeof(qc), 3, FC_FD_RING | FC_FD_EVENTFD << 2 | FC_FD_EVENTFD << 4);
 		if (v == 0)
 			put_msg(f, &ql, sizeof(ql), 0, 0);
 		else

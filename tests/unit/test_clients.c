@@ -14,7 +14,9 @@
  *  - zombies (destroyed QPs still telling their peers) give their engine
  *    slots to new QPs when the table is full;
  *  - a destroyed QP with nothing to tell a peer (never connected) is no
- *    zombie: its engine slot is free at once.
+ *    zombie: its engine slot is free at once;
+ *  - doorbells (#22): the worker sleeps on one fd however many clients,
+ *    and takes any number of rung doorbells with one system call.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -24,6 +26,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -36,6 +39,7 @@
 #include "log.h"
 #include "mroc/mroc.h"
 #include "peers.h"
+#include "ring.h"
 #include "steer.h"
 #include "wire.h"
 #include "worker.h"
@@ -65,6 +69,7 @@ struct env {
 struct tc {
 	void *cl;
 	int sock[2];
+	int doorbell;		/* the client's context doorbell (mrocd holds this very fd) */
 };
 
 static struct env E;
@@ -131,6 +136,7 @@ static int try_client(struct tc *c, uid_t uid)
 	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock), 0);
 	c->cl = clients_open(E.cs, c->sock[0], &cred, uid == 0);
 	assert_non_null(c->cl);
+	c->doorbell = fd;
 	return msg(c, &m, sizeof(m), &fd, 1);	/* the fd is the callee's either way */
 }
 
@@ -154,16 +160,29 @@ static int sealed_memfd(size_t len)
 	return fd;
 }
 
-/* A QP with rings laid out as libmroc lays them: 0 and its QPN, or -errno. */
-static int qp_create(struct tc *c, uint32_t *qpn)
+/* A QP as libmroc makes it, seen from the client's side. */
+struct tqp {
+	uint32_t qpn;
+	int doorbell;		/* its own (mrocd holds this very fd) */
+	struct ring_view sq;	/* producer */
+	void *map;
+	size_t len;
+};
+
+/*
+ * A QP with rings laid out as libmroc lays them: 0 and its QPN, or -errno.
+ * t: keep the client's side of it (unmap with tqp_unmap).
+ */
+static int qp_create_t(struct tc *c, uint32_t *qpn, struct tqp *t)
 {
 	struct mroc_msg_qp_create m = { .h.type = MROC_MSG_QP_CREATE, .mode = MROC_QP_DEFAULT,
 					.sq_entries = 8, .rq_entries = 8, .cq_entries = 32 };
 	uint32_t sq_off, rq_off, cq_off;
 	uint64_t len = mroc_shm_layout(8, 8, 32, &sq_off, &rq_off, &cq_off);
-	int fds[2] = { sealed_memfd(len), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
+	int fds[3] = { sealed_memfd(len), eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC),
+		       eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC) };
 	void *map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
-	int err;
+	int err, doorbell = fds[2];
 
 	assert_true(map != MAP_FAILED);
 	*(struct mroc_shm_hdr *)map = (struct mroc_shm_hdr){
@@ -171,11 +190,21 @@ static int qp_create(struct tc *c, uint32_t *qpn)
 		.rq_entries = 8, .cq_entries = 32, .sq_off = sq_off, .rq_off = rq_off,
 		.cq_off = cq_off, .region_len = len,
 	};
-	munmap(map, len);
 	m.region_len = len;
-	err = msg(c, &m, sizeof(m), fds, 2);
+	err = msg(c, &m, sizeof(m), fds, 3);
 	*qpn = m.qpn;
+	if (!t) {
+		munmap(map, len);
+		return err;
+	}
+	*t = (struct tqp){ .qpn = m.qpn, .doorbell = doorbell, .map = map, .len = len };
+	ring_view_init(&t->sq, map, sq_off, 8, sizeof(struct mroc_sqe), true);
 	return err;
+}
+
+static int qp_create(struct tc *c, uint32_t *qpn)
+{
+	return qp_create_t(c, qpn, NULL);
 }
 
 static int qp_listen(struct tc *c, uint32_t qpn, uint64_t service)
@@ -419,6 +448,100 @@ static void test_unconnected_no_zombie(void **state)
 	env_down();
 }
 
+static void ring(int fd)
+{
+	uint64_t one = 1;
+
+	assert_int_equal(write(fd, &one, sizeof(one)), sizeof(one));
+}
+
+/* Is the worker's fd readable (would its sleep end)? */
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
+}
+
+static void test_doorbells(void **state)
+{
+	struct tc c[4];
+	struct tqp q[8];
+	struct clients_stats st;
+	uint32_t qpn;
+	int fds[8], db;
+
+	(void)state;
+	env_up(100);
+	for (int i = 0; i < 4; i++) {
+		open_client(&c[i], 1000 + (uid_t)i);
+		assert_int_equal(qp_create_t(&c[i], &qpn, &q[2 * i]), 0);
+		assert_int_equal(qp_create_t(&c[i], &qpn, &q[2 * i + 1]), 0);
+	}
+	/* One fd to sleep on for every client (it was one per client). */
+	assert_int_equal(clients_fds(E.cs, fds, 8), 1);
+	assert_false(readable(fds[0]));
+	/* A busy worker's look finds nothing: one system call, no QP read. */
+	assert_int_equal(clients_poll(E.cs, 1000000), 0);
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 1);
+	assert_int_equal(st.doorbells, 0);
+	assert_int_equal(st.doorbell_qps, 0);
+	/* Three clients ring, one of them twice: the sleep ends, one call takes them all. */
+	ring(c[0].doorbell);
+	ring(c[2].doorbell);
+	ring(c[3].doorbell);
+	ring(c[3].doorbell);
+	assert_true(readable(fds[0]));
+	clients_fd_ready(E.cs, 0);
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 2);
+	assert_int_equal(st.doorbells, 3);
+	assert_int_equal(st.doorbell_qps, 6);	/* the rung clients' QPs, not client 1's */
+	assert_int_equal(st.qps_hot, 0);	/* their rings are empty */
+	/* Taken, never read: not readable again until the next ring. */
+	assert_false(readable(fds[0]));
+	/* A busy worker looks once per DOORBELL_POLL_NS, not every loop. */
+	ring(c[1].doorbell);
+	assert_int_equal(clients_poll(E.cs, 1000000 + 1000), 0);
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 2);
+	assert_int_equal(clients_poll(E.cs, 1000000 + 20000), 0);
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 3);
+	assert_int_equal(st.doorbells, 4);
+	/*
+	 * A QP's own doorbell: the worker looks at that QP alone, and a post
+	 * there makes it hot (ring.h's producer side, as libmroc posts).
+	 */
+	memset(ring_prod_slot(&q[5].sq), 0, sizeof(struct mroc_sqe));
+	ring_prod_commit(&q[5].sq, 1);
+	ring(q[5].doorbell);
+	clients_fd_ready(E.cs, 0);
+	stats(&st);
+	assert_int_equal(st.doorbells, 5);
+	assert_int_equal(st.doorbell_qps, 6 + 2 + 1);
+	assert_int_equal(st.qps_hot, 1);
+	/*
+	 * A client gone: its doorbell leaves the set with it, although the
+	 * file lives on (here a dup; a real client holds its own fd).
+	 */
+	db = dup(c[0].doorbell);
+	assert_true(db >= 0);
+	close_client(&c[0]);
+	ring(db);
+	ring(c[1].doorbell);
+	clients_fd_ready(E.cs, 0);
+	stats(&st);
+	assert_int_equal(st.doorbells, 6);
+	close(db);
+	for (int i = 1; i < 4; i++)
+		close_client(&c[i]);
+	for (int i = 0; i < 8; i++)
+		munmap(q[i].map, q[i].len);
+	env_down();
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -427,6 +550,7 @@ int main(void)
 		cmocka_unit_test(test_admin_reserve),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
+		cmocka_unit_test(test_doorbells),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -60,6 +60,7 @@ struct fake_qp {
 	uint8_t *region;
 	uint64_t len;
 	int cq_fd;
+	int doorbell;			/* the QP's own (abi.h) */
 	struct ring_view sq, rq;	/* the daemon consumes */
 	struct ring_view cq;		/* the daemon produces */
 };
@@ -242,7 +243,7 @@ FAKE_FN int fake_qp_create(struct mroc_msg_qp_create *m, int *fds, int nfds)
 	struct fake_qp *q = NULL;
 	int err;
 
-	FAKE_CHECK(nfds == 2 && fd_is_eventfd(fds[1]));
+	FAKE_CHECK(nfds == 3 && fd_is_eventfd(fds[1]) && fd_is_eventfd(fds[2]));
 	FAKE_CHECK(pow2(m->sq_entries) && pow2(m->rq_entries) && pow2(m->cq_entries));
 	FAKE_CHECK(m->sq_entries <= FAKE_SQ_MAX && m->rq_entries <= FAKE_RQ_MAX);
 	FAKE_CHECK((uint64_t)m->cq_entries >= (uint64_t)m->sq_entries + m->rq_entries + 8);
@@ -261,6 +262,8 @@ FAKE_FN int fake_qp_create(struct mroc_msg_qp_create *m, int *fds, int nfds)
 	q->qpn = 100 + (uint32_t)(q - F.qps) + 0x10 * F.msgs[MROC_MSG_QP_CREATE];
 	q->cq_fd = fds[1];
 	fds[1] = -1;
+	q->doorbell = fds[2];
+	fds[2] = -1;
 	m->qpn = q->qpn;
 	return 0;
 }
@@ -269,6 +272,7 @@ FAKE_FN void fake_qp_free(struct fake_qp *q)
 {
 	munmap(q->region, q->len);
 	close(q->cq_fd);
+	close(q->doorbell);
 	q->live = false;
 }
 

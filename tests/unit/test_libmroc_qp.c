@@ -383,14 +383,21 @@ static void test_queue_full(void **state)
 	assert_int_equal(mroc_post_recv(E.qp, &rwr), 0);
 }
 
-static uint64_t doorbell_read(void)
+static uint64_t doorbell_read_fd(int fd)
 {
 	uint64_t cnt = 0;
 
 	/* The doorbell is non-blocking: nothing rung reads EAGAIN. */
-	if (read(F.doorbell, &cnt, sizeof(cnt)) < 0)
+	if (read(fd, &cnt, sizeof(cnt)) < 0)
 		assert_int_equal(errno, EAGAIN);
 	return cnt;
+}
+
+/* The QP's own doorbell (ABI 4); the context's stays silent (mrocd would scan every QP). */
+static uint64_t doorbell_read(void)
+{
+	assert_int_equal(doorbell_read_fd(F.doorbell), 0);
+	return doorbell_read_fd(E.fq->doorbell);
 }
 
 static void test_doorbell(void **state)
