@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "evfd.h"
+#include "idle.h"
 #include "log.h"
 #include "mroc_util.h"
 #include "peers.h"
@@ -25,9 +26,6 @@
 #define BATCH		64
 #define RX_DRAIN_BATCHES	16	/* receive batches per loop before timers run */
 #define MAX_POLL_FDS	80	/* the backend (64 sockets, egress, hand-off) + the clients' epoll set + ours */
-/* Busy-polling: a yield now and then, not per turn (see idle_spin). */
-#define YIELD_EVERY_NS	10000
-#define RELAX_PER_TURN	64
 /* Packets the kernel did not take (a stopped device queue): kicked again this soon. */
 #define TX_RETRY_NS	50000
 
@@ -246,29 +244,16 @@ static void sleep_until(struct worker *w, uint64_t deadline, uint64_t now)
 	}
 }
 
-/*
- * One turn of busy-polling with nothing to do.  A sched_yield() per turn
- * (what this was) is a system call and a pass through the scheduler every
- * few hundred nanoseconds; the polls themselves only read ring indices.  So
- * spin on PAUSE between turns and yield every YIELD_EVERY_NS: a thread
- * waiting for this CPU (a client, the other daemon on a 2-core machine)
- * still gets it within that time.
- */
-static void idle_spin(uint64_t now, uint64_t *last_yield)
+static void yield_cpu(void)
 {
-	if (now - *last_yield >= YIELD_EVERY_NS) {
-		*last_yield = now;
-		sched_yield();
-		return;
-	}
-	for (int i = 0; i < RELAX_PER_TURN; i++)
-		cpu_relax();
+	sched_yield();
 }
 
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
-	uint64_t idle_since = 0, last_yield = 0, mark = mrocd_now_ns();
+	uint64_t idle_since = 0, mark = mrocd_now_ns();
+	struct idle_spin spin = { 0 };
 
 	/* The default 50 us of timer slack would stretch every short sleep (pacing, RTOs). */
 	if (prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0))
@@ -317,7 +302,8 @@ static void *worker_main(void *arg)
 		if (!idle_since)
 			idle_since = now;
 		if (now - idle_since < (uint64_t)w->cfg.busy_poll_us * 1000) {
-			idle_spin(now, &last_yield);
+			idle_spin_turn(&spin, now, mrocd_now_ns, yield_cpu);
+			w->st.idle_yields = spin.yields;
 			continue;
 		}
 		deadline = engine_next_deadline(w->cfg.eng);

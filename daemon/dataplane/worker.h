@@ -49,6 +49,7 @@ struct worker_cfg {
 
 struct worker_stats {
 	uint64_t loops, sleeps, wakeups_doorbell;
+	uint64_t idle_yields;		/* sched_yield()s while busy-polling (idle.h) */
 	uint64_t rx_pkts, rx_rejected, rx_unknown_source, tx_pkts;
 	uint64_t busy_ns, idle_ns;	/* time with work vs. asleep or spinning idle */
 	/* The worker thread's page faults (getrusage RUSAGE_THREAD): 0 growth once clients registered. */
