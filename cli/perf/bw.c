@@ -31,6 +31,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "perf.h"
@@ -211,6 +212,184 @@ static void bw_stop(struct perf *pf, struct bw_state *s)
 		s->batch_end = s->limit;
 }
 
+/*
+ * --sleep over several QPs (without --verify or -b): event-driven, so a pass
+ * costs what the QPs with something to do cost, not every QP's (issue #22:
+ * at 16 clients x 250 QPs each client polled 250 CQs per pass, and armed,
+ * polled and disarmed 250 channels per sleep).  A QP whose window is full
+ * and whose CQ is empty is armed and left alone until its channel fires;
+ * the others are visited every pass, and one epoll_wait per pass takes the
+ * fired channels (it sleeps when no QP has anything to do).
+ */
+struct ready {
+	unsigned int *list, n;		/* QPs to visit next pass */
+	bool *armed;			/* [nqp]: armed, so not in the list */
+	unsigned int narmed;
+};
+
+/* QP i has nothing to do until a completion: arm it, or keep it if one came meanwhile. */
+static int ready_arm(struct perf *pf, struct ready *r, unsigned int i, unsigned int *keep)
+{
+	int err = mroc_req_notify(pf->qp[i].qp);
+
+	if (err < 0)
+		return perf_fail(pf, err, "qp %u: mroc_req_notify: %s", i, mroc_strerror(err));
+	if (err > 0) {
+		r->list[(*keep)++] = i;
+		err = mroc_ack_notify(pf->qp[i].qp);	/* visited anyway: no signal */
+		return err ? perf_fail(pf, err, "qp %u: mroc_ack_notify: %s", i,
+				       mroc_strerror(err)) : 0;
+	}
+	r->armed[i] = true;
+	r->narmed++;
+	return 0;
+}
+
+/* Every QP not done at limit into the list, disarmed; *ndone: those done. */
+static int ready_all(struct perf *pf, struct ready *r, uint64_t limit, unsigned int *ndone)
+{
+	*ndone = 0;
+	r->n = 0;
+	for (unsigned int i = 0; i < pf->nqp; i++) {
+		if (r->armed[i]) {
+			int err = mroc_ack_notify(pf->qp[i].qp);
+
+			if (err)
+				return perf_fail(pf, err, "qp %u: mroc_ack_notify: %s", i,
+						 mroc_strerror(err));
+			r->armed[i] = false;
+		}
+		if (pf->qp[i].completed >= limit)
+			(*ndone)++;
+		else
+			r->list[r->n++] = i;
+	}
+	r->narmed = 0;
+	return 0;
+}
+
+/* One pass over the listed QPs: post, reap, and arm those left with nothing to do. */
+static int ready_pass(struct perf *pf, struct bw_state *s, struct ready *r, uint64_t *done_msgs,
+		      unsigned int *ndone, bool *progress, bool *drained)
+{
+	unsigned int keep = 0;
+
+	for (unsigned int k = 0; k < r->n; k++) {
+		unsigned int i = r->list[k];
+		struct perf_qp *q = &pf->qp[i];
+		uint64_t before = q->completed;
+		bool ring_full = false;
+		int err = 0, n;
+
+		while (q->posted < s->limit && q->posted - q->completed < s->depth) {
+			err = bw_post(pf, s, q);
+			if (err == -EAGAIN) {
+				ring_full = true;
+				break;
+			}
+			if (err)
+				return err;
+			q->posted++;
+			*progress = true;
+		}
+		n = bw_reap(pf, s, q);
+		if (n < 0)
+			return n;
+		*progress |= n > 0;
+		*done_msgs += q->completed - before;
+		if (q->completed >= s->limit) {
+			*ndone += before < s->limit;
+			continue;	/* done: nothing more will come */
+		}
+		/* (keep <= k: the list is rewritten behind the reading.) */
+		if (n == PERF_WC_BATCH || ring_full ||
+		    (q->posted < s->limit && q->posted - q->completed < s->depth)) {
+			*drained &= n < PERF_WC_BATCH;
+			r->list[keep++] = i;
+			continue;
+		}
+		err = ready_arm(pf, r, i, &keep);
+		if (err)
+			return err;
+	}
+	r->n = keep;
+	return 0;
+}
+
+static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result *res)
+{
+	struct ready r = { 0 };
+	struct peak peak;
+	uint64_t t0, t_last, last_progress, done_msgs = 0;
+	unsigned int ndone = 0, fired[64];
+	int err = 0, got;
+
+	r.list = calloc(pf->nqp, sizeof(*r.list));
+	r.armed = calloc(pf->nqp, sizeof(*r.armed));
+	if (!r.list || !r.armed) {
+		err = perf_fail(pf, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (unsigned int i = 0; i < pf->nqp; i++)
+		r.list[r.n++] = i;
+	peak_init(&peak, PEAK_WINDOW_NS);
+	t0 = t_last = last_progress = mono_ns();
+	s->deadline = pf->duration_s ? t0 + pf->duration_s * 1000000000ull : 0;
+	peak_update(&peak, t0, 0);
+	while (ndone < pf->nqp) {
+		uint64_t now = mono_ns(), msgs = done_msgs;
+		bool progress = false, drained = true;
+
+		if (s->deadline && now >= s->deadline && s->limit == UINT64_MAX) {
+			bw_stop(pf, s);
+			/* Every QP again: each may have its last messages to post. */
+			err = ready_all(pf, &r, s->limit, &ndone);
+			if (err)
+				goto out;
+		}
+		err = ready_pass(pf, s, &r, &done_msgs, &ndone, &progress, &drained);
+		if (err)
+			goto out;
+		if (r.narmed) {
+			got = cq_wait_fired(pf, r.n ? 0 : 10, fired, 64);
+			if (got < 0) {
+				err = got;
+				goto out;
+			}
+			for (int j = 0; j < got; j++) {
+				if (!r.armed[fired[j]])
+					continue;	/* visited already (an old signal) */
+				r.armed[fired[j]] = false;
+				r.narmed--;
+				r.list[r.n++] = fired[j];
+			}
+		}
+		if (done_msgs != msgs)
+			t_last = now;
+		if (progress) {
+			last_progress = now;
+			if (drained)	/* as in bw_client */
+				peak_update(&peak, now, done_msgs * s->size);
+			continue;
+		}
+		err = perf_stalled(pf, now, last_progress, "bandwidth client");
+		if (!err)
+			err = perf_peer_check(pf, now);
+		if (err)
+			goto out;
+		if (r.n)
+			cpu_relax();	/* a QP whose ring was full (-EAGAIN) */
+	}
+	stats_bw(res, s->size, done_msgs, pf->nqp, t_last - t0, &peak);
+out:
+	for (unsigned int i = 0; r.armed && i < pf->nqp; i++)
+		if (r.armed[i])
+			mroc_ack_notify(pf->qp[i].qp);
+	free(r.list);
+	free(r.armed);
+	return err;
+}
+
 int bw_client(struct perf *pf, struct bw_result *res)
 {
 	struct bw_state s;
@@ -219,6 +398,8 @@ int bw_client(struct perf *pf, struct bw_result *res)
 	int err;
 
 	bw_setup(pf, &s);
+	if (pf->o->sleep && pf->nqp > 1 && !s.verify && !(pf->p.flags & OOB_F_BIDIR))
+		return bw_client_ready(pf, &s, res);
 	peak_init(&peak, PEAK_WINDOW_NS);
 	t0 = t_last = last_progress = mono_ns();
 	s.deadline = pf->duration_s ? t0 + pf->duration_s * 1000000000ull : 0;

@@ -201,6 +201,34 @@ int cq_wait(struct perf *pf, int timeout_ms)
 	return disarm_all(pf);
 }
 
+int cq_wait_fired(struct perf *pf, int timeout_ms, unsigned int *fired, unsigned int max)
+{
+	struct epoll_event ev[64];
+	int n, got = 0, err;
+
+	err = wait_set(pf);
+	if (err)
+		return err;
+	if (max > sizeof(ev) / sizeof(ev[0]))
+		max = sizeof(ev) / sizeof(ev[0]);
+	n = epoll_wait(pf->epfd, ev, (int)max, timeout_ms);
+	if (n < 0 && errno != EINTR)
+		return perf_fail(pf, -errno, "epoll_wait: %s", strerror(errno));
+	for (int i = 0; i < n; i++) {
+		uint32_t k = ev[i].data.u32;
+
+		if (k == WAIT_CTX && (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
+			return perf_fail(pf, -ENOTCONN, "%s", mroc_strerror(-ENOTCONN));
+		if (k >= pf->nqp)
+			continue;	/* the side channel: perf_peer_check reads it */
+		err = mroc_ack_notify(pf->qp[k].qp);
+		if (err)
+			return perf_fail(pf, err, "qp %u: mroc_ack_notify: %s", k, mroc_strerror(err));
+		fired[got++] = k;
+	}
+	return got;
+}
+
 static int peer_message(struct perf *pf, const struct oob_msg *m)
 {
 	if (m->type == OOB_ERROR) {

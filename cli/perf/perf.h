@@ -188,6 +188,12 @@ int perf_fail(struct perf *pf, int err, const char *fmt, ...) __attribute__((for
 int cq_poll(struct perf *pf, struct perf_qp *q, struct mroc_wc *wc, int max);
 /* Sleep until a completion on any QP or a message on the side channel, at most timeout_ms. */
 int cq_wait(struct perf *pf, int timeout_ms);
+/*
+ * The QPs whose armed completion channel fired (each acknowledged, so
+ * disarmed) into fired[], at most max; waits up to timeout_ms (0: a look)
+ * for one, or for the side channel.  How many, or < 0 (the test ends).
+ */
+int cq_wait_fired(struct perf *pf, int timeout_ms, unsigned int *fired, unsigned int max);
 /* Every PERF_PEER_CHECK_NS: an ERROR from the peer fails, a DONE is kept (server). */
 int perf_peer_check(struct perf *pf, uint64_t now);
 /* The peer's next message (an ERROR fails); timeout_ms < 0: no limit. */

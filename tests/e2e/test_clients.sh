@@ -55,6 +55,13 @@ for t in write_lat send_lat read_lat; do
 done
 ok "write, send, read (bw and lat) verified byte for byte at 1 B, 64 KiB and 8 MiB"
 
+# --sleep over many QPs without --verify: mroc-perf waits event-driven (only the QPs whose
+# channel fired are visited), by iterations and by duration (the stop re-arms every QP).
+perf write_bw 18516 -s 65536 -q 32 -t 4 -n 300 --slots 8 || fail "write_bw --sleep -q 32 -n 300"
+perf write_bw 18517 -s 4096 -q 48 -t 4 -D 2 --slots 8 || fail "write_bw --sleep -q 48 -D 2"
+perf read_bw 18518 -s 16384 -q 8 -t 2 -n 500 --slots 8 || fail "read_bw --sleep -q 8"
+ok "32 and 48 QPs of one client sleeping on their completion channels, event-driven"
+
 perf write_bw 18601 --verify -s 65536 -n 400 &
 p1=$!
 perf send_bw 18602 --verify -s 4096 -n 400 &
