@@ -43,7 +43,8 @@
 # 16 QPs; 4 above, so that what is outstanding when a client's -D ends, 64 KiB x depth x QPs,
 # drains in seconds, not minutes; each QP's region holds that many messages, --slots), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
 # replace only the rows of PARTS x POINTS in scale.csv, keep the others, summarise all),
-# KEEP (set: keep the work directory with logs and every client's output).
+# KEEP (set: keep the work directory with logs and every client's output), PROFILE (a
+# directory: perf record -g of both daemons and the clients over each bw window).
 set -u
 BL_TAG=bscale
 . "$(dirname "$0")/bench-lib.sh"
@@ -93,10 +94,10 @@ clients_ticks() {
 }
 placed() { bl_admin 1 counters | jq '.engine.rx_bytes_placed'; }
 client_qps() { bl_admin "$1" counters | jq '.clients.qps'; }
-# engine_cnt H: "rto tx_retx lost rx_dup tx_data" of host H's engine.
+# engine_cnt H: "rto tx_retx lost rx_dup tx_data tx_acks" of host H's engine.
 engine_cnt() {
-	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data)"' 2>/dev/null ||
-		echo "0 0 0 0 0"
+	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data) \(.tx_acks)"' 2>/dev/null ||
+		echo "0 0 0 0 0 0"
 }
 delta() { paste -d' ' <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = " " }'; }
 
@@ -166,6 +167,30 @@ clients_finish() {
 
 # ---------------------------------------------------------------- bw
 
+# profile_start NAME / profile_end: with PROFILE=DIR, `perf record -g` over the window on
+# the sending daemon, the receiving daemon and every client and server mroc-perf, into
+# DIR/NAME.{send,recv,clients}.data (perf report -i FILE --no-children --sort sym).
+# The window's CPU figures then include perf's own cost: profile in a run of its own.
+PERF_PIDS=()
+profile_start() {
+	local pids
+	PERF_PIDS=()
+	[ -n "${PROFILE:-}" ] || return 0
+	mkdir -p "$PROFILE"
+	pids=$(IFS=,; echo "${CPIDS[*]},${SPIDS[*]}")
+	perf record -q -F 999 -g -o "$PROFILE/$1.send.data" -p "${DPID[0]}" -- sleep "$SECS" >/dev/null 2>&1 &
+	PERF_PIDS+=("$!")
+	perf record -q -F 999 -g -o "$PROFILE/$1.recv.data" -p "${DPID[1]}" -- sleep "$SECS" >/dev/null 2>&1 &
+	PERF_PIDS+=("$!")
+	perf record -q -F 999 -g -o "$PROFILE/$1.clients.data" -p "$pids" -- sleep "$SECS" >/dev/null 2>&1 &
+	PERF_PIDS+=("$!")
+}
+profile_end() {
+	local p
+	for p in "${PERF_PIDS[@]}"; do wait "$p" 2>/dev/null; done
+	PERF_PIDS=()
+}
+
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i
@@ -195,6 +220,7 @@ bw_run() {
 	clients_ticks >/dev/null
 	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks)
 	m0a=0 m0b=0
+	profile_start "bw.${c}x$q.$rep"
 	# the window ends after SECS or as soon as a client finishes
 	for ((i = 0; i < SECS * 4; i++)); do
 		sleep 0.25
@@ -205,6 +231,7 @@ bw_run() {
 		m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	done
 	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
+	profile_end
 	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	clients_finish bw
@@ -221,11 +248,12 @@ bw_run() {
 	ca=$(delta "$e0a" "$(engine_cnt 0)") cb=$(delta "$e0b" "$(engine_cnt 1)")
 	perfavg=$(cat "$BL_DIR"/bw.*.cli.json 2>/dev/null | jq -s '[.[].results[0].bw_avg_gbps // 0] | add' 2>/dev/null)
 	# ca: sender "rto tx_retx lost rx_dup tx_data"; cb: receiver's rx_dup
-	read -r rto retx lost _ txdata <<<"$ca"
-	read -r _ _ _ rxdup _ <<<"$cb"
+	read -r rto retx lost _ txdata _ <<<"$ca"
+	read -r _ _ _ rxdup _ rxacks <<<"$cb"
 	log "bw $n QPs ($c x $q) rep $rep: $gbps Gbit/s over $win s (QPs up in $tup s), CPU $cpua/$cpub %" \
 		"(clients $cpuc %, $cpugb CPU s/GB), Pss_Anon $((m0a / 1024))/$((m0b / 1024)) MiB, rto $rto retx $retx" \
-		"dup $rxdup, failed $FAILED${ERR:+ ($ERR)}; load $LOAD_B -> $LOAD_E$LOADED"
+		"dup $rxdup, ACKs per data packet $(awk -v a="${rxacks:-0}" -v d="${txdata:-0}" 'BEGIN { printf "%.3f", d ? a / d : 0 }')," \
+		"failed $FAILED${ERR:+ ($ERR)}; load $LOAD_B -> $LOAD_E$LOADED"
 	load_refused && gbps= cpugb=
 	echo "bw,$n,$c,$q,$rep,$gbps,$win,$tup,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,$rxdup,$txdata,$FAILED,$RETRY_EXC,${perfavg:-},,,${ERR:-ok},${c}x$q,$LOAD_B,$LOAD_E,$LOADED,$cpuc,$cpugb" >>"$CSV"
 	if [ -n "${KEEP:-}" ]; then mkdir -p "$BL_DIR/keep.bw.$n.$rep" && cp "$BL_DIR"/bw.* "$BL_DIR/keep.bw.$n.$rep/"; fi
