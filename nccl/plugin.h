@@ -72,6 +72,7 @@ struct mnccl {
 	char addr[INET6_ADDRSTRLEN];	/* this host's mrocd, as peers reach it */
 	struct mnccl_props props;
 	struct mnccl_reg *regs;		/* the registration cache */
+	bool no_stage;			/* NCCL_MROC_EAGER=0: no staged or eager sends (an A/B) */
 };
 extern struct mnccl mnccl;
 

@@ -79,6 +79,8 @@ nccl_res mnccl_init(nccl_logger_fn log)
 	if (mnccl.users++)
 		goto out;
 	mroc_set_print(lib_print);
+	/* Every send zero-copy after its CTS, as before small sends were staged (for an A/B). */
+	mnccl.no_stage = getenv("NCCL_MROC_EAGER") && !strcmp(getenv("NCCL_MROC_EAGER"), "0");
 	err = local_addr(mnccl.addr, sizeof(mnccl.addr));
 	if (err) {
 		MNCCL_WARN("no address for this host's mrocd (set NCCL_MROC_ADDR): %s",

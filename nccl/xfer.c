@@ -401,7 +401,7 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 	comm_progress(c);
 	if (c->failed)
 		return NCCL_ERR_REMOTE;
-	st = size <= MNCCL_EAGER_MAX ? stage_get(c) : -1;
+	st = size <= MNCCL_EAGER_MAX && !mnccl.no_stage ? stage_get(c) : -1;
 	if (!c->fifo_cnt) {
 		/* The receiver has not posted it yet, or its CTS is on its way: eager if it
 		 * fits and the receiver has an eager slot free, else NCCL calls again. */
