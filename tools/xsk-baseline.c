@@ -54,6 +54,7 @@
 #include <linux/if_xdp.h>
 #include <xdp/xsk.h>
 
+#include "afxdp.h"
 #include "engine.h"
 #include "frame.h"
 #include "log.h"
@@ -389,6 +390,9 @@ static int open_socket(struct base *b)
 		return err;
 	if (!getsockopt(xsk_socket__fd(b->xsk), SOL_XDP, XDP_OPTIONS, &xo, &xl))
 		b->zero_copy = xo.flags & XDP_OPTIONS_ZEROCOPY;
+	/* As mrocd: a copy-mode kick may send the whole ring (older kernels: 32). */
+	if (b->o.tx && !b->zero_copy)
+		afxdp_set_tx_budget(xsk_socket__fd(b->xsk), b->o.ring_size);
 	if (b->o.tx)
 		return 0;
 	err = xdp_prog_add_socket(b->prog, (uint32_t)b->ifindex, b->o.queue, xsk_socket__fd(b->xsk));

@@ -49,8 +49,9 @@ static uint32_t tx_queued(const struct xsk_ring_prod *tx)
 
 /*
  * A kick (sendto) sends at most 32 descriptors in copy mode (the kernel's
- * TX batch; the rest wait for the next kick) and says EAGAIN both when it
- * stopped there and when the device queue is stopped.  One kick per batch
+ * TX batch, unless afxdp_set_tx_budget raised it; the rest wait for the
+ * next kick) and says EAGAIN both when it stopped there and when the
+ * device queue is stopped.  One kick per batch
  * of 64 left packets in the ring with nobody to send them once the engine
  * had nothing new: they went out only with the next packet, often a
  * tail-loss probe or an RTO.  So kick until the ring is empty or a kick
@@ -74,6 +75,17 @@ int afxdp_tx_kick(struct xsk_ring_prod *tx, int fd, bool zero_copy)
 			break;
 	}
 	return (int)left;
+}
+
+#ifndef XDP_MAX_TX_SKB_BUDGET
+#define XDP_MAX_TX_SKB_BUDGET	9	/* linux/if_xdp.h of kernels 6.17 and later */
+#endif
+
+int afxdp_set_tx_budget(int fd, uint32_t budget)
+{
+	unsigned int b = budget;
+
+	return setsockopt(fd, SOL_XDP, XDP_MAX_TX_SKB_BUDGET, &b, sizeof(b)) ? -errno : 0;
 }
 
 /* Give a socket's completed TX frames back to the free stack. */
@@ -615,6 +627,18 @@ static int open_sock(struct afxdp *x, const struct afxdp_cfg *cfg, unsigned s)
 	}
 	if (!getsockopt(xsk_socket__fd(k->xsk), SOL_XDP, XDP_OPTIONS, &opts, &len))
 		k->zero_copy = opts.flags & XDP_OPTIONS_ZEROCOPY;
+	/*
+	 * Copy mode sends a kick's descriptors in the system call: 32 a call
+	 * by default, two or more calls for a worker's batch of 64.  A budget
+	 * of the whole ring makes it one (issue #22: system calls are dear on
+	 * a paravirtualised guest).  Older kernels keep 32.
+	 */
+	if (!k->zero_copy) {
+		err = afxdp_set_tx_budget(xsk_socket__fd(k->xsk), cfg->ring_size);
+		if (err)
+			pr_debug("af_xdp: %s queue %u: TX budget %u: %s", k->ifname, k->queue,
+				 cfg->ring_size, strerror(-err));
+	}
 	/* Returns the socket map slot. */
 	err = xdp_prog_add_socket(x->prog, (uint32_t)k->ifindex, k->queue, xsk_socket__fd(k->xsk));
 	if (err < 0) {

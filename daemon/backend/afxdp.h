@@ -54,12 +54,22 @@ struct xsk_ring_prod;
 
 /*
  * Has the kernel take the descriptors submitted to a TX ring (fd: its
- * socket): copy mode takes at most 32 per kick, so kick until the ring is
- * empty or a kick took none (the device queue is stopped); zero-copy gets
- * one kick, if the driver asks for it.  Returns how many are still in the
- * ring, negative errno if a kick failed otherwise than "try again".
+ * socket): copy mode takes at most its budget per kick (32, or what
+ * afxdp_set_tx_budget set), so kick until the ring is empty or a kick took
+ * none (the device queue is stopped); zero-copy gets one kick, if the
+ * driver asks for it.  Returns how many are still in the ring, negative
+ * errno if a kick failed otherwise than "try again".
  */
 int afxdp_tx_kick(struct xsk_ring_prod *tx, int fd, bool zero_copy);
+
+/*
+ * Copy mode: lets one kick of socket fd send up to budget descriptors
+ * (XDP_MAX_TX_SKB_BUDGET, kernels 6.17 and later; 32..its TX ring size)
+ * instead of 32, one system call per batch instead of two or more.
+ * Returns 0, or negative errno (-ENOPROTOOPT: an older kernel; the budget
+ * stays 32, which is only slower).
+ */
+int afxdp_set_tx_budget(int fd, uint32_t budget);
 
 /*
  * Creates the UMEM and every socket and registers them with cfg->prog.
