@@ -288,6 +288,27 @@ static int qp_tx_one(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 }
 
 /*
+ * Tags are added in batches (sec_tx_seal_all: several SipHashes at once),
+ * keys[i - *sealed] the key of bufs[i]: those from *sealed to count now.
+ */
+static void seal_pending(struct engine *eng, const uint8_t **keys, struct engine_txbuf *bufs,
+			 int *sealed, int count)
+{
+	if (count > *sealed && eng->sec_tag_len)
+		sec_tx_seal_all(eng, keys, bufs + *sealed, count - *sealed);
+	*sealed = count;
+}
+
+/* The key of the packet just built into bufs[count]; seals a full batch. */
+static void seal_later(struct engine *eng, const uint8_t *key, const uint8_t **keys,
+		       struct engine_txbuf *bufs, int *sealed, int count)
+{
+	keys[count - *sealed] = key;
+	if (count + 1 - *sealed == SEC_SEAL_MAX)
+		seal_pending(eng, keys, bufs, sealed, count + 1);
+}
+
+/*
  * Control first (ACKs must not queue behind thousands of QPs' data: their
  * delay would count as RTT, and as loss), then data by deficit round-robin:
  * each turn a QP earns one full packet's bytes, so QPs share the link by
@@ -295,7 +316,8 @@ static int qp_tx_one(struct engine *eng, struct qp *qp, uint64_t now, struct eng
  */
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n)
 {
-	int count = 0;
+	const uint8_t *keys[SEC_SEAL_MAX];
+	int count = 0, sealed = 0;
 
 	/* Room for the tag: the builders see a buffer that much shorter. */
 	for (int i = 0; i < n; i++) {
@@ -307,11 +329,12 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		count++;
 	while (count < n && cm_half_tx(eng, now, &bufs[count]))
 		count++;
+	sealed = count;		/* cm_tx_ctl and cm_half_tx seal their own */
 	while (count < n && !list_empty(&eng->ctl_ready)) {
 		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);
 
 		if (qp_tx_ctl(eng, qp, now, &bufs[count])) {
-			sec_tx_seal(eng, sec_qp_key(eng, qp), &bufs[count]);
+			seal_later(eng, sec_qp_key(eng, qp), keys, bufs, &sealed, count);
 			count++;
 			list_rotate(&eng->ctl_ready, &qp->ctl_node);
 		} else {
@@ -324,8 +347,11 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		if (qp->deficit <= 0)
 			qp->deficit += (int32_t)(eng->seg_bytes * eng->cfg.ack_every);
 		if (qp_tx_one(eng, qp, now, &bufs[count])) {
-			sec_tx_seal(eng, sec_qp_key(eng, qp), &bufs[count]);
-			qp->deficit -= (int32_t)bufs[count].len;
+			const uint8_t *key = sec_qp_key(eng, qp);
+
+			seal_later(eng, key, keys, bufs, &sealed, count);
+			/* As sealed: the tag counts (sealed later, in a batch). */
+			qp->deficit -= (int32_t)(bufs[count].len + (key ? MROC_TAG_LEN : 0));
 			count++;
 			if (qp->deficit <= 0)
 				list_rotate(&eng->tx_ready, &qp->tx_node);
@@ -339,6 +365,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 			qp_update_deadline(eng, qp);
 		}
 	}
+	seal_pending(eng, keys, bufs, &sealed, count);
 	for (int i = 0; eng->sec_tag_len && i < n; i++)
 		bufs[i].cap += eng->sec_tag_len;
 	eng->st.c[EC_TX_PKTS] += (uint64_t)count;

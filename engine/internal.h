@@ -431,6 +431,13 @@ bool sec_req_ok(struct engine *eng, const struct wire_pkt *pkt,
 void sec_tx_seal(struct engine *eng, const uint8_t *key, struct engine_txbuf *b);
 /* Whether the last MROC_TAG_LEN bytes of buf (len with them) are its tag under key. */
 bool sec_tag_ok(const uint8_t *key, const uint8_t *buf, size_t len);
+/* The same for n packets, keys[i] for bufs[i], batched (engine_tx: SEC_SEAL_MAX at a time). */
+#define SEC_SEAL_MAX	64
+void sec_tx_seal_all(struct engine *eng, const uint8_t *const *keys, struct engine_txbuf *bufs,
+		     int n);
+/* siphash.c: SipHash-2-4 (crypto_shorthash) of n messages of len bytes, several at once. */
+void siphash24_many(const uint8_t *const *keys, const uint8_t *const *msgs, size_t len,
+		    uint8_t *const *outs, unsigned n);
 /* The key a packet from this QP is tagged with, or NULL. */
 static inline const uint8_t *sec_qp_key(const struct engine *eng, const struct qp *qp)
 {

@@ -209,6 +209,52 @@ bool sec_req_ok(struct engine *eng, const struct wire_pkt *pkt,
 	return pkt->cm.sec == eng->cfg.sec_mode && meta->sealed == want;
 }
 
+/*
+ * sec_tx_seal for n packets (keys[i] for bufs[i], NULL: none): those whose
+ * tags cover the same number of bytes (every data packet's 60) go through
+ * SipHash together, eight or four at a time where the CPU can (siphash.c).
+ */
+void sec_tx_seal_all(struct engine *eng, const uint8_t *const *keys, struct engine_txbuf *bufs,
+		     int n)
+{
+	const uint8_t *k[SEC_SEAL_MAX], *m[SEC_SEAL_MAX];
+	uint16_t span[SEC_SEAL_MAX];
+	uint8_t *o[SEC_SEAL_MAX];
+
+	for (int base = 0; base < n; base += SEC_SEAL_MAX) {
+		int cnt = n - base < SEC_SEAL_MAX ? n - base : SEC_SEAL_MAX;
+
+		for (int i = 0; i < cnt; i++) {
+			struct engine_txbuf *b = &bufs[base + i];
+
+			span[i] = 0;		/* 0: nothing to seal; else bytes covered + 1 */
+			if (!keys[base + i] || b->cap + eng->sec_tag_len < b->len + MROC_TAG_LEN)
+				continue;
+			b->data[2] |= MROC_F_TAG;
+			span[i] = (uint16_t)(tag_span(b->data, b->len) + 1);
+		}
+		for (int i = 0; i < cnt; i++) {
+			uint16_t sp = span[i];
+			unsigned c = 0;
+
+			if (!sp)
+				continue;
+			for (int j = i; j < cnt; j++) {
+				struct engine_txbuf *b = &bufs[base + j];
+
+				if (span[j] != sp)
+					continue;
+				k[c] = keys[base + j];
+				m[c] = b->data;
+				o[c++] = b->data + b->len;
+				b->len += MROC_TAG_LEN;
+				span[j] = 0;
+			}
+			siphash24_many(k, m, (size_t)sp - 1, o, c);
+		}
+	}
+}
+
 void sec_tx_seal(struct engine *eng, const uint8_t *key, struct engine_txbuf *b)
 {
 	/* engine_tx kept sec_tag_len bytes of every buffer back for it */
