@@ -70,6 +70,21 @@ static inline uint16_t get16(const uint8_t *p)
 
 /* ---- checksums -------------------------------------------------------------- */
 
+/* A 64-bit one's-complement sum of native-endian words folded to 16 bits, as big-endian words sum. */
+static inline uint16_t fold_be(uint64_t acc)
+{
+	acc = (acc & 0xffffffff) + (acc >> 32);
+	acc = (acc & 0xffffffff) + (acc >> 32);
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+	acc = (acc & 0xffff) + (acc >> 16);
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	return (uint16_t)(acc >> 8 | acc << 8);
+#else
+	return (uint16_t)acc;
+#endif
+}
+
 /*
  * One's-complement sum of data as native-endian 16-bit words (RFC 1071 lets
  * us add 64-bit words and fold), an odd last byte padded with zero, folded
@@ -107,16 +122,7 @@ static uint16_t csum_block(const uint8_t *p, size_t len)
 		acc += w2;
 		acc += acc < w2;
 	}
-	acc = (acc & 0xffffffff) + (acc >> 32);
-	acc = (acc & 0xffffffff) + (acc >> 32);
-	acc = (acc & 0xffff) + (acc >> 16);
-	acc = (acc & 0xffff) + (acc >> 16);
-	acc = (acc & 0xffff) + (acc >> 16);
-#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
-	return (uint16_t)(acc >> 8 | acc << 8);
-#else
-	return (uint16_t)acc;
-#endif
+	return fold_be(acc);
 }
 
 static inline uint32_t fold16(uint32_t sum)
@@ -139,6 +145,20 @@ uint32_t csum_add(uint32_t sum, const void *data, size_t len)
 uint16_t csum_fold(uint32_t sum)
 {
 	return (uint16_t)~fold16(sum);
+}
+
+/*
+ * csum_add(0, p, 20) for an IPv4 header without options, which every frame
+ * built or parsed has: five 32-bit words, no loop (issue #22: twice a packet).
+ */
+static inline uint32_t ipv4_hdr_sum(const uint8_t *p)
+{
+	uint32_t w[5];
+	uint64_t acc;
+
+	memcpy(w, p, sizeof(w));
+	acc = (uint64_t)w[0] + w[1] + w[2] + w[3] + w[4];
+	return fold_be(acc);
 }
 
 /* Pseudo-header sum of RFC 768 / RFC 8200 section 8.1 for UDP. */
@@ -232,7 +252,7 @@ static void put_ipv4(uint8_t *p, const struct frame_tx *tx, uint32_t udp_len)
 	put16(p + 10, 0);
 	memcpy(p + 12, &tx->src.v4, 4);
 	memcpy(p + 16, &tx->dst.v4, 4);
-	put16(p + 10, csum_fold(csum_add(0, p, IPV4_HLEN)));
+	put16(p + 10, csum_fold(ipv4_hdr_sum(p)));
 }
 
 static void put_ipv6(uint8_t *p, const struct frame_tx *tx, uint32_t udp_len)
@@ -327,7 +347,7 @@ static enum frame_err parse_ipv4(uint8_t *p, size_t avail, struct frame_rx *rx,
 		return FRAME_ERR_SHORT;
 	if (get16(p + 6) & (IPV4_MF | IPV4_FRAG_OFF))
 		return FRAME_ERR_IP;
-	if (csum_fold(csum_add(0, p, ihl)) != 0)
+	if (csum_fold(ihl == IPV4_HLEN ? ipv4_hdr_sum(p) : csum_add(0, p, ihl)) != 0)
 		return FRAME_ERR_IP;
 	if (p[9] != IPPROTO_UDP_)
 		return FRAME_ERR_NOT_UDP;
