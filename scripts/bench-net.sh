@@ -29,7 +29,8 @@
 #
 #   scripts/bench-net.sh [SECONDS]        default 5 s per bandwidth run
 #   env: RUNS (3), PAYLOADS ("1024 max"), PARTS ("ratio tcp atomic"), SEC_MODE (mrocd's
-#   default, token).  "max" is the largest payload the 3506-byte link leaves room for in
+#   default, token), CONF_SED (a sed script applied to both mrocd's configuration files, e.g.
+#   's/^transport = {/transport = {\n\tdelay_target_us = 0;/': a configuration A/B).  "max" is the largest payload the 3506-byte link leaves room for in
 #   SEC_MODE (3386 with the token's tag, 3392 with none); parts 2 and 3 use it too.
 set -u
 SECS=${1:-5}
@@ -37,6 +38,7 @@ RUNS=${RUNS:-3}
 PAYLOADS=${PAYLOADS:-1024 max}
 PARTS=${PARTS:-ratio tcp atomic}
 SEC_MODE=${SEC_MODE:-}
+CONF_SED=${CONF_SED:-}
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 . "$(dirname "$0")/bench-load.sh"
 PERF=$BUILD/mroc-perf
@@ -73,6 +75,7 @@ start_pair() {
 		else e2e_config b$1 af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
 		# The daemon's defaults but for the frame size and MTU (busy_poll_us too, not the tests' 20).
 		sed -i "/busy_poll_us/d; s/log_level = \"debug\"/log_level = \"warning\"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = $3; mtu = $2;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/" "$E2E_DIR/$n$1.conf"
+		[ -z "$CONF_SED" ] || sed -i -e "$CONF_SED" "$E2E_DIR/$n$1.conf"
 	done
 	e2e_start a$1 "$NS_A"
 	e2e_start b$1 "$NS_B"

@@ -1,0 +1,86 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# A/B of mrocd variants on the veth pair of scripts/bench-net.sh (issue #22):
+# each variant is a build and a change to both daemons' configuration; the
+# variants take turns, ROUNDS times, each a write_bw of 1 MiB messages
+# (MetaRoCE) for SECS.  Per run: data packets per second, both mrocd's CPU
+# time per data packet (user + system), the receiver's ACKs per data packet,
+# the sender's retransmissions and RTOs, and the load average at start and
+# end.  Taking turns puts both variants under the same load; the rates are
+# still anecdotes on a loaded machine, the counters are not.  Root.
+#
+#   scripts/pkt-ab.sh NAME=BUILD[:SED] ...     e.g. base=/tmp/b new=build "nodelay=build:s/delay_target_us = 50/delay_target_us = 0/"
+#   env: ROUNDS (3), SECS (5), PAYLOAD (1024), TEST ("write_bw --mode metaroce")
+#   SED is applied (sed -e) to both daemons' configuration files after bench-net's own changes.
+set -u
+ROUNDS=${ROUNDS:-3}
+SECS=${SECS:-5}
+PAYLOAD=${PAYLOAD:-1024}
+TEST=${TEST:-write_bw --mode metaroce}
+. "$(dirname "$0")/../tests/e2e/lib.sh"
+e2e_require
+[ $# -ge 1 ] || { echo "usage: $0 NAME=BUILD[:SED] ..."; exit 2; }
+e2e_setup_pair
+MTU=1500 FS=2048
+[ "$PAYLOAD" -gt 1024 ] && MTU=3506 FS=4096
+ip -n "$NS_A" link set "$IF_A" mtu $MTU
+ip -n "$NS_B" link set "$IF_B" mtu $MTU
+
+cpu_ns() {
+	awk -v t="$(getconf CLK_TCK)" '{ printf "%.0f\n", ($14 + $15) * 1e9 / t }' "/proc/$(e2e_pid "$1")/stat"
+}
+
+# run NAME BUILD SED: one write_bw on a fresh pair (daemons a$K, b$K); one table row.
+K=0
+run() {
+	local name=$1 build=$2 sedx=$3 n a0 b0 a1 b1 c0 c1 l0 l1 j srv
+	K=$((K + 1))
+	for n in a b; do
+		if [ $n = a ]; then e2e_config a$K af_xdp "$IF_A" "$IP_A" "$IP_B"
+		else e2e_config b$K af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
+		sed -i "/busy_poll_us/d; s/log_level = \"debug\"/log_level = \"warning\"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = $FS; mtu = $PAYLOAD;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/" "$E2E_DIR/$n$K.conf"
+		[ -n "$sedx" ] && sed -i -e "$sedx" "$E2E_DIR/$n$K.conf"
+	done
+	MROCD=$build/mrocd
+	e2e_start a$K "$NS_A"
+	e2e_start b$K "$NS_B"
+	e2e_wait_ready a$K
+	e2e_wait_ready b$K
+	a0=$(e2e_admin a$K counters) b0=$(e2e_admin b$K counters) c0=$(($(cpu_ns a$K) + $(cpu_ns b$K)))
+	l0=$(cut -d' ' -f1 /proc/loadavg)
+	# shellcheck disable=SC2086
+	ip netns exec "$NS_B" timeout 120 "$build/mroc-perf" $TEST -S "$E2E_DIR/b$K.ctl" --sleep -j -s 1M -D "$SECS" >/dev/null 2>&1 &
+	srv=$!
+	sleep 0.3
+	# shellcheck disable=SC2086
+	j=$(ip netns exec "$NS_A" timeout 120 "$build/mroc-perf" $TEST -S "$E2E_DIR/a$K.ctl" --sleep -j -s 1M -D "$SECS" "$IP_B" 2>/dev/null)
+	wait $srv
+	l1=$(cut -d' ' -f1 /proc/loadavg)
+	a1=$(e2e_admin a$K counters) b1=$(e2e_admin b$K counters) c1=$(($(cpu_ns a$K) + $(cpu_ns b$K)))
+	e2e_stop a$K
+	e2e_stop b$K
+	jq -nr --arg n "$name" --argjson j "${j:-null}" --argjson a0 "$a0" --argjson a1 "$a1" \
+		--argjson b0 "$b0" --argjson b1 "$b1" --argjson c $((c1 - c0)) --arg ld "$l0-$l1" \
+		--argjson p "$PAYLOAD" '
+		($a1.engine.tx_data - $a0.engine.tx_data) as $d |
+		"| \($n) | \(if $j then ($j.results[0].bw_avg_gbps * 1e9 / 8 / $p / 1e6 * 1000 | round / 1000) else "failed" end) | \($c / ([$d, 1] | max) | round) | \(($b1.engine.tx_acks - $b0.engine.tx_acks) / ([$d, 1] | max) * 1000 | round / 1000) | \($a1.engine.tx_retx - $a0.engine.tx_retx) / \($a1.engine.rto - $a0.engine.rto) | \($ld) |"'
+}
+
+echo "$TEST, 1 MiB messages, payload $PAYLOAD, $SECS s a run, $ROUNDS rounds, variants in turn"
+echo
+echo "| variant | Mpps (payload) | both mrocd CPU ns per data packet | ACKs per data packet | retx / RTOs | load start-end |"
+echo "|---|---|---|---|---|---|"
+for r in $(seq "$ROUNDS"); do
+	for v in "$@"; do
+		name=${v%%=*}
+		rest=${v#*=}
+		build=${rest%%:*}
+		sedx=
+		[[ $rest == *:* ]] && sedx=${rest#*:}
+		case $build in /*) ;; *) build=$E2E_TOP/$build ;; esac
+		run "$name" "$build" "$sedx"
+	done
+done
+echo
+echo "machine: $(nproc) CPUs, $(uname -r), $(date -u +%Y-%m-%dT%H:%MZ)"
