@@ -6,7 +6,8 @@
  *    limits the sender (window_limited);
  *  - ECN: DCTCP's alpha (the marked fraction, g = 1/16 per round) and a cut
  *    of alpha/2 once per marked round;
- *  - delay (delay_target_ns > 0): the smallest RTT of a round above the
+ *  - delay (delay_target_ns > 0, on a path that never carried CE: where the
+ *    fabric marks, ECN speaks for its queues): the smallest RTT of a round above the
  *    path's minimum plus the target cuts the window in proportion to the
  *    excess, as Swift and UEC's NSCC do, when that asks for more than ECN
  *    does.  The round's minimum, not each sample: a standing queue raises
@@ -114,7 +115,14 @@ static uint32_t delay_cut(const struct engine *eng, const struct path *p)
 {
 	uint64_t target, excess;
 
-	if (!eng->cfg.delay_target_ns || !p->min_rtt || !p->round_min_rtt)
+	/*
+	 * A path whose fabric marks CE where it queues leaves the queue to ECN
+	 * (issue #27): on 250 Mbit/s planes the delay limit (a token bucket's
+	 * burst made the minimum 23 us) is a few packets of queue, far below the
+	 * marking threshold, and held every path at the delay floor, where a
+	 * marked round kept it from rebasing.
+	 */
+	if (!eng->cfg.delay_target_ns || !p->min_rtt || !p->round_min_rtt || p->st_ce)
 		return 0;
 	target = delay_limit(eng, p);
 	if (p->round_min_rtt <= target)

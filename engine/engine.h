@@ -380,6 +380,7 @@ enum engine_counter {
 	EC_REPATH_SLOW,
 	EC_REPATH_KEEPALIVE,
 	EC_REPATH_SPREAD,
+	EC_REPATH_EXPLORE,
 	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
 	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused) */
 	EC_RTO_UNDONE,			/* of EC_RTO_SPURIOUS: undone, window and port back (path.c) */
@@ -413,6 +414,7 @@ enum engine_repath_why {
 	ENGINE_REPATH_SLOW,		/* congested while delivering < 2/3 of its siblings */
 	ENGINE_REPATH_KEEPALIVE,	/* idle, and a keepalive on it went unanswered */
 	ENGINE_REPATH_SPREAD,		/* every path congested, the QP under 2/3 of the link rate */
+	ENGINE_REPATH_EXPLORE,		/* the QP's slowest path, now and then: a route may be free */
 	ENGINE_REPATH__COUNT,
 };
 const char *engine_repath_name(enum engine_repath_why why);

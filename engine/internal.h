@@ -271,6 +271,7 @@ struct qp {
 	bool ka_reply;		/* the peer asked for a keepalive back */
 	bool ka_request;	/* we ask the peer for one */
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
+	uint64_t explore_at;	/* path.c: no exploratory move before this; 0 = not armed yet */
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
 	uint64_t rack_sent;	/* engine time the latest-sent acknowledged packet left ... */
 	bool rack_valid;	/* ... since the QP (re)connected */

@@ -10,7 +10,9 @@
 
 #define EWMA_SHIFT	4		/* repath EWMAs: weight 1/16 per round */
 #define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
+#define SLOW_ROUNDS	16		/* ... when only its delivery rate is low */
 #define MATURE_ROUNDS	16		/* rounds before a path's delivery rate is trusted */
+#define EXPLORE_NS	(20 * NSEC_PER_SEC)	/* / npaths: a QP's exploratory moves at most */
 
 /*
  * A random source port; at a path's first start on a host of N ports
@@ -320,6 +322,20 @@ static uint32_t ewma(uint32_t avg, uint32_t sample)
 	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
 }
 
+/*
+ * The delivery rate: the plain mean of a path's first MATURE_ROUNDS rounds,
+ * then the EWMA.  Seeded by its first round alone, the EWMA still held a
+ * third of that round when the path was first judged, and a path whose
+ * first round after a move was slow looked slow and moved again ~18
+ * rounds later (issue #27).
+ */
+static uint64_t rate_avg(uint64_t avg, uint64_t sample, uint32_t n)
+{
+	if (n < MATURE_ROUNDS)
+		return (avg * n + sample) / (n + 1);
+	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
+}
+
 /* End of a round (about one RTT): congestion control, repath statistics. */
 static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
@@ -334,8 +350,7 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	if (p->round_start && now > p->round_start) {
 		uint64_t rate = (uint64_t)p->round_acked * 8 * NSEC_PER_SEC / (now - p->round_start);
 
-		p->rate_ewma = p->rate_ewma ? p->rate_ewma - (p->rate_ewma >> EWMA_SHIFT) +
-					      (rate >> EWMA_SHIFT) : rate;
+		p->rate_ewma = rate_avg(p->rate_ewma, rate, p->rounds);
 		p->rounds++;
 	}
 	p->round_start = now;
@@ -390,8 +405,13 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->probe_at = now + path_rto(eng, p);
 }
 
+static uint64_t explore_ns(const struct qp *qp)
+{
+	return EXPLORE_NS / qp->npaths;
+}
+
 /* EC_REPATH_<why> counts the moves of each reason, in the reasons' order. */
-static_assert(EC_REPATH_SPREAD - EC_REPATH_TIMEOUT == ENGINE_REPATH_SPREAD - ENGINE_REPATH_TIMEOUT,
+static_assert(EC_REPATH_EXPLORE - EC_REPATH_TIMEOUT == ENGINE_REPATH_EXPLORE - ENGINE_REPATH_TIMEOUT,
 	      "enum engine_counter's repath reasons follow enum engine_repath_why");
 
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
@@ -409,6 +429,7 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 		eng->st.c[EC_REPATH_TIMEOUT + (why - ENGINE_REPATH_TIMEOUT)]++;
 	}
 	p->last_repath = now;
+	qp->explore_at = now + explore_ns(qp);	/* any move explores */
 	p->min_rtt = 0;
 	restart_window(eng, p);
 	/*
@@ -463,17 +484,58 @@ static bool underused(const struct engine *eng, const struct qp *qp, uint64_t ra
 	return rate * 3 < eng->cfg.link_rate_bps * 2;
 }
 
+/* The median of n values (n <= MROC_MAX_PATHS), sorting them in place. */
+static uint64_t median(uint64_t *v, unsigned n)
+{
+	for (unsigned i = 1; i < n; i++)
+		for (unsigned j = i; j && v[j - 1] > v[j]; j--) {
+			uint64_t t = v[j];
+
+			v[j] = v[j - 1];
+			v[j - 1] = t;
+		}
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/*
+ * Exploration: no path is worse than another, yet a route may have come
+ * back or freed up that none uses (every path moved off a port that went
+ * down, and all share the ports left alike).  The QP's slowest path moves,
+ * if every path is mature and it is congested, at most once per
+ * EXPLORE_NS / npaths after the QP's last move of any kind: half a move per
+ * path per 10 s where nothing else moves them.
+ */
+static void explore(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	for (unsigned j = 0; j < qp->npaths; j++) {
+		const struct path *s = &qp->paths[j];
+
+		if (s->rounds < MATURE_ROUNDS || s->rate_ewma < p->rate_ewma)
+			return;
+	}
+	if (!qp->explore_at) {
+		qp->explore_at = now + explore_ns(qp);
+		return;
+	}
+	if (now >= qp->explore_at && (p->ce_ewma || p->loss_ewma))
+		path_repath(eng, qp, p, now, ENGINE_REPATH_EXPLORE);
+}
+
 /*
  * PLB-style: a path moves to a new source port (another ECMP route) when,
  * for BAD_ROUNDS of its rounds, its loss or CE fraction stays far above its
- * siblings', or it is congested while delivering under two thirds of what
- * its siblings deliver on average: the signature of two paths hashed onto
- * one link while another link idles.  A path that sees it moves with
+ * siblings', or when for SLOW_ROUNDS it is congested while delivering under
+ * two thirds of what the median sibling delivers: the signature of two
+ * paths hashed onto one link while another link idles.  The median, not
+ * the mean, and 16 rounds, not 3: where every plane is equally busy a
+ * path's rate is noisy (at 10% loss, and between two paths sharing a
+ * plane) and one low sibling pulled the mean down; 8 paths on 4 equally
+ * loaded planes moved 61 times in 2 s.  A path that sees it moves with
  * probability 1/2 per round, so colliding paths do not chase each other.
  */
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
-	uint64_t loss = 0, ce = 0, rate = 0;
+	uint64_t loss = 0, ce = 0, rate = 0, rates[MROC_MAX_PATHS];
 	unsigned mature = 0;
 	enum engine_repath_why why = ENGINE_REPATH_NONE;
 	bool slow;
@@ -494,13 +556,13 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 		loss += s->loss_ewma;
 		ce += s->ce_ewma;
 		rate += s->rate_ewma;
-		mature++;
+		rates[mature++] = s->rate_ewma;
 	}
 	if (!mature)
 		return;
 	loss /= mature;
 	ce /= mature;
-	slow = (p->ce_ewma || p->loss_ewma) && p->rate_ewma * 3 * mature < rate * 2;
+	slow = (p->ce_ewma || p->loss_ewma) && p->rate_ewma * 3 < median(rates, mature) * 2;
 	if (p->loss_ewma > 2 * loss + FIX_ONE / 20)
 		why = ENGINE_REPATH_LOSS;
 	else if (p->ce_ewma > ce + FIX_ONE * 3 / 10)
@@ -509,9 +571,15 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 		why = ENGINE_REPATH_SLOW;
 	else if (underused(eng, qp, rate + p->rate_ewma, mature + 1))
 		why = ENGINE_REPATH_SPREAD;
-	p->bad_rounds = why != ENGINE_REPATH_NONE ? p->bad_rounds + 1 : 0;
+	if (why == ENGINE_REPATH_NONE) {
+		p->bad_rounds = 0;
+		explore(eng, qp, p, now);
+		return;
+	}
+	if (p->bad_rounds < UINT8_MAX)
+		p->bad_rounds++;
 	/* SPREAD is the whole QP's signal: about one of its paths moves per round. */
-	if (p->bad_rounds >= BAD_ROUNDS &&
+	if (p->bad_rounds >= (why == ENGINE_REPATH_SLOW ? SLOW_ROUNDS : BAD_ROUNDS) &&
 	    !prng_below(&eng->rng, why == ENGINE_REPATH_SPREAD ? 2 * qp->npaths : 2))
 		path_repath(eng, qp, p, now, why);
 }

@@ -44,6 +44,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_REPATH_SLOW] = "repath_slow",
 		[EC_REPATH_KEEPALIVE] = "repath_keepalive",
 		[EC_REPATH_SPREAD] = "repath_spread",
+		[EC_REPATH_EXPLORE] = "repath_explore",
 		[EC_RTO_UNDONE] = "rto_undone",
 		[EC_RTO_UNLOST] = "rto_unlost",
 	};
@@ -123,6 +124,7 @@ const char *engine_repath_name(enum engine_repath_why why)
 		[ENGINE_REPATH_SLOW] = "slow",
 		[ENGINE_REPATH_KEEPALIVE] = "keepalive",
 		[ENGINE_REPATH_SPREAD] = "spread",
+		[ENGINE_REPATH_EXPLORE] = "explore",
 	};
 
 	return (unsigned)why < ENGINE_REPATH__COUNT ? names[why] : "?";

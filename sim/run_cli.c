@@ -31,7 +31,7 @@ const char run_cli_usage[] =
 "  --msg SIZE        per WR (64K)          --outstanding N WRs in flight (16)\n"
 "  --msg-min SIZE    random sizes in [msg-min, msg] (0 = fixed)\n"
 "  --mix W,WI,S,R[,A] op weights (1,1,1,1,0; A: 8-byte FETCH_ADDs)\n"
-"  --blackhole PLANE@US  plane dies at US\n"
+"  --blackhole PLANE@US[+US]  plane dies at US (and comes back after +US)\n"
 "  --settle US       after-failure window start (1000)\n"
 "  --clock-skew US   each host's engine clock ahead of the simulation's by a\n"
 "                    random offset below US (0: one clock for both)\n"
@@ -257,7 +257,8 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 {
 	uint64_t v = 0;
 	unsigned plane;
-	double us, at;
+	double us, at, dur;
+	int n;
 
 	switch (opt) {
 	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
@@ -307,10 +308,13 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	case OPT_OUTSTANDING: cfg->wl.outstanding = (uint32_t)v; return v ? 0 : -EINVAL;
 	case OPT_MIX: return parse_mix(arg, cfg->wl.mix);
 	case OPT_BLACKHOLE:
-		if (sscanf(arg, "%u@%lf", &plane, &us) != 2 || us < 0)
+		dur = 0;
+		n = sscanf(arg, "%u@%lf+%lf", &plane, &us, &dur);
+		if (n < 2 || us < 0 || dur < 0)
 			return -EINVAL;
 		cfg->blackhole_plane = (int32_t)plane;
 		cfg->blackhole_at_ns = (uint64_t)(us * 1e3);
+		cfg->blackhole_ns = (uint64_t)(dur * 1e3);
 		return 0;
 	case OPT_SETTLE: cfg->settle_ns = v * 1000; return 0;
 	case OPT_CLOCK_SKEW: cfg->clock_skew_ns = v * 1000; return 0;

@@ -101,7 +101,7 @@ static int arm_blackhole(struct sim *sim, struct scn_bh *bh)
 	if (err)
 		return err;
 	lc.blackhole_start_ns = at;
-	lc.blackhole_end_ns = SIM_NEVER;
+	lc.blackhole_end_ns = cfg->blackhole_ns ? at + cfg->blackhole_ns : SIM_NEVER;
 	err = sim_plane_set(sim, (uint32_t)cfg->blackhole_plane, &lc);
 	if (!err)
 		err = sim_schedule(sim, at + cfg->settle_ns, take_sample, &bh->sample);
@@ -178,7 +178,7 @@ static void scn_collect(struct sim *sim, const struct scn_config *cfg, struct sc
 	res->capacity_gbps = plane_cap * cfg->planes;
 	res->t_end_ns = sim_now(sim);
 	if (bh->armed) {
-		res->after_capacity_gbps = plane_cap * (cfg->planes - 1);
+		res->after_capacity_gbps = plane_cap * (cfg->planes - !cfg->blackhole_ns);
 		/* An unfinished run still says how fast it was going. */
 		uint64_t end = w->done ? w->t_last_cqe : res->t_end_ns;
 

@@ -32,6 +32,7 @@ struct scn_config {
 	uint8_t route;			/* enum sim_route */
 	int32_t blackhole_plane;	/* -1 = none; else both directions of it */
 	uint64_t blackhole_at_ns;	/* after the first post */
+	uint64_t blackhole_ns;		/* > 0: the plane comes back after this long */
 	uint64_t outage_ns;		/* > 0: every plane goes dark this long at blackhole_at_ns */
 	uint64_t settle_ns;		/* measure "after" goodput from blackhole + this */
 	uint64_t clock_skew_ns;		/* each host's clock: offset below this (sim_config) */

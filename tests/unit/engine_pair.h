@@ -201,18 +201,6 @@ int pair_post(struct pair *p, int side, const struct engine_wr *wr);
 int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint64_t laddr,
 		   uint32_t len);
 
-/*
- * A test of a known engine bug (marked BUG: in a comment above it) calls this
- * first: it is skipped, so make check stays green, unless MROC_TEST_BUGS=1.
- */
-#define PAIR_KNOWN_BUG()						\
-	do {								\
-		const char *bugs_ = getenv("MROC_TEST_BUGS");		\
-									\
-		if (!bugs_ || strcmp(bugs_, "1"))			\
-			skip();						\
-	} while (0)
-
 /* ---- memory ------------------------------------------------------------------ */
 
 /* Allocate len bytes (and guards) filled with PAIR_CANARY and register them on side. */
