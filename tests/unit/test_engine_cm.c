@@ -720,30 +720,6 @@ static void test_ghost_req_takes_no_listener(void **state)
 	}
 }
 
-/*
- * The requester's RTU never gets through (the server never binds, so
- * nothing of the QP's comes back): after cm_retries tries the requester's QP
- * fails with RETRY_EXC_ERR instead of waiting for a server that never
- * counted it connected; the server listens on, no completion.
- */
-static void test_rtu_unanswered(void **state)
-{
-	struct pair *p = open_pair(state, NULL, NULL);
-	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
-	struct pair_capture *cap = pair_capture_start(p, PAIR_A, PAIR_OP_BIT(MROC_OP_KEEPALIVE),
-						      false);
-
-	start_connect(p, &a, &b, SVC, SVC);
-	pair_run_for(p, 100 * PAIR_US);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-	assert_int_equal(cap->n, 1);		/* the RTU, at once */
-	pair_run_for(p, 900 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_RETRY_EXC_ERR, 0xa);
-	assert_int_equal(cap->n, p->s[PAIR_A].cfg.cm_retries + 1);
-	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
-	pair_expect_none(p, PAIR_B);
-}
-
 /* ---- disconnect ---------------------------------------------------------------------- */
 
 /* A closes with a WRITE outstanding and RECVs posted on both sides. */
@@ -1228,7 +1204,6 @@ int main(void)
 		T(test_cm_ext_malformed),
 		T(test_cm_ext_tagged),
 		T(test_ghost_req_takes_no_listener),
-		T(test_rtu_unanswered),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
