@@ -91,10 +91,6 @@ static const char *const helps[][2] = {
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "
 	  "to the QP as if connected (its answer was lost)." },
-	{ "mroc_engine_cm_half_open_total", "Connection requests answered; the listener is bound "
-	  "only once the requester proves it got the answer." },
-	{ "mroc_engine_cm_half_dropped_total", "Answered connection requests never proven "
-	  "(expired, pushed out of a full table, or refused by the requester)." },
 	{ "mroc_engine_rto_undone_total", "Needless RTOs undone: window, backoff and port back." },
 	{ "mroc_engine_rto_unlost_total", "Packets an undone RTO had declared lost that ACKs then "
 	  "showed delivered (not resent)." },

@@ -2,10 +2,7 @@
 /*
  * In-band connection management: CONNECT_REQ/REP/REJ and DISCONNECT/ACK.
  * Requests are retransmitted with backoff until answered; answers are sent
- * once and repeated when a duplicate request arrives.  A listener is bound
- * only once the requester proved it got our REP (cm_half.c); the requester
- * sends that proof (its RTU: a KEEPALIVE asking for an answer) at once and
- * repeats it like a request until anything of the QP's comes back.
+ * once and repeated when a duplicate request arrives.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -35,16 +32,13 @@ int cm_hash_init(struct engine *eng)
 
 	eng->listen_hash = calloc(n, sizeof(*eng->listen_hash));
 	eng->conn_hash = calloc(n, sizeof(*eng->conn_hash));
-	if (!eng->listen_hash || !eng->conn_hash)
-		return -ENOMEM;
-	return cm_half_init(eng);
+	return eng->listen_hash && eng->conn_hash ? 0 : -ENOMEM;
 }
 
 void cm_hash_free(struct engine *eng)
 {
 	free(eng->listen_hash);
 	free(eng->conn_hash);
-	cm_half_free(eng);
 }
 
 static struct qp **listen_bucket(struct engine *eng, uint64_t service_id)
@@ -206,28 +200,50 @@ void engine_set_addr_hook(struct engine *eng,
 }
 
 /*
- * An accepted REP's extension, to the driver (port addresses: who may send
- * for the peer): it is proven (docs/PROTOCOL.md 11a), as it names the random
- * QPN of our REQ (in "token" with its tag; in "aead" sealed).  A REQ's waits
- * in its half-open entry until the requester proves it got our REP
- * (cm_bind_proven).
+ * An accepted REQ/REP's extension, to the driver (port addresses: who may
+ * send for the peer), once it is proven (docs/PROTOCOL.md 11a): "aead"
+ * opened the REQ or REP; a REP names the random QPN of our REQ (and in
+ * "token" carries its tag).  A REQ in "none" or "token" proves nothing (it
+ * can come from anyone, from any address): its extension waits in the QP
+ * until a packet to it (with our random QPN, and in "token" its tag) shows
+ * the requester got our REP at the address it sent from (cm_ext_proven).
  */
-static void cm_ext_up(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
+static void cm_ext_up(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		      const struct engine_rx_meta *meta)
 {
-	if (eng->cm_ext_fn && pkt->cm.ext)
-		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, pkt->cm.ext, pkt->cm.ext_len);
+	if (!eng->cm_ext_fn || !pkt->cm.ext)
+		return;
+	if (pkt->hdr.opcode == MROC_OP_CONNECT_REQ && eng->cfg.sec_mode != MROC_SEC_AEAD) {
+		free(qp->ext_pending);
+		qp->ext_pending = malloc(pkt->cm.ext_len ? pkt->cm.ext_len : 1);
+		qp->ext_pending_len = qp->ext_pending ? (uint16_t)pkt->cm.ext_len : 0;
+		if (qp->ext_pending)
+			memcpy(qp->ext_pending, pkt->cm.ext, pkt->cm.ext_len);
+		return;
+	}
+	eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, pkt->cm.ext, pkt->cm.ext_len);
+}
+
+void cm_ext_proven(struct engine *eng, struct qp *qp)
+{
+	if (eng->cm_ext_fn)
+		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, qp->ext_pending, qp->ext_pending_len);
+	free(qp->ext_pending);
+	qp->ext_pending = NULL;
+	qp->ext_pending_len = 0;
 }
 
 /*
  * The packet is from qp's peer: the driver's handle for its source says
  * so, or the driver says that source is one of the peer's addresses (one
- * it announced).
+ * it announced, or, "token", one the REQ awaiting proof announced).
  */
 bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *meta)
 {
 	if (qp->peer == meta->peer)
 		return true;
-	return eng->addr_fn && eng->addr_fn(eng->addr_ctx, qp->peer, meta, NULL, 0);
+	return eng->addr_fn && eng->addr_fn(eng->addr_ctx, qp->peer, meta, qp->ext_pending,
+					    qp->ext_pending_len);
 }
 
 static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
@@ -324,9 +340,6 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 			return 0;
 		}
 	}
-	/* A REQ we answered and still wait to see proven: the same REP again. */
-	if (cm_half_repeat(eng, pkt, meta, now))
-		return 0;
 	for (listener = *listen_bucket(eng, pkt->cm.service_id); listener;
 	     listener = listener->listen_next)
 		if (listener->state == ENGINE_QPS_LISTEN &&
@@ -340,38 +353,20 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		req_reply(eng, pkt, meta, MROC_CM_BAD_PARAM);
 		return -EINVAL;
 	}
-	/* Answered, not bound: the listener waits for the requester's proof (cm_half.c). */
-	if (cm_half_req(eng, listener, pkt, meta, now)) {
+	listener->peer = meta->peer;
+	if (eng->sec_tag_len)
+		sec_new_key(eng, listener->rx_key);
+	if (connected(eng, listener, pkt, now)) {
 		req_reply(eng, pkt, meta, MROC_CM_NO_RESOURCES);
 		return -ENOMEM;
 	}
+	listen_unlink(eng, listener);
+	cm_ext_up(eng, listener, pkt, meta);
+	listener->cm_pending = CM_SEND_REP;
+	listener->cm_deadline = 0;
+	qp_wake_ctl(eng, listener);
+	qp_update_deadline(eng, listener);
 	return 0;
-}
-
-void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
-		    const struct engine_rx_meta *meta, uint64_t now)
-{
-	struct cm_half *h = cm_half_proven(eng, qp, pkt, meta, now);
-	struct wire_pkt req;
-
-	if (!h)
-		return;
-	/* The REP's numbers and key, the REQ's: as if the REQ had bound it. */
-	qp->peer = h->peer;
-	qp->isn_psn = h->isn_psn;
-	qp->isn_dsn = h->isn_dsn;
-	memcpy(qp->rx_key, h->rx_key, sizeof(qp->rx_key));
-	req = (struct wire_pkt){ .hdr = { .src_qpn = h->peer_qpn }, .cm = h->req };
-	if (connected(eng, qp, &req, now)) {
-		cm_half_done(eng, h, false);	/* no memory: the requester's RTUs go unanswered */
-		return;
-	}
-	listen_unlink(eng, qp);
-	/* Proven now: the requester's port addresses go up (#24 items 1-3). */
-	if (eng->cm_ext_fn && h->ext)
-		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, h->ext, h->ext_len);
-	cm_half_done(eng, h, true);
-	qp_update_deadline(eng, qp);
 }
 
 /* A reply on behalf of a QP: tagged as its own packets are. */
@@ -406,22 +401,6 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 				  MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
 		return -ENOENT;
 	}
-	if (qp->state == ENGINE_QPS_LISTEN && pkt->hdr.opcode == MROC_OP_DISCONNECT) {
-		struct cm_half *h = cm_half_proven(eng, qp, pkt, meta, now);
-
-		if (h) {
-			/* The requester refused our REP (11.2): forget its REQ, tell it so. */
-			struct ctl_reply *r = ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
-							MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
-
-			if (r && h->req.has_key) {
-				r->has_key = true;
-				memcpy(r->key, h->req.key, sizeof(r->key));
-			}
-			cm_half_done(eng, h, false);
-			return 0;
-		}
-	}
 	if (!cm_peer_ok(eng, qp, meta) ||
 	    (qp->state != ENGINE_QPS_CONNECTING && qp->peer_qpn != pkt->hdr.src_qpn)) {
 		engine_count(eng, EC_RX_BAD_PEER);
@@ -453,12 +432,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 						     MROC_OP_DISCONNECT, MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
 		}
-		cm_ext_up(eng, qp, pkt);
-		/* Our proof that we got the REP: the server binds its listener at it. */
-		qp->cm_pending = CM_SEND_RTU;
-		qp->cm_tries = 0;
-		qp->cm_deadline = 0;
-		qp_wake_ctl(eng, qp);
+		cm_ext_up(eng, qp, pkt, meta);
 		return 0;
 	case MROC_OP_CONNECT_REJ:
 		if (qp->state != ENGINE_QPS_CONNECTING)
@@ -477,7 +451,6 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			    qp->state == ENGINE_QPS_CONNECTED)
 				qp_deliver(eng, qp);
 			qp_flush_rest(eng, qp, ENGINE_WC_FLUSH_ERR);
-			cm_rtu_done(qp);	/* the server bound (and closes) */
 			qp->state = ENGINE_QPS_IDLE;
 			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS);
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
@@ -601,30 +574,6 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 }
 
 /*
- * The requester's RTU: a KEEPALIVE asking for an answer, on path 0, tagged
- * as every packet of the QP is; tried like a request.  Returns 1 or 0.
- */
-static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
-{
-	if (qp->state != ENGINE_QPS_CONNECTED) {
-		cm_rtu_done(qp);	/* failed meanwhile: nothing to prove */
-		return 0;
-	}
-	if (b->cap < MROC_HDR_LEN)
-		return 0;
-	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, MROC_F_ACK_REQ, 0, now);
-	b->peer = qp->peer;
-	b->sport = qp->paths[0].sport;
-	b->path_id = 0;
-	b->ect = false;
-	eng->st.c[EC_TX_CM]++;	/* a CM message in a keepalive's form */
-	qp->cm_tries++;
-	qp->cm_sent = now;
-	qp->cm_deadline = now + cm_backoff(eng, qp->cm_tries - 1);
-	return 1;
-}
-
-/*
  * Send the QP's pending CM message if it is due.  Returns 1 or 0.  Asked
  * before every packet a QP sends: the message is built only when there is
  * one (filling its header first cost 33 instructions a data packet).
@@ -633,8 +582,6 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 {
 	if (!qp->cm_pending || (qp->cm_deadline && now < qp->cm_deadline))
 		return 0;
-	if (qp->cm_pending == CM_SEND_RTU)
-		return rtu_build(eng, qp, now, b);
 	return cm_build(eng, qp, now, b);
 }
 
@@ -653,11 +600,6 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 	} else if (qp->cm_pending == CM_SEND_DISC && qp->state == ENGINE_QPS_CLOSING) {
 		qp->state = ENGINE_QPS_IDLE;
 		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_RETRY_EXC_ERR);
-	} else if (qp->cm_pending == CM_SEND_RTU && qp->state == ENGINE_QPS_CONNECTED) {
-		/* Nothing of the QP's ever came back: the server did not bind to us. */
-		qp->state = ENGINE_QPS_ERROR;
-		qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
-		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_RETRY_EXC_ERR);
 	}
 	qp->cm_pending = CM_NONE;
 	qp->cm_deadline = 0;

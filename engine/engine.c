@@ -229,9 +229,6 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_UNKNOWN_QP]++;
 		return -ENOENT;
 	}
-	/* A listener is bound by the packet that proves a REQ it answered (cm_half.c). */
-	if (qp->state == ENGINE_QPS_LISTEN)
-		cm_bind_proven(eng, qp, &pkt, meta, now);
 	if (qp->state == ENGINE_QPS_CONNECTING && qp->peer == meta->peer) {
 		cm_peer_early(eng, qp, now);	/* our REQ was answered, the answer lost */
 		qp_update_deadline(eng, qp);
@@ -245,7 +242,9 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_BAD_STATE]++;
 		return -EPERM;
 	}
-	cm_rtu_done(qp);	/* our RTU, if any, got through */
+	/* This packet (our random QPN; "token": its tag) proves the requester saw our REP. */
+	if (qp->ext_pending)
+		cm_ext_proven(eng, qp);
 	peer_heard(qp, now);
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
 		if (pkt.hdr.flags & MROC_F_ACK_REQ) {
@@ -327,9 +326,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 	}
 	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
 		count++;
-	while (count < n && cm_half_tx(eng, now, &bufs[count]))
-		count++;
-	sealed = count;		/* cm_tx_ctl and cm_half_tx seal their own */
+	sealed = count;		/* cm_tx_ctl seals its own */
 	while (count < n && !list_empty(&eng->ctl_ready)) {
 		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);
 

@@ -381,8 +381,6 @@ enum engine_counter {
 	EC_REPATH_KEEPALIVE,
 	EC_REPATH_SPREAD,
 	EC_REPATH_EXPLORE,
-	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
-	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused) */
 	EC_RTO_UNDONE,			/* of EC_RTO_SPURIOUS: undone, window and port back (path.c) */
 	EC_RTO_UNLOST,			/* DSNs an undone RTO had declared lost, found delivered (qp_ack.c) */
 	EC__COUNT,

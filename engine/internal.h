@@ -192,13 +192,7 @@ struct rq_entry {
 
 /* ---- the QP ---------------------------------------------------------------- */
 
-/*
- * CM_SEND_RTU: a requester's proof that it got the REP (a KEEPALIVE asking
- * for an answer, repeated like a REQ until anything of the QP's comes back):
- * the server binds its listener only then (cm_half.c).
- */
-enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DISC, CM_SEND_DISC_ACK,
-		  CM_SEND_RTU };
+enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DISC, CM_SEND_DISC_ACK };
 
 struct qp {
 	uint32_t qpn;
@@ -226,6 +220,13 @@ struct qp {
 	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
 	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
 	bool has_tx_key;
+	/*
+	 * "none", "token": the port addresses (CM extension) of the REQ that
+	 * connected us, kept until a packet to us (tagged in "token") proves the
+	 * requester saw our REP (cm.c); malloc'd, NULL = none pending.
+	 */
+	uint8_t *ext_pending;
+	uint16_t ext_pending_len;
 	uint8_t rx_key[MROC_CM_KEY_LEN], tx_key[MROC_CM_KEY_LEN];
 
 	/* send side */
@@ -375,27 +376,6 @@ struct engine {
 		uint8_t key[MROC_CM_KEY_LEN];
 	} ctl[16];
 	uint32_t ctl_head, ctl_tail;
-	/*
-	 * CONNECT_REQs answered with a REP but not yet proven (cm_half.c): the
-	 * listener is bound only when a packet shows the requester got the REP.
-	 */
-	struct cm_half {
-		uint64_t deadline;		/* 0: a free entry */
-		uint64_t service_id;
-		uint32_t listener;		/* the QPN our REP named */
-		uint32_t peer, peer_qpn;	/* the requester: its handle, its QP */
-		uint32_t isn_psn, isn_dsn;	/* ours, in the REP */
-		uint32_t next;			/* hash chain by peer_qpn: index + 1, 0 = end */
-		bool rep_due;			/* queued in half_q */
-		uint16_t ext_len;
-		uint8_t *ext;			/* the REQ's port addresses (malloc'd) */
-		uint8_t rx_key[MROC_CM_KEY_LEN];	/* ours ("token"), in the REP */
-		struct mroc_cm_hdr req;		/* the REQ's numbers and key (ext: above) */
-	} *half;
-	uint32_t *half_hash;		/* nhalf buckets: index + 1 of a chain's first */
-	uint32_t nhalf, half_next;	/* entries (a power of 2); where the next one goes */
-	uint32_t half_q[16], half_qhead, half_qtail;	/* REPs to send */
-	uint32_t half_tagged;		/* "token": the entry whose key tags this packet, + 1 */
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
 	uint64_t host_srtt, host_rttvar;
 	/* the largest RTT any ACK showed in this window and the last (path.c) */
@@ -430,8 +410,6 @@ bool sec_req_ok(struct engine *eng, const struct wire_pkt *pkt,
 		const struct engine_rx_meta *meta);
 /* Append the tag under key to the packet in b (key NULL: nothing to do). */
 void sec_tx_seal(struct engine *eng, const uint8_t *key, struct engine_txbuf *b);
-/* Whether the last MROC_TAG_LEN bytes of buf (len with them) are its tag under key. */
-bool sec_tag_ok(const uint8_t *key, const uint8_t *buf, size_t len);
 /* The same for n packets, keys[i] for bufs[i], batched (engine_tx: SEC_SEAL_MAX at a time). */
 #define SEC_SEAL_MAX	64
 void sec_tx_seal_all(struct engine *eng, const uint8_t *const *keys, struct engine_txbuf *bufs,
@@ -590,36 +568,7 @@ void cm_hash_free(struct engine *eng);
 /* Take the QP out of the listener and connection tables. */
 void cm_unlink(struct engine *eng, struct qp *qp);
 bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *meta);
-/* A packet (not CM) to a listening QP: binds it if the packet proves a half-open REQ. */
-void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
-		    const struct engine_rx_meta *meta, uint64_t now);
-/* Something of the QP's came from its peer: the server bound, no more RTUs. */
-static inline void cm_rtu_done(struct qp *qp)
-{
-	if (qp->cm_pending == CM_SEND_RTU) {
-		qp->cm_pending = CM_NONE;
-		qp->cm_deadline = 0;
-	}
-}
-
-/* cm_half.c: CONNECT_REQs answered, the listener not bound until proven */
-int cm_half_init(struct engine *eng);
-void cm_half_free(struct engine *eng);
-/* A REQ for listener l: its entry (new, or the one a repeated REQ has), REP queued. */
-int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
-		const struct engine_rx_meta *meta, uint64_t now);
-/* A repeated REQ whose entry still waits: its REP again.  True if there was one. */
-bool cm_half_repeat(struct engine *eng, const struct wire_pkt *pkt,
-		    const struct engine_rx_meta *meta, uint64_t now);
-/* "token", before parsing: which entry of listener l, if any, the packet's tag is under. */
-void cm_half_tag(struct engine *eng, struct qp *l, const uint8_t *buf, size_t len);
-/* The entry of listener l this packet proves (src QPN, source, tag), or NULL. */
-struct cm_half *cm_half_proven(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
-			       const struct engine_rx_meta *meta, uint64_t now);
-/* The entry is done with: bound (proven) or refused by its requester. */
-void cm_half_done(struct engine *eng, struct cm_half *h, bool bound);
-/* A queued REP, into b.  Returns 1 or 0. */
-int cm_half_tx(struct engine *eng, uint64_t now, struct engine_txbuf *b);
+void cm_ext_proven(struct engine *eng, struct qp *qp);
 
 /* qp.c */
 struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr);

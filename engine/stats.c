@@ -36,8 +36,6 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_LOST_RACK] = "lost_rack",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
 		[EC_CM_EARLY_RETRY] = "cm_early_retry",
-		[EC_CM_HALF_OPEN] = "cm_half_open",
-		[EC_CM_HALF_DROPPED] = "cm_half_dropped",
 		[EC_REPATH_TIMEOUT] = "repath_timeout",
 		[EC_REPATH_LOSS] = "repath_loss",
 		[EC_REPATH_CE] = "repath_ce",
