@@ -456,6 +456,9 @@ $(FI_PROGS): $(BUILD)/%: %.c tests/fi/fi_common.h $(FLAGS_STAMP)
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(FI_PROG_CC)
+# fi_suite's zcopy test reads the provider's traffic counters (libfabric/fi_mroc.h).
+$(BUILD)/tests/fi/fi_suite: libfabric/fi_mroc.h
+$(BUILD)/tests/fi/fi_suite: FI_PROG_CFLAGS = -Ilibfabric
 # fi_hostile (tests/fi/hostile/, one file per concern) is also a hostile peer: it speaks
 # the provider's protocol (libfabric/proto.h) itself over libmroc, and reads the
 # provider's counters (libfabric/fi_mroc.h).

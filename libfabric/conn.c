@@ -36,7 +36,8 @@ static const uint8_t kind_op[] = {
 static struct mroc_qp_attr qp_attr(void)
 {
 	struct mroc_qp_attr a = {
-		.sz = sizeof(a), .sq_depth = MFI_TX_SLOTS + 16, .rq_depth = MFI_RX_SLOTS,
+		.sz = sizeof(a), .sq_depth = MFI_TX_SLOTS + 16 + MFI_RNDV_MAX,
+		.rq_depth = MFI_RX_SLOTS,
 	};
 	char *mode = NULL;
 	int paths = 0;
@@ -353,11 +354,46 @@ static bool send_chunk(struct mfi_conn *c, struct mfi_txop *op)
 	}
 	h.flags = (op->hdr_sent ? 0 : MFI_F_FIRST) | (last ? MFI_F_LAST : 0) |
 		  (op->flags & FI_REMOTE_CQ_DATA ? MFI_F_DATA : 0);
+	if (op->rndv) {
+		/* The RTS: the receiver READs the message from our region (rndv.c). */
+		h.flags |= MFI_F_FIRST | MFI_F_LAST | MFI_F_RNDV;
+		h.len = 0;
+		h.key = op->zc_rkey;
+		h.addr = op->zc_off;
+		if (post_slot(c, &h, op, true))
+			return false;
+		op->sent = op->total;
+		op->hdr_sent = true;
+		if (c->ep)
+			c->ep->traffic.rndv_sent++;
+		return true;
+	}
 	iov_gather(op->iov, op->iov_count, op->sent, slot_payload(c), len);
 	if (post_slot(c, &h, op, last))
 		return false;
+	if (c->ep && (op->kind == TX_MSG || op->kind == TX_TAGGED))
+		c->ep->traffic.tx_staged += len;
 	op->sent += len;
 	op->hdr_sent = true;
+	return true;
+}
+
+/*
+ * A message that could go by rendezvous waits at the head of the queue for the
+ * peer's HELLO, which says whether it can; without that, it is staged.  False:
+ * wait (the HELLO has not come).
+ */
+static bool rndv_decided(struct mfi_conn *c, struct mfi_txop *op)
+{
+	if (!op->rndv || op->hdr_sent)
+		return true;
+	if (!c->hello_seen)
+		return false;
+	if (!c->peer_rndv && c->ep) {
+		mfi_rma_take(c->ep, op->req_id);
+		op->req_id = 0;
+		op->rndv = false;
+	}
 	return true;
 }
 
@@ -370,7 +406,7 @@ void mfi_conn_kick(struct mfi_conn *c)
 		return;
 	while ((op = c->txq) && can_send(c)) {
 		/* HELLO is always first: it names us, and the peer needs it for credits. */
-		if (!send_chunk(c, op))
+		if (!rndv_decided(c, op) || !send_chunk(c, op))
 			break;
 		if (op->hdr_sent && op->sent == op->total) {
 			c->txq = op->next;
@@ -409,7 +445,11 @@ bool mfi_conn_post_inject(struct mfi_conn *c, enum mfi_txkind kind, const void *
 	if (flags & FI_REMOTE_CQ_DATA)
 		h.flags |= MFI_F_DATA;
 	memcpy(slot_payload(c), buf, len);
-	return post_slot(c, &h, NULL, true) == 0;
+	if (post_slot(c, &h, NULL, true))
+		return false;
+	if (c->ep && (kind == TX_MSG || kind == TX_TAGGED))
+		c->ep->traffic.tx_staged += len;
+	return true;
 }
 
 int mfi_send_hello(struct mfi_conn *c)
@@ -423,6 +463,7 @@ int mfi_send_hello(struct mfi_conn *c)
 	*hello = (struct mfi_hello){
 		.ip = me.ip, .port = htole16(me.port), .credit_rkey = htole32(mroc_mr_rkey(c->mr)),
 		.nonce = htole64(c->nonce),
+		.flags = htole16(mfi_rndv_enabled() ? MFI_HELLO_RNDV : 0),
 	};
 	op->kind = TX_HELLO;
 	op->iov[0] = (struct iovec){ hello, sizeof(*hello) };
@@ -548,6 +589,9 @@ int mfi_conn_progress(struct mfi_conn *c)
 			case MROC_WC_RECV:
 				recv_done(c, &wc[i], false);
 				break;
+			case MROC_WC_READ:
+				mfi_rndv_read_done(c, &wc[i]);
+				break;
 			case MROC_WC_CONNECTED:
 				c->state = MFI_CONN_UP;
 				mfi_ep_conn_event(c, FI_CONNECTED, 0);
@@ -576,6 +620,7 @@ int mfi_conn_progress(struct mfi_conn *c)
 		}
 		total += n;
 	}
+	mfi_rndv_pump(c);
 	mfi_conn_kick(c);
 	credit_update(c);
 	return total;

@@ -5,9 +5,11 @@
  * mrocd can only reach memory shared with it (sealed memfds), so an
  * application buffer is not handed to the daemon: each connection has a
  * libmroc region of staging slots, and data is copied between it and the
- * application's buffers.  fi_mr_reg therefore records (address, length,
- * access) under a key, for the targets of RMA (checked on every access) and
- * as the descriptor fi_mr_desc returns; it never pins or maps anything.
+ * application's buffers.  fi_mr_reg records (address, length, access) under
+ * a key, for the targets of RMA (checked on every access) and as the
+ * descriptor fi_mr_desc returns; and it makes the buffer's whole pages an
+ * mroc region where it can (zcopy.c), so large messages from and to it move
+ * by rendezvous READ without a staging copy (rndv.c).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -89,6 +91,7 @@ static int mr_close(struct fid *fid)
 		d->nmrs--;
 	}
 	d->refs--;
+	mfi_zc_dereg(mr);
 	mfi_unlock(d);
 	free(mr);
 	return 0;
@@ -152,8 +155,10 @@ static int mr_regattr(struct fid *fid, const struct fi_mr_attr *attr, uint64_t f
 	mr->mr_fid.key = (d->mr_mode & FI_MR_PROV_KEY) ? d->next_key++ : attr->requested_key;
 	mr->gen = ++d->next_gen;
 	err = mr_insert(d, mr);
-	if (!err)
+	if (!err) {
 		d->refs++;
+		mfi_zc_reg(d, mr);
+	}
 	mfi_unlock(d);
 	if (err) {
 		free(mr);

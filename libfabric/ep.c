@@ -433,15 +433,27 @@ static int ep_counters(struct fid_ep *fid, struct fi_mroc_counters *out)
 	return 0;
 }
 
-static struct fi_mroc_ops mroc_ops = {
-	.size = sizeof(struct fi_mroc_ops),
+static int ep_traffic(struct fid_ep *fid, struct fi_mroc_traffic *out)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
+
+	mfi_lock(ep->dom);
+	*out = ep->traffic;
+	mfi_unlock(ep->dom);
+	return 0;
+}
+
+/* v1's table is v2's first part: one table serves both names. */
+static struct fi_mroc_ops_2 mroc_ops = {
+	.size = sizeof(struct fi_mroc_ops_2),
 	.counters = ep_counters,
+	.traffic = ep_traffic,
 };
 
 static int ep_ops_open(struct fid *fid, const char *name, uint64_t flags, void **ops,
 		       void *context)
 {
-	if (!name || strcmp(name, FI_MROC_OPS_1) || flags)
+	if (!name || (strcmp(name, FI_MROC_OPS_1) && strcmp(name, FI_MROC_OPS_2)) || flags)
 		return -FI_ENOSYS;
 	*ops = &mroc_ops;
 	return 0;

@@ -11,6 +11,8 @@
  *
  * The counters say what the endpoint refused from its peers: none of it
  * changes the application's memory or completes its operations.
+ * FI_MROC_OPS_2 adds traffic(): how its messages moved (staged or by
+ * rendezvous), so a test can tell that a transfer made no staging copy.
  */
 #ifndef FI_MROC_H
 #define FI_MROC_H
@@ -20,6 +22,7 @@
 #include <rdma/fi_endpoint.h>
 
 #define FI_MROC_OPS_1	"mroc_ops_v1"
+#define FI_MROC_OPS_2	"mroc_ops_v2"	/* struct fi_mroc_ops_2: v1's and traffic() */
 
 struct fi_mroc_counters {
 	uint64_t rx_chunks;		/* SENDs of the provider's protocol processed */
@@ -31,9 +34,24 @@ struct fi_mroc_counters {
 	uint64_t verified;		/* connections whose HELLO the named endpoint confirmed */
 };
 
+/* How the endpoint's messages (fi_send/fi_tsend and their receives) moved. */
+struct fi_mroc_traffic {
+	uint64_t tx_staged;		/* payload bytes copied into staging slots */
+	uint64_t rx_staged;		/* payload bytes copied out of receive slots */
+	uint64_t rndv_sent;		/* messages sent by rendezvous (the receiver READs them) */
+	uint64_t rndv_direct;		/* bytes READ straight into a receive's buffer */
+	uint64_t rndv_bounced;		/* bytes READ into a bounce region, then copied */
+};
+
 struct fi_mroc_ops {
 	size_t size;			/* sizeof(struct fi_mroc_ops) */
 	int (*counters)(struct fid_ep *ep, struct fi_mroc_counters *out);
+};
+
+struct fi_mroc_ops_2 {
+	size_t size;			/* sizeof(struct fi_mroc_ops_2) */
+	int (*counters)(struct fid_ep *ep, struct fi_mroc_counters *out);
+	int (*traffic)(struct fid_ep *ep, struct fi_mroc_traffic *out);
 };
 
 #endif

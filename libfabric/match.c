@@ -204,6 +204,20 @@ void mfi_match_remove_unexp(struct mfi_match *m, struct mfi_unexp *ux)
 	}
 }
 
+struct mfi_unexp *mfi_match_take_rndv(struct mfi_match *m, const void *conn)
+{
+	struct mfi_queue_ux *qs[] = { &m->unexp[0], &m->unexp[1], &m->claimed };
+
+	for (size_t k = 0; k < sizeof(qs) / sizeof(qs[0]); k++) {
+		struct mfi_unexp *ux = QUEUE_TAKE(qs[k], struct mfi_unexp, it,
+						  it->rndv && it->conn == conn);
+
+		if (ux)
+			return ux;
+	}
+	return NULL;
+}
+
 void mfi_match_requeue_head(struct mfi_match *m, struct mfi_rxop *rx)
 {
 	struct mfi_queue_rx *q = &m->posted[rx->kind];

@@ -57,6 +57,10 @@ struct mfi_unexp {
 	uint8_t *buf;
 	void *claim_ctx;		/* FI_CLAIM: taken for the receive with this context */
 	struct mfi_rxop *waiting;	/* matched before it had fully arrived */
+	/* A rendezvous announcement (no buf): where the receiver READs it from. */
+	bool rndv;
+	uint32_t rndv_rkey, rndv_req;
+	uint64_t rndv_off;
 	struct mfi_unexp *next;
 };
 
@@ -105,5 +109,10 @@ struct mfi_rxop *mfi_match_take_posted(struct mfi_match *m);
 /* An unexpected message out of whichever queue holds it (its connection went away). */
 void mfi_match_remove_unexp(struct mfi_match *m, struct mfi_unexp *ux);
 void mfi_unexp_free(struct mfi_unexp *ux);
+/*
+ * A rendezvous announcement that came on conn, out of whichever queue holds
+ * it (its data can no longer be read: the connection went away); NULL if none.
+ */
+struct mfi_unexp *mfi_match_take_rndv(struct mfi_match *m, const void *conn);
 
 #endif

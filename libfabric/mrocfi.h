@@ -43,6 +43,7 @@
 struct mroc_ctx;
 struct mroc_mr;
 struct mroc_qp;
+struct mroc_wc;
 
 #define MFI_PROV_NAME		"mroc"
 #define MFI_FABRIC_NAME		"mroc"
@@ -65,6 +66,10 @@ static_assert(MFI_IOV_LIMIT == MFI_MATCH_IOV, "an operation's iovs are scattered
 #define MFI_SLOT_SIZE		(64 * 1024 + 64)
 #define MFI_CHUNK		(MFI_SLOT_SIZE - sizeof(struct mfi_hdr))
 #define MFI_LISTENERS		2	/* QPs kept listening on an RDM endpoint's service */
+/* Rendezvous (rndv.c): a message of more than one chunk from and to zero-copy memory. */
+#define MFI_RNDV_MIN		(MFI_CHUNK + 1)
+#define MFI_RNDV_MAX		16	/* READs in flight per connection */
+#define MFI_WRID_RNDV		(1ull << 62)	/* wr_id of a rendezvous READ: | its index */
 
 struct mfi_fabric {
 	struct fid_fabric fabric_fid;
@@ -94,6 +99,31 @@ struct mfi_mr {
 	size_t len;
 	uint64_t access;		/* FI_REMOTE_READ / FI_REMOTE_WRITE ... */
 	uint64_t gen;			/* mfi_domain.next_gen at registration */
+	/* Zero-copy (zcopy.c): the whole pages [zstart, zstart + zlen) as an mroc region,
+	 * zstart at offset zoff in it; zmr NULL when the buffer does not allow it. */
+	struct mroc_mr *zmr;
+	bool zsend;			/* registered for sending: peers may READ it */
+	int zfd;			/* the memfd, open while registered */
+	uint8_t *zstart;
+	uint64_t zlen, zoff;
+};
+
+/* Where a buffer lies in a zero-copy region. */
+struct mfi_zc {
+	struct mroc_mr *mr;
+	uint64_t off;			/* in the region */
+	uint8_t *addr;			/* the same bytes in libmroc's mapping of it */
+};
+
+/* A rendezvous message being READ by its receiver (rndv.c). */
+struct mfi_rndv {
+	struct mfi_rxop *rx;		/* the receive it fills */
+	uint32_t req_id;		/* the sender's, echoed in the FIN (RMA_ACK) */
+	uint32_t rkey;			/* the sender's region and the message's offset in it */
+	uint64_t roff;
+	uint64_t len;			/* bytes read: the message, or the receive's room */
+	struct mroc_mr *bounce;		/* NULL: straight into the receive's buffer */
+	struct mfi_rndv *next;
 };
 
 struct mfi_av_fid {
@@ -206,6 +236,12 @@ struct mfi_conn {
 	bool verify_sent;		/* VERIFY queued on our connection to the claimed peer */
 	struct mroc_wc *held;		/* MFI_RX_SLOTS receive completions, in order */
 	uint32_t held_head, nheld;
+	/* Rendezvous: the peer's HELLO said it serves READs of its messages; READs of
+	 * messages it announced, in flight (by index) and waiting to start. */
+	bool peer_rndv;
+	struct mfi_rndv *rd[MFI_RNDV_MAX];
+	uint32_t nrd;
+	struct mfi_rndv *rdq, *rdq_tail;
 };
 
 /* Offsets in a connection's region. */
@@ -245,6 +281,9 @@ struct mfi_txop {
 	bool user;			/* from the pool; reports a completion */
 	bool completion;		/* a CQ entry is wanted */
 	bool owned;			/* iov[0] is a private copy (inject), freed with the op */
+	bool rndv;			/* TX_MSG/TX_TAGGED from zero-copy memory: the peer READs it */
+	uint32_t zc_rkey;		/* rndv: the region and the message's offset in it */
+	uint64_t zc_off;
 	struct mfi_conn *conn;
 	struct mfi_txop *next;
 };
@@ -252,7 +291,7 @@ struct mfi_txop {
 /* Writes, reads and atomics complete with the target's answer, not with their SEND. */
 static inline bool mfi_txop_answered(const struct mfi_txop *op)
 {
-	return op->kind == TX_WRITE || op->kind == TX_READ || op->kind == TX_ATOMIC;
+	return op->kind == TX_WRITE || op->kind == TX_READ || op->kind == TX_ATOMIC || op->rndv;
 }
 
 /* ---- endpoints ------------------------------------------------------------- */
@@ -292,6 +331,7 @@ struct mfi_ep {
 	struct mfi_txop **rma_wait;	/* RMA ops waiting for an ACK or read response, by req_id */
 	size_t rma_cap;
 	struct fi_mroc_counters cnt;	/* what was refused (fi_mroc.h) */
+	struct fi_mroc_traffic traffic;	/* how messages moved (fi_mroc.h) */
 	size_t min_multi_recv;		/* FI_OPT_MIN_MULTI_RECV */
 	/* MSG endpoints */
 	struct mfi_conn *msg_conn;
@@ -355,6 +395,22 @@ struct mfi_mr *mfi_mr_find(struct mfi_domain *d, uint64_t key);
 int mfi_mr_target(struct mfi_domain *d, uint64_t key, uint64_t addr, uint64_t len,
 		  uint64_t access, uint8_t **out, uint64_t *gen);
 bool mfi_mr_alive(struct mfi_domain *d, uint64_t key, uint64_t gen);
+
+/* zcopy.c */
+bool mfi_rndv_enabled(void);
+void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr);
+void mfi_zc_dereg(struct mfi_mr *mr);
+/* [p, p + len) in a zero-copy region (send: one peers may READ): where, in *out. */
+bool mfi_zc_find(struct mfi_domain *d, const void *p, uint64_t len, bool send,
+		 struct mfi_zc *out);
+
+/* rndv.c: the receiver's side of a rendezvous */
+void mfi_rndv_start(struct mfi_conn *c, struct mfi_rxop *rx, uint32_t req_id, uint32_t rkey,
+		    uint64_t roff, uint64_t total);
+void mfi_rndv_read_done(struct mfi_conn *c, const struct mroc_wc *wc);
+void mfi_rndv_pump(struct mfi_conn *c);
+void mfi_rndv_conn_gone(struct mfi_conn *c, int err);
+void mfi_rndv_fin(struct mfi_conn *c, uint32_t req_id, int status);
 
 /* av.c (fid part) */
 int mfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_av **av,

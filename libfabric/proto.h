@@ -7,7 +7,11 @@
  *
  *   HELLO       first SEND on a connection, each way: the sender's name and the
  *               rkey of its credit word (the peer WRITEs freed-slot counts there)
- *   MSG/TAGGED  a message; FIRST carries total length, tag and remote CQ data
+ *   MSG/TAGGED  a message; FIRST carries total length, tag and remote CQ data.
+ *               With MFI_F_RNDV (rendezvous, RTS) it is one header-only SEND (FIRST|LAST):
+ *               the receiver READs total bytes from the sender's region key at offset
+ *               addr and answers RMA_ACK (FIN) with req_id and a status (rndv.c).  Sent
+ *               only to a peer whose HELLO has MFI_HELLO_RNDV
  *   WRITE       RMA write: key, address, total; the target answers RMA_ACK
  *   READ_REQ    RMA read: key, address, total; answered by READ_RESP chunks or RMA_ACK (error)
  *   READ_RESP   the data of a read, chunks like a message
@@ -65,6 +69,7 @@ enum mfi_op {
 #define MFI_F_LAST	0x2
 #define MFI_F_DATA	0x4	/* data carries remote CQ data */
 #define MFI_F_ABORT	0x8	/* READ_RESP's LAST: the read failed midway, status in data */
+#define MFI_F_RNDV	0x10	/* MSG/TAGGED: an RTS; key/addr name the sender's mroc region */
 
 /* In host order; the wire form is the same fields little-endian, 56 bytes. */
 struct mfi_hdr {
@@ -141,11 +146,13 @@ static inline struct mfi_atomic_desc mfi_atomic_desc_decode(uint64_t tag)
 struct mfi_hello {
 	uint32_t ip;		/* network order: the sender's mrocd */
 	uint16_t port;		/* host order (little-endian on the wire) */
-	uint16_t rsvd;
+	uint16_t flags;		/* MFI_HELLO_* (little-endian on the wire) */
 	uint32_t credit_rkey;	/* rkey of the region holding the sender's credit word */
 	uint32_t rsvd2;
 	uint64_t nonce;		/* random, per connection: what VERIFY asks about */
 };
 static_assert(sizeof(struct mfi_hello) == 24, "hello layout");
+
+#define MFI_HELLO_RNDV	0x1	/* the sender READs rendezvous messages (MFI_F_RNDV) */
 
 #endif

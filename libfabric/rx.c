@@ -86,6 +86,7 @@ static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
 	c->hello_seen = true;
 	c->peer_rkey = le32toh(h.credit_rkey);
 	c->peer_nonce = le64toh(h.nonce);
+	c->peer_rndv = le16toh(h.flags) & MFI_HELLO_RNDV;
 	if (!c->peer_known) {
 		c->peer = (struct mfi_addr){ .ip = h.ip, .port = le16toh(h.port) };
 		c->peer_known = true;
@@ -109,7 +110,11 @@ static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
 	struct mfi_rxop *rx;
 	struct mfi_unexp *ux;
 
-	if (h->total > MFI_MAX_MSG_SIZE) {
+	bool rndv = h->flags & MFI_F_RNDV;
+
+	/* An RTS is one header-only SEND. */
+	if (h->total > MFI_MAX_MSG_SIZE ||
+	    (rndv && (h->len || !(h->flags & MFI_F_LAST) || h->total > UINT32_MAX))) {
 		ep->cnt.bad_msgs++;
 		c->cur.kind = RX_DROP;
 		return;
@@ -124,14 +129,18 @@ static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
 		rx->data = h->data;
 		rx->has_data = h->flags & MFI_F_DATA;
 		rx->msg_src = src;
+		if (rndv) {
+			mfi_rndv_start(c, rx, h->req_id, (uint32_t)h->key, h->addr, h->total);
+			return;
+		}
 		c->cur.kind = RX_POSTED;
 		c->cur.rx = rx;
 		return;
 	}
 	ux = calloc(1, sizeof(*ux));
-	if (ux)
+	if (ux && !rndv)
 		ux->buf = malloc(h->total ? h->total : 1);
-	if (!ux || !ux->buf) {
+	if (!ux || (!rndv && !ux->buf)) {
 		/* Out of memory: the message is lost, as a NIC out of buffers would lose it. */
 		free(ux);
 		c->cur.kind = RX_DROP;
@@ -144,6 +153,16 @@ static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)
 	ux->data = h->data;
 	ux->has_data = h->flags & MFI_F_DATA;
 	ux->total = h->total;
+	if (rndv) {
+		/* Read when a receive takes it: nothing more arrives on the connection. */
+		ux->rndv = true;
+		ux->complete = true;
+		ux->rndv_rkey = (uint32_t)h->key;
+		ux->rndv_off = h->addr;
+		ux->rndv_req = h->req_id;
+		mfi_match_add_unexp(&ep->match, ux);
+		return;
+	}
 	mfi_match_add_unexp(&ep->match, ux);
 	c->cur.kind = RX_UNEXP;
 	c->cur.ux = ux;
@@ -191,6 +210,11 @@ static void deliver_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rx
 	rx->data = ux->data;
 	rx->has_data = ux->has_data;
 	rx->msg_src = ux->src;
+	if (ux->rndv) {
+		mfi_rndv_start(ux->conn, rx, ux->rndv_req, ux->rndv_rkey, ux->rndv_off, ux->total);
+		mfi_unexp_free(ux);
+		return;
+	}
 	if (!(rx->flags & FI_DISCARD))
 		iov_scatter(rx, 0, ux->buf, ux->total);
 	mfi_rx_complete(ep, rx, 0);
@@ -213,6 +237,15 @@ void mfi_rx_take_unexp(struct mfi_ep *ep, struct mfi_unexp *ux, struct mfi_rxop 
  */
 void mfi_rx_discard_unexp(struct mfi_unexp *ux)
 {
+	if (ux->rndv) {
+		struct mfi_conn *c = ux->conn;
+
+		/* Never read: the sender is told it was taken (libfabric's DISCARD). */
+		if (c->state == MFI_CONN_UP)
+			mfi_rndv_fin(c, ux->rndv_req, 0);
+		mfi_unexp_free(ux);
+		return;
+	}
 	if (ux->complete) {
 		mfi_unexp_free(ux);
 		return;
@@ -228,6 +261,11 @@ void mfi_rx_conn_gone(struct mfi_conn *c, int err)
 	struct mfi_rxcur *cur = &c->cur;
 	struct mfi_unexp *ux = cur->ux;
 
+	mfi_rndv_conn_gone(c, err);
+	/* Announced here and not yet matched: they can no longer be read. */
+	while (c->ep && (ux = mfi_match_take_rndv(&c->ep->match, c)))
+		mfi_unexp_free(ux);
+	ux = cur->ux;
 	if (cur->kind == RX_POSTED && c->ep) {
 		mfi_rx_complete(c->ep, cur->rx, err);
 	} else if (cur->kind == RX_UNEXP) {
@@ -277,7 +315,7 @@ static struct mfi_txop *answered_op(struct mfi_conn *c, uint32_t req_id, uint8_t
 			break;
 		case MFI_OP_RMA_ACK:
 			kind_ok = op->kind == TX_WRITE || op->kind == TX_READ ||
-				  op->kind == TX_ATOMIC;
+				  op->kind == TX_ATOMIC || op->rndv;	/* rndv: the FIN */
 			break;
 		case MFI_OP_ATOMIC_RESP:
 			kind_ok = op->kind == TX_ATOMIC &&
@@ -500,10 +538,12 @@ void mfi_rx_chunk(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t *pa
 	switch (cur->kind) {
 	case RX_POSTED:
 		iov_scatter(cur->rx, cur->off, payload, len);
+		c->ep->traffic.rx_staged += len;
 		break;
 	case RX_UNEXP:
 		if (!cur->ux->discard)
 			memcpy(cur->ux->buf + cur->off, payload, len);
+		c->ep->traffic.rx_staged += len;
 		break;
 	case RX_WRITE:
 		/* The region closed midway: the rest is not written, the writer told. */

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <mroc/mroc.h>
+
 #include "mrocfi.h"
 
 static uint64_t iov_len(const struct iovec *iov, size_t n)
@@ -101,6 +103,18 @@ static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 	}
 	if (a->kind == TX_READ || a->kind == TX_WRITE)
 		op->req_id = mfi_rma_track(ep, op);
+	/* Large, from zero-copy memory: the receiver READs it (rndv.c), no staging copy. */
+	if ((a->kind == TX_MSG || a->kind == TX_TAGGED) && !op->owned && !c->self &&
+	    a->count == 1 && total >= MFI_RNDV_MIN) {
+		struct mfi_zc zc;
+
+		if (mfi_zc_find(ep->dom, a->iov[0].iov_base, total, true, &zc)) {
+			op->rndv = true;
+			op->zc_rkey = mroc_mr_rkey(zc.mr);
+			op->zc_off = zc.off;
+			op->req_id = mfi_rma_track(ep, op);
+		}
+	}
 	mfi_conn_queue(c, op);
 	mfi_conn_kick(c);
 	err = 0;

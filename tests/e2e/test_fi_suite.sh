@@ -6,7 +6,7 @@
 # A: unit checks (getinfo, domain, av, cq, mr), fi_rdm, fi_rdm_tagged_pingpong,
 # fi_rdm_tagged_bw, fi_rma_bw write/read/writedata, fi_rdm_atomic,
 # fi_multi_recv, fi_unexpected_msg, fi_recv_cancel and fi_rdm_multi_client,
-# every byte checked.  What the provider does not support, and so is not
+# every byte checked; and mroc's zero-copy rendezvous (zcopy), with it on and off.  What the provider does not support, and so is not
 # run: libfabric/README.md, "Not supported (fabtests' terms)".
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -57,6 +57,10 @@ pair atomic
 pair multi_recv
 pair unexpected_msg
 pair recv_cancel
+# mroc's rendezvous: 1 MiB messages between registered buffers move with no staging copy
+# (the provider's traffic counters say so), and all staged when it is turned off.
+pair zcopy
+FI_MROC_RNDV=0 pair zcopy
 
 # fi_rdm_multi_client: 4 clients in A at once against one server in B.
 port=$((port + 1))

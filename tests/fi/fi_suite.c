@@ -30,6 +30,12 @@
  *                    message goes to the next receive
  *   multi_client     the server answers CLIENTS clients (-c, default 4) that ping-pong at
  *                    once, each told apart by its tag, every reply checked
+ *   zcopy            (mroc only) 1 MiB tagged messages: registered to registered (receive
+ *                    posted first, and unexpected), registered to a malloc'd receive, and
+ *                    from a malloc'd buffer; every byte checked, then the provider's
+ *                    traffic counters (fi_mroc.h) say how each moved: by rendezvous READ
+ *                    with no staging copy, through a bounce, or staged.  FI_MROC_RNDV=0:
+ *                    all staged
  *
  * Prints "ok: ..." lines and figures; exit 0 when all held, 1 on the first
  * failure (with why), 77 when the provider lacks what the test needs.
@@ -59,6 +65,7 @@
 #include <rdma/fi_tagged.h>
 
 #include "fi_common.h"
+#include "fi_mroc.h"
 
 #define TIMEOUT_S	120
 #define MAX_SIZES	32
@@ -1038,6 +1045,100 @@ static void t_multi_client(void)
 	fab_close(&f);
 }
 
+/* ---- zero-copy rendezvous (mroc's own counters) -------------------------------------------- */
+
+/* FI_PEEK until a message with tag has arrived unexpected. */
+static void wait_unexpected(struct fab *f, uint64_t tag)
+{
+	struct fi_msg_tagged m = { .tag = tag, .addr = FI_ADDR_UNSPEC };
+
+	for (;;) {
+		struct fi_cq_tagged_entry e;
+		ssize_t r;
+
+		POST(f, fi_trecvmsg(f->ep, &m, FI_PEEK));
+		while ((r = fi_cq_read(f->cq, &e, 1)) == -FI_EAGAIN)
+			;
+		if (r == 1)
+			return;
+		fi_cq_readerr(f->cq, &(struct fi_cq_err_entry){ 0 }, 0);
+		if (time(NULL) > deadline)
+			die("zcopy: FI_PEEK never saw tag %" PRIu64, tag);
+	}
+}
+
+static void expect(const char *what, uint64_t got, uint64_t want)
+{
+	if (got != want)
+		die("zcopy: %s is %" PRIu64 ", not %" PRIu64, what, got, want);
+}
+
+/*
+ * Four 1 MiB messages, client to server: tag 1 registered -> registered, receive
+ * posted first; tag 2 the same, arrived before its receive; tag 3 registered -> a
+ * malloc'd receive; tag 4 from a malloc'd buffer -> registered.
+ */
+static void t_zcopy(void)
+{
+	const size_t sz = 1 << 20;
+	const char *env = getenv("FI_MROC_RNDV");
+	bool rndv = !env || strcmp(env, "0");
+	struct fi_mroc_ops_2 *ops;
+	struct fi_mroc_traffic t;
+	struct fab f = { 0 };
+	uint8_t *plain = malloc(sz);
+
+	if (!plain)
+		die("out of memory");
+	if (strcmp(prov, "mroc") || fab_open(&f, FI_TAGGED, 4 * sz, 0))
+		exit(77);
+	if (fi_open_ops(&f.ep->fid, FI_MROC_OPS_2, 0, (void **)&ops, NULL))
+		die("zcopy: no %s", FI_MROC_OPS_2);
+	fab_meet(&f);
+	if (!srv) {
+		for (int i = 0; i < 3; i++)
+			fill(f.buf + i * sz, sz, 100 + i);
+		fill(plain, sz, 103);
+		oob_sync(f.oob);	/* tag 1's receive is posted */
+		POST(&f, fi_tsend(f.ep, f.buf, sz, f.desc, f.peer, 1, CTX));
+		POST(&f, fi_tsend(f.ep, f.buf + sz, sz, f.desc, f.peer, 2, CTX));
+		POST(&f, fi_tsend(f.ep, f.buf + 2 * sz, sz, f.desc, f.peer, 3, CTX));
+		POST(&f, fi_tsend(f.ep, plain, sz, NULL, f.peer, 4, CTX));
+		reap(&f, 4);
+		oob_sync(f.oob);
+		CHECK(ops->traffic(f.ep, &t));
+		expect("rndv_sent", t.rndv_sent, rndv ? 3 : 0);
+		expect("tx_staged", t.tx_staged, rndv ? sz : 4 * sz);
+		printf("ok: zcopy: 4 x 1 MiB sent, %" PRIu64 " by rendezvous, %" PRIu64
+		       " bytes staged\n", t.rndv_sent, t.tx_staged);
+	} else {
+		POST(&f, fi_trecv(f.ep, f.buf, sz, f.desc, FI_ADDR_UNSPEC, 1, 0, CTX));
+		oob_sync(f.oob);
+		reap(&f, 1);
+		verify(f.buf, sz, 100, "zcopy tag 1 (posted first)");
+		wait_unexpected(&f, 2);
+		POST(&f, fi_trecv(f.ep, f.buf + sz, sz, f.desc, FI_ADDR_UNSPEC, 2, 0, CTX));
+		reap(&f, 1);
+		verify(f.buf + sz, sz, 101, "zcopy tag 2 (unexpected)");
+		POST(&f, fi_trecv(f.ep, plain, sz, NULL, FI_ADDR_UNSPEC, 3, 0, CTX));
+		reap(&f, 1);
+		verify(plain, sz, 102, "zcopy tag 3 (into malloc'd memory)");
+		POST(&f, fi_trecv(f.ep, f.buf + 3 * sz, sz, f.desc, FI_ADDR_UNSPEC, 4, 0, CTX));
+		reap(&f, 1);
+		verify(f.buf + 3 * sz, sz, 103, "zcopy tag 4 (from malloc'd memory)");
+		oob_sync(f.oob);
+		CHECK(ops->traffic(f.ep, &t));
+		expect("rndv_direct", t.rndv_direct, rndv ? 2 * sz : 0);
+		expect("rndv_bounced", t.rndv_bounced, rndv ? sz : 0);
+		expect("rx_staged", t.rx_staged, rndv ? sz : 4 * sz);
+		printf("ok: zcopy: 4 x 1 MiB received and checked: %" PRIu64 " bytes read straight "
+		       "into the receive, %" PRIu64 " through a bounce, %" PRIu64 " staged\n",
+		       t.rndv_direct, t.rndv_bounced, t.rx_staged);
+	}
+	fab_close(&f);
+	free(plain);
+}
+
 int main(int argc, char **argv)
 {
 	int o;
@@ -1097,6 +1198,8 @@ int main(int argc, char **argv)
 		t_recv_cancel();
 	else if (!strcmp(test, "multi_client"))
 		t_multi_client();
+	else if (!strcmp(test, "zcopy"))
+		t_zcopy();
 	else
 		goto usage;
 	return 0;

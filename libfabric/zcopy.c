@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Zero-copy registrations: the pages of an fi_mr_reg'd buffer become an mroc
+ * region, so a large message moves by mroc RDMA READ straight from the
+ * sender's buffer into the receiver's (rndv.c) with no staging copy.
+ *
+ * mrocd reaches only shared memfds.  fi_mr_reg therefore looks at the whole
+ * pages inside the buffer ([ceil(base), floor(base + len)), at least
+ * MFI_RNDV_MIN bytes, all in one mapping):
+ *  - in a shared memfd mapping: that memfd is registered (no copy at all);
+ *  - in private anonymous memory (malloc, aligned_alloc, the heap): the pages
+ *    are re-backed by a new memfd at the same address (their bytes copied
+ *    once, now), so the application keeps its pointer and its data.  What
+ *    changes: those pages are shared, not copied, in a child after fork()
+ *    (verbs providers make registered pages MADV_DONTFORK for the same
+ *    reason), and another thread writing them at the instant of fi_mr_reg
+ *    could lose that write;
+ *  - anything else (file mappings, read-only, a range over two mappings):
+ *    not zero-copy; messages from and to it are staged as before.
+ * The bytes of the buffer's partial first and last pages are never touched.
+ * FI_MROC_RNDV=0 turns this (and the rendezvous) off.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <mroc/mroc.h>
+
+#include "mrocfi.h"
+
+
+struct zc_map {
+	uintptr_t start, end;
+	uint64_t off;
+	bool shared_memfd, private_anon;
+	dev_t dev;
+	ino_t ino;
+};
+
+bool mfi_rndv_enabled(void)
+{
+	static int on = -1;
+	int v = 1;
+
+	if (on < 0) {
+		if (fi_param_get_bool(&mfi_prov, "rndv", &v) != FI_SUCCESS)
+			v = 1;
+		on = v != 0;
+	}
+	return on;
+}
+
+/* The mapping holding [a, b), if one mapping holds all of it. */
+static int find_map(uintptr_t a, uintptr_t b, struct zc_map *m)
+{
+	char line[512], perms[8], path[256];
+	unsigned int maj, min;
+	unsigned long ino;
+	FILE *f = fopen("/proc/self/maps", "re");
+	int err = -ENOENT;
+
+	if (!f)
+		return -errno;
+	while (fgets(line, sizeof(line), f)) {
+		int n;
+
+		path[0] = 0;
+		n = sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %" SCNx64 " %x:%x %lu %255s",
+			   &m->start, &m->end, perms, &m->off, &maj, &min, &ino, path);
+		if (n < 7 || a < m->start || a >= m->end)
+			continue;
+		if (b <= m->end && perms[0] == 'r' && perms[1] == 'w') {
+			m->shared_memfd = perms[3] == 's' && !strncmp(path, "/memfd:", 7);
+			m->private_anon = perms[3] == 'p' && ino == 0 &&
+					  (!path[0] || !strcmp(path, "[heap]"));
+			m->dev = makedev(maj, min);
+			m->ino = ino;
+			err = m->shared_memfd || m->private_anon ? 0 : -ENOTSUP;
+		}
+		break;
+	}
+	fclose(f);
+	return err;
+}
+
+/* An fd of our own for the memfd behind m (as nccl/reg.c finds one). */
+static int open_memfd(const struct zc_map *m)
+{
+	char name[300];
+	struct dirent *d;
+	struct stat st;
+	DIR *dir;
+	int fd;
+
+	snprintf(name, sizeof(name), "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR, m->start,
+		 m->end);
+	fd = open(name, O_RDWR | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	dir = opendir("/proc/self/fd");
+	if (!dir)
+		return -errno;
+	fd = -ENOENT;
+	while ((d = readdir(dir))) {
+		if (d->d_name[0] == '.')
+			continue;
+		snprintf(name, sizeof(name), "/proc/self/fd/%s", d->d_name);
+		if (stat(name, &st) || st.st_ino != m->ino || st.st_dev != m->dev)
+			continue;
+		fd = open(name, O_RDWR | O_CLOEXEC);
+		fd = fd >= 0 ? fd : -errno;
+		break;
+	}
+	closedir(dir);
+	return fd;
+}
+
+/* Private pages [a, b) re-backed by a new memfd, same address, same bytes: its fd. */
+static int reback(uintptr_t a, uintptr_t b)
+{
+	size_t n = b - a;
+	void *tmp, *at;
+	int fd = memfd_create("mroc-fi-zcopy", MFD_CLOEXEC | MFD_ALLOW_SEALING), err;
+
+	if (fd < 0)
+		return -errno;
+	if (ftruncate(fd, (off_t)n))
+		goto err_errno;
+	tmp = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED)
+		goto err_errno;
+	memcpy(tmp, (void *)a, n);
+	at = mmap((void *)a, n, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0);
+	err = at == MAP_FAILED ? -errno : 0;
+	munmap(tmp, n);
+	if (err) {
+		close(fd);
+		return err;	/* MAP_FIXED failed: the old pages are still there */
+	}
+	return fd;
+err_errno:
+	err = -errno;
+	close(fd);
+	return err;
+}
+
+void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
+{
+	long pg = sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)mr->base + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
+	uintptr_t b = ((uintptr_t)mr->base + mr->len) & ~((uintptr_t)pg - 1);
+	struct zc_map m = { 0 };
+	uint64_t off;
+	int fd;
+
+	mr->zfd = -1;
+	if (!mfi_rndv_enabled() || !mr->base || b <= a || b - a < MFI_RNDV_MIN ||
+	    find_map(a, b, &m))
+		return;
+	if (m.shared_memfd) {
+		fd = open_memfd(&m);
+		off = m.off + (a - m.start);
+	} else {
+		fd = reback(a, b);
+		off = 0;
+	}
+	if (fd < 0)
+		return;
+	/*
+	 * The region maps the memfd from its start: off is where our pages begin in it.
+	 * Peers READ only buffers registered for sending (the receiver of a rendezvous
+	 * message could read the rest of the buffer too while it is registered, as
+	 * with ofi_rxm's rendezvous over verbs).
+	 */
+	mr->zsend = !mr->access || (mr->access & FI_SEND);
+	mr->zmr = mroc_mr_reg_memfd(d->ctx, fd, off + (b - a), MROC_ACCESS_LOCAL_WRITE |
+				    (mr->zsend ? MROC_ACCESS_REMOTE_READ : 0));
+	if (!mr->zmr) {
+		close(fd);
+		return;
+	}
+	/* Kept open while registered: a second registration of these pages finds it. */
+	mr->zfd = fd;
+	mr->zstart = (uint8_t *)a;
+	mr->zlen = b - a;
+	mr->zoff = off;
+}
+
+void mfi_zc_dereg(struct mfi_mr *mr)
+{
+	if (mr->zmr)
+		mroc_mr_dereg(mr->zmr);
+	if (mr->zfd >= 0)
+		close(mr->zfd);
+	mr->zmr = NULL;
+	mr->zfd = -1;
+}
+
+/* Does mr's zero-copy region hold [p, p + len)?  Its region and the offset of p in it. */
+static bool zc_holds(const struct mfi_mr *mr, const void *p, uint64_t len, bool send,
+		     struct mfi_zc *out)
+{
+	const uint8_t *q = p;
+
+	if (!mr || !mr->zmr || (send && !mr->zsend) || q < mr->zstart || len > mr->zlen ||
+	    (uint64_t)(q - mr->zstart) > mr->zlen - len)
+		return false;
+	out->mr = mr->zmr;
+	out->off = mr->zoff + (uint64_t)(q - mr->zstart);
+	out->addr = (uint8_t *)mroc_mr_addr(mr->zmr) + out->off;
+	return true;
+}
+
+bool mfi_zc_find(struct mfi_domain *d, const void *p, uint64_t len, bool send,
+		 struct mfi_zc *out)
+{
+	/* By address, not by desc: a receive or send need not name its registration. */
+	if (!len || !mfi_rndv_enabled())
+		return false;
+	for (size_t i = 0; i < d->nmrs; i++)
+		if (zc_holds(d->mrs[i], p, len, send, out))
+			return true;
+	return false;
+}
