@@ -41,4 +41,4 @@ cat "$E2E_DIR/victim.out" "$E2E_DIR/attacker.out"
 [ -n "${FI_HOSTILE_ONLY:-}" ] || for s in 15: 16: 19: 18: 17: 20: fuzz:; do
 	grep -q "^victim: $s" "$E2E_DIR/victim.out" || fail "scenario $s did not run"
 done
-ok "forged answers, an early answer, regions closed mid-RMA, PEEK|CLAIM|DISCARD, fi_close with work outstanding, an impersonated endpoint and $FUZZ random chunks: refused, every byte checked"
+ok "forged answers, an early answer, regions closed mid-RMA, PEEK|CLAIM|DISCARD, fi_close with work outstanding, an impersonated endpoint, forged rendezvous announcements and $FUZZ random chunks: refused, every byte checked"

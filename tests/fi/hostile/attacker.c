@@ -381,6 +381,49 @@ static bool want(const char *name)
 	return strstr(buf, key) != NULL;
 }
 
+/* 21: forged rendezvous announcements, read (or not) by the victim. */
+static void a_s21(struct raw *q)
+{
+	const size_t len = 1024 * 1024;
+	struct mroc_mr *m = mroc_mr_alloc(raw_ctx, len, MROC_ACCESS_LOCAL_WRITE |
+					  MROC_ACCESS_REMOTE_READ);
+	static uint8_t junk[8];
+	size_t from[17];
+	bool acked = false;
+
+	if (!m)
+		die("21: mroc_mr_alloc: %s", strerror(errno));
+	fill(mroc_mr_addr(m), len, 21);
+	expect("posted");
+	mark_all(q, from);
+	/* An RTS is header-only: this one is refused, and matches nothing. */
+	hdr_send(q, MFI_OP_TAGGED, MFI_F_FIRST | MFI_F_LAST | MFI_F_RNDV, sizeof(junk), len, T21,
+		 mroc_mr_rkey(m), 0, 9, 0, junk);
+	/* 1 MiB of ours for a 64 KiB receive. */
+	hdr_send(q, MFI_OP_TAGGED, MFI_F_FIRST | MFI_F_LAST | MFI_F_RNDV, 0, len, T21,
+		 mroc_mr_rkey(m), 0, 7, 0, NULL);
+	raw_flush(q);
+	while (!acked) {
+		raw_poll(q);
+		pump();
+		for (size_t i = from[0]; i < q->nin; i++)
+			if (q->in[i].h.op == MFI_OP_RMA_ACK && q->in[i].h.req_id == 7) {
+				if (q->in[i].h.total)
+					die("21: the FIN says status %" PRIu64, q->in[i].h.total);
+				acked = true;
+			}
+		check_deadline("21: the victim's FIN");
+	}
+	say("read");
+	/* A region that is not there: the victim's READ fails. */
+	hdr_send(q, MFI_OP_TAGGED, MFI_F_FIRST | MFI_F_LAST | MFI_F_RNDV, 0, len, T21B,
+		 mroc_mr_rkey(m) ^ 0x5a5a5a5au, 0, 8, 0, NULL);
+	raw_flush(q);
+	say("bogus");
+	expect("done");
+	mroc_mr_dereg(m);
+}
+
 int attacker(const char *vip, int port, const char *own, long fuzz)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -433,6 +476,8 @@ int attacker(const char *vip, int port, const char *own, long fuzz)
 	}
 	if (want("S20"))
 		say("S20"), a_s20();
+	if (want("S21"))
+		say("S21"), a_s21(q);
 	if (want("FUZZ")) {
 		q = raw_dial(&VA, &M_id);
 		say("FUZZ"), a_fuzz(q, fuzz);

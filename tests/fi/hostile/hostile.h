@@ -58,6 +58,8 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 #define T17		0x1717
 #define T20		0x2020
 #define T20B		0x2021
+#define T21		0x2121
+#define T21B		0x2122
 #define TIMEOUT_S	(getenv("FI_HOSTILE_TIMEOUT") ? atoi(getenv("FI_HOSTILE_TIMEOUT")) : 90)
 
 struct fab {

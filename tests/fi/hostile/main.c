@@ -29,6 +29,11 @@
  *   20  a connection claiming to be X: the victim's message to X reaches X
  *       only, and the forger's message "from X" never matches a receive
  *       directed at X
+ *   21  forged rendezvous announcements (RTS, MFI_F_RNDV): one with a payload is
+ *       refused; one naming 1 MiB of the attacker's region for a 64 KiB receive
+ *       is read into that receive only (FI_ETRUNC, the bytes around it
+ *       untouched, the FIN answered); one naming no region fails its receive
+ *       with nothing written
  *   fuzz random headers and payloads (FUZZ_CHUNKS, default 3000) from M
  *       while the victim has receives and a read outstanding: no crash, no
  *       byte outside the registered region or a posted buffer changed, then a

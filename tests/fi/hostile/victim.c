@@ -343,6 +343,44 @@ static void v_s17b(void)
 	say("done");
 }
 
+/* 21: forged rendezvous announcements into receives in the registered (zero-copy) region. */
+static void v_s21(void)
+{
+	const size_t len = 64 * 1024;
+	uint8_t *reg = gbuf + GUARD, *t = reg + 1024 * 1024, *tb = reg + 2 * 1024 * 1024;
+	static int r1, r2;
+	struct fi_mroc_counters c1 = counters(&V), c2;
+	struct done *d;
+
+	memset(t - GUARD, 0xAB, len + 2 * GUARD);
+	memset(tb - GUARD, 0xAB, len + 2 * GUARD);
+	POST(&V, fi_trecv(V.ep, t, len, NULL, FI_ADDR_UNSPEC, T21, 0, &r1));
+	POST(&V, fi_trecv(V.ep, tb, len, NULL, FI_ADDR_UNSPEC, T21B, 0, &r2));
+	say("posted");
+	expect("read");
+	d = wait_done(&V, &r1, "21: the receive of the announced 1 MiB");
+	if (d->err != FI_ETRUNC)
+		die("21: a 64 KiB receive of a 1 MiB rendezvous message: %s, not FI_ETRUNC",
+		    fi_strerror(d->err));
+	if (!is_pat(t, len, 21, 0))
+		die("21: the receive does not hold the first 64 KiB of the announced region");
+	if (!all(t - GUARD, GUARD, 0xAB) || !all(t + len, GUARD, 0xAB))
+		die("21: bytes around the receive changed");
+	c2 = counters(&V);
+	if (V.ops && c2.bad_msgs == c1.bad_msgs)
+		die("21: an RTS with a payload was not refused");
+	expect("bogus");
+	d = wait_done(&V, &r2, "21: the receive of a message in no region");
+	if (!d->err)
+		die("21: a rendezvous READ of no region completed its receive");
+	if (!all(tb - GUARD, len + 2 * GUARD, 0xAB))
+		die("21: a failed rendezvous READ wrote bytes");
+	note("21: forged RTSs: one with a payload refused, 64 KiB of 1 MiB read (FI_ETRUNC, "
+	     "nothing around it touched), a READ of no region failed its receive (%s)",
+	     fi_strerror(d->err));
+	say("done");
+}
+
 int victim(int port)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
@@ -395,6 +433,8 @@ int victim(int port)
 			v_s17a();
 		else if (!strcmp(l, "S20"))
 			v_s20();
+		else if (!strcmp(l, "S21"))
+			v_s21();
 		else if (!strcmp(l, "FUZZ"))
 			v_fuzz();
 		else if (!strcmp(l, "S17b"))
