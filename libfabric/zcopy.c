@@ -20,30 +20,17 @@
  * The bytes of the buffer's partial first and last pages are never touched.
  * FI_MROC_RNDV=0 turns this (and the rendezvous) off.
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <mroc/mroc.h>
 
+#include "memfd_map.h"
 #include "mrocfi.h"
 
-
-struct zc_map {
-	uintptr_t start, end;
-	uint64_t off;
-	bool shared_memfd, private_anon;
-	dev_t dev;
-	ino_t ino;
-};
 
 bool mfi_rndv_enabled(void)
 {
@@ -56,71 +43,6 @@ bool mfi_rndv_enabled(void)
 		on = v != 0;
 	}
 	return on;
-}
-
-/* The mapping holding [a, b), if one mapping holds all of it. */
-static int find_map(uintptr_t a, uintptr_t b, struct zc_map *m)
-{
-	char line[512], perms[8], path[256];
-	unsigned int maj, min;
-	unsigned long ino;
-	FILE *f = fopen("/proc/self/maps", "re");
-	int err = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		int n;
-
-		path[0] = 0;
-		n = sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %" SCNx64 " %x:%x %lu %255s",
-			   &m->start, &m->end, perms, &m->off, &maj, &min, &ino, path);
-		if (n < 7 || a < m->start || a >= m->end)
-			continue;
-		if (b <= m->end && perms[0] == 'r' && perms[1] == 'w') {
-			m->shared_memfd = perms[3] == 's' && !strncmp(path, "/memfd:", 7);
-			m->private_anon = perms[3] == 'p' && ino == 0 &&
-					  (!path[0] || !strcmp(path, "[heap]"));
-			m->dev = makedev(maj, min);
-			m->ino = ino;
-			err = m->shared_memfd || m->private_anon ? 0 : -ENOTSUP;
-		}
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
-/* An fd of our own for the memfd behind m (as nccl/reg.c finds one). */
-static int open_memfd(const struct zc_map *m)
-{
-	char name[300];
-	struct dirent *d;
-	struct stat st;
-	DIR *dir;
-	int fd;
-
-	snprintf(name, sizeof(name), "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR, m->start,
-		 m->end);
-	fd = open(name, O_RDWR | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	dir = opendir("/proc/self/fd");
-	if (!dir)
-		return -errno;
-	fd = -ENOENT;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(name, sizeof(name), "/proc/self/fd/%s", d->d_name);
-		if (stat(name, &st) || st.st_ino != m->ino || st.st_dev != m->dev)
-			continue;
-		fd = open(name, O_RDWR | O_CLOEXEC);
-		fd = fd >= 0 ? fd : -errno;
-		break;
-	}
-	closedir(dir);
-	return fd;
 }
 
 /* Private pages [a, b) re-backed by a new memfd, same address, same bytes: its fd. */
@@ -157,16 +79,16 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t a = ((uintptr_t)mr->base + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
 	uintptr_t b = ((uintptr_t)mr->base + mr->len) & ~((uintptr_t)pg - 1);
-	struct zc_map m = { 0 };
+	struct memfd_map m = { 0 };
 	uint64_t off;
 	int fd;
 
 	mr->zfd = -1;
 	if (!mfi_rndv_enabled() || !mr->base || b <= a || b - a < MFI_RNDV_MIN ||
-	    find_map(a, b, &m))
+	    memfd_map_find(a, b, &m))
 		return;
 	if (m.shared_memfd) {
-		fd = open_memfd(&m);
+		fd = memfd_map_open(&m);
 		off = m.off + (a - m.start);
 	} else {
 		fd = reback(a, b);

@@ -15,100 +15,28 @@
  * Every registration is cached by range and counted: registering a range
  * inside a cached one takes a reference and costs nothing (regIsGlobal).
  */
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <inttypes.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
+#include "memfd_map.h"
 #include "plugin.h"
 
 #define ACCESS	(MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE)
 
-struct mapping {
-	uintptr_t start, end;
-	uint64_t off;
-	dev_t dev;
-	ino_t ino;
-};
-
-/* The shared memfd mapping that holds [p, p + size), if there is one. */
-static int find_memfd_mapping(const void *p, size_t size, struct mapping *m)
-{
-	uintptr_t a = (uintptr_t)p;
-	char line[512], perms[8], path[256];
-	unsigned int maj, min;
-	unsigned long ino;
-	FILE *f = fopen("/proc/self/maps", "re");
-	int err = -ENOENT;
-
-	if (!f)
-		return -errno;
-	while (fgets(line, sizeof(line), f)) {
-		path[0] = 0;
-		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR " %7s %" SCNx64 " %x:%x %lu %255s",
-			   &m->start, &m->end, perms, &m->off, &maj, &min, &ino, path) < 7)
-			continue;
-		if (a < m->start || a >= m->end)
-			continue;
-		if (perms[3] == 's' && !strncmp(path, "/memfd:", 7) && m->end - a >= size) {
-			m->dev = makedev(maj, min);
-			m->ino = ino;
-			err = 0;
-		}
-		break;
-	}
-	fclose(f);
-	return err;
-}
-
-/* An fd of our own for the memfd behind m. */
-static int open_memfd(const struct mapping *m)
-{
-	char name[300];
-	struct dirent *d;
-	struct stat st;
-	DIR *dir;
-	int fd;
-
-	snprintf(name, sizeof(name), "/proc/self/map_files/%" PRIxPTR "-%" PRIxPTR, m->start,
-		 m->end);
-	fd = open(name, O_RDWR | O_CLOEXEC);
-	if (fd >= 0)
-		return fd;
-	dir = opendir("/proc/self/fd");
-	if (!dir)
-		return -errno;
-	fd = -ENOENT;
-	while ((d = readdir(dir))) {
-		if (d->d_name[0] == '.')
-			continue;
-		snprintf(name, sizeof(name), "/proc/self/fd/%s", d->d_name);
-		if (stat(name, &st) || st.st_ino != m->ino || st.st_dev != m->dev)
-			continue;
-		fd = open(name, O_RDWR | O_CLOEXEC);
-		fd = fd >= 0 ? fd : -errno;
-		break;
-	}
-	closedir(dir);
-	return fd;
-}
-
 /* Zero-copy: the memfd itself, from its start to the mapping's end. */
 static int reg_memfd(void *data, size_t size, struct mnccl_reg *r)
 {
-	struct mapping m;
+	struct memfd_map m;
 	int fd, err;
 
-	err = find_memfd_mapping(data, size, &m);
+	err = memfd_map_find((uintptr_t)data, (uintptr_t)data + size, &m);
+	if (!err && !m.shared_memfd)
+		err = -ENOENT;
 	if (err)
 		return err;
-	fd = open_memfd(&m);
+	fd = memfd_map_open(&m);
 	if (fd < 0)
 		return fd;
 	r->mr = mroc_mr_reg_memfd(mnccl.ctx, fd, m.off + (m.end - m.start), ACCESS);
