@@ -94,6 +94,13 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_rto_undone_total", "Needless RTOs undone: window, backoff and port back." },
 	{ "mroc_engine_rto_unlost_total", "Packets an undone RTO had declared lost that ACKs then "
 	  "showed delivered (not resent)." },
+	{ "mroc_engine_cm_half_open_total", "Connection requests answered; the listener is bound "
+	  "only when the requester proves it got the answer." },
+	{ "mroc_engine_cm_half_dropped_total", "Answered connection requests never proven (expired, "
+	  "pushed out, refused, or their listener went to another requester)." },
+	{ "mroc_engine_cm_busy_total", "Requesters told their listener went to another (CONNECT_REJ "
+	  "BUSY): they ask again." },
+	{ "mroc_engine_cm_busy_retry_total", "Connection requests sent again after a BUSY refusal." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },

@@ -2,7 +2,12 @@
 /*
  * In-band connection management: CONNECT_REQ/REP/REJ and DISCONNECT/ACK.
  * Requests are retransmitted with backoff until answered; answers are sent
- * once and repeated when a duplicate request arrives.
+ * once and repeated when a duplicate request arrives.  A listener is bound
+ * only once the requester proved it got our REP (cm_half.c); the requester
+ * sends that proof (its RTU: a KEEPALIVE asking for an answer) at once,
+ * repeats it like a request, and counts itself connected when something of
+ * the bound QP's comes back.  A requester whose listener went to another
+ * (CONNECT_REJ BUSY) asks again later.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -32,13 +37,16 @@ int cm_hash_init(struct engine *eng)
 
 	eng->listen_hash = calloc(n, sizeof(*eng->listen_hash));
 	eng->conn_hash = calloc(n, sizeof(*eng->conn_hash));
-	return eng->listen_hash && eng->conn_hash ? 0 : -ENOMEM;
+	if (!eng->listen_hash || !eng->conn_hash)
+		return -ENOMEM;
+	return cm_half_init(eng);
 }
 
 void cm_hash_free(struct engine *eng)
 {
 	free(eng->listen_hash);
 	free(eng->conn_hash);
+	cm_half_free(eng);
 }
 
 static struct qp **listen_bucket(struct engine *eng, uint64_t service_id)
@@ -123,6 +131,7 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 		sec_new_key(eng, qp->rx_key);
 	qp->cm_pending = CM_SEND_REQ;
 	qp->cm_tries = 0;
+	qp->cm_rounds = 0;
 	qp->cm_deadline = 0;
 	qp_wake(eng, qp);
 	(void)now;
@@ -142,6 +151,9 @@ int engine_qp_listen(struct engine *eng, uint32_t qpn, uint64_t service_id)
 		qp_new_isn(eng, qp);	/* connected before: new numbers */
 	qp->state = ENGINE_QPS_LISTEN;
 	qp->service_id = service_id;
+	/* Entries of an earlier LISTEN of this QP (cm_half.c) are not this one's. */
+	qp->half_head = 0;
+	qp->listen_gen = ++eng->listen_gen;
 	listen_link(eng, qp);
 	return 0;
 }
@@ -165,7 +177,7 @@ int engine_qp_disconnect(struct engine *eng, uint32_t qpn, uint64_t now)
 		break;
 	case ENGINE_QPS_CONNECTING:
 	case ENGINE_QPS_LISTEN:
-		listen_unlink(eng, qp);
+		cm_unlink(eng, qp);	/* a requester holding a REP is in conn_hash */
 		qp->state = ENGINE_QPS_IDLE;
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
@@ -200,51 +212,31 @@ void engine_set_addr_hook(struct engine *eng,
 }
 
 /*
- * An accepted REQ/REP's extension, to the driver (port addresses: who may
- * send for the peer), once it is proven (docs/PROTOCOL.md 11a): "aead"
- * opened the REQ or REP; a REP names the random QPN of our REQ (and in
- * "token" carries its tag).  A REQ in "none" or "token" proves nothing (it
- * can come from anyone, from any address): its extension waits in the QP
- * until a packet to it (with our random QPN, and in "token" its tag) shows
- * the requester got our REP at the address it sent from (cm_ext_proven).
+ * An accepted REP's extension, to the driver (port addresses: who may send
+ * for the peer): it is proven (docs/PROTOCOL.md 11a), as it names the random
+ * QPN of our REQ (in "token" with its tag; in "aead" sealed).  A REQ's waits
+ * in its half-open entry until the requester proves it got our REP
+ * (cm_bind_proven).
  */
-static void cm_ext_up(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
-		      const struct engine_rx_meta *meta)
+static void cm_ext_up(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
 {
-	if (!eng->cm_ext_fn || !pkt->cm.ext)
-		return;
-	if (pkt->hdr.opcode == MROC_OP_CONNECT_REQ && eng->cfg.sec_mode != MROC_SEC_AEAD) {
-		free(qp->ext_pending);
-		qp->ext_pending = malloc(pkt->cm.ext_len ? pkt->cm.ext_len : 1);
-		qp->ext_pending_len = qp->ext_pending ? (uint16_t)pkt->cm.ext_len : 0;
-		if (qp->ext_pending)
-			memcpy(qp->ext_pending, pkt->cm.ext, pkt->cm.ext_len);
-		return;
-	}
-	eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, pkt->cm.ext, pkt->cm.ext_len);
-}
-
-void cm_ext_proven(struct engine *eng, struct qp *qp)
-{
-	if (eng->cm_ext_fn)
-		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, qp->ext_pending, qp->ext_pending_len);
-	free(qp->ext_pending);
-	qp->ext_pending = NULL;
-	qp->ext_pending_len = 0;
+	if (eng->cm_ext_fn && pkt->cm.ext)
+		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, pkt->cm.ext, pkt->cm.ext_len);
 }
 
 /*
  * The packet is from qp's peer: the driver's handle for its source says
  * so, or the driver says that source is one of the peer's addresses (one
- * it announced, or, "token", one the REQ awaiting proof announced).
+ * it announced).
  */
 bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *meta)
 {
 	if (qp->peer == meta->peer)
 		return true;
-	return eng->addr_fn && eng->addr_fn(eng->addr_ctx, qp->peer, meta, qp->ext_pending,
-					    qp->ext_pending_len);
+	return eng->addr_fn && eng->addr_fn(eng->addr_ctx, qp->peer, meta, NULL, 0);
 }
+
+static uint64_t cm_backoff(const struct engine *eng, uint32_t n);
 
 static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
 			 const struct mroc_cm_hdr *c)
@@ -292,9 +284,11 @@ static void req_reply(struct engine *eng, const struct wire_pkt *pkt,
 	r->plain = meta->sealed != ENGINE_RX_SEALED;
 }
 
-/* 0, or -ENOMEM (nothing changed but peer_npaths) when the receive state cannot be had. */
-static int connected(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
-		     uint64_t now)
+/*
+ * The peer's numbers from its REQ or REP: 0, or -ENOMEM (nothing changed but
+ * peer_npaths) when the receive state cannot be had.
+ */
+static int take_peer(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
 {
 	qp->peer_npaths = pkt->cm.npaths;
 	if (qp_rx_reset(eng, qp, pkt->cm.isn_psn, pkt->cm.isn_dsn))
@@ -308,9 +302,54 @@ static int connected(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 	/* Split messages go either way only when both ends announced a unit. */
 	qp->peer_split = qp->mode == MROC_MODE_METAROCE && eng->cfg.split_unit ?
 			 pkt->cm.split * MROC_SPLIT_ALIGN : 0;
+	return 0;
+}
+
+static void up(struct engine *eng, struct qp *qp, uint64_t now)
+{
 	qp_start(eng, qp, now);
 	qp_event(eng, qp, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS);
-	return 0;
+}
+
+/*
+ * The first listener of the service for a new REQ: one no other REQ waits
+ * on (so requesters at once spread over the listeners posted for them),
+ * else the one reserved longest ago (a REQ always gets an answer: a ghost
+ * on every listener must not keep a real requester out; cm_half.c).  A
+ * reserved listener goes to the end of its chain.
+ */
+static struct qp *pick_listener(struct engine *eng, uint64_t service_id, uint64_t now)
+{
+	struct qp *l, *first = NULL;
+
+	for (l = *listen_bucket(eng, service_id); l; l = l->listen_next) {
+		if (l->state != ENGINE_QPS_LISTEN || l->service_id != service_id)
+			continue;
+		if (!cm_half_waiting(eng, l, now))
+			return l;
+		if (!first)
+			first = l;
+	}
+	return first;
+}
+
+/*
+ * A listener of the service was bound within dead_peer: requesters that
+ * came at once, more than the listeners posted, wait for the application to
+ * listen again (told BUSY) instead of failing NO_LISTENER.  A direct-mapped
+ * cache: a service that loses its slot to another is only told NO_LISTENER
+ * again, as before.
+ */
+static struct cm_served *served_slot(struct engine *eng, uint64_t service_id)
+{
+	return &eng->served[hash64(service_id) % (sizeof(eng->served) / sizeof(eng->served[0]))];
+}
+
+static bool served_lately(struct engine *eng, uint64_t service_id, uint64_t now)
+{
+	const struct cm_served *s = served_slot(eng, service_id);
+
+	return s->until && s->service_id == service_id && now < s->until;
 }
 
 static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
@@ -340,11 +379,16 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 			return 0;
 		}
 	}
-	for (listener = *listen_bucket(eng, pkt->cm.service_id); listener;
-	     listener = listener->listen_next)
-		if (listener->state == ENGINE_QPS_LISTEN &&
-		    listener->service_id == pkt->cm.service_id)
-			break;
+	/* A REQ we answered and still wait to see proven: the same REP again. */
+	if (cm_half_repeat(eng, pkt, meta, now))
+		return 0;
+	listener = pick_listener(eng, pkt->cm.service_id, now);
+	if (!listener && served_lately(eng, pkt->cm.service_id, now)) {
+		/* Its listeners all went to requesters just now: ask again (11.3). */
+		eng->st.c[EC_CM_BUSY]++;
+		req_reply(eng, pkt, meta, MROC_CM_BUSY);
+		return -EBUSY;
+	}
 	if (!listener) {
 		req_reply(eng, pkt, meta, MROC_CM_NO_LISTENER);
 		return -ECONNREFUSED;
@@ -353,20 +397,75 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 		req_reply(eng, pkt, meta, MROC_CM_BAD_PARAM);
 		return -EINVAL;
 	}
-	listener->peer = meta->peer;
-	if (eng->sec_tag_len)
-		sec_new_key(eng, listener->rx_key);
-	if (connected(eng, listener, pkt, now)) {
+	/* Answered, not bound: the listener waits for the requester's proof (cm_half.c). */
+	if (cm_half_req(eng, listener, pkt, meta, now)) {
 		req_reply(eng, pkt, meta, MROC_CM_NO_RESOURCES);
 		return -ENOMEM;
 	}
 	listen_unlink(eng, listener);
-	cm_ext_up(eng, listener, pkt, meta);
-	listener->cm_pending = CM_SEND_REP;
-	listener->cm_deadline = 0;
-	qp_wake_ctl(eng, listener);
-	qp_update_deadline(eng, listener);
+	listen_link(eng, listener);	/* free listeners first */
 	return 0;
+}
+
+void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		    const struct engine_rx_meta *meta, uint64_t now)
+{
+	struct cm_half *h = cm_half_proven(eng, qp, pkt, meta, now);
+	struct wire_pkt req;
+
+	if (!h)
+		return;
+	/* The REP's numbers and key, the REQ's: as if the REQ had bound it. */
+	qp->peer = h->peer;
+	qp->isn_psn = h->isn_psn;
+	qp->isn_dsn = h->isn_dsn;
+	memcpy(qp->rx_key, h->rx_key, sizeof(qp->rx_key));
+	req = (struct wire_pkt){ .hdr = { .src_qpn = h->peer_qpn }, .cm = h->req };
+	if (take_peer(eng, qp, &req)) {
+		cm_half_refused(eng, h);	/* no memory: the requester's RTUs go unanswered */
+		return;
+	}
+	listen_unlink(eng, qp);
+	*served_slot(eng, qp->service_id) = (struct cm_served){ qp->service_id,
+							       now + eng->cfg.dead_peer_ns };
+	up(eng, qp, now);
+	/* Proven now: the requester's port addresses go up (#24 items 1-3). */
+	if (eng->cm_ext_fn && h->ext)
+		eng->cm_ext_fn(eng->cm_ext_ctx, qp->peer, h->ext, h->ext_len);
+	cm_half_bound(eng, qp, h, now);
+}
+
+void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	qp->cm_pending = CM_NONE;
+	qp->cm_deadline = 0;
+	qp->cm_rounds = 0;
+	up(eng, qp, now);
+}
+
+/*
+ * Our listener went to another requester, or the server has none free for
+ * now (REJ BUSY): ask again after the backoff of a request.  Each such
+ * round is another requester served, so it is no sign of a dead server: up
+ * to 4 x cm_retries of them (32 with the defaults, about 25 s with the
+ * backoff's cap) before CONNECT_ERR.
+ */
+static void retry_later(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	conn_unlink(eng, qp);
+	qp->has_tx_key = false;
+	qp->peer_npaths = 0;
+	if (++qp->cm_rounds > 4 * eng->cfg.cm_retries) {
+		qp->state = ENGINE_QPS_ERROR;
+		qp->cm_pending = CM_NONE;
+		qp->cm_deadline = 0;
+		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+		return;
+	}
+	eng->st.c[EC_CM_BUSY_RETRY]++;
+	qp->cm_pending = CM_SEND_REQ;
+	qp->cm_tries = 0;
+	qp->cm_deadline = now + cm_backoff(eng, qp->cm_rounds - 1);
 }
 
 /* A reply on behalf of a QP: tagged as its own packets are. */
@@ -401,6 +500,22 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 				  MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
 		return -ENOENT;
 	}
+	if (qp->state == ENGINE_QPS_LISTEN && pkt->hdr.opcode == MROC_OP_DISCONNECT) {
+		struct cm_half *h = cm_half_proven(eng, qp, pkt, meta, now);
+
+		if (h) {
+			/* The requester refused our REP (11.2): forget its REQ, tell it so. */
+			struct ctl_reply *r = ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
+							MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+
+			if (r && h->req.has_key) {
+				r->has_key = true;
+				memcpy(r->key, h->req.key, sizeof(r->key));
+			}
+			cm_half_refused(eng, h);
+			return 0;
+		}
+	}
 	if (!cm_peer_ok(eng, qp, meta) ||
 	    (qp->state != ENGINE_QPS_CONNECTING && qp->peer_qpn != pkt->hdr.src_qpn)) {
 		engine_count(eng, EC_RX_BAD_PEER);
@@ -411,7 +526,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 	meta = &m;
 	switch (pkt->hdr.opcode) {
 	case MROC_OP_CONNECT_REP:
-		if (qp->state != ENGINE_QPS_CONNECTING)
+		if (qp->state != ENGINE_QPS_CONNECTING || qp->cm_pending != CM_SEND_REQ)
 			return 0;	/* duplicate */
 		if (!cm_params_ok(eng, qp, &pkt->cm)) {
 			/* Refuse, and tell the server so it does not stay half-open. */
@@ -425,18 +540,38 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		}
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
-		if (connected(eng, qp, pkt, now)) {
+		if (take_peer(eng, qp, pkt)) {
 			qp->state = ENGINE_QPS_ERROR;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 			tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
 						     MROC_OP_DISCONNECT, MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
 		}
-		cm_ext_up(eng, qp, pkt, meta);
+		cm_ext_up(eng, qp, pkt);
+		/*
+		 * Our proof that we got the REP: the server binds its listener at
+		 * it, and we count ourselves connected once the bound QP answers.
+		 */
+		qp->cm_pending = CM_SEND_RTU;
+		qp->cm_tries = 0;
+		qp_wake(eng, qp);	/* as a REQ: its retry deadline is armed when it leaves */
 		return 0;
 	case MROC_OP_CONNECT_REJ:
 		if (qp->state != ENGINE_QPS_CONNECTING)
 			return 0;
+		if (pkt->cm.reason == MROC_CM_BUSY) {
+			/*
+			 * Only the listener our REP named can say it went to another;
+			 * before a REP, the server (src_qpn 0) that its listeners are
+			 * all taken for now.
+			 */
+			if ((qp->cm_pending == CM_SEND_RTU && pkt->hdr.src_qpn == qp->peer_qpn) ||
+			    (qp->cm_pending == CM_SEND_REQ && !pkt->hdr.src_qpn))
+				retry_later(eng, qp, now);
+			return 0;
+		}
+		if (qp->cm_pending == CM_SEND_RTU)
+			return 0;	/* an answer to an earlier try: we hold a REP */
 		if (pkt->cm.reason == MROC_CM_SECURITY)
 			eng->st.c[EC_CM_SEC_MISMATCH]++;
 		qp->state = ENGINE_QPS_ERROR;
@@ -455,6 +590,13 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS);
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
 			qp->cm_pending = CM_NONE;	/* both sides said it */
+		} else if (qp->state == ENGINE_QPS_CONNECTING && qp->cm_pending == CM_SEND_RTU &&
+			   pkt->hdr.src_qpn == qp->peer_qpn) {
+			/* The server bound us and closed before we heard from it. */
+			qp->state = ENGINE_QPS_ERROR;
+			qp->cm_pending = CM_NONE;
+			qp->cm_deadline = 0;
+			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 		}
 		tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
 					     MROC_OP_DISCONNECT_ACK, MROC_CM_OK));
@@ -574,6 +716,27 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 }
 
 /*
+ * The requester's RTU: a KEEPALIVE asking for an answer, on path 0, tagged
+ * as every packet of the QP is (under the key of the REP); tried like a
+ * request.  Returns 1 or 0.
+ */
+static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
+{
+	if (b->cap < MROC_HDR_LEN)
+		return 0;
+	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, MROC_F_ACK_REQ, 0, now);
+	b->peer = qp->peer;
+	b->sport = qp->npaths && qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min;
+	b->path_id = 0;
+	b->ect = false;
+	eng->st.c[EC_TX_CM]++;	/* a CM message in a keepalive's form */
+	qp->cm_tries++;
+	qp->cm_sent = now;
+	qp->cm_deadline = now + cm_backoff(eng, qp->cm_tries - 1);
+	return 1;
+}
+
+/*
  * Send the QP's pending CM message if it is due.  Returns 1 or 0.  Asked
  * before every packet a QP sends: the message is built only when there is
  * one (filling its header first cost 33 instructions a data packet).
@@ -582,6 +745,8 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 {
 	if (!qp->cm_pending || (qp->cm_deadline && now < qp->cm_deadline))
 		return 0;
+	if (qp->cm_pending == CM_SEND_RTU)
+		return rtu_build(eng, qp, now, b);
 	return cm_build(eng, qp, now, b);
 }
 
@@ -594,7 +759,8 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 		qp_wake(eng, qp);
 		return;
 	}
-	if (qp->cm_pending == CM_SEND_REQ) {
+	if (qp->cm_pending == CM_SEND_REQ || qp->cm_pending == CM_SEND_RTU) {
+		/* RTU: no answer, the server never bound us (or went) */
 		qp->state = ENGINE_QPS_ERROR;
 		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 	} else if (qp->cm_pending == CM_SEND_DISC && qp->state == ENGINE_QPS_CLOSING) {

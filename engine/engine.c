@@ -229,22 +229,26 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_UNKNOWN_QP]++;
 		return -ENOENT;
 	}
+	/* A listener is bound by the packet that proves a REQ it answered (cm_half.c). */
+	if (qp->state == ENGINE_QPS_LISTEN)
+		cm_bind_proven(eng, qp, &pkt, meta, now);
+	else if (eng->half_tagged)
+		goto lost;	/* "token": under the key of a REP of ours, not the QP's */
+	/* Our RTU's answer, or anything else of the QP that bound us: connected. */
+	if (qp->state == ENGINE_QPS_CONNECTING && qp->cm_pending == CM_SEND_RTU &&
+	    qp->peer_qpn == pkt.hdr.src_qpn && cm_peer_ok(eng, qp, meta))
+		cm_rtu_answered(eng, qp, now);
 	if (qp->state == ENGINE_QPS_CONNECTING && qp->peer == meta->peer) {
 		cm_peer_early(eng, qp, now);	/* our REQ was answered, the answer lost */
 		qp_update_deadline(eng, qp);
 	}
-	if (qp->peer_qpn != pkt.hdr.src_qpn || !cm_peer_ok(eng, qp, meta)) {
-		eng->st.c[EC_RX_BAD_PEER]++;
-		return -EPERM;
-	}
+	if (qp->peer_qpn != pkt.hdr.src_qpn || !cm_peer_ok(eng, qp, meta))
+		goto lost;
 	if (qp->state == ENGINE_QPS_LISTEN || qp->state == ENGINE_QPS_CONNECTING ||
 	    qp->state == ENGINE_QPS_IDLE) {
 		eng->st.c[EC_RX_BAD_STATE]++;
 		return -EPERM;
 	}
-	/* This packet (our random QPN; "token": its tag) proves the requester saw our REP. */
-	if (qp->ext_pending)
-		cm_ext_proven(eng, qp);
 	peer_heard(qp, now);
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
 		if (pkt.hdr.flags & MROC_F_ACK_REQ) {
@@ -263,6 +267,11 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	qp_wake(eng, qp);
 	qp_update_deadline(eng, qp);
 	return err;
+lost:
+	/* The proof of a requester whose listener went to another: told again (cm_half.c). */
+	if (!cm_half_busy(eng, qp->qpn, &pkt, meta, now))
+		eng->st.c[EC_RX_BAD_PEER]++;
+	return -EPERM;
 }
 
 /* One control packet (CM, ACK, keepalive) from this QP.  Returns 1 or 0. */
@@ -326,7 +335,9 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 	}
 	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
 		count++;
-	sealed = count;		/* cm_tx_ctl seals its own */
+	while (count < n && cm_half_tx(eng, now, &bufs[count]))
+		count++;
+	sealed = count;		/* cm_tx_ctl and cm_half_tx seal their own */
 	while (count < n && !list_empty(&eng->ctl_ready)) {
 		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);
 
@@ -398,7 +409,7 @@ uint64_t engine_next_deadline(struct engine *eng)
 	uint64_t d;
 
 	if (!list_empty(&eng->ctl_ready) || !list_empty(&eng->tx_ready) ||
-	    eng->ctl_head != eng->ctl_tail)
+	    eng->ctl_head != eng->ctl_tail || eng->half_qhead)
 		return 0;	/* work to do right now */
 	d = timer_next(eng);
 	return d ? d : UINT64_MAX;

@@ -383,6 +383,10 @@ enum engine_counter {
 	EC_REPATH_EXPLORE,
 	EC_RTO_UNDONE,			/* of EC_RTO_SPURIOUS: undone, window and port back (path.c) */
 	EC_RTO_UNLOST,			/* DSNs an undone RTO had declared lost, found delivered (qp_ack.c) */
+	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
+	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused, lost) */
+	EC_CM_BUSY,			/* CONNECT_REJ BUSY sent: the listener went to another requester */
+	EC_CM_BUSY_RETRY,		/* our REQ sent again after BUSY (or NO_LISTENER once answered) */
 	EC__COUNT,
 };
 

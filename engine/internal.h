@@ -192,7 +192,14 @@ struct rq_entry {
 
 /* ---- the QP ---------------------------------------------------------------- */
 
-enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DISC, CM_SEND_DISC_ACK };
+/*
+ * CM_SEND_RTU: a requester's proof that it got the REP (a KEEPALIVE asking
+ * for an answer, repeated like a REQ): the server binds its listener only
+ * then (cm_half.c), and the requester counts itself connected only when
+ * something of the bound QP's comes back.
+ */
+enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DISC, CM_SEND_DISC_ACK,
+		  CM_SEND_RTU };
 
 struct qp {
 	uint32_t qpn;
@@ -213,20 +220,17 @@ struct qp {
 	uint8_t cm_pending;	/* enum cm_pending */
 	uint8_t cm_reason;
 	uint32_t cm_tries;
+	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_deadline;
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
+	/* listener: its half-open entries (cm_half.c), a list of index + 1, and
+	 * which LISTEN this is (entries of an earlier one are stale) */
+	uint32_t half_head, listen_gen;
 	uint32_t isn_psn, isn_dsn;
 	bool fixed_isn;		/* the application chose them: every connection keeps them */
 	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
 	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
 	bool has_tx_key;
-	/*
-	 * "none", "token": the port addresses (CM extension) of the REQ that
-	 * connected us, kept until a packet to us (tagged in "token") proves the
-	 * requester saw our REP (cm.c); malloc'd, NULL = none pending.
-	 */
-	uint8_t *ext_pending;
-	uint16_t ext_pending_len;
 	uint8_t rx_key[MROC_CM_KEY_LEN], tx_key[MROC_CM_KEY_LEN];
 
 	/* send side */
@@ -376,6 +380,41 @@ struct engine {
 		uint8_t key[MROC_CM_KEY_LEN];
 	} ctl[16];
 	uint32_t ctl_head, ctl_tail;
+	/*
+	 * CONNECT_REQs answered with a REP whose listener is not bound yet
+	 * (cm_half.c): bound only when a packet proves the requester got the REP.
+	 */
+	struct cm_half {
+		uint64_t deadline;		/* 0: a free entry */
+		uint64_t service_id;
+		uint32_t listener, gen;		/* the QP our REP named, its listen_gen */
+		uint32_t peer, peer_qpn;	/* the requester: its handle, its QP */
+		uint32_t isn_psn, isn_dsn;	/* ours, in the REP */
+		uint32_t next;			/* hash chain by peer_qpn: index + 1, 0 = end */
+		uint32_t lnext;			/* the listener's entries: index + 1, 0 = end */
+		uint32_t tx_next;		/* the send queue: index + 1, 0 = end */
+		uint16_t sport;			/* where the requester's last packet came from */
+		uint8_t due;			/* enum half_due: what to send it */
+		bool queued;			/* in the send queue (kept when it is emptied) */
+		bool busy;			/* its listener went to another requester */
+		uint16_t ext_len;
+		uint8_t *ext;			/* the REQ's port addresses (malloc'd) */
+		uint8_t rx_key[MROC_CM_KEY_LEN];	/* ours ("token"), in the REP */
+		struct mroc_cm_hdr req;		/* the REQ's numbers and key (ext: above) */
+	} *half;
+	uint32_t *half_hash;		/* nhalf buckets: index + 1 of a chain's first */
+	uint32_t nhalf, half_next;	/* entries (a power of 2); where the next one goes */
+	uint32_t half_qhead, half_qtail;	/* the send queue: index + 1, 0 = empty */
+	uint32_t half_tagged;		/* "token": the entry whose key tags this packet, + 1 */
+	uint32_t listen_gen;		/* the last qp->listen_gen given */
+	/*
+	 * Services whose listener was bound lately (cm.c, by hash of the id):
+	 * a REQ that finds none free then is told BUSY (ask again), not
+	 * NO_LISTENER, while the application listens again.
+	 */
+	struct cm_served {
+		uint64_t service_id, until;
+	} served[256];
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
 	uint64_t host_srtt, host_rttvar;
 	/* the largest RTT any ACK showed in this window and the last (path.c) */
@@ -410,6 +449,8 @@ bool sec_req_ok(struct engine *eng, const struct wire_pkt *pkt,
 		const struct engine_rx_meta *meta);
 /* Append the tag under key to the packet in b (key NULL: nothing to do). */
 void sec_tx_seal(struct engine *eng, const uint8_t *key, struct engine_txbuf *b);
+/* Whether the last MROC_TAG_LEN bytes of buf (len with them) are its tag under key. */
+bool sec_tag_ok(const uint8_t *key, const uint8_t *buf, size_t len);
 /* The same for n packets, keys[i] for bufs[i], batched (engine_tx: SEC_SEAL_MAX at a time). */
 #define SEC_SEAL_MAX	64
 void sec_tx_seal_all(struct engine *eng, const uint8_t *const *keys, struct engine_txbuf *bufs,
@@ -568,7 +609,38 @@ void cm_hash_free(struct engine *eng);
 /* Take the QP out of the listener and connection tables. */
 void cm_unlink(struct engine *eng, struct qp *qp);
 bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *meta);
-void cm_ext_proven(struct engine *eng, struct qp *qp);
+/* A packet (not CM) to a listening QP: binds it if the packet proves a half-open REQ. */
+void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		    const struct engine_rx_meta *meta, uint64_t now);
+/* A packet of the bound peer to a requester whose RTU is out: it is connected. */
+void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now);
+
+/* cm_half.c: CONNECT_REQs answered, the listener not bound until proven */
+enum half_due { HALF_NONE = 0, HALF_REP, HALF_BUSY };
+int cm_half_init(struct engine *eng);
+void cm_half_free(struct engine *eng);
+/* Whether listener l has entries still waiting (expired ones are dropped here). */
+bool cm_half_waiting(struct engine *eng, struct qp *l, uint64_t now);
+/* A REQ for listener l: a new entry, its REP queued.  0 or -ENOMEM. */
+int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
+		const struct engine_rx_meta *meta, uint64_t now);
+/* A repeated REQ whose entry still waits: its REP again.  True if there was one. */
+bool cm_half_repeat(struct engine *eng, const struct wire_pkt *pkt,
+		    const struct engine_rx_meta *meta, uint64_t now);
+/* "token", before parsing: which entry for QP qpn, if any, the packet's tag is under. */
+bool cm_half_tag(struct engine *eng, uint32_t qpn, const uint8_t *buf, size_t len);
+/* The waiting entry of listener l this packet proves (src QPN, source, tag), or NULL. */
+struct cm_half *cm_half_proven(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
+			       const struct engine_rx_meta *meta, uint64_t now);
+/* The entry bound l (its requester proved it): the others of l are told BUSY. */
+void cm_half_bound(struct engine *eng, struct qp *l, struct cm_half *h, uint64_t now);
+/* The entry's requester refused our REP: forget it. */
+void cm_half_refused(struct engine *eng, struct cm_half *h);
+/* A proof of an entry that lost QP qpn to another requester: BUSY again.  True if so. */
+bool cm_half_busy(struct engine *eng, uint32_t qpn, const struct wire_pkt *pkt,
+		  const struct engine_rx_meta *meta, uint64_t now);
+/* A queued REP or REJ BUSY, into b (tagged).  Returns 1 or 0. */
+int cm_half_tx(struct engine *eng, uint64_t now, struct engine_txbuf *b);
 
 /* qp.c */
 struct qp *qp_alloc(struct engine *eng, const struct engine_qp_attr *attr);

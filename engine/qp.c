@@ -89,7 +89,6 @@ void qp_free(struct qp *qp)
 	free(qp->rq);
 	free(qp->cq);
 	free(qp->rxp);
-	free(qp->ext_pending);
 	free(qp);
 }
 

@@ -127,6 +127,16 @@ static bool tags_equal(const uint8_t a[MROC_TAG_LEN], const uint8_t b[MROC_TAG_L
 	return !(x ^ y);
 }
 
+bool sec_tag_ok(const uint8_t *key, const uint8_t *buf, size_t len)
+{
+	uint8_t tag[MROC_TAG_LEN];
+
+	if (len < MROC_HDR_LEN + MROC_TAG_LEN)
+		return false;
+	tag_of(key, buf, len - MROC_TAG_LEN, tag);
+	return tags_equal(tag, buf + len - MROC_TAG_LEN);
+}
+
 static int bad_tag(struct engine *eng)
 {
 	eng->st.c[EC_RX_BAD_TAG]++;
@@ -136,7 +146,7 @@ static int bad_tag(struct engine *eng)
 /* "token": the tag of a packet to a connected (or connecting) QP. */
 static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
 {
-	uint8_t flags = buf[2], op = buf[1], tag[MROC_TAG_LEN];
+	uint8_t flags = buf[2], op = buf[1];
 	struct qp *qp;
 	uint32_t dst;
 
@@ -146,9 +156,13 @@ static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
 	qp = qp_lookup(eng, dst);
 	if (!qp || qp->state == ENGINE_QPS_IDLE || qp->state == ENGINE_QPS_LISTEN) {
 		/* No key to check with: the usual checks count and drop it (a DISCONNECT
-		 * gets its stateless DISCONNECT_ACK). */
-		if ((flags & MROC_F_TAG) && *len >= MROC_HDR_LEN + MROC_TAG_LEN)
+		 * gets its stateless DISCONNECT_ACK), unless it proves a REQ a listener
+		 * answered (tagged under the key of that REP: cm_half.c). */
+		if ((flags & MROC_F_TAG) && *len >= MROC_HDR_LEN + MROC_TAG_LEN) {
+			if (qp && qp->state == ENGINE_QPS_LISTEN)
+				cm_half_tag(eng, dst, buf, *len);
 			*len -= MROC_TAG_LEN;
+		}
 		return 0;
 	}
 	/*
@@ -159,10 +173,12 @@ static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
 	if (!(flags & MROC_F_TAG))
 		return op == MROC_OP_DISCONNECT_ACK && qp->cm_pending == CM_SEND_DISC ?
 			0 : bad_tag(eng);
-	if (*len < MROC_HDR_LEN + MROC_TAG_LEN)
-		return bad_tag(eng);
-	tag_of(qp->rx_key, buf, *len - MROC_TAG_LEN, tag);
-	if (!tags_equal(tag, buf + *len - MROC_TAG_LEN))
+	/*
+	 * Not under the QP's key: maybe under the key of a REP this QP sent as a
+	 * listener to a requester that then lost it to another (cm_half.c: it is
+	 * told BUSY again).  Looked up only here, off the path of good packets.
+	 */
+	if (!sec_tag_ok(qp->rx_key, buf, *len) && !cm_half_tag(eng, dst, buf, *len))
 		return bad_tag(eng);
 	*len -= MROC_TAG_LEN;
 	return 0;
@@ -171,6 +187,7 @@ static int check_token(struct engine *eng, const uint8_t *buf, size_t *len)
 int sec_rx_check(struct engine *eng, const uint8_t *buf, size_t *len,
 		 const struct engine_rx_meta *meta)
 {
+	eng->half_tagged = 0;
 	if (*len < MROC_HDR_LEN)
 		return 0;		/* wire_parse counts it */
 	/* A sealed packet here, or an unsealed one in "aead": only a REQ, to refuse it. */

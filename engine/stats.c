@@ -45,6 +45,10 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_REPATH_EXPLORE] = "repath_explore",
 		[EC_RTO_UNDONE] = "rto_undone",
 		[EC_RTO_UNLOST] = "rto_unlost",
+		[EC_CM_HALF_OPEN] = "cm_half_open",
+		[EC_CM_HALF_DROPPED] = "cm_half_dropped",
+		[EC_CM_BUSY] = "cm_busy",
+		[EC_CM_BUSY_RETRY] = "cm_busy_retry",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

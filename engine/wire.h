@@ -134,6 +134,8 @@ enum mroc_cm_reason {
 	MROC_CM_LOCAL_CLOSE	= 4,	/* the application closed the QP */
 	MROC_CM_ERROR		= 5,	/* the QP went to the error state */
 	MROC_CM_SECURITY	= 6,	/* CONNECT_REJ: the security modes differ */
+	MROC_CM_BUSY		= 7,	/* CONNECT_REJ: the listener our REP named went to
+					 * another requester: ask again (cm_half.c) */
 };
 
 enum mroc_mode {

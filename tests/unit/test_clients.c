@@ -329,7 +329,8 @@ static void test_uid_share(void **state)
 
 /*
  * The engine connects qpn as a requester would (its REQ is not looked at): a
- * CONNECT_REP from peer handle 1 answers it.
+ * CONNECT_REP from peer handle 1 answers it, and a KEEPALIVE of the peer's
+ * QP answers its RTU (engine/cm.c: connected only then).
  */
 static void connect_by_hand(uint32_t qpn, uint32_t peer_qpn)
 {
@@ -344,6 +345,9 @@ static void connect_by_hand(uint32_t qpn, uint32_t peer_qpn)
 
 	n += wire_put_cm(b + n, &cm);
 	assert_int_equal(engine_qp_connect(E.eng, qpn, 1, 0x5e71, 1000000), 0);
+	assert_int_equal(engine_rx(E.eng, 1000000, b, n, &meta), 0);
+	h.opcode = MROC_OP_KEEPALIVE;
+	n = wire_put_hdr(b, &h);
 	assert_int_equal(engine_rx(E.eng, 1000000, b, n, &meta), 0);
 	assert_int_equal(engine_qp_info(E.eng, qpn, &info), 0);
 	assert_int_equal(info.state, ENGINE_QPS_CONNECTED);

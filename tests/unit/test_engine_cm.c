@@ -198,22 +198,22 @@ static void test_connect_rep_refused_deadline(void **state)
 }
 
 /*
- * ... and the server, which accepted first, is told: it must not stay
- * connected to a QP that refused the connection.  (Regression: the refusal
- * was silent and B stayed half-open until its keepalives gave up; fixed in
- * 5203210.)
+ * ... and the server, which answered, is told: it must not stay half-open
+ * to a QP that refused the connection.  (Regression: the refusal was
+ * silent and B stayed connected until its keepalives gave up; fixed in
+ * 5203210.)  B never bound its listener (it waits for the requester's
+ * proof, cm_half.c): the DISCONNECT drops the REQ's entry, and B listens on.
  */
 static void test_connect_rep_refused_tells_server(void **state)
 {
-	const struct engine_cqe *c;
 	struct pair *p = rep_refused(state);
 
 	pair_run_for(p, p->s[PAIR_A].cfg.rto_init_ns);
-	assert_int_not_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);
-	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-	c = pair_cqe(p, PAIR_B);
-	assert_non_null(c);
-	assert_true(c->opcode == ENGINE_WC_EV_DISCONNECTED || c->opcode == ENGINE_WC_EV_ERROR);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+	pair_expect_none(p, PAIR_B);
+	assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 1);
+	assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), 1);
+	assert_int_equal(p->s[PAIR_B].sent[MROC_OP_DISCONNECT_ACK], 1);
 }
 
 /* Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then CONNECT_ERR. */
@@ -488,7 +488,8 @@ static void a_writes(struct pair *p)
 /*
  * Each side's REQ/REP extension reaches the other's hook, in every security
  * mode: the REP's at once, the REQ's (which anyone could have sent, from
- * any address) at the first packet to the QP it connected (#24 item 1).
+ * any address) when the requester proves it got our REP (its RTU), which
+ * binds the listener (#24 item 1); nothing more with data.
  */
 static void test_cm_ext_round_trip(void **state)
 {
@@ -500,7 +501,7 @@ static void test_cm_ext_round_trip(void **state)
 
 		pair_connect(p, NULL, NULL, SVC);
 		expect_ext(&seen[PAIR_A], 1, PAIR_B, 1, 0x5b);
-		assert_int_equal(seen[PAIR_B].calls, 0);
+		expect_ext(&seen[PAIR_B], 1, PAIR_A, MROC_CM_EXT_MAX, 0xa5);
 		a_writes(p);
 		expect_ext(&seen[PAIR_B], 1, PAIR_A, MROC_CM_EXT_MAX, 0xa5);
 		expect_ext(&seen[PAIR_A], 1, PAIR_B, 1, 0x5b);
@@ -521,16 +522,16 @@ static void test_cm_ext_one_side(void **state)
 	assert_int_equal(cap->n, 1);
 	assert_int_equal(cap->pkt[0].len, MROC_HDR_LEN + MROC_CM_HDR_LEN);
 	assert_int_equal(cap->pkt[0].data[MROC_HDR_LEN + 22], 0);
-	assert_int_equal(seen[PAIR_B].calls, 0);
+	assert_int_equal(seen[PAIR_B].calls, 0);	/* A announced nothing */
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 20, 0x5b);
 }
 
 /*
  * The REP was lost: the duplicate REQ gets the REP again and announces
  * nothing (#24 item 3: in "token" anyone knowing the QPNs re-pointed our
- * traffic with one); the first REQ's goes up once A's first packet came,
- * the REP's once.  A forged duplicate with other port addresses, later,
- * changes nothing.
+ * traffic with one); the first REQ's goes up once A's first packet (its
+ * RTU) came, the REP's once.  A forged duplicate with other port addresses,
+ * later, changes nothing.
  */
 static void test_cm_ext_duplicate_req(void **state)
 {
@@ -544,7 +545,7 @@ static void test_cm_ext_duplicate_req(void **state)
 	start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 5 * p->s[PAIR_A].cfg.rto_init_ns);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-	assert_int_equal(seen[PAIR_B].calls, 0);
+	expect_ext(&seen[PAIR_B], 1, PAIR_A, 30, 0xa5);
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 40, 0x5b);
 	p->filter = NULL;
 	a_writes(p);
@@ -640,7 +641,111 @@ static void test_cm_ext_tagged(void **state)
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_deliver(p, rep);
 	expect_ext(&seen[PAIR_A], 1, PAIR_B, 8, 0x5b);
+	pair_pump(p);	/* A's RTU and B's answer: A is connected then */
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+}
+
+/* ---- ghost connections (#24) --------------------------------------------------------- */
+
+/*
+ * A CONNECT_REQ from a host that never answers (spoofed from another
+ * address, or a real one replayed from there) gets its REP but takes no
+ * listener: B stays listening, with no completion, until a packet proves a
+ * requester got its REP.  100 such REQs take half-open entries only (64: the
+ * oldest are pushed out, counted), and the real requester, whose REQ the
+ * ghosts copied, connects through them.  In "token" a packet claiming to
+ * prove a ghost's REQ without the key of its REP binds nothing.  (Before,
+ * the first ghost took the listener until dead_peer and the real requester
+ * was refused NO_LISTENER.)
+ */
+static void test_ghost_req_takes_no_listener(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+		struct engine_config ca, cb;
+		struct pair_capture *cap;
+		struct engine_qp_info ib;
+		struct pair_pkt req;
+		struct pair *p;
+		uint8_t forged[MROC_HDR_LEN + MROC_TAG_LEN] = { 0 };
+
+		pair_test_config(&ca);
+		ca.sec_mode = modes[m];
+		cb = ca;
+		cb.seed = 2;
+		p = open_pair(state, &ca, &cb);
+		cap = pair_capture_start(p, PAIR_A, PAIR_OP_BIT(MROC_OP_CONNECT_REQ), false);
+		start_connect(p, &a, &b, SVC, SVC);
+		pair_pump(p);
+		pair_capture_stop(p);
+		assert_int_equal(cap->n, 1);
+		req = cap->pkt[0];
+		/* From handle 7 (answers to it go nowhere): A's REQ itself, then 99 more QPs. */
+		for (uint32_t i = 0; i < 100; i++) {
+			if (i)
+				pkt_put32(req.data, PKT_SRC_QPN, 0x100 + i);
+			pair_rx(p, PAIR_B, req.data, req.len, 7, req.sport);
+			pair_pump(p);
+		}
+		assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+		pair_expect_none(p, PAIR_B);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 100);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), 100 - 64);
+		assert_true(p->s[PAIR_B].stray >= 64);		/* their REPs, to handle 7 */
+		if (modes[m] == MROC_SEC_TOKEN) {
+			/* "I am ghost 0x163 and got your REP": a KEEPALIVE without its key. */
+			uint64_t bad_peer = pair_stat(p, PAIR_B, EC_RX_BAD_PEER);
+
+			forged[PKT_VERSION] = MROC_WIRE_VERSION;
+			forged[PKT_OPCODE] = MROC_OP_KEEPALIVE;
+			forged[PKT_FLAGS] = MROC_F_ACK_REQ | MROC_F_TAG;
+			pkt_put32(forged, PKT_DST_QPN, p->s[PAIR_B].qpn);
+			pkt_put32(forged, PKT_SRC_QPN, 0x163);
+			memset(forged + MROC_HDR_LEN, 0x77, MROC_TAG_LEN);
+			pair_rx(p, PAIR_B, forged, sizeof(forged), 7, req.sport);
+			assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), bad_peer + 1);
+			assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+		}
+		/* A's own REQ, sent again, connects: B is bound to A's QP once A proves it. */
+		pair_run_for(p, 3 * ca.rto_init_ns);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+		assert_int_equal(engine_qp_info(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, &ib), 0);
+		assert_int_equal(ib.peer, PAIR_A);
+		assert_int_equal(ib.peer_qpn, p->s[PAIR_A].qpn);
+		a_writes(p);
+		pair_free(p);
+		*state = NULL;
+	}
+}
+
+/*
+ * The requester's RTU never gets through (the server never binds, so
+ * nothing of the QP's comes back): the requester never counts itself
+ * connected, and after cm_retries tries its QP fails with CONNECT_ERR (a
+ * connection that was never made, not RETRY_EXC_ERR); the server listens
+ * on, no completion.
+ */
+static void test_rtu_unanswered(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct pair_capture *cap = pair_capture_start(p, PAIR_A, PAIR_OP_BIT(MROC_OP_KEEPALIVE),
+						      false);
+
+	start_connect(p, &a, &b, SVC, SVC);
+	pair_run_for(p, 100 * PAIR_US);
+	pair_expect_none(p, PAIR_A);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
+	assert_int_equal(cap->n, 1);		/* the RTU, at once */
+	pair_run_for(p, 900 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	assert_int_equal(cap->n, p->s[PAIR_A].cfg.cm_retries + 1);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+	pair_expect_none(p, PAIR_B);
+	assert_int_equal(p->stuck_deadlines, 0);
 }
 
 /* ---- disconnect ---------------------------------------------------------------------- */
@@ -1126,6 +1231,8 @@ int main(void)
 		T(test_cm_ext_forged_duplicate),
 		T(test_cm_ext_malformed),
 		T(test_cm_ext_tagged),
+		T(test_ghost_req_takes_no_listener),
+		T(test_rtu_unanswered),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
