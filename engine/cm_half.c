@@ -21,8 +21,8 @@
  * carried: only it can check it), again at each proof it sends, and asks
  * again later (cm.c), as if it had found no free listener.
  *
- * The table holds max(64, 2 x max_qps) entries (rounded up to a power of 2), each for dead_peer after the
- * last REQ or proof for it; a full table gives the oldest entry's place to
+ * The table holds max(64, 2 x max_qps) entries (rounded up to a power of
+ * 2), each for dead_peer after the last REQ or proof for it; a full table gives the oldest entry's place to
  * the new REQ (counted: EC_CM_HALF_DROPPED), so a flood of REQs cannot keep
  * real requesters out for longer than it takes to cycle the table.
  * Entries are found by the requester's QPN (chained hash) and by their

@@ -385,8 +385,8 @@ enum engine_counter {
 	EC_RTO_UNLOST,			/* DSNs an undone RTO had declared lost, found delivered (qp_ack.c) */
 	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
 	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused, lost) */
-	EC_CM_BUSY,			/* CONNECT_REJ BUSY sent: the listener went to another requester */
-	EC_CM_BUSY_RETRY,		/* our REQ sent again after BUSY (or NO_LISTENER once answered) */
+	EC_CM_BUSY,			/* REJ BUSY sent: listener taken by another requester, or none free lately */
+	EC_CM_BUSY_RETRY,		/* our REQ sent again after a CONNECT_REJ BUSY */
 	EC__COUNT,
 };
 
