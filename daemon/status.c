@@ -177,6 +177,8 @@ json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 	SET(o, "dctcp_alpha_ppm", pi->dctcp_alpha_ppm);
 	SET(o, "delay_cuts", pi->delay_cuts);
 	SET(o, "delay_rebases", pi->delay_rebases);
+	SET(o, "loss_cuts", pi->loss_cuts);
+	SET(o, "loss_trims", pi->loss_trims);
 	return o;
 }
 

@@ -436,6 +436,8 @@ struct engine_path_info {
 	uint32_t backoff;		/* consecutive RTOs without progress */
 	uint64_t delay_cuts;		/* rounds whose queueing delay cut the window */
 	uint64_t delay_rebases;		/* delay that cuts did not lower, taken as the base RTT */
+	uint64_t loss_cuts;		/* loss bursts that halved the window */
+	uint64_t loss_trims;		/* loss bursts taken as random loss: 1/8 cut */
 	uint64_t repaths_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 

@@ -103,6 +103,7 @@ struct path {
 	uint64_t round_start;
 	uint32_t rounds;	/* rounds since the path (re)started */
 	bool round_had_ce;
+	uint32_t prev_ce_frac;	/* the last round's CE fraction (1 << 20 = 1.0) */
 	uint8_t bad_rounds;
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
@@ -113,6 +114,8 @@ struct path {
 	uint64_t st_sent, st_retx, st_lost, st_ce, st_acked, st_timeouts, st_repaths;
 	uint64_t st_delay_cuts;	/* rounds whose delay cut the window */
 	uint64_t st_delay_rebases;	/* delay cuts did not lower: taken as the base RTT */
+	uint64_t st_loss_cuts;	/* loss bursts that halved the window */
+	uint64_t st_loss_trims;	/* ... that cut it by 1/8 only (random loss, cc_window.c) */
 	uint64_t st_repath_why[ENGINE_REPATH__COUNT];	/* moves, by reason */
 };
 

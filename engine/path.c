@@ -355,6 +355,7 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	}
 	p->round_start = now;
 	p->round_had_ce = p->round_ce != 0;
+	p->prev_ce_frac = f;
 	p->flight_max_prev = p->flight_max;
 	p->flight_max = 0;
 	p->round_end_psn = p->next_psn;

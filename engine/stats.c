@@ -168,6 +168,8 @@ int engine_path_info(const struct engine *eng, uint32_t qpn, unsigned path,
 		.dctcp_alpha_ppm = (uint32_t)((uint64_t)p->alpha * 1000000 >> 20),
 		.delay_cuts = p->st_delay_cuts,
 		.delay_rebases = p->st_delay_rebases,
+		.loss_cuts = p->st_loss_cuts,
+		.loss_trims = p->st_loss_trims,
 	};
 	for (unsigned i = 0; i < ENGINE_REPATH__COUNT; i++)
 		o->repaths_why[i] = p->st_repath_why[i];

@@ -115,10 +115,12 @@ static void print_paths(struct engine *eng, uint32_t qpn, const char *who)
 		printf("  path %u sport %u srtt %" PRIu64 " min_rtt %" PRIu64 " rto %" PRIu64
 		       " pwnd %u inflight %u sent %" PRIu64 " retx %" PRIu64 " lost %" PRIu64
 		       " ce %" PRIu64 " timeouts %" PRIu64 " repaths %" PRIu64 " alpha %u ppm"
-		       " delay_cuts %" PRIu64 " delay_rebases %" PRIu64 "\n",
+		       " delay_cuts %" PRIu64 " delay_rebases %" PRIu64 " loss_cuts %" PRIu64
+		       " loss_trims %" PRIu64 "\n",
 		       p, pi.sport, pi.srtt_ns, pi.min_rtt_ns, pi.rto_ns, pi.pwnd_bytes,
 		       pi.inflight_bytes, pi.sent, pi.retx, pi.lost, pi.ce, pi.timeouts,
-		       pi.repaths, pi.dctcp_alpha_ppm, pi.delay_cuts, pi.delay_rebases);
+		       pi.repaths, pi.dctcp_alpha_ppm, pi.delay_cuts, pi.delay_rebases,
+		       pi.loss_cuts, pi.loss_trims);
 	}
 }
 
