@@ -133,6 +133,9 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	snprintf(alpha, sizeof(alpha), "%.3f", (double)jget_u64(p, "dctcp_alpha_ppm") / 1e6);
 	print_text(PRINT_DETAILS, NULL, "ALPHA", alpha, NULL);
 	print_uint(0, "dctcp_alpha_ppm", NULL, jget_u64(p, "dctcp_alpha_ppm"));
+	/* Loss bursts that halved the window, and those taken as random loss (JSON only). */
+	print_uint(0, "loss_cuts", NULL, jget_u64(p, "loss_cuts"));
+	print_uint(0, "loss_trims", NULL, jget_u64(p, "loss_trims"));
 	print_bps(0, "rate_bps", "RATE", jget_u64(p, "rate_bps"));
 	print_bps(0, NULL, "HINT", jget_u64(q, "rate_hint_mbps") * 1000000ULL);
 	print_uint(0, "rate_hint_mbps", NULL, jget_u64(q, "rate_hint_mbps"));
