@@ -190,6 +190,27 @@ static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_
 	return MROC_XDP_CNT_PASS_NOT_UDP_PORT;
 }
 
+/*
+ * The arrival time, as XDP metadata before the frame (struct mroc_xdp_meta):
+ * the worker may take the frame from its ring much later (batches, a CPU
+ * shared with other work), and that wait is the host's, not the path's
+ * (PROTOCOL 9.3a).  Without room for metadata (a driver without support)
+ * the frame goes unstamped: user space then takes its poll time.
+ */
+static __always_inline void stamp(struct xdp_md *ctx, __u64 now)
+{
+	struct mroc_xdp_meta *m;
+
+	if (bpf_xdp_adjust_meta(ctx, -(int)sizeof(*m)))
+		return;
+	m = (void *)(long)ctx->data_meta;
+	if ((void *)(m + 1) > (void *)(long)ctx->data)
+		return;
+	m->rx_ns = now;
+	m->pad = 0;
+	m->magic = MROC_XDP_META_MAGIC;
+}
+
 SEC("xdp")
 int mroc_xdp(struct xdp_md *ctx)
 {
@@ -241,6 +262,9 @@ int mroc_xdp(struct xdp_md *ctx)
 	}
 	/* An empty slot (a socket being removed) gives XDP_PASS. */
 	act = bpf_redirect_map(&xsks, *slot, XDP_PASS);
+	/* Only a redirected frame: one passed to the kernel leaves unchanged. */
+	if (act == XDP_REDIRECT)
+		stamp(ctx, bpf_ktime_get_ns());
 	st->cnt[act == XDP_REDIRECT ? MROC_XDP_CNT_REDIRECTED : MROC_XDP_CNT_PASS_NO_SOCKET]++;
 	return act;
 }

@@ -46,6 +46,21 @@ struct mroc_xdp_addr {
 
 #define MROC_XDP_MAX_ADDRS	1024
 
+/*
+ * XDP metadata of a frame the program redirects: when it ran (its arrival,
+ * bpf_ktime_get_ns: CLOCK_MONOTONIC), in the bytes right before the frame.
+ * Copy-mode AF_XDP copies metadata with the frame (native and generic XDP),
+ * zero-copy keeps it in place; magic says the program wrote it (a frame
+ * without metadata has stale bytes there).  User space reads it, and
+ * clears magic, with xdp_prog_rx_stamp (daemon/backend/xdp_prog.h).
+ */
+struct mroc_xdp_meta {
+	__u64 rx_ns;
+	__u32 pad;
+	__u32 magic;		/* MROC_XDP_META_MAGIC, next to the frame */
+};
+#define MROC_XDP_META_MAGIC	0x6d524f43	/* "mROC" */
+
 /* Value of "our_macs" (key: ifindex). */
 struct mroc_xdp_mac {
 	__u8 addr[6];

@@ -101,6 +101,12 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_cm_busy_total", "Requesters told their listener went to another (CONNECT_REJ "
 	  "BUSY): they ask again." },
 	{ "mroc_engine_cm_busy_retry_total", "Connection requests sent again after a BUSY refusal." },
+	{ "mroc_engine_rx_stamped_total", "Packets whose arrival time the driver stamped (the XDP "
+	  "program), not the worker's poll." },
+	{ "mroc_engine_rx_wait_ns_total", "Nanoseconds stamped packets waited from their arrival to "
+	  "the engine (receive rings, the worker's batches), summed." },
+	{ "mroc_engine_ack_host_ns_total", "Nanoseconds of host time peers' ACKs said their echo "
+	  "held (kept out of the delay signal), summed." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },

@@ -208,6 +208,10 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	int err;
 
 	eng->st.c[EC_RX_PKTS]++;
+	if (meta->arrival) {
+		eng->st.c[EC_RX_STAMPED]++;
+		eng->st.c[EC_RX_WAIT_NS] += now - rx_arrival(eng, meta, now);
+	}
 	err = sec_rx_check(eng, buf, &len, meta);
 	if (err)
 		return err;
@@ -259,7 +263,7 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		}
 		err = 0;
 	} else if (pkt.hdr.opcode == MROC_OP_ACK) {
-		err = qp_rx_ack(eng, qp, &pkt, now);
+		err = qp_rx_ack(eng, qp, &pkt, now, rx_arrival(eng, meta, now));
 	} else {
 		err = qp_rx_data(eng, qp, &pkt, meta, now);
 		qp_wake_ctl(eng, qp);	/* an ACK may be owed now */

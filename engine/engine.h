@@ -278,6 +278,14 @@ struct engine_rx_meta {
 	uint16_t sport;			/* UDP source port */
 	bool ce;			/* IP ECN field was Congestion Experienced */
 	uint8_t sealed;			/* enum engine_rx_sealed: what the frame layer checked */
+	/*
+	 * When the packet reached the host, on the engine's clock: the
+	 * driver's stamp (mrocd: the XDP program's, before the packet waited
+	 * in a receive ring for the worker).  0 (unknown), or later than now:
+	 * now.  Host delay is kept out of the delay signal from there
+	 * (PROTOCOL 9.3a); timers still count from now.
+	 */
+	uint64_t arrival;
 };
 
 #define ENGINE_PEER_NONE	UINT32_MAX
@@ -387,6 +395,9 @@ enum engine_counter {
 	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused, lost) */
 	EC_CM_BUSY,			/* REJ BUSY sent: listener taken by another requester, or none free lately */
 	EC_CM_BUSY_RETRY,		/* our REQ sent again after a CONNECT_REJ BUSY */
+	EC_RX_STAMPED,			/* packets with the driver's arrival stamp (engine_rx_meta) */
+	EC_RX_WAIT_NS,			/* ... the time they waited from it to engine_rx, summed */
+	EC_ACK_HOST_NS,			/* host time peers' ACKs said their echo held (RTT samples), summed */
 	EC__COUNT,
 };
 

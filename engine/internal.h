@@ -164,7 +164,8 @@ struct rx_path {
 	struct sack sack;	/* cum_psn + 256-bit bitmap */
 	uint32_t rcv_pkts, ce_pkts;
 	uint32_t last_ts;	/* the sender's timestamp of the newest data packet ... */
-	uint64_t last_ts_at;	/* ... and when it arrived (our clock) */
+	uint64_t last_ts_at;	/* ... and when the engine took it (our clock) ... */
+	uint32_t last_wait;	/* ... after it waited this long in the host (ns, rx_arrival) */
 	uint16_t sport;		/* where the newest data came from; ACKs go back on it */
 	uint16_t unacked;
 	bool active;
@@ -527,7 +528,7 @@ int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t
 
 /* path.c */
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, uint64_t now);
-void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt);
+void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
 		  uint64_t now);
 void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
@@ -586,8 +587,22 @@ void ack_lose_all(struct engine *eng, struct qp *qp, struct path *p);
 bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d);
 struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes);
 void rx_apply_floor(struct rx_path *rp, const struct mroc_data_hdr *d);
-int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now);
+int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now,
+	      uint64_t at);
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
+
+/*
+ * When a packet reached the host (engine_rx_meta.arrival): now when the
+ * driver did not stamp it or the stamp is from the future, and never more
+ * than rto_max back (a stamp that old is no stamp of this packet).
+ */
+static inline uint64_t rx_arrival(const struct engine *eng, const struct engine_rx_meta *m,
+				  uint64_t now)
+{
+	if (!m->arrival || m->arrival >= now)
+		return now;
+	return now - m->arrival > eng->cfg.rto_max_ns ? now - eng->cfg.rto_max_ns : m->arrival;
+}
 
 /* qp_rx.c */
 int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,

@@ -345,7 +345,31 @@ static void ack_unlose(struct engine *eng, struct qp *qp, struct path *p,
 		p->rto_range = p->unlose = false;
 }
 
-int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now)
+/*
+ * The RTT the delay signal sees: from the ACK's arrival (the driver's stamp,
+ * not the worker's poll: engine_rx_meta.arrival), less the host time the
+ * receiver says its echo still holds (host_delay).  Swift's fabric delay:
+ * on a host that takes its rings in batches and shares its CPUs, every
+ * sample of a round held tens to hundreds of microseconds of waiting for a
+ * worker, and the delay signal cut every window to its floor (issue #22).
+ * A claim longer than the sample is no claim: the sample stays whole.
+ */
+static uint64_t fabric_rtt(struct engine *eng, const struct mroc_ack_hdr *a, uint64_t rtt,
+			   uint64_t at)
+{
+	int32_t f = (int32_t)((uint32_t)at - a->ts_echo);
+	uint64_t host = mroc_host_delay_dec(a->host_delay);
+
+	if (f > 0 && (uint64_t)f < rtt)
+		rtt = (uint64_t)f;
+	if (host >= rtt)
+		return rtt;
+	eng->st.c[EC_ACK_HOST_NS] += host;
+	return rtt - host;
+}
+
+int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now,
+	      uint64_t at)
 {
 	const struct mroc_ack_hdr *a = &pkt->ack;
 	struct path *p;
@@ -374,8 +398,11 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (bytes) {
 		bool first = !p->srtt;
 
-		if (echo_ok)
-			path_on_rtt(eng, p, (uint32_t)((uint32_t)now - a->ts_echo));
+		if (echo_ok) {
+			uint64_t rtt = (uint32_t)((uint32_t)now - a->ts_echo);
+
+			path_on_rtt(eng, p, rtt, fabric_rtt(eng, a, rtt, at));
+		}
 		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
 		p->backoff = 0;

@@ -474,6 +474,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		 */
 		rp->last_ts = pkt->hdr.ts;
 		rp->last_ts_at = now;
+		rp->last_wait = (uint32_t)min_u64(now - rx_arrival(eng, meta, now), UINT32_MAX);
 	}
 	if (qp->mops->rx_order) {
 		err = qp->mops->rx_order(eng, qp, rp, d->psn);
@@ -493,6 +494,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	}
 	rp->last_ts = pkt->hdr.ts;
 	rp->last_ts_at = now;
+	rp->last_wait = (uint32_t)min_u64(now - rx_arrival(eng, meta, now), UINT32_MAX);
 	rp->active = true;
 	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
 	cc_rate_hint(eng, qp, now);
@@ -573,6 +575,20 @@ static uint32_t ack_held(const struct engine *eng, const struct rx_path *rp, uin
 	return held > eng->cfg.ack_delay_ns ? (uint32_t)(held - eng->cfg.ack_delay_ns) : 0;
 }
 
+/*
+ * The host time the echo still holds (byte host_delay, PROTOCOL 3.3): what
+ * the newest packet waited before the engine took it (a receive ring, the
+ * worker's batch) and the delayed ACK's allowance.  The RTO keeps both, as
+ * before; the sender's delay signal takes them out: a host that polls in
+ * batches, or waits for a CPU, is not a queue on the path (issue #22).
+ */
+static uint8_t ack_host_delay(const struct engine *eng, const struct rx_path *rp, uint64_t now)
+{
+	uint64_t held = now - rp->last_ts_at;
+
+	return mroc_host_delay_enc(rp->last_wait + min_u64(held, eng->cfg.ack_delay_ns));
+}
+
 /* Build a pending ACK, if any path owes one now.  Returns 1 or 0. */
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -595,6 +611,7 @@ int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txb
 			.nak_dsn = qp->nak_dsn,
 			.nak_seq = qp->nak_seq,
 			.nak_code = qp->nak_code,
+			.host_delay = ack_host_delay(eng, rp, now),
 		};
 		sack_to_bytes(&rp->sack, a.sack);
 		n = qp_put_hdr(qp, b->data, MROC_OP_ACK, 0, (uint8_t)i, now);

@@ -49,6 +49,9 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_CM_HALF_DROPPED] = "cm_half_dropped",
 		[EC_CM_BUSY] = "cm_busy",
 		[EC_CM_BUSY_RETRY] = "cm_busy_retry",
+		[EC_RX_STAMPED] = "rx_stamped",
+		[EC_RX_WAIT_NS] = "rx_wait_ns",
+		[EC_ACK_HOST_NS] = "ack_host_ns",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

@@ -84,7 +84,7 @@ size_t wire_put_ack(uint8_t *b, const struct mroc_ack_hdr *a)
 	put32(b + 24, a->nak_dsn);
 	put16(b + 28, a->nak_seq);
 	b[30] = a->nak_code;
-	b[31] = 0;
+	b[31] = a->host_delay;
 	memcpy(b + 32, a->sack, MROC_SACK_BYTES);
 	return MROC_ACK_HDR_LEN;
 }
@@ -142,6 +142,7 @@ static void get_ack(const uint8_t *b, struct mroc_ack_hdr *a)
 	a->nak_dsn = get32(b + 24);
 	a->nak_seq = get16(b + 28);
 	a->nak_code = b[30];
+	a->host_delay = b[31];
 	memcpy(a->sack, b + 32, MROC_SACK_BYTES);
 }
 

@@ -180,6 +180,7 @@ struct mroc_ack_hdr {
 	uint32_t nak_dsn;	/* DSN the newest NAK refers to */
 	uint16_t nak_seq;	/* bumped for each new NAK, 0 = no NAK yet */
 	uint8_t nak_code;	/* enum mroc_nak */
+	uint8_t host_delay;	/* mroc_host_delay_enc: receiver host time ts_echo still holds */
 	uint8_t sack[MROC_SACK_BYTES];	/* bit i (byte i/8, LSB first): PSN cum_psn+1+i received */
 };
 
@@ -309,6 +310,37 @@ int wire_parse(const uint8_t *buf, size_t len, struct wire_pkt *pkt, enum wire_e
 int wire_parse_flags(const uint8_t *buf, size_t len, uint8_t flags, struct wire_pkt *pkt,
 		     enum wire_err *why);
 const char *wire_err_name(enum wire_err e);
+
+/*
+ * ACK byte 31 (`host_delay`, PROTOCOL 3.3): how long the echoed packet was
+ * in the acknowledging host (from its arrival, the driver's stamp, to the
+ * ACK) that ts_echo does not already take out, so that the sender can keep
+ * host delay out of the delay signal (9.3a).  Microseconds as a tiny float:
+ * 4-bit exponent e, 4-bit mantissa m: m for e = 0, (16 + m) << (e - 1)
+ * after; 0 to 507,904 us, within 1/16 below; always rounded down, so the
+ * sender never takes out more than the host held (a fabric RTT too small
+ * would lower the path's minimum for good).
+ */
+static inline uint8_t mroc_host_delay_enc(uint64_t ns)
+{
+	uint64_t us = ns / 1000;
+	unsigned e = 1;
+
+	if (us < 16)
+		return (uint8_t)us;
+	while (e < 15 && us >= (32ULL << (e - 1)))
+		e++;
+	if (us >= (32ULL << 14))
+		return 0xff;
+	return (uint8_t)(e << 4 | ((us >> (e - 1)) - 16));
+}
+
+static inline uint64_t mroc_host_delay_dec(uint8_t c)
+{
+	unsigned e = c >> 4, m = c & 15;
+
+	return (e ? (uint64_t)(16 + m) << (e - 1) : m) * 1000;
+}
 
 /* Serial-number arithmetic for 32-bit PSN/DSN/MSN spaces (RFC 1982). */
 static inline int32_t seq_diff(uint32_t a, uint32_t b)

@@ -30,6 +30,8 @@ struct sim_pkt {
 	uint8_t plane;
 	bool ect, ce;		/* IP ECN field */
 	bool host_delayed;	/* has waited out its host's receive delay (simnet.c) */
+	bool host_polled;	/* ... and its worker's next poll (sim_set_host_rx) */
+	uint64_t stamp_at;	/* simulation time its host stamped its arrival, 0 = none */
 };
 
 struct pktpool {

@@ -238,6 +238,11 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 		if (err)
 			goto out;
 	}
+	for (uint32_t h = 0; h < 2; h++) {
+		err = sim_set_host_rx(sim, h, &cfg->host_rx);
+		if (err)
+			goto out;
+	}
 	if (cfg->host_delay_ns) {
 		step.sample.wl = wl;
 		err = sim_schedule(sim, cfg->host_delay_at_ns, host_delay_step, &step);

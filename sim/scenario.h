@@ -62,6 +62,8 @@ struct scn_config {
 	 * then measured from the step + settle_ns to the end.
 	 */
 	uint64_t host_delay_ns, host_delay_at_ns;
+	/* Every host's receive path after its arrival stamp: polls and stalls (sim_set_host_rx). */
+	struct sim_host_rx host_rx;
 	/* Per plane, both directions: > 0 replaces delay_ns (path delay skew). */
 	uint64_t plane_delay_ns[SIM_MAX_PLANES];
 	/*

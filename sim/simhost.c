@@ -296,6 +296,9 @@ void simhost_rx(struct simhost *h, const struct simhost_env *env, struct sim_pkt
 {
 	struct engine_rx_meta meta = { .peer = pkt->src, .sport = pkt->sport, .ce = pkt->ce };
 
+	if (pkt->stamp_at)
+		meta.arrival = host_clock_local(&h->clk, pkt->stamp_at);
+
 	h->st.rx_pkts++;
 	h->st.rx_bytes += pkt->len;
 	if (engine_rx(h->eng, simhost_now(h, env->loop), pkt->data, pkt->len, &meta) < 0)

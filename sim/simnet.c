@@ -25,6 +25,9 @@ struct sim_host {
 	sim_cqe_fn cb;
 	void *cb_ctx;
 	uint64_t rx_delay_ns;		/* added to every arrival (a busy host; sim_set_host_rx_delay) */
+	struct sim_host_rx rx;		/* the worker's polls and stalls (sim_set_host_rx) */
+	struct rng rx_rng;		/* ... its stalls' gaps */
+	uint64_t stall_at, stall_end;	/* the current or next stall */
 };
 
 struct sim {
@@ -103,7 +106,8 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 {
 	uint32_t plane;
 
-	pkt->host_delayed = false;
+	pkt->host_delayed = pkt->host_polled = false;
+	pkt->stamp_at = 0;
 	if (pkt->dst >= sim->cfg.nhosts || pkt->dst == pkt->src) {
 		sim->hosts[pkt->src].d.st.tx_bad_peer++;
 		pktpool_put(&sim->pool, pkt);
@@ -126,6 +130,28 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 	link_enqueue(link_at(sim, pkt->src, pkt->dst, plane), &sim->env, pkt, sim->loop.now);
 }
 
+/*
+ * When host h's worker takes a packet stamped at t: at its next poll, or
+ * when the stall that covers that poll ends.  Never earlier for a later t,
+ * so the order of packets is kept.
+ */
+static uint64_t host_poll_at(struct sim_host *h, uint64_t t)
+{
+	uint64_t at = t;
+
+	if (h->rx.poll_ns)
+		at = (t + h->rx.poll_ns - 1) / h->rx.poll_ns * h->rx.poll_ns;
+	if (!h->rx.stall_ns || !h->rx.stall_every_ns)
+		return at;
+	while (h->stall_end <= at) {
+		uint64_t every = h->rx.stall_every_ns;
+
+		h->stall_at = h->stall_end + every / 2 + rng_below(&h->rx_rng, every + 1);
+		h->stall_end = h->stall_at + h->rx.stall_ns;
+	}
+	return at >= h->stall_at ? h->stall_end : at;
+}
+
 static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
 {
 	struct sim_host *h = &sim->hosts[pkt->dst];
@@ -140,6 +166,16 @@ static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
 		pkt->host_delayed = true;
 		evq_push(&sim->loop.q, &pkt->ev, sim->loop.now + h->rx_delay_ns);
 		return;
+	}
+	if (!pkt->host_polled) {
+		uint64_t at = host_poll_at(h, sim->loop.now);
+
+		pkt->host_polled = true;
+		pkt->stamp_at = h->rx.no_stamp ? 0 : sim->loop.now;
+		if (at > sim->loop.now) {
+			evq_push(&sim->loop.q, &pkt->ev, at);
+			return;
+		}
 	}
 	link_trace(&sim->env, sim->loop.now, SIM_TR_DELIVER, pkt);
 	simhost_rx(&h->d, &sim->henv, pkt);
@@ -447,6 +483,19 @@ int sim_set_host_rx_delay(struct sim *sim, uint32_t host, uint64_t ns)
 	if (host >= sim->cfg.nhosts)
 		return -EINVAL;
 	sim->hosts[host].rx_delay_ns = ns;
+	return 0;
+}
+
+int sim_set_host_rx(struct sim *sim, uint32_t host, const struct sim_host_rx *rx)
+{
+	struct sim_host *h;
+
+	if (host >= sim->cfg.nhosts || !rx)
+		return -EINVAL;
+	h = &sim->hosts[host];
+	h->rx = *rx;
+	rng_seed(&h->rx_rng, rng_mix64(sim->cfg.seed ^ (0x5157ULL << 32 | host)));
+	h->stall_at = h->stall_end = sim->loop.now;
 	return 0;
 }
 

@@ -167,6 +167,23 @@ int sim_link_get(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t pla
  */
 int sim_set_host_rx_delay(struct sim *sim, uint32_t host, uint64_t ns);
 
+/*
+ * A host's receive path after that delay: its arrival stamp (what the XDP
+ * program writes), then the wait for the worker, which takes its ring every
+ * poll_ns (its batches) and is off its CPU for stall_ns about every
+ * stall_every_ns (each gap drawn from 1/2 to 3/2 of it, from the host's
+ * own generator): mrocd on a host whose CPUs it shares.  The order of
+ * packets is kept.  stamp false: the engine hears of no arrival time (a
+ * driver without stamps) and takes its own now.  All 0 and stamp true (the
+ * default): packets go to the engine at once, stamped.  0 or -EINVAL.
+ */
+struct sim_host_rx {
+	uint64_t poll_ns;
+	uint64_t stall_ns, stall_every_ns;
+	bool no_stamp;
+};
+int sim_set_host_rx(struct sim *sim, uint32_t host, const struct sim_host_rx *rx);
+
 /* Change every link of a plane, both directions, every host pair. */
 int sim_plane_set(struct sim *sim, uint32_t plane, const struct sim_link_cfg *cfg);
 int sim_link_stats(const struct sim *sim, uint32_t src, uint32_t dst, uint32_t plane,

@@ -196,6 +196,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&k->rx, idx + i);
 			uint64_t addr = frame_base(x, d->addr);
 			uint8_t *frame = xsk_umem__get_data(x->area, d->addr);
+			uint64_t arrival = xdp_prog_rx_stamp(frame);
 			struct frame_rx fr;
 			enum frame_err why;
 
@@ -207,7 +208,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				x->free[x->nfree++] = addr;	/* back to the fill ring below */
 				continue;
 			}
-			if (x->vs && afxdp_hand_rx(x, s, d, &fr))
+			if (x->vs && afxdp_hand_rx(x, s, d, &fr, arrival))
 				continue;
 			pkts[got++] = (struct backend_pkt){
 				.data = fr.payload,
@@ -215,6 +216,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				.src = fr.src,
 				.sport = fr.sport,
 				.ce = fr.ecn == FRAME_ECN_CE,
+				.arrival = arrival,
 				.cookie = addr | (uint64_t)s << COOKIE_SOCK_SHIFT,
 			};
 			x->st.rx_pkts++;

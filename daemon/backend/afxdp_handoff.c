@@ -87,7 +87,7 @@ void afxdp_views_repay(struct afxdp *x)
 
 /* A received frame for another view's QP: true when it is gone (handed, or dropped). */
 bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
-		   const struct frame_rx *fr)
+		   const struct frame_rx *fr, uint64_t arrival)
 {
 	unsigned to = x->vs->owner(x->vs->owner_ctx, fr->payload, fr->payload_len);
 
@@ -96,7 +96,8 @@ bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 	if (hand(x, to, &(struct handoff_entry){ .addr = (uint64_t)(fr->payload - x->area),
 						   .len = fr->payload_len, .sock = (uint8_t)s,
 						   .kind = HANDOFF_RX, .sport = fr->sport,
-						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src })) {
+						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src,
+						   .arrival = arrival })) {
 		x->st.handoff_rx_out++;
 		return true;
 	}
@@ -188,6 +189,7 @@ static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entr
 			.src = e->src,
 			.sport = e->sport,
 			.ce = e->ce,
+			.arrival = e->arrival,
 			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
 				  COOKIE_HANDED,
 		};

@@ -19,7 +19,7 @@ void afxdp_give_back(struct afxdp *x, unsigned to, uint64_t addr);
 void afxdp_views_repay(struct afxdp *x);
 /* A received frame for another view's QP: true when it is gone (handed, or dropped). */
 bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
-		   const struct frame_rx *fr);
+		   const struct frame_rx *fr, uint64_t arrival);
 /*
  * A built frame for socket s, another view's: true when handed or waiting
  * in the backlog for its full ring; false: dropped (the backlog is full).

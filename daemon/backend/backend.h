@@ -24,6 +24,8 @@ struct backend_pkt {
 	struct mroc_addr src;
 	uint16_t sport;
 	bool ce;
+	uint64_t arrival;		/* when it reached the host (CLOCK_MONOTONIC ns: AF_XDP's
+					 * XDP stamp), 0 = not known (engine_rx_meta.arrival) */
 	uint64_t cookie;		/* the backend's buffer handle */
 };
 

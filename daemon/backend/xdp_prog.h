@@ -120,4 +120,23 @@ int xdp_prog_read_counters(const struct xdp_prog *prog, struct xdp_prog_counters
 /* "rx_total", "redirected", ... for v[i] (JSON keys, status lines); NULL if out of range. */
 const char *xdp_prog_counter_name(unsigned int i);
 
+/*
+ * The arrival time the program stamped before a redirected frame (struct
+ * mroc_xdp_meta, CLOCK_MONOTONIC ns), or 0 when it did not (no metadata
+ * support): frame is where the frame starts in the UMEM, with the chunk's
+ * headroom before it.  The mark is cleared, so a stale stamp is never
+ * read twice when the frame comes back unstamped.
+ */
+static inline uint64_t xdp_prog_rx_stamp(uint8_t *frame)
+{
+	struct mroc_xdp_meta *m = (struct mroc_xdp_meta *)(void *)(frame - sizeof(*m));
+	uint64_t ns;
+
+	if (m->magic != MROC_XDP_META_MAGIC)
+		return 0;
+	ns = m->rx_ns;
+	m->magic = 0;
+	return ns;
+}
+
 #endif

@@ -107,7 +107,7 @@ static int do_rx(struct worker *w, uint64_t now)
 
 	for (int i = 0; i < n; i++) {
 		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce,
-					       .src = &pkts[i].src };
+					       .src = &pkts[i].src, .arrival = pkts[i].arrival };
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
 		bool req = mroc_pkt_opcode(pkts[i].data, pkts[i].len) == MROC_OP_CONNECT_REQ;
 		bool known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
@@ -166,20 +166,27 @@ static int do_rx(struct worker *w, uint64_t now)
 	return n > 0 ? n : 0;
 }
 
-/* Everything the engine wants to send now.  Returns how many went out. */
-static int do_tx(struct worker *w, uint64_t now)
+/*
+ * Everything the engine wants to send now.  Returns how many went out.
+ * Each batch after the first is stamped on a fresh clock (*now moves on):
+ * the kick before it sent the previous batch, which in copy mode takes tens
+ * of microseconds, and a stamp taken before that counts as RTT.
+ */
+static int do_tx(struct worker *w, uint64_t *now)
 {
 	struct backend *be = w->cfg.be;
 	struct engine_txbuf bufs[BATCH];
 	int total = 0;
 
-	for (;;) {
+	for (int batch = 0;; batch++) {
 		int got = be->ops->tx_get(be, bufs, BATCH), used;
 
 		if (got <= 0)
 			break;
+		if (batch)
+			*now = mrocd_now_ns();
 		aead_reserve(w->cfg.aead, bufs, got);
-		used = engine_tx(w->cfg.eng, now, bufs, got);
+		used = engine_tx(w->cfg.eng, *now, bufs, got);
 		aead_seal_all(w->cfg.aead, bufs, used);
 		total += be->ops->tx_send(be, bufs, used, got);
 		if (used < got)
@@ -271,9 +278,17 @@ static void *worker_main(void *arg)
 		 * runs (up to RX_DRAIN_BATCHES): after the worker waited for a
 		 * CPU, the ACKs there would otherwise be late for RTOs that
 		 * fire first, spuriously, by the thousand at 4,000 QPs.
+		 * Receive batches after the first, and the sending after any
+		 * work, run on a fresh clock: the engine takes a packet's wait in
+		 * the host as now minus its arrival stamp, and stamps what it
+		 * sends with now; a clock from before the work would hide the one
+		 * and add the other to RTTs (issue #22).  Never backwards: what
+		 * follows uses the newer time.
 		 */
 		work = 0;
 		for (int b = 0, n = BATCH; b < RX_DRAIN_BATCHES && n == BATCH; b++) {
+			if (b)
+				now = mrocd_now_ns();
 			n = do_rx(w, now);
 			work += n;
 		}
@@ -288,7 +303,9 @@ static void *worker_main(void *arg)
 			do_cqes(w, now);
 			work += w->cfg.on_poll(w->cfg.ctx, now);
 		}
-		work += do_tx(w, now);
+		if (work)
+			now = mrocd_now_ns();
+		work += do_tx(w, &now);
 		do_cqes(w, now);
 		if (w->cfg.on_flush)
 			w->cfg.on_flush(w->cfg.ctx);

@@ -34,17 +34,19 @@ e2e_wait b links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 ok "control connections up in band"
 
 # Keepalives every 100 ms: soon both sides have sent and received several, through the
-# XDP program's redirect into the AF_XDP socket (waited for: 10 s at most).
+# XDP program's redirect into the AF_XDP socket (waited for: 10 s at most), each with
+# the program's arrival stamp in its metadata, read by the backend and taken by the engine.
 for n in a b; do
 	e2e_wait $n counters '.engine.tx_keepalive >= 3 and .engine.rx_pkts >= 3 and
-		.xdp.redirected >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3' 10
+		.xdp.redirected >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3 and
+		.engine.rx_stamped >= 3' 10
 	c=$(e2e_admin $n counters)
 	jq -e '.engine.tx_keepalive >= 3 and .engine.tx_cm >= 1 and .engine.rx_pkts >= 3' \
 		<<<"$c" >/dev/null || fail "$n: keepalives/control did not flow: $c"
 	jq -e '.xdp.redirected >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3' \
 		<<<"$c" >/dev/null || fail "$n: traffic did not cross XDP/AF_XDP: $c"
 done
-ok "control and keepalive packets went through XDP and AF_XDP on both sides"
+ok "control and keepalive packets went through XDP and AF_XDP on both sides, stamped"
 grep -q "WATCHDOG=1" "$E2E_DIR/a.notify.log" || fail "a: no WATCHDOG=1 with WATCHDOG_USEC set"
 grep -q "WATCHDOG=1" "$E2E_DIR/b.notify.log" && fail "b: WATCHDOG=1 without WATCHDOG_USEC"
 ok "watchdog pings only when asked for"
@@ -68,19 +70,25 @@ d() { echo $(( $(jq -r "$1" <<<"$after") - $(jq -r "$1" <<<"$before") )); }
 kill -0 "$PID_b" || fail "b died"
 ok "malformed packets counted and dropped, daemon still running"
 
-# A crash leaves no XDP program (it hangs on a bpf_link, gone with the process); a restart works.
+# A crash leaves no XDP program (it hangs on a bpf_link, gone with the process); a restart
+# works, here in generic (skb) XDP mode, where the arrival stamps must come through too.
 old_id=$(jq -r .xdp_prog_id <<<"$(e2e_admin a status)")
 kill -KILL "$PID_a"
 wait "$PID_a" 2>/dev/null
 ip -n "$NS_A" link show dev "$IF_A" | grep -q "xdp" && fail "the crashed daemon's program stayed"
 : >"$E2E_DIR/a.notify.log"
+sed -i 's/xdp_mode = "native";/xdp_mode = "generic";/' "$E2E_DIR/a.conf"
 e2e_start a "$NS_A"
 e2e_wait_ready a
-new_id=$(jq -r .xdp_prog_id <<<"$(e2e_admin a status)")
+st=$(e2e_admin a status)
+new_id=$(jq -r .xdp_prog_id <<<"$st")
 [ "$new_id" != "$old_id" ] || fail "restart reports the dead daemon's program $old_id"
+[ "$(jq -r .xdp_mode <<<"$st")" = generic ] || fail "a: XDP not generic after the restart: $st"
 e2e_wait a links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
 	fail "a: no control connection after the restart: $(e2e_admin a links)"
-ok "a crash left no XDP program; the restart attached its own ($old_id -> $new_id) and reconnected"
+e2e_wait a counters '.engine.rx_stamped >= 3' 10 ||
+	fail "a: no arrival stamps in generic mode: $(e2e_admin a counters)"
+ok "a crash left no XDP program; the restart attached its own ($old_id -> $new_id, generic), reconnected, stamps"
 
 for n in a b; do
 	e2e_stop $n

@@ -173,6 +173,11 @@ void pair_free(struct pair *p)
 	free(p);
 }
 
+void pair_set_stamp_lead(struct pair *p, int side, uint64_t lead)
+{
+	p->s[side].stamp_lead = lead;
+}
+
 void pair_set_delay(struct pair *p, int side, uint64_t delay)
 {
 	struct pair_wire *w = &p->wire[side];
@@ -262,6 +267,8 @@ int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t pee
 	assert_non_null(copy);
 	memcpy(copy, buf, len);
 	p->s[to].heard[sport / 8] |= (uint8_t)(1u << sport % 8);
+	if (p->s[to].stamp_lead)
+		meta.arrival = pair_clock(p, to) - p->s[to].stamp_lead;
 	ret = engine_rx(p->s[to].eng, pair_clock(p, to), copy, len, &meta);
 	free(copy);
 	pair_poll(p);

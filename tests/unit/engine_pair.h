@@ -65,6 +65,7 @@ struct pair_side {
 	uint8_t heard[65536 / 8];	/* source ports engine_rx had packets from (bits) */
 	int64_t clk_offset;		/* this side's clock: now + now * clk_ppm / 10^6 + clk_offset */
 	int32_t clk_ppm;
+	uint64_t stamp_lead;		/* pair_set_stamp_lead */
 };
 
 /* A registered buffer with canary-filled guards on both sides. */
@@ -126,6 +127,13 @@ uint64_t pair_base_of(const struct pair *p, int side, uint64_t t);
  */
 void pair_set_delay(struct pair *p, int side, uint64_t delay);
 
+/*
+ * Packets side takes from now on carry an arrival stamp (engine_rx_meta.
+ * arrival) lead before its clock: they waited that long in its receive
+ * ring, out of the wire's delay toward it (pair_set_delay; the lead is no
+ * more than that).  0, the default: no stamp.
+ */
+void pair_set_stamp_lead(struct pair *p, int side, uint64_t lead);
 /* engine_config_default() with timers shrunk to fake-time microseconds. */
 void pair_test_config(struct engine_config *cfg);
 /* pd 1, MetaRoCE, 4 paths, 64-deep queues. */

@@ -199,6 +199,7 @@ static void assert_ack_equal(const struct mroc_ack_hdr *a, const struct mroc_ack
 	assert_int_equal(a->nak_dsn, b->nak_dsn);
 	assert_int_equal(a->nak_seq, b->nak_seq);
 	assert_int_equal(a->nak_code, b->nak_code);
+	assert_int_equal(a->host_delay, b->host_delay);
 	assert_memory_equal(a->sack, b->sack, MROC_SACK_BYTES);
 }
 
@@ -362,6 +363,35 @@ static void test_data_roundtrip(void **state)
 	}
 }
 
+/*
+ * ACK byte 31, host_delay (PROTOCOL 3.3): every code decodes to a time that
+ * encodes back to it; any time encodes to the largest code at or below it
+ * (never above: the sender must not take out more than the host held),
+ * within 1/16 under 507,904 us, and the scale saturates there.
+ */
+static void test_host_delay_code(void **state)
+{
+	uint64_t prev = 0;
+
+	(void)state;
+	for (unsigned c = 0; c < 256; c++) {
+		uint64_t ns = mroc_host_delay_dec((uint8_t)c);
+
+		assert_int_equal(mroc_host_delay_enc(ns), c);
+		assert_int_equal(mroc_host_delay_enc(ns + 999), c);
+		assert_true(c == 0 || ns > prev);
+		prev = ns;
+	}
+	assert_int_equal(mroc_host_delay_dec(0xff), 507904000ULL);
+	for (uint64_t ns = 0; ns < 600000000ULL; ns = ns * 9 / 8 + 777) {
+		uint64_t got = mroc_host_delay_dec(mroc_host_delay_enc(ns));
+
+		assert_true(got <= ns);
+		assert_true(ns >= 507904000ULL || ns - got < 1000 || (ns - got) * 16 <= ns);
+	}
+	assert_int_equal(mroc_host_delay_enc(UINT64_MAX), 0xff);
+}
+
 static void test_ack_roundtrip(void **state)
 {
 	uint8_t buf[MAX_PKT];
@@ -381,6 +411,7 @@ static void test_ack_roundtrip(void **state)
 			.nak_dsn = v32[(i + 1) % m],
 			.nak_seq = v16[i % ARRAY_SIZE(v16)],
 			.nak_code = (uint8_t)(i == 1 ? 0xff : i),
+			.host_delay = (uint8_t)(i == 1 ? 0xff : 3 * i),
 		};
 		for (size_t j = 0; j < MROC_SACK_BYTES; j++)
 			a.sack[j] = i == 0 ? 0 : i == 1 ? 0xff : (uint8_t)(j * 8 + i);
@@ -968,6 +999,7 @@ int main(void)
 		cmocka_unit_test(test_empty_payload),
 		cmocka_unit_test(test_op_predicates),
 		cmocka_unit_test(test_seq_wrap),
+		cmocka_unit_test(test_host_delay_code),
 		cmocka_unit_test(test_err_names),
 	};
 

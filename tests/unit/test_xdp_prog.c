@@ -26,6 +26,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -38,6 +39,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/if_link.h>
@@ -693,8 +695,9 @@ static void sock_close(struct sock *s)
 	munmap(s->area, NFRAMES * FRAME_SIZE);
 }
 
-/* The next received frame within timeout_ms: its length, or 0. */
-static uint32_t sock_recv(struct sock *s, uint8_t *buf, size_t cap, int timeout_ms)
+/* The next received frame within timeout_ms: its length, or 0; *stamp: its XDP arrival stamp. */
+static uint32_t sock_recv_stamp(struct sock *s, uint8_t *buf, size_t cap, int timeout_ms,
+				uint64_t *stamp)
 {
 	struct pollfd pfd = { .fd = xsk_socket__fd(s->xsk), .events = POLLIN };
 	const struct xdp_desc *d;
@@ -705,6 +708,8 @@ static uint32_t sock_recv(struct sock *s, uint8_t *buf, size_t cap, int timeout_
 			return 0;
 	}
 	d = xsk_ring_cons__rx_desc(&s->rx, idx);
+	if (stamp)
+		*stamp = xdp_prog_rx_stamp(xsk_umem__get_data(s->area, d->addr));
 	len = d->len < cap ? d->len : cap;
 	memcpy(buf, xsk_umem__get_data(s->area, d->addr), len);
 	xsk_ring_cons__release(&s->rx, 1);
@@ -713,6 +718,11 @@ static uint32_t sock_recv(struct sock *s, uint8_t *buf, size_t cap, int timeout_
 	*xsk_ring_prod__fill_addr(&s->fq, idx) = xsk_umem__extract_addr(d->addr);
 	xsk_ring_prod__submit(&s->fq, 1);
 	return len;
+}
+
+static uint32_t sock_recv(struct sock *s, uint8_t *buf, size_t cap, int timeout_ms)
+{
+	return sock_recv_stamp(s, buf, cap, timeout_ms, NULL);
 }
 
 #define expect_on(prog, p, ifindex, queue, action, cnt, what)			\
@@ -869,6 +879,74 @@ static void test_live_redirect(void **state)
 	close(pfd);
 	xdp_prog_close(prog);
 	sock_close(&s);
+}
+
+static uint64_t mono_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
+}
+
+/*
+ * Issue #22: every redirected frame carries its arrival time before it (XDP
+ * metadata, struct mroc_xdp_meta), on the clock mrocd's worker reads, in
+ * native and in generic (skb) mode, copy-mode sockets both; the reader takes
+ * it once (the frame back in the fill ring has no stale stamp to give).
+ */
+static void test_live_stamp(void **state)
+{
+	static const enum xdp_prog_mode modes[] = { XDP_PROG_MODE_NATIVE, XDP_PROG_MODE_GENERIC };
+	uint8_t mac[6], buf[700];
+
+	if (!net.veth)
+		skip();
+	get_mac("mv1", mac);
+	for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
+		struct xdp_prog *prog = open_prog(0);
+		uint64_t prev = 0;
+		struct sock s;
+		struct pkt p;
+		int pfd;
+
+		assert_int_equal(xdp_prog_attach(prog, net.mv1, modes[m]), 0);
+		assert_int_equal(sock_open(&s, "mv1", 0), 0);
+		assert_true(xdp_prog_add_socket(prog, net.mv1, 0, xsk_socket__fd(s.xsk)) >= 0);
+		pfd = socket(AF_PACKET, SOCK_RAW, 0);
+		assert_true(pfd >= 0);
+		for (int i = 0; i < 3; i++) {
+			uint64_t t0, t1, stamp = 0;
+
+			build_ours(&p, i == 1 ? 6 : 4, 0);
+			t0 = mono_now();
+			inject(pfd, &p, mac);
+			assert_int_equal(sock_recv_stamp(&s, buf, sizeof(buf), 2000, &stamp), p.len);
+			t1 = mono_now();
+			print_message("%s: stamp %" PRIu64 " ns after the send, %" PRIu64
+				      " ns before the read\n", xdp_prog_mode_name(modes[m]),
+				      stamp - t0, t1 - stamp);
+			assert_true(stamp >= t0 && stamp <= t1);
+			assert_true(stamp > prev);
+			prev = stamp;
+		}
+		close(pfd);
+		xdp_prog_close(prog);
+		sock_close(&s);
+	}
+}
+
+/* A stamp is read once; a frame without the mark (no metadata support) has none. */
+static void test_stamp_read_once(void **state)
+{
+	uint8_t chunk[64] = { 0 };
+	struct mroc_xdp_meta m = { .rx_ns = 123456789, .magic = MROC_XDP_META_MAGIC };
+
+	(void)state;
+	assert_int_equal(xdp_prog_rx_stamp(chunk + 32), 0);
+	memcpy(chunk + 32 - sizeof(m), &m, sizeof(m));
+	assert_int_equal(xdp_prog_rx_stamp(chunk + 32), 123456789);
+	assert_int_equal(xdp_prog_rx_stamp(chunk + 32), 0);
 }
 
 /* ---- attach / detach ----------------------------------------------------------- */
@@ -1145,6 +1223,8 @@ int main(void)
 		cmocka_unit_test(test_redirect),
 		cmocka_unit_test(test_socket_slots),
 		cmocka_unit_test(test_live_redirect),
+		cmocka_unit_test(test_live_stamp),
+		cmocka_unit_test(test_stamp_read_once),
 		cmocka_unit_test(test_attach_detach),
 		cmocka_unit_test(test_stale_program),
 		cmocka_unit_test(test_crash_leaves_nothing),

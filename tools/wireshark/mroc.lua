@@ -112,7 +112,7 @@ local f = {
 	nak_dsn = F.uint32("mroc.ack.nak_dsn", "NAK DSN", base.DEC),
 	nak_seq = F.uint16("mroc.ack.nak_seq", "NAK sequence (0 = none yet)", base.DEC),
 	nak_code = F.uint8("mroc.ack.nak_code", "NAK code", base.DEC, nak_codes),
-	ack_rsvd = F.uint8("mroc.ack.reserved", "Reserved", base.HEX),
+	host_delay = F.uint8("mroc.ack.host_delay", "Host delay in the echo (code)", base.HEX),
 	sack = F.bytes("mroc.ack.sack", "SACK bitmap"),
 	sack_range = F.string("mroc.ack.sack.range", "Received PSNs"),
 	sack_left = F.uint32("mroc.ack.sack.left", "Range first PSN", base.DEC),
@@ -303,8 +303,11 @@ local function dissect_ack(tvb, pinfo, tree)
 	t:add(f.nak_seq, tvb(b + 28, 2))
 	local code = tvb(b + 30, 1):uint()
 	local nt = t:add(f.nak_code, tvb(b + 30, 1))
-	local rs = t:add(f.ack_rsvd, tvb(b + 31, 1))
-	if tvb(b + 31, 1):uint() ~= 0 then rs:add_proto_expert_info(ex.reserved) end
+	-- PROTOCOL 3.3: microseconds, 4-bit exponent e, 4-bit mantissa m
+	local hd = tvb(b + 31, 1):uint()
+	local he, hm = math.floor(hd / 16), hd % 16
+	local hus = he == 0 and hm or (16 + hm) * 2 ^ (he - 1)
+	t:add(f.host_delay, tvb(b + 31, 1)):append_text(string.format(" (%d us)", hus))
 
 	local st = t:add(f.sack, tvb(b + 32, 32))
 	local ranges, count, holes = sack_ranges(tvb, b + 32, cum_psn)
