@@ -104,10 +104,15 @@ static void mr_on_ack(const struct engine *eng, struct path *p, uint32_t acked, 
 	clamp_pwnd(eng, p);
 }
 
-/* The RTT above which the path queues: its minimum plus the target, at least one base RTT. */
+/*
+ * The RTT above which the path queues: its minimum plus the target, at
+ * least one base RTT, plus the lag our own sends had lately between their
+ * stamp and their kick (engine_tx_done): the samples are the fabric's
+ * (PROTOCOL 7.4a) but for that wait, which no stamp of ours sees.
+ */
 static uint64_t delay_limit(const struct engine *eng, const struct path *p)
 {
-	return p->min_rtt + max_u64(eng->cfg.delay_target_ns, p->min_rtt);
+	return p->min_rtt + max_u64(eng->cfg.delay_target_ns, p->min_rtt) + eng->tx_lag;
 }
 
 /* The cut the round's delay asks for (FIX_ONE = all), 0 within the target. */

@@ -278,6 +278,16 @@ lost:
 	return -EPERM;
 }
 
+/* A decaying maximum: a lag counts at once, and fades by 1/8 a batch. */
+void engine_tx_done(struct engine *eng, uint64_t stamped, uint64_t sent)
+{
+	uint64_t lag = sent > stamped ? sent - stamped : 0;
+
+	eng->tx_lag -= eng->tx_lag >> 3;
+	if (lag > eng->tx_lag)
+		eng->tx_lag = min_u64(lag, eng->cfg.rto_max_ns);
+}
+
 /* One control packet (CM, ACK, keepalive) from this QP.  Returns 1 or 0. */
 static int qp_tx_ctl(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {

@@ -339,6 +339,16 @@ struct engine_txbuf {
 /* Produce up to n packets to send now.  Returns how many were written. */
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n);
 
+/*
+ * Optional: what engine_tx stamped with `stamped` had left the host by
+ * `sent` (the driver's clock after its kick).  A batch's packets all carry
+ * the time it began; building and kicking them takes tens of microseconds,
+ * more when the worker loses its CPU in between, and that wait is in every
+ * RTT sample but is the host's.  The delay signal allows for it (a decaying
+ * maximum of these lags, PROTOCOL 9.3a).
+ */
+void engine_tx_done(struct engine *eng, uint64_t stamped, uint64_t sent);
+
 /* Run timers (RTO, delayed ACK, pacing, CM retries).  Call when due. */
 void engine_advance(struct engine *eng, uint64_t now);
 

@@ -421,6 +421,7 @@ struct engine {
 	} served[256];
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
 	uint64_t host_srtt, host_rttvar;
+	uint64_t tx_lag;		/* engine_tx_done: recent stamp-to-kick lag, decaying max */
 	/* the largest RTT any ACK showed in this window and the last (path.c) */
 	uint64_t rtt_max_cur, rtt_max_prev, rtt_max_until;
 	/* receiver fair share */

@@ -211,8 +211,9 @@ static void rtt_sample(uint64_t *srtt, uint64_t *rttvar, uint64_t rtt)
  * rtt: from the send to the engine's taking the ACK, less what the receiver
  * held it beyond its delayed-ACK allowance: the timers' RTT, hosts' stalls
  * included (they recur, and an RTO shorter than them fires spuriously).
- * fabric (<= rtt): without the hosts' receive waits at either end (qp_ack.c,
- * fabric_rtt): the delay signal's, the path's minimum and round minimum.
+ * fabric (<= rtt; 0: none, a stall): without the hosts' receive waits at
+ * either end (qp_ack.c, fabric_rtt): the delay signal's, the path's minimum
+ * and round minimum.
  */
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric)
 {
@@ -220,15 +221,13 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabr
 
 	if (!rtt)
 		rtt = 1;
-	if (!fabric)
-		fabric = 1;
 	if (fabric > rtt)
 		fabric = rtt;
 	rtt_sample(&p->srtt, &p->rttvar, rtt);
 	rtt_sample(&eng->host_srtt, &eng->host_rttvar, rtt);
-	if (!p->min_rtt || fabric < p->min_rtt)
+	if (fabric && (!p->min_rtt || fabric < p->min_rtt))
 		p->min_rtt = fabric;
-	if (!p->round_min_rtt || fabric < p->round_min_rtt)
+	if (fabric && (!p->round_min_rtt || fabric < p->round_min_rtt))
 		p->round_min_rtt = fabric;
 	var = max_u64(4 * p->rttvar, eng->cfg.ack_delay_ns);
 	p->rto = p->srtt + var + eng->cfg.ack_delay_ns;

@@ -352,7 +352,9 @@ static void ack_unlose(struct engine *eng, struct qp *qp, struct path *p,
  * on a host that takes its rings in batches and shares its CPUs, every
  * sample of a round held tens to hundreds of microseconds of waiting for a
  * worker, and the delay signal cut every window to its floor (issue #22).
- * A claim longer than the sample is no claim: the sample stays whole.
+ * 0: none (the receiver held it longer than the byte says: a stall, no
+ * sample of the fabric).  A claim longer than the sample is no claim: the
+ * sample stays whole.
  */
 static uint64_t fabric_rtt(struct engine *eng, const struct mroc_ack_hdr *a, uint64_t rtt,
 			   uint64_t at)
@@ -360,6 +362,8 @@ static uint64_t fabric_rtt(struct engine *eng, const struct mroc_ack_hdr *a, uin
 	int32_t f = (int32_t)((uint32_t)at - a->ts_echo);
 	uint64_t host = mroc_host_delay_dec(a->host_delay);
 
+	if (host == MROC_HOST_DELAY_OVER)
+		return 0;
 	if (f > 0 && (uint64_t)f < rtt)
 		rtt = (uint64_t)f;
 	if (host >= rtt)

@@ -312,34 +312,37 @@ int wire_parse_flags(const uint8_t *buf, size_t len, uint8_t flags, struct wire_
 const char *wire_err_name(enum wire_err e);
 
 /*
- * ACK byte 31 (`host_delay`, PROTOCOL 3.3): how long the echoed packet was
- * in the acknowledging host (from its arrival, the driver's stamp, to the
- * ACK) that ts_echo does not already take out, so that the sender can keep
- * host delay out of the delay signal (9.3a).  Microseconds as a tiny float:
- * 4-bit exponent e, 4-bit mantissa m: m for e = 0, (16 + m) << (e - 1)
- * after; 0 to 507,904 us, within 1/16 below; always rounded down, so the
- * sender never takes out more than the host held (a fabric RTT too small
- * would lower the path's minimum for good).
+ * ACK byte 31 (`host_delay`, PROTOCOL 3.3 and 7.4a): how long the echoed
+ * packet was in the acknowledging host (from its arrival, the driver's
+ * stamp, to the ACK) that ts_echo does not already take out, so that the
+ * sender can keep host delay out of the delay signal (9.3a).  Code c:
+ * 4c us below 128 (0 to 508 us), 512 + 16(c - 128) us up to 254 (2,528 us),
+ * 255 more than that (MROC_HOST_DELAY_OVER: the sample says nothing of the
+ * fabric).  Always rounded down, so the sender never takes out more than
+ * the host held (a fabric RTT too small would lower the path's minimum for
+ * good); the steps stay far below a delay target (50 us), which the
+ * rounding of a log scale did not at a millisecond.
  */
+#define MROC_HOST_DELAY_OVER	UINT64_MAX
+
 static inline uint8_t mroc_host_delay_enc(uint64_t ns)
 {
 	uint64_t us = ns / 1000;
-	unsigned e = 1;
 
-	if (us < 16)
-		return (uint8_t)us;
-	while (e < 15 && us >= (32ULL << (e - 1)))
-		e++;
-	if (us >= (32ULL << 14))
-		return 0xff;
-	return (uint8_t)(e << 4 | ((us >> (e - 1)) - 16));
+	if (us < 512)
+		return (uint8_t)(us / 4);
+	if (us < 512 + 127 * 16)
+		return (uint8_t)(128 + (us - 512) / 16);
+	return 255;
 }
 
 static inline uint64_t mroc_host_delay_dec(uint8_t c)
 {
-	unsigned e = c >> 4, m = c & 15;
-
-	return (e ? (uint64_t)(16 + m) << (e - 1) : m) * 1000;
+	if (c < 128)
+		return c * 4000ULL;
+	if (c < 255)
+		return (512 + (uint64_t)(c - 128) * 16) * 1000;
+	return MROC_HOST_DELAY_OVER;
 }
 
 /* Serial-number arithmetic for 32-bit PSN/DSN/MSN spaces (RFC 1982). */

@@ -168,9 +168,10 @@ static int do_rx(struct worker *w, uint64_t now)
 
 /*
  * Everything the engine wants to send now.  Returns how many went out.
- * Each batch after the first is stamped on a fresh clock (*now moves on):
- * the kick before it sent the previous batch, which in copy mode takes tens
- * of microseconds, and a stamp taken before that counts as RTT.
+ * After each kick the clock is read again (*now moves on): the engine
+ * hears how long the batch took from its stamp to the kick's end
+ * (engine_tx_done), and the next batch is stamped after it; in copy mode a
+ * kick of 64 takes tens of microseconds, which would count as RTT.
  */
 static int do_tx(struct worker *w, uint64_t *now)
 {
@@ -178,17 +179,21 @@ static int do_tx(struct worker *w, uint64_t *now)
 	struct engine_txbuf bufs[BATCH];
 	int total = 0;
 
-	for (int batch = 0;; batch++) {
+	for (;;) {
 		int got = be->ops->tx_get(be, bufs, BATCH), used;
 
 		if (got <= 0)
 			break;
-		if (batch)
-			*now = mrocd_now_ns();
 		aead_reserve(w->cfg.aead, bufs, got);
 		used = engine_tx(w->cfg.eng, *now, bufs, got);
 		aead_seal_all(w->cfg.aead, bufs, used);
 		total += be->ops->tx_send(be, bufs, used, got);
+		if (used > 0) {
+			uint64_t sent = mrocd_now_ns();
+
+			engine_tx_done(w->cfg.eng, *now, sent);
+			*now = sent;
+		}
 		if (used < got)
 			break;
 	}

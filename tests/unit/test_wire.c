@@ -364,17 +364,18 @@ static void test_data_roundtrip(void **state)
 }
 
 /*
- * ACK byte 31, host_delay (PROTOCOL 3.3): every code decodes to a time that
- * encodes back to it; any time encodes to the largest code at or below it
- * (never above: the sender must not take out more than the host held),
- * within 1/16 under 507,904 us, and the scale saturates there.
+ * ACK byte 31, host_delay (PROTOCOL 3.3): every code but 255 decodes to a
+ * time that encodes back to it; any time encodes to the largest code at or
+ * below it (never above: the sender must not take out more than the host
+ * held), within 4 us up to 512 us and 16 us up to 2,544 us; more is 255,
+ * "over" (no fabric sample).
  */
 static void test_host_delay_code(void **state)
 {
 	uint64_t prev = 0;
 
 	(void)state;
-	for (unsigned c = 0; c < 256; c++) {
+	for (unsigned c = 0; c < 255; c++) {
 		uint64_t ns = mroc_host_delay_dec((uint8_t)c);
 
 		assert_int_equal(mroc_host_delay_enc(ns), c);
@@ -382,14 +383,16 @@ static void test_host_delay_code(void **state)
 		assert_true(c == 0 || ns > prev);
 		prev = ns;
 	}
-	assert_int_equal(mroc_host_delay_dec(0xff), 507904000ULL);
-	for (uint64_t ns = 0; ns < 600000000ULL; ns = ns * 9 / 8 + 777) {
+	assert_int_equal(mroc_host_delay_dec(254), 2528000ULL);
+	assert_true(mroc_host_delay_dec(255) == MROC_HOST_DELAY_OVER);
+	for (uint64_t ns = 0; ns < 2544000ULL; ns += 997) {
 		uint64_t got = mroc_host_delay_dec(mroc_host_delay_enc(ns));
 
 		assert_true(got <= ns);
-		assert_true(ns >= 507904000ULL || ns - got < 1000 || (ns - got) * 16 <= ns);
+		assert_true(ns - got < (ns < 512000 ? 4000U : 16000U));
 	}
-	assert_int_equal(mroc_host_delay_enc(UINT64_MAX), 0xff);
+	assert_int_equal(mroc_host_delay_enc(2544000ULL), 255);
+	assert_int_equal(mroc_host_delay_enc(UINT64_MAX), 255);
 }
 
 static void test_ack_roundtrip(void **state)

@@ -303,11 +303,12 @@ local function dissect_ack(tvb, pinfo, tree)
 	t:add(f.nak_seq, tvb(b + 28, 2))
 	local code = tvb(b + 30, 1):uint()
 	local nt = t:add(f.nak_code, tvb(b + 30, 1))
-	-- PROTOCOL 3.3: microseconds, 4-bit exponent e, 4-bit mantissa m
+	-- PROTOCOL 3.3: 4c us below 128, 512 + 16 (c - 128) us to 254, 255 more
 	local hd = tvb(b + 31, 1):uint()
-	local he, hm = math.floor(hd / 16), hd % 16
-	local hus = he == 0 and hm or (16 + hm) * 2 ^ (he - 1)
-	t:add(f.host_delay, tvb(b + 31, 1)):append_text(string.format(" (%d us)", hus))
+	local ht = t:add(f.host_delay, tvb(b + 31, 1))
+	if hd == 255 then ht:append_text(" (over 2544 us)")
+	elseif hd < 128 then ht:append_text(string.format(" (%d us)", hd * 4))
+	else ht:append_text(string.format(" (%d us)", 512 + (hd - 128) * 16)) end
 
 	local st = t:add(f.sack, tvb(b + 32, 32))
 	local ranges, count, holes = sack_ranges(tvb, b + 32, cum_psn)
