@@ -542,6 +542,8 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 		 enum engine_repath_why why);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
+/* The timer at the tail-loss probe's time from now if that is before the RTO's, else the RTO's. */
+void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */
 uint64_t path_rto(const struct engine *eng, const struct path *p);
 

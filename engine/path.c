@@ -123,11 +123,6 @@ uint64_t path_rto(const struct engine *eng, const struct path *p)
 }
 
 /*
- * Arm the path's timer.  Before the RTO proper, one tail-loss probe goes out
- * after two smoothed RTTs without progress: its ACK exposes a lost tail that
- * no later packet would reveal (RACK-TLP's idea).
- */
-/*
  * The path's smoothed RTT, or (no sample yet) the smallest of its siblings',
  * or, for a QP with nothing left to send, the host's: a QP that sends one
  * message per collective step to each partner may have no sample on any
@@ -148,28 +143,44 @@ static uint64_t probe_srtt(const struct engine *eng, const struct qp *qp, const 
 	return srtt || qp->snd_nxt != qp->dsn_alloc ? srtt : eng->host_srtt;
 }
 
+/*
+ * A new path borrows its siblings' RTT: a lost first packet need not wait
+ * an RTO.  The receiver's ACK delay counts only if the newest packet did
+ * not ask for an immediate ACK (RFC 8985's PTO: 2 SRTT, plus the delayed
+ * ACK's allowance where one can apply); a collective step's lone packet
+ * always asks.  0: no RTT to go by, no probe.
+ */
+static uint64_t probe_timeout(const struct engine *eng, const struct qp *qp, struct path *p)
+{
+	uint64_t srtt = probe_srtt(eng, qp, p);
+
+	return srtt ? 2 * srtt + (sb_ent(p, p->next_psn - 1)->ack_req ? 0 : eng->cfg.ack_delay_ns)
+		    : 0;
+}
+
+void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
+{
+	uint64_t pto = probe_timeout(eng, qp, p);
+
+	if (!p->probed && pto && now + pto < p->rto_at)
+		p->rto_deadline = now + pto;
+	else
+		p->rto_deadline = p->rto_at;
+}
+
+/*
+ * Arm the path's timer.  Before the RTO proper, one tail-loss probe goes out
+ * after two smoothed RTTs without progress: its ACK exposes a lost tail that
+ * no later packet would reveal (RACK-TLP's idea).
+ */
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
 {
-	uint64_t pto, srtt = probe_srtt(eng, qp, p);
-
 	if (!p->inflight) {
 		p->rto_deadline = 0;
 		return;
 	}
 	p->rto_at = now + path_rto(eng, p);
-	/*
-	 * A new path borrows its siblings' RTT: a lost first packet need not wait
-	 * an RTO.  The receiver's ACK delay counts only if the newest packet did
-	 * not ask for an immediate ACK (RFC 8985's PTO: 2 SRTT, plus the delayed
-	 * ACK's allowance where one can apply); a collective step's lone packet
-	 * always asks.
-	 */
-	pto = srtt ? 2 * srtt + (sb_ent(p, p->next_psn - 1)->ack_req ? 0 : eng->cfg.ack_delay_ns)
-		   : 0;
-	if (!p->probed && pto && now + pto < p->rto_at)
-		p->rto_deadline = now + pto;
-	else
-		p->rto_deadline = p->rto_at;
+	path_arm_probe(eng, qp, p, now);
 }
 
 /*
