@@ -103,6 +103,7 @@ struct mfi_mr {
 	 * zstart at offset zoff in it; zmr NULL when the buffer does not allow it. */
 	struct mroc_mr *zmr;
 	bool zsend;			/* registered for sending: peers may READ it */
+	bool rebacked;			/* private pages we re-backed (made private again at close) */
 	int zfd;			/* the memfd, open while registered */
 	uint8_t *zstart;
 	uint64_t zlen, zoff;

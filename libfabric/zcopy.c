@@ -15,15 +15,18 @@
  *    (verbs providers make registered pages MADV_DONTFORK for the same
  *    reason), and another thread writing them at the instant of fi_mr_reg
  *    could lose that write;
+ *    When the last registration of them closes they become private again;
  *  - anything else (file mappings, read-only, a range over two mappings):
  *    not zero-copy; messages from and to it are staged as before.
  * The bytes of the buffer's partial first and last pages are never touched.
  * FI_MROC_RNDV=0 turns this (and the rendezvous) off.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <mroc/mroc.h>
@@ -74,6 +77,61 @@ err_errno:
 	return err;
 }
 
+/*
+ * The memfds of every open zero-copy registration, in every domain: pages go
+ * back to private memory only when no registration maps their memfd.
+ */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { dev_t dev; ino_t ino; } *live;
+static size_t nlive, live_cap;
+
+static void live_add(int fd)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return;
+	pthread_mutex_lock(&live_lock);
+	if (nlive == live_cap) {
+		size_t cap = live_cap ? 2 * live_cap : 16;
+		void *n = realloc(live, cap * sizeof(*live));
+
+		if (n) {
+			live = n;
+			live_cap = cap;
+		}
+	}
+	if (nlive < live_cap) {
+		live[nlive].dev = st.st_dev;
+		live[nlive++].ino = st.st_ino;
+	}
+	pthread_mutex_unlock(&live_lock);
+}
+
+/* Drop one entry of fd's memfd; true when it was the last. */
+static bool live_drop(int fd)
+{
+	struct stat st;
+	size_t left = 0;
+	bool dropped = false;
+
+	if (fstat(fd, &st))
+		return false;
+	pthread_mutex_lock(&live_lock);
+	for (size_t i = 0; i < nlive; i++) {
+		if (live[i].dev != st.st_dev || live[i].ino != st.st_ino)
+			continue;
+		if (!dropped) {
+			live[i--] = live[--nlive];
+			dropped = true;
+		} else {
+			left++;
+		}
+	}
+	pthread_mutex_unlock(&live_lock);
+	return dropped && !left;
+}
+
 void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -93,6 +151,7 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 	} else {
 		fd = reback(a, b);
 		off = 0;
+		mr->rebacked = fd >= 0;
 	}
 	if (fd < 0)
 		return;
@@ -111,15 +170,46 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 	}
 	/* Kept open while registered: a second registration of these pages finds it. */
 	mr->zfd = fd;
+	live_add(fd);
 	mr->zstart = (uint8_t *)a;
 	mr->zlen = b - a;
 	mr->zoff = off;
 }
 
+/*
+ * Pages we re-backed go back to private anonymous memory when their last
+ * registration closes, their bytes copied back: malloc may later hand them
+ * out again assuming what it assumes of private memory (calloc counts on
+ * MADV_DONTNEED'd pages reading zero, which a memfd's do not).  Only if the
+ * mapping there is still that memfd: the application may have unmapped it.
+ */
+static void restore(struct mfi_mr *mr)
+{
+	uintptr_t a = (uintptr_t)mr->zstart, b = a + mr->zlen;
+	struct memfd_map m = { 0 };
+	struct stat st;
+	void *tmp;
+
+	if (fstat(mr->zfd, &st) || memfd_map_find(a, b, &m) || !m.shared_memfd ||
+	    m.ino != st.st_ino || m.dev != st.st_dev)
+		return;
+	tmp = mmap(NULL, mr->zlen, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (tmp == MAP_FAILED)
+		return;		/* stays shared: correct, only not private */
+	memcpy(tmp, mr->zstart, mr->zlen);
+	if (mmap(mr->zstart, mr->zlen, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) != MAP_FAILED)
+		memcpy(mr->zstart, tmp, mr->zlen);
+	munmap(tmp, mr->zlen);
+}
+
 void mfi_zc_dereg(struct mfi_mr *mr)
 {
-	if (mr->zmr)
-		mroc_mr_dereg(mr->zmr);
+	if (!mr->zmr)
+		return;
+	mroc_mr_dereg(mr->zmr);
+	if (live_drop(mr->zfd) && mr->rebacked)
+		restore(mr);
 	if (mr->zfd >= 0)
 		close(mr->zfd);
 	mr->zmr = NULL;

@@ -246,7 +246,8 @@ static void fab_close(struct fab *f)
 	progress_cq = NULL;
 	if (f->ep)
 		CHECK(fi_close(&f->ep->fid));
-	CHECK(fi_close(&f->mr->fid));
+	if (f->mr)
+		CHECK(fi_close(&f->mr->fid));
 	CHECK(fi_close(&f->cq->fid));
 	CHECK(fi_close(&f->av->fid));
 	CHECK(fi_close(&f->domain->fid));
@@ -1067,6 +1068,24 @@ static void wait_unexpected(struct fab *f, uint64_t tag)
 	}
 }
 
+/* Is p in pages mroc's provider re-backed with a memfd (its zero-copy registration)? */
+static bool in_zcopy_memfd(const void *p)
+{
+	char line[512];
+	uintptr_t a, b;
+	bool in = false;
+	FILE *f = fopen("/proc/self/maps", "re");
+
+	if (!f)
+		die("/proc/self/maps: %s", strerror(errno));
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "%" SCNxPTR "-%" SCNxPTR, &a, &b) == 2 && (uintptr_t)p >= a &&
+		    (uintptr_t)p < b)
+			in = strstr(line, "/memfd:mroc-fi-zcopy") != NULL;
+	fclose(f);
+	return in;
+}
+
 static void expect(const char *what, uint64_t got, uint64_t want)
 {
 	if (got != want)
@@ -1135,6 +1154,16 @@ static void t_zcopy(void)
 		       "into the receive, %" PRIu64 " through a bounce, %" PRIu64 " staged\n",
 		       t.rndv_direct, t.rndv_bounced, t.rx_staged);
 	}
+	/* Registered, the pages are a memfd mrocd shares; closed, private again, bytes kept. */
+	if (in_zcopy_memfd(f.buf + sz) != rndv)
+		die("zcopy: the registered buffer is %sin a memfd", rndv ? "not " : "");
+	CHECK(fi_close(&f.mr->fid));
+	f.mr = NULL;
+	if (in_zcopy_memfd(f.buf + sz))
+		die("zcopy: the buffer is still in a memfd after fi_close(mr)");
+	for (int i = 0; i < 4; i++)	/* the server's slot 2 was not used (tag 3 went to plain) */
+		if (!(srv ? i == 2 : i == 3))
+			verify(f.buf + i * sz, sz, 100 + i, "zcopy: the buffer after fi_close(mr)");
 	fab_close(&f);
 	free(plain);
 }
