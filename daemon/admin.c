@@ -563,6 +563,24 @@ static json_t *reply_links(const struct snapshot *s)
 	return o;
 }
 
+/* A client QP's rings (clients_owner.rings): "rings": {"sq": [prod, cons, flags], ...}. */
+static void set_rings(json_t *q, const struct clients_owner *o)
+{
+	json_t *r = json_object();
+
+	json_object_set_new(r, "sq", json_pack("[I, I, I]", (json_int_t)o->rings.sq_prod,
+					       (json_int_t)o->rings.sq_cons,
+					       (json_int_t)o->rings.sq_flags));
+	json_object_set_new(r, "rq", json_pack("[I, I, I]", (json_int_t)o->rings.rq_prod,
+					       (json_int_t)o->rings.rq_cons,
+					       (json_int_t)o->rings.rq_flags));
+	json_object_set_new(r, "cq", json_pack("[I, I, I]", (json_int_t)o->rings.cq_prod,
+					       (json_int_t)o->rings.cq_cons,
+					       (json_int_t)o->rings.cq_flags));
+	json_object_set_new(r, "hot", json_boolean(o->rings.hot));
+	json_object_set_new(q, "rings", r);
+}
+
 /* The owner of a QP: its process (pid, command name, uid) or mrocd itself. */
 static void set_owner(json_t *q, const struct snap_qp *sq)
 {
@@ -589,6 +607,7 @@ static void set_owner(json_t *q, const struct snap_qp *sq)
 	json_object_set_new(q, "comm", json_string(comm));
 	json_object_set_new(q, "uid", json_integer(sq->owner.uid));
 	json_object_set_new(q, "client", json_integer(sq->owner.client));
+	set_rings(q, &sq->owner);
 }
 
 /* A QP the caller may see: any for an administrator, else its own clients'. */

@@ -316,12 +316,41 @@ static int ready_pass(struct perf *pf, struct bw_state *s, struct ready *r, uint
 	return 0;
 }
 
+/*
+ * What a stall names: the QPs not done, how many of them wait armed, and the
+ * first few with their counts (mroc-cli -d qp has the rings of that QPN).
+ */
+static const char *ready_stuck(struct perf *pf, const struct bw_state *s, const struct ready *r,
+			       char *buf, size_t len)
+{
+	unsigned int left = 0, shown = 0;
+	size_t off;
+
+	for (unsigned int i = 0; i < pf->nqp; i++)
+		left += pf->qp[i].completed < s->limit;
+	off = (size_t)snprintf(buf, len, "bandwidth client: %u QPs not done, %u armed", left,
+			       r->narmed);
+	for (unsigned int i = 0; i < pf->nqp && shown < 3 && off < len; i++) {
+		const struct perf_qp *q = &pf->qp[i];
+
+		if (q->completed >= s->limit)
+			continue;
+		off += (size_t)snprintf(buf + off, len - off, "%s qp %u (QPN 0x%04x) %" PRIu64
+					" posted, %" PRIu64 " completed%s", shown ? ";" : ":", i,
+					mroc_qp_num(q->qp), q->posted, q->completed,
+					r->armed[i] ? ", armed" : "");
+		shown++;
+	}
+	return buf;
+}
+
 static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result *res)
 {
 	struct ready r = { 0 };
 	struct peak peak;
 	uint64_t t0, t_last, last_progress, done_msgs = 0;
 	unsigned int ndone = 0, fired[64];
+	char what[200];
 	int err = 0, got;
 
 	r.list = calloc(pf->nqp, sizeof(*r.list));
@@ -372,7 +401,9 @@ static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result
 				peak_update(&peak, now, done_msgs * s->size);
 			continue;
 		}
-		err = perf_stalled(pf, now, last_progress, "bandwidth client");
+		/* (the QPs named only once it fails: ready_stuck walks them all) */
+		err = now - last_progress < (uint64_t)pf->o->timeout_s * 1000000000ull ? 0 :
+		      perf_stalled(pf, now, last_progress, ready_stuck(pf, s, &r, what, sizeof(what)));
 		if (!err)
 			err = perf_peer_check(pf, now);
 		if (err)

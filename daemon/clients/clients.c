@@ -630,8 +630,24 @@ int clients_qp_owner(const struct clients *cs, uint32_t qpn, struct clients_owne
 {
 	const struct cqp *q = qpmap_get(&cs->map, qpn);
 
+	struct ring_view *r[3];
+
 	if (!q || !q->cl)
 		return -ENOENT;
 	*out = (struct clients_owner){ .pid = q->cl->pid, .uid = q->cl->uid, .client = q->cl->id };
+	/* (const: the views are only read; ring.h's accessors take them non-const.) */
+	r[0] = (struct ring_view *)&q->sq;
+	r[1] = (struct ring_view *)&q->rq;
+	r[2] = (struct ring_view *)&q->cq;
+	out->rings.sq_prod = atomic_load_explicit(ring_prod(r[0]), memory_order_relaxed);
+	out->rings.sq_cons = atomic_load_explicit(ring_cons(r[0]), memory_order_relaxed);
+	out->rings.rq_prod = atomic_load_explicit(ring_prod(r[1]), memory_order_relaxed);
+	out->rings.rq_cons = atomic_load_explicit(ring_cons(r[1]), memory_order_relaxed);
+	out->rings.cq_prod = atomic_load_explicit(ring_prod(r[2]), memory_order_relaxed);
+	out->rings.cq_cons = atomic_load_explicit(ring_cons(r[2]), memory_order_relaxed);
+	out->rings.sq_flags = atomic_load_explicit(ring_flags(r[0]), memory_order_relaxed);
+	out->rings.rq_flags = atomic_load_explicit(ring_flags(r[1]), memory_order_relaxed);
+	out->rings.cq_flags = atomic_load_explicit(ring_flags(r[2]), memory_order_relaxed);
+	out->rings.hot = q->hot_idx != NOT_LISTED;
 	return 0;
 }

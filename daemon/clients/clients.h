@@ -138,6 +138,16 @@ struct clients_owner {
 	pid_t pid;
 	uid_t uid;
 	uint32_t client;			/* the client's id (mrocd's log names it) */
+	/*
+	 * Its rings as shared memory says now (qp -d: a stalled client is told
+	 * from a stalled daemon by these): producer and consumer indices, the
+	 * flags words (abi.h), and whether the worker polls it every loop.
+	 */
+	struct {
+		uint32_t sq_prod, sq_cons, rq_prod, rq_cons, cq_prod, cq_cons;
+		uint32_t sq_flags, rq_flags, cq_flags;
+		bool hot;
+	} rings;
 };
 /* Worker thread: 0, or -ENOENT when no client holds it (mrocd's own QPs). */
 int clients_qp_owner(const struct clients *cs, uint32_t qpn, struct clients_owner *out);
