@@ -20,7 +20,9 @@ void help_qp(FILE *f)
 		"for the peer; \"path show\" says why, path by path), QP window (QWND, the\n"
 		"paths' windows summed), paced rate, bytes and messages each way, outstanding\n"
 		"send work, errors.  -s adds posted receives and messages in flight; -d the\n"
-		"owner's uid and client id, the peer's rate hint and the sequence numbers;\n"
+		"owner's uid and client id, the peer's rate hint, the sequence numbers and\n"
+		"a client's rings (RINGS: producer/consumer/flags of the SQ and CQ, hot or\n"
+		"cold: is mrocd polling it or waiting for its doorbell);\n"
 		"watching adds TX and RX rates.  -br: QPN, PID, COMM, peer, state, mode, paths,\n"
 		"bytes each way and errors.\n");
 }
@@ -66,6 +68,31 @@ static void print_path_states(const json_t *q)
 				 text[0] ? "," : "", names[i], n[i]);
 	}
 	print_text(0, "path_states", "PATH_STATES", text[0] ? text : "-", j);
+}
+
+/*
+ * RINGS (-d, a client's QP): "sq P/C/F cq P/C/F hot|cold", producer and
+ * consumer index and flags of its send queue and CQ as mrocd sees them now
+ * (a stall: posts the daemon has not taken, completions the client has not
+ * read); the JSON has rq too.
+ */
+static void print_rings(const json_t *q)
+{
+	const json_t *r = json_object_get(q, "rings"), *sq, *cq;
+	char text[96] = "-";
+
+	sq = json_object_get(r, "sq");
+	cq = json_object_get(r, "cq");
+	if (json_array_size(sq) == 3 && json_array_size(cq) == 3)
+		snprintf(text, sizeof(text), "sq %lld/%lld/%lld cq %lld/%lld/%lld %s",
+			 (long long)json_integer_value(json_array_get(sq, 0)),
+			 (long long)json_integer_value(json_array_get(sq, 1)),
+			 (long long)json_integer_value(json_array_get(sq, 2)),
+			 (long long)json_integer_value(json_array_get(cq, 0)),
+			 (long long)json_integer_value(json_array_get(cq, 1)),
+			 (long long)json_integer_value(json_array_get(cq, 2)),
+			 json_is_true(json_object_get(r, "hot")) ? "hot" : "cold");
+	print_text(PRINT_DETAILS, r ? "rings" : NULL, "RINGS", text, r ? json_deep_copy(r) : NULL);
 }
 
 static void print_qp(const json_t *q, const json_t *prev, double dt)
@@ -114,6 +141,7 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_uint(PRINT_DETAILS, "inflight_pkts", "INFL_PKTS", jget_u64(q, "inflight_pkts"));
 	print_uint(PRINT_DETAILS, "peer_inflight_pkts", "PEER_INFL", jget_u64(q, "peer_inflight_pkts"));
 	print_bool(PRINT_DETAILS, "peer_blocked", "PEER_WAIT", json_is_true(json_object_get(q, "peer_blocked")));
+	print_rings(q);
 	print_uint(PRINT_BRIEF, "errors", "ERRORS", jget_u64(q, "errors"));
 	print_row_end();
 }
