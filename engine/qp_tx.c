@@ -648,8 +648,14 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	bool retx, copy;
 	size_t n;
 
-	/* Only pacing, not a full window, makes the pacing time a deadline. */
-	qp->pace_blocked = qp->pace_next > now;
+	/*
+	 * Only pacing, not a full window, makes the pacing time a deadline.  A
+	 * run once started goes out whole (tx_pick_path), its packets charged
+	 * to the pacer as they go, so the rate holds over the runs: paced a
+	 * packet at a time, 256 QPs' runs reached the receiver a packet per
+	 * hint gap, each after its delayed ACK had fired (issue #22).
+	 */
+	qp->pace_blocked = qp->pace_next > now && !qp->run_left;
 	if (qp->pace_blocked || !peer_room(eng, qp))
 		return 0;
 	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy, &spent))

@@ -2,8 +2,9 @@
 /*
  * What the engine keeps per peer host (engine/peer.c), two engines
  * back to back (engine_pair.h): the window over all QPs to one peer caps
- * what is in flight and lets every QP through; an idle QP sends no
- * keepalives while its peer is heard on another QP.
+ * what is in flight and lets every QP through, in runs whose ACKs are one
+ * per run, paced or not; an idle QP sends no keepalives while its peer is
+ * heard on another QP.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -266,6 +267,81 @@ static void test_window_turns(void **state)
 }
 
 /*
+ * Eight QPs of 16-packet WRITEs (a run for each of 4 paths), 4 in flight
+ * each, through a 16-packet peer window (2 packets a QP) over a 40 us round
+ * trip, link_rate (0: no rate hints, no pacing); returns the receiver's
+ * ACKs per data packet.
+ */
+static double turns_acks(void **state, uint64_t link_rate, uint32_t window, double *switches)
+{
+	const unsigned int per_qp = 24, depth = 4;
+	unsigned int posted[NQP] = { 0 }, done = 0;
+	struct engine_config cfg;
+	uint64_t end;
+	struct fx *f;
+	double acks;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = window;
+	cfg.link_rate_bps = link_rate;
+	f = fx_new(state, &cfg);
+	pair_set_delay(f->x.p, PAIR_A, 20 * PAIR_US);
+	pair_set_delay(f->x.p, PAIR_B, 20 * PAIR_US);
+	for (int q = 0; q < NQP; q++)
+		for (; posted[q] < depth; posted[q]++)
+			post_write(f, q, (uint64_t)q);
+	for (end = f->x.p->now + 200 * PAIR_MS; done < NQP * per_qp && f->x.p->now < end;) {
+		pair_run_for(f->x.p, 10 * PAIR_US);
+		while (pair_pending(f->x.p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
+			uint64_t q = c->wr_id;
+
+			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			assert_true(q < NQP);
+			done++;
+			if (posted[q] < per_qp) {
+				post_write(f, (int)q, q);
+				posted[q]++;
+			}
+		}
+	}
+	assert_int_equal(done, NQP * per_qp);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, NQP * MSG);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
+	acks = (double)f->b_acks / (double)f->a_data;
+	*switches = (double)f->a_switches / (double)f->a_bulk;
+	print_message("%s: %llu data packets, %llu ACKs: %.3f ACKs per data packet; the sender "
+		      "changes QP %.3f times per packet\n", link_rate ? "paced to the hints" : "unpaced",
+		      (unsigned long long)f->a_data, (unsigned long long)f->b_acks, acks, *switches);
+	return acks;
+}
+
+/*
+ * Issue #22: runs through a full peer window, unpaced: about one ACK per
+ * run (0.25), plus the messages' last packets'.
+ */
+static void test_window_turn_is_run(void **state)
+{
+	double switches;
+
+	assert_true(turns_acks(state, 0, 16, &switches) <= 0.30);
+	assert_true(switches <= 0.30);
+}
+
+/*
+ * Issue #22: a run goes out whole under pacing too.  With rate hints (8 QPs
+ * share a 10 Gbit/s receiver: a packet every 7 us each), paced a packet at
+ * a time every packet of a run reached the receiver after its delayed ACK
+ * (5 us) had fired for the one before: 0.951 ACKs per data packet.
+ */
+static void test_paced_run_is_whole(void **state)
+{
+	double switches;
+
+	assert_true(turns_acks(state, 10000000000ULL, 512, &switches) <= 0.30);
+}
+
+/*
  * QP 0 busy, the others idle for ten keepalive intervals: their peer is
  * heard on QP 0, so nobody asks it for a sign of life.
  */
@@ -305,6 +381,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_opens, teardown),
 		cmocka_unit_test_teardown(test_window_restarts_after_idle, teardown),
 		cmocka_unit_test_teardown(test_window_turns, teardown),
+		cmocka_unit_test_teardown(test_window_turn_is_run, teardown),
+		cmocka_unit_test_teardown(test_paced_run_is_whole, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 	};
 
