@@ -43,7 +43,8 @@
 # 16 QPs; 4 above, so that what is outstanding when a client's -D ends, 64 KiB x depth x QPs,
 # drains in seconds, not minutes; each QP's region holds that many messages, --slots), LAT_ITERS (2000), PARTS ("bw lat tcp engine alltoall"), APPEND (set:
 # replace only the rows of PARTS x POINTS in scale.csv, keep the others, summarise all),
-# KEEP (set: keep the work directory with logs and every client's output), PROFILE (a
+# KEEP (set: keep the work directory with logs and every client's output, and of a bw run
+# whose clients outlived their -D by a minute both daemons' QPs, rings included), PROFILE (a
 # directory: perf record -g of both daemons and the clients over each bw window).
 set -u
 BL_TAG=bscale
@@ -152,6 +153,26 @@ wait_qps() {
 	return 1
 }
 
+# stall_dump WHAT UNTIL: a client still running at $SECONDS UNTIL (its -D long over) is
+# stuck: both daemons' QPs (mroc-cli -d qp: windows, sequence numbers, the client rings'
+# indices and flags) into BL_DIR/bw.stall.H.qps.json while they still exist (KEEP keeps
+# them; mroc-perf names the stuck QPs when it gives up).  A 1 x 256 run of the lead's hung
+# for 120 s (session 10) and left nothing to tell a lost doorbell from a lost completion.
+clients_alive() {
+	local p
+	for p in "${CPIDS[@]}"; do kill -0 "$p" 2>/dev/null && return 0; done
+	return 1
+}
+stall_dump() {
+	rm -f "$BL_DIR"/bw.stall.*
+	while clients_alive && [ "$SECONDS" -lt "$2" ]; do sleep 0.5; done
+	clients_alive || return 0
+	bl_admin 0 -d qp >"$BL_DIR/bw.stall.0.qps.json"
+	bl_admin 1 -d qp >"$BL_DIR/bw.stall.1.qps.json"
+	log "$1: clients still running $(($2 - tstart)) s after they started: QP state in" \
+		"$BL_DIR/bw.stall.*.qps.json (KEEP=1 keeps it)"
+}
+
 # clients_finish TAG: reap every client and server; FAILED = processes that failed,
 # RETRY_EXC = those whose error says the retry counter was exceeded, ERR = the first error.
 clients_finish() {
@@ -193,7 +214,7 @@ profile_end() {
 
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
-	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i
+	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i tstart
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -209,6 +230,7 @@ bw_run() {
 	# 16 x 250 before any data moved.
 	depth=${DEPTH:-$([ "$n" -le 16 ] && echo 128 || echo 4)}
 	SRV_ARGS=(--slots "$((depth < 2 ? 2 : depth))")
+	tstart=$SECONDS
 	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur" -t "$depth" "${SRV_ARGS[@]}"
 	SRV_ARGS=()
 	if ! wait_qps "$n" $((30 + n / 20)); then
@@ -234,6 +256,7 @@ bw_run() {
 	profile_end
 	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
+	stall_dump "bw $n QPs rep $rep" $((tstart + dur + 60))
 	clients_finish bw
 	load_end
 	gbps=$(awk -v a="$b0" -v b="$b1" -v t0="$t0" -v t1="$t1" 'BEGIN { if (t1 > t0 && b > a) printf "%.4f", (b - a) * 8 / (t1 - t0) / 1e9; else print 0 }')
