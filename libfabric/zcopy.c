@@ -128,6 +128,12 @@ static bool live_drop(int fd)
 			left++;
 		}
 	}
+	/* The provider may be unloaded (fi_fini, dlclose) with no registration left. */
+	if (!nlive) {
+		free(live);
+		live = NULL;
+		live_cap = 0;
+	}
 	pthread_mutex_unlock(&live_lock);
 	return dropped && !left;
 }
