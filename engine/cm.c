@@ -660,6 +660,11 @@ void cm_peer_early(struct engine *eng, struct qp *qp, uint64_t now)
 	qp_wake_ctl(eng, qp);
 }
 
+uint8_t cm_split(const struct engine *eng, uint8_t mode)
+{
+	return mode == MROC_MODE_METAROCE ? (uint8_t)(eng->cfg.split_unit / MROC_SPLIT_ALIGN) : 0;
+}
+
 /* The QP's pending CM message, due now, into b.  Returns 1 or 0. */
 static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -682,9 +687,8 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	if (b->cap < MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2u + eng->cfg.cm_ext_len)
 		return 0;
 	c.ext_flags = ext ? MROC_CM_F_EXT : 0;
-	if ((op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP) &&
-	    qp->mode == MROC_MODE_METAROCE)
-		c.split = (uint8_t)(eng->cfg.split_unit / MROC_SPLIT_ALIGN);
+	if (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP)
+		c.split = cm_split(eng, qp->mode);
 	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,

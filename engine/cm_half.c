@@ -323,8 +323,7 @@ static void put_rep(struct engine *eng, const struct cm_half *h, const struct qp
 		.mode = l->mode,
 		.sec = eng->cfg.sec_mode,
 		.ext_flags = eng->cfg.cm_ext_len ? MROC_CM_F_EXT : 0,
-		.split = l->mode == MROC_MODE_METAROCE ?
-			 (uint8_t)(eng->cfg.split_unit / MROC_SPLIT_ALIGN) : 0,
+		.split = cm_split(eng, l->mode),
 	};
 	size_t n = wire_put_hdr(b->data, &(struct mroc_hdr){
 		.version = MROC_WIRE_VERSION, .opcode = MROC_OP_CONNECT_REP,

@@ -635,6 +635,8 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 		    const struct engine_rx_meta *meta, uint64_t now);
 /* A packet of the bound peer to a requester whose RTU is out: it is connected. */
 void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now);
+/* The CM header's split field a REQ or REP announces for a QP of that mode. */
+uint8_t cm_split(const struct engine *eng, uint8_t mode);
 
 /* cm_half.c: CONNECT_REQs answered, the listener not bound until proven */
 enum half_due { HALF_NONE = 0, HALF_REP, HALF_BUSY };

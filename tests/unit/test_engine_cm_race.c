@@ -75,6 +75,26 @@ struct race {
 	uint64_t service;		/* 0: each requester its own (SVC + i) */
 };
 
+/* A race on c's pair, every requester to one service; *state holds the pair for teardown. */
+static struct race *race_new(void **state, const struct engine_config *c, bool repost)
+{
+	struct race *r = calloc(1, sizeof(*r));
+
+	assert_non_null(r);
+	r->p = race_pair(c);
+	*state = r->p;
+	r->service = SVC;
+	r->repost = repost;
+	return r;
+}
+
+static void race_free(void **state, struct race *r)
+{
+	pair_free(r->p);
+	*state = NULL;
+	free(r);
+}
+
 static void listen_one(struct race *r, uint64_t service, uint64_t user)
 {
 	struct engine_qp_attr b = small_attr(user);
@@ -219,12 +239,8 @@ static void test_requesters_spread(void **state)
 {
 	for (unsigned m = 0; m < sizeof(modes); m++) {
 		struct engine_config c = race_config(modes[m], 32);
-		struct race *r = calloc(1, sizeof(*r));
+		struct race *r = race_new(state, &c, false);
 
-		assert_non_null(r);
-		r->p = race_pair(&c);
-		*state = r->p;
-		r->service = SVC;
 		race_start(r, 12, 12);
 		race_run(r, 10 * PAIR_MS);
 		race_expect_all(r);
@@ -232,9 +248,7 @@ static void test_requesters_spread(void **state)
 		assert_int_equal(pair_stat(r->p, PAIR_A, EC_CM_BUSY_RETRY), 0);
 		assert_int_equal(pair_stat(r->p, PAIR_B, EC_CM_HALF_OPEN), 12);
 		race_writes(r, 12);
-		pair_free(r->p);
-		*state = NULL;
-		free(r);
+		race_free(state, r);
 	}
 }
 
@@ -248,22 +262,15 @@ static void test_requesters_one_listener(void **state)
 {
 	for (unsigned m = 0; m < sizeof(modes); m++) {
 		struct engine_config c = race_config(modes[m], 32);
-		struct race *r = calloc(1, sizeof(*r));
+		struct race *r = race_new(state, &c, true);
 
-		assert_non_null(r);
-		r->p = race_pair(&c);
-		*state = r->p;
-		r->service = SVC;
-		r->repost = true;
 		race_start(r, 10, 1);
 		race_run(r, 5000 * PAIR_MS);
 		race_expect_all(r);
 		assert_true(pair_stat(r->p, PAIR_B, EC_CM_BUSY) >= 9);
 		assert_true(pair_stat(r->p, PAIR_A, EC_CM_BUSY_RETRY) >= 9);
 		race_writes(r, 10);
-		pair_free(r->p);
-		*state = NULL;
-		free(r);
+		race_free(state, r);
 	}
 }
 
@@ -341,18 +348,13 @@ static void test_losses_every_order(void **state)
 	unsigned failed = 0, busy = 0;
 
 	for (unsigned n = 0; n < 1u << (2 * L_KINDS); n++) {
-		struct race *r = calloc(1, sizeof(*r));
+		struct race *r = race_new(state, &c, true);
 		struct loss l = { 0 };
 
-		assert_non_null(r);
 		for (unsigned k = 0; k < L_KINDS; k++)
 			l.mask[k] = n >> (2 * k) & 3;
-		r->p = race_pair(&c);
-		*state = r->p;
 		r->p->filter = loss_filter;
 		r->p->filter_arg = &l;
-		r->service = SVC;
-		r->repost = true;
 		race_start(r, 3, 1);
 		race_run(r, 2000 * PAIR_MS);
 		busy += pair_stat(r->p, PAIR_B, EC_CM_BUSY) > 0;
@@ -365,9 +367,7 @@ static void test_losses_every_order(void **state)
 		} else {
 			race_expect_all(r);
 		}
-		pair_free(r->p);
-		*state = NULL;
-		free(r);
+		race_free(state, r);
 	}
 	assert_int_equal(failed, 0);
 	assert_true(busy > 0);		/* the BUSY path was taken */
@@ -384,15 +384,11 @@ static void test_busy_forged(void **state)
 	for (unsigned m = 0; m < sizeof(modes); m++) {
 		struct engine_config c = race_config(modes[m], 16);
 		struct pair_capture *cap;
-		struct race *r = calloc(1, sizeof(*r));
+		struct race *r = race_new(state, &c, false);
 		uint8_t rej[MROC_HDR_LEN + MROC_CM_HDR_LEN] = { 0 };
 		uint32_t qb;
 		uint64_t bad_tag;
 
-		assert_non_null(r);
-		r->p = race_pair(&c);
-		*state = r->p;
-		r->service = SVC;
 		/* B's answers to the RTU held back: A waits with its REP. */
 		cap = pair_capture_start(r->p, PAIR_B, PAIR_OP_BIT(MROC_OP_KEEPALIVE), false);
 		race_start(r, 1, 1);
@@ -420,9 +416,7 @@ static void test_busy_forged(void **state)
 		assert_int_equal(qp_state(r->p, PAIR_A, r->qa[0]), ENGINE_QPS_CONNECTED);
 		assert_int_equal(pair_stat(r->p, PAIR_A, EC_CM_BUSY_RETRY), 0);
 		race_writes(r, 1);
-		pair_free(r->p);
-		*state = NULL;
-		free(r);
+		race_free(state, r);
 	}
 }
 
