@@ -401,6 +401,7 @@ bool mfi_mr_alive(struct mfi_domain *d, uint64_t key, uint64_t gen);
 bool mfi_rndv_enabled(void);
 void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr);
 void mfi_zc_dereg(struct mfi_mr *mr);
+void mfi_zc_fini(void);
 /* [p, p + len) in a zero-copy region (send: one peers may READ): where, in *out. */
 bool mfi_zc_find(struct mfi_domain *d, const void *p, uint64_t len, bool send,
 		 struct mfi_zc *out);

@@ -41,6 +41,7 @@
 
 static void mfi_cleanup(void)
 {
+	mfi_zc_fini();
 }
 
 struct fi_provider mfi_prov = {

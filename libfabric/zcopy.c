@@ -138,6 +138,20 @@ static bool live_drop(int fd)
 	return dropped && !left;
 }
 
+/*
+ * fi_fini: registrations the application never closed leave entries behind;
+ * the table goes with the provider (a later close finds nothing and restores
+ * nothing, which is right once no one will read the pages through us).
+ */
+void mfi_zc_fini(void)
+{
+	pthread_mutex_lock(&live_lock);
+	free(live);
+	live = NULL;
+	nlive = live_cap = 0;
+	pthread_mutex_unlock(&live_lock);
+}
+
 void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 {
 	long pg = sysconf(_SC_PAGESIZE);
