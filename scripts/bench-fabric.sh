@@ -29,7 +29,11 @@
 # medians reported), LONG (8: seconds of a failover run), RATE_MBIT (250: TBF rate
 # of a plane), CE_THRESHOLD (64kb: a rate-limited plane marks CE on ECN-capable
 # packets above this much queue, as an ECN switch does; off: drop-tail only), EXPERIMENTS ("loss planes failover incast"), LOSSES ("0 0.1 1 5 10": loss %% of the loss sweep; keep 0 in it: the fractions are of it), LOSS_MODES ("metaroce4 metaroce8 rocev2 tcp1 tcp4"), PLANE_COUNTS
-# ("1 2 4 8"), KEEP (set: keep the work directory with the daemons' logs and the
+# ("1 2 4 8"), SWEEPS ("cpu fabric": the loss sweep's halves), RUNS
+# ($OUT/fabric-runs: per mroc run of the loss and planes experiments, both daemons'
+# counter deltas and the sender's `mroc-cli -j -d path show` after the warm-up and
+# near the end, so each RTO and repath has a reason to read; a line per run in
+# RUNS/runs.csv), KEEP (set: keep the work directory with the daemons' logs and the
 # sender's paths sampled during failover).
 #
 # Only the fabric's own namespaces carry traffic; everything started here is
@@ -48,6 +52,8 @@ LONG=${LONG:-8}
 RATE_MBIT=${RATE_MBIT:-250}
 CE_THRESHOLD=${CE_THRESHOLD:-64kb}
 EXPERIMENTS=${EXPERIMENTS:-loss planes failover incast}
+SWEEPS=${SWEEPS:-cpu fabric}
+RUNS=${RUNS:-$OUT/fabric-runs}
 PLANE_COUNTS=${PLANE_COUNTS:-1 2 4 8}
 # A plane's payload capacity: TBF counts the frame (Ethernet 14 + IPv4 20 + UDP 8 +
 # MetaRoCE 60 + payload), so 3392 of every 3494 bytes are payload.
@@ -55,7 +61,7 @@ PAYLOAD_FRAC=$(awk -v m=$MROC_MTU 'BEGIN { printf "%.6f", m / (m + 102) }')
 
 bl_init iperf3
 command -v gnuplot >/dev/null || log "no gnuplot: CSV and tables only (apt-get install gnuplot-nox)"
-mkdir -p "$OUT"
+mkdir -p "$OUT" "$RUNS"
 T_START=$(date +%s)
 LOAD_START=$(cut -d' ' -f1-3 /proc/loadavg)
 
@@ -89,6 +95,18 @@ counters() {
 	bl_admin "$1" counters |
 		jq -r '.engine | "\(.tx_data) \(.tx_retx) \(.rto) \(.repath)"' 2>/dev/null || echo "0 0 0 0"
 }
+
+# counters_json H: host H's whole `mroc-cli -j -s counters` document ({} if none).
+counters_json() { bl_admin "$1" -s counters || echo '{}'; }
+# counters_delta A B: the engine counters of document B minus those of A, as JSON.
+counters_delta() {
+	jq -cn --argjson a "$1" --argjson b "$2" \
+		'($b.engine // {}) | with_entries(select(.value | type == "number") | .value -= (($a.engine // {})[.key] // 0))' 2>/dev/null || echo '{}'
+}
+RUNS_CSV=$RUNS/runs.csv
+RUN_KEYS="tx_data tx_retx lost lost_rack rto rto_spurious rto_undone rto_unlost ce repath repath_timeout repath_loss repath_ce repath_slow repath_keepalive repath_spread repath_explore"
+[ -s "$RUNS_CSV" ] || echo "run,gbps,${RUN_KEYS// /,},rx_dup,rx_tx_acks" >"$RUNS_CSV"
+RUN_SEQ=0
 
 # ---------------------------------------------------------------- runs
 
@@ -151,9 +169,13 @@ steady() {
 # counter deltas "data retx rto repath", PPK the data packets per plane, CPU the
 # machine's busy fraction while measuring.
 mroc_run() {
-	local tag=$1 sp cp c0 c1 p0 p1 r=$((NHOSTS - 1)) sa sb u0
+	local tag=$1 sp cp c0 c1 p0 p1 r=$((NHOSTS - 1)) sa sb u0 j0 j1 k0 k1 name
 	shift
+	RUN_SEQ=$((RUN_SEQ + 1))
+	name=$(printf '%03d-%s' $RUN_SEQ "${RUN_NAME:-$tag}")
 	c0=$(counters 0)
+	j0=$(counters_json 0)
+	k0=$(counters_json $r)
 	p0=$(bl_plane_pkts)
 	perf_server "$tag" $r 18515 "$@"
 	sp=$LASTPID
@@ -165,17 +187,27 @@ mroc_run() {
 	sleep "$WARM.05"
 	sa=$(rx_snap $r)
 	u0=$(cpu_snap)
-	sleep "$(awk -v s="$SECS" 'BEGIN { print s - 0.35 }')"
+	# the sender's paths while the QP exists: after the warm-up, and near the end
+	bl_admin 0 -d path show >"$RUNS/$name.paths-mid.json"
+	sleep "$(awk -v s="$SECS" 'BEGIN { print s - 0.45 }')"
 	sb=$(rx_snap $r)
 	CPU=$(cpu_busy "$u0" "$(cpu_snap)")
+	bl_admin 0 -d path show >"$RUNS/$name.paths-end.json"
 	bl_reap "$cp"
 	bl_reap "$sp"
 	perf_result "$tag"
 	RES=
 	[ -n "$ERR" ] || RES=$(steady "$sa" "$sb" | awk '$1 == "total" { print $2 }')
 	c1=$(counters 0)
+	j1=$(counters_json 0)
+	k1=$(counters_json $r)
 	p1=$(bl_plane_pkts)
 	CNT=$(paste -d' ' <(tr ' ' '\n' <<<"$c0") <(tr ' ' '\n' <<<"$c1") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = " " }')
+	# the whole run's counters of both daemons (sender: host 0, receiver: host r)
+	jq -n --argjson s "$(counters_delta "$j0" "$j1")" --argjson r "$(counters_delta "$k0" "$k1")" \
+		'{sender: $s, receiver: $r}' >"$RUNS/$name.counters.json" 2>/dev/null
+	echo "$name,${RES:-},$(jq -r --arg k "$RUN_KEYS" '[.sender[($k | split(" "))[]] // 0] + [.receiver.rx_dup // 0, .receiver.tx_acks // 0] | join(",")' \
+		"$RUNS/$name.counters.json" 2>/dev/null)" >>"$RUNS_CSV"
 	PPK=$(paste -d' ' <(tr ' ' '\n' <<<"$p0") <(tr ' ' '\n' <<<"$p1") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = ":" }')
 	[ -z "$ERR" ] || log "$tag: FAILED: $ERR"
 }
@@ -251,7 +283,7 @@ LOSS_MODES=${LOSS_MODES:-metaroce4 metaroce8 rocev2 tcp1 tcp4}
 exp_loss() {
 	local csv=$OUT/fabric-loss.csv sweep rate loss rep mode p args
 	echo "sweep,plane_rate_mbit,loss_pct,mode,rep,gbps,tx_data,tx_retx,rto,repath,plane_pkts,status,mroc_perf_avg_gbps,cpu_busy" >"$csv"
-	for sweep in cpu fabric; do
+	for sweep in $SWEEPS; do
 		if [ $sweep = cpu ]; then rate=0; fabric_up 4 2; else rate=$RATE_MBIT; fabric_up 4 2 "${RATE_MBIT}mbit"; fi
 		daemons_start
 		for loss in $LOSSES; do
@@ -266,7 +298,7 @@ exp_loss() {
 					CNT="0 0 0 0" PPK=
 					case $mode in
 					tcp*) tcp_run "${mode#tcp}"; CNT="$CNT 0 0" ;;
-					*) mroc_run "loss" $args ;;
+					*) RUN_NAME="loss-$sweep-$loss-$mode-$rep" mroc_run "loss" $args ;;
 					esac
 					log "loss [$sweep] $loss% $mode rep $rep: ${RES:-failed} Gbit/s (data retx rto repath: $CNT)"
 					echo "$sweep,$rate,$loss,$mode,$rep,$RES,${CNT// /,},$PPK,${ERR:-ok},$AVG,$CPU" >>"$csv"
@@ -278,7 +310,7 @@ exp_loss() {
 	# run counts as 0 Gbit/s.
 	local sum=$OUT/fabric-loss-summary.csv g g0 f n nf
 	echo "sweep,plane_rate_mbit,loss_pct,mode,gbps_median,fraction_of_lossless,retx_pct,runs,failed,cpu_busy_median" >"$sum"
-	for sweep in cpu fabric; do
+	for sweep in $SWEEPS; do
 		for mode in $LOSS_MODES; do
 			g0=
 			for loss in $LOSSES; do
@@ -293,14 +325,14 @@ exp_loss() {
 			done
 		done
 	done
-	for sweep in cpu fabric; do
+	for sweep in $SWEEPS; do
 		if [ $sweep = cpu ]; then
 			md "#### Loss sweep, 4 planes unlimited (CPU-bound)"
 		else
 			md "#### Loss sweep, 4 planes at $RATE_MBIT Mbit/s each (fabric-bound: $(awk -v r=$RATE_MBIT -v f=$PAYLOAD_FRAC 'BEGIN { printf "%.3f", 4 * r * f / 1000 }') Gbit/s of payload)"
 		fi
 		md ""
-		md "Goodput at the receiver in Gbit/s (median of $REPS runs, each measured over the ${SECS} s after the first ${WARM} s (mroc: from the receiver's counters; the last 0.3 s are left out too); TCP: iperf3 -O $WARM -t $SECS) and, in parentheses, the fraction of the mode's own lossless goodput; last column: retransmitted share of the data packets (TCP: of the segments) sent."
+		md "Goodput at the receiver in Gbit/s (median of $REPS runs, each measured over the ${SECS} s after the first ${WARM} s (mroc: from the receiver's counters; the last 0.4 s are left out too); TCP: iperf3 -O $WARM -t $SECS) and, in parentheses, the fraction of the mode's own lossless goodput; last column: retransmitted share of the data packets (TCP: of the segments) sent."
 		md ""
 		md "| loss % | MetaRoCE 4 paths | MetaRoCE 8 paths | RoCEv2 mode | TCP 1 stream | TCP 4 streams | retx % (Meta 4 / Meta 8 / RoCEv2 / TCP 1 / TCP 4) |"
 		md "|---|---|---|---|---|---|---|"
@@ -328,7 +360,7 @@ exp_planes() {
 		daemons_start
 		for ((rep = 1; rep <= REPS; rep++)); do
 			for mode in metaroce rocev2; do
-				if [ $mode = metaroce ]; then mroc_run planes --paths $((2 * P)); else mroc_run planes --mode rocev2; fi
+				if [ $mode = metaroce ]; then RUN_NAME="planes-$P-$mode-$rep" mroc_run planes --paths $((2 * P)); else RUN_NAME="planes-$P-$mode-$rep" mroc_run planes --mode rocev2; fi
 				# planes that carried at least a quarter of an even share of the data
 				used=$(tr ':' '\n' <<<"$PPK" | awk '{ a[NR] = $1; t += $1 } END { for (i in a) if (t && a[i] >= t / NR / 4) u++; print u + 0 }')
 				log "planes $P $mode rep $rep: ${RES:-failed} Gbit/s, planes used $used ($PPK)"
