@@ -11,11 +11,15 @@
  *  - in private anonymous memory (malloc, aligned_alloc, the heap): the pages
  *    are re-backed by a new memfd at the same address (their bytes copied
  *    once, now), so the application keeps its pointer and its data.  What
- *    changes: those pages are shared, not copied, in a child after fork()
- *    (verbs providers make registered pages MADV_DONTFORK for the same
- *    reason), and another thread writing them at the instant of fi_mr_reg
- *    could lose that write;
- *    When the last registration of them closes they become private again;
+ *    changes: while registered, those pages are MADV_DONTFORK, as verbs
+ *    providers make registered memory (ibv_fork_init): a child after fork()
+ *    has nothing mapped there (SIGSEGV if it touches them).  Shared memfd
+ *    pages would otherwise be shared with the child, not copied: it would
+ *    read the parent's later data and its writes would land in the parent's
+ *    buffer, which private memory never allowed.  Another thread writing
+ *    them at the instant of fi_mr_reg could lose that write.  When the last
+ *    registration of them closes they become private again (a new mapping,
+ *    inherited by children as before);
  *  - anything else (file mappings, read-only, a range over two mappings):
  *    not zero-copy; messages from and to it are staged as before.
  * The bytes of the buffer's partial first and last pages are never touched.
@@ -152,6 +156,8 @@ void mfi_zc_fini(void)
 	pthread_mutex_unlock(&live_lock);
 }
 
+static void restore(struct mfi_mr *mr);
+
 void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 {
 	long pg = sysconf(_SC_PAGESIZE);
@@ -184,16 +190,27 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 	mr->zsend = !mr->access || (mr->access & FI_SEND);
 	mr->zmr = mroc_mr_reg_memfd(d->ctx, fd, off + (b - a), MROC_ACCESS_LOCAL_WRITE |
 				    (mr->zsend ? MROC_ACCESS_REMOTE_READ : 0));
-	if (!mr->zmr) {
-		close(fd);
-		return;
-	}
-	/* Kept open while registered: a second registration of these pages finds it. */
 	mr->zfd = fd;
-	live_add(fd);
 	mr->zstart = (uint8_t *)a;
 	mr->zlen = b - a;
 	mr->zoff = off;
+	if (!mr->zmr) {
+		if (mr->rebacked)
+			restore(mr);	/* not registered: private again, as it was */
+		mr->rebacked = false;
+		close(fd);
+		mr->zfd = -1;
+		return;
+	}
+	/*
+	 * Re-backed pages stay out of children while registered (the header):
+	 * our own mapping, so it cannot fail.  A memfd the application mapped
+	 * shared itself is shared with its children, as it chose.
+	 */
+	if (mr->rebacked)
+		madvise(mr->zstart, mr->zlen, MADV_DONTFORK);
+	/* Kept open while registered: a second registration of these pages finds it. */
+	live_add(fd);
 }
 
 /*
