@@ -9,8 +9,13 @@
 # the sender's retransmissions and RTOs, and the load average at start and
 # end.  Taking turns puts both variants under the same load; the rates are
 # still anecdotes on a loaded machine, the counters are not.  Root.
+# A variant NAME=bare:BUILD[:ARGS] is that build's bare AF_XDP pair instead
+# (xsk-baseline rx and tx as bench-net.sh runs them, ARGS added to both, e.g.
+# --no-stamp), so mroc and its yardstick take turns too; its CPU column is
+# both processes' per packet.
 #
 #   scripts/pkt-ab.sh NAME=BUILD[:SED] ...     e.g. base=/tmp/b new=build "nodelay=build:s/delay_target_us = 50/delay_target_us = 0/"
+#   scripts/pkt-ab.sh mroc=build bare=bare:build "nostamp=bare:build:--no-stamp"
 #   env: ROUNDS (3), SECS (5), PAYLOAD (1024), TEST ("write_bw --mode metaroce")
 #   SED is applied (sed -e) to both daemons' configuration files after bench-net's own changes.
 set -u
@@ -67,6 +72,29 @@ run() {
 		"| \($n) | \(if $j then ($j.results[0].bw_avg_gbps * 1e9 / 8 / $p / 1e6 * 1000 | round / 1000) else "failed" end) | \($c / ([$d, 1] | max) | round) | \(($b1.engine.tx_acks - $b0.engine.tx_acks) / ([$d, 1] | max) * 1000 | round / 1000) | \($a1.engine.tx_retx - $a0.engine.tx_retx) / \($a1.engine.rto - $a0.engine.rto) | \($ld) |"'
 }
 
+# bare NAME BUILD ARGS: one run of the bare pair (bench-net.sh's bare()); one table row.
+MAC_B=$(ip -n "$NS_B" -j link show "$IF_B" | jq -r '.[0].address')
+bare() {
+	local name=$1 build=$2 args=$3 rx l0 l1
+	l0=$(cut -d' ' -f1 /proc/loadavg)
+	rm -f "$E2E_DIR/credit"
+	# shellcheck disable=SC2086
+	ip netns exec "$NS_B" "$build/xsk-baseline" rx -i "$IF_B" -f "$FS" -D "$SECS" \
+		--credit "$E2E_DIR/credit" $args >"$E2E_DIR/bare.json" 2>&1 &
+	rx=$!
+	sleep 0.5
+	# shellcheck disable=SC2086
+	ip netns exec "$NS_A" "$build/xsk-baseline" tx -i "$IF_A" -f "$FS" -s "$PAYLOAD" \
+		-D $((SECS + 2)) --credit "$E2E_DIR/credit" --src "$IP_A" --dst "$IP_B" \
+		--dmac "$MAC_B" $args >"$E2E_DIR/bare-tx.json" 2>"$E2E_DIR/bare-tx.err"
+	wait $rx
+	l1=$(cut -d' ' -f1 /proc/loadavg)
+	jq -r -s --arg n "$name" --arg ld "$l0-$l1" \
+		'"| \($n) | \(.[0].mpps * 1000 | round / 1000) | \(.[0].cpu_ns_per_pkt + .[1].cpu_ns_per_pkt | round) | - | - | \($ld) |"' \
+		"$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.json" 2>/dev/null ||
+		{ echo "| $name | failed | | | | $l0-$l1 |"; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.err" >&2; }
+}
+
 echo "$TEST, 1 MiB messages, payload $PAYLOAD, $SECS s a run, $ROUNDS rounds, variants in turn"
 echo
 echo "| variant | Mpps (payload) | both mrocd CPU ns per data packet | ACKs per data packet | retx / RTOs | load start-end |"
@@ -75,6 +103,15 @@ for r in $(seq "$ROUNDS"); do
 	for v in "$@"; do
 		name=${v%%=*}
 		rest=${v#*=}
+		if [[ $rest == bare:* ]]; then
+			rest=${rest#bare:}
+			build=${rest%%:*}
+			case $build in /*) ;; *) build=$E2E_TOP/$build ;; esac
+			args=
+			[[ $rest == *:* ]] && args=${rest#*:}
+			bare "$name" "$build" "$args"
+			continue
+		fi
 		build=${rest%%:*}
 		sedx=
 		[[ $rest == *:* ]] && sedx=${rest#*:}

@@ -3,7 +3,8 @@
  * xsk-baseline: the bare AF_XDP ceiling that mrocd's data path is measured
  * against (scripts/bench-net.sh).  One process sends, one receives, over the
  * interface mrocd would use, with what mrocd uses: the same XDP program
- * (mroc_xdp, loaded by daemon/backend/xdp_prog.c), one UMEM of 4096 or 2048-byte
+ * (mroc_xdp, loaded by daemon/backend/xdp_prog.c, arrival stamps included;
+ * --no-stamp: without), one UMEM of 4096 or 2048-byte
  * frames, rings of ring_size, queue 0, native or generic XDP, zero-copy where
  * the driver has it and copy mode otherwise, need_wakeup on every ring, and
  * frames of exactly the length of a MetaRoCE data packet with PAYLOAD bytes
@@ -86,6 +87,7 @@ struct opts {
 	int cpu;
 	const char *credit;		/* shared file with the receiver's count, or NULL */
 	double busy_poll_s;		/* spin this long after the last work, then sleep */
+	bool no_stamp;			/* load the program without arrival stamps */
 };
 
 struct base {
@@ -351,7 +353,8 @@ static int open_socket(struct base *b)
 		.tx_size = b->o.ring_size,
 		.libxdp_flags = XSK_LIBXDP_FLAGS__INHIBIT_PROG_LOAD,
 	};
-	struct xdp_prog_opts po = { .sz = sizeof(po), .udp_port = b->o.udp_port };
+	struct xdp_prog_opts po = { .sz = sizeof(po), .udp_port = b->o.udp_port,
+				    .no_stamp = b->o.no_stamp };
 	struct xdp_options xo;
 	socklen_t xl = sizeof(xo);
 	uint32_t idx = 0;
@@ -443,6 +446,8 @@ static void usage(FILE *f)
 		"                  the receiver's count, shared in FILE (flow control at no cost)\n"
 		"  --busy-poll-us US  spin this long after the last work, then sleep (%d; 0: sleep at\n"
 		"                  once, as scripts/profile-pkt.sh BUSY_POLL_US=0 runs it)\n"
+		"  --no-stamp      the program without its arrival stamps (mrocd always stamps:\n"
+		"                  the default measures what mrocd pays; this, what the stamp costs)\n"
 		"  -h, --help      this text\n"
 		"Prints one JSON line: packets, frame bytes, seconds, Mpps and Gbit/s of frames.\n",
 		MROC_UDP_PORT, BUSY_POLL_US);
@@ -471,6 +476,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "sport", required_argument, NULL, 'P' },
 		{ "credit", required_argument, NULL, 'C' },
 		{ "busy-poll-us", required_argument, NULL, 'B' },
+		{ "no-stamp", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -498,6 +504,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'c': o->cpu = atoi(optarg); break;
 		case 'C': o->credit = optarg; break;
 		case 'B': o->busy_poll_s = atof(optarg) / 1e6; break;
+		case 'N': o->no_stamp = true; break;
 		case 'm':
 			mode = xdp_prog_mode_parse(optarg);
 			if (mode < 0)

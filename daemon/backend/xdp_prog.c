@@ -380,6 +380,7 @@ int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 		goto fail;
 	}
 	p->skel->rodata->udp_port = p->udp_port;
+	p->skel->rodata->no_stamp = opts->no_stamp;
 	err = bpf_map__set_max_entries(p->skel->maps.xsks, p->max_sockets);
 	if (!err)
 		err = bpf_map__set_max_entries(p->skel->maps.xsk_slots, p->max_sockets);
@@ -405,8 +406,9 @@ int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 		goto fail;
 	}
 	p->prog_id = info.id;
-	pr_debug("xdp: program %s loaded, id %u, UDP port %u, %u socket slots",
-		 MROC_XDP_PROG_NAME, p->prog_id, p->udp_port, p->max_sockets);
+	pr_debug("xdp: program %s loaded, id %u, UDP port %u, %u socket slots%s",
+		 MROC_XDP_PROG_NAME, p->prog_id, p->udp_port, p->max_sockets,
+		 opts->no_stamp ? ", no arrival stamps" : "");
 	*out = p;
 	return 0;
 fail:

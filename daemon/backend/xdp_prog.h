@@ -41,6 +41,11 @@ struct xdp_prog_opts {
 	size_t sz;		/* sizeof(struct xdp_prog_opts) */
 	uint16_t udp_port;	/* host byte order, != 0 */
 	uint32_t max_sockets;	/* XSKMAP / slot hash size; 0 = XDP_PROG_DEFAULT_SOCKETS */
+	/*
+	 * No arrival stamps (xdp_prog_rx_stamp gives 0): only for measuring
+	 * what they cost (xsk-baseline --no-stamp); mrocd's delay signal needs them.
+	 */
+	bool no_stamp;
 };
 
 /*

@@ -936,6 +936,47 @@ static void test_live_stamp(void **state)
 	}
 }
 
+/*
+ * The program loaded with no_stamp (xsk-baseline --no-stamp, to measure the
+ * stamp's cost) redirects as before but writes no metadata: the reader
+ * finds no stamp, in native and generic mode.
+ */
+static void test_live_no_stamp(void **state)
+{
+	static const enum xdp_prog_mode modes[] = { XDP_PROG_MODE_NATIVE, XDP_PROG_MODE_GENERIC };
+	struct xdp_prog_opts opts = { .sz = sizeof(opts), .udp_port = PORT, .no_stamp = true };
+	uint8_t mac[6], buf[700];
+
+	if (!net.veth)
+		skip();
+	get_mac("mv1", mac);
+	for (size_t m = 0; m < ARRAY_SIZE(modes); m++) {
+		struct xdp_prog *prog;
+		struct sock s;
+		struct pkt p;
+		int pfd;
+
+		assert_int_equal(xdp_prog_open(&prog, &opts), 0);
+		assert_int_equal(xdp_prog_attach(prog, net.mv1, modes[m]), 0);
+		assert_int_equal(sock_open(&s, "mv1", 0), 0);
+		assert_true(xdp_prog_add_socket(prog, net.mv1, 0, xsk_socket__fd(s.xsk)) >= 0);
+		pfd = socket(AF_PACKET, SOCK_RAW, 0);
+		assert_true(pfd >= 0);
+		for (int i = 0; i < 3; i++) {
+			uint64_t stamp = 1;
+
+			build_ours(&p, i == 1 ? 6 : 4, 0);
+			inject(pfd, &p, mac);
+			assert_int_equal(sock_recv_stamp(&s, buf, sizeof(buf), 2000, &stamp), p.len);
+			assert_memory_equal(buf, p.b, p.len);
+			assert_int_equal(stamp, 0);
+		}
+		close(pfd);
+		xdp_prog_close(prog);
+		sock_close(&s);
+	}
+}
+
 /* A stamp is read once; a frame without the mark (no metadata support) has none. */
 static void test_stamp_read_once(void **state)
 {
@@ -1224,6 +1265,7 @@ int main(void)
 		cmocka_unit_test(test_socket_slots),
 		cmocka_unit_test(test_live_redirect),
 		cmocka_unit_test(test_live_stamp),
+		cmocka_unit_test(test_live_no_stamp),
 		cmocka_unit_test(test_stamp_read_once),
 		cmocka_unit_test(test_attach_detach),
 		cmocka_unit_test(test_stale_program),
