@@ -142,6 +142,7 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_uint(PRINT_DETAILS, "peer_inflight_pkts", "PEER_INFL", jget_u64(q, "peer_inflight_pkts"));
 	print_bool(PRINT_DETAILS, "peer_blocked", "PEER_WAIT", json_is_true(json_object_get(q, "peer_blocked")));
 	print_rings(q);
+	print_bytes(PRINT_DETAILS, "mem_bytes", "MEM", jget_u64(q, "mem_bytes"));
 	print_uint(PRINT_BRIEF, "errors", "ERRORS", jget_u64(q, "errors"));
 	print_row_end();
 }

@@ -128,6 +128,7 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	SET(o, "snd_nxt", qi->snd_nxt);
 	SET(o, "rcv_cum", qi->rcv_cum);
 	SET(o, "errors", qi->errors);
+	SET(o, "mem_bytes", qi->mem_bytes);
 	SET(o, "inflight_pkts", qi->inflight_pkts);
 	SET(o, "peer_inflight_pkts", qi->peer_inflight_pkts);
 	json_object_set_new(o, "peer_blocked", json_boolean(qi->peer_blocked));
