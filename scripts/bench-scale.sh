@@ -100,6 +100,31 @@ engine_cnt() {
 	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data) \(.tx_acks)"' 2>/dev/null ||
 		echo "0 0 0 0 0 0"
 }
+# work_cnt H: host H's worker and client counters, "loops sleeps idle_yields doorbells
+# doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" (what grows with QPs and clients).
+work_cnt() {
+	bl_admin "$1" counters | jq -r '"\(.worker.loops) \(.worker.sleeps) \(.worker.idle_yields) \(.clients.doorbells) \(.clients.doorbell_syscalls) \(.clients.cq_signals) \(.clients.cq_signal_syscalls) \(.clients.cqes) \(.clients.wrs)"' 2>/dev/null ||
+		echo "0 0 0 0 0 0 0 0 0"
+}
+# clients_csw: context switches (voluntary + not) of every client and server mroc-perf
+# thread, summed: their wake-ups.  Like clients_ticks, a process that ended counts with
+# what it had when last seen (CCSW).
+declare -A CCSW=()
+clients_csw() {
+	local p s=0 t
+	for p in "${CPIDS[@]}" "${SPIDS[@]}"; do
+		t=$(cat /proc/"$p"/task/*/status 2>/dev/null |
+			awk '/^(non)?voluntary_ctxt_switches:/ { s += $2; n++ } END { if (n) print s }')
+		[ -z "$t" ] || CCSW[$p]=$t
+		s=$((s + ${CCSW[$p]:-0}))
+	done
+	echo $s
+}
+# per_gb "NAMES" "DELTAS" BYTES: each count per GB placed, "name N.N ...".
+per_gb() {
+	awk -v n="$1" -v d="$2" -v b="$3" 'BEGIN { k = split(n, a, " "); split(d, v, " ");
+		for (i = 1; i <= k; i++) printf "%s%s %.0f", (i > 1 ? ", " : ""), a[i], (b > 0 ? v[i] / (b / 1e9) : 0) }'
+}
 delta() { paste -d' ' <(tr ' ' '\n' <<<"$1") <(tr ' ' '\n' <<<"$2") | awk 'NF == 2 { printf "%s%d", s, $2 - $1; s = " " }'; }
 
 # Both daemons idle with no client QP (after a point, the gone clients' QPs linger 2 s).
@@ -215,6 +240,7 @@ profile_end() {
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i tstart
+	local w0a w0b w1a w1b s0 s1
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -241,18 +267,22 @@ bw_run() {
 	CTICKS=()
 	clients_ticks >/dev/null
 	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks)
+	CCSW=()
+	w0a=$(work_cnt 0) w0b=$(work_cnt 1) s0=$(clients_csw)
 	m0a=0 m0b=0
 	profile_start "bw.${c}x$q.$rep"
 	# the window ends after SECS or as soon as a client finishes
 	for ((i = 0; i < SECS * 4; i++)); do
 		sleep 0.25
 		clients_ticks >/dev/null
+		clients_csw >/dev/null
 		kill -0 "${CPIDS[@]}" 2>/dev/null || break
 		[ $((i % 4)) = 1 ] || continue
 		m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 		m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	done
 	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
+	w1a=$(work_cnt 0) w1b=$(work_cnt 1) s1=$(clients_csw)
 	profile_end
 	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
@@ -277,6 +307,13 @@ bw_run() {
 		"(clients $cpuc %, $cpugb CPU s/GB), Pss_Anon $((m0a / 1024))/$((m0b / 1024)) MiB, rto $rto retx $retx" \
 		"dup $rxdup, ACKs per data packet $(awk -v a="${rxacks:-0}" -v d="${txdata:-0}" 'BEGIN { printf "%.3f", d ? a / d : 0 }')," \
 		"failed $FAILED${ERR:+ ($ERR)}; load $LOAD_B -> $LOAD_E$LOADED"
+	# What each GB placed cost in events: the sending daemon's worker loops, sleeps and
+	# sched_yields, the doorbells its clients rang and the epoll_waits that took them, the
+	# completion channels it signalled and the io_submits that took them; the receiver's
+	# loops and sleeps; the clients' and servers' context switches.
+	log "bw $n QPs rep $rep per GB: sender $(per_gb "loops sleeps yields doorbells doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" \
+		"$(delta "$w0a" "$w1a")" $((b1 - b0))); receiver $(per_gb "loops sleeps yields" \
+		"$(delta "$w0b" "$w1b")" $((b1 - b0))); clients $(per_gb "csw" $((s1 - s0)) $((b1 - b0)))"
 	load_refused && gbps= cpugb=
 	echo "bw,$n,$c,$q,$rep,$gbps,$win,$tup,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,$rxdup,$txdata,$FAILED,$RETRY_EXC,${perfavg:-},,,${ERR:-ok},${c}x$q,$LOAD_B,$LOAD_E,$LOADED,$cpuc,$cpugb" >>"$CSV"
 	if [ -n "${KEEP:-}" ]; then mkdir -p "$BL_DIR/keep.bw.$n.$rep" && cp "$BL_DIR"/bw.* "$BL_DIR/keep.bw.$n.$rep/"; fi
