@@ -22,7 +22,10 @@
 # NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP,
 # DAEMON_KEYS (more keys of mrocd's daemon group, e.g. "workers = 1;" for an A/B),
 # TRACE (1: every sweep traced, scripts/nccl-trace.sh's breakdown of a ring step logged
-# after it; with one size in SIZES, as the breakdown mixes the runs of every size).
+# after it; with one size in SIZES, as the breakdown mixes the runs of every size),
+# COUNTERS (1: the four daemons' counters summed over each sweep, logged after it:
+# packets, ACKs, worker sleeps and doorbell wake-ups, hand-offs between workers, client
+# doorbells and completion signals; divide by the runs, which TRACE's n gives).
 set -u
 BL_TAG=bnccl
 . "$(dirname "$0")/bench-lib.sh"
@@ -52,14 +55,27 @@ for ((h = 0; h < NHOSTS; h++)); do
 done
 bl_daemons_ready
 
+# counters: one line, the sums over the daemons of the counters COUNTERS logs.
+counters() {
+	local h
+	for ((h = 0; h < NHOSTS; h++)); do bl_admin $h counters; done | jq -s -r '
+		def sum(f): map(f // 0) | add;
+		[sum(.engine.tx_data), sum(.engine.tx_acks), sum(.engine.tx_retx), sum(.engine.rto),
+		 sum(.worker.rx_pkts), sum(.worker.sleeps), sum(.worker.wakeups_doorbell),
+		 sum(.worker.idle_yields), sum([.workers[]?.handed_off] | add),
+		 sum(.clients.doorbell_syscalls), sum(.clients.cq_signal_syscalls), sum(.clients.cqes)]
+		| map(tostring) | join(" ")'
+}
+
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
 run() {
-	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0 trace=()
+	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0 trace=() c0=
 	local ch=$BL_DIR/chan-$net-$nh-$loss
 	[ -z "${TRACE:-}" ] || trace=(--trace "$BL_DIR/$net-$nh-$loss.tr")
 	mkdir -p "$ch"
 	bl_daemons_check
 	bl_plane_set 2 loss "$loss"
+	[ -z "${COUNTERS:-}" ] || c0=$(counters)
 	for r in 0 1 2 3; do
 		h=$((r % nh))
 		case $net in
@@ -86,6 +102,10 @@ run() {
 	log "$net, 4 ranks on $nh hosts, $loss% loss on plane 2 (load $(load_now)):" \
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
+	[ -z "${COUNTERS:-}" ] || paste -d' ' <(echo "$c0" | tr ' ' '\n') <(counters | tr ' ' '\n') |
+		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off client_doorbells cq_signals cqes", k) }
+		     { printf "%s%s %d", (NR > 1 ? ", " : ""), k[NR], $2 - $1 } END { print "" }' |
+		sed "s/^/  $net counters (4 daemons, the sweep): /" >&2
 	[ -z "${TRACE:-}" ] || "$BL_TOP/scripts/nccl-trace.sh" "$BL_DIR/$net-$nh-$loss.tr" | sed "s/^/  $net: /" >&2
 }
 
