@@ -6,7 +6,7 @@
  * test checks the bytes it moves.  A server and a client exchange endpoint
  * names (and region keys) over TCP, as fabtests' out-of-band socket does.
  *
- *   fi_suite [-p PROV] [-P PORT] [-n ITERS] [-S SIZES] [-w WINDOW] [-q] TEST [SERVER]
+ *   fi_suite [-p PROV] [-P PORT] [-n ITERS] [-S SIZES] [-w WINDOW] [-c CLIENTS] [-q] [-H FILE] TEST [SERVER]
  *
  * Without SERVER it is the server (unit needs no peer).  TEST:
  *   unit             getinfo (hints honoured and refused), domain (busy while an
@@ -38,11 +38,17 @@
  *                    fork() cannot touch the registered buffer (MADV_DONTFORK) and has
  *                    its own copy once it is closed.  FI_MROC_RNDV=0: all staged
  *
+ * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
+ * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
+ * scripts/bench-mpi.sh puts its loss on the plane the warm-up took meanwhile, so
+ * every timed window runs under the loss and nothing polls the fabric beside it.
+ *
  * Prints "ok: ..." lines and figures; exit 0 when all held, 1 on the first
  * failure (with why), 77 when the provider lacks what the test needs.
  */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
 #include <netinet/in.h>
@@ -78,6 +84,7 @@ static int port = 47630, iters = 10, window = 16, clients = 4;
 static size_t sizes[MAX_SIZES] = { 64, 4096, 65536, 1048576 };
 static int nsizes = 4;
 static bool quick;
+static const char *hold_path;		/* -H */
 static bool srv;			/* no SERVER given: we are the server */
 static time_t deadline;
 
@@ -188,6 +195,33 @@ static void oob_sync(int fd)
 	char a = 's', b;
 
 	oob_xfer(fd, &b, &a, 1);
+}
+
+/*
+ * -H: the first call only (the first size's first timed window); both: the peer holds
+ * too, and the two start together (the server times tagged_bw, so it must not start
+ * while the client still waits).
+ */
+static void hold(int oob, bool both)
+{
+	char path[4096];
+	int fd;
+
+	if (!hold_path)
+		return;
+	snprintf(path, sizeof(path), "%s.held.%s", hold_path, srv ? "server" : "client");
+	fd = open(path, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	if (fd < 0)
+		die("-H: cannot create %s: %s", path, strerror(errno));
+	close(fd);
+	while (access(hold_path, F_OK)) {
+		if (time(NULL) > deadline)
+			die("-H: %s never appeared", hold_path);
+		poll(NULL, 0, 10);
+	}
+	hold_path = NULL;
+	if (both)
+		oob_sync(oob);
 }
 
 /* ---- libfabric objects -------------------------------------------------------------- */
@@ -508,8 +542,10 @@ static void t_tagged_bw(void)
 		for (int i = -1; i < iters; i++) {
 			bool check = !quick || i <= 0 || i == iters - 1;
 
-			if (i == 0)
+			if (i == 0) {
+				hold(f.oob, true);
 				t0 = now_s();
+			}
 			for (int w = 0; w < window; w++) {
 				if (srv)
 					POST(&f, fi_trecv(f.ep, f.buf + w * sz, sz, f.desc, f.peer, w, 0,
@@ -579,8 +615,10 @@ static void t_rma_bw(enum rma_kind k)
 				fill(f.buf + w * sz, sz, (uint64_t)s * 100 + w);
 		oob_sync(f.oob);
 		for (int i = -1; i < iters && !srv; i++) {
-			if (i == 0)
+			if (i == 0) {
+				hold(f.oob, false);	/* the server is passive */
 				t0 = now_s();
+			}
 			if (k == RMA_READ && (!quick || i <= 0 || i == iters - 1))
 				memset(f.buf, 0, sz * window);
 			for (int w = 0; w < window; w++) {
@@ -1211,7 +1249,7 @@ int main(int argc, char **argv)
 
 	if (getenv("FI_PROVIDER"))
 		prov = getenv("FI_PROVIDER");
-	while ((o = getopt(argc, argv, "p:P:n:S:w:c:q")) != -1) {
+	while ((o = getopt(argc, argv, "p:P:n:S:w:c:qH:")) != -1) {
 		switch (o) {
 		case 'p': prov = optarg; break;
 		case 'P': port = atoi(optarg); break;
@@ -1219,6 +1257,7 @@ int main(int argc, char **argv)
 		case 'w': window = atoi(optarg); break;
 		case 'c': clients = atoi(optarg); break;
 		case 'q': quick = true; break;
+		case 'H': hold_path = optarg; break;
 		case 'S': {
 			char *s = strdup(optarg), *t, *save;
 
@@ -1271,6 +1310,6 @@ int main(int argc, char **argv)
 	return 0;
 usage:
 	fprintf(stderr, "usage: fi_suite [-p PROV] [-P PORT] [-n ITERS] [-S SIZES] [-w WINDOW] "
-			"[-c CLIENTS] [-q] TEST [SERVER]\n");
+			"[-c CLIENTS] [-q] [-H FILE] TEST [SERVER]\n");
 	return 2;
 }
