@@ -109,8 +109,10 @@ static const char *const helps[][2] = {
 	  "held (kept out of the delay signal), summed." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
-	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered)." },
-	{ "mroc_worker_aead_rx_bad_key_total", "Sealed packets with a key id not in the key file." },
+	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered, or "
+	  "sent between other addresses than they were sealed for)." },
+	{ "mroc_worker_aead_rx_bad_key_total", "Sealed packets with a key id not in the key file, or "
+	  "sealed without their IP addresses (an older mrocd)." },
 	{ "mroc_backend_rx_pkts_total", "Packets the backend received." },
 	{ "mroc_backend_rx_bytes_total", "Bytes the backend received." },
 	{ "mroc_backend_tx_pkts_total", "Packets the backend sent." },

@@ -63,9 +63,12 @@ enum mroc_opcode {
  * like any other undefined flag (the layer that sets one takes it off).
  */
 #define MROC_F_SEALED	0x20	/* security "aead": an AES-GCM trailer follows (daemon/dataplane/aead.c, PROTOCOL 1.2) */
+/* With MROC_F_SEALED: the seal covers the IP addresses too (PROTOCOL 1.2; older sealers: without). */
+#define MROC_F_SEALED_IP	0x10
 #define MROC_F_ICRC	0x80	/* an ICRC trailer follows (daemon/backend/frame.c, PROTOCOL 1.1) */
-_Static_assert(!((MROC_F_SEALED | MROC_F_ICRC) & (MROC_F_ALL | MROC_F_TAG)) &&
-	       !(MROC_F_SEALED & MROC_F_ICRC), "every common header flag its own bit");
+_Static_assert(!((MROC_F_SEALED | MROC_F_SEALED_IP | MROC_F_ICRC) & (MROC_F_ALL | MROC_F_TAG)) &&
+	       !(MROC_F_SEALED & MROC_F_ICRC) && !(MROC_F_SEALED_IP & (MROC_F_SEALED | MROC_F_ICRC)),
+	       "every common header flag its own bit");
 
 /*
  * The common header of a packet (bytes after UDP) before wire_parse, for

@@ -35,6 +35,9 @@ static double run(struct aead *tx, struct aead *rx, uint8_t op, uint32_t plen, l
 	static uint8_t buf[MROC_DATA_OVERHEAD + 8192 + AEAD_TRAILER_LEN];
 	uint32_t hlen = op == MROC_OP_ACK ? MROC_HDR_LEN + MROC_ACK_HDR_LEN : MROC_DATA_OVERHEAD;
 	double t0 = cpu_now();
+	/* IPv4 addresses in the seal, as on a real fabric (daemon/dataplane/aead.c). */
+	struct mroc_addr src = { .family = AF_INET, .bytes = { 10, 0, 0, 1 } },
+			 dst = { .family = AF_INET, .bytes = { 10, 0, 0, 2 } };
 	uint8_t sealed;
 
 	for (long i = 0; i < n; i++) {
@@ -43,7 +46,8 @@ static double run(struct aead *tx, struct aead *rx, uint8_t op, uint32_t plen, l
 		memset(buf, 0, MROC_HDR_LEN);
 		buf[0] = MROC_WIRE_VERSION;
 		buf[1] = op;
-		if (aead_seal(tx, &b) || aead_open(rx, buf, b.len, &sealed) != (int)(hlen + plen)) {
+		if (aead_seal(tx, &b, &src, &dst) ||
+		    aead_open(rx, buf, b.len, &src, &dst, &sealed) != (int)(hlen + plen)) {
 			fprintf(stderr, "sec-bench: seal/open failed\n");
 			exit(1);
 		}

@@ -214,6 +214,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				.data = fr.payload,
 				.len = fr.payload_len,
 				.src = fr.src,
+				.dst = fr.dst,
 				.sport = fr.sport,
 				.ce = fr.ecn == FRAME_ECN_CE,
 				.arrival = arrival,
@@ -366,6 +367,8 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 		x->st.tx_no_route++;
 		return false;
 	}
+	/* "aead": sealed for the addresses it leaves between (before the length goes into the frame). */
+	backend_seal(&x->b, b, &h->src, &h->dst);
 	/* Several queues of one port: a path keeps to one of them. */
 	port = &x->ports[p];
 	k = &x->socks[port->first + (b->sport / x->nports) % port->nsocks];

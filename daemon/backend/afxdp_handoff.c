@@ -97,6 +97,7 @@ bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 						   .len = fr->payload_len, .sock = (uint8_t)s,
 						   .kind = HANDOFF_RX, .sport = fr->sport,
 						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src,
+						   .dst = fr->dst,
 						   .arrival = arrival })) {
 		x->st.handoff_rx_out++;
 		return true;
@@ -187,6 +188,7 @@ static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entr
 			.data = x->area + e->addr,
 			.len = e->len,
 			.src = e->src,
+			.dst = e->dst,
 			.sport = e->sport,
 			.ce = e->ce,
 			.arrival = e->arrival,

@@ -22,6 +22,7 @@ struct backend_pkt {
 					 * rx_release (it opens sealed packets in place) */
 	uint32_t len;
 	struct mroc_addr src;
+	struct mroc_addr dst;		/* the address it was sent to (ours); family 0: not known */
 	uint16_t sport;
 	bool ce;
 	uint64_t arrival;		/* when it reached the host (CLOCK_MONOTONIC ns: AF_XDP's
@@ -119,9 +120,31 @@ struct backend_ops {
 	void (*destroy)(struct backend *b);
 };
 
+/*
+ * Seals a packet in place for the IP addresses it leaves between (security
+ * "aead": the seal covers them, docs/PROTOCOL.md 1.2).  Counts its own
+ * failures; the packet then goes out as it is, and the peer drops it.
+ */
+typedef void backend_seal_fn(void *ctx, struct engine_txbuf *b, const struct mroc_addr *src,
+			     const struct mroc_addr *dst);
+
 struct backend {
 	const struct backend_ops *ops;
 	struct peers *peers;
+	/*
+	 * Set by the worker (NULL: nothing to seal): tx_send calls it for each
+	 * packet once it has chosen the packet's source and destination, before
+	 * the ICRC.  Buffers from tx_get have AEAD_TRAILER_LEN of room for it.
+	 */
+	backend_seal_fn *seal;
+	void *seal_ctx;
 };
+
+static inline void backend_seal(struct backend *b, struct engine_txbuf *buf,
+				const struct mroc_addr *src, const struct mroc_addr *dst)
+{
+	if (b->seal)
+		b->seal(b->seal_ctx, buf, src, dst);
+}
 
 #endif

@@ -43,7 +43,7 @@
 #include "wire.h"
 
 #define RX_NAMELEN	32	/* sockaddr_in6 (28), rounded so the control data is aligned */
-#define RX_CTLLEN	64	/* one IP_TOS or IPV6_TCLASS message, with room to spare */
+#define RX_CTLLEN	128	/* IP_TOS and/or IPV6_TCLASS, and IP(V6)_PKTINFO (the destination) */
 #define RX_HDRLEN	(sizeof(struct io_uring_recvmsg_out) + RX_NAMELEN + RX_CTLLEN)
 #define RX_BGID		0
 #define RX_RING_SQ	8
@@ -52,6 +52,8 @@
 #define MAX_BUF_SIZE	65507	/* largest UDP payload over IPv4 */
 #define TX_SOCK_NONE	(-1)	/* not opened yet */
 #define TX_SOCK_FAILED	(-2)	/* could not be bound: the ephemeral socket sends */
+#define SRC_CACHE	256	/* destinations whose source address we looked up ("aead") */
+#define SRC_TTL_NS	1000000000ULL	/* routes change: looked up again after this */
 
 /* user_data of requests that are not a send slot (slots are < tx_bufs <= 2^31). */
 #define UD_RX		(1ULL << 32)
@@ -72,9 +74,15 @@ struct udp_tx_slot {
 	struct iovec iov;
 	union udp_sa to;
 	union {
-		char buf[CMSG_SPACE(sizeof(int))];
+		char buf[CMSG_SPACE(sizeof(int)) + CMSG_SPACE(sizeof(struct in6_pktinfo))];
 		struct cmsghdr align;
 	} ctl;
+};
+
+/* A destination's source address, as the kernel's route gives it (tx_src). */
+struct udp_src {
+	struct mroc_addr dst, src;
+	uint64_t until;			/* mono_ns: looked up again after it */
 };
 
 struct udp_backend {
@@ -115,6 +123,8 @@ struct udp_backend {
 	struct udp_tx_slot *slots;
 	uint32_t *tx_free;		/* stack of free slots */
 	uint32_t tx_nfree, tx_inflight;
+
+	struct udp_src src_cache[SRC_CACHE];
 
 	struct backend_stats st;
 	struct udp_backend_xstats xst;
@@ -236,25 +246,47 @@ static void rx_rearm(struct udp_backend *u)
 	rx_arm(u);
 }
 
-static bool rx_ce(struct io_uring_recvmsg_out *o, struct msghdr *mh)
+/*
+ * The control messages: ECN CE from IP_TOS or IPV6_TCLASS, and the address
+ * the packet was sent to from IP_PKTINFO or IPV6_PKTINFO (IPv4-mapped: IPv4,
+ * as sa_to_addr gives the source).
+ */
+static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct backend_pkt *pkt)
 {
+	pkt->ce = false;
+	memset(&pkt->dst, 0, sizeof(pkt->dst));
 	for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, mh); c;
 	     c = io_uring_recvmsg_cmsg_nexthdr(o, mh, c)) {
+		struct in6_pktinfo i6;
+		struct in_pktinfo i4;
 		int tclass = 0;
 		uint8_t tos;
 
 		if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_TOS &&
 		    c->cmsg_len >= CMSG_LEN(1)) {
 			memcpy(&tos, CMSG_DATA(c), 1);
-			return (tos & 3) == FRAME_ECN_CE;
-		}
-		if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS &&
-		    c->cmsg_len >= CMSG_LEN(sizeof(int))) {
+			pkt->ce = (tos & 3) == FRAME_ECN_CE;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_TCLASS &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(int))) {
 			memcpy(&tclass, CMSG_DATA(c), sizeof(tclass));
-			return (tclass & 3) == FRAME_ECN_CE;
+			pkt->ce = (tclass & 3) == FRAME_ECN_CE;
+		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(i4))) {
+			memcpy(&i4, CMSG_DATA(c), sizeof(i4));
+			pkt->dst.family = AF_INET;
+			pkt->dst.v4 = i4.ipi_addr;
+		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
+			   c->cmsg_len >= CMSG_LEN(sizeof(i6))) {
+			memcpy(&i6, CMSG_DATA(c), sizeof(i6));
+			if (IN6_IS_ADDR_V4MAPPED(&i6.ipi6_addr)) {
+				pkt->dst.family = AF_INET;
+				memcpy(&pkt->dst.v4, &i6.ipi6_addr.s6_addr[12], 4);
+			} else {
+				pkt->dst.family = AF_INET6;
+				pkt->dst.v6 = i6.ipi6_addr;
+			}
 		}
 	}
-	return false;
 }
 
 /* One completion of the receive ring; true when it filled *pkt. */
@@ -313,7 +345,7 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	u->st.rx_bytes += pkt->len;		/* as on the wire, as tx_bytes */
 	if (len)
 		pkt->len = (uint32_t)len;
-	pkt->ce = rx_ce(o, &u->rx_msg);
+	rx_cmsgs(o, &u->rx_msg, pkt);
 	pkt->cookie = bid;
 	u->rx_held[bid] = 1;
 	u->st.rx_pkts++;
@@ -368,6 +400,7 @@ static void tx_reap(struct udp_backend *u)
 }
 
 static int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf);
+static void sock_opt(int fd, int level, int name, int val, const char *what);
 
 /*
  * The send socket of sport, opened the first time the port is used: the
@@ -404,12 +437,75 @@ static int tx_sock(struct udp_backend *u, uint16_t sport)
 	return *fd;
 }
 
+/*
+ * The source address a packet to dst (as to) leaves with: the bound one, or
+ * the one the kernel's route to dst gives (looked up once a second per
+ * destination, then set on each packet with IP(V6)_PKTINFO, so it is the
+ * one sealed).  false when there is none.
+ */
+static bool tx_src(struct udp_backend *u, const struct mroc_addr *dst, const union udp_sa *to,
+		   socklen_t tolen, struct mroc_addr *src)
+{
+	struct udp_src *c = &u->src_cache[addr_hash(dst) % SRC_CACHE];
+	uint64_t now = mono_ns();
+	union udp_sa sa;
+	socklen_t len = sizeof(sa);
+	uint16_t port;
+	int fd, ok;
+
+	if (u->local.family) {
+		*src = u->local;
+		return true;
+	}
+	if (c->until > now && addr_eq(&c->dst, dst)) {
+		*src = c->src;
+		return true;
+	}
+	/* A connected UDP socket is a route lookup: nothing is sent. */
+	fd = socket(u->family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (u->dual)
+		sock_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0, "IPV6_V6ONLY");
+	ok = !connect(fd, &to->sa, tolen) && !getsockname(fd, &sa.sa, &len) &&
+	     sa_to_addr(&sa, len, src, &port) && src->family == dst->family;
+	close(fd);
+	if (!ok)
+		return false;
+	*c = (struct udp_src){ .dst = *dst, .src = *src, .until = now + SRC_TTL_NS };
+	return true;
+}
+
+/* Sent from src (IP_PKTINFO, IPV6_PKTINFO: the address the seal covers) after cmsg c. */
+static void tx_pktinfo(struct udp_tx_slot *s, struct cmsghdr *c, const struct mroc_addr *src)
+{
+	c = (struct cmsghdr *)((char *)c + CMSG_SPACE(sizeof(int)));
+	if (src->family == AF_INET) {
+		struct in_pktinfo i4 = { .ipi_spec_dst = src->v4 };
+
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(i4));
+		memcpy(CMSG_DATA(c), &i4, sizeof(i4));
+		s->msg.msg_controllen += CMSG_SPACE(sizeof(i4));
+	} else {
+		struct in6_pktinfo i6 = { .ipi6_addr = src->v6 };
+
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_PKTINFO;
+		c->cmsg_len = CMSG_LEN(sizeof(i6));
+		memcpy(CMSG_DATA(c), &i6, sizeof(i6));
+		s->msg.msg_controllen += CMSG_SPACE(sizeof(i6));
+	}
+}
+
 /* Queue one packet; false when it was dropped (its slot is still ours). */
-static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint32_t slot)
+static bool tx_queue(struct udp_backend *u, struct engine_txbuf *tb, uint32_t slot)
 {
 	struct udp_tx_slot *s = &u->slots[slot];
 	struct peer *p = peers_get(u->b.peers, tb->peer);
 	struct io_uring_sqe *sqe;
+	struct mroc_addr src;
 	struct cmsghdr *c;
 	int tos, fd;
 
@@ -421,6 +517,14 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 		pr_err_rl("udp: packet of %u bytes (%u..%u)", tb->len, MROC_HDR_LEN, u->buf_size);
 		u->st.tx_no_route++;
 		return false;
+	}
+	/* "aead": sealed for its addresses, which must then be the ones it leaves with. */
+	if (u->b.seal) {
+		if (!tx_src(u, &p->addr, &s->to, s->msg.msg_namelen, &src)) {
+			u->st.tx_no_route++;
+			return false;
+		}
+		backend_seal(&u->b, tb, &src, &p->addr);
 	}
 	sqe = io_uring_get_sqe(&u->tx);
 	if (!sqe) {			/* more packets than the submission queue holds */
@@ -450,6 +554,9 @@ static bool tx_queue(struct udp_backend *u, const struct engine_txbuf *tb, uint3
 		c->cmsg_type = IPV6_TCLASS;
 	}
 	memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+	s->msg.msg_controllen = CMSG_SPACE(sizeof(int));
+	if (u->b.seal && !u->local.family)
+		tx_pktinfo(s, c, &src);
 	/*
 	 * MSG_DONTWAIT: when the socket's buffer is full the packet is dropped
 	 * (-EAGAIN) instead of waiting in io_uring, where a later packet of the
@@ -760,6 +867,11 @@ static int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcv
 			sock_opt(fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
 		if (u->family == AF_INET6)
 			sock_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
+		/* The address each packet was sent to: "aead" opens with it. */
+		if (u->family == AF_INET)
+			sock_opt(fd, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
+		else
+			sock_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO");
 		if (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
 			sock_opt(fd, SOL_SOCKET, SO_RCVBUF, (int)rcvbuf, "SO_RCVBUF");
 	} else {

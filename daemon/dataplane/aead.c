@@ -19,6 +19,7 @@
 #include <openssl/kdf.h>
 
 #include "aead.h"
+#include "log.h"
 
 /* ---- the key file ------------------------------------------------------------ */
 
@@ -361,16 +362,35 @@ static void nonce_of(uint8_t iv[12], uint64_t seq)
 	put64(iv + 4, seq);
 }
 
-int aead_seal(struct aead *a, struct engine_txbuf *b)
+/*
+ * The additional data's last bytes: the packet's IP source then destination
+ * address (4 + 4 or 16 + 16 bytes), as the receiver sees them.  0 when they
+ * are not known or not of one family: nothing can be sealed or opened.
+ */
+static int ip_ad(uint8_t out[32], const struct mroc_addr *src, const struct mroc_addr *dst)
 {
-	uint8_t *p = b->data, *tr, iv[12];
+	size_t n = src ? addr_len(src) : 0;
+
+	if (!n || !dst || dst->family != src->family)
+		return 0;
+	memcpy(out, src->bytes, n);
+	memcpy(out + n, dst->bytes, n);
+	return (int)(2 * n);
+}
+
+int aead_seal(struct aead *a, struct engine_txbuf *b, const struct mroc_addr *src,
+	      const struct mroc_addr *dst)
+{
+	uint8_t *p = b->data, *tr, iv[12], ips[32];
 	size_t len = b->len, clear;
-	int n = 0, m = 0, fin = 0;
+	int n = 0, m = 0, fin = 0, nip = ip_ad(ips, src, dst);
 
 	if (b->plain)
 		return 0;
-	if (len < MROC_HDR_LEN || b->cap < len + AEAD_TRAILER_LEN)
-		return -EMSGSIZE;
+	if (len < MROC_HDR_LEN || b->cap < len + AEAD_TRAILER_LEN || !nip) {
+		a->st.tx_failed++;
+		return nip ? -EMSGSIZE : -EDESTADDRREQ;
+	}
 	if (mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ) {
 		uint64_t now = clock_ns(CLOCK_REALTIME);
 
@@ -378,6 +398,7 @@ int aead_seal(struct aead *a, struct engine_txbuf *b)
 			a->seq = now;	/* still above every seq used: nonces stay unique */
 	}
 	mroc_pkt_set_flag(p, MROC_F_SEALED);
+	mroc_pkt_set_flag(p, MROC_F_SEALED_IP);
 	clear = clear_span(p, len);
 	tr = p + len;
 	put32(tr, a->tx_key_id);
@@ -387,10 +408,13 @@ int aead_seal(struct aead *a, struct engine_txbuf *b)
 	if (!EVP_EncryptInit_ex(a->tx, NULL, NULL, NULL, iv) ||
 	    !EVP_EncryptUpdate(a->tx, NULL, &n, p, (int)clear) ||
 	    !EVP_EncryptUpdate(a->tx, NULL, &n, tr, 20) ||
+	    !EVP_EncryptUpdate(a->tx, NULL, &n, ips, nip) ||
 	    (len > clear && !EVP_EncryptUpdate(a->tx, p + clear, &m, p + clear, (int)(len - clear))) ||
 	    !EVP_EncryptFinal_ex(a->tx, p + clear + m, &fin) ||
-	    !EVP_CIPHER_CTX_ctrl(a->tx, EVP_CTRL_GCM_GET_TAG, AEAD_TAG_LEN, tr + 20))
+	    !EVP_CIPHER_CTX_ctrl(a->tx, EVP_CTRL_GCM_GET_TAG, AEAD_TAG_LEN, tr + 20)) {
+		a->st.tx_failed++;
 		return -EIO;
+	}
 	b->len = (uint32_t)(len + AEAD_TRAILER_LEN);
 	a->st.tx_sealed++;
 	return 0;
@@ -481,13 +505,14 @@ static bool req_fresh(struct aead *a, uint64_t sender, uint64_t seq)
 	return ok;
 }
 
-int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
+int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *src,
+	      const struct mroc_addr *dst, uint8_t *sealed)
 {
-	uint8_t iv[12], *tr;
+	uint8_t iv[12], *tr, ips[32];
 	EVP_CIPHER_CTX *ctx;
 	size_t clear;
 	bool fresh;
-	int n = 0, m = 0, fin = 0, why;
+	int n = 0, m = 0, fin = 0, why, nip;
 
 	*sealed = ENGINE_RX_PLAIN;
 	if (!mroc_pkt_has_flag(p, len, MROC_F_SEALED)) {
@@ -505,8 +530,25 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 	if (!a) {
 		/* No keys here: only to refuse a CONNECT_REQ, which the engine alone reads. */
 		mroc_pkt_clear_flag(p, MROC_F_SEALED);
+		mroc_pkt_clear_flag(p, MROC_F_SEALED_IP);
 		*sealed = ENGINE_RX_UNVERIFIED;
 		return (int)len;
+	}
+	if (!mroc_pkt_has_flag(p, len, MROC_F_SEALED_IP)) {
+		/*
+		 * Sealed without the addresses: an mrocd from before they were
+		 * covered.  Its packets would open from any address, so none is
+		 * taken; said clearly, not as a bad tag.
+		 */
+		a->st.rx_bad_key++;
+		pr_warn_rl("aead: a packet sealed without its IP addresses (an older mrocd?) "
+			   "refused: every daemon sharing the key file must be this version");
+		return -EPROTO;
+	}
+	nip = ip_ad(ips, src, dst);
+	if (!nip) {
+		a->st.rx_bad_tag++;	/* its addresses unknown here: it cannot be checked */
+		return -EADDRNOTAVAIL;
 	}
 	ctx = rx_ctx(a, get32(tr), get64(tr + 4), &fresh, &why);
 	if (!ctx)
@@ -516,6 +558,7 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) ||
 	    !EVP_DecryptUpdate(ctx, NULL, &n, p, (int)clear) ||
 	    !EVP_DecryptUpdate(ctx, NULL, &n, tr, 20) ||
+	    !EVP_DecryptUpdate(ctx, NULL, &n, ips, nip) ||
 	    (len > clear && !EVP_DecryptUpdate(ctx, p + clear, &m, p + clear, (int)(len - clear))) ||
 	    !EVP_CIPHER_CTX_ctrl(ctx, EVP_CTRL_GCM_SET_TAG, AEAD_TAG_LEN, tr + 20) ||
 	    EVP_DecryptFinal_ex(ctx, p + clear + m, &fin) <= 0) {
@@ -536,6 +579,7 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, uint8_t *sealed)
 		return -ESTALE;
 	}
 	mroc_pkt_clear_flag(p, MROC_F_SEALED);
+	mroc_pkt_clear_flag(p, MROC_F_SEALED_IP);
 	*sealed = ENGINE_RX_SEALED;
 	a->st.rx_opened++;
 	return (int)len;
@@ -547,11 +591,8 @@ void aead_reserve(struct aead *a, struct engine_txbuf *b, int n)
 		b[i].cap -= AEAD_TRAILER_LEN;
 }
 
-void aead_seal_all(struct aead *a, struct engine_txbuf *b, int n)
+void aead_unreserve(struct aead *a, struct engine_txbuf *b, int n)
 {
-	for (int i = 0; a && i < n; i++) {
+	for (int i = 0; a && i < n; i++)
 		b[i].cap += AEAD_TRAILER_LEN;	/* what aead_reserve held back */
-		if (aead_seal(a, &b[i]))
-			a->st.tx_failed++;	/* goes out unsealed: the peer drops it */
-	}
 }

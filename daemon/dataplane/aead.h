@@ -6,16 +6,21 @@
  *
  *   packet' = header | E(payload) | key id (4) | sender (8) | seq (8) | tag (16)
  *
- * with MROC_F_SEALED (wire.h) set in the common header's flags.  The header (for
- * packets without payload: all of it) and the trailer's first 20 bytes
- * are authenticated, the payload is encrypted.  Each daemon start draws a
+ * with MROC_F_SEALED and MROC_F_SEALED_IP (wire.h) set in the common header's
+ * flags.  The header (for packets without payload: all of it), the trailer's
+ * first 20 bytes and the IP source and destination addresses of the packet
+ * are authenticated, the payload is encrypted: a sealed packet opens only
+ * between the two addresses it was sealed for, so a captured one sent from
+ * another host is refused.  Each daemon start draws a
  * random 64-bit sender id; the packet key is HKDF-SHA256(master key of
  * that id, "mroc aead v1" | key id | sender), the 96-bit nonce is the
  * sender's 64-bit packet counter.  So a nonce repeats under one key only if
  * a counter wraps (2^64 packets) or two starts draw the same sender id.
  *
- * The driver seals after engine_tx and opens before engine_rx; the ICRC
- * (frame.c) is added outside it and checked first.  A struct aead belongs
+ * The backend seals once it has chosen the packet's addresses (the worker
+ * sets backend.seal), and the worker opens before engine_rx with the
+ * addresses the packet came between; the ICRC (frame.c) is added outside
+ * the seal and checked first.  A struct aead belongs
  * to one thread (the worker); aead_keys_load and aead_create are for
  * start-up (and mrocd --check-config).  Functions return 0 or -errno.
  */
@@ -25,6 +30,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "addr.h"
 #include "engine.h"
 
 #define AEAD_KEY_LEN		32	/* AES-256 */
@@ -58,8 +64,10 @@ const struct aead_key *aead_keys_find(const struct aead_keyset *ks, uint32_t id)
 struct aead_stats {
 	uint64_t tx_sealed, rx_opened;
 	uint64_t tx_failed;		/* could not seal (sent unsealed: the peer drops it) */
-	uint64_t rx_bad_tag;		/* authentication failed: altered, or not our key */
-	uint64_t rx_bad_key;		/* key id not in the key file */
+	uint64_t rx_bad_tag;		/* authentication failed: altered, not our key, or sent
+					 * between other addresses than it was sealed for */
+	uint64_t rx_bad_key;		/* key id not in the key file, or sealed without the IP
+					 * addresses (an older mrocd: logged) */
 	uint64_t rx_short;		/* flag set, no room for the trailer */
 	uint64_t rx_plain;		/* no trailer (handed on as plain: the engine refuses) */
 	uint64_t rx_stale;		/* a CONNECT_REQ out of the window, or taken before */
@@ -75,26 +83,32 @@ void aead_destroy(struct aead *a);
 void aead_share_replay(struct aead *a, struct aead *with);
 
 /*
- * Seal the packet in b in place (b->cap must have AEAD_TRAILER_LEN bytes
- * beyond b->len).  b->plain packets are left alone.  0 or -errno.
+ * Seal the packet in b in place for the IP addresses src -> dst it will
+ * leave with (same family; b->cap must have AEAD_TRAILER_LEN bytes beyond
+ * b->len).  b->plain packets are left alone.  0 or -errno (counted in
+ * tx_failed: it goes out unsealed and the peer drops it).
  */
-int aead_seal(struct aead *a, struct engine_txbuf *b);
+int aead_seal(struct aead *a, struct engine_txbuf *b, const struct mroc_addr *src,
+	      const struct mroc_addr *dst);
 
 /*
- * Open a received packet in place.  Returns its length without the trailer
- * and sets *sealed (enum engine_rx_sealed), or -errno (counted: drop it).
- * a NULL (not in "aead"): a sealed packet's trailer is removed unchecked
- * and *sealed = ENGINE_RX_UNVERIFIED, so the engine can refuse a REQ.
+ * Open a received packet in place; src and dst are the IP addresses it came
+ * between, as this host sees them (the frame's, IPv4-mapped IPv6 as IPv4).
+ * Returns its length without the trailer and sets *sealed (enum
+ * engine_rx_sealed), or -errno (counted: drop it).  a NULL (not in "aead"):
+ * a sealed packet's trailer is removed unchecked and *sealed =
+ * ENGINE_RX_UNVERIFIED, so the engine can refuse a REQ.
  */
-int aead_open(struct aead *a, uint8_t *pkt, size_t len, uint8_t *sealed);
+int aead_open(struct aead *a, uint8_t *pkt, size_t len, const struct mroc_addr *src,
+	      const struct mroc_addr *dst, uint8_t *sealed);
 
 /*
  * The worker's batch helpers (a NULL: nothing to do): hold AEAD_TRAILER_LEN
  * of each of the n buffers back before engine_tx; after it, give it back to
- * the first n (those engine_tx wrote) and seal them.
+ * the first n (those engine_tx wrote), for the backend's seal.
  */
 void aead_reserve(struct aead *a, struct engine_txbuf *b, int n);
-void aead_seal_all(struct aead *a, struct engine_txbuf *b, int n);
+void aead_unreserve(struct aead *a, struct engine_txbuf *b, int n);
 
 void aead_get_stats(const struct aead *a, struct aead_stats *out);
 

@@ -44,6 +44,7 @@ struct handoff_entry {
 	uint16_t sport;		/* RX: the UDP source port (the path) */
 	bool ce;		/* RX: ECN CE */
 	struct mroc_addr src;	/* RX: the sender */
+	struct mroc_addr dst;	/* RX: the address it was sent to ("aead" opens with both) */
 	uint64_t arrival;	/* RX: the XDP program's arrival stamp, 0 = none (backend.h) */
 };
 

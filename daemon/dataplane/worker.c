@@ -98,6 +98,13 @@ static bool addr_ok(void *ctx, uint32_t peer, const struct engine_rx_meta *meta,
 	return true;
 }
 
+/* backend.seal: "aead" seals a packet for the addresses it leaves between (a failure is counted). */
+static void seal_one(void *ctx, struct engine_txbuf *b, const struct mroc_addr *src,
+		     const struct mroc_addr *dst)
+{
+	aead_seal(ctx, b, src, dst);
+}
+
 /* Received packets into the engine.  Returns how many. */
 static int do_rx(struct worker *w, uint64_t now)
 {
@@ -123,7 +130,8 @@ static int do_rx(struct worker *w, uint64_t now)
 			continue;
 		}
 		/* The backend's buffer, ours until rx_release: opened in place. */
-		len = aead_open(w->cfg.aead, (uint8_t *)pkts[i].data, pkts[i].len, &meta.sealed);
+		len = aead_open(w->cfg.aead, (uint8_t *)pkts[i].data, pkts[i].len, &pkts[i].src,
+				&pkts[i].dst, &meta.sealed);
 		if (len < 0) {
 			w->st.rx_rejected++;
 			continue;
@@ -186,7 +194,8 @@ static int do_tx(struct worker *w, uint64_t *now)
 			break;
 		aead_reserve(w->cfg.aead, bufs, got);
 		used = engine_tx(w->cfg.eng, *now, bufs, got);
-		aead_seal_all(w->cfg.aead, bufs, used);
+		/* The backend seals each (be->seal) once it chose the addresses the seal covers. */
+		aead_unreserve(w->cfg.aead, bufs, used);
 		total += be->ops->tx_send(be, bufs, used, got);
 		if (used > 0) {
 			uint64_t sent = mrocd_now_ns();
@@ -367,6 +376,10 @@ int worker_start(const struct worker_cfg *cfg, struct worker **out)
 	pthread_cond_init(&w->done_cond, NULL);
 	if (cfg->be->peers)
 		engine_set_addr_hook(cfg->eng, addr_ok, w);
+	if (cfg->aead) {
+		cfg->be->seal = seal_one;
+		cfg->be->seal_ctx = cfg->aead;
+	}
 	err = -pthread_create(&w->thread, NULL, worker_main, w);
 	if (err) {
 		close(w->doorbell);

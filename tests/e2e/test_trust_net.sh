@@ -18,7 +18,9 @@
 #     nothing reaches B's engine from there;
 # and the transfer still completes with every byte verified, B still maps
 # A's port addresses to A, and nothing took or shared them; in "aead" the
-# replays are refused as stale (item 6) and add no peer.
+# replays from other addresses are refused as bad tags (the seal covers the
+# IP addresses, case 2), those from A's own address as stale (item 6), and
+# none adds a peer.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -101,6 +103,9 @@ run() {
 	pids=($!)
 	ip netns exec "$NS_A" "$SPOOF" "$A2" "$sport" "$B2" 4793 "$req" 30 100 &
 	pids+=($!)
+	# 2 (aead): the REQ again between the addresses it was sealed for, as captured.
+	ip netns exec "$NS_A" "$SPOOF" "$FABRIC_IP_0" "$sport" "$FABRIC_IP_1" 4793 "$req" 10 100 &
+	pids+=($!)
 	# 3: a duplicate from A's own address, naming other port addresses.
 	ip netns exec "$NS_A" "$SPOOF" "$FABRIC_IP_0" "$sport" "$FABRIC_IP_1" 4793 \
 		"$(forge_ext "$req" "$mode")" 30 100 &
@@ -125,7 +130,7 @@ run() {
 	wait "${pids[@]}" || fail "$mode: spoof_udp"
 	e2e_perf_finish "$mode: write_bw under spoofed CONNECT_REQs"
 	grep -q "verif" "$E2E_DIR/cli.txt" && cat "$E2E_DIR/cli.txt" | tail -3
-	ok "$mode: a verified transfer survived 60 REQs replayed from A's port addresses and 30 forged duplicates"
+	ok "$mode: a verified transfer survived 60 REQs replayed from A's port addresses, 10 from its own and 30 forged duplicates"
 
 	x1=$(e2e_admin b counters | jq -c '.xdp')
 	echo "b: xdp before $x0, after $x1"
@@ -144,13 +149,17 @@ run() {
 		>/dev/null || fail "$mode: B's QPs: $(e2e_admin b qps | jq -c '[.qps[] | {state, peer}]')"
 	ok "$mode: B still knows A by its address, its port addresses neither taken nor shared"
 	if [ "$mode" = aead ]; then
-		# 6: a sealed REQ is taken once: the replays are stale, and add no peer.
+		# 2: the seal covers the IP addresses: the 60 replays from A's port addresses
+		# to B's (not the addresses A sealed the REQ for) and the 30 forged ones are
+		# bad tags (before: the 60 opened, and only freshness refused them);
+		# 6: a sealed REQ is taken once: the replays from A's own address are stale.
+		# No peer added.
 		c=$(e2e_admin b counters)
 		echo "b: aead $(jq -c '.worker | with_entries(select(.key | startswith("aead_rx")))' <<<"$c")"
-		jq -e '.worker.aead_rx_stale >= 1 and .worker.aead_rx_bad_tag >= 1 and
+		jq -e '.worker.aead_rx_stale >= 1 and .worker.aead_rx_bad_tag >= 90 and
 		       .peers.added == 1' <<<"$c" >/dev/null ||
 			fail "aead: replayed REQs taken: $(jq -c '{w: .worker, p: .peers}' <<<"$c")"
-		ok "aead: the replayed REQs were refused as stale, the forged ones as bad tags; no peer added"
+		ok "aead: REQs replayed from other addresses and forged ones refused as bad tags, those from A's own as stale; no peer added"
 	fi
 	for n in a b; do
 		e2e_stop $n

@@ -63,10 +63,11 @@ pkt() { sed 's/../& /g; s/^/0000 /' <<<"$1"; }
 	pkt "$(common 1 0x11 0x81 3 7 9 1)09089b06"
 	pkt "$(common 1 0x11 0x81 3 7 9 1)09089b07"
 	# 19 KEEPALIVE with a "token" tag; 20 CONNECT_REQ of mode token with its key;
-	#   21 a sealed ("aead") SEND: 4 bytes of ciphertext, then key id 3, sender, seq 77, GCM tag.
+	#   21 a sealed ("aead") SEND (AEAD and AEAD_IP): 4 bytes of ciphertext, then key id 3,
+	#   sender, seq 77, GCM tag.
 	pkt "$(common 1 0x11 0x41 0 7 9 1)0102030405060708"
 	pkt "$(common 1 0x20 0 0 0 9 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)04000001000000112233445566778899aabbccddeeff"
-	pkt "$(common 1 0x03 0x20 0 7 9 1)$(data 1 1 1 0 0 0 4 0 0 0)deadbeef$(h32 3)$(h64 0x1122334455667788)$(h64 77)$(zeros 16)"
+	pkt "$(common 1 0x03 0x30 0 7 9 1)$(data 1 1 1 0 0 0 4 0 0 0)deadbeef$(h32 3)$(h64 0x1122334455667788)$(h64 77)$(zeros 16)"
 	# 22 CONNECT_REP with port addresses (ext flag 0x01): port 0 10.1.0.2, port 1 fd02::2;
 	#   23 the same, its extension cut short (malformed).
 	ext="$(h16 37)02""0004""0a010002$(zeros 12)""0106""fd02$(zeros 13)02"
@@ -105,7 +106,8 @@ expect 17 "mroc.opcode mroc.flags.icrc mroc.flags.ack_req mroc.path_id mroc.icrc
 expect 18 "mroc.icrc.status" "bad"
 expect 19 "mroc.opcode mroc.flags.tag mroc.tag" "0x11 1 0102030405060708"
 expect 20 "mroc.cm.sec mroc.cm.key" "1 00112233445566778899aabbccddeeff"
-expect 21 "mroc.flags.aead mroc.aead.key_id mroc.aead.seq mroc.data.payload_len" "1 3 77 4"
+expect 21 "mroc.flags.aead mroc.flags.aead_ip mroc.aead.key_id mroc.aead.seq mroc.data.payload_len" \
+	"1 1 3 77 4"
 expect 22 "mroc.cm.ext_flags mroc.cm.ext_len mroc.cm.port_addrs mroc.cm.port" "0x01 37 2 0,1"
 expect 22 "mroc.cm.port_ip mroc.cm.port_ip6" "10.1.0.2 fd02::2"
 info=$(ts -r "$TMP/hand.pcap" -Y "frame.number == 1" -T fields -e _ws.col.Info)

@@ -4,7 +4,8 @@
  * sealed, with its payload encrypted on the wire; a flipped bit anywhere
  * (header, payload, trailer) or an unknown key id is refused and counted;
  * nonces never repeat; packets without the flag pass as plain; a daemon
- * without keys hands a sealed REQ on as unverified.
+ * without keys hands a sealed REQ on as unverified; a packet opens only
+ * between the IP addresses it was sealed for (#24 case 2).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -18,6 +19,11 @@
 #include "aead.h"
 
 #define PLEN	256
+
+/* The addresses the packets of these tests go between (A -> B), and a third host's. */
+static const struct mroc_addr A = { .family = AF_INET, .bytes = { 10, 0, 0, 1 } },
+			      B = { .family = AF_INET, .bytes = { 10, 0, 0, 2 } },
+			      C = { .family = AF_INET, .bytes = { 10, 0, 0, 3 } };
 
 static struct aead_keyset keyset(uint32_t id, uint8_t fill)
 {
@@ -51,7 +57,7 @@ static void seal_one(struct aead *a, struct sealed *s)
 
 	s->olen = b.len = write_pkt(s->buf);
 	memcpy(s->orig, s->buf, s->olen);
-	assert_int_equal(aead_seal(a, &b), 0);
+	assert_int_equal(aead_seal(a, &b, &A, &B), 0);
 	s->len = b.len;
 }
 
@@ -73,11 +79,11 @@ static void test_round_trip(void **state)
 	assert_null(memmem(s.buf, s.len, "ABCDEFGHIJ", 10));
 	assert_memory_equal(s.buf + 3, s.orig + 3, MROC_DATA_OVERHEAD - 3);
 	memcpy(copy, s.buf, s.len);
-	assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), (int)s.olen);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &A, &B, &sealed), (int)s.olen);
 	assert_int_equal(sealed, ENGINE_RX_SEALED);
 	assert_memory_equal(s.buf, s.orig, s.olen);
 	/* The same bytes again open again (replays are the transport's to refuse). */
-	assert_int_equal(aead_open(rx, copy, s.len, &sealed), (int)s.olen);
+	assert_int_equal(aead_open(rx, copy, s.len, &A, &B, &sealed), (int)s.olen);
 	/* The next packet's nonce differs: another ciphertext for the same payload. */
 	seal_one(tx, &s);
 	assert_memory_not_equal(s.buf + MROC_DATA_OVERHEAD, copy + MROC_DATA_OVERHEAD, PLEN);
@@ -106,7 +112,7 @@ static void test_flipped_bits(void **state)
 			continue;		/* the flag itself: then it is not sealed */
 		memcpy(pkt, s.buf, s.len);
 		pkt[i] ^= (uint8_t)(1u << (i % 8));
-		assert_true(aead_open(rx, pkt, s.len, &sealed) < 0);
+		assert_true(aead_open(rx, pkt, s.len, &A, &B, &sealed) < 0);
 		tried++;
 	}
 	aead_get_stats(rx, &st);
@@ -139,11 +145,11 @@ static void test_wrong_key(void **state)
 	assert_null(none);
 	seal_one(tx, &s);
 	memcpy(pkt, s.buf, s.len);
-	assert_int_equal(aead_open(rx6, pkt, s.len, &sealed), -ENOKEY);
+	assert_int_equal(aead_open(rx6, pkt, s.len, &A, &B, &sealed), -ENOKEY);
 	aead_get_stats(rx6, &st);
 	assert_int_equal(st.rx_bad_key, 1);
 	memcpy(pkt, s.buf, s.len);
-	assert_int_equal(aead_open(rx5b, pkt, s.len, &sealed), -EBADMSG);
+	assert_int_equal(aead_open(rx5b, pkt, s.len, &A, &B, &sealed), -EBADMSG);
 	aead_get_stats(rx5b, &st);
 	assert_int_equal(st.rx_bad_tag, 1);
 	aead_destroy(tx);
@@ -163,22 +169,22 @@ static void test_plain_and_keyless(void **state)
 	(void)state;
 	assert_int_equal(aead_create(&ks, 0, &tx), 0);
 	assert_int_equal(aead_create(&ks, 0, &rx), 0);
-	assert_int_equal(aead_open(rx, pkt, len, &sealed), (int)len);
+	assert_int_equal(aead_open(rx, pkt, len, &A, &B, &sealed), (int)len);
 	assert_int_equal(sealed, ENGINE_RX_PLAIN);
 	seal_one(tx, &s);
-	assert_int_equal(aead_open(NULL, s.buf, s.len, &sealed), (int)s.olen);
+	assert_int_equal(aead_open(NULL, s.buf, s.len, &A, &B, &sealed), (int)s.olen);
 	assert_int_equal(sealed, ENGINE_RX_UNVERIFIED);
-	assert_false(s.buf[2] & MROC_F_SEALED);
+	assert_false(s.buf[2] & (MROC_F_SEALED | MROC_F_SEALED_IP));
 	/* Shorter than a trailer. */
 	pkt[2] |= MROC_F_SEALED;
-	assert_int_equal(aead_open(rx, pkt, MROC_HDR_LEN + 4, &sealed), -EMSGSIZE);
+	assert_int_equal(aead_open(rx, pkt, MROC_HDR_LEN + 4, &A, &B, &sealed), -EMSGSIZE);
 	/* A refusal marked plain is not sealed. */
 	{
 		struct engine_txbuf b = { .data = pkt, .cap = sizeof(pkt), .len = len,
 					  .plain = true };
 
 		pkt[2] = 0;
-		assert_int_equal(aead_seal(tx, &b), 0);
+		assert_int_equal(aead_seal(tx, &b, &A, &B), 0);
 		assert_int_equal(b.len, len);
 		assert_int_equal(pkt[2], 0);
 	}
@@ -205,11 +211,12 @@ static void test_full_buffer(void **state)
 	buf[0] = MROC_WIRE_VERSION;
 	buf[1] = MROC_OP_WRITE;
 	b.len = b.cap;				/* as engine_tx would fill it */
-	aead_seal_all(tx, &b, 1);
+	aead_unreserve(tx, &b, 1);
+	assert_int_equal(aead_seal(tx, &b, &A, &B), 0);
 	aead_get_stats(tx, &st);
 	assert_int_equal(st.tx_failed, 0);
 	assert_int_equal(b.len, sizeof(buf));
-	assert_int_equal(aead_open(rx, buf, b.len, &sealed), MROC_DATA_OVERHEAD + 1024);
+	assert_int_equal(aead_open(rx, buf, b.len, &A, &B, &sealed), MROC_DATA_OVERHEAD + 1024);
 	assert_int_equal(sealed, ENGINE_RX_SEALED);
 	aead_destroy(tx);
 	aead_destroy(rx);
@@ -226,7 +233,7 @@ static void seal_req(struct aead *a, struct sealed *s)
 	s->buf[11] = 0x99;			/* src QPN */
 	s->olen = b.len = MROC_HDR_LEN + MROC_CM_HDR_LEN;
 	memcpy(s->orig, s->buf, s->olen);
-	assert_int_equal(aead_seal(a, &b), 0);
+	assert_int_equal(aead_seal(a, &b, &A, &B), 0);
 	s->len = b.len;
 }
 
@@ -252,22 +259,22 @@ static void test_req_replay(void **state)
 	aead_share_replay(rx2, rx);
 	seal_req(tx, &s);
 	memcpy(copy, s.buf, s.len);
-	assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), (int)s.olen);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &A, &B, &sealed), (int)s.olen);
 	assert_int_equal(sealed, ENGINE_RX_SEALED);
 	memcpy(s.buf, copy, s.len);
-	assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), -ESTALE);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &A, &B, &sealed), -ESTALE);
 	memcpy(s.buf, copy, s.len);
-	assert_int_equal(aead_open(rx2, s.buf, s.len, &sealed), -ESTALE);
+	assert_int_equal(aead_open(rx2, s.buf, s.len, &A, &B, &sealed), -ESTALE);
 	/* Sealed before this one started: refused too. */
 	assert_int_equal(aead_create(&ks, 0, &later), 0);
 	memcpy(s.buf, copy, s.len);
-	assert_int_equal(aead_open(later, s.buf, s.len, &sealed), -ESTALE);
+	assert_int_equal(aead_open(later, s.buf, s.len, &A, &B, &sealed), -ESTALE);
 	aead_get_stats(rx, &st);
 	assert_int_equal(st.rx_stale, 1);
 	assert_int_equal(st.rx_opened, 1);
 	/* The sender's next REQ is taken. */
 	seal_req(tx, &s2);
-	assert_int_equal(aead_open(rx2, s2.buf, s2.len, &sealed), (int)s2.olen);
+	assert_int_equal(aead_open(rx2, s2.buf, s2.len, &A, &B, &sealed), (int)s2.olen);
 	aead_destroy(tx);
 	aead_destroy(rx);
 	aead_destroy(rx2);
@@ -293,22 +300,133 @@ static void test_forged_senders(void **state)
 	assert_int_equal(aead_create(&ks, 0, &rx), 0);
 	seal_one(tx, &s);
 	memcpy(pkt, s.buf, s.len);
-	assert_int_equal(aead_open(rx, pkt, s.len, &sealed), (int)s.olen);
+	assert_int_equal(aead_open(rx, pkt, s.len, &A, &B, &sealed), (int)s.olen);
 	for (uint32_t i = 0; i < 20000; i++) {
 		memcpy(pkt, s.buf, s.len);
 		memcpy(pkt + s.olen + 4, &i, sizeof(i));	/* every slot of the cache, in turn */
 		pkt[s.olen + 4 + 7] ^= (uint8_t)(i * 7);
-		assert_true(aead_open(rx, pkt, s.len, &sealed) < 0);
+		assert_true(aead_open(rx, pkt, s.len, &A, &B, &sealed) < 0);
 	}
 	aead_get_stats(rx, &st);
 	assert_true(st.rx_derive_limited >= 20000 - AEAD_DERIVE_BURST - 2 * AEAD_DERIVE_PER_S);
 	assert_int_equal(st.rx_bad_tag + st.rx_derive_limited, 20000);
 	for (int k = 0; k < 100; k++) {
 		seal_one(tx, &s);
-		assert_int_equal(aead_open(rx, s.buf, s.len, &sealed), (int)s.olen);
+		assert_int_equal(aead_open(rx, s.buf, s.len, &A, &B, &sealed), (int)s.olen);
 	}
 	aead_get_stats(rx, &st);
 	assert_int_equal(st.rx_opened, 101);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
+/* Open a copy of s as if it came from src to dst. */
+static int open_as(struct aead *rx, const struct sealed *s, const struct mroc_addr *src,
+		   const struct mroc_addr *dst)
+{
+	uint8_t pkt[1024], sealed;
+
+	memcpy(pkt, s->buf, s->len);
+	return aead_open(rx, pkt, s->len, src, dst, &sealed);
+}
+
+/*
+ * #24 case 2: the seal covers the IP addresses.  A packet sealed for A -> B
+ * is refused from another source, to another destination and reflected;
+ * a captured CONNECT_REQ sent again from another host is refused as a bad
+ * tag without being taken, so the requester's own copy still connects.
+ * IPv6 alike; an address of the other family is another address.
+ */
+static void test_other_addresses(void **state)
+{
+	static const struct mroc_addr A6 = { .family = AF_INET6,
+					     .bytes = { 0xfd, 0, [15] = 1 } },
+				      B6 = { .family = AF_INET6,
+					     .bytes = { 0xfd, 0, [15] = 2 } },
+				      C6 = { .family = AF_INET6,
+					     .bytes = { 0xfd, 0, [14] = 1, [15] = 1 } };
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	struct sealed s;
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	seal_one(tx, &s);
+	assert_true(s.buf[2] & MROC_F_SEALED_IP);
+	assert_int_equal(open_as(rx, &s, &C, &B), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &A, &C), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &B, &A), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &A6, &B6), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &A, &B), (int)s.olen);
+
+	/* A REQ captured on the wire, sent again from C first: not taken, so A's own is. */
+	seal_req(tx, &s);
+	assert_int_equal(open_as(rx, &s, &C, &B), -EBADMSG);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_stale, 0);
+	assert_int_equal(open_as(rx, &s, &A, &B), (int)s.olen);
+	assert_int_equal(open_as(rx, &s, &A, &B), -ESTALE);
+
+	/* IPv6. */
+	{
+		struct engine_txbuf b = { .data = s.buf, .cap = sizeof(s.buf) };
+
+		s.olen = b.len = write_pkt(s.buf);
+		assert_int_equal(aead_seal(tx, &b, &A6, &B6), 0);
+		s.len = b.len;
+	}
+	assert_int_equal(open_as(rx, &s, &C6, &B6), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &A6, &C6), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &A, &B), -EBADMSG);
+	assert_int_equal(open_as(rx, &s, &A6, &B6), (int)s.olen);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_bad_tag, 8);
+	assert_int_equal(st.rx_opened, 3);
+	assert_int_equal(st.rx_stale, 1);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
+/*
+ * Sealed without the addresses (MROC_F_SEALED_IP clear: an mrocd from before
+ * they were covered): refused as a key we do not share, never opened.
+ * Addresses not known: nothing is sealed (counted), nothing opened.
+ */
+static void test_addresses_required(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	const struct mroc_addr none = { .family = 0 };
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	struct sealed s;
+	uint8_t pkt[1024];
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	seal_one(tx, &s);
+	s.buf[2] &= (uint8_t)~MROC_F_SEALED_IP;
+	assert_int_equal(open_as(rx, &s, &A, &B), -EPROTO);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_bad_key, 1);
+	seal_one(tx, &s);
+	assert_int_equal(open_as(rx, &s, &A, &none), -EADDRNOTAVAIL);
+	assert_int_equal(open_as(rx, &s, NULL, &B), -EADDRNOTAVAIL);
+	{
+		struct engine_txbuf b = { .data = pkt, .cap = sizeof(pkt), .len = write_pkt(pkt) };
+
+		assert_int_equal(aead_seal(tx, &b, &A, NULL), -EDESTADDRREQ);
+		assert_int_equal(aead_seal(tx, &b, &A, &(struct mroc_addr){ .family = AF_INET6 }),
+				 -EDESTADDRREQ);
+		assert_int_equal(b.len, MROC_DATA_OVERHEAD + PLEN);
+		assert_false(pkt[2] & MROC_F_SEALED);
+	}
+	aead_get_stats(tx, &st);
+	assert_int_equal(st.tx_failed, 2);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.rx_opened, 0);
 	aead_destroy(tx);
 	aead_destroy(rx);
 }
@@ -323,6 +441,8 @@ int main(void)
 		cmocka_unit_test(test_full_buffer),
 		cmocka_unit_test(test_req_replay),
 		cmocka_unit_test(test_forged_senders),
+		cmocka_unit_test(test_other_addresses),
+		cmocka_unit_test(test_addresses_required),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -301,6 +301,9 @@ static void plain_send(int fd, int family, int tos, const struct mroc_addr *a, u
  * Receive one datagram: its seq (payload checked), TOS / traffic class and
  * source port.  The backend ends every packet with the ICRC: checked and removed.
  */
+/* The source address of plain_recv's last packet (IPv4-mapped as IPv4). */
+static struct mroc_addr plain_from;
+
 static void plain_recv(int fd, uint32_t *seq, int *tos, uint16_t *sport)
 {
 	struct sockaddr_storage me;
@@ -325,6 +328,17 @@ static void plain_recv(int fd, uint32_t *seq, int *tos, uint16_t *sport)
 	assert_true(n > 0);
 	*sport = ntohs(ss.ss_family == AF_INET ? ((struct sockaddr_in *)&ss)->sin_port :
 			       ((struct sockaddr_in6 *)&ss)->sin6_port);
+	memset(&plain_from, 0, sizeof(plain_from));
+	if (ss.ss_family == AF_INET) {
+		plain_from.family = AF_INET;
+		plain_from.v4 = ((struct sockaddr_in *)&ss)->sin_addr;
+	} else if (IN6_IS_ADDR_V4MAPPED(&((struct sockaddr_in6 *)&ss)->sin6_addr)) {
+		plain_from.family = AF_INET;
+		memcpy(&plain_from.v4, &((struct sockaddr_in6 *)&ss)->sin6_addr.s6_addr[12], 4);
+	} else {
+		plain_from.family = AF_INET6;
+		plain_from.v6 = ((struct sockaddr_in6 *)&ss)->sin6_addr;
+	}
 	assert_int_equal(getsockname(fd, (struct sockaddr *)&me, &melen), 0);
 	n = frame_icrc_open(buf, (size_t)n, *sport,
 			    ntohs(me.ss_family == AF_INET ? ((struct sockaddr_in *)&me)->sin_port :
@@ -379,6 +393,7 @@ static void test_exchange_v4(void **state)
 	assert_true(check(pkt.data, pkt.len, &seq));
 	assert_int_equal(seq, 7);
 	assert_true(addr_eq(&pkt.src, &a.cfg.local));
+	assert_true(addr_eq(&pkt.dst, &b.cfg.local));	/* "aead" opens with both */
 	assert_int_equal(pkt.sport, a.cfg.sport_min + 3);
 	assert_false(pkt.ce);
 	release(&b, &pkt, 1);
@@ -720,6 +735,20 @@ static void test_ipv6(void **state)
 }
 
 /* No local address: one socket for IPv4 (as IPv4-mapped) and IPv6; DSCP on every packet. */
+/* backend.seal for the tests: what it was given (the packet is left as it is). */
+static struct mroc_addr sealed_src, sealed_dst;
+static int sealed_n;
+
+static void record_seal(void *ctx, struct engine_txbuf *b, const struct mroc_addr *src,
+			const struct mroc_addr *dst)
+{
+	(void)ctx;
+	(void)b;
+	sealed_src = *src;
+	sealed_dst = *dst;
+	sealed_n++;
+}
+
 static void test_dual_stack(void **state)
 {
 	struct side a = { 0 };
@@ -751,11 +780,22 @@ static void test_dual_stack(void **state)
 		 a.cfg.sport_max, q);
 	assert_string_equal(a.be->ops->describe(a.be), want);
 
+	/*
+	 * Sealed ("aead") from a wildcard socket: the seal is given the
+	 * addresses the packet really leaves with (the source the route gives,
+	 * set on the packet; #24 case 2).
+	 */
+	a.be->seal = record_seal;
 	send_seqs(&a, handle_of(&a, &c), 1, 1, a.cfg.sport_min, true);
 	plain_recv(fd4, &seq, &tos, &sport);
 	assert_int_equal(seq, 1);
 	assert_int_equal(tos, 10 << 2 | 2);
 	assert_int_equal(sport, a.cfg.sport_min);
+	assert_int_equal(sealed_n, 1);
+	assert_int_equal(sealed_src.family, AF_INET);
+	assert_true(addr_eq(&sealed_src, &plain_from));
+	assert_true(addr_eq(&sealed_dst, &c));
+	a.be->seal = NULL;
 
 	plain_send(fd4, AF_INET, 3, &c, a.cfg.udp_port, 2);
 	recv_one(&a, &pkt);
@@ -763,6 +803,7 @@ static void test_dual_stack(void **state)
 	assert_int_equal(seq, 2);
 	assert_int_equal(pkt.src.family, AF_INET);
 	assert_true(addr_eq(&pkt.src, &c));
+	assert_true(addr_eq(&pkt.dst, &c));	/* sent to c: A listens on every address */
 	assert_int_equal(pkt.sport, q);
 	assert_true(pkt.ce);
 	release(&a, &pkt, 1);
@@ -783,6 +824,7 @@ static void test_dual_stack(void **state)
 		recv_one(&a, &pkt);
 		assert_int_equal(pkt.src.family, AF_INET6);
 		assert_true(addr_eq(&pkt.src, &lo6));
+		assert_true(addr_eq(&pkt.dst, &lo6));
 		assert_true(pkt.ce);
 		release(&a, &pkt, 1);
 		close(fd6);

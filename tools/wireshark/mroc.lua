@@ -29,8 +29,9 @@ local mroc = Proto("mroc", "MetaRoCE (mroc)")
 local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN = 16, 44, 64, 24
 local WIRE_VERSION, MAX_PATHS, SACK_BITS = 1, 16, 256
 local DEFAULT_PORT = 4793
-local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x18, 4
+local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x08, 4
 local F_TAG, TAG_LEN, F_AEAD, AEAD_LEN, CM_KEY_LEN = 0x40, 8, 0x20, 36, 16
+local F_AEAD_IP = 0x10
 
 local opcodes = {
 	[0x01] = "WRITE", [0x02] = "WRITE_IMM", [0x03] = "SEND", [0x04] = "SEND_IMM",
@@ -73,6 +74,8 @@ local f = {
 	flag_icrc = F.bool("mroc.flags.icrc", "ICRC (a CRC32C trailer follows)", 8, nil, F_ICRC),
 	flag_tag = F.bool("mroc.flags.tag", "TAG (a SipHash tag follows, mode token)", 8, nil, F_TAG),
 	flag_aead = F.bool("mroc.flags.aead", "AEAD (sealed: an AES-GCM trailer follows)", 8, nil, F_AEAD),
+	flag_aead_ip = F.bool("mroc.flags.aead_ip", "AEAD_IP (with AEAD: the seal covers the IP addresses)",
+		8, nil, F_AEAD_IP),
 	tag = F.bytes("mroc.tag", "Tag (SipHash-2-4)"),
 	aead_key_id = F.uint32("mroc.aead.key_id", "AEAD key id", base.DEC),
 	aead_sender = F.uint64("mroc.aead.sender", "AEAD sender (per daemon start)", base.HEX),
@@ -187,6 +190,7 @@ local function dissect_common(tvb, tree)
 	ft:add(f.flag_icrc, tvb(2, 1))
 	ft:add(f.flag_tag, tvb(2, 1))
 	ft:add(f.flag_aead, tvb(2, 1))
+	ft:add(f.flag_aead_ip, tvb(2, 1))
 	ft:add(f.flag_undef, tvb(2, 1))
 	local names = {}
 	if bit32.band(flags, 0x01) ~= 0 then names[#names + 1] = "ACK_REQ" end
@@ -195,6 +199,7 @@ local function dissect_common(tvb, tree)
 	if bit32.band(flags, F_ICRC) ~= 0 then names[#names + 1] = "ICRC" end
 	if bit32.band(flags, F_TAG) ~= 0 then names[#names + 1] = "TAG" end
 	if bit32.band(flags, F_AEAD) ~= 0 then names[#names + 1] = "AEAD" end
+	if bit32.band(flags, F_AEAD_IP) ~= 0 then names[#names + 1] = "AEAD_IP" end
 	if #names > 0 then ft:append_text(" (" .. table.concat(names, ", ") .. ")") end
 	tree:add(f.path_id, tvb(3, 1))
 	tree:add(f.dst_qpn, tvb(4, 4))
