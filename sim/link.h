@@ -35,6 +35,8 @@ struct sim_link_cfg {
 	uint64_t delay_ns;		/* propagation delay */
 	uint64_t queue_bytes;		/* drop-tail limit in wire bytes; 0 = unlimited */
 	uint64_t ecn_bytes;		/* mark CE on ECT packets arriving above this; 0 = off */
+	bool ecn_virtual;		/* ... above this in a virtual queue, as scripts/fabric's
+					 * impair.bpf.c has it (link.c link_ecn_over) */
 	double loss;			/* independent random loss probability, 0..1 */
 	bool loss_at_enqueue;		/* lose before the queue (a lost packet uses no rate),
 					 * as scripts/fabric's impairment in front of its TBF */
@@ -89,6 +91,8 @@ struct sim_link {
 	uint64_t ser_rem;		/* carry of the serialisation division */
 	uint64_t tokens;		/* token bucket: bits x 1e9 (bit-nanoseconds at 1 bit/s) */
 	uint64_t tokens_at;		/* when tokens was last brought up to date */
+	uint64_t vq_bytes;		/* ecn_virtual: the virtual queue's backlog ... */
+	uint64_t vq_at;			/* ... as of this time */
 	bool busy;			/* the head is being serialised */
 	struct link_pfc pfc;
 	uint32_t src, dst;		/* a downlink: src = dst = its host */

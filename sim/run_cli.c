@@ -39,6 +39,8 @@ const char run_cli_usage[] =
 "  --rto-min US      engine's minimum RTO (default 200)\n"
 "  --rto-init US     engine's first RTO\n"
 "  --burst SIZE      planes shaped by a token bucket this deep (TBF), not a link\n"
+"  --ecn-virtual     mark CE on a virtual queue in front of the planes, blind to\n"
+"                    the TBF's bucket, as scripts/fabric's impair.bpf.c does\n"
 "  --loss-first      random loss before the queue (as tc on the fabric), not on the wire\n"
 "  --daemon          mrocd's engine defaults (no link rate: no rate hints)\n"
 "  --host-delay US@MS  every ACK delayed US more from MS on (a busy host)\n"
@@ -180,7 +182,7 @@ enum {
 	OPT_MODE, OPT_PATHS, OPT_MTU, OPT_BYTES, OPT_MSG, OPT_OUTSTANDING, OPT_MIX,
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_TRACE,
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
-	OPT_BURST, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
+	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
 	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT,
 };
 
@@ -212,6 +214,7 @@ static const struct option run_opts[] = {
 	{ "limit", required_argument, NULL, OPT_LIMIT },
 	{ "trace", required_argument, NULL, OPT_TRACE },
 	{ "burst", required_argument, NULL, OPT_BURST },
+	{ "ecn-virtual", no_argument, NULL, OPT_ECN_VIRTUAL },
 	{ "loss-first", no_argument, NULL, OPT_LOSS_FIRST },
 	{ "rto-init", required_argument, NULL, OPT_RTO_INIT },
 	{ "daemon", no_argument, NULL, OPT_DAEMON },
@@ -225,7 +228,8 @@ static const struct option run_opts[] = {
 /*
  * scripts/bench-fabric.sh's fabric-bound half, as the simulator can have it
  * (issue #27): 4 planes of 250 Mbit/s shaped by TBF (burst 64 KiB, limit
- * rate x 20 ms + burst = 675 KiB), CE above 64 KiB, loss in front of the
+ * rate x 20 ms + burst = 675 KiB), CE above 64 KiB of a virtual queue in
+ * front of the TBF (bpf/impair.bpf.c: blind to the bucket), loss in front of the
  * shaper, veth NICs far faster than the planes (10 Gbit/s), the ECMP hash
  * choosing the plane; its daemons' engines (MTU 3380, rto_min 5 ms,
  * rto_init 20 ms, no link rate) and mroc-perf write_bw's 128 x 64 KiB
@@ -238,6 +242,7 @@ static void like_fabric(struct scn_config *cfg)
 	cfg->burst_bytes = 64 * 1024;
 	cfg->queue_bytes = 250000000ULL / 8 / 50 + 64 * 1024;
 	cfg->ecn_bytes = 64 * 1024;
+	cfg->ecn_virtual = true;
 	cfg->loss_at_enqueue = true;
 	cfg->nic_rate_bps = 10000000000ULL;
 	cfg->delay_ns = 10000;
@@ -327,6 +332,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		cfg->delay_target_ns = v * 1000;
 		return 0;
 	case OPT_BURST: return sim_parse_scaled(arg, 1024, &cfg->burst_bytes);
+	case OPT_ECN_VIRTUAL: cfg->ecn_virtual = true; return 0;
 	case OPT_LOSS_FIRST: cfg->loss_at_enqueue = true; return 0;
 	case OPT_RTO_INIT:
 		if (sim_parse_scaled(arg, 1000, &v))

@@ -146,6 +146,7 @@ static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 	sc.link.delay_ns = cfg->delay_ns;
 	sc.link.queue_bytes = cfg->queue_bytes;
 	sc.link.ecn_bytes = cfg->ecn_bytes;
+	sc.link.ecn_virtual = cfg->ecn_virtual;
 	sc.link.loss = cfg->loss;
 	sc.link.loss_at_enqueue = cfg->loss_at_enqueue;
 	sc.link.burst_bytes = cfg->burst_bytes;

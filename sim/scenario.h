@@ -26,6 +26,8 @@ struct scn_config {
 	uint64_t delay_ns;
 	uint64_t queue_bytes;
 	uint64_t ecn_bytes;
+	bool ecn_virtual;		/* mark on a virtual queue blind to the TBF's bucket, as
+					 * scripts/fabric does (sim_link_cfg.ecn_virtual) */
 	double loss;			/* every link, both directions */
 	bool loss_at_enqueue;		/* lost before the queue, using no rate (scripts/fabric) */
 	uint64_t burst_bytes;		/* > 0: planes shape with a token bucket this deep (TBF) */
