@@ -30,6 +30,13 @@
 /* Bytes of Ethernet + IPv4 + UDP + FCS/preamble we charge per packet for windows. */
 #define ENGINE_L2L4_OVERHEAD	0
 
+/*
+ * Tail-loss probes a path sends before its RTO, a probe time apart (path.c
+ * path_arm_probe); one only while its probe time is a borrowed RTT
+ * (path_probe_max).
+ */
+#define TLP_MAX			3
+
 #define NSEC_PER_USEC		1000ULL
 #define NSEC_PER_MSEC		1000000ULL
 #define NSEC_PER_SEC		1000000000ULL
@@ -70,7 +77,7 @@ struct path {
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
-	bool probed;		/* a tail-loss probe went out since the last progress */
+	uint8_t probes;		/* tail-loss probes sent since the last progress */
 	bool probe_pending;	/* send one probe on this path now */
 	uint64_t probe_at;	/* timed-out path: when to probe it next */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
@@ -542,6 +549,8 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 		 enum engine_repath_why why);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
+/* Tail-loss probes the path may send before its RTO (TLP_MAX, or 1 on a borrowed RTT). */
+unsigned path_probe_max(const struct path *p);
 /* The timer at the tail-loss probe's time from now if that is before the RTO's, else the RTO's. */
 void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */

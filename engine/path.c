@@ -158,20 +158,45 @@ static uint64_t probe_timeout(const struct engine *eng, const struct qp *qp, str
 		    : 0;
 }
 
+/*
+ * Up to TLP_MAX (internal.h) probes go out before the RTO, a probe time apart
+ * (2, 4, 6 sRTTs after the last progress): one that is lost, or whose ACK
+ * is, leaves the next to expose the tail.  Not spaced wider: where the
+ * hosts' stalls inflate sRTT and RTTVAR (load 16 on 2 cores: sRTT 2-8 ms,
+ * RTO 6-29 ms), probes spaced 2, 4, 8 sRTTs fitted one before the RTO.  With one, a path of a window of a packet or two
+ * at 10 % loss both ways timed out on one lost tail in five: bench-fabric's
+ * planes, where CE marks begin with any queue, hold windows that small,
+ * and each RTO cost the path an RTO of silence, a probe time, a new port
+ * and a window of one (85-290 RTOs per 4 s run, issue #27).  A probe carries
+ * new data when there is some, so on a busy QP it costs nothing; a QP with
+ * nothing new sends copies, at most TLP_MAX per RTO.
+ */
+/*
+ * A path without an RTT sample of its own times its probe by a borrowed one
+ * (probe_srtt), a guess: it probes once.  Probing again on the guess copied
+ * a slow plane's first packet three times (test_skew_lossless: a 30 us plane
+ * timing its probes by a 2 us sibling).
+ */
+unsigned path_probe_max(const struct path *p)
+{
+	return p->srtt ? TLP_MAX : 1;
+}
+
 void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
 {
 	uint64_t pto = probe_timeout(eng, qp, p);
 
-	if (!p->probed && pto && now + pto < p->rto_at)
+	if (p->probes < path_probe_max(p) && pto && now + pto < p->rto_at)
 		p->rto_deadline = now + pto;
 	else
 		p->rto_deadline = p->rto_at;
 }
 
 /*
- * Arm the path's timer.  Before the RTO proper, one tail-loss probe goes out
- * after two smoothed RTTs without progress: its ACK exposes a lost tail that
- * no later packet would reveal (RACK-TLP's idea).
+ * Arm the path's timer.  Before the RTO proper, a tail-loss probe goes out
+ * after two smoothed RTTs without progress (and more, spaced wider, while
+ * none is answered: path_arm_probe): its ACK exposes a lost tail that no
+ * later packet would reveal (RACK-TLP's idea).
  */
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
 {
@@ -196,7 +221,7 @@ void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct p
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *s = &qp->paths[i];
 
-		if (s == p || s->srtt || s->probed || !s->inflight || !s->rto_deadline ||
+		if (s == p || s->srtt || s->probes || !s->inflight || !s->rto_deadline ||
 		    s->rto_deadline != s->rto_at || now + pto >= s->rto_at)
 			continue;
 		s->rto_deadline = now + pto;
@@ -483,7 +508,7 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	if (p->state == PATH_TIMEDOUT && qp_heard(qp) > p->timedout_at)
 		backoff = 0;
 	p->backoff = backoff;
-	p->probed = false;
+	p->probes = 0;
 }
 
 /*

@@ -410,7 +410,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
 		p->backoff = 0;
-		p->probed = false;
+		p->probes = 0;
 		p->state = PATH_ACTIVE;
 		p->probe_at = 0;
 	}
@@ -605,15 +605,17 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			 * 2,374 packets the receiver had or was about to get in a
 			 * lossless 1 MiB AllToAll, 15 % more bytes (issue #23).
 			 */
-			if (!p->probed && qp->mops->tail_probe && !p->srtt &&
+			if (!p->probes && qp->mops->tail_probe && !p->srtt &&
 			    older_unanswered(qp, p, now)) {
 				path_arm_probe(eng, qp, p, now);
 				continue;
 			}
-			if (!p->probed && qp->mops->tail_probe) {
-				p->probed = true;
+			if (p->probes < path_probe_max(p) && qp->mops->tail_probe) {
+				p->probes++;
 				p->probe_pending = true;
 				qp_wake(eng, qp);
+				path_arm_probe(eng, qp, p, now);	/* the next probe, or the RTO */
+				continue;
 			}
 			p->rto_deadline = p->rto_at;
 			continue;
