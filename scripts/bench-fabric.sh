@@ -145,19 +145,28 @@ cpu_snap() { awk '$1 == "cpu" { t = 0; for (i = 2; i <= NF; i++) t += $i; print 
 cpu_busy() { awk -v a="$1" -v b="$2" 'BEGIN { split(a, x, " "); split(b, y, " "); t = y[1] - x[1]; i = y[2] - x[2]
 	if (t > 0) printf "%.2f", 1 - i / t }'; }
 
-# rx_snap HOST: the time and "peer/qpn=rx_bytes" of every QP of that mrocd that has
-# received payload.
+# rx_snap HOST: the time, "ok" and "peer/qpn=rx_bytes" of every QP of that mrocd that has
+# received payload; "TIME fail" if mrocd did not answer (three tries: under load the
+# admin socket can be slow, and a lost snapshot read as a run of 0 Gbit/s).
 rx_snap() {
-	echo "$EPOCHREALTIME $("$CLI" -j -S "$BL_DIR/h$1.admin" qp show 2>/dev/null |
-		jq -r '[.qps[]? | select(.rx_bytes > 0) | "\(.peer)/\(.qpn)=\(.rx_bytes)"] | join(" ")' 2>/dev/null)"
+	local j t i
+	for i in 1 2 3; do
+		t=$EPOCHREALTIME
+		j=$("$CLI" -j -S "$BL_DIR/h$1.admin" qp show 2>/dev/null) && [ -n "$j" ] && break
+		j=
+	done
+	if [ -z "$j" ]; then echo "$t fail"; return; fi
+	echo "$t ok $(jq -r '[.qps[]? | select(.rx_bytes > 0) | "\(.peer)/\(.qpn)=\(.rx_bytes)"] | join(" ")' <<<"$j" 2>/dev/null)"
 }
 # steady SNAP_A SNAP_B: Gbit/s received between two snapshots, per peer ("peer gbps"
-# lines) and in total (a last line "total gbps").
+# lines) and in total (a last line "total gbps"); nothing if either snapshot failed.  A
+# QP that had received nothing at the first (it connected late) counts from 0.
 steady() {
 	printf '%s\n%s\n' "$1" "$2" | awk '
-		NR == 1 { t0 = $1; for (i = 2; i <= NF; i++) { split($i, kv, "="); a[kv[1]] = kv[2] } }
-		NR == 2 { dt = $1 - t0
-			for (i = 2; i <= NF; i++) { split($i, kv, "="); if ((kv[1] in a) && kv[2] > a[kv[1]]) {
+		$2 == "fail" { bad = 1 }
+		NR == 1 { t0 = $1; for (i = 3; i <= NF; i++) { split($i, kv, "="); a[kv[1]] = kv[2] } }
+		NR == 2 && !bad { dt = $1 - t0
+			for (i = 3; i <= NF; i++) { split($i, kv, "="); if (kv[2] > a[kv[1]] + 0) {
 				split(kv[1], pq, "/"); g[pq[1]] += (kv[2] - a[kv[1]]) * 8 / dt / 1e9 } }
 			for (p in g) { printf "%s %.6f\n", p, g[p]; t += g[p] }
 			printf "total %.6f\n", t }'
