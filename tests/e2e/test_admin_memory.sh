@@ -18,14 +18,7 @@ QPS=250
 e2e_require
 [ -x "$PERF" ] || skip "$PERF not built"
 e2e_setup_pair
-e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
-e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
-sed -i -e 's/log_level = "debug"/log_level = "info"/' -e 's/keepalive_ms = 100;/keepalive_ms = 1000;/' \
-	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-e2e_start a "$NS_A"
-e2e_start b "$NS_B"
-e2e_wait_ready a
-e2e_wait_ready b
+e2e_pair_up
 
 # pss_anon NAME: the daemon's private anonymous memory, KiB.
 pss_anon() { awk '$1 == "Pss_Anon:" { print $2 }' "/proc/$(e2e_pid "$1")/smaps_rollup"; }
