@@ -113,6 +113,20 @@ e2e_pair_up() {
 	e2e_wait_ready b
 }
 
+# e2e_start_linked: mrocd a in NS_A and b in NS_B (their configs written), ready, and
+# their control connection up on both (its handshake done before a test's own).
+e2e_start_linked() {
+	local n
+	e2e_start a "$NS_A"
+	e2e_start b "$NS_B"
+	e2e_wait_ready a
+	e2e_wait_ready b
+	for n in a b; do
+		e2e_wait $n links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
+			fail "$n: no control connection: $(e2e_admin $n links)"
+	done
+}
+
 # e2e_start NAME NETNS: mrocd in the namespace, with our own NOTIFY_SOCKET listener.
 e2e_start() {
 	local name=$1 ns=$2

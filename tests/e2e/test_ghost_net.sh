@@ -52,15 +52,7 @@ run() {
 	sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 	echo "security = { mode = \"$mode\"; key_file = \"$KEYS\"; };" | tee -a "$E2E_DIR/a.conf" \
 		>>"$E2E_DIR/b.conf"
-	e2e_start a "$NS_A"
-	e2e_start b "$NS_B"
-	e2e_wait_ready a
-	e2e_wait_ready b
-	# The daemons' own control connection first: its handshake is no ghost's.
-	for n in a b; do
-		e2e_wait $n links '[.links[] | select(.state == "up")] | length >= 1' 10 ||
-			fail "$mode: $n: no control connection: $(e2e_admin $n links)"
-	done
+	e2e_start_linked	# the daemons' own handshake before the ghosts: it is none
 
 	MROC_SOCKET=$E2E_DIR/b.ctl ip netns exec "$NS_B" timeout 60 "$EX/write_server" 40 \
 		>"$E2E_DIR/ws-$mode.out" 2>&1 &
