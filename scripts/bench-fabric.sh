@@ -172,13 +172,18 @@ steady() {
 			printf "total %.6f\n", t }'
 }
 
+# sleep_until T0 SECS: sleep until SECS after the time T0 ($EPOCHREALTIME); at once if past.
+sleep_until() {
+	sleep "$(awk -v t="$1" -v s="$2" -v now="$EPOCHREALTIME" 'BEGIN { d = t + s - now; printf "%.3f", (d > 0 ? d : 0) }')"
+}
+
 # mroc_run TAG ARGS...: host 0 writes to host NHOSTS-1 for WARM + SECS seconds; RES
 # is the receiver's goodput over the SECS after the first WARM (empty if the run
 # failed), AVG mroc-perf's whole-run average, ERR why it failed, CNT the sender's
 # counter deltas "data retx rto repath", PPK the data packets per plane, CPU the
 # machine's busy fraction while measuring.
 mroc_run() {
-	local tag=$1 sp cp c0 c1 p0 p1 r=$((NHOSTS - 1)) sa sb u0 j0 j1 k0 k1 name
+	local tag=$1 sp cp c0 c1 p0 p1 r=$((NHOSTS - 1)) sa sb u0 j0 j1 k0 k1 name t0
 	shift
 	RUN_SEQ=$((RUN_SEQ + 1))
 	name=$(printf '%03d-%s' $RUN_SEQ "${RUN_NAME:-$tag}")
@@ -189,16 +194,19 @@ mroc_run() {
 	perf_server "$tag" $r 18515 "$@"
 	sp=$LASTPID
 	sleep 0.3
+	t0=$EPOCHREALTIME
 	perf_client "$tag" 0 $r 18515 -s 65536 -D $((SECS + WARM)) "$@"
 	cp=$LASTPID
 	# the transfer starts within a few ms of the client and lasts WARM + SECS s:
-	# measure from WARM to 0.3 s before its end
-	sleep "$WARM.05"
+	# measure from WARM to 0.35 s before its end, timed from the client's start (at
+	# load 20-26 the snapshots and the path dump took long enough that a measure
+	# slept for after them came after the QP was gone, and read 0 Gbit/s)
+	sleep_until "$t0" "$WARM.05"
 	sa=$(rx_snap $r)
 	u0=$(cpu_snap)
 	# the sender's paths while the QP exists: after the warm-up, and near the end
 	bl_admin 0 -d path show >"$RUNS/$name.paths-mid.json"
-	sleep "$(awk -v s="$SECS" 'BEGIN { print s - 0.45 }')"
+	sleep_until "$t0" "$(awk -v w="$WARM" -v s="$SECS" 'BEGIN { print w + s - 0.35 }')"
 	sb=$(rx_snap $r)
 	CPU=$(cpu_busy "$u0" "$(cpu_snap)")
 	bl_admin 0 -d path show >"$RUNS/$name.paths-end.json"
@@ -341,7 +349,7 @@ exp_loss() {
 			md "#### Loss sweep, 4 planes at $RATE_MBIT Mbit/s each (fabric-bound: $(awk -v r=$RATE_MBIT -v f=$PAYLOAD_FRAC 'BEGIN { printf "%.3f", 4 * r * f / 1000 }') Gbit/s of payload)"
 		fi
 		md ""
-		md "Goodput at the receiver in Gbit/s (median of $REPS runs, each measured over the ${SECS} s after the first ${WARM} s (mroc: from the receiver's counters; the last 0.4 s are left out too); TCP: iperf3 -O $WARM -t $SECS) and, in parentheses, the fraction of the mode's own lossless goodput; last column: retransmitted share of the data packets (TCP: of the segments) sent."
+		md "Goodput at the receiver in Gbit/s (median of $REPS runs, each measured over the ${SECS} s after the first ${WARM} s (mroc: from the receiver's counters; the last 0.35 s are left out too); TCP: iperf3 -O $WARM -t $SECS) and, in parentheses, the fraction of the mode's own lossless goodput; last column: retransmitted share of the data packets (TCP: of the segments) sent."
 		md ""
 		md "| loss % | MetaRoCE 4 paths | MetaRoCE 8 paths | RoCEv2 mode | TCP 1 stream | TCP 4 streams | retx % (Meta 4 / Meta 8 / RoCEv2 / TCP 1 / TCP 4) |"
 		md "|---|---|---|---|---|---|---|"
