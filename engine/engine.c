@@ -278,6 +278,18 @@ lost:
 	return -EPERM;
 }
 
+void engine_port_up(struct engine *eng, unsigned port, uint64_t now)
+{
+	if (eng->cfg.sport_classes < 2 || port >= eng->cfg.sport_classes)
+		return;
+	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+		struct qp *qp = eng->qps[i];
+
+		if (qp && qp->state == ENGINE_QPS_CONNECTED)
+			path_port_up(eng, qp, port, now);
+	}
+}
+
 /* A decaying maximum: a lag counts at once, and fades by 1/8 a batch. */
 void engine_tx_done(struct engine *eng, uint64_t stamped, uint64_t sent)
 {

@@ -349,6 +349,18 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
  */
 void engine_tx_done(struct engine *eng, uint64_t stamped, uint64_t sent);
 
+/*
+ * A host of N ports (cfg.sport_classes = N > 1: a packet leaves by port
+ * sport mod N, or by another while that one is down): port came back up
+ * after it was down.  Paths that moved while it was down drew their
+ * source ports at random, and nothing else moves a path onto a port for
+ * being idle, so the port could stay without its share for good.  Every
+ * connected QP moves paths onto it until it has npaths / N of them
+ * (ENGINE_REPATH_PORT, windows kept); the paths of that port learn their
+ * minimum RTT anew (it was the other port's).  Ignores a port >= N.
+ */
+void engine_port_up(struct engine *eng, unsigned port, uint64_t now);
+
 /* Run timers (RTO, delayed ACK, pacing, CM retries).  Call when due. */
 void engine_advance(struct engine *eng, uint64_t now);
 
@@ -399,6 +411,7 @@ enum engine_counter {
 	EC_REPATH_KEEPALIVE,
 	EC_REPATH_SPREAD,
 	EC_REPATH_EXPLORE,
+	EC_REPATH_PORT,
 	EC_RTO_UNDONE,			/* of EC_RTO_SPURIOUS: undone, window and port back (path.c) */
 	EC_RTO_UNLOST,			/* DSNs an undone RTO had declared lost, found delivered (qp_ack.c) */
 	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
@@ -438,6 +451,7 @@ enum engine_repath_why {
 	ENGINE_REPATH_KEEPALIVE,	/* idle, and a keepalive on it went unanswered */
 	ENGINE_REPATH_SPREAD,		/* every path congested, the QP under 2/3 of the link rate */
 	ENGINE_REPATH_EXPLORE,		/* the QP's slowest path, now and then: a route may be free */
+	ENGINE_REPATH_PORT,		/* onto a port that came back up (engine_port_up) */
 	ENGINE_REPATH__COUNT,
 };
 const char *engine_repath_name(enum engine_repath_why why);

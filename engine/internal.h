@@ -547,6 +547,7 @@ void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t ps
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why);
+void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 /* Tail-loss probes the path may send before its RTO (TLP_MAX, or 1 on a borrowed RTT). */

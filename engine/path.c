@@ -15,23 +15,37 @@
 #define EXPLORE_NS	(20 * NSEC_PER_SEC)	/* / npaths: a QP's exploratory moves at most */
 
 /*
- * A random source port; at a path's first start on a host of N ports
- * (cfg.sport_classes), one of those that leave by port (id + QPN) mod N.
+ * A random source port of class cls: one that leaves by port cls of the
+ * cfg.sport_classes ports (sport mod N).
  */
-static uint16_t random_sport(struct engine *eng, struct qp *qp, const struct path *self)
+static uint16_t class_sport(struct engine *eng, uint32_t cls)
+{
+	uint32_t lo = eng->cfg.sport_min, span = (uint32_t)eng->cfg.sport_max - lo + 1;
+	uint32_t c = eng->cfg.sport_classes;
+	uint32_t off = (cls % c + c - lo % c) % c;
+
+	return (uint16_t)(lo + off + c * prng_below(&eng->rng, (span - 1 - off) / c + 1));
+}
+
+/*
+ * A random source port; on a host of N ports (cfg.sport_classes) one of
+ * class cls when cls >= 0, and at a path's first start one of class
+ * (id + QPN) mod N.
+ */
+static uint16_t random_sport(struct engine *eng, struct qp *qp, const struct path *self, int cls)
 {
 	uint32_t lo = eng->cfg.sport_min, span = (uint32_t)eng->cfg.sport_max - lo + 1;
 	uint32_t c = eng->cfg.sport_classes;
 
-	if (c > 1 && self->sport == 0 && span >= c) {
-		uint32_t off = ((self->id + qp->qpn) % c + c - lo % c) % c;
-
-		return (uint16_t)(lo + off + c * prng_below(&eng->rng, (span - 1 - off) / c + 1));
-	}
+	if (c > 1 && span >= c && cls >= 0)
+		return class_sport(eng, (uint32_t)cls);
+	if (c > 1 && span >= c && self->sport == 0)
+		return class_sport(eng, (self->id + qp->qpn) % c);
 	return (uint16_t)(lo + prng_below(&eng->rng, span));
 }
 
-static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path *self)
+/* cls: the class wanted (random_sport), or -1. */
+static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path *self, int cls)
 {
 	uint16_t port = 0;
 
@@ -39,7 +53,7 @@ static uint16_t pick_sport(struct engine *eng, struct qp *qp, const struct path 
 	for (int tries = 0; tries < 8; tries++) {
 		bool clash = false;
 
-		port = random_sport(eng, qp, self);
+		port = random_sport(eng, qp, self, cls);
 		for (unsigned i = 0; i < qp->npaths; i++)
 			if (&qp->paths[i] != self && qp->paths[i].sport == port)
 				clash = true;
@@ -71,7 +85,7 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, ui
 
 	*p = (struct path){ .sb = sb, .sb_mask = mask, .id = id };
 	memset(sb, 0, (mask + 1) * sizeof(*sb));
-	p->sport = pick_sport(eng, qp, p);
+	p->sport = pick_sport(eng, qp, p, -1);
 	p->next_psn = p->floor = p->psn_hw = qp->isn_psn;
 	p->rto = eng->cfg.rto_init_ns;
 	p->echo_lo = now;	/* nothing was sent on it before */
@@ -458,17 +472,18 @@ static uint64_t explore_ns(const struct qp *qp)
 }
 
 /* EC_REPATH_<why> counts the moves of each reason, in the reasons' order. */
-static_assert(EC_REPATH_EXPLORE - EC_REPATH_TIMEOUT == ENGINE_REPATH_EXPLORE - ENGINE_REPATH_TIMEOUT,
+static_assert(EC_REPATH_PORT - EC_REPATH_TIMEOUT == ENGINE_REPATH_PORT - ENGINE_REPATH_TIMEOUT,
 	      "enum engine_counter's repath reasons follow enum engine_repath_why");
 
-void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
-		 enum engine_repath_why why)
+/* A move to a new source port, of class cls (random_sport) or any (-1). */
+static void repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
+		   enum engine_repath_why why, int cls)
 {
 	uint32_t backoff = p->backoff, pwnd = p->pwnd, ssthresh = p->ssthresh;
 
 	p->prev_sport = p->sport;
 	p->repath_why = (uint8_t)why;
-	p->sport = pick_sport(eng, qp, p);
+	p->sport = pick_sport(eng, qp, p, cls);
 	p->st_repaths++;
 	eng->st.c[EC_REPATH]++;
 	if (why != ENGINE_REPATH_NONE && why < ENGINE_REPATH__COUNT) {
@@ -509,6 +524,76 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 		backoff = 0;
 	p->backoff = backoff;
 	p->probes = 0;
+}
+
+void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
+		 enum engine_repath_why why)
+{
+	repath(eng, qp, p, now, why, -1);
+}
+
+/* Paths of qp whose source port is of class cls (sport mod c). */
+static unsigned class_paths(const struct qp *qp, uint32_t c, uint32_t cls)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < qp->npaths; i++)
+		n += qp->paths[i].sport % c == cls;
+	return n;
+}
+
+/* Of two paths, the one to move onto a port that came back: a live one, delivering least. */
+static bool better_to_move(const struct path *p, const struct path *than)
+{
+	if ((p->state == PATH_ACTIVE) != (than->state == PATH_ACTIVE))
+		return p->state == PATH_ACTIVE;
+	return p->rate_ewma < than->rate_ewma;
+}
+
+/*
+ * Port cls came back (engine_port_up): while it was down, its paths left by
+ * the others and those that moved meanwhile (timeouts, slow rounds) drew
+ * their ports at random, so the QP may have few or none of class cls left,
+ * and no rule of this file moves a path onto a port because it is idle
+ * (explore: one path per EXPLORE_NS / npaths, to any port).  Paths move
+ * from the fullest class onto cls until it has its share (npaths / c), the
+ * live one delivering least of that class first (a timed-out one would
+ * bring the port nothing until an ACK revives it), keeping their windows
+ * (a move that is not a timeout).  Those of class cls that stay now leave by a
+ * route new to them: their minimum RTT, the delay signal's base, was the
+ * other port's, and is learnt anew (cc_window.c).
+ */
+void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now)
+{
+	uint32_t c = eng->cfg.sport_classes;
+	unsigned share = qp->npaths / c;
+
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (qp->paths[i].sport % c == cls)
+			qp->paths[i].min_rtt = 0;
+	if (!eng->cfg.repath || !qp->mops->repath)
+		return;
+	while (class_paths(qp, c, cls) < share) {
+		struct path *move = NULL;
+		unsigned most = 0;
+
+		/* The fullest class other than cls has more than its share (the sum is npaths). */
+		for (unsigned i = 0; i < qp->npaths; i++) {
+			struct path *p = &qp->paths[i];
+			unsigned n = class_paths(qp, c, p->sport % c);
+
+			if (p->sport % c == cls || n < most)
+				continue;
+			if (n > most || better_to_move(p, move))
+				move = p;
+			most = n;
+		}
+		if (!move || most <= share)
+			return;
+		repath(eng, qp, move, now, ENGINE_REPATH_PORT, (int)cls);
+		if (move->sport % c != cls)
+			return;		/* no port of that class in [sport_min, sport_max] */
+	}
 }
 
 /*

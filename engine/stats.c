@@ -43,6 +43,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_REPATH_KEEPALIVE] = "repath_keepalive",
 		[EC_REPATH_SPREAD] = "repath_spread",
 		[EC_REPATH_EXPLORE] = "repath_explore",
+		[EC_REPATH_PORT] = "repath_port",
 		[EC_RTO_UNDONE] = "rto_undone",
 		[EC_RTO_UNLOST] = "rto_unlost",
 		[EC_CM_HALF_OPEN] = "cm_half_open",
@@ -130,6 +131,7 @@ const char *engine_repath_name(enum engine_repath_why why)
 		[ENGINE_REPATH_KEEPALIVE] = "keepalive",
 		[ENGINE_REPATH_SPREAD] = "spread",
 		[ENGINE_REPATH_EXPLORE] = "explore",
+		[ENGINE_REPATH_PORT] = "port",
 	};
 
 	return (unsigned)why < ENGINE_REPATH__COUNT ? names[why] : "?";

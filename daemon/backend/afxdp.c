@@ -340,9 +340,9 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 }
 
 /* Housekeeping on the worker's tick: links, next hops, port health (egress.h). */
-static void afxdp_tick(struct backend *b, uint64_t now)
+static uint32_t afxdp_tick(struct backend *b, uint64_t now)
 {
-	egress_tick(to_afxdp(b)->egress, now);
+	return egress_tick(to_afxdp(b)->egress, now);
 }
 
 static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)

@@ -99,9 +99,11 @@ struct backend_ops {
 	 * Optional: housekeeping on the worker's clock, called once per turn
 	 * of its loop before rx (AF_XDP: link changes, ageing of next hops,
 	 * the port-health sweep; egress.h).  rx, tx_send and the others do
-	 * none of their own.
+	 * none of their own.  Returns the ports (bit p: the port that source
+	 * ports p mod N leave by, engine cfg.sport_classes) whose link came
+	 * back up: the worker tells the engine (engine_port_up).
 	 */
-	void (*tick)(struct backend *b, uint64_t now);
+	uint32_t (*tick)(struct backend *b, uint64_t now);
 	/*
 	 * Optional: the engine took pkt (one rx gave), from peer, or acknowledged
 	 * it as a duplicate (engine_rx_heard): the way it came works.  authentic

@@ -270,6 +270,14 @@ static void yield_cpu(void)
 	sched_yield();
 }
 
+/* Ports whose link came back up (bit p: port p): their share of every QP's paths goes back. */
+static void ports_up(struct worker *w, uint32_t up, uint64_t now)
+{
+	for (unsigned p = 0; up; p++, up >>= 1)
+		if (up & 1)
+			engine_port_up(w->cfg.eng, p, now);
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -286,7 +294,7 @@ static void *worker_main(void *arg)
 		w->st.loops++;
 		serve_call(w, now);
 		if (w->cfg.be->ops->tick)
-			w->cfg.be->ops->tick(w->cfg.be, now);
+			ports_up(w, w->cfg.be->ops->tick(w->cfg.be, now), now);
 		/*
 		 * What is waiting in the receive ring goes in before any timer
 		 * runs (up to RX_DRAIN_BATCHES): after the worker waited for a

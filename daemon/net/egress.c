@@ -90,9 +90,14 @@ void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, 
 
 /* ---- the link monitor ----------------------------------------------------------- */
 
-/* Reads every port's link state and says what changed (quiet is for start-up). */
-static void ports_read(struct egress *e, bool quiet)
+/*
+ * Reads every port's link state and says what changed (quiet is for
+ * start-up).  Returns the ports that came up (bit p: port p).
+ */
+static uint32_t ports_read(struct egress *e, bool quiet)
 {
+	uint32_t came_up = 0;
+
 	for (unsigned p = 0; p < e->nports; p++) {
 		const struct egress_port *port = &e->ports[p];
 		struct nl_link l;
@@ -103,6 +108,8 @@ static void ports_read(struct egress *e, bool quiet)
 			continue;
 		e->up[p] = up;
 		porthealth_forget_port(e->health, p);
+		if (up)
+			came_up |= 1u << p;
 		/* Every worker's egress watches the links; one says so. */
 		if ((quiet && up) || e->mute)
 			continue;
@@ -114,6 +121,7 @@ static void ports_read(struct egress *e, bool quiet)
 		else
 			pr_warn("egress: %s is %s", port->ifname, up ? "up" : "down");
 	}
+	return came_up;
 }
 
 /* Port p was just counted down for peer (porthealth.h): count it and say so. */
@@ -131,13 +139,15 @@ static void port_went_down(void *ctx, uint32_t peer, unsigned p)
 		   (unsigned long long)(PORTHEALTH_HOLD_FACTOR * e->port_dead_ns / 1000000000));
 }
 
-void egress_tick(struct egress *e, uint64_t now)
+uint32_t egress_tick(struct egress *e, uint64_t now)
 {
+	uint32_t came_up = 0;
+
 	if (now < e->next_mon_ns)
-		return;
+		return 0;
 	e->next_mon_ns = now + EGRESS_MON_NS;
 	if (e->mon_fd >= 0 && nl_monitor_drain(e->mon_fd) > 0) {
-		ports_read(e, false);
+		came_up = ports_read(e, false);
 		nexthops_expire(e->hops, now, 0);	/* routes may have changed too */
 	}
 	if (now >= e->next_expire_ns) {
@@ -149,6 +159,7 @@ void egress_tick(struct egress *e, uint64_t now)
 		porthealth_sweep(e->health, now, port_went_down, e);
 		e->next_sweep_ns = now + e->port_dead_ns / 4;
 	}
+	return e->nports > 1 ? came_up : 0;
 }
 
 int egress_fd(const struct egress *e)

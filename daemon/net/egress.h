@@ -106,8 +106,10 @@ uint64_t egress_port_dead(const struct egress *e);
 /*
  * Housekeeping, on the worker's tick: link and route changes (every
  * EGRESS_MON_NS at most), ageing of next hops, the port-health sweep.
+ * Returns the ports whose link came back up (bit p: port p; 0 with one
+ * port): the engine re-places its paths onto them (engine_port_up).
  */
-void egress_tick(struct egress *e, uint64_t now);
+uint32_t egress_tick(struct egress *e, uint64_t now);
 /* The link monitor's fd (readable on a change: wake up and tick), -1 if none. */
 int egress_fd(const struct egress *e);
 

@@ -225,7 +225,7 @@ jq -e --argjson q "${LINK_QPNS[0]}" '(.paths | length) == 4 and all(.paths[]; .q
 	and has("min_rtt_ns") and has("rttvar_ns") and has("inflight_bytes") and has("retx")
 	and has("lost") and has("ce") and has("repaths") and has("moved") and has("rate_bps")
 	and has("loss_cuts") and has("loss_trims")
-	and (.repaths_why | keys) == ["ce", "explore", "keepalive", "loss", "slow", "spread", "timeout"]
+	and (.repaths_why | keys) == ["ce", "explore", "keepalive", "loss", "port", "slow", "spread", "timeout"]
 	and ([.repaths_why[]] | add) == .repaths
 	and has("rate_hint_mbps") and (.health | IN("good", "assumed_bad", "denied"))
 	and (.why | type) == "string") and ([.paths[].path_id] | sort) == [0, 1, 2, 3]' <<<"$p" \

@@ -270,20 +270,21 @@ static void test_link_down_on_tick(void **state)
 	m.link_up[2] = false;
 	m.changes = 1;
 	assert_int_equal(send_data(f, f->a, 1001), 1);	/* not looked at yet */
-	egress_tick(f->e, f->now);
+	assert_int_equal(egress_tick(f->e, f->now), 0);	/* none came up */
 	assert_int_equal(send_data(f, f->a, 1001), 0);
 	assert_int_equal(m.expires_all, all + 1);	/* routes may have changed too */
 	/* back up: the next change is read no sooner than EGRESS_MON_NS later */
 	m.link_up[2] = true;
 	m.changes = 1;
-	egress_tick(f->e, f->now + EGRESS_MON_NS - 1);
+	assert_int_equal(egress_tick(f->e, f->now + EGRESS_MON_NS - 1), 0);
 	assert_int_equal(send_data(f, f->a, 1001), 0);
-	egress_tick(f->e, f->now + EGRESS_MON_NS);
+	/* port 1 came up: the engine gets its paths back (engine_port_up) */
+	assert_int_equal(egress_tick(f->e, f->now + EGRESS_MON_NS), 1u << 1);
 	assert_int_equal(send_data(f, f->a, 1001), 1);
 	/* every link down: none */
 	m.link_up[1] = m.link_up[2] = false;
 	m.changes = 1;
-	egress_tick(f->e, f->now + 2 * EGRESS_MON_NS);
+	assert_int_equal(egress_tick(f->e, f->now + 2 * EGRESS_MON_NS), 0);
 	assert_int_equal(send_data(f, f->a, 1000), -1);
 }
 
