@@ -330,7 +330,14 @@ static int pick_dsn(struct engine *eng, struct qp *qp, uint32_t *dsn, bool *retx
  * 4-packet message went out on one path of eight (88% of them in a 64-rank
  * 1 MiB ring AllReduce); with it, paths with room share the packets and a
  * nearly full one still yields.  Timed-out paths carry only probes while
- * any path is alive.
+ * any path is alive.  A path with nothing in flight counts as having the
+ * whole cap free, whatever its window: one whose window a loss burst cut
+ * below the cap lost every pick to siblings with more room while the QP was
+ * held back elsewhere (the application's outstanding messages, the peer's
+ * room), so it never filled its window, which grows only while it limits
+ * the sender (cc_window.c), and stayed starved for good: the paths moved
+ * back onto a port that came up carried 6 Mbit/s beside siblings' 100
+ * (test_fabric_ports.sh, "p2 came back up, but its paths did not").
  */
 #define PICK_FREE_SEGS	4
 
@@ -411,7 +418,8 @@ struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 
 		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes))
 			continue;
-		f = (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes);
+		f = p->inflight ? (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes)
+				: PICK_FREE_SEGS * eng->seg_bytes;
 		if (!best || f > best_free) {
 			best = p;
 			best_free = f;

@@ -1073,6 +1073,69 @@ static void test_port_up_places_paths(void **state)
 	assert_int_equal(left, odd);
 }
 
+/*
+ * A path whose window a loss burst cut below PICK_FREE_SEGS packets, under a
+ * QP held back by its application (a few WRITEs outstanding at a time,
+ * never a full window on any path): before, every pick went to the sibling
+ * with more free window, the small one never filled its window, which
+ * grows only while it limits the sender, and it carried next to nothing
+ * for good (test_fabric_ports.sh: 6 Mbit/s beside siblings' 100; here 1
+ * packet of some 12,000).  Now a path with nothing in flight takes its
+ * turn, and its window grows back.
+ */
+static bool drop_half_path1(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	unsigned *n = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_A || !mroc_op_is_data(pkt->data[PKT_OPCODE]) || pkt->data[PKT_PATH] != 1)
+		return true;
+	return ++*n % 2;
+}
+
+static void test_small_window_path_not_starved(void **state)
+{
+	struct engine_qp_attr qa = attr_of(2, 0xa);
+	struct engine_path_info p0, p1, q1;
+	struct engine_config ca;
+	struct fx *f;
+	unsigned n = 0;
+	uint64_t id = 1;
+
+	pair_test_config(&ca);
+	f = fx_open(state, &ca, NULL, &qa, NULL);
+	write_all(f, id++, REG_LEN);
+	f->x.p->filter = drop_half_path1;
+	f->x.p->filter_arg = &n;
+	for (int i = 0; i < 4; i++)
+		write_all(f, id++, REG_LEN);
+	f->x.p->filter = NULL;
+	assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, 0, &p0), 0);
+	assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, 1, &p1), 0);
+	print_message("after the losses: path 0 window %u, path 1 window %u (%s)\n", p0.pwnd_bytes,
+		      p1.pwnd_bytes, p1.timed_out ? "timed out" : "active");
+	for (int round = 0; round < 200; round++) {
+		for (int k = 0; k < 4; k++) {
+			struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, id + k,
+							 (uint64_t)k * 16384, 16384, 0);
+
+			assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+		}
+		for (int k = 0; k < 4; k++) {
+			run_until_cqe(f, PAIR_A, 1000 * PAIR_MS);
+			pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, id + k);
+		}
+		id += 4;
+	}
+	assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, 1, &q1), 0);
+	assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, 0, &p0), 0);
+	print_message("path 1: window %u -> %u, sent %llu more (path 0 window %u)\n", p1.pwnd_bytes,
+		      q1.pwnd_bytes, (unsigned long long)(q1.sent - p1.sent), p0.pwnd_bytes);
+	/* Before: 1 packet of some 12,000, its window one packet up. */
+	assert_true(q1.sent - p1.sent > 1000);
+	assert_true(q1.pwnd_bytes >= 4 * p1.pwnd_bytes);
+}
+
 /* Every data packet of A is lost (B is alive): the retry count ends it, long before dead_peer. */
 static void test_retry_count(void **state)
 {
@@ -1220,6 +1283,7 @@ int main(void)
 		T(test_stall_unlost),
 		T(test_new_path_probe),
 		T(test_port_up_places_paths),
+		T(test_small_window_path_not_starved),
 		T(test_nak_echo_clock_ahead),
 		T(test_nak_echo_clock_behind),
 		T(test_forged_echo_refused),
