@@ -39,7 +39,7 @@ ok "two ports, IPv6, daemon.workers = 2: both daemons run 2 workers, the control
 
 # Two pairs at once, each its own client on each side (its own side-channel port).
 p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)
-pids=()
+pids=() started=$SECONDS
 for i in 0 1; do
 	ip netns exec "$NS_B" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/b.ctl" --sleep --verify \
 		-s 65536 --mroc-addr "$FABRIC_IP_1" -D 3 -q 2 -p $((18515 + i)) >"$E2E_DIR/srv$i.txt" 2>&1 &
@@ -58,8 +58,19 @@ for n in a b; do
 	e2e_wait $n qps "($owners) == [0, 1]" 30
 	e2e_admin $n qps | jq -c "$owners" >"$E2E_DIR/$n.owners"
 done
+# A failure says how the client ended (CI once saw one exit non-zero after printing its row:
+# 124 is the 60 s timeout's kill, above 128 a signal, 1 mroc-perf's error)
+# and what the daemons logged last.
 for i in 3 2 1 0; do
-	wait "${pids[$i]}" || { cat "$E2E_DIR"/cli*.txt "$E2E_DIR"/srv*.txt; fail "write_bw $i failed"; }
+	wait "${pids[$i]}" && continue
+	rc=$?
+	cat "$E2E_DIR"/cli*.txt "$E2E_DIR"/srv*.txt
+	for n in a b; do
+		echo "---- $n.log (last 30 lines)"
+		tail -30 "$E2E_DIR/$n.log"
+	done
+	fail "write_bw $i failed: exit $rc, $((SECONDS - started)) s after the servers started$(
+		[ "$rc" = 124 ] && echo " (still running at 60 s: killed by timeout)")"
 done
 d1=$(($(e2e_plane_pkts 1) - p1)) d2=$(($(e2e_plane_pkts 2) - p2))
 cat "$E2E_DIR/cli0.txt" "$E2E_DIR/cli1.txt" | grep -A1 "#bytes"
