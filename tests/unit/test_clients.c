@@ -36,6 +36,7 @@
 
 #include "abi.h"
 #include "clients.h"
+#include "clients_priv.h"
 #include "log.h"
 #include "mroc/mroc.h"
 #include "peers.h"
@@ -357,6 +358,31 @@ static void connect_by_hand(uint32_t qpn, uint32_t peer_qpn)
  * Several users together (each within its share) fill the tables but for
  * the administrators' reserve: 25 % of 8 clients, QPs and regions.
  */
+/*
+ * #24 case 9: protection domains are 64-bit and never reused.  Clients opened
+ * across 2^32 get domains 2^32 - 1 and 2^32: the second neither wraps to the
+ * daemon's own domain 0 nor to the first client's 1 (with 32-bit domains,
+ * 2^32 connections brought domain 0 back, and with it its regions' keys).
+ */
+static void test_pd_no_wrap(void **state)
+{
+	struct tc a, b, c;
+
+	(void)state;
+	env_up(100);
+	E.cs->ctl->next_pd = UINT32_MAX;
+	assert_int_equal(try_client(&a, 1000), 0);
+	assert_int_equal(try_client(&b, 1000), 0);
+	assert_int_equal(try_client(&c, 1001), 0);
+	assert_true(((struct client *)a.cl)->pd == UINT32_MAX);
+	assert_true(((struct client *)b.cl)->pd == (uint64_t)UINT32_MAX + 1);
+	assert_true(((struct client *)c.cl)->pd == (uint64_t)UINT32_MAX + 2);
+	close_client(&a);
+	close_client(&b);
+	close_client(&c);
+	env_down();
+}
+
 static void test_admin_reserve(void **state)
 {
 	struct tc u[6], extra, root;
@@ -552,6 +578,7 @@ int main(void)
 		cmocka_unit_test(test_service_owner),
 		cmocka_unit_test(test_uid_share),
 		cmocka_unit_test(test_admin_reserve),
+		cmocka_unit_test(test_pd_no_wrap),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),
