@@ -26,9 +26,15 @@ int main(int argc, char **argv)
 		return fprintf(stderr, "usage: send PEER_IP [SERVICE] [TEXT] (mrocd running?)\n"), 1;
 	mr = mroc_mr_alloc(ctx, 4096, MROC_ACCESS_LOCAL_WRITE);
 	qp = mroc_qp_create(ctx, &attr);
-	if (!mr || !qp || strlen(text) > 4096 || mroc_qp_connect(qp, argv[1], service) ||
-	    mroc_qp_wait_connected(qp, 5000))
+	if (!mr || !qp || strlen(text) > 4096)
 		return fprintf(stderr, "send: setup failed\n"), 1;
+	/* Which step failed, and why: a refused CONNECT and a timeout need different fixes. */
+	n = mroc_qp_connect(qp, argv[1], service);
+	if (n)
+		return fprintf(stderr, "send: connect: %s\n", mroc_strerror(n)), 1;
+	n = mroc_qp_wait_connected(qp, 5000);
+	if (n)
+		return fprintf(stderr, "send: waiting for the connection: %s\n", mroc_strerror(n)), 1;
 	memcpy(mroc_mr_addr(mr), text, strlen(text));
 	wr = (struct mroc_send_wr){
 		.wr_id = 1, .opcode = MROC_WR_SEND, .flags = MROC_SEND_SIGNALED,

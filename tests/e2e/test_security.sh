@@ -67,7 +67,10 @@ send_captured() {
 	srv=$!
 	for _ in $(seq 100); do grep -q "^listening" "$E2E_DIR/recv.out" && break; sleep 0.1; done
 	MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 30 "$EX/send" "$IP_B" 43 "$TEXT" \
-		>"$E2E_DIR/send.out" 2>&1 || fail "send: $(cat "$E2E_DIR/send.out")"
+		>"$E2E_DIR/send.out" 2>&1 || fail "send: $(cat "$E2E_DIR/send.out"); A's CM and aead" \
+		"counters: $(e2e_admin a counters | jq -c '[.engine, .worker] | add | with_entries(select(.key |
+		test("^(cm_|aead_|rx_bad|rx_unknown)")))'); B's: $(e2e_admin b counters | jq -c '[.engine,
+		.worker] | add | with_entries(select(.key | test("^(cm_|aead_|rx_bad|rx_unknown)")))')"
 	wait $srv || fail "recv: $(cat "$E2E_DIR/recv.out")"
 	grep -q "received ${#TEXT} bytes: $TEXT" "$E2E_DIR/recv.out" ||
 		fail "recv: $(cat "$E2E_DIR/recv.out")"
