@@ -164,6 +164,29 @@ static void refill_idle(struct afxdp *x, struct afxdp_sock *k)
 
 static void submit_tx(struct afxdp *x);
 
+/*
+ * A received frame was written by the CPU that ran the sender's softirq
+ * (on veth, the sending process's CPU; on a NIC, the interrupt's): every
+ * line of it misses here, and frame_parse reads them all (the headers,
+ * then the ICRC over the packet).  Each frame is a separate 2-4 KiB block,
+ * so the hardware prefetcher learns its stream only after a few misses.
+ * afxdp_rx asks for frame i + RX_PREFETCH_AHEAD while it parses frame i,
+ * so the misses overlap with work (issue #22: the receiving mrocd spent
+ * ~200 ns a packet stalled in afxdp_rx, wire_parse_flags and the CRC).
+ */
+#define RX_PREFETCH_AHEAD	2
+
+static void prefetch_frame(const struct afxdp *x, const struct xdp_desc *d)
+{
+	/* From the arrival stamp in front of the frame (xdp_prog_rx_stamp) to its end. */
+	const uint8_t *p = (const uint8_t *)xsk_umem__get_data(x->area, d->addr) -
+			   sizeof(struct mroc_xdp_meta);
+	uint32_t len = d->len + (uint32_t)sizeof(struct mroc_xdp_meta);
+
+	for (uint32_t off = 0; off < len; off += 64)
+		__builtin_prefetch(p + off, 0, 3);
+}
+
 static bool afxdp_may_sleep(struct backend *b)
 {
 	return afxdp_views_may_sleep(to_afxdp(b));
@@ -192,6 +215,8 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				recvfrom(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
 			continue;
 		}
+		for (uint32_t i = 0; i < RX_PREFETCH_AHEAD && i < rcvd; i++)
+			prefetch_frame(x, xsk_ring_cons__rx_desc(&k->rx, idx + i));
 		for (uint32_t i = 0; i < rcvd; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&k->rx, idx + i);
 			uint64_t addr = frame_base(x, d->addr);
@@ -200,6 +225,9 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 			struct frame_rx fr;
 			enum frame_err why;
 
+			if (i + RX_PREFETCH_AHEAD < rcvd)
+				prefetch_frame(x, xsk_ring_cons__rx_desc(&k->rx, idx + i +
+									 RX_PREFETCH_AHEAD));
 			if (frame_parse(frame, d->len, &fr, &why) || fr.dport != x->udp_port) {
 				if (why == FRAME_ERR_ICRC)
 					x->st.rx_bad_icrc++;
