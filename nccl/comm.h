@@ -5,18 +5,20 @@
  * the CTS and of an eager message, and the comm and request structures.
  *
  * The protocol (net.c's header comment says it in full): the receiver sends a
- * CTS per receive; a send with a CTS WRITEs straight into the buffer it
- * names; a send of at most MNCCL_EAGER_MAX bytes with no CTS yet WRITEs
- * into one of the receive comm's MNCCL_EAGER_SLOTS eager slots instead,
- * and the receiver copies it out when it matches it to a receive.  Small
- * sends leave from a staging slot of the send comm either way.
+ * CTS for its first receive and for every receive with a buffer above
+ * MNCCL_EAGER_MAX; a send with a CTS WRITEs straight into the buffer it
+ * names; a send of at most MNCCL_EAGER_MAX bytes with no CTS WRITEs into one
+ * of the receive comm's MNCCL_EAGER_SLOTS eager slots instead, and the
+ * receiver copies it out when it matches it to a receive.  The freed eager
+ * slots go back in CTSs and, when none is sent, in a CTS of no buffers (a
+ * credit).  Small sends leave from a staging slot of the send comm either way.
  */
 #ifndef MROC_NCCL_COMM_H
 #define MROC_NCCL_COMM_H
 
 #include "plugin.h"
 
-#define CTS_MAGIC	0x43545332u	/* "CTS2" */
+#define CTS_MAGIC	0x43545333u	/* "CTS3" */
 #define CTS_STRIDE	256		/* bytes per CTS buffer in a control region */
 /* WRITE_IMMs in flight to one receive comm, at most, and a margin: one per buffer of
  * every receive in flight, and the eager slots. */
@@ -54,13 +56,17 @@ struct cts_buf {
 struct cts {
 	uint32_t magic;
 	uint8_t slot;			/* the receive request's slot */
-	uint8_t n;			/* buffers, 1 .. MNCCL_MAX_RECVS */
+	uint8_t n;			/* buffers, 1 .. MNCCL_MAX_RECVS; 0: a credit, no receive */
 	uint16_t seq;			/* the receive's sequence number (low 16 bits) */
 	uint32_t eager_rkey;		/* the receive comm's region (its eager slots) */
 	uint32_t eager_freed;		/* eager slots it has copied out since the comm began */
+	/* Sends that fill the receives before this one (their buffers, added up; mod 2^32):
+	 * the sender's count of sends tells which of its sends this receive takes. */
+	uint32_t first;
+	uint32_t pad;
 	struct cts_buf b[MNCCL_MAX_RECVS];
 };
-static_assert(sizeof(struct cts) == 16 + 24 * MNCCL_MAX_RECVS, "CTS layout");
+static_assert(sizeof(struct cts) == 24 + 24 * MNCCL_MAX_RECVS, "CTS layout");
 static_assert(sizeof(struct cts) <= CTS_STRIDE, "a CTS fits its buffer");
 
 struct eager_hdr {
@@ -100,6 +106,13 @@ struct rreq {
 	struct mnccl_reg *reg[MNCCL_MAX_RECVS];
 };
 
+/* An eager send made while the sender had no CTS at all: its receive may still send one. */
+struct pend {
+	uint32_t idx;			/* the send's number on the comm (from 0) */
+	uint32_t eno;			/* its eager slot's number (eager_sent then) */
+	int32_t tag;
+};
+
 /* A CTS the sender has not used up: which of its buffers have had their send. */
 struct cts_slot {
 	struct cts m;
@@ -121,7 +134,11 @@ struct comm {
 	uint16_t seq;			/* the next receive's */
 	uint16_t match_seq;		/* the receive the next send arriving fills */
 	uint8_t seq_slot[MNCCL_MAX_REQS];	/* slot of receive seq, by seq % MNCCL_MAX_REQS */
+	bool eager;			/* both ends: small receives send no CTS (the handle says) */
+	bool told;			/* receive comm: a CTS has told the sender the eager slots */
+	uint32_t bufs;			/* buffers of the receives posted so far */
 	uint32_t eager_rcvd, eager_freed;
+	uint32_t freed_told;		/* eager_freed as the last CTS or credit said it */
 	uint8_t cts_busy[MNCCL_CTS_RECVS];	/* that CTS buffer's SEND not complete */
 	unsigned int cts_next;			/* the CTS buffer the next receive sends from */
 	uint8_t unexp[MNCCL_EAGER_SLOTS];	/* eager slots arrived before their receive, FIFO */
@@ -132,13 +149,19 @@ struct comm {
 	struct sreq *sreqs;		/* [MNCCL_MAX_SREQS] */
 	unsigned int sreq_hint;
 	bool eager_ok;			/* a CTS told the peer's eager region */
+	uint32_t sends;			/* sends posted so far (the receiver's `first` counts them) */
 	uint32_t eager_rkey, eager_sent, peer_freed;
 	uint64_t stage_busy;		/* staging slots a send still reads from (mroc not done) */
 	unsigned int staged;		/* how many */
-	int32_t pend_tag[MNCCL_EAGER_SLOTS];	/* eager sends whose CTS has not come, FIFO */
+	struct pend pend[MNCCL_EAGER_SLOTS];	/* eager sends whose CTS may still come, FIFO */
 	unsigned int pend_head, pend_cnt;
 	/* listen comm */
 	struct comm *next;		/* the receive comm being connected */
+	/* What the comm did, logged when it closes (NCCL_DEBUG=INFO; the harness counts them). */
+	struct {
+		uint32_t recvs, cts, credits;		/* receive comm */
+		uint32_t sends, eager, staged, zcopy;	/* send comm */
+	} st;
 };
 
 /* Eager slot i of a receive comm, staging slot i of a send comm. */

@@ -6,24 +6,27 @@
  * A connection is one mroc QP (multipath, METAROCE unless mrocd says
  * otherwise), used one way, as NCCL uses it.  The receiver drives:
  *
- *   irecv   receiver --SEND "clear to send"--> sender   one per (multi-)receive:
- *           its request slot and sequence, per buffer: tag, size, rkey, offset;
- *           and the eager slots the receiver has freed so far
+ *   irecv   receiver --SEND "clear to send"--> sender   for the connection's first
+ *           receive and every one with a buffer above MNCCL_EAGER_MAX: its request
+ *           slot and sequence, how many sends fill the receives before it, per
+ *           buffer: tag, size, rkey, offset; and the eager slots the receiver has
+ *           freed so far (a CTS of no buffers tells only that: a credit)
  *   isend   sender --WRITE_IMM--> receiver              the payload straight into the
  *           buffer the first CTS in the queue has for that tag (a zero-byte send is a
  *           SEND_IMM: no region to name); imm = seq:16 | slot:8 | buffer:8, the
  *           completion's byte_len is the size
- *   isend   sender --WRITE_IMM--> receiver              no CTS yet and at most
- *   (eager) MNCCL_EAGER_MAX bytes: tag, size and payload into eager slot e of the
- *           receive comm's control region; imm = count:16 | 0xff:8 | e:8; the
- *           receiver copies it out into the receive it matches (xfer.c)
+ *   isend   sender --WRITE_IMM--> receiver              no CTS for it (its receive
+ *   (eager) sends none, or the CTS is on its way) and at most MNCCL_EAGER_MAX bytes:
+ *           tag, size and payload into eager slot e of the receive comm's control
+ *           region; imm = count:16 | 0xff:8 | e:8; the receiver copies it out into
+ *           the receive it matches (xfer.c)
  *
  * so sends and receives match in posting order (the QP delivers in order),
  * tags only choose a buffer within the first receive, a large isend with
  * no CTS yet returns a NULL request (NCCL calls again), and nothing is ever
  * sent that the receiver has no room for.  A small send does not wait a
- * one-way trip for its CTS: in a ring of small steps that trip was on every
- * run's first step.  A send comm keeps MNCCL_CTS_RECVS receives posted for
+ * one-way trip for a CTS, and a small receive sends none: a small message is
+ * one packet (and its ACK).  A send comm keeps MNCCL_CTS_RECVS receives posted for
  * CTS messages; a receive comm keeps a zero-length receive posted for every
  * WRITE_IMM that may be in flight.
  *
@@ -44,7 +47,8 @@
 #include "comm.h"
 
 #define HANDLE_MAGIC	0x6d6e636cu	/* "mncl" */
-#define HANDLE_VERSION	2		/* 2: CTS2 and eager sends */
+#define HANDLE_VERSION	3		/* 3: CTS3, no CTS for small receives */
+#define HANDLE_EAGER	0x1		/* flags: eager sends, small receives send no CTS */
 #define CLOSE_DRAIN_S	5		/* closeSend waits this long for staged sends to leave */
 
 /* What travels in NCCL's 128-byte handle, from listen to connect. */
@@ -52,7 +56,7 @@ struct handle {
 	uint32_t magic;
 	uint16_t version;
 	uint8_t stage;			/* connect's: 0 = not started, 1 = connecting */
-	uint8_t pad;
+	uint8_t flags;			/* the listener's: HANDLE_EAGER */
 	uint64_t service_id;
 	char addr[INET6_ADDRSTRLEN];	/* the listener's mrocd */
 	struct comm *pending;		/* connect's comm while it connects (sender's copy) */
@@ -147,6 +151,7 @@ static int listen_arm(struct comm *l)
 		return err;
 	}
 	c->service_id = l->service_id;
+	c->eager = !mnccl.no_stage;
 	l->next = c;
 	return 0;
 }
@@ -174,6 +179,7 @@ nccl_res mnccl_listen(int dev, void *handle, void **listen_comm)
 	h->magic = HANDLE_MAGIC;
 	h->version = HANDLE_VERSION;
 	h->service_id = l->service_id;
+	h->flags = mnccl.no_stage ? 0 : HANDLE_EAGER;
 	memcpy(h->addr, mnccl.addr, sizeof(h->addr));
 	*listen_comm = l;
 	return NCCL_OK;
@@ -204,6 +210,8 @@ nccl_res mnccl_connect(int dev, void *handle, void **send_comm)
 			return errno_res(err);
 		}
 		c->service_id = h->service_id;
+		/* The receiver's choice: it sends no CTS for a small receive when it is on. */
+		c->eager = h->flags & HANDLE_EAGER;
 		h->pending = c;
 		h->stage = 1;
 	}
@@ -286,6 +294,9 @@ nccl_res mnccl_close_send(void *send_comm)
 		}
 		sched_yield();
 	}
+	MNCCL_INFO("send comm %#llx closed: %u sends: %u eager, %u staged, %u zero-copy",
+		   (unsigned long long)c->service_id, c->st.sends, c->st.eager, c->st.staged,
+		   c->st.zcopy);
 	comm_free(c);
 	return NCCL_OK;
 }
@@ -296,6 +307,8 @@ nccl_res mnccl_close_recv(void *recv_comm)
 
 	if (!c || c->kind != COMM_RECV)
 		return NCCL_ERR_INVALID_ARG;
+	MNCCL_INFO("receive comm %#llx closed: %u receives, %u CTSs, %u credit messages",
+		   (unsigned long long)c->service_id, c->st.recvs, c->st.cts, c->st.credits);
 	comm_free(c);
 	return NCCL_OK;
 }

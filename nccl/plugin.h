@@ -72,7 +72,9 @@ struct mnccl {
 	char addr[INET6_ADDRSTRLEN];	/* this host's mrocd, as peers reach it */
 	struct mnccl_props props;
 	struct mnccl_reg *regs;		/* the registration cache */
-	bool no_stage;			/* NCCL_MROC_EAGER=0: no staged or eager sends (an A/B) */
+	/* NCCL_MROC_EAGER=0: no staged or eager sends, a CTS for every receive (an A/B); the
+	 * listening side's choice, which its handle tells the connecting side. */
+	bool no_stage;
 };
 extern struct mnccl mnccl;
 

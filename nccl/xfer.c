@@ -4,20 +4,36 @@
  * is net.c's header comment; the wire formats are comm.h's).
  *
  * Matching: sends fill receives in posting order, each receive taking as
- * many sends as it has buffers, a send's tag choosing the buffer.  A direct
- * send knows its receive from the CTS it uses; an eager send (no CTS yet)
- * does not, so both ends run the same rule over the same order:
- *  - the receiver gives each arriving send to the receive match_seq names
- *    (the oldest one not full), or keeps an eager one unexpected until that
- *    receive is posted;
- *  - the sender remembers the tags of its eager sends (pend_tag) and, when
- *    the CTSs of their receives come, marks those buffers used before any
- *    direct send takes one.
- * A send therefore goes eager only while the CTS queue is empty (every CTS
- * the sender has is used up, so the next send is for a receive it has not
- * heard of), it fits an eager slot and the receiver has a slot free (it
- * tells how many it freed in every CTS).  Otherwise it waits for the CTS,
- * which always comes once the receive is posted.
+ * many sends as it has buffers, a send's tag choosing the buffer.  So both
+ * ends number the sends alike: the sender counts its own (`sends`), the
+ * receiver knows how many fill the receives before receive R (their buffers
+ * added up: `first` in R's CTS).  A receive sends a CTS only when it must:
+ * the connection's first (it tells where the eager slots are) and one with a
+ * buffer above MNCCL_EAGER_MAX (a large send needs a buffer to WRITE into).
+ * A small receive's sends are eager, so a small message is one packet, not
+ * two.  A send goes
+ *  - direct when the CTS at the head of the queue is its receive's (sends >=
+ *    its first): into the buffer of its tag;
+ *  - eager when it has no CTS (its receive sent none, or the CTS is on its
+ *    way), fits an eager slot and the receiver has one free; the receiver
+ *    gives each arriving eager send to the receive match_seq names (the
+ *    oldest one not full), or keeps it unexpected until that is posted;
+ *  - later (a NULL request) when it is large and its CTS has not come, or no
+ *    eager or staging slot is free.
+ * An eager send made with no CTS queued may be for a receive whose CTS is on
+ * its way: the sender keeps its number and tag (pend) and, when that CTS
+ * comes, marks the buffers its eager sends filled before any direct send
+ * takes one; sends numbered below a CTS's first went to receives that sent
+ * none.
+ *
+ * Credits: the receiver tells how many eager slots it has freed in every CTS
+ * and, once half the slots were freed since it last told, in a credit (a CTS
+ * of no buffers): one packet per MNCCL_EAGER_SLOTS / 2 small messages, not
+ * one per message.  It cannot stall: a sender out of slots has 16 sent that
+ * were not told freed, so when the receiver has copied all of them out (its
+ * receives are posted) at least 8 were freed since it last told.  Once the
+ * sender hears slot n freed, the receive it filled was posted and its CTS,
+ * if it sent one, came before (one QP, in order): that pend entry can go.
  *
  * A small send (eager or not) is staged: its payload is copied to a staging
  * slot of the send comm and its request is done when it is posted, so NCCL
@@ -91,22 +107,45 @@ static int cts_find(const struct cts_slot *s, int tag)
 	return -1;
 }
 
-/* Send comm: eager sends made before their CTS take its buffers first (the receiver did). */
+/* Send comm: the oldest eager send whose CTS might still have come, forgotten. */
+static void pend_pop(struct comm *c)
+{
+	c->pend_head = (c->pend_head + 1) % MNCCL_EAGER_SLOTS;
+	c->pend_cnt--;
+}
+
+/*
+ * Send comm: eager sends made before their CTS take its buffers first (the
+ * receiver did); those numbered below its first filled receives that sent no CTS.
+ */
 static void settle_eager(struct comm *c)
 {
 	while (c->pend_cnt && c->fifo_cnt) {
+		const struct pend *p = &c->pend[c->pend_head];
 		struct cts_slot *s = &c->fifo[c->fifo_head];
-		int k = cts_find(s, c->pend_tag[c->pend_head]);
+		int32_t d = (int32_t)(p->idx - s->m.first);
+		int k;
 
-		if (k < 0)
-			return comm_fail(c, -EPROTO, "an eager send's tag is not in its receive");
-		cts_use(c, s, k);
-		c->pend_head = (c->pend_head + 1) % MNCCL_EAGER_SLOTS;
-		c->pend_cnt--;
+		if (d >= s->m.n)
+			return comm_fail(c, -EPROTO, "an eager send past the receive its CTS names");
+		if (d >= 0) {
+			k = cts_find(s, p->tag);
+			if (k < 0)
+				return comm_fail(c, -EPROTO, "an eager send's tag is not in its receive");
+			cts_use(c, s, k);
+		}
+		pend_pop(c);
 	}
 }
 
-/* A CTS arrived (send comm): queue it, give its buffer back to the QP. */
+/* Send comm: eager sends the receiver has freed are settled (see the top): forgotten. */
+static void pend_prune(struct comm *c)
+{
+	while (c->pend_cnt && (int32_t)(c->pend[c->pend_head].eno - c->peer_freed) < 0)
+		pend_pop(c);
+}
+
+/* A CTS or a credit arrived (send comm): queue it, give its buffer back to the QP. */
 static void on_cts(struct comm *c, const struct mroc_wc *wc)
 {
 	unsigned int i = (unsigned int)wc->wr_id;
@@ -119,10 +158,10 @@ static void on_cts(struct comm *c, const struct mroc_wc *wc)
 		return comm_fail(c, -EPROTO, "a receive completion names no CTS buffer");
 	m = (const void *)((char *)mroc_mr_addr(c->ctl) + (size_t)i * CTS_STRIDE);
 	if (wc->byte_len < offsetof(struct cts, b) || le32toh(m->magic) != CTS_MAGIC ||
-	    !m->n || m->n > MNCCL_MAX_RECVS || m->slot >= MNCCL_MAX_REQS ||
+	    m->n > MNCCL_MAX_RECVS || (m->n && m->slot >= MNCCL_MAX_REQS) ||
 	    wc->byte_len < offsetof(struct cts, b) + m->n * sizeof(struct cts_buf))
 		return comm_fail(c, -EPROTO, "a malformed CTS");
-	if (c->fifo_cnt == MNCCL_MAX_REQS)
+	if (m->n && c->fifo_cnt == MNCCL_MAX_REQS)
 		return comm_fail(c, -EPROTO, "more than 32 receives in flight");
 	freed = le32toh(m->eager_freed);
 	if ((int32_t)(freed - c->peer_freed) > 0) {
@@ -132,20 +171,25 @@ static void on_cts(struct comm *c, const struct mroc_wc *wc)
 	}
 	c->eager_rkey = le32toh(m->eager_rkey);
 	c->eager_ok = true;
+	if (!m->n)
+		goto done;		/* a credit: no receive */
 	s = &c->fifo[(c->fifo_head + c->fifo_cnt++) % MNCCL_MAX_REQS];
 	memset(s, 0, sizeof(*s));
 	s->m.slot = m->slot;
 	s->m.n = m->n;
 	s->m.seq = le16toh(m->seq);
+	s->m.first = le32toh(m->first);
 	for (k = 0; k < m->n; k++) {
 		s->m.b[k].off = le64toh(m->b[k].off);
 		s->m.b[k].size = le64toh(m->b[k].size);
 		s->m.b[k].rkey = le32toh(m->b[k].rkey);
 		s->m.b[k].tag = (int32_t)le32toh((uint32_t)m->b[k].tag);
 	}
+done:
 	if (comm_post_cts_recv(c, i))
 		return comm_fail(c, -EIO, "cannot repost a CTS buffer");
 	settle_eager(c);
+	pend_prune(c);
 }
 
 /* Receive comm: the receive the next arriving send belongs to, if it is posted. */
@@ -278,6 +322,45 @@ static void on_wc(struct comm *c, const struct mroc_wc *wc)
 	}
 }
 
+/* Receive comm: CTS buffer b, its header written (a credit's whole message). */
+static struct cts *cts_start(struct comm *c, unsigned int b, uint32_t freed)
+{
+	struct cts *m = (void *)((char *)mroc_mr_addr(c->ctl) + (size_t)b * CTS_STRIDE);
+
+	memset(m, 0, sizeof(*m));
+	m->magic = htole32(CTS_MAGIC);
+	m->eager_rkey = htole32(mroc_mr_rkey(c->ctl));
+	m->eager_freed = htole32(freed);
+	m->first = htole32(c->bufs);
+	return m;
+}
+
+/*
+ * Receive comm: a credit (a CTS of no buffers) once half the eager slots were
+ * freed since the sender last heard; with the next CTS buffer still in flight,
+ * or no room on the QP, the next progress tries again.
+ */
+static void send_credit(struct comm *c)
+{
+	unsigned int b = c->cts_next % MNCCL_CTS_RECVS;
+	struct mroc_send_wr wr = { .opcode = MROC_WR_SEND, .flags = MROC_SEND_SIGNALED, .wr_id = b };
+	int err;
+
+	if (c->eager_freed - c->freed_told < MNCCL_EAGER_SLOTS / 2 || c->cts_busy[b] || c->failed)
+		return;
+	wr.sg = (struct mroc_sge){ cts_start(c, b, c->eager_freed), offsetof(struct cts, b),
+				   mroc_mr_lkey(c->ctl) };
+	err = mroc_post_send(c->qp, &wr);
+	if (err == -EAGAIN)
+		return;
+	if (err)
+		return comm_fail(c, err, mroc_strerror(err));
+	c->cts_busy[b] = 1;
+	c->cts_next++;
+	c->freed_told = c->eager_freed;
+	c->st.credits++;
+}
+
 /* Everything the comm's CQ holds, handled. */
 void comm_progress(struct comm *c)
 {
@@ -293,6 +376,8 @@ void comm_progress(struct comm *c)
 		for (i = 0; i < n; i++)
 			on_wc(c, &wc[i]);
 	} while (n == 32);
+	if (c->kind == COMM_RECV)
+		send_credit(c);
 }
 
 /* ---- transfers ---------------------------------------------------------------------- */
@@ -333,7 +418,8 @@ static int stage_get(const struct comm *c)
  * A small send, staged: the payload copied into a staging slot (after an eager
  * header), the request done at once, the slot busy until mroc completes.  With
  * s (the CTS at the queue's head, buffer k) it goes straight into the buffer
- * the CTS names; without, into the receive comm's next eager slot.
+ * the CTS names; without, into the receive comm's next eager slot (kept in
+ * pend when the CTS queue is empty: the receive may send one yet).
  * 1: posted (*out), 0: no room (NULL request), or -errno.
  */
 static int send_staged(struct comm *c, const void *data, size_t size, int tag,
@@ -373,12 +459,18 @@ static int send_staged(struct comm *c, const void *data, size_t size, int tag,
 		return err == -EAGAIN ? 0 : err;
 	c->stage_busy |= 1ull << st;
 	c->staged++;
+	c->st.sends++;
 	if (s) {
+		c->st.staged++;
 		cts_use(c, s, k);
 	} else {
+		c->st.eager++;
+		if (!c->fifo_cnt)
+			c->pend[(c->pend_head + c->pend_cnt++) % MNCCL_EAGER_SLOTS] =
+				(struct pend){ .idx = c->sends, .eno = c->eager_sent, .tag = tag };
 		c->eager_sent++;
-		c->pend_tag[(c->pend_head + c->pend_cnt++) % MNCCL_EAGER_SLOTS] = tag;
 	}
+	c->sends++;
 	q->h = (struct req_head){ .kind = REQ_SEND, .used = 1, .done = 1, .c = c };
 	q->size = (int)size;
 	*out = q;
@@ -401,10 +493,22 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 	comm_progress(c);
 	if (c->failed)
 		return NCCL_ERR_REMOTE;
-	st = size <= MNCCL_EAGER_MAX && !mnccl.no_stage ? stage_get(c) : -1;
-	if (!c->fifo_cnt) {
-		/* The receiver has not posted it yet, or its CTS is on its way: eager if it
-		 * fits and the receiver has an eager slot free, else NCCL calls again. */
+	st = size <= MNCCL_EAGER_MAX && c->eager ? stage_get(c) : -1;
+	s = c->fifo_cnt ? &c->fifo[c->fifo_head] : NULL;
+	if (s && (int32_t)(c->sends - s->m.first) < 0) {
+		/* Its receive comes before the first CTS queued: it sent none, so it has no
+		 * buffer above the eager limit. */
+		if (size > MNCCL_EAGER_MAX) {
+			MNCCL_WARN("a send of %zu bytes into a receive of at most %d", size,
+				   MNCCL_EAGER_MAX);
+			return NCCL_ERR_INVALID_USAGE;
+		}
+		s = NULL;
+	}
+	if (!s) {
+		/* No CTS for it: its receive sends none, or has not been posted, or its CTS is
+		 * on its way.  Eager if it fits and the receiver has an eager slot free, else
+		 * NCCL calls again (a large send until its CTS comes). */
 		if (st < 0 || !c->eager_ok || c->eager_sent - c->peer_freed >= MNCCL_EAGER_SLOTS)
 			return NCCL_OK;
 		err = send_staged(c, data, size, tag, NULL, 0, st, &q);
@@ -413,7 +517,8 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 		*req = q;
 		return NCCL_OK;
 	}
-	s = &c->fifo[c->fifo_head];
+	if ((int32_t)(c->sends - s->m.first) >= s->m.n)
+		return post_res(c, -EPROTO);	/* cannot be: the head CTS is used up first */
 	k = cts_find(s, tag);
 	if (k < 0) {
 		MNCCL_WARN("a send with tag %d matches no buffer of the first receive posted", tag);
@@ -454,6 +559,9 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 	if (err)
 		return post_res(c, err);
 	cts_use(c, s, k);
+	c->sends++;
+	c->st.sends++;
+	c->st.zcopy++;
 	q->h = (struct req_head){ .kind = REQ_SEND, .used = 1, .c = c };
 	q->size = (int)size;
 	*req = q;
@@ -467,17 +575,21 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 	struct mroc_send_wr wr = { .opcode = MROC_WR_SEND, .flags = MROC_SEND_SIGNALED };
 	struct rreq *r = NULL;
 	unsigned int slot, take = 0, b = c ? c->cts_next % MNCCL_CTS_RECVS : 0;
+	bool cts;
 	struct cts *m;
 	int k, err;
 
 	if (!c || c->kind != COMM_RECV || !req || n < 1 || n > MNCCL_MAX_RECVS)
 		return NCCL_ERR_INVALID_ARG;
+	/* A CTS unless eager sends can fill it (see the top) and the sender knows the slots. */
+	cts = !c->eager || !c->told;
 	for (k = 0; k < n; k++) {
 		struct mnccl_reg *reg = mhs ? mhs[k] : NULL;
 
 		if (sizes[k] > MNCCL_MAX_MSG ||
 		    (sizes[k] && (!reg || !mnccl_reg_has(reg, data[k], sizes[k]))))
 			return NCCL_ERR_INVALID_ARG;
+		cts |= sizes[k] > MNCCL_EAGER_MAX;
 	}
 	*req = NULL;
 	comm_progress(c);
@@ -485,44 +597,48 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 		return NCCL_ERR_REMOTE;
 	for (slot = 0; slot < MNCCL_MAX_REQS && c->rreqs[slot].h.used; slot++)
 		;
-	if (slot == MNCCL_MAX_REQS || c->cts_busy[b])
+	if (slot == MNCCL_MAX_REQS || (cts && c->cts_busy[b]))
 		return NCCL_OK;		/* 32 in flight, or no CTS buffer free: NCCL calls again */
 	/* Eager sends waiting for this receive: it takes them below; the CTS says so. */
 	if (c->seq == c->match_seq)
 		take = c->unexp_cnt < (unsigned int)n ? c->unexp_cnt : (unsigned int)n;
 	r = &c->rreqs[slot];
-	m = (void *)((char *)mroc_mr_addr(c->ctl) + (size_t)b * CTS_STRIDE);
-	memset(m, 0, sizeof(*m));
-	m->magic = htole32(CTS_MAGIC);
-	m->slot = (uint8_t)slot;
-	m->n = (uint8_t)n;
-	m->seq = htole16(c->seq);
-	m->eager_rkey = htole32(mroc_mr_rkey(c->ctl));
-	m->eager_freed = htole32(c->eager_freed + take);
-	for (k = 0; k < n; k++) {
-		struct mnccl_reg *reg = sizes[k] ? mhs[k] : NULL;
+	if (cts) {
+		m = cts_start(c, b, c->eager_freed + take);
+		m->slot = (uint8_t)slot;
+		m->n = (uint8_t)n;
+		m->seq = htole16(c->seq);
+		for (k = 0; k < n; k++) {
+			struct mnccl_reg *reg = sizes[k] ? mhs[k] : NULL;
 
-		m->b[k].size = htole64(sizes[k]);
-		m->b[k].tag = (int32_t)htole32((uint32_t)tags[k]);
-		if (reg) {
-			m->b[k].off = htole64(mnccl_reg_off(reg, data[k]));
-			m->b[k].rkey = htole32(mroc_mr_rkey(reg->mr));
+			m->b[k].size = htole64(sizes[k]);
+			m->b[k].tag = (int32_t)htole32((uint32_t)tags[k]);
+			if (reg) {
+				m->b[k].off = htole64(mnccl_reg_off(reg, data[k]));
+				m->b[k].rkey = htole32(mroc_mr_rkey(reg->mr));
+			}
 		}
+		wr.wr_id = b;
+		wr.sg = (struct mroc_sge){ m, (uint32_t)(offsetof(struct cts, b) +
+							 n * sizeof(m->b[0])),
+					   mroc_mr_lkey(c->ctl) };
+		err = mroc_post_send(c->qp, &wr);
+		if (err == -EAGAIN)
+			return NCCL_OK;
+		if (err)
+			return post_res(c, err);
+		c->cts_busy[b] = 1;
+		c->cts_next++;
+		c->told = true;
+		c->freed_told = c->eager_freed + take;
+		c->st.cts++;
 	}
-	wr.wr_id = b;
-	wr.sg = (struct mroc_sge){ m, (uint32_t)(offsetof(struct cts, b) + n * sizeof(m->b[0])),
-				   mroc_mr_lkey(c->ctl) };
-	err = mroc_post_send(c->qp, &wr);
-	if (err == -EAGAIN)
-		return NCCL_OK;
-	if (err)
-		return post_res(c, err);
-	c->cts_busy[b] = 1;
-	c->cts_next++;
+	c->st.recvs++;
 	memset(r, 0, sizeof(*r));
 	r->h = (struct req_head){ .kind = REQ_RECV, .used = 1, .c = c };
 	r->n = (uint8_t)n;
 	r->seq = c->seq++;
+	c->bufs += (uint32_t)n;
 	c->seq_slot[r->seq % MNCCL_MAX_REQS] = (uint8_t)slot;
 	for (k = 0; k < n; k++) {
 		r->data[k] = data[k];
@@ -535,6 +651,7 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 		c->unexp_head = (c->unexp_head + 1) % MNCCL_EAGER_SLOTS;
 		c->unexp_cnt--;
 	}
+	send_credit(c);
 	*req = r;
 	return c->failed ? NCCL_ERR_REMOTE : NCCL_OK;
 }

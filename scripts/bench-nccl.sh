@@ -25,7 +25,8 @@
 # after it; with one size in SIZES, as the breakdown mixes the runs of every size),
 # COUNTERS (1: the four daemons' counters summed over each sweep, logged after it:
 # packets, ACKs, worker sleeps and doorbell wake-ups, hand-offs between workers, client
-# doorbells and completion signals; divide by the runs, which TRACE's n gives).
+# doorbells and completion signals; divide by the runs, which TRACE's n gives; and the
+# plugin's CTSs, credits and sends by kind, summed over the ranks).
 set -u
 BL_TAG=bnccl
 . "$(dirname "$0")/bench-lib.sh"
@@ -106,6 +107,13 @@ run() {
 		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off client_doorbells cq_signals cqes", k) }
 		     { printf "%s%s %d", (NR > 1 ? ", " : ""), k[NR], $2 - $1 } END { print "" }' |
 		sed "s/^/  $net counters (4 daemons, the sweep): /" >&2
+	# The plugin's own: its CTSs (a receive of at most 8 KiB sends none) and how sends left.
+	[ -z "${COUNTERS:-}" ] || case $net in mroc*)
+		cat "$BL_DIR/$net-$nh-$loss".*.out | awk '$1 == "#" && $2 == "plugin:" {
+				for (i = 3; i <= NF; i++) if ($i ~ /^[0-9]+$/) v[i] += $i }
+			END { printf "  %s plugin (4 ranks, the sweep): %d receives, %d CTSs, %d credits; %d sends: %d eager, %d staged, %d zero-copy\n",
+				n, v[3], v[5], v[7], v[10], v[12], v[14], v[16] }' n="$net" >&2 ;;
+	esac
 	[ -z "${TRACE:-}" ] || "$BL_TOP/scripts/nccl-trace.sh" "$BL_DIR/$net-$nh-$loss.tr" | sed "s/^/  $net: /" >&2
 }
 

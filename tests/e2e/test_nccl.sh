@@ -9,7 +9,8 @@
 #  - the contract (v12 and v8): non-blocking connect/accept, posting order, a multi-receive
 #    with tags and sizes, NULL requests for back-pressure, 32 (and 32 x 8) in flight, size 0,
 #    close with requests in flight; small sends before their receive is posted (eager, up to
-#    the receiver's eager slots) matched to the receives posted later, by tag;
+#    the receiver's eager slots) matched to the receives posted later, by tag; a CTS only for
+#    the first receive and those with a buffer above the eager limit (counted);
 #  - ring AllReduce and AllGather, 4 ranks on 4 hosts and 4 ranks on 2 hosts (two a host,
 #    every ring hop between hosts), every byte checked; zero-copy (memfd) and bounce (malloc)
 #    buffers; again with 1% loss on plane 2;
@@ -80,6 +81,8 @@ ok "ncclNetPlugin_v8 .. _v12 load; getProperties: $speed Mbps (both ports), late
 
 job contract12 2 0,1 --version 12 contract || fail "the contract (v12)"
 ok "the contract over v12"
+# The receiver's count of the plugin's CTSs (a small receive sends none: eager sends fill it).
+grep '^ok: .* CTSs' "$E2E_DIR/contract12.1.log" || fail "the receiver did not count the CTSs"
 job contract8 2 0,1 --version 8 --malloc contract || fail "the contract (v8, bounce buffers)"
 ok "the contract over v8 with malloc'd (bounce) buffers"
 

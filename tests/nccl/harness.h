@@ -40,6 +40,12 @@ struct hnet {
 };
 
 /* hnet.c: the plugin at path, its ncclNetPlugin_v<version> table, initialized. */
+/* What the plugin's comms did, summed from the lines it logs as it closes each (net.c). */
+struct h_plugin_stats {
+	unsigned recv_comms, recvs, cts, credits;	/* receive comms: CTSs, credit messages */
+	unsigned send_comms, sends, eager, staged, zcopy;
+};
+extern struct h_plugin_stats h_pstats;
 int hnet_plugin_open(const char *path, int version, struct hnet *out);
 /* tcp_net.c: kernel TCP from this address (the host's own, on the fabric). */
 int hnet_tcp_open(const char *addr, struct hnet *out);

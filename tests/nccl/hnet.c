@@ -26,18 +26,43 @@ struct plug {
 	} t;
 };
 
+struct h_plugin_stats h_pstats;
+
+/* A comm's counters, from the line the plugin logs when it closes it (net.c). */
+static void count_stats(const char *msg)
+{
+	struct h_plugin_stats *t = &h_pstats;
+	unsigned a, b, c, d;
+
+	if (sscanf(msg, "NET/mroc: receive comm %*s closed: %u receives, %u CTSs, %u credit messages",
+		   &a, &b, &c) == 3) {
+		t->recv_comms++;
+		t->recvs += a;
+		t->cts += b;
+		t->credits += c;
+	} else if (sscanf(msg, "NET/mroc: send comm %*s closed: %u sends: %u eager, %u staged, "
+			  "%u zero-copy", &a, &b, &c, &d) == 4) {
+		t->send_comms++;
+		t->sends += a;
+		t->eager += b;
+		t->staged += c;
+		t->zcopy += d;
+	}
+}
+
 static void logger(int level, unsigned long flags, const char *file, int line, const char *fmt, ...)
 {
+	char msg[512];
 	va_list ap;
 
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	count_stats(msg);
 	if (level > NCCL_LOG_LVL_INFO || (level == NCCL_LOG_LVL_INFO && !getenv("H_VERBOSE")))
 		return;
-	fprintf(stderr, "[rank %d] %s %s:%d ", H.rank, level == NCCL_LOG_LVL_WARN ? "WARN" : "INFO",
-		file, line);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
+	fprintf(stderr, "[rank %d] %s %s:%d %s\n", H.rank,
+		level == NCCL_LOG_LVL_WARN ? "WARN" : "INFO", file, line, msg);
 }
 
 #define P(n) ((struct plug *)(n)->priv)

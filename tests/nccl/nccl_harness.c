@@ -282,6 +282,11 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 	}
 	h_barrier("done");
 	h_ring_teardown(&r);
+	/* What the plugin's two comms of this rank did (logged as they closed), all sizes. */
+	if (bench && n->version)
+		printf("# plugin: %u receives, %u CTSs, %u credit messages; %u sends: %u eager, "
+		       "%u staged, %u zero-copy\n", h_pstats.recvs, h_pstats.cts, h_pstats.credits,
+		       h_pstats.sends, h_pstats.eager, h_pstats.staged, h_pstats.zcopy);
 	return 0;
 }
 
