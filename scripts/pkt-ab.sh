@@ -16,6 +16,7 @@
 #
 #   scripts/pkt-ab.sh NAME=BUILD[:SED] ...     e.g. base=/tmp/b new=build "nodelay=build:s/delay_target_us = 50/delay_target_us = 0/"
 #   scripts/pkt-ab.sh mroc=build bare=bare:build "nostamp=bare:build:--no-stamp"
+#   scripts/pkt-ab.sh bare=bare:build "frags2=bare:build:--frags 2"   (two descriptors a packet)
 #   env: ROUNDS (3), SECS (5), PAYLOAD (1024), TEST ("write_bw --mode metaroce")
 #   SED is applied (sed -e) to both daemons' configuration files after bench-net's own changes.
 set -u

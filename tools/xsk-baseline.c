@@ -65,6 +65,14 @@
 #define BATCH		64
 #define BUSY_POLL_US	50	/* mrocd's default daemon.busy_poll_us (--busy-poll-us) */
 
+/* AF_XDP multi-buffer (linux/if_xdp.h of kernels 6.6 and later). */
+#ifndef XDP_USE_SG
+#define XDP_USE_SG	(1 << 4)
+#endif
+#ifndef XDP_PKT_CONTD
+#define XDP_PKT_CONTD	(1 << 0)
+#endif
+
 /* --credit: what the receiver shares with the sender. */
 struct credit_page {
 	_Atomic uint64_t rcvd;		/* frames received */
@@ -88,6 +96,7 @@ struct opts {
 	const char *credit;		/* shared file with the receiver's count, or NULL */
 	double busy_poll_s;		/* spin this long after the last work, then sleep */
 	bool no_stamp;			/* load the program without arrival stamps */
+	uint32_t frags;			/* tx: descriptors per packet, 1 or 2 (--frags) */
 };
 
 struct base {
@@ -167,6 +176,11 @@ static int fill_frames(struct base *b)
 	if (err)
 		return err;
 	memcpy(ft.dmac, b->o.dmac, ETH_ALEN_);
+	/*
+	 * --frags 2: frame 2j's headers go with frame 2j + 1's payload (the
+	 * same bytes at the same place), as headers built in a UMEM frame
+	 * would go with a payload in a client region inside the UMEM.
+	 */
 	for (uint32_t i = 0; i < b->o.nframes; i++) {
 		uint8_t *buf = b->area + (size_t)i * b->o.frame_size;
 
@@ -246,20 +260,23 @@ static __attribute__((noinline)) void tx_loop(struct base *b, int off, double t_
 					     uint64_t *pkts)
 {
 	uint32_t next = 0, outstanding = 0, len = FRAME_HEADROOM - (uint32_t)off + mroc_len(&b->o);
-	uint32_t nframes = b->o.nframes;
+	uint32_t nframes = b->o.nframes, frags = b->o.frags;
+	/* --frags 2: the headers (Ethernet to MetaRoCE's), then the payload and the ICRC. */
+	uint32_t hlen = FRAME_HEADROOM - (uint32_t)off + MROC_DATA_OVERHEAD;
 	/* The receiver may have counted frames of an earlier sender: start from its count. */
 	uint64_t base = b->cp ? atomic_load_explicit(&b->cp->rcvd, memory_order_acquire) : 0;
 	double idle_since = 0;
 
 	while (!stop && now_s() < t_end) {
-		uint32_t idx, n, done, c;
+		uint32_t idx = 0, n, done, c;
 
+		/* Counted in descriptors: each one completes on its own. */
 		done = xsk_ring_cons__peek(&b->cq, b->o.ring_size, &idx);
 		if (done) {
 			xsk_ring_cons__release(&b->cq, done);
 			outstanding -= done;
 		}
-		n = nframes - outstanding < BATCH ? nframes - outstanding : BATCH;
+		n = (nframes - outstanding) / frags < BATCH ? (nframes - outstanding) / frags : BATCH;
 		c = credit(b, *pkts, base);
 		if (c < n)
 			n = c;
@@ -273,17 +290,25 @@ static __attribute__((noinline)) void tx_loop(struct base *b, int off, double t_
 			continue;
 		}
 		idle_since = 0;
-		n = xsk_ring_prod__reserve(&b->tx, n, &idx);
+		n = xsk_ring_prod__reserve(&b->tx, n * frags, &idx) / frags;
 		for (uint32_t i = 0; i < n; i++) {
-			struct xdp_desc *d = xsk_ring_prod__tx_desc(&b->tx, idx + i);
+			struct xdp_desc *d = xsk_ring_prod__tx_desc(&b->tx, idx + i * frags);
+			uint64_t frame = (uint64_t)next * b->o.frame_size;
 
-			d->addr = (uint64_t)next * b->o.frame_size + (uint64_t)off;
-			d->len = len;
-			next = next + 1 == nframes ? 0 : next + 1;
+			d->addr = frame + (uint64_t)off;
+			d->len = frags == 1 ? len : hlen;
+			d->options = frags == 1 ? 0 : XDP_PKT_CONTD;
+			if (frags == 2) {
+				d = xsk_ring_prod__tx_desc(&b->tx, idx + i * frags + 1);
+				d->addr = frame + b->o.frame_size + (uint64_t)off + hlen;
+				d->len = len - hlen;
+				d->options = 0;
+			}
+			next = next + frags >= nframes ? 0 : next + frags;
 		}
 		if (n) {
-			xsk_ring_prod__submit(&b->tx, n);
-			outstanding += n;
+			xsk_ring_prod__submit(&b->tx, n * frags);
+			outstanding += n * frags;
 			*pkts += n;
 		}
 		if (xsk_ring_prod__needs_wakeup(&b->tx))
@@ -358,6 +383,8 @@ static int open_socket(struct base *b)
 	struct xdp_options xo;
 	socklen_t xl = sizeof(xo);
 	uint32_t idx = 0;
+	/* Multi-buffer: a packet of several descriptors (--frags; kernel 6.6 and later). */
+	uint16_t sg = b->o.tx && b->o.frags > 1 ? XDP_USE_SG : 0;
 	int err;
 
 	b->ifindex = (int)if_nametoindex(b->o.ifname);
@@ -380,12 +407,12 @@ static int open_socket(struct base *b)
 	/* As mrocd (afxdp.c open_sock): zero-copy first unless told otherwise. */
 	err = -EOPNOTSUPP;
 	if (b->o.zc != 0) {
-		sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY;
+		sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_ZEROCOPY | sg;
 		err = xsk_socket__create(&b->xsk, b->o.ifname, b->o.queue, b->umem,
 					 b->o.tx ? NULL : &b->rx, b->o.tx ? &b->tx : NULL, &sc);
 	}
 	if (err && b->o.zc != 1) {
-		sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY;
+		sc.bind_flags = XDP_USE_NEED_WAKEUP | XDP_COPY | sg;
 		err = xsk_socket__create(&b->xsk, b->o.ifname, b->o.queue, b->umem,
 					 b->o.tx ? NULL : &b->rx, b->o.tx ? &b->tx : NULL, &sc);
 	}
@@ -448,6 +475,10 @@ static void usage(FILE *f)
 		"                  once, as scripts/profile-pkt.sh BUSY_POLL_US=0 runs it)\n"
 		"  --no-stamp      the program without its arrival stamps (mrocd always stamps:\n"
 		"                  the default measures what mrocd pays; this, what the stamp costs)\n"
+		"  --frags N       tx: each packet as N descriptors, 1 or 2 (1); 2: the headers from\n"
+		"                  one UMEM frame and the payload from another (XDP_USE_SG,\n"
+		"                  XDP_PKT_CONTD), as a payload sent from where it lies would go;\n"
+		"                  rx: accepted, no effect\n"
 		"  -h, --help      this text\n"
 		"Prints one JSON line: packets, frame bytes, seconds, Mpps and Gbit/s of frames.\n",
 		MROC_UDP_PORT, BUSY_POLL_US);
@@ -477,6 +508,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "credit", required_argument, NULL, 'C' },
 		{ "busy-poll-us", required_argument, NULL, 'B' },
 		{ "no-stamp", no_argument, NULL, 'N' },
+		{ "frags", required_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -488,7 +520,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	*o = (struct opts){ .tx = !strcmp(argv[1], "tx"), .frame_size = 4096, .nframes = 8192,
 			    .ring_size = 1024, .payload = 3392, .secs = 5, .zc = -1,
 			    .mode = XDP_PROG_MODE_NATIVE, .udp_port = MROC_UDP_PORT,
-			    .sport = 20000, .cpu = -1, .busy_poll_s = BUSY_POLL_US / 1e6 };
+			    .sport = 20000, .cpu = -1, .busy_poll_s = BUSY_POLL_US / 1e6, .frags = 1 };
 	optind = 2;
 	while ((c = getopt_long(argc, argv, "i:q:s:D:f:n:r:m:z:p:c:h", lo, NULL)) != -1) {
 		switch (c) {
@@ -505,6 +537,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'C': o->credit = optarg; break;
 		case 'B': o->busy_poll_s = atof(optarg) / 1e6; break;
 		case 'N': o->no_stamp = true; break;
+		case 'F': o->frags = (uint32_t)atoi(optarg); break;
 		case 'm':
 			mode = xdp_prog_mode_parse(optarg);
 			if (mode < 0)
@@ -529,7 +562,8 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		}
 	}
 	if (!o->ifname || o->secs <= 0 || (o->frame_size != 2048 && o->frame_size != 4096) ||
-	    o->ring_size < BATCH || o->ring_size & (o->ring_size - 1) || o->nframes < 2 * o->ring_size)
+	    o->ring_size < BATCH || o->ring_size & (o->ring_size - 1) || o->nframes < 2 * o->ring_size ||
+	    o->frags < 1 || o->frags > 2 || o->nframes % o->frags)
 		return -EINVAL;
 	/* What mrocd's configuration check allows (daemon/config/config.c check_network). */
 	if (o->tx && (!o->have_dmac || !o->src.family || o->src.family != o->dst.family ||
@@ -589,12 +623,14 @@ int main(int argc, char **argv)
 	if (getsockopt(xsk_socket__fd(b.xsk), SOL_XDP, XDP_STATISTICS, &xs, &xl))
 		memset(&xs, 0, sizeof(xs));
 	printf("{\"role\":\"%s\",\"ifname\":\"%s\",\"queue\":%u,\"mode\":\"%s\",\"zero_copy\":%s,"
+	       "\"frags\":%u,"
 	       "\"frame_bytes\":%llu,\"pkts\":%llu,\"secs\":%.3f,\"mpps\":%.4f,\"gbps\":%.3f,"
 	       "\"cpu_s\":%.3f,\"cpu_ns_per_pkt\":%.0f,"
 	       "\"xsk_rx_dropped\":%llu,\"xsk_rx_fill_ring_empty\":%llu}\n",
 	       b.o.tx ? "tx" : "rx", b.o.ifname, b.o.queue,
 	       xdp_prog_mode_name((enum xdp_prog_mode)xdp_prog_attach_mode(b.prog, b.ifindex)),
-	       b.zero_copy ? "true" : "false", (unsigned long long)(pkts ? bytes / pkts : 0),
+	       b.zero_copy ? "true" : "false", b.o.tx ? b.o.frags : 1,
+	       (unsigned long long)(pkts ? bytes / pkts : 0),
 	       (unsigned long long)pkts, t1 - t0, t1 > t0 ? pkts / (t1 - t0) / 1e6 : 0.0,
 	       t1 > t0 ? bytes * 8 / (t1 - t0) / 1e9 : 0.0, cpu, pkts ? cpu * 1e9 / pkts : 0.0,
 	       (unsigned long long)xs.rx_dropped,

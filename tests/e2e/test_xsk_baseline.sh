@@ -4,7 +4,8 @@
 # against: a TX -> RX second over veth delivers frames of exactly the length of
 # a MetaRoCE data packet with that payload (42 B of Ethernet/IPv4/UDP, 60 B of
 # MetaRoCE headers, the payload, the 4-byte ICRC), steered by mrocd's own XDP
-# program, and leaves no program behind.
+# program, also when each is sent as two descriptors (--frags 2), and leaves no
+# program behind.
 set -u
 . "$(dirname "$0")/lib.sh"
 BASE=$BUILD/xsk-baseline
@@ -26,6 +27,20 @@ jq -e '.role == "tx" and .pkts > 0 and .frame_bytes == 1130 and .mode == "native
 jq -e '.role == "rx" and .pkts > 0 and .frame_bytes == 1130 and .zero_copy == false and .xsk_rx_dropped == 0' "$E2E_DIR/rx.log" >/dev/null ||
 	fail "rx result: $(cat "$E2E_DIR/rx.log")"
 ok "bare pair: $(jq -r '"\(.pkts) frames of \(.frame_bytes) B received"' "$E2E_DIR/rx.log")"
+# --frags 2: each packet as two descriptors (headers, then payload from another frame,
+# XDP_USE_SG): the receiver gets the same whole frames, steered by the same program.
+rm -f "$E2E_DIR/credit"
+ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f 2048 -D 1 --credit "$E2E_DIR/credit" >"$E2E_DIR/rx.log" 2>&1 &
+rx=$!
+E2E_PIDS+=($rx)
+sleep 0.5
+ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f 2048 -s 1024 -D 2 --credit "$E2E_DIR/credit" --src "$IP_A" --dst "$IP_B" \
+	--dmac "$MAC_B" --frags 2 >"$E2E_DIR/tx.log" 2>&1 || fail "tx --frags 2: $(cat "$E2E_DIR/tx.log")"
+wait $rx || fail "rx (--frags 2 sender): $(cat "$E2E_DIR/rx.log")"
+jq -e '.frags == 2 and .pkts > 0' "$E2E_DIR/tx.log" >/dev/null || fail "tx --frags 2 result: $(cat "$E2E_DIR/tx.log")"
+jq -e '.pkts > 0 and .frame_bytes == 1130 and .xsk_rx_dropped == 0' "$E2E_DIR/rx.log" >/dev/null ||
+	fail "rx result with a --frags 2 sender: $(cat "$E2E_DIR/rx.log")"
+ok "--frags 2: $(jq -r '"\(.pkts) frames of \(.frame_bytes) B received"' "$E2E_DIR/rx.log")"
 for ns in "$NS_A" "$NS_B"; do
 	ip -n "$ns" link show | grep -q xdp && fail "an XDP program was left in $ns"
 done
