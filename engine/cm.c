@@ -726,9 +726,9 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
  */
 static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
-	if (b->cap < MROC_HDR_LEN)
+	if (b->cap < MROC_KA_PKT_LEN)
 		return 0;
-	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, MROC_F_ACK_REQ, 0, now);
+	b->len = (uint32_t)qp_put_keepalive(qp, b->data, MROC_F_ACK_REQ, 0, now);
 	b->peer = qp->peer;
 	b->sport = qp->npaths && qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min;
 	b->path_id = 0;

@@ -253,8 +253,17 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		eng->st.c[EC_RX_BAD_STATE]++;
 		return -EPERM;
 	}
-	peer_heard(qp, now);
+	/*
+	 * The dead-peer clock moves only for a packet the peer sent since the
+	 * last one that moved it (#24 item 6: replayed packets, sealed ones
+	 * included, keep no QP alive): a keepalive above the last number, a
+	 * data packet new on its path (qp_rx_data), an ACK with news
+	 * (qp_rx_ack).
+	 */
 	if (pkt.hdr.opcode == MROC_OP_KEEPALIVE) {
+		if (!qp_ka_fresh(eng, qp, &pkt))
+			return -ESTALE;
+		peer_heard(qp, now);
 		if (pkt.hdr.flags & MROC_F_ACK_REQ) {
 			qp->ka_reply = true;
 			qp->ka_reply_path = pkt.hdr.path_id;

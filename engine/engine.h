@@ -421,6 +421,8 @@ enum engine_counter {
 	EC_RX_STAMPED,			/* packets with the driver's arrival stamp (engine_rx_meta) */
 	EC_RX_WAIT_NS,			/* ... the time they waited from it to engine_rx, summed */
 	EC_ACK_HOST_NS,			/* host time peers' ACKs said their echo held (RTT samples), summed */
+	EC_RX_STALE_KA,			/* keepalive not above the last one taken (a replay, or
+					 * overtaken), or without a number in "aead": no sign of life */
 	EC__COUNT,
 };
 

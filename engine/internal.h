@@ -286,6 +286,15 @@ struct qp {
 	uint16_t ka_reply_sport;	/* ... and source port: the answer goes back there */
 	bool ka_reply;		/* the peer asked for a keepalive back */
 	bool ka_request;	/* we ask the peer for one */
+	/*
+	 * Keepalive numbers (PROTOCOL 3.4a): ours count up for the QP's life,
+	 * across reconnections; the peer's highest taken is kept while the
+	 * peer QP is the same one (ka_rx_peer, ka_rx_qpn), so a keepalive of
+	 * an earlier connection between the same two QPs is old too.
+	 */
+	uint64_t ka_tx_seq;
+	uint64_t ka_rx_seq;
+	uint32_t ka_rx_peer, ka_rx_qpn;
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
 	uint64_t explore_at;	/* path.c: no exploratory move before this; 0 = not armed yet */
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
@@ -689,6 +698,9 @@ uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp);
 /* Put the common header at b->data; returns its length. */
 size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
 		  uint64_t now);
+#define MROC_KA_PKT_LEN	(MROC_HDR_LEN + MROC_KA_LEN)
+size_t qp_put_keepalive(struct qp *qp, uint8_t *buf, uint8_t flags, uint8_t path_id, uint64_t now);
+bool qp_ka_fresh(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt);
 
 /* A path's scoreboard entry for a PSN inside [floor, next_psn). */
 static inline struct sb_entry *sb_ent(struct path *p, uint32_t psn)

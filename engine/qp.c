@@ -116,6 +116,12 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->ka_request = qp->ka_reply = false;
 	qp->ka_wait = 0;
 	qp->last_progress = qp->last_rx = qp->ka_sent = now;
+	/* Another peer QP numbers its keepalives from its own start. */
+	if (qp->ka_rx_peer != qp->peer || qp->ka_rx_qpn != qp->peer_qpn) {
+		qp->ka_rx_peer = qp->peer;
+		qp->ka_rx_qpn = qp->peer_qpn;
+		qp->ka_rx_seq = 0;
+	}
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i, now);
 	peer_attach(eng, qp);
@@ -203,6 +209,31 @@ size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_
 	};
 
 	return wire_put_hdr(buf, &h);
+}
+
+/* A KEEPALIVE with the QP's next number (PROTOCOL 3.4a); buf holds MROC_KA_PKT_LEN. */
+size_t qp_put_keepalive(struct qp *qp, uint8_t *buf, uint8_t flags, uint8_t path_id, uint64_t now)
+{
+	size_t n = qp_put_hdr(qp, buf, MROC_OP_KEEPALIVE, flags, path_id, now);
+
+	return n + wire_put_ka(buf + n, ++qp->ka_tx_seq);
+}
+
+/*
+ * A keepalive of the peer's: taken (a sign of life) only above the last one
+ * taken, so a replayed one proves nothing; one without a number (a peer from
+ * before it) only where nothing seals.  Not taken: counted, and not answered.
+ */
+bool qp_ka_fresh(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
+{
+	if (pkt->ka.has_seq ? pkt->ka.seq <= qp->ka_rx_seq :
+			      eng->cfg.sec_mode == MROC_SEC_AEAD) {
+		eng->st.c[EC_RX_STALE_KA]++;
+		return false;
+	}
+	if (pkt->ka.has_seq)
+		qp->ka_rx_seq = pkt->ka.seq;
+	return true;
 }
 
 struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)

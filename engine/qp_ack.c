@@ -378,6 +378,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	const struct mroc_ack_hdr *a = &pkt->ack;
 	struct path *p;
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
+	uint16_t nak_seen = qp->nak_seen;
 	bool echo_ok;
 
 	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
@@ -431,6 +432,12 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		p->ack_seen = true;
 		p->st_ce += ce_delta;
 	}
+	/*
+	 * News (PSNs acknowledged, packets received, a NAK) the peer sent since
+	 * the last ACK that had some: a sign of life.  A replayed ACK has none.
+	 */
+	if (bytes || rcv_delta || qp->nak_seen != nak_seen)
+		peer_heard(qp, now);
 	if (bytes || rcv_delta)
 		path_on_ack(eng, qp, p, bytes, rcv_delta, ce_delta, bytes ? newest : p->floor - 1,
 			    now);

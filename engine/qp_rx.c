@@ -487,6 +487,8 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		rp->ack_now = true;
 		return -EALREADY;
 	}
+	/* A PSN new on its path: sent since the last one, a sign of life (a replay is not). */
+	peer_heard(qp, now);
 	rp->rcv_pkts++;
 	if (meta->ce) {
 		rp->ce_pkts++;
@@ -538,7 +540,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	uint8_t flags, path_id;
 	uint16_t sport;
 
-	if ((!qp->ka_request && !qp->ka_reply) || b->cap < MROC_HDR_LEN)
+	if ((!qp->ka_request && !qp->ka_reply) || b->cap < MROC_KA_PKT_LEN)
 		return 0;
 	/* A request goes on our path ka_path, an answer back on the request's own port. */
 	if (qp->ka_request) {
@@ -552,7 +554,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 		sport = qp->ka_reply_sport;
 	}
 	qp->ka_request = qp->ka_reply = false;
-	b->len = (uint32_t)qp_put_hdr(qp, b->data, MROC_OP_KEEPALIVE, flags, path_id, now);
+	b->len = (uint32_t)qp_put_keepalive(qp, b->data, flags, path_id, now);
 	b->peer = qp->peer;
 	b->sport = sport;
 	b->path_id = path_id;

@@ -89,6 +89,12 @@ size_t wire_put_ack(uint8_t *b, const struct mroc_ack_hdr *a)
 	return MROC_ACK_HDR_LEN;
 }
 
+size_t wire_put_ka(uint8_t *b, uint64_t seq)
+{
+	put64(b, seq);
+	return MROC_KA_LEN;
+}
+
 size_t wire_put_cm(uint8_t *b, const struct mroc_cm_hdr *c)
 {
 	put64(b + 0, c->service_id);
@@ -255,8 +261,17 @@ int wire_parse_flags(const uint8_t *buf, size_t len, uint8_t flags, struct wire_
 
 	if (mroc_op_is_data(h->opcode))
 		return parse_data(buf, len, pkt, why);
-	if (h->opcode == MROC_OP_KEEPALIVE)
+	if (h->opcode == MROC_OP_KEEPALIVE) {
+		/* The common header alone (a peer from before the number), or the number too. */
+		pkt->ka.has_seq = len > MROC_HDR_LEN;
+		pkt->ka.seq = 0;
+		if (!pkt->ka.has_seq)
+			return 0;
+		if (len < MROC_HDR_LEN + MROC_KA_LEN)
+			return fail(why, WIRE_ERR_SHORT);
+		pkt->ka.seq = get64(buf + MROC_HDR_LEN);
 		return 0;
+	}
 	if (h->opcode == MROC_OP_ACK) {
 		if (len < MROC_HDR_LEN + MROC_ACK_HDR_LEN)
 			return fail(why, WIRE_ERR_SHORT);

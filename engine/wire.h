@@ -30,6 +30,7 @@
 #define MROC_DATA_HDR_LEN	44
 #define MROC_ACK_HDR_LEN	64
 #define MROC_CM_HDR_LEN		24
+#define MROC_KA_LEN		8	/* a KEEPALIVE's number (peers before it: none) */
 #define MROC_DATA_OVERHEAD	(MROC_HDR_LEN + MROC_DATA_HDR_LEN)
 
 enum mroc_opcode {
@@ -43,7 +44,7 @@ enum mroc_opcode {
 	MROC_OP_CMP_SWAP	= 0x08,	/* atomic: payload = compare (8 B) + swap (8 B), BE */
 	MROC_OP_ATOMIC_RESP	= 0x09,	/* the target's original value (8 B, BE); key = request MSN */
 	MROC_OP_ACK		= 0x10,	/* per-path ACK: SACK, echo, CE, hint, NAK */
-	MROC_OP_KEEPALIVE	= 0x11,	/* common header only; ACK_REQ asks for one back */
+	MROC_OP_KEEPALIVE	= 0x11,	/* common header, its number (mroc_ka_hdr); ACK_REQ asks for one back */
 	MROC_OP_CONNECT_REQ	= 0x20,
 	MROC_OP_CONNECT_REP	= 0x21,
 	MROC_OP_CONNECT_REJ	= 0x22,
@@ -187,6 +188,17 @@ struct mroc_ack_hdr {
 	uint8_t sack[MROC_SACK_BYTES];	/* bit i (byte i/8, LSB first): PSN cum_psn+1+i received */
 };
 
+/*
+ * A KEEPALIVE's number (PROTOCOL 3.4a): above every earlier one of its QP, so
+ * that a receiver takes each keepalive once and a replayed one proves no
+ * liveness (#24 item 6).  Peers from before it send the common header only
+ * (has_seq false).
+ */
+struct mroc_ka_hdr {
+	uint64_t seq;
+	bool has_seq;
+};
+
 struct mroc_cm_hdr {
 	uint64_t service_id;
 	uint32_t isn_dsn;	/* first DSN the sender of this message will use */
@@ -275,6 +287,7 @@ size_t wire_put_hdr(uint8_t *buf, const struct mroc_hdr *h);
 size_t wire_put_data(uint8_t *buf, const struct mroc_data_hdr *d);
 size_t wire_put_ack(uint8_t *buf, const struct mroc_ack_hdr *a);
 size_t wire_put_cm(uint8_t *buf, const struct mroc_cm_hdr *c);
+size_t wire_put_ka(uint8_t *buf, uint64_t seq);
 /* The CM key extension (c->key, MROC_CM_KEY_LEN bytes) after the CM header. */
 size_t wire_put_cm_key(uint8_t *buf, const struct mroc_cm_hdr *c);
 /* The MROC_CM_F_EXT extension: its length, then ext; returns 2 + len. */
@@ -291,6 +304,7 @@ struct wire_pkt {
 		struct mroc_data_hdr data;
 		struct mroc_ack_hdr ack;
 		struct mroc_cm_hdr cm;
+		struct mroc_ka_hdr ka;
 	};
 	const uint8_t *payload;
 	uint32_t payload_len;

@@ -9,7 +9,8 @@
 # file: mrocd refuses a key file others can read, a verified write_bw and the SEND
 # go through, the capture holds no trace of the text, and sealed packets taken
 # from the capture and sent again are dropped and counted when a ciphertext bit is
-# flipped or the key id is changed (and opened when left alone).
+# flipped or the key id is changed (and opened when left alone), and a sealed keepalive sent
+# again is refused as stale (rx_stale_keepalive: no sign of life).
 set -u
 . "$(dirname "$0")/lib.sh"
 PERF=$BUILD/mroc-perf
@@ -128,13 +129,14 @@ ok "token: connected, SEND delivered (and readable in a capture)"
 
 # A keepalive A sent on the control link (a live connection): right QPNs, from A's address.
 ka=$(captured "$E2E_DIR/token.pcap" "udp.payload[1] == 11")
-[ $(( ${#ka} / 2 )) = 24 ] && [ $(( 0x${ka:4:2} & 0x40 )) = 64 ] || fail "not a tagged keepalive: $ka"
+# 16 bytes of header, 8 of its number (PROTOCOL 3.4a), 8 of tag.
+[ $(( ${#ka} / 2 )) = 32 ] && [ $(( 0x${ka:4:2} & 0x40 )) = 64 ] || fail "not a tagged keepalive: $ka"
 bad=$(ecount rx_bad_tag)
 flags=$(printf '%02x' $(( 0x${ka:4:2} & 0xbf )))
-resend "${ka:0:4}$flags${ka:6:26}"				# its tag taken off
-resend "${ka:0:46}$(printf '%02x' $(( 0x${ka:46:2} ^ 1 )))"	# a wrong tag
+resend "${ka:0:4}$flags${ka:6:42}"				# its tag taken off
+resend "${ka:0:62}$(printf '%02x' $(( 0x${ka:62:2} ^ 1 )))"	# a wrong tag
 resend "${ka:0:2}2300${ka:6:26}$(printf '%048d' 0)"		# a DISCONNECT, untagged
-resend "${ka:0:2}2340${ka:6:26}$(printf '%048d' 0)${ka:32:16}"	# ... with a made-up tag
+resend "${ka:0:2}2340${ka:6:26}$(printf '%048d' 0)${ka:48:16}"	# ... with a made-up tag
 e2e_wait b counters ".engine.rx_bad_tag >= $((bad + 4))" 10 ||
 	fail "forged packets with the right QPNs not refused: $(e2e_admin b counters | jq -c .engine)"
 sleep 0.5
@@ -220,5 +222,25 @@ jq -e ".engine.rx_bad_tag == 0 and .worker.aead_rx_bad_tag == $((bad + 1)) and
 	fail "b: $(jq -c '.engine, .worker' <<<"$c")"
 kill -0 "$PID_b" || fail "b died"
 ok "aead: a flipped ciphertext bit (aead_rx_bad_tag) and an unknown key id (aead_rx_bad_key) dropped"
+
+# The last sealed keepalive A sent (the control link's, which lives on), sent again from A's
+# address: it opens (sealed for these addresses), but its number (PROTOCOL 3.4a) is not
+# above the last one B took, so it is no sign of life: dropped and counted (#24 item 6).
+ka=$(tshark -r "$E2E_DIR/aead.pcap" -Y "ip.src == $IP_A && udp.payload[1] == 11" \
+	-T fields -e udp.payload 2>/dev/null | tail -n 1 | tr -d ':\n')
+[ $(( ${#ka} / 2 )) = $(( 16 + 8 + 36 + 4 )) ] || fail "no sealed keepalive in the capture: $ka"
+flags=$(( 0x${ka:4:2} ))
+ka=${ka:0:4}$(printf '%02x' $((flags & 0x7f)))${ka:6:$((${#ka} - 6 - 8))}
+was=$(ecount rx_stale_keepalive)
+opened=$(bcount aead_rx_opened)
+for _ in 1 2 3; do resend "$ka"; done
+e2e_wait b counters ".engine.rx_stale_keepalive >= $((was + 3))" 10 ||
+	fail "a replayed sealed keepalive not refused: $(e2e_admin b counters | jq -c '.engine, .worker')"
+c=$(e2e_admin b counters)
+jq -e ".worker.aead_rx_opened >= $((opened + 3)) and .worker.aead_rx_bad_tag == $((bad + 1))" \
+	<<<"$c" >/dev/null || fail "b: the replays did not open as sealed: $(jq -c .worker <<<"$c")"
+e2e_wait a links '[.links[] | select(.state == "up")] | length >= 1' 5 ||
+	fail "the control link went down: $(e2e_admin a links)"
+ok "aead: a sealed keepalive sent again opens but is refused as stale (rx_stale_keepalive)"
 stop_both
 echo "1 passed, 0 failed"

@@ -73,6 +73,9 @@ pkt() { sed 's/../& /g; s/^/0000 /' <<<"$1"; }
 	ext="$(h16 37)02""0004""0a010002$(zeros 12)""0106""fd02$(zeros 13)02"
 	pkt "$(common 1 0x21 0 0 9 7 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)040000000100$ext"
 	pkt "$(common 1 0x21 0 0 9 7 1)$(h64 42)$(h32 1000)$(h32 2000)$(h16 4096)040000000100${ext:0:60}"
+	# 24 KEEPALIVE with its number 5 (PROTOCOL 3.4a); 25 one with 4 of its 8 bytes (malformed).
+	pkt "$(common 1 0x11 1 3 7 9 1)$(h64 5)"
+	pkt "$(common 1 0x11 0 0 7 9 1)01020304"
 } >"$TMP/hand.txt"
 text2pcap -q -u 50000,4793 "$TMP/hand.txt" "$TMP/hand.pcap" >/dev/null 2>&1 || fail "text2pcap"
 
@@ -110,14 +113,15 @@ expect 21 "mroc.flags.aead mroc.flags.aead_ip mroc.aead.key_id mroc.aead.seq mro
 	"1 1 3 77 4"
 expect 22 "mroc.cm.ext_flags mroc.cm.ext_len mroc.cm.port_addrs mroc.cm.port" "0x01 37 2 0,1"
 expect 22 "mroc.cm.port_ip mroc.cm.port_ip6" "10.1.0.2 fd02::2"
+expect 24 "mroc.opcode mroc.path_id mroc.keepalive.seq" "0x11 3 5"
 info=$(ts -r "$TMP/hand.pcap" -Y "frame.number == 1" -T fields -e _ws.col.Info)
 grep -q "sack 101-102,104,116,356.*NAK RNR" <<<"$info" || fail "ACK's Info column: $info"
 mal=$(ts -r "$TMP/hand.pcap" -Y 'mroc.malformed && _ws.expert.group == "Malformed"' -T fields \
 	-e frame.number | tr '\n' ' ')
-[ "$mal" = "8 9 10 11 12 13 14 15 16 18 23 " ] ||
-	fail "malformed frames: $mal (expected 8..16, 18, 23)"
-[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 12 ] ||
-	fail "frames 1..7, 17, 19..22 not all well-formed"
+[ "$mal" = "8 9 10 11 12 13 14 15 16 18 23 25 " ] ||
+	fail "malformed frames: $mal (expected 8..16, 18, 23, 25)"
+[ "$(ts -r "$TMP/hand.pcap" -Y 'mroc && !mroc.malformed' | wc -l)" = 13 ] ||
+	fail "frames 1..7, 17, 19..22, 24 not all well-formed"
 grep -qi "lua" "$TMP/tshark.err" && fail "Lua errors: $(cat "$TMP/tshark.err")"
 ts -r "$TMP/hand.pcap" -V >/dev/null || fail "tshark -V"
 grep -qi "lua error" <(ts -r "$TMP/hand.pcap" -V) && fail "a Lua error in the detailed view"

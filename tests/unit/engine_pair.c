@@ -259,7 +259,8 @@ void pair_connect(struct pair *p, const struct engine_qp_attr *a, const struct e
 
 int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t peer, uint16_t sport)
 {
-	struct engine_rx_meta meta = { .peer = peer, .sport = sport };
+	struct engine_rx_meta meta = { .peer = peer, .sport = sport,
+				       .sealed = p->s[to].sealed ? ENGINE_RX_SEALED : ENGINE_RX_PLAIN };
 	/* An exact-size heap copy: a sanitizer build catches any read past the end. */
 	uint8_t *copy = malloc(len ? len : 1);
 	int ret;

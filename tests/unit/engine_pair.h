@@ -66,6 +66,12 @@ struct pair_side {
 	int64_t clk_offset;		/* this side's clock: now + now * clk_ppm / 10^6 + clk_offset */
 	int32_t clk_ppm;
 	uint64_t stamp_lead;		/* pair_set_stamp_lead */
+	/*
+	 * Its packets come in as opened by a frame layer (engine_rx_meta.sealed =
+	 * ENGINE_RX_SEALED): a stand-in for "aead" (daemon/dataplane/aead.c),
+	 * which opens any packet sealed for these addresses, a replay included.
+	 */
+	bool sealed;
 };
 
 /* A registered buffer with canary-filled guards on both sides. */

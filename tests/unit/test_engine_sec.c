@@ -260,6 +260,123 @@ static void test_none_refuses_tag(void **state)
 	assert_int_equal(stat_of(f, PAIR_B, EC_RX_BYTES_PLACED), 0);
 }
 
+static bool drop_from_b(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return pkt->from != PAIR_B;
+}
+
+/* The first packet of opcode op in cap. */
+static const struct pair_pkt *captured(const struct pair_capture *cap, uint8_t op)
+{
+	for (unsigned i = 0; i < cap->n; i++)
+		if (cap->pkt[i].data[PKT_OPCODE] == op)
+			return &cap->pkt[i];
+	fail_msg("no packet of opcode 0x%02x captured", op);
+	return NULL;
+}
+
+/*
+ * #24 item 6: an on-path host drops everything B sends and replays, every
+ * half keepalive interval, B's packets it captured before: a keepalive, an
+ * ACK, a data packet.  In "aead" they open (B sealed them for these
+ * addresses: the frame layer lets them through), in "token" their tags are
+ * right.  None is a sign of life: A's QP is declared dead within dead_peer
+ * of B's last real packet (the keepalive interval of slack for the timer),
+ * and the keepalives are counted (rx_stale_keepalive).  Each replay used to
+ * reset A's dead-peer clock, and the QP lived on as long as they came.
+ * Before the attack, an idle QP whose keepalives get through lives on and
+ * counts none of them stale; a keepalive without its number (a peer from
+ * before it) is taken only where nothing seals.
+ */
+static void replayed_not_alive(void **state, uint8_t mode)
+{
+	struct engine_config ca = cfg_of(mode, 11), cb = cfg_of(mode, 12);
+	struct fx *f = calloc(1, sizeof(*f));
+	struct engine_wr wa, wb;
+	struct pair_capture *cap;
+	const struct pair_pkt *replay[3];
+	struct pair_pkt old;
+	uint64_t t0, stale;
+
+	assert_non_null(f);
+	*state = f;
+	ca.keepalive_ns = cb.keepalive_ns = 2 * PAIR_MS;
+	ca.dead_peer_ns = cb.dead_peer_ns = 8 * PAIR_MS;
+	f->p = pair_new(&ca, &cb);
+	f->p->s[PAIR_A].sealed = f->p->s[PAIR_B].sealed = mode == MROC_SEC_AEAD;
+	f->a = pair_mem_new(f->p, PAIR_A, LEN, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, LEN, 1, ENGINE_ACCESS_ALL);
+	pair_connect(f->p, NULL, NULL, SVC);
+
+	/* Traffic both ways, then idle: B's ACK, data and keepalives captured. */
+	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_WRITE) |
+				 PAIR_OP_BIT(MROC_OP_ACK) | PAIR_OP_BIT(MROC_OP_KEEPALIVE), true);
+	wa = write_of(f, 1, 100);
+	wb = (struct engine_wr){ .wr_id = 2, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+				 .lkey = f->b->lkey, .len = 100, .rkey = f->a->rkey };
+	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
+	assert_int_equal(pair_post(f->p, PAIR_B, &wb), 0);
+	pair_run_for(f->p, 3 * ca.keepalive_ns);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->p, PAIR_B, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	replay[0] = captured(cap, MROC_OP_KEEPALIVE);
+	replay[1] = captured(cap, MROC_OP_ACK);
+	replay[2] = captured(cap, MROC_OP_WRITE);
+	assert_int_equal(replay[0]->len, MROC_HDR_LEN + MROC_KA_LEN +
+					 (mode == MROC_SEC_TOKEN ? MROC_TAG_LEN : 0));
+	pair_capture_stop(f->p);
+
+	/* Idle with keepalives getting through: alive, none of them stale. */
+	pair_run_for(f->p, 3 * ca.dead_peer_ns);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_CONNECTED);
+	assert_true(stat_of(f, PAIR_A, EC_TX_KEEPALIVE) + stat_of(f, PAIR_B, EC_TX_KEEPALIVE) >= 6);
+	assert_int_equal(stat_of(f, PAIR_A, EC_RX_STALE_KA), 0);
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_STALE_KA), 0);
+	pair_expect_none(f->p, PAIR_A);
+
+	/* Without its number, as a peer from before it sends it ("token": its tag would not fit). */
+	if (mode != MROC_SEC_TOKEN) {
+		old = *replay[0];
+		old.len = MROC_HDR_LEN;
+		stale = stat_of(f, PAIR_A, EC_RX_STALE_KA);
+		assert_int_equal(pair_deliver(f->p, &old), mode == MROC_SEC_AEAD ? -ESTALE : 0);
+		assert_int_equal(stat_of(f, PAIR_A, EC_RX_STALE_KA),
+				 stale + (mode == MROC_SEC_AEAD));
+	}
+
+	/* The attack. */
+	f->p->filter = drop_from_b;
+	t0 = f->p->now;
+	stale = stat_of(f, PAIR_A, EC_RX_STALE_KA);
+	for (unsigned k = 0; f->p->now < t0 + 3 * ca.dead_peer_ns &&
+			     pair_state(f->p, PAIR_A) == ENGINE_QPS_CONNECTED; k++) {
+		pair_run_for(f->p, ca.keepalive_ns / 2);
+		if (pair_state(f->p, PAIR_A) == ENGINE_QPS_CONNECTED)
+			assert_true(pair_deliver(f->p, replay[k % 3]) < 0 || k % 3 == 1);
+	}
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	assert_true(f->p->now <= t0 + ca.dead_peer_ns + ca.keepalive_ns);
+	assert_true(stat_of(f, PAIR_A, EC_RX_STALE_KA) >= stale + 2);
+}
+
+static void test_replayed_not_alive_none(void **state)
+{
+	replayed_not_alive(state, MROC_SEC_NONE);
+}
+
+static void test_replayed_not_alive_token(void **state)
+{
+	replayed_not_alive(state, MROC_SEC_TOKEN);
+}
+
+static void test_replayed_not_alive_aead(void **state)
+{
+	replayed_not_alive(state, MROC_SEC_AEAD);
+}
+
 /*
  * #24 item 4: QPNs, rkeys (and initial sequence numbers) come from a keyed
  * generator (sec.c), not from the seed alone: two engines with the same
@@ -315,6 +432,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_aead_refuses_plain, teardown),
 		cmocka_unit_test_teardown(test_none_refuses_tag, teardown),
 		cmocka_unit_test(test_numbers_keyed),
+		cmocka_unit_test_teardown(test_replayed_not_alive_none, teardown),
+		cmocka_unit_test_teardown(test_replayed_not_alive_token, teardown),
+		cmocka_unit_test_teardown(test_replayed_not_alive_aead, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -469,6 +469,36 @@ static void test_cm_roundtrip(void **state)
 	}
 }
 
+/*
+ * A KEEPALIVE's number (PROTOCOL 3.4a): 8 bytes big-endian after the common
+ * header; without them (a peer from before it) has_seq is false; 1 to 7 of
+ * them are a cut packet; bytes after them are ignored.
+ */
+static void test_keepalive_number(void **state)
+{
+	static const uint8_t seq[MROC_KA_LEN] = { 0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07, 0x08 };
+	struct mroc_hdr h = mkhdr(MROC_OP_KEEPALIVE);
+	uint8_t buf[MROC_HDR_LEN + MROC_KA_LEN + 4];
+	struct wire_pkt pkt;
+	size_t n;
+
+	(void)state;
+	assert_int_equal(MROC_KA_LEN, 8);
+	n = wire_put_hdr(buf, &h);
+	assert_int_equal(wire_put_ka(buf + n, 0x0102030405060708ULL), MROC_KA_LEN);
+	assert_memory_equal(buf + n, seq, MROC_KA_LEN);
+	memset(buf + n + MROC_KA_LEN, 0xee, 4);
+	expect_ok(buf, n + MROC_KA_LEN, &pkt);
+	assert_true(pkt.ka.has_seq);
+	assert_true(pkt.ka.seq == 0x0102030405060708ULL);
+	expect_ok(buf, n + MROC_KA_LEN + 4, &pkt);
+	assert_true(pkt.ka.seq == 0x0102030405060708ULL);
+	expect_ok(buf, n, &pkt);
+	assert_false(pkt.ka.has_seq);
+	for (size_t len = n + 1; len < n + MROC_KA_LEN; len++)
+		expect_err(buf, len, WIRE_ERR_SHORT);
+}
+
 /* ---- exact layouts -------------------------------------------------------- */
 
 static void test_data_layout(void **state)
@@ -987,6 +1017,7 @@ int main(void)
 		cmocka_unit_test(test_data_roundtrip),
 		cmocka_unit_test(test_ack_roundtrip),
 		cmocka_unit_test(test_cm_roundtrip),
+		cmocka_unit_test(test_keepalive_number),
 		cmocka_unit_test(test_data_layout),
 		cmocka_unit_test(test_ack_layout),
 		cmocka_unit_test(test_cm_layout),

@@ -26,7 +26,7 @@
 local mroc = Proto("mroc", "MetaRoCE (mroc)")
 
 -- Sizes and limits: docs/PROTOCOL.md sections 1 and 3, engine/wire.h.
-local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN = 16, 44, 64, 24
+local HDR_LEN, DATA_HDR_LEN, ACK_HDR_LEN, CM_HDR_LEN, KA_LEN = 16, 44, 64, 24, 8
 local WIRE_VERSION, MAX_PATHS, SACK_BITS = 1, 16, 256
 local DEFAULT_PORT = 4793
 local F_ICRC, F_UNDEF, ICRC_LEN = 0x80, 0x08, 4
@@ -132,6 +132,7 @@ local f = {
 	reason = F.uint8("mroc.cm.reason", "Reason", base.DEC, cm_reasons),
 	sec = F.uint8("mroc.cm.sec", "Security mode", base.DEC, sec_modes),
 	cm_key = F.bytes("mroc.cm.key", "Receive key (mode token)"),
+	ka_seq = F.uint64("mroc.keepalive.seq", "Keepalive number (above the last one taken)", base.DEC),
 	cm_ext_flags = F.uint8("mroc.cm.ext_flags", "Extension flags", base.HEX),
 	cm_split = F.uint8("mroc.cm.split", "Split unit (x 16 bytes, 0 = none)", base.DEC),
 	cm_ext_len = F.uint16("mroc.cm.ext_len", "Extension length", base.DEC),
@@ -533,7 +534,14 @@ local function dissect(tvb, pinfo, tree)
 			root:add_proto_expert_info(ex.reserved, "path_id is 0 in CM packets")
 		end
 	else
+		-- KEEPALIVE: its number (PROTOCOL.md 3.4a); a peer from before it sends none.
 		info = string.format(" path %d", tvb(3, 1):uint())
+		if reported > HDR_LEN and reported < HDR_LEN + KA_LEN then
+			why = string.format("%d bytes, a KEEPALIVE's number needs %d", reported, HDR_LEN + KA_LEN)
+		elseif reported >= HDR_LEN + KA_LEN and tvb:len() >= HDR_LEN + KA_LEN then
+			root:add(f.ka_seq, tvb(HDR_LEN, KA_LEN))
+			info = info .. " #" .. tostring(tvb(HDR_LEN, KA_LEN):uint64())
+		end
 	end
 	pinfo.cols.info:append(string.format(" %d->%d", tvb(8, 4):uint(), tvb(4, 4):uint()))
 	if info then pinfo.cols.info:append(info) end
