@@ -74,6 +74,7 @@ struct path {
 	uint32_t backoff;	/* consecutive RTOs */
 	uint64_t rto_deadline;	/* next timer: probe, then RTO; 0 = not armed */
 	uint64_t rto_at;	/* when the RTO proper fires */
+	uint64_t rto_armed;	/* when rto_at was set: the RTO runs from here (path_rto_due) */
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
@@ -559,6 +560,8 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
+/* Whether p's RTO is due by its RTO as it stands now; if not, the timer is set to that. */
+bool path_rto_due(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
 /* Tail-loss probes the path may send before its RTO (TLP_MAX, or 1 on a borrowed RTT). */
 unsigned path_probe_max(const struct path *p);
 /* The timer at the tail-loss probe's time from now if that is before the RTO's, else the RTO's. */

@@ -627,7 +627,8 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			p->rto_deadline = p->rto_at;
 			continue;
 		}
-		path_timeout(eng, qp, p, now);
+		if (path_rto_due(eng, qp, p, now))
+			path_timeout(eng, qp, p, now);
 	}
 	if (qp->rack_deadline && now >= qp->rack_deadline) {
 		rack_scan(eng, qp, now, true);

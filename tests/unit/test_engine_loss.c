@@ -516,6 +516,96 @@ static void test_stall_learned(void **state)
 	free(st);
 }
 
+/* B's packets to A's QP qpn[i] wait while hold[i]; the others pass. */
+struct qp_hold {
+	uint32_t qpn[2];
+	bool hold[2];
+	unsigned n[2];
+	struct pair_pkt pkts[2][16];
+};
+
+static bool hold_per_qp(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct qp_hold *h = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_B)
+		return true;
+	for (int i = 0; i < 2; i++) {
+		if (!h->hold[i] || pkt_get32(pkt->data, PKT_DST_QPN) != h->qpn[i])
+			continue;
+		assert_true(h->n[i] < 16);
+		h->pkts[i][h->n[i]++] = *pkt;
+		return false;
+	}
+	return true;
+}
+
+static void release_qp(struct pair *p, struct qp_hold *h, int i)
+{
+	h->hold[i] = false;
+	for (unsigned k = 0; k < h->n[i]; k++)
+		pair_deliver(p, &h->pkts[i][k]);
+	h->n[i] = 0;
+}
+
+/*
+ * The host's RTT grows while a path's RTO runs (a queue at the peer filling
+ * as hundreds of QPs' first packets open its window): two QPs send one
+ * packet each at once, on paths with no RTT sample, so each RTO is armed at
+ * rto_init.  QP 1's ACK, held 0.9 rto_init, shows the host an RTT near
+ * rto_init before QP 2's RTO comes due; QP 2's own ACK comes at 1.2
+ * rto_init.  Its RTO, reckoned again at expiry by what the host knows then
+ * (path_rto_due), waits for it: no RTO, nothing resent.  Fired on the figure
+ * it was armed with, it was needless (1 x 256 QPs through mrocd: 216 of a
+ * run's 220 RTOs, all in the first half second, were on paths with no
+ * sample of their own while the host's sRTT climbed).
+ */
+static void test_rto_follows_host_rtt(void **state)
+{
+	struct engine_qp_attr qa = attr_of(4, 0xa), qb = attr_of(4, 0xb);
+	struct fx *f = fx_open(state, NULL, NULL, &qa, &qb);
+	struct pair *p = f->x.p;
+	uint64_t rto_init = p->s[PAIR_A].cfg.rto_init_ns, t0;
+	struct qp_hold h = { .hold = { true, true } };
+	struct engine_wr w1 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 1000, 0);
+	struct engine_wr w2 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 4096, 1000, 4096);
+	bool done[3] = { false };
+
+	h.qpn[0] = p->s[PAIR_A].qpn;
+	h.qpn[1] = pair_connect_more(p, 0x100, SVC + 1);
+	pair_run_for(p, 200 * PAIR_US);
+	while (pair_pending(p, PAIR_A))
+		pair_cqe(p, PAIR_A);
+	while (pair_pending(p, PAIR_B))
+		pair_cqe(p, PAIR_B);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_RTO), 0);
+	p->filter = hold_per_qp;
+	p->filter_arg = &h;
+	t0 = p->now;
+	assert_int_equal(pair_post(p, PAIR_A, &w1), 0);
+	assert_int_equal(engine_post_send(p->s[PAIR_A].eng, h.qpn[1], &w2, pair_clock(p, PAIR_A)), 0);
+	pair_run(p, t0 + rto_init * 9 / 10);
+	assert_int_equal(h.n[0], 1);
+	release_qp(p, &h, 0);
+	pair_run(p, t0 + rto_init * 12 / 10);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_RTO), 0);
+	assert_int_equal(h.n[1], 1);
+	release_qp(p, &h, 1);
+	pair_run_for(p, 10 * rto_init);
+	while (pair_pending(p, PAIR_A)) {
+		const struct engine_cqe *c = pair_cqe(p, PAIR_A);
+
+		assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+		assert_true(c->wr_id == 1 || c->wr_id == 2);
+		done[c->wr_id] = true;
+	}
+	assert_true(done[1] && done[2]);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_RTO), 0);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_RTO_SPURIOUS), 0);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_RETX), 0);
+}
+
 /*
  * Eifel's response (RFC 4015, issue #23): the stall's RTO was needless, so
  * the late ACKs undo it: every path that timed out has its window back
@@ -1273,6 +1363,7 @@ int main(void)
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),
 		T(test_stall_learned),
+		T(test_rto_follows_host_rtt),
 		T(test_stall_undone),
 		T(test_stall_unlost),
 		T(test_new_path_probe),
