@@ -100,6 +100,11 @@ engine_cnt() {
 	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data) \(.tx_acks)"' 2>/dev/null ||
 		echo "0 0 0 0 0 0"
 }
+# rto_cnt H: "rto rto_spurious" of host H's engine (when in a point the RTOs come: start-up,
+# the window, the drain).
+rto_cnt() {
+	bl_admin "$1" counters | jq -r '.engine | "\(.rto // 0) \(.rto_spurious // 0)"' 2>/dev/null || echo "0 0"
+}
 # work_cnt H: host H's worker and client counters, "loops sleeps idle_yields doorbells
 # doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" (what grows with QPs and clients).
 work_cnt() {
@@ -240,7 +245,7 @@ profile_end() {
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i tstart
-	local w0a w0b w1a w1b s0 s1
+	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -249,7 +254,7 @@ bw_run() {
 	# the last client sent 47 s after the first on a quiet machine, 89 s at load 20,
 	# when -D 48 had ended the first ones before the window opened: 0 Gbit/s).
 	dur=$((WARM + SECS + 3 + n / 40))
-	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1)
+	e0a=$(engine_cnt 0) e0b=$(engine_cnt 1) r0=$(rto_cnt 0)
 	tup=$EPOCHREALTIME
 	# Regions of as many messages as each QP keeps in flight (perftest: 2): mrocd pins
 	# them, and mroc-perf's default (up to 256 MiB a process) pinned 4 GiB per host at
@@ -268,7 +273,7 @@ bw_run() {
 	clients_ticks >/dev/null
 	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks)
 	CCSW=()
-	w0a=$(work_cnt 0) w0b=$(work_cnt 1) s0=$(clients_csw)
+	w0a=$(work_cnt 0) w0b=$(work_cnt 1) s0=$(clients_csw) r1=$(rto_cnt 0)
 	m0a=0 m0b=0
 	profile_start "bw.${c}x$q.$rep"
 	# the window ends after SECS or as soon as a client finishes
@@ -282,7 +287,7 @@ bw_run() {
 		m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	done
 	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
-	w1a=$(work_cnt 0) w1b=$(work_cnt 1) s1=$(clients_csw)
+	w1a=$(work_cnt 0) w1b=$(work_cnt 1) s1=$(clients_csw) r2=$(rto_cnt 0)
 	profile_end
 	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
@@ -298,7 +303,7 @@ bw_run() {
 	# CPU seconds of every process (both daemons, every mroc-perf) per GB placed
 	cpugb=$(awk -v d=$((k1a - k0a + k1b - k0b + kc1 - kc0)) -v a="$b0" -v b="$b1" -v hz="$CLK_TCK" \
 		'BEGIN { if (b > a) printf "%.3f", d / hz / ((b - a) / 1e9) }')
-	ca=$(delta "$e0a" "$(engine_cnt 0)") cb=$(delta "$e0b" "$(engine_cnt 1)")
+	ca=$(delta "$e0a" "$(engine_cnt 0)") cb=$(delta "$e0b" "$(engine_cnt 1)") r3=$(rto_cnt 0)
 	perfavg=$(cat "$BL_DIR"/bw.*.cli.json 2>/dev/null | jq -s '[.[].results[0].bw_avg_gbps // 0] | add' 2>/dev/null)
 	# ca: sender "rto tx_retx lost rx_dup tx_data"; cb: receiver's rx_dup
 	read -r rto retx lost _ txdata _ <<<"$ca"
@@ -311,6 +316,12 @@ bw_run() {
 	# sched_yields, the doorbells its clients rang and the epoll_waits that took them, the
 	# completion channels it signalled and the io_submits that took them; the receiver's
 	# loops and sleeps; the clients' and servers' context switches.
+	# Where the sender's RTOs came (a lossless run should have none): while the QPs came up
+	# and the window opened, in the window, or while the clients drained; and how many of
+	# them the next ACK showed needless.
+	log "bw $n QPs rep $rep RTOs: $(delta "${r0% *}" "${r1% *}") before the window," \
+		"$(delta "${r1% *}" "${r2% *}") in it, $(delta "${r2% *}" "${r3% *}") after it;" \
+		"$(delta "${r0#* }" "${r3#* }") spurious"
 	log "bw $n QPs rep $rep per GB: sender $(per_gb "loops sleeps yields doorbells doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" \
 		"$(delta "$w0a" "$w1a")" $((b1 - b0))); receiver $(per_gb "loops sleeps yields" \
 		"$(delta "$w0b" "$w1b")" $((b1 - b0))); clients $(per_gb "csw" $((s1 - s0)) $((b1 - b0)))"
