@@ -526,7 +526,7 @@ int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint
 
 /* ---- memory ------------------------------------------------------------------ */
 
-struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint32_t pd, uint32_t access)
+struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint64_t pd, uint32_t access)
 {
 	struct pair_mem *m = calloc(1, sizeof(*m));
 

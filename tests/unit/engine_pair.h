@@ -85,7 +85,8 @@ struct pair_mem {
 	uint64_t len;
 	uint32_t lkey, rkey;
 	int side;			/* registered there with pd and access */
-	uint32_t pd, access;
+	uint64_t pd;			/* 64 bits, as the engine's (#24 item 9) */
+	uint32_t access;
 };
 
 /* Packets on the wire when a direction has a delay (pair_set_delay). */
@@ -218,7 +219,7 @@ int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint
 /* ---- memory ------------------------------------------------------------------ */
 
 /* Allocate len bytes (and guards) filled with PAIR_CANARY and register them on side. */
-struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint32_t pd, uint32_t access);
+struct pair_mem *pair_mem_new(struct pair *p, int side, uint64_t len, uint64_t pd, uint32_t access);
 /* Register m again on its side (after pair_reset), with its pd and access: new keys. */
 void pair_mem_register(struct pair *p, struct pair_mem *m);
 /* Byte i of pattern `seed`: what tests write and expect to find. */

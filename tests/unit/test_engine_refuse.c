@@ -409,6 +409,7 @@ enum alter {
 	ALTER_KEY_FLIP,		/* an rkey nobody registered */
 	ALTER_KEY_NO_WRITE,	/* a region without REMOTE_WRITE */
 	ALTER_KEY_OTHER_PD,	/* a region of another protection domain */
+	ALTER_KEY_WRAPPED_PD,	/* ... one whose id is the QP's plus 2^32 (#24 item 9) */
 	ALTER_PAST_END,		/* last byte one past the region */
 	ALTER_START_AT_END,	/* raddr = region length */
 	ALTER_RADDR_HUGE,	/* raddr + len overflows 64 bits */
@@ -424,7 +425,7 @@ static void run_bounds_case(void **state)
 {
 	const struct bounds_case *bc = *state;
 	struct fx *f = fx_new(state, NULL, NULL);
-	struct pair_mem *ro, *pd2;
+	struct pair_mem *ro, *pd2, *pdw;
 	uint32_t len = bc->alter == ALTER_OFFSET_WRAP ? 2 * MTU + 10 : 100;
 	uint64_t raddr = bc->alter == ALTER_PAST_END ? REG_LEN - 100 : 0;
 	struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 9, 0, len, raddr);
@@ -434,6 +435,13 @@ static void run_bounds_case(void **state)
 
 	ro = pair_mem_new(f->x.p, PAIR_B, 4096, 1, ENGINE_ACCESS_LOCAL_WRITE | ENGINE_ACCESS_REMOTE_READ);
 	pd2 = pair_mem_new(f->x.p, PAIR_B, 4096, 2, ENGINE_ACCESS_ALL);
+	/*
+	 * Domain 2^32 + 1: mrocd's 2^32-th client after the first (whose domain,
+	 * 1, B's QP has).  Ids cut to 32 bits were one domain: a client could
+	 * reach the other's memory (test_clients.c test_pd_no_wrap: mrocd never
+	 * hands out the same id; here: the engine tells them apart).
+	 */
+	pdw = pair_mem_new(f->x.p, PAIR_B, 4096, (1ULL << 32) + 1, ENGINE_ACCESS_ALL);
 	pair_connect(f->x.p, NULL, NULL, SVC);
 	post(f, &wr);
 	cap = capture_a_data(f, bc->alter == ALTER_OFFSET_WRAP ? 3 : 1);
@@ -447,6 +455,9 @@ static void run_bounds_case(void **state)
 		break;
 	case ALTER_KEY_OTHER_PD:
 		pkt_put32(pk.data, PKT_KEY, pd2->rkey);
+		break;
+	case ALTER_KEY_WRAPPED_PD:
+		pkt_put32(pk.data, PKT_KEY, pdw->rkey);
 		break;
 	case ALTER_PAST_END:
 		pkt_put64(pk.data, PKT_RADDR, REG_LEN - 99);
@@ -469,6 +480,7 @@ static void run_bounds_case(void **state)
 	pair_mem_untouched(f->x.b);
 	pair_mem_untouched(ro);
 	pair_mem_untouched(pd2);
+	pair_mem_untouched(pdw);
 
 	/* The NAK reaches A: the WR fails, the QP is in error, B is told. */
 	pair_capture_stop(f->x.p);
@@ -481,6 +493,7 @@ static void run_bounds_case(void **state)
 	pair_mem_untouched(f->x.b);
 	pair_mem_untouched(ro);
 	pair_mem_untouched(pd2);
+	pair_mem_untouched(pdw);
 	/* Work posted now is refused. */
 	assert_true(pair_post(f->x.p, PAIR_A, &wr) < 0);
 }
@@ -488,6 +501,7 @@ static void run_bounds_case(void **state)
 static const struct bounds_case bc_key_flip = { ALTER_KEY_FLIP, EC_RX_ACCESS_ERR };
 static const struct bounds_case bc_no_write = { ALTER_KEY_NO_WRITE, EC_RX_ACCESS_ERR };
 static const struct bounds_case bc_other_pd = { ALTER_KEY_OTHER_PD, EC_RX_ACCESS_ERR };
+static const struct bounds_case bc_wrapped_pd = { ALTER_KEY_WRAPPED_PD, EC_RX_ACCESS_ERR };
 static const struct bounds_case bc_past_end = { ALTER_PAST_END, EC_RX_BOUNDS_ERR };
 static const struct bounds_case bc_at_end = { ALTER_START_AT_END, EC_RX_BOUNDS_ERR };
 static const struct bounds_case bc_huge = { ALTER_RADDR_HUGE, EC_RX_BOUNDS_ERR };
@@ -1003,6 +1017,7 @@ int main(void)
 		TBOUNDS("bad_rkey", bc_key_flip),
 		TBOUNDS("no_remote_write", bc_no_write),
 		TBOUNDS("other_pd", bc_other_pd),
+		TBOUNDS("wrapped_pd", bc_wrapped_pd),
 		TBOUNDS("one_past_end", bc_past_end),
 		TBOUNDS("start_at_end", bc_at_end),
 		TBOUNDS("raddr_overflow", bc_huge),
