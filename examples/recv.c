@@ -11,6 +11,7 @@
 #include <mroc/mroc.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define LEN	4096
 
@@ -27,13 +28,20 @@ int main(int argc, char **argv)
 
 	if (!ctx)
 		return fprintf(stderr, "recv: %s (mrocd running?)\n", mroc_strerror(-errno)), 1;
+	/* Each step says why it failed (mrocd's limits refuse with EUSERS, EDQUOT...). */
 	mr = mroc_mr_alloc(ctx, LEN, MROC_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return fprintf(stderr, "recv: mr_alloc: %s\n", strerror(errno)), 1;
 	qp = mroc_qp_create(ctx, &attr);
-	if (!mr || !qp)
-		return fprintf(stderr, "recv: setup failed\n"), 1;
+	if (!qp)
+		return fprintf(stderr, "recv: qp_create: %s\n", strerror(errno)), 1;
 	rwr = (struct mroc_recv_wr){ .wr_id = 1, .sg = { mroc_mr_addr(mr), LEN, mroc_mr_lkey(mr) } };
-	if (mroc_post_recv(qp, &rwr) || mroc_qp_listen(qp, service))
-		return fprintf(stderr, "recv: setup failed\n"), 1;
+	n = mroc_post_recv(qp, &rwr);
+	if (n)
+		return fprintf(stderr, "recv: post_recv: %s\n", mroc_strerror(n)), 1;
+	n = mroc_qp_listen(qp, service);
+	if (n)
+		return fprintf(stderr, "recv: listen: %s\n", mroc_strerror(n)), 1;
 	printf("listening on service %llu\n", (unsigned long long)service);
 	fflush(stdout);
 	/* The first completion is the connection; the receive's follows. */

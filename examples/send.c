@@ -24,10 +24,15 @@ int main(int argc, char **argv)
 
 	if (!ctx || argc < 2)
 		return fprintf(stderr, "usage: send PEER_IP [SERVICE] [TEXT] (mrocd running?)\n"), 1;
+	if (strlen(text) > 4096)
+		return fprintf(stderr, "send: the text is longer than 4096 bytes\n"), 1;
+	/* Each step says why it failed (mrocd's limits refuse with EUSERS, EDQUOT...). */
 	mr = mroc_mr_alloc(ctx, 4096, MROC_ACCESS_LOCAL_WRITE);
+	if (!mr)
+		return fprintf(stderr, "send: mr_alloc: %s\n", strerror(errno)), 1;
 	qp = mroc_qp_create(ctx, &attr);
-	if (!mr || !qp || strlen(text) > 4096)
-		return fprintf(stderr, "send: setup failed\n"), 1;
+	if (!qp)
+		return fprintf(stderr, "send: qp_create: %s\n", strerror(errno)), 1;
 	/* Which step failed, and why: a refused CONNECT and a timeout need different fixes. */
 	n = mroc_qp_connect(qp, argv[1], service);
 	if (n)

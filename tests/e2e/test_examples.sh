@@ -43,6 +43,7 @@ ok "write_server (rkey $rkey) received write_client's text"
 MROC_SOCKET=$E2E_DIR/b.ctl ip netns exec "$NS_B" timeout 30 "$EX/recv" 43 >"$E2E_DIR/recv.out" 2>&1 &
 srv=$!
 for _ in $(seq 100); do grep -q "^listening" "$E2E_DIR/recv.out" && break; sleep 0.1; done
+grep -q "^listening" "$E2E_DIR/recv.out" || fail "recv did not listen within 10 s: $(cat "$E2E_DIR/recv.out")"
 out=$(MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 30 "$EX/send" "$IP_B" 43 "ping over SEND" 2>&1) ||
 	fail "send: $out"
 wait $srv || fail "recv: $(cat "$E2E_DIR/recv.out")"

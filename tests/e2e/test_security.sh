@@ -67,6 +67,9 @@ send_captured() {
 		>"$E2E_DIR/recv.out" 2>&1 &
 	srv=$!
 	for _ in $(seq 100); do grep -q "^listening" "$E2E_DIR/recv.out" && break; sleep 0.1; done
+	# Not listening (it failed, or is slow): say so, not send's refusal that would follow.
+	grep -q "^listening" "$E2E_DIR/recv.out" || fail "recv did not listen within 10 s:" \
+		"$(cat "$E2E_DIR/recv.out"); B's clients: $(e2e_admin b status | jq -c '.clients // .')"
 	MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 30 "$EX/send" "$IP_B" 43 "$TEXT" \
 		>"$E2E_DIR/send.out" 2>&1 || fail "send: $(cat "$E2E_DIR/send.out"); A's CM and aead" \
 		"counters: $(e2e_admin a counters | jq -c '[.engine, .worker] | add | with_entries(select(.key |
