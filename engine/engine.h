@@ -423,6 +423,7 @@ enum engine_counter {
 	EC_ACK_HOST_NS,			/* host time peers' ACKs said their echo held (RTT samples), summed */
 	EC_RX_STALE_KA,			/* keepalive not above the last one taken (a replay, or
 					 * overtaken), or without a number in "aead": no sign of life */
+	EC_RTO_UNSAMPLED,		/* of EC_RTO: on a path with no RTT sample of its own yet (path.c) */
 	EC__COUNT,
 };
 

@@ -480,6 +480,9 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 {
 	p->st_timeouts++;
 	eng->st.c[EC_RTO]++;
+	/* No ACK on the path yet: armed on rto_init or the host's floors alone. */
+	if (!p->srtt)
+		eng->st.c[EC_RTO_UNSAMPLED]++;
 	/* The first RTO since the last ACK can be undone (rto_undo), a second cannot. */
 	p->undo_ok = !p->rto_fired_at;
 	p->undo_pwnd = p->pwnd;

@@ -54,6 +54,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RX_WAIT_NS] = "rx_wait_ns",
 		[EC_ACK_HOST_NS] = "ack_host_ns",
 		[EC_RX_STALE_KA] = "rx_stale_keepalive",
+		[EC_RTO_UNSAMPLED] = "rto_unsampled",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

@@ -100,10 +100,11 @@ engine_cnt() {
 	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data) \(.tx_acks)"' 2>/dev/null ||
 		echo "0 0 0 0 0 0"
 }
-# rto_cnt H: "rto rto_spurious" of host H's engine (when in a point the RTOs come: start-up,
-# the window, the drain).
+# rto_cnt H: "rto rto_spurious rto_unsampled" of host H's engine (when in a point the RTOs
+# come: start-up, the window, the drain; and on what paths).
 rto_cnt() {
-	bl_admin "$1" counters | jq -r '.engine | "\(.rto // 0) \(.rto_spurious // 0)"' 2>/dev/null || echo "0 0"
+	bl_admin "$1" counters | jq -r '.engine | "\(.rto // 0) \(.rto_spurious // 0) \(.rto_unsampled // 0)"' 2>/dev/null ||
+		echo "0 0 0"
 }
 # work_cnt H: host H's worker and client counters, "loops sleeps idle_yields doorbells
 # doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" (what grows with QPs and clients).
@@ -245,7 +246,7 @@ profile_end() {
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i tstart
-	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3
+	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3 rs ru
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -317,11 +318,13 @@ bw_run() {
 	# completion channels it signalled and the io_submits that took them; the receiver's
 	# loops and sleeps; the clients' and servers' context switches.
 	# Where the sender's RTOs came (a lossless run should have none): while the QPs came up
-	# and the window opened, in the window, or while the clients drained; and how many of
-	# them the next ACK showed needless.
-	log "bw $n QPs rep $rep RTOs: $(delta "${r0% *}" "${r1% *}") before the window," \
-		"$(delta "${r1% *}" "${r2% *}") in it, $(delta "${r2% *}" "${r3% *}") after it;" \
-		"$(delta "${r0#* }" "${r3#* }") spurious"
+	# and the window opened, in the window, or while the clients drained; how many of them
+	# the next ACK showed needless, and how many were on paths that had no ACK yet (armed
+	# on rto_init or the host's estimate alone).
+	read -r rs ru <<<"$(delta "${r0#* }" "${r3#* }")"
+	log "bw $n QPs rep $rep RTOs: $(delta "${r0%% *}" "${r1%% *}") before the window," \
+		"$(delta "${r1%% *}" "${r2%% *}") in it, $(delta "${r2%% *}" "${r3%% *}") after it;" \
+		"$rs spurious, $ru on paths with no RTT sample yet"
 	log "bw $n QPs rep $rep per GB: sender $(per_gb "loops sleeps yields doorbells doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" \
 		"$(delta "$w0a" "$w1a")" $((b1 - b0))); receiver $(per_gb "loops sleeps yields" \
 		"$(delta "$w0b" "$w1b")" $((b1 - b0))); clients $(per_gb "csw" $((s1 - s0)) $((b1 - b0)))"

@@ -508,6 +508,8 @@ static void test_stall_learned(void **state)
 	write_through_stall(f, st, 1, 2 * PAIR_MS);
 	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO) >= 1);
 	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO_SPURIOUS) >= 1);
+	/* No path had an ACK before the stall: each RTO was on rto_init (rto_unsampled). */
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO_UNSAMPLED), pair_stat(f->x.p, PAIR_A, EC_RTO));
 	rto = pair_stat(f->x.p, PAIR_A, EC_RTO);
 	retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX);
 	write_through_stall(f, st, 2, 2 * PAIR_MS);
