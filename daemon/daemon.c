@@ -610,6 +610,9 @@ static int make_worker_state(struct mrocd *d, unsigned k)
 
 	ec.qpn_mod = d->nworkers;
 	ec.qpn_rem = k;
+	/* A lone packet leaves by this worker's own sockets' ports (no hand-off, issue #26). */
+	if (d->nworkers > 1 && d->cfg.daemon.lone_home_port)
+		afxdp_home_classes(w->be, &ec.home_mod, &ec.home_mask);
 	ec.seed += k * 0x9e3779b97f4a7c15ULL;
 	w->eng = engine_create(&ec);
 	if (!w->eng) {

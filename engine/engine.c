@@ -76,6 +76,8 @@ int engine_config_check(const struct engine_config *c, const char **why)
 		BAD("split_unit must be a multiple of 16 up to 4080");
 	if (c->sport_min < 1024 || c->sport_min > c->sport_max)
 		BAD("need 1024 <= sport_min <= sport_max");
+	if (c->home_mod > 64 || (c->home_mod && !c->home_mask))
+		BAD("home_mod must be 0..64, with a class in home_mask");
 	/* A CONNECT_REQ with its key and extension fits the buffers (mtu + data header). */
 	if (c->cm_ext_len > MROC_CM_EXT_MAX ||
 	    MROC_HDR_LEN + MROC_CM_HDR_LEN + MROC_CM_KEY_LEN + 2u + c->cm_ext_len >

@@ -79,6 +79,16 @@ struct engine_config {
 	 * Repathing still picks any port.
 	 */
 	uint16_t sport_classes;
+	/*
+	 * The driver's threads (mrocd's workers, a port's socket each): a packet
+	 * whose source port is in class sport mod home_mod, bit set in
+	 * home_mask, leaves from this engine's own thread; any other is handed
+	 * to another thread first, which may have to be woken.  A message of
+	 * one packet with nothing queued behind it takes a live home path with
+	 * room when there is one (qp_tx.c).  home_mod 0: no preference.
+	 */
+	uint16_t home_mod;		/* 0 .. 64 */
+	uint64_t home_mask;
 	uint64_t seed;			/* PRNG seed: ports and tie-breaks (prng.h) */
 	/* Several engines, one per thread (owner.c): this one's QPNs are qpn_rem mod qpn_mod. */
 	uint32_t qpn_mod;		/* 0 or 1: any QPN */

@@ -479,6 +479,41 @@ static struct path *pick_path_alone(struct engine *eng, struct qp *qp, uint32_t 
 }
 
 /*
+ * A message of one packet with nothing queued behind it (a small collective's
+ * step, a ping-pong) leaves by a path of this engine's own thread's ports
+ * (cfg.home_mod/home_mask), the one with most free window; its ACK comes back
+ * on the same port.  On the other ports every packet, and its ACK, crossed
+ * between the driver's threads (mrocd: a hand-off ring and often a wake-up
+ * of a sleeping worker), about one hand-off a packet in an 8 B ring (issue
+ * #26).  NULL: no home path alive with room; the usual pick then.
+ */
+static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t bytes)
+{
+	struct path *best = NULL;
+	uint32_t best_free = 0;
+
+	for (unsigned k = 0, i = qp->rr % qp->npaths; k < qp->npaths;
+	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
+		struct path *p = &qp->paths[i];
+		uint32_t f;
+
+		if (p->state != PATH_ACTIVE ||
+		    !(eng->cfg.home_mask >> (p->sport % eng->cfg.home_mod) & 1) ||
+		    !path_can_send(eng, p, bytes))
+			continue;
+		f = p->inflight ? (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes)
+				: PICK_FREE_SEGS * eng->seg_bytes;
+		if (!best || f > best_free) {
+			best = p;
+			best_free = f;
+		}
+	}
+	if (best)
+		qp->rr = (best->id + 1u) % qp->npaths;
+	return best;
+}
+
+/*
  * A segment sent ALONE_AFTER_TRIES - 1 times and lost each time goes alone,
  * on a path with nothing in flight (the QP sends nothing else until one
  * drains).  Random loss does that to one segment in 10,000 at 10% loss; a
@@ -683,6 +718,9 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p = probe;	/* a probe may exceed the window by one packet */
 	else if (retx && e->tx_count >= ALONE_AFTER_TRIES && qp->mode == MROC_MODE_METAROCE)
 		p = idle_path(eng, qp, bytes);
+	else if (!retx && m->nseg == 1 && dsn + 1 == qp->dsn_alloc && eng->cfg.home_mod &&
+		 qp->mode == MROC_MODE_METAROCE && (p = pick_path_home(eng, qp, bytes)))
+		;	/* a lone packet: a path of this thread's own ports */
 	else if (m->alone && !retx)
 		p = pick_path_alone(eng, qp, bytes);
 	else

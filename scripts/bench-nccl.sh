@@ -64,6 +64,7 @@ counters() {
 		[sum(.engine.tx_data), sum(.engine.tx_acks), sum(.engine.tx_retx), sum(.engine.rto),
 		 sum(.worker.rx_pkts), sum(.worker.sleeps), sum(.worker.wakeups_doorbell),
 		 sum(.worker.idle_yields), sum([.workers[]?.handed_off] | add),
+		 sum([.workers[]?.handoff_rx_out] | add), sum([.workers[]?.handoff_tx_out] | add),
 		 sum(.clients.doorbell_syscalls), sum(.clients.cq_signal_syscalls), sum(.clients.cqes)]
 		| map(tostring) | join(" ")'
 }
@@ -104,7 +105,7 @@ run() {
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
 	[ -z "${COUNTERS:-}" ] || paste -d' ' <(echo "$c0" | tr ' ' '\n') <(counters | tr ' ' '\n') |
-		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off client_doorbells cq_signals cqes", k) }
+		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes", k) }
 		     { printf "%s%s %d", (NR > 1 ? ", " : ""), k[NR], $2 - $1 } END { print "" }' |
 		sed "s/^/  $net counters (4 daemons, the sweep): /" >&2
 	# The plugin's own: its CTSs (a receive of at most 8 KiB sends none) and how sends left.

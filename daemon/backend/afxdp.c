@@ -918,3 +918,39 @@ int afxdp_add_views(struct backend *b0, unsigned n, struct peers **peers, struct
 		vs->v[k]->tx_reserve = x0->nframes / 8 / n;
 	return 0;
 }
+
+/* A packet of source port sport leaves by socket port->first + (sport / nports) % port->nsocks. */
+void afxdp_home_classes(const struct backend *b, uint16_t *mod, uint64_t *mask)
+{
+	const struct afxdp *x = (const struct afxdp *)b;
+	unsigned m = 1, c;
+
+	*mod = 0;
+	*mask = 0;
+	if (!x->vs || !x->nports)
+		return;
+	/* The pattern repeats every nports x (the least common multiple of the ports' queues). */
+	for (unsigned p = 0; p < x->nports; p++) {
+		unsigned q = x->ports[p].nsocks, g = m, r = q;
+
+		if (!q)
+			return;
+		while (r) {
+			unsigned t = g % r;
+
+			g = r;
+			r = t;
+		}
+		m = m / g * q;
+		if (m * x->nports > 64)
+			return;
+	}
+	m *= x->nports;
+	for (c = 0; c < m; c++) {
+		const struct afxdp_port *port = &x->ports[c % x->nports];
+
+		if (x->sock_view[port->first + (c / x->nports) % port->nsocks] == x->idx)
+			*mask |= 1ull << c;
+	}
+	*mod = *mask ? (uint16_t)m : 0;
+}

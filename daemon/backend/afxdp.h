@@ -96,4 +96,12 @@ int afxdp_add_views(struct backend *b0, unsigned n, struct peers **peers, struct
 		    afxdp_owner_fn owner, void *ctx, struct backend **out, char *why,
 		    size_t why_len);
 
+/*
+ * Workers: the source ports whose packets view b sends from its own sockets
+ * (the others it hands to another view): those of class sport mod *mod with
+ * bit set in *mask (engine cfg.home_mod, home_mask).  *mod 0 (no preference)
+ * without views, or when the pattern repeats only past 64 classes.
+ */
+void afxdp_home_classes(const struct backend *b, uint16_t *mod, uint64_t *mask);
+
 #endif

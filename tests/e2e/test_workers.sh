@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # Two data-plane workers on hosts with two ports (scripts/fabric up --ports 2),
-# daemon.workers = 2 on both daemons, over IPv6 (the fabric's service
+# daemon.workers = 2 (and lone_home_port) on both daemons, over IPv6 (the fabric's service
 # addresses FABRIC_IP6_h; test_fabric_ports runs over IPv4):
 #  - status says 2 workers, and that p1's socket is worker 0's, p2's worker 1's;
+#  - an 8 B ping-pong between two clients (both on worker 0): its lone packets and their
+#    ACKs stay on worker 0's port, next to no hand-off between the workers;
 #  - two verified write_bw runs at once, 2 QPs each: their clients go to
 #    different workers, so QPs live on both workers on both hosts;
 #  - frames that came in on one worker's socket for the other's QPs were
@@ -26,7 +28,7 @@ e2e_require_fabric
 [ -x "$SPOOF" ] || skip "$SPOOF not built"
 e2e_fabric_up --ports 2
 FABRIC_IP_0=$FABRIC_IP6_0 FABRIC_IP_1=$FABRIC_IP6_1
-e2e_ports_pair 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/'
+e2e_ports_pair 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 2; lone_home_port = true;/'
 for n in a b; do
 	jq -e '.workers == 2 and ([.interface_info[] | {(.name): .queue_workers}] | add) ==
 		{"p1": [0], "p2": [1]}' <<<"$(e2e_admin $n status)" >/dev/null ||
@@ -36,6 +38,26 @@ for n in a b; do
 		fail "$n: the control link never came up: $(e2e_admin $n links)"
 done
 ok "two ports, IPv6, daemon.workers = 2: both daemons run 2 workers, the control link is up"
+
+# A ping-pong of 8 B WRITEs (write_lat), one client a side: each is its daemon's only one, so
+# both QPs live on worker 0.  A lone packet leaves by its worker's own port (lone_home_port,
+# engine cfg.home_mod) and its ACK comes back there: next to nothing crosses between the workers
+# (issue #26: before, about one hand-off a packet, data or ACK).
+handed() { e2e_admin "$1" counters | jq '[.workers[].handed_off] | add'; }
+txdata() { e2e_admin "$1" counters | jq '.engine.tx_data'; }
+h0=$(($(handed a) + $(handed b))) t0=$(($(txdata a) + $(txdata b)))
+ip netns exec "$NS_B" timeout 60 "$BUILD/mroc-perf" write_lat -S "$E2E_DIR/b.ctl" \
+	--mroc-addr "$FABRIC_IP_1" -p 18600 >"$E2E_DIR/lat.srv" 2>&1 &
+lat_srv=$!
+sleep 0.3
+ip netns exec "$NS_A" timeout 60 "$BUILD/mroc-perf" write_lat -S "$E2E_DIR/a.ctl" -p 18600 -s 8 \
+	-n 2000 "$FABRIC_MGMT_1" >"$E2E_DIR/lat.cli" 2>&1 || fail "write_lat: $(cat "$E2E_DIR/lat.cli")"
+wait $lat_srv || fail "write_lat server: $(cat "$E2E_DIR/lat.srv")"
+sent=$(($(txdata a) + $(txdata b) - t0)) moved=$(($(handed a) + $(handed b) - h0))
+[ "$sent" -ge 4000 ] || fail "write_lat sent $sent data packets, expected 2 x 2000 or more"
+[ $((moved * 10)) -le "$sent" ] ||
+	fail "$moved hand-offs between workers for $sent data packets of a ping-pong (a lone packet should leave by its worker's port)"
+ok "an 8 B ping-pong, both QPs on worker 0: $moved hand-offs between workers for $sent data packets"
 
 # Two pairs at once, each its own client on each side (its own side-channel port).
 p1=$(e2e_plane_pkts 1) p2=$(e2e_plane_pkts 2)

@@ -1166,6 +1166,71 @@ static void test_port_up_places_paths(void **state)
 }
 
 /*
+ * A host of two ports, each sent from by its own thread (mrocd's workers:
+ * cfg.home_mod 2, home_mask 1: this engine's thread has port 0).  Each of 20
+ * messages of one packet, posted with nothing behind it, leaves by a port-0
+ * path and its ACK comes back there, so neither crosses to the other thread
+ * (issue #26: in an 8 B ring about every packet did).  A message of many
+ * packets still uses both ports.  Without home_mod the same lone messages
+ * take turns on both ports, as before.
+ */
+struct port_count {
+	unsigned data[2], acks[2];	/* A's data and B's ACKs, by port (sport mod 2) */
+};
+
+static bool count_ports(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct port_count *c = arg;
+
+	(void)p;
+	if (pkt->from == PAIR_A && mroc_op_is_data(pkt->data[PKT_OPCODE]))
+		c->data[pkt->sport & 1]++;
+	else if (pkt->from == PAIR_B && pkt->data[PKT_OPCODE] == MROC_OP_ACK)
+		c->acks[pkt->sport & 1]++;
+	return true;
+}
+
+static void lone_packets(void **state, uint16_t home_mod)
+{
+	struct engine_qp_attr qa = attr_of(8, 0xa);
+	struct engine_config ca;
+	struct port_count c = { 0 };
+	struct fx *f;
+
+	pair_test_config(&ca);
+	ca.sport_classes = 2;
+	ca.home_mod = home_mod;
+	ca.home_mask = home_mod ? 1 : 0;
+	f = fx_open(state, &ca, NULL, &qa, NULL);
+	f->x.p->filter = count_ports;
+	f->x.p->filter_arg = &c;
+	for (unsigned i = 0; i < 20; i++)
+		write_all(f, 10 + i, 8);
+	if (home_mod) {
+		assert_int_equal(c.data[0], 20);
+		assert_int_equal(c.data[1], 0);
+		assert_int_equal(c.acks[1], 0);
+		assert_true(c.acks[0] >= 1);
+	} else {
+		assert_true(c.data[0] >= 5 && c.data[1] >= 5);	/* round robin over 8 paths */
+	}
+	memset(&c, 0, sizeof(c));
+	write_all(f, 99, 64 * 1024);
+	assert_true(c.data[0] > 0 && c.data[1] > 0);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, 64 * 1024);
+}
+
+static void test_lone_packet_home_port(void **state)
+{
+	lone_packets(state, 2);
+}
+
+static void test_lone_packet_any_port(void **state)
+{
+	lone_packets(state, 0);
+}
+
+/*
  * A path whose window a timeout cut below PICK_FREE_SEGS packets, under a
  * QP held back by its application (a few WRITEs outstanding at a time,
  * never a full window on any path): before, every pick went to the sibling
@@ -1370,6 +1435,8 @@ int main(void)
 		T(test_stall_unlost),
 		T(test_new_path_probe),
 		T(test_port_up_places_paths),
+		T(test_lone_packet_home_port),
+		T(test_lone_packet_any_port),
 		T(test_small_window_path_not_starved),
 		T(test_nak_echo_clock_ahead),
 		T(test_nak_echo_clock_behind),
