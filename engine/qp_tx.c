@@ -392,6 +392,13 @@ static void tx_count_window(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	qp->tx_win_pkts++;
 }
+/* A path's free window as the picks weigh it: at most PICK_FREE_SEGS packets, idle as that. */
+static uint32_t pick_free(const struct engine *eng, const struct path *p)
+{
+	return p->inflight ? (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes) :
+			     PICK_FREE_SEGS * eng->seg_bytes;
+}
+
 struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 {
 	struct path *best = NULL;
@@ -418,8 +425,7 @@ struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 
 		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes))
 			continue;
-		f = p->inflight ? (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes)
-				: PICK_FREE_SEGS * eng->seg_bytes;
+		f = pick_free(eng, p);
 		if (!best || f > best_free) {
 			best = p;
 			best_free = f;
@@ -501,8 +507,7 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
 		    !(eng->cfg.home_mask >> (p->sport % eng->cfg.home_mod) & 1) ||
 		    !path_can_send(eng, p, bytes))
 			continue;
-		f = p->inflight ? (uint32_t)min_u64(path_free(p), PICK_FREE_SEGS * eng->seg_bytes)
-				: PICK_FREE_SEGS * eng->seg_bytes;
+		f = pick_free(eng, p);
 		if (!best || f > best_free) {
 			best = p;
 			best_free = f;
