@@ -70,6 +70,14 @@ struct engine_config {
 	 * peer that announced a unit too (older peers announce none).
 	 */
 	uint32_t split_unit;
+	/*
+	 * MetaRoCE, with split_unit: a message of at most dup_max bytes posted
+	 * alone also sends a copy of each of its segments, right after them, on
+	 * a path that does not carry that segment (when there is one), so that a
+	 * segment waits only when both its paths are held up (docs/PROTOCOL.md
+	 * 5.2).  0 = never.
+	 */
+	uint32_t dup_max;
 	uint16_t sport_min;		/* source ports for paths come from this range */
 	uint16_t sport_max;
 	/*
@@ -434,6 +442,8 @@ enum engine_counter {
 	EC_RX_STALE_KA,			/* keepalive not above the last one taken (a replay, or
 					 * overtaken), or without a number in "aead": no sign of life */
 	EC_RTO_UNSAMPLED,		/* of EC_RTO: on a path with no RTT sample of its own yet (path.c) */
+	EC_TX_DUP,			/* of EC_TX_DATA: a lone small message's second copies (dup_max) */
+	EC_RTT_HELD,			/* lone messages' RTTs above their QP's best by an mtu packet and more (qp_ack.c) */
 	EC__COUNT,
 };
 

@@ -254,6 +254,8 @@ struct qp {
 	uint32_t snd_nxt;	/* next new DSN */
 	uint32_t dsn_alloc;	/* next DSN to give to a new message */
 	uint32_t snd_una;	/* peer's cumulative DSN */
+	/* a lone small message's DSNs whose copies are still to go, [dup_next, dup_end) (qp_tx.c) */
+	uint32_t dup_next, dup_end;
 	uint32_t ssn_next;
 	uint32_t sq_used;	/* application WRs not yet completed */
 	uint32_t rd_out;	/* READs outstanding as requester */
@@ -446,6 +448,8 @@ struct engine {
 	uint32_t active_now, active_prev;	/* peer hosts that sent in this epoch, the last */
 	/* when everything posted would have left at link_rate_bps (qp_tx.c: split or not) */
 	uint64_t posted_until;
+	/* the last RTT sample held up beyond its QP's best (qp_ack.c note_held, qp_tx.c) */
+	uint64_t held_at;
 	/* EC_LOST as of the last post, and the post that first saw it (qp_tx.c: split_quiet) */
 	uint64_t split_lost, split_lost_at;
 	struct engine_stats st;

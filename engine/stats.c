@@ -22,6 +22,8 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_TX_PKTS] = "tx_pkts",
 		[EC_TX_DATA] = "tx_data",
 		[EC_TX_RETX] = "tx_retx",
+		[EC_TX_DUP] = "tx_dup",
+		[EC_RTT_HELD] = "rtt_held",
 		[EC_TX_ACKS] = "tx_acks",
 		[EC_TX_CM] = "tx_cm",
 		[EC_TX_KEEPALIVE] = "tx_keepalive",

@@ -374,10 +374,12 @@ static void print_counters(const struct clu_result *r, double wall)
 	const struct fab_stats *fs = &r->net.fab;
 	static const char *const kn[FAB__KINDS] = { "up", "down", "leaf->spine", "spine->leaf" };
 
-	printf("    engines: tx %" PRIu64 " pkts, retx %" PRIu64 ", lost %" PRIu64 ", rto %" PRIu64
-	       ", repath %" PRIu64 ", ce %" PRIu64 ", placed %" PRIu64 " B of %" PRIu64 "\n",
-	       r->eng.c[EC_TX_PKTS], r->eng.c[EC_TX_RETX], r->eng.c[EC_LOST], r->eng.c[EC_RTO],
-	       r->eng.c[EC_REPATH], r->eng.c[EC_CE], r->payload_placed, r->coll.payload_bytes);
+	printf("    engines: tx %" PRIu64 " pkts, retx %" PRIu64 ", dup %" PRIu64 ", lost %" PRIu64
+	       ", rto %" PRIu64 ", repath %" PRIu64 ", ce %" PRIu64 ", rtt held %" PRIu64
+	       ", placed %" PRIu64 " B of %" PRIu64 "\n",
+	       r->eng.c[EC_TX_PKTS], r->eng.c[EC_TX_RETX], r->eng.c[EC_TX_DUP], r->eng.c[EC_LOST],
+	       r->eng.c[EC_RTO], r->eng.c[EC_REPATH], r->eng.c[EC_CE], r->eng.c[EC_RTT_HELD],
+	       r->payload_placed, r->coll.payload_bytes);
 	for (int k = 0; k < FAB__KINDS; k++)
 		printf("    %-11s: deliv %" PRIu64 " tail %" PRIu64 " random %" PRIu64 " bh %" PRIu64
 		       " ce %" PRIu64 " maxq %" PRIu64 "\n", kn[k], fs->kind[k].delivered,

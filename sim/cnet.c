@@ -62,6 +62,7 @@ void cnet_config_default(struct cnet_config *cfg)
 	cfg->engine.rto_init_ns = 200000;
 	/* A small message alone on its QP crosses the planes in parts (PROTOCOL 5.2). */
 	cfg->engine.split_unit = 32;
+	cfg->engine.dup_max = 4096;
 }
 
 /* ---- hosts ------------------------------------------------------------------- */

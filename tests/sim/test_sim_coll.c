@@ -156,7 +156,8 @@ static void test_auto_rule(void **state)
  * default); without that it is still slower here (the check that this test
  * sees it).
  */
-static double small_p50(uint8_t t, uint64_t bytes, uint32_t split, uint8_t bg)
+static double small_run(uint8_t t, uint64_t bytes, uint32_t split, uint8_t bg, uint32_t iters,
+			uint64_t seed)
 {
 	static struct clu_result r;
 	struct clu_config cfg;
@@ -165,17 +166,25 @@ static double small_p50(uint8_t t, uint64_t bytes, uint32_t split, uint8_t bg)
 	cfg.transport = t;
 	cfg.bytes = bytes;
 	cfg.nranks = 32;
-	cfg.iters = 5;
+	cfg.iters = iters;
 	cfg.bg = bg;
 	cfg.bg_load = 0.5;
+	if (bg == BG_INCAST)
+		cfg.bg_senders = 16;
 	cfg.time_limit_ns = 100 * MSEC;
-	cfg.seed = 4;
+	cfg.seed = seed;
 	cfg.net.engine.split_unit = split;
 	assert_int_equal(clu_run(&cfg, &r), 0);
 	assert_int_equal(r.coll.algo, COLL_ALGO_RD);
-	print_message("%-19s %6" PRIu64 " B split %3u bg %u: p50 %7.2f us\n", clu_transport_name(t),
-		      bytes, split, bg, r.t_p50_us);
+	assert_int_equal(r.iters_done, iters);
+	print_message("%-19s %6" PRIu64 " B split %3u bg %u seed %" PRIu64 ": p50 %7.2f us\n",
+		      clu_transport_name(t), bytes, split, bg, seed, r.t_p50_us);
 	return r.t_p50_us;
+}
+
+static double small_p50(uint8_t t, uint64_t bytes, uint32_t split, uint8_t bg)
+{
+	return small_run(t, bytes, split, bg, 5, 4);
 }
 
 static void test_small_never_slower(void **state)
@@ -194,6 +203,32 @@ static void test_small_never_slower(void **state)
 		}
 	assert_true(small_p50(CLU_METAROCE, 4 * KIB, 0, BG_NONE) >
 		    small_p50(CLU_ROCEV2_QPP, 4 * KIB, 0, BG_NONE));
+}
+
+/*
+ * Issue #23: the same AllReduce beside an incast (16 background senders at
+ * half their port rate into one host, 32 hosts the job does not use), over
+ * 100 iterations, so that the p50 is not a coin: on about one iteration in
+ * two some job packet waits behind a background packet on a cable into the
+ * receiver's leaf.  A step ends when its last part arrives, so a message
+ * split in 2 (64 B) or 8 (512 B) parts met such a wait more often than the
+ * one packet of a RoCEv2 QP or the 4 parts of a QP per plane: MetaRoCE was
+ * 0.3-2 % behind rocev2-lossy at 64 B and 1-3.5 % behind a QP per plane at
+ * 512 B on seeds 1-5 (s11-eng11 section 1).  Seed 1 here; docs/PERF.md has
+ * the sweep over seeds 1-5.
+ */
+static void test_small_beside_incast(void **state)
+{
+	static const uint8_t base[] = { CLU_ROCEV2, CLU_ROCEV2_QPP };
+	static const uint64_t sizes[] = { 8, 64, 512 };
+
+	(void)state;
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		double m = small_run(CLU_METAROCE, sizes[s], 32, BG_INCAST, 100, 1);
+
+		for (size_t t = 0; t < sizeof(base); t++)
+			assert_true(m <= small_run(base[t], sizes[s], 32, BG_INCAST, 100, 1));
+	}
 }
 
 /*
@@ -242,6 +277,7 @@ int main(void)
 		cmocka_unit_test(test_under_loss),
 		cmocka_unit_test(test_auto_rule),
 		cmocka_unit_test(test_small_never_slower),
+		cmocka_unit_test(test_small_beside_incast),
 		cmocka_unit_test(test_alltoall_probes),
 		cmocka_unit_test(test_bus_factors),
 	};

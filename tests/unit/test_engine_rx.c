@@ -1063,6 +1063,83 @@ static void test_split_wrong_shape(void **state)
 	pair_mem_expect(f->x.b, 0, f->x.a->buf, 5000);
 }
 
+/* ---- copies of a lone small message (dup_max, docs/PROTOCOL.md 5.2) --------------- */
+
+#define DUP_MAX	200
+
+/* Split as above; A also sends a lone message of up to DUP_MAX bytes twice. */
+static int setup_dup(void **state)
+{
+	struct engine_config ca, cb;
+	struct fx *f;
+
+	split_config(&ca, SPLIT, 1);
+	split_config(&cb, SPLIT, 2);
+	ca.dup_max = DUP_MAX;
+	f = fx_new(state, &ca, &cb);
+	pair_connect(f->x.p, NULL, NULL, SVC);
+	return 0;
+}
+
+/*
+ * 240 B (above DUP_MAX) and 1000 B (4 parts: no path left for a copy, and
+ * no RTT held up) go once.  200 B alone (2 parts of 112 B, 4 paths): both
+ * parts, then a copy of each on a path that carries neither, the copies
+ * without RETX or ACK_REQ (a part's own ACK answers for it).  With the first
+ * transmissions lost, the copies alone place the message, before any timer.
+ */
+static void test_dup_copies(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr w1 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 240, 4096);
+	struct engine_wr w2 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 0, 1000, 8192);
+	struct engine_wr w3 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 3, 0, 200, 0);
+	struct pair_pkt seg[4];
+	unsigned paths = 0;
+
+	post(f, &w1);
+	memcpy(seg, capture_a_data(f, 2)->pkt, 2 * sizeof(seg[0]));
+	pair_capture_stop(f->x.p);
+	for (unsigned k = 0; k < 2; k++)
+		assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	settle(f);
+	post(f, &w2);
+	memcpy(seg, capture_a_data(f, 4)->pkt, sizeof(seg));
+	pair_capture_stop(f->x.p);
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf + 4096, f->x.a->buf, 240);
+	assert_memory_equal(f->x.b->buf + 8192, f->x.a->buf, 1000);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_DUP), 0);
+
+	post(f, &w3);
+	memcpy(seg, capture_a_data(f, 4)->pkt, sizeof(seg));
+	for (unsigned k = 0; k < 4; k++) {
+		uint8_t flags = seg[k].data[PKT_FLAGS];
+
+		assert_int_equal(pkt_get32(seg[k].data, PKT_OFFSET), (k % 2) * 112);
+		assert_int_equal(seg[k].len, MROC_DATA_OVERHEAD + (k % 2 ? 88 : 112));
+		assert_true(flags & MROC_F_SPLIT);
+		assert_false(flags & MROC_F_RETX);
+		assert_int_equal(!!(flags & MROC_F_ACK_REQ), k < 2);
+		paths |= 1u << seg[k].data[PKT_PATH];
+	}
+	assert_int_equal(__builtin_popcount(paths), 4);
+	pair_capture_stop(f->x.p);
+	/* The first transmissions are lost: the copies alone place the message, at once. */
+	assert_int_equal(pair_deliver(f->x.p, &seg[3]), 0);
+	assert_int_equal(pair_deliver(f->x.p, &seg[2]), 0);
+	assert_memory_equal(f->x.b->buf, f->x.a->buf, 200);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 3);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_DUP), 2);
+	assert_int_equal(stat_b(f, EC_RX_MALFORMED), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1107,6 +1184,7 @@ int main(void)
 		TS(test_split_only_alone),
 		TS(test_split_wrong_shape),
 		cmocka_unit_test_setup_teardown(test_split_refused, setup_split_a_only, teardown),
+		cmocka_unit_test_setup_teardown(test_dup_copies, setup_dup, teardown),
 	};
 #undef T
 #undef TB
