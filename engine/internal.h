@@ -54,6 +54,7 @@ struct sb_entry {
 	uint8_t copy : 1;	/* a probe's duplicate: its loss says nothing about the DSN */
 	uint8_t ack_req : 1;	/* sent with ACK_REQ: acknowledged without the receiver's delay */
 	uint8_t rto_lost : 1;	/* declared lost by the path's last RTO (ack_unlose) */
+	uint8_t dup : 1;	/* copy: a lone small message's (qp_tx.c dup_max; qp_ack.c drop_dups) */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
@@ -256,6 +257,7 @@ struct qp {
 	uint32_t snd_una;	/* peer's cumulative DSN */
 	/* a lone small message's DSNs whose copies are still to go, [dup_next, dup_end) (qp_tx.c) */
 	uint32_t dup_next, dup_end;
+	bool dups_out;		/* copies may be in flight (qp_ack.c drop_dups) */
 	uint32_t ssn_next;
 	uint32_t sq_used;	/* application WRs not yet completed */
 	uint32_t rd_out;	/* READs outstanding as requester */

@@ -285,6 +285,46 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 	rack_scan(eng, qp, now, false);	/* across paths: when the next is due */
 }
 
+/*
+ * Copies (qp_tx.c dup_max) of DSNs the peer has acknowledged leave flight:
+ * they were there for a held-up or lost first transmission, and that is
+ * settled.  Left in flight, a lost copy held its path's window and, with
+ * nothing else on the path to reveal it, fired the path's RTO: at 1 %
+ * loss a 512 B AllReduce (copies of one segment) timed out 16 times
+ * against 13 and its p50 went from 64.3 to 80.1 us.  Its ACK, if one still
+ * comes, finds nothing in flight.
+ */
+static void drop_dups(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	bool left = false;
+
+	for (unsigned i = 0; i < qp->npaths; i++) {
+		struct path *p = &qp->paths[i];
+		bool dropped = false;
+
+		for (uint32_t q = p->floor; q != p->next_psn; q++) {
+			struct sb_entry *s = sb_ent(p, q);
+
+			if (s->state != SB_INFLIGHT || !s->dup)
+				continue;
+			if (!seq_lt(s->dsn, qp->snd_una)) {
+				left = true;
+				continue;
+			}
+			s->state = SB_LOST;
+			p->inflight -= s->bytes;
+			peer_release(eng, qp, 1);
+			dropped = true;
+		}
+		if (!dropped)
+			continue;
+		advance_floor(p, now);
+		if (!p->inflight)
+			p->rto_deadline = 0;
+	}
+	qp->dups_out = left;
+}
+
 static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_t now)
 {
 	if (!seq_lt(qp->snd_una, cum) || seq_lt(qp->snd_nxt, cum))
@@ -292,6 +332,8 @@ static void advance_una(struct engine *eng, struct qp *qp, uint32_t cum, uint64_
 	for (uint32_t d = qp->snd_una; d != cum; d++)
 		dsn_ent(qp, d)->state = DSN_FREE;
 	qp->snd_una = cum;
+	if (qp->dups_out)
+		drop_dups(eng, qp, now);
 	qp->una_retries = 0;
 	qp->stall_since = 0;
 	qp->last_progress = now;

@@ -498,7 +498,16 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	rp->last_ts_at = now;
 	rp->last_wait = (uint32_t)min_u64(now - rx_arrival(eng, meta, now), UINT32_MAX);
 	rp->active = true;
-	schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
+	/*
+	 * A packet of a delivered DSN that asks for no ACK is a small
+	 * message's copy whose first transmission came first (PROTOCOL 5.2):
+	 * its sender let go of it when that was acknowledged, so it waits for
+	 * the path's next ACK.  Acknowledged on its own (after the ACK delay),
+	 * it took this host's NIC as it sent a ring AllReduce's later steps
+	 * (4 KiB, 32 ranks, idle: 267.5 us against 266.2 without copies).
+	 */
+	if (dd >= 0 || (pkt->hdr.flags & MROC_F_ACK_REQ))
+		schedule_ack(eng, rp, pkt, d->psn == old_cum, now);
 	cc_rate_hint(eng, qp, now);
 
 	if (dd < 0) {

@@ -873,8 +873,9 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	d.raddr = m->raddr;
 	p->sb[d.psn & p->sb_mask] = (struct sb_entry){
 		.dsn = dsn, .ts = (uint32_t)now, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
-		.copy = copy,
+		.copy = copy, .dup = dup,
 	};
+	qp->dups_out |= dup;
 	p->inflight += bytes;
 	peer_sent(eng, qp, now);
 	/* A split message's segments go one to a path: each is its path's last. */
