@@ -782,7 +782,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p = probe;	/* a probe may exceed the window by one packet */
 	else if (retx && e->tx_count >= ALONE_AFTER_TRIES && qp->mode == MROC_MODE_METAROCE)
 		p = idle_path(eng, qp, bytes);
-	else if (!retx && m->nseg == 1 && dsn + 1 == qp->dsn_alloc && eng->cfg.home_mod &&
+	else if (!retx && !dup && m->nseg == 1 && dsn + 1 == qp->dsn_alloc && eng->cfg.home_mod &&
 		 qp->mode == MROC_MODE_METAROCE && (p = pick_path_home(eng, qp, bytes)))
 		;	/* a lone packet: a path of this thread's own ports */
 	else if (m->alone && !retx)
