@@ -5,9 +5,12 @@
 # same fabric in the same run: two hosts of a 4-plane ECMP fabric
 # (scripts/fabric), mrocd on AF_XDP on each, lossless and with 1% loss on one
 # plane.  A single TCP connection crosses one plane, MetaRoCE's 4 paths all of
-# them: the fi part puts the loss, in each of its 4 lossy runs, on the plane the
-# run's traffic took (LOSS_FOLLOW), so TCP meets it every time; the mpi part
-# puts it on each of the 4 planes in turn (TCP meets it in about one run of four):
+# them: the fi part puts the loss on each plane in turn before the run, and pins
+# the kernel's flows between the hosts (TCP, and UDP but mroc's port: the tcp,
+# tcp;ofi_rxm and udp;ofi_rxd providers) onto that plane (FI_LOSS), so they meet
+# it every time; the fibw part puts it, in each lossy run, on the plane the run's
+# traffic took (LOSS_FOLLOW); the mpi part on each of the 4 planes in turn (TCP
+# meets it in about one run of four):
 #
 #   fi     fi_pingpong -e rdm by size (64 B .. 1 MiB, FI_ITERS ping-pongs, data
 #          checked with -c): providers mroc (build/libmroc-fi.so), tcp, tcp;ofi_rxm and
@@ -38,7 +41,10 @@
 # PARTS ("fi fibw mpi atomic"), FIBW_ITERS (4), FIBW_TESTS ("tagged_bw rma_write rma_read"), KEEP (set: keep the work directory), LOSS_FOLLOW ("follow": the fi
 # part's lossy plane is, in each run, the one its first FOLLOW_PKTS (300) packets towards the
 # server mostly took, so tcp's single connection always meets the loss; empty: each plane of
-# LOSSY_PLANES in turn, as the mpi part does), FIBW_PROVIDERS (the fibw part's providers,
+# LOSSY_PLANES in turn, as the mpi part does; the fibw part only), FI_LOSS ("pin": the fi part's
+# loss on each plane of LOSSY_PLANES from before the run, the kernel's flows pinned onto it;
+# "follow": as LOSS_FOLLOW, the old way: fi_pingpong cannot be held, so the loss landed
+# while it ran, late at load), FIBW_PROVIDERS (the fibw part's providers,
 # "mroc tcp;ofi_rxm udp;ofi_rxd"), FIBW_COUNTERS (1: after each fibw run of mroc, what
 # changed in both daemons' engine counters: retransmissions, RTOs, probes, NAKs).
 set -u
@@ -58,6 +64,7 @@ FIBW_TESTS=${FIBW_TESTS:-tagged_bw rma_write rma_read}
 SUITE=$BUILD/tests/fi/fi_suite
 LAT_ITERS=${LAT_ITERS:-2000}
 LOSS_FOLLOW=${LOSS_FOLLOW-follow}
+FI_LOSS=${FI_LOSS:-pin}
 FOLLOW_PKTS=${FOLLOW_PKTS:-300}
 PROV=$BUILD/libmroc-fi.so
 MPIB=$BUILD/tests/mpi/mpi_bench
@@ -92,6 +99,30 @@ set_loss() { # PLANE (0: none)
 }
 
 # ---------------------------------------------------------------- fi_pingpong
+
+# pin_kernel_flows PLANE (0: none): the kernel's flows between the two hosts (TCP, and UDP
+# to any port but mrocd's) take plane PLANE both ways, whatever their ports hash to: policy
+# routing in the two leaves (table 100).  fi_pingpong cannot be held while follow_loss
+# finds the plane its one connection took, so its loss landed while it ran, late at load
+# (1 packet dropped of 60,000 in a fibw run, session 11); pinned, the loss is set before.
+pin_kernel_flows() {
+	local lf port
+	port=$(bl_admin 0 status | jq -r '.udp_port // 4793')
+	for lf in ra rb; do
+		while ip -n "mrocf-$BL_NAME-$lf" rule del table 100 2>/dev/null; do :; done
+		ip -n "mrocf-$BL_NAME-$lf" route flush table 100 2>/dev/null
+	done
+	[ "$1" -ge 1 ] || return 0
+	ip -n "mrocf-$BL_NAME-ra" route add "$NET.2.0/24" via "$NET.$((10 + $1)).2" table 100 &&
+	ip -n "mrocf-$BL_NAME-rb" route add "$NET.1.0/24" via "$NET.$((20 + $1)).1" table 100 ||
+		die "pin_kernel_flows $1: no route"
+	for lf in ra rb; do
+		ip -n "mrocf-$BL_NAME-$lf" rule add ipproto tcp table 100 pref 100 &&
+		ip -n "mrocf-$BL_NAME-$lf" rule add ipproto udp dport "1-$((port - 1))" table 100 pref 101 &&
+		ip -n "mrocf-$BL_NAME-$lf" rule add ipproto udp dport "$((port + 1))-65534" table 100 pref 102 ||
+			die "pin_kernel_flows $1: ip rule"
+	done
+}
 
 # fi_env H PROVIDER: the environment of a fi_pingpong on host H: the mroc provider
 # finds its mrocd; tcp and udp use the fabric interface (not the management one).
@@ -171,16 +202,22 @@ exp_fi() {
 		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" lossless "$rep" 0; done
 	done
 	for p in $LOSSY_PLANES; do
-		[ -n "$LOSS_FOLLOW" ] || set_loss $p
-		for prov in "${PROVIDERS[@]}"; do fi_run "$prov" "loss$LOSS" "$p" "${LOSS_FOLLOW:-$p}"; done
+		if [ "$FI_LOSS" = pin ]; then
+			pin_kernel_flows "$p"
+			set_loss "$p"
+		fi
+		for prov in "${PROVIDERS[@]}"; do
+			fi_run "$prov" "loss$LOSS" "$p" "$([ "$FI_LOSS" = pin ] && echo "$p" || echo follow)"
+		done
 	done
+	pin_kernel_flows 0
 	set_loss 0
 	local cond sizes
 	sizes=$(awk -F, 'NR > 1 && $5 != "failed" { print $5 }' "$FI_CSV" | sort -gu)
 	for cond in lossless "loss$LOSS"; do
-		md "#### fi_pingpong -e rdm, $([ $cond = lossless ] && echo lossless || echo "${LOSS}% loss on one plane ($([ -n "$LOSS_FOLLOW" ] && echo "the plane the run's traffic took" || echo "each plane in turn"))")"
+		md "#### fi_pingpong -e rdm, $([ $cond = lossless ] && echo lossless || echo "${LOSS}% loss on one plane ($([ "$FI_LOSS" = follow ] && echo "the plane the run's traffic took" || echo "each plane in turn, the kernel's flows pinned onto it"))")"
 		md ""
-		md "Median over the runs (lossless: $REPS each; lossy: $(wc -w <<<"$LOSSY_PLANES") each, $([ -n "$LOSS_FOLLOW" ] && echo "the lossy plane chosen in each run as the one its first $FOLLOW_PKTS packets towards the server mostly crossed, so that a single TCP connection always meets the loss" || echo "one per plane")) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets towards the server that crossed the lossy plane (median, min..max)."
+		md "Median over the runs (lossless: $REPS each; lossy: $(wc -w <<<"$LOSSY_PLANES") each, $([ "$FI_LOSS" = follow ] && echo "the lossy plane chosen in each run as the one its first $FOLLOW_PKTS packets towards the server mostly crossed (set while the run went on)" || echo "one per plane, set before the run; TCP and udp;ofi_rxd pinned onto it by policy routing in the leaves, so that they always meet the loss")) of fi_pingpong's half round trip (us) and MB/s; in brackets min..max. Last row: share of the packets towards the server that crossed the lossy plane (median, min..max)."
 		md ""
 		local hdr="| bytes |" sep="|---|"
 		for prov in "${PROVIDERS[@]}"; do hdr+=" $prov us |"; sep+="---|"; done
