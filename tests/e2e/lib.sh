@@ -10,7 +10,8 @@ case $BUILD in /*) ;; *) BUILD=$E2E_TOP/$BUILD ;; esac
 MROCD=$BUILD/mrocd
 
 skip() { echo "SKIP: $*"; exit 77; }
-fail() { echo "FAIL: $*"; e2e_dump_logs; exit 1; }
+# The reason again after the logs: a long dump shown cut in the middle (as CI shows it) lost it.
+fail() { echo "FAIL: $*"; e2e_dump_logs; echo "FAIL: $*"; exit 1; }
 ok() { echo "ok: $*"; }
 
 e2e_require() {
