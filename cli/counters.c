@@ -48,7 +48,7 @@ static const char *const not_groups[] = {
 };
 
 /* Gauges: no rate. */
-static const char *const gauges[] = { "clients", "qps", "mrs", NULL };
+static const char *const gauges[] = { "clients", "qps", "mrs", "qps_hot", "qps_sending", NULL };
 
 static bool in(const char *const *list, const char *s)
 {

@@ -258,7 +258,7 @@ static void worker(FILE *f, const json_t *w)
 
 static void clients(FILE *f, const json_t *c)
 {
-	static const char *const gauges[] = { "clients", "qps", "mrs", NULL };
+	static const char *const gauges[] = { "clients", "qps", "mrs", "qps_sending", NULL };
 
 	if (!c)
 		return;
@@ -268,6 +268,9 @@ static void clients(FILE *f, const json_t *c)
 	sample_u64(f, "mroc_client_qps", NULL, jget_u64(c, "qps"));
 	head(f, "mroc_client_mrs", "gauge", "Memory regions of libmroc clients.");
 	sample_u64(f, "mroc_client_mrs", NULL, jget_u64(c, "mrs"));
+	head(f, "mroc_client_qps_sending", "gauge",
+	     "QPs of libmroc clients that have posted a send work request.");
+	sample_u64(f, "mroc_client_qps_sending", NULL, jget_u64(c, "qps_sending"));
 	plain_counters(f, "mroc_clients_", c, gauges, "clients");
 }
 

@@ -112,6 +112,7 @@ static uint64_t counters_base_ns;
 
 /* Gauges inside the counter groups: never subtracted. */
 static const char *const gauges[] = { "clients", "qps", "mrs", "locked_bytes", "ports_down",
+				      "qps_hot", "qps_sending",
 				      "services", "handoff_owed", NULL };
 
 static void snap_one_qp(struct mrocd_wk *w, uint32_t qpn, struct snap_qp *q)
@@ -167,6 +168,7 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->qps += b->qps;
 	a->mrs += b->mrs;
 	a->qps_hot += b->qps_hot;
+	a->qps_sending += b->qps_sending;
 	a->opened += b->opened;
 	a->closed += b->closed;
 	a->kicked += b->kicked;
@@ -477,8 +479,9 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
+		"qps_sending", (json_int_t)s->cls.qps_sending,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
 		"qps_hot", (json_int_t)s->cls.qps_hot,
 		"mrs", (json_int_t)s->cls.mrs, "opened", (json_int_t)s->cls.opened,

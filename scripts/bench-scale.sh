@@ -45,7 +45,9 @@
 # replace only the rows of PARTS x POINTS in scale.csv, keep the others, summarise all),
 # KEEP (set: keep the work directory with logs and every client's output, and of a bw run
 # whose clients outlived their -D by a minute both daemons' QPs, rings included), PROFILE (a
-# directory: perf record -g of both daemons and the clients over each bw window).
+# directory: perf record -g of both daemons and the clients over each bw window), COUNT (a
+# directory: perf stat of system calls, context switches, faults and CPU time of both
+# daemons, the clients and the servers over each bw window, logged per data packet).
 set -u
 BL_TAG=bscale
 . "$(dirname "$0")/bench-lib.sh"
@@ -166,8 +168,10 @@ clients_start() {
 	done
 }
 
-# sending_qps: the sending daemon's client QPs that have sent data.
-sending_qps() { bl_admin 0 -d qp | jq '[.qps[] | select(.owner != "mrocd" and .tx_bytes > 0)] | length'; }
+# sending_qps: the sending daemon's client QPs that have posted a send (its counter
+# clients.qps_sending: until session 13 a `qp -d` every 0.2 s, whose snapshot of every
+# path took 5.1 ms of the sending worker at 1,032 paths, scale12).
+sending_qps() { bl_admin 0 counters | jq '.clients.qps_sending'; }
 
 # wait_qps N SECONDS: until N of the sending daemon's client QPs have sent; 1 if they did not.
 # Not the receiver's count: each server makes its N listening QPs before its client makes
@@ -177,7 +181,7 @@ sending_qps() { bl_admin 0 -d qp | jq '[.qps[] | select(.owner != "mrocd" and .t
 wait_qps() {
 	local i
 	for ((i = 0; i < $2 * 5; i++)); do
-		[ "$(client_qps 0)" -ge "$1" ] 2>/dev/null && [ "$(sending_qps)" -ge "$1" ] 2>/dev/null && return 0
+		[ "$(sending_qps)" -ge "$1" ] 2>/dev/null && return 0
 		kill -0 "${CPIDS[@]}" 2>/dev/null || return 1
 		sleep 0.2
 	done
@@ -243,10 +247,59 @@ profile_end() {
 	PERF_PIDS=()
 }
 
+# count_start NAME / count_end NAME DATA: with COUNT=DIR, `perf stat` over the window of
+# what load does not change much: system calls (all, and the ones the data path makes),
+# context switches, page faults, CPU time; for the sending daemon, the receiving one, the
+# sending clients and the receiving servers, into DIR/NAME.{send,recv,cli,srv}.csv;
+# count_end logs each per data packet the sender sent in the window (DATA).  Issue #22
+# deliverable 2: what grows with clients and QPs, measured at any load.
+COUNT_EVENTS=task-clock,context-switches,minor-faults,raw_syscalls:sys_enter
+COUNT_EVENTS+=,syscalls:sys_enter_sendto,syscalls:sys_enter_recvfrom,syscalls:sys_enter_ppoll
+COUNT_EVENTS+=,syscalls:sys_enter_poll,syscalls:sys_enter_epoll_wait,syscalls:sys_enter_epoll_pwait
+COUNT_EVENTS+=,syscalls:sys_enter_io_submit,syscalls:sys_enter_io_getevents
+COUNT_EVENTS+=,syscalls:sys_enter_write,syscalls:sys_enter_read,syscalls:sys_enter_sched_yield
+COUNT_EVENTS+=,syscalls:sys_enter_futex
+COUNT_PIDS=()
+count_start() {
+	local g pids
+	COUNT_PIDS=()
+	[ -n "${COUNT:-}" ] || return 0
+	mkdir -p "$COUNT"
+	for g in send recv cli srv; do
+		case $g in
+		send) pids=${DPID[0]} ;;
+		recv) pids=${DPID[1]} ;;
+		cli) pids=$(IFS=,; echo "${CPIDS[*]}") ;;
+		srv) pids=$(IFS=,; echo "${SPIDS[*]}") ;;
+		esac
+		# Until count_end ends its sleep: the window lasts SECS plus what the load adds.
+		perf stat -x, -e "$COUNT_EVENTS" -o "$COUNT/$1.$g.csv" -p "$pids" -- sleep 3600 \
+			>/dev/null 2>&1 &
+		COUNT_PIDS+=("$!")
+	done
+}
+count_end() {
+	local p c g line=
+	[ -n "${COUNT:-}" ] || return 0
+	for p in "${COUNT_PIDS[@]}"; do
+		for c in $(pgrep -P "$p" -x sleep); do kill "$c"; done
+		wait "$p" 2>/dev/null
+	done
+	COUNT_PIDS=()
+	# "NAME per data packet: send task-clock-us X, syscalls X, ...": the event's short name
+	for g in send recv cli srv; do
+		line+="; $g "$(awk -F, -v d="$2" '$1 ~ /^[0-9.]+$/ && $3 != "" {
+			n = $3; sub(/^syscalls:sys_enter_/, "", n); sub(/^raw_syscalls:sys_enter$/, "syscalls", n)
+			v = $1; if (n == "task-clock") { n = "cpu-ns"; v *= 1e6 }
+			printf "%s%s %.4g", (k++ ? ", " : ""), n, (d > 0 ? v / d : 0) }' "$COUNT/$1.$g.csv" 2>/dev/null)
+	done
+	log "$1 per data packet ($2 sent in the window)${line}"
+}
+
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i tstart
-	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3 rs ru
+	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3 rs ru d0 d1
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -277,6 +330,8 @@ bw_run() {
 	w0a=$(work_cnt 0) w0b=$(work_cnt 1) s0=$(clients_csw) r1=$(rto_cnt 0)
 	m0a=0 m0b=0
 	profile_start "bw.${c}x$q.$rep"
+	d0=$(engine_cnt 0)
+	count_start "bw.${c}x$q.$rep"
 	# the window ends after SECS or as soon as a client finishes
 	for ((i = 0; i < SECS * 4; i++)); do
 		sleep 0.25
@@ -290,6 +345,8 @@ bw_run() {
 	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
 	w1a=$(work_cnt 0) w1b=$(work_cnt 1) s1=$(clients_csw) r2=$(rto_cnt 0)
 	profile_end
+	d1=$(engine_cnt 0)
+	count_end "bw.${c}x$q.$rep" $(($(cut -d' ' -f5 <<<"$d1") - $(cut -d' ' -f5 <<<"$d0")))
 	m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 	m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	stall_dump "bw $n QPs rep $rep" $((tstart + dur + 60))

@@ -175,6 +175,8 @@ void clients_qp_deactivate(struct clients *cs, struct cqp *q, uint64_t now)
 	if (q->cl_next)
 		q->cl_next->cl_prev = q->cl_prev;
 	qpmap_del(&cs->map, q->qpn);
+	if (q->sending)
+		cs->st.qps_sending--;
 	/* Before the control thread closes it (clients_doorbell_add says why). */
 	if (epoll_ctl(cs->epfd, EPOLL_CTL_DEL, q->doorbell, NULL))
 		pr_warn_rl("QP %u: its doorbell left the epoll set: %s", q->qpn, strerror(errno));
@@ -341,6 +343,10 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 		done++;
 		cs->st.wrs++;
 		q->cl->wrs++;
+		if (!q->sending) {
+			q->sending = true;
+			cs->st.qps_sending++;
+		}
 		if (err)
 			bad_wr(cs, q, wr.wr_id, send_wc_opcode(wr.opcode), post_status(err), now);
 	}

@@ -107,6 +107,12 @@ uint64_t clients_tick(struct clients *cs, uint64_t now);
 struct clients_stats {
 	uint32_t clients, qps, mrs;
 	uint32_t qps_hot;			/* polled every loop (the others wait for a doorbell) */
+	/*
+	 * Of qps, those whose send queue the worker has taken a work request
+	 * from: a start-up's progress in a counter (bench-scale waits on it
+	 * instead of a per-QP snapshot of every path, issue #22).
+	 */
+	uint32_t qps_sending;
 	uint64_t opened, closed, kicked;	/* kicked: disconnected for misbehaving */
 	uint64_t wrs, bad_wrs, cqes, cq_overflows;
 	uint64_t cq_signals;			/* completion channels signalled (armed clients) */

@@ -81,6 +81,7 @@ struct cqp {
 	uint32_t active_idx;		/* in clients.active */
 	uint32_t hot_idx;		/* in clients.hot, or NOT_LISTED (cold) */
 	uint64_t last_work;		/* ns */
+	bool sending;			/* a send work request was taken (clients_stats.qps_sending) */
 	struct cqp *cl_next, *cl_prev;	/* the client's active QPs */
 };
 

@@ -16,7 +16,8 @@
  *  - a destroyed QP with nothing to tell a peer (never connected) is no
  *    zombie: its engine slot is free at once;
  *  - doorbells (#22): the worker sleeps on one fd however many clients,
- *    and takes any number of rung doorbells with one system call.
+ *    and takes any number of rung doorbells with one system call;
+ *    qps_sending counts the QPs a send work request was taken from.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -552,6 +553,20 @@ static void test_doorbells(void **state)
 	assert_int_equal(st.doorbells, 5);
 	assert_int_equal(st.doorbell_qps, 6 + 2 + 1);
 	assert_int_equal(st.qps_hot, 1);
+	assert_int_equal(st.qps_sending, 0);	/* hot, not polled yet */
+	/* The next poll takes the work request: a QP that sends, counted once. */
+	assert_int_equal(clients_poll(E.cs, 1000000 + 21000), 1);
+	stats(&st);
+	assert_int_equal(st.qps_sending, 1);
+	memset(ring_prod_slot(&q[5].sq), 0, sizeof(struct mroc_sqe));
+	ring_prod_commit(&q[5].sq, 1);
+	assert_int_equal(clients_poll(E.cs, 1000000 + 22000), 1);
+	stats(&st);
+	assert_int_equal(st.qps_sending, 1);
+	/* Its client gone, its QPs no longer count. */
+	close_client(&c[2]);
+	stats(&st);
+	assert_int_equal(st.qps_sending, 0);
 	/*
 	 * A client gone: its doorbell leaves the set with it, although the
 	 * file lives on (here a dup; a real client holds its own fd).
@@ -565,8 +580,8 @@ static void test_doorbells(void **state)
 	stats(&st);
 	assert_int_equal(st.doorbells, 6);
 	close(db);
-	for (int i = 1; i < 4; i++)
-		close_client(&c[i]);
+	close_client(&c[1]);
+	close_client(&c[3]);
 	for (int i = 0; i < 8; i++)
 		munmap(q[i].map, q[i].len);
 	env_down();
