@@ -588,12 +588,17 @@ int oob_recv(struct oob *o, struct oob_msg *m, int timeout_ms)
 	return decode(&r, m);
 }
 
-int oob_readable(struct oob *o)
+int oob_wait(struct oob *o, int timeout_ms)
 {
 	struct pollfd p = { .fd = o->fd, .events = POLLIN };
-	int n = poll(&p, 1, 0);
+	int n = poll(&p, 1, timeout_ms);
 
 	if (n < 0)
 		return errno == EINTR ? 0 : -errno;
 	return n > 0;
+}
+
+int oob_readable(struct oob *o)
+{
+	return oob_wait(o, 0);
 }

@@ -143,6 +143,8 @@ int oob_send_status(struct oob *o, uint16_t type, int status, const char *text);
 int oob_recv(struct oob *o, struct oob_msg *m, int timeout_ms);
 /* 1 when a message (or EOF) is waiting, 0 when not, -errno. */
 int oob_readable(struct oob *o);
+/* The same, waiting up to timeout_ms for one. */
+int oob_wait(struct oob *o, int timeout_ms);
 
 const char *oob_type_name(uint16_t type);
 
