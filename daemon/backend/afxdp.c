@@ -411,7 +411,7 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	};
 	memcpy(ft.smac, h->smac, sizeof(ft.smac));
 	memcpy(ft.dmac, h->dmac, sizeof(ft.dmac));
-	off = frame_build(x->area + addr, b->len, &ft);
+	off = frame_build_cached(&x->tmpls, x->area + addr, b->len, &ft);
 	if (off >= 0 && x->vs && x->sock_view[k - x->socks] != x->idx)
 		return afxdp_hand_tx(x, (unsigned)(k - x->socks), addr + (uint64_t)off,
 			       frame_len(off, b->len, &ft));

@@ -76,6 +76,7 @@ struct afxdp {
 	struct xdp_prog *prog;
 	struct afxdp_sock socks[AFXDP_MAX_SOCKS];
 	unsigned nsocks;
+	struct frame_tmpls tmpls;	/* send_one's headers, per path (frame_build_cached) */
 	struct egress_port port_cfg[EGRESS_MAX_PORTS];	/* the interfaces, in port order */
 	struct afxdp_port ports[EGRESS_MAX_PORTS];
 	unsigned nports;

@@ -29,6 +29,7 @@
  */
 #include <assert.h>
 #include <errno.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 
@@ -306,6 +307,88 @@ int frame_build(uint8_t *buf, size_t plen, const struct frame_tx *tx)
 		put16(udp + 6, c ? c : 0xffff);	/* 0 means "no checksum" */
 	}
 	return (int)(frame - buf);
+}
+
+/* ---- build from a template (frame_build_cached) ------------------------------------- */
+
+static inline uint64_t load64(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+static inline uint32_t load32(const void *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return v;
+}
+
+/*
+ * Only IPv4 frame_tx are held (tmpl_set), so the addresses compare as 4
+ * bytes; word loads, not memcmp (a library call per field, as many
+ * instructions as the template saved).
+ */
+static bool tx_same(const struct frame_tx *a, const struct frame_tx *b)
+{
+	static_assert(offsetof(struct frame_tx, smac) == ETH_ALEN_, "the MACs are 12 bytes in a row");
+	return load64(a->dmac) == load64(b->dmac) && load32(a->dmac + 8) == load32(b->dmac + 8) &&
+	       load32(&a->src.v4) == load32(&b->src.v4) && load32(&a->dst.v4) == load32(&b->dst.v4) &&
+	       a->src.family == b->src.family && a->dst.family == b->dst.family &&
+	       a->sport == b->sport && a->dport == b->dport && a->ecn == b->ecn &&
+	       a->vlan == b->vlan && a->dscp == b->dscp && a->ttl == b->ttl &&
+	       a->udp_csum == b->udp_csum && a->icrc == b->icrc;
+}
+
+/* The headers for tx with lengths and checksums 0; -EOPNOTSUPP for what is not held. */
+static int tmpl_set(struct frame_tmpl *t, const struct frame_tx *tx)
+{
+	size_t hlen = ETH_HLEN_ + (tx->vlan ? VLAN_HLEN_ : 0) + IPV4_HLEN + UDP_HLEN;
+	uint8_t *udp = t->hdr + FRAME_HEADROOM - UDP_HLEN, *ip;
+
+	t->used = false;
+	if (tx->src.family != AF_INET || tx->dst.family != AF_INET || !tx->icrc ||
+	    tx->udp_csum || tx->vlan > 0xfff || tx->ecn > FRAME_ECN_CE || tx->dscp > 63)
+		return -EOPNOTSUPP;
+	memset(t->hdr, 0, sizeof(t->hdr));
+	ip = put_eth(t->hdr + FRAME_HEADROOM - hlen, tx, ETHERTYPE_IPV4);
+	put_ipv4(ip, tx, 0);
+	put16(ip + 2, 0);
+	put16(ip + 10, 0);
+	t->sum0 = ipv4_hdr_sum(ip);
+	put16(udp, tx->sport);
+	put16(udp + 2, tx->dport);
+	t->tx = *tx;
+	t->hlen = (uint8_t)hlen;
+	t->used = true;
+	return 0;
+}
+
+int frame_build_cached(struct frame_tmpls *c, uint8_t *buf, size_t plen, const struct frame_tx *tx)
+{
+	/* Fibonacci hashing: a path's data (ECT) and ACKs (not ECT) get slots of their own. */
+	struct frame_tmpl *t = &c->t[((uint32_t)tx->sport << 2 | (tx->ecn & 3)) * 0x9e3779b1u >>
+				     (32 - FRAME_TMPLS_BITS)];
+	uint8_t *ip = buf + FRAME_HEADROOM - UDP_HLEN - IPV4_HLEN, *udp = buf + FRAME_HEADROOM - UDP_HLEN;
+	uint32_t udp_len;
+
+	if (!t->used || !tx_same(&t->tx, tx)) {
+		if (tmpl_set(t, tx))
+			return frame_build(buf, plen, tx);
+		c->built++;
+	}
+	if (plen < MROC_HDR_LEN || plen + FRAME_ICRC_LEN > 0xffff - UDP_HLEN - IPV4_HLEN)
+		return -EINVAL;
+	udp_len = (uint32_t)(UDP_HLEN + frame_icrc_seal(buf + FRAME_HEADROOM, plen, tx->sport,
+							 tx->dport));
+	memcpy(buf, t->hdr, FRAME_HEADROOM);
+	put16(ip + 2, (uint16_t)(IPV4_HLEN + udp_len));
+	put16(ip + 10, csum_fold(t->sum0 + IPV4_HLEN + udp_len));
+	put16(udp + 4, (uint16_t)udp_len);
+	return FRAME_HEADROOM - t->hlen;
 }
 
 /* ---- parse --------------------------------------------------------------------- */

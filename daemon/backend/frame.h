@@ -57,6 +57,38 @@ static inline uint32_t frame_len(int off, size_t plen, const struct frame_tx *tx
 }
 
 /*
+ * frame_build from headers built once (issue #22): a path's packets differ
+ * only in their lengths and the IPv4 header checksum that covers one, yet
+ * frame_build wrote and summed every field of each (~160 instructions a
+ * packet).  A cache of FRAME_TMPLS headers, each for one struct frame_tx
+ * (its slot picked by source port and ECN); frame_build_cached copies the
+ * one for tx and patches the lengths and the checksum, or builds the slot
+ * anew for a tx it does not hold.  What it writes from the frame's start on
+ * is frame_build's, byte for byte (test_frame); the headroom in front of
+ * the frame is overwritten too.  IPv4 with the ICRC and no UDP checksum
+ * only (mrocd's IPv4 frames); any other tx goes to frame_build (IPv6 sums
+ * the whole datagram anyway), as does one frame_build refuses.
+ */
+#define FRAME_TMPLS_BITS	6
+#define FRAME_TMPLS		(1u << FRAME_TMPLS_BITS)
+
+struct frame_tmpl {
+	struct frame_tx tx;		/* what hdr holds the headers for */
+	uint8_t hdr[FRAME_HEADROOM];	/* as a frame's headroom: the headers end at its end */
+	uint8_t hlen;
+	bool used;
+	uint32_t sum0;			/* IPv4 header sum with total length and checksum 0 */
+};
+
+struct frame_tmpls {
+	struct frame_tmpl t[FRAME_TMPLS];
+	uint64_t built;			/* slots built for a tx they did not hold: misses */
+};
+
+/* As frame_build (same arguments, same result); c starts zeroed. */
+int frame_build_cached(struct frame_tmpls *c, uint8_t *buf, size_t plen, const struct frame_tx *tx);
+
+/*
  * The ICRC for a MetaRoCE packet of len bytes at pkt (ports host order):
  * sets MROC_F_ICRC (wire.h) in its flags and writes the CRC at pkt + len, which must
  * have FRAME_ICRC_LEN bytes of room.  Returns the new length, or -EINVAL for

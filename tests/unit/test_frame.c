@@ -492,6 +492,116 @@ static void test_build_rejects(void **state)
 	free(buf);
 }
 
+/* ---- frame_build_cached ------------------------------------------------------------ */
+
+/*
+ * frame_build_cached(tx) against frame_build(tx) on the same payload: the
+ * same return value and the same frame, byte for byte.
+ */
+static void expect_cached_same(struct frame_tmpls *c, const struct frame_tx *tx, size_t plen)
+{
+	static uint8_t want[BUF_LEN + 16], got[BUF_LEN + 16];
+	int a, b;
+
+	/* (a plen past MAX_PLEN is one both refuse before they touch the payload) */
+	for (size_t i = 0; i < plen && i < MAX_PLEN; i++)
+		want[FRAME_HEADROOM + i] = got[FRAME_HEADROOM + i] = (uint8_t)(i * 13 + plen);
+	memset(want, 0xee, FRAME_HEADROOM);
+	memset(got, 0x11, FRAME_HEADROOM);	/* what the cache does not write shows */
+	a = frame_build(want, plen, tx);
+	b = frame_build_cached(c, got, plen, tx);
+	assert_int_equal(b, a);
+	if (a >= 0) {
+		assert_true(plen <= MAX_PLEN);
+		assert_memory_equal(got + a, want + a, frame_len(a, plen, tx));
+	}
+}
+
+static void test_build_cached(void **state)
+{
+	static const uint16_t vlans[] = { 0, 1, 4095 };
+	static const size_t plens[] = { MROC_HDR_LEN, 61, 1024, MAX_PLEN };
+	static struct frame_tmpls c;
+	uint64_t built;
+
+	(void)state;
+	/* 200 source ports on 64 slots: every slot is rebuilt for another tx on the way. */
+	for (int round = 0; round < 2; round++)
+	for (uint16_t sport = 20000; sport < 20200; sport++)
+	for (uint8_t ecn = 0; ecn < 4; ecn++) {
+		struct frame_tx tx = mktx(AF_INET, vlans[sport % 3], ecn);
+
+		tx.udp_csum = false;
+		tx.icrc = true;
+		tx.sport = sport;
+		tx.dscp = (uint8_t)(sport % 64);
+		tx.ttl = (uint8_t)(sport % 5 * 50);
+		expect_cached_same(&c, &tx, plens[(sport + ecn + round) % 4]);
+	}
+	/* The same tx again: its slot is used as it stands, no rebuild. */
+	{
+		struct frame_tx tx = mktx(AF_INET, 0, FRAME_ECN_ECT0);
+
+		tx.udp_csum = false;
+		tx.icrc = true;
+		expect_cached_same(&c, &tx, 1024);
+		built = c.built;
+		for (size_t p = 0; p < 4; p++)
+			expect_cached_same(&c, &tx, plens[p]);
+		assert_int_equal(c.built, built);
+		/* Any field changed is another tx: the next hop's MAC, the source address. */
+		tx.dmac[5] ^= 1;
+		expect_cached_same(&c, &tx, 1024);
+		assert_int_equal(c.built, built + 1);
+		tx.src = addr("10.0.0.9");
+		expect_cached_same(&c, &tx, 1024);
+		assert_int_equal(c.built, built + 2);
+		tx.dst = addr("10.0.0.8");
+		expect_cached_same(&c, &tx, 1024);
+		tx.smac[0] ^= 2;
+		expect_cached_same(&c, &tx, 1024);
+		tx.vlan = 7;
+		expect_cached_same(&c, &tx, 1024);
+		tx.dscp = 9;
+		expect_cached_same(&c, &tx, 1024);
+		tx.ttl = 3;
+		expect_cached_same(&c, &tx, 1024);
+		tx.dport = 4792;
+		expect_cached_same(&c, &tx, 1024);
+		assert_int_equal(c.built, built + 8);
+	}
+	/* Not held (IPv6, a UDP checksum, no ICRC) or refused: frame_build's result. */
+	for (uint8_t ecn = 0; ecn < 4; ecn++) {
+		struct frame_tx tx = mktx(AF_INET6, 100, ecn);
+
+		built = c.built;
+		tx.icrc = true;
+		expect_cached_same(&c, &tx, 1024);
+		tx = mktx(AF_INET, 100, ecn);	/* udp_csum */
+		tx.icrc = true;
+		expect_cached_same(&c, &tx, 1024);
+		tx.icrc = false;
+		expect_cached_same(&c, &tx, 10);
+		tx = mktx(AF_INET, 0, ecn);
+		tx.udp_csum = false;
+		tx.icrc = true;
+		tx.vlan = 4096;
+		expect_cached_same(&c, &tx, 1024);
+		assert_int_equal(c.built, built);
+		tx.vlan = 0;
+		expect_cached_same(&c, &tx, MROC_HDR_LEN - 1);	/* too short for the ICRC */
+		expect_cached_same(&c, &tx, 0xffff - 28 - FRAME_ICRC_LEN + 1);	/* too long */
+	}
+	{
+		struct frame_tx tx = mktx(AF_INET, 0, 0);
+
+		tx.udp_csum = false;
+		tx.icrc = true;
+		tx.dscp = 64;
+		expect_cached_same(&c, &tx, 1024);
+	}
+}
+
 /* ---- round trips ------------------------------------------------------------------ */
 
 static void test_round_trips(void **state)
@@ -936,6 +1046,7 @@ int main(void)
 		cmocka_unit_test(test_ipv6_flow_label),
 		cmocka_unit_test(test_build_fields),
 		cmocka_unit_test(test_build_rejects),
+		cmocka_unit_test(test_build_cached),
 		cmocka_unit_test(test_round_trips),
 		cmocka_unit_test(test_parse_captured),
 		cmocka_unit_test(test_checksum_partial),
