@@ -344,6 +344,29 @@ static const char *ready_stuck(struct perf *pf, const struct bw_state *s, const 
 	return buf;
 }
 
+/*
+ * How long a client with every QP armed may sleep: until its -D ends or its
+ * stall timeout, at most READY_WAIT_MAX_MS.  Completions, the side channel
+ * and mrocd's socket wake it before (cq.c's wait set).  It was 10 ms, so a
+ * client woke 100 times a second with nothing to do (and libmroc, finding its
+ * CQs empty, looked at mrocd's socket each time): at 16 x 250, 4 of every 5
+ * wake-ups of bench-scale's clients (issue #22).
+ */
+#define READY_WAIT_MAX_MS	1000
+
+static int ready_wait_ms(const struct perf *pf, const struct bw_state *s, uint64_t now,
+			 uint64_t last_progress)
+{
+	uint64_t until = now + READY_WAIT_MAX_MS * 1000000ull, t;
+
+	if (s->deadline && s->limit == UINT64_MAX && s->deadline < until)
+		until = s->deadline;
+	t = last_progress + (uint64_t)pf->o->timeout_s * 1000000000ull;
+	if (t < until)
+		until = t;
+	return until <= now ? 0 : (int)((until - now + 999999) / 1000000);
+}
+
 static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result *res)
 {
 	struct ready r = { 0 };
@@ -380,7 +403,8 @@ static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result
 		if (err)
 			goto out;
 		if (r.narmed) {
-			got = cq_wait_fired(pf, r.n ? 0 : 10, fired, 64);
+			got = cq_wait_fired(pf, r.n ? 0 : ready_wait_ms(pf, s, now, last_progress),
+					    fired, 64);
 			if (got < 0) {
 				err = got;
 				goto out;
@@ -404,6 +428,8 @@ static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result
 		/* (the QPs named only once it fails: ready_stuck walks them all) */
 		err = now - last_progress < (uint64_t)pf->o->timeout_s * 1000000000ull ? 0 :
 		      perf_stalled(pf, now, last_progress, ready_stuck(pf, s, &r, what, sizeof(what)));
+		if (pf->oob_fired)
+			pf->next_peer_check = 0;	/* the peer said something: now */
 		if (!err)
 			err = perf_peer_check(pf, now);
 		if (err)
@@ -621,7 +647,7 @@ static int bw_server_passive(struct perf *pf)
 			if (err)
 				return err;
 		}
-		n = cq_wait_fired(pf, 100, fired, sizeof(fired) / sizeof(fired[0]));
+		n = cq_wait_fired(pf, 1000, fired, sizeof(fired) / sizeof(fired[0]));
 		if (n < 0)
 			return n;
 		/*

@@ -214,11 +214,14 @@ int cq_wait_fired(struct perf *pf, int timeout_ms, unsigned int *fired, unsigned
 	n = epoll_wait(pf->epfd, ev, (int)max, timeout_ms);
 	if (n < 0 && errno != EINTR)
 		return perf_fail(pf, -errno, "epoll_wait: %s", strerror(errno));
+	pf->oob_fired = false;
 	for (int i = 0; i < n; i++) {
 		uint32_t k = ev[i].data.u32;
 
 		if (k == WAIT_CTX && (ev[i].events & (EPOLLHUP | EPOLLRDHUP | EPOLLERR)))
 			return perf_fail(pf, -ENOTCONN, "%s", mroc_strerror(-ENOTCONN));
+		if (k == WAIT_OOB)
+			pf->oob_fired = true;
 		if (k >= pf->nqp)
 			continue;	/* the side channel: perf_peer_check reads it */
 		err = mroc_ack_notify(pf->qp[k].qp);

@@ -151,6 +151,7 @@ struct perf {
 	bool done_seen;
 	struct oob_done done;
 	uint64_t next_peer_check;
+	bool oob_fired;			/* cq_wait_fired's last wait saw the side channel readable */
 	/* the first error: what is printed, sent to the peer and put in the JSON */
 	bool failed, peer_failed;
 	char err[OOB_TEXT];
@@ -191,7 +192,8 @@ int cq_wait(struct perf *pf, int timeout_ms);
 /*
  * The QPs whose armed completion channel fired (each acknowledged, so
  * disarmed) into fired[], at most max; waits up to timeout_ms (0: a look)
- * for one, or for the side channel.  How many, or < 0 (the test ends).
+ * for one, or for the side channel (then pf->oob_fired).  How many, or < 0
+ * (the test ends).
  */
 int cq_wait_fired(struct perf *pf, int timeout_ms, unsigned int *fired, unsigned int max);
 /* Every PERF_PEER_CHECK_NS: an ERROR from the peer fails, a DONE is kept (server). */
