@@ -116,8 +116,8 @@ static void csv_line(struct bench *b, const char *section, uint8_t mode, uint8_t
 		return;
 	fprintf(b->csv, "%s,%s,%s,%u,%u,%g,%d,%" PRIu64 ",%" PRIu64 ",%d,%.4f,%.4f,%.4f,%" PRIu64
 		",%.3f\n", section, mode == MROC_MODE_ROCEV2 ? "rocev2" : "metaroce",
-		route == SIM_ROUTE_HASH ? "hash" : "path", planes, paths, loss, blackhole_plane,
-		bytes, seed, done, gbps, cap, gbps / cap, events, wall);
+		route == SIM_ROUTE_HASH ? "hash" : route == SIM_ROUTE_LINUX ? "linux" : "path", planes,
+		paths, loss, blackhole_plane, bytes, seed, done, gbps, cap, gbps / cap, events, wall);
 }
 
 static void csv_row(struct bench *b, const char *section, const struct scn_config *cfg,

@@ -25,7 +25,9 @@ const char run_cli_usage[] =
 "  --planes N        planes (4)            --rate RATE     per plane, bit/s (25G)\n"
 "  --nic RATE        NIC rate (sum)        --delay NS      propagation (2000)\n"
 "  --queue SIZE      drop-tail (512K)      --ecn SIZE      marking threshold (64K)\n"
-"  --loss P          random loss, 0..1     --route hash|path\n"
+"  --loss P          random loss, 0..1     --route hash|path|linux\n"
+"  --ecmp-net N      --route linux: hosts at 10.N.1.h / 10.N.2.1 (from --seed)\n"
+"  --ecmp-seed N     --route linux: the leaves' fib_multipath_hash_seed (12345)\n"
 "  --mode metaroce|rocev2                  --paths N       paths per QP (4)\n"
 "  --mtu N           payload bytes (4096)  --bytes SIZE    total (64M)\n"
 "  --msg SIZE        per WR (64K)          --outstanding N WRs in flight (16)\n"
@@ -44,7 +46,10 @@ const char run_cli_usage[] =
 "  --loss-first      random loss before the queue (as tc on the fabric), not on the wire\n"
 "  --daemon          mrocd's engine defaults (no link rate: no rate hints)\n"
 "  --host-delay US@MS  every ACK delayed US more from MS on (a busy host)\n"
-"  --like-fabric     bench-fabric's fabric-bound set-up (rates, TBF, ECN, daemon timers)\n"
+"  --host-rx POLL,STALL,EVERY  (us) each host's worker takes its ring every\n"
+"                    POLL and is off its CPU for STALL about every EVERY\n"
+"  --like-fabric     bench-fabric's fabric-bound set-up (rates, TBF, ECN, the leaves'\n"
+"                    hash, busy hosts, daemon timers)\n"
 "  --delay-target US queueing delay a path may add before its window is cut\n"
 "                    (0 = no delay signal; default: the engine's)\n"
 "  --seed N          simulation seed       --wl-seed N     workload seed\n"
@@ -183,7 +188,7 @@ enum {
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_TRACE,
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
-	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT,
+	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX,
 };
 
 static const struct option run_opts[] = {
@@ -220,44 +225,13 @@ static const struct option run_opts[] = {
 	{ "daemon", no_argument, NULL, OPT_DAEMON },
 	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
 	{ "like-fabric", no_argument, NULL, OPT_LIKE_FABRIC },
+	{ "ecmp-net", required_argument, NULL, OPT_ECMP_NET },
+	{ "ecmp-seed", required_argument, NULL, OPT_ECMP_SEED },
+	{ "host-rx", required_argument, NULL, OPT_HOST_RX },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
 };
-
-/*
- * scripts/bench-fabric.sh's fabric-bound half, as the simulator can have it
- * (issue #27): 4 planes of 250 Mbit/s shaped by TBF (burst 64 KiB, limit
- * rate x 20 ms + burst = 675 KiB), CE above 64 KiB of a virtual queue in
- * front of the TBF (bpf/impair.bpf.c: blind to the bucket), loss in front of the
- * shaper, veth NICs far faster than the planes (10 Gbit/s), the ECMP hash
- * choosing the plane; its daemons' engines (MTU 3380, rto_min 5 ms,
- * rto_init 20 ms, no link rate) and mroc-perf write_bw's 128 x 64 KiB
- * WRITEs in flight.  Later options override any of it.
- */
-static void like_fabric(struct scn_config *cfg)
-{
-	cfg->planes = 4;
-	cfg->plane_rate_bps = 250000000ULL;
-	cfg->burst_bytes = 64 * 1024;
-	cfg->queue_bytes = 250000000ULL / 8 / 50 + 64 * 1024;
-	cfg->ecn_bytes = 64 * 1024;
-	cfg->ecn_virtual = true;
-	cfg->loss_at_enqueue = true;
-	cfg->nic_rate_bps = 10000000000ULL;
-	cfg->delay_ns = 10000;
-	cfg->route = SIM_ROUTE_HASH;
-	cfg->mtu = 3380;
-	cfg->rto_min_ns = 5000000;
-	cfg->rto_init_ns = 20000000;
-	cfg->daemon_engine = true;
-	memset(cfg->wl.mix, 0, sizeof(cfg->wl.mix));
-	cfg->wl.mix[WL_WRITE] = 1;
-	cfg->wl.msg_bytes = 64 * 1024;
-	cfg->wl.outstanding = 128;
-	cfg->wl.total_bytes = 256ULL << 20;
-	cfg->time_limit_ns = 8000 * MSEC;
-}
 
 /* One option into cfg; returns 0 or -EINVAL. */
 static int run_opt(struct scn_config *cfg, int opt, const char *arg)
@@ -288,8 +262,31 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 			cfg->route = SIM_ROUTE_HASH;
 		else if (!strcmp(arg, "path"))
 			cfg->route = SIM_ROUTE_PATH_ID;
+		else if (!strcmp(arg, "linux"))
+			cfg->route = SIM_ROUTE_LINUX;
 		else
 			return -EINVAL;
+		return 0;
+	case OPT_ECMP_NET:
+		if (sim_parse_scaled(arg, 1000, &v) || !v || v > 255)
+			return -EINVAL;
+		cfg->ecmp_net = (uint32_t)v;
+		return 0;
+	case OPT_HOST_RX: {
+		double poll, stall, every;
+
+		if (sscanf(arg, "%lf,%lf,%lf%n", &poll, &stall, &every, &n) != 3 || arg[n] ||
+		    poll < 0 || stall < 0 || every < 0 || poll > 1e6 || stall > 1e6 || every > 1e9)
+			return -EINVAL;
+		cfg->host_rx.poll_ns = (uint64_t)(poll * 1000);
+		cfg->host_rx.stall_ns = (uint64_t)(stall * 1000);
+		cfg->host_rx.stall_every_ns = (uint64_t)(every * 1000);
+		return 0;
+	}
+	case OPT_ECMP_SEED:
+		if (sim_parse_scaled(arg, 1000, &v) || !v || v > UINT32_MAX)
+			return -EINVAL;
+		cfg->ecmp_seed = (uint32_t)v;
 		return 0;
 	case OPT_MODE:
 		if (!strcmp(arg, "metaroce"))
@@ -346,7 +343,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		cfg->host_delay_ns = (uint64_t)(us * 1e3);
 		cfg->host_delay_at_ns = (uint64_t)(at * 1e6);
 		return 0;
-	case OPT_LIKE_FABRIC: like_fabric(cfg); return 0;
+	case OPT_LIKE_FABRIC: scn_config_like_fabric(cfg); return 0;
 	case OPT_SEED: cfg->seed = v; return 0;
 	case OPT_WL_SEED: cfg->wl.seed = v; return 0;
 	case OPT_LIMIT: cfg->time_limit_ns = v * MSEC; return 0;

@@ -40,6 +40,35 @@ void scn_config_bench(struct scn_config *cfg)
 	cfg->wl.outstanding = 32;
 }
 
+void scn_config_like_fabric(struct scn_config *cfg)
+{
+	cfg->planes = 4;
+	cfg->plane_rate_bps = 250000000ULL;
+	cfg->burst_bytes = 64 * 1024;
+	cfg->queue_bytes = 250000000ULL / 8 / 50 + 64 * 1024;
+	cfg->ecn_bytes = 64 * 1024;
+	cfg->ecn_virtual = true;
+	cfg->loss_at_enqueue = true;
+	cfg->nic_rate_bps = 10000000000ULL;
+	cfg->delay_ns = 10000;
+	cfg->route = SIM_ROUTE_LINUX;
+	cfg->host_rx = (struct sim_host_rx){
+		.poll_ns = 16000,
+		.stall_ns = 200000,
+		.stall_every_ns = 1000000,
+	};
+	cfg->mtu = 3380;
+	cfg->rto_min_ns = 5000000;
+	cfg->rto_init_ns = 20000000;
+	cfg->daemon_engine = true;
+	memset(cfg->wl.mix, 0, sizeof(cfg->wl.mix));
+	cfg->wl.mix[WL_WRITE] = 1;
+	cfg->wl.msg_bytes = 64 * 1024;
+	cfg->wl.outstanding = 128;
+	cfg->wl.total_bytes = 256ULL << 20;
+	cfg->time_limit_ns = 8000000000ULL;
+}
+
 /* What a blackhole run samples when the settling time is over. */
 struct scn_sample {
 	struct workload *wl;
@@ -140,6 +169,8 @@ static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 	sc.nhosts = 2;
 	sc.nplanes = cfg->planes;
 	sc.route = cfg->route;
+	sc.ecmp_net = cfg->ecmp_net;
+	sc.ecmp_seed = cfg->ecmp_seed;
 	sc.seed = cfg->seed;
 	sc.nic_rate_bps = cfg->nic_rate_bps;
 	sc.link.rate_bps = cfg->plane_rate_bps;

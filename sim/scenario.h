@@ -32,6 +32,7 @@ struct scn_config {
 	bool loss_at_enqueue;		/* lost before the queue, using no rate (scripts/fabric) */
 	uint64_t burst_bytes;		/* > 0: planes shape with a token bucket this deep (TBF) */
 	uint8_t route;			/* enum sim_route */
+	uint32_t ecmp_net, ecmp_seed;	/* SIM_ROUTE_LINUX (sim_config; 0 = its defaults) */
 	int32_t blackhole_plane;	/* -1 = none; else both directions of it */
 	uint64_t blackhole_at_ns;	/* after the first post */
 	uint64_t blackhole_ns;		/* > 0: the plane comes back after this long */
@@ -94,6 +95,30 @@ void scn_config_default(struct scn_config *cfg);
  * whatever the hash.
  */
 void scn_config_bench(struct scn_config *cfg);
+/*
+ * scripts/bench-fabric.sh's fabric-bound half, as the simulator can have it
+ * (issue #27): 4 planes of 250 Mbit/s shaped by TBF (burst 64 KiB, limit
+ * rate x 20 ms + burst = 675 KiB), CE above 64 KiB of a virtual queue in
+ * front of the TBF (bpf/impair.bpf.c: blind to the bucket), loss in front of
+ * the shaper, veth NICs far faster than the planes (10 Gbit/s); the leaves'
+ * Linux ECMP hash giving a source port the plane the real fabric would
+ * (SIM_ROUTE_LINUX); hosts whose worker takes its ring every 16 us and is
+ * off its CPU for 200 us about every millisecond; its
+ * daemons' engines (MTU 3380, rto_min 5 ms, rto_init 20 ms, no link rate)
+ * and mroc-perf write_bw's 128 x 64 KiB WRITEs in flight, 256 MiB.  Sets
+ * those on cfg and leaves the rest (scn_config_default first for a run of
+ * its own; mroc-sim run --like-fabric then takes later options over it).
+ *
+ * The busy hosts are what the real run has and a quiet simulation lacked:
+ * two daemons, two mroc-perf and the planes' softirqs on 2 cores.  Its paths
+ * show SRTTs of 0.29-0.55 ms with a plane each (the simulation without: 0.10),
+ * and their rates are uneven enough that paths hashed two to a plane while
+ * another idles find the idle one (every quiet real 4-path lossless run ended
+ * with a plane per path at 0.96 Gbit/s); without it, 2/2/0/0 and 3/1/0/0
+ * placements (a third of the draws) deliver alike and stay at half the
+ * capacity for the whole run.
+ */
+void scn_config_like_fabric(struct scn_config *cfg);
 
 struct scn_result {
 	int err;			/* 0, or the first failure */

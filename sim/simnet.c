@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ecmp.h"
 #include "simhost.h"
 #include "simnet.h"
 
@@ -35,6 +36,7 @@ struct sim {
 	struct simloop loop;
 	struct simhost_env henv;	/* what the hosts' driver needs of us */
 	uint64_t hash_seed;
+	uint32_t ecmp_seed, ecmp_net;	/* SIM_ROUTE_LINUX (sim_config) */
 	struct rng rng;
 	struct pktpool pool;
 	struct link_env env;
@@ -115,6 +117,13 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
 	}
 	if (sim->cfg.route == SIM_ROUTE_PATH_ID) {
 		plane = pkt->path_id % sim->cfg.nplanes;
+	} else if (sim->cfg.route == SIM_ROUTE_LINUX) {
+		uint32_t n = sim->cfg.nhosts, net = sim->ecmp_net;
+		uint32_t h = ecmp_linux_hash(ecmp_fabric_addr(net, pkt->src, n),
+					     ecmp_fabric_addr(net, pkt->dst, n), pkt->sport,
+					     ECMP_MROC_PORT, ECMP_PROTO_UDP, sim->ecmp_seed);
+
+		plane = ecmp_linux_nexthop(h, sim->cfg.nplanes);
 	} else {
 		uint64_t key = (uint64_t)pkt->src << 40 | (uint64_t)pkt->dst << 16 | pkt->sport;
 
@@ -287,8 +296,10 @@ int sim_config_check(const struct sim_config *cfg, const char **why)
 		BAD("hosts must be 2..1048576");
 	if (!cfg->nplanes || cfg->nplanes > SIM_MAX_PLANES)
 		BAD("planes must be 1..64");
-	if (cfg->route > SIM_ROUTE_PATH_ID)
+	if (cfg->route > SIM_ROUTE_LINUX)
 		BAD("unknown routing");
+	if (cfg->route == SIM_ROUTE_LINUX && (cfg->nhosts > 254 || cfg->ecmp_net > 255))
+		BAD("linux routing: the fabric's address plan has 254 hosts, NET 1..255");
 	if (cfg->link.loss < 0 || cfg->link.loss > 1 ||
 	    (cfg->downlinks && (cfg->downlink.loss < 0 || cfg->downlink.loss > 1)))
 		BAD("loss must be 0..1");
@@ -323,6 +334,8 @@ struct sim *sim_create(const struct sim_config *cfg)
 	sim->cfg = *cfg;
 	rng_seed(&sim->rng, cfg->seed);
 	sim->hash_seed = rng_mix64(cfg->seed ^ 0x65636d70ULL /* "ecmp" */);
+	sim->ecmp_seed = cfg->ecmp_seed ? cfg->ecmp_seed : ECMP_FABRIC_SEED;
+	sim->ecmp_net = cfg->ecmp_net ? cfg->ecmp_net : 20 + (uint32_t)(sim->hash_seed % 200);
 	nlinks = (size_t)cfg->nhosts * cfg->nhosts * cfg->nplanes;
 	sim->hosts = calloc(cfg->nhosts, sizeof(*sim->hosts));
 	sim->links = calloc(nlinks, sizeof(*sim->links));

@@ -45,6 +45,9 @@
 enum sim_route {
 	SIM_ROUTE_HASH = 0,	/* ECMP: plane = hash(src, dst, sport, seed) % N */
 	SIM_ROUTE_PATH_ID,	/* plane = path_id % N: a NIC port per plane */
+	SIM_ROUTE_LINUX,	/* ECMP as scripts/fabric's Linux leaves (ecmp.h): the plane
+				 * the real fabric gives the source port; an ACK takes its
+				 * data's plane */
 };
 
 struct sim;
@@ -57,6 +60,14 @@ struct sim_config {
 	uint32_t nplanes;		/* 1..SIM_MAX_PLANES */
 	uint8_t route;			/* enum sim_route */
 	uint64_t seed;			/* losses, hashes, and the engines' seeds */
+	/*
+	 * SIM_ROUTE_LINUX: the leaves' net.ipv4.fib_multipath_hash_seed (0 =
+	 * scripts/fabric's, ECMP_FABRIC_SEED) and the fabric's address plan
+	 * 10.NET.x.y (0 = NET drawn from seed in 20..219, as bench runs' fabric
+	 * names give it); both replay a real run's placement exactly.
+	 */
+	uint32_t ecmp_seed;
+	uint32_t ecmp_net;
 	uint64_t nic_rate_bps;		/* 0 = sum of the plane rates of link */
 	uint32_t wire_overhead;		/* Ethernet/IP/UDP bytes per packet on the wire */
 	struct sim_link_cfg link;	/* every link starts with this */

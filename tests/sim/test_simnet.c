@@ -19,6 +19,7 @@
 
 #include <cmocka.h>
 
+#include "ecmp.h"
 #include "eventq.h"
 #include "rng.h"
 #include "simnet.h"
@@ -191,6 +192,76 @@ static struct sim *make_sim(uint32_t planes, uint64_t rate, uint8_t route, uint6
 	sim = sim_create(&cfg);
 	assert_non_null(sim);
 	return sim;
+}
+
+/*
+ * SIM_ROUTE_LINUX is the kernel's choice, bit for bit: the planes Linux 6.18's
+ * leaves gave UDP datagrams to port 4793 from 10.124.1.1 to 10.124.2.1 and
+ * back (scripts/fabric up --name cc13 --planes 4: seed 12345, policy 1; each
+ * source port's 5 datagrams counted on the planes' devices), and the source
+ * ports of four-path QPs that bench-fabric's quiet lossless runs ended on
+ * (session 12, fabric-runs/0*-loss-fabric-0-metaroce4-*.paths-end.json, all at
+ * 0.96 Gbit/s with each plane carrying a quarter): one path per plane.
+ */
+static void test_linux_route_kernel_planes(void **state)
+{
+	static const struct { uint16_t sport; unsigned plane; } seen[] = {
+		{ 49152, 1 },
+		{ 49999, 0 },
+		{ 50712, 3 },
+		{ 51547, 1 },
+		{ 52000, 0 },
+		{ 53210, 2 },
+		{ 54618, 1 },
+		{ 55555, 3 },
+		{ 56912, 1 },
+		{ 58000, 0 },
+		{ 60001, 2 },
+		{ 61234, 2 },
+		{ 62843, 2 },
+		{ 63333, 3 },
+		{ 64102, 1 },
+		{ 65535, 1 },
+	};
+	static const struct { unsigned net; uint16_t sport[4]; } spread[] = {
+		{ 128, { 55216, 52614, 64375, 50641 } },
+		{ 128, { 56484, 58579, 49205, 49754 } },
+		{ 128, { 50327, 49305, 54560, 51760 } },
+		{ 128, { 56029, 61279, 55333, 61455 } },
+		{ 28, { 63626, 59067, 55740, 62550 } },
+	};
+	uint32_t a = ecmp_fabric_addr(124, 0, 2), b = ecmp_fabric_addr(124, 1, 2);
+
+	(void)state;
+	assert_int_equal(a, 0x0a7c0101);
+	assert_int_equal(b, 0x0a7c0201);
+	for (size_t i = 0; i < sizeof(seen) / sizeof(seen[0]); i++) {
+		uint32_t there = ecmp_linux_hash(a, b, seen[i].sport, ECMP_MROC_PORT, ECMP_PROTO_UDP,
+						 ECMP_FABRIC_SEED);
+		uint32_t back = ecmp_linux_hash(b, a, seen[i].sport, ECMP_MROC_PORT, ECMP_PROTO_UDP,
+						ECMP_FABRIC_SEED);
+
+		assert_int_equal(ecmp_linux_nexthop(there, 4), seen[i].plane);
+		assert_int_equal(ecmp_linux_nexthop(back, 4), seen[i].plane);
+	}
+	for (size_t i = 0; i < sizeof(spread) / sizeof(spread[0]); i++) {
+		unsigned used = 0;
+
+		for (int j = 0; j < 4; j++) {
+			uint32_t h = ecmp_linux_hash(ecmp_fabric_addr(spread[i].net, 0, 2),
+						     ecmp_fabric_addr(spread[i].net, 1, 2),
+						     spread[i].sport[j], ECMP_MROC_PORT,
+						     ECMP_PROTO_UDP, ECMP_FABRIC_SEED);
+
+			used |= 1u << ecmp_linux_nexthop(h, 4);
+		}
+		assert_int_equal(used, 0xf);
+	}
+	/* One nexthop takes all; the bounds split the 31-bit hash evenly. */
+	assert_int_equal(ecmp_linux_nexthop(0x7fffffff, 1), 0);
+	assert_int_equal(ecmp_linux_nexthop(0x1fffffff, 4), 0);
+	assert_int_equal(ecmp_linux_nexthop(0x20000000, 4), 1);
+	assert_int_equal(ecmp_linux_nexthop(0x7fffffff, 4), 3);
 }
 
 static void run_all(struct sim *sim)
@@ -593,6 +664,7 @@ int main(void)
 		cmocka_unit_test(test_timers),
 		cmocka_unit_test(test_host_clocks),
 		cmocka_unit_test(test_determinism),
+		cmocka_unit_test(test_linux_route_kernel_planes),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
