@@ -51,29 +51,21 @@ static void run_ok(const char *name, const struct scn_config *cfg, struct scn_re
 	assert_true(r->wl.done);
 }
 
-/* bench-fabric's fabric-bound planes and daemons (mroc-sim run --like-fabric), a path per plane. */
+/*
+ * bench-fabric's fabric-bound planes and daemons (mroc-sim run --like-fabric)
+ * as these tests were tuned on: a path per plane, CE on the real queue, hosts
+ * that take every packet at once.
+ */
 static void fabric_cfg(struct scn_config *cfg, uint8_t paths, double loss, uint64_t seed)
 {
 	scn_config_default(cfg);
-	cfg->plane_rate_bps = 250000000ULL;
-	cfg->burst_bytes = 64 * 1024;
-	cfg->queue_bytes = 250000000ULL / 8 / 50 + 64 * 1024;
-	cfg->ecn_bytes = 64 * 1024;
-	cfg->loss = loss;
-	cfg->loss_at_enqueue = true;
-	cfg->nic_rate_bps = 10000000000ULL;
-	cfg->delay_ns = 10000;
+	scn_config_like_fabric(cfg);
+	cfg->ecn_virtual = false;
 	cfg->route = SIM_ROUTE_PATH_ID;
-	cfg->mtu = 3380;
-	cfg->rto_min_ns = 5 * MSEC;
-	cfg->rto_init_ns = 20 * MSEC;
-	cfg->daemon_engine = true;
-	memset(cfg->wl.mix, 0, sizeof(cfg->wl.mix));
-	cfg->wl.mix[WL_WRITE] = 1;
-	cfg->wl.outstanding = 128;
+	cfg->host_rx = (struct sim_host_rx){ 0 };
+	cfg->loss = loss;
 	cfg->wl.npaths = paths;
 	cfg->wl.total_bytes = 48 * MIB;
-	cfg->time_limit_ns = 8000 * MSEC;
 	cfg->seed = seed;
 }
 
