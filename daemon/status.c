@@ -50,6 +50,8 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "handoff_repaid", st->handoff_repaid);
 	SET(o, "handoff_owed", st->handoff_owed);
 	SET(o, "fill_refills", st->fill_refills);
+	SET(o, "rx_batches", st->rx_batches);
+	SET(o, "tx_batches", st->tx_batches);
 	SET(o, "port_dead", st->port_dead);
 	SET(o, "ports_down", st->ports_down);
 	return o;

@@ -21,7 +21,8 @@
 #        CALLS (1: a second table, each process's system calls by kind, context switches,
 #        task-clock and NAPI polls (kernel receive batches run in its context) per data packet
 #        over the run, from perf stat's software events and tracepoints: no hardware counters
-#        needed), RT (a SCHED_FIFO priority, e.g. 5: everything runs under chrt -f RT)
+#        needed; and each mrocd's packets per AF_XDP receive and TX batch, its counters),
+#        RT (a SCHED_FIFO priority, e.g. 5: everything runs under chrt -f RT)
 #   RT: on a loaded machine a daemon waits milliseconds for a CPU, its batches fill up and
 #   the receiver sends 0.008 ACKs per data packet instead of the quiet 0.21-0.25; under
 #   SCHED_FIFO nothing else gets the CPUs while a run lasts (the kernel leaves others 5 %), and
@@ -67,18 +68,27 @@ calls_stop() {
 		wait "$p" 2>/dev/null
 	done
 }
-# calls_row VARIANT SIDE NAME PKTS: NAME's counts per data packet, a row of the second table.
+# batches COUNTERS0 COUNTERS1: "packets per receive batch | per TX batch" of a daemon's
+# AF_XDP sockets over the run ("-" for a build without the counters).
+batches() {
+	jq -nr --argjson a "$1" --argjson b "$2" 'def per(n; d):
+		((($b.backend[n] // 0) - ($a.backend[n] // 0)) as $n |
+		 (($b.backend[d] // 0) - ($a.backend[d] // 0)) as $d |
+		 if $d > 0 then ($n / $d * 10 | round / 10 | tostring) else "-" end);
+		"\(per("rx_pkts"; "rx_batches")) | \(per("tx_pkts"; "tx_batches"))"'
+}
+# calls_row VARIANT SIDE NAME PKTS [BATCHES]: NAME's counts per data packet, a row of the second table.
 calls_row() {
 	[ -n "$CALLS" ] || return 0
-	awk -F, -v v="$1" -v s="$2" -v p="$4" '
+	awk -F, -v v="$1" -v s="$2" -v p="$4" -v bt="${5:-- | -}" '
 		{ c[$3] = $1 }
 		END { p = p > 0 ? p : 1
-		      printf "| %s | %s | %.0f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.3f |\n", v, s,
+		      printf "| %s | %s | %.0f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.4f | %.3f | %s |\n", v, s,
 			c["task-clock"] * 1e6 / p, c["context-switches"] / p, c["raw_syscalls:sys_enter"] / p,
 			c["syscalls:sys_enter_sendto"] / p, c["syscalls:sys_enter_recvfrom"] / p,
 			(c["syscalls:sys_enter_ppoll"] + c["syscalls:sys_enter_poll"]) / p,
 			c["syscalls:sys_enter_sched_yield"] / p, c["syscalls:sys_enter_futex"] / p,
-			c["napi:napi_poll"] / p }' "$E2E_DIR/$3.perf" >>"$E2E_DIR/calls"
+			c["napi:napi_poll"] / p, bt }' "$E2E_DIR/$3.perf" >>"$E2E_DIR/calls"
 }
 
 cpu_ns() {
@@ -117,8 +127,8 @@ run() {
 	a1=$(e2e_admin a$K counters) b1=$(e2e_admin b$K counters) c1=$(($(cpu_ns a$K) + $(cpu_ns b$K)))
 	calls_stop a$K b$K
 	n=$(jq -n --argjson a0 "$a0" --argjson a1 "$a1" '$a1.engine.tx_data - $a0.engine.tx_data')
-	calls_row "$name" sender a$K "$n"
-	calls_row "$name" receiver b$K "$n"
+	calls_row "$name" sender a$K "$n" "$(batches "$a0" "$a1")"
+	calls_row "$name" receiver b$K "$n" "$(batches "$b0" "$b1")"
 	e2e_stop a$K
 	e2e_stop b$K
 	jq -nr --arg n "$name" --argjson j "${j:-null}" --argjson a0 "$a0" --argjson a1 "$a1" \
@@ -187,8 +197,8 @@ if [ -n "$CALLS" ]; then
 	echo
 	echo "Per data packet, each process over the run (bare: over its life, per packet it sent or received):"
 	echo
-	echo "| variant | process | task-clock ns | context switches | system calls | sendto | recvfrom | ppoll/poll | sched_yield | futex | NAPI polls |"
-	echo "|---|---|---|---|---|---|---|---|---|---|---|"
+	echo "| variant | process | task-clock ns | context switches | system calls | sendto | recvfrom | ppoll/poll | sched_yield | futex | NAPI polls | packets per RX batch | per TX batch |"
+	echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 	cat "$E2E_DIR/calls"
 fi
 echo

@@ -215,6 +215,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				recvfrom(xsk_socket__fd(k->xsk), NULL, 0, MSG_DONTWAIT, NULL, NULL);
 			continue;
 		}
+		x->st.rx_batches++;
 		for (uint32_t i = 0; i < RX_PREFETCH_AHEAD && i < rcvd; i++)
 			prefetch_frame(x, xsk_ring_cons__rx_desc(&k->rx, idx + i));
 		for (uint32_t i = 0; i < rcvd; i++) {
@@ -440,6 +441,7 @@ static void submit_tx(struct afxdp *x)
 
 		if (!k->tx_pending)
 			continue;
+		x->st.tx_batches++;
 		xsk_ring_prod__submit(&k->tx, k->tx_pending);
 		k->tx_pending = 0;
 	}

@@ -52,6 +52,14 @@ struct backend_stats {
 	 */
 	uint64_t handoff_return_full, handoff_tx_unpaid, handoff_repaid, handoff_owed;
 	uint64_t fill_refills;		/* fill rings found low while idle, refilled */
+	/*
+	 * AF_XDP batches (issue #22): receive turns of a socket that found
+	 * packets, TX turns that submitted descriptors to a socket's ring:
+	 * rx_pkts / rx_batches and tx_pkts / tx_batches are what the per-batch
+	 * costs (a kick, a ring update, each a cache line the kernel shares) are
+	 * spread over.
+	 */
+	uint64_t rx_batches, tx_batches;
 	uint64_t port_dead;		/* a port counted down for a peer (porthealth.h) */
 	uint64_t ports_down;		/* gauge: (peer, port) pairs counted down now */
 };

@@ -45,8 +45,12 @@ for n in a b; do
 		<<<"$c" >/dev/null || fail "$n: keepalives/control did not flow: $c"
 	jq -e '.xdp.redirected >= 3 and .backend.rx_pkts >= 3 and .backend.tx_pkts >= 3' \
 		<<<"$c" >/dev/null || fail "$n: traffic did not cross XDP/AF_XDP: $c"
+	# Batches: at least one each way, and never more than the packets in them.
+	jq -e '.backend.rx_batches >= 1 and .backend.rx_batches <= .backend.rx_pkts and
+		.backend.tx_batches >= 1 and .backend.tx_batches <= .backend.tx_pkts' \
+		<<<"$c" >/dev/null || fail "$n: receive or TX batches not counted: $c"
 done
-ok "control and keepalive packets went through XDP and AF_XDP on both sides, stamped"
+ok "control and keepalive packets went through XDP and AF_XDP on both sides, stamped, in counted batches"
 grep -q "WATCHDOG=1" "$E2E_DIR/a.notify.log" || fail "a: no WATCHDOG=1 with WATCHDOG_USEC set"
 grep -q "WATCHDOG=1" "$E2E_DIR/b.notify.log" && fail "b: WATCHDOG=1 without WATCHDOG_USEC"
 ok "watchdog pings only when asked for"
