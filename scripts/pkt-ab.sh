@@ -6,7 +6,8 @@
 # variants take turns, ROUNDS times, each a write_bw of 1 MiB messages
 # (MetaRoCE) for SECS.  Per run: data packets per second, both mrocd's CPU
 # time per data packet (user + system), the receiver's ACKs per data packet,
-# the sender's retransmissions and RTOs, and the load average at start and
+# the sender's retransmissions and RTOs (how many of them on paths without an
+# RTT sample, and spurious), and the load average at start and
 # end.  Taking turns puts both variants under the same load; the rates are
 # still anecdotes on a loaded machine, the counters are not.  Root.
 # A variant NAME=bare:BUILD[:ARGS] is that build's bare AF_XDP pair instead
@@ -27,7 +28,11 @@
 #   the receiver sends 0.008 ACKs per data packet instead of the quiet 0.21-0.25; under
 #   SCHED_FIFO nothing else gets the CPUs while a run lasts (the kernel leaves others 5 %), and
 #   the counts come out as on a quiet machine (0.21-0.25 ACKs per data packet; session 12's quiet
-#   end 0.22-0.24).  The rates still vary from run to run (issue #22, s13-pkt13).  It stalls every other process for the whole script: not on a machine others measure on.
+#   end 0.22-0.24).  The rates still vary from run to run, and understate mroc's: the
+#   kernel stops all SCHED_FIFO threads for 50 ms a second (sched_rt_runtime_us), the
+#   receiver's ACKs stop, and the sender's paths time out (11-19 RTOs in 3 s with nothing
+#   dropped or lost; dmesg: "RT throttling activated") while the bare pair just waits (issue
+#   #22, s13-pkt13).  It stalls every other process for the whole script: not on a machine others measure on.
 #   SED is applied (sed -e) to both daemons' configuration files after bench-net's own changes.
 set -u
 if [ -n "${RT:-}" ] && [ -z "${PKT_AB_RT:-}" ]; then
@@ -135,7 +140,7 @@ run() {
 		--argjson b0 "$b0" --argjson b1 "$b1" --argjson c $((c1 - c0)) --arg ld "$l0-$l1" \
 		--argjson p "$PAYLOAD" '
 		($a1.engine.tx_data - $a0.engine.tx_data) as $d |
-		"| \($n) | \(if $j then ($j.results[0].bw_avg_gbps * 1e9 / 8 / $p / 1e6 * 1000 | round / 1000) else "failed" end) | \($c / ([$d, 1] | max) | round) | \(($b1.engine.tx_acks - $b0.engine.tx_acks) / ([$d, 1] | max) * 1000 | round / 1000) | \($a1.engine.tx_retx - $a0.engine.tx_retx) / \($a1.engine.rto - $a0.engine.rto) | \($ld) |"'
+		"| \($n) | \(if $j then ($j.results[0].bw_avg_gbps * 1e9 / 8 / $p / 1e6 * 1000 | round / 1000) else "failed" end) | \($c / ([$d, 1] | max) | round) | \(($b1.engine.tx_acks - $b0.engine.tx_acks) / ([$d, 1] | max) * 1000 | round / 1000) | \($a1.engine.tx_retx - $a0.engine.tx_retx) / \($a1.engine.rto - $a0.engine.rto) (\(($a1.engine.rto_unsampled // 0) - ($a0.engine.rto_unsampled // 0)), \(($a1.engine.rto_spurious // 0) - ($a0.engine.rto_spurious // 0))) | \($ld) |"'
 }
 
 # bare NAME BUILD ARGS: one run of the bare pair (bench-net.sh's bare()); one table row.
@@ -171,7 +176,7 @@ bare() {
 
 echo "$TEST, 1 MiB messages, payload $PAYLOAD, $SECS s a run, $ROUNDS rounds, variants in turn"
 echo
-echo "| variant | Mpps (payload) | both mrocd CPU ns per data packet | ACKs per data packet | retx / RTOs | load start-end |"
+echo "| variant | Mpps (payload) | both mrocd CPU ns per data packet | ACKs per data packet | retx / RTOs (on unsampled paths, spurious) | load start-end |"
 echo "|---|---|---|---|---|---|"
 for r in $(seq "$ROUNDS"); do
 	for v in "$@"; do
