@@ -92,8 +92,8 @@ struct engine_config {
 	 * whose source port is in class sport mod home_mod, bit set in
 	 * home_mask, leaves from this engine's own thread; any other is handed
 	 * to another thread first, which may have to be woken.  A message of
-	 * one packet with nothing queued behind it takes a live home path with
-	 * room when there is one (qp_tx.c).  home_mod 0: no preference.
+	 * one packet with at most 3 segments queued behind it takes a live home
+	 * path with room when there is one (qp_tx.c).  home_mod 0: no preference.
 	 */
 	uint16_t home_mod;		/* 0 .. 64 */
 	uint64_t home_mask;

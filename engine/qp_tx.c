@@ -532,14 +532,25 @@ static struct path *pick_path_alone(struct engine *eng, struct qp *qp, uint32_t 
 }
 
 /*
- * A message of one packet with nothing queued behind it (a small collective's
- * step, a ping-pong) leaves by a path of this engine's own thread's ports
+ * A message of one packet with at most HOME_BURST_SEGS - 1 segments queued
+ * behind it (a small collective's step, a ping-pong, a few such steps posted
+ * together) leaves by a path of this engine's own thread's ports
  * (cfg.home_mod/home_mask), the one with most free window; its ACK comes back
  * on the same port.  On the other ports every packet, and its ACK, crossed
  * between the driver's threads (mrocd: a hand-off ring and often a wake-up
  * of a sleeping worker), about one hand-off a packet in an 8 B ring (issue
  * #26).  NULL: no home path alive with room; the usual pick then.
  */
+/*
+ * A ring step that finds two slices arrived posts two sends at once; with
+ * only the last one "lone", the first took the usual pick, most often a
+ * path of the other thread's port (an idle one has the most free window):
+ * a fifth of an 8 B ring's packets crossed (issue #26, s13-prov13).  Four
+ * one-packet segments are still no stream worth every port; a message of
+ * more, or one queued before a larger message, spreads as before.
+ */
+#define HOME_BURST_SEGS	4
+
 static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t bytes)
 {
 	struct path *best = NULL;
@@ -796,9 +807,10 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p = probe;	/* a probe may exceed the window by one packet */
 	else if (retx && e->tx_count >= ALONE_AFTER_TRIES && qp->mode == MROC_MODE_METAROCE)
 		p = idle_path(eng, qp, bytes);
-	else if (!retx && !dup && m->nseg == 1 && dsn + 1 == qp->dsn_alloc && eng->cfg.home_mod &&
+	else if (!retx && !dup && m->nseg == 1 && qp->dsn_alloc - dsn <= HOME_BURST_SEGS &&
+		 eng->cfg.home_mod &&
 		 qp->mode == MROC_MODE_METAROCE && (p = pick_path_home(eng, qp, bytes)))
-		;	/* a lone packet: a path of this thread's own ports */
+		;	/* a lone packet (or a short burst): this thread's own ports */
 	else if (m->alone && !retx)
 		p = pick_path_alone(eng, qp, bytes, dup, dsn);
 	else

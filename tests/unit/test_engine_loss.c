@@ -1170,9 +1170,12 @@ static void test_port_up_places_paths(void **state)
  * cfg.home_mod 2, home_mask 1: this engine's thread has port 0).  Each of 20
  * messages of one packet, posted with nothing behind it, leaves by a port-0
  * path and its ACK comes back there, so neither crosses to the other thread
- * (issue #26: in an 8 B ring about every packet did).  A message of many
- * packets still uses both ports.  Without home_mod the same lone messages
- * take turns on both ports, as before.
+ * (issue #26: in an 8 B ring about every packet did).  So does each of 10
+ * bursts of 3 (a ring step that found slices arrived together posts their
+ * sends at once; before, the first two of each took the usual pick, mostly
+ * port 1).  16 posted at once and a message of many packets still use both
+ * ports.  Without home_mod the same lone messages take turns on both ports,
+ * as before.
  */
 struct port_count {
 	unsigned data[2], acks[2];	/* A's data and B's ACKs, by port (sport mod 2) */
@@ -1188,6 +1191,20 @@ static bool count_ports(struct pair *p, struct pair_pkt *pkt, void *arg)
 	else if (pkt->from == PAIR_B && pkt->data[PKT_OPCODE] == MROC_OP_ACK)
 		c->acks[pkt->sport & 1]++;
 	return true;
+}
+
+/* n WRITEs of 8 B posted before the engine runs, ids id.., all completed. */
+static void write_burst(struct fx *f, uint64_t id, unsigned n)
+{
+	for (unsigned i = 0; i < n; i++) {
+		struct engine_wr wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, id + i, 8 * i, 8, 8 * i);
+
+		assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	}
+	for (unsigned i = 0; i < n; i++) {
+		run_until_cqe(f, PAIR_A, 10000 * PAIR_MS);
+		pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, id + i);
+	}
 }
 
 static void lone_packets(void **state, uint16_t home_mod)
@@ -1214,6 +1231,19 @@ static void lone_packets(void **state, uint16_t home_mod)
 	} else {
 		assert_true(c.data[0] >= 5 && c.data[1] >= 5);	/* round robin over 8 paths */
 	}
+	memset(&c, 0, sizeof(c));
+	for (unsigned i = 0; i < 10; i++)
+		write_burst(f, 40 + 3 * i, 3);
+	if (home_mod) {
+		assert_int_equal(c.data[0], 30);
+		assert_int_equal(c.data[1], 0);
+		assert_int_equal(c.acks[1], 0);
+	} else {
+		assert_true(c.data[0] >= 5 && c.data[1] >= 5);
+	}
+	memset(&c, 0, sizeof(c));
+	write_burst(f, 80, 16);
+	assert_true(c.data[0] > 0 && c.data[1] > 0);
 	memset(&c, 0, sizeof(c));
 	write_all(f, 99, 64 * 1024);
 	assert_true(c.data[0] > 0 && c.data[1] > 0);
