@@ -76,7 +76,7 @@ static const struct config_key config_keys[] = {
 	  FIELD(daemon.log_level) },
 	K_TYPE("daemon.cpu_affinity", CONFIG_T_CPU_LIST, daemon.cpu_affinity, 0, 1023, 0),
 	K_UINT("daemon.workers", daemon.workers, 0, MROCD_MAX_WORKERS, 0, 0, NULL),
-	K_BOOL("daemon.lone_home_port", daemon.lone_home_port, 0, 0),
+	K_BOOL("daemon.lone_home_port", daemon.lone_home_port, 1, 0),
 	K_UINT("daemon.busy_poll_us", daemon.busy_poll_us, 0, 1000, 50, R, "us"),
 	K_STR("daemon.control_socket", daemon.control_socket, 1, "/run/mroc/mrocd.sock", 0),
 	K_STR("daemon.admin_socket", daemon.admin_socket, 1, "/run/mroc/admin.sock", 0),

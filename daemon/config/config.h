@@ -86,7 +86,7 @@ struct mrocd_config {
 		int log_level;			/* LOG_ERR .. LOG_DEBUG */
 		struct mrocd_cpu_list cpu_affinity;	/* workers; empty = not pinned */
 		uint32_t workers;		/* data-plane threads; 0 = one per socket */
-		bool lone_home_port;		/* a lone packet leaves by its worker's ports */
+		bool lone_home_port;		/* a lone packet (or a short burst) leaves by its worker's ports */
 		uint32_t busy_poll_us;		/* spin this long before sleeping */
 		char control_socket[MROCD_SOCKPATH_MAX];	/* clients (libmroc) */
 		char admin_socket[MROCD_SOCKPATH_MAX];	/* the CLI */
