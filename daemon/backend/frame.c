@@ -367,7 +367,9 @@ static int tmpl_set(struct frame_tmpl *t, const struct frame_tx *tx)
 	return 0;
 }
 
-int frame_build_cached(struct frame_tmpls *c, uint8_t *buf, size_t plen, const struct frame_tx *tx)
+/* frame_build_cached past its bypass: the slot for tx, or a miss (counted for the window). */
+static __attribute__((noinline)) int build_cached(struct frame_tmpls *c, uint8_t *buf,
+						  size_t plen, const struct frame_tx *tx)
 {
 	/* Fibonacci hashing: a path's data (ECT) and ACKs (not ECT) get slots of their own. */
 	struct frame_tmpl *t = &c->t[((uint32_t)tx->sport << 2 | (tx->ecn & 3)) * 0x9e3779b1u >>
@@ -379,6 +381,7 @@ int frame_build_cached(struct frame_tmpls *c, uint8_t *buf, size_t plen, const s
 		if (tmpl_set(t, tx))
 			return frame_build(buf, plen, tx);
 		c->built++;
+		c->misses++;
 	}
 	if (plen < MROC_HDR_LEN || plen + FRAME_ICRC_LEN > 0xffff - UDP_HLEN - IPV4_HLEN)
 		return -EINVAL;
@@ -389,6 +392,21 @@ int frame_build_cached(struct frame_tmpls *c, uint8_t *buf, size_t plen, const s
 	put16(ip + 10, csum_fold(t->sum0 + IPV4_HLEN + udp_len));
 	put16(udp + 4, (uint16_t)udp_len);
 	return FRAME_HEADROOM - t->hlen;
+}
+
+int frame_build_cached(struct frame_tmpls *c, uint8_t *buf, size_t plen, const struct frame_tx *tx)
+{
+	if (c->bypass) {
+		c->bypass--;
+		return frame_build(buf, plen, tx);
+	}
+	if (++c->calls == FRAME_TMPL_WINDOW) {
+		if (c->misses > FRAME_TMPL_WINDOW / 4)
+			c->bypass = FRAME_TMPL_BYPASS;
+		c->calls = 0;
+		c->misses = 0;
+	}
+	return build_cached(c, buf, plen, tx);
 }
 
 /* ---- parse --------------------------------------------------------------------- */

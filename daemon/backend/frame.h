@@ -80,9 +80,21 @@ struct frame_tmpl {
 	uint32_t sum0;			/* IPv4 header sum with total length and checksum 0 */
 };
 
+/*
+ * A miss costs 104 instructions more than frame_build, a hit saves 42
+ * (docs/PERF.md): past ~29 % misses the cache loses, and a worker with
+ * hundreds of paths misses more than that.  So it watches itself: a window
+ * of FRAME_TMPL_WINDOW calls with more than a quarter missed sends the next
+ * FRAME_TMPL_BYPASS straight to frame_build, then it tries again.
+ */
+#define FRAME_TMPL_WINDOW	64
+#define FRAME_TMPL_BYPASS	16384
+
 struct frame_tmpls {
 	struct frame_tmpl t[FRAME_TMPLS];
 	uint64_t built;			/* slots built for a tx they did not hold: misses */
+	uint32_t calls, misses;		/* in the current window */
+	uint32_t bypass;		/* calls left that go straight to frame_build */
 };
 
 /* As frame_build (same arguments, same result); c starts zeroed. */

@@ -517,6 +517,42 @@ static void expect_cached_same(struct frame_tmpls *c, const struct frame_tx *tx,
 	}
 }
 
+/*
+ * Mostly misses: after a window with more than a quarter missed, the next
+ * FRAME_TMPL_BYPASS calls go straight to frame_build (nothing is built, the
+ * frames are the same), then the cache is tried again.
+ */
+static void test_build_cached_bypass(void **state)
+{
+	static struct frame_tmpls c;
+	struct frame_tx tx = mktx(AF_INET, 0, FRAME_ECN_ECT0);
+	uint64_t built;
+	int i;
+
+	(void)state;
+	tx.udp_csum = false;
+	tx.icrc = true;
+	for (i = 0; i < FRAME_TMPL_WINDOW; i++) {	/* every call a new port: a miss */
+		tx.sport = (uint16_t)(30000 + i);
+		expect_cached_same(&c, &tx, 100);
+	}
+	assert_int_equal(c.built, FRAME_TMPL_WINDOW);
+	built = c.built;
+	for (i = 0; i < FRAME_TMPL_BYPASS; i++) {
+		tx.sport = (uint16_t)(40000 + i);
+		expect_cached_same(&c, &tx, 100);
+	}
+	assert_int_equal(c.built, built);
+	tx.sport = 50000;
+	expect_cached_same(&c, &tx, 100);
+	assert_int_equal(c.built, built + 1);
+	/* A cache that hits keeps going: one port, many calls, one build. */
+	memset(&c, 0, sizeof(c));
+	for (i = 0; i < 4 * FRAME_TMPL_WINDOW; i++)
+		expect_cached_same(&c, &tx, 100 + (size_t)i % 50);
+	assert_int_equal(c.built, 1);
+}
+
 static void test_build_cached(void **state)
 {
 	static const uint16_t vlans[] = { 0, 1, 4095 };
@@ -538,6 +574,9 @@ static void test_build_cached(void **state)
 		tx.ttl = (uint8_t)(sport % 5 * 50);
 		expect_cached_same(&c, &tx, plens[(sport + ecn + round) % 4]);
 	}
+	/* (all but misses: the cache went to frame_build for a while, bypass below) */
+	assert_true(c.built < 1600);
+	memset(&c, 0, sizeof(c));
 	/* The same tx again: its slot is used as it stands, no rebuild. */
 	{
 		struct frame_tx tx = mktx(AF_INET, 0, FRAME_ECN_ECT0);
@@ -1047,6 +1086,7 @@ int main(void)
 		cmocka_unit_test(test_build_fields),
 		cmocka_unit_test(test_build_rejects),
 		cmocka_unit_test(test_build_cached),
+		cmocka_unit_test(test_build_cached_bypass),
 		cmocka_unit_test(test_round_trips),
 		cmocka_unit_test(test_parse_captured),
 		cmocka_unit_test(test_checksum_partial),
