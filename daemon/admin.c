@@ -178,6 +178,7 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->cq_overflows += b->cq_overflows;
 	a->cq_signals += b->cq_signals;
 	a->cq_signal_calls += b->cq_signal_calls;
+	a->cq_signal_failed += b->cq_signal_failed;
 	a->doorbells += b->doorbells;
 	a->doorbell_calls += b->doorbell_calls;
 	a->doorbell_qps += b->doorbell_qps;
@@ -479,7 +480,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"qps_sending", (json_int_t)s->cls.qps_sending,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
@@ -490,6 +491,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"cqes", (json_int_t)s->cls.cqes, "cq_overflows", (json_int_t)s->cls.cq_overflows,
 		"cq_signals", (json_int_t)s->cls.cq_signals,
 		"cq_signal_syscalls", (json_int_t)s->cls.cq_signal_calls,
+		"cq_signal_failed", (json_int_t)s->cls.cq_signal_failed,
 		"doorbells", (json_int_t)s->cls.doorbells,
 		"doorbell_syscalls", (json_int_t)s->cls.doorbell_calls,
 		"doorbell_qps", (json_int_t)s->cls.doorbell_qps,

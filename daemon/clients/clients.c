@@ -228,16 +228,17 @@ static bool cq_push(struct clients *cs, struct cqp *q, const struct mroc_cqe *e,
 void clients_flush(void *ctx)
 {
 	struct clients *cs = ctx;
-	unsigned int calls = 0;
+	unsigned int calls = 0, failed = 0;
 	int err;
 
 	if (!cs->nsigq)
 		return;
-	err = evfd_signal_many(cs->sig, cs->sigq, cs->nsigq, &calls);
+	err = evfd_signal_many(cs->sig, cs->sigq, cs->nsigq, &calls, &failed);
 	if (err)
 		pr_warn_rl("completion channels: %s", strerror(-err));
 	cs->st.cq_signals += cs->nsigq;
 	cs->st.cq_signal_calls += calls;
+	cs->st.cq_signal_failed += failed;
 	cs->nsigq = 0;
 }
 

@@ -117,6 +117,7 @@ struct clients_stats {
 	uint64_t wrs, bad_wrs, cqes, cq_overflows;
 	uint64_t cq_signals;			/* completion channels signalled (armed clients) */
 	uint64_t cq_signal_calls;		/* system calls that took (batched per loop) */
+	uint64_t cq_signal_failed;		/* of cq_signals, not signalled (evfd.h): a sleeper not woken */
 	uint64_t doorbells;			/* doorbell rings the worker took */
 	uint64_t doorbell_calls;		/* epoll_waits that took them (one per look) */
 	uint64_t doorbell_qps;			/* QPs looked at for them */

@@ -168,7 +168,7 @@ static int signal_aio(struct evfd_signaller *s, int fd)
 
 /* Up to AIO_EVENTS / 2 polls in one io_submit; each completes at once and signals its fd. */
 static int signal_aio_many(struct evfd_signaller *s, const int *fds, unsigned int n,
-			   unsigned int *calls)
+			   unsigned int *calls, unsigned int *failed)
 {
 	struct iocb cb[AIO_EVENTS / 2], *cbs[AIO_EVENTS / 2];
 	unsigned int done = 0;
@@ -208,13 +208,14 @@ static int signal_aio_many(struct evfd_signaller *s, const int *fds, unsigned in
 		if (!err)
 			err = got < 0 ? -errno : -EAGAIN;
 		done++;		/* that one cannot be signalled; the others still are */
+		(*failed)++;
 		retried = false;
 	}
 	return err;
 }
 
 int evfd_signal_many(struct evfd_signaller *s, const int *fds, unsigned int n,
-		     unsigned int *calls)
+		     unsigned int *calls, unsigned int *failed)
 {
 	int err = 0, e;
 
@@ -222,15 +223,18 @@ int evfd_signal_many(struct evfd_signaller *s, const int *fds, unsigned int n,
 		for (unsigned int i = 0; i < n; i++) {
 			e = evfd_signal(s, fds[i]);
 			(*calls)++;
-			if (e && !err)
-				err = e;
+			if (e) {
+				(*failed)++;
+				if (!err)
+					err = e;
+			}
 		}
 		return err;
 	}
 	for (unsigned int i = 0; i < n; i += AIO_EVENTS / 2) {
 		unsigned int k = n - i < AIO_EVENTS / 2 ? n - i : AIO_EVENTS / 2;
 
-		e = signal_aio_many(s, fds + i, k, calls);
+		e = signal_aio_many(s, fds + i, k, calls, failed);
 		if (e && !err)
 			err = e;
 	}

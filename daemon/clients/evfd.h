@@ -45,10 +45,12 @@ int evfd_signal(struct evfd_signaller *s, int fd);
 /*
  * Add 1 to each of n eventfds, as evfd_signal does, in as few system calls
  * as it can: one io_submit for up to AIO_EVENTS / 2 of them (evfd.c).  Adds
- * the system calls it made to *calls.  0, or the first -errno (the others
- * are still signalled).
+ * the system calls it made to *calls, and the fds it could not signal to
+ * *failed (a client sleeping on one of those is not woken: the counter
+ * clients.cq_signal_failed tells such a stall from others).  0, or the
+ * first -errno (the others are still signalled).
  */
 int evfd_signal_many(struct evfd_signaller *s, const int *fds, unsigned int n,
-		     unsigned int *calls);
+		     unsigned int *calls, unsigned int *failed);
 
 #endif
