@@ -190,7 +190,8 @@ wait_qps() {
 
 # stall_dump WHAT UNTIL: a client still running at $SECONDS UNTIL (its -D long over) is
 # stuck: both daemons' QPs (mroc-cli -d qp: windows, sequence numbers, the client rings'
-# indices and flags) into BL_DIR/bw.stall.H.qps.json while they still exist (KEEP keeps
+# indices and flags) into BL_DIR/bw.stall.H.qps.json, and their counters into
+# BL_DIR/bw.stall.H.counters.json, while they still exist (KEEP keeps
 # them; mroc-perf names the stuck QPs when it gives up).  A 1 x 256 run of the lead's hung
 # for 120 s (session 10) and left nothing to tell a lost doorbell from a lost completion.
 clients_alive() {
@@ -204,8 +205,12 @@ stall_dump() {
 	clients_alive || return 0
 	bl_admin 0 -d qp >"$BL_DIR/bw.stall.0.qps.json"
 	bl_admin 1 -d qp >"$BL_DIR/bw.stall.1.qps.json"
-	log "$1: clients still running $(($2 - tstart)) s after they started: QP state in" \
-		"$BL_DIR/bw.stall.*.qps.json (KEEP=1 keeps it)"
+	bl_admin 0 counters >"$BL_DIR/bw.stall.0.counters.json"
+	bl_admin 1 counters >"$BL_DIR/bw.stall.1.counters.json"
+	# A completion channel the sender could not signal leaves its client asleep (c22f5d1).
+	log "$1: clients still running $(($2 - tstart)) s after they started: QP state and" \
+		"counters in $BL_DIR/bw.stall.* (KEEP=1 keeps them); completion channels not" \
+		"signalled: $(jq '.clients.cq_signal_failed' "$BL_DIR/bw.stall.0.counters.json")"
 }
 
 # clients_finish TAG: reap every client and server; FAILED = processes that failed,
