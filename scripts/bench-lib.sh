@@ -1,12 +1,13 @@
 # SPDX-License-Identifier: MIT
-# Helpers shared by scripts/bench-fabric.sh, bench-scale.sh, bench-mpi.sh, bench-nccl.sh
-# and bench-ports.sh: a scripts/fabric of the run's own, mrocd on AF_XDP on its hosts,
+# Helpers shared by scripts/bench-fabric.sh, bench-scale.sh, bench-mpi.sh, bench-nccl.sh,
+# bench-ports.sh and nccl-marginal.sh: a scripts/fabric of the run's own, mrocd on AF_XDP on its hosts,
 # processes started here tracked by pid (stopped on exit, also on failure or
 # Ctrl-C, and never anyone else's), the fabric removed on exit.  Source it after setting
 # BL_TAG (a short word naming the script, for the fabric's name and logs).
 #
 #   bl_init                      root/tool checks, work directory BL_DIR, traps
 #   bl_fabric_up [--ports] PLANES HOSTS  a fresh fabric: NS[h] IFN[h] PORTS[h] IP[h] MGMT[h]
+#   bl_nccl_fabric               bench-nccl's: 4 hosts, 2 ports, mrocd on each (DAEMON_KEYS)
 #   bl_daemon_start H NETKEYS TRANSPORTKEYS LIMITSKEYS DAEMONKEYS, bl_daemons_ready, bl_daemons_stop
 #   bl_admin H CMD...            mroc-cli -j on host H's daemon
 #   bl_plane_set P WHAT VALUE, bl_plane_pkts [bytes]   a plane's impairment; its counters
@@ -157,6 +158,19 @@ CONF
 	ip netns exec "${NS[$h]}" "$MROCD" -c "$BL_DIR/h$h.conf" >>"$BL_DIR/h$h.log" 2>&1 &
 	DPID[$h]=$!
 	BL_PIDS+=("$!")
+}
+
+# bl_nccl_fabric: bench-nccl's fabric, 4 hosts with a port per plane (a leaf fabric would
+# put hosts 0..2 behind one leaf, and their ring hops would cross no plane); mrocd on both
+# ports of each, 8 paths, DAEMON_KEYS into its daemon group.
+bl_nccl_fabric() {
+	local h
+	bl_fabric_up --ports 2 4
+	BL_PATHS=8
+	for ((h = 0; h < NHOSTS; h++)); do
+		bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;" "" "" "${DAEMON_KEYS:-}"
+	done
+	bl_daemons_ready
 }
 
 # bl_daemons_ready: every daemon answers and has a control link up.

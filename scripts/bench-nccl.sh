@@ -47,14 +47,7 @@ bl_init fi_pingpong ss
 [ -x "$HARNESS" ] && [ -f "$PLUGIN" ] || skip "$HARNESS or $PLUGIN not built: run make"
 mkdir -p "$OUT"
 
-# A fabric of hosts with a port per plane (a leaf fabric would put hosts 0..2 behind
-# one leaf, and their ring hops would cross no plane); mrocd on both ports, 8 paths.
-bl_fabric_up --ports 2 4
-BL_PATHS=8
-for ((h = 0; h < NHOSTS; h++)); do
-	bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;" "" "" "${DAEMON_KEYS:-}"
-done
-bl_daemons_ready
+bl_nccl_fabric
 
 # counters: one line, the sums over the daemons of the counters COUNTERS logs.
 counters() {
