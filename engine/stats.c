@@ -24,6 +24,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_TX_RETX] = "tx_retx",
 		[EC_TX_DUP] = "tx_dup",
 		[EC_RTT_HELD] = "rtt_held",
+		[EC_FLIGHT_SETTLED] = "flight_settled",
 		[EC_TX_ACKS] = "tx_acks",
 		[EC_TX_CM] = "tx_cm",
 		[EC_TX_KEEPALIVE] = "tx_keepalive",
