@@ -43,6 +43,8 @@ static const char cluster_usage[] =
 "  --split SIZE      MetaRoCE: a small message posted alone goes in one part per\n"
 "                    SIZE bytes, at most one per path, each on the path of least\n"
 "                    RTT (32; 0 = by the MTU, on the path of most free window)\n"
+"  --dup SIZE        MetaRoCE, with --split: such a message of at most SIZE bytes\n"
+"                    also sends a copy of each part on another path (4K; 0 = never)\n"
 "  --ib-timeout N    PFC transports: NIC local ACK timeout, 4.096 us x 2^N, 0..31 (18)\n"
 "  --ib-retry N      PFC transports: NIC retries, 0..254 (7, NCCL_IB_RETRY_CNT)\n"
 "job:\n"
@@ -79,6 +81,7 @@ enum {
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_SPLIT,
+	O_DUP,
 };
 
 static const struct option opts[] = {
@@ -129,6 +132,7 @@ static const struct option opts[] = {
 	{ "clock-skew", required_argument, NULL, O_CLOCK_SKEW },
 	{ "clock-drift", required_argument, NULL, O_CLOCK_DRIFT },
 	{ "split", required_argument, NULL, O_SPLIT },
+	{ "dup", required_argument, NULL, O_DUP },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -280,6 +284,11 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		if (v % MROC_SPLIT_ALIGN || v > MROC_SPLIT_MAX)
 			return -EINVAL;
 		cfg->net.engine.split_unit = (uint32_t)v;
+		break;
+	case O_DUP:
+		if (v > UINT32_MAX)
+			return -EINVAL;
+		cfg->net.engine.dup_max = (uint32_t)v;
 		break;
 	case O_RTO_MIN: sim_engine_rto_min(&cfg->net.engine, v * 1000); break;
 	case O_CLOCK_SKEW: cfg->net.clock_skew_ns = v * 1000; break;

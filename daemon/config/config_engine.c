@@ -38,6 +38,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->repath = t->repath;
 	out->repath_spread = t->repath_spread;
 	out->split_unit = t->split_unit;
+	out->dup_max = t->dup_max;
 	out->sport_min = c->network.sport_min;
 	out->sport_max = c->network.sport_max;
 	out->sec_mode = (uint8_t)c->security.mode;
