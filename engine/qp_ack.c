@@ -441,7 +441,8 @@ static void note_held(struct engine *eng, struct qp *qp, struct path *p, uint32_
 	const struct tx_msg *m;
 	uint64_t best = 0;
 
-	if (!fabric || !eng->cfg.link_rate_bps || !eng->cfg.dup_max ||
+	/* Only a split QP sends messages alone (mrocd's dup_max is on, split_unit off). */
+	if (!fabric || !eng->cfg.link_rate_bps || !eng->cfg.dup_max || !qp->peer_split ||
 	    seq_lt(dsn, qp->snd_una) || !seq_lt(dsn, qp->snd_nxt))
 		return;
 	m = qp_msg(qp, dsn_ent(qp, dsn)->msn);

@@ -129,7 +129,7 @@ static const struct config_key config_keys[] = {
 	K_BOOL("transport.repath", transport.repath, 1, 0),
 	K_BOOL("transport.repath_spread", transport.repath_spread, 0, 0),
 	K_UINT("transport.split_unit", transport.split_unit, 0, MROC_SPLIT_MAX, 0, 0, "bytes"),
-	K_UINT("transport.dup_max", transport.dup_max, 0, 65536, 0, 0, "bytes"),
+	K_UINT("transport.dup_max", transport.dup_max, 0, 65536, 4096, 0, "bytes"),
 	K_UINT("transport.link_rate_gbps", transport.link_rate_gbps, 0, 10000, 0, 0, "Gbit/s"),
 
 	K_UINT("limits.max_clients", limits.max_clients, 1, 4096, 64, R, NULL),
