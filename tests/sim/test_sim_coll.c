@@ -242,18 +242,26 @@ static void test_small_beside_incast(void **state)
  * receiver queues: 2,374 copies for 16,128 data packets (15 % more bytes).
  * At most 1 % now (113).
  */
-static void test_alltoall_probes(void **state)
+/* A 1 MiB AllToAll on the default 64-host fabric at random loss p (seed 1). */
+static void run_alltoall_1m(double p, struct clu_result *r)
 {
-	static struct clu_result r;
 	struct clu_config cfg;
-	uint64_t dropped = 0;
 
-	(void)state;
 	clu_config_default(&cfg);
 	cfg.kind = COLL_ALLTOALL;
 	cfg.bytes = KIB * KIB;
+	cfg.net.fab.loss = p;
 	cfg.time_limit_ns = 100 * MSEC;
-	assert_int_equal(clu_run(&cfg, &r), 0);
+	assert_int_equal(clu_run(&cfg, r), 0);
+}
+
+static void test_alltoall_probes(void **state)
+{
+	static struct clu_result r;
+	uint64_t dropped = 0;
+
+	(void)state;
+	run_alltoall_1m(0, &r);
 	print_message("AllToAll 1 MiB, 64 hosts, lossless: %.1f us, data %" PRIu64 " copies %" PRIu64
 		      " duplicates received %" PRIu64 " rto %" PRIu64 "\n", r.coll.time_us,
 		      r.eng.c[EC_TX_DATA], r.eng.c[EC_TX_RETX], r.eng.c[EC_RX_DUP], r.eng.c[EC_RTO]);
@@ -274,16 +282,10 @@ static void test_alltoall_probes(void **state)
 static void test_alltoall_lossy_settled(void **state)
 {
 	static struct clu_result r;
-	struct clu_config cfg;
 	uint64_t drops = 0;
 
 	(void)state;
-	clu_config_default(&cfg);
-	cfg.kind = COLL_ALLTOALL;
-	cfg.bytes = KIB * KIB;
-	cfg.net.fab.loss = 0.01;
-	cfg.time_limit_ns = 100 * MSEC;
-	assert_int_equal(clu_run(&cfg, &r), 0);
+	run_alltoall_1m(0.01, &r);
 	for (int k = 0; k < FAB__KINDS; k++)
 		drops += r.net.fab.kind[k].dropped_random;
 	print_message("AllToAll 1 MiB, 64 hosts, 1 %% loss: %.1f us, drops %" PRIu64 " lost %" PRIu64
