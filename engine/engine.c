@@ -201,6 +201,11 @@ int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max)
 	return n;
 }
 
+bool engine_rx_repeat(const struct engine *eng)
+{
+	return eng->rx_repeat;
+}
+
 int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	      const struct engine_rx_meta *meta)
 {
@@ -210,6 +215,7 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	int err;
 
 	eng->st.c[EC_RX_PKTS]++;
+	eng->rx_repeat = false;
 	if (meta->arrival) {
 		eng->st.c[EC_RX_STAMPED]++;
 		eng->st.c[EC_RX_WAIT_NS] += now - rx_arrival(eng, meta, now);

@@ -339,6 +339,16 @@ static inline bool engine_rx_heard(int ret)
 	return !ret || ret == -EALREADY;
 }
 
+/*
+ * Whether the packet engine_rx just took (engine_rx_heard) told nothing its
+ * peer sent since the last one that did: a PSN its path already had (a
+ * replay, the network's copy, a RoCEv2 go-back-N resend) or an ACK without
+ * news (docs/PROTOCOL.md 11.7).  Its answer is owed the way it came, but it
+ * is no sign that the way works: in "aead" an on-path host's replays of a
+ * peer's old packets, on a port it cuts, kept that port counted up (#24).
+ */
+bool engine_rx_repeat(const struct engine *eng);
+
 struct engine_txbuf {
 	uint8_t *data;			/* in: where to write the packet */
 	uint32_t cap;			/* in: room at data (>= mtu + MROC_DATA_OVERHEAD) */

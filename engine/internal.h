@@ -431,6 +431,7 @@ struct engine {
 	uint32_t nhalf, half_next;	/* entries (a power of 2); where the next one goes */
 	uint32_t half_qhead, half_qtail;	/* the send queue: index + 1, 0 = empty */
 	uint32_t half_tagged;		/* "token": the entry whose key tags this packet, + 1 */
+	bool rx_repeat;			/* this packet says nothing new (engine_rx_repeat) */
 	uint32_t listen_gen;		/* the last qp->listen_gen given */
 	/*
 	 * Services whose listener was bound lately (cm.c, by hash of the id):

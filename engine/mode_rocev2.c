@@ -54,6 +54,8 @@ static int in_order(struct engine *eng, struct rx_path *rp, uint32_t psn)
 		return -EILSEQ;
 	}
 	eng->st.c[EC_RX_DUP]++;
+	/* A go-back-N resend looks the same as a replay: only its ACK is owed. */
+	eng->rx_repeat = true;
 	return -EALREADY;
 }
 

@@ -479,7 +479,6 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return -EINVAL;
 	}
 	p = &qp->paths[pkt->hdr.path_id];
-	qp->last_progress = now;
 	/* In flight as the ACK came: whether the window limits the sender (cc_window.c). */
 	if (p->inflight > p->flight_max)
 		p->flight_max = p->inflight;
@@ -527,10 +526,17 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	}
 	/*
 	 * News (PSNs acknowledged, packets received, a NAK) the peer sent since
-	 * the last ACK that had some: a sign of life.  A replayed ACK has none.
+	 * the last ACK that had some: a sign of life, and progress for the
+	 * data-in-flight clock (qp_timers).  A replayed ACK has none: with
+	 * keepalives off it reset that clock, and a QP whose real ACKs an
+	 * on-path host dropped lived on until max_retx (#24 item 6).
 	 */
-	if (bytes || rcv_delta || qp->nak_seen != nak_seen)
+	if (bytes || rcv_delta || qp->nak_seen != nak_seen) {
 		peer_heard(qp, now);
+		qp->last_progress = now;
+	} else {
+		eng->rx_repeat = true;
+	}
 	if (bytes || rcv_delta)
 		path_on_ack(eng, qp, p, bytes, rcv_delta, ce_delta, bytes ? newest : p->floor - 1,
 			    now);

@@ -485,6 +485,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	if (sack_set(&rp->sack, d->psn) == SACK_DUP) {
 		eng->st.c[EC_RX_DUP]++;
 		rp->ack_now = true;
+		eng->rx_repeat = true;	/* a PSN its path had: a replay or the network's copy */
 		return -EALREADY;
 	}
 	/* A PSN new on its path: sent since the last one, a sign of life (a replay is not). */

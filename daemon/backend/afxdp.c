@@ -345,27 +345,16 @@ static unsigned afxdp_ports_down(struct backend *b, uint32_t peer, const char **
 	return egress_ports_down(to_afxdp(b)->egress, peer, names, max, mono_ns());
 }
 
-/*
- * A packet that the engine took came from peer through the port of its
- * socket: if authenticated, the CM goes there and the port works; if not (a
- * REQ), only the answers to REQs go there (egress_heard).
- */
+/* A packet that the engine took came from peer through the port of its socket (egress_heard). */
 static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32_t peer,
-			uint64_t now, bool authentic)
+			uint64_t now, enum egress_heard_as as)
 {
 	struct afxdp *x = to_afxdp(b);
 	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 
 	if (s >= x->nsocks)
 		return;
-	/*
-	 * Where answers to (src, sport) go back: only once the packet passed
-	 * the engine's checks and the mode's (docs/PROTOCOL.md 11a): one
-	 * spoofed packet with a peer's address and path port moved its ACKs.
-	 */
-	if (authentic)
-		egress_arrived(x->egress, &pkt->src, pkt->sport, x->sock_port[s]);
-	egress_heard(x->egress, peer, x->sock_port[s], now, authentic);
+	egress_heard(x->egress, peer, &pkt->src, pkt->sport, x->sock_port[s], now, as);
 }
 
 /* Housekeeping on the worker's tick: links, next hops, port health (egress.h). */

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "addr.h"
+#include "egress.h"
 #include "engine.h"
 
 struct peers;
@@ -114,12 +115,11 @@ struct backend_ops {
 	uint32_t (*tick)(struct backend *b, uint64_t now);
 	/*
 	 * Optional: the engine took pkt (one rx gave), from peer, or acknowledged
-	 * it as a duplicate (engine_rx_heard): the way it came works.  authentic
-	 * false: a CONNECT_REQ the mode could not authenticate ("none", "token"):
-	 * only where answers to REQs go, no port health.
+	 * it as a duplicate (engine_rx_heard); as says what that tells of the
+	 * way it came (egress.h): an unauthenticated CONNECT_REQ, a repeat, news.
 	 */
 	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now,
-		      bool authentic);
+		      enum egress_heard_as as);
 	/*
 	 * Optional (NULL: always): about to sleep in poll() on poll_fds; false
 	 * when work arrived meanwhile that no fd would tell of.

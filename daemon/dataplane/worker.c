@@ -161,11 +161,14 @@ static int do_rx(struct worker *w, uint64_t now)
 			w->st.rx_rejected++;
 		/*
 		 * A duplicate is heard too: its ACK goes back by the way it came
-		 * (engine_rx_heard).  A REQ is authenticated only when sealed ("aead").
+		 * (engine_rx_heard); a repeat (a replay) no more than that.  A REQ
+		 * is authenticated only when sealed ("aead").
 		 */
 		if (engine_rx_heard(err) && be->ops->heard && w->rx_peer != ENGINE_PEER_NONE)
 			be->ops->heard(be, &pkts[i], w->rx_peer, now,
-				       !req || meta.sealed == ENGINE_RX_SEALED);
+				       req && meta.sealed != ENGINE_RX_SEALED ? EGRESS_HEARD_REQ :
+				       engine_rx_repeat(w->cfg.eng) ? EGRESS_HEARD_REPEAT :
+				       EGRESS_HEARD_NEWS);
 	}
 	if (n > 0) {
 		be->ops->rx_release(be, pkts, n);

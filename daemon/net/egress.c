@@ -75,14 +75,23 @@ static bool arrived_from(const struct egress *e, const struct mroc_addr *src, ui
 	return true;
 }
 
-void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, bool authentic)
+void egress_heard(struct egress *e, uint32_t peer, const struct mroc_addr *src, uint16_t sport,
+		  unsigned port, uint64_t now, enum egress_heard_as as)
 {
 	if (peer >= e->max_peers || port >= e->nports)
 		return;
-	if (!authentic) {
+	if (as == EGRESS_HEARD_REQ) {
 		e->req_port[peer] = (uint8_t)port;	/* only CONNECT_REP and _REJ follow it */
 		return;
 	}
+	/*
+	 * Where answers to (src, sport) go back: only once the packet passed
+	 * the engine's checks and the mode's (docs/PROTOCOL.md 11a): one
+	 * spoofed packet with a peer's address and path port moved its ACKs.
+	 */
+	egress_arrived(e, src, sport, port);
+	if (as == EGRESS_HEARD_REPEAT)
+		return;
 	e->heard_port[peer] = (uint8_t)port;
 	e->req_port[peer] = NO_PORT;
 	porthealth_rx(e->health, peer, port, now);

@@ -72,14 +72,27 @@ void egress_destroy(struct egress *e);
  * (the engine took it; docs/PROTOCOL.md 11a): replies to it go back that way.
  */
 void egress_arrived(struct egress *e, const struct mroc_addr *src, uint16_t sport, unsigned port);
-/*
- * The engine took a packet from peer that came in through port.  If
- * authentic: the CM goes there and the port works (port health).  If not
- * (a CONNECT_REQ the mode could not authenticate: docs/PROTOCOL.md 11a):
- * only the answers to REQs (CONNECT_REP, CONNECT_REJ) go there, until the
- * peer's next authentic packet.
- */
-void egress_heard(struct egress *e, uint32_t peer, unsigned port, uint64_t now, bool authentic);
+/* What a packet the engine took from a peer says of the port it came in through. */
+enum egress_heard_as {
+	/*
+	 * A CONNECT_REQ the mode could not authenticate (docs/PROTOCOL.md
+	 * 11a): only the answers to REQs (CONNECT_REP, CONNECT_REJ) go there,
+	 * until the peer's next authentic packet.
+	 */
+	EGRESS_HEARD_REQ,
+	/*
+	 * Authenticated but nothing its peer sent since (engine_rx_repeat: a
+	 * PSN already had, an ACK without news): its answer goes back that way
+	 * (egress_arrived), but a replay is no sign that the port works.
+	 */
+	EGRESS_HEARD_REPEAT,
+	/* Authenticated and new: the CM goes there and the port works (port health). */
+	EGRESS_HEARD_NEWS,
+};
+
+/* The engine took a packet from peer, from (src, sport), that came in through port. */
+void egress_heard(struct egress *e, uint32_t peer, const struct mroc_addr *src, uint16_t sport,
+		  unsigned port, uint64_t now, enum egress_heard_as as);
 
 /*
  * The next hop of a packet to peer from source port sport, and the port

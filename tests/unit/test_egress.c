@@ -219,6 +219,12 @@ static int send_data(struct fixture *f, uint32_t peer, uint16_t sport)
 	return route(f, peer, sport, false, true, true);
 }
 
+/* The engine took a packet from peer (its first address, source port 7) through port. */
+static void heard(struct fixture *f, uint32_t peer, unsigned port, enum egress_heard_as as)
+{
+	egress_heard(f->e, peer, peer == f->a ? &f->addr_a : &f->addr_b, 7, port, f->now, as);
+}
+
 /* ---- tests ---------------------------------------------------------------------- */
 
 static void test_create_args(void **state)
@@ -336,11 +342,11 @@ static void test_cm_by_heard_port(void **state)
 	int forgets = m.forgets;
 
 	assert_int_equal(route(f, f->a, 1000, false, false, false), 0);
-	egress_heard(f->e, f->a, 1, f->now, true);
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);
 	assert_int_equal(route(f, f->a, 1000, false, false, false), 1);	/* CM */
 	assert_int_equal(route(f, f->a, 1000, false, true, false), 0);	/* not CM */
-	egress_heard(f->e, PEERS + 5, 1, f->now, true);			/* out of range: ignored */
-	egress_heard(f->e, f->b, EGRESS_MAX_PORTS, f->now, true);
+	heard(f, PEERS + 5, 1, EGRESS_HEARD_NEWS);			/* out of range: ignored */
+	heard(f, f->b, EGRESS_MAX_PORTS, EGRESS_HEARD_NEWS);
 	assert_int_equal(route(f, f->b, 1000, false, false, false), 0);
 	/* new port addresses: what was known of the peer goes (the release hook) */
 	assert_int_equal(peers_set_aliases(f->peers, f->a, alias, 1u << 0), 1);
@@ -369,14 +375,14 @@ static void test_cm_unauthenticated_req(void **state)
 	struct fixture *f = *state;
 
 	/* sport 1000 alone would pick p0 */
-	egress_heard(f->e, f->a, 1, f->now, true);		/* a's data, through p1 */
-	egress_heard(f->e, f->a, 0, f->now, false);		/* a spoofed REQ, through p0 */
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);		/* a's data, through p1 */
+	heard(f, f->a, 0, EGRESS_HEARD_REQ);		/* a spoofed REQ, through p0 */
 	assert_int_equal(route(f, f->a, 1000, false, false, false), 1);	/* CM: still p1 */
 	assert_int_equal(route_answer(f, f->a, 1001), 0);	/* the REP answers where the REQ came */
-	egress_heard(f->e, f->a, 1, f->now, true);		/* authentic again */
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);		/* authentic again */
 	assert_int_equal(route_answer(f, f->a, 1000), 1);
 	/* A new peer's first REQ (nothing authentic yet): its answer goes back that way. */
-	egress_heard(f->e, f->b, 1, f->now, false);
+	heard(f, f->b, 1, EGRESS_HEARD_REQ);
 	assert_int_equal(route_answer(f, f->b, 1000), 1);
 	assert_int_equal(route(f, f->b, 1000, false, false, false), 0);	/* other CM: sport */
 }
@@ -393,10 +399,10 @@ static void test_port_counted_down(void **state)
 
 	for (int i = 0; i < PORTHEALTH_DEAD_PKTS; i++, f->now += MS) {
 		assert_int_equal(send_data(f, f->a, 1000), 0);
-		egress_heard(f->e, f->a, 1, f->now, true);
+		heard(f, f->a, 1, EGRESS_HEARD_NEWS);
 	}
 	f->now += DEAD;
-	egress_heard(f->e, f->a, 1, f->now, true);
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);
 	assert_int_equal(egress_port_dead(f->e), 0);
 	assert_int_equal(send_data(f, f->a, 1000), 1);		/* went down now */
 	assert_int_equal(egress_port_dead(f->e), 1);
@@ -413,6 +419,34 @@ static void test_port_counted_down(void **state)
 	assert_int_equal(send_data(f, f->a, 1000), 0);
 }
 
+/*
+ * #24: a repeat (engine_rx_repeat: a PSN the engine already had, an ACK
+ * without news) is no sign that the port it came through works.  In "aead"
+ * an on-path host that cuts p0 replays the peer's old sealed packets
+ * through it; heard as news, each one kept p0 counted up and the peer's
+ * CM on it.  The answer a repeat is owed still goes back the way it came.
+ */
+static void test_repeat_not_alive(void **state)
+{
+	struct fixture *f = *state;
+
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);				/* CM by p1 */
+	/* A repeat's answer goes back the way it came (sport 1000 alone: p0). */
+	egress_heard(f->e, f->a, &f->addr_a, 1000, 1, f->now, EGRESS_HEARD_REPEAT);
+	assert_int_equal(route(f, f->a, 1000, true, true, false), 1);
+	for (int i = 0; i < PORTHEALTH_DEAD_PKTS; i++, f->now += MS) {
+		assert_int_equal(send_data(f, f->a, 1000), 0);
+		heard(f, f->a, 1, EGRESS_HEARD_NEWS);
+		heard(f, f->a, 0, EGRESS_HEARD_REPEAT);			/* a replay through p0 */
+	}
+	f->now += DEAD;
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);
+	heard(f, f->a, 0, EGRESS_HEARD_REPEAT);
+	assert_int_equal(route(f, f->a, 1000, false, false, false), 1);	/* CM: still p1 */
+	assert_int_equal(send_data(f, f->a, 1000), 1);			/* p0 went down */
+	assert_int_equal(egress_port_dead(f->e), 1);
+}
+
 /* The sweep counts down silent ports no packet wants any more, on the tick. */
 static void test_sweep_on_tick(void **state)
 {
@@ -420,10 +454,10 @@ static void test_sweep_on_tick(void **state)
 
 	for (int i = 0; i < PORTHEALTH_DEAD_PKTS; i++, f->now += MS) {
 		assert_int_equal(send_data(f, f->a, 1000), 0);
-		egress_heard(f->e, f->a, 1, f->now, true);
+		heard(f, f->a, 1, EGRESS_HEARD_NEWS);
 	}
 	f->now += DEAD;
-	egress_heard(f->e, f->a, 1, f->now, true);
+	heard(f, f->a, 1, EGRESS_HEARD_NEWS);
 	assert_int_equal(egress_count_down(f->e, f->now), 0);
 	egress_tick(f->e, f->now);
 	assert_int_equal(egress_port_dead(f->e), 1);
@@ -455,6 +489,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_cm_by_heard_port, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cm_unauthenticated_req, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_port_counted_down, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_repeat_not_alive, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_sweep_on_tick, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_one_port, setup_one_port, teardown),
 	};

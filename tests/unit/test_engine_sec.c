@@ -377,6 +377,123 @@ static void test_replayed_not_alive_aead(void **state)
 	replayed_not_alive(state, MROC_SEC_AEAD);
 }
 
+/* A's and B's first connection, in mode, its dead-peer time dead and keepalives ka. */
+static struct fx *alive_fx(void **state, uint8_t mode, uint64_t ka, uint64_t dead)
+{
+	struct engine_config ca = cfg_of(mode, 11), cb = cfg_of(mode, 12);
+	struct fx *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	*state = f;
+	ca.keepalive_ns = cb.keepalive_ns = ka;
+	ca.dead_peer_ns = cb.dead_peer_ns = dead;
+	ca.max_retx = cb.max_retx = 255;	/* only the dead-peer clocks end a QP here */
+	f->p = pair_new(&ca, &cb);
+	f->p->s[PAIR_A].sealed = f->p->s[PAIR_B].sealed = mode == MROC_SEC_AEAD;
+	f->a = pair_mem_new(f->p, PAIR_A, LEN, 1, ENGINE_ACCESS_ALL);
+	f->b = pair_mem_new(f->p, PAIR_B, LEN, 1, ENGINE_ACCESS_ALL);
+	pair_connect(f->p, NULL, NULL, SVC);
+	return f;
+}
+
+/*
+ * #24, s12's first gap: the engine says which packets it took are repeats
+ * (engine_rx_repeat): a data packet again (its PSN the path had) and an ACK
+ * without news; the driver then sends the answer back but does not count
+ * the port as working (egress.h, test_egress test_repeat_not_alive).  The
+ * packets themselves, the first time, and a resend of delivered data under
+ * a new PSN are news.
+ */
+static void repeat_flagged(void **state, uint8_t mode)
+{
+	struct fx *f = alive_fx(state, mode, 2 * PAIR_MS, 8 * PAIR_MS);
+	struct engine *eb = f->p->s[PAIR_B].eng, *ea = f->p->s[PAIR_A].eng;
+	struct engine_wr wa = write_of(f, 1, 100);
+	struct pair_capture *cap;
+	struct pair_pkt data, ack;
+	uint64_t dup;
+
+	cap = pair_capture_start(f->p, PAIR_A, PAIR_OP_BIT(MROC_OP_WRITE), false);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
+	pair_run_for(f->p, 100 * PAIR_US);
+	data = *captured(cap, MROC_OP_WRITE);
+	assert_int_equal(pair_deliver(f->p, &data), 0);
+	assert_false(engine_rx_repeat(eb));
+	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
+	pair_run_for(f->p, 100 * PAIR_US);
+	ack = *captured(cap, MROC_OP_ACK);
+	pair_capture_stop(f->p);
+	assert_false(engine_rx_repeat(ea));	/* delivered by the run: news */
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+
+	dup = stat_of(f, PAIR_B, EC_RX_DUP);
+	assert_int_equal(pair_deliver(f->p, &data), -EALREADY);
+	assert_true(engine_rx_repeat(eb));
+	assert_int_equal(stat_of(f, PAIR_B, EC_RX_DUP), dup + 1);
+	assert_int_equal(pair_deliver(f->p, &ack), 0);
+	assert_true(engine_rx_repeat(ea));
+	/* Anything else taken resets it: B's keepalive. */
+	pair_run_for(f->p, 3 * PAIR_MS);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+	assert_false(engine_rx_repeat(ea));
+	assert_false(engine_rx_repeat(eb));
+}
+
+static void test_repeat_flagged_none(void **state)
+{
+	repeat_flagged(state, MROC_SEC_NONE);
+}
+
+static void test_repeat_flagged_aead(void **state)
+{
+	repeat_flagged(state, MROC_SEC_AEAD);
+}
+
+/*
+ * #24, s12's second gap: with keepalives off, the dead-peer clock of a QP
+ * with data in flight (last_progress) moved on any ACK, a replayed old one
+ * included.  An on-path host that drops B's packets and replays B's old
+ * ACK to A every dead/4 kept A's QP alive until max_retx; now it fails one
+ * dead-peer time after its last real progress, and the replays changed
+ * nothing (engine_rx_repeat).
+ */
+static void test_replayed_ack_no_progress(void **state)
+{
+	const uint64_t dead = 8 * PAIR_MS;
+	struct fx *f = alive_fx(state, MROC_SEC_AEAD, 0, dead);
+	struct engine_wr wa = write_of(f, 1, 100);
+	struct pair_capture *cap;
+	struct pair_pkt ack;
+	uint64_t t0;
+
+	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
+	pair_run_for(f->p, PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	ack = *captured(cap, MROC_OP_ACK);
+	pair_capture_stop(f->p);
+
+	/* Idle without keepalives: nothing in flight, nothing times out. */
+	pair_run_for(f->p, 3 * dead);
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_CONNECTED);
+
+	/* The attack: B's packets dropped, its old ACK replayed; A has data in flight. */
+	f->p->filter = drop_from_b;
+	wa.wr_id = 2;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
+	t0 = f->p->now;
+	while (f->p->now < t0 + 3 * dead && pair_state(f->p, PAIR_A) == ENGINE_QPS_CONNECTED) {
+		pair_run_for(f->p, dead / 4);
+		if (pair_state(f->p, PAIR_A) != ENGINE_QPS_CONNECTED)
+			break;
+		assert_int_equal(pair_deliver(f->p, &ack), 0);
+		assert_true(engine_rx_repeat(f->p->s[PAIR_A].eng));
+	}
+	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	assert_true(f->p->now <= t0 + dead + dead / 4);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 2);
+}
+
 /*
  * #24 item 4: QPNs, rkeys (and initial sequence numbers) come from a keyed
  * generator (sec.c), not from the seed alone: two engines with the same
@@ -435,6 +552,9 @@ int main(void)
 		cmocka_unit_test_teardown(test_replayed_not_alive_none, teardown),
 		cmocka_unit_test_teardown(test_replayed_not_alive_token, teardown),
 		cmocka_unit_test_teardown(test_replayed_not_alive_aead, teardown),
+		cmocka_unit_test_teardown(test_repeat_flagged_none, teardown),
+		cmocka_unit_test_teardown(test_repeat_flagged_aead, teardown),
+		cmocka_unit_test_teardown(test_replayed_ack_no_progress, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
