@@ -68,6 +68,7 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "rx_pkts", st->rx_pkts);
 	SET(o, "rx_rejected", st->rx_rejected);
 	SET(o, "rx_unknown_source", st->rx_unknown_source);
+	SET(o, "rx_bad_source", st->rx_bad_source);
 	SET(o, "tx_pkts", st->tx_pkts);
 	SET(o, "busy_ns", st->busy_ns);
 	SET(o, "idle_ns", st->idle_ns);

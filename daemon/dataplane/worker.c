@@ -117,8 +117,20 @@ static int do_rx(struct worker *w, uint64_t now)
 					       .src = &pkts[i].src, .arrival = pkts[i].arrival };
 		/* Only a connection request may add a peer: spoofed sources cannot fill the table. */
 		bool req = mroc_pkt_opcode(pkts[i].data, pkts[i].len) == MROC_OP_CONNECT_REQ;
-		bool known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
+		bool known;
 		int len, err;
+
+		/*
+		 * No host sends from a group, a loopback, a link-local or an
+		 * unspecified address (addr_unicast): a spoofed REQ "from" one made
+		 * it a peer, and our answers went to the group.  Before any lookup,
+		 * key derivation or state (#24, docs/PROTOCOL.md 11a).
+		 */
+		if (!addr_unicast(&pkts[i].src)) {
+			w->st.rx_bad_source++;
+			continue;
+		}
+		known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
 
 		/*
 		 * "aead": no key derivation for a source we do not know unless it

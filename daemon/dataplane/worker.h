@@ -51,6 +51,7 @@ struct worker_stats {
 	uint64_t loops, sleeps, wakeups_doorbell;
 	uint64_t idle_yields;		/* sched_yield()s while busy-polling (idle.h) */
 	uint64_t rx_pkts, rx_rejected, rx_unknown_source, tx_pkts;
+	uint64_t rx_bad_source;		/* from no host's address (addr_unicast): dropped first */
 	uint64_t busy_ns, idle_ns;	/* time with work vs. asleep or spinning idle */
 	/* The worker thread's page faults (getrusage RUSAGE_THREAD): 0 growth once clients registered. */
 	uint64_t minor_faults, major_faults;

@@ -33,6 +33,21 @@ size_t addr_len(const struct mroc_addr *a)
 	return a->family == AF_INET ? 4 : a->family == AF_INET6 ? 16 : 0;
 }
 
+bool addr_unicast(const struct mroc_addr *a)
+{
+	if (a->family == AF_INET) {
+		uint8_t top = a->bytes[0];
+
+		/* 0/8 (this network), 127/8, 224/4 (multicast), 240/4 (class E, 255.255.255.255) */
+		return top != 0 && top != 127 && top < 224;
+	}
+	if (a->family != AF_INET6)
+		return false;
+	return !IN6_IS_ADDR_UNSPECIFIED(&a->v6) && !IN6_IS_ADDR_LOOPBACK(&a->v6) &&
+	       !IN6_IS_ADDR_MULTICAST(&a->v6) && !IN6_IS_ADDR_LINKLOCAL(&a->v6) &&
+	       !IN6_IS_ADDR_V4MAPPED(&a->v6);
+}
+
 bool addr_eq(const struct mroc_addr *a, const struct mroc_addr *b)
 {
 	return a->family == b->family && !memcmp(a->bytes, b->bytes, addr_len(a));

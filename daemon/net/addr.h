@@ -26,5 +26,14 @@ const char *addr_str(const struct mroc_addr *a, char *buf, size_t len);
 bool addr_eq(const struct mroc_addr *a, const struct mroc_addr *b);
 uint32_t addr_hash(const struct mroc_addr *a);
 size_t addr_len(const struct mroc_addr *a);	/* 4, 16, or 0 */
+/*
+ * Whether a can be a peer's address (a packet's source, an announced port
+ * address): one host's unicast address.  Not unspecified, loopback,
+ * multicast, IPv4's limited broadcast and class E, IPv6 link-local (no
+ * scope here: the same on every port) or IPv4-mapped (an IPv4 host under
+ * another family's name).  An answer to any of them is no answer to a
+ * host: docs/PROTOCOL.md 11a.
+ */
+bool addr_unicast(const struct mroc_addr *a);
 
 #endif

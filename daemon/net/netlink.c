@@ -388,6 +388,23 @@ int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct
 	 * (RTM_F_FIB_MATCH, `ip route get DST oif DEV fibmatch`) lists every
 	 * next hop: take the one on oif.
 	 */
+	/*
+	 * IPv4 with oif and no route for dst at all answers as if dst were on
+	 * that link (the kernel assumes its tables are wrong), where IPv6 says
+	 * unreachable.  Every source of a spoofed REQ then got a neighbour
+	 * entry and an ARP broadcast: a flood from off-link sources filled the
+	 * host's neighbour table (ENOBUFS for everyone; #24, test_attack_net.sh).
+	 * A direct answer stands only if a FIB entry has it (fibmatch fails
+	 * with -EHOSTUNREACH where the kernel only assumed).
+	 */
+	if (!err && oif > 0 && dst->family == AF_INET && !out->gw.family &&
+	    out->type == RTN_UNICAST) {
+		struct nl_route fib;
+		struct route_reply f = { .out = &fib };
+
+		if (route_request(nl, dst, oif, true, &f))
+			return -ENETUNREACH;
+	}
 	if (!err && oif > 0 && out->ifindex != oif && out->type == RTN_UNICAST) {
 		struct nl_route first = *out;
 

@@ -48,7 +48,8 @@ int nl_route_get(struct nl *nl, const struct mroc_addr *dst, struct nl_route *ou
 /*
  * The same, out of interface oif (`ip route get DST oif DEV`): the route
  * whose next hop uses that interface, also one next hop of a multipath
- * route.  -ENETUNREACH when no route leaves there (or the link is down).
+ * route.  -ENETUNREACH when no route leaves there (or the link is down),
+ * also where IPv4 would only assume dst on that link (no route at all).
  */
 int nl_route_get_oif(struct nl *nl, const struct mroc_addr *dst, int oif, struct nl_route *out);
 

@@ -54,6 +54,9 @@ int portaddr_decode(const uint8_t *buf, size_t len, struct mroc_addr *addr, uint
 			return -EBADMSG;
 		out[port].family = e[1] == 4 ? AF_INET : AF_INET6;
 		memcpy(out[port].bytes, e + 2, alen);
+		/* Our data would go to a group, a link or ourselves (#24): refused whole. */
+		if (!addr_unicast(&out[port]))
+			return -EBADMSG;
 		seen |= (uint16_t)(1u << port);
 	}
 	memcpy(addr, out, sizeof(out));

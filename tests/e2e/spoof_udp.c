@@ -10,12 +10,23 @@
  * its third byte) gets its ICRC (its last 4 bytes) computed again over the
  * ports and the payload as given (docs/PROTOCOL.md 1.1): an attacker knows
  * the algorithm, so the tests' forged packets pass it.  Needs CAP_NET_RAW.
+ *
+ * IPv4 only, from the environment (test_attack_net.sh):
+ *   SPOOF_VARY=1  packet i from SRC_IP with its last two bytes set to i's
+ *                 (1..254 each) and the MetaRoCE source QPN (bytes 8..11)
+ *                 xor i: a flood of requests from as many hosts;
+ *   SPOOF_FRAG=1  each packet as two IP fragments, the first with the UDP
+ *                 header and 32 bytes of payload.
+ * IPv6: SPOOF_IF=NAME sends through interface NAME (a link-local or
+ * multicast destination's scope).
  */
 #include <arpa/inet.h>
+#include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
 #include <netinet/ip6.h>
 #include <netinet/udp.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,8 +98,40 @@ static uint16_t csum6(const struct in6_addr *s, const struct in6_addr *d, const 
 	return (uint16_t)(sum ? sum : 0xffff);
 }
 
+/*
+ * The IPv4 packet in buf (total bytes, header of 20) as two fragments: the
+ * UDP header and 32 bytes with More Fragments, then the rest at offset 40.
+ */
+static int send_frags(int fd, const uint8_t *buf, size_t total, const struct sockaddr_storage *dst,
+		      socklen_t dlen)
+{
+	static uint8_t f[sizeof(struct iphdr) + MAX_PAYLOAD + 8];
+	const size_t hl = sizeof(struct iphdr), first = 40;
+	struct iphdr *ip = (struct iphdr *)f;
+
+	if (total <= hl + first)
+		return 0;
+	memcpy(f, buf, hl + first);
+	ip->id = htons((uint16_t)(getpid() & 0xffff) | 1);
+	ip->frag_off = htons(IP_MF);
+	ip->tot_len = htons((uint16_t)(hl + first));
+	if (sendto(fd, f, hl + first, 0, (const struct sockaddr *)dst, dlen) < 0)
+		goto err;
+	memcpy(f + hl, buf + hl + first, total - hl - first);
+	ip->frag_off = htons(first / 8);
+	ip->tot_len = htons((uint16_t)(total - first));
+	if (sendto(fd, f, total - first, 0, (const struct sockaddr *)dst, dlen) < 0)
+		goto err;
+	return 0;
+err:
+	perror("spoof_udp: sendto (fragment)");
+	return -1;
+}
+
 int main(int argc, char **argv)
 {
+	const char *ev = getenv("SPOOF_VARY"), *ef = getenv("SPOOF_FRAG");
+	bool vary = ev && *ev == '1', frag = ef && *ef == '1';
 	static uint8_t buf[sizeof(struct ip6_hdr) + sizeof(struct udphdr) + MAX_PAYLOAD];
 	uint8_t payload[MAX_PAYLOAD];
 	struct sockaddr_storage dst = { 0 };
@@ -117,6 +160,8 @@ int main(int argc, char **argv)
 		ip->ip6_hlim = 64;
 		d->sin6_family = AF_INET6;
 		d->sin6_addr = ip->ip6_dst;
+		if (getenv("SPOOF_IF"))
+			d->sin6_scope_id = if_nametoindex(getenv("SPOOF_IF"));
 		dlen = sizeof(*d);
 		fd = socket(AF_INET6, SOCK_RAW, IPPROTO_RAW);
 	} else {
@@ -161,7 +206,21 @@ int main(int argc, char **argv)
 					 sizeof(*udp) + (size_t)plen));
 	}
 	for (int i = 0; i < count; i++) {
-		if (sendto(fd, buf, total, 0, (struct sockaddr *)&dst, dlen) < 0) {
+		if (hl == sizeof(struct iphdr) && vary) {
+			struct iphdr *ip = (struct iphdr *)buf;
+			uint8_t *m = (uint8_t *)(udp + 1), *sb = (uint8_t *)&ip->saddr;
+
+			sb[2] = (uint8_t)(1 + (unsigned)i / 254 % 254);
+			sb[3] = (uint8_t)(1 + (unsigned)i % 254);
+			if (plen >= 12)
+				for (int k = 0; k < 4; k++)
+					m[8 + k] = (uint8_t)(payload[8 + k] ^ (unsigned)i >> (24 - 8 * k));
+			put_icrc(m, (size_t)plen, ntohs(udp->source), ntohs(udp->dest));
+		}
+		if (hl == sizeof(struct iphdr) && frag) {
+			if (send_frags(fd, buf, total, &dst, dlen))
+				return 1;
+		} else if (sendto(fd, buf, total, 0, (struct sockaddr *)&dst, dlen) < 0) {
 			perror("spoof_udp: sendto");
 			return 1;
 		}

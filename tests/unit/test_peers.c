@@ -745,6 +745,39 @@ static void test_nexthop_unroutable(void **state)
 
 		assert_int_equal(nexthop_resolve(g.nl, &a, 0, &hop), cases[i].err);
 	}
+	/*
+	 * Out of a given port (mrocd with several): no route is no route,
+	 * though IPv4 `route get 192.0.2.1 oif v0` answers "dev v0" as if on
+	 * that link, and each such address got a neighbour entry (#24: a REQ
+	 * flood from spoofed off-link sources filled the neighbour table).
+	 */
+	assert_int_equal(flush_neigh(NULL), 0);
+	for (int k = 1; k <= 3; k++) {
+		char dst[32];
+		struct mroc_addr a;
+		struct nexthop hop;
+
+		snprintf(dst, sizeof(dst), "192.0.2.%d", k);
+		a = addr(dst);
+		assert_int_equal(nexthop_resolve(g.nl, &a, g.v0, &hop), -ENETUNREACH);
+	}
+	assert_int_equal(run_in(-1, "ip neigh show dev v0 | grep -q 192.0.2."), 1);
+	{
+		struct mroc_addr a = addr("2001:db8::1");
+		struct nexthop hop;
+
+		assert_int_equal(nexthop_resolve(g.nl, &a, g.v0, &hop), -ENETUNREACH);
+	}
+	/* A link's own subnet, and a route through it, still resolve out of it. */
+	{
+		struct mroc_addr on = addr("10.0.0.2"), via = addr("10.9.0.5");
+		struct nexthop hop;
+		int err = nexthop_resolve(g.nl, &on, g.v0, &hop);
+
+		assert_true(err == 0 || err == -EAGAIN);
+		err = nexthop_resolve(g.nl, &via, g.v0, &hop);
+		assert_true(err == 0 || err == -EAGAIN);
+	}
 }
 
 /* A STALE neighbour's MAC is used at once and the kernel re-probes it. */

@@ -2,7 +2,7 @@
 /*
  * Port addresses in the CM extension (daemon/net/portaddr.c): IPv4 and IPv6
  * round trips, ports without an address, an empty announcement, and every
- * malformed form refused whole.
+ * malformed form refused whole, addresses of no host (addr_unicast) included.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -116,6 +116,56 @@ static void v6_zero(uint8_t *b, size_t *len)
 	(void)len;
 }
 
+/* No host's address (addr_unicast, #24): our data to a group, a link, ourselves. */
+static void v4_at(uint8_t *b, const char *s)
+{
+	struct mroc_addr a = addr(s);
+
+	memcpy(b + 3, a.bytes, 4);
+}
+
+static void v6_at(uint8_t *b, const char *s)
+{
+	struct mroc_addr a = addr(s);
+
+	memcpy(b + 3 + PORTADDR_ENTRY_LEN, a.bytes, 16);
+}
+
+static void v4_multicast(uint8_t *b, size_t *len) { v4_at(b, "224.0.0.1"); (void)len; }
+static void v4_broadcast(uint8_t *b, size_t *len) { v4_at(b, "255.255.255.255"); (void)len; }
+static void v4_loopback(uint8_t *b, size_t *len) { v4_at(b, "127.0.0.1"); (void)len; }
+static void v4_this_net(uint8_t *b, size_t *len) { v4_at(b, "0.1.2.3"); (void)len; }
+static void v6_linklocal(uint8_t *b, size_t *len) { v6_at(b, "fe80::1"); (void)len; }
+static void v6_multicast(uint8_t *b, size_t *len) { v6_at(b, "ff02::1"); (void)len; }
+static void v6_loopback(uint8_t *b, size_t *len) { v6_at(b, "::1"); (void)len; }
+static void v6_v4mapped(uint8_t *b, size_t *len) { v6_at(b, "::ffff:10.2.0.2"); (void)len; }
+
+static void test_unicast(void **state)
+{
+	static const char *const yes[] = { "10.2.0.2", "1.0.0.1", "223.255.255.254", "169.254.0.1",
+					   "fd03::2", "2001:db8::1", "::10.2.0.2" };
+	static const char *const no[] = { "0.0.0.0", "0.1.2.3", "127.0.0.1", "224.0.0.1",
+					  "239.255.255.255", "240.0.0.1", "255.255.255.255",
+					  "::", "::1", "fe80::1", "febf::1", "ff02::1",
+					  "ff0e::1", "::ffff:10.2.0.2" };
+	struct mroc_addr unset = { 0 };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		struct mroc_addr a = addr(yes[i]);
+
+		if (!addr_unicast(&a))
+			fail_msg("%s refused", yes[i]);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		struct mroc_addr a = addr(no[i]);
+
+		if (addr_unicast(&a))
+			fail_msg("%s taken", no[i]);
+	}
+	assert_false(addr_unicast(&unset));
+}
+
 static void test_decode_malformed(void **state)
 {
 	(void)state;
@@ -130,6 +180,14 @@ static void test_decode_malformed(void **state)
 	expect_bad(v4_padding);
 	expect_bad(v4_zero);
 	expect_bad(v6_zero);
+	expect_bad(v4_multicast);
+	expect_bad(v4_broadcast);
+	expect_bad(v4_loopback);
+	expect_bad(v4_this_net);
+	expect_bad(v6_linklocal);
+	expect_bad(v6_multicast);
+	expect_bad(v6_loopback);
+	expect_bad(v6_v4mapped);
 }
 
 int main(void)
@@ -138,6 +196,7 @@ int main(void)
 		cmocka_unit_test(test_round_trip),
 		cmocka_unit_test(test_encode_limits),
 		cmocka_unit_test(test_decode_malformed),
+		cmocka_unit_test(test_unicast),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
