@@ -109,6 +109,8 @@ static const char *const helps[][2] = {
 	  "held (kept out of the delay signal), summed." },
 	{ "mroc_engine_rx_stale_keepalive_total", "Keepalives not above the last one taken (replayed, "
 	  "or overtaken by a newer one): no sign of life." },
+	{ "mroc_engine_rx_sack_unsent_total", "ACKs whose SACK bitmap claimed a PSN never sent on "
+	  "its path (those bits ignored)." },
 	{ "mroc_engine_rto_unsampled_total", "Of the RTOs, those on a path with no RTT sample of its "
 	  "own yet (armed on the initial RTO or the host's estimate)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },

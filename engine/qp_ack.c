@@ -470,6 +470,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
 	uint16_t nak_seen = qp->nak_seen;
 	bool echo_ok;
+	int last;
 
 	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
 	if (pkt->hdr.path_id >= qp->npaths ||
@@ -479,6 +480,16 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return -EINVAL;
 	}
 	p = &qp->paths[pkt->hdr.path_id];
+	/*
+	 * A SACK bit for a PSN never sent on the path: walk_sack stops short
+	 * of it, and it is counted (#24).  The ACK's other news is still
+	 * taken: a receiver keeps such a bit until its cum passes it, so one
+	 * forged data packet (none; test_engine_refuse test_psn_window) would
+	 * otherwise poison every later ACK of the path.
+	 */
+	last = sack_bytes_last(a->sack);
+	if (last >= 0 && !seq_lt(a->cum_psn + 1 + (uint32_t)last, p->psn_hw))
+		eng->st.c[EC_RX_SACK_UNSENT]++;
 	/* In flight as the ACK came: whether the window limits the sender (cc_window.c). */
 	if (p->inflight > p->flight_max)
 		p->flight_max = p->inflight;

@@ -6,8 +6,10 @@
 #ifndef MROC_ENGINE_SACK_H
 #define MROC_ENGINE_SACK_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SACK_WORDS 4
 
@@ -32,6 +34,20 @@ void sack_to_bytes(const struct sack *s, uint8_t out[32]);
 static inline bool sack_bytes_test(const uint8_t *b, unsigned i)
 {
 	return (b[i >> 3] >> (i & 7)) & 1;
+}
+
+/* The highest bit set in a wire bitmap (SACK_WORDS words), or -1: a word at a time. */
+static inline int sack_bytes_last(const uint8_t *b)
+{
+	for (int w = SACK_WORDS - 1; w >= 0; w--) {
+		uint64_t v;
+
+		memcpy(&v, b + 8 * w, sizeof(v));
+		v = le64toh(v);		/* bit i of the word: byte i / 8, LSB first */
+		if (v)
+			return 64 * w + 63 - __builtin_clzll(v);
+	}
+	return -1;
 }
 
 #endif

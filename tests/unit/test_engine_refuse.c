@@ -823,6 +823,8 @@ static void test_psn_window(void **state)
 	pair_mem_expect(f->x.b, 0, f->x.a->buf, 100);
 	pair_pump(f->x.p);
 	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	/* B's ACKs SACK that PSN, which A never sent: counted, the rest of them taken. */
+	assert_true(pair_stat(f->x.p, PAIR_A, EC_RX_SACK_UNSENT) >= 1);
 }
 
 static void test_dsn_msn_window(void **state)
@@ -960,6 +962,23 @@ static void test_bogus_acks_counted(void **state)
 	bad.data[PKT_PATH] = 9;
 	pair_deliver(f->x.p, &bad);
 	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_OUT_OF_WINDOW), 3);
+	/*
+	 * #24, the second look: a SACK bitmap that claims a PSN A never sent on
+	 * the path (here cum_psn + 256, the last bit; then cum_psn + 1) was
+	 * skipped silently.  Those bits are still ignored, and counted.
+	 */
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_SACK_UNSENT), 0);
+	bad = ack;
+	bad.data[PKT_ACK_SACK + MROC_SACK_BYTES - 1] = 0x80;
+	pair_deliver(f->x.p, &bad);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_SACK_UNSENT), 1);
+	bad = ack;
+	bad.data[PKT_ACK_SACK] = 0x01;
+	pair_deliver(f->x.p, &bad);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_SACK_UNSENT), 2);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RX_OUT_OF_WINDOW), 3);
+	pair_expect_none(f->x.p, PAIR_A);
+	assert_int_equal(pair_state(f->x.p, PAIR_A), ENGINE_QPS_CONNECTED);
 }
 
 /*
