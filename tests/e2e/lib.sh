@@ -289,6 +289,58 @@ e2e_perf_start() {
 	E2E_PERF_PIDS+=($!)
 }
 
+# e2e_spoof_fabric_up: what the attack tests need (spoof_udp, dumpcap, tshark), a 2-port
+# fabric, SPOOF, and A's and B's port addresses in A1 A2 B1 B2.
+e2e_spoof_fabric_up() {
+	local t
+	e2e_require_fabric
+	for t in dumpcap tshark; do
+		command -v $t >/dev/null || skip "needs $t (scripts/deps.sh installs it)"
+	done
+	SPOOF=$BUILD/tests/e2e/spoof_udp
+	[ -x "$SPOOF" ] || skip "$SPOOF not built"
+	e2e_fabric_up --ports 2
+	IFS=, read -r A1 A2 <<<"$FABRIC_PORT_IPS_0"
+	IFS=, read -r B1 B2 <<<"$FABRIC_PORT_IPS_1"
+}
+
+# e2e_port_addr_configs [SED]: configs of daemons a and b on p1 and p2 with their port
+# addresses A1 A2 and B1 B2 (e2e_spoof_fabric_up), 8 paths a QP, log level info; SED
+# edits both too.
+e2e_port_addr_configs() {
+	e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
+	e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
+	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
+		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/; '"${1:-}" \
+		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$A1\"; },\n\
+		{ name = \"p2\"; address = \"$A2\"; } );|" "$E2E_DIR/a.conf"
+	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$B1\"; },\n\
+		{ name = \"p2\"; address = \"$B2\"; } );|" "$E2E_DIR/b.conf"
+}
+
+# e2e_capture_req TAG CMD...: A's CONNECT_REQ (opcode 0x20) as it reaches B on planes 1
+# and 2 of a 2-port fabric, while CMD (which makes A connect) runs: its UDP source port
+# and payload (hex) in REQ_SPORT and REQ_HEX; the captures in $E2E_DIR/TAG-pN.pcap.
+e2e_capture_req() {
+	local p pns pids=()
+	for p in 1 2; do
+		pns=$(sed 's/-h0$/-p'"$p"'/' <<<"$NS_A")
+		ip netns exec "$pns" dumpcap -q -i to1 -f "udp dst port 4793" -s 2048 \
+			-a duration:3 -w "$E2E_DIR/$1-p$p.pcap" >/dev/null 2>&1 &
+		pids+=($!)
+	done
+	sleep 0.5
+	"${@:2}"
+	wait "${pids[@]}"
+	read -r REQ_SPORT REQ_HEX < <(for p in 1 2; do
+		tshark -r "$E2E_DIR/$1-p$p.pcap" -T fields -e udp.srcport -e udp.payload \
+			-Y "ip.src == $FABRIC_IP_0" 2>/dev/null
+	done | awk 'substr($2, 3, 2) == "20" { print; exit }')
+	[ -n "$REQ_HEX" ] || fail "$1: no CONNECT_REQ of A's captured"
+	echo "$1: A's CONNECT_REQ: ${REQ_HEX:0:80}... (${#REQ_HEX} hex digits)"
+}
+
 # e2e_perf_finish WHAT: waits for both sides; fails with WHAT if either failed.
 e2e_perf_finish() {
 	wait "${E2E_PERF_PIDS[1]}" || { cat "$E2E_DIR/cli.txt" "$E2E_DIR/srv.txt"; fail "$1: the transfer failed"; }

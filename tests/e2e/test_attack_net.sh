@@ -28,28 +28,10 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-e2e_require_fabric
-for t in dumpcap tshark; do
-	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh installs it)"
-done
-SPOOF=$BUILD/tests/e2e/spoof_udp
-[ -x "$SPOOF" ] || skip "$SPOOF not built"
-e2e_fabric_up --ports 2
-IFS=, read -r A1 A2 <<<"$FABRIC_PORT_IPS_0"
-IFS=, read -r B1 B2 <<<"$FABRIC_PORT_IPS_1"
+e2e_spoof_fabric_up
 PLANE=$(sed 's/-h0$/-p1/' <<<"$NS_A")
-
-e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
-e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
 # workers = 1: two workers' hand-offs wait for the 2-core scheduler (test_port_addrs.sh).
-sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
-	s/busy_poll_us = 20;/busy_poll_us = 20; workers = 1;/;
-	s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
-	"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$A1\"; },\n\
-	{ name = \"p2\"; address = \"$A2\"; } );|" "$E2E_DIR/a.conf"
-sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$B1\"; },\n\
-	{ name = \"p2\"; address = \"$B2\"; } );|" "$E2E_DIR/b.conf"
+e2e_port_addr_configs 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 1;/'
 ip -n "$NS_B" addr add fe80::b1/64 dev p1 nodad
 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
@@ -62,23 +44,8 @@ e2e_wait b counters '.peers.alias_added >= 2' 10 ||
 counter() { e2e_admin b counters | jq "$1"; }
 rss_kb() { awk '/^VmRSS/ { print $2 }' "/proc/$PID_b/status"; }
 
-# A's CONNECT_REQ (opcode 0x20) as it reaches B, on both planes.
-pids=()
-for p in 1 2; do
-	pns=$(sed 's/-h0$/-p'"$p"'/' <<<"$NS_A")
-	ip netns exec "$pns" dumpcap -q -i to1 -f "udp dst port 4793" -s 2048 \
-		-a duration:3 -w "$E2E_DIR/p$p.pcap" >/dev/null 2>&1 &
-	pids+=($!)
-done
-sleep 0.5
-e2e_perf_start 10 -q 2
-wait "${pids[@]}"
-read -r sport req < <(for p in 1 2; do
-	tshark -r "$E2E_DIR/p$p.pcap" -T fields -e udp.srcport -e udp.payload \
-		-Y "ip.src == $FABRIC_IP_0" 2>/dev/null
-done | awk 'substr($2, 3, 2) == "20" { print; exit }')
-[ -n "$req" ] || fail "no CONNECT_REQ of A's captured"
-echo "A's CONNECT_REQ: ${req:0:80}... (${#req} hex digits)"
+e2e_capture_req attack e2e_perf_start 10 -q 2
+sport=$REQ_SPORT req=$REQ_HEX
 added0=$(counter .peers.added)
 rss0=$(rss_kb)
 

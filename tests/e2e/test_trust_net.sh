@@ -24,30 +24,14 @@
 set -u
 . "$(dirname "$0")/lib.sh"
 
-e2e_require_fabric
-for t in dumpcap tshark; do
-	command -v $t >/dev/null || skip "needs $t (scripts/deps.sh installs it)"
-done
-SPOOF=$BUILD/tests/e2e/spoof_udp
-[ -x "$SPOOF" ] || skip "$SPOOF not built"
-e2e_fabric_up --ports 2
-IFS=, read -r A1 A2 <<<"$FABRIC_PORT_IPS_0"
-IFS=, read -r B1 B2 <<<"$FABRIC_PORT_IPS_1"
+e2e_spoof_fabric_up
 KEYS=$E2E_DIR/keys
 echo "7 $(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$KEYS"
 chmod 0600 "$KEYS"
 
 # configs MODE: both daemons on p1 and p2 with their port addresses, in security MODE.
 configs() {
-	e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
-	e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
-	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
-		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/' \
-		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$A1\"; },\n\
-		{ name = \"p2\"; address = \"$A2\"; } );|" "$E2E_DIR/a.conf"
-	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$B1\"; },\n\
-		{ name = \"p2\"; address = \"$B2\"; } );|" "$E2E_DIR/b.conf"
+	e2e_port_addr_configs
 	echo "security = { mode = \"$1\"; key_file = \"$KEYS\"; };" | tee -a "$E2E_DIR/a.conf" \
 		>>"$E2E_DIR/b.conf"
 }
@@ -81,22 +65,8 @@ run() {
 		e2e_wait $n counters '.peers.alias_added >= 2' 10 ||
 			fail "$mode: $n did not take the peer's port addresses: $(e2e_admin $n counters | jq -c .peers)"
 	done
-	# A's CONNECT_REQs (opcode 0x20) as they reach B, on both planes.
-	for p in 1 2; do
-		pns=$(sed 's/-h0$/-p'"$p"'/' <<<"$NS_A")
-		ip netns exec "$pns" dumpcap -q -i to1 -f "udp dst port 4793" -s 2048 \
-			-a duration:3 -w "$E2E_DIR/$mode-p$p.pcap" >/dev/null 2>&1 &
-		pids+=($!)
-	done
-	sleep 0.5
-	e2e_perf_start 6 -q 2
-	wait "${pids[@]}"
-	read -r sport req < <(for p in 1 2; do
-		tshark -r "$E2E_DIR/$mode-p$p.pcap" -T fields -e udp.srcport -e udp.payload \
-			-Y "ip.src == $FABRIC_IP_0" 2>/dev/null
-	done | awk 'substr($2, 3, 2) == "20" { print; exit }')
-	[ -n "$req" ] || fail "$mode: no CONNECT_REQ of A's captured"
-	echo "$mode: A's CONNECT_REQ: ${req:0:80}... (${#req} hex digits)"
+	e2e_capture_req "$mode" e2e_perf_start 6 -q 2
+	sport=$REQ_SPORT req=$REQ_HEX
 
 	# 1: the REQ again from each of A's port addresses, for 3 s.
 	ip netns exec "$NS_A" "$SPOOF" "$A1" "$sport" "$B1" 4793 "$req" 30 100 &
