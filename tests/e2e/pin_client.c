@@ -19,7 +19,7 @@
  *	is a warm-up: once it completed, print "warm" and wait for GOFILE
  *	(at most 30 s) before the rest (the engine's per-QP arrays grow with
  *	the window in the warm-up, a one-time cost, engine/ring.c).
- * Both print "ready" once connected.  Exit 1 on any error or bad byte.
+ * The receiver prints "listening" once it listens; both print "ready" once connected.  Exit 1 on any error or bad byte.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -261,6 +261,11 @@ int main(int argc, char **argv)
 				return die("post_recv", err);
 		}
 		err = mroc_qp_listen(qp, strtoull(argv[3], NULL, 0));
+		if (!err) {
+			/* The sender may connect from now on: before, its REQ is refused. */
+			printf("listening\n");
+			fflush(stdout);
+		}
 	} else {
 		err = mroc_qp_connect(qp, argv[3], strtoull(argv[4], NULL, 0));
 	}
