@@ -248,15 +248,32 @@ e2e_fabric_up() {
 	NS_A=$FABRIC_NS_0 NS_B=$FABRIC_NS_1
 }
 
-# e2e_ports_pair [SED]: daemons a and b on ports p1 and p2 of a 2-port fabric between
-# the service addresses (8 paths a QP, log level info; SED edits both configs too),
-# started and ready.
-e2e_ports_pair() {
-	e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
-	e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
+# e2e_ports_configs [SED [ADDR_A ADDR_B]]: configs of daemons a and b on ports p1 and p2
+# of a 2-port fabric, at ADDR_A and ADDR_B (the service addresses unless given), 8 paths a
+# QP, log level info; SED edits both configs too.
+e2e_ports_configs() {
+	local a=${2:-$FABRIC_IP_0} b=${3:-$FABRIC_IP_1}
+
+	e2e_config a af_xdp "p1\", \"p2" "$a" "$b"
+	e2e_config b af_xdp "p1\", \"p2" "$b" "$a"
 	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
 		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/; '"${1:-}" \
 		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+}
+
+# e2e_port_addrs_set A1 A2 B1 B2: the configs' interfaces p1 and p2 with their port
+# addresses (network.interfaces[].address): a's A1 and A2, b's B1 and B2.
+e2e_port_addrs_set() {
+	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$1\"; },\n\
+		{ name = \"p2\"; address = \"$2\"; } );|" "$E2E_DIR/a.conf"
+	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$3\"; },\n\
+		{ name = \"p2\"; address = \"$4\"; } );|" "$E2E_DIR/b.conf"
+}
+
+# e2e_ports_pair [SED]: e2e_ports_configs between the service addresses, both daemons
+# started and ready.
+e2e_ports_pair() {
+	e2e_ports_configs "${1:-}"
 	e2e_start a "$NS_A"
 	e2e_start b "$NS_B"
 	e2e_wait_ready a
@@ -308,15 +325,8 @@ e2e_spoof_fabric_up() {
 # addresses A1 A2 and B1 B2 (e2e_spoof_fabric_up), 8 paths a QP, log level info; SED
 # edits both too.
 e2e_port_addr_configs() {
-	e2e_config a af_xdp "p1\", \"p2" "$FABRIC_IP_0" "$FABRIC_IP_1"
-	e2e_config b af_xdp "p1\", \"p2" "$FABRIC_IP_1" "$FABRIC_IP_0"
-	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
-		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/; '"${1:-}" \
-		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$A1\"; },\n\
-		{ name = \"p2\"; address = \"$A2\"; } );|" "$E2E_DIR/a.conf"
-	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$B1\"; },\n\
-		{ name = \"p2\"; address = \"$B2\"; } );|" "$E2E_DIR/b.conf"
+	e2e_ports_configs "${1:-}"
+	e2e_port_addrs_set "$A1" "$A2" "$B1" "$B2"
 }
 
 # e2e_capture_req TAG CMD...: A's CONNECT_REQ (opcode 0x20) as it reaches B on planes 1

@@ -26,23 +26,15 @@ port_addr() {
 }
 
 # configs ADDR_A ADDR_B A1 A2 B1 B2: both daemons on p1 and p2 with their own addresses.
+# workers = 1: with two (the default on 2 ports) p2's socket is worker 1's and the QPs
+# worker 0's, every p2 packet and ACK is handed between them, and with four busy workers
+# and the clients on a 2-core machine the hand-offs wait for the scheduler: p2's paths had
+# SRTT 3-6 ms against p1's 0.3 ms, sat at the window's floor and carried 2-5 % of the
+# packets (CI saw under 2 %, the floor this test asks); with one worker each they carry
+# about 30 % (test_port_dead.sh and test_fabric_ports.sh: the same).
 configs() {
-	e2e_config a af_xdp "p1\", \"p2" "$1" "$2"
-	e2e_config b af_xdp "p1\", \"p2" "$2" "$1"
-	# workers = 1: with two (the default on 2 ports) p2's socket is worker 1's and the
-	# QPs worker 0's, every p2 packet and ACK is handed between them, and with four
-	# busy workers and the clients on a 2-core machine the hand-offs wait for the
-	# scheduler: p2's paths had SRTT 3-6 ms against p1's 0.3 ms, sat at the window's
-	# floor and carried 2-5 % of the packets (CI saw under 2 %, the floor this test
-	# asks); with one worker each they carry about 30 % (test_port_dead.sh: the same).
-	sed -i 's/log_level = "debug"/log_level = "info"/; s/umem_frames = 4096/umem_frames = 16384/;
-		s/keepalive_ms = 100;/keepalive_ms = 500; paths = 8; rto_min_us = 5000;/;
-		s/busy_poll_us = 20;/busy_poll_us = 20; workers = 1;/' \
-		"$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
-	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$3\"; },\n\
-		{ name = \"p2\"; address = \"$4\"; } );|" "$E2E_DIR/a.conf"
-	sed -i "s|interfaces = ( \"p1\", \"p2\" );|interfaces = ( { name = \"p1\"; address = \"$5\"; },\n\
-		{ name = \"p2\"; address = \"$6\"; } );|" "$E2E_DIR/b.conf"
+	e2e_ports_configs 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 1;/' "$1" "$2"
+	e2e_port_addrs_set "$3" "$4" "$5" "$6"
 }
 
 # pairs PCAP IP: "count src dst" of the non-CM MetaRoCE packets in PCAP (opcodes below
