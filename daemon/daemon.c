@@ -643,6 +643,7 @@ static int start_worker(struct mrocd *d, unsigned k)
 		.index = k,
 		.cpu = cpus->n ? cpus->v[k % cpus->n] : -1,
 		.busy_poll_us = d->cfg.daemon.busy_poll_us,
+		.allow_loopback = d->cfg.network.allow_loopback,
 		.aead = w->aead,
 		.on_cqe = on_cqe,
 		.on_tick = on_tick,
@@ -854,6 +855,7 @@ void mrocd_stop(struct mrocd *d)
  *   limits.*, transport.paths/mode  clients_set_limits (control thread: here)
  *   transport.paths/mode          links_set_qp_defaults (worker thread)
  *   daemon.busy_poll_us           worker_set_busy_poll (each worker's thread)
+ *   network.allow_loopback        worker_set_allow_loopback (each worker's thread)
  * The worker's part runs through worker_call once the worker runs (before,
  * directly): the control thread waits meanwhile, so d->cfg is not written
  * while the worker reads it.
@@ -886,8 +888,10 @@ static int apply_worker_side(void *arg, uint64_t now)
 	if (w->links)
 		links_set_qp_defaults(w->links, (uint8_t)d->cfg.transport.paths,
 				      (uint8_t)d->cfg.transport.mode);
-	if (w->worker)
+	if (w->worker) {
 		worker_set_busy_poll(w->worker, d->cfg.daemon.busy_poll_us);
+		worker_set_allow_loopback(w->worker, d->cfg.network.allow_loopback);
+	}
 	(void)now;
 	return 0;
 }

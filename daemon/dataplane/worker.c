@@ -124,9 +124,12 @@ static int do_rx(struct worker *w, uint64_t now)
 		 * No host sends from a group, a loopback, a link-local or an
 		 * unspecified address (addr_unicast): a spoofed REQ "from" one made
 		 * it a peer, and our answers went to the group.  Before any lookup,
-		 * key derivation or state (#24, docs/PROTOCOL.md 11a).
+		 * key derivation or state (#24, docs/PROTOCOL.md 11a).  Loopback
+		 * sources only where the operator lets applications connect to
+		 * loopback addresses (daemons on 127.0.0.1 and 127.0.0.2).
 		 */
-		if (!addr_unicast(&pkts[i].src)) {
+		if (!addr_unicast(&pkts[i].src) &&
+		    !(w->cfg.allow_loopback && addr_loopback(&pkts[i].src))) {
 			w->st.rx_bad_source++;
 			continue;
 		}
@@ -468,6 +471,11 @@ int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
 void worker_set_busy_poll(struct worker *w, uint32_t us)
 {
 	w->cfg.busy_poll_us = us;
+}
+
+void worker_set_allow_loopback(struct worker *w, bool allow)
+{
+	w->cfg.allow_loopback = allow;
 }
 
 void worker_get_stats(struct worker *w, struct worker_stats *out)

@@ -32,6 +32,7 @@ struct worker_cfg {
 	unsigned index;			/* of several workers (thread name mrocd-workerN) */
 	int cpu;			/* pin to this CPU, -1 = no pinning */
 	uint32_t busy_poll_us;		/* spin this long without work before sleeping */
+	bool allow_loopback;		/* network.allow_loopback: 127/8 and ::1 may be peers */
 	worker_cqe_fn on_cqe;
 	worker_tick_fn on_tick;		/* returns its next deadline (ns) or UINT64_MAX */
 	/* Client rings (clients.c): consume posted work; returns how much it did. */
@@ -67,6 +68,8 @@ int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
 /* Worker thread only, e.g. from a function run by worker_call. */
 void worker_get_stats(struct worker *w, struct worker_stats *out);
 void worker_set_busy_poll(struct worker *w, uint32_t us);
+/* On the worker's own thread (a reload's call), as worker_set_busy_poll. */
+void worker_set_allow_loopback(struct worker *w, bool allow);
 
 uint64_t mrocd_now_ns(void);
 

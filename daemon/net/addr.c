@@ -48,6 +48,13 @@ bool addr_unicast(const struct mroc_addr *a)
 	       !IN6_IS_ADDR_V4MAPPED(&a->v6);
 }
 
+bool addr_loopback(const struct mroc_addr *a)
+{
+	if (a->family == AF_INET)
+		return a->bytes[0] == 127;
+	return a->family == AF_INET6 && IN6_IS_ADDR_LOOPBACK(&a->v6);
+}
+
 bool addr_eq(const struct mroc_addr *a, const struct mroc_addr *b)
 {
 	return a->family == b->family && !memcmp(a->bytes, b->bytes, addr_len(a));

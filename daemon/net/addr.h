@@ -35,5 +35,7 @@ size_t addr_len(const struct mroc_addr *a);	/* 4, 16, or 0 */
  * host: docs/PROTOCOL.md 11a.
  */
 bool addr_unicast(const struct mroc_addr *a);
+/* 127.0.0.0/8 or ::1: a host's own, a peer only where network.allow_loopback says so. */
+bool addr_loopback(const struct mroc_addr *a);
 
 #endif

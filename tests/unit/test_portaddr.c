@@ -166,6 +166,28 @@ static void test_unicast(void **state)
 	assert_false(addr_unicast(&unset));
 }
 
+/* Loopback: refused by addr_unicast, a peer only with network.allow_loopback (worker.c). */
+static void test_loopback(void **state)
+{
+	static const char *const yes[] = { "127.0.0.1", "127.0.0.2", "127.255.255.254", "::1" };
+	static const char *const no[] = { "10.2.0.2", "128.0.0.1", "126.255.255.255", "::2",
+					  "::ffff:127.0.0.1", "fe80::1" };
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(yes) / sizeof(yes[0]); i++) {
+		struct mroc_addr a = addr(yes[i]);
+
+		if (!addr_loopback(&a) || addr_unicast(&a))
+			fail_msg("%s: not loopback, or taken as unicast", yes[i]);
+	}
+	for (size_t i = 0; i < sizeof(no) / sizeof(no[0]); i++) {
+		struct mroc_addr a = addr(no[i]);
+
+		if (addr_loopback(&a))
+			fail_msg("%s taken as loopback", no[i]);
+	}
+}
+
 static void test_decode_malformed(void **state)
 {
 	(void)state;
@@ -197,6 +219,7 @@ int main(void)
 		cmocka_unit_test(test_encode_limits),
 		cmocka_unit_test(test_decode_malformed),
 		cmocka_unit_test(test_unicast),
+		cmocka_unit_test(test_loopback),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
