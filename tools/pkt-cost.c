@@ -3,7 +3,8 @@
  * pkt-cost: what mrocd's user space spends per data packet apart from the
  * kernel and the AF_XDP rings, counted without a clock (issue #22).  Two
  * engines back to back in one thread, one QP of 4 paths moving 1 MiB WRITEs
- * (4 outstanding), a fake clock; every packet either way (data and ACKs)
+ * (4 outstanding; --qps N: N QPs to the same peer, each with 4 outstanding),
+ * a fake clock; every packet either way (data and ACKs)
  * framed as the AF_XDP backend frames it (frame_build_cached with the ICRC, into a
  * frame-sized buffer) and parsed as it parses one (frame_parse: lengths,
  * the IPv4 header checksum, the ICRC) before the other engine takes it.
@@ -20,10 +21,19 @@
  * Natively it also prints CPU ns per data packet (a clock: an anecdote on a
  * loaded machine).
  *
- *   pkt-cost [PACKETS [PAYLOAD [none|token [frames|bare]]]]
+ *   pkt-cost [--qps N] [--peer-window N] [--wr BYTES]
+ *            [PACKETS [PAYLOAD [none|token [frames|bare]]]]
  *            (100000, 1024, token, frames; "bare": no framing, the engine alone)
+ *
+ * At many QPs the engine's per-QP state no longer stays in cache, and that,
+ * not instructions, is what grows (issue #22): add callgrind's cache model
+ * (--cache-sim=yes) for D1 and LL misses per data packet, per function.
+ * mrocd caps the packets in flight to a peer (transport.peer_window_pkts,
+ * 512): --peer-window 512 gives each of 256 QPs the ~2 packets in flight it
+ * has there, and so its ACK pattern.
  */
 #include <errno.h>
+#include <getopt.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,15 +48,17 @@
 #define BATCH		64
 #define PKT_NS		100		/* fake wire time per packet */
 #define REGION		(4u << 20)
-#define WR_BYTES	(1u << 20)
+#define WR_BYTES	(1u << 20)	/* --wr's default */
 #define OUTSTANDING	4
+#define MAX_QPS		8000
 #define FRAME_SIZE	4096		/* mrocd's frames above payload 1024 (2048 at 1024: fits too) */
 #define UDP_PORT	4791
 
 struct end {
 	struct engine *eng;
 	uint8_t *mem;
-	uint32_t lkey, rkey, qpn;
+	uint32_t lkey, rkey;
+	uint32_t *qpn;			/* nqps of them; the sender's posts by index */
 	struct frame_tx ft;		/* this end's headers (addresses, MACs) */
 };
 
@@ -54,6 +66,7 @@ struct run {
 	struct end e[2];
 	uint64_t now;
 	bool frames;
+	uint32_t nqps, wr_bytes, peer_window;
 	uint8_t buf[BATCH][FRAME_SIZE];
 	struct engine_txbuf tx[BATCH];
 	struct frame_rx rx[BATCH];
@@ -120,15 +133,20 @@ static int pump(struct run *r, int from)
 	return n;
 }
 
+/*
+ * WR id: QP index x OUTSTANDING + its slot.  Each WR has its own place in
+ * the region (wrapping), so many QPs' copies spread over the whole of it.
+ */
 static int post(struct run *r, uint64_t id)
 {
+	uint64_t off = id * r->wr_bytes % REGION;
 	struct engine_wr wr = {
 		.wr_id = id, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
-		.lkey = r->e[0].lkey, .laddr = (id % OUTSTANDING) * WR_BYTES, .len = WR_BYTES,
-		.rkey = r->e[1].rkey, .raddr = (id % OUTSTANDING) * WR_BYTES,
+		.lkey = r->e[0].lkey, .laddr = off, .len = r->wr_bytes,
+		.rkey = r->e[1].rkey, .raddr = off,
 	};
 
-	return engine_post_send(r->e[0].eng, r->e[0].qpn, &wr, r->now);
+	return engine_post_send(r->e[0].eng, r->e[0].qpn[id / OUTSTANDING], &wr, r->now);
 }
 
 /* Both directions, completions (a finished WRITE posted again), then time moves on. */
@@ -143,7 +161,7 @@ static int step(struct run *r)
 				if (c[i].opcode == ENGINE_WC_EV_CONNECTED)
 					connected++;
 				else if (side == 0 && c[i].opcode == ENGINE_WC_WRITE &&
-					 post(r, c[i].wr_id + OUTSTANDING))
+					 post(r, c[i].wr_id))
 					return -EIO;
 			}
 	if (n) {
@@ -197,12 +215,14 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 		.max_rd = 16,
 	};
 	struct engine_config cfg;
-	int connected = 0, n;
+	uint32_t connected = 0;
+	int n;
 
 	engine_config_default(&cfg);
-	cfg.max_qps = 8;
+	cfg.max_qps = r->nqps + 8;
 	cfg.mtu = mtu;
 	cfg.sec_mode = sec;
+	cfg.peer_window_pkts = r->peer_window;
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &r->e[i];
 
@@ -210,60 +230,114 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 		set_end(e, (uint8_t)(i + 1));
 		e->eng = engine_create(&cfg);
 		e->mem = calloc(1, REGION);
-		if (!e->eng || !e->mem ||
+		e->qpn = calloc(r->nqps, sizeof(*e->qpn));
+		if (!e->eng || !e->mem || !e->qpn ||
 		    engine_mr_register(e->eng, 1, e->mem, REGION, ENGINE_ACCESS_ALL, &e->lkey,
 				       &e->rkey))
 			return -ENOMEM;
 	}
-	if (engine_qp_create(r->e[1].eng, &attr, &r->e[1].qpn) ||
-	    engine_qp_listen(r->e[1].eng, r->e[1].qpn, 1000) ||
-	    engine_qp_create(r->e[0].eng, &attr, &r->e[0].qpn) ||
-	    engine_qp_connect(r->e[0].eng, r->e[0].qpn, 1, 1000, r->now))
-		return -EINVAL;
-	for (int i = 0; i < 100000 && connected < 2; i++) {
+	for (uint32_t q = 0; q < r->nqps; q++)
+		if (engine_qp_create(r->e[1].eng, &attr, &r->e[1].qpn[q]) ||
+		    engine_qp_listen(r->e[1].eng, r->e[1].qpn[q], 1000 + q) ||
+		    engine_qp_create(r->e[0].eng, &attr, &r->e[0].qpn[q]) ||
+		    engine_qp_connect(r->e[0].eng, r->e[0].qpn[q], 1, 1000 + q, r->now))
+			return -EINVAL;
+	for (int i = 0; i < 100000 && connected < 2 * r->nqps; i++) {
 		n = step(r);
 		if (n < 0)
 			return n;
-		connected += n;
+		connected += (uint32_t)n;
 	}
-	if (connected < 2)
+	if (connected < 2 * r->nqps)
 		return -ETIMEDOUT;
-	for (uint64_t k = 0; k < OUTSTANDING; k++)
+	for (uint64_t k = 0; k < (uint64_t)r->nqps * OUTSTANDING; k++)
 		if (post(r, k))
 			return -EINVAL;
 	return 0;
 }
 
+static const char usage[] =
+"usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES]\n"
+"                [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
+"  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
+"  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
+"  or not (bare); count it with valgrind --tool=callgrind --toggle-collect=pkt_loop\n"
+"  --qps N          QPs to the one peer, 1..8000, each with 4 WRITEs outstanding (1)\n"
+"  --peer-window N  data packets in flight to the peer, all QPs (mrocd: 512; 0: no cap) (0)\n"
+"  --wr BYTES       bytes per WRITE, 1024..1 MiB (1 MiB)\n";
+
+/* A whole decimal or 0x number in [lo, hi], or -1. */
+static int64_t arg_num(const char *s, uint64_t lo, uint64_t hi)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(s, &end, 0);
+	if (errno || end == s || *end || *s == '-' || v < lo || v > hi)
+		return -1;
+	return (int64_t)v;
+}
+
 int main(int argc, char **argv)
 {
-	uint64_t packets = argc > 1 ? strtoull(argv[1], NULL, 0) : 100000;
-	uint32_t mtu = argc > 2 ? (uint32_t)strtoul(argv[2], NULL, 0) : 1024;
-	const char *secname = argc > 3 ? argv[3] : "token";
+	static const struct option opts[] = {
+		{ "qps", required_argument, NULL, 'q' },
+		{ "peer-window", required_argument, NULL, 'w' },
+		{ "wr", required_argument, NULL, 'b' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024;
+	const char *secname = "token";
 	struct run *r = calloc(1, sizeof(*r));
-	uint64_t d0, a0, a1, d1;
+	uint64_t d0, a0, a1, d1, packets;
+	int c, nargs;
 	double t0, t1;
+	uint32_t mtu;
+	char **args;
 	uint8_t sec;
 
-	if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		puts("usage: pkt-cost [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
-		     "  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
-		     "  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
-		     "  or not (bare); count it with valgrind --tool=callgrind --toggle-collect=pkt_loop");
-		return 0;
+	while ((c = getopt_long(argc, argv, "h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'q': qps = arg_num(optarg, 1, MAX_QPS); break;
+		case 'w': pwin = arg_num(optarg, 0, 1u << 20); break;
+		case 'b': wr = arg_num(optarg, 1024, WR_BYTES); break;
+		case 'h': fputs(usage, stdout); return 0;
+		default: fputs(usage, stderr); return 2;
+		}
+		if (qps < 0 || pwin < 0 || wr < 0) {
+			fprintf(stderr, "pkt-cost: bad --%s %s (pkt-cost --help)\n",
+				c == 'q' ? "qps" : c == 'w' ? "peer-window" : "wr", optarg);
+			return 2;
+		}
 	}
+	args = argv + optind;
+	nargs = argc - optind;
+	if (nargs > 0)
+		packets_arg = arg_num(args[0], 1, UINT64_MAX >> 2);
+	if (nargs > 1)
+		mtu_arg = arg_num(args[1], 64, FRAME_SIZE - FRAME_HEADROOM - FRAME_ICRC_LEN -
+				  MROC_DATA_OVERHEAD - MROC_TAG_LEN);
+	if (nargs > 2)
+		secname = args[2];
 	if (!strcmp(secname, "token"))
 		sec = MROC_SEC_TOKEN;
 	else if (!strcmp(secname, "none"))
 		sec = MROC_SEC_NONE;
 	else
 		sec = 0xff;
-	if (!r || !packets || mtu < 64 || mtu > FRAME_SIZE - FRAME_HEADROOM - FRAME_ICRC_LEN -
-	    MROC_DATA_OVERHEAD - MROC_TAG_LEN || sec == 0xff ||
-	    (argc > 4 && strcmp(argv[4], "frames") && strcmp(argv[4], "bare"))) {
+	if (!r || packets_arg < 0 || mtu_arg < 0 || sec == 0xff || nargs > 4 ||
+	    (nargs > 3 && strcmp(args[3], "frames") && strcmp(args[3], "bare"))) {
 		fprintf(stderr, "pkt-cost: bad arguments (pkt-cost --help)\n");
 		return 2;
 	}
-	r->frames = argc <= 4 || !strcmp(argv[4], "frames");
+	packets = (uint64_t)packets_arg;
+	mtu = (uint32_t)mtu_arg;
+	r->frames = nargs <= 3 || !strcmp(args[3], "frames");
+	r->nqps = (uint32_t)qps;
+	r->peer_window = (uint32_t)pwin;
+	r->wr_bytes = (uint32_t)wr;
 	if (setup(r, mtu, sec)) {
 		fprintf(stderr, "pkt-cost: the engines did not connect\n");
 		return 1;
@@ -280,9 +354,11 @@ int main(int argc, char **argv)
 	t1 = cpu_now();
 	d1 = counter(r, 0, EC_TX_DATA);
 	a1 = counter(r, 1, EC_TX_ACKS);
-	printf("{\"payload\": %u, \"security\": \"%s\", \"frames\": %s, \"data_pkts\": %" PRIu64
+	printf("{\"payload\": %u, \"security\": \"%s\", \"frames\": %s, \"qps\": %u, "
+	       "\"peer_window\": %u, \"wr_bytes\": %u, \"data_pkts\": %" PRIu64
 	       ", \"warmup_pkts\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"bad_frames\": %" PRIu64
-	       ", \"cpu_ns_per_pkt\": %.1f}\n", mtu, secname, r->frames ? "true" : "false", d1 - d0,
-	       d0, a1 - a0, r->bad, (t1 - t0) * 1e9 / (double)(d1 - d0));
+	       ", \"cpu_ns_per_pkt\": %.1f}\n", mtu, secname, r->frames ? "true" : "false",
+	       r->nqps, r->peer_window, r->wr_bytes, d1 - d0, d0, a1 - a0, r->bad,
+	       (t1 - t0) * 1e9 / (double)(d1 - d0));
 	return r->bad ? 1 : 0;
 }
