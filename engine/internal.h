@@ -73,15 +73,16 @@ struct path {
 	uint32_t ssthresh;
 	uint64_t srtt, rttvar, min_rtt, rto;	/* ns; srtt 0 = no sample yet */
 	uint32_t backoff;	/* consecutive RTOs */
+	/* The path's two timers, side by side: qp_update_deadline's scan reads one line a path.
+	 * Written only through path_set_rto_deadline / path_set_probe_at (qp->path_due). */
 	uint64_t rto_deadline;	/* next timer: probe, then RTO; 0 = not armed */
+	uint64_t probe_at;	/* timed-out path: when to probe it next */
 	uint64_t rto_at;	/* when the RTO proper fires */
 	uint64_t rto_armed;	/* when rto_at was set: the RTO runs from here (path_rto_due) */
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
 	uint8_t probes;		/* tail-loss probes sent since the last progress */
-	bool probe_pending;	/* send one probe on this path now */
-	uint64_t probe_at;	/* timed-out path: when to probe it next */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
 	uint32_t round_end_psn;
 	uint32_t round_rcv, round_ce, round_lost, round_acked;
@@ -178,9 +179,8 @@ struct rx_path {
 	uint16_t sport;		/* where the newest data came from; ACKs go back on it */
 	uint16_t unacked;
 	bool active;
-	bool ack_now;
 	bool seq_nak_sent;	/* RoCEv2 mode: one NAK per out-of-order episode */
-	uint64_t ack_deadline;	/* 0 = none */
+	uint64_t ack_deadline;	/* 0 = none; written only through rxp_set_ack_deadline */
 };
 
 struct rx_msg {
@@ -202,6 +202,41 @@ struct rq_entry {
 	uint64_t laddr;
 	uint32_t len;
 };
+
+/*
+ * The earliest of a set of per-path deadlines (0 = none), kept beside the
+ * QP's own timer so that qp_update_deadline, which runs on every packet,
+ * does not read every path: at 256 QPs those reads were 3.2 of the
+ * engine's ~14 LL misses a data packet (issue #22, scripts/pkt-qps.sh).
+ * `armed` counts the deadlines that are set; `at` is their minimum, or,
+ * while `stale`, no later than it (the minimum's holder moved later or
+ * was cleared while others were set): the next read scans them again.
+ */
+struct due_sum {
+	uint64_t at;
+	uint8_t armed;
+	bool stale;
+};
+
+/* *field becomes v (0: none), and s follows. */
+static inline void due_move(struct due_sum *s, uint64_t *field, uint64_t v)
+{
+	uint64_t old = *field;
+
+	if (old == v)
+		return;
+	*field = v;
+	s->armed = (uint8_t)(s->armed + (v != 0) - (old != 0));
+	if (!s->armed) {
+		s->at = 0;
+		s->stale = false;
+	} else if (v && (!s->at || v < s->at)) {
+		s->at = v;		/* below every other one: the minimum, exactly */
+		s->stale = false;
+	} else if (old == s->at) {
+		s->stale = true;
+	}
+}
 
 /* ---- the QP ---------------------------------------------------------------- */
 
@@ -340,6 +375,16 @@ struct qp {
 	struct list cq_node;	/* on eng->cq_ready: completions to take */
 	int32_t deficit;	/* deficit round-robin credit, bytes */
 	uint64_t deadline;	/* earliest timer, 0 = none: its place in eng->wheel */
+	struct due_sum path_due;	/* the paths' rto_deadline and probe_at */
+	struct due_sum ack_due;		/* the rx paths' ack_deadline */
+	/*
+	 * Paths that owe a probe now, and rx paths that owe an ACK now, bit i
+	 * for path i: asked on every packet sent (pick_segment, qp_tx_ack),
+	 * which at thousands of QPs read a cold line of every path to find
+	 * none (2.0 and 1.8 LL misses a data packet at 4,000 QPs).
+	 */
+	uint16_t probes_owed;
+	uint16_t acks_owed;
 	struct list timer_node;	/* in a slot of eng->wheel (timer.c) */
 	uint8_t timer_level, timer_slot;
 	uint32_t slot;		/* index in eng->qps */
@@ -556,7 +601,7 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, ui
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
 		  uint64_t now);
-void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
+void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
 		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now);
@@ -566,13 +611,13 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 		 enum engine_repath_why why);
 void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
-void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
+void path_rearm(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* Whether p's RTO is due by its RTO as it stands now; if not, the timer is set to that. */
-bool path_rto_due(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
+bool path_rto_due(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* Tail-loss probes the path may send before its RTO (TLP_MAX, or 1 on a borrowed RTT). */
 unsigned path_probe_max(const struct path *p);
 /* The timer at the tail-loss probe's time from now if that is before the RTO's, else the RTO's. */
-void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now);
+void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */
 uint64_t path_rto(const struct engine *eng, const struct path *p);
 
@@ -716,6 +761,37 @@ bool qp_ka_fresh(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt);
 static inline struct sb_entry *sb_ent(struct path *p, uint32_t psn)
 {
 	return &p->sb[psn & p->sb_mask];
+}
+
+/* A path's timers and a receive path's ACK deadline: set only here (struct due_sum). */
+static inline void path_set_rto_deadline(struct qp *qp, struct path *p, uint64_t at)
+{
+	due_move(&qp->path_due, &p->rto_deadline, at);
+}
+
+static inline void path_set_probe_at(struct qp *qp, struct path *p, uint64_t at)
+{
+	due_move(&qp->path_due, &p->probe_at, at);
+}
+
+static inline void rxp_set_ack_deadline(struct qp *qp, struct rx_path *rp, uint64_t at)
+{
+	due_move(&qp->ack_due, &rp->ack_deadline, at);
+}
+
+/* The rx path owes the peer an ACK now (qp->acks_owed). */
+static inline void rxp_ack_now(struct qp *qp, const struct rx_path *rp)
+{
+	qp->acks_owed |= (uint16_t)(1u << (rp - qp->rxp));
+}
+
+/* The path sends a probe with its next packet (qp->probes_owed); or not. */
+static inline void path_probe_owed(struct qp *qp, const struct path *p, bool owed)
+{
+	if (owed)
+		qp->probes_owed |= (uint16_t)(1u << p->id);
+	else
+		qp->probes_owed &= (uint16_t)~(1u << p->id);
 }
 
 /* Sender state of a DSN inside [snd_una, snd_nxt). */

@@ -40,7 +40,7 @@ static void go_back(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 }
 
 /* RoCEv2 mode: only the expected PSN is taken; anything else is dropped. */
-static int in_order(struct engine *eng, struct rx_path *rp, uint32_t psn)
+static int in_order(struct engine *eng, struct qp *qp, struct rx_path *rp, uint32_t psn)
 {
 	int32_t d = seq_diff(psn, rp->sack.cum);
 
@@ -48,7 +48,7 @@ static int in_order(struct engine *eng, struct rx_path *rp, uint32_t psn)
 		rp->seq_nak_sent = false;
 		return 0;
 	}
-	rp->ack_now = true;	/* duplicate: re-ACK; gap: NAK once */
+	rxp_ack_now(qp, rp);	/* duplicate: re-ACK; gap: NAK once */
 	if (d > 0) {
 		eng->st.c[EC_RX_SEQ_ERR]++;
 		return -EILSEQ;
@@ -61,7 +61,7 @@ static int in_order(struct engine *eng, struct rx_path *rp, uint32_t psn)
 
 static int rx_order(struct engine *eng, struct qp *qp, struct rx_path *rp, uint32_t psn)
 {
-	int err = in_order(eng, rp, psn);
+	int err = in_order(eng, qp, rp, psn);
 
 	if (err == -EILSEQ && !rp->seq_nak_sent) {
 		rp->seq_nak_sent = true;

@@ -196,14 +196,14 @@ unsigned path_probe_max(const struct path *p)
 	return p->srtt ? TLP_MAX : 1;
 }
 
-void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
+void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint64_t pto = probe_timeout(eng, qp, p);
 
 	if (p->probes < path_probe_max(p) && pto && now + pto < p->rto_at)
-		p->rto_deadline = now + pto;
+		path_set_rto_deadline(qp, p, now + pto);
 	else
-		p->rto_deadline = p->rto_at;
+		path_set_rto_deadline(qp, p, p->rto_at);
 }
 
 /*
@@ -212,10 +212,10 @@ void path_arm_probe(const struct engine *eng, const struct qp *qp, struct path *
  * none is answered: path_arm_probe): its ACK exposes a lost tail that no
  * later packet would reveal (RACK-TLP's idea).
  */
-void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
+void path_rearm(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	if (!p->inflight) {
-		p->rto_deadline = 0;
+		path_set_rto_deadline(qp, p, 0);
 		return;
 	}
 	p->rto_armed = now;
@@ -240,7 +240,7 @@ void path_rearm(const struct engine *eng, const struct qp *qp, struct path *p, u
  * loss still times out by the estimate of the moment, and the backoff
  * doubles from it.
  */
-bool path_rto_due(const struct engine *eng, const struct qp *qp, struct path *p, uint64_t now)
+bool path_rto_due(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint64_t at = p->rto_armed + path_rto(eng, p);
 
@@ -256,7 +256,7 @@ bool path_rto_due(const struct engine *eng, const struct qp *qp, struct path *p,
  * one armed only their RTO; give them the tail-loss probe they could not
  * have then.
  */
-void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct path *p,
+void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p,
 		   uint64_t now)
 {
 	uint64_t pto = 2 * p->srtt + eng->cfg.ack_delay_ns;
@@ -267,7 +267,7 @@ void path_lend_rtt(const struct engine *eng, const struct qp *qp, const struct p
 		if (s == p || s->srtt || s->probes || !s->inflight || !s->rto_deadline ||
 		    s->rto_deadline != s->rto_at || now + pto >= s->rto_at)
 			continue;
-		s->rto_deadline = now + pto;
+		path_set_rto_deadline(qp, s, now + pto);
 	}
 }
 
@@ -339,7 +339,7 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 					    eng->cfg.init_pwnd_pkts * eng->seg_bytes),
 				    p->ssthresh);
 	p->backoff = 0;
-	p->probe_at = 0;
+	path_set_probe_at(qp, p, 0);
 	p->state = PATH_ACTIVE;
 	p->unlose = true;	/* what it declared lost: qp_ack.c takes back what ACKs show delivered */
 	eng->st.c[EC_RTO_UNDONE]++;
@@ -495,7 +495,7 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	if (eng->cfg.repath && qp->mops->repath)
 		path_repath(eng, qp, p, now, ENGINE_REPATH_TIMEOUT);
 	/* Until an ACK shows it alive, the path carries only probe copies. */
-	p->probe_at = now + path_rto(eng, p);
+	path_set_probe_at(qp, p, now + path_rto(eng, p));
 }
 
 static uint64_t explore_ns(const struct qp *qp)

@@ -124,6 +124,9 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i, now);
+	/* path_init cleared every path's timers and probes */
+	qp->path_due = (struct due_sum){ 0 };
+	qp->probes_owed = 0;
 	peer_attach(eng, qp);
 	qp_wake(eng, qp);
 }
@@ -169,19 +172,44 @@ uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp)
 	return qp_heard(qp) + eng->cfg.keepalive_ns;
 }
 
+/* The earliest of the paths' timers (struct due_sum): read again only when stale. */
+static uint64_t due_paths(struct qp *qp)
+{
+	struct due_sum *s = &qp->path_due;
+
+	if (s->stale) {
+		s->at = 0;
+		for (unsigned i = 0; i < qp->npaths; i++) {
+			s->at = deadline_min(s->at, qp->paths[i].rto_deadline);
+			s->at = deadline_min(s->at, qp->paths[i].probe_at);
+		}
+		s->stale = false;
+	}
+	return s->at;
+}
+
+static uint64_t due_acks(struct qp *qp)
+{
+	struct due_sum *s = &qp->ack_due;
+
+	if (s->stale) {
+		s->at = 0;
+		for (unsigned i = 0; i < qp->nrxp; i++)
+			s->at = deadline_min(s->at, qp->rxp[i].ack_deadline);
+		s->stale = false;
+	}
+	return s->at;
+}
+
 void qp_update_deadline(struct engine *eng, struct qp *qp)
 {
 	uint64_t d = 0;
 
 	d = deadline_min(d, qp->cm_deadline);
 	if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
-		for (unsigned i = 0; i < qp->npaths; i++) {
-			d = deadline_min(d, qp->paths[i].rto_deadline);
-			d = deadline_min(d, qp->paths[i].probe_at);
-		}
+		d = deadline_min(d, due_paths(qp));
 		d = deadline_min(d, qp->rack_deadline);
-		for (unsigned i = 0; i < qp->nrxp; i++)
-			d = deadline_min(d, qp->rxp[i].ack_deadline);
+		d = deadline_min(d, due_acks(qp));
 		d = deadline_min(d, qp->rnr_deadline);
 		if (qp->pace_blocked)
 			d = deadline_min(d, qp->pace_next);
@@ -332,7 +360,7 @@ void qp_flush_rest(struct engine *eng, struct qp *qp, uint8_t status)
 	qp->snd_nxt = qp->snd_una = qp->dsn_alloc;
 	peer_detach(eng, qp);
 	for (unsigned i = 0; i < qp->npaths; i++) {
-		qp->paths[i].rto_deadline = 0;
+		path_set_rto_deadline(qp, &qp->paths[i], 0);
 		qp->paths[i].inflight = 0;
 		qp->paths[i].floor = qp->paths[i].next_psn;
 	}

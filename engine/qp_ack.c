@@ -253,7 +253,7 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 		path_on_loss(eng, qp, p, last, nlost);
 		advance_floor(p, now);
 		if (!p->inflight)
-			p->rto_deadline = 0;
+			path_set_rto_deadline(qp, p, 0);
 	}
 	qp->rack_deadline = next;
 }
@@ -516,7 +516,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		p->backoff = 0;
 		p->probes = 0;
 		p->state = PATH_ACTIVE;
-		p->probe_at = 0;
+		path_set_probe_at(qp, p, 0);
 	}
 	if (qp->mops->detect_loss)
 		qp->mops->detect_loss(eng, qp, p, now);
@@ -554,7 +554,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (bytes)
 		path_rearm(eng, qp, p, now);
 	else if (!p->inflight)
-		p->rto_deadline = 0;
+		path_set_rto_deadline(qp, p, 0);
 
 	qp->hint_mbps = a->rate_hint;
 	if (!qp->hint_mbps)
@@ -597,7 +597,7 @@ static void path_timeout(struct engine *eng, struct qp *qp, struct path *p, uint
 {
 	qp->mops->on_timeout(eng, qp, p);
 	path_on_rto(eng, qp, p, now);
-	p->rto_deadline = 0;
+	path_set_rto_deadline(qp, p, 0);
 	qp_wake(eng, qp);
 }
 
@@ -729,7 +729,7 @@ static void release_settled(struct engine *eng, struct qp *qp, struct path *p, u
 		eng->st.c[EC_FLIGHT_SETTLED]++;
 	}
 	advance_floor(p, now);
-	p->rto_deadline = 0;
+	path_set_rto_deadline(qp, p, 0);
 }
 
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
@@ -746,9 +746,9 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		 * the past that the driver would spin on).
 		 */
 		if (p->state == PATH_TIMEDOUT && p->probe_at && now >= p->probe_at) {
-			p->probe_at = 0;
+			path_set_probe_at(qp, p, 0);
 			if (!p->inflight) {
-				p->probe_pending = true;
+				path_probe_owed(qp, p, true);
 				qp_wake(eng, qp);
 			}
 		}
@@ -784,12 +784,12 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			}
 			if (p->probes < path_probe_max(p) && qp->mops->tail_probe) {
 				p->probes++;
-				p->probe_pending = true;
+				path_probe_owed(qp, p, true);
 				qp_wake(eng, qp);
 				path_arm_probe(eng, qp, p, now);	/* the next probe, or the RTO */
 				continue;
 			}
-			p->rto_deadline = p->rto_at;
+			path_set_rto_deadline(qp, p, p->rto_at);
 			continue;
 		}
 		if (path_rto_due(eng, qp, p, now))

@@ -703,11 +703,10 @@ static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, 
 	*copy = false;
 	*retx = false;
 	*spent = NULL;
-	for (unsigned i = 0; i < qp->npaths && !pp; i++) {
-		struct path *x = &qp->paths[i];
+	/* The owed probes by path id, lowest first (qp->probes_owed: no path read for none). */
+	for (unsigned owed = qp->probes_owed; owed && !pp; owed &= owed - 1) {
+		struct path *x = &qp->paths[__builtin_ctz(owed)];
 
-		if (!x->probe_pending)
-			continue;
 		/*
 		 * A probe may exceed the window by a packet, never the scoreboard:
 		 * PSN floor + 256 would take the slot of the oldest packet in
@@ -715,13 +714,13 @@ static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, 
 		 * flight the path's RTO is armed and speaks for it.
 		 */
 		if (path_sb_full(x))
-			x->probe_pending = false;
+			path_probe_owed(qp, x, false);
 		else
 			pp = x;
 	}
 	if (pp && pp->state == PATH_TIMEDOUT) {
 		if (probe_copy(qp, pp, dsn)) {
-			pp->probe_pending = false;
+			path_probe_owed(qp, pp, false);
 			*spent = pp;
 			*probe = pp;
 			*copy = true;
@@ -730,7 +729,7 @@ static int pick_segment(struct engine *eng, struct qp *qp, struct path **probe, 
 		pp = NULL;	/* nothing outstanding: probe when there is */
 	}
 	if (pp) {
-		pp->probe_pending = false;
+		path_probe_owed(qp, pp, false);
 		*spent = pp;
 	}
 	*probe = NULL;
@@ -931,6 +930,6 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	return 1;
 unspend:
 	if (spent)
-		spent->probe_pending = true;	/* nothing went out: the probe is still owed */
+		path_probe_owed(qp, spent, true);	/* nothing went out: the probe is still owed */
 	return 0;
 }
