@@ -203,11 +203,27 @@ e2e_wait() {
 
 e2e_dump_logs() {
 	[ -n "$E2E_DIR" ] || return
-	local f
+	local f n
 	for f in "$E2E_DIR"/*.log; do
 		[ -f "$f" ] || continue
-		echo "---- $(basename "$f") (last 40 lines)"
-		tail -n 40 "$f"
+		# A daemon's state (e2e_state_logs) is read whole: paths, then counters.
+		n=40
+		case $f in */state-*.log) n=400 ;; esac
+		echo "---- $(basename "$f") (last $n lines)"
+		tail -n $n "$f"
+	done
+}
+
+# e2e_state_logs: both daemons' paths and counters as they are now, into state-NAME.log
+# (e2e_dump_logs shows them): a stalled transfer is understood from the daemons that hold it.
+e2e_state_logs() {
+	local n cli=${MROCD%/mrocd}/mroc-cli
+	for n in a b; do
+		[ -S "$E2E_DIR/$n.admin" ] || continue
+		{
+			"$cli" -S "$E2E_DIR/$n.admin" -d path show
+			"$cli" -S "$E2E_DIR/$n.admin" -s counters show
+		} >"$E2E_DIR/state-$n.log" 2>&1
 	done
 }
 
@@ -353,6 +369,10 @@ e2e_capture_req() {
 
 # e2e_perf_finish WHAT: waits for both sides; fails with WHAT if either failed.
 e2e_perf_finish() {
-	wait "${E2E_PERF_PIDS[1]}" || { cat "$E2E_DIR/cli.txt" "$E2E_DIR/srv.txt"; fail "$1: the transfer failed"; }
+	wait "${E2E_PERF_PIDS[1]}" || {
+		cat "$E2E_DIR/cli.txt" "$E2E_DIR/srv.txt"
+		e2e_state_logs
+		fail "$1: the transfer failed"
+	}
 	wait "${E2E_PERF_PIDS[0]}" || { cat "$E2E_DIR/srv.txt"; fail "$1: the server side failed"; }
 }
