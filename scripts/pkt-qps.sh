@@ -10,14 +10,16 @@
 # the last count.
 #
 #   scripts/pkt-qps.sh [PACKETS]          default 50000 (plus a quarter of warm-up, not counted)
-#   env: QPS ("1 256 4000"), PEER_WINDOW (512, mrocd's), WR (65536, bench-scale's),
-#        PAYLOAD (1024), SEC (token), TOP (12), BUILD (build)
+#   env: QPS ("1 256 4000"), SEEDS ("0 1 2": min / median / max over the engines' seeds),
+#        PEER_WINDOW (512, mrocd's), WR (65536, bench-scale's), PAYLOAD (1024), SEC (token),
+#        TOP (12), BUILD (build)
 #
 # The cache model is fixed (not the host's), so runs on other machines
 # compare: D1 48 KiB 12-way, LL 1 MiB 16-way (a Zen 4/5 core's L1D and L2).
 set -u
 N=${1:-50000}
 QPS=${QPS:-1 256 4000}
+SEEDS=${SEEDS:-0 1 2}
 PEER_WINDOW=${PEER_WINDOW:-512}
 WR=${WR:-65536}
 PAYLOAD=${PAYLOAD:-1024}
@@ -51,28 +53,42 @@ totals() {
 		END { printf "%d %d %d\n", ir, d1, ll }'
 }
 
+# min/median/max of the values on stdin, one a line
+mmm() { sort -g | awk '{ v[NR] = $1 } END { printf "%s / %s / %s", v[1], v[int((NR + 1) / 2)], v[NR] }'; }
+
 echo "| QPs | Ir / data pkt | D1 misses / pkt | LL misses / pkt | D1 / pkt, no copy | LL / pkt, no copy | ACK frames / data pkt |"
 echo "|---|---|---|---|---|---|---|"
 for q in $QPS; do
-	if ! j=$(nice -n 10 valgrind --tool=callgrind $CACHE --callgrind-out-file="$OUT/cg.$q" \
-		--toggle-collect=pkt_loop "$BIN" --qps "$q" --peer-window "$PEER_WINDOW" --wr "$WR" \
-		"$N" "$PAYLOAD" "$SEC" 2>"$OUT/vg.err"); then
-		cat "$OUT/vg.err" >&2
+	: >"$OUT/rows"
+	for seed in $SEEDS; do
+		if ! j=$(nice -n 10 valgrind --tool=callgrind $CACHE --callgrind-out-file="$OUT/cg.$q" \
+			--toggle-collect=pkt_loop "$BIN" --qps "$q" --peer-window "$PEER_WINDOW" --wr "$WR" \
+			--seed "$seed" "$N" "$PAYLOAD" "$SEC" 2>"$OUT/vg.err"); then
+			cat "$OUT/vg.err" >&2
+			continue
+		fi
+		echo "$j" >"$OUT/last.json"
+		d=$(jq -r .data_pkts <<<"$j")
+		read -r ir d1 ll <<<"$(totals "$OUT/cg.$q" "")"
+		read -r _ cd1 cll <<<"$(totals "$OUT/cg.$q" "memcpy|memmove")"
+		awk -v d="$d" -v ir="$ir" -v d1="$d1" -v ll="$ll" -v cd1="$cd1" -v cll="$cll" \
+			-v a="$(jq -r .acks <<<"$j")" 'BEGIN {
+			printf "%.0f %.2f %.2f %.2f %.2f %.3f\n", ir / d, d1 / d, ll / d, (d1 - cd1) / d,
+				(ll - cll) / d, a / d }' >>"$OUT/rows"
+	done
+	if [ ! -s "$OUT/rows" ]; then
 		echo "| $q | failed | | | | | |"
 		continue
 	fi
-	echo "$j" >"$OUT/last.json"
-	d=$(jq -r .data_pkts <<<"$j")
-	read -r ir d1 ll <<<"$(totals "$OUT/cg.$q" "")"
-	read -r _ cd1 cll <<<"$(totals "$OUT/cg.$q" "memcpy|memmove")"
-	awk -v q="$q" -v d="$d" -v ir="$ir" -v d1="$d1" -v ll="$ll" -v cd1="$cd1" -v cll="$cll" \
-		-v a="$(jq -r .acks <<<"$j")" 'BEGIN {
-		printf "| %s | %.0f | %.2f | %.2f | %.2f | %.2f | %.3f |\n", q, ir / d, d1 / d, ll / d,
-			(d1 - cd1) / d, (ll - cll) / d, a / d }'
+	row="| $q"
+	for c in 1 2 3 4 5 6; do
+		row="$row | $(awk -v c=$c '{ print $c }' "$OUT/rows" | mmm)"
+	done
+	echo "$row |"
 	last=$q
 done
 echo
-echo "Functions with the most LL misses at $last QPs, per data packet (Ir, D1 misses, LL misses):"
+echo "Functions with the most LL misses at $last QPs (the last seed), per data packet (Ir, D1 misses, LL misses):"
 d=$(jq -r .data_pkts "$OUT/last.json")
 callgrind_annotate --auto=no --inclusive=no --sort=DLmr,DLmw "$OUT/cg.$last" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
 	/Events recorded:/ { for (i = 3; i <= NF; i++) col[$i] = i - 2 }
@@ -91,4 +107,5 @@ callgrind_annotate --auto=no --inclusive=no --sort=DLmr,DLmw "$OUT/cg.$last" 2>/
 	}'
 echo
 echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up," \
-	"not counted), payload $PAYLOAD, $SEC, WRITEs of $WR B, peer window $PEER_WINDOW, $(date -u +%Y-%m-%d)"
+	"not counted), payload $PAYLOAD, $SEC, WRITEs of $WR B, peer window $PEER_WINDOW, seeds $SEEDS," \
+	"$(date -u +%Y-%m-%d)"

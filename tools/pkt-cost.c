@@ -67,6 +67,7 @@ struct run {
 	uint64_t now;
 	bool frames;
 	uint32_t nqps, wr_bytes, peer_window;
+	uint64_t seed;			/* the engines' seeds: 2 seed + 1 and + 2 (ports, QPNs, ISNs) */
 	uint8_t buf[BATCH][FRAME_SIZE];
 	struct engine_txbuf tx[BATCH];
 	struct frame_rx rx[BATCH];
@@ -226,7 +227,7 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &r->e[i];
 
-		cfg.seed = (uint64_t)i + 1;
+		cfg.seed = 2 * r->seed + (uint64_t)i + 1;
 		set_end(e, (uint8_t)(i + 1));
 		e->eng = engine_create(&cfg);
 		e->mem = calloc(1, REGION);
@@ -257,14 +258,15 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 }
 
 static const char usage[] =
-"usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES]\n"
+"usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N]\n"
 "                [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
 "  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
 "  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
 "  or not (bare); count it with valgrind --tool=callgrind --toggle-collect=pkt_loop\n"
 "  --qps N          QPs to the one peer, 1..8000, each with 4 WRITEs outstanding (1)\n"
 "  --peer-window N  data packets in flight to the peer, all QPs (mrocd: 512; 0: no cap) (0)\n"
-"  --wr BYTES       bytes per WRITE, 1024..1 MiB (1 MiB)\n";
+"  --wr BYTES       bytes per WRITE, 1024..1 MiB (1 MiB)\n"
+"  --seed N         the engines' seeds 2N + 1 and 2N + 2: ports, QPNs, ISNs (0)\n";
 
 /* A whole decimal or 0x number in [lo, hi], or -1. */
 static int64_t arg_num(const char *s, uint64_t lo, uint64_t hi)
@@ -285,10 +287,11 @@ int main(int argc, char **argv)
 		{ "qps", required_argument, NULL, 'q' },
 		{ "peer-window", required_argument, NULL, 'w' },
 		{ "wr", required_argument, NULL, 'b' },
+		{ "seed", required_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024;
+	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024, seed = 0;
 	const char *secname = "token";
 	struct run *r = calloc(1, sizeof(*r));
 	uint64_t d0, a0, a1, d1, packets;
@@ -303,12 +306,14 @@ int main(int argc, char **argv)
 		case 'q': qps = arg_num(optarg, 1, MAX_QPS); break;
 		case 'w': pwin = arg_num(optarg, 0, 1u << 20); break;
 		case 'b': wr = arg_num(optarg, 1024, WR_BYTES); break;
+		case 's': seed = arg_num(optarg, 0, UINT32_MAX); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
-		if (qps < 0 || pwin < 0 || wr < 0) {
+		if (qps < 0 || pwin < 0 || wr < 0 || seed < 0) {
 			fprintf(stderr, "pkt-cost: bad --%s %s (pkt-cost --help)\n",
-				c == 'q' ? "qps" : c == 'w' ? "peer-window" : "wr", optarg);
+				c == 'q' ? "qps" : c == 'w' ? "peer-window" : c == 's' ? "seed" : "wr",
+				optarg);
 			return 2;
 		}
 	}
@@ -338,6 +343,7 @@ int main(int argc, char **argv)
 	r->nqps = (uint32_t)qps;
 	r->peer_window = (uint32_t)pwin;
 	r->wr_bytes = (uint32_t)wr;
+	r->seed = (uint64_t)seed;
 	if (setup(r, mtu, sec)) {
 		fprintf(stderr, "pkt-cost: the engines did not connect\n");
 		return 1;
@@ -355,10 +361,10 @@ int main(int argc, char **argv)
 	d1 = counter(r, 0, EC_TX_DATA);
 	a1 = counter(r, 1, EC_TX_ACKS);
 	printf("{\"payload\": %u, \"security\": \"%s\", \"frames\": %s, \"qps\": %u, "
-	       "\"peer_window\": %u, \"wr_bytes\": %u, \"data_pkts\": %" PRIu64
+	       "\"peer_window\": %u, \"wr_bytes\": %u, \"seed\": %" PRIu64 ", \"data_pkts\": %" PRIu64
 	       ", \"warmup_pkts\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"bad_frames\": %" PRIu64
 	       ", \"cpu_ns_per_pkt\": %.1f}\n", mtu, secname, r->frames ? "true" : "false",
-	       r->nqps, r->peer_window, r->wr_bytes, d1 - d0, d0, a1 - a0, r->bad,
+	       r->nqps, r->peer_window, r->wr_bytes, r->seed, d1 - d0, d0, a1 - a0, r->bad,
 	       (t1 - t0) * 1e9 / (double)(d1 - d0));
 	return r->bad ? 1 : 0;
 }
