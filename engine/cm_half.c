@@ -28,6 +28,15 @@
  * Entries are found by the requester's QPN (chained hash) and by their
  * listener (a list per listener); what they send (REP, REJ BUSY) waits in
  * a queue through the entries, so it holds as many as there are entries.
+ *
+ * A REQ costs the same whatever the flood before it (#24): the listener's
+ * list is linked both ways (the entry pushed out, the oldest, sits at its
+ * tail: found by walking it, a flood of 16,384 entries on one listener
+ * cost every REQ two walks of the whole table), "is there a waiting entry"
+ * stops at the first live one, and a hash chain holds at most HALF_CHAIN
+ * entries: REQs that all name one QPN (from as many addresses), or QPNs
+ * chosen to share a bucket, push out their own chain's oldest, not walk
+ * it (the multiplier is secret besides, so a chain cannot be aimed at).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,12 +45,32 @@
 #include "internal.h"
 
 #define HALF_MIN	64
+#define HALF_CHAIN	8	/* entries a hash chain holds (a real one: 1 or 2) */
+
+/*
+ * The chains' multiplier, mixed from the generator's key rather than drawn
+ * from the generator: every number the engine draws later stays as it was
+ * (tests and the simulator replay them from the seed).
+ */
+static uint32_t secret_mult(const uint8_t key[32])
+{
+	uint64_t x, y;
+
+	memcpy(&x, key + 16, sizeof(x));
+	memcpy(&y, key + 24, sizeof(y));
+	x ^= y * 0x9e3779b97f4a7c15ULL;
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdULL;
+	x ^= x >> 33;
+	return (uint32_t)x | 1;
+}
 
 int cm_half_init(struct engine *eng)
 {
 	uint32_t n = 2 * eng->cfg.max_qps;	/* every QP listening, and as many ghosts */
 
 	eng->nhalf = pow2_up(n > HALF_MIN ? n : HALF_MIN);
+	eng->half_mult = secret_mult(eng->rand_key);
 	eng->half = calloc(eng->nhalf, sizeof(*eng->half));
 	eng->half_hash = calloc(eng->nhalf, sizeof(*eng->half_hash));
 	return eng->half && eng->half_hash ? 0 : -ENOMEM;
@@ -58,7 +87,7 @@ void cm_half_free(struct engine *eng)
 
 static uint32_t *bucket(struct engine *eng, uint32_t peer_qpn)
 {
-	return &eng->half_hash[((peer_qpn * 0x9e3779b1u) >> 7) & (eng->nhalf - 1)];
+	return &eng->half_hash[((peer_qpn * eng->half_mult) >> 7) & (eng->nhalf - 1)];
 }
 
 static uint32_t index_of(const struct engine *eng, const struct cm_half *h)
@@ -75,19 +104,27 @@ static struct qp *listener_of(struct engine *eng, const struct cm_half *h)
 	       l->service_id == h->service_id ? l : NULL;
 }
 
-/* Out of the listener's list (a waiting entry). */
+/*
+ * Out of the listener's list (a waiting entry).  Only while the listener
+ * listens as it did for the REQ: after that its list is gone (a new LISTEN
+ * starts an empty one, a bound listener's entries are busy), and the links
+ * of its entries may name slots that other entries took since.
+ */
 static void listener_unlink(struct engine *eng, struct cm_half *h)
 {
 	struct qp *l = listener_of(eng, h);
-	uint32_t *pp, me = index_of(eng, h) + 1;
+	uint32_t me = index_of(eng, h) + 1, *from;
 
-	if (!l)
-		return;
-	for (pp = &l->half_head; *pp && *pp != me; pp = &eng->half[*pp - 1].lnext)
-		;
-	if (*pp)
-		*pp = h->lnext;
+	if (l) {
+		from = h->lprev ? &eng->half[h->lprev - 1].lnext : &l->half_head;
+		if (*from == me) {
+			*from = h->lnext;
+			if (h->lnext)
+				eng->half[h->lnext - 1].lprev = h->lprev;
+		}
+	}
 	h->lnext = 0;
+	h->lprev = 0;
 }
 
 /*
@@ -146,9 +183,10 @@ bool cm_half_waiting(struct engine *eng, struct qp *l, uint64_t now)
 		struct cm_half *h = &eng->half[i - 1];
 
 		i = h->lnext;
-		live(eng, h, now);	/* an expired one leaves the list */
+		if (live(eng, h, now))	/* an expired one leaves the list */
+			return true;
 	}
-	return l->half_head != 0;
+	return false;
 }
 
 bool cm_half_repeat(struct engine *eng, const struct wire_pkt *pkt,
@@ -174,10 +212,17 @@ int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
 		const struct engine_rx_meta *meta, uint64_t now)
 {
 	struct cm_half *h = &eng->half[eng->half_next];
-	uint32_t *b;
+	uint32_t *b, n = 0, last = 0;
 
 	if (h->deadline)
 		clear(eng, h, !h->busy);	/* the oldest: expired, or pushed out */
+	/* A full chain gives its oldest (its last) entry's place, as the table does. */
+	for (uint32_t i = *bucket(eng, pkt->hdr.src_qpn); i; i = eng->half[i - 1].next) {
+		n++;
+		last = i;
+	}
+	if (n >= HALF_CHAIN)
+		clear(eng, &eng->half[last - 1], !eng->half[last - 1].busy);
 	h->deadline = now + eng->cfg.dead_peer_ns;
 	h->service_id = pkt->cm.service_id;
 	h->listener = l->qpn;
@@ -209,6 +254,9 @@ int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
 	h->next = *b;
 	*b = eng->half_next + 1;
 	h->lnext = l->half_head;
+	h->lprev = 0;
+	if (l->half_head)
+		eng->half[l->half_head - 1].lprev = eng->half_next + 1;
 	l->half_head = eng->half_next + 1;
 	eng->half_next = (eng->half_next + 1) & (eng->nhalf - 1);
 	eng->st.c[EC_CM_HALF_OPEN]++;
@@ -278,6 +326,7 @@ void cm_half_bound(struct engine *eng, struct qp *l, struct cm_half *h, uint64_t
 
 		i = o->lnext;
 		o->lnext = 0;
+		o->lprev = 0;
 		o->busy = true;		/* out of the list: clear() must not look for it there */
 		if (o == h)
 			continue;

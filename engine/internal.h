@@ -461,7 +461,7 @@ struct engine {
 		uint32_t peer, peer_qpn;	/* the requester: its handle, its QP */
 		uint32_t isn_psn, isn_dsn;	/* ours, in the REP */
 		uint32_t next;			/* hash chain by peer_qpn: index + 1, 0 = end */
-		uint32_t lnext;			/* the listener's entries: index + 1, 0 = end */
+		uint32_t lnext, lprev;		/* the listener's entries: index + 1, 0 = end */
 		uint32_t tx_next;		/* the send queue: index + 1, 0 = end */
 		uint16_t sport;			/* where the requester's last packet came from */
 		uint8_t due;			/* enum half_due: what to send it */
@@ -474,6 +474,7 @@ struct engine {
 	} *half;
 	uint32_t *half_hash;		/* nhalf buckets: index + 1 of a chain's first */
 	uint32_t nhalf, half_next;	/* entries (a power of 2); where the next one goes */
+	uint32_t half_mult;		/* the chains' hash multiplier: secret, odd */
 	uint32_t half_qhead, half_qtail;	/* the send queue: index + 1, 0 = empty */
 	uint32_t half_tagged;		/* "token": the entry whose key tags this packet, + 1 */
 	bool rx_repeat;			/* this packet says nothing new (engine_rx_repeat) */

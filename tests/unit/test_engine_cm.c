@@ -722,6 +722,56 @@ static void test_ghost_req_takes_no_listener(void **state)
 }
 
 /*
+ * REQs that all name one QPN, each from another address (as a flood whose
+ * source varies and whose payload does not): each takes an entry, but a
+ * hash chain holds 8, so each from the ninth on pushes out its chain's
+ * oldest (counted) instead of making every later REQ, proof and tag check
+ * walk a chain as long as the table (#24; cm_half.c HALF_CHAIN).  The real
+ * requester still connects.  (Before: the chain grew to the table's 64, 36
+ * dropped.)
+ */
+static void test_ghost_chain_bounded(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+		struct engine_config ca, cb;
+		struct pair_capture *cap;
+		struct pair_pkt req;
+		struct pair *p;
+
+		pair_test_config(&ca);
+		ca.sec_mode = modes[m];
+		cb = ca;
+		cb.seed = 2;
+		p = open_pair(state, &ca, &cb);
+		cap = pair_capture_start(p, PAIR_A, PAIR_OP_BIT(MROC_OP_CONNECT_REQ), false);
+		start_connect(p, &a, &b, SVC, SVC);
+		pair_pump(p);
+		pair_capture_stop(p);
+		assert_int_equal(cap->n, 1);
+		req = cap->pkt[0];
+		pkt_put32(req.data, PKT_SRC_QPN, 0x4242);
+		for (uint32_t i = 0; i < 100; i++) {
+			pair_rx(p, PAIR_B, req.data, req.len, 7 + i, req.sport);
+			pair_pump(p);
+		}
+		assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+		pair_expect_none(p, PAIR_B);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 100);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), 100 - 8);
+		/* A's own REQ, sent again, connects through them. */
+		pair_run_for(p, 3 * ca.rto_init_ns);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+		a_writes(p);
+		pair_free(p);
+		*state = NULL;
+	}
+}
+
+/*
  * The requester's RTU never gets through (the server never binds, so
  * nothing of the QP's comes back): the requester never counts itself
  * connected, and after cm_retries tries its QP fails with CONNECT_ERR (a
@@ -1232,6 +1282,7 @@ int main(void)
 		T(test_cm_ext_malformed),
 		T(test_cm_ext_tagged),
 		T(test_ghost_req_takes_no_listener),
+		T(test_ghost_chain_bounded),
 		T(test_rtu_unanswered),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
