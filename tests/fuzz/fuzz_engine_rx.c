@@ -86,6 +86,7 @@ static void digest_end(uint64_t *h, struct fuzz_pair *f)
 	}
 	mix64(h, f->p->now);
 	mix64(h, f->p->stuck_deadlines);
+	mix64(h, f->p->ticked);
 }
 
 /* ---- the input ---------------------------------------------------------------- */

@@ -26,6 +26,14 @@
 #define FUZZ_STRANGE	0x10
 #define FUZZ_PUMP	0x80
 #define FUZZ_REC_HDR	5
+/*
+ * The pair's driver loop (engine_pair.h, pair.tick): timers run at most once
+ * a microsecond, about a turn of mrocd's worker loop.  The fake wire's RTT
+ * is ~1 ns, so a tail probe timed by it re-armed every 2 ns until the RTO:
+ * inputs that got there ran the timers up to a million times in their
+ * 30 ms, 2.3 s of CPU each under the sanitizers.
+ */
+#define FUZZ_TICK	(1 * PAIR_US)
 
 struct fuzz_pair {
 	struct pair *p;
@@ -67,6 +75,7 @@ static inline void fuzz_pair_setup(struct fuzz_pair *f, uint8_t sec)
 		pair_reset(f->p, &ca, &cb);
 	else
 		f->p = pair_new(&ca, &cb);
+	f->p->tick = FUZZ_TICK;
 	pair_connect(f->p, NULL, NULL, FUZZ_SERVICE);
 	for (int side = 0; side < 2; side++) {
 		if (f->mem[side])

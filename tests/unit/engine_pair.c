@@ -402,6 +402,10 @@ void pair_run(struct pair *p, uint64_t until)
 			p->stuck_deadlines++;
 			d = p->now + 1;
 		}
+		if (advanced && d < p->now + p->tick) {
+			p->ticked++;
+			d = p->now + p->tick;
+		}
 		if (d > until)
 			break;
 		if (d > p->now)

@@ -114,6 +114,17 @@ struct pair {
 	 * one would, instead of spinning.
 	 */
 	uint64_t stuck_deadlines;
+	/*
+	 * The driver's loop (0: none, the default): once pair_run has run the
+	 * timers at now, it runs them again no sooner than now + tick, as mrocd's
+	 * worker runs them at most once a turn of its loop.  Without one a path
+	 * that re-arms a few nanoseconds ahead (a tail probe timed by the fake
+	 * wire's RTT of ~1 ns) is woken every few nanoseconds until its RTO:
+	 * a million timer runs in the 30 ms fuzz_engine_rx gives an input.
+	 */
+	uint64_t tick;
+	/* Timer runs pair_run moved later for the tick (the deadline came sooner). */
+	uint64_t ticked;
 	struct pair_pkt tx[PAIR_TX_BATCH];
 };
 
