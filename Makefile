@@ -49,6 +49,11 @@ BUILD ?= build-$(subst $(comma),-,$(SANITIZE))
 else
 BUILD ?= build
 endif
+# One spelling of each object's path: -MMD names the target as -o spells it, so
+# a build with BUILD=$PWD/build (test_install.sh, the bench scripts) left .d files
+# whose header dependencies a later `make` (BUILD=build) never matched, and a
+# changed header rebuilt nothing.
+override BUILD := $(patsubst $(CURDIR)/%,%,$(abspath $(BUILD)))
 OBJ := $(BUILD)/obj
 
 # ---- toolchain and flags ------------------------------------------------------

@@ -158,6 +158,15 @@ static uint64_t probe_srtt(const struct engine *eng, const struct qp *qp, const 
 }
 
 /*
+ * No probe time below the timer wheel's tick (timer.c): a path waiting for an
+ * older packet's answer re-arms a probe time on (qp_timers), and on RTTs of
+ * nanoseconds (echoes that claim them: fuzz_engine_rx's slowest inputs) it
+ * woke every 2 ns until its RTO, 800,000 times in 1.7 ms.  No real fabric's
+ * probe time is that short.
+ */
+#define PTO_MIN_NS	1024
+
+/*
  * A new path borrows its siblings' RTT: a lost first packet need not wait
  * an RTO.  The receiver's ACK delay counts only if the newest packet did
  * not ask for an immediate ACK (RFC 8985's PTO: 2 SRTT, plus the delayed
@@ -166,10 +175,12 @@ static uint64_t probe_srtt(const struct engine *eng, const struct qp *qp, const 
  */
 static uint64_t probe_timeout(const struct engine *eng, const struct qp *qp, struct path *p)
 {
-	uint64_t srtt = probe_srtt(eng, qp, p);
+	uint64_t srtt = probe_srtt(eng, qp, p), pto;
 
-	return srtt ? 2 * srtt + (sb_ent(p, p->next_psn - 1)->ack_req ? 0 : eng->cfg.ack_delay_ns)
-		    : 0;
+	if (!srtt)
+		return 0;
+	pto = 2 * srtt + (sb_ent(p, p->next_psn - 1)->ack_req ? 0 : eng->cfg.ack_delay_ns);
+	return pto > PTO_MIN_NS ? pto : PTO_MIN_NS;
 }
 
 /*

@@ -50,4 +50,17 @@ for h in "$bin"/fuzz_*; do
 		rc=1
 	fi
 done
+# The engine's own timers, without the driver loop's tick (fuzz_pair.h): no input of the
+# seeds or regressions may make a timer storm (fuzz_engine_rx counts the timer runs).
+h=$bin/fuzz_engine_rx
+if [ -x "$h" ]; then
+	dirs=("$bin/seeds/fuzz_engine_rx" "$top/tests/fuzz/regress/fuzz_engine_rx")
+	if MROC_FUZZ_TICK_NS=0 "$h" -runs=0 "${dirs[@]}" >"$tmp/tick0.log" 2>&1; then
+		echo "ok: fuzz_engine_rx without the loop's tick: no timer storm"
+	else
+		echo "FAIL: fuzz_engine_rx without the loop's tick"
+		grep -v '^#' "$tmp/tick0.log" | tail -n 20
+		rc=1
+	fi
+fi
 exit $rc

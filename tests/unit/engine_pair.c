@@ -412,6 +412,7 @@ void pair_run(struct pair *p, uint64_t until)
 			p->now = d;
 		engine_advance(p->s[PAIR_A].eng, pair_clock(p, PAIR_A));
 		engine_advance(p->s[PAIR_B].eng, pair_clock(p, PAIR_B));
+		p->wakeups++;
 		advanced = true;
 	}
 	if (p->now < until)

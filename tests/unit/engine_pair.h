@@ -125,6 +125,7 @@ struct pair {
 	uint64_t tick;
 	/* Timer runs pair_run moved later for the tick (the deadline came sooner). */
 	uint64_t ticked;
+	uint64_t wakeups;	/* pair_run's timer runs (both engines advanced once) */
 	struct pair_pkt tx[PAIR_TX_BATCH];
 };
 
