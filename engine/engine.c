@@ -218,7 +218,7 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	eng->rx_repeat = false;
 	if (meta->arrival) {
 		eng->st.c[EC_RX_STAMPED]++;
-		eng->st.c[EC_RX_WAIT_NS] += now - rx_arrival(eng, meta, now);
+		eng->st.c[EC_RX_WAIT_NS] += rx_taken(eng, meta, now) - rx_arrival(eng, meta, now);
 	}
 	err = sec_rx_check(eng, buf, &len, meta);
 	if (err)

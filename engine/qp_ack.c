@@ -499,12 +499,13 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return 0;
 
 	bytes = walk_sack(eng, qp, p, a, &newest, now);
-	echo_ok = path_on_echo(eng, qp, p, a->ts_echo, now);
+	/* The echo is timed to when we took the ACK: no earlier than it arrived (rx_taken). */
+	echo_ok = path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at));
 	if (bytes) {
 		bool first = !p->srtt;
 
 		if (echo_ok) {
-			uint64_t rtt = (uint32_t)((uint32_t)now - a->ts_echo);
+			uint64_t rtt = (uint32_t)((uint32_t)max_u64(now, at) - a->ts_echo);
 
 			uint64_t fabric = fabric_rtt(eng, a, rtt, at);
 

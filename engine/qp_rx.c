@@ -418,6 +418,21 @@ static void schedule_ack(struct engine *eng, struct qp *qp, struct rx_path *rp,
 		rxp_set_ack_deadline(qp, rp, now + eng->cfg.ack_delay_ns);
 }
 
+/*
+ * The packet an ACK of its path echoes from now on: its send stamp, when
+ * we took it (rx_taken: no earlier than it arrived) and how long it waited
+ * in the host before (rx_arrival), which the ACK's host_delay gives back.
+ */
+static void rx_took(const struct engine *eng, struct rx_path *rp, const struct wire_pkt *pkt,
+		    const struct engine_rx_meta *meta, uint64_t now)
+{
+	uint64_t taken = rx_taken(eng, meta, now);
+
+	rp->last_ts = pkt->hdr.ts;
+	rp->last_ts_at = taken;
+	rp->last_wait = (uint32_t)min_u64(taken - rx_arrival(eng, meta, now), UINT32_MAX);
+}
+
 int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	       const struct engine_rx_meta *meta, uint64_t now)
 {
@@ -474,9 +489,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		 * A path's first packet: what an ACK owed below echoes, even a
 		 * RoCEv2 NAK of it; the echo was our own clock (issue #23, finding 4).
 		 */
-		rp->last_ts = pkt->hdr.ts;
-		rp->last_ts_at = now;
-		rp->last_wait = (uint32_t)min_u64(now - rx_arrival(eng, meta, now), UINT32_MAX);
+		rx_took(eng, rp, pkt, meta, now);
 	}
 	if (qp->mops->rx_order) {
 		err = qp->mops->rx_order(eng, qp, rp, d->psn);
@@ -497,9 +510,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		rp->ce_pkts++;
 		eng->st.c[EC_CE]++;
 	}
-	rp->last_ts = pkt->hdr.ts;
-	rp->last_ts_at = now;
-	rp->last_wait = (uint32_t)min_u64(now - rx_arrival(eng, meta, now), UINT32_MAX);
+	rx_took(eng, rp, pkt, meta, now);
 	rp->active = true;
 	/*
 	 * A packet of a delivered DSN that asks for no ACK is a small
@@ -577,6 +588,16 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 }
 
 /*
+ * How long ago the path's newest packet was taken (rx_took): 0 for an ACK
+ * built on a clock older than that packet's arrival stamp (the caller read
+ * its clock before the packet came), never the wrapped difference.
+ */
+static uint64_t since_taken(const struct rx_path *rp, uint64_t now)
+{
+	return now > rp->last_ts_at ? now - rp->last_ts_at : 0;
+}
+
+/*
  * The echo is moved on by the time the ACK waited here beyond the delayed
  * ACK's own allowance (which the sender's RTO already adds): behind
  * thousands of QPs' ACKs, a busy receiver must not look like a slow network
@@ -584,7 +605,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
  */
 static uint32_t ack_held(const struct engine *eng, const struct rx_path *rp, uint64_t now)
 {
-	uint64_t held = now - rp->last_ts_at;
+	uint64_t held = since_taken(rp, now);
 
 	return held > eng->cfg.ack_delay_ns ? (uint32_t)(held - eng->cfg.ack_delay_ns) : 0;
 }
@@ -598,7 +619,7 @@ static uint32_t ack_held(const struct engine *eng, const struct rx_path *rp, uin
  */
 static uint8_t ack_host_delay(const struct engine *eng, const struct rx_path *rp, uint64_t now)
 {
-	uint64_t held = now - rp->last_ts_at;
+	uint64_t held = since_taken(rp, now);
 
 	return mroc_host_delay_enc(rp->last_wait + min_u64(held, eng->cfg.ack_delay_ns));
 }

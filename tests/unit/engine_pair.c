@@ -178,6 +178,30 @@ void pair_set_stamp_lead(struct pair *p, int side, uint64_t lead)
 	p->s[side].stamp_lead = lead;
 }
 
+void pair_set_rx_lag(struct pair *p, int side, uint64_t lag)
+{
+	p->s[side].rx_lag = lag;
+}
+
+/*
+ * Side's time for an engine call with work to do (a post, a timer due,
+ * packets to send), which its later packets may not be taken before
+ * (pair_set_rx_lag): a worker reads its clock after such work, not before.
+ */
+static uint64_t pair_call_clock(struct pair *p, int side)
+{
+	return p->s[side].called = pair_clock(p, side);
+}
+
+static void pair_advance(struct pair *p, int side)
+{
+	uint64_t now = pair_clock(p, side);
+
+	if (engine_next_deadline(p->s[side].eng) <= now)
+		p->s[side].called = now;
+	engine_advance(p->s[side].eng, now);
+}
+
 void pair_set_delay(struct pair *p, int side, uint64_t delay)
 {
 	struct pair_wire *w = &p->wire[side];
@@ -263,14 +287,21 @@ int pair_rx(struct pair *p, int to, const uint8_t *buf, size_t len, uint32_t pee
 				       .sealed = p->s[to].sealed ? ENGINE_RX_SEALED : ENGINE_RX_PLAIN };
 	/* An exact-size heap copy: a sanitizer build catches any read past the end. */
 	uint8_t *copy = malloc(len ? len : 1);
+	uint64_t now;
 	int ret;
 
 	assert_non_null(copy);
 	memcpy(copy, buf, len);
 	p->s[to].heard[sport / 8] |= (uint8_t)(1u << sport % 8);
+	now = pair_clock(p, to);
 	if (p->s[to].stamp_lead)
-		meta.arrival = pair_clock(p, to) - p->s[to].stamp_lead;
-	ret = engine_rx(p->s[to].eng, pair_clock(p, to), copy, len, &meta);
+		meta.arrival = now - p->s[to].stamp_lead;
+	if (p->s[to].rx_lag) {
+		meta.arrival = now;
+		now = now - p->s[to].called > p->s[to].rx_lag ? now - p->s[to].rx_lag :
+								 p->s[to].called;
+	}
+	ret = engine_rx(p->s[to].eng, now, copy, len, &meta);
 	free(copy);
 	pair_poll(p);
 	return ret;
@@ -310,6 +341,8 @@ static unsigned pump_side(struct pair *p, int from)
 		b[i] = (struct engine_txbuf){ .data = p->tx[i].data, .cap = PAIR_MAX_PKT };
 	n = engine_tx(p->s[from].eng, pair_clock(p, from), b, PAIR_TX_BATCH);
 	assert_in_range(n, 0, PAIR_TX_BATCH);
+	if (n)
+		p->s[from].called = pair_clock(p, from);
 	for (int i = 0; i < n; i++) {
 		struct pair_pkt *pkt = &p->tx[i];
 
@@ -410,8 +443,8 @@ void pair_run(struct pair *p, uint64_t until)
 			break;
 		if (d > p->now)
 			p->now = d;
-		engine_advance(p->s[PAIR_A].eng, pair_clock(p, PAIR_A));
-		engine_advance(p->s[PAIR_B].eng, pair_clock(p, PAIR_B));
+		pair_advance(p, PAIR_A);
+		pair_advance(p, PAIR_B);
 		p->wakeups++;
 		advanced = true;
 	}
@@ -518,7 +551,7 @@ uint8_t pair_state(struct pair *p, int side)
 
 int pair_post(struct pair *p, int side, const struct engine_wr *wr)
 {
-	return engine_post_send(p->s[side].eng, p->s[side].qpn, wr, pair_clock(p, side));
+	return engine_post_send(p->s[side].eng, p->s[side].qpn, wr, pair_call_clock(p, side));
 }
 
 int pair_post_recv(struct pair *p, int side, uint64_t wr_id, uint32_t lkey, uint64_t laddr,

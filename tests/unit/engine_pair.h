@@ -66,6 +66,8 @@ struct pair_side {
 	int64_t clk_offset;		/* this side's clock: now + now * clk_ppm / 10^6 + clk_offset */
 	int32_t clk_ppm;
 	uint64_t stamp_lead;		/* pair_set_stamp_lead */
+	uint64_t rx_lag;		/* pair_set_rx_lag */
+	uint64_t called;		/* its clock at its last call with work (pair_call_clock) */
 	/*
 	 * Its packets come in as opened by a frame layer (engine_rx_meta.sealed =
 	 * ENGINE_RX_SEALED): a stand-in for "aead" (daemon/dataplane/aead.c),
@@ -153,6 +155,16 @@ void pair_set_delay(struct pair *p, int side, uint64_t delay);
  * more than that).  0, the default: no stamp.
  */
 void pair_set_stamp_lead(struct pair *p, int side, uint64_t lead);
+/*
+ * Side takes packets from now on with a clock up to lag behind their
+ * arrival stamp, which is its true time: a worker that read its clock, then
+ * lost its CPU, then took its receive ring (mrocd's worker loop).  The
+ * clock never goes back past its last call with work (a post, a timer due,
+ * packets sent: a worker reads its clock after such work); what it sends
+ * it stamps with its true time.  0, the default: packets are taken at
+ * their arrival.
+ */
+void pair_set_rx_lag(struct pair *p, int side, uint64_t lag);
 /* engine_config_default() with timers shrunk to fake-time microseconds. */
 void pair_test_config(struct engine_config *cfg);
 /* pd 1, MetaRoCE, 4 paths, 64-deep queues. */
