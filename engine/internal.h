@@ -55,6 +55,7 @@ struct sb_entry {
 	uint8_t ack_req : 1;	/* sent with ACK_REQ: acknowledged without the receiver's delay */
 	uint8_t rto_lost : 1;	/* declared lost by the path's last RTO (ack_unlose) */
 	uint8_t dup : 1;	/* copy: a lone small message's (qp_tx.c dup_max; qp_ack.c drop_dups) */
+	uint8_t part : 1;	/* of a split, uncopied message of <= mtu (path_lend_rtt) */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
@@ -165,6 +166,7 @@ struct tx_msg {
 	uint8_t started;	/* a segment has been sent (READ, atomics: counts in rd_out) */
 	uint8_t split;		/* cut by the split rule: its segments carry MROC_F_SPLIT */
 	uint8_t alone;		/* posted with nothing waiting: paths by RTT (qp_tx.c) */
+	uint8_t copied;		/* its segments are copied (dup_max, qp_tx.c msg_alloc) */
 	uint8_t atomic[MROC_ATOMIC_REQ_LEN];	/* atomics: operands; ATOMIC_RESP: the value (BE) */
 };
 

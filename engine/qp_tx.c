@@ -167,6 +167,7 @@ static struct tx_msg *msg_alloc(struct engine *eng, struct qp *qp, uint8_t op, u
 	    (2 * nseg <= qp->npaths || held_up(eng, now))) {
 		qp->dup_next = m->first_dsn;
 		qp->dup_end = qp->dsn_alloc;
+		m->copied = 1;
 	}
 	if (mroc_op_uses_recv(op))
 		m->ssn = qp->ssn_next++;
@@ -898,7 +899,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	d.raddr = m->raddr;
 	p->sb[d.psn & p->sb_mask] = (struct sb_entry){
 		.dsn = dsn, .ts = (uint32_t)now, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
-		.copy = copy, .dup = dup,
+		.copy = copy, .dup = dup, .part = m->split && !m->copied && m->len <= eng->cfg.mtu,
 	};
 	qp->dups_out |= dup;
 	p->inflight += bytes;
