@@ -15,6 +15,8 @@
  *   SPOOF_VARY=1  packet i from SRC_IP with its last two bytes set to i's
  *                 (1..254 each) and the MetaRoCE source QPN (bytes 8..11)
  *                 xor i: a flood of requests from as many hosts;
+ *   SPOOF_VARY=2  the same sources, the payload as given: one captured
+ *                 request replayed from as many hosts (one source QPN);
  *   SPOOF_FRAG=1  each packet as two IP fragments, the first with the UDP
  *                 header and 32 bytes of payload.
  * IPv6: SPOOF_IF=NAME sends through interface NAME (a link-local or
@@ -131,7 +133,8 @@ err:
 int main(int argc, char **argv)
 {
 	const char *ev = getenv("SPOOF_VARY"), *ef = getenv("SPOOF_FRAG");
-	bool vary = ev && *ev == '1', frag = ef && *ef == '1';
+	bool vary = ev && (*ev == '1' || *ev == '2'), frag = ef && *ef == '1';
+	bool vary_qpn = vary && *ev == '1';
 	static uint8_t buf[sizeof(struct ip6_hdr) + sizeof(struct udphdr) + MAX_PAYLOAD];
 	uint8_t payload[MAX_PAYLOAD];
 	struct sockaddr_storage dst = { 0 };
@@ -212,7 +215,7 @@ int main(int argc, char **argv)
 
 			sb[2] = (uint8_t)(1 + (unsigned)i / 254 % 254);
 			sb[3] = (uint8_t)(1 + (unsigned)i % 254);
-			if (plen >= 12)
+			if (vary_qpn && plen >= 12)
 				for (int k = 0; k < 4; k++)
 					m[8 + k] = (uint8_t)(payload[8 + k] ^ (unsigned)i >> (24 - 8 * k));
 			put_icrc(m, (size_t)plen, ntohs(udp->source), ntohs(udp->dest));

@@ -23,12 +23,22 @@
 #     mrocd's memory does not grow with it, no neighbour entry is made for an
 #     off-link source (before: one each, until the host's table overflowed),
 #     and a new transfer connects afterwards.
+#  6. A's REQ for a service, captured while B had no listener for it, replayed
+#     from 30,000 sources once B's application listens (not yet bound): each
+#     takes a half-open entry, at most 8 a hash chain (the rest pushed out,
+#     `cm_half_dropped`: before, a chain and a listener's list as long as the
+#     table, walked by every REQ); then, under REQs from 3,000 sources and
+#     QPNs, the real client connects and its WRITE lands.
 # The transfer completes with every byte verified, and A stays B's only peer
 # by its own address.
 set -u
 . "$(dirname "$0")/lib.sh"
 
 e2e_spoof_fabric_up
+EX=$BUILD/examples
+for p in "$EX/write_server" "$EX/write_client"; do
+	[ -x "$p" ] || skip "$p not built"
+done
 PLANE=$(sed 's/-h0$/-p1/' <<<"$NS_A")
 # workers = 1: two workers' hand-offs wait for the 2-core scheduler (test_port_addrs.sh).
 e2e_port_addr_configs 's/busy_poll_us = 20;/busy_poll_us = 20; workers = 1;/'
@@ -128,6 +138,46 @@ e2e_perf_start 2
 e2e_perf_finish "a new transfer after the flood"
 ok "after 30,000 REQs from as many sources: the tables bounded (peers_known $known), RSS +$((rss1 - rss0)) kB," \
 	"a new verified transfer connects"
+
+# 6: a flood against a listener not yet bound.  A's REQ for service 42, captured while B
+# had no listener (refused then); B's application listens; the REQ replayed from 30,000
+# sources (its QPN kept): each takes a half-open entry, but at most 8 entries share a hash
+# chain, so each from the ninth on pushes one out (before: a chain as long as the table,
+# walked by every REQ; every REQ also walked the listener's whole list).  Then, while
+# REQs from as many sources and QPNs keep coming, the real client connects.
+e2e_capture_req unbound env MROC_SOCKET="$E2E_DIR/a.ctl" ip netns exec "$NS_A" \
+	timeout 20 "$EX/write_client" "$FABRIC_IP_1" 0x1
+MROC_SOCKET=$E2E_DIR/b.ctl ip netns exec "$NS_B" timeout 60 "$EX/write_server" 40 \
+	>"$E2E_DIR/ws.out" 2>&1 &
+ws=$!
+for _ in $(seq 100); do grep -q "^rkey 0x" "$E2E_DIR/ws.out" && break; sleep 0.1; done
+rkey=$(awk '/^rkey/ { print $2 }' "$E2E_DIR/ws.out")
+[ -n "$rkey" ] || fail "write_server printed no rkey: $(cat "$E2E_DIR/ws.out")"
+half() { e2e_admin b counters | jq -c '.engine | {cm_half_open, cm_half_dropped}'; }
+h0=$(half)
+IV=0 sport=$REQ_SPORT req=$REQ_HEX spoof 10.200.0.0 "$B1" 30000 SPOOF_VARY=2
+sleep 1
+h1=$(half)
+echo "b: half-open before the replay $h0, after $h1"
+jq -e --argjson a "$h0" '.cm_half_open - $a.cm_half_open >= 100 and
+	(.cm_half_dropped - $a.cm_half_dropped) >= (.cm_half_open - $a.cm_half_open) - 8' <<<"$h1" >/dev/null ||
+	fail "one REQ replayed from 30,000 sources: want >= 100 entries, all but 8 of them pushed out: $h0 -> $h1"
+IV=1 sport=$REQ_SPORT req=$REQ_HEX spoof 10.200.0.0 "$B1" 3000 SPOOF_VARY=1 &
+flood=$!
+sleep 0.3
+out=$(MROC_SOCKET=$E2E_DIR/a.ctl ip netns exec "$NS_A" timeout 40 "$EX/write_client" "$FABRIC_IP_1" \
+	"$rkey" 2>&1) || fail "the real client during the flood: $out; b: $(half)"
+[ "$out" = "write: success" ] || fail "the real client during the flood: $out"
+wait $flood || fail "spoof_udp (the flood during the real client)"
+wait $ws || fail "write_server: $(cat "$E2E_DIR/ws.out")"
+grep -qx "received: hello over MetaRoCE" "$E2E_DIR/ws.out" || fail "write_server: $(cat "$E2E_DIR/ws.out")"
+h2=$(half)
+echo "b: half-open after the flood from as many QPNs: $h2"
+jq -e --argjson a "$h1" '.cm_half_open - $a.cm_half_open >= 100' <<<"$h2" >/dev/null ||
+	fail "the flood from as many QPNs took no half-open entries: $h1 -> $h2"
+ok "A's REQ replayed from 30,000 sources against a listener not yet bound: half-open $h0 -> $h1" \
+	"(each chain holds 8, the rest pushed out); then, under REQs from 3,000 sources and QPNs" \
+	"($h2), the real client connected and its WRITE landed"
 
 # A is still B's peer by its own address, its port addresses neither taken nor shared.
 c=$(counter .peers)
