@@ -102,7 +102,11 @@ static int write_keys(const char *dir, const char *name, struct mroc_mr *mr)
 	return 0;
 }
 
-/* The next completion that is not a connection event: its status, or -ETIMEDOUT. */
+/*
+ * The next completion of a work request (connection events skipped: a
+ * remote access error also ends the QP, and either may come first): its
+ * status, or -ETIMEDOUT.
+ */
 static int next_wc(struct mroc_qp *qp, struct mroc_wc *wc)
 {
 	for (int waited = 0; waited < WAIT_MS; waited += 100) {
@@ -110,7 +114,8 @@ static int next_wc(struct mroc_qp *qp, struct mroc_wc *wc)
 
 		if (n < 0)
 			return n;
-		if (n && wc->opcode != MROC_WC_CONNECTED)
+		if (n && wc->opcode != MROC_WC_CONNECTED && wc->opcode != MROC_WC_DISCONNECTED &&
+		    wc->opcode != MROC_WC_EVENT_ERROR)
 			return wc->status;
 		if (!n)
 			mroc_wait_cq(qp, 100);
