@@ -229,6 +229,16 @@ static int expect(struct mroc_qp *qp, bool recv, const struct mroc_sqe *s, int w
 	return 1;
 }
 
+/* 16 bytes of own's start to the peer's offset 0 under rkey: must succeed. */
+static int own_write(struct mroc_qp *qp, struct mroc_mr *own, uint32_t rkey, const char *what)
+{
+	const struct mroc_sqe ok = { .wr_id = 9, .opcode = MROC_WR_WRITE,
+		.flags = MROC_SEND_SIGNALED, .lkey = mroc_mr_lkey(own), .laddr = 0, .len = 16,
+		.rkey = rkey, .raddr = 0 };
+
+	return expect(qp, false, &ok, MROC_WC_SUCCESS, what);
+}
+
 static int local(const char *sock, uint64_t service, const char *peer, const char *dir,
 		 const char *peername, char **victims, int nvictims)
 {
@@ -282,11 +292,7 @@ static int local(const char *sock, uint64_t service, const char *peer, const cha
 		bad += expect(qp, true, &r, MROC_WC_LOC_PROT_ERR, msg);
 	}
 	/* The QP still works: the refusals were about the keys, not a broken connection. */
-	const struct mroc_sqe ok = { .wr_id = 9, .opcode = MROC_WR_WRITE,
-		.flags = MROC_SEND_SIGNALED, .lkey = mroc_mr_lkey(own), .laddr = 0, .len = 16,
-		.rkey = prkey, .raddr = 0 };
-
-	bad += expect(qp, false, &ok, MROC_WC_SUCCESS, "the thief's own WRITE");
+	bad += own_write(qp, own, prkey, "the thief's own WRITE");
 	if (bad)
 		return 1;
 	printf("local: %d victim(s): WRITE, SEND, READ, FETCH_ADD, CMP_SWP and RECV naming their "
@@ -351,11 +357,7 @@ static int remote(const char *sock, uint64_t service, const char *peer, const ch
 	qp = connect_qp(ctx, peer, service);
 	if (!qp)
 		return fail("connect", -errno);
-	const struct mroc_sqe ok = { .wr_id = 9, .opcode = MROC_WR_WRITE,
-		.flags = MROC_SEND_SIGNALED, .lkey = mroc_mr_lkey(own), .laddr = 0, .len = 16,
-		.rkey = orkey, .raddr = 0 };
-
-	bad += expect(qp, false, &ok, MROC_WC_SUCCESS, "a WRITE to the listener's own rkey");
+	bad += own_write(qp, own, orkey, "a WRITE to the listener's own rkey");
 	if (bad)
 		return 1;
 	printf("remote: %d victim(s): WRITE, READ and FETCH_ADD naming their rkeys at another "
