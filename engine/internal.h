@@ -252,14 +252,53 @@ enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DI
 		  CM_SEND_RTU };
 
 struct qp {
+	/*
+	 * What the engine reads of a QP for nearly every packet sent or taken,
+	 * whatever else the packet needs, packed into the QP's first three
+	 * cache lines (qp_alloc aligns it): the dispatch, the control checks
+	 * (cm_tx, qp_tx_ack, qp_tx_keepalive, pick_segment) and the timer
+	 * (qp_update_deadline).  Spread over the struct they took a line each,
+	 * and at thousands of QPs a line of a QP is a miss (issue #22,
+	 * scripts/pkt-qps.sh).
+	 */
 	uint32_t qpn;
 	uint8_t state;		/* enum engine_qp_state */
 	uint8_t mode;
 	uint8_t npaths;
 	const struct mode_ops *mops;	/* what the mode changes (mode.h) */
+	uint32_t peer, peer_qpn;
+	uint8_t cm_pending;	/* enum cm_pending */
+	bool ka_reply;		/* the peer asked for a keepalive back */
+	bool ka_request;	/* we ask the peer for one */
+	bool pace_blocked;	/* the last send attempt waited for pace_next */
+	/*
+	 * Paths that owe a probe now, and rx paths that owe an ACK now, bit i
+	 * for path i: asked on every packet sent (pick_segment, qp_tx_ack),
+	 * which at thousands of QPs read a cold line of every path to find
+	 * none (2.0 and 1.8 LL misses a data packet at 4,000 QPs).
+	 */
+	uint16_t probes_owed;
+	uint16_t acks_owed;
+	uint64_t deadline;	/* earliest timer, 0 = none: its place in eng->wheel */
+	struct due_sum path_due;	/* the paths' rto_deadline and probe_at */
+	struct qp *qpn_next;	/* chain in eng->qpn_hash */
+	struct due_sum ack_due;		/* the rx paths' ack_deadline */
+	uint64_t cm_deadline;
+	uint64_t rnr_deadline;
+	uint64_t rack_deadline;	/* when a packet sent before rack_sent is due, 0 = none */
+	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
+	uint64_t pace_next;
+	uint64_t last_rx;	/* last packet from the peer */
+	uint64_t ka_sent;	/* last keepalive request we sent */
+	uint64_t ka_wait;	/* how long the next unanswered request waits */
+	struct peer_host *ph;	/* its peer host (peer.c) while connected; NULL: none */
+	struct list tx_node;	/* on eng->tx_ready: something might be sendable (or on ph->blocked) */
+	struct list ctl_node;	/* on eng->ctl_ready: an ACK, keepalive or CM message may be owed */
+	int32_t deficit;	/* deficit round-robin credit, bytes */
+	uint32_t ph_pkts;	/* data packets of this QP in the peer's window */
+
 	uint64_t pd;
 	uint64_t user;
-	uint32_t peer, peer_qpn;
 	uint64_t service_id;
 	uint32_t peer_mtu;
 	uint32_t peer_split;	/* the peer's split unit, bytes; 0: no split either way */
@@ -267,11 +306,9 @@ struct qp {
 	uint32_t sq_depth, rq_depth;
 
 	/* connection management */
-	uint8_t cm_pending;	/* enum cm_pending */
 	uint8_t cm_reason;
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
-	uint64_t cm_deadline;
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
 	/* listener: its half-open entries (cm_half.c), a list of index + 1, and
 	 * which LISTEN this is (entries of an earlier one are stale) */
@@ -313,21 +350,13 @@ struct qp {
 	uint64_t tx_win_at;	/* sparse_qp: the start of the QP's current ack_delay window, */
 	uint32_t tx_win_pkts;	/* the data packets it sent in it, */
 	bool tx_dense;		/* and whether the last window had npaths x ack_every / 2 */
-	uint64_t pace_next;
-	bool pace_blocked;	/* the last send attempt waited for pace_next */
 	uint32_t hint_mbps;	/* peer's fair-share hint */
 	uint16_t nak_seen;	/* newest nak_seq acted on */
-	uint64_t rnr_deadline;
 	uint32_t rnr_from;	/* while rnr_deadline is set: DSNs from here wait, even if SACKed */
 	uint64_t last_progress;	/* last time snd_una or an ACK moved */
-	uint64_t last_rx;	/* last packet from the peer */
-	uint64_t ka_sent;	/* last keepalive request we sent */
-	uint64_t ka_wait;	/* how long the next unanswered request waits */
 	uint8_t ka_path;	/* path of our last request (< npaths) */
 	uint8_t ka_reply_path;	/* the peer's request came on this path id ... */
 	uint16_t ka_reply_sport;	/* ... and source port: the answer goes back there */
-	bool ka_reply;		/* the peer asked for a keepalive back */
-	bool ka_request;	/* we ask the peer for one */
 	/*
 	 * Keepalive numbers (PROTOCOL 3.4a): ours count up for the QP's life,
 	 * across reconnections; the peer's highest taken is kept while the
@@ -342,8 +371,6 @@ struct qp {
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
 	uint64_t rack_sent;	/* engine time the latest-sent acknowledged packet left ... */
 	bool rack_valid;	/* ... since the QP (re)connected */
-	uint64_t rack_deadline;	/* when a packet sent before rack_sent is due, 0 = none */
-	uint64_t stall_since;	/* snd_una stuck although all segments above were SACKed */
 
 	/* receive side */
 	uint32_t rcv_cum;	/* cumulative DSN */
@@ -368,32 +395,15 @@ struct qp {
 	struct engine_cqe *cq;	/* grows up to cq_cap, which every WR and event fits */
 	uint32_t cq_mask, cq_cap, cq_head, cq_tail;
 
-	/* scheduling (engine.c, timer.c): no walk over all QPs anywhere */
-	struct list tx_node;	/* on eng->tx_ready: something might be sendable (or on ph->blocked) */
-	struct peer_host *ph;	/* its peer host (peer.c) while connected; NULL: none */
-	uint32_t ph_pkts;	/* data packets of this QP in the peer's window */
-	bool ph_blocked;	/* waiting for room in it */
-	struct list ctl_node;	/* on eng->ctl_ready: an ACK, keepalive or CM message may be owed */
+	/* scheduling (engine.c, timer.c): no walk over all QPs anywhere (and above) */
+	bool ph_blocked;	/* waiting for room in the peer's window (ph_pkts) */
 	struct list cq_node;	/* on eng->cq_ready: completions to take */
-	int32_t deficit;	/* deficit round-robin credit, bytes */
-	uint64_t deadline;	/* earliest timer, 0 = none: its place in eng->wheel */
-	struct due_sum path_due;	/* the paths' rto_deadline and probe_at */
-	struct due_sum ack_due;		/* the rx paths' ack_deadline */
-	/*
-	 * Paths that owe a probe now, and rx paths that owe an ACK now, bit i
-	 * for path i: asked on every packet sent (pick_segment, qp_tx_ack),
-	 * which at thousands of QPs read a cold line of every path to find
-	 * none (2.0 and 1.8 LL misses a data packet at 4,000 QPs).
-	 */
-	uint16_t probes_owed;
-	uint16_t acks_owed;
 	struct list timer_node;	/* in a slot of eng->wheel (timer.c) */
 	uint8_t timer_level, timer_slot;
 	uint32_t slot;		/* index in eng->qps */
 	struct qp *listen_next;	/* chain in eng->listen_hash (state LISTEN) */
 	struct qp *conn_next;	/* chain in eng->conn_hash, by (peer, peer_qpn) */
 	struct qp *due_next;	/* engine_advance's batch of due QPs */
-	struct qp *qpn_next;	/* chain in eng->qpn_hash */
 	bool in_listen, in_conn;
 
 	/* statistics */
