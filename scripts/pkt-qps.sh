@@ -34,18 +34,25 @@ OUT=$(mktemp -d /tmp/pkt-qps.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 CACHE="--cache-sim=yes --I1=32768,8,64 --D1=49152,12,64 --LL=1048576,16,64"
 
+# awk: a callgrind_annotate row's counts into val[] (by column: col[] from "Events recorded"),
+# skipping its "(12.3%)" shares; returns the index of the first field after them (the name).
+COUNTS='
+	function counts(   i, v, k) {
+		for (i = 1; i <= NF; i++) {
+			if ($i ~ /^\(/ || $i ~ /%\)$/) continue
+			v = $i; gsub(",", "", v); if (v == ".") v = 0
+			if (v !~ /^[0-9]+$/) break
+			val[++k] = v
+		}
+		return i
+	}'
+
 # The event totals of a callgrind file, one function (awk regex) or all: "Ir D1 LL".
 totals() {
-	callgrind_annotate --auto=no --inclusive=no "$1" 2>/dev/null | awk -v fn="$2" '
+	callgrind_annotate --auto=no --inclusive=no "$1" 2>/dev/null | awk -v fn="$2" "$COUNTS"'
 		/Events recorded:/ { for (i = 3; i <= NF; i++) col[$i] = i - 2 }
 		(fn == "" && /PROGRAM TOTALS/) || (fn != "" && $0 ~ fn && /^ *[0-9,]+ /) {
-			n = 0
-			for (i = 1; i <= NF; i++) {
-				if ($i ~ /^\(/ || $i ~ /%\)$/) continue
-				v = $i; gsub(",", "", v); if (v == ".") v = 0
-				if (v !~ /^[0-9]+$/) break
-				val[++n] = v
-			}
+			counts()
 			ir += val[col["Ir"]]
 			d1 += val[col["D1mr"]] + val[col["D1mw"]]
 			ll += val[col["DLmr"]] + val[col["DLmw"]]
@@ -90,17 +97,11 @@ done
 echo
 echo "Functions with the most LL misses at $last QPs (the last seed), per data packet (Ir, D1 misses, LL misses):"
 d=$(jq -r .data_pkts "$OUT/last.json")
-callgrind_annotate --auto=no --inclusive=no --sort=DLmr,DLmw "$OUT/cg.$last" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
+callgrind_annotate --auto=no --inclusive=no --sort=DLmr,DLmw "$OUT/cg.$last" 2>/dev/null |
+	awk -v d="$d" -v top="$TOP" "$COUNTS"'
 	/Events recorded:/ { for (i = 3; i <= NF; i++) col[$i] = i - 2 }
 	/^ *[0-9,.]+ .*:/ && !/PROGRAM TOTALS/ && n < top {
-		k = 0
-		for (i = 1; i <= NF; i++) {
-			if ($i ~ /^\(/ || $i ~ /%\)$/) continue
-			v = $i; gsub(",", "", v); if (v == ".") v = 0
-			if (v !~ /^[0-9]+$/) break
-			val[++k] = v
-		}
-		name = $i
+		name = $counts()
 		printf "  %6.1f %6.2f %6.2f  %s\n", val[col["Ir"]] / d, (val[col["D1mr"]] + val[col["D1mw"]]) / d,
 			(val[col["DLmr"]] + val[col["DLmw"]]) / d, name
 		n++

@@ -265,8 +265,15 @@ struct run_res {
 	uint64_t rto, mem_rest, mem_busy;
 };
 
+/* A point's parameters (struct bench's, without its buffers). */
+struct run_cfg {
+	uint32_t nqps, active, batch, peer_window;
+	uint64_t seed;
+	uint8_t sec;
+};
+
 /* 0 or a negative errno. */
-static int run_one(const struct bench *cfg, uint64_t packets, uint32_t mtu, struct run_res *res)
+static int run_one(const struct run_cfg *cfg, uint64_t packets, uint32_t mtu, struct run_res *res)
 {
 	struct bench *b = calloc(1, sizeof(*b));
 	uint64_t d0, a0, f0[GRP__COUNT];
@@ -385,7 +392,7 @@ int enginebench_cmd(int argc, char **argv)
 	for (char *tok = strtok(qlist, ","); tok; tok = strtok(NULL, ",")) {
 		struct run_res res[100];
 		double v[100], f[GRP__COUNT][100];
-		struct bench cfg = {
+		struct run_cfg cfg = {
 			.sec = sec, .peer_window = (uint32_t)pwin, .batch = (uint32_t)batch,
 		};
 		char col[GRP__COUNT][32];
