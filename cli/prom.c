@@ -94,6 +94,8 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_rto_undone_total", "Needless RTOs undone: window, backoff and port back." },
 	{ "mroc_engine_rto_unlost_total", "Packets an undone RTO had declared lost that ACKs then "
 	  "showed delivered (not resent)." },
+	{ "mroc_engine_repath_back_total", "Paths moved by a timeout that went back to their former "
+	  "port: the new one delivered less." },
 	{ "mroc_engine_cm_half_open_total", "Connection requests answered; the listener is bound "
 	  "only when the requester proves it got the answer." },
 	{ "mroc_engine_cm_half_dropped_total", "Answered connection requests never proven (expired, "

@@ -118,6 +118,7 @@ struct path {
 	uint8_t bad_rounds;
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
+	uint64_t undo_rate;	/* rate_ewma before a timeout move (0: none to judge) */
 	uint64_t last_repath;
 	struct sb_entry *sb;	/* by PSN, grows up to MROC_SACK_BITS entries */
 	uint32_t sb_mask;
