@@ -96,6 +96,8 @@ static const char *const helps[][2] = {
 	  "showed delivered (not resent)." },
 	{ "mroc_engine_repath_back_total", "Paths moved by a timeout that went back to their former "
 	  "port: the new one delivered less." },
+	{ "mroc_engine_repath_back_held_total", "Timeout moves whose new port delivered less but "
+	  "that stayed: the port left delivered nothing once the path had fallen silent." },
 	{ "mroc_engine_cm_half_open_total", "Connection requests answered; the listener is bound "
 	  "only when the requester proves it got the answer." },
 	{ "mroc_engine_cm_half_dropped_total", "Answered connection requests never proven (expired, "

@@ -443,6 +443,7 @@ enum engine_counter {
 	EC_RTO_UNDONE,			/* of EC_RTO_SPURIOUS: undone, window and port back (path.c) */
 	EC_RTO_UNLOST,			/* DSNs an undone RTO had declared lost, found delivered (qp_ack.c) */
 	EC_REPATH_BACK,			/* timeout moves taken back: the new port delivered less (path.c) */
+	EC_REPATH_BACK_HELD,		/* ... that were not: the port left showed no life after the silence */
 	EC_CM_HALF_OPEN,		/* CONNECT_REQs answered, the listener bound only once proven */
 	EC_CM_HALF_DROPPED,		/* of those, never proven (expired, pushed out, refused, lost) */
 	EC_CM_BUSY,			/* REJ BUSY sent: listener taken by another requester, or none free lately */

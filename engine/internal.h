@@ -60,6 +60,9 @@ struct sb_entry {
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
 
+/* A packet sent by the port a timeout move left, to see if that route lives (path.c). */
+enum route_probe { ROUTE_PROBE_NONE = 0, ROUTE_PROBE_WANT, ROUTE_PROBE_SENT };
+
 struct path {
 	uint8_t id;
 	uint8_t state;
@@ -119,6 +122,18 @@ struct path {
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
 	uint64_t undo_rate;	/* rate_ewma before a timeout move (0: none to judge) */
+	/*
+	 * Whether the port a timeout move left still delivered after the path
+	 * fell silent (path.c timeout_move_back): quiet_psn, the next PSN when
+	 * its first tail-loss probe since its last progress came due; left_psn,
+	 * its first PSN on the new port; left_rcv, the peer's rcv_pkts that
+	 * only a packet from quiet_psn on can take it past (path_note_left);
+	 * or a packet sent by that port since (route_probe, PSN probe_psn)
+	 * acknowledged.
+	 */
+	uint32_t quiet_psn, left_psn, left_rcv, probe_psn;
+	uint8_t route_probe;	/* enum route_probe */
+	bool left_alive;
 	uint64_t last_repath;
 	struct sb_entry *sb;	/* by PSN, grows up to MROC_SACK_BITS entries */
 	uint32_t sb_mask;
@@ -624,6 +639,8 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why);
 void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);
+/* An ACK after a timeout move: whether it shows the port left delivering after the silence. */
+void path_note_left(struct path *p, const struct mroc_ack_hdr *a);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_rearm(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* Whether p's RTO is due by its RTO as it stands now; if not, the timer is set to that. */

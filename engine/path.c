@@ -380,6 +380,7 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 	path_set_probe_at(qp, p, 0);
 	p->state = PATH_ACTIVE;
 	p->unlose = true;	/* what it declared lost: qp_ack.c takes back what ACKs show delivered */
+	p->undo_rate = 0;	/* the move, if any, is undone here: nothing left to judge */
 	eng->st.c[EC_RTO_UNDONE]++;
 	if (p->repath_why != ENGINE_REPATH_TIMEOUT || p->last_repath != p->rto_fired_at ||
 	    !p->prev_sport)
@@ -545,6 +546,44 @@ static uint64_t explore_ns(const struct qp *qp)
 static_assert(EC_REPATH_PORT - EC_REPATH_TIMEOUT == ENGINE_REPATH_PORT - ENGINE_REPATH_TIMEOUT,
 	      "enum engine_counter's repath reasons follow enum engine_repath_why");
 
+/*
+ * A timeout move leaves a port that may be dead (a blackholed plane, a
+ * cable, a NIC port the daemon counts down) or alive (random loss took a
+ * tail, its probes and their ACKs).  Both look alike at the RTO: silence
+ * since the last ACK.  What tells them apart comes later, in the peer's
+ * count of packets received on the path (rcv_pkts, every ACK): a dead
+ * route took none of the packets sent once the path had been silent for
+ * two sRTTs (its tail-loss probes, from quiet_psn on), a live one took
+ * most.  Paths are FIFO, so the peer's count at the last ACK (last_rcv_pkts)
+ * holds every packet it will ever get up to the highest PSN acknowledged;
+ * of those sent after it and before quiet_psn it may have had any number
+ * (their ACKs lost, or sent after the route died), and of the new port's
+ * no more than up to the highest PSN an ACK shows.  A count above all that
+ * proves a packet from quiet_psn on got through: the old route was alive
+ * (path_note_left).  Before p leaves: p->next_psn is the new port's first.
+ */
+static void note_leaving(const struct qp *qp, struct path *p)
+{
+	uint32_t known = p->any_acked ? p->high_acked + 1 : qp->isn_psn;
+	uint32_t quiet = p->probes ? p->quiet_psn : p->next_psn;	/* no probe: nothing after */
+
+	p->left_psn = p->next_psn;
+	p->left_rcv = (p->ack_seen ? p->last_rcv_pkts : 0) +
+		      (seq_lt(known, quiet) ? quiet - known : 0);
+	p->left_alive = false;
+	p->route_probe = ROUTE_PROBE_NONE;
+}
+
+void path_note_left(struct path *p, const struct mroc_ack_hdr *a)
+{
+	int last = sack_bytes_last(a->sack);
+	uint32_t hi = last >= 0 ? a->cum_psn + 1 + (uint32_t)last : a->cum_psn - 1;
+	uint32_t newer = seq_le(p->left_psn, hi) ? hi - p->left_psn + 1 : 0;
+
+	if ((int32_t)(a->rcv_pkts - p->left_rcv - newer) > 0)
+		p->left_alive = true;
+}
+
 /* A move to a new source port, of class cls (random_sport) or any (-1). */
 static void repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		   enum engine_repath_why why, int cls)
@@ -562,6 +601,8 @@ static void repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t n
 	}
 	p->last_repath = now;
 	p->undo_rate = why == ENGINE_REPATH_TIMEOUT ? p->rate_ewma : 0;
+	if (p->undo_rate)
+		note_leaving(qp, p);
 	qp->explore_at = now + explore_ns(qp);	/* any move explores */
 	p->min_rtt = 0;
 	restart_window(eng, p);
@@ -733,18 +774,40 @@ static void explore(struct engine *eng, struct qp *qp, struct path *p, uint64_t 
  * path has matured on its new port, if it delivers less than it did before
  * the move it goes back to the port it left (unless a sibling took it),
  * keeping its window: Eifel's undo for the move, judged by the outcome.
- * Once per timeout move.  Returns whether it went back.
+ *
+ * Only to a route shown alive since the path fell silent: a path timed out
+ * off a dead plane, moved onto a sibling's plane, delivers less than it did
+ * alone, and went back to the dead plane for another RTO, again and again
+ * (4 paths on 4 planes, one blackholed: 1-4 times a run).  The peer's count
+ * of packets often shows it (note_leaving); when it does not (random loss
+ * took every probe too: one RTO in four at 10 %), one packet goes by the
+ * old port (route_probe, qp_tx.c), and the move back waits for its ACK; if
+ * it is lost the move stays (repath_back_held), as it does where the port
+ * left is the daemon's counted-down NIC port (nothing comes back there).
+ * Returns whether it went back; until it is decided (undo_rate 0) it is
+ * asked again at each of the path's rounds.
  */
 static bool timeout_move_back(struct engine *eng, const struct qp *qp, struct path *p)
 {
-	uint64_t was = p->undo_rate;
-
-	p->undo_rate = 0;
-	if (p->rate_ewma >= was || !p->prev_sport)
+	if (p->rate_ewma >= p->undo_rate || !p->prev_sport) {
+		p->undo_rate = 0;
 		return false;
+	}
 	for (unsigned j = 0; j < qp->npaths; j++)
-		if (&qp->paths[j] != p && qp->paths[j].sport == p->prev_sport)
+		if (&qp->paths[j] != p && qp->paths[j].sport == p->prev_sport) {
+			p->undo_rate = 0;
 			return false;
+		}
+	if (!p->left_alive) {
+		if (p->route_probe == ROUTE_PROBE_NONE)
+			p->route_probe = ROUTE_PROBE_WANT;
+		if (p->route_probe == ROUTE_PROBE_WANT || !seq_lt(p->probe_psn, p->floor))
+			return false;	/* not sent, or not answered yet */
+		eng->st.c[EC_REPATH_BACK_HELD]++;	/* lost: the route is dead */
+		p->undo_rate = 0;
+		return false;
+	}
+	p->undo_rate = 0;
 	p->sport = p->prev_sport;
 	p->prev_sport = 0;
 	p->min_rtt = 0;		/* the old route's, learnt anew */

@@ -28,6 +28,8 @@ static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32
 	p->st_acked++;
 	if (!p->any_acked || seq_lt(p->high_acked, psn))
 		p->high_acked = psn;
+	if (p->route_probe == ROUTE_PROBE_SENT && psn == p->probe_psn)
+		p->left_alive = true;	/* the port a timeout move left carried it (path.c) */
 	p->any_acked = true;
 	if (!seq_lt(s->dsn, qp->snd_una) && seq_lt(s->dsn, qp->snd_nxt)) {
 		e = dsn_ent(qp, s->dsn);
@@ -536,6 +538,8 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		p->ack_seen = true;
 		p->st_ce += ce_delta;
 	}
+	if (p->undo_rate && !p->left_alive)
+		path_note_left(p, a);	/* a timeout move: was the port it left alive? */
 	/*
 	 * News (PSNs acknowledged, packets received, a NAK) the peer sent since
 	 * the last ACK that had some: a sign of life, and progress for the
@@ -784,6 +788,8 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 				continue;
 			}
 			if (p->probes < path_probe_max(p) && qp->mops->tail_probe) {
+				if (!p->probes)
+					p->quiet_psn = p->next_psn;	/* path.c note_leaving */
 				p->probes++;
 				path_probe_owed(qp, p, true);
 				qp_wake(eng, qp);

@@ -776,7 +776,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	struct path *p, *probe, *spent;
 	uint32_t dsn, seg, off, plen, bytes, lo;
 	uint8_t flags = 0, *src;
-	bool retx, copy, dup;
+	bool retx, copy, dup, route_probe;
 	size_t n;
 
 	/*
@@ -907,6 +907,18 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	/* A split message's segments go one to a path: each is its path's last. */
 	if (!dup && (off + plen == m->len || m->split || !path_can_send(eng, p, eng->seg_bytes)))
 		flags |= MROC_F_ACK_REQ;
+	/*
+	 * A timeout move wants to go back and its old port has shown no life
+	 * yet (path.c timeout_move_back): this packet goes by that port,
+	 * answered at once, and its fate decides.  Not a small message's copy:
+	 * those leave flight unanswered (drop_dups).
+	 */
+	route_probe = p->route_probe == ROUTE_PROBE_WANT && !dup;
+	if (route_probe) {
+		flags |= MROC_F_ACK_REQ;
+		p->route_probe = ROUTE_PROBE_SENT;
+		p->probe_psn = d.psn;
+	}
 	p->sb[d.psn & p->sb_mask].ack_req = !!(flags & MROC_F_ACK_REQ);
 	if (!p->rto_deadline)
 		path_rearm(eng, qp, p, now);
@@ -919,7 +931,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	memcpy(b->data + n, src, plen);
 	b->len = (uint32_t)(n + plen);
 	b->peer = qp->peer;
-	b->sport = p->sport;
+	b->sport = route_probe ? p->prev_sport : p->sport;
 	b->path_id = p->id;
 	b->ect = true;
 

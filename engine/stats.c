@@ -51,6 +51,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RTO_UNDONE] = "rto_undone",
 		[EC_RTO_UNLOST] = "rto_unlost",
 		[EC_REPATH_BACK] = "repath_back",
+		[EC_REPATH_BACK_HELD] = "repath_back_held",
 		[EC_CM_HALF_OPEN] = "cm_half_open",
 		[EC_CM_HALF_DROPPED] = "cm_half_dropped",
 		[EC_CM_BUSY] = "cm_busy",
