@@ -217,7 +217,7 @@ e2e_dump_logs() {
 # e2e_state_logs: both daemons' paths and counters as they are now, into state-NAME.log
 # (e2e_dump_logs shows them): a stalled transfer is understood from the daemons that hold it.
 e2e_state_logs() {
-	local n cli=${MROCD%/mrocd}/mroc-cli
+	local n cli=$BUILD/mroc-cli
 	for n in a b; do
 		[ -S "$E2E_DIR/$n.admin" ] || continue
 		{
