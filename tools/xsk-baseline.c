@@ -97,6 +97,7 @@ struct opts {
 	double busy_poll_s;		/* spin this long after the last work, then sleep */
 	bool no_stamp;			/* load the program without arrival stamps */
 	uint32_t frags;			/* tx: descriptors per packet, 1 or 2 (--frags) */
+	bool read;			/* rx: read every received frame whole (--read) */
 };
 
 struct base {
@@ -114,6 +115,7 @@ struct base {
 };
 
 static volatile sig_atomic_t stop;
+static volatile uint64_t read_sink;	/* --read: what the reads add up to, so they stay */
 
 static void on_signal(int sig)
 {
@@ -316,6 +318,25 @@ static __attribute__((noinline)) void tx_loop(struct base *b, int off, double t_
 	}
 }
 
+/*
+ * --read: every line of the frame read, as mrocd's receiver reads each one
+ * (the ICRC over the frame, the placement copy of the payload).  The bare
+ * receiver otherwise never touches a frame, so the kernel's copy into it on
+ * the sending CPU finds lines no other CPU holds; mrocd's receiver leaves
+ * them in its own caches (issue #22: the yardstick's copy may be cheaper
+ * than the one mrocd's sender pays, for that reason alone).
+ */
+static void read_frame(const uint8_t *p, uint32_t len)
+{
+	uint64_t sum = 0, w;
+
+	for (uint32_t off = 0; off + sizeof(w) <= len; off += 64) {
+		memcpy(&w, p + off, sizeof(w));
+		sum += w;
+	}
+	read_sink += sum;
+}
+
 /* Counts from the first packet on, for o->secs seconds (or until stopped). */
 static __attribute__((noinline)) void rx_loop(struct base *b, double *t0, double *t1,
 					     double *cpu, uint64_t *pkts, uint64_t *bytes)
@@ -351,6 +372,8 @@ static __attribute__((noinline)) void rx_loop(struct base *b, double *t0, double
 		for (uint32_t i = 0; i < n; i++) {
 			const struct xdp_desc *d = xsk_ring_cons__rx_desc(&b->rx, idx_rx + i);
 
+			if (b->o.read)
+				read_frame(xsk_umem__get_data(b->area, d->addr), d->len);
 			*bytes += d->len;
 			*xsk_ring_prod__fill_addr(&b->fq, idx_fq + i) = xsk_umem__extract_addr(d->addr);
 		}
@@ -479,6 +502,8 @@ static void usage(FILE *f)
 		"                  one UMEM frame and the payload from another (XDP_USE_SG,\n"
 		"                  XDP_PKT_CONTD), as a payload sent from where it lies would go;\n"
 		"                  rx: accepted, no effect\n"
+		"  --read          rx: read every line of each received frame, as mrocd's receiver\n"
+		"                  does (its ICRC check and copy); tx: accepted, no effect\n"
 		"  -h, --help      this text\n"
 		"Prints one JSON line: packets, frame bytes, seconds, Mpps and Gbit/s of frames.\n",
 		MROC_UDP_PORT, BUSY_POLL_US);
@@ -509,6 +534,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "busy-poll-us", required_argument, NULL, 'B' },
 		{ "no-stamp", no_argument, NULL, 'N' },
 		{ "frags", required_argument, NULL, 'F' },
+		{ "read", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -538,6 +564,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		case 'B': o->busy_poll_s = atof(optarg) / 1e6; break;
 		case 'N': o->no_stamp = true; break;
 		case 'F': o->frags = (uint32_t)atoi(optarg); break;
+		case 'R': o->read = !o->tx; break;
 		case 'm':
 			mode = xdp_prog_mode_parse(optarg);
 			if (mode < 0)
@@ -623,13 +650,14 @@ int main(int argc, char **argv)
 	if (getsockopt(xsk_socket__fd(b.xsk), SOL_XDP, XDP_STATISTICS, &xs, &xl))
 		memset(&xs, 0, sizeof(xs));
 	printf("{\"role\":\"%s\",\"ifname\":\"%s\",\"queue\":%u,\"mode\":\"%s\",\"zero_copy\":%s,"
-	       "\"frags\":%u,"
+	       "\"frags\":%u,\"read\":%s,"
 	       "\"frame_bytes\":%llu,\"pkts\":%llu,\"secs\":%.3f,\"mpps\":%.4f,\"gbps\":%.3f,"
 	       "\"cpu_s\":%.3f,\"cpu_ns_per_pkt\":%.0f,"
 	       "\"xsk_rx_dropped\":%llu,\"xsk_rx_fill_ring_empty\":%llu}\n",
 	       b.o.tx ? "tx" : "rx", b.o.ifname, b.o.queue,
 	       xdp_prog_mode_name((enum xdp_prog_mode)xdp_prog_attach_mode(b.prog, b.ifindex)),
 	       b.zero_copy ? "true" : "false", b.o.tx ? b.o.frags : 1,
+	       b.o.read ? "true" : "false",
 	       (unsigned long long)(pkts ? bytes / pkts : 0),
 	       (unsigned long long)pkts, t1 - t0, t1 > t0 ? pkts / (t1 - t0) / 1e6 : 0.0,
 	       t1 > t0 ? bytes * 8 / (t1 - t0) / 1e9 : 0.0, cpu, pkts ? cpu * 1e9 / pkts : 0.0,
