@@ -6,15 +6,22 @@
 # on any load, so a change to the engine, the tag or frame.c shows as a
 # number.  For each security mode and payload, the engine alone ("bare") and
 # with the AF_XDP backend's framing, parsing and ICRC ("frames"), then the
-# top functions of the last run, instructions per data packet.
+# top functions of the last run, instructions per data packet.  With framing,
+# each end's share too: the sender's (its data out, the ACKs in) and the
+# receiver's (the data in, its ACKs out); the rest is completions and timers.
+# RX_BATCH: the receiver sends its ACKs after each this many packets of a
+# batch (pkt-cost --rx-batch), as mrocd after each receive batch: 64 (the
+# sender's whole batch) gives the ACKs of a loaded machine, ~0.06 a data
+# packet; 7, the quiet machine's ~7-packet receive batches and ~0.22 ACKs.
 #
 #   scripts/pkt-instr.sh [PACKETS]        default 50000 (plus a quarter of warm-up, not counted)
-#   env: PAYLOADS ("1024 3386"), SEC_MODES ("none token"), TOP (15), BUILD (build)
+#   env: PAYLOADS ("1024 3386"), SEC_MODES ("none token"), TOP (15), BUILD (build), RX_BATCH (64)
 set -u
 N=${1:-50000}
 PAYLOADS=${PAYLOADS:-1024 3386}
 SEC_MODES=${SEC_MODES:-none token}
 TOP=${TOP:-15}
+RX_BATCH=${RX_BATCH:-64}
 BUILD=${BUILD:-$(dirname "$0")/../build}
 BIN=$BUILD/pkt-cost
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 77; }
@@ -22,23 +29,31 @@ command -v valgrind >/dev/null || { echo "needs valgrind"; exit 77; }
 OUT=$(mktemp -d /tmp/pkt-instr.XXXXXX)
 trap 'rm -rf "$OUT"' EXIT
 
-# run PAYLOAD SEC FRAMING: "instructions_per_packet acks_per_packet", callgrind output in $OUT/cg
+# run PAYLOAD SEC FRAMING: "instructions_per_packet acks_per_packet sender's receiver's" (each
+# per data packet), callgrind output in $OUT/cg
 run() {
-	local j ir
+	local j ir snd rcv
 	j=$(valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" --toggle-collect=pkt_loop \
-		"$BIN" "$N" "$1" "$2" "$3" 2>"$OUT/vg.err") || { cat "$OUT/vg.err" >&2; echo "- -"; return; }
+		"$BIN" --rx-batch "$RX_BATCH" "$N" "$1" "$2" "$3" 2>"$OUT/vg.err") ||
+		{ cat "$OUT/vg.err" >&2; echo "- - - -"; return; }
 	echo "$j" >"$OUT/last.json"
-	ir=$(callgrind_annotate "$OUT/cg" 2>/dev/null | awk '/PROGRAM TOTALS/ { gsub(",", "", $1); print $1; exit }')
-	jq -r --argjson ir "${ir:-0}" '"\($ir / .data_pkts | round) \(.acks / .data_pkts * 1000 | round / 1000)"' <<<"$j"
+	read -r ir snd rcv < <(callgrind_annotate --inclusive=yes "$OUT/cg" 2>/dev/null | awk '
+		{ v = $1; gsub(",", "", v) }
+		/PROGRAM TOTALS/ { t = v }
+		/pkt-cost\.c:sender_(tx|rx) \[/ { s += v }
+		/pkt-cost\.c:receiver_(tx|rx) \[/ { r += v }
+		END { print t + 0, s + 0, r + 0 }')
+	jq -r --argjson ir "${ir:-0}" --argjson s "${snd:-0}" --argjson r "${rcv:-0}" '
+		"\($ir / .data_pkts | round) \(.acks / .data_pkts * 1000 | round / 1000) \($s / .data_pkts | round) \($r / .data_pkts | round)"' <<<"$j"
 }
 
-echo "| payload B | security | engine alone, Ir per data packet | with framing and ICRC | framing's share | ACKs per data packet |"
-echo "|---|---|---|---|---|---|"
+echo "| payload B | security | engine alone, Ir per data packet | with framing and ICRC | framing's share | sender's | receiver's | ACKs per data packet |"
+echo "|---|---|---|---|---|---|---|---|"
 for p in $PAYLOADS; do
 	for s in $SEC_MODES; do
 		read -r bare _ <<<"$(run "$p" "$s" bare)"
-		read -r fr acks <<<"$(run "$p" "$s" frames)"
-		echo "| $p | $s | $bare | $fr | $((fr - bare)) | $acks |"
+		read -r fr acks snd rcv <<<"$(run "$p" "$s" frames)"
+		echo "| $p | $s | $bare | $fr | $((fr - bare)) | $snd | $rcv | $acks |"
 	done
 done
 echo
@@ -47,4 +62,4 @@ d=$(jq -r .data_pkts "$OUT/last.json")
 callgrind_annotate --inclusive=no "$OUT/cg" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
 	/^ *[0-9,]+ .*:/ && n < top { ir = $1; gsub(",", "", ir); $1 = ""; printf "  %6.0f %s\n", ir / d, $0; n++ }'
 echo
-echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), $(date -u +%Y-%m-%d)"
+echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets, $(date -u +%Y-%m-%d)"
