@@ -50,6 +50,9 @@ const char run_cli_usage[] =
 "                    POLL and is off its CPU for STALL about every EVERY\n"
 "  --like-fabric     bench-fabric's fabric-bound set-up (rates, TBF, ECN, the leaves'\n"
 "                    hash, busy hosts, daemon timers)\n"
+"  --like-fabric-busy  --like-fabric with hosts as busy as the real runs' (a poll\n"
+"                    every 50 us, 500 us off the CPU about every 2 ms): their CE\n"
+"                    share, alpha and windows\n"
 "  --delay-target US queueing delay a path may add before its window is cut\n"
 "                    (0 = no delay signal; default: the engine's)\n"
 "  --seed N          simulation seed       --wl-seed N     workload seed\n"
@@ -137,6 +140,24 @@ static void inspect_run(struct sim *sim, struct workload *wl, void *ctx)
 	print_paths(sim_host_engine(sim, 1), wl_server_qpn(wl), "server");
 }
 
+/*
+ * The figures issue #27 compares with bench-fabric's per-run counters: the
+ * client's moves per path per 10 s of the run (the target: under 1 where no
+ * plane is worse than another), without the timeouts' too, and the share of
+ * the data packets the server took that carried CE.
+ */
+static void print_rates(const struct scn_config *cfg, const struct scn_result *r)
+{
+	const uint64_t *c = r->eng[0].c, *s = r->eng[1].c;
+	double per = cfg->wl.npaths && r->t_end_ns ?
+		     10e9 / ((double)cfg->wl.npaths * (double)r->t_end_ns) : 0;
+
+	printf("moves per path per 10 s: %.2f (%.2f without timeouts), CE on %.3f of the "
+	       "packets received\n", (double)c[EC_REPATH] * per,
+	       (double)(c[EC_REPATH] - c[EC_REPATH_TIMEOUT]) * per,
+	       s[EC_RX_PKTS] ? (double)s[EC_CE] / (double)s[EC_RX_PKTS] : 0);
+}
+
 static void print_result(const struct scn_config *cfg, const struct scn_result *r, bool verbose)
 {
 	const struct wl_result *w = &r->wl;
@@ -180,6 +201,8 @@ static void print_result(const struct scn_config *cfg, const struct scn_result *
 				printf(" %s=%" PRIu64, engine_counter_name(c), r->eng[h].c[c]);
 		printf("\n");
 	}
+	if (verbose)
+		print_rates(cfg, r);
 }
 
 enum {
@@ -188,6 +211,7 @@ enum {
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_TRACE,
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
+	OPT_LIKE_FABRIC_BUSY,
 	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX,
 };
 
@@ -225,6 +249,7 @@ static const struct option run_opts[] = {
 	{ "daemon", no_argument, NULL, OPT_DAEMON },
 	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
 	{ "like-fabric", no_argument, NULL, OPT_LIKE_FABRIC },
+	{ "like-fabric-busy", no_argument, NULL, OPT_LIKE_FABRIC_BUSY },
 	{ "ecmp-net", required_argument, NULL, OPT_ECMP_NET },
 	{ "ecmp-seed", required_argument, NULL, OPT_ECMP_SEED },
 	{ "host-rx", required_argument, NULL, OPT_HOST_RX },
@@ -344,6 +369,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		cfg->host_delay_at_ns = (uint64_t)(at * 1e6);
 		return 0;
 	case OPT_LIKE_FABRIC: scn_config_like_fabric(cfg); return 0;
+	case OPT_LIKE_FABRIC_BUSY: scn_config_like_fabric_busy(cfg); return 0;
 	case OPT_SEED: cfg->seed = v; return 0;
 	case OPT_WL_SEED: cfg->wl.seed = v; return 0;
 	case OPT_LIMIT: cfg->time_limit_ns = v * MSEC; return 0;

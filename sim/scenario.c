@@ -69,6 +69,16 @@ void scn_config_like_fabric(struct scn_config *cfg)
 	cfg->time_limit_ns = 8000000000ULL;
 }
 
+void scn_config_like_fabric_busy(struct scn_config *cfg)
+{
+	scn_config_like_fabric(cfg);
+	cfg->host_rx = (struct sim_host_rx){
+		.poll_ns = 50000,
+		.stall_ns = 500000,
+		.stall_every_ns = 2000000,
+	};
+}
+
 /* What a blackhole run samples when the settling time is over. */
 struct scn_sample {
 	struct workload *wl;

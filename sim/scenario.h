@@ -120,6 +120,27 @@ void scn_config_bench(struct scn_config *cfg);
  */
 void scn_config_like_fabric(struct scn_config *cfg);
 
+/*
+ * scn_config_like_fabric with hosts as busy as bench-fabric's were in its
+ * quiet runs of session 15 (mroc-sim run --like-fabric-busy, issue #27): a
+ * worker that takes its ring every 50 us and is off its CPU for 500 us about
+ * every 2 ms, where --like-fabric's takes it every 16 us with 200 us off
+ * about every 1 ms.  Chosen by those runs' per-path counters, not by
+ * goodput: with --like-fabric's hosts an ACK comes back so soon that the
+ * next packet nearly always finds the token bucket still queueing, so 0.94
+ * of the packets are marked (4 paths, 4 s), alpha sits at 1.0 and windows
+ * at one packet; the real runs had 0.72-0.78 of their packets marked, alpha
+ * 0.41-0.60 and windows of 10-15 KB.  Later ACKs let the bucket's queue
+ * drain before the next packet, as the real hosts' did: 0.78 marked, alpha
+ * 0.82-0.86, windows of 4-8 KB (docs/notes/2026-12-05/s15-sim15.md has the
+ * table, and what still differs).  The real daemons stamp a packet's
+ * arrival behind the fabric's own forwarding (softirqs on the same 2
+ * cores), so part of the real hosts' delay is in their RTTs, where this
+ * model puts all of it in the host's wait: its rx_wait per packet is
+ * 60-78 us against a real 10-42.
+ */
+void scn_config_like_fabric_busy(struct scn_config *cfg);
+
 struct scn_result {
 	int err;			/* 0, or the first failure */
 	char why[384];
