@@ -25,8 +25,12 @@
 # after it; with one size in SIZES, as the breakdown mixes the runs of every size),
 # COUNTERS (1: the four daemons' counters summed over each sweep, logged after it:
 # packets, ACKs, worker sleeps and doorbell wake-ups, hand-offs between workers, client
-# doorbells and completion signals; divide by the runs, which TRACE's n gives; and the
-# plugin's CTSs, credits and sends by kind, summed over the ranks).
+# doorbells and completion signals, RTOs and losses, the XDP rings' drops, and the daemons'
+# threads' CPU, time runnable but waiting for a CPU, and context switches (schedstat); divide
+# by the runs, which TRACE's n gives; the plugin's CTSs, credits and sends by kind, summed
+# over the ranks; and the ranks' own CPU, runnable wait and context switches per timed run
+# (the harness's "# cpu" lines; sched_yield's switches count as forced).  Counts and CPU
+# times, not wall times: they say where a run's CPU went whatever the load.
 set -u
 BL_TAG=bnccl
 . "$(dirname "$0")/bench-lib.sh"
@@ -58,8 +62,27 @@ counters() {
 		 sum(.worker.rx_pkts), sum(.worker.sleeps), sum(.worker.wakeups_doorbell),
 		 sum(.worker.idle_yields), sum([.workers[]?.handed_off] | add),
 		 sum([.workers[]?.handoff_rx_out] | add), sum([.workers[]?.handoff_tx_out] | add),
-		 sum(.clients.doorbell_syscalls), sum(.clients.cq_signal_syscalls), sum(.clients.cqes)]
-		| map(tostring) | join(" ")'
+		 sum(.clients.doorbell_syscalls), sum(.clients.cq_signal_syscalls), sum(.clients.cqes),
+		 sum(.engine.rto_spurious), sum(.engine.lost), sum(.backend.tx_ring_full),
+		 sum(.backend.handoff_tx_waited), sum(.backend.xsk_rx_dropped), sum(.backend.xsk_rx_ring_full),
+		 sum(.backend.xsk_rx_fill_ring_empty)]
+		| map(tostring) | join(" ")' | tr '\n' ' '
+	dcpu
+}
+
+# dcpu: the four daemons' threads' time on a CPU and runnable-but-waiting for one (us,
+# schedstat), and their voluntary and forced context switches, summed: what the daemons
+# cost and what sharing 2 CPUs cost them, neither hidden by the load.
+dcpu() {
+	local h t
+	for ((h = 0; h < NHOSTS; h++)); do
+		for t in /proc/"${DPID[$h]}"/task/*; do
+			cat "$t/schedstat" 2>/dev/null
+			awk '/^voluntary_ctxt_switches/ { v = $2 } /^nonvoluntary_ctxt_switches/ { n = $2 }
+				END { print v + 0, n + 0 }' "$t/status" 2>/dev/null
+		done
+	done | awk 'NF == 3 { r += $1; w += $2 } NF == 2 { v += $1; n += $2 }
+		END { printf "%d %d %d %d\n", r / 1000, w / 1000, v, n }'
 }
 
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
@@ -98,7 +121,7 @@ run() {
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
 	[ -z "${COUNTERS:-}" ] || paste -d' ' <(echo "$c0" | tr ' ' '\n') <(counters | tr ' ' '\n') |
-		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes", k) }
+		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes rto_spurious lost tx_ring_full handoff_tx_waited xsk_rx_dropped xsk_rx_ring_full xsk_fill_empty daemon_cpu_us daemon_runnable_wait_us daemon_vcsw daemon_ivcsw", k) }
 		     { printf "%s%s %d", (NR > 1 ? ", " : ""), k[NR], $2 - $1 } END { print "" }' |
 		sed "s/^/  $net counters (4 daemons, the sweep): /" >&2
 	# The plugin's own: its CTSs (a receive of at most 8 KiB sends none) and how sends left.
@@ -108,6 +131,11 @@ run() {
 			END { printf "  %s plugin (4 ranks, the sweep): %d receives, %d CTSs, %d credits; %d sends: %d eager, %d staged, %d zero-copy\n",
 				n, v[3], v[5], v[7], v[10], v[12], v[14], v[16] }' n="$net" >&2 ;;
 	esac
+	# Each rank's CPU in its timed runs (the harness's "# cpu" lines), summed over the ranks, per size.
+	[ -z "${COUNTERS:-}" ] || cat "$BL_DIR/$net-$nh-$loss".*.out | awk '$1 == "#" && $2 == "cpu" {
+			k = $3 + 0; n[k] = $4; c[k] += $10; w[k] += $14; v[k] += $16; f[k] += $19 }
+		END { for (k in n) printf "  %s ranks (4, per timed run) %d B: on CPU %.0f us, runnable waiting %.0f us, context switches %.1f voluntary, %.1f forced (%d runs)\n",
+			net, k, c[k], w[k], v[k], f[k], n[k] }' net="$net" >&2
 	[ -z "${TRACE:-}" ] || "$BL_TOP/scripts/nccl-trace.sh" "$BL_DIR/$net-$nh-$loss.tr" | sed "s/^/  $net: /" >&2
 }
 

@@ -25,6 +25,7 @@
  * --trace PATH writes every ring slice's events to PATH.RANK (ring.c).
  * Exit 0 when every check passed; a failure names what differed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
@@ -32,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -220,9 +222,50 @@ static const char *fmt_size(size_t b, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * What this rank's threads cost (bench): time on a CPU and time runnable but
+ * waiting for one (the scheduler's, /proc/self/task/T/schedstat), and the
+ * context switches, voluntary (it waited for something) and not (preempted).
+ * Counts that the machine's load does not hide: the wait is the share lost to
+ * the other processes, the run time the work itself (issue #26).
+ */
+struct h_cpu { unsigned long long run_ns, wait_ns; long vcsw, ivcsw; };
+
+static void cpu_sample(struct h_cpu *c)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	struct rusage ru;
+
+	memset(c, 0, sizeof(*c));
+	while (d && (e = readdir(d))) {
+		unsigned long long run, wait;
+		char path[64];
+		FILE *f;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/task/%.20s/schedstat", e->d_name);
+		f = fopen(path, "re");
+		if (f && fscanf(f, "%llu %llu", &run, &wait) == 2) {
+			c->run_ns += run;
+			c->wait_ns += wait;
+		}
+		if (f)
+			fclose(f);
+	}
+	if (d)
+		closedir(d);
+	if (!getrusage(RUSAGE_SELF, &ru)) {
+		c->vcsw = ru.ru_nvcsw;
+		c->ivcsw = ru.ru_nivcsw;
+	}
+}
+
 static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes, int iters,
 		     bool bench)
 {
+	struct h_cpu c0, c1;
 	size_t max = 0, slice = 128 << 10;
 	struct h_ring r;
 	int i, it;
@@ -259,10 +302,18 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 			h_get(key, 0, &k, sizeof(k));
 			/* Back to back after one barrier, as all_reduce_perf times them. */
 			h_barrier("bench");
+			cpu_sample(&c0);
 			total = h_now();
 			for (it = 0; it < k; it++)
 				h_ring_run(&r, coll, bytes, 0, 0);
 			total = h_now() - total;
+			cpu_sample(&c1);
+			/* Every rank: its CPU per run of the timed loop (bench-nccl COUNTERS). */
+			printf("# cpu %zu: %d runs, per run: on CPU %.0f us, runnable waiting %.0f us, "
+			       "%.1f voluntary and %.1f forced context switches\n", bytes, k,
+			       (double)(c1.run_ns - c0.run_ns) / k / 1e3,
+			       (double)(c1.wait_ns - c0.wait_ns) / k / 1e3,
+			       (double)(c1.vcsw - c0.vcsw) / k, (double)(c1.ivcsw - c0.ivcsw) / k);
 		}
 		for (it = 1; !bench && it < k; it++)
 			h_ring_run(&r, coll, bytes, 0x9e3779b9u + (uint32_t)(i * 131 + it),
