@@ -10,6 +10,11 @@
  *    lossless goodput with 4 and 8 paths;
  *  - equal congestion on every plane (8 paths, two on each plane, lossless):
  *    the moves per path per simulated 10 s.
+ *  - 10 % random loss with 4 paths where the hosts take every packet within
+ *    16 us (--like-fabric --host-rx 16,0,0): the one set-up that has the real
+ *    10 % row's timeouts (40-55 RTOs in 4 s against a real 49-50) and its
+ *    goodput (0.80-0.88 of capacity against 0.79-0.87); --like-fabric-busy
+ *    has 9-15 RTOs there and keeps 0.94-0.97.
  * Each asserts what holds on the engine of session 15's start, with the
  * figure printed; issue #27's targets (0.97 and 0.85 kept, under one move
  * per path per 10 s) are not all met there, see
@@ -177,12 +182,56 @@ static void test_equal_congestion_busy(void **state)
 	assert_true(moves_per_10s(&cfg, &r) < 8);
 }
 
+/*
+ * 10 % random loss, 4 paths hashed, hosts that stall nowhere (a poll every
+ * 16 us), seeds 1-3, ~1.3 s each: 0.788 0.820 0.888 of capacity, 12-16 RTOs,
+ * each moving its path (about half of them back later).  Asserted: what
+ * holds today, less a margin.  The issue's target on this scenario is 0.85
+ * of the real lossless goodput (0.99 of capacity): a median of 0.84.
+ */
+#define QUIET_SEEDS	3
+
+static void test_random_loss_quiet_hosts(void **state)
+{
+	static struct scn_result r;
+	struct scn_config cfg;
+	double eff[QUIET_SEEDS], lo = 1;
+
+	(void)state;
+	for (unsigned i = 0; i < QUIET_SEEDS; i++) {
+		scn_config_default(&cfg);
+		scn_config_like_fabric(&cfg);
+		cfg.host_rx = (struct sim_host_rx){ .poll_ns = 16000 };
+		cfg.wl.npaths = 4;
+		cfg.wl.total_bytes = 128 * MIB;
+		cfg.loss = 0.1;
+		cfg.seed = 1 + i;
+		run_ok("quiet hosts, 4 paths, 10% loss", &cfg, &r);
+		assert_true(r.eng[0].c[EC_LOST] > 1000);
+		eff[i] = r.goodput_gbps / r.capacity_gbps;
+		if (eff[i] < lo)
+			lo = eff[i];
+	}
+	for (unsigned i = 1; i < QUIET_SEEDS; i++)
+		for (unsigned j = i; j && eff[j - 1] > eff[j]; j--) {
+			double t = eff[j];
+
+			eff[j] = eff[j - 1];
+			eff[j - 1] = t;
+		}
+	print_message("  median %.3f of capacity (target 0.84), min %.3f\n", eff[QUIET_SEEDS / 2],
+		      lo);
+	assert_true(eff[QUIET_SEEDS / 2] >= 0.78);
+	assert_true(lo >= 0.72);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_busy_marks_like_real),
 		cmocka_unit_test(test_random_loss_busy_fabric),
 		cmocka_unit_test(test_equal_congestion_busy),
+		cmocka_unit_test(test_random_loss_quiet_hosts),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
