@@ -81,8 +81,12 @@ dcpu() {
 			awk '/^voluntary_ctxt_switches/ { v = $2 } /^nonvoluntary_ctxt_switches/ { n = $2 }
 				END { print v + 0, n + 0 }' "$t/status" 2>/dev/null
 		done
-	done | awk 'NF == 3 { r += $1; w += $2 } NF == 2 { v += $1; n += $2 }
-		END { printf "%d %d %d %d\n", r / 1000, w / 1000, v, n }'
+		# user and system time, the whole process (clock ticks): the daemon's own work
+		# (engine, copies) against the kernel's (AF_XDP rings, the veths, wake-ups)
+		awk '{ sub(/^.*\) /, ""); print $12, $13, "x", "x" }' /proc/"${DPID[$h]}"/stat
+	done | awk -v hz="$(getconf CLK_TCK)" 'NF == 3 { r += $1; w += $2 } NF == 2 { v += $1; n += $2 }
+		NF == 4 { u += $1; s += $2 }
+		END { printf "%d %d %d %d %d %d\n", r / 1000, w / 1000, v, n, u * 1000 / hz, s * 1000 / hz }'
 }
 
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
@@ -121,7 +125,7 @@ run() {
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
 	[ -z "${COUNTERS:-}" ] || paste -d' ' <(echo "$c0" | tr ' ' '\n') <(counters | tr ' ' '\n') |
-		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes rto_spurious lost tx_ring_full handoff_tx_waited xsk_rx_dropped xsk_rx_ring_full xsk_fill_empty daemon_cpu_us daemon_runnable_wait_us daemon_vcsw daemon_ivcsw", k) }
+		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes rto_spurious lost tx_ring_full handoff_tx_waited xsk_rx_dropped xsk_rx_ring_full xsk_fill_empty daemon_cpu_us daemon_runnable_wait_us daemon_vcsw daemon_ivcsw daemon_user_ms daemon_sys_ms", k) }
 		     { printf "%s%s %d", (NR > 1 ? ", " : ""), k[NR], $2 - $1 } END { print "" }' |
 		sed "s/^/  $net counters (4 daemons, the sweep): /" >&2
 	# The plugin's own: its CTSs (a receive of at most 8 KiB sends none) and how sends left.
@@ -133,9 +137,9 @@ run() {
 	esac
 	# Each rank's CPU in its timed runs (the harness's "# cpu" lines), summed over the ranks, per size.
 	[ -z "${COUNTERS:-}" ] || cat "$BL_DIR/$net-$nh-$loss".*.out | awk '$1 == "#" && $2 == "cpu" {
-			k = $3 + 0; n[k] = $4; c[k] += $10; w[k] += $14; v[k] += $16; f[k] += $19 }
-		END { for (k in n) printf "  %s ranks (4, per timed run) %d B: on CPU %.0f us, runnable waiting %.0f us, context switches %.1f voluntary, %.1f forced (%d runs)\n",
-			net, k, c[k], w[k], v[k], f[k], n[k] }' net="$net" >&2
+			k = $3 + 0; n[k] = $4; c[k] += $10; w[k] += $14; v[k] += $16; f[k] += $19; u[k] += $24; s[k] += $27 }
+		END { for (k in n) printf "  %s ranks (4, per timed run) %d B: on CPU %.0f us (user %.0f ms, system %.0f ms), runnable waiting %.0f us, context switches %.1f voluntary, %.1f forced (%d runs)\n",
+			net, k, c[k], u[k], s[k], w[k], v[k], f[k], n[k] }' net="$net" >&2
 	[ -z "${TRACE:-}" ] || "$BL_TOP/scripts/nccl-trace.sh" "$BL_DIR/$net-$nh-$loss.tr" | sed "s/^/  $net: /" >&2
 }
 

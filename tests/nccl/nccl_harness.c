@@ -237,7 +237,7 @@ static const char *fmt_size(size_t b, char *buf, size_t len)
  * Counts that the machine's load does not hide: the wait is the share lost to
  * the other processes, the run time the work itself (issue #26).
  */
-struct h_cpu { unsigned long long run_ns, wait_ns; long vcsw, ivcsw; };
+struct h_cpu { unsigned long long run_ns, wait_ns; long vcsw, ivcsw; double user_s, sys_s; };
 
 static void cpu_sample(struct h_cpu *c)
 {
@@ -267,6 +267,8 @@ static void cpu_sample(struct h_cpu *c)
 	if (!getrusage(RUSAGE_SELF, &ru)) {
 		c->vcsw = ru.ru_nvcsw;
 		c->ivcsw = ru.ru_nivcsw;
+		c->user_s = (double)ru.ru_utime.tv_sec + (double)ru.ru_utime.tv_usec / 1e6;
+		c->sys_s = (double)ru.ru_stime.tv_sec + (double)ru.ru_stime.tv_usec / 1e6;
 	}
 }
 
@@ -318,10 +320,12 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 			cpu_sample(&c1);
 			/* Every rank: its CPU per run of the timed loop (bench-nccl COUNTERS). */
 			printf("# cpu %zu: %d runs, per run: on CPU %.0f us, runnable waiting %.0f us, "
-			       "%.1f voluntary and %.1f forced context switches\n", bytes, k,
+			       "%.1f voluntary and %.1f forced context switches, user %.1f ms, system "
+			       "%.1f ms\n", bytes, k,
 			       (double)(c1.run_ns - c0.run_ns) / k / 1e3,
 			       (double)(c1.wait_ns - c0.wait_ns) / k / 1e3,
-			       (double)(c1.vcsw - c0.vcsw) / k, (double)(c1.ivcsw - c0.ivcsw) / k);
+			       (double)(c1.vcsw - c0.vcsw) / k, (double)(c1.ivcsw - c0.ivcsw) / k,
+			       (c1.user_s - c0.user_s) / k * 1e3, (c1.sys_s - c0.sys_s) / k * 1e3);
 		}
 		for (it = 1; !bench && it < k; it++)
 			h_ring_run(&r, coll, bytes, 0x9e3779b9u + (uint32_t)(i * 131 + it),
