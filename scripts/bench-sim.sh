@@ -19,12 +19,12 @@
 # Experiments (each one mroc-sim cluster command per point and seed):
 #   loss      permutation 16 MiB, goodput kept at 0 / 0.1 / 1 / 5 / 10 % random loss
 #   planes    permutation 16 MiB at 1 / 2 / 4 / 8 planes of 25 Gbit/s
-#   small     AllReduce 8 B - 32 KiB on 32 ranks, 10 iterations (p50 / p99), the
+#   small     AllReduce 8 B - 32 KiB on 32 ranks, ITERS iterations (p50 / p99), the
 #             algorithm auto picks (recursive doubling here): beside a permutation of
 #             the other 32 hosts at half load; beside an incast of 16 of them into one;
 #             alone; alone at 1 % loss; and the ring alone, for reference
 #   coll      AllGather and ReduceScatter: 8 B - 32 KiB on 32 ranks (auto: recursive
-#             doubling / halving), alone and at 1 % loss, 10 iterations; 1 and 16 MiB on
+#             doubling / halving), alone and at 1 % loss, ITERS iterations; 1 and 16 MiB on
 #             64 hosts as a ring
 #   large     AllReduce (ring) and AllToAll 1 / 16 MiB on 64 hosts, 0 and 1 % loss
 #   failure   a spine fails 1 ms into a 16 MiB AllReduce; fabric converges in 10 ms or never
@@ -34,7 +34,8 @@
 # cluster's --csv format), cluster-*.png (gnuplot; scripts cluster-*.gp next to
 # them) and cluster-tables.md (the markdown tables docs/PERF.md quotes).
 # Environment: BUILD (build), OUT (docs/perf), SEEDS ("1 2 3 4 5"), JOBS (2:
-# runs in parallel, one per core).
+# runs in parallel, one per core), ITERS (10: iterations of the small and coll
+# points; at 10 one lost or queued packet decides a p50, 100 makes it a measurement).
 set -euo pipefail
 
 TOP=$(cd "$(dirname "$0")/.." && pwd)
@@ -44,6 +45,7 @@ SIM=$BUILD/mroc-sim
 EXPERIMENTS=${EXPERIMENTS:-loss planes small coll large failure incast}
 SEEDS=${SEEDS:-1 2 3 4 5}
 JOBS=${JOBS:-2}
+ITERS=${ITERS:-10}
 ALL=rocev2-pfc,rocev2-qp-per-plane,rocev2-lossy,metaroce
 
 mkdir -p "$OUT"
@@ -103,7 +105,7 @@ exp_planes() {
 }
 
 exp_small() {
-	local s="--op allreduce --sizes 8:32K --step 8 --ranks 32 --iters 10 --transport $ALL"
+	local s="--op allreduce --sizes 8:32K --step 8 --ranks 32 --iters $ITERS --transport $ALL"
 	q $s --bg permutation --bg-load 0.5 --tag bg-l0
 	# 16 of the other hosts each offer half a NIC to one: 8:1 into its port, PFC pauses spread.
 	q $s --bg incast --bg-senders 16 --bg-load 0.5 --tag incast-l0
@@ -117,7 +119,7 @@ exp_small() {
 exp_coll() {
 	local op s
 	for op in allgather reducescatter; do
-		s="--op $op --sizes 8:32K --step 8 --ranks 32 --iters 10 --transport $ALL"
+		s="--op $op --sizes 8:32K --step 8 --ranks 32 --iters $ITERS --transport $ALL"
 		q $s --tag "$op-l0"
 		q $s --loss 0.01 --limit 60000 --tag "$op-l0.01"
 		q --op "$op" --algo ring --sizes 1M:16M --step 16 --transport $ALL --limit 60000 \

@@ -1011,6 +1011,53 @@ static void test_split_only_alone(void **state)
 }
 
 /*
+ * The parts of a message go each on a path of its own, also where one path
+ * has by far the least RTT: the first message's parts are held 100 us, the
+ * one on a path then delivered, the three others 40 us later, so that
+ * path's RTT is 40 us below its siblings' and its cost stays the least
+ * with a part in flight.  Before, every part of the next message took it:
+ * four packets queued on one path, where the split is there to serialise
+ * them side by side (issue #23).
+ */
+static void test_split_parts_own_paths(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr w1 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 1000, 0);
+	struct engine_wr w2 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 0, 1000, 4096);
+	struct pair_pkt seg[4];
+	unsigned paths = 0;
+
+	post(f, &w1);
+	memcpy(seg, capture_a_data(f, 4)->pkt, sizeof(seg));
+	pair_run_for(f->x.p, 100 * PAIR_US);
+	assert_int_equal(pair_deliver(f->x.p, &seg[2]), 0);
+	pair_pump(f->x.p);
+	pair_run_for(f->x.p, 40 * PAIR_US);
+	for (unsigned k = 0; k < 4; k++)
+		if (k != 2)
+			assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	pair_capture_stop(f->x.p);
+	settle(f);
+	/* Nothing resent: each path's RTT is its first transmission's. */
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+
+	post(f, &w2);
+	memcpy(seg, capture_a_data(f, 4)->pkt, sizeof(seg));
+	for (unsigned k = 0; k < 4; k++) {
+		assert_true(seg[k].data[PKT_FLAGS] & MROC_F_SPLIT);
+		paths |= 1u << seg[k].data[PKT_PATH];
+	}
+	assert_int_equal(__builtin_popcount(paths), 4);
+	pair_capture_stop(f->x.p);
+	for (unsigned k = 0; k < 4; k++)
+		assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf + 4096, f->x.a->buf, 1000);
+}
+
+/*
  * A SPLIT segment where the rule gives another shape, or from a peer that
  * announced no unit, is malformed and writes nothing.
  */
@@ -1182,6 +1229,7 @@ int main(void)
 		TS(test_many_qps),
 		TS(test_split_shape),
 		TS(test_split_only_alone),
+		TS(test_split_parts_own_paths),
 		TS(test_split_wrong_shape),
 		cmocka_unit_test_setup_teardown(test_split_refused, setup_split_a_only, teardown),
 		cmocka_unit_test_setup_teardown(test_dup_copies, setup_dup, teardown),
