@@ -115,6 +115,8 @@ static const char *const helps[][2] = {
 	  "or overtaken by a newer one): no sign of life." },
 	{ "mroc_engine_rx_sack_unsent_total", "ACKs whose SACK bitmap claimed a PSN never sent on "
 	  "its path (those bits ignored)." },
+	{ "mroc_engine_repath_slow_back_total", "Paths moved for delivering less than their "
+	  "siblings that went back to their former port: the new one gave them no more." },
 	{ "mroc_engine_rto_unsampled_total", "Of the RTOs, those on a path with no RTT sample of its "
 	  "own yet (armed on the initial RTO or the host's estimate)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },

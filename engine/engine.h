@@ -458,6 +458,7 @@ enum engine_counter {
 	EC_RTT_HELD,			/* lone messages' RTTs above their QP's best by an mtu packet and more (qp_ack.c) */
 	EC_FLIGHT_SETTLED,		/* packets let go at their path's timer: their DSN was acknowledged via another path (qp_ack.c) */
 	EC_RX_SACK_UNSENT,		/* ACKs whose SACK claims a PSN never sent on the path: those bits ignored */
+	EC_REPATH_SLOW_BACK,		/* "slow" moves taken back: the new port gave the path no more (path.c) */
 	EC__COUNT,
 };
 

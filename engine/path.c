@@ -13,6 +13,9 @@
 #define SLOW_ROUNDS	16		/* ... when only its delivery rate is low */
 #define MATURE_ROUNDS	16		/* rounds before a path's delivery rate is trusted */
 #define EXPLORE_NS	(20 * NSEC_PER_SEC)	/* / npaths: a QP's exploratory moves at most */
+#define SLOW_FREE	4		/* "slow" moves in a row that may gain nothing before ... */
+#define SLOW_WAIT_NS	(100 * NSEC_PER_MSEC)	/* ... the QP's next waits this, x8 after each more */
+#define SLOW_FAILS_MAX	(SLOW_FREE + 4)	/* ... up to 100 ms << 9: 51 s */
 
 /*
  * A random source port of class cls: one that leaves by port cls of the
@@ -601,6 +604,7 @@ static void repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t n
 	}
 	p->last_repath = now;
 	p->undo_rate = why == ENGINE_REPATH_TIMEOUT ? p->rate_ewma : 0;
+	p->trial_rate = 0;	/* path_check_siblings sets it for a slow move */
 	if (p->undo_rate)
 		note_leaving(qp, p);
 	qp->explore_at = now + explore_ns(qp);	/* any move explores */
@@ -816,6 +820,63 @@ static bool timeout_move_back(struct engine *eng, const struct qp *qp, struct pa
 }
 
 /*
+ * A "slow" move is a trial (issue #27).  Rates cannot tell a path that
+ * shares its plane while another plane idles (worth a move) from one whose
+ * plane-mate took more of a plane as busy as the others, or from one of a
+ * QP with more paths than planes (5 paths on 4 planes: two always share,
+ * and each of their moves lands on a plane as full; 450 moves in 2 s).  The
+ * outcome can: once the moved path has matured on its new port it keeps it
+ * if it closed at least half its gap to the median sibling's rate of the
+ * moment it moved (trial_rate; "more than before" alone was often met by
+ * noise: a path is judged slow at its lowest); if not, it goes
+ * back to the port it left (a live route: it was delivering there),
+ * keeping its window.  A QP's first SLOW_FREE failures in a row cost no
+ * wait (on 4 paths over 4 planes with one idle, a move finds it one time in
+ * four, and the transfer should not wait for it); after that its next slow
+ * move waits SLOW_WAIT_NS, 8 times longer after each further failure (100
+ * ms, 0.8 s, 6.4 s, 51 s), so where no move can gain (every plane as busy)
+ * the moves die out; a move that gained clears the count.  Returns whether
+ * it went back.
+ */
+static bool slow_move_judged(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	uint32_t pwnd = p->pwnd, ssthresh = p->ssthresh;
+	bool gained = p->rate_ewma >= p->trial_rate;
+
+	p->trial_rate = 0;
+	if (gained) {
+		qp->slow_fails = 0;
+		return false;
+	}
+	if (qp->slow_fails < SLOW_FAILS_MAX)
+		qp->slow_fails++;
+	if (qp->slow_fails > SLOW_FREE)
+		qp->slow_at = now + (SLOW_WAIT_NS << (3 * (qp->slow_fails - SLOW_FREE - 1)));
+	if (!p->prev_sport)
+		return false;
+	for (unsigned j = 0; j < qp->npaths; j++)
+		if (&qp->paths[j] != p && qp->paths[j].sport == p->prev_sport)
+			return false;	/* a sibling moved there meanwhile */
+	p->sport = p->prev_sport;
+	p->prev_sport = 0;
+	p->min_rtt = 0;		/* the old route's, learnt anew */
+	restart_window(eng, p);	/* its averages were the trial port's */
+	p->pwnd = pwnd;
+	p->ssthresh = ssthresh;
+	eng->st.c[EC_REPATH_SLOW_BACK]++;
+	return true;
+}
+
+/* Whether a path of qp is on a "slow" move not judged yet. */
+static bool slow_trial_on(const struct qp *qp)
+{
+	for (unsigned j = 0; j < qp->npaths; j++)
+		if (qp->paths[j].trial_rate)
+			return true;
+	return false;
+}
+
+/*
  * PLB-style: a path moves to a new source port (another ECMP route) when,
  * for BAD_ROUNDS of its rounds, its loss or CE fraction stays far above its
  * siblings', or when for SLOW_ROUNDS it is congested while delivering under
@@ -829,7 +890,7 @@ static bool timeout_move_back(struct engine *eng, const struct qp *qp, struct pa
  */
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
-	uint64_t loss = 0, ce = 0, rate = 0, rates[MROC_MAX_PATHS];
+	uint64_t loss = 0, ce = 0, rate = 0, rates[MROC_MAX_PATHS], mid;
 	unsigned mature = 0;
 	enum engine_repath_why why = ENGINE_REPATH_NONE;
 	bool slow;
@@ -837,6 +898,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	if (!eng->cfg.repath || qp->npaths < 2 || p->rounds < MATURE_ROUNDS)
 		return;
 	if (p->undo_rate && timeout_move_back(eng, qp, p))
+		return;
+	if (p->trial_rate && slow_move_judged(eng, qp, p, now))
 		return;
 	/*
 	 * Only paths with MATURE_ROUNDS behind them judge or are judged: a path
@@ -858,7 +921,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 		return;
 	loss /= mature;
 	ce /= mature;
-	slow = (p->ce_ewma || p->loss_ewma) && p->rate_ewma * 3 < median(rates, mature) * 2;
+	mid = median(rates, mature);
+	slow = (p->ce_ewma || p->loss_ewma) && p->rate_ewma * 3 < mid * 2;
 	if (p->loss_ewma > 2 * loss + FIX_ONE / 20)
 		why = ENGINE_REPATH_LOSS;
 	else if (p->ce_ewma > ce + FIX_ONE * 3 / 10)
@@ -874,8 +938,20 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	}
 	if (p->bad_rounds < UINT8_MAX)
 		p->bad_rounds++;
+	/*
+	 * One slow trial at a time, and none while the QP waits after failed
+	 * ones: a move onto a sibling's plane makes that sibling slow, and it
+	 * moved too before the first was judged (cascades of 16 moves in 80 ms).
+	 */
+	if (why == ENGINE_REPATH_SLOW && (now < qp->slow_at || slow_trial_on(qp)))
+		return;
 	/* SPREAD is the whole QP's signal: about one of its paths moves per round. */
 	if (p->bad_rounds >= (why == ENGINE_REPATH_SLOW ? SLOW_ROUNDS : BAD_ROUNDS) &&
-	    !prng_below(&eng->rng, why == ENGINE_REPATH_SPREAD ? 2 * qp->npaths : 2))
+	    !prng_below(&eng->rng, why == ENGINE_REPATH_SPREAD ? 2 * qp->npaths : 2)) {
+		uint64_t goal = (p->rate_ewma + mid) / 2;
+
 		path_repath(eng, qp, p, now, why);
+		if (why == ENGINE_REPATH_SLOW)
+			p->trial_rate = goal;
+	}
 }

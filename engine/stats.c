@@ -26,6 +26,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RTT_HELD] = "rtt_held",
 		[EC_FLIGHT_SETTLED] = "flight_settled",
 		[EC_RX_SACK_UNSENT] = "rx_sack_unsent",
+		[EC_REPATH_SLOW_BACK] = "repath_slow_back",
 		[EC_TX_ACKS] = "tx_acks",
 		[EC_TX_CM] = "tx_cm",
 		[EC_TX_KEEPALIVE] = "tx_keepalive",
