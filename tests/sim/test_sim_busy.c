@@ -185,9 +185,11 @@ static void test_equal_congestion_busy(void **state)
 /*
  * 10 % random loss, 4 paths hashed, hosts that stall nowhere (a poll every
  * 16 us), seeds 1-3, ~1.3 s each: 0.788 0.820 0.888 of capacity, 12-16 RTOs,
- * each moving its path (about half of them back later).  Asserted: what
- * holds today, less a margin.  The issue's target on this scenario is 0.85
- * of the real lossless goodput (0.99 of capacity): a median of 0.84.
+ * each moving its path (about half of them back later).  The issue's
+ * target on this scenario is 0.85 of the real lossless goodput (0.99 of
+ * capacity): a median of 0.84.  With "slow" moves judged by their outcome
+ * (cc15, path.c slow_move_judged): 0.827 0.911 0.899, 24-31 slow moves a run
+ * where there were more; asserted: the target, and the minimum less a margin.
  */
 #define QUIET_SEEDS	3
 
@@ -221,8 +223,8 @@ static void test_random_loss_quiet_hosts(void **state)
 		}
 	print_message("  median %.3f of capacity (target 0.84), min %.3f\n", eff[QUIET_SEEDS / 2],
 		      lo);
-	assert_true(eff[QUIET_SEEDS / 2] >= 0.78);
-	assert_true(lo >= 0.72);
+	assert_true(eff[QUIET_SEEDS / 2] >= 0.84);
+	assert_true(lo >= 0.78);
 }
 
 int main(void)
