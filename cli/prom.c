@@ -117,6 +117,17 @@ static const char *const helps[][2] = {
 	  "its path (those bits ignored)." },
 	{ "mroc_engine_repath_slow_back_total", "Paths moved for delivering less than their "
 	  "siblings that went back to their former port: the new one gave them no more." },
+	{ "mroc_engine_tx_peer_blocked_total", "QPs that stopped sending because their peer host's "
+	  "window (transport.peer_window_pkts) was full." },
+	{ "mroc_engine_tx_run_cut_total", "Of those, QPs stopped in the middle of a run of ack_every "
+	  "packets: the receiver's ACK for the run waits for ack_delay." },
+	{ "mroc_engine_tx_path_blocked_total", "QPs with a segment to send that found no path with "
+	  "room in its congestion window." },
+	{ "mroc_engine_tx_paced_total", "QPs held back by their pacing gap." },
+	{ "mroc_engine_tx_batch_full_total", "Send batches the engine filled: the driver's batch size, "
+	  "not the engine, ended them." },
+	{ "mroc_engine_tx_ack_delayed_total", "ACKs sent when ack_delay ran out, before ack_every "
+	  "packets had come." },
 	{ "mroc_engine_rto_unsampled_total", "Of the RTOs, those on a path with no RTT sample of its "
 	  "own yet (armed on the initial RTO or the host's estimate)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },

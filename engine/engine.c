@@ -409,14 +409,17 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		} else {
 			list_del(&qp->tx_node);
 			qp->deficit = 0;
-			if (qp->ph_blocked)
+			if (qp->ph_blocked) {
 				peer_park(qp);
-			else
+				eng->st.c[EC_TX_PEER_BLOCKED]++;
+			} else
 				peer_kick(eng, qp->ph);	/* a turn it could not use goes on */
 			qp_update_deadline(eng, qp);
 		}
 	}
 	seal_pending(eng, keys, bufs, &sealed, count);
+	if (count == n)
+		eng->st.c[EC_TX_BATCH_FULL]++;
 	for (int i = 0; eng->sec_tag_len && i < n; i++)
 		bufs[i].cap += eng->sec_tag_len;
 	eng->st.c[EC_TX_PKTS] += (uint64_t)count;

@@ -459,6 +459,16 @@ enum engine_counter {
 	EC_FLIGHT_SETTLED,		/* packets let go at their path's timer: their DSN was acknowledged via another path (qp_ack.c) */
 	EC_RX_SACK_UNSENT,		/* ACKs whose SACK claims a PSN never sent on the path: those bits ignored */
 	EC_REPATH_SLOW_BACK,		/* "slow" moves taken back: the new port gave the path no more (path.c) */
+	/*
+	 * Why sending stopped (issue #22: a daemon that waits while QPs have work).
+	 * Per data packet they tell a window-limited sender from a starved one.
+	 */
+	EC_TX_PEER_BLOCKED,		/* QPs parked: their peer host's window was full (peer.c) */
+	EC_TX_RUN_CUT,			/* ... of those, in the middle of a run (its path's ACK then waits for ack_delay) */
+	EC_TX_PATH_BLOCKED,		/* QPs with a segment to send and no path with window room */
+	EC_TX_PACED,			/* QPs held by their pacing gap */
+	EC_TX_BATCH_FULL,		/* engine_tx calls that filled every buffer offered: the driver's batch stopped it */
+	EC_TX_ACK_DELAYED,		/* of EC_TX_ACKS: sent at ack_delay's end, before ack_every packets came */
 	EC__COUNT,
 };
 

@@ -652,6 +652,8 @@ int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txb
 			.host_delay = ack_host_delay(eng, rp, now),
 		};
 		sack_to_bytes(&rp->sack, a.sack);
+		if (!(qp->acks_owed & (1u << i)))
+			eng->st.c[EC_TX_ACK_DELAYED]++;
 		n = qp_put_hdr(qp, b->data, MROC_OP_ACK, 0, (uint8_t)i, now);
 		n += wire_put_ack(b->data + n, &a);
 		b->len = (uint32_t)n;

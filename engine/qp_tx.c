@@ -816,8 +816,15 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	 * hint gap, each after its delayed ACK had fired (issue #22).
 	 */
 	qp->pace_blocked = qp->pace_next > now && !qp->run_left;
-	if (qp->pace_blocked || !peer_room(eng, qp))
+	if (qp->pace_blocked) {
+		eng->st.c[EC_TX_PACED]++;
 		return 0;
+	}
+	if (!peer_room(eng, qp)) {
+		if (qp->run_left)
+			eng->st.c[EC_TX_RUN_CUT]++;
+		return 0;
+	}
 	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy, &spent))
 		return 0;
 	dup = copy && !probe;	/* a lone small message's copy: not a probe, not a resend */
@@ -854,8 +861,10 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p = spent;
 	if (!p && dup)
 		qp->dup_next = qp->dup_end;	/* no path of its own: copies are late from here on */
-	if (!p)
+	if (!p) {
+		eng->st.c[EC_TX_PATH_BLOCKED]++;
 		goto unspend;
+	}
 	lo = path_sb_low(p);
 	if (SEQRING_RESERVE(p->sb, p->sb_mask, lo, p->next_psn - lo + 1, MROC_SACK_BITS))
 		goto unspend;

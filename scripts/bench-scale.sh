@@ -114,6 +114,13 @@ work_cnt() {
 	bl_admin "$1" counters | jq -r '"\(.worker.loops) \(.worker.sleeps) \(.worker.idle_yields) \(.clients.doorbells) \(.clients.doorbell_syscalls) \(.clients.cq_signals) \(.clients.cq_signal_syscalls) \(.clients.cqes) \(.clients.wrs)"' 2>/dev/null ||
 		echo "0 0 0 0 0 0 0 0 0"
 }
+# stop_cnt H: why host H's engine stopped sending, and where its worker's time went
+# (issue #22): "tx_peer_blocked tx_run_cut tx_path_blocked tx_paced tx_batch_full
+# tx_ack_delayed tx_acks tx_data busy_ns spin_ns idle_ns rx_stamped rx_wait_ns".
+stop_cnt() {
+	bl_admin "$1" counters | jq -r '"\(.engine.tx_peer_blocked // 0) \(.engine.tx_run_cut // 0) \(.engine.tx_path_blocked // 0) \(.engine.tx_paced // 0) \(.engine.tx_batch_full // 0) \(.engine.tx_ack_delayed // 0) \(.engine.tx_acks // 0) \(.engine.tx_data // 0) \(.worker.busy_ns // 0) \(.worker.spin_ns // 0) \(.worker.idle_ns // 0) \(.engine.rx_stamped // 0) \(.engine.rx_wait_ns // 0)"' 2>/dev/null ||
+		echo "0 0 0 0 0 0 0 0 0 0 0 0 0"
+}
 # clients_csw: context switches (voluntary + not) of every client and server mroc-perf
 # thread, summed: their wake-ups.  Like clients_ticks, a process that ended counts with
 # what it had when last seen (CCSW).
@@ -333,6 +340,7 @@ bw_run() {
 	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks)
 	CCSW=()
 	w0a=$(work_cnt 0) w0b=$(work_cnt 1) s0=$(clients_csw) r1=$(rto_cnt 0)
+	x0a=$(stop_cnt 0) x0b=$(stop_cnt 1)
 	m0a=0 m0b=0
 	profile_start "bw.${c}x$q.$rep"
 	d0=$(engine_cnt 0)
@@ -349,6 +357,7 @@ bw_run() {
 	done
 	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
 	w1a=$(work_cnt 0) w1b=$(work_cnt 1) s1=$(clients_csw) r2=$(rto_cnt 0)
+	x1a=$(stop_cnt 0) x1b=$(stop_cnt 1)
 	profile_end
 	d1=$(engine_cnt 0)
 	count_end "bw.${c}x$q.$rep" $(($(cut -d' ' -f5 <<<"$d1") - $(cut -d' ' -f5 <<<"$d0")))
@@ -390,6 +399,20 @@ bw_run() {
 	log "bw $n QPs rep $rep per GB: sender $(per_gb "loops sleeps yields doorbells doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" \
 		"$(delta "$w0a" "$w1a")" $((b1 - b0))); receiver $(per_gb "loops sleeps yields" \
 		"$(delta "$w0b" "$w1b")" $((b1 - b0))); clients $(per_gb "csw" $((s1 - s0)) $((b1 - b0)))"
+	# Why the sender stopped, per data packet it sent (counts: the same at any load):
+	# QPs parked on the peer's full window (and of those, runs cut short, whose ACK
+	# then waits for ack_delay at the receiver), QPs with no path window, paced QPs,
+	# batches the engine filled; the receiver's ACKs sent at ack_delay's end, per ACK.
+	# And the share of each worker's window time with work, spinning with none, asleep.
+	# (Differences in awk as floating point: mawk's %d stops at 2^31, and ns counts pass it.)
+	log "bw $n QPs rep $rep stops: $(awk -v a0="$x0a" -v a1="$x1a" -v b0="$x0b" -v b1="$x1b" 'BEGIN {
+		split(a0, p, " "); split(a1, q, " "); for (i in q) s[i] = q[i] - p[i]
+		split(b0, p, " "); split(b1, q, " "); for (i in q) r[i] = q[i] - p[i]
+		d = s[8] > 0 ? s[8] : 1; k = r[7] > 0 ? r[7] : 1
+		printf "sender per data packet: peer_blocked %.4f, run_cut %.4f, path_blocked %.4f, paced %.4f, batch_full %.4f; receiver ack_delayed per ACK %.3f, ", s[1] / d, s[2] / d, s[3] / d, s[4] / d, s[5] / d, r[6] / k
+		printf "wait in host per packet %.1f us (sender, ACKs: %.1f us); ", r[12] > 0 ? r[13] / r[12] / 1e3 : 0, s[12] > 0 ? s[13] / s[12] / 1e3 : 0
+		ts = s[9] + s[11]; tr = r[9] + r[11]; if (ts <= 0) ts = 1; if (tr <= 0) tr = 1
+		printf "worker time work/spin/asleep: sender %.2f/%.2f/%.2f, receiver %.2f/%.2f/%.2f", (s[9] - s[10]) / ts, s[10] / ts, s[11] / ts, (r[9] - r[10]) / tr, r[10] / tr, r[11] / tr }')"
 	load_refused && gbps= cpugb=
 	echo "bw,$n,$c,$q,$rep,$gbps,$win,$tup,$cpua,$cpub,$m0a,$m0b,$IDLE_A,$IDLE_B,$rto,$retx,$lost,$rxdup,$txdata,$FAILED,$RETRY_EXC,${perfavg:-},,,${ERR:-ok},${c}x$q,$LOAD_B,$LOAD_E,$LOADED,$cpuc,$cpugb" >>"$CSV"
 	if [ -n "${KEEP:-}" ]; then mkdir -p "$BL_DIR/keep.bw.$n.$rep" && cp "$BL_DIR"/bw.* "$BL_DIR/keep.bw.$n.$rep/"; fi

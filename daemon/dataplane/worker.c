@@ -306,7 +306,7 @@ static void *worker_main(void *arg)
 	if (prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0))
 		pr_debug("worker: PR_SET_TIMERSLACK: %s", strerror(errno));
 	while (!atomic_load_explicit(&w->stop, memory_order_acquire)) {
-		uint64_t now = mrocd_now_ns(), deadline, tick;
+		uint64_t now = mrocd_now_ns(), start = now, deadline, tick;
 		int work;
 
 		w->st.loops++;
@@ -350,6 +350,8 @@ static void *worker_main(void *arg)
 		if (w->cfg.on_flush)
 			w->cfg.on_flush(w->cfg.ctx);
 		if (work) {
+			if (idle_since)
+				w->st.spin_ns += start - idle_since;
 			w->st.busy_ns += now - mark;
 			mark = now;
 			idle_since = 0;
@@ -371,9 +373,11 @@ static void *worker_main(void *arg)
 			deadline = now + TX_RETRY_NS;
 		if ((w->cfg.may_sleep && !w->cfg.may_sleep(w->cfg.ctx)) ||
 		    (w->cfg.be->ops->may_sleep && !w->cfg.be->ops->may_sleep(w->cfg.be))) {
+			w->st.spin_ns += now - idle_since;
 			idle_since = 0;
 			continue;	/* a client posted, or a worker handed us work, meanwhile */
 		}
+		w->st.spin_ns += now - idle_since;
 		w->st.busy_ns += now - mark;
 		sleep_until(w, deadline, now);
 		mark = mrocd_now_ns();

@@ -53,7 +53,13 @@ struct worker_stats {
 	uint64_t idle_yields;		/* sched_yield()s while busy-polling (idle.h) */
 	uint64_t rx_pkts, rx_rejected, rx_unknown_source, tx_pkts;
 	uint64_t rx_bad_source;		/* from no host's address (addr_unicast): dropped first */
-	uint64_t busy_ns, idle_ns;	/* time with work vs. asleep or spinning idle */
+	uint64_t busy_ns, idle_ns;	/* time with work or spinning idle vs. asleep */
+	/*
+	 * Of busy_ns, the spells of busy polling that found nothing (until
+	 * work came or the worker slept): a sending worker that spins while
+	 * its QPs have work waits for windows, not for CPU (issue #22).
+	 */
+	uint64_t spin_ns;
 	/* The worker thread's page faults (getrusage RUSAGE_THREAD): 0 growth once clients registered. */
 	uint64_t minor_faults, major_faults;
 	struct aead_stats aead;		/* zero unless security mode "aead" */
