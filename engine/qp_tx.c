@@ -822,7 +822,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	}
 	if (!peer_room(eng, qp)) {
 		if (qp->run_left)
-			eng->st.c[EC_TX_RUN_CUT]++;
+			eng->st.c[EC_TX_RUN_CUT]++;	/* past even a run's slack (peer_room) */
 		return 0;
 	}
 	if (pick_segment(eng, qp, &probe, &dsn, &retx, &copy, &spent))

@@ -342,6 +342,71 @@ static void test_paced_run_is_whole(void **state)
 }
 
 /*
+ * Issue #22: a run goes out whole through a full peer window when the
+ * window frees a packet or two at a time.  Messages of 19 packets (MTU 900:
+ * four runs of 4 and a tail of 3, whose delayed ACK frees 3) from eight QPs
+ * through a 16-packet window, a 40 us round trip.  Cut at the window, each
+ * turn a blocked QP got was the one or two packets an ACK had freed, its
+ * path's ACK waited for ack_delay and freed as little again: the sender
+ * changed QP 0.512 times per packet and the receiver sent 0.632 ACKs a data
+ * packet (tx_run_cut 0.725 a packet); whole, 0.256 and 0.269 (0.036).  The
+ * window is exceeded by at most the rest of one run (ack_every - 1 packets;
+ * 19 of 16 here), never more.
+ */
+static void test_window_run_not_cut(void **state)
+{
+	const unsigned int per_qp = 24, depth = 4;
+	unsigned int posted[NQP] = { 0 }, done = 0;
+	uint32_t most = 0, window = 16;
+	struct engine_config cfg;
+	double switches, acks;
+	uint64_t end;
+	struct fx *f;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = window;
+	cfg.mtu = 900;
+	f = fx_new(state, &cfg);
+	pair_set_delay(f->x.p, PAIR_A, 20 * PAIR_US);
+	pair_set_delay(f->x.p, PAIR_B, 20 * PAIR_US);
+	for (int q = 0; q < NQP; q++)
+		for (; posted[q] < depth; posted[q]++)
+			post_write(f, q, (uint64_t)q);
+	for (end = f->x.p->now + 200 * PAIR_MS; done < NQP * per_qp && f->x.p->now < end;) {
+		struct engine_qp_info info;
+
+		pair_run_for(f->x.p, 2 * PAIR_US);
+		assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->qa[0], &info), 0);
+		if (info.peer_inflight_pkts > most)
+			most = info.peer_inflight_pkts;
+		while (pair_pending(f->x.p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
+			uint64_t q = c->wr_id;
+
+			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			assert_true(q < NQP);
+			done++;
+			if (posted[q] < per_qp) {
+				post_write(f, (int)q, q);
+				posted[q]++;
+			}
+		}
+	}
+	assert_int_equal(done, NQP * per_qp);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, NQP * MSG);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
+	acks = (double)f->b_acks / (double)f->a_data;
+	switches = (double)f->a_switches / (double)f->a_bulk;
+	print_message("%llu data packets: %.3f ACKs per data packet, the sender changes QP %.3f "
+		      "times per packet, %.3f runs cut per packet; at most %u in flight\n",
+		      (unsigned long long)f->a_data, acks, switches,
+		      (double)pair_stat(f->x.p, PAIR_A, EC_TX_RUN_CUT) / (double)f->a_data, most);
+	assert_true(most >= window && most <= window + cfg.ack_every - 1);
+	assert_true(switches <= 0.35);
+	assert_true(acks <= 0.40);
+}
+
+/*
  * QP 0 busy, the others idle for ten keepalive intervals: their peer is
  * heard on QP 0, so nobody asks it for a sign of life.
  */
@@ -383,6 +448,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_turns, teardown),
 		cmocka_unit_test_teardown(test_window_turn_is_run, teardown),
 		cmocka_unit_test_teardown(test_paced_run_is_whole, teardown),
+		cmocka_unit_test_teardown(test_window_run_not_cut, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 	};
 
