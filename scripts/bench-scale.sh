@@ -410,7 +410,7 @@ bw_run() {
 		split(b0, p, " "); split(b1, q, " "); for (i in q) r[i] = q[i] - p[i]
 		d = s[8] > 0 ? s[8] : 1; k = r[7] > 0 ? r[7] : 1
 		printf "sender per data packet: peer_blocked %.4f, run_cut %.4f, path_blocked %.4f, paced %.4f, batch_full %.4f; receiver ack_delayed per ACK %.3f, ", s[1] / d, s[2] / d, s[3] / d, s[4] / d, s[5] / d, r[6] / k
-		printf "wait in host per packet %.1f us (sender, ACKs: %.1f us); ", r[12] > 0 ? r[13] / r[12] / 1e3 : 0, s[12] > 0 ? s[13] / s[12] / 1e3 : 0
+		printf "wait in host per packet %.1f us (sender, ACKs: %.1f us); ", (r[12] > 0 ? r[13] / r[12] / 1e3 : 0), (s[12] > 0 ? s[13] / s[12] / 1e3 : 0)
 		ts = s[9] + s[11]; tr = r[9] + r[11]; if (ts <= 0) ts = 1; if (tr <= 0) tr = 1
 		printf "worker time work/spin/asleep: sender %.2f/%.2f/%.2f, receiver %.2f/%.2f/%.2f", (s[9] - s[10]) / ts, s[10] / ts, s[11] / ts, (r[9] - r[10]) / tr, r[10] / tr, r[11] / tr }')"
 	load_refused && gbps= cpugb=
