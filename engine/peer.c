@@ -171,8 +171,12 @@ uint32_t peer_inflight(const struct qp *qp)
  */
 bool peer_room(const struct engine *eng, struct qp *qp)
 {
+	/*
+	 * The slack is the whole run's, not what is left of it: a run started
+	 * with one packet of room needs ack_every - 1 more at its end.
+	 */
 	if (!qp->ph || !eng->cfg.peer_window_pkts ||
-	    qp->ph->inflight < peer_wnd(eng, qp->ph) + qp->run_left)
+	    qp->ph->inflight < peer_wnd(eng, qp->ph) + (qp->run_left ? eng->cfg.ack_every - 1 : 0))
 		return true;
 	qp->ph_blocked = true;
 	return false;
