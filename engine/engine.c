@@ -404,7 +404,17 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 			/* As sealed: the tag counts (sealed later, in a batch). */
 			qp->deficit -= (int32_t)(bufs[count].len + (key ? MROC_TAG_LEN : 0));
 			count++;
-			if (qp->deficit <= 0)
+			/*
+			 * A turn ends at a run's end (qp->run_left: ack_every
+			 * packets on one path, ACKed by one ACK), the deficit
+			 * repaid next turn: ended mid-run, the QP found the
+			 * peer's window taken by the QPs after it when it came
+			 * back, and the rest of its run waited for its turn
+			 * there while the receiver's ACK waited for ack_delay
+			 * (issue #22: 0.22-0.30 runs cut a data packet at
+			 * 4,000 QPs, tx_run_cut).
+			 */
+			if (qp->deficit <= 0 && !qp->run_left)
 				list_rotate(&eng->tx_ready, &qp->tx_node);
 		} else {
 			list_del(&qp->tx_node);
