@@ -88,6 +88,13 @@ struct engine_config {
 	 */
 	uint16_t sport_classes;
 	/*
+	 * 0: as sport_classes says.  N > 0 (a driver that places paths on ports
+	 * by their id, as the simulator's planes: path i leaves by port i mod
+	 * N): the parts of a split message then keep off each other's ports as
+	 * they do with sport_classes (qp_tx.c pick_path_alone).
+	 */
+	uint16_t path_ports;
+	/*
 	 * The driver's threads (mrocd's workers, a port's socket each): a packet
 	 * whose source port is in class sport mod home_mod, bit set in
 	 * home_mask, leaves from this engine's own thread; any other is handed

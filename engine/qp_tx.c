@@ -496,11 +496,34 @@ static bool path_carries(const struct path *p, uint32_t lo, uint32_t n)
 	return false;
 }
 
+/* The port a path leaves by, or -1 when the driver did not say (engine_config). */
+static int path_port(const struct engine *eng, const struct path *p)
+{
+	if (eng->cfg.sport_classes > 1)
+		return p->sport % eng->cfg.sport_classes;
+	return eng->cfg.path_ports ? (int)(p->id % eng->cfg.path_ports) : -1;
+}
+
+/* Whether a path of qp that leaves by p's port carries a DSN of [lo, lo + n). */
+static bool port_carries(const struct engine *eng, const struct qp *qp, const struct path *p,
+			 uint32_t lo, uint32_t n)
+{
+	int port = path_port(eng, p);
+
+	if (port < 0)
+		return path_carries(p, lo, n);
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (path_port(eng, &qp->paths[i]) == port && path_carries(&qp->paths[i], lo, n))
+			return true;
+	return false;
+}
+
 /*
- * The path of least cost that carries no DSN of [lo, lo + n) (n = 0: any).
+ * The path of least cost that carries no DSN of [lo, lo + n) (n = 0: any),
+ * nor, with by_port, shares a port with a path that does.
  */
 static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t bytes,
-				   uint32_t lo, uint32_t n)
+				   uint32_t lo, uint32_t n, bool by_port)
 {
 	uint64_t rate = eng->cfg.link_rate_bps / qp->npaths, sib = 0, best_cost = 0;
 	struct path *best = NULL;
@@ -521,7 +544,7 @@ static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t b
 		uint64_t cost;
 
 		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes) ||
-		    (n && path_carries(p, lo, n)))
+		    (n && (by_port ? port_carries(eng, qp, p, lo, n) : path_carries(p, lo, n))))
 			continue;
 		cost = (p->srtt ? p->srtt : sib) +
 		       (rate ? (uint64_t)p->inflight * 8 * NSEC_PER_SEC / rate : 0);
@@ -538,27 +561,33 @@ static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t b
 /*
  * A copy avoids the paths that carry its segment, and goes late (NULL) if
  * every path does.  A part of a split message (first_dsn: its first; the
- * DSN itself for any other) keeps off the paths that carry the parts of its
- * message sent before it while another path can take it: two parts on one
- * path queue one behind the other on its port and on every hop, and the
- * cost above (the path's RTT plus its bytes in flight at a path's share of
- * the link) let the RTTs' noise of a few tens of ns outweigh a part already
- * waiting there.  In the 32-rank ring AllReduce of 4 KiB (parts of 32 B on
- * 4 paths, no copies) 45 % of the steps put two parts on one path, and
- * those steps took 27-47 ns longer: 266.28 us against 265.76 with each part
- * on a path of its own (265.74 with a QP per plane; issue #23).  Only split
- * messages: they have at most a part per path, so the look at the paths'
- * packets in flight stays short of a large message's windows.
+ * DSN itself for any other) keeps off the ports, then the paths, that carry
+ * the parts of its message sent before it while another can take it: two
+ * parts on one path or port queue one behind the other, and the cost above
+ * (the path's RTT plus its bytes in flight at a path's share of the link)
+ * let the RTTs' noise of a few tens of ns outweigh a part already waiting
+ * there.  In the 32-rank ring AllReduce of 4 KiB (parts of 32 B, no
+ * copies), 4 paths: 45 % of the steps put two parts on one path, and those
+ * steps took 27-47 ns longer (266.28 us against 265.76 with each part on a
+ * path of its own; 265.74 with a QP per plane); 8 paths on 4 planes: 36 %
+ * of the steps put two parts on one plane (266.32 us against 265.77 with
+ * each on a port of its own; issue #23).  Only split messages: they have
+ * at most a part per path, so the look at the paths' packets in flight
+ * stays short of a large message's windows.
  */
 static struct path *pick_path_alone(struct engine *eng, struct qp *qp, uint32_t bytes, bool dup,
 				    uint32_t dsn, uint32_t first_dsn)
 {
-	struct path *p;
+	struct path *p = NULL;
 
 	if (dup)
-		return pick_alone_off(eng, qp, bytes, dsn, 1);
-	p = dsn != first_dsn ? pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn) : NULL;
-	return p ? p : pick_alone_off(eng, qp, bytes, 0, 0);
+		return pick_alone_off(eng, qp, bytes, dsn, 1, false);
+	if (dsn != first_dsn) {
+		p = pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn, true);
+		if (!p && path_port(eng, &qp->paths[0]) >= 0)
+			p = pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn, false);
+	}
+	return p ? p : pick_alone_off(eng, qp, bytes, 0, 0, false);
 }
 
 /*

@@ -163,6 +163,9 @@ static void net_config(const struct clu_config *cfg, struct cnet_config *net)
 				FAB_PLANE_HASH;
 	net->fab.seed = cfg->seed;
 	net->seed = cfg->seed;
+	/* MetaRoCE's path i crosses plane i mod planes (fabric.c): the engine knows its ports. */
+	if (net->fab.plane_select == FAB_PLANE_PATH_ID)
+		e->path_ports = (uint16_t)net->fab.nplanes;
 	/* RoCEv2 as deployed (DCQCN) reacts to ECN alone: no delay signal. */
 	if (cfg->transport != CLU_METAROCE)
 		e->delay_target_ns = 0;

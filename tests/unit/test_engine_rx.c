@@ -1057,6 +1057,71 @@ static void test_split_parts_own_paths(void **state)
 	assert_memory_equal(f->x.b->buf + 4096, f->x.a->buf, 1000);
 }
 
+/* As setup_split, on a host of two ports: A's packets leave by port sport mod 2. */
+static int setup_split_ports(void **state)
+{
+	struct engine_config ca, cb;
+	struct fx *f;
+
+	split_config(&ca, SPLIT, 1);
+	split_config(&cb, SPLIT, 2);
+	ca.sport_classes = 2;
+	f = fx_new(state, &ca, &cb);
+	pair_connect(f->x.p, NULL, NULL, SVC);
+	return 0;
+}
+
+/*
+ * The parts of a message keep off each other's ports too: the first
+ * message's part on path X is answered first, one on the other path of X's
+ * port 10 us later, the two of the other port 40 us later; the next
+ * message's 2 parts take X and a path of the other port, not X's sibling
+ * (the cheaper by 30 us, and one behind the other on X's port).
+ */
+static void test_split_parts_own_ports(void **state)
+{
+	struct fx *f = *state;
+	struct engine_wr w1 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 1000, 0);
+	struct engine_wr w2 = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 2, 0, 200, 4096);
+	struct pair_pkt seg[4];
+	unsigned y = 0;
+
+	post(f, &w1);
+	memcpy(seg, capture_a_data(f, 4)->pkt, sizeof(seg));
+	for (unsigned k = 1; k < 4; k++)
+		if (seg[k].sport % 2 == seg[0].sport % 2)
+			y = k;
+	assert_int_not_equal(y, 0);	/* two paths on each port */
+	pair_run_for(f->x.p, 100 * PAIR_US);
+	assert_int_equal(pair_deliver(f->x.p, &seg[0]), 0);
+	pair_pump(f->x.p);
+	pair_run_for(f->x.p, 10 * PAIR_US);
+	assert_int_equal(pair_deliver(f->x.p, &seg[y]), 0);
+	pair_pump(f->x.p);
+	pair_run_for(f->x.p, 30 * PAIR_US);
+	for (unsigned k = 1; k < 4; k++)
+		if (k != y)
+			assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	pair_capture_stop(f->x.p);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
+
+	uint8_t x = seg[0].data[PKT_PATH];
+	uint16_t port = seg[0].sport % 2;
+
+	post(f, &w2);
+	memcpy(seg, capture_a_data(f, 2)->pkt, 2 * sizeof(seg[0]));
+	assert_int_equal(seg[0].data[PKT_PATH], x);
+	assert_int_not_equal(seg[1].sport % 2, port);
+	pair_capture_stop(f->x.p);
+	for (unsigned k = 0; k < 2; k++)
+		assert_int_equal(pair_deliver(f->x.p, &seg[k]), 0);
+	settle(f);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
+	assert_memory_equal(f->x.b->buf + 4096, f->x.a->buf, 200);
+}
+
 /*
  * A SPLIT segment where the rule gives another shape, or from a peer that
  * announced no unit, is malformed and writes nothing.
@@ -1230,6 +1295,8 @@ int main(void)
 		TS(test_split_shape),
 		TS(test_split_only_alone),
 		TS(test_split_parts_own_paths),
+		cmocka_unit_test_setup_teardown(test_split_parts_own_ports, setup_split_ports,
+						teardown),
 		TS(test_split_wrong_shape),
 		cmocka_unit_test_setup_teardown(test_split_refused, setup_split_a_only, teardown),
 		cmocka_unit_test_setup_teardown(test_dup_copies, setup_dup, teardown),
