@@ -912,30 +912,31 @@ static void split_config(struct engine_config *c, uint32_t unit, uint64_t seed)
 	c->seed = seed;
 }
 
-/* Both ends announce a unit of SPLIT bytes: a lone small message goes in parts. */
-static int setup_split(void **state)
+/* A announces SPLIT, B unit_b; A copies up to dup_max bytes and has classes ports. */
+static int split_pair(void **state, uint32_t unit_b, uint32_t dup_max, uint16_t classes)
 {
 	struct engine_config ca, cb;
 	struct fx *f;
 
 	split_config(&ca, SPLIT, 1);
-	split_config(&cb, SPLIT, 2);
+	split_config(&cb, unit_b, 2);
+	ca.dup_max = dup_max;
+	ca.sport_classes = classes;
 	f = fx_new(state, &ca, &cb);
 	pair_connect(f->x.p, NULL, NULL, SVC);
 	return 0;
 }
 
+/* Both ends announce a unit of SPLIT bytes: a lone small message goes in parts. */
+static int setup_split(void **state)
+{
+	return split_pair(state, SPLIT, 0, 0);
+}
+
 /* Only A has a unit: B announces none, so neither direction splits. */
 static int setup_split_a_only(void **state)
 {
-	struct engine_config ca, cb;
-	struct fx *f;
-
-	split_config(&ca, SPLIT, 1);
-	split_config(&cb, 0, 2);
-	f = fx_new(state, &ca, &cb);
-	pair_connect(f->x.p, NULL, NULL, SVC);
-	return 0;
+	return split_pair(state, 0, 0, 0);
 }
 
 /*
@@ -1060,15 +1061,7 @@ static void test_split_parts_own_paths(void **state)
 /* As setup_split, on a host of two ports: A's packets leave by port sport mod 2. */
 static int setup_split_ports(void **state)
 {
-	struct engine_config ca, cb;
-	struct fx *f;
-
-	split_config(&ca, SPLIT, 1);
-	split_config(&cb, SPLIT, 2);
-	ca.sport_classes = 2;
-	f = fx_new(state, &ca, &cb);
-	pair_connect(f->x.p, NULL, NULL, SVC);
-	return 0;
+	return split_pair(state, SPLIT, 0, 2);
 }
 
 /*
@@ -1182,15 +1175,7 @@ static void test_split_wrong_shape(void **state)
 /* Split as above; A also sends a lone message of up to DUP_MAX bytes twice. */
 static int setup_dup(void **state)
 {
-	struct engine_config ca, cb;
-	struct fx *f;
-
-	split_config(&ca, SPLIT, 1);
-	split_config(&cb, SPLIT, 2);
-	ca.dup_max = DUP_MAX;
-	f = fx_new(state, &ca, &cb);
-	pair_connect(f->x.p, NULL, NULL, SVC);
-	return 0;
+	return split_pair(state, SPLIT, DUP_MAX, 0);
 }
 
 /*
