@@ -357,6 +357,25 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabr
 		p->rto = eng->cfg.rto_max_ns;
 }
 
+/* Whether p has a port it moved from that no sibling has moved to since. */
+static bool prev_port_free(const struct qp *qp, const struct path *p)
+{
+	if (!p->prev_sport)
+		return false;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (&qp->paths[i] != p && qp->paths[i].sport == p->prev_sport)
+			return false;
+	return true;
+}
+
+/* A move taken back (timeout_move_back, slow_move_judged): the old route's RTT is learnt anew. */
+static void back_to_prev_port(struct path *p)
+{
+	p->sport = p->prev_sport;
+	p->prev_sport = 0;
+	p->min_rtt = 0;
+}
+
 /*
  * An RTO the next ACK showed needless (Eifel's response, RFC 4015): the
  * path was slow, not dead.  Only the first RTO since the last ACK is
@@ -373,8 +392,6 @@ void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabr
  */
 static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 {
-	bool clash = false;
-
 	p->ssthresh = (uint32_t)max_u64(p->ssthresh, p->undo_pwnd);
 	p->pwnd = (uint32_t)min_u64(max_u64(p->pwnd, (uint64_t)p->inflight +
 					    eng->cfg.init_pwnd_pkts * eng->seg_bytes),
@@ -385,12 +402,9 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 	p->unlose = true;	/* what it declared lost: qp_ack.c takes back what ACKs show delivered */
 	p->undo_rate = 0;	/* the move, if any, is undone here: nothing left to judge */
 	eng->st.c[EC_RTO_UNDONE]++;
-	if (p->repath_why != ENGINE_REPATH_TIMEOUT || p->last_repath != p->rto_fired_at ||
-	    !p->prev_sport)
+	if (p->repath_why != ENGINE_REPATH_TIMEOUT || p->last_repath != p->rto_fired_at)
 		return;
-	for (unsigned i = 0; i < qp->npaths; i++)
-		clash |= &qp->paths[i] != p && qp->paths[i].sport == p->prev_sport;
-	if (!clash)
+	if (prev_port_free(qp, p))
 		p->sport = p->prev_sport;
 }
 
@@ -793,15 +807,10 @@ static void explore(struct engine *eng, struct qp *qp, struct path *p, uint64_t 
  */
 static bool timeout_move_back(struct engine *eng, const struct qp *qp, struct path *p)
 {
-	if (p->rate_ewma >= p->undo_rate || !p->prev_sport) {
+	if (p->rate_ewma >= p->undo_rate || !prev_port_free(qp, p)) {
 		p->undo_rate = 0;
 		return false;
 	}
-	for (unsigned j = 0; j < qp->npaths; j++)
-		if (&qp->paths[j] != p && qp->paths[j].sport == p->prev_sport) {
-			p->undo_rate = 0;
-			return false;
-		}
 	if (!p->left_alive) {
 		if (p->route_probe == ROUTE_PROBE_NONE)
 			p->route_probe = ROUTE_PROBE_WANT;
@@ -812,9 +821,7 @@ static bool timeout_move_back(struct engine *eng, const struct qp *qp, struct pa
 		return false;
 	}
 	p->undo_rate = 0;
-	p->sport = p->prev_sport;
-	p->prev_sport = 0;
-	p->min_rtt = 0;		/* the old route's, learnt anew */
+	back_to_prev_port(p);
 	eng->st.c[EC_REPATH_BACK]++;
 	return true;
 }
@@ -852,14 +859,9 @@ static bool slow_move_judged(struct engine *eng, struct qp *qp, struct path *p, 
 		qp->slow_fails++;
 	if (qp->slow_fails > SLOW_FREE)
 		qp->slow_at = now + (SLOW_WAIT_NS << (3 * (qp->slow_fails - SLOW_FREE - 1)));
-	if (!p->prev_sport)
+	if (!prev_port_free(qp, p))
 		return false;
-	for (unsigned j = 0; j < qp->npaths; j++)
-		if (&qp->paths[j] != p && qp->paths[j].sport == p->prev_sport)
-			return false;	/* a sibling moved there meanwhile */
-	p->sport = p->prev_sport;
-	p->prev_sport = 0;
-	p->min_rtt = 0;		/* the old route's, learnt anew */
+	back_to_prev_port(p);
 	restart_window(eng, p);	/* its averages were the trial port's */
 	p->pwnd = pwnd;
 	p->ssthresh = ssthresh;
