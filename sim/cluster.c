@@ -306,6 +306,8 @@ static int run_once(struct cnet *cn, const struct clu_config *cfg, const struct 
 	res->coll = *coll_result(c);
 	if (err)
 		snprintf(res->why, sizeof(res->why), "%s", res->coll.why);
+	if (cfg->report)
+		cfg->report(cn, c, cfg->report_ctx);
 out:
 	coll_destroy(c);
 	return err;

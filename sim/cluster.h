@@ -106,6 +106,9 @@ struct clu_config {
 	/* Optional: called once every QP is connected, just before the operation starts. */
 	void (*setup)(struct cnet *cn, void *ctx);
 	void *setup_ctx;
+	/* Optional: called after each operation, before its QPs go (per-flow reports). */
+	void (*report)(struct cnet *cn, const struct coll *c, void *ctx);
+	void *report_ctx;
 };
 
 /*

@@ -17,6 +17,7 @@
 #include "cliargs.h"
 #include "cluster.h"
 #include "cluster_cli.h"
+#include "run_cli.h"
 #include "simnet.h"
 
 #define MAX_SIZES	32
@@ -67,6 +68,13 @@ static const char cluster_usage[] =
 "run:\n"
 "  --seed N (1)      --limit MS (2000)       --csv FILE (appended)  --tag TEXT (CSV)\n"
 "  -v                counters per run\n"
+"  --flows FILE      per flow (permutation, alltoall, incast): ranks, hosts, when a\n"
+"                    permutation's receiver had all, the sender's QP's paths summed\n"
+"                    (packets, losses, timeouts, moves by reason, window cuts)\n"
+"  --trace FILE      one line per packet between two hosts (--trace-hosts A,B;\n"
+"                    0,1 by default) sent, dropped or delivered, from the start\n"
+"  --trace-paths US  ... and every US the state of A's paths to B (window,\n"
+"                    flight, RTT, alpha, losses, timeouts, cuts)\n"
 "  --clock-skew US   each host's engine clock ahead of the simulation's by a\n"
 "                    random offset below US (0: one clock for all)\n"
 "  --clock-drift PPM ... and faster or slower by up to PPM parts per million (0)\n"
@@ -81,7 +89,7 @@ enum {
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_SPLIT,
-	O_DUP,
+	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS,
 };
 
 static const struct option opts[] = {
@@ -133,6 +141,10 @@ static const struct option opts[] = {
 	{ "clock-drift", required_argument, NULL, O_CLOCK_DRIFT },
 	{ "split", required_argument, NULL, O_SPLIT },
 	{ "dup", required_argument, NULL, O_DUP },
+	{ "flows", required_argument, NULL, O_FLOWS },
+	{ "trace", required_argument, NULL, O_TRACE },
+	{ "trace-hosts", required_argument, NULL, O_TRACE_HOSTS },
+	{ "trace-paths", required_argument, NULL, O_TRACE_PATHS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -146,6 +158,12 @@ struct cli {
 	int nsizes;
 	const char *csv;
 	const char *tag;
+	FILE *flows;			/* --flows: one line per flow and run */
+	FILE *trace;			/* --trace: packets between trace_a and trace_b */
+	uint32_t trace_a, trace_b;
+	uint64_t sample_ns;		/* --trace-paths: trace_a's paths to trace_b this often */
+	struct cnet *cn;
+	enum clu_transport cur;		/* the transport running (for the flows' lines) */
 	const char *sweep;		/* --sizes, expanded once --step is known */
 	bool verbose;
 	bool senders_set;		/* --senders given (else 7, or every other rank if fewer) */
@@ -211,6 +229,19 @@ static int fabric_opt(struct clu_config *cfg, int o, const char *arg)
 	return 0;
 }
 
+/* --trace, --flows: a file written from the start (an earlier one given is closed). */
+static int open_out(FILE **f, const char *path)
+{
+	if (*f)
+		fclose(*f);
+	*f = fopen(path, "w");
+	if (!*f) {
+		fprintf(stderr, "mroc-sim cluster: %s: %s\n", path, strerror(errno));
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 {
 	struct clu_config *cfg = &c->cfg;
@@ -261,6 +292,15 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_BG_LOAD:
 		return sim_parse_double(arg, 0, 1, &cfg->bg_load);
 	case O_CSV: c->csv = arg; return 0;
+	case O_TRACE: return open_out(&c->trace, arg);
+	case O_TRACE_PATHS:
+		if (sim_parse_scaled(arg, 1000, &c->sample_ns) || !c->sample_ns)
+			return -EINVAL;
+		c->sample_ns *= 1000;
+		return 0;
+	case O_TRACE_HOSTS:
+		return sscanf(arg, "%" SCNu32 ",%" SCNu32, &c->trace_a, &c->trace_b) == 2 ? 0 : -EINVAL;
+	case O_FLOWS: return open_out(&c->flows, arg);
 	case O_TAG: c->tag = arg; return 0;
 	case O_VERIFY: cfg->verify = true; return 0;
 	case O_LOSS: case O_CORE_LOSS: return fabric_opt(cfg, o, arg);
@@ -384,10 +424,11 @@ static void print_counters(const struct clu_result *r, double wall)
 	static const char *const kn[FAB__KINDS] = { "up", "down", "leaf->spine", "spine->leaf" };
 
 	printf("    engines: tx %" PRIu64 " pkts, retx %" PRIu64 ", dup %" PRIu64 ", lost %" PRIu64
-	       ", rto %" PRIu64 ", repath %" PRIu64 ", ce %" PRIu64 ", rtt held %" PRIu64
-	       ", placed %" PRIu64 " B of %" PRIu64 "\n",
+	       ", rto %" PRIu64 " (spurious %" PRIu64 ", undone %" PRIu64 "), repath %" PRIu64
+	       ", ce %" PRIu64 ", rtt held %" PRIu64 ", placed %" PRIu64 " B of %" PRIu64 "\n",
 	       r->eng.c[EC_TX_PKTS], r->eng.c[EC_TX_RETX], r->eng.c[EC_TX_DUP], r->eng.c[EC_LOST],
-	       r->eng.c[EC_RTO], r->eng.c[EC_REPATH], r->eng.c[EC_CE], r->eng.c[EC_RTT_HELD],
+	       r->eng.c[EC_RTO], r->eng.c[EC_RTO_SPURIOUS], r->eng.c[EC_RTO_UNDONE],
+	       r->eng.c[EC_REPATH], r->eng.c[EC_CE], r->eng.c[EC_RTT_HELD],
 	       r->payload_placed, r->coll.payload_bytes);
 	for (int k = 0; k < FAB__KINDS; k++)
 		printf("    %-11s: deliv %" PRIu64 " tail %" PRIu64 " random %" PRIu64 " bh %" PRIu64
@@ -419,6 +460,132 @@ static void print_counters(const struct clu_result *r, double wall)
 	       " %" PRIu64 " events in %.2f s = %.2f M events/s\n", fs->core_imbalance,
 	       r->coll.qps, r->hosts_on_leaf_max, r->net.events, wall,
 	       wall > 0 ? (double)r->net.events / wall / 1e6 : 0);
+}
+
+static const char flows_header[] =
+	"# transport seed src dst src_host dst_host done_us paths sent retx lost rto "
+	"moves timeout loss ce slow explore loss_cuts loss_trims delay_cuts rto_per_path "
+	"uplink_queue_kb_per_plane\n";
+
+/*
+ * The leaf-spine links' utilisation over the operation (wire bytes at their
+ * rate; the connection's few packets before it included): whether the core
+ * was the bottleneck and stayed full.
+ */
+static void core_busy(struct cnet *cn, const struct coll *co, FILE *f)
+{
+	const struct fabric *fab = cnet_fabric(cn);
+	const struct coll_result *r = coll_result(co);
+	double secs = (double)(r->t_end - r->t_start) / 1e9, most = 0;
+	unsigned over90 = 0, over75 = 0, n = 0;
+
+	for (size_t i = fab->base[FAB_LS]; secs > 0 && i < fab->nlinks; i++, n++) {
+		const struct sim_link *l = &fab->links[i];
+		double u = (double)l->st.delivered_bytes * 8 / (double)l->cfg.rate_bps / secs;
+
+		most = u > most ? u : most;
+		over90 += u >= 0.9;
+		over75 += u >= 0.75;
+	}
+	fprintf(f, "# core links: %u, busiest %.3f of its rate, %u at >= 0.9, %u at >= 0.75\n", n,
+		most, over90, over75);
+}
+
+/* --flows: the operation's flows, each with its sender QP's paths summed. */
+static void flows_report(struct cnet *cn, const struct coll *co, void *ctx)
+{
+	struct cli *c = ctx;
+	struct coll_flow fl;
+
+	core_busy(cn, co, c->flows);
+	for (uint32_t i = 0; !coll_flow_get(co, i, &fl); i++) {
+		const struct engine *eng = cnet_engine(cn, fl.src_host);
+		struct engine_path_info sum = { 0 }, pi;
+		char per[MROC_MAX_PATHS * 4 + 1] = "", *w = per, upq[FAB_MAX_PLANES * 8 + 1] = "";
+		const struct fabric *fab = cnet_fabric(cn);
+		unsigned n = 0;
+
+		/* The standing queue a packet met at the sender's port of each plane. */
+		w = upq;
+		for (uint32_t p = 0; p < fab->cfg.nplanes; p++) {
+			const struct sim_link_stats *st = &fab_up(fab, fl.src_host, p)->st;
+
+			w += snprintf(w, (size_t)(upq + sizeof(upq) - w), "%s%.0f", p ? "," : "",
+				      st->enqueued ? (double)st->queue_seen_bytes / st->enqueued / 1024 : 0);
+		}
+		w = per;
+		for (unsigned p = 0; !engine_path_info(eng, fl.qpn, p, &pi); p++, n++) {
+			sum.sent += pi.sent;
+			sum.retx += pi.retx;
+			sum.lost += pi.lost;
+			sum.timeouts += pi.timeouts;
+			sum.repaths += pi.repaths;
+			sum.loss_cuts += pi.loss_cuts;
+			sum.loss_trims += pi.loss_trims;
+			sum.delay_cuts += pi.delay_cuts;
+			for (int r = 0; r < ENGINE_REPATH__COUNT; r++)
+				sum.repaths_why[r] += pi.repaths_why[r];
+			w += snprintf(w, (size_t)(per + sizeof(per) - w), "%s%" PRIu64, p ? "," : "",
+				      pi.timeouts);
+		}
+		fprintf(c->flows, "%s %" PRIu64 " %u %u %u %u %.2f %u %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64 " %" PRIu64
+			" %" PRIu64 " %" PRIu64 " %" PRIu64 " %s %s\n", clu_transport_name(c->cur),
+			c->cfg.seed, fl.src, fl.dst, fl.src_host, fl.dst_host, fl.t_done_ns / 1e3, n,
+			sum.sent, sum.retx, sum.lost, sum.timeouts, sum.repaths,
+			sum.repaths_why[ENGINE_REPATH_TIMEOUT], sum.repaths_why[ENGINE_REPATH_LOSS],
+			sum.repaths_why[ENGINE_REPATH_CE], sum.repaths_why[ENGINE_REPATH_SLOW],
+			sum.repaths_why[ENGINE_REPATH_EXPLORE], sum.loss_cuts, sum.loss_trims,
+			sum.delay_cuts, per, upq);
+	}
+}
+
+/* --trace: the packets between the two hosts asked for, either way. */
+static void trace_pair(void *ctx, uint64_t now, enum sim_trace_what what, const struct sim_pkt *pkt)
+{
+	const struct cli *c = ctx;
+
+	if ((pkt->src == c->trace_a && pkt->dst == c->trace_b) ||
+	    (pkt->src == c->trace_b && pkt->dst == c->trace_a))
+		sim_trace_pkt(c->trace, now, what, pkt);
+}
+
+/* --trace-paths: a line per path of trace_a's QPs to trace_b, every sample_ns. */
+static void trace_paths(struct cnet *cn, void *ctx)
+{
+	struct cli *c = ctx;
+	const struct engine *eng = cnet_engine(cn, c->trace_a);
+	uint32_t qpns[16];
+	int n = engine_qp_list(eng, qpns, 16);
+
+	for (int i = 0; i < n && i < 16; i++) {
+		struct engine_qp_info qi;
+		struct engine_path_info pi;
+
+		if (engine_qp_info(eng, qpns[i], &qi) || qi.peer != c->trace_b || !qi.tx_bytes)
+			continue;
+		for (unsigned p = 0; !engine_path_info(eng, qpns[i], p, &pi); p++)
+			fprintf(c->trace, "%" PRIu64 " path %u sport %u pwnd %u flight %u srtt %.1f "
+				"rto %.1f alpha %.3f rate %.2f sent %" PRIu64 " lost %" PRIu64 " rto# %"
+				PRIu64 " backoff %u%s cuts %" PRIu64 "/%" PRIu64 "/%" PRIu64 " moves %" PRIu64
+				" una %u\n", cnet_now(cn), p, pi.sport, pi.pwnd_bytes, pi.inflight_bytes,
+				pi.srtt_ns / 1e3, pi.rto_ns / 1e3, pi.dctcp_alpha_ppm / 1e6,
+				pi.rate_bps / 1e9, pi.sent, pi.lost, pi.timeouts, pi.backoff,
+				pi.timed_out ? " timedout" : "", pi.loss_cuts, pi.loss_trims,
+				pi.delay_cuts, pi.repaths, qi.snd_una);
+	}
+	/* Until the run ends (its events outlive it, unrun, with the network). */
+	if (cnet_schedule(cn, cnet_now(cn) + c->sample_ns, trace_paths, ctx))
+		fprintf(c->trace, "# path samples stopped: no room for the event\n");
+}
+
+static void trace_setup(struct cnet *cn, void *ctx)
+{
+	struct cli *c = ctx;
+
+	cnet_set_trace(cn, trace_pair, ctx);
+	if (c->sample_ns)
+		trace_paths(cn, ctx);
 }
 
 static uint32_t n_ranks(const struct clu_config *cfg)
@@ -464,6 +631,7 @@ static int run_all(struct cli *c)
 
 			cfg.transport = (uint8_t)c->tr[t];
 			cfg.bytes = c->sizes[s];
+			c->cur = c->tr[t];
 			w0 = sim_wall_now();
 			err = clu_run(&cfg, &r);
 			wall = sim_wall_now() - w0;
@@ -496,6 +664,10 @@ static int run_all(struct cli *c)
 	}
 	if (csv)
 		fclose(csv);
+	if (c->flows)
+		fclose(c->flows);
+	if (c->trace)
+		fclose(c->trace);
 	return fails ? 1 : 0;
 }
 
@@ -521,6 +693,17 @@ int cluster_cmd(int argc, char **argv)
 			fputs(cluster_usage, stderr);
 			return 2;
 		}
+	}
+	if (c.trace) {
+		if (!c.trace_a && !c.trace_b)
+			c.trace_b = 1;
+		c.cfg.setup = trace_setup;
+		c.cfg.setup_ctx = &c;
+	}
+	if (c.flows) {
+		fputs(flows_header, c.flows);
+		c.cfg.report = flows_report;
+		c.cfg.report_ctx = &c;
 	}
 	if (c.sweep && sweep(&c, c.sweep, step)) {
 		fprintf(stderr, "mroc-sim cluster: bad --sizes '%s'\n", c.sweep);

@@ -131,6 +131,7 @@ static void host_nic_done(struct cnet *cn, struct cnet_host *h)
 	}
 	h->nic_wait = NULL;
 	h->d.nic_pkt = NULL;
+	link_trace(&cn->env, cn->loop.now, SIM_TR_SEND, pkt);
 	link_enqueue(port, &cn->env, pkt, cn->loop.now);
 }
 
@@ -142,6 +143,7 @@ static void pkt_arrive(struct cnet *cn, struct sim_pkt *pkt)
 		link_enqueue(next, &cn->env, pkt, cn->loop.now);
 		return;
 	}
+	link_trace(&cn->env, cn->loop.now, SIM_TR_DELIVER, pkt);
 	simhost_rx(&cn->hosts[pkt->dst].d, &cn->henv, pkt);
 }
 
@@ -198,6 +200,12 @@ int cnet_run_while(struct cnet *cn, cnet_pred_fn pred, void *ctx, uint64_t time_
 		dispatch(cn, ev);
 	}
 	return 0;
+}
+
+void cnet_set_trace(struct cnet *cn, sim_trace_fn fn, void *ctx)
+{
+	cn->env.trace = fn;
+	cn->env.trace_ctx = ctx;
 }
 
 int cnet_schedule(struct cnet *cn, uint64_t at, cnet_call_fn fn, void *ctx)

@@ -88,6 +88,9 @@ typedef bool (*cnet_pred_fn)(struct cnet *cn, void *ctx);
  */
 int cnet_run_while(struct cnet *cn, cnet_pred_fn pred, void *ctx, uint64_t time_limit);
 
+/* A trace of every packet sent by a NIC, dropped or delivered (NULL: none). */
+void cnet_set_trace(struct cnet *cn, sim_trace_fn fn, void *ctx);
+
 typedef void (*cnet_call_fn)(struct cnet *cn, void *ctx);
 /* Call fn at time at (>= now); ctx must live until then. */
 int cnet_schedule(struct cnet *cn, uint64_t at, cnet_call_fn fn, void *ctx);

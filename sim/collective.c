@@ -45,6 +45,7 @@ struct coll_rank {
 	uint64_t *step_got;		/* stepped kinds: bytes received per step */
 	uint32_t steps_rx;		/* stepped kinds: steps received and processed, in order */
 	uint8_t *acc, *in;		/* stepped kinds with verify: accumulator, input */
+	uint64_t t_done;		/* when it had everything (coll_flow_get) */
 	bool done;
 };
 
@@ -387,6 +388,7 @@ static int send_all(struct coll *c, bool dry)
 static void rank_done(struct coll *c, struct coll_rank *rk)
 {
 	rk->done = true;
+	rk->t_done = cnet_now(c->cn);
 	if (++c->ranks_done == c->n)
 		c->res.t_end = cnet_now(c->cn);
 }
@@ -920,6 +922,25 @@ int coll_verify(struct coll *c)
 	if (r->err || !c->cfg.verify)
 		return r->err;
 	return coll_stepped(c->cfg.kind) ? verify_stepped(c) : verify_flows(c);
+}
+
+int coll_flow_get(const struct coll *c, uint32_t i, struct coll_flow *out)
+{
+	struct coll_ep *ep, *peer;
+	uint32_t src, dst;
+	uint64_t soff, doff;
+
+	if (coll_stepped(c->cfg.kind) || !flow_at(c, i, &src, &dst, &soff, &doff))
+		return -ENOENT;
+	ep = ep_of((struct coll *)c, src, dst, 0, &peer);
+	*out = (struct coll_flow){
+		.src = src, .dst = dst, .src_host = c->ranks[src].host,
+		.dst_host = c->ranks[dst].host, .qpn = ep->qpn,
+		/* A permutation's receiver has one source: its end is the flow's. */
+		.t_done_ns = c->cfg.kind == COLL_PERMUTATION && c->ranks[dst].done ?
+			     c->ranks[dst].t_done - c->res.t_start : 0,
+	};
+	return 0;
 }
 
 const struct coll_result *coll_result(const struct coll *c)

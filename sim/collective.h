@@ -96,5 +96,18 @@ bool coll_finished(const struct coll *c);
 int coll_verify(struct coll *c);
 const struct coll_result *coll_result(const struct coll *c);
 
+/*
+ * Flow i of a flow kind (permutation, AllToAll, incast; not the stepped
+ * ones): its ranks, hosts, the sender's QP (its first, of k), and for a
+ * permutation when its receiver had everything (ns after the start; 0: not
+ * done, or another kind).  -ENOENT past the last flow.
+ */
+struct coll_flow {
+	uint32_t src, dst, src_host, dst_host;
+	uint32_t qpn;
+	uint64_t t_done_ns;
+};
+int coll_flow_get(const struct coll *c, uint32_t i, struct coll_flow *out);
+
 
 #endif

@@ -377,8 +377,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	return -EINVAL;
 }
 
-static void trace_pkt(void *ctx, uint64_t now, enum sim_trace_what what,
-		      const struct sim_pkt *pkt)
+void sim_trace_pkt(void *ctx, uint64_t now, enum sim_trace_what what, const struct sim_pkt *pkt)
 {
 	static const char *const whats[] = { "send", "drop-tail", "drop-random", "drop-bh",
 					     "deliver" };
@@ -424,7 +423,7 @@ int run_cmd(int argc, char **argv, void (*usage)(void))
 				fprintf(stderr, "mroc-sim run: %s: %s\n", optarg, strerror(errno));
 				return 1;
 			}
-			cfg.trace = trace_pkt;
+			cfg.trace = sim_trace_pkt;
 		} else if (opt == 'h') {
 			usage();
 			return 0;
@@ -582,7 +581,7 @@ int incast_cmd(int argc, char **argv, void (*usage)(void))
 				fprintf(stderr, "mroc-sim incast: %s: %s\n", optarg, strerror(errno));
 				return 1;
 			}
-			cfg.trace = trace_pkt;
+			cfg.trace = sim_trace_pkt;
 			continue;
 		case '?':
 			goto bad;

@@ -19,6 +19,8 @@ int incast_cmd(int argc, char **argv, void (*usage)(void));
 
 /* A scn_config/inc_config run_hook: ctx is double[2], the wall clock at start and end. */
 void run_time_hook(void *ctx, bool end);
+/* A sim_trace_fn writing one line per packet to the FILE * ctx (run and cluster --trace). */
+void sim_trace_pkt(void *ctx, uint64_t now, enum sim_trace_what what, const struct sim_pkt *pkt);
 /* Goodput so far, also for a transfer that did not finish in time. */
 double run_gbps(const struct scn_result *r);
 
