@@ -6,8 +6,9 @@
  * only once the requester proved it got our REP (cm_half.c); the requester
  * sends that proof (its RTU: a KEEPALIVE asking for an answer) at once,
  * repeats it like a request, and counts itself connected when something of
- * the bound QP's comes back.  A requester whose listener went to another
- * (CONNECT_REJ BUSY) asks again later.
+ * the bound QP's comes back; while nothing does, it asks with the REQ again
+ * (rtu_unanswered: the server may have lost the REQ's entry).  A requester
+ * whose listener went to another (CONNECT_REJ BUSY) asks again later.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -130,6 +131,7 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 	if (eng->sec_tag_len)
 		sec_new_key(eng, qp->rx_key);
 	qp->cm_pending = CM_SEND_REQ;
+	qp->cm_again = false;
 	qp->cm_tries = 0;
 	qp->cm_rounds = 0;
 	qp->cm_deadline = 0;
@@ -464,6 +466,7 @@ static void retry_later(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	eng->st.c[EC_CM_BUSY_RETRY]++;
 	qp->cm_pending = CM_SEND_REQ;
+	qp->cm_again = false;	/* a new round: its first REP's RTU has tries of its own */
 	qp->cm_tries = 0;
 	qp->cm_deadline = now + cm_backoff(eng, qp->cm_rounds - 1);
 }
@@ -551,9 +554,13 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		/*
 		 * Our proof that we got the REP: the server binds its listener at
 		 * it, and we count ourselves connected once the bound QP answers.
+		 * The first REP of a round gives the RTU tries of its own (a REQ's
+		 * budget); a REP to a REQ sent again (rtu_unanswered) is that try's,
+		 * and its RTU goes at once within the try's wait (rtu_build).
 		 */
 		qp->cm_pending = CM_SEND_RTU;
-		qp->cm_tries = 0;
+		if (!qp->cm_again)
+			qp->cm_tries = 0;
 		qp_wake(eng, qp);	/* as a REQ: its retry deadline is armed when it leaves */
 		return 0;
 	case MROC_OP_CONNECT_REJ:
@@ -722,7 +729,8 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 /*
  * The requester's RTU: a KEEPALIVE asking for an answer, on path 0, tagged
  * as every packet of the QP is (under the key of the REP); tried like a
- * request.  Returns 1 or 0.
+ * request.  The RTU of a REQ sent again (cm_again) takes no try of its own:
+ * it goes within the REQ's, whose deadline stands.  Returns 1 or 0.
  */
 static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -734,9 +742,11 @@ static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 	b->path_id = 0;
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;	/* a CM message in a keepalive's form */
-	qp->cm_tries++;
-	qp->cm_sent = now;
-	qp->cm_deadline = now + cm_backoff(eng, qp->cm_tries - 1);
+	if (!qp->cm_again) {
+		qp->cm_tries++;
+		qp->cm_sent = now;
+	}
+	qp->cm_deadline = qp->cm_sent + cm_backoff(eng, qp->cm_tries - 1);
 	return 1;
 }
 
@@ -754,12 +764,40 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 	return cm_build(eng, qp, now, b);
 }
 
+/*
+ * Our RTU's wait ran out and nothing of the REP's QP came back (no answer,
+ * no data, no ACK): ask with the REQ again, not the RTU (#24).  The server
+ * answers a REQ whatever became of ours: its half-open entry waiting (the
+ * same REP: the RTU or its answer was lost), gone (a REQ flood cycled its
+ * table between our REP and our RTU: a new entry, a new REP), bound to us
+ * (the REP again: the answer was lost) or to another (BUSY, or a free
+ * listener's REP); an RTU to an entry that is gone is dropped unanswered
+ * (rx_bad_peer), and that used to fail us after cm_retries RTUs.  The REQ
+ * is the one we sent (our QPN, numbers and key), so every such answer is
+ * one we can take.  Each try after the first asks so, its REP's RTU
+ * within the try (rtu_build): the tries and their waits are the RTU's as
+ * before, so a server that went still fails us with CONNECT_ERR when it
+ * did.  What the REP gave us is forgotten until the next one comes, as at
+ * a BUSY.
+ */
+static void rtu_unanswered(struct engine *eng, struct qp *qp)
+{
+	conn_unlink(eng, qp);
+	qp->has_tx_key = false;
+	qp->peer_npaths = 0;
+	qp->cm_pending = CM_SEND_REQ;
+	qp->cm_again = true;
+	eng->st.c[EC_CM_REQ_AGAIN]++;
+}
+
 /* Give up on a request nobody answers. */
 void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 {
 	if (!qp->cm_deadline || now < qp->cm_deadline)
 		return;
 	if (qp->cm_tries <= eng->cfg.cm_retries) {
+		if (qp->cm_pending == CM_SEND_RTU)
+			rtu_unanswered(eng, qp);
 		qp_wake(eng, qp);
 		return;
 	}

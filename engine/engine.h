@@ -476,6 +476,7 @@ enum engine_counter {
 	EC_TX_PACED,			/* QPs held by their pacing gap */
 	EC_TX_BATCH_FULL,		/* engine_tx calls that filled every buffer offered: the driver's batch stopped it */
 	EC_TX_ACK_DELAYED,		/* of EC_TX_ACKS: sent at ack_delay's end, before ack_every packets came */
+	EC_CM_REQ_AGAIN,		/* our REQ sent again: our RTU went unanswered (our entry may be gone) */
 	EC__COUNT,
 };
 

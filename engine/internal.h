@@ -324,6 +324,12 @@ struct qp {
 
 	/* connection management */
 	uint8_t cm_reason;
+	/*
+	 * requester: an RTU of this round went unanswered, so each later try
+	 * asks with the REQ again and its REP's RTU rides on that try (cm.c
+	 * rtu_unanswered)
+	 */
+	bool cm_again;
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */

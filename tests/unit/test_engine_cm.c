@@ -773,29 +773,173 @@ static void test_ghost_chain_bounded(void **state)
 
 /*
  * The requester's RTU never gets through (the server never binds, so
- * nothing of the QP's comes back): the requester never counts itself
- * connected, and after cm_retries tries its QP fails with CONNECT_ERR (a
- * connection that was never made, not RETRY_EXC_ERR); the server listens
- * on, no completion.
+ * nothing of the QP's comes back), or the server goes silent after its REP:
+ * the requester never counts itself connected, and after cm_retries tries
+ * its QP fails with CONNECT_ERR (a connection that was never made, not
+ * RETRY_EXC_ERR) exactly when it did while it only repeated its RTU: each
+ * try after the first asks with its REQ again (the server may have lost
+ * our entry, test_rtu_entry_pushed_out), and the RTU of the REP it gets
+ * goes within that try.  The server listens on, no completion.
  */
-static void test_rtu_unanswered(void **state)
+struct rtu_loss {
+	bool server_gone;	/* drop everything B sends after its first REP */
+	unsigned reps;
+};
+
+static bool rtu_loss_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct rtu_loss *l = arg;
+
+	(void)p;
+	if (pkt->from == PAIR_B)
+		return pkt->data[PKT_OPCODE] == MROC_OP_CONNECT_REP && !l->reps++ ? true :
+		       !l->server_gone;
+	return pkt->data[PKT_OPCODE] != MROC_OP_KEEPALIVE;
+}
+
+static void rtu_unanswered(void **state, bool server_gone)
 {
 	struct pair *p = open_pair(state, NULL, NULL);
 	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
-	struct pair_capture *cap = pair_capture_start(p, PAIR_A, PAIR_OP_BIT(MROC_OP_KEEPALIVE),
-						      false);
+	struct rtu_loss l = { .server_gone = server_gone };
+	const struct engine_config *c = &p->s[PAIR_A].cfg;
+	uint32_t retries = c->cm_retries;
+	uint64_t t0 = p->now, wait = 0;
+	uint64_t cap = c->dead_peer_ns / 3 > c->rto_init_ns ? c->dead_peer_ns / 3 : c->rto_init_ns;
 
+	p->filter = rtu_loss_filter;
+	p->filter_arg = &l;
+	/* The tries' waits: rto_init doubling, at most max(rto_init, dead_peer / 3) (cm.c). */
+	for (uint32_t i = 0; i <= retries; i++) {
+		uint64_t w = c->rto_init_ns << (i < 6 ? i : 6);
+
+		wait += w < cap ? w : cap;
+	}
 	start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 100 * PAIR_US);
 	pair_expect_none(p, PAIR_A);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
-	assert_int_equal(cap->n, 1);		/* the RTU, at once */
-	pair_run_for(p, 900 * PAIR_MS);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 1);	/* the RTU, at once */
+	pair_run(p, t0 + wait - 1);
+	pair_expect_none(p, PAIR_A);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
+	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
-	assert_int_equal(cap->n, p->s[PAIR_A].cfg.cm_retries + 1);
+	/*
+	 * The first REQ, then one a try (each after an unanswered RTU, or its
+	 * own retry when no REP came); an RTU for each REP.
+	 */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + retries);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), server_gone ? 1 : retries);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 1 : retries + 1);
+	assert_int_equal(l.reps, retries + 1);	/* B answered each REQ, gone or not */
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(p->stuck_deadlines, 0);
+	/* Nothing more from A. */
+	pair_run_for(p, 100 * PAIR_MS);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + retries);
+	pair_expect_none(p, PAIR_A);
+}
+
+static void test_rtu_unanswered(void **state)
+{
+	rtu_unanswered(state, false);
+}
+
+static void test_rtu_server_gone(void **state)
+{
+	rtu_unanswered(state, true);
+}
+
+/*
+ * A REQ flood cycles the server's half-open table between its REP and the
+ * requester's RTU, three times over: the hook below sends B as many REQs
+ * (from other hosts and QPNs) as its table holds just before each of A's
+ * first three RTUs reaches it, so A's entry is pushed out and the RTU proves
+ * nothing (rx_bad_peer).  A asks with its REQ again at its next try, gets a
+ * new entry and REP, and connects at the fourth; B binds its listener to
+ * A's QP and to nothing else, in every security mode.  (Before: A repeated
+ * its RTU to the entry that was gone, cm_retries times, and failed
+ * CONNECT_ERR: s14-trust14 section 4.)
+ */
+struct evict {
+	unsigned rounds, done;	/* RTUs to push A's entry out before; done so far */
+	unsigned flood;		/* REQs a round: B's half-open table's size */
+	bool have_req;
+	struct pair_pkt req;	/* A's first REQ: the flood's copies' model */
+	uint32_t next_qpn;
+};
+
+static bool evict_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct evict *e = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+
+	if (pkt->from != PAIR_A)
+		return true;
+	if (op == MROC_OP_CONNECT_REQ && !e->have_req) {
+		e->req = *pkt;
+		e->have_req = true;
+	}
+	/* A's RTU: a KEEPALIVE asking for an answer while A connects. */
+	if (op != MROC_OP_KEEPALIVE || !(pkt->data[PKT_FLAGS] & MROC_F_ACK_REQ) ||
+	    pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING || e->done >= e->rounds)
+		return true;
+	assert_true(e->have_req);
+	for (unsigned i = 0; i < e->flood; i++) {
+		pkt_put32(e->req.data, PKT_SRC_QPN, 0x10000 + e->next_qpn++);
+		/* From handles 7 on: B's REPs to them go nowhere. */
+		assert_int_equal(pair_rx(p, PAIR_B, e->req.data, e->req.len, 7 + i, e->req.sport), 0);
+	}
+	e->done++;
+	return true;
+}
+
+static void test_rtu_entry_pushed_out(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN, MROC_SEC_AEAD };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+		struct engine_config ca, cb;
+		struct engine_qp_info ib;
+		struct evict e = { .rounds = 3, .flood = 64 };	/* max(64, 2 x max_qps 8) */
+		uint64_t open;
+		struct pair *p;
+
+		pair_test_config(&ca);
+		ca.sec_mode = modes[m];
+		cb = ca;
+		cb.seed = 2;
+		p = open_pair(state, &ca, &cb);
+		/* "aead": the packets come in as the frame layer opened them (engine_pair.h). */
+		p->s[PAIR_A].sealed = p->s[PAIR_B].sealed = modes[m] == MROC_SEC_AEAD;
+		p->filter = evict_filter;
+		p->filter_arg = &e;
+		start_connect(p, &a, &b, SVC, SVC);
+		pair_run_for(p, 20 * ca.rto_init_ns);
+		assert_int_equal(e.done, e.rounds);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+		pair_expect_none(p, PAIR_B);
+		assert_int_equal(engine_qp_info(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, &ib), 0);
+		assert_int_equal(ib.peer, PAIR_A);
+		assert_int_equal(ib.peer_qpn, p->s[PAIR_A].qpn);
+		/* Each pushed-out entry's RTU proved nothing, and A asked again once for each. */
+		assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), e.rounds);
+		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), e.rounds);
+		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + e.rounds);
+		/* Every entry but the one A proved last was dropped: pushed out, or busy at the bind. */
+		open = pair_stat(p, PAIR_B, EC_CM_HALF_OPEN);
+		assert_int_equal(open, (1 + e.flood) * e.rounds + 1);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), open - 1);
+		assert_int_equal(p->stuck_deadlines, 0);
+		p->filter = NULL;
+		a_writes(p);
+		pair_free(p);
+		*state = NULL;
+	}
 }
 
 /* ---- disconnect ---------------------------------------------------------------------- */
@@ -1284,6 +1428,8 @@ int main(void)
 		T(test_ghost_req_takes_no_listener),
 		T(test_ghost_chain_bounded),
 		T(test_rtu_unanswered),
+		T(test_rtu_server_gone),
+		T(test_rtu_entry_pushed_out),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
