@@ -859,9 +859,11 @@ static void test_rtu_server_gone(void **state)
  * first three RTUs reaches it, so A's entry is pushed out and the RTU proves
  * nothing (rx_bad_peer).  A asks with its REQ again at its next try, gets a
  * new entry and REP, and connects at the fourth; B binds its listener to
- * A's QP and to nothing else, in every security mode.  (Before: A repeated
- * its RTU to the entry that was gone, cm_retries times, and failed
- * CONNECT_ERR: s14-trust14 section 4.)
+ * A's QP and to nothing else, in every security mode.  A flood that does so
+ * before each of A's cm_retries + 1 tries but the last delays it to the
+ * last; one that does so at every try fails it CONNECT_ERR, as a server
+ * that never answers would.  (Before: A repeated its RTU to the entry that
+ * was gone, cm_retries times, and failed CONNECT_ERR: s14-trust14 section 4.)
  */
 struct evict {
 	unsigned rounds, done;	/* RTUs to push A's entry out before; done so far */
@@ -898,45 +900,61 @@ static bool evict_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 
 static void test_rtu_entry_pushed_out(void **state)
 {
-	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN, MROC_SEC_AEAD };
+	/* rounds 0: A's cm_retries (it connects at its last try); ~0u: one more (it fails). */
+	static const struct { uint8_t sec; unsigned rounds; } cases[] = {
+		{ MROC_SEC_NONE, 3 }, { MROC_SEC_TOKEN, 3 }, { MROC_SEC_AEAD, 3 },
+		{ MROC_SEC_NONE, 0 }, { MROC_SEC_TOKEN, ~0u },
+	};
 
-	for (unsigned m = 0; m < sizeof(modes); m++) {
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++) {
 		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
 		struct engine_config ca, cb;
 		struct engine_qp_info ib;
-		struct evict e = { .rounds = 3, .flood = 64 };	/* max(64, 2 x max_qps 8) */
+		struct evict e = { .flood = 64 };	/* max(64, 2 x max_qps 8) */
 		uint64_t open;
 		struct pair *p;
+		bool fails;
 
 		pair_test_config(&ca);
-		ca.sec_mode = modes[m];
+		ca.sec_mode = cases[k].sec;
 		cb = ca;
 		cb.seed = 2;
+		e.rounds = cases[k].rounds == 0 ? ca.cm_retries :
+			   cases[k].rounds == ~0u ? ca.cm_retries + 1 : cases[k].rounds;
+		fails = e.rounds > ca.cm_retries;
 		p = open_pair(state, &ca, &cb);
 		/* "aead": the packets come in as the frame layer opened them (engine_pair.h). */
-		p->s[PAIR_A].sealed = p->s[PAIR_B].sealed = modes[m] == MROC_SEC_AEAD;
+		p->s[PAIR_A].sealed = p->s[PAIR_B].sealed = cases[k].sec == MROC_SEC_AEAD;
 		p->filter = evict_filter;
 		p->filter_arg = &e;
 		start_connect(p, &a, &b, SVC, SVC);
-		pair_run_for(p, 20 * ca.rto_init_ns);
+		pair_run_for(p, 1000 * ca.rto_init_ns);
 		assert_int_equal(e.done, e.rounds);
-		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-		pair_expect_none(p, PAIR_B);
-		assert_int_equal(engine_qp_info(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, &ib), 0);
-		assert_int_equal(ib.peer, PAIR_A);
-		assert_int_equal(ib.peer_qpn, p->s[PAIR_A].qpn);
-		/* Each pushed-out entry's RTU proved nothing, and A asked again once for each. */
+		/* Each pushed-out entry's RTU proved nothing, and A asked again at each next try. */
 		assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), e.rounds);
-		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), e.rounds);
-		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + e.rounds);
-		/* Every entry but the one A proved last was dropped: pushed out, or busy at the bind. */
-		open = pair_stat(p, PAIR_B, EC_CM_HALF_OPEN);
-		assert_int_equal(open, (1 + e.flood) * e.rounds + 1);
-		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), open - 1);
+		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), e.rounds - fails);
+		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + e.rounds - fails);
 		assert_int_equal(p->stuck_deadlines, 0);
-		p->filter = NULL;
-		a_writes(p);
+		open = pair_stat(p, PAIR_B, EC_CM_HALF_OPEN);
+		if (fails) {
+			/* Pushed out at every try: CONNECT_ERR, in bounded time; B never bound. */
+			pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+			assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+			pair_expect_none(p, PAIR_B);
+			assert_int_equal(open, (1 + e.flood) * e.rounds);
+		} else {
+			pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+			pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+			pair_expect_none(p, PAIR_B);
+			assert_int_equal(engine_qp_info(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, &ib), 0);
+			assert_int_equal(ib.peer, PAIR_A);
+			assert_int_equal(ib.peer_qpn, p->s[PAIR_A].qpn);
+			/* Every entry but the one A proved was dropped: pushed out, or busy at the bind. */
+			assert_int_equal(open, (1 + e.flood) * e.rounds + 1);
+			assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), open - 1);
+			p->filter = NULL;
+			a_writes(p);
+		}
 		pair_free(p);
 		*state = NULL;
 	}
