@@ -142,6 +142,7 @@ int engine_qp_create(struct engine *eng, const struct engine_qp_attr *attr, uint
 		qpn = engine_qpn_fit(&eng->cfg, sec_rand32(eng));
 	while (!qpn || qp_lookup(eng, qpn));
 	qp_table_add(eng, qp, qpn);
+	list_add_tail(&eng->undrawn, &qp->undrawn_node);	/* path_first_ports */
 	*out = qpn;
 	return 0;
 }
@@ -154,6 +155,7 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 		return -ENOENT;
 	peer_detach(eng, qp);
 	list_del(&qp->tx_node);
+	list_del(&qp->undrawn_node);
 	list_del(&qp->ctl_node);
 	list_del(&qp->cq_node);
 	timer_cancel(eng, qp);

@@ -310,6 +310,7 @@ struct qp {
 	uint64_t ka_wait;	/* how long the next unanswered request waits */
 	struct peer_host *ph;	/* its peer host (peer.c) while connected; NULL: none */
 	struct list tx_node;	/* on eng->tx_ready: something might be sendable (or on ph->blocked) */
+	struct list undrawn_node;	/* on eng->undrawn until its first ports are drawn (path.c) */
 	struct list ctl_node;	/* on eng->ctl_ready: an ACK, keepalive or CM message may be owed */
 	int32_t deficit;	/* deficit round-robin credit, bytes */
 	uint32_t ph_pkts;	/* data packets of this QP in the peer's window */
@@ -338,6 +339,7 @@ struct qp {
 	uint32_t half_head, listen_gen;
 	uint32_t isn_psn, isn_dsn;
 	bool fixed_isn;		/* the application chose them: every connection keeps them */
+	uint32_t starts;	/* connections so far (qp_start): the first takes path_first_ports' ports */
 	/* "token" (sec.c): packets to this QP carry a tag under rx_key, ours to the peer
 	 * one under tx_key (the peer's rx_key, from its CONNECT_REQ/REP) */
 	bool has_tx_key;
@@ -455,6 +457,7 @@ struct engine {
 	 * engine_tx / engine_poll_cq serve only what is on them. */
 	struct list ctl_ready;	/* ACKs, keepalives, CM: served before data */
 	struct list tx_ready;	/* data: deficit round-robin by bytes */
+	struct list undrawn;	/* QPs, in creation order, whose first ports are not drawn yet */
 	struct list cq_ready;	/* QPs with completions, in the order they got them */
 	struct timer_wheel {
 		struct list slot[TIMER_LEVELS][64];
@@ -636,6 +639,7 @@ int seqring_reserve(void **v, uint32_t *mask, size_t elem, uint32_t lo, uint32_t
 
 /* path.c */
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, uint64_t now);
+void path_first_ports(struct engine *eng, struct qp *qp);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
 		  uint64_t now);

@@ -100,6 +100,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 {
 	peer_detach(eng, qp);
 	qp->state = ENGINE_QPS_CONNECTED;
+	qp->starts++;
 	qp->snd_nxt = qp->snd_una = qp->dsn_alloc = qp->isn_dsn;
 	qp->msn_head = qp->msn_tail = qp->msn_seg = 0;
 	/* A reconnected QP starts clean: the new peer numbers from zero. */
@@ -125,6 +126,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 		qp->ka_rx_qpn = qp->peer_qpn;
 		qp->ka_rx_seq = 0;
 	}
+	path_first_ports(eng, qp);
 	for (unsigned i = 0; i < qp->npaths; i++)
 		path_init(eng, qp, &qp->paths[i], (uint8_t)i, now);
 	/* path_init cleared every path's timers and probes */

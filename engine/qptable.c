@@ -25,6 +25,7 @@ int qp_table_init(struct engine *eng)
 		eng->free_slots[eng->nfree++] = max - 1 - i;
 	list_init(&eng->ctl_ready);
 	list_init(&eng->tx_ready);
+	list_init(&eng->undrawn);
 	list_init(&eng->cq_ready);
 	return 0;
 }
