@@ -133,7 +133,7 @@ static int do_rx(struct worker *w, uint64_t now)
 			w->st.rx_bad_source++;
 			continue;
 		}
-		known = !peers_lookup(be->peers, &pkts[i].src, &meta.peer);
+		known = !peers_find(be->peers, &pkts[i].src, &meta.peer);
 
 		/*
 		 * "aead": no key derivation for a source we do not know unless it
@@ -151,6 +151,9 @@ static int do_rx(struct worker *w, uint64_t now)
 			w->st.rx_rejected++;
 			continue;
 		}
+		/* Heard from: only a packet that opened ("aead") keeps its peer. */
+		if (known)
+			peers_touch(be->peers, meta.peer);
 		/*
 		 * A new peer only for a REQ the mode authenticated as far as it can:
 		 * sealed in "aead" (an unsealed one from a peer we know gets its

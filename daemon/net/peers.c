@@ -238,7 +238,7 @@ bool peers_claims(const struct peers *p, uint32_t handle, const struct mroc_addr
 	return false;
 }
 
-int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
+int peers_find(const struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
 {
 	uint32_t s;
 
@@ -247,9 +247,23 @@ int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle
 	s = p->slots[peers_slot(p, addr)];
 	if (!s)
 		return -ENOENT;
-	p->peer[slot_handle(s)].touched = true;
 	*handle = slot_handle(s);
 	return 0;
+}
+
+void peers_touch(struct peers *p, uint32_t handle)
+{
+	if (handle < p->limit && p->peer[handle].live)
+		p->peer[handle].touched = true;
+}
+
+int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
+{
+	int err = peers_find(p, addr, handle);
+
+	if (!err)
+		peers_touch(p, *handle);
+	return err;
 }
 
 /* Which handles the engine's QPs use now (every QP, whatever its state). */

@@ -92,6 +92,13 @@ int peers_get_handle_req(struct peers *p, const struct mroc_addr *addr, uint32_t
  */
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
 /*
+ * peers_lookup in two steps, for a packet not yet authenticated: find
+ * changes nothing; touch (keeps the peer from aging out) only once the
+ * packet has proved itself (docs/PROTOCOL.md 11a).
+ */
+int peers_find(const struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
+void peers_touch(struct peers *p, uint32_t handle);
+/*
  * The port addresses handle's peer announced (addr[i] for port i where bit
  * i of mask is set), replacing those it had, and marks it speaks_ports.  A
  * live peer's primary address (or its own) is refused and counted; one

@@ -288,6 +288,37 @@ static void test_table_unproven_age_out(void **state)
 }
 
 /*
+ * A packet that has not proved itself (an aead packet that does not open)
+ * finds its peer without keeping it: an unproven peer that only such packets
+ * come from ages out on time; one touched by a proven packet stays.
+ */
+static void test_find_keeps_nothing(void **state)
+{
+	struct peers *p = peers_create(4);
+	struct mroc_addr a = addr_n(1), b = addr_n(2);
+	uint32_t ha, hb, h;
+
+	(void)state;
+	peers_sweep(p, SEC);
+	assert_int_equal(peers_get_handle(p, &a, &ha), 0);
+	assert_int_equal(peers_get_handle(p, &b, &hb), 0);
+	for (uint64_t t = 2 * SEC; t < 2 * SEC + PEERS_UNPROVEN_NS; t += PEERS_SWEEP_NS) {
+		peers_sweep(p, t);
+		assert_int_equal(peers_find(p, &a, &h), 0);
+		assert_int_equal(h, ha);
+		assert_int_equal(peers_find(p, &b, &h), 0);
+		peers_touch(p, h);
+	}
+	peers_sweep(p, 2 * SEC + PEERS_UNPROVEN_NS);
+	assert_int_equal(peers_find(p, &a, &h), -ENOENT);
+	assert_int_equal(peers_find(p, &b, &h), 0);
+	assert_int_equal(h, hb);
+	peers_touch(p, 99);			/* out of range: nothing */
+	assert_int_equal(peers_find(p, &(struct mroc_addr){ 0 }, &h), -EINVAL);
+	peers_destroy(p);
+}
+
+/*
  * A full table makes room from peers unused since the last sweep; the rest
  * of the table (moved by the hash deletions) is still found.
  */
@@ -1029,6 +1060,7 @@ int main(void)
 		cmocka_unit_test(test_table_add_lookup_full),
 		cmocka_unit_test(test_table_many),
 		cmocka_unit_test(test_table_unproven_age_out),
+		cmocka_unit_test(test_find_keeps_nothing),
 		cmocka_unit_test(test_table_evict_when_full),
 		cmocka_unit_test(test_table_referenced_stay),
 		cmocka_unit_test(test_alias_add_lookup),
