@@ -616,7 +616,7 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now);
 void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
-void peer_acked(struct engine *eng, struct qp *qp);
+void peer_acked(struct engine *eng, struct qp *qp, uint32_t n);
 bool peer_hint_join(const struct engine *eng, struct qp *qp);
 uint32_t peer_hint_qps(const struct engine *eng, const struct qp *qp);
 

@@ -261,16 +261,35 @@ void peer_kick(struct engine *eng, struct peer_host *h)
 	}
 }
 
-/* One of qp's packets was acknowledged: the window opens by one. */
-void peer_acked(struct engine *eng, struct qp *qp)
+/*
+ * n of qp's packets were acknowledged: the window opens by one for each.
+ * With no QP waiting the kicks find nobody, and the counts are summed
+ * (one ACK acknowledges several packets: issue #22, the sender's cost per
+ * ACK); otherwise packet by packet, as each packet's turns are given at
+ * the window of that moment.
+ */
+void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
 {
-	bool grew = qp->ph && qp->ph->wnd < eng->cfg.peer_window_pkts;
+	struct peer_host *h = qp->ph;
+	uint32_t cap = eng->cfg.peer_window_pkts;
 
-	if (grew)
-		qp->ph->wnd++;
-	peer_release(eng, qp, 1);
-	if (grew)
-		peer_kick(eng, qp->ph);	/* the one more it may have */
+	if (!h)
+		return;
+	if (list_empty(&h->blocked)) {
+		if (h->wnd < cap)
+			h->wnd += n < cap - h->wnd ? n : cap - h->wnd;
+		peer_release(eng, qp, n);
+		return;
+	}
+	while (n--) {
+		bool grew = h->wnd < cap;
+
+		if (grew)
+			h->wnd++;
+		peer_release(eng, qp, 1);
+		if (grew)
+			peer_kick(eng, h);	/* the one more it may have */
+	}
 }
 
 /* n of qp's packets left flight: as many blocked QPs get their turn. */

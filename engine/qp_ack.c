@@ -10,35 +10,64 @@
 
 #include "internal.h"
 
-/* One transmission acknowledged: returns its bytes (0 if it was not in flight). */
-static uint32_t sb_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn,
-		       uint64_t now)
+/*
+ * What one ACK acknowledged, gathered over its transmissions and applied to
+ * the path, the QP and the peer once (acked_apply) instead of per packet:
+ * an ACK covers ~4.6 of them, and each one's stores (one byte's, which may
+ * alias anything) made the compiler reload every field it read again
+ * (issue #22: the sender's ~2,600 instructions an ACK).
+ */
+struct acked {
+	uint32_t bytes;		/* window bytes of the transmissions it acknowledged */
+	uint32_t n;		/* how many (each has bytes: qp_tx.c counts its headers) */
+	uint32_t newest;	/* the highest PSN acknowledged (n > 0) */
+	uint64_t sent_max;	/* the latest send time among them (n > 0) */
+};
+
+/* One transmission acknowledged: counted in *ak (nothing if it was not in flight). */
+static inline void sb_ack(struct qp *qp, struct path *p, uint32_t psn, uint64_t now,
+			  struct acked *ak)
 {
 	struct sb_entry *s = sb_ent(p, psn);
-	struct dsn_entry *e;
+	uint32_t dsn = s->dsn;
+	uint64_t t;
 
 	if (s->state != SB_INFLIGHT)
-		return 0;
+		return;
 	s->state = SB_ACKED;
-	p->inflight -= s->bytes;
-	peer_acked(eng, qp);
-	if (!qp->rack_valid || sent_at(now, s->ts) > qp->rack_sent)
-		qp->rack_sent = sent_at(now, s->ts);
-	qp->rack_valid = true;
-	p->st_acked++;
-	if (!p->any_acked || seq_lt(p->high_acked, psn))
-		p->high_acked = psn;
+	t = sent_at(now, s->ts);
+	if (!ak->n || t > ak->sent_max)
+		ak->sent_max = t;
+	ak->n++;
+	ak->bytes += s->bytes;
+	ak->newest = psn;	/* walk_sack goes up in PSN */
 	if (p->route_probe == ROUTE_PROBE_SENT && psn == p->probe_psn)
 		p->left_alive = true;	/* the port a timeout move left carried it (path.c) */
-	p->any_acked = true;
-	if (!seq_lt(s->dsn, qp->snd_una) && seq_lt(s->dsn, qp->snd_nxt)) {
-		e = dsn_ent(qp, s->dsn);
+	if (!seq_lt(dsn, qp->snd_una) && seq_lt(dsn, qp->snd_nxt)) {
+		struct dsn_entry *e = dsn_ent(qp, dsn);
+
 		/* After an RNR NAK the receiver refuses these: they wait to be resent. */
 		if (e->state == DSN_INFLIGHT || e->state == DSN_LOST)
-			e->state = qp->rnr_deadline && !seq_lt(s->dsn, qp->rnr_from) ?
+			e->state = qp->rnr_deadline && !seq_lt(dsn, qp->rnr_from) ?
 				   DSN_RNR_WAIT : DSN_ACKED;
 	}
-	return s->bytes;
+}
+
+/* What sb_ack gathered, as if each transmission had been applied in turn. */
+static void acked_apply(struct engine *eng, struct qp *qp, struct path *p,
+			const struct acked *ak)
+{
+	if (!ak->n)
+		return;
+	p->inflight -= ak->bytes;
+	peer_acked(eng, qp, ak->n);
+	if (!qp->rack_valid || ak->sent_max > qp->rack_sent)
+		qp->rack_sent = ak->sent_max;
+	qp->rack_valid = true;
+	p->st_acked += ak->n;
+	if (!p->any_acked || seq_lt(p->high_acked, ak->newest))
+		p->high_acked = ak->newest;
+	p->any_acked = true;
 }
 
 /* One transmission lost: its DSN goes back to the queue. */
@@ -64,15 +93,22 @@ static void sb_lose(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
  */
 static void advance_floor(struct path *p, uint64_t now)
 {
-	while (p->floor != p->next_psn && sb_ent(p, p->floor)->state != SB_INFLIGHT) {
-		struct sb_entry *s = sb_ent(p, p->floor);
+	/* In locals: each slot's one-byte store would have them read again (struct acked). */
+	uint32_t floor = p->floor, next = p->next_psn;
+	bool echo = now && p->psn_hw == next;
+	uint64_t lo = p->echo_lo;
 
-		if (now && s->state == SB_ACKED && p->psn_hw == p->next_psn &&
-		    sent_at(now, s->ts) > p->echo_lo)
-			p->echo_lo = sent_at(now, s->ts);
+	for (; floor != next; floor++) {
+		struct sb_entry *s = sb_ent(p, floor);
+
+		if (s->state == SB_INFLIGHT)
+			break;
+		if (echo && s->state == SB_ACKED && sent_at(now, s->ts) > lo)
+			lo = sent_at(now, s->ts);
 		s->state = SB_FREE;
-		p->floor++;
 	}
+	p->floor = floor;
+	p->echo_lo = lo;
 }
 
 static void fail_msg_of(struct engine *eng, struct qp *qp, uint32_t dsn, uint8_t status,
@@ -151,15 +187,12 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, const struct mroc_ack_hdr *a,
 			  uint32_t *newest, uint64_t now)
 {
-	uint32_t bytes = 0, b, span;
+	struct acked ak = { 0 };
+	uint32_t span;
 	uint32_t end = seq_lt(a->cum_psn, p->next_psn) ? a->cum_psn : p->next_psn;
 
-	for (uint32_t q = p->floor; seq_lt(q, end); q++) {
-		b = sb_ack(eng, qp, p, q, now);
-		if (b)
-			*newest = q;
-		bytes += b;
-	}
+	for (uint32_t q = p->floor; seq_lt(q, end); q++)
+		sb_ack(qp, p, q, now, &ak);
 	/*
 	 * Only the bits of PSNs sent so far count: the scan ends there.  An
 	 * ACK without loss has an empty bitmap, and reading all of its 32
@@ -178,12 +211,12 @@ static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, con
 		}
 		if (seq_lt(q, p->floor) || !sack_bytes_test(a->sack, i))
 			continue;
-		b = sb_ack(eng, qp, p, q, now);
-		if (b)
-			*newest = q;
-		bytes += b;
+		sb_ack(qp, p, q, now, &ak);
 	}
-	return bytes;
+	acked_apply(eng, qp, p, &ak);
+	if (ak.n)
+		*newest = ak.newest;
+	return ak.bytes;
 }
 
 /*
@@ -528,8 +561,16 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		p->state = PATH_ACTIVE;
 		path_set_probe_at(qp, p, 0);
 	}
-	if (qp->mops->detect_loss)
+	if (qp->mops->detect_loss) {
+		/*
+		 * The floor first: what the ACK resolved is no hole, and
+		 * ack_detect_loss walked it all (~70 instructions an ACK,
+		 * issue #22).  The same result: the walk skips what is not in
+		 * flight, and the echo's floor (path_on_echo) is checked above.
+		 */
+		advance_floor(p, now);
 		qp->mops->detect_loss(eng, qp, p, now);
+	}
 	advance_floor(p, now);
 	if (seq_lt(p->next_psn, a->cum_psn)) {
 		/* RoCEv2 mode went back, but the receiver had these: skip ahead. */
