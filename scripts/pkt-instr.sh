@@ -13,15 +13,19 @@
 # batch (pkt-cost --rx-batch), as mrocd after each receive batch: 64 (the
 # sender's whole batch) gives the ACKs of a loaded machine, ~0.06 a data
 # packet; 7, the quiet machine's ~7-packet receive batches and ~0.22 ACKs.
+# ACK_EVERY: the engines' transport.ack_every (pkt-cost --ack-every; unset:
+# the engine's default), to count what another ACK cadence costs.
 #
 #   scripts/pkt-instr.sh [PACKETS]        default 50000 (plus a quarter of warm-up, not counted)
-#   env: PAYLOADS ("1024 3386"), SEC_MODES ("none token"), TOP (15), BUILD (build), RX_BATCH (64)
+#   env: PAYLOADS ("1024 3386"), SEC_MODES ("none token"), TOP (15), BUILD (build), RX_BATCH (64),
+#        ACK_EVERY (the engine's)
 set -u
 N=${1:-50000}
 PAYLOADS=${PAYLOADS:-1024 3386}
 SEC_MODES=${SEC_MODES:-none token}
 TOP=${TOP:-15}
 RX_BATCH=${RX_BATCH:-64}
+ACK_EVERY=${ACK_EVERY:-}
 BUILD=${BUILD:-$(dirname "$0")/../build}
 BIN=$BUILD/pkt-cost
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 77; }
@@ -34,7 +38,7 @@ trap 'rm -rf "$OUT"' EXIT
 run() {
 	local j ir snd rcv
 	j=$(valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" --toggle-collect=pkt_loop \
-		"$BIN" --rx-batch "$RX_BATCH" "$N" "$1" "$2" "$3" 2>"$OUT/vg.err") ||
+		"$BIN" --rx-batch "$RX_BATCH" ${ACK_EVERY:+--ack-every "$ACK_EVERY"} "$N" "$1" "$2" "$3" 2>"$OUT/vg.err") ||
 		{ cat "$OUT/vg.err" >&2; echo "- - - -"; return; }
 	echo "$j" >"$OUT/last.json"
 	read -r ir snd rcv < <(callgrind_annotate --inclusive=yes "$OUT/cg" 2>/dev/null | awk '
@@ -62,4 +66,4 @@ d=$(jq -r .data_pkts "$OUT/last.json")
 callgrind_annotate --inclusive=no "$OUT/cg" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
 	/^ *[0-9,]+ .*:/ && n < top { ir = $1; gsub(",", "", ir); $1 = ""; printf "  %6.0f %s\n", ir / d, $0; n++ }'
 echo
-echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets, $(date -u +%Y-%m-%d)"
+echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}, $(date -u +%Y-%m-%d)"

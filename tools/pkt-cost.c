@@ -22,7 +22,7 @@
  * loaded machine).
  *
  *   pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N] [--rx-batch N]
- *            [PACKETS [PAYLOAD [none|token [frames|bare]]]]
+ *            [--ack-every N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]
  *            (100000, 1024, token, frames; "bare": no framing, the engine alone)
  *
  * At many QPs the engine's per-QP state no longer stays in cache, and that,
@@ -77,6 +77,8 @@ struct run {
 	uint32_t flen[2][BATCH];
 	uint64_t bad;			/* frames frame_parse refused: must stay 0 */
 	struct frame_tmpls tmpls[2];	/* each end's headers, as the backend keeps them */
+	/* Here, not above: moving buf would change the copies' and ICRC's alignment, and counts. */
+	uint32_t ack_every;		/* --ack-every: both engines' (transport.ack_every) */
 };
 
 static double cpu_now(void)
@@ -297,6 +299,9 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 	cfg.mtu = mtu;
 	cfg.sec_mode = sec;
 	cfg.peer_window_pkts = r->peer_window;
+	if (r->ack_every)
+		cfg.ack_every = r->ack_every;
+	r->ack_every = cfg.ack_every;	/* the engine's default unless given */
 	for (int i = 0; i < 2; i++) {
 		struct end *e = &r->e[i];
 
@@ -332,7 +337,7 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 
 static const char usage[] =
 "usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N] [--rx-batch N]\n"
-"                [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
+"                [--ack-every N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
 "  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
 "  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
 "  or not (bare); count it with valgrind --tool=callgrind --toggle-collect=pkt_loop\n"
@@ -341,7 +346,9 @@ static const char usage[] =
 "  --wr BYTES       bytes per WRITE, 1024..1 MiB (1 MiB)\n"
 "  --seed N         the engines' seeds 2N + 1 and 2N + 2: ports, QPNs, ISNs (0)\n"
 "  --rx-batch N     the receiver's ACKs go out after each N packets of a batch, 1..64,\n"
-"                   as mrocd's after each receive batch (quietly ~7 packets) (64)\n";
+"                   as mrocd's after each receive batch (quietly ~7 packets) (64)\n"
+"  --ack-every N    the receiver ACKs a path after N packets, 1..64, the sender's runs\n"
+"                   as long (mrocd's transport.ack_every) (the engine's default, 4)\n";
 
 /* A whole decimal or 0x number in [lo, hi], or -1. */
 static int64_t arg_num(const char *s, uint64_t lo, uint64_t hi)
@@ -364,11 +371,12 @@ int main(int argc, char **argv)
 		{ "wr", required_argument, NULL, 'b' },
 		{ "seed", required_argument, NULL, 's' },
 		{ "rx-batch", required_argument, NULL, 'r' },
+		{ "ack-every", required_argument, NULL, 'a' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024, seed = 0;
-	int64_t rxb = BATCH;
+	int64_t rxb = BATCH, ack_every = 0;
 	const char *secname = "token";
 	struct run *r = calloc(1, sizeof(*r));
 	uint64_t d0, a0, a1, d1, packets;
@@ -385,13 +393,14 @@ int main(int argc, char **argv)
 		case 'b': wr = arg_num(optarg, 1024, WR_BYTES); break;
 		case 's': seed = arg_num(optarg, 0, UINT32_MAX); break;
 		case 'r': rxb = arg_num(optarg, 1, BATCH); break;
+		case 'a': ack_every = arg_num(optarg, 1, 64); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
-		if (qps < 0 || pwin < 0 || wr < 0 || seed < 0 || rxb < 0) {
+		if (qps < 0 || pwin < 0 || wr < 0 || seed < 0 || rxb < 0 || ack_every < 0) {
 			fprintf(stderr, "pkt-cost: bad --%s %s (pkt-cost --help)\n",
 				c == 'q' ? "qps" : c == 'w' ? "peer-window" : c == 's' ? "seed" :
-				c == 'r' ? "rx-batch" : "wr",
+				c == 'r' ? "rx-batch" : c == 'a' ? "ack-every" : "wr",
 				optarg);
 			return 2;
 		}
@@ -424,6 +433,7 @@ int main(int argc, char **argv)
 	r->wr_bytes = (uint32_t)wr;
 	r->seed = (uint64_t)seed;
 	r->rx_batch = (uint32_t)rxb;
+	r->ack_every = (uint32_t)ack_every;
 	if (setup(r, mtu, sec)) {
 		fprintf(stderr, "pkt-cost: the engines did not connect\n");
 		return 1;
@@ -442,10 +452,10 @@ int main(int argc, char **argv)
 	a1 = counter(r, 1, EC_TX_ACKS);
 	printf("{\"payload\": %u, \"security\": \"%s\", \"frames\": %s, \"qps\": %u, "
 	       "\"peer_window\": %u, \"wr_bytes\": %u, \"seed\": %" PRIu64 ", \"rx_batch\": %u"
-	       ", \"data_pkts\": %" PRIu64
+	       ", \"ack_every\": %u, \"data_pkts\": %" PRIu64
 	       ", \"warmup_pkts\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"bad_frames\": %" PRIu64
 	       ", \"cpu_ns_per_pkt\": %.1f}\n", mtu, secname, r->frames ? "true" : "false",
-	       r->nqps, r->peer_window, r->wr_bytes, r->seed, r->rx_batch, d1 - d0, d0, a1 - a0, r->bad,
+	       r->nqps, r->peer_window, r->wr_bytes, r->seed, r->rx_batch, r->ack_every, d1 - d0, d0, a1 - a0, r->bad,
 	       (t1 - t0) * 1e9 / (double)(d1 - d0));
 	return r->bad ? 1 : 0;
 }
