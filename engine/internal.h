@@ -122,7 +122,8 @@ struct path {
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
 	uint64_t undo_rate;	/* rate_ewma before a timeout move (0: none to judge) */
-	uint64_t trial_rate;	/* rate a "slow" move must reach to stay (0: none to judge) */
+	bool trial;		/* a "slow" or "explore" move on trial (path.c trial_judged) */
+	uint64_t trial_goal;	/* ... the rate it must reach on the new port to stay */
 	/*
 	 * Whether the port a timeout move left still delivered after the path
 	 * fell silent (path.c timeout_move_back): quiet_psn, the next PSN when
@@ -393,8 +394,8 @@ struct qp {
 	uint32_t ka_rx_peer, ka_rx_qpn;
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
 	uint64_t explore_at;	/* path.c: no exploratory move before this; 0 = not armed yet */
-	uint64_t slow_at;	/* path.c: no "slow" move before this */
-	uint8_t slow_fails;	/* path.c: "slow" moves in a row that gained nothing */
+	uint64_t trial_at;	/* path.c: no trial move ("slow", "explore") before this */
+	uint8_t trial_fails;	/* path.c: trial moves in a row that gained nothing */
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
 	uint64_t rack_sent;	/* engine time the latest-sent acknowledged packet left ... */
 	bool rack_valid;	/* ... since the QP (re)connected */
