@@ -121,18 +121,13 @@ void peer_detach(struct engine *eng, struct qp *qp)
 
 	if (!h)
 		return;
-	/*
-	 * Off the blocked list before the kicks below: a kick that picked this
-	 * QP gave it a turn with no peer behind it (a reset QP's next turn end
-	 * read qp->ph: NULL), or kept its room granted for good (a destroyed one).
-	 */
+	h->granted -= qp->ph_grant;	/* a turn it was given passes on (peer_release kicks) */
+	qp->ph_grant = 0;
+	peer_release(eng, qp, qp->ph_pkts);
 	if (qp->ph_blocked) {
 		list_del(&qp->tx_node);
 		qp->ph_blocked = false;
 	}
-	h->granted -= qp->ph_grant;	/* a turn it was given passes on (peer_release kicks) */
-	qp->ph_grant = 0;
-	peer_release(eng, qp, qp->ph_pkts);
 	qp->ph = NULL;
 	if (--h->refs) {
 		peer_kick(eng, h);

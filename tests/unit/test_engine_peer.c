@@ -427,51 +427,6 @@ static void test_window_many_qps(void **state)
 }
 
 /*
- * QPs closed while they wait for the peer window, with packets in flight
- * (A's ACKs held): the room their packets free must not come back to them
- * as a turn.  It did for the first QP in line, which then had a turn and no
- * peer (a killed client's QPs crashed mrocd at that turn's end), and a
- * destroyed one kept its turn's room for good.  The QPs left still finish.
- */
-static void test_window_closed_while_blocked(void **state)
-{
-	struct engine_config cfg;
-	struct engine *ea;
-	struct fx *f;
-	unsigned int n = 0;
-	uint64_t end;
-
-	pair_test_config(&cfg);
-	cfg.peer_window_pkts = 16;
-	f = fx_new(state, &cfg);
-	ea = f->x.p->s[PAIR_A].eng;
-	f->hold = true;
-	for (int q = 0; q < NQP; q++)
-		post_write(f, q, (uint64_t)q);
-	pair_run_for(f->x.p, 100 * PAIR_US);	/* well below rto_init: nothing resent */
-	assert_int_equal(f->a_data, 16);		/* four runs of four, then all wait */
-	for (int q = NQP - 1; q >= 4; q--)		/* nothing in flight: line QPs 0-3 */
-		assert_int_equal(engine_qp_disconnect(ea, f->qa[q], pair_clock(f->x.p, PAIR_A)), 0);
-	assert_int_equal(engine_qp_disconnect(ea, f->qa[0], pair_clock(f->x.p, PAIR_A)), 0);
-	assert_int_equal(engine_qp_destroy(ea, f->qa[1]), 0);
-	release(f);
-	for (end = f->x.p->now + 200 * PAIR_MS; n < 2 && f->x.p->now < end;) {
-		pair_run_for(f->x.p, 10 * PAIR_US);
-		while (pair_pending(f->x.p, PAIR_A)) {
-			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
-
-			if (c->wr_id == 2 || c->wr_id == 3) {
-				assert_int_equal(c->status, ENGINE_WC_SUCCESS);
-				n++;
-			}
-		}
-	}
-	assert_int_equal(n, 2);
-	/* QPs 0 and 1 wrote their first runs too: compare only 2 and 3's bytes. */
-	assert_memory_equal(f->x.b->base + PAIR_GUARD_LEN + 2 * MSG, f->x.a->buf + 2 * MSG, 2 * MSG);
-}
-
-/*
  * QP 0 busy, the others idle for ten keepalive intervals: their peer is
  * heard on QP 0, so nobody asks it for a sign of life.
  */
@@ -515,7 +470,6 @@ int main(void)
 		cmocka_unit_test_teardown(test_paced_run_is_whole, teardown),
 		cmocka_unit_test_teardown(test_window_run_not_cut, teardown),
 		cmocka_unit_test_teardown(test_window_many_qps, teardown),
-		cmocka_unit_test_teardown(test_window_closed_while_blocked, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 	};
 
