@@ -730,7 +730,8 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
  * The requester's RTU: a KEEPALIVE asking for an answer, on path 0, tagged
  * as every packet of the QP is (under the key of the REP); tried like a
  * request.  The RTU of a REQ sent again (cm_again) takes no try of its own:
- * it goes within the REQ's, whose deadline stands.  Returns 1 or 0.
+ * it goes within the REQ's, whose deadline stands unless it has passed.
+ * Returns 1 or 0.
  */
 static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -747,6 +748,14 @@ static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 		qp->cm_sent = now;
 	}
 	qp->cm_deadline = qp->cm_sent + cm_backoff(eng, qp->cm_tries - 1);
+	/*
+	 * The REP came after the REQ's wait had run out, before our timers ran
+	 * (a host late to them: a worker off the CPU): the RTU still gets that
+	 * wait, from now.  A deadline already passed would leave the RTU due,
+	 * and every buffer of engine_tx would be filled with it, without end.
+	 */
+	if (qp->cm_deadline <= now)
+		qp->cm_deadline = now + cm_backoff(eng, qp->cm_tries - 1);
 	return 1;
 }
 

@@ -25,6 +25,7 @@
 
 #define BATCH		64
 #define RX_DRAIN_BATCHES	16	/* receive batches per loop before timers run */
+#define TX_DRAIN_BATCHES	16	/* send batches per loop before the ring is read again */
 #define MAX_POLL_FDS	80	/* the backend (64 sockets, egress, hand-off) + the clients' epoll set + ours */
 /* Packets the kernel did not take (a stopped device queue): kicked again this soon. */
 #define TX_RETRY_NS	50000
@@ -201,6 +202,10 @@ static int do_rx(struct worker *w, uint64_t now)
  * hears how long the batch took from its stamp to the kick's end
  * (engine_tx_done), and the next batch is stamped after it; in copy mode a
  * kick of 64 takes tens of microseconds, which would count as RTT.
+ * At most TX_DRAIN_BATCHES: what the engine still has goes at the next turn,
+ * after the receive ring, the timers and any call were served (an engine
+ * that always had more, as a CM message that stayed due did, would keep the
+ * worker here for good, and mrocd would answer nobody).
  */
 static int do_tx(struct worker *w, uint64_t *now)
 {
@@ -208,7 +213,7 @@ static int do_tx(struct worker *w, uint64_t *now)
 	struct engine_txbuf bufs[BATCH];
 	int total = 0;
 
-	for (;;) {
+	for (int b = 0; b < TX_DRAIN_BATCHES; b++) {
 		int got = be->ops->tx_get(be, bufs, BATCH), used;
 
 		if (got <= 0)

@@ -186,9 +186,12 @@ e2e_as_nobody() {
 	ip netns exec "$E2E_NOBODY_NS" setpriv --reuid=65534 --regid=65534 --clear-groups -- "$@"
 }
 
-# e2e_admin NAME CMD: the JSON reply of the admin socket.
+# e2e_admin NAME CMD: the JSON reply of the admin socket.  Bounded: a daemon that
+# stopped answering fills its listen backlog, and connect() would then wait for good
+# (the test would hang silently instead of failing with the daemons' logs).
 e2e_admin() {
-	echo "{\"version\":1,\"cmd\":\"$2\"}" | socat -t 5 - "UNIX-CONNECT:$E2E_DIR/$1.admin"
+	echo "{\"version\":1,\"cmd\":\"$2\"}" |
+		timeout -k 2 10 socat -t 5 - "UNIX-CONNECT:$E2E_DIR/$1.admin"
 }
 
 # e2e_wait NAME CMD JQ_FILTER SECONDS: until the filter prints "true".

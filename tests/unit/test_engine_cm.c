@@ -898,6 +898,70 @@ static bool evict_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 	return true;
 }
 
+/*
+ * The REP to a REQ sent again (after an unanswered RTU) reaches the
+ * requester after that try's wait has run out, before its timers ran: a
+ * host late to its timers (mrocd's worker off the CPU, a sanitizer build at
+ * load).  Its RTU goes once, with a wait of its own, and the connection is
+ * made.  (Before: the RTU's deadline was the REQ's, already passed, so the
+ * RTU stayed due and engine_tx filled every buffer with it, without end:
+ * the worker never left its send loop, and mrocd stopped answering.)
+ */
+struct late_rep {
+	unsigned rtus, reps;
+	bool held;
+	struct pair_pkt rep;
+};
+
+static bool late_rep_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct late_rep *l = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+
+	if (pkt->from == PAIR_A)
+		return op != MROC_OP_KEEPALIVE || pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING ||
+		       ++l->rtus != 1;	/* the first RTU is lost */
+	if (op != MROC_OP_CONNECT_REP || ++l->reps != 2)
+		return true;
+	l->rep = *pkt;			/* the REP to the REQ sent again: held */
+	l->held = true;
+	return false;
+}
+
+static void test_rtu_of_late_rep(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct late_rep l = { 0 };
+	uint64_t d, until = p->now + 100 * p->s[PAIR_A].cfg.rto_init_ns;
+
+	p->filter = late_rep_filter;
+	p->filter_arg = &l;
+	start_connect(p, &a, &b, SVC, SVC);
+	while (!l.held && p->now < until)
+		pair_run_for(p, PAIR_US);
+	assert_true(l.held);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
+	/* A's next deadline is that try's wait: the REP comes a whole wait after it. */
+	d = engine_next_deadline(p->s[PAIR_A].eng);
+	assert_true(d && d != UINT64_MAX);
+	d = pair_base_of(p, PAIR_A, d);
+	pair_run(p, d - 1);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
+	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
+	assert_int_equal(pair_deliver(p, &l.rep), 0);
+	pair_pump(p);			/* before: "engines never go quiet" */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 2);	/* the lost RTU and this one */
+	pair_run_for(p, 10 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
+	assert_int_equal(p->stuck_deadlines, 0);
+	p->filter = NULL;
+	a_writes(p);
+}
+
 static void test_rtu_entry_pushed_out(void **state)
 {
 	/* rounds 0: A's cm_retries (it connects at its last try); ~0u: one more (it fails). */
@@ -1500,6 +1564,7 @@ int main(void)
 		T(test_rtu_unanswered),
 		T(test_rtu_server_gone),
 		T(test_rtu_entry_pushed_out),
+		T(test_rtu_of_late_rep),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
