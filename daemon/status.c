@@ -73,6 +73,8 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "busy_ns", st->busy_ns);
 	SET(o, "idle_ns", st->idle_ns);
 	SET(o, "spin_ns", st->spin_ns);
+	SET(o, "cpu_ns", st->cpu_ns);
+	SET(o, "runq_ns", st->runq_ns);
 	SET(o, "minor_faults", st->minor_faults);
 	SET(o, "major_faults", st->major_faults);
 	SET(o, "aead_tx_sealed", st->aead.tx_sealed);

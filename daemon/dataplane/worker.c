@@ -490,11 +490,27 @@ void worker_set_allow_loopback(struct worker *w, bool allow)
 	w->cfg.allow_loopback = allow;
 }
 
+/* The calling thread's schedstat: run time and run-queue wait, in ns (0 0 without it). */
+static void read_schedstat(uint64_t *cpu_ns, uint64_t *runq_ns)
+{
+	unsigned long long run = 0, wait = 0;
+	FILE *f = fopen("/proc/thread-self/schedstat", "re");
+
+	if (f) {
+		if (fscanf(f, "%llu %llu", &run, &wait) != 2)
+			run = wait = 0;
+		fclose(f);
+	}
+	*cpu_ns = run;
+	*runq_ns = wait;
+}
+
 void worker_get_stats(struct worker *w, struct worker_stats *out)
 {
 	struct rusage ru;
 
 	*out = w->st;
+	read_schedstat(&out->cpu_ns, &out->runq_ns);
 	if (!getrusage(RUSAGE_THREAD, &ru)) {
 		out->minor_faults = (uint64_t)ru.ru_minflt;
 		out->major_faults = (uint64_t)ru.ru_majflt;

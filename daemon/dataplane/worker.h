@@ -60,6 +60,12 @@ struct worker_stats {
 	 * its QPs have work waits for windows, not for CPU (issue #22).
 	 */
 	uint64_t spin_ns;
+	/*
+	 * The thread's time on a CPU and waiting on a run queue for one
+	 * (/proc/thread-self/schedstat): busy_ns and spin_ns are clock spans,
+	 * so a worker preempted on a busy host counts its wait there too.
+	 */
+	uint64_t cpu_ns, runq_ns;
 	/* The worker thread's page faults (getrusage RUSAGE_THREAD): 0 growth once clients registered. */
 	uint64_t minor_faults, major_faults;
 	struct aead_stats aead;		/* zero unless security mode "aead" */

@@ -354,7 +354,8 @@ json_ok "counters -j" <<<"$c"
 jq -e '.reset == false and .engine.tx_keepalive > 0 and .engine.tx_cm >= 1
 	and .xdp.redirected > 0 and .xdp.rx_total >= .xdp.redirected
 	and (.engine.rx_malformed_by_reason | has("bad_opcode"))
-	and (.backend | has("xsk_rx_dropped")) and .clients.clients == 0' <<<"$c" >/dev/null ||
+	and (.backend | has("xsk_rx_dropped")) and .clients.clients == 0
+	and .worker.cpu_ns > 0 and (.worker | has("runq_ns"))' <<<"$c" >/dev/null ||
 	fail "counters -j: $c"
 json_ok "counters -j (b)" < <("${B[@]}" -j counters)
 ok "counters: engine, XDP, AF_XDP statistics, malformed by reason; zeros hidden unless -s"
