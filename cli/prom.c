@@ -134,6 +134,9 @@ static const char *const helps[][2] = {
 	  "former port: the new one gave them no more." },
 	{ "mroc_engine_rto_unsampled_total", "Of the RTOs, those on a path with no RTT sample of its "
 	  "own yet (armed on the initial RTO or the host's estimate)." },
+	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
+	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "
+	  "path." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered, or "

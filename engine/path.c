@@ -587,6 +587,15 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	/* No ACK on the path yet: armed on rto_init or the host's floors alone. */
 	if (!p->srtt)
 		eng->st.c[EC_RTO_UNSAMPLED]++;
+	/*
+	 * Nothing from the peer host (on any QP or path) since the timer was
+	 * armed: with many QPs to it, a host off the CPU or cut off rather than
+	 * a lost path (every path to it with packets in flight times out at
+	 * once).  A lone QP whose only unanswered packets were on the lost path
+	 * looks the same: the peer had nothing left to answer.
+	 */
+	if (qp_heard(qp) <= p->rto_armed)
+		eng->st.c[EC_RTO_PEER_SILENT]++;
 	/* The first RTO since the last ACK can be undone (rto_undo), a second cannot. */
 	p->undo_ok = !p->rto_fired_at;
 	p->undo_pwnd = p->pwnd;

@@ -102,11 +102,11 @@ engine_cnt() {
 	bl_admin "$1" counters | jq -r '.engine | "\(.rto) \(.tx_retx) \(.lost) \(.rx_dup) \(.tx_data) \(.tx_acks)"' 2>/dev/null ||
 		echo "0 0 0 0 0 0"
 }
-# rto_cnt H: "rto rto_spurious rto_unsampled" of host H's engine (when in a point the RTOs
+# rto_cnt H: "rto rto_spurious rto_unsampled rto_peer_silent" of host H's engine (when in a point the RTOs
 # come: start-up, the window, the drain; and on what paths).
 rto_cnt() {
-	bl_admin "$1" counters | jq -r '.engine | "\(.rto // 0) \(.rto_spurious // 0) \(.rto_unsampled // 0)"' 2>/dev/null ||
-		echo "0 0 0"
+	bl_admin "$1" counters | jq -r '.engine | "\(.rto // 0) \(.rto_spurious // 0) \(.rto_unsampled // 0) \(.rto_peer_silent // 0)"' 2>/dev/null ||
+		echo "0 0 0 0"
 }
 # work_cnt H: host H's worker and client counters, "loops sleeps idle_yields doorbells
 # doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" (what grows with QPs and clients).
@@ -391,11 +391,12 @@ bw_run() {
 	# Where the sender's RTOs came (a lossless run should have none): while the QPs came up
 	# and the window opened, in the window, or while the clients drained; how many of them
 	# the next ACK showed needless, and how many were on paths that had no ACK yet (armed
-	# on rto_init or the host's estimate alone).
-	read -r rs ru <<<"$(delta "${r0#* }" "${r3#* }")"
+	# on rto_init or the host's estimate alone), and how many came with the whole peer host
+	# silent since the timer was armed (a stalled receiver, not a lost path).
+	read -r rs ru rp <<<"$(delta "${r0#* }" "${r3#* }")"
 	log "bw $n QPs rep $rep RTOs: $(delta "${r0%% *}" "${r1%% *}") before the window," \
 		"$(delta "${r1%% *}" "${r2%% *}") in it, $(delta "${r2%% *}" "${r3%% *}") after it;" \
-		"$rs spurious, $ru on paths with no RTT sample yet"
+		"$rs spurious, $ru on paths with no RTT sample yet, $rp with the peer host silent"
 	log "bw $n QPs rep $rep per GB: sender $(per_gb "loops sleeps yields doorbells doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" \
 		"$(delta "$w0a" "$w1a")" $((b1 - b0))); receiver $(per_gb "loops sleeps yields" \
 		"$(delta "$w0b" "$w1b")" $((b1 - b0))); clients $(per_gb "csw" $((s1 - s0)) $((b1 - b0)))"

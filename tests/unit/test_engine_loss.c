@@ -510,6 +510,8 @@ static void test_stall_learned(void **state)
 	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO_SPURIOUS) >= 1);
 	/* No path had an ACK before the stall: each RTO was on rto_init (rto_unsampled). */
 	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO_UNSAMPLED), pair_stat(f->x.p, PAIR_A, EC_RTO));
+	/* B held everything: each RTO came with the peer host silent. */
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO_PEER_SILENT), pair_stat(f->x.p, PAIR_A, EC_RTO));
 	rto = pair_stat(f->x.p, PAIR_A, EC_RTO);
 	retx = pair_stat(f->x.p, PAIR_A, EC_TX_RETX);
 	write_through_stall(f, st, 2, 2 * PAIR_MS);
