@@ -78,6 +78,8 @@ static const char cluster_usage[] =
 "  --clock-skew US   each host's engine clock ahead of the simulation's by a\n"
 "                    random offset below US (0: one clock for all)\n"
 "  --clock-drift PPM ... and faster or slower by up to PPM parts per million (0)\n"
+"  --loss-seed N     which packets --loss drops, when not 0: the same routes and\n"
+"                    engines as --seed, another draw of the loss (0: --seed's)\n"
 "\n"
 "Delta is (baseline time / time - 1) x 100 with the first transport listed as the\n"
 "baseline: +30 means 30% faster than it.\n";
@@ -88,7 +90,7 @@ enum {
 	O_RTO_MIN, O_OP, O_RANKS, O_PLACEMENT, O_BYTES, O_SIZES, O_STEP, O_MSG, O_SENDERS,
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
-	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_SPLIT,
+	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_LOSS_SEED, O_SPLIT,
 	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS,
 };
 
@@ -139,6 +141,7 @@ static const struct option opts[] = {
 	{ "algo", required_argument, NULL, O_ALGO },
 	{ "clock-skew", required_argument, NULL, O_CLOCK_SKEW },
 	{ "clock-drift", required_argument, NULL, O_CLOCK_DRIFT },
+	{ "loss-seed", required_argument, NULL, O_LOSS_SEED },
 	{ "split", required_argument, NULL, O_SPLIT },
 	{ "dup", required_argument, NULL, O_DUP },
 	{ "flows", required_argument, NULL, O_FLOWS },
@@ -353,6 +356,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_FAIL_LEAF: cfg->fail_leaf = (uint32_t)v; break;
 	case O_FAIL_AT: cfg->fail_after_ns = v * 1000; break;
 	case O_SEED: cfg->seed = v; break;
+	case O_LOSS_SEED: cfg->net.loss_seed = v; break;
 	case O_LIMIT: cfg->time_limit_ns = v * 1000000ULL; break;
 	default: return fabric_opt(cfg, o, arg);
 	}

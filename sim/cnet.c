@@ -254,7 +254,7 @@ struct cnet *cnet_create(const struct cnet_config *cfg)
 		return NULL;
 	}
 	cn->cfg = *cfg;
-	rng_seed(&cn->rng, cfg->seed);
+	rng_seed(&cn->rng, cfg->loss_seed ? cfg->loss_seed : cfg->seed);
 	err = fab_init(&cn->fab, &cfg->fab, EV_LINK_TX, EV_LINK_PFC);
 	if (err) {
 		free(cn);

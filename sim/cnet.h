@@ -43,6 +43,11 @@ struct cnet_config {
 	struct engine_config engine;	/* every host (seed mixed with the host index); */
 					/* link_rate_bps 0 = planes x host rate */
 	uint64_t seed;			/* random loss, and the engines' seeds */
+	/*
+	 * Which packets random loss drops, when not 0: another draw of the same
+	 * loss rate on the same routes and engines (seed keeps those).
+	 */
+	uint64_t loss_seed;
 	/* each host's engine clock: offset in [0, skew), drift within +-ppm (simhost.h) */
 	uint64_t clock_skew_ns;
 	uint32_t clock_drift_ppm;
