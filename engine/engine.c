@@ -362,6 +362,28 @@ static void seal_later(struct engine *eng, const uint8_t *key, const uint8_t **k
 }
 
 /*
+ * bufs[count], ready for a builder: room for the tag kept back (the
+ * builders see a buffer that much shorter), the flags cleared.  Each
+ * buffer once, as the batch reaches it (*ready: how many are): a driver
+ * offers a whole ring's worth (64) where a receiver sends an ACK or two,
+ * and going over all of them before and after cost ~100 instructions a
+ * data packet (pkt-cost, issue #22).
+ */
+static inline struct engine_txbuf *tx_slot(const struct engine *eng, struct engine_txbuf *bufs,
+					   int count, int *ready)
+{
+	struct engine_txbuf *b = &bufs[count];
+
+	if (count == *ready) {
+		b->cap -= eng->sec_tag_len;
+		b->plain = false;
+		b->echo = false;
+		(*ready)++;
+	}
+	return b;
+}
+
+/*
  * Control first (ACKs must not queue behind thousands of QPs' data: their
  * delay would count as RTT, and as loss), then data by deficit round-robin:
  * each turn a QP earns one full packet's bytes, so QPs share the link by
@@ -370,23 +392,17 @@ static void seal_later(struct engine *eng, const uint8_t *key, const uint8_t **k
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n)
 {
 	const uint8_t *keys[SEC_SEAL_MAX];
-	int count = 0, sealed = 0;
+	int count = 0, sealed = 0, ready = 0;
 
-	/* Room for the tag: the builders see a buffer that much shorter. */
-	for (int i = 0; i < n; i++) {
-		bufs[i].cap -= eng->sec_tag_len;
-		bufs[i].plain = false;
-		bufs[i].echo = false;
-	}
-	while (count < n && cm_tx_ctl(eng, now, &bufs[count]))
+	while (count < n && cm_tx_ctl(eng, now, tx_slot(eng, bufs, count, &ready)))
 		count++;
-	while (count < n && cm_half_tx(eng, now, &bufs[count]))
+	while (count < n && cm_half_tx(eng, now, tx_slot(eng, bufs, count, &ready)))
 		count++;
 	sealed = count;		/* cm_tx_ctl and cm_half_tx seal their own */
 	while (count < n && !list_empty(&eng->ctl_ready)) {
 		struct qp *qp = list_first(&eng->ctl_ready, struct qp, ctl_node);
 
-		if (qp_tx_ctl(eng, qp, now, &bufs[count])) {
+		if (qp_tx_ctl(eng, qp, now, tx_slot(eng, bufs, count, &ready))) {
 			seal_later(eng, sec_qp_key(eng, qp), keys, bufs, &sealed, count);
 			count++;
 			list_rotate(&eng->ctl_ready, &qp->ctl_node);
@@ -399,7 +415,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 
 		if (qp->deficit <= 0)
 			qp->deficit += (int32_t)(eng->seg_bytes * eng->cfg.ack_every);
-		if (qp_tx_one(eng, qp, now, &bufs[count])) {
+		if (qp_tx_one(eng, qp, now, tx_slot(eng, bufs, count, &ready))) {
 			const uint8_t *key = sec_qp_key(eng, qp);
 
 			seal_later(eng, key, keys, bufs, &sealed, count);
@@ -434,7 +450,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 	seal_pending(eng, keys, bufs, &sealed, count);
 	if (count == n)
 		eng->st.c[EC_TX_BATCH_FULL]++;
-	for (int i = 0; eng->sec_tag_len && i < n; i++)
+	for (int i = 0; eng->sec_tag_len && i < ready; i++)
 		bufs[i].cap += eng->sec_tag_len;
 	eng->st.c[EC_TX_PKTS] += (uint64_t)count;
 	return count;

@@ -6,6 +6,7 @@
 #include "wire.h"
 
 static_assert(SACK_WORDS * 64 == MROC_SACK_BITS, "map covers the SACK width");
+static_assert(SACK_WORDS == 4, "advance and sack_has_holes name the four words");
 
 void sack_init(struct sack *s, uint32_t first_psn)
 {
@@ -44,7 +45,14 @@ static unsigned map_leading_ones(const uint64_t *m)
 /* cum was just received: slide past it and every contiguous PSN above. */
 static void advance(struct sack *s)
 {
-	unsigned run = map_leading_ones(s->map);
+	unsigned run;
+
+	/* In order, nothing above: the common case, and a shift of nothing. */
+	if (!(s->map[0] | s->map[1] | s->map[2] | s->map[3])) {
+		s->cum++;
+		return;
+	}
+	run = map_leading_ones(s->map);
 
 	s->cum += 1 + run;
 	map_shift(s->map, run + 1 > MROC_SACK_BITS ? MROC_SACK_BITS : run + 1);
@@ -105,15 +113,17 @@ bool sack_test(const struct sack *s, uint32_t psn)
 
 bool sack_has_holes(const struct sack *s)
 {
-	for (unsigned i = 0; i < SACK_WORDS; i++)
-		if (s->map[i])
-			return true;
-	return false;
+	return s->map[0] | s->map[1] | s->map[2] | s->map[3];
 }
 
 void sack_to_bytes(const struct sack *s, uint8_t out[32])
 {
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* Each word's bytes low first: the words as they lie in memory here. */
+	memcpy(out, s->map, sizeof(s->map));
+#else
 	for (unsigned i = 0; i < SACK_WORDS; i++)
 		for (unsigned j = 0; j < 8; j++)
 			out[i * 8 + j] = (uint8_t)(s->map[i] >> (j * 8));
+#endif
 }
