@@ -538,6 +538,39 @@ static void test_numbers_keyed(void **state)
 			assert_true(a[i] != b[j]);
 }
 
+/*
+ * engine_tx readies a buffer (the tag's room kept back, the flags cleared)
+ * only as it gets to it, and gives those their room back: past the one
+ * after the last it filled (where it found nothing more to send), what the
+ * driver offered stays as given.  A receiver that offered 64 to send an ACK
+ * or two paid for all 64, before and after (issue #22).
+ */
+static void test_tx_touches_only_filled(void **state)
+{
+	static uint8_t mem[64][PAIR_MAX_PKT];
+	struct fx *f = open_fx(state, MROC_SEC_TOKEN, MROC_SEC_TOKEN);
+	struct engine_wr wr = write_of(f, 1, 100);
+	struct engine_txbuf b[64], was[64];
+	int n;
+
+	pair_connect(f->p, NULL, NULL, SVC);
+	assert_int_equal(pair_post(f->p, PAIR_A, &wr), 0);
+	for (int i = 0; i < 64; i++)
+		b[i] = (struct engine_txbuf){ .data = mem[i], .cap = PAIR_MAX_PKT, .len = 77,
+					      .peer = 5, .sport = 9, .plain = true, .echo = true };
+	memcpy(was, b, sizeof(b));
+	n = engine_tx(f->p->s[PAIR_A].eng, pair_clock(f->p, PAIR_A), b, 64);
+	assert_in_range(n, 1, 62);
+	for (int i = 0; i < n; i++) {
+		assert_int_equal(b[i].cap, PAIR_MAX_PKT);
+		assert_false(b[i].plain);
+		assert_true(b[i].data[PKT_FLAGS] & MROC_F_TAG);
+	}
+	assert_int_equal(b[n - 1].len, MROC_DATA_OVERHEAD + 100 + MROC_TAG_LEN);
+	assert_int_equal(b[n].cap, PAIR_MAX_PKT);
+	assert_memory_equal(&b[n + 1], &was[n + 1], (size_t)(63 - n) * sizeof(b[0]));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -555,6 +588,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_repeat_flagged_none, teardown),
 		cmocka_unit_test_teardown(test_repeat_flagged_aead, teardown),
 		cmocka_unit_test_teardown(test_replayed_ack_no_progress, teardown),
+		cmocka_unit_test_teardown(test_tx_touches_only_filled, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
