@@ -371,7 +371,11 @@ struct engine_txbuf {
 					 * of ours, so it goes back the way that path came */
 };
 
-/* Produce up to n packets to send now.  Returns how many were written. */
+/*
+ * Produce up to n packets to send now.  Returns how many were written.
+ * Buffers past the one after the last written are left as given (a
+ * driver may offer a whole ring's worth for an ACK or two).
+ */
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n);
 
 /*
