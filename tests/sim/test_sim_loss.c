@@ -17,7 +17,9 @@
  *    its paths may have no RTT sample yet: the probe borrows the host's RTT
  *    and the median iteration pays tens of microseconds, not the RTO;
  *  - skew: planes 1, 4, 12 and 30 us long, lossless, small WRITEs and bulk:
- *    not one loss declared, no retransmission but one probe (see there).
+ *    not one loss declared, no retransmission but one probe (see there);
+ *  - bulk tail: any one of a bulk WRITE's last 40 packets dropped: its last
+ *    round asks for immediate ACKs, so the loss costs no delayed ACK's wait.
  *
  * Deterministic: simulated time, fixed seeds, one exactly placed loss.
  */
@@ -214,6 +216,62 @@ static void test_skew_lossless(void **state)
 	}
 }
 
+/*
+ * One bulk WRITE of 1 MiB on eight paths over four planes (4 KiB MTU: 256
+ * packets), the NIC at half the planes' rate: the paths' windows are not
+ * full, so their last packets do not ask for an ACK by filling them.
+ */
+static void bulk_write(struct scn_config *cfg)
+{
+	scn_config_bench(cfg);
+	cfg->planes = 4;
+	cfg->wl.npaths = 8;
+	cfg->wl.msg_bytes = 1 << 20;
+	cfg->wl.total_bytes = 1 << 20;
+	cfg->wl.outstanding = 1;
+	cfg->nic_rate_bps = cfg->planes * cfg->plane_rate_bps / 2;
+	cfg->seed = 3;
+}
+
+/*
+ * Issue #23: each of the last 40 packets of a bulk WRITE dropped once (a run
+ * each): the WRITE ends less than 20 us after the lossless run.  The last
+ * packet of each path has nothing after it on its path; before its packets
+ * asked for an immediate ACK (qp_tx.c bulk_tail), the cross-path rule gave
+ * each a delayed ACK's allowance on top of sRTT + 4 RTTVAR and those
+ * WRITEs ended 28-53 us late (base RTT ~6 us).
+ */
+static void test_bulk_tail(void **state)
+{
+	static struct scn_result clean, lossy;
+	struct scn_config cfg;
+	int64_t worst = 0;
+	uint64_t npkts;
+
+	(void)state;
+	bulk_write(&cfg);
+	run(&cfg, NULL, &clean);
+	npkts = eng(&clean, EC_TX_DATA);
+	assert_int_equal(eng(&clean, EC_TX_RETX), 0);
+	for (uint64_t nth = npkts - 40; nth < npkts; nth++) {
+		struct dropper d = { .nth = nth };
+		int64_t late;
+
+		bulk_write(&cfg);
+		run(&cfg, &d, &lossy);
+		assert_int_equal(d.dropped, 1);
+		assert_int_equal(eng(&lossy, EC_RTO), 0);
+		late = (int64_t)(lossy.wl.t_last_cqe - clean.wl.t_last_cqe);
+		worst = late > worst ? late : worst;
+		if (late >= (int64_t)(20 * USEC))
+			print_message("packet %" PRIu64 " of %" PRIu64 " dropped: %.1f us late\n", nth,
+				      npkts, (double)late / USEC);
+		assert_true(late < (int64_t)(20 * USEC));
+	}
+	print_message("bulk tail: any of the last 40 of %" PRIu64 " packets dropped: at most "
+		      "%.1f us late\n", npkts, (double)worst / USEC);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -221,6 +279,7 @@ int main(void)
 		cmocka_unit_test(test_true_tail),
 		cmocka_unit_test(test_collective_lone),
 		cmocka_unit_test(test_skew_lossless),
+		cmocka_unit_test(test_bulk_tail),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
