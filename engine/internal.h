@@ -62,6 +62,7 @@ enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
 
 /* A packet sent by the port a timeout move left, to see if that route lives (path.c). */
 enum route_probe { ROUTE_PROBE_NONE = 0, ROUTE_PROBE_WANT, ROUTE_PROBE_SENT };
+enum path_look { LOOK_NONE = 0, LOOK_WANT, LOOK_SENT, LOOK_NEXT };
 
 struct path {
 	uint8_t id;
@@ -124,6 +125,18 @@ struct path {
 	uint64_t undo_rate;	/* rate_ewma before a timeout move (0: none to judge) */
 	bool trial;		/* a "slow" or "explore" move on trial (path.c trial_judged) */
 	uint64_t trial_goal;	/* ... the rate it must reach on the new port to stay */
+	/*
+	 * A look before a "slow" or "explore" move (path.c path_look_sample):
+	 * the path's next packet goes by look_sport, the port it would move
+	 * to, answered at once (PSN look_psn, stamped look_ts); look_clear of
+	 * them in a row found that route without a queue.
+	 */
+	uint32_t look_psn, look_ts;
+	uint16_t look_sport;
+	uint8_t look;		/* enum path_look */
+	uint8_t look_clear, look_tries;	/* ... and of the looks sent on this port */
+	uint8_t look_why;	/* the move it is for: ENGINE_REPATH_SLOW or _EXPLORE */
+	uint64_t look_goal;	/* ... and that move's trial goal (rate_goal) */
 	/*
 	 * Whether the port a timeout move left still delivered after the path
 	 * fell silent (path.c timeout_move_back): quiet_psn, the next PSN when
@@ -657,6 +670,9 @@ void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);
 /* An ACK after a timeout move: whether it shows the port left delivering after the silence. */
 void path_note_left(struct path *p, const struct mroc_ack_hdr *a);
+bool path_look_acked(struct path *p, uint32_t *newest);
+void path_look_sample(struct engine *eng, struct qp *qp, struct path *p, uint64_t fabric,
+		      uint64_t now);
 void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_rearm(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* Whether p's RTO is due by its RTO as it stands now; if not, the timer is set to that. */

@@ -860,7 +860,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	struct path *p, *probe, *spent;
 	uint32_t dsn, seg, off, plen, bytes, lo;
 	uint8_t flags = 0, *src;
-	bool retx, copy, dup, route_probe;
+	bool retx, copy, dup, route_probe, look;
 	size_t n;
 
 	/*
@@ -1013,6 +1013,14 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p->route_probe = ROUTE_PROBE_SENT;
 		p->probe_psn = d.psn;
 	}
+	/* A look at the port a "slow" or "explore" move would take (path.c path_look_sample). */
+	look = p->look == LOOK_WANT && !dup && !route_probe;
+	if (look) {
+		flags |= MROC_F_ACK_REQ;
+		p->look = LOOK_SENT;
+		p->look_psn = d.psn;
+		p->look_ts = (uint32_t)now;
+	}
 	p->sb[d.psn & p->sb_mask].ack_req = !!(flags & MROC_F_ACK_REQ);
 	if (!p->rto_deadline)
 		path_rearm(eng, qp, p, now);
@@ -1025,7 +1033,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	memcpy(b->data + n, src, plen);
 	b->len = (uint32_t)(n + plen);
 	b->peer = qp->peer;
-	b->sport = route_probe ? p->prev_sport : p->sport;
+	b->sport = route_probe ? p->prev_sport : look ? p->look_sport : p->sport;
 	b->path_id = p->id;
 	b->ect = true;
 

@@ -36,6 +36,8 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_TX_PEER_KICKED] = "tx_peer_kicked",
 		[EC_TX_PEER_GRANT_LEFT] = "tx_peer_grant_left",
 		[EC_REPATH_EXPLORE_BACK] = "repath_explore_back",
+		[EC_REPATH_LOOK] = "repath_look",
+		[EC_REPATH_LOOK_BUSY] = "repath_look_busy",
 		[EC_TX_ACKS] = "tx_acks",
 		[EC_TX_CM] = "tx_cm",
 		[EC_TX_KEEPALIVE] = "tx_keepalive",

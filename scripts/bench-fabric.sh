@@ -111,7 +111,7 @@ counters_delta() {
 		'($b.engine // {}) | with_entries(select(.value | type == "number") | .value -= (($a.engine // {})[.key] // 0))' 2>/dev/null || echo '{}'
 }
 RUNS_CSV=$RUNS/runs.csv
-RUN_KEYS="tx_data tx_retx lost lost_rack rto rto_spurious rto_undone rto_unlost ce repath repath_timeout repath_loss repath_ce repath_slow repath_keepalive repath_spread repath_explore repath_back repath_back_held repath_slow_back repath_explore_back"
+RUN_KEYS="tx_data tx_retx lost lost_rack rto rto_spurious rto_undone rto_unlost ce repath repath_timeout repath_loss repath_ce repath_slow repath_keepalive repath_spread repath_explore repath_back repath_back_held repath_slow_back repath_explore_back repath_look repath_look_busy"
 [ -s "$RUNS_CSV" ] || echo "run,gbps,${RUN_KEYS// /,},rx_dup,rx_tx_acks" >"$RUNS_CSV"
 RUN_SEQ=0
 
