@@ -735,6 +735,8 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
  */
 static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
+	uint64_t wait;
+
 	if (b->cap < MROC_KA_PKT_LEN)
 		return 0;
 	b->len = (uint32_t)qp_put_keepalive(qp, b->data, MROC_F_ACK_REQ, 0, now);
@@ -747,15 +749,14 @@ static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 		qp->cm_tries++;
 		qp->cm_sent = now;
 	}
-	qp->cm_deadline = qp->cm_sent + cm_backoff(eng, qp->cm_tries - 1);
+	wait = cm_backoff(eng, qp->cm_tries - 1);
 	/*
 	 * The REP came after the REQ's wait had run out, before our timers ran
 	 * (a host late to them: a worker off the CPU): the RTU still gets that
 	 * wait, from now.  A deadline already passed would leave the RTU due,
 	 * and every buffer of engine_tx would be filled with it, without end.
 	 */
-	if (qp->cm_deadline <= now)
-		qp->cm_deadline = now + cm_backoff(eng, qp->cm_tries - 1);
+	qp->cm_deadline = qp->cm_sent + wait > now ? qp->cm_sent + wait : now + wait;
 	return 1;
 }
 
