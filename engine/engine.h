@@ -379,6 +379,14 @@ struct engine_txbuf {
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n);
 
 /*
+ * The engine's own counts checked against its scoreboards (every path's
+ * bytes in flight, each peer host's window and blocked list): 0, or
+ * -EFAULT with what disagrees in why.  It walks every QP and packet in
+ * flight: for tests and debug builds, never the data path.
+ */
+int engine_check(struct engine *eng, char *why, size_t len);
+
+/*
  * Optional: what engine_tx stamped with `stamped` had left the host by
  * `sent` (the driver's clock after its kick).  A batch's packets all carry
  * the time it began; building and kicking them takes tens of microseconds,

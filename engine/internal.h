@@ -630,6 +630,10 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now);
 void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
+int peer_check(struct engine *eng, char *why, size_t len);
+
+/* check.c: engine_check's message (returns -EFAULT) */
+int check_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 void peer_acked(struct engine *eng, struct qp *qp, uint32_t n);
 bool peer_hint_join(const struct engine *eng, struct qp *qp);
 uint32_t peer_hint_qps(const struct engine *eng, const struct qp *qp);

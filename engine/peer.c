@@ -36,6 +36,7 @@
  * repathed in a storm (45k keepalives and 23k retries in 8 s).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 
 #include "internal.h"
@@ -305,4 +306,53 @@ void peer_release(struct engine *eng, struct qp *qp, uint32_t n)
 	h->inflight -= n;
 	while (n-- && !list_empty(&h->blocked))
 		peer_kick(eng, h);
+}
+
+/*
+ * engine_check's part: each host's count is its QPs' (the window's packets
+ * are released by the QP that sent them), its blocked list holds its own
+ * parked QPs, and a parked QP has a release still to come to wake it: with
+ * nothing in flight to the host, nobody kicks the list (unless a QP of the
+ * host is on tx_ready, whose turn passes the kick on).
+ */
+int peer_check(struct engine *eng, char *why, size_t len)
+{
+	for (uint32_t b = 0; b <= eng->hash_mask; b++)
+		for (struct peer_host *h = eng->ph_hash[b]; h; h = h->next) {
+			uint64_t sum = 0;
+			uint32_t refs = 0, blocked = 0, parked = 0;
+			bool ready = false;
+
+			for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
+				struct qp *qp = eng->qps[i];
+
+				if (!qp || qp->ph != h)
+					continue;
+				sum += qp->ph_pkts;
+				refs++;
+				blocked += qp->ph_blocked;
+			}
+			for (struct list *n = h->blocked.next; n != &h->blocked; n = n->next) {
+				struct qp *qp = list_entry(n, struct qp, tx_node);
+
+				if (qp->ph != h || !qp->ph_blocked)
+					return check_fail(why, len, "peer %u: QP 0x%x on its blocked list"
+							  " (%s host, blocked %d)", h->peer, qp->qpn,
+							  qp->ph == h ? "its" : "another", qp->ph_blocked);
+				parked++;
+			}
+			for (struct list *n = eng->tx_ready.next; n != &eng->tx_ready; n = n->next)
+				ready |= list_entry(n, struct qp, tx_node)->ph == h;
+			if (sum != h->inflight || refs != h->refs)
+				return check_fail(why, len, "peer %u: inflight %u, its QPs' %" PRIu64
+						  "; refs %u, QPs %u", h->peer, h->inflight, sum, h->refs,
+						  refs);
+			if (parked != blocked)
+				return check_fail(why, len, "peer %u: %u QPs parked, %u marked blocked",
+						  h->peer, parked, blocked);
+			if (parked && !h->inflight && !ready)
+				return check_fail(why, len, "peer %u: %u QPs parked with nothing in flight",
+						  h->peer, parked);
+		}
+	return 0;
 }

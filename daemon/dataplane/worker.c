@@ -304,6 +304,33 @@ static void ports_up(struct worker *w, uint32_t up, uint64_t now)
 			engine_port_up(w->cfg.eng, p, now);
 }
 
+#ifdef MROC_ENGINE_CHECK
+/*
+ * A debug build (make CPPFLAGS=-DMROC_ENGINE_CHECK) checks the engine's
+ * counts against its scoreboards every 10 ms and stops at the first
+ * disagreement, with the engine's state still as it went wrong.
+ */
+static void check_engine(struct worker *w, uint64_t now)
+{
+	static __thread uint64_t next;
+	char why[256];
+
+	if (now < next)
+		return;
+	next = now + 10000000;
+	if (engine_check(w->cfg.eng, why, sizeof(why))) {
+		pr_err("worker: engine check failed: %s", why);
+		abort();
+	}
+}
+#else
+static void check_engine(struct worker *w, uint64_t now)
+{
+	(void)w;
+	(void)now;
+}
+#endif
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -355,6 +382,7 @@ static void *worker_main(void *arg)
 			now = mrocd_now_ns();
 		work += do_tx(w, &now);
 		do_cqes(w, now);
+		check_engine(w, now);
 		if (w->cfg.on_flush)
 			w->cfg.on_flush(w->cfg.ctx);
 		if (work) {

@@ -193,6 +193,16 @@ static uint64_t pair_call_clock(struct pair *p, int side)
 	return p->s[side].called = pair_clock(p, side);
 }
 
+/* Every engine call of the pair leaves the engine's counts true (engine_check). */
+static void pair_check(struct pair *p, int side)
+{
+	char why[200];
+
+	if (engine_check(p->s[side].eng, why, sizeof(why)))
+		fail_msg("engine %c at %llu: %s", side == PAIR_A ? 'A' : 'B',
+			 (unsigned long long)p->now, why);
+}
+
 static void pair_advance(struct pair *p, int side)
 {
 	uint64_t now = pair_clock(p, side);
@@ -200,6 +210,7 @@ static void pair_advance(struct pair *p, int side)
 	if (engine_next_deadline(p->s[side].eng) <= now)
 		p->s[side].called = now;
 	engine_advance(p->s[side].eng, now);
+	pair_check(p, side);
 }
 
 void pair_set_delay(struct pair *p, int side, uint64_t delay)
@@ -341,6 +352,7 @@ static unsigned pump_side(struct pair *p, int from)
 		b[i] = (struct engine_txbuf){ .data = p->tx[i].data, .cap = PAIR_MAX_PKT };
 	n = engine_tx(p->s[from].eng, pair_clock(p, from), b, PAIR_TX_BATCH);
 	assert_in_range(n, 0, PAIR_TX_BATCH);
+	pair_check(p, from);
 	if (n)
 		p->s[from].called = pair_clock(p, from);
 	for (int i = 0; i < n; i++) {
