@@ -182,6 +182,7 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->doorbells += b->doorbells;
 	a->doorbell_calls += b->doorbell_calls;
 	a->doorbell_qps += b->doorbell_qps;
+	a->rings_stranded += b->rings_stranded;
 	a->listen_refused += b->listen_refused;
 	a->share_refused += b->share_refused;
 	a->reserve_refused += b->reserve_refused;
@@ -480,7 +481,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"qps_sending", (json_int_t)s->cls.qps_sending,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
@@ -495,6 +496,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"doorbells", (json_int_t)s->cls.doorbells,
 		"doorbell_syscalls", (json_int_t)s->cls.doorbell_calls,
 		"doorbell_qps", (json_int_t)s->cls.doorbell_qps,
+		"rings_stranded", (json_int_t)s->cls.rings_stranded,
 		"services", (json_int_t)s->cls.services,
 		"listen_refused", (json_int_t)s->cls.listen_refused,
 		"share_refused", (json_int_t)s->cls.share_refused,

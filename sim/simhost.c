@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /* The simulated networks' event loop, host clocks and host driver (see simhost.h). */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "link.h"
@@ -263,6 +264,17 @@ static void nic_pull(struct simhost *h, const struct simhost_env *env)
 		 now + sim_ser_ns(pkt->wire_len, h->nic_rate, &h->nic_rem));
 }
 
+static void check_engine(struct simhost *h, const struct simloop *l)
+{
+	char why[256];
+
+	if (++h->drives % SIMHOST_CHECK_EVERY || !engine_check(h->eng, why, sizeof(why)))
+		return;
+	fprintf(stderr, "host %u at %llu ns: engine check failed: %s\n", h->idx,
+		(unsigned long long)l->now, why);
+	abort();
+}
+
 void simhost_drive(struct simhost *h, const struct simhost_env *env)
 {
 	if (h->in_drive) {
@@ -284,6 +296,7 @@ void simhost_drive(struct simhost *h, const struct simhost_env *env)
 	} while (h->dirty);
 	arm_timer(h, env);
 	h->in_drive = false;
+	check_engine(h, env->loop);
 }
 
 void simhost_timer(struct simhost *h, const struct simhost_env *env)

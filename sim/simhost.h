@@ -100,6 +100,12 @@ struct simhost_stats {
 
 void simhost_stats_add(struct simhost_stats *sum, const struct simhost_stats *s);
 
+/*
+ * How often a host's engine is checked against itself (engine_check): a
+ * disagreement is an engine bug, and the run stops there with its message.
+ */
+#define SIMHOST_CHECK_EVERY	256
+
 /* A deadline that stays <= now this many times in one instant is a spin. */
 #define HOST_SPIN_LIMIT	64
 
@@ -128,6 +134,7 @@ struct simhost {
 	uint64_t nic_rate;		/* bit/s */
 	uint64_t nic_rem;
 	bool in_drive, dirty;
+	uint32_t drives;		/* simhost_drive calls: every SIMHOST_CHECK_EVERY-th checks the engine */
 	struct host_spin spin;
 	struct host_clock clk;		/* the engine's own clock */
 	uint32_t idx;			/* the host's index = its engine peer handle */

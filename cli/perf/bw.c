@@ -317,19 +317,21 @@ static int ready_pass(struct perf *pf, struct bw_state *s, struct ready *r, uint
 }
 
 /*
- * What a stall names: the QPs not done, how many of them wait armed, and the
- * first few with their counts (mroc-cli -d qp has the rings of that QPN).
+ * What a stall names: the QPs not done, how many of them wait armed (r: the
+ * ready loop's; NULL in the plain loop), and the first few with their counts
+ * (mroc-cli -d qp shows the rings of that QPN).
  */
-static const char *ready_stuck(struct perf *pf, const struct bw_state *s, const struct ready *r,
-			       char *buf, size_t len)
+static const char *stuck_qps(struct perf *pf, const struct bw_state *s, const struct ready *r,
+			     char *buf, size_t len)
 {
 	unsigned int left = 0, shown = 0;
 	size_t off;
 
 	for (unsigned int i = 0; i < pf->nqp; i++)
 		left += pf->qp[i].completed < s->limit;
-	off = (size_t)snprintf(buf, len, "bandwidth client: %u QPs not done, %u armed", left,
-			       r->narmed);
+	off = (size_t)snprintf(buf, len, "bandwidth client: %u QPs not done", left);
+	if (r && off < len)
+		off += (size_t)snprintf(buf + off, len - off, ", %u armed", r->narmed);
 	for (unsigned int i = 0; i < pf->nqp && shown < 3 && off < len; i++) {
 		const struct perf_qp *q = &pf->qp[i];
 
@@ -338,7 +340,7 @@ static const char *ready_stuck(struct perf *pf, const struct bw_state *s, const 
 		off += (size_t)snprintf(buf + off, len - off, "%s qp %u (QPN 0x%04x) %" PRIu64
 					" posted, %" PRIu64 " completed%s", shown ? ";" : ":", i,
 					mroc_qp_num(q->qp), q->posted, q->completed,
-					r->armed[i] ? ", armed" : "");
+					r && r->armed[i] ? ", armed" : "");
 		shown++;
 	}
 	return buf;
@@ -425,9 +427,9 @@ static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result
 				peak_update(&peak, now, done_msgs * s->size);
 			continue;
 		}
-		/* (the QPs named only once it fails: ready_stuck walks them all) */
+		/* (the QPs named only once it fails: stuck_qps walks them all) */
 		err = now - last_progress < (uint64_t)pf->o->timeout_s * 1000000000ull ? 0 :
-		      perf_stalled(pf, now, last_progress, ready_stuck(pf, s, &r, what, sizeof(what)));
+		      perf_stalled(pf, now, last_progress, stuck_qps(pf, s, &r, what, sizeof(what)));
 		if (pf->oob_fired)
 			pf->next_peer_check = 0;	/* the peer said something: now */
 		if (!err)
@@ -452,6 +454,7 @@ int bw_client(struct perf *pf, struct bw_result *res)
 	struct bw_state s;
 	struct peak peak;
 	uint64_t t0, t_last, last_progress, done_msgs = 0;
+	char what[200];
 	int err;
 
 	bw_setup(pf, &s);
@@ -516,7 +519,9 @@ int bw_client(struct perf *pf, struct bw_result *res)
 		if (all_done)
 			break;
 		if (!progress) {
-			err = perf_stalled(pf, now, last_progress, "bandwidth client");
+			err = now - last_progress < (uint64_t)pf->o->timeout_s * 1000000000ull ? 0 :
+			      perf_stalled(pf, now, last_progress,
+					   stuck_qps(pf, &s, NULL, what, sizeof(what)));
 			if (!err)
 				err = perf_peer_check(pf, now);
 			if (err)

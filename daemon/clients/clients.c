@@ -479,11 +479,45 @@ static void take_doorbells(struct clients *cs, uint64_t now)
 	}
 }
 
+/*
+ * Cold QPs whose rings hold work at two sweeps in a row, not consumed in
+ * between (so no doorbell brought them hot meanwhile): taken now (SWEEP_NS).
+ * A corrupted ring goes hot too: its next poll disconnects the client.
+ */
+static void sweep_cold(struct clients *cs, uint64_t now)
+{
+	for (uint32_t i = 0; i < cs->nactive; i++) {
+		struct cqp *q = cs->active[i];
+		bool work;
+
+		if (q->hot_idx != NOT_LISTED || q->cl->kicked) {
+			q->swept = false;
+			continue;
+		}
+		work = ring_cons_avail(&q->sq) || ring_cons_avail(&q->rq);
+		if (!work || !q->swept || q->swept_sq != q->sq.head || q->swept_rq != q->rq.head) {
+			q->swept = work;
+			q->swept_sq = q->sq.head;
+			q->swept_rq = q->rq.head;
+			continue;
+		}
+		q->swept = false;
+		cs->st.rings_stranded++;
+		pr_warn_rl("QP %u (client %u): work waited %llu ms in its rings without a doorbell",
+			   q->qpn, q->cl->id, (unsigned long long)(SWEEP_NS / 1000000));
+		clients_qp_heat(cs, q, now);
+	}
+}
+
 int clients_poll(void *ctx, uint64_t now)
 {
 	struct clients *cs = ctx;
 
 	cs->loop++;
+	if (now >= cs->next_sweep) {
+		cs->next_sweep = now + SWEEP_NS;
+		sweep_cold(cs, now);
+	}
 	/* A busy worker does not sleep on the doorbells: it looks now and then. */
 	if (now >= cs->next_doorbells) {
 		cs->next_doorbells = now + DOORBELL_POLL_NS;

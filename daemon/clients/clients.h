@@ -121,6 +121,7 @@ struct clients_stats {
 	uint64_t doorbells;			/* doorbell rings the worker took */
 	uint64_t doorbell_calls;		/* epoll_waits that took them (one per look) */
 	uint64_t doorbell_qps;			/* QPs looked at for them */
+	uint64_t rings_stranded;		/* cold QPs' work no doorbell brought in a sweep (SWEEP_NS) */
 	uint64_t listen_refused;		/* LISTENs on another client's service (EADDRINUSE) */
 	uint64_t share_refused;			/* QPs, regions over a user's share (EDQUOT) */
 	uint64_t reserve_refused;		/* clients, QPs, regions: administrators' reserve */

@@ -43,6 +43,15 @@
 #define HOT_NS			1000000ULL
 #define DOORBELL_POLL_NS	20000ULL
 #define DOORBELL_BATCH		64	/* doorbells taken per epoll_wait */
+/*
+ * Every SWEEP_NS the worker looks at each cold QP's rings once (one load of
+ * each producer index): work that waited a whole sweep without a doorbell
+ * bringing it (a wake-up lost on either side, a client that died between
+ * its post and its doorbell) is taken then, and counted
+ * (clients.rings_stranded), instead of waiting for good.  4,000 QPs cost
+ * 8,000 loads every 100 ms.
+ */
+#define SWEEP_NS		100000000ULL
 #define NOT_LISTED		UINT32_MAX
 
 /* The library's codes are the engine's, so they pass through unchanged. */
@@ -82,6 +91,8 @@ struct cqp {
 	uint32_t hot_idx;		/* in clients.hot, or NOT_LISTED (cold) */
 	uint64_t last_work;		/* ns */
 	bool sending;			/* a send work request was taken (clients_stats.qps_sending) */
+	bool swept;			/* cold with work at the last sweep, at these consumer indices */
+	uint32_t swept_sq, swept_rq;
 	struct cqp *cl_next, *cl_prev;	/* the client's active QPs */
 };
 
@@ -160,6 +171,7 @@ struct clients {
 	uint32_t nactive;
 	int epfd;			/* every client's doorbell (clients.c) */
 	uint64_t next_doorbells;	/* ns: a busy worker's next look at them */
+	uint64_t next_sweep;		/* ns: the next look at every cold QP's rings (SWEEP_NS) */
 	struct cqp **hot;		/* max_total_qps */
 	uint32_t nhot, hot_next;
 	struct client *wcl[MAX_CLIENTS];	/* clients with a doorbell */
