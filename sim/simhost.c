@@ -268,7 +268,7 @@ static void check_engine(struct simhost *h, const struct simloop *l)
 {
 	char why[256];
 
-	if (++h->drives % SIMHOST_CHECK_EVERY || !engine_check(h->eng, why, sizeof(why)))
+	if (!h->eng || ++h->drives % SIMHOST_CHECK_EVERY || !engine_check(h->eng, why, sizeof(why)))
 		return;
 	fprintf(stderr, "host %u at %llu ns: engine check failed: %s\n", h->idx,
 		(unsigned long long)l->now, why);
