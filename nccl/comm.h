@@ -18,11 +18,22 @@
 
 #include "plugin.h"
 
-#define CTS_MAGIC	0x43545333u	/* "CTS3" */
+#define CTS_MAGIC	0x43545334u	/* "CTS4": 32 eager slots (the two ends must agree) */
 #define CTS_STRIDE	256		/* bytes per CTS buffer in a control region */
 /* WRITE_IMMs in flight to one receive comm, at most, and a margin: one per buffer of
  * every receive in flight, and the eager slots. */
 #define RECV_RQ_DEPTH	(MNCCL_MAX_SREQS + 64)
+/*
+ * A receive comm gives those receives back to the QP this many at a time, not one per
+ * arrival: a post to a QP whose daemon worker went to sleep rings its doorbell (a system
+ * call, and a wake-up of the worker, or its next look at the doorbells up to 20 us on),
+ * and in a ring of small steps that post came just before the step's send, on the other
+ * QP, which then waited behind it.  Fewer than this owed leaves at least RECV_RQ_DEPTH -
+ * IMM_REPOST_BATCH + 1 posted, above the most that can be in flight.
+ */
+#define IMM_REPOST_BATCH	16
+static_assert(RECV_RQ_DEPTH - IMM_REPOST_BATCH + 1 > MNCCL_MAX_SREQS + MNCCL_EAGER_SLOTS,
+	      "a receive for every WRITE_IMM in flight while reposts are owed");
 #define SEND_SQ_DEPTH	(MNCCL_MAX_SREQS + MNCCL_EAGER_SLOTS + 16)
 
 /* Eager: an 8-byte header (tag, size) and the payload, in a slot of the receive comm. */
@@ -138,6 +149,7 @@ struct comm {
 	bool told;			/* receive comm: a CTS has told the sender the eager slots */
 	uint32_t bufs;			/* buffers of the receives posted so far */
 	uint32_t eager_rcvd, eager_freed;
+	unsigned int imm_owed;		/* WRITE_IMMs' receives used and not given back yet */
 	uint32_t freed_told;		/* eager_freed as the last CTS or credit said it */
 	uint8_t cts_busy[MNCCL_CTS_RECVS];	/* that CTS buffer's SEND not complete */
 	unsigned int cts_next;			/* the CTS buffer the next receive sends from */
@@ -161,6 +173,7 @@ struct comm {
 	struct {
 		uint32_t recvs, cts, credits;		/* receive comm */
 		uint32_t sends, eager, staged, zcopy;	/* send comm */
+		uint32_t polls, empty;			/* CQ polls; those that found nothing */
 	} st;
 };
 

@@ -47,7 +47,7 @@
 #include "comm.h"
 
 #define HANDLE_MAGIC	0x6d6e636cu	/* "mncl" */
-#define HANDLE_VERSION	3		/* 3: CTS3, no CTS for small receives */
+#define HANDLE_VERSION	4		/* 3: CTS3, no CTS for small receives; 4: CTS4, 32 eager slots */
 #define HANDLE_EAGER	0x1		/* flags: eager sends, small receives send no CTS */
 #define CLOSE_DRAIN_S	5		/* closeSend waits this long for staged sends to leave */
 
@@ -294,9 +294,9 @@ nccl_res mnccl_close_send(void *send_comm)
 		}
 		sched_yield();
 	}
-	MNCCL_INFO("send comm %#llx closed: %u sends: %u eager, %u staged, %u zero-copy",
-		   (unsigned long long)c->service_id, c->st.sends, c->st.eager, c->st.staged,
-		   c->st.zcopy);
+	MNCCL_INFO("send comm %#llx closed: %u sends: %u eager, %u staged, %u zero-copy; "
+		   "%u polls, %u empty", (unsigned long long)c->service_id, c->st.sends,
+		   c->st.eager, c->st.staged, c->st.zcopy, c->st.polls, c->st.empty);
 	comm_free(c);
 	return NCCL_OK;
 }
@@ -307,8 +307,9 @@ nccl_res mnccl_close_recv(void *recv_comm)
 
 	if (!c || c->kind != COMM_RECV)
 		return NCCL_ERR_INVALID_ARG;
-	MNCCL_INFO("receive comm %#llx closed: %u receives, %u CTSs, %u credit messages",
-		   (unsigned long long)c->service_id, c->st.recvs, c->st.cts, c->st.credits);
+	MNCCL_INFO("receive comm %#llx closed: %u receives, %u CTSs, %u credit messages; "
+		   "%u polls, %u empty", (unsigned long long)c->service_id, c->st.recvs, c->st.cts,
+		   c->st.credits, c->st.polls, c->st.empty);
 	comm_free(c);
 	return NCCL_OK;
 }

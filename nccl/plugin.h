@@ -36,7 +36,7 @@
  * (comm.h, xfer.c).
  */
 #define MNCCL_EAGER_MAX		8192
-#define MNCCL_EAGER_SLOTS	16
+#define MNCCL_EAGER_SLOTS	32
 #define MNCCL_STAGE_SLOTS	32
 
 /* ---- logging (NCCL's logger, when init gave one) ----------------------------------- */

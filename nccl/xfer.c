@@ -29,9 +29,12 @@
  * Credits: the receiver tells how many eager slots it has freed in every CTS
  * and, once half the slots were freed since it last told, in a credit (a CTS
  * of no buffers): one packet per MNCCL_EAGER_SLOTS / 2 small messages, not
- * one per message.  It cannot stall: a sender out of slots has 16 sent that
- * were not told freed, so when the receiver has copied all of them out (its
- * receives are posted) at least 8 were freed since it last told.  Once the
+ * one per message.  It cannot stall: a sender out of slots has all of them
+ * sent and not told freed, so when the receiver has copied all of them out
+ * (its receives are posted) at least half were freed since it last told.
+ * (32 slots, not 16: a credit per 16 small messages, not per 8, which in a
+ * ring of small steps was an eighth of the packets, completions and work
+ * requests a step cost; 264 KiB of control region per receive comm.)  Once the
  * sender hears slot n freed, the receive it filled was posted and its CTS,
  * if it sent one, came before (one QP, in order): that pend entry can go.
  *
@@ -252,13 +255,24 @@ static void on_eager(struct comm *c, const struct mroc_wc *wc)
 	c->unexp[(c->unexp_head + c->unexp_cnt++) % MNCCL_EAGER_SLOTS] = (uint8_t)e;
 }
 
+/* Receive comm: a WRITE_IMM used a receive; given back IMM_REPOST_BATCH at a time (comm.h). */
+static int imm_repost(struct comm *c)
+{
+	if (++c->imm_owed < IMM_REPOST_BATCH)
+		return 0;
+	for (; c->imm_owed; c->imm_owed--)
+		if (comm_post_imm_recv(c))
+			return -EIO;
+	return 0;
+}
+
 /* A payload arrived (receive comm): which receive and buffer the immediate names. */
 static void on_data(struct comm *c, const struct mroc_wc *wc)
 {
 	unsigned int slot = (wc->imm >> 8) & 0xff, k = wc->imm & 0xff;
 	struct rreq *r = slot < MNCCL_MAX_REQS ? &c->rreqs[slot] : NULL;
 
-	if (comm_post_imm_recv(c))
+	if (imm_repost(c))
 		return comm_fail(c, -EIO, "cannot repost a receive");
 	if (slot == IMM_EAGER && wc->opcode == MROC_WC_RECV_RDMA_IMM)
 		return on_eager(c, wc);
@@ -369,6 +383,8 @@ void comm_progress(struct comm *c)
 
 	do {
 		n = mroc_poll_cq(c->qp, wc, 32);
+		c->st.polls++;
+		c->st.empty += n == 0;
 		if (n < 0) {
 			comm_fail(c, n, mroc_strerror(n));
 			return;
