@@ -21,6 +21,8 @@
 # Environment: BUILD (build), OUT (docs/perf), LOSS (1), SIZES (8 B .. 64 MiB),
 # NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP,
 # DAEMON_KEYS (more keys of mrocd's daemon group, e.g. "workers = 1;" for an A/B),
+# SLICE and WINDOW (the ring's pipeline: 128K and 8 unless set; NCCL's own ring over a net
+# plugin sends 1 MiB slices, 4 in flight, at its default NCCL_BUFFSIZE: SLICE=1M WINDOW=4),
 # TRACE (1: every sweep traced, scripts/nccl-trace.sh's breakdown of a ring step logged
 # after it; with one size in SIZES, as the breakdown mixes the runs of every size),
 # COUNTERS (1: the four daemons' counters summed over each sweep, logged after it:
@@ -91,9 +93,11 @@ dcpu() {
 
 # run NET HOSTS LOSS: one all_reduce_perf-style sweep; rows to the CSV.
 run() {
-	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0 trace=() c0=
+	local net=$1 nh=$2 loss=$3 r h pids=() args rc=0 trace=() c0= pipe=()
 	local ch=$BL_DIR/chan-$net-$nh-$loss
 	[ -z "${TRACE:-}" ] || trace=(--trace "$BL_DIR/$net-$nh-$loss.tr")
+	[ -z "${SLICE:-}" ] || pipe+=(--slice "$SLICE")
+	[ -z "${WINDOW:-}" ] || pipe+=(--window "$WINDOW")
 	mkdir -p "$ch"
 	bl_daemons_check
 	bl_plane_set 2 loss "$loss"
@@ -109,7 +113,7 @@ run() {
 		esac
 		bl_bg ip netns exec "${NS[$h]}" env MROC_SOCKET="$BL_DIR/h$h.ctl" NCCL_MROC_ADDR="${IP[$h]}" \
 			FI_PROVIDER_PATH="$BUILD" FI_MROC_ADDR="${IP[$h]}" \
-			timeout 900 "$HARNESS" --rank $r --nranks 4 --dir "$ch" "${args[@]}" "${trace[@]}" bench $SIZES \
+			timeout 900 "$HARNESS" --rank $r --nranks 4 --dir "$ch" "${args[@]}" "${trace[@]}" "${pipe[@]}" bench $SIZES \
 			>"$BL_DIR/$net-$nh-$loss.$r.out" 2>&1
 		pids+=("$BL_LAST")
 	done
@@ -164,7 +168,7 @@ pingpong() {
 
 echo "net,hosts,loss_pct,bytes,time_us,algbw_gbs,busbw_gbs,load1" >"$CSV"
 echo "provider,bytes,half_rtt_us,load1" >"$PP_CSV"
-log "$(bl_machine), load $(load_now)"
+log "$(bl_machine), load $(load_now)${SLICE:+, slice $SLICE}${WINDOW:+, window $WINDOW}"
 pingpong
 for loss in $LOSSES; do
 	for nh in $PLACEMENTS; do

@@ -60,6 +60,8 @@ struct h_opts {
 	bool memfd;				/* buffers in shared memfds (zero-copy) or malloc */
 	int timeout_s;
 	const char *trace;			/* --trace: every slice's events to trace.RANK */
+	size_t slice;				/* --slice: the ring's pipeline unit (128 KiB) */
+	int window;				/* --window: slices in flight each way (8) */
 };
 extern struct h_opts H;
 

@@ -21,6 +21,10 @@
  *   bench BYTES...        all_reduce_perf's table: size, time, algbw, busbw (rank 0 prints;
  *                         the first run of each size checked)
  *
+ * The ring moves 128 KiB slices, 8 in flight each way, unless --slice BYTES and
+ * --window N say otherwise (NCCL's own Simple-protocol ring over a net plugin sends
+ * slices of 2 of its 8 steps of NCCL_BUFFSIZE / 8: 1 MiB, 4 in flight, at its default
+ * 4 MiB buffer: --slice 1M --window 4).
  * Buffers are shared memfds (the plugin's zero-copy case) unless --malloc.
  * --trace PATH writes every ring slice's events to PATH.RANK (ring.c).
  * Exit 0 when every check passed; a failure names what differed.
@@ -40,7 +44,7 @@
 
 #include "harness.h"
 
-struct h_opts H = { .timeout_s = 60, .memfd = true };
+struct h_opts H = { .timeout_s = 60, .memfd = true, .slice = 128 << 10, .window = 8 };
 
 /* ---- basics ------------------------------------------------------------------------ */
 
@@ -276,7 +280,7 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 		     bool bench)
 {
 	struct h_cpu c0, c1;
-	size_t max = 0, slice = 128 << 10;
+	size_t max = 0;
 	struct h_ring r;
 	int i, it;
 
@@ -284,7 +288,7 @@ static int mode_coll(struct hnet *n, enum h_coll coll, char **sizes, int nsizes,
 		if (parse_size(sizes[i]) > max)
 			max = parse_size(sizes[i]);
 	H_CHECK(max, "no sizes");
-	h_ring_setup(&r, n, (max + 3) & ~(size_t)3, slice, 8);
+	h_ring_setup(&r, n, (max + 3) & ~(size_t)3, H.slice, H.window);
 	if (bench && H.rank == 0)
 		printf("#%11s %12s %12s %10s %10s  (%s, %d ranks)\n", "size", "count", "time(us)",
 		       "algbw", "busbw", n->what, H.nranks);
@@ -357,6 +361,7 @@ static void usage(void)
 {
 	fprintf(stderr, "usage: nccl-harness --rank R --nranks N --dir DIR [--plugin PATH --version V | "
 			"--tcp ADDR | --fi PROVIDER] [--malloc] [--iters K] [--trace PATH]\n"
+			"       [--slice BYTES] [--window N]\n"
 			"       props [SPEED] | contract | allreduce|allgather|bench BYTES...\n");
 	exit(2);
 }
@@ -370,6 +375,7 @@ int main(int argc, char **argv)
 		{ "fi", required_argument, NULL, 'f' },
 		{ "malloc", no_argument, NULL, 'm' }, { "iters", required_argument, NULL, 'i' },
 		{ "allgather-too", no_argument, NULL, 'g' }, { "trace", required_argument, NULL, 'T' },
+		{ "slice", required_argument, NULL, 's' }, { "window", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *plugin = NULL, *tcp = NULL, *fi = NULL, *mode;
@@ -392,11 +398,14 @@ int main(int argc, char **argv)
 		case 'i': iters = atoi(optarg); break;
 		case 'g': gather_too = true; break;
 		case 'T': H.trace = optarg; break;
+		case 's': H.slice = parse_size(optarg); break;
+		case 'w': H.window = atoi(optarg); break;
 		default: usage();
 		}
 	}
 	if (optind >= argc || (!!plugin + !!tcp + !!fi != 1) || !H.dir || H.nranks < 1 || H.rank < 0 ||
-	    H.rank >= H.nranks || iters < 1)
+	    H.rank >= H.nranks || iters < 1 || H.slice < 4 || H.slice % 4 || H.slice > (1u << 30) ||
+	    H.window < 1 || H.window > NCCL_REQS_PER_COMM)
 		usage();
 	mode = argv[optind++];
 	if (!strcmp(mode, "props"))
