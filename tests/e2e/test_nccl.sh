@@ -13,7 +13,8 @@
 #    the first receive and those with a buffer above the eager limit (counted);
 #  - ring AllReduce and AllGather, 4 ranks on 4 hosts and 4 ranks on 2 hosts (two a host,
 #    every ring hop between hosts), every byte checked; zero-copy (memfd) and bounce (malloc)
-#    buffers; again with 1% loss on plane 2;
+#    buffers; again with 1% loss on plane 2 (on 2 hosts with NCCL's own pipeline: 1 MiB
+#    slices, 4 in flight, --slice 1M --window 4);
 #  - the same ring over mroc's libfabric provider (tests/nccl/fi_net.c: what make bench-nccl
 #    compares the plugin with), 4 ranks on 4 hosts.
 set -u
@@ -106,8 +107,9 @@ ok "ring AllReduce and AllGather over mroc's libfabric provider, 4 ranks on 4 ho
 e2e_fabric_set 2 loss 1
 job loss4 4 0,1,2,3 --allgather-too allreduce 8 1000 4M || fail "AllReduce/AllGather at 1% loss"
 ok "ring AllReduce and AllGather, 4 ranks on 4 hosts, 1% loss on plane 2, every byte checked"
-job loss2 4 0,1,0,1 --allgather-too allreduce 8 1000 4M || fail "4 ranks on 2 hosts at 1% loss"
-ok "ring AllReduce and AllGather, 4 ranks on 2 hosts, 1% loss on plane 2, every byte checked"
+job loss2 4 0,1,0,1 --slice 1M --window 4 --allgather-too allreduce 8 1000 4M ||
+	fail "4 ranks on 2 hosts at 1% loss, NCCL's pipeline"
+ok "ring AllReduce and AllGather, 4 ranks on 2 hosts, 1% loss on plane 2, NCCL's pipeline (1 MiB x 4), every byte checked"
 e2e_fabric_set 2 loss 0
 
 for h in $(seq 0 $((HOSTS - 1))); do
