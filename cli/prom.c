@@ -138,6 +138,9 @@ static const char *const helps[][2] = {
 	  "route (or no answer): the path did not move." },
 	{ "mroc_engine_rto_unsampled_total", "Of the RTOs, those on a path with no RTT sample of its "
 	  "own yet (armed on the initial RTO or the host's estimate)." },
+	{ "mroc_engine_tx_stranded_total", "QPs found with work to send and nothing that would "
+	  "send it (no packet in flight, no timer, not queued): woken when their timer ran. "
+	  "Always 0 but for a bug." },
 	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
 	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "
 	  "path." },

@@ -47,25 +47,6 @@ static int path_check(const struct qp *qp, struct path *p, uint32_t *pkts, char 
 	return 0;
 }
 
-/*
- * Work to send and nothing that will ever look at it: not on tx_ready or
- * its peer's blocked list, no packet in flight whose ACK or RTO would wake
- * it (the caller's count), no timer of its own (pacing, RNR, probes,
- * RACK, a stall), no READ answer to wait for.
- */
-static bool stranded(const struct qp *qp)
-{
-	if (qp->snd_nxt == qp->dsn_alloc && qp->rtx_head == qp->rtx_tail && !qp->gbn_active)
-		return false;
-	if (list_linked(&qp->tx_node) || qp->pace_blocked || qp->rnr_deadline ||
-	    qp->rack_deadline || qp->stall_since || qp->rd_out)
-		return false;
-	for (unsigned k = 0; k < qp->npaths; k++)
-		if (qp->paths[k].rto_deadline || qp->paths[k].probe_at)
-			return false;
-	return true;
-}
-
 int engine_check(struct engine *eng, char *why, size_t len)
 {
 	for (uint32_t i = 0; i < eng->cfg.max_qps; i++) {
@@ -85,7 +66,7 @@ int engine_check(struct engine *eng, char *why, size_t len)
 				    qp->qpn, qp->ph_pkts, pkts);
 		if (qp->ph_blocked && !qp->ph)
 			return check_fail(why, len, "QP 0x%x: blocked without a peer host", qp->qpn);
-		if (qp->state == ENGINE_QPS_CONNECTED && !pkts && stranded(qp))
+		if (qp->state == ENGINE_QPS_CONNECTED && qp_stranded(qp))
 			return check_fail(why, len, "QP 0x%x: DSNs %u..%u and %u resends to send,"
 					  " nothing in flight, not ready, no timer", qp->qpn,
 					  qp->snd_nxt, qp->dsn_alloc, qp->rtx_tail - qp->rtx_head);

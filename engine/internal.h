@@ -631,6 +631,7 @@ void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
 int peer_check(struct engine *eng, char *why, size_t len);
+bool qp_stranded(const struct qp *qp);
 
 /* check.c: engine_check's message (returns -EFAULT) */
 int check_fail(char *why, size_t len, const char *fmt, ...) __attribute__((format(printf, 3, 4)));

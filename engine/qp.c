@@ -95,6 +95,27 @@ void qp_free(struct qp *qp)
 	free(qp);
 }
 
+/*
+ * Work to send and nothing that will ever look at it: not on tx_ready or
+ * its peer's blocked list, no packet in flight whose ACK or RTO would wake
+ * it, no timer of its own (pacing, RNR, probes, RACK, a stall), no READ
+ * answer to wait for.  A state no code path should leave (engine_check
+ * fails on it); qp_timers counts it (EC_TX_STRANDED) and engine_advance
+ * wakes it, at the latest a dead-peer interval later.
+ */
+bool qp_stranded(const struct qp *qp)
+{
+	if (qp->snd_nxt == qp->dsn_alloc && qp->rtx_head == qp->rtx_tail && !qp->gbn_active)
+		return false;
+	if (list_linked(&qp->tx_node) || qp->pace_blocked || qp->rnr_deadline ||
+	    qp->rack_deadline || qp->stall_since || qp->rd_out)
+		return false;
+	for (unsigned k = 0; k < qp->npaths; k++)
+		if (qp->paths[k].inflight || qp->paths[k].rto_deadline || qp->paths[k].probe_at)
+			return false;
+	return true;
+}
+
 /* Connected: set up the send side's sequence spaces and paths. */
 void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 {

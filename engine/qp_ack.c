@@ -811,6 +811,15 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 {
 	if (qp->state != ENGINE_QPS_CONNECTED && qp->state != ENGINE_QPS_CLOSING)
 		return;
+	/*
+	 * A QP's timer comes at least once per dead_peer_ns while it is
+	 * connected (the dead-peer check), and engine_advance wakes every QP
+	 * whose timer ran: work that nothing would have sent (a bug,
+	 * engine_check) goes out then.  Counted here, before the keepalive
+	 * below wakes it for its own reasons.
+	 */
+	if (qp->state == ENGINE_QPS_CONNECTED && qp_stranded(qp))
+		eng->st.c[EC_TX_STRANDED]++;
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *p = &qp->paths[i];
 

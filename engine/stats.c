@@ -72,6 +72,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RX_STALE_KA] = "rx_stale_keepalive",
 		[EC_RTO_UNSAMPLED] = "rto_unsampled",
 		[EC_RTO_PEER_SILENT] = "rto_peer_silent",
+		[EC_TX_STRANDED] = "tx_stranded",
 		[EC_CM_REQ_AGAIN] = "cm_req_again",
 	};
 

@@ -198,7 +198,7 @@ static void pair_check(struct pair *p, int side)
 {
 	char why[200];
 
-	if (engine_check(p->s[side].eng, why, sizeof(why)))
+	if (!p->unchecked && engine_check(p->s[side].eng, why, sizeof(why)))
 		fail_msg("engine %c at %llu: %s", side == PAIR_A ? 'A' : 'B',
 			 (unsigned long long)p->now, why);
 }

@@ -128,6 +128,8 @@ struct pair {
 	/* Timer runs pair_run moved later for the tick (the deadline came sooner). */
 	uint64_t ticked;
 	uint64_t wakeups;	/* pair_run's timer runs (both engines advanced once) */
+	/* A test that breaks an engine's state on purpose: no engine_check after its calls. */
+	bool unchecked;
 	struct pair_pkt tx[PAIR_TX_BATCH];
 };
 

@@ -15,6 +15,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -169,6 +170,50 @@ static unsigned qp_index(const struct fx *f, uint32_t qpn)
 	return 0;
 }
 
+/* B's keepalives lost: any packet from the peer wakes a QP, so only A's timer is left. */
+static bool drop_b_keepalives(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	(void)p;
+	(void)arg;
+	return pkt->from != PAIR_B || pkt->data[1] != MROC_OP_KEEPALIVE;
+}
+
+/*
+ * A QP with work and nothing that would send it (here made by hand: taken
+ * off tx_ready after a post) is a state engine_check names; its timer finds
+ * it within a dead-peer interval (its keepalive timer, here sooner), wakes
+ * it and counts it (EC_TX_STRANDED), and the work completes.  (Any packet
+ * from the peer on that QP wakes it too: B's keepalives are dropped.)
+ */
+static void test_stranded_woken(void **state)
+{
+	struct engine_config c;
+	struct engine_wr wr;
+	struct fx *f;
+	struct pair *p;
+	struct qp *qp;
+	char why[200];
+
+	pair_test_config(&c);
+	f = pair_fx_open(state, sizeof(*f), &c, &c, REG_LEN, ENGINE_ACCESS_ALL, 7);
+	p = f->x.p;
+	pair_connect(p, NULL, NULL, SVC);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, WR_LEN, 0);
+	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
+	qp = qp_lookup(p->s[PAIR_A].eng, p->s[PAIR_A].qpn);
+	assert_non_null(qp);
+	p->unchecked = true;
+	p->filter = drop_b_keepalives;
+	list_del(&qp->tx_node);
+	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), -EFAULT);
+	assert_non_null(strstr(why, "nothing in flight"));
+	pair_run_for(p, c.dead_peer_ns + 10 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_STRANDED), 1);
+	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), 0);
+	p->unchecked = false;
+}
+
 static void test_summaries_follow_paths(void **state)
 {
 	struct engine_config c;
@@ -240,6 +285,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_summaries_follow_paths, pair_fx_teardown),
+		cmocka_unit_test_teardown(test_stranded_woken, pair_fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
