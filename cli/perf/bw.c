@@ -427,8 +427,8 @@ static int bw_client_ready(struct perf *pf, struct bw_state *s, struct bw_result
 				peak_update(&peak, now, done_msgs * s->size);
 			continue;
 		}
-		/* (the QPs named only once it fails: stuck_qps walks them all) */
-		err = now - last_progress < (uint64_t)pf->o->timeout_s * 1000000000ull ? 0 :
+		/* (the QPs named only in a stall, from half its timeout: stuck_qps walks them all) */
+		err = now - last_progress < (uint64_t)pf->o->timeout_s * 500000000ull ? 0 :
 		      perf_stalled(pf, now, last_progress, stuck_qps(pf, s, &r, what, sizeof(what)));
 		if (pf->oob_fired)
 			pf->next_peer_check = 0;	/* the peer said something: now */
@@ -519,7 +519,7 @@ int bw_client(struct perf *pf, struct bw_result *res)
 		if (all_done)
 			break;
 		if (!progress) {
-			err = now - last_progress < (uint64_t)pf->o->timeout_s * 1000000000ull ? 0 :
+			err = now - last_progress < (uint64_t)pf->o->timeout_s * 500000000ull ? 0 :
 			      perf_stalled(pf, now, last_progress,
 					   stuck_qps(pf, &s, NULL, what, sizeof(what)));
 			if (!err)

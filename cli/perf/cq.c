@@ -333,7 +333,14 @@ int perf_post_recv(struct perf *pf, struct perf_qp *q, uint64_t wr_id, void *add
 
 int perf_stalled(struct perf *pf, uint64_t now, uint64_t last, const char *what)
 {
-	if (now - last < (uint64_t)pf->o->timeout_s * 1000000000ull)
+	uint64_t limit = (uint64_t)pf->o->timeout_s * 1000000000ull;
+
+	if (now - last >= limit / 2 && pf->stall_told != last) {
+		pf->stall_told = last;
+		fprintf(stderr, "mroc-perf: stalling: no progress for %" PRIu64 " ms (%s)\n",
+			(now - last) / 1000000, what);
+	}
+	if (now - last < limit)
 		return 0;
 	return perf_fail(pf, -ETIMEDOUT, "no progress for %u s (%s)", pf->o->timeout_s, what);
 }

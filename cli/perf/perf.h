@@ -154,6 +154,7 @@ struct perf {
 	bool oob_fired;			/* cq_wait_fired's last wait saw the side channel readable */
 	/* the first error: what is printed, sent to the peer and put in the JSON */
 	bool failed, peer_failed;
+	uint64_t stall_told;		/* the last_progress of a stall perf_stalled told of at half time */
 	char err[OOB_TEXT];
 	struct cpu_sample cpu0;		/* --cpu_util: at the start of this size's run */
 	struct cpu_util cpu;		/* ... and over it */
@@ -207,7 +208,11 @@ int perf_post_send(struct perf *pf, struct perf_qp *q, const struct mroc_send_wr
 int perf_post_recv(struct perf *pf, struct perf_qp *q, uint64_t wr_id, void *addr, uint32_t len);
 /* Wait until every signaled send of every QP completed (end of a run). */
 int perf_drain(struct perf *pf, uint64_t timeout_ns);
-/* Progress watchdog: fails when now - last > --timeout. */
+/*
+ * Progress watchdog: fails when now - last > --timeout; at half of it, says
+ * so once on stderr (what it waits for, while the QPs and mrocd's state can
+ * still be looked at: the e2e tests take mrocd's state then).
+ */
 int perf_stalled(struct perf *pf, uint64_t now, uint64_t last, const char *what);
 /* A mismatch found by verify_check, as the test's error. */
 int perf_mismatch(struct perf *pf, unsigned int qp, const struct verify_mismatch *m, size_t len);

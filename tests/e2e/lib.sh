@@ -211,7 +211,7 @@ e2e_dump_logs() {
 		[ -f "$f" ] || continue
 		# A daemon's state (e2e_state_logs) is read whole: paths, then counters.
 		n=40
-		case $f in */state-*.log) n=400 ;; esac
+		case $f in */state-*.log | */stall-*.log) n=400 ;; esac
 		echo "---- $(basename "$f") (last $n lines)"
 		tail -n $n "$f"
 	done
@@ -323,6 +323,28 @@ e2e_perf_start() {
 	ip netns exec "$NS_A" timeout 60 "$BUILD/mroc-perf" write_bw -S "$E2E_DIR/a.ctl" --sleep --verify \
 		-s 65536 -D "$1" "${@:2}" "$FABRIC_MGMT_1" >"$E2E_DIR/cli.txt" 2>&1 &
 	E2E_PERF_PIDS+=($!)
+	e2e_stall_watch "$!" "$E2E_DIR/cli.txt" &
+}
+
+# e2e_stall_watch PID OUT: while PID runs, the first time OUT says it is stalling
+# (mroc-perf, half its timeout), both daemons' QPs (rings included), paths and
+# counters go to stall-NAME.log: taken after the client gave up, its QPs are gone.
+e2e_stall_watch() {
+	local n
+	while kill -0 "$1" 2>/dev/null; do
+		if grep -q '^mroc-perf: stalling' "$2" 2>/dev/null; then
+			for n in a b; do
+				[ -S "$E2E_DIR/$n.admin" ] || continue
+				{
+					"$BUILD/mroc-cli" -S "$E2E_DIR/$n.admin" -d qp show
+					"$BUILD/mroc-cli" -S "$E2E_DIR/$n.admin" -d path show
+					"$BUILD/mroc-cli" -S "$E2E_DIR/$n.admin" -s counters show
+				} >"$E2E_DIR/stall-$n.log" 2>&1
+			done
+			return 0
+		fi
+		sleep 0.5
+	done
 }
 
 # e2e_spoof_fabric_up: what the attack tests need (spoof_udp, dumpcap, tshark), a 2-port
