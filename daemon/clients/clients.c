@@ -514,14 +514,18 @@ int clients_poll(void *ctx, uint64_t now)
 	struct clients *cs = ctx;
 
 	cs->loop++;
+	/*
+	 * A busy worker does not sleep on the doorbells: it looks now and then,
+	 * and always before a sweep (a worker kept off its CPU past a sweep
+	 * would otherwise find rung work there and count it stranded).
+	 */
+	if (now >= cs->next_doorbells || now >= cs->next_sweep) {
+		cs->next_doorbells = now + DOORBELL_POLL_NS;
+		take_doorbells(cs, now);
+	}
 	if (now >= cs->next_sweep) {
 		cs->next_sweep = now + SWEEP_NS;
 		sweep_cold(cs, now);
-	}
-	/* A busy worker does not sleep on the doorbells: it looks now and then. */
-	if (now >= cs->next_doorbells) {
-		cs->next_doorbells = now + DOORBELL_POLL_NS;
-		take_doorbells(cs, now);
 	}
 	return poll_hot(cs, now);
 }

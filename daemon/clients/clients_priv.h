@@ -46,8 +46,8 @@
 /*
  * Every SWEEP_NS the worker looks at each cold QP's rings once (one load of
  * each producer index): work that waited a whole sweep without a doorbell
- * bringing it (a wake-up lost on either side, a client that died between
- * its post and its doorbell) is taken then, and counted
+ * bringing it (a wake-up lost on either side, a client that died or was
+ * kept off its CPU between its post and its doorbell) is taken then, and counted
  * (clients.rings_stranded), instead of waiting for good.  4,000 QPs cost
  * 8,000 loads every 100 ms.
  */
