@@ -272,6 +272,62 @@ static void test_bulk_tail(void **state)
 		      "%.1f us late\n", npkts, (double)worst / USEC);
 }
 
+/* Count host 0's first transmissions of data, and those that ask for an immediate ACK. */
+struct req_count {
+	uint64_t data;
+	uint64_t ack_req;
+};
+
+static bool count_req(void *ctx, const struct sim_pkt *pkt)
+{
+	struct req_count *c = ctx;
+	struct wire_pkt w;
+	enum wire_err why;
+
+	if (pkt->src != 0 || wire_parse(pkt->data, pkt->len, &w, &why) ||
+	    !mroc_op_is_data(w.hdr.opcode) || (w.hdr.flags & MROC_F_RETX))
+		return false;
+	c->data++;
+	c->ack_req += !!(w.hdr.flags & MROC_F_ACK_REQ);
+	return false;
+}
+
+/*
+ * The RoCEv2 baseline keeps a RoCE NIC's ACK requests: the last-round rule
+ * above is MetaRoCE's (the baseline has no probe and no cross-path rule for
+ * it to speed up).  A lossless 1 MiB WRITE on one path: the message's last
+ * packet asks, not the whole last round (1 of 256 packets; with the rule
+ * 7).  MetaRoCE's last round still asks (8 paths: 22 of 256).
+ */
+static void test_bulk_tail_baseline(void **state)
+{
+	static struct scn_result r;
+	struct scn_config cfg;
+	struct req_count roce = { 0 }, mroc = { 0 };
+
+	(void)state;
+	bulk_write(&cfg);
+	cfg.planes = 1;
+	cfg.wl.npaths = 1;
+	cfg.wl.mode = MROC_MODE_ROCEV2;
+	cfg.nic_rate_bps = cfg.plane_rate_bps;
+	cfg.drop = count_req;
+	cfg.drop_ctx = &roce;
+	assert_int_equal(scn_run(&cfg, &r), 0);
+	assert_true(r.wl.done);
+	bulk_write(&cfg);
+	cfg.drop = count_req;
+	cfg.drop_ctx = &mroc;
+	assert_int_equal(scn_run(&cfg, &r), 0);
+	assert_true(r.wl.done);
+	print_message("ACK_REQ on first transmissions: rocev2 %" PRIu64 " of %" PRIu64
+		      ", metaroce %" PRIu64 " of %" PRIu64 "\n", roce.ack_req, roce.data,
+		      mroc.ack_req, mroc.data);
+	assert_true(roce.data >= 256 && mroc.data >= 256);
+	assert_true(roce.ack_req <= 2);
+	assert_true(mroc.ack_req >= 16);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -280,6 +336,7 @@ int main(void)
 		cmocka_unit_test(test_collective_lone),
 		cmocka_unit_test(test_skew_lossless),
 		cmocka_unit_test(test_bulk_tail),
+		cmocka_unit_test(test_bulk_tail_baseline),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
