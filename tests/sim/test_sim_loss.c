@@ -45,14 +45,21 @@ struct dropper {
 	uint64_t dropped;
 };
 
+/* Whether pkt is a first transmission of data by host 0 (parsed into w). */
+static bool first_data_of_0(const struct sim_pkt *pkt, struct wire_pkt *w)
+{
+	enum wire_err why;
+
+	return pkt->src == 0 && !wire_parse(pkt->data, pkt->len, w, &why) &&
+	       mroc_op_is_data(w->hdr.opcode) && !(w->hdr.flags & MROC_F_RETX);
+}
+
 static bool drop_nth(void *ctx, const struct sim_pkt *pkt)
 {
 	struct dropper *d = ctx;
 	struct wire_pkt w;
-	enum wire_err why;
 
-	if (pkt->src != 0 || wire_parse(pkt->data, pkt->len, &w, &why) ||
-	    !mroc_op_is_data(w.hdr.opcode) || (w.hdr.flags & MROC_F_RETX))
+	if (!first_data_of_0(pkt, &w))
 		return false;
 	if (++d->seen != d->nth || d->dropped)
 		return false;
@@ -282,10 +289,8 @@ static bool count_req(void *ctx, const struct sim_pkt *pkt)
 {
 	struct req_count *c = ctx;
 	struct wire_pkt w;
-	enum wire_err why;
 
-	if (pkt->src != 0 || wire_parse(pkt->data, pkt->len, &w, &why) ||
-	    !mroc_op_is_data(w.hdr.opcode) || (w.hdr.flags & MROC_F_RETX))
+	if (!first_data_of_0(pkt, &w))
 		return false;
 	c->data++;
 	c->ack_req += !!(w.hdr.flags & MROC_F_ACK_REQ);
