@@ -454,6 +454,36 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 	return count;
 }
 
+/* Whether engine_tx's data loop may take a packet from qp (pick_segment's sources). */
+static bool may_send_data(const struct engine *eng, const struct qp *qp)
+{
+	return qp->state == ENGINE_QPS_CONNECTED &&
+	       (qp_has_data(eng, qp) || qp->probes_owed || qp->dup_next != qp->dup_end);
+}
+
+/*
+ * The lists engine_tx serves, walked no further than max: a receiver's QP
+ * is on both after each data packet (an ACK may be owed, and it is woken),
+ * with no data of its own.
+ */
+int engine_tx_want(const struct engine *eng, int max)
+{
+	int want = 1;
+
+	if (eng->ctl_head != eng->ctl_tail || eng->half_qhead)
+		return max;
+	for (const struct list *l = eng->ctl_ready.next; l != &eng->ctl_ready && want < max;
+	     l = l->next)
+		want++;
+	for (const struct list *l = eng->tx_ready.next; l != &eng->tx_ready && want < max;
+	     l = l->next) {
+		if (may_send_data(eng, list_entry(l, struct qp, tx_node)))
+			return max;
+		want++;
+	}
+	return want > 1 ? want : 0;
+}
+
 /*
  * Every QP due by now runs its timers once: the due ones are taken off the
  * wheel first, so a QP whose timers leave a deadline in the past waits for

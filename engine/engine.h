@@ -379,6 +379,18 @@ struct engine_txbuf {
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n);
 
 /*
+ * Optional: how many buffers to offer engine_tx now, at most max; 0 when
+ * it would send nothing.  max while any QP has data to send (or a CM
+ * reply waits); else one per QP that may owe a control packet (an ACK, a
+ * keepalive), plus one, so an estimate that holds leaves the batch short.
+ * A receiver sends an ACK or two a receive batch, and a driver that built
+ * 64 buffers for them and put back the rest paid ~100 instructions a data
+ * packet (issue #22).  An estimate: a batch engine_tx fills, the driver
+ * follows with another, as after any full batch.
+ */
+int engine_tx_want(const struct engine *eng, int max);
+
+/*
  * The engine's own counts checked against its scoreboards (every path's
  * bytes in flight, each peer host's window and blocked list): 0, or
  * -EFAULT with what disagrees in why.  It walks every QP and packet in
@@ -488,7 +500,7 @@ enum engine_counter {
 	EC_TX_RUN_CUT,			/* ... of those, in the middle of a run (its path's ACK then waits for ack_delay) */
 	EC_TX_PATH_BLOCKED,		/* QPs with a segment to send and no path with window room */
 	EC_TX_PACED,			/* QPs held by their pacing gap */
-	EC_TX_BATCH_FULL,		/* engine_tx calls that filled every buffer offered: the driver's batch stopped it */
+	EC_TX_BATCH_FULL,		/* engine_tx calls that filled every buffer offered: the driver's batch (or engine_tx_want's estimate) stopped it */
 	EC_TX_ACK_DELAYED,		/* of EC_TX_ACKS: sent at ack_delay's end, before ack_every packets came */
 	EC_CM_REQ_AGAIN,		/* our REQ sent again: our RTU went unanswered (our entry may be gone) */
 	EC_REPATH_EXPLORE_BACK,		/* "explore" moves taken back: the new port gave the path no more (path.c) */

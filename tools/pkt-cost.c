@@ -129,17 +129,25 @@ static void parse_one(struct run *r, int from, int i)
 	}
 }
 
-/* A batch from end `from`: what its engine sends, framed.  Returns how many. */
+/*
+ * A batch from end `from`: what its engine sends, framed.  Returns how
+ * many.  Offered as mrocd's worker offers them: as many buffers as
+ * engine_tx_want says, and more after an offer it filled.
+ */
 static inline __attribute__((always_inline)) int pump_tx(struct run *r, int from)
 {
-	int n;
+	int n = 0, want, used;
 
-	for (int i = 0; i < BATCH; i++)
-		r->tx[from][i] = (struct engine_txbuf){
-			.data = r->buf[from][i] + FRAME_HEADROOM,
-			.cap = FRAME_SIZE - FRAME_HEADROOM - FRAME_ICRC_LEN,
-		};
-	n = engine_tx(r->e[from].eng, r->now, r->tx[from], BATCH);
+	do {
+		want = engine_tx_want(r->e[from].eng, BATCH - n);
+		for (int i = n; i < n + want; i++)
+			r->tx[from][i] = (struct engine_txbuf){
+				.data = r->buf[from][i] + FRAME_HEADROOM,
+				.cap = FRAME_SIZE - FRAME_HEADROOM - FRAME_ICRC_LEN,
+			};
+		used = want ? engine_tx(r->e[from].eng, r->now, r->tx[from] + n, want) : 0;
+		n += used;
+	} while (used && used == want && n < BATCH);
 	for (int i = 0; i < n; i++)
 		frame_one(r, from, i);
 	return n;

@@ -214,8 +214,14 @@ static int do_tx(struct worker *w, uint64_t *now)
 	int total = 0;
 
 	for (int b = 0; b < TX_DRAIN_BATCHES; b++) {
-		int got = be->ops->tx_get(be, bufs, BATCH), used;
+		/* As many buffers as the engine may use (a receiver's ACK: 2 or 3, not 64). */
+		int want = engine_tx_want(w->cfg.eng, BATCH), got, used;
 
+		if (!want) {
+			be->ops->tx_send(be, bufs, 0, 0);	/* the kicks for what the rings still hold */
+			break;
+		}
+		got = be->ops->tx_get(be, bufs, want);
 		if (got <= 0)
 			break;
 		aead_reserve(w->cfg.aead, bufs, got);

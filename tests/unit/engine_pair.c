@@ -342,17 +342,53 @@ static int answer_of(const uint8_t *pkt)
 	return -1;
 }
 
-/* One engine_tx call from side `from`, every packet through the filter. */
+/* FNV-1a of n bytes into *h. */
+static void digest_add(uint64_t *h, const void *data, size_t n)
+{
+	const uint8_t *b = data;
+
+	for (size_t i = 0; i < n; i++)
+		*h = (*h ^ b[i]) * 0x100000001b3ULL;
+}
+
+/*
+ * A batch of side `from`'s (one engine_tx call, or with offer_want as
+ * many as the driver's offers take), every packet through the filter.
+ */
 static unsigned pump_side(struct pair *p, int from)
 {
+	struct engine *eng = p->s[from].eng;
 	struct engine_txbuf b[PAIR_TX_BATCH];
-	int n;
+	int n = 0, want, used;
 
 	for (int i = 0; i < PAIR_TX_BATCH; i++)
 		b[i] = (struct engine_txbuf){ .data = p->tx[i].data, .cap = PAIR_MAX_PKT };
-	n = engine_tx(p->s[from].eng, pair_clock(p, from), b, PAIR_TX_BATCH);
+	if (!p->offer_want) {
+		/* Nothing wanted, nothing sent: the worker does not call engine_tx then. */
+		want = engine_tx_want(eng, PAIR_TX_BATCH);
+		n = engine_tx(eng, pair_clock(p, from), b, PAIR_TX_BATCH);
+		assert_true(want || !n);
+		p->offered += PAIR_TX_BATCH;
+	} else
+		do {
+			want = engine_tx_want(eng, PAIR_TX_BATCH - n);
+			assert_in_range(want, 0, PAIR_TX_BATCH - n);
+			used = want ? engine_tx(eng, pair_clock(p, from), b + n, want) : 0;
+			assert_in_range(used, 0, want);
+			p->offered += (uint64_t)want;
+			n += used;
+		} while (used && used == want && n < PAIR_TX_BATCH);
 	assert_in_range(n, 0, PAIR_TX_BATCH);
 	pair_check(p, from);
+	for (int i = 0; i < n; i++) {
+		digest_add(&p->digest, &from, sizeof(from));
+		digest_add(&p->digest, &b[i].len, sizeof(b[i].len));
+		digest_add(&p->digest, &b[i].peer, sizeof(b[i].peer));
+		digest_add(&p->digest, &b[i].sport, sizeof(b[i].sport));
+		digest_add(&p->digest, &b[i].path_id, sizeof(b[i].path_id));
+		digest_add(&p->digest, &b[i].echo, sizeof(b[i].echo));
+		digest_add(&p->digest, b[i].data, b[i].len);
+	}
 	if (n)
 		p->s[from].called = pair_clock(p, from);
 	for (int i = 0; i < n; i++) {

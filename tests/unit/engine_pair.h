@@ -130,6 +130,16 @@ struct pair {
 	uint64_t wakeups;	/* pair_run's timer runs (both engines advanced once) */
 	/* A test that breaks an engine's state on purpose: no engine_check after its calls. */
 	bool unchecked;
+	/*
+	 * Offer each engine_tx as mrocd's worker does (false, the default:
+	 * PAIR_TX_BATCH buffers a call): engine_tx_want's count, and more after
+	 * an offer it filled.  offered counts the buffers offered either way;
+	 * digest is of every packet sent, in order (what it was, whence, to
+	 * whom): two runs that sent the same packets have the same.
+	 */
+	bool offer_want;
+	uint64_t offered;
+	uint64_t digest;
 	struct pair_pkt tx[PAIR_TX_BATCH];
 };
 
