@@ -767,7 +767,7 @@ static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct eng
  */
 int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
-	if (!qp->cm_pending || (qp->cm_deadline && now < qp->cm_deadline))
+	if (!cm_tx_due(qp, now))
 		return 0;
 	if (qp->cm_pending == CM_SEND_RTU)
 		return rtu_build(eng, qp, now, b);

@@ -563,7 +563,7 @@ int qp_tx_keepalive(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	uint8_t flags, path_id;
 	uint16_t sport;
 
-	if ((!qp->ka_request && !qp->ka_reply) || b->cap < MROC_KA_PKT_LEN)
+	if (!qp_ka_owed(qp) || b->cap < MROC_KA_PKT_LEN)
 		return 0;
 	/* A request goes on our path ka_path, an answer back on the request's own port. */
 	if (qp->ka_request) {
@@ -628,7 +628,7 @@ static uint8_t ack_host_delay(const struct engine *eng, const struct rx_path *rp
 int qp_tx_ack(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
 	/* Most calls find nothing owed: decided without the rx paths (qp->acks_owed). */
-	if (!qp->acks_owed && !(qp->ack_due.at && now >= qp->ack_due.at))
+	if (!qp_ack_maybe_due(qp, now))
 		return 0;
 	for (unsigned i = 0; i < qp->nrxp; i++) {
 		struct rx_path *rp = &qp->rxp[i];
