@@ -31,7 +31,7 @@
 #   env: RUNS (3), PAYLOADS ("1024 max"), PARTS ("ratio tcp atomic"), SEC_MODE (mrocd's
 #   default, token), CONF_SED (a sed script applied to both mrocd's configuration files, e.g.
 #   's/^transport = {/transport = {\n\tdelay_target_us = 0;/': a configuration A/B).  "max" is the largest payload the 3506-byte link leaves room for in
-#   SEC_MODE (3386 with the token's tag, 3392 with none); parts 2 and 3 use it too.
+#   SEC_MODE (3386 with the token's tag, 3394 with none); parts 2 and 3 use it too.
 set -u
 SECS=${1:-5}
 RUNS=${RUNS:-3}

@@ -18,7 +18,9 @@
 #   scripts/pkt-ab.sh NAME=BUILD[:SED] ...     e.g. base=/tmp/b new=build "nodelay=build:s/delay_target_us = 50/delay_target_us = 0/"
 #   scripts/pkt-ab.sh mroc=build bare=bare:build "nostamp=bare:build:--no-stamp"
 #   scripts/pkt-ab.sh bare=bare:build "frags2=bare:build:--frags 2"   (two descriptors a packet)
-#   env: ROUNDS (3), SECS (5), PAYLOAD (1024), TEST ("write_bw --mode metaroce"),
+#   env: ROUNDS (3), SECS (5), PAYLOAD (1024; "max": the largest the 3506-byte link leaves
+#        mrocd's default token mode, 3386, as bench-net.sh's; 3387-3394 need security.mode
+#        "none" in every variant's SED), TEST ("write_bw --mode metaroce"),
 #        CALLS (1: a second table, each process's system calls by kind, context switches,
 #        task-clock and NAPI polls (kernel receive batches run in its context) per data packet
 #        over the run, from perf stat's software events and tracepoints: no hardware counters
@@ -46,6 +48,7 @@ CALLS=${CALLS:-}
 . "$(dirname "$0")/../tests/e2e/lib.sh"
 e2e_require
 [ $# -ge 1 ] || { echo "usage: $0 NAME=BUILD[:SED] ..."; exit 2; }
+[ "$PAYLOAD" = max ] && PAYLOAD=$(e2e_max_payload 3506 token)
 e2e_setup_pair
 MTU=1500 FS=2048
 [ "$PAYLOAD" -gt 1024 ] && MTU=3506 FS=4096
