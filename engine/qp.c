@@ -190,12 +190,18 @@ void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
 	qp_push_cqe(eng, qp, &e);
 }
 
+/* qp_keepalive_due with the peer last heard at heard (qp_heard: read once a call). */
+static uint64_t keepalive_due(const struct engine *eng, const struct qp *qp, uint64_t heard)
+{
+	if (qp->ka_sent > heard)		/* the last one is unanswered */
+		return qp->ka_sent + qp->ka_wait;
+	return heard + eng->cfg.keepalive_ns;
+}
+
 /* When the next keepalive request is due (qp_timers' keepalive_next). */
 uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp)
 {
-	if (qp->ka_sent > qp_heard(qp))		/* the last one is unanswered */
-		return qp->ka_sent + qp->ka_wait;
-	return qp_heard(qp) + eng->cfg.keepalive_ns;
+	return keepalive_due(eng, qp, qp_heard(qp));
 }
 
 /* The earliest of the paths' timers (struct due_sum): read again only when stale. */
@@ -242,8 +248,10 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 		if (qp->stall_since)
 			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);
 		if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED) {
-			d = deadline_min(d, qp_keepalive_due(eng, qp));
-			d = deadline_min(d, qp_heard(qp) + eng->cfg.dead_peer_ns);
+			uint64_t heard = qp_heard(qp);	/* once: this runs on every packet */
+
+			d = deadline_min(d, keepalive_due(eng, qp, heard));
+			d = deadline_min(d, heard + eng->cfg.dead_peer_ns);
 		}
 	}
 	timer_set(eng, qp, d);
