@@ -28,8 +28,9 @@
 # runs out of the ratio table's figures, MAX_LOAD, QUIET_LOAD, QUIET_TIMEOUT).
 #
 #   scripts/bench-net.sh [SECONDS]        default 5 s per bandwidth run
-#   env: RUNS (3), PAYLOADS ("1024 max"), PARTS ("ratio tcp atomic"), SEC_MODE (mrocd's
-#   default, token), CONF_SED (a sed script applied to both mrocd's configuration files, e.g.
+#   env: RUNS (3), PAYLOADS ("1024 max"), PARTS ("ratio tcp atomic"), SEC_MODE (both
+#   daemons' security.mode, none or token; unset: mrocd's default, token), CONF_SED (a sed
+#   script applied to both mrocd's configuration files, e.g.
 #   's/^transport = {/transport = {\n\tdelay_target_us = 0;/': a configuration A/B).  "max" is the largest payload the 3506-byte link leaves room for in
 #   SEC_MODE (3386 with the token's tag, 3394 with none); parts 2 and 3 use it too.
 set -u
@@ -78,6 +79,9 @@ start_pair() {
 		else e2e_config b$1 af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
 		# The daemon's defaults but for the frame size and MTU (busy_poll_us too, not the tests' 20).
 		sed -i "/busy_poll_us/d; s/log_level = \"debug\"/log_level = \"warning\"/; s/umem_frames = 4096;/umem_frames = 8192; frame_size = $3; mtu = $2;/; s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/" "$E2E_DIR/$n$1.conf"
+		# The mode the payload was sized for: with "none" 3394 B fits, with the token's tag it
+		# did not ("MTU 3506 is below the 3514 bytes network.mtu 3394 needs").
+		[ -z "$SEC_MODE" ] || echo "security = { mode = \"$SEC_MODE\"; };" >>"$E2E_DIR/$n$1.conf"
 		[ -z "$CONF_SED" ] || sed -i -e "$CONF_SED" "$E2E_DIR/$n$1.conf"
 	done
 	e2e_start a$1 "$NS_A"
