@@ -149,6 +149,15 @@ struct path {
 	uint32_t quiet_psn, left_psn, left_rcv, probe_psn;
 	uint8_t route_probe;	/* enum route_probe */
 	bool left_alive;
+	/*
+	 * The route the path left at its last change of port (qp_ack.c
+	 * ack_detect_loss): PSNs below route_psn went by it, and while
+	 * route_old some of them may still be in flight; route_srtt was the
+	 * path's sRTT then, the old route's.
+	 */
+	uint32_t route_psn;
+	bool route_old;
+	uint64_t route_srtt;
 	uint64_t last_repath;
 	struct sb_entry *sb;	/* by PSN, grows up to MROC_SACK_BITS entries */
 	uint32_t sb_mask;

@@ -301,6 +301,24 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 }
 
 /*
+ * The highest PSN acknowledged of those the path sent by the route it left
+ * (path.c route_changed), or route_psn if none; clears route_old once
+ * nothing of that route is in flight.  Scans back from route_psn, and only
+ * in the round or so after a move.
+ */
+static uint32_t old_route_high(struct path *p)
+{
+	if (!seq_lt(p->floor, p->route_psn)) {
+		p->route_old = false;
+		return p->route_psn;
+	}
+	for (uint32_t q = p->route_psn; q != p->floor; q--)
+		if (sb_ent(p, q - 1)->state == SB_ACKED)
+			return q - 1;
+	return p->route_psn;
+}
+
+/*
  * A hole below an acknowledged PSN is lost (paths are FIFO) once dupthresh
  * later PSNs are acknowledged, or once it has had an RTT and a quarter to
  * be acknowledged (RACK's time rule, which also catches a lost tail that a
@@ -309,15 +327,37 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint32_t nlost = 0, last = 0, reo = (uint32_t)(p->srtt + p->srtt / 4);
+	bool old = p->route_old;
+	uint32_t old_high = old ? old_route_high(p) : 0;
+	uint32_t old_reo = (uint32_t)(max_u64(p->srtt, p->route_srtt) * 5 / 4);
 
 	for (uint32_t q = p->floor; p->any_acked && seq_lt(q, p->high_acked); q++) {
 		struct sb_entry *s = sb_ent(p, q);
+		uint32_t waited;
 
 		if (s->state != SB_INFLIGHT)
 			continue;
-		if (seq_diff(p->high_acked, q) < (int32_t)eng->cfg.dupthresh &&
-		    (!p->srtt || (uint32_t)now - s->ts <= reo))
+		waited = (uint32_t)now - s->ts;
+		/*
+		 * Sent by the route the path has left (path.c route_changed):
+		 * paths are FIFO per route, so only that route's later packets
+		 * say it is lost, within that route's RTT.  The new route's ACKs
+		 * overtake it when it is the faster (a move to a clear plane),
+		 * and counted, they declared its late packets lost: like-fabric
+		 * runs resent 1-20 packets a lossless run, each a loss of the
+		 * path's (s17-cc17 6).  With none of its later packets
+		 * acknowledged (its tail was lost), twice that time, as a look.
+		 */
+		if (old && seq_lt(q, p->route_psn)) {
+			bool later = old_high != p->route_psn && seq_lt(q, old_high);
+
+			if (!old_reo || (later ? seq_diff(old_high, q) < (int32_t)eng->cfg.dupthresh &&
+						 waited <= old_reo : waited <= 2 * old_reo))
+				continue;
+		} else if (seq_diff(p->high_acked, q) < (int32_t)eng->cfg.dupthresh &&
+			   (!p->srtt || waited <= reo)) {
 			continue;
+		}
 		/*
 		 * A look (path.c path_look_sample) went by another route, whose
 		 * queue may be longer: the path's order says nothing of it, and
@@ -327,7 +367,7 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 		 * plane made 36-57 "loss" moves a run in test_sim_cc).
 		 */
 		if (q == p->look_psn && p->look == LOOK_SENT) {
-			if ((uint32_t)now - s->ts <= 2 * reo)
+			if (waited <= 2 * reo)
 				continue;
 			sb_lose(eng, qp, p, q);	/* resent, but another route's loss (path.c) */
 			continue;
