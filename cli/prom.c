@@ -130,6 +130,10 @@ static const char *const helps[][2] = {
 	  "not the engine, ended them." },
 	{ "mroc_engine_tx_ack_delayed_total", "ACKs sent when ack_delay ran out, before ack_every "
 	  "packets had come." },
+	{ "mroc_engine_tx_peer_kicked_total", "QPs waiting for room in their peer host's window "
+	  "that were given a turn: room for a whole run of ack_every packets kept for each." },
+	{ "mroc_engine_tx_peer_grant_left_total", "Of those turns, the ones that ended with room "
+	  "kept and not used (the QP had less to send, or was paced): it went to the next QP." },
 	{ "mroc_engine_repath_explore_back_total", "Paths moved to explore that went back to their "
 	  "former port: the new one gave them no more." },
 	{ "mroc_engine_repath_look_total", "Looks before a slow or explore move: packets of the "

@@ -446,16 +446,18 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 			 * (issue #22: 0.22-0.30 runs cut a data packet at
 			 * 4,000 QPs, tx_run_cut).
 			 */
-			if (qp->deficit <= 0 && !qp->run_left)
+			if (qp->deficit <= 0 && !qp->run_left) {
 				list_rotate(&eng->tx_ready, &qp->tx_node);
+				peer_turn_end(eng, qp);
+			}
 		} else {
 			list_del(&qp->tx_node);
 			qp->deficit = 0;
 			if (qp->ph_blocked) {
 				peer_park(qp);
 				eng->st.c[EC_TX_PEER_BLOCKED]++;
-			} else
-				peer_kick(eng, qp->ph);	/* a turn it could not use goes on */
+			}
+			peer_turn_end(eng, qp);	/* room granted it and not used goes on */
 			qp_update_deadline(eng, qp);
 		}
 	}

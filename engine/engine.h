@@ -503,6 +503,8 @@ enum engine_counter {
 	EC_TX_BATCH_FULL,		/* engine_tx calls that filled every buffer offered: the driver's batch (or engine_tx_want's estimate) stopped it */
 	EC_TX_ACK_DELAYED,		/* of EC_TX_ACKS: sent at ack_delay's end, before ack_every packets came */
 	EC_CM_REQ_AGAIN,		/* our REQ sent again: our RTU went unanswered (our entry may be gone) */
+	EC_TX_PEER_KICKED,		/* blocked QPs given a turn: room in their peer's window for a whole run (peer.c) */
+	EC_TX_PEER_GRANT_LEFT,		/* ... turns that ended with room granted and not used (passed on) */
 	EC_REPATH_EXPLORE_BACK,		/* "explore" moves taken back: the new port gave the path no more (path.c) */
 	EC_REPATH_LOOK,			/* looks before a "slow" or "explore" move: packets by the port it would take (path.c) */
 	EC_REPATH_LOOK_BUSY,		/* ... that found a queue on that route, or no answer: no move */

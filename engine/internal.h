@@ -447,6 +447,7 @@ struct qp {
 
 	/* scheduling (engine.c, timer.c): no walk over all QPs anywhere (and above) */
 	bool ph_blocked;	/* waiting for room in the peer's window (ph_pkts) */
+	uint8_t ph_grant;	/* packets of that window kept for its turn (peer_kick) */
 	struct list cq_node;	/* on eng->cq_ready: completions to take */
 	struct list timer_node;	/* in a slot of eng->wheel (timer.c) */
 	uint8_t timer_level, timer_slot;
@@ -638,6 +639,7 @@ bool peer_room(const struct engine *eng, struct qp *qp);
 void peer_sent(struct engine *eng, struct qp *qp, uint64_t now);
 void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
+void peer_turn_end(struct engine *eng, struct qp *qp);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
 int peer_check(struct engine *eng, char *why, size_t len);
 bool qp_stranded(const struct qp *qp);

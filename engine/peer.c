@@ -13,10 +13,12 @@
  * 256k packets and lost 40-65k of them to `xsk_rx_ring_full` on a lossless
  * fabric.  Packets, not bytes: a ring slot holds one packet whatever its
  * size.  A QP that finds the window full leaves the engine's data list for
- * the peer's blocked list; each packet that leaves flight (acknowledged,
- * declared lost, flushed) lets the next blocked QP back, in FIFO order, so
- * the QPs to one peer share its window round-robin and nobody walks the
- * blocked list.  Control packets (ACKs, CM, keepalives) are not counted.
+ * the peer's blocked list, and so does a QP that finds others waiting there
+ * (FIFO: nobody overtakes them).  Blocked QPs get their turns in FIFO order
+ * as packets leave flight (acknowledged, declared lost, flushed), one QP
+ * for each whole run the free room holds (peer_kick), so the QPs to one peer
+ * share its window round-robin and nobody walks the blocked list.  Control
+ * packets (ACKs, CM, keepalives) are not counted.
  * The window opens as TCP's slow start does: an eighth of the cap (at least
  * 16 packets) at first, one more per packet acknowledged, so the queue it
  * builds at a slow peer grows by at most double per round trip and the RTT
@@ -46,6 +48,7 @@ struct peer_host {
 	uint32_t refs;		/* connected QPs */
 	uint32_t inflight;	/* data packets in flight, all its QPs */
 	uint32_t wnd;		/* what may be: opens up to cfg.peer_window_pkts */
+	uint32_t granted;	/* room promised to kicked QPs, not yet sent (qp->ph_grant) */
 	uint64_t last_rx;	/* last packet from it, any QP */
 	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
 	struct list blocked;	/* QPs waiting for room, by their tx_node */
@@ -119,14 +122,21 @@ void peer_detach(struct engine *eng, struct qp *qp)
 
 	if (!h)
 		return;
-	peer_release(eng, qp, qp->ph_pkts);
+	/*
+	 * Off the blocked list before the kicks below: a kick that picked this
+	 * QP gave it a turn with no peer behind it (a reset QP's next turn end
+	 * read qp->ph: NULL), or kept its room granted for good (a destroyed one).
+	 */
 	if (qp->ph_blocked) {
 		list_del(&qp->tx_node);
 		qp->ph_blocked = false;
 	}
+	h->granted -= qp->ph_grant;	/* a turn it was given passes on (peer_release kicks) */
+	qp->ph_grant = 0;
+	peer_release(eng, qp, qp->ph_pkts);
 	qp->ph = NULL;
 	if (--h->refs) {
-		peer_kick(eng, h);	/* a turn it was given passes on */
+		peer_kick(eng, h);
 		return;
 	}
 	for (pp = bucket(eng, h->peer); *pp != h; pp = &(*pp)->next)
@@ -160,24 +170,33 @@ uint32_t peer_inflight(const struct qp *qp)
 
 /*
  * Room for one more data packet?  If not, the QP waits on the blocked list.
- * A run once started goes out whole (qp->run_left, tx_pick_path): the
- * window may be exceeded by the rest of a run, so by at most ack_every - 1
- * packets over all QPs (every packet is checked against the one count).
- * Cut at the window, a run of ack_every left its path's ACK to the
- * receiver's ack_delay, and each turn a blocked QP got was a single packet:
- * at 4,000 QPs to a peer the sender parked 1.1 QPs and cut 0.31 runs a data
- * packet, and 0.41 of the receiver's ACKs waited for ack_delay (issue #22,
- * bench-scale 16 x 250 at load 12, tx_peer_blocked / tx_run_cut /
- * tx_ack_delayed; test_window_run_not_cut).
+ * A QP given a turn (peer_kick) sends what it was granted: that room was
+ * kept for it.  Any other QP goes behind the blocked ones while there are
+ * any (it would take the room their turns wait for, and a QP woken by its
+ * own ACKs again and again would starve them), and needs room beyond what
+ * is promised to others.  A run once started goes out whole (qp->run_left,
+ * tx_pick_path): the window may be exceeded by the rest of a run, so by at
+ * most ack_every - 1 packets over all QPs (every packet not granted is
+ * checked against the one count, and grants are given only within the
+ * window).  Cut at the window, a run of ack_every left its path's ACK to
+ * the receiver's ack_delay, and each turn a blocked QP got was a single
+ * packet: at 4,000 QPs to a peer the sender parked 1.1 QPs and cut 0.31
+ * runs a data packet, and 0.41 of the receiver's ACKs waited for ack_delay
+ * (issue #22, bench-scale 16 x 250 at load 12, tx_peer_blocked /
+ * tx_run_cut / tx_ack_delayed; test_window_run_not_cut).
  */
 bool peer_room(const struct engine *eng, struct qp *qp)
 {
+	const struct peer_host *h = qp->ph;
+
+	if (!h || !eng->cfg.peer_window_pkts || qp->ph_grant)
+		return true;
 	/*
 	 * The slack is the whole run's, not what is left of it: a run started
 	 * with one packet of room needs ack_every - 1 more at its end.
 	 */
-	if (!qp->ph || !eng->cfg.peer_window_pkts ||
-	    qp->ph->inflight < peer_wnd(eng, qp->ph) + (qp->run_left ? eng->cfg.ack_every - 1 : 0))
+	if (qp->run_left ? h->inflight + h->granted < peer_wnd(eng, h) + eng->cfg.ack_every - 1 :
+	    list_empty(&h->blocked) && h->inflight + h->granted < peer_wnd(eng, h))
 		return true;
 	qp->ph_blocked = true;
 	return false;
@@ -195,6 +214,10 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now)
 	h->last_tx = now;
 	h->inflight++;
 	qp->ph_pkts++;
+	if (qp->ph_grant) {
+		qp->ph_grant--;
+		h->granted--;
+	}
 }
 
 /*
@@ -245,29 +268,58 @@ void peer_park(struct qp *qp)
 }
 
 /*
- * The first blocked QP gets a turn, if the window has room.  Every turn that
- * goes unused (the QP woken had nothing to send, or failed, or was
- * destroyed) passes to the next: waking only on packets leaving flight,
- * a lost turn with nothing left in flight would leave the blocked QPs
- * waiting for good.
+ * Blocked QPs get their turns, first come first served, one for each whole
+ * run (ack_every packets) the free room holds: the room is granted to the
+ * QP kicked (qp->ph_grant), and what it does not send comes back at its
+ * turn's end (peer_turn_end).  A turn for every packet freed woke a QP per
+ * packet while an ACK frees a run's worth, so one of the QPs woken sent a
+ * run and the others found the window full and parked again: 1.08 QPs
+ * parked per data packet at 4,000 QPs (issue #22, bench-scale 16 x 250),
+ * each a cold QP's cache lines touched for nothing.  With nothing in
+ * flight and nothing granted the whole window is free, and it holds a
+ * run (or is smaller than one: then the whole window is the run), so the
+ * blocked QPs never wait for an ACK that will not come.
  */
 void peer_kick(struct engine *eng, struct peer_host *h)
 {
-	if (h && h->inflight < peer_wnd(eng, h) && !list_empty(&h->blocked)) {
+	uint32_t run, wnd;
+
+	if (!h || list_empty(&h->blocked))
+		return;
+	wnd = peer_wnd(eng, h);
+	run = eng->cfg.ack_every < wnd ? eng->cfg.ack_every : wnd;
+	while (!list_empty(&h->blocked) && h->inflight + h->granted + run <= wnd) {
 		struct qp *next = list_first(&h->blocked, struct qp, tx_node);
 
 		list_del(&next->tx_node);
 		next->ph_blocked = false;
+		next->ph_grant = (uint8_t)run;
+		h->granted += run;
 		list_add_tail(&eng->tx_ready, &next->tx_node);
+		eng->st.c[EC_TX_PEER_KICKED]++;
 	}
 }
 
 /*
+ * qp's turn in engine_tx ended (its quantum spent, or nothing more it could
+ * send): room it was granted and did not use goes to the next blocked QP.
+ */
+void peer_turn_end(struct engine *eng, struct qp *qp)
+{
+	if (!qp->ph_grant)
+		return;
+	qp->ph->granted -= qp->ph_grant;
+	qp->ph_grant = 0;
+	eng->st.c[EC_TX_PEER_GRANT_LEFT]++;
+	peer_kick(eng, qp->ph);
+}
+
+/*
  * n of qp's packets were acknowledged: the window opens by one for each.
- * With no QP waiting the kicks find nobody, and the counts are summed
- * (one ACK acknowledges several packets: issue #22, the sender's cost per
- * ACK); otherwise packet by packet, as each packet's turns are given at
- * the window of that moment.
+ * Summed, one kick after (one ACK acknowledges several packets: #22, the
+ * sender's cost per ACK): turns are whole runs handed out while the room
+ * holds one, so a kick per packet would give the same turns in the same
+ * order.
  */
 void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
 {
@@ -276,24 +328,12 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
 
 	if (!h)
 		return;
-	if (list_empty(&h->blocked)) {
-		if (h->wnd < cap)
-			h->wnd += n < cap - h->wnd ? n : cap - h->wnd;
-		peer_release(eng, qp, n);
-		return;
-	}
-	while (n--) {
-		bool grew = h->wnd < cap;
-
-		if (grew)
-			h->wnd++;
-		peer_release(eng, qp, 1);
-		if (grew)
-			peer_kick(eng, h);	/* the one more it may have */
-	}
+	if (h->wnd < cap)
+		h->wnd += n < cap - h->wnd ? n : cap - h->wnd;
+	peer_release(eng, qp, n);
 }
 
-/* n of qp's packets left flight: as many blocked QPs get their turn. */
+/* n of qp's packets left flight: blocked QPs get the room. */
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n)
 {
 	struct peer_host *h = qp->ph;
@@ -304,8 +344,7 @@ void peer_release(struct engine *eng, struct qp *qp, uint32_t n)
 		n = qp->ph_pkts;	/* never below what this QP put in */
 	qp->ph_pkts -= n;
 	h->inflight -= n;
-	while (n-- && !list_empty(&h->blocked))
-		peer_kick(eng, h);
+	peer_kick(eng, h);
 }
 
 /*

@@ -116,10 +116,11 @@ work_cnt() {
 }
 # stop_cnt H: why host H's engine stopped sending, and where its worker's time went
 # (issue #22): "tx_peer_blocked tx_run_cut tx_path_blocked tx_paced tx_batch_full
-# tx_ack_delayed tx_acks tx_data busy_ns spin_ns idle_ns rx_stamped rx_wait_ns cpu_ns runq_ns".
+# tx_ack_delayed tx_acks tx_data busy_ns spin_ns idle_ns rx_stamped rx_wait_ns cpu_ns runq_ns
+# tx_peer_kicked".
 stop_cnt() {
-	bl_admin "$1" counters | jq -r '"\(.engine.tx_peer_blocked // 0) \(.engine.tx_run_cut // 0) \(.engine.tx_path_blocked // 0) \(.engine.tx_paced // 0) \(.engine.tx_batch_full // 0) \(.engine.tx_ack_delayed // 0) \(.engine.tx_acks // 0) \(.engine.tx_data // 0) \(.worker.busy_ns // 0) \(.worker.spin_ns // 0) \(.worker.idle_ns // 0) \(.engine.rx_stamped // 0) \(.engine.rx_wait_ns // 0) \(.worker.cpu_ns // 0) \(.worker.runq_ns // 0)"' 2>/dev/null ||
-		echo "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
+	bl_admin "$1" counters | jq -r '"\(.engine.tx_peer_blocked // 0) \(.engine.tx_run_cut // 0) \(.engine.tx_path_blocked // 0) \(.engine.tx_paced // 0) \(.engine.tx_batch_full // 0) \(.engine.tx_ack_delayed // 0) \(.engine.tx_acks // 0) \(.engine.tx_data // 0) \(.worker.busy_ns // 0) \(.worker.spin_ns // 0) \(.worker.idle_ns // 0) \(.engine.rx_stamped // 0) \(.engine.rx_wait_ns // 0) \(.worker.cpu_ns // 0) \(.worker.runq_ns // 0) \(.engine.tx_peer_kicked // 0)"' 2>/dev/null ||
+		echo "0 0 0 0 0 0 0 0 0 0 0 0 0 0 0 0"
 }
 # clients_csw: context switches (voluntary + not) of every client and server mroc-perf
 # thread, summed: their wake-ups.  Like clients_ticks, a process that ended counts with
@@ -412,7 +413,7 @@ bw_run() {
 		split(a0, p, " "); split(a1, q, " "); for (i in q) s[i] = q[i] - p[i]
 		split(b0, p, " "); split(b1, q, " "); for (i in q) r[i] = q[i] - p[i]
 		d = s[8] > 0 ? s[8] : 1; k = r[7] > 0 ? r[7] : 1
-		printf "sender per data packet: peer_blocked %.4f, run_cut %.4f, path_blocked %.4f, paced %.4f, batch_full %.4f; receiver ack_delayed per ACK %.3f, ", s[1] / d, s[2] / d, s[3] / d, s[4] / d, s[5] / d, r[6] / k
+		printf "sender per data packet: peer_blocked %.4f, peer_kicked %.4f, run_cut %.4f, path_blocked %.4f, paced %.4f, batch_full %.4f; receiver ack_delayed per ACK %.3f, ", s[1] / d, s[16] / d, s[2] / d, s[3] / d, s[4] / d, s[5] / d, r[6] / k
 		printf "wait in host per packet %.1f us (sender, ACKs: %.1f us); ", (r[12] > 0 ? r[13] / r[12] / 1e3 : 0), (s[12] > 0 ? s[13] / s[12] / 1e3 : 0)
 		ts = s[9] + s[11]; tr = r[9] + r[11]; if (ts <= 0) ts = 1; if (tr <= 0) tr = 1
 		printf "worker time work/spin/asleep: sender %.2f/%.2f/%.2f, receiver %.2f/%.2f/%.2f", (s[9] - s[10]) / ts, s[10] / ts, s[11] / ts, (r[9] - r[10]) / tr, r[10] / tr, r[11] / tr

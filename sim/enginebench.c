@@ -248,6 +248,15 @@ static uint64_t data_sent(const struct bench *b)
 	return st.c[EC_TX_DATA];
 }
 
+/* One of the sending side's counters. */
+static uint64_t sender_cnt(const struct bench *b, enum engine_counter c)
+{
+	struct engine_stats st;
+
+	engine_get_stats(b->s[0].eng, &st);
+	return st.c[c];
+}
+
 /* ACKs the receiving side has sent. */
 static uint64_t acks_sent(const struct bench *b)
 {
@@ -261,6 +270,7 @@ static uint64_t acks_sent(const struct bench *b)
 struct run_res {
 	double ns;			/* CPU per data packet */
 	double acks;			/* the receiver's ACKs per data packet */
+	double parked, kicked;		/* the sender's QPs parked at / let back into the peer window, per data packet */
 	double frames[GRP__COUNT];	/* ... and ACK frames per data packet if grouped */
 	uint64_t rto, mem_rest, mem_busy;
 };
@@ -276,7 +286,7 @@ struct run_cfg {
 static int run_one(const struct run_cfg *cfg, uint64_t packets, uint32_t mtu, struct run_res *res)
 {
 	struct bench *b = calloc(1, sizeof(*b));
-	uint64_t d0, a0, f0[GRP__COUNT];
+	uint64_t d0, a0, p0, k0, f0[GRP__COUNT];
 	struct engine_stats st;
 	int err = -EINVAL;
 	double t0;
@@ -296,12 +306,16 @@ static int run_one(const struct run_cfg *cfg, uint64_t packets, uint32_t mtu, st
 		step(b);
 	d0 = data_sent(b);
 	a0 = acks_sent(b);
+	p0 = sender_cnt(b, EC_TX_PEER_BLOCKED);
+	k0 = sender_cnt(b, EC_TX_PEER_KICKED);
 	memcpy(f0, b->frames, sizeof(f0));
 	t0 = cpu_now();
 	while (data_sent(b) - d0 < packets)
 		step(b);
 	res->ns = (cpu_now() - t0) * 1e9 / (double)(data_sent(b) - d0);
 	res->acks = (double)(acks_sent(b) - a0) / (double)(data_sent(b) - d0);
+	res->parked = (double)(sender_cnt(b, EC_TX_PEER_BLOCKED) - p0) / (double)(data_sent(b) - d0);
+	res->kicked = (double)(sender_cnt(b, EC_TX_PEER_KICKED) - k0) / (double)(data_sent(b) - d0);
 	for (int g = 0; g < GRP__COUNT; g++)
 		res->frames[g] = (double)(b->frames[g] - f0[g]) / (double)(data_sent(b) - d0);
 	engine_get_stats(b->s[0].eng, &st);
@@ -329,6 +343,8 @@ static const char usage[] =
 "  --batch N      packets per engine_tx call, either side (a driver's batch) (64)\n"
 "  --seed N       the engines' seeds (ports, QPNs, ISNs); run r takes N + r (0)\n"
 "  acks/pkt: the receiver's ACKs per data packet (each a frame through the kernel)\n"
+"  parked/pkt, kicked/pkt: the sender's QPs parked on the peer's full window\n"
+"    (tx_peer_blocked) and given a turn there (tx_peer_kicked), per data packet\n"
 "  frames/pkt: ACK frames per data packet if the ACKs of a batch shared frames of\n"
 "    the MTU (PROTOCOL 3.3a, proposed), grouped by UDP 5-tuple (today's ports), by\n"
 "    peer and path number (ports shared by a peer's QPs), by peer; min/median/max\n";
@@ -386,16 +402,17 @@ int enginebench_cmd(int argc, char **argv)
 	       "MTU %" PRIu64 ", %s active, security %s, peer window %" PRIu64 ", batch %" PRIu64
 	       ", seeds %" PRIu64 "..%" PRIu64 "\n", packets, mtu, active ? "some" : "all",
 	       sec == MROC_SEC_TOKEN ? "token" : "none", pwin, batch, seed, seed + runs - 1);
-	printf("%6s %6s %10s %10s %10s %8s %6s %9s %9s %8s %17s %17s %17s\n", "qps", "active",
-	       "min_ns", "median_ns", "max_ns", "x_first", "rto", "B/qp_rest", "B/qp_busy",
-	       "acks/pkt", "frames:tuple", "frames:path", "frames:peer");
+	printf("%6s %6s %10s %10s %10s %8s %6s %9s %9s %8s %17s %17s %17s %17s %17s\n", "qps",
+	       "active", "min_ns", "median_ns", "max_ns", "x_first", "rto", "B/qp_rest", "B/qp_busy",
+	       "acks/pkt", "frames:tuple", "frames:path", "frames:peer", "parked/pkt", "kicked/pkt");
 	for (char *tok = strtok(qlist, ","); tok; tok = strtok(NULL, ",")) {
 		struct run_res res[100];
-		double v[100], f[GRP__COUNT][100];
+		/* the frames by grouping, then parked and kicked: min/median/max */
+		double v[100], f[GRP__COUNT + 2][100];
 		struct run_cfg cfg = {
 			.sec = sec, .peer_window = (uint32_t)pwin, .batch = (uint32_t)batch,
 		};
-		char col[GRP__COUNT][32];
+		char col[GRP__COUNT + 2][32];
 		uint64_t n;
 
 		if (sim_parse_scaled(tok, 1000, &n) || !n || n > 60000) {
@@ -416,9 +433,11 @@ int enginebench_cmd(int argc, char **argv)
 			v[r] = res[r].ns;
 			for (int g = 0; g < GRP__COUNT; g++)
 				f[g][r] = res[r].frames[g];
+			f[GRP__COUNT][r] = res[r].parked;
+			f[GRP__COUNT + 1][r] = res[r].kicked;
 		}
 		qsort(v, runs, sizeof(v[0]), cmp_double);
-		for (int g = 0; g < GRP__COUNT; g++) {
+		for (int g = 0; g < GRP__COUNT + 2; g++) {
 			qsort(f[g], runs, sizeof(f[g][0]), cmp_double);
 			snprintf(col[g], sizeof(col[g]), "%.3f/%.3f/%.3f", f[g][0], f[g][runs / 2],
 				 f[g][runs - 1]);
@@ -426,9 +445,10 @@ int enginebench_cmd(int argc, char **argv)
 		if (!base)
 			base = v[runs / 2];
 		printf("%6" PRIu64 " %6u %10.1f %10.1f %10.1f %8.2f %6" PRIu64 " %9" PRIu64 " %9" PRIu64
-		       " %8.3f %17s %17s %17s\n", n, cfg.active, v[0], v[runs / 2], v[runs - 1],
-		       v[runs / 2] / base, res[runs - 1].rto, res[runs - 1].mem_rest,
-		       res[runs - 1].mem_busy, res[runs - 1].acks, col[0], col[1], col[2]);
+		       " %8.3f %17s %17s %17s %17s %17s\n", n, cfg.active, v[0], v[runs / 2],
+		       v[runs - 1], v[runs / 2] / base, res[runs - 1].rto, res[runs - 1].mem_rest,
+		       res[runs - 1].mem_busy, res[runs - 1].acks, col[0], col[1], col[2],
+		       col[GRP__COUNT], col[GRP__COUNT + 1]);
 		fflush(stdout);
 	}
 	return 0;

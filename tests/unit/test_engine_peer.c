@@ -18,12 +18,13 @@
 #include "engine_pair.h"
 
 #define NQP		8
+#define MANY		256	/* QPs of test_window_many_qps */
 #define MSG		(16 * 1024)
 #define SVC		42
 
 struct fx {
 	struct pair_fx x;	/* p, a: A's buffer, b: B's (engine_pair.h) */
-	uint32_t qa[NQP];
+	uint32_t qa[MANY];
 	/* B's packets wait while hold (no ACKs), then all arrive */
 	bool hold;
 	unsigned nheld;
@@ -69,14 +70,15 @@ static void release(struct fx *f)
 	f->nheld = 0;
 }
 
-/* NQP QPs from A to B, A's engine with cfg. */
-static struct fx *fx_new(void **state, const struct engine_config *cfg)
+/* nqp QPs from A to B, A's engine with cfg. */
+static struct fx *fx_new_n(void **state, const struct engine_config *cfg, int nqp)
 {
-	struct fx *f = pair_fx_open(state, sizeof(*f), cfg, cfg, NQP * MSG, ENGINE_ACCESS_ALL, 3);
+	struct fx *f = pair_fx_open(state, sizeof(*f), cfg, cfg, (uint64_t)nqp * MSG,
+				    ENGINE_ACCESS_ALL, 3);
 
 	pair_connect(f->x.p, NULL, NULL, SVC);
 	f->qa[0] = f->x.p->s[PAIR_A].qpn;
-	for (int q = 1; q < NQP; q++)
+	for (int q = 1; q < nqp; q++)
 		f->qa[q] = pair_connect_more(f->x.p, 0x100 + q, SVC + q);
 	pair_run_for(f->x.p, 200 * PAIR_US);
 	while (pair_pending(f->x.p, PAIR_A))
@@ -86,6 +88,11 @@ static struct fx *fx_new(void **state, const struct engine_config *cfg)
 	f->x.p->filter = filter;
 	f->x.p->filter_arg = f;
 	return f;
+}
+
+static struct fx *fx_new(void **state, const struct engine_config *cfg)
+{
+	return fx_new_n(state, cfg, NQP);
 }
 
 static int teardown(void **state)
@@ -271,20 +278,24 @@ struct turns {
 	double acks;		/* the receiver's ACKs */
 	double switches;	/* the sender changing QP */
 	double cuts;		/* runs cut at the peer window (tx_run_cut) */
+	double parked;		/* QPs parked on the peer window (tx_peer_blocked) */
+	double kicked;		/* ... given a turn there (tx_peer_kicked) */
 	uint32_t most;		/* peer_inflight_pkts, sampled every 10 us */
+	unsigned int fewest;	/* WRITEs of the slowest QP done when the first QP had all */
 };
 
 /*
- * Eight QPs of 16-KiB WRITEs (at the default MTU 16 packets, a run for each
+ * nqp QPs of 16-KiB WRITEs (at the default MTU 16 packets, a run for each
  * of 4 paths; mtu: another payload size, 0 the default), 4 in flight each,
- * through a window-packet peer window over a 40 us round trip, link_rate (0:
- * no rate hints, no pacing).
+ * 24 each in all (12 beyond NQP QPs), through a window-packet peer window over a 40 us round
+ * trip, link_rate (0: no rate hints, no pacing).
  */
-static void turns_run(void **state, uint64_t link_rate, uint32_t window, uint32_t mtu,
+static void turns_run(void **state, uint64_t link_rate, uint32_t window, uint32_t mtu, int nqp,
 		      struct turns *t)
 {
-	const unsigned int per_qp = 24, depth = 4;
-	unsigned int posted[NQP] = { 0 }, done = 0;
+	/* the pair keeps PAIR_MAX_CQE completions in all: fewer each for many QPs */
+	const unsigned int per_qp = nqp > NQP ? 12 : 24, depth = 4;
+	unsigned int posted[MANY] = { 0 }, ndone[MANY] = { 0 }, done = 0;
 	struct engine_config cfg;
 	uint64_t end;
 	struct fx *f;
@@ -292,16 +303,19 @@ static void turns_run(void **state, uint64_t link_rate, uint32_t window, uint32_
 	pair_test_config(&cfg);
 	cfg.peer_window_pkts = window;
 	cfg.link_rate_bps = link_rate;
+	if (nqp > (int)cfg.max_qps)
+		cfg.max_qps = (uint32_t)nqp;
 	if (mtu)
 		cfg.mtu = mtu;
-	f = fx_new(state, &cfg);
+	f = fx_new_n(state, &cfg, nqp);
 	pair_set_delay(f->x.p, PAIR_A, 20 * PAIR_US);
 	pair_set_delay(f->x.p, PAIR_B, 20 * PAIR_US);
-	for (int q = 0; q < NQP; q++)
+	for (int q = 0; q < nqp; q++)
 		for (; posted[q] < depth; posted[q]++)
 			post_write(f, q, (uint64_t)q);
 	t->most = 0;
-	for (end = f->x.p->now + 200 * PAIR_MS; done < NQP * per_qp && f->x.p->now < end;) {
+	t->fewest = per_qp;
+	for (end = f->x.p->now + 200 * PAIR_MS; done < (unsigned int)nqp * per_qp && f->x.p->now < end;) {
 		struct engine_qp_info info;
 
 		pair_run_for(f->x.p, 10 * PAIR_US);
@@ -313,25 +327,32 @@ static void turns_run(void **state, uint64_t link_rate, uint32_t window, uint32_
 			uint64_t q = c->wr_id;
 
 			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
-			assert_true(q < NQP);
+			assert_true(q < (uint64_t)nqp);
 			done++;
+			if (++ndone[q] == per_qp && t->fewest == per_qp)
+				for (int k = 0; k < nqp; k++)
+					t->fewest = ndone[k] < t->fewest ? ndone[k] : t->fewest;
 			if (posted[q] < per_qp) {
 				post_write(f, (int)q, q);
 				posted[q]++;
 			}
 		}
 	}
-	assert_int_equal(done, NQP * per_qp);
-	pair_mem_expect(f->x.b, 0, f->x.a->buf, NQP * MSG);
+	assert_int_equal(done, (unsigned int)nqp * per_qp);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, (uint64_t)nqp * MSG);
 	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
 	t->acks = (double)f->b_acks / (double)f->a_data;
 	t->switches = (double)f->a_switches / (double)f->a_bulk;
 	t->cuts = (double)pair_stat(f->x.p, PAIR_A, EC_TX_RUN_CUT) / (double)f->a_data;
-	print_message("%s, window %u, MTU %u: %llu data packets, %llu ACKs: %.3f ACKs per data "
-		      "packet; the sender changes QP %.3f times per packet; %.3f runs cut per "
-		      "packet; at most %u in flight\n", link_rate ? "paced to the hints" : "unpaced",
-		      window, cfg.mtu, (unsigned long long)f->a_data, (unsigned long long)f->b_acks,
-		      t->acks, t->switches, t->cuts, t->most);
+	t->parked = (double)pair_stat(f->x.p, PAIR_A, EC_TX_PEER_BLOCKED) / (double)f->a_data;
+	t->kicked = (double)pair_stat(f->x.p, PAIR_A, EC_TX_PEER_KICKED) / (double)f->a_data;
+	print_message("%d QPs, %s, window %u, MTU %u: %llu data packets, %llu ACKs: %.3f ACKs per "
+		      "data packet; the sender changes QP %.3f times per packet; per packet %.3f "
+		      "runs cut, %.3f QPs parked, %.3f given a turn; at most %u in flight; the "
+		      "slowest QP had %u of %u WRITEs done when the first had all\n", nqp,
+		      link_rate ? "paced to the hints" : "unpaced", window, cfg.mtu,
+		      (unsigned long long)f->a_data, (unsigned long long)f->b_acks, t->acks,
+		      t->switches, t->cuts, t->parked, t->kicked, t->most, t->fewest, per_qp);
 }
 
 /*
@@ -342,7 +363,7 @@ static void test_window_turn_is_run(void **state)
 {
 	struct turns t;
 
-	turns_run(state, 0, 16, 0, &t);
+	turns_run(state, 0, 16, 0, NQP, &t);
 	assert_true(t.acks <= 0.30);
 	assert_true(t.switches <= 0.30);
 }
@@ -357,7 +378,7 @@ static void test_paced_run_is_whole(void **state)
 {
 	struct turns t;
 
-	turns_run(state, 10000000000ULL, 512, 0, &t);
+	turns_run(state, 10000000000ULL, 512, 0, NQP, &t);
 	assert_true(t.acks <= 0.30);
 }
 
@@ -377,11 +398,77 @@ static void test_window_run_not_cut(void **state)
 {
 	struct turns t;
 
-	turns_run(state, 0, 16, 900, &t);
+	turns_run(state, 0, 16, 900, NQP, &t);
 	assert_true(t.most >= 16 && t.most <= 16 + 4 - 1);	/* pair_test_config: ack_every 4 */
 	assert_true(t.switches <= 0.35);
 	assert_true(t.acks <= 0.40);
 	assert_true(t.cuts <= 0.05);
+}
+
+/*
+ * Issue #22: many QPs through one peer window, each turn the room for a
+ * whole run.  256 QPs of 16-KiB WRITEs, 4 in flight each, through a
+ * 64-packet window over a 40 us round trip.  Woken one per packet that left
+ * flight, the blocked QPs of an ACK's run all came back for the one run's
+ * room: one sent it, the others found the window full and parked again
+ * (1.0 QPs parked per data packet; 1.08 at 4,000 QPs through mrocd).  A
+ * turn for each run's room: a QP parks about once per run it sends (0.25).
+ * And every QP gets its turns: the slowest is close behind the fastest.
+ */
+static void test_window_many_qps(void **state)
+{
+	struct turns t;
+
+	turns_run(state, 0, 64, 0, MANY, &t);
+	assert_true(t.most >= 64 && t.most <= 64 + 4 - 1);	/* pair_test_config: ack_every 4 */
+	assert_true(t.parked <= 0.35);
+	assert_true(t.cuts <= 0.01);
+	assert_true(t.fewest >= 12 / 2);
+}
+
+/*
+ * QPs closed while they wait for the peer window, with packets in flight
+ * (A's ACKs held): the room their packets free must not come back to them
+ * as a turn.  It did for the first QP in line, which then had a turn and no
+ * peer (a killed client's QPs crashed mrocd at that turn's end), and a
+ * destroyed one kept its turn's room for good.  The QPs left still finish.
+ */
+static void test_window_closed_while_blocked(void **state)
+{
+	struct engine_config cfg;
+	struct engine *ea;
+	struct fx *f;
+	unsigned int n = 0;
+	uint64_t end;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = 16;
+	f = fx_new(state, &cfg);
+	ea = f->x.p->s[PAIR_A].eng;
+	f->hold = true;
+	for (int q = 0; q < NQP; q++)
+		post_write(f, q, (uint64_t)q);
+	pair_run_for(f->x.p, 100 * PAIR_US);	/* well below rto_init: nothing resent */
+	assert_int_equal(f->a_data, 16);		/* four runs of four, then all wait */
+	for (int q = NQP - 1; q >= 4; q--)		/* nothing in flight: line QPs 0-3 */
+		assert_int_equal(engine_qp_disconnect(ea, f->qa[q], pair_clock(f->x.p, PAIR_A)), 0);
+	assert_int_equal(engine_qp_disconnect(ea, f->qa[0], pair_clock(f->x.p, PAIR_A)), 0);
+	assert_int_equal(engine_qp_destroy(ea, f->qa[1]), 0);
+	release(f);
+	for (end = f->x.p->now + 200 * PAIR_MS; n < 2 && f->x.p->now < end;) {
+		pair_run_for(f->x.p, 10 * PAIR_US);
+		while (pair_pending(f->x.p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
+
+			if (c->wr_id == 2 || c->wr_id == 3) {
+				assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+				n++;
+			}
+		}
+	}
+	assert_int_equal(n, 2);
+	/* QPs 0 and 1 wrote their first runs too: compare only 2 and 3's bytes. */
+	assert_memory_equal(f->x.b->base + PAIR_GUARD_LEN + 2 * MSG, f->x.a->buf + 2 * MSG, 2 * MSG);
 }
 
 /*
@@ -427,6 +514,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_turn_is_run, teardown),
 		cmocka_unit_test_teardown(test_paced_run_is_whole, teardown),
 		cmocka_unit_test_teardown(test_window_run_not_cut, teardown),
+		cmocka_unit_test_teardown(test_window_many_qps, teardown),
+		cmocka_unit_test_teardown(test_window_closed_while_blocked, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 	};
 
