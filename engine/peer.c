@@ -358,7 +358,7 @@ int peer_check(struct engine *eng, char *why, size_t len)
 {
 	for (uint32_t b = 0; b <= eng->hash_mask; b++)
 		for (struct peer_host *h = eng->ph_hash[b]; h; h = h->next) {
-			uint64_t sum = 0;
+			uint64_t sum = 0, grants = 0;
 			uint32_t refs = 0, blocked = 0, parked = 0;
 			bool ready = false;
 
@@ -368,9 +368,18 @@ int peer_check(struct engine *eng, char *why, size_t len)
 				if (!qp || qp->ph != h)
 					continue;
 				sum += qp->ph_pkts;
+				grants += qp->ph_grant;
 				refs++;
 				blocked += qp->ph_blocked;
+				/* Room granted is used or given back at the turn's end: on tx_ready. */
+				if (qp->ph_grant && (qp->ph_blocked || !list_linked(&qp->tx_node)))
+					return check_fail(why, len, "peer %u: QP 0x%x holds %u granted, %s",
+							  h->peer, qp->qpn, qp->ph_grant,
+							  qp->ph_blocked ? "parked" : "on no list");
 			}
+			if (grants != h->granted)
+				return check_fail(why, len, "peer %u: granted %u, its QPs' grants %" PRIu64,
+						  h->peer, h->granted, grants);
 			for (struct list *n = h->blocked.next; n != &h->blocked; n = n->next) {
 				struct qp *qp = list_entry(n, struct qp, tx_node);
 
@@ -389,7 +398,7 @@ int peer_check(struct engine *eng, char *why, size_t len)
 			if (parked != blocked)
 				return check_fail(why, len, "peer %u: %u QPs parked, %u marked blocked",
 						  h->peer, parked, blocked);
-			if (parked && !h->inflight && !ready)
+			if (parked && !h->inflight && !h->granted && !ready)
 				return check_fail(why, len, "peer %u: %u QPs parked with nothing in flight",
 						  h->peer, parked);
 		}
