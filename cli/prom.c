@@ -145,6 +145,9 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_tx_stranded_total", "QPs found with work to send and nothing that would "
 	  "send it (no packet in flight, no timer, not queued): woken when their timer ran. "
 	  "Always 0 but for a bug." },
+	{ "mroc_engine_tx_peer_rescued_total", "QPs parked for room in their peer host's window "
+	  "while nothing was in flight to it nor granted (no release would wake them): kicked when "
+	  "their timer ran. Always 0 but for a bug." },
 	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
 	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "
 	  "path." },

@@ -508,6 +508,7 @@ enum engine_counter {
 	EC_REPATH_EXPLORE_BACK,		/* "explore" moves taken back: the new port gave the path no more (path.c) */
 	EC_REPATH_LOOK,			/* looks before a "slow" or "explore" move: packets by the port it would take (path.c) */
 	EC_REPATH_LOOK_BUSY,		/* ... that found a queue on that route, or no answer: no move */
+	EC_TX_PEER_RESCUED,		/* parked QPs whose host had nothing in flight nor granted: kicked by their timer (peer.c) */
 	EC__COUNT,
 };
 

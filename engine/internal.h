@@ -640,6 +640,7 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now);
 void peer_park(struct qp *qp);
 void peer_kick(struct engine *eng, struct peer_host *h);
 void peer_turn_end(struct engine *eng, struct qp *qp);
+void peer_rescue(struct engine *eng, struct qp *qp);
 void peer_release(struct engine *eng, struct qp *qp, uint32_t n);
 int peer_check(struct engine *eng, char *why, size_t len);
 bool qp_stranded(const struct qp *qp);

@@ -315,6 +315,25 @@ void peer_turn_end(struct engine *eng, struct qp *qp)
 }
 
 /*
+ * qp_timers' part, for a parked QP: with nothing in flight to its host and
+ * no room granted, no release is coming and nobody would ever kick the
+ * blocked list.  No code path should leave that state (peer_check fails on
+ * it); a daemon built without the check would hold the QP for good (the
+ * write_bw stalls of session 17 looked like that from outside), so the
+ * QP's own timer, which comes at least once per dead-peer interval, kicks
+ * the list and counts it.
+ */
+void peer_rescue(struct engine *eng, struct qp *qp)
+{
+	const struct peer_host *h = qp->ph;
+
+	if (!qp->ph_blocked || !h || h->inflight || h->granted)
+		return;
+	eng->st.c[EC_TX_PEER_RESCUED]++;
+	peer_kick(eng, qp->ph);
+}
+
+/*
  * n of qp's packets were acknowledged: the window opens by one for each.
  * Summed, one kick after (one ACK acknowledges several packets: #22, the
  * sender's cost per ACK): turns are whole runs handed out while the room

@@ -860,6 +860,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	 */
 	if (qp->state == ENGINE_QPS_CONNECTED && qp_stranded(qp))
 		eng->st.c[EC_TX_STRANDED]++;
+	peer_rescue(eng, qp);
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *p = &qp->paths[i];
 

@@ -75,6 +75,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RTO_UNSAMPLED] = "rto_unsampled",
 		[EC_RTO_PEER_SILENT] = "rto_peer_silent",
 		[EC_TX_STRANDED] = "tx_stranded",
+		[EC_TX_PEER_RESCUED] = "tx_peer_rescued",
 		[EC_CM_REQ_AGAIN] = "cm_req_again",
 	};
 

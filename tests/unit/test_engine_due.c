@@ -214,6 +214,47 @@ static void test_stranded_woken(void **state)
 	p->unchecked = false;
 }
 
+/*
+ * A QP parked for its peer window's room while nothing is in flight to the
+ * peer and nothing is granted waits for a kick no release will give (made
+ * by hand here: parked right after a post).  peer_check names the state;
+ * the QP's timer kicks the list within a dead-peer interval and counts it
+ * (EC_TX_PEER_RESCUED), and the work completes.
+ */
+static void test_parked_rescued(void **state)
+{
+	struct engine_config c;
+	struct engine_wr wr;
+	struct fx *f;
+	struct pair *p;
+	struct qp *qp;
+	char why[200];
+
+	pair_test_config(&c);
+	c.peer_window_pkts = 64;
+	f = pair_fx_open(state, sizeof(*f), &c, &c, REG_LEN, ENGINE_ACCESS_ALL, 7);
+	p = f->x.p;
+	pair_connect(p, NULL, NULL, SVC);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, WR_LEN, 0);
+	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
+	qp = qp_lookup(p->s[PAIR_A].eng, p->s[PAIR_A].qpn);
+	assert_non_null(qp);
+	assert_non_null(qp->ph);
+	p->unchecked = true;
+	p->filter = drop_b_keepalives;
+	list_del(&qp->tx_node);
+	qp->ph_blocked = true;
+	peer_park(qp);
+	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), -EFAULT);
+	assert_non_null(strstr(why, "parked with nothing in flight"));
+	pair_run_for(p, c.dead_peer_ns + 10 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_PEER_RESCUED), 1);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_STRANDED), 0);
+	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), 0);
+	p->unchecked = false;
+}
+
 static void test_summaries_follow_paths(void **state)
 {
 	struct engine_config c;
@@ -286,6 +327,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_summaries_follow_paths, pair_fx_teardown),
 		cmocka_unit_test_teardown(test_stranded_woken, pair_fx_teardown),
+		cmocka_unit_test_teardown(test_parked_rescued, pair_fx_teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
