@@ -115,9 +115,17 @@ enum mroc_sec {
  * CM header byte 22 (`ext`), in CONNECT_REQ/REP: MROC_CM_F_EXT says an
  * extension follows the CM header (and the key): a 2-byte length, then that
  * many bytes, opaque to the transport (mrocd: the sender's port addresses,
- * daemon/net/portaddr.h).  Other bits are ignored; peers from before it send 0.
+ * daemon/net/portaddr.h).  Other bits are ignored; peers from before them send 0.
  */
 #define MROC_CM_F_EXT		0x01
+/*
+ * In a CONNECT_REP: sent by a QP already bound to the requester (the REQ it
+ * answers was sent again because the RTU's answer was lost).  The requester
+ * is connected at once: the binding is what its RTU's answer would have
+ * told it.  The REP is the bound QP's, tagged (token) or sealed (aead) under
+ * the requester's own key as that answer would be.
+ */
+#define MROC_CM_F_BOUND		0x02
 #define MROC_CM_EXT_MAX		512	/* longer is malformed */
 
 /* NAK codes carried in ACKs. */

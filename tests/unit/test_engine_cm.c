@@ -853,6 +853,58 @@ static void test_rtu_server_gone(void **state)
 }
 
 /*
+ * The server binds at the requester's RTU, but every answer it sends as a
+ * KEEPALIVE is lost: the requester's try runs out and it asks with its REQ
+ * again; the bound QP's REP to it says so (MROC_CM_F_BOUND), under the
+ * requester's own key, and the requester is connected at once, without a
+ * third round (before, each try needed the RTU's answer through, and the
+ * QP failed with CONNECT_ERR after cm_retries of them).  In each security
+ * mode; data flows after.
+ */
+static bool drop_b_keepalives(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	unsigned *dropped = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_B || pkt->data[PKT_OPCODE] != MROC_OP_KEEPALIVE)
+		return true;
+	(*dropped)++;
+	return false;
+}
+
+static void test_rtu_answer_lost_bound_rep(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct engine_config c;
+		struct pair *p;
+		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+		unsigned dropped = 0;
+
+		pair_test_config(&c);
+		c.sec_mode = modes[m];
+		p = open_pair(state, &c, &c);
+		p->filter = drop_b_keepalives;
+		p->filter_arg = &dropped;
+		start_connect(p, &a, &b, SVC, SVC);
+		pair_run_for(p, 5 * c.rto_init_ns);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		assert_int_equal(dropped, 1);	/* the RTU's answer */
+		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
+		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 2);
+		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
+		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 1);	/* no second RTU */
+		a_writes(p);
+		pair_expect_none(p, PAIR_A);
+		pair_expect_none(p, PAIR_B);
+		pair_free(p);
+		*state = NULL;
+	}
+}
+
+/*
  * A REQ flood cycles the server's half-open table between its REP and the
  * requester's RTU, three times over: the hook below sends B as many REQs
  * (from other hosts and QPNs) as its table holds just before each of A's
@@ -1563,6 +1615,7 @@ int main(void)
 		T(test_ghost_chain_bounded),
 		T(test_rtu_unanswered),
 		T(test_rtu_server_gone),
+		T(test_rtu_answer_lost_bound_rep),
 		T(test_rtu_entry_pushed_out),
 		T(test_rtu_of_late_rep),
 		T(test_disconnect_peer),
