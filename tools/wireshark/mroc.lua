@@ -134,6 +134,8 @@ local f = {
 	cm_key = F.bytes("mroc.cm.key", "Receive key (mode token)"),
 	ka_seq = F.uint64("mroc.keepalive.seq", "Keepalive number (above the last one taken)", base.DEC),
 	cm_ext_flags = F.uint8("mroc.cm.ext_flags", "Extension flags", base.HEX),
+	cm_ext_present = F.bool("mroc.cm.ext_present", "EXT (an extension follows)", 8, nil, 0x01),
+	cm_bound = F.bool("mroc.cm.bound", "BOUND (REP of a QP already bound to the requester)", 8, nil, 0x02),
 	cm_split = F.uint8("mroc.cm.split", "Split unit (x 16 bytes, 0 = none)", base.DEC),
 	cm_ext_len = F.uint16("mroc.cm.ext_len", "Extension length", base.DEC),
 	cm_nports = F.uint8("mroc.cm.port_addrs", "Port addresses", base.DEC),
@@ -360,7 +362,9 @@ local function dissect_cm(tvb, pinfo, tree, op)
 	local sec = tvb(b + 21, 1):uint()
 	t:add(f.sec, tvb(b + 21, 1))
 	local ext = tvb(b + 22, 1):uint()
-	t:add(f.cm_ext_flags, tvb(b + 22, 1))
+	local et = t:add(f.cm_ext_flags, tvb(b + 22, 1))
+	et:add(f.cm_ext_present, tvb(b + 22, 1))
+	et:add(f.cm_bound, tvb(b + 22, 1))
 	t:add(f.cm_split, tvb(b + 23, 1))
 	local off = b + CM_HDR_LEN
 	if sec == 1 and (op == 0x20 or op == 0x21) then
