@@ -26,6 +26,7 @@ const char run_cli_usage[] =
 "  --nic RATE        NIC rate (sum)        --delay NS      propagation (2000)\n"
 "  --queue SIZE      drop-tail (512K)      --ecn SIZE      marking threshold (64K)\n"
 "  --loss P          random loss, 0..1     --route hash|path|linux\n"
+"  --plane-loss N:P  plane N loses P instead of --loss (both ways; repeatable)\n"
 "  --ecmp-net N      --route linux: hosts at 10.N.1.h / 10.N.2.1 (from --seed)\n"
 "  --ecmp-seed N     --route linux: the leaves' fib_multipath_hash_seed (12345)\n"
 "  --mode metaroce|rocev2                  --paths N       paths per QP (4)\n"
@@ -212,7 +213,7 @@ enum {
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
 	OPT_LIKE_FABRIC_BUSY,
-	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX,
+	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX, OPT_PLANE_LOSS,
 };
 
 static const struct option run_opts[] = {
@@ -223,6 +224,7 @@ static const struct option run_opts[] = {
 	{ "queue", required_argument, NULL, OPT_QUEUE },
 	{ "ecn", required_argument, NULL, OPT_ECN },
 	{ "loss", required_argument, NULL, OPT_LOSS },
+	{ "plane-loss", required_argument, NULL, OPT_PLANE_LOSS },
 	{ "route", required_argument, NULL, OPT_ROUTE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "paths", required_argument, NULL, OPT_PATHS },
@@ -282,6 +284,13 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	case OPT_QUEUE: return sim_parse_scaled(arg, 1024, &cfg->queue_bytes);
 	case OPT_ECN: return sim_parse_scaled(arg, 1024, &cfg->ecn_bytes);
 	case OPT_LOSS: return sim_parse_double(arg, 0, 1, &cfg->loss);
+	case OPT_PLANE_LOSS:
+		n = -1;
+		if (sscanf(arg, "%u:%n", &plane, &n) != 1 || n < 0 || plane >= SIM_MAX_PLANES ||
+		    sim_parse_double(arg + n, 0, 1, &cfg->plane_loss[plane]))
+			return -EINVAL;
+		cfg->plane_loss_set |= 1ULL << plane;
+		return 0;
 	case OPT_ROUTE:
 		if (!strcmp(arg, "hash"))
 			cfg->route = SIM_ROUTE_HASH;

@@ -250,6 +250,11 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 			 cfg->blackhole_plane, cfg->planes);
 		return res->err = -EINVAL;
 	}
+	if (cfg->planes < 64 && cfg->plane_loss_set >> cfg->planes) {
+		snprintf(res->why, sizeof(res->why), "plane loss on a plane past the %u planes",
+			 cfg->planes);
+		return res->err = -EINVAL;
+	}
 	sim = scn_sim(cfg, &why);
 	if (!sim) {
 		snprintf(res->why, sizeof(res->why), "bad configuration: %s",
@@ -270,11 +275,14 @@ int scn_run(const struct scn_config *cfg, struct scn_result *res)
 	for (uint32_t p = 0; p < cfg->planes && p < SIM_MAX_PLANES; p++) {
 		struct sim_link_cfg lc;
 
-		if (!cfg->plane_delay_ns[p])
+		if (!cfg->plane_delay_ns[p] && !(cfg->plane_loss_set & 1ULL << p))
 			continue;
 		err = sim_link_get(sim, 0, 1, p, &lc);
 		if (!err) {
-			lc.delay_ns = cfg->plane_delay_ns[p];
+			if (cfg->plane_delay_ns[p])
+				lc.delay_ns = cfg->plane_delay_ns[p];
+			if (cfg->plane_loss_set & 1ULL << p)
+				lc.loss = cfg->plane_loss[p];
 			err = sim_plane_set(sim, p, &lc);
 		}
 		if (err)

@@ -70,6 +70,13 @@ struct scn_config {
 	/* Per plane, both directions: > 0 replaces delay_ns (path delay skew). */
 	uint64_t plane_delay_ns[SIM_MAX_PLANES];
 	/*
+	 * Per plane, both directions: bit p of plane_loss_set replaces loss on
+	 * plane p by plane_loss[p] (one plane lossier than the rest: the `loss`
+	 * move's case, issue #27).
+	 */
+	uint64_t plane_loss_set;
+	double plane_loss[SIM_MAX_PLANES];
+	/*
 	 * Optional: called right before (end = false) and after (end = true)
 	 * the simulation runs, so a benchmark can time the event loop alone,
 	 * without buffer set-up and verification (this library reads no clock).
