@@ -279,6 +279,9 @@ static int run_once(struct cnet *cn, const struct clu_config *cfg, const struct 
 			 coll_kind_name(cfg->kind), err);
 		return err;
 	}
+	/* Before the connect: a trace that misses the CM cannot show why QPs did not connect. */
+	if (first && cfg->setup)
+		cfg->setup(cn, cfg->setup_ctx);
 	err = cnet_run_while(cn, connecting, c, cnet_now(cn) + connect_ns);
 	if (err || !coll_connected(c)) {
 		err = err ? err : -ENOTCONN;
@@ -293,8 +296,6 @@ static int run_once(struct cnet *cn, const struct clu_config *cfg, const struct 
 			if (err)
 				goto out;
 		}
-		if (cfg->setup)
-			cfg->setup(cn, cfg->setup_ctx);
 	}
 	err = coll_start(c);
 	if (!err)

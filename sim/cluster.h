@@ -103,7 +103,7 @@ struct clu_config {
 	uint32_t bg_nhosts;		/* NULL = as above */
 	/* The operation this many times back to back (>= 1; 0 = 1): a distribution. */
 	uint32_t iters;
-	/* Optional: called once every QP is connected, just before the operation starts. */
+	/* Optional: called once, before the first operation's QPs connect (traces see the CM). */
 	void (*setup)(struct cnet *cn, void *ctx);
 	void *setup_ctx;
 	/* Optional: called after each operation, before its QPs go (per-flow reports). */
