@@ -15,10 +15,13 @@
 # packet; 7, the quiet machine's ~7-packet receive batches and ~0.22 ACKs.
 # ACK_EVERY: the engines' transport.ack_every (pkt-cost --ack-every; unset:
 # the engine's default), to count what another ACK cadence costs.
+# ACK_BATCH: the sender takes the ACKs this many at a time (pkt-cost
+# --ack-batch; 1: as they come): mrocd's quiet sender reads tens of them a
+# receive batch, which its "token" tags check together (engine_rx_prepare).
 #
 #   scripts/pkt-instr.sh [PACKETS]        default 50000 (plus a quarter of warm-up, not counted)
 #   env: PAYLOADS ("1024 3386"), SEC_MODES ("none token"), TOP (15), BUILD (build), RX_BATCH (64),
-#        ACK_EVERY (the engine's)
+#        ACK_EVERY (the engine's), ACK_BATCH (pkt-cost's: 1)
 set -u
 N=${1:-50000}
 PAYLOADS=${PAYLOADS:-1024 3386}
@@ -26,6 +29,7 @@ SEC_MODES=${SEC_MODES:-none token}
 TOP=${TOP:-15}
 RX_BATCH=${RX_BATCH:-64}
 ACK_EVERY=${ACK_EVERY:-}
+ACK_BATCH=${ACK_BATCH:-}
 BUILD=${BUILD:-$(dirname "$0")/../build}
 BIN=$BUILD/pkt-cost
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 77; }
@@ -38,7 +42,8 @@ trap 'rm -rf "$OUT"' EXIT
 run() {
 	local j ir snd rcv
 	j=$(valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" --toggle-collect=pkt_loop \
-		"$BIN" --rx-batch "$RX_BATCH" ${ACK_EVERY:+--ack-every "$ACK_EVERY"} "$N" "$1" "$2" "$3" 2>"$OUT/vg.err") ||
+		"$BIN" --rx-batch "$RX_BATCH" ${ACK_EVERY:+--ack-every "$ACK_EVERY"} ${ACK_BATCH:+--ack-batch "$ACK_BATCH"} \
+		"$N" "$1" "$2" "$3" 2>"$OUT/vg.err") ||
 		{ cat "$OUT/vg.err" >&2; echo "- - - -"; return; }
 	echo "$j" >"$OUT/last.json"
 	read -r ir snd rcv < <(callgrind_annotate --inclusive=yes "$OUT/cg" 2>/dev/null | awk '
@@ -66,4 +71,4 @@ d=$(jq -r .data_pkts "$OUT/last.json")
 callgrind_annotate --inclusive=no "$OUT/cg" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
 	/^ *[0-9,]+ .*:/ && n < top { ir = $1; gsub(",", "", ir); $1 = ""; printf "  %6.0f %s\n", ir / d, $0; n++ }'
 echo
-echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}, $(date -u +%Y-%m-%d)"
+echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}${ACK_BATCH:+, the sender's ACKs $ACK_BATCH at a time}, $(date -u +%Y-%m-%d)"

@@ -22,7 +22,7 @@
  * loaded machine).
  *
  *   pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N] [--rx-batch N]
- *            [--ack-every N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]
+ *            [--ack-every N] [--ack-batch N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]
  *            (100000, 1024, token, frames; "bare": no framing, the engine alone)
  *
  * At many QPs the engine's per-QP state no longer stays in cache, and that,
@@ -79,6 +79,7 @@ struct run {
 	struct frame_tmpls tmpls[2];	/* each end's headers, as the backend keeps them */
 	/* Here, not above: moving buf would change the copies' and ICRC's alignment, and counts. */
 	uint32_t ack_every;		/* --ack-every: both engines' (transport.ack_every) */
+	uint32_t ack_batch;		/* --ack-batch: the sender takes the ACKs this many at a time */
 };
 
 static double cpu_now(void)
@@ -130,13 +131,13 @@ static void parse_one(struct run *r, int from, int i)
 }
 
 /*
- * A batch from end `from`: what its engine sends, framed.  Returns how
- * many.  Offered as mrocd's worker offers them: as many buffers as
- * engine_tx_want says, and more after an offer it filled.
+ * A batch from end `from`: what its engine sends, framed, into its buffers
+ * from base on.  Returns how many.  Offered as mrocd's worker offers them:
+ * as many buffers as engine_tx_want says, and more after an offer it filled.
  */
-static inline __attribute__((always_inline)) int pump_tx(struct run *r, int from)
+static inline __attribute__((always_inline)) int pump_tx(struct run *r, int from, int base)
 {
-	int n = 0, want, used;
+	int n = base, want, used;
 
 	do {
 		want = engine_tx_want(r->e[from].eng, BATCH - n);
@@ -148,9 +149,9 @@ static inline __attribute__((always_inline)) int pump_tx(struct run *r, int from
 		used = want ? engine_tx(r->e[from].eng, r->now, r->tx[from] + n, want) : 0;
 		n += used;
 	} while (used && used == want && n < BATCH);
-	for (int i = 0; i < n; i++)
+	for (int i = base; i < n; i++)
 		frame_one(r, from, i);
-	return n;
+	return n - base;
 }
 
 /*
@@ -178,7 +179,7 @@ static inline __attribute__((always_inline)) void pump_rx(struct run *r, int fro
  */
 static __attribute__((noinline)) int sender_tx(struct run *r)
 {
-	return pump_tx(r, 0);
+	return pump_tx(r, 0, 0);
 }
 
 static __attribute__((noinline)) void receiver_rx(struct run *r, int lo, int n)
@@ -186,9 +187,10 @@ static __attribute__((noinline)) void receiver_rx(struct run *r, int lo, int n)
 	pump_rx(r, 0, lo, n);
 }
 
-static __attribute__((noinline)) int receiver_tx(struct run *r)
+/* The receiver's ACKs after the `held` ones the sender has not taken yet. */
+static __attribute__((noinline)) int receiver_tx(struct run *r, int held)
 {
-	return pump_tx(r, 1);
+	return pump_tx(r, 1, held);
 }
 
 static __attribute__((noinline)) void sender_rx(struct run *r, int n)
@@ -216,24 +218,33 @@ static int post(struct run *r, uint64_t id)
 static int step(struct run *r)
 {
 	struct engine_cqe c[BATCH];
-	int n = sender_tx(r), connected = 0, got;
+	int n = sender_tx(r), connected = 0, got, held = 0;
 
 	/*
 	 * The receiver takes the sender's batch rx_batch packets at a time and
 	 * sends its ACKs after each part, as mrocd's worker does after each
 	 * receive batch: quietly its batches hold ~7 packets (issue #22,
-	 * docs/PERF.md), and the ACKs that makes are work for the sender.
+	 * docs/PERF.md), and the ACKs that makes are work for the sender.  The
+	 * sender takes them as they come, or (--ack-batch) ack_batch at a time
+	 * and the rest at the step's end: mrocd's sender reads its receive
+	 * ring after a window's worth of sending, ~60 ACKs at a time quietly.
 	 */
 	for (int lo = 0, sent = n; lo < sent; lo += (int)r->rx_batch) {
 		int m;
 
 		receiver_rx(r, lo, sent - lo < (int)r->rx_batch ? sent - lo : (int)r->rx_batch);
-		m = receiver_tx(r);
-		sender_rx(r, m);
+		m = receiver_tx(r, held);
+		held += m;
 		n += m;
+		if (held >= (int)r->ack_batch || held > BATCH - 16) {
+			sender_rx(r, held);
+			held = 0;
+		}
 	}
+	if (held)
+		sender_rx(r, held);
 	if (!n) {
-		int m = receiver_tx(r);		/* timers' packets (probes, keepalives) */
+		int m = receiver_tx(r, 0);	/* timers' packets (probes, keepalives) */
 
 		sender_rx(r, m);
 		n += m;
@@ -345,7 +356,7 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 
 static const char usage[] =
 "usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N] [--rx-batch N]\n"
-"                [--ack-every N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
+"                [--ack-every N] [--ack-batch N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
 "  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
 "  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
 "  or not (bare); count it with valgrind --tool=callgrind --toggle-collect=pkt_loop\n"
@@ -356,7 +367,9 @@ static const char usage[] =
 "  --rx-batch N     the receiver's ACKs go out after each N packets of a batch, 1..64,\n"
 "                   as mrocd's after each receive batch (quietly ~7 packets) (64)\n"
 "  --ack-every N    the receiver ACKs a path after N packets, 1..64, the sender's runs\n"
-"                   as long (mrocd's transport.ack_every) (the engine's default, 4)\n";
+"                   as long (mrocd's transport.ack_every) (the engine's default, 4)\n"
+"  --ack-batch N    the sender takes the receiver's ACKs N at a time, 1..64, the rest at\n"
+"                   each step's end (mrocd's quiet sender: tens a receive batch) (1)\n";
 
 /* A whole decimal or 0x number in [lo, hi], or -1. */
 static int64_t arg_num(const char *s, uint64_t lo, uint64_t hi)
@@ -380,11 +393,12 @@ int main(int argc, char **argv)
 		{ "seed", required_argument, NULL, 's' },
 		{ "rx-batch", required_argument, NULL, 'r' },
 		{ "ack-every", required_argument, NULL, 'a' },
+		{ "ack-batch", required_argument, NULL, 'k' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024, seed = 0;
-	int64_t rxb = BATCH, ack_every = 0;
+	int64_t rxb = BATCH, ack_every = 0, ack_batch = 1;
 	const char *secname = "token";
 	struct run *r = calloc(1, sizeof(*r));
 	uint64_t d0, a0, a1, d1, packets;
@@ -402,13 +416,16 @@ int main(int argc, char **argv)
 		case 's': seed = arg_num(optarg, 0, UINT32_MAX); break;
 		case 'r': rxb = arg_num(optarg, 1, BATCH); break;
 		case 'a': ack_every = arg_num(optarg, 1, 64); break;
+		case 'k': ack_batch = arg_num(optarg, 1, BATCH); break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
-		if (qps < 0 || pwin < 0 || wr < 0 || seed < 0 || rxb < 0 || ack_every < 0) {
+		if (qps < 0 || pwin < 0 || wr < 0 || seed < 0 || rxb < 0 || ack_every < 0 ||
+		    ack_batch < 0) {
 			fprintf(stderr, "pkt-cost: bad --%s %s (pkt-cost --help)\n",
 				c == 'q' ? "qps" : c == 'w' ? "peer-window" : c == 's' ? "seed" :
-				c == 'r' ? "rx-batch" : c == 'a' ? "ack-every" : "wr",
+				c == 'r' ? "rx-batch" : c == 'a' ? "ack-every" :
+				c == 'k' ? "ack-batch" : "wr",
 				optarg);
 			return 2;
 		}
@@ -442,6 +459,7 @@ int main(int argc, char **argv)
 	r->seed = (uint64_t)seed;
 	r->rx_batch = (uint32_t)rxb;
 	r->ack_every = (uint32_t)ack_every;
+	r->ack_batch = (uint32_t)ack_batch;
 	if (setup(r, mtu, sec)) {
 		fprintf(stderr, "pkt-cost: the engines did not connect\n");
 		return 1;
@@ -460,10 +478,11 @@ int main(int argc, char **argv)
 	a1 = counter(r, 1, EC_TX_ACKS);
 	printf("{\"payload\": %u, \"security\": \"%s\", \"frames\": %s, \"qps\": %u, "
 	       "\"peer_window\": %u, \"wr_bytes\": %u, \"seed\": %" PRIu64 ", \"rx_batch\": %u"
-	       ", \"ack_every\": %u, \"data_pkts\": %" PRIu64
+	       ", \"ack_every\": %u, \"ack_batch\": %u, \"data_pkts\": %" PRIu64
 	       ", \"warmup_pkts\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"bad_frames\": %" PRIu64
 	       ", \"cpu_ns_per_pkt\": %.1f}\n", mtu, secname, r->frames ? "true" : "false",
-	       r->nqps, r->peer_window, r->wr_bytes, r->seed, r->rx_batch, r->ack_every, d1 - d0, d0, a1 - a0, r->bad,
+	       r->nqps, r->peer_window, r->wr_bytes, r->seed, r->rx_batch, r->ack_every,
+	       r->ack_batch, d1 - d0, d0, a1 - a0, r->bad,
 	       (t1 - t0) * 1e9 / (double)(d1 - d0));
 	return r->bad ? 1 : 0;
 }
