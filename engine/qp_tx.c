@@ -457,6 +457,18 @@ static void tx_count_window(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	qp->tx_win_pkts++;
 }
+/*
+ * The path after id, round the QP's paths: where the next pick starts
+ * (qp->rr, drawn below npaths at qp_alloc and only ever set here, so the
+ * picks start their walk at it as it is).  Not id + 1 modulo npaths: the
+ * picks ran two integer divisions a data packet, tens of cycles of latency
+ * each (issue #22).
+ */
+static inline uint32_t path_after(const struct qp *qp, unsigned id)
+{
+	return id + 1u < qp->npaths ? id + 1u : 0;
+}
+
 /* A path's free window as the picks weigh it: at most PICK_FREE_SEGS packets, idle as that. */
 static uint32_t pick_free(const struct engine *eng, const struct path *p)
 {
@@ -483,7 +495,7 @@ struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 	qp->run_left = 0;
 	for (unsigned k = 0; k < qp->npaths; k++)
 		any_alive |= qp->paths[k].state == PATH_ACTIVE;
-	for (unsigned k = 0, i = qp->rr % qp->npaths; k < qp->npaths;
+	for (unsigned k = 0, i = qp->rr; k < qp->npaths;
 	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
 		struct path *p = &qp->paths[i];
 		uint32_t f;
@@ -497,7 +509,7 @@ struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 		}
 	}
 	if (best) {
-		qp->rr = (best->id + 1u) % qp->npaths;
+		qp->rr = path_after(qp, best->id);
 		qp->run_path = best->id;
 		qp->run_left = qp->run_ok ? (uint8_t)min_u64(eng->cfg.ack_every - 1, UINT8_MAX) : 0;
 	}
@@ -570,7 +582,7 @@ static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t b
 	}
 	if (!sib)
 		sib = eng->host_srtt;
-	for (unsigned k = 0, i = qp->rr % qp->npaths; k < qp->npaths;
+	for (unsigned k = 0, i = qp->rr; k < qp->npaths;
 	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
 		struct path *p = &qp->paths[i];
 		uint64_t cost;
@@ -586,7 +598,7 @@ static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t b
 		}
 	}
 	if (best)
-		qp->rr = (best->id + 1u) % qp->npaths;
+		qp->rr = path_after(qp, best->id);
 	return best;
 }
 
@@ -647,7 +659,7 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
 	struct path *best = NULL;
 	uint32_t best_free = 0;
 
-	for (unsigned k = 0, i = qp->rr % qp->npaths; k < qp->npaths;
+	for (unsigned k = 0, i = qp->rr; k < qp->npaths;
 	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
 		struct path *p = &qp->paths[i];
 		uint32_t f;
@@ -663,7 +675,7 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
 		}
 	}
 	if (best)
-		qp->rr = (best->id + 1u) % qp->npaths;
+		qp->rr = path_after(qp, best->id);
 	return best;
 }
 
