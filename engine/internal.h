@@ -622,7 +622,18 @@ static inline void engine_count(struct engine *eng, enum engine_counter c)
 
 /* timer.c */
 int timer_init(struct engine *eng);
-void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline);
+void timer_move(struct engine *eng, struct qp *qp, uint64_t deadline);
+/*
+ * Set the QP's deadline (0 = none).  Unchanged is the usual answer of the
+ * call after every packet (qp_update_deadline): decided here, without a
+ * call (issue #22).
+ */
+static inline void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline)
+{
+	if (deadline == qp->deadline && (list_linked(&qp->timer_node) || !deadline))
+		return;
+	timer_move(eng, qp, deadline);
+}
 void timer_cancel(struct engine *eng, struct qp *qp);
 uint64_t timer_next(struct engine *eng);
 struct qp *timer_pop_due(struct engine *eng, uint64_t now);

@@ -88,13 +88,11 @@ static void wheel_del(struct timer_wheel *w, struct qp *qp)
 		w->pending[l] &= ~(1ULL << s);
 }
 
-/* Set the QP's deadline (0 = none). */
-void timer_set(struct engine *eng, struct qp *qp, uint64_t deadline)
+/* timer_set's work once the deadline moves. */
+void timer_move(struct engine *eng, struct qp *qp, uint64_t deadline)
 {
 	struct timer_wheel *w = &eng->wheel;
 
-	if (deadline == qp->deadline && (list_linked(&qp->timer_node) || !deadline))
-		return;
 	if (list_linked(&qp->timer_node)) {
 		wheel_del(w, qp);
 		if (qp->deadline <= w->next)
