@@ -755,7 +755,11 @@ bool qp_flush_sends(struct engine *eng, struct qp *qp, uint8_t status);
 void qp_flush_rest(struct engine *eng, struct qp *qp, uint8_t status);
 bool qp_has_data(const struct engine *eng, const struct qp *qp);
 bool qp_cq_budget(const struct qp *qp);
-struct tx_msg *qp_msg(struct qp *qp, uint32_t msn);
+/* The send message of msn: looked up twice a data packet sent, so no call. */
+static inline struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)
+{
+	return &qp->txm[msn & qp->txm_mask];
+}
 
 /* qp_ack.c (and mode.c: MetaRoCE's hooks) */
 void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);

@@ -298,11 +298,6 @@ bool qp_ka_fresh(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt)
 	return true;
 }
 
-struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)
-{
-	return &qp->txm[msn & qp->txm_mask];
-}
-
 static void push_send_cqe(struct engine *eng, struct qp *qp, const struct tx_msg *m)
 {
 	struct engine_cqe c = {
