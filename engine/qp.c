@@ -233,28 +233,38 @@ static uint64_t due_acks(struct qp *qp)
 	return s->at;
 }
 
+/*
+ * m with deadline d (0: none) taken in, where m is the earliest so far less
+ * one: less one, "none" is the largest value and the earliest a plain
+ * minimum, without deadline_min's two tests a term (qp_update_deadline runs
+ * after every packet, issue #22).
+ */
+static inline uint64_t earlier(uint64_t m, uint64_t d)
+{
+	return min_u64(m, d - 1);
+}
+
 void qp_update_deadline(struct engine *eng, struct qp *qp)
 {
-	uint64_t d = 0;
+	uint64_t m = qp->cm_deadline - 1;	/* the earliest deadline less one (UINT64_MAX: none) */
 
-	d = deadline_min(d, qp->cm_deadline);
 	if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
-		d = deadline_min(d, due_paths(qp));
-		d = deadline_min(d, qp->rack_deadline);
-		d = deadline_min(d, due_acks(qp));
-		d = deadline_min(d, qp->rnr_deadline);
+		m = earlier(m, due_paths(qp));
+		m = earlier(m, qp->rack_deadline);
+		m = earlier(m, due_acks(qp));
+		m = earlier(m, qp->rnr_deadline);
 		if (qp->pace_blocked)
-			d = deadline_min(d, qp->pace_next);
+			m = earlier(m, qp->pace_next);
 		if (qp->stall_since)
-			d = deadline_min(d, qp->stall_since + eng->cfg.rto_min_ns * 4);
+			m = earlier(m, qp->stall_since + eng->cfg.rto_min_ns * 4);
 		if (eng->cfg.keepalive_ns && qp->state == ENGINE_QPS_CONNECTED) {
 			uint64_t heard = qp_heard(qp);	/* once: this runs on every packet */
 
-			d = deadline_min(d, keepalive_due(eng, qp, heard));
-			d = deadline_min(d, heard + eng->cfg.dead_peer_ns);
+			m = earlier(m, keepalive_due(eng, qp, heard));
+			m = earlier(m, heard + eng->cfg.dead_peer_ns);
 		}
 	}
-	timer_set(eng, qp, d);
+	timer_set(eng, qp, m + 1);
 }
 
 size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
