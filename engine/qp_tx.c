@@ -476,10 +476,41 @@ static uint32_t pick_free(const struct engine *eng, const struct path *p)
 			     PICK_FREE_SEGS * eng->seg_bytes;
 }
 
-struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
+/*
+ * From qp->rr on, the path with the most free window that can take bytes,
+ * the first of equals; only live ones (*alive: whether there is one), or
+ * any.
+ */
+static inline struct path *most_free(const struct engine *eng, struct qp *qp, uint32_t bytes,
+				     bool live, bool *alive)
 {
 	struct path *best = NULL;
 	uint32_t best_free = 0;
+
+	for (unsigned k = 0, i = qp->rr; k < qp->npaths;
+	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
+		struct path *p = &qp->paths[i];
+		uint32_t f;
+
+		if (live) {
+			if (p->state != PATH_ACTIVE)
+				continue;
+			*alive = true;
+		}
+		if (!path_can_send(eng, p, bytes))
+			continue;
+		f = pick_free(eng, p);
+		if (!best || f > best_free) {
+			best = p;
+			best_free = f;
+		}
+	}
+	return best;
+}
+
+struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
+{
+	struct path *best;
 	bool any_alive = false;
 
 	if (!qp->run_ok)
@@ -493,21 +524,14 @@ struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes)
 		}
 	}
 	qp->run_left = 0;
-	for (unsigned k = 0; k < qp->npaths; k++)
-		any_alive |= qp->paths[k].state == PATH_ACTIVE;
-	for (unsigned k = 0, i = qp->rr; k < qp->npaths;
-	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
-		struct path *p = &qp->paths[i];
-		uint32_t f;
-
-		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes))
-			continue;
-		f = pick_free(eng, p);
-		if (!best || f > best_free) {
-			best = p;
-			best_free = f;
-		}
-	}
+	/*
+	 * The live paths, in one walk that also finds whether any is; all of
+	 * them only when none is (a walk of its own to find that first was ~30
+	 * instructions a data packet, issue #22).
+	 */
+	best = most_free(eng, qp, bytes, true, &any_alive);
+	if (!any_alive)
+		best = most_free(eng, qp, bytes, false, &any_alive);
 	if (best) {
 		qp->rr = path_after(qp, best->id);
 		qp->run_path = best->id;
