@@ -519,6 +519,8 @@ struct engine_stats {
 
 const char *engine_counter_name(enum engine_counter c);
 void engine_get_stats(const struct engine *eng, struct engine_stats *out);
+/* QPs whose work nothing would have sent, found by their timers (tx_stranded + tx_peer_rescued): 0 but for a bug. */
+uint64_t engine_rescued(const struct engine *eng);
 
 enum engine_qp_state {
 	ENGINE_QPS_IDLE = 0,

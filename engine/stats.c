@@ -87,6 +87,11 @@ void engine_get_stats(const struct engine *eng, struct engine_stats *out)
 	*out = eng->st;
 }
 
+uint64_t engine_rescued(const struct engine *eng)
+{
+	return eng->st.c[EC_TX_STRANDED] + eng->st.c[EC_TX_PEER_RESCUED];
+}
+
 /* What the QP holds: the struct and every ring at its current size. */
 static uint64_t qp_mem(const struct qp *qp)
 {

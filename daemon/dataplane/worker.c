@@ -47,6 +47,7 @@ struct worker {
 	bool call_done;
 
 	struct worker_stats st;		/* written by the worker, copied under lock */
+	uint64_t rescued;		/* engine_rescued() when last logged */
 	uint32_t rx_peer;		/* do_rx: whose the packet in engine_rx is (addr_ok) */
 	struct pollfd pfd[MAX_POLL_FDS];	/* sleep_until's */
 	int fds[MAX_POLL_FDS];
@@ -337,6 +338,23 @@ static void check_engine(struct worker *w, uint64_t now)
 }
 #endif
 
+/*
+ * The engine's timers found QPs whose work nothing would have sent (a bug:
+ * engine_check names the state in the tests) and sent it: say so in the
+ * log, where a stalled transfer's cause would otherwise leave no trace.
+ */
+static void rescued_log(struct worker *w)
+{
+	uint64_t r = engine_rescued(w->cfg.eng);
+
+	if (r == w->rescued)
+		return;
+	pr_warn_rl("worker: %llu QPs found with work nothing would send, woken by their timers "
+		   "(engine tx_stranded, tx_peer_rescued): an engine bug, `mroc-cli qp show -d` "
+		   "shows the QPs", (unsigned long long)(r - w->rescued));
+	w->rescued = r;
+}
+
 static void *worker_main(void *arg)
 {
 	struct worker *w = arg;
@@ -377,6 +395,7 @@ static void *worker_main(void *arg)
 		if (deadline <= now) {
 			engine_advance(w->cfg.eng, now);
 			work++;
+			rescued_log(w);
 		}
 		tick = w->cfg.on_tick ? w->cfg.on_tick(w->cfg.ctx, now) : UINT64_MAX;
 		if (w->cfg.on_poll) {
