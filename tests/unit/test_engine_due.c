@@ -179,49 +179,17 @@ static bool drop_b_keepalives(struct pair *p, struct pair_pkt *pkt, void *arg)
 }
 
 /*
- * A QP with work and nothing that would send it (here made by hand: taken
- * off tx_ready after a post) is a state engine_check names; its timer finds
- * it within a dead-peer interval (its keepalive timer, here sooner), wakes
- * it and counts it (EC_TX_STRANDED), and the work completes.  (Any packet
- * from the peer on that QP wakes it too: B's keepalives are dropped.)
+ * A QP left by hand, right after a post, in a state engine_check names (the
+ * message it gives: `state_says`), in which nothing would ever send its
+ * work: its timer finds it within a dead-peer interval (its keepalive
+ * timer, here sooner), sends it and counts it (`counter`), and the work
+ * completes.  (Any packet from the peer on that QP wakes it too: B's
+ * keepalives are dropped.)
  */
-static void test_stranded_woken(void **state)
-{
-	struct engine_config c;
-	struct engine_wr wr;
-	struct fx *f;
-	struct pair *p;
-	struct qp *qp;
-	char why[200];
+enum strand { STRAND_OFF_LISTS, STRAND_PARKED };
 
-	pair_test_config(&c);
-	f = pair_fx_open(state, sizeof(*f), &c, &c, REG_LEN, ENGINE_ACCESS_ALL, 7);
-	p = f->x.p;
-	pair_connect(p, NULL, NULL, SVC);
-	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, WR_LEN, 0);
-	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
-	qp = qp_lookup(p->s[PAIR_A].eng, p->s[PAIR_A].qpn);
-	assert_non_null(qp);
-	p->unchecked = true;
-	p->filter = drop_b_keepalives;
-	list_del(&qp->tx_node);
-	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), -EFAULT);
-	assert_non_null(strstr(why, "nothing in flight"));
-	pair_run_for(p, c.dead_peer_ns + 10 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_STRANDED), 1);
-	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), 0);
-	p->unchecked = false;
-}
-
-/*
- * A QP parked for its peer window's room while nothing is in flight to the
- * peer and nothing is granted waits for a kick no release will give (made
- * by hand here: parked right after a post).  peer_check names the state;
- * the QP's timer kicks the list within a dead-peer interval and counts it
- * (EC_TX_PEER_RESCUED), and the work completes.
- */
-static void test_parked_rescued(void **state)
+static void stranded_rescued(void **state, enum strand how, const char *state_says,
+			     enum engine_counter counter)
 {
 	struct engine_config c;
 	struct engine_wr wr;
@@ -243,16 +211,35 @@ static void test_parked_rescued(void **state)
 	p->unchecked = true;
 	p->filter = drop_b_keepalives;
 	list_del(&qp->tx_node);
-	qp->ph_blocked = true;
-	peer_park(qp);
+	if (how == STRAND_PARKED) {
+		qp->ph_blocked = true;
+		peer_park(qp);
+	}
 	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), -EFAULT);
-	assert_non_null(strstr(why, "parked with nothing in flight"));
+	assert_non_null(strstr(why, state_says));
 	pair_run_for(p, c.dead_peer_ns + 10 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_PEER_RESCUED), 1);
-	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_STRANDED), 0);
+	assert_int_equal(pair_stat(p, PAIR_A, counter), 1);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_TX_STRANDED) +
+			 pair_stat(p, PAIR_A, EC_TX_PEER_RESCUED), 1);
+	assert_int_equal(engine_rescued(p->s[PAIR_A].eng), 1);
 	assert_int_equal(engine_check(p->s[PAIR_A].eng, why, sizeof(why)), 0);
 	p->unchecked = false;
+}
+
+/* Work to send, nothing in flight, on no list, no timer of its own (EC_TX_STRANDED). */
+static void test_stranded_woken(void **state)
+{
+	stranded_rescued(state, STRAND_OFF_LISTS, "nothing in flight", EC_TX_STRANDED);
+}
+
+/*
+ * Parked for its peer window's room while nothing is in flight to the peer
+ * and nothing is granted: no release will kick it (EC_TX_PEER_RESCUED).
+ */
+static void test_parked_rescued(void **state)
+{
+	stranded_rescued(state, STRAND_PARKED, "parked with nothing in flight", EC_TX_PEER_RESCUED);
 }
 
 static void test_summaries_follow_paths(void **state)
