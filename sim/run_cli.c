@@ -47,13 +47,16 @@ const char run_cli_usage[] =
 "  --loss-first      random loss before the queue (as tc on the fabric), not on the wire\n"
 "  --daemon          mrocd's engine defaults (no link rate: no rate hints)\n"
 "  --host-delay US@MS  every ACK delayed US more from MS on (a busy host)\n"
-"  --host-rx POLL,STALL,EVERY  (us) each host's worker takes its ring every\n"
-"                    POLL and is off its CPU for STALL about every EVERY\n"
+"  --host-rx POLL,STALL,EVERY[,hold]  (us) each host's worker takes its ring\n"
+"                    every POLL and is off its CPU for STALL about every EVERY\n"
+"                    (hold: its timers and sends wait out the stall too)\n"
 "  --like-fabric     bench-fabric's fabric-bound set-up (rates, TBF, ECN, the leaves'\n"
 "                    hash, busy hosts, daemon timers)\n"
 "  --like-fabric-busy  --like-fabric with hosts as busy as the real runs' (a poll\n"
 "                    every 50 us, 500 us off the CPU about every 2 ms): their CE\n"
 "                    share, alpha and windows\n"
+"  --like-fabric-held  --like-fabric whose stalls hold the whole worker (timers,\n"
+"                    sends): the real fabric's RTOs at 10 % loss\n"
 "  --delay-target US queueing delay a path may add before its window is cut\n"
 "                    (0 = no delay signal; default: the engine's)\n"
 "  --seed N          simulation seed       --wl-seed N     workload seed\n"
@@ -212,7 +215,7 @@ enum {
 	OPT_BLACKHOLE, OPT_SETTLE, OPT_SEED, OPT_WL_SEED, OPT_LIMIT, OPT_TRACE,
 	OPT_MSG_MIN, OPT_RTO_MIN, OPT_DELAY_TARGET, OPT_SENDERS, OPT_HINTS, OPT_HINT_INTERVAL,
 	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
-	OPT_LIKE_FABRIC_BUSY,
+	OPT_LIKE_FABRIC_BUSY, OPT_LIKE_FABRIC_HELD,
 	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX, OPT_PLANE_LOSS,
 };
 
@@ -252,6 +255,7 @@ static const struct option run_opts[] = {
 	{ "host-delay", required_argument, NULL, OPT_HOST_DELAY },
 	{ "like-fabric", no_argument, NULL, OPT_LIKE_FABRIC },
 	{ "like-fabric-busy", no_argument, NULL, OPT_LIKE_FABRIC_BUSY },
+	{ "like-fabric-held", no_argument, NULL, OPT_LIKE_FABRIC_HELD },
 	{ "ecmp-net", required_argument, NULL, OPT_ECMP_NET },
 	{ "ecmp-seed", required_argument, NULL, OPT_ECMP_SEED },
 	{ "host-rx", required_argument, NULL, OPT_HOST_RX },
@@ -309,12 +313,14 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	case OPT_HOST_RX: {
 		double poll, stall, every;
 
-		if (sscanf(arg, "%lf,%lf,%lf%n", &poll, &stall, &every, &n) != 3 || arg[n] ||
+		if (sscanf(arg, "%lf,%lf,%lf%n", &poll, &stall, &every, &n) != 3 ||
+		    (arg[n] && strcmp(arg + n, ",hold")) ||
 		    poll < 0 || stall < 0 || every < 0 || poll > 1e6 || stall > 1e6 || every > 1e9)
 			return -EINVAL;
 		cfg->host_rx.poll_ns = (uint64_t)(poll * 1000);
 		cfg->host_rx.stall_ns = (uint64_t)(stall * 1000);
 		cfg->host_rx.stall_every_ns = (uint64_t)(every * 1000);
+		cfg->host_rx.hold_worker = arg[n] != 0;
 		return 0;
 	}
 	case OPT_ECMP_SEED:
@@ -379,6 +385,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 		return 0;
 	case OPT_LIKE_FABRIC: scn_config_like_fabric(cfg); return 0;
 	case OPT_LIKE_FABRIC_BUSY: scn_config_like_fabric_busy(cfg); return 0;
+	case OPT_LIKE_FABRIC_HELD: scn_config_like_fabric_held(cfg); return 0;
 	case OPT_SEED: cfg->seed = v; return 0;
 	case OPT_WL_SEED: cfg->wl.seed = v; return 0;
 	case OPT_LIMIT: cfg->time_limit_ns = v * MSEC; return 0;

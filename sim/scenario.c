@@ -79,6 +79,12 @@ void scn_config_like_fabric_busy(struct scn_config *cfg)
 	};
 }
 
+void scn_config_like_fabric_held(struct scn_config *cfg)
+{
+	scn_config_like_fabric(cfg);
+	cfg->host_rx.hold_worker = true;
+}
+
 /* What a blackhole run samples when the settling time is over. */
 struct scn_sample {
 	struct workload *wl;

@@ -148,6 +148,20 @@ void scn_config_like_fabric(struct scn_config *cfg);
  */
 void scn_config_like_fabric_busy(struct scn_config *cfg);
 
+/*
+ * scn_config_like_fabric with each stall holding the whole worker, not only
+ * its receive ring (mroc-sim run --like-fabric-held, issue #27, session 19):
+ * a worker off its CPU runs no timer and sends nothing, so a tail-loss probe
+ * due in a stall goes out after it, later, and an RTO loses the probes it
+ * would have had.  The one model with the real 10 % row's timeouts: 4 paths,
+ * 240M, seeds 1-6, 1.9-2.7 RTOs per 10,000 data packets (real, quiet:
+ * 2.8-3.7; --like-fabric-busy 0.4-0.8, --like-fabric 1.8-2.8), about half
+ * of them after only two probes (a probe's turn taken by a retransmission
+ * on a sibling path), and the real waits (20 us a packet against a real
+ * 19-31; busy 77).
+ */
+void scn_config_like_fabric_held(struct scn_config *cfg);
+
 struct scn_result {
 	int err;			/* 0, or the first failure */
 	char why[384];

@@ -275,12 +275,30 @@ static void check_engine(struct simhost *h, const struct simloop *l)
 	abort();
 }
 
+/*
+ * The worker is off its CPU (simhost_env.held_until): nothing runs until
+ * then, when the timer event drives the host (or the first of the packets
+ * the network held for that instant does, as at any poll).
+ */
+static bool held(struct simhost *h, const struct simhost_env *env)
+{
+	uint64_t until = env->held_until ? env->held_until(env->net, h, env->loop->now) : 0;
+
+	if (until <= env->loop->now)
+		return false;
+	if (!evq_queued(&h->timer) || h->timer.time != until)
+		evq_push(&env->loop->q, &h->timer, until);
+	return true;
+}
+
 void simhost_drive(struct simhost *h, const struct simhost_env *env)
 {
 	if (h->in_drive) {
 		h->dirty = true;
 		return;
 	}
+	if (held(h, env))
+		return;
 	h->in_drive = true;
 	do {
 		uint64_t now = simhost_now(h, env->loop);

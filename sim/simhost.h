@@ -123,6 +123,11 @@ struct simhost_env {
 	uint32_t wire_overhead;		/* bytes on the wire per packet beyond what engine_tx wrote */
 	/* A completion of host h for the network (net: the network). */
 	void (*cqe)(void *net, struct simhost *h, const struct engine_cqe *cqe);
+	/*
+	 * Optional: when host h's worker, off its CPU at simulation time now,
+	 * runs again (0: it runs now).  Its timers and sends wait for that.
+	 */
+	uint64_t (*held_until)(void *net, struct simhost *h, uint64_t now);
 	void *net;
 };
 

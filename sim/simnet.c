@@ -144,6 +144,21 @@ static void fabric_send(struct sim *sim, struct sim_pkt *pkt)
  * when the stall that covers that poll ends.  Never earlier for a later t,
  * so the order of packets is kept.
  */
+/*
+ * The stall that covers t or comes next: the stalls are drawn in order, each
+ * from the end of the last, whoever asks first, so asking more often (a
+ * held worker's timers) changes none of them.
+ */
+static void host_stall_next(struct sim_host *h, uint64_t t)
+{
+	while (h->stall_end <= t) {
+		uint64_t every = h->rx.stall_every_ns;
+
+		h->stall_at = h->stall_end + every / 2 + rng_below(&h->rx_rng, every + 1);
+		h->stall_end = h->stall_at + h->rx.stall_ns;
+	}
+}
+
 static uint64_t host_poll_at(struct sim_host *h, uint64_t t)
 {
 	uint64_t at = t;
@@ -152,13 +167,20 @@ static uint64_t host_poll_at(struct sim_host *h, uint64_t t)
 		at = (t + h->rx.poll_ns - 1) / h->rx.poll_ns * h->rx.poll_ns;
 	if (!h->rx.stall_ns || !h->rx.stall_every_ns)
 		return at;
-	while (h->stall_end <= at) {
-		uint64_t every = h->rx.stall_every_ns;
-
-		h->stall_at = h->stall_end + every / 2 + rng_below(&h->rx_rng, every + 1);
-		h->stall_end = h->stall_at + h->rx.stall_ns;
-	}
+	host_stall_next(h, at);
 	return at >= h->stall_at ? h->stall_end : at;
+}
+
+/* simhost_env.held_until: a stall holds the whole worker (sim_host_rx.hold_worker). */
+static uint64_t host_held_until(void *net, struct simhost *d, uint64_t now)
+{
+	struct sim_host *h = container_of(d, struct sim_host, d);
+
+	(void)net;
+	if (!h->rx.hold_worker || !h->rx.stall_ns || !h->rx.stall_every_ns)
+		return 0;
+	host_stall_next(h, now);
+	return now >= h->stall_at ? h->stall_end : 0;
 }
 
 static void pkt_arrive(struct sim *sim, struct sim_pkt *pkt)
@@ -350,7 +372,7 @@ struct sim *sim_create(const struct sim_config *cfg)
 	sim->env = (struct link_env){ .q = &sim->loop.q, .pool = &sim->pool, .rng = &sim->rng };
 	sim->henv = (struct simhost_env){ .loop = &sim->loop, .pool = &sim->pool,
 					  .wire_overhead = cfg->wire_overhead, .cqe = host_cqe,
-					  .net = sim };
+					  .held_until = host_held_until, .net = sim };
 	for (uint32_t s = 0; s < cfg->nhosts; s++)
 		for (uint32_t d = 0; d < cfg->nhosts; d++)
 			for (uint32_t p = 0; p < cfg->nplanes; p++)

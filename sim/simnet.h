@@ -192,6 +192,13 @@ struct sim_host_rx {
 	uint64_t poll_ns;
 	uint64_t stall_ns, stall_every_ns;
 	bool no_stamp;
+	/*
+	 * A stall holds the whole worker, not only its receive ring: no timer
+	 * runs and nothing is sent until it ends, as for mrocd's worker off its
+	 * CPU.  false: timers fire and the NIC is fed through a stall (the
+	 * model the tests before session 19 were tuned on).
+	 */
+	bool hold_worker;
 };
 int sim_set_host_rx(struct sim *sim, uint32_t host, const struct sim_host_rx *rx);
 
