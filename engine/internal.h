@@ -32,10 +32,12 @@
 
 /*
  * Tail-loss probes a path sends before its RTO, a probe time apart (path.c
- * path_arm_probe); one only while its probe time is a borrowed RTT
- * (path_probe_max).
+ * path_arm_probe); TLP_BULK on a live path of a QP with new data to send
+ * (its probes carry that data); one only while its probe time is a borrowed
+ * RTT (path_probe_max).
  */
 #define TLP_MAX			3
+#define TLP_BULK		5
 
 #define NSEC_PER_USEC		1000ULL
 #define NSEC_PER_MSEC		1000000ULL
@@ -713,8 +715,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 void path_rearm(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* Whether p's RTO is due by its RTO as it stands now; if not, the timer is set to that. */
 bool path_rto_due(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
-/* Tail-loss probes the path may send before its RTO (TLP_MAX, or 1 on a borrowed RTT). */
-unsigned path_probe_max(const struct path *p);
+/* Tail-loss probes the path may send before its RTO (TLP_MAX or TLP_BULK, or 1 on a borrowed RTT). */
+unsigned path_probe_max(const struct qp *qp, const struct path *p);
 /* The timer at the tail-loss probe's time from now if that is before the RTO's, else the RTO's. */
 void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */

@@ -907,7 +907,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 				path_arm_probe(eng, qp, p, now);
 				continue;
 			}
-			if (p->probes < path_probe_max(p) && qp->mops->tail_probe) {
+			if (p->probes < path_probe_max(qp, p) && qp->mops->tail_probe) {
 				if (!p->probes)
 					p->quiet_psn = p->next_psn;	/* path.c note_leaving */
 				p->probes++;
