@@ -892,9 +892,22 @@ void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status);
 void qp_update_deadline(struct engine *eng, struct qp *qp);
 uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp);
 
-/* Put the common header at b->data; returns its length. */
-size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
-		  uint64_t now);
+/* Put the common header at b->data; returns its length.  Inline: every packet sent. */
+static inline size_t qp_put_hdr(const struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags,
+				uint8_t path_id, uint64_t now)
+{
+	struct mroc_hdr h = {
+		.version = MROC_WIRE_VERSION,
+		.opcode = op,
+		.flags = flags,
+		.path_id = path_id,
+		.dst_qpn = qp->peer_qpn,
+		.src_qpn = qp->qpn,
+		.ts = (uint32_t)now,
+	};
+
+	return wire_put_hdr(buf, &h);
+}
 #define MROC_KA_PKT_LEN	(MROC_HDR_LEN + MROC_KA_LEN)
 size_t qp_put_keepalive(struct qp *qp, uint8_t *buf, uint8_t flags, uint8_t path_id, uint64_t now);
 bool qp_ka_fresh(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt);

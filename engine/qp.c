@@ -267,22 +267,6 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 	timer_set(eng, qp, m + 1);
 }
 
-size_t qp_put_hdr(struct qp *qp, uint8_t *buf, uint8_t op, uint8_t flags, uint8_t path_id,
-		  uint64_t now)
-{
-	struct mroc_hdr h = {
-		.version = MROC_WIRE_VERSION,
-		.opcode = op,
-		.flags = flags,
-		.path_id = path_id,
-		.dst_qpn = qp->peer_qpn,
-		.src_qpn = qp->qpn,
-		.ts = (uint32_t)now,
-	};
-
-	return wire_put_hdr(buf, &h);
-}
-
 /* A KEEPALIVE with the QP's next number (PROTOCOL 3.4a); buf holds MROC_KA_PKT_LEN. */
 size_t qp_put_keepalive(struct qp *qp, uint8_t *buf, uint8_t flags, uint8_t path_id, uint64_t now)
 {

@@ -46,33 +46,6 @@ static inline uint64_t get64(const uint8_t *p)
 	return (uint64_t)get32(p) << 32 | get32(p + 4);
 }
 
-size_t wire_put_hdr(uint8_t *b, const struct mroc_hdr *h)
-{
-	b[0] = h->version;
-	b[1] = h->opcode;
-	b[2] = h->flags;
-	b[3] = h->path_id;
-	put32(b + 4, h->dst_qpn);
-	put32(b + 8, h->src_qpn);
-	put32(b + 12, h->ts);
-	return MROC_HDR_LEN;
-}
-
-size_t wire_put_data(uint8_t *b, const struct mroc_data_hdr *d)
-{
-	put32(b + 0, d->psn);
-	put32(b + 4, d->psn_floor);
-	put32(b + 8, d->dsn);
-	put32(b + 12, d->msn);
-	put32(b + 16, d->ssn);
-	put32(b + 20, d->offset);
-	put32(b + 24, d->msg_len);
-	put32(b + 28, d->key);
-	put32(b + 32, d->imm);
-	put64(b + 36, d->raddr);
-	return MROC_DATA_HDR_LEN;
-}
-
 size_t wire_put_ack(uint8_t *b, const struct mroc_ack_hdr *a)
 {
 	put32(b + 0, a->cum_psn);
