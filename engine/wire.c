@@ -17,18 +17,11 @@ static inline void put16(uint8_t *p, uint16_t v)
 	p[1] = v;
 }
 
-static inline void put32(uint8_t *p, uint32_t v)
-{
-	p[0] = v >> 24;
-	p[1] = v >> 16;
-	p[2] = v >> 8;
-	p[3] = v;
-}
 
 static inline void put64(uint8_t *p, uint64_t v)
 {
-	put32(p, v >> 32);
-	put32(p + 4, (uint32_t)v);
+	wire_be32(p, v >> 32);
+	wire_be32(p + 4, (uint32_t)v);
 }
 
 static inline uint16_t get16(const uint8_t *p)
@@ -48,13 +41,13 @@ static inline uint64_t get64(const uint8_t *p)
 
 size_t wire_put_ack(uint8_t *b, const struct mroc_ack_hdr *a)
 {
-	put32(b + 0, a->cum_psn);
-	put32(b + 4, a->cum_dsn);
-	put32(b + 8, a->ts_echo);
-	put32(b + 12, a->rcv_pkts);
-	put32(b + 16, a->ce_pkts);
-	put32(b + 20, a->rate_hint);
-	put32(b + 24, a->nak_dsn);
+	wire_be32(b + 0, a->cum_psn);
+	wire_be32(b + 4, a->cum_dsn);
+	wire_be32(b + 8, a->ts_echo);
+	wire_be32(b + 12, a->rcv_pkts);
+	wire_be32(b + 16, a->ce_pkts);
+	wire_be32(b + 20, a->rate_hint);
+	wire_be32(b + 24, a->nak_dsn);
 	put16(b + 28, a->nak_seq);
 	b[30] = a->nak_code;
 	b[31] = a->host_delay;
@@ -71,8 +64,8 @@ size_t wire_put_ka(uint8_t *b, uint64_t seq)
 size_t wire_put_cm(uint8_t *b, const struct mroc_cm_hdr *c)
 {
 	put64(b + 0, c->service_id);
-	put32(b + 8, c->isn_dsn);
-	put32(b + 12, c->isn_psn);
+	wire_be32(b + 8, c->isn_dsn);
+	wire_be32(b + 12, c->isn_psn);
 	put16(b + 16, c->mtu);
 	b[18] = c->npaths;
 	b[19] = c->mode;
