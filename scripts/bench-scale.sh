@@ -83,14 +83,25 @@ layout() {
 pss_anon() { awk '$1 == "Pss_Anon:" { print $2 }' "/proc/${DPID[$1]}/smaps_rollup" 2>/dev/null; }
 # cpu_ticks H: utime + stime of the daemon (all its threads), clock ticks.
 cpu_ticks() { awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/${DPID[$1]}/stat" 2>/dev/null; }
+# machine_ticks: the whole machine's "user system softirq irq idle+iowait steal" ticks
+# (/proc/stat), so that a window says who holds the CPUs that no process's utime + stime
+# shows: softirq (veth's NAPI, XDP, the AF_XDP copy run in whatever task is on the CPU
+# or in ksoftirqd) and the hard interrupts.
+machine_ticks() { awk '$1 == "cpu" { print $2 + $3, $4, $8, $7, $5 + $6, $9; exit }' /proc/stat; }
 # clients_ticks: utime + stime of every client and server mroc-perf, summed; a process
 # that ended counts with what it had when last seen (call it often: CTICKS keeps those).
 declare -A CTICKS=()
+# Bash builtins only (no awk or cat per process): at 16 x 250 the window samples 32
+# processes four times a second, and a fork per process per sample took a third of a CPU
+# from the run it measured (and stretched a 4 s window to 32 s).
 clients_ticks() {
-	local p s=0 t
+	local p s=0 l
+	local -a f
 	for p in "${CPIDS[@]}" "${SPIDS[@]}"; do
-		t=$(awk '{ sub(/^.*\) /, ""); print $12 + $13 }' "/proc/$p/stat" 2>/dev/null)
-		[ -z "$t" ] || CTICKS[$p]=$t
+		if { read -r l <"/proc/$p/stat"; } 2>/dev/null; then
+			read -r -a f <<<"${l##*) }"
+			CTICKS[$p]=$((f[11] + f[12]))
+		fi
 		s=$((s + ${CTICKS[$p]:-0}))
 	done
 	echo $s
@@ -127,11 +138,15 @@ stop_cnt() {
 # what it had when last seen (CCSW).
 declare -A CCSW=()
 clients_csw() {
-	local p s=0 t
+	local p s=0 t n k v task
 	for p in "${CPIDS[@]}" "${SPIDS[@]}"; do
-		t=$(cat /proc/"$p"/task/*/status 2>/dev/null |
-			awk '/^(non)?voluntary_ctxt_switches:/ { s += $2; n++ } END { if (n) print s }')
-		[ -z "$t" ] || CCSW[$p]=$t
+		t=0 n=0
+		for task in /proc/"$p"/task/*/status; do
+			while read -r k v _; do
+				case $k in voluntary_ctxt_switches: | nonvoluntary_ctxt_switches:) t=$((t + v)) n=1 ;; esac
+			done 2>/dev/null <"$task"
+		done
+		[ "$n" = 0 ] || CCSW[$p]=$t
 		s=$((s + ${CCSW[$p]:-0}))
 	done
 	echo $s
@@ -312,7 +327,7 @@ count_end() {
 # bw_run POINT REP: one aggregate write_bw point; appends a row to the CSV.
 bw_run() {
 	local pt=$1 n rep=$2 c q depth dur t0 t1 b0 b1 k0a k0b k1a k1b kc0 kc1 m0a m0b e0a e0b tup gbps i tstart
-	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3 rs ru d0 d1
+	local w0a w0b w1a w1b s0 s1 r0 r1 r2 r3 rs ru d0 d1 mt0 mt1
 	bl_daemons_check
 	read -r c q n <<<"$(layout "$pt")"
 	load_begin
@@ -338,7 +353,7 @@ bw_run() {
 	sleep "$WARM"
 	CTICKS=()
 	clients_ticks >/dev/null
-	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks)
+	t0=$EPOCHREALTIME b0=$(placed) k0a=$(cpu_ticks 0) k0b=$(cpu_ticks 1) kc0=$(clients_ticks) mt0=$(machine_ticks)
 	CCSW=()
 	w0a=$(work_cnt 0) w0b=$(work_cnt 1) s0=$(clients_csw) r1=$(rto_cnt 0)
 	x0a=$(stop_cnt 0) x0b=$(stop_cnt 1)
@@ -356,7 +371,7 @@ bw_run() {
 		m=$(pss_anon 0); [ "${m:-0}" -gt $m0a ] && m0a=$m
 		m=$(pss_anon 1); [ "${m:-0}" -gt $m0b ] && m0b=$m
 	done
-	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks)
+	t1=$EPOCHREALTIME b1=$(placed) k1a=$(cpu_ticks 0) k1b=$(cpu_ticks 1) kc1=$(clients_ticks) mt1=$(machine_ticks)
 	w1a=$(work_cnt 0) w1b=$(work_cnt 1) s1=$(clients_csw) r2=$(rto_cnt 0)
 	x1a=$(stop_cnt 0) x1b=$(stop_cnt 1)
 	profile_end
@@ -398,6 +413,12 @@ bw_run() {
 	log "bw $n QPs rep $rep RTOs: $(delta "${r0%% *}" "${r1%% *}") before the window," \
 		"$(delta "${r1%% *}" "${r2%% *}") in it, $(delta "${r2%% *}" "${r3%% *}") after it;" \
 		"$rs spurious, $ru on paths with no RTT sample yet, $rp with the peer host silent"
+	# The machine's CPUs over the window, in CPUs (2.00 = both busy), against what the
+	# processes above account for: the rest of user + system is other work on the machine,
+	# softirq and irq the kernel's packet path wherever it ran.
+	log "bw $n QPs rep $rep machine CPUs: $(awk -v m0="$mt0" -v m1="$mt1" -v p=$((k1a - k0a + k1b - k0b + kc1 - kc0)) \
+		-v w="$win" -v hz="$CLK_TCK" 'BEGIN { split(m0, a, " "); split(m1, b, " "); for (i = 1; i <= 6; i++) d[i] = (b[i] - a[i]) / hz / w
+		printf "user %.2f, system %.2f, softirq %.2f, irq %.2f, idle %.2f, steal %.2f; mroc processes %.2f", d[1], d[2], d[3], d[4], d[5], d[6], p / hz / w }')"
 	log "bw $n QPs rep $rep per GB: sender $(per_gb "loops sleeps yields doorbells doorbell_syscalls cq_signals cq_signal_syscalls cqes wrs" \
 		"$(delta "$w0a" "$w1a")" $((b1 - b0))); receiver $(per_gb "loops sleeps yields" \
 		"$(delta "$w0b" "$w1b")" $((b1 - b0))); clients $(per_gb "csw" $((s1 - s0)) $((b1 - b0)))"
