@@ -140,6 +140,7 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_uint(PRINT_DETAILS, "rcv_cum", "RCV_CUM", jget_u64(q, "rcv_cum"));
 	print_uint(PRINT_DETAILS, "inflight_pkts", "INFL_PKTS", jget_u64(q, "inflight_pkts"));
 	print_uint(PRINT_DETAILS, "peer_inflight_pkts", "PEER_INFL", jget_u64(q, "peer_inflight_pkts"));
+	print_uint(PRINT_DETAILS, "peer_window_pkts", "PEER_WND", jget_u64(q, "peer_window_pkts"));
 	print_bool(PRINT_DETAILS, "peer_blocked", "PEER_WAIT", json_is_true(json_object_get(q, "peer_blocked")));
 	print_rings(q);
 	print_bytes(PRINT_DETAILS, "mem_bytes", "MEM", jget_u64(q, "mem_bytes"));

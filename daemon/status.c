@@ -137,6 +137,7 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	SET(o, "mem_bytes", qi->mem_bytes);
 	SET(o, "inflight_pkts", qi->inflight_pkts);
 	SET(o, "peer_inflight_pkts", qi->peer_inflight_pkts);
+	SET(o, "peer_window_pkts", qi->peer_window_pkts);
 	json_object_set_new(o, "peer_blocked", json_boolean(qi->peer_blocked));
 	return o;
 }

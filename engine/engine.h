@@ -44,6 +44,8 @@ struct engine_config {
 	uint32_t dupthresh;		/* SACKed packets above a hole that make it a loss */
 	uint32_t init_pwnd_pkts;	/* initial window per path, packets */
 	uint32_t peer_window_pkts;	/* data packets in flight to one peer host, all QPs; 0 = no cap */
+	uint64_t peer_host_delay_ns;	/* the peer host's wait (ACK host_delay) above which that
+					 * window is cut; 0 = the window opens to its cap and stays */
 	uint32_t max_pwnd_pkts;		/* at most MROC_SACK_BITS */
 	uint32_t loss_md_pkts;		/* losses within one RTT that count as congestion */
 	uint64_t delay_target_ns;	/* queueing delay a path may add above its minimum RTT
@@ -509,6 +511,7 @@ enum engine_counter {
 	EC_REPATH_LOOK,			/* looks before a "slow" or "explore" move: packets by the port it would take (path.c) */
 	EC_REPATH_LOOK_BUSY,		/* ... that found a queue on that route, or no answer: no move */
 	EC_TX_PEER_RESCUED,		/* parked QPs whose host had nothing in flight nor granted: kicked by their timer (peer.c) */
+	EC_PEER_HOST_CUT,		/* peer windows cut: an ACK's packet waited in the peer host over peer_host_delay (peer.c) */
 	EC__COUNT,
 };
 
@@ -581,6 +584,7 @@ struct engine_qp_info {
 	uint64_t mem_bytes;		/* the engine's memory for this QP, rings included */
 	uint32_t inflight_pkts;		/* its data packets in flight, in its peer's window */
 	uint32_t peer_inflight_pkts;	/* all QPs' to the same peer (peer_window_pkts caps it) */
+	uint32_t peer_window_pkts;	/* what that window is now (0: no peer state) */
 	bool peer_blocked;		/* waiting for room in that window */
 };
 

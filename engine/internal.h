@@ -647,6 +647,8 @@ void peer_attach(struct engine *eng, struct qp *qp);
 void peer_heard(struct qp *qp, uint64_t now);
 uint64_t qp_heard(const struct qp *qp);
 uint32_t peer_inflight(const struct qp *qp);
+uint32_t peer_window(const struct engine *eng, const struct qp *qp);
+void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t now);
 void peer_detach(struct engine *eng, struct qp *qp);
 bool peer_room(const struct engine *eng, struct qp *qp);
 void peer_sent(struct engine *eng, struct qp *qp, uint64_t now);

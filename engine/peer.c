@@ -31,6 +31,19 @@
  * senders now, and 4,000 QPs waking at once would otherwise put the whole
  * cap into it before any RTT sample (issue #23).
  *
+ * The peer's own queue (cfg.peer_host_delay_ns, Swift's endpoint delay):
+ * the delay signal of each path leaves out what an ACK says its packet
+ * waited in the peer host (a worker that takes its ring in batches and
+ * shares its CPUs is no queue on the path), so nothing but this window
+ * bounds what waits there.  A receiver slower than its senders (a worker
+ * short of CPU) holds the whole window in its ring: 512 packets of 3.4 KB
+ * are 4.6 ms at 3 Gbit/s, and every QP's message to it, a ping-pong's 8
+ * bytes too, waits behind them (write_lat beside a write_bw on the 4-plane
+ * fabric: p99 3-10 ms, issue #22).  With a target, an ACK whose packet
+ * waited longer cuts the window by the excess's share of the wait (at most
+ * half, once a round trip), never below where it opens from; it then grows
+ * by one packet a window, as Swift's does.
+ *
  * Liveness: when anything last came from the peer, on any QP.  An idle QP
  * asks for a sign of life only when the whole peer has been silent for the
  * keepalive interval: per-QP requests were thousands of packets a second
@@ -48,6 +61,9 @@ struct peer_host {
 	uint32_t refs;		/* connected QPs */
 	uint32_t inflight;	/* data packets in flight, all its QPs */
 	uint32_t wnd;		/* what may be: opens up to cfg.peer_window_pkts */
+	uint32_t ssthresh;	/* after a host-delay cut: where the opening slows (0: none) */
+	uint32_t ai_acked;	/* packets acknowledged toward the next +1 above ssthresh */
+	uint64_t cut_at;	/* the last host-delay cut (peer_host_delay) */
 	uint32_t granted;	/* room promised to kicked QPs, not yet sent (qp->ph_grant) */
 	uint64_t last_rx;	/* last packet from it, any QP */
 	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
@@ -209,8 +225,10 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now)
 
 	if (!h)
 		return;
-	if (!h->inflight && h->last_tx && now - h->last_tx > idle && h->wnd > wnd_init(eng))
+	if (!h->inflight && h->last_tx && now - h->last_tx > idle && h->wnd > wnd_init(eng)) {
 		h->wnd = wnd_init(eng);		/* restart after idle */
+		h->ssthresh = 0;
+	}
 	h->last_tx = now;
 	h->inflight++;
 	qp->ph_pkts++;
@@ -347,9 +365,55 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
 
 	if (!h)
 		return;
-	if (h->wnd < cap)
-		h->wnd += n < cap - h->wnd ? n : cap - h->wnd;
+	if (h->wnd < cap) {
+		if (!h->ssthresh || h->wnd < h->ssthresh) {
+			h->wnd += n < cap - h->wnd ? n : cap - h->wnd;
+		} else {
+			h->ai_acked += n;
+			if (h->ai_acked >= h->wnd) {
+				h->ai_acked -= h->wnd;
+				h->wnd++;
+			}
+		}
+	}
 	peer_release(eng, qp, n);
+}
+
+/*
+ * An ACK of qp's said its packet waited host ns in the peer host
+ * (MROC_HOST_DELAY_OVER: longer than the byte holds).  Above the target the
+ * window is cut, by (host - target) / host of it, at most half, once a round
+ * trip (the host's smoothed RTT, or the wait itself if longer: the packets
+ * sent before the cut are still in that queue).
+ */
+void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t now)
+{
+	struct peer_host *h = qp->ph;
+	uint64_t target = eng->cfg.peer_host_delay_ns, round;
+	uint32_t wnd, cut, floor = wnd_init(eng);
+
+	if (!h || !target || !eng->cfg.peer_window_pkts || host <= target)
+		return;
+	if (host == MROC_HOST_DELAY_OVER)
+		host = 2 * target;	/* a stall: the most a cut takes */
+	round = eng->host_srtt > host ? eng->host_srtt : host;
+	if (h->cut_at && now - h->cut_at < round)
+		return;
+	h->cut_at = now;
+	wnd = peer_wnd(eng, h);
+	cut = (uint32_t)((uint64_t)wnd * (host - target) / host);
+	if (cut > wnd / 2)
+		cut = wnd / 2;
+	wnd -= cut;
+	h->wnd = wnd > floor ? wnd : floor;
+	h->ssthresh = h->wnd;
+	h->ai_acked = 0;
+	eng->st.c[EC_PEER_HOST_CUT]++;
+}
+
+uint32_t peer_window(const struct engine *eng, const struct qp *qp)
+{
+	return qp->ph ? peer_wnd(eng, qp->ph) : 0;
 }
 
 /* n of qp's packets left flight: blocked QPs get the room. */

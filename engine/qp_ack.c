@@ -606,6 +606,8 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 
 			uint64_t fabric = fabric_rtt(eng, a, rtt, at);
 
+			peer_host_delay(eng, qp, mroc_host_delay_dec(a->host_delay), now);
+
 			/* A look's sample is another route's, not the path's. */
 			if (look && a->ts_echo == p->look_ts) {
 				path_look_sample(eng, qp, p, fabric, now);

@@ -76,6 +76,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RTO_PEER_SILENT] = "rto_peer_silent",
 		[EC_TX_STRANDED] = "tx_stranded",
 		[EC_TX_PEER_RESCUED] = "tx_peer_rescued",
+		[EC_PEER_HOST_CUT] = "peer_host_cut",
 		[EC_CM_REQ_AGAIN] = "cm_req_again",
 	};
 
@@ -144,6 +145,7 @@ int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info
 		.mem_bytes = qp_mem(qp),
 		.inflight_pkts = qp->ph_pkts,
 		.peer_inflight_pkts = peer_inflight(qp),
+		.peer_window_pkts = peer_window(eng, qp),
 		.peer_blocked = qp->ph_blocked,
 	};
 	return 0;

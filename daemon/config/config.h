@@ -121,6 +121,7 @@ struct mrocd_config {
 		uint32_t dupthresh;
 		uint32_t init_pwnd_pkts;
 		uint32_t peer_window_pkts;
+		uint32_t peer_host_delay_us;
 		uint32_t max_pwnd_pkts;
 		uint32_t loss_md_pkts;
 		uint32_t delay_target_us;

@@ -25,6 +25,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->init_pwnd_pkts = t->init_pwnd_pkts;
 	out->max_pwnd_pkts = t->max_pwnd_pkts;
 	out->peer_window_pkts = t->peer_window_pkts;
+	out->peer_host_delay_ns = (uint64_t)t->peer_host_delay_us * NS_PER_US;
 	out->loss_md_pkts = t->loss_md_pkts;
 	out->delay_target_ns = (uint64_t)t->delay_target_us * NS_PER_US;
 	out->hint_interval_ns = t->hint_interval_us * NS_PER_US;

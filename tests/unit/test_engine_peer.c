@@ -35,6 +35,8 @@ struct fx {
 	uint64_t a_bulk;	/* A's data packets of the other QPs */
 	uint64_t a_switches;	/* ... of another QP than the bulk one before */
 	uint64_t b_acks;	/* ACKs B sent */
+	int host_code;		/* >= 0: B's ACKs say their packet waited this long (host_delay byte) */
+	uint32_t wnd_min, wnd_max;	/* A's peer window seen by test_host_delay_cuts_window */
 };
 
 static bool filter(struct pair *p, struct pair_pkt *pkt, void *arg)
@@ -53,8 +55,11 @@ static bool filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 		}
 		f->a_data++;
 	}
-	if (pkt->from == PAIR_B && pkt->data[PKT_OPCODE] == MROC_OP_ACK)
+	if (pkt->from == PAIR_B && pkt->data[PKT_OPCODE] == MROC_OP_ACK) {
 		f->b_acks++;
+		if (f->host_code >= 0)
+			pkt->data[MROC_HDR_LEN + 31] = (uint8_t)f->host_code;
+	}
 	if (!f->hold || pkt->from != PAIR_B)
 		return true;
 	assert_true(f->nheld < sizeof(f->held) / sizeof(f->held[0]));
@@ -87,6 +92,7 @@ static struct fx *fx_new_n(void **state, const struct engine_config *cfg, int nq
 		pair_cqe(f->x.p, PAIR_B);
 	f->x.p->filter = filter;
 	f->x.p->filter_arg = f;
+	f->host_code = -1;
 	return f;
 }
 
@@ -132,6 +138,62 @@ static void expect_all_done(struct fx *f, uint64_t limit)
 	}
 	assert_int_equal(n, NQP);
 	pair_mem_expect(f->x.b, 0, f->x.a->buf, NQP * MSG);
+}
+
+/*
+ * transport.peer_host_delay_us: B's ACKs say every packet waited host_code
+ * in B (mroc_host_delay_enc); A's engine with a 512-packet window and a
+ * 100 us target.  Each QP writes MSG ROUNDS times; A's peer window is read
+ * between the rounds.
+ */
+#define ROUNDS 6
+static void host_delay_run(void **state, int host_code, uint64_t *cuts)
+{
+	struct engine_config cfg;
+	struct engine_qp_info qi;
+	struct fx *f;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = 512;
+	cfg.peer_host_delay_ns = 100 * PAIR_US;
+	f = fx_new(state, &cfg);
+	f->host_code = host_code;
+	f->wnd_min = UINT32_MAX;
+	for (int r = 0; r < ROUNDS; r++) {
+		for (int q = 0; q < NQP; q++)
+			post_write(f, q, (uint64_t)q);
+		expect_all_done(f, 100 * PAIR_MS);
+		assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->qa[0], &qi), 0);
+		if (qi.peer_window_pkts < f->wnd_min)
+			f->wnd_min = qi.peer_window_pkts;
+		if (qi.peer_window_pkts > f->wnd_max)
+			f->wnd_max = qi.peer_window_pkts;
+	}
+	*cuts = pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT);
+}
+
+/*
+ * Swift's endpoint delay on the peer window (PROTOCOL 9.5): ACKs saying
+ * 400 us of waiting in the peer, against a 100 us target, cut the window
+ * (at most half a round trip, never below 64, an eighth of the cap) and
+ * keep it below the cap, and every write still completes whole; ACKs
+ * saying 40 us leave it to open as before, without a cut.
+ */
+static void test_host_delay_cuts_window(void **state)
+{
+	uint64_t cuts;
+	struct fx *f;
+
+	host_delay_run(state, mroc_host_delay_enc(400 * PAIR_US), &cuts);
+	f = *state;
+	assert_true(cuts > 0);
+	assert_true(f->wnd_min >= 64);
+	assert_true(f->wnd_max < 512);
+	pair_fx_teardown(state);
+	host_delay_run(state, mroc_host_delay_enc(40 * PAIR_US), &cuts);
+	f = *state;
+	assert_int_equal(cuts, 0);
+	assert_true(f->wnd_max > 64);
 }
 
 /*
@@ -517,6 +579,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_many_qps, teardown),
 		cmocka_unit_test_teardown(test_window_closed_while_blocked, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
+		cmocka_unit_test_teardown(test_host_delay_cuts_window, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
