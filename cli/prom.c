@@ -136,10 +136,12 @@ static const char *const helps[][2] = {
 	  "kept and not used (the QP had less to send, or was paced): it went to the next QP." },
 	{ "mroc_engine_repath_explore_back_total", "Paths moved to explore that went back to their "
 	  "former port: the new one gave them no more." },
-	{ "mroc_engine_repath_look_total", "Looks before a slow or explore move: packets of the "
-	  "path sent by the port it would move to, answered at once." },
+	{ "mroc_engine_repath_look_total", "Looks before a slow, ce, spread or explore move: packets "
+	  "of the path sent by the port it would move to, answered at once." },
 	{ "mroc_engine_repath_look_busy_total", "Of those looks, the ones that found a queue on that "
 	  "route (or no answer): the path did not move." },
+	{ "mroc_engine_repath_spread_back_total", "Paths moved to spread a QP under its link rate "
+	  "that went back to their former port: the QP delivered no more." },
 	{ "mroc_engine_rto_unsampled_total", "Of the RTOs, those on a path with no RTT sample of its "
 	  "own yet (armed on the initial RTO or the host's estimate)." },
 	{ "mroc_engine_tx_stranded_total", "QPs found with work to send and nothing that would "

@@ -508,10 +508,11 @@ enum engine_counter {
 	EC_TX_PEER_KICKED,		/* blocked QPs given a turn: room in their peer's window for a whole run (peer.c) */
 	EC_TX_PEER_GRANT_LEFT,		/* ... turns that ended with room granted and not used (passed on) */
 	EC_REPATH_EXPLORE_BACK,		/* "explore" moves taken back: the new port gave the path no more (path.c) */
-	EC_REPATH_LOOK,			/* looks before a "slow" or "explore" move: packets by the port it would take (path.c) */
+	EC_REPATH_LOOK,			/* looks before a "slow", "ce", "spread" or "explore" move: packets by the port it would take (path.c) */
 	EC_REPATH_LOOK_BUSY,		/* ... that found a queue on that route, or no answer: no move */
 	EC_TX_PEER_RESCUED,		/* parked QPs whose host had nothing in flight nor granted: kicked by their timer (peer.c) */
 	EC_PEER_HOST_CUT,		/* peer windows cut: an ACK's packet waited in the peer host over peer_host_delay (peer.c) */
+	EC_REPATH_SPREAD_BACK,		/* "spread" moves taken back: the QP delivered no more (path.c) */
 	EC__COUNT,
 };
 

@@ -125,8 +125,8 @@ struct path {
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
 	uint64_t undo_rate;	/* rate_ewma before a timeout move (0: none to judge) */
-	bool trial;		/* a "slow" or "explore" move on trial (path.c trial_judged) */
-	uint64_t trial_goal;	/* ... the rate it must reach on the new port to stay */
+	bool trial;		/* a "slow", "explore" or "spread" move on trial (path.c trial_judged) */
+	uint64_t trial_goal;	/* ... the rate it (the QP, for "spread") must reach to stay */
 	/*
 	 * A look before a "slow" or "explore" move (path.c path_look_sample):
 	 * the path's next packet goes by look_sport, the port it would move
@@ -137,7 +137,7 @@ struct path {
 	uint16_t look_sport;
 	uint8_t look;		/* enum path_look */
 	uint8_t look_clear, look_tries;	/* ... and of the looks sent on this port */
-	uint8_t look_why;	/* the move it is for: ENGINE_REPATH_SLOW or _EXPLORE */
+	uint8_t look_why;	/* the move it is for: ENGINE_REPATH_SLOW, _CE, _SPREAD or _EXPLORE */
 	uint64_t look_goal;	/* ... and that move's trial goal (rate_goal) */
 	/*
 	 * Whether the port a timeout move left still delivered after the path
@@ -420,6 +420,8 @@ struct qp {
 	uint64_t explore_at;	/* path.c: no exploratory move before this; 0 = not armed yet */
 	uint64_t trial_at;	/* path.c: no trial move ("slow", "explore") before this */
 	uint8_t trial_fails;	/* path.c: trial moves in a row that gained nothing */
+	uint64_t spread_at;	/* path.c: no "spread" look before this */
+	uint8_t spread_fails;	/* path.c: "spread" looks and moves in a row that gained nothing */
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
 	uint64_t rack_sent;	/* engine time the latest-sent acknowledged packet left ... */
 	bool rack_valid;	/* ... since the QP (re)connected */

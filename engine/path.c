@@ -18,6 +18,8 @@
 #define TRIAL_FAILS_MAX	(TRIAL_FREE + 4)	/* ... up to 100 ms << 9: 51 s */
 #define LOOK_CLEAR	4		/* looks in a row that must find a route clear to move there */
 #define LOOK_TRIES	(2 * LOOK_CLEAR)	/* ... of at most this many sent (lost ones tell nothing) */
+#define SPREAD_FREE	4		/* "spread" tries in a row that may gain nothing before ... */
+#define SPREAD_FAILS_MAX	(SPREAD_FREE + 7)	/* ... the next waits 1, 2, 4 ... 64 trials */
 
 /*
  * A random source port of class cls: one that leaves by port cls of the
@@ -855,9 +857,11 @@ void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now)
  * the fabric can carry for us (a NIC port per plane; repath_spread): every
  * path mature and congested, no rate hint holding the QP back (then the
  * receiver is the bottleneck), and the QP delivering under 2/3 of the link
- * rate, some path should try another route.  Off by default: where the
- * bottleneck is past the NIC (an oversubscribed fabric; veth's 10 Gbit/s
- * in front of 250 Mbit/s planes) it moved paths without end.
+ * rate, some path should try another route: it looks first, and the move
+ * is a trial the QP's rate judges (path_check_siblings).  Off by default:
+ * where the bottleneck is past the NIC (an oversubscribed fabric; veth's
+ * 10 Gbit/s in front of 250 Mbit/s planes) it moved paths without end
+ * when moves were neither looked at first nor judged.
  */
 static bool underused(const struct engine *eng, const struct qp *qp, uint64_t rate, unsigned n)
 {
@@ -922,6 +926,49 @@ static void trial_start(struct path *p, uint64_t goal)
 	p->trial_goal = goal;
 }
 
+/* What qp delivers: its paths' rates summed. */
+static uint64_t qp_rate(const struct qp *qp)
+{
+	uint64_t rate = 0;
+
+	for (unsigned j = 0; j < qp->npaths; j++)
+		rate += qp->paths[j].rate_ewma;
+	return rate;
+}
+
+/*
+ * A "spread" move's goal (issue #23 target D, #27): the QP, not the path,
+ * must deliver more by half the moved path's rate.  Paths colliding evenly
+ * on a plane while another idles gain that at once (the mover doubles, its
+ * former plane-mate follows); where the bottleneck is the fabric's core,
+ * a move only takes a share from another flow, and the QP gains nothing.
+ */
+static uint64_t spread_goal(const struct qp *qp, const struct path *p)
+{
+	return qp_rate(qp) + p->rate_ewma / 2;
+}
+
+/*
+ * A "spread" look that found a queue, or a move that did not raise the
+ * QP's rate.  The first SPREAD_FREE in a row cost no wait (on two planes
+ * with both paths on one, a look finds the free one one time in two; a
+ * colliding path of 8 over 8 planes, one in three); after that the next
+ * waits MATURE_ROUNDS of the path's sRTT (about a trial's length), twice
+ * that after each further failure, up to 64 trials: where every route is
+ * as busy (a 64-host permutation whose core is the bottleneck: every QP
+ * under 2/3 of its NIC, every path marked) the tries die out, and a move
+ * that gained clears the count.
+ */
+static void spread_failed(struct qp *qp, const struct path *p, uint64_t now)
+{
+	uint64_t srtt = p->srtt ? p->srtt : PTO_MIN_NS;
+
+	if (qp->spread_fails < SPREAD_FAILS_MAX)
+		qp->spread_fails++;
+	if (qp->spread_fails > SPREAD_FREE)
+		qp->spread_at = now + ((MATURE_ROUNDS * srtt) << (qp->spread_fails - SPREAD_FREE - 1));
+}
+
 /*
  * Look before a "slow" or "explore" move (issue #27): the path's next
  * packet goes by the port it would move to, answered at once, and the path
@@ -955,6 +1002,8 @@ static void look_busy(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	eng->st.c[EC_REPATH_LOOK_BUSY]++;
 	if (p->look_why == ENGINE_REPATH_EXPLORE)
 		qp->explore_at = now + explore_ns(qp);
+	if (p->look_why == ENGINE_REPATH_SPREAD)
+		spread_failed(qp, p, now);
 }
 
 /*
@@ -1114,29 +1163,39 @@ static bool timeout_move_back(struct engine *eng, const struct qp *qp, struct pa
  * after that its next trial waits TRIAL_WAIT_NS, 8 times longer after each
  * further failure (100 ms, 0.8 s, 6.4 s, 51 s), so where no move can gain
  * (every plane as busy) the moves die out; a move that gained clears the
- * count.  Returns whether it went back.
+ * count.  A "spread" move is judged by the QP's rate instead (spread_goal),
+ * and its failures make "spread" wait, not the other trials
+ * (spread_failed).  Returns whether it went back.
  */
 static bool trial_judged(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	uint32_t pwnd = p->pwnd, ssthresh = p->ssthresh;
+	bool spread = p->repath_why == ENGINE_REPATH_SPREAD;
 
 	p->trial = false;
-	if (p->rate_ewma >= p->trial_goal) {
-		qp->trial_fails = 0;
+	if (spread ? qp_rate(qp) >= p->trial_goal : p->rate_ewma >= p->trial_goal) {
+		if (spread)
+			qp->spread_fails = 0;
+		else
+			qp->trial_fails = 0;
 		return false;
 	}
-	if (qp->trial_fails < TRIAL_FAILS_MAX)
-		qp->trial_fails++;
-	if (qp->trial_fails > TRIAL_FREE)
-		qp->trial_at = now + (TRIAL_WAIT_NS << (3 * (qp->trial_fails - TRIAL_FREE - 1)));
+	if (spread) {
+		spread_failed(qp, p, now);
+	} else {
+		if (qp->trial_fails < TRIAL_FAILS_MAX)
+			qp->trial_fails++;
+		if (qp->trial_fails > TRIAL_FREE)
+			qp->trial_at = now + (TRIAL_WAIT_NS << (3 * (qp->trial_fails - TRIAL_FREE - 1)));
+	}
 	if (!prev_port_free(qp, p))
 		return false;
 	back_to_prev_port(p);
 	restart_window(eng, p);	/* its averages were the trial port's */
 	p->pwnd = pwnd;
 	p->ssthresh = ssthresh;
-	eng->st.c[p->repath_why == ENGINE_REPATH_EXPLORE ? EC_REPATH_EXPLORE_BACK :
-		  EC_REPATH_SLOW_BACK]++;
+	eng->st.c[spread ? EC_REPATH_SPREAD_BACK : p->repath_why == ENGINE_REPATH_EXPLORE ?
+		  EC_REPATH_EXPLORE_BACK : EC_REPATH_SLOW_BACK]++;
 	return true;
 }
 
@@ -1195,8 +1254,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 		why = ENGINE_REPATH_CE;
 	else if (slow)
 		why = ENGINE_REPATH_SLOW;
-	else if (underused(eng, qp, rate + p->rate_ewma, mature + 1))
-		why = ENGINE_REPATH_SPREAD;
+	else if (p->rate_ewma <= mid && underused(eng, qp, rate + p->rate_ewma, mature + 1))
+		why = ENGINE_REPATH_SPREAD;	/* a path no faster than its median sibling */
 	if (why == ENGINE_REPATH_NONE) {
 		p->bad_rounds = 0;
 		explore(eng, qp, p, mid, now);
@@ -1219,6 +1278,17 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 		return;
 	if (why == ENGINE_REPATH_CE && trial_on(qp))
 		return;
+	/*
+	 * A spread move looks first and is a trial too, judged by the QP's
+	 * rate (spread_goal), with waits of its own (spread_failed).  Moved at
+	 * once and kept, on a 64-host permutation whose core is the bottleneck
+	 * (every QP under 2/3 of its NIC, every path marked) they came about
+	 * once a round of a QP without end, 8-34 a run, each taking a share of
+	 * another flow's links: they set target D's minimum (issue #23, seeds
+	 * 141-160 at 1 %: kept min 0.941 with them, 0.959 without).
+	 */
+	if (why == ENGINE_REPATH_SPREAD && (now < qp->spread_at || trial_on(qp)))
+		return;
 	/* SPREAD is the whole QP's signal: about one of its paths moves per round. */
 	if (p->bad_rounds >= (why == ENGINE_REPATH_SLOW ? SLOW_ROUNDS : BAD_ROUNDS) &&
 	    !prng_below(&eng->rng, why == ENGINE_REPATH_SPREAD ? 2 * qp->npaths : 2)) {
@@ -1226,6 +1296,8 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 			look_start(eng, qp, p, why, rate_goal(p->rate_ewma, mid));
 		else if (why == ENGINE_REPATH_CE)
 			look_start(eng, qp, p, why, 0);
+		else if (why == ENGINE_REPATH_SPREAD)
+			look_start(eng, qp, p, why, spread_goal(qp, p));
 		else
 			path_repath(eng, qp, p, now, why);
 	}

@@ -38,6 +38,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_REPATH_EXPLORE_BACK] = "repath_explore_back",
 		[EC_REPATH_LOOK] = "repath_look",
 		[EC_REPATH_LOOK_BUSY] = "repath_look_busy",
+		[EC_REPATH_SPREAD_BACK] = "repath_spread_back",
 		[EC_TX_ACKS] = "tx_acks",
 		[EC_TX_CM] = "tx_cm",
 		[EC_TX_KEEPALIVE] = "tx_keepalive",

@@ -434,6 +434,14 @@ static void print_counters(const struct clu_result *r, double wall)
 	       r->eng.c[EC_RTO], r->eng.c[EC_RTO_SPURIOUS], r->eng.c[EC_RTO_UNDONE],
 	       r->eng.c[EC_REPATH], r->eng.c[EC_CE], r->eng.c[EC_RTT_HELD],
 	       r->payload_placed, r->coll.payload_bytes);
+	printf("    repaths: timeout %" PRIu64 " loss %" PRIu64 " ce %" PRIu64 " slow %" PRIu64
+	       " spread %" PRIu64 " explore %" PRIu64 "; looks %" PRIu64 " (busy %" PRIu64
+	       "); back: slow %" PRIu64 " spread %" PRIu64 " explore %" PRIu64 "\n",
+	       r->eng.c[EC_REPATH_TIMEOUT], r->eng.c[EC_REPATH_LOSS], r->eng.c[EC_REPATH_CE],
+	       r->eng.c[EC_REPATH_SLOW], r->eng.c[EC_REPATH_SPREAD], r->eng.c[EC_REPATH_EXPLORE],
+	       r->eng.c[EC_REPATH_LOOK], r->eng.c[EC_REPATH_LOOK_BUSY],
+	       r->eng.c[EC_REPATH_SLOW_BACK], r->eng.c[EC_REPATH_SPREAD_BACK],
+	       r->eng.c[EC_REPATH_EXPLORE_BACK]);
 	for (int k = 0; k < FAB__KINDS; k++)
 		printf("    %-11s: deliv %" PRIu64 " tail %" PRIu64 " random %" PRIu64 " bh %" PRIu64
 		       " ce %" PRIu64 " maxq %" PRIu64 "\n", kn[k], fs->kind[k].delivered,
