@@ -356,9 +356,16 @@ struct qp {
 	 * rtu_unanswered)
 	 */
 	bool cm_again;
+	/*
+	 * requester: the try's REQ or RTU went once and its copy is due at
+	 * cm_deadline if nothing has come back by then; the try itself ends at
+	 * cm_try_end (cm.c try_arm)
+	 */
+	bool cm_copy;
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
+	uint64_t cm_try_end;	/* requester: when its try's wait runs out */
 	/* listener: its half-open entries (cm_half.c), a list of index + 1, and
 	 * which LISTEN this is (entries of an earlier one are stale) */
 	uint32_t half_head, listen_gen;

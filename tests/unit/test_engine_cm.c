@@ -216,7 +216,12 @@ static void test_connect_rep_refused_tells_server(void **state)
 	assert_int_equal(p->s[PAIR_B].sent[MROC_OP_DISCONNECT_ACK], 1);
 }
 
-/* Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then CONNECT_ERR. */
+/*
+ * Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then
+ * CONNECT_ERR, at the same time as before the copies; each try sends its REQ
+ * twice (the copy half way through its wait, cm.c try_arm), so 2 x
+ * (cm_retries + 1) REQs.
+ */
 static void test_connect_unanswered(void **state)
 {
 	struct engine_config ca;
@@ -240,10 +245,11 @@ static void test_connect_unanswered(void **state)
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], ca.cm_retries + 1);
-	assert_int_equal(p->s[PAIR_A].stray, ca.cm_retries + 1);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].stray, 2 * (ca.cm_retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), ca.cm_retries + 1);
 	pair_run_for(p, 100 * PAIR_MS);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], ca.cm_retries + 1);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2 * (ca.cm_retries + 1));
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -779,7 +785,9 @@ static void test_ghost_chain_bounded(void **state)
  * RETRY_EXC_ERR) exactly when it did while it only repeated its RTU: each
  * try after the first asks with its REQ again (the server may have lost
  * our entry, test_rtu_entry_pushed_out), and the RTU of the REP it gets
- * goes within that try.  The server listens on, no completion.
+ * goes within that try.  Each try's RTU, or its REQ when no REP came back,
+ * goes twice (cm.c try_arm): the copies change the counts, not the time.
+ * The server listens on, no completion.
  */
 struct rtu_loss {
 	bool server_gone;	/* drop everything B sends after its first REP */
@@ -826,19 +834,24 @@ static void rtu_unanswered(void **state, bool server_gone)
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	/*
-	 * The first REQ, then one a try (each after an unanswered RTU, or its
-	 * own retry when no REP came); an RTU for each REP.
+	 * The first REQ, then one a try after an unanswered RTU, and with the
+	 * server gone its copy too (no REP came back); an RTU and its copy for
+	 * each REP.
 	 */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + retries);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
+			 server_gone ? 1 + 2 * retries : 1 + retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), server_gone ? 1 : retries);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 1 : retries + 1);
-	assert_int_equal(l.reps, retries + 1);	/* B answered each REQ, gone or not */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 2 : 2 * (retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), retries + 1);	/* one a try */
+	/* B answered each REQ, gone or not */
+	assert_int_equal(l.reps, server_gone ? 1 + 2 * retries : retries + 1);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(p->stuck_deadlines, 0);
 	/* Nothing more from A. */
 	pair_run_for(p, 100 * PAIR_MS);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + retries);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
+			 server_gone ? 1 + 2 * retries : 1 + retries);
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -854,8 +867,8 @@ static void test_rtu_server_gone(void **state)
 
 /*
  * The server binds at the requester's RTU, but every answer it sends as a
- * KEEPALIVE is lost: the requester's try runs out and it asks with its REQ
- * again; the bound QP's REP to it says so (MROC_CM_F_BOUND), under the
+ * KEEPALIVE is lost (the RTU's and its copy's): the requester's try runs
+ * out and it asks with its REQ again; the bound QP's REP to it says so (MROC_CM_F_BOUND), under the
  * requester's own key, and the requester is connected at once, without a
  * third round (before, each try needed the RTU's answer through, and the
  * QP failed with CONNECT_ERR after cm_retries of them).  In each security
@@ -891,11 +904,13 @@ static void test_rtu_answer_lost_bound_rep(void **state)
 		pair_run_for(p, 5 * c.rto_init_ns);
 		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-		assert_int_equal(dropped, 1);	/* the RTU's answer */
+		/* The RTU's answer and its copy's (a new keepalive number: answered too). */
+		assert_int_equal(dropped, 2);
 		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
 		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 2);
 		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
-		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 1);	/* no second RTU */
+		/* The RTU and its copy; none after the BOUND REP */
+		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 2);
 		a_writes(p);
 		pair_expect_none(p, PAIR_A);
 		pair_expect_none(p, PAIR_B);
@@ -907,9 +922,10 @@ static void test_rtu_answer_lost_bound_rep(void **state)
 /*
  * A REQ flood cycles the server's half-open table between its REP and the
  * requester's RTU, three times over: the hook below sends B as many REQs
- * (from other hosts and QPNs) as its table holds just before each of A's
- * first three RTUs reaches it, so A's entry is pushed out and the RTU proves
- * nothing (rx_bad_peer).  A asks with its REQ again at its next try, gets a
+ * (from other hosts and QPNs) as its table holds just before the first RTU
+ * of each of A's first three tries reaches it, so A's entry is pushed out
+ * and the RTU proves nothing (rx_bad_peer), nor does its copy (cm.c
+ * try_arm) half way through the try.  A asks with its REQ again at its next try, gets a
  * new entry and REP, and connects at the fourth; B binds its listener to
  * A's QP and to nothing else, in every security mode.  A flood that does so
  * before each of A's cm_retries + 1 tries but the last delays it to the
@@ -918,8 +934,9 @@ static void test_rtu_answer_lost_bound_rep(void **state)
  * was gone, cm_retries times, and failed CONNECT_ERR: s14-trust14 section 4.)
  */
 struct evict {
-	unsigned rounds, done;	/* RTUs to push A's entry out before; done so far */
+	unsigned rounds, done;	/* tries to push A's entry out in; done so far */
 	unsigned flood;		/* REQs a round: B's half-open table's size */
+	bool rep;		/* B sent a REP since the last round: the next RTU is a try's first */
 	bool have_req;
 	struct pair_pkt req;	/* A's first REQ: the flood's copies' model */
 	uint32_t next_qpn;
@@ -930,17 +947,20 @@ static bool evict_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 	struct evict *e = arg;
 	uint8_t op = pkt->data[PKT_OPCODE];
 
-	if (pkt->from != PAIR_A)
+	if (pkt->from != PAIR_A) {
+		e->rep |= op == MROC_OP_CONNECT_REP;
 		return true;
+	}
 	if (op == MROC_OP_CONNECT_REQ && !e->have_req) {
 		e->req = *pkt;
 		e->have_req = true;
 	}
 	/* A's RTU: a KEEPALIVE asking for an answer while A connects. */
 	if (op != MROC_OP_KEEPALIVE || !(pkt->data[PKT_FLAGS] & MROC_F_ACK_REQ) ||
-	    pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING || e->done >= e->rounds)
+	    pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING || e->done >= e->rounds || !e->rep)
 		return true;
 	assert_true(e->have_req);
+	e->rep = false;
 	for (unsigned i = 0; i < e->flood; i++) {
 		pkt_put32(e->req.data, PKT_SRC_QPN, 0x10000 + e->next_qpn++);
 		/* From handles 7 on: B's REPs to them go nowhere. */
@@ -951,11 +971,11 @@ static bool evict_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 }
 
 /*
- * The REP to a REQ sent again (after an unanswered RTU) reaches the
- * requester after that try's wait has run out, before its timers ran: a
- * host late to its timers (mrocd's worker off the CPU, a sanitizer build at
- * load).  Its RTU goes once, with a wait of its own, and the connection is
- * made.  (Before: the RTU's deadline was the REQ's, already passed, so the
+ * The REP to a REQ sent again (after an unanswered RTU and its copy) reaches
+ * the requester after that try's wait has run out, before its timers ran:
+ * a host late to its timers (mrocd's worker off the CPU, a sanitizer build
+ * at load); the REP to the REQ's copy is lost.  Its RTU goes once, with a
+ * wait of its own, and the connection is made.  (Before: the RTU's deadline was the REQ's, already passed, so the
  * RTU stayed due and engine_tx filled every buffer with it, without end:
  * the worker never left its send loop, and mrocd stopped answering.)
  */
@@ -972,12 +992,14 @@ static bool late_rep_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 
 	if (pkt->from == PAIR_A)
 		return op != MROC_OP_KEEPALIVE || pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING ||
-		       ++l->rtus != 1;	/* the first RTU is lost */
-	if (op != MROC_OP_CONNECT_REP || ++l->reps != 2)
+		       ++l->rtus > 2;	/* the first RTU and its copy are lost */
+	if (op != MROC_OP_CONNECT_REP || ++l->reps < 2)
 		return true;
-	l->rep = *pkt;			/* the REP to the REQ sent again: held */
-	l->held = true;
-	return false;
+	if (l->reps == 2) {
+		l->rep = *pkt;		/* the REP to the REQ sent again: held */
+		l->held = true;
+	}
+	return l->reps > 3;		/* the REP to that REQ's copy: lost */
 }
 
 static void test_rtu_of_late_rep(void **state)
@@ -990,25 +1012,27 @@ static void test_rtu_of_late_rep(void **state)
 	p->filter = late_rep_filter;
 	p->filter_arg = &l;
 	start_connect(p, &a, &b, SVC, SVC);
-	while (!l.held && p->now < until)
+	while (l.reps < 3 && p->now < until)
 		pair_run_for(p, PAIR_US);
 	assert_true(l.held);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
-	/* A's next deadline is that try's wait: the REP comes a whole wait after it. */
+	/* The first, the one sent again and its copy (no REP came back to it). */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
+	/* A's next deadline is that try's end: the REP comes a whole wait after it. */
 	d = engine_next_deadline(p->s[PAIR_A].eng);
 	assert_true(d && d != UINT64_MAX);
 	d = pair_base_of(p, PAIR_A, d);
 	pair_run(p, d - 1);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
 	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
 	assert_int_equal(pair_deliver(p, &l.rep), 0);
 	pair_pump(p);			/* before: "engines never go quiet" */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 2);	/* the lost RTU and this one */
+	/* the lost RTU, its lost copy, and this one */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 3);
 	pair_run_for(p, 10 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
 	assert_int_equal(p->stuck_deadlines, 0);
 	p->filter = NULL;
 	a_writes(p);
@@ -1046,8 +1070,11 @@ static void test_rtu_entry_pushed_out(void **state)
 		start_connect(p, &a, &b, SVC, SVC);
 		pair_run_for(p, 1000 * ca.rto_init_ns);
 		assert_int_equal(e.done, e.rounds);
-		/* Each pushed-out entry's RTU proved nothing, and A asked again at each next try. */
-		assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), e.rounds);
+		/*
+		 * Each pushed-out entry's RTU and its copy proved nothing, and A asked
+		 * again at each next try.
+		 */
+		assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), 2 * e.rounds);
 		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), e.rounds - fails);
 		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + e.rounds - fails);
 		assert_int_equal(p->stuck_deadlines, 0);
@@ -1071,6 +1098,179 @@ static void test_rtu_entry_pushed_out(void **state)
 			p->filter = NULL;
 			a_writes(p);
 		}
+		pair_free(p);
+		*state = NULL;
+	}
+}
+
+/*
+ * One message of the handshake lost as many times in a row as the requester
+ * has tries (cm_retries + 1): its REQs, the server's REPs, or its RTUs.  The
+ * fifth try's copy (cm.c try_arm) gets through where the first four tries'
+ * both and the fifth's first did not, and the connection is made, in each
+ * security mode; data flows.  (Before the copies a try sent each message
+ * once, and every case failed CONNECT_ERR.)
+ */
+struct in_a_row {
+	int from;
+	uint8_t op;
+	unsigned n, lost;
+};
+
+static bool in_a_row_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct in_a_row *r = arg;
+
+	if (pkt->from != r->from || pkt->data[PKT_OPCODE] != r->op || r->lost >= r->n ||
+	    pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING ||
+	    (r->op == MROC_OP_KEEPALIVE && !(pkt->data[PKT_FLAGS] & MROC_F_ACK_REQ)))
+		return true;
+	r->lost++;
+	return false;
+}
+
+static void test_cm_lost_tries_in_a_row(void **state)
+{
+	static const struct { int from; uint8_t op; } cases[] = {
+		{ PAIR_A, MROC_OP_CONNECT_REQ }, { PAIR_B, MROC_OP_CONNECT_REP },
+		{ PAIR_A, MROC_OP_KEEPALIVE },
+	};
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN, MROC_SEC_AEAD };
+
+	for (unsigned k = 0; k < sizeof(cases) / sizeof(cases[0]); k++)
+		for (unsigned m = 0; m < sizeof(modes); m++) {
+			struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+			struct engine_config ca, cb;
+			struct in_a_row r = { .from = cases[k].from, .op = cases[k].op };
+			struct pair *p;
+
+			pair_test_config(&ca);
+			ca.sec_mode = modes[m];
+			cb = ca;
+			cb.seed = 2;
+			r.n = ca.cm_retries + 1;
+			p = open_pair(state, &ca, &cb);
+			p->s[PAIR_A].sealed = p->s[PAIR_B].sealed = modes[m] == MROC_SEC_AEAD;
+			p->filter = in_a_row_filter;
+			p->filter_arg = &r;
+			start_connect(p, &a, &b, SVC, SVC);
+			pair_run_for(p, 200 * ca.rto_init_ns);
+			assert_int_equal(r.lost, r.n);
+			pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+			pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+			/* A copy in each of the five tries; the fifth's went through. */
+			assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 5);
+			assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 1);
+			p->filter = NULL;
+			a_writes(p);
+			pair_expect_none(p, PAIR_A);
+			pair_expect_none(p, PAIR_B);
+			pair_free(p);
+			*state = NULL;
+		}
+}
+
+/*
+ * Every copy delivered: each CM packet and keepalive arrives twice, the
+ * second 0.05 x rto_init after the first, on a wire of 0.4 x rto_init each
+ * way, so the requester's REQ and RTU copies go too (nothing is back half
+ * way through a try) and reach the server after the firsts' answers left;
+ * then, connected, the first REQ, REP and RTU of the handshake again.  In each security mode: one half-open entry, none dropped, one
+ * connection each side and no event after it, the server's QP still the
+ * requester's, and data flows.  A copy proves no more than its first: the
+ * server answers a REQ again with the same REP (or, bound, with it flagged
+ * BOUND, which a connected requester ignores), takes a second RTU as a
+ * keepalive only above the last number (the replayed one is stale), and
+ * the requester takes one REP.
+ */
+struct dups {
+	struct pair_pkt first[3];	/* A's REQ, B's REP, A's RTU */
+	bool have[3];
+};
+
+/* Onto the wire of pkt's side, to arrive after its delay and later more (FIFO). */
+static void wire_put(struct pair *p, const struct pair_pkt *pkt, uint64_t later)
+{
+	struct pair_wire *w = &p->wire[pkt->from];
+	unsigned at = (w->head + w->n) % PAIR_WIRE_MAX;
+
+	assert_true(w->n < PAIR_WIRE_MAX);
+	w->q[at] = *pkt;
+	w->due[at] = p->now + w->delay + later;
+	w->n++;
+}
+
+static bool dup_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct dups *d = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+	int k = op == MROC_OP_CONNECT_REQ ? 0 : op == MROC_OP_CONNECT_REP ? 1 :
+		op == MROC_OP_KEEPALIVE && pkt->from == PAIR_A ? 2 : -1;
+
+	if (!mroc_op_is_cm(op) && op != MROC_OP_KEEPALIVE)
+		return true;
+	if (k >= 0 && !d->have[k]) {
+		d->first[k] = *pkt;
+		d->have[k] = true;
+	}
+	/* Apart, so that the second finds the first's answer sent (queued ones are one). */
+	wire_put(p, pkt, 0);
+	wire_put(p, pkt, p->s[pkt->from].cfg.rto_init_ns / 20);
+	return false;
+}
+
+static void test_cm_copies_all_delivered(void **state)
+{
+	static const uint8_t modes[] = { MROC_SEC_NONE, MROC_SEC_TOKEN, MROC_SEC_AEAD };
+
+	for (unsigned m = 0; m < sizeof(modes); m++) {
+		struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+		struct engine_config ca, cb;
+		struct engine_qp_info ia, ib;
+		struct dups d = { 0 };
+		struct pair *p;
+		uint64_t stale;
+
+		pair_test_config(&ca);
+		ca.sec_mode = modes[m];
+		cb = ca;
+		cb.seed = 2;
+		p = open_pair(state, &ca, &cb);
+		p->s[PAIR_A].sealed = p->s[PAIR_B].sealed = modes[m] == MROC_SEC_AEAD;
+		pair_set_delay(p, PAIR_A, ca.rto_init_ns * 4 / 10);
+		pair_set_delay(p, PAIR_B, ca.rto_init_ns * 4 / 10);
+		p->filter = dup_filter;
+		p->filter_arg = &d;
+		start_connect(p, &a, &b, SVC, SVC);
+		pair_run_for(p, 10 * ca.rto_init_ns);
+		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+		assert_true(d.have[0] && d.have[1] && d.have[2]);
+		/* The REQ's copy and the RTU's went; each REQ that arrived got the one REP. */
+		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2);
+		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 4);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 1);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), 0);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_BUSY), 0);
+		/* The handshake's first packets again, once connected: nothing changes. */
+		p->filter = NULL;
+		stale = pair_stat(p, PAIR_B, EC_RX_STALE_KA);
+		for (int i = 0; i < 3; i++)
+			pair_deliver(p, &d.first[i]);
+		pair_run_for(p, 10 * ca.rto_init_ns);
+		assert_true(pair_stat(p, PAIR_B, EC_RX_STALE_KA) > stale);
+		pair_expect_none(p, PAIR_A);
+		pair_expect_none(p, PAIR_B);
+		assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTED);
+		assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_CONNECTED);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 1);
+		assert_int_equal(engine_qp_info(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, &ia), 0);
+		assert_int_equal(engine_qp_info(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, &ib), 0);
+		assert_int_equal(ia.peer_qpn, p->s[PAIR_B].qpn);
+		assert_int_equal(ib.peer_qpn, p->s[PAIR_A].qpn);
+		a_writes(p);
+		pair_expect_none(p, PAIR_A);
+		pair_expect_none(p, PAIR_B);
 		pair_free(p);
 		*state = NULL;
 	}
@@ -1618,6 +1818,8 @@ int main(void)
 		T(test_rtu_answer_lost_bound_rep),
 		T(test_rtu_entry_pushed_out),
 		T(test_rtu_of_late_rep),
+		T(test_cm_lost_tries_in_a_row),
+		T(test_cm_copies_all_delivered),
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
