@@ -262,6 +262,18 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 
 			m = earlier(m, keepalive_due(eng, qp, heard));
 			m = earlier(m, heard + eng->cfg.dead_peer_ns);
+		} else if (qp->snd_una != qp->snd_nxt) {
+			/*
+			 * No keepalives: the dead-peer check of data in flight
+			 * (qp_timers) has a deadline of its own.  It ran only when
+			 * some path timer did, and those may be rto_max apart: a
+			 * QP whose peer fell silent failed 22 ms after its last
+			 * progress, not 8 (test_engine_sec
+			 * test_replayed_ack_no_progress, once its timed-out paths
+			 * probed their new ports at once and left no probe time
+			 * to fall after it).
+			 */
+			m = earlier(m, qp->last_progress + eng->cfg.dead_peer_ns);
 		}
 	}
 	timer_set(eng, qp, m + 1);

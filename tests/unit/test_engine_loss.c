@@ -818,6 +818,26 @@ static bool drop_first_note_resend(struct pair *p, struct pair_pkt *pkt, void *a
 }
 
 /*
+ * A's and B's QPs of npaths paths (B's engine as ca, of seed 2) over a wire
+ * of 10 us each way, the packets through filter fn.
+ */
+static struct fx *fx_open_wire(void **state, const struct engine_config *ca, uint8_t npaths,
+			       pair_filter_fn fn, void *arg)
+{
+	struct engine_qp_attr qa = attr_of(npaths, 0xa), qb = attr_of(npaths, 0xb);
+	struct engine_config cb = *ca;
+	struct fx *f;
+
+	cb.seed = 2;
+	f = fx_open(state, ca, &cb, &qa, &qb);
+	pair_set_delay(f->x.p, PAIR_A, 10 * PAIR_US);
+	pair_set_delay(f->x.p, PAIR_B, 10 * PAIR_US);
+	f->x.p->filter = fn;
+	f->x.p->filter_arg = arg;
+	return f;
+}
+
+/*
  * Issue #23: a part of a message posted alone (split over fresh paths, each
  * part asking for an immediate ACK) is lost.  The probe its path borrows
  * from a sibling's first sample (path_lend_rtt) goes an RTT and a half
@@ -831,9 +851,8 @@ static bool drop_first_note_resend(struct pair *p, struct pair_pkt *pkt, void *a
  */
 static void test_lost_part_probed(void **state)
 {
-	struct engine_qp_attr qa = attr_of(4, 0xa), qb = attr_of(4, 0xb);
 	struct resend_seen r = { 0 };
-	struct engine_config ca, cb;
+	struct engine_config ca;
 	struct engine_wr wr;
 	struct fx *f;
 	uint64_t t0;
@@ -841,13 +860,7 @@ static void test_lost_part_probed(void **state)
 	pair_test_config(&ca);
 	ca.split_unit = 64;
 	ca.ack_delay_ns = 100 * PAIR_US;
-	cb = ca;
-	cb.seed = 2;
-	f = fx_open(state, &ca, &cb, &qa, &qb);
-	pair_set_delay(f->x.p, PAIR_A, 10 * PAIR_US);
-	pair_set_delay(f->x.p, PAIR_B, 10 * PAIR_US);
-	f->x.p->filter = drop_first_note_resend;
-	f->x.p->filter_arg = &r;
+	f = fx_open_wire(state, &ca, 4, drop_first_note_resend, &r);
 	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 256, 0);
 	t0 = f->x.p->now;
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
@@ -862,6 +875,77 @@ static void test_lost_part_probed(void **state)
 	/* 1.5 x the 20 us RTT after the send; never the ACK delay on top. */
 	assert_true(r.at - t0 <= 30 * PAIR_US + 5 * PAIR_US);
 	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_RTO), 0);
+}
+
+/*
+ * A timed-out path's new port.  A's path 0 loses its route after its first
+ * 16 data packets: everything A sends later by that source port is lost.
+ * Path 0's RTO moves it to a new port while path 1 is alive: the route
+ * died, not the peer, and the new port is probed at once (a copy), so the
+ * path carries data again an RTT later.  Before, its first probe waited an
+ * RTO (here 200 us, rto_min, against an RTT of 20 us; 5 ms on bench-fabric's
+ * planes), and only that probe's ACK revived it.
+ */
+struct dead_port {
+	uint16_t sport;			/* path 0's first port */
+	unsigned sent;			/* path 0's packets by it */
+	uint64_t rto_at;		/* pair->now of path 0's timeout move */
+	uint64_t first_new;		/* path 0's first packet by its port after that move */
+};
+
+static bool drop_path0_port(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct dead_port *d = arg;
+
+	if (pkt->from != PAIR_A || !mroc_op_is_data(pkt->data[PKT_OPCODE]) ||
+	    pkt->data[PKT_PATH] != 0)
+		return true;
+	if (!d->sport)
+		d->sport = pkt->sport;
+	if (pkt->sport == d->sport)
+		return ++d->sent <= 16;
+	if (!d->first_new) {
+		struct engine_path_info pi;
+
+		assert_int_equal(engine_path_info(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, 0, &pi), 0);
+		if (pi.repath_why == ENGINE_REPATH_TIMEOUT) {
+			d->rto_at = pair_base_of(p, PAIR_A, pi.repath_at_ns);
+			d->first_new = p->now;
+		}
+	}
+	return true;
+}
+
+static void test_timeout_new_port_probed(void **state)
+{
+	struct dead_port d = { 0 };
+	struct engine_config ca;
+	struct engine_wr wr;
+	struct fx *f;
+	uint64_t id = 1, done = 0;
+
+	pair_test_config(&ca);
+	f = fx_open_wire(state, &ca, 2, drop_path0_port, &d);
+	/* 64 KiB WRITEs, two outstanding, until the new port has carried a packet. */
+	for (int step = 0; step < 20000 && (!d.first_new || id - 1 != done); step++) {
+		while (id - 1 - done < 2 && !d.first_new) {
+			wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, id, 0, 64 * 1024, 0);
+			assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+			id++;
+		}
+		pair_run_for(f->x.p, 1 * PAIR_US);
+		while (pair_pending(f->x.p, PAIR_A)) {
+			pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, done + 1);
+			done++;
+		}
+	}
+	print_message("path 0's RTO at %.1f us, its new port's first packet %.1f us later "
+		      "(RTT 20 us, rto_min %.0f us)\n", (double)d.rto_at / PAIR_US,
+		      (double)(d.first_new - d.rto_at) / PAIR_US, (double)ca.rto_min_ns / PAIR_US);
+	assert_true(d.rto_at && d.first_new);
+	assert_true(d.first_new - d.rto_at <= 2 * PAIR_US);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_REPATH_TIMEOUT), 1);
+	assert_int_equal(id - 1, done);
 }
 
 /* ---- echoes ----------------------------------------------------------------------- */
@@ -1538,6 +1622,7 @@ int main(void)
 		T(test_stall_unlost),
 		T(test_new_path_probe),
 	T(test_lost_part_probed),
+		T(test_timeout_new_port_probed),
 		T(test_port_up_places_paths),
 		T(test_lone_packet_home_port),
 		T(test_lone_packet_any_port),
