@@ -357,11 +357,11 @@ struct qp {
 	 */
 	bool cm_again;
 	/*
-	 * requester: the try's REQ or RTU went once and its copy is due at
+	 * requester: copies of the try's REQ or RTU still to go, the next at
 	 * cm_deadline if nothing has come back by then; the try itself ends at
 	 * cm_try_end (cm.c try_arm)
 	 */
-	bool cm_copy;
+	uint8_t cm_copy;
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */

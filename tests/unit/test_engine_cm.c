@@ -219,8 +219,8 @@ static void test_connect_rep_refused_tells_server(void **state)
 /*
  * Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then
  * CONNECT_ERR, at the same time as before the copies; each try sends its REQ
- * twice (the copy half way through its wait, cm.c try_arm), so 2 x
- * (cm_retries + 1) REQs.
+ * three times (copies at a third and two thirds of its wait, cm.c try_arm),
+ * so 3 x (cm_retries + 1) REQs.
  */
 static void test_connect_unanswered(void **state)
 {
@@ -245,11 +245,11 @@ static void test_connect_unanswered(void **state)
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2 * (ca.cm_retries + 1));
-	assert_int_equal(p->s[PAIR_A].stray, 2 * (ca.cm_retries + 1));
-	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), ca.cm_retries + 1);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].stray, 3 * (ca.cm_retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2 * (ca.cm_retries + 1));
 	pair_run_for(p, 100 * PAIR_MS);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3 * (ca.cm_retries + 1));
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -786,7 +786,8 @@ static void test_ghost_chain_bounded(void **state)
  * try after the first asks with its REQ again (the server may have lost
  * our entry, test_rtu_entry_pushed_out), and the RTU of the REP it gets
  * goes within that try.  Each try's RTU, or its REQ when no REP came back,
- * goes twice (cm.c try_arm): the copies change the counts, not the time.
+ * goes three times (cm.c try_arm): the copies change the counts, not the
+ * time.
  * The server listens on, no completion.
  */
 struct rtu_loss {
@@ -835,23 +836,23 @@ static void rtu_unanswered(void **state, bool server_gone)
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	/*
 	 * The first REQ, then one a try after an unanswered RTU, and with the
-	 * server gone its copy too (no REP came back); an RTU and its copy for
-	 * each REP.
+	 * server gone its two copies too (no REP came back); an RTU and its two
+	 * copies for each REP.
 	 */
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
-			 server_gone ? 1 + 2 * retries : 1 + retries);
+			 server_gone ? 1 + 3 * retries : 1 + retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), server_gone ? 1 : retries);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 2 : 2 * (retries + 1));
-	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), retries + 1);	/* one a try */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 3 : 3 * (retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2 * (retries + 1));	/* two a try */
 	/* B answered each REQ, gone or not */
-	assert_int_equal(l.reps, server_gone ? 1 + 2 * retries : retries + 1);
+	assert_int_equal(l.reps, server_gone ? 1 + 3 * retries : retries + 1);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(p->stuck_deadlines, 0);
 	/* Nothing more from A. */
 	pair_run_for(p, 100 * PAIR_MS);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
-			 server_gone ? 1 + 2 * retries : 1 + retries);
+			 server_gone ? 1 + 3 * retries : 1 + retries);
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -867,8 +868,8 @@ static void test_rtu_server_gone(void **state)
 
 /*
  * The server binds at the requester's RTU, but every answer it sends as a
- * KEEPALIVE is lost (the RTU's and its copy's): the requester's try runs
- * out and it asks with its REQ again; the bound QP's REP to it says so (MROC_CM_F_BOUND), under the
+ * KEEPALIVE is lost (the RTU's and its two copies'): the requester's try
+ * runs out and it asks with its REQ again; the bound QP's REP to it says so (MROC_CM_F_BOUND), under the
  * requester's own key, and the requester is connected at once, without a
  * third round (before, each try needed the RTU's answer through, and the
  * QP failed with CONNECT_ERR after cm_retries of them).  In each security
@@ -904,13 +905,13 @@ static void test_rtu_answer_lost_bound_rep(void **state)
 		pair_run_for(p, 5 * c.rto_init_ns);
 		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
-		/* The RTU's answer and its copy's (a new keepalive number: answered too). */
-		assert_int_equal(dropped, 2);
+		/* The RTU's answer and its copies' (new keepalive numbers: answered too). */
+		assert_int_equal(dropped, 3);
 		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 2);
 		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 2);
 		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
-		/* The RTU and its copy; none after the BOUND REP */
-		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 2);
+		/* The RTU and its copies; none after the BOUND REP */
+		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 3);
 		a_writes(p);
 		pair_expect_none(p, PAIR_A);
 		pair_expect_none(p, PAIR_B);
@@ -924,8 +925,8 @@ static void test_rtu_answer_lost_bound_rep(void **state)
  * requester's RTU, three times over: the hook below sends B as many REQs
  * (from other hosts and QPNs) as its table holds just before the first RTU
  * of each of A's first three tries reaches it, so A's entry is pushed out
- * and the RTU proves nothing (rx_bad_peer), nor does its copy (cm.c
- * try_arm) half way through the try.  A asks with its REQ again at its next try, gets a
+ * and the RTU proves nothing (rx_bad_peer), nor do its two copies (cm.c
+ * try_arm) later in the try.  A asks with its REQ again at its next try, gets a
  * new entry and REP, and connects at the fourth; B binds its listener to
  * A's QP and to nothing else, in every security mode.  A flood that does so
  * before each of A's cm_retries + 1 tries but the last delays it to the
@@ -971,10 +972,10 @@ static bool evict_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 }
 
 /*
- * The REP to a REQ sent again (after an unanswered RTU and its copy) reaches
- * the requester after that try's wait has run out, before its timers ran:
- * a host late to its timers (mrocd's worker off the CPU, a sanitizer build
- * at load); the REP to the REQ's copy is lost.  Its RTU goes once, with a
+ * The REP to a REQ sent again (after an unanswered RTU and its copies)
+ * reaches the requester after that try's wait has run out, before its
+ * timers ran: a host late to its timers (mrocd's worker off the CPU, a
+ * sanitizer build at load); the REPs to the REQ's copies are lost.  Its RTU goes once, with a
  * wait of its own, and the connection is made.  (Before: the RTU's deadline was the REQ's, already passed, so the
  * RTU stayed due and engine_tx filled every buffer with it, without end:
  * the worker never left its send loop, and mrocd stopped answering.)
@@ -992,14 +993,14 @@ static bool late_rep_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 
 	if (pkt->from == PAIR_A)
 		return op != MROC_OP_KEEPALIVE || pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING ||
-		       ++l->rtus > 2;	/* the first RTU and its copy are lost */
+		       ++l->rtus > 3;	/* the first RTU and its copies are lost */
 	if (op != MROC_OP_CONNECT_REP || ++l->reps < 2)
 		return true;
 	if (l->reps == 2) {
 		l->rep = *pkt;		/* the REP to the REQ sent again: held */
 		l->held = true;
 	}
-	return l->reps > 3;		/* the REP to that REQ's copy: lost */
+	return l->reps > 4;		/* the REPs to that REQ's copies: lost */
 }
 
 static void test_rtu_of_late_rep(void **state)
@@ -1012,27 +1013,27 @@ static void test_rtu_of_late_rep(void **state)
 	p->filter = late_rep_filter;
 	p->filter_arg = &l;
 	start_connect(p, &a, &b, SVC, SVC);
-	while (l.reps < 3 && p->now < until)
+	while (l.reps < 4 && p->now < until)
 		pair_run_for(p, PAIR_US);
 	assert_true(l.held);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
-	/* The first, the one sent again and its copy (no REP came back to it). */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
+	/* The first, the one sent again and its copies (no REP came back to it). */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
 	/* A's next deadline is that try's end: the REP comes a whole wait after it. */
 	d = engine_next_deadline(p->s[PAIR_A].eng);
 	assert_true(d && d != UINT64_MAX);
 	d = pair_base_of(p, PAIR_A, d);
 	pair_run(p, d - 1);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
 	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
 	assert_int_equal(pair_deliver(p, &l.rep), 0);
 	pair_pump(p);			/* before: "engines never go quiet" */
-	/* the lost RTU, its lost copy, and this one */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 3);
+	/* the lost RTU, its lost copies, and this one */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 4);
 	pair_run_for(p, 10 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
 	assert_int_equal(p->stuck_deadlines, 0);
 	p->filter = NULL;
 	a_writes(p);
@@ -1071,10 +1072,10 @@ static void test_rtu_entry_pushed_out(void **state)
 		pair_run_for(p, 1000 * ca.rto_init_ns);
 		assert_int_equal(e.done, e.rounds);
 		/*
-		 * Each pushed-out entry's RTU and its copy proved nothing, and A asked
+		 * Each pushed-out entry's RTU and its copies proved nothing, and A asked
 		 * again at each next try.
 		 */
-		assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), 2 * e.rounds);
+		assert_int_equal(pair_stat(p, PAIR_B, EC_RX_BAD_PEER), 3 * e.rounds);
 		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), e.rounds - fails);
 		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 1 + e.rounds - fails);
 		assert_int_equal(p->stuck_deadlines, 0);
@@ -1106,10 +1107,10 @@ static void test_rtu_entry_pushed_out(void **state)
 /*
  * One message of the handshake lost as many times in a row as the requester
  * has tries (cm_retries + 1): its REQs, the server's REPs, or its RTUs.  The
- * fifth try's copy (cm.c try_arm) gets through where the first four tries'
- * both and the fifth's first did not, and the connection is made, in each
- * security mode; data flows.  (Before the copies a try sent each message
- * once, and every case failed CONNECT_ERR.)
+ * fourth try's first gets through where the first three tries' three each
+ * (cm.c try_arm: two copies a try) did not, and the connection is made, in
+ * each security mode; data flows.  (Before the copies a try sent each
+ * message once, and every case failed CONNECT_ERR.)
  */
 struct in_a_row {
 	int from;
@@ -1158,8 +1159,8 @@ static void test_cm_lost_tries_in_a_row(void **state)
 			assert_int_equal(r.lost, r.n);
 			pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 			pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-			/* A copy in each of the five tries; the fifth's went through. */
-			assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 5);
+			/* Two copies in each of the first three tries. */
+			assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 6);
 			assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 1);
 			p->filter = NULL;
 			a_writes(p);
@@ -1246,9 +1247,9 @@ static void test_cm_copies_all_delivered(void **state)
 		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 		pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 		assert_true(d.have[0] && d.have[1] && d.have[2]);
-		/* The REQ's copy and the RTU's went; each REQ that arrived got the one REP. */
-		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2);
-		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 4);
+		/* The REQ's copies and the RTU's went; each REQ that arrived got the one REP. */
+		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 4);
+		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 6);
 		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_OPEN), 1);
 		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_HALF_DROPPED), 0);
 		assert_int_equal(pair_stat(p, PAIR_B, EC_CM_BUSY), 0);
