@@ -69,7 +69,7 @@ struct peer_host {
 	uint32_t ssthresh;	/* after a host-delay cut: where the opening slows (0: none) */
 	uint32_t ai_acked;	/* packets acknowledged toward the next +1 above ssthresh */
 	uint64_t round_at;	/* start of the round peer_host_delay takes the least wait of */
-	uint64_t round_min;	/* the least wait an ACK gave in it (0: none yet) */
+	uint64_t round_min;	/* the least wait an ACK gave in it (UINT64_MAX: none yet) */
 	uint32_t granted;	/* room promised to kicked QPs, not yet sent (qp->ph_grant) */
 	uint64_t last_rx;	/* last packet from it, any QP */
 	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
@@ -415,11 +415,10 @@ void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t 
 		return;
 	h->round_at = now;
 	h->round_min = UINT64_MAX;
-	if (least <= target || least == UINT64_MAX)
+	if (least <= target)
 		return;
-	host = least;
 	wnd = peer_wnd(eng, h);
-	cut = (uint32_t)((uint64_t)wnd * (host - target) / host);
+	cut = (uint32_t)((uint64_t)wnd * (least - target) / least);
 	if (cut > wnd / 2)
 		cut = wnd / 2;
 	wnd -= cut;
