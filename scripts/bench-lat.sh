@@ -30,7 +30,13 @@
 # libmroc(3); unset: its default), SCHED (set: "perf sched record" one second of
 # each topology's first idle write_lat in the default mode, and print what the
 # scheduler did to mrocd's workers and mroc-perf: "perf sched latency" rows on stderr
-# and in OUT/lat-sched.txt).
+# and in OUT/lat-sched.txt), TESTS ("write_lat send_lat read_lat sockperf"), MODES
+# ("poll sleep"), ECNS ("off on": the fabrics' marking), PROBE (set: during each run
+# beside the write_bw, both daemons' "path show", "qp show" and counters and the
+# planes' qdiscs once a second, into OUT/lat-probe/: where the latency run's wait is),
+# TRANSPORT_KEYS (libconfig settings added to both mrocd's transport group, for an
+# A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), FABRIC_NICE (-5: the fabrics' mrocd run
+# at the niceness systemd/mrocd.service gives them, Nice=-5; empty: as the clients).
 #
 # Everything started here is stopped by pid and every namespace removed on exit,
 # also on failure or Ctrl-C.
@@ -46,6 +52,10 @@ RATE_MBIT=${RATE_MBIT:-1000}
 CE_THRESHOLD=${CE_THRESHOLD:-64kb}
 TOPOS=${TOPOS:-pair f2 f4 pair-pinned pair-nice}
 LOADS=${LOADS:-idle bw}
+TESTS=${TESTS:-write_lat send_lat read_lat sockperf}
+MODES=${MODES:-poll sleep}
+ECNS=${ECNS:-off on}
+FABRIC_NICE=${FABRIC_NICE--5}
 PERF=$BUILD/mroc-perf
 FABRIC=$TOP/scripts/fabric
 NAME=bl$(($$ % 100000))
@@ -119,7 +129,7 @@ pair_up() {
 		if [ $n = a ]; then e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"; else e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"; fi
 		sed -i 's/log_level = "debug"/log_level = "warning"/; s/busy_poll_us = 20;/busy_poll_us = 50;/
 			s/umem_frames = 4096;/umem_frames = 8192; frame_size = 4096; mtu = '$MROC_MTU';/
-			s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000;/' \
+			s/keepalive_ms = 100;/keepalive_ms = 1000;/; s/rto_init_us = 20000;/rto_init_us = 20000; rto_min_us = 5000; '"${TRANSPORT_KEYS:-}"'/' \
 			"$E2E_DIR/$n.conf"
 		[ "${1:-}" = pinned ] && sed -i 's/busy_poll_us = 50;/busy_poll_us = 50; cpu_affinity = [ 1 ];/' "$E2E_DIR/$n.conf"
 	done
@@ -149,9 +159,9 @@ fabric_up() {
 daemon = { log_level = "warning"; admin_socket = "$E2E_DIR/f$h.admin"; control_socket = "$E2E_DIR/f$h.ctl"; };
 network = { backend = "af_xdp"; interfaces = ( "$(eval echo "\$FABRIC_IF_$h")" ); address = "$(eval echo "\$FABRIC_IP_$h")";
 	    peers = [ "$peer" ]; xdp_mode = "native"; umem_frames = 8192; frame_size = 4096; ring_size = 2048; mtu = $MROC_MTU; };
-transport = { paths = 4; rto_min_us = 5000; rto_init_us = 20000; };
+transport = { paths = 4; rto_min_us = 5000; rto_init_us = 20000; ${TRANSPORT_KEYS:-} };
 CONF
-		start_daemon f$h "$(eval echo "\$FABRIC_NS_$h")" "$E2E_DIR/f$h.conf"
+		start_daemon f$h "$(eval echo "\$FABRIC_NS_$h")" "$E2E_DIR/f$h.conf" ${FABRIC_NICE:+nice -n "$FABRIC_NICE"}
 	done
 	daemons_ready f0 f1
 	CLI_NS=$FABRIC_NS_0 SRV_NS=$FABRIC_NS_1 CLI_CTL=$E2E_DIR/f0.ctl SRV_CTL=$E2E_DIR/f1.ctl
@@ -251,6 +261,40 @@ sched_report() {
 	grep -qi error "$E2E_DIR/sched.err" && log "perf sched: $(head -2 "$E2E_DIR/sched.err")"
 }
 
+# probe_start TAG / probe_stop: once a second, both daemons' paths, QPs and counters
+# (mroc-cli -d -j) and, on a fabric, every plane's qdisc (tc -s), into OUT/lat-probe/TAG.*.
+PROBE_PID=
+probe_start() {
+	local d=$OUT/lat-probe n
+	mkdir -p "$d"
+	(
+		for _ in $(seq $((SECS + 2))); do
+			for n in cli srv; do
+				local ctl=$CLI_CTL
+				[ $n = srv ] && ctl=$SRV_CTL
+				for o in path qp counters; do
+					echo "== $(date +%s.%N) $o"
+					"$BUILD/mroc-cli" -S "${ctl%.ctl}.admin" -d -j $o show 2>&1
+				done >>"$d/$1.$n.json"
+			done
+			for n in $(ip netns list | awk '{print $1}' | grep "^mrocf-$NAME-p"); do
+				echo "== $(date +%s.%N) $n"
+				for l in $(ip -n "$n" -o link show | awk -F': ' '{print $2}' | cut -d@ -f1 | grep -vx lo); do
+					ip netns exec "$n" tc -s qdisc show dev "$l" root
+				done
+			done >>"$d/$1.qdisc.txt"
+			sleep 1
+		done
+	) &
+	PROBE_PID=$!
+	E2E_PIDS+=($!)
+}
+probe_stop() {
+	kill "$PROBE_PID" 2>/dev/null
+	wait "$PROBE_PID" 2>/dev/null
+	PROBE_PID=
+}
+
 CSV=$OUT/lat.csv
 echo "topology,planes,ecn,load,test,mode,rep,t_min_us,p50_us,p99_us,avg_us,load_bw_gbps,status" >"$CSV"
 [ -z "${SCHED:-}" ] || : >"$OUT/lat-sched.txt"
@@ -265,13 +309,15 @@ measure() {
 	sleep 0.3
 	for load in $loads; do
 		for ((rep = 1; rep <= REPS; rep++)); do
-			for t in write_lat send_lat read_lat sockperf; do
-				for mode in poll sleep; do
+			for t in $TESTS; do
+				for mode in $MODES; do
 					[ $t = sockperf ] && [ $mode = sleep ] && continue
 					BW=
 					[ $load = bw ] && load_start
 					[ -n "${SCHED:-}" ] && [ "$load $t $mode $rep" = "idle write_lat poll 1" ] && sched_start
+					[ $load = bw ] && [ -n "${PROBE:-}" ] && probe_start "$topo-$planes-$ecn-$t-$mode-$rep"
 					if [ $t = sockperf ]; then sockperf_run; mode=-; else lat $t $mode; fi
+					[ -n "${PROBE_PID:-}" ] && probe_stop
 					[ -n "${SCHED_PID:-}" ] && sched_report "$topo/$planes/$ecn"
 					[ $load = bw ] && load_stop
 					read -r tmin p50 p99 avg <<<"$R"
@@ -294,7 +340,7 @@ for topo in $TOPOS; do
 	pair-nice) pair_up nice; measure pair-nice 0 - ;;
 	f2|f4)
 		fabric_up "${topo#f}"
-		for ecn in off on; do
+		for ecn in $ECNS; do
 			ecn_set "${topo#f}" $ecn
 			measure fabric "${topo#f}" $ecn
 		done

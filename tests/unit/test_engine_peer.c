@@ -150,7 +150,8 @@ static void expect_all_done(struct fx *f, uint64_t limit)
  * between the rounds.
  */
 #define ROUNDS 200
-static void host_delay_run(void **state, int host_code, uint64_t *cuts)
+static void host_delay_run_lead(void **state, int host_code, uint64_t wire, uint64_t lead,
+				uint64_t *cuts)
 {
 	struct engine_config cfg;
 	struct engine_qp_info qi;
@@ -162,6 +163,11 @@ static void host_delay_run(void **state, int host_code, uint64_t *cuts)
 	f = fx_new(state, &cfg);
 	f->host_code = host_code;
 	f->wnd_min = UINT32_MAX;
+	/* the ACKs to A take wire, the last lead of it in A's receive ring */
+	if (wire)
+		pair_set_delay(f->x.p, PAIR_A, wire);
+	if (lead)
+		pair_set_stamp_lead(f->x.p, PAIR_A, lead);
 	for (int r = 0; r < ROUNDS; r++) {
 		for (int q = 0; q < NQP; q++)
 			post_write(f, q, (uint64_t)q);
@@ -174,10 +180,15 @@ static void host_delay_run(void **state, int host_code, uint64_t *cuts)
 	*cuts = pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT);
 }
 
+static void host_delay_run(void **state, int host_code, uint64_t *cuts)
+{
+	host_delay_run_lead(state, host_code, 0, 0, cuts);
+}
+
 /*
  * Swift's endpoint delay on the peer window (PROTOCOL 9.5): ACKs that all
  * say 400 us of waiting in the peer, against a 100 us target, cut the
- * window (at most half a round, never below 64, an eighth of the cap) and
+ * window (at most half a round, never below 16: four runs of ack_every) and
  * keep it below the cap, and every write still completes whole; ACKs
  * saying 40 us leave it to open to the cap as before, without a cut, and so
  * do ACKs of which one in eight says 400 us (stalls, no standing queue: cut
@@ -191,7 +202,7 @@ static void test_host_delay_cuts_window(void **state)
 	host_delay_run(state, mroc_host_delay_enc(400 * PAIR_US), &cuts);
 	f = *state;
 	assert_true(cuts > 0);
-	assert_true(f->wnd_min >= 64);
+	assert_true(f->wnd_min >= 16);
 	assert_true(f->wnd_last < 512);
 	pair_fx_teardown(state);
 	host_delay_run(state, mroc_host_delay_enc(40 * PAIR_US), &cuts);
@@ -200,6 +211,29 @@ static void test_host_delay_cuts_window(void **state)
 	assert_int_equal(f->wnd_last, 512);
 	pair_fx_teardown(state);
 	host_delay_run(state, -2, &cuts);
+	f = *state;
+	assert_int_equal(cuts, 0);
+	assert_int_equal(f->wnd_last, 512);
+}
+
+/*
+ * The endpoint delay is both hosts' (issue #22): B's ACKs say their packets
+ * did not wait, but each ACK waited 400 us in A's own receive ring (a
+ * sender whose worker is busy sending), and the window is cut as for a
+ * queue in B; the same 400 us on the wire (no stamp: the fabric's, which
+ * the paths' delay signal answers for) cuts nothing.
+ */
+static void test_own_ack_wait_cuts_window(void **state)
+{
+	uint64_t cuts;
+	struct fx *f;
+
+	host_delay_run_lead(state, 0, 400 * PAIR_US, 400 * PAIR_US, &cuts);
+	f = *state;
+	assert_true(cuts > 0);
+	assert_true(f->wnd_last < 512);
+	pair_fx_teardown(state);
+	host_delay_run_lead(state, 0, 400 * PAIR_US, 0, &cuts);
 	f = *state;
 	assert_int_equal(cuts, 0);
 	assert_int_equal(f->wnd_last, 512);
@@ -589,6 +623,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_closed_while_blocked, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 		cmocka_unit_test_teardown(test_host_delay_cuts_window, teardown),
+		cmocka_unit_test_teardown(test_own_ack_wait_cuts_window, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
