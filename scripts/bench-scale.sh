@@ -47,7 +47,9 @@
 # whose clients outlived their -D by a minute both daemons' QPs, rings included), PROFILE (a
 # directory: perf record -g of both daemons and the clients over each bw window), COUNT (a
 # directory: perf stat of system calls, context switches, faults and CPU time of both
-# daemons, the clients and the servers over each bw window, logged per data packet).
+# daemons, the clients and the servers over each bw window, logged per data packet),
+# TRANSPORT_KEYS (libconfig settings for both mrocd's transport group, for an A/B:
+# TRANSPORT_KEYS="peer_host_delay_us = 0;").
 set -u
 BL_TAG=bscale
 . "$(dirname "$0")/bench-lib.sh"
@@ -558,7 +560,7 @@ if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 	bl_fabric_up 4 2
 	# Rings that hold a message of every QP at once (as tests/e2e/test_scale.sh);
 	# transport and limits at the daemon's defaults.
-	for h in 0 1; do bl_daemon_start $h "umem_frames = 16384; ring_size = 4096;"; done
+	for h in 0 1; do bl_daemon_start $h "umem_frames = 16384; ring_size = 4096;" "${TRANSPORT_KEYS:-}"; done
 	bl_daemons_ready
 	sleep 1
 	IDLE_A=$(pss_anon 0) IDLE_B=$(pss_anon 1)
