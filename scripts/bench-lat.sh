@@ -35,8 +35,8 @@
 # beside the write_bw, both daemons' "path show", "qp show" and counters and the
 # planes' qdiscs once a second, into OUT/lat-probe/: where the latency run's wait is),
 # TRANSPORT_KEYS (libconfig settings added to both mrocd's transport group, for an
-# A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), FABRIC_NICE (-5: the fabrics' mrocd run
-# at the niceness systemd/mrocd.service gives them, Nice=-5; empty: as the clients).
+# A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), FABRIC_NICE (e.g. -5: the fabrics' mrocd
+# run at that niceness, as systemd/mrocd.service's Nice=-5; empty, the default: as the clients).
 #
 # Everything started here is stopped by pid and every namespace removed on exit,
 # also on failure or Ctrl-C.
@@ -55,7 +55,7 @@ LOADS=${LOADS:-idle bw}
 TESTS=${TESTS:-write_lat send_lat read_lat sockperf}
 MODES=${MODES:-poll sleep}
 ECNS=${ECNS:-off on}
-FABRIC_NICE=${FABRIC_NICE--5}
+FABRIC_NICE=${FABRIC_NICE:-}
 PERF=$BUILD/mroc-perf
 FABRIC=$TOP/scripts/fabric
 NAME=bl$(($$ % 100000))

@@ -115,7 +115,7 @@ static const struct config_key config_keys[] = {
 	       MROC_SACK_BITS, 0, "packets"),
 	K_UINT("transport.peer_window_pkts", transport.peer_window_pkts, 0, 1048576, 512, 0,
 	       "packets"),
-	K_UINT("transport.peer_host_delay_us", transport.peer_host_delay_us, 0, 1000000, 0, 0,
+	K_UINT("transport.peer_host_delay_us", transport.peer_host_delay_us, 0, 1000000, 100, 0,
 	       "us"),
 	K_UINT("transport.loss_md_pkts", transport.loss_md_pkts, 1, 256, 4, 0, "packets"),
 	K_UINT("transport.delay_target_us", transport.delay_target_us, 0, 1000000, 50, 0, "us"),
