@@ -49,7 +49,9 @@
 # directory: perf stat of system calls, context switches, faults and CPU time of both
 # daemons, the clients and the servers over each bw window, logged per data packet),
 # TRANSPORT_KEYS (libconfig settings for both mrocd's transport group, for an A/B:
-# TRANSPORT_KEYS="peer_host_delay_us = 0;").
+# TRANSPORT_KEYS="peer_host_delay_us = 0;"), SLOTS (messages each QP's regions hold, both
+# sides, 1..1024; default the depth: SLOTS=1024 POINTS=16 gives 16 QPs the 1 GiB a side
+# that 16 x 250 QPs of 4 x 64 KiB have, so that few QPs write to memory as cold as theirs).
 set -u
 BL_TAG=bscale
 . "$(dirname "$0")/bench-lib.sh"
@@ -344,7 +346,7 @@ bw_run() {
 	# them, and mroc-perf's default (up to 256 MiB a process) pinned 4 GiB per host at
 	# 16 x 250 before any data moved.
 	depth=${DEPTH:-$([ "$n" -le 16 ] && echo 128 || echo 4)}
-	SRV_ARGS=(--slots "$((depth < 2 ? 2 : depth))")
+	SRV_ARGS=(--slots "${SLOTS:-$((depth < 2 ? 2 : depth))}")
 	tstart=$SECONDS
 	clients_start bw 18600 "$c" "$q" -s 65536 -D "$dur" -t "$depth" "${SRV_ARGS[@]}"
 	SRV_ARGS=()
