@@ -152,9 +152,9 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_tx_peer_rescued_total", "QPs parked for room in their peer host's window "
 	  "while nothing was in flight to it nor granted (no release would wake them): kicked when "
 	  "their timer ran. Always 0 but for a bug." },
-	{ "mroc_engine_peer_host_cut_total", "Peer windows cut because an ACK said its packet "
-	  "waited in the peer host longer than transport.peer_host_delay_us (Swift's endpoint "
-	  "delay; 0 with the option off)." },
+	{ "mroc_engine_peer_host_cut_total", "Peer windows cut because a round's ACKs all "
+	  "waited in the hosts (the peer's part the ACK says, and the ACK's own in our ring) longer "
+	  "than transport.peer_host_delay_us (Swift's endpoint delay; 0 with the option off)." },
 	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
 	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "
 	  "path." },

@@ -44,8 +44,8 @@ struct engine_config {
 	uint32_t dupthresh;		/* SACKed packets above a hole that make it a loss */
 	uint32_t init_pwnd_pkts;	/* initial window per path, packets */
 	uint32_t peer_window_pkts;	/* data packets in flight to one peer host, all QPs; 0 = no cap */
-	uint64_t peer_host_delay_ns;	/* the peer host's wait (ACK host_delay) above which that
-					 * window is cut; 0 = the window opens to its cap and stays */
+	uint64_t peer_host_delay_ns;	/* the hosts' wait (ACK host_delay + the ACK's own in our ring)
+					 * above which that window is cut; 0 = the window opens to its cap and stays */
 	uint32_t max_pwnd_pkts;		/* at most MROC_SACK_BITS */
 	uint32_t loss_md_pkts;		/* losses within one RTT that count as congestion */
 	uint64_t delay_target_ns;	/* queueing delay a path may add above its minimum RTT
@@ -511,7 +511,7 @@ enum engine_counter {
 	EC_REPATH_LOOK,			/* looks before a "slow", "ce", "spread" or "explore" move: packets by the port it would take (path.c) */
 	EC_REPATH_LOOK_BUSY,		/* ... that found a queue on that route, or no answer: no move */
 	EC_TX_PEER_RESCUED,		/* parked QPs whose host had nothing in flight nor granted: kicked by their timer (peer.c) */
-	EC_PEER_HOST_CUT,		/* peer windows cut: an ACK's packet waited in the peer host over peer_host_delay (peer.c) */
+	EC_PEER_HOST_CUT,		/* peer windows cut: a round's ACKs all waited in the hosts over peer_host_delay (peer.c) */
 	EC_REPATH_SPREAD_BACK,		/* "spread" moves taken back: the QP delivered no more (path.c) */
 	EC_CM_COPY,			/* our REQ or RTU sent again within its try (up to twice): nothing came back by a third, two thirds of its wait (cm.c) */
 	EC__COUNT,

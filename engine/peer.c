@@ -31,11 +31,12 @@
  * senders now, and 4,000 QPs waking at once would otherwise put the whole
  * cap into it before any RTT sample (issue #23).
  *
- * The peer's own queue (cfg.peer_host_delay_ns, Swift's endpoint delay):
+ * The hosts' own queues (cfg.peer_host_delay_ns, Swift's endpoint delay):
  * the delay signal of each path leaves out what an ACK says its packet
- * waited in the peer host (a worker that takes its ring in batches and
- * shares its CPUs is no queue on the path), so nothing but this window
- * bounds what waits there.  A receiver slower than its senders (a worker
+ * waited in the peer host and what the ACK waited in ours (a worker that
+ * takes its ring in batches and shares its CPUs is no queue on the path),
+ * so nothing but this window bounds what waits there (qp_ack.c
+ * endpoint_delay gives it the two together).  A receiver slower than its senders (a worker
  * short of CPU) holds the whole window in its ring: 512 packets of 3.4 KB
  * are 4.6 ms at 3 Gbit/s, and every QP's message to it, a ping-pong's 8
  * bytes too, waits behind them (write_lat beside a write_bw on the 4-plane
