@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Connection management's timers, two engines back to back (cm_pair.h):
+ * when a request nobody answers fails (CONNECT_ERR after cm_retries tries,
+ * at the same time with the copies), what it sends until then, and a
+ * REP that comes after its try's wait ran out, before the timers ran.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cm_pair.h"
+
+/*
+ * Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then
+ * CONNECT_ERR, at the same time as before the copies; each try sends its REQ
+ * three times (copies at a third and two thirds of its wait, cm.c try_arm),
+ * so 3 x (cm_retries + 1) REQs.
+ */
+static void test_connect_unanswered(void **state)
+{
+	struct engine_config ca;
+	struct pair *p;
+	struct engine_qp_attr a = attr_of(0, 0xa);
+	uint64_t t0, rto = 0;
+	uint32_t qa;
+
+	pair_test_config(&ca);
+	ca.cm_retries = 3;
+	p = open_pair(state, &ca, NULL);
+	qa = pair_qp_create(p, PAIR_A, &a);
+	p->s[PAIR_A].qpn = qa;
+	t0 = p->now;
+	/* Peer handle 7: the pump delivers it nowhere. */
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa, 7, SVC, pair_clock(p, PAIR_A)), 0);
+	for (uint32_t i = 0; i <= ca.cm_retries; i++)
+		rto += ca.rto_init_ns << i;
+	pair_run(p, t0 + rto - 1);
+	pair_expect_none(p, PAIR_A);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
+	pair_run_for(p, 1 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].stray, 3 * (ca.cm_retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2 * (ca.cm_retries + 1));
+	pair_run_for(p, 100 * PAIR_MS);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3 * (ca.cm_retries + 1));
+	pair_expect_none(p, PAIR_A);
+}
+
+/*
+ * The requester's RTU never gets through (the server never binds, so
+ * nothing of the QP's comes back), or the server goes silent after its REP:
+ * the requester never counts itself connected, and after cm_retries tries
+ * its QP fails with CONNECT_ERR (a connection that was never made, not
+ * RETRY_EXC_ERR) exactly when it did while it only repeated its RTU: each
+ * try after the first asks with its REQ again (the server may have lost
+ * our entry, test_rtu_entry_pushed_out), and the RTU of the REP it gets
+ * goes within that try.  Each try's RTU, or its REQ when no REP came back,
+ * goes three times (cm.c try_arm): the copies change the counts, not the
+ * time.
+ * The server listens on, no completion.
+ */
+struct rtu_loss {
+	bool server_gone;	/* drop everything B sends after its first REP */
+	unsigned reps;
+};
+
+static bool rtu_loss_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct rtu_loss *l = arg;
+
+	(void)p;
+	if (pkt->from == PAIR_B)
+		return pkt->data[PKT_OPCODE] == MROC_OP_CONNECT_REP && !l->reps++ ? true :
+		       !l->server_gone;
+	return pkt->data[PKT_OPCODE] != MROC_OP_KEEPALIVE;
+}
+
+static void rtu_unanswered(void **state, bool server_gone)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct rtu_loss l = { .server_gone = server_gone };
+	const struct engine_config *c = &p->s[PAIR_A].cfg;
+	uint32_t retries = c->cm_retries;
+	uint64_t t0 = p->now, wait = 0;
+	uint64_t cap = c->dead_peer_ns / 3 > c->rto_init_ns ? c->dead_peer_ns / 3 : c->rto_init_ns;
+
+	p->filter = rtu_loss_filter;
+	p->filter_arg = &l;
+	/* The tries' waits: rto_init doubling, at most max(rto_init, dead_peer / 3) (cm.c). */
+	for (uint32_t i = 0; i <= retries; i++) {
+		uint64_t w = c->rto_init_ns << (i < 6 ? i : 6);
+
+		wait += w < cap ? w : cap;
+	}
+	start_connect(p, &a, &b, SVC, SVC);
+	pair_run_for(p, 100 * PAIR_US);
+	pair_expect_none(p, PAIR_A);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 1);	/* the RTU, at once */
+	pair_run(p, t0 + wait - 1);
+	pair_expect_none(p, PAIR_A);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
+	pair_run_for(p, 1 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	/*
+	 * The first REQ, then one a try after an unanswered RTU, and with the
+	 * server gone its two copies too (no REP came back); an RTU and its two
+	 * copies for each REP.
+	 */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
+			 server_gone ? 1 + 3 * retries : 1 + retries);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), server_gone ? 1 : retries);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 3 : 3 * (retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2 * (retries + 1));	/* two a try */
+	/* B answered each REQ, gone or not */
+	assert_int_equal(l.reps, server_gone ? 1 + 3 * retries : retries + 1);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+	pair_expect_none(p, PAIR_B);
+	assert_int_equal(p->stuck_deadlines, 0);
+	/* Nothing more from A. */
+	pair_run_for(p, 100 * PAIR_MS);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
+			 server_gone ? 1 + 3 * retries : 1 + retries);
+	pair_expect_none(p, PAIR_A);
+}
+
+static void test_rtu_unanswered(void **state)
+{
+	rtu_unanswered(state, false);
+}
+
+static void test_rtu_server_gone(void **state)
+{
+	rtu_unanswered(state, true);
+}
+
+/*
+ * The REP to a REQ sent again (after an unanswered RTU and its copies)
+ * reaches the requester after that try's wait has run out, before its
+ * timers ran: a host late to its timers (mrocd's worker off the CPU, a
+ * sanitizer build at load); the REPs to the REQ's copies are lost.  Its RTU goes once, with a
+ * wait of its own, and the connection is made.  (Before: the RTU's deadline was the REQ's, already passed, so the
+ * RTU stayed due and engine_tx filled every buffer with it, without end:
+ * the worker never left its send loop, and mrocd stopped answering.)
+ */
+struct late_rep {
+	unsigned rtus, reps;
+	bool held;
+	struct pair_pkt rep;
+};
+
+static bool late_rep_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct late_rep *l = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+
+	if (pkt->from == PAIR_A)
+		return op != MROC_OP_KEEPALIVE || pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING ||
+		       ++l->rtus > 3;	/* the first RTU and its copies are lost */
+	if (op != MROC_OP_CONNECT_REP || ++l->reps < 2)
+		return true;
+	if (l->reps == 2) {
+		l->rep = *pkt;		/* the REP to the REQ sent again: held */
+		l->held = true;
+	}
+	return l->reps > 4;		/* the REPs to that REQ's copies: lost */
+}
+
+static void test_rtu_of_late_rep(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct late_rep l = { 0 };
+	uint64_t d, until = p->now + 100 * p->s[PAIR_A].cfg.rto_init_ns;
+
+	p->filter = late_rep_filter;
+	p->filter_arg = &l;
+	start_connect(p, &a, &b, SVC, SVC);
+	while (l.reps < 4 && p->now < until)
+		pair_run_for(p, PAIR_US);
+	assert_true(l.held);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
+	/* The first, the one sent again and its copies (no REP came back to it). */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
+	/* A's next deadline is that try's end: the REP comes a whole wait after it. */
+	d = engine_next_deadline(p->s[PAIR_A].eng);
+	assert_true(d && d != UINT64_MAX);
+	d = pair_base_of(p, PAIR_A, d);
+	pair_run(p, d - 1);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
+	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
+	assert_int_equal(pair_deliver(p, &l.rep), 0);
+	pair_pump(p);			/* before: "engines never go quiet" */
+	/* the lost RTU, its lost copies, and this one */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 4);
+	pair_run_for(p, 10 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
+	assert_int_equal(p->stuck_deadlines, 0);
+	p->filter = NULL;
+	a_writes(p);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_teardown(fn, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_connect_unanswered),
+		T(test_rtu_unanswered),
+		T(test_rtu_server_gone),
+		T(test_rtu_of_late_rep),
+	};
+#undef T
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
