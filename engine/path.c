@@ -477,9 +477,12 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 }
 
 /*
- * Every ACK's echo, also one that acknowledges nothing new (the packets it
- * answers were declared lost by an RTO while the peer was stalled): the
- * late ones are exactly the samples that show a stall.  It also settles
+ * Every ACK's echo that has news (qp_rx_ack: PSNs acknowledged, packets
+ * received or a NAK), also one that acknowledges nothing new (the packets
+ * it answers were declared lost by an RTO while the peer was stalled; it
+ * still reports them received): the late ones are exactly the samples that
+ * show a stall.  An ACK without news is not asked: a replay's echo is as
+ * old as the ACK, and it held every path's RTO at rto_max (s20-cc20).  It also settles
  * whether the path's last RTO was needed (Eifel's test, RFC 3522): an ACK
  * that echoes a packet sent before the RTO shows the peer had it, and the
  * RTO is undone (rto_undo).

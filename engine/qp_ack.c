@@ -583,7 +583,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	struct path *p;
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
 	uint16_t nak_seen = qp->nak_seen;
-	bool echo_ok, look;
+	bool echo_ok, look, news;
 	int last;
 
 	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
@@ -614,8 +614,18 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 
 	bytes = walk_sack(eng, qp, p, a, &newest, now);
 	look = path_look_acked(p, &newest);
+	/*
+	 * News (PSNs acknowledged, packets received, a NAK) the peer sent since
+	 * the last ACK that had some.  Only such an ACK's echo is a sample
+	 * (path_on_echo): one without news is a replay or a copy of an ACK we
+	 * had, and its echo, as old as that ACK, showed an RTT that grew with
+	 * each replay up to rto_max in the host's RTT maximum (s20-cc20).
+	 */
+	news = bytes || qp->nak_seen != nak_seen ||
+	       (a->rcv_pkts != p->last_rcv_pkts &&
+		(!p->ack_seen || seq_lt(p->last_rcv_pkts, a->rcv_pkts)));
 	/* The echo is timed to when we took the ACK: no earlier than it arrived (rx_taken). */
-	echo_ok = path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at));
+	echo_ok = news && path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at));
 	if (bytes) {
 		bool first = !p->srtt;
 
@@ -671,13 +681,12 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (p->undo_rate && !p->left_alive)
 		path_note_left(p, a);	/* a timeout move: was the port it left alive? */
 	/*
-	 * News (PSNs acknowledged, packets received, a NAK) the peer sent since
-	 * the last ACK that had some: a sign of life, and progress for the
-	 * data-in-flight clock (qp_timers).  A replayed ACK has none: with
-	 * keepalives off it reset that clock, and a QP whose real ACKs an
-	 * on-path host dropped lived on until max_retx (#24 item 6).
+	 * News is a sign of life, and progress for the data-in-flight clock
+	 * (qp_timers).  A replayed ACK has none: with keepalives off it reset
+	 * that clock, and a QP whose real ACKs an on-path host dropped lived
+	 * on until max_retx (#24 item 6).
 	 */
-	if (bytes || rcv_delta || qp->nak_seen != nak_seen) {
+	if (news) {
 		peer_heard(qp, now);
 		qp->last_progress = now;
 	} else {

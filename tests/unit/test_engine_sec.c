@@ -449,6 +449,20 @@ static void test_repeat_flagged_aead(void **state)
 	repeat_flagged(state, MROC_SEC_AEAD);
 }
 
+/* The WRITE wa completes; B's first ACK of it, captured. */
+static struct pair_pkt acked_write(struct fx *f, const struct engine_wr *wa)
+{
+	struct pair_capture *cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
+	struct pair_pkt ack;
+
+	assert_int_equal(pair_post(f->p, PAIR_A, wa), 0);
+	pair_run_for(f->p, PAIR_MS);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, wa->wr_id);
+	ack = *captured(cap, MROC_OP_ACK);
+	pair_capture_stop(f->p);
+	return ack;
+}
+
 /*
  * #24, s12's second gap: with keepalives off, the dead-peer clock of a QP
  * with data in flight (last_progress) moved on any ACK, a replayed old one
@@ -462,16 +476,8 @@ static void test_replayed_ack_no_progress(void **state)
 	const uint64_t dead = 8 * PAIR_MS;
 	struct fx *f = alive_fx(state, MROC_SEC_AEAD, 0, dead);
 	struct engine_wr wa = write_of(f, 1, 100);
-	struct pair_capture *cap;
-	struct pair_pkt ack;
+	struct pair_pkt ack = acked_write(f, &wa);
 	uint64_t t0;
-
-	cap = pair_capture_start(f->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), true);
-	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
-	pair_run_for(f->p, PAIR_MS);
-	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
-	ack = *captured(cap, MROC_OP_ACK);
-	pair_capture_stop(f->p);
 
 	/* Idle without keepalives: nothing in flight, nothing times out. */
 	pair_run_for(f->p, 3 * dead);
@@ -492,6 +498,57 @@ static void test_replayed_ack_no_progress(void **state)
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
 	assert_true(f->p->now <= t0 + dead + dead / 4);
 	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_RETRY_EXC_ERR, 2);
+}
+
+/* A's data packets dropped while *arg. */
+static bool drop_a_data(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	(void)p;
+	return !(*(bool *)arg && pkt->from == PAIR_A && mroc_op_is_data(pkt->data[PKT_OPCODE]));
+}
+
+/*
+ * s20-cc20 section 6: a replayed old ACK brings no news, and its echo (the
+ * send time of the packet it acknowledged) is no RTT sample.  Taken as one,
+ * each replay showed an RTT as old as the ACK, up to rto_max, in the host's
+ * RTT maximum, and every path's RTO was held at rto_max for 30-60 s
+ * (path_rto): in test_replayed_ack_no_progress the timers came 20 ms apart.
+ * Here B's ACK of an idle QP is replayed four times, 2 ms apart; then A's
+ * data is lost until a path times out: its first RTO comes 1 ms after the
+ * post (its own RTO, at most rto_init), not 11.25 ms (5/4 of the last
+ * replay's "RTT" of 9 ms; 20 ms once the replays reach rto_max).
+ */
+static void test_replayed_ack_no_rtt(void **state)
+{
+	struct fx *f = alive_fx(state, MROC_SEC_AEAD, 0, 100 * PAIR_MS);
+	const struct engine_config *ca = &f->p->s[PAIR_A].cfg;
+	struct engine_wr wa = write_of(f, 1, 100);
+	struct pair_pkt ack = acked_write(f, &wa);
+	bool drop = false;
+	uint64_t t0;
+
+	for (int i = 0; i < 4; i++) {
+		pair_run_for(f->p, 2 * PAIR_MS);
+		assert_int_equal(pair_deliver(f->p, &ack), 0);
+		assert_true(engine_rx_repeat(f->p->s[PAIR_A].eng));
+	}
+
+	f->p->filter = drop_a_data;
+	f->p->filter_arg = &drop;
+	drop = true;
+	wa.wr_id = 2;
+	t0 = f->p->now;
+	assert_int_equal(pair_post(f->p, PAIR_A, &wa), 0);
+	while (!stat_of(f, PAIR_A, EC_RTO) && f->p->now < t0 + 2 * ca->rto_max_ns)
+		pair_run_for(f->p, 10 * PAIR_US);
+	print_message("first RTO %.2f ms after the post (rto_min %.1f ms, rto_max %.0f ms)\n",
+		      (double)(f->p->now - t0) / PAIR_MS, (double)ca->rto_min_ns / PAIR_MS,
+		      (double)ca->rto_max_ns / PAIR_MS);
+	assert_int_equal(stat_of(f, PAIR_A, EC_RTO), 1);
+	assert_true(f->p->now - t0 < ca->rto_max_ns / 4);
+	drop = false;
+	pair_run_for(f->p, ca->rto_max_ns);
+	pair_expect(f->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 2);
 }
 
 /*
@@ -647,6 +704,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_repeat_flagged_none, teardown),
 		cmocka_unit_test_teardown(test_repeat_flagged_aead, teardown),
 		cmocka_unit_test_teardown(test_replayed_ack_no_progress, teardown),
+		cmocka_unit_test_teardown(test_replayed_ack_no_rtt, teardown),
 		cmocka_unit_test_teardown(test_tx_touches_only_filled, teardown),
 		cmocka_unit_test_teardown(test_tx_want, teardown),
 	};
