@@ -33,7 +33,8 @@
 # and in OUT/lat-sched.txt), TESTS ("write_lat send_lat read_lat sockperf"), MODES
 # ("poll sleep"), ECNS ("off on": the fabrics' marking), PROBE (set: during each run
 # beside the write_bw, both daemons' "path show", "qp show" and counters and the
-# planes' qdiscs once a second, into OUT/lat-probe/: where the latency run's wait is),
+# planes' qdiscs once a second, into OUT/lat-probe/: where the latency run's wait is;
+# "all": the idle runs too),
 # TRANSPORT_KEYS (libconfig settings added to both mrocd's transport group, for an
 # A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), FABRIC_NICE (e.g. -5: the fabrics' mrocd
 # run at that niceness, as systemd/mrocd.service's Nice=-5; empty, the default: as the clients).
@@ -315,7 +316,8 @@ measure() {
 					BW=
 					[ $load = bw ] && load_start
 					[ -n "${SCHED:-}" ] && [ "$load $t $mode $rep" = "idle write_lat poll 1" ] && sched_start
-					[ $load = bw ] && [ -n "${PROBE:-}" ] && probe_start "$topo-$planes-$ecn-$t-$mode-$rep"
+					{ [ $load = bw ] || [ "${PROBE:-}" = all ]; } && [ -n "${PROBE:-}" ] &&
+						probe_start "$topo-$planes-$ecn-$load-$t-$mode-$rep"
 					if [ $t = sockperf ]; then sockperf_run; mode=-; else lat $t $mode; fi
 					[ -n "${PROBE_PID:-}" ] && probe_stop
 					[ -n "${SCHED_PID:-}" ] && sched_report "$topo/$planes/$ecn"
