@@ -70,6 +70,11 @@ static int extra_fds(void *ctx, int *fds, int max)
 	return clients_fds(((struct mrocd_wk *)ctx)->clients, fds, max);
 }
 
+static bool on_idle(void *ctx, uint64_t now)
+{
+	return clients_idle(((struct mrocd_wk *)ctx)->clients, now);
+}
+
 static bool may_sleep(void *ctx)
 {
 	return clients_may_sleep(((struct mrocd_wk *)ctx)->clients);
@@ -649,6 +654,7 @@ static int start_worker(struct mrocd *d, unsigned k)
 		.on_tick = on_tick,
 		.on_poll = on_poll,
 		.extra_fds = extra_fds,
+		.on_idle = on_idle,
 		.may_sleep = may_sleep,
 		.fd_ready = fd_ready,
 		.on_flush = on_flush,

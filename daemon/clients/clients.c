@@ -628,6 +628,19 @@ void clients_fd_ready(void *ctx, int i)
 	take_doorbells(cs, mrocd_now_ns());
 }
 
+bool clients_idle(void *ctx, uint64_t now)
+{
+	struct clients *cs = ctx;
+	uint64_t rung = cs->st.doorbells;
+
+	if (now < cs->next_idle_look)
+		return false;
+	cs->next_idle_look = now + DOORBELL_IDLE_NS;
+	cs->next_doorbells = now + DOORBELL_POLL_NS;
+	take_doorbells(cs, now);
+	return cs->st.doorbells != rung;
+}
+
 /* About to sleep: every hot QP goes cold (asks for the doorbell); false if one got work. */
 bool clients_may_sleep(void *ctx)
 {

@@ -100,6 +100,8 @@ int clients_fds(void *cs, int *fds, int max);
 /* It is readable: take the doorbells (the worker does not read the fd). */
 void clients_fd_ready(void *cs, int i);
 bool clients_may_sleep(void *cs);
+/* A busy-poll turn of the worker found nothing: look at the doorbells; true if one rang. */
+bool clients_idle(void *cs, uint64_t now);
 /* End of a worker loop: signal the completion channels of this loop's completions. */
 void clients_flush(void *cs);
 uint64_t clients_tick(struct clients *cs, uint64_t now);

@@ -42,6 +42,15 @@
 #define POLL_BUDGET		256
 #define HOT_NS			1000000ULL
 #define DOORBELL_POLL_NS	20000ULL
+/*
+ * A worker that spins with nothing to do looks this often (clients_idle):
+ * it has just woken for a packet, its QPs all went cold when it slept, and
+ * the client that packet's completion wakes posts its answer to a cold QP:
+ * at DOORBELL_POLL_NS that post waited up to 20 us (a ping-pong's every hop,
+ * an NCCL ring's every step: s18-nccl18).  Idle, an epoll_wait(0) costs
+ * nothing anyone waits for.
+ */
+#define DOORBELL_IDLE_NS	2000ULL
 #define DOORBELL_BATCH		64	/* doorbells taken per epoll_wait */
 /*
  * Every SWEEP_NS the worker looks at each cold QP's rings once (one load of
@@ -171,6 +180,7 @@ struct clients {
 	uint32_t nactive;
 	int epfd;			/* every client's doorbell (clients.c) */
 	uint64_t next_doorbells;	/* ns: a busy worker's next look at them */
+	uint64_t next_idle_look;	/* ns: a spinning worker's next look (DOORBELL_IDLE_NS) */
 	uint64_t next_sweep;		/* ns: the next look at every cold QP's rings (SWEEP_NS) */
 	struct cqp **hot;		/* max_total_qps */
 	uint32_t nhot, hot_next;

@@ -422,6 +422,8 @@ static void *worker_main(void *arg)
 		if (!idle_since)
 			idle_since = now;
 		if (now - idle_since < (uint64_t)w->cfg.busy_poll_us * 1000) {
+			if (w->cfg.on_idle && w->cfg.on_idle(w->cfg.ctx, now))
+				continue;	/* a doorbell: its QP is polled at once */
 			idle_spin_turn(&spin, now, mrocd_now_ns, yield_cpu);
 			w->st.idle_yields = spin.yields;
 			continue;

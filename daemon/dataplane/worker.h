@@ -41,6 +41,8 @@ struct worker_cfg {
 	int (*extra_fds)(void *ctx, int *fds, int max);
 	/* The i-th of extra_fds' fds was readable (the worker has read it). */
 	void (*fd_ready)(void *ctx, int i);
+	/* A turn of busy-polling found nothing: true if it found work elsewhere (doorbells). */
+	bool (*on_idle)(void *ctx, uint64_t now);
 	/* About to sleep: ask clients for doorbells; false if work appeared meanwhile. */
 	bool (*may_sleep)(void *ctx);
 	/* End of every loop: what was batched in it goes out (completion channels). */

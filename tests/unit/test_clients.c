@@ -588,6 +588,51 @@ static void test_doorbells(void **state)
 }
 
 /*
+ * A worker spinning with nothing to do (clients_idle, worker.c's busy-poll
+ * turns) looks at the doorbells every DOORBELL_IDLE_NS, not every
+ * DOORBELL_POLL_NS: a post to a QP that went cold when the worker slept is
+ * taken within 2 us of its doorbell, and the next poll consumes it.
+ */
+static void test_doorbell_idle_look(void **state)
+{
+	struct tc c;
+	struct tqp q;
+	struct clients_stats st;
+	uint32_t qpn;
+	uint64_t t = 1000000;
+
+	(void)state;
+	env_up(100);
+	open_client(&c, 1000);
+	assert_int_equal(qp_create_t(&c, &qpn, &q), 0);
+	assert_int_equal(clients_poll(E.cs, t), 0);	/* a busy look: the next is 20 us away */
+	assert_true(clients_may_sleep(E.cs));	/* slept: the QP is cold */
+	memset(ring_prod_slot(&q.sq), 0, sizeof(struct mroc_sqe));
+	ring_prod_commit(&q.sq, 1);
+	ring(q.doorbell);
+	/* Polled busy 1 us later, the doorbell waits for the next 20 us look. */
+	assert_int_equal(clients_poll(E.cs, t + 1000), 0);
+	/* A spinning turn takes it now, and the next poll the work request. */
+	assert_true(clients_idle(E.cs, t + 1000));
+	stats(&st);
+	assert_int_equal(st.doorbells, 1);
+	assert_int_equal(st.qps_hot, 1);
+	assert_int_equal(clients_poll(E.cs, t + 1100), 1);
+	/* No second look within DOORBELL_IDLE_NS; then one, which finds nothing. */
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 2);
+	assert_false(clients_idle(E.cs, t + 2000));
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 2);
+	assert_false(clients_idle(E.cs, t + 3100));
+	stats(&st);
+	assert_int_equal(st.doorbell_calls, 3);
+	close_client(&c);
+	munmap(q.map, q.len);
+	env_down();
+}
+
+/*
  * Work that no doorbell brought (a wake-up lost, or a client that died
  * between its post and its ring) is found by the sweep of cold QPs: taken
  * at the second sweep that sees it unconsumed, and counted.  Work whose
@@ -649,6 +694,7 @@ int main(void)
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),
+		cmocka_unit_test(test_doorbell_idle_look),
 		cmocka_unit_test(test_stranded_work),
 	};
 
