@@ -307,6 +307,8 @@ static int take_peer(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 	/* Split messages go either way only when both ends announced a unit. */
 	qp->peer_split = qp->mode == MROC_MODE_METAROCE && eng->cfg.split_unit ?
 			 pkt->cm.split * MROC_SPLIT_ALIGN : 0;
+	/* ... and by the sender's ports only when the peer announced its own (we always do). */
+	qp->peer_split_ports = qp->peer_split ? (uint8_t)mroc_cm_ports_get(pkt->cm.ext_flags) : 0;
 	return 0;
 }
 
@@ -734,6 +736,27 @@ uint8_t cm_split(const struct engine *eng, uint8_t mode)
 	return mode == MROC_MODE_METAROCE ? (uint8_t)(eng->cfg.split_unit / MROC_SPLIT_ALIGN) : 0;
 }
 
+/*
+ * How many of a QP's npaths paths leave by ports of their own, as the
+ * driver says (sport_classes: mrocd's interfaces, one of them included;
+ * path_ports: the simulator's planes); a driver that says nothing gets
+ * npaths, the rule without ports.  The paths start on distinct ports; a
+ * repath may later put two on one, and parts then keep off shared ports
+ * as long as they can (qp_tx.c pick_path_alone).
+ */
+uint32_t cm_split_ports(const struct engine *eng, uint32_t npaths)
+{
+	uint32_t ports = eng->cfg.sport_classes > 1 ? eng->cfg.sport_classes :
+			 eng->cfg.path_ports ? eng->cfg.path_ports : eng->cfg.sport_classes;
+
+	return ports && ports < npaths ? ports : npaths;
+}
+
+uint8_t cm_split_ext(const struct engine *eng, uint8_t mode, uint32_t npaths)
+{
+	return cm_split(eng, mode) ? mroc_cm_ports_put(cm_split_ports(eng, npaths)) : 0;
+}
+
 /* The QP's pending CM message, due now, into b.  Returns 1 or 0. */
 static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -758,8 +781,10 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	c.ext_flags = ext ? MROC_CM_F_EXT : 0;
 	if (op == MROC_OP_CONNECT_REP && qp->state == ENGINE_QPS_CONNECTED)
 		c.ext_flags |= MROC_CM_F_BOUND;	/* a REQ sent again: its RTU's answer was lost */
-	if (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP)
+	if (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP) {
 		c.split = cm_split(eng, qp->mode);
+		c.ext_flags |= cm_split_ext(eng, qp->mode, qp->npaths);
+	}
 	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,

@@ -371,7 +371,8 @@ static void put_rep(struct engine *eng, const struct cm_half *h, const struct qp
 		.npaths = l->npaths,
 		.mode = l->mode,
 		.sec = eng->cfg.sec_mode,
-		.ext_flags = eng->cfg.cm_ext_len ? MROC_CM_F_EXT : 0,
+		.ext_flags = (uint8_t)((eng->cfg.cm_ext_len ? MROC_CM_F_EXT : 0) |
+				       cm_split_ext(eng, l->mode, l->npaths)),
 		.split = cm_split(eng, l->mode),
 	};
 	size_t n = wire_put_hdr(b->data, &(struct mroc_hdr){

@@ -345,6 +345,8 @@ struct qp {
 	uint64_t service_id;
 	uint32_t peer_mtu;
 	uint32_t peer_split;	/* the peer's split unit, bytes; 0: no split either way */
+	/* the peer's split ports (MROC_CM_F_PORTS); 0: it announced none, both ways by npaths */
+	uint8_t peer_split_ports;
 	uint8_t peer_npaths;	/* paths the peer sprays on: valid path ids below it */
 	uint32_t sq_depth, rq_depth;
 
@@ -864,6 +866,10 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now);
 /* The CM header's split field a REQ or REP announces for a QP of that mode. */
 uint8_t cm_split(const struct engine *eng, uint8_t mode);
+/* The split ports (mroc_split_seg) this engine announces for, and cuts by, a QP of npaths. */
+uint32_t cm_split_ports(const struct engine *eng, uint32_t npaths);
+/* The CM ext bits (MROC_CM_F_PORTS) a REQ or REP of such a QP announces them with. */
+uint8_t cm_split_ext(const struct engine *eng, uint8_t mode, uint32_t npaths);
 
 /* cm_half.c: CONNECT_REQs answered, the listener not bound until proven */
 enum half_due { HALF_NONE = 0, HALF_REP, HALF_BUSY };

@@ -455,7 +455,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	if (pkt->hdr.flags & MROC_F_SPLIT)
 		seg_len = qp->peer_split && !mroc_op_is_request(pkt->hdr.opcode) ?
 			  mroc_split_seg(d->msg_len, qp->peer_mtu, qp->peer_npaths,
-					 qp->peer_split) : 0;
+					 qp->peer_split, qp->peer_split_ports) : 0;
 	if (!seg_len || d->offset % seg_len ||
 	    (pkt->hdr.opcode != MROC_OP_READ_REQ &&
 	     pkt->payload_len != min_u64(seg_len, d->msg_len - d->offset))) {

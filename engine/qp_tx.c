@@ -124,7 +124,8 @@ static struct tx_msg *msg_alloc(struct engine *eng, struct qp *qp, uint8_t op, u
 {
 	bool alone = sent_alone(eng, qp, op, now);
 	uint32_t seg_len = alone && !nseg_1 && now && split_quiet(eng, now) ?
-			   mroc_split_seg(len, eng->cfg.mtu, qp->npaths, eng->cfg.split_unit) :
+			   mroc_split_seg(len, eng->cfg.mtu, qp->npaths, eng->cfg.split_unit,
+					  qp->peer_split_ports ? cm_split_ports(eng, qp->npaths) : 0) :
 			   eng->cfg.mtu;
 	uint32_t nseg = nseg_1 ? 1 : nseg_of(len, seg_len);
 	struct tx_msg *m;

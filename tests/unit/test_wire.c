@@ -636,6 +636,63 @@ static void test_cm_layout(void **state)
 	assert_cm_equal(&pkt.cm, &c);
 }
 
+/*
+ * The split ports in the CM ext byte (bits 4-7 with MROC_CM_F_PORTS, PROTOCOL
+ * 3.4): 1..16 round trip beside the other flags; no flag, no ports.
+ */
+static void test_cm_ports(void **state)
+{
+	(void)state;
+	assert_int_equal(mroc_cm_ports_put(0), 0);
+	assert_int_equal(mroc_cm_ports_get(0), 0);
+	assert_int_equal(mroc_cm_ports_get(0xf0 | MROC_CM_F_EXT | MROC_CM_F_BOUND), 0);
+	assert_int_equal(mroc_cm_ports_put(1), MROC_CM_F_PORTS);
+	assert_int_equal(mroc_cm_ports_put(16), 0xf0 | MROC_CM_F_PORTS);
+	for (uint32_t n = 1; n <= MROC_MAX_PATHS; n++) {
+		uint8_t b = mroc_cm_ports_put(n);
+
+		assert_false(b & (MROC_CM_F_EXT | MROC_CM_F_BOUND));
+		assert_int_equal(mroc_cm_ports_get(b | MROC_CM_F_EXT | MROC_CM_F_BOUND), n);
+	}
+}
+
+/*
+ * The split rule (PROTOCOL 5.2) by ports: up to ports parts of at least a
+ * unit; past them a multiple of ports, one a port per MROC_SPLIT_SHARED
+ * (96) bytes (or unit) of each port's share; ports 0 or at least the parts: the
+ * rule by npaths alone, as before ports.
+ */
+static void test_split_rule(void **state)
+{
+	static const struct { uint32_t len, mtu, npaths, unit, ports, seg; } want[] = {
+		/* len    mtu  npaths unit ports  seg */
+		{ 256, 4096, 8, 32, 0, 32 },	/* before ports: 8 parts */
+		{ 256, 4096, 8, 32, 8, 32 },	/* ports = npaths: the same */
+		{ 256, 4096, 8, 32, 4, 64 },	/* 4 planes: 4 parts, one a plane */
+		{ 64, 4096, 8, 32, 4, 32 },	/* 2 parts: below the ports, by the unit */
+		{ 384, 4096, 8, 32, 4, 96 },	/* 96 B a port: one part each */
+		{ 385, 4096, 8, 32, 4, 64 },	/* past 96 B a port: two each (8 of 49 -> 64) */
+		{ 512, 4096, 8, 32, 4, 64 },
+		{ 1024, 4096, 8, 32, 4, 128 },
+		{ 4096, 4096, 8, 32, 4, 512 },
+		{ 4096, 4096, 8, 32, 3, 688 },	/* 3 ports, 8 paths: 6 parts */
+		{ 288, 4096, 8, 32, 3, 96 },	/* 3 ports: 3 parts of 96 */
+		{ 300, 4096, 8, 32, 3, 64 },	/* ... past 96 B a port: 6 parts of 50 -> 64 */
+		{ 1000, 1024, 4, 128, 2, 256 },	/* 2 ports, unit 128: 4 parts, two a port */
+		{ 1000, 1024, 8, 512, 1, 512 },	/* one port, unit >= 96: the unit's rule */
+		{ 1000, 1024, 8, 32, 1, 128 },	/* one port, unit 32: a part per 96 B */
+		{ 96, 1024, 8, 32, 1, 96 },	/* ... 96 B in one: not split */
+		{ 100, 1024, 8, 32, 1, 64 },
+		{ 5000, 1024, 4, 128, 2, 1024 },	/* npaths x mtu: by the mtu */
+		{ 7, 1024, 16, 16, 16, 16 },
+	};
+
+	(void)state;
+	for (unsigned i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+		assert_int_equal(mroc_split_seg(want[i].len, want[i].mtu, want[i].npaths,
+						want[i].unit, want[i].ports), want[i].seg);
+}
+
 /* Reserved bytes are ignored on receipt; bytes after ACK/CM headers (and extension) too. */
 static void test_reserved_and_trailing(void **state)
 {
@@ -1021,6 +1078,8 @@ int main(void)
 		cmocka_unit_test(test_data_layout),
 		cmocka_unit_test(test_ack_layout),
 		cmocka_unit_test(test_cm_layout),
+		cmocka_unit_test(test_cm_ports),
+		cmocka_unit_test(test_split_rule),
 		cmocka_unit_test(test_reserved_and_trailing),
 		cmocka_unit_test(test_truncated),
 		cmocka_unit_test(test_truncated_garbage),

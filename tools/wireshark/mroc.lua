@@ -136,6 +136,8 @@ local f = {
 	cm_ext_flags = F.uint8("mroc.cm.ext_flags", "Extension flags", base.HEX),
 	cm_ext_present = F.bool("mroc.cm.ext_present", "EXT (an extension follows)", 8, nil, 0x01),
 	cm_bound = F.bool("mroc.cm.bound", "BOUND (REP of a QP already bound to the requester)", 8, nil, 0x02),
+	cm_has_ports = F.bool("mroc.cm.has_ports", "PORTS (split ports in bits 4-7)", 8, nil, 0x04),
+	cm_ports = F.uint8("mroc.cm.ports", "Split ports (the split rule's, PROTOCOL 5.2)", base.DEC),
 	cm_split = F.uint8("mroc.cm.split", "Split unit (x 16 bytes, 0 = none)", base.DEC),
 	cm_ext_len = F.uint16("mroc.cm.ext_len", "Extension length", base.DEC),
 	cm_nports = F.uint8("mroc.cm.port_addrs", "Port addresses", base.DEC),
@@ -365,6 +367,10 @@ local function dissect_cm(tvb, pinfo, tree, op)
 	local et = t:add(f.cm_ext_flags, tvb(b + 22, 1))
 	et:add(f.cm_ext_present, tvb(b + 22, 1))
 	et:add(f.cm_bound, tvb(b + 22, 1))
+	et:add(f.cm_has_ports, tvb(b + 22, 1))
+	if bit32.band(ext, 0x04) ~= 0 then
+		et:add(f.cm_ports, tvb(b + 22, 1), bit32.rshift(ext, 4) + 1)
+	end
 	t:add(f.cm_split, tvb(b + 23, 1))
 	local off = b + CM_HDR_LEN
 	if sec == 1 and (op == 0x20 or op == 0x21) then
