@@ -108,7 +108,8 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_cm_req_again_total", "Connection requests sent again because the proof that "
 	  "we got the answer went unanswered (the server may have dropped the request)." },
 	{ "mroc_engine_cm_copy_total", "Connection requests and proofs (RTU) sent again within "
-	  "their try (up to twice): nothing had come back by a third, two thirds of its wait." },
+	  "their try (up to three times): nothing had come back by a quarter, half, three "
+	  "quarters of its wait." },
 	{ "mroc_engine_rx_stamped_total", "Packets whose arrival time the driver stamped (the XDP "
 	  "program), not the worker's poll." },
 	{ "mroc_engine_rx_wait_ns_total", "Nanoseconds stamped packets waited from their arrival to "

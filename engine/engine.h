@@ -513,7 +513,7 @@ enum engine_counter {
 	EC_TX_PEER_RESCUED,		/* parked QPs whose host had nothing in flight nor granted: kicked by their timer (peer.c) */
 	EC_PEER_HOST_CUT,		/* peer windows cut: a round's ACKs all waited in the hosts over peer_host_delay (peer.c) */
 	EC_REPATH_SPREAD_BACK,		/* "spread" moves taken back: the QP delivered no more (path.c) */
-	EC_CM_COPY,			/* our REQ or RTU sent again within its try (up to twice): nothing came back by a third, two thirds of its wait (cm.c) */
+	EC_CM_COPY,			/* our REQ or RTU sent again within its try (up to three times): nothing came back by a quarter, half, three quarters of its wait (cm.c) */
 	EC__COUNT,
 };
 

@@ -20,8 +20,8 @@
 /*
  * Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then
  * CONNECT_ERR, at the same time as before the copies; each try sends its REQ
- * three times (copies at a third and two thirds of its wait, cm.c try_arm),
- * so 3 x (cm_retries + 1) REQs.
+ * four times (copies at a quarter, half and three quarters of its wait,
+ * cm.c try_arm), so 4 x (cm_retries + 1) REQs.
  */
 static void test_connect_unanswered(void **state)
 {
@@ -46,11 +46,11 @@ static void test_connect_unanswered(void **state)
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3 * (ca.cm_retries + 1));
-	assert_int_equal(p->s[PAIR_A].stray, 3 * (ca.cm_retries + 1));
-	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].stray, 4 * (ca.cm_retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 3 * (ca.cm_retries + 1));
 	pair_run_for(p, 100 * PAIR_MS);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 * (ca.cm_retries + 1));
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -63,7 +63,7 @@ static void test_connect_unanswered(void **state)
  * try after the first asks with its REQ again (the server may have lost
  * our entry, test_rtu_entry_pushed_out), and the RTU of the REP it gets
  * goes within that try.  Each try's RTU, or its REQ when no REP came back,
- * goes three times (cm.c try_arm): the copies change the counts, not the
+ * goes four times (cm.c try_arm): the copies change the counts, not the
  * time.
  * The server listens on, no completion.
  */
@@ -113,23 +113,23 @@ static void rtu_unanswered(void **state, bool server_gone)
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	/*
 	 * The first REQ, then one a try after an unanswered RTU, and with the
-	 * server gone its two copies too (no REP came back); an RTU and its two
-	 * copies for each REP.
+	 * server gone its three copies too (no REP came back); an RTU and its
+	 * three copies for each REP.
 	 */
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
-			 server_gone ? 1 + 3 * retries : 1 + retries);
+			 server_gone ? 1 + 4 * retries : 1 + retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), server_gone ? 1 : retries);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 3 : 3 * (retries + 1));
-	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 2 * (retries + 1));	/* two a try */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 4 : 4 * (retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 3 * (retries + 1));	/* three a try */
 	/* B answered each REQ, gone or not */
-	assert_int_equal(l.reps, server_gone ? 1 + 3 * retries : retries + 1);
+	assert_int_equal(l.reps, server_gone ? 1 + 4 * retries : retries + 1);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(p->stuck_deadlines, 0);
 	/* Nothing more from A. */
 	pair_run_for(p, 100 * PAIR_MS);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
-			 server_gone ? 1 + 3 * retries : 1 + retries);
+			 server_gone ? 1 + 4 * retries : 1 + retries);
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -165,14 +165,14 @@ static bool late_rep_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 
 	if (pkt->from == PAIR_A)
 		return op != MROC_OP_KEEPALIVE || pair_state(p, PAIR_A) != ENGINE_QPS_CONNECTING ||
-		       ++l->rtus > 3;	/* the first RTU and its copies are lost */
+		       ++l->rtus > 4;	/* the first RTU and its copies are lost */
 	if (op != MROC_OP_CONNECT_REP || ++l->reps < 2)
 		return true;
 	if (l->reps == 2) {
 		l->rep = *pkt;		/* the REP to the REQ sent again: held */
 		l->held = true;
 	}
-	return l->reps > 4;		/* the REPs to that REQ's copies: lost */
+	return l->reps > 5;		/* the REPs to that REQ's copies: lost */
 }
 
 static void test_rtu_of_late_rep(void **state)
@@ -185,27 +185,27 @@ static void test_rtu_of_late_rep(void **state)
 	p->filter = late_rep_filter;
 	p->filter_arg = &l;
 	start_connect(p, &a, &b, SVC, SVC);
-	while (l.reps < 4 && p->now < until)
+	while (l.reps < 5 && p->now < until)
 		pair_run_for(p, PAIR_US);
 	assert_true(l.held);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
 	/* The first, the one sent again and its copies (no REP came back to it). */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 5);
 	/* A's next deadline is that try's end: the REP comes a whole wait after it. */
 	d = engine_next_deadline(p->s[PAIR_A].eng);
 	assert_true(d && d != UINT64_MAX);
 	d = pair_base_of(p, PAIR_A, d);
 	pair_run(p, d - 1);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 5);
 	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
 	assert_int_equal(pair_deliver(p, &l.rep), 0);
 	pair_pump(p);			/* before: "engines never go quiet" */
 	/* the lost RTU, its lost copies, and this one */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 4);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 5);
 	pair_run_for(p, 10 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 5);
 	assert_int_equal(p->stuck_deadlines, 0);
 	p->filter = NULL;
 	a_writes(p);
