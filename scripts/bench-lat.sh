@@ -33,8 +33,9 @@
 # and in OUT/lat-sched.txt), TESTS ("write_lat send_lat read_lat sockperf"), MODES
 # ("poll sleep"), ECNS ("off on": the fabrics' marking), PROBE (set: during each run
 # beside the write_bw, both daemons' "path show", "qp show" and counters and the
-# planes' qdiscs once a second, into OUT/lat-probe/: where the latency run's wait is;
-# "all": the idle runs too),
+# planes' qdiscs once a second, into OUT/lat-probe/, and a line a daemon on stderr: the
+# packets' wait in the host, the worker's shares on its CPU and in the run queue, its
+# sleeps and peer-window cuts: where the latency run's wait is; "all": the idle runs too),
 # TRANSPORT_KEYS (libconfig settings added to both mrocd's transport group, for an
 # A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), FABRIC_NICE (e.g. -5: the fabrics' mrocd
 # run at that niceness, as systemd/mrocd.service's Nice=-5; empty, the default: as the clients).
@@ -268,6 +269,7 @@ PROBE_PID=
 probe_start() {
 	local d=$OUT/lat-probe n
 	mkdir -p "$d"
+	PROBE_TAG=$1
 	(
 		for _ in $(seq $((SECS + 2))); do
 			for n in cli srv; do
@@ -291,9 +293,25 @@ probe_start() {
 	E2E_PIDS+=($!)
 }
 probe_stop() {
+	local n f
 	kill "$PROBE_PID" 2>/dev/null
 	wait "$PROBE_PID" 2>/dev/null
 	PROBE_PID=
+	# From the first to the last sample of each daemon: where a packet waited.
+	for n in cli srv; do
+		f=$OUT/lat-probe/$PROBE_TAG.$n.json
+		[ -s "$f" ] || continue
+		awk '/^== .* counters$/ { t = $2; p = 1; next } /^==/ { p = 0 } p { print t, $0 }' "$f" |
+			while read -r t j; do
+				jq -r --arg t "$t" '"\($t) \(.engine.rx_pkts) \(.engine.rx_wait_ns) \(.worker.cpu_ns)
+					\(.worker.runq_ns) \(.worker.sleeps) \(.engine.peer_host_cut)"' <<<"$j" | tr '\n' ' '
+				echo
+			done | awk -v who="$PROBE_TAG $n" 'NR == 1 { split($0, a) } END { if (NR < 2) exit
+				dt = $1 - a[1]; np = $2 - a[2]
+				printf "probe %s: %d packets in, each waited %.0f us in the host; worker on its CPU %.2f, in the run queue %.2f; %d sleeps, %d peer-window cuts\n",
+					who, np, np ? ($3 - a[3]) / np / 1000 : 0, ($4 - a[4]) / 1e9 / dt, ($5 - a[5]) / 1e9 / dt,
+					$6 - a[6], $7 - a[7] }' >&2
+	done
 }
 
 CSV=$OUT/lat.csv
