@@ -19,7 +19,9 @@ void help_path(FILE *f)
 		"why the path last moved (MOVED: timeout, loss, ce, slow = congested while\n"
 		"delivering under 2/3 of its siblings, keepalive = idle and unanswered) and\n"
 		"how long AGO, delivered rate and the peer's rate hint.  -s adds ACKed\n"
-		"packets, timeouts and backoff; -d the peer, RTO, the DCTCP alpha, every\n"
+		"packets, timeouts and backoff; -d the peer, RTO (the path's own) and\n"
+		"RTO_TIMER (what its timer waits now: raised to the host's floor and 5/4 of\n"
+		"its largest recent RTT, doubled per backoff), the DCTCP alpha, every\n"
 		"move by reason (MOVES, e.g. timeout:3,slow:1), the\n"
 		"source port the path moved from (FROM), the ports counted down for the\n"
 		"peer (DOWN: nothing came back through them, network.port_dead_ms; its paths\n"
@@ -112,6 +114,7 @@ static void print_path(const json_t *q, const json_t *p, const json_t *prev, dou
 	print_ns(0, "min_rtt_ns", "MINRTT", jget_u64(p, "min_rtt_ns"));
 	print_ns(0, "rttvar_ns", "RTTVAR", jget_u64(p, "rttvar_ns"));
 	print_ns(PRINT_DETAILS, "rto_ns", "RTO", jget_u64(p, "rto_ns"));
+	print_ns(PRINT_DETAILS, "rto_timer_ns", "RTO_TIMER", jget_u64(p, "rto_timer_ns"));
 	print_bytes(0, "pwnd_bytes", "PWND", jget_u64(p, "pwnd_bytes"));
 	print_bytes(0, "inflight_bytes", "INFLIGHT", jget_u64(p, "inflight_bytes"));
 	print_uint(0, "sent", "SENT", jget_u64(p, "sent"));

@@ -164,6 +164,7 @@ json_t *status_path(const struct engine_path_info *pi, uint64_t now)
 	SET(o, "min_rtt_ns", pi->min_rtt_ns);
 	SET(o, "rttvar_ns", pi->rttvar_ns);
 	SET(o, "rto_ns", pi->rto_ns);
+	SET(o, "rto_timer_ns", pi->rto_timer_ns);
 	SET(o, "pwnd_bytes", pi->pwnd_bytes);
 	SET(o, "inflight_bytes", pi->inflight_bytes);
 	SET(o, "rate_bps", pi->rate_bps);

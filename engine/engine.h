@@ -558,6 +558,12 @@ struct engine_path_info {
 	uint8_t repath_why;		/* enum engine_repath_why of the last move */
 	uint64_t repath_at_ns;		/* engine time of the last move */
 	uint64_t srtt_ns, rttvar_ns, min_rtt_ns, rto_ns;
+	/*
+	 * What the path's timer waits now (path_rto): rto_ns raised to the
+	 * host's floor and 5/4 of the host's RTT maximum, doubled per backoff,
+	 * at most rto_max.  rto_ns alone hid why a path's timer was long.
+	 */
+	uint64_t rto_timer_ns;
 	uint32_t pwnd_bytes, inflight_bytes;
 	uint64_t sent, retx, lost, ce, acked, timeouts, repaths;
 	uint32_t dctcp_alpha_ppm;	/* CE fraction estimate, parts per million */

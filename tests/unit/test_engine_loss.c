@@ -632,9 +632,14 @@ static void test_stall_undone(void **state)
 	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
 	pair_run_for(f->x.p, 2 * PAIR_MS);
 	assert_true(pair_stat(f->x.p, PAIR_A, EC_RTO) >= 1);
-	for (unsigned i = 0; i < qa.npaths; i++)
+	for (unsigned i = 0; i < qa.npaths; i++) {
 		assert_int_equal(engine_path_info(f->x.p->s[PAIR_A].eng, f->x.p->s[PAIR_A].qpn, i,
 						  &pi[i]), 0);
+		/* What the timer waits: never below the path's own RTO, doubled once backed off. */
+		assert_true(pi[i].rto_timer_ns >= pi[i].rto_ns);
+		if (pi[i].backoff)
+			assert_true(pi[i].rto_timer_ns >= 2 * pi[i].rto_ns);
+	}
 	st->hold = false;
 	for (unsigned i = 0; i < st->n; i++)
 		pair_deliver(f->x.p, &st->pkts[i]);
