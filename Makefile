@@ -23,6 +23,8 @@
 #   make SANITIZE=address,undefined
 #                             -fsanitize=... build in its own folder, build-address-undefined/
 #                             (SANITIZE=thread gives build-thread/); check and bench work there too
+#   make LTO=0                mrocd, mroc-sim and tools/ without link-time optimisation (on by
+#                             default with gcc, off with SANITIZE): quicker relinks while editing
 #
 # Sources are found with $(wildcard): a new engine/*.c, daemon/*/*.c, sim/*.c or
 # tests/{unit,sim}/test_*.c is picked up without editing this file.
@@ -79,6 +81,33 @@ endif
 ifneq ($(SANITIZE),)
 MROC_CFLAGS += -fsanitize=$(SANITIZE) -fno-omit-frame-pointer
 MROC_LDFLAGS += -fsanitize=$(SANITIZE)
+endif
+
+# Link-time optimisation of the programs that move packets (issue #22): mrocd, mroc-sim and
+# tools/ (pkt-cost, xsk-baseline) are linked with -flto, so the engine's many small calls
+# across files (peer_room, cc_pace, qp_lookup, the wire puts, frame.c) are inlined where
+# they are used.  Their objects (engine/, daemon/, sim/, tools/) are "fat": GIMPLE for the
+# LTO links and machine code besides, so the test binaries link them as usual without
+# running the LTO step each (60-odd links).  Not the client library, the libfabric
+# provider or the NCCL plugin (installed or loaded by programs built with other compilers),
+# not SANITIZE builds (and so not make fuzz).  gcc only; LTO=0 turns it off, LTO=1 forces it.
+ifeq ($(origin LTO),undefined)
+LTO := $(if $(SANITIZE),0,$(if $(shell $(CC) -v 2>&1 | grep '^gcc version'),1,0))
+endif
+ifeq ($(LTO),1)
+LTO_CFLAGS := -flto -ffat-lto-objects
+# The LTO step compiles at link time: with the compile flags (and -Werror), in
+# LTO_JOBS threads (gcc's -flto=auto found no job server in make's recipes
+# and said "using serial compilation"), and the archiver that writes the LTO
+# symbol index.
+LTO_JOBS ?= $(shell nproc 2>/dev/null || echo 1)
+LTO_LDFLAGS := $(CFLAGS) $(WARNINGS) $(if $(filter 1,$(WERROR)),-Werror) -flto=$(LTO_JOBS)
+ifeq ($(origin AR),default)
+AR := gcc-ar
+endif
+# The other links take the fat objects' machine code: without -fno-lto, gcc's linker plugin
+# ran the LTO step for each test binary as well (a full build: 4-5 x the CPU).
+NO_LTO_LDFLAGS := -fno-lto
 endif
 
 # ---- dependencies (pkg-config) ----------------------------------------------
@@ -216,6 +245,10 @@ ALL_OBJS := $(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(TEST_OBJS) $
 	$(DAEMON_MAIN:%.c=$(OBJ)/%.o) $(LIBMROC_OBJS) $(LIBMROC_PIC_OBJS) $(PERF_OBJS) \
 	$(E2E_TOOL_SRCS:%.c=$(OBJ)/%.o) $(TOOL_SRCS:%.c=$(OBJ)/%.o) $(EXAMPLE_SRCS:%.c=$(OBJ)/%.o)
 
+# The objects of the LTO-linked programs (LTO above).
+$(ENGINE_OBJS) $(SIM_OBJS) $(SIM_MAIN:%.c=$(OBJ)/%.o) $(DAEMON_OBJS) $(DAEMON_MAIN:%.c=$(OBJ)/%.o) \
+	$(TOOL_SRCS:%.c=$(OBJ)/%.o): OBJ_LTO = $(LTO_CFLAGS)
+
 # ---- top-level targets ------------------------------------------------------
 
 .PHONY: all libs tests check bench bench-lat bench-sim bench-scale bench-mpi bench-nccl demo clean help \
@@ -318,7 +351,7 @@ help:
 # Flags are part of what an object depends on: a change of CFLAGS, SANITIZE or
 # WERROR rebuilds everything.
 FLAGS_STAMP := $(BUILD)/.flags
-FLAGS_NOW := $(CC) $(CPPFLAGS) $(MROC_CFLAGS) $(MROC_LDFLAGS) $(MROC_LDLIBS)
+FLAGS_NOW := $(CC) $(CPPFLAGS) $(MROC_CFLAGS) $(MROC_LDFLAGS) $(MROC_LDLIBS) $(LTO_CFLAGS)
 ifeq ($(filter clean help,$(MAKECMDGOALS)),)
 ifneq ($(shell cat $(FLAGS_STAMP) 2>/dev/null),$(strip $(FLAGS_NOW)))
 $(shell mkdir -p $(BUILD) && echo '$(strip $(FLAGS_NOW))' > $(FLAGS_STAMP))
@@ -330,7 +363,7 @@ $(FLAGS_STAMP):
 $(OBJ)/%.o: %.c $(FLAGS_STAMP)
 	$(call say,CC,$*.o)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) -c -o $@ $<
+	$(Q)$(CC) $(CPPFLAGS) $(INCLUDES) $(MROC_CFLAGS) $(OBJ_LTO) -c -o $@ $<
 
 # Without cmocka, test objects fail with a plain message instead of
 # "cmocka.h: No such file".
@@ -352,7 +385,7 @@ $(BUILD)/libmroc_sim.a: $(SIM_OBJS)
 
 $(BUILD)/mroc-sim: $(OBJ)/sim/mroc_sim.o $(SIM_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(ENGINE_LIBS) $(MROC_LDLIBS)
 
 $(BUILD)/obj-pic/%.o: %.c $(FLAGS_STAMP)
 	$(call say,CC,$*.o [pic])
@@ -500,11 +533,11 @@ $(BUILD)/libmrocd.a: $(DAEMON_OBJS)
 
 $(BUILD)/mrocd: $(OBJ)/daemon/main.o $(DAEMON_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
 
 $(TOOL_BINS): $(BUILD)/%: $(OBJ)/tools/%.o $(DAEMON_LIB) $(ENGINE_LIB)
 	$(call say,LD,$@)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) $(LTO_LDFLAGS) -o $@ $^ $(DAEMON_LIBS) $(MROC_LDLIBS)
 
 $(BUILD)/bpf/%.bpf.o: bpf/%.bpf.c $(wildcard bpf/*.h)
 	$(call say,CLANG,$@)
@@ -525,8 +558,8 @@ $(TEST_BINS): $(BUILD)/%: $(OBJ)/%.o $$(call test_helpers,$$@) $(SIM_LIB) $(DAEM
 		$(LIBMROC_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(if $(DAEMON_LIB),$(DAEMON_LIBS)) \
-		$(ENGINE_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) $(NO_LTO_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) \
+		$(if $(DAEMON_LIB),$(DAEMON_LIBS)) $(ENGINE_LIBS) $(MROC_LDLIBS)
 
 # ---- fuzzing (tests/fuzz/README.md) -----------------------------------------------
 #
@@ -556,7 +589,7 @@ ALL_OBJS += $(FUZZ_OBJS)
 .PHONY: fuzz fuzz-build fuzz-bins
 
 fuzz-build:
-	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SANITIZE=$(FUZZ_SANITIZE) fuzz-bins
+	$(Q)$(MAKE) --no-print-directory BUILD=$(FUZZ_BUILD) CC=clang SANITIZE=$(FUZZ_SANITIZE) LTO=0 fuzz-bins
 
 fuzz: fuzz-build
 	$(Q)FUZZ_TIME=$(FUZZ_TIME) FUZZ_RUNS=-1 FUZZ_CORPUS=$(FUZZ_BUILD)/corpus tests/fuzz/test_fuzz.sh
@@ -576,7 +609,7 @@ $(BUILD)/tests/fuzz/fuzz_client: MROC_LDFLAGS += \
 $(FUZZ_GEN): $(OBJ)/tests/fuzz/gen_seeds.o $(OBJ)/tests/unit/engine_pair.o $(ENGINE_LIB)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)
-	$(Q)$(CC) $(MROC_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(ENGINE_LIBS) $(MROC_LDLIBS)
+	$(Q)$(CC) $(MROC_LDFLAGS) $(NO_LTO_LDFLAGS) -o $@ $^ $(CMOCKA_LIBS) $(ENGINE_LIBS) $(MROC_LDLIBS)
 
 # Seeds are regenerated whenever the generator (or the engine it runs) changes.
 $(FUZZ_SEEDS): $(FUZZ_GEN) $(wildcard conf/*.conf tests/fuzz/*.conf)

@@ -71,4 +71,4 @@ d=$(jq -r .data_pkts "$OUT/last.json")
 callgrind_annotate --inclusive=no "$OUT/cg" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
 	/^ *[0-9,]+ .*:/ && n < top { ir = $1; gsub(",", "", ir); $1 = ""; printf "  %6.0f %s\n", ir / d, $0; n++ }'
 echo
-echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}${ACK_BATCH:+, the sender's ACKs $ACK_BATCH at a time}, $(date -u +%Y-%m-%d)"
+echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}${ACK_BATCH:+, the sender taking ACKs $ACK_BATCH at a time}, $(date -u +%Y-%m-%d)"
