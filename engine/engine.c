@@ -406,7 +406,7 @@ static inline struct engine_txbuf *tx_slot(const struct engine *eng, struct engi
 int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n)
 {
 	const uint8_t *keys[SEC_SEAL_MAX];
-	int count = 0, sealed = 0, ready = 0;
+	int count = 0, sealed = 0, ready = 0, ctl;
 
 	while (count < n && cm_tx_ctl(eng, now, tx_slot(eng, bufs, count, &ready)))
 		count++;
@@ -424,6 +424,8 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 			list_del(&qp->ctl_node);
 		}
 	}
+	ctl = count;
+	qp_tx_ports_note(eng, bufs, 0, ctl, now);	/* ACKs ahead of the data on their ports */
 	while (count < n && !list_empty(&eng->tx_ready)) {
 		struct qp *qp = list_first(&eng->tx_ready, struct qp, tx_node);
 
@@ -462,6 +464,7 @@ int engine_tx(struct engine *eng, uint64_t now, struct engine_txbuf *bufs, int n
 		}
 	}
 	seal_pending(eng, keys, bufs, &sealed, count);
+	qp_tx_ports_note(eng, bufs, ctl, count, now);
 	if (count == n)
 		eng->st.c[EC_TX_BATCH_FULL]++;
 	for (int i = 0; eng->sec_tag_len && i < ready; i++)

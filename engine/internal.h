@@ -578,6 +578,8 @@ struct engine {
 	uint64_t held_at;
 	/* EC_LOST as of the last post, and the post that first saw it (qp_tx.c: split_quiet) */
 	uint64_t split_lost, split_lost_at;
+	/* when each port's packets so far would have left at its share of the link (qp_tx.c) */
+	uint64_t port_free[MROC_MAX_PATHS];
 	struct engine_stats st;
 	/* unpredictable numbers: ChaCha20 under rand_key, a block at a time (sec.c) */
 	uint8_t sec_secret[16];
@@ -866,6 +868,9 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now);
 /* The CM header's split field a REQ or REP announces for a QP of that mode. */
 uint8_t cm_split(const struct engine *eng, uint8_t mode);
+/* Packets of bufs[lo, hi) leave now: their ports' backlog (split parts keep off it). */
+void qp_tx_ports_note(struct engine *eng, const struct engine_txbuf *bufs, int lo, int hi,
+		      uint64_t now);
 /* The split ports (mroc_split_seg) this engine announces for, and cuts by, a QP of npaths. */
 uint32_t cm_split_ports(const struct engine *eng, uint32_t npaths);
 /* The CM ext bits (MROC_CM_F_PORTS) a REQ or REP of such a QP announces them with. */
