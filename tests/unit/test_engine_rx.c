@@ -1172,35 +1172,6 @@ static void test_split_wrong_shape(void **state)
 
 #define PLANES	4	/* ports, path i on port i mod PLANES (the simulator's planes) */
 
-/* Both ends as the cluster simulator runs them: unit 32, 8 paths over 4 ports (link rate). */
-static int split_planes(void **state, uint64_t link_rate_bps)
-{
-	struct engine_qp_attr attr = pair_test_attr();
-	struct engine_config c[2];
-	struct fx *f;
-
-	for (int i = 0; i < 2; i++) {
-		split_config(&c[i], 32, 1 + (uint64_t)i);
-		c[i].path_ports = PLANES;
-		c[i].link_rate_bps = link_rate_bps;
-	}
-	attr.npaths = 8;
-	f = fx_new(state, &c[0], &c[1]);
-	pair_connect(f->x.p, &attr, &attr, SVC);
-	return 0;
-}
-
-static int setup_split_planes(void **state)
-{
-	return split_planes(state, 0);
-}
-
-/* ... on 4 ports of 25 Gbit/s. */
-static int setup_split_planes_rate(void **state)
-{
-	return split_planes(state, 100000000000ull);
-}
-
 /* The ports bits of a REQ or REP, as from a peer from before them. */
 static bool strip_ports(struct pair *p, struct pair_pkt *pkt, void *arg)
 {
@@ -1213,8 +1184,12 @@ static bool strip_ports(struct pair *p, struct pair_pkt *pkt, void *arg)
 	return true;
 }
 
-/* As setup_split_planes, each end's announcement of its ports lost (peers before them). */
-static int setup_split_planes_old(void **state)
+/*
+ * Both ends as the cluster simulator runs them: unit 32, 8 paths over 4
+ * ports (link rate); with old, each end's announcement of its ports lost
+ * (peers before them).
+ */
+static int split_planes(void **state, uint64_t link_rate_bps, bool old)
 {
 	struct engine_qp_attr attr = pair_test_attr();
 	struct engine_config c[2];
@@ -1223,13 +1198,30 @@ static int setup_split_planes_old(void **state)
 	for (int i = 0; i < 2; i++) {
 		split_config(&c[i], 32, 1 + (uint64_t)i);
 		c[i].path_ports = PLANES;
+		c[i].link_rate_bps = link_rate_bps;
 	}
 	attr.npaths = 8;
 	f = fx_new(state, &c[0], &c[1]);
-	f->x.p->filter = strip_ports;
+	f->x.p->filter = old ? strip_ports : NULL;
 	pair_connect(f->x.p, &attr, &attr, SVC);
 	f->x.p->filter = NULL;
 	return 0;
+}
+
+static int setup_split_planes(void **state)
+{
+	return split_planes(state, 0, false);
+}
+
+/* ... on 4 ports of 25 Gbit/s. */
+static int setup_split_planes_rate(void **state)
+{
+	return split_planes(state, 100000000000ull, false);
+}
+
+static int setup_split_planes_old(void **state)
+{
+	return split_planes(state, 0, true);
 }
 
 /*
