@@ -118,6 +118,8 @@ static const char *const helps[][2] = {
 	  "held (kept out of the delay signal), summed." },
 	{ "mroc_engine_rx_stale_keepalive_total", "Keepalives not above the last one taken (replayed, "
 	  "or overtaken by a newer one): no sign of life." },
+	{ "mroc_engine_rx_ack_merged_total", "ACKs a later ACK of their path in the same receive "
+	  "batch said all of: applied as that one." },
 	{ "mroc_engine_rx_sack_unsent_total", "ACKs whose SACK bitmap claimed a PSN never sent on "
 	  "its path (those bits ignored)." },
 	{ "mroc_engine_repath_slow_back_total", "Paths moved for delivering less than their "

@@ -161,6 +161,12 @@ int engine_qp_destroy(struct engine *eng, uint32_t qpn)
 	timer_cancel(eng, qp);
 	cm_unlink(eng, qp);
 	qp_table_remove(eng, qp);
+	/* Its ACKs held in a receive batch go with it. */
+	for (uint32_t i = 0; i < eng->nheld; )
+		if (eng->held[i].qp == qp)
+			eng->held[i] = eng->held[--eng->nheld];
+		else
+			i++;
 	qp_free(qp);
 	return 0;
 }
@@ -206,6 +212,81 @@ int engine_poll_cq(struct engine *eng, struct engine_cqe *out, int max)
 bool engine_rx_repeat(const struct engine *eng)
 {
 	return eng->rx_repeat;
+}
+
+/*
+ * Whether ACK n of a path says all that the path's held ACK h says, so h
+ * need not be applied (engine_rx_begin): acknowledges every PSN and DSN h
+ * does (the receiver keeps a SACK bit until its cum passes it), has seen
+ * as many packets (rcv_pkts, ce_pkts: cumulative) and the same NAK (each
+ * ACK repeats the QP's newest; on_nak acts on a new nak_seq).  Bytes
+ * nobody checked are fine here: a forged h is dropped either way, and n
+ * passed every check.
+ */
+static bool ack_covers(const struct mroc_ack_hdr *n, const struct mroc_ack_hdr *h)
+{
+	return !seq_lt(n->cum_psn, h->cum_psn) && !seq_lt(n->cum_dsn, h->cum_dsn) &&
+	       !seq_lt(n->rcv_pkts, h->rcv_pkts) && n->nak_seq == h->nak_seq;
+}
+
+static void ack_apply(struct engine *eng, struct held_ack *h, uint64_t now)
+{
+	qp_rx_ack(eng, h->qp, &h->pkt, now, h->at);
+	qp_wake(eng, h->qp);
+	qp_update_deadline(eng, h->qp);
+}
+
+/*
+ * In a batch: hold an ACK that passed qp_rx_ack's own checks, in place of
+ * the path's held one if it covers it, else after applying that one (the
+ * order they came).  Returns false if it must be applied now (no room).
+ */
+static bool ack_hold(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now,
+		     uint64_t at)
+{
+	const struct mroc_ack_hdr *a = &pkt->ack;
+	const struct path *p;
+	struct held_ack *h = NULL;
+	uint32_t rcv;
+
+	if (pkt->hdr.path_id >= qp->npaths ||
+	    seq_lt(qp->paths[pkt->hdr.path_id].psn_hw, a->cum_psn) ||
+	    seq_lt(qp->snd_nxt, a->cum_dsn))
+		return false;	/* out of window: qp_rx_ack counts it */
+	p = &qp->paths[pkt->hdr.path_id];
+	for (uint32_t i = 0; i < eng->nheld; i++)
+		if (eng->held[i].qp == qp && eng->held[i].pkt.hdr.path_id == pkt->hdr.path_id) {
+			h = &eng->held[i];
+			break;
+		}
+	/* News as qp_rx_ack counts it: packets received or a NAK since what was taken or held. */
+	rcv = h ? h->pkt.ack.rcv_pkts : p->last_rcv_pkts;
+	eng->rx_repeat = !((!h && !p->ack_seen) || seq_lt(rcv, a->rcv_pkts) ||
+			   a->nak_seq != (h ? h->pkt.ack.nak_seq : qp->nak_seen));
+	if (h && ack_covers(a, &h->pkt.ack)) {
+		eng->st.c[EC_RX_ACK_MERGED]++;
+	} else if (h) {
+		ack_apply(eng, h, now);
+	} else if (eng->nheld < ENGINE_HELD_ACKS) {
+		h = &eng->held[eng->nheld++];
+	} else {
+		return false;
+	}
+	*h = (struct held_ack){ .qp = qp, .at = at, .pkt = *pkt };
+	return true;
+}
+
+void engine_rx_begin(struct engine *eng)
+{
+	eng->rx_batch = eng->cfg.merge_acks;
+}
+
+void engine_rx_end(struct engine *eng, uint64_t now)
+{
+	for (uint32_t i = 0; i < eng->nheld; i++)
+		ack_apply(eng, &eng->held[i], now);
+	eng->nheld = 0;
+	eng->rx_batch = false;
 }
 
 int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
@@ -282,6 +363,8 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 		}
 		err = 0;
 	} else if (pkt.hdr.opcode == MROC_OP_ACK) {
+		if (eng->rx_batch && ack_hold(eng, qp, &pkt, now, rx_arrival(eng, meta, now)))
+			return 0;
 		err = qp_rx_ack(eng, qp, &pkt, now, rx_arrival(eng, meta, now));
 	} else {
 		err = qp_rx_data(eng, qp, &pkt, meta, now);

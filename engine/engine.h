@@ -60,6 +60,8 @@ struct engine_config {
 	uint32_t cm_retries;		/* CONNECT_REQ / DISCONNECT retransmissions */
 	bool rate_hints;		/* send receiver fair-share hints */
 	bool repath;			/* move paths off bad routes */
+	bool merge_acks;		/* a path's ACKs in one receive batch applied as its newest
+					 * (engine_rx_begin); off: each one */
 	bool repath_spread;		/* ... and spread them while the QP is under 2/3 of
 					 * link_rate_bps with every path congested: only
 					 * where the link rate is the fabric's capacity */
@@ -334,6 +336,23 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *pkt, size_t len,
 	      const struct engine_rx_meta *meta);
 
 /*
+ * A receive batch (optional): the driver calls engine_rx_begin, then
+ * engine_rx for each packet it took at once (one now), then engine_rx_end
+ * with the same now, before any other engine call.  In between, an ACK
+ * that passed every check is held back while a later ACK of its path in
+ * the batch may say all it says (every PSN and DSN it acknowledges, its
+ * packet counts and NAK: ACKs are cumulative); the newest of each path is
+ * applied at engine_rx_end, as one ACK (counted rx_ack_merged).  A sender
+ * reads tens of ACKs a receive batch, ~11 a path (issue #22); what the
+ * older ones alone carry is their RTT sample and host delay, older than
+ * the newest's.  engine_rx returns 0 for a held ACK; engine_rx_repeat
+ * says whether it had news.  Only with engine_config.merge_acks; without
+ * it, or without engine_rx_begin, each packet is applied in engine_rx.
+ */
+void engine_rx_begin(struct engine *eng);
+void engine_rx_end(struct engine *eng, uint64_t now);
+
+/*
  * engine_rx's result ret says the packet was its peer's and passed every
  * check: taken (0), or a duplicate (-EALREADY: data it already has, which
  * it acknowledges on the duplicate's own source port).  The way such a
@@ -514,6 +533,7 @@ enum engine_counter {
 	EC_PEER_HOST_CUT,		/* peer windows cut: a round's ACKs all waited in the hosts over peer_host_delay (peer.c) */
 	EC_REPATH_SPREAD_BACK,		/* "spread" moves taken back: the QP delivered no more (path.c) */
 	EC_CM_COPY,			/* our REQ or RTU sent again within its try (up to three times): nothing came back by a quarter, half, three quarters of its wait (cm.c) */
+	EC_RX_ACK_MERGED,		/* ACKs a later ACK of their path in the same receive batch said all of (engine_rx_begin) */
 	EC__COUNT,
 };
 

@@ -482,6 +482,9 @@ struct mr {
 	uint64_t len;
 };
 
+/* ACKs a receive batch holds back at most (engine_rx_begin): one per path of a few QPs. */
+#define ENGINE_HELD_ACKS	16
+
 struct engine {
 	struct engine_config cfg;
 	const struct cc_ops *cc;	/* congestion control of every path */
@@ -555,6 +558,17 @@ struct engine {
 	uint32_t half_qhead, half_qtail;	/* the send queue: index + 1, 0 = empty */
 	uint32_t half_tagged;		/* "token": the entry whose key tags this packet, + 1 */
 	bool rx_repeat;			/* this packet says nothing new (engine_rx_repeat) */
+	/*
+	 * engine_rx_begin .. engine_rx_end: ACKs held back, each the newest of
+	 * its path in the batch so far, applied at the end (engine.c ack_hold).
+	 */
+	bool rx_batch;
+	uint32_t nheld;
+	struct held_ack {
+		struct qp *qp;
+		uint64_t at;			/* rx_arrival of the ACK */
+		struct wire_pkt pkt;
+	} held[ENGINE_HELD_ACKS];
 	uint32_t listen_gen;		/* the last qp->listen_gen given */
 	/*
 	 * Services whose listener was bound lately (cm.c, by hash of the id):

@@ -80,6 +80,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_PEER_HOST_CUT] = "peer_host_cut",
 		[EC_CM_REQ_AGAIN] = "cm_req_again",
 		[EC_CM_COPY] = "cm_copy",
+		[EC_RX_ACK_MERGED] = "rx_ack_merged",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

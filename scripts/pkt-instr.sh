@@ -18,10 +18,12 @@
 # ACK_BATCH: the sender takes the ACKs this many at a time (pkt-cost
 # --ack-batch; 1: as they come): mrocd's quiet sender reads tens of them a
 # receive batch, which its "token" tags check together (engine_rx_prepare).
+# MERGE_ACKS=1: the engines' merge_acks (pkt-cost --merge-acks; mrocd's
+# transport.merge_acks): a path's ACKs in one such batch applied as its newest.
 #
 #   scripts/pkt-instr.sh [PACKETS]        default 50000 (plus a quarter of warm-up, not counted)
 #   env: PAYLOADS ("1024 3386"), SEC_MODES ("none token"), TOP (15), BUILD (build), RX_BATCH (64),
-#        ACK_EVERY (the engine's), ACK_BATCH (pkt-cost's: 1)
+#        ACK_EVERY (the engine's), ACK_BATCH (pkt-cost's: 1), MERGE_ACKS (off)
 set -u
 N=${1:-50000}
 PAYLOADS=${PAYLOADS:-1024 3386}
@@ -30,6 +32,7 @@ TOP=${TOP:-15}
 RX_BATCH=${RX_BATCH:-64}
 ACK_EVERY=${ACK_EVERY:-}
 ACK_BATCH=${ACK_BATCH:-}
+MERGE_ACKS=${MERGE_ACKS:-}
 BUILD=${BUILD:-$(dirname "$0")/../build}
 BIN=$BUILD/pkt-cost
 command -v valgrind >/dev/null || { echo "needs valgrind"; exit 77; }
@@ -43,6 +46,7 @@ run() {
 	local j ir snd rcv
 	j=$(valgrind --tool=callgrind --callgrind-out-file="$OUT/cg" --toggle-collect=pkt_loop \
 		"$BIN" --rx-batch "$RX_BATCH" ${ACK_EVERY:+--ack-every "$ACK_EVERY"} ${ACK_BATCH:+--ack-batch "$ACK_BATCH"} \
+		${MERGE_ACKS:+--merge-acks} \
 		"$N" "$1" "$2" "$3" 2>"$OUT/vg.err") ||
 		{ cat "$OUT/vg.err" >&2; echo "- - - -"; return; }
 	echo "$j" >"$OUT/last.json"
@@ -71,4 +75,4 @@ d=$(jq -r .data_pkts "$OUT/last.json")
 callgrind_annotate --inclusive=no "$OUT/cg" 2>/dev/null | awk -v d="$d" -v top="$TOP" '
 	/^ *[0-9,]+ .*:/ && n < top { ir = $1; gsub(",", "", ir); $1 = ""; printf "  %6.0f %s\n", ir / d, $0; n++ }'
 echo
-echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}${ACK_BATCH:+, the sender taking ACKs $ACK_BATCH at a time}, $(date -u +%Y-%m-%d)"
+echo "valgrind $(valgrind --version | sed 's/valgrind-//'), $N data packets per run (+ $((N / 4)) warm-up, not counted), receiver's ACKs after each $RX_BATCH packets${ACK_EVERY:+, ack_every $ACK_EVERY}${ACK_BATCH:+, the sender taking ACKs $ACK_BATCH at a time}${MERGE_ACKS:+, merge_acks}, $(date -u +%Y-%m-%d)"

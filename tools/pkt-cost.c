@@ -80,6 +80,7 @@ struct run {
 	/* Here, not above: moving buf would change the copies' and ICRC's alignment, and counts. */
 	uint32_t ack_every;		/* --ack-every: both engines' (transport.ack_every) */
 	uint32_t ack_batch;		/* --ack-batch: the sender takes the ACKs this many at a time */
+	bool merge;			/* --merge-acks: the engines' merge_acks */
 };
 
 static double cpu_now(void)
@@ -162,6 +163,7 @@ static inline __attribute__((always_inline)) void pump_rx(struct run *r, int fro
 {
 	for (int i = lo; i < lo + n; i++)
 		parse_one(r, from, i);
+	engine_rx_begin(r->e[!from].eng);	/* as mrocd's worker (merge_acks) */
 	for (int i = lo; i < lo + n; i++) {
 		struct frame_rx *fr = &r->rx[from][i];
 		struct engine_rx_meta meta = { .peer = (uint32_t)from, .sport = fr->sport,
@@ -170,6 +172,7 @@ static inline __attribute__((always_inline)) void pump_rx(struct run *r, int fro
 		if (fr->payload)
 			engine_rx(r->e[!from].eng, r->now, fr->payload, fr->payload_len, &meta);
 	}
+	engine_rx_end(r->e[!from].eng, r->now);
 }
 
 /*
@@ -318,6 +321,7 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 	cfg.mtu = mtu;
 	cfg.sec_mode = sec;
 	cfg.peer_window_pkts = r->peer_window;
+	cfg.merge_acks = r->merge;
 	if (r->ack_every)
 		cfg.ack_every = r->ack_every;
 	r->ack_every = cfg.ack_every;	/* the engine's default unless given */
@@ -356,7 +360,8 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 
 static const char usage[] =
 "usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N] [--rx-batch N]\n"
-"                [--ack-every N] [--ack-batch N] [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
+"                [--ack-every N] [--ack-batch N] [--merge-acks]\n"
+"                [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
 "  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
 "  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
 "  or not (bare); count it with valgrind --tool=callgrind --toggle-collect=pkt_loop\n"
@@ -369,7 +374,9 @@ static const char usage[] =
 "  --ack-every N    the receiver ACKs a path after N packets, 1..64, the sender's runs\n"
 "                   as long (mrocd's transport.ack_every) (the engine's default, 4)\n"
 "  --ack-batch N    the sender takes the receiver's ACKs N at a time, 1..64, the rest at\n"
-"                   each step's end (mrocd's quiet sender: tens a receive batch) (1)\n";
+"                   each step's end (mrocd's quiet sender: tens a receive batch) (1)\n"
+"  --merge-acks     the engines' merge_acks (mrocd's transport.merge_acks): a path's\n"
+"                   ACKs in one receive batch applied as its newest one\n";
 
 /* A whole decimal or 0x number in [lo, hi], or -1. */
 static int64_t arg_num(const char *s, uint64_t lo, uint64_t hi)
@@ -394,14 +401,16 @@ int main(int argc, char **argv)
 		{ "rx-batch", required_argument, NULL, 'r' },
 		{ "ack-every", required_argument, NULL, 'a' },
 		{ "ack-batch", required_argument, NULL, 'k' },
+		{ "merge-acks", no_argument, NULL, 'm' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024, seed = 0;
 	int64_t rxb = BATCH, ack_every = 0, ack_batch = 1;
+	bool merge = false;
 	const char *secname = "token";
 	struct run *r = calloc(1, sizeof(*r));
-	uint64_t d0, a0, a1, d1, packets;
+	uint64_t d0, a0, a1, d1, m0, m1, packets;
 	int c, nargs;
 	double t0, t1;
 	uint32_t mtu;
@@ -417,6 +426,7 @@ int main(int argc, char **argv)
 		case 'r': rxb = arg_num(optarg, 1, BATCH); break;
 		case 'a': ack_every = arg_num(optarg, 1, 64); break;
 		case 'k': ack_batch = arg_num(optarg, 1, BATCH); break;
+		case 'm': merge = true; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
@@ -460,6 +470,7 @@ int main(int argc, char **argv)
 	r->rx_batch = (uint32_t)rxb;
 	r->ack_every = (uint32_t)ack_every;
 	r->ack_batch = (uint32_t)ack_batch;
+	r->merge = merge;
 	if (setup(r, mtu, sec)) {
 		fprintf(stderr, "pkt-cost: the engines did not connect\n");
 		return 1;
@@ -470,19 +481,21 @@ int main(int argc, char **argv)
 			return 1;
 	d0 = counter(r, 0, EC_TX_DATA);
 	a0 = counter(r, 1, EC_TX_ACKS);
+	m0 = counter(r, 0, EC_RX_ACK_MERGED);
 	t0 = cpu_now();
 	if (pkt_loop(r, packets))
 		return 1;
 	t1 = cpu_now();
 	d1 = counter(r, 0, EC_TX_DATA);
 	a1 = counter(r, 1, EC_TX_ACKS);
+	m1 = counter(r, 0, EC_RX_ACK_MERGED);
 	printf("{\"payload\": %u, \"security\": \"%s\", \"frames\": %s, \"qps\": %u, "
 	       "\"peer_window\": %u, \"wr_bytes\": %u, \"seed\": %" PRIu64 ", \"rx_batch\": %u"
 	       ", \"ack_every\": %u, \"ack_batch\": %u, \"data_pkts\": %" PRIu64
-	       ", \"warmup_pkts\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"bad_frames\": %" PRIu64
+	       ", \"warmup_pkts\": %" PRIu64 ", \"acks\": %" PRIu64 ", \"acks_merged\": %" PRIu64 ", \"bad_frames\": %" PRIu64
 	       ", \"cpu_ns_per_pkt\": %.1f}\n", mtu, secname, r->frames ? "true" : "false",
 	       r->nqps, r->peer_window, r->wr_bytes, r->seed, r->rx_batch, r->ack_every,
-	       r->ack_batch, d1 - d0, d0, a1 - a0, r->bad,
+	       r->ack_batch, d1 - d0, d0, a1 - a0, m1 - m0, r->bad,
 	       (t1 - t0) * 1e9 / (double)(d1 - d0));
 	return r->bad ? 1 : 0;
 }

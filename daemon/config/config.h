@@ -135,6 +135,7 @@ struct mrocd_config {
 		bool rate_hints;
 		bool repath;
 		bool repath_spread;
+		bool merge_acks;		/* engine_config.merge_acks */
 		uint32_t split_unit;		/* bytes, multiple of 16; 0 = off (PROTOCOL 5.2) */
 		uint32_t dup_max;		/* bytes; 0 = no copies (PROTOCOL 5.2) */
 		uint32_t link_rate_gbps;	/* 0 = read the interface speed */

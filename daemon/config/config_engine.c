@@ -37,6 +37,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->cm_retries = t->cm_retries;
 	out->rate_hints = t->rate_hints;
 	out->repath = t->repath;
+	out->merge_acks = t->merge_acks;
 	out->repath_spread = t->repath_spread;
 	out->split_unit = t->split_unit;
 	out->dup_max = t->dup_max;

@@ -114,6 +114,9 @@ static int do_rx(struct worker *w, uint64_t now)
 	struct backend_pkt pkts[BATCH];
 	int n = be->ops->rx(be, pkts, BATCH);
 
+	/* One batch: a path's ACKs in it are applied as its newest (engine_rx_begin). */
+	if (n > 0)
+		engine_rx_begin(w->cfg.eng);
 	for (int i = 0; i < n; i++) {
 		struct engine_rx_meta meta = { .sport = pkts[i].sport, .ce = pkts[i].ce,
 					       .src = &pkts[i].src, .arrival = pkts[i].arrival };
@@ -191,6 +194,7 @@ static int do_rx(struct worker *w, uint64_t now)
 				       EGRESS_HEARD_NEWS);
 	}
 	if (n > 0) {
+		engine_rx_end(w->cfg.eng, now);
 		be->ops->rx_release(be, pkts, n);
 		w->st.rx_pkts += (uint64_t)n;
 	}
