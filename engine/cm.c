@@ -643,6 +643,38 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 	return -EINVAL;
 }
 
+/*
+ * The source port of the QP's next CM packet op (REQ, RTU, a REP again, a
+ * DISCONNECT): the first send of a message by path 0's port (the requester's
+ * paths have none before they connect: sport_min), and each copy and try
+ * after it by another: the next path's, or before the paths have ports one
+ * drawn from the QPN and the count (no draw from the engine's generator:
+ * the paths' first ports stay what they were).  In an ECMP fabric the port
+ * is the route (and with ports per plane, sport mod N, the host's port): all
+ * by one port, a QP whose route crossed a dead plane never connected however
+ * many copies and tries it sent (mroc-sim run --plane-loss P:1, 4 planes,
+ * seeds 1-4: 7 of 16 runs), and the server's answers, which take the
+ * asking packet's port once its first REP went (cm_half.c put_rep), stayed
+ * on it too.
+ */
+static uint16_t cm_sport(const struct engine *eng, struct qp *qp, uint8_t op)
+{
+	uint32_t lo = eng->cfg.sport_min, span = (uint32_t)eng->cfg.sport_max - lo + 1, k;
+	uint16_t s;
+
+	if (qp->cm_sport_op != op) {
+		qp->cm_sport_op = op;
+		qp->cm_sends = 0;
+	}
+	k = qp->cm_sends++;
+	s = qp->npaths ? qp->paths[k % qp->npaths].sport : 0;
+	if (s)
+		return s;
+	if (!k)
+		return (uint16_t)lo;
+	return (uint16_t)(lo + (qp->qpn + k * 2654435761u) % span);
+}
+
 static uint8_t cm_op(uint8_t pending)
 {
 	switch (pending) {
@@ -801,8 +833,7 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 		n += wire_put_cm_ext(b->data + n, eng->cfg.cm_ext, eng->cfg.cm_ext_len);
 	b->len = (uint32_t)n;
 	b->peer = qp->peer;
-	b->sport = qp->npaths ? (qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min) :
-				eng->cfg.sport_min;
+	b->sport = cm_sport(eng, qp, op);
 	b->path_id = 0;
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;
@@ -841,7 +872,7 @@ static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 		return 0;
 	b->len = (uint32_t)qp_put_keepalive(qp, b->data, MROC_F_ACK_REQ, 0, now);
 	b->peer = qp->peer;
-	b->sport = qp->npaths && qp->paths[0].sport ? qp->paths[0].sport : eng->cfg.sport_min;
+	b->sport = cm_sport(eng, qp, MROC_OP_KEEPALIVE);
 	b->path_id = 0;
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;	/* a CM message in a keepalive's form */

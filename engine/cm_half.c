@@ -230,6 +230,7 @@ int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
 	h->peer = meta->peer;
 	h->peer_qpn = pkt->hdr.src_qpn;
 	h->sport = meta->sport;
+	h->rep_sent = false;
 	h->req = pkt->cm;
 	h->req.ext = NULL;
 	if (pkt->cm.ext) {
@@ -388,7 +389,15 @@ static void put_rep(struct engine *eng, const struct cm_half *h, const struct qp
 	if (eng->cfg.cm_ext_len)
 		n += wire_put_cm_ext(b->data + n, eng->cfg.cm_ext, eng->cfg.cm_ext_len);
 	b->len = (uint32_t)n;
-	b->sport = l->npaths && l->paths[0].sport ? l->paths[0].sport : eng->cfg.sport_min;
+	/*
+	 * The first by the listener's path 0; again (the REQ came again, its
+	 * REP lost) by the port the asking copy came from: each copy takes
+	 * another route (cm.c cm_sport), and so does the answer to it.
+	 */
+	if (h->rep_sent && h->sport)
+		b->sport = h->sport;
+	else
+		b->sport = l->npaths && l->paths[0].sport ? l->paths[0].sport : eng->cfg.sport_min;
 }
 
 /* The REJ BUSY of an entry whose listener went to another requester, into b. */
@@ -433,6 +442,7 @@ int cm_half_tx(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 			if (!l || h->busy)
 				continue;
 			put_rep(eng, h, l, now, b);
+			h->rep_sent = true;
 		}
 		b->peer = h->peer;
 		b->path_id = 0;

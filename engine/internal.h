@@ -364,6 +364,8 @@ struct qp {
 	 * cm_try_end (cm.c try_arm)
 	 */
 	uint8_t cm_copy;
+	uint8_t cm_sport_op;	/* the CM message cm_sends counts (cm.c cm_sport) */
+	uint16_t cm_sends;	/* ... its sends so far: each again leaves by another port */
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
@@ -544,6 +546,7 @@ struct engine {
 		uint32_t lnext, lprev;		/* the listener's entries: index + 1, 0 = end */
 		uint32_t tx_next;		/* the send queue: index + 1, 0 = end */
 		uint16_t sport;			/* where the requester's last packet came from */
+		bool rep_sent;			/* a REP went: the next takes the REQ's port */
 		uint8_t due;			/* enum half_due: what to send it */
 		bool queued;			/* in the send queue (kept when it is emptied) */
 		bool busy;			/* its listener went to another requester */
