@@ -71,6 +71,11 @@ struct peer_host {
 	uint32_t ai_acked;	/* packets acknowledged toward the next +1 above ssthresh */
 	uint64_t round_at;	/* start of the round peer_host_delay takes the least wait of */
 	uint64_t round_min;	/* the least wait an ACK gave in it (UINT64_MAX: none yet) */
+	uint32_t cut_wnd;	/* the window before the last cut, while the round after judges it (0: none) */
+	uint32_t cut_ssthresh;	/* ... and its ssthresh */
+	uint64_t cut_least;	/* the least wait that cut it */
+	uint16_t hold;		/* rounds left in which no cut is tried (cuts that did not pay) */
+	uint8_t hold_shift;	/* ... 2^hold_shift after the next one that does not */
 	uint32_t granted;	/* room promised to kicked QPs, not yet sent (qp->ph_grant) */
 	uint64_t last_rx;	/* last packet from it, any QP */
 	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
@@ -248,6 +253,7 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now)
 	if (!h->inflight && h->last_tx && now - h->last_tx > idle && h->wnd > wnd_init(eng)) {
 		h->wnd = wnd_init(eng);		/* restart after idle */
 		h->ssthresh = 0;
+		h->cut_wnd = 0;			/* nothing of before to undo */
 	}
 	h->last_tx = now;
 	h->inflight++;
@@ -400,12 +406,32 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
 }
 
 /*
+ * The round after a cut: the cut paid if the least wait's excess over the
+ * target at least halved.  A queue the window builds in the hosts drains
+ * by what the cut took within a round (a round is at least the least
+ * wait); a wait it did not build does not: a worker off its CPU most of
+ * the time (4 daemons and 4 ranks on 2 CPUs: its packets and ACKs waited
+ * ms whatever the window) or a loop that is long whatever is in flight.
+ * Cut at every round, such a wait held the window at its floor: a ring
+ * AllReduce's hops moved 16 packets a round trip of milliseconds (bench-
+ * nccl 64 MiB busbw 0.09-0.13 GB/s against 0.18-0.21 without the target,
+ * issue #26).  A cut that did not pay is undone, and the next is tried
+ * only after 1, 2, 4 .. 64 rounds (back to 1 once one pays): a standing
+ * queue is still cut every round, a wait that is not the window's costs a
+ * round at a smaller window now and then (Eifel's undo, with a backoff).
+ */
+static bool cut_paid(const struct peer_host *h, uint64_t least, uint64_t target)
+{
+	return least <= h->cut_least - (h->cut_least - target) / 2;
+}
+
+/*
  * An ACK of qp's said its packet waited host ns in the peer host
  * (MROC_HOST_DELAY_OVER: longer than the byte holds).  A round lasts the
  * host's smoothed RTT (or the least wait, if longer: the packets sent
  * before a cut are still in that queue); at its end, if its least wait is
  * above the target, the window is cut by (least - target) / least of it,
- * at most half.
+ * at most half, unless the last cut did not pay (cut_paid).
  */
 void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t now)
 {
@@ -429,12 +455,35 @@ void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t 
 		return;
 	h->round_at = now;
 	h->round_min = UINT64_MAX;
+	if (h->cut_wnd) {
+		bool paid = cut_paid(h, least, target);
+
+		if (!paid) {
+			h->wnd = h->wnd > h->cut_wnd ? h->wnd : h->cut_wnd;
+			h->ssthresh = h->cut_ssthresh;
+			h->hold = (uint16_t)(1u << h->hold_shift);
+			h->hold_shift += h->hold_shift < 6;
+			eng->st.c[EC_PEER_HOST_UNDO]++;
+		} else {
+			h->hold_shift = 0;
+		}
+		h->cut_wnd = 0;
+		if (!paid)
+			return;
+	}
+	if (h->hold) {
+		h->hold--;
+		return;
+	}
 	if (least <= target)
 		return;
 	wnd = peer_wnd(eng, h);
 	cut = (uint32_t)((uint64_t)wnd * (least - target) / least);
 	if (cut > wnd / 2)
 		cut = wnd / 2;
+	h->cut_wnd = h->wnd;
+	h->cut_ssthresh = h->ssthresh;
+	h->cut_least = least;
 	wnd -= cut;
 	h->wnd = wnd > floor ? wnd : floor;
 	h->ssthresh = h->wnd;

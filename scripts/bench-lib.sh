@@ -7,7 +7,8 @@
 #
 #   bl_init                      root/tool checks, work directory BL_DIR, traps
 #   bl_fabric_up [--ports] PLANES HOSTS  a fresh fabric: NS[h] IFN[h] PORTS[h] IP[h] MGMT[h]
-#   bl_nccl_fabric               bench-nccl's: 4 hosts, 2 ports, mrocd on each (DAEMON_KEYS)
+#   bl_nccl_fabric               bench-nccl's: 4 hosts, 2 ports, mrocd on each (DAEMON_KEYS,
+#                                TRANSPORT_KEYS)
 #   bl_daemon_start H NETKEYS TRANSPORTKEYS LIMITSKEYS DAEMONKEYS, bl_daemons_ready, bl_daemons_stop
 #   bl_admin H CMD...            mroc-cli -j on host H's daemon
 #   bl_plane_set P WHAT VALUE, bl_plane_pkts [bytes]   a plane's impairment; its counters
@@ -162,13 +163,15 @@ CONF
 
 # bl_nccl_fabric: bench-nccl's fabric, 4 hosts with a port per plane (a leaf fabric would
 # put hosts 0..2 behind one leaf, and their ring hops would cross no plane); mrocd on both
-# ports of each, 8 paths, DAEMON_KEYS into its daemon group.
+# ports of each, 8 paths, DAEMON_KEYS into its daemon group, TRANSPORT_KEYS into its
+# transport group.
 bl_nccl_fabric() {
 	local h
 	bl_fabric_up --ports 2 4
 	BL_PATHS=8
 	for ((h = 0; h < NHOSTS; h++)); do
-		bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;" "" "" "${DAEMON_KEYS:-}"
+		bl_daemon_start $h "umem_frames = 16384; ring_size = 2048;" "${TRANSPORT_KEYS:-}" "" \
+			"${DAEMON_KEYS:-}"
 	done
 	bl_daemons_ready
 }

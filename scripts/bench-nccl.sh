@@ -21,15 +21,17 @@
 # Environment: BUILD (build), OUT (docs/perf), LOSS (1), SIZES (8 B .. 64 MiB),
 # NETS ("mroc mroc-copy tcp fi"; also "fi-rxm": the ring over libfabric's tcp;ofi_rxm), PLACEMENTS ("4 2": hosts), LOSSES ("0 $LOSS"), KEEP,
 # DAEMON_KEYS (more keys of mrocd's daemon group, e.g. "workers = 1;" for an A/B),
+# TRANSPORT_KEYS (keys of mrocd's transport group, e.g. "peer_host_delay_us = 0;"),
 # SLICE and WINDOW (the ring's pipeline: 128K and 8 unless set; NCCL's own ring over a net
 # plugin sends 1 MiB slices, 4 in flight, at its default NCCL_BUFFSIZE: SLICE=1M WINDOW=4),
 # TRACE (1: every sweep traced, scripts/nccl-trace.sh's breakdown of a ring step logged
 # after it; with one size in SIZES, as the breakdown mixes the runs of every size),
 # COUNTERS (1: the four daemons' counters summed over each sweep, logged after it:
 # packets, ACKs, worker sleeps and doorbell wake-ups, hand-offs between workers, client
-# doorbells and completion signals, RTOs and losses, the XDP rings' drops, and the daemons'
-# threads' CPU, time runnable but waiting for a CPU, and context switches (schedstat); divide
-# by the runs, which TRACE's n gives; the plugin's CTSs, credits and sends by kind, summed
+# doorbells and completion signals, RTOs and losses, the XDP rings' drops, the peer
+# windows' host-delay cuts and undos, and the daemons' threads' CPU, time runnable but
+# waiting for a CPU, and context switches (schedstat); divide by the runs, which TRACE's n
+# gives; the plugin's CTSs, credits and sends by kind, summed
 # over the ranks; and the ranks' own CPU, runnable wait and context switches per timed run
 # (the harness's "# cpu" lines; sched_yield's switches count as forced).  Counts and CPU
 # times, not wall times: they say where a run's CPU went whatever the load.
@@ -67,7 +69,8 @@ counters() {
 		 sum(.clients.doorbell_syscalls), sum(.clients.cq_signal_syscalls), sum(.clients.cqes),
 		 sum(.engine.rto_spurious), sum(.engine.lost), sum(.backend.tx_ring_full),
 		 sum(.backend.handoff_tx_waited), sum(.backend.xsk_rx_dropped), sum(.backend.xsk_rx_ring_full),
-		 sum(.backend.xsk_rx_fill_ring_empty)]
+		 sum(.backend.xsk_rx_fill_ring_empty), sum(.engine.peer_host_cut),
+		 sum(.engine.peer_host_undo)]
 		| map(tostring) | join(" ")' | tr '\n' ' '
 	dcpu
 }
@@ -129,7 +132,7 @@ run() {
 		"$(awk '$1 == 8 { t = $3 } $1 == 67108864 { b = $5 } END { print "8 B " t " us, 64 MiB busbw " b " GB/s" }' \
 		"$BL_DIR/$net-$nh-$loss.0.out")"
 	[ -z "${COUNTERS:-}" ] || paste -d' ' <(echo "$c0" | tr ' ' '\n') <(counters | tr ' ' '\n') |
-		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes rto_spurious lost tx_ring_full handoff_tx_waited xsk_rx_dropped xsk_rx_ring_full xsk_fill_empty daemon_cpu_us daemon_runnable_wait_us daemon_vcsw daemon_ivcsw daemon_user_ms daemon_sys_ms", k) }
+		awk 'BEGIN { split("tx_data tx_acks tx_retx rto rx_pkts sleeps doorbell_wakeups idle_yields handed_off handoff_rx handoff_tx client_doorbells cq_signals cqes rto_spurious lost tx_ring_full handoff_tx_waited xsk_rx_dropped xsk_rx_ring_full xsk_fill_empty peer_host_cut peer_host_undo daemon_cpu_us daemon_runnable_wait_us daemon_vcsw daemon_ivcsw daemon_user_ms daemon_sys_ms", k) }
 		     { printf "%s%s %d", (NR > 1 ? ", " : ""), k[NR], $2 - $1 } END { print "" }' |
 		sed "s/^/  $net counters (4 daemons, the sweep): /" >&2
 	# The plugin's own: its CTSs (a receive of at most 8 KiB sends none) and how sends left.

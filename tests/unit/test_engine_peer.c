@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <cmocka.h>
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,9 +37,26 @@ struct fx {
 	uint64_t a_switches;	/* ... of another QP than the bulk one before */
 	uint64_t b_acks;	/* ACKs B sent */
 	int host_code;		/* >= 0: B's ACKs say their packet waited this long (host_delay byte);
-				 * -2: every 8th says 400 us, the others 40 us (a worker off its CPU now and then) */
+				 * -2: every 8th says 400 us, the others 40 us (a worker off its CPU now and then);
+				 * -3: a queue the window builds in B (queue_wait) */
+	bool own_queue;		/* B's ACKs wait queue_wait in A's receive ring */
 	uint32_t wnd_min, wnd_last;	/* A's peer window seen by test_host_delay_cuts_window */
+	uint64_t cuts, undos;		/* ... its cuts (peer_host_cut), and those undone */
 };
+
+/*
+ * A queue in a host that the peer window builds: a worker that takes a
+ * packet every 4 us and holds what the window lets in beyond 32 packets
+ * (512: 1.9 ms).  The window's, not what is in flight now: the test's
+ * QPs post in bursts, and a queue a full window builds stands.
+ */
+static uint64_t queue_wait(struct fx *f)
+{
+	struct engine_qp_info qi;
+
+	assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->qa[0], &qi), 0);
+	return qi.peer_window_pkts > 32 ? (qi.peer_window_pkts - 32) * 4 * PAIR_US : 0;
+}
 
 static bool filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 {
@@ -62,6 +80,10 @@ static bool filter(struct pair *p, struct pair_pkt *pkt, void *arg)
 			pkt->data[MROC_HDR_LEN + 31] = (uint8_t)f->host_code;
 		else if (f->host_code == -2)
 			pkt->data[MROC_HDR_LEN + 31] = mroc_host_delay_enc((f->b_acks % 8 ? 40 : 400) * PAIR_US);
+		else if (f->host_code == -3)
+			pkt->data[MROC_HDR_LEN + 31] = mroc_host_delay_enc(queue_wait(f));
+		if (f->own_queue)
+			pair_set_stamp_lead(p, PAIR_A, queue_wait(f));
 	}
 	if (!f->hold || pkt->from != PAIR_B)
 		return true;
@@ -146,15 +168,19 @@ static void expect_all_done(struct fx *f, uint64_t limit)
 /*
  * transport.peer_host_delay_us: B's ACKs say every packet waited host_code
  * in B (mroc_host_delay_enc); A's engine with a 512-packet window and a
- * 100 us target.  Each QP writes MSG ROUNDS times; A's peer window is read
- * between the rounds.
+ * 100 us target.  Each QP writes MSG ROUNDS times, two in flight all
+ * along; A's peer window is read every 10 us.  The ACKs to A take wire, the last lead of it in A's
+ * receive ring (LEAD_QUEUE: queue_wait, a queue the window builds there).
  */
+#define LEAD_QUEUE UINT64_MAX
 #define ROUNDS 200
 static void host_delay_run_lead(void **state, int host_code, uint64_t wire, uint64_t lead,
 				uint64_t *cuts)
 {
+	unsigned int posted[NQP] = { 0 }, done = 0;
 	struct engine_config cfg;
 	struct engine_qp_info qi;
+	uint64_t end;
 	struct fx *f;
 
 	pair_test_config(&cfg);
@@ -163,21 +189,42 @@ static void host_delay_run_lead(void **state, int host_code, uint64_t wire, uint
 	f = fx_new(state, &cfg);
 	f->host_code = host_code;
 	f->wnd_min = UINT32_MAX;
-	/* the ACKs to A take wire, the last lead of it in A's receive ring */
 	if (wire)
 		pair_set_delay(f->x.p, PAIR_A, wire);
-	if (lead)
+	f->own_queue = lead == LEAD_QUEUE;
+	if (lead && !f->own_queue)
 		pair_set_stamp_lead(f->x.p, PAIR_A, lead);
-	for (int r = 0; r < ROUNDS; r++) {
-		for (int q = 0; q < NQP; q++)
+	/* two WRITEs in flight per QP all along, ROUNDS each in all */
+	for (int q = 0; q < NQP; q++)
+		for (int k = 0; k < 2; k++, posted[q]++)
 			post_write(f, q, (uint64_t)q);
-		expect_all_done(f, 100 * PAIR_MS);
+	for (end = f->x.p->now + ROUNDS * PAIR_MS; done < NQP * ROUNDS && f->x.p->now < end;) {
+		pair_run_for(f->x.p, 10 * PAIR_US);
+		while (pair_pending(f->x.p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
+			uint64_t q = c->wr_id;
+
+			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			assert_true(q < NQP);
+			done++;
+			if (posted[q] < ROUNDS) {
+				post_write(f, (int)q, q);
+				posted[q]++;
+			}
+		}
 		assert_int_equal(engine_qp_info(f->x.p->s[PAIR_A].eng, f->qa[0], &qi), 0);
 		if (qi.peer_window_pkts < f->wnd_min)
 			f->wnd_min = qi.peer_window_pkts;
 		f->wnd_last = qi.peer_window_pkts;
 	}
-	*cuts = pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT);
+	assert_int_equal(done, NQP * ROUNDS);
+	pair_mem_expect(f->x.b, 0, f->x.a->buf, NQP * MSG);
+	*cuts = f->cuts = pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT);
+	f->undos = pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_UNDO);
+	print_message("host code %d, wire %" PRIu64 " ns, lead %s: %" PRIu64 " cuts, %" PRIu64
+		      " undone; window at least %u, at the end %u\n", host_code, wire,
+		      f->own_queue ? "a queue" : lead ? "fixed" : "none", f->cuts, f->undos,
+		      f->wnd_min, f->wnd_last);
 }
 
 static void host_delay_run(void **state, int host_code, uint64_t *cuts)
@@ -186,22 +233,24 @@ static void host_delay_run(void **state, int host_code, uint64_t *cuts)
 }
 
 /*
- * Swift's endpoint delay on the peer window (PROTOCOL 9.5): ACKs that all
- * say 400 us of waiting in the peer, against a 100 us target, cut the
- * window (at most half a round, never below 16: four runs of ack_every) and
- * keep it below the cap, and every write still completes whole; ACKs
- * saying 40 us leave it to open to the cap as before, without a cut, and so
- * do ACKs of which one in eight says 400 us (stalls, no standing queue: cut
- * at each, the window would never open).
+ * Swift's endpoint delay on the peer window (PROTOCOL 9.5): ACKs saying
+ * their packets waited in B as long as a queue the window builds there
+ * (queue_wait, against a 100 us target) cut the window (at
+ * most half a round, never below 16: four runs of ack_every), the cuts pay
+ * and stay, the window stays below the cap, and every write still
+ * completes whole; ACKs saying 40 us leave it to open to the cap as
+ * before, without a cut, and so do ACKs of which one in eight says 400 us
+ * (stalls, no standing queue: cut at each, the window would never open).
  */
 static void test_host_delay_cuts_window(void **state)
 {
 	uint64_t cuts;
 	struct fx *f;
 
-	host_delay_run(state, mroc_host_delay_enc(400 * PAIR_US), &cuts);
+	host_delay_run_lead(state, -3, 200 * PAIR_US, 0, &cuts);
 	f = *state;
 	assert_true(cuts > 0);
+	assert_true(f->undos * 4 <= cuts);
 	assert_true(f->wnd_min >= 16);
 	assert_true(f->wnd_last < 512);
 	pair_fx_teardown(state);
@@ -217,26 +266,54 @@ static void test_host_delay_cuts_window(void **state)
 }
 
 /*
+ * A wait the window did not build (issue #26): every ACK says 400 us in B
+ * whatever is in flight (a worker short of CPU).  Cut at every round, the
+ * window sat at its floor; now each cut is undone a round later (the waits
+ * did not fall), the next tried after 1, 2, 4 .. 64 rounds, and the window
+ * ends open.
+ */
+static void test_host_delay_not_the_window(void **state)
+{
+	uint64_t cuts;
+	struct fx *f;
+
+	host_delay_run(state, mroc_host_delay_enc(400 * PAIR_US), &cuts);
+	f = *state;
+	assert_true(cuts > 0);
+	assert_true(f->undos + 1 >= cuts);
+	assert_true(cuts <= 12);
+	assert_true(f->wnd_last >= 256);
+}
+
+/*
  * The endpoint delay is both hosts' (issue #22): B's ACKs say their packets
- * did not wait, but each ACK waited 400 us in A's own receive ring (a
- * sender whose worker is busy sending), and the window is cut as for a
- * queue in B; the same 400 us on the wire (no stamp: the fabric's, which
- * the paths' delay signal answers for) cuts nothing.
+ * did not wait, but each ACK waits in A's own receive ring as long as a
+ * queue the window builds there (a sender whose worker is busy sending),
+ * and the window is cut as for a queue in B; the same 400 us on the wire
+ * (no stamp: the fabric's, which the paths' delay signal answers for) cuts
+ * nothing, and a fixed 400 us in A's ring is a wait the window did not
+ * build (its cuts undone).
  */
 static void test_own_ack_wait_cuts_window(void **state)
 {
 	uint64_t cuts;
 	struct fx *f;
 
-	host_delay_run_lead(state, 0, 400 * PAIR_US, 400 * PAIR_US, &cuts);
+	host_delay_run_lead(state, 0, 400 * PAIR_US, LEAD_QUEUE, &cuts);
 	f = *state;
 	assert_true(cuts > 0);
+	assert_true(f->undos * 4 <= cuts);
 	assert_true(f->wnd_last < 512);
 	pair_fx_teardown(state);
 	host_delay_run_lead(state, 0, 400 * PAIR_US, 0, &cuts);
 	f = *state;
 	assert_int_equal(cuts, 0);
 	assert_int_equal(f->wnd_last, 512);
+	pair_fx_teardown(state);
+	host_delay_run_lead(state, 0, 400 * PAIR_US, 400 * PAIR_US, &cuts);
+	f = *state;
+	assert_true(cuts > 0);
+	assert_true(f->undos + 1 >= cuts);
 }
 
 /*
@@ -623,6 +700,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_window_closed_while_blocked, teardown),
 		cmocka_unit_test_teardown(test_idle_qps_quiet_while_peer_heard, teardown),
 		cmocka_unit_test_teardown(test_host_delay_cuts_window, teardown),
+		cmocka_unit_test_teardown(test_host_delay_not_the_window, teardown),
 		cmocka_unit_test_teardown(test_own_ack_wait_cuts_window, teardown),
 	};
 
