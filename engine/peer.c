@@ -75,7 +75,7 @@ struct peer_host {
 	uint32_t cut_ssthresh;	/* ... and its ssthresh */
 	uint64_t cut_least;	/* the least wait that cut it */
 	uint16_t hold;		/* rounds left in which no cut is tried (cuts that did not pay) */
-	uint8_t hold_shift;	/* ... 2^hold_shift after the next one that does not */
+	uint8_t hold_shift;	/* ... 2^hold_shift after the next one that does not (one less per cut that pays) */
 	uint32_t granted;	/* room promised to kicked QPs, not yet sent (qp->ph_grant) */
 	uint64_t last_rx;	/* last packet from it, any QP */
 	uint64_t last_tx;	/* last data packet to it, any QP (0: none yet) */
@@ -416,9 +416,11 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
  * AllReduce's hops moved 16 packets a round trip of milliseconds (bench-
  * nccl 64 MiB busbw 0.09-0.13 GB/s against 0.18-0.21 without the target,
  * issue #26).  A cut that did not pay is undone, and the next is tried
- * only after 1, 2, 4 .. 64 rounds (back to 1 once one pays): a standing
- * queue is still cut every round, a wait that is not the window's costs a
- * round at a smaller window now and then (Eifel's undo, with a backoff).
+ * only after 1, 2, 4 .. 64 rounds (halved again by each that pays: a wait
+ * whose least swings pays now and then by chance; reset at once, a third of
+ * the cuts stayed in the ring AllReduce): a standing queue is still cut
+ * every round, a wait that is not the window's costs a round at a smaller
+ * window now and then (Eifel's undo, with a backoff).
  */
 static bool cut_paid(const struct peer_host *h, uint64_t least, uint64_t target)
 {
@@ -464,8 +466,8 @@ void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t 
 			h->hold = (uint16_t)(1u << h->hold_shift);
 			h->hold_shift += h->hold_shift < 6;
 			eng->st.c[EC_PEER_HOST_UNDO]++;
-		} else {
-			h->hold_shift = 0;
+		} else if (h->hold_shift) {
+			h->hold_shift--;	/* one paid by chance does not undo the backoff */
 		}
 		h->cut_wnd = 0;
 		if (!paid)
