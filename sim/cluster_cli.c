@@ -19,6 +19,7 @@
 #include "cluster_cli.h"
 #include "run_cli.h"
 #include "simnet.h"
+#include "wire.h"
 
 #define MAX_SIZES	32
 
@@ -75,6 +76,8 @@ static const char cluster_usage[] =
 "                    0,1 by default) sent, dropped or delivered, from the start\n"
 "  --trace-paths US  ... and every US the state of A's paths to B (window,\n"
 "                    flight, RTT, alpha, losses, timeouts, cuts)\n"
+"  --trace-waits     ... and each of their packets that a port queued behind\n"
+"                    others: the port and the packets ahead (a 'behind' line)\n"
 "  --clock-skew US   each host's engine clock ahead of the simulation's by a\n"
 "                    random offset below US (0: one clock for all)\n"
 "  --clock-drift PPM ... and faster or slower by up to PPM parts per million (0)\n"
@@ -91,7 +94,7 @@ enum {
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_LOSS_SEED, O_SPLIT,
-	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS,
+	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS, O_TRACE_WAITS,
 };
 
 static const struct option opts[] = {
@@ -148,6 +151,7 @@ static const struct option opts[] = {
 	{ "trace", required_argument, NULL, O_TRACE },
 	{ "trace-hosts", required_argument, NULL, O_TRACE_HOSTS },
 	{ "trace-paths", required_argument, NULL, O_TRACE_PATHS },
+	{ "trace-waits", no_argument, NULL, O_TRACE_WAITS },
 	{ "verbose", no_argument, NULL, 'v' },
 	{ "help", no_argument, NULL, 'h' },
 	{ 0 },
@@ -165,6 +169,7 @@ struct cli {
 	FILE *trace;			/* --trace: packets between trace_a and trace_b */
 	uint32_t trace_a, trace_b;
 	uint64_t sample_ns;		/* --trace-paths: trace_a's paths to trace_b this often */
+	bool waits;			/* --trace-waits: and where their packets queued */
 	struct cnet *cn;
 	enum clu_transport cur;		/* the transport running (for the flows' lines) */
 	const char *sweep;		/* --sizes, expanded once --step is known */
@@ -301,6 +306,7 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 			return -EINVAL;
 		c->sample_ns *= 1000;
 		return 0;
+	case O_TRACE_WAITS: c->waits = true; return 0;
 	case O_TRACE_HOSTS:
 		return sscanf(arg, "%" SCNu32 ",%" SCNu32, &c->trace_a, &c->trace_b) == 2 ? 0 : -EINVAL;
 	case O_FLOWS: return open_out(&c->flows, arg);
@@ -552,14 +558,41 @@ static void flows_report(struct cnet *cn, const struct coll *co, void *ctx)
 	}
 }
 
+/*
+ * --trace-waits: where a traced packet was queued behind others: the port
+ * (its kind, ends and plane), when the one being sent is done, and each
+ * packet ahead (hosts, opcode, flags, length): which hop of a route made it late,
+ * and whose traffic (issue #23: a ring's parts behind other hops' ACKs).
+ */
+static void trace_behind(const struct cli *c, uint64_t now, const struct sim_pkt *pkt)
+{
+	static const char *const kinds[] = { "up", "down", "leaf-spine", "spine-leaf" };
+	const struct sim_link *l = pkt->link;
+	struct wire_pkt w;
+
+	fprintf(c->trace, "%" PRIu64 " behind %s %u>%u plane %u done-in %" PRIu64 ":", now,
+		kinds[fab_kind(cnet_fabric(c->cn), l)], l->src, l->dst, l->plane,
+		l->busy && l->tx_done.time > now ? l->tx_done.time - now : 0);
+	for (const struct sim_pkt *q = l->head; q && q != pkt; q = q->next) {
+		bool ok = !wire_parse(q->data, q->len, &w, NULL);
+
+		fprintf(c->trace, " %u>%u/%#x/%#x/%u", q->src, q->dst, ok ? w.hdr.opcode : 0,
+			ok ? w.hdr.flags : 0, q->len);
+	}
+	fputc('\n', c->trace);
+}
+
 /* --trace: the packets between the two hosts asked for, either way. */
 static void trace_pair(void *ctx, uint64_t now, enum sim_trace_what what, const struct sim_pkt *pkt)
 {
 	const struct cli *c = ctx;
 
 	if ((pkt->src == c->trace_a && pkt->dst == c->trace_b) ||
-	    (pkt->src == c->trace_b && pkt->dst == c->trace_a))
+	    (pkt->src == c->trace_b && pkt->dst == c->trace_a)) {
 		sim_trace_pkt(c->trace, now, what, pkt);
+		if (what == SIM_TR_WAIT)
+			trace_behind(c, now, pkt);
+	}
 }
 
 /* --trace-paths: a line per path of trace_a's QPs to trace_b, every sample_ns. */
@@ -595,7 +628,9 @@ static void trace_setup(struct cnet *cn, void *ctx)
 {
 	struct cli *c = ctx;
 
+	c->cn = cn;
 	cnet_set_trace(cn, trace_pair, ctx);
+	cnet_trace_waits(cn, c->waits);
 	if (c->sample_ns)
 		trace_paths(cn, ctx);
 }

@@ -208,6 +208,11 @@ void cnet_set_trace(struct cnet *cn, sim_trace_fn fn, void *ctx)
 	cn->env.trace_ctx = ctx;
 }
 
+void cnet_trace_waits(struct cnet *cn, bool on)
+{
+	cn->env.trace_waits = on;
+}
+
 int cnet_schedule(struct cnet *cn, uint64_t at, cnet_call_fn fn, void *ctx)
 {
 	return simloop_schedule(&cn->loop, at, (void (*)(void))fn, ctx);

@@ -95,6 +95,8 @@ int cnet_run_while(struct cnet *cn, cnet_pred_fn pred, void *ctx, uint64_t time_
 
 /* A trace of every packet sent by a NIC, dropped or delivered (NULL: none). */
 void cnet_set_trace(struct cnet *cn, sim_trace_fn fn, void *ctx);
+/* ... and also every packet queued behind others at a port (SIM_TR_WAIT). */
+void cnet_trace_waits(struct cnet *cn, bool on);
 
 typedef void (*cnet_call_fn)(struct cnet *cn, void *ctx);
 /* Call fn at time at (>= now); ctx must live until then. */

@@ -229,6 +229,8 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 	if (l->q_bytes > l->st.max_queue_bytes)
 		l->st.max_queue_bytes = l->q_bytes;
 	l->st.enqueued++;
+	if (env->trace_waits && l->head != pkt)
+		link_trace(env, now, SIM_TR_WAIT, pkt);
 	link_kick(l, env, now);
 }
 

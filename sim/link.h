@@ -107,6 +107,7 @@ enum sim_trace_what {
 	SIM_TR_DROP_RANDOM,
 	SIM_TR_DROP_BLACKHOLE,
 	SIM_TR_DELIVER,		/* handed to the destination engine */
+	SIM_TR_WAIT,		/* queued behind others on pkt->link (link_env.trace_waits) */
 };
 
 typedef void (*sim_trace_fn)(void *ctx, uint64_t now, enum sim_trace_what what,
@@ -119,6 +120,7 @@ struct link_env {
 	struct rng *rng;
 	sim_trace_fn trace;	/* NULL: no tracing */
 	void *trace_ctx;
+	bool trace_waits;	/* also SIM_TR_WAIT: a packet queued behind others */
 };
 
 static inline void link_trace(const struct link_env *env, uint64_t now,

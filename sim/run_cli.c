@@ -405,7 +405,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 void sim_trace_pkt(void *ctx, uint64_t now, enum sim_trace_what what, const struct sim_pkt *pkt)
 {
 	static const char *const whats[] = { "send", "drop-tail", "drop-random", "drop-bh",
-					     "deliver" };
+					     "deliver", "wait" };
 	struct wire_pkt w;
 	enum wire_err why;
 	FILE *f = ctx;
