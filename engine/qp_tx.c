@@ -640,15 +640,54 @@ static bool port_carries(const struct engine *eng, const struct qp *qp, const st
 }
 
 /*
+ * Whether a part goes by path p (its port's backlog bl, port, cost) before
+ * the best so far: the free ports first, then by port, then by cost
+ * (pick_alone_off).
+ */
+static bool part_before(uint64_t bl, int port, uint64_t cost, uint64_t best_bl, int best_port,
+			uint64_t best_cost)
+{
+	if (bl != best_bl)
+		return bl < best_bl;
+	return port != best_port ? port < best_port : cost < best_cost;
+}
+
+/*
  * The path of least cost that carries no DSN of [lo, lo + n) (n = 0: any),
- * nor, with by_port, shares a port with a path that does.
+ * nor, with by_port, shares a port with a path that does; with now (else
+ * 0: a copy, or this host's RTTs were held up lately), the cost adds the
+ * port's backlog.  Ordered (now, a message of one part a port, ports the
+ * driver names), a part takes the ports in their order instead,
+ * port 0 first, the free ones before those still sending what this host
+ * sent by them (port_backlog), and on its port the path of least cost.
+ * Every host then sends its parts in the same order of ports, so two
+ * messages that meet at a host's ports meet there at the same time on each
+ * of them, or on none.  By RTT, each host took its own order, and a part
+ * met the ACK of the receiver's own last part, which the receiver's other
+ * neighbour sends back by the port that part took, on whichever port the
+ * two orders crossed: in the 32-rank ring AllReduce with packed ranks
+ * (4 KiB, 4 parts of 32 B, a part a plane), a step in 4 of a cross-leaf
+ * hop ended 20-48 ns late, a part behind such an ACK on the cable into
+ * the receiver (a QP per plane's parts, in plane order on every host,
+ * never waited), and the ring took 150.90 us against a QP per plane's
+ * 150.79, now 150.79 (issue #23).
+ * The RTTs of paths that are not held up differ by what a packet or two
+ * met on the way (an ACK, a part), which says nothing of the next part's
+ * way; held up, the least cost decides as before.  Other messages keep
+ * the least cost: with fewer parts than ports, in port order every host
+ * would put every such message on the same first ports (32 ranks beside a
+ * permutation, 64 B in 2 parts: 20.06 -> 20.19 us, median of seeds 1-5);
+ * with two parts a port, it cost the recursive-doubling steps more than
+ * it gained (idle, 4 KiB in 8 parts: 22.00 -> 22.05 us on 2 seeds of 5;
+ * the packed ring's 32 KiB: 162.16 -> 162.14).
  */
 static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t bytes,
-				   uint32_t lo, uint32_t n, bool by_port, uint64_t now)
+				   uint32_t lo, uint32_t n, bool by_port, uint64_t now, bool ordered)
 {
-	uint64_t rate = eng->cfg.link_rate_bps / qp->npaths, sib = 0, best_cost = 0;
+	uint64_t rate = eng->cfg.link_rate_bps / qp->npaths, sib = 0, best_cost = 0, best_bl = 0;
 	struct path *best = NULL;
 	bool any_alive = false;
+	int best_port = -1;
 
 	for (unsigned k = 0; k < qp->npaths; k++) {
 		const struct path *p = &qp->paths[k];
@@ -662,17 +701,21 @@ static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t b
 	for (unsigned k = 0, i = qp->rr; k < qp->npaths;
 	     k++, i = i + 1 == qp->npaths ? 0 : i + 1) {
 		struct path *p = &qp->paths[i];
-		uint64_t cost;
+		int port = ordered ? path_port(eng, p) : -1;
+		uint64_t cost, bl;
 
 		if ((any_alive && p->state != PATH_ACTIVE) || !path_can_send(eng, p, bytes) ||
 		    (n && (by_port ? port_carries(eng, qp, p, lo, n) : path_carries(p, lo, n))))
 			continue;
 		cost = (p->srtt ? p->srtt : sib) +
-		       (rate ? (uint64_t)p->inflight * 8 * NSEC_PER_SEC / rate : 0) +
-		       (now ? port_backlog(eng, p, now) : 0);
-		if (!best || cost < best_cost) {
+		       (rate ? (uint64_t)p->inflight * 8 * NSEC_PER_SEC / rate : 0);
+		bl = now ? port_backlog(eng, p, now) : 0;
+		if (!best || (port < 0 ? cost + bl < best_cost + best_bl :
+				 part_before(bl, port, cost, best_bl, best_port, best_cost))) {
 			best = p;
 			best_cost = cost;
+			best_bl = bl;
+			best_port = port;
 		}
 	}
 	if (best)
@@ -699,18 +742,21 @@ static struct path *pick_alone_off(struct engine *eng, struct qp *qp, uint32_t b
  * also count their port's backlog (port_backlog).
  */
 static struct path *pick_path_alone(struct engine *eng, struct qp *qp, uint32_t bytes, bool dup,
-				    uint32_t dsn, uint32_t first_dsn, uint64_t now)
+				    uint32_t dsn, const struct tx_msg *m, uint64_t now)
 {
+	uint32_t first_dsn = m->split ? m->first_dsn : dsn;
+	bool ordered = now && m->nseg == port_count(eng);
 	struct path *p = NULL;
 
 	if (dup)
-		return pick_alone_off(eng, qp, bytes, dsn, 1, false, now);
+		return pick_alone_off(eng, qp, bytes, dsn, 1, false, now, false);
 	if (dsn != first_dsn) {
-		p = pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn, true, now);
+		p = pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn, true, now, ordered);
 		if (!p && path_port(eng, &qp->paths[0]) >= 0)
-			p = pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn, false, now);
+			p = pick_alone_off(eng, qp, bytes, first_dsn, dsn - first_dsn, false, now,
+					   ordered);
 	}
-	return p ? p : pick_alone_off(eng, qp, bytes, 0, 0, false, now);
+	return p ? p : pick_alone_off(eng, qp, bytes, 0, 0, false, now, ordered);
 }
 
 /*
@@ -1015,7 +1061,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		 * 1: 22.95 / 27.67 us without, 24.10 / 28.58 with copies and
 		 * held-up RTTs counting it, 23.29 / 27.87 parts only).
 		 */
-		p = pick_path_alone(eng, qp, bytes, dup, dsn, m->split ? m->first_dsn : dsn,
+		p = pick_path_alone(eng, qp, bytes, dup, dsn, m,
 				    m->split && !dup && !held_up(eng, now) ? now : 0);
 	else
 		p = qp->mops->pick_path(eng, qp, bytes);
