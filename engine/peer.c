@@ -71,7 +71,8 @@ struct peer_host {
 	uint32_t ai_acked;	/* packets acknowledged toward the next +1 above ssthresh */
 	uint64_t round_at;	/* start of the round peer_host_delay takes the least wait of */
 	uint64_t round_min;	/* the least wait an ACK gave in it (UINT64_MAX: none yet) */
-	uint32_t cut_wnd;	/* the window before the last cut, while the round after judges it (0: none) */
+	uint32_t cut_wnd;	/* the window before the last cut, until a round judges it (0: none) */
+	bool cut_judged_next;	/* ... the next round does (the one after the cut has passed) */
 	uint32_t cut_ssthresh;	/* ... and its ssthresh */
 	uint64_t cut_least;	/* the least wait that cut it */
 	uint16_t hold;		/* rounds left in which no cut is tried (cuts that did not pay) */
@@ -254,6 +255,7 @@ void peer_sent(struct engine *eng, struct qp *qp, uint64_t now)
 		h->wnd = wnd_init(eng);		/* restart after idle */
 		h->ssthresh = 0;
 		h->cut_wnd = 0;			/* nothing of before to undo */
+		h->cut_judged_next = false;
 	}
 	h->last_tx = now;
 	h->inflight++;
@@ -406,10 +408,13 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
 }
 
 /*
- * The round after a cut: the cut paid if the least wait's excess over the
- * target at least halved.  A queue the window builds in the hosts drains
- * by what the cut took within a round (a round is at least the least
- * wait); a wait it did not build does not: a worker off its CPU most of
+ * The second round after a cut: the cut paid if its least wait's excess
+ * over the target is at most half what cut.  The first round still ACKs
+ * packets queued before the cut (a round is about the least wait plus the
+ * fabric's round trip: a queue's new tail comes back at its end), and no
+ * cut comes in it: one cut at a time, judged by what it did.  A queue the
+ * window builds in the hosts drains by what the cut took; a wait it did
+ * not build does not: a worker off its CPU most of
  * the time (4 daemons and 4 ranks on 2 CPUs: its packets and ACKs waited
  * ms whatever the window) or a loop that is long whatever is in flight.
  * Cut at every round, such a wait held the window at its floor: a ring
@@ -419,8 +424,8 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
  * only after 1, 2, 4 .. 64 rounds (halved again by each that pays: a wait
  * whose least swings pays now and then by chance; reset at once, a third of
  * the cuts stayed in the ring AllReduce): a standing queue is still cut
- * every round, a wait that is not the window's costs a round at a smaller
- * window now and then (Eifel's undo, with a backoff).
+ * every other round, a wait that is not the window's costs two rounds at a
+ * smaller window now and then (Eifel's undo, with a backoff).
  */
 static bool cut_paid(const struct peer_host *h, uint64_t least, uint64_t target)
 {
@@ -457,6 +462,10 @@ void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t 
 		return;
 	h->round_at = now;
 	h->round_min = UINT64_MAX;
+	if (h->cut_wnd && !h->cut_judged_next) {
+		h->cut_judged_next = true;
+		return;
+	}
 	if (h->cut_wnd) {
 		bool paid = cut_paid(h, least, target);
 
@@ -470,6 +479,7 @@ void peer_host_delay(struct engine *eng, struct qp *qp, uint64_t host, uint64_t 
 			h->hold_shift--;	/* one paid by chance does not undo the backoff */
 		}
 		h->cut_wnd = 0;
+		h->cut_judged_next = false;
 		if (!paid)
 			return;
 	}

@@ -236,8 +236,9 @@ static void host_delay_run(void **state, int host_code, uint64_t *cuts)
  * Swift's endpoint delay on the peer window (PROTOCOL 9.5): ACKs saying
  * their packets waited in B as long as a queue the window builds there
  * (queue_wait, against a 100 us target) cut the window (at
- * most half a round, never below 16: four runs of ack_every), the cuts pay
- * and stay, the window stays below the cap, and every write still
+ * most half a round, never below 16: four runs of ack_every) to where the
+ * queue meets the target (57 packets; the last cuts there, a packet or
+ * two, are within its growth and some are undone), and every write still
  * completes whole; ACKs saying 40 us leave it to open to the cap as
  * before, without a cut, and so do ACKs of which one in eight says 400 us
  * (stalls, no standing queue: cut at each, the window would never open).
@@ -250,9 +251,8 @@ static void test_host_delay_cuts_window(void **state)
 	host_delay_run_lead(state, -3, 200 * PAIR_US, 0, &cuts);
 	f = *state;
 	assert_true(cuts > 0);
-	assert_true(f->undos * 4 <= cuts);
 	assert_true(f->wnd_min >= 16);
-	assert_true(f->wnd_last < 512);
+	assert_true(f->wnd_last >= 40 && f->wnd_last <= 80);	/* the queue meets the target at 57 */
 	pair_fx_teardown(state);
 	host_delay_run(state, mroc_host_delay_enc(40 * PAIR_US), &cuts);
 	f = *state;
@@ -302,8 +302,7 @@ static void test_own_ack_wait_cuts_window(void **state)
 	host_delay_run_lead(state, 0, 400 * PAIR_US, LEAD_QUEUE, &cuts);
 	f = *state;
 	assert_true(cuts > 0);
-	assert_true(f->undos * 4 <= cuts);
-	assert_true(f->wnd_last < 512);
+	assert_true(f->wnd_last >= 40 && f->wnd_last <= 80);
 	pair_fx_teardown(state);
 	host_delay_run_lead(state, 0, 400 * PAIR_US, 0, &cuts);
 	f = *state;
