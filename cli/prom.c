@@ -158,8 +158,8 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_peer_host_cut_total", "Peer windows cut because a round's ACKs all "
 	  "waited in the hosts (the peer's part the ACK says, and the ACK's own in our ring) longer "
 	  "than transport.peer_host_delay_us (Swift's endpoint delay; 0 with the option off)." },
-	{ "mroc_engine_peer_host_undo_total", "Of those cuts, the ones undone because the round "
-	  "after did not see the hosts' waits fall (a wait the window did not build: a worker "
+	{ "mroc_engine_peer_host_undo_total", "Of those cuts, the ones undone because two rounds "
+	  "later the hosts' waits had not fallen (a wait the window did not build: a worker "
 	  "short of CPU); the next cut is then tried only after 1, 2, 4 .. 64 rounds." },
 	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
 	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "

@@ -534,7 +534,7 @@ enum engine_counter {
 	EC_REPATH_SPREAD_BACK,		/* "spread" moves taken back: the QP delivered no more (path.c) */
 	EC_CM_COPY,			/* our REQ or RTU sent again within its try (up to three times): nothing came back by a quarter, half, three quarters of its wait (cm.c) */
 	EC_RX_ACK_MERGED,		/* ACKs a later ACK of their path in the same receive batch said all of (engine_rx_begin) */
-	EC_PEER_HOST_UNDO,		/* peer_host_cut's cuts undone: the round after did not see the waits fall (peer.c cut_paid) */
+	EC_PEER_HOST_UNDO,		/* peer_host_cut's cuts undone: two rounds later the waits had not fallen (peer.c cut_paid) */
 	EC__COUNT,
 };
 

@@ -72,9 +72,9 @@ struct peer_host {
 	uint64_t round_at;	/* start of the round peer_host_delay takes the least wait of */
 	uint64_t round_min;	/* the least wait an ACK gave in it (UINT64_MAX: none yet) */
 	uint32_t cut_wnd;	/* the window before the last cut, until a round judges it (0: none) */
-	bool cut_judged_next;	/* ... the next round does (the one after the cut has passed) */
 	uint32_t cut_ssthresh;	/* ... and its ssthresh */
 	uint64_t cut_least;	/* the least wait that cut it */
+	bool cut_judged_next;	/* the next round judges it (the one after the cut has passed) */
 	uint16_t hold;		/* rounds left in which no cut is tried (cuts that did not pay) */
 	uint8_t hold_shift;	/* ... 2^hold_shift after the next one that does not (one less per cut that pays) */
 	uint32_t granted;	/* room promised to kicked QPs, not yet sent (qp->ph_grant) */
@@ -414,10 +414,10 @@ void peer_acked(struct engine *eng, struct qp *qp, uint32_t n)
  * fabric's round trip: a queue's new tail comes back at its end), and no
  * cut comes in it: one cut at a time, judged by what it did.  A queue the
  * window builds in the hosts drains by what the cut took; a wait it did
- * not build does not: a worker off its CPU most of
- * the time (4 daemons and 4 ranks on 2 CPUs: its packets and ACKs waited
- * ms whatever the window) or a loop that is long whatever is in flight.
- * Cut at every round, such a wait held the window at its floor: a ring
+ * not build does not: a worker off its CPU most of the time (4 daemons and
+ * 4 ranks on 2 CPUs: its packets and ACKs waited ms whatever the window)
+ * or a loop that is long whatever is in flight.  Cut at every round, such
+ * a wait held the window at its floor: a ring
  * AllReduce's hops moved 16 packets a round trip of milliseconds (bench-
  * nccl 64 MiB busbw 0.09-0.13 GB/s against 0.18-0.21 without the target,
  * issue #26).  A cut that did not pay is undone, and the next is tried
