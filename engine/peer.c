@@ -44,11 +44,12 @@
  * every ACK said its packet waited longer (a standing queue, not a worker
  * that was off its CPU for a while: the ACKs of the packets that came
  * while it ran say less) cuts the window by the excess's share of the
- * least wait (at most half), never below where it opens from; it then
+ * least wait (at most half), never below four runs (host_floor); it then
  * grows by one packet a window, as Swift's does.  Cut on each long wait,
  * a host off its CPU 500 us every 2 ms cut its senders' windows at every
  * stall (mroc-sim run --host-rx 50,500,2000 --peer-window 512, 100 Gbit/s:
- * 20-29 against 23-42 Gbit/s).
+ * 20-29 against 23-42 Gbit/s).  A cut the waits do not answer two rounds
+ * later was not the window's queue and is undone (cut_paid).
  *
  * Liveness: when anything last came from the peer, on any QP.  An idle QP
  * asks for a sign of life only when the whole peer has been silent for the
