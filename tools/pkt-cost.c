@@ -38,6 +38,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -81,6 +82,9 @@ struct run {
 	uint32_t ack_every;		/* --ack-every: both engines' (transport.ack_every) */
 	uint32_t ack_batch;		/* --ack-batch: the sender takes the ACKs this many at a time */
 	bool merge;			/* --merge-acks: the engines' merge_acks */
+	uint64_t region;		/* --region-mb: each end's region, bytes */
+	bool no_touch;			/* --no-touch: the regions' pages not read at set-up */
+	uint8_t sink;
 };
 
 static double cpu_now(void)
@@ -207,7 +211,7 @@ static __attribute__((noinline)) void sender_rx(struct run *r, int n)
  */
 static int post(struct run *r, uint64_t id)
 {
-	uint64_t off = id * r->wr_bytes % REGION;
+	uint64_t off = id * r->wr_bytes % r->region;
 	struct engine_wr wr = {
 		.wr_id = id, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
 		.lkey = r->e[0].lkey, .laddr = off, .len = r->wr_bytes,
@@ -331,10 +335,23 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 		cfg.seed = 2 * r->seed + (uint64_t)i + 1;
 		set_end(e, (uint8_t)(i + 1));
 		e->eng = engine_create(&cfg);
-		e->mem = calloc(1, REGION);
+		/*
+		 * Populated and locked before the run, as mrocd's registration pins
+		 * a client's region: no page is touched first, or reclaimed and
+		 * faulted in again, inside it (calloc touched nothing).
+		 */
+		e->mem = mmap(NULL, r->region, PROT_READ | PROT_WRITE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+		if (e->mem == MAP_FAILED)
+			e->mem = NULL;
+		else if (mlock(e->mem, r->region))
+			fprintf(stderr, "pkt-cost: mlock of the region: %s\n", strerror(errno));
+		/* And read once a page from here, as mrocd does (clients_ctl.c touch_pages). */
+		for (uint64_t o = 0; e->mem && !r->no_touch && o < r->region; o += 4096)
+			r->sink ^= ((volatile uint8_t *)e->mem)[o];
 		e->qpn = calloc(r->nqps, sizeof(*e->qpn));
 		if (!e->eng || !e->mem || !e->qpn ||
-		    engine_mr_register(e->eng, 1, e->mem, REGION, ENGINE_ACCESS_ALL, &e->lkey,
+		    engine_mr_register(e->eng, 1, e->mem, r->region, ENGINE_ACCESS_ALL, &e->lkey,
 				       &e->rkey))
 			return -ENOMEM;
 	}
@@ -360,7 +377,8 @@ static int setup(struct run *r, uint32_t mtu, uint8_t sec)
 
 static const char usage[] =
 "usage: pkt-cost [--qps N] [--peer-window N] [--wr BYTES] [--seed N] [--rx-batch N]\n"
-"                [--ack-every N] [--ack-batch N] [--merge-acks]\n"
+"                [--ack-every N] [--ack-batch N] [--merge-acks] [--region-mb N]\n"
+"                [--no-touch]\n"
 "                [PACKETS [PAYLOAD [none|token [frames|bare]]]]\n"
 "  mrocd's user-space work per data packet but the rings and kernel: two engines\n"
 "  back to back, every packet framed and parsed as the AF_XDP backend does (frames)\n"
@@ -376,7 +394,13 @@ static const char usage[] =
 "  --ack-batch N    the sender takes the receiver's ACKs N at a time, 1..64, the rest at\n"
 "                   each step's end (mrocd's quiet sender: tens a receive batch) (1)\n"
 "  --merge-acks     the engines' merge_acks (mrocd's transport.merge_acks): a path's\n"
-"                   ACKs in one receive batch applied as its newest one\n";
+"                   ACKs in one receive batch applied as its newest one\n"
+"  --region-mb N    each end's region, MiB, 4..16384; the WRITEs go round it: with\n"
+"                   --qps 4000 --wr 65536 --region-mb 1024 each lands where no cache\n"
+"                   holds it, as at bench-scale's 4,000 QPs (4)\n"
+"  --no-touch       the regions are populated and locked but not read page by page from\n"
+"                   user space at set-up, as mrocd reads a registered region (on a VM\n"
+"                   that shadows page tables each page's first touch then traps)\n";
 
 /* A whole decimal or 0x number in [lo, hi], or -1. */
 static int64_t arg_num(const char *s, uint64_t lo, uint64_t hi)
@@ -402,11 +426,13 @@ int main(int argc, char **argv)
 		{ "ack-every", required_argument, NULL, 'a' },
 		{ "ack-batch", required_argument, NULL, 'k' },
 		{ "merge-acks", no_argument, NULL, 'm' },
+		{ "region-mb", required_argument, NULL, 'g' },
+		{ "no-touch", no_argument, NULL, 't' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	int64_t qps = 1, pwin = 0, wr = WR_BYTES, packets_arg = 100000, mtu_arg = 1024, seed = 0;
-	int64_t rxb = BATCH, ack_every = 0, ack_batch = 1;
+	int64_t rxb = BATCH, ack_every = 0, ack_batch = 1, region_mb = REGION >> 20;
 	bool merge = false;
 	const char *secname = "token";
 	struct run *r = calloc(1, sizeof(*r));
@@ -427,15 +453,17 @@ int main(int argc, char **argv)
 		case 'a': ack_every = arg_num(optarg, 1, 64); break;
 		case 'k': ack_batch = arg_num(optarg, 1, BATCH); break;
 		case 'm': merge = true; break;
+		case 'g': region_mb = arg_num(optarg, 4, 16384); break;
+		case 't': r->no_touch = true; break;
 		case 'h': fputs(usage, stdout); return 0;
 		default: fputs(usage, stderr); return 2;
 		}
 		if (qps < 0 || pwin < 0 || wr < 0 || seed < 0 || rxb < 0 || ack_every < 0 ||
-		    ack_batch < 0) {
+		    ack_batch < 0 || region_mb < 0) {
 			fprintf(stderr, "pkt-cost: bad --%s %s (pkt-cost --help)\n",
 				c == 'q' ? "qps" : c == 'w' ? "peer-window" : c == 's' ? "seed" :
 				c == 'r' ? "rx-batch" : c == 'a' ? "ack-every" :
-				c == 'k' ? "ack-batch" : "wr",
+				c == 'k' ? "ack-batch" : c == 'g' ? "region-mb" : "wr",
 				optarg);
 			return 2;
 		}
@@ -471,6 +499,7 @@ int main(int argc, char **argv)
 	r->ack_every = (uint32_t)ack_every;
 	r->ack_batch = (uint32_t)ack_batch;
 	r->merge = merge;
+	r->region = (uint64_t)region_mb << 20;
 	if (setup(r, mtu, sec)) {
 		fprintf(stderr, "pkt-cost: the engines did not connect\n");
 		return 1;

@@ -767,6 +767,13 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 		goto fail;
 	}
 	/*
+	 * Written once from here before the kernel pins it: the worker's first
+	 * touch of each frame's page would otherwise be in the data path, and on
+	 * a VM whose hypervisor shadows page tables each such touch traps
+	 * (clients_ctl.c touch_pages).
+	 */
+	memset(x->area, 0, x->area_len);
+	/*
 	 * One UMEM for every socket: the engine fills a TX buffer before it
 	 * names the packet's peer and path, so only then is the port (socket)
 	 * known, and the buffer must be valid on any of them.
