@@ -161,6 +161,9 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_peer_host_undo_total", "Of those cuts, the ones undone because two rounds "
 	  "later the hosts' waits had not fallen (a wait the window did not build: a worker "
 	  "short of CPU); the next cut is then tried only after 1, 2, 4 .. 64 rounds." },
+	{ "mroc_engine_tx_data_first_total", "Data packets of a small message posted alone sent "
+	  "before the ACKs owed at that moment (at most a full packet's time ahead of them; only "
+	  "with transport.split_unit)." },
 	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
 	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "
 	  "path." },

@@ -597,6 +597,14 @@ struct engine {
 	uint64_t split_lost, split_lost_at;
 	/* when each port's packets so far would have left at its share of the link (qp_tx.c) */
 	uint64_t port_free[MROC_MAX_PATHS];
+	/*
+	 * The QP whose newest message (msn lone_msn) was posted alone and is
+	 * all it has to send: engine_tx may send it before the control packets
+	 * owed, within ctl_ahead's allowance (engine.c lone_first).
+	 */
+	struct qp *lone;
+	uint32_t lone_msn;
+	uint32_t ctl_ahead;	/* data bytes x ports sent before control owed, since none was */
 	struct engine_stats st;
 	/* unpredictable numbers: ChaCha20 under rand_key, a block at a time (sec.c) */
 	uint8_t sec_secret[16];
@@ -885,6 +893,16 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now);
 /* The CM header's split field a REQ or REP announces for a QP of that mode. */
 uint8_t cm_split(const struct engine *eng, uint8_t mode);
+/*
+ * What the message qp's msn names has left to send, in bytes on the wire
+ * times the ports they share (qp_tx.c); 0 when it is no longer a message
+ * posted alone with nothing behind it and nothing to resend.
+ */
+uint32_t qp_tx_lone_left(const struct engine *eng, const struct qp *qp, uint32_t msn);
+/* One full data packet on the wire: what lone_first lets go before an ACK (qp_tx.c). */
+uint32_t qp_tx_full_pkt(const struct engine *eng);
+/* A data packet of len bytes just built, as qp_tx_lone_left counts it. */
+uint32_t qp_tx_ahead_cost(const struct engine *eng, uint32_t len);
 /* Packets of bufs[lo, hi) leave now: their ports' backlog (split parts keep off it). */
 void qp_tx_ports_note(struct engine *eng, const struct engine_txbuf *bufs, int lo, int hi,
 		      uint64_t now);

@@ -599,6 +599,42 @@ static uint32_t port_count(const struct engine *eng)
 	return eng->cfg.sport_classes > 1 ? eng->cfg.sport_classes : eng->cfg.path_ports;
 }
 
+uint32_t qp_tx_full_pkt(const struct engine *eng)
+{
+	return eng->cfg.mtu + MROC_DATA_OVERHEAD + eng->sec_tag_len + PORT_FRAMING;
+}
+
+uint32_t qp_tx_ahead_cost(const struct engine *eng, uint32_t len)
+{
+	uint32_t ports = port_count(eng);
+
+	return (len + eng->sec_tag_len + PORT_FRAMING) * (ports > 1 ? ports : 1);
+}
+
+/*
+ * Times the ports: behind data spread over them, an ACK waits for its
+ * port's share at the port's share of the link; behind data all on its
+ * port, for all of it.  So the product bounds its wait, NIC and port.
+ */
+uint32_t qp_tx_lone_left(const struct engine *eng, const struct qp *qp, uint32_t msn)
+{
+	const struct tx_msg *m;
+	uint32_t ports = port_count(eng), left;
+	uint64_t bytes;
+
+	if (qp->state != ENGINE_QPS_CONNECTED || qp->msn_seg != msn || msn + 1 != qp->msn_tail ||
+	    qp->rtx_head != qp->rtx_tail || qp->gbn_active)
+		return 0;
+	m = &qp->txm[msn & qp->txm_mask];
+	if (!m->alone)
+		return 0;
+	left = m->first_dsn + m->nseg - qp->snd_nxt;
+	bytes = (uint64_t)m->len - (uint64_t)(qp->snd_nxt - m->first_dsn) * m->seg_len +
+		(uint64_t)left * (MROC_DATA_OVERHEAD + eng->sec_tag_len + PORT_FRAMING);
+	bytes *= ports > 1 ? ports : 1;
+	return bytes < UINT32_MAX ? (uint32_t)bytes : UINT32_MAX;
+}
+
 void qp_tx_ports_note(struct engine *eng, const struct engine_txbuf *bufs, int lo, int hi,
 		      uint64_t now)
 {

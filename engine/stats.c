@@ -79,6 +79,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_TX_PEER_RESCUED] = "tx_peer_rescued",
 		[EC_PEER_HOST_CUT] = "peer_host_cut",
 		[EC_PEER_HOST_UNDO] = "peer_host_undo",
+		[EC_TX_DATA_FIRST] = "tx_data_first",
 		[EC_CM_REQ_AGAIN] = "cm_req_again",
 		[EC_CM_COPY] = "cm_copy",
 		[EC_RX_ACK_MERGED] = "rx_ack_merged",
