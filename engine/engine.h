@@ -66,6 +66,14 @@ struct engine_config {
 					 * link_rate_bps with every path congested: only
 					 * where the link rate is the fabric's capacity */
 	/*
+	 * 0: a path's rate is trusted after 16 of its rounds and a slow one
+	 * moves after 16 slow rounds in a row.  N > 0: a round counts as its
+	 * length in N base RTTs of the QP (its paths' least minimum RTT), at
+	 * least 1 and at most 4, so a queued path (long rounds) is judged as
+	 * soon in time as a clear one (path.c round_weight).
+	 */
+	uint32_t repath_round_rtts;
+	/*
 	 * MetaRoCE: a message shorter than npaths x mtu posted with nothing
 	 * waiting to be sent (on any QP) is cut into one segment per split_unit
 	 * bytes, at most one per path (MROC_F_SPLIT, docs/PROTOCOL.md 5.2), so

@@ -120,6 +120,14 @@ struct path {
 	uint64_t round_start;
 	uint32_t rounds;	/* rounds since the path (re)started */
 	bool round_had_ce;
+	/*
+	 * The repath judgments' count of rounds (path.c round_weight): each
+	 * round counts 1, or with cfg.repath_round_rtts its length in that many
+	 * base RTTs of the QP (1..ROUND_W_MAX).  age: since the path (re)started
+	 * (MATURE_ROUNDS); bad_age: the bad rounds in a row (SLOW_ROUNDS);
+	 * round_w: the last round's.
+	 */
+	uint8_t age, bad_age, round_w;
 	uint32_t prev_ce_frac;	/* the last round's CE fraction (1 << 20 = 1.0) */
 	uint8_t bad_rounds;
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */

@@ -12,6 +12,7 @@
 #define BAD_ROUNDS	3		/* rounds a path must look bad before it moves */
 #define SLOW_ROUNDS	16		/* ... when only its delivery rate is low */
 #define MATURE_ROUNDS	16		/* rounds before a path's delivery rate is trusted */
+#define ROUND_W_MAX	4		/* the most one round counts for (round_weight) */
 #define EXPLORE_NS	(625 * NSEC_PER_MSEC)	/* / npaths: a QP's exploratory looks at most */
 #define TRIAL_FREE	4		/* trial moves in a row that may gain nothing before ... */
 #define TRIAL_WAIT_NS	(100 * NSEC_PER_MSEC)	/* ... the QP's next waits this, x8 after each more */
@@ -79,6 +80,8 @@ static void restart_window(struct engine *eng, struct path *p)
 	p->rate_ewma = 0;
 	p->rounds = 0;
 	p->bad_rounds = 0;
+	p->age = p->bad_age = 0;
+	p->round_w = 1;
 	p->round_end_psn = p->next_psn;
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
 	p->round_min_rtt = 0;
@@ -576,6 +579,50 @@ static uint64_t rate_avg(uint64_t avg, uint64_t sample, uint32_t n)
 	return avg - (avg >> EWMA_SHIFT) + (sample >> EWMA_SHIFT);
 }
 
+/* The QP's base RTT: its paths' least minimum RTT (0: none sampled yet). */
+static uint64_t qp_base_rtt(const struct qp *qp)
+{
+	uint64_t base = 0;
+
+	for (unsigned j = 0; j < qp->npaths; j++) {
+		uint64_t m = qp->paths[j].min_rtt;
+
+		if (m && (!base || m < base))
+			base = m;
+	}
+	return base;
+}
+
+/*
+ * What a round of len ns counts for in the repath judgments' round counts
+ * (age: MATURE_ROUNDS; bad_age: SLOW_ROUNDS).  Counted in rounds alone, a
+ * path is judged later the longer its rounds, and a round is long exactly
+ * where the path is bad: under a 64-host permutation's queues a round is
+ * 50-100 us against a base RTT of ~10 us, so a QP's paths were first
+ * judged ~1 ms into a 2.5 ms run and a slow one moved ~0.8 ms after that
+ * (issue #23 target D, s22-tail22 section 2).  With repath_round_rtts = N
+ * a round counts as its length in N base RTTs of the QP (the least minimum
+ * RTT of its paths: a path's own minimum on a route that never drained is
+ * its queue's), so a path is judged after about as much time queued as
+ * clear.  At least 1 (a clear path's rounds count as before), at most
+ * ROUND_W_MAX: a rate is still the mean of a few rounds, and a round that
+ * spans an idle gap is not that much evidence.  0 = 1 a round.
+ */
+static uint8_t round_weight(const struct engine *eng, const struct qp *qp, uint64_t len)
+{
+	uint64_t unit = eng->cfg.repath_round_rtts * qp_base_rtt(qp);
+
+	if (!unit)
+		return 1;
+	return (uint8_t)min_u64(max_u64(len / unit, 1), ROUND_W_MAX);
+}
+
+/* Whether a path's rates are trusted: MATURE_ROUNDS of its rounds (round_weight) behind it. */
+static bool path_mature(const struct path *p)
+{
+	return p->age >= MATURE_ROUNDS;
+}
+
 /* End of a round (about one RTT): congestion control, repath statistics. */
 /*
  * The loss fraction for the `loss` move, smoothed per packet sent (weight
@@ -612,6 +659,8 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 
 		p->rate_ewma = rate_avg(p->rate_ewma, rate, p->rounds);
 		p->rounds++;
+		p->round_w = round_weight(eng, qp, now - p->round_start);
+		p->age = (uint8_t)min_u64((uint64_t)p->age + p->round_w, UINT8_MAX);
 	}
 	p->round_start = now;
 	if (p->look == LOOK_NEXT)
@@ -624,7 +673,6 @@ static void end_round(struct engine *eng, struct qp *qp, struct path *p, uint64_
 	p->round_rcv = p->round_ce = p->round_lost = p->round_acked = 0;
 	p->round_min_rtt = 0;
 	p->cut_this_round = false;
-	(void)qp;
 }
 
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
@@ -1011,7 +1059,7 @@ static void look_start(struct engine *eng, struct qp *qp, struct path *p,
 	p->look_tries = 0;
 	p->look_why = (uint8_t)why;
 	p->look_goal = goal;
-	p->bad_rounds = 0;
+	p->bad_rounds = p->bad_age = 0;
 	eng->st.c[EC_REPATH_LOOK]++;
 }
 
@@ -1113,7 +1161,7 @@ static void explore(struct engine *eng, struct qp *qp, struct path *p, uint64_t 
 	for (unsigned j = 0; j < qp->npaths; j++) {
 		const struct path *s = &qp->paths[j];
 
-		if (s->rounds < MATURE_ROUNDS || s->rate_ewma < p->rate_ewma)
+		if (!path_mature(s) || s->rate_ewma < p->rate_ewma)
 			return;
 	}
 	if (!qp->explore_at)
@@ -1238,7 +1286,7 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	enum engine_repath_why why = ENGINE_REPATH_NONE;
 	bool slow;
 
-	if (!eng->cfg.repath || qp->npaths < 2 || p->rounds < MATURE_ROUNDS)
+	if (!eng->cfg.repath || qp->npaths < 2 || !path_mature(p))
 		return;
 	if (p->look == LOOK_SENT && seq_lt(p->look_psn, p->floor))
 		look_busy(eng, qp, p, now);	/* lost: no clear route (a dead plane's) */
@@ -1253,7 +1301,7 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	for (unsigned j = 0; j < qp->npaths; j++) {
 		const struct path *s = &qp->paths[j];
 
-		if (s == p || s->rounds < MATURE_ROUNDS)
+		if (s == p || !path_mature(s))
 			continue;
 		loss += s->loss_ewma;
 		ce += s->ce_ewma;
@@ -1277,12 +1325,13 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	else if (p->rate_ewma <= mid && underused(eng, qp, rate + p->rate_ewma, mature + 1))
 		why = ENGINE_REPATH_SPREAD;	/* a path no faster than its median sibling */
 	if (why == ENGINE_REPATH_NONE) {
-		p->bad_rounds = 0;
+		p->bad_rounds = p->bad_age = 0;
 		explore(eng, qp, p, mid, now);
 		return;
 	}
 	if (p->bad_rounds < UINT8_MAX)
 		p->bad_rounds++;
+	p->bad_age = (uint8_t)min_u64((uint64_t)p->bad_age + p->round_w, UINT8_MAX);
 	/*
 	 * Slow moves are trials (trial_judged): one at a time, and not while
 	 * the QP waits.  Not ce moves: judged so, 10 % loss with quiet hosts
@@ -1310,7 +1359,7 @@ void path_check_siblings(struct engine *eng, struct qp *qp, struct path *p, uint
 	if (why == ENGINE_REPATH_SPREAD && (now < qp->spread_at || trial_on(qp)))
 		return;
 	/* SPREAD is the whole QP's signal: about one of its paths moves per round. */
-	if (p->bad_rounds >= (why == ENGINE_REPATH_SLOW ? SLOW_ROUNDS : BAD_ROUNDS) &&
+	if ((why == ENGINE_REPATH_SLOW ? p->bad_age >= SLOW_ROUNDS : p->bad_rounds >= BAD_ROUNDS) &&
 	    !prng_below(&eng->rng, why == ENGINE_REPATH_SPREAD ? 2 * qp->npaths : 2)) {
 		if (why == ENGINE_REPATH_SLOW)
 			look_start(eng, qp, p, why, rate_goal(p->rate_ewma, mid));

@@ -47,6 +47,8 @@ static const char cluster_usage[] =
 "                    RTT (32; 0 = by the MTU, on the path of most free window)\n"
 "  --dup SIZE        MetaRoCE, with --split: such a message of at most SIZE bytes\n"
 "                    also sends a copy of each part on another path (4K; 0 = never)\n"
+"  --round-rtts N    MetaRoCE: a path's round counts as its length in N base RTTs\n"
+"                    (1..4 of them) when its moves are judged (2; 0: as 1)\n"
 "  --ib-timeout N    PFC transports: NIC local ACK timeout, 4.096 us x 2^N, 0..31 (18)\n"
 "  --ib-retry N      PFC transports: NIC retries, 0..254 (7, NCCL_IB_RETRY_CNT)\n"
 "job:\n"
@@ -94,7 +96,7 @@ enum {
 	O_VERIFY, O_FAIL, O_FAIL_PLANE, O_FAIL_SPINE, O_FAIL_LEAF, O_FAIL_AT, O_SEED, O_LIMIT,
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_LOSS_SEED, O_SPLIT,
-	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS, O_TRACE_WAITS,
+	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS, O_TRACE_WAITS, O_ROUND_RTTS,
 };
 
 static const struct option opts[] = {
@@ -147,6 +149,7 @@ static const struct option opts[] = {
 	{ "loss-seed", required_argument, NULL, O_LOSS_SEED },
 	{ "split", required_argument, NULL, O_SPLIT },
 	{ "dup", required_argument, NULL, O_DUP },
+	{ "round-rtts", required_argument, NULL, O_ROUND_RTTS },
 	{ "flows", required_argument, NULL, O_FLOWS },
 	{ "trace", required_argument, NULL, O_TRACE },
 	{ "trace-hosts", required_argument, NULL, O_TRACE_HOSTS },
@@ -338,6 +341,11 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		if (v > UINT32_MAX)
 			return -EINVAL;
 		cfg->net.engine.dup_max = (uint32_t)v;
+		break;
+	case O_ROUND_RTTS:
+		if (v > 1000)
+			return -EINVAL;
+		cfg->net.engine.repath_round_rtts = (uint32_t)v;
 		break;
 	case O_RTO_MIN: sim_engine_rto_min(&cfg->net.engine, v * 1000); break;
 	case O_CLOCK_SKEW: cfg->net.clock_skew_ns = v * 1000; break;

@@ -61,6 +61,8 @@ const char run_cli_usage[] =
 "                    transport.peer_window_pkts; 0: no cap, the default here)\n"
 "  --peer-host-delay US  and that window's endpoint delay target\n"
 "                    (transport.peer_host_delay_us; 0: off)\n"
+"  --round-rtts N    a path's round counts as its length in N base RTTs (1..4\n"
+"                    of them) when its moves are judged (transport.repath_round_rtts)\n"
 "  --delay-target US queueing delay a path may add before its window is cut\n"
 "                    (0 = no delay signal; default: the engine's)\n"
 "  --seed N          simulation seed       --wl-seed N     workload seed\n"
@@ -221,7 +223,7 @@ enum {
 	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
 	OPT_LIKE_FABRIC_BUSY, OPT_LIKE_FABRIC_HELD,
 	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX, OPT_PLANE_LOSS,
-	OPT_PEER_WINDOW, OPT_PEER_HOST_DELAY,
+	OPT_PEER_WINDOW, OPT_PEER_HOST_DELAY, OPT_ROUND_RTTS,
 };
 
 static const struct option run_opts[] = {
@@ -244,6 +246,7 @@ static const struct option run_opts[] = {
 	{ "delay-target", required_argument, NULL, OPT_DELAY_TARGET },
 	{ "peer-window", required_argument, NULL, OPT_PEER_WINDOW },
 	{ "peer-host-delay", required_argument, NULL, OPT_PEER_HOST_DELAY },
+	{ "round-rtts", required_argument, NULL, OPT_ROUND_RTTS },
 	{ "outstanding", required_argument, NULL, OPT_OUTSTANDING },
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "blackhole", required_argument, NULL, OPT_BLACKHOLE },
@@ -283,6 +286,7 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	case OPT_PLANES: case OPT_DELAY: case OPT_PATHS: case OPT_MTU: case OPT_OUTSTANDING:
 	case OPT_SEED: case OPT_WL_SEED: case OPT_LIMIT: case OPT_SETTLE: case OPT_RTO_MIN: case OPT_DELAY_TARGET:
 	case OPT_CLOCK_SKEW: case OPT_CLOCK_DRIFT: case OPT_PEER_WINDOW: case OPT_PEER_HOST_DELAY:
+	case OPT_ROUND_RTTS:
 		if (sim_parse_scaled(arg, 1000, &v))
 			return -EINVAL;
 		break;
@@ -373,6 +377,9 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	case OPT_RTO_MIN: cfg->rto_min_ns = v * 1000; return 0;
 	case OPT_PEER_WINDOW: cfg->peer_window_pkts = (uint32_t)v; return v <= 1048576 ? 0 : -EINVAL;
 	case OPT_PEER_HOST_DELAY: cfg->peer_host_delay_ns = v * 1000; return 0;
+	case OPT_ROUND_RTTS:
+		cfg->repath_round_rtts = (uint32_t)v;
+		return v <= 1000 ? 0 : -EINVAL;
 	case OPT_DELAY_TARGET:
 		cfg->delay_target_set = true;
 		cfg->delay_target_ns = v * 1000;

@@ -210,6 +210,7 @@ static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 		sc.engine.delay_target_ns = cfg->delay_target_ns;
 	sc.engine.peer_window_pkts = cfg->peer_window_pkts;
 	sc.engine.peer_host_delay_ns = cfg->peer_host_delay_ns;
+	sc.engine.repath_round_rtts = cfg->repath_round_rtts;
 	sc.engine.max_qps = 4;	/* one QP per host */
 	if (sim_config_check(&sc, why)) {
 		errno = EINVAL;

@@ -50,6 +50,7 @@ struct scn_config {
 	uint64_t delay_target_ns;
 	uint32_t peer_window_pkts;	/* engine's peer window (0: none, the engine's default) */
 	uint64_t peer_host_delay_ns;	/* ... and its endpoint delay target (0: off) */
+	uint32_t repath_round_rtts;	/* engine_config.repath_round_rtts (0: off) */
 	/* workload */
 	struct wl_config wl;
 	uint64_t time_limit_ns;		/* of simulated time, from 0 */

@@ -8,7 +8,9 @@
  *  - a plane much lossier than the rest moves its path away (`loss`):
  *    mroc-sim run --plane-loss N:P sets one plane's loss, so the rule's
  *    positive case has a test (test_sim_cc's test_random_loss_no_loss_moves
- *    has its negative one: 1 % on every plane, no `loss` move).
+ *    has its negative one: 1 % on every plane, no `loss` move);
+ *  - a path on a queued route is judged by time as well as by rounds
+ *    (repath_round_rtts): moved off a shared plane sooner.
  * Deterministic: simulated time, fixed seeds.
  */
 #include <inttypes.h>
@@ -141,12 +143,80 @@ static void test_lossy_plane_moves(void **state)
 	assert_true(r.goodput_gbps >= 0.7 * r.capacity_gbps);
 }
 
+/* When each plane first delivered a data packet of the client's (trace hook). */
+struct first_seen {
+	uint64_t at[SIM_MAX_PLANES];
+};
+
+static void see_planes(void *ctx, uint64_t now, enum sim_trace_what what, const struct sim_pkt *pkt)
+{
+	struct first_seen *f = ctx;
+
+	if (what == SIM_TR_DELIVER && pkt->src == 0 && pkt->len > 1000 && !f->at[pkt->plane])
+		f->at[pkt->plane] = now;
+}
+
+/* When the last of the planes first carried data (UINT64_MAX: one never did). */
+static uint64_t last_plane_used(uint32_t rtts, uint64_t seed, double *gbps)
+{
+	static struct scn_result r;
+	struct scn_config cfg;
+	struct first_seen f;
+	uint64_t last = 0;
+	char name[64];
+
+	bench_cfg(&cfg, 4, SIM_ROUTE_HASH, seed);
+	cfg.wl.total_bytes = 32 * MIB;
+	cfg.repath_round_rtts = rtts;
+	memset(&f, 0, sizeof(f));
+	cfg.trace = see_planes;
+	cfg.trace_ctx = &f;
+	snprintf(name, sizeof(name), "4 planes hashed, seed %" PRIu64 ", round-rtts %u", seed, rtts);
+	run_ok(name, &cfg, &r);
+	for (uint32_t p = 0; p < cfg.planes; p++)
+		if (!f.at[p] || f.at[p] > last)
+			last = f.at[p] ? f.at[p] : UINT64_MAX;
+	print_message("  the last plane first carried data at %.1f us\n", last / 1e3);
+	*gbps = r.goodput_gbps;
+	return last;
+}
+
+/*
+ * A path on a queued route is judged as soon in time as on a clear one
+ * (repath_round_rtts, issue #23 target D).  4 paths hashed onto 4 planes,
+ * two on one and a plane idle (these seeds): the shared plane's queue makes
+ * the paths' rounds ~5 base RTTs long, and counted in rounds the paths were
+ * judged (16 rounds), found slow (16 more) and moved 873-3,234 us in; with
+ * a round counted as its length in 2 base RTTs (the cluster simulator's),
+ * 512-2,081 us, each seed sooner and faster.  Fails with the rounds alone
+ * (each seed the same).
+ */
+static void test_queued_path_judged_in_time(void **state)
+{
+	static const uint64_t seeds[] = { 2, 3, 5, 6, 7, 8 };
+	uint64_t sum0 = 0, sum2 = 0;
+
+	(void)state;
+	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
+		double g0, g2;
+		uint64_t t0 = last_plane_used(0, seeds[i], &g0);
+		uint64_t t2 = last_plane_used(2, seeds[i], &g2);
+
+		assert_true(t0 != UINT64_MAX && t2 < t0);
+		assert_true(g2 > g0);
+		sum0 += t0;
+		sum2 += t2;
+	}
+	assert_true(sum2 * 4 <= sum0 * 3);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_spread_finds_free_plane),
 		cmocka_unit_test(test_spread_stops_where_nothing_gains),
 		cmocka_unit_test(test_lossy_plane_moves),
+		cmocka_unit_test(test_queued_path_judged_in_time),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
