@@ -296,7 +296,7 @@ static int over_lock_limit(struct clients *cs, struct client *cl, uint64_t len)
  * whose hypervisor shadows the guest's page tables (this one, and any VM
  * without nested paging), the first access to a page by mrocd's user space
  * traps to the hypervisor even though mlock mapped it (the kernel wrote the
- * guest's tables; the shadow of them is built on access), ~9 us a page.
+ * guest's tables; the shadow of them is built on access), 6-18 us a page.
  * Left to the worker, a region's first pass paid it per packet (pkt-cost,
  * 4,000 QPs in 1 GiB: 10.0 us a packet, 1.2 with this; issue #22).  Elsewhere
  * it costs a cache miss a page.
