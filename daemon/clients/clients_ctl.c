@@ -298,8 +298,10 @@ static int over_lock_limit(struct clients *cs, struct client *cl, uint64_t len)
  * traps to the hypervisor even though mlock mapped it (the kernel wrote the
  * guest's tables; the shadow of them is built on access), 6-18 us a page.
  * Left to the worker, a region's first pass paid it per packet (pkt-cost,
- * 4,000 QPs in 1 GiB: 10.0 us a packet, 1.2 with this; issue #22).  Elsewhere
- * it costs a cache miss a page.
+ * 4,000 QPs in 1 GiB: 10.0 us a packet, 1.2 with this; issue #22).  Where the
+ * hypervisor cannot keep every process's pages shadowed (bench-scale's two
+ * daemons and 16 clients touching GiBs at once) the first pass traps anyway,
+ * for ~4 s (docs/PERF.md, session 23).  Elsewhere it costs a cache miss a page.
  */
 static void touch_pages(const void *map, uint64_t len)
 {
