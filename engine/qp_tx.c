@@ -599,16 +599,28 @@ static uint32_t port_count(const struct engine *eng)
 	return eng->cfg.sport_classes > 1 ? eng->cfg.sport_classes : eng->cfg.path_ports;
 }
 
+/* A data segment's bytes on the wire beyond its payload: headers, tag, framing. */
+static uint32_t seg_overhead(const struct engine *eng)
+{
+	return MROC_DATA_OVERHEAD + eng->sec_tag_len + PORT_FRAMING;
+}
+
+/* The ports lone_first's bytes are multiplied by (at least 1: no ports configured). */
+static uint32_t ahead_ports(const struct engine *eng)
+{
+	uint32_t ports = port_count(eng);
+
+	return ports > 1 ? ports : 1;
+}
+
 uint32_t qp_tx_full_pkt(const struct engine *eng)
 {
-	return eng->cfg.mtu + MROC_DATA_OVERHEAD + eng->sec_tag_len + PORT_FRAMING;
+	return eng->cfg.mtu + seg_overhead(eng);
 }
 
 uint32_t qp_tx_ahead_cost(const struct engine *eng, uint32_t len)
 {
-	uint32_t ports = port_count(eng);
-
-	return (len + eng->sec_tag_len + PORT_FRAMING) * (ports > 1 ? ports : 1);
+	return (len + eng->sec_tag_len + PORT_FRAMING) * ahead_ports(eng);
 }
 
 /*
@@ -619,7 +631,7 @@ uint32_t qp_tx_ahead_cost(const struct engine *eng, uint32_t len)
 uint32_t qp_tx_lone_left(const struct engine *eng, const struct qp *qp, uint32_t msn)
 {
 	const struct tx_msg *m;
-	uint32_t ports = port_count(eng), left;
+	uint32_t left;
 	uint64_t bytes;
 
 	if (qp->state != ENGINE_QPS_CONNECTED || qp->msn_seg != msn || msn + 1 != qp->msn_tail ||
@@ -630,8 +642,8 @@ uint32_t qp_tx_lone_left(const struct engine *eng, const struct qp *qp, uint32_t
 		return 0;
 	left = m->first_dsn + m->nseg - qp->snd_nxt;
 	bytes = (uint64_t)m->len - (uint64_t)(qp->snd_nxt - m->first_dsn) * m->seg_len +
-		(uint64_t)left * (MROC_DATA_OVERHEAD + eng->sec_tag_len + PORT_FRAMING);
-	bytes *= ports > 1 ? ports : 1;
+		(uint64_t)left * seg_overhead(eng);
+	bytes *= ahead_ports(eng);
 	return bytes < UINT32_MAX ? (uint32_t)bytes : UINT32_MAX;
 }
 
