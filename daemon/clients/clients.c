@@ -18,6 +18,7 @@
 #include "evfd.h"
 #include "log.h"
 #include "services.h"
+#include "toucher.h"
 #include "worker.h"
 
 struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t max_total_qps,
@@ -49,7 +50,7 @@ struct clients *clients_create(struct engine *eng, struct peers *peers, uint32_t
 	cs->sigq = calloc(n, sizeof(*cs->sigq));
 	cs->uids = share ? NULL : calloc(UIDS_MAX, sizeof(*cs->uids));
 	if (!n || !cs->active || !cs->hot || !cs->zombies || !cs->reap || !cs->sigq ||
-	    (!share && (!cs->uids || services_create(&cs->svc))) ||
+	    (!share && (!cs->uids || services_create(&cs->svc) || toucher_create(&cs->toucher))) ||
 	    qpmap_init(&cs->map, n) || qpmap_init(&cs->zmap, n)) {
 		clients_destroy(cs);
 		return NULL;
@@ -83,6 +84,7 @@ void clients_destroy(struct clients *cs)
 	free(cs->reap);
 	free(cs->sigq);
 	free(cs->uids);
+	toucher_destroy(cs->toucher);
 	services_destroy(cs->svc);
 	free(cs);
 }

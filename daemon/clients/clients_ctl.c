@@ -25,6 +25,7 @@
 #include "ring.h"
 #include "services.h"
 #include "steer.h"
+#include "toucher.h"
 #include "worker.h"
 
 /* ---- worker calls made by the control thread ------------------------------- */
@@ -291,29 +292,6 @@ static int over_lock_limit(struct clients *cs, struct client *cl, uint64_t len)
 	return -EDQUOT;
 }
 
-/*
- * A read of every page, here in the control thread, once: on a machine
- * whose hypervisor shadows the guest's page tables (this one, and any VM
- * without nested paging), the first access to a page by mrocd's user space
- * traps to the hypervisor even though mlock mapped it (the kernel wrote the
- * guest's tables; the shadow of them is built on access), 6-18 us a page.
- * Left to the worker, a region's first pass paid it per packet (pkt-cost,
- * 4,000 QPs in 1 GiB: 10.0 us a packet, 1.2 with this; issue #22).  Where the
- * hypervisor cannot keep every process's pages shadowed (bench-scale's two
- * daemons and 16 clients touching GiBs at once) the first pass traps anyway,
- * for ~4 s (docs/PERF.md, session 23).  Elsewhere it costs a cache miss a page.
- */
-static void touch_pages(const void *map, uint64_t len)
-{
-	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-	const volatile uint8_t *p = map;
-	uint8_t sink = 0;
-
-	for (uint64_t o = 0; o < len; o += page)
-		sink ^= p[o];
-	(void)sink;
-}
-
 static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
 {
 	struct rlimit rl = { 0 };
@@ -344,7 +322,20 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 			   strerror(err));
 		return -ENOMEM;	/* EAGAIN, EPERM (a limit of 0) and ENOMEM alike */
 	}
-	touch_pages(map, len);
+	/*
+	 * A read of every page, once, off this thread: on a machine whose
+	 * hypervisor shadows the guest's page tables (this one, any VM without
+	 * nested paging) the first access to a page by mrocd's user space traps
+	 * even though mlock mapped it, 6-18 us a page.  Left to the worker, a
+	 * region's first pass paid it per packet (pkt-cost, 4,000 QPs in 1 GiB:
+	 * 10.0 us a packet, 1.2 with the read; issue #22).  Done here it held
+	 * every other client's control call ~2 s a GiB.  Where the hypervisor
+	 * cannot keep every process's pages shadowed (bench-scale's two daemons
+	 * and 16 clients touching GiBs) the first pass traps anyway (docs/PERF.md,
+	 * session 23).  Elsewhere it costs a cache miss a page.  Not queued (no
+	 * memory): only slower once.
+	 */
+	(void)toucher_add(cs->ctl->toucher, map, len);
 	cl->locked_bytes += pinned_bytes(len);
 	cs->ctl->locked_bytes += pinned_bytes(len);
 	*out = map;
@@ -361,6 +352,7 @@ static void unpin(struct client *cl, void *map, size_t len)
 {
 	uint64_t bytes = pinned_bytes(len);
 
+	toucher_forget(cl->cs->ctl->toucher, map);
 	munmap(map, len);
 	cl->locked_bytes -= bytes;
 	cl->cs->ctl->locked_bytes -= bytes;

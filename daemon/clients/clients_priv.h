@@ -158,6 +158,7 @@ struct clients {
 	} *uids;			/* [UIDS_MAX], nuids in use */
 	uint32_t nuids;
 	uint64_t locked_bytes;		/* control thread: pinned for every client */
+	struct toucher *toucher;	/* control thread: reads what was pinned (toucher.h) */
 	struct services *svc;		/* control thread: service ids and their clients */
 	uint64_t listen_refused;	/* control thread: LISTENs on another client's service */
 	uint64_t share_refused;		/* control thread: QPs, regions over a user's share */
