@@ -66,7 +66,7 @@ static int region_create(struct mroc_qp *qp, const struct qp_sizes *s)
 	if (ftruncate(fd, s->region_len) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) < 0)
 		goto err;
-	base = mmap(NULL, s->region_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	base = mmap(NULL, s->region_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (base == MAP_FAILED)
 		goto err;
 	qp->region = base;
