@@ -6,6 +6,8 @@
 #  - limits.max_locked_bytes_per_client: a registration over it is refused with
 #    EDQUOT, the rest stay registered; mrocd's mappings of them are locked; all
 #    unlocked (status locked_bytes 0) once the client is gone;
+#  - a region's pages are charged to the client's memory cgroup (libmroc populates them;
+#    left to mrocd's mlock they were mrocd's), where a memory cgroup can be made;
 #  - a SEND_IMM transfer whose every byte the receiver checks, while pageout
 #    (process_madvise MADV_PAGEOUT, as DAMON's pageout) works on every client
 #    memfd mrocd maps, in both daemons, from registration to the end: the
@@ -67,6 +69,44 @@ e2e_wait a status '.locked_bytes == 0' 5 ||
 read -r l s <<<"$(locked_kb "$(e2e_pid a)")"
 [ "$s" = 0 ] || fail "mrocd a still maps $s kB of a gone client's regions"
 ok "the client gone: its regions unlocked and unmapped"
+
+# ---- the pages are the client's ---------------------------------------------------
+# libmroc allocates a region's pages in the application (MAP_POPULATE): they count against
+# its memory cgroup.  Left to mrocd's mlock they were charged to mrocd's, and a tenant's
+# registered memory escaped its own limit.  The client runs in a memory cgroup of its own
+# (v1 memory.usage_in_bytes or v2 memory.current), charged at least its region once it is
+# registered.
+CG=''
+for root in /sys/fs/cgroup/memory /sys/fs/cgroup /sys/fs/cgroup/unified; do
+	if [ -f "$root/memory.usage_in_bytes" ] ||
+		grep -qw memory "$root/cgroup.subtree_control" 2>/dev/null; then
+		CG=$root/mroc-pin-$$
+		break
+	fi
+done
+if [ -n "$CG" ] && mkdir "$CG" 2>/dev/null; then
+	trap 'e2e_cleanup; rmdir "$CG" 2>/dev/null' EXIT
+	usage=$CG/memory.usage_in_bytes
+	[ -f "$usage" ] || usage=$CG/memory.current
+	REGION=$((8 << 20))
+	rm -f "$E2E_DIR/stop-reg"
+	(echo "$BASHPID" >"$CG/cgroup.procs" &&
+		exec ip netns exec "$NS_A" "$PIN" "$E2E_DIR/a.ctl" reg $REGION 1 "$E2E_DIR/stop-reg") \
+		>"$E2E_DIR/cg.out" 2>&1 &
+	REG=$!
+	E2E_PIDS+=($REG)
+	for _ in $(seq 100); do grep -q registered "$E2E_DIR/cg.out" && break; sleep 0.1; done
+	grep -qx "registered 1" "$E2E_DIR/cg.out" || fail "8 MiB not registered: $(cat "$E2E_DIR/cg.out")"
+	charged=$(cat "$usage")
+	[ "$charged" -ge $REGION ] ||
+		fail "the client's memory cgroup holds $charged bytes with an 8 MiB region registered"
+	ok "the region's pages are charged to the client's memory cgroup ($charged bytes)"
+	touch "$E2E_DIR/stop-reg"
+	wait $REG
+	rmdir "$CG" 2>/dev/null
+else
+	echo "(no memory cgroup to put the client in: its charge not checked)"
+fi
 
 # ---- a transfer under forced reclaim ----------------------------------------------
 SIZE=65536 MSGS=6000
