@@ -73,6 +73,10 @@ static const char *own_text(int err)
 	case EADDRINUSE:
 		return "the service id is bound by another client of mrocd (one client listens on "
 		       "a service id until it exits or destroys its listening QPs)";
+	case ENODATA:
+		return "mrocd pins only memory the application has allocated: a page of the memfd "
+		       "was never written or mapped with MAP_POPULATE (or is swapped out); "
+		       "mroc_mr_alloc and mroc_mr_reg_memfd populate it";
 	case EINVAL:
 		return "invalid argument";
 	}

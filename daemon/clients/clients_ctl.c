@@ -292,9 +292,33 @@ static int over_lock_limit(struct clients *cs, struct client *cl, uint64_t len)
 	return -EDQUOT;
 }
 
+/*
+ * Pages of map that are not in memory (mincore): never allocated by the
+ * client, or swapped out since.  A shmem page is charged to the memory
+ * cgroup of whoever faults it in first: left to mrocd's mlock, the client's
+ * memory was mrocd's, outside the client's own limit (up to
+ * limits.max_locked_bytes_per_client for each of its user's clients).
+ */
+static uint64_t pages_missing(const void *map, uint64_t len)
+{
+	uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, missing = 0;
+	unsigned char vec[4096];
+
+	for (uint64_t i = 0; i < n; i += sizeof(vec)) {
+		uint64_t k = n - i < sizeof(vec) ? n - i : sizeof(vec);
+
+		if (mincore((uint8_t *)map + i * page, k * page, vec))
+			return n;	/* cannot tell: as if none were there */
+		for (uint64_t j = 0; j < k; j++)
+			missing += !(vec[j] & 1);
+	}
+	return missing;
+}
+
 static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
 {
 	struct rlimit rl = { 0 };
+	uint64_t missing;
 	void *map;
 	int err;
 
@@ -304,9 +328,20 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
+	missing = pages_missing(map, len);
+	if (missing) {
+		munmap(map, len);
+		cs->ctl->unpopulated_refused++;
+		pr_warn_rl("client %u (pid %d): %llu of the %llu bytes to pin were never allocated "
+			   "by it (or are swapped out): refused, it must populate its memory first "
+			   "(libmroc does)", cl->id, (int)cl->pid,
+			   (unsigned long long)(missing * (uint64_t)sysconf(_SC_PAGESIZE)),
+			   (unsigned long long)len);
+		return -ENODATA;
+	}
 	/*
-	 * Faults every page in (writable: shmem maps them so on a read fault) and
-	 * locks it.  The system call itself: the sanitizers' mlock() is a no-op that
+	 * Maps every page (the client's, checked above; writable: shmem maps them
+	 * so on a read fault) and locks it.  The system call itself: the sanitizers' mlock() is a no-op that
 	 * returns 0 (they keep their shadow memory unlocked), which would make an
 	 * ASan build pin nothing and refuse nothing.
 	 */

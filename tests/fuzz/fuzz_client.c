@@ -112,7 +112,13 @@ static int sealed_memfd(size_t len)
 {
 	int fd = memfd_create("fuzz", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
+	void *m;
+
 	FUZZ_ASSERT(fd >= 0 && !ftruncate(fd, (off_t)len) && !fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK));
+	/* Allocated, as libmroc leaves it: mrocd refuses memory the client never allocated. */
+	m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	FUZZ_ASSERT(m != MAP_FAILED);
+	munmap(m, len);
 	return fd;
 }
 

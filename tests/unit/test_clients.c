@@ -154,11 +154,23 @@ static void close_client(struct tc *c)
 	close(c->sock[1]);
 }
 
-static int sealed_memfd(size_t len)
+/* Sealed against shrinking, its pages not allocated (mrocd refuses to pin it: ENODATA). */
+static int sparse_memfd(size_t len)
 {
 	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 
 	assert_true(fd >= 0 && !ftruncate(fd, (off_t)len) && !fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK));
+	return fd;
+}
+
+/* ... with every page allocated, as libmroc leaves the memory it registers. */
+static int sealed_memfd(size_t len)
+{
+	int fd = sparse_memfd(len);
+	void *m = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+
+	assert_true(m != MAP_FAILED);
+	munmap(m, len);
 	return fd;
 }
 
@@ -381,6 +393,73 @@ static void test_pd_no_wrap(void **state)
 	close_client(&a);
 	close_client(&b);
 	close_client(&c);
+	env_down();
+}
+
+/* MR_REG of len bytes of fd (a duplicate: clients_msg takes the fds it is given). */
+static int mr_reg_fd(struct tc *c, int fd, uint64_t len)
+{
+	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len,
+				     .access = MROC_ACCESS_LOCAL_WRITE };
+	int dup_fd = dup(fd);
+
+	assert_true(dup_fd >= 0);
+	return msg(c, &m, sizeof(m), &dup_fd, 1);
+}
+
+/*
+ * Memory the client never allocated is not pinned: mrocd's mlock would
+ * allocate it, charged to mrocd's memory cgroup instead of the client's.
+ * A region or a QP's rings with one page missing: ENODATA, counted, nothing
+ * locked; the same memfd once every page exists: registered.
+ */
+static void test_unallocated_refused(void **state)
+{
+	struct mroc_msg_qp_create qc = { .h.type = MROC_MSG_QP_CREATE, .mode = MROC_QP_DEFAULT,
+					 .sq_entries = 64, .rq_entries = 64, .cq_entries = 256 };
+	uint32_t sq_off, rq_off, cq_off;
+	uint64_t rlen = mroc_shm_layout(64, 64, 256, &sq_off, &rq_off, &cq_off);
+	struct clients_stats st;
+	struct tc a;
+	uint8_t *map;
+	int fd, qfds[3];
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	fd = sparse_memfd(8 * 4096);
+	assert_int_equal(mr_reg_fd(&a, fd, 8 * 4096), -ENODATA);
+	map = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	memset(map, 0, 7 * 4096);	/* the last page still missing */
+	assert_int_equal(mr_reg_fd(&a, fd, 8 * 4096), -ENODATA);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	map[7 * 4096] = 0;
+	assert_int_equal(mr_reg_fd(&a, fd, 8 * 4096), 0);
+	assert_int_equal(clients_locked_bytes(E.cs), 8 * 4096);
+	munmap(map, 8 * 4096);
+	close(fd);
+
+	/* The rings too (libmroc writes the header: the first page alone is there). */
+	qfds[0] = sparse_memfd(rlen);
+	qfds[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	qfds[2] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	map = mmap(NULL, rlen, PROT_READ | PROT_WRITE, MAP_SHARED, qfds[0], 0);
+	assert_true(map != MAP_FAILED);
+	*(struct mroc_shm_hdr *)map = (struct mroc_shm_hdr){
+		.magic = MROC_SHM_MAGIC, .abi_version = MROC_ABI_VERSION, .sq_entries = 64,
+		.rq_entries = 64, .cq_entries = 256, .sq_off = sq_off, .rq_off = rq_off,
+		.cq_off = cq_off, .region_len = rlen,
+	};
+	qc.region_len = rlen;
+	assert_true(rlen > 4096);
+	assert_int_equal(msg(&a, &qc, sizeof(qc), qfds, 3), -ENODATA);
+	stats(&st);
+	assert_int_equal(st.unpopulated_refused, 3);
+	assert_int_equal(clients_locked_bytes(E.cs), 8 * 4096);
+	munmap(map, rlen);
+	close_client(&a);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
 	env_down();
 }
 
@@ -691,6 +770,7 @@ int main(void)
 		cmocka_unit_test(test_uid_share),
 		cmocka_unit_test(test_admin_reserve),
 		cmocka_unit_test(test_pd_no_wrap),
+		cmocka_unit_test(test_unallocated_refused),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),
