@@ -293,7 +293,11 @@ int cli_run(struct cli *c, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	/* getopt_long_only: -json as --json; a single letter is still a short option (-s, -j). */
+	/*
+	 * getopt_long_only: -json as --json; a single letter is still a short option (-s, -j).
+	 * Options may also follow the object and command (`path show -d`, as the docs and the
+	 * demo write them): no argument of a command starts with "-".
+	 */
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
 		{ "pretty", no_argument, NULL, 'p' },
@@ -316,7 +320,7 @@ int main(int argc, char **argv)
 	int opt;
 
 	opterr = 0;
-	while ((opt = getopt_long_only(argc, argv, "+jpsdb:S:w:Vh", opts, NULL)) != -1) {
+	while ((opt = getopt_long_only(argc, argv, "jpsdb:S:w:Vh", opts, NULL)) != -1) {
 		switch (opt) {
 		case 'j':
 			c.po.json = true;

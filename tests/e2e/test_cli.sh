@@ -216,6 +216,8 @@ head -1 <<<"$out" | grep -Eq "PEER .*RTO .*ACKED +TIMEOUTS +BACKOFF +ALPHA" || f
 "${A[@]}" -s path | head -1 | grep -Eq "RTO|PEER" && fail "path -s: details without -d"
 "${A[@]}" -d path | head -1 | grep -Eq "PEER .*RTO .*MOVES .*ALPHA" || fail "path -d: no details"
 "${A[@]}" -d path | head -1 | grep -Eq "ACKED" && fail "path -d: statistics without -s"
+"${A[@]}" path show -d | head -1 | grep -Eq "PEER .*RTO .*MOVES .*ALPHA" ||
+	fail "path show -d: the option after the command not taken"
 [ "$(grep -Ec "^ *${LINK_QPNS[0]} +$IP_B " <<<"$out")" = 4 ] || fail "path show qp: rows: $out"
 [ "$(grep -vc "^ *${LINK_QPNS[0]} " <<<"$out")" = 1 ] || fail "path show qp: other QPs: $out"
 p=$("${A[@]}" -j path show qp "${LINK_QPNS[0]}")
