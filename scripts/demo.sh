@@ -17,7 +17,7 @@ BUILD=${BUILD:-$TOP/build}
 PLANES=${PLANES:-4}
 LOSS=${LOSS:-1}		# percent random loss on plane 2, so retransmissions show
 PATHS=${PATHS:-8}		# paths per QP: two per port
-NAME=demo
+NAME=${DEMO_NAME:-demo}	# the fabric's name (tests/e2e/test_demo.sh runs its own)
 DIR=$(mktemp -d /tmp/mroc-demo.XXXXXX)
 PIDS=()
 
