@@ -48,7 +48,8 @@
 # directory: perf record -g of both daemons and the clients over each bw window), COUNT (a
 # directory: perf stat of system calls, context switches, faults and CPU time of both
 # daemons, the clients and the servers over each bw window, logged per data packet),
-# TRANSPORT_KEYS (libconfig settings for both mrocd's transport group, for an A/B:
+# HOST_CPUS (set: each daemon's worker pinned to a CPU of its own, host h on CPU h mod the
+# CPUs, as two real hosts would have), TRANSPORT_KEYS (libconfig settings for both mrocd's transport group, for an A/B:
 # TRANSPORT_KEYS="peer_host_delay_us = 0;"), SLOTS (messages each QP's regions hold, both
 # sides, 1..1024; default the depth: SLOTS=1024 POINTS=16 gives 16 QPs the 1 GiB a side
 # that 16 x 250 QPs of 4 x 64 KiB have, so that few QPs write to memory as cold as theirs).
@@ -562,7 +563,13 @@ if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 	bl_fabric_up 4 2
 	# Rings that hold a message of every QP at once (as tests/e2e/test_scale.sh);
 	# transport and limits at the daemon's defaults.
-	for h in 0 1; do bl_daemon_start $h "umem_frames = 16384; ring_size = 4096;" "${TRANSPORT_KEYS:-}"; done
+	# HOST_CPUS: each host's worker on a CPU of its own (daemon.cpu_affinity: host h on CPU
+	# h mod the CPUs), as two hosts would have; the clients and the fabric's forwarding
+	# still go where the scheduler puts them.
+	for h in 0 1; do
+		bl_daemon_start $h "umem_frames = 16384; ring_size = 4096;" "${TRANSPORT_KEYS:-}" "" \
+			"${HOST_CPUS:+cpu_affinity = [ $((h % $(nproc))) ];}"
+	done
 	bl_daemons_ready
 	sleep 1
 	IDLE_A=$(pss_anon 0) IDLE_B=$(pss_anon 1)
