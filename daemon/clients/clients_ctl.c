@@ -341,9 +341,11 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	}
 	/*
 	 * Maps every page (the client's, checked above; writable: shmem maps them
-	 * so on a read fault) and locks it.  The system call itself: the sanitizers' mlock() is a no-op that
-	 * returns 0 (they keep their shadow memory unlocked), which would make an
-	 * ASan build pin nothing and refuse nothing.
+	 * so on a read fault) and locks it.  The system call itself: the
+	 * sanitizers' mlock() is a no-op that returns 0 (they keep their shadow
+	 * memory unlocked), which would make an ASan build pin nothing and refuse
+	 * nothing.  A hole the client punches between the check and this is
+	 * allocated here (PROTOCOL 11a: punching is open).
 	 */
 	if (syscall(SYS_mlock, map, len)) {
 		err = errno;
