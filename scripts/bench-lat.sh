@@ -38,7 +38,9 @@
 # sleeps and peer-window cuts: where the latency run's wait is; "all": the idle runs too),
 # TRANSPORT_KEYS (libconfig settings added to both mrocd's transport group, for an
 # A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), FABRIC_NICE (e.g. -5: the fabrics' mrocd
-# run at that niceness, as systemd/mrocd.service's Nice=-5; empty, the default: as the clients).
+# run at that niceness, as systemd/mrocd.service's Nice=-5; empty, the default: as the clients),
+# HOST_CPUS (set: on the fabrics, each host's mrocd worker on a CPU of its own, host h on CPU h
+# mod the CPUs, as two hosts would have; the clients go where the scheduler puts them).
 #
 # Everything started here is stopped by pid and every namespace removed on exit,
 # also on failure or Ctrl-C.
@@ -158,7 +160,7 @@ fabric_up() {
 	for h in 0 1; do
 		peer=$(eval echo "\$FABRIC_IP_$((1 - h))")
 		cat >"$E2E_DIR/f$h.conf" <<CONF
-daemon = { log_level = "warning"; admin_socket = "$E2E_DIR/f$h.admin"; control_socket = "$E2E_DIR/f$h.ctl"; };
+daemon = { log_level = "warning"; admin_socket = "$E2E_DIR/f$h.admin"; control_socket = "$E2E_DIR/f$h.ctl"; ${HOST_CPUS:+cpu_affinity = [ $((h % $(nproc))) ];} };
 network = { backend = "af_xdp"; interfaces = ( "$(eval echo "\$FABRIC_IF_$h")" ); address = "$(eval echo "\$FABRIC_IP_$h")";
 	    peers = [ "$peer" ]; xdp_mode = "native"; umem_frames = 8192; frame_size = 4096; ring_size = 2048; mtu = $MROC_MTU; };
 transport = { paths = 4; rto_min_us = 5000; rto_init_us = 20000; ${TRANSPORT_KEYS:-} };
