@@ -74,6 +74,13 @@ struct engine_config {
 	 */
 	uint32_t repath_round_rtts;
 	/*
+	 * The cross-path loss rule (qp_ack.c rack_wait): false, a packet waits
+	 * its path's sRTT + max(sRTT / 4, 4 RTTVAR); true, sRTT + sRTT / 4, the
+	 * wait of the path's own time rule.  Under deep queues 4 RTTVAR can
+	 * exceed an RTT, and a bulk flow's lost last packets waited it.
+	 */
+	bool rack_reo_srtt;
+	/*
 	 * MetaRoCE: a message shorter than npaths x mtu posted with nothing
 	 * waiting to be sent (on any QP) is cut into one segment per split_unit
 	 * bytes, at most one per path (MROC_F_SPLIT, docs/PROTOCOL.md 5.2), so

@@ -49,6 +49,9 @@ static const char cluster_usage[] =
 "                    also sends a copy of each part on another path (4K; 0 = never)\n"
 "  --round-rtts N    MetaRoCE: a path's round counts as its length in N base RTTs\n"
 "                    (1..4 of them) when its moves are judged (2; 0: as 1)\n"
+"  --rack-srtt on|off MetaRoCE: a packet sent before one since acknowledged is lost\n"
+"                    after its path's sRTT + sRTT/4 (on), or + max(sRTT/4, 4 RTTVAR)\n"
+"                    (off, mrocd's default) (off)\n"
 "  --ib-timeout N    PFC transports: NIC local ACK timeout, 4.096 us x 2^N, 0..31 (18)\n"
 "  --ib-retry N      PFC transports: NIC retries, 0..254 (7, NCCL_IB_RETRY_CNT)\n"
 "job:\n"
@@ -97,6 +100,7 @@ enum {
 	O_CSV, O_TAG, O_IB_TIMEOUT, O_IB_RETRY, O_PFC_XOFF, O_PFC_XON, O_BG, O_BG_LOAD,
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_LOSS_SEED, O_SPLIT,
 	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS, O_TRACE_WAITS, O_ROUND_RTTS,
+	O_RACK_SRTT,
 };
 
 static const struct option opts[] = {
@@ -150,6 +154,7 @@ static const struct option opts[] = {
 	{ "split", required_argument, NULL, O_SPLIT },
 	{ "dup", required_argument, NULL, O_DUP },
 	{ "round-rtts", required_argument, NULL, O_ROUND_RTTS },
+	{ "rack-srtt", required_argument, NULL, O_RACK_SRTT },
 	{ "flows", required_argument, NULL, O_FLOWS },
 	{ "trace", required_argument, NULL, O_TRACE },
 	{ "trace-hosts", required_argument, NULL, O_TRACE_HOSTS },
@@ -267,6 +272,11 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		if (strcmp(arg, "on") && strcmp(arg, "off"))
 			return -EINVAL;
 		cfg->net.engine.rate_hints = !strcmp(arg, "on");
+		return 0;
+	case O_RACK_SRTT:
+		if (strcmp(arg, "on") && strcmp(arg, "off"))
+			return -EINVAL;
+		cfg->net.engine.rack_reo_srtt = !strcmp(arg, "on");
 		return 0;
 	case O_OP:
 		if (coll_kind_parse(arg, &k))
