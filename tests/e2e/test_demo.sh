@@ -3,7 +3,7 @@
 # The README's main job, `make demo` (scripts/demo.sh), runs through and shows
 # what it promises: two mrocd on AF_XDP over a 4-plane fabric, mroc-perf's
 # verified write_bw, the sender's paths mid-transfer (with -d's columns) and
-# the receiver's, the loss on plane 2 repaired, and no command of it refused
+# the receiver's, the loss on plane 2 repaired (retransmissions), and no command of it refused
 # (its mid-transfer `path show -d` once printed "unexpected argument" and
 # nothing noticed).  A shorter transfer (DURATION=4) and a fabric of its own.
 set -u
@@ -22,8 +22,10 @@ grep -Eq "QPN +PEER +PATH +SPORT +PORT +DOWN +STATE +HEALTH .*RTO_TIMER" <<<"$se
 	fail "no sender path table with -d's columns: $sender"
 [ "$(grep -Ec "^ *[0-9]+ +[0-9.]+ +[0-9]+ +[0-9]+ +p[1-4] " <<<"$sender")" -ge 8 ] ||
 	fail "the sender's table has fewer than 8 path rows: $sender"
-grep -Eq "^  p2 now: [0-9]+ paths?, sent [0-9]+, retransmitted [0-9]+" "$out" ||
-	fail "no loss summary for plane 2: $(sed -n '/loss recovered/,+6p' "$out")"
+# (Paths may all have left plane 2 by then: the per-port lines name the ports they are on.)
+grep -Eq "^  p[1-4] now: [0-9]+ paths?, sent [0-9]+, retransmitted [0-9]+" "$out" &&
+	grep -Eq "^  all paths: retransmitted [1-9][0-9]*, declared lost [0-9]+" "$out" ||
+	fail "no loss repaired in the summary: $(sed -n '/loss recovered/,+6p' "$out")"
 receiver=$(sed -n '/path show on host B (receiver)/,/mroc-perf result/p' "$out")
 grep -Eq "QPN +PATH +SPORT +PORT +STATE +HEALTH" <<<"$receiver" ||
 	fail "no receiver path table: $receiver"
