@@ -49,8 +49,8 @@
 # directory: perf stat of system calls, context switches, faults and CPU time of both
 # daemons, the clients and the servers over each bw window, logged per data packet),
 # HOST_CPUS (set: each daemon's worker pinned to a CPU of its own, host h on CPU h mod the
-# CPUs, as two real hosts would have), TRANSPORT_KEYS (libconfig settings for both mrocd's transport group, for an A/B:
-# TRANSPORT_KEYS="peer_host_delay_us = 0;"), SLOTS (messages each QP's regions hold, both
+# CPUs, as two real hosts would have), TRANSPORT_KEYS (libconfig settings for both mrocd's
+# transport group, for an A/B: TRANSPORT_KEYS="peer_host_delay_us = 0;"), SLOTS (messages each QP's regions hold, both
 # sides, 1..1024; default the depth: SLOTS=1024 POINTS=16 gives 16 QPs the 1 GiB a side
 # that 16 x 250 QPs of 4 x 64 KiB have, so that few QPs write to memory as cold as theirs).
 set -u

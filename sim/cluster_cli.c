@@ -258,6 +258,15 @@ static int open_out(FILE **f, const char *path)
 	return 0;
 }
 
+/* "on" or "off" into *out; -EINVAL for anything else. */
+static int on_off(const char *arg, bool *out)
+{
+	if (strcmp(arg, "on") && strcmp(arg, "off"))
+		return -EINVAL;
+	*out = !strcmp(arg, "on");
+	return 0;
+}
+
 static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 {
 	struct clu_config *cfg = &c->cfg;
@@ -269,15 +278,9 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	switch (o) {
 	case O_TRANSPORT: return transports(c, arg);
 	case O_HINTS:
-		if (strcmp(arg, "on") && strcmp(arg, "off"))
-			return -EINVAL;
-		cfg->net.engine.rate_hints = !strcmp(arg, "on");
-		return 0;
+		return on_off(arg, &cfg->net.engine.rate_hints);
 	case O_RACK_SRTT:
-		if (strcmp(arg, "on") && strcmp(arg, "off"))
-			return -EINVAL;
-		cfg->net.engine.rack_reo_srtt = !strcmp(arg, "on");
-		return 0;
+		return on_off(arg, &cfg->net.engine.rack_reo_srtt);
 	case O_OP:
 		if (coll_kind_parse(arg, &k))
 			return -EINVAL;
