@@ -23,7 +23,11 @@
  * Every memfd sent to the daemon (regions and rings) MUST carry F_SEAL_SHRINK
  * (create it with MFD_ALLOW_SEALING, size it, then F_ADD_SEALS): the daemon
  * maps it and would take SIGBUS if the file shrank under the mapping, so it
- * refuses an unsealed one with -EPERM.
+ * refuses an unsealed one with -EPERM.  Every page of it must be allocated
+ * (-ENODATA otherwise).  Once mapped, the daemon adds F_SEAL_FUTURE_WRITE
+ * (no hole can be punched in pages it pins; mappings made before stay
+ * writable), so a memfd closed to seals (F_SEAL_SEAL) or already sealed
+ * against writes is refused with -EPERM.
  */
 enum mroc_msg_type {
 	MROC_MSG_HELLO = 1,		/* fds: [0] the context's doorbell eventfd (below) */

@@ -6,7 +6,9 @@
  * address into the offset the daemon understands.
  *
  * Every memfd is sealed against shrinking before the daemon sees it, so a
- * region cannot be cut short under the daemon's mapping (abi.h).
+ * region cannot be cut short under the daemon's mapping (abi.h); the daemon
+ * seals it against writes by new mappings once it maps it (no hole can be
+ * punched in what it pins), so every mapping here is made before.
  */
 #include <errno.h>
 #include <fcntl.h>

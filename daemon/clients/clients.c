@@ -664,6 +664,7 @@ void clients_get_stats(struct clients *cs, struct clients_stats *out)
 		out->share_refused = cs->share_refused;
 		out->reserve_refused = cs->reserve_refused;
 		out->unpopulated_refused = cs->unpopulated_refused;
+		out->seal_refused = cs->seal_refused;
 		out->services = services_count(cs->svc);
 	}
 }

@@ -128,6 +128,7 @@ struct clients_stats {
 	uint64_t share_refused;			/* QPs, regions over a user's share (EDQUOT) */
 	uint64_t reserve_refused;		/* clients, QPs, regions: administrators' reserve */
 	uint64_t unpopulated_refused;		/* regions, rings with pages the client never allocated (ENODATA) */
+	uint64_t seal_refused;			/* regions, rings whose memfd mrocd could not seal against punching (EPERM) */
 	uint64_t zombies_cut;			/* zombies freed early: the QP table was full */
 	uint32_t services;			/* service ids bound by clients now */
 };

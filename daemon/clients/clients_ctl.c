@@ -315,6 +315,29 @@ static uint64_t pages_missing(const void *map, uint64_t len)
 	return missing;
 }
 
+/*
+ * After mrocd's writable mapping exists, before its pages are checked: the
+ * memfd sealed against writes by new mappings and write(2) (F_SEAL_FUTURE_WRITE),
+ * which also refuses hole punching (fallocate FALLOC_FL_PUNCH_HOLE, madvise
+ * MADV_REMOVE) with EPERM.  Mappings made before it (the client's, ours)
+ * stay writable.  Without it, a client could drop its pinned pages (mlock
+ * does not stop that; its memory cgroup is uncharged) and the data path's
+ * next access would fault fresh ones in on mrocd's account, zeroed on a
+ * worker thread (PROTOCOL 11a).  Seals cannot be removed: the memfd stays
+ * sealed after the region goes, and after a refusal that comes later (mlock,
+ * the engine, the rings' header).
+ */
+static int seal_punching(struct clients *cs, struct client *cl, int fd)
+{
+	if (!fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE))
+		return 0;
+	/* EPERM: the client closed sealing (F_SEAL_SEAL) since check_memfd. */
+	cs->ctl->seal_refused++;
+	pr_warn_rl("client %u (pid %d): cannot seal a memfd against hole punching: %s: refused",
+		   cl->id, (int)cl->pid, strerror(errno));
+	return -EPERM;
+}
+
 static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
 {
 	struct rlimit rl = { 0 };
@@ -328,7 +351,20 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	map = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (map == MAP_FAILED)
 		return -errno;
+	/*
+	 * Checked, then sealed (a memfd refused for a missing page stays unsealed:
+	 * the client can populate it and try again), then checked again: a hole
+	 * punched before the seal took would be allocated by the mlock below.
+	 */
 	missing = pages_missing(map, len);
+	if (!missing) {
+		err = seal_punching(cs, cl, fd);
+		if (err) {
+			munmap(map, len);
+			return err;
+		}
+		missing = pages_missing(map, len);
+	}
 	if (missing) {
 		munmap(map, len);
 		cs->ctl->unpopulated_refused++;
@@ -344,8 +380,7 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	 * so on a read fault) and locks it.  The system call itself: the
 	 * sanitizers' mlock() is a no-op that returns 0 (they keep their shadow
 	 * memory unlocked), which would make an ASan build pin nothing and refuse
-	 * nothing.  A hole the client punches between the check and this is
-	 * allocated here (PROTOCOL 11a: punching is open).
+	 * nothing.  No hole can open between the check and this: sealed above.
 	 */
 	if (syscall(SYS_mlock, map, len)) {
 		err = errno;
@@ -531,8 +566,15 @@ unsigned clients_worker(const void *client)
 	return ((const struct client *)client)->cs->widx;
 }
 
-/* A memfd we can map safely: sealed against shrinking, at least len bytes. */
-static int check_memfd(int fd, uint64_t len)
+/*
+ * A memfd we can map safely: sealed against shrinking (by the client), at
+ * least len bytes, and one map_pinned can seal against hole punching: not
+ * closed to new seals (F_SEAL_SEAL) and not sealed against writes yet (then
+ * no one can map it writable again: a memfd registered before, by this
+ * client or another).  A memfd made without MFD_ALLOW_SEALING carries
+ * F_SEAL_SEAL only, so it fails the first test.
+ */
+static int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len)
 {
 	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
@@ -541,6 +583,15 @@ static int check_memfd(int fd, uint64_t len)
 		return -EPERM;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len)
 		return -EINVAL;
+	if (seals & (F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+		cs->ctl->seal_refused++;
+		pr_warn_rl("client %u (pid %d): a memfd %s: refused, mrocd could not keep it from "
+			   "punching holes in what it pins", cl->id, (int)cl->pid,
+			   seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) ?
+			   "already sealed against writes (registered before?)" :
+			   "closed to new seals (F_SEAL_SEAL)");
+		return -EPERM;
+	}
 	return 0;
 }
 
@@ -627,7 +678,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 		return over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
 	if (over_reserve(cs->ctl, cl, cs->ctl->user_mrs, cs->ctl->lim.total_mrs, "memory regions"))
 		return -EDQUOT;
-	err = check_memfd(fds[0], m->len);
+	err = check_memfd(cs, cl, fds[0], m->len);
 	if (err)
 		return err;
 	err = map_pinned(cs, cl, fds[0], m->len, &o.map);
@@ -687,24 +738,30 @@ static int map_rings(struct clients *cs, struct cqp *q, const struct mroc_msg_qp
 	uint32_t sq_off, rq_off, cq_off;
 	uint64_t len = mroc_shm_layout(m->sq_entries, m->rq_entries, m->cq_entries, &sq_off,
 				       &rq_off, &cq_off);
-	const struct mroc_shm_hdr *h;
+	struct mroc_shm_hdr h;
 	int err;
 
 	if (m->region_len != len)
 		return -EINVAL;
-	err = check_memfd(fd, len);
+	err = check_memfd(cs, q->cl, fd, len);
 	if (err)
 		return err;
+	/*
+	 * The header read before map_pinned seals the memfd, so that a region
+	 * refused for it stays the client's to mend (a read allocates no page).
+	 * The client can change it later as it could before: our views keep
+	 * the sizes privately.
+	 */
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != MROC_SHM_MAGIC || h.abi_version != MROC_ABI_VERSION ||
+	    h.sq_entries != m->sq_entries || h.rq_entries != m->rq_entries ||
+	    h.cq_entries != m->cq_entries || h.sq_off != sq_off || h.rq_off != rq_off ||
+	    h.cq_off != cq_off || h.region_len != len)
+		return -EINVAL;
 	err = map_pinned(cs, q->cl, fd, len, &q->region);
 	if (err)
 		return err;
 	q->region_len = len;
-	h = q->region;
-	if (h->magic != MROC_SHM_MAGIC || h->abi_version != MROC_ABI_VERSION ||
-	    h->sq_entries != m->sq_entries || h->rq_entries != m->rq_entries ||
-	    h->cq_entries != m->cq_entries || h->sq_off != sq_off || h->rq_off != rq_off ||
-	    h->cq_off != cq_off || h->region_len != len)
-		return -EINVAL;
 	/* Our views keep the sizes privately; indices start where the region says. */
 	ring_view_init(&q->sq, q->region, sq_off, m->sq_entries, sizeof(struct mroc_sqe), false);
 	ring_view_init(&q->rq, q->region, rq_off, m->rq_entries, sizeof(struct mroc_rqe), false);

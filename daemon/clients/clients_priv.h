@@ -163,6 +163,7 @@ struct clients {
 	uint64_t listen_refused;	/* control thread: LISTENs on another client's service */
 	uint64_t share_refused;		/* control thread: QPs, regions over a user's share */
 	uint64_t unpopulated_refused;	/* control thread: memory the client never allocated */
+	uint64_t seal_refused;		/* control thread: memfds mrocd could not seal against punching */
 	/* control thread: held by clients that are no administrators (limits.admin_reserve) */
 	uint32_t user_clients, user_qps, user_mrs;
 	uint64_t reserve_refused;

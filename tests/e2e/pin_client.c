@@ -2,10 +2,13 @@
 /*
  * A client whose regions only mrocd maps (end-to-end test helper:
  * test_pinning.sh).  It registers a memfd, then replaces its own view of it
- * with an inaccessible anonymous mapping, and moves data with pwrite/pread
- * on the memfd.  So every page of the region is mapped by mrocd alone: the
- * kernel's MADV_PAGEOUT (pageout.c, on mrocd) leaves alone pages another
- * process maps too, while DAMON's and memory.reclaim's reclaim do not.
+ * with an inaccessible anonymous mapping, and moves data with pread on the
+ * memfd and, for writes, a mapping made before the registration (mrocd
+ * then seals the memfd against new writable mappings and pwrite, PROTOCOL
+ * 11a) whose pages it unmaps (MADV_DONTNEED) after each message.  So every
+ * page of the region is mapped by mrocd alone between writes: the kernel's
+ * MADV_PAGEOUT (pageout.c, on mrocd) leaves alone pages another process
+ * maps too, while DAMON's and memory.reclaim's reclaim do not.
  *
  *   pin_client SOCKET reg BYTES COUNT STOPFILE
  *	register up to COUNT regions of BYTES; print "registered N" and, if
@@ -14,14 +17,17 @@
  *   pin_client SOCKET recv SERVICE SIZE MSGS
  *	listen; take MSGS SEND_IMMs of SIZE bytes (imm: the message number)
  *	and check every byte of each; print "verified N messages, B bytes".
+ *	After a third of them, try to punch holes in the region (punch()).
  *   pin_client SOCKET send PEER SERVICE SIZE MSGS [GOFILE]
  *	connect and send them, SLOTS at a time.  With GOFILE, the first third
- *	is a warm-up: once it completed, print "warm" and wait for GOFILE
+ *	is a warm-up: once it completed, try to punch holes in the region
+ *	(punch()), print "warm" and wait for GOFILE
  *	(at most 30 s) before the rest (the engine's per-QP arrays grow with
  *	the window in the warm-up, a one-time cost, engine/ring.c).
  * The receiver prints "listening" once it listens; both print "ready" once connected.  Exit 1 on any error or bad byte.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -29,6 +35,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
+#include <linux/falloc.h>
 
 #include "mroc/mroc.h"
 
@@ -56,6 +63,8 @@ struct region {
 	struct mroc_mr *mr;
 	int fd;
 	uint8_t *base;		/* addresses only: our view of it is gone */
+	uint8_t *wr;		/* writable, made before the seal; no page kept mapped */
+	size_t len;
 };
 
 /* A memfd of len bytes registered with mrocd, then mapped by mrocd alone. */
@@ -63,6 +72,10 @@ static int region_make(struct mroc_ctx *ctx, size_t len, unsigned access, struct
 {
 	r->fd = memfd_create("mroc-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (r->fd < 0 || ftruncate(r->fd, (off_t)len))
+		return -errno;
+	r->len = len;
+	r->wr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, r->fd, 0);
+	if (r->wr == MAP_FAILED)
 		return -errno;
 	r->mr = mroc_mr_reg_memfd(ctx, r->fd, len, access);
 	if (!r->mr)
@@ -73,6 +86,24 @@ static int region_make(struct mroc_ctx *ctx, size_t len, unsigned access, struct
 	    MAP_FAILED)
 		return -errno;
 	return 0;
+}
+
+/*
+ * Try to drop every page of the region (its memfd's hole punching, both
+ * ways) and print what happened: mrocd seals what it registers, so both
+ * must fail with EPERM.  Had they worked, the worker's next write into the
+ * region would fault fresh pages in, on mrocd's account (PROTOCOL 11a).
+ */
+static void punch(struct region *r)
+{
+	int a = fallocate(r->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, (off_t)r->len);
+	int ea = errno;
+	int b = madvise(r->wr, r->len, MADV_REMOVE);
+	int eb = errno;
+
+	printf("punch: fallocate %s, MADV_REMOVE %s\n", a ? strerrorname_np(ea) : "done",
+	       b ? strerrorname_np(eb) : "done");
+	fflush(stdout);
 }
 
 /* The next completion that is not a connection event; its status checked. */
@@ -132,6 +163,8 @@ static int do_recv(struct mroc_qp *qp, struct region *r, size_t size, uint64_t m
 	while (seq < msgs) {
 		uint64_t slot;
 
+		if (seq == msgs / 3)	/* the sender's warm-up (below) is over */
+			punch(r);
 		err = next_wc(qp, &wc);
 		if (err)
 			return die("receive", err);
@@ -187,6 +220,7 @@ static int do_send(struct mroc_qp *qp, struct region *r, size_t size, uint64_t m
 		return die("malloc", -ENOMEM);
 	while (done < msgs) {
 		if (warm && done == warm && posted == warm) {
+			punch(r);
 			printf("warm\n");
 			fflush(stdout);
 			for (int i = 0; i < 300 && access(go, F_OK); i++)
@@ -197,8 +231,10 @@ static int do_send(struct mroc_qp *qp, struct region *r, size_t size, uint64_t m
 			uint64_t slot = posted % SLOTS;
 
 			fill(buf, size, posted);
-			if (pwrite(r->fd, buf, size, (off_t)(slot * size)) != (ssize_t)size)
-				return die("pwrite", -errno);
+			memcpy(r->wr + slot * size, buf, size);
+			/* Mapped by mrocd alone again (the page cache keeps the bytes). */
+			if (madvise(r->wr, r->len, MADV_DONTNEED))
+				return die("madvise", -errno);
 			err = mroc_post_send(qp, &(struct mroc_send_wr){
 				.wr_id = posted, .opcode = MROC_WR_SEND_IMM,
 				.flags = MROC_SEND_SIGNALED, .imm = (uint32_t)posted,

@@ -16,7 +16,10 @@
 #    stay flat: none on client memory.  What is left is the engine's per-QP
 #    arrays growing with the window (engine/ring.c, calloc of new heap: 0-3
 #    faults in a run, perf record -e page-faults), bounded here by FAULTS_MAX;
-#    without pinning the same run took 2,463 and 42,702.
+#    without pinning the same run took 2,463 and 42,702.  Both clients try to
+#    punch holes in their regions (fallocate PUNCH_HOLE, MADV_REMOVE) when the
+#    warm-up ends: refused (EPERM, mrocd sealed the memfds, PROTOCOL 11a);
+#    allowed, the receiver's worker faulted the region in again (256 pages).
 # pin_client keeps no mapping of its regions itself: MADV_PAGEOUT leaves pages
 # that two processes map alone (DAMON and memory.reclaim do not).
 set -u
@@ -158,11 +161,16 @@ for n in a b; do
 	grep -Eq "mappings ([0-9]+), advised 0 bytes, refused \1\$" "$E2E_DIR/pageout-$n.out" ||
 		fail "mrocd $n's client mappings were not all locked: $(cat "$E2E_DIR/pageout-$n.out")"
 done
+for f in send recv; do
+	grep -q "^punch: fallocate EPERM, MADV_REMOVE EPERM" "$E2E_DIR/$f.out" ||
+		fail "the $f client could punch holes in its registered region: $(grep punch "$E2E_DIR/$f.out")"
+done
 FAULTS_MAX=64
 for f in $((a_min1 - a_min0)) $((a_maj1 - a_maj0)) $((b_min1 - b_min0)) $((b_maj1 - b_maj0)); do
 	[ "$f" -le $FAULTS_MAX ] || fail "the workers took page faults on the data path under reclaim"
 done
-ok "$MSGS x $SIZE bytes verified under MADV_PAGEOUT: no page out of client memory, workers' faults flat"
+ok "$MSGS x $SIZE bytes verified under MADV_PAGEOUT: no page out of client memory, workers' faults flat;" \
+	"the clients' hole punching refused"
 e2e_wait a status '.locked_bytes == 0' 5 || fail "a: pinned bytes left after the clients ended"
 e2e_wait b status '.locked_bytes == 0' 5 || fail "b: pinned bytes left after the clients ended"
 ok "every pinned byte released when the clients ended"

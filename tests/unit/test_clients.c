@@ -15,6 +15,7 @@
  *    slots to new QPs when the table is full;
  *  - a destroyed QP with nothing to tell a peer (never connected) is no
  *    zombie: its engine slot is free at once;
+ *  - a registered memfd is sealed against hole punching (PROTOCOL 11a);
  *  - doorbells (#22): the worker sleeps on one fd however many clients,
  *    and takes any number of rung doorbells with one system call;
  *    qps_sending counts the QPs a send work request was taken from.
@@ -28,6 +29,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <linux/falloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -429,6 +431,8 @@ static void test_unallocated_refused(void **state)
 	open_client(&a, 1000);
 	fd = sparse_memfd(8 * 4096);
 	assert_int_equal(mr_reg_fd(&a, fd, 8 * 4096), -ENODATA);
+	/* Refused before mrocd sealed it: the client can still mend it. */
+	assert_false(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE);
 	map = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	assert_true(map != MAP_FAILED);
 	memset(map, 0, 7 * 4096);	/* the last page still missing */
@@ -460,6 +464,73 @@ static void test_unallocated_refused(void **state)
 	munmap(map, rlen);
 	close_client(&a);
 	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	env_down();
+}
+
+/*
+ * A registered memfd keeps its pages (PROTOCOL 11a): once mrocd has mapped
+ * it, it seals it against writes by new mappings (F_SEAL_FUTURE_WRITE), so
+ * the client's hole punching (fallocate, madvise MADV_REMOVE) fails with
+ * EPERM: it cannot drop pinned pages for mrocd's data path to fault in
+ * again on mrocd's account.  The client's own mapping still writes, and
+ * mrocd's sees it.  A memfd mrocd could not seal is refused, counted
+ * (seal_refused): closed to new seals (F_SEAL_SEAL), or sealed against
+ * writes already (the same memfd registered again).  A QP's rings too.
+ */
+static void test_punch_refused(void **state)
+{
+	struct clients_stats st;
+	struct client *cl;
+	struct tqp t;
+	struct tc a;
+	uint8_t *map, *pinned;
+	uint32_t qpn;
+	int fd, fd2;
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	cl = a.cl;
+	fd = sparse_memfd(4 * 4096);
+	map = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+	assert_true(map != MAP_FAILED);
+	assert_int_equal(mr_reg_fd(&a, fd, 4 * 4096), 0);
+	assert_true(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE);
+	assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), -1);
+	assert_int_equal(errno, EPERM);
+	assert_int_equal(madvise(map + 4096, 4096, MADV_REMOVE), -1);
+	assert_int_equal(errno, EPERM);
+	memset(map, 0x5a, 4 * 4096);
+	pinned = cl->mrs[0].map;
+	assert_int_equal(pinned[0], 0x5a);
+	assert_int_equal(pinned[4 * 4096 - 1], 0x5a);
+	/* No one maps it writable again: nor can mrocd, so it is refused a second time. */
+	assert_true(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
+	assert_int_equal(mr_reg_fd(&a, fd, 4 * 4096), -EPERM);
+	stats(&st);
+	assert_int_equal(st.seal_refused, 1);
+	/* Closed to new seals: mrocd could not seal it. */
+	fd2 = sealed_memfd(4096);
+	assert_int_equal(fcntl(fd2, F_ADD_SEALS, F_SEAL_SEAL), 0);
+	assert_int_equal(mr_reg_fd(&a, fd2, 4096), -EPERM);
+	close(fd2);
+	/* Without MFD_ALLOW_SEALING (so not sealed against shrinking): EPERM as ever. */
+	fd2 = memfd_create("t", MFD_CLOEXEC);
+	assert_true(fd2 >= 0 && !ftruncate(fd2, 4096));
+	assert_int_equal(mr_reg_fd(&a, fd2, 4096), -EPERM);
+	close(fd2);
+	stats(&st);
+	assert_int_equal(st.seal_refused, 2);
+	assert_int_equal(clients_locked_bytes(E.cs), 4 * 4096);
+	/* The rings. */
+	assert_int_equal(qp_create_t(&a, &qpn, &t), 0);
+	assert_int_equal(madvise(t.map, 4096, MADV_REMOVE), -1);
+	assert_int_equal(errno, EPERM);
+	munmap(t.map, t.len);
+	close_client(&a);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	munmap(map, 4 * 4096);
+	close(fd);
 	env_down();
 }
 
@@ -771,6 +842,7 @@ int main(void)
 		cmocka_unit_test(test_admin_reserve),
 		cmocka_unit_test(test_pd_no_wrap),
 		cmocka_unit_test(test_unallocated_refused),
+		cmocka_unit_test(test_punch_refused),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),

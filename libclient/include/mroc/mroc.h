@@ -120,8 +120,20 @@ struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int acc
  * Register memory the application created: len bytes from the start of
  * memfd (which must be at least that long, and created with
  * MFD_ALLOW_SEALING: the library seals it against shrinking, which the
- * daemon requires; -EPERM otherwise).  The library maps it; use
- * mroc_mr_addr().  The fd stays the application's to close.
+ * daemon requires; -EPERM otherwise).  The library maps it (populated: the
+ * pages are the application's, in its memory cgroup); use mroc_mr_addr().
+ * The fd stays the application's to close.
+ *
+ * The daemon then seals the memfd against writes by new mappings
+ * (F_SEAL_FUTURE_WRITE), so that no one can punch holes in memory it has
+ * pinned (fallocate FALLOC_FL_PUNCH_HOLE, madvise MADV_REMOVE: EPERM).
+ * Seals cannot be removed: from then on, even after mroc_mr_dereg and even
+ * if the registration failed after the daemon mapped it, the application
+ * can write the memfd only through mappings it made before (and the
+ * region's); it cannot mmap it writable (MAP_SHARED, PROT_WRITE) again,
+ * nor write(2) to it, nor register it again (-EPERM).  A memfd closed to
+ * seals (F_SEAL_SEAL) is refused (-EPERM).  Register a memfd once, and make
+ * the mappings you need before.
  */
 struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
 				  unsigned int access);
