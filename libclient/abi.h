@@ -26,8 +26,9 @@
  * refuses an unsealed one with -EPERM.  Every page of it must be allocated
  * (-ENODATA otherwise).  Once mapped, the daemon adds F_SEAL_FUTURE_WRITE
  * (no hole can be punched in pages it pins; mappings made before stay
- * writable), so a memfd closed to seals (F_SEAL_SEAL) or already sealed
- * against writes is refused with -EPERM.
+ * writable), so a memfd closed to seals (F_SEAL_SEAL) is refused with
+ * -EPERM, and so is one sealed against writes already, unless a region of
+ * the same client maps it (the daemon copies that mapping: MR_REG only).
  */
 enum mroc_msg_type {
 	MROC_MSG_HELLO = 1,		/* fds: [0] the context's doorbell eventfd (below) */

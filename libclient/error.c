@@ -71,8 +71,8 @@ static const char *own_text(int err)
 		return "operation not permitted (a memfd to register must allow sealing "
 		       "(MFD_ALLOW_SEALING), not be closed to seals (F_SEAL_SEAL) and not be "
 		       "sealed against writes: mrocd seals what it registers against new writable "
-		       "mappings (F_SEAL_FUTURE_WRITE), so a memfd registered once cannot be "
-		       "registered again)";
+		       "mappings (F_SEAL_FUTURE_WRITE): a memfd registered before can be registered "
+		       "again only while a region of it from the same context lives)";
 	case EADDRINUSE:
 		return "the service id is bound by another client of mrocd (one client listens on "
 		       "a service id until it exits or destroys its listening QPs)";

@@ -18,6 +18,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "abi.h"
 #include "mroc_util.h"
@@ -55,6 +56,8 @@ struct mroc_mr {
 	size_t len;
 	uint32_t lkey, rkey;
 	unsigned int access;
+	dev_t dev;		/* its memfd: a later registration of it maps it from ours */
+	ino_t ino;
 };
 
 /* One producer's last lkey lookup (each ring has its own: SQ and RQ may be posted from two threads). */

@@ -12,12 +12,18 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "internal.h"
+#include "memfd_map.h"
+
+#ifndef MADV_POPULATE_WRITE
+#define MADV_POPULATE_WRITE	23	/* Linux 5.14 */
+#endif
 
 #define ACCESS_ALL (MROC_ACCESS_LOCAL_WRITE | MROC_ACCESS_REMOTE_WRITE | MROC_ACCESS_REMOTE_READ | \
 		    MROC_ACCESS_REMOTE_ATOMIC)
@@ -28,8 +34,13 @@ static struct mroc_mr *mr_register(struct mroc_ctx *ctx, int memfd, void *addr, 
 {
 	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len, .access = access };
 	struct mroc_mr *mr;
+	struct stat st;
 	int err;
 
+	if (fstat(memfd, &st) < 0) {
+		err = -errno;
+		goto err;
+	}
 	mr = calloc(1, sizeof(*mr));
 	if (!mr) {
 		err = -ENOMEM;
@@ -44,6 +55,8 @@ static struct mroc_mr *mr_register(struct mroc_ctx *ctx, int memfd, void *addr, 
 	mr->lkey = m.lkey;
 	mr->rkey = m.rkey;
 	mr->access = access;
+	mr->dev = st.st_dev;
+	mr->ino = st.st_ino;
 
 	pthread_mutex_lock(&ctx->list_lock);
 	mr->next = ctx->mrs;
@@ -106,6 +119,54 @@ err_close:
 	return NULL;
 }
 
+/*
+ * A memfd the daemon sealed against new writable mappings (F_SEAL_FUTURE_WRITE)
+ * when it registered it for a region of this context that still lives: mmap
+ * cannot map it writable again, but mremap can copy a writable shared mapping
+ * (old size 0), so the new region's mapping is a copy of the longest such
+ * region's, from the file's start (the daemon does the same with its own).
+ * Only if that address still holds our mapping of the file (/proc/self/maps):
+ * an application that mapped something else over it would otherwise have the
+ * region's address show another file than the daemon's.  Pages beyond that
+ * region are populated here, as MAP_POPULATE would.  MAP_FAILED and EPERM
+ * when no region of this context maps the file.
+ */
+static void *map_again(struct mroc_ctx *ctx, const struct stat *st, size_t len)
+{
+	struct memfd_map m;
+	void *addr = MAP_FAILED;
+	size_t had = 0;
+	int err = EPERM;
+
+	pthread_mutex_lock(&ctx->list_lock);
+	for (struct mroc_mr *mr = ctx->mrs; mr; mr = mr->next)
+		if (mr->dev == st->st_dev && mr->ino == st->st_ino && mr->len > had) {
+			had = mr->len;
+			addr = mr->addr;
+		}
+	/* Under the lock: mroc_mr_dereg unmaps a region only once it is off the list. */
+	if (had && (memfd_map_find((uintptr_t)addr, (uintptr_t)addr + 1, &m) ||
+		    !m.shared_memfd || m.dev != st->st_dev || m.ino != st->st_ino ||
+		    m.off + ((uintptr_t)addr - m.start) != 0)) {
+		had = 0;
+		addr = MAP_FAILED;
+	}
+	if (had) {
+		addr = mremap(addr, 0, len, MREMAP_MAYMOVE);
+		err = errno;
+	}
+	pthread_mutex_unlock(&ctx->list_lock);
+	if (addr != MAP_FAILED && len > had &&
+	    madvise((uint8_t *)addr + had, len - had, MADV_POPULATE_WRITE)) {
+		err = errno;
+		munmap(addr, len);
+		addr = MAP_FAILED;
+	}
+	if (addr == MAP_FAILED)
+		errno = err;
+	return addr;
+}
+
 struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
 				  unsigned int access)
 {
@@ -130,6 +191,8 @@ struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
 		return NULL;
 	}
 	addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, memfd, 0);
+	if (addr == MAP_FAILED && errno == EPERM)
+		addr = map_again(ctx, &st, len);	/* registered before: sealed */
 	if (addr == MAP_FAILED)
 		return NULL;
 	/* Sending the fd does not consume it: the application keeps its own. */

@@ -7,7 +7,10 @@
  * mrocd reaches only shared memfds.  fi_mr_reg therefore looks at the whole
  * pages inside the buffer ([ceil(base), floor(base + len)), at least
  * MFI_RNDV_MIN bytes, all in one mapping):
- *  - in a shared memfd mapping: that memfd is registered (no copy at all);
+ *  - in a shared memfd mapping: that memfd is registered (no copy at all;
+ *    mrocd seals what it registers against new writable mappings, so a
+ *    memfd a registration of another domain's context holds, or held, is
+ *    refused: such a buffer is staged, below);
  *  - in private anonymous memory (malloc, aligned_alloc, the heap): the pages
  *    are re-backed by a new memfd at the same address (their bytes copied
  *    once, now), so the application keeps its pointer and its data.  What

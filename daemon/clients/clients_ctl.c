@@ -338,9 +338,42 @@ static int seal_punching(struct clients *cs, struct client *cl, int fd)
 	return -EPERM;
 }
 
-static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
+/* A memfd sealed against new writable mappings that map_again could not map either. */
+static int sealed_before(struct clients *cs, struct client *cl)
+{
+	cs->ctl->seal_refused++;
+	pr_warn_rl("client %u (pid %d): a memfd sealed against new writable mappings "
+		   "(F_SEAL_FUTURE_WRITE: registered before, and none of this client's regions "
+		   "maps it now): refused", cl->id, (int)cl->pid);
+	return -EPERM;
+}
+
+static int unpopulated(struct clients *cs, struct client *cl, uint64_t missing, uint64_t len)
+{
+	cs->ctl->unpopulated_refused++;
+	pr_warn_rl("client %u (pid %d): %llu of the %llu bytes to pin were never allocated "
+		   "by it (or are swapped out): refused, it must populate its memory first "
+		   "(libmroc does)", cl->id, (int)cl->pid,
+		   (unsigned long long)(missing * (uint64_t)sysconf(_SC_PAGESIZE)),
+		   (unsigned long long)len);
+	return -ENODATA;
+}
+
+static int cannot_lock(struct clients *cs, struct client *cl, uint64_t len, int err)
 {
 	struct rlimit rl = { 0 };
+
+	getrlimit(RLIMIT_MEMLOCK, &rl);
+	pr_warn_rl("client %u (pid %d): cannot pin %llu bytes (mrocd has %llu pinned for "
+		   "clients, RLIMIT_MEMLOCK %lld; LimitMEMLOCK= in the unit): %s", cl->id,
+		   (int)cl->pid, (unsigned long long)len,
+		   (unsigned long long)cs->ctl->locked_bytes,
+		   rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur, strerror(err));
+	return -ENOMEM;	/* EAGAIN, EPERM (a limit of 0) and ENOMEM alike */
+}
+
+static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
+{
 	uint64_t missing;
 	void *map;
 	int err;
@@ -367,13 +400,7 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	}
 	if (missing) {
 		munmap(map, len);
-		cs->ctl->unpopulated_refused++;
-		pr_warn_rl("client %u (pid %d): %llu of the %llu bytes to pin were never allocated "
-			   "by it (or are swapped out): refused, it must populate its memory first "
-			   "(libmroc does)", cl->id, (int)cl->pid,
-			   (unsigned long long)(missing * (uint64_t)sysconf(_SC_PAGESIZE)),
-			   (unsigned long long)len);
-		return -ENODATA;
+		return unpopulated(cs, cl, missing, len);
 	}
 	/*
 	 * Maps every page (the client's, checked above; writable: shmem maps them
@@ -385,14 +412,7 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	if (syscall(SYS_mlock, map, len)) {
 		err = errno;
 		munmap(map, len);
-		getrlimit(RLIMIT_MEMLOCK, &rl);
-		pr_warn_rl("client %u (pid %d): cannot pin %llu bytes (mrocd has %llu pinned for "
-			   "clients, RLIMIT_MEMLOCK %lld; LimitMEMLOCK= in the unit): %s", cl->id,
-			   (int)cl->pid, (unsigned long long)len,
-			   (unsigned long long)cs->ctl->locked_bytes,
-			   rl.rlim_cur == RLIM_INFINITY ? -1LL : (long long)rl.rlim_cur,
-			   strerror(err));
-		return -ENOMEM;	/* EAGAIN, EPERM (a limit of 0) and ENOMEM alike */
+		return cannot_lock(cs, cl, len, err);
 	}
 	/*
 	 * A read of every page, once, off this thread: on a machine whose
@@ -407,6 +427,55 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	 * session 23).  Elsewhere it costs a cache miss a page.  Not queued (no
 	 * memory): only slower once.
 	 */
+	(void)toucher_add(cs->ctl->toucher, map, len);
+	cl->locked_bytes += pinned_bytes(len);
+	cs->ctl->locked_bytes += pinned_bytes(len);
+	*out = map;
+	return 0;
+}
+
+/*
+ * A memfd sealed against new writable mappings (map_pinned sealed it for a
+ * region of this client that still lives): no mmap can map it writable
+ * again, but mremap can copy a writable shared mapping (old size 0), so the
+ * region's mapping is a copy of the longest one of the same file, from its
+ * start.  Only this client's own: it could write the file when it
+ * registered it, so the copy gives it nothing new, where another client's
+ * (sent the fd by the first) could only read it (a seal the owner added
+ * itself to hand out a read-only file is the same seal).  The copy of a
+ * locked mapping is locked and populated by mremap itself, so every page of
+ * the longer range is checked first (read-only, which the seal allows): a
+ * page not there would be allocated on mrocd's account; the seal keeps
+ * checked pages from being punched.
+ */
+static int map_again(struct clients *cs, struct client *cl, int fd, const struct stat *st,
+		     uint64_t len, void **out)
+{
+	const struct cmr *src = NULL;
+	uint64_t missing;
+	void *map;
+	int err;
+
+	for (uint32_t i = 0; i < cl->nmrs; i++)
+		if (cl->mrs[i].dev == st->st_dev && cl->mrs[i].ino == st->st_ino &&
+		    (!src || cl->mrs[i].len > src->len))
+			src = &cl->mrs[i];
+	if (!src)
+		return sealed_before(cs, cl);
+	err = over_lock_limit(cs, cl, len);
+	if (err)
+		return err;
+	map = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+	if (map == MAP_FAILED)
+		return -errno;
+	missing = pages_missing(map, len);
+	munmap(map, len);
+	if (missing)
+		return unpopulated(cs, cl, missing, len);
+	/* The system call itself, as mlock above: nothing of a sanitizer in between. */
+	map = (void *)syscall(SYS_mremap, src->map, 0, len, MREMAP_MAYMOVE);
+	if (map == MAP_FAILED)
+		return cannot_lock(cs, cl, len, errno);	/* over RLIMIT_MEMLOCK: EAGAIN */
 	(void)toucher_add(cs->ctl->toucher, map, len);
 	cl->locked_bytes += pinned_bytes(len);
 	cs->ctl->locked_bytes += pinned_bytes(len);
@@ -569,26 +638,27 @@ unsigned clients_worker(const void *client)
 /*
  * A memfd we can map safely: sealed against shrinking (by the client), at
  * least len bytes, and one map_pinned can seal against hole punching: not
- * closed to new seals (F_SEAL_SEAL) and not sealed against writes yet (then
- * no one can map it writable again: a memfd registered before, by this
- * client or another).  A memfd made without MFD_ALLOW_SEALING carries
- * F_SEAL_SEAL only, so it fails the first test.
+ * closed to new seals (F_SEAL_SEAL).  A memfd made without MFD_ALLOW_SEALING
+ * carries F_SEAL_SEAL only, so it fails the first test.  -EALREADY: sealed
+ * against new writable mappings already (F_SEAL_FUTURE_WRITE: a memfd
+ * registered before), which only map_again can map.  *st: its fstat.
  */
-static int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len)
+static int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
+		       struct stat *st)
 {
-	struct stat st;
 	int seals = fcntl(fd, F_GET_SEALS);
 
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPERM;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < len)
+	if (fstat(fd, st) || !S_ISREG(st->st_mode) || (uint64_t)st->st_size < len)
 		return -EINVAL;
-	if (seals & (F_SEAL_SEAL | F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) {
+	if ((seals & F_SEAL_FUTURE_WRITE) && !(seals & F_SEAL_WRITE))
+		return -EALREADY;
+	if (seals & (F_SEAL_SEAL | F_SEAL_WRITE)) {
 		cs->ctl->seal_refused++;
 		pr_warn_rl("client %u (pid %d): a memfd %s: refused, mrocd could not keep it from "
 			   "punching holes in what it pins", cl->id, (int)cl->pid,
-			   seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE) ?
-			   "already sealed against writes (registered before?)" :
+			   seals & F_SEAL_WRITE ? "sealed against writes (F_SEAL_WRITE)" :
 			   "closed to new seals (F_SEAL_SEAL)");
 		return -EPERM;
 	}
@@ -666,6 +736,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 {
 	struct op o = { .cl = cl, .len = m->len, .access = m->access };
 	struct uid_count *u;
+	struct stat st;
 	int err;
 
 	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL))
@@ -678,10 +749,11 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 		return over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
 	if (over_reserve(cs->ctl, cl, cs->ctl->user_mrs, cs->ctl->lim.total_mrs, "memory regions"))
 		return -EDQUOT;
-	err = check_memfd(cs, cl, fds[0], m->len);
-	if (err)
-		return err;
-	err = map_pinned(cs, cl, fds[0], m->len, &o.map);
+	err = check_memfd(cs, cl, fds[0], m->len, &st);
+	if (!err)
+		err = map_pinned(cs, cl, fds[0], m->len, &o.map);
+	else if (err == -EALREADY)
+		err = map_again(cs, cl, fds[0], &st, m->len, &o.map);
 	if (err)
 		return err;
 	err = call(cs, op_mr_reg, &o);
@@ -690,7 +762,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 		return err;
 	}
 	cl->mrs[cl->nmrs++] = (struct cmr){ .lkey = o.lkey, .rkey = o.rkey, .map = o.map,
-					    .len = m->len };
+					    .len = m->len, .dev = st.st_dev, .ino = st.st_ino };
 	cl->mr_bytes += m->len;
 	u->mrs++;
 	cs->ctl->user_mrs += !cl->admin;
@@ -739,11 +811,14 @@ static int map_rings(struct clients *cs, struct cqp *q, const struct mroc_msg_qp
 	uint64_t len = mroc_shm_layout(m->sq_entries, m->rq_entries, m->cq_entries, &sq_off,
 				       &rq_off, &cq_off);
 	struct mroc_shm_hdr h;
+	struct stat st;
 	int err;
 
 	if (m->region_len != len)
 		return -EINVAL;
-	err = check_memfd(cs, q->cl, fd, len);
+	err = check_memfd(cs, q->cl, fd, len, &st);
+	if (err == -EALREADY)
+		return sealed_before(cs, q->cl);	/* rings are never shared */
 	if (err)
 		return err;
 	/*

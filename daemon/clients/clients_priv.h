@@ -10,6 +10,8 @@
 #ifndef MROCD_CLIENTS_PRIV_H
 #define MROCD_CLIENTS_PRIV_H
 
+#include <sys/types.h>
+
 #include "abi.h"
 #include "clients.h"
 #include "engine.h"
@@ -80,6 +82,8 @@ struct cmr {
 	uint32_t lkey, rkey;
 	void *map;
 	size_t len;
+	dev_t dev;		/* its memfd (map_again finds a region's file by them) */
+	ino_t ino;
 };
 
 struct client;

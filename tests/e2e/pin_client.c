@@ -24,6 +24,8 @@
  *	(punch()), print "warm" and wait for GOFILE
  *	(at most 30 s) before the rest (the engine's per-QP arrays grow with
  *	the window in the warm-up, a one-time cost, engine/ring.c).
+ * recv and send also register their region's memfd a second time, and
+ * deregister that, before anything else.
  * The receiver prints "listening" once it listens; both print "ready" once connected.  Exit 1 on any error or bad byte.
  */
 #include <errno.h>
@@ -68,8 +70,11 @@ struct region {
 };
 
 /* A memfd of len bytes registered with mrocd, then mapped by mrocd alone. */
-static int region_make(struct mroc_ctx *ctx, size_t len, unsigned access, struct region *r)
+static int region_make(struct mroc_ctx *ctx, size_t len, unsigned access, bool again,
+		       struct region *r)
 {
+	int err;
+
 	r->fd = memfd_create("mroc-mr", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (r->fd < 0 || ftruncate(r->fd, (off_t)len))
 		return -errno;
@@ -80,6 +85,20 @@ static int region_make(struct mroc_ctx *ctx, size_t len, unsigned access, struct
 	r->mr = mroc_mr_reg_memfd(ctx, r->fd, len, access);
 	if (!r->mr)
 		return -errno;
+	if (again) {
+		/*
+		 * Its memfd again while the region lives (sealed now: libmroc and
+		 * mrocd copy a mapping of it), before the library's view goes
+		 * (libmroc copies only its own mapping of the file).
+		 */
+		struct mroc_mr *mr = mroc_mr_reg_memfd(ctx, r->fd, len / 2, access);
+
+		if (!mr)
+			return -errno;
+		err = mroc_mr_dereg(mr);
+		if (err)
+			return err;
+	}
 	r->base = mroc_mr_addr(r->mr);
 	/* Same addresses (the library checks work requests against them), no pages. */
 	if (mmap(r->base, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0) ==
@@ -137,7 +156,7 @@ static int do_reg(struct mroc_ctx *ctx, char **argv)
 	struct region r;
 
 	while (n < count) {
-		err = region_make(ctx, bytes, MROC_ACCESS_LOCAL_WRITE, &r);
+		err = region_make(ctx, bytes, MROC_ACCESS_LOCAL_WRITE, false, &r);
 		if (err)
 			break;
 		n++;
@@ -283,7 +302,7 @@ int main(int argc, char **argv)
 	}
 	size = strtoull(argv[recv ? 4 : 5], NULL, 0);
 	msgs = strtoull(argv[recv ? 5 : 6], NULL, 0);
-	err = region_make(ctx, SLOTS * size, MROC_ACCESS_LOCAL_WRITE, &r);
+	err = region_make(ctx, SLOTS * size, MROC_ACCESS_LOCAL_WRITE, true, &r);
 	if (err)
 		return die("region", err);
 	qp = mroc_qp_create(ctx, &attr);

@@ -20,6 +20,8 @@
 #    punch holes in their regions (fallocate PUNCH_HOLE, MADV_REMOVE) when the
 #    warm-up ends: refused (EPERM, mrocd sealed the memfds, PROTOCOL 11a);
 #    allowed, the receiver's worker faulted the region in again (256 pages).
+#    Each registers its memfd a second time first (sealed: libmroc and mrocd
+#    copy a live region's mapping).
 # pin_client keeps no mapping of its regions itself: MADV_PAGEOUT leaves pages
 # that two processes map alone (DAMON and memory.reclaim do not).
 set -u

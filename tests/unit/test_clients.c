@@ -35,6 +35,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "abi.h"
@@ -467,6 +468,38 @@ static void test_unallocated_refused(void **state)
 	env_down();
 }
 
+/* MR_REG of len bytes of fd: 0 and its lkey, or -errno. */
+static int mr_reg_key(struct tc *c, int fd, uint64_t len, uint32_t *lkey)
+{
+	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len,
+				     .access = MROC_ACCESS_LOCAL_WRITE };
+	int dup_fd = dup(fd), err;
+
+	assert_true(dup_fd >= 0);
+	err = msg(c, &m, sizeof(m), &dup_fd, 1);
+	*lkey = m.lkey;
+	return err;
+}
+
+static int mr_dereg(struct tc *c, uint32_t lkey)
+{
+	struct mroc_msg_mr_dereg m = { .h.type = MROC_MSG_MR_DEREG, .lkey = lkey };
+
+	return msg(c, &m, sizeof(m), NULL, 0);
+}
+
+/* The pinned mapping of c's region lkey (the daemon's side). */
+static uint8_t *pinned_map(struct tc *c, uint32_t lkey)
+{
+	const struct client *cl = c->cl;
+
+	for (uint32_t i = 0; i < cl->nmrs; i++)
+		if (cl->mrs[i].lkey == lkey)
+			return cl->mrs[i].map;
+	fail();
+	return NULL;
+}
+
 /*
  * A registered memfd keeps its pages (PROTOCOL 11a): once mrocd has mapped
  * it, it seals it against writes by new mappings (F_SEAL_FUTURE_WRITE), so
@@ -474,41 +507,33 @@ static void test_unallocated_refused(void **state)
  * EPERM: it cannot drop pinned pages for mrocd's data path to fault in
  * again on mrocd's account.  The client's own mapping still writes, and
  * mrocd's sees it.  A memfd mrocd could not seal is refused, counted
- * (seal_refused): closed to new seals (F_SEAL_SEAL), or sealed against
- * writes already (the same memfd registered again).  A QP's rings too.
+ * (seal_refused): closed to new seals (F_SEAL_SEAL).  A QP's rings too.
  */
 static void test_punch_refused(void **state)
 {
 	struct clients_stats st;
-	struct client *cl;
 	struct tqp t;
 	struct tc a;
-	uint8_t *map, *pinned;
-	uint32_t qpn;
+	uint8_t *map;
+	uint32_t qpn, k;
 	int fd, fd2;
 
 	(void)state;
 	env_up(100);
 	open_client(&a, 1000);
-	cl = a.cl;
 	fd = sparse_memfd(4 * 4096);
 	map = mmap(NULL, 4 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	assert_true(map != MAP_FAILED);
-	assert_int_equal(mr_reg_fd(&a, fd, 4 * 4096), 0);
+	assert_int_equal(mr_reg_key(&a, fd, 4 * 4096, &k), 0);
 	assert_true(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE);
 	assert_int_equal(fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096), -1);
 	assert_int_equal(errno, EPERM);
 	assert_int_equal(madvise(map + 4096, 4096, MADV_REMOVE), -1);
 	assert_int_equal(errno, EPERM);
 	memset(map, 0x5a, 4 * 4096);
-	pinned = cl->mrs[0].map;
-	assert_int_equal(pinned[0], 0x5a);
-	assert_int_equal(pinned[4 * 4096 - 1], 0x5a);
-	/* No one maps it writable again: nor can mrocd, so it is refused a second time. */
+	assert_int_equal(pinned_map(&a, k)[0], 0x5a);
+	assert_int_equal(pinned_map(&a, k)[4 * 4096 - 1], 0x5a);
 	assert_true(mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) == MAP_FAILED);
-	assert_int_equal(mr_reg_fd(&a, fd, 4 * 4096), -EPERM);
-	stats(&st);
-	assert_int_equal(st.seal_refused, 1);
 	/* Closed to new seals: mrocd could not seal it. */
 	fd2 = sealed_memfd(4096);
 	assert_int_equal(fcntl(fd2, F_ADD_SEALS, F_SEAL_SEAL), 0);
@@ -520,7 +545,7 @@ static void test_punch_refused(void **state)
 	assert_int_equal(mr_reg_fd(&a, fd2, 4096), -EPERM);
 	close(fd2);
 	stats(&st);
-	assert_int_equal(st.seal_refused, 2);
+	assert_int_equal(st.seal_refused, 1);
 	assert_int_equal(clients_locked_bytes(E.cs), 4 * 4096);
 	/* The rings. */
 	assert_int_equal(qp_create_t(&a, &qpn, &t), 0);
@@ -530,6 +555,77 @@ static void test_punch_refused(void **state)
 	close_client(&a);
 	assert_int_equal(clients_locked_bytes(E.cs), 0);
 	munmap(map, 4 * 4096);
+	close(fd);
+	env_down();
+}
+
+/*
+ * A memfd sealed by an earlier registration can be registered again while
+ * one of the same client's regions maps it: mrocd copies that mapping
+ * (mremap), writable, pinned, from the file's start, longer if every page
+ * of the longer range is there (checked before: the copy of a locked
+ * mapping is populated, and a missing page would be allocated on mrocd's
+ * account).  Not for another client (it could only read the file), not
+ * once the last such region is gone, never for rings: EPERM, counted.
+ */
+static void test_sealed_again(void **state)
+{
+	struct mroc_msg_qp_create qc = { .h.type = MROC_MSG_QP_CREATE, .mode = MROC_QP_DEFAULT,
+					 .sq_entries = 64, .rq_entries = 64, .cq_entries = 256 };
+	uint32_t k1, k2, k3, kb, sq_off, rq_off, cq_off;
+	struct clients_stats st;
+	struct stat fs;
+	struct tc a, b;
+	uint8_t *map;
+	int fd, qfds[3];
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	open_client(&b, 1000);
+	fd = sparse_memfd(8 * 4096);
+	map = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	memset(map, 1, 4 * 4096);		/* the first half only */
+	assert_int_equal(mr_reg_key(&a, fd, 4 * 4096, &k1), 0);
+	assert_int_equal(mr_reg_key(&a, fd, 2 * 4096, &k2), 0);	/* shorter */
+	pinned_map(&a, k2)[4096] = 7;		/* writable, the same pages */
+	assert_int_equal(map[4096], 7);
+	/* Longer, over pages never allocated: refused, and none allocated. */
+	assert_int_equal(mr_reg_key(&a, fd, 8 * 4096, &k3), -ENODATA);
+	assert_int_equal(fstat(fd, &fs), 0);
+	assert_int_equal(fs.st_blocks * 512, 4 * 4096);
+	memset(map + 4 * 4096, 2, 4 * 4096);
+	assert_int_equal(mr_reg_key(&a, fd, 8 * 4096, &k3), 0);
+	map[7 * 4096] = 9;
+	assert_int_equal(pinned_map(&a, k3)[7 * 4096], 9);
+	assert_int_equal(clients_locked_bytes(E.cs), 14 * 4096);
+	/* Another client: no. */
+	assert_int_equal(mr_reg_key(&b, fd, 4 * 4096, &kb), -EPERM);
+	/* Nor as rings. */
+	qc.region_len = mroc_shm_layout(64, 64, 256, &sq_off, &rq_off, &cq_off);
+	qfds[0] = sealed_memfd(qc.region_len);
+	qfds[1] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	qfds[2] = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	assert_int_equal(fcntl(qfds[0], F_ADD_SEALS, F_SEAL_FUTURE_WRITE), 0);
+	assert_int_equal(msg(&a, &qc, sizeof(qc), qfds, 3), -EPERM);
+	stats(&st);
+	assert_int_equal(st.seal_refused, 2);
+	/* While one region maps it, again; once none does, the file is no one's to map writable. */
+	assert_int_equal(mr_dereg(&a, k1), 0);
+	assert_int_equal(mr_dereg(&a, k3), 0);
+	assert_int_equal(mr_reg_key(&a, fd, 4 * 4096, &k1), 0);	/* from k2's 2 pages */
+	assert_int_equal(pinned_map(&a, k1)[3 * 4096], 1);
+	assert_int_equal(mr_dereg(&a, k1), 0);
+	assert_int_equal(mr_dereg(&a, k2), 0);
+	assert_int_equal(mr_reg_key(&a, fd, 4096, &k1), -EPERM);
+	stats(&st);
+	assert_int_equal(st.seal_refused, 3);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	close_client(&a);
+	close_client(&b);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	munmap(map, 8 * 4096);
 	close(fd);
 	env_down();
 }
@@ -843,6 +939,7 @@ int main(void)
 		cmocka_unit_test(test_pd_no_wrap),
 		cmocka_unit_test(test_unallocated_refused),
 		cmocka_unit_test(test_punch_refused),
+		cmocka_unit_test(test_sealed_again),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),

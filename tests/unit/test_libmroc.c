@@ -256,8 +256,8 @@ static void test_mr_alloc(void **state)
 static void test_mr_reg_memfd(void **state)
 {
 	struct mroc_ctx *ctx = fake_open();
-	struct mroc_mr *mr;
-	uint8_t *p;
+	struct mroc_mr *mr, *mr2;
+	uint8_t *p, *p2;
 	int fd, plain;
 
 	assert_non_null(ctx);
@@ -282,7 +282,32 @@ static void test_mr_reg_memfd(void **state)
 	assert_int_equal(fake_mr_by_lkey(mroc_mr_lkey(mr))->len, 4096);
 	/* Sealed against shrinking now, as the daemon requires. */
 	assert_true(fcntl(fd, F_GET_SEALS) & F_SEAL_SHRINK);
+	/*
+	 * The daemon sealed it against new writable mappings (the fake does as
+	 * mrocd): registered again, longer, the library's mapping is a copy of
+	 * the live region's, the pages beyond it populated.
+	 */
+	assert_true(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE);
+	mr2 = mroc_mr_reg_memfd(ctx, fd, 8192, MROC_ACCESS_REMOTE_READ);
+	assert_non_null(mr2);
+	p2 = mroc_mr_addr(mr2);
+	assert_memory_equal(p2 + 100, "hello", 5);
+	p2[200] = 0x33;
+	assert_int_equal(p[200], 0x33);
+	p2[5000] = 0x44;
+	assert_int_equal(fake_mr_by_lkey(mroc_mr_lkey(mr2))->map[5000], 0x44);
+	assert_int_equal(mroc_mr_dereg(mr2), 0);
+	/* The application mapped something else over the region's address: not copied. */
+	assert_true(mmap(p, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+			 -1, 0) == p);
+	errno = 0;
+	assert_null(mroc_mr_reg_memfd(ctx, fd, 4096, 0));
+	assert_int_equal(errno, EPERM);
 	assert_int_equal(mroc_mr_dereg(mr), 0);
+	/* No region of it left: no writable mapping can be made again. */
+	errno = 0;
+	assert_null(mroc_mr_reg_memfd(ctx, fd, 4096, 0));
+	assert_int_equal(errno, EPERM);
 	/* The fd is still the application's. */
 	assert_true(fcntl(fd, F_GETFD) >= 0);
 	close(fd);
@@ -295,7 +320,7 @@ static void test_mr_reg_memfd(void **state)
 	assert_null(mroc_mr_reg_memfd(ctx, plain, 4096, 0));
 	assert_int_equal(errno, EPERM);
 	close(plain);
-	assert_int_equal(F.msgs[MROC_MSG_MR_REG], 1);
+	assert_int_equal(F.msgs[MROC_MSG_MR_REG], 2);
 	mroc_close(ctx);
 }
 

@@ -51,6 +51,8 @@ struct fake_mr {
 	uint32_t lkey, rkey, access;
 	uint8_t *map;
 	uint64_t len;
+	dev_t dev;
+	ino_t ino;
 };
 
 struct fake_qp {
@@ -163,6 +165,7 @@ FAKE_FN int fake_hello(struct mroc_msg_hello *m, int *fds, int nfds)
 FAKE_FN int fake_mr_reg(struct mroc_msg_mr_reg *m, int *fds, int nfds)
 {
 	struct fake_mr *mr = NULL;
+	struct stat st;
 	int err;
 
 	FAKE_CHECK(nfds == 1 && m->len > 0);
@@ -174,8 +177,27 @@ FAKE_FN int fake_mr_reg(struct mroc_msg_mr_reg *m, int *fds, int nfds)
 			mr = &F.mrs[i];
 	if (!mr)
 		return -EDQUOT;
+	FAKE_CHECK(fstat(fds[0], &st) == 0);
 	mr->map = mmap(NULL, m->len, PROT_READ | PROT_WRITE, MAP_SHARED, fds[0], 0);
+	if (mr->map == MAP_FAILED && errno == EPERM) {
+		/* Sealed by an earlier registration: a copy of a live one's mapping, as mrocd. */
+		const struct fake_mr *src = NULL;
+
+		for (int i = 0; i < FAKE_MAX_MRS; i++)
+			if (F.mrs[i].live && F.mrs[i].dev == st.st_dev && F.mrs[i].ino == st.st_ino &&
+			    (!src || F.mrs[i].len > src->len))
+				src = &F.mrs[i];
+		if (!src)
+			return -EPERM;
+		mr->map = mremap(src->map, 0, m->len, MREMAP_MAYMOVE);
+	} else if (mr->map != MAP_FAILED &&
+		   fcntl(fds[0], F_ADD_SEALS, F_SEAL_FUTURE_WRITE)) {
+		munmap(mr->map, m->len);	/* as mrocd: sealed against hole punching, or refused */
+		return -EPERM;
+	}
 	FAKE_CHECK(mr->map != MAP_FAILED);
+	mr->dev = st.st_dev;
+	mr->ino = st.st_ino;
 	mr->live = true;
 	mr->len = m->len;
 	mr->access = m->access;
@@ -218,6 +240,8 @@ FAKE_FN int fake_map_rings(struct fake_qp *q, const struct mroc_msg_qp_create *m
 	q->region = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	FAKE_CHECK(q->region != MAP_FAILED);
 	q->len = len;
+	/* As mrocd: the library must make no writable mapping of it after this. */
+	FAKE_CHECK(fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE) == 0);
 	h = (const struct mroc_shm_hdr *)q->region;
 	FAKE_CHECK(h->magic == MROC_SHM_MAGIC && h->abi_version == MROC_ABI_VERSION);
 	FAKE_CHECK(h->sq_entries == m->sq_entries && h->rq_entries == m->rq_entries &&

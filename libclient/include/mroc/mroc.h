@@ -130,10 +130,13 @@ struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int acc
  * Seals cannot be removed: from then on, even after mroc_mr_dereg and even
  * if the registration failed after the daemon mapped it, the application
  * can write the memfd only through mappings it made before (and the
- * region's); it cannot mmap it writable (MAP_SHARED, PROT_WRITE) again,
- * nor write(2) to it, nor register it again (-EPERM).  A memfd closed to
- * seals (F_SEAL_SEAL) is refused (-EPERM).  Register a memfd once, and make
- * the mappings you need before.
+ * region's); it cannot mmap it writable (MAP_SHARED, PROT_WRITE) again nor
+ * write(2) to it.  It can register it again (another length, other access)
+ * while a region of it from this context lives: the library and the daemon
+ * copy that region's mappings; once none does, -EPERM.  So does another
+ * process's registration of it (it could only read the file).  A memfd
+ * closed to seals (F_SEAL_SEAL) is refused (-EPERM).  Make the writable
+ * mappings you need before the first registration.
  */
 struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
 				  unsigned int access);
