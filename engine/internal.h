@@ -112,6 +112,13 @@ struct path {
 	 */
 	bool rto_range, unlose;
 	uint32_t rto_lo, rto_hi;
+	/*
+	 * The cross-path rule's losses since the path last delivered a later
+	 * packet (qp_ack.c rack_scan): the send times of the first and the last
+	 * it declared (0: none).  An ACK echoing one shows that packet only
+	 * late (qp_ack.c rack_late).
+	 */
+	uint64_t rack_lo, rack_hi;
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */
@@ -744,7 +751,7 @@ void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, ui
 void path_first_ports(struct engine *eng, struct qp *qp);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
-		  uint64_t now);
+		  uint64_t now, bool late);
 void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,

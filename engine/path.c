@@ -495,14 +495,16 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
  * packet it has let go of), is not, and is refused (false): no RTT
  * sample, no stall.  A RoCEv2 NAK from a path that had received nothing
  * echoed the receiver's own clock, and held every path's RTO near rto_max
- * for a minute (issue #23, finding 4); any peer could send one.
+ * for a minute (issue #23, finding 4); any peer could send one.  Except
+ * late: qp_ack.c rack_late found it the send time of a packet the path
+ * declared lost, which the floor has passed.
  */
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
-		  uint64_t now)
+		  uint64_t now, bool late)
 {
 	uint64_t rtt = (uint32_t)((uint32_t)now - ts_echo);
 
-	if ((int32_t)((uint32_t)now - ts_echo) < 0 || now - rtt < p->echo_lo) {
+	if ((int32_t)((uint32_t)now - ts_echo) < 0 || (now - rtt < p->echo_lo && !late)) {
 		/*
 		 * A look's echo (path_look_sample) come after the path's own
 		 * newer packets: a send time of ours from another route, no
