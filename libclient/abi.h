@@ -29,6 +29,7 @@
  * writable), so a memfd closed to seals (F_SEAL_SEAL) is refused with
  * -EPERM, and so is one sealed against writes already, unless a region of
  * the same client maps it (the daemon copies that mapping: MR_REG only).
+ * A hugetlbfs memfd (MFD_HUGETLB) is refused with -EOPNOTSUPP.
  */
 enum mroc_msg_type {
 	MROC_MSG_HELLO = 1,		/* fds: [0] the context's doorbell eventfd (below) */

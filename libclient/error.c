@@ -73,6 +73,9 @@ static const char *own_text(int err)
 		       "sealed against writes: mrocd seals what it registers against new writable "
 		       "mappings (F_SEAL_FUTURE_WRITE): a memfd registered before can be registered "
 		       "again only while a region of it from the same context lives)";
+	case EOPNOTSUPP:
+		return "operation not supported (mrocd registers ordinary memfds only, not "
+		       "hugetlbfs ones: MFD_HUGETLB)";
 	case EADDRINUSE:
 		return "the service id is bound by another client of mrocd (one client listens on "
 		       "a service id until it exits or destroys its listening QPs)";

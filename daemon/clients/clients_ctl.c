@@ -12,7 +12,9 @@
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/vfs.h>
 #include <unistd.h>
+#include <linux/magic.h>
 #include "abi.h"
 #include "clients.h"
 #include "clients_priv.h"
@@ -642,16 +644,29 @@ unsigned clients_worker(const void *client)
  * carries F_SEAL_SEAL only, so it fails the first test.  -EALREADY: sealed
  * against new writable mappings already (F_SEAL_FUTURE_WRITE: a memfd
  * registered before), which only map_again can map.  *st: its fstat.
+ * Not hugetlbfs (EOPNOTSUPP).
  */
 static int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
 		       struct stat *st)
 {
 	int seals = fcntl(fd, F_GET_SEALS);
+	struct statfs sfs;
 
 	if (seals < 0 || !(seals & F_SEAL_SHRINK))
 		return -EPERM;
 	if (fstat(fd, st) || !S_ISREG(st->st_mode) || (uint64_t)st->st_size < len)
 		return -EINVAL;
+	if (!fstatfs(fd, &sfs) && sfs.f_type == HUGETLBFS_MAGIC) {
+		/*
+		 * mincore reads a hugetlb mapping's page tables, not the file, so
+		 * its pages read as missing in a fresh mapping; munmap wants a
+		 * multiple of the huge page (a region of another length stayed
+		 * mapped and pinned); mremap cannot copy one.  Not supported.
+		 */
+		pr_warn_rl("client %u (pid %d): a hugetlbfs memfd (MFD_HUGETLB): refused, mrocd "
+			   "registers only ordinary memfds", cl->id, (int)cl->pid);
+		return -EOPNOTSUPP;
+	}
 	if ((seals & F_SEAL_FUTURE_WRITE) && !(seals & F_SEAL_WRITE))
 		return -EALREADY;
 	if (seals & (F_SEAL_SEAL | F_SEAL_WRITE)) {

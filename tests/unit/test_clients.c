@@ -36,6 +36,7 @@
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 #include "abi.h"
@@ -630,6 +631,36 @@ static void test_sealed_again(void **state)
 	env_down();
 }
 
+/*
+ * A hugetlbfs memfd is refused (EOPNOTSUPP) before mrocd maps anything:
+ * mincore reads a hugetlb mapping's page tables, so every page of a fresh
+ * mapping read missing (ENODATA, whatever the client populated), munmap
+ * wants a multiple of the huge page, and mremap cannot copy one.  Its size
+ * needs no huge page reserved.
+ */
+static void test_hugetlb_refused(void **state)
+{
+	int fd = memfd_create("t", MFD_CLOEXEC | MFD_ALLOW_SEALING | MFD_HUGETLB);
+	struct statfs sfs;
+	struct tc a;
+
+	(void)state;
+	if (fd < 0 || fstatfs(fd, &sfs) || ftruncate(fd, (off_t)sfs.f_bsize)) {
+		if (fd >= 0)
+			close(fd);
+		skip();		/* no hugetlbfs here */
+	}
+	assert_int_equal(fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK), 0);
+	env_up(100);
+	open_client(&a, 1000);
+	assert_int_equal(mr_reg_fd(&a, fd, 4096), -EOPNOTSUPP);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	assert_false(fcntl(fd, F_GET_SEALS) & F_SEAL_FUTURE_WRITE);
+	close_client(&a);
+	env_down();
+	close(fd);
+}
+
 static void test_admin_reserve(void **state)
 {
 	struct tc u[6], extra, root;
@@ -940,6 +971,7 @@ int main(void)
 		cmocka_unit_test(test_unallocated_refused),
 		cmocka_unit_test(test_punch_refused),
 		cmocka_unit_test(test_sealed_again),
+		cmocka_unit_test(test_hugetlb_refused),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),

@@ -135,8 +135,9 @@ struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int acc
  * while a region of it from this context lives: the library and the daemon
  * copy that region's mappings; once none does, -EPERM.  So does another
  * process's registration of it (it could only read the file).  A memfd
- * closed to seals (F_SEAL_SEAL) is refused (-EPERM).  Make the writable
- * mappings you need before the first registration.
+ * closed to seals (F_SEAL_SEAL) is refused (-EPERM), and so is a hugetlbfs
+ * one (MFD_HUGETLB: -EOPNOTSUPP).  Make the writable mappings you need
+ * before the first registration.
  */
 struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
 				  unsigned int access);
