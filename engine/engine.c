@@ -37,6 +37,7 @@ void engine_config_default(struct engine_config *c)
 		.cm_retries = 8,
 		.rate_hints = true,
 		.repath = true,
+		.tail_hedge = true,
 		.sport_min = 49152,
 		.sport_max = 65535,
 		.seed = 1,

@@ -81,6 +81,13 @@ struct engine_config {
 	 */
 	bool rack_reo_srtt;
 	/*
+	 * MetaRoCE: a resend that is all but the last packet or two a QP with
+	 * nothing new to send has in flight also goes as a copy on a path with
+	 * nothing in flight (qp_tx.c hedge_tail): lost again, only the path's
+	 * tail-loss probe, two of its sRTTs later, would find it.
+	 */
+	bool tail_hedge;
+	/*
 	 * MetaRoCE: a message shorter than npaths x mtu posted with nothing
 	 * waiting to be sent (on any QP) is cut into one segment per split_unit
 	 * bytes, at most one per path (MROC_F_SPLIT, docs/PROTOCOL.md 5.2), so

@@ -52,6 +52,8 @@ static const char cluster_usage[] =
 "  --rack-srtt on|off MetaRoCE: a packet sent before one since acknowledged is lost\n"
 "                    after its path's sRTT + sRTT/4 (on), or + max(sRTT/4, 4 RTTVAR)\n"
 "                    (off, mrocd's default) (off)\n"
+"  --hedge on|off    MetaRoCE: a resend that is a QP's tail also goes as a copy on\n"
+"                    an idle path (on)\n"
 "  --ib-timeout N    PFC transports: NIC local ACK timeout, 4.096 us x 2^N, 0..31 (18)\n"
 "  --ib-retry N      PFC transports: NIC retries, 0..254 (7, NCCL_IB_RETRY_CNT)\n"
 "job:\n"
@@ -101,6 +103,7 @@ enum {
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_LOSS_SEED, O_SPLIT,
 	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS, O_TRACE_WAITS, O_ROUND_RTTS,
 	O_RACK_SRTT,
+	O_HEDGE,
 };
 
 static const struct option opts[] = {
@@ -155,6 +158,7 @@ static const struct option opts[] = {
 	{ "dup", required_argument, NULL, O_DUP },
 	{ "round-rtts", required_argument, NULL, O_ROUND_RTTS },
 	{ "rack-srtt", required_argument, NULL, O_RACK_SRTT },
+	{ "hedge", required_argument, NULL, O_HEDGE },
 	{ "flows", required_argument, NULL, O_FLOWS },
 	{ "trace", required_argument, NULL, O_TRACE },
 	{ "trace-hosts", required_argument, NULL, O_TRACE_HOSTS },
@@ -281,6 +285,8 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 		return on_off(arg, &cfg->net.engine.rate_hints);
 	case O_RACK_SRTT:
 		return on_off(arg, &cfg->net.engine.rack_reo_srtt);
+	case O_HEDGE:
+		return on_off(arg, &cfg->net.engine.tail_hedge);
 	case O_OP:
 		if (coll_kind_parse(arg, &k))
 			return -EINVAL;

@@ -132,6 +132,7 @@ static const struct config_key config_keys[] = {
 	K_BOOL("transport.repath_spread", transport.repath_spread, 0, 0),
 	K_UINT("transport.repath_round_rtts", transport.repath_round_rtts, 0, 1000, 0, 0, "RTTs"),
 	K_BOOL("transport.rack_reo_srtt", transport.rack_reo_srtt, 0, 0),
+	K_BOOL("transport.tail_hedge", transport.tail_hedge, 1, 0),
 	K_BOOL("transport.merge_acks", transport.merge_acks, 0, 0),
 	K_UINT("transport.split_unit", transport.split_unit, 0, MROC_SPLIT_MAX, 0, 0, "bytes"),
 	K_UINT("transport.dup_max", transport.dup_max, 0, 65536, 4096, 0, "bytes"),

@@ -137,6 +137,7 @@ struct mrocd_config {
 		bool repath_spread;
 		uint32_t repath_round_rtts;	/* engine_config.repath_round_rtts; 0 = off */
 		bool rack_reo_srtt;		/* engine_config.rack_reo_srtt */
+		bool tail_hedge;		/* engine_config.tail_hedge */
 		bool merge_acks;		/* engine_config.merge_acks */
 		uint32_t split_unit;		/* bytes, multiple of 16; 0 = off (PROTOCOL 5.2) */
 		uint32_t dup_max;		/* bytes; 0 = no copies (PROTOCOL 5.2) */

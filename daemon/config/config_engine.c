@@ -41,6 +41,7 @@ int config_engine(const struct mrocd_config *c, struct engine_config *out)
 	out->repath_spread = t->repath_spread;
 	out->repath_round_rtts = t->repath_round_rtts;
 	out->rack_reo_srtt = t->rack_reo_srtt;
+	out->tail_hedge = t->tail_hedge;
 	out->split_unit = t->split_unit;
 	out->dup_max = t->dup_max;
 	out->sport_min = c->network.sport_min;
