@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <linux/falloc.h>
 
 #include "abi.h"
 #include "mroc/mroc.h"
@@ -182,6 +183,16 @@ static int garbage(void)
 	mr.len = 4096;
 	CHECK(request(&mr, sizeof(mr), &small, 1, reply) == 0, "MR_REG refused");
 	lkey = ((struct mroc_msg_mr_reg *)reply)->lkey;
+	/*
+	 * Its pages dropped under mrocd's pinned mapping (PROTOCOL 11a): the daemon's next
+	 * access would fault them in again on its own account.  mrocd sealed it: EPERM.
+	 */
+	CHECK(fallocate(small, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, 4096) == -1 &&
+	      errno == EPERM, "punched a hole in a registered memfd");
+	/* A memfd closed to new seals: mrocd could not seal it, refused. */
+	int closed = sealed_memfd(4096);
+	CHECK(!fcntl(closed, F_ADD_SEALS, F_SEAL_SEAL), "F_SEAL_SEAL");
+	CHECK(request(&mr, sizeof(mr), &closed, 1, reply) == -EPERM, "memfd closed to seals accepted");
 
 	/* A QP whose ring region does not match its announced layout: refused. */
 	rlen = mroc_shm_layout(16, 16, 64, &sq_off, &rq_off, &cq_off);

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: MIT
 # libmroc clients on real daemons (AF_XDP over veth in namespaces):
 #  - a client speaking garbage (evil_client): errors, error completions,
-#    disconnected for corrupted rings; the daemon stays up;
+#    disconnected for corrupted rings; the daemon stays up; its registered
+#    memfd cannot be punched (mrocd sealed it), one closed to seals is refused;
 #  - every operation with --verify at sizes from 1 B to 8 MiB (mroc-perf);
 #  - two clients at once on the same daemons;
 #  - a client killed with SIGKILL mid-transfer: the daemon survives, the
