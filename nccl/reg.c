@@ -8,7 +8,9 @@
  *    region maps the same pages a second time and nothing is copied.  The fd
  *    is found through /proc/self/map_files (needs CAP_SYS_ADMIN), else among
  *    the process's open fds by device and inode; the memfd must allow sealing
- *    (MFD_ALLOW_SEALING: libmroc seals it against shrinking);
+ *    (MFD_ALLOW_SEALING: libmroc seals it against shrinking, mrocd against new
+ *    writable mappings, so once its last registration is gone it cannot be
+ *    registered again: a bounce region, below, serves it then);
  *  - any other buffer (malloc, cudaHostAlloc) gets a bounce region of its size:
  *    a send copies the payload in before it posts, a receive copies it out
  *    when it completes (net.c).  One memcpy per message on each side.
@@ -32,10 +34,8 @@ static int reg_memfd(void *data, size_t size, struct mnccl_reg *r)
 	int fd, err;
 
 	err = memfd_map_find((uintptr_t)data, (uintptr_t)data + size, &m);
-	if (!err && !m.shared_memfd)
-		err = -ENOENT;
-	if (err)
-		return err;
+	if (err || !m.shared_memfd)
+		return -ENOENT;		/* not in a shared memfd mapping (or unreadable maps) */
 	fd = memfd_map_open(&m);
 	if (fd < 0)
 		return fd;
@@ -84,10 +84,15 @@ nccl_res mnccl_reg(void *data, size_t size, struct mnccl_reg **out)
 	}
 	err = reg_memfd(data, size, r);
 	if (err) {
+		int why = err;
+
 		err = reg_copy(data, size, r);
+		/* -EPERM: a memfd mrocd sealed for a registration that is gone (mroc.h). */
 		if (!err)
-			MNCCL_INFO("%p (%zu bytes) is not in a shared memfd: copied through a bounce region",
-				   data, size);
+			MNCCL_INFO("%p (%zu bytes) %s%s: copied through a bounce region", data, size,
+				   why == -ENOENT ? "is not in a shared memfd" :
+				   "cannot be registered as its memfd: ",
+				   why == -ENOENT ? "" : mroc_strerror(why));
 	}
 	if (err) {
 		pthread_mutex_unlock(&mnccl.lock);
