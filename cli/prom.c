@@ -88,7 +88,7 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_lost_rack_total", "Of the packets declared lost, those found by time across "
 	  "a QP's paths (a later-sent packet acknowledged)." },
 	{ "mroc_engine_lost_rack_late_total", "Of those, packets an ACK then showed delivered, "
-	  "only late: the path waits longer before it declares such a loss again." },
+	  "only late (a needless resend): the ACK's echo is taken as an RTT sample." },
 	{ "mroc_engine_rx_bad_echo_total", "ACKs whose timestamp echo is no send time of ours "
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "

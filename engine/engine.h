@@ -558,7 +558,7 @@ enum engine_counter {
 	EC_RX_ACK_MERGED,		/* ACKs a later ACK of their path in the same receive batch said all of (engine_rx_begin) */
 	EC_PEER_HOST_UNDO,		/* peer_host_cut's cuts undone: two rounds later the waits had not fallen (peer.c cut_paid) */
 	EC_TX_DATA_FIRST,		/* of EC_TX_DATA: a small message posted alone, sent before the control packets owed (engine.c lone_first) */
-	EC_LOST_RACK_LATE,		/* of EC_LOST_RACK: an ACK showed the packet delivered, only late: the path's reorder window widened (qp_ack.c) */
+	EC_LOST_RACK_LATE,		/* of EC_LOST_RACK: ACKs that showed such a packet delivered, only late: their echo is an RTT sample (qp_ack.c rack_late) */
 	EC__COUNT,
 };
 
