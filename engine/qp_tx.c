@@ -433,17 +433,25 @@ static bool sparse_qp(const struct engine *eng, const struct qp *qp, const struc
  * made the yardstick ask for more ACKs than a NIC does (mroc-sim bench,
  * RoCEv2 at 5 % loss: 11.05 -> 11.01 Gbit/s).
  */
+/* Bytes the QP has in flight on all its paths. */
+static uint64_t qp_flight(const struct qp *qp)
+{
+	uint64_t flight = 0;
+
+	for (unsigned i = 0; i < qp->npaths; i++)
+		flight += qp->paths[i].inflight;
+	return flight;
+}
+
 static bool bulk_tail(const struct engine *eng, const struct qp *qp, const struct path *p,
 		      const struct tx_msg *m)
 {
-	uint64_t left = (uint64_t)(uint32_t)(qp->dsn_alloc - qp->snd_nxt) * eng->seg_bytes, flight = 0;
+	uint64_t left = (uint64_t)(uint32_t)(qp->dsn_alloc - qp->snd_nxt) * eng->seg_bytes;
 
 	if (!qp->mops->tail_probe || left >= (uint64_t)qp->npaths * p->pwnd ||
 	    m->nseg < (uint32_t)eng->cfg.ack_every * qp->npaths)
 		return false;
-	for (unsigned i = 0; i < qp->npaths; i++)
-		flight += qp->paths[i].inflight;
-	return left < flight;
+	return left < qp_flight(qp);
 }
 
 /* One data packet sent at now: count it in the QP's ack_delay window. */
@@ -883,14 +891,9 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
  */
 static bool hedge_tail(const struct engine *eng, const struct qp *qp)
 {
-	uint64_t flight = 0;
-
-	if (!eng->cfg.tail_hedge || qp->mode != MROC_MODE_METAROCE || qp->npaths < 2 ||
-	    qp->snd_nxt != qp->dsn_alloc || qp->dup_next != qp->dup_end)
-		return false;
-	for (unsigned i = 0; i < qp->npaths; i++)
-		flight += qp->paths[i].inflight;
-	return flight <= HEDGE_PKTS * (uint64_t)eng->seg_bytes;
+	return eng->cfg.tail_hedge && qp->mode == MROC_MODE_METAROCE && qp->npaths >= 2 &&
+	       qp->snd_nxt == qp->dsn_alloc && qp->dup_next == qp->dup_end &&
+	       qp_flight(qp) <= HEDGE_PKTS * (uint64_t)eng->seg_bytes;
 }
 
 static struct path *idle_path(struct engine *eng, struct qp *qp, uint32_t bytes)

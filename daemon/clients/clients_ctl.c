@@ -374,6 +374,29 @@ static int cannot_lock(struct clients *cs, struct client *cl, uint64_t len, int 
 	return -ENOMEM;	/* EAGAIN, EPERM (a limit of 0) and ENOMEM alike */
 }
 
+/*
+ * A mapping pinned for a client (map_pinned, map_again): counted against its
+ * limits until unpin.  A read of every page, once, off this thread: on a
+ * machine whose hypervisor shadows the guest's page tables (this one, any VM
+ * without nested paging) the first access to a page by mrocd's user space
+ * traps even though mlock mapped it, 6-18 us a page.  Left to the worker, a
+ * region's first pass paid it per packet (pkt-cost, 4,000 QPs in 1 GiB:
+ * 10.0 us a packet, 1.2 with the read; issue #22).  Done here it held every
+ * other client's control call ~2 s a GiB.  Where the hypervisor cannot keep
+ * every process's pages shadowed (bench-scale's two daemons and 16 clients
+ * touching GiBs) the first pass traps anyway (docs/PERF.md, session 23).
+ * Elsewhere it costs a cache miss a page.  Not queued (no memory): only
+ * slower once.
+ */
+static int pinned(struct clients *cs, struct client *cl, void *map, uint64_t len, void **out)
+{
+	(void)toucher_add(cs->ctl->toucher, map, len);
+	cl->locked_bytes += pinned_bytes(len);
+	cs->ctl->locked_bytes += pinned_bytes(len);
+	*out = map;
+	return 0;
+}
+
 static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
 {
 	uint64_t missing;
@@ -416,24 +439,7 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 		munmap(map, len);
 		return cannot_lock(cs, cl, len, err);
 	}
-	/*
-	 * A read of every page, once, off this thread: on a machine whose
-	 * hypervisor shadows the guest's page tables (this one, any VM without
-	 * nested paging) the first access to a page by mrocd's user space traps
-	 * even though mlock mapped it, 6-18 us a page.  Left to the worker, a
-	 * region's first pass paid it per packet (pkt-cost, 4,000 QPs in 1 GiB:
-	 * 10.0 us a packet, 1.2 with the read; issue #22).  Done here it held
-	 * every other client's control call ~2 s a GiB.  Where the hypervisor
-	 * cannot keep every process's pages shadowed (bench-scale's two daemons
-	 * and 16 clients touching GiBs) the first pass traps anyway (docs/PERF.md,
-	 * session 23).  Elsewhere it costs a cache miss a page.  Not queued (no
-	 * memory): only slower once.
-	 */
-	(void)toucher_add(cs->ctl->toucher, map, len);
-	cl->locked_bytes += pinned_bytes(len);
-	cs->ctl->locked_bytes += pinned_bytes(len);
-	*out = map;
-	return 0;
+	return pinned(cs, cl, map, len, out);
 }
 
 /*
@@ -478,11 +484,7 @@ static int map_again(struct clients *cs, struct client *cl, int fd, const struct
 	map = (void *)syscall(SYS_mremap, src->map, 0, len, MREMAP_MAYMOVE);
 	if (map == MAP_FAILED)
 		return cannot_lock(cs, cl, len, errno);	/* over RLIMIT_MEMLOCK: EAGAIN */
-	(void)toucher_add(cs->ctl->toucher, map, len);
-	cl->locked_bytes += pinned_bytes(len);
-	cs->ctl->locked_bytes += pinned_bytes(len);
-	*out = map;
-	return 0;
+	return pinned(cs, cl, map, len, out);
 }
 
 uint64_t clients_locked_bytes(const struct clients *cs)
