@@ -139,6 +139,9 @@ static int status_show(struct cli *c)
 		print_uint(0, "xdp_prog_id", "xdp_prog_id", jget_u64(st, "xdp_prog_id"));
 	else
 		print_text(0, NULL, "xdp_prog_id", "-", NULL);
+	if (json_object_get(st, "xdp_stamps"))
+		print_bool(PRINT_DETAILS, "xdp_stamps", NULL,
+			   json_is_true(json_object_get(st, "xdp_stamps")));
 	print_uint(0, "udp_port", "udp_port", jget_u64(st, "udp_port"));
 	if (json_object_get(st, "scope")) {
 		/* A user who is no administrator: its own clients' counts, nothing of others'. */

@@ -414,6 +414,7 @@ static json_t *reply_status(struct mrocd *d, const struct snapshot *s)
 	if (d->prog) {
 		json_object_set_new(o, "xdp_prog_id", json_integer(xdp_prog_id(d->prog)));
 		json_object_set_new(o, "xdp_mode", json_string(mode ? mode : "?"));
+		json_object_set_new(o, "xdp_stamps", json_boolean(xdp_prog_stamps(d->prog)));
 	}
 	json_object_set_new(o, "udp_port", json_integer(d->cfg.network.udp_port));
 	json_object_set_new(o, "workers", json_integer(d->nworkers));

@@ -57,6 +57,7 @@ struct xdp_prog {
 	struct sock_slot *slots;	/* by XSKMAP slot */
 	struct attached *att;
 	int n_att;
+	bool stamps;			/* the loaded program writes arrival stamps */
 };
 
 static const char *const counter_names[MROC_XDP_CNT__COUNT] = {
@@ -90,9 +91,12 @@ static int lib_print(int prio, const char *fmt, va_list ap)
 	return 0;
 }
 
+/* Set while a load that may fail and be retried runs: its verifier log is debug output. */
+static bool quiet_load;
+
 static int libbpf_print(enum libbpf_print_level level, const char *fmt, va_list ap)
 {
-	return lib_print(level == LIBBPF_WARN ? LOG_WARNING :
+	return lib_print(level == LIBBPF_WARN && !quiet_load ? LOG_WARNING :
 			 level == LIBBPF_INFO ? LOG_INFO : LOG_DEBUG, fmt, ap);
 }
 
@@ -348,6 +352,26 @@ static struct attached *find_att(const struct xdp_prog *p, int ifindex)
 
 /* ---- open / close ------------------------------------------------------------ */
 
+/* Open, size and load the skeleton with p's port, sockets and stamp choice. */
+static int load_skel(struct xdp_prog *p)
+{
+	int err;
+
+	p->skel = mroc_xdp__open();
+	if (!p->skel) {
+		err = -errno;
+		return err ? err : -ENOMEM;
+	}
+	p->skel->rodata->udp_port = p->udp_port;
+	p->skel->rodata->no_stamp = !p->stamps;
+	err = bpf_map__set_max_entries(p->skel->maps.xsks, p->max_sockets);
+	if (!err)
+		err = bpf_map__set_max_entries(p->skel->maps.xsk_slots, p->max_sockets);
+	if (!err)
+		err = mroc_xdp__load(p->skel);
+	return err;
+}
+
 int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 {
 	struct bpf_prog_info info = {};
@@ -373,22 +397,25 @@ int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 		goto fail;
 	}
 
-	p->skel = mroc_xdp__open();
-	if (!p->skel) {
-		err = -errno;
-		pr_err("xdp: opening the BPF object failed: %s", strerror(-err));
-		goto fail;
+	p->stamps = !opts->no_stamp;
+	quiet_load = p->stamps;
+	err = load_skel(p);
+	quiet_load = false;
+	if (err == -EINVAL && p->stamps) {
+		/*
+		 * Some kernels refuse bpf_xdp_adjust_meta to XDP programs (seen:
+		 * 6.18.44-fc, "program of this type cannot use helper").  The
+		 * stamp only sharpens the delay signal (PROTOCOL 9.3a): without it
+		 * the worker's poll time stands in, so run without rather than not at all.
+		 */
+		mroc_xdp__destroy(p->skel);
+		p->skel = NULL;
+		p->stamps = false;
+		err = load_skel(p);
+		if (!err)
+			pr_warn("xdp: this kernel refuses bpf_xdp_adjust_meta in XDP programs: "
+				"no arrival stamps (the host's own wait counts as path delay)");
 	}
-	p->skel->rodata->udp_port = p->udp_port;
-	p->skel->rodata->no_stamp = opts->no_stamp;
-	err = bpf_map__set_max_entries(p->skel->maps.xsks, p->max_sockets);
-	if (!err)
-		err = bpf_map__set_max_entries(p->skel->maps.xsk_slots, p->max_sockets);
-	if (err) {
-		pr_err("xdp: sizing the socket maps failed: %s", strerror(-err));
-		goto fail;
-	}
-	err = mroc_xdp__load(p->skel);
 	if (err) {
 		pr_err("xdp: loading the XDP program failed: %s (is BPF allowed here? CAP_BPF, "
 		       "CAP_NET_ADMIN)", strerror(-err));
@@ -408,7 +435,7 @@ int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 	p->prog_id = info.id;
 	pr_debug("xdp: program %s loaded, id %u, UDP port %u, %u socket slots%s",
 		 MROC_XDP_PROG_NAME, p->prog_id, p->udp_port, p->max_sockets,
-		 opts->no_stamp ? ", no arrival stamps" : "");
+		 p->stamps ? "" : ", no arrival stamps");
 	*out = p;
 	return 0;
 fail:
@@ -526,6 +553,11 @@ int xdp_prog_attach_mode(const struct xdp_prog *p, int ifindex)
 	const struct attached *a = find_att(p, ifindex);
 
 	return a ? (int)a->mode : -ENOENT;
+}
+
+bool xdp_prog_stamps(const struct xdp_prog *p)
+{
+	return p->stamps;
 }
 
 uint32_t xdp_prog_id(const struct xdp_prog *p)

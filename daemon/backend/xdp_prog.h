@@ -54,7 +54,11 @@ struct xdp_prog_opts {
  */
 void xdp_prog_init_logging(void);
 
-/* Open and load the program.  Nothing is attached yet. */
+/*
+ * Open and load the program.  Nothing is attached yet.  A kernel that refuses
+ * the arrival stamp's helper gets the program without stamps (a warning;
+ * xdp_prog_stamps says which was loaded).
+ */
 int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts);
 
 /* Detach from every interface where the program is still ours, unload, free. NULL is fine. */
@@ -78,6 +82,7 @@ int xdp_prog_detach(struct xdp_prog *prog, int ifindex);
 int xdp_prog_attach_mode(const struct xdp_prog *prog, int ifindex);
 
 uint32_t xdp_prog_id(const struct xdp_prog *prog);	/* kernel program id */
+bool xdp_prog_stamps(const struct xdp_prog *prog);	/* it writes arrival stamps */
 int xdp_prog_fd(const struct xdp_prog *prog);		/* e.g. for BPF_PROG_TEST_RUN */
 int xdp_prog_xskmap_fd(const struct xdp_prog *prog);
 uint16_t xdp_prog_udp_port(const struct xdp_prog *prog);
