@@ -126,7 +126,7 @@ loads_take() {
 bare() {
 	load_begin
 	ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f "$2" -D "$SECS" --credit "$E2E_DIR/credit" \
-		>"$E2E_DIR/bare.json" 2>&1 &
+		>"$E2E_DIR/bare.json" 2>"$E2E_DIR/bare-rx.err" &
 	local rx=$!
 	sleep 0.5
 	ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f "$2" -s "$1" -D $((SECS + 2)) --credit "$E2E_DIR/credit" \
@@ -137,7 +137,7 @@ bare() {
 	if load_refused; then echo 0 0; return; fi
 	jq -e -r -s '"\(.[0].mpps) \(.[0].cpu_ns_per_pkt + .[1].cpu_ns_per_pkt)"' \
 		"$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.json" 2>/dev/null ||
-		{ echo 0 0; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.err" >&2; }
+		{ echo 0 0; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-rx.err" "$E2E_DIR/bare-tx.err" >&2; }
 }
 
 # cpu_ns NAME: CPU time (user + system) the daemon used so far, ns.

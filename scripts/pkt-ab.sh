@@ -154,7 +154,7 @@ bare() {
 	rm -f "$E2E_DIR/credit"
 	# shellcheck disable=SC2086
 	ip netns exec "$NS_B" "$build/xsk-baseline" rx -i "$IF_B" -f "$FS" -D "$SECS" \
-		--credit "$E2E_DIR/credit" $args >"$E2E_DIR/bare.json" 2>&1 &
+		--credit "$E2E_DIR/credit" $args >"$E2E_DIR/bare.json" 2>"$E2E_DIR/bare-rx.err" &
 	rx=$!
 	sleep 0.5
 	calls_start brx $rx	# ip netns exec execs the program: the same pid
@@ -174,7 +174,7 @@ bare() {
 	jq -r -s --arg n "$name" --arg ld "$l0-$l1" \
 		'"| \($n) | \(.[0].mpps * 1000 | round / 1000) | \(.[0].cpu_ns_per_pkt + .[1].cpu_ns_per_pkt | round) | - | - | \($ld) |"' \
 		"$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.json" 2>/dev/null ||
-		{ echo "| $name | failed | | | | $l0-$l1 |"; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-tx.err" >&2; }
+		{ echo "| $name | failed | | | | $l0-$l1 |"; cat "$E2E_DIR/bare.json" "$E2E_DIR/bare-rx.err" "$E2E_DIR/bare-tx.err" >&2; }
 }
 
 echo "$TEST, 1 MiB messages, payload $PAYLOAD, $SECS s a run, $ROUNDS rounds, variants in turn"

@@ -133,7 +133,7 @@ for t in "${TESTS[@]}"; do
 done
 if [ "$BARE" = 1 ]; then
 	ip netns exec "$NS_B" "$BUILD/xsk-baseline" rx -i "$IF_B" -f "$FS" -D $((SECS + 8)) \
-		--busy-poll-us "${BUSY_POLL_US:-50}" --credit "$E2E_DIR/credit" >"$E2E_DIR/bare.json" 2>&1 &
+		--busy-poll-us "${BUSY_POLL_US:-50}" --credit "$E2E_DIR/credit" >"$E2E_DIR/bare.json" 2>"$E2E_DIR/bare-rx.err" &
 	brx=$!
 	sleep 0.5
 	ip netns exec "$NS_A" "$BUILD/xsk-baseline" tx -i "$IF_A" -f "$FS" -s "$PAYLOAD" -D $((SECS + 9)) \

@@ -21,15 +21,15 @@ pair() {
 	rm -f "$E2E_DIR/credit"
 	# shellcheck disable=SC2086
 	ip netns exec "$NS_B" "$BASE" rx -i "$IF_B" -f 2048 -D 1 --credit "$E2E_DIR/credit" $2 \
-		>"$E2E_DIR/rx.log" 2>&1 &
+		>"$E2E_DIR/rx.log" 2>"$E2E_DIR/rx.err" &
 	rx=$!
 	E2E_PIDS+=($rx)
 	sleep 0.5
 	# shellcheck disable=SC2086
 	ip netns exec "$NS_A" "$BASE" tx -i "$IF_A" -f 2048 -s 1024 -D 2 --credit "$E2E_DIR/credit" \
-		--src "$IP_A" --dst "$IP_B" --dmac "$MAC_B" $3 >"$E2E_DIR/tx.log" 2>&1 ||
-		fail "tx$1: $(cat "$E2E_DIR/tx.log")"
-	wait $rx || fail "rx$1: $(cat "$E2E_DIR/rx.log")"
+		--src "$IP_A" --dst "$IP_B" --dmac "$MAC_B" $3 >"$E2E_DIR/tx.log" 2>"$E2E_DIR/tx.err" ||
+		fail "tx$1: $(cat "$E2E_DIR/tx.log" "$E2E_DIR/tx.err")"
+	wait $rx || fail "rx$1: $(cat "$E2E_DIR/rx.log" "$E2E_DIR/rx.err")"
 }
 pair "" "" ""
 jq -e '.role == "tx" and .pkts > 0 and .frame_bytes == 1130 and .mode == "native"' "$E2E_DIR/tx.log" >/dev/null ||
