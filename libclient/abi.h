@@ -28,7 +28,8 @@
  * (no hole can be punched in pages it pins; mappings made before stay
  * writable), so a memfd closed to seals (F_SEAL_SEAL) is refused with
  * -EPERM, and so is one sealed against writes already, unless a region of
- * the same client maps it (the daemon copies that mapping: MR_REG only).
+ * the same client maps it, or mapped it with MROC_MR_REG_KEEP_FILE (the
+ * daemon copies that mapping: MR_REG only).
  * A hugetlbfs memfd (MFD_HUGETLB) is refused with -EOPNOTSUPP.
  */
 enum mroc_msg_type {
@@ -75,8 +76,17 @@ struct mroc_msg_mr_reg {
 	uint64_t len;			/* request: bytes from offset 0 of the memfd */
 	uint32_t access;		/* request: MROC_ACCESS_* */
 	uint32_t lkey, rkey;		/* reply */
-	uint32_t rsvd;
+	uint32_t flags;			/* request: MROC_MR_REG_* (reserved, 0, until session 26) */
 };
+
+/*
+ * The memfd is the application's and outlives the region: when its last
+ * region of this client goes, mrocd keeps a page of its mapping until the
+ * client goes, so that it can be registered again (the seal forbids a new
+ * writable mmap).  Not for libmroc's own region memfds: that page would keep
+ * the whole file's memory.  A daemon that knows no flag ignores it.
+ */
+#define MROC_MR_REG_KEEP_FILE	0x1u
 
 struct mroc_msg_mr_dereg {
 	struct mroc_msg_hdr h;

@@ -72,7 +72,7 @@ static const char *own_text(int err)
 		       "(MFD_ALLOW_SEALING), not be closed to seals (F_SEAL_SEAL) and not be "
 		       "sealed against writes: mrocd seals what it registers against new writable "
 		       "mappings (F_SEAL_FUTURE_WRITE): a memfd registered before can be registered "
-		       "again only while a region of it from the same context lives)";
+		       "again only by the context that registered it, with mroc_mr_reg_memfd)";
 	case EOPNOTSUPP:
 		return "operation not supported (mrocd registers ordinary memfds only, not "
 		       "hugetlbfs ones: MFD_HUGETLB)";

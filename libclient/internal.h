@@ -43,8 +43,9 @@ struct mroc_ctx {
 	uint32_t max_sq_depth, max_rq_depth;
 	uint32_t default_paths;
 
-	pthread_mutex_t list_lock;	/* guards mrs, qps */
+	pthread_mutex_t list_lock;	/* guards mrs, qps, anchors */
 	struct mroc_mr *mrs;		/* also the lkey -> (base, len) table */
+	struct libmroc_anchor *anchors;	/* mr.c: a page of each application memfd no region maps */
 	struct mroc_qp *qps;
 	_Atomic uint32_t mr_gen;	/* bumped when a region goes: lookup caches are stale */
 };
@@ -57,6 +58,15 @@ struct mroc_mr {
 	uint32_t lkey, rkey;
 	unsigned int access;
 	dev_t dev;		/* its memfd: a later registration of it maps it from ours */
+	ino_t ino;
+	bool keep;		/* the application's memfd: anchored when its last region goes */
+};
+
+/* A page of our mapping of an application's memfd, kept for registering it again (mr.c). */
+struct libmroc_anchor {
+	struct libmroc_anchor *next;
+	void *addr;
+	dev_t dev;
 	ino_t ino;
 };
 

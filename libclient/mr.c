@@ -30,9 +30,10 @@
 
 /* Register [addr, addr + len), mapped from memfd, with the daemon; the mapping becomes the region's. */
 static struct mroc_mr *mr_register(struct mroc_ctx *ctx, int memfd, void *addr, size_t len,
-				   unsigned int access)
+				   unsigned int access, uint32_t flags)
 {
-	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len, .access = access };
+	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len, .access = access,
+				     .flags = flags };
 	struct mroc_mr *mr;
 	struct stat st;
 	int err;
@@ -57,6 +58,7 @@ static struct mroc_mr *mr_register(struct mroc_ctx *ctx, int memfd, void *addr, 
 	mr->access = access;
 	mr->dev = st.st_dev;
 	mr->ino = st.st_ino;
+	mr->keep = flags & MROC_MR_REG_KEEP_FILE;
 
 	pthread_mutex_lock(&ctx->list_lock);
 	mr->next = ctx->mrs;
@@ -102,7 +104,7 @@ struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int acc
 	addr = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
 	if (addr == MAP_FAILED)
 		goto err_close;
-	mr = mr_register(ctx, fd, addr, len, access);
+	mr = mr_register(ctx, fd, addr, len, access, 0);
 	if (!mr)
 		goto err_unmap;
 	close(fd);	/* the daemon holds its own reference and mapping */
@@ -144,6 +146,12 @@ static void *map_again(struct mroc_ctx *ctx, const struct stat *st, size_t len)
 			had = mr->len;
 			addr = mr->addr;
 		}
+	if (!had)
+		for (struct libmroc_anchor *a = ctx->anchors; a && !had; a = a->next)
+			if (a->dev == st->st_dev && a->ino == st->st_ino) {
+				had = (size_t)sysconf(_SC_PAGESIZE);
+				addr = a->addr;
+			}
 	/* Under the lock: mroc_mr_dereg unmaps a region only once it is off the list. */
 	if (had && (memfd_map_find((uintptr_t)addr, (uintptr_t)addr + 1, &m) ||
 		    !m.shared_memfd || m.dev != st->st_dev || m.ino != st->st_ino ||
@@ -196,13 +204,45 @@ struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
 	if (addr == MAP_FAILED)
 		return NULL;
 	/* Sending the fd does not consume it: the application keeps its own. */
-	mr = mr_register(ctx, memfd, addr, len, access);
+	mr = mr_register(ctx, memfd, addr, len, access, MROC_MR_REG_KEEP_FILE);
 	if (!mr) {
 		err = errno;
 		munmap(addr, len);
 		errno = err;
 	}
 	return mr;
+}
+
+/*
+ * The last region of an application's memfd is going (under list_lock): a
+ * page of its mapping stays, an mremap copy, so that map_again can copy a
+ * writable mapping when the application registers the file again (mrocd
+ * keeps one of its own: MROC_MR_REG_KEEP_FILE).  Until the context closes.
+ */
+static void anchor_file(struct mroc_ctx *ctx, const struct mroc_mr *mr)
+{
+	struct libmroc_anchor *a;
+
+	if (!mr->keep)
+		return;
+	for (const struct mroc_mr *o = ctx->mrs; o; o = o->next)
+		if (o->dev == mr->dev && o->ino == mr->ino)
+			return;
+	for (a = ctx->anchors; a; a = a->next)
+		if (a->dev == mr->dev && a->ino == mr->ino)
+			return;
+	a = calloc(1, sizeof(*a));
+	if (!a)
+		return;
+	a->addr = mremap(mr->addr, 0, (size_t)sysconf(_SC_PAGESIZE), MREMAP_MAYMOVE);
+	if (a->addr == MAP_FAILED) {
+		free(a);
+		return;
+	}
+	a->dev = mr->dev;
+	a->ino = mr->ino;
+	a->next = ctx->anchors;
+	ctx->anchors = a;
 }
 
 int mroc_mr_dereg(struct mroc_mr *mr)
@@ -222,6 +262,7 @@ int mroc_mr_dereg(struct mroc_mr *mr)
 	if (*pp)
 		*pp = mr->next;
 	atomic_fetch_add_explicit(&ctx->mr_gen, 1, memory_order_release);
+	anchor_file(ctx, mr);
 	pthread_mutex_unlock(&ctx->list_lock);
 
 	m.lkey = mr->lkey;
@@ -245,6 +286,13 @@ void libmroc_mr_drop_all(struct mroc_ctx *ctx)
 		if (!mr)
 			break;
 		mroc_mr_dereg(mr);
+	}
+	while (ctx->anchors) {
+		struct libmroc_anchor *a = ctx->anchors;
+
+		ctx->anchors = a->next;
+		munmap(a->addr, (size_t)sysconf(_SC_PAGESIZE));
+		free(a);
 	}
 }
 

@@ -9,8 +9,9 @@
  *    is found through /proc/self/map_files (needs CAP_SYS_ADMIN), else among
  *    the process's open fds by device and inode; the memfd must allow sealing
  *    (MFD_ALLOW_SEALING: libmroc seals it against shrinking, mrocd against new
- *    writable mappings, so once its last registration is gone it cannot be
- *    registered again: a bounce region, below, serves it then);
+ *    writable mappings; this context registers it again after its last
+ *    registration went, from a page of the mapping libmroc and mrocd keep;
+ *    if even that fails, a bounce region, below, serves it);
  *  - any other buffer (malloc, cudaHostAlloc) gets a bounce region of its size:
  *    a send copies the payload in before it posts, a receive copies it out
  *    when it completes (net.c).  One memcpy per message on each side.

@@ -232,11 +232,13 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 		cl->mrs_cap = cs->ctl->lim.max_mrs;
 		cl->qps_cap = cs->ctl->lim.max_qps;
 		cl->mrs = calloc(cl->mrs_cap, sizeof(*cl->mrs));
+		cl->anchors = calloc(cl->mrs_cap, sizeof(*cl->anchors));
 		cl->qps = calloc(cl->qps_cap, sizeof(*cl->qps));
 	}
-	if (!cl || !cl->mrs || !cl->qps) {
+	if (!cl || !cl->mrs || !cl->anchors || !cl->qps) {
 		if (cl) {
 			free(cl->mrs);
+			free(cl->anchors);
 			free(cl->qps);
 		}
 		free(cl);
@@ -442,9 +444,49 @@ static int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t le
 	return pinned(cs, cl, map, len, out);
 }
 
+/* The entry of v[0..n) that maps file (dev, ino), other than but; NULL if none. */
+static const struct cmr *find_cmr(const struct cmr *v, uint32_t n, dev_t dev, ino_t ino,
+				  const struct cmr *but)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (&v[i] != but && v[i].dev == dev && v[i].ino == ino)
+			return &v[i];
+	return NULL;
+}
+
+/*
+ * The last region of an application's memfd (MROC_MR_REG_KEEP_FILE) is
+ * going: a page of its mapping stays (an mremap copy, locked like its
+ * source), so that map_again can copy a writable mapping of the file when
+ * the application registers it again (a registration cache evicting and
+ * registering one buffer, NCCL's and libfabric's).  Only for files the
+ * application keeps: an anchor of libmroc's own region memfds would keep
+ * their memory until the client goes.  Without room (mrs_cap anchors) or
+ * if the copy fails, none: registering it again is refused as before.
+ */
+static void anchor_file(struct client *cl, const struct cmr *mr)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	void *map;
+
+	if (!mr->keep || cl->nanchors >= cl->mrs_cap ||
+	    find_cmr(cl->mrs, cl->nmrs, mr->dev, mr->ino, mr) ||
+	    find_cmr(cl->anchors, cl->nanchors, mr->dev, mr->ino, NULL))
+		return;
+	map = (void *)syscall(SYS_mremap, mr->map, 0, page, MREMAP_MAYMOVE);
+	if (map == MAP_FAILED) {
+		pr_debug("client %u: no anchor for a region's file: %s", cl->id, strerror(errno));
+		return;
+	}
+	cl->anchors[cl->nanchors++] = (struct cmr){ .map = map, .len = page, .dev = mr->dev,
+						    .ino = mr->ino };
+	cl->locked_bytes += pinned_bytes(page);
+	cl->cs->ctl->locked_bytes += pinned_bytes(page);
+}
+
 /*
  * A memfd sealed against new writable mappings (map_pinned sealed it for a
- * region of this client that still lives): no mmap can map it writable
+ * region of this client that still lives, or one anchor_file kept): no mmap can map it writable
  * again, but mremap can copy a writable shared mapping (old size 0), so the
  * region's mapping is a copy of the longest one of the same file, from its
  * start.  Only this client's own: it could write the file when it
@@ -468,6 +510,8 @@ static int map_again(struct clients *cs, struct client *cl, int fd, const struct
 		if (cl->mrs[i].dev == st->st_dev && cl->mrs[i].ino == st->st_ino &&
 		    (!src || cl->mrs[i].len > src->len))
 			src = &cl->mrs[i];
+	if (!src)
+		src = find_cmr(cl->anchors, cl->nanchors, st->st_dev, st->st_ino, NULL);
 	if (!src)
 		return sealed_before(cs, cl);
 	err = over_lock_limit(cs, cl, len);
@@ -613,6 +657,8 @@ void clients_close(void *ctx, void *client)
 		free_qp(cl->qps[i]);
 	for (uint32_t i = 0; i < cl->nmrs; i++)
 		unpin(cl, cl->mrs[i].map, cl->mrs[i].len);
+	for (uint32_t i = 0; i < cl->nanchors; i++)
+		unpin(cl, cl->anchors[i].map, cl->anchors[i].len);
 	if (cl->doorbell >= 0)
 		close(cl->doorbell);
 	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
@@ -630,6 +676,7 @@ void clients_close(void *ctx, void *client)
 		uid_count(cs->ctl, cl->uid, -1);
 	}
 	free(cl->mrs);
+	free(cl->anchors);
 	free(cl->qps);
 	free(cl);
 }
@@ -756,7 +803,8 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	struct stat st;
 	int err;
 
-	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL))
+	if (nfds != 1 || !m->len || (m->access & ~(uint32_t)ENGINE_ACCESS_ALL) ||
+	    (m->flags & ~(uint32_t)MROC_MR_REG_KEEP_FILE))
 		return -EINVAL;
 	if (cl->nmrs >= cs->ctl->lim.max_mrs || cl->nmrs >= cl->mrs_cap ||
 	    cl->mr_bytes + m->len > cs->ctl->lim.max_mr_bytes)
@@ -779,7 +827,8 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 		return err;
 	}
 	cl->mrs[cl->nmrs++] = (struct cmr){ .lkey = o.lkey, .rkey = o.rkey, .map = o.map,
-					    .len = m->len, .dev = st.st_dev, .ino = st.st_ino };
+					    .len = m->len, .dev = st.st_dev, .ino = st.st_ino,
+					    .keep = m->flags & MROC_MR_REG_KEEP_FILE };
 	cl->mr_bytes += m->len;
 	u->mrs++;
 	cs->ctl->user_mrs += !cl->admin;
@@ -804,6 +853,7 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 		if (err)
 			return err;
 		/* The engine no longer knows the key: nothing can touch the mapping now. */
+		anchor_file(cl, mr);
 		unpin(cl, mr->map, mr->len);
 		cl->mr_bytes -= mr->len;
 		uid_of(cs->ctl, cl->uid)->mrs--;

@@ -84,6 +84,7 @@ struct cmr {
 	size_t len;
 	dev_t dev;		/* its memfd (map_again finds a region's file by them) */
 	ino_t ino;
+	bool keep;		/* MROC_MR_REG_KEEP_FILE: anchored when its file's last region goes */
 };
 
 struct client;
@@ -119,6 +120,13 @@ struct client {
 	int doorbell;			/* -1 until HELLO */
 	struct cmr *mrs;
 	uint32_t nmrs, mrs_cap;		/* mrs_cap: max_mrs when it connected */
+	/*
+	 * A page of each application memfd (MROC_MR_REG_KEEP_FILE) whose last
+	 * region went: what map_again copies when it is registered again (the
+	 * seal forbids a new writable mmap).  At most mrs_cap; until it goes.
+	 */
+	struct cmr *anchors;
+	uint32_t nanchors;
 	struct cqp **qps;
 	uint32_t nqps, qps_cap;
 	uint64_t mr_bytes;

@@ -25,7 +25,8 @@
  *	(at most 30 s) before the rest (the engine's per-QP arrays grow with
  *	the window in the warm-up, a one-time cost, engine/ring.c).
  * recv and send also register their region's memfd a second time, and
- * deregister that, before anything else.
+ * deregister that, then deregister the region and register its memfd anew,
+ * before anything else.
  * The receiver prints "listening" once it listens; both print "ready" once connected.  Exit 1 on any error or bad byte.
  */
 #include <errno.h>
@@ -98,6 +99,16 @@ static int region_make(struct mroc_ctx *ctx, size_t len, unsigned access, bool a
 		err = mroc_mr_dereg(mr);
 		if (err)
 			return err;
+		/*
+		 * And once no region maps it (a registration cache evicting it):
+		 * both kept a page of their mapping (MROC_MR_REG_KEEP_FILE) to copy.
+		 */
+		err = mroc_mr_dereg(r->mr);
+		if (err)
+			return err;
+		r->mr = mroc_mr_reg_memfd(ctx, r->fd, len, access);
+		if (!r->mr)
+			return -errno;
 	}
 	r->base = mroc_mr_addr(r->mr);
 	/* Same addresses (the library checks work requests against them), no pages. */

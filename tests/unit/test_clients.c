@@ -470,6 +470,18 @@ static void test_unallocated_refused(void **state)
 }
 
 /* MR_REG of len bytes of fd: 0 and its lkey, or -errno. */
+static int mr_reg_flags(struct tc *c, int fd, uint64_t len, uint32_t flags, uint32_t *lkey)
+{
+	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len,
+				     .access = MROC_ACCESS_LOCAL_WRITE, .flags = flags };
+	int dup_fd = dup(fd), err;
+
+	assert_true(dup_fd >= 0);
+	err = msg(c, &m, sizeof(m), &dup_fd, 1);
+	*lkey = m.lkey;
+	return err;
+}
+
 static int mr_reg_key(struct tc *c, int fd, uint64_t len, uint32_t *lkey)
 {
 	struct mroc_msg_mr_reg m = { .h.type = MROC_MSG_MR_REG, .len = len,
@@ -625,6 +637,49 @@ static void test_sealed_again(void **state)
 	assert_int_equal(clients_locked_bytes(E.cs), 0);
 	close_client(&a);
 	close_client(&b);
+	assert_int_equal(clients_locked_bytes(E.cs), 0);
+	munmap(map, 8 * 4096);
+	close(fd);
+	env_down();
+}
+
+/*
+ * An application's memfd registered with MROC_MR_REG_KEEP_FILE registers
+ * again after its last region went (a registration cache evicting and
+ * registering one buffer): mrocd kept a page of its mapping (counted as
+ * locked) and copies it, writable, pinned, longer if every page is there;
+ * until the client goes.  Unknown flags: EINVAL.
+ */
+static void test_sealed_again_kept(void **state)
+{
+	uint32_t k1, k2;
+	struct tc a;
+	uint8_t *map;
+	int fd;
+
+	(void)state;
+	env_up(100);
+	open_client(&a, 1000);
+	fd = sparse_memfd(8 * 4096);
+	map = mmap(NULL, 8 * 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	assert_true(map != MAP_FAILED);
+	memset(map, 1, 8 * 4096);
+	assert_int_equal(mr_reg_flags(&a, fd, 4096, 0x80, &k1), -EINVAL);
+	assert_int_equal(mr_reg_flags(&a, fd, 4 * 4096, MROC_MR_REG_KEEP_FILE, &k1), 0);
+	assert_int_equal(mr_dereg(&a, k1), 0);
+	assert_int_equal(clients_locked_bytes(E.cs), 4096);	/* the anchor's page */
+	assert_int_equal(mr_reg_flags(&a, fd, 8 * 4096, MROC_MR_REG_KEEP_FILE, &k2), 0);
+	pinned_map(&a, k2)[6 * 4096] = 7;
+	assert_int_equal(map[6 * 4096], 7);
+	map[5 * 4096] = 9;
+	assert_int_equal(pinned_map(&a, k2)[5 * 4096], 9);
+	assert_int_equal(clients_locked_bytes(E.cs), 9 * 4096);
+	assert_int_equal(mr_dereg(&a, k2), 0);
+	/* One anchor a file: the second region's going keeps no other. */
+	assert_int_equal(clients_locked_bytes(E.cs), 4096);
+	assert_int_equal(mr_reg_key(&a, fd, 2 * 4096, &k1), 0);	/* from the anchor, too */
+	assert_int_equal(mr_dereg(&a, k1), 0);
+	close_client(&a);
 	assert_int_equal(clients_locked_bytes(E.cs), 0);
 	munmap(map, 8 * 4096);
 	close(fd);
@@ -971,6 +1026,7 @@ int main(void)
 		cmocka_unit_test(test_unallocated_refused),
 		cmocka_unit_test(test_punch_refused),
 		cmocka_unit_test(test_sealed_again),
+		cmocka_unit_test(test_sealed_again_kept),
 		cmocka_unit_test(test_hugetlb_refused),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),

@@ -304,12 +304,37 @@ static void test_mr_reg_memfd(void **state)
 	assert_null(mroc_mr_reg_memfd(ctx, fd, 4096, 0));
 	assert_int_equal(errno, EPERM);
 	assert_int_equal(mroc_mr_dereg(mr), 0);
-	/* No region of it left: no writable mapping can be made again. */
+	/*
+	 * No region of it left, and the last one's mapping was the
+	 * application's by then: nothing of ours maps the file to copy.
+	 */
 	errno = 0;
 	assert_null(mroc_mr_reg_memfd(ctx, fd, 4096, 0));
 	assert_int_equal(errno, EPERM);
 	/* The fd is still the application's. */
 	assert_true(fcntl(fd, F_GETFD) >= 0);
+	close(fd);
+
+	/*
+	 * An application's memfd registered, deregistered and registered again
+	 * (a registration cache): the library kept a page of its mapping (and
+	 * asked mrocd to keep one: MROC_MR_REG_KEEP_FILE), and copies it.
+	 */
+	fd = memfd_create("app", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 8192), 0);
+	assert_int_equal(pwrite(fd, "again", 5, 4100), 5);
+	mr = mroc_mr_reg_memfd(ctx, fd, 4096, 0);
+	assert_non_null(mr);
+	assert_true(fake_mr_by_lkey(mroc_mr_lkey(mr))->keep);
+	assert_int_equal(mroc_mr_dereg(mr), 0);
+	mr = mroc_mr_reg_memfd(ctx, fd, 8192, MROC_ACCESS_REMOTE_WRITE);
+	assert_non_null(mr);
+	p = mroc_mr_addr(mr);
+	assert_memory_equal(p + 4100, "again", 5);
+	p[7000] = 0x55;
+	assert_int_equal(fake_mr_by_lkey(mroc_mr_lkey(mr))->map[7000], 0x55);
+	assert_int_equal(mroc_mr_dereg(mr), 0);
 	close(fd);
 
 	/* A memfd that cannot be sealed cannot be registered. */
@@ -320,7 +345,7 @@ static void test_mr_reg_memfd(void **state)
 	assert_null(mroc_mr_reg_memfd(ctx, plain, 4096, 0));
 	assert_int_equal(errno, EPERM);
 	close(plain);
-	assert_int_equal(F.msgs[MROC_MSG_MR_REG], 2);
+	assert_int_equal(F.msgs[MROC_MSG_MR_REG], 4);
 	mroc_close(ctx);
 }
 

@@ -48,6 +48,8 @@
 
 struct fake_mr {
 	bool live;
+	bool keep;		/* MROC_MR_REG_KEEP_FILE */
+	bool anchor;		/* its file's last region went: kept, as mrocd keeps a page */
 	uint32_t lkey, rkey, access;
 	uint8_t *map;
 	uint64_t len;
@@ -168,12 +170,12 @@ FAKE_FN int fake_mr_reg(struct mroc_msg_mr_reg *m, int *fds, int nfds)
 	struct stat st;
 	int err;
 
-	FAKE_CHECK(nfds == 1 && m->len > 0);
+	FAKE_CHECK(nfds == 1 && m->len > 0 && !(m->flags & ~MROC_MR_REG_KEEP_FILE));
 	err = fake_check_memfd(fds[0], m->len, false);
 	if (err)
 		return err;
 	for (int i = 0; i < FAKE_MAX_MRS && !mr; i++)
-		if (!F.mrs[i].live)
+		if (!F.mrs[i].live && !F.mrs[i].anchor)
 			mr = &F.mrs[i];
 	if (!mr)
 		return -EDQUOT;
@@ -184,8 +186,8 @@ FAKE_FN int fake_mr_reg(struct mroc_msg_mr_reg *m, int *fds, int nfds)
 		const struct fake_mr *src = NULL;
 
 		for (int i = 0; i < FAKE_MAX_MRS; i++)
-			if (F.mrs[i].live && F.mrs[i].dev == st.st_dev && F.mrs[i].ino == st.st_ino &&
-			    (!src || F.mrs[i].len > src->len))
+			if ((F.mrs[i].live || F.mrs[i].anchor) && F.mrs[i].dev == st.st_dev &&
+			    F.mrs[i].ino == st.st_ino && (!src || F.mrs[i].len > src->len))
 				src = &F.mrs[i];
 		if (!src)
 			return -EPERM;
@@ -199,6 +201,7 @@ FAKE_FN int fake_mr_reg(struct mroc_msg_mr_reg *m, int *fds, int nfds)
 	mr->dev = st.st_dev;
 	mr->ino = st.st_ino;
 	mr->live = true;
+	mr->keep = m->flags & MROC_MR_REG_KEEP_FILE;
 	mr->len = m->len;
 	mr->access = m->access;
 	/* Keys the library cannot guess: a new one for every registration. */
@@ -216,8 +219,14 @@ FAKE_FN int fake_mr_dereg(const struct mroc_msg_mr_dereg *m)
 		struct fake_mr *mr = &F.mrs[i];
 
 		if (mr->live && mr->lkey == m->lkey) {
-			munmap(mr->map, mr->len);
 			mr->live = false;
+			for (int j = 0; j < FAKE_MAX_MRS && mr->keep; j++)
+				if ((F.mrs[j].live || F.mrs[j].anchor) && F.mrs[j].dev == mr->dev &&
+				    F.mrs[j].ino == mr->ino)
+					mr->keep = false;	/* another maps the file */
+			mr->anchor = mr->keep;
+			if (!mr->anchor)
+				munmap(mr->map, mr->len);
 			return 0;
 		}
 	}

@@ -131,10 +131,12 @@ struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int acc
  * if the registration failed after the daemon mapped it, the application
  * can write the memfd only through mappings it made before (and the
  * region's); it cannot mmap it writable (MAP_SHARED, PROT_WRITE) again nor
- * write(2) to it.  It can register it again (another length, other access)
- * while a region of it from this context lives: the library and the daemon
- * copy that region's mappings; once none does, -EPERM.  So does another
- * process's registration of it (it could only read the file).  A memfd
+ * write(2) to it.  It can register it again (another length, other access),
+ * also after its last region of this context went (a registration cache
+ * evicting and registering a buffer): the library and the daemon copy a
+ * live region's mapping, or a page of the last one's that both keep (one
+ * page a memfd, locked in mrocd) until the context closes.  Another
+ * process's registration of it gets -EPERM (it could only read the file).  A memfd
  * closed to seals (F_SEAL_SEAL) is refused (-EPERM), and so is a hugetlbfs
  * one (MFD_HUGETLB: -EOPNOTSUPP).  Make the writable mappings you need
  * before the first registration.
