@@ -638,7 +638,7 @@ if grep -qwE 'bw|lat|tcp' <<<"$PARTS"; then
 	md "$(load_note)"
 	md ""
 	if command -v gnuplot >/dev/null; then
-		(cd "$OUT" && gnuplot scale.gp) || log "gnuplot failed"
+		(cd "$OUT" && gnuplot "$BL_TOP/docs/perf/scale.gp") || log "gnuplot failed"
 	fi
 fi
 
