@@ -68,6 +68,8 @@ struct fqp {
 	struct ring_view ring[3];
 };
 
+#define MAX_LKEYS	16
+
 struct state {
 	struct clients *cs;
 	uint64_t digest;		/* with MROC_FUZZ_CHECK_RESET: of everything the input got */
@@ -79,6 +81,12 @@ struct state {
 	void *ring;
 	size_t ring_len;
 	struct mroc_msg_qp_create ring_msg;
+	/* the regions' keys the daemon gave, for MR_DEREG (key_fixup) */
+	uint32_t lkeys[MAX_LKEYS];
+	unsigned nlkeys, nregs;
+	/* the last FC_FD_MEMFD made (every second one is it again: registered again) */
+	int memfd;
+	unsigned nmemfd;
 };
 
 static void mix(uint64_t *h, const void *p, size_t n)
@@ -161,7 +169,12 @@ static int make_fd(struct state *s, int kind, const uint8_t *msg, size_t len)
 	case FC_FD_EVENTFD:
 		return eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	case FC_FD_MEMFD:
-		return sealed_memfd(FC_MEMFD_LEN);
+		if (s->nmemfd++ % 2 && s->memfd >= 0)
+			return dup(s->memfd);
+		if (s->memfd >= 0)
+			close(s->memfd);
+		s->memfd = sealed_memfd(FC_MEMFD_LEN);
+		return s->memfd >= 0 ? dup(s->memfd) : -1;
 	case FC_FD_RING:
 		return ring_fd(s, msg, len);
 	default:
@@ -217,12 +230,29 @@ static void qpn_fixup(struct state *s, uint8_t *msg, size_t len)
 		memcpy(msg + sizeof(h), &s->qps[qpn % s->nqps].qpn, sizeof(qpn));
 }
 
+/* An MR_DEREG's small key is the one the daemon gave the region of that index. */
+static void key_fixup(struct state *s, uint8_t *msg, size_t len)
+{
+	struct mroc_msg_hdr h;
+	uint32_t lkey;
+
+	if (len < sizeof(h) + sizeof(lkey) || !s->nlkeys)
+		return;
+	memcpy(&h, msg, sizeof(h));
+	if (h.type != MROC_MSG_MR_DEREG)
+		return;
+	memcpy(&lkey, msg + sizeof(h), sizeof(lkey));
+	if (lkey < MAX_LKEYS)
+		memcpy(msg + sizeof(h), &s->lkeys[lkey % s->nlkeys], sizeof(lkey));
+}
+
 static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 {
 	/* Aligned as the daemon's own buffers are. */
 	union {
 		struct mroc_msg_hdr h;
 		struct mroc_msg_qp_create qc;
+		struct mroc_msg_mr_reg mr;
 		uint8_t b[MROC_MSG_MAX];
 	} reply;
 	union {
@@ -244,6 +274,7 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 	memset(&reply, 0, sizeof(reply));	/* the digest reads its padding too */
 	memcpy(msg.b, d, len);
 	qpn_fixup(s, msg.b, len);
+	key_fixup(s, msg.b, len);
 	for (int i = 0; i < nfds; i++)
 		fds[i] = make_fd(s, (d[-2] >> (2 * i)) & 3, msg.b, len);
 	/* A QP's doorbell (fds[2]) stays the daemon's: do_ring rings a copy. */
@@ -259,6 +290,11 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 		add_qp(s, reply.qc.qpn, doorbell);
 	else if (doorbell >= 0)
 		close(doorbell);
+	if (!reply.h.status && len >= sizeof(struct mroc_msg_hdr) &&
+	    msg.h.type == MROC_MSG_MR_REG) {
+		s->lkeys[s->nregs++ % MAX_LKEYS] = reply.mr.lkey;
+		s->nlkeys = s->nregs < MAX_LKEYS ? s->nregs : MAX_LKEYS;
+	}
 	return 3 + len;
 }
 
@@ -390,7 +426,7 @@ static void fixture_free(struct fixture *fx)
 static uint64_t run(struct fixture *fx, const uint8_t *d, size_t n)
 {
 	struct ucred cred = { .pid = 1, .uid = 1000, .gid = 1000 };
-	struct state s = { .cs = fx->cs, .digest = 0xcbf29ce484222325ULL };
+	struct state s = { .cs = fx->cs, .digest = 0xcbf29ce484222325ULL, .memfd = -1 };
 	struct clients_stats st;
 	struct engine_stats es;
 	int fds_before = count_fds();
@@ -435,6 +471,8 @@ static uint64_t run(struct fixture *fx, const uint8_t *d, size_t n)
 	}
 	if (s.ring)
 		munmap(s.ring, s.ring_len);
+	if (s.memfd >= 0)
+		close(s.memfd);
 	close(s.sock[0]);
 	close(s.sock[1]);
 	FUZZ_ASSERT(count_fds() == fds_before);

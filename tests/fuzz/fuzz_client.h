@@ -11,7 +11,10 @@
  *            for that QP (its qpn filled in)
  *   FC_TICK  u8 kind, u8 ms: the clock moves; the worker's timers and sleep hooks run
  *
- * qp indexes the QPs created so far (modulo their number).
+ * qp indexes the QPs created so far (modulo their number), and so does an
+ * MR_DEREG's key below 16 the regions registered so far.  FC_FD_MEMFD is
+ * a populated memfd, every second one of an input the one before again (so
+ * regions of one file, and its registration again, are reached).
  */
 #ifndef MROC_FUZZ_CLIENT_H
 #define MROC_FUZZ_CLIENT_H

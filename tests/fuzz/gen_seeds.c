@@ -188,7 +188,7 @@ void client_seeds(const char *dir)
 					    .qpn = 0, .family = AF_INET, .addr = { 10, 0, 0, 2 },
 					    .service_id = 4242);
 	struct mroc_msg_qp_destroy qd = MSG(MROC_MSG_QP_DESTROY, mroc_msg_qp_destroy, .qpn = 0);
-	struct mroc_msg_mr_dereg md = MSG(MROC_MSG_MR_DEREG, mroc_msg_mr_dereg, .lkey = 1);
+	struct mroc_msg_mr_dereg md = MSG(MROC_MSG_MR_DEREG, mroc_msg_mr_dereg, .lkey = 0);
 	struct mroc_sqe sqe = { .wr_id = 1, .opcode = MROC_WR_WRITE, .flags = MROC_SEND_SIGNALED,
 				.lkey = 1, .len = 4096, .rkey = 0x1000, .raddr = 0 };
 	struct mroc_rqe rqe = { .wr_id = 2, .lkey = 1, .len = 4096 };
@@ -219,6 +219,14 @@ void client_seeds(const char *dir)
 		}
 		fclose(f);
 	}
+	/* An application's memfd (MROC_MR_REG_KEEP_FILE) registered, deregistered, again. */
+	f = open_seed("fuzz_client", "keep-file");
+	mr.flags = MROC_MR_REG_KEEP_FILE;
+	put_msg(f, &hello, sizeof(hello), 1, FC_FD_EVENTFD);
+	put_msg(f, &mr, sizeof(mr), 1, FC_FD_MEMFD);
+	put_msg(f, &md, sizeof(md), 0, 0);
+	put_msg(f, &mr, sizeof(mr), 1, FC_FD_MEMFD);
+	fclose(f);
 }
 
 /*
