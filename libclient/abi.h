@@ -76,7 +76,7 @@ struct mroc_msg_mr_reg {
 	uint64_t len;			/* request: bytes from offset 0 of the memfd */
 	uint32_t access;		/* request: MROC_ACCESS_* */
 	uint32_t lkey, rkey;		/* reply */
-	uint32_t flags;			/* request: MROC_MR_REG_* (reserved, 0, until session 26) */
+	uint32_t flags;			/* request: MROC_MR_REG_* (a reserved word before them) */
 };
 
 /*
@@ -84,7 +84,8 @@ struct mroc_msg_mr_reg {
  * region of this client goes, mrocd keeps a page of its mapping until the
  * client goes, so that it can be registered again (the seal forbids a new
  * writable mmap).  Not for libmroc's own region memfds: that page would keep
- * the whole file's memory.  A daemon that knows no flag ignores it.
+ * the whole file's memory.  A daemon older than the flag ignores it (the word
+ * was reserved); one that knows it refuses other bits (-EINVAL).
  */
 #define MROC_MR_REG_KEEP_FILE	0x1u
 

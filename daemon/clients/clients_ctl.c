@@ -486,10 +486,11 @@ static void anchor_file(struct client *cl, const struct cmr *mr)
 
 /*
  * A memfd sealed against new writable mappings (map_pinned sealed it for a
- * region of this client that still lives, or one anchor_file kept): no mmap can map it writable
- * again, but mremap can copy a writable shared mapping (old size 0), so the
- * region's mapping is a copy of the longest one of the same file, from its
- * start.  Only this client's own: it could write the file when it
+ * region of this client that still lives, or for one whose page anchor_file
+ * kept): no mmap can map it writable again, but mremap can copy a writable
+ * shared mapping (old size 0), so the region's mapping is a copy of the
+ * longest one of the same file (or of that page), from its start, grown to
+ * the length asked.  Only this client's own: it could write the file when it
  * registered it, so the copy gives it nothing new, where another client's
  * (sent the fd by the first) could only read it (a seal the owner added
  * itself to hand out a read-only file is the same seal).  The copy of a

@@ -136,9 +136,9 @@ struct mroc_mr *mroc_mr_alloc(struct mroc_ctx *ctx, size_t len, unsigned int acc
  * evicting and registering a buffer): the library and the daemon copy a
  * live region's mapping, or a page of the last one's that both keep (one
  * page a memfd, locked in mrocd) until the context closes.  Another
- * process's registration of it gets -EPERM (it could only read the file).  A memfd
- * closed to seals (F_SEAL_SEAL) is refused (-EPERM), and so is a hugetlbfs
- * one (MFD_HUGETLB: -EOPNOTSUPP).  Make the writable mappings you need
+ * process's registration of it gets -EPERM (it could only read the file).
+ * A memfd closed to seals (F_SEAL_SEAL) is refused (-EPERM), and so is a
+ * hugetlbfs one (MFD_HUGETLB: -EOPNOTSUPP).  Make the writable mappings you need
  * before the first registration.
  */
 struct mroc_mr *mroc_mr_reg_memfd(struct mroc_ctx *ctx, int memfd, size_t len,
