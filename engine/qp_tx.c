@@ -414,6 +414,16 @@ static bool sparse_qp(const struct engine *eng, const struct qp *qp, const struc
 	return m->nseg >= (uint32_t)eng->cfg.ack_every * qp->npaths && !qp->tx_dense;
 }
 
+/* Bytes the QP has in flight on all its paths. */
+static uint64_t qp_flight(const struct qp *qp)
+{
+	uint64_t flight = 0;
+
+	for (unsigned i = 0; i < qp->npaths; i++)
+		flight += qp->paths[i].inflight;
+	return flight;
+}
+
 /*
  * A packet of a bulk transfer's last round: what the QP has left to send
  * after it is less than it has in flight (the paths' windows take the rest
@@ -433,16 +443,6 @@ static bool sparse_qp(const struct engine *eng, const struct qp *qp, const struc
  * made the yardstick ask for more ACKs than a NIC does (mroc-sim bench,
  * RoCEv2 at 5 % loss: 11.05 -> 11.01 Gbit/s).
  */
-/* Bytes the QP has in flight on all its paths. */
-static uint64_t qp_flight(const struct qp *qp)
-{
-	uint64_t flight = 0;
-
-	for (unsigned i = 0; i < qp->npaths; i++)
-		flight += qp->paths[i].inflight;
-	return flight;
-}
-
 static bool bulk_tail(const struct engine *eng, const struct qp *qp, const struct path *p,
 		      const struct tx_msg *m)
 {

@@ -81,9 +81,9 @@ struct state {
 	void *ring;
 	size_t ring_len;
 	struct mroc_msg_qp_create ring_msg;
-	/* the regions' keys the daemon gave, for MR_DEREG (key_fixup) */
+	/* the last MAX_LKEYS regions' keys the daemon gave, for MR_DEREG (id_fixup) */
 	uint32_t lkeys[MAX_LKEYS];
-	unsigned nlkeys, nregs;
+	unsigned nregs;
 	/* the last FC_FD_MEMFD made (every second one is it again: registered again) */
 	int memfd;
 	unsigned nmemfd;
@@ -210,40 +210,30 @@ static void add_qp(struct state *s, uint32_t qpn, int doorbell)
 }
 
 /*
- * Messages naming a QP (CONNECT, LISTEN, DESTROY: the qpn right after the
- * header) may name it by index: qpn < MAX_QPS means the index-th QP created,
- * so recorded conversations work whatever numbers the engine hands out.
+ * Messages naming a QP (CONNECT, LISTEN, DESTROY) or a region (MR_DEREG) by
+ * the word right after the header may name it by index: below MAX_QPS
+ * (MAX_LKEYS) it means the index-th QP created (region registered), modulo
+ * their number, so recorded conversations work whatever numbers the daemon
+ * hands out.
  */
-static void qpn_fixup(struct state *s, uint8_t *msg, size_t len)
+static void id_fixup(struct state *s, uint8_t *msg, size_t len)
 {
+	unsigned nkeys = s->nregs < MAX_LKEYS ? s->nregs : MAX_LKEYS;
 	struct mroc_msg_hdr h;
-	uint32_t qpn;
+	uint32_t id;
 
-	if (len < sizeof(h) + sizeof(qpn) || !s->nqps)
+	if (len < sizeof(h) + sizeof(id))
 		return;
 	memcpy(&h, msg, sizeof(h));
-	if (h.type != MROC_MSG_QP_CONNECT && h.type != MROC_MSG_QP_LISTEN &&
-	    h.type != MROC_MSG_QP_DESTROY)
+	memcpy(&id, msg + sizeof(h), sizeof(id));
+	if ((h.type == MROC_MSG_QP_CONNECT || h.type == MROC_MSG_QP_LISTEN ||
+	     h.type == MROC_MSG_QP_DESTROY) && s->nqps && id < MAX_QPS)
+		id = s->qps[id % s->nqps].qpn;
+	else if (h.type == MROC_MSG_MR_DEREG && nkeys && id < MAX_LKEYS)
+		id = s->lkeys[id % nkeys];
+	else
 		return;
-	memcpy(&qpn, msg + sizeof(h), sizeof(qpn));
-	if (qpn < MAX_QPS)
-		memcpy(msg + sizeof(h), &s->qps[qpn % s->nqps].qpn, sizeof(qpn));
-}
-
-/* An MR_DEREG's small key is the one the daemon gave the region of that index. */
-static void key_fixup(struct state *s, uint8_t *msg, size_t len)
-{
-	struct mroc_msg_hdr h;
-	uint32_t lkey;
-
-	if (len < sizeof(h) + sizeof(lkey) || !s->nlkeys)
-		return;
-	memcpy(&h, msg, sizeof(h));
-	if (h.type != MROC_MSG_MR_DEREG)
-		return;
-	memcpy(&lkey, msg + sizeof(h), sizeof(lkey));
-	if (lkey < MAX_LKEYS)
-		memcpy(msg + sizeof(h), &s->lkeys[lkey % s->nlkeys], sizeof(lkey));
+	memcpy(msg + sizeof(h), &id, sizeof(id));
 }
 
 static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
@@ -273,8 +263,7 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 	memset(&msg, 0, sizeof(msg));
 	memset(&reply, 0, sizeof(reply));	/* the digest reads its padding too */
 	memcpy(msg.b, d, len);
-	qpn_fixup(s, msg.b, len);
-	key_fixup(s, msg.b, len);
+	id_fixup(s, msg.b, len);
 	for (int i = 0; i < nfds; i++)
 		fds[i] = make_fd(s, (d[-2] >> (2 * i)) & 3, msg.b, len);
 	/* A QP's doorbell (fds[2]) stays the daemon's: do_ring rings a copy. */
@@ -291,10 +280,8 @@ static size_t do_msg(struct state *s, const uint8_t *d, size_t n)
 	else if (doorbell >= 0)
 		close(doorbell);
 	if (!reply.h.status && len >= sizeof(struct mroc_msg_hdr) &&
-	    msg.h.type == MROC_MSG_MR_REG) {
+	    msg.h.type == MROC_MSG_MR_REG)
 		s->lkeys[s->nregs++ % MAX_LKEYS] = reply.mr.lkey;
-		s->nlkeys = s->nregs < MAX_LKEYS ? s->nregs : MAX_LKEYS;
-	}
 	return 3 + len;
 }
 
