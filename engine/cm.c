@@ -259,8 +259,9 @@ static bool cm_params_ok(const struct engine *eng, const struct qp *qp,
  * Queue a one-shot CM answer; src_qpn is whom it speaks for (0 = no QP).
  * Returns it (to add a tag key), or NULL when the queue is full.
  */
-static struct ctl_reply *ctl_reply(struct engine *eng, const struct engine_rx_meta *meta,
-				   uint32_t dst_qpn, uint32_t src_qpn, uint8_t op, uint8_t reason)
+static struct ctl_reply *ctl_reply(struct engine *eng, const struct wire_pkt *pkt,
+				   const struct engine_rx_meta *meta, uint32_t src_qpn, uint8_t op,
+				   uint8_t reason)
 {
 	struct ctl_reply *r;
 
@@ -269,8 +270,9 @@ static struct ctl_reply *ctl_reply(struct engine *eng, const struct engine_rx_me
 	if (eng->ctl_tail - eng->ctl_head >= 16)
 		return NULL;	/* the peer retries; no need to queue without bound */
 	r = &eng->ctl[eng->ctl_tail++ % 16];
-	*r = (struct ctl_reply){ .peer = meta->peer, .dst_qpn = dst_qpn, .src_qpn = src_qpn,
-				 .sport = meta->sport, .op = op, .reason = reason };
+	*r = (struct ctl_reply){ .peer = meta->peer, .dst_qpn = pkt->hdr.src_qpn,
+				 .src_qpn = src_qpn, .sport = meta->sport,
+				 .path_id = pkt->hdr.path_id, .op = op, .reason = reason };
 	return r;
 }
 
@@ -278,7 +280,7 @@ static struct ctl_reply *ctl_reply(struct engine *eng, const struct engine_rx_me
 static void req_reply(struct engine *eng, const struct wire_pkt *pkt,
 		      const struct engine_rx_meta *meta, uint8_t reason)
 {
-	struct ctl_reply *r = ctl_reply(eng, meta, pkt->hdr.src_qpn, 0, MROC_OP_CONNECT_REJ,
+	struct ctl_reply *r = ctl_reply(eng, pkt, meta, 0, MROC_OP_CONNECT_REJ,
 					reason);
 
 	if (!r)
@@ -506,8 +508,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 	if (!qp) {
 		engine_count(eng, EC_RX_UNKNOWN_QP);
 		if (pkt->hdr.opcode == MROC_OP_DISCONNECT)
-			ctl_reply(eng, meta, pkt->hdr.src_qpn, pkt->hdr.dst_qpn,
-				  MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
+			ctl_reply(eng, pkt, meta, pkt->hdr.dst_qpn, MROC_OP_DISCONNECT_ACK,
+				  MROC_CM_OK);
 		return -ENOENT;
 	}
 	if (qp->state == ENGINE_QPS_LISTEN && pkt->hdr.opcode == MROC_OP_DISCONNECT) {
@@ -515,7 +517,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 
 		if (h) {
 			/* The requester refused our REP (11.2): forget its REQ, tell it so. */
-			struct ctl_reply *r = ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
+			struct ctl_reply *r = ctl_reply(eng, pkt, meta, qp->qpn,
 							MROC_OP_DISCONNECT_ACK, MROC_CM_OK);
 
 			if (r && h->req.has_key) {
@@ -544,8 +546,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			qp->cm_pending = CM_NONE;
 			qp->cm_deadline = 0;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
-			tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
-						     MROC_OP_DISCONNECT, MROC_CM_BAD_PARAM));
+			tag_reply(eng, qp, ctl_reply(eng, pkt, meta, qp->qpn, MROC_OP_DISCONNECT,
+						     MROC_CM_BAD_PARAM));
 			return -EINVAL;
 		}
 		qp->cm_pending = CM_NONE;
@@ -553,8 +555,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		if (take_peer(eng, qp, pkt)) {
 			qp->state = ENGINE_QPS_ERROR;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
-			tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
-						     MROC_OP_DISCONNECT, MROC_CM_NO_RESOURCES));
+			tag_reply(eng, qp, ctl_reply(eng, pkt, meta, qp->qpn, MROC_OP_DISCONNECT,
+						     MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
 		}
 		cm_ext_up(eng, qp, pkt);
@@ -626,8 +628,8 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			qp->cm_deadline = 0;
 			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
 		}
-		tag_reply(eng, qp, ctl_reply(eng, meta, pkt->hdr.src_qpn, qp->qpn,
-					     MROC_OP_DISCONNECT_ACK, MROC_CM_OK));
+		tag_reply(eng, qp, ctl_reply(eng, pkt, meta, qp->qpn, MROC_OP_DISCONNECT_ACK,
+					     MROC_CM_OK));
 		return 0;
 	case MROC_OP_DISCONNECT_ACK:
 		if (qp->cm_pending != CM_SEND_DISC)
@@ -644,20 +646,25 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 }
 
 /*
- * The source port of the QP's next CM packet op (REQ, RTU, a REP again, a
- * DISCONNECT): the first send of a message by path 0's port (the requester's
- * paths have none before they connect: sport_min), and each copy and try
- * after it by another: the next path's, or before the paths have ports one
- * drawn from the QPN and the count (no draw from the engine's generator:
- * the paths' first ports stay what they were).  In an ECMP fabric the port
- * is the route (and with ports per plane, sport mod N, the host's port): all
- * by one port, a QP whose route crossed a dead plane never connected however
- * many copies and tries it sent (mroc-sim run --plane-loss P:1, 4 planes,
- * seeds 1-4: 7 of 16 runs), and the server's answers, which take the
- * asking packet's port once its first REP went (cm_half.c put_rep), stayed
- * on it too.
+ * The route of the QP's next CM packet op (REQ, RTU, a REP again, a
+ * DISCONNECT): its source port and the path it goes as (*path, in its
+ * header and to the driver).  The first send of a message by path 0 (its
+ * port; the requester's paths have none before they connect: sport_min),
+ * and each copy and try after it by another path: the next one's port, or
+ * before the paths have ports one drawn from the QPN and the count (no
+ * draw from the engine's generator: the paths' first ports stay what they
+ * were).  In an ECMP fabric the port is the route (and with ports per
+ * plane, sport mod N, the host's port); a driver that places paths on its
+ * ports by their id (engine_config.path_ports: the simulator's planes)
+ * takes the path.  All by one port, a QP whose route crossed a dead plane
+ * never connected however many copies and tries it sent (mroc-sim run
+ * --plane-loss P:1, 4 planes, seeds 1-4: 7 of 16 runs); by one path id,
+ * the same with --route path and plane 0 dead (every seed), and in the
+ * cluster a collective's next QPs behind a dead leaf-spine cable of plane
+ * 0.  The server's answers take the asking packet's port and path once its
+ * first REP went (cm_half.c put_rep).
  */
-static uint16_t cm_sport(const struct engine *eng, struct qp *qp, uint8_t op)
+static uint16_t cm_route(const struct engine *eng, struct qp *qp, uint8_t op, uint8_t *path)
 {
 	uint32_t lo = eng->cfg.sport_min, span = (uint32_t)eng->cfg.sport_max - lo + 1, k;
 	uint16_t s;
@@ -667,7 +674,8 @@ static uint16_t cm_sport(const struct engine *eng, struct qp *qp, uint8_t op)
 		qp->cm_sends = 0;
 	}
 	k = qp->cm_sends++;
-	s = qp->npaths ? qp->paths[k % qp->npaths].sport : 0;
+	*path = (uint8_t)(qp->npaths ? k % qp->npaths : 0);
+	s = qp->npaths ? qp->paths[*path].sport : 0;
 	if (s)
 		return s;
 	if (!k)
@@ -804,7 +812,7 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 		.reason = qp->cm_reason,
 		.sec = eng->cfg.sec_mode,
 	};
-	uint8_t op = cm_op(qp->cm_pending);
+	uint8_t op = cm_op(qp->cm_pending), path;
 	bool ext = eng->cfg.cm_ext_len &&
 		   (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP);
 	size_t n;
@@ -819,10 +827,11 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 		c.split = cm_split(eng, qp->mode);
 		c.ext_flags |= cm_split_ext(eng, qp->mode, qp->npaths);
 	}
-	n = qp_put_hdr(qp, b->data, op, 0, 0, now);
+	b->sport = cm_route(eng, qp, op, &path);
+	n = qp_put_hdr(qp, b->data, op, 0, path, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,
-				     .src_qpn = qp->qpn, .ts = (uint32_t)now });
+				     .path_id = path, .src_qpn = qp->qpn, .ts = (uint32_t)now });
 	n += wire_put_cm(b->data + n, &c);
 	/* "token": our receive key, for the peer to tag its packets with */
 	if (eng->sec_tag_len && (op == MROC_OP_CONNECT_REQ || op == MROC_OP_CONNECT_REP)) {
@@ -833,8 +842,7 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 		n += wire_put_cm_ext(b->data + n, eng->cfg.cm_ext, eng->cfg.cm_ext_len);
 	b->len = (uint32_t)n;
 	b->peer = qp->peer;
-	b->sport = cm_sport(eng, qp, op);
-	b->path_id = 0;
+	b->path_id = path;
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;
 	if (qp->cm_pending == CM_SEND_REQ) {
@@ -867,13 +875,14 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
 	uint64_t wait;
+	uint8_t path;
 
 	if (b->cap < MROC_KA_PKT_LEN)
 		return 0;
-	b->len = (uint32_t)qp_put_keepalive(qp, b->data, MROC_F_ACK_REQ, 0, now);
+	b->sport = cm_route(eng, qp, MROC_OP_KEEPALIVE, &path);
+	b->len = (uint32_t)qp_put_keepalive(qp, b->data, MROC_F_ACK_REQ, path, now);
 	b->peer = qp->peer;
-	b->sport = cm_sport(eng, qp, MROC_OP_KEEPALIVE);
-	b->path_id = 0;
+	b->path_id = path;
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;	/* a CM message in a keepalive's form */
 	if (copy_sent(eng, qp, now))
@@ -980,7 +989,7 @@ int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 	b->len = (uint32_t)n;
 	b->peer = r->peer;
 	b->sport = r->sport;
-	b->path_id = 0;
+	b->path_id = r->path_id;
 	b->ect = false;
 	b->plain = r->plain;
 	b->echo = true;

@@ -202,6 +202,7 @@ bool cm_half_repeat(struct engine *eng, const struct wire_pkt *pkt,
 		/* Our REP was lost: the same one again; the requester is still there. */
 		h->deadline = now + eng->cfg.dead_peer_ns;
 		h->sport = meta->sport;
+		h->path_id = pkt->hdr.path_id;
 		queue_tx(eng, h, HALF_REP);
 		return true;
 	}
@@ -230,6 +231,7 @@ int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
 	h->peer = meta->peer;
 	h->peer_qpn = pkt->hdr.src_qpn;
 	h->sport = meta->sport;
+	h->path_id = pkt->hdr.path_id;
 	h->rep_sent = false;
 	h->req = pkt->cm;
 	h->req.ext = NULL;
@@ -356,6 +358,7 @@ bool cm_half_busy(struct engine *eng, uint32_t qpn, const struct wire_pkt *pkt,
 		return false;
 	h->deadline = now + eng->cfg.dead_peer_ns;
 	h->sport = meta->sport;
+	h->path_id = pkt->hdr.path_id;
 	queue_tx(eng, h, HALF_BUSY);
 	return true;
 }
@@ -392,12 +395,15 @@ static void put_rep(struct engine *eng, const struct cm_half *h, const struct qp
 	/*
 	 * The first by the listener's path 0; again (the REQ came again, its
 	 * REP lost) by the port the asking copy came from: each copy takes
-	 * another route (cm.c cm_sport), and so does the answer to it.
+	 * another route (cm.c cm_route), and so does the answer to it.
 	 */
-	if (h->rep_sent && h->sport)
+	if (h->rep_sent && h->sport) {
 		b->sport = h->sport;
-	else
+		b->path_id = h->path_id;
+	} else {
 		b->sport = l->npaths && l->paths[0].sport ? l->paths[0].sport : eng->cfg.sport_min;
+		b->path_id = 0;
+	}
 }
 
 /* The REJ BUSY of an entry whose listener went to another requester, into b. */
@@ -413,6 +419,7 @@ static void put_busy(struct engine *eng, const struct cm_half *h, uint64_t now,
 	n += wire_put_cm(b->data + n, &c);
 	b->len = (uint32_t)n;
 	b->sport = h->sport;
+	b->path_id = h->path_id;
 	b->echo = true;		/* back the way the requester's packet came */
 }
 
@@ -445,7 +452,6 @@ int cm_half_tx(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 			h->rep_sent = true;
 		}
 		b->peer = h->peer;
-		b->path_id = 0;
 		b->ect = false;
 		/* tagged with the requester's key, which its REQ carried */
 		sec_tx_seal(eng, h->req.has_key ? h->req.key : NULL, b);

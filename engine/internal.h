@@ -542,6 +542,7 @@ struct engine {
 	struct ctl_reply {
 		uint32_t peer, dst_qpn, src_qpn;
 		uint16_t sport;
+		uint8_t path_id;	/* the asking packet's: the answer goes back as it came */
 		uint8_t op, reason;
 		bool has_key, plain;	/* tag it with key (the REQ's); send unsealed */
 		uint8_t key[MROC_CM_KEY_LEN];
@@ -561,6 +562,7 @@ struct engine {
 		uint32_t lnext, lprev;		/* the listener's entries: index + 1, 0 = end */
 		uint32_t tx_next;		/* the send queue: index + 1, 0 = end */
 		uint16_t sport;			/* where the requester's last packet came from */
+		uint8_t path_id;		/* ... and the path it went as (its header) */
 		bool rep_sent;			/* a REP went: the next takes the REQ's port */
 		uint8_t due;			/* enum half_due: what to send it */
 		bool queued;			/* in the send queue (kept when it is emptied) */

