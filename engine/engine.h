@@ -530,6 +530,7 @@ enum engine_counter {
 	EC_RTO_UNSAMPLED,		/* of EC_RTO: on a path with no RTT sample of its own yet (path.c) */
 	EC_TX_STRANDED,			/* QPs found with work to send and nothing to wake them: woken (qp_timers) */
 	EC_RTO_PEER_SILENT,		/* of EC_RTO: nothing came from the peer host (any QP) since the timer was armed (path.c) */
+	EC_RTO_SILENT_ALONE,		/* of EC_RTO: a path without an RTT sample, silent while its siblings answered, after rto_min (qp_ack.c) */
 	EC_TX_DUP,			/* of EC_TX_DATA: a lone small message's second copies (dup_max) */
 	EC_RTT_HELD,			/* lone messages' RTTs above their QP's best by an mtu packet and more (qp_ack.c) */
 	EC_FLIGHT_SETTLED,		/* packets let go at their path's timer: their DSN was acknowledged via another path (qp_ack.c) */

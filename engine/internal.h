@@ -778,6 +778,8 @@ unsigned path_probe_max(const struct qp *qp, const struct path *p);
 void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 /* The path's RTO with its backoff applied. */
 uint64_t path_rto(const struct engine *eng, const struct path *p);
+/* When a path without an RTT sample, its probe out, may count as dead if silent alone. */
+uint64_t path_silent_at(const struct engine *eng, const struct path *p);
 
 /* Asked for every path at every packet sent (tx_pick_path): inline, not calls into path.c. */
 static inline uint32_t path_free(const struct path *p)

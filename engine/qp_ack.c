@@ -891,6 +891,19 @@ static bool older_unanswered(struct qp *qp, struct path *p, uint64_t now)
 	return false;
 }
 
+/* path_silent_at has come and the silence is p's alone. */
+static bool silent_alone(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	bool answering = false;
+
+	if (now < path_silent_at(eng, p) || !p->inflight || qp_heard(qp) <= p->rto_armed)
+		return false;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		answering |= &qp->paths[i] != p && qp->paths[i].srtt &&
+			     qp->paths[i].state == PATH_ACTIVE;
+	return answering && !older_unanswered(qp, p, now);
+}
+
 /*
  * Whether every packet in flight on p carries a DSN the peer has already
  * acknowledged (cumulatively: through another path, by a probe's copy or a
@@ -1011,7 +1024,12 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 				path_arm_probe(eng, qp, p, now);	/* the next probe, or the RTO */
 				continue;
 			}
-			path_set_rto_deadline(qp, p, p->rto_at);
+			if (silent_alone(eng, qp, p, now)) {
+				eng->st.c[EC_RTO_SILENT_ALONE]++;
+				path_timeout(eng, qp, p, now);
+				continue;
+			}
+			path_set_rto_deadline(qp, p, min_u64(p->rto_at, path_silent_at(eng, p)));
 			continue;
 		}
 		if (path_rto_due(eng, qp, p, now))

@@ -76,6 +76,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_RX_STALE_KA] = "rx_stale_keepalive",
 		[EC_RTO_UNSAMPLED] = "rto_unsampled",
 		[EC_RTO_PEER_SILENT] = "rto_peer_silent",
+		[EC_RTO_SILENT_ALONE] = "rto_silent_alone",
 		[EC_TX_STRANDED] = "tx_stranded",
 		[EC_TX_PEER_RESCUED] = "tx_peer_rescued",
 		[EC_PEER_HOST_CUT] = "peer_host_cut",
