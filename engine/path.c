@@ -270,21 +270,25 @@ unsigned path_probe_max(const struct qp *qp, const struct path *p)
 /*
  * A path with no RTT sample of its own waits rto_init for its first RTO
  * (mrocd: 10 ms, five times rto_min): nothing says yet how long its route
- * takes.  Once its one probe is out (path_probe_max) and rto_min has
- * passed since its timer was armed, while everything the QP sent before
+ * takes.  Its route is dead, not slow, once its one probe is out
+ * (path_probe_max), rto_min has passed since its timer was armed (and 5/4
+ * of the largest RTT seen lately, path_rto's floor: a plane's softirq off
+ * its CPU stalls one path while its siblings answer), a live sibling has an
+ * RTT sample, the peer was heard since, and everything the QP sent before
  * the path's newest packet on its other live paths was answered
- * (older_unanswered: the silence is this path's, not a queue toward the
- * peer that its siblings wait in too), a sibling has answered and the peer
- * was heard since the timer was armed, its route is dead, not slow: it
- * times out then (qp_ack.c silent_alone, counted rto_silent_alone).  A plane silently dead when a
+ * (older_unanswered: the silence is this path's alone, not a queue toward
+ * the peer that its siblings wait in too).  It times out then (qp_ack.c
+ * silent_alone, counted rto_silent_alone).  A plane silently dead when a
  * QP starts held that QP's packets on it for rto_init (mroc-sim run
- * --route path --plane-loss 1:1, 4 MiB: 20.3 ms, 0.017 of capacity);
- * a slow plane's first answer (30 us against a sibling's 2 us,
+ * --route path --plane-loss 1:1, 4 MiB: 20.3 ms, 0.017 of capacity; now
+ * 0.52); a slow plane's first answer (30 us against a sibling's 2 us,
  * test_skew_lossless) comes far within rto_min.
  */
 uint64_t path_silent_at(const struct engine *eng, const struct path *p)
 {
-	return p->srtt || !p->probes ? UINT64_MAX : p->rto_armed + eng->cfg.rto_min_ns;
+	if (p->srtt || !p->probes)
+		return UINT64_MAX;
+	return p->rto_armed + max_u64(eng->cfg.rto_min_ns, host_rtt_max(eng) * 5 / 4);
 }
 
 void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
