@@ -227,7 +227,7 @@ static void test_timeout_move_not_back_to_dead_plane(void **state)
  * by path 0's one port, and the server answered by its listener's: a QP
  * whose CM route crossed the dead plane never connected (7 of these 16
  * runs hit the 1 s limit unconnected); each send again now takes another
- * port (cm.c cm_sport), the server's REP again the asking copy's.
+ * port (cm.c cm_route), the server's REP again the asking copy's.
  */
 static void test_connect_through_dead_plane(void **state)
 {

@@ -225,7 +225,7 @@ static void test_blackholed_spine(void **state)
  * now and then by the draw (the cluster loses packets at the hosts'
  * uplinks only, one generator for the whole run, so any change of what is
  * sent reorders every later draw): 1 in 400 (seeds 1-400) on a16781c, 6 in
- * 400 once the CM's sends again took other ports (cm.c cm_sport), seed 59
+ * 400 once the CM's sends again took other ports (cm.c cm_route), seed 59
  * here.  So: none at 20 and 40 %, at most one in the 20 at 50 %.
  */
 static void test_connect_heavy_loss(void **state)
