@@ -971,6 +971,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	peer_rescue(eng, qp);
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *p = &qp->paths[i];
+		uint64_t at;
 
 		/*
 		 * A timed-out path probes when its probe time comes; with a probe
@@ -1029,7 +1030,11 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 				path_timeout(eng, qp, p, now);
 				continue;
 			}
-			path_set_rto_deadline(qp, p, min_u64(p->rto_at, path_silent_at(eng, p)));
+			/* Not alone yet (older packets unanswered): look again, never in the past. */
+			at = path_silent_at(eng, p);
+			if (at <= now)
+				at = now + eng->cfg.rto_min_ns / 4 + 1;
+			path_set_rto_deadline(qp, p, min_u64(p->rto_at, at));
 			continue;
 		}
 		if (path_rto_due(eng, qp, p, now))
