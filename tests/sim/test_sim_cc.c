@@ -220,6 +220,19 @@ static void test_timeout_move_not_back_to_dead_plane(void **state)
 	assert_true(held > 0);
 }
 
+/* 4 MiB over 4 paths on 4 planes, routed by route, with plane dead from the start. */
+static void dead_plane_cfg(struct scn_config *cfg, enum sim_route route, unsigned plane,
+			   uint64_t seed)
+{
+	scn_config_default(cfg);
+	cfg->route = route;
+	cfg->wl.total_bytes = 4 * MIB;
+	cfg->plane_loss_set = 1ULL << plane;
+	cfg->plane_loss[plane] = 1.0;
+	cfg->time_limit_ns = 1000 * MSEC;
+	cfg->seed = seed;
+}
+
 /*
  * A plane dead from the start, before any QP connects (each plane in turn,
  * seeds 1-4, 4 paths hashed onto 4 planes): every QP connects and its
@@ -238,13 +251,7 @@ static void test_connect_through_dead_plane(void **state)
 	(void)state;
 	for (uint64_t seed = 1; seed <= 4; seed++)
 		for (unsigned plane = 0; plane < 4; plane++) {
-			scn_config_default(&cfg);
-			cfg.route = SIM_ROUTE_HASH;
-			cfg.wl.total_bytes = 4 * MIB;
-			cfg.plane_loss_set = 1ULL << plane;
-			cfg.plane_loss[plane] = 1.0;
-			cfg.time_limit_ns = 1000 * MSEC;
-			cfg.seed = seed;
+			dead_plane_cfg(&cfg, SIM_ROUTE_HASH, plane, seed);
 			run_ok("4 paths, a plane dead from the start", &cfg, &r);
 			late += r.eng[0].c[EC_TX_CM] > 2;
 		}
@@ -283,13 +290,7 @@ static void test_connect_through_dead_pinned_plane(void **state)
 	(void)state;
 	for (uint64_t seed = 1; seed <= 2; seed++)
 		for (unsigned plane = 0; plane < 4; plane++) {
-			scn_config_default(&cfg);
-			cfg.route = SIM_ROUTE_PATH_ID;
-			cfg.wl.total_bytes = 4 * MIB;
-			cfg.plane_loss_set = 1ULL << plane;
-			cfg.plane_loss[plane] = 1.0;
-			cfg.time_limit_ns = 1000 * MSEC;
-			cfg.seed = seed;
+			dead_plane_cfg(&cfg, SIM_ROUTE_PATH_ID, plane, seed);
 			run_ok("4 paths pinned, a plane dead from the start", &cfg, &r);
 			if (plane == 0)
 				assert_true(r.eng[0].c[EC_TX_CM] > 2);
