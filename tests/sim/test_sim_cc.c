@@ -294,7 +294,8 @@ static void test_connect_through_dead_pinned_plane(void **state)
 			run_ok("4 paths pinned, a plane dead from the start", &cfg, &r);
 			if (plane == 0)
 				assert_true(r.eng[0].c[EC_TX_CM] > 2);
-			assert_true(r.eng[0].c[EC_RTO_SILENT_ALONE] + r.eng[1].c[EC_RTO_SILENT_ALONE] > 0);
+			assert_true(r.eng[0].c[EC_RTO_SILENT_ALONE] +
+				    r.eng[1].c[EC_RTO_SILENT_ALONE] > 0);
 			assert_true(r.goodput_gbps > 0.4 * r.capacity_gbps);
 		}
 }
