@@ -169,6 +169,9 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_rto_peer_silent_total", "Of the RTOs, those with nothing heard from the peer host "
 	  "(on any QP or path) since the timer was armed: a stalled or cut-off host, not a lost "
 	  "path." },
+	{ "mroc_engine_rto_silent_alone_total", "Of the RTOs, those taken before the initial RTO "
+	  "on a path with no RTT sample of its own: its probe unanswered while its siblings "
+	  "answered everything older (a route dead from the QP's start)." },
 	{ "mroc_worker_aead_tx_sealed_total", "Packets sealed with AES-GCM (security aead)." },
 	{ "mroc_worker_aead_rx_opened_total", "Sealed packets opened and verified." },
 	{ "mroc_worker_aead_rx_bad_tag_total", "Sealed packets that failed to verify (altered, or "
