@@ -938,6 +938,15 @@ static bool path_settled(const struct qp *qp, struct path *p)
  * their ports and carried 0.32 of 0.48 Gbit/s after the plane came back,
  * test_sim_cc test_plane_back_found; and test_engine_atomic's lossy
  * fetch-and-adds sent no request twice, so its replay cache went untried).
+ * Nor on a path that timed out and moved (PATH_TIMEDOUT, no ACK since):
+ * what it has in flight is the probe of its new port, and a probe of a
+ * delivered DSN is settled at once; let go, the path had nothing in
+ * flight, no timer, and carried nothing again (it sends only probes until
+ * an ACK shows it alive): 2 paths on 4 planes, one dead, a timeout move
+ * back onto the dead plane, and the QP ran on one path for the rest of its
+ * transfer (mroc-sim run --like-fabric --paths 2 --plane-loss 3:1 --loss
+ * 0.01 --mix 1,0,0,0 --seed 324431496 --wl-seed 109303425: 0.250 of
+ * capacity, the 8 s limit hit).  Its unanswered probe is an RTO: it moves.
  */
 static void release_settled(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
@@ -988,7 +997,8 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		}
 		if (!p->rto_deadline || now < p->rto_deadline)
 			continue;
-		if (qp->mops->tail_probe && !p->srtt && p->inflight && path_settled(qp, p)) {
+		if (qp->mops->tail_probe && !p->srtt && p->inflight && p->state != PATH_TIMEDOUT &&
+		    path_settled(qp, p)) {
 			release_settled(eng, qp, p, now);
 			continue;
 		}
