@@ -8,8 +8,9 @@
 # simulation seed, workload seed and random parameters drawn over the documented ranges (loss
 # 0..0.3, blackholes, both modes, 1..16 paths, 1..8 planes, MTU 256..8192, 1-byte to 1 MiB
 # messages, every op type with atomics, 1..256 outstanding, both routings, tiny to huge queues
-# and ECN thresholds, mixed rates, RTO floors and delay targets), then `mroc-sim engine` at
-# 1..4,000 QPs.  Every run must exit 0 and say ok (run: "result: ok" with every op completed;
+# and ECN thresholds, mixed rates, RTO floors and delay targets, a plane blackholed or dead
+# from the start, a spine or cable dying under a collective of several iterations), then
+# `mroc-sim engine` at 1..4,000 QPs.  Every run must exit 0 and say ok (run: "result: ok" with every op completed;
 # the simulator checks every byte placed, every READ's data, every FETCH_ADD's value and the
 # counter's sum), finish within a generous wall-clock limit, and leave nothing on stderr from
 # AddressSanitizer, LeakSanitizer or UBSan.  A failure is written with its exact command line.
@@ -206,6 +207,14 @@ cmd_run() {
 		rnd 0 3000
 		[ $ok = 1 ] && ARGS+=(--blackhole "$bh@$REPLY")
 	fi
+	# Or a plane dead from the start, before the QP connects (its CM, a new path's first
+	# packets, a timed-out path's probes: session 27 found three bugs there), where a path
+	# rides another plane; never beside a blackhole (two planes of two would be no fabric).
+	if [ "$mode" = metaroce ] && [ "$planes" -ge 2 ] && [ "$paths" -ge 2 ] &&
+	   [[ " ${ARGS[*]} " != *" --blackhole "* ]] && chance 15; then
+		rnd 0 $((planes - 1))
+		ARGS+=(--plane-loss "$REPLY:1")
+	fi
 }
 
 cmd_incast() {
@@ -243,12 +252,21 @@ cmd_cluster() {
 	# A leaf needs a host (more leaves than hosts is refused).
 	add --leaves rnd 1 $((hosts < 4 ? hosts : 4))
 	add --spines rnd 1 4
+	local spines=$REPLY
 	add --bytes pick 1 8 1K 64K 1M
 	add --op pick allreduce allgather reducescatter alltoall permutation incast
 	add --algo pick auto ring rd
 	add --loss pick 0 0 0.001 0.01 0.05
 	add --transport pick metaroce rocev2 rocev2-qps rocev2-pfc rocev2-qp-per-plane \
 		metaroce,rocev2-pfc
+	# A spine or cable of plane 0 dies while the collective runs, and later iterations
+	# connect new QPs past it (session 27: their CM went by plane 0 alone); MetaRoCE with
+	# another spine to go by.
+	if [ "$REPLY" = metaroce ] && [ "$spines" -ge 2 ] && chance 20; then
+		add --fail pick spine cable
+		add --fail-at rnd 0 500
+		add --iters rnd 2 3
+	fi
 	add --paths rnd 1 16
 	add --hints pick on off
 	add --rto-min draw_rto_min
