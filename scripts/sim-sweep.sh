@@ -13,8 +13,8 @@
 # `mroc-sim engine` at 1..4,000 QPs.  Every run must exit 0 and say ok (run: "result: ok" with
 # every op completed; the simulator checks every byte placed, every READ's data, every
 # FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
-# leave nothing on stderr from
-# AddressSanitizer, LeakSanitizer or UBSan.  A failure is written with its exact command line.
+# leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan.  A failure is written
+# with its exact command line.
 #
 # usage: scripts/sim-sweep.sh [--runs N] [--time SECONDS] [--seed N] [--kinds LIST]
 #                             [--sim PATH] [--out DIR] [--wall SECONDS]
