@@ -379,8 +379,8 @@ struct qp {
 	 * cm_try_end (cm.c try_arm)
 	 */
 	uint8_t cm_copy;
-	uint8_t cm_sport_op;	/* the CM message cm_sends counts (cm.c cm_sport) */
-	uint16_t cm_sends;	/* ... its sends so far: each again leaves by another port */
+	uint8_t cm_sport_op;	/* the CM message in flight (cm.c cm_route) */
+	uint16_t cm_sends;	/* CM sends of the QP so far: each leaves by the next path */
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
@@ -780,6 +780,7 @@ void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uin
 uint64_t path_rto(const struct engine *eng, const struct path *p);
 /* When a path without an RTT sample, its probe out, may count as dead if silent alone. */
 uint64_t path_silent_at(const struct engine *eng, const struct path *p);
+uint64_t path_silence_end(const struct engine *eng, const struct path *p);
 
 /* Asked for every path at every packet sent (tx_pick_path): inline, not calls into path.c. */
 static inline uint32_t path_free(const struct path *p)

@@ -288,6 +288,12 @@ uint64_t path_silent_at(const struct engine *eng, const struct path *p)
 {
 	if (p->srtt || !p->probes)
 		return UINT64_MAX;
+	return path_silence_end(eng, p);
+}
+
+/* When a silence of p since its timer was armed is more than a queue's. */
+uint64_t path_silence_end(const struct engine *eng, const struct path *p)
+{
 	return p->rto_armed + max_u64(eng->cfg.rto_min_ns, host_rtt_max(eng) * 5 / 4);
 }
 
