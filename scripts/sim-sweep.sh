@@ -10,7 +10,10 @@
 # messages, every op type with atomics, 1..256 outstanding, both routings, tiny to huge queues
 # and ECN thresholds, mixed rates, RTO floors and delay targets, a plane blackholed or dead
 # from the start, a spine or cable dying under a collective of several iterations), then
-# `mroc-sim engine` at 1..4,000 QPs.  Every run must exit 0 and say ok (run: "result: ok" with
+# `mroc-sim engine` at 1..4,000 QPs, and calm bulk transfers (kind calm: MetaRoCE, at most 1 %
+# loss, deep queues, a path per plane, sometimes a plane dead) that must also be fast: their
+# bytes within 10 x what their live planes need, plus 4 x rto_min with a dead plane (session
+# 28: two such bugs ran at 0.017-0.12 of capacity and said ok).  Every run must exit 0 and say ok (run: "result: ok" with
 # every op completed; the simulator checks every byte placed, every READ's data, every
 # FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
 # leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan.  A failure is written
@@ -21,7 +24,7 @@
 #   --runs N       stop after N runs (default 300)
 #   --time S       also stop after S seconds of wall time (default: no limit)
 #   --seed N       the sweep's own seed: the same seed draws the same command lines (1)
-#   --kinds LIST   comma-separated from run,incast,cluster,engine (all of them)
+#   --kinds LIST   comma-separated from run,incast,cluster,engine,calm (all of them)
 #   --sim PATH     the mroc-sim to test (default: build it with SANITIZE=address,undefined
 #                  and use build-address-undefined/mroc-sim)
 #   --out DIR      where the log and failures go (default: BUILD folder/sim-sweep)
@@ -33,7 +36,7 @@
 # tail), DIR/log.txt one line per run.
 set -u
 
-runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine sim= out= wall=600 dry=0
+runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine,calm sim= out= wall=600 dry=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs=$2; shift 2 ;;
@@ -218,6 +221,77 @@ cmd_run() {
 	fi
 }
 
+# cmd_calm: a bulk transfer on a fabric with room to spare: MetaRoCE, at most 1 % loss, deep
+# queues, many large WRs in flight, no atomics, a path for every plane; the hosts' clocks, the
+# routing, MTU, rates and timers still drawn.  Such a run must reach a tenth of what its planes
+# carry (judge: "slow"): session 27's bugs ran at 0.017 and a half of it, and said ok.
+cmd_calm() {
+	local planes paths
+	rnd 1 8; planes=$REPLY
+	rnd "$planes" 16; paths=$REPLY
+	ARGS=(run --mode metaroce --planes "$planes" --paths "$paths" --limit 600000)
+	add --route pick hash path linux
+	add --seed rnd 0 1073741823
+	add --wl-seed rnd 0 1073741823
+	add --mtu pick 1024 1500 4096 8192
+	add --msg pick 65536 262144 1048576
+	rnd 1 4; ARGS+=(--mix "$REPLY,0,0,0")
+	if chance 50; then draw_mix_bulk; ARGS[${#ARGS[@]} - 1]=$REPLY; fi
+	add --loss pick 0 0 0.0001 0.001 0.01
+	add --bytes rnd 4194304 33554432
+	add --outstanding rnd 16 64
+	add --rate pick 10G 25G 100G
+	add --delay pick 500 1000 2000
+	add --rto-min pick 50 200 1000
+	calm_rto=$REPLY
+	if chance 30; then add --clock-skew pick 1000 3000000 5000000; add --clock-drift pick 0 50 500; fi
+	if chance 20; then ARGS+=(--daemon); fi
+	if chance 20; then add --delay-target pick 0 10 50 500; fi
+	if chance 20; then add --round-rtts rnd 1 4; fi
+	if chance 10; then ARGS+=(--loss-first); fi
+	# A plane dead from the start or dying under the transfer: the rest must still carry it,
+	# once its paths have timed out (a few rto_min: judge_calm).
+	calm_live=$planes calm_dead=0
+	if [ "$planes" -ge 2 ] && chance 25; then
+		local dead
+		rnd 0 $((planes - 1)); dead=$REPLY
+		if chance 50; then
+			ARGS+=(--plane-loss "$dead:1")
+		else
+			add --blackhole rnd 0 2000
+			ARGS[${#ARGS[@]} - 1]="$dead@${REPLY}"
+		fi
+		calm_live=$((planes - 1)) calm_dead=1
+	fi
+	calm_planes=$planes
+}
+
+# judge_calm OUTPUT_FILE: empty when a calm run moved its bytes, from its first post to its
+# last completion, within 10 x the time its live planes need (capacity x live / planes), and
+# 4 x rto_min more where a plane was dead; else why not.
+judge_calm() {
+	awk -v live="$calm_live" -v planes="$calm_planes" -v dead="$calm_dead" \
+	    -v rto="$calm_rto" '
+		/^ops / { split($0, a, "bytes "); bytes = a[2] + 0 }
+		/^connected / { gsub(",", ""); first = $6; last = $10 }
+		/^goodput / { cap = $5 }
+		END {
+			if (!cap || !bytes) { print "no goodput line"; exit }
+			ideal = bytes * 8 / (cap * 1000 * live / planes)	# us
+			allow = 10 * ideal + (dead ? 4 * rto : 0)
+			if (last - first > allow)
+				printf "slow: %.0f us for %d bytes, allowed %.0f\n", last - first, bytes, allow
+		}' "$1"
+}
+
+# draw_mix_bulk: WRITE, WRITE_IMM, SEND and READ weights, no atomics.
+draw_mix_bulk() {
+	local w=(0 0 0 0) i
+	for i in 0 1 2 3; do rnd 0 3; w[i]=$REPLY; done
+	[ $((w[0] + w[1] + w[2] + w[3])) -gt 0 ] || w[0]=1
+	REPLY="${w[0]},${w[1]},${w[2]},${w[3]}"
+}
+
 cmd_incast() {
 	local mtu msg mix senders
 	draw_mtu; mtu=$REPLY
@@ -336,6 +410,11 @@ judge() {
 		;;
 	incast) grep -q ': FAILED' "$f" && echo "a sender failed" ;;
 	cluster) grep -Eq ' FAIL$' "$f" && echo "a transport failed" ;;
+	calm)
+		grep -qx 'result: ok' "$f" || { echo "no 'result: ok'"; return; }
+		grep -Eq '^ops ([0-9]+)/\1 ' "$f" || { echo "ops not all completed"; return; }
+		judge_calm "$f"
+		;;
 	esac
 }
 
