@@ -314,8 +314,11 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 		eng->st.c[EC_LOST_RACK] += nlost;
 		path_on_loss(eng, qp, p, last, nlost);
 		advance_floor(p, now);
-		if (!p->inflight)
+		if (!p->inflight) {
+			if (!p->silent_from && p->rto_deadline)
+				p->silent_from = p->rto_armed;
 			path_set_rto_deadline(qp, p, 0);
+		}
 	}
 	qp->rack_deadline = next;
 }
@@ -761,9 +764,10 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	if (bytes || rcv_delta)
 		path_on_ack(eng, qp, p, bytes, rcv_delta, ce_delta, bytes ? newest : p->floor - 1,
 			    now);
-	if (bytes)
+	if (bytes) {
+		p->silent_from = 0;
 		path_rearm(eng, qp, p, now);
-	else if (!p->inflight)
+	} else if (!p->inflight)
 		path_set_rto_deadline(qp, p, 0);
 
 	qp->hint_mbps = a->rate_hint;

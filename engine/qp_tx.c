@@ -1282,7 +1282,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	}
 	p->sb[d.psn & p->sb_mask].ack_req = !!(flags & MROC_F_ACK_REQ);
 	if (!p->rto_deadline)
-		path_rearm(eng, qp, p, now);
+		path_rearm_send(eng, qp, p, now);
 
 	n = qp_put_hdr(qp, b->data, m->op, flags, p->id, now);
 	n += wire_put_data(b->data + n, &d);
