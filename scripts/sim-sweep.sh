@@ -13,7 +13,9 @@
 # `mroc-sim engine` at 1..4,000 QPs, and calm bulk transfers (kind calm: MetaRoCE, at most 1 %
 # loss, deep queues, a path per plane, sometimes a plane dead) that must also be fast: their
 # bytes within 10 x what their live planes need, plus 4 x rto_min with a dead plane (session
-# 28: two such bugs ran at 0.017-0.12 of capacity and said ok).  Every run must exit 0 and say ok (run: "result: ok" with
+# 28: two such bugs ran at 0.017-0.12 of capacity and said ok), and a spine or cable dying
+# under a MetaRoCE collective (kind failover), which must cost at most half the time without
+# the failure again plus two RTO floors.  Every run must exit 0 and say ok (run: "result: ok" with
 # every op completed; the simulator checks every byte placed, every READ's data, every
 # FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
 # leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan.  A failure is written
@@ -24,7 +26,7 @@
 #   --runs N       stop after N runs (default 300)
 #   --time S       also stop after S seconds of wall time (default: no limit)
 #   --seed N       the sweep's own seed: the same seed draws the same command lines (1)
-#   --kinds LIST   comma-separated from run,incast,cluster,engine,calm (all of them)
+#   --kinds LIST   comma-separated from run,incast,cluster,engine,calm,failover (all of them)
 #   --sim PATH     the mroc-sim to test (default: build it with SANITIZE=address,undefined
 #                  and use build-address-undefined/mroc-sim)
 #   --out DIR      where the log and failures go (default: BUILD folder/sim-sweep)
@@ -36,7 +38,7 @@
 # tail), DIR/log.txt one line per run.
 set -u
 
-runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine,calm sim= out= wall=600 dry=0
+runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine,calm,failover sim= out= wall=600 dry=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs=$2; shift 2 ;;
@@ -358,6 +360,49 @@ cmd_cluster() {
 	add --split pick 0 16 32 1024 4080
 }
 
+# cmd_failover: a spine or a cable of a MetaRoCE cluster dies under a collective (kind
+# failover).  judge_failover runs the same collective without the failure (fo_base) and wants
+# the failure to cost at most half that time again plus two RTO floors (the dead route's
+# packets wait for one; session 28: a path RACK emptied re-armed its RTO at each send and never
+# left the dead spine, 2-3.7 x the time without the failure).
+cmd_failover() {
+	local planes
+	ARGS=(cluster --verify --transport metaroce --limit 60000)
+	add --seed rnd 0 1073741823
+	add --hosts pick 8 16 32
+	add --planes pick 2 4
+	planes=$REPLY
+	add --leaves pick 2 4
+	add --spines pick 2 3 4
+	add --op pick permutation alltoall allreduce allgather reducescatter
+	add --bytes pick 256K 1M 4M
+	add --loss pick 0 0 0.001
+	add --rto-min pick 50 200 200
+	fo_rto=$REPLY
+	if chance 30; then add --paths pick 2 4 8 16; fi
+	if chance 30; then add --clock-skew pick 1000 3000000; add --clock-drift pick 0 500; fi
+	fo_base="${ARGS[*]}"
+	add --fail pick spine cable
+	add --fail-at rnd 0 300
+	add --fail-plane rnd 0 $((planes - 1))
+}
+
+# judge_failover OUTPUT_FILE: empty when the collective with the failure took at most 1.5 x
+# its time without it plus two RTOs (rto_min, and at least 200 us: under a collective's
+# queues sRTT + 4 RTTVAR is 130-200 us); else why not.
+judge_failover() {
+	local base t b
+	t=$(awk '$1 ~ /^[0-9]+$/ && $NF == "ok" { print $4; exit }' "$1")
+	[ -n "$t" ] || { echo "no result row"; return; }
+	# shellcheck disable=SC2086 # the words are ours, none has spaces
+	base=$(timeout -k 10 "$wall" nice -n 19 "$sim" $fo_base 2>&1)
+	b=$(awk '$1 ~ /^[0-9]+$/ && $NF == "ok" { print $4; exit }' <<<"$base")
+	[ -n "$b" ] || { echo "the run without the failure failed"; return; }
+	awk -v t="$t" -v b="$b" -v r="$((fo_rto > 200 ? fo_rto : 200))" 'BEGIN {
+		if (t > 1.5 * b + 2 * r)
+			printf "slow failover: %.2f us against %.2f without the failure\n", t, b }'
+}
+
 cmd_engine() {
 	local q
 	rnd 1 4000; q=$REPLY
@@ -416,6 +461,10 @@ judge() {
 		;;
 	incast) grep -q ': FAILED' "$f" && echo "a sender failed" ;;
 	cluster) grep -Eq ' FAIL$' "$f" && echo "a transport failed" ;;
+	failover)
+		grep -Eq ' FAIL$' "$f" && { echo "a transport failed"; return; }
+		judge_failover "$f"
+		;;
 	calm)
 		grep -qx 'result: ok' "$f" || { echo "no 'result: ok'"; return; }
 		grep -Eq '^ops ([0-9]+)/\1 ' "$f" || { echo "ops not all completed"; return; }
