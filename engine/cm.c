@@ -668,9 +668,10 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
  * starts by the last one's path, the one most likely answered, and walks on
  * from there.  Each started by path 0 once: a REQ walked its tries to a
  * path through, the RTU's four sends a try then went by paths 0-3 again,
- * and with hashed routes 12 paths whose first four all crossed a dead plane
- * of two never connected (mroc-sim run --planes 2 --paths 12 --route hash
- * --plane-loss 0:1 --seed 288491824).
+ * and with hashed routes a QP whose first four paths all crossed a dead
+ * plane of two never connected (mroc-sim run --planes 2 --paths 8 --route
+ * hash --plane-loss 0:1 --bytes 1M --mix 1,0,0,0 --seed S: S = 12, 39, 59
+ * of 1-60).
  */
 static uint16_t cm_route(const struct engine *eng, struct qp *qp, uint8_t op, uint8_t *path)
 {
