@@ -228,7 +228,7 @@ cmd_run() {
 # routing, MTU, rates and timers still drawn.  Such a run must also be fast (judge_calm):
 # session 27's and 28's bugs ran at 0.017-0.25 of capacity and said ok.
 cmd_calm() {
-	local planes paths
+	local planes paths mix
 	rnd 1 8; planes=$REPLY
 	rnd "$planes" 16; paths=$REPLY
 	ARGS=(run --mode metaroce --planes "$planes" --paths "$paths" --limit 600000)
@@ -238,8 +238,10 @@ cmd_calm() {
 	add --wl-seed rnd 0 1073741823
 	add --mtu pick 1024 1500 4096 8192
 	add --msg pick 65536 262144 1048576
-	rnd 1 4; ARGS+=(--mix "$REPLY,0,0,0")
-	if chance 50; then draw_mix_bulk; ARGS[${#ARGS[@]} - 1]=$REPLY; fi
+	# WRITEs alone, or a mix of the bulk ops (the first draw kept: the same seed, the same runs)
+	rnd 1 4; mix="$REPLY,0,0,0"
+	if chance 50; then draw_mix_bulk; mix=$REPLY; fi
+	ARGS+=(--mix "$mix")
 	add --loss pick 0 0 0.0001 0.001 0.01
 	add --bytes rnd 4194304 33554432
 	add --outstanding rnd 16 64
@@ -261,8 +263,8 @@ cmd_calm() {
 		if chance 50; then
 			ARGS+=(--plane-loss "$dead:1")
 		else
-			add --blackhole rnd 0 2000
-			ARGS[${#ARGS[@]} - 1]="$dead@${REPLY}"
+			rnd 0 2000
+			ARGS+=(--blackhole "$dead@$REPLY")
 		fi
 		calm_live=$((planes - 1)) calm_dead=1
 	fi
