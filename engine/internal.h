@@ -91,6 +91,7 @@ struct path {
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
 	uint8_t probes;		/* tail-loss probes sent since the last progress */
+	uint8_t mute_rtos;	/* RTOs since the path last heard an ACK (path.c mute_backoff) */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
 	uint32_t round_end_psn;
 	uint32_t round_rcv, round_ce, round_lost, round_acked;

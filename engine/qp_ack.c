@@ -718,6 +718,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
 		p->backoff = 0;
+		p->mute_rtos = 0;
 		p->probes = 0;
 		p->state = PATH_ACTIVE;
 		path_set_probe_at(qp, p, 0);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -224,12 +225,17 @@ static void scn_collect(struct sim *sim, const struct scn_config *cfg, struct sc
 {
 	const struct wl_result *w = &res->wl;
 	double plane_cap = (double)sim_goodput_capacity(sim, cfg->plane_rate_bps) / 1e9;
+	/* A NIC slower than its planes is the capacity (--nic 1G beside 4 x 400G planes). */
+	double nic_cap = cfg->nic_rate_bps ?
+				 (double)sim_goodput_capacity(sim, cfg->nic_rate_bps) / 1e9 :
+				 plane_cap * cfg->planes;
 
 	res->goodput_gbps = w->goodput_gbps;
-	res->capacity_gbps = plane_cap * cfg->planes;
+	res->capacity_gbps = fmin(plane_cap * cfg->planes, nic_cap);
 	res->t_end_ns = sim_now(sim);
 	if (bh->armed) {
-		res->after_capacity_gbps = plane_cap * (cfg->planes - !cfg->blackhole_ns);
+		res->after_capacity_gbps = fmin(plane_cap * (cfg->planes - !cfg->blackhole_ns),
+						nic_cap);
 		/* An unfinished run still says how fast it was going. */
 		uint64_t end = w->done ? w->t_last_cqe : res->t_end_ns;
 
