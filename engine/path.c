@@ -865,11 +865,11 @@ void path_note_left(struct path *p, const struct mroc_ack_hdr *a)
  * which is cheap while a probe is small beside the RTO; a path that can
  * never leave a dead plane (a path pinned to a plane, a dead NIC port)
  * probed for good, and several such paths' probes, which go before data,
- * filled a slow NIC: 1 Gbit/s against 4 planes of 400 Gbit/s, MTU 8192
- * (66 us a packet against an RTO of 244 us), a plane blackholed under 16
- * pinned paths, 3 of them on it: 15,000 probes in 1 s and the 17 packets
- * left never sent (mroc-sim run ... --nic 1G --blackhole 3@2614, the
- * command in test_sim_cc test_dead_plane_probes_leave_room).  A route
+ * filled a slow NIC: 1 Gbit/s against 4 planes of 100-400 Gbit/s, MTU
+ * 8192 (66 us a packet against an RTO of ~240 us), a plane blackholed under
+ * 16 pinned paths: 15,000 probes in 1 s and the transfer's last 17 packets
+ * never sent; at MTU 1500 0.32 of the NIC (test_sim_cc
+ * test_dead_plane_probes_leave_room: now 0.79-0.88).  A route
  * that works is found as soon as before in the common case (a hashed move
  * lands on one dead plane of four three times running one time in 64),
  * and a plane that comes back within MUTE_BACKOFF_MAX doublings of the RTO.
