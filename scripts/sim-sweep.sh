@@ -11,9 +11,10 @@
 # and ECN thresholds, mixed rates, RTO floors and delay targets, a plane blackholed or dead
 # from the start, a spine or cable dying under a collective of several iterations), then
 # `mroc-sim engine` at 1..4,000 QPs, and calm bulk transfers (kind calm: MetaRoCE, at most 1 %
-# loss, deep queues, a path per plane, sometimes a plane dead) that must also be fast: their
-# bytes within 10 x what their live planes need, plus 4 x rto_min with a dead plane (session
-# 28: two such bugs ran at 0.017-0.12 of capacity and said ok), and a spine or cable dying
+# loss, deep queues, a path per plane, sometimes a plane dead or a NIC slower than the planes)
+# that must also be fast: their bytes within 10 x what their live planes (or their NIC) need,
+# plus 4 x rto_min with a dead plane (session 28: two such bugs ran at 0.017-0.12 of capacity
+# and said ok; session 29: one never ended behind a 1 Gbit/s NIC), and a spine or cable dying
 # under a MetaRoCE collective (kind failover), which must cost at most half the time without
 # the failure again plus four RTO floors.  Every run must exit 0 and say ok (run: "result:
 # ok" with every op completed; the simulator checks every byte placed, every READ's data, every
@@ -268,6 +269,11 @@ cmd_calm() {
 		fi
 		calm_live=$((planes - 1)) calm_dead=1
 	fi
+	# A NIC slower than its planes, sometimes (drawn last: a seed's other draws stay as they
+	# were): the capacity is then the NIC's (mroc-sim's goodput line), and probes that go
+	# before data must leave it room (session 29: pinned paths on a dead plane filled a 1 Gbit/s
+	# NIC with probes and the transfer never ended).
+	if chance 15; then add --nic pick 1G 10G; fi
 	calm_planes=$planes
 }
 
