@@ -437,6 +437,8 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 	listen_unlink(eng, qp);
 	*served_slot(eng, qp->service_id) = (struct cm_served){ qp->service_id,
 							       now + eng->cfg.dead_peer_ns };
+	/* Our one REP to the proof of it: a round trip (several: which one is proof's is unknown). */
+	qp->hs_rtt = h->rep_sent && !h->rep_again && now > h->rep_at ? now - h->rep_at : 0;
 	up(eng, qp, now);
 	/* Proven now: the requester's port addresses go up (#24 items 1-3). */
 	if (eng->cm_ext_fn && h->ext)
@@ -446,6 +448,14 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 
 void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now)
 {
+	/*
+	 * The RTU's first try, answered: a round trip, or more if the answer
+	 * was to one of its copies (sent later: the sample is only longer).
+	 * Not after a try sent again, nor for a REQ sent again: the answer may
+	 * be to the earlier one, and the sample too short (Karn).
+	 */
+	qp->hs_rtt = qp->cm_pending == CM_SEND_RTU && qp->cm_tries == 1 && !qp->cm_again &&
+		     now > qp->cm_sent ? now - qp->cm_sent : 0;
 	qp->cm_pending = CM_NONE;
 	qp->cm_copy = 0;
 	qp->cm_deadline = 0;

@@ -232,7 +232,7 @@ int cm_half_req(struct engine *eng, struct qp *l, const struct wire_pkt *pkt,
 	h->peer_qpn = pkt->hdr.src_qpn;
 	h->sport = meta->sport;
 	h->path_id = pkt->hdr.path_id;
-	h->rep_sent = false;
+	h->rep_sent = h->rep_again = false;
 	h->req = pkt->cm;
 	h->req.ext = NULL;
 	if (pkt->cm.ext) {
@@ -449,6 +449,9 @@ int cm_half_tx(struct engine *eng, uint64_t now, struct engine_txbuf *b)
 			if (!l || h->busy)
 				continue;
 			put_rep(eng, h, l, now, b);
+			h->rep_again = h->rep_sent;
+			if (!h->rep_sent)
+				h->rep_at = now;
 			h->rep_sent = true;
 		}
 		b->peer = h->peer;

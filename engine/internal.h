@@ -386,6 +386,7 @@ struct qp {
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
+	uint64_t hs_rtt;	/* the handshake's round trip, 0 = none: the paths' first RTO (path.c) */
 	uint64_t cm_try_end;	/* requester: when its try's wait runs out */
 	/* listener: its half-open entries (cm_half.c), a list of index + 1, and
 	 * which LISTEN this is (entries of an earlier one are stale) */
@@ -566,6 +567,8 @@ struct engine {
 		uint16_t sport;			/* where the requester's last packet came from */
 		uint8_t path_id;		/* ... and the path it went as (its header) */
 		bool rep_sent;			/* a REP went: the next takes the REQ's port */
+		bool rep_again;			/* more than one REP went: no round trip from rep_at */
+		uint64_t rep_at;		/* when the first REP went */
 		uint8_t due;			/* enum half_due: what to send it */
 		bool queued;			/* in the send queue (kept when it is emptied) */
 		bool busy;			/* its listener went to another requester */
