@@ -439,6 +439,8 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 							       now + eng->cfg.dead_peer_ns };
 	/* Our one REP to the proof of it: a round trip (several: which one is proof's is unknown). */
 	qp->hs_rtt = h->rep_sent && !h->rep_again && now > h->rep_at ? now - h->rep_at : 0;
+	if (qp->hs_rtt)
+		path_note_rtt_max(eng, qp->hs_rtt, now);
 	up(eng, qp, now);
 	/* Proven now: the requester's port addresses go up (#24 items 1-3). */
 	if (eng->cm_ext_fn && h->ext)
@@ -456,6 +458,8 @@ void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now)
 	 */
 	qp->hs_rtt = qp->cm_pending == CM_SEND_RTU && qp->cm_tries == 1 && !qp->cm_again &&
 		     now > qp->cm_sent ? now - qp->cm_sent : 0;
+	if (qp->hs_rtt)
+		path_note_rtt_max(eng, qp->hs_rtt, now);
 	qp->cm_pending = CM_NONE;
 	qp->cm_copy = 0;
 	qp->cm_deadline = 0;

@@ -757,6 +757,7 @@ static inline int seqring_room(void **v, uint32_t *mask, size_t elem, uint32_t l
 void path_init(struct engine *eng, struct qp *qp, struct path *p, uint8_t id, uint64_t now);
 void path_first_ports(struct engine *eng, struct qp *qp);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
+void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
 		  uint64_t now, bool late);
 void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p,

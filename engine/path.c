@@ -562,6 +562,26 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 }
 
 /*
+ * A round trip for the host's largest lately (path_rto's floor): every
+ * ACK's echo with news (path_on_echo), and each handshake's (cm.c): 2,000
+ * QPs starting at once on a busy 2-core host answered their first packets
+ * late, all together, and their paths' first RTO (first_rto) fired at
+ * rto_min where the handshakes before them had already taken as long.
+ */
+void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now)
+{
+	if (rtt > eng->cfg.rto_max_ns)
+		rtt = eng->cfg.rto_max_ns;	/* ancient: never hold timers longer */
+	if (now >= eng->rtt_max_until) {
+		eng->rtt_max_prev = now - eng->rtt_max_until < RTT_MAX_WINDOW_NS ? eng->rtt_max_cur : 0;
+		eng->rtt_max_cur = 0;
+		eng->rtt_max_until = now + RTT_MAX_WINDOW_NS;
+	}
+	if (rtt > eng->rtt_max_cur)
+		eng->rtt_max_cur = rtt;
+}
+
+/*
  * Every ACK's echo that has news (qp_rx_ack: PSNs acknowledged, packets
  * received or a NAK), also one that acknowledges nothing new (the packets
  * it answers were declared lost by an RTO while the peer was stalled; it
@@ -596,15 +616,7 @@ bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts
 			eng->st.c[EC_RX_BAD_ECHO]++;
 		return false;
 	}
-	if (rtt > eng->cfg.rto_max_ns)
-		rtt = eng->cfg.rto_max_ns;	/* ancient: never hold timers longer */
-	if (now >= eng->rtt_max_until) {
-		eng->rtt_max_prev = now - eng->rtt_max_until < RTT_MAX_WINDOW_NS ? eng->rtt_max_cur : 0;
-		eng->rtt_max_cur = 0;
-		eng->rtt_max_until = now + RTT_MAX_WINDOW_NS;
-	}
-	if (rtt > eng->rtt_max_cur)
-		eng->rtt_max_cur = rtt;
+	path_note_rtt_max(eng, rtt, now);
 	if (p->rto_fired_at) {
 		if ((int32_t)((uint32_t)p->rto_fired_at - ts_echo) > 0) {
 			eng->st.c[EC_RTO_SPURIOUS]++;
