@@ -901,11 +901,11 @@ void path_note_left(struct path *p, const struct mroc_ack_hdr *a)
  * filled a slow NIC: 1 Gbit/s against 4 planes of 100-400 Gbit/s, MTU
  * 8192 (66 us a packet against an RTO of ~240 us), a plane blackholed under
  * 16 pinned paths: 15,000 probes in 1 s and the transfer's last 17 packets
- * never sent; at MTU 1500 0.32 of the NIC (test_sim_cc
- * test_dead_plane_probes_leave_room: now 0.79-0.88).  A route
- * that works is found as soon as before in the common case (a hashed move
- * lands on one dead plane of four three times running one time in 64),
- * and a plane that comes back within MUTE_BACKOFF_MAX doublings of the RTO.
+ * never sent; at MTU 1500 0.35 of the NIC (test_sim_cc
+ * test_dead_plane_probes_leave_room: now 0.80-0.94).  A route that works
+ * is found as soon as before in the common case (a hashed move lands on
+ * one dead plane of four three times running one time in 64), and a plane
+ * that comes back within MUTE_BACKOFF_MAX doublings of the RTO.
  */
 #define MUTE_MOVES_FREE		3
 #define MUTE_BACKOFF_MAX	4

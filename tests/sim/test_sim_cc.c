@@ -440,9 +440,9 @@ static void test_timed_out_path_probes_on(void **state)
  * capacity.  Each of the 4 dead paths moved at every RTO and, a sibling
  * alive, kept no backoff, so it probed its new port (on the same plane) at
  * once and again an RTO later; their probes go before data and filled the
- * NIC: at MTU 8192 the last 17 packets were never sent in 1 s, at 1500 0.32
+ * NIC: at MTU 8192 the last 17 packets were never sent in 1 s, at 1500 0.35
  * of the capacity.  A path keeps a backoff after MUTE_MOVES_FREE moves
- * without an ACK (path.c mute_backoff): 0.79-0.88.
+ * without an ACK (path.c mute_backoff): 0.80-0.94.
  */
 static void test_dead_plane_probes_leave_room(void **state)
 {
