@@ -862,8 +862,8 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
 
 /*
  * A segment sent ALONE_AFTER_TRIES - 1 times and lost each time goes alone,
- * on a path with nothing in flight (the QP sends nothing else until one
- * drains).  Random loss does that to one segment in 10,000 at 10% loss; a
+ * once the QP has nothing in flight on its live paths (qp_drained; it sends
+ * nothing else until then).  Random loss does that to one segment in 10,000 at 10% loss; a
  * queue that holds exactly one packet does it every time to a small packet
  * sent right behind a full one (a READ request resent behind a data packet:
  * issue #23, tail-dropped until RETRY_EXC), which no window of two or more
@@ -894,6 +894,24 @@ static bool hedge_tail(const struct engine *eng, const struct qp *qp)
 	return eng->cfg.tail_hedge && qp->mode == MROC_MODE_METAROCE && qp->npaths >= 2 &&
 	       qp->snd_nxt == qp->dsn_alloc && qp->dup_next == qp->dup_end &&
 	       qp_flight(qp) <= HEDGE_PKTS * (uint64_t)eng->seg_bytes;
+}
+
+/*
+ * Whether no live path of the QP has anything in flight: where ALONE_AFTER_TRIES
+ * resends wait.  A path with nothing in flight is no idle link where the
+ * QP's paths share one: 9 paths on one plane, a 601-byte queue (one packet
+ * of MTU 256), no propagation delay; the QP's new data on the other paths
+ * kept the queue full, and a SEND's segment, resent 33 times on whichever
+ * path had drained, was tail-dropped each time until RETRY_EXC (sweep seed
+ * 64, test_sim_sweep test_one_packet_queue_shared).  Timed-out paths do not
+ * count: they carry probes, and drain only at their RTO.
+ */
+static bool qp_drained(const struct qp *qp)
+{
+	for (unsigned k = 0; k < qp->npaths; k++)
+		if (qp->paths[k].state == PATH_ACTIVE && qp->paths[k].inflight)
+			return false;
+	return true;
 }
 
 static struct path *idle_path(struct engine *eng, struct qp *qp, uint32_t bytes)
@@ -1126,7 +1144,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	if (probe)
 		p = probe;	/* a probe may exceed the window by one packet */
 	else if (retx && e->tx_count >= ALONE_AFTER_TRIES && qp->mode == MROC_MODE_METAROCE)
-		p = idle_path(eng, qp, bytes);
+		p = qp_drained(qp) ? idle_path(eng, qp, bytes) : NULL;
 	else if (!retx && !dup && m->nseg == 1 && qp->dsn_alloc - dsn <= HOME_BURST_SEGS &&
 		 eng->cfg.home_mod &&
 		 qp->mode == MROC_MODE_METAROCE && (p = pick_path_home(eng, qp, bytes)))

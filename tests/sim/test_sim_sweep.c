@@ -220,6 +220,48 @@ static void test_one_packet_queue_both_ways(void **state)
 	run_ok("one-packet queue, both ways", &cfg, &r);
 }
 
+/*
+ * Found by the sweep (seed 64, session 29): the same with the QP's paths
+ * sharing the queue.  9 paths on one plane of 25 Gbit/s, a 601-byte queue
+ * (one packet of MTU 256), no propagation delay, SENDs, READs and atomics:
+ * a SEND's segment resent 33 times was tail-dropped each time, the last
+ * 25 on path 0, which had drained, while the QP's new data on the other 8
+ * kept the shared queue full, until RETRY_EXC.  Such a resend now waits for
+ * the QP to drain (qp_tx.c qp_drained).  Sweep reproducer: mroc-sim run
+ * --planes 1 --paths 9 --mode metaroce --route hash --mtu 256 --msg 65536
+ * --msg-min 25254 --mix 0,2,3,2,3 --loss 0 --rto-min 1 --seed 101641778
+ * --wl-seed 991255907 --bytes 5849879 --outstanding 66 --queue 601 --ecn
+ * 65536 --rate 25G --delay 0 --delay-target 50.
+ */
+static void test_one_packet_queue_shared(void **state)
+{
+	static const uint32_t mix[WL_OP__COUNT] = { 0, 2, 3, 2, 3 };
+	struct scn_config cfg;
+	static struct scn_result r;
+
+	scn_config_default(&cfg);
+	cfg.planes = 1;
+	cfg.plane_rate_bps = 25000000000ULL;
+	cfg.queue_bytes = 601;
+	cfg.ecn_bytes = 65536;
+	cfg.delay_ns = 0;
+	cfg.mtu = 256;
+	cfg.route = SIM_ROUTE_HASH;
+	cfg.rto_min_ns = 1000;
+	cfg.delay_target_set = true;
+	cfg.delay_target_ns = 50000;
+	cfg.seed = 101641778;
+	cfg.wl.seed = 991255907;
+	cfg.wl.npaths = 9;
+	cfg.wl.msg_bytes = 65536;
+	cfg.wl.msg_min = 25254;
+	memcpy(cfg.wl.mix, mix, sizeof(mix));
+	cfg.wl.total_bytes = 5849879;
+	cfg.wl.outstanding = 66;
+	cfg.time_limit_ns = 10000 * MSEC;
+	run_ok("one-packet queue, 9 paths sharing it", &cfg, &r);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -229,6 +271,7 @@ int main(void)
 		cmocka_unit_test(test_cluster_refusal_says_why),
 		cmocka_unit_test(test_cluster_incast_few_ranks),
 		cmocka_unit_test(test_one_packet_queue_both_ways),
+		cmocka_unit_test(test_one_packet_queue_shared),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
