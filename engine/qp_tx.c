@@ -863,11 +863,11 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
 /*
  * A segment sent ALONE_AFTER_TRIES - 1 times and lost each time goes alone,
  * once the QP has nothing in flight on its live paths (qp_drained; it sends
- * nothing else until then).  Random loss does that to one segment in 10,000 at 10% loss; a
- * queue that holds exactly one packet does it every time to a small packet
- * sent right behind a full one (a READ request resent behind a data packet:
- * issue #23, tail-dropped until RETRY_EXC), which no window of two or more
- * packets avoids.  After 2 losses instead of 4, drop-tail queues losing 17%
+ * nothing else until then).  Random loss does that to one segment in 10,000
+ * at 10% loss; a queue that holds exactly one packet does it every time to a
+ * small packet sent right behind a full one (a READ request resent behind a
+ * data packet: issue #23, tail-dropped until RETRY_EXC), which no window of
+ * two or more packets avoids.  After 2 losses instead of 4, drop-tail queues losing 17%
  * (64 KiB, no ECN) waited for drained paths often enough to time out 56
  * times and lose 22% of the goodput.
  */
@@ -897,14 +897,15 @@ static bool hedge_tail(const struct engine *eng, const struct qp *qp)
 }
 
 /*
- * Whether no live path of the QP has anything in flight: where ALONE_AFTER_TRIES
- * resends wait.  A path with nothing in flight is no idle link where the
- * QP's paths share one: 9 paths on one plane, a 601-byte queue (one packet
- * of MTU 256), no propagation delay; the QP's new data on the other paths
- * kept the queue full, and a SEND's segment, resent 33 times on whichever
- * path had drained, was tail-dropped each time until RETRY_EXC (sweep seed
- * 64, test_sim_sweep test_one_packet_queue_shared).  Timed-out paths do not
- * count: they carry probes, and drain only at their RTO.
+ * Whether no live path of the QP has anything in flight: where the
+ * ALONE_AFTER_TRIES resends wait.  A path with nothing in flight is no idle
+ * link where the QP's paths share one: 9 paths on one plane, a 601-byte
+ * queue (one packet of MTU 256), no propagation delay; the QP's new data on
+ * the other paths kept the queue full, and a SEND's segment, resent 33
+ * times on whichever path had drained, was tail-dropped each time until
+ * RETRY_EXC (sweep seed 64, test_sim_sweep test_one_packet_queue_shared).
+ * Timed-out paths do not count: they carry probes, and drain only at their
+ * RTO.
  */
 static bool qp_drained(const struct qp *qp)
 {
