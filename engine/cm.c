@@ -416,6 +416,20 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 	return 0;
 }
 
+/*
+ * The handshake's round trip (0: none): the QP's paths' first RTO (path.c
+ * first_rto) and, up to rto_init, the host's largest RTT.  A slower one is
+ * no stall worth waiting for (a new path waits rto_init at most), and a
+ * proof a requester holds back, or a late one spoofed where nothing seals,
+ * would hold every path's RTO near rto_max for a minute.
+ */
+static void take_hs_rtt(struct engine *eng, struct qp *qp, uint64_t rtt, uint64_t now)
+{
+	qp->hs_rtt = rtt;
+	if (rtt && rtt <= eng->cfg.rto_init_ns)
+		path_note_rtt_max(eng, rtt, now);
+}
+
 void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		    const struct engine_rx_meta *meta, uint64_t now)
 {
@@ -438,9 +452,8 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 	*served_slot(eng, qp->service_id) = (struct cm_served){ qp->service_id,
 							       now + eng->cfg.dead_peer_ns };
 	/* Our one REP to the proof of it: a round trip (several: which one is proof's is unknown). */
-	qp->hs_rtt = h->rep_sent && !h->rep_again && now > h->rep_at ? now - h->rep_at : 0;
-	if (qp->hs_rtt)
-		path_note_rtt_max(eng, qp->hs_rtt, now);
+	take_hs_rtt(eng, qp, h->rep_sent && !h->rep_again && now > h->rep_at ? now - h->rep_at : 0,
+		    now);
 	up(eng, qp, now);
 	/* Proven now: the requester's port addresses go up (#24 items 1-3). */
 	if (eng->cm_ext_fn && h->ext)
@@ -456,10 +469,8 @@ void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now)
 	 * Not after a try sent again, nor for a REQ sent again: the answer may
 	 * be to the earlier one, and the sample too short (Karn).
 	 */
-	qp->hs_rtt = qp->cm_pending == CM_SEND_RTU && qp->cm_tries == 1 && !qp->cm_again &&
-		     now > qp->cm_sent ? now - qp->cm_sent : 0;
-	if (qp->hs_rtt)
-		path_note_rtt_max(eng, qp->hs_rtt, now);
+	take_hs_rtt(eng, qp, qp->cm_pending == CM_SEND_RTU && qp->cm_tries == 1 && !qp->cm_again &&
+			     now > qp->cm_sent ? now - qp->cm_sent : 0, now);
 	qp->cm_pending = CM_NONE;
 	qp->cm_copy = 0;
 	qp->cm_deadline = 0;

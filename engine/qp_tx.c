@@ -867,9 +867,9 @@ static struct path *pick_path_home(struct engine *eng, struct qp *qp, uint32_t b
  * at 10% loss; a queue that holds exactly one packet does it every time to a
  * small packet sent right behind a full one (a READ request resent behind a
  * data packet: issue #23, tail-dropped until RETRY_EXC), which no window of
- * two or more packets avoids.  After 2 losses instead of 4, drop-tail queues losing 17%
- * (64 KiB, no ECN) waited for drained paths often enough to time out 56
- * times and lose 22% of the goodput.
+ * two or more packets avoids.  After 2 losses instead of 4, drop-tail queues
+ * losing 17% (64 KiB, no ECN) waited for drained paths often enough to time
+ * out 56 times and lose 22% of the goodput.
  */
 #define ALONE_AFTER_TRIES	5
 
