@@ -3,7 +3,8 @@
  * Connection management's timers, two engines back to back (cm_pair.h):
  * when a request nobody answers fails (CONNECT_ERR after cm_retries tries,
  * at the same time with the copies), what it sends until then, and a
- * REP that comes after its try's wait ran out, before the timers ran.
+ * REP that comes after its try's wait ran out, before the timers ran,
+ * and a proof held back (its round trip not the host's largest RTT).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -211,6 +212,91 @@ static void test_rtu_of_late_rep(void **state)
 	a_writes(p);
 }
 
+/*
+ * The server's handshake sample (cm.c take_hs_rtt) runs from its REP to the
+ * proof.  A proof held back (a requester that waits, or one spoofed late
+ * where nothing seals) must not raise the host's largest RTT, the floor of
+ * every path's timer (5/4 of it, for 30-60 s), past what a new path waits
+ * anyway (rto_init): before, a proof held 3 ms on a host whose rto_init is
+ * 1 ms gave every QP's timers at least 3.75 ms.  A proof a little late
+ * (under rto_init) still counts, as an ACK's late echo does.  A's own RTU
+ * wait is long (rto_init 50 ms), so it never tries again meanwhile.
+ */
+struct held_proof {
+	bool held, done;
+	struct pair_pkt rtu;
+};
+
+static bool held_proof_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct held_proof *h = arg;
+
+	(void)p;
+	if (h->done || pkt->from != PAIR_A || pkt->data[PKT_OPCODE] != MROC_OP_KEEPALIVE)
+		return true;
+	if (!h->held) {
+		h->rtu = *pkt;
+		h->held = true;
+	}
+	return false;		/* the RTU's copies: lost */
+}
+
+static uint64_t timer_after_held_proof(void **state, uint64_t hold)
+{
+	struct engine_config ca, cb;
+	struct pair *p;
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb), c = attr_of(0, 0xc);
+	struct held_proof h = { 0 };
+	struct engine_path_info pi;
+	uint64_t t;
+	uint32_t qb2;
+
+	pair_test_config(&ca);
+	pair_test_config(&cb);
+	ca.rto_init_ns = 50 * PAIR_MS;
+	ca.rto_max_ns = 200 * PAIR_MS;
+	p = open_pair(state, &ca, &cb);
+	pair_set_delay(p, PAIR_A, 20 * PAIR_US);
+	pair_set_delay(p, PAIR_B, 20 * PAIR_US);
+	p->filter = held_proof_filter;
+	p->filter_arg = &h;
+	start_connect(p, &a, &b, SVC, SVC);
+	t = p->now;
+	while (!h.held && p->now < t + PAIR_MS)
+		pair_run_for(p, PAIR_US);
+	assert_true(h.held);
+	pair_run(p, t + hold);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
+	h.done = true;
+	assert_int_equal(pair_deliver(p, &h.rtu), 0);
+	pair_run_for(p, PAIR_MS);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	/* A second QP, its handshake prompt: its timer is the host's floor. */
+	qb2 = pair_qp_create(p, PAIR_B, &c);
+	assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, qb2, SVC + 1), 0);
+	p->s[PAIR_A].qpn = pair_qp_create(p, PAIR_A, &c);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, PAIR_B, SVC + 1,
+					   pair_clock(p, PAIR_A)), 0);
+	pair_run_for(p, PAIR_MS);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xc);
+	assert_int_equal(engine_path_info(p->s[PAIR_B].eng, qb2, 0, &pi), 0);
+	assert_int_equal(p->stuck_deadlines, 0);
+	return pi.rto_timer_ns;
+}
+
+static void test_proof_a_little_late(void **state)
+{
+	/* held 600 us of B's rto_init 1 ms (the REP sent 20 us in): counts, 5/4 of it */
+	assert_true(timer_after_held_proof(state, 600 * PAIR_US) >= 5 * 550 * PAIR_US / 4);
+}
+
+static void test_proof_held_back(void **state)
+{
+	/* held 3 ms: not counted (it was: 3.7 ms), the new QP's from its own handshake */
+	assert_true(timer_after_held_proof(state, 3 * PAIR_MS) < PAIR_MS);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_teardown(fn, teardown)
@@ -219,6 +305,8 @@ int main(void)
 		T(test_rtu_unanswered),
 		T(test_rtu_server_gone),
 		T(test_rtu_of_late_rep),
+		T(test_proof_a_little_late),
+		T(test_proof_held_back),
 	};
 #undef T
 
