@@ -382,6 +382,8 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 			 * (docs/PROTOCOL.md 11a: what an unauthenticated REQ may change).
 			 */
 			peer_heard(qp, now);
+			qp->cm_ask_sport = meta->sport;
+			qp->cm_ask_path = pkt->hdr.path_id;
 			qp->cm_pending = CM_SEND_REP;
 			qp->cm_deadline = 0;
 			qp_wake_ctl(eng, qp);
@@ -863,6 +865,20 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 		c.ext_flags |= cm_split_ext(eng, qp->mode, qp->npaths);
 	}
 	b->sport = cm_route(eng, qp, op, &path);
+	/*
+	 * A REP again (a REQ sent again: the answer to its RTU was lost) by
+	 * the port and path the REQ came by, as cm_half.c put_rep does before
+	 * the proof: each of the requester's tries then draws the REP another
+	 * route.  By our own paths' ports, with routes hashed per direction
+	 * all of them could cross a dead plane back: 1 QP in 8 of 3 paths
+	 * over 2 planes, one dead, never connected (mroc-sim incast --planes
+	 * 2 --paths 3 --route hash --plane-loss 1:1 --senders 8 --seed
+	 * 1019916938, sender 3).
+	 */
+	if (op == MROC_OP_CONNECT_REP && qp->state == ENGINE_QPS_CONNECTED && qp->cm_ask_sport) {
+		b->sport = qp->cm_ask_sport;
+		path = qp->cm_ask_path;
+	}
 	n = qp_put_hdr(qp, b->data, op, 0, path, now);
 	if (op == MROC_OP_CONNECT_REQ)
 		wire_put_hdr(b->data, &(struct mroc_hdr){ .version = MROC_WIRE_VERSION, .opcode = op,

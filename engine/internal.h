@@ -383,6 +383,9 @@ struct qp {
 	uint8_t cm_copy;
 	uint8_t cm_sport_op;	/* the CM message in flight (cm.c cm_route) */
 	uint16_t cm_sends;	/* CM sends of the QP so far: each leaves by the next path */
+	/* server, connected: the port and path of the REQ its REP answers again (cm.c) */
+	uint16_t cm_ask_sport;
+	uint8_t cm_ask_path;
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */

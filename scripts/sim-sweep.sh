@@ -329,6 +329,24 @@ cmd_incast() {
 	add --ecn draw_ecn
 	add --rate draw_rate
 	add --rto-min draw_rto_min
+	# Faults, drawn last (a seed's other draws stay as they were): random loss on the
+	# host-pair links, and a plane dead from the start or dying under the incast where
+	# MetaRoCE has somewhere else to go (as cmd_run; RoCEv2 cannot leave a dead plane).
+	if chance 40; then add --loss pick 0.0001 0.001 0.01 0.05; fi
+	local all=" ${ARGS[*]} " planes paths p ok=0 dead
+	planes=${all##* --planes } paths=${all##* --paths }
+	planes=${planes%% *} paths=${paths%% *}
+	if [[ $all == *" --mode metaroce "* ]] && [ "$planes" -ge 2 ] && chance 25; then
+		rnd 0 $((planes - 1)); dead=$REPLY
+		[[ $all == *" --route hash "* ]] && ok=1
+		for ((p = 0; p < paths; p++)); do [ $((p % planes)) -ne "$dead" ] && ok=1; done
+		if [ $ok = 1 ] && chance 50; then
+			ARGS+=(--plane-loss "$dead:1")
+		elif [ $ok = 1 ]; then
+			rnd 0 2000
+			ARGS+=(--blackhole "$dead@$REPLY")
+		fi
+	fi
 }
 
 cmd_cluster() {

@@ -16,6 +16,7 @@ void inc_config_default(struct inc_config *cfg)
 		.queue_bytes = 512 * 1024,
 		.ecn_bytes = 64 * 1024,
 		.route = SIM_ROUTE_PATH_ID,
+		.blackhole_plane = -1,
 		.rate_hints = true,
 		.mtu = 4096,
 		.rto_min_ns = 200000,	/* as scn_config_default: ~20 fabric RTTs */
@@ -135,9 +136,11 @@ static struct sim *inc_sim(const struct inc_config *cfg, const char **why)
 	sc.link.delay_ns = cfg->delay_ns;
 	sc.link.queue_bytes = cfg->queue_bytes;
 	sc.link.ecn_bytes = cfg->ecn_bytes;
+	sc.link.loss = cfg->loss;
 	sc.downlinks = true;
 	sc.downlink = sc.link;
 	sc.downlink.delay_ns = 0;
+	sc.downlink.loss = 0;		/* a packet meets the loss once, on its host-pair link */
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
 		sim_engine_rto_min(&sc.engine, cfg->rto_min_ns);
@@ -153,6 +156,18 @@ static struct sim *inc_sim(const struct inc_config *cfg, const char **why)
 		return NULL;
 	}
 	return sim_create(&sc);
+}
+
+/* Planes that carry anything in the end: not lost for good, not blackholed for good. */
+static uint32_t live_planes(const struct inc_config *cfg)
+{
+	uint32_t n = 0;
+
+	for (uint32_t p = 0; p < cfg->planes; p++)
+		n += !(p < SIM_MAX_PLANES && cfg->plane_loss_set & 1ULL << p &&
+		       cfg->plane_loss[p] >= 1) &&
+		     !(cfg->blackhole_plane == (int32_t)p && !cfg->blackhole_ns);
+	return n;
 }
 
 static void inc_collect(struct inc_run *r, struct inc_result *res)
@@ -192,7 +207,7 @@ static void inc_collect(struct inc_run *r, struct inc_result *res)
 	if (last > res->t_first_post && res->t_first_post)
 		res->total_gbps = (double)bytes * 8 / (double)(last - res->t_first_post);
 	res->capacity_gbps = (double)sim_goodput_capacity(r->sim, cfg->plane_rate_bps) *
-			     cfg->planes / 1e9;
+			     live_planes(cfg) / 1e9;
 	res->jain = inc_jain(gbps, r->n);
 	res->jain_contended = r->ended ? inc_jain(cont, r->n) : 0;
 	res->t_contended_start = r->t_start;
@@ -218,6 +233,66 @@ static int first_failure(struct inc_run *r, struct inc_result *res)
 	return 0;
 }
 
+/* A plane's own loss (--plane-loss), on every host-pair link of it. */
+static int set_plane_loss(struct inc_run *r)
+{
+	const struct inc_config *cfg = r->cfg;
+
+	for (uint32_t p = 0; p < cfg->planes && p < SIM_MAX_PLANES; p++) {
+		struct sim_link_cfg lc;
+		int err;
+
+		if (!(cfg->plane_loss_set & 1ULL << p))
+			continue;
+		err = sim_link_get(r->sim, 0, r->receiver, p, &lc);
+		if (!err) {
+			lc.loss = cfg->plane_loss[p];
+			err = sim_plane_set(r->sim, p, &lc);
+		}
+		if (err)
+			return err;
+	}
+	return 0;
+}
+
+static bool none_posted(struct sim *sim, void *ctx)
+{
+	struct inc_run *r = ctx;
+
+	(void)sim;
+	for (uint32_t i = 0; i < r->n; i++)
+		if (wl_result(r->wl[i])->t_first_post)
+			return false;
+	return inc_running(sim, ctx);
+}
+
+/* The blackhole, timed from the first sender's first post. */
+static int arm_blackhole(struct inc_run *r)
+{
+	const struct inc_config *cfg = r->cfg;
+	struct sim_link_cfg lc;
+	uint64_t t0 = UINT64_MAX;
+	int err;
+
+	if (sim_run_while(r->sim, none_posted, r, cfg->time_limit_ns))
+		return 0;	/* the run's own end says why */
+	for (uint32_t i = 0; i < r->n; i++) {
+		uint64_t t = wl_result(r->wl[i])->t_first_post;
+
+		if (t && t < t0)
+			t0 = t;
+	}
+	if (t0 == UINT64_MAX)
+		return 0;	/* a sender failed before posting: inc_go says which */
+	err = sim_link_get(r->sim, 0, r->receiver, (uint32_t)cfg->blackhole_plane, &lc);
+	if (err)
+		return err;
+	lc.blackhole_start_ns = t0 + cfg->blackhole_at_ns;
+	lc.blackhole_end_ns = cfg->blackhole_ns ? lc.blackhole_start_ns + cfg->blackhole_ns :
+						  SIM_NEVER;
+	return sim_plane_set(r->sim, (uint32_t)cfg->blackhole_plane, &lc);
+}
+
 static int inc_go(struct inc_run *r, struct inc_result *res)
 {
 	const struct inc_config *cfg = r->cfg;
@@ -229,7 +304,10 @@ static int inc_go(struct inc_run *r, struct inc_result *res)
 		return first_failure(r, res) ?: err;
 	if (cfg->run_hook)
 		cfg->run_hook(cfg->run_hook_ctx, false);
-	err = sim_run_while(r->sim, inc_running, r, cfg->time_limit_ns);
+	if (cfg->blackhole_plane >= 0)
+		err = arm_blackhole(r);
+	if (!err)
+		err = sim_run_while(r->sim, inc_running, r, cfg->time_limit_ns);
 	if (cfg->run_hook)
 		cfg->run_hook(cfg->run_hook_ctx, true);
 	if (first_failure(r, res))
@@ -265,6 +343,12 @@ int inc_run(const struct inc_config *cfg, struct inc_result *res)
 		snprintf(res->why, sizeof(res->why), "senders must be 1..%u", INC_MAX_SENDERS);
 		return res->err = -EINVAL;
 	}
+	if (cfg->blackhole_plane >= (int32_t)cfg->planes ||
+	    (cfg->planes < 64 && cfg->plane_loss_set >> cfg->planes)) {
+		snprintf(res->why, sizeof(res->why), "a fault on a plane past the %u planes",
+			 cfg->planes);
+		return res->err = -EINVAL;
+	}
 	r.sim = inc_sim(cfg, &why);
 	if (!r.sim) {
 		snprintf(res->why, sizeof(res->why), "bad configuration: %s",
@@ -291,6 +375,11 @@ int inc_run(const struct inc_config *cfg, struct inc_result *res)
 		sim_host_set_cqe_cb(r.sim, h, inc_cqe, &r);
 	if (cfg->trace)
 		sim_set_trace(r.sim, cfg->trace, cfg->trace_ctx);
+	err = set_plane_loss(&r);
+	if (err) {
+		snprintf(res->why, sizeof(res->why), "plane loss: %s", strerror(-err));
+		goto out;
+	}
 	if (cfg->setup)
 		cfg->setup(r.sim, cfg->setup_ctx);
 	err = inc_go(&r, res);

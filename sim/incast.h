@@ -43,6 +43,17 @@ struct inc_config {
 	uint64_t queue_bytes;		/* drop-tail limit */
 	uint64_t ecn_bytes;		/* CE marking threshold */
 	uint8_t route;			/* enum sim_route */
+	/*
+	 * Faults, as in scn_config: random loss on every host-pair link (the
+	 * downlinks lose nothing more), a plane's own loss instead (1: dead
+	 * from the start), a plane blackholed blackhole_at_ns after the first
+	 * post, for blackhole_ns (0: for good; blackhole_plane -1: none).
+	 */
+	double loss;
+	double plane_loss[SIM_MAX_PLANES];
+	uint64_t plane_loss_set;	/* bit p: plane_loss[p] applies */
+	int32_t blackhole_plane;
+	uint64_t blackhole_at_ns, blackhole_ns;
 	/* engines (0 = the engine's default) */
 	bool rate_hints;
 	uint64_t hint_interval_ns;
@@ -94,7 +105,9 @@ struct inc_result {
 	bool done;			/* every sender completed */
 	struct inc_sender s[INC_MAX_SENDERS];
 	double total_gbps;		/* all bytes over first post .. last completion */
-	double capacity_gbps;		/* goodput capacity of the receiver's downlinks */
+	double capacity_gbps;		/* goodput capacity of the receiver's downlinks on the
+					 * planes that stay alive (a plane dead for good counts
+					 * for nothing) */
 	double jain;			/* over s[].gbps */
 	double jain_contended;		/* over s[].contended_gbps; 0 if no such window */
 	uint64_t t_first_post, t_last_cqe;

@@ -77,7 +77,9 @@ const char run_cli_usage[] =
 "  --hint-interval US  receiver's active-sender window (engine default)\n"
 "  --planes, --rate, --delay, --queue, --ecn, --route, --paths, --mtu, --bytes\n"
 "  (per sender), --msg, --outstanding, --rto-min, --seed, --wl-seed, --limit,\n"
-"  --trace, -v       as for run (--queue and --ecn also set the downlinks)\n";
+"  --trace, -v       as for run (--queue and --ecn also set the downlinks)\n"
+"  --loss, --plane-loss, --blackhole  as for run, on the host-pair links (a\n"
+"                    blackhole timed from the first sender's first post)\n";
 
 /* ---- parsing ---------------------------------------------------------------- */
 
@@ -499,6 +501,9 @@ static const struct option incast_opts[] = {
 	{ "mix", required_argument, NULL, OPT_MIX },
 	{ "outstanding", required_argument, NULL, OPT_OUTSTANDING },
 	{ "rto-min", required_argument, NULL, OPT_RTO_MIN },
+	{ "loss", required_argument, NULL, OPT_LOSS },
+	{ "plane-loss", required_argument, NULL, OPT_PLANE_LOSS },
+	{ "blackhole", required_argument, NULL, OPT_BLACKHOLE },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "wl-seed", required_argument, NULL, OPT_WL_SEED },
 	{ "limit", required_argument, NULL, OPT_LIMIT },
@@ -632,6 +637,12 @@ int incast_cmd(int argc, char **argv, void (*usage)(void))
 	cfg.wl = sc.wl;
 	cfg.time_limit_ns = sc.time_limit_ns;
 	cfg.seed = sc.seed;
+	cfg.loss = sc.loss;
+	memcpy(cfg.plane_loss, sc.plane_loss, sizeof(cfg.plane_loss));
+	cfg.plane_loss_set = sc.plane_loss_set;
+	cfg.blackhole_plane = sc.blackhole_plane;
+	cfg.blackhole_at_ns = sc.blackhole_at_ns;
+	cfg.blackhole_ns = sc.blackhole_ns;
 	if (verbose)
 		cfg.inspect = inspect_incast;
 	printf("incast: %u senders -> host %u, %" PRIu64 " bytes each, %u planes x %.3g Gbit/s, "

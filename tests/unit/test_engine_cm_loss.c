@@ -217,6 +217,61 @@ static void test_rtu_answer_lost_bound_rep(void **state)
 }
 
 /*
+ * As above, and besides every port of B's own leads nowhere back to A
+ * (routes hashed per direction, B's paths' ports all across a dead plane):
+ * only a packet of B's that leaves by the port A's last REQ came by
+ * arrives.  B's REP again to A's REQ again goes by that port, as a REP to
+ * a copy before the proof does (cm_half.c put_rep), so each of A's tries
+ * draws it another route.  Before, the bound QP's REP went by its own
+ * paths' ports: A never connected (mroc-sim incast --planes 2 --paths 3
+ * --route hash --plane-loss 1:1, 1 QP in 800).
+ */
+struct asking_port {
+	uint16_t req_sport;
+	unsigned reps_lost;
+};
+
+static bool asking_port_filter(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct asking_port *a = arg;
+	uint8_t op = pkt->data[PKT_OPCODE];
+
+	(void)p;
+	if (pkt->from == PAIR_A) {
+		if (op == MROC_OP_CONNECT_REQ)
+			a->req_sport = pkt->sport;
+		return true;
+	}
+	if (op == MROC_OP_KEEPALIVE)
+		return false;
+	if (op == MROC_OP_CONNECT_REP && pkt->sport != a->req_sport) {
+		a->reps_lost++;
+		return false;
+	}
+	return true;
+}
+
+static void test_bound_rep_by_asking_port(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb);
+	struct asking_port ap = { 0 };
+
+	p->filter = asking_port_filter;
+	p->filter_arg = &ap;
+	start_connect(p, &a, &b, SVC, SVC);
+	pair_run_for(p, 10 * p->s[PAIR_A].cfg.rto_init_ns);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	/* The first REP (A's first REQ and B's listener both by sport_min), and the one again. */
+	assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 2);
+	assert_int_equal(ap.reps_lost, 0);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
+	p->filter = NULL;
+	a_writes(p);
+}
+
+/*
  * A REQ flood cycles the server's half-open table between its REP and the
  * requester's RTU, three times over: the hook below sends B as many REQs
  * (from other hosts and QPNs) as its table holds just before the first RTU
@@ -518,6 +573,7 @@ int main(void)
 		T(test_lost_connect_rep),
 		T(test_cm_losses_pfc_timers),
 		T(test_rtu_answer_lost_bound_rep),
+		T(test_bound_rep_by_asking_port),
 		T(test_rtu_entry_pushed_out),
 		T(test_cm_lost_tries_in_a_row),
 		T(test_cm_copies_all_delivered),
