@@ -89,6 +89,10 @@ static const char *const helps[][2] = {
 	  "a QP's paths (a later-sent packet acknowledged)." },
 	{ "mroc_engine_lost_rack_late_total", "Of those, packets an ACK then showed delivered, "
 	  "only late (a needless resend): the ACK's echo is taken as an RTT sample." },
+	{ "mroc_engine_tx_scout_total", "Probes sent by a port of their own (scouts): a timed-out "
+	  "path of a QP with no live path tries several routes at once." },
+	{ "mroc_engine_scout_move_total", "Paths moved to the port of a scout that an ACK answered "
+	  "(its route worked both ways)." },
 	{ "mroc_engine_rx_bad_echo_total", "ACKs whose timestamp echo is no send time of ours "
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "

@@ -66,6 +66,9 @@ enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
 enum route_probe { ROUTE_PROBE_NONE = 0, ROUTE_PROBE_WANT, ROUTE_PROBE_SENT };
 enum path_look { LOOK_NONE = 0, LOOK_WANT, LOOK_SENT, LOOK_NEXT };
 
+/* The most scouts a path sends at one timeout (path.c scouts_for). */
+#define SCOUT_MAX	7
+
 struct path {
 	uint8_t id;
 	uint8_t state;
@@ -152,6 +155,16 @@ struct path {
 	 */
 	uint32_t look_psn, look_ts;
 	uint16_t look_sport;
+	/*
+	 * Scouts (path.c path_scout): at a timeout of a QP with no live path,
+	 * the path's probe goes by its new port and then by scouts more, each
+	 * by a port of its own (scout_sport[i], sent at scout_ts[i]); an ACK
+	 * echoing one moves the path to its port (path_scout_answered).
+	 */
+	uint16_t scout_sport[SCOUT_MAX];
+	uint32_t scout_ts[SCOUT_MAX];
+	uint8_t scouts, scouts_sent;
+	bool scout_next;	/* the round's first probe went: the next goes by a new port */
 	uint8_t look;		/* enum path_look */
 	uint8_t look_clear, look_tries;	/* ... and of the looks sent on this port */
 	uint8_t look_why;	/* the move it is for: ENGINE_REPATH_SLOW, _CE, _SPREAD or _EXPLORE */
@@ -769,6 +782,9 @@ void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t ack
 		 uint32_t rcv_delta, uint32_t ce_delta, uint32_t acked_psn, uint64_t now);
 void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t psn, uint32_t nlost);
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+uint16_t path_scout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
+void path_scout_answered(struct engine *eng, struct qp *qp, struct path *p, bool echo_ok,
+			 uint32_t ts_echo);
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why);
 void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);

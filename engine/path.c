@@ -540,6 +540,15 @@ static void back_to_prev_port(struct path *p)
  * instead of probes only, and if the RTO moved it, it goes back to the
  * port the ACK came over (unless a sibling took that port since).
  */
+/* No scouts (left) for p: the round is over, answered, undone, or moved on. */
+static void scouts_clear(struct qp *qp, struct path *p)
+{
+	if (p->scouts)
+		path_probe_owed(qp, p, false);
+	p->scouts = p->scouts_sent = 0;
+	p->scout_next = false;
+}
+
 static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 {
 	p->ssthresh = (uint32_t)max_u64(p->ssthresh, p->undo_pwnd);
@@ -549,6 +558,7 @@ static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 	p->backoff = 0;
 	p->mute_rtos = 0;
 	path_set_probe_at(qp, p, 0);
+	scouts_clear(qp, p);	/* the port it had is the one */
 	p->state = PATH_ACTIVE;
 	p->unlose = true;	/* what it declared lost: qp_ack.c takes back what ACKs show delivered */
 	p->undo_rate = 0;	/* the move, if any, is undone here: nothing left to judge */
@@ -793,6 +803,89 @@ void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t ps
 	eng->cc->on_loss(eng, p, psn);
 }
 
+/*
+ * Where routes hash per direction, a new port works both ways one time in
+ * four when one plane of two is dead (its data or its ACKs cross it), and a
+ * QP of few paths whose every path timed out waits an RTO, backed off after
+ * a few, between draws: 8 hashed senders of 3 paths each over 2 planes,
+ * one dead (mroc-sim incast --planes 2 --paths 3 --route hash --plane-loss
+ * 1:1 --senders 8 --bytes 64K --seed 25), one took 1.33 s for its 64 KiB,
+ * 24 RTOs; a QP of one path delivered 0.09-0.5 of one plane.  With no live
+ * path left the QP sends its probes by SCOUT_PORTS ports in all at each
+ * timeout (each path its new port and the scouts of scouts_for), and the
+ * first ACK to come back names a port that works both ways (its echo: the
+ * receiver answers by the port of the packet it last had; matched by send
+ * time, path_scout_answered).  Only for a QP of up to SCOUT_PORTS / 2
+ * paths (with more its own moves draw as many ports), and only where
+ * ports are routes: not with the driver placing paths by id (path_ports)
+ * without ECMP behind it, which the engine cannot tell, so scouts there
+ * are probes more, bounded as every probe is by the RTO and its backoff.
+ */
+#define SCOUT_PORTS	8
+
+static uint8_t scouts_for(const struct engine *eng, const struct qp *qp)
+{
+	unsigned n;
+
+	if (!eng->cfg.repath || !qp->mops->repath || !qp->mops->tail_probe ||
+	    qp->npaths > SCOUT_PORTS / 2)
+		return 0;
+	for (unsigned i = 0; i < qp->npaths; i++)
+		if (qp->paths[i].state == PATH_ACTIVE)
+			return 0;
+	n = (SCOUT_PORTS + qp->npaths - 1) / qp->npaths - 1;
+	return (uint8_t)(n < SCOUT_MAX ? n : SCOUT_MAX);
+}
+
+/*
+ * The port of the probe qp_tx sends now for timed-out path p: its own for
+ * the round's first, then a new one for each scout, recorded with its send
+ * time (the ACK's echo names it).  Re-owes the probe while scouts are left.
+ */
+uint16_t path_scout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
+{
+	uint16_t port = p->sport;
+
+	if (p->scout_next && p->scouts_sent < p->scouts && p->scouts_sent < SCOUT_MAX) {
+		port = pick_sport(eng, qp, p, -1);
+		p->scout_sport[p->scouts_sent] = port;
+		p->scout_ts[p->scouts_sent] = (uint32_t)now;
+		p->scouts_sent++;
+		eng->st.c[EC_TX_SCOUT]++;
+	}
+	p->scout_next = true;
+	if (p->scouts_sent < p->scouts)
+		path_probe_owed(qp, p, true);
+	return port;
+}
+
+/*
+ * An ACK with news revives timed-out path p: if its echo (echo_ok: one of
+ * our send times, path_on_echo) is a scout's send
+ * time or later (the receiver's answer echoes the last packet it had and
+ * goes back by that packet's port), the newest such scout's port worked
+ * both ways, and the path moves there.  An echo older than every scout is
+ * the path's own port's answer.
+ */
+void path_scout_answered(struct engine *eng, struct qp *qp, struct path *p, bool echo_ok,
+			 uint32_t ts_echo)
+{
+	int best = -1;
+
+	for (int i = 0; echo_ok && i < p->scouts_sent; i++)
+		if ((int32_t)(ts_echo - p->scout_ts[i]) >= 0 &&
+		    (best < 0 || (int32_t)(p->scout_ts[i] - p->scout_ts[best]) > 0))
+			best = i;
+	if (best >= 0 && p->scout_sport[best] != p->sport) {
+		route_changed(p);
+		p->prev_sport = p->sport;
+		p->sport = p->scout_sport[best];
+		p->min_rtt = 0;
+		eng->st.c[EC_SCOUT_MOVE]++;
+	}
+	scouts_clear(qp, p);
+}
+
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
 {
 	p->st_timeouts++;
@@ -822,6 +915,7 @@ void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now
 	p->state = PATH_TIMEDOUT;
 	if (eng->cfg.repath && qp->mops->repath)
 		path_repath(eng, qp, p, now, ENGINE_REPATH_TIMEOUT);
+	p->scouts = scouts_for(eng, qp);
 	/*
 	 * Until an ACK shows it alive, the path carries only probe copies.  A
 	 * move that kept no backoff (a sibling alive, or the peer heard since:
@@ -927,6 +1021,7 @@ static void repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t n
 	p->repath_why = (uint8_t)why;
 	p->sport = port ? port : pick_sport(eng, qp, p, cls);
 	p->look = LOOK_NONE;	/* a look was at the route it had */
+	scouts_clear(qp, p);	/* scouts were the old round's */
 	p->st_repaths++;
 	eng->st.c[EC_REPATH]++;
 	if (why != ENGINE_REPATH_NONE && why < ENGINE_REPATH__COUNT) {

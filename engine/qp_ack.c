@@ -717,6 +717,8 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 			path_look_sample(eng, qp, p, 0, now);	/* the echo was another packet's */
 		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
+		if (p->scouts)
+			path_scout_answered(eng, qp, p, echo_ok, a->ts_echo);
 		p->backoff = 0;
 		p->mute_rtos = 0;
 		p->probes = 0;

@@ -1109,6 +1109,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	uint32_t dsn, seg, off, plen, bytes, lo;
 	uint8_t flags = 0, *src;
 	bool retx, copy, dup, route_probe, look;
+	uint16_t sport;
 	size_t n;
 
 	/*
@@ -1299,6 +1300,20 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p->look_psn = d.psn;
 		p->look_ts = (uint32_t)now;
 	}
+	sport = route_probe ? p->prev_sport : look ? p->look_sport : p->sport;
+	/*
+	 * A stuck QP's probe (a timed-out path carries data only while no path
+	 * is live: tx_pick_path), or one of its scouts by a port of its own
+	 * (path.c path_scout).
+	 */
+	if (p->state == PATH_TIMEDOUT && p->scouts) {
+		if (route_probe || look) {
+			path_probe_owed(qp, p, true);	/* the round's probes go after it */
+		} else {
+			sport = path_scout(eng, qp, p, now);
+			flags |= MROC_F_ACK_REQ;
+		}
+	}
 	p->sb[d.psn & p->sb_mask].ack_req = !!(flags & MROC_F_ACK_REQ);
 	if (!p->rto_deadline)
 		path_rearm_send(eng, qp, p, now);
@@ -1311,7 +1326,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	memcpy(b->data + n, src, plen);
 	b->len = (uint32_t)(n + plen);
 	b->peer = qp->peer;
-	b->sport = route_probe ? p->prev_sport : look ? p->look_sport : p->sport;
+	b->sport = sport;
 	b->path_id = p->id;
 	b->ect = true;
 

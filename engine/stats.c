@@ -52,6 +52,8 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_CM_SEC_MISMATCH] = "cm_sec_mismatch",
 		[EC_LOST_RACK] = "lost_rack",
 		[EC_LOST_RACK_LATE] = "lost_rack_late",
+		[EC_TX_SCOUT] = "tx_scout",
+		[EC_SCOUT_MOVE] = "scout_move",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
 		[EC_CM_EARLY_RETRY] = "cm_early_retry",
 		[EC_REPATH_TIMEOUT] = "repath_timeout",

@@ -402,6 +402,37 @@ static void test_dead_plane_new_paths_time_out(void **state)
 }
 
 /*
+ * A QP of one path over 2 hashed planes, plane 1 dead from the start (its
+ * port works both ways one time in four: data or ACKs cross the dead
+ * plane), 16 MiB of WRITEs, seeds 1-12: over 0.45 of the capacity (0.5 at
+ * most).  Each timeout drew one new port, and after a few the RTO doubled:
+ * 0.089-0.5 (seed 8 0.089, seed 11 0.152).  A QP with no live path now
+ * probes by several ports at each timeout (path.c path_scout, scouts_for)
+ * and moves to the one an ACK answers: 0.479-0.500.
+ */
+static void test_stuck_qp_scouts(void **state)
+{
+	static struct scn_result r;
+	struct scn_config cfg;
+	uint64_t scouts = 0, moves = 0;
+
+	(void)state;
+	for (uint64_t seed = 1; seed <= 12; seed++) {
+		dead_plane_cfg(&cfg, SIM_ROUTE_HASH, 1, seed);
+		cfg.planes = 2;
+		cfg.wl.npaths = 1;
+		cfg.wl.total_bytes = 16 * MIB;
+		writes_only(&cfg);
+		run_ok("1 path, 2 planes hashed, plane 1 dead", &cfg, &r);
+		assert_true(r.goodput_gbps > 0.45 * r.capacity_gbps);
+		scouts += r.eng[0].c[EC_TX_SCOUT];
+		moves += r.eng[0].c[EC_SCOUT_MOVE];
+	}
+	print_message("scouts %" PRIu64 ", moves to a scout's port %" PRIu64 "\n", scouts, moves);
+	assert_true(moves > 0 && moves <= scouts);
+}
+
+/*
  * A timed-out path must keep probing until a port answers: like-fabric, 2
  * paths hashed over 4 planes, plane 3 dead from the start, 1 % loss, seeds
  * 1-8.  A path whose first packets went into the dead plane timed out and
@@ -995,6 +1026,7 @@ int main(void)
 		cmocka_unit_test(test_two_new_paths_on_a_dead_plane),
 		cmocka_unit_test(test_cm_walks_past_dead_paths),
 		cmocka_unit_test(test_dead_plane_new_paths_time_out),
+		cmocka_unit_test(test_stuck_qp_scouts),
 		cmocka_unit_test(test_timed_out_path_probes_on),
 		cmocka_unit_test(test_dead_plane_probes_leave_room),
 		cmocka_unit_test(test_random_loss_not_congestion),
