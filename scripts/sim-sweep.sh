@@ -16,7 +16,10 @@
 # plus 4 x rto_min with a dead plane (session 28: two such bugs ran at 0.017-0.12 of capacity
 # and said ok; session 29: one never ended behind a 1 Gbit/s NIC), and a spine or cable dying
 # under a MetaRoCE collective (kind failover), which must cost at most half the time without
-# the failure again plus four RTO floors.  Every run must exit 0 and say ok (run: "result:
+# the failure again plus four RTO floors, and calm incasts (kind calm_incast: calm's rules for
+# 1-8 senders into one host, each sender within 10 x its fair share's time).  The incast kind
+# also draws random loss and a plane dead from the start or dying (session 30: a connection
+# over 2 hashed planes, one dead, never made).  Every run must exit 0 and say ok (run: "result:
 # ok" with every op completed; the simulator checks every byte placed, every READ's data, every
 # FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
 # leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan.  A failure is written
@@ -27,7 +30,8 @@
 #   --runs N       stop after N runs (default 300)
 #   --time S       also stop after S seconds of wall time (default: no limit)
 #   --seed N       the sweep's own seed: the same seed draws the same command lines (1)
-#   --kinds LIST   comma-separated from run,incast,cluster,engine,calm,failover (all of them)
+#   --kinds LIST   comma-separated from run,incast,cluster,engine,calm,failover,calm_incast
+#                  (all of them)
 #   --sim PATH     the mroc-sim to test (default: build it with SANITIZE=address,undefined
 #                  and use build-address-undefined/mroc-sim)
 #   --out DIR      where the log and failures go (default: BUILD folder/sim-sweep)
@@ -39,7 +43,8 @@
 # tail), DIR/log.txt one line per run.
 set -u
 
-runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine,calm,failover sim= out= wall=600 dry=0
+runs=300 max_time=0 sweep_seed=1 kinds=run,incast,cluster,engine,calm,failover,calm_incast
+sim='' out='' wall=600 dry=0
 while [ $# -gt 0 ]; do
 	case "$1" in
 	--runs) runs=$2; shift 2 ;;
@@ -282,6 +287,32 @@ cmd_calm() {
 # more with hashed routes, where a direction's paths may all cross the dead plane one way or
 # the other and none gets an RTT sample; since session 29 their first RTO comes from the
 # handshake's round trip, path.c first_rto.)
+# judge_calm_incast OUTPUT_FILE: empty when each sender of a calm incast moved its bytes, from
+# its first post to its last completion, within 10 x the time its fair share of the receiver's
+# live downlinks needs (mroc-sim's capacity counts only planes alive at the end), and 4 x
+# rto_min more where a plane was dead; else why not.  Its connection's time is not counted:
+# the handshake's own retries with a dead plane are the CM's (PROTOCOL 11).
+judge_calm_incast() {
+	local slack=0
+	[ "$calm_dead" = 1 ] && slack=$((4 * calm_rto))
+	awk -v bytes="$calm_bytes" -v n="$calm_senders" -v slack="$slack" '
+		/^rate hints / { hints = $3 }
+		/^  sender [0-9]+:/ { i = $2; sub(":", "", i); g[hints, i] = $5 + 0; seen[hints] = 1 }
+		/^  total / {
+			cap = $5 + 0
+			if (!cap) { printf "hints %s: no capacity\n", hints; exit }
+			allow = 10 * bytes * 8 / (cap * 1000 / n) + slack	# us
+			for (i = 0; i < n; i++) {
+				t = g[hints, i] ? bytes * 8 / (g[hints, i] * 1000) : -1
+				if (t < 0 || t > allow) {
+					printf "slow: hints %s sender %d %.0f us for %d bytes, allowed %.0f\n",
+					       hints, i, t, bytes, allow
+					exit
+				}
+			}
+		}' "$1"
+}
+
 judge_calm() {
 	local slack=0
 	[ "$calm_dead" = 1 ] && slack=$((4 * calm_rto))
@@ -347,6 +378,47 @@ cmd_incast() {
 			ARGS+=(--blackhole "$dead@$REPLY")
 		fi
 	fi
+}
+
+# cmd_calm_incast: calm's rules for an incast (MetaRoCE, at most 1 % loss, deep queues, a path
+# for every plane, sometimes a plane dead), judged per sender (judge_calm_incast).
+cmd_calm_incast() {
+	local planes paths senders mix
+	rnd 1 8; planes=$REPLY
+	rnd "$planes" 16; paths=$REPLY
+	rnd 1 8; senders=$REPLY
+	ARGS=(incast --mode metaroce --senders "$senders" --planes "$planes" --paths "$paths"
+	      --limit 600000)
+	add --route pick hash path
+	add --seed rnd 0 1073741823
+	add --wl-seed rnd 0 1073741823
+	add --mtu pick 1024 1500 4096 8192
+	add --msg pick 65536 262144 1048576
+	rnd 1 4; mix="$REPLY,0,0,0"
+	if chance 50; then draw_mix_bulk; mix=$REPLY; fi
+	ARGS+=(--mix "$mix")
+	add --hints pick on off both
+	add --loss pick 0 0 0.0001 0.001 0.01
+	add --bytes rnd 1048576 8388608
+	calm_bytes=$REPLY
+	add --outstanding rnd 16 64
+	add --rate pick 10G 25G 100G
+	add --delay pick 500 1000 2000
+	add --queue pick 1M 4M
+	add --rto-min pick 50 200 1000
+	calm_rto=$REPLY calm_dead=0
+	if [ "$planes" -ge 2 ] && chance 25; then
+		local dead
+		rnd 0 $((planes - 1)); dead=$REPLY
+		if chance 50; then
+			ARGS+=(--plane-loss "$dead:1")
+		else
+			rnd 0 2000
+			ARGS+=(--blackhole "$dead@$REPLY")
+		fi
+		calm_dead=1
+	fi
+	calm_senders=$senders
 }
 
 cmd_cluster() {
@@ -489,6 +561,10 @@ judge() {
 	failover)
 		grep -Eq ' FAIL$' "$f" && { echo "a transport failed"; return; }
 		judge_failover "$f"
+		;;
+	calm_incast)
+		grep -q ': FAILED' "$f" && { echo "a sender failed"; return; }
+		judge_calm_incast "$f"
 		;;
 	calm)
 		grep -qx 'result: ok' "$f" || { echo "no 'result: ok'"; return; }
