@@ -58,6 +58,7 @@ struct sb_entry {
 	uint8_t rto_lost : 1;	/* declared lost by the path's last RTO (ack_unlose) */
 	uint8_t dup : 1;	/* copy: a lone small message's (qp_tx.c dup_max; qp_ack.c drop_dups) */
 	uint8_t part : 1;	/* of a split, uncopied message of <= mtu (path_lend_rtt) */
+	uint8_t scout : 1;	/* by a scout's port (path.c path_scout): lost, the route's loss */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };

@@ -306,6 +306,8 @@ static void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose
 				p->rack_lo = sent_at(now, s->ts);
 			p->rack_hi = sent_at(now, s->ts);
 			sb_lose(eng, qp, p, q);
+			if (s->scout)
+				continue;	/* another route's loss, as a look's */
 			nlost++;
 			last = q;
 		}
@@ -396,6 +398,8 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 			continue;
 		}
 		sb_lose(eng, qp, p, q);
+		if (s->scout)
+			continue;	/* a scout's route's loss (path.c path_scout), not the path's */
 		nlost++;
 		last = q;
 	}

@@ -1311,6 +1311,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 			path_probe_owed(qp, p, true);	/* the round's probes go after it */
 		} else {
 			sport = path_scout(eng, qp, p, now);
+			p->sb[d.psn & p->sb_mask].scout = sport != p->sport;
 			flags |= MROC_F_ACK_REQ;
 		}
 	}
