@@ -227,6 +227,16 @@ cmd_run() {
 		rnd 0 $((planes - 1))
 		ARGS+=(--plane-loss "$REPLY:1")
 	fi
+	# A gray plane (drawn last): one plane far lossier than the rest, where MetaRoCE's paths
+	# should move off it; not beside a plane dead from the start (one --plane-loss at a time),
+	# and not for RoCEv2 mode, whose one path may sit on it (it gives up above 5 % loss, judge).
+	if [ "$mode" = metaroce ] && [ "$planes" -ge 2 ] &&
+	   [[ " ${ARGS[*]} " != *" --plane-loss "* ]] && chance 10; then
+		local gray
+		rnd 0 $((planes - 1)); gray=$REPLY
+		pick 0.05 0.1 0.2 0.5
+		ARGS+=(--plane-loss "$gray:$REPLY")
+	fi
 }
 
 # cmd_calm: a bulk transfer on a fabric with room to spare: MetaRoCE, at most 1 % loss, deep
@@ -278,6 +288,14 @@ cmd_calm() {
 	# before data must leave it room (session 29: pinned paths on a dead plane filled a 1 Gbit/s
 	# NIC with probes and the transfer never ended).
 	if chance 15; then add --nic pick 1G 10G; fi
+	# A gray plane (drawn last): 5-20 % loss on one live plane; its paths should move off it,
+	# and the judge still counts it among the live planes.
+	if [ "$planes" -ge 2 ] && [ "$calm_dead" = 0 ] && chance 10; then
+		local gray
+		rnd 0 $((planes - 1)); gray=$REPLY
+		pick 0.05 0.1 0.2
+		ARGS+=(--plane-loss "$gray:$REPLY")
+	fi
 	calm_planes=$planes
 }
 
