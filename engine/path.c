@@ -526,6 +526,15 @@ static void back_to_prev_port(struct path *p)
 	p->min_rtt = 0;
 }
 
+/* No scouts (left) for p: the round is over, answered, undone, or moved on. */
+static void scouts_clear(struct qp *qp, struct path *p)
+{
+	if (p->scouts)
+		path_probe_owed(qp, p, false);
+	p->scouts = p->scouts_sent = 0;
+	p->scout_next = false;
+}
+
 /*
  * An RTO the next ACK showed needless (Eifel's response, RFC 4015): the
  * path was slow, not dead.  Only the first RTO since the last ACK is
@@ -540,15 +549,6 @@ static void back_to_prev_port(struct path *p)
  * instead of probes only, and if the RTO moved it, it goes back to the
  * port the ACK came over (unless a sibling took that port since).
  */
-/* No scouts (left) for p: the round is over, answered, undone, or moved on. */
-static void scouts_clear(struct qp *qp, struct path *p)
-{
-	if (p->scouts)
-		path_probe_owed(qp, p, false);
-	p->scouts = p->scouts_sent = 0;
-	p->scout_next = false;
-}
-
 static void rto_undo(struct engine *eng, struct qp *qp, struct path *p)
 {
 	p->ssthresh = (uint32_t)max_u64(p->ssthresh, p->undo_pwnd);
@@ -861,11 +861,11 @@ uint16_t path_scout(struct engine *eng, struct qp *qp, struct path *p, uint64_t 
 
 /*
  * An ACK with news revives timed-out path p: if its echo (echo_ok: one of
- * our send times, path_on_echo) is a scout's send
- * time or later (the receiver's answer echoes the last packet it had and
- * goes back by that packet's port), the newest such scout's port worked
- * both ways, and the path moves there.  An echo older than every scout is
- * the path's own port's answer.
+ * our send times, path_on_echo) is a scout's send time or later (the
+ * receiver's answer echoes the last packet it had and goes back by that
+ * packet's port), the newest such scout's port worked both ways, and the
+ * path moves there.  An echo older than every scout is the path's own
+ * port's answer.
  */
 void path_scout_answered(struct engine *eng, struct qp *qp, struct path *p, bool echo_ok,
 			 uint32_t ts_echo)
