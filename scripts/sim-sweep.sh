@@ -10,8 +10,8 @@
 # messages, every op type with atomics, 1..256 outstanding, both routings, tiny to huge queues
 # and ECN thresholds, mixed rates, RTO floors and delay targets, a plane blackholed, dead
 # from the start or gray (5-50 % loss), a spine or cable dying under a collective of several
-# iterations), then `mroc-sim engine` at 1..4,000 QPs, and calm bulk transfers (kind calm: MetaRoCE, at most 1 %
-# loss, deep queues, a path per plane, sometimes a plane dead or a NIC slower than the planes)
+# iterations), then `mroc-sim engine` at 1..4,000 QPs, and calm bulk transfers (kind calm:
+# MetaRoCE, at most 1 % loss, deep queues, a path per plane, sometimes a plane dead or a NIC slower than the planes)
 # that must also be fast: their bytes within 10 x what their live planes (or their NIC) need,
 # plus 4 x rto_min with a dead plane (session 28: two such bugs ran at 0.017-0.12 of capacity
 # and said ok; session 29: one never ended behind a 1 Gbit/s NIC), and a spine or cable dying
