@@ -11,18 +11,18 @@
 # and ECN thresholds, mixed rates, RTO floors and delay targets, a plane blackholed, dead
 # from the start or gray (5-50 % loss), a spine or cable dying under a collective of several
 # iterations), then `mroc-sim engine` at 1..4,000 QPs, and calm bulk transfers (kind calm:
-# MetaRoCE, at most 1 % loss, deep queues, a path per plane, sometimes a plane dead or a NIC slower than the planes)
-# that must also be fast: their bytes within 10 x what their live planes (or their NIC) need,
-# plus 4 x rto_min with a dead plane (session 28: two such bugs ran at 0.017-0.12 of capacity
-# and said ok; session 29: one never ended behind a 1 Gbit/s NIC), and a spine or cable dying
-# under a MetaRoCE collective (kind failover), which must cost at most half the time without
-# the failure again plus four RTO floors, and calm incasts (kind calm_incast: calm's rules for
-# 1-8 senders into one host, each sender within 10 x its fair share's time).  The incast kind
-# also draws random loss and a plane dead from the start or dying (session 30: a connection
-# over 2 hashed planes, one dead, never made).  Every run must exit 0 and say ok (run: "result:
-# ok" with every op completed; the simulator checks every byte placed, every READ's data, every
-# FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
-# leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan.  A failure is written
+# MetaRoCE, at most 1 % loss, deep queues, a path per plane, sometimes a plane dead or a NIC
+# slower than the planes) that must also be fast: their bytes within 10 x what their live planes
+# (or their NIC) need, plus 4 x rto_min with a dead plane (session 28: two such bugs ran at
+# 0.017-0.12 of capacity and said ok; session 29: one never ended behind a 1 Gbit/s NIC), and a
+# spine or cable dying under a MetaRoCE collective (kind failover), which must cost at most half
+# the time without the failure again plus four RTO floors, and calm incasts (kind calm_incast:
+# calm's rules for 1-8 senders into one host, each sender within 10 x its fair share's time). The
+# incast kind also draws random loss and a plane dead from the start or dying (session 30: a
+# connection over 2 hashed planes, one dead, never made). Every run must exit 0 and say ok (run:
+# "result: ok" with every op completed; the simulator checks every byte placed, every READ's data,
+# every FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
+# leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan. A failure is written
 # with its exact command line.
 #
 # usage: scripts/sim-sweep.sh [--runs N] [--time SECONDS] [--seed N] [--kinds LIST]
