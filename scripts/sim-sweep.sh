@@ -239,6 +239,23 @@ cmd_run() {
 	fi
 }
 
+# draw_dead_plane PLANES: one time in four (with 2 planes or more) a plane dead from the start
+# or blackholed 0-2 ms into the transfer, its option added; calm_dead says whether (1) or not.
+draw_dead_plane() {
+	local dead
+	calm_dead=0
+	if [ "$1" -ge 2 ] && chance 25; then
+		rnd 0 $(($1 - 1)); dead=$REPLY
+		if chance 50; then
+			ARGS+=(--plane-loss "$dead:1")
+		else
+			rnd 0 2000
+			ARGS+=(--blackhole "$dead@$REPLY")
+		fi
+		calm_dead=1
+	fi
+}
+
 # cmd_calm: a bulk transfer on a fabric with room to spare: MetaRoCE, at most 1 % loss, deep
 # queues, many large WRs in flight, no atomics, a path for every plane; the hosts' clocks, the
 # routing, MTU, rates and timers still drawn.  Such a run must also be fast (judge_calm):
@@ -271,18 +288,8 @@ cmd_calm() {
 	if chance 10; then ARGS+=(--loss-first); fi
 	# A plane dead from the start or dying under the transfer: the rest must still carry it,
 	# once its paths have timed out (a few rto_min: judge_calm).
-	calm_live=$planes calm_dead=0
-	if [ "$planes" -ge 2 ] && chance 25; then
-		local dead
-		rnd 0 $((planes - 1)); dead=$REPLY
-		if chance 50; then
-			ARGS+=(--plane-loss "$dead:1")
-		else
-			rnd 0 2000
-			ARGS+=(--blackhole "$dead@$REPLY")
-		fi
-		calm_live=$((planes - 1)) calm_dead=1
-	fi
+	draw_dead_plane "$planes"
+	calm_live=$((planes - calm_dead))
 	# A NIC slower than its planes, sometimes (drawn last: a seed's other draws stay as they
 	# were): the capacity is then the NIC's (mroc-sim's goodput line), and probes that go
 	# before data must leave it room (session 29: pinned paths on a dead plane filled a 1 Gbit/s
@@ -424,18 +431,8 @@ cmd_calm_incast() {
 	add --delay pick 500 1000 2000
 	add --queue pick 1M 4M
 	add --rto-min pick 50 200 1000
-	calm_rto=$REPLY calm_dead=0
-	if [ "$planes" -ge 2 ] && chance 25; then
-		local dead
-		rnd 0 $((planes - 1)); dead=$REPLY
-		if chance 50; then
-			ARGS+=(--plane-loss "$dead:1")
-		else
-			rnd 0 2000
-			ARGS+=(--blackhole "$dead@$REPLY")
-		fi
-		calm_dead=1
-	fi
+	calm_rto=$REPLY
+	draw_dead_plane "$planes"
 	calm_senders=$senders
 }
 
