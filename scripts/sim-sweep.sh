@@ -306,12 +306,6 @@ cmd_calm() {
 	calm_planes=$planes
 }
 
-# judge_calm OUTPUT_FILE: empty when a calm run moved its bytes, from its first post to its
-# last completion, within 10 x the time its live planes need (capacity x live / planes), and
-# 4 x rto_min more where a plane was dead; else why not.  (Session 28 allowed one rto_init
-# more with hashed routes, where a direction's paths may all cross the dead plane one way or
-# the other and none gets an RTT sample; since session 29 their first RTO comes from the
-# handshake's round trip, path.c first_rto.)
 # judge_calm_incast OUTPUT_FILE: empty when each sender of a calm incast moved its bytes, from
 # its first post to its last completion, within 10 x the time its fair share of the receiver's
 # live downlinks needs (mroc-sim's capacity counts only planes alive at the end), and 4 x
@@ -322,7 +316,7 @@ judge_calm_incast() {
 	[ "$calm_dead" = 1 ] && slack=$((4 * calm_rto))
 	awk -v bytes="$calm_bytes" -v n="$calm_senders" -v slack="$slack" '
 		/^rate hints / { hints = $3 }
-		/^  sender [0-9]+:/ { i = $2; sub(":", "", i); g[hints, i] = $5 + 0; seen[hints] = 1 }
+		/^  sender [0-9]+:/ { i = $2; sub(":", "", i); g[hints, i] = $5 + 0 }
 		/^  total / {
 			cap = $5 + 0
 			if (!cap) { printf "hints %s: no capacity\n", hints; exit }
@@ -338,6 +332,13 @@ judge_calm_incast() {
 		}' "$1"
 }
 
+
+# judge_calm OUTPUT_FILE: empty when a calm run moved its bytes, from its first post to its
+# last completion, within 10 x the time its live planes need (capacity x live / planes), and
+# 4 x rto_min more where a plane was dead; else why not.  (Session 28 allowed one rto_init
+# more with hashed routes, where a direction's paths may all cross the dead plane one way or
+# the other and none gets an RTT sample; since session 29 their first RTO comes from the
+# handshake's round trip, path.c first_rto.)
 judge_calm() {
 	local slack=0
 	[ "$calm_dead" = 1 ] && slack=$((4 * calm_rto))

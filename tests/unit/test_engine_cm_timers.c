@@ -218,9 +218,11 @@ static void test_rtu_of_late_rep(void **state)
  * where nothing seals) must not raise the host's largest RTT, the floor of
  * every path's timer (5/4 of it, for 30-60 s), past what a new path waits
  * anyway (rto_init): before, a proof held 3 ms on a host whose rto_init is
- * 1 ms gave every QP's timers at least 3.75 ms.  A proof a little late
- * (under rto_init) still counts, as an ACK's late echo does.  A's own RTU
- * wait is long (rto_init 50 ms), so it never tries again meanwhile.
+ * 1 ms gave every QP's timers at least 3.75 ms.  Nor past a quarter of
+ * rto_init, where the proof may be an RTU's copy (cm.c cm_bind_proven).
+ * A proof a little late (under that) still counts, as an ACK's late echo
+ * does.  A's own RTU wait is long (rto_init 50 ms), so it never tries
+ * again meanwhile.
  */
 struct held_proof {
 	bool held, done;
@@ -287,14 +289,68 @@ static uint64_t timer_after_held_proof(void **state, uint64_t hold)
 
 static void test_proof_a_little_late(void **state)
 {
-	/* held 600 us of B's rto_init 1 ms (the REP sent 20 us in): counts, 5/4 of it */
-	assert_true(timer_after_held_proof(state, 600 * PAIR_US) >= 5 * 550 * PAIR_US / 4);
+	/* held 240 us of B's rto_init 1 ms (the REP sent 20 us in): counts, 5/4 of it */
+	assert_true(timer_after_held_proof(state, 240 * PAIR_US) >= 5 * 190 * PAIR_US / 4);
 }
 
 static void test_proof_held_back(void **state)
 {
 	/* held 3 ms: not counted (it was: 3.7 ms), the new QP's from its own handshake */
 	assert_true(timer_after_held_proof(state, 3 * PAIR_MS) < PAIR_MS);
+}
+
+/*
+ * The requester's sample is the RTU's first send to its answer, and only
+ * when no copy went: B's answer to A's first RTU is lost, the copy a
+ * quarter of A's wait later (250 us) is answered.  Before, the sample ran
+ * from the first send (250 us on a 40 us round trip) and went into the
+ * host's largest RTT: a second QP's timers were at least 5/4 of it (312
+ * us) for 30-60 s.  Now no sample: the QP's paths start at rto_init, the
+ * second QP's timer is its own handshake's (rto_min here).
+ */
+static bool drop_first_answer(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	unsigned *dropped = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_B || pkt->data[PKT_OPCODE] != MROC_OP_KEEPALIVE || *dropped)
+		return true;
+	(*dropped)++;
+	return false;
+}
+
+static void test_rtu_copy_no_sample(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb), c = attr_of(0, 0xc);
+	struct engine_path_info pi;
+	unsigned dropped = 0;
+	uint32_t qa, qa2;
+
+	pair_set_delay(p, PAIR_A, 20 * PAIR_US);
+	pair_set_delay(p, PAIR_B, 20 * PAIR_US);
+	p->filter = drop_first_answer;
+	p->filter_arg = &dropped;
+	qa = start_connect(p, &a, &b, SVC, SVC);
+	pair_run_for(p, 2 * PAIR_MS);
+	assert_int_equal(dropped, 1);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 1);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
+	assert_int_equal(engine_path_info(p->s[PAIR_A].eng, qa, 0, &pi), 0);
+	assert_int_equal(pi.rto_ns, p->s[PAIR_A].cfg.rto_init_ns);	/* no sample */
+	/* A second QP from A, its handshake prompt. */
+	p->filter = NULL;
+	p->s[PAIR_B].qpn = pair_qp_create(p, PAIR_B, &c);
+	assert_int_equal(engine_qp_listen(p->s[PAIR_B].eng, p->s[PAIR_B].qpn, SVC + 1), 0);
+	qa2 = pair_qp_create(p, PAIR_A, &c);
+	assert_int_equal(engine_qp_connect(p->s[PAIR_A].eng, qa2, PAIR_B, SVC + 1,
+					   pair_clock(p, PAIR_A)), 0);
+	pair_run_for(p, PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xc);
+	assert_int_equal(engine_path_info(p->s[PAIR_A].eng, qa2, 0, &pi), 0);
+	assert_true(pi.rto_timer_ns < 300 * PAIR_US);	/* it was 5/4 of 250 us at least */
+	assert_int_equal(p->stuck_deadlines, 0);
 }
 
 int main(void)
@@ -307,6 +363,7 @@ int main(void)
 		T(test_rtu_of_late_rep),
 		T(test_proof_a_little_late),
 		T(test_proof_held_back),
+		T(test_rtu_copy_no_sample),
 	};
 #undef T
 
