@@ -418,7 +418,7 @@ static int rx_req(struct engine *eng, const struct wire_pkt *pkt,
 	return 0;
 }
 
-/* A try's sends after its first (cm.c try_arm). */
+/* A try's sends after its first, its copies (try_arm). */
 #define CM_COPIES 3
 
 /*
