@@ -239,6 +239,19 @@ cmd_run() {
 	fi
 }
 
+# draw_bulk_run: a calm run's seeds, MTU, largest WR and op mix (WRITEs alone, or a mix of the
+# bulk ops: the first draw kept, the same seed, the same runs), its options added.
+draw_bulk_run() {
+	local mix
+	add --seed rnd 0 1073741823
+	add --wl-seed rnd 0 1073741823
+	add --mtu pick 1024 1500 4096 8192
+	add --msg pick 65536 262144 1048576
+	rnd 1 4; mix="$REPLY,0,0,0"
+	if chance 50; then draw_mix_bulk; mix=$REPLY; fi
+	ARGS+=(--mix "$mix")
+}
+
 # draw_dead_plane PLANES: one time in four (with 2 planes or more) a plane dead from the start
 # or blackholed 0-2 ms into the transfer, its option added; calm_dead says whether (1) or not.
 draw_dead_plane() {
@@ -261,19 +274,12 @@ draw_dead_plane() {
 # routing, MTU, rates and timers still drawn.  Such a run must also be fast (judge_calm):
 # session 27's and 28's bugs ran at 0.017-0.25 of capacity and said ok.
 cmd_calm() {
-	local planes paths mix
+	local planes paths
 	rnd 1 8; planes=$REPLY
 	rnd "$planes" 16; paths=$REPLY
 	ARGS=(run --mode metaroce --planes "$planes" --paths "$paths" --limit 600000)
 	add --route pick hash path linux
-	add --seed rnd 0 1073741823
-	add --wl-seed rnd 0 1073741823
-	add --mtu pick 1024 1500 4096 8192
-	add --msg pick 65536 262144 1048576
-	# WRITEs alone, or a mix of the bulk ops (the first draw kept: the same seed, the same runs)
-	rnd 1 4; mix="$REPLY,0,0,0"
-	if chance 50; then draw_mix_bulk; mix=$REPLY; fi
-	ARGS+=(--mix "$mix")
+	draw_bulk_run
 	add --loss pick 0 0 0.0001 0.001 0.01
 	add --bytes rnd 4194304 33554432
 	add --outstanding rnd 16 64
@@ -409,20 +415,14 @@ cmd_incast() {
 # cmd_calm_incast: calm's rules for an incast (MetaRoCE, at most 1 % loss, deep queues, a path
 # for every plane, sometimes a plane dead), judged per sender (judge_calm_incast).
 cmd_calm_incast() {
-	local planes paths senders mix
+	local planes paths senders
 	rnd 1 8; planes=$REPLY
 	rnd "$planes" 16; paths=$REPLY
 	rnd 1 8; senders=$REPLY
 	ARGS=(incast --mode metaroce --senders "$senders" --planes "$planes" --paths "$paths"
 	      --limit 600000)
 	add --route pick hash path
-	add --seed rnd 0 1073741823
-	add --wl-seed rnd 0 1073741823
-	add --mtu pick 1024 1500 4096 8192
-	add --msg pick 65536 262144 1048576
-	rnd 1 4; mix="$REPLY,0,0,0"
-	if chance 50; then draw_mix_bulk; mix=$REPLY; fi
-	ARGS+=(--mix "$mix")
+	draw_bulk_run
 	add --hints pick on off both
 	add --loss pick 0 0 0.0001 0.001 0.01
 	add --bytes rnd 1048576 8388608
