@@ -526,10 +526,15 @@ static void back_to_prev_port(struct path *p)
 	p->min_rtt = 0;
 }
 
-/* No scouts (left) for p: the round is over, answered, undone, or moved on. */
+/*
+ * No scouts (left) for p: the round is over, answered, undone, or moved on.
+ * The probe owed is taken back only where path_scout owed it for a scout:
+ * one owed for the round's first probe (not sent yet: nothing outstanding
+ * to copy) stays, as before scouts, across a move that is not a timeout.
+ */
 static void scouts_clear(struct qp *qp, struct path *p)
 {
-	if (p->scouts)
+	if (p->scout_next && p->scouts_sent < p->scouts)
 		path_probe_owed(qp, p, false);
 	p->scouts = p->scouts_sent = 0;
 	p->scout_next = false;
