@@ -19,7 +19,8 @@
 # the time without the failure again plus four RTO floors, and calm incasts (kind calm_incast:
 # calm's rules for 1-8 senders into one host, each sender within 10 x its fair share's time). The
 # incast kind also draws random loss and a plane dead from the start or dying (session 30: a
-# connection over 2 hashed planes, one dead, never made). Every run must exit 0 and say ok (run:
+# connection over 2 hashed planes, one dead, never made). The run, incast and cluster kinds
+# sometimes reorder packets on a path (--jitter) and deliver some twice (--duplicate). Every run must exit 0 and say ok (run:
 # "result: ok" with every op completed; the simulator checks every byte placed, every READ's data,
 # every FETCH_ADD's value and the counter's sum), finish within a generous wall-clock limit, and
 # leave nothing on stderr from AddressSanitizer, LeakSanitizer or UBSan. A failure is written
@@ -169,6 +170,15 @@ draw_bytes() {
 	[ "$REPLY" -le "$cap" ] || REPLY=$cap
 }
 
+# draw_reorder: sometimes (drawn last, so a seed's other draws stay) packets that overtake each
+# other on a path (--jitter, us) and packets that arrive twice (--duplicate): a path is FIFO
+# nowhere but in the simulator (an outside review's harness had jitter; the simulator had none
+# before session 31).
+draw_reorder() {
+	if chance 20; then add --jitter pick 0.1 1 5 20 100; fi
+	if chance 15; then add --duplicate pick 0.001 0.01 0.1; fi
+}
+
 # ---- one command line per kind, into ARGS -------------------------------------------------
 
 # add OPTION DRAW [DRAW ARGS]: append OPTION and the draw's value.
@@ -237,6 +247,7 @@ cmd_run() {
 		pick 0.05 0.1 0.2 0.5
 		ARGS+=(--plane-loss "$gray:$REPLY")
 	fi
+	draw_reorder
 }
 
 # draw_bulk_run: a calm run's seeds, MTU, largest WR and op mix (WRITEs alone, or a mix of the
@@ -410,6 +421,7 @@ cmd_incast() {
 			ARGS+=(--blackhole "$dead@$REPLY")
 		fi
 	fi
+	draw_reorder
 }
 
 # cmd_calm_incast: calm's rules for an incast (MetaRoCE, at most 1 % loss, deep queues, a path
@@ -470,6 +482,7 @@ cmd_cluster() {
 	add --clock-drift pick 0 50 500
 	# Small messages split over paths (issue #23): off, the default, and extremes.
 	add --split pick 0 16 32 1024 4080
+	draw_reorder
 }
 
 # cmd_failover: a spine or a cable of a MetaRoCE cluster dies under a collective (kind

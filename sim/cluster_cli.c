@@ -33,6 +33,9 @@ static const char cluster_usage[] =
 "  --delay NS        per cable (1000)        --queue SIZE    port buffer (512K)\n"
 "  --ecn SIZE        CE threshold (64K)      --loss P        per packet, 0..1 (0)\n"
 "  --core-loss P     per leaf-spine cable    --converge US   ECMP drops a failed hop (10000)\n"
+"  --jitter US       each packet's delay on its host's uplink plus a uniform 0..US:\n"
+"                    packets of a path overtake each other (0)\n"
+"  --duplicate P     ... and it arrives twice with probability P, 0..1 (0)\n"
 "  --pfc-xoff SIZE   rocev2-pfc: pause above (128K)\n"
 "  --pfc-xon SIZE    rocev2-pfc: resume below (128K - 2 jumbo frames)\n"
 "transport:\n"
@@ -103,7 +106,7 @@ enum {
 	O_BG_SENDERS, O_ITERS, O_ALGO, O_CLOCK_SKEW, O_CLOCK_DRIFT, O_LOSS_SEED, O_SPLIT,
 	O_DUP, O_FLOWS, O_TRACE, O_TRACE_HOSTS, O_TRACE_PATHS, O_TRACE_WAITS, O_ROUND_RTTS,
 	O_RACK_SRTT,
-	O_HEDGE,
+	O_HEDGE, O_JITTER, O_DUPLICATE,
 };
 
 static const struct option opts[] = {
@@ -118,6 +121,8 @@ static const struct option opts[] = {
 	{ "ecn", required_argument, NULL, O_ECN },
 	{ "loss", required_argument, NULL, O_LOSS },
 	{ "core-loss", required_argument, NULL, O_CORE_LOSS },
+	{ "jitter", required_argument, NULL, O_JITTER },
+	{ "duplicate", required_argument, NULL, O_DUPLICATE },
 	{ "converge", required_argument, NULL, O_CONVERGE },
 	{ "transport", required_argument, NULL, O_TRANSPORT },
 	{ "qps", required_argument, NULL, O_QPS },
@@ -225,7 +230,16 @@ static int fabric_opt(struct clu_config *cfg, int o, const char *arg)
 {
 	struct fab_config *f = &cfg->net.fab;
 	uint64_t v = 0;
+	double us;
 
+	if (o == O_JITTER) {
+		if (sim_parse_double(arg, 0, 1e6, &us))
+			return -EINVAL;
+		f->jitter_ns = (uint64_t)(us * 1e3);
+		return 0;
+	}
+	if (o == O_DUPLICATE)
+		return sim_parse_double(arg, 0, 1, &f->dup);
 	if (o != O_LOSS && o != O_CORE_LOSS && sim_parse_scaled(arg, o == O_RATE || o == O_CORE_RATE ?
 							1000 : 1024, &v))
 		return -EINVAL;
@@ -334,7 +348,8 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 	case O_FLOWS: return open_out(&c->flows, arg);
 	case O_TAG: c->tag = arg; return 0;
 	case O_VERIFY: cfg->verify = true; return 0;
-	case O_LOSS: case O_CORE_LOSS: return fabric_opt(cfg, o, arg);
+	case O_LOSS: case O_CORE_LOSS: case O_JITTER: case O_DUPLICATE:
+		return fabric_opt(cfg, o, arg);
 	}
 	if (sim_parse_scaled(arg, 1024, &v))
 		return -EINVAL;

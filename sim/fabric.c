@@ -64,6 +64,8 @@ int fab_config_check(const struct fab_config *c, const char **why)
 		BAD("the host port rate must be > 0");
 	if (c->loss < 0 || c->loss > 1 || c->core_loss < 0 || c->core_loss > 1)
 		BAD("loss must be 0..1");
+	if (c->dup < 0 || c->dup > 1)
+		BAD("duplicates must be 0..1");
 	if (c->plane_select > FAB_PLANE_HASH)
 		BAD("unknown plane selection");
 	if (c->pfc && (!c->pfc_xoff_bytes || c->pfc_xon_bytes >= c->pfc_xoff_bytes))
@@ -100,6 +102,8 @@ int fab_init(struct fabric *f, const struct fab_config *cfg, uint8_t link_ev, ui
 	core_rate = c->core_rate_bps ? c->core_rate_bps :
 		    c->host_rate_bps * f->per_leaf / c->spines;
 	port_cfg(c, c->host_rate_bps, c->loss, &host);
+	host.jitter_ns = c->jitter_ns;
+	host.dup = c->dup;
 	port_cfg(c, c->host_rate_bps, 0, &down);
 	down.pfc_xoff_bytes = 0;	/* its far end is a host */
 	port_cfg(c, core_rate, c->core_loss, &core);

@@ -66,6 +66,9 @@ struct fab_config {
 	 */
 	double loss;
 	double core_loss;
+	/* On the host's uplink too, once per packet: sim_link_cfg's jitter and dup. */
+	uint64_t jitter_ns;
+	double dup;
 	uint8_t plane_select;		/* enum fab_plane_select */
 	uint64_t converge_ns;		/* failure -> ECMP avoids it; SIM_NEVER = never */
 	/*

@@ -137,10 +137,15 @@ static struct sim *inc_sim(const struct inc_config *cfg, const char **why)
 	sc.link.queue_bytes = cfg->queue_bytes;
 	sc.link.ecn_bytes = cfg->ecn_bytes;
 	sc.link.loss = cfg->loss;
+	sc.link.jitter_ns = cfg->jitter_ns;
+	sc.link.dup = cfg->dup;
 	sc.downlinks = true;
 	sc.downlink = sc.link;
 	sc.downlink.delay_ns = 0;
-	sc.downlink.loss = 0;		/* a packet meets the loss once, on its host-pair link */
+	/* A packet meets the faults once, on its host-pair link. */
+	sc.downlink.loss = 0;
+	sc.downlink.jitter_ns = 0;
+	sc.downlink.dup = 0;
 	sc.engine.mtu = cfg->mtu;
 	if (cfg->rto_min_ns)
 		sim_engine_rto_min(&sc.engine, cfg->rto_min_ns);

@@ -47,9 +47,12 @@ struct inc_config {
 	 * Faults, as in scn_config: random loss on every host-pair link (the
 	 * downlinks lose nothing more), a plane's own loss instead (1: dead
 	 * from the start), a plane blackholed blackhole_at_ns after the first
-	 * post, for blackhole_ns (0: for good; blackhole_plane -1: none).
+	 * post, for blackhole_ns (0: for good; blackhole_plane -1: none),
+	 * jitter and duplicates on the host-pair links (sim_link_cfg).
 	 */
 	double loss;
+	uint64_t jitter_ns;
+	double dup;
 	double plane_loss[SIM_MAX_PLANES];
 	uint64_t plane_loss_set;	/* bit p: plane_loss[p] applies */
 	int32_t blackhole_plane;

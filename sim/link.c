@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 #include <stddef.h>
+#include <string.h>
 
 #include "link.h"
 
@@ -234,6 +235,32 @@ void link_enqueue(struct sim_link *l, struct link_env *env, struct sim_pkt *pkt,
 	link_kick(l, env, now);
 }
 
+static uint64_t link_jitter(const struct sim_link *l, struct link_env *env)
+{
+	return l->cfg.jitter_ns ? rng_below(env->rng, l->cfg.jitter_ns) : 0;
+}
+
+/* The wire delivers pkt a second time (cfg.dup); no buffer left: once. */
+static void link_dup(struct sim_link *l, struct link_env *env, const struct sim_pkt *pkt,
+		     uint64_t now)
+{
+	struct sim_pkt *c = pktpool_get(env->pool, pkt->ev.type);
+	struct sim_event ev;
+	uint8_t *data;
+
+	if (!c)
+		return;
+	ev = c->ev;
+	data = c->data;
+	*c = *pkt;
+	c->ev = ev;
+	c->data = data;
+	c->next = NULL;
+	memcpy(data, pkt->data, pkt->len);
+	l->st.duplicated++;
+	evq_push(env->q, &c->ev, now + l->cfg.delay_ns + link_jitter(l, env));
+}
+
 void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now)
 {
 	struct sim_pkt *pkt = l->head;
@@ -260,7 +287,9 @@ void link_tx_done(struct sim_link *l, struct link_env *env, uint64_t now)
 	} else {
 		l->st.delivered++;
 		l->st.delivered_bytes += pkt->wire_len;
-		evq_push(env->q, &pkt->ev, now + l->cfg.delay_ns);
+		evq_push(env->q, &pkt->ev, now + l->cfg.delay_ns + link_jitter(l, env));
+		if (l->cfg.dup > 0 && rng_double(env->rng) < l->cfg.dup)
+			link_dup(l, env, pkt, now);
 	}
 }
 
@@ -289,6 +318,7 @@ void link_stats_add(struct sim_link_stats *sum, const struct sim_link_stats *s)
 	sum->marked_ce += s->marked_ce;
 	sum->delivered += s->delivered;
 	sum->delivered_bytes += s->delivered_bytes;
+	sum->duplicated += s->duplicated;
 	sum->queue_seen_bytes += s->queue_seen_bytes;
 	if (s->max_queue_bytes > sum->max_queue_bytes)
 		sum->max_queue_bytes = s->max_queue_bytes;

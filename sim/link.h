@@ -42,6 +42,16 @@ struct sim_link_cfg {
 					 * as scripts/fabric's impairment in front of its TBF */
 	uint64_t burst_bytes;		/* > 0: a token bucket of this depth (TBF) instead of a
 					 * serialiser: a packet leaves at once while tokens last */
+	/*
+	 * Jitter: each delivered packet's propagation delay plus a uniform 0 ..
+	 * jitter_ns - 1, so packets on one link overtake each other (a path is
+	 * no longer FIFO, as across a switch's hashed member links or a host's
+	 * queues); dup: the probability that a delivered packet arrives twice,
+	 * its copy with a jitter of its own.  Both 0: the rng is never drawn
+	 * for them, and every run is what it was without them.
+	 */
+	uint64_t jitter_ns;
+	double dup;
 	uint64_t blackhole_start_ns;	/* SIM_NEVER = no blackhole */
 	uint64_t blackhole_end_ns;	/* SIM_NEVER = until the end */
 	/* PFC at the far end's ingress (see above); 0 = off. */
@@ -58,6 +68,7 @@ struct sim_link_stats {
 	uint64_t marked_ce;
 	uint64_t delivered;
 	uint64_t delivered_bytes;	/* wire bytes, for utilisation */
+	uint64_t duplicated;		/* of delivered, sent on twice (cfg.dup) */
 	uint64_t max_queue_bytes;
 	/* PFC, on the link whose transmitter is paused */
 	uint64_t pfc_pauses;		/* PAUSE frames the far end sent */

@@ -27,6 +27,9 @@ const char run_cli_usage[] =
 "  --queue SIZE      drop-tail (512K)      --ecn SIZE      marking threshold (64K)\n"
 "  --loss P          random loss, 0..1     --route hash|path|linux\n"
 "  --plane-loss N:P  plane N loses P instead of --loss (both ways; repeatable)\n"
+"  --jitter US       each packet's delay plus a uniform 0..US on every plane, both\n"
+"                    ways: packets of a path overtake each other (0)\n"
+"  --duplicate P     each packet arrives twice with probability P, 0..1 (0)\n"
 "  --ecmp-net N      --route linux: hosts at 10.N.1.h / 10.N.2.1 (from --seed)\n"
 "  --ecmp-seed N     --route linux: the leaves' fib_multipath_hash_seed (12345)\n"
 "  --mode metaroce|rocev2                  --paths N       paths per QP (4)\n"
@@ -78,7 +81,8 @@ const char run_cli_usage[] =
 "  --planes, --rate, --delay, --queue, --ecn, --route, --paths, --mtu, --bytes\n"
 "  (per sender), --msg, --outstanding, --rto-min, --seed, --wl-seed, --limit,\n"
 "  --trace, -v       as for run (--queue and --ecn also set the downlinks)\n"
-"  --loss, --plane-loss, --blackhole  as for run, on the host-pair links (a\n"
+"  --loss, --plane-loss, --blackhole, --jitter, --duplicate  as for run, on\n"
+"                    the host-pair links (a\n"
 "                    blackhole timed from the first sender's first post)\n";
 
 /* ---- parsing ---------------------------------------------------------------- */
@@ -225,7 +229,7 @@ enum {
 	OPT_BURST, OPT_ECN_VIRTUAL, OPT_LOSS_FIRST, OPT_RTO_INIT, OPT_DAEMON, OPT_HOST_DELAY, OPT_LIKE_FABRIC,
 	OPT_LIKE_FABRIC_BUSY, OPT_LIKE_FABRIC_HELD,
 	OPT_CLOCK_SKEW, OPT_CLOCK_DRIFT, OPT_ECMP_NET, OPT_ECMP_SEED, OPT_HOST_RX, OPT_PLANE_LOSS,
-	OPT_PEER_WINDOW, OPT_PEER_HOST_DELAY, OPT_ROUND_RTTS,
+	OPT_PEER_WINDOW, OPT_PEER_HOST_DELAY, OPT_ROUND_RTTS, OPT_JITTER, OPT_DUP,
 };
 
 static const struct option run_opts[] = {
@@ -237,6 +241,8 @@ static const struct option run_opts[] = {
 	{ "ecn", required_argument, NULL, OPT_ECN },
 	{ "loss", required_argument, NULL, OPT_LOSS },
 	{ "plane-loss", required_argument, NULL, OPT_PLANE_LOSS },
+	{ "jitter", required_argument, NULL, OPT_JITTER },
+	{ "duplicate", required_argument, NULL, OPT_DUP },
 	{ "route", required_argument, NULL, OPT_ROUTE },
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "paths", required_argument, NULL, OPT_PATHS },
@@ -301,6 +307,12 @@ static int run_opt(struct scn_config *cfg, int opt, const char *arg)
 	case OPT_QUEUE: return sim_parse_scaled(arg, 1024, &cfg->queue_bytes);
 	case OPT_ECN: return sim_parse_scaled(arg, 1024, &cfg->ecn_bytes);
 	case OPT_LOSS: return sim_parse_double(arg, 0, 1, &cfg->loss);
+	case OPT_JITTER:
+		if (sim_parse_double(arg, 0, 1e6, &us))
+			return -EINVAL;
+		cfg->jitter_ns = (uint64_t)(us * 1e3);
+		return 0;
+	case OPT_DUP: return sim_parse_double(arg, 0, 1, &cfg->dup);
 	case OPT_PLANE_LOSS:
 		n = -1;
 		if (sscanf(arg, "%u:%n", &plane, &n) != 1 || n < 0 || plane >= SIM_MAX_PLANES ||
@@ -503,6 +515,8 @@ static const struct option incast_opts[] = {
 	{ "rto-min", required_argument, NULL, OPT_RTO_MIN },
 	{ "loss", required_argument, NULL, OPT_LOSS },
 	{ "plane-loss", required_argument, NULL, OPT_PLANE_LOSS },
+	{ "jitter", required_argument, NULL, OPT_JITTER },
+	{ "duplicate", required_argument, NULL, OPT_DUP },
 	{ "blackhole", required_argument, NULL, OPT_BLACKHOLE },
 	{ "seed", required_argument, NULL, OPT_SEED },
 	{ "wl-seed", required_argument, NULL, OPT_WL_SEED },
@@ -640,6 +654,8 @@ int incast_cmd(int argc, char **argv, void (*usage)(void))
 	cfg.loss = sc.loss;
 	memcpy(cfg.plane_loss, sc.plane_loss, sizeof(cfg.plane_loss));
 	cfg.plane_loss_set = sc.plane_loss_set;
+	cfg.jitter_ns = sc.jitter_ns;
+	cfg.dup = sc.dup;
 	cfg.blackhole_plane = sc.blackhole_plane;
 	cfg.blackhole_at_ns = sc.blackhole_at_ns;
 	cfg.blackhole_ns = sc.blackhole_ns;

@@ -197,6 +197,8 @@ static struct sim *scn_sim(const struct scn_config *cfg, const char **why)
 	sc.link.ecn_virtual = cfg->ecn_virtual;
 	sc.link.loss = cfg->loss;
 	sc.link.loss_at_enqueue = cfg->loss_at_enqueue;
+	sc.link.jitter_ns = cfg->jitter_ns;
+	sc.link.dup = cfg->dup;
 	sc.link.burst_bytes = cfg->burst_bytes;
 	sc.clock_skew_ns = cfg->clock_skew_ns;
 	sc.clock_drift_ppm = cfg->clock_drift_ppm;

@@ -30,6 +30,8 @@ struct scn_config {
 					 * scripts/fabric does (sim_link_cfg.ecn_virtual) */
 	double loss;			/* every link, both directions */
 	bool loss_at_enqueue;		/* lost before the queue, using no rate (scripts/fabric) */
+	uint64_t jitter_ns;		/* every link: sim_link_cfg.jitter_ns (reordering) */
+	double dup;			/* ... and sim_link_cfg.dup (duplicates) */
 	uint64_t burst_bytes;		/* > 0: planes shape with a token bucket this deep (TBF) */
 	uint8_t route;			/* enum sim_route */
 	uint32_t ecmp_net, ecmp_seed;	/* SIM_ROUTE_LINUX (sim_config; 0 = its defaults) */

@@ -325,6 +325,9 @@ int sim_config_check(const struct sim_config *cfg, const char **why)
 	if (cfg->link.loss < 0 || cfg->link.loss > 1 ||
 	    (cfg->downlinks && (cfg->downlink.loss < 0 || cfg->downlink.loss > 1)))
 		BAD("loss must be 0..1");
+	if (cfg->link.dup < 0 || cfg->link.dup > 1 ||
+	    (cfg->downlinks && (cfg->downlink.dup < 0 || cfg->downlink.dup > 1)))
+		BAD("duplicates must be 0..1");
 	if (cfg->clock_drift_ppm > 1000)
 		BAD("clock drift must be 0..1000 ppm");
 	if (engine_config_check(&cfg->engine, why))
