@@ -93,6 +93,8 @@ static const char *const helps[][2] = {
 	  "path of a QP with no live path tries several routes at once." },
 	{ "mroc_engine_scout_move_total", "Paths moved to the port of a scout that an ACK answered "
 	  "(its route worked both ways)." },
+	{ "mroc_engine_reorder_total", "Packets a path's own route delivered after a later one "
+	  "(no loss): that path then declares losses by time alone, with a reorder window." },
 	{ "mroc_engine_rx_bad_echo_total", "ACKs whose timestamp echo is no send time of ours "
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "

@@ -562,6 +562,7 @@ enum engine_counter {
 	EC_LOST_RACK_LATE,		/* of EC_LOST_RACK: ACKs that showed such a packet delivered, only late: their echo is an RTT sample (qp_ack.c rack_late) */
 	EC_TX_SCOUT,			/* probes a timed-out path of a QP with no live path sent by a port of their own (path.c path_scout) */
 	EC_SCOUT_MOVE,			/* paths moved to the port of a scout an ACK echoed (path.c path_scout_answered) */
+	EC_REORDER,			/* holes of a path's own route filled after a later PSN was acknowledged: the route reorders (qp_ack.c note_reorder) */
 	EC__COUNT,
 };
 

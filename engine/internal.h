@@ -125,6 +125,15 @@ struct path {
 	 * late (qp_ack.c rack_late).
 	 */
 	uint64_t rack_lo, rack_hi;
+	/*
+	 * Reordering on the path's own route (qp_ack.c note_reorder): how much
+	 * later than a later-sent packet's ACK the last late one's came (ns, at
+	 * most the path's SRTT; 0: the route has kept order) and when.  While
+	 * set, the path's holes are lost by time alone, after SRTT + max(SRTT /
+	 * 4, reo_ns), not by dupthresh later PSNs.
+	 */
+	uint64_t reo_ns, reo_at;
+	uint64_t high_acked_at;	/* when high_acked last rose */
 	uint32_t last_rcv_pkts, last_ce_pkts;	/* cumulative values of the last ACK */
 	bool ack_seen;
 	/* repathing: smoothed per-round loss and CE fractions (1 << 20 = 1.0) */

@@ -54,6 +54,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_LOST_RACK_LATE] = "lost_rack_late",
 		[EC_TX_SCOUT] = "tx_scout",
 		[EC_SCOUT_MOVE] = "scout_move",
+		[EC_REORDER] = "reorder",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
 		[EC_CM_EARLY_RETRY] = "cm_early_retry",
 		[EC_REPATH_TIMEOUT] = "repath_timeout",
