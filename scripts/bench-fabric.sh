@@ -14,6 +14,10 @@
 #   failover  4 planes at RATE_MBIT, a long write_bw; after 2 s the busiest
 #             plane gets 10% loss (degraded) or is blackholed: rate before and
 #             after, time to recover (receiver sampled every 200 ms)
+#   jitter    each packet 0..J us later at random on every one of 4 planes
+#             (netem: packets of a flow overtake each other), planes unlimited:
+#             MetaRoCE 4 paths, RoCEv2 mode, kernel TCP 1 stream; goodput and
+#             the fraction of the mode's own figure without jitter
 #   incast    3 senders, 1 receiver, 4 planes at RATE_MBIT, receiver
 #             link_rate_gbps = their sum: Jain fairness and total, rate hints
 #             on and off
@@ -35,7 +39,8 @@
 # kept as the sweep's fabric since session 11: every figure of #27 is on it, and the
 # simulator matches it with --like-fabric); CE_THRESHOLD=128kb marks above 64 KiB of
 # real queue, as a switch with a 64 KiB threshold would: mroc-sim run --like-fabric
-# --ecn 128K is that fabric), EXPERIMENTS ("loss planes failover incast"), LOSSES ("0 0.1 1 5 10": loss %% of the loss sweep; keep 0 in it: the fractions are of it), LOSS_MODES ("metaroce4 metaroce8 rocev2 tcp1 tcp4"), PLANE_COUNTS
+# --ecn 128K is that fabric), EXPERIMENTS ("loss planes failover jitter incast"), JITTERS ("0 20
+# 100 500": us of the jitter experiment; keep 0 in it), JITTER_MODES ("metaroce4 rocev2 tcp1"), LOSSES ("0 0.1 1 5 10": loss %% of the loss sweep; keep 0 in it: the fractions are of it), LOSS_MODES ("metaroce4 metaroce8 rocev2 tcp1 tcp4"), PLANE_COUNTS
 # ("1 2 4 8"), SWEEPS ("cpu fabric": the loss sweep's halves), RUNS
 # ($OUT/fabric-runs: per mroc run of the loss and planes experiments, both daemons'
 # counter deltas and the sender's `mroc-cli -j -d path show` after the warm-up and
@@ -58,7 +63,9 @@ REPS=${REPS:-2}
 LONG=${LONG:-8}
 RATE_MBIT=${RATE_MBIT:-250}
 CE_THRESHOLD=${CE_THRESHOLD:-64kb}
-EXPERIMENTS=${EXPERIMENTS:-loss planes failover incast}
+EXPERIMENTS=${EXPERIMENTS:-loss planes failover jitter incast}
+JITTERS=${JITTERS:-0 20 100 500}
+JITTER_MODES=${JITTER_MODES:-metaroce4 rocev2 tcp1}
 SWEEPS=${SWEEPS:-cpu fabric}
 RUNS=${RUNS:-$OUT/fabric-runs}
 PLANE_COUNTS=${PLANE_COUNTS:-1 2 4 8}
@@ -374,6 +381,61 @@ exp_loss() {
 	plot fabric-loss.gp
 }
 
+# ---------------------------------------------------------------- jitter
+
+# Planes that reorder (scripts/fabric set P jitter J), unlimited: how much of each mode's own
+# goodput without jitter it keeps.  Session 31: the engine took a late packet beyond dupthresh
+# for a loss (its resend and a window cut each); a path that sees one now waits by time.
+exp_jitter() {
+	local csv=$OUT/fabric-jitter.csv j rep mode p args g g0
+	echo "jitter_us,mode,rep,gbps,tx_data,tx_retx,rto,repath,status,cpu_busy" >"$csv"
+	fabric_up 4 2
+	# netem is a kernel option (CONFIG_NET_SCH_NETEM); without it there is nothing to measure
+	if ! "$FABRIC" set 1 --name "$BL_NAME" jitter 10 >/dev/null 2>&1; then
+		log "jitter: this kernel has no netem qdisc: skipped"
+		md "#### Jitter: skipped (this kernel has no netem qdisc)"
+		md ""
+		return
+	fi
+	daemons_start
+	for j in $JITTERS; do
+		for ((p = 1; p <= 4; p++)); do bl_plane_set $p jitter "$j"; done
+		for ((rep = 1; rep <= REPS; rep++)); do
+			for mode in $JITTER_MODES; do
+				args=
+				case $mode in
+				metaroce*) args="--paths ${mode#metaroce}" ;;
+				rocev2) args="--mode rocev2" ;;
+				esac
+				CNT="0 0 0 0"
+				case $mode in
+				tcp*) tcp_run "${mode#tcp}"; CNT="$CNT" ;;
+				*) RUN_NAME="jitter-$j-$mode-$rep" mroc_run "jitter" $args ;;
+				esac
+				log "jitter $j us $mode rep $rep: ${RES:-failed} Gbit/s (data retx rto repath: $CNT)"
+				echo "$j,$mode,$rep,$RES,${CNT// /,},${ERR:-ok},$CPU" >>"$csv"
+			done
+		done
+	done
+	for ((p = 1; p <= 4; p++)); do bl_plane_set $p jitter off; done
+	md "#### Jitter: every packet 0..J us later at random on each of 4 planes (unlimited; netem reorders)"
+	md ""
+	md "Goodput in Gbit/s, median of $REPS runs, and in parentheses the fraction of the mode's own median without jitter."
+	md ""
+	md "| jitter us | $(tr ' ' '\n' <<<"$JITTER_MODES" | paste -sd'|' | sed 's/|/ | /g') |"
+	md "|---|$(for mode in $JITTER_MODES; do printf -- '---|'; done)"
+	for j in $JITTERS; do
+		local row="| $j |"
+		for mode in $JITTER_MODES; do
+			g=$(awk -F, -v j=$j -v m=$mode '$1 == j && $2 == m { print ($4 == "" ? 0 : $4) }' "$csv" | median)
+			g0=$(awk -F, -v m=$mode '$1 == 0 && $2 == m { print ($4 == "" ? 0 : $4) }' "$csv" | median)
+			row+=" $(awk -v g="$g" -v f="$(div "$g" "$g0")" 'BEGIN { printf "%.2f (%s)", g, f }') |"
+		done
+		md "$row"
+	done
+	md ""
+}
+
 # ---------------------------------------------------------------- plane scaling
 
 exp_planes() {
@@ -566,8 +628,8 @@ exp_incast() {
 
 for e in $EXPERIMENTS; do
 	case $e in
-	loss|planes|failover|incast) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
-	*) die "unknown experiment $e (loss planes failover incast)" ;;
+	loss|planes|failover|jitter|incast) log "== $e ($(($(date +%s) - T_START)) s so far)"; "exp_$e" ;;
+	*) die "unknown experiment $e (loss planes failover jitter incast)" ;;
 	esac
 done
 bl_daemons_stop
