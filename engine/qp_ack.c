@@ -203,12 +203,12 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
  * path left (route_old), a look or a scout (another route), RoCEv2 mode's
  * go-back (PSNs sent again).
  */
-static void note_reorder(struct engine *eng, struct path *p, uint32_t q, uint32_t hi,
-			 uint64_t hi_at, uint64_t now)
+static void note_reorder(struct engine *eng, const struct qp *qp, struct path *p, uint32_t q,
+			 uint32_t hi, uint64_t hi_at, uint64_t now)
 {
 	uint64_t late = now > hi_at ? now - hi_at : 0;
 
-	if (p->classic || !p->srtt || q == p->look_psn || hi == p->look_psn ||
+	if (!qp->mops->rtx_queue || !p->srtt || q == p->look_psn || hi == p->look_psn ||
 	    sb_ent(p, q)->scout || sb_ent(p, hi)->scout ||
 	    (p->route_old && (seq_lt(q, p->route_psn) || seq_lt(hi, p->route_psn))))
 		return;
@@ -256,7 +256,7 @@ static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, con
 	if (!had || p->high_acked != hi)
 		p->high_acked_at = now;
 	if (had && seq_lt(ak.oldest, hi))
-		note_reorder(eng, p, ak.oldest, hi, hi_at, now);
+		note_reorder(eng, qp, p, ak.oldest, hi, hi_at, now);
 	return ak.bytes;
 }
 
