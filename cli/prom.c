@@ -95,6 +95,8 @@ static const char *const helps[][2] = {
 	  "(its route worked both ways)." },
 	{ "mroc_engine_reorder_total", "Packets a path's own route delivered after a later one "
 	  "(no loss): that path then declares losses by time alone, with a reorder window." },
+	{ "mroc_engine_cm_twin_total", "Connection requests and RTUs sent a second time at once "
+	  "by another port, in a try after the first (the first try's four sends went unanswered)." },
 	{ "mroc_engine_rx_bad_echo_total", "ACKs whose timestamp echo is no send time of ours "
 	  "(from the future, or older than the path tracks): no RTT sample taken." },
 	{ "mroc_engine_cm_early_retry_total", "Connection requests repeated at once: the peer sent "

@@ -135,6 +135,9 @@ int engine_qp_connect(struct engine *eng, uint32_t qpn, uint32_t peer, uint64_t 
 	qp->cm_pending = CM_SEND_REQ;
 	qp->cm_again = false;
 	qp->cm_copy = 0;
+	qp->cm_twin = 0;
+	qp->cm_twins = false;
+	memset(qp->cm_log, 0, sizeof(qp->cm_log));
 	qp->cm_tries = 0;
 	qp->cm_rounds = 0;
 	qp->cm_deadline = 0;
@@ -473,8 +476,55 @@ void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pk
 	cm_half_bound(eng, qp, h, now);
 }
 
-void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now)
+/* A REQ or RTU leaves now by sport and path: remembered (cm_log_rtt). */
+static void cm_log_send(struct qp *qp, uint16_t sport, uint8_t path, uint64_t now)
 {
+	qp->cm_log[qp->cm_log_next] = (struct cm_send){ now, sport, path, qp->cm_pending };
+	qp->cm_log_next = (uint8_t)((qp->cm_log_next + 1) % CM_LOG);
+}
+
+/*
+ * An answer that came by the port and path of the send that asked (the
+ * answer to an RTU, "sent from the request's source port"; a bound QP's
+ * REP again, cm_build): a round trip from that send, when no other of the
+ * sends remembered took that port and path (0: none).  Each send of a
+ * connecting QP takes a port of its own (cm_route), so the copies and
+ * twins of a try are told apart where their sent times are not: an RTU
+ * answered after a copy went, or a handshake ended by a BOUND REP, gave
+ * no sample before, and such a QP's paths waited rto_init for their first
+ * RTO (10 ms in mrocd).  A server's first REP leaves by its listener's
+ * port, not the asking one's, and is not dated so.
+ */
+static uint64_t cm_log_rtt(const struct qp *qp, const struct wire_pkt *pkt,
+			   const struct engine_rx_meta *meta, uint64_t now)
+{
+	uint8_t asked;
+	uint64_t at = 0;
+	unsigned n = 0;
+
+	if (pkt->hdr.opcode == MROC_OP_KEEPALIVE && !(pkt->hdr.flags & MROC_F_ACK_REQ))
+		asked = CM_SEND_RTU;
+	else if (pkt->hdr.opcode == MROC_OP_CONNECT_REP && (pkt->cm.ext_flags & MROC_CM_F_BOUND))
+		asked = CM_SEND_REQ;
+	else
+		return 0;
+	for (unsigned i = 0; i < CM_LOG; i++) {
+		const struct cm_send *s = &qp->cm_log[i];
+
+		if (s->at && s->pending == asked && s->sport == meta->sport &&
+		    s->path == pkt->hdr.path_id) {
+			at = s->at;
+			n++;
+		}
+	}
+	return n == 1 && now > at ? now - at : 0;
+}
+
+void cm_rtu_answered(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		     const struct engine_rx_meta *meta, uint64_t now)
+{
+	uint64_t rtt;
+
 	/*
 	 * The RTU's first send, answered before any copy went: a round trip.
 	 * Not after a copy (the answer may be the copy's, sent a quarter of
@@ -484,11 +534,14 @@ void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now)
 	 * --planes 8 --paths 13 --route path --seed 540362373 --loss 0.01
 	 * ..., sender 3 at 3.6 Gbit/s beside its peers' 150), nor after a try
 	 * sent again, nor for a REQ sent again: the answer may be to the
-	 * earlier one, and the sample too short (Karn).
+	 * earlier one, and the sample too short (Karn).  Those are dated by
+	 * the port the answer came by instead, where it names one send
+	 * (cm_log_rtt).
 	 */
-	take_hs_rtt(eng, qp, qp->cm_pending == CM_SEND_RTU && qp->cm_tries == 1 && !qp->cm_again &&
-			     qp->cm_copy == CM_COPIES && now > qp->cm_sent ? now - qp->cm_sent : 0,
-		    now);
+	rtt = qp->cm_pending == CM_SEND_RTU && qp->cm_tries == 1 && !qp->cm_again &&
+	      qp->cm_copy == CM_COPIES && now > qp->cm_sent ? now - qp->cm_sent : 0;
+	take_hs_rtt(eng, qp, rtt ? rtt : cm_log_rtt(qp, pkt, meta, now), now);
+	memset(qp->cm_log, 0, sizeof(qp->cm_log));
 	qp->cm_pending = CM_NONE;
 	qp->cm_copy = 0;
 	qp->cm_deadline = 0;
@@ -613,7 +666,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		 * simulation failed to connect about once in 15 runs (seed 201).
 		 */
 		if (pkt->cm.ext_flags & MROC_CM_F_BOUND) {
-			cm_rtu_answered(eng, qp, now);
+			cm_rtu_answered(eng, qp, pkt, meta, now);
 			return 0;
 		}
 		/*
@@ -851,6 +904,37 @@ uint8_t cm_split_ext(const struct engine *eng, uint8_t mode, uint32_t npaths)
 	return cm_split(eng, mode) ? mroc_cm_ports_put(cm_split_ports(eng, npaths)) : 0;
 }
 
+/*
+ * Once a try of a connection went unanswered (its four sends), each later
+ * REQ and RTU of it, a try's first and its copies, goes twice
+ * at once, the second by the next port (cm_route walks them): where routes
+ * hash per direction and one plane of two is dead, a send and its answer
+ * both get through one time in four, and 8 senders of one path into a host
+ * over such planes left 3 of 100 seeds unconnected after 1 s (mroc-sim
+ * incast --planes 2 --paths 1 --route hash --plane-loss 1:1 --senders 8,
+ * seeds 34, 40, 91: 28 sends by then, each answered with chance 1/4).  Two
+ * ports a send: 7 in 16.  The tries and their waits stay as they were; a
+ * server that is gone gets twice as many small packets, and the first try
+ * (all but a few connections) as many as before.  Returns whether this
+ * send was the twin (nothing more to account).
+ */
+static bool twin_sent(struct engine *eng, struct qp *qp)
+{
+	if (qp->cm_twin != qp->cm_pending)
+		return false;
+	qp->cm_twin = 0;
+	eng->st.c[EC_CM_TWIN]++;
+	return true;
+}
+
+static void twin_owed(struct engine *eng, struct qp *qp)
+{
+	if (qp->cm_twins) {
+		qp->cm_twin = qp->cm_pending;
+		qp_wake_ctl(eng, qp);
+	}
+}
+
 /* The QP's pending CM message, due now, into b.  Returns 1 or 0. */
 static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b)
 {
@@ -912,11 +996,15 @@ static int cm_build(struct engine *eng, struct qp *qp, uint64_t now, struct engi
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;
 	if (qp->cm_pending == CM_SEND_REQ) {
+		cm_log_send(qp, b->sport, path, now);
+		if (twin_sent(eng, qp))
+			return 1;
 		qp->cm_sent = now;
 		if (!copy_sent(eng, qp, now)) {
 			qp->cm_tries++;
 			try_arm(qp, now, now + cm_backoff(eng, qp->cm_tries - 1));
 		}
+		twin_owed(eng, qp);
 	} else if (qp->cm_pending == CM_SEND_DISC) {
 		qp->cm_copy = 0;	/* none for a DISCONNECT: the peer's dead-peer timer ends it */
 		qp->cm_tries++;
@@ -951,12 +1039,18 @@ static int rtu_build(struct engine *eng, struct qp *qp, uint64_t now, struct eng
 	b->path_id = path;
 	b->ect = false;
 	eng->st.c[EC_TX_CM]++;	/* a CM message in a keepalive's form */
-	if (copy_sent(eng, qp, now))
+	cm_log_send(qp, b->sport, path, now);
+	if (twin_sent(eng, qp))
 		return 1;
+	if (copy_sent(eng, qp, now)) {
+		twin_owed(eng, qp);
+		return 1;
+	}
 	if (!qp->cm_again) {
 		qp->cm_tries++;
 		qp->cm_sent = now;
 	}
+	twin_owed(eng, qp);
 	wait = cm_backoff(eng, qp->cm_tries - 1);
 	/*
 	 * The REP came after the REQ's wait had run out, before our timers ran
@@ -977,6 +1071,11 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 {
 	if (!cm_tx_due(qp, now))
 		return 0;
+	if (qp->cm_twin && qp->cm_twin != qp->cm_pending) {
+		qp->cm_twin = 0;	/* another message is pending now: the twin's went */
+		if (!cm_tx_due(qp, now))
+			return 0;
+	}
 	if (qp->cm_pending == CM_SEND_RTU)
 		return rtu_build(eng, qp, now, b);
 	return cm_build(eng, qp, now, b);
@@ -1021,6 +1120,7 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 		qp->cm_copy = 0;	/* timers this late: the try is over, copies or not */
 	}
 	if (qp->cm_tries <= eng->cfg.cm_retries) {
+		qp->cm_twins = true;	/* a try went unanswered: two ports a send (twin_owed) */
 		if (qp->cm_pending == CM_SEND_RTU)
 			rtu_unanswered(eng, qp);
 		qp_wake(eng, qp);

@@ -341,7 +341,7 @@ int engine_rx(struct engine *eng, uint64_t now, const uint8_t *buf, size_t len,
 	/* Our RTU's answer, or anything else of the QP that bound us: connected. */
 	if (qp->state == ENGINE_QPS_CONNECTING && qp->cm_pending == CM_SEND_RTU &&
 	    qp->peer_qpn == pkt.hdr.src_qpn && cm_peer_ok(eng, qp, meta))
-		cm_rtu_answered(eng, qp, now);
+		cm_rtu_answered(eng, qp, &pkt, meta, now);
 	if (qp->state == ENGINE_QPS_CONNECTING && qp->peer == meta->peer) {
 		cm_peer_early(eng, qp, now);	/* our REQ was answered, the answer lost */
 		qp_update_deadline(eng, qp);

@@ -333,6 +333,9 @@ static inline void due_move(struct due_sum *s, uint64_t *field, uint64_t v)
 enum cm_pending { CM_NONE = 0, CM_SEND_REQ, CM_SEND_REP, CM_SEND_REJ, CM_SEND_DISC, CM_SEND_DISC_ACK,
 		  CM_SEND_RTU };
 
+/* CM sends a requester remembers (struct qp cm_log): a try's four, each twice. */
+#define CM_LOG 8
+
 struct qp {
 	/*
 	 * What the engine reads of a QP for nearly every packet sent or taken,
@@ -404,11 +407,29 @@ struct qp {
 	 * cm_try_end (cm.c try_arm)
 	 */
 	uint8_t cm_copy;
+	/*
+	 * requester: the REQ or RTU (its cm_pending) just sent goes again at
+	 * once by the next port, once a try went unanswered (cm.c twin_owed)
+	 */
+	uint8_t cm_twin;
+	bool cm_twins;		/* requester: a try went unanswered, sends go twice from now */
 	uint8_t cm_sport_op;	/* the CM message in flight (cm.c cm_route) */
 	uint16_t cm_sends;	/* CM sends of the QP so far: each leaves by the next path */
 	/* server, connected: the port and path of the REQ its REP answers again (cm.c) */
 	uint16_t cm_ask_sport;
 	uint8_t cm_ask_path;
+	/*
+	 * requester: its last CM_LOG REQ and RTU sends (first, copies, twins),
+	 * each one's port, path and time: an answer by the asking packet's port
+	 * and path dates its own send (cm.c cm_log_rtt)
+	 */
+	struct cm_send {
+		uint64_t at;
+		uint16_t sport;
+		uint8_t path;
+		uint8_t pending;	/* CM_SEND_REQ or CM_SEND_RTU */
+	} cm_log[CM_LOG];
+	uint8_t cm_log_next;
 	uint32_t cm_tries;
 	uint32_t cm_rounds;	/* requester: REQs sent again after losing a listener (BUSY) */
 	uint64_t cm_sent;	/* when the last REQ or DISCONNECT went out */
@@ -931,7 +952,7 @@ int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *
 /* Whether cm_tx has a message of qp's to send now. */
 static inline bool cm_tx_due(const struct qp *qp, uint64_t now)
 {
-	return qp->cm_pending && !(qp->cm_deadline && now < qp->cm_deadline);
+	return qp->cm_pending && (qp->cm_twin || !(qp->cm_deadline && now < qp->cm_deadline));
 }
 void cm_timer(struct engine *eng, struct qp *qp, uint64_t now);
 int cm_tx_ctl(struct engine *eng, uint64_t now, struct engine_txbuf *b);
@@ -946,7 +967,8 @@ bool cm_peer_ok(struct engine *eng, struct qp *qp, const struct engine_rx_meta *
 void cm_bind_proven(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		    const struct engine_rx_meta *meta, uint64_t now);
 /* A packet of the bound peer to a requester whose RTU is out: it is connected. */
-void cm_rtu_answered(struct engine *eng, struct qp *qp, uint64_t now);
+void cm_rtu_answered(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
+		     const struct engine_rx_meta *meta, uint64_t now);
 /* The CM header's split field a REQ or REP announces for a QP of that mode. */
 uint8_t cm_split(const struct engine *eng, uint8_t mode);
 /*

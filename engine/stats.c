@@ -55,6 +55,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_TX_SCOUT] = "tx_scout",
 		[EC_SCOUT_MOVE] = "scout_move",
 		[EC_REORDER] = "reorder",
+		[EC_CM_TWIN] = "cm_twin",
 		[EC_RX_BAD_ECHO] = "rx_bad_echo",
 		[EC_CM_EARLY_RETRY] = "cm_early_retry",
 		[EC_REPATH_TIMEOUT] = "repath_timeout",

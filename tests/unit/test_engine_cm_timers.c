@@ -22,7 +22,8 @@
  * Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then
  * CONNECT_ERR, at the same time as before the copies; each try sends its REQ
  * four times (copies at a quarter, half and three quarters of its wait,
- * cm.c try_arm), so 4 x (cm_retries + 1) REQs.
+ * cm.c try_arm), and from the second try on each twice (by two ports at
+ * once, cm.c twin_owed), so 4 + 8 x cm_retries REQs.
  */
 static void test_connect_unanswered(void **state)
 {
@@ -47,11 +48,12 @@ static void test_connect_unanswered(void **state)
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_run_for(p, 1 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 * (ca.cm_retries + 1));
-	assert_int_equal(p->s[PAIR_A].stray, 4 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 + 8 * ca.cm_retries);
+	assert_int_equal(p->s[PAIR_A].stray, 4 + 8 * ca.cm_retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 3 * (ca.cm_retries + 1));
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_TWIN), 4 * ca.cm_retries);
 	pair_run_for(p, 100 * PAIR_MS);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 * (ca.cm_retries + 1));
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 + 8 * ca.cm_retries);
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -115,22 +117,24 @@ static void rtu_unanswered(void **state, bool server_gone)
 	/*
 	 * The first REQ, then one a try after an unanswered RTU, and with the
 	 * server gone its three copies too (no REP came back); an RTU and its
-	 * three copies for each REP.
+	 * three copies for each REP.  From the second try on each goes twice
+	 * (cm.c twin_owed).
 	 */
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
-			 server_gone ? 1 + 4 * retries : 1 + retries);
+			 server_gone ? 1 + 8 * retries : 1 + 2 * retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), server_gone ? 1 : retries);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 4 : 4 * (retries + 1));
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], server_gone ? 4 : 4 + 8 * retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 3 * (retries + 1));	/* three a try */
-	/* B answered each REQ, gone or not */
-	assert_int_equal(l.reps, server_gone ? 1 + 4 * retries : retries + 1);
+	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_TWIN), server_gone ? 4 * retries : 5 * retries);
+	/* B answered each REQ, gone or not; a twin together with its REQ: one REP (queued once) */
+	assert_int_equal(l.reps, server_gone ? 1 + 4 * retries : 1 + retries);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(p->stuck_deadlines, 0);
 	/* Nothing more from A. */
 	pair_run_for(p, 100 * PAIR_MS);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
-			 server_gone ? 1 + 4 * retries : 1 + retries);
+			 server_gone ? 1 + 8 * retries : 1 + 2 * retries);
 	pair_expect_none(p, PAIR_A);
 }
 
@@ -190,23 +194,23 @@ static void test_rtu_of_late_rep(void **state)
 		pair_run_for(p, PAIR_US);
 	assert_true(l.held);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
-	/* The first, the one sent again and its copies (no REP came back to it). */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 5);
+	/* The first, the one sent again and its copies (no REP came back to it), each twice. */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 9);
 	/* A's next deadline is that try's end: the REP comes a whole wait after it. */
 	d = engine_next_deadline(p->s[PAIR_A].eng);
 	assert_true(d && d != UINT64_MAX);
 	d = pair_base_of(p, PAIR_A, d);
 	pair_run(p, d - 1);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 5);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 9);
 	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
 	assert_int_equal(pair_deliver(p, &l.rep), 0);
 	pair_pump(p);			/* before: "engines never go quiet" */
-	/* the lost RTU, its lost copies, and this one */
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 5);
+	/* the lost RTU, its lost copies, and this one and its twin (cm.c twin_owed) */
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 6);
 	pair_run_for(p, 10 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
-	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 5);
+	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 9);
 	assert_int_equal(p->stuck_deadlines, 0);
 	p->filter = NULL;
 	a_writes(p);
@@ -300,13 +304,15 @@ static void test_proof_held_back(void **state)
 }
 
 /*
- * The requester's sample is the RTU's first send to its answer, and only
- * when no copy went: B's answer to A's first RTU is lost, the copy a
- * quarter of A's wait later (250 us) is answered.  Before, the sample ran
- * from the first send (250 us on a 40 us round trip) and went into the
- * host's largest RTT: a second QP's timers were at least 5/4 of it (312
- * us) for 30-60 s.  Now no sample: the QP's paths start at rto_init, the
- * second QP's timer is its own handshake's (rto_min here).
+ * The requester's sample runs from the send its answer answered: B's
+ * answer to A's first RTU is lost, the copy a quarter of A's wait later
+ * (250 us) is answered.  Session 30: the sample ran from the first send
+ * (250 us on a 40 us round trip) and went into the host's largest RTT, so
+ * a second QP's timers were at least 5/4 of it (312 us) for 30-60 s; then
+ * no sample at all after a copy, and the QP's paths started at rto_init.
+ * Now the answer, by the copy's port and path, dates the copy (cm.c
+ * cm_log_rtt): the QP's first RTO is its handshake's (rto_min here), and
+ * the second QP's too.
  */
 static bool drop_first_answer(struct pair *p, struct pair_pkt *pkt, void *arg)
 {
@@ -319,7 +325,7 @@ static bool drop_first_answer(struct pair *p, struct pair_pkt *pkt, void *arg)
 	return false;
 }
 
-static void test_rtu_copy_no_sample(void **state)
+static void test_rtu_copy_dated(void **state)
 {
 	struct pair *p = open_pair(state, NULL, NULL);
 	struct engine_qp_attr a = attr_of(0, 0xa), b = attr_of(0, 0xb), c = attr_of(0, 0xc);
@@ -338,7 +344,8 @@ static void test_rtu_copy_no_sample(void **state)
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 	pair_expect(p, PAIR_B, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xb);
 	assert_int_equal(engine_path_info(p->s[PAIR_A].eng, qa, 0, &pi), 0);
-	assert_int_equal(pi.rto_ns, p->s[PAIR_A].cfg.rto_init_ns);	/* no sample */
+	/* the copy's own round trip (40 us): rto_min, not rto_init nor 3 x 250 us */
+	assert_int_equal(pi.rto_ns, p->s[PAIR_A].cfg.rto_min_ns);
 	/* A second QP from A, its handshake prompt. */
 	p->filter = NULL;
 	p->s[PAIR_B].qpn = pair_qp_create(p, PAIR_B, &c);
@@ -363,7 +370,7 @@ int main(void)
 		T(test_rtu_of_late_rep),
 		T(test_proof_a_little_late),
 		T(test_proof_held_back),
-		T(test_rtu_copy_no_sample),
+		T(test_rtu_copy_dated),
 	};
 #undef T
 
