@@ -205,6 +205,32 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 	}
 }
 
+/*
+ * fi_trywait on a CQ, as applications that sleep in their own epoll do
+ * (fabtests' fi_msg_epoll: FI_GETWAIT's fd, fi_trywait, epoll_wait, read):
+ * what cq_sreadfrom does before it sleeps.  Wakes already taken are
+ * acknowledged, every bound endpoint progresses, the connections are armed
+ * and progress again (a completion between the two would not wake the fd);
+ * -FI_EAGAIN while completions wait to be read, else 0, the fd then becomes
+ * readable at the next one.  It returned 0 without looking, and the test
+ * slept forever beside its completions.
+ */
+int mfi_cq_trywait(struct mfi_cq *cq)
+{
+	bool ready;
+
+	if (cq->epfd < 0)
+		return -FI_EINVAL;	/* FI_WAIT_NONE: no fd to wait on */
+	mfi_lock(cq->dom);
+	cq_arm(cq, false);
+	cq_progress(cq);
+	cq_arm(cq, true);
+	cq_progress(cq);
+	ready = cq->ring.count != 0;
+	mfi_unlock(cq->dom);
+	return ready ? -FI_EAGAIN : 0;
+}
+
 static ssize_t cq_sread(struct fid_cq *fid, void *buf, size_t count, const void *cond,
 			int timeout)
 {
@@ -383,8 +409,8 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 	}
 	e = &eq->ev[(eq->head + eq->count) % eq->cap];
 	*e = (struct mfi_eq_event){
-		.event = event, .cm = { .fid = fid, .info = info }, .err = err_no != 0,
-		.err_no = err_no,
+		.event = event, .cm = { .fid = fid, .info = info },
+		.context = fid ? fid->context : NULL, .err = err_no != 0, .err_no = err_no,
 	};
 	eq->count++;
 	return 0;
@@ -404,6 +430,13 @@ static int eq_progress(struct mfi_eq *eq)
 			n += mfi_ep_progress(container_of(f, struct mfi_ep, ep_fid.fid));
 	}
 	return n;
+}
+
+/* The same for an EQ, which has no fd (FI_WAIT_FD EQs are refused): progress, look. */
+int mfi_eq_trywait(struct mfi_eq *eq)
+{
+	eq_progress(eq);
+	return eq->count ? -FI_EAGAIN : 0;
 }
 
 static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t len,
@@ -430,8 +463,7 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	if (sz == sizeof(struct fi_eq_cm_entry)) {
 		memcpy(buf, &e->cm, sz);
 	} else {
-		struct fi_eq_entry ent = { .fid = e->cm.fid, .context = e->cm.fid ?
-					   e->cm.fid->context : NULL };
+		struct fi_eq_entry ent = { .fid = e->cm.fid, .context = e->context, .data = e->data };
 
 		memcpy(buf, &ent, sz);
 	}
@@ -451,7 +483,7 @@ static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint6
 		return -FI_EAGAIN;
 	e = &eq->ev[eq->head];
 	*buf = (struct fi_eq_err_entry){
-		.fid = e->cm.fid, .context = e->cm.fid ? e->cm.fid->context : NULL,
+		.fid = e->cm.fid, .context = e->context, .data = e->data,
 		.err = e->err_no, .prov_errno = -e->err_no,
 	};
 	if (!(flags & FI_PEEK)) {
@@ -466,12 +498,21 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 {
 	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
 	const struct fi_eq_entry *ent = buf;
+	struct mfi_eq_event *e;
 	int err;
 
-	if (len < sizeof(*ent))
+	if (!ent || len < sizeof(*ent))
 		return -FI_EINVAL;
-	err = mfi_eq_push(eq, event, ent->fid, NULL, 0);
-	return err ? err : (ssize_t)len;
+	if (event == FI_CONNREQ || event == FI_CONNECTED || event == FI_SHUTDOWN)
+		return -FI_EINVAL;	/* those carry an fi_info only the provider makes */
+	err = mfi_eq_push(eq, event, NULL, NULL, 0);
+	if (err)
+		return err;
+	e = &eq->ev[(eq->head + eq->count - 1) % eq->cap];
+	e->cm.fid = ent->fid;
+	e->context = ent->context;
+	e->data = ent->data;
+	return (ssize_t)len;
 }
 
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout,

@@ -152,6 +152,14 @@ struct mfi_cq {
 struct mfi_eq_event {
 	uint32_t event;
 	struct fi_eq_cm_entry cm;	/* cm.fid, cm.info */
+	/*
+	 * What a non-CM entry reads back: the fid's context for ours (taken
+	 * when pushed, from our own fid); an fi_eq_write's as the application
+	 * wrote it, its fid never dereferenced (fabtests' fi_eq_test writes
+	 * any pointer there, and reading its context crashed eq_read).
+	 */
+	void *context;
+	uint64_t data;
 	bool err;
 	int err_no;
 };
@@ -424,6 +432,8 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
 void mfi_cq_unbind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
 int mfi_cq_watch(struct mfi_cq *cq, struct mfi_conn *c);
+int mfi_cq_trywait(struct mfi_cq *cq);
+int mfi_eq_trywait(struct mfi_eq *eq);
 int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
 		void *context);
 int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,

@@ -193,6 +193,26 @@ static void *sin_dup(uint32_t ip, uint16_t port, size_t *len)
 
 /* ---- building and filtering entries ---------------------------------------- */
 
+/*
+ * Which capabilities describe a transmit and which a receive context
+ * (fi_getinfo(3)): fabtests' fi_getinfo_test refuses a tx_attr that holds
+ * FI_RECV or FI_REMOTE_* and an rx_attr that holds FI_SEND, FI_READ or a
+ * domain capability; both copied the endpoint's caps before.
+ */
+#define MFI_TX_CAPS_MASK (FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_MULTICAST | \
+			  FI_NAMED_RX_CTX | FI_HMEM | FI_COLLECTIVE | FI_SEND | FI_READ | \
+			  FI_WRITE | FI_TRIGGER | FI_FENCE | FI_RMA_PMEM)
+#define MFI_RX_CAPS_MASK (FI_MSG | FI_RMA | FI_TAGGED | FI_ATOMIC | FI_DIRECTED_RECV | \
+			  FI_VARIABLE_MSG | FI_HMEM | FI_COLLECTIVE | FI_RECV | FI_REMOTE_READ | \
+			  FI_REMOTE_WRITE | FI_RMA_PMEM | FI_SOURCE | FI_SOURCE_ERR | \
+			  FI_RMA_EVENT | FI_MULTI_RECV | FI_TRIGGER)
+
+static void split_caps(struct fi_info *fi)
+{
+	fi->tx_attr->caps = fi->caps & MFI_TX_CAPS_MASK;
+	fi->rx_attr->caps = fi->caps & MFI_RX_CAPS_MASK;
+}
+
 static const char *domain_name(void)
 {
 	const char *s = getenv("MROC_SOCKET");
@@ -210,14 +230,13 @@ static struct fi_info *template(enum fi_ep_type type)
 	fi->caps = caps;
 	fi->mode = 0;
 	fi->addr_format = FI_SOCKADDR_IN;
-	fi->tx_attr->caps = caps;
+	split_caps(fi);
 	fi->tx_attr->msg_order = MFI_ORDER;
 	fi->tx_attr->comp_order = FI_ORDER_NONE;
 	fi->tx_attr->inject_size = MFI_INJECT_SIZE;
 	fi->tx_attr->size = MFI_TX_SIZE;
 	fi->tx_attr->iov_limit = MFI_IOV_LIMIT;
 	fi->tx_attr->rma_iov_limit = 1;
-	fi->rx_attr->caps = caps;
 	fi->rx_attr->msg_order = MFI_ORDER;
 	fi->rx_attr->comp_order = FI_ORDER_NONE;
 	fi->rx_attr->size = MFI_RX_SIZE;
@@ -277,6 +296,7 @@ static bool attrs_ok(const struct fi_info *fi, const struct fi_info *h)
 		  e->auth_key_size))
 		return false;
 	if (d && ((d->name && strcmp(d->name, fi->domain_attr->name)) ||
+		  (d->caps & ~fi->domain_attr->caps) ||	/* FI_SHARED_AV: none */
 		  d->control_progress == FI_PROGRESS_AUTO || d->data_progress == FI_PROGRESS_AUTO ||
 		  d->cq_data_size > sizeof(uint64_t) || d->mr_key_size > sizeof(uint64_t) ||
 		  d->resource_mgmt == FI_RM_DISABLED || d->av_type == FI_AV_UNSPEC + 100))
@@ -305,7 +325,7 @@ static int apply_hints(uint32_t version, struct fi_info *fi, const struct fi_inf
 		if (!(fi->caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
 		    (fi->caps & (FI_RMA | FI_ATOMIC)))
 			fi->caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-		fi->tx_attr->caps = fi->rx_attr->caps = fi->caps;
+		split_caps(fi);
 	}
 	/* Tags are matched on all 64 bits: any format the application uses will do. */
 	if (h->ep_attr && h->ep_attr->mem_tag_format && (fi->caps & FI_TAGGED))
@@ -332,16 +352,33 @@ static int apply_hints(uint32_t version, struct fi_info *fi, const struct fi_inf
 	 * MR mode: before API 1.5, FI_MR_BASIC means virtual addresses and
 	 * provider keys, FI_MR_SCALABLE offsets and application keys.  From 1.5
 	 * on, each bit the application sets is a requirement it can live with;
-	 * we use those of ours it accepts (none is needed: see README.md).
+	 * we use those of ours it accepts (none is needed: see README.md), so
+	 * none where it sets none (fabtests' fi_getinfo_test: mr_mode 0 got
+	 * FI_MR_VIRT_ADDR | FI_MR_PROV_KEY).
 	 */
 	if (!FI_VERSION_GE(version, FI_VERSION(1, 5)) || d->mr_mode == FI_MR_BASIC ||
 	    d->mr_mode == FI_MR_SCALABLE) {
 		fi->domain_attr->mr_mode = d->mr_mode == FI_MR_SCALABLE ? FI_MR_SCALABLE :
 					   FI_MR_BASIC;
-	} else if (d->mr_mode != FI_MR_UNSPEC) {
+	} else {
 		fi->domain_attr->mr_mode = d->mr_mode & MFI_MR_MODES;
 	}
 	return 0;
+}
+
+/*
+ * A hint's address: any sockaddr_in, its address or port possibly 0 (an
+ * entry of ours handed back, as fabtests' fi_multi_ep does with fi_dupinfo:
+ * a host named without a port).  Anything else is no address of ours.
+ */
+static int hint_sin(const void *a, size_t len, void **out, size_t *out_len)
+{
+	const struct sockaddr_in *sin = a;
+
+	if (len < sizeof(*sin) || sin->sin_family != AF_INET)
+		return -FI_ENODATA;
+	*out = sin_dup(sin->sin_addr.s_addr, ntohs(sin->sin_port), out_len);
+	return *out ? 0 : -FI_ENOMEM;
 }
 
 static int set_addrs(struct fi_info *fi, const char *node, const char *service, uint64_t flags,
@@ -351,33 +388,35 @@ static int set_addrs(struct fi_info *fi, const char *node, const char *service, 
 	uint16_t port = 0;
 	int err;
 
-	if (h && h->src_addr && (err = mfi_addr_from_sin(h->src_addr, h->src_addrlen,
-							 &(struct mfi_addr){0})) != -FI_EINVAL) {
-		fi->src_addr = sin_dup(((struct sockaddr_in *)h->src_addr)->sin_addr.s_addr,
-				       ntohs(((struct sockaddr_in *)h->src_addr)->sin_port),
-				       &fi->src_addrlen);
-	}
-	if (h && h->dest_addr) {
-		struct mfi_addr a;
-
-		if (mfi_addr_from_sin(h->dest_addr, h->dest_addrlen, &a))
-			return -FI_ENODATA;
-		fi->dest_addr = sin_dup(a.ip, a.port, &fi->dest_addrlen);
-	}
-	if (!node && !service)
-		return 0;
+	if (h && h->src_addr && (err = hint_sin(h->src_addr, h->src_addrlen, &fi->src_addr,
+						&fi->src_addrlen)))
+		return err;
+	if (h && h->dest_addr && (err = hint_sin(h->dest_addr, h->dest_addrlen, &fi->dest_addr,
+						 &fi->dest_addrlen)))
+		return err;
 	if (node && (err = parse_node(node, &ip)))
 		return err;
 	if (service && (err = parse_service(service, &port)))
 		return -FI_ENODATA;
-	if ((flags & FI_SOURCE) || !node) {
-		free(fi->src_addr);
-		fi->src_addr = sin_dup(ip, port, &fi->src_addrlen);
-	} else {
-		if (!port)
-			return -FI_ENODATA;	/* a peer is named by address and port */
-		free(fi->dest_addr);
-		fi->dest_addr = sin_dup(ip, port, &fi->dest_addrlen);
+	if (node || service) {
+		void **a = (flags & FI_SOURCE) || !node ? &fi->src_addr : &fi->dest_addr;
+		size_t *len = a == &fi->src_addr ? &fi->src_addrlen : &fi->dest_addrlen;
+
+		/* A node without a service names a host, its port to come (fi_av_insert). */
+		free(*a);
+		*a = sin_dup(ip, port, len);
+	}
+	/*
+	 * Every entry names its source (fabtests' fi_getinfo_test wants one
+	 * whatever was asked): this host's address, the port the endpoint
+	 * reserves when it opens (mfi_bind_addr).
+	 */
+	if (!fi->src_addr) {
+		struct in_addr local = { 0 };
+
+		if (mfi_local_addr(NULL, &local))
+			local.s_addr = 0;	/* unknown yet: the endpoint finds it, or says why */
+		fi->src_addr = sin_dup(local.s_addr, 0, &fi->src_addrlen);
 	}
 	return 0;
 }
@@ -440,9 +479,29 @@ static struct fi_ops fabric_fi_ops = {
 	.ops_open = mfi_no_ops_open,
 };
 
+/* Each CQ and EQ as cq.c says (mfi_cq_trywait): -FI_EAGAIN if any has something to read. */
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
-	return 0;	/* every wait object we hand out is armed by the progress that precedes a wait */
+	int ret = 0;
+
+	(void)fabric;
+	for (int i = 0; i < count; i++) {
+		int r;
+
+		if (!fids || !fids[i])
+			return -FI_EINVAL;
+		if (fids[i]->fclass == FI_CLASS_CQ)
+			r = mfi_cq_trywait(container_of(fids[i], struct mfi_cq, cq_fid.fid));
+		else if (fids[i]->fclass == FI_CLASS_EQ)
+			r = mfi_eq_trywait(container_of(fids[i], struct mfi_eq, eq_fid.fid));
+		else
+			return -FI_EINVAL;	/* no counters, no wait sets */
+		if (r && r != -FI_EAGAIN)
+			return r;
+		if (r)
+			ret = r;
+	}
+	return ret;
 }
 
 static struct fi_ops_fabric fabric_ops = {

@@ -391,6 +391,38 @@ static void t_unit(void)
 	fi_freeinfo(h);
 	printf("ok: getinfo: RDM with MSG|TAGGED|RMA given, FI_TRIGGER and FI_EP_DGRAM refused\n");
 
+	/*
+	 * What fabtests' fi_getinfo_test wants (session 31: 8 of its 36 failed):
+	 * a source address in every entry, transmit and receive capabilities
+	 * apart, a domain capability not offered refused, mr_mode 0 kept 0, and
+	 * a host named without a port.
+	 */
+	h = hints_for(FI_MSG);
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
+	if (!info->src_addr || !info->src_addrlen)
+		die("getinfo without node or service: no source address");
+	if ((info->tx_attr->caps & (FI_RECV | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SOURCE |
+				    FI_MULTI_RECV | FI_DIRECTED_RECV | FI_LOCAL_COMM)) ||
+	    (info->rx_attr->caps & (FI_SEND | FI_READ | FI_WRITE | FI_LOCAL_COMM)) ||
+	    (info->tx_attr->caps & ~info->caps) || (info->rx_attr->caps & ~info->caps))
+		die("getinfo: tx caps %#" PRIx64 " / rx caps %#" PRIx64 " mixed (caps %#" PRIx64 ")",
+		    info->tx_attr->caps, info->rx_attr->caps, info->caps);
+	fi_freeinfo(info);
+	h->domain_attr->mr_mode = 0;
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info));
+	if (info->domain_attr->mr_mode)
+		die("getinfo with mr_mode 0: %#x", info->domain_attr->mr_mode);
+	fi_freeinfo(info);
+	CHECK(fi_getinfo(FI_VERSION(1, 17), "127.0.0.1", NULL, 0, h, &info));
+	fi_freeinfo(info);
+	h->domain_attr->caps = FI_SHARED_AV;
+	err = fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info);
+	if (err != -FI_ENODATA)
+		die("getinfo with FI_SHARED_AV: %d, not -FI_ENODATA", err);
+	fi_freeinfo(h);
+	printf("ok: getinfo: a source address, tx and rx caps apart, mr_mode 0, a node without "
+	       "a port, FI_SHARED_AV refused\n");
+
 	/* domain, cq, av, mr */
 	if (fab_open(&f, FI_MSG | FI_TAGGED | FI_RMA, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE))
 		die("fab_open");
@@ -398,6 +430,27 @@ static void t_unit(void)
 	if (err != -FI_EBUSY)
 		die("domain closed with an endpoint open: %d, not -FI_EBUSY", err);
 	printf("ok: domain: closing it with objects open is -FI_EBUSY\n");
+	{
+		/*
+		 * An entry the application writes reads back as written, its fid
+		 * never followed (fabtests' fi_eq_test writes any pointer there:
+		 * eq_read took its context from it and crashed, session 31).
+		 */
+		struct fi_eq_attr ea = { .size = 8 };
+		struct fi_eq_entry in = { .fid = (fid_t)(uintptr_t)0x10, .context = &ea, .data = 9 };
+		struct fi_eq_entry out;
+		struct fid_eq *eq;
+		uint32_t ev;
+
+		CHECK(fi_eq_open(f.fabric, &ea, &eq, NULL));
+		if (fi_eq_write(eq, FI_NOTIFY, &in, sizeof(in), 0) != (ssize_t)sizeof(in) ||
+		    fi_eq_read(eq, &ev, &out, sizeof(out), 0) != (ssize_t)sizeof(out) ||
+		    ev != FI_NOTIFY || out.fid != in.fid || out.context != in.context ||
+		    out.data != in.data)
+			die("eq: an entry written did not read back as written");
+		CHECK(fi_close(&eq->fid));
+		printf("ok: eq: an entry written reads back as written\n");
+	}
 
 	for (int fmt = FI_CQ_FORMAT_CONTEXT; fmt <= FI_CQ_FORMAT_TAGGED; fmt++)
 		for (size_t sz = 1; sz <= 4096; sz *= 16) {
