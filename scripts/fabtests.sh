@@ -1,0 +1,128 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# The real fabtests against the mroc provider, between two mrocd on AF_XDP in network
+# namespaces (tests/e2e/lib.sh's pair): the check of issue #26 deliverable 4 that our own
+# tests/fi/fi_suite stands in for where fabtests is not installed (Debian 12 does not package
+# it).  Build fabtests from libfabric's source at the tag of the installed libfabric
+# (1.17.0 on Debian 12: `./autogen.sh && ./configure --with-libfabric=/usr && make install`
+# in its fabtests/), then, as root:
+#
+#   FABTESTS=/path/to/fabtests/bin scripts/fabtests.sh [LIST]
+#
+# LIST: a file of lines "u NAME ARGS" (one process, in host A), "c NAME ARGS" (server in
+# host B, client in A naming B, as runfabtests' client-server tests run) or "m N NAME ARGS"
+# (N clients at once); '#' comments.  Without one, the RDM and MSG tests of fabtests' quick
+# list that the provider supports (libfabric/README.md, "Not supported (fabtests' terms)").
+# Prints a PASS/FAIL line per test; each test's output goes to OUT (a temporary directory,
+# kept and named at the end).  Exit status 1 if any failed.  BUILD (build), TMO (60: seconds a
+# test may take).  Session 31 found five provider bugs so (libfabric/README.md).
+set -u
+. "$(dirname "$0")/../tests/e2e/lib.sh"
+FT=${FABTESTS:?set FABTESTS to the directory of the fabtests binaries}
+TMO=${TMO:-60}
+[ -x "$FT/fi_rdm" ] || { echo "fabtests.sh: no fi_rdm in $FT" >&2; exit 2; }
+[ -f "$BUILD/libmroc-fi.so" ] || { echo "fabtests.sh: $BUILD/libmroc-fi.so not built" >&2; exit 2; }
+OUT=$(mktemp -d /tmp/mroc-fabtests.XXXXXX)
+
+default_list() {
+	cat <<'EOF'
+u fi_getinfo_test -s $IP_A $IP_B
+u fi_av_test -g $IP_B -n 1 -s $IP_A -e rdm
+u fi_dom_test -n 2
+u fi_eq_test
+u fi_cq_test
+u fi_mr_test
+c fi_rdm
+c fi_rdm_pingpong -I 10 -v -S 65536
+c fi_rdm_tagged_pingpong -I 10 -v -S 1048576
+c fi_rdm_tagged_bw -I 20 -W 16 -v -S 65536
+c fi_rma_bw -e rdm -o write -I 10 -v -S 65536
+c fi_rma_bw -e rdm -o read -I 10 -v -S 65536
+c fi_rma_bw -e rdm -o writedata -I 10 -v -S 65536
+c fi_rdm_atomic -I 5 -o all -S 64
+c fi_multi_recv -e rdm -I 5 -v
+c fi_unexpected_msg -e rdm -I 10
+c fi_recv_cancel -e rdm -V
+c fi_rdm_multi_client -C 10 -I 5
+c fi_rdm_tagged_peek
+c fi_av_xfer -e rdm
+c fi_cq_data -e rdm
+c fi_multi_ep -e rdm -v
+c fi_msg
+c fi_msg_pingpong -I 10 -v -S 65536
+c fi_msg_bw -I 5 -v
+c fi_msg_epoll
+c fi_rma_bw -e msg -o write -I 10 -v -S 1048576
+c fi_multi_recv -e msg -I 5 -v
+c fi_cq_data -e msg
+c fi_multi_ep -e msg -v
+c fi_msg_inject -A inject -v
+c fi_bw -e rdm -v -T 1
+EOF
+}
+
+e2e_require
+e2e_setup_pair
+e2e_pair_up
+echo "fabtests: $FT; pair A=$NS_A/$IP_A B=$NS_B/$IP_B; output in $OUT"
+
+# fx NS NAME IP BIN ARGS...: a fabtests binary in a namespace, on that host's mrocd.
+fx() {
+	local ns=$1 name=$2 ip=$3 bin=$4
+	shift 4
+	ip netns exec "$ns" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
+		MROC_SOCKET="$E2E_DIR/$name.ctl" FI_MROC_ADDR="$ip" \
+		timeout -k 5 "$TMO" "$FT/$bin" -p mroc "$@"
+}
+failed=0 n=0
+slug() { echo "$*" | tr -c 'A-Za-z0-9_\n-' '_' | cut -c1-80; }
+record() {	# RESULT TEST SERVER_STATUS CLIENT_STATUS
+	printf '%-5s %-60s server %s client %s\n' "$@"
+	[ "$1" = PASS ] || failed=$((failed + 1))
+}
+
+one() {		# one process in host A
+	local s rc
+	s=$(slug "$*")
+	fx "$NS_A" a "$IP_A" "$@" >"$OUT/$s.out" 2>&1
+	rc=$?
+	record "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$*" - $rc
+}
+
+pair() {	# N BIN ARGS...: a server in B and N clients in A
+	local k=$1 bin=$2 s port sp rc=0 src i pids=()
+	shift 2
+	s=$(slug "$bin $*")
+	n=$((n + 1))
+	port=$((47700 + n))
+	fx "$NS_B" b "$IP_B" "$bin" -B $port -s "$IP_B" "$@" >"$OUT/$s.server" 2>&1 &
+	sp=$!
+	sleep 1
+	for ((i = 1; i <= k; i++)); do
+		fx "$NS_A" a "$IP_A" "$bin" -P $port -s "$IP_A" "$@" "$IP_B" >"$OUT/$s.client$i" 2>&1 &
+		pids+=($!)
+	done
+	for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+	# a server whose client failed may wait for it for ever
+	if [ $rc != 0 ] && kill -0 $sp 2>/dev/null; then sleep 2; kill -TERM $sp 2>/dev/null; fi
+	wait $sp
+	src=$?
+	record "$([ $rc = 0 ] && [ $src = 0 ] && echo PASS || echo FAIL)" \
+		"$([ "$k" -gt 1 ] && echo "[x$k] ")$bin $*" $src $rc
+}
+
+while read -r kind rest; do
+	case $kind in ''|'#'*) continue ;; esac
+	kill -0 "$PID_a" 2>/dev/null && kill -0 "$PID_b" 2>/dev/null ||
+		{ e2e_dump_logs; fail "a daemon died"; }
+	eval "set -- $rest"	# the list's $IP_A / $IP_B
+	case $kind in
+	u) one "$@" ;;
+	c) pair 1 "$@" ;;
+	m) pair "$@" ;;
+	*) echo "fabtests.sh: unknown line kind $kind" >&2 ;;
+	esac
+done < <(if [ -n "${1:-}" ]; then cat "$1"; else default_list; fi)
+echo "fabtests: $failed failed; output in $OUT"
+[ "$failed" = 0 ]
