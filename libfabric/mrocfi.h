@@ -87,6 +87,7 @@ struct mfi_domain {
 	size_t nmrs, mrs_cap;
 	uint64_t next_key;
 	uint64_t next_gen;		/* names each registration: a key reused later is another region */
+	uint64_t zc_bytes;		/* of its registrations, the bytes zero-copy holds (zcopy.c) */
 	uint32_t api;			/* the application's libfabric API version */
 	int refs;			/* objects opened on it, connections using its context */
 	bool orphan;			/* a passive endpoint's private domain, closed: freed at refs 0 */

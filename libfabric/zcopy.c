@@ -166,6 +166,7 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 	long pg = sysconf(_SC_PAGESIZE);
 	uintptr_t a = ((uintptr_t)mr->base + (uintptr_t)pg - 1) & ~((uintptr_t)pg - 1);
 	uintptr_t b = ((uintptr_t)mr->base + mr->len) & ~((uintptr_t)pg - 1);
+	struct mroc_ctx_limits lim = { .sz = sizeof(lim) };
 	struct memfd_map m = { 0 };
 	uint64_t off;
 	int fd;
@@ -173,6 +174,17 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 	mr->zfd = -1;
 	if (!mfi_rndv_enabled() || !mr->base || b <= a || b - a < MFI_RNDV_MIN ||
 	    memfd_map_find(a, b, &m))
+		return;
+	/*
+	 * A quarter of the client's registration limit (mrocd's
+	 * max_mr_bytes_per_client) stays for the connections' staging regions
+	 * (MFI_REGION_LEN each): fabtests' 1 GiB buffers took all of it, so
+	 * fi_connect failed (-EDQUOT), and a buffer mrocd then refused had been
+	 * re-backed and was copied back, 1 GiB each way for nothing (fi_rdm_atomic
+	 * took 152 s).  Such a buffer is staged.
+	 */
+	if (!mroc_ctx_limits(d->ctx, &lim) && lim.max_mr_bytes &&
+	    d->zc_bytes + (b - a) > lim.max_mr_bytes - lim.max_mr_bytes / 4)
 		return;
 	if (m.shared_memfd) {
 		fd = memfd_map_open(&m);
@@ -214,6 +226,7 @@ void mfi_zc_reg(struct mfi_domain *d, struct mfi_mr *mr)
 		madvise(mr->zstart, mr->zlen, MADV_DONTFORK);
 	/* Kept open while registered: a second registration of these pages finds it. */
 	live_add(fd);
+	d->zc_bytes += mr->zlen;
 }
 
 /*
@@ -247,6 +260,7 @@ void mfi_zc_dereg(struct mfi_mr *mr)
 {
 	if (!mr->zmr)
 		return;
+	mr->dom->zc_bytes -= mr->zlen;
 	mroc_mr_dereg(mr->zmr);
 	if (live_drop(mr->zfd) && mr->rebacked)
 		restore(mr);
