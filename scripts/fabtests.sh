@@ -59,6 +59,9 @@ c fi_cq_data -e msg
 c fi_multi_ep -e msg -v
 c fi_msg_inject -A inject -v
 c fi_bw -e rdm -v -T 1
+# fabtests' default sizes: buffers of up to 1 GiB
+c fi_rdm_atomic -I 5
+c fi_rma_bw -e msg -o write -I 5 -v
 EOF
 }
 
