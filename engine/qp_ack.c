@@ -186,7 +186,6 @@ static void on_nak(struct engine *eng, struct qp *qp, struct path *p,
 	}
 }
 
-/* Mark transmissions [from, to) and SACKed ones acknowledged; returns bytes. */
 /*
  * The ACK just walked acknowledged q, a hole below hi, the path's highest
  * PSN acknowledged before it (at hi_at): the packet came after a later one
@@ -218,6 +217,7 @@ static void note_reorder(struct engine *eng, const struct qp *qp, struct path *p
 	eng->st.c[EC_REORDER]++;
 }
 
+/* Mark transmissions [from, to) and SACKed ones acknowledged; returns bytes. */
 static uint32_t walk_sack(struct engine *eng, struct qp *qp, struct path *p, const struct mroc_ack_hdr *a,
 			  uint32_t *newest, uint64_t now)
 {
@@ -309,7 +309,6 @@ static uint64_t rack_wait(const struct engine *eng, const struct path *p,
 	uint64_t reo = eng->cfg.rack_reo_srtt ? p->srtt / 4 : max_u64(p->srtt / 4, 4 * p->rttvar);
 
 	reo = max_u64(reo, p->reo_ns);	/* the route reorders (note_reorder) */
-
 	return p->srtt + reo + (s->ack_req ? 0 : eng->cfg.ack_delay_ns);
 }
 

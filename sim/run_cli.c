@@ -82,8 +82,8 @@ const char run_cli_usage[] =
 "  (per sender), --msg, --outstanding, --rto-min, --seed, --wl-seed, --limit,\n"
 "  --trace, -v       as for run (--queue and --ecn also set the downlinks)\n"
 "  --loss, --plane-loss, --blackhole, --jitter, --duplicate  as for run, on\n"
-"                    the host-pair links (a\n"
-"                    blackhole timed from the first sender's first post)\n";
+"                    the host-pair links (a blackhole timed from the first\n"
+"                    sender's first post)\n";
 
 /* ---- parsing ---------------------------------------------------------------- */
 
