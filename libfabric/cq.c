@@ -389,17 +389,15 @@ void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj)
 		}
 }
 
-int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
-		int err_no)
+/* A new entry at the queue's tail (growing it when full), or NULL without memory. */
+static struct mfi_eq_event *eq_slot(struct mfi_eq *eq)
 {
-	struct mfi_eq_event *e;
-
 	if (eq->count == eq->cap) {
 		size_t cap = eq->cap ? eq->cap * 2 : 16;
 		struct mfi_eq_event *n = calloc(cap, sizeof(*n));
 
 		if (!n)
-			return -FI_ENOMEM;
+			return NULL;
 		for (size_t i = 0; i < eq->count; i++)
 			n[i] = eq->ev[(eq->head + i) % eq->cap];
 		free(eq->ev);
@@ -407,12 +405,20 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 		eq->head = 0;
 		eq->cap = cap;
 	}
-	e = &eq->ev[(eq->head + eq->count) % eq->cap];
+	return &eq->ev[(eq->head + eq->count++) % eq->cap];
+}
+
+int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
+		int err_no)
+{
+	struct mfi_eq_event *e = eq_slot(eq);
+
+	if (!e)
+		return -FI_ENOMEM;
 	*e = (struct mfi_eq_event){
 		.event = event, .cm = { .fid = fid, .info = info },
 		.context = fid ? fid->context : NULL, .err = err_no != 0, .err_no = err_no,
 	};
-	eq->count++;
 	return 0;
 }
 
@@ -499,19 +505,16 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
 	const struct fi_eq_entry *ent = buf;
 	struct mfi_eq_event *e;
-	int err;
 
 	if (!ent || len < sizeof(*ent))
 		return -FI_EINVAL;
 	if (event == FI_CONNREQ || event == FI_CONNECTED || event == FI_SHUTDOWN)
 		return -FI_EINVAL;	/* those carry an fi_info only the provider makes */
-	err = mfi_eq_push(eq, event, NULL, NULL, 0);
-	if (err)
-		return err;
-	e = &eq->ev[(eq->head + eq->count - 1) % eq->cap];
-	e->cm.fid = ent->fid;
-	e->context = ent->context;
-	e->data = ent->data;
+	e = eq_slot(eq);
+	if (!e)
+		return -FI_ENOMEM;
+	*e = (struct mfi_eq_event){ .event = event, .cm = { .fid = ent->fid },
+				    .context = ent->context, .data = ent->data };
 	return (ssize_t)len;
 }
 
