@@ -1336,13 +1336,20 @@ bool path_look_acked(struct path *p, uint32_t *newest)
  * bucket lets a burst through), hence LOOK_CLEAR in a row, a round of the
  * path apart (sent back to back, four fitted in one drained moment); an
  * idle plane has no queue at all.  Clear LOOK_CLEAR times: the path moves
- * there, a trial judged as before (trial_judged).
+ * there, a trial judged as before (trial_judged).  On a route that
+ * reorders, the band is the path's reorder window if that is wider
+ * (note_reorder: how far packets of the path overtake each other, which
+ * no queue does): an idle route's samples spread as far, and with packets
+ * 0-20 us late on a 6-12 us route every look read busy, so paths hashed
+ * onto one plane never left it (mroc-sim run --jitter 20 --mix 1,0,0,0
+ * --seed 1..12: goodput median 0.674 of capacity, 0.801 with it).
  */
 void path_look_sample(struct engine *eng, struct qp *qp, struct path *p, uint64_t fabric,
 		      uint64_t now)
 {
 	p->look_tries++;
-	if (fabric && (!p->min_rtt || fabric > p->min_rtt + p->min_rtt / 2 + eng->tx_lag)) {
+	if (fabric && (!p->min_rtt ||
+		       fabric > p->min_rtt + max_u64(p->min_rtt / 2, p->reo_ns) + eng->tx_lag)) {
 		look_busy(eng, qp, p, now);
 		return;
 	}

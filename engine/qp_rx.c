@@ -407,11 +407,22 @@ void qp_deliver(struct engine *eng, struct qp *qp)
 	}
 }
 
+/*
+ * At once: what asks for it, arrives out of order or leaves a hole, and a
+ * packet that fills one (the cumulative PSN jumps, RFC 5681 4.2).  The
+ * sender's reorder window is how much later the late packet's ACK came
+ * (qp_ack.c note_reorder); held for ack_every packets or ack_delay, that
+ * ACK added the receiver's wait to it, which the window's users (loss by
+ * time, a look's clear band) then took for the route's reordering.
+ */
 static void schedule_ack(struct engine *eng, struct qp *qp, struct rx_path *rp,
-			 const struct wire_pkt *pkt, bool in_order, uint64_t now)
+			 const struct wire_pkt *pkt, uint32_t old_cum, uint64_t now)
 {
+	bool in_order = pkt->data.psn == old_cum;
+
 	rp->unacked++;
 	if ((pkt->hdr.flags & MROC_F_ACK_REQ) || !in_order || sack_has_holes(&rp->sack) ||
+	    seq_diff(rp->sack.cum, old_cum) > 1 ||
 	    rp->unacked >= eng->cfg.ack_every)
 		rxp_ack_now(qp, rp);
 	else if (!rp->ack_deadline)
@@ -521,7 +532,7 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	 * (4 KiB, 32 ranks, idle: 267.5 us against 266.2 without copies).
 	 */
 	if (dd >= 0 || (pkt->hdr.flags & MROC_F_ACK_REQ))
-		schedule_ack(eng, qp, rp, pkt, d->psn == old_cum, now);
+		schedule_ack(eng, qp, rp, pkt, old_cum, now);
 	cc_rate_hint(eng, qp, now);
 
 	if (dd < 0) {

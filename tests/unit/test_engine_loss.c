@@ -396,6 +396,47 @@ static bool take_first_tx(struct pair *p, struct pair_pkt *pkt, void *arg)
 }
 
 /*
+ * A packet that fills a hole is acknowledged at once (RFC 5681 4.2), not
+ * after ack_every packets or ack_delay: the sender measures a route's
+ * reordering by how late that ACK comes (qp_ack.c note_reorder), and a
+ * held one added the receiver's wait (up to ack_delay) to every window.
+ */
+static void test_filled_hole_acked_at_once(void **state)
+{
+	struct engine_qp_attr qa = attr_of(1, 0xa), qb = attr_of(1, 0xb);
+	struct engine_config cb;
+	struct fx *f;
+	struct engine_wr wr;
+	struct first_tx ft = { .seg = 0 };
+	uint64_t acks, delayed;
+
+	pair_test_config(&cb);
+	cb.ack_every = 64;
+	cb.ack_delay_ns = PAIR_MS;
+	f = fx_open(state, NULL, &cb, &qa, &qb);
+	wr = pair_fx_wr(&f->x, ENGINE_WR_WRITE, 1, 0, 8 * 1024 - 10, 4096);
+	f->x.p->filter = take_first_tx;
+	f->x.p->filter_arg = &ft;
+	/* 20 us each way: segment 0 is back before any ACK can show it missing. */
+	pair_set_delay(f->x.p, PAIR_A, 20 * PAIR_US);
+	pair_set_delay(f->x.p, PAIR_B, 20 * PAIR_US);
+	assert_int_equal(pair_post(f->x.p, PAIR_A, &wr), 0);
+	pair_run_for(f->x.p, 25 * PAIR_US);	/* segments 1-7 arrive, 0 held */
+	assert_true(ft.taken);
+	assert_int_equal(pair_stat(f->x.p, PAIR_A, EC_TX_RETX), 0);
+	f->x.p->filter = NULL;
+	acks = pair_stat(f->x.p, PAIR_B, EC_TX_ACKS);
+	delayed = pair_stat(f->x.p, PAIR_B, EC_TX_ACK_DELAYED);
+	assert_int_equal(pair_deliver(f->x.p, &ft.pkt), 0);
+	pair_run_for(f->x.p, 5 * PAIR_US);
+	assert_int_equal(pair_stat(f->x.p, PAIR_B, EC_TX_ACKS), acks + 1);
+	assert_int_equal(pair_stat(f->x.p, PAIR_B, EC_TX_ACK_DELAYED), delayed);
+	run_until_cqe(f, PAIR_A, 10 * PAIR_MS);
+	pair_expect(f->x.p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	pair_mem_expect(f->x.b, 4096, f->x.a->buf, 8 * 1024 - 10);
+}
+
+/*
  * The original of a segment arrives after its retransmission completed the
  * WRITE: a duplicate, nothing written again, no second completion.
  */
@@ -1621,6 +1662,7 @@ int main(void)
 		T(test_late_original_one_path),
 		T(test_late_original_four_paths),
 		T(test_late_original_tail),
+		T(test_filled_hole_acked_at_once),
 		T(test_stall_learned),
 		T(test_rto_follows_host_rtt),
 		T(test_stall_undone),
