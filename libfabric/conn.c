@@ -98,11 +98,8 @@ int mfi_conn_create(struct mfi_ep *ep, struct mfi_domain *dom, struct mfi_conn *
 	}
 	dom->refs++;
 	link_conn(c);
-	if (ep) {
-		mfi_cq_watch(ep->txcq, c);
-		if (ep->rxcq != ep->txcq)
-			mfi_cq_watch(ep->rxcq, c);
-	}
+	if (ep)
+		mfi_ep_watch(ep, c);
 	*out = c;
 	return 0;
 err_errno:

@@ -58,13 +58,13 @@ static int64_t now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static int64_t now_ms(void)
+int64_t mfi_now_ms(void)
 {
 	return now_ns() / 1000000;
 }
 
 /* FI_MROC_SPIN_US: microseconds (>= 0), or -1 for never; default MROC_SPIN_US_DEFAULT. */
-static void idle_init(struct mfi_idle *w)
+void mfi_idle_setup(struct mfi_idle *w)
 {
 	int us = MROC_SPIN_US_DEFAULT;
 
@@ -74,7 +74,7 @@ static void idle_init(struct mfi_idle *w)
 }
 
 /* A read is over: whether to give the CPU away now (cqring.c says when). */
-static bool idle_read(struct mfi_idle *w, bool busy)
+bool mfi_idle_after(struct mfi_idle *w, bool busy)
 {
 	return mfi_idle_read(w, busy, busy ? 0 : now_ns());
 }
@@ -137,7 +137,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 	mfi_lock(cq->dom);
 	busy = cq_progress(cq);
 	n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
-	yield = idle_read(&cq->idle, busy || n != -FI_EAGAIN);
+	yield = mfi_idle_after(&cq->idle, busy || n != -FI_EAGAIN);
 	mfi_unlock(cq->dom);
 	if (yield)
 		sched_yield();	/* not holding the domain's lock */
@@ -164,7 +164,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 			    const void *cond, int timeout)
 {
 	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
-	int64_t end = timeout >= 0 ? now_ms() + timeout : -1;
+	int64_t end = timeout >= 0 ? mfi_now_ms() + timeout : -1;
 	ssize_t n;
 
 	if (cq->wait_obj == FI_WAIT_NONE)
@@ -183,7 +183,7 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 		mfi_unlock(cq->dom);
 		if (n != -FI_EAGAIN)
 			return n;
-		left = end < 0 ? -1 : (int)(end - now_ms());
+		left = end < 0 ? -1 : (int)(end - mfi_now_ms());
 		if (end >= 0 && left <= 0)
 			return -FI_EAGAIN;
 		/*
@@ -333,7 +333,7 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 		goto err;
 	cq->dom = d;
 	cq->format = fmt;
-	idle_init(&cq->idle);
+	mfi_idle_setup(&cq->idle);
 	cq->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
 	if (cq->wait_obj == FI_WAIT_FD) {
 		struct epoll_event ev = { .events = EPOLLIN };
@@ -453,7 +453,7 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	size_t sz;
 	int busy = eq_progress(eq);
 
-	if (idle_read(&eq->idle, busy || eq->count))
+	if (mfi_idle_after(&eq->idle, busy || eq->count))
 		sched_yield();
 	if (!eq->count)
 		return -FI_EAGAIN;
@@ -521,7 +521,7 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout,
 			uint64_t flags)
 {
-	int64_t end = timeout >= 0 ? now_ms() + timeout : -1;
+	int64_t end = timeout >= 0 ? mfi_now_ms() + timeout : -1;
 
 	for (;;) {
 		ssize_t n = eq_read(fid, event, buf, len, flags);
@@ -529,7 +529,7 @@ static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t l
 
 		if (n != -FI_EAGAIN)
 			return n;
-		if (end >= 0 && now_ms() >= end)
+		if (end >= 0 && mfi_now_ms() >= end)
 			return -FI_EAGAIN;
 		/* Connection set-up only: a short nap between looks is plenty. */
 		nanosleep(&ts, NULL);
@@ -584,7 +584,7 @@ int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	if (!eq)
 		return -FI_ENOMEM;
 	eq->fab = container_of(fabric, struct mfi_fabric, fabric_fid);
-	idle_init(&eq->idle);
+	mfi_idle_setup(&eq->idle);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = &eq_fi_ops;

@@ -227,12 +227,6 @@ static int no_scalable_ep(struct fid_domain *domain, struct fi_info *info, struc
 	return -FI_ENOSYS;
 }
 
-static int no_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr,
-			struct fid_cntr **cntr, void *context)
-{
-	return -FI_ENOSYS;
-}
-
 static int no_poll_open(struct fid_domain *domain, struct fi_poll_attr *attr,
 			struct fid_poll **pollset)
 {
@@ -269,7 +263,7 @@ static struct fi_ops_domain domain_ops = {
 	.cq_open = mfi_cq_open,
 	.endpoint = mfi_ep_open,
 	.scalable_ep = no_scalable_ep,
-	.cntr_open = no_cntr_open,
+	.cntr_open = mfi_cntr_open,
 	.poll_open = no_poll_open,
 	.stx_ctx = no_stx_ctx,
 	.srx_ctx = no_srx_ctx,

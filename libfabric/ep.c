@@ -283,6 +283,16 @@ int mfi_ep_progress(struct mfi_ep *ep)
 	return n;
 }
 
+/* c's completion fd joins the wait sets of the CQs and counters ep is bound to. */
+void mfi_ep_watch(struct mfi_ep *ep, struct mfi_conn *c)
+{
+	mfi_cq_watch(ep->txcq, c);
+	if (ep->rxcq != ep->txcq)
+		mfi_cq_watch(ep->rxcq, c);
+	for (int k = 0; k < MFI_CNTR_KINDS; k++)
+		mfi_cntr_watch(ep->cntr[k], c);	/* a second time for the same set: EEXIST */
+}
+
 /* An operation from the pool, after one round of progress if it is empty; NULL if none. */
 struct mfi_txop *mfi_ep_txop_get(struct mfi_ep *ep)
 {
@@ -319,6 +329,7 @@ static int ep_close(struct fid *fid)
 		mfi_cq_unbind_ep(ep->txcq, ep);
 	if (ep->rxcq)
 		mfi_cq_unbind_ep(ep->rxcq, ep);
+	mfi_cntr_unbind_ep(ep);
 	if (ep->eq)
 		mfi_eq_unwatch(ep->eq, &ep->ep_fid.fid);
 	d->refs--;
@@ -364,16 +375,29 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 		err = mfi_cq_bind_ep(cq, ep);
 		break;
 	}
+	case FI_CLASS_CNTR:
+		err = mfi_cntr_bind_ep(container_of(bfid, struct mfi_cntr, cntr_fid.fid), ep,
+				       flags);
+		break;
 	case FI_CLASS_EQ:
 		ep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
 		err = mfi_eq_watch(ep->eq, &ep->ep_fid.fid);
 		break;
 	default:
-		err = -FI_ENOSYS;	/* counters, stx/srx contexts */
+		err = -FI_ENOSYS;	/* stx/srx contexts */
 		break;
 	}
 	mfi_unlock(ep->dom);
 	return err;
+}
+
+/* Whether anything reports ep's completions: a CQ, or only counters. */
+static bool ep_reports(const struct mfi_ep *ep)
+{
+	for (int k = 0; k < MFI_CNTR_KINDS; k++)
+		if (ep->cntr[k])
+			return true;
+	return ep->txcq || ep->rxcq;
 }
 
 static int ep_enable(struct mfi_ep *ep)
@@ -382,7 +406,7 @@ static int ep_enable(struct mfi_ep *ep)
 
 	if (ep->enabled)
 		return 0;
-	if (!ep->txcq && !ep->rxcq)
+	if (!ep_reports(ep))
 		return -FI_ENOCQ;
 	if (ep->type == FI_EP_RDM) {
 		if (!ep->av)
@@ -614,9 +638,7 @@ static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	ep->addr = pep->addr;
 	c->next = ep->conns;
 	ep->conns = c;
-	mfi_cq_watch(ep->txcq, c);
-	if (ep->rxcq != ep->txcq)
-		mfi_cq_watch(ep->rxcq, c);
+	mfi_ep_watch(ep, c);
 	ep->msg_conn = c;
 	mfi_send_hello(c);
 	mfi_conn_kick(c);

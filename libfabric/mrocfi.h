@@ -149,6 +149,31 @@ struct mfi_cq {
 	struct mfi_idle idle;		/* reads that found nothing: when to yield */
 };
 
+/* What a counter bound to an endpoint counts (fi_ep_bind's flags, fi_endpoint(3)). */
+enum mfi_cntr_kind {
+	MFI_CNTR_SEND,		/* FI_SEND: messages sent (tagged or not) */
+	MFI_CNTR_RECV,		/* FI_RECV: messages received */
+	MFI_CNTR_READ,		/* FI_READ: reads, fetching and compare atomics initiated */
+	MFI_CNTR_WRITE,		/* FI_WRITE: writes and base atomics initiated */
+	MFI_CNTR_REMOTE_READ,	/* FI_REMOTE_READ: the same, targeting us (FI_RMA_EVENT) */
+	MFI_CNTR_REMOTE_WRITE,	/* FI_REMOTE_WRITE */
+	MFI_CNTR_KINDS,
+};
+
+/* A completion counter (cntr.c). */
+struct mfi_cntr {
+	struct fid_cntr cntr_fid;
+	struct mfi_domain *dom;
+	enum fi_wait_obj wait_obj;	/* FI_WAIT_NONE, _YIELD or _FD (FI_WAIT_UNSPEC is FD) */
+	uint64_t value, err;
+	uint64_t seen, seen_err;	/* what the application last read (fi_trywait) */
+	int epfd;			/* FI_WAIT_FD: epoll set over the QPs' completion fds */
+	int sigfd;			/* eventfd in that set: fi_cntr_add/set and their err forms */
+	struct mfi_ep **eps;		/* endpoints bound to it (progress runs them) */
+	size_t neps;
+	struct mfi_idle idle;		/* reads that found nothing: when to yield */
+};
+
 /* An event queue entry: connection events, shutdowns, their errors. */
 struct mfi_eq_event {
 	uint32_t event;
@@ -326,6 +351,7 @@ struct mfi_ep {
 	struct mfi_av_fid *av;
 	struct mfi_cq *txcq, *rxcq;
 	uint64_t tx_flags, rx_flags;	/* bind flags: FI_SELECTIVE_COMPLETION */
+	struct mfi_cntr *cntr[MFI_CNTR_KINDS];	/* counters bound, by what they count */
 	uint64_t tx_op_flags, rx_op_flags;
 	struct mfi_eq *eq;
 	bool enabled;
@@ -363,6 +389,24 @@ static inline void mfi_unlock(struct mfi_domain *d)
 {
 	if (d->locked)
 		pthread_mutex_unlock(&d->lock);
+}
+
+/*
+ * An operation of kind k ended (err: negative FI_E*, or 0): the counter bound
+ * for it counts it, whether or not it makes a CQ entry (fi_cntr(3): "Counters
+ * increment on all successful completions, separately from whether the
+ * operation generates an entry in an event queue").
+ */
+static inline void mfi_cntr_count(struct mfi_ep *ep, enum mfi_cntr_kind k, int err)
+{
+	struct mfi_cntr *c = ep->cntr[k];
+
+	if (!c)
+		return;
+	if (err)
+		c->err++;
+	else
+		c->value++;
 }
 
 /* nosys.c: the entries of ops tables we do not implement (-FI_ENOSYS) */
@@ -428,6 +472,9 @@ int mfi_av_open(struct fid_domain *domain, struct fi_av_attr *attr, struct fid_a
 		void *context);
 
 /* cq.c */
+int64_t mfi_now_ms(void);
+void mfi_idle_setup(struct mfi_idle *w);
+bool mfi_idle_after(struct mfi_idle *w, bool busy);
 int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 		void *context);
 int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
@@ -441,6 +488,14 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 		int err_no);
 int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj);
 void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj);
+
+/* cntr.c */
+int mfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **cntr,
+		  void *context);
+int mfi_cntr_bind_ep(struct mfi_cntr *c, struct mfi_ep *ep, uint64_t flags);
+void mfi_cntr_unbind_ep(struct mfi_ep *ep);
+int mfi_cntr_watch(struct mfi_cntr *c, struct mfi_conn *conn);
+int mfi_cntr_trywait(struct mfi_cntr *c);
 
 /* conn.c */
 int mfi_conn_create(struct mfi_ep *ep, struct mfi_domain *dom, struct mfi_conn **out);
@@ -461,6 +516,7 @@ void mfi_conn_refuse(struct mfi_conn *c);
 int mfi_ep_open(struct fid_domain *domain, struct fi_info *info, struct fid_ep **ep,
 		void *context);
 int mfi_ep_progress(struct mfi_ep *ep);
+void mfi_ep_watch(struct mfi_ep *ep, struct mfi_conn *c);
 struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err);
 void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no);
 bool mfi_ep_conn_refused(struct mfi_conn *c);
@@ -479,6 +535,7 @@ void mfi_pep_progress(struct mfi_pep *pep);
 struct mfi_txop *mfi_txop_get(struct mfi_ep *ep);
 void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op);
 void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err);
+enum mfi_cntr_kind mfi_cntr_kind_of(uint64_t flags);
 uint32_t mfi_rma_track(struct mfi_ep *ep, struct mfi_txop *op);
 struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id);
 struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id);

@@ -21,9 +21,10 @@
 
 #define MFI_RDM_CAPS (FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | \
 		      FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE | FI_DIRECTED_RECV | FI_SOURCE | \
-		      FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
+		      FI_MULTI_RECV | FI_RMA_EVENT | FI_LOCAL_COMM | FI_REMOTE_COMM)
 #define MFI_MSG_CAPS (FI_MSG | FI_RMA | FI_ATOMIC | FI_SEND | FI_RECV | FI_READ | FI_WRITE | \
-		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | FI_LOCAL_COMM | FI_REMOTE_COMM)
+		      FI_REMOTE_READ | FI_REMOTE_WRITE | FI_MULTI_RECV | FI_RMA_EVENT | \
+		      FI_LOCAL_COMM | FI_REMOTE_COMM)
 /* One connection carries a direction's operations in order, so every ordering holds. */
 #define MFI_ORDER (FI_ORDER_SAS | FI_ORDER_RAR | FI_ORDER_RAW | FI_ORDER_WAR | FI_ORDER_WAW | \
 		   FI_ORDER_SAR | FI_ORDER_SAW | FI_ORDER_RAS | FI_ORDER_WAS)
@@ -261,6 +262,7 @@ static struct fi_info *template(enum fi_ep_type type)
 	fi->domain_attr->mr_key_size = sizeof(uint64_t);
 	fi->domain_attr->cq_data_size = sizeof(uint64_t);
 	fi->domain_attr->cq_cnt = 256;
+	fi->domain_attr->cntr_cnt = 256;
 	fi->domain_attr->ep_cnt = 128;
 	fi->domain_attr->tx_ctx_cnt = 128;
 	fi->domain_attr->rx_ctx_cnt = 128;
@@ -325,6 +327,14 @@ static int apply_hints(uint32_t version, struct fi_info *fi, const struct fi_inf
 		if (!(fi->caps & (FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE)) &&
 		    (fi->caps & (FI_RMA | FI_ATOMIC)))
 			fi->caps |= FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+		/*
+		 * Counting RMA at its target costs nothing here (the target's
+		 * provider applies every one), so FI_RMA_EVENT comes with it:
+		 * fabtests' "-t counter" binds FI_REMOTE_* without asking for it.
+		 */
+		if ((fi->caps & (FI_RMA | FI_ATOMIC)) &&
+		    (fi->caps & (FI_REMOTE_READ | FI_REMOTE_WRITE)))
+			fi->caps |= FI_RMA_EVENT;
 		split_caps(fi);
 	}
 	/* Tags are matched on all 64 bits: any format the application uses will do. */
@@ -479,7 +489,7 @@ static struct fi_ops fabric_fi_ops = {
 	.ops_open = mfi_no_ops_open,
 };
 
-/* Each CQ and EQ as cq.c says (mfi_cq_trywait): -FI_EAGAIN if any has something to read. */
+/* Each CQ, EQ and counter as cq.c and cntr.c say (mfi_cq_trywait): -FI_EAGAIN if any has something to read. */
 static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int count)
 {
 	int ret = 0;
@@ -494,8 +504,10 @@ static int fabric_trywait(struct fid_fabric *fabric, struct fid **fids, int coun
 			r = mfi_cq_trywait(container_of(fids[i], struct mfi_cq, cq_fid.fid));
 		else if (fids[i]->fclass == FI_CLASS_EQ)
 			r = mfi_eq_trywait(container_of(fids[i], struct mfi_eq, eq_fid.fid));
+		else if (fids[i]->fclass == FI_CLASS_CNTR)
+			r = mfi_cntr_trywait(container_of(fids[i], struct mfi_cntr, cntr_fid.fid));
 		else
-			return -FI_EINVAL;	/* no counters, no wait sets */
+			return -FI_EINVAL;	/* no wait sets */
 		if (r && r != -FI_EAGAIN)
 			return r;
 		if (r)

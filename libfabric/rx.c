@@ -40,6 +40,7 @@ void mfi_rx_complete(struct mfi_ep *ep, struct mfi_rxop *rx, int err)
 	/* A claimed message discarded was never meant to fit (fabtests' fi_rdm_tagged_peek). */
 	if (!err && rx->msg_len > rx->len && !(rx->flags & FI_DISCARD))
 		err = -FI_ETRUNC;
+	mfi_cntr_count(ep, MFI_CNTR_RECV, err);	/* each message of a multi-receive buffer */
 	if (ep->rxcq && (rx->completion || err)) {
 		e.e = (struct fi_cq_tagged_entry){
 			.op_context = rx->context,
@@ -361,6 +362,8 @@ static void rx_first(struct mfi_conn *c, const struct mfi_hdr *h)
 		uint64_t gen = 0;
 
 		err = mfi_mr_target(ep->dom, h->key, h->addr, h->total, FI_REMOTE_READ, &p, &gen);
+		if (!err)	/* counted as it is served: the region is read from now on */
+			mfi_cntr_count(ep, MFI_CNTR_REMOTE_READ, 0);
 		if (err || !h->total) {
 			queue_internal(c, TX_RMA_ACK, h->req_id, -err, NULL, 0);
 		} else {
@@ -458,6 +461,9 @@ static void rx_atomic(struct mfi_conn *c, const struct mfi_hdr *h, const uint8_t
 		resp->total = bytes;
 		mfi_conn_queue(c, resp);
 	}
+	if (!err)	/* fi_endpoint(3): fetching and compare atomics are remote reads */
+		mfi_cntr_count(ep, d.kind == MFI_ATOMIC_WRITE ? MFI_CNTR_REMOTE_WRITE :
+				   MFI_CNTR_REMOTE_READ, 0);
 	if (!err && (h->flags & MFI_F_DATA) && ep->rxcq) {
 		struct mfi_cqe e = { .src = conn_src(c) };
 
@@ -493,6 +499,8 @@ static void rx_write_done(struct mfi_conn *c)
 	struct mfi_ep *ep = c->ep;
 
 	queue_internal(c, TX_RMA_ACK, c->cur.req_id, -c->cur.status, NULL, 0);
+	if (!c->cur.status)	/* the bytes are all in place */
+		mfi_cntr_count(ep, MFI_CNTR_REMOTE_WRITE, 0);
 	if (!c->cur.status && c->cur.has_data && ep->rxcq) {
 		struct mfi_cqe e = { .src = conn_src(c) };
 

@@ -53,8 +53,23 @@ static uint64_t tx_flags_of(const struct mfi_txop *op)
 	}
 }
 
+/* Which counter an operation of these flags (tx_flags_of) counts in. */
+enum mfi_cntr_kind mfi_cntr_kind_of(uint64_t flags)
+{
+	if (flags & FI_SEND)
+		return MFI_CNTR_SEND;
+	return flags & FI_READ ? MFI_CNTR_READ : MFI_CNTR_WRITE;
+}
+
+/*
+ * A user's operation is over: its counter counts it (whatever FI_COMPLETION
+ * said), its CQ gets an entry if one is wanted or it failed.  Internal ones
+ * (HELLO, read responses, RMA answers, VERIFY) are neither.
+ */
 void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err)
 {
+	if (op->user)
+		mfi_cntr_count(ep, mfi_cntr_kind_of(tx_flags_of(op)), err);
 	if (op->user && ep->txcq && (op->completion || err)) {
 		struct mfi_cqe e = {
 			.e = { .op_context = op->context, .flags = tx_flags_of(op),

@@ -61,6 +61,8 @@ static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 	if (inject && !completion && a->count == 1 && a->kind != TX_READ &&
 	    mfi_conn_post_inject(c, a->kind, a->iov[0].iov_base, total, a->tag, a->data,
 				 a->flags, a->key, a->addr)) {
+		/* No operation to end later: counted now, as its buffer is free now. */
+		mfi_cntr_count(ep, a->kind == TX_WRITE ? MFI_CNTR_WRITE : MFI_CNTR_SEND, 0);
 		err = 0;
 		goto out;
 	}
