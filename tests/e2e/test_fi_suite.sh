@@ -5,7 +5,8 @@
 # namespaces, each with a real mrocd on AF_XDP, server in B and client(s) in
 # A: unit checks (getinfo, domain, av, cq, mr), fi_rdm, fi_rdm_tagged_pingpong,
 # fi_rdm_tagged_bw, fi_rma_bw write/read/writedata, fi_rdm_atomic,
-# fi_multi_recv, fi_unexpected_msg, fi_recv_cancel and fi_rdm_multi_client,
+# fi_multi_recv, fi_unexpected_msg, fi_recv_cancel, fi_rdm_multi_client and counters
+# (fi_cntr_test, fi_rdm_cntr_pingpong, fi_rdm_rma_event: cntr),
 # every byte checked; and mroc's zero-copy rendezvous (zcopy), with it on and off.  What the provider does not support, and so is not
 # run: libfabric/README.md, "Not supported (fabtests' terms)".
 set -u
@@ -28,7 +29,7 @@ fis() {
 
 fis "$NS_A" a "$IP_A" unit >"$E2E_DIR/unit.out" 2>&1 || { cat "$E2E_DIR/unit.out"; fail "unit"; }
 cat "$E2E_DIR/unit.out"
-ok "unit: getinfo, domain, av, cq, mr"
+ok "unit: getinfo, domain, av, cq, mr, cntr"
 
 port=47640
 # pair TEST ARGS...: server in B, client in A; both must pass.
@@ -57,6 +58,7 @@ pair atomic
 pair multi_recv
 pair unexpected_msg
 pair recv_cancel
+pair cntr
 # mroc's rendezvous: 1 MiB messages between registered buffers move with no staging copy
 # (the provider's traffic counters say so), and all staged when it is turned off.
 pair zcopy
