@@ -411,14 +411,14 @@ $(BUILD)/mroc-perf: $(PERF_OBJS) $(LIBMROC_A)
 # libfabric provider "mroc": libfabric/*.c -> libmroc-fi.so (the name libfabric looks for in
 # FI_PROVIDER_PATH), with libmroc's position-independent objects linked in so it needs no
 # libmroc.so at run time; only fi_prov_ini is exported (libfabric/libmroc-fi.map).  Built when
-# libfabric-dev is installed.  Its pure parts (AV table, matching, CQ FIFO) are also linked into
-# tests/unit/test_fi_*.
+# libfabric-dev is installed.  Its pure parts (AV table, matching, CQ FIFO, atomics, error
+# mapping) are also linked into tests/unit/test_fi_*.
 HAVE_LIBFABRIC := $(shell $(PKG_CONFIG) --exists libfabric 2>/dev/null && echo 1)
 LIBFABRIC_CFLAGS = $(call pkg_cflags,libfabric)
 FI_SRCS := $(sort $(wildcard libfabric/*.c))
 FI_PIC_OBJS := $(FI_SRCS:%.c=$(BUILD)/obj-pic/%.o)
 FI_PURE_OBJS := $(OBJ)/libfabric/av_table.o $(OBJ)/libfabric/match.o $(OBJ)/libfabric/cqring.o \
-		$(OBJ)/libfabric/atomic_ops.o
+		$(OBJ)/libfabric/atomic_ops.o $(OBJ)/libfabric/errmap.o
 FI_PROV := $(if $(and $(FI_SRCS),$(HAVE_LIBFABRIC)),$(BUILD)/libmroc-fi.so)
 $(FI_PIC_OBJS) $(FI_PURE_OBJS): INCLUDES = -Ilibfabric -Ilibclient/include $(LIBFABRIC_CFLAGS)
 ALL_OBJS += $(FI_PIC_OBJS) $(FI_PURE_OBJS)

@@ -111,7 +111,8 @@ err:
 		mroc_qp_destroy(c->qp);
 	free(c->held);
 	free(c);
-	return err == -ENOENT || err == -ECONNREFUSED ? -FI_ENODEV : err;
+	return err == -ENOENT || err == -ECONNREFUSED ? -FI_ENODEV :
+	       mfi_mroc_err(err, "a connection's QP and region");
 }
 
 int mfi_conn_create_self(struct mfi_ep *ep, struct mfi_conn **out)
@@ -224,7 +225,7 @@ int mfi_conn_listen(struct mfi_conn *c, uint64_t service)
 
 	if (!err)
 		c->state = MFI_CONN_LISTEN;
-	return err;
+	return mfi_mroc_err(err, "listening on the service");
 }
 
 int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer)
@@ -236,7 +237,7 @@ int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer)
 	inet_ntop(AF_INET, &in, ip, sizeof(ip));
 	err = mroc_qp_connect(c->qp, ip, mfi_addr_service(peer));
 	if (err)
-		return err;
+		return mfi_mroc_err(err, "connecting");
 	c->state = MFI_CONN_CONNECTING;
 	c->peer = *peer;
 	c->peer_known = true;

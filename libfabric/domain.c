@@ -292,7 +292,8 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 		err = -errno;
 		free(d);
 		/* No mrocd on this host (or not ours to use): no such domain. */
-		return err == -ENOENT || err == -ECONNREFUSED ? -FI_ENODEV : err;
+		return err == -ENOENT || err == -ECONNREFUSED ? -FI_ENODEV :
+		       mfi_mroc_err(err, "opening mrocd's context");
 	}
 	d->locked = info->domain_attr->threading != FI_THREAD_DOMAIN &&
 		    info->domain_attr->threading != FI_THREAD_UNSPEC;

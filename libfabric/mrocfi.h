@@ -37,6 +37,7 @@
 #include "fi_mroc.h"
 #include "av_table.h"
 #include "cqring.h"
+#include "errmap.h"
 #include "match.h"
 #include "proto.h"
 
@@ -434,6 +435,7 @@ int mfi_no_getopt(fid_t fid, int level, int optname, void *optval, size_t *optle
 int mfi_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
 
 /* prov.c */
+int mfi_mroc_err(int err, const char *what);
 int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		const struct fi_info *hints, struct fi_info **info);
 int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);

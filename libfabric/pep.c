@@ -184,7 +184,8 @@ int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep
 		goto err;
 	pep->dom->ctx = mroc_open(&o);
 	if (!pep->dom->ctx) {
-		err = errno == ENOENT || errno == ECONNREFUSED ? -FI_ENODEV : -errno;
+		err = errno == ENOENT || errno == ECONNREFUSED ? -FI_ENODEV :
+		      mfi_mroc_err(-errno, "opening mrocd's context");
 		goto err;
 	}
 	pep->port_fd = mfi_bind_addr(info, &pep->addr);

@@ -14,7 +14,10 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/socket.h>
+#include <rdma/providers/fi_log.h>
 #include <rdma/providers/fi_prov.h>
+
+#include <mroc/mroc.h>
 
 #include "mrocfi.h"
 #include "route_addr.h"
@@ -53,6 +56,20 @@ struct fi_provider mfi_prov = {
 	.fabric = mfi_fabric_open,
 	.cleanup = mfi_cleanup,
 };
+
+/*
+ * An error of libmroc (a negative errno) on its way out to the application:
+ * logged once here with libmroc's text, which names the cause (EDQUOT: which
+ * mrocd limit), and returned as the nearest FI_E* code (errmap.c), since an
+ * errno fi_errno.h lacks means nothing to fi_strerror or to the caller.
+ */
+int mfi_mroc_err(int err, const char *what)
+{
+	if (err >= 0)
+		return err;
+	FI_WARN(&mfi_prov, FI_LOG_CORE, "%s: %s\n", what, mroc_strerror(err));
+	return mfi_errno_map(err);
+}
 
 FI_EXT_INI
 {
