@@ -13,7 +13,8 @@
 # LIST: a file of lines "u NAME ARGS" (one process, in host A), "c NAME ARGS" (server in
 # host B, client in A naming B, as runfabtests' client-server tests run) or "m N NAME ARGS"
 # (N clients at once); '#' comments.  Without one, the RDM and MSG tests of fabtests' quick
-# list that the provider supports (libfabric/README.md, "Not supported (fabtests' terms)").
+# list that the provider supports (libfabric/README.md, "Not supported (fabtests' terms)"),
+# and its counter tests.
 # Prints a PASS/FAIL line per test; each test's output goes to OUT (a temporary directory,
 # kept and named at the end).  Exit status 1 if any failed.  BUILD (build), TMO (60: seconds a
 # test may take).  Session 31 found five provider bugs so (libfabric/README.md).
@@ -59,6 +60,13 @@ c fi_cq_data -e msg
 c fi_multi_ep -e msg -v
 c fi_msg_inject -A inject -v
 c fi_bw -e rdm -v -T 1
+# counters (fi_cntr): fabtests' "-t counter" completes sends and receives by counters
+u fi_cntr_test
+c fi_rdm_cntr_pingpong -I 5 -v
+c fi_rdm_rma_event
+c fi_rdm_pingpong -I 10 -v -S 65536 -t counter
+c fi_rdm_pingpong -I 10 -v -S 65536 -t counter -c fd
+c fi_rdm_tagged_bw -I 20 -W 16 -v -S 65536 -t counter
 # fabtests' default sizes: buffers of up to 1 GiB
 c fi_rdm_atomic -I 5
 c fi_rma_bw -e msg -o write -I 5 -v
