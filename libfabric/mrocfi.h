@@ -537,7 +537,6 @@ void mfi_pep_progress(struct mfi_pep *pep);
 struct mfi_txop *mfi_txop_get(struct mfi_ep *ep);
 void mfi_txop_put(struct mfi_ep *ep, struct mfi_txop *op);
 void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err);
-enum mfi_cntr_kind mfi_cntr_kind_of(uint64_t flags);
 uint32_t mfi_rma_track(struct mfi_ep *ep, struct mfi_txop *op);
 struct mfi_txop *mfi_rma_take(struct mfi_ep *ep, uint32_t req_id);
 struct mfi_txop *mfi_rma_peek(struct mfi_ep *ep, uint32_t req_id);

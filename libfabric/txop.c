@@ -54,7 +54,7 @@ static uint64_t tx_flags_of(const struct mfi_txop *op)
 }
 
 /* Which counter an operation of these flags (tx_flags_of) counts in. */
-enum mfi_cntr_kind mfi_cntr_kind_of(uint64_t flags)
+static enum mfi_cntr_kind cntr_kind_of(uint64_t flags)
 {
 	if (flags & FI_SEND)
 		return MFI_CNTR_SEND;
@@ -69,7 +69,7 @@ enum mfi_cntr_kind mfi_cntr_kind_of(uint64_t flags)
 void mfi_txop_done(struct mfi_ep *ep, struct mfi_txop *op, int err)
 {
 	if (op->user)
-		mfi_cntr_count(ep, mfi_cntr_kind_of(tx_flags_of(op)), err);
+		mfi_cntr_count(ep, cntr_kind_of(tx_flags_of(op)), err);
 	if (op->user && ep->txcq && (op->completion || err)) {
 		struct mfi_cqe e = {
 			.e = { .op_context = op->context, .flags = tx_flags_of(op),
