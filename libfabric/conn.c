@@ -151,6 +151,8 @@ static void free_op(struct mfi_conn *c, struct mfi_txop *op, int err)
 /* The last chunk of an operation has been sent (its SEND completed, or never will). */
 static void last_sent(struct mfi_conn *c, struct mfi_txop *op, int err)
 {
+	if (op->kind == TX_HELLO && !err && c->ep)
+		mfi_ep_hello_sent(c);
 	if (!mfi_txop_answered(op)) {
 		free_op(c, op, err);
 		return;
@@ -450,23 +452,27 @@ bool mfi_conn_post_inject(struct mfi_conn *c, enum mfi_txkind kind, const void *
 	return true;
 }
 
-int mfi_send_hello(struct mfi_conn *c)
+/* HELLO, first in the queue; an MSG connection's carries cm_len bytes of CM private data. */
+int mfi_send_hello(struct mfi_conn *c, const void *cm, size_t cm_len, uint16_t flags)
 {
-	struct mfi_txop *op = calloc(1, sizeof(*op) + sizeof(struct mfi_hello));
+	struct mfi_txop *op = calloc(1, sizeof(*op) + sizeof(struct mfi_hello) + cm_len);
 	struct mfi_hello *hello = (struct mfi_hello *)(op + 1);
 	struct mfi_addr me = c->ep ? c->ep->addr : c->pep->addr;
 
 	if (!op)
 		return -FI_ENOMEM;
+	if (mfi_rndv_enabled())
+		flags |= MFI_HELLO_RNDV;
 	*hello = (struct mfi_hello){
 		.ip = me.ip, .port = htole16(me.port), .credit_rkey = htole32(mroc_mr_rkey(c->mr)),
-		.nonce = htole64(c->nonce),
-		.flags = htole16(mfi_rndv_enabled() ? MFI_HELLO_RNDV : 0),
+		.nonce = htole64(c->nonce), .flags = htole16(flags),
 	};
+	if (cm_len)
+		memcpy(hello + 1, cm, cm_len);
 	op->kind = TX_HELLO;
-	op->iov[0] = (struct iovec){ hello, sizeof(*hello) };
+	op->iov[0] = (struct iovec){ hello, sizeof(*hello) + cm_len };
 	op->iov_count = 1;
-	op->total = sizeof(*hello);
+	op->total = sizeof(*hello) + cm_len;
 	/* First in the queue, whatever was posted while connecting. */
 	op->conn = c;
 	op->next = c->txq;
@@ -529,8 +535,8 @@ static void recv_done(struct mfi_conn *c, const struct mroc_wc *wc, bool held)
 	};
 	struct mfi_hdr h;
 
-	if (i >= MFI_RX_SLOTS || wc->status != MROC_WC_SUCCESS)
-		return;		/* flushed: the connection is going away */
+	if (i >= MFI_RX_SLOTS || wc->status != MROC_WC_SUCCESS || c->state == MFI_CONN_DOWN)
+		return;		/* flushed, or refused earlier in this batch: going away */
 	if (mfi_hdr_decode(slot, wc->byte_len, &h) == 0) {
 		/*
 		 * Not read before the peer is who it says (kept in order, slot and all).
@@ -565,6 +571,56 @@ static void release_held(struct mfi_conn *c)
 		c->nheld--;
 		recv_done(c, &wc, true);
 	}
+}
+
+/*
+ * A passive endpoint's connection before FI_CONNREQ: its completions one at a
+ * time until the client's HELLO (its first SEND) has come, which stays in its
+ * slot, held, for the endpoint that accepts (release_held reads it first).
+ * 1 with *cm, *cm_len the HELLO's private data (in the slot), 0 while it has
+ * not come, -FI_ECONNABORTED if the client went away (or spoke nonsense) first.
+ */
+int mfi_conn_await_hello(struct mfi_conn *c, const uint8_t **cm, size_t *cm_len)
+{
+	struct mroc_wc wc;
+	struct mfi_hdr h;
+
+	while (mroc_poll_cq(c->qp, &wc, 1) == 1) {
+		const uint8_t *slot = c->base + MFI_OFF_RX + (size_t)wc.wr_id * MFI_SLOT_SIZE;
+
+		if (wc.opcode == MROC_WC_DISCONNECTED || wc.opcode == MROC_WC_EVENT_ERROR)
+			return -FI_ECONNABORTED;
+		if (wc.opcode != MROC_WC_RECV)
+			continue;
+		if (wc.wr_id >= MFI_RX_SLOTS || wc.status != MROC_WC_SUCCESS ||
+		    mfi_hdr_decode(slot, wc.byte_len, &h) || h.op != MFI_OP_HELLO ||
+		    h.len < sizeof(struct mfi_hello) ||
+		    h.len - sizeof(struct mfi_hello) > MFI_CM_DATA_MAX)
+			return -FI_ECONNABORTED;
+		c->held[(c->held_head + c->nheld++) % MFI_RX_SLOTS] = wc;
+		*cm = slot + MFI_HDR_LEN + sizeof(struct mfi_hello);
+		*cm_len = h.len - sizeof(struct mfi_hello);
+		return 1;
+	}
+	return 0;
+}
+
+/*
+ * A rejected connection request: true once its HELLO (fi_reject's data) has
+ * reached the client, or never will; the passive endpoint then closes it.
+ */
+bool mfi_conn_reject_sent(struct mfi_conn *c)
+{
+	struct mroc_wc wc[16];
+	int n;
+
+	mfi_conn_kick(c);
+	while (c->qp && (n = mroc_poll_cq(c->qp, wc, 16)) > 0)
+		for (int i = 0; i < n; i++)
+			if (wc[i].opcode == MROC_WC_SEND || wc[i].opcode == MROC_WC_DISCONNECTED ||
+			    wc[i].opcode == MROC_WC_EVENT_ERROR)
+				return true;
+	return !c->qp || c->state == MFI_CONN_DOWN;
 }
 
 /* Run one connection: its completions, then whatever it can send. */

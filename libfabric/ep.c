@@ -13,11 +13,15 @@
  * one connection per direction.  A connection refused (the peer's listeners
  * were all taken) is retried.
  *
- * MSG: fi_connect opens a QP to the passive endpoint's service; the
- * passive endpoint's listening QP that takes it becomes a FI_CONNREQ whose
- * fi_info->handle names it; fi_accept moves it to the new endpoint and
- * sends HELLO, and the client reports FI_CONNECTED when that HELLO arrives
- * (fi_reject closes the QP: the client sees FI_ECONNREFUSED).
+ * MSG: fi_connect opens a QP to the passive endpoint's service and sends
+ * HELLO with its private data once connected; the passive endpoint's
+ * listening QP that takes it becomes a FI_CONNREQ (with that data) whose
+ * fi_info->handle names it when that HELLO arrives; fi_accept moves it to
+ * the new endpoint and sends HELLO with its data; the client reports
+ * FI_CONNECTED (with it) when that HELLO arrives, the server once it is
+ * delivered (its SEND completed).  fi_reject's HELLO says
+ * MFI_HELLO_REJECT: the client reports FI_ECONNREFUSED with its data as
+ * err_data (a QP closed without one: FI_ECONNREFUSED without data).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -228,7 +232,53 @@ static bool retry_connect(struct mfi_conn *c)
 	return true;
 }
 
-/* What a connection tells its endpoint: FI_CONNECTED, FI_CONNREQ (HELLO came), FI_SHUTDOWN. */
+/*
+ * The peer's HELLO came (after any identity check).  An MSG client learns the
+ * server's answer: FI_CONNECTED with fi_accept's data, or FI_ECONNREFUSED with
+ * fi_reject's (the connection then closes).
+ */
+void mfi_ep_hello(struct mfi_conn *c, const void *cm, size_t cm_len, bool reject)
+{
+	struct mfi_ep *ep = c->ep;
+	bool waiting = ep->type == FI_EP_MSG && c == ep->msg_conn && !ep->accepted &&
+		       !ep->connected_reported && !ep->shutdown_reported;
+
+	if (reject && !waiting) {
+		ep->cnt.bad_msgs++;	/* only a server answering our fi_connect refuses */
+		return;
+	}
+	if (!waiting || !ep->eq)
+		return;
+	if (reject) {
+		ep->shutdown_reported = true;
+		mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, FI_ECONNREFUSED, cm,
+			    cm_len);
+		mfi_conn_refuse(c);
+		return;
+	}
+	ep->connected_reported = true;
+	mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, 0, cm, cm_len);
+}
+
+/*
+ * Our HELLO has reached the peer.  The server side of an MSG connection is
+ * connected then: the client has its answer before anything the server does
+ * next (an fi_shutdown at once closed the QP under a HELLO not yet delivered,
+ * and the client saw FI_ECONNREFUSED).
+ */
+void mfi_ep_hello_sent(struct mfi_conn *c)
+{
+	struct mfi_ep *ep = c->ep;
+
+	if (ep->type != FI_EP_MSG || c != ep->msg_conn || !ep->accepted ||
+	    ep->connected_reported || ep->shutdown_reported || !ep->eq)
+		return;
+	ep->connected_reported = true;
+	/* Ours has no data (fi_cm(3): the data goes to the peer). */
+	mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, 0, NULL, 0);
+}
+
+/* What a connection tells its endpoint: FI_CONNECTED (the QP's), FI_SHUTDOWN. */
 void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no)
 {
 	struct mfi_ep *ep = c->ep;
@@ -237,26 +287,22 @@ void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no)
 		return;
 	switch (event) {
 	case FI_CONNECTED:
-		/* Whichever side opened it, each says HELLO first. */
-		mfi_send_hello(c);
+		/* Whichever side opened it, each says HELLO first; fi_connect's with its data. */
+		if (ep->type == FI_EP_MSG && c == ep->msg_conn)
+			mfi_send_hello(c, ep->cm, ep->cm_len, 0);
+		else
+			mfi_send_hello(c, NULL, 0, 0);
 		if (c->accepted)
 			add_listener(ep);
-		break;
-	case FI_CONNREQ:
-		if (ep->type == FI_EP_MSG && c == ep->msg_conn && !ep->connected_reported &&
-		    ep->eq) {
-			ep->connected_reported = true;
-			mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, 0);
-		}
 		break;
 	case FI_SHUTDOWN:
 		if (ep->type == FI_EP_MSG && c == ep->msg_conn && ep->eq && !ep->shutdown_reported) {
 			ep->shutdown_reported = true;
 			if (ep->connected_reported)
-				mfi_eq_push(ep->eq, FI_SHUTDOWN, &ep->ep_fid.fid, NULL, 0);
+				mfi_eq_push(ep->eq, FI_SHUTDOWN, &ep->ep_fid.fid, NULL, 0, NULL, 0);
 			else
 				mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL,
-					    err_no ? -err_no : FI_ECONNREFUSED);
+					    err_no ? -err_no : FI_ECONNREFUSED, NULL, 0);
 		}
 		if (ep->type == FI_EP_RDM && c->fiaddr < ep->nby && ep->by_fiaddr[c->fiaddr] == c)
 			ep->by_fiaddr[c->fiaddr] = NULL;
@@ -509,13 +555,19 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
 {
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+	size_t v;
 
-	if (fid->fclass != FI_CLASS_EP || level != FI_OPT_ENDPOINT ||
-	    optname != FI_OPT_MIN_MULTI_RECV)
+	if (fid->fclass != FI_CLASS_EP || level != FI_OPT_ENDPOINT)
+		return -FI_ENOPROTOOPT;
+	if (optname == FI_OPT_MIN_MULTI_RECV)
+		v = ep->min_multi_recv;
+	else if (optname == FI_OPT_CM_DATA_SIZE && ep->type == FI_EP_MSG)
+		v = MFI_CM_DATA_MAX;
+	else
 		return -FI_ENOPROTOOPT;
 	if (*optlen < sizeof(size_t))
 		return -FI_ETOOSMALL;
-	*(size_t *)optval = ep->min_multi_recv;
+	*(size_t *)optval = v;
 	*optlen = sizeof(size_t);
 	return 0;
 }
@@ -589,13 +641,16 @@ static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, s
 	struct mfi_conn *c;
 	int err;
 
-	if (ep->type != FI_EP_MSG || ep->msg_conn)
+	/* More than FI_OPT_CM_DATA_SIZE: refused, not truncated, as tcp and verbs do. */
+	if (ep->type != FI_EP_MSG || ep->msg_conn || paramlen > MFI_CM_DATA_MAX ||
+	    (paramlen && !param))
 		return -FI_EINVAL;
-	if (paramlen)
-		return -FI_EINVAL;	/* no private data (cm_data_size 0) */
 	if (mfi_addr_from_sin(addr, sizeof(struct sockaddr_in), &a))
 		return -FI_EINVAL;
 	mfi_lock(ep->dom);
+	if (paramlen)
+		memcpy(ep->cm, param, paramlen);
+	ep->cm_len = paramlen;
 	err = ep_enable(ep);
 	if (!err)
 		err = mfi_conn_create(ep, ep->dom, &c);
@@ -618,13 +673,14 @@ static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	int err;
 
 	if (ep->type != FI_EP_MSG || ep->msg_conn || !ep->info->handle ||
-	    ep->info->handle->fclass != FI_CLASS_CONNREQ)
+	    ep->info->handle->fclass != FI_CLASS_CONNREQ || paramlen > MFI_CM_DATA_MAX ||
+	    (paramlen && !param))
 		return -FI_EINVAL;
 	c = container_of(ep->info->handle, struct mfi_conn, handle);
 	pep = c->pep;
 	mfi_lock(ep->dom);
 	err = ep_enable(ep);
-	if (err || !pep) {
+	if (err || !pep || c->rejecting) {
 		mfi_unlock(ep->dom);
 		return err ? err : -FI_EINVAL;
 	}
@@ -640,14 +696,11 @@ static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	ep->conns = c;
 	mfi_ep_watch(ep, c);
 	ep->msg_conn = c;
-	mfi_send_hello(c);
+	ep->accepted = true;
+	err = mfi_send_hello(c, param, paramlen, 0);	/* FI_CONNECTED once it is delivered */
 	mfi_conn_kick(c);
-	if (ep->eq) {
-		ep->connected_reported = true;
-		mfi_eq_push(ep->eq, FI_CONNECTED, &ep->ep_fid.fid, NULL, 0);
-	}
 	mfi_unlock(ep->dom);
-	return 0;
+	return err;
 }
 
 static int ep_shutdown(struct fid_ep *fid, uint64_t flags)
@@ -659,6 +712,15 @@ static int ep_shutdown(struct fid_ep *fid, uint64_t flags)
 		mroc_qp_destroy(ep->msg_conn->qp);	/* the peer sees DISCONNECTED */
 		ep->msg_conn->qp = NULL;
 		mfi_conn_fail(ep->msg_conn, -FI_ECANCELED);
+	}
+	/*
+	 * Our own FI_SHUTDOWN too, unless the peer's came first: fi_cm(3) names only
+	 * the peer's, but applications wait for one after their own fi_shutdown
+	 * (fabtests' fi_cm_data, both sides), and tcp and verbs give it.
+	 */
+	if (ep->eq && ep->connected_reported && !ep->shutdown_reported) {
+		ep->shutdown_reported = true;
+		mfi_eq_push(ep->eq, FI_SHUTDOWN, &ep->ep_fid.fid, NULL, 0, NULL, 0);
 	}
 	mfi_unlock(ep->dom);
 	return 0;

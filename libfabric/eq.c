@@ -56,8 +56,9 @@ static struct mfi_eq_event *eq_slot(struct mfi_eq *eq)
 	return &eq->ev[(eq->head + eq->count++) % eq->cap];
 }
 
+/* A connection event (err_no: positive FI_E*, or 0) with cm_len bytes of CM private data. */
 int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
-		int err_no)
+		int err_no, const void *cm, size_t cm_len)
 {
 	struct mfi_eq_event *e = eq_slot(eq);
 
@@ -66,7 +67,10 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 	*e = (struct mfi_eq_event){
 		.event = event, .cm = { .fid = fid, .info = info },
 		.context = fid ? fid->context : NULL, .err = err_no != 0, .err_no = err_no,
+		.cm_len = cm_len < MFI_CM_DATA_MAX ? cm_len : MFI_CM_DATA_MAX,
 	};
+	if (e->cm_len)
+		memcpy(e->cm_data, cm, e->cm_len);
 	return 0;
 }
 
@@ -99,6 +103,7 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
 	struct mfi_eq_event *e;
 	size_t sz;
+	bool cm;
 	int busy = eq_progress(eq);
 
 	if (mfi_idle_after(&eq->idle, busy || eq->count))
@@ -108,14 +113,16 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	e = &eq->ev[eq->head];
 	if (e->err)
 		return -FI_EAVAIL;
-	sz = e->event == FI_CONNREQ || e->event == FI_CONNECTED || e->event == FI_SHUTDOWN ?
-	     sizeof(struct fi_eq_cm_entry) : sizeof(struct fi_eq_entry);
+	cm = e->event == FI_CONNREQ || e->event == FI_CONNECTED || e->event == FI_SHUTDOWN;
+	/* A CM entry is followed by its private data (fi_eq(3) fi_eq_cm_entry.data). */
+	sz = cm ? sizeof(struct fi_eq_cm_entry) + e->cm_len : sizeof(struct fi_eq_entry);
 	if (len < sz)
 		return -FI_ETOOSMALL;
 	if (event)
 		*event = e->event;
-	if (sz == sizeof(struct fi_eq_cm_entry)) {
-		memcpy(buf, &e->cm, sz);
+	if (cm) {
+		memcpy(buf, &e->cm, sizeof(e->cm));
+		memcpy((uint8_t *)buf + sizeof(e->cm), e->cm_data, e->cm_len);
 	} else {
 		struct fi_eq_entry ent = { .fid = e->cm.fid, .context = e->context, .data = e->data };
 
@@ -132,14 +139,34 @@ static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint6
 {
 	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
 	struct mfi_eq_event *e;
+	void *err_data;
 
 	if (!eq->count || !eq->ev[eq->head].err)
 		return -FI_EAGAIN;
 	e = &eq->ev[eq->head];
-	*buf = (struct fi_eq_err_entry){
-		.fid = e->cm.fid, .context = e->context, .data = e->data,
-		.err = e->err_no, .prov_errno = -e->err_no,
-	};
+	/*
+	 * err_data: a reject's private data.  Into the caller's buffer when it gives
+	 * one (err_data_size on input, API 1.5 on); else ours, valid until the next
+	 * read (fi_eq(3)).  Before 1.5 the struct ends before err_data_size.
+	 */
+	if (FI_VERSION_GE(eq->fab->api, FI_VERSION(1, 5)) && buf->err_data_size) {
+		size_t n = e->cm_len < buf->err_data_size ? e->cm_len : buf->err_data_size;
+
+		memcpy(buf->err_data, e->cm_data, n);
+		err_data = buf->err_data;
+		buf->err_data_size = n;
+	} else {
+		memcpy(eq->err_data, e->cm_data, e->cm_len);
+		err_data = e->cm_len ? eq->err_data : NULL;
+		if (FI_VERSION_GE(eq->fab->api, FI_VERSION(1, 5)))
+			buf->err_data_size = e->cm_len;
+	}
+	buf->fid = e->cm.fid;
+	buf->context = e->context;
+	buf->data = e->data;
+	buf->err = e->err_no;
+	buf->prov_errno = -e->err_no;
+	buf->err_data = err_data;
 	if (!(flags & FI_PEEK)) {
 		eq->head = (eq->head + 1) % eq->cap;
 		eq->count--;

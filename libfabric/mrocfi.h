@@ -67,6 +67,8 @@ static_assert(MFI_IOV_LIMIT == MFI_MATCH_IOV, "an operation's iovs are scattered
 #define MFI_SLOT_SIZE		(64 * 1024 + 64)
 #define MFI_CHUNK		(MFI_SLOT_SIZE - sizeof(struct mfi_hdr))
 #define MFI_LISTENERS		2	/* QPs kept listening on an RDM endpoint's service */
+/* MSG: private data of fi_connect/fi_accept/fi_reject (FI_OPT_CM_DATA_SIZE), in the HELLO */
+#define MFI_CM_DATA_MAX		256
 /* Rendezvous (rndv.c): a message of more than one chunk from and to zero-copy memory. */
 #define MFI_RNDV_MIN		(MFI_CHUNK + 1)
 #define MFI_RNDV_MAX		16	/* READs in flight per connection */
@@ -75,6 +77,7 @@ static_assert(MFI_IOV_LIMIT == MFI_MATCH_IOV, "an operation's iovs are scattered
 struct mfi_fabric {
 	struct fid_fabric fabric_fid;
 	struct fi_provider *prov;
+	uint32_t api;			/* the application's libfabric API version */
 };
 
 struct mfi_domain {
@@ -189,6 +192,9 @@ struct mfi_eq_event {
 	uint64_t data;
 	bool err;
 	int err_no;
+	/* CM private data: after a FI_CONNREQ's or FI_CONNECTED's entry, or a reject's err_data */
+	uint8_t cm_data[MFI_CM_DATA_MAX];
+	size_t cm_len;
 };
 
 struct mfi_eq {
@@ -199,6 +205,7 @@ struct mfi_eq {
 	struct fid **objs;		/* PEPs and MSG endpoints bound to it (progress runs them) */
 	size_t nobjs;
 	struct mfi_idle idle;
+	uint8_t err_data[MFI_CM_DATA_MAX];	/* what err_data points at when the caller gave none */
 };
 
 /* ---- connections --------------------------------------------------------- */
@@ -249,6 +256,8 @@ struct mfi_conn {
 	fi_addr_t fiaddr;		/* AV entry of the peer, FI_ADDR_NOTAVAIL if none */
 	bool hello_seen;
 	bool accepted;			/* came in on a listening QP */
+	bool connreq;			/* passive endpoint's: FI_CONNREQ raised (its HELLO came) */
+	bool rejecting;			/* passive endpoint's: fi_reject's HELLO on its way */
 	uint32_t retries;		/* RDM: connects refused so far */
 	/* Credits: the peer posted MFI_RX_SLOTS receives and tells how many it
 	 * has freed since (in every header, and by RDMA WRITE into our credit
@@ -374,6 +383,9 @@ struct mfi_ep {
 	struct mfi_conn *msg_conn;
 	struct mfi_addr dest;
 	bool connected_reported, shutdown_reported;
+	bool accepted;			/* fi_accept's: the server side of its connection */
+	uint8_t cm[MFI_CM_DATA_MAX];	/* fi_connect's private data, sent in our HELLO */
+	size_t cm_len;
 };
 
 /* ---- helpers shared between files ------------------------------------------ */
@@ -487,7 +499,7 @@ int mfi_eq_trywait(struct mfi_eq *eq);
 int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
 		void *context);
 int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
-		int err_no);
+		int err_no, const void *cm, size_t cm_len);
 int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj);
 void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj);
 
@@ -511,7 +523,9 @@ int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer);
 int mfi_conn_progress(struct mfi_conn *c);
 void mfi_conn_kick(struct mfi_conn *c);
 void mfi_conn_queue(struct mfi_conn *c, struct mfi_txop *op);
-int mfi_send_hello(struct mfi_conn *c);
+int mfi_send_hello(struct mfi_conn *c, const void *cm, size_t cm_len, uint16_t flags);
+int mfi_conn_await_hello(struct mfi_conn *c, const uint8_t **cm, size_t *cm_len);
+bool mfi_conn_reject_sent(struct mfi_conn *c);
 void mfi_conn_refuse(struct mfi_conn *c);
 
 /* ep.c */
@@ -521,6 +535,8 @@ int mfi_ep_progress(struct mfi_ep *ep);
 void mfi_ep_watch(struct mfi_ep *ep, struct mfi_conn *c);
 struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err);
 void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no);
+void mfi_ep_hello(struct mfi_conn *c, const void *cm, size_t cm_len, bool reject);
+void mfi_ep_hello_sent(struct mfi_conn *c);
 bool mfi_ep_conn_refused(struct mfi_conn *c);
 struct mfi_txop *mfi_ep_txop_get(struct mfi_ep *ep);
 struct mfi_conn *mfi_ep_dial(struct mfi_ep *ep, const struct mfi_addr *a, int *err);

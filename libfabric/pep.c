@@ -2,9 +2,11 @@
 /*
  * The passive endpoint (FI_EP_MSG's listener): it keeps MFI_LISTENERS QPs
  * listening on its service in a context of its own; a listening QP that a
- * client connects becomes a FI_CONNREQ whose fi_info->handle names it, which
- * fi_accept (ep.c) moves to the new endpoint and fi_reject closes (the client
- * sees FI_ECONNREFUSED).
+ * client connects becomes, once the client's HELLO (with fi_connect's private
+ * data) has come, a FI_CONNREQ whose fi_info->handle names it.  fi_accept
+ * (ep.c) moves it to the new endpoint; fi_reject answers with a HELLO that
+ * says so (and carries its data) and closes it once that is delivered (the
+ * client sees FI_ECONNREFUSED).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -14,30 +16,60 @@
 
 #include "mrocfi.h"
 
+/* c's client said HELLO: the application hears of it, with fi_connect's data. */
+static void connreq(struct mfi_pep *pep, struct mfi_conn *c, const uint8_t *cm, size_t cm_len)
+{
+	struct fi_info *info = fi_dupinfo(pep->info);
+
+	c->connreq = true;
+	if (!info)
+		return;
+	info->handle = &c->handle;
+	if (!pep->eq || mfi_eq_push(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info, 0, cm, cm_len))
+		fi_freeinfo(info);
+}
+
+/*
+ * A listening QP's connection, then the client's HELLO: the rest waits in the
+ * QP for the endpoint that accepts.  A rejected one until its answer is
+ * delivered.  Closed: one whose client left before FI_CONNREQ, or rejected.
+ */
+static void listener_progress(struct mfi_pep *pep, struct mfi_conn *c)
+{
+	struct mroc_wc wc;
+	const uint8_t *cm;
+	size_t cm_len;
+	int r;
+
+	if (c->state == MFI_CONN_LISTEN) {
+		if (mroc_poll_cq(c->qp, &wc, 1) != 1)
+			return;
+		c->state = wc.opcode == MROC_WC_CONNECTED ? MFI_CONN_UP : MFI_CONN_DOWN;
+	}
+	if (c->state != MFI_CONN_UP || c->connreq) {
+		if (c->rejecting && mfi_conn_reject_sent(c))
+			c->state = MFI_CONN_DOWN;
+		return;
+	}
+	r = mfi_conn_await_hello(c, &cm, &cm_len);	/* it may be there already */
+	if (r > 0)
+		connreq(pep, c, cm, cm_len);
+	else if (r < 0)
+		c->state = MFI_CONN_DOWN;
+}
+
 void mfi_pep_progress(struct mfi_pep *pep)
 {
-	struct mfi_conn *c;
+	struct mfi_conn *c, **pp;
 
-	/* Only the connection event: the rest waits in the QP for the endpoint that accepts. */
-	for (c = pep->listeners; c; c = c->next) {
-		struct mroc_wc wc;
-		struct fi_info *info;
-
-		if (c->state != MFI_CONN_LISTEN || mroc_poll_cq(c->qp, &wc, 1) != 1)
-			continue;
-		if (wc.opcode != MROC_WC_CONNECTED) {
-			c->state = MFI_CONN_DOWN;
-			continue;
+	for (pp = &pep->listeners; (c = *pp);) {
+		listener_progress(pep, c);
+		if (c->state == MFI_CONN_DOWN) {
+			*pp = c->next;
+			mfi_conn_destroy(c);
+		} else {
+			pp = &c->next;
 		}
-		c->state = MFI_CONN_UP;
-		info = fi_dupinfo(pep->info);
-		if (!info)
-			continue;
-		info->handle = &c->handle;
-		if (pep->eq)
-			mfi_eq_push(pep->eq, FI_CONNREQ, &pep->pep_fid.fid, info, 0);
-		else
-			fi_freeinfo(info);
 	}
 	/* Keep MFI_LISTENERS QPs listening. */
 	for (int n = 0;;) {
@@ -67,22 +99,39 @@ static int pep_listen(struct fid_pep *fid)
 	return pep->listeners ? 0 : -FI_ENODEV;
 }
 
+/* The answer goes in a HELLO; the QP closes once it is delivered (mfi_pep_progress). */
 static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size_t paramlen)
 {
 	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid);
-	struct mfi_conn **pp;
+	struct mfi_conn *c;
 
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ)
+	if (!handle || handle->fclass != FI_CLASS_CONNREQ || paramlen > MFI_CM_DATA_MAX ||
+	    (paramlen && !param))
 		return -FI_EINVAL;
-	for (pp = &pep->listeners; *pp; pp = &(*pp)->next)
-		if (&(*pp)->handle == handle) {
-			struct mfi_conn *c = *pp;
+	for (c = pep->listeners; c; c = c->next)
+		if (&c->handle == handle && c->connreq && !c->rejecting)
+			break;
+	if (!c)
+		return -FI_ENOENT;
+	c->rejecting = true;
+	if (c->state == MFI_CONN_UP && !mfi_send_hello(c, param, paramlen, MFI_HELLO_REJECT))
+		mfi_conn_kick(c);
+	else
+		c->state = MFI_CONN_DOWN;	/* the client sees the QP close: refused all the same */
+	mfi_pep_progress(pep);
+	return 0;
+}
 
-			*pp = c->next;
-			mfi_conn_destroy(c);	/* the client sees the QP close: refused */
-			return 0;
-		}
-	return -FI_ENOENT;
+static int pep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)
+{
+	/* The most a FI_CONNREQ can carry. */
+	if (level != FI_OPT_ENDPOINT || optname != FI_OPT_CM_DATA_SIZE)
+		return -FI_ENOPROTOOPT;
+	if (*optlen < sizeof(size_t))
+		return -FI_ETOOSMALL;
+	*(size_t *)optval = MFI_CM_DATA_MAX;
+	*optlen = sizeof(size_t);
+	return 0;
 }
 
 static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
@@ -141,7 +190,7 @@ static struct fi_ops pep_fi_ops = {
 static struct fi_ops_ep pep_ops = {
 	.size = sizeof(struct fi_ops_ep),
 	.cancel = NULL,
-	.getopt = mfi_no_getopt,
+	.getopt = pep_getopt,
 	.setopt = mfi_no_setopt,
 	.tx_ctx = mfi_no_tx_ctx,
 	.rx_ctx = mfi_no_rx_ctx,

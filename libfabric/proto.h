@@ -6,7 +6,12 @@
  * connection.  Fields are little-endian (mfi_hdr_encode/decode).
  *
  *   HELLO       first SEND on a connection, each way: the sender's name and the
- *               rkey of its credit word (the peer WRITEs freed-slot counts there)
+ *               rkey of its credit word (the peer WRITEs freed-slot counts there);
+ *               on an MSG connection, followed by the CM private data (at most
+ *               MFI_CM_DATA_MAX bytes) of fi_connect (the client's HELLO: the
+ *               passive side raises FI_CONNREQ when it arrives), fi_accept, or
+ *               fi_reject (MFI_HELLO_REJECT: the server's last word; it closes
+ *               the QP once the HELLO is delivered)
  *   MSG/TAGGED  a message; FIRST carries total length, tag and remote CQ data.
  *               With MFI_F_RNDV (rendezvous, RTS) it is one header-only SEND (FIRST|LAST):
  *               the receiver READs total bytes from the sender's region key at offset
@@ -154,5 +159,6 @@ struct mfi_hello {
 static_assert(sizeof(struct mfi_hello) == 24, "hello layout");
 
 #define MFI_HELLO_RNDV	0x1	/* the sender READs rendezvous messages (MFI_F_RNDV) */
+#define MFI_HELLO_REJECT 0x2	/* MSG: the connection request is refused (fi_reject) */
 
 #endif

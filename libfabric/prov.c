@@ -552,6 +552,7 @@ int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, voi
 	if (!f)
 		return -FI_ENOMEM;
 	f->prov = &mfi_prov;
+	f->api = attr && attr->api_version ? attr->api_version : MFI_API_VERSION;
 	f->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	f->fabric_fid.fid.context = context;
 	f->fabric_fid.fid.ops = &fabric_fi_ops;

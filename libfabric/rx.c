@@ -80,7 +80,7 @@ static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
 {
 	struct mfi_hello h;
 
-	if (len < sizeof(h) || c->hello_seen) {
+	if (len < sizeof(h) || len - sizeof(h) > MFI_CM_DATA_MAX || c->hello_seen) {
 		c->ep->cnt.bad_msgs++;
 		return;
 	}
@@ -101,7 +101,8 @@ static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
 		}
 	}
 	conn_src(c);
-	mfi_ep_conn_event(c, FI_CONNREQ, 0);	/* "the peer introduced itself" */
+	/* The peer introduced itself; an MSG server also said yes or no, with its data. */
+	mfi_ep_hello(c, p + sizeof(h), len - sizeof(h), le16toh(h.flags) & MFI_HELLO_REJECT);
 }
 
 static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)

@@ -59,6 +59,7 @@ c fi_multi_recv -e msg -I 5 -v
 c fi_cq_data -e msg
 c fi_multi_ep -e msg -v
 c fi_msg_inject -A inject -v
+c fi_cm_data
 c fi_bw -e rdm -v -T 1
 # counters (fi_cntr): fabtests' "-t counter" completes sends and receives by counters
 u fi_cntr_test

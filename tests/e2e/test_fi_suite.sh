@@ -6,7 +6,8 @@
 # A: unit checks (getinfo, domain, av, cq, mr), fi_rdm, fi_rdm_tagged_pingpong,
 # fi_rdm_tagged_bw, fi_rma_bw write/read/writedata, fi_rdm_atomic,
 # fi_multi_recv, fi_unexpected_msg, fi_recv_cancel, fi_rdm_multi_client and counters
-# (fi_cntr_test, fi_rdm_cntr_pingpong, fi_rdm_rma_event: cntr),
+# (fi_cntr_test, fi_rdm_cntr_pingpong, fi_rdm_rma_event: cntr), CM private data on MSG
+# endpoints (fi_cm_data: cm_data),
 # every byte checked; and mroc's zero-copy rendezvous (zcopy), with it on and off.  What the provider does not support, and so is not
 # run: libfabric/README.md, "Not supported (fabtests' terms)".
 set -u
@@ -59,6 +60,8 @@ pair multi_recv
 pair unexpected_msg
 pair recv_cancel
 pair cntr
+# MSG endpoints: CM private data on connect, accept and reject (fabtests' fi_cm_data).
+pair cm_data
 # mroc's rendezvous: 1 MiB messages between registered buffers move with no staging copy
 # (the provider's traffic counters say so), and all staged when it is turned off.
 pair zcopy
