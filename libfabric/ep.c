@@ -329,9 +329,10 @@ int mfi_ep_progress(struct mfi_ep *ep)
 	return n;
 }
 
-/* c's completion fd joins the wait sets of the CQs and counters ep is bound to. */
+/* c's completion fd joins the wait sets of the CQs, counters and EQ ep is bound to. */
 void mfi_ep_watch(struct mfi_ep *ep, struct mfi_conn *c)
 {
+	mfi_eq_watch_conn(ep->eq, c);
 	mfi_cq_watch(ep->txcq, c);
 	if (ep->rxcq != ep->txcq)
 		mfi_cq_watch(ep->rxcq, c);
@@ -428,6 +429,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	case FI_CLASS_EQ:
 		ep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
 		err = mfi_eq_watch(ep->eq, &ep->ep_fid.fid);
+		for (struct mfi_conn *c = ep->conns; c && !err; c = c->next)
+			err = mfi_eq_watch_conn(ep->eq, c);
 		break;
 	default:
 		err = -FI_ENOSYS;	/* stx/srx contexts */

@@ -4,12 +4,26 @@
  * their errors, and what the application writes (fi_eq_write).  Reading one
  * runs progress on the passive and MSG endpoints bound to it (manual
  * progress), yielding when idle as a CQ read does (cq.c).
+ *
+ * FI_WAIT_FD (FI_WAIT_UNSPEC gets it): an epoll set holding an eventfd that
+ * every entry queued writes (fi_eq_write from another thread, or a
+ * connection event found by progress) and the completion fds of the bound
+ * endpoints' QPs (where connection events come from), armed as cq.c arms
+ * its own.  fi_trywait (and fi_eq_sread before it sleeps) empties the
+ * eventfd only while the queue is empty, so the fd is readable whenever an
+ * entry waits.  The queue has a lock of its own: fi_eq_write may come from
+ * any thread, and progress (which queues) runs under no EQ lock.
  */
 #include <errno.h>
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+
+#include <mroc/mroc.h>
 
 #include "mrocfi.h"
 
@@ -28,6 +42,18 @@ int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj)
 	return 0;
 }
 
+/* A connection's completion fd joins the wait set (closing the fd removes it). */
+int mfi_eq_watch_conn(struct mfi_eq *eq, struct mfi_conn *c)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
+
+	if (!eq || eq->epfd < 0 || !c->qp)
+		return 0;
+	if (epoll_ctl(eq->epfd, EPOLL_CTL_ADD, mroc_cq_fd(c->qp), &ev) && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
 void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj)
 {
 	for (size_t i = 0; eq && i < eq->nobjs; i++)
@@ -35,6 +61,32 @@ void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj)
 			eq->objs[i] = eq->objs[--eq->nobjs];
 			return;
 		}
+}
+
+/* Wakes whoever sleeps on the fd: an entry was queued (under the lock). */
+static void eq_signal(struct mfi_eq *eq)
+{
+	uint64_t one = 1;
+
+	if (eq->sigfd >= 0 && write(eq->sigfd, &one, sizeof(one)) != sizeof(one))
+		return;		/* the count is at its maximum: readable anyway */
+}
+
+/* The fd stops being readable for entries: they are all read (under the lock). */
+static void eq_drain(struct mfi_eq *eq)
+{
+	uint64_t v;
+
+	if (eq->sigfd >= 0 && !eq->count && read(eq->sigfd, &v, sizeof(v)) < 0)
+		return;		/* nothing to drain: EAGAIN */
+}
+
+/* One entry fewer at the head (under the lock). */
+static void eq_pop(struct mfi_eq *eq)
+{
+	eq->head = (eq->head + 1) % eq->cap;
+	eq->count--;
+	eq_drain(eq);
 }
 
 /* A new entry at the queue's tail (growing it when full), or NULL without memory. */
@@ -60,10 +112,14 @@ static struct mfi_eq_event *eq_slot(struct mfi_eq *eq)
 int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
 		int err_no, const void *cm, size_t cm_len)
 {
-	struct mfi_eq_event *e = eq_slot(eq);
+	struct mfi_eq_event *e;
 
-	if (!e)
+	pthread_mutex_lock(&eq->lock);
+	e = eq_slot(eq);
+	if (!e) {
+		pthread_mutex_unlock(&eq->lock);
 		return -FI_ENOMEM;
+	}
 	*e = (struct mfi_eq_event){
 		.event = event, .cm = { .fid = fid, .info = info },
 		.context = fid ? fid->context : NULL, .err = err_no != 0, .err_no = err_no,
@@ -71,6 +127,8 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 	};
 	if (e->cm_len)
 		memcpy(e->cm_data, cm, e->cm_len);
+	eq_signal(eq);
+	pthread_mutex_unlock(&eq->lock);
 	return 0;
 }
 
@@ -90,11 +148,47 @@ static int eq_progress(struct mfi_eq *eq)
 	return n;
 }
 
-/* The same for an EQ, which has no fd (FI_WAIT_FD EQs are refused): progress, look. */
+/* Arm (or acknowledge) the completion fd of every bound endpoint's QPs. */
+static void eq_arm(struct mfi_eq *eq, bool arm)
+{
+	for (size_t i = 0; i < eq->nobjs; i++) {
+		struct fid *f = eq->objs[i];
+		struct mfi_conn *c = f->fclass == FI_CLASS_PEP ?
+			container_of(f, struct mfi_pep, pep_fid.fid)->listeners :
+			container_of(f, struct mfi_ep, ep_fid.fid)->conns;
+
+		for (; c; c = c->next) {
+			if (!c->qp)
+				continue;
+			if (arm)
+				mroc_req_notify(c->qp);
+			else
+				mroc_ack_notify(c->qp);
+		}
+	}
+}
+
+/*
+ * fi_trywait on an EQ: what cq.c's does (acknowledge, progress, arm, progress
+ * again: an event between the two would not wake the fd), then -FI_EAGAIN
+ * while entries wait, else 0 with the eventfd emptied (it becomes readable at
+ * the next entry).  Without an fd (FI_WAIT_NONE): progress, look.
+ */
 int mfi_eq_trywait(struct mfi_eq *eq)
 {
+	bool ready;
+
+	if (eq->epfd >= 0) {
+		eq_arm(eq, false);
+		eq_progress(eq);
+		eq_arm(eq, true);
+	}
 	eq_progress(eq);
-	return eq->count ? -FI_EAGAIN : 0;
+	pthread_mutex_lock(&eq->lock);
+	ready = eq->count != 0;
+	eq_drain(eq);
+	pthread_mutex_unlock(&eq->lock);
+	return ready ? -FI_EAGAIN : 0;
 }
 
 static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t len,
@@ -108,16 +202,19 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 
 	if (mfi_idle_after(&eq->idle, busy || eq->count))
 		sched_yield();
-	if (!eq->count)
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->count) {
+		pthread_mutex_unlock(&eq->lock);
 		return -FI_EAGAIN;
+	}
 	e = &eq->ev[eq->head];
-	if (e->err)
-		return -FI_EAVAIL;
 	cm = e->event == FI_CONNREQ || e->event == FI_CONNECTED || e->event == FI_SHUTDOWN;
 	/* A CM entry is followed by its private data (fi_eq(3) fi_eq_cm_entry.data). */
 	sz = cm ? sizeof(struct fi_eq_cm_entry) + e->cm_len : sizeof(struct fi_eq_entry);
-	if (len < sz)
-		return -FI_ETOOSMALL;
+	if (e->err || len < sz) {
+		pthread_mutex_unlock(&eq->lock);
+		return e->err ? -FI_EAVAIL : -FI_ETOOSMALL;
+	}
 	if (event)
 		*event = e->event;
 	if (cm) {
@@ -128,10 +225,9 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 
 		memcpy(buf, &ent, sz);
 	}
-	if (!(flags & FI_PEEK)) {
-		eq->head = (eq->head + 1) % eq->cap;
-		eq->count--;
-	}
+	if (!(flags & FI_PEEK))
+		eq_pop(eq);
+	pthread_mutex_unlock(&eq->lock);
 	return (ssize_t)sz;
 }
 
@@ -141,8 +237,11 @@ static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint6
 	struct mfi_eq_event *e;
 	void *err_data;
 
-	if (!eq->count || !eq->ev[eq->head].err)
+	pthread_mutex_lock(&eq->lock);
+	if (!eq->count || !eq->ev[eq->head].err) {
+		pthread_mutex_unlock(&eq->lock);
 		return -FI_EAGAIN;
+	}
 	e = &eq->ev[eq->head];
 	/*
 	 * err_data: a reject's private data.  Into the caller's buffer when it gives
@@ -167,10 +266,9 @@ static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint6
 	buf->err = e->err_no;
 	buf->prov_errno = -e->err_no;
 	buf->err_data = err_data;
-	if (!(flags & FI_PEEK)) {
-		eq->head = (eq->head + 1) % eq->cap;
-		eq->count--;
-	}
+	if (!(flags & FI_PEEK))
+		eq_pop(eq);
+	pthread_mutex_unlock(&eq->lock);
 	return sizeof(*buf);
 }
 
@@ -185,29 +283,47 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 		return -FI_EINVAL;
 	if (event == FI_CONNREQ || event == FI_CONNECTED || event == FI_SHUTDOWN)
 		return -FI_EINVAL;	/* those carry an fi_info only the provider makes */
+	pthread_mutex_lock(&eq->lock);
 	e = eq_slot(eq);
-	if (!e)
-		return -FI_ENOMEM;
-	*e = (struct mfi_eq_event){ .event = event, .cm = { .fid = ent->fid },
-				    .context = ent->context, .data = ent->data };
-	return (ssize_t)len;
+	if (e) {
+		*e = (struct mfi_eq_event){ .event = event, .cm = { .fid = ent->fid },
+					    .context = ent->context, .data = ent->data };
+		eq_signal(eq);
+	}
+	pthread_mutex_unlock(&eq->lock);
+	return e ? (ssize_t)len : -FI_ENOMEM;
 }
 
 static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t len, int timeout,
 			uint64_t flags)
 {
+	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid);
 	int64_t end = timeout >= 0 ? mfi_now_ms() + timeout : -1;
 
 	for (;;) {
 		ssize_t n = eq_read(fid, event, buf, len, flags);
 		struct timespec ts = { 0, 100000 };
+		struct epoll_event ev[16];
+		int left;
 
 		if (n != -FI_EAGAIN)
 			return n;
-		if (end >= 0 && mfi_now_ms() >= end)
+		left = end < 0 ? -1 : (int)(end - mfi_now_ms());
+		if (end >= 0 && left <= 0)
 			return -FI_EAGAIN;
-		/* Connection set-up only: a short nap between looks is plenty. */
-		nanosleep(&ts, NULL);
+		if (eq->epfd < 0) {
+			nanosleep(&ts, NULL);	/* FI_WAIT_NONE: a short nap between looks */
+			continue;
+		}
+		if (mfi_eq_trywait(eq) == -FI_EAGAIN)
+			continue;
+		/*
+		 * Connections being set up have no completion of their own to
+		 * wake us: look again at least every 10 ms, as fi_cq_sread does.
+		 */
+		if (epoll_wait(eq->epfd, ev, 16, left < 0 || left > 10 ? 10 : left) < 0 &&
+		    errno != EINTR)
+			return -errno;
 	}
 }
 
@@ -239,9 +355,24 @@ static int eq_close(struct fid *fid)
 
 	for (size_t i = 0; i < eq->count; i++)
 		fi_freeinfo(eq->ev[(eq->head + i) % eq->cap].cm.info);
+	if (eq->epfd >= 0)
+		close(eq->epfd);
+	if (eq->sigfd >= 0)
+		close(eq->sigfd);
+	pthread_mutex_destroy(&eq->lock);
 	free(eq->ev);
 	free(eq->objs);
 	free(eq);
+	return 0;
+}
+
+static int eq_control(struct fid *fid, int command, void *arg)
+{
+	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid.fid);
+
+	if (command != FI_GETWAIT || eq->epfd < 0)
+		return -FI_ENOSYS;
+	*(int *)arg = eq->epfd;
 	return 0;
 }
 
@@ -249,7 +380,7 @@ static struct fi_ops eq_fi_ops = {
 	.size = sizeof(struct fi_ops),
 	.close = eq_close,
 	.bind = mfi_no_bind,
-	.control = mfi_no_control,
+	.control = eq_control,
 	.ops_open = mfi_no_ops_open,
 	.tostr = mfi_no_tostr,
 	.ops_set = mfi_no_ops_set,
@@ -258,13 +389,32 @@ static struct fi_ops eq_fi_ops = {
 int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **out,
 		void *context)
 {
+	enum fi_wait_obj wait = attr ? attr->wait_obj : FI_WAIT_NONE;
 	struct mfi_eq *eq;
 
-	if (attr && attr->wait_obj != FI_WAIT_NONE && attr->wait_obj != FI_WAIT_UNSPEC)
-		return -FI_ENOSYS;
+	if (wait != FI_WAIT_NONE && wait != FI_WAIT_UNSPEC && wait != FI_WAIT_FD)
+		return -FI_ENOSYS;	/* no wait sets, mutexes or yield */
 	eq = calloc(1, sizeof(*eq));
 	if (!eq)
 		return -FI_ENOMEM;
+	eq->epfd = eq->sigfd = -1;
+	eq->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
+	if (eq->wait_obj == FI_WAIT_FD) {
+		struct epoll_event ev = { .events = EPOLLIN };
+
+		eq->epfd = epoll_create1(EPOLL_CLOEXEC);
+		eq->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+		if (eq->epfd < 0 || eq->sigfd < 0 ||
+		    epoll_ctl(eq->epfd, EPOLL_CTL_ADD, eq->sigfd, &ev)) {
+			if (eq->epfd >= 0)
+				close(eq->epfd);
+			if (eq->sigfd >= 0)
+				close(eq->sigfd);
+			free(eq);
+			return -FI_ENOMEM;
+		}
+	}
+	pthread_mutex_init(&eq->lock, NULL);
 	eq->fab = container_of(fabric, struct mfi_fabric, fabric_fid);
 	mfi_idle_setup(&eq->idle);
 	eq->eq_fid.fid.fclass = FI_CLASS_EQ;

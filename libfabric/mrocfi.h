@@ -200,8 +200,12 @@ struct mfi_eq_event {
 struct mfi_eq {
 	struct fid_eq eq_fid;
 	struct mfi_fabric *fab;
+	pthread_mutex_t lock;		/* the queue: fi_eq_write may come from another thread */
 	struct mfi_eq_event *ev;
 	size_t head, count, cap;
+	enum fi_wait_obj wait_obj;	/* FI_WAIT_NONE or FI_WAIT_FD */
+	int epfd;			/* FI_WAIT_FD: epoll set of sigfd and the QPs' completion fds */
+	int sigfd;			/* eventfd there, written with every entry queued */
 	struct fid **objs;		/* PEPs and MSG endpoints bound to it (progress runs them) */
 	size_t nobjs;
 	struct mfi_idle idle;
@@ -495,12 +499,15 @@ int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
 void mfi_cq_unbind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
 int mfi_cq_watch(struct mfi_cq *cq, struct mfi_conn *c);
 int mfi_cq_trywait(struct mfi_cq *cq);
+
+/* eq.c */
 int mfi_eq_trywait(struct mfi_eq *eq);
 int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_eq **eq,
 		void *context);
 int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_info *info,
 		int err_no, const void *cm, size_t cm_len);
 int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj);
+int mfi_eq_watch_conn(struct mfi_eq *eq, struct mfi_conn *c);
 void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj);
 
 /* cntr.c */

@@ -85,6 +85,7 @@ void mfi_pep_progress(struct mfi_pep *pep)
 		}
 		c->next = pep->listeners;
 		pep->listeners = c;
+		mfi_eq_watch_conn(pep->eq, c);
 	}
 }
 
@@ -170,11 +171,15 @@ static int pep_close(struct fid *fid)
 static int pep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 {
 	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
+	int err;
 
 	if (bfid->fclass != FI_CLASS_EQ)
 		return -FI_EINVAL;
 	pep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
-	return mfi_eq_watch(pep->eq, fid);
+	err = mfi_eq_watch(pep->eq, fid);
+	for (struct mfi_conn *c = pep->listeners; c && !err; c = c->next)
+		err = mfi_eq_watch_conn(pep->eq, c);
+	return err;
 }
 
 static struct fi_ops pep_fi_ops = {

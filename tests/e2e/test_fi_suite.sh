@@ -30,7 +30,7 @@ fis() {
 
 fis "$NS_A" a "$IP_A" unit >"$E2E_DIR/unit.out" 2>&1 || { cat "$E2E_DIR/unit.out"; fail "unit"; }
 cat "$E2E_DIR/unit.out"
-ok "unit: getinfo, domain, av, cq, mr, cntr"
+ok "unit: getinfo, domain, eq (FI_WAIT_FD), av, cq, mr, cntr"
 
 port=47640
 # pair TEST ARGS...: server in B, client in A; both must pass.

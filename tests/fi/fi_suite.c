@@ -10,7 +10,9 @@
  *
  * Without SERVER it is the server (unit needs no peer).  TEST:
  *   unit             getinfo (hints honoured and refused), domain (busy while an
- *                    endpoint is open), av (insert, lookup, remove, bad names), cq
+ *                    endpoint is open), eq (an entry written; FI_WAIT_FD: poll on
+ *                    FI_GETWAIT's fd and fi_eq_sread woken by another thread's write,
+ *                    fi_trywait, sread's timeout), av (insert, lookup, remove, bad names), cq
  *                    (sizes, formats, empty reads), mr (sizes, keys, descriptors), cntr
  *                    (attributes, values, waits, FI_GETWAIT, fi_trywait, bind flags, close
  *                    while bound, an endpoint with counters and no CQ)
@@ -47,7 +49,8 @@
  *   cm_data          MSG endpoints: fi_connect, fi_accept and fi_reject with CM private
  *                    data of 0, 1, 100 and FI_OPT_CM_DATA_SIZE bytes, each checked where
  *                    it arrives (FI_CONNREQ, FI_CONNECTED, the reject's err_data); one
- *                    byte more refused; a message each way on every accepted connection
+ *                    byte more refused; a message each way on every accepted connection;
+ *                    the server waits for each event in poll() on FI_GETWAIT's fd
  *
  * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
  * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
@@ -64,6 +67,7 @@
 #include <inttypes.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -695,6 +699,94 @@ static void t_cntr(void)
 
 /* ---- unit: the objects on their own ------------------------------------------------ */
 
+/* ---- EQ wait objects (fabtests' fi_eq_test eq_wait_fd_*) ------------------------------------ */
+
+struct eq_writer {
+	struct fid_eq *eq;
+	int delay_ms;
+	uint64_t data;
+};
+
+/* Another thread's fi_eq_write, delay_ms from now. */
+static void *eq_writer_run(void *arg)
+{
+	struct eq_writer *w = arg;
+	struct fi_eq_entry e = { .context = w, .data = w->data };
+
+	poll(NULL, 0, w->delay_ms);
+	if (fi_eq_write(w->eq, FI_NOTIFY, &e, sizeof(e), 0) != (ssize_t)sizeof(e))
+		die("eq: fi_eq_write from a thread");
+	return NULL;
+}
+
+static void eq_expect_entry(struct fid_eq *eq, const struct eq_writer *w, const char *what)
+{
+	struct fi_eq_entry e;
+	uint32_t ev;
+	ssize_t n = fi_eq_read(eq, &ev, &e, sizeof(e), 0);
+
+	if (n != (ssize_t)sizeof(e) || ev != FI_NOTIFY || e.context != w || e.data != w->data)
+		die("eq: %s: fi_eq_read %zd, not the entry written", what, n);
+}
+
+/*
+ * FI_WAIT_FD: FI_GETWAIT's fd is not readable after fi_trywait says 0, and an
+ * fi_eq_write from another thread wakes poll() on it at once; fi_eq_sread
+ * sleeps until such a write, and for its timeout when nothing comes.
+ */
+static void unit_eq_wait(struct fab *f)
+{
+	struct fi_eq_attr ea = { .size = 8, .wait_obj = FI_WAIT_FD };
+	struct eq_writer w = { .delay_ms = 50, .data = 0x5eed };
+	struct fi_eq_entry e;
+	struct fid *fids[1];
+	struct fid_eq *eq;
+	struct pollfd p;
+	pthread_t t;
+	uint32_t ev;
+	double t0;
+	ssize_t n;
+	int fd;
+
+	CHECK(fi_eq_open(f->fabric, &ea, &eq, NULL));
+	w.eq = eq;
+	fids[0] = &eq->fid;
+	CHECK(fi_control(&eq->fid, FI_GETWAIT, &fd));
+	CHECK(fi_trywait(f->fabric, fids, 1));
+	p = (struct pollfd){ .fd = fd, .events = POLLIN };
+	if (poll(&p, 1, 0) != 0)
+		die("eq: the fd is readable with nothing queued");
+	pthread_create(&t, NULL, eq_writer_run, &w);
+	t0 = now_s();
+	if (poll(&p, 1, 10000) != 1)
+		die("eq: poll on the fd did not wake for another thread's fi_eq_write");
+	pthread_join(t, NULL);
+	if (fi_trywait(f->fabric, fids, 1) != -FI_EAGAIN)
+		die("eq: fi_trywait is not -FI_EAGAIN with an entry queued");
+	eq_expect_entry(eq, &w, "after poll");
+	printf("ok: eq: FI_WAIT_FD: poll on FI_GETWAIT's fd woke %.0f ms after a write from "
+	       "another thread (50 ms); fi_trywait honest\n", ms_since(t0));
+	CHECK(fi_trywait(f->fabric, fids, 1));
+	if (poll(&p, 1, 0) != 0)
+		die("eq: the fd stays readable once the entry is read");
+
+	w.data++;
+	pthread_create(&t, NULL, eq_writer_run, &w);
+	t0 = now_s();
+	n = fi_eq_sread(eq, &ev, &e, sizeof(e), 10000, 0);
+	pthread_join(t, NULL);
+	if (n != (ssize_t)sizeof(e) || e.data != w.data || ms_since(t0) > 5000)
+		die("eq: fi_eq_sread: %zd after %.0f ms, not the entry written", n, ms_since(t0));
+	t0 = now_s();
+	n = fi_eq_sread(eq, &ev, &e, sizeof(e), 200, 0);
+	if (n != -FI_EAGAIN || ms_since(t0) < 190)
+		die("eq: fi_eq_sread of nothing: %zd after %.0f ms, not -FI_EAGAIN after 200",
+		    n, ms_since(t0));
+	CHECK(fi_close(&eq->fid));
+	printf("ok: eq: fi_eq_sread woke for another thread's write, timed out empty "
+	       "(-FI_EAGAIN after %.0f ms of 200)\n", ms_since(t0));
+}
+
 static void t_unit(void)
 {
 	struct fi_info *h, *info = NULL;
@@ -782,6 +874,7 @@ static void t_unit(void)
 			die("eq: an entry written did not read back as written");
 		CHECK(fi_close(&eq->fid));
 		printf("ok: eq: an entry written reads back as written\n");
+		unit_eq_wait(&f);
 	}
 
 	for (int fmt = FI_CQ_FORMAT_CONTEXT; fmt <= FI_CQ_FORMAT_TAGGED; fmt++)
@@ -1696,16 +1789,34 @@ static void msg_ep(struct msgfab *m, struct fi_info *info)
 		die("FI_OPT_CM_DATA_SIZE: %zu on the endpoint, %zu before", cm_max, m->cm_max);
 }
 
-/* The next EQ event into m->entry: its size (-FI_EAVAIL: an error entry waits). */
+/*
+ * The next EQ event into m->entry: its size (-FI_EAVAIL: an error entry waits).
+ * The client sleeps in fi_eq_sread; the server in poll() on FI_GETWAIT's fd after
+ * fi_trywait, as an application with its own event loop does: every connection
+ * event must wake it (a poll that times out before an event is a failure).
+ */
 static ssize_t msg_event(struct msgfab *m, uint32_t want, size_t len)
 {
+	struct fid *fids[1] = { &m->eq->fid };
 	uint32_t ev;
 	ssize_t n;
+	int fd;
 
 	memset(m->entry, 0, sizeof(*m->entry) + m->cm_max);
-	while ((n = fi_eq_sread(m->eq, &ev, m->entry, len, 100, 0)) == -FI_EAGAIN)
-		if (time(NULL) > deadline)
-			die("timed out waiting for a CM event");
+	if (srv) {
+		/* A wake may also be a completion of the connection's (no event): look again. */
+		CHECK(fi_control(&m->eq->fid, FI_GETWAIT, &fd));
+		do {
+			if (fi_trywait(m->fabric, fids, 1) == 0 &&
+			    poll(&(struct pollfd){ .fd = fd, .events = POLLIN }, 1, 20000) != 1)
+				die("no CM event woke FI_GETWAIT's fd in 20 s");
+			n = fi_eq_read(m->eq, &ev, m->entry, len, 0);
+		} while (n == -FI_EAGAIN && time(NULL) <= deadline);
+	} else {
+		while ((n = fi_eq_sread(m->eq, &ev, m->entry, len, 100, 0)) == -FI_EAGAIN)
+			if (time(NULL) > deadline)
+				die("timed out waiting for a CM event");
+	}
 	if (n >= 0 && ev != want)
 		die("CM event %u, not %u", ev, want);
 	return n;
