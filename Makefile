@@ -494,9 +494,17 @@ $(FI_PROGS): $(BUILD)/%: %.c tests/fi/fi_common.h $(FLAGS_STAMP)
 	$(call say,CC,$@)
 	@mkdir -p $(@D)
 	$(Q)$(FI_PROG_CC)
-# fi_suite's zcopy test reads the provider's traffic counters (libfabric/fi_mroc.h).
-$(BUILD)/tests/fi/fi_suite: libfabric/fi_mroc.h
-$(BUILD)/tests/fi/fi_suite: FI_PROG_CFLAGS = -Ilibfabric
+# fi_suite (tests/fi/suite/, one file per concern): fabtests' quick and standard lists written
+# anew; its zcopy test reads the provider's traffic counters (libfabric/fi_mroc.h).
+FI_SUITE_SRCS := $(sort $(wildcard tests/fi/suite/*.c))
+FI_SUITE := $(if $(HAVE_LIBFABRIC),$(BUILD)/tests/fi/fi_suite)
+tests: $(FI_SUITE)
+$(FI_SUITE): $(FI_SUITE_SRCS) tests/fi/suite/suite.h tests/fi/fi_common.h libfabric/fi_mroc.h \
+	     $(FLAGS_STAMP)
+	$(call say,CC,$@)
+	@mkdir -p $(@D)
+	$(Q)$(FI_PROG_CC)
+$(FI_SUITE): FI_PROG_CFLAGS = -Ilibfabric
 # fi_hostile (tests/fi/hostile/, one file per concern) is also a hostile peer: it speaks
 # the provider's protocol (libfabric/proto.h) itself over libmroc, and reads the
 # provider's counters (libfabric/fi_mroc.h).
