@@ -586,14 +586,16 @@ int mfi_conn_await_hello(struct mfi_conn *c, const uint8_t **cm, size_t *cm_len)
 	struct mfi_hdr h;
 
 	while (mroc_poll_cq(c->qp, &wc, 1) == 1) {
-		const uint8_t *slot = c->base + MFI_OFF_RX + (size_t)wc.wr_id * MFI_SLOT_SIZE;
+		const uint8_t *slot;
 
 		if (wc.opcode == MROC_WC_DISCONNECTED || wc.opcode == MROC_WC_EVENT_ERROR)
 			return -FI_ECONNABORTED;
 		if (wc.opcode != MROC_WC_RECV)
 			continue;
-		if (wc.wr_id >= MFI_RX_SLOTS || wc.status != MROC_WC_SUCCESS ||
-		    mfi_hdr_decode(slot, wc.byte_len, &h) || h.op != MFI_OP_HELLO ||
+		if (wc.wr_id >= MFI_RX_SLOTS || wc.status != MROC_WC_SUCCESS)
+			return -FI_ECONNABORTED;
+		slot = c->base + MFI_OFF_RX + (size_t)wc.wr_id * MFI_SLOT_SIZE;
+		if (mfi_hdr_decode(slot, wc.byte_len, &h) || h.op != MFI_OP_HELLO ||
 		    h.len < sizeof(struct mfi_hello) ||
 		    h.len - sizeof(struct mfi_hello) > MFI_CM_DATA_MAX)
 			return -FI_ECONNABORTED;

@@ -68,17 +68,19 @@ static void eq_signal(struct mfi_eq *eq)
 {
 	uint64_t one = 1;
 
-	if (eq->sigfd >= 0 && write(eq->sigfd, &one, sizeof(one)) != sizeof(one))
-		return;		/* the count is at its maximum: readable anyway */
+	/* Fails only with the count at its maximum, when the fd is readable anyway. */
+	if (eq->sigfd >= 0)
+		(void)!write(eq->sigfd, &one, sizeof(one));
 }
 
-/* The fd stops being readable for entries: they are all read (under the lock). */
+/* The fd stops being readable for entries once they are all read (under the lock). */
 static void eq_drain(struct mfi_eq *eq)
 {
 	uint64_t v;
 
-	if (eq->sigfd >= 0 && !eq->count && read(eq->sigfd, &v, sizeof(v)) < 0)
-		return;		/* nothing to drain: EAGAIN */
+	/* -EAGAIN when nothing was written since: nothing to undo. */
+	if (eq->sigfd >= 0 && !eq->count)
+		(void)!read(eq->sigfd, &v, sizeof(v));
 }
 
 /* One entry fewer at the head (under the lock). */
