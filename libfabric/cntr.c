@@ -28,28 +28,6 @@
 
 #define CNTR(fid) container_of(fid, struct mfi_cntr, cntr_fid)
 
-/* Progress on every bound endpoint: the completions found. */
-static int cntr_progress(struct mfi_cntr *c)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < c->neps; i++)
-		n += mfi_ep_progress(c->eps[i]);
-	return n;
-}
-
-/* Arm (or acknowledge) every connection of every bound endpoint. */
-static void cntr_arm(struct mfi_cntr *c, bool arm)
-{
-	for (size_t i = 0; i < c->neps; i++)
-		for (struct mfi_conn *conn = c->eps[i]->conns; conn; conn = conn->next) {
-			if (arm)
-				mroc_req_notify(conn->qp);
-			else
-				mroc_ack_notify(conn->qp);
-		}
-}
-
 /* Wake whoever sleeps on the set: the application changed a value. */
 static void cntr_signal(struct mfi_cntr *c)
 {
@@ -75,7 +53,7 @@ static uint64_t cntr_get(struct mfi_cntr *c, bool err)
 	int busy;
 
 	mfi_lock(c->dom);
-	busy = cntr_progress(c);
+	busy = mfi_epset_progress(&c->set);
 	v = err ? c->err : c->value;
 	busy |= v != (err ? c->seen_err : c->seen);
 	if (err)
@@ -162,16 +140,16 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 		int left;
 
 		mfi_lock(c->dom);
-		cntr_progress(c);
+		mfi_epset_progress(&c->set);
 		r = cntr_check(c, threshold, err0);
-		if (r <= 0 || c->epfd < 0) {
+		if (r <= 0 || c->set.epfd < 0) {
 			mfi_unlock(c->dom);
 			if (r <= 0)
 				return r;
 		} else {
 			/* Progress, arm, progress again: nothing arrives unseen in between. */
-			cntr_arm(c, true);
-			cntr_progress(c);
+			mfi_epset_arm(&c->set, true);
+			mfi_epset_progress(&c->set);
 			r = cntr_check(c, threshold, err0);
 			mfi_unlock(c->dom);
 			if (r <= 0)
@@ -180,15 +158,15 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 		left = end < 0 ? -1 : (int)(end - mfi_now_ms());
 		if (end >= 0 && left <= 0)
 			return -FI_ETIMEDOUT;
-		if (c->epfd < 0) {
+		if (c->set.epfd < 0) {
 			sched_yield();	/* FI_WAIT_YIELD */
 			continue;
 		}
-		if (epoll_wait(c->epfd, ev, 16, left < 0 || left > 10 ? 10 : left) < 0 &&
+		if (epoll_wait(c->set.epfd, ev, 16, left < 0 || left > 10 ? 10 : left) < 0 &&
 		    errno != EINTR)
 			return -errno;
 		mfi_lock(c->dom);
-		cntr_arm(c, false);
+		mfi_epset_arm(&c->set, false);
 		mfi_unlock(c->dom);
 		cntr_drain(c);
 	}
@@ -215,37 +193,17 @@ int mfi_cntr_trywait(struct mfi_cntr *c)
 {
 	bool changed;
 
-	if (c->epfd < 0)
+	if (c->set.epfd < 0)
 		return -FI_EINVAL;	/* no fd to wait on */
 	cntr_drain(c);
 	mfi_lock(c->dom);
-	cntr_arm(c, false);
-	cntr_progress(c);
-	cntr_arm(c, true);
-	cntr_progress(c);
+	mfi_epset_arm(&c->set, false);
+	mfi_epset_progress(&c->set);
+	mfi_epset_arm(&c->set, true);
+	mfi_epset_progress(&c->set);
 	changed = c->value != c->seen || c->err != c->seen_err;
 	mfi_unlock(c->dom);
 	return changed ? -FI_EAGAIN : 0;
-}
-
-/* A new connection's completion fd joins the wait set (closing the fd removes it). */
-int mfi_cntr_watch(struct mfi_cntr *c, struct mfi_conn *conn)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = conn };
-
-	if (!c || c->epfd < 0 || !conn->qp)
-		return 0;
-	if (epoll_ctl(c->epfd, EPOLL_CTL_ADD, mroc_cq_fd(conn->qp), &ev) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-static bool cntr_has_ep(const struct mfi_cntr *c, const struct mfi_ep *ep)
-{
-	for (size_t i = 0; i < c->neps; i++)
-		if (c->eps[i] == ep)
-			return true;
-	return false;
 }
 
 static const uint64_t kind_flag[MFI_CNTR_KINDS] = {
@@ -263,7 +221,7 @@ static const uint64_t kind_flag[MFI_CNTR_KINDS] = {
 int mfi_cntr_bind_ep(struct mfi_cntr *c, struct mfi_ep *ep, uint64_t flags)
 {
 	uint64_t all = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
-	struct mfi_ep **n;
+	int err;
 
 	if (!flags || (flags & ~all))
 		return -FI_EBADFLAGS;
@@ -274,15 +232,9 @@ int mfi_cntr_bind_ep(struct mfi_cntr *c, struct mfi_ep *ep, uint64_t flags)
 	for (int k = 0; k < MFI_CNTR_KINDS; k++)
 		if ((flags & kind_flag[k]) && ep->cntr[k])
 			return -FI_EINVAL;
-	if (!cntr_has_ep(c, ep)) {
-		n = realloc(c->eps, (c->neps + 1) * sizeof(*n));
-		if (!n)
-			return -FI_ENOMEM;
-		c->eps = n;
-		c->eps[c->neps++] = ep;
-		for (struct mfi_conn *conn = ep->conns; conn; conn = conn->next)
-			mfi_cntr_watch(c, conn);
-	}
+	err = mfi_epset_add(&c->set, ep);
+	if (err < 0)
+		return err;
 	for (int k = 0; k < MFI_CNTR_KINDS; k++)
 		if (flags & kind_flag[k])
 			ep->cntr[k] = c;
@@ -297,11 +249,7 @@ void mfi_cntr_unbind_ep(struct mfi_ep *ep)
 
 		if (!c)
 			continue;
-		for (size_t i = 0; i < c->neps; i++)
-			if (c->eps[i] == ep) {
-				c->eps[i] = c->eps[--c->neps];
-				break;
-			}
+		mfi_epset_del(&c->set, ep);
 		for (int j = k; j < MFI_CNTR_KINDS; j++)
 			if (ep->cntr[j] == c)
 				ep->cntr[j] = NULL;
@@ -312,16 +260,16 @@ static int cntr_close(struct fid *fid)
 {
 	struct mfi_cntr *c = container_of(fid, struct mfi_cntr, cntr_fid.fid);
 
-	if (c->neps)
+	if (c->set.n)
 		return -FI_EBUSY;	/* an endpoint still counts into it */
 	mfi_lock(c->dom);
 	c->dom->refs--;
 	mfi_unlock(c->dom);
-	if (c->epfd >= 0)
-		close(c->epfd);
+	if (c->set.epfd >= 0)
+		close(c->set.epfd);
 	if (c->sigfd >= 0)
 		close(c->sigfd);
-	free(c->eps);
+	mfi_epset_fini(&c->set);
 	free(c);
 	return 0;
 }
@@ -330,9 +278,9 @@ static int cntr_control(struct fid *fid, int command, void *arg)
 {
 	struct mfi_cntr *c = container_of(fid, struct mfi_cntr, cntr_fid.fid);
 
-	if (command != FI_GETWAIT || c->epfd < 0)
+	if (command != FI_GETWAIT || c->set.epfd < 0)
 		return -FI_ENOSYS;
-	*(int *)arg = c->epfd;
+	*(int *)arg = c->set.epfd;
 	return 0;
 }
 
@@ -351,11 +299,11 @@ static int wait_set_open(struct mfi_cntr *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN };
 
-	c->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (c->epfd < 0)
+	c->set.epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (c->set.epfd < 0)
 		return -FI_ENOMEM;
 	c->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->sigfd < 0 || epoll_ctl(c->epfd, EPOLL_CTL_ADD, c->sigfd, &ev))
+	if (c->sigfd < 0 || epoll_ctl(c->set.epfd, EPOLL_CTL_ADD, c->sigfd, &ev))
 		return -FI_ENOMEM;
 	return 0;
 }
@@ -378,15 +326,15 @@ int mfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -FI_ENOMEM;
-	c->epfd = c->sigfd = -1;
+	c->set.epfd = c->sigfd = -1;
 	c->dom = d;
 	c->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
 	mfi_idle_setup(&c->idle);
 	if (c->wait_obj == FI_WAIT_FD) {
 		err = wait_set_open(c);
 		if (err) {
-			if (c->epfd >= 0)
-				close(c->epfd);
+			if (c->set.epfd >= 0)
+				close(c->set.epfd);
 			if (c->sigfd >= 0)
 				close(c->sigfd);
 			free(c);

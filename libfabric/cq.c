@@ -36,16 +36,6 @@
 
 /* ---- completion queue --------------------------------------------------------- */
 
-/* Progress on every bound endpoint: the completions found. */
-static int cq_progress(struct mfi_cq *cq)
-{
-	int n = 0;
-
-	for (size_t i = 0; i < cq->neps; i++)
-		n += mfi_ep_progress(cq->eps[i]);
-	return n;
-}
-
 static int64_t now_ns(void)
 {
 	struct timespec ts;
@@ -75,54 +65,6 @@ bool mfi_idle_after(struct mfi_idle *w, bool busy)
 	return mfi_idle_read(w, busy, busy ? 0 : now_ns());
 }
 
-int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep)
-{
-	struct mfi_ep **n;
-
-	for (size_t i = 0; i < cq->neps; i++)
-		if (cq->eps[i] == ep)
-			return 0;
-	n = realloc(cq->eps, (cq->neps + 1) * sizeof(*n));
-	if (!n)
-		return -FI_ENOMEM;
-	cq->eps = n;
-	cq->eps[cq->neps++] = ep;
-	return 0;
-}
-
-void mfi_cq_unbind_ep(struct mfi_cq *cq, struct mfi_ep *ep)
-{
-	for (size_t i = 0; i < cq->neps; i++)
-		if (cq->eps[i] == ep) {
-			cq->eps[i] = cq->eps[--cq->neps];
-			return;
-		}
-}
-
-/* A new connection's completion fd joins the wait set (closing the fd removes it). */
-int mfi_cq_watch(struct mfi_cq *cq, struct mfi_conn *c)
-{
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-
-	if (!cq || cq->epfd < 0)
-		return 0;
-	if (epoll_ctl(cq->epfd, EPOLL_CTL_ADD, mroc_cq_fd(c->qp), &ev) && errno != EEXIST)
-		return -errno;
-	return 0;
-}
-
-/* Arm (or acknowledge) every connection of every bound endpoint. */
-static void cq_arm(struct mfi_cq *cq, bool arm)
-{
-	for (size_t i = 0; i < cq->neps; i++)
-		for (struct mfi_conn *c = cq->eps[i]->conns; c; c = c->next) {
-			if (arm)
-				mroc_req_notify(c->qp);
-			else
-				mroc_ack_notify(c->qp);
-		}
-}
-
 static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_t *src)
 {
 	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid);
@@ -131,7 +73,7 @@ static ssize_t cq_readfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr_
 	int busy;
 
 	mfi_lock(cq->dom);
-	busy = cq_progress(cq);
+	busy = mfi_epset_progress(&cq->set);
 	n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
 	yield = mfi_idle_after(&cq->idle, busy || n != -FI_EAGAIN);
 	mfi_unlock(cq->dom);
@@ -173,8 +115,8 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 		if (n != -FI_EAGAIN)
 			return n;
 		mfi_lock(cq->dom);
-		cq_arm(cq, true);
-		cq_progress(cq);
+		mfi_epset_arm(&cq->set, true);
+		mfi_epset_progress(&cq->set);
 		n = mfi_cqring_read(&cq->ring, cq->format, buf, count, src);
 		mfi_unlock(cq->dom);
 		if (n != -FI_EAGAIN)
@@ -186,11 +128,11 @@ static ssize_t cq_sreadfrom(struct fid_cq *fid, void *buf, size_t count, fi_addr
 		 * Connections being set up have no completion of their own to
 		 * wake us: look again at least every 10 ms.
 		 */
-		if (epoll_wait(cq->epfd, ev, 16, left < 0 || left > 10 ? 10 : left) < 0 &&
+		if (epoll_wait(cq->set.epfd, ev, 16, left < 0 || left > 10 ? 10 : left) < 0 &&
 		    errno != EINTR)
 			return -errno;
 		mfi_lock(cq->dom);
-		cq_arm(cq, false);
+		mfi_epset_arm(&cq->set, false);
 		mfi_unlock(cq->dom);
 		{
 			uint64_t v;
@@ -215,13 +157,13 @@ int mfi_cq_trywait(struct mfi_cq *cq)
 {
 	bool ready;
 
-	if (cq->epfd < 0)
+	if (cq->set.epfd < 0)
 		return -FI_EINVAL;	/* FI_WAIT_NONE: no fd to wait on */
 	mfi_lock(cq->dom);
-	cq_arm(cq, false);
-	cq_progress(cq);
-	cq_arm(cq, true);
-	cq_progress(cq);
+	mfi_epset_arm(&cq->set, false);
+	mfi_epset_progress(&cq->set);
+	mfi_epset_arm(&cq->set, true);
+	mfi_epset_progress(&cq->set);
 	ready = cq->ring.count != 0;
 	mfi_unlock(cq->dom);
 	return ready ? -FI_EAGAIN : 0;
@@ -269,17 +211,17 @@ static int cq_close(struct fid *fid)
 {
 	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid.fid);
 
-	if (cq->neps)
+	if (cq->set.n)
 		return -FI_EBUSY;
 	mfi_lock(cq->dom);
 	cq->dom->refs--;
 	mfi_unlock(cq->dom);
-	if (cq->epfd >= 0)
-		close(cq->epfd);
+	if (cq->set.epfd >= 0)
+		close(cq->set.epfd);
 	if (cq->sigfd >= 0)
 		close(cq->sigfd);
 	mfi_cqring_fini(&cq->ring);
-	free(cq->eps);
+	mfi_epset_fini(&cq->set);
 	free(cq);
 	return 0;
 }
@@ -288,9 +230,9 @@ static int cq_control(struct fid *fid, int command, void *arg)
 {
 	struct mfi_cq *cq = container_of(fid, struct mfi_cq, cq_fid.fid);
 
-	if (command != FI_GETWAIT || cq->epfd < 0)
+	if (command != FI_GETWAIT || cq->set.epfd < 0)
 		return -FI_ENOSYS;
-	*(int *)arg = cq->epfd;
+	*(int *)arg = cq->set.epfd;
 	return 0;
 }
 
@@ -323,7 +265,7 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	cq = calloc(1, sizeof(*cq));
 	if (!cq)
 		return -FI_ENOMEM;
-	cq->epfd = -1;
+	cq->set.epfd = -1;
 	cq->sigfd = -1;
 	if (mfi_cqring_init(&cq->ring, attr && attr->size ? attr->size : MFI_CQ_DEFAULT))
 		goto err;
@@ -334,10 +276,10 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	if (cq->wait_obj == FI_WAIT_FD) {
 		struct epoll_event ev = { .events = EPOLLIN };
 
-		cq->epfd = epoll_create1(EPOLL_CLOEXEC);
+		cq->set.epfd = epoll_create1(EPOLL_CLOEXEC);
 		cq->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (cq->epfd < 0 || cq->sigfd < 0 ||
-		    epoll_ctl(cq->epfd, EPOLL_CTL_ADD, cq->sigfd, &ev))
+		if (cq->set.epfd < 0 || cq->sigfd < 0 ||
+		    epoll_ctl(cq->set.epfd, EPOLL_CTL_ADD, cq->sigfd, &ev))
 			goto err;
 	}
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
@@ -350,8 +292,8 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	*out = &cq->cq_fid;
 	return 0;
 err:
-	if (cq->epfd >= 0)
-		close(cq->epfd);
+	if (cq->set.epfd >= 0)
+		close(cq->set.epfd);
 	if (cq->sigfd >= 0)
 		close(cq->sigfd);
 	mfi_cqring_fini(&cq->ring);

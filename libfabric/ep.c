@@ -333,11 +333,13 @@ int mfi_ep_progress(struct mfi_ep *ep)
 void mfi_ep_watch(struct mfi_ep *ep, struct mfi_conn *c)
 {
 	mfi_eq_watch_conn(ep->eq, c);
-	mfi_cq_watch(ep->txcq, c);
-	if (ep->rxcq != ep->txcq)
-		mfi_cq_watch(ep->rxcq, c);
+	if (ep->txcq)
+		mfi_epset_watch(&ep->txcq->set, c);
+	if (ep->rxcq && ep->rxcq != ep->txcq)
+		mfi_epset_watch(&ep->rxcq->set, c);
 	for (int k = 0; k < MFI_CNTR_KINDS; k++)
-		mfi_cntr_watch(ep->cntr[k], c);	/* a second time for the same set: EEXIST */
+		if (ep->cntr[k])	/* a second time for the same set: EEXIST */
+			mfi_epset_watch(&ep->cntr[k]->set, c);
 }
 
 /* An operation from the pool, after one round of progress if it is empty; NULL if none. */
@@ -373,9 +375,9 @@ static int ep_close(struct fid *fid)
 	while ((rx = mfi_match_take_posted(&ep->match)))
 		mfi_rx_complete(ep, rx, -FI_ECANCELED);
 	if (ep->txcq)
-		mfi_cq_unbind_ep(ep->txcq, ep);
+		mfi_epset_del(&ep->txcq->set, ep);
 	if (ep->rxcq)
-		mfi_cq_unbind_ep(ep->rxcq, ep);
+		mfi_epset_del(&ep->rxcq->set, ep);
 	mfi_cntr_unbind_ep(ep);
 	if (ep->eq)
 		mfi_eq_unwatch(ep->eq, &ep->ep_fid.fid);
@@ -419,7 +421,8 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			ep->rxcq = cq;
 			ep->rx_flags = flags & FI_SELECTIVE_COMPLETION;
 		}
-		err = mfi_cq_bind_ep(cq, ep);
+		err = mfi_epset_add(&cq->set, ep);
+		err = err < 0 ? err : 0;
 		break;
 	}
 	case FI_CLASS_CNTR:

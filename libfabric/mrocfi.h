@@ -140,16 +140,25 @@ struct mfi_av_fid {
 
 struct mfi_ep;
 
+/*
+ * The endpoints a CQ or counter is bound to (progress runs them) and the
+ * epoll set over their connections' completion fds it sleeps on (FI_WAIT_FD;
+ * epfd -1 without one): epset.c.
+ */
+struct mfi_epset {
+	struct mfi_ep **eps;
+	size_t n;
+	int epfd;
+};
+
 struct mfi_cq {
 	struct fid_cq cq_fid;
 	struct mfi_domain *dom;
 	struct mfi_cqring ring;
 	enum fi_cq_format format;
 	enum fi_wait_obj wait_obj;
-	int epfd;			/* FI_WAIT_FD: epoll set over the QPs' completion fds */
+	struct mfi_epset set;		/* endpoints bound to it, FI_WAIT_FD's epoll set */
 	int sigfd;			/* eventfd in that set: fi_cq_signal */
-	struct mfi_ep **eps;		/* endpoints bound to it (progress runs them) */
-	size_t neps;
 	struct mfi_idle idle;		/* reads that found nothing: when to yield */
 };
 
@@ -171,10 +180,8 @@ struct mfi_cntr {
 	enum fi_wait_obj wait_obj;	/* FI_WAIT_NONE, _YIELD or _FD (FI_WAIT_UNSPEC is FD) */
 	uint64_t value, err;
 	uint64_t seen, seen_err;	/* what the application last read (fi_trywait) */
-	int epfd;			/* FI_WAIT_FD: epoll set over the QPs' completion fds */
+	struct mfi_epset set;		/* endpoints bound to it, FI_WAIT_FD's epoll set */
 	int sigfd;			/* eventfd in that set: fi_cntr_add/set and their err forms */
-	struct mfi_ep **eps;		/* endpoints bound to it (progress runs them) */
-	size_t neps;
 	struct mfi_idle idle;		/* reads that found nothing: when to yield */
 };
 
@@ -495,9 +502,12 @@ void mfi_idle_setup(struct mfi_idle *w);
 bool mfi_idle_after(struct mfi_idle *w, bool busy);
 int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_cq **cq,
 		void *context);
-int mfi_cq_bind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
-void mfi_cq_unbind_ep(struct mfi_cq *cq, struct mfi_ep *ep);
-int mfi_cq_watch(struct mfi_cq *cq, struct mfi_conn *c);
+int mfi_epset_add(struct mfi_epset *s, struct mfi_ep *ep);
+void mfi_epset_del(struct mfi_epset *s, struct mfi_ep *ep);
+void mfi_epset_fini(struct mfi_epset *s);
+int mfi_epset_progress(const struct mfi_epset *s);
+void mfi_epset_arm(const struct mfi_epset *s, bool arm);
+int mfi_epset_watch(const struct mfi_epset *s, struct mfi_conn *c);
 int mfi_cq_trywait(struct mfi_cq *cq);
 
 /* eq.c */
@@ -515,7 +525,6 @@ int mfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 		  void *context);
 int mfi_cntr_bind_ep(struct mfi_cntr *c, struct mfi_ep *ep, uint64_t flags);
 void mfi_cntr_unbind_ep(struct mfi_ep *ep);
-int mfi_cntr_watch(struct mfi_cntr *c, struct mfi_conn *conn);
 int mfi_cntr_trywait(struct mfi_cntr *c);
 
 /* conn.c */
