@@ -78,16 +78,22 @@ void mfi_epset_arm(const struct mfi_epset *s, bool arm)
 }
 
 /*
- * A connection's completion fd joins the epoll set (closing the fd removes
- * it; a second add, for an endpoint bound twice, is EEXIST).
+ * A connection's completion fd joins an epoll set (epfd < 0: none; closing
+ * the fd removes it; a second add, for an endpoint bound twice, is EEXIST).
+ * The EQ's set (eq.c) takes them too.
  */
-int mfi_epset_watch(const struct mfi_epset *s, struct mfi_conn *c)
+int mfi_epoll_watch(int epfd, struct mfi_conn *c)
 {
 	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
 
-	if (!s || s->epfd < 0 || !c->qp)
+	if (epfd < 0 || !c->qp)
 		return 0;
-	if (epoll_ctl(s->epfd, EPOLL_CTL_ADD, mroc_cq_fd(c->qp), &ev) && errno != EEXIST)
+	if (epoll_ctl(epfd, EPOLL_CTL_ADD, mroc_cq_fd(c->qp), &ev) && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+int mfi_epset_watch(const struct mfi_epset *s, struct mfi_conn *c)
+{
+	return mfi_epoll_watch(s->epfd, c);
 }

@@ -45,13 +45,7 @@ int mfi_eq_watch(struct mfi_eq *eq, struct fid *obj)
 /* A connection's completion fd joins the wait set (closing the fd removes it). */
 int mfi_eq_watch_conn(struct mfi_eq *eq, struct mfi_conn *c)
 {
-	struct epoll_event ev = { .events = EPOLLIN, .data.ptr = c };
-
-	if (!eq || eq->epfd < 0 || !c->qp)
-		return 0;
-	if (epoll_ctl(eq->epfd, EPOLL_CTL_ADD, mroc_cq_fd(c->qp), &ev) && errno != EEXIST)
-		return -errno;
-	return 0;
+	return eq ? mfi_epoll_watch(eq->epfd, c) : 0;
 }
 
 void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj)

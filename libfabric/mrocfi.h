@@ -508,6 +508,7 @@ void mfi_epset_fini(struct mfi_epset *s);
 int mfi_epset_progress(const struct mfi_epset *s);
 void mfi_epset_arm(const struct mfi_epset *s, bool arm);
 int mfi_epset_watch(const struct mfi_epset *s, struct mfi_conn *c);
+int mfi_epoll_watch(int epfd, struct mfi_conn *c);
 int mfi_cq_trywait(struct mfi_cq *cq);
 
 /* eq.c */
