@@ -186,14 +186,7 @@ static int cq_signal(struct fid_cq *fid)
 static const char *cq_strerror(struct fid_cq *cq, int prov_errno, const void *err_data,
 			       char *buf, size_t len)
 {
-	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
-
-	if (buf && len) {
-		strncpy(buf, s, len - 1);
-		buf[len - 1] = 0;
-		return buf;
-	}
-	return s;
+	return mfi_strerror(prov_errno, buf, len);
 }
 
 static struct fi_ops_cq cq_ops = {

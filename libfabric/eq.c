@@ -326,14 +326,7 @@ static ssize_t eq_sread(struct fid_eq *fid, uint32_t *event, void *buf, size_t l
 static const char *eq_strerror(struct fid_eq *eq, int prov_errno, const void *err_data,
 			       char *buf, size_t len)
 {
-	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
-
-	if (buf && len) {
-		strncpy(buf, s, len - 1);
-		buf[len - 1] = 0;
-		return buf;
-	}
-	return s;
+	return mfi_strerror(prov_errno, buf, len);
 }
 
 static struct fi_ops_eq eq_ops = {

@@ -458,6 +458,7 @@ int mfi_no_getopt(fid_t fid, int level, int optname, void *optval, size_t *optle
 int mfi_no_setopt(fid_t fid, int level, int optname, const void *optval, size_t optlen);
 
 /* prov.c */
+const char *mfi_strerror(int prov_errno, char *buf, size_t len);
 int mfi_mroc_err(int err, const char *what);
 int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		const struct fi_info *hints, struct fi_info **info);

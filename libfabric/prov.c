@@ -71,6 +71,19 @@ int mfi_mroc_err(int err, const char *what)
 	return mfi_errno_map(err);
 }
 
+/* A CQ's or EQ's fi_*_strerror: our prov_errno is an FI_E* code (either sign). */
+const char *mfi_strerror(int prov_errno, char *buf, size_t len)
+{
+	const char *s = fi_strerror(prov_errno < 0 ? -prov_errno : prov_errno);
+
+	if (buf && len) {
+		strncpy(buf, s, len - 1);
+		buf[len - 1] = 0;
+		return buf;
+	}
+	return s;
+}
+
 FI_EXT_INI
 {
 	fi_param_define(&mfi_prov, "addr", FI_PARAM_STRING,
