@@ -20,30 +20,12 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 
 #include <mroc/mroc.h>
 
 #include "mrocfi.h"
 
 #define CNTR(fid) container_of(fid, struct mfi_cntr, cntr_fid)
-
-/* Wake whoever sleeps on the set: the application changed a value. */
-static void cntr_signal(struct mfi_cntr *c)
-{
-	uint64_t one = 1;
-
-	if (c->sigfd >= 0 && write(c->sigfd, &one, sizeof(one)) != sizeof(one))
-		return;	/* already signalled past 2^64 - 2: as good as signalled */
-}
-
-static void cntr_drain(struct mfi_cntr *c)
-{
-	uint64_t v;
-
-	if (c->sigfd >= 0 && read(c->sigfd, &v, sizeof(v)) != sizeof(v))
-		return;	/* nothing was signalled */
-}
 
 /* One sweep, then a value (err: the error count): yields as a CQ read does when idle. */
 static uint64_t cntr_get(struct mfi_cntr *c, bool err)
@@ -85,7 +67,7 @@ static int cntr_change(struct fid_cntr *fid, uint64_t v, bool err, bool add)
 	mfi_lock(c->dom);
 	*p = add ? *p + v : v;
 	mfi_unlock(c->dom);
-	cntr_signal(c);
+	mfi_waitfd_signal(c->sigfd);	/* the application changed a value */
 	return 0;
 }
 
@@ -168,7 +150,7 @@ static int cntr_wait(struct fid_cntr *fid, uint64_t threshold, int timeout)
 		mfi_lock(c->dom);
 		mfi_epset_arm(&c->set, false);
 		mfi_unlock(c->dom);
-		cntr_drain(c);
+		mfi_waitfd_drain(c->sigfd);
 	}
 }
 
@@ -195,7 +177,7 @@ int mfi_cntr_trywait(struct mfi_cntr *c)
 
 	if (c->set.epfd < 0)
 		return -FI_EINVAL;	/* no fd to wait on */
-	cntr_drain(c);
+	mfi_waitfd_drain(c->sigfd);
 	mfi_lock(c->dom);
 	mfi_epset_arm(&c->set, false);
 	mfi_epset_progress(&c->set);
@@ -265,10 +247,7 @@ static int cntr_close(struct fid *fid)
 	mfi_lock(c->dom);
 	c->dom->refs--;
 	mfi_unlock(c->dom);
-	if (c->set.epfd >= 0)
-		close(c->set.epfd);
-	if (c->sigfd >= 0)
-		close(c->sigfd);
+	mfi_waitfd_close(c->set.epfd, c->sigfd);
 	mfi_epset_fini(&c->set);
 	free(c);
 	return 0;
@@ -294,20 +273,6 @@ static struct fi_ops cntr_fi_ops = {
 	.ops_set = mfi_no_ops_set,
 };
 
-/* The wait set: an epoll set holding the eventfd; completion fds join as connections open. */
-static int wait_set_open(struct mfi_cntr *c)
-{
-	struct epoll_event ev = { .events = EPOLLIN };
-
-	c->set.epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (c->set.epfd < 0)
-		return -FI_ENOMEM;
-	c->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (c->sigfd < 0 || epoll_ctl(c->set.epfd, EPOLL_CTL_ADD, c->sigfd, &ev))
-		return -FI_ENOMEM;
-	return 0;
-}
-
 int mfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct fid_cntr **out,
 		  void *context)
 {
@@ -331,12 +296,8 @@ int mfi_cntr_open(struct fid_domain *domain, struct fi_cntr_attr *attr, struct f
 	c->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
 	mfi_idle_setup(&c->idle);
 	if (c->wait_obj == FI_WAIT_FD) {
-		err = wait_set_open(c);
+		err = mfi_waitfd_open(&c->set.epfd, &c->sigfd);
 		if (err) {
-			if (c->set.epfd >= 0)
-				close(c->set.epfd);
-			if (c->sigfd >= 0)
-				close(c->sigfd);
 			free(c);
 			return err;
 		}

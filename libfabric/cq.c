@@ -28,7 +28,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 
 #include <mroc/mroc.h>
 
@@ -209,10 +208,7 @@ static int cq_close(struct fid *fid)
 	mfi_lock(cq->dom);
 	cq->dom->refs--;
 	mfi_unlock(cq->dom);
-	if (cq->set.epfd >= 0)
-		close(cq->set.epfd);
-	if (cq->sigfd >= 0)
-		close(cq->sigfd);
+	mfi_waitfd_close(cq->set.epfd, cq->sigfd);
 	mfi_cqring_fini(&cq->ring);
 	mfi_epset_fini(&cq->set);
 	free(cq);
@@ -266,15 +262,8 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	cq->format = fmt;
 	mfi_idle_setup(&cq->idle);
 	cq->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
-	if (cq->wait_obj == FI_WAIT_FD) {
-		struct epoll_event ev = { .events = EPOLLIN };
-
-		cq->set.epfd = epoll_create1(EPOLL_CLOEXEC);
-		cq->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (cq->set.epfd < 0 || cq->sigfd < 0 ||
-		    epoll_ctl(cq->set.epfd, EPOLL_CTL_ADD, cq->sigfd, &ev))
-			goto err;
-	}
+	if (cq->wait_obj == FI_WAIT_FD && mfi_waitfd_open(&cq->set.epfd, &cq->sigfd))
+		goto err;
 	cq->cq_fid.fid.fclass = FI_CLASS_CQ;
 	cq->cq_fid.fid.context = context;
 	cq->cq_fid.fid.ops = &cq_fi_ops;
@@ -285,10 +274,6 @@ int mfi_cq_open(struct fid_domain *domain, struct fi_cq_attr *attr, struct fid_c
 	*out = &cq->cq_fid;
 	return 0;
 err:
-	if (cq->set.epfd >= 0)
-		close(cq->set.epfd);
-	if (cq->sigfd >= 0)
-		close(cq->sigfd);
 	mfi_cqring_fini(&cq->ring);
 	free(cq);
 	return -FI_ENOMEM;

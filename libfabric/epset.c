@@ -7,8 +7,11 @@
  * CQ's sread must not differ in what wakes them.
  */
 #include <errno.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <unistd.h>
 #include <sys/epoll.h>
+#include <sys/eventfd.h>
 
 #include <mroc/mroc.h>
 
@@ -96,4 +99,50 @@ int mfi_epoll_watch(int epfd, struct mfi_conn *c)
 int mfi_epset_watch(const struct mfi_epset *s, struct mfi_conn *c)
 {
 	return mfi_epoll_watch(s->epfd, c);
+}
+
+/*
+ * FI_WAIT_FD's fd for a CQ, counter or EQ: an epoll set holding an eventfd
+ * that the object writes when something it queued by itself (fi_cq_signal,
+ * fi_cntr_add, an EQ entry) must wake a sleeper; completion fds join as
+ * connections open.  0, or -FI_ENOMEM with both -1.
+ */
+int mfi_waitfd_open(int *epfd, int *sigfd)
+{
+	struct epoll_event ev = { .events = EPOLLIN };
+
+	*epfd = epoll_create1(EPOLL_CLOEXEC);
+	*sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (*epfd >= 0 && *sigfd >= 0 && !epoll_ctl(*epfd, EPOLL_CTL_ADD, *sigfd, &ev))
+		return 0;
+	mfi_waitfd_close(*epfd, *sigfd);
+	*epfd = *sigfd = -1;
+	return -FI_ENOMEM;
+}
+
+void mfi_waitfd_close(int epfd, int sigfd)
+{
+	if (epfd >= 0)
+		close(epfd);
+	if (sigfd >= 0)
+		close(sigfd);
+}
+
+/* Wakes whoever sleeps on the set (sigfd < 0: none). */
+void mfi_waitfd_signal(int sigfd)
+{
+	uint64_t one = 1;
+
+	/* Fails only with the count at its maximum, when the fd is readable anyway. */
+	if (sigfd >= 0)
+		(void)!write(sigfd, &one, sizeof(one));
+}
+
+/* The eventfd is no longer readable (-EAGAIN when nothing was written since). */
+void mfi_waitfd_drain(int sigfd)
+{
+	uint64_t v;
+
+	if (sigfd >= 0)
+		(void)!read(sigfd, &v, sizeof(v));
 }

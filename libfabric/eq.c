@@ -21,7 +21,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/epoll.h>
-#include <sys/eventfd.h>
 
 #include <mroc/mroc.h>
 
@@ -57,24 +56,11 @@ void mfi_eq_unwatch(struct mfi_eq *eq, struct fid *obj)
 		}
 }
 
-/* Wakes whoever sleeps on the fd: an entry was queued (under the lock). */
-static void eq_signal(struct mfi_eq *eq)
-{
-	uint64_t one = 1;
-
-	/* Fails only with the count at its maximum, when the fd is readable anyway. */
-	if (eq->sigfd >= 0)
-		(void)!write(eq->sigfd, &one, sizeof(one));
-}
-
 /* The fd stops being readable for entries once they are all read (under the lock). */
 static void eq_drain(struct mfi_eq *eq)
 {
-	uint64_t v;
-
-	/* -EAGAIN when nothing was written since: nothing to undo. */
-	if (eq->sigfd >= 0 && !eq->count)
-		(void)!read(eq->sigfd, &v, sizeof(v));
+	if (!eq->count)
+		mfi_waitfd_drain(eq->sigfd);
 }
 
 /* One entry fewer at the head (under the lock). */
@@ -123,7 +109,7 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 	};
 	if (e->cm_len)
 		memcpy(e->cm_data, cm, e->cm_len);
-	eq_signal(eq);
+	mfi_waitfd_signal(eq->sigfd);	/* an entry was queued */
 	pthread_mutex_unlock(&eq->lock);
 	return 0;
 }
@@ -284,7 +270,7 @@ static ssize_t eq_write(struct fid_eq *fid, uint32_t event, const void *buf, siz
 	if (e) {
 		*e = (struct mfi_eq_event){ .event = event, .cm = { .fid = ent->fid },
 					    .context = ent->context, .data = ent->data };
-		eq_signal(eq);
+		mfi_waitfd_signal(eq->sigfd);	/* an entry was queued */
 	}
 	pthread_mutex_unlock(&eq->lock);
 	return e ? (ssize_t)len : -FI_ENOMEM;
@@ -344,10 +330,7 @@ static int eq_close(struct fid *fid)
 
 	for (size_t i = 0; i < eq->count; i++)
 		fi_freeinfo(eq->ev[(eq->head + i) % eq->cap].cm.info);
-	if (eq->epfd >= 0)
-		close(eq->epfd);
-	if (eq->sigfd >= 0)
-		close(eq->sigfd);
+	mfi_waitfd_close(eq->epfd, eq->sigfd);
 	pthread_mutex_destroy(&eq->lock);
 	free(eq->ev);
 	free(eq->objs);
@@ -388,20 +371,9 @@ int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 		return -FI_ENOMEM;
 	eq->epfd = eq->sigfd = -1;
 	eq->wait_obj = wait == FI_WAIT_UNSPEC ? FI_WAIT_FD : wait;
-	if (eq->wait_obj == FI_WAIT_FD) {
-		struct epoll_event ev = { .events = EPOLLIN };
-
-		eq->epfd = epoll_create1(EPOLL_CLOEXEC);
-		eq->sigfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-		if (eq->epfd < 0 || eq->sigfd < 0 ||
-		    epoll_ctl(eq->epfd, EPOLL_CTL_ADD, eq->sigfd, &ev)) {
-			if (eq->epfd >= 0)
-				close(eq->epfd);
-			if (eq->sigfd >= 0)
-				close(eq->sigfd);
-			free(eq);
-			return -FI_ENOMEM;
-		}
+	if (eq->wait_obj == FI_WAIT_FD && mfi_waitfd_open(&eq->epfd, &eq->sigfd)) {
+		free(eq);
+		return -FI_ENOMEM;
 	}
 	pthread_mutex_init(&eq->lock, NULL);
 	eq->fab = container_of(fabric, struct mfi_fabric, fabric_fid);

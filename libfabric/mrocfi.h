@@ -510,6 +510,10 @@ int mfi_epset_progress(const struct mfi_epset *s);
 void mfi_epset_arm(const struct mfi_epset *s, bool arm);
 int mfi_epset_watch(const struct mfi_epset *s, struct mfi_conn *c);
 int mfi_epoll_watch(int epfd, struct mfi_conn *c);
+int mfi_waitfd_open(int *epfd, int *sigfd);
+void mfi_waitfd_close(int epfd, int sigfd);
+void mfi_waitfd_signal(int sigfd);
+void mfi_waitfd_drain(int sigfd);
 int mfi_cq_trywait(struct mfi_cq *cq);
 
 /* eq.c */
