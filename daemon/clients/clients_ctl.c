@@ -116,9 +116,12 @@ static int reserved(const struct client *cl, const char *what, uint64_t service_
 	return -EACCES;
 }
 
+static uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid);
+
 static int op_qp_connect(void *arg, uint64_t now)
 {
 	struct op *o = arg;
+	struct clients *cs = o->cs;
 	uint32_t peer;
 	int err;
 
@@ -126,7 +129,9 @@ static int op_qp_connect(void *arg, uint64_t now)
 		return -ENOENT;
 	if (mrocd_service_reserved(o->service_id))
 		return reserved(o->cl, "connect to", o->service_id);
-	err = peers_get_handle(o->cs->peers, &o->addr, &peer);
+	/* The peer table is the worker's, shared by every user: a share each (peers.h). */
+	err = peers_get_handle_owned(cs->peers, &o->addr, (uint32_t)o->cl->uid + 1,
+				     share(&cs->ctl->lim, peers_max(cs->peers), o->cl->uid), &peer);
 	if (err)
 		return err;
 	return engine_qp_connect(o->cs->eng, o->qpn, peer, o->service_id, now);
@@ -1075,6 +1080,9 @@ static int msg_qp_connect(struct clients *cs, struct client *cl,
 		return -EADDRNOTAVAIL;
 	}
 	err = call(cs, op_qp_connect, &o);
+	if (err == -EDQUOT)
+		over_share(cs->ctl, cl, "peers in use (of its worker's table)",
+			   share(&cs->ctl->lim, peers_max(cs->peers), cl->uid));
 	q = err ? NULL : find_qp(cl, m->qpn);
 	if (q)
 		unbind(q);	/* no longer one of the service's listeners */

@@ -341,7 +341,24 @@ static struct peer *new_peer(struct peers *p)
 	return &p->peer[p->free[--p->nfree]];
 }
 
-static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, uint32_t *handle)
+/*
+ * Peers owner added that are in use: a QP used them at the last look, or
+ * they were asked for since (what the eviction would not take).
+ */
+static uint32_t owned_in_use(const struct peers *p, uint32_t owner)
+{
+	uint32_t n = 0;
+
+	for (uint32_t i = 0; i < p->limit; i++) {
+		const struct peer *pe = &p->peer[i];
+
+		n += pe->live && pe->owner == owner && (pe->referenced || pe->touched);
+	}
+	return n;
+}
+
+static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, uint32_t owner,
+		      uint32_t max_owned, uint32_t *handle)
 {
 	struct peer *pe;
 	uint32_t i, h;
@@ -360,6 +377,11 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 		*handle = slot_handle(p->slots[i]);
 		return 0;
 	}
+	/* A scan of the table, only for a tenant's new peer (its QP_CONNECT). */
+	if (owner && owned_in_use(p, owner) >= max_owned) {
+		p->st.owner_refused++;
+		return -EDQUOT;
+	}
 	pe = new_peer(p);
 	if (!pe) {
 		p->st.full++;
@@ -368,6 +390,7 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 	h = (uint32_t)(pe - p->peer);
 	memset(pe, 0, sizeof(*pe));
 	pe->handle = h;
+	pe->owner = owner;
 	pe->live = true;
 	pe->touched = true;
 	pe->seen_ns = p->now;
@@ -383,12 +406,23 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 
 int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
 {
-	return get_handle(p, addr, false, handle);
+	return get_handle(p, addr, false, 0, 0, handle);
+}
+
+int peers_get_handle_owned(struct peers *p, const struct mroc_addr *addr, uint32_t owner,
+			   uint32_t max_owned, uint32_t *handle)
+{
+	return get_handle(p, addr, false, owner, max_owned, handle);
 }
 
 int peers_get_handle_req(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
 {
-	return get_handle(p, addr, true, handle);
+	return get_handle(p, addr, true, 0, 0, handle);
+}
+
+uint32_t peers_max(const struct peers *p)
+{
+	return p->max;
 }
 
 int peers_set_aliases(struct peers *p, uint32_t handle, const struct mroc_addr *addr,

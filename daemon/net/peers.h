@@ -29,6 +29,7 @@ struct peer {
 	bool referenced;		/* a QP used it at the last sweep */
 	bool proven;			/* a QP used it at some sweep */
 	uint64_t seen_ns;		/* last sweep that found it touched or referenced */
+	uint32_t owner;			/* who added it (peers_get_handle_owned), 0: none */
 	/*
 	 * Port addresses (aliases): packets from alias[i] are the peer's too.
 	 * speaks_ports: it sent the port-address extension (maybe empty), so it
@@ -52,6 +53,7 @@ struct peers_stats {
 	uint64_t aged_out;		/* released by the sweep */
 	uint64_t evicted;		/* released to make room in a full table */
 	uint64_t full;			/* refused: full, nothing to evict */
+	uint64_t owner_refused;		/* refused: its owner holds its share (peers_get_handle_owned) */
 	uint64_t alias_added;		/* port addresses registered */
 	uint64_t alias_refused;		/* ... refused: another live peer's address */
 	uint64_t alias_shared;		/* ... that another peer claims too (both stand) */
@@ -77,6 +79,19 @@ void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t hand
  * use.
  */
 int peers_get_handle(struct peers *p, const struct mroc_addr *addr, uint32_t *handle);
+/*
+ * The same for a tenant (owner, not 0: clients pass uid + 1): a new peer
+ * only while the peers it added that are in use (a QP used them at the last
+ * sweep, or they were asked for since) are fewer than max_owned, -EDQUOT
+ * otherwise.  Without it one user's QPs connecting to addresses of their own
+ * filled the table, and every other client's connection to a new peer, and
+ * every new host's CONNECT_REQ, got -ENOSPC.  A peer it found in the table
+ * is not counted (another's, or the daemon's).
+ */
+int peers_get_handle_owned(struct peers *p, const struct mroc_addr *addr, uint32_t owner,
+			   uint32_t max_owned, uint32_t *handle);
+/* The table's size (peers_create's max). */
+uint32_t peers_max(const struct peers *p);
 /*
  * The same for the source of a CONNECT_REQ, which a peer sends from its
  * primary address: the peer whose primary it is, or a new one; a port

@@ -288,6 +288,49 @@ static void test_table_unproven_age_out(void **state)
 }
 
 /*
+ * A tenant's new peers (peers_get_handle_owned): no more in use than its
+ * share, then -EDQUOT (counted), while another owner, the daemon and peers
+ * already in the table still get theirs; once a sweep finds them unused
+ * they no longer count.
+ */
+static void test_table_owner_share(void **state)
+{
+	struct peers *p = peers_create(8);
+	struct peers_stats st;
+	struct mroc_addr a;
+	uint32_t h, h0;
+
+	(void)state;
+	peers_sweep(p, SEC);
+	for (uint32_t i = 0; i < 3; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle_owned(p, &a, 7, 3, &h), 0);
+		assert_int_equal(peers_get(p, h)->owner, 7);
+	}
+	a = addr_n(3);
+	assert_int_equal(peers_get_handle_owned(p, &a, 7, 3, &h), -EDQUOT);
+	assert_int_equal(peers_lookup(p, &a, &h), -ENOENT);
+	peers_get_stats(p, &st);
+	assert_int_equal(st.owner_refused, 1);
+	assert_int_equal(st.full, 0);
+	/* Found, not added: owner 7 may use a peer the table has (anyone's). */
+	a = addr_n(0);
+	assert_int_equal(peers_get_handle_owned(p, &a, 7, 3, &h0), 0);
+	a = addr_n(10);
+	assert_int_equal(peers_get_handle(p, &a, &h), 0);
+	assert_int_equal(peers_get(p, h)->owner, 0);
+	assert_int_equal(peers_get_handle_owned(p, &a, 7, 3, &h0), 0);
+	assert_int_equal(h0, h);
+	a = addr_n(11);
+	assert_int_equal(peers_get_handle_owned(p, &a, 8, 3, &h), 0);	/* another owner */
+	/* Unused at the next sweep (no engine: no QP holds them): room again. */
+	peers_sweep(p, 2 * SEC);
+	a = addr_n(3);
+	assert_int_equal(peers_get_handle_owned(p, &a, 7, 3, &h), 0);
+	peers_destroy(p);
+}
+
+/*
  * A packet that has not proved itself (an aead packet that does not open)
  * finds its peer without keeping it: an unproven peer that only such packets
  * come from ages out on time; one touched by a proven packet stays.
@@ -1061,6 +1104,7 @@ int main(void)
 		cmocka_unit_test(test_table_many),
 		cmocka_unit_test(test_table_unproven_age_out),
 		cmocka_unit_test(test_find_keeps_nothing),
+		cmocka_unit_test(test_table_owner_share),
 		cmocka_unit_test(test_table_evict_when_full),
 		cmocka_unit_test(test_table_referenced_stay),
 		cmocka_unit_test(test_alias_add_lookup),
