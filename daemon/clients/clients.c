@@ -8,6 +8,7 @@
  * clients_priv.h.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
@@ -292,6 +293,18 @@ static int64_t cq_budget(struct clients *cs, struct cqp *q)
 }
 
 /*
+ * A ring slot into a private copy: the client may rewrite the slot at any
+ * moment, so the daemon reads it once and checks and uses only the copy.
+ * The compiler barrier keeps the compiler from reading the slot again in
+ * place of the copy (a double fetch, as READ_ONCE prevents in Linux).
+ */
+static void copy_slot(void *dst, const void *slot, size_t len)
+{
+	memcpy(dst, slot, len);
+	atomic_signal_fence(memory_order_seq_cst);
+}
+
+/*
  * Consume posted RECVs, then sends, at most max of them.  Returns work done;
  * -EBADMSG if the client is broken.
  */
@@ -310,9 +323,12 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 	if (budget > max)
 		budget = max;
 	while (ravail > 0 && budget > 0) {
-		const struct mroc_rqe *r = ring_cons_slot(&q->rq, 0);
-		struct engine_recv_wr rw = {
-			.wr_id = r->wr_id, .lkey = r->lkey, .laddr = r->laddr, .len = r->len,
+		struct mroc_rqe r;
+		struct engine_recv_wr rw;
+
+		copy_slot(&r, ring_cons_slot(&q->rq, 0), sizeof(r));
+		rw = (struct engine_recv_wr){
+			.wr_id = r.wr_id, .lkey = r.lkey, .laddr = r.laddr, .len = r.len,
 		};
 
 		err = engine_post_recv(cs->eng, q->qpn, &rw);
@@ -328,15 +344,17 @@ static int poll_qp(struct clients *cs, struct cqp *q, int64_t max, uint64_t now)
 			bad_wr(cs, q, rw.wr_id, MROC_WC_RECV, post_status(err), now);
 	}
 	while (savail > 0 && budget > 0) {
-		const struct mroc_sqe *s = ring_cons_slot(&q->sq, 0);
-		struct engine_wr wr = {
-			.wr_id = s->wr_id, .opcode = s->opcode, .flags = s->flags,
-			.lkey = s->lkey, .laddr = s->laddr, .len = s->len,
-			.rkey = s->rkey, .raddr = s->raddr, .imm = s->imm,
-			.compare_add = s->compare_add, .swap = s->swap,
-		};
+		struct mroc_sqe s;
+		struct engine_wr wr;
 
-		err = s->opcode > MROC_WR_ATOMIC_CMP_SWP || (s->flags & ~MROC_SEND_SIGNALED) ? -EINVAL :
+		copy_slot(&s, ring_cons_slot(&q->sq, 0), sizeof(s));
+		wr = (struct engine_wr){
+			.wr_id = s.wr_id, .opcode = s.opcode, .flags = s.flags,
+			.lkey = s.lkey, .laddr = s.laddr, .len = s.len,
+			.rkey = s.rkey, .raddr = s.raddr, .imm = s.imm,
+			.compare_add = s.compare_add, .swap = s.swap,
+		};
+		err = wr.opcode > MROC_WR_ATOMIC_CMP_SWP || (wr.flags & ~MROC_SEND_SIGNALED) ? -EINVAL :
 		      engine_post_send(cs->eng, q->qpn, &wr, now);
 		if (err == -ENOSPC)
 			break;		/* the engine's send queue is full: later */
