@@ -29,9 +29,13 @@
  *                                   exists (at most 120 s)
  *   tenant_attack SOCKET connect ADDR
  *                                   one QP connecting to ADDR: prints "status=S"
+ *   tenant_attack SOCKET listen N SERVICE STOPFILE
+ *                                   N QPs, each listening on a service of its own
+ *                                   (SERVICE + i): prints "listening=K refused=R error=E",
+ *                                   then holds them as peers does
  *
- * rings and ctl exit 0 when the daemon behaved, 1 otherwise; peers and connect
- * only report (exit 1 if the daemon stopped answering).
+ * rings and ctl exit 0 when the daemon behaved, 1 otherwise; peers, connect and
+ * listen only report (exit 1 if the daemon stopped answering).
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -574,6 +578,40 @@ static int peers(int n, const char *net, const char *stopfile)
 	return 0;
 }
 
+/* N QPs, each listening on a service of its own (base + i). */
+static int listen_many(int n, uint64_t base, const char *stopfile)
+{
+	int listening = 0, refused = 0, first = 0;
+	uint8_t reply[MROC_MSG_MAX];
+	struct qp q;
+
+	connect_daemon();
+	CHECK(hello() == 0, "HELLO refused");
+	for (int i = 0; i < n; i++) {
+		struct mroc_msg_qp_listen m = { .h.type = MROC_MSG_QP_LISTEN,
+						.service_id = base + (uint64_t)i };
+		int err = create_qp(&q);
+
+		if (!err) {
+			m.qpn = q.qpn;
+			err = request(&m, sizeof(m), NULL, 0, reply);
+		}
+		CHECK(err != -EPIPE && err != -ETIMEDOUT, "the daemon stopped answering");
+		if (!err) {
+			listening++;
+			continue;
+		}
+		refused++;
+		if (!first)
+			first = err;
+	}
+	printf("listening=%d refused=%d error=%d\n", listening, refused, first);
+	fflush(stdout);
+	for (int i = 0; i < 1200 && access(stopfile, F_OK); i++)
+		usleep(100000);
+	return 0;
+}
+
 static int connect_one(const char *addr)
 {
 	uint8_t a[4];
@@ -604,8 +642,10 @@ int main(int argc, char **argv)
 		return peers(atoi(argv[3]), argv[4], argv[5]);
 	if (argc == 4 && !strcmp(argv[2], "connect"))
 		return connect_one(argv[3]);
+	if (argc == 6 && !strcmp(argv[2], "listen"))
+		return listen_many(atoi(argv[3]), strtoull(argv[4], NULL, 0), argv[5]);
 usage:
 	fprintf(stderr, "usage: tenant_attack SOCKET rings | ctl | peers N NET STOPFILE | "
-			"connect ADDR\n");
+			"connect ADDR | listen N SERVICE STOPFILE\n");
 	return 2;
 }

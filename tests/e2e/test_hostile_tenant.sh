@@ -15,7 +15,10 @@
 #    their own, which no one answers, get at most its share of the table
 #    (limits.uid_share_percent 75: 768, then EDQUOT, counted in clients.share_refused);
 #    root's QP then still connects to a new peer, and the other client's verified transfer
-#    runs through all of it.
+#    runs through all of it;
+#  - the steering table of a two-worker daemon (1,024 services listened on): nobody's 1,100
+#    QPs, each listening on a service of its own, get at most 768 of it (EDQUOT); root's
+#    LISTEN then still works.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -34,6 +37,11 @@ sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b
 echo 'limits = { max_qps_per_client = 1200; };' >>"$E2E_DIR/a.conf"
 # A second address of B's: a peer A never heard of.
 IP_B2=${IP_B%.*}.3
+# The two-worker daemon's veth (below).
+X_A=mrx${E2E_ID}a
+X_B=mrx${E2E_ID}b
+IP_C=10.202.$((E2E_ID % 250)).1
+IP_D=10.202.$((E2E_ID % 250)).2
 ip -n "$NS_B" addr add "$IP_B2/24" dev "$IF_B"
 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
@@ -118,7 +126,47 @@ perf_start peers 18812 --verify -s 65536 -n 100
 perf_wait peers || fail "a transfer after the peer table attack"
 ok "1,100 QPs of nobody's to as many peers: $out; root's QP to a new peer connects"
 
-for n in a b; do
+# ---- the steering table (two workers) ----------------------------------------------------
+# mrocd c in NS_A: AF_XDP on a veth of two queues, a worker each; CONNECT_REQs go to the
+# worker of the service's listener by a table of 1,024 services for all the workers.
+ip link add "$X_A" netns "$NS_A" numrxqueues 2 numtxqueues 2 type veth peer name "$X_B" \
+	netns "$NS_B" numrxqueues 2 numtxqueues 2 || fail "veth with two queues"
+ip -n "$NS_A" addr add "$IP_C/24" dev "$X_A"
+ip -n "$NS_B" addr add "$IP_D/24" dev "$X_B"
+ip -n "$NS_A" link set "$X_A" up
+ip -n "$NS_B" link set "$X_B" up
+e2e_config c af_xdp "$X_A" "$IP_C" "$IP_D"
+sed -i "s|^\tinterfaces = ( \"$X_A\" );|\tinterfaces = ( { name = \"$X_A\"; queues = [ 0, 1 ]; } );|" \
+	"$E2E_DIR/c.conf"
+grep -q "queues = \[ 0, 1 \]" "$E2E_DIR/c.conf" || fail "c.conf: no queues"
+sed -i 's/log_level = "debug"/log_level = "info"/; s/^daemon = {/daemon = {\n\tworkers = 2;/' "$E2E_DIR/c.conf"
+echo 'limits = { max_qps_per_client = 1200; };' >>"$E2E_DIR/c.conf"
+e2e_start c "$NS_A"
+e2e_wait_ready c
+e2e_nobody_setup c "$NS_A" "$TA"
+e2e_as_nobody "$TA_N" "$E2E_DIR/c.ctl" listen 1100 0x100000 "$E2E_DIR/stop-listen" \
+	>"$E2E_DIR/listen.txt" 2>&1 &
+hog=$!
+for _ in $(seq 600); do
+	grep -q "listening=" "$E2E_DIR/listen.txt" && break
+	kill -0 $hog 2>/dev/null || break
+	sleep 0.1
+done
+out=$(cat "$E2E_DIR/listen.txt")
+kill -0 "$(e2e_pid c)" 2>/dev/null || fail "mrocd c died: 1,100 QPs listening"
+grep -q "listening=" <<<"$out" || fail "tenant_attack listen: $out"
+v=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/c.ctl" listen 1 0x200000 "$E2E_DIR/stop-listen-root" \
+	2>&1 </dev/null & sleep 0.5; touch "$E2E_DIR/stop-listen-root"; wait)
+touch "$E2E_DIR/stop-listen"
+wait $hog
+grep -q "listening=1 " <<<"$v" ||
+	fail "root's LISTEN beside nobody's 1,100 listening QPs ($out): $v (-28: ENOSPC, the steering table full)"
+listening=$(sed -n 's/.*listening=\([0-9]*\).*/\1/p' <<<"$out")
+[ "$listening" -le 768 ] && grep -q "error=-122" <<<"$out" ||
+	fail "nobody's QPs got more than its share of the steering table (768): $out (want EDQUOT, -122)"
+ok "1,100 QPs of nobody's listening on as many services (two workers): $out; root's LISTEN works"
+
+for n in a b c; do
 	e2e_stop $n
 	[ "$E2E_RC" = 0 ] || fail "mrocd $n exited with $E2E_RC"
 done
