@@ -117,6 +117,7 @@ static int reserved(const struct client *cl, const char *what, uint64_t service_
 }
 
 static uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid);
+static struct uid_count *uid_of(struct clients *cs, uid_t uid);
 
 static int op_qp_connect(void *arg, uint64_t now)
 {
@@ -557,11 +558,17 @@ static void unpin(struct client *cl, void *map, size_t len)
 static void unbind(struct cqp *q)
 {
 	struct clients *cs = q->cl->cs;
+	struct uid_count *u;
 
 	if (!q->bound)
 		return;
 	q->bound = false;
-	if (!services_unref(cs->ctl->svc, q->service) && cs->steer)
+	if (services_unref(cs->ctl->svc, q->service))
+		return;
+	u = uid_of(cs->ctl, q->cl->uid);
+	if (u)
+		u->services--;
+	if (cs->steer)
 		steer_unlisten(cs->steer, q->service);
 }
 
@@ -1103,6 +1110,7 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	struct op o = { .cl = cl, .qpn = m->qpn, .service_id = m->service_id };
 	struct cqp *q = find_qp(cl, m->qpn);
 	struct services *svc = cs->ctl->svc;
+	struct uid_count *u;
 	bool fresh, steered;
 	int err;
 
@@ -1113,6 +1121,16 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	if (q->bound && q->service == m->service_id)
 		return call(cs, op_qp_listen, &o);
 	fresh = !services_owner(svc, m->service_id);
+	/*
+	 * With several workers each service takes a slot of the one steering
+	 * table (STEER_SLOTS): a user's share of it, or one user's listeners
+	 * filled it and every other LISTEN got ENOSPC.
+	 */
+	u = uid_of(cs->ctl, cl->uid);
+	if (fresh && cs->steer && u &&
+	    u->services >= share(&cs->ctl->lim, STEER_SLOTS, cl->uid))
+		return over_share(cs->ctl, cl, "services listened on (of the steering table)",
+				  u->services);
 	err = services_ref(svc, m->service_id, cl);
 	if (err == -EADDRINUSE) {
 		struct client *owner = services_owner(svc, m->service_id);
@@ -1139,6 +1157,8 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	unbind(q);	/* it listened on another service before */
 	q->bound = true;
 	q->service = m->service_id;
+	if (fresh && u)
+		u->services++;
 	return 0;
 }
 

@@ -167,6 +167,7 @@ struct clients {
 		uid_t uid;
 		uint32_t n;
 		uint32_t qps, mrs;	/* theirs (limits.uid_share_percent) */
+		uint32_t services;	/* bound by their listening QPs (services.h, steer.h) */
 	} *uids;			/* [UIDS_MAX], nuids in use */
 	uint32_t nuids;
 	uint64_t locked_bytes;		/* control thread: pinned for every client */

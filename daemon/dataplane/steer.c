@@ -11,7 +11,6 @@
 #include "log.h"
 #include "steer.h"
 
-#define STEER_SLOTS	1024	/* services listened on; power of two */
 #define SLOT_USED	0x80	/* in owner: the slot holds a key */
 
 /*

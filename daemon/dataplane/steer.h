@@ -18,6 +18,9 @@
 
 struct steer;
 
+/* Services listened on, for all the workers together (a power of two). */
+#define STEER_SLOTS	1024
+
 int steer_create(unsigned nworkers, struct steer **out);
 void steer_destroy(struct steer *st);
 /*

@@ -164,6 +164,9 @@ grep -q "listening=1 " <<<"$v" ||
 listening=$(sed -n 's/.*listening=\([0-9]*\).*/\1/p' <<<"$out")
 [ "$listening" -le 768 ] && grep -q "error=-122" <<<"$out" ||
 	fail "nobody's QPs got more than its share of the steering table (768): $out (want EDQUOT, -122)"
+# Its listeners gone, its share is its own again (the count went down with them).
+again=$(e2e_as_nobody "$TA_N" "$E2E_DIR/c.ctl" listen 768 0x300000 "$E2E_DIR/stop-listen")
+grep -q "listening=768 refused=0" <<<"$again" || fail "nobody's share after its listeners went: $again"
 ok "1,100 QPs of nobody's listening on as many services (two workers): $out; root's LISTEN works"
 
 for n in a b c; do
