@@ -14,7 +14,7 @@
  *                                   ahead, an SQ producer index moved back and a CQ
  *                                   consumer index ahead of the daemon's: disconnected
  *   tenant_attack SOCKET ctl        messages of bad lengths and types, header lengths
- *                                   that lie, too many fds (and fds on messages that take
+ *                                   that lie, a registered memfd shrunk, too many fds (and fds on messages that take
  *                                   none), fds of the wrong kinds (a directory, /dev/zero,
  *                                   an O_PATH fd, a socket, an eventfd as memory, a memfd
  *                                   as an eventfd), out-of-range sizes, modes, flags,
@@ -426,6 +426,12 @@ static int ctl(void)
 		CHECK(err == -EINVAL || err == -EDQUOT, "MR_REG of %llu bytes: %d",
 		      (unsigned long long)mr_lens[i], err);
 	}
+	/* Registered, then shrunk (SIGBUS at mrocd's next access): the seal refuses it. */
+	mr.len = 8192;
+	expect_status(request(&mr, sizeof(mr), &mfd, 1, reply), 0, "MR_REG");
+	CHECK(ftruncate(mfd, 4096) == -1 && errno == EPERM, "shrank a registered memfd");
+	dr.lkey = ((struct mroc_msg_mr_reg *)reply)->lkey;
+	expect_status(request(&dr, sizeof(dr), NULL, 0, reply), 0, "MR_DEREG");
 	mr.len = 4096;
 	mr.access = 0x80;
 	expect_status(request(&mr, sizeof(mr), &mfd, 1, reply), -EINVAL, "unknown access bits");
