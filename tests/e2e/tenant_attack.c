@@ -26,7 +26,7 @@
  *                                   (NET.x.y: addresses nobody answers): prints
  *                                   "connected=K refused=R error=E" (E: the first
  *                                   refusal's errno), then holds them until STOPFILE
- *                                   exists (at most 120 s)
+ *                                   exists or the daemon hangs up (at most 120 s)
  *   tenant_attack SOCKET connect ADDR
  *                                   one QP connecting to ADDR: prints "status=S"
  *   tenant_attack SOCKET listen N SERVICE STOPFILE
@@ -554,6 +554,17 @@ static int qp_connect(uint32_t qpn, const uint8_t addr[4])
 	return request(&m, sizeof(m), NULL, 0, reply);
 }
 
+/* Until stopfile exists, the daemon hangs up, or 120 s passed. */
+static void hold(const char *stopfile)
+{
+	for (int i = 0; i < 1200 && access(stopfile, F_OK); i++) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+
+		if (poll(&p, 1, 100) != 0)
+			return;
+	}
+}
+
 static int peers(int n, const char *net, const char *stopfile)
 {
 	int connected = 0, refused = 0, first = 0, a, b;
@@ -579,8 +590,7 @@ static int peers(int n, const char *net, const char *stopfile)
 	}
 	printf("connected=%d refused=%d error=%d\n", connected, refused, first);
 	fflush(stdout);
-	for (int i = 0; i < 1200 && access(stopfile, F_OK); i++)
-		usleep(100000);
+	hold(stopfile);
 	return 0;
 }
 
@@ -613,8 +623,7 @@ static int listen_many(int n, uint64_t base, const char *stopfile)
 	}
 	printf("listening=%d refused=%d error=%d\n", listening, refused, first);
 	fflush(stdout);
-	for (int i = 0; i < 1200 && access(stopfile, F_OK); i++)
-		usleep(100000);
+	hold(stopfile);
 	return 0;
 }
 

@@ -102,6 +102,7 @@ TA_N=${NOBODY[tenant_attack]}
 e2e_as_nobody "$TA_N" "$E2E_DIR/a.ctl" peers 1100 10.97 "$E2E_DIR/stop-peers" \
 	>"$E2E_DIR/peers.txt" 2>&1 &
 hog=$!
+E2E_PIDS+=($hog)
 for _ in $(seq 600); do
 	grep -q "connected=" "$E2E_DIR/peers.txt" && break
 	kill -0 $hog 2>/dev/null || break
@@ -147,6 +148,7 @@ e2e_nobody_setup c "$NS_A" "$TA"
 e2e_as_nobody "$TA_N" "$E2E_DIR/c.ctl" listen 1100 0x100000 "$E2E_DIR/stop-listen" \
 	>"$E2E_DIR/listen.txt" 2>&1 &
 hog=$!
+E2E_PIDS+=($hog)
 for _ in $(seq 600); do
 	grep -q "listening=" "$E2E_DIR/listen.txt" && break
 	kill -0 $hog 2>/dev/null || break
