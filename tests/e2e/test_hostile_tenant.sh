@@ -144,6 +144,7 @@ sed -i 's/log_level = "debug"/log_level = "info"/; s/^daemon = {/daemon = {\n\tw
 echo 'limits = { max_qps_per_client = 1200; };' >>"$E2E_DIR/c.conf"
 e2e_start c "$NS_A"
 e2e_wait_ready c
+[ "$(e2e_admin c status | jq .workers)" = 2 ] || fail "c: not two workers: $(e2e_admin c status | jq -c .)"
 e2e_nobody_setup c "$NS_A" "$TA"
 e2e_as_nobody "$TA_N" "$E2E_DIR/c.ctl" listen 1100 0x100000 "$E2E_DIR/stop-listen" \
 	>"$E2E_DIR/listen.txt" 2>&1 &
