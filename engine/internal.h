@@ -91,6 +91,7 @@ struct path {
 	uint64_t rto_at;	/* when the RTO proper fires */
 	uint64_t rto_armed;	/* when rto_at was set: the RTO runs from here (path_rto_due) */
 	uint64_t silent_from;	/* RACK emptied the path unanswered: its RTO's start (path_rearm_send) */
+	uint64_t settled_from;	/* its settled flight let go unanswered since (qp_ack.c release_settled) */
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
@@ -838,6 +839,7 @@ uint64_t path_rto(const struct engine *eng, const struct path *p);
 uint64_t path_silent_at(const struct engine *eng, const struct path *p);
 void path_rearm_send(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 uint64_t path_silence_end(const struct engine *eng, const struct path *p);
+uint64_t path_silence_floor(const struct engine *eng);
 
 /* Asked for every path at every packet sent (tx_pick_path): inline, not calls into path.c. */
 static inline uint32_t path_free(const struct path *p)

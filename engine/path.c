@@ -312,10 +312,16 @@ uint64_t path_silent_at(const struct engine *eng, const struct path *p)
 	return path_silence_end(eng, p);
 }
 
+/* How long a silence is more than a queue's. */
+uint64_t path_silence_floor(const struct engine *eng)
+{
+	return max_u64(eng->cfg.rto_min_ns, host_rtt_max(eng) * 5 / 4);
+}
+
 /* When a silence of p since its timer was armed is more than a queue's. */
 uint64_t path_silence_end(const struct engine *eng, const struct path *p)
 {
-	return p->rto_armed + max_u64(eng->cfg.rto_min_ns, host_rtt_max(eng) * 5 / 4);
+	return p->rto_armed + path_silence_floor(eng);
 }
 
 void path_arm_probe(const struct engine *eng, struct qp *qp, struct path *p, uint64_t now)
@@ -511,7 +517,7 @@ static bool prev_port_free(const struct qp *qp, const struct path *p)
  */
 static void route_changed(struct path *p)
 {
-	p->silent_from = 0;	/* a new route's silence is its own */
+	p->silent_from = p->settled_from = 0;	/* a new route's silence is its own */
 	p->route_psn = p->next_psn;
 	p->route_old = p->floor != p->next_psn;
 	p->route_srtt = p->srtt;
