@@ -557,7 +557,11 @@ cmd_engine() {
 # Two failures are the transport's own and pass.  RoCEv2 mode at more than 5% loss (an incast's
 # at 5 %: session 31, 3 senders into queues of one packet, 0.005 Gbit/s lossless) may give up
 # with RETRY_EXC (status 5; its peer then flushes, status 7), as a RoCE NIC does once its retry
-# count is spent (mroc's max_retx, or dead_peer without progress while its RTO backs off).
+# count is spent (mroc's max_retx, or dead_peer without progress while its RTO backs off).  So may
+# RoCEv2 mode on a route that reorders (--jitter): go-back-N takes a packet that overtook another
+# as a gap, NAKs it and resends from the gap, so reordering is loss to it (session 33, sweep seed
+# 92 run 668: 2 senders into a queue of 3 packets with jitter of 20 us, every seed of 1-6 fails,
+# every one passes with 64 KiB of queue or without the jitter; MetaRoCE mode passes them all).
 # And above 10% loss a connect may fail (CONNECT_ERR, status 8) after its cm_retries (8): at
 # 30% loss each way one request and answer in two are lost, and nine in a row one run in 500.
 # The data must still be right up to there, which the simulator checked.
@@ -574,7 +578,8 @@ judge() {
 		[[ $args == *" --loss "* ]] || loss=0
 		# An incast's senders share the receiver's queues: 5 % is already too much there.
 		if [ "$kind" = incast ] && [ "$loss" = 0.05 ]; then loss=0.051; fi
-		if [[ $args == *"--mode rocev2"* ]] && [[ $loss > 0.05 ]] &&
+		if [[ $args == *"--mode rocev2"* ]] &&
+		   { [[ $loss > 0.05 ]] || [[ $args == *"--jitter "[1-9]* ]]; } &&
 		   grep -Eq '^why: .*(completed with status [57] |event 9 \(status 5\))' "$f"; then
 			return
 		fi
