@@ -310,6 +310,35 @@ e2e_fabric_set() {
 		fail "fabric set $*"
 }
 
+# e2e_pair_perf_start NAME PORT [ARGS...]: mroc-perf write_bw --sleep between daemons
+# a (client, in NS_A) and b (server, in NS_B, at IP_B) on PORT, in the background (ARGS to
+# both sides, E2E_PERF_TIMEOUT seconds at most, 60 by default); pids in SRV_PID and CLI_PID,
+# output in srv-NAME.txt and cli-NAME.txt.  e2e_pair_perf_wait NAME: both ended well (else
+# their output and 1).
+e2e_pair_perf_start() {
+	local name=$1 port=$2 tmo=${E2E_PERF_TIMEOUT:-60}
+	shift 2
+	ip netns exec "$NS_B" timeout "$tmo" "$BUILD/mroc-perf" write_bw --mrocd-socket "$E2E_DIR/b.ctl" \
+		-p "$port" --sleep "$@" >"$E2E_DIR/srv-$name.txt" 2>&1 &
+	SRV_PID=$!
+	sleep 0.3
+	ip netns exec "$NS_A" timeout "$tmo" "$BUILD/mroc-perf" write_bw --mrocd-socket "$E2E_DIR/a.ctl" \
+		-p "$port" --sleep "$@" "$IP_B" >"$E2E_DIR/cli-$name.txt" 2>&1 &
+	CLI_PID=$!
+}
+
+e2e_pair_perf_wait() {
+	local name=$1 rc src
+	wait "$CLI_PID"
+	rc=$?
+	wait "$SRV_PID"
+	src=$?
+	if [ $rc != 0 ] || [ $src != 0 ]; then
+		cat "$E2E_DIR/cli-$name.txt" "$E2E_DIR/srv-$name.txt"
+		return 1
+	fi
+}
+
 # e2e_perf_start SECONDS [ARGS...]: a verified write_bw from daemon a to daemon b
 # (their control sockets a.ctl and b.ctl; ARGS to both sides) in the background,
 # pids in E2E_PERF_PIDS.  The

@@ -41,37 +41,11 @@ e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
 
-# perf NAME PORT [ARGS...]: server in B, client in A, both in the background;
-# their pids go to SRV_PID and CLI_PID.
-perf_start() {
-	local name=$1 port=$2
-	shift 2
-	ip netns exec "$NS_B" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" -p "$port" --sleep "$@" \
-		>"$E2E_DIR/srv-$name.txt" 2>&1 &
-	SRV_PID=$!
-	sleep 0.3
-	ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p "$port" --sleep "$@" \
-		"$IP_B" >"$E2E_DIR/cli-$name.txt" 2>&1 &
-	CLI_PID=$!
-}
-
-perf_wait() {
-	local name=$1 rc src
-	wait "$CLI_PID"
-	rc=$?
-	wait "$SRV_PID"
-	src=$?
-	if [ $rc != 0 ] || [ $src != 0 ]; then
-		cat "$E2E_DIR/cli-$name.txt" "$E2E_DIR/srv-$name.txt"
-		return 1
-	fi
-}
-
 # ---- hostile fds ----------------------------------------------------------------
 ip netns exec "$NS_A" "$EVIL" "$E2E_DIR/a.ctl" stall 6 >"$E2E_DIR/evil-stall.log" 2>&1 &
 evil=$!
 sleep 1
-perf_start stall 18801 --verify -s 65536 -n 300
+e2e_pair_perf_start stall 18801 --verify -s 65536 -n 300
 answers=0
 while kill -0 "$evil" 2>/dev/null; do
 	timeout 5 "$CLI" -S "$E2E_DIR/a.admin" status >/dev/null || fail "mroc-cli status got no answer"
@@ -79,7 +53,7 @@ while kill -0 "$evil" 2>/dev/null; do
 	sleep 0.5
 done
 wait "$evil" || { cat "$E2E_DIR/evil-stall.log"; fail "the stalling client was not handled"; }
-perf_wait stall || fail "a verified transfer next to the stalling client"
+e2e_pair_perf_wait stall || fail "a verified transfer next to the stalling client"
 [ "$answers" -ge 3 ] || fail "mroc-cli answered only $answers times"
 c=$(e2e_admin a counters) || fail "a stopped answering"
 jq -e '.clients.bad_wrs >= 100' <<<"$c" >/dev/null || fail "bad requests not counted: $(jq -c .clients <<<"$c")"
@@ -109,8 +83,8 @@ idler=$!
 e2e_as_nobody "$EVIL" "$E2E_DIR/a.admin" idle-admin 32 9 >"$E2E_DIR/idle-admin.txt" 2>&1 &
 admin_idler=$!
 sleep 1
-perf_start idle 18802 --verify -s 65536 -n 200
-perf_wait idle || fail "root's transfer next to nobody's idle connections"
+e2e_pair_perf_start idle 18802 --verify -s 65536 -n 200
+e2e_pair_perf_wait idle || fail "root's transfer next to nobody's idle connections"
 timeout 5 "$CLI" -S "$E2E_DIR/a.admin" status >/dev/null || fail "mroc-cli status refused for root"
 wait "$idler" || fail "evil_client idle"
 wait "$admin_idler" || fail "evil_client idle-admin"
@@ -141,8 +115,8 @@ full=$(e2e_admin b counters | jq .peers.full)
 ip netns exec "$NS_A" "$SPOOF" "$IP_B" 4793 10.98.0.1 100 >/dev/null || fail "spoof_req"
 e2e_wait b counters ".peers.added >= $added + 100 and .peers.full == $full" 10 ||
 	fail "new peers cannot get in after the flood: $(b_peers)"
-perf_start spoof 18803 --verify -s 65536 -n 100
-perf_wait spoof || fail "a transfer after the forged requests"
+e2e_pair_perf_start spoof 18803 --verify -s 65536 -n 100
+e2e_pair_perf_wait spoof || fail "a transfer after the forged requests"
 ok "1,500 forged CONNECT_REQs filled the peer table for seconds, not for good: $(b_peers)"
 
 for n in a b; do

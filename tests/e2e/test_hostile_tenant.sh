@@ -23,6 +23,7 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 PERF=$BUILD/mroc-perf
+E2E_PERF_TIMEOUT=90	# e2e_pair_perf_start: beside the attacks on a 2-CPU machine
 TA=$BUILD/tests/e2e/tenant_attack
 e2e_require
 command -v setpriv >/dev/null || skip "needs setpriv (util-linux)"
@@ -48,43 +49,19 @@ e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
 
-perf_start() {
-	local name=$1 port=$2
-	shift 2
-	ip netns exec "$NS_B" timeout 90 "$PERF" write_bw --mrocd-socket "$E2E_DIR/b.ctl" -p "$port" --sleep "$@" \
-		>"$E2E_DIR/srv-$name.txt" 2>&1 &
-	SRV_PID=$!
-	sleep 0.3
-	ip netns exec "$NS_A" timeout 90 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p "$port" --sleep "$@" \
-		"$IP_B" >"$E2E_DIR/cli-$name.txt" 2>&1 &
-	CLI_PID=$!
-}
-
-perf_wait() {
-	local name=$1 rc src
-	wait "$CLI_PID"
-	rc=$?
-	wait "$SRV_PID"
-	src=$?
-	if [ $rc != 0 ] || [ $src != 0 ]; then
-		cat "$E2E_DIR/cli-$name.txt" "$E2E_DIR/srv-$name.txt"
-		return 1
-	fi
-}
-
 alive() {
 	kill -0 "$(e2e_pid a)" 2>/dev/null || fail "mrocd a died: $1"
 }
 
 # ---- rings and control messages ---------------------------------------------------------
-perf_start rings 18811 --verify -s 65536 -n 300
+e2e_pair_perf_start rings 18811 --verify -s 65536 -n 300
 ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" rings >"$E2E_DIR/rings.log" 2>&1 ||
 	{ cat "$E2E_DIR/rings.log"; alive "ring attacks"; fail "ring attacks"; }
 alive "ring attacks"
 ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" ctl >"$E2E_DIR/ctl.log" 2>&1 ||
 	{ cat "$E2E_DIR/ctl.log"; alive "control attacks"; fail "control attacks"; }
 alive "control attacks"
-perf_wait rings || fail "a verified transfer next to the ring and control attacks"
+e2e_pair_perf_wait rings || fail "a verified transfer next to the ring and control attacks"
 c=$(e2e_admin a counters) || fail "a stopped answering"
 jq -e '.clients.kicked >= 3 and .clients.bad_wrs >= 12' <<<"$c" >/dev/null ||
 	fail "ring attacks not counted: $(jq -c .clients <<<"$c")"
@@ -123,8 +100,8 @@ connected=$(sed -n 's/.*connected=\([0-9]*\).*/\1/p' <<<"$out")
 c=$(e2e_admin a counters) || fail "a stopped answering"
 jq -e '.clients.share_refused >= 300' <<<"$c" >/dev/null ||
 	fail "refusals not counted: $(jq -c .clients <<<"$c")"
-perf_start peers 18812 --verify -s 65536 -n 100
-perf_wait peers || fail "a transfer after the peer table attack"
+e2e_pair_perf_start peers 18812 --verify -s 65536 -n 100
+e2e_pair_perf_wait peers || fail "a transfer after the peer table attack"
 ok "1,100 QPs of nobody's to as many peers: $out; root's QP to a new peer connects"
 
 # ---- the steering table (two workers) ----------------------------------------------------
