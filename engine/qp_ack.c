@@ -1023,10 +1023,11 @@ static bool path_settled(const struct qp *qp, struct path *p)
  * Only within path_silence_floor of the first packet let go (settled_from,
  * until an ACK reaches the path or it moves): a path whose data is
  * delivered round after round and never answered has lost the route of its
- * ACKs (the receiver answers by the port of the packet it had).  Released every round, it never timed
- * out: a spine that died 11 us into a 16-host AllReduce of 2-path QPs, on
- * the way back of one path, left it on that port for the whole collective,
- * sending a window at each probe time with no congestion control (mroc-sim
+ * ACKs (the receiver answers by the port of the packet it had).  Released
+ * every round, it never timed out: a spine that died 11 us into a 16-host
+ * AllReduce of 2-path QPs, on the way back of one path, left it on that
+ * port for the whole collective, sending a window at each probe time with
+ * no congestion control (mroc-sim
  * cluster --verify --transport metaroce --limit 60000 --hosts 16 --planes 4
  * --leaves 4 --spines 2 --op allreduce --bytes 4M --loss 0.001 --rto-min
  * 200 --paths 2 --fail spine --fail-at 11 --fail-plane 0 --seed 23434278:
