@@ -15,7 +15,7 @@
 # slower than the planes) that must also be fast: their bytes within 10 x what their live planes
 # (or their NIC) need, plus 4 x rto_min with a dead plane (session 28: two such bugs ran at
 # 0.017-0.12 of capacity and said ok; session 29: one never ended behind a 1 Gbit/s NIC), and a
-# spine or cable dying under a MetaRoCE collective (kind failover), which must cost at most half
+# spine, cable or one direction of a cable dying under a MetaRoCE collective (kind failover), which must cost at most half
 # the time without the failure again plus four RTO floors, and calm incasts (kind calm_incast:
 # calm's rules for 1-8 senders into one host, each sender within 10 x its fair share's time). The
 # incast kind also draws random loss and a plane dead from the start or dying (session 30: a
@@ -480,7 +480,7 @@ cmd_cluster() {
 	# connect new QPs past it (session 27: their CM went by plane 0 alone); MetaRoCE with
 	# another spine to go by.
 	if [ "$REPLY" = metaroce ] && [ "$spines" -ge 2 ] && chance 20; then
-		add --fail pick spine cable
+		add --fail pick spine cable downlink
 		add --fail-at rnd 0 500
 		add --iters rnd 2 3
 	fi
@@ -495,20 +495,21 @@ cmd_cluster() {
 	draw_reorder
 }
 
-# cmd_failover: a spine or a cable of a MetaRoCE cluster dies under a collective (kind
-# failover).  judge_failover runs the same collective without the failure (fo_base) and wants
+# cmd_failover: a spine, a cable or a cable's spine-to-leaf half of a MetaRoCE cluster dies
+# under a collective (kind failover).  judge_failover runs the same collective without the failure (fo_base) and wants
 # the failure to cost at most half that time again plus four RTO floors (the dead route's
 # packets wait for one, a move may land on it again; session 28: a path RACK emptied
 # re-armed its RTO at each send and never left the dead spine, 2-3.7 x the time without the
 # failure).
 cmd_failover() {
-	local planes
+	local planes leaves
 	ARGS=(cluster --verify --transport metaroce --limit 60000)
 	add --seed rnd 0 1073741823
 	add --hosts pick 8 16 32
 	add --planes pick 2 4
 	planes=$REPLY
 	add --leaves pick 2 4
+	leaves=$REPLY
 	add --spines pick 2 3 4
 	add --op pick permutation alltoall allreduce allgather reducescatter
 	add --bytes pick 256K 1M 4M
@@ -518,7 +519,9 @@ cmd_failover() {
 	if chance 30; then add --paths pick 2 4 8 16; fi
 	if chance 30; then add --clock-skew pick 1000 3000000; add --clock-drift pick 0 500; fi
 	fo_base="${ARGS[*]}"
-	add --fail pick spine cable
+	# A cable's spine-to-leaf half alone (session 33): data crosses, ACKs are lost.
+	add --fail pick spine cable downlink
+	[ "$REPLY" = spine ] || add --fail-leaf rnd 0 $((leaves - 1))
 	add --fail-at rnd 0 300
 	add --fail-plane rnd 0 $((planes - 1))
 }

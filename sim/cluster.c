@@ -146,6 +146,9 @@ static void do_fail(struct cnet *cn, void *ctx)
 	else if (c->failure == CLU_FAIL_CABLE)
 		fc->err = fab_fail_cable(f, c->fail_plane, c->fail_leaf, c->fail_spine,
 					 cnet_now(cn));
+	else if (c->failure == CLU_FAIL_DOWNLINK)
+		fc->err = fab_fail_downlink(f, c->fail_plane, c->fail_spine, c->fail_leaf,
+					    cnet_now(cn));
 }
 
 static bool connecting(struct cnet *cn, void *ctx)

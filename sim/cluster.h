@@ -66,6 +66,7 @@ enum clu_failure {
 	CLU_FAIL_NONE = 0,
 	CLU_FAIL_SPINE,		/* fail_plane's fail_spine, every cable */
 	CLU_FAIL_CABLE,		/* fail_plane: fail_leaf <-> fail_spine, both ways */
+	CLU_FAIL_DOWNLINK,	/* fail_plane: fail_spine -> fail_leaf only */
 };
 
 struct clu_config {

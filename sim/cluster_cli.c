@@ -74,7 +74,8 @@ static const char cluster_usage[] =
 "  --bg-load F       its share of each host's port rate, 0..1 (0.5)\n"
 "  --bg-senders N    incast background senders (7)\n"
 "failure:\n"
-"  --fail spine|cable  --fail-plane N --fail-spine N --fail-leaf N\n"
+"  --fail spine|cable|downlink  --fail-plane N --fail-spine N --fail-leaf N\n"
+"                    a spine, a leaf-spine cable, or its spine-to-leaf half\n"
 "  --fail-at US      after the operation starts (0)\n"
 "run:\n"
 "  --seed N (1)      --limit MS (2000)       --csv FILE (appended)  --tag TEXT (CSV)\n"
@@ -322,6 +323,8 @@ static int job_opt(struct cli *c, int o, const char *arg, uint64_t *step)
 			cfg->failure = CLU_FAIL_SPINE;
 		else if (!strcmp(arg, "cable"))
 			cfg->failure = CLU_FAIL_CABLE;
+		else if (!strcmp(arg, "downlink"))
+			cfg->failure = CLU_FAIL_DOWNLINK;
 		else
 			return -EINVAL;
 		return 0;

@@ -234,6 +234,14 @@ int fab_fail_cable(struct fabric *f, uint32_t plane, uint32_t leaf, uint32_t spi
 	return 0;
 }
 
+int fab_fail_downlink(struct fabric *f, uint32_t plane, uint32_t spine, uint32_t leaf, uint64_t now)
+{
+	if (plane >= f->cfg.nplanes || leaf >= f->cfg.leaves || spine >= f->cfg.spines)
+		return -EINVAL;
+	kill_link(f, fab_sl(f, plane, spine, leaf), now);
+	return 0;
+}
+
 int fab_fail_spine(struct fabric *f, uint32_t plane, uint32_t spine, uint64_t now)
 {
 	if (plane >= f->cfg.nplanes || spine >= f->cfg.spines)

@@ -154,9 +154,14 @@ struct sim_link *fab_first_hop(const struct fabric *f, struct sim_pkt *pkt, int 
 /* Where a packet goes after crossing pkt->link; NULL = it has reached pkt->dst. */
 struct sim_link *fab_next_hop(const struct fabric *f, const struct sim_pkt *pkt, uint64_t now);
 
-/* Fail a spine (all its cables, both ways) or one leaf-spine cable (both ways) at now. */
+/*
+ * Fail a spine (all its cables, both ways), one leaf-spine cable (both ways)
+ * or one direction of it, spine to leaf (a fibre or an optic's receiver: what
+ * crosses it toward the leaf's hosts is lost, what leaves them still goes) at now.
+ */
 int fab_fail_spine(struct fabric *f, uint32_t plane, uint32_t spine, uint64_t now);
 int fab_fail_cable(struct fabric *f, uint32_t plane, uint32_t leaf, uint32_t spine, uint64_t now);
+int fab_fail_downlink(struct fabric *f, uint32_t plane, uint32_t spine, uint32_t leaf, uint64_t now);
 
 struct fab_stats {
 	struct sim_link_stats kind[FAB__KINDS];	/* sums; max_queue_bytes the largest */
