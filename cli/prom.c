@@ -192,6 +192,7 @@ static const char *const helps[][2] = {
 	{ "mroc_backend_tx_bytes_total", "Bytes the backend sent." },
 	{ "mroc_backend_rx_bad_frame_total", "Frames that failed to parse or were not ours." },
 	{ "mroc_backend_rx_bad_icrc_total", "Packets dropped as corrupted: their ICRC did not match." },
+	{ "mroc_backend_rx_not_unicast_total", "UDP backend: packets to a broadcast or group address, dropped." },
 	{ "mroc_backend_tx_no_route_total", "Packets dropped for an unresolved peer (resent)." },
 	{ "mroc_backend_tx_ring_full_total", "Sends that found the TX ring full." },
 	{ "mroc_backend_tx_kick_errors_total", "AF_XDP TX kicks that failed (not EAGAIN)." },

@@ -251,8 +251,10 @@ static void rx_rearm(struct udp_backend *u)
  * the packet was sent to from IP_PKTINFO or IPV6_PKTINFO (IPv4-mapped: IPv4,
  * as sa_to_addr gives the source).
  */
-static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct backend_pkt *pkt)
+static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct backend_pkt *pkt,
+		     bool *group)
 {
+	*group = false;
 	pkt->ce = false;
 	memset(&pkt->dst, 0, sizeof(pkt->dst));
 	for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, mh); c;
@@ -275,6 +277,13 @@ static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct b
 			memcpy(&i4, CMSG_DATA(c), sizeof(i4));
 			pkt->dst.family = AF_INET;
 			pkt->dst.v4 = i4.ipi_addr;
+			/*
+			 * The kernel's local address for the packet differs from
+			 * its destination only for a broadcast or a group
+			 * (fib_compute_spec_dst): a subnet's broadcast address
+			 * looks unicast on its own.
+			 */
+			*group = i4.ipi_spec_dst.s_addr != i4.ipi_addr.s_addr;
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
 			   c->cmsg_len >= CMSG_LEN(sizeof(i6))) {
 			memcpy(&i6, CMSG_DATA(c), sizeof(i6));
@@ -295,6 +304,7 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	struct io_uring_recvmsg_out *o;
 	uint32_t bid;
 	uint8_t *buf;
+	bool group;
 	int len;
 
 	if (cqe->user_data != UD_RX)
@@ -345,7 +355,20 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	u->st.rx_bytes += pkt->len;		/* as on the wire, as tx_bytes */
 	if (len)
 		pkt->len = (uint32_t)len;
-	rx_cmsgs(o, &u->rx_msg, pkt);
+	rx_cmsgs(o, &u->rx_msg, pkt, &group);
+	/*
+	 * Only packets to one of our unicast addresses (docs/PROTOCOL.md 11a):
+	 * a socket bound to the wildcard address also gets broadcasts and
+	 * packets to groups the host is in, and a REQ from a spoofed source
+	 * sent there made every mrocd of the segment answer that source (as
+	 * the XDP program's drop_not_our_addr, before any lookup or state).
+	 */
+	if (group || addr_group(&pkt->dst)) {
+		u->st.rx_not_unicast++;
+		rx_give(u, bid, 0);
+		rx_give_commit(u, 1);
+		return false;
+	}
 	pkt->cookie = bid;
 	u->rx_held[bid] = 1;
 	u->st.rx_pkts++;
@@ -867,10 +890,14 @@ static int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcv
 			sock_opt(fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
 		if (u->family == AF_INET6)
 			sock_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
-		/* The address each packet was sent to: "aead" opens with it. */
-		if (u->family == AF_INET)
+		/*
+		 * The address each packet was sent to: "aead" opens with it.
+		 * IPv4 packets on a dual-stack socket get IP_PKTINFO too: its
+		 * local address tells a subnet broadcast apart (rx_cmsgs).
+		 */
+		if (u->family == AF_INET || u->dual)
 			sock_opt(fd, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
-		else
+		if (u->family == AF_INET6)
 			sock_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO");
 		if (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
 			sock_opt(fd, SOL_SOCKET, SO_RCVBUF, (int)rcvbuf, "SO_RCVBUF");

@@ -48,6 +48,15 @@ bool addr_unicast(const struct mroc_addr *a)
 	       !IN6_IS_ADDR_V4MAPPED(&a->v6);
 }
 
+bool addr_group(const struct mroc_addr *a)
+{
+	if (a->family == AF_INET)
+		return (a->bytes[0] >= 224 && a->bytes[0] < 240) ||
+		       (a->bytes[0] == 255 && a->bytes[1] == 255 && a->bytes[2] == 255 &&
+			a->bytes[3] == 255);
+	return a->family == AF_INET6 && IN6_IS_ADDR_MULTICAST(&a->v6);
+}
+
 bool addr_loopback(const struct mroc_addr *a)
 {
 	if (a->family == AF_INET)

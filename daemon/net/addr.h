@@ -37,5 +37,11 @@ size_t addr_len(const struct mroc_addr *a);	/* 4, 16, or 0 */
 bool addr_unicast(const struct mroc_addr *a);
 /* 127.0.0.0/8 or ::1: a host's own, a peer only where network.allow_loopback says so. */
 bool addr_loopback(const struct mroc_addr *a);
+/*
+ * A destination no packet to this host alone has: IPv4 limited broadcast or
+ * 224/4, IPv6 multicast (a subnet's broadcast address needs the kernel's
+ * word: udp_backend.c).  Unset (family 0): false.
+ */
+bool addr_group(const struct mroc_addr *a);
 
 #endif
