@@ -64,6 +64,13 @@ struct {
 } our_macs SEC(".maps");
 
 struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, MROC_XDP_MAX_VLANS);
+	__type(key, struct mroc_xdp_vlan);
+	__type(value, __u8);
+} our_vlans SEC(".maps");
+
+struct {
 	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
 	__uint(max_entries, 1);
 	__type(key, __u32);
@@ -166,8 +173,12 @@ static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
 		 (a[5] ^ b[5]));
 }
 
-/* A counter index: the reason to pass or drop, or MROC_XDP_OURS (*dst: to whom). */
-static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_addr *dst)
+/*
+ * A counter index: the reason to pass or drop, or MROC_XDP_OURS (*dst: to
+ * whom; *vid: the outer tag's VLAN id, 0 untagged or priority-tagged).
+ */
+static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_addr *dst,
+				    __u16 *vid)
 {
 	struct ethhdr *eth = data;
 	void *l3 = eth + 1;
@@ -185,6 +196,8 @@ static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_
 			break;
 		if ((void *)(vlan + 1) > data_end)
 			return MROC_XDP_CNT_DROP_SHORT_VLAN;
+		if (!i)
+			*vid = bpf_ntohs(vlan->tci) & 0xfff;
 		proto = vlan->encap_proto;
 		l3 = vlan + 1;
 	}
@@ -231,6 +244,7 @@ int mroc_xdp(struct xdp_md *ctx)
 		.queue = ctx->rx_queue_index,
 	};
 	struct mroc_xdp_addr dst = {};
+	struct mroc_xdp_vlan vlan = {};
 	struct mroc_xdp_stats *st;
 	struct mroc_xdp_mac *mac;
 	struct ethhdr *eth = data;
@@ -242,7 +256,8 @@ int mroc_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	st->cnt[MROC_XDP_CNT_RX_TOTAL]++;
 
-	why = classify(data, data_end, &dst);
+	why = classify(data, data_end, &dst, &vlan.vid);
+	vlan.ifindex = key.ifindex;
 	if (why == MROC_XDP_OURS && (void *)(eth + 1) <= data_end &&
 	    (mac = bpf_map_lookup_elem(&our_macs, &key.ifindex))) {
 		/*
@@ -254,6 +269,14 @@ int mroc_xdp(struct xdp_md *ctx)
 			why = MROC_XDP_CNT_DROP_NOT_OUR_MAC;
 		else if (!bpf_map_lookup_elem(&ours, &dst))
 			why = MROC_XDP_CNT_DROP_NOT_OUR_ADDR;
+		/*
+		 * Of a VLAN this host is in on that interface: the kernel
+		 * drops a frame tagged with another (no device takes it), and
+		 * mrocd's answers leave by the route, untagged or in the VLAN
+		 * of the route's device, never in the frame's.
+		 */
+		else if (vlan.vid && !bpf_map_lookup_elem(&our_vlans, &vlan))
+			why = MROC_XDP_CNT_DROP_NOT_OUR_VLAN;
 	}
 	if (why != MROC_XDP_OURS) {
 		st->cnt[why]++;

@@ -47,6 +47,21 @@ struct mroc_xdp_addr {
 #define MROC_XDP_MAX_ADDRS	1024
 
 /*
+ * Key of the "our_vlans" hash: a VLAN id (1..4095) that a VLAN device of
+ * this host has on interface ifindex.  A tagged frame to our port on an
+ * interface in "our_macs" must carry one of these in its outer tag: the
+ * kernel drops a frame of a VLAN the host has no device for, and so does
+ * the program (a host of another VLAN on a trunk reached mrocd).
+ */
+struct mroc_xdp_vlan {
+	__u32 ifindex;
+	__u16 vid;
+	__u16 pad;
+};
+
+#define MROC_XDP_MAX_VLANS	1024
+
+/*
  * XDP metadata of a frame the program redirects: when it ran (its arrival,
  * bpf_ktime_get_ns: CLOCK_MONOTONIC), in the bytes right before the frame.
  * Copy-mode AF_XDP copies metadata with the frame (native and generic XDP),
@@ -95,6 +110,8 @@ struct mroc_xdp_mac {
  *			multicast)
  * drop_not_our_addr	... the destination IP is not one of ours (the map
  *			"ours"): another host's, broadcast, multicast
+ * drop_not_our_vlan	... tagged with a VLAN id no VLAN device of ours has
+ *			on that interface (the map "our_vlans")
  */
 #define MROC_XDP_COUNTERS(X)					\
 	X(RX_TOTAL, rx_total)					\
@@ -110,7 +127,8 @@ struct mroc_xdp_mac {
 	X(DROP_SHORT_MROC, drop_short_mroc)			\
 	X(DROP_BAD_MROC_VERSION, drop_bad_mroc_version)		\
 	X(DROP_NOT_OUR_MAC, drop_not_our_mac)			\
-	X(DROP_NOT_OUR_ADDR, drop_not_our_addr)
+	X(DROP_NOT_OUR_ADDR, drop_not_our_addr)				\
+	X(DROP_NOT_OUR_VLAN, drop_not_our_vlan)
 
 enum mroc_xdp_counter {
 #define MROC_XDP_CNT_ENUM(u, l) MROC_XDP_CNT_##u,

@@ -4,6 +4,7 @@
 #include <grp.h>
 #include <ifaddrs.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -190,6 +191,45 @@ static int host_addrs(struct mroc_addr *out, unsigned max)
 }
 
 /*
+ * The VLAN ids of this host's VLAN devices on each attached interface: the
+ * tags frames to our port may carry there (mroc_xdp.h, drop_not_our_vlan).
+ * Asked on a netlink socket of its own: the control thread calls this
+ * while the workers use theirs.  Taken at start and with the addresses: a
+ * VLAN device without an address has nothing of ours to reach.
+ */
+static int xdp_vlans(struct mrocd *d)
+{
+	static uint16_t vids[MROC_XDP_MAX_VLANS];
+	struct if_nameindex *ifs, *i;
+	struct nl *nl;
+	int err;
+
+	err = nl_open(&nl);
+	if (err)
+		return err;
+	ifs = if_nameindex();
+	if (!ifs) {
+		nl_close(nl);
+		return -errno;
+	}
+	for (unsigned a = 0; !err && a < d->nattached; a++) {
+		unsigned n = 0;
+
+		for (i = ifs; i->if_index && n < MROC_XDP_MAX_VLANS; i++) {
+			struct nl_link l;
+
+			if (!nl_link_get(nl, (int)i->if_index, NULL, &l) && l.vlan_id &&
+			    l.link_ifindex == d->attached[a])
+				vids[n++] = l.vlan_id;
+		}
+		err = xdp_prog_set_vlans(d->prog, d->attached[a], vids, n);
+	}
+	if_freenameindex(ifs);
+	nl_close(nl);
+	return err;
+}
+
+/*
  * docs/PROTOCOL.md 11a: only frames to this host reach the engine.  The XDP
  * program drops (and counts) frames to our port that are not to an
  * interface's own MAC or not to one of the host's addresses: another host's
@@ -206,6 +246,9 @@ static int xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
 	if (n < 0)
 		return n;
 	err = xdp_prog_set_addrs(d->prog, addr, (unsigned)n);
+	/* The VLANs before the MACs turn the checks on. */
+	if (!err)
+		err = xdp_vlans(d);
 	for (unsigned i = 0; !err && macs && i < d->nattached; i++)
 		err = xdp_prog_set_mac(d->prog, d->attached[i], macs[i]);
 	return err;

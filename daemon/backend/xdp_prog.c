@@ -50,7 +50,7 @@ struct sock_slot {
 
 struct xdp_prog {
 	struct mroc_xdp *skel;
-	int prog_fd, xskmap_fd, slots_fd, counters_fd, ours_fd, macs_fd;
+	int prog_fd, xskmap_fd, slots_fd, counters_fd, ours_fd, macs_fd, vlans_fd;
 	uint32_t prog_id;
 	uint16_t udp_port;
 	uint32_t max_sockets;
@@ -427,6 +427,7 @@ int xdp_prog_open(struct xdp_prog **out, const struct xdp_prog_opts *opts)
 	p->counters_fd = bpf_map__fd(p->skel->maps.counters);
 	p->ours_fd = bpf_map__fd(p->skel->maps.ours);
 	p->macs_fd = bpf_map__fd(p->skel->maps.our_macs);
+	p->vlans_fd = bpf_map__fd(p->skel->maps.our_vlans);
 	err = bpf_obj_get_info_by_fd(p->prog_fd, &info, &len);
 	if (err) {
 		pr_err("xdp: reading the program id failed: %s", strerror(-err));
@@ -664,6 +665,31 @@ int xdp_prog_set_mac(struct xdp_prog *p, int ifindex, const uint8_t mac[6])
 
 	memcpy(v.addr, mac, sizeof(v.addr));
 	return bpf_map_update_elem(p->macs_fd, &key, &v, BPF_ANY) ? -errno : 0;
+}
+
+int xdp_prog_set_vlans(struct xdp_prog *p, int ifindex, const uint16_t *vids, unsigned n)
+{
+	struct mroc_xdp_vlan k = { .ifindex = (__u32)ifindex }, next;
+	__u8 one = 1;
+	bool keep;
+
+	if (n > MROC_XDP_MAX_VLANS)
+		return -E2BIG;
+	for (unsigned i = 0; i < n; i++) {
+		k.vid = vids[i];
+		if (bpf_map_update_elem(p->vlans_fd, &k, &one, BPF_ANY))
+			return -errno;
+	}
+	/* Then this interface's that are gone (as xdp_prog_set_addrs). */
+	for (int more = !bpf_map_get_next_key(p->vlans_fd, NULL, &k); more; k = next) {
+		more = !bpf_map_get_next_key(p->vlans_fd, &k, &next);
+		keep = k.ifindex != (__u32)ifindex;
+		for (unsigned i = 0; i < n && !keep; i++)
+			keep = k.vid == vids[i];
+		if (!keep)
+			bpf_map_delete_elem(p->vlans_fd, &k);
+	}
+	return 0;
 }
 
 static struct mroc_xdp_addr xdp_addr_of(const struct mroc_addr *a)

@@ -112,6 +112,13 @@ int xdp_prog_set_mac(struct xdp_prog *prog, int ifindex, const uint8_t mac[6]);
  * destinations frames to our port may have.  -E2BIG above MROC_XDP_MAX_ADDRS.
  */
 int xdp_prog_set_addrs(struct xdp_prog *prog, const struct mroc_addr *addr, unsigned n);
+/*
+ * The VLAN ids (1..4095) of this host's VLAN devices on ifindex: a tagged
+ * frame to our port arriving there (an interface xdp_prog_set_mac gave)
+ * must carry one of them in its outer tag, else it is dropped and counted
+ * (drop_not_our_vlan).  Replaces the interface's earlier set.  0 or -errno.
+ */
+int xdp_prog_set_vlans(struct xdp_prog *prog, int ifindex, const uint16_t *vids, unsigned n);
 
 /* The program's counters summed over CPUs; v[] is indexed by enum mroc_xdp_counter. */
 struct xdp_prog_counters {

@@ -18,11 +18,17 @@
  *   SPOOF_VARY=2  the same sources, the payload as given: one captured
  *                 request replayed from as many hosts (one source QPN);
  *   SPOOF_FRAG=1  each packet as two IP fragments, the first with the UDP
- *                 header and 32 bytes of payload.
+ *                 header and 32 bytes of payload;
+ *   SPOOF_VLAN=ID each packet as an Ethernet frame tagged 802.1Q ID (0:
+ *                 untagged) to MAC SPOOF_DMAC, written on interface SPOOF_IF
+ *                 (a packet socket: the tag in the frame, as a host on a
+ *                 trunk sends it).
  * IPv6: SPOOF_IF=NAME sends through interface NAME (a link-local or
  * multicast destination's scope).
  */
 #include <arpa/inet.h>
+#include <linux/if_packet.h>
+#include <net/ethernet.h>
 #include <net/if.h>
 #include <netinet/in.h>
 #include <netinet/ip.h>
@@ -130,9 +136,54 @@ err:
 	return -1;
 }
 
+/* The IPv4 header checksum (a packet socket's frame gets none from the kernel). */
+static void ip4_csum(uint8_t *ip)
+{
+	uint32_t sum = 0;
+
+	ip[10] = ip[11] = 0;
+	for (int i = 0; i < 20; i += 2)
+		sum += (uint32_t)(ip[i] << 8 | ip[i + 1]);
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	ip[10] = (uint8_t)(~sum >> 8);
+	ip[11] = (uint8_t)~sum;
+}
+
+/* SPOOF_VLAN: the IPv4 packet in buf as an Ethernet frame, tagged unless vid is 0. */
+static int send_frame(int fd, int ifindex, const uint8_t dmac[6], unsigned vid,
+		      uint8_t *buf, size_t total)
+{
+	static uint8_t f[18 + sizeof(struct iphdr) + 8 + MAX_PAYLOAD];
+	struct sockaddr_ll to = { .sll_family = AF_PACKET, .sll_ifindex = ifindex, .sll_halen = 6 };
+	size_t o = 12;
+
+	memcpy(f, dmac, 6);
+	memcpy(f + 6, (uint8_t[]){ 0x02, 0x6d, 0x72, 0x6f, 0x63, 0x01 }, 6);
+	if (vid) {
+		f[o++] = 0x81;
+		f[o++] = 0x00;
+		f[o++] = (uint8_t)(vid >> 8 & 0x0f);
+		f[o++] = (uint8_t)vid;
+	}
+	f[o++] = 0x08;
+	f[o++] = 0x00;
+	ip4_csum(buf);
+	memcpy(f + o, buf, total);
+	memcpy(to.sll_addr, dmac, 6);
+	if (sendto(fd, f, o + total, 0, (struct sockaddr *)&to, sizeof(to)) < 0) {
+		perror("spoof_udp: sendto (frame)");
+		return -1;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
-	const char *ev = getenv("SPOOF_VARY"), *ef = getenv("SPOOF_FRAG");
+	const char *ev = getenv("SPOOF_VARY"), *ef = getenv("SPOOF_FRAG"), *evl = getenv("SPOOF_VLAN");
+	unsigned vid = evl ? (unsigned)atoi(evl) : 0;
+	int ifindex = 0;
+	uint8_t dmac[6] = { 0 };
 	bool vary = ev && (*ev == '1' || *ev == '2'), frag = ef && *ef == '1';
 	bool vary_qpn = vary && *ev == '1';
 	static uint8_t buf[sizeof(struct ip6_hdr) + sizeof(struct udphdr) + MAX_PAYLOAD];
@@ -184,8 +235,21 @@ int main(int argc, char **argv)
 		d->sin_family = AF_INET;
 		d->sin_addr.s_addr = ip->daddr;
 		dlen = sizeof(*d);
-		fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
-		if (fd >= 0 && setsockopt(fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one))) {
+		if (evl) {
+			const char *m = getenv("SPOOF_DMAC");
+
+			ifindex = getenv("SPOOF_IF") ? (int)if_nametoindex(getenv("SPOOF_IF")) : 0;
+			if (!ifindex || !m || sscanf(m, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &dmac[0],
+						     &dmac[1], &dmac[2], &dmac[3], &dmac[4],
+						     &dmac[5]) != 6 || vid > 4095) {
+				fprintf(stderr, "spoof_udp: SPOOF_VLAN wants SPOOF_IF and SPOOF_DMAC\n");
+				return 2;
+			}
+			fd = socket(AF_PACKET, SOCK_RAW, 0);
+		} else {
+			fd = socket(AF_INET, SOCK_RAW, IPPROTO_RAW);
+		}
+		if (fd >= 0 && !evl && setsockopt(fd, IPPROTO_IP, IP_HDRINCL, &one, sizeof(one))) {
 			close(fd);
 			fd = -1;
 		}
@@ -220,7 +284,10 @@ int main(int argc, char **argv)
 					m[8 + k] = (uint8_t)(payload[8 + k] ^ (unsigned)i >> (24 - 8 * k));
 			put_icrc(m, (size_t)plen, ntohs(udp->source), ntohs(udp->dest));
 		}
-		if (hl == sizeof(struct iphdr) && frag) {
+		if (ifindex) {
+			if (send_frame(fd, ifindex, dmac, vid, buf, total))
+				return 1;
+		} else if (hl == sizeof(struct iphdr) && frag) {
 			if (send_frags(fd, buf, total, &dst, dlen))
 				return 1;
 		} else if (sendto(fd, buf, total, 0, (struct sockaddr *)&dst, dlen) < 0) {

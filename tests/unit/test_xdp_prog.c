@@ -402,7 +402,10 @@ static void test_ours_without_socket(void **state)
  * frame to our port reaches a socket only if it is to that MAC and to one
  * of those addresses: another host's, broadcast and multicast are dropped
  * and counted; frames not for our port, as before (and every other test
- * here: interfaces without a MAC given are not checked).
+ * here: interfaces without a MAC given are not checked).  A tagged frame
+ * must name a VLAN of ours on its interface (xdp_prog_set_vlans) in its
+ * outer tag: the kernel drops frames of other VLANs, and so does the
+ * program now (drop_not_our_vlan; before, they reached the engine).
  */
 static void test_only_to_us(void **state)
 {
@@ -421,7 +424,10 @@ static void test_only_to_us(void **state)
 		const char *vn = vlans[v].name;
 
 		build_ours(&p, 4, v);
-		expect_pass(prog, &p, PASS_NO_SOCKET, "IPv4 to us %s", vn);
+		if (vlans[v].n)		/* no VLAN device here has id 100 (yet) */
+			expect_drop(prog, &p, NOT_OUR_VLAN, "IPv4 to us %s, VLAN not ours", vn);
+		else
+			expect_pass(prog, &p, PASS_NO_SOCKET, "IPv4 to us %s", vn);
 		build_ours(&p, 6, v);
 		expect_drop(prog, &p, NOT_OUR_ADDR, "IPv6 to an address not (yet) ours %s", vn);
 		build_ours(&p, 4, v);
@@ -441,6 +447,28 @@ static void test_only_to_us(void **state)
 		p.b[0] = 0x01;
 		expect_drop(prog, &p, NOT_OUR_MAC, "to a multicast MAC %s", vn);
 	}
+	/*
+	 * A VLAN device with id 100 on the interface: frames tagged so (the
+	 * outer tag) are ours; the set replaced, not added to; another
+	 * interface's set is its own.
+	 */
+	assert_int_equal(xdp_prog_set_vlans(prog, 1, (uint16_t[]){ 7, 100 }, 2), 0);
+	assert_int_equal(xdp_prog_set_vlans(prog, 2, (uint16_t[]){ 101 }, 1), 0);
+	for (size_t v = 0; v < ARRAY_SIZE(vlans); v++) {
+		build_ours(&p, 4, v);
+		expect_pass(prog, &p, PASS_NO_SOCKET, "IPv4 to us %s, VLAN 100 ours", vlans[v].name);
+		p.b[15] = 101;
+		if (vlans[v].n)
+			expect_drop(prog, &p, NOT_OUR_VLAN, "IPv4 to us %s, VLAN 101 another interface's",
+				    vlans[v].name);
+	}
+	assert_int_equal(xdp_prog_set_vlans(prog, 1, (uint16_t[]){ 7 }, 1), 0);
+	build_ours(&p, 4, 1);
+	expect_drop(prog, &p, NOT_OUR_VLAN, "IPv4 to us 802.1Q, VLAN 100 no longer ours");
+	/* Priority-tagged (VLAN id 0): untagged as far as VLANs go. */
+	p.b[14] = 0xe0;
+	p.b[15] = 0;
+	expect_pass(prog, &p, PASS_NO_SOCKET, "IPv4 to us, priority-tagged");
 	/* Both families now; the old set replaced, not added to. */
 	assert_int_equal(xdp_prog_set_addrs(prog, ours, 2), 0);
 	build_ours(&p, 6, 0);
