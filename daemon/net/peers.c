@@ -251,10 +251,17 @@ int peers_find(const struct peers *p, const struct mroc_addr *addr, uint32_t *ha
 	return 0;
 }
 
+/* Asked for now: kept until the next sweep, and through this tick whatever happens (new_peer). */
+static void mark(struct peers *p, struct peer *pe)
+{
+	pe->touched = true;
+	pe->handed_ns = p->now;
+}
+
 void peers_touch(struct peers *p, uint32_t handle)
 {
 	if (handle < p->limit && p->peer[handle].live)
-		p->peer[handle].touched = true;
+		mark(p, &p->peer[handle]);
 }
 
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
@@ -327,10 +334,18 @@ static struct peer *new_peer(struct peers *p)
 	if (p->limit < p->max)
 		return &p->peer[p->limit++];
 	pe = evictable(p);
-	/* None: a fresh look at the engine, at most every PEERS_REFS_MIN_NS. */
+	/*
+	 * None: a fresh look at the engine, at most every PEERS_REFS_MIN_NS.
+	 * Peers handed out in this tick keep their mark: the engine's answer
+	 * to the packet that asked (a REP, a REJ; no QP holds the handle yet)
+	 * leaves at the tick's end, to the handle.  Given to another address
+	 * by a flood of REQs from new sources later in the tick, a REP with
+	 * the requester's QPN and key went to the flood's address.
+	 */
 	if (!pe && p->now - p->last_refs >= PEERS_REFS_MIN_NS) {
 		for (uint32_t i = 0; i < p->limit; i++)
-			p->peer[i].touched = false;
+			if (p->peer[i].handed_ns != p->now)
+				p->peer[i].touched = false;
 		mark_refs(p);
 		pe = evictable(p);
 	}
@@ -373,7 +388,7 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 	 */
 	i = req ? slot_primary(p, addr) : peers_slot(p, addr);
 	if (p->slots[i]) {
-		p->peer[slot_handle(p->slots[i])].touched = true;
+		mark(p, &p->peer[slot_handle(p->slots[i])]);
 		*handle = slot_handle(p->slots[i]);
 		return 0;
 	}
@@ -392,7 +407,7 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 	pe->handle = h;
 	pe->owner = owner;
 	pe->live = true;
-	pe->touched = true;
+	mark(p, pe);
 	pe->seen_ns = p->now;
 	pe->addr.family = addr->family;
 	memcpy(pe->addr.bytes, addr->bytes, addr_len(addr));

@@ -26,6 +26,7 @@ struct peer {
 	/* ageing (peers.c) */
 	bool live;			/* in the table (a released handle is not) */
 	bool touched;			/* handed out since the last sweep */
+	uint64_t handed_ns;		/* the tick (peers_sweep's now) it was last handed out in */
 	bool referenced;		/* a QP used it at the last sweep */
 	bool proven;			/* a QP used it at some sweep */
 	uint64_t seen_ns;		/* last sweep that found it touched or referenced */

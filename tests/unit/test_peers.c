@@ -407,6 +407,51 @@ static void test_table_evict_when_full(void **state)
 	peers_destroy(p);
 }
 
+/*
+ * A handle handed out is never given to another address within the worker's
+ * tick (peers_sweep's now): the engine's answer to the packet that asked for
+ * it (a REP, a REJ) is sent to that handle at the tick's end.  A flood of
+ * REQs from new sources that ran the table's untouched peers out in that
+ * tick cleared every "asked for" mark (a fresh look at the engine) and
+ * evicted the REQ just handed its handle: the REP, with the listener's QPN
+ * and the requester's QPN and key, went to one of the flood's addresses,
+ * which could then prove it as the requester (cm_half.c).
+ */
+static void test_handed_kept_in_tick(void **state)
+{
+	const uint32_t n = 64;
+	struct peers *p = peers_create(n);
+	struct mroc_addr a, r = addr_n(5000);
+	uint32_t h, hr;
+
+	(void)state;
+	peers_sweep(p, SEC);
+	for (uint32_t i = 0; i < n; i++) {
+		a = addr_n(i);
+		assert_int_equal(peers_get_handle_req(p, &a, &h), 0);
+	}
+	peers_sweep(p, 2 * SEC);	/* nobody asked since: all evictable */
+	peers_sweep(p, 2 * SEC + 2 * PEERS_REFS_MIN_NS);	/* the next tick */
+	assert_int_equal(peers_get_handle_req(p, &r, &hr), 0);
+	/* The rest of the tick's REQs, from as many new sources. */
+	for (uint32_t i = 1000; i < 1000 + 3 * n; i++) {
+		a = addr_n(i);
+		if (!peers_get_handle_req(p, &a, &h))
+			assert_int_not_equal(h, hr);
+	}
+	assert_int_equal(peers_find(p, &r, &h), 0);
+	assert_int_equal(h, hr);
+	assert_true(addr_eq(&peers_get(p, hr)->addr, &r));
+	/* The next tick may take it (its answers have left). */
+	peers_sweep(p, 2 * SEC + 4 * PEERS_REFS_MIN_NS);
+	for (uint32_t i = 2000; i < 2000 + 3 * n; i++) {
+		a = addr_n(i);
+		(void)peers_get_handle_req(p, &a, &h);
+	}
+	assert_int_not_equal(peers_find(p, &r, &h), 0);
+	peers_destroy(p);
+}
+
 static void count_release(void *ctx, uint32_t handle)
 {
 	(void)handle;
@@ -1106,6 +1151,7 @@ int main(void)
 		cmocka_unit_test(test_find_keeps_nothing),
 		cmocka_unit_test(test_table_owner_share),
 		cmocka_unit_test(test_table_evict_when_full),
+		cmocka_unit_test(test_handed_kept_in_tick),
 		cmocka_unit_test(test_table_referenced_stay),
 		cmocka_unit_test(test_alias_add_lookup),
 		cmocka_unit_test(test_alias_refused),
