@@ -168,6 +168,17 @@ struct aead_peer {
  */
 #define REPLAY_SLOTS	4096
 
+/*
+ * Source addresses whose packets opened (direct-mapped by hash, the newest
+ * wins a slot): a key derivation for one of them draws from a budget of its
+ * own.  Anyone can send sealed REQs with made-up sender ids from spoofed
+ * addresses, and each costs a derivation: with one budget, a flood of them
+ * took every derivation, and a peer that restarted meanwhile (a new sender
+ * id) could not be opened, and so not connect, until the flood ended.
+ */
+#define GOOD_SLOTS	256
+enum { BUDGET_ANY, BUDGET_KNOWN, BUDGETS };
+
 struct aead_replay {
 	pthread_mutex_t lock;
 	uint64_t floor;
@@ -184,8 +195,9 @@ struct aead {
 	EVP_CIPHER_CTX *tx;
 	struct aead_peer rx[RX_CACHE];
 	struct aead_replay *replay;
-	/* key derivations for senders not in rx[]: a bucket of AEAD_DERIVE_BURST */
-	uint64_t derive_tokens, derive_at_ns;
+	/* key derivations for senders not in rx[]: buckets of AEAD_DERIVE_BURST */
+	struct { uint64_t tokens, at_ns; } derive[BUDGETS];
+	struct mroc_addr good[GOOD_SLOTS];
 	struct aead_stats st;
 };
 
@@ -292,7 +304,8 @@ int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead 
 	pthread_mutex_init(&a->replay->lock, NULL);
 	a->replay->refs = 1;
 	a->replay->floor = clock_ns(CLOCK_REALTIME);
-	a->derive_tokens = AEAD_DERIVE_BURST;
+	for (int i = 0; i < BUDGETS; i++)
+		a->derive[i].tokens = AEAD_DERIVE_BURST;
 	a->kdf = EVP_KDF_fetch(NULL, "HKDF", NULL);
 	a->tx = a->kdf ? packet_ctx(a, k, a->sender, true) : NULL;
 	if (!a->tx) {
@@ -432,22 +445,27 @@ static struct aead_peer *rx_slot(struct aead *a, uint32_t key_id, uint64_t sende
  * (AEAD_DERIVE_BURST, refilled at AEAD_DERIVE_PER_S): anyone can send a
  * made-up sender id, and each costs an HKDF and a cipher context.
  */
-static bool derive_allowed(struct aead *a)
+static bool derive_allowed(struct aead *a, int budget)
 {
 	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
-	uint64_t add = (now - a->derive_at_ns) * AEAD_DERIVE_PER_S / 1000000000ULL;
+	uint64_t *tokens = &a->derive[budget].tokens, *at = &a->derive[budget].at_ns;
+	uint64_t add = (now - *at) * AEAD_DERIVE_PER_S / 1000000000ULL;
 
 	if (add) {
-		a->derive_tokens = a->derive_tokens + add > AEAD_DERIVE_BURST ? AEAD_DERIVE_BURST :
-										a->derive_tokens + add;
-		a->derive_at_ns = now;
+		*tokens = *tokens + add > AEAD_DERIVE_BURST ? AEAD_DERIVE_BURST : *tokens + add;
+		*at = now;
 	}
-	if (!a->derive_tokens) {
+	if (!*tokens) {
 		a->st.rx_derive_limited++;
 		return false;
 	}
-	a->derive_tokens--;
+	(*tokens)--;
 	return true;
+}
+
+static struct mroc_addr *good_slot(struct aead *a, const struct mroc_addr *src)
+{
+	return &a->good[addr_hash(src) % GOOD_SLOTS];
 }
 
 /*
@@ -456,8 +474,8 @@ static bool derive_allowed(struct aead *a)
  * pushes a real one out of the cache).  NULL: unknown key, or the bucket is
  * empty (*why).
  */
-static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender, bool *fresh,
-			      int *why)
+static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender,
+			      const struct mroc_addr *src, bool *fresh, int *why)
 {
 	const struct aead_key *k;
 	struct aead_peer *e = rx_slot(a, key_id, sender);
@@ -471,7 +489,7 @@ static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender, 
 		*why = -ENOKEY;
 		return NULL;
 	}
-	if (!derive_allowed(a)) {
+	if (!derive_allowed(a, addr_eq(good_slot(a, src), src) ? BUDGET_KNOWN : BUDGET_ANY)) {
 		*why = -EBUSY;
 		return NULL;
 	}
@@ -550,7 +568,7 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 		a->st.rx_bad_tag++;	/* its addresses unknown here: it cannot be checked */
 		return -EADDRNOTAVAIL;
 	}
-	ctx = rx_ctx(a, get32(tr), get64(tr + 4), &fresh, &why);
+	ctx = rx_ctx(a, get32(tr), get64(tr + 4), src, &fresh, &why);
 	if (!ctx)
 		return why;
 	clear = clear_span(p, len);
@@ -568,11 +586,12 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 		return -EBADMSG;
 	}
 	if (fresh) {
-		/* Proven: it holds a key of ours.  Into the cache. */
+		/* Proven: it holds a key of ours.  Into the cache, and its address a known one. */
 		struct aead_peer *e = rx_slot(a, get32(tr), get64(tr + 4));
 
 		EVP_CIPHER_CTX_free(e->ctx);
 		*e = (struct aead_peer){ .key_id = get32(tr), .sender = get64(tr + 4), .ctx = ctx };
+		*good_slot(a, src) = *src;
 	}
 	if (mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ && !req_fresh(a, get64(tr + 4), get64(tr + 12))) {
 		a->st.rx_stale++;

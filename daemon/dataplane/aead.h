@@ -39,7 +39,11 @@
 #define AEAD_TRAILER_LEN	(4 + 8 + 8 + AEAD_TAG_LEN)
 /* A CONNECT_REQ is taken this close to our clock (CLOCK_REALTIME), once (aead.c). */
 #define AEAD_FRESH_NS		10000000000ULL
-/* Key derivations for senders not heard from yet: at most this many at once, this many a second. */
+/*
+ * Key derivations for senders not heard from yet: at most this many at once,
+ * this many a second; for sources whose packets opened before, as many again
+ * of their own (aead.c GOOD_SLOTS).
+ */
 #define AEAD_DERIVE_BURST	64
 #define AEAD_DERIVE_PER_S	256
 

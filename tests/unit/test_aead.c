@@ -320,6 +320,46 @@ static void test_forged_senders(void **state)
 	aead_destroy(rx);
 }
 
+/*
+ * Made-up sender ids from other addresses (a flood of forged sealed REQs:
+ * anyone can send them) took every key derivation, and a peer that then
+ * restarted (its packets under a new sender id, from the address whose
+ * packets opened before) was refused too (rx_derive_limited) for as long
+ * as the flood lasted: it could not connect again.  Sources whose packets
+ * opened before have a budget of their own.
+ */
+static void test_forged_senders_spare_known(void **state)
+{
+	struct aead_keyset ks = keyset(5, 0x11);
+	struct aead *tx, *rx;
+	struct aead_stats st;
+	struct sealed s;
+	uint8_t sealed, pkt[1024];
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	seal_one(tx, &s);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &A, &B, &sealed), (int)s.olen);
+	for (uint32_t i = 0; i < 20000; i++) {
+		seal_one(tx, &s);
+		memcpy(pkt, s.buf, s.len);
+		memcpy(pkt + s.olen + 4, &i, sizeof(i));
+		pkt[s.olen + 4 + 7] ^= 0x5a;
+		assert_true(aead_open(rx, pkt, s.len, &C, &B, &sealed) < 0);
+	}
+	aead_get_stats(rx, &st);
+	assert_true(st.rx_derive_limited > 0);
+	/* A restarts: a new sender. */
+	aead_destroy(tx);
+	assert_int_equal(aead_create(&ks, 0, &tx), 0);
+	seal_one(tx, &s);
+	assert_int_equal(aead_open(rx, s.buf, s.len, &A, &B, &sealed), (int)s.olen);
+	assert_int_equal(sealed, ENGINE_RX_SEALED);
+	aead_destroy(tx);
+	aead_destroy(rx);
+}
+
 /* Open a copy of s as if it came from src to dst. */
 static int open_as(struct aead *rx, const struct sealed *s, const struct mroc_addr *src,
 		   const struct mroc_addr *dst)
@@ -441,6 +481,7 @@ int main(void)
 		cmocka_unit_test(test_full_buffer),
 		cmocka_unit_test(test_req_replay),
 		cmocka_unit_test(test_forged_senders),
+		cmocka_unit_test(test_forged_senders_spare_known),
 		cmocka_unit_test(test_other_addresses),
 		cmocka_unit_test(test_addresses_required),
 	};
