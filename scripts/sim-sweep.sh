@@ -72,10 +72,14 @@ elif [ -z "$sim" ]; then
 fi
 [ "$dry" = 1 ] || [ -x "$sim" ] || { echo "sim-sweep.sh: $sim is not executable" >&2; exit 2; }
 out=${out:-$(dirname "$sim")/sim-sweep}
-mkdir -p "$out"
 log=$out/log.txt fails=$out/failures.txt
-: >"$log"
-: >"$fails"
+if [ "$dry" = 1 ]; then
+	log=/dev/null fails=/dev/null	# a dry run writes nothing (it left ./sim-sweep/ behind)
+else
+	mkdir -p "$out"
+	: >"$log"
+	: >"$fails"
+fi
 
 # Leaks are findings too; the first UB report ends the run with a non-zero status.
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:halt_on_error=1}
@@ -627,7 +631,7 @@ judge() {
 
 kinds_list=(${kinds//,/ })
 t0=$SECONDS n=0 nfail=0
-tmp=$(mktemp "$out/run.XXXXXX")
+if [ "$dry" = 1 ]; then tmp=$(mktemp); else tmp=$(mktemp "$out/run.XXXXXX"); fi
 trap 'rm -f "$tmp"' EXIT
 echo "sim-sweep: $sim, sweep seed $sweep_seed, up to $runs runs, log $log"
 while [ "$n" -lt "$runs" ]; do
