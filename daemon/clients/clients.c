@@ -267,10 +267,16 @@ static void bad_wr(struct clients *cs, struct cqp *q, uint64_t wr_id, uint8_t wc
 		.opcode = wc_opcode,
 		.status = status,
 	};
+	struct client *cl = q->cl;
 
 	cs->st.bad_wrs++;
-	if (++q->cl->bad_wrs > BAD_WR_LIMIT) {
-		kick(cs, q->cl, "too many bad work requests", now);
+	cl->bad_wrs++;
+	if (now - cl->bad_burst_from >= BAD_WR_WINDOW_NS) {
+		cl->bad_burst_from = now;
+		cl->bad_burst = 0;
+	}
+	if (++cl->bad_burst > BAD_WR_LIMIT) {
+		kick(cs, cl, "too many bad work requests", now);
 		return;
 	}
 	cq_push(cs, q, &e, now);

@@ -23,7 +23,14 @@
 #define CLIENT_BATCH		64	/* ... and from all of one client's QPs */
 #define UIDS_MAX		4096	/* users with clients: limits.max_clients' largest value */
 #define CQ_EVENT_ROOM		8	/* connection events need CQ room too */
-#define BAD_WR_LIMIT		1024	/* then the client is disconnected */
+/*
+ * More bad work requests than this within BAD_WR_WINDOW_NS and the client is
+ * disconnected: a broken client.  Counted over its whole life, a long-lived
+ * client that now and then posts to a QP its peer's failure put in error was
+ * disconnected in the end.
+ */
+#define BAD_WR_LIMIT		1024
+#define BAD_WR_WINDOW_NS	1000000000ULL
 #define ZOMBIE_NS		(2ULL * 1000000000ULL)
 #define MAX_CLIENTS		4096	/* limits.max_clients' upper bound */
 /*
@@ -131,7 +138,9 @@ struct client {
 	uint32_t nqps, qps_cap;
 	uint64_t mr_bytes;
 	uint64_t locked_bytes;		/* regions and rings pinned for it (map_pinned) */
-	uint32_t bad_wrs;		/* worker */
+	uint32_t bad_wrs;		/* worker: all its life (admin "counters") */
+	uint32_t bad_burst;		/* worker: since bad_burst_from (BAD_WR_LIMIT) */
+	uint64_t bad_burst_from;
 	uint64_t wrs, cqes, cq_overflows;	/* worker: its own counters (admin "counters") */
 	uint32_t loop_wrs;		/* worker: taken in loop number loop */
 	uint64_t loop;

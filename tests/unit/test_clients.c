@@ -920,6 +920,70 @@ static void test_doorbells(void **state)
 }
 
 /*
+ * n work requests of an opcode that does not exist posted to q, 8 at a time,
+ * step ns of the worker's clock apart, their error completions read from cq;
+ * returns the completions read (fewer: the client was disconnected).
+ */
+static unsigned post_bad(struct tqp *q, struct ring_view *cq, unsigned n, uint64_t *now,
+			 uint64_t step)
+{
+	unsigned got = 0;
+
+	for (unsigned i = 0; i < n; i += 8) {
+		unsigned k = n - i < 8 ? n - i : 8;
+
+		for (unsigned j = 0; j < k; j++) {
+			struct mroc_sqe *e = ring_prod_slot(&q->sq);
+
+			memset(e, 0, sizeof(*e));
+			e->opcode = 0xff;
+			ring_prod_commit(&q->sq, 1);
+		}
+		ring(q->doorbell);
+		clients_fd_ready(E.cs, 0);
+		clients_poll(E.cs, *now);
+		for (int64_t a = ring_cons_avail(cq); a > 0; a--, got++)
+			ring_cons_release(cq, 1);
+		*now += step * k;
+	}
+	return got;
+}
+
+/*
+ * A client is disconnected for bad work requests only in a burst: more than
+ * BAD_WR_LIMIT (1,024) within a second.  Counted over its life, a
+ * long-lived client that now and then posts to a QP in error was
+ * disconnected in the end.
+ */
+static void test_bad_wrs_burst(void **state)
+{
+	struct clients_stats st;
+	struct ring_view cq;
+	struct tqp q;
+	struct tc c;
+	uint32_t qpn, sq_off, rq_off, cq_off;
+	uint64_t now = 1000000;
+
+	(void)state;
+	env_up(100);
+	open_client(&c, 1000);
+	assert_int_equal(qp_create_t(&c, &qpn, &q), 0);
+	mroc_shm_layout(8, 8, 32, &sq_off, &rq_off, &cq_off);
+	ring_view_init(&cq, q.map, cq_off, 32, sizeof(struct mroc_cqe), false);
+	/* 1,000 a second for 3 s: each gets its error, the client stays. */
+	assert_int_equal(post_bad(&q, &cq, 3000, &now, 1000000), 3000);
+	stats(&st);
+	assert_int_equal(st.kicked, 0);
+	/* 1,032 within a second: disconnected. */
+	assert_true(post_bad(&q, &cq, 1032, &now, 1000) < 1032);
+	stats(&st);
+	assert_int_equal(st.kicked, 1);
+	close_client(&c);
+	munmap(q.map, q.len);
+	env_down();
+}
+
+/*
  * A worker spinning with nothing to do (clients_idle, worker.c's busy-poll
  * turns) looks at the doorbells every DOORBELL_IDLE_NS, not every
  * DOORBELL_POLL_NS: a post to a QP that went cold when the worker slept is
@@ -1031,6 +1095,7 @@ int main(void)
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_doorbells),
+		cmocka_unit_test(test_bad_wrs_burst),
 		cmocka_unit_test(test_doorbell_idle_look),
 		cmocka_unit_test(test_stranded_work),
 	};
