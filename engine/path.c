@@ -639,7 +639,13 @@ bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts
 	}
 	path_note_rtt_max(eng, rtt, now);
 	if (p->rto_fired_at) {
-		if ((int32_t)((uint32_t)p->rto_fired_at - ts_echo) > 0) {
+		/*
+		 * In engine time, not as 32-bit stamps: a path's last RTO stays
+		 * here until an ACK of it comes, and after an idle gap of
+		 * 2.15-4.29 s (mod 4.29 s) a probe sent long after the RTO
+		 * compared as sent before it, and a needed RTO was undone.
+		 */
+		if (now - rtt < p->rto_fired_at) {
 			eng->st.c[EC_RTO_SPURIOUS]++;
 			if (p->undo_ok && !p->classic)
 				rto_undo(eng, qp, p);

@@ -1,0 +1,146 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Engine state that outlives an idle gap longer than 2^31 ns, the reach of
+ * the 32-bit stamps on the wire (PROTOCOL 3.1 `ts`, 3.3 `ts_echo`): a
+ * stamp kept across such a gap and compared with a new one as a 32-bit
+ * serial number reads as before it once the gap is 2.15-4.29 s (mod 4.29 s).
+ *  - a path's last RTO, which the next ACK's echo judges (Eifel's test,
+ *    path.c path_on_echo): a path timed out on a dead route, the message went
+ *    by its sibling, and its first ACK after a 3 s gap, of a packet sent
+ *    long after the RTO, showed the RTO "needless": undone, and the path
+ *    moved back onto the route that had died.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+#include <cmocka.h>
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "engine_pair.h"
+
+#define REG_LEN		(1024 * 1024)
+#define SVC		42
+
+static int teardown(void **state)
+{
+	return pair_fx_teardown(state);
+}
+
+static struct engine_qp_attr attr_of(uint8_t npaths, uint64_t user)
+{
+	struct engine_qp_attr a = pair_test_attr();
+
+	a.npaths = npaths;
+	a.user = user;
+	return a;
+}
+
+/* Run until side has a completion to look at, at most `limit` of fake time. */
+static void run_until_cqe(struct pair *p, int side, uint64_t limit)
+{
+	uint64_t end = p->now + limit;
+
+	while (!pair_pending(p, side) && p->now < end)
+		pair_run_for(p, 10 * PAIR_US);
+}
+
+/* A's data packets by this source port are lost (0: the first port path 0 sends by). */
+struct dead_route {
+	uint16_t sport;
+	bool all;			/* every packet of A's path 0, whatever its port */
+	uint64_t dropped;
+};
+
+static bool drop_dead_route(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct dead_route *d = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_A || !mroc_op_is_data(pkt->data[PKT_OPCODE]))
+		return true;
+	if (pkt->data[PKT_PATH] == 0 && !d->sport)
+		d->sport = pkt->sport;
+	if (pkt->sport != d->sport && !(d->all && pkt->data[PKT_PATH] == 0))
+		return true;
+	d->dropped++;
+	return false;
+}
+
+static void write_one(struct pair_fx *x, uint64_t id, uint32_t len)
+{
+	struct engine_wr wr = pair_fx_wr(x, ENGINE_WR_WRITE, id, 0, len, 0);
+
+	assert_int_equal(pair_post(x->p, PAIR_A, &wr), 0);
+	run_until_cqe(x->p, PAIR_A, 200 * PAIR_MS);
+	pair_expect(x->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, id);
+}
+
+/*
+ * Path 0 of two: its route dies while a 64 KiB WRITE is under way, and with
+ * it every packet path 0 sends until the WRITE is done (its new port's
+ * probe too): the RTO moves it, the WRITE goes by path 1.  Then 3 s of
+ * nothing (keepalives answered), the route still dead, and a WRITE: path 0
+ * probes its new port, which works, and the ACK echoes that probe, sent 3 s
+ * after the RTO.  The RTO was needed; the path stays on its new port.
+ */
+static void test_rto_judged_after_idle(void **state)
+{
+	struct engine_qp_attr qa = attr_of(2, 0xa), qb = attr_of(2, 0xb);
+	struct dead_route d = { 0 };
+	struct engine_path_info pi;
+	struct engine_config ca, cb;
+	struct pair_fx *x;
+	uint64_t spurious, undone, dropped;
+
+	pair_test_config(&ca);
+	ca.dead_peer_ns = 10000 * PAIR_MS;
+	cb = ca;
+	cb.seed = 2;
+	x = pair_fx_open(state, sizeof(*x), &ca, &cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
+	pair_connect(x->p, &qa, &qb, SVC);
+	pair_set_delay(x->p, PAIR_A, 10 * PAIR_US);
+	pair_set_delay(x->p, PAIR_B, 10 * PAIR_US);
+	write_one(x, 1, 16 * 1024);	/* both paths have RTT samples */
+
+	x->p->filter = drop_dead_route;
+	x->p->filter_arg = &d;
+	d.all = true;
+	write_one(x, 2, 64 * 1024);
+	pair_run_for(x->p, 100 * PAIR_MS);	/* path 0's timers run out: nothing to probe with */
+	assert_int_equal(engine_path_info(x->p->s[PAIR_A].eng, x->p->s[PAIR_A].qpn, 0, &pi), 0);
+	print_message("path 0: %llu RTOs, port %u (dead %u), timed out %d, %llu dropped\n",
+		      (unsigned long long)pi.timeouts, pi.sport, d.sport, pi.timed_out,
+		      (unsigned long long)d.dropped);
+	assert_true(pi.timeouts >= 1);
+	assert_int_not_equal(pi.sport, d.sport);
+
+	d.all = false;			/* the old port stays dead, the new one works */
+	spurious = pair_stat(x->p, PAIR_A, EC_RTO_SPURIOUS);
+	undone = pair_stat(x->p, PAIR_A, EC_RTO_UNDONE);
+	pair_run_for(x->p, 3000 * PAIR_MS);
+	dropped = d.dropped;
+	write_one(x, 3, 64 * 1024);
+	write_one(x, 4, 64 * 1024);
+	assert_int_equal(engine_path_info(x->p->s[PAIR_A].eng, x->p->s[PAIR_A].qpn, 0, &pi), 0);
+	print_message("after 3 s idle: %llu RTOs called needless, %llu undone, path 0 by port %u, "
+		      "%llu more dropped\n",
+		      (unsigned long long)(pair_stat(x->p, PAIR_A, EC_RTO_SPURIOUS) - spurious),
+		      (unsigned long long)(pair_stat(x->p, PAIR_A, EC_RTO_UNDONE) - undone),
+		      pi.sport, (unsigned long long)(d.dropped - dropped));
+	assert_int_equal(pair_stat(x->p, PAIR_A, EC_RTO_SPURIOUS), spurious);
+	assert_int_equal(pair_stat(x->p, PAIR_A, EC_RTO_UNDONE), undone);
+	assert_int_not_equal(pi.sport, d.sport);
+	assert_int_equal(d.dropped, dropped);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_teardown(test_rto_judged_after_idle, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
