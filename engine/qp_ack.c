@@ -1154,6 +1154,19 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	if (qp->stall_since && now >= qp->stall_since + eng->cfg.rto_min_ns * 4) {
 		qp->stall_since = 0;
+		/*
+		 * Each stall is a retry of snd_una (max_retx), though its resends
+		 * are not (requeue): a peer whose cumulative DSN stays below a
+		 * segment it acknowledged on its path, and that never NAKs it
+		 * (an RNR NAK starts the count again), was resent to every 4
+		 * rto_min for good, each resend's ACK news enough to keep the
+		 * dead-peer clock back (an ACK that lied about its cum_dsn
+		 * once: 5,000 packets a second, the WR never done nor failed).
+		 */
+		if (++qp->una_retries > eng->cfg.max_retx) {
+			fail_msg_of(eng, qp, qp->snd_una, ENGINE_WC_RETRY_EXC_ERR, now);
+			return;
+		}
 		rewind_acked(qp, qp->snd_una, DSN_RNR_WAIT);
 		requeue(eng, qp, DSN_RNR_WAIT);
 	}
