@@ -716,6 +716,12 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_SUCCESS);
 		} else if (qp->state == ENGINE_QPS_ERROR && qp->cm_pending == CM_SEND_DISC) {
 			qp->cm_pending = CM_NONE;	/* both sides said it */
+			/*
+			 * Its retry with it: a deadline left with nothing pending
+			 * stayed due for good (cm_timer waits for cm_tx to re-arm
+			 * it), and every timer run ran the QP again.
+			 */
+			qp->cm_deadline = 0;
 		} else if (qp->state == ENGINE_QPS_CONNECTING && qp->cm_pending == CM_SEND_RTU &&
 			   pkt->hdr.src_qpn == qp->peer_qpn) {
 			/* The server bound us and closed before we heard from it. */

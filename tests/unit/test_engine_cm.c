@@ -693,6 +693,45 @@ static void test_error_tells_peer(void **state)
 }
 
 /*
+ * Both QPs fail at once (each wrote with an rkey the other never gave out)
+ * and their DISCONNECTs cross: each takes the other's while its own waits
+ * for an answer, and says no more.  Its retry deadline went with it: left
+ * set with nothing pending, it was due for good, and every timer run of
+ * the engine ran that QP again (a driver spinning on a deadline in the
+ * past: 1,000,000 timer runs a second at the harness's 1 us tick).
+ */
+static void test_errors_cross(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct pair_mem *ma = pair_mem_new(p, PAIR_A, 4096, 1, ENGINE_ACCESS_ALL);
+	struct pair_mem *mb = pair_mem_new(p, PAIR_B, 4096, 1, ENGINE_ACCESS_ALL);
+	struct engine_wr wa = { .wr_id = 5, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+				.lkey = ma->lkey, .len = 10, .rkey = 0x12345678 };
+	struct engine_wr wb = wa;
+
+	wb.lkey = mb->lkey;
+	pair_connect(p, NULL, NULL, SVC);
+	pair_set_delay(p, PAIR_A, 10 * PAIR_US);
+	pair_set_delay(p, PAIR_B, 10 * PAIR_US);
+	p->tick = 1 * PAIR_US;
+	assert_int_equal(pair_post(p, PAIR_A, &wa), 0);
+	assert_int_equal(pair_post(p, PAIR_B, &wb), 0);
+	pair_run_for(p, 100 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_REM_ACCESS_ERR, 5);
+	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xa);
+	pair_expect(p, PAIR_B, ENGINE_WC_WRITE, ENGINE_WC_REM_ACCESS_ERR, 5);
+	pair_expect(p, PAIR_B, ENGINE_WC_EV_ERROR, PAIR_ANY_STATUS, 0xb);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
+	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_ERROR);
+	print_message("100 ms: %llu timer runs, %llu at a deadline already run\n",
+		      (unsigned long long)p->wakeups, (unsigned long long)p->stuck_deadlines);
+	assert_int_equal(p->stuck_deadlines, 0);
+	assert_true(p->wakeups < 100);
+	for (int i = 0; i < 2; i++)
+		assert_int_equal(engine_next_deadline(p->s[i].eng), UINT64_MAX);
+}
+
+/*
  * Issue #23 finding 7: a WR that fails inside engine_tx (its region gone, or
  * max_retx) puts the QP in error while it is on the data list; the
  * DISCONNECT must still go out.  Keepalives off: nothing else would tell B
@@ -767,6 +806,7 @@ int main(void)
 		T(test_disconnect_both),
 		T(test_reconnect_new_isn),
 		T(test_error_tells_peer),
+		T(test_errors_cross),
 		T(test_error_in_tx_dereg_tells_peer),
 		T(test_error_in_tx_retry_tells_peer),
 	};
