@@ -402,6 +402,12 @@ void qp_flush_rest(struct engine *eng, struct qp *qp, uint8_t status)
 	qp->rnr_deadline = 0;
 	qp->stall_since = 0;
 	qp->rack_deadline = 0;
+	/*
+	 * Nothing left to pace, and only qp_tx_data clears it, which a QP
+	 * closing (CLOSING keeps its timers) never reaches: its pacing time
+	 * stayed a deadline in the past, run again at every timer run.
+	 */
+	qp->pace_blocked = false;
 }
 
 /* A QP that is not connected (nothing of it may be delivered any more): everything fails. */

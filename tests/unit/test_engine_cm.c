@@ -623,6 +623,65 @@ static void test_disconnect_both(void **state)
 	assert_int_equal(engine_next_deadline(p->s[PAIR_B].eng), UINT64_MAX);
 }
 
+/* B's ACKs ask for 10 Mbit/s (a rate hint, PROTOCOL 3.3), until B falls silent. */
+static bool hint_then_silent(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	const bool *silent = arg;
+
+	(void)p;
+	if (pkt->from != PAIR_B)
+		return true;
+	if (*silent)
+		return false;
+	if (pkt->data[PKT_OPCODE] == MROC_OP_ACK)
+		pkt_put32(pkt->data, PKT_ACK_CUM_DSN + 16, 10);
+	return true;
+}
+
+/*
+ * A QP waiting for its pacing time (the peer's rate hint) is closed, and
+ * the peer stays silent, so it stays CLOSING while its DISCONNECT is tried
+ * again.  Its pacing time had become a timer with nothing to pace: the
+ * flush emptied the send queue and a closing QP sends no data, so nothing
+ * cleared it, and from its time on every timer run of the engine ran that
+ * QP again, until the close ended.
+ */
+static void test_close_while_paced(void **state)
+{
+	struct pair *p = open_pair(state, NULL, NULL);
+	struct pair_mem *ma = pair_mem_new(p, PAIR_A, 1024 * 1024, 1, ENGINE_ACCESS_ALL);
+	struct pair_mem *mb = pair_mem_new(p, PAIR_B, 1024 * 1024, 1, ENGINE_ACCESS_ALL);
+	struct engine_wr wr = { .wr_id = 5, .opcode = ENGINE_WR_WRITE, .flags = ENGINE_WR_SIGNALED,
+				.lkey = ma->lkey, .len = 1024 * 1024, .rkey = mb->rkey };
+	struct engine_qp_info qi;
+	bool silent = false;
+	uint64_t runs;
+
+	pair_connect(p, NULL, NULL, SVC);
+	pair_set_delay(p, PAIR_A, 10 * PAIR_US);
+	pair_set_delay(p, PAIR_B, 10 * PAIR_US);
+	p->tick = 1 * PAIR_US;
+	p->filter = hint_then_silent;
+	p->filter_arg = &silent;
+	assert_int_equal(pair_post(p, PAIR_A, &wr), 0);
+	pair_run_for(p, 2 * PAIR_MS);
+	assert_int_equal(engine_qp_info(p->s[PAIR_A].eng, p->s[PAIR_A].qpn, &qi), 0);
+	assert_int_equal(qi.rate_hint_mbps, 10);
+	pair_expect_none(p, PAIR_A);	/* 1 MiB at 10 Mbit/s: 0.8 s */
+
+	silent = true;
+	assert_int_equal(engine_qp_disconnect(p->s[PAIR_A].eng, p->s[PAIR_A].qpn,
+					      pair_clock(p, PAIR_A)), 0);
+	runs = p->wakeups;
+	pair_run_for(p, 20 * PAIR_MS);
+	pair_expect(p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_FLUSH_ERR, 5);
+	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CLOSING);
+	print_message("20 ms closing: %llu timer runs, %llu at a deadline already run\n",
+		      (unsigned long long)(p->wakeups - runs), (unsigned long long)p->stuck_deadlines);
+	assert_int_equal(p->stuck_deadlines, 0);
+	assert_true(p->wakeups - runs < 100);
+}
+
 /*
  * Issue #23 suspicion: a reconnected QP reused its initial sequence numbers,
  * so a packet of the last connection still in the network could land in the
@@ -804,6 +863,7 @@ int main(void)
 		T(test_disconnect_peer),
 		T(test_disconnect_ack),
 		T(test_disconnect_both),
+		T(test_close_while_paced),
 		T(test_reconnect_new_isn),
 		T(test_error_tells_peer),
 		T(test_errors_cross),
