@@ -28,9 +28,23 @@ static void go_back(struct engine *eng, struct qp *qp, struct path *p, uint32_t 
 		if (x->state == SB_INFLIGHT) {
 			p->inflight -= x->bytes;
 			peer_release(eng, qp, 1);
+			/*
+			 * From the oldest DSN forgotten here, not psn's own: a
+			 * go-back from an RNR delay's end (resend) sends older
+			 * DSNs at newer PSNs than those still in flight, and
+			 * went back to psn's DSN, those older ones were never
+			 * sent again (the QP failed at the dead-peer timer).
+			 */
+			if (seq_lt(x->dsn, dsn))
+				dsn = x->dsn;
 		}
 		x->state = SB_FREE;
 	}
+	/* Nor past a go-back under way: the DSNs it had still to resend. */
+	if (qp->gbn_active && seq_lt(qp->gbn_next, dsn))
+		dsn = qp->gbn_next;
+	if (seq_lt(dsn, qp->snd_una))
+		dsn = qp->snd_una;
 	p->next_psn = psn;
 	for (uint32_t d = dsn; d != qp->snd_nxt; d++)
 		dsn_ent(qp, d)->state = DSN_LOST;
@@ -78,6 +92,9 @@ static void on_timeout(struct engine *eng, struct qp *qp, struct path *p)
 /* Go-Back-N: resend in order from d, with new PSNs. */
 static bool resend(struct engine *eng, struct qp *qp, uint32_t d)
 {
+	/* Nor past a go-back under way (go_back's reason). */
+	if (qp->gbn_active && seq_lt(qp->gbn_next, d) && !seq_lt(qp->gbn_next, qp->snd_una))
+		d = qp->gbn_next;
 	for (uint32_t x = d; x != qp->snd_nxt; x++)
 		dsn_ent(qp, x)->state = DSN_LOST;
 	qp->gbn_next = d;
