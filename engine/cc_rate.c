@@ -22,9 +22,18 @@ uint32_t cc_rate_hint(struct engine *eng, struct qp *qp, uint64_t now)
 	if (!eng->cfg.rate_hints || !eng->cfg.link_rate_bps)
 		return 0;
 	if (now >= eng->hint_epoch_end) {
-		eng->active_prev = eng->active_now;
+		/*
+		 * "The epoch before" is the one just ended only if this one
+		 * follows it: after an idle gap the last epoch anything sent in
+		 * was seconds ago, and a QP sending alone was told the share it
+		 * had had beside others then.  Two epochs on, every host's
+		 * count of its own (peer_hint_qps) is stale too.
+		 */
+		bool next = now - eng->hint_epoch_end < eng->cfg.hint_interval_ns;
+
+		eng->active_prev = next ? eng->active_now : 0;
 		eng->active_now = 0;
-		eng->hint_epoch++;
+		eng->hint_epoch += next ? 1 : 2;
 		eng->hint_epoch_end = now + eng->cfg.hint_interval_ns;
 	}
 	if (qp->hint_epoch != eng->hint_epoch) {

@@ -9,6 +9,10 @@
  *    by its sibling, and its first ACK after a 3 s gap, of a packet sent
  *    long after the RTO, showed the RTO "needless": undone, and the path
  *    moved back onto the route that had died.
+ *  - the receiver's fair share (cc_rate.c): the hosts and QPs that sent in
+ *    "the last hint epoch", which after an idle gap was the last epoch
+ *    anything sent in, seconds before: a QP sending alone after the gap
+ *    was told the share it had had beside 3 others.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -136,10 +140,88 @@ static void test_rto_judged_after_idle(void **state)
 	assert_int_equal(d.dropped, dropped);
 }
 
+/* The rate hint of B's last ACK (PROTOCOL 3.3 rate_hint), Mbit/s. */
+struct hint_watch {
+	uint32_t last;
+	uint64_t acks;
+};
+
+static bool watch_hint(struct pair *p, struct pair_pkt *pkt, void *arg)
+{
+	struct hint_watch *h = arg;
+
+	(void)p;
+	if (pkt->from == PAIR_B && pkt->data[PKT_OPCODE] == MROC_OP_ACK) {
+		h->last = pkt_get32(pkt->data, PKT_ACK_CUM_DSN + 16);
+		h->acks++;
+	}
+	return true;
+}
+
+static void write_on(struct pair_fx *x, uint32_t qpn, uint64_t id)
+{
+	struct engine_wr wr = pair_fx_wr(x, ENGINE_WR_WRITE, id, 0, 8 * 1024, 0);
+
+	assert_int_equal(engine_post_send(x->p->s[PAIR_A].eng, qpn, &wr,
+					  pair_clock(x->p, PAIR_A)), 0);
+}
+
+/*
+ * Four QPs of A write to B at once, and B's hints split its link four
+ * ways; 3 s later one of them writes alone: its hint is none (a sender
+ * alone needs none), not the quarter of before.
+ */
+static void test_hint_after_idle(void **state)
+{
+	struct engine_config ca, cb;
+	struct hint_watch h = { 0 };
+	struct pair_fx *x;
+	uint32_t qpn[4];
+	unsigned done = 0;
+
+	pair_test_config(&ca);
+	ca.dead_peer_ns = 10000 * PAIR_MS;
+	cb = ca;
+	cb.seed = 2;
+	cb.link_rate_bps = 10000000000ULL;
+	x = pair_fx_open(state, sizeof(*x), &ca, &cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
+	pair_connect(x->p, NULL, NULL, SVC);
+	qpn[0] = x->p->s[PAIR_A].qpn;
+	for (unsigned i = 1; i < 4; i++)
+		qpn[i] = pair_connect_more(x->p, 0x100 + i, SVC + i);
+	pair_run_for(x->p, 1 * PAIR_MS);
+	while (pair_cqe(x->p, PAIR_A) || pair_cqe(x->p, PAIR_B))
+		;
+	pair_set_delay(x->p, PAIR_A, 10 * PAIR_US);
+	pair_set_delay(x->p, PAIR_B, 10 * PAIR_US);
+	x->p->filter = watch_hint;
+	x->p->filter_arg = &h;
+
+	for (unsigned i = 0; i < 4; i++)
+		write_on(x, qpn[i], i + 1);
+	pair_run_for(x->p, 5 * PAIR_MS);
+	while (pair_cqe(x->p, PAIR_A))
+		done++;
+	assert_int_equal(done, 4);
+	print_message("4 QPs at once: hint %u Mbit/s\n", h.last);
+	assert_int_equal(h.last, 10000 * 95 / 100 / 4);
+
+	pair_run_for(x->p, 3000 * PAIR_MS);
+	h = (struct hint_watch){ 0 };
+	write_on(x, qpn[0], 5);
+	pair_run_for(x->p, 5 * PAIR_MS);
+	pair_expect(x->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 5);
+	print_message("one QP alone 3 s later: hint %u Mbit/s (%llu ACKs)\n", h.last,
+		      (unsigned long long)h.acks);
+	assert_true(h.acks > 0);
+	assert_int_equal(h.last, 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_rto_judged_after_idle, teardown),
+		cmocka_unit_test_teardown(test_hint_after_idle, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
