@@ -51,6 +51,10 @@
  *                    it arrives (FI_CONNREQ, FI_CONNECTED, the reject's err_data); one
  *                    byte more refused; a message each way on every accepted connection;
  *                    the server waits for each event in poll() on FI_GETWAIT's fd
+ *   misuse           (no peer) calls made wrongly get their error code, never a crash:
+ *                    closing an AV, CQ or EQ still bound (-FI_EBUSY), NULL buffers with a
+ *                    length, fi_addrs not in the AV or removed, fi_cq_read of 0 entries,
+ *                    two threads running progress at once (FI_THREAD_SAFE)
  *
  * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
  * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
@@ -139,6 +143,8 @@ int main(int argc, char **argv)
 		t_zcopy();
 	else if (!strcmp(test, "cm_data"))
 		t_cm_data();
+	else if (!strcmp(test, "misuse"))
+		t_misuse();
 	else
 		goto usage;
 	return 0;

@@ -139,5 +139,6 @@ void t_recv_cancel(void);
 void t_multi_client(void);
 void t_zcopy(void);					/* zcopy.c */
 void t_cm_data(void);					/* cm.c */
+void t_misuse(void);					/* misuse.c */
 
 #endif

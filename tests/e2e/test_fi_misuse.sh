@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# The provider called wrongly (tests/fi/suite/misuse.c, fi_suite misuse): one mrocd on AF_XDP
+# in a network namespace, the endpoint sending to its own name.  Objects closed while bound
+# (AV, CQ, EQ: -FI_EBUSY), NULL buffers with a length, fi_addrs not in the AV or removed
+# (-FI_EINVAL), fi_cq_read of 0 entries, two threads running progress at once
+# (FI_THREAD_SAFE): each the documented error code, never a crash or a hang.
+set -u
+. "$(dirname "$0")/lib.sh"
+
+PROV=$BUILD/libmroc-fi.so
+SUITE=$BUILD/tests/fi/fi_suite
+e2e_require
+[ -f "$PROV" ] && [ -x "$SUITE" ] || skip "$PROV or $SUITE not built (libfabric-dev missing?)"
+e2e_setup_pair
+e2e_pair_up
+
+ip netns exec "$NS_A" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
+	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" timeout 50 "$SUITE" misuse \
+	>"$E2E_DIR/misuse.out" 2>&1
+rc=$?
+cat "$E2E_DIR/misuse.out"
+[ $rc = 0 ] || fail "misuse: exit $rc"
+ok "misuse: wrong calls get their error codes"

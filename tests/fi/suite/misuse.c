@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+/*
+ * misuse: what an application that calls the provider wrongly gets (one daemon, the
+ * endpoint sending to its own name): the documented error code, never a crash, a
+ * hang or a use of memory it freed.  Objects closed while others use them, NULL
+ * buffers, addresses not (or no longer) in the AV, a CQ read of no entries, and two
+ * threads running progress at once on an FI_THREAD_SAFE domain.
+ */
+#include "suite.h"
+
+/* f's endpoint's own name in its AV: the self address every check sends to. */
+static fi_addr_t self_addr(struct fab *f)
+{
+	uint8_t name[128];
+	size_t l = sizeof(name);
+	fi_addr_t a;
+
+	CHECK(fi_getname(&f->ep->fid, name, &l));
+	if (fi_av_insert(f->av, name, 1, &a, 0, NULL) != 1)
+		die("fi_av_insert of our own name");
+	return a;
+}
+
+/* An AV, an EQ or a CQ an endpoint is bound to cannot close under it: -FI_EBUSY. */
+static void closing_bound(struct fab *f)
+{
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_NONE };
+	struct fid_eq *eq;
+
+	EXPECT_ERR(fi_close(&f->av->fid), -FI_EBUSY);
+	EXPECT_ERR(fi_close(&f->cq->fid), -FI_EBUSY);
+	CHECK(fi_eq_open(f->fabric, &eqa, &eq, NULL));
+	CHECK(fi_ep_bind(f->ep, &eq->fid, 0));
+	EXPECT_ERR(fi_close(&eq->fid), -FI_EBUSY);
+	/* Still usable after the refusals: a message to ourselves. */
+	POST(f, fi_recv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, CTX));
+	POST(f, fi_send(f->ep, f->buf + 64, 64, f->desc, self_addr(f), CTX));
+	reap(f, 2);
+	CHECK(fi_close(&f->ep->fid));
+	f->ep = NULL;
+	CHECK(fi_close(&eq->fid));
+	printf("ok: misuse: closing an AV, a CQ or an EQ an endpoint is bound to is -FI_EBUSY\n");
+}
+
+/* A NULL buffer with a length is -FI_EINVAL at the post (it was read or written later). */
+static void null_buffers(struct fab *f, fi_addr_t self)
+{
+	struct iovec iov = { NULL, 8 };
+
+	EXPECT_ERR(fi_send(f->ep, NULL, 8, NULL, self, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_inject(f->ep, NULL, 8, self), -FI_EINVAL);
+	EXPECT_ERR(fi_tinject(f->ep, NULL, 8, self, 1), -FI_EINVAL);
+	EXPECT_ERR(fi_sendv(f->ep, &iov, NULL, 1, self, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_sendv(f->ep, NULL, NULL, 1, self, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_recv(f->ep, NULL, 8, NULL, FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_trecv(f->ep, NULL, 8, NULL, FI_ADDR_UNSPEC, 1, 0, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_recvv(f->ep, NULL, NULL, 1, FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_write(f->ep, NULL, 8, NULL, self, 0, 0, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_read(f->ep, NULL, 8, NULL, self, 0, 0, CTX), -FI_EINVAL);
+	/* NULL with no bytes is a zero-length message. */
+	POST(f, fi_recv(f->ep, NULL, 0, NULL, FI_ADDR_UNSPEC, CTX));
+	POST(f, fi_send(f->ep, NULL, 0, NULL, self, CTX));
+	reap(f, 2);
+	printf("ok: misuse: NULL buffers with a length are -FI_EINVAL (sends, injects, receives, "
+	       "RMA); NULL with 0 bytes moves a zero-length message\n");
+}
+
+/* fi_cq_read of 0 entries: 0 when some wait (not -FI_EAVAIL: no error is there). */
+static void cq_read_zero(struct fab *f, fi_addr_t self)
+{
+	struct fi_cq_tagged_entry e[2];
+	struct fi_cq_err_entry ee = { 0 };
+	ssize_t r;
+
+	EXPECT_ERR(fi_cq_read(f->cq, e, 0), -FI_EAGAIN);
+	EXPECT_ERR(fi_cq_readerr(f->cq, &ee, 0), -FI_EAGAIN);
+	POST(f, fi_recv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, CTX));
+	POST(f, fi_send(f->ep, f->buf + 64, 64, f->desc, self, CTX));
+	while ((r = fi_cq_read(f->cq, e, 0)) == -FI_EAGAIN)
+		if (time(NULL) > deadline)
+			die("timed out waiting for the completions");
+	if (r != 0)
+		die("fi_cq_read of 0 entries with completions waiting: %zd (%s), not 0", r,
+		    fi_strerror((int)-r));
+	EXPECT_ERR(fi_cq_readerr(f->cq, &ee, 0), -FI_EAGAIN);
+	reap(f, 2);
+	printf("ok: misuse: fi_cq_read of 0 entries: -FI_EAGAIN when empty, 0 with entries "
+	       "waiting; fi_cq_readerr of nothing -FI_EAGAIN\n");
+}
+
+/* Addresses not in the AV, and one removed (with a message in flight to it). */
+static void bad_addrs(struct fab *f, fi_addr_t self)
+{
+	uint8_t name[128];
+	size_t l = sizeof(name);
+
+	EXPECT_ERR(fi_send(f->ep, f->buf, 8, f->desc, self + 1000, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_send(f->ep, f->buf, 8, f->desc, FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_inject(f->ep, f->buf, 8, FI_ADDR_NOTAVAIL), -FI_EINVAL);
+	POST(f, fi_recv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, CTX));
+	POST(f, fi_send(f->ep, f->buf + 64, 64, f->desc, self, CTX));
+	CHECK(fi_av_remove(f->av, &self, 1, 0));
+	reap(f, 2);		/* what was in flight ends as usual */
+	EXPECT_ERR(fi_av_remove(f->av, &self, 1, 0), -FI_EINVAL);
+	EXPECT_ERR(fi_av_lookup(f->av, self, name, &l), -FI_ENOENT);
+	/* The connection to it is still open, but the address is no longer the application's. */
+	EXPECT_ERR(fi_send(f->ep, f->buf, 8, f->desc, self, CTX), -FI_EINVAL);
+	EXPECT_ERR(fi_inject(f->ep, f->buf, 8, self), -FI_EINVAL);
+	printf("ok: misuse: sends to fi_addrs never inserted, FI_ADDR_UNSPEC, FI_ADDR_NOTAVAIL and "
+	       "one removed (after its message in flight completed) are -FI_EINVAL\n");
+}
+
+/* ---- two threads running progress at once (FI_THREAD_SAFE) ------------------------------ */
+
+static volatile bool eq_stop;
+
+static void *eq_reader(void *arg)
+{
+	struct fid_eq *eq = arg;
+	struct fi_eq_entry e;
+	uint32_t ev;
+
+	while (!eq_stop)
+		(void)fi_eq_read(eq, &ev, &e, sizeof(e), 0);
+	return NULL;
+}
+
+/*
+ * An EQ bound to the endpoint runs its progress too (eq.c): a thread reading it and
+ * one reading the CQ ran the same connections at once, without the domain's lock.
+ */
+static void threads(void)
+{
+	struct fi_info *h = hints_for(FI_MSG);
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 8192 };
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_NONE };
+	struct fab f = { 0 };
+	struct fid_eq *eq;
+	pthread_t t;
+	fi_addr_t self;
+	int n = 3000;
+
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &f.info));
+	fi_freeinfo(h);
+	if (f.info->domain_attr->threading != FI_THREAD_SAFE)
+		die("FI_THREAD_SAFE asked, %d given", f.info->domain_attr->threading);
+	fic_domain_open(f.info, &cqa, &f.fabric, &f.domain, &f.av, &f.cq);
+	CHECK(fi_eq_open(f.fabric, &eqa, &eq, NULL));
+	CHECK(fi_endpoint(f.domain, f.info, &f.ep, NULL));
+	CHECK(fi_ep_bind(f.ep, &f.av->fid, 0));
+	CHECK(fi_ep_bind(f.ep, &f.cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_ep_bind(f.ep, &eq->fid, 0));
+	CHECK(fi_enable(f.ep));
+	f.len = 2 * 4096;
+	f.buf = calloc(1, f.len);
+	self = self_addr(&f);
+	eq_stop = false;
+	if (pthread_create(&t, NULL, eq_reader, eq))
+		die("pthread_create");
+	for (int i = 0; i < n; i++) {
+		size_t len = 1 + (size_t)i % 4096;
+
+		fill(f.buf + 4096, len, (uint64_t)i);
+		POST(&f, fi_recv(f.ep, f.buf, 4096, NULL, FI_ADDR_UNSPEC, CTX));
+		POST(&f, fi_send(f.ep, f.buf + 4096, len, NULL, self, CTX));
+		reap(&f, 2);
+		verify(f.buf, len, (uint64_t)i, "a message while another thread read the EQ");
+	}
+	eq_stop = true;
+	pthread_join(t, NULL);
+	CHECK(fi_close(&f.ep->fid));
+	f.ep = NULL;
+	CHECK(fi_close(&eq->fid));
+	fab_close(&f);
+	printf("ok: misuse: FI_THREAD_SAFE: %d messages checked while another thread read the "
+	       "endpoint's EQ (its progress) at once\n", n);
+}
+
+void t_misuse(void)
+{
+	struct fab f = { 0 };
+	fi_addr_t self;
+
+	if (fab_open(&f, FI_MSG | FI_TAGGED | FI_RMA, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE))
+		die("fab_open");
+	self = self_addr(&f);
+	null_buffers(&f, self);
+	cq_read_zero(&f, self);
+	bad_addrs(&f, self);
+	closing_bound(&f);
+	fab_close(&f);
+	threads();
+}
