@@ -298,9 +298,8 @@ static int post_slot(struct mfi_conn *c, struct mfi_hdr *h, struct mfi_txop *op,
 		/* In-process: the chunk is consumed before this returns. */
 		if (last && op && mfi_txop_answered(op))
 			op->sends_done = true;	/* its answer is queued behind it */
+		/* op ends in mfi_conn_kick, once off the queue (freed here, it was read after). */
 		mfi_rx_chunk(c, h, slot + MFI_HDR_LEN, h->len);
-		if (last && op && !mfi_txop_answered(op))
-			free_op(c, op, 0);
 		return 0;
 	}
 	wr = (struct mroc_send_wr){
@@ -413,6 +412,14 @@ void mfi_conn_kick(struct mfi_conn *c)
 			if (!c->txq)
 				c->txq_tail = NULL;
 			op->next = NULL;
+			/*
+			 * In-process, its last chunk was consumed as it was posted: it is done
+			 * now (answered kinds wait for their answer).  Ended inside post_slot,
+			 * the pool's op->next (the free list) became the queue, and the first
+			 * fi_send to our own address sent the pool's operations for ever.
+			 */
+			if (c->self && !mfi_txop_answered(op))
+				free_op(c, op, 0);
 		}
 	}
 }
