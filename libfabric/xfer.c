@@ -28,6 +28,22 @@ static uint64_t iov_len(const struct iovec *iov, size_t n)
 	return l;
 }
 
+/*
+ * An application's iovs are usable: no more than MFI_IOV_LIMIT, and no NULL
+ * where bytes are to be read or written.  Checked at the post: a NULL buffer
+ * was copied from (inject) at once or, queued, in a later progress call, and
+ * a receive's was written when its message came (SIGSEGV far from the call).
+ */
+static bool iov_ok(const struct iovec *iov, size_t n)
+{
+	if (n > MFI_IOV_LIMIT || (n && !iov))
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!iov[i].iov_base && iov[i].iov_len)
+			return false;
+	return true;
+}
+
 struct tx_args {
 	enum mfi_txkind kind;
 	const struct iovec *iov;
@@ -40,7 +56,7 @@ struct tx_args {
 
 static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 {
-	uint64_t total = iov_len(a->iov, a->count);
+	uint64_t total;
 	bool inject = a->inject || (a->flags & FI_INJECT);
 	bool completion = !a->inject && (!(ep->tx_flags & FI_SELECTIVE_COMPLETION) ||
 					 (a->flags & FI_COMPLETION));
@@ -48,8 +64,10 @@ static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 	struct mfi_txop *op;
 	int err;
 
-	if (a->count > MFI_IOV_LIMIT || total > MFI_MAX_MSG_SIZE ||
-	    (inject && total > MFI_INJECT_SIZE))
+	if (!iov_ok(a->iov, a->count))
+		return -FI_EINVAL;
+	total = iov_len(a->iov, a->count);
+	if (total > MFI_MAX_MSG_SIZE || (inject && total > MFI_INJECT_SIZE))
 		return -FI_EINVAL;
 	if (!ep->enabled)
 		return -FI_EOPBADSTATE;
@@ -170,7 +188,7 @@ static ssize_t post_rx(struct mfi_ep *ep, const struct rx_args *a)
 	struct mfi_unexp *ux;
 	ssize_t err = 0;
 
-	if (a->count > MFI_IOV_LIMIT || ((a->flags & FI_MULTI_RECV) && a->count != 1))
+	if (!iov_ok(a->iov, a->count) || ((a->flags & FI_MULTI_RECV) && a->count != 1))
 		return -FI_EINVAL;
 	mfi_lock(ep->dom);
 	if (a->flags & FI_PEEK) {
