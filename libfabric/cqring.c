@@ -100,6 +100,9 @@ ssize_t mfi_cqring_read(struct mfi_cqring *r, enum fi_cq_format fmt, void *buf, 
 	}
 	if (n)
 		return (ssize_t)n;
+	/* count 0 reads nothing: 0 while entries wait (-FI_EAVAIL only for an error at the head). */
+	if (!count && r->count && !r->q[r->head].err)
+		return 0;
 	return r->count ? -FI_EAVAIL : -FI_EAGAIN;
 }
 
