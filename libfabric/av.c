@@ -14,6 +14,11 @@ static int av_close(struct fid *fid)
 	struct mfi_av_fid *av = container_of(fid, struct mfi_av_fid, av_fid.fid);
 
 	mfi_lock(av->dom);
+	/* An endpoint bound to it reads it at every send (it kept a freed pointer). */
+	if (av->eps) {
+		mfi_unlock(av->dom);
+		return -FI_EBUSY;
+	}
 	av->dom->refs--;
 	mfi_unlock(av->dom);
 	mfi_av_fini(&av->av);

@@ -95,13 +95,18 @@ struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err)
 		*err = ep->msg_conn ? 0 : -FI_ENOTCONN;
 		return ep->msg_conn;
 	}
-	if (dest < ep->nby && ep->by_fiaddr[dest] && ep->by_fiaddr[dest]->state != MFI_CONN_DOWN)
-		return ep->by_fiaddr[dest];
+	/*
+	 * The AV first, even with a connection open: an address removed (fi_av_remove)
+	 * is no longer one to send to, as one never inserted is not (its connection was
+	 * found and the message delivered).
+	 */
 	a = ep->av ? mfi_av_get(&ep->av->av, dest) : NULL;
 	if (!a) {
 		*err = -FI_EINVAL;
 		return NULL;
 	}
+	if (dest < ep->nby && ep->by_fiaddr[dest] && ep->by_fiaddr[dest]->state != MFI_CONN_DOWN)
+		return ep->by_fiaddr[dest];
 	if (dest >= ep->nby) {
 		size_t n = dest + 64;
 		struct mfi_conn **by = realloc(ep->by_fiaddr, n * sizeof(*by));
@@ -381,6 +386,8 @@ static int ep_close(struct fid *fid)
 	mfi_cntr_unbind_ep(ep);
 	if (ep->eq)
 		mfi_eq_unwatch(ep->eq, &ep->ep_fid.fid);
+	if (ep->av)
+		ep->av->eps--;
 	d->refs--;
 	mfi_unlock(d);
 	if (ep->port_fd >= 0)
@@ -401,10 +408,14 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	mfi_lock(ep->dom);
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
-		if (ep->type != FI_EP_RDM)
+		if (ep->type != FI_EP_RDM) {
 			err = -FI_EINVAL;
-		else
+		} else {
+			if (ep->av)
+				ep->av->eps--;
 			ep->av = container_of(bfid, struct mfi_av_fid, av_fid.fid);
+			ep->av->eps++;
+		}
 		break;
 	case FI_CLASS_CQ: {
 		struct mfi_cq *cq = container_of(bfid, struct mfi_cq, cq_fid.fid);

@@ -122,10 +122,16 @@ static int eq_progress(struct mfi_eq *eq)
 	for (size_t i = 0; i < eq->nobjs; i++) {
 		struct fid *f = eq->objs[i];
 
-		if (f->fclass == FI_CLASS_PEP)
+		if (f->fclass == FI_CLASS_PEP) {
 			mfi_pep_progress(container_of(f, struct mfi_pep, pep_fid.fid));
-		else
-			n += mfi_ep_progress(container_of(f, struct mfi_ep, ep_fid.fid));
+		} else {
+			struct mfi_ep *ep = container_of(f, struct mfi_ep, ep_fid.fid);
+
+			/* Under the domain's lock, as a CQ read's: another thread may run it too. */
+			mfi_lock(ep->dom);
+			n += mfi_ep_progress(ep);
+			mfi_unlock(ep->dom);
+		}
 	}
 	return n;
 }
@@ -135,10 +141,16 @@ static void eq_arm(struct mfi_eq *eq, bool arm)
 {
 	for (size_t i = 0; i < eq->nobjs; i++) {
 		struct fid *f = eq->objs[i];
-		struct mfi_conn *c = f->fclass == FI_CLASS_PEP ?
+		/* An endpoint's connections change under its domain's lock (eq_progress). */
+		struct mfi_domain *d = f->fclass == FI_CLASS_PEP ? NULL :
+			container_of(f, struct mfi_ep, ep_fid.fid)->dom;
+		struct mfi_conn *c;
+
+		if (d)
+			mfi_lock(d);
+		c = f->fclass == FI_CLASS_PEP ?
 			container_of(f, struct mfi_pep, pep_fid.fid)->listeners :
 			container_of(f, struct mfi_ep, ep_fid.fid)->conns;
-
 		for (; c; c = c->next) {
 			if (!c->qp)
 				continue;
@@ -147,6 +159,8 @@ static void eq_arm(struct mfi_eq *eq, bool arm)
 			else
 				mroc_ack_notify(c->qp);
 		}
+		if (d)
+			mfi_unlock(d);
 	}
 }
 
@@ -328,6 +342,9 @@ static int eq_close(struct fid *fid)
 {
 	struct mfi_eq *eq = container_of(fid, struct mfi_eq, eq_fid.fid);
 
+	/* Endpoints bound to it push their events there and run through it (freed under them). */
+	if (eq->nobjs)
+		return -FI_EBUSY;
 	for (size_t i = 0; i < eq->count; i++)
 		fi_freeinfo(eq->ev[(eq->head + i) % eq->cap].cm.info);
 	mfi_waitfd_close(eq->epfd, eq->sigfd);

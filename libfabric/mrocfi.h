@@ -136,6 +136,7 @@ struct mfi_av_fid {
 	struct fid_av av_fid;
 	struct mfi_domain *dom;
 	struct mfi_av av;
+	int eps;			/* endpoints bound to it: it cannot close under them */
 };
 
 struct mfi_ep;
