@@ -82,6 +82,8 @@ void h_wait(struct hnet *n, void *req, int *sizes);
 
 /* contract.c: what NCCL relies on, between 2 ranks. */
 int h_contract(struct hnet *n);
+/* misuse.c: calls made wrongly get their error codes, between 2 ranks. */
+int h_misuse(struct hnet *n);
 
 /* ---- ring collectives (ring.c) ------------------------------------------------------ */
 

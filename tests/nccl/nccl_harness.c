@@ -362,7 +362,7 @@ static void usage(void)
 	fprintf(stderr, "usage: nccl-harness --rank R --nranks N --dir DIR [--plugin PATH --version V | "
 			"--tcp ADDR | --fi PROVIDER] [--malloc] [--iters K] [--trace PATH]\n"
 			"       [--slice BYTES] [--window N]\n"
-			"       props [SPEED] | contract | allreduce|allgather|bench BYTES...\n");
+			"       props [SPEED] | contract | misuse | allreduce|allgather|bench BYTES...\n");
 	exit(2);
 }
 
@@ -422,6 +422,8 @@ int main(int argc, char **argv)
 		H_CHECK(!hnet_plugin_open(plugin, version, &net), "%s: init failed", plugin);
 	if (!strcmp(mode, "contract"))
 		return h_contract(&net);
+	if (!strcmp(mode, "misuse"))
+		return h_misuse(&net);
 	if (!strcmp(mode, "allreduce") || !strcmp(mode, "allgather")) {
 		mode_coll(&net, !strcmp(mode, "allreduce") ? H_ALLREDUCE : H_ALLGATHER, argv + optind,
 			  argc - optind, iters, false);
