@@ -103,6 +103,7 @@ struct req_head {
 struct sreq {
 	struct req_head h;
 	int size;
+	struct mnccl_reg *reg;		/* a zero-copy send's registration (held), or NULL */
 };
 
 struct rreq {
@@ -184,6 +185,7 @@ static inline void *comm_slot(const struct comm *c, unsigned int i)
 }
 
 /* xfer.c */
+void req_release_regs(struct req_head *h);
 void comm_fail(struct comm *c, int err, const char *why);
 void comm_progress(struct comm *c);
 int comm_post_cts_recv(struct comm *c, unsigned int i);

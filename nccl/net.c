@@ -72,10 +72,84 @@ static nccl_res errno_res(int err)
 	       NCCL_ERR_SYSTEM;
 }
 
+/* ---- the comms open ------------------------------------------------------------------- */
+
+/*
+ * Every comm the plugin made and has not freed, so that a closed one (or a pointer
+ * that never was one: connect's state in a garbage handle) is refused by the calls
+ * that are not per message (connect, accept, close*) instead of being used after its
+ * free (a closeSend twice freed it twice; connect dereferenced the handle's pointer).
+ * isend/irecv/test do not look: they run per message, and NCCL never calls them on
+ * a closed comm.
+ */
+static int comm_track(struct comm *c)
+{
+	int err = 0;
+
+	pthread_mutex_lock(&mnccl.lock);
+	if (mnccl.ncomms == mnccl.comms_cap) {
+		size_t cap = mnccl.comms_cap ? 2 * mnccl.comms_cap : 64;
+		void **n = realloc(mnccl.comms, cap * sizeof(*n));
+
+		if (n) {
+			mnccl.comms = n;
+			mnccl.comms_cap = cap;
+		} else {
+			err = -ENOMEM;
+		}
+	}
+	if (!err)
+		mnccl.comms[mnccl.ncomms++] = c;
+	pthread_mutex_unlock(&mnccl.lock);
+	return err;
+}
+
+static void comm_untrack(struct comm *c)
+{
+	pthread_mutex_lock(&mnccl.lock);
+	for (size_t i = 0; i < mnccl.ncomms; i++)
+		if (mnccl.comms[i] == c) {
+			mnccl.comms[i] = mnccl.comms[--mnccl.ncomms];
+			break;
+		}
+	pthread_mutex_unlock(&mnccl.lock);
+}
+
+/* p is a comm of this kind, open. */
+static bool comm_open(const void *p, enum comm_kind kind)
+{
+	bool found = false;
+
+	if (!p)
+		return false;
+	pthread_mutex_lock(&mnccl.lock);
+	for (size_t i = 0; i < mnccl.ncomms && !found; i++)
+		found = mnccl.comms[i] == p && ((const struct comm *)p)->kind == kind;
+	pthread_mutex_unlock(&mnccl.lock);
+	return found;
+}
+
+/* Its requests still in flight die with it: the registrations they held are free. */
+static void comm_release_regs(struct comm *c)
+{
+	unsigned int i;
+
+	if (c->kind == COMM_RECV)
+		for (i = 0; i < MNCCL_MAX_REQS; i++)
+			if (c->rreqs[i].h.used)
+				req_release_regs(&c->rreqs[i].h);
+	if (c->kind == COMM_SEND && c->sreqs)
+		for (i = 0; i < MNCCL_MAX_SREQS; i++)
+			if (c->sreqs[i].h.used)
+				req_release_regs(&c->sreqs[i].h);
+}
+
 static void comm_free(struct comm *c)
 {
 	if (!c)
 		return;
+	comm_untrack(c);
+	comm_release_regs(c);
 	if (c->qp)
 		mroc_qp_destroy(c->qp);
 	if (c->ctl)
@@ -100,6 +174,10 @@ static int comm_create(enum comm_kind kind, struct comm **out)
 	if (!c)
 		return -ENOMEM;
 	c->kind = kind;
+	if (comm_track(c)) {
+		free(c);
+		return -ENOMEM;
+	}
 	if (kind == COMM_SEND && !(c->sreqs = calloc(MNCCL_MAX_SREQS, sizeof(*c->sreqs))))
 		goto fail;
 	c->qp = mroc_qp_create(mnccl.ctx, &attr);
@@ -169,7 +247,12 @@ nccl_res mnccl_listen(int dev, void *handle, void **listen_comm)
 		return NCCL_ERR_SYSTEM;
 	l->kind = COMM_LISTEN;
 	l->service_id = random_service_id();
-	err = listen_arm(l);
+	err = comm_track(l);
+	if (!err) {
+		err = listen_arm(l);
+		if (err)
+			comm_untrack(l);
+	}
 	if (err) {
 		MNCCL_WARN("cannot listen: %s", mroc_strerror(err));
 		free(l);
@@ -197,6 +280,9 @@ nccl_res mnccl_connect(int dev, void *handle, void **send_comm)
 	    h->version != HANDLE_VERSION || memchr(h->addr, 0, sizeof(h->addr)) == NULL)
 		return NCCL_ERR_INVALID_ARG;
 	*send_comm = NULL;
+	/* Connecting: the handle names our comm (a garbage one names none, or not ours). */
+	if (h->stage > 1 || (h->stage == 1 && !comm_open(h->pending, COMM_SEND)))
+		return NCCL_ERR_INVALID_ARG;
 	if (h->stage == 0) {
 		err = comm_create(COMM_SEND, &c);
 		if (err) {
@@ -238,9 +324,11 @@ nccl_res mnccl_accept(void *listen_comm, void **recv_comm)
 	struct comm *l = listen_comm, *c;
 	int err;
 
-	if (!l || l->kind != COMM_LISTEN || !recv_comm)
+	if (!recv_comm)
 		return NCCL_ERR_INVALID_ARG;
 	*recv_comm = NULL;
+	if (!comm_open(l, COMM_LISTEN))
+		return NCCL_ERR_INVALID_ARG;	/* closed (or never a listen comm) */
 	/* Each accept takes one connection; the next accept listens again. */
 	if (!l->next && (err = listen_arm(l))) {
 		MNCCL_WARN("cannot listen again: %s", mroc_strerror(err));
@@ -264,9 +352,10 @@ nccl_res mnccl_close_listen(void *listen_comm)
 {
 	struct comm *l = listen_comm;
 
-	if (!l || l->kind != COMM_LISTEN)
+	if (!comm_open(l, COMM_LISTEN))
 		return NCCL_ERR_INVALID_ARG;
 	comm_free(l->next);
+	comm_untrack(l);
 	free(l);
 	return NCCL_OK;
 }
@@ -281,8 +370,8 @@ nccl_res mnccl_close_send(void *send_comm)
 	struct comm *c = send_comm;
 	struct timespec now, end;
 
-	if (!c || c->kind != COMM_SEND)
-		return NCCL_ERR_INVALID_ARG;
+	if (!comm_open(c, COMM_SEND))
+		return NCCL_ERR_INVALID_ARG;	/* closed already (or never a send comm) */
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += CLOSE_DRAIN_S;
 	while (c->staged && !c->failed) {
@@ -305,8 +394,8 @@ nccl_res mnccl_close_recv(void *recv_comm)
 {
 	struct comm *c = recv_comm;
 
-	if (!c || c->kind != COMM_RECV)
-		return NCCL_ERR_INVALID_ARG;
+	if (!comm_open(c, COMM_RECV))
+		return NCCL_ERR_INVALID_ARG;	/* closed already (or never a receive comm) */
 	MNCCL_INFO("receive comm %#llx closed: %u receives, %u CTSs, %u credit messages; "
 		   "%u polls, %u empty", (unsigned long long)c->service_id, c->st.recvs, c->st.cts,
 		   c->st.credits, c->st.polls, c->st.empty);

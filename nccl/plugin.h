@@ -72,6 +72,10 @@ struct mnccl {
 	char addr[INET6_ADDRSTRLEN];	/* this host's mrocd, as peers reach it */
 	struct mnccl_props props;
 	struct mnccl_reg *regs;		/* the registration cache */
+	/* The comms open (net.c): a comm closed, or a pointer that never was one, is refused
+	 * by the calls that are not per message (connect's handle, accept, close*). */
+	void **comms;
+	size_t ncomms, comms_cap;
 	/* NCCL_MROC_EAGER=0: no staged or eager sends, a CTS for every receive (an A/B); the
 	 * listening side's choice, which its handle tells the connecting side. */
 	bool no_stage;
@@ -99,12 +103,20 @@ struct mnccl_reg {
 	uint64_t mr_off;		/* where base sits in the region */
 	bool copy;
 	int refs;
+	int busy;			/* requests in flight using it: deregMr refuses (atomic) */
 	struct mnccl_reg *next;
 };
 
 nccl_res mnccl_reg(void *data, size_t size, struct mnccl_reg **out);
 nccl_res mnccl_dereg(struct mnccl_reg *r);
 void mnccl_reg_drop_all(void);
+
+/* A request in flight uses r (+1), or no longer (-1); r NULL: nothing. */
+static inline void mnccl_reg_hold(struct mnccl_reg *r, int d)
+{
+	if (r)
+		__atomic_add_fetch(&r->busy, d, __ATOMIC_RELAXED);
+}
 
 /* p's offset in r's region, and the address libmroc knows it by. */
 static inline uint64_t mnccl_reg_off(const struct mnccl_reg *r, const void *p)

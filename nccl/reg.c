@@ -121,6 +121,18 @@ nccl_res mnccl_dereg(struct mnccl_reg *r)
 		pthread_mutex_unlock(&mnccl.lock);
 		return NCCL_ERR_INVALID_ARG;
 	}
+	/*
+	 * Its last registration, while a receive may still land in it or a zero-copy send
+	 * read it: refused, it stays registered (freed, the receive's completion read the
+	 * region after it, and the peer's WRITE found no region).  Call again once the
+	 * requests have completed or their comm is closed.
+	 */
+	if (r->refs == 1 && __atomic_load_n(&r->busy, __ATOMIC_RELAXED) > 0) {
+		pthread_mutex_unlock(&mnccl.lock);
+		MNCCL_WARN("deregMr of %zu bytes that %d request(s) in flight use", r->len,
+			   __atomic_load_n(&r->busy, __ATOMIC_RELAXED));
+		return NCCL_ERR_INVALID_USAGE;
+	}
 	if (--r->refs == 0) {
 		*pp = r->next;
 		mroc_mr_dereg(r->mr);

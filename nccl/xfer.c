@@ -489,6 +489,7 @@ static int send_staged(struct comm *c, const void *data, size_t size, int tag,
 	c->sends++;
 	q->h = (struct req_head){ .kind = REQ_SEND, .used = 1, .done = 1, .c = c };
 	q->size = (int)size;
+	q->reg = NULL;		/* copied: the registration is free at once */
 	*out = q;
 	return 1;
 }
@@ -580,6 +581,8 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 	c->st.zcopy++;
 	q->h = (struct req_head){ .kind = REQ_SEND, .used = 1, .c = c };
 	q->size = (int)size;
+	q->reg = size ? reg : NULL;	/* the QP reads it until done: deregMr waits */
+	mnccl_reg_hold(q->reg, 1);
 	*req = q;
 	return NCCL_OK;
 }
@@ -661,6 +664,7 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 		r->tags[k] = tags[k];
 		r->room[k] = sizes[k];
 		r->reg[k] = sizes[k] ? mhs[k] : NULL;
+		mnccl_reg_hold(r->reg[k], 1);	/* written (or copied out of) until done */
 	}
 	for (; take && !c->failed; take--) {
 		eager_deliver(c, r, c->unexp[c->unexp_head]);
@@ -670,6 +674,24 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 	send_credit(c);
 	*req = r;
 	return c->failed ? NCCL_ERR_REMOTE : NCCL_OK;
+}
+
+/* A request ends (reported, or its comm closed): the registrations it held are free. */
+void req_release_regs(struct req_head *h)
+{
+	if (h->kind == REQ_SEND) {
+		struct sreq *q = (struct sreq *)h;
+
+		mnccl_reg_hold(q->reg, -1);
+		q->reg = NULL;
+	} else {
+		struct rreq *r = (struct rreq *)h;
+
+		for (int k = 0; k < r->n; k++) {
+			mnccl_reg_hold(r->reg[k], -1);
+			r->reg[k] = NULL;
+		}
+	}
 }
 
 nccl_res mnccl_test(void *request, int *done, int *sizes)
@@ -684,6 +706,7 @@ nccl_res mnccl_test(void *request, int *done, int *sizes)
 	if (!h->done)
 		comm_progress(c);
 	if (h->failed || (!h->done && c->failed)) {
+		req_release_regs(h);
 		h->used = 0;
 		return NCCL_ERR_REMOTE;
 	}
@@ -697,6 +720,7 @@ nccl_res mnccl_test(void *request, int *done, int *sizes)
 
 		memcpy(sizes, r->sizes, r->n * sizeof(int));
 	}
+	req_release_regs(h);
 	h->used = 0;
 	*done = 1;
 	return NCCL_OK;
