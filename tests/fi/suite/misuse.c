@@ -57,12 +57,27 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 	EXPECT_ERR(fi_recvv(f->ep, NULL, NULL, 1, FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
 	EXPECT_ERR(fi_write(f->ep, NULL, 8, NULL, self, 0, 0, CTX), -FI_EINVAL);
 	EXPECT_ERR(fi_read(f->ep, NULL, 8, NULL, self, 0, 0, CTX), -FI_EINVAL);
+	/* Atomics: operands were checked; compare values and results were not. */
+	{
+		uint64_t *v = (uint64_t *)(void *)(f->buf + 1024), key = fi_mr_key(f->mr);
+		uint64_t addr = (uint64_t)(uintptr_t)(f->buf + 2048);
+
+		EXPECT_ERR(fi_atomic(f->ep, NULL, 1, NULL, self, addr, key, FI_UINT64, FI_SUM, CTX),
+			   -FI_EINVAL);
+		EXPECT_ERR(fi_fetch_atomic(f->ep, v, 1, NULL, NULL, NULL, self, addr, key, FI_UINT64,
+					   FI_SUM, CTX), -FI_EINVAL);
+		EXPECT_ERR(fi_compare_atomic(f->ep, v, 1, NULL, NULL, NULL, v + 1, NULL, self, addr,
+					     key, FI_UINT64, FI_CSWAP, CTX), -FI_EINVAL);
+		EXPECT_ERR(fi_compare_atomic(f->ep, v, 1, NULL, v + 1, NULL, NULL, NULL, self, addr,
+					     key, FI_UINT64, FI_CSWAP, CTX), -FI_EINVAL);
+	}
 	/* NULL with no bytes is a zero-length message. */
 	POST(f, fi_recv(f->ep, NULL, 0, NULL, FI_ADDR_UNSPEC, CTX));
 	POST(f, fi_send(f->ep, NULL, 0, NULL, self, CTX));
 	reap(f, 2);
 	printf("ok: misuse: NULL buffers with a length are -FI_EINVAL (sends, injects, receives, "
-	       "RMA); NULL with 0 bytes moves a zero-length message\n");
+	       "RMA, atomics' operands, compare values and results); NULL with 0 bytes moves a "
+	       "zero-length message\n");
 }
 
 /* fi_cq_read of 0 entries: 0 when some wait (not -FI_EAVAIL: no error is there). */
@@ -182,7 +197,7 @@ void t_misuse(void)
 	struct fab f = { 0 };
 	fi_addr_t self;
 
-	if (fab_open(&f, FI_MSG | FI_TAGGED | FI_RMA, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE))
+	if (fab_open(&f, FI_MSG | FI_TAGGED | FI_RMA | FI_ATOMIC, 4096, FI_REMOTE_READ | FI_REMOTE_WRITE))
 		die("fab_open");
 	self = self_addr(&f);
 	null_buffers(&f, self);
