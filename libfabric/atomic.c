@@ -76,6 +76,13 @@ static int check_args(const struct atomic_args *a, size_t *elems)
 	for (size_t i = 0; a->op != FI_ATOMIC_READ && i < a->count; i++)
 		if (a->iov[i].count && !a->iov[i].addr)
 			return -FI_EINVAL;
+	/* Compare values are copied now, results written when the answer comes: NULL neither. */
+	for (size_t i = 0; a->kind == MFI_ATOMIC_COMPARE && i < a->cmp_count; i++)
+		if (a->cmp[i].count && !a->cmp[i].addr)
+			return -FI_EINVAL;
+	for (size_t i = 0; a->kind != MFI_ATOMIC_WRITE && i < a->res_count; i++)
+		if (a->res[i].count && !a->res[i].addr)
+			return -FI_EINVAL;
 	*elems = n;
 	return 0;
 }
