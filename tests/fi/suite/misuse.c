@@ -125,6 +125,72 @@ static void bad_addrs(struct fab *f, fi_addr_t self)
 	       "one removed (after its message in flight completed) are -FI_EINVAL\n");
 }
 
+/*
+ * A second CQ (or EQ) for a direction already bound: -FI_EINVAL.  It replaced the
+ * first in the endpoint, which stayed in the first's set: that CQ could never close
+ * (-FI_EBUSY) and, once the endpoint closed, reading it ran the freed endpoint.
+ */
+static void bind_twice(struct fab *f)
+{
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED };
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_NONE };
+	struct fi_cq_tagged_entry e;
+	struct fid_cq *a, *b;
+	struct fid_eq *qa, *qb;
+	struct fid_ep *ep;
+
+	CHECK(fi_cq_open(f->domain, &cqa, &a, NULL));
+	CHECK(fi_cq_open(f->domain, &cqa, &b, NULL));
+	CHECK(fi_eq_open(f->fabric, &eqa, &qa, NULL));
+	CHECK(fi_eq_open(f->fabric, &eqa, &qb, NULL));
+	CHECK(fi_endpoint(f->domain, f->info, &ep, NULL));
+	CHECK(fi_ep_bind(ep, &f->av->fid, 0));
+	CHECK(fi_ep_bind(ep, &a->fid, FI_TRANSMIT));
+	CHECK(fi_ep_bind(ep, &a->fid, FI_RECV));	/* the same CQ, the other direction */
+	EXPECT_ERR(fi_ep_bind(ep, &b->fid, FI_TRANSMIT), -FI_EINVAL);
+	EXPECT_ERR(fi_ep_bind(ep, &b->fid, FI_RECV), -FI_EINVAL);
+	CHECK(fi_ep_bind(ep, &qa->fid, 0));
+	EXPECT_ERR(fi_ep_bind(ep, &qb->fid, 0), -FI_EINVAL);
+	CHECK(fi_enable(ep));
+	CHECK(fi_close(&ep->fid));
+	/* Nothing bound to any of them now: each reads empty and closes. */
+	EXPECT_ERR(fi_cq_read(a, &e, 1), -FI_EAGAIN);
+	EXPECT_ERR(fi_cq_read(b, &e, 1), -FI_EAGAIN);
+	CHECK(fi_close(&a->fid));
+	CHECK(fi_close(&b->fid));
+	CHECK(fi_close(&qa->fid));
+	CHECK(fi_close(&qb->fid));
+	printf("ok: misuse: a second CQ for a direction, or a second EQ, is -FI_EINVAL; "
+	       "the first ones close once the endpoint has\n");
+}
+
+/* An AV entry with no endpoint behind it (a port nothing listens on): an error, no hang. */
+static void dead_peer(struct fab *f)
+{
+	struct sockaddr_in sin;
+	size_t l = sizeof(sin);
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee = { 0 };
+	fi_addr_t dead;
+	ssize_t r;
+	double t0 = now_s();
+
+	CHECK(fi_getname(&f->ep->fid, &sin, &l));
+	sin.sin_port = htons(ntohs(sin.sin_port) == 1 ? 2 : 1);
+	if (fi_av_insert(f->av, &sin, 1, &dead, 0, NULL) != 1)
+		die("fi_av_insert");
+	POST(f, fi_send(f->ep, f->buf, 64, f->desc, dead, CTX));
+	while ((r = fi_cq_read(f->cq, &e, 1)) == -FI_EAGAIN)
+		if (time(NULL) > deadline || ms_since(t0) > 30000)
+			die("a send to an endpoint that does not exist: no completion in %.0f ms",
+			    ms_since(t0));
+	if (r != -FI_EAVAIL)
+		die("a send to an endpoint that does not exist completed (%zd)", r);
+	CHECK(fi_cq_readerr(f->cq, &ee, 0) == 1 ? 0 : -FI_EOTHER);
+	printf("ok: misuse: a send to an fi_addr with no endpoint behind it: error %d (%s) after "
+	       "%.0f ms\n", ee.err, fi_strerror(ee.err), ms_since(t0));
+}
+
 /* ---- two threads running progress at once (FI_THREAD_SAFE) ------------------------------ */
 
 static volatile bool eq_stop;
@@ -203,6 +269,8 @@ void t_misuse(void)
 	null_buffers(&f, self);
 	cq_read_zero(&f, self);
 	bad_addrs(&f, self);
+	bind_twice(&f);
+	dead_peer(&f);
 	closing_bound(&f);
 	fab_close(&f);
 	threads();
