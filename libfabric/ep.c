@@ -424,6 +424,15 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 			err = -FI_EBADFLAGS;
 			break;
 		}
+		/*
+		 * One CQ per direction: a second one replaced the first here while the
+		 * first kept us in its set (it could never close, and read us once freed).
+		 */
+		if (((flags & FI_TRANSMIT) && ep->txcq && ep->txcq != cq) ||
+		    ((flags & FI_RECV) && ep->rxcq && ep->rxcq != cq)) {
+			err = -FI_EINVAL;
+			break;
+		}
 		if (flags & FI_TRANSMIT) {
 			ep->txcq = cq;
 			ep->tx_flags = flags & FI_SELECTIVE_COMPLETION;
@@ -441,6 +450,11 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 				       flags);
 		break;
 	case FI_CLASS_EQ:
+		/* One EQ: the first kept us among its objects (the same trouble as a CQ's). */
+		if (ep->eq) {
+			err = ep->eq == container_of(bfid, struct mfi_eq, eq_fid.fid) ? 0 : -FI_EINVAL;
+			break;
+		}
 		ep->eq = container_of(bfid, struct mfi_eq, eq_fid.fid);
 		err = mfi_eq_watch(ep->eq, &ep->ep_fid.fid);
 		for (struct mfi_conn *c = ep->conns; c && !err; c = c->next)

@@ -16,7 +16,7 @@ e2e_setup_pair
 e2e_pair_up
 
 ip netns exec "$NS_A" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
-	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" timeout 50 "$SUITE" misuse \
+	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" timeout 50 "$SUITE" misuse \
 	>"$E2E_DIR/misuse.out" 2>&1
 rc=$?
 cat "$E2E_DIR/misuse.out"
