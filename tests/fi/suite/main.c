@@ -55,6 +55,8 @@
  *                    closing an AV, CQ or EQ still bound (-FI_EBUSY), NULL buffers with a
  *                    length, fi_addrs not in the AV or removed, fi_cq_read of 0 entries,
  *                    two threads running progress at once (FI_THREAD_SAFE)
+ *   misuse_msg       MSG endpoints: sends before fi_connect and after either side's
+ *                    fi_shutdown refused (never queued for ever); connect, accept twice
  *
  * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
  * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
@@ -145,6 +147,8 @@ int main(int argc, char **argv)
 		t_cm_data();
 	else if (!strcmp(test, "misuse"))
 		t_misuse();
+	else if (!strcmp(test, "misuse_msg"))
+		t_misuse_msg();
 	else
 		goto usage;
 	return 0;

@@ -284,3 +284,121 @@ void t_misuse(void)
 	fab_close(&f);
 	threads();
 }
+
+/* ---- MSG endpoints: sends with no connection (misuse_msg, server and client) -------------- */
+
+/* The next EQ event, which must be want. */
+static void msg_wait(struct fid_eq *eq, uint32_t want, struct fi_eq_cm_entry *e)
+{
+	uint32_t ev;
+	ssize_t n;
+
+	while ((n = fi_eq_sread(eq, &ev, e, sizeof(*e), 100, 0)) == -FI_EAGAIN)
+		if (time(NULL) > deadline)
+			die("timed out waiting for CM event %u", want);
+	if (n < 0)
+		die("fi_eq_sread: %s, waiting for CM event %u", fi_strerror((int)-n), want);
+	if (ev != want)
+		die("CM event %u, not %u", ev, want);
+}
+
+/*
+ * A send on a connection that is gone: refused (-FI_ENOTCONN) or failed on the CQ
+ * within 5 s, never queued for ever (it waited on a connection that was down).
+ */
+static void send_unconnected(struct fid_ep *ep, struct fid_cq *cq, uint8_t *buf,
+			     const char *what)
+{
+	struct fi_cq_err_entry ee = { 0 };
+	struct fi_cq_entry e;
+	double t0 = now_s();
+	ssize_t r = fi_send(ep, buf, 64, NULL, 0, CTX);
+
+	if (r == 0) {
+		while ((r = fi_cq_read(cq, &e, 1)) == -FI_EAGAIN)
+			if (ms_since(t0) > 5000)
+				die("%s: fi_send accepted, no completion in 5 s", what);
+		if (r != -FI_EAVAIL)
+			die("%s: fi_send completed (%zd)", what, r);
+		fi_cq_readerr(cq, &ee, 0);
+		r = -ee.err;
+	}
+	if (r != -FI_ENOTCONN && r != -FI_ECANCELED && r != -FI_ECONNRESET)
+		die("%s: fi_send %zd (%s)", what, r, fi_strerror((int)-r));
+	EXPECT_ERR(fi_inject(ep, buf, 8, 0), -FI_ENOTCONN);
+	printf("ok: misuse_msg: %s: fi_send %s, fi_inject -FI_ENOTCONN\n", what,
+	       fi_strerror((int)-r));
+}
+
+void t_misuse_msg(void)
+{
+	struct fi_info *h = hints_for(FI_MSG), *info;
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_CONTEXT, .size = 64 };
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_UNSPEC };
+	struct fi_eq_cm_entry e;
+	struct fid_fabric *fabric;
+	struct fid_domain *domain;
+	struct fid_eq *eq;
+	struct fid_cq *cq;
+	struct fid_pep *pep = NULL;
+	struct fid_ep *ep;
+	uint8_t name[128] = { 0 }, theirs[128], buf[256] = { 0 };
+	size_t l = sizeof(name) - 8;
+	int oob;
+
+	h->ep_attr->type = FI_EP_MSG;
+	h->domain_attr->mr_mode = FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+	if (fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &info))
+		exit(77);
+	fi_freeinfo(h);
+	CHECK(fi_fabric(info->fabric_attr, &fabric, NULL));
+	CHECK(fi_eq_open(fabric, &eqa, &eq, NULL));
+	CHECK(fi_domain(fabric, info, &domain, NULL));
+	CHECK(fi_cq_open(domain, &cqa, &cq, NULL));
+	if (srv) {
+		CHECK(fi_passive_ep(fabric, info, &pep, NULL));
+		CHECK(fi_pep_bind(pep, &eq->fid, 0));
+		CHECK(fi_listen(pep));
+		CHECK(fi_getname(&pep->fid, name + 8, &l));
+		memcpy(name, &l, sizeof(l));
+	}
+	oob = oob_open();
+	oob_xfer(oob, theirs, name, sizeof(name));
+	if (srv) {
+		msg_wait(eq, FI_CONNREQ, &e);
+		CHECK(fi_endpoint(domain, e.info, &ep, NULL));
+		fi_freeinfo(e.info);
+		CHECK(fi_ep_bind(ep, &eq->fid, 0));
+		CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+		CHECK(fi_accept(ep, NULL, 0));
+		EXPECT_ERR(fi_accept(ep, NULL, 0), -FI_EINVAL);
+		msg_wait(eq, FI_CONNECTED, &e);
+		/* The client shuts down: FI_SHUTDOWN here, then our sends have nowhere to go. */
+		msg_wait(eq, FI_SHUTDOWN, &e);
+		send_unconnected(ep, cq, buf, "after the peer's fi_shutdown");
+	} else {
+		CHECK(fi_endpoint(domain, info, &ep, NULL));
+		CHECK(fi_ep_bind(ep, &eq->fid, 0));
+		CHECK(fi_ep_bind(ep, &cq->fid, FI_TRANSMIT | FI_RECV));
+		CHECK(fi_enable(ep));
+		EXPECT_ERR(fi_send(ep, buf, 64, NULL, 0, CTX), -FI_ENOTCONN);
+		CHECK(fi_connect(ep, theirs + 8, NULL, 0));
+		EXPECT_ERR(fi_connect(ep, theirs + 8, NULL, 0), -FI_EINVAL);
+		msg_wait(eq, FI_CONNECTED, &e);
+		CHECK(fi_shutdown(ep, 0));
+		msg_wait(eq, FI_SHUTDOWN, &e);
+		send_unconnected(ep, cq, buf, "after our own fi_shutdown");
+	}
+	oob_sync(oob);
+	CHECK(fi_close(&ep->fid));
+	if (pep)
+		CHECK(fi_close(&pep->fid));
+	CHECK(fi_close(&cq->fid));
+	CHECK(fi_close(&domain->fid));
+	CHECK(fi_close(&eq->fid));
+	CHECK(fi_close(&fabric->fid));
+	fi_freeinfo(info);
+	close(oob);
+	printf("ok: misuse_msg: a send before fi_connect and after either side's fi_shutdown is "
+	       "refused, never queued for ever; fi_connect and fi_accept twice -FI_EINVAL\n");
+}

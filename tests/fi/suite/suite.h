@@ -140,5 +140,6 @@ void t_multi_client(void);
 void t_zcopy(void);					/* zcopy.c */
 void t_cm_data(void);					/* cm.c */
 void t_misuse(void);					/* misuse.c */
+void t_misuse_msg(void);
 
 #endif
