@@ -92,7 +92,15 @@ struct mfi_conn *mfi_ep_tx_conn(struct mfi_ep *ep, fi_addr_t dest, int *err)
 	struct mfi_conn *c;
 
 	if (ep->type == FI_EP_MSG) {
-		*err = ep->msg_conn ? 0 : -FI_ENOTCONN;
+		/*
+		 * Shut down (either side) or failed: nothing will carry it, so refused.
+		 * It was queued on the connection that was down and never completed.
+		 */
+		if (!ep->msg_conn || ep->msg_conn->state == MFI_CONN_DOWN) {
+			*err = -FI_ENOTCONN;
+			return NULL;
+		}
+		*err = 0;
 		return ep->msg_conn;
 	}
 	/*
