@@ -118,7 +118,12 @@ static void receiver(struct hnet *n, struct h_link *l, uint8_t *buf)
 	H_CHECK(r == NCCL_ERR_INVALID_ARG, "irecv of 9 buffers (maxRecvs 8): %d", r);
 	r = n->irecv(n, l->rc, 0, bad, sizes, tags, bad, &req);
 	H_CHECK(r == NCCL_ERR_INVALID_ARG, "irecv of 0 buffers: %d", r);
-	printf("ok: misuse: irecv of 0 or 9 buffers: ncclInvalidArgument\n");
+	r = n->irecv(n, l->rc, 1, NULL, sizes, tags, bad, &req);
+	H_CHECK(r == NCCL_ERR_INVALID_ARG, "irecv with no data array: %d", r);
+	r = n->irecv(n, l->rc, 1, bad, sizes, NULL, bad, &req);
+	H_CHECK(r == NCCL_ERR_INVALID_ARG, "irecv with no tags array: %d", r);
+	printf("ok: misuse: irecv of 0 or 9 buffers, or with no data or tags array: "
+	       "ncclInvalidArgument\n");
 
 	/* deregMr while a receive into it is in flight: refused; the receive still lands. */
 	memset(buf, 0, 4 * BIG);
