@@ -598,7 +598,9 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 	struct cts *m;
 	int k, err;
 
-	if (!c || c->kind != COMM_RECV || !req || n < 1 || n > MNCCL_MAX_RECVS)
+	/* The arrays are read for every buffer (a NULL one was dereferenced). */
+	if (!c || c->kind != COMM_RECV || !req || n < 1 || n > MNCCL_MAX_RECVS || !data ||
+	    !sizes || !tags)
 		return NCCL_ERR_INVALID_ARG;
 	/* A CTS unless eager sends can fill it (see the top) and the sender knows the slots. */
 	cts = !c->eager || !c->told;
