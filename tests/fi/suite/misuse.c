@@ -188,16 +188,68 @@ static void dead_peer(struct fab *f)
 	sin.sin_port = htons(ntohs(sin.sin_port) == 1 ? 2 : 1);
 	if (fi_av_insert(f->av, &sin, 1, &dead, 0, NULL) != 1)
 		die("fi_av_insert");
-	POST(f, fi_send(f->ep, f->buf, 64, f->desc, dead, CTX));
-	while ((r = fi_cq_read(f->cq, &e, 1)) == -FI_EAGAIN)
-		if (time(NULL) > deadline || ms_since(t0) > 30000)
-			die("a send to an endpoint that does not exist: no completion in %.0f ms",
-			    ms_since(t0));
-	if (r != -FI_EAVAIL)
-		die("a send to an endpoint that does not exist completed (%zd)", r);
-	CHECK(fi_cq_readerr(f->cq, &ee, 0) == 1 ? 0 : -FI_EOTHER);
-	printf("ok: misuse: a send to an fi_addr with no endpoint behind it: error %d (%s) after "
-	       "%.0f ms\n", ee.err, fi_strerror(ee.err), ms_since(t0));
+	/* tx_attr->size operations outstanding (they wait for the connection), then -FI_EAGAIN. */
+	size_t posted = 0, failed = 0;
+
+	while ((r = fi_send(f->ep, f->buf, 64, f->desc, dead, CTX)) == 0)
+		if (++posted > f->info->tx_attr->size)
+			die("more than tx_attr->size (%zu) sends outstanding", f->info->tx_attr->size);
+	if (r != -FI_EAGAIN || posted != f->info->tx_attr->size)
+		die("send %zu of tx_attr->size %zu: %zd, not -FI_EAGAIN after all of them", posted + 1,
+		    f->info->tx_attr->size, r);
+	EXPECT_ERR(fi_inject(f->ep, f->buf, 8, dead), -FI_EAGAIN);
+	/* Each ends, with an error: none lost. */
+	while (failed < posted) {
+		r = fi_cq_read(f->cq, &e, 1);
+		if (r == -FI_EAVAIL) {
+			CHECK(fi_cq_readerr(f->cq, &ee, 0) == 1 ? 0 : -FI_EOTHER);
+			failed++;
+		} else if (r != -FI_EAGAIN) {
+			die("a send to an endpoint that does not exist: %zd", r);
+		} else if (time(NULL) > deadline || ms_since(t0) > 30000) {
+			die("sends to an endpoint that does not exist: %zu of %zu ended in %.0f ms",
+			    failed, posted, ms_since(t0));
+		}
+	}
+	printf("ok: misuse: sends to an fi_addr with no endpoint behind it: %zu (tx_attr->size) "
+	       "outstanding, then -FI_EAGAIN; each ended with error %d (%s) within %.0f ms\n",
+	       posted, ee.err, fi_strerror(ee.err), ms_since(t0));
+}
+
+/* rx_attr->size receives posted, then -FI_EAGAIN; fi_cancel ends each (FI_ECANCELED). */
+static void cancel_all(struct fab *f)
+{
+	static struct fi_context2 rctx[1024];
+	struct fi_cq_err_entry ee = { 0 };
+	struct fi_cq_tagged_entry e;
+	size_t n = 0, got = 0;
+	ssize_t r;
+
+	while ((r = fi_trecv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, 0xdead, 0, &rctx[n])) == 0)
+		if (++n >= 1024)
+			die("more than 1024 receives posted (rx_attr->size %zu)", f->info->rx_attr->size);
+	if (r != -FI_EAGAIN || n != f->info->rx_attr->size)
+		die("receive %zu of rx_attr->size %zu: %zd, not -FI_EAGAIN after all of them", n + 1,
+		    f->info->rx_attr->size, r);
+	for (size_t i = 0; i < n; i++)
+		CHECK(fi_cancel(&f->ep->fid, &rctx[i]));
+	EXPECT_ERR(fi_cancel(&f->ep->fid, &rctx[0]), -FI_ENOENT);
+	EXPECT_ERR(fi_cancel(&f->ep->fid, &(struct fi_context2){ 0 }), -FI_ENOENT);
+	while (got < n) {
+		r = fi_cq_read(f->cq, &e, 1);
+		if (r == -FI_EAVAIL) {
+			CHECK(fi_cq_readerr(f->cq, &ee, 0) == 1 ? 0 : -FI_EOTHER);
+			if (ee.err != FI_ECANCELED || ee.op_context != &rctx[got])
+				die("cancelled receive %zu: error %d, context %p", got, ee.err,
+				    ee.op_context);
+			got++;
+		} else if (r != -FI_EAGAIN || time(NULL) > deadline) {
+			die("cancelled receives: %zu of %zu ended (%zd)", got, n, r);
+		}
+	}
+	EXPECT_ERR(fi_cq_read(f->cq, &e, 1), -FI_EAGAIN);
+	printf("ok: misuse: %zu receives (rx_attr->size) posted, then -FI_EAGAIN; fi_cancel of "
+	       "each: FI_ECANCELED in order; of one done or unknown: -FI_ENOENT\n", n);
 }
 
 /* ---- two threads running progress at once (FI_THREAD_SAFE) ------------------------------ */
@@ -279,6 +331,7 @@ void t_misuse(void)
 	cq_read_zero(&f, self);
 	bad_addrs(&f, self);
 	bind_twice(&f);
+	cancel_all(&f);
 	dead_peer(&f);
 	closing_bound(&f);
 	fab_close(&f);
