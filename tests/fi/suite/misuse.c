@@ -29,6 +29,8 @@ static void closing_bound(struct fab *f)
 
 	EXPECT_ERR(fi_close(&f->av->fid), -FI_EBUSY);
 	EXPECT_ERR(fi_close(&f->cq->fid), -FI_EBUSY);
+	EXPECT_ERR(fi_close(&f->domain->fid), -FI_EBUSY);
+	EXPECT_ERR(fi_close(&f->fabric->fid), -FI_EBUSY);
 	CHECK(fi_eq_open(f->fabric, &eqa, &eq, NULL));
 	CHECK(fi_ep_bind(f->ep, &eq->fid, 0));
 	EXPECT_ERR(fi_close(&eq->fid), -FI_EBUSY);
@@ -38,8 +40,10 @@ static void closing_bound(struct fab *f)
 	reap(f, 2);
 	CHECK(fi_close(&f->ep->fid));
 	f->ep = NULL;
+	EXPECT_ERR(fi_close(&f->fabric->fid), -FI_EBUSY);	/* the EQ and the domain */
 	CHECK(fi_close(&eq->fid));
-	printf("ok: misuse: closing an AV, a CQ or an EQ an endpoint is bound to is -FI_EBUSY\n");
+	printf("ok: misuse: closing an AV, a CQ or an EQ an endpoint is bound to, a domain with "
+	       "objects open or a fabric with a domain or EQ open is -FI_EBUSY\n");
 }
 
 /* A NULL buffer with a length is -FI_EINVAL at the post (it was read or written later). */
