@@ -206,6 +206,7 @@ static int domain_close(struct fid *fid)
 	mroc_close(d->ctx);
 	if (d->locked)
 		pthread_mutex_destroy(&d->lock);
+	mfi_fabric_ref(d->fab, -1);
 	free(d->mrs);
 	free(d);
 	return 0;
@@ -319,6 +320,7 @@ int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_
 	d->domain_fid.fid.ops = &domain_fi_ops;
 	d->domain_fid.ops = &domain_ops;
 	d->domain_fid.mr = &mr_ops;
+	mfi_fabric_ref(fab, 1);
 	*out = &d->domain_fid;
 	return 0;
 }

@@ -349,6 +349,7 @@ static int eq_close(struct fid *fid)
 		fi_freeinfo(eq->ev[(eq->head + i) % eq->cap].cm.info);
 	mfi_waitfd_close(eq->epfd, eq->sigfd);
 	pthread_mutex_destroy(&eq->lock);
+	mfi_fabric_ref(eq->fab, -1);
 	free(eq->ev);
 	free(eq->objs);
 	free(eq);
@@ -399,6 +400,7 @@ int mfi_eq_open(struct fid_fabric *fabric, struct fi_eq_attr *attr, struct fid_e
 	eq->eq_fid.fid.context = context;
 	eq->eq_fid.fid.ops = &eq_fi_ops;
 	eq->eq_fid.ops = &eq_ops;
+	mfi_fabric_ref(eq->fab, 1);
 	*out = &eq->eq_fid;
 	return 0;
 }

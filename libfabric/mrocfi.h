@@ -78,7 +78,15 @@ struct mfi_fabric {
 	struct fid_fabric fabric_fid;
 	struct fi_provider *prov;
 	uint32_t api;			/* the application's libfabric API version */
+	int refs;			/* domains, EQs and passive endpoints on it (atomic) */
 };
+
+/* An object opened on the fabric (+1) or closed (-1): it cannot close before them. */
+static inline void mfi_fabric_ref(struct mfi_fabric *fab, int d)
+{
+	if (fab)
+		__atomic_add_fetch(&fab->refs, d, __ATOMIC_RELAXED);
+}
 
 struct mfi_domain {
 	struct fid_domain domain_fid;

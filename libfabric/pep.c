@@ -163,6 +163,7 @@ static int pep_close(struct fid *fid)
 	}
 	if (pep->port_fd >= 0)
 		close(pep->port_fd);
+	mfi_fabric_ref(pep->fab, -1);
 	fi_freeinfo(pep->info);
 	free(pep);
 	return 0;
@@ -259,6 +260,7 @@ int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep
 	pep->pep_fid.fid.ops = &pep_fi_ops;
 	pep->pep_fid.ops = &pep_ops;
 	pep->pep_fid.cm = &pep_cm_ops;
+	mfi_fabric_ref(pep->fab, 1);
 	*out = &pep->pep_fid;
 	return 0;
 err:

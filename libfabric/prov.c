@@ -507,7 +507,12 @@ int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_
 
 static int fabric_close(struct fid *fid)
 {
-	free(container_of(fid, struct mfi_fabric, fabric_fid.fid));
+	struct mfi_fabric *fab = container_of(fid, struct mfi_fabric, fabric_fid.fid);
+
+	/* Its domains, EQs and passive endpoints read it (an EQ its API version): not freed under them. */
+	if (__atomic_load_n(&fab->refs, __ATOMIC_RELAXED))
+		return -FI_EBUSY;
+	free(fab);
 	return 0;
 }
 
