@@ -4,7 +4,7 @@
 # in a network namespace, the endpoint sending to its own name.  Objects closed while bound
 # (AV, CQ, EQ: -FI_EBUSY), NULL buffers with a length, fi_addrs not in the AV or removed
 # (-FI_EINVAL), fi_cq_read of 0 entries, two threads running progress at once
-# (FI_THREAD_SAFE); MSG endpoints' sends before fi_connect and after fi_shutdown (misuse_msg,
+# (FI_THREAD_SAFE, also between the daemons: misuse_threads); MSG endpoints' sends before fi_connect and after fi_shutdown (misuse_msg,
 # the server in B): each the documented error code, never a crash or a hang.
 set -u
 . "$(dirname "$0")/lib.sh"
@@ -32,12 +32,21 @@ fis() {
 	ip netns exec "$ns" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
 		MROC_SOCKET="$E2E_DIR/$name.ctl" FI_MROC_ADDR="$ip" timeout 50 "$SUITE" "$@"
 }
-fis "$NS_B" b "$IP_B" -P $port misuse_msg >"$E2E_DIR/mm.srv" 2>&1 &
-srv=$!
-fis "$NS_A" a "$IP_A" -P $port misuse_msg "$IP_B" >"$E2E_DIR/mm.cli" 2>&1
-rc=$?
-wait $srv
-src=$?
-cat "$E2E_DIR/mm.srv" "$E2E_DIR/mm.cli"
-[ $rc = 0 ] && [ $src = 0 ] || fail "misuse_msg: server exit $src, client exit $rc"
-ok "misuse_msg: MSG sends with no connection refused"
+# pair TEST ARGS...: server in B, client in A; both must pass.
+pair() {
+	local t=$1
+	shift
+	port=$((port + 1))
+	fis "$NS_B" b "$IP_B" -P $port "$@" "$t" >"$E2E_DIR/$t.srv" 2>&1 &
+	local srv=$!
+	fis "$NS_A" a "$IP_A" -P $port "$@" "$t" "$IP_B" >"$E2E_DIR/$t.cli" 2>&1
+	local rc=$?
+	wait $srv
+	local src=$?
+	cat "$E2E_DIR/$t.srv" "$E2E_DIR/$t.cli"
+	[ $rc = 0 ] && [ $src = 0 ] || fail "$t: server exit $src, client exit $rc"
+	ok "$t"
+}
+pair misuse_msg
+# FI_THREAD_SAFE: a CQ and an EQ read at once by two threads, messages between the daemons.
+pair misuse_threads

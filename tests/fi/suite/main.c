@@ -57,6 +57,8 @@
  *                    two threads running progress at once (FI_THREAD_SAFE)
  *   misuse_msg       MSG endpoints: sends before fi_connect and after either side's
  *                    fi_shutdown refused (never queued for ever); connect, accept twice
+ *   misuse_threads   FI_THREAD_SAFE: 20000 messages (-q: 2000) checked while another thread
+ *                    reads the endpoint's EQ (its progress) at once, on both sides
  *
  * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
  * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
@@ -149,6 +151,8 @@ int main(int argc, char **argv)
 		t_misuse();
 	else if (!strcmp(test, "misuse_msg"))
 		t_misuse_msg();
+	else if (!strcmp(test, "misuse_threads"))
+		t_misuse_threads();
 	else
 		goto usage;
 	return 0;

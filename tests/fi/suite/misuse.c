@@ -459,3 +459,89 @@ void t_misuse_msg(void)
 	printf("ok: misuse_msg: a send before fi_connect and after either side's fi_shutdown is "
 	       "refused, never queued for ever; fi_connect and fi_accept twice -FI_EINVAL\n");
 }
+
+/* ---- misuse_threads: FI_THREAD_SAFE, a CQ and an EQ read at once, between two daemons ------ */
+
+#define TW	32		/* messages in flight */
+#define TSLOT	4096
+
+/*
+ * Both sides: an FI_THREAD_SAFE endpoint with an EQ bound, and a thread reading that EQ
+ * (its progress, eq.c) all along while the main thread sends or receives and reads the
+ * CQ: the same connections progressed from two threads at once.  The client sends
+ * 20000 messages of 1 .. 4096 bytes, TW in flight; the server checks each, in order.
+ */
+void t_misuse_threads(void)
+{
+	struct fi_info *h = hints_for(FI_MSG);
+	struct fi_cq_attr cqa = { .format = FI_CQ_FORMAT_TAGGED, .size = 8192 };
+	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_NONE };
+	static struct fi_context2 tctx[TW];
+	struct fab f = { 0 };
+	struct fid_eq *eq;
+	pthread_t t;
+	int n = quick ? 2000 : 20000, done = 0;
+
+	h->domain_attr->threading = FI_THREAD_SAFE;
+	CHECK(fi_getinfo(FI_VERSION(1, 17), NULL, NULL, 0, h, &f.info));
+	fi_freeinfo(h);
+	fic_domain_open(f.info, &cqa, &f.fabric, &f.domain, &f.av, &f.cq);
+	CHECK(fi_eq_open(f.fabric, &eqa, &eq, NULL));
+	CHECK(fi_endpoint(f.domain, f.info, &f.ep, NULL));
+	CHECK(fi_ep_bind(f.ep, &f.av->fid, 0));
+	CHECK(fi_ep_bind(f.ep, &f.cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_ep_bind(f.ep, &eq->fid, 0));
+	CHECK(fi_enable(f.ep));
+	f.len = TW * TSLOT;
+	f.buf = calloc(1, f.len);
+	fab_meet(&f);
+	eq_stop = false;
+	if (pthread_create(&t, NULL, eq_reader, eq))
+		die("pthread_create");
+	if (srv) {
+		for (int i = 0; i < TW && i < n; i++)
+			POST(&f, fi_recv(f.ep, f.buf + (size_t)i * TSLOT, TSLOT, NULL, f.peer, &tctx[i]));
+		while (done < n) {
+			int k;
+
+			reap(&f, 1);
+			k = (int)((struct fi_context2 *)last.op_context - tctx);
+			if (k < 0 || k >= TW || k != done % TW)
+				die("receive %d completed as slot %d", done, k);
+			if (last.len != 1 + (size_t)done * 7 % TSLOT)
+				die("message %d: %zu bytes, not %zu", done, last.len,
+				    1 + (size_t)done * 7 % TSLOT);
+			verify(f.buf + (size_t)k * TSLOT, last.len, (uint64_t)done,
+			       "a message while another thread read the EQ");
+			if (done + TW < n)
+				POST(&f, fi_recv(f.ep, f.buf + (size_t)k * TSLOT, TSLOT, NULL, f.peer,
+						 &tctx[k]));
+			done++;
+		}
+	} else {
+		int posted = 0;
+
+		while (done < n) {
+			while (posted < n && posted - done < TW) {
+				size_t len = 1 + (size_t)posted * 7 % TSLOT;
+				uint8_t *b = f.buf + (size_t)(posted % TW) * TSLOT;
+
+				fill(b, len, (uint64_t)posted);
+				POST(&f, fi_send(f.ep, b, len, NULL, f.peer, &tctx[posted % TW]));
+				posted++;
+			}
+			reap(&f, 1);
+			done++;
+		}
+	}
+	oob_sync(f.oob);
+	eq_stop = true;
+	pthread_join(t, NULL);
+	CHECK(fi_close(&f.ep->fid));
+	f.ep = NULL;
+	CHECK(fi_close(&eq->fid));
+	close(f.oob);
+	fab_close(&f);
+	printf("ok: misuse_threads: FI_THREAD_SAFE: %d messages %s, each checked, while another "
+	       "thread read the endpoint's EQ at once\n", n, srv ? "received" : "sent");
+}

@@ -141,5 +141,6 @@ void t_zcopy(void);					/* zcopy.c */
 void t_cm_data(void);					/* cm.c */
 void t_misuse(void);					/* misuse.c */
 void t_misuse_msg(void);
+void t_misuse_threads(void);
 
 #endif
