@@ -75,12 +75,30 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 		EXPECT_ERR(fi_compare_atomic(f->ep, v, 1, NULL, v + 1, NULL, NULL, NULL, self, addr,
 					     key, FI_UINT64, FI_CSWAP, CTX), -FI_EINVAL);
 	}
+	/* The *msg forms: no message, or an RMA message with no rma_iov. */
+	{
+		struct fi_msg_rma rm = { .msg_iov = &(struct iovec){ f->buf, 8 }, .iov_count = 1,
+					 .addr = self, .rma_iov_count = 1 };
+		struct fi_msg_atomic am = { .msg_iov = &(struct fi_ioc){ f->buf, 1 }, .iov_count = 1,
+					    .addr = self, .rma_iov_count = 1,
+					    .datatype = FI_UINT64, .op = FI_SUM };
+
+		EXPECT_ERR(fi_sendmsg(f->ep, NULL, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_recvmsg(f->ep, NULL, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_tsendmsg(f->ep, NULL, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_trecvmsg(f->ep, NULL, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_readmsg(f->ep, NULL, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_writemsg(f->ep, &rm, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_readmsg(f->ep, &rm, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_atomicmsg(f->ep, &am, 0), -FI_EINVAL);
+	}
 	/* NULL with no bytes is a zero-length message. */
 	POST(f, fi_recv(f->ep, NULL, 0, NULL, FI_ADDR_UNSPEC, CTX));
 	POST(f, fi_send(f->ep, NULL, 0, NULL, self, CTX));
 	reap(f, 2);
 	printf("ok: misuse: NULL buffers with a length are -FI_EINVAL (sends, injects, receives, "
-	       "RMA, atomics' operands, compare values and results); NULL with 0 bytes moves a "
+	       "RMA, atomics' operands, compare values and results), NULL messages and rma_iov in "
+	       "the *msg forms; NULL with 0 bytes moves a "
 	       "zero-length message\n");
 }
 
