@@ -6,8 +6,8 @@
  *    (ncclInvalidArgument); connect with a handle whose connect state is garbage
  *    (ncclInvalidArgument); connect to the handle of a listener that is gone (an
  *    error, within 10 s);
- *  - between them: deregMr of the region a receive in flight uses
- *    (ncclInvalidUsage, the receive then completes intact), test() of a request
+ *  - between them: deregMr of the region a receive or a zero-copy send in flight
+ *    uses (ncclInvalidUsage, the transfer then completes intact), test() of a request
  *    already completed, irecv of 0 or more than maxRecvs buffers (ncclInvalidArgument),
  *    a send larger than the receive's buffer: refused at the isend when the CTS names
  *    the size (ncclInvalidUsage), an error at the receiver for an eager one, the bytes
@@ -180,6 +180,9 @@ static void sender(struct hnet *n, struct h_link *l, uint8_t *buf)
 	h_get("posted", 1, &c, 1);
 	fillp(buf, BIG, 1);
 	req = send_retry(n, l->sc, buf, BIG, 1, mh);
+	/* Zero-copy (above the eager limit): the QP reads the region until test() says done. */
+	r = n->dereg(n, l->sc, mh);
+	H_CHECK(r == NCCL_ERR_INVALID_USAGE, "deregMr of a region a send in flight uses: %d", r);
 	h_wait(n, req, NULL);
 	r = n->test(n, req, &done, &sz);
 	H_CHECK(r == NCCL_ERR_INVALID_ARG, "test() of a send already completed: %d", r);
