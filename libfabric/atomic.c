@@ -175,7 +175,7 @@ static ssize_t a_writev(struct fid_ep *ep, const struct fi_ioc *iov, void **desc
 
 static ssize_t a_writemsg(struct fid_ep *ep, const struct fi_msg_atomic *m, uint64_t flags)
 {
-	if (!m || m->rma_iov_count != 1)
+	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
 		return -FI_EINVAL;
 	return post_atomic(EP(ep), &(struct atomic_args){
 		.kind = MFI_ATOMIC_WRITE, .iov = m->msg_iov, .count = m->iov_count,
@@ -219,7 +219,7 @@ static ssize_t a_readwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *m,
 			      struct fi_ioc *resultv, void **result_desc, size_t result_count,
 			      uint64_t flags)
 {
-	if (!m || m->rma_iov_count != 1)
+	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
 		return -FI_EINVAL;
 	return post_atomic(EP(ep), &(struct atomic_args){
 		.kind = MFI_ATOMIC_FETCH, .iov = m->msg_iov, .count = m->iov_count,
@@ -260,7 +260,7 @@ static ssize_t a_compwritemsg(struct fid_ep *ep, const struct fi_msg_atomic *m,
 			      size_t compare_count, struct fi_ioc *resultv, void **result_desc,
 			      size_t result_count, uint64_t flags)
 {
-	if (!m || m->rma_iov_count != 1)
+	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
 		return -FI_EINVAL;
 	return post_atomic(EP(ep), &(struct atomic_args){
 		.kind = MFI_ATOMIC_COMPARE, .iov = m->msg_iov, .count = m->iov_count,

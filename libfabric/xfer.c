@@ -262,8 +262,11 @@ static ssize_t msg_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc
 						   EP(ep)->rx_op_flags, context });
 }
 
+/* The *msg forms read the message at once: none is -FI_EINVAL (it was dereferenced). */
 static ssize_t msg_recvmsg(struct fid_ep *ep, const struct fi_msg *m, uint64_t flags)
 {
+	if (!m)
+		return -FI_EINVAL;
 	return post_rx(EP(ep), &(struct rx_args){ MFI_KIND_MSG, m->msg_iov, m->iov_count, m->addr,
 						   0, 0, flags, m->context });
 }
@@ -286,6 +289,8 @@ static ssize_t msg_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc
 
 static ssize_t msg_sendmsg(struct fid_ep *ep, const struct fi_msg *m, uint64_t flags)
 {
+	if (!m)
+		return -FI_EINVAL;
 	return post_tx(EP(ep), &(struct tx_args){ .kind = TX_MSG, .iov = m->msg_iov,
 						   .count = m->iov_count, .dest = m->addr,
 						   .data = m->data, .flags = flags,
@@ -346,6 +351,8 @@ static ssize_t t_recvv(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 
 static ssize_t t_recvmsg(struct fid_ep *ep, const struct fi_msg_tagged *m, uint64_t flags)
 {
+	if (!m)
+		return -FI_EINVAL;
 	return post_rx(EP(ep), &(struct rx_args){ MFI_KIND_TAGGED, m->msg_iov, m->iov_count,
 						   m->addr, m->tag, m->ignore, flags, m->context });
 }
@@ -368,6 +375,8 @@ static ssize_t t_sendv(struct fid_ep *ep, const struct iovec *iov, void **desc, 
 
 static ssize_t t_sendmsg(struct fid_ep *ep, const struct fi_msg_tagged *m, uint64_t flags)
 {
+	if (!m)
+		return -FI_EINVAL;
 	return post_tx(EP(ep), &(struct tx_args){ .kind = TX_TAGGED, .iov = m->msg_iov,
 						   .count = m->iov_count, .dest = m->addr,
 						   .tag = m->tag, .data = m->data, .flags = flags,
@@ -432,7 +441,7 @@ static ssize_t rma_readv(struct fid_ep *ep, const struct iovec *iov, void **desc
 
 static ssize_t rma_readmsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags)
 {
-	if (m->rma_iov_count != 1)
+	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
 		return -FI_EINVAL;
 	return post_tx(EP(ep), &(struct tx_args){ .kind = TX_READ, .iov = m->msg_iov,
 						   .count = m->iov_count, .dest = m->addr,
@@ -458,7 +467,7 @@ static ssize_t rma_writev(struct fid_ep *ep, const struct iovec *iov, void **des
 
 static ssize_t rma_writemsg(struct fid_ep *ep, const struct fi_msg_rma *m, uint64_t flags)
 {
-	if (m->rma_iov_count != 1)
+	if (!m || m->rma_iov_count != 1 || !m->rma_iov)
 		return -FI_EINVAL;
 	return post_tx(EP(ep), &(struct tx_args){ .kind = TX_WRITE, .iov = m->msg_iov,
 						   .count = m->iov_count, .dest = m->addr,
