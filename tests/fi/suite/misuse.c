@@ -173,6 +173,26 @@ static void bind_twice(struct fab *f)
 	EXPECT_ERR(fi_ep_bind(ep, &b->fid, FI_RECV), -FI_EINVAL);
 	CHECK(fi_ep_bind(ep, &qa->fid, 0));
 	EXPECT_ERR(fi_ep_bind(ep, &qb->fid, 0), -FI_EINVAL);
+	/* Objects of another domain (its lock, its context), or none. */
+	{
+		struct fi_av_attr ava = { .type = FI_AV_TABLE };
+		struct fid_domain *d2;
+		struct fid_cq *c2;
+		struct fid_av *av2;
+		struct fid_ep *ep2;
+
+		CHECK(fi_domain(f->fabric, f->info, &d2, NULL));
+		CHECK(fi_cq_open(d2, &cqa, &c2, NULL));
+		CHECK(fi_av_open(d2, &ava, &av2, NULL));
+		CHECK(fi_endpoint(d2, f->info, &ep2, NULL));
+		EXPECT_ERR(fi_ep_bind(ep2, &a->fid, FI_TRANSMIT | FI_RECV), -FI_EINVAL);
+		EXPECT_ERR(fi_ep_bind(ep2, &f->av->fid, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_ep_bind(ep2, NULL, 0), -FI_EINVAL);
+		CHECK(fi_close(&ep2->fid));
+		CHECK(fi_close(&av2->fid));
+		CHECK(fi_close(&c2->fid));
+		CHECK(fi_close(&d2->fid));
+	}
 	CHECK(fi_enable(ep));
 	CHECK(fi_close(&ep->fid));
 	/* Nothing bound to any of them now: each reads empty and closes. */
@@ -182,8 +202,8 @@ static void bind_twice(struct fab *f)
 	CHECK(fi_close(&b->fid));
 	CHECK(fi_close(&qa->fid));
 	CHECK(fi_close(&qb->fid));
-	printf("ok: misuse: a second CQ for a direction, or a second EQ, is -FI_EINVAL; "
-	       "the first ones close once the endpoint has\n");
+	printf("ok: misuse: a second CQ for a direction, or a second EQ, a CQ or AV of another "
+	       "domain, or none, is -FI_EINVAL; the first ones close once the endpoint has\n");
 }
 
 /* An AV entry with no endpoint behind it (a port nothing listens on): an error, no hang. */
