@@ -413,10 +413,14 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
 	int err = 0;
 
+	if (!bfid)
+		return -FI_EINVAL;
 	mfi_lock(ep->dom);
 	switch (bfid->fclass) {
 	case FI_CLASS_AV:
-		if (ep->type != FI_EP_RDM) {
+		/* Another domain's AV or CQ would run under that domain's lock, not ours. */
+		if (ep->type != FI_EP_RDM ||
+		    container_of(bfid, struct mfi_av_fid, av_fid.fid)->dom != ep->dom) {
 			err = -FI_EINVAL;
 		} else {
 			if (ep->av)
@@ -430,6 +434,10 @@ static int ep_bind(struct fid *fid, struct fid *bfid, uint64_t flags)
 
 		if (!(flags & (FI_TRANSMIT | FI_RECV))) {
 			err = -FI_EBADFLAGS;
+			break;
+		}
+		if (cq->dom != ep->dom) {
+			err = -FI_EINVAL;
 			break;
 		}
 		/*
