@@ -50,3 +50,5 @@ pair() {
 pair misuse_msg
 # FI_THREAD_SAFE: a CQ and an EQ read at once by two threads, messages between the daemons.
 pair misuse_threads
+# A registration closed under a message sent by rendezvous from it.
+pair misuse_mr

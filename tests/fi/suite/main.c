@@ -59,6 +59,8 @@
  *                    fi_shutdown refused (never queued for ever); connect, accept twice
  *   misuse_threads   FI_THREAD_SAFE: 20000 messages (-q: 2000) checked while another thread
  *                    reads the endpoint's EQ (its progress) at once, on both sides
+ *   misuse_mr        1 MiB sent from a registration closed before the receive is posted:
+ *                    both sides complete (no hang), the endpoints work on
  *
  * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
  * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
@@ -153,6 +155,8 @@ int main(int argc, char **argv)
 		t_misuse_msg();
 	else if (!strcmp(test, "misuse_threads"))
 		t_misuse_threads();
+	else if (!strcmp(test, "misuse_mr"))
+		t_misuse_mr();
 	else
 		goto usage;
 	return 0;

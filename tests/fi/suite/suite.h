@@ -142,5 +142,6 @@ void t_cm_data(void);					/* cm.c */
 void t_misuse(void);					/* misuse.c */
 void t_misuse_msg(void);
 void t_misuse_threads(void);
+void t_misuse_mr(void);
 
 #endif
