@@ -34,6 +34,20 @@ static void closing_bound(struct fab *f)
 	CHECK(fi_eq_open(f->fabric, &eqa, &eq, NULL));
 	CHECK(fi_ep_bind(f->ep, &eq->fid, 0));
 	EXPECT_ERR(fi_close(&eq->fid), -FI_EBUSY);
+	/* An EQ read into too small a buffer, or of an error that is not there. */
+	{
+		struct fi_eq_entry w = { .fid = &f->ep->fid, .data = 42 }, r;
+		struct fi_eq_err_entry ee = { 0 };
+		uint32_t ev;
+
+		EXPECT_ERR(fi_eq_readerr(eq, &ee, 0), -FI_EAGAIN);
+		CHECK(fi_eq_write(eq, FI_NOTIFY, &w, sizeof(w), 0) == sizeof(w) ? 0 : -FI_EOTHER);
+		EXPECT_ERR(fi_eq_read(eq, &ev, &r, 4, 0), -FI_ETOOSMALL);
+		EXPECT_ERR(fi_eq_readerr(eq, &ee, 0), -FI_EAGAIN);
+		if (fi_eq_read(eq, &ev, &r, sizeof(r), 0) != sizeof(r) || ev != FI_NOTIFY ||
+		    r.data != 42)
+			die("the EQ entry after a read too small");
+	}
 	/* Still usable after the refusals: a message to ourselves. */
 	POST(f, fi_recv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, CTX));
 	POST(f, fi_send(f->ep, f->buf + 64, 64, f->desc, self_addr(f), CTX));
@@ -43,7 +57,8 @@ static void closing_bound(struct fab *f)
 	EXPECT_ERR(fi_close(&f->fabric->fid), -FI_EBUSY);	/* the EQ and the domain */
 	CHECK(fi_close(&eq->fid));
 	printf("ok: misuse: closing an AV, a CQ or an EQ an endpoint is bound to, a domain with "
-	       "objects open or a fabric with a domain or EQ open is -FI_EBUSY\n");
+	       "objects open or a fabric with a domain or EQ open is -FI_EBUSY; an EQ read too "
+	       "small -FI_ETOOSMALL (the entry stays), fi_eq_readerr of nothing -FI_EAGAIN\n");
 }
 
 /* A NULL buffer with a length is -FI_EINVAL at the post (it was read or written later). */
