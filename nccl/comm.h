@@ -96,9 +96,12 @@ struct req_head {
 	uint8_t kind;			/* enum req_kind */
 	uint8_t used;
 	uint8_t done;
-	uint8_t failed;
+	uint8_t failed;			/* REQ_FAILED, or REQ_TRUNCATED: its send did not fit */
 	struct comm *c;
 };
+
+#define REQ_FAILED	1
+#define REQ_TRUNCATED	2
 
 struct sreq {
 	struct req_head h;

@@ -226,8 +226,12 @@ static void eager_deliver(struct comm *c, struct rreq *r, unsigned int e)
 		;
 	if (k == r->n)
 		return comm_fail(c, -EPROTO, "an eager send's tag matches no buffer of its receive");
-	if (size > r->room[k])
+	if (size > r->room[k]) {
+		/* Nothing copied; the receive reports a truncation (ncclInvalidUsage, as NCCL's
+		 * socket transport does); the comm, its sends and receives out of step, fails. */
+		r->h.failed = REQ_TRUNCATED;
 		return comm_fail(c, -EPROTO, "an eager send larger than its receive");
+	}
 	if (size)
 		memcpy(r->data[k], (const char *)hd + EAGER_HDR, size);
 	c->eager_freed++;
@@ -307,7 +311,7 @@ static void on_wc(struct comm *c, const struct mroc_wc *wc)
 		if ((wc->opcode == MROC_WC_WRITE_IMM || wc->opcode == MROC_WC_SEND_IMM) &&
 		    c->kind == COMM_SEND &&
 		    wc->wr_id < MNCCL_MAX_SREQS)
-			c->sreqs[wc->wr_id].h.failed = 1;
+			c->sreqs[wc->wr_id].h.failed = REQ_FAILED;
 		return comm_fail(c, -EIO, mroc_wc_status_str(wc->status));
 	}
 	switch (wc->opcode) {
@@ -675,7 +679,8 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 	}
 	send_credit(c);
 	*req = r;
-	return c->failed ? NCCL_ERR_REMOTE : NCCL_OK;
+	/* A send already here that does not fit is this receive's to report (test()). */
+	return c->failed && r->h.failed != REQ_TRUNCATED ? NCCL_ERR_REMOTE : NCCL_OK;
 }
 
 /* A request ends (reported, or its comm closed): the registrations it held are free. */
@@ -710,7 +715,7 @@ nccl_res mnccl_test(void *request, int *done, int *sizes)
 	if (h->failed || (!h->done && c->failed)) {
 		req_release_regs(h);
 		h->used = 0;
-		return NCCL_ERR_REMOTE;
+		return h->failed == REQ_TRUNCATED ? NCCL_ERR_INVALID_USAGE : NCCL_ERR_REMOTE;
 	}
 	if (!h->done)
 		return NCCL_OK;
