@@ -13,6 +13,7 @@
  *    the size (ncclInvalidUsage), an error at the receiver for an eager one, the bytes
  *    after the buffer untouched; closeSend/closeRecv twice (ncclInvalidArgument).
  */
+#include <fcntl.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -213,6 +214,47 @@ static void sender(struct hnet *n, struct h_link *l, uint8_t *buf)
 	H_CHECK(!n->dereg(n, NULL, mh), "deregMr");
 }
 
+static int fd_count(void)
+{
+	int c = 0;
+
+	for (int fd = 0; fd < 4096; fd++)
+		c += fcntl(fd, F_GETFD) != -1;
+	return c;
+}
+
+/* Connections made, used and closed over and over: no descriptor (a QP's) left behind. */
+static void churn(struct hnet *n, uint8_t *buf)
+{
+	int before = -1, rounds = 30;
+	void *mh;
+
+	H_CHECK(!n->reg(n, NULL, buf, 4096, &mh), "regMr");
+	for (int i = 0; i < rounds; i++) {
+		struct h_link l;
+		char key[32];
+		void *req;
+		int sz;
+
+		snprintf(key, sizeof(key), "churn%d", i);
+		h_connect_pair(n, key, 1 - H.rank, 1 - H.rank, &l);
+		req = H.rank ? recv_retry(n, l.rc, buf, 4096, 0, mh) :
+			       send_retry(n, l.sc, buf, 100, 0, mh);
+		h_wait(n, req, &sz);
+		snprintf(key, sizeof(key), "churned%d", i);
+		h_barrier(key);
+		H_CHECK(!n->close_send(n, l.sc) && !n->close_recv(n, l.rc) &&
+			!n->close_listen(n, l.lc), "close");
+		if (i == 1)
+			before = fd_count();
+	}
+	H_CHECK(fd_count() == before, "%d descriptors open after %d connections made and closed, "
+		"%d before", fd_count(), rounds, before);
+	H_CHECK(!n->dereg(n, NULL, mh), "deregMr");
+	printf("ok: misuse: %d connections made, used and closed: no descriptor left behind\n",
+	       rounds);
+}
+
 int h_misuse(struct hnet *n)
 {
 	uint8_t *buf = h_alloc(4 * BIG);
@@ -220,6 +262,7 @@ int h_misuse(struct hnet *n)
 
 	H_CHECK(H.nranks == 2, "misuse: 2 ranks");
 	alone(n);
+	churn(n, buf);
 	h_connect_pair(n, "m", 1 - H.rank, 1 - H.rank, &l);
 	if (H.rank == 1) {
 		receiver(n, &l, buf);
