@@ -90,6 +90,21 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 		EXPECT_ERR(fi_compare_atomic(f->ep, v, 1, NULL, v + 1, NULL, NULL, NULL, self, addr,
 					     key, FI_UINT64, FI_CSWAP, CTX), -FI_EINVAL);
 	}
+	/* Past the limits fi_getinfo gave: iov_limit, inject_size, max_msg_size. */
+	{
+		struct iovec five[5];
+
+		for (int i = 0; i < 5; i++)
+			five[i] = (struct iovec){ f->buf + i * 8, 8 };
+		EXPECT_ERR(fi_sendv(f->ep, five, NULL, f->info->tx_attr->iov_limit + 1, self, CTX),
+			   -FI_EINVAL);
+		EXPECT_ERR(fi_recvv(f->ep, five, NULL, f->info->rx_attr->iov_limit + 1,
+				    FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
+		EXPECT_ERR(fi_inject(f->ep, f->buf, f->info->tx_attr->inject_size + 1, self),
+			   -FI_EINVAL);
+		EXPECT_ERR(fi_send(f->ep, f->buf, f->info->ep_attr->max_msg_size + 1, f->desc, self,
+				   CTX), -FI_EINVAL);
+	}
 	/* The *msg forms: no message, or an RMA message with no rma_iov. */
 	{
 		struct fi_msg_rma rm = { .msg_iov = &(struct iovec){ f->buf, 8 }, .iov_count = 1,
@@ -113,7 +128,8 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 	reap(f, 2);
 	printf("ok: misuse: NULL buffers with a length are -FI_EINVAL (sends, injects, receives, "
 	       "RMA, atomics' operands, compare values and results), NULL messages and rma_iov in "
-	       "the *msg forms; NULL with 0 bytes moves a "
+	       "the *msg forms; past iov_limit, inject_size, max_msg_size too; NULL with 0 "
+	       "bytes moves a "
 	       "zero-length message\n");
 }
 
