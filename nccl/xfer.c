@@ -285,6 +285,13 @@ static void on_data(struct comm *c, const struct mroc_wc *wc)
 	/* Sends fill receives in order: an earlier one not full means the two ends disagree. */
 	if (r->seq != c->match_seq || c->unexp_cnt)
 		return comm_fail(c, -EPROTO, "a write for a receive out of order");
+	/*
+	 * The CTS named the receive's size; a WRITE past it (a broken or hostile
+	 * peer: the rkey covers the whole registration) is not copied out of a
+	 * bounce region past the application's buffer, nor reported as data.
+	 */
+	if (wc->byte_len > r->room[k])
+		return comm_fail(c, -EPROTO, "a write larger than its receive");
 	/* A bounce region (the application's buffer is not shared with mrocd): copy out. */
 	if (r->reg[k] && r->reg[k]->copy && wc->byte_len)
 		memcpy(r->data[k], mnccl_reg_laddr(r->reg[k], r->data[k]), wc->byte_len);
