@@ -241,10 +241,11 @@ static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint6
 	e = &eq->ev[eq->head];
 	/*
 	 * err_data: a reject's private data.  Into the caller's buffer when it gives
-	 * one (err_data_size on input, API 1.5 on); else ours, valid until the next
-	 * read (fi_eq(3)).  Before 1.5 the struct ends before err_data_size.
+	 * one (err_data and err_data_size on input, API 1.5 on); else ours, valid
+	 * until the next read (fi_eq(3)): a size with no buffer was a write to NULL.
+	 * Before 1.5 the struct ends before err_data_size.
 	 */
-	if (FI_VERSION_GE(eq->fab->api, FI_VERSION(1, 5)) && buf->err_data_size) {
+	if (FI_VERSION_GE(eq->fab->api, FI_VERSION(1, 5)) && buf->err_data_size && buf->err_data) {
 		size_t n = e->cm_len < buf->err_data_size ? e->cm_len : buf->err_data_size;
 
 		memcpy(buf->err_data, e->cm_data, n);

@@ -176,9 +176,15 @@ static void cm_server_round(struct msgfab *m, size_t n, uint64_t seed)
 	msg_shutdown(m);
 }
 
+/*
+ * own: where the reject's err_data goes: 0 the provider's buffer, 1 ours (its
+ * size on input), 2 a size on input but no buffer (the provider's: it wrote
+ * to NULL).
+ */
 static void cm_client_round(struct msgfab *m, const void *name, size_t n, uint64_t seed,
-			    bool own_buf)
+			    int own)
 {
+	bool own_buf = own == 1;
 	struct fi_eq_err_entry ee = { 0 };
 	uint8_t mine[1024];
 	ssize_t r;
@@ -194,8 +200,9 @@ static void cm_client_round(struct msgfab *m, const void *name, size_t n, uint64
 	if (own_buf) {
 		memset(mine, 0xee, sizeof(mine));
 		ee.err_data = mine;
-		ee.err_data_size = sizeof(mine);
 	}
+	if (own)
+		ee.err_data_size = sizeof(mine);
 	r = fi_eq_readerr(m->eq, &ee, 0);
 	if (r != sizeof(ee) || ee.err != FI_ECONNREFUSED || ee.fid != &m->ep->fid)
 		die("the reject's error entry: %zd bytes, err %d (%s)", r, ee.err,
@@ -220,7 +227,8 @@ static void cm_client_round(struct msgfab *m, const void *name, size_t n, uint64
 /*
  * fi_connect, fi_accept and fi_reject each with 0, 1, 100 and FI_OPT_CM_DATA_SIZE
  * bytes of private data, each arriving byte for byte (FI_CONNREQ, FI_CONNECTED,
- * the reject's err_data, in the provider's buffer and in ours); one byte more
+ * the reject's err_data, in the provider's buffer and in ours, and in the
+ * provider's when a size comes without a buffer); one byte more
  * refused (-FI_EINVAL) by all three; every accepted connection carries a message.
  */
 void t_cm_data(void)
@@ -250,7 +258,8 @@ void t_cm_data(void)
 		if (srv)
 			cm_server_round(&m, lens[i], (uint64_t)i << 8);
 		else
-			cm_client_round(&m, theirs + 8, lens[i], (uint64_t)i << 8, i & 1);
+			cm_client_round(&m, theirs + 8, lens[i], (uint64_t)i << 8,
+					i & 1 ? 1 : i ? 2 : 0);
 		printf("cm_data: %zu bytes: rejected and accepted\n", lens[i]);
 		oob_sync(oob);
 	}
