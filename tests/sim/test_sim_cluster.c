@@ -269,6 +269,24 @@ static void test_failover_in_steps(void **state)
 	}
 }
 
+/* The 16-host ring AllReduce of 4 MiB, QPs of 2 paths over 4 planes of 4 leaves x 2 spines. */
+static void allreduce_2paths(struct clu_config *cfg, uint64_t seed)
+{
+	clu_config_default(cfg);
+	cfg->net.fab.nhosts = 16;
+	cfg->net.fab.nplanes = 4;
+	cfg->net.fab.leaves = 4;
+	cfg->net.fab.spines = 2;
+	cfg->net.fab.loss = 0.001;
+	cfg->npaths = 2;
+	cfg->kind = COLL_ALLREDUCE;
+	cfg->transport = CLU_METAROCE;
+	cfg->bytes = 4096 * KIB;
+	cfg->verify = true;
+	cfg->time_limit_ns = 500 * MSEC;
+	cfg->seed = seed;
+}
+
 /*
  * A spine dies under a 16-host ring AllReduce of 4 MiB whose QPs have 2
  * paths over 4 planes of 2 spines (session 32's sweep, seed 90, run 2378,
@@ -290,19 +308,7 @@ static void test_failover_scouts_beside_live(void **state)
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
 		double base;
 
-		clu_config_default(&cfg);
-		cfg.net.fab.nhosts = 16;
-		cfg.net.fab.nplanes = 4;
-		cfg.net.fab.leaves = 4;
-		cfg.net.fab.spines = 2;
-		cfg.net.fab.loss = 0.001;
-		cfg.npaths = 2;
-		cfg.kind = COLL_ALLREDUCE;
-		cfg.transport = CLU_METAROCE;
-		cfg.bytes = 4096 * KIB;
-		cfg.verify = true;
-		cfg.time_limit_ns = 500 * MSEC;
-		cfg.seed = seeds[i];
+		allreduce_2paths(&cfg, seeds[i]);
 		run_ok("ring allreduce, 2 paths, no failure", &cfg, &r);
 		base = r.coll.time_us;
 		cfg.failure = CLU_FAIL_SPINE;
@@ -337,19 +343,7 @@ static void test_failover_downlink(void **state)
 	for (size_t i = 0; i < sizeof(seeds) / sizeof(seeds[0]); i++) {
 		double base;
 
-		clu_config_default(&cfg);
-		cfg.net.fab.nhosts = 16;
-		cfg.net.fab.nplanes = 4;
-		cfg.net.fab.leaves = 4;
-		cfg.net.fab.spines = 2;
-		cfg.net.fab.loss = 0.001;
-		cfg.npaths = 2;
-		cfg.kind = COLL_ALLREDUCE;
-		cfg.transport = CLU_METAROCE;
-		cfg.bytes = 4096 * KIB;
-		cfg.verify = true;
-		cfg.time_limit_ns = 500 * MSEC;
-		cfg.seed = seeds[i];
+		allreduce_2paths(&cfg, seeds[i]);
 		run_ok("ring allreduce, 2 paths, no failure", &cfg, &r);
 		base = r.coll.time_us;
 		cfg.failure = CLU_FAIL_DOWNLINK;
