@@ -498,13 +498,17 @@ static void send_done(struct mfi_conn *c, const struct mroc_wc *wc)
 	if (c->tx_head == c->tx_tail)
 		return;		/* not ours (cannot happen: SENDs complete in order) */
 	s = &c->txs[c->tx_head % MFI_TX_SLOTS];
-	c->tx_head++;
 	if (wc->status != MROC_WC_SUCCESS) {
+		/*
+		 * This slot too: mfi_conn_fail ends every slot from tx_head on (taken
+		 * first, the operation whose SEND failed was never freed).
+		 */
 		mfi_conn_fail(c, -FI_EIO);
 		if (c->ep)
 			mfi_ep_conn_event(c, FI_SHUTDOWN, -FI_EIO);
 		return;
 	}
+	c->tx_head++;
 	if (s->last && s->op)
 		last_sent(c, s->op, 0);
 	s->op = NULL;
