@@ -15,6 +15,8 @@ e2e_require
 [ -f "$PROV" ] && [ -x "$SUITE" ] || skip "$PROV or $SUITE not built (libfabric-dev missing?)"
 e2e_setup_pair
 e2e_pair_up
+FI_SUITE_TIMEOUT=50
+. "$(dirname "$0")/fi_lib.sh"
 
 ip netns exec "$NS_A" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
 	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" timeout 50 "$SUITE" misuse \
@@ -26,27 +28,6 @@ ok "misuse: wrong calls get their error codes"
 
 # MSG endpoints (server in B, client in A): sends with no connection.
 port=47690
-fis() {
-	local ns=$1 name=$2 ip=$3
-	shift 3
-	ip netns exec "$ns" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
-		MROC_SOCKET="$E2E_DIR/$name.ctl" FI_MROC_ADDR="$ip" timeout 50 "$SUITE" "$@"
-}
-# pair TEST ARGS...: server in B, client in A; both must pass.
-pair() {
-	local t=$1
-	shift
-	port=$((port + 1))
-	fis "$NS_B" b "$IP_B" -P $port "$@" "$t" >"$E2E_DIR/$t.srv" 2>&1 &
-	local srv=$!
-	fis "$NS_A" a "$IP_A" -P $port "$@" "$t" "$IP_B" >"$E2E_DIR/$t.cli" 2>&1
-	local rc=$?
-	wait $srv
-	local src=$?
-	cat "$E2E_DIR/$t.srv" "$E2E_DIR/$t.cli"
-	[ $rc = 0 ] && [ $src = 0 ] || fail "$t: server exit $src, client exit $rc"
-	ok "$t"
-}
 pair misuse_msg
 # FI_THREAD_SAFE: a CQ and an EQ read at once by two threads, messages between the daemons.
 pair misuse_threads

@@ -19,35 +19,13 @@ e2e_require
 [ -f "$PROV" ] && [ -x "$SUITE" ] || skip "$PROV or $SUITE not built (libfabric-dev missing?)"
 e2e_setup_pair
 e2e_pair_up
-
-# fis NS NAME IP ARGS...: fi_suite in a namespace, on that host's mrocd.
-fis() {
-	local ns=$1 name=$2 ip=$3
-	shift 3
-	ip netns exec "$ns" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
-		MROC_SOCKET="$E2E_DIR/$name.ctl" FI_MROC_ADDR="$ip" timeout 150 "$SUITE" "$@"
-}
+. "$(dirname "$0")/fi_lib.sh"
 
 fis "$NS_A" a "$IP_A" unit >"$E2E_DIR/unit.out" 2>&1 || { cat "$E2E_DIR/unit.out"; fail "unit"; }
 cat "$E2E_DIR/unit.out"
 ok "unit: getinfo, domain, eq (FI_WAIT_FD), av, cq, mr, cntr"
 
 port=47640
-# pair TEST ARGS...: server in B, client in A; both must pass.
-pair() {
-	local t=$1
-	shift
-	port=$((port + 1))
-	fis "$NS_B" b "$IP_B" -P $port "$@" "$t" >"$E2E_DIR/$t.srv" 2>&1 &
-	local srv=$!
-	fis "$NS_A" a "$IP_A" -P $port "$@" "$t" "$IP_B" >"$E2E_DIR/$t.cli" 2>&1
-	local rc=$?
-	wait $srv
-	local src=$?
-	cat "$E2E_DIR/$t.srv" "$E2E_DIR/$t.cli"
-	[ $rc = 0 ] && [ $src = 0 ] || fail "$t: server exit $src, client exit $rc"
-	ok "$t"
-}
 
 pair rdm -n 5
 pair tagged_pingpong -n 20 -S 64,4096,65536,1048576
