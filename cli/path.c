@@ -23,9 +23,9 @@ void help_path(FILE *f)
 		"RTO_TIMER (what its timer waits now: raised to the host's floor and 5/4 of\n"
 		"its largest recent RTT, doubled per backoff), the DCTCP alpha, every\n"
 		"move by reason (MOVES, e.g. timeout:3,slow:1), the\n"
-		"source port the path moved from (FROM), the ports counted down for the\n"
-		"peer (DOWN: nothing came back through them, network.port_dead_ms; its paths\n"
-		"avoid them) and WHY the path is in its HEALTH; watching adds SENT/s.  -br: one line per QP: its paths' source\n"
+		"source port the path moved from (FROM; back: the move was taken back), the\n"
+		"ports counted down for the peer (DOWN: nothing came back through them,\n"
+		"network.port_dead_ms; its paths avoid them) and WHY the path is in its HEALTH; watching adds SENT/s.  -br: one line per QP: its paths' source\n"
 		"ports, the range of their sRTTs, packets sent, retransmitted and lost and\n"
 		"repaths summed over them, and DOWN.\n");
 }
@@ -46,7 +46,11 @@ static void print_moved(const json_t *p)
 	print_str(0, "moved", "MOVED", why);
 	print_text(0, "moved_ago_ns", "AGO", ns < 1000000000ULL ? fmt_ns(ago, sizeof(ago), ns) :
 		   fmt_duration(ago, sizeof(ago), ns), json_integer((json_int_t)ns));
-	print_uint(PRINT_DETAILS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
+	/* 0: the move was taken back (the path is on the port it left). */
+	if (jget_u64(p, "prev_sport"))
+		print_uint(PRINT_DETAILS, "prev_sport", "FROM", jget_u64(p, "prev_sport"));
+	else
+		print_text(PRINT_DETAILS, "prev_sport", "FROM", "back", json_integer(0));
 }
 
 /* -d MOVES: the path's moves by reason, "timeout:3,slow:1" ("-" if it never moved). */

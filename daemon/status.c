@@ -211,7 +211,14 @@ const char *status_path_health(const struct engine_path_info *pi, const char *po
 		snprintf(why, len, "%u retransmission timeouts without progress", pi->backoff);
 		return "assumed_bad";
 	}
-	if (pi->repath_why != ENGINE_REPATH_NONE)
+	/*
+	 * A move taken back leaves prev_sport 0 (a trial that did not pay, a
+	 * timeout's move undone) or the port it is on again (an RTO undone).
+	 */
+	if (pi->repath_why != ENGINE_REPATH_NONE && (!pi->prev_sport || pi->prev_sport == pi->sport))
+		snprintf(why, len, "moved (%s), then back to source port %u",
+			 engine_repath_name(pi->repath_why), pi->sport);
+	else if (pi->repath_why != ENGINE_REPATH_NONE)
 		snprintf(why, len, "moved from source port %u (%s)", pi->prev_sport,
 			 engine_repath_name(pi->repath_why));
 	else if (len)
