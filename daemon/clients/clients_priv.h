@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * What clients.c (the worker's side: QP lists, rings, completions) and
- * clients_ctl.c (the control thread's side: HELLO, regions, QPs, limits,
- * and the worker calls it makes) share.  Ownership is marked per field:
+ * the control thread's side share: clients_ctl.c (HELLO, regions, QPs),
+ * clients_ops.c (the worker calls it makes), clients_pin.c (client memory
+ * pinned), clients_limits.c (limits per user).  Ownership is marked per field:
  * the control thread owns struct client and its regions, the worker the
  * active QP lists and the zombies; they meet only inside worker_call(),
  * which is synchronous, so nothing needs a lock.
@@ -18,6 +19,7 @@
 #include "mroc/mroc.h"
 #include "qpmap.h"
 #include "ring.h"
+#include "worker.h"
 
 #define QP_BATCH		32	/* work requests taken from one QP per loop */
 #define CLIENT_BATCH		64	/* ... and from all of one client's QPs */
@@ -244,5 +246,58 @@ int clients_doorbell_add(struct clients *cs, struct client *cl);
 void clients_doorbell_del(struct clients *cs, struct client *cl);
 /* The same for one QP's own doorbell: it wakes the worker for that QP alone. */
 int clients_qp_doorbell_add(struct clients *cs, struct cqp *q);
+
+/* ---- the control thread's side: clients_ctl.c and the files below ---- */
+
+/* A worker call's arguments and results (clients_ops.c). */
+struct op {
+	struct clients *cs;
+	struct client *cl;
+	struct cqp *q;
+	struct engine_qp_attr attr;
+	void *map;
+	uint64_t len, service_id;
+	uint32_t access, lkey, rkey, qpn;
+	struct mroc_addr addr;
+};
+
+static inline int call(struct clients *cs, int (*fn)(void *, uint64_t), struct op *o)
+{
+	o->cs = cs;
+	return worker_call(cs->worker, fn, o);
+}
+
+/* clients_ops.c: run on the worker by call(); 0 or -errno. */
+int op_mr_reg(void *arg, uint64_t now);
+int op_mr_dereg(void *arg, uint64_t now);
+int op_qp_create(void *arg, uint64_t now);
+int op_qp_connect(void *arg, uint64_t now);
+int op_qp_listen(void *arg, uint64_t now);
+int op_qp_destroy(void *arg, uint64_t now);
+int op_client_gone(void *arg, uint64_t now);
+int op_count_client(void *arg, uint64_t now);
+int op_client_hello(void *arg, uint64_t now);
+int op_count_mr(void *arg, uint64_t now);
+/* service_id is the daemons' own: logged, -EACCES. */
+int reserved(const struct client *cl, const char *what, uint64_t service_id);
+
+/* clients_limits.c (control thread). */
+struct uid_count *uid_of(struct clients *cs, uid_t uid);
+uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid);
+bool over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
+		  uint32_t total, const char *what);
+int over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n);
+uint32_t uid_count(struct clients *cs, uid_t uid, int delta);
+
+/* clients_pin.c (control thread): 0 or -errno. */
+struct stat;
+int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
+		struct stat *st);
+int sealed_before(struct clients *cs, struct client *cl);
+int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out);
+int map_again(struct clients *cs, struct client *cl, int fd, const struct stat *st,
+	      uint64_t len, void **out);
+void anchor_file(struct client *cl, const struct cmr *mr);
+void unpin(struct client *cl, void *map, size_t len);
 
 #endif
