@@ -1,5 +1,8 @@
 /* SPDX-License-Identifier: MIT */
-/* The daemon's state, shared by daemon.c (life cycle) and admin.c (admin requests). */
+/*
+ * The daemon's state, shared by daemon.c (start-up, shutdown), daemon_backend.c
+ * (the backend's start-up), daemon_reload.c (reload) and admin.c (admin requests).
+ */
 #ifndef MROCD_DAEMON_PRIV_H
 #define MROCD_DAEMON_PRIV_H
 
@@ -14,6 +17,7 @@
 #include "engine.h"
 
 struct clients;
+struct clients_limits;
 struct ctl;
 struct ctl_caller;
 struct links;
@@ -71,6 +75,20 @@ struct mrocd {
  * -EINVAL with the file's error in why: the running configuration stays.
  */
 int mrocd_reload(struct mrocd *d, char *why, size_t n);
+
+/* daemon_backend.c: AF_XDP (with the XDP program) or UDP, as network.backend says; 0 or -errno. */
+int start_backend(struct mrocd *d);
+/* Detach the XDP program from every interface, close it and the address monitor. */
+void detach_all(struct mrocd *d);
+/* The host's addresses and VLANs, and macs unless NULL (one per attached interface), into the XDP program. */
+int xdp_filter(struct mrocd *d, uint8_t (*macs)[6]);
+
+/* daemon_reload.c */
+void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l);
+/* The worker's side of the runtime values (worker_call, or directly before it runs). */
+int apply_worker_side(void *arg, uint64_t now);
+/* ctl.c's reload callback (ctx = struct mrocd). */
+void reload(void *ctx);
 
 /* admin.c: answer one admin request (ctl.c's handle callback, ctx = struct mrocd). */
 json_t *admin_handle(void *ctx, const json_t *req, const struct ctl_caller *who);
