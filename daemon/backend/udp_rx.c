@@ -126,6 +126,15 @@ static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct b
 	}
 }
 
+/* A received packet dropped: counted in *counter, its buffer straight back to the kernel. */
+static bool rx_drop(struct udp_backend *u, uint32_t bid, uint64_t *counter)
+{
+	(*counter)++;
+	rx_give(u, bid, 0);
+	rx_give_commit(u, 1);
+	return false;
+}
+
 /* One completion of the receive ring; true when it filled *pkt. */
 static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct backend_pkt *pkt)
 {
@@ -159,12 +168,8 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	buf = rx_buf(u, bid);
 	o = io_uring_recvmsg_validate(buf, cqe->res, &u->rx_msg);
 	if (!o || (o->flags & MSG_TRUNC) || o->namelen > RX_NAMELEN ||
-	    !sa_to_addr(io_uring_recvmsg_name(o), o->namelen, &pkt->src, &pkt->sport)) {
-		u->st.rx_bad_frame++;
-		rx_give(u, bid, 0);
-		rx_give_commit(u, 1);
-		return false;
-	}
+	    !sa_to_addr(io_uring_recvmsg_name(o), o->namelen, &pkt->src, &pkt->sport))
+		return rx_drop(u, bid, &u->st.rx_bad_frame);
 	pkt->data = io_uring_recvmsg_payload(o, &u->rx_msg);
 	pkt->len = io_uring_recvmsg_payload_length(o, cqe->res, &u->rx_msg);
 	/*
@@ -174,12 +179,8 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	 */
 	len = frame_icrc_open(io_uring_recvmsg_payload(o, &u->rx_msg), pkt->len, pkt->sport,
 			      u->udp_port);
-	if (len < 0) {
-		u->st.rx_bad_icrc++;
-		rx_give(u, bid, 0);
-		rx_give_commit(u, 1);
-		return false;
-	}
+	if (len < 0)
+		return rx_drop(u, bid, &u->st.rx_bad_icrc);
 	u->st.rx_bytes += pkt->len;		/* as on the wire, as tx_bytes */
 	if (len)
 		pkt->len = (uint32_t)len;
@@ -191,12 +192,8 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	 * sent there made every mrocd of the segment answer that source (as
 	 * the XDP program's drop_not_our_addr, before any lookup or state).
 	 */
-	if (group || addr_group(&pkt->dst)) {
-		u->st.rx_not_unicast++;
-		rx_give(u, bid, 0);
-		rx_give_commit(u, 1);
-		return false;
-	}
+	if (group || addr_group(&pkt->dst))
+		return rx_drop(u, bid, &u->st.rx_not_unicast);
 	pkt->cookie = bid;
 	u->rx_held[bid] = 1;
 	u->st.rx_pkts++;
