@@ -560,8 +560,8 @@ enum engine_counter {
 	EC_PEER_HOST_UNDO,		/* peer_host_cut's cuts undone: two rounds later the waits had not fallen (peer.c cut_paid) */
 	EC_TX_DATA_FIRST,		/* of EC_TX_DATA: a small message posted alone, sent before the control packets owed (engine.c lone_first) */
 	EC_LOST_RACK_LATE,		/* of EC_LOST_RACK: ACKs that showed such a packet delivered, only late: their echo is an RTT sample (qp_ack.c rack_late) */
-	EC_TX_SCOUT,			/* probes a timed-out path of a QP with no live path sent by a port of their own (path.c path_scout) */
-	EC_SCOUT_MOVE,			/* paths moved to the port of a scout an ACK echoed (path.c path_scout_answered) */
+	EC_TX_SCOUT,			/* probes a timed-out path of a QP with no live path sent by a port of their own (path_repath.c path_scout) */
+	EC_SCOUT_MOVE,			/* paths moved to the port of a scout an ACK echoed (path_repath.c path_scout_answered) */
 	EC_REORDER,			/* holes of a path's own route filled after a later PSN was acknowledged: the route reorders (qp_ack.c note_reorder) */
 	EC_CM_TWIN,			/* our REQ or RTU sent twice at once, by two ports, a try after the first (cm.c twin_owed) */
 	EC__COUNT,

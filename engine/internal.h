@@ -58,7 +58,7 @@ struct sb_entry {
 	uint8_t rto_lost : 1;	/* declared lost by the path's last RTO (ack_unlose) */
 	uint8_t dup : 1;	/* copy: a lone small message's (qp_tx.c dup_max; qp_ack.c drop_dups) */
 	uint8_t part : 1;	/* of a split, uncopied message of <= mtu (path_lend_rtt) */
-	uint8_t scout : 1;	/* by a scout's port (path.c path_scout): lost, the route's loss */
+	uint8_t scout : 1;	/* by a scout's port (path_repath.c path_scout): lost, the route's loss */
 };
 
 enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
@@ -67,7 +67,7 @@ enum path_state { PATH_ACTIVE = 0, PATH_TIMEDOUT };
 enum route_probe { ROUTE_PROBE_NONE = 0, ROUTE_PROBE_WANT, ROUTE_PROBE_SENT };
 enum path_look { LOOK_NONE = 0, LOOK_WANT, LOOK_SENT, LOOK_NEXT };
 
-/* The most scouts a path sends at one timeout (path.c scouts_for). */
+/* The most scouts a path sends at one timeout (path_repath.c scouts_for). */
 #define SCOUT_MAX	7
 
 struct path {
@@ -96,7 +96,7 @@ struct path {
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
 	uint8_t probes;		/* tail-loss probes sent since the last progress */
-	uint8_t mute_rtos;	/* RTOs since the path last heard an ACK (path.c mute_backoff) */
+	uint8_t mute_rtos;	/* RTOs since the path last heard an ACK (path_repath.c mute_backoff) */
 	/* DCTCP-style round: from the ACK of round_end_psn to the next. */
 	uint32_t round_end_psn;
 	uint32_t round_rcv, round_ce, round_lost, round_acked;
@@ -156,10 +156,10 @@ struct path {
 	uint8_t repath_why;	/* enum engine_repath_why of the last move */
 	uint16_t prev_sport;
 	uint64_t undo_rate;	/* rate_ewma before a timeout move (0: none to judge) */
-	bool trial;		/* a "slow", "explore" or "spread" move on trial (path.c trial_judged) */
+	bool trial;		/* a "slow", "explore" or "spread" move on trial (path_trial.c trial_judged) */
 	uint64_t trial_goal;	/* ... the rate it (the QP, for "spread") must reach to stay */
 	/*
-	 * A look before a "slow" or "explore" move (path.c path_look_sample):
+	 * A look before a "slow" or "explore" move (path_trial.c path_look_sample):
 	 * the path's next packet goes by look_sport, the port it would move
 	 * to, answered at once (PSN look_psn, stamped look_ts); look_clear of
 	 * them in a row found that route without a queue.
@@ -167,7 +167,7 @@ struct path {
 	uint32_t look_psn, look_ts;
 	uint16_t look_sport;
 	/*
-	 * Scouts (path.c path_scout): at a timeout of a QP with no live path,
+	 * Scouts (path_repath.c path_scout): at a timeout of a QP with no live path,
 	 * the path's probe goes by its new port and then by scouts more, each
 	 * by a port of its own (scout_sport[i], sent at scout_ts[i]); an ACK
 	 * echoing one moves the path to its port (path_scout_answered).
@@ -182,7 +182,7 @@ struct path {
 	uint64_t look_goal;	/* ... and that move's trial goal (rate_goal) */
 	/*
 	 * Whether the port a timeout move left still delivered after the path
-	 * fell silent (path.c timeout_move_back): quiet_psn, the next PSN when
+	 * fell silent (path_trial.c timeout_move_back): quiet_psn, the next PSN when
 	 * its first tail-loss probe since its last progress came due; left_psn,
 	 * its first PSN on the new port; left_rcv, the peer's rcv_pkts that
 	 * only a packet from quiet_psn on can take it past (path_note_left);
@@ -494,10 +494,10 @@ struct qp {
 	uint64_t ka_rx_seq;
 	uint32_t ka_rx_peer, ka_rx_qpn;
 	uint32_t una_retries;	/* resends of snd_una since it last moved */
-	uint64_t explore_at;	/* path.c: no exploratory move before this; 0 = not armed yet */
-	uint64_t trial_at;	/* path.c: no trial move ("slow", "explore") before this */
-	uint8_t trial_fails;	/* path.c: trial moves in a row that gained nothing */
-	uint64_t spread_at;	/* path.c: no "spread" look before this */
+	uint64_t explore_at;	/* path_trial.c: no exploratory move before this; 0 = not armed yet */
+	uint64_t trial_at;	/* path_trial.c: no trial move ("slow", "explore") before this */
+	uint8_t trial_fails;	/* path_trial.c: trial moves in a row that gained nothing */
+	uint64_t spread_at;	/* path_trial.c: no "spread" look before this */
 	uint8_t spread_fails;	/* path.c: "spread" looks and moves in a row that gained nothing */
 	/* loss detection across paths (qp_ack.c): the send time of the newest delivery */
 	uint64_t rack_sent;	/* engine time the latest-sent acknowledged packet left ... */

@@ -434,7 +434,7 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 			continue;
 		}
 		/*
-		 * A look (path.c path_look_sample) went by another route, whose
+		 * A look (path_trial.c path_look_sample) went by another route, whose
 		 * queue may be longer: the path's order says nothing of it, and
 		 * only twice the time says it is lost (8 paths on 4 busy planes:
 		 * 5 looks of 148 lost so, each resent and its late ACK's echo
@@ -449,7 +449,7 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 		}
 		sb_lose(eng, qp, p, q);
 		if (s->scout)
-			continue;	/* a scout's route's loss (path.c path_scout), not the path's */
+			continue;	/* a scout's route's loss (path_repath.c path_scout), not the path's */
 		nlost++;
 		last = q;
 	}
@@ -1122,7 +1122,7 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 			}
 			if (p->probes < path_probe_max(qp, p) && qp->mops->tail_probe) {
 				if (!p->probes)
-					p->quiet_psn = p->next_psn;	/* path.c note_leaving */
+					p->quiet_psn = p->next_psn;	/* path_repath.c note_leaving */
 				p->probes++;
 				path_probe_owed(qp, p, true);
 				qp_wake(eng, qp);

@@ -1282,7 +1282,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		flags |= MROC_F_ACK_REQ;
 	/*
 	 * A timeout move wants to go back and its old port has shown no life
-	 * yet (path.c timeout_move_back): this packet goes by that port,
+	 * yet (path_trial.c timeout_move_back): this packet goes by that port,
 	 * answered at once, and its fate decides.  Not a small message's copy:
 	 * those leave flight unanswered (drop_dups).
 	 */
@@ -1292,7 +1292,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		p->route_probe = ROUTE_PROBE_SENT;
 		p->probe_psn = d.psn;
 	}
-	/* A look at the port a "slow" or "explore" move would take (path.c path_look_sample). */
+	/* A look at the port a "slow" or "explore" move would take (path_trial.c path_look_sample). */
 	look = p->look == LOOK_WANT && !dup && !route_probe;
 	if (look) {
 		flags |= MROC_F_ACK_REQ;
@@ -1304,7 +1304,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	/*
 	 * A stuck QP's probe (a timed-out path carries data only while no path
 	 * is live: tx_pick_path), or one of its scouts by a port of its own
-	 * (path.c path_scout).
+	 * (path_repath.c path_scout).
 	 */
 	if (p->state == PATH_TIMEDOUT && p->scouts) {
 		if (route_probe || look) {

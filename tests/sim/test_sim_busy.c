@@ -151,7 +151,7 @@ static void test_random_loss_busy_fabric(void **state)
  *  - Hashed by the leaves, as the real runs are (seeds 1, 2, 4: every plane
  *    carries a path; seed 2 hashes them 3/2/2/1, which puts three paths at
  *    2/3 of the median, the "slow" rule's line): 2.9-4.2 moves per path
- *    per 10 s before moves looked first (path.c path_look_sample), every
+ *    per 10 s before moves looked first (path_trial.c path_look_sample), every
  *    one a "slow" trial taken back; 0.6, 0.6 and 0 with looks (105, 145
  *    and 27 looks, one of each of the first two found a route clear).
  *    The target, under 1, is asserted on each.

@@ -407,7 +407,7 @@ static void test_dead_plane_new_paths_time_out(void **state)
  * plane), 16 MiB of WRITEs, seeds 1-12: over 0.45 of the capacity (0.5 at
  * most).  Each timeout drew one new port, and after a few the RTO doubled:
  * 0.089-0.5 (seed 8 0.089, seed 11 0.152).  A QP with no live path now
- * probes by several ports at each timeout (path.c path_scout, scouts_for)
+ * probes by several ports at each timeout (path_repath.c path_scout, scouts_for)
  * and moves to the one an ACK answers: 0.479-0.500.
  */
 static void test_stuck_qp_scouts(void **state)
@@ -473,7 +473,7 @@ static void test_timed_out_path_probes_on(void **state)
  * once and again an RTO later; their probes go before data and filled the
  * NIC: at MTU 8192 the last 17 packets were never sent in 1 s, at 1500 0.35
  * of the capacity.  A path keeps a backoff after MUTE_MOVES_FREE moves
- * without an ACK (path.c mute_backoff): 0.80-0.94.
+ * without an ACK (path_repath.c mute_backoff): 0.80-0.94.
  */
 static void test_dead_plane_probes_leave_room(void **state)
 {
@@ -579,7 +579,7 @@ static void test_equal_congestion_lossy_stays(void **state)
  * its outcome and taken back when it gained nothing; after SLOW_FREE (4)
  * such failures the QP waits 100 ms, then 0.8 s, ...: 7 slow moves in
  * these 2 s, all taken back, and 12 moves in all.  Now a slow move looks
- * first (path.c path_look_sample), and every plane is busy: no slow move,
+ * first (path_trial.c path_look_sample), and every plane is busy: no slow move,
  * 2 "ce" moves (not looked before: path_check_siblings says why).
  */
 static void test_more_paths_than_planes_stays(void **state)
@@ -989,7 +989,7 @@ static void test_random_loss_no_loss_moves(void **state)
 }
 
 /*
- * A `ce` move looks first (path.c path_check_siblings): moved at once, a
+ * A `ce` move looks first (path_trial.c path_check_siblings): moved at once, a
  * path with a one-packet window and CE on nearly every round (0.91-1.00
  * against its siblings' 0.58-0.70) landed on a sibling's plane, whose CE
  * then rose, and it moved too: seed 17 at 1 % moved 8 times for `ce` in two

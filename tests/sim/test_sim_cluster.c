@@ -295,7 +295,7 @@ static void allreduce_2paths(struct clu_config *cfg, uint64_t seed)
  * spine again one time in two: an RTO more each time, and each ring step
  * waits for its slowest QP (2.18 and 1.79 x the time without the failure,
  * 37 and 35 RTOs).  Such a path's probe now goes with 2 scouts by other
- * ports (path.c scouts_for, SCOUT_LIVE) and the first that answers takes
+ * ports (path_repath.c scouts_for, SCOUT_LIVE) and the first that answers takes
  * it: 1.70 and 1.46 x, 18 and 19 RTOs.
  */
 static void test_failover_scouts_beside_live(void **state)
