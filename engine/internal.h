@@ -91,7 +91,7 @@ struct path {
 	uint64_t rto_at;	/* when the RTO proper fires */
 	uint64_t rto_armed;	/* when rto_at was set: the RTO runs from here (path_rto_due) */
 	uint64_t silent_from;	/* RACK emptied the path unanswered: its RTO's start (path_rearm_send) */
-	uint64_t settled_from;	/* its settled flight let go unanswered since (qp_ack.c release_settled) */
+	uint64_t settled_from;	/* its settled flight let go unanswered since (qp_timers.c release_settled) */
 	uint64_t rto_fired_at;	/* the last RTO, until an ACK says whether it was needed; 0 = none */
 	uint64_t echo_lo;	/* no ACK may echo a send time before this (path.c) */
 	uint64_t timedout_at;	/* the first RTO since the path last made progress */
@@ -885,11 +885,19 @@ static inline struct tx_msg *qp_msg(struct qp *qp, uint32_t msn)
 /* qp_ack.c (and mode.c: MetaRoCE's hooks) */
 void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void ack_lose_all(struct engine *eng, struct qp *qp, struct path *p);
-bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d);
 struct path *tx_pick_path(struct engine *eng, struct qp *qp, uint32_t bytes);
 void rx_apply_floor(struct rx_path *rp, const struct mroc_data_hdr *d);
 int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uint64_t now,
 	      uint64_t at);
+/* ... and what qp_timers.c calls there */
+void advance_floor(struct path *p, uint64_t now);
+void fail_msg_of(struct engine *eng, struct qp *qp, uint32_t dsn, uint8_t status,
+		 uint64_t now);
+void rewind_acked(struct qp *qp, uint32_t from, uint8_t state);
+void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose);
+
+/* qp_timers.c (ack_resend_one: and mode.c's hooks) */
+bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d);
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
 
 /*

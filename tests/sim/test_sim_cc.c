@@ -245,7 +245,7 @@ static void dead_plane_cfg(struct scn_config *cfg, enum sim_route route, unsigne
  * And each moves its 4 MiB at over 0.3 of the capacity: where two paths
  * hashed onto the dead plane, each held its probe back for the other's
  * unanswered packets until rto_init (11 of the 16 runs at 0.017-0.033;
- * qp_ack.c older_unanswered); now 0.36-0.65.
+ * qp_timers.c older_unanswered); now 0.36-0.65.
  */
 static void test_connect_through_dead_plane(void **state)
 {
@@ -335,7 +335,7 @@ static void test_connect_through_dead_pinned_plane(void **state)
  * each plane in turn dead from the start, 16 MiB of WRITEs, seeds 1-2:
  * over 0.6 of the capacity (3 planes of 4 are left).  Each dead path
  * deferred its probe, and its timeout, while a packet sent before its
- * newest was unanswered on another live path (qp_ack.c older_unanswered),
+ * newest was unanswered on another live path (qp_timers.c older_unanswered),
  * and each had such a packet on the other: neither probed before rto_init
  * (20 ms here), the QP's window stood full of their holes, 0.118 of the
  * capacity in every run.  A sibling never answered no longer counts once
@@ -438,7 +438,7 @@ static void test_stuck_qp_scouts(void **state)
  * 1-8.  A path whose first packets went into the dead plane timed out and
  * moved; where its new port hashed onto the dead plane too, its probe (a
  * copy of data the sibling had delivered) was let go at its timer as
- * settled (qp_ack.c release_settled), and the path, timed out, with
+ * settled (qp_timers.c release_settled), and the path, timed out, with
  * nothing in flight and no timer, never sent again: 0.250 of capacity
  * instead of 0.5 (seeds 5 and 7, to the end of the transfer).
  */

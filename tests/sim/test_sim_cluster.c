@@ -329,7 +329,7 @@ static void test_failover_scouts_beside_live(void **state)
  * lost, what leaves them still goes.  A path whose ACKs came back that way
  * before its first one arrived never had an RTT sample; its data arrived
  * and its DSNs were acknowledged through its sibling, so it let its flight
- * go at each probe time and never timed out (qp_ack.c release_settled):
+ * go at each probe time and never timed out (qp_timers.c release_settled):
  * seed 6, 1.70 x the time without the failure, seed 2 1.36 x.  Now it
  * times out once silent for rto_min and moves: 1.13 and 1.10 x.
  */

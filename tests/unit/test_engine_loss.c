@@ -1322,7 +1322,7 @@ static void write_all(struct fx *f, uint64_t id, uint32_t len)
  * never has an RTT sample.  Its packets are delivered, and path 1's ACKs
  * acknowledge their DSNs; a path with no sample lets such settled packets
  * go at its timer rather than time out (a new QP's first packets say
- * nothing of their route: qp_ack.c release_settled).  Done every round, the
+ * nothing of their route: qp_timers.c release_settled).  Done every round, the
  * path never timed out and never moved: it sent a window, released it at
  * its probe time and sent the next, for the whole transfer, with no
  * congestion control at all (mroc-sim cluster, a spine dying 11 us into a
