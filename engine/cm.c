@@ -895,7 +895,7 @@ uint8_t cm_split(const struct engine *eng, uint8_t mode)
  * path_ports: the simulator's planes); a driver that says nothing gets
  * npaths, the rule without ports.  The paths start on distinct ports; a
  * repath may later put two on one, and parts then keep off shared ports
- * as long as they can (qp_tx.c pick_path_alone).
+ * as long as they can (qp_tx_path.c pick_path_alone).
  */
 uint32_t cm_split_ports(const struct engine *eng, uint32_t npaths)
 {

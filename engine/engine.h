@@ -83,7 +83,7 @@ struct engine_config {
 	/*
 	 * MetaRoCE: a resend that is all but the last packet or two a QP with
 	 * nothing new to send has in flight also goes as a copy on a path with
-	 * nothing in flight (qp_tx.c hedge_tail): lost again, only the path's
+	 * nothing in flight (qp_tx_path.c hedge_tail): lost again, only the path's
 	 * tail-loss probe, two of its sRTTs later, would find it.
 	 */
 	bool tail_hedge;
@@ -117,7 +117,7 @@ struct engine_config {
 	 * 0: as sport_classes says.  N > 0 (a driver that places paths on ports
 	 * by their id, as the simulator's planes: path i leaves by port i mod
 	 * N): the parts of a split message then keep off each other's ports as
-	 * they do with sport_classes (qp_tx.c pick_path_alone).
+	 * they do with sport_classes (qp_tx_path.c pick_path_alone).
 	 */
 	uint16_t path_ports;
 	/*

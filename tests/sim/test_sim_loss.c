@@ -251,7 +251,7 @@ static void bulk_write(struct scn_config *cfg)
  * Issue #23: each of the last 40 packets of a bulk WRITE dropped once (a run
  * each): the WRITE ends less than 20 us after the lossless run.  The last
  * packet of each path has nothing after it on its path; before its packets
- * asked for an immediate ACK (qp_tx.c bulk_tail), the cross-path rule gave
+ * asked for an immediate ACK (qp_tx_path.c bulk_tail), the cross-path rule gave
  * each a delayed ACK's allowance on top of sRTT + 4 RTTVAR and those
  * WRITEs ended 28-53 us late (base RTT ~6 us).
  */

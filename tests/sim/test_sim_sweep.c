@@ -227,7 +227,7 @@ static void test_one_packet_queue_both_ways(void **state)
  * a SEND's segment resent 33 times was tail-dropped each time, the last
  * 25 on path 0, which had drained, while the QP's new data on the other 8
  * kept the shared queue full, until RETRY_EXC.  Such a resend now waits for
- * the QP to drain (qp_tx.c qp_drained).  Sweep reproducer: mroc-sim run
+ * the QP to drain (qp_tx_path.c qp_drained).  Sweep reproducer: mroc-sim run
  * --planes 1 --paths 9 --mode metaroce --route hash --mtu 256 --msg 65536
  * --msg-min 25254 --mix 0,2,3,2,3 --loss 0 --rto-min 1 --seed 101641778
  * --wl-seed 991255907 --bytes 5849879 --outstanding 66 --queue 601 --ecn
