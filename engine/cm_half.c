@@ -395,7 +395,7 @@ static void put_rep(struct engine *eng, const struct cm_half *h, const struct qp
 	/*
 	 * The first by the listener's path 0; again (the REQ came again, its
 	 * REP lost) by the port the asking copy came from: each copy takes
-	 * another route (cm.c cm_route), and so does the answer to it.
+	 * another route (cm_tx.c cm_route), and so does the answer to it.
 	 */
 	if (h->rep_sent && h->sport) {
 		b->sport = h->sport;

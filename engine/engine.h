@@ -563,7 +563,7 @@ enum engine_counter {
 	EC_TX_SCOUT,			/* probes a timed-out path of a QP with no live path sent by a port of their own (path_repath.c path_scout) */
 	EC_SCOUT_MOVE,			/* paths moved to the port of a scout an ACK echoed (path_repath.c path_scout_answered) */
 	EC_REORDER,			/* holes of a path's own route filled after a later PSN was acknowledged: the route reorders (qp_ack.c note_reorder) */
-	EC_CM_TWIN,			/* our REQ or RTU sent twice at once, by two ports, a try after the first (cm.c twin_owed) */
+	EC_CM_TWIN,			/* our REQ or RTU sent twice at once, by two ports, a try after the first (cm_tx.c twin_owed) */
 	EC__COUNT,
 };
 

@@ -405,16 +405,16 @@ struct qp {
 	/*
 	 * requester: copies of the try's REQ or RTU still to go, the next at
 	 * cm_deadline if nothing has come back by then; the try itself ends at
-	 * cm_try_end (cm.c try_arm)
+	 * cm_try_end (cm_tx.c try_arm)
 	 */
 	uint8_t cm_copy;
 	/*
 	 * requester: the REQ or RTU (its cm_pending) just sent goes again at
-	 * once by the next port, once a try went unanswered (cm.c twin_owed)
+	 * once by the next port, once a try went unanswered (cm_tx.c twin_owed)
 	 */
 	uint8_t cm_twin;
 	bool cm_twins;		/* requester: a try went unanswered, sends go twice from now */
-	uint8_t cm_sport_op;	/* the CM message in flight (cm.c cm_route) */
+	uint8_t cm_sport_op;	/* the CM message in flight (cm_tx.c cm_route) */
 	uint16_t cm_sends;	/* CM sends of the QP so far: each leaves by the next path */
 	/* server, connected: the port and path of the REQ its REP answers again (cm.c) */
 	uint16_t cm_ask_sport;
@@ -955,7 +955,7 @@ void qp_set_nak(struct qp *qp, struct rx_path *rp, uint8_t code, uint32_t dsn);
 int qp_post_recv(struct engine *eng, struct qp *qp, const struct engine_recv_wr *wr);
 int qp_rx_reset(struct engine *eng, struct qp *qp, uint32_t peer_isn_psn, uint32_t peer_isn_dsn);
 
-/* cm.c */
+/* cm.c (cm_tx, cm_timer, cm_tx_ctl, cm_peer_early, cm_split*: cm_tx.c) */
 int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx_meta *meta,
 	  uint64_t now);
 int cm_tx(struct engine *eng, struct qp *qp, uint64_t now, struct engine_txbuf *b);
@@ -983,11 +983,11 @@ void cm_rtu_answered(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 uint8_t cm_split(const struct engine *eng, uint8_t mode);
 /*
  * What the message qp's msn names has left to send, in bytes on the wire
- * times the ports they share (qp_tx.c); 0 when it is no longer a message
+ * times the ports they share (qp_tx_path.c); 0 when it is no longer a message
  * posted alone with nothing behind it and nothing to resend.
  */
 uint32_t qp_tx_lone_left(const struct engine *eng, const struct qp *qp, uint32_t msn);
-/* One full data packet on the wire: what lone_first lets go before an ACK (qp_tx.c). */
+/* One full data packet on the wire: what lone_first lets go before an ACK (qp_tx_path.c). */
 uint32_t qp_tx_full_pkt(const struct engine *eng);
 /* A data packet of len bytes just built, as qp_tx_lone_left counts it. */
 uint32_t qp_tx_ahead_cost(const struct engine *eng, uint32_t len);
@@ -998,6 +998,13 @@ void qp_tx_ports_note(struct engine *eng, const struct engine_txbuf *bufs, int l
 uint32_t cm_split_ports(const struct engine *eng, uint32_t npaths);
 /* The CM ext bits (MROC_CM_F_PORTS) a REQ or REP of such a QP announces them with. */
 uint8_t cm_split_ext(const struct engine *eng, uint8_t mode, uint32_t npaths);
+
+/* cm.c and cm_tx.c, each other's */
+/* A try's sends after its first, its copies (try_arm). */
+#define CM_COPIES 3
+void conn_unlink(struct engine *eng, struct qp *qp);
+void cm_log_send(struct qp *qp, uint16_t sport, uint8_t path, uint64_t now);
+uint64_t cm_backoff(const struct engine *eng, uint32_t n);
 
 /* cm_half.c: CONNECT_REQs answered, the listener not bound until proven */
 enum half_due { HALF_NONE = 0, HALF_REP, HALF_BUSY };

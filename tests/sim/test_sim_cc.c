@@ -240,7 +240,7 @@ static void dead_plane_cfg(struct scn_config *cfg, enum sim_route route, unsigne
  * by path 0's one port, and the server answered by its listener's: a QP
  * whose CM route crossed the dead plane never connected (7 of these 16
  * runs hit the 1 s limit unconnected); each send again now takes another
- * port (cm.c cm_route), the server's REP again the asking copy's.
+ * port (cm_tx.c cm_route), the server's REP again the asking copy's.
  *
  * And each moves its 4 MiB at over 0.3 of the capacity: where two paths
  * hashed onto the dead plane, each held its probe back for the other's
@@ -278,7 +278,7 @@ static void test_connect_through_dead_plane(void **state)
  * --verify --op alltoall --seed 968048961 --hosts 16 --planes 4 --leaves 4
  * --spines 1 --bytes 1M --loss 0.01 --fail cable --fail-at 360 --iters 5:
  * "QPs did not connect" in the third).  Now each send again goes as the
- * path whose port it takes (cm.c cm_route), the server's answers as the
+ * path whose port it takes (cm_tx.c cm_route), the server's answers as the
  * asking packet came.  The server's first REP still goes by its path 0, so
  * with plane 0 dead only a REQ sent again gets it through.
  *

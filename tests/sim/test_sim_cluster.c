@@ -363,14 +363,14 @@ static void test_failover_downlink(void **state)
  * of 4 leaves x 3 spines, a 1 KiB alltoall, seeds 41-60 (not the ones the
  * change was measured on, 1-40): every QP connects, and the operation
  * completes verified.  Each try of a REQ and of an RTU sends up to three
- * copies when nothing came back (engine/cm.c try_arm); before, a try
+ * copies when nothing came back (engine/cm_tx.c try_arm); before, a try
  * needed one REQ and one REP through, and of seeds 1-40 9 runs failed with
  * "QPs did not connect" at 20 %, all 40 at 40 % (of these seeds 2 and 20);
  * with two copies 6 of these seeds at 50 %.  At 50 % a run still fails
  * now and then by the draw (the cluster loses packets at the hosts'
  * uplinks only, one generator for the whole run, so any change of what is
  * sent reorders every later draw): 1 in 400 (seeds 1-400) on a16781c, 6 in
- * 400 once the CM's sends again took other ports (cm.c cm_route), seed 59
+ * 400 once the CM's sends again took other ports (cm_tx.c cm_route), seed 59
  * here.  So: none at 20 and 40 %, at most one in the 20 at 50 %.
  */
 static void test_connect_heavy_loss(void **state)

@@ -5,7 +5,7 @@
  * lost REQs, REPs and keepalives under PFC-style timers (#23 finding 1);
  * the RTU's answers lost, the server's half-open entry pushed out between
  * REP and RTU; one message lost as many times in a row as there are tries;
- * every copy delivered (cm.c try_arm's copies).
+ * every copy delivered (cm_tx.c try_arm's copies).
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -207,7 +207,7 @@ static void test_rtu_answer_lost_bound_rep(void **state)
 		pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
 		/* The RTU's answer and its copies' (new keepalive numbers: answered too). */
 		assert_int_equal(dropped, 4);
-		/* The REQ again goes twice at once (cm.c twin_owed): one REP to both. */
+		/* The REQ again goes twice at once (cm_tx.c twin_owed): one REP to both. */
 		assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 3);
 		assert_int_equal(p->s[PAIR_B].sent[MROC_OP_CONNECT_REP], 2);
 		assert_int_equal(pair_stat(p, PAIR_A, EC_CM_REQ_AGAIN), 1);
@@ -406,7 +406,7 @@ static void test_rtu_entry_pushed_out(void **state)
  * One message of the handshake lost as many times in a row as the requester
  * has tries (cm_retries + 1): its REQs, the server's REPs, or its RTUs.  The
  * third try's first copy gets through where the first two tries' four each
- * (cm.c try_arm: three copies a try) and the third's first did not, and the connection is made, in
+ * (cm_tx.c try_arm: three copies a try) and the third's first did not, and the connection is made, in
  * each security mode; data flows.  (Before the copies a try sent each
  * message once, and every case failed CONNECT_ERR.)
  */
@@ -432,7 +432,7 @@ static void test_cm_lost_tries_in_a_row(void **state)
 {
 	/*
 	 * Copies: three in the first try; from the second each REQ and RTU goes
-	 * twice at once (cm.c twin_owed), so the ninth lost is a copy of the
+	 * twice at once (cm_tx.c twin_owed), so the ninth lost is a copy of the
 	 * second try whose twin gets through (two copies there); B answers a
 	 * REQ and its twin with one REP, so nine REPs lost take three copies in
 	 * each of the first two tries and one in the third, as before twins.

@@ -22,8 +22,8 @@
  * Nobody answers: CONNECT_REQ is retried cm_retries times with backoff, then
  * CONNECT_ERR, at the same time as before the copies; each try sends its REQ
  * four times (copies at a quarter, half and three quarters of its wait,
- * cm.c try_arm), and from the second try on each twice (by two ports at
- * once, cm.c twin_owed), so 4 + 8 x cm_retries REQs.
+ * cm_tx.c try_arm), and from the second try on each twice (by two ports at
+ * once, cm_tx.c twin_owed), so 4 + 8 x cm_retries REQs.
  */
 static void test_connect_unanswered(void **state)
 {
@@ -66,7 +66,7 @@ static void test_connect_unanswered(void **state)
  * try after the first asks with its REQ again (the server may have lost
  * our entry, test_rtu_entry_pushed_out), and the RTU of the REP it gets
  * goes within that try.  Each try's RTU, or its REQ when no REP came back,
- * goes four times (cm.c try_arm): the copies change the counts, not the
+ * goes four times (cm_tx.c try_arm): the copies change the counts, not the
  * time.
  * The server listens on, no completion.
  */
@@ -118,7 +118,7 @@ static void rtu_unanswered(void **state, bool server_gone)
 	 * The first REQ, then one a try after an unanswered RTU, and with the
 	 * server gone its three copies too (no REP came back); an RTU and its
 	 * three copies for each REP.  From the second try on each goes twice
-	 * (cm.c twin_owed).
+	 * (cm_tx.c twin_owed).
 	 */
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ],
 			 server_gone ? 1 + 8 * retries : 1 + 2 * retries);
@@ -205,7 +205,7 @@ static void test_rtu_of_late_rep(void **state)
 	p->now = d + p->s[PAIR_A].cfg.rto_init_ns;
 	assert_int_equal(pair_deliver(p, &l.rep), 0);
 	pair_pump(p);			/* before: "engines never go quiet" */
-	/* the lost RTU, its lost copies, and this one and its twin (cm.c twin_owed) */
+	/* the lost RTU, its lost copies, and this one and its twin (cm_tx.c twin_owed) */
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_KEEPALIVE], 6);
 	pair_run_for(p, 10 * PAIR_MS);
 	pair_expect(p, PAIR_A, ENGINE_WC_EV_CONNECTED, ENGINE_WC_SUCCESS, 0xa);
