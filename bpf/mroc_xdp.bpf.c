@@ -117,7 +117,8 @@ static __always_inline int check_udp(struct udphdr *udp, void *data_end, __u32 i
 	return MROC_XDP_OURS;
 }
 
-static __always_inline int check_ipv4(struct iphdr *ip, void *data_end, struct mroc_xdp_addr *dst)
+static __always_inline int check_ipv4(struct iphdr *ip, void *data_end, struct mroc_xdp_addr *dst,
+				      struct mroc_xdp_addr *src)
 {
 	struct udphdr *udp;
 	__u32 ihl, tot_len;
@@ -141,13 +142,14 @@ static __always_inline int check_ipv4(struct iphdr *ip, void *data_end, struct m
 	udp = (void *)ip + ihl;
 	if (tot_len - ihl < sizeof(*udp) || (void *)(udp + 1) > data_end)
 		return MROC_XDP_CNT_DROP_SHORT_UDP;
-	dst->family = 4;
+	dst->family = src->family = 4;
 	__builtin_memcpy(dst->addr, &ip->daddr, 4);
+	__builtin_memcpy(src->addr, &ip->saddr, 4);
 	return check_udp(udp, data_end, tot_len - ihl, frag & IP_MF);
 }
 
 static __always_inline int check_ipv6(struct ipv6hdr *ip6, void *data_end,
-				      struct mroc_xdp_addr *dst)
+				      struct mroc_xdp_addr *dst, struct mroc_xdp_addr *src)
 {
 	struct udphdr *udp = (void *)(ip6 + 1);
 	__u32 plen;
@@ -162,9 +164,24 @@ static __always_inline int check_ipv6(struct ipv6hdr *ip6, void *data_end,
 		return MROC_XDP_CNT_PASS_NOT_UDP_PORT;
 	if (plen < sizeof(*udp) || (void *)(udp + 1) > data_end)
 		return MROC_XDP_CNT_DROP_SHORT_UDP;
-	dst->family = 6;
+	dst->family = src->family = 6;
 	__builtin_memcpy(dst->addr, &ip6->daddr, 16);
+	__builtin_memcpy(src->addr, &ip6->saddr, 16);
 	return check_udp(udp, data_end, plen, 0);
+}
+
+/* 127.0.0.0/8 or ::1 (an IPv4-mapped one is not a host's address either: the engine's to refuse). */
+static __always_inline int is_loopback(const struct mroc_xdp_addr *a)
+{
+	__u8 z = 0;
+	int i;
+
+	if (a->family == 4)
+		return a->addr[0] == 127;
+#pragma unroll
+	for (i = 0; i < 15; i++)
+		z |= a->addr[i];
+	return !z && a->addr[15] == 1;
 }
 
 static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
@@ -175,10 +192,11 @@ static __always_inline int mac_eq(const __u8 *a, const __u8 *b)
 
 /*
  * A counter index: the reason to pass or drop, or MROC_XDP_OURS (*dst: to
- * whom; *vid: the outer tag's VLAN id, 0 untagged or priority-tagged).
+ * whom, *src: from whom; *vid: the outer tag's VLAN id, 0 untagged or
+ * priority-tagged).
  */
 static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_addr *dst,
-				    __u16 *vid)
+				    struct mroc_xdp_addr *src, __u16 *vid)
 {
 	struct ethhdr *eth = data;
 	void *l3 = eth + 1;
@@ -202,9 +220,9 @@ static __always_inline int classify(void *data, void *data_end, struct mroc_xdp_
 		l3 = vlan + 1;
 	}
 	if (proto == bpf_htons(ETH_P_IP))
-		return check_ipv4(l3, data_end, dst);
+		return check_ipv4(l3, data_end, dst, src);
 	if (proto == bpf_htons(ETH_P_IPV6))
-		return check_ipv6(l3, data_end, dst);
+		return check_ipv6(l3, data_end, dst, src);
 	return MROC_XDP_CNT_PASS_NOT_UDP_PORT;
 }
 
@@ -243,7 +261,7 @@ int mroc_xdp(struct xdp_md *ctx)
 		.ifindex = ctx->ingress_ifindex,
 		.queue = ctx->rx_queue_index,
 	};
-	struct mroc_xdp_addr dst = {};
+	struct mroc_xdp_addr dst = {}, src = {};
 	struct mroc_xdp_vlan vlan = {};
 	struct mroc_xdp_stats *st;
 	struct mroc_xdp_mac *mac;
@@ -256,7 +274,7 @@ int mroc_xdp(struct xdp_md *ctx)
 		return XDP_PASS;
 	st->cnt[MROC_XDP_CNT_RX_TOTAL]++;
 
-	why = classify(data, data_end, &dst, &vlan.vid);
+	why = classify(data, data_end, &dst, &src, &vlan.vid);
 	vlan.ifindex = key.ifindex;
 	if (why == MROC_XDP_OURS && (void *)(eth + 1) <= data_end &&
 	    (mac = bpf_map_lookup_elem(&our_macs, &key.ifindex))) {
@@ -267,8 +285,19 @@ int mroc_xdp(struct xdp_md *ctx)
 		 */
 		if (!mac_eq(eth->h_dest, mac->addr))
 			why = MROC_XDP_CNT_DROP_NOT_OUR_MAC;
+		/*
+		 * Loopback addresses and our own as a source are every
+		 * packet's on a loopback device and no packet's elsewhere:
+		 * the kernel drops them as martians, a spoofed "from
+		 * ourselves" (or to 127.0.0.1, which "ours" holds) must not
+		 * reach the engine either.
+		 */
+		else if (!mac->loopback && (is_loopback(&dst) || is_loopback(&src)))
+			why = MROC_XDP_CNT_DROP_LOOPBACK;
 		else if (!bpf_map_lookup_elem(&ours, &dst))
 			why = MROC_XDP_CNT_DROP_NOT_OUR_ADDR;
+		else if (!mac->loopback && bpf_map_lookup_elem(&ours, &src))
+			why = MROC_XDP_CNT_DROP_SRC_OURS;
 		/*
 		 * Of a VLAN this host is in on that interface: the kernel
 		 * drops a frame tagged with another (no device takes it), and

@@ -76,10 +76,15 @@ struct mroc_xdp_meta {
 };
 #define MROC_XDP_META_MAGIC	0x6d524f43	/* "mROC" */
 
-/* Value of "our_macs" (key: ifindex). */
+/*
+ * Value of "our_macs" (key: ifindex).  loopback: the interface is a
+ * loopback device (IFF_LOOPBACK), where loopback and our own addresses are
+ * every packet's (daemons on one host's 127.0.0.1 and 127.0.0.2).
+ */
 struct mroc_xdp_mac {
 	__u8 addr[6];
-	__u8 pad[2];
+	__u8 loopback;
+	__u8 pad;
 };
 
 /*
@@ -112,6 +117,12 @@ struct mroc_xdp_mac {
  *			"ours"): another host's, broadcast, multicast
  * drop_not_our_vlan	... tagged with a VLAN id no VLAN device of ours has
  *			on that interface (the map "our_vlans")
+ * drop_loopback	... on an interface that is not a loopback device: to
+ *			or from a loopback address (127.0.0.0/8, ::1), which
+ *			the kernel drops as a martian there
+ * drop_src_ours	... on an interface that is not a loopback device: from
+ *			one of our own addresses (the map "ours"): a spoofed
+ *			"from ourselves"
  */
 #define MROC_XDP_COUNTERS(X)					\
 	X(RX_TOTAL, rx_total)					\
@@ -127,8 +138,10 @@ struct mroc_xdp_mac {
 	X(DROP_SHORT_MROC, drop_short_mroc)			\
 	X(DROP_BAD_MROC_VERSION, drop_bad_mroc_version)		\
 	X(DROP_NOT_OUR_MAC, drop_not_our_mac)			\
-	X(DROP_NOT_OUR_ADDR, drop_not_our_addr)				\
-	X(DROP_NOT_OUR_VLAN, drop_not_our_vlan)
+	X(DROP_NOT_OUR_ADDR, drop_not_our_addr)			\
+	X(DROP_NOT_OUR_VLAN, drop_not_our_vlan)			\
+	X(DROP_LOOPBACK, drop_loopback)				\
+	X(DROP_SRC_OURS, drop_src_ours)
 
 enum mroc_xdp_counter {
 #define MROC_XDP_CNT_ENUM(u, l) MROC_XDP_CNT_##u,

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -658,9 +659,27 @@ int xdp_prog_remove_socket(struct xdp_prog *p, uint32_t ifindex, uint32_t queue)
 
 /* ---- whose frames ------------------------------------------------------------- */
 
+/* Is ifindex a loopback device (IFF_LOOPBACK)?  One that cannot be asked is not. */
+static bool is_loopback_dev(int ifindex)
+{
+	struct ifreq ifr = { .ifr_flags = 0 };
+	bool lo = false;
+	int fd;
+
+	if (!if_indextoname(ifindex, ifr.ifr_name))
+		return false;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return false;
+	if (!ioctl(fd, SIOCGIFFLAGS, &ifr))
+		lo = ifr.ifr_flags & IFF_LOOPBACK;
+	close(fd);
+	return lo;
+}
+
 int xdp_prog_set_mac(struct xdp_prog *p, int ifindex, const uint8_t mac[6])
 {
-	struct mroc_xdp_mac v = { .pad = { 0 } };
+	struct mroc_xdp_mac v = { .loopback = is_loopback_dev(ifindex) };
 	__u32 key = (__u32)ifindex;
 
 	memcpy(v.addr, mac, sizeof(v.addr));

@@ -275,6 +275,9 @@ static void expect_at(struct xdp_prog *prog, const uint8_t *frame, size_t len, u
 		expect_at(prog, (p)->b, (p)->len, 0, 0, action, MROC_XDP_CNT_##cnt,	\
 			  what_, __LINE__);					\
 	} while (0)
+#define expect_on(prog, p, ifindex, queue, action, cnt, what)			\
+	expect_at(prog, (p)->b, (p)->len, ifindex, queue, action, MROC_XDP_CNT_##cnt, what,	\
+		  __LINE__)
 #define expect_pass(prog, p, cnt, ...)	expect(prog, p, XDP_PASS, cnt, __VA_ARGS__)
 #define expect_drop(prog, p, cnt, ...)	expect(prog, p, XDP_DROP, DROP_##cnt, __VA_ARGS__)
 
@@ -481,6 +484,72 @@ static void test_only_to_us(void **state)
 	put16(p.b + p.l4 + 2, PORT - 1);
 	memset(p.b, 0xff, 6);
 	expect_pass(prog, &p, PASS_NOT_UDP_PORT, "broadcast to another port");
+	xdp_prog_close(prog);
+}
+
+/*
+ * Our port, on an interface whose MAC is given: a frame to a loopback
+ * address (127.0.0.0/8, ::1; the daemon's set of ours holds lo's addresses
+ * too) or from one (drop_loopback), or from one of our own addresses
+ * (drop_src_ours), is dropped: the kernel drops them as martians, and a
+ * spoofed "from ourselves" must not reach the engine.  Before, those to
+ * 127.0.0.1 and from anything but a loopback source reached the socket.
+ * On a loopback device they are every packet, and pass.  test_run takes
+ * ifindex 0 as lo (1), so the checked interface is a veth.
+ */
+static void test_not_from_us(void **state)
+{
+	static const uint8_t mac[6] = { 0x02, 0, 0, 0, 0, 0x02 };
+	struct mroc_addr ours[4] = { { .family = AF_INET }, { .family = AF_INET6 },
+				     { .family = AF_INET }, { .family = AF_INET6 } };
+	struct xdp_prog *prog;
+	struct pkt p;
+
+	(void)state;
+	if (!net.veth)
+		skip();
+	prog = open_prog(0);
+	inet_pton(AF_INET, "10.0.0.2", &ours[0].v4);
+	inet_pton(AF_INET6, "fd00::2", &ours[1].v6);
+	inet_pton(AF_INET, "127.0.0.1", &ours[2].v4);
+	inet_pton(AF_INET6, "::1", &ours[3].v6);
+	assert_int_equal(xdp_prog_set_addrs(prog, ours, 4), 0);
+	assert_int_equal(xdp_prog_set_mac(prog, net.mv0, mac), 0);
+	assert_int_equal(xdp_prog_set_mac(prog, 1, mac), 0);	/* lo */
+	for (int ipv = 4; ipv <= 6; ipv += 2) {
+		size_t dst, src;
+		const uint8_t lo4[4] = { 127, 0, 0, 1 }, lo4b[4] = { 127, 1, 2, 3 };
+		const uint8_t lo6[16] = { [15] = 1 };
+
+		build_ours(&p, ipv, 0);
+		dst = p.l3 + (ipv == 4 ? 16 : 24);
+		src = p.l3 + (ipv == 4 ? 12 : 8);
+		expect_on(prog, &p, net.mv0, 0, XDP_PASS, PASS_NO_SOCKET, "to us");
+		memcpy(p.b + dst, ipv == 4 ? lo4 : lo6, ipv == 4 ? 4 : 16);
+		if (ipv == 4)
+			ip4_csum(&p);
+		expect_on(prog, &p, net.mv0, 0, XDP_DROP, DROP_LOOPBACK, "to loopback ::1/127.0.0.1");
+		expect_on(prog, &p, 1, 0, XDP_PASS, PASS_NO_SOCKET, "to loopback, on lo");
+		if (ipv == 4) {
+			memcpy(p.b + dst, lo4b, 4);
+			ip4_csum(&p);
+			expect_on(prog, &p, net.mv0, 0, XDP_DROP, DROP_LOOPBACK, "to 127.1.2.3");
+		}
+		build_ours(&p, ipv, 0);
+		memcpy(p.b + src, ipv == 4 ? lo4b : lo6, ipv == 4 ? 4 : 16);
+		if (ipv == 4)
+			ip4_csum(&p);
+		expect_on(prog, &p, net.mv0, 0, XDP_DROP, DROP_LOOPBACK, "from loopback");
+		build_ours(&p, ipv, 0);
+		memcpy(p.b + src, p.b + dst, ipv == 4 ? 4 : 16);	/* from 10.0.0.2 / fd00::2 */
+		if (ipv == 4)
+			ip4_csum(&p);
+		expect_on(prog, &p, net.mv0, 0, XDP_DROP, DROP_SRC_OURS, "from our own address");
+		expect_on(prog, &p, 1, 0, XDP_PASS, PASS_NO_SOCKET, "from our own address, on lo");
+		/* Not our port: the kernel's business. */
+		put16(p.b + p.l4 + 2, PORT - 1);
+		expect_on(prog, &p, net.mv0, 0, XDP_PASS, PASS_NOT_UDP_PORT, "ours, other port");
+	}
 	xdp_prog_close(prog);
 }
 
@@ -752,10 +821,6 @@ static uint32_t sock_recv(struct sock *s, uint8_t *buf, size_t cap, int timeout_
 {
 	return sock_recv_stamp(s, buf, cap, timeout_ms, NULL);
 }
-
-#define expect_on(prog, p, ifindex, queue, action, cnt, what)			\
-	expect_at(prog, (p)->b, (p)->len, ifindex, queue, action, MROC_XDP_CNT_##cnt, what,	\
-		  __LINE__)
 
 static void test_redirect(void **state)
 {
@@ -1281,6 +1346,7 @@ int main(void)
 		cmocka_unit_test(test_not_ours),
 		cmocka_unit_test(test_ours_without_socket),
 		cmocka_unit_test(test_only_to_us),
+		cmocka_unit_test(test_not_from_us),
 		cmocka_unit_test(test_cut_frames),
 		cmocka_unit_test(test_short_headers),
 		cmocka_unit_test(test_bad_fields),
