@@ -513,14 +513,15 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"clients_refused", (json_int_t)cs.clients_refused,
 		"admin_timeouts", (json_int_t)cs.admin_timeouts,
 		"admin_refused", (json_int_t)cs.admin_refused));
-	json_object_set_new(o, "peers", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "peers", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"added", (json_int_t)s->peers.added, "aged_out", (json_int_t)s->peers.aged_out,
 		"evicted", (json_int_t)s->peers.evicted, "full", (json_int_t)s->peers.full,
 		"owner_refused", (json_int_t)s->peers.owner_refused,
 		"alias_added", (json_int_t)s->peers.alias_added,
 		"alias_refused", (json_int_t)s->peers.alias_refused,
 		"alias_shared", (json_int_t)s->peers.alias_shared,
-		"alias_bad", (json_int_t)s->peers.alias_bad));
+		"alias_bad", (json_int_t)s->peers.alias_bad,
+		"stale", (json_int_t)s->peers.stale));
 	if (d->prog) {
 		struct xdp_prog_counters xc;
 		json_t *x = json_object();

@@ -78,6 +78,7 @@ static bool arrived_from(const struct egress *e, const struct mroc_addr *src, ui
 void egress_heard(struct egress *e, uint32_t peer, const struct mroc_addr *src, uint16_t sport,
 		  unsigned port, uint64_t now, enum egress_heard_as as)
 {
+	peer = peers_index(peer);
 	if (peer >= e->max_peers || port >= e->nports)
 		return;
 	if (as == EGRESS_HEARD_REQ) {
@@ -137,7 +138,8 @@ static uint32_t ports_read(struct egress *e, bool quiet)
 static void port_went_down(void *ctx, uint32_t peer, unsigned p)
 {
 	struct egress *e = ctx;
-	const struct peer *pe = peers_get(e->peers, peer);
+	/* From the port health sweep: peer is a slot (peers_index), the handle's generation unknown. */
+	const struct peer *pe = peers_at(e->peers, peers_index(peer));
 	char a[MROC_ADDR_STRLEN];
 
 	e->port_dead++;
@@ -197,13 +199,14 @@ static unsigned port_wanted(const struct egress *e, const struct peer *pe, uint1
 			    bool echo, bool cm, bool answer)
 {
 	unsigned port = sport % e->nports;
+	uint32_t slot = peers_index(pe->handle);
 
 	if (e->nports < 2)
 		return port;
-	if (cm && answer && pe->handle < e->max_peers && e->req_port[pe->handle] < e->nports)
-		return e->req_port[pe->handle];
-	if (cm && pe->handle < e->max_peers && e->heard_port[pe->handle] < e->nports)
-		return e->heard_port[pe->handle];
+	if (cm && answer && slot < e->max_peers && e->req_port[slot] < e->nports)
+		return e->req_port[slot];
+	if (cm && slot < e->max_peers && e->heard_port[slot] < e->nports)
+		return e->heard_port[slot];
 	if (!echo)
 		return port;
 	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
@@ -344,6 +347,7 @@ static void forget_peer(void *ctx, uint32_t peer)
 
 	nexthops_forget(e->hops, peer);
 	porthealth_forget(e->health, peer);
+	peer = peers_index(peer);
 	if (peer < e->max_peers)
 		e->heard_port[peer] = e->req_port[peer] = NO_PORT;
 }

@@ -124,6 +124,7 @@ void nexthops_destroy(struct nexthops *t)
 
 static struct entry *entry(const struct nexthops *t, uint32_t peer, unsigned port, unsigned kind)
 {
+	peer = peers_index(peer);	/* a handle, or a slot (nexthops_expire) */
 	if (peer >= t->max_peers || port >= t->nports)
 		return NULL;
 	return &t->e[((size_t)peer * t->nports + port) * NKINDS + kind];

@@ -28,18 +28,23 @@
 
 _Static_assert(PORTADDR_MAX == PEERS_MAX_ALIASES, "a port address per port");
 
-/* A slot: handle + 1 in the low 24 bits, above them 0 (primary) or 1 + the port of an alias. */
-#define PEERS_MAX	((1u << 24) - 1)
-#define SLOT_HANDLE	0xffffffu
+/*
+ * A hash slot: a peer's index + 1 in the low 24 bits, above them 0 (primary)
+ * or 1 + the port of an alias.  Index PEERS_INDEX_MASK is never given out,
+ * so no handle is ENGINE_PEER_NONE.
+ */
+#define PEERS_MAX	PEERS_INDEX_MASK
+#define SLOT_INDEX	0xffffffu
 #define SLOT_KIND_SHIFT	24
+_Static_assert(PEERS_INDEX_BITS < SLOT_KIND_SHIFT, "an index fits a hash slot");
 
 struct peers {
 	uint32_t max, count;		/* count: live peers */
 	uint32_t limit;			/* every handle ever given out is below it */
 	uint32_t mask;			/* hash slots - 1 */
-	uint32_t *slots;		/* handle + 1; 0 = empty */
-	struct peer *peer;		/* [max] */
-	uint32_t *free;			/* released handles, reused first */
+	uint32_t *slots;		/* index + 1, kind; 0 = empty */
+	struct peer *peer;		/* [max], by index (peers_index) */
+	uint32_t *free;			/* released indices, reused first */
 	uint32_t nfree;
 	uint32_t hand;			/* where the next eviction search starts */
 	const struct engine *eng;	/* whose QPs hold references; NULL: none */
@@ -110,12 +115,21 @@ void peers_set_release_hook(struct peers *p, void (*fn)(void *ctx, uint32_t hand
 
 static uint32_t slot_make(uint32_t handle, unsigned kind)
 {
-	return (handle + 1) | (uint32_t)kind << SLOT_KIND_SHIFT;
+	return (peers_index(handle) + 1) | (uint32_t)kind << SLOT_KIND_SHIFT;
 }
 
-static uint32_t slot_handle(uint32_t slot)
+/* The peer a hash slot names. */
+static uint32_t slot_index(uint32_t slot)
 {
-	return (slot & SLOT_HANDLE) - 1;
+	return (slot & SLOT_INDEX) - 1;
+}
+
+/* handle's peer if it is in the table and handle is its (not an earlier holder's of the slot). */
+static struct peer *live_peer(const struct peers *p, uint32_t handle)
+{
+	struct peer *pe = &p->peer[peers_index(handle)];
+
+	return peers_index(handle) < p->limit && pe->live && pe->handle == handle ? pe : NULL;
 }
 
 /* 0: the primary address; 1 + i: port address i. */
@@ -126,7 +140,7 @@ static unsigned slot_kind(uint32_t slot)
 
 static const struct mroc_addr *slot_addr(const struct peers *p, uint32_t slot)
 {
-	const struct peer *pe = &p->peer[slot_handle(slot)];
+	const struct peer *pe = &p->peer[slot_index(slot)];
 	unsigned kind = slot_kind(slot);
 
 	return kind ? &pe->alias[kind - 1] : &pe->addr;
@@ -211,7 +225,7 @@ static void peer_release(struct peers *p, struct peer *pe)
 	pe->speaks_ports = false;
 	slot_delete(p, slot_find(p, &pe->addr, slot_make(pe->handle, 0)));
 	pe->live = false;
-	p->free[p->nfree++] = pe->handle;
+	p->free[p->nfree++] = peers_index(pe->handle);
 	p->count--;
 	if (p->release)
 		p->release(p->release_ctx, pe->handle);
@@ -225,8 +239,7 @@ static int peers_lookup_quiet(const struct peers *p, const struct mroc_addr *add
 
 bool peers_claims(const struct peers *p, uint32_t handle, const struct mroc_addr *addr)
 {
-	const struct peer *pe = handle < p->limit && p->peer[handle].live ? &p->peer[handle] :
-									    NULL;
+	const struct peer *pe = live_peer(p, handle);
 
 	if (!pe)
 		return false;
@@ -247,7 +260,7 @@ int peers_find(const struct peers *p, const struct mroc_addr *addr, uint32_t *ha
 	s = p->slots[peers_slot(p, addr)];
 	if (!s)
 		return -ENOENT;
-	*handle = slot_handle(s);
+	*handle = p->peer[slot_index(s)].handle;
 	return 0;
 }
 
@@ -260,8 +273,10 @@ static void mark(struct peers *p, struct peer *pe)
 
 void peers_touch(struct peers *p, uint32_t handle)
 {
-	if (handle < p->limit && p->peer[handle].live)
-		mark(p, &p->peer[handle]);
+	struct peer *pe = live_peer(p, handle);
+
+	if (pe)
+		mark(p, pe);
 }
 
 int peers_lookup(struct peers *p, const struct mroc_addr *addr, uint32_t *handle)
@@ -300,10 +315,12 @@ static void mark_refs(struct peers *p)
 	for (int i = 0; i < n && i < p->nqpns; i++) {
 		struct engine_qp_info qi;
 
-		if (!engine_qp_info(p->eng, p->qpns[i], &qi) && qi.peer < p->limit &&
+		struct peer *pe;
+
+		if (!engine_qp_info(p->eng, p->qpns[i], &qi) && (pe = live_peer(p, qi.peer)) &&
 		    (qi.state != ENGINE_QPS_IDLE && qi.state != ENGINE_QPS_LISTEN)) {
-			p->peer[qi.peer].referenced = true;
-			p->peer[qi.peer].proven = true;
+			pe->referenced = true;
+			pe->proven = true;
 		}
 	}
 }
@@ -318,7 +335,7 @@ static struct peer *evictable(struct peers *p)
 		struct peer *pe = &p->peer[(p->hand + k) % p->limit];
 
 		if (pe->live && !pe->referenced && !pe->touched) {
-			p->hand = (pe->handle + 1) % p->limit;
+			p->hand = (peers_index(pe->handle) + 1) % p->limit;
 			return pe;
 		}
 	}
@@ -388,8 +405,9 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 	 */
 	i = req ? slot_primary(p, addr) : peers_slot(p, addr);
 	if (p->slots[i]) {
-		mark(p, &p->peer[slot_handle(p->slots[i])]);
-		*handle = slot_handle(p->slots[i]);
+		pe = &p->peer[slot_index(p->slots[i])];
+		mark(p, pe);
+		*handle = pe->handle;
 		return 0;
 	}
 	/* A scan of the table, only for a tenant's new peer (its QP_CONNECT). */
@@ -402,9 +420,20 @@ static int get_handle(struct peers *p, const struct mroc_addr *addr, bool req, u
 		p->st.full++;
 		return -ENOSPC;
 	}
+	/*
+	 * A slot used before takes its next generation: the engine may still
+	 * hold the old handle (a half-open entry's REP or REJ BUSY, engine/
+	 * cm_half.c: no QP, so nothing kept the peer), and what it sends there
+	 * must reach nobody, not this address (peers_get).  16 bits: a stale
+	 * handle could name a slot's holder again only after 65,536 more,
+	 * hours of a flood of new sources, long past any entry's dead_peer.
+	 */
 	h = (uint32_t)(pe - p->peer);
+	if (pe->used)
+		h |= (pe->handle + (1u << PEERS_INDEX_BITS)) & ~PEERS_INDEX_MASK;
 	memset(pe, 0, sizeof(*pe));
 	pe->handle = h;
+	pe->used = true;
 	pe->owner = owner;
 	pe->live = true;
 	mark(p, pe);
@@ -530,7 +559,17 @@ uint64_t peers_sweep(struct peers *p, uint64_t now)
 
 struct peer *peers_get(struct peers *p, uint32_t handle)
 {
-	return handle < p->limit && p->peer[handle].live ? &p->peer[handle] : NULL;
+	struct peer *pe = live_peer(p, handle);
+
+	/* A slot given out again (or released) since: what the engine kept goes nowhere. */
+	if (!pe && handle != ENGINE_PEER_NONE && peers_index(handle) < p->limit)
+		p->st.stale++;
+	return pe;
+}
+
+struct peer *peers_at(struct peers *p, uint32_t index)
+{
+	return index < p->limit && p->peer[index].live ? &p->peer[index] : NULL;
 }
 
 uint32_t peers_count(const struct peers *p)

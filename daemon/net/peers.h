@@ -21,7 +21,8 @@ struct engine;
 #define PEERS_MAX_ALIASES	16
 
 struct peer {
-	uint32_t handle;
+	uint32_t handle;		/* its index and generation (peers_index) */
+	bool used;			/* the slot was given out before: generations count on */
 	struct mroc_addr addr;
 	/* ageing (peers.c) */
 	bool live;			/* in the table (a released handle is not) */
@@ -43,6 +44,20 @@ struct peer {
 
 struct peers;
 
+/*
+ * A handle is a slot of the table (its index, the low PEERS_INDEX_BITS)
+ * and that slot's generation (the bits above): a slot given to another
+ * address gets another handle, so a handle kept from before names nobody.
+ */
+#define PEERS_INDEX_BITS	16
+#define PEERS_INDEX_MASK	((1u << PEERS_INDEX_BITS) - 1)
+
+/* The slot of handle: what tables kept per peer are indexed by (below peers_count). */
+static inline uint32_t peers_index(uint32_t handle)
+{
+	return handle & PEERS_INDEX_MASK;
+}
+
 /* Ageing (see peers.c): how often, and after how long unused a peer goes. */
 #define PEERS_SWEEP_NS		1000000000ull	/* 1 s */
 #define PEERS_UNPROVEN_NS	2000000000ull	/* no QP ever used it: 2 s */
@@ -59,11 +74,13 @@ struct peers_stats {
 	uint64_t alias_refused;		/* ... refused: another live peer's address */
 	uint64_t alias_shared;		/* ... that another peer claims too (both stand) */
 	uint64_t alias_bad;		/* announcements that did not decode (portaddr.h) */
+	uint64_t stale;			/* handles asked for whose peer went (peers_get: NULL) */
 };
 
 /*
- * A table for up to max peers (handles 0 .. max-1; a released handle is
- * given out again).  NULL with errno set on failure.
+ * A table for up to max peers (max < 2^PEERS_INDEX_BITS: slots 0 .. max-1;
+ * a released slot is given out again, under another handle).  NULL with
+ * errno set on failure.
  */
 struct peers *peers_create(uint32_t max);
 void peers_destroy(struct peers *p);
@@ -142,9 +159,15 @@ void peers_announce(void *p, uint32_t handle, const uint8_t *ext, size_t len);
 uint64_t peers_sweep(struct peers *p, uint64_t now);
 /* addr is handle's primary or one of the port addresses it announced. */
 bool peers_claims(const struct peers *p, uint32_t handle, const struct mroc_addr *addr);
-/* NULL for an unknown or released handle. */
+/*
+ * NULL for an unknown or released handle, and for one whose slot went to
+ * another address since (counted `stale`: the engine sent to a peer that
+ * left, docs/PROTOCOL.md 11a).
+ */
 struct peer *peers_get(struct peers *p, uint32_t handle);
-/* Every handle in use is below this (tables indexed by handle size on it). */
+/* The live peer in slot index (peers_index), whatever its generation; NULL if none. */
+struct peer *peers_at(struct peers *p, uint32_t index);
+/* Every handle's index is below this (tables indexed by peers_index size on it). */
 uint32_t peers_count(const struct peers *p);
 /* Peers in the table now. */
 uint32_t peers_live(const struct peers *p);

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "peers.h"
 #include "porthealth.h"
 
 struct seen {
@@ -53,8 +54,10 @@ void porthealth_destroy(struct porthealth *ph)
 	free(ph);
 }
 
+/* peer: a handle (its slot: peers_index), or a slot (porthealth_sweep). */
 static struct seen *seen_of(const struct porthealth *ph, uint32_t peer, unsigned port)
 {
+	peer = peers_index(peer);
 	if (!ph || peer >= ph->max_peers || port >= ph->nports)
 		return NULL;
 	return &ph->s[(size_t)peer * ph->nports + port];
@@ -66,7 +69,7 @@ void porthealth_rx(struct porthealth *ph, uint32_t peer, unsigned port, uint64_t
 
 	if (!s)
 		return;
-	ph->heard_ns[peer] = now;
+	ph->heard_ns[peers_index(peer)] = now;
 	s->unanswered = 0;
 	s->nth_tx_ns = 0;
 }
@@ -86,7 +89,7 @@ void porthealth_tx(struct porthealth *ph, uint32_t peer, unsigned port, uint64_t
 static bool judge(struct porthealth *ph, uint32_t peer, struct seen *s, uint64_t now)
 {
 	if (s->down_until_ns || s->unanswered < PORTHEALTH_DEAD_PKTS ||
-	    now - s->nth_tx_ns < ph->dead_ns || ph->heard_ns[peer] <= s->nth_tx_ns)
+	    now - s->nth_tx_ns < ph->dead_ns || ph->heard_ns[peers_index(peer)] <= s->nth_tx_ns)
 		return false;
 	*s = (struct seen){ .down_until_ns = now + PORTHEALTH_HOLD_FACTOR * ph->dead_ns };
 	return true;
@@ -137,6 +140,7 @@ unsigned porthealth_count_down(const struct porthealth *ph, uint64_t now)
 
 void porthealth_forget(struct porthealth *ph, uint32_t peer)
 {
+	peer = peers_index(peer);
 	if (!ph || peer >= ph->max_peers)
 		return;
 	memset(seen_of(ph, peer, 0), 0, ph->nports * sizeof(struct seen));

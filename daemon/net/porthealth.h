@@ -61,6 +61,7 @@ void porthealth_tx(struct porthealth *ph, uint32_t peer, unsigned port, uint64_t
 /* Whether a packet to peer may take port: judges it, and ends a hold that is over. */
 enum porthealth_state porthealth_check(struct porthealth *ph, uint32_t peer, unsigned port,
 				       uint64_t now);
+/* peer: the slot (peers_index) of the handles the other calls were given. */
 typedef void (*porthealth_down_fn)(void *ctx, uint32_t peer, unsigned port);
 /* Judges every (peer, port) as porthealth_check would: fn for each counted down just now. */
 void porthealth_sweep(struct porthealth *ph, uint64_t now, porthealth_down_fn fn, void *ctx);

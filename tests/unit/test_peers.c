@@ -281,7 +281,8 @@ static void test_table_unproven_age_out(void **state)
 	for (uint32_t i = 10; i < 14; i++) {
 		a = addr_n(i);
 		assert_int_equal(peers_get_handle(p, &a, &h), 0);
-		assert_in_range(h, 0, 3);		/* released handles, reused */
+		assert_in_range(peers_index(h), 0, 3);	/* released slots, reused */
+		assert_true(h > 3);			/* under other handles */
 	}
 	assert_int_equal(peers_count(p), 4);
 	peers_destroy(p);
@@ -384,7 +385,7 @@ static void test_table_evict_when_full(void **state)
 	for (uint32_t i = 1000; i < 1000 + n / 2; i++) {
 		a = addr_n(i);
 		assert_int_equal(peers_get_handle(p, &a, &h), 0);
-		assert_in_range(h, 0, n - 1);
+		assert_in_range(peers_index(h), 0, n - 1);
 		assert_true(addr_eq(&peers_get(p, h)->addr, &a));
 	}
 	peers_sweep(p, 2 * SEC + 1);
@@ -499,6 +500,102 @@ static void test_table_referenced_stay(void **state)
 	assert_int_equal(peers_live(p), 0);	/* its QP gone, it ages out too */
 	peers_destroy(p);
 	engine_destroy(eng);
+}
+
+/* The first packet eng sends now (one 9 KB buffer): its length, 0 if none; *to: its peer. */
+static size_t tx_one(struct engine *eng, uint64_t now, uint8_t *buf, uint32_t *to)
+{
+	struct engine_txbuf b = { .data = buf, .cap = 9000 };
+
+	if (engine_tx(eng, now, &b, 1) != 1)
+		return 0;
+	*to = b.peer;
+	return b.len;
+}
+
+/*
+ * #3 of s34: a handle the engine keeps past its peer's release.  A REQ's
+ * half-open entry (engine/cm_half.c) holds its peer's handle for
+ * dead_peer, but it is no QP: the peer table releases the requester's
+ * unproven peer after PEERS_UNPROVEN_NS (or evicts it from a full table),
+ * and gives the handle to the next new host.  Whatever the entry sends
+ * then (its REP again, a REJ BUSY queued when another requester binds the
+ * listener) goes to the handle: to that other host.  Shown with the
+ * repeat: host B, given A's old handle, sends A's REQ again (B is on the
+ * path, or learned A's QPN) and got A's REP (A's numbers, and in "token"
+ * our receive key for A).  Now a handle has the slot's generation: B's
+ * differs, A's names nobody (peers_get: NULL, counted `stale`), and B's
+ * REQ gets a REP of its own.
+ */
+static void test_stale_handle_not_reassigned(void **state)
+{
+	static uint8_t req[9000], rep[9000], out[9000];
+	struct engine_qp_attr attr = { .pd = 1, .mode = MROC_MODE_METAROCE, .npaths = 1,
+				       .sq_depth = 16, .rq_depth = 16 };
+	struct mroc_addr a = addr_n(1), b = addr_n(2);
+	struct engine *srv, *cli;
+	struct engine_config ec;
+	struct wire_pkt first, again;
+	struct peers_stats st;
+	struct peers *p;
+	uint32_t lq, cq, ha, hb, to;
+	size_t req_len, n;
+	enum wire_err why;
+	uint64_t t = SEC;
+
+	(void)state;
+	engine_config_default(&ec);
+	ec.max_qps = 4;
+	ec.dead_peer_ns = 20 * SEC;
+	srv = engine_create(&ec);
+	cli = engine_create(&ec);
+	assert_non_null(srv);
+	assert_non_null(cli);
+	p = peers_create(4);
+	peers_set_engine(p, srv);
+	peers_sweep(p, t);
+	assert_int_equal(engine_qp_create(srv, &attr, &lq), 0);
+	assert_int_equal(engine_qp_listen(srv, lq, 42), 0);
+	assert_int_equal(engine_qp_create(cli, &attr, &cq), 0);
+	assert_int_equal(engine_qp_connect(cli, cq, 0, 42, t), 0);
+	req_len = tx_one(cli, t, req, &to);
+	assert_true(req_len > 0);
+
+	/* A's REQ: a half-open entry, and A's REP to A's handle. */
+	assert_int_equal(peers_get_handle_req(p, &a, &ha), 0);
+	assert_true(engine_rx(srv, t, req, req_len,
+			      &(struct engine_rx_meta){ .peer = ha, .sport = 50000 }) >= 0);
+	n = tx_one(srv, t, rep, &to);
+	assert_true(n > 0);
+	assert_int_equal(to, ha);
+	assert_int_equal(wire_parse(rep, n, &first, &why), 0);
+	assert_int_equal(first.hdr.opcode, MROC_OP_CONNECT_REP);
+
+	/* A never proves: its peer goes, the entry stays; B takes the slot. */
+	peers_sweep(p, t += SEC);
+	peers_sweep(p, t += PEERS_UNPROVEN_NS);
+	assert_int_equal(peers_live(p), 0);
+	assert_int_equal(peers_get_handle_req(p, &b, &hb), 0);
+	assert_int_equal(peers_index(hb), peers_index(ha));	/* the same slot */
+	assert_int_not_equal(hb, ha);				/* another handle */
+	assert_null(peers_get(p, ha));
+
+	/* A's REQ again, from B: never A's REP to B. */
+	assert_true(engine_rx(srv, t, req, req_len,
+			      &(struct engine_rx_meta){ .peer = hb, .sport = 50001 }) >= 0);
+	while ((n = tx_one(srv, t, out, &to))) {
+		assert_int_equal(wire_parse(out, n, &again, &why), 0);
+		if (again.hdr.opcode != MROC_OP_CONNECT_REP)
+			continue;
+		assert_int_equal(to, hb);
+		assert_false(again.cm.isn_psn == first.cm.isn_psn &&
+			     again.cm.isn_dsn == first.cm.isn_dsn);
+	}
+	peers_get_stats(p, &st);
+	assert_true(st.stale >= 1);
+	peers_destroy(p);
+	engine_destroy(cli);
+	engine_destroy(srv);
 }
 
 /* ---- the namespaces ------------------------------------------------------------------- */
@@ -1099,10 +1196,11 @@ static void test_alias_leave_with_peer(void **state)
 	assert_int_equal(peers_live(p), 0);
 	for (unsigned i = 0; i < PEERS_MAX_ALIASES; i++)
 		assert_int_equal(peers_lookup(p, &al[i], &h2), -ENOENT);
-	/* The handle again, for another host: none of the old addresses. */
+	/* The slot again, for another host: none of the old addresses. */
 	a = addr("10.9.0.7");
 	assert_int_equal(peers_get_handle(p, &a, &h2), 0);
-	assert_int_equal(h2, h);
+	assert_int_equal(peers_index(h2), peers_index(h));
+	assert_null(peers_get(p, h));
 	assert_false(peers_get(p, h2)->speaks_ports);
 	assert_int_equal(peers_get(p, h2)->alias_mask, 0);
 	assert_int_equal(peers_lookup(p, &al[0], &h2), -ENOENT);
@@ -1153,6 +1251,7 @@ int main(void)
 		cmocka_unit_test(test_table_evict_when_full),
 		cmocka_unit_test(test_handed_kept_in_tick),
 		cmocka_unit_test(test_table_referenced_stay),
+		cmocka_unit_test(test_stale_handle_not_reassigned),
 		cmocka_unit_test(test_alias_add_lookup),
 		cmocka_unit_test(test_alias_refused),
 		cmocka_unit_test(test_alias_leave_with_peer),
