@@ -556,6 +556,10 @@ $(BUILD)/bpf/%.skel.h: $(BUILD)/bpf/%.bpf.o
 	$(call say,SKEL,$@)
 	$(Q)$(BPFTOOL) gen skeleton $< name $(subst -,_,$*) > $@.tmp && mv $@.tmp $@
 
+# link_hog drives the engine itself (an attacker's daemon, test_links_hog_net.sh).
+$(OBJ)/tests/e2e/link_hog.o: INCLUDES := -Iengine $(ENGINE_CFLAGS)
+$(BUILD)/tests/e2e/link_hog: $(ENGINE_LIB)
+$(BUILD)/tests/e2e/link_hog: MROC_LDLIBS += $(ENGINE_LIBS)
 $(E2E_TOOLS) $(EXAMPLE_BINS): $(BUILD)/%: $(OBJ)/%.o $(LIBMROC_A)
 	$(call say,LD,$@)
 	@mkdir -p $(@D)

@@ -92,6 +92,7 @@ struct snapshot {
 	struct worker_stats wk;
 	struct link_info links[LINKS_MAX];
 	int nlinks;
+	struct links_stats lks;
 	uint32_t nqps;			/* in qps[] */
 	uint32_t qps_total;		/* in the engines */
 	bool no_room;			/* qps[] was too small: take it again */
@@ -237,8 +238,10 @@ static int take_snapshot(void *arg, uint64_t now)
 	add_counters(&s->be, &sw->be, sizeof(sw->be));
 	worker_get_stats(w->worker, &sw->wk);
 	add_counters(&s->wk, &sw->wk, sizeof(sw->wk));
-	if (w->links)
+	if (w->links) {
 		s->nlinks = links_info(w->links, s->links, LINKS_MAX);
+		links_get_stats(w->links, &s->lks);
+	}
 	s->npeers += peers_live(w->peers);
 	peers_get_stats(w->peers, &ps);
 	add_counters(&s->peers, &ps, sizeof(ps));
@@ -522,6 +525,10 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"alias_shared", (json_int_t)s->peers.alias_shared,
 		"alias_bad", (json_int_t)s->peers.alias_bad,
 		"stale", (json_int_t)s->peers.stale));
+	json_object_set_new(o, "links", json_pack("{s:I, s:I, s:I}",
+		"in_accepted", (json_int_t)s->lks.in_accepted,
+		"in_evicted", (json_int_t)s->lks.in_evicted,
+		"in_refused", (json_int_t)s->lks.in_refused));
 	if (d->prog) {
 		struct xdp_prog_counters xc;
 		json_t *x = json_object();

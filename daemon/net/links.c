@@ -14,6 +14,7 @@
 struct link {
 	struct link_info info;
 	bool used;
+	uint32_t peer;			/* incoming: its peer's handle */
 	uint64_t retry_at;
 	uint64_t backoff;
 };
@@ -26,6 +27,7 @@ struct links {
 	uint64_t listen_retry_at;
 	struct link l[LINKS_MAX];	/* outgoing ones first, in config order */
 	unsigned nout;
+	struct links_stats st;
 };
 
 static int new_qp(struct links *ls, uint32_t *qpn)
@@ -146,25 +148,99 @@ static struct link *by_qpn(struct links *ls, uint32_t qpn)
 	return NULL;
 }
 
+/* Incoming links of peer, and the oldest of them (NULL if none). */
+static unsigned incoming_of(struct links *ls, uint32_t peer, struct link **oldest)
+{
+	unsigned n = 0;
+
+	*oldest = NULL;
+	for (unsigned i = ls->nout; i < LINKS_MAX; i++) {
+		struct link *k = &ls->l[i];
+
+		if (!k->used || k->peer != peer)
+			continue;
+		n++;
+		if (!*oldest || k->info.up_since_ns < (*oldest)->info.up_since_ns)
+			*oldest = k;
+	}
+	return n;
+}
+
+/*
+ * All incoming slots taken: whose gives way to a link from peer.  Any host
+ * that completes a handshake gets an incoming link ("none", "token"), so
+ * first come first served let one host hold them all, and no daemon that
+ * names us could link any more.  A peer that holds links already gives its
+ * own oldest (a restarted daemon's new link replaces its old); a new peer
+ * takes the oldest of the peer that holds the most, if that is more than
+ * one; when every link is a different peer's, the newcomer is refused.  So a
+ * host holds as many slots as nobody else asks for, and distinct hosts up
+ * to the table's size always link.
+ */
+static struct link *give_way(struct links *ls, uint32_t peer)
+{
+	struct link *victim = NULL, *old;
+	unsigned most = 1, n;
+
+	if (incoming_of(ls, peer, &old))
+		return old;
+	for (unsigned i = ls->nout; i < LINKS_MAX; i++) {
+		if (!ls->l[i].used)
+			continue;
+		n = incoming_of(ls, ls->l[i].peer, &old);
+		if (n > most) {
+			most = n;
+			victim = old;
+		}
+	}
+	return victim;
+}
+
+static void close_incoming(struct links *ls, struct link *k, uint64_t now)
+{
+	engine_qp_disconnect(ls->eng, k->info.qpn, now);
+	engine_qp_destroy(ls->eng, k->info.qpn);
+	k->used = false;
+}
+
 /* The listener got a peer: it becomes an incoming link, and we listen anew. */
 static void accepted(struct links *ls, uint64_t now)
 {
+	char a[MROC_ADDR_STRLEN], b[MROC_ADDR_STRLEN];
 	struct engine_qp_info qi;
 	struct link *k = NULL;
 	uint32_t qpn = ls->listen_qpn;
+	struct peer *p;
 
 	ls->listen_qpn = 0;
+	if (engine_qp_info(ls->eng, qpn, &qi)) {
+		engine_qp_destroy(ls->eng, qpn);
+		listen_again(ls, now);
+		return;
+	}
+	p = peers_get(ls->peers, qi.peer);
 	for (unsigned i = ls->nout; i < LINKS_MAX && !k; i++)
 		if (!ls->l[i].used)
 			k = &ls->l[i];
-	if (!k || engine_qp_info(ls->eng, qpn, &qi)) {
-		pr_warn_rl("links: too many incoming control connections, closing one");
+	if (!k) {
+		k = give_way(ls, qi.peer);
+		if (k) {
+			ls->st.in_evicted++;
+			pr_warn_rl("links: incoming control links full: %s's link (qpn %u) gives way "
+				   "to one from %s", addr_str(&k->info.addr, a, sizeof(a)),
+				   k->info.qpn, p ? addr_str(&p->addr, b, sizeof(b)) : "?");
+			close_incoming(ls, k, now);
+		}
+	}
+	if (!k) {
+		ls->st.in_refused++;
+		pr_warn_rl("links: all %u incoming control links are distinct peers'; refusing "
+			   "another", LINKS_MAX - ls->nout);
 		engine_qp_disconnect(ls->eng, qpn, now);
 		engine_qp_destroy(ls->eng, qpn);
 	} else {
-		struct peer *p = peers_get(ls->peers, qi.peer);
-
-		*k = (struct link){ .used = true };
+		ls->st.in_accepted++;
+		*k = (struct link){ .used = true, .peer = qi.peer };
 		if (p)
 			k->info.addr = p->addr;
 		k->info.qpn = qpn;
@@ -228,6 +304,11 @@ bool links_on_cqe(struct links *ls, const struct engine_cqe *c, uint64_t now)
 		break;	/* no work is posted on control QPs */
 	}
 	return true;
+}
+
+void links_get_stats(const struct links *ls, struct links_stats *out)
+{
+	*out = ls->st;
 }
 
 int links_info(const struct links *ls, struct link_info *out, int max)

@@ -42,6 +42,14 @@ struct link_info {
 	uint64_t up_since_ns;
 };
 
+/* Incoming links (links.c give_way): counters. */
+struct links_stats {
+	uint64_t in_accepted;		/* incoming links taken */
+	uint64_t in_evicted;		/* ... closed for a newer one (table full: the peer's own
+					 * oldest, or the oldest of the peer holding the most) */
+	uint64_t in_refused;		/* ... refused: full, each a different peer's */
+};
+
 struct links *links_create(struct engine *eng, struct peers *peers, const struct mroc_addr *addrs,
 			   unsigned n);
 /*
@@ -56,6 +64,7 @@ uint64_t links_tick(struct links *l, uint64_t now);
 /* A completion or event of the engine: true if it was one of ours. */
 bool links_on_cqe(struct links *l, const struct engine_cqe *c, uint64_t now);
 int links_info(const struct links *l, struct link_info *out, int max);
+void links_get_stats(const struct links *l, struct links_stats *out);
 /* Disconnect every link (shutdown). */
 void links_close_all(struct links *l, uint64_t now);
 
