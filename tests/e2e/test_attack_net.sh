@@ -9,7 +9,11 @@
 #     broadcast, class E, 0/8; IPv6 loopback, multicast, link-local (to B's
 #     global and to its link-local address) and IPv4-mapped.  Before, each
 #     source became a peer (`peers.added`) and was answered; now dropped first
-#     and counted (`rx_bad_source`), nothing added.
+#     and counted (`rx_bad_source`; loopback ones in XDP, `drop_loopback`),
+#     nothing added.
+#  1b. The REQ "from" B's own addresses, and to 127.0.0.1 at B's MAC: dropped
+#     in XDP (`drop_src_ours`, `drop_loopback`).  Before, the first made B a
+#     peer of its own and B answered itself; the second reached the engine.
 #  2. The REQ to multicast groups (224.0.0.1, ff02::1) at their group MACs:
 #     dropped in XDP (`drop_not_our_mac`).
 #  3. The REQ in two IPv4 fragments: the first dropped in XDP
@@ -65,8 +69,9 @@ spoof() {
 		fail "spoof_udp $1 -> $2"
 }
 
-# 1: sources no host has.
+# 1: sources no host has (loopback ones dropped in XDP already: drop_loopback).
 bad0=$(counter .worker.rx_bad_source)
+lo0=$(counter .xdp.drop_loopback)
 B6=$(ip -n "$NS_B" -j -6 addr show dev p1 scope global | jq -r '.[0].addr_info[0].local')
 BLL=fe80::b1	# B's link-local address on p1 (added before mrocd started)
 for s in 127.0.0.1 224.0.0.1 255.255.255.255 240.0.0.7 0.1.2.3; do
@@ -76,12 +81,26 @@ for s in ::1 ff02::1 fe80::66 "::ffff:$FABRIC_IP_0"; do
 	spoof "$s" "$B6" 10
 done
 spoof fe80::66 "$BLL" 10 SPOOF_IF=to1
-e2e_wait b counters ".worker.rx_bad_source >= $bad0 + 100" 5 ||
+e2e_wait b counters ".worker.rx_bad_source >= $bad0 + 80 and .xdp.drop_loopback >= $lo0 + 20" 5 ||
 	fail "REQs from no host's address not refused: rx_bad_source $bad0 -> $(counter .worker.rx_bad_source)," \
-	     "peers $(counter .peers)"
+	     "drop_loopback $lo0 -> $(counter .xdp.drop_loopback), peers $(counter .peers)"
 [ "$(counter .peers.added)" = "$added0" ] || fail "REQs from no host's address added peers: $(counter .peers)"
 ok "100 REQs from loopback, multicast, broadcast, class E, 0/8, link-local and IPv4-mapped sources" \
-	"dropped first (rx_bad_source $bad0 -> $(counter .worker.rx_bad_source)), no peer added"
+	"dropped first (rx_bad_source $bad0 -> $(counter .worker.rx_bad_source), loopback in XDP:" \
+	"drop_loopback $lo0 -> $(counter .xdp.drop_loopback)), no peer added"
+
+# 1b: "from ourselves", and to loopback at our MAC.
+own0=$(counter .xdp.drop_src_ours) lo0=$(counter .xdp.drop_loopback)
+spoof "$B1" "$B1" 10
+spoof "$B6" "$B6" 10
+# To 127.0.0.1 at B's MAC: as a frame (a packet socket), the plane's kernel would keep it.
+BMAC=$(ip -n "$NS_B" -j link show p1 | jq -r '.[0].address')
+spoof "$A1" 127.0.0.1 10 SPOOF_VLAN=0 SPOOF_DMAC="$BMAC" SPOOF_IF=to1
+e2e_wait b counters ".xdp.drop_src_ours >= $own0 + 20 and .xdp.drop_loopback >= $lo0 + 10" 5 ||
+	fail "REQs from B's own addresses or to 127.0.0.1 not dropped in XDP: $(counter .xdp)"
+[ "$(counter .peers.added)" = "$added0" ] || fail "REQs from B's own addresses added peers: $(counter .peers)"
+ok "REQs from B's own addresses and to 127.0.0.1 dropped in XDP (drop_src_ours $own0 ->" \
+	"$(counter .xdp.drop_src_ours), drop_loopback $lo0 -> $(counter .xdp.drop_loopback))"
 
 # 2: to groups, at their group MACs.
 x0=$(counter .xdp.drop_not_our_mac)
