@@ -598,6 +598,78 @@ static void test_stale_handle_not_reassigned(void **state)
 	engine_destroy(srv);
 }
 
+/*
+ * The other path of #3: a REJ BUSY queued for a half-open entry when
+ * another requester binds its listener.  A asks and never proves; its peer
+ * leaves and host B gets its slot; C asks and proves.  The BUSY for A's
+ * entry went to A's handle, which named B; now it names nobody.
+ */
+static void test_stale_handle_busy(void **state)
+{
+	static uint8_t pkt[9000];
+	struct engine_qp_attr attr = { .pd = 1, .mode = MROC_MODE_METAROCE, .npaths = 1,
+				       .sq_depth = 16, .rq_depth = 16 };
+	struct mroc_addr a = addr_n(1), b = addr_n(2), c = addr_n(3);
+	struct engine *srv, *ca, *cc;
+	struct engine_config ec;
+	struct wire_pkt w;
+	struct peers *p;
+	uint32_t lq, qa, qc, ha, hb, hc, to;
+	unsigned busy = 0;
+	enum wire_err why;
+	uint64_t t = SEC;
+	size_t n;
+
+	(void)state;
+	engine_config_default(&ec);
+	ec.max_qps = 4;
+	ec.dead_peer_ns = 20 * SEC;
+	srv = engine_create(&ec);
+	ca = engine_create(&ec);
+	cc = engine_create(&ec);
+	assert_true(srv && ca && cc);
+	p = peers_create(4);
+	peers_set_engine(p, srv);
+	peers_sweep(p, t);
+	assert_int_equal(engine_qp_create(srv, &attr, &lq), 0);
+	assert_int_equal(engine_qp_listen(srv, lq, 42), 0);
+	assert_int_equal(engine_qp_create(ca, &attr, &qa), 0);
+	assert_int_equal(engine_qp_connect(ca, qa, 0, 42, t), 0);
+	assert_int_equal(peers_get_handle_req(p, &a, &ha), 0);
+	n = tx_one(ca, t, pkt, &to);
+	assert_true(engine_rx(srv, t, pkt, n, &(struct engine_rx_meta){ .peer = ha }) >= 0);
+	while (tx_one(srv, t, pkt, &to))
+		;					/* A's REP: lost */
+	peers_sweep(p, t += SEC);
+	peers_sweep(p, t += PEERS_UNPROVEN_NS);
+	assert_int_equal(peers_get_handle(p, &b, &hb), 0);
+	assert_int_equal(peers_index(hb), peers_index(ha));
+
+	/* C asks, gets its REP, proves: the listener is C's, A's entry is told BUSY. */
+	assert_int_equal(peers_get_handle_req(p, &c, &hc), 0);
+	assert_int_equal(engine_qp_create(cc, &attr, &qc), 0);
+	assert_int_equal(engine_qp_connect(cc, qc, 0, 42, t), 0);
+	n = tx_one(cc, t, pkt, &to);
+	assert_true(engine_rx(srv, t, pkt, n, &(struct engine_rx_meta){ .peer = hc }) >= 0);
+	while ((n = tx_one(srv, t, pkt, &to)))
+		if (to == hc)
+			engine_rx(cc, t, pkt, n, &(struct engine_rx_meta){ .peer = 0 });
+	while ((n = tx_one(cc, t, pkt, &to)))
+		engine_rx(srv, t, pkt, n, &(struct engine_rx_meta){ .peer = hc });
+	while ((n = tx_one(srv, t, pkt, &to))) {
+		assert_int_equal(wire_parse(pkt, n, &w, &why), 0);
+		if (w.hdr.opcode != MROC_OP_CONNECT_REJ || w.hdr.dst_qpn != qa)
+			continue;
+		busy++;
+		assert_null(peers_get(p, to));		/* not B */
+	}
+	assert_int_equal(busy, 1);
+	peers_destroy(p);
+	engine_destroy(cc);
+	engine_destroy(ca);
+	engine_destroy(srv);
+}
+
 /* ---- the namespaces ------------------------------------------------------------------- */
 
 /*
@@ -1252,6 +1324,7 @@ int main(void)
 		cmocka_unit_test(test_handed_kept_in_tick),
 		cmocka_unit_test(test_table_referenced_stay),
 		cmocka_unit_test(test_stale_handle_not_reassigned),
+		cmocka_unit_test(test_stale_handle_busy),
 		cmocka_unit_test(test_alias_add_lookup),
 		cmocka_unit_test(test_alias_refused),
 		cmocka_unit_test(test_alias_leave_with_peer),
