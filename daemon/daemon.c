@@ -555,8 +555,7 @@ void mrocd_stop(struct mrocd *d)
 		if (w->be)
 			w->be->ops->destroy(w->be);
 	}
-	if (d->prog)
-		detach_all(d);
+	detach_all(d);		/* the address monitor (either backend), the XDP program */
 	for (unsigned k = d->nworkers; k-- > 0;) {
 		peers_destroy(d->wk[k].peers);
 		nl_close(d->wk[k].nl);
