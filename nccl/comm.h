@@ -97,7 +97,9 @@ struct req_head {
 	uint8_t used;
 	uint8_t done;
 	uint8_t failed;			/* REQ_FAILED, or REQ_TRUNCATED: its send did not fit */
+	uint32_t gen;			/* handle.c: what its handle must say */
 	struct comm *c;
+	void *handle;			/* what NCCL was given */
 };
 
 #define REQ_FAILED	1
@@ -137,6 +139,8 @@ struct cts_slot {
 
 struct comm {
 	enum comm_kind kind;
+	uint32_t slot;			/* in the comm table (handle.c) */
+	void *handle;			/* what NCCL holds; NULL once untracked */
 	struct mroc_qp *qp;
 	/* CTS buffers (sent from: receive comm; received into: send comm), then the eager
 	 * slots (written by the peer: receive comm; staged in: send comm). */
@@ -186,6 +190,14 @@ static inline void *comm_slot(const struct comm *c, unsigned int i)
 {
 	return (char *)mroc_mr_addr(c->ctl) + CTL_SLOT_BASE + (size_t)i * EAGER_SLOT;
 }
+
+/* handle.c: NCCL's handles of comms and requests; NULL when they name nothing (closed,
+ * completed, never ours). */
+int comm_track(struct comm *c);
+void comm_untrack(struct comm *c);
+struct comm *comm_get(const void *handle, enum comm_kind kind);
+void req_name(struct comm *c, struct req_head *h, unsigned int idx);
+struct req_head *req_get(const void *handle);
 
 /* xfer.c */
 void req_release_regs(struct req_head *h);

@@ -59,7 +59,7 @@ struct handle {
 	uint8_t flags;			/* the listener's: HANDLE_EAGER */
 	uint64_t service_id;
 	char addr[INET6_ADDRSTRLEN];	/* the listener's mrocd */
-	struct comm *pending;		/* connect's comm while it connects (sender's copy) */
+	void *pending;			/* connect's comm (its handle) while it connects */
 };
 static_assert(sizeof(struct handle) <= NCCL_HANDLE_BYTES, "fits NCCL's handle");
 
@@ -70,63 +70,6 @@ static nccl_res errno_res(int err)
 	return err == -ENOMEM ? NCCL_ERR_SYSTEM :
 	       err == -ECONNREFUSED || err == -ECONNRESET || err == -ENOTCONN ? NCCL_ERR_REMOTE :
 	       NCCL_ERR_SYSTEM;
-}
-
-/* ---- the comms open ------------------------------------------------------------------- */
-
-/*
- * Every comm the plugin made and has not freed, so that a closed one (or a pointer
- * that never was one: connect's state in a garbage handle) is refused by the calls
- * that are not per message (connect, accept, close*) instead of being used after its
- * free (a closeSend twice freed it twice; connect dereferenced the handle's pointer).
- * isend/irecv/test do not look: they run per message, and NCCL never calls them on
- * a closed comm.
- */
-static int comm_track(struct comm *c)
-{
-	int err = 0;
-
-	pthread_mutex_lock(&mnccl.lock);
-	if (mnccl.ncomms == mnccl.comms_cap) {
-		size_t cap = mnccl.comms_cap ? 2 * mnccl.comms_cap : 64;
-		void **n = realloc(mnccl.comms, cap * sizeof(*n));
-
-		if (n) {
-			mnccl.comms = n;
-			mnccl.comms_cap = cap;
-		} else {
-			err = -ENOMEM;
-		}
-	}
-	if (!err)
-		mnccl.comms[mnccl.ncomms++] = c;
-	pthread_mutex_unlock(&mnccl.lock);
-	return err;
-}
-
-static void comm_untrack(struct comm *c)
-{
-	pthread_mutex_lock(&mnccl.lock);
-	for (size_t i = 0; i < mnccl.ncomms; i++)
-		if (mnccl.comms[i] == c) {
-			mnccl.comms[i] = mnccl.comms[--mnccl.ncomms];
-			break;
-		}
-	pthread_mutex_unlock(&mnccl.lock);
-}
-
-/* p is a comm of this kind, open. */
-static bool comm_open(const void *p, enum comm_kind kind)
-{
-	bool found = false;
-
-	if (!p)
-		return false;
-	pthread_mutex_lock(&mnccl.lock);
-	for (size_t i = 0; i < mnccl.ncomms && !found; i++)
-		found = mnccl.comms[i] == p && ((const struct comm *)p)->kind == kind;
-	pthread_mutex_unlock(&mnccl.lock);
-	return found;
 }
 
 /* Its requests still in flight die with it: the registrations they held are free. */
@@ -264,7 +207,7 @@ nccl_res mnccl_listen(int dev, void *handle, void **listen_comm)
 	h->service_id = l->service_id;
 	h->flags = mnccl.no_stage ? 0 : HANDLE_EAGER;
 	memcpy(h->addr, mnccl.addr, sizeof(h->addr));
-	*listen_comm = l;
+	*listen_comm = l->handle;
 	return NCCL_OK;
 }
 
@@ -281,7 +224,7 @@ nccl_res mnccl_connect(int dev, void *handle, void **send_comm)
 		return NCCL_ERR_INVALID_ARG;
 	*send_comm = NULL;
 	/* Connecting: the handle names our comm (a garbage one names none, or not ours). */
-	if (h->stage > 1 || (h->stage == 1 && !comm_open(h->pending, COMM_SEND)))
+	if (h->stage > 1 || (h->stage == 1 && !comm_get(h->pending, COMM_SEND)))
 		return NCCL_ERR_INVALID_ARG;
 	if (h->stage == 0) {
 		err = comm_create(COMM_SEND, &c);
@@ -298,10 +241,10 @@ nccl_res mnccl_connect(int dev, void *handle, void **send_comm)
 		c->service_id = h->service_id;
 		/* The receiver's choice: it sends no CTS for a small receive when it is on. */
 		c->eager = h->flags & HANDLE_EAGER;
-		h->pending = c;
+		h->pending = c->handle;
 		h->stage = 1;
 	}
-	c = h->pending;
+	c = comm_get(h->pending, COMM_SEND);
 	comm_progress(c);
 	if (c->failed) {
 		MNCCL_WARN("connection to %s refused or failed", h->addr);
@@ -315,19 +258,19 @@ nccl_res mnccl_connect(int dev, void *handle, void **send_comm)
 	h->pending = NULL;
 	h->stage = 0;
 	MNCCL_INFO("connected to %s service %#llx", h->addr, (unsigned long long)c->service_id);
-	*send_comm = c;
+	*send_comm = c->handle;
 	return NCCL_OK;
 }
 
 nccl_res mnccl_accept(void *listen_comm, void **recv_comm)
 {
-	struct comm *l = listen_comm, *c;
+	struct comm *l = comm_get(listen_comm, COMM_LISTEN), *c;
 	int err;
 
 	if (!recv_comm)
 		return NCCL_ERR_INVALID_ARG;
 	*recv_comm = NULL;
-	if (!comm_open(l, COMM_LISTEN))
+	if (!l)
 		return NCCL_ERR_INVALID_ARG;	/* closed (or never a listen comm) */
 	/* Each accept takes one connection; the next accept listens again. */
 	if (!l->next && (err = listen_arm(l))) {
@@ -344,15 +287,15 @@ nccl_res mnccl_accept(void *listen_comm, void **recv_comm)
 	if (!c->connected)
 		return NCCL_OK;
 	l->next = NULL;
-	*recv_comm = c;
+	*recv_comm = c->handle;
 	return NCCL_OK;
 }
 
 nccl_res mnccl_close_listen(void *listen_comm)
 {
-	struct comm *l = listen_comm;
+	struct comm *l = comm_get(listen_comm, COMM_LISTEN);
 
-	if (!comm_open(l, COMM_LISTEN))
+	if (!l)
 		return NCCL_ERR_INVALID_ARG;
 	comm_free(l->next);
 	comm_untrack(l);
@@ -367,10 +310,10 @@ nccl_res mnccl_close_listen(void *listen_comm)
  */
 nccl_res mnccl_close_send(void *send_comm)
 {
-	struct comm *c = send_comm;
+	struct comm *c = comm_get(send_comm, COMM_SEND);
 	struct timespec now, end;
 
-	if (!comm_open(c, COMM_SEND))
+	if (!c)
 		return NCCL_ERR_INVALID_ARG;	/* closed already (or never a send comm) */
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += CLOSE_DRAIN_S;
@@ -392,9 +335,9 @@ nccl_res mnccl_close_send(void *send_comm)
 
 nccl_res mnccl_close_recv(void *recv_comm)
 {
-	struct comm *c = recv_comm;
+	struct comm *c = comm_get(recv_comm, COMM_RECV);
 
-	if (!comm_open(c, COMM_RECV))
+	if (!c)
 		return NCCL_ERR_INVALID_ARG;	/* closed already (or never a receive comm) */
 	MNCCL_INFO("receive comm %#llx closed: %u receives, %u CTSs, %u credit messages; "
 		   "%u polls, %u empty", (unsigned long long)c->service_id, c->st.recvs, c->st.cts,

@@ -65,6 +65,16 @@ struct mnccl_props {
 	int max_comms;			/* mrocd's QPs per client, less the latency probe's */
 };
 
+/* A slot of the comm table (handle.c). */
+#define MNCCL_COMM_CHUNK	256
+#define MNCCL_COMM_CHUNKS	256	/* 65536 comms open at once */
+struct comm;
+struct comm_slot {
+	struct comm *c;			/* NULL while free */
+	uint64_t gen;			/* moves on when the comm closes */
+	uint32_t next_free;
+};
+
 struct mnccl {
 	pthread_mutex_t lock;		/* init/finalize, the registration cache */
 	int users;			/* init calls not yet finalized */
@@ -72,10 +82,11 @@ struct mnccl {
 	char addr[INET6_ADDRSTRLEN];	/* this host's mrocd, as peers reach it */
 	struct mnccl_props props;
 	struct mnccl_reg *regs;		/* the registration cache */
-	/* The comms open (net.c): a comm closed, or a pointer that never was one, is refused
-	 * by the calls that are not per message (connect's handle, accept, close*). */
-	void **comms;
-	size_t ncomms, comms_cap;
+	/* The comms open, by slot (handle.c): NCCL holds handles, so a comm closed or a
+	 * request gone names nothing and is refused.  Chunks are never moved or freed. */
+	struct comm_slot *chunks[MNCCL_COMM_CHUNKS];
+	uint32_t nslots, free_head, free_slots;
+	uint32_t req_gen;		/* the last request's generation */
 	/* NCCL_MROC_EAGER=0: no staged or eager sends, a CTS for every receive (an A/B); the
 	 * listening side's choice, which its handle tells the connecting side. */
 	bool no_stage;

@@ -501,20 +501,21 @@ static int send_staged(struct comm *c, const void *data, size_t size, int tag,
 	q->h = (struct req_head){ .kind = REQ_SEND, .used = 1, .done = 1, .c = c };
 	q->size = (int)size;
 	q->reg = NULL;		/* copied: the registration is free at once */
+	req_name(c, &q->h, (unsigned int)(q - c->sreqs));
 	*out = q;
 	return 1;
 }
 
 nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh, void **req)
 {
-	struct comm *c = send_comm;
+	struct comm *c = comm_get(send_comm, COMM_SEND);
 	struct mnccl_reg *reg = mh;
 	struct mroc_send_wr wr = { .opcode = MROC_WR_WRITE_IMM, .flags = MROC_SEND_SIGNALED };
 	struct cts_slot *s;
 	struct sreq *q = NULL;
 	int k, st, err;
 
-	if (!c || c->kind != COMM_SEND || !req || size > MNCCL_MAX_MSG ||
+	if (!c || !req || size > MNCCL_MAX_MSG ||
 	    (size && (!reg || !mnccl_reg_has(reg, data, size))))
 		return NCCL_ERR_INVALID_ARG;
 	*req = NULL;
@@ -542,7 +543,7 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 		err = send_staged(c, data, size, tag, NULL, 0, st, &q);
 		if (err < 0)
 			return post_res(c, err);
-		*req = q;
+		*req = q ? q->h.handle : NULL;
 		return NCCL_OK;
 	}
 	if ((int32_t)(c->sends - s->m.first) >= s->m.n)
@@ -561,7 +562,7 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 		err = send_staged(c, data, size, tag, s, k, st, &q);
 		if (err < 0)
 			return post_res(c, err);
-		*req = q;
+		*req = q ? q->h.handle : NULL;
 		return NCCL_OK;
 	}
 	/* Zero-copy: the QP reads the application's buffer (its request done at mroc's ACK). */
@@ -594,14 +595,15 @@ nccl_res mnccl_isend(void *send_comm, void *data, size_t size, int tag, void *mh
 	q->size = (int)size;
 	q->reg = size ? reg : NULL;	/* the QP reads it until done: deregMr waits */
 	mnccl_reg_hold(q->reg, 1);
-	*req = q;
+	req_name(c, &q->h, (unsigned int)(q - c->sreqs));
+	*req = q->h.handle;
 	return NCCL_OK;
 }
 
 nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, const int *tags,
 		     void **mhs, void **req)
 {
-	struct comm *c = recv_comm;
+	struct comm *c = comm_get(recv_comm, COMM_RECV);
 	struct mroc_send_wr wr = { .opcode = MROC_WR_SEND, .flags = MROC_SEND_SIGNALED };
 	struct rreq *r = NULL;
 	unsigned int slot, take = 0, b = c ? c->cts_next % MNCCL_CTS_RECVS : 0;
@@ -610,7 +612,7 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 	int k, err;
 
 	/* The arrays are read for every buffer (a NULL one was dereferenced). */
-	if (!c || c->kind != COMM_RECV || !req || n < 1 || n > MNCCL_MAX_RECVS || !data ||
+	if (!c || !req || n < 1 || n > MNCCL_MAX_RECVS || !data ||
 	    !sizes || !tags)
 		return NCCL_ERR_INVALID_ARG;
 	/* A CTS unless eager sends can fill it (see the top) and the sender knows the slots. */
@@ -668,6 +670,7 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 	c->st.recvs++;
 	memset(r, 0, sizeof(*r));
 	r->h = (struct req_head){ .kind = REQ_RECV, .used = 1, .c = c };
+	req_name(c, &r->h, slot);
 	r->n = (uint8_t)n;
 	r->seq = c->seq++;
 	c->bufs += (uint32_t)n;
@@ -685,7 +688,7 @@ nccl_res mnccl_irecv(void *recv_comm, int n, void **data, const size_t *sizes, c
 		c->unexp_cnt--;
 	}
 	send_credit(c);
-	*req = r;
+	*req = r->h.handle;
 	/* A send already here that does not fit is this receive's to report (test()). */
 	return c->failed && r->h.failed != REQ_TRUNCATED ? NCCL_ERR_REMOTE : NCCL_OK;
 }
@@ -710,10 +713,11 @@ void req_release_regs(struct req_head *h)
 
 nccl_res mnccl_test(void *request, int *done, int *sizes)
 {
-	struct req_head *h = request;
+	struct req_head *h = req_get(request);
 	struct comm *c;
 
-	if (!h || !done || !h->used)
+	/* Completed, failed, gone with its comm or never ours: it names nothing. */
+	if (!h || !done)
 		return NCCL_ERR_INVALID_ARG;
 	c = h->c;
 	*done = 0;

@@ -4,7 +4,8 @@
 # hosts of a fabric (a real mrocd on AF_XDP on each), zero-copy (memfd) and bounce (malloc)
 # buffers: closed comms used again (accept, closeListen/closeSend/closeRecv twice), garbage
 # handles, a handle whose listener is gone, deregMr of a region in flight, test() of a
-# completed request, irecv of 0 or 9 buffers, sends larger than their receive: each the
+# completed request (also once a new request took its slot), isend/irecv on closed comms and
+# test() of a request whose comm closed, irecv of 0 or 9 buffers, sends larger than their receive: each the
 # documented ncclResult, never a crash, a hang or a byte written past a buffer.
 set -u
 . "$(dirname "$0")/lib.sh"

@@ -11,7 +11,10 @@
  *    already completed, irecv of 0 or more than maxRecvs buffers (ncclInvalidArgument),
  *    a send larger than the receive's buffer: refused at the isend when the CTS names
  *    the size (ncclInvalidUsage), an error at the receiver for an eager one, the bytes
- *    after the buffer untouched; closeSend/closeRecv twice (ncclInvalidArgument).
+ *    after the buffer untouched; closeSend/closeRecv twice (ncclInvalidArgument);
+ *    test() of a completed request whose slot a new request took, isend/irecv on a
+ *    closed comm and test() of a request whose comm closed (ncclInvalidArgument: a
+ *    handle that names nothing, as a closed comm's close is).
  */
 #include <fcntl.h>
 #include <sched.h>
@@ -106,7 +109,7 @@ static void alone(struct hnet *n)
 
 static void receiver(struct hnet *n, struct h_link *l, uint8_t *buf)
 {
-	void *mh, *req, *bad[9];
+	void *mh, *req, *stale, *bad[9];
 	size_t sizes[9];
 	int tags[9] = { 0 }, done = 0, sz = 0, r;
 
@@ -142,7 +145,15 @@ static void receiver(struct hnet *n, struct h_link *l, uint8_t *buf)
 
 	/* A larger send into a receive with a CTS: refused at the sender, then the right one. */
 	memset(buf, 0, 4 * BIG);
+	stale = req;
 	req = recv_retry(n, l->rc, buf, BIG, 2, mh);
+	/* The completed request's slot is the new receive's: its handle still names nothing
+	 * (a pointer reused would have answered for the new receive, or ended it). */
+	r = n->test(n, stale, &done, &sz);
+	H_CHECK(r == NCCL_ERR_INVALID_ARG, "test() of a completed request whose slot a new "
+		"receive took: %d, done %d", r, done);
+	printf("ok: misuse: test() of a completed request whose slot a new receive took: "
+	       "ncclInvalidArgument, the new receive unaffected\n");
 	h_put("posted2", 1, "", 1);
 	h_wait(n, req, &sz);
 	H_CHECK(sz == BIG, "%d bytes", sz);
@@ -223,6 +234,27 @@ static int fd_count(void)
 	return c;
 }
 
+/*
+ * Comms closed with a request of theirs never tested (rank 1: a receive still in
+ * flight; rank 0: a small send, done at once): the request died with its comm, and
+ * the comm takes nothing more.
+ */
+static void closed_comms(struct hnet *n, struct h_link *l, void *stale, uint8_t *buf, void *mh)
+{
+	void *req = NULL;
+	int done = 0, sz = 0, tag = 1, r;
+
+	r = n->test(n, stale, &done, &sz);
+	H_CHECK(r == NCCL_ERR_INVALID_ARG && !done, "test() of a %s whose comm closed: %d",
+		H.rank ? "receive" : "send", r);
+	r = n->isend(n, l->sc, buf, 8, 1, mh, &req);
+	H_CHECK(r == NCCL_ERR_INVALID_ARG && !req, "isend on a closed send comm: %d", r);
+	r = n->irecv(n, l->rc, 1, (void **)&buf, &(size_t){ 64 }, &tag, &mh, &req);
+	H_CHECK(r == NCCL_ERR_INVALID_ARG && !req, "irecv on a closed receive comm: %d", r);
+	printf("ok: misuse: isend and irecv on closed comms, test() of a request whose comm "
+	       "closed: ncclInvalidArgument\n");
+}
+
 /* Connections made, used and closed over and over: no descriptor (a QP's) left behind. */
 static void churn(struct hnet *n, uint8_t *buf)
 {
@@ -233,7 +265,7 @@ static void churn(struct hnet *n, uint8_t *buf)
 	for (int i = 0; i < rounds; i++) {
 		struct h_link l;
 		char key[32];
-		void *req;
+		void *req, *stale = NULL;
 		int sz;
 
 		snprintf(key, sizeof(key), "churn%d", i);
@@ -241,10 +273,15 @@ static void churn(struct hnet *n, uint8_t *buf)
 		req = H.rank ? recv_retry(n, l.rc, buf, 4096, 0, mh) :
 			       send_retry(n, l.sc, buf, 100, 0, mh);
 		h_wait(n, req, &sz);
+		if (i == rounds - 1)
+			stale = H.rank ? recv_retry(n, l.rc, buf, 4096, 1, mh) :
+					 send_retry(n, l.sc, buf, 100, 1, mh);
 		snprintf(key, sizeof(key), "churned%d", i);
 		h_barrier(key);
 		H_CHECK(!n->close_send(n, l.sc) && !n->close_recv(n, l.rc) &&
 			!n->close_listen(n, l.lc), "close");
+		if (stale)
+			closed_comms(n, &l, stale, buf, mh);
 		if (i == 1)
 			before = fd_count();
 	}
