@@ -230,10 +230,33 @@ int mfi_conn_listen(struct mfi_conn *c, uint64_t service)
 	return mfi_mroc_err(err, "listening on the service");
 }
 
+/*
+ * How long a connect may go unanswered (FI_MROC_CONNECT_TIMEOUT_MS, default 30 s:
+ * above the 25 s mrocd spends retrying a peer whose listeners are busy).  mrocd
+ * gives up on a peer that never answers only where it can send to it: a connect to
+ * its own address (another endpoint of this host) goes nowhere and is never
+ * answered, so without this its operations would wait for ever.
+ */
+static int64_t connect_timeout_ms(void)
+{
+	int ms = MFI_CONNECT_TIMEOUT_MS;
+
+	if (fi_param_get_int(&mfi_prov, "connect_timeout_ms", &ms) != FI_SUCCESS || ms < 0)
+		ms = MFI_CONNECT_TIMEOUT_MS;
+	return ms;
+}
+
+/* A connect (and its retries) still unanswered past FI_MROC_CONNECT_TIMEOUT_MS. */
+bool mfi_conn_late(const struct mfi_conn *c)
+{
+	return c->state == MFI_CONN_CONNECTING && c->connect_by && mfi_now_ms() > c->connect_by;
+}
+
 int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer)
 {
 	char ip[INET_ADDRSTRLEN];
 	struct in_addr in = { .s_addr = peer->ip };
+	int64_t ms = connect_timeout_ms();
 	int err;
 
 	inet_ntop(AF_INET, &in, ip, sizeof(ip));
@@ -241,6 +264,7 @@ int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer)
 	if (err)
 		return mfi_mroc_err(err, "connecting");
 	c->state = MFI_CONN_CONNECTING;
+	c->connect_by = ms ? mfi_now_ms() + ms : 0;
 	c->peer = *peer;
 	c->peer_known = true;
 	return 0;
@@ -672,6 +696,11 @@ int mfi_conn_progress(struct mfi_conn *c)
 					c->state = MFI_CONN_DOWN;
 					break;
 				}
+				if (mfi_conn_late(c)) {
+					mfi_conn_fail(c, -FI_ETIMEDOUT);
+					mfi_ep_conn_event(c, FI_SHUTDOWN, -FI_ETIMEDOUT);
+					break;
+				}
 				mfi_conn_fail(c, -FI_ECONNABORTED);
 				mfi_ep_conn_event(c, FI_SHUTDOWN, wc[i].opcode == MROC_WC_EVENT_ERROR ?
 						  -FI_ECONNREFUSED : 0);
@@ -686,6 +715,15 @@ int mfi_conn_progress(struct mfi_conn *c)
 			}
 		}
 		total += n;
+	}
+	if (mfi_conn_late(c)) {
+		/* Never answered: the QP stops trying, the endpoint goes on (a new send dials
+		 * again), an MSG endpoint's EQ says FI_ETIMEDOUT. */
+		mroc_qp_destroy(c->qp);
+		c->qp = NULL;
+		mfi_conn_fail(c, -FI_ETIMEDOUT);
+		mfi_ep_conn_event(c, FI_SHUTDOWN, -FI_ETIMEDOUT);
+		return total;
 	}
 	mfi_rndv_pump(c);
 	mfi_conn_kick(c);

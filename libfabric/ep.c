@@ -220,19 +220,24 @@ static void verify_fail_peer(struct mfi_ep *ep, const struct mfi_addr *peer)
 		}
 }
 
-/* A refused RDM connect: the peer had no free listener yet.  Try again with a fresh QP. */
+/*
+ * A refused RDM connect: the peer had no free listener yet.  Try again with a fresh QP,
+ * within the first attempt's time (mrocd also ends a connect nobody answers as refused:
+ * retried anew each time, one to our own mrocd's address waited for ever).
+ */
 static bool retry_connect(struct mfi_conn *c)
 {
 	struct mfi_conn *n;
 	struct mfi_ep *ep = c->ep;
 
 	if (ep->type != FI_EP_RDM || c->accepted || c->retries >= MFI_CONNECT_RETRIES ||
-	    mfi_conn_create(ep, ep->dom, &n))
+	    mfi_conn_late(c) || mfi_conn_create(ep, ep->dom, &n))
 		return false;
 	if (mfi_conn_connect(n, &c->peer)) {
 		n->state = MFI_CONN_DOWN;
 		return false;
 	}
+	n->connect_by = c->connect_by;
 	n->retries = c->retries + 1;
 	n->fiaddr = c->fiaddr;
 	n->txq = c->txq;

@@ -230,6 +230,9 @@ struct mfi_eq {
 
 /* ---- connections --------------------------------------------------------- */
 
+/* FI_MROC_CONNECT_TIMEOUT_MS's default (conn.c). */
+#define MFI_CONNECT_TIMEOUT_MS	30000
+
 enum mfi_conn_state {
 	MFI_CONN_LISTEN,		/* a QP waiting for a peer (RDM listener / passive endpoint) */
 	MFI_CONN_CONNECTING,		/* mroc connect posted */
@@ -279,6 +282,7 @@ struct mfi_conn {
 	bool connreq;			/* passive endpoint's: FI_CONNREQ raised (its HELLO came) */
 	bool rejecting;			/* passive endpoint's: fi_reject's HELLO on its way */
 	uint32_t retries;		/* RDM: connects refused so far */
+	int64_t connect_by;		/* mfi_now_ms() when an unanswered connect fails; 0: never */
 	/* Credits: the peer posted MFI_RX_SLOTS receives and tells how many it
 	 * has freed since (in every header, and by RDMA WRITE into our credit
 	 * word when it has nothing to send). */
@@ -550,6 +554,7 @@ bool mfi_conn_post_inject(struct mfi_conn *c, enum mfi_txkind kind, const void *
 			  uint64_t tag, uint64_t data, uint64_t flags, uint64_t key, uint64_t addr);
 void mfi_conn_destroy(struct mfi_conn *c);
 int mfi_conn_listen(struct mfi_conn *c, uint64_t service);
+bool mfi_conn_late(const struct mfi_conn *c);
 int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer);
 int mfi_conn_progress(struct mfi_conn *c);
 void mfi_conn_kick(struct mfi_conn *c);

@@ -96,6 +96,9 @@ FI_EXT_INI
 	fi_param_define(&mfi_prov, "spin_us", FI_PARAM_INT,
 			"microseconds a CQ read finds nothing before it yields the CPU, at most "
 			"once per 5 us (default 5; -1: never yield)");
+	fi_param_define(&mfi_prov, "connect_timeout_ms", FI_PARAM_INT,
+			"milliseconds a connect may go unanswered before the operations queued "
+			"on it fail with FI_ETIMEDOUT (default 30000; 0: never)");
 	fi_param_define(&mfi_prov, "rndv", FI_PARAM_BOOL,
 			"large messages from and to registered memory move by rendezvous RDMA "
 			"READ, without a staging copy (default 1; 0: every message is staged)");

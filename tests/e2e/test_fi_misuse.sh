@@ -3,7 +3,8 @@
 # The provider called wrongly (tests/fi/suite/misuse.c, fi_suite misuse): one mrocd on AF_XDP
 # in a network namespace, the endpoint sending to its own name.  Objects closed while bound
 # (AV, CQ, EQ: -FI_EBUSY), NULL buffers with a length, fi_addrs not in the AV or removed
-# (-FI_EINVAL), fi_cq_read of 0 entries, two threads running progress at once
+# (-FI_EINVAL), sends to our own mrocd's address that it never answers (FI_ETIMEDOUT after
+# FI_MROC_CONNECT_TIMEOUT_MS, 10 s here), fi_cq_read of 0 entries, two threads running progress at once
 # (FI_THREAD_SAFE, also between the daemons: misuse_threads); MSG endpoints' sends before fi_connect and after fi_shutdown (misuse_msg,
 # the server in B): each the documented error code, never a crash or a hang.
 set -u
@@ -19,7 +20,7 @@ FI_SUITE_TIMEOUT=50
 . "$(dirname "$0")/fi_lib.sh"
 
 ip netns exec "$NS_A" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
-	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" timeout 50 "$SUITE" misuse \
+	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" FI_MROC_CONNECT_TIMEOUT_MS=10000 timeout 50 "$SUITE" misuse \
 	>"$E2E_DIR/misuse.out" 2>&1
 rc=$?
 cat "$E2E_DIR/misuse.out"

@@ -289,6 +289,49 @@ static void dead_peer(struct fab *f)
 	       posted, ee.err, fi_strerror(ee.err), ms_since(t0));
 }
 
+/*
+ * An address whose connect is never answered: our own mrocd's, a port nothing has
+ * (mrocd does not reach itself, so its CONNECT_REQ goes nowhere).  A send and a tagged
+ * send there end with an error (FI_ETIMEDOUT or the transport's) in bounded time,
+ * never hang, and the endpoint works on: a message to ourselves after.
+ */
+static void unanswered(struct fab *f)
+{
+	struct sockaddr_in sin;
+	size_t l = sizeof(sin), failed = 0;
+	struct fi_cq_tagged_entry e;
+	struct fi_cq_err_entry ee = { 0 };
+	fi_addr_t none;
+	ssize_t r;
+	double t0 = now_s();
+
+	CHECK(fi_getname(&f->ep->fid, &sin, &l));
+	sin.sin_port = htons(ntohs(sin.sin_port) == 1 ? 2 : 1);
+	if (fi_av_insert(f->av, &sin, 1, &none, 0, NULL) != 1)
+		die("fi_av_insert");
+	POST(f, fi_send(f->ep, f->buf, 64, f->desc, none, CTX));
+	POST(f, fi_tsend(f->ep, f->buf, 64, f->desc, none, 7, CTX));
+	while (failed < 2) {
+		r = fi_cq_read(f->cq, &e, 1);
+		if (r == -FI_EAVAIL) {
+			CHECK(fi_cq_readerr(f->cq, &ee, 0) == 1 ? 0 : -FI_EOTHER);
+			failed++;
+		} else if (r != -FI_EAGAIN) {
+			die("a send to an address that never answers: %zd", r);
+		} else if (time(NULL) > deadline) {
+			die("sends to an address that never answers: %zu of 2 ended in %.0f ms",
+			    failed, ms_since(t0));
+		}
+	}
+	CHECK(fi_av_remove(f->av, &none, 1, 0));
+	POST(f, fi_recv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, CTX));
+	POST(f, fi_send(f->ep, f->buf + 64, 64, f->desc, self_addr(f), CTX));
+	reap(f, 2);
+	printf("ok: misuse: a send and a tagged send to an address that never answers (our own "
+	       "mrocd's): each ended with error %d (%s) within %.0f ms; the endpoint works on\n",
+	       ee.err, fi_strerror(ee.err), ms_since(t0));
+}
+
 /* rx_attr->size receives posted, then -FI_EAGAIN; fi_cancel ends each (FI_ECANCELED). */
 static void cancel_all(struct fab *f)
 {
@@ -449,6 +492,7 @@ void t_misuse(void)
 	churn(&f);
 	cancel_all(&f);
 	dead_peer(&f);
+	unanswered(&f);
 	closing_bound(&f);
 	fab_close(&f);
 	threads();
