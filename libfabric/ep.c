@@ -720,8 +720,7 @@ static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, s
 static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 {
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
-	struct mfi_conn *c, **pp;
-	struct mfi_pep *pep;
+	struct mfi_conn *c;
 	int err;
 
 	if (ep->type != FI_EP_MSG || ep->msg_conn || !ep->info->handle ||
@@ -729,21 +728,14 @@ static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	    (paramlen && !param))
 		return -FI_EINVAL;
 	c = container_of(ep->info->handle, struct mfi_conn, handle);
-	pep = c->pep;
 	mfi_lock(ep->dom);
 	err = ep_enable(ep);
-	if (err || !pep || c->rejecting) {
+	/* Out of the passive endpoint's hands (or the fabric's: it closed since) into ours. */
+	if (err || !mfi_connreq_take(c, &ep->addr)) {
 		mfi_unlock(ep->dom);
 		return err ? err : -FI_EINVAL;
 	}
-	/* Out of the passive endpoint's hands into ours. */
-	for (pp = &pep->listeners; *pp && *pp != c; pp = &(*pp)->next)
-		;
-	if (*pp)
-		*pp = c->next;
-	c->pep = NULL;
 	c->ep = ep;
-	ep->addr = pep->addr;
 	c->next = ep->conns;
 	ep->conns = c;
 	mfi_ep_watch(ep, c);

@@ -79,6 +79,10 @@ struct mfi_fabric {
 	struct fi_provider *prov;
 	uint32_t api;			/* the application's libfabric API version */
 	int refs;			/* domains, EQs and passive endpoints on it (atomic) */
+	/* Connection requests raised by passive endpoints closed since, not yet accepted
+	 * (pep.c): still the application's to fi_accept; closed with the fabric. */
+	pthread_mutex_t lock;
+	struct mfi_conn *connreqs;
 };
 
 /* An object opened on the fabric (+1) or closed (-1): it cannot close before them. */
@@ -268,6 +272,8 @@ struct mfi_conn {
 	struct fid handle;		/* MSG: fi_info->handle of a connection request */
 	struct mfi_ep *ep;		/* NULL while a passive endpoint holds it */
 	struct mfi_pep *pep;
+	struct mfi_fabric *orphan_of;	/* a FI_CONNREQ whose passive endpoint closed (pep.c) */
+	struct mfi_addr local;		/* and that endpoint's name, the accepting one's */
 	struct mfi_domain *dom;		/* whose libmroc context the QP lives in */
 	bool self;			/* our own address: delivered in-process, no QP */
 	struct mroc_qp *qp;
@@ -583,6 +589,8 @@ void mfi_ep_verify_ask(struct mfi_conn *c, uint64_t nonce);
 /* pep.c */
 int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 		 void *context);
+struct mfi_pep *mfi_connreq_take(struct mfi_conn *c, struct mfi_addr *local);
+void mfi_connreqs_close(struct mfi_fabric *fab);
 void mfi_pep_progress(struct mfi_pep *pep);
 
 /* txop.c */

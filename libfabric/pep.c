@@ -142,6 +142,50 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return mfi_name_copy(&pep->addr, addr, addrlen);
 }
 
+/*
+ * A FI_CONNREQ's connection for fi_accept: out of its passive endpoint's hands (its
+ * name in *local), or of the fabric's when that endpoint has closed since.  NULL if
+ * neither holds it (accepted already, rejected).  Under the accepting domain's lock.
+ */
+struct mfi_pep *mfi_connreq_take(struct mfi_conn *c, struct mfi_addr *local)
+{
+	struct mfi_pep *pep = c->pep;
+	struct mfi_fabric *fab = c->orphan_of;
+	struct mfi_conn **pp;
+
+	if (pep && !c->rejecting) {
+		for (pp = &pep->listeners; *pp && *pp != c; pp = &(*pp)->next)
+			;
+		if (*pp)
+			*pp = c->next;
+		c->pep = NULL;
+		*local = pep->addr;
+		return pep;
+	}
+	if (!fab)
+		return NULL;
+	pthread_mutex_lock(&fab->lock);
+	for (pp = &fab->connreqs; *pp && *pp != c; pp = &(*pp)->next)
+		;
+	if (*pp)
+		*pp = c->next;
+	pthread_mutex_unlock(&fab->lock);
+	c->orphan_of = NULL;
+	*local = c->local;
+	return (struct mfi_pep *)fab;	/* not NULL: taken (its caller only tests it) */
+}
+
+/* The fabric closes: requests nobody accepted are refused (their QPs close). */
+void mfi_connreqs_close(struct mfi_fabric *fab)
+{
+	while (fab->connreqs) {
+		struct mfi_conn *c = fab->connreqs;
+
+		fab->connreqs = c->next;
+		mfi_conn_destroy(c);
+	}
+}
+
 static int pep_close(struct fid *fid)
 {
 	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
@@ -153,6 +197,21 @@ static int pep_close(struct fid *fid)
 		struct mfi_conn *c = pep->listeners;
 
 		pep->listeners = c->next;
+		/*
+		 * A FI_CONNREQ raised (its fi_info's handle names c) stays the application's
+		 * to fi_accept, as verbs' and tcp's do: freed here, fi_accept used it freed.
+		 * The fabric keeps it (a QP of our private domain, which lives on with it).
+		 */
+		if (c->connreq && !c->rejecting && c->state == MFI_CONN_UP) {
+			c->pep = NULL;
+			c->local = pep->addr;
+			c->orphan_of = pep->fab;
+			pthread_mutex_lock(&pep->fab->lock);
+			c->next = pep->fab->connreqs;
+			pep->fab->connreqs = c;
+			pthread_mutex_unlock(&pep->fab->lock);
+			continue;
+		}
 		mfi_conn_destroy(c);
 	}
 	/* Accepted connections keep using the context: it closes with the last of them. */

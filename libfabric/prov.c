@@ -515,6 +515,8 @@ static int fabric_close(struct fid *fid)
 	/* Its domains, EQs and passive endpoints read it (an EQ its API version): not freed under them. */
 	if (__atomic_load_n(&fab->refs, __ATOMIC_RELAXED))
 		return -FI_EBUSY;
+	mfi_connreqs_close(fab);
+	pthread_mutex_destroy(&fab->lock);
 	free(fab);
 	return 0;
 }
@@ -573,6 +575,7 @@ int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, voi
 	if (!f)
 		return -FI_ENOMEM;
 	f->prov = &mfi_prov;
+	pthread_mutex_init(&f->lock, NULL);
 	f->api = attr && attr->api_version ? attr->api_version : MFI_API_VERSION;
 	f->fabric_fid.fid.fclass = FI_CLASS_FABRIC;
 	f->fabric_fid.fid.context = context;

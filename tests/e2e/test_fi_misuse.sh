@@ -6,7 +6,7 @@
 # (-FI_EINVAL), sends to our own mrocd's address that it never answers (FI_ETIMEDOUT after
 # FI_MROC_CONNECT_TIMEOUT_MS, 10 s here), fi_cq_read of 0 entries, two threads running progress at once
 # (FI_THREAD_SAFE, also between the daemons: misuse_threads); MSG endpoints' sends before fi_connect and after fi_shutdown (misuse_msg,
-# the server in B): each the documented error code, never a crash or a hang.
+# the server in B; it closes its passive endpoint before accepting the request it read): each the documented error code, never a crash or a hang.
 set -u
 . "$(dirname "$0")/lib.sh"
 
