@@ -596,12 +596,23 @@ static ssize_t ep_cancel(fid_t fid, void *context)
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
 	struct mfi_rxop *rx;
 
+	struct mfi_unexp *ux = NULL;
+
 	mfi_lock(ep->dom);
 	rx = mfi_match_cancel(&ep->match, context);
 	if (rx)
 		mfi_rx_complete(ep, rx, -FI_ECANCELED);
+	else if ((ux = mfi_match_unclaim(&ep->match, context)) && ep->rxcq) {
+		/* A FI_PEEK|FI_CLAIM's claim: released (match.h), its context ends as a receive's. */
+		struct mfi_cqe e = { .src = ux->src, .err = true, .err_no = FI_ECANCELED };
+
+		e.e.op_context = context;
+		e.e.flags = FI_RECV | (ux->kind == MFI_KIND_TAGGED ? FI_TAGGED : FI_MSG);
+		e.e.tag = ux->tag;
+		mfi_cqring_push(&ep->rxcq->ring, &e);
+	}
 	mfi_unlock(ep->dom);
-	return rx ? 0 : -FI_ENOENT;
+	return rx || ux ? 0 : -FI_ENOENT;
 }
 
 static int ep_getopt(fid_t fid, int level, int optname, void *optval, size_t *optlen)

@@ -136,9 +136,27 @@ struct mfi_rxop *mfi_match_arrival(struct mfi_match *m, enum mfi_kind kind, fi_a
 	return QUEUE_TAKE(q, struct mfi_rxop, it, rx_matches(it, src, tag));
 }
 
+/* Into its unexpected queue in arrival order: last when new, else where it was. */
+static void insert_unexp(struct mfi_match *m, struct mfi_unexp *ux)
+{
+	struct mfi_queue_ux *q = &m->unexp[ux->kind];
+	struct mfi_unexp **pp = &q->head;
+
+	if (!q->tail || q->tail->seq < ux->seq) {
+		QUEUE_APPEND(q, ux);
+		return;
+	}
+	while (*pp && (*pp)->seq < ux->seq)
+		pp = &(*pp)->next;
+	ux->next = *pp;
+	*pp = ux;
+}
+
 void mfi_match_add_unexp(struct mfi_match *m, struct mfi_unexp *ux)
 {
-	QUEUE_APPEND(&m->unexp[ux->kind], ux);
+	if (!ux->seq)
+		ux->seq = ++m->next_seq;
+	insert_unexp(m, ux);
 }
 
 struct mfi_unexp *mfi_match_peek(struct mfi_match *m, enum mfi_kind kind, fi_addr_t src,
@@ -166,6 +184,18 @@ struct mfi_unexp *mfi_match_claimed(struct mfi_match *m, void *ctx)
 	struct mfi_queue_ux *q = &m->claimed;
 
 	return QUEUE_TAKE(q, struct mfi_unexp, it, it->claim_ctx == ctx);
+}
+
+struct mfi_unexp *mfi_match_unclaim(struct mfi_match *m, void *ctx)
+{
+	struct mfi_queue_ux *q = &m->claimed;
+	struct mfi_unexp *ux = QUEUE_TAKE(q, struct mfi_unexp, it, it->claim_ctx == ctx);
+
+	if (ux) {
+		ux->claim_ctx = NULL;
+		insert_unexp(m, ux);
+	}
+	return ux;
 }
 
 struct mfi_rxop *mfi_match_cancel(struct mfi_match *m, void *ctx)

@@ -56,6 +56,7 @@ struct mfi_unexp {
 	bool discard;			/* FI_DISCARDed while still arriving: freed at its last chunk */
 	uint8_t *buf;
 	void *claim_ctx;		/* FI_CLAIM: taken for the receive with this context */
+	uint64_t seq;			/* arrival order among the unexpected (from 1) */
 	struct mfi_rxop *waiting;	/* matched before it had fully arrived */
 	/* A rendezvous announcement (no buf): where the receiver READs it from. */
 	bool rndv;
@@ -71,6 +72,7 @@ struct mfi_match {
 	struct mfi_queue_rx posted[2];
 	struct mfi_queue_ux unexp[2];
 	struct mfi_queue_ux claimed;	/* FI_CLAIMed, waiting for their receive */
+	uint64_t next_seq;		/* the last unexpected message's seq */
 	struct mfi_rxop *pool, *free;
 	size_t npool;
 };
@@ -100,6 +102,13 @@ struct mfi_unexp *mfi_match_peek(struct mfi_match *m, enum mfi_kind kind, fi_add
 				 uint64_t tag, uint64_t ignore, void *claim_ctx);
 /* FI_CLAIM receive: the message claimed with ctx, taken out; NULL if none. */
 struct mfi_unexp *mfi_match_claimed(struct mfi_match *m, void *ctx);
+/*
+ * A claim given up (fi_cancel of its context): the message claimed with ctx is
+ * unexpected again, in its arrival place; NULL if none.  fi_tagged(3) releases a
+ * claim only by its FI_CLAIM receive (FI_DISCARD to drop it); an application that
+ * gives up the context instead would otherwise leave the message held until close.
+ */
+struct mfi_unexp *mfi_match_unclaim(struct mfi_match *m, void *ctx);
 /* Cancel a posted receive by context: the receive taken out, or NULL. */
 struct mfi_rxop *mfi_match_cancel(struct mfi_match *m, void *ctx);
 /* A multi-receive buffer with room left goes back where it was: first in its queue. */

@@ -125,6 +125,33 @@ static void test_peek_claim(void **state)
 	mfi_match_fini(&m);
 }
 
+/* A claim given up (fi_cancel of its context): the message is unexpected again, in its place. */
+static void test_unclaim(void **state)
+{
+	struct mfi_match m;
+	struct mfi_unexp *a = ux(MFI_KIND_TAGGED, 1, 7), *b = ux(MFI_KIND_TAGGED, 1, 7);
+	struct mfi_unexp *c = ux(MFI_KIND_TAGGED, 1, 7);
+	int claim, other;
+
+	assert_int_equal(mfi_match_init(&m, 8), 0);
+	mfi_match_add_unexp(&m, a);
+	mfi_match_add_unexp(&m, b);
+	assert_ptr_equal(mfi_match_peek(&m, MFI_KIND_TAGGED, 1, 7, 0, &claim), a);
+	mfi_match_add_unexp(&m, c);
+	assert_null(mfi_match_unclaim(&m, &other));
+	assert_ptr_equal(mfi_match_unclaim(&m, &claim), a);
+	assert_null(mfi_match_unclaim(&m, &claim));
+	assert_null(mfi_match_claimed(&m, &claim));
+	/* Back before b and c, which came after it. */
+	assert_ptr_equal(mfi_match_post(&m, rx(&m, MFI_KIND_TAGGED, 1, 7, 0, NULL)), a);
+	assert_ptr_equal(mfi_match_post(&m, rx(&m, MFI_KIND_TAGGED, 1, 7, 0, NULL)), b);
+	assert_ptr_equal(mfi_match_post(&m, rx(&m, MFI_KIND_TAGGED, 1, 7, 0, NULL)), c);
+	mfi_unexp_free(a);
+	mfi_unexp_free(b);
+	mfi_unexp_free(c);
+	mfi_match_fini(&m);
+}
+
 static void test_cancel_and_pool(void **state)
 {
 	struct mfi_match m;
@@ -182,6 +209,7 @@ int main(void)
 		cmocka_unit_test(test_ignore_and_source),
 		cmocka_unit_test(test_unexpected),
 		cmocka_unit_test(test_peek_claim),
+		cmocka_unit_test(test_unclaim),
 		cmocka_unit_test(test_cancel_and_pool),
 		cmocka_unit_test(test_close_and_remove),
 	};

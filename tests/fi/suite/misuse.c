@@ -332,6 +332,70 @@ static void unanswered(struct fab *f)
 	       ee.err, fi_strerror(ee.err), ms_since(t0));
 }
 
+/* A FI_PEEK|FI_CLAIM of msg's tag with context cx: the claim's completion. */
+static void claim(struct fab *f, struct fi_context2 *cx, uint64_t tag, uint64_t flags)
+{
+	struct fi_msg_tagged m = { .addr = FI_ADDR_UNSPEC, .tag = tag, .context = cx };
+
+	POST(f, fi_trecvmsg(f->ep, &m, FI_PEEK | FI_CLAIM | flags));
+	reap(f, 1);
+	if (last.op_context != cx || last.tag != tag || last.len != 64)
+		die("FI_PEEK|FI_CLAIM: context %p tag %" PRIu64 " len %zu", last.op_context,
+		    last.tag, last.len);
+}
+
+/*
+ * A claimed message never received (fi_tagged(3): only its FI_CLAIM receive takes
+ * it): fi_cancel of the claim's context releases it (FI_ECANCELED, the message
+ * unexpected again for any receive), and FI_CLAIM|FI_DISCARD drops it; neither is
+ * held until the endpoint closes.
+ */
+static void claim_release(struct fab *f, fi_addr_t self)
+{
+	static struct fi_context2 cx, cy;
+	struct fi_cq_err_entry ee = { 0 };
+	struct fi_cq_tagged_entry e;
+	struct fi_msg_tagged m = { .addr = FI_ADDR_UNSPEC, .tag = 0x77, .context = &cy };
+	ssize_t r;
+
+	fill(f->buf + 64, 64, 0x77);
+	POST(f, fi_tsend(f->ep, f->buf + 64, 64, f->desc, self, 0x77, CTX));
+	reap(f, 1);
+	claim(f, &cx, 0x77, 0);
+	r = fi_cancel(&f->ep->fid, &cx);
+	if (r)
+		die("fi_cancel of a FI_PEEK|FI_CLAIM's context: %zd (%s)", r, fi_strerror((int)-r));
+	while ((r = fi_cq_read(f->cq, &e, 1)) == -FI_EAGAIN)
+		if (time(NULL) > deadline)
+			die("no completion for the cancelled claim");
+	if (r != -FI_EAVAIL || fi_cq_readerr(f->cq, &ee, 0) != 1 || ee.err != FI_ECANCELED ||
+	    ee.op_context != &cx)
+		die("the cancelled claim: %zd, error %d", r, ee.err);
+	/* Unexpected again: an ordinary receive takes it, bytes intact. */
+	memset(f->buf, 0, 64);
+	POST(f, fi_trecv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, 0x77, 0, CTX));
+	reap(f, 1);
+	verify(f->buf, 64, 0x77, "a claimed message released by fi_cancel");
+	/* FI_CLAIM|FI_DISCARD drops a claimed one: nothing left to peek. */
+	POST(f, fi_tsend(f->ep, f->buf + 64, 64, f->desc, self, 0x78, CTX));
+	reap(f, 1);
+	claim(f, &cy, 0x78, 0);
+	m.tag = 0x78;
+	POST(f, fi_trecvmsg(f->ep, &m, FI_CLAIM | FI_DISCARD));
+	reap(f, 1);
+	m.context = CTX;
+	POST(f, fi_trecvmsg(f->ep, &m, FI_PEEK));
+	while ((r = fi_cq_read(f->cq, &e, 1)) == -FI_EAGAIN)
+		if (time(NULL) > deadline)
+			die("no answer to FI_PEEK");
+	if (r != -FI_EAVAIL || fi_cq_readerr(f->cq, &ee, 0) != 1 || ee.err != FI_ENOMSG)
+		die("FI_PEEK after FI_CLAIM|FI_DISCARD: %zd, error %d", r, ee.err);
+	EXPECT_ERR(fi_cancel(&f->ep->fid, &cy), -FI_ENOENT);
+	printf("ok: misuse: a FI_PEEK|FI_CLAIM never received: fi_cancel of its context releases "
+	       "it (FI_ECANCELED; an ordinary receive then takes it intact), FI_CLAIM|FI_DISCARD "
+	       "drops it\n");
+}
+
 /* rx_attr->size receives posted, then -FI_EAGAIN; fi_cancel ends each (FI_ECANCELED). */
 static void cancel_all(struct fab *f)
 {
@@ -387,6 +451,30 @@ static void *eq_reader(void *arg)
  * An EQ bound to the endpoint runs its progress too (eq.c): a thread reading it and
  * one reading the CQ ran the same connections at once, without the domain's lock.
  */
+static volatile bool left_stop;
+
+/* fi_rx_size_left/fi_tx_size_left all along, beside the posts (FI_THREAD_SAFE). */
+static void *size_reader(void *arg)
+{
+	struct fab *f = arg;
+	long reads = 0;
+
+	while (!left_stop) {
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"	/* since 1.17; still ABI */
+		ssize_t rx = fi_rx_size_left(f->ep), tx = fi_tx_size_left(f->ep);
+#pragma GCC diagnostic pop
+
+		if (rx < 0 || (size_t)rx > f->info->rx_attr->size || tx < 0 ||
+		    (size_t)tx > f->info->tx_attr->size)
+			die("fi_rx_size_left %zd, fi_tx_size_left %zd while another thread posts "
+			    "(sizes %zu, %zu)", rx, tx, f->info->rx_attr->size,
+			    f->info->tx_attr->size);
+		reads++;
+	}
+	return (void *)reads;
+}
+
 static void threads(void)
 {
 	struct fi_info *h = hints_for(FI_MSG);
@@ -394,7 +482,7 @@ static void threads(void)
 	struct fi_eq_attr eqa = { .wait_obj = FI_WAIT_NONE };
 	struct fab f = { 0 };
 	struct fid_eq *eq;
-	pthread_t t;
+	pthread_t t, sl;
 	fi_addr_t self;
 	int n = 3000;
 
@@ -414,7 +502,8 @@ static void threads(void)
 	f.buf = calloc(1, f.len);
 	self = self_addr(&f);
 	eq_stop = false;
-	if (pthread_create(&t, NULL, eq_reader, eq))
+	left_stop = false;
+	if (pthread_create(&t, NULL, eq_reader, eq) || pthread_create(&sl, NULL, size_reader, &f))
 		die("pthread_create");
 	for (int i = 0; i < n; i++) {
 		size_t len = 1 + (size_t)i % 4096;
@@ -426,13 +515,16 @@ static void threads(void)
 		verify(f.buf, len, (uint64_t)i, "a message while another thread read the EQ");
 	}
 	eq_stop = true;
+	left_stop = true;
 	pthread_join(t, NULL);
+	pthread_join(sl, NULL);
 	CHECK(fi_close(&f.ep->fid));
 	f.ep = NULL;
 	CHECK(fi_close(&eq->fid));
 	fab_close(&f);
 	printf("ok: misuse: FI_THREAD_SAFE: %d messages checked while another thread read the "
-	       "endpoint's EQ (its progress) at once\n", n);
+	       "endpoint's EQ (its progress) and a third fi_rx_size_left/fi_tx_size_left at "
+	       "once\n", n);
 }
 
 static int fd_count(void)
@@ -491,6 +583,7 @@ void t_misuse(void)
 	bind_twice(&f);
 	churn(&f);
 	cancel_all(&f);
+	claim_release(&f, self_addr(&f));
 	dead_peer(&f);
 	unanswered(&f);
 	closing_bound(&f);
