@@ -34,13 +34,19 @@ static uint64_t iov_len(const struct iovec *iov, size_t n)
  * was copied from (inject) at once or, queued, in a later progress call, and
  * a receive's was written when its message came (SIGSEGV far from the call).
  */
+/* Within iov_limit, no NULL buffer with a length, and lengths whose sum fits (2 x 2^63
+ * was a zero-length message). */
 static bool iov_ok(const struct iovec *iov, size_t n)
 {
+	uint64_t sum = 0;
+
 	if (n > MFI_IOV_LIMIT || (n && !iov))
 		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!iov[i].iov_base && iov[i].iov_len)
+	for (size_t i = 0; i < n; i++) {
+		if ((!iov[i].iov_base && iov[i].iov_len) || sum + iov[i].iov_len < sum)
 			return false;
+		sum += iov[i].iov_len;
+	}
 	return true;
 }
 

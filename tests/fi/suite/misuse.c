@@ -98,6 +98,11 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 			five[i] = (struct iovec){ f->buf + i * 8, 8 };
 		EXPECT_ERR(fi_sendv(f->ep, five, NULL, f->info->tx_attr->iov_limit + 1, self, CTX),
 			   -FI_EINVAL);
+		/* Lengths whose sum wraps to 0 (2 x 2^63): not a zero-length message. */
+		five[0].iov_len = five[1].iov_len = (size_t)1 << 63;
+		EXPECT_ERR(fi_sendv(f->ep, five, NULL, 2, self, CTX), -FI_EINVAL);
+		EXPECT_ERR(fi_recvv(f->ep, five, NULL, 2, FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
+		five[0].iov_len = five[1].iov_len = 8;
 		EXPECT_ERR(fi_recvv(f->ep, five, NULL, f->info->rx_attr->iov_limit + 1,
 				    FI_ADDR_UNSPEC, CTX), -FI_EINVAL);
 		EXPECT_ERR(fi_inject(f->ep, f->buf, f->info->tx_attr->inject_size + 1, self),
@@ -128,7 +133,8 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 	reap(f, 2);
 	printf("ok: misuse: NULL buffers with a length are -FI_EINVAL (sends, injects, receives, "
 	       "RMA, atomics' operands, compare values and results), NULL messages and rma_iov in "
-	       "the *msg forms; past iov_limit, inject_size, max_msg_size too; NULL with 0 "
+	       "the *msg forms; past iov_limit, inject_size, max_msg_size (an iov whose lengths "
+	       "wrap to 0 too); NULL with 0 "
 	       "bytes moves a "
 	       "zero-length message\n");
 }
