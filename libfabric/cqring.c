@@ -84,7 +84,7 @@ ssize_t mfi_cqring_read(struct mfi_cqring *r, enum fi_cq_format fmt, void *buf, 
 {
 	size_t n = 0, sz = mfi_cq_entry_size(fmt);
 
-	if (!sz)
+	if (!sz || (count && !buf))	/* NULL with entries asked for was a write to NULL */
 		return -FI_EINVAL;
 	while (n < count && r->count) {
 		const struct mfi_cqe *c = &r->q[r->head];
@@ -111,6 +111,8 @@ ssize_t mfi_cqring_readerr(struct mfi_cqring *r, struct fi_cq_err_entry *err, ui
 	const struct mfi_cqe *c;
 	struct fi_cq_err_entry out = { 0 };
 
+	if (!err)
+		return -FI_EINVAL;
 	if (!r->count || !r->q[r->head].err)
 		return -FI_EAGAIN;
 	c = &r->q[r->head];

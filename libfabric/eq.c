@@ -207,9 +207,9 @@ static ssize_t eq_read(struct fid_eq *fid, uint32_t *event, void *buf, size_t le
 	cm = e->event == FI_CONNREQ || e->event == FI_CONNECTED || e->event == FI_SHUTDOWN;
 	/* A CM entry is followed by its private data (fi_eq(3) fi_eq_cm_entry.data). */
 	sz = cm ? sizeof(struct fi_eq_cm_entry) + e->cm_len : sizeof(struct fi_eq_entry);
-	if (e->err || len < sz) {
+	if (e->err || len < sz || !buf) {
 		pthread_mutex_unlock(&eq->lock);
-		return e->err ? -FI_EAVAIL : -FI_ETOOSMALL;
+		return e->err ? -FI_EAVAIL : !buf ? -FI_EINVAL : -FI_ETOOSMALL;
 	}
 	if (event)
 		*event = e->event;
@@ -233,6 +233,8 @@ static ssize_t eq_readerr(struct fid_eq *fid, struct fi_eq_err_entry *buf, uint6
 	struct mfi_eq_event *e;
 	void *err_data;
 
+	if (!buf)
+		return -FI_EINVAL;
 	pthread_mutex_lock(&eq->lock);
 	if (!eq->count || !eq->ev[eq->head].err) {
 		pthread_mutex_unlock(&eq->lock);

@@ -89,6 +89,31 @@ static void test_errors_in_order(void **state)
 	mfi_cqring_fini(&r);
 }
 
+/* A NULL buffer with entries asked for, or a NULL error entry: -FI_EINVAL, the entries stay. */
+static void test_null_buffers(void **state)
+{
+	struct mfi_cqring r;
+	struct fi_cq_tagged_entry te[1];
+	struct fi_cq_err_entry err;
+	int a, b;
+	struct mfi_cqe e;
+
+	assert_int_equal(mfi_cqring_init(&r, 4), 0);
+	e = ok(&a, FI_SEND | FI_MSG, 1, 0, 0, 0);
+	mfi_cqring_push(&r, &e);
+	assert_int_equal(mfi_cqring_read(&r, FI_CQ_FORMAT_TAGGED, NULL, 1, NULL), -FI_EINVAL);
+	assert_int_equal(mfi_cqring_read(&r, FI_CQ_FORMAT_TAGGED, te, 1, NULL), 1);
+	assert_ptr_equal(te[0].op_context, &a);
+	e = ok(&b, FI_RECV | FI_MSG, 64, 0, 0, 0);
+	e.err = true;
+	e.err_no = FI_ETRUNC;
+	mfi_cqring_push(&r, &e);
+	assert_int_equal(mfi_cqring_readerr(&r, NULL, FI_VERSION(1, 17)), -FI_EINVAL);
+	assert_int_equal(mfi_cqring_readerr(&r, &err, FI_VERSION(1, 17)), 1);
+	assert_ptr_equal(err.op_context, &b);
+	mfi_cqring_fini(&r);
+}
+
 static void test_old_api_err_data_untouched(void **state)
 {
 	struct mfi_cqring r;
@@ -144,6 +169,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_formats),
 		cmocka_unit_test(test_errors_in_order),
+		cmocka_unit_test(test_null_buffers),
 		cmocka_unit_test(test_old_api_err_data_untouched),
 		cmocka_unit_test(test_idle_yield),
 	};

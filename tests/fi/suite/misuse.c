@@ -43,6 +43,10 @@ static void closing_bound(struct fab *f)
 		EXPECT_ERR(fi_eq_readerr(eq, &ee, 0), -FI_EAGAIN);
 		CHECK(fi_eq_write(eq, FI_NOTIFY, &w, sizeof(w), 0) == sizeof(w) ? 0 : -FI_EOTHER);
 		EXPECT_ERR(fi_eq_read(eq, &ev, &r, 4, 0), -FI_ETOOSMALL);
+		EXPECT_ERR(fi_eq_read(eq, &ev, NULL, sizeof(r), 0), -FI_EINVAL);
+		EXPECT_ERR(fi_eq_readerr(eq, NULL, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_cq_read(f->cq, NULL, 1), -FI_EINVAL);
+		EXPECT_ERR(fi_cq_readerr(f->cq, NULL, 0), -FI_EINVAL);
 		EXPECT_ERR(fi_eq_readerr(eq, &ee, 0), -FI_EAGAIN);
 		if (fi_eq_read(eq, &ev, &r, sizeof(r), 0) != sizeof(r) || ev != FI_NOTIFY ||
 		    r.data != 42)
@@ -58,7 +62,8 @@ static void closing_bound(struct fab *f)
 	CHECK(fi_close(&eq->fid));
 	printf("ok: misuse: closing an AV, a CQ or an EQ an endpoint is bound to, a domain with "
 	       "objects open or a fabric with a domain or EQ open is -FI_EBUSY; an EQ read too "
-	       "small -FI_ETOOSMALL (the entry stays), fi_eq_readerr of nothing -FI_EAGAIN\n");
+	       "small -FI_ETOOSMALL (the entry stays), fi_eq_readerr of nothing -FI_EAGAIN; "
+	       "fi_eq_read, fi_eq_readerr, fi_cq_read and fi_cq_readerr into NULL -FI_EINVAL\n");
 }
 
 /* A NULL buffer with a length is -FI_EINVAL at the post (it was read or written later). */
