@@ -653,8 +653,11 @@ static ssize_t rx_size_left(struct fid_ep *fid)
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
 	ssize_t n = 0;
 
+	/* FI_THREAD_SAFE: the free list changes under a poster in another thread. */
+	mfi_lock(ep->dom);
 	for (struct mfi_rxop *rx = ep->match.free; rx; rx = rx->next)
 		n++;
+	mfi_unlock(ep->dom);
 	return n;
 }
 
@@ -663,8 +666,10 @@ static ssize_t tx_size_left(struct fid_ep *fid)
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
 	ssize_t n = 0;
 
+	mfi_lock(ep->dom);
 	for (struct mfi_txop *op = ep->txfree; op; op = op->next)
 		n++;
+	mfi_unlock(ep->dom);
 	return n;
 }
 

@@ -445,7 +445,7 @@ static void cancel_all(struct fab *f)
 
 /* ---- two threads running progress at once (FI_THREAD_SAFE) ------------------------------ */
 
-static volatile bool eq_stop;
+static bool eq_stop;		/* __atomic: read by another thread */
 
 static void *eq_reader(void *arg)
 {
@@ -453,7 +453,7 @@ static void *eq_reader(void *arg)
 	struct fi_eq_entry e;
 	uint32_t ev;
 
-	while (!eq_stop)
+	while (!__atomic_load_n(&eq_stop, __ATOMIC_RELAXED))
 		(void)fi_eq_read(eq, &ev, &e, sizeof(e), 0);
 	return NULL;
 }
@@ -462,7 +462,7 @@ static void *eq_reader(void *arg)
  * An EQ bound to the endpoint runs its progress too (eq.c): a thread reading it and
  * one reading the CQ ran the same connections at once, without the domain's lock.
  */
-static volatile bool left_stop;
+static bool left_stop;		/* __atomic */
 
 /* fi_rx_size_left/fi_tx_size_left all along, beside the posts (FI_THREAD_SAFE). */
 static void *size_reader(void *arg)
@@ -470,7 +470,7 @@ static void *size_reader(void *arg)
 	struct fab *f = arg;
 	long reads = 0;
 
-	while (!left_stop) {
+	while (!__atomic_load_n(&left_stop, __ATOMIC_RELAXED)) {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"	/* since 1.17; still ABI */
 		ssize_t rx = fi_rx_size_left(f->ep), tx = fi_tx_size_left(f->ep);
@@ -512,8 +512,8 @@ static void threads(void)
 	f.len = 2 * 4096;
 	f.buf = calloc(1, f.len);
 	self = self_addr(&f);
-	eq_stop = false;
-	left_stop = false;
+	__atomic_store_n(&eq_stop, false, __ATOMIC_RELAXED);
+	__atomic_store_n(&left_stop, false, __ATOMIC_RELAXED);
 	if (pthread_create(&t, NULL, eq_reader, eq) || pthread_create(&sl, NULL, size_reader, &f))
 		die("pthread_create");
 	for (int i = 0; i < n; i++) {
@@ -525,8 +525,8 @@ static void threads(void)
 		reap(&f, 2);
 		verify(f.buf, len, (uint64_t)i, "a message while another thread read the EQ");
 	}
-	eq_stop = true;
-	left_stop = true;
+	__atomic_store_n(&eq_stop, true, __ATOMIC_RELAXED);
+	__atomic_store_n(&left_stop, true, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	pthread_join(sl, NULL);
 	CHECK(fi_close(&f.ep->fid));
@@ -760,7 +760,7 @@ void t_misuse_threads(void)
 	f.len = TW * TSLOT;
 	f.buf = calloc(1, f.len);
 	fab_meet(&f);
-	eq_stop = false;
+	__atomic_store_n(&eq_stop, false, __ATOMIC_RELAXED);
 	if (pthread_create(&t, NULL, eq_reader, eq))
 		die("pthread_create");
 	if (srv) {
@@ -800,7 +800,7 @@ void t_misuse_threads(void)
 		}
 	}
 	oob_sync(f.oob);
-	eq_stop = true;
+	__atomic_store_n(&eq_stop, true, __ATOMIC_RELAXED);
 	pthread_join(t, NULL);
 	CHECK(fi_close(&f.ep->fid));
 	f.ep = NULL;
