@@ -113,12 +113,14 @@ static ssize_t post_tx(struct mfi_ep *ep, const struct tx_args *a)
 			goto out;
 		}
 		for (size_t i = 0; i < a->count; off += a->iov[i].iov_len, i++)
-			memcpy(copy + off, a->iov[i].iov_base, a->iov[i].iov_len);
+			if (a->iov[i].iov_len)	/* NULL with 0 bytes: memcpy's UB */
+				memcpy(copy + off, a->iov[i].iov_base, a->iov[i].iov_len);
 		op->iov[0] = (struct iovec){ copy, total };
 		op->iov_count = 1;
 		op->owned = true;
 	} else {
-		memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
+		if (a->count)	/* a NULL iov of none: memcpy's UB */
+			memcpy(op->iov, a->iov, a->count * sizeof(*a->iov));
 		op->iov_count = a->count;
 	}
 	if (a->kind == TX_READ) {
@@ -208,7 +210,8 @@ static ssize_t post_rx(struct mfi_ep *ep, const struct rx_args *a)
 		goto out;
 	}
 	rx->kind = a->kind;
-	memcpy(rx->iov, a->iov, a->count * sizeof(*a->iov));
+	if (a->count)	/* a NULL iov of none (fi_recvv(ep, NULL, NULL, 0, ...)): memcpy's UB */
+		memcpy(rx->iov, a->iov, a->count * sizeof(*a->iov));
 	rx->iov_count = a->count;
 	rx->len = iov_len(a->iov, a->count);
 	rx->tag = a->tag;
