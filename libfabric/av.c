@@ -49,6 +49,8 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 
 	if (flags & ~FI_MORE)
 		return -FI_EBADFLAGS;
+	if (count && !addr)
+		return -FI_EINVAL;	/* the second entry was read at address 16 */
 	mfi_lock(av->dom);
 	for (size_t i = 0; i < count; i++) {
 		struct mfi_addr a;
@@ -91,6 +93,8 @@ static int av_remove(struct fid_av *fid, fi_addr_t *fi_addr, size_t count, uint6
 	struct mfi_av_fid *av = container_of(fid, struct mfi_av_fid, av_fid);
 	int err = 0;
 
+	if (count && !fi_addr)
+		return -FI_EINVAL;
 	mfi_lock(av->dom);
 	for (size_t i = 0; i < count; i++)
 		if (mfi_av_remove(&av->av, fi_addr[i]))
@@ -106,6 +110,8 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 	struct sockaddr_in sin;
 	int err = 0;
 
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
 	mfi_lock(av->dom);
 	a = mfi_av_get(&av->av, fi_addr);
 	if (a) {
@@ -125,6 +131,8 @@ static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, si
 	char tmp[64];
 	int n;
 
+	if (!len || (*len && !buf))
+		return NULL;
 	if (mfi_addr_from_sin(addr, sizeof(struct sockaddr_in), &a))
 		n = snprintf(tmp, sizeof(tmp), "fi_sockaddr_in://invalid");
 	else

@@ -202,8 +202,11 @@ int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out)
 int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen)
 {
 	struct sockaddr_in sin;
-	size_t room = *addrlen;
+	size_t room;
 
+	if (!addrlen || (*addrlen && !addr))
+		return -FI_EINVAL;
+	room = *addrlen;
 	mfi_addr_to_sin(a, &sin);
 	*addrlen = sizeof(sin);
 	if (room < sizeof(sin))

@@ -185,8 +185,31 @@ static void bad_addrs(struct fab *f, fi_addr_t self)
 	/* The connection to it is still open, but the address is no longer the application's. */
 	EXPECT_ERR(fi_send(f->ep, f->buf, 8, f->desc, self, CTX), -FI_EINVAL);
 	EXPECT_ERR(fi_inject(f->ep, f->buf, 8, self), -FI_EINVAL);
+	/* NULL where an address, its length or the fi_addrs go. */
+	{
+		fi_addr_t two[2];
+		char s[8];
+
+		EXPECT_ERR(fi_av_insert(f->av, NULL, 2, two, 0, NULL), -FI_EINVAL);
+		EXPECT_ERR(fi_av_remove(f->av, NULL, 1, 0), -FI_EINVAL);
+		EXPECT_ERR(fi_av_lookup(f->av, self, name, NULL), -FI_EINVAL);
+		EXPECT_ERR(fi_getname(&f->ep->fid, name, NULL), -FI_EINVAL);
+		l = sizeof(name);
+		EXPECT_ERR(fi_getname(&f->ep->fid, NULL, &l), -FI_EINVAL);
+		l = 0;
+		EXPECT_ERR(fi_getname(&f->ep->fid, NULL, &l), -FI_ETOOSMALL);	/* the size asked */
+		if (l != sizeof(struct sockaddr_in))
+			die("fi_getname's size: %zu", l);
+		l = sizeof(s);
+		if (fi_av_straddr(f->av, NULL, s, &l) != s || !memchr(s, 0, sizeof(s)))
+			die("fi_av_straddr of NULL");
+		if (fi_av_straddr(f->av, name, s, NULL) != NULL)
+			die("fi_av_straddr with no length");
+	}
 	printf("ok: misuse: sends to fi_addrs never inserted, FI_ADDR_UNSPEC, FI_ADDR_NOTAVAIL and "
-	       "one removed (after its message in flight completed) are -FI_EINVAL\n");
+	       "one removed (after its message in flight completed) are -FI_EINVAL; so are NULL "
+	       "addresses, lengths and fi_addrs to fi_av_insert/remove/lookup and fi_getname "
+	       "(fi_av_straddr: \"invalid\", or NULL with no length)\n");
 }
 
 /*
