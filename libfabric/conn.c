@@ -208,6 +208,8 @@ void mfi_conn_destroy(struct mfi_conn *c)
 	if (!c)
 		return;
 	mfi_conn_fail(c, -FI_ECANCELED);
+	if (c->connreq)
+		mfi_connreq_forget(c);	/* a FI_CONNREQ's handle names nothing now */
 	if (c->qp)
 		mroc_qp_destroy(c->qp);
 	if (c->mr)

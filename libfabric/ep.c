@@ -739,15 +739,14 @@ static int ep_accept(struct fid_ep *fid, const void *param, size_t paramlen)
 	struct mfi_conn *c;
 	int err;
 
+	/* The handle is not read here: it may be a request accepted or rejected since. */
 	if (ep->type != FI_EP_MSG || ep->msg_conn || !ep->info->handle ||
-	    ep->info->handle->fclass != FI_CLASS_CONNREQ || paramlen > MFI_CM_DATA_MAX ||
-	    (paramlen && !param))
+	    paramlen > MFI_CM_DATA_MAX || (paramlen && !param))
 		return -FI_EINVAL;
-	c = container_of(ep->info->handle, struct mfi_conn, handle);
 	mfi_lock(ep->dom);
 	err = ep_enable(ep);
 	/* Out of the passive endpoint's hands (or the fabric's: it closed since) into ours. */
-	if (err || !mfi_connreq_take(c, &ep->addr)) {
+	if (err || !(c = mfi_connreq_take(ep->info->handle, &ep->addr))) {
 		mfi_unlock(ep->dom);
 		return err ? err : -FI_EINVAL;
 	}

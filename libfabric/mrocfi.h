@@ -589,7 +589,8 @@ void mfi_ep_verify_ask(struct mfi_conn *c, uint64_t nonce);
 /* pep.c */
 int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep **pep,
 		 void *context);
-struct mfi_pep *mfi_connreq_take(struct mfi_conn *c, struct mfi_addr *local);
+struct mfi_conn *mfi_connreq_take(const struct fid *handle, struct mfi_addr *local);
+void mfi_connreq_forget(struct mfi_conn *c);
 void mfi_connreqs_close(struct mfi_fabric *fab);
 void mfi_pep_progress(struct mfi_pep *pep);
 

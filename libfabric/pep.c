@@ -16,12 +16,70 @@
 
 #include "mrocfi.h"
 
+/*
+ * The connection requests raised and not yet accepted, refused or closed: a
+ * fi_info's handle is looked up here before it is used, so a stale one (its request
+ * rejected, accepted or gone since) is refused instead of read after its free.
+ */
+static pthread_mutex_t creq_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct mfi_conn **creqs;
+static size_t ncreqs, creqs_cap;
+
+static bool creq_add(struct mfi_conn *c)
+{
+	bool ok = true;
+
+	pthread_mutex_lock(&creq_lock);
+	if (ncreqs == creqs_cap) {
+		size_t cap = creqs_cap ? 2 * creqs_cap : 16;
+		struct mfi_conn **n = realloc(creqs, cap * sizeof(*n));
+
+		if (n) {
+			creqs = n;
+			creqs_cap = cap;
+		} else {
+			ok = false;
+		}
+	}
+	if (ok)
+		creqs[ncreqs++] = c;
+	pthread_mutex_unlock(&creq_lock);
+	return ok;
+}
+
+/* c's entry out of the registry (under creq_lock); whether it was there. */
+static bool creq_del_locked(const struct fid *handle)
+{
+	for (size_t i = 0; i < ncreqs; i++)
+		if (&creqs[i]->handle == handle) {
+			creqs[i] = creqs[--ncreqs];
+			return true;
+		}
+	return false;
+}
+
+void mfi_connreq_forget(struct mfi_conn *c)
+{
+	pthread_mutex_lock(&creq_lock);
+	creq_del_locked(&c->handle);
+	if (!ncreqs) {
+		free(creqs);
+		creqs = NULL;
+		creqs_cap = 0;
+	}
+	pthread_mutex_unlock(&creq_lock);
+}
+
 /* c's client said HELLO: the application hears of it, with fi_connect's data. */
 static void connreq(struct mfi_pep *pep, struct mfi_conn *c, const uint8_t *cm, size_t cm_len)
 {
 	struct fi_info *info = fi_dupinfo(pep->info);
 
 	c->connreq = true;
+	if (info && !creq_add(c)) {
+		fi_freeinfo(info);
+		info = NULL;
+	}
 	if (!info)
 		return;
 	info->handle = &c->handle;
@@ -114,6 +172,7 @@ static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size
 			break;
 	if (!c)
 		return -FI_ENOENT;
+	mfi_connreq_forget(c);	/* its handle names nothing from now on */
 	c->rejecting = true;
 	if (c->state == MFI_CONN_UP && !mfi_send_hello(c, param, paramlen, MFI_HELLO_REJECT))
 		mfi_conn_kick(c);
@@ -147,20 +206,30 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
  * name in *local), or of the fabric's when that endpoint has closed since.  NULL if
  * neither holds it (accepted already, rejected).  Under the accepting domain's lock.
  */
-struct mfi_pep *mfi_connreq_take(struct mfi_conn *c, struct mfi_addr *local)
+struct mfi_conn *mfi_connreq_take(const struct fid *handle, struct mfi_addr *local)
 {
-	struct mfi_pep *pep = c->pep;
-	struct mfi_fabric *fab = c->orphan_of;
+	struct mfi_conn *c = container_of(handle, struct mfi_conn, handle);
+	struct mfi_pep *pep;
+	struct mfi_fabric *fab;
 	struct mfi_conn **pp;
+	bool live;
 
-	if (pep && !c->rejecting) {
+	/* Not read before it is known to be a request still waiting. */
+	pthread_mutex_lock(&creq_lock);
+	live = creq_del_locked(handle) && !c->rejecting;
+	pthread_mutex_unlock(&creq_lock);
+	if (!live)
+		return NULL;
+	pep = c->pep;
+	fab = c->orphan_of;
+	if (pep) {
 		for (pp = &pep->listeners; *pp && *pp != c; pp = &(*pp)->next)
 			;
 		if (*pp)
 			*pp = c->next;
 		c->pep = NULL;
 		*local = pep->addr;
-		return pep;
+		return c;
 	}
 	if (!fab)
 		return NULL;
@@ -172,7 +241,7 @@ struct mfi_pep *mfi_connreq_take(struct mfi_conn *c, struct mfi_addr *local)
 	pthread_mutex_unlock(&fab->lock);
 	c->orphan_of = NULL;
 	*local = c->local;
-	return (struct mfi_pep *)fab;	/* not NULL: taken (its caller only tests it) */
+	return c;
 }
 
 /* The fabric closes: requests nobody accepted are refused (their QPs close). */

@@ -152,14 +152,36 @@ static struct fi_info *msg_connreq(struct msgfab *m, size_t n, uint64_t seed)
 	return m->entry->info;
 }
 
+/*
+ * A FI_CONNREQ's fi_info used again once its request was rejected, or accepted and
+ * its endpoint closed: fi_accept is -FI_EINVAL (the handle named a connection freed).
+ */
+static void accept_stale(struct msgfab *m, struct fi_info *info, const char *what)
+{
+	struct fid_ep *ep;
+	int r;
+
+	CHECK(fi_endpoint(m->domain, info, &ep, NULL));
+	CHECK(fi_ep_bind(ep, &m->eq->fid, 0));
+	CHECK(fi_ep_bind(ep, &m->cq->fid, FI_TRANSMIT | FI_RECV));
+	CHECK(fi_enable(ep));
+	r = fi_accept(ep, NULL, 0);
+	if (r != -FI_EINVAL)
+		die("fi_accept of a request %s: %d, not -FI_EINVAL", what, r);
+	CHECK(fi_close(&ep->fid));
+	fi_freeinfo(info);
+}
+
 static void cm_server_round(struct msgfab *m, size_t n, uint64_t seed)
 {
-	struct fi_info *info = msg_connreq(m, n, seed);
+	struct fi_info *info = msg_connreq(m, n, seed), *rejected, *accepted;
 	ssize_t r;
 
 	EXPECT_ERR(fi_reject(m->pep, info->handle, m->data, m->cm_max + 1), -FI_EINVAL);
 	fill(m->data, n, seed + 1);
 	CHECK(fi_reject(m->pep, info->handle, m->data, n));
+	EXPECT_ERR(fi_reject(m->pep, info->handle, m->data, n), -FI_ENOENT);
+	rejected = fi_dupinfo(info);
 	fi_freeinfo(info);
 
 	info = msg_connreq(m, n, seed + 2);
@@ -167,6 +189,7 @@ static void cm_server_round(struct msgfab *m, size_t n, uint64_t seed)
 	EXPECT_ERR(fi_accept(m->ep, m->data, m->cm_max + 1), -FI_EINVAL);
 	fill(m->data, n, seed + 3);
 	CHECK(fi_accept(m->ep, m->data, n));
+	accepted = fi_dupinfo(info);
 	fi_freeinfo(info);
 	/* Ours has no data: fi_accept's goes to the client. */
 	r = msg_event(m, FI_CONNECTED, sizeof(*m->entry) + m->cm_max);
@@ -174,6 +197,10 @@ static void cm_server_round(struct msgfab *m, size_t n, uint64_t seed)
 		die("the server's FI_CONNECTED: %zd bytes, not %zu", r, sizeof(*m->entry));
 	msg_talk(m, seed + 4);
 	msg_shutdown(m);
+	if (!rejected || !accepted)
+		die("fi_dupinfo");
+	accept_stale(m, rejected, "rejected before");
+	accept_stale(m, accepted, "accepted before, its endpoint closed");
 }
 
 /*
