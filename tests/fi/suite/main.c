@@ -53,10 +53,15 @@
  *                    the server waits for each event in poll() on FI_GETWAIT's fd
  *   misuse           (no peer) calls made wrongly get their error code, never a crash:
  *                    closing an AV, CQ or EQ still bound (-FI_EBUSY), NULL buffers with a
- *                    length, fi_addrs not in the AV or removed, fi_cq_read of 0 entries,
- *                    two threads running progress at once (FI_THREAD_SAFE)
+ *                    length, an iov whose lengths wrap, NULL addresses and lengths to the
+ *                    AV and fi_getname, CQ and EQ reads into NULL, fi_addrs not in the AV
+ *                    or removed, fi_cq_read of 0 entries, a claim given up (fi_cancel) or
+ *                    discarded, sends to an address never answered (our own mrocd's:
+ *                    FI_ETIMEDOUT), two threads running progress and a third
+ *                    fi_rx/tx_size_left at once (FI_THREAD_SAFE)
  *   misuse_msg       MSG endpoints: sends before fi_connect and after either side's
- *                    fi_shutdown refused (never queued for ever); connect, accept twice
+ *                    fi_shutdown refused (never queued for ever); connect, accept twice;
+ *                    a FI_CONNREQ accepted after its passive endpoint closed
  *   misuse_threads   FI_THREAD_SAFE: 20000 messages (-q: 2000) checked while another thread
  *                    reads the endpoint's EQ (its progress) at once, on both sides
  *   misuse_mr        1 MiB sent from a registration closed before the receive is posted:
