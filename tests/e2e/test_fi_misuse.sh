@@ -20,7 +20,7 @@ FI_SUITE_TIMEOUT=50
 . "$(dirname "$0")/fi_lib.sh"
 
 ip netns exec "$NS_A" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc \
-	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" FI_MROC_CONNECT_TIMEOUT_MS=10000 timeout 50 "$SUITE" misuse \
+	MROC_SOCKET="$E2E_DIR/a.ctl" FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" FI_MROC_CONNECT_TIMEOUT_MS=10000 timeout 100 "$SUITE" misuse \
 	>"$E2E_DIR/misuse.out" 2>&1
 rc=$?
 cat "$E2E_DIR/misuse.out"
