@@ -144,6 +144,40 @@ static void null_buffers(struct fab *f, fi_addr_t self)
 	       "zero-length message\n");
 }
 
+/*
+ * An atomic on a target address not aligned to its datatype (8-byte operations at an
+ * odd address): refused at the target (FI_EINVAL at the initiator), the bytes there
+ * untouched; an aligned one after it works.
+ */
+static void unaligned_atomic(struct fab *f, fi_addr_t self)
+{
+	uint64_t key = fi_mr_key(f->mr), one = 1, got = 0;
+	uint8_t *t = f->buf + 3072;
+	struct fi_cq_err_entry ee = { 0 };
+	struct fi_cq_tagged_entry e;
+	ssize_t r;
+
+	memset(t, 0x5a, 32);
+	POST(f, fi_atomic(f->ep, &one, 1, NULL, self, (uint64_t)(uintptr_t)(t + 1), key,
+			  FI_UINT64, FI_SUM, CTX));
+	while ((r = fi_cq_read(f->cq, &e, 1)) == -FI_EAGAIN)
+		if (time(NULL) > deadline)
+			die("no completion for an unaligned atomic");
+	if (r != -FI_EAVAIL || fi_cq_readerr(f->cq, &ee, 0) != 1 || !ee.err)
+		die("an unaligned atomic: %zd, error %d", r, ee.err);
+	for (int i = 0; i < 32; i++)
+		if (t[i] != 0x5a)
+			die("an unaligned atomic wrote byte %d", i);
+	memset(t, 0, 8);
+	POST(f, fi_fetch_atomic(f->ep, &one, 1, NULL, &got, NULL, self,
+				(uint64_t)(uintptr_t)t, key, FI_UINT64, FI_SUM, CTX));
+	reap(f, 1);
+	if (got != 0 || *(uint64_t *)(void *)t != 1)
+		die("the aligned atomic after: fetched %" PRIu64, got);
+	printf("ok: misuse: an 8-byte atomic at an odd address: error %d (%s) at the initiator, "
+	       "nothing written; an aligned one after it works\n", ee.err, fi_strerror(ee.err));
+}
+
 /* fi_cq_read of 0 entries: 0 when some wait (not -FI_EAVAIL: no error is there). */
 static void cq_read_zero(struct fab *f, fi_addr_t self)
 {
@@ -613,6 +647,7 @@ void t_misuse(void)
 	self = self_addr(&f);
 	null_buffers(&f, self);
 	cq_read_zero(&f, self);
+	unaligned_atomic(&f, self);
 	bad_addrs(&f, self);
 	bind_twice(&f);
 	churn(&f);
