@@ -55,7 +55,8 @@
  *                    closing an AV, CQ or EQ still bound (-FI_EBUSY), NULL buffers with a
  *                    length, an iov whose lengths wrap, NULL addresses and lengths to the
  *                    AV and fi_getname, CQ and EQ reads into NULL, fi_addrs not in the AV
- *                    or removed, fi_cq_read of 0 entries, a claim given up (fi_cancel) or
+ *                    or removed, fi_cq_read of 0 entries, an atomic at an unaligned
+ *                    target address, a claim given up (fi_cancel) or
  *                    discarded, sends to an address never answered (our own mrocd's:
  *                    FI_ETIMEDOUT), two threads running progress and a third
  *                    fi_rx/tx_size_left at once (FI_THREAD_SAFE)
