@@ -757,8 +757,8 @@ json_t *admin_handle(void *ctx, const json_t *req, const struct ctl_caller *who)
 		return error_reply("missing \"cmd\"");
 	for (c = admin_cmds; !who->admin && *c; c++)
 		if (!strcmp(*c, cmd)) {
-			pr_info("admin socket: \"%s\" of uid %u (pid %d) refused: not an administrator",
-				cmd, (unsigned)who->uid, (int)who->pid);
+			pr_info_rl("admin socket: \"%s\" of uid %u (pid %d) refused: not an "
+				   "administrator", cmd, (unsigned)who->uid, (int)who->pid);
 			return denied(cmd, who);
 		}
 	if (!strcmp(cmd, "config"))

@@ -38,7 +38,7 @@ static void on_cqe(void *ctx, const struct engine_cqe *c, uint64_t now)
 
 	if ((w->links && links_on_cqe(w->links, c, now)) || clients_on_cqe(w->clients, c, now))
 		return;
-	pr_debug("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
+	pr_debug_rl("completion for unowned QP %u (opcode %u status %u)", c->qpn, c->opcode, c->status);
 }
 
 static uint64_t min_ns(uint64_t a, uint64_t b)

@@ -2,7 +2,10 @@
 /*
  * mrocd logging: one line per message on stderr, prefixed "<N>" with the
  * syslog priority so journald files it right.  Errors are logged once, where
- * they are handled.  The data path uses pr_*_rl, limited per call site.
+ * they are handled.  The data path uses pr_*_rl, limited per call site, and
+ * so does every line an outsider can trigger at will: a tenant (a client
+ * connecting, going, sending a bad request), a peer on the network (a
+ * control link coming up or going down), a user of the admin socket.
  */
 #ifndef MROCD_LOG_H
 #define MROCD_LOG_H
@@ -37,5 +40,7 @@ void log_msg_rl(struct log_rl *rl, int prio, const char *fmt, ...)
 	} while (0)
 #define pr_warn_rl(...)	pr_rl(LOG_WARNING, __VA_ARGS__)
 #define pr_err_rl(...)	pr_rl(LOG_ERR, __VA_ARGS__)
+#define pr_info_rl(...)	pr_rl(LOG_INFO, __VA_ARGS__)
+#define pr_debug_rl(...)	pr_rl(LOG_DEBUG, __VA_ARGS__)
 
 #endif

@@ -54,7 +54,7 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 	cl->widx = NOT_LISTED;
 	o.cl = cl;
 	call(cs, op_count_client, &o);
-	pr_info("client %u connected (pid %d, uid %u)", cl->id, (int)cl->pid, (unsigned)cl->uid);
+	pr_info_rl("client %u connected (pid %d, uid %u)", cl->id, (int)cl->pid, (unsigned)cl->uid);
 	return cl;
 }
 
@@ -103,7 +103,7 @@ void clients_close(void *ctx, void *client)
 		unpin(cl, cl->anchors[i].map, cl->anchors[i].len);
 	if (cl->doorbell >= 0)
 		close(cl->doorbell);
-	pr_info("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
+	pr_info_rl("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
 	if (cl->counted) {
 		struct uid_count *u = uid_of(cs->ctl, cl->uid);
 

@@ -232,7 +232,7 @@ void anchor_file(struct client *cl, const struct cmr *mr)
 		return;
 	map = (void *)syscall(SYS_mremap, mr->map, 0, page, MREMAP_MAYMOVE);
 	if (map == MAP_FAILED) {
-		pr_debug("client %u: no anchor for a region's file: %s", cl->id, strerror(errno));
+		pr_debug_rl("client %u: no anchor for a region's file: %s", cl->id, strerror(errno));
 		return;
 	}
 	cl->anchors[cl->nanchors++] = (struct cmr){ .map = map, .len = page, .dev = mr->dev,

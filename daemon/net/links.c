@@ -256,8 +256,8 @@ static void went_down(struct links *ls, struct link *k, const struct engine_cqe 
 	char a[MROC_ADDR_STRLEN];
 
 	if (k->info.state == LINK_UP)
-		pr_info("links: control connection to %s lost (status %u)",
-			addr_str(&k->info.addr, a, sizeof(a)), c->status);
+		pr_info_rl("links: control connection to %s lost (status %u)",
+			   addr_str(&k->info.addr, a, sizeof(a)), c->status);
 	engine_qp_destroy(ls->eng, k->info.qpn);
 	k->info.qpn = 0;
 	k->info.failures++;
@@ -293,8 +293,8 @@ bool links_on_cqe(struct links *ls, const struct engine_cqe *c, uint64_t now)
 		k->info.connects++;
 		k->info.up_since_ns = now;
 		k->backoff = BACKOFF_MIN_NS;
-		pr_info("links: control connection to %s is up (qpn %u)",
-			addr_str(&k->info.addr, a, sizeof(a)), c->qpn);
+		pr_info_rl("links: control connection to %s is up (qpn %u)",
+			   addr_str(&k->info.addr, a, sizeof(a)), c->qpn);
 		break;
 	case ENGINE_WC_EV_ERROR:
 	case ENGINE_WC_EV_DISCONNECTED:

@@ -33,6 +33,12 @@
  *                                   N QPs, each listening on a service of its own
  *                                   (SERVICE + i): prints "listening=K refused=R error=E",
  *                                   then holds them as peers does
+ *   tenant_attack SOCKET flood N SECONDS
+ *                                   one QP, then QP_LISTEN on it (a worker call each)
+ *                                   in a loop, N times or for SECONDS: prints
+ *                                   "served=K seconds=T errors=E"
+ *   tenant_attack SOCKET churn N    N clients one after the other: connect, HELLO,
+ *                                   hang up; prints "churned=K"
  *
  * rings and ctl exit 0 when the daemon behaved, 1 otherwise; peers, connect and
  * listen only report (exit 1 if the daemon stopped answering).
@@ -50,6 +56,7 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "abi.h"
@@ -644,6 +651,58 @@ static int connect_one(const char *addr)
 	return 0;
 }
 
+/* ---- control-request floods ------------------------------------------------------ */
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int flood(long n, double seconds)
+{
+	struct mroc_msg_qp_listen m = { .h.type = MROC_MSG_QP_LISTEN, .service_id = 0x4f00d };
+	uint8_t reply[MROC_MSG_MAX];
+	long served = 0, errors = 0;
+	double t0, t;
+	struct qp q;
+
+	connect_daemon();
+	CHECK(hello() == 0, "HELLO refused");
+	CHECK(create_qp(&q) == 0, "QP_CREATE refused");
+	m.qpn = q.qpn;
+	t0 = now_s();
+	do {
+		int err = request(&m, sizeof(m), NULL, 0, reply);
+
+		CHECK(err != -EPIPE && err != -ETIMEDOUT, "the daemon stopped answering");
+		if (err)
+			errors++;
+		else
+			served++;
+		t = now_s() - t0;
+	} while (served + errors < n && t < seconds);
+	printf("served=%ld seconds=%.3f errors=%ld\n", served, t, errors);
+	return 0;
+}
+
+static int churn(int n)
+{
+	int done = 0;
+
+	for (int i = 0; i < n; i++) {
+		connect_daemon();
+		if (hello() == 0)
+			done++;
+		close(sock);
+		sock = -1;
+	}
+	printf("churned=%d\n", done);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc < 3)
@@ -659,8 +718,12 @@ int main(int argc, char **argv)
 		return connect_one(argv[3]);
 	if (argc == 6 && !strcmp(argv[2], "listen"))
 		return listen_many(atoi(argv[3]), strtoull(argv[4], NULL, 0), argv[5]);
+	if (argc == 5 && !strcmp(argv[2], "flood"))
+		return flood(atol(argv[3]), atof(argv[4]));
+	if (argc == 4 && !strcmp(argv[2], "churn"))
+		return churn(atoi(argv[3]));
 usage:
 	fprintf(stderr, "usage: tenant_attack SOCKET rings | ctl | peers N NET STOPFILE | "
-			"connect ADDR | listen N SERVICE STOPFILE\n");
+			"connect ADDR | listen N SERVICE STOPFILE | flood N SECONDS | churn N\n");
 	return 2;
 }

@@ -283,6 +283,17 @@ static void rl_site_debug(int i)
 	pr_rl(LOG_DEBUG, "debug %d", i);
 }
 
+/* As mrocd's lines an outsider triggers ("client connected", "client gone"). */
+static void rl_site_info(int i)
+{
+	pr_info_rl("client %d connected", i);
+}
+
+static void rl_site_info2(int i)
+{
+	pr_info_rl("client %d gone", i);
+}
+
 static void test_rate_limit_sites(void **state)
 {
 	char *out;
@@ -318,6 +329,38 @@ static void test_rate_limit_sites(void **state)
 	fake_now = 1000;
 	log_msg_rl(&rl, LOG_ERR, "z");
 	expect_output("<3>3 messages suppressed\n<3>z\n");
+}
+
+/*
+ * 2,000 clients connecting and going within 1.5 s of the clock: two call
+ * sites, 10 lines each a window of 1 s and one "suppressed" line at the
+ * next window's first message, not 4,000 lines.
+ */
+static void test_rate_limit_info(void **state)
+{
+	char *out;
+
+	log_test_set_clock(fake_clock);
+	fake_now = 200000;
+	for (int i = 0; i < 2000; i++) {
+		fake_now = 200000 + (uint64_t)i * 1500 / 2000;
+		rl_site_info(i);
+		rl_site_info2(i);
+	}
+	out = take_output();
+	assert_int_equal(count_lines(out, "<6>client"), 40);
+	assert_int_equal(count_lines(out, "<6>1324 messages suppressed\n"), 2);
+	assert_non_null(strstr(out, "<6>client 0 connected\n<6>client 0 gone\n"));
+	assert_non_null(strstr(out, "<6>client 1334 connected\n"));
+	assert_null(strstr(out, "client 1999"));
+	/* Below the level: neither printed nor counted. */
+	log_set_level(LOG_WARNING);
+	fake_now = 300000;
+	rl_site_info(1);
+	expect_output("");
+	log_set_level(LOG_INFO);
+	rl_site_info(2);
+	expect_output("<6>656 messages suppressed\n<6>client 2 connected\n");
 }
 
 /* ---- threads --------------------------------------------------------------------- */
@@ -400,6 +443,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_long_message, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_limit, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rate_limit_sites, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rate_limit_info, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_threads, setup, teardown),
 	};
 
