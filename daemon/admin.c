@@ -189,6 +189,7 @@ static void add_clients_stats(struct clients_stats *a, const struct clients_stat
 	a->reserve_refused += b->reserve_refused;
 	a->unpopulated_refused += b->unpopulated_refused;
 	a->seal_refused += b->seal_refused;
+	a->ctl_deferred += b->ctl_deferred;
 	a->zombies_cut += b->zombies_cut;
 	a->services += b->services;
 }
@@ -487,7 +488,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 	json_object_set_new(o, "backend", status_backend_counters(&s->be));
 	json_object_set_new(o, "worker", status_worker(&s->wk));
 	json_object_set_new(o, "workers", worker_groups(d, s));
-	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
+	json_object_set_new(o, "clients", json_pack("{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}",
 		"clients", (json_int_t)s->cls.clients, "qps", (json_int_t)s->cls.qps,
 		"qps_sending", (json_int_t)s->cls.qps_sending,
 		"locked_bytes", (json_int_t)clients_locked_bytes(d->wk[0].clients),
@@ -509,6 +510,7 @@ static json_t *counter_groups(struct mrocd *d, const struct snapshot *s)
 		"reserve_refused", (json_int_t)s->cls.reserve_refused,
 		"unpopulated_refused", (json_int_t)s->cls.unpopulated_refused,
 		"seal_refused", (json_int_t)s->cls.seal_refused,
+		"ctl_deferred", (json_int_t)s->cls.ctl_deferred,
 		"zombies_cut", (json_int_t)s->cls.zombies_cut));
 	ctl_get_stats(d->ctl, &cs);
 	json_object_set_new(o, "sockets", json_pack("{s:I, s:I, s:I, s:I}",

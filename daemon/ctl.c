@@ -31,7 +31,7 @@
 /* user_data of each request: a kind and, for connections, a slot. */
 enum op {
 	OP_SIGNAL = 1, OP_TIMER, OP_ACCEPT, OP_RECV, OP_SEND, OP_CACCEPT, OP_CRECV, OP_SWEEP,
-	OP_WATCH,
+	OP_WATCH, OP_CWAIT,
 };
 
 #define MAX_CLIENTS	1024
@@ -61,6 +61,7 @@ struct cconn {
 	uint64_t deadline;		/* for HELLO; 0 once the client is established */
 	bool cut;			/* shut down: its pending recv ends, then it closes */
 	void *client;			/* from client_open */
+	uint16_t gen;			/* which client of its slot an OP_CWAIT is for */
 	struct msghdr mh;
 	struct iovec iov;
 	uint8_t buf[CLIENT_MSG_MAX];
@@ -107,6 +108,9 @@ struct ctl {
 	struct conn conns[MAX_CONNS];
 	int cfd;			/* client socket, -1 = none */
 	struct cconn *clients[MAX_CLIENTS];
+	/* OP_CWAIT's timeouts (a client over its request budget, client_wait), by slot. */
+	struct __kernel_timespec cwait_ts[MAX_CLIENTS];
+	uint16_t cgen;
 	int ended_by;
 };
 
@@ -259,6 +263,31 @@ static void arm_crecv(struct ctl *c, int slot)
 	io_uring_sqe_set_data64(s, UD(OP_CRECV, slot));
 }
 
+/*
+ * The client's next message is read in ns: its request budget (client_wait).
+ * The slot's generation goes with it: the client may be closed (shutdown)
+ * and its slot taken by another before the timeout ends.
+ */
+static void arm_cwait(struct ctl *c, int slot, uint64_t ns)
+{
+	struct io_uring_sqe *s = sqe(c);
+
+	c->cwait_ts[slot] = (struct __kernel_timespec){ .tv_sec = (long long)(ns / 1000000000ULL),
+						      .tv_nsec = (long long)(ns % 1000000000ULL) };
+	io_uring_prep_timeout(s, &c->cwait_ts[slot], 0, 0);
+	io_uring_sqe_set_data64(s, UD(OP_CWAIT,
+				      (uint32_t)c->clients[slot]->gen << 16 | (uint32_t)slot));
+}
+
+static void on_cwait(struct ctl *c, uint32_t v)
+{
+	int slot = (int)(v & 0xffff);
+	struct cconn *k = slot < MAX_CLIENTS ? c->clients[slot] : NULL;
+
+	if (k && k->gen == v >> 16)
+		arm_crecv(c, slot);
+}
+
 static void arm_recv(struct ctl *c, int slot)
 {
 	struct conn *k = &c->conns[slot];
@@ -342,6 +371,7 @@ static void on_caccept(struct ctl *c, int res)
 	}
 	k->fd = res;
 	k->uid = cred.uid;
+	k->gen = c->cgen++;
 	k->deadline = mono_ns() + HELLO_TIMEOUT_NS;
 	k->client = c->cfg.client_open(c->cfg.ctx, res, &cred, is_admin(c, res, &cred));
 	if (!k->client) {
@@ -383,6 +413,7 @@ static void on_crecv(struct ctl *c, int slot, int res)
 	uint8_t reply[CLIENT_MSG_MAX];
 	size_t rlen = sizeof(reply);
 	int fds[CLIENT_FDS_MAX], nfds;
+	uint64_t wait;
 
 	if (!k)
 		return;
@@ -399,7 +430,11 @@ static void on_crecv(struct ctl *c, int slot, int res)
 		cconn_close(c, slot);	/* a client that does not read its replies */
 		return;
 	}
-	arm_crecv(c, slot);
+	wait = c->cfg.client_wait ? c->cfg.client_wait(c->cfg.ctx, k->client) : 0;
+	if (wait)
+		arm_cwait(c, slot, wait);
+	else
+		arm_crecv(c, slot);
 }
 
 static int listen_clients(struct ctl *c)
@@ -646,6 +681,9 @@ int ctl_run(struct ctl *c)
 				break;
 			case OP_SWEEP:
 				on_sweep(c);
+				break;
+			case OP_CWAIT:
+				on_cwait(c, (uint32_t)ud);
 				break;
 			case OP_WATCH:
 				if (res < 0) {

@@ -64,6 +64,11 @@ struct ctl_cfg {
 	bool (*client_msg)(void *ctx, void *client, const void *msg, size_t len, int *fds,
 			   int nfds, void *reply, size_t *reply_len);
 	void (*client_close)(void *ctx, void *client);
+	/*
+	 * After each message's reply: ns to wait before the client's next
+	 * message is read (its request budget); 0 or NULL: at once.
+	 */
+	uint64_t (*client_wait)(void *ctx, void *client);
 	void *ctx;
 };
 

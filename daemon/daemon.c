@@ -151,6 +151,11 @@ static void cl_close(void *ctx, void *client)
 	clients_close(ctx, client);
 }
 
+static uint64_t cl_wait(void *ctx, void *client)
+{
+	return clients_wait_ns(client);
+}
+
 static int start_ctl(struct mrocd *d)
 {
 	struct ctl_cfg cc = {
@@ -162,6 +167,7 @@ static int start_ctl(struct mrocd *d)
 		.client_open = cl_open,
 		.client_msg = cl_msg,
 		.client_close = cl_close,
+		.client_wait = cl_wait,
 		.ctx = d,
 	};
 	uint64_t usec = 0;

@@ -44,6 +44,8 @@ void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l)
 		.uid_share = c->limits.uid_share_percent,
 		.admin_reserve = c->limits.admin_reserve_percent,
 		.total_mrs = c->limits.max_mrs,
+		.ctl_rate = c->limits.ctl_rate_per_client,
+		.ctl_burst = c->limits.ctl_burst_per_client,
 	};
 }
 

@@ -689,6 +689,7 @@ void clients_get_stats(struct clients *cs, struct clients_stats *out)
 		out->reserve_refused = cs->reserve_refused;
 		out->unpopulated_refused = cs->unpopulated_refused;
 		out->seal_refused = cs->seal_refused;
+		out->ctl_deferred = cs->ctl_deferred;
 		out->services = services_count(cs->svc);
 	}
 }

@@ -61,6 +61,13 @@ struct clients_limits {
 	 * 12: several users, or one person with several uids).
 	 */
 	uint32_t admin_reserve;
+	/*
+	 * Each client's control requests after HELLO (limits.ctl_rate_per_client,
+	 * ctl_burst_per_client): ctl_rate a second, ctl_burst at once; 0 rate:
+	 * no budget.  Most are a synchronous call into the worker, which stops
+	 * the data path of every client of that worker meanwhile.
+	 */
+	uint32_t ctl_rate, ctl_burst;
 };
 
 /*
@@ -89,6 +96,12 @@ void *clients_open(void *cs, int fd, const struct ucred *cred, bool admin);
 bool clients_msg(void *cs, void *client, const void *msg, size_t len, int *fds, int nfds,
 		 void *reply, size_t *reply_len);
 void clients_close(void *cs, void *client);
+/*
+ * After a message of client: ns until its request budget allows the next
+ * (limits.ctl_rate_per_client): ctl.c reads nothing more of it until then.
+ * 0: at once.  A wait is counted (clients.ctl_deferred).
+ */
+uint64_t clients_wait_ns(void *client);
 /* The index of the worker a client lives on (clients_set_worker's widx). */
 unsigned clients_worker(const void *client);
 
@@ -129,6 +142,7 @@ struct clients_stats {
 	uint64_t reserve_refused;		/* clients, QPs, regions: administrators' reserve */
 	uint64_t unpopulated_refused;		/* regions, rings with pages the client never allocated (ENODATA) */
 	uint64_t seal_refused;			/* regions, rings whose memfd mrocd could not seal against punching (EPERM) */
+	uint64_t ctl_deferred;			/* waits of clients over their request budget (clients_wait_ns) */
 	uint64_t zombies_cut;			/* zombies freed early: the QP table was full */
 	uint32_t services;			/* service ids bound by clients now */
 };

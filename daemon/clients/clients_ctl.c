@@ -18,6 +18,7 @@
 #include "peers.h"
 #include "services.h"
 #include "steer.h"
+#include "worker.h"
 
 void *clients_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 {
@@ -548,6 +549,44 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	return 0;
 }
 
+/*
+ * A client's request budget (limits.ctl_rate_per_client, ctl_burst_per_client):
+ * most control requests are a synchronous call into the worker, which stops
+ * the data path of every client of that worker while it runs, and the
+ * control thread is everyone's.  Unbounded, one client's loop of QP_LISTENs
+ * made 24,700 worker calls a second (test_tenant_flood.sh).  A generic cell
+ * rate algorithm: ctl_tat is when the budget is whole again, each request
+ * moves it 1 s / rate later (from now if it was past); the next request may
+ * come while ctl_tat is at most (burst - 1) intervals ahead.  Over it the
+ * client is not refused (libmroc would hand EAGAIN to an application that
+ * cannot know to retry) but read later: ctl.c waits clients_wait_ns before
+ * its next message, and the client's own call waits for its reply.
+ */
+static void ctl_charge(struct clients *ctl, struct client *cl)
+{
+	uint64_t now = mrocd_now_ns();
+
+	if (!ctl->lim.ctl_rate)
+		return;
+	cl->ctl_tat = (cl->ctl_tat > now ? cl->ctl_tat : now) + 1000000000ULL / ctl->lim.ctl_rate;
+}
+
+uint64_t clients_wait_ns(void *client)
+{
+	struct client *cl = client;
+	struct clients *ctl = cl->cs->ctl;
+	uint64_t now = mrocd_now_ns(), interval, ahead;
+
+	if (!ctl->lim.ctl_rate)
+		return 0;
+	interval = 1000000000ULL / ctl->lim.ctl_rate;
+	ahead = (uint64_t)(ctl->lim.ctl_burst ? ctl->lim.ctl_burst - 1 : 0) * interval;
+	if (cl->ctl_tat <= now + ahead)
+		return 0;
+	ctl->ctl_deferred++;
+	return cl->ctl_tat - ahead - now;
+}
+
 static const size_t msg_size[] = {
 	[MROC_MSG_HELLO] = sizeof(struct mroc_msg_hello),
 	[MROC_MSG_MR_REG] = sizeof(struct mroc_msg_mr_reg),
@@ -571,6 +610,8 @@ bool clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds,
 	int err;
 
 	memset(reply, 0, *reply_len < MROC_MSG_MAX ? *reply_len : MROC_MSG_MAX);
+	if (cl->doorbell >= 0)
+		ctl_charge(cs->ctl, cl);	/* every message after HELLO, good or bad */
 	if (len < sizeof(in.h) || len > sizeof(in)) {
 		err = -EBADMSG;
 		len = sizeof(in.h);

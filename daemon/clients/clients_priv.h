@@ -140,6 +140,7 @@ struct client {
 	uint32_t nqps, qps_cap;
 	uint64_t mr_bytes;
 	uint64_t locked_bytes;		/* regions and rings pinned for it (map_pinned) */
+	uint64_t ctl_tat;		/* ns: its request budget is whole again then (clients_wait_ns) */
 	uint32_t bad_wrs;		/* worker: all its life (admin "counters") */
 	uint32_t bad_burst;		/* worker: since bad_burst_from (BAD_WR_LIMIT) */
 	uint64_t bad_burst_from;
@@ -188,6 +189,7 @@ struct clients {
 	uint64_t share_refused;		/* control thread: QPs, regions over a user's share */
 	uint64_t unpopulated_refused;	/* control thread: memory the client never allocated */
 	uint64_t seal_refused;		/* control thread: memfds mrocd could not seal against punching */
+	uint64_t ctl_deferred;		/* control thread: clients over their request budget, waited for */
 	/* control thread: held by clients that are no administrators (limits.admin_reserve) */
 	uint32_t user_clients, user_qps, user_mrs;
 	uint64_t reserve_refused;

@@ -151,6 +151,10 @@ static const struct config_key config_keys[] = {
 	       1ull << 40, (1ull << 30) + (64ull << 20), R, "bytes"),
 	K_UINT("limits.max_sq_depth", limits.max_sq_depth, 1, 65536, 1024, R, "work requests"),
 	K_UINT("limits.max_rq_depth", limits.max_rq_depth, 1, 65536, 1024, R, "work requests"),
+	K_UINT("limits.ctl_rate_per_client", limits.ctl_rate_per_client, 0, 1000000, 1000, R,
+	       "requests a second"),
+	K_UINT("limits.ctl_burst_per_client", limits.ctl_burst_per_client, 1, 1000000, 1024, R,
+	       "requests"),
 	K_UINT("limits.max_qps", limits.max_qps, 1, 65534, 8192, 0, NULL),
 	K_UINT("limits.max_mrs", limits.max_mrs, 1, 4096, 4096, 0, NULL),
 

@@ -154,6 +154,8 @@ struct mrocd_config {
 		uint64_t max_locked_bytes_per_client;
 		uint32_t max_sq_depth;
 		uint32_t max_rq_depth;
+		uint32_t ctl_rate_per_client;	/* control requests a second; 0 = no budget */
+		uint32_t ctl_burst_per_client;	/* ... at once */
 		uint32_t max_qps;
 		uint32_t max_mrs;
 	} limits;

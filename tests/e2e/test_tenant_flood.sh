@@ -2,6 +2,13 @@
 # SPDX-License-Identifier: MIT
 # A tenant of mrocd that floods it from its own side of the client socket
 # (tests/e2e/tenant_attack.c), on a pair over the UDP backend:
+#  - control requests in a loop (QP_LISTEN again and again on its own QP: a synchronous
+#    call into the worker each, which stops the data path of every other client of that
+#    worker meanwhile): held to its budget (limits.ctl_rate_per_client 100 a second, bursts
+#    of limits.ctl_burst_per_client 50 here), its next message read only when the budget
+#    allows, each wait counted in clients.ctl_deferred; another client's verified transfer
+#    runs through it.  Asserted on counts: the requests answered in the flood's time, at
+#    most the burst and the rate times that time (and a second more);
 #  - 2,000 clients connecting and hanging up one after the other: the daemon's log grows by
 #    at most 10 lines a second per call site ("connected", "gone") and one "suppressed"
 #    line each (with the site's next line, a window later), not two lines a client.
@@ -9,12 +16,17 @@ set -u
 . "$(dirname "$0")/lib.sh"
 
 TA=$BUILD/tests/e2e/tenant_attack
+E2E_PERF_TIMEOUT=90	# e2e_pair_perf_start: beside the flood on a 2-CPU machine
+RATE=100
+BURST=50
 e2e_require
 [ -x "$TA" ] || skip "$TA not built"
+[ -x "$BUILD/mroc-perf" ] || skip "$BUILD/mroc-perf not built"
 e2e_setup_pair
 e2e_config a udp "$IF_A" "$IP_A" "$IP_B"
 e2e_config b udp "$IF_B" "$IP_B" "$IP_A"
 sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+echo "limits = { ctl_rate_per_client = $RATE; ctl_burst_per_client = $BURST; };" >>"$E2E_DIR/a.conf"
 e2e_start a "$NS_A"
 e2e_start b "$NS_B"
 e2e_wait_ready a
@@ -23,6 +35,26 @@ e2e_wait_ready b
 alive() {
 	kill -0 "$(e2e_pid a)" 2>/dev/null || fail "mrocd a died: $1"
 }
+
+# ---- control requests --------------------------------------------------------------------
+e2e_pair_perf_start flood 18821 --verify -s 65536 -n 300
+out=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" flood 100000000 3) || fail "tenant_attack flood: $out"
+alive "a control-request flood"
+e2e_pair_perf_wait flood || fail "a verified transfer beside a control-request flood"
+served=$(sed -n 's/.*served=\([0-9]*\).*/\1/p' <<<"$out")
+errors=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$out")
+secs=$(sed -n 's/.*seconds=\([0-9]*\).*/\1/p' <<<"$out")
+[ -n "$served" ] && [ -n "$errors" ] && [ -n "$secs" ] || fail "tenant_attack flood: $out"
+answered=$((served + errors))
+bound=$((BURST + RATE * (secs + 2)))
+[ "$answered" -le "$bound" ] ||
+	fail "a tenant's control requests not held to its budget: $answered answered ($out)," \
+		"at most $bound ($BURST + $RATE a second)"
+c=$(e2e_admin a counters) || fail "a stopped answering"
+jq -e '.clients.ctl_deferred > 0' <<<"$c" >/dev/null ||
+	fail "the waits not counted: $(jq -c .clients <<<"$c")"
+ok "a control-request flood: $answered requests answered in ${secs}+ s (at most $bound)," \
+	"$(jq .clients.ctl_deferred <<<"$c") waits; a verified transfer beside it"
 
 # ---- connect/disconnect: the log ----------------------------------------------------------
 before=$(wc -l <"$E2E_DIR/a.log")

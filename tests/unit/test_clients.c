@@ -16,6 +16,9 @@
  *  - a destroyed QP with nothing to tell a peer (never connected) is no
  *    zombie: its engine slot is free at once;
  *  - a registered memfd is sealed against hole punching (PROTOCOL 11a);
+ *  - each client's control requests are budgeted (limits.ctl_rate_per_client,
+ *    ctl_burst_per_client): a burst at once, then one per interval, the
+ *    waits counted; another client's budget is its own;
  *  - doorbells (#22): the worker sleeps on one fd however many clients,
  *    and takes any number of rung doorbells with one system call;
  *    qps_sending counts the QPs a send work request was taken from.
@@ -59,10 +62,12 @@ int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
 	return fn(arg, 1000000);
 }
 
-/* (worker.c's, with worker_call: not linked) */
+/* (worker.c's, with worker_call: not linked); test_ctl_budget moves it. */
+static uint64_t now_ns = 1000000;
+
 uint64_t mrocd_now_ns(void)
 {
-	return 1000000;
+	return now_ns;
 }
 
 struct env {
@@ -826,6 +831,69 @@ static bool readable(int fd)
 	return poll(&p, 1, 0) == 1 && (p.revents & POLLIN);
 }
 
+/*
+ * A client's request budget: 100 a second, 4 at once.  clients_wait_ns is
+ * what ctl.c waits before it reads the client's next message.
+ */
+static void test_ctl_budget(void **state)
+{
+	struct clients_limits lim;
+	struct clients_stats st;
+	struct tc a, b;
+	uint64_t t0, end;
+	int n;
+
+	(void)state;
+	env_up(0);
+	lim = E.cs->lim;
+	lim.ctl_rate = 100;
+	lim.ctl_burst = 4;
+	clients_set_limits(E.cs, &lim);
+	open_client(&a, 1000);
+	open_client(&b, 2000);
+	t0 = now_ns;
+	assert_int_equal(clients_wait_ns(a.cl), 0);	/* HELLO is not charged */
+	for (n = 0; n < 3; n++) {
+		assert_int_equal(qp_destroy(&a, 12345), -ENOENT);	/* bad ones are charged too */
+		assert_int_equal(clients_wait_ns(a.cl), 0);
+	}
+	assert_int_equal(qp_destroy(&a, 12345), -ENOENT);
+	assert_int_equal(clients_wait_ns(a.cl), 10000000);	/* the burst spent: 1 s / 100 */
+	/* Another client's budget is its own. */
+	assert_int_equal(qp_destroy(&b, 12345), -ENOENT);
+	assert_int_equal(clients_wait_ns(b.cl), 0);
+	stats(&st);
+	assert_int_equal(st.ctl_deferred, 1);
+	now_ns += 4000000;
+	assert_int_equal(clients_wait_ns(a.cl), 6000000);
+	now_ns += 6000000;
+	assert_int_equal(clients_wait_ns(a.cl), 0);
+	/* A client in a loop, read whenever its budget allows, for 1 s: the burst and the rate. */
+	now_ns = t0 + 1000000000ULL;
+	end = now_ns + 1000000000ULL;
+	for (n = 0; now_ns < end;) {
+		uint64_t w = clients_wait_ns(a.cl);
+
+		if (w) {
+			now_ns += w;
+			continue;
+		}
+		assert_int_equal(qp_destroy(&a, 12345), -ENOENT);
+		n++;
+	}
+	assert_in_range(n, 100, 104);
+	/* Rate 0: no budget. */
+	lim.ctl_rate = 0;
+	clients_set_limits(E.cs, &lim);
+	for (n = 0; n < 100; n++)
+		assert_int_equal(qp_destroy(&a, 12345), -ENOENT);
+	assert_int_equal(clients_wait_ns(a.cl), 0);
+	now_ns = 1000000;
+	close_client(&a);
+	close_client(&b);
+	env_down();
+}
+
 static void test_doorbells(void **state)
 {
 	struct tc c[4];
@@ -1094,6 +1162,7 @@ int main(void)
 		cmocka_unit_test(test_hugetlb_refused),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
+		cmocka_unit_test(test_ctl_budget),
 		cmocka_unit_test(test_doorbells),
 		cmocka_unit_test(test_bad_wrs_burst),
 		cmocka_unit_test(test_doorbell_idle_look),
