@@ -326,6 +326,29 @@ static uint32_t cq_max(const struct clients_limits *lim)
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
+/*
+ * The RECV entries a QP may hold are mrocd's memory, not the client's: the
+ * engine's receive queue grows to rq_entries (32 bytes an entry, as the
+ * ring's struct mroc_rqe), and one client could hold max_qps of the deepest
+ * ones (256 QPs of 65,536: 512 MiB).  They are charged to the client's
+ * budget of registered bytes (limits.max_mr_bytes_per_client, with its
+ * regions) until the QP goes.
+ */
+static uint64_t rq_bytes(uint32_t rq_entries)
+{
+	return (uint64_t)rq_entries * sizeof(struct mroc_rqe);
+}
+
+static int over_mr_bytes(struct clients *cs, struct client *cl, uint32_t rq_entries)
+{
+	pr_warn_rl("client %u (pid %d): QP_CREATE with %u RECV entries (%llu bytes of mrocd's "
+		   "memory) refused: its regions and receive queues hold %llu bytes, "
+		   "limits.max_mr_bytes_per_client is %llu", cl->id, (int)cl->pid, rq_entries,
+		   (unsigned long long)rq_bytes(rq_entries), (unsigned long long)cl->mr_bytes,
+		   (unsigned long long)cs->ctl->lim.max_mr_bytes);
+	return -EDQUOT;
+}
+
 static int msg_qp_create(struct clients *cs, struct client *cl, const struct mroc_msg_qp_create *m,
 			 int *fds, int nfds, struct mroc_msg_qp_create *r)
 {
@@ -343,6 +366,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -EINVAL;
 	if (cl->nqps >= cs->ctl->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
+	if (cl->mr_bytes + rq_bytes(m->rq_entries) > cs->ctl->lim.max_mr_bytes)
+		return over_mr_bytes(cs, cl, m->rq_entries);
 	u = uid_of(cs->ctl, cl->uid);
 	if (!u || u->qps >= share(&cs->ctl->lim, cs->max_total_qps, cl->uid))
 		return over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
@@ -382,6 +407,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return err;
 	}
 	cl->qps[cl->nqps++] = q;
+	q->rq_bytes = rq_bytes(m->rq_entries);
+	cl->mr_bytes += q->rq_bytes;
 	u->qps++;
 	cs->ctl->user_qps += !cl->admin;
 	r->qpn = q->qpn;
@@ -410,6 +437,7 @@ static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
 		if (err && err != -ENOENT)
 			return err;
 		/* The worker dropped it from its list: the mapping is ours to undo. */
+		cl->mr_bytes -= cl->qps[i]->rq_bytes;
 		free_qp(cl->qps[i]);
 		cl->qps[i] = cl->qps[--cl->nqps];
 		uid_of(cs->ctl, cl->uid)->qps--;

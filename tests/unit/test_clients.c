@@ -16,6 +16,8 @@
  *  - a destroyed QP with nothing to tell a peer (never connected) is no
  *    zombie: its engine slot is free at once;
  *  - a registered memfd is sealed against hole punching (PROTOCOL 11a);
+ *  - the RECV entries a QP may hold are charged to its client's bytes
+ *    (limits.max_mr_bytes_per_client) until the QP goes: EDQUOT over them;
  *  - each client's control requests are budgeted (limits.ctl_rate_per_client,
  *    ctl_burst_per_client): a burst at once, then one per interval, the
  *    waits counted; another client's budget is its own;
@@ -832,6 +834,40 @@ static bool readable(int fd)
 }
 
 /*
+ * A QP's receive queue (its RECV entries, held in the daemon's engine) is
+ * charged to its client's budget of registered bytes: 4096 of a region and
+ * two QPs of 8 RECV entries (32 bytes each) fill 4,608; a third QP gets
+ * EDQUOT until one goes.
+ */
+static void test_rq_charged(void **state)
+{
+	struct clients_limits lim;
+	struct tc a, b;
+	uint32_t q[4];
+
+	(void)state;
+	env_up(0);
+	lim = E.cs->lim;
+	lim.max_mr_bytes = 4096 + 2 * 8 * sizeof(struct mroc_rqe);
+	clients_set_limits(E.cs, &lim);
+	open_client(&a, 1000);
+	open_client(&b, 2000);
+	assert_int_equal(mr_reg(&a), 0);
+	assert_int_equal(qp_create(&a, &q[0]), 0);
+	assert_int_equal(qp_create(&a, &q[1]), 0);
+	assert_int_equal(qp_create(&a, &q[2]), -EDQUOT);
+	/* Another client's bytes are its own. */
+	assert_int_equal(qp_create(&b, &q[3]), 0);
+	/* Released with the QP. */
+	assert_int_equal(qp_destroy(&a, q[0]), 0);
+	assert_int_equal(qp_create(&a, &q[0]), 0);
+	assert_int_equal(mr_reg(&a), -EDQUOT);
+	close_client(&a);
+	close_client(&b);
+	env_down();
+}
+
+/*
  * A client's request budget: 100 a second, 4 at once.  clients_wait_ns is
  * what ctl.c waits before it reads the client's next message.
  */
@@ -1162,6 +1198,7 @@ int main(void)
 		cmocka_unit_test(test_hugetlb_refused),
 		cmocka_unit_test(test_zombies_yield),
 		cmocka_unit_test(test_unconnected_no_zombie),
+		cmocka_unit_test(test_rq_charged),
 		cmocka_unit_test(test_ctl_budget),
 		cmocka_unit_test(test_doorbells),
 		cmocka_unit_test(test_bad_wrs_burst),
