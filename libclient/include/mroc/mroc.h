@@ -95,7 +95,7 @@ struct mroc_ctx_limits {
 	size_t sz;			/* sizeof(struct mroc_ctx_limits) */
 	uint32_t max_qps;		/* QPs at once */
 	uint32_t max_mrs;		/* memory regions at once */
-	uint64_t max_mr_bytes;		/* bytes of all regions together */
+	uint64_t max_mr_bytes;		/* bytes of all regions, and 32 a RECV entry of each QP */
 	uint32_t max_sq_depth;		/* mroc_qp_attr.sq_depth, at most */
 	uint32_t max_rq_depth;		/* mroc_qp_attr.rq_depth, at most */
 	uint8_t default_paths;		/* paths of a QP created with paths 0 */
