@@ -9,6 +9,7 @@
 #    allows, each wait counted in clients.ctl_deferred; another client's verified transfer
 #    runs through it.  Asserted on counts: the requests answered in the flood's time, at
 #    most the burst and the rate times that time (and a second more);
+#  - the flooding tenant killed while it waits: its client, QP and pinned memory go;
 #  - 2,000 clients connecting and hanging up one after the other: the daemon's log grows by
 #    at most 10 lines a second per call site ("connected", "gone") and one "suppressed"
 #    line each (with the site's next line, a window later), not two lines a client.
@@ -55,6 +56,24 @@ jq -e '.clients.ctl_deferred > 0' <<<"$c" >/dev/null ||
 	fail "the waits not counted: $(jq -c .clients <<<"$c")"
 ok "a control-request flood: $answered requests answered in ${secs}+ s (at most $bound)," \
 	"$(jq .clients.ctl_deferred <<<"$c") waits; a verified transfer beside it"
+
+# ---- a tenant killed while its requests wait ---------------------------------------------
+ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" flood 100000000 60 >/dev/null 2>&1 &
+victim=$!
+E2E_PIDS+=($victim)
+d0=$(e2e_admin a counters | jq .clients.ctl_deferred)
+for _ in $(seq 100); do
+	[ "$(e2e_admin a counters | jq .clients.ctl_deferred)" -gt $((d0 + 20)) ] && break
+	sleep 0.1
+done
+kill -KILL $victim
+wait $victim 2>/dev/null
+alive "a tenant killed while its requests waited"
+e2e_wait a status '.clients == 0' 10 || fail "a killed client left: $(e2e_admin a status | jq -c .)"
+c=$(e2e_admin a counters)
+jq -e '.clients.qps == 0 and .clients.mrs == 0 and .clients.locked_bytes == 0' <<<"$c" >/dev/null ||
+	fail "a killed client's QP or memory left: $(jq -c .clients <<<"$c")"
+ok "a tenant killed while its requests waited: its client, QP and memory gone"
 
 # ---- connect/disconnect: the log ----------------------------------------------------------
 before=$(wc -l <"$E2E_DIR/a.log")
