@@ -279,6 +279,18 @@ static void arm_cwait(struct ctl *c, int slot, uint64_t ns)
 				      (uint32_t)c->clients[slot]->gen << 16 | (uint32_t)slot));
 }
 
+/* The client's next message (its first: its HELLO): at once, or when its budget allows. */
+static void arm_next(struct ctl *c, int slot)
+{
+	struct cconn *k = c->clients[slot];
+	uint64_t wait = c->cfg.client_wait ? c->cfg.client_wait(c->cfg.ctx, k->client) : 0;
+
+	if (wait)
+		arm_cwait(c, slot, wait);
+	else
+		arm_crecv(c, slot);
+}
+
 static void on_cwait(struct ctl *c, uint32_t v)
 {
 	int slot = (int)(v & 0xffff);
@@ -380,7 +392,7 @@ static void on_caccept(struct ctl *c, int res)
 		return;
 	}
 	c->clients[slot] = k;
-	arm_crecv(c, slot);
+	arm_next(c, slot);
 }
 
 /* The fds that came with a message: now ours (or the callee's). */
@@ -413,7 +425,6 @@ static void on_crecv(struct ctl *c, int slot, int res)
 	uint8_t reply[CLIENT_MSG_MAX];
 	size_t rlen = sizeof(reply);
 	int fds[CLIENT_FDS_MAX], nfds;
-	uint64_t wait;
 
 	if (!k)
 		return;
@@ -430,11 +441,7 @@ static void on_crecv(struct ctl *c, int slot, int res)
 		cconn_close(c, slot);	/* a client that does not read its replies */
 		return;
 	}
-	wait = c->cfg.client_wait ? c->cfg.client_wait(c->cfg.ctx, k->client) : 0;
-	if (wait)
-		arm_cwait(c, slot, wait);
-	else
-		arm_crecv(c, slot);
+	arm_next(c, slot);
 }
 
 static int listen_clients(struct ctl *c)

@@ -65,8 +65,9 @@ struct ctl_cfg {
 			   int nfds, void *reply, size_t *reply_len);
 	void (*client_close)(void *ctx, void *client);
 	/*
-	 * After each message's reply: ns to wait before the client's next
-	 * message is read (its request budget); 0 or NULL: at once.
+	 * After client_open and after each message's reply: ns to wait before
+	 * the client's next message is read (its request budget); 0 or NULL:
+	 * at once.
 	 */
 	uint64_t (*client_wait)(void *ctx, void *client);
 	void *ctx;

@@ -66,6 +66,7 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "loops", st->loops);
 	SET(o, "sleeps", st->sleeps);
 	SET(o, "wakeups_doorbell", st->wakeups_doorbell);
+	SET(o, "calls", st->calls);
 	SET(o, "idle_yields", st->idle_yields);
 	SET(o, "rx_pkts", st->rx_pkts);
 	SET(o, "rx_rejected", st->rx_rejected);

@@ -683,6 +683,10 @@ void clients_get_stats(struct clients *cs, struct clients_stats *out)
 	*out = cs->st;
 	out->qps_hot = cs->nhot;
 	/* The control thread's, read while it waits in worker_call (admin.c's snapshot). */
+	out->clients = cs->conns;
+	out->opened = cs->opened;
+	out->closed = cs->closed;
+	/* The control thread's, read while it waits in worker_call (admin.c's snapshot). */
 	if (cs->ctl == cs) {
 		out->listen_refused = cs->listen_refused;
 		out->share_refused = cs->share_refused;

@@ -24,7 +24,6 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 {
 	struct clients *cs = ctx;
 	struct client *cl;
-	struct op o = { 0 };
 
 	cl = calloc(1, sizeof(*cl));
 	if (cl) {
@@ -53,8 +52,9 @@ void *clients_open(void *ctx, int fd, const struct ucred *cred, bool admin)
 	cl->admin = admin;
 	cl->doorbell = -1;
 	cl->widx = NOT_LISTED;
-	o.cl = cl;
-	call(cs, op_count_client, &o);
+	/* Counted here, not by a worker call: a connection that never says HELLO costs the worker nothing. */
+	cs->conns++;
+	cs->opened++;
 	pr_info_rl("client %u connected (pid %d, uid %u)", cl->id, (int)cl->pid, (unsigned)cl->uid);
 	return cl;
 }
@@ -95,7 +95,11 @@ void clients_close(void *ctx, void *client)
 	struct clients *cs = cl->cs;
 	struct op o = { .cl = cl };
 
-	call(cs, op_client_gone, &o);
+	/* Without HELLO (a doorbell) it has nothing on the worker: no QP, region, doorbell. */
+	if (cl->doorbell >= 0)
+		call(cs, op_client_gone, &o);
+	cs->conns--;
+	cs->closed++;
 	for (uint32_t i = 0; i < cl->nqps; i++)
 		free_qp(cl->qps[i]);
 	for (uint32_t i = 0; i < cl->nmrs; i++)
@@ -589,30 +593,57 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
  * client is not refused (libmroc would hand EAGAIN to an application that
  * cannot know to retry) but read later: ctl.c waits clients_wait_ns before
  * its next message, and the client's own call waits for its reply.
+ *
+ * A new client would start with a whole budget: a loop of connect, HELLO,
+ * hang up (two worker calls a client: its HELLO, its end) had no bound.  So
+ * what a client sends before its HELLO is accepted, HELLO included, is
+ * charged to one budget of its user's (the same rate and burst), and ctl.c
+ * reads a new client's first message when that budget allows.
  */
-static void ctl_charge(struct clients *ctl, struct client *cl)
+static void ctl_charge(struct clients *ctl, uint64_t *tat)
 {
 	uint64_t now = mrocd_now_ns();
 
 	if (!ctl->lim.ctl_rate)
 		return;
-	cl->ctl_tat = (cl->ctl_tat > now ? cl->ctl_tat : now) + 1000000000ULL / ctl->lim.ctl_rate;
+	*tat = (*tat > now ? *tat : now) + 1000000000ULL / ctl->lim.ctl_rate;
+}
+
+/*
+ * uid's HELLO budget: its entry among HELLO_PROBE of the table, or the one
+ * of them that is whole the longest (an expired budget is a fresh one).
+ */
+static uint64_t *hello_tat(struct clients *ctl, uid_t uid)
+{
+	struct hello_budget *pick = NULL;
+
+	for (uint32_t i = 0; i < HELLO_PROBE; i++) {
+		struct hello_budget *e = &ctl->hellos[(uid + i) % HELLO_SLOTS];
+
+		if (e->used && e->uid == uid)
+			return &e->tat;
+		if (!pick || !e->used || (pick->used && e->tat < pick->tat))
+			pick = e;
+	}
+	*pick = (struct hello_budget){ .uid = uid, .used = true };
+	return &pick->tat;
 }
 
 uint64_t clients_wait_ns(void *client)
 {
 	struct client *cl = client;
 	struct clients *ctl = cl->cs->ctl;
-	uint64_t now = mrocd_now_ns(), interval, ahead;
+	uint64_t now = mrocd_now_ns(), interval, ahead, tat;
 
 	if (!ctl->lim.ctl_rate)
 		return 0;
 	interval = 1000000000ULL / ctl->lim.ctl_rate;
 	ahead = (uint64_t)(ctl->lim.ctl_burst ? ctl->lim.ctl_burst - 1 : 0) * interval;
-	if (cl->ctl_tat <= now + ahead)
+	tat = cl->doorbell >= 0 ? cl->ctl_tat : *hello_tat(ctl, cl->uid);
+	if (tat <= now + ahead)
 		return 0;
 	ctl->ctl_deferred++;
-	return cl->ctl_tat - ahead - now;
+	return tat - ahead - now;
 }
 
 static const size_t msg_size[] = {
@@ -638,8 +669,8 @@ bool clients_msg(void *ctx, void *client, const void *msg, size_t len, int *fds,
 	int err;
 
 	memset(reply, 0, *reply_len < MROC_MSG_MAX ? *reply_len : MROC_MSG_MAX);
-	if (cl->doorbell >= 0)
-		ctl_charge(cs->ctl, cl);	/* every message after HELLO, good or bad */
+	/* Every message, good or bad: the client's own budget after HELLO, its user's before. */
+	ctl_charge(cs->ctl, cl->doorbell >= 0 ? &cl->ctl_tat : hello_tat(cs->ctl, cl->uid));
 	if (len < sizeof(in.h) || len > sizeof(in)) {
 		err = -EBADMSG;
 		len = sizeof(in.h);

@@ -141,18 +141,6 @@ int op_client_gone(void *arg, uint64_t now)
 	for (uint32_t i = 0; i < o->cl->nmrs; i++)
 		engine_mr_deregister(cs->eng, o->cl->mrs[i].lkey);
 	cs->st.mrs -= o->cl->nmrs;
-	cs->st.clients--;
-	cs->st.closed++;
-	return 0;
-}
-
-int op_count_client(void *arg, uint64_t now)
-{
-	struct op *o = arg;
-
-	(void)now;
-	o->cs->st.clients++;
-	o->cs->st.opened++;
 	return 0;
 }
 

@@ -72,6 +72,9 @@
  * 8,000 loads every 100 ms.
  */
 #define SWEEP_NS		100000000ULL
+/* Users' HELLO budgets (clients_wait_ns): a table, an entry among HELLO_PROBE from uid. */
+#define HELLO_SLOTS		256
+#define HELLO_PROBE		8
 #define NOT_LISTED		UINT32_MAX
 
 /* The library's codes are the engine's, so they pass through unchanged. */
@@ -191,6 +194,14 @@ struct clients {
 	uint64_t unpopulated_refused;	/* control thread: memory the client never allocated */
 	uint64_t seal_refused;		/* control thread: memfds mrocd could not seal against punching */
 	uint64_t ctl_deferred;		/* control thread: clients over their request budget, waited for */
+	struct hello_budget {		/* control thread: users' budgets before HELLO */
+		uid_t uid;
+		bool used;
+		uint64_t tat;
+	} hellos[HELLO_SLOTS];
+	/* control thread: this worker's clients (connections) now, and all their lives */
+	uint32_t conns;
+	uint64_t opened, closed;
 	/* control thread: held by clients that are no administrators (limits.admin_reserve) */
 	uint32_t user_clients, user_qps, user_mrs;
 	uint64_t reserve_refused;
@@ -278,7 +289,6 @@ int op_qp_connect(void *arg, uint64_t now);
 int op_qp_listen(void *arg, uint64_t now);
 int op_qp_destroy(void *arg, uint64_t now);
 int op_client_gone(void *arg, uint64_t now);
-int op_count_client(void *arg, uint64_t now);
 int op_client_hello(void *arg, uint64_t now);
 int op_count_mr(void *arg, uint64_t now);
 /* service_id is the daemons' own: logged, -EACCES. */

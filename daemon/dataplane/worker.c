@@ -73,6 +73,7 @@ static void serve_call(struct worker *w, uint64_t now)
 	if (!atomic_load_explicit(&w->call_pending, memory_order_acquire))
 		return;
 	ret = w->call_fn(w->call_arg, now);
+	w->st.calls++;
 	pthread_mutex_lock(&w->lock);
 	w->call_ret = ret;
 	w->call_done = true;

@@ -52,6 +52,7 @@ struct worker_cfg {
 
 struct worker_stats {
 	uint64_t loops, sleeps, wakeups_doorbell;
+	uint64_t calls;			/* worker_call()s served: the control thread's, each a stop */
 	uint64_t idle_yields;		/* sched_yield()s while busy-polling (idle.h) */
 	uint64_t rx_pkts, rx_rejected, rx_unknown_source, tx_pkts;
 	uint64_t rx_bad_source;		/* from no host's address (addr_unicast): dropped first */

@@ -37,8 +37,9 @@
  *                                   one QP, then QP_LISTEN on it (a worker call each)
  *                                   in a loop, N times or for SECONDS: prints
  *                                   "served=K seconds=T errors=E"
- *   tenant_attack SOCKET churn N    N clients one after the other: connect, HELLO,
- *                                   hang up; prints "churned=K"
+ *   tenant_attack SOCKET churn N [nohello]
+ *                                   N clients one after the other: connect, HELLO
+ *                                   (none with nohello), hang up; prints "churned=K"
  *
  * rings and ctl exit 0 when the daemon behaved, 1 otherwise; peers, connect and
  * listen only report (exit 1 if the daemon stopped answering).
@@ -688,13 +689,13 @@ static int flood(long n, double seconds)
 	return 0;
 }
 
-static int churn(int n)
+static int churn(int n, bool say_hello)
 {
 	int done = 0;
 
 	for (int i = 0; i < n; i++) {
 		connect_daemon();
-		if (hello() == 0)
+		if (!say_hello || hello() == 0)
 			done++;
 		close(sock);
 		sock = -1;
@@ -720,10 +721,10 @@ int main(int argc, char **argv)
 		return listen_many(atoi(argv[3]), strtoull(argv[4], NULL, 0), argv[5]);
 	if (argc == 5 && !strcmp(argv[2], "flood"))
 		return flood(atol(argv[3]), atof(argv[4]));
-	if (argc == 4 && !strcmp(argv[2], "churn"))
-		return churn(atoi(argv[3]));
+	if ((argc == 4 || (argc == 5 && !strcmp(argv[4], "nohello"))) && !strcmp(argv[2], "churn"))
+		return churn(atoi(argv[3]), argc == 4);
 usage:
 	fprintf(stderr, "usage: tenant_attack SOCKET rings | ctl | peers N NET STOPFILE | "
-			"connect ADDR | listen N SERVICE STOPFILE | flood N SECONDS | churn N\n");
+			"connect ADDR | listen N SERVICE STOPFILE | flood N SECONDS | churn N [nohello]\n");
 	return 2;
 }

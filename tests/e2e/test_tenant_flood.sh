@@ -10,9 +10,13 @@
 #    runs through it.  Asserted on counts: the requests answered in the flood's time, at
 #    most the burst and the rate times that time (and a second more);
 #  - the flooding tenant killed while it waits: its client, QP and pinned memory go;
-#  - 2,000 clients connecting and hanging up one after the other: the daemon's log grows by
-#    at most 10 lines a second per call site ("connected", "gone") and one "suppressed"
-#    line each (with the site's next line, a window later), not two lines a client.
+#  - 2,000 clients connecting and hanging up one after the other without HELLO: the daemon's
+#    log grows by at most 10 lines a second per call site ("connected", "gone") and one
+#    "suppressed" line each (with the site's next line, a window later), not two lines a
+#    client; the worker is not called for them (worker.calls);
+#  - 300 clients connecting, saying HELLO and hanging up: a user's new clients share one
+#    budget (the same rate and burst), the HELLOs over it read later; two worker calls a
+#    client (its HELLO and its end), so at most twice the burst and the rate.
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -76,10 +80,13 @@ jq -e '.clients.qps == 0 and .clients.mrs == 0 and .clients.locked_bytes == 0' <
 ok "a tenant killed while its requests waited: its client, QP and memory gone"
 
 # ---- connect/disconnect: the log ----------------------------------------------------------
+calls() { e2e_admin a counters | jq .worker.calls; }
 before=$(wc -l <"$E2E_DIR/a.log")
+k0=$(calls)
 t0=$(date +%s)
-out=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" churn 2000) || fail "tenant_attack churn: $out"
+out=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" churn 2000 nohello) || fail "tenant_attack churn: $out"
 t1=$(date +%s)
+k1=$(calls)
 alive "2,000 clients connecting and hanging up"
 [ "$out" = "churned=2000" ] || fail "tenant_attack churn: $out"
 e2e_wait a status '.clients == 0' 10 || fail "clients left: $(e2e_admin a status | jq -c .clients)"
@@ -96,7 +103,25 @@ ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" churn 1 >/dev/null
 e2e_wait a status '.clients == 0' 10 || fail "a client left: $(e2e_admin a status | jq -c .clients)"
 grep -q "messages suppressed" "$E2E_DIR/a.log" ||
 	fail "no \"suppressed\" line: $(tail -n 3 "$E2E_DIR/a.log")"
-ok "2,000 clients connecting and hanging up in $((t1 - t0)) s: $lines log lines (at most $bound)"
+# The admin requests' own snapshots are worker calls too: a few.
+[ $((k1 - k0)) -le 20 ] ||
+	fail "2,000 clients that never said HELLO made $((k1 - k0)) worker calls"
+ok "2,000 clients connecting and hanging up in $((t1 - t0)) s: $lines log lines (at most $bound)," \
+	"$((k1 - k0)) worker calls"
+
+# ---- connect, HELLO, hang up: the worker -------------------------------------------------
+k0=$(calls)
+t0=$(date +%s.%N)
+out=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" churn 300) || fail "tenant_attack churn: $out"
+t1=$(date +%s.%N)
+k1=$(calls)
+[ "$out" = "churned=300" ] || fail "tenant_attack churn: $out"
+secs=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%d", b - a }')
+bound=$((2 * (BURST + RATE * (secs + 2)) + 20))
+[ $((k1 - k0)) -le "$bound" ] ||
+	fail "300 clients saying HELLO and hanging up made $((k1 - k0)) worker calls in $secs+ s" \
+		"(at most $bound)"
+ok "300 clients saying HELLO and hanging up in $secs+ s: $((k1 - k0)) worker calls (at most $bound)"
 
 for n in a b; do
 	e2e_stop $n

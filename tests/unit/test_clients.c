@@ -20,7 +20,9 @@
  *    (limits.max_mr_bytes_per_client) until the QP goes: EDQUOT over them;
  *  - each client's control requests are budgeted (limits.ctl_rate_per_client,
  *    ctl_burst_per_client): a burst at once, then one per interval, the
- *    waits counted; another client's budget is its own;
+ *    waits counted; another client's budget is its own; what a user's
+ *    clients send before HELLO shares one budget of the user's, and a
+ *    client that never said HELLO costs the worker no call;
  *  - doorbells (#22): the worker sleeps on one fd however many clients,
  *    and takes any number of rung doorbells with one system call;
  *    qps_sending counts the QPs a send work request was taken from.
@@ -57,10 +59,13 @@
 
 #define TABLE	8	/* the engine's QP and region tables */
 
-/* The test is the worker: calls run at once, on this thread. */
+/* The test is the worker: calls run at once, on this thread (counted). */
+static unsigned ncalls;
+
 int worker_call(struct worker *w, int (*fn)(void *arg, uint64_t now), void *arg)
 {
 	(void)w;
+	ncalls++;
 	return fn(arg, 1000000);
 }
 
@@ -918,6 +923,40 @@ static void test_ctl_budget(void **state)
 		n++;
 	}
 	assert_in_range(n, 100, 104);
+	/* Before HELLO: one budget for all of a user's new clients. */
+	{
+		struct ucred cred = { .pid = 77, .uid = 3000, .gid = 3000 };
+		struct mroc_msg_hello m = { .h.type = MROC_MSG_HELLO,
+					    .abi_version = MROC_ABI_VERSION };
+		struct tc c[5], d;
+		unsigned calls = ncalls;
+
+		for (n = 0; n < 5; n++) {
+			assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+						    c[n].sock), 0);
+			c[n].cl = clients_open(E.cs, c[n].sock[0], &cred, false);
+			assert_non_null(c[n].cl);
+			if (n < 4) {
+				int fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+
+				assert_int_equal(clients_wait_ns(c[n].cl), 0);
+				assert_int_equal(msg(&c[n], &m, sizeof(m), &fd, 1), 0);
+			}
+		}
+		assert_int_equal(clients_wait_ns(c[4].cl), 10000000);
+		/* Its own budget after HELLO; another user's new client is not held. */
+		assert_int_equal(clients_wait_ns(c[0].cl), 0);
+		assert_int_equal(try_client(&d, 4000), 0);
+		/* One worker call a HELLO, one an end; none for a client without HELLO. */
+		assert_int_equal(ncalls - calls, 4 + 1);
+		calls = ncalls;
+		close_client(&c[4]);
+		assert_int_equal(ncalls, calls);
+		for (n = 0; n < 4; n++)
+			close_client(&c[n]);
+		assert_int_equal(ncalls - calls, 4);
+		close_client(&d);
+	}
 	/* Rate 0: no budget. */
 	lim.ctl_rate = 0;
 	clients_set_limits(E.cs, &lim);
