@@ -434,7 +434,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		err = -ENOMEM;
 		goto fail;
 	}
-	err = start_backend(d);
+	err = mrocd_start_backend(d);
 	if (err)
 		goto fail;
 	err = announce_ports(d);
@@ -456,7 +456,7 @@ int mrocd_start(const struct mrocd_config *cfg, const char *cfg_path, struct mro
 		goto fail;
 	/* No worker thread yet: the worker's side of the runtime values is set from here. */
 	for (unsigned k = 0; k < d->nworkers; k++)
-		apply_worker_side(&d->wk[k], 0);
+		mrocd_apply_worker_side(&d->wk[k], 0);
 	if (d->steer)
 		(void)steer_listen(d->steer, MROCD_SERVICE_CONTROL, 0);
 	for (unsigned k = 0; k < d->nworkers; k++) {
@@ -561,7 +561,7 @@ void mrocd_stop(struct mrocd *d)
 		if (w->be)
 			w->be->ops->destroy(w->be);
 	}
-	detach_all(d);		/* the address monitor (either backend), the XDP program */
+	mrocd_detach_all(d);	/* the address monitor (either backend), the XDP program */
 	for (unsigned k = d->nworkers; k-- > 0;) {
 		peers_destroy(d->wk[k].peers);
 		nl_close(d->wk[k].nl);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * mrocd's backend at start-up (daemon.c calls start_backend): AF_XDP on the
+ * mrocd's backend at start-up (daemon.c calls mrocd_start_backend): AF_XDP on the
  * configured interfaces with the XDP program and its filters (our MACs,
  * addresses and VLANs, followed as they change), or the UDP fallback.
  */
@@ -35,7 +35,7 @@ static int check_mtu(struct mrocd *d, const struct nl_link *l)
 	return 0;
 }
 
-void detach_all(struct mrocd *d)
+void mrocd_detach_all(struct mrocd *d)
 {
 	if (d->addr_mon >= 0) {
 		ctl_watch(d->ctl, -1, NULL);
@@ -166,7 +166,7 @@ static int xdp_vlans(struct mrocd *d)
  * or removed later are taken when netlink tells (addrs_changed), and at
  * every reload.
  */
-int xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
+int mrocd_xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
 {
 	static struct mroc_addr addr[MROC_XDP_MAX_ADDRS];
 	int n = host_addrs(addr, MROC_XDP_MAX_ADDRS), err;
@@ -233,7 +233,7 @@ static int set_ours(void *arg, uint64_t now)
  * "from ourselves"), at start (no worker thread yet: running false) and on
  * the worker when they change.
  */
-int udp_ours(struct mrocd *d, bool running)
+int mrocd_udp_ours(struct mrocd *d, bool running)
 {
 	static struct ours o;	/* the control thread's; 20 KiB */
 	int err = host_ours(&o);
@@ -256,13 +256,13 @@ static void addrs_changed(void *ctx)
 	if (nl_monitor_drain(d->addr_mon) <= 0)
 		return;
 	if (!d->prog) {
-		err = udp_ours(d, true);
+		err = mrocd_udp_ours(d, true);
 		if (err)
 			pr_warn_rl("our addresses changed, and the UDP backend could not take them: "
 				   "%s", strerror(-err));
 		return;
 	}
-	err = xdp_filter(d, NULL);
+	err = mrocd_xdp_filter(d, NULL);
 	if (err)
 		pr_warn_rl("our addresses changed, and setting them in the XDP program failed: %s; "
 			   "frames to new ones drop until the next change or reload",
@@ -346,7 +346,7 @@ static int start_afxdp(struct mrocd *d)
 	} else {
 		ctl_watch(d->ctl, d->addr_mon, addrs_changed);
 	}
-	err = xdp_filter(d, macs);
+	err = mrocd_xdp_filter(d, macs);
 	if (err) {
 		snprintf(d->fallback_why, sizeof(d->fallback_why),
 			 "our addresses into the XDP program: %s", strerror(-err));
@@ -368,7 +368,7 @@ static int start_afxdp(struct mrocd *d)
 	d->ecfg.sport_classes = (uint16_t)ifs->n;
 	return 0;
 fail:
-	detach_all(d);
+	mrocd_detach_all(d);
 	return err;
 }
 
@@ -400,13 +400,13 @@ static int start_udp(struct mrocd *d)
 	} else {
 		ctl_watch(d->ctl, d->addr_mon, addrs_changed);
 	}
-	err = udp_ours(d, false);
+	err = mrocd_udp_ours(d, false);
 	if (err)
 		pr_err("UDP backend: our addresses: %s", strerror(-err));
 	return err;
 }
 
-int start_backend(struct mrocd *d)
+int mrocd_start_backend(struct mrocd *d)
 {
 	enum mrocd_backend want = d->cfg.network.backend;
 	int err;

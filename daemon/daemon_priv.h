@@ -77,17 +77,17 @@ struct mrocd {
 int mrocd_reload(struct mrocd *d, char *why, size_t n);
 
 /* daemon_backend.c: AF_XDP (with the XDP program) or UDP, as network.backend says; 0 or -errno. */
-int start_backend(struct mrocd *d);
+int mrocd_start_backend(struct mrocd *d);
 /* Detach the XDP program from every interface, close it and the address monitor. */
-void detach_all(struct mrocd *d);
+void mrocd_detach_all(struct mrocd *d);
 /* The host's addresses and VLANs, and macs unless NULL (one per attached interface), into the XDP program. */
-int xdp_filter(struct mrocd *d, uint8_t (*macs)[6]);
-int udp_ours(struct mrocd *d, bool running);
+int mrocd_xdp_filter(struct mrocd *d, uint8_t (*macs)[6]);
+int mrocd_udp_ours(struct mrocd *d, bool running);
 
 /* daemon_reload.c */
 void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l);
 /* The worker's side of the runtime values (worker_call, or directly before it runs). */
-int apply_worker_side(void *arg, uint64_t now);
+int mrocd_apply_worker_side(void *arg, uint64_t now);
 /* ctl.c's reload callback (ctx = struct mrocd). */
 void reload(void *ctx);
 

@@ -49,7 +49,7 @@ void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l)
 	};
 }
 
-int apply_worker_side(void *arg, uint64_t now)
+int mrocd_apply_worker_side(void *arg, uint64_t now)
 {
 	struct mrocd_wk *w = arg;
 	struct mrocd *d = w->d;
@@ -73,7 +73,7 @@ static void apply_runtime(struct mrocd *d)
 	clients_limits_of(&d->cfg, &lim);
 	clients_set_limits(d->wk[0].clients, &lim);
 	for (unsigned k = 0; k < d->nworkers; k++)
-		worker_call(d->wk[k].worker, apply_worker_side, &d->wk[k]);
+		worker_call(d->wk[k].worker, mrocd_apply_worker_side, &d->wk[k]);
 }
 
 /* ", N what (a b)" into why at *off: the names as far as they fit. */
@@ -117,9 +117,9 @@ int mrocd_reload(struct mrocd *d, char *why, size_t n)
 	say_keys(why, n, &off, "need a restart", names, k);
 	config_apply_reload(&d->cfg, &next);
 	apply_runtime(d);
-	if (d->prog && xdp_filter(d, NULL))
+	if (d->prog && mrocd_xdp_filter(d, NULL))
 		pr_warn("reload: our addresses into the XDP program failed: frames to new ones drop");
-	if (!d->prog && udp_ours(d, true))
+	if (!d->prog && mrocd_udp_ours(d, true))
 		pr_warn("reload: our addresses into the UDP backend failed: forged packets from "
 			"new ones are not dropped");
 	sd_notifyf(0, "READY=1\nSTATUS=configuration reloaded: %s", why);

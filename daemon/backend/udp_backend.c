@@ -111,7 +111,7 @@ static void udp_quiesce(struct udp_backend *u)
 		} else {
 			io_uring_wait_cqe_timeout(&u->tx, &cqe, &ts);
 		}
-		tx_reap(u);
+		udp_tx_reap(u);
 	}
 	if (u->rx_armed || u->tx_inflight)
 		pr_warn("udp: requests still in flight at close (receive %d, sends %u)",
@@ -258,11 +258,11 @@ int udp_backend_create(const struct udp_backend_cfg *cfg, struct peers *peers,
 	u->buf_size = cfg->buf_size;
 	u->rx_bufs = cfg->rx_bufs;
 	u->tx_bufs = cfg->tx_bufs;
-	err = sockets_open(u, cfg);
+	err = udp_sockets_open(u, cfg);
 	if (!err)
-		err = rx_setup(u);
+		err = udp_rx_setup(u);
 	if (!err)
-		err = tx_setup(u, cfg->sq_entries);
+		err = udp_tx_setup(u, cfg->sq_entries);
 	if (err) {
 		udp_destroy(&u->b);
 		return err;

@@ -77,7 +77,7 @@ static void rx_rearm(struct udp_backend *u)
 /*
  * The control messages: ECN CE from IP_TOS or IPV6_TCLASS, and the address
  * the packet was sent to from IP_PKTINFO or IPV6_PKTINFO (IPv4-mapped: IPv4,
- * as sa_to_addr gives the source).
+ * as udp_sa_to_addr gives the source).
  */
 static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct backend_pkt *pkt,
 		     bool *group, int *ifindex)
@@ -188,7 +188,7 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	buf = rx_buf(u, bid);
 	o = io_uring_recvmsg_validate(buf, cqe->res, &u->rx_msg);
 	if (!o || (o->flags & MSG_TRUNC) || o->namelen > RX_NAMELEN ||
-	    !sa_to_addr(io_uring_recvmsg_name(o), o->namelen, &pkt->src, &pkt->sport))
+	    !udp_sa_to_addr(io_uring_recvmsg_name(o), o->namelen, &pkt->src, &pkt->sport))
 		return rx_drop(u, bid, &u->st.rx_bad_frame);
 	pkt->data = io_uring_recvmsg_payload(o, &u->rx_msg);
 	pkt->len = io_uring_recvmsg_payload_length(o, cqe->res, &u->rx_msg);
@@ -231,7 +231,7 @@ int udp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 	unsigned head, seen = 0;
 	int got = 0;
 
-	tx_reap(u);			/* keeps the send ring's fd from staying readable */
+	udp_tx_reap(u);			/* keeps the send ring's fd from staying readable */
 	rx_rearm(u);
 	io_uring_for_each_cqe(&u->rx, head, cqe) {
 		if (got == n)
@@ -268,7 +268,7 @@ void udp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 
 /* ---- set-up ----------------------------------------------------------------- */
 
-int rx_setup(struct udp_backend *u)
+int udp_rx_setup(struct udp_backend *u)
 {
 	struct io_uring_params p = {
 		.flags = IORING_SETUP_CQSIZE,

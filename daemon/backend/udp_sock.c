@@ -16,7 +16,7 @@
 /* ---- addresses ------------------------------------------------------------ */
 
 /* a:port as a destination for our sockets; false when they cannot reach it. */
-bool sa_from_addr(const struct udp_backend *u, const struct mroc_addr *a, uint16_t port,
+bool udp_sa_from_addr(const struct udp_backend *u, const struct mroc_addr *a, uint16_t port,
 		  union udp_sa *sa, socklen_t *len)
 {
 	if (a->family == AF_INET && u->family == AF_INET) {
@@ -44,7 +44,7 @@ bool sa_from_addr(const struct udp_backend *u, const struct mroc_addr *a, uint16
 }
 
 /* A received source address; IPv4-mapped IPv6 comes back as IPv4. */
-bool sa_to_addr(const void *name, uint32_t len, struct mroc_addr *a, uint16_t *port)
+bool udp_sa_to_addr(const void *name, uint32_t len, struct mroc_addr *a, uint16_t *port)
 {
 	union udp_sa sa;
 
@@ -72,14 +72,14 @@ bool sa_to_addr(const void *name, uint32_t len, struct mroc_addr *a, uint16_t *p
 
 /* ---- sockets -------------------------------------------------------------- */
 
-void sock_opt(int fd, int level, int name, int val, const char *what)
+void udp_sock_opt(int fd, int level, int name, int val, const char *what)
 {
 	if (setsockopt(fd, level, name, &val, sizeof(val)))
 		pr_warn("udp: %s: %s", what, strerror(errno));
 }
 
 /* A socket of our family bound to local:port (0: ephemeral); returns the fd or -errno. */
-int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf)
+int udp_sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf)
 {
 	union udp_sa sa;
 	socklen_t len;
@@ -90,7 +90,7 @@ int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf)
 		return -errno;
 	memset(&sa, 0, sizeof(sa));
 	if (u->family == AF_INET6) {
-		sock_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, !u->dual, "IPV6_V6ONLY");
+		udp_sock_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, !u->dual, "IPV6_V6ONLY");
 		sa.sin6.sin6_family = AF_INET6;
 		sa.sin6.sin6_port = htons(port);
 		if (u->local.family)
@@ -106,20 +106,20 @@ int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf)
 	if (rx) {
 		/* The ECN bits of every packet come with it, for CE. */
 		if (u->family == AF_INET || u->dual)
-			sock_opt(fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
+			udp_sock_opt(fd, IPPROTO_IP, IP_RECVTOS, 1, "IP_RECVTOS");
 		if (u->family == AF_INET6)
-			sock_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
+			udp_sock_opt(fd, IPPROTO_IPV6, IPV6_RECVTCLASS, 1, "IPV6_RECVTCLASS");
 		/*
 		 * The address each packet was sent to: "aead" opens with it.
 		 * IPv4 packets on a dual-stack socket get IP_PKTINFO too: its
 		 * local address tells a subnet broadcast apart (rx_cmsgs).
 		 */
 		if (u->family == AF_INET || u->dual)
-			sock_opt(fd, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
+			udp_sock_opt(fd, IPPROTO_IP, IP_PKTINFO, 1, "IP_PKTINFO");
 		if (u->family == AF_INET6)
-			sock_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO");
+			udp_sock_opt(fd, IPPROTO_IPV6, IPV6_RECVPKTINFO, 1, "IPV6_RECVPKTINFO");
 		if (rcvbuf && setsockopt(fd, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf)))
-			sock_opt(fd, SOL_SOCKET, SO_RCVBUF, (int)rcvbuf, "SO_RCVBUF");
+			udp_sock_opt(fd, SOL_SOCKET, SO_RCVBUF, (int)rcvbuf, "SO_RCVBUF");
 	} else {
 		/* Send sockets receive nothing: packets to their ports are dropped at once. */
 		struct sock_filter drop = BPF_STMT(BPF_RET | BPF_K, 0);
@@ -163,23 +163,23 @@ static void fd_limit(uint32_t span)
 			(unsigned long long)rl.rlim_cur, strerror(errno));
 }
 
-int sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg)
+int udp_sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg)
 {
 	int fd;
 
 	u->family = cfg->local.family ? cfg->local.family : AF_INET6;
 	u->dual = !cfg->local.family;
-	fd = sock_open(u, cfg->udp_port, true, cfg->rcvbuf);
+	fd = udp_sock_open(u, cfg->udp_port, true, cfg->rcvbuf);
 	if (fd == -EAFNOSUPPORT && u->dual) {
 		pr_info("udp: no IPv6 here, IPv4 only");
 		u->family = AF_INET;
 		u->dual = false;
-		fd = sock_open(u, cfg->udp_port, true, cfg->rcvbuf);
+		fd = udp_sock_open(u, cfg->udp_port, true, cfg->rcvbuf);
 	}
 	if (fd < 0)
 		return bind_err(u, cfg->udp_port, fd);
 	u->rx_sock = fd;
-	fd = sock_open(u, 0, false, 0);
+	fd = udp_sock_open(u, 0, false, 0);
 	if (fd < 0)
 		return bind_err(u, 0, fd);
 	u->eph_sock = fd;

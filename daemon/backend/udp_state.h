@@ -119,23 +119,23 @@ static inline struct udp_backend *to_udp(struct backend *b)
 }
 
 /* udp_sock.c */
-bool sa_from_addr(const struct udp_backend *u, const struct mroc_addr *a, uint16_t port,
+bool udp_sa_from_addr(const struct udp_backend *u, const struct mroc_addr *a, uint16_t port,
 		  union udp_sa *sa, socklen_t *len);
-bool sa_to_addr(const void *name, uint32_t len, struct mroc_addr *a, uint16_t *port);
-void sock_opt(int fd, int level, int name, int val, const char *what);
-int sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf);
-int sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg);
+bool udp_sa_to_addr(const void *name, uint32_t len, struct mroc_addr *a, uint16_t *port);
+void udp_sock_opt(int fd, int level, int name, int val, const char *what);
+int udp_sock_open(struct udp_backend *u, uint16_t port, bool rx, uint32_t rcvbuf);
+int udp_sockets_open(struct udp_backend *u, const struct udp_backend_cfg *cfg);
 
 /* udp_rx.c */
 int udp_rx(struct backend *b, struct backend_pkt *pkts, int n);
 void udp_rx_release(struct backend *b, struct backend_pkt *pkts, int n);
-int rx_setup(struct udp_backend *u);
+int udp_rx_setup(struct udp_backend *u);
 
 /* udp_tx.c */
-void tx_reap(struct udp_backend *u);
+void udp_tx_reap(struct udp_backend *u);
 int udp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n);
 int udp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got);
-int tx_setup(struct udp_backend *u, uint32_t sq_entries);
+int udp_tx_setup(struct udp_backend *u, uint32_t sq_entries);
 
 /* udp_backend.c */
 void *map_area(size_t len);

@@ -35,7 +35,7 @@ static int64_t tx_slot_of(const struct udp_backend *u, const struct engine_txbuf
 	return (int64_t)(off / u->tx_stride);
 }
 
-void tx_reap(struct udp_backend *u)
+void udp_tx_reap(struct udp_backend *u)
 {
 	struct io_uring_cqe *cqe;
 	unsigned head, seen = 0;
@@ -81,7 +81,7 @@ static int tx_sock(struct udp_backend *u, uint16_t sport)
 	}
 	fd = &u->tx_socks[sport - u->sport_min];
 	if (*fd == TX_SOCK_NONE) {
-		int s = sock_open(u, sport, false, 0);
+		int s = udp_sock_open(u, sport, false, 0);
 
 		if (s < 0) {
 			pr_warn_rl("udp: source port %u: %s; its packets leave from an "
@@ -128,9 +128,9 @@ static bool tx_src(struct udp_backend *u, const struct mroc_addr *dst, const uni
 	if (fd < 0)
 		return false;
 	if (u->dual)
-		sock_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0, "IPV6_V6ONLY");
+		udp_sock_opt(fd, IPPROTO_IPV6, IPV6_V6ONLY, 0, "IPV6_V6ONLY");
 	ok = !connect(fd, &to->sa, tolen) && !getsockname(fd, &sa.sa, &len) &&
-	     sa_to_addr(&sa, len, src, &port) && src->family == dst->family;
+	     udp_sa_to_addr(&sa, len, src, &port) && src->family == dst->family;
 	close(fd);
 	if (!ok)
 		return false;
@@ -171,7 +171,7 @@ static bool tx_queue(struct udp_backend *u, struct engine_txbuf *tb, uint32_t sl
 	struct cmsghdr *c;
 	int tos, fd;
 
-	if (!p || !sa_from_addr(u, &p->addr, u->peer_port, &s->to, &s->msg.msg_namelen)) {
+	if (!p || !udp_sa_from_addr(u, &p->addr, u->peer_port, &s->to, &s->msg.msg_namelen)) {
 		u->st.tx_no_route++;
 		return false;
 	}
@@ -240,7 +240,7 @@ int udp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 	int i;
 
 	if ((uint32_t)n > u->tx_nfree)
-		tx_reap(u);
+		udp_tx_reap(u);
 	for (i = 0; i < n && u->tx_nfree; i++) {
 		uint32_t slot = u->tx_free[--u->tx_nfree];
 
@@ -274,13 +274,13 @@ int udp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got)
 		if (ret < 0 && ret != -EBUSY && ret != -EAGAIN)
 			pr_err_rl("udp: submitting sends: %s", strerror(-ret));
 	}
-	tx_reap(u);			/* sends usually complete inline */
+	udp_tx_reap(u);			/* sends usually complete inline */
 	return sent;
 }
 
 /* ---- set-up ----------------------------------------------------------------- */
 
-int tx_setup(struct udp_backend *u, uint32_t sq_entries)
+int udp_tx_setup(struct udp_backend *u, uint32_t sq_entries)
 {
 	struct io_uring_params p = {
 		.flags = IORING_SETUP_CQSIZE | IORING_SETUP_SUBMIT_ALL,

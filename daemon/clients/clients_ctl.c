@@ -70,7 +70,7 @@ static void unbind(struct cqp *q)
 	q->bound = false;
 	if (services_unref(cs->ctl->svc, q->service))
 		return;
-	u = uid_of(cs->ctl, q->cl->uid);
+	u = clients_uid_of(cs->ctl, q->cl->uid);
 	if (u)
 		u->services--;
 	if (cs->steer)
@@ -81,7 +81,7 @@ static void free_qp(struct cqp *q)
 {
 	unbind(q);
 	if (q->region)
-		unpin(q->cl, q->region, q->region_len);
+		clients_unpin(q->cl, q->region, q->region_len);
 	if (q->cq_fd >= 0)
 		close(q->cq_fd);
 	if (q->doorbell >= 0)
@@ -103,14 +103,14 @@ void clients_close(void *ctx, void *client)
 	for (uint32_t i = 0; i < cl->nqps; i++)
 		free_qp(cl->qps[i]);
 	for (uint32_t i = 0; i < cl->nmrs; i++)
-		unpin(cl, cl->mrs[i].map, cl->mrs[i].len);
+		clients_unpin(cl, cl->mrs[i].map, cl->mrs[i].len);
 	for (uint32_t i = 0; i < cl->nanchors; i++)
-		unpin(cl, cl->anchors[i].map, cl->anchors[i].len);
+		clients_unpin(cl, cl->anchors[i].map, cl->anchors[i].len);
 	if (cl->doorbell >= 0)
 		close(cl->doorbell);
 	pr_info_rl("client %u gone: %u QP(s), %u region(s) released", cl->id, cl->nqps, cl->nmrs);
 	if (cl->counted) {
-		struct uid_count *u = uid_of(cs->ctl, cl->uid);
+		struct uid_count *u = clients_uid_of(cs->ctl, cl->uid);
 
 		u->qps -= cl->nqps;
 		u->mrs -= cl->nmrs;
@@ -120,7 +120,7 @@ void clients_close(void *ctx, void *client)
 			cs->ctl->user_clients--;
 		}
 		cs->ctl->nclients--;
-		uid_count(cs->ctl, cl->uid, -1);
+		clients_uid_count(cs->ctl, cl->uid, -1);
 	}
 	free(cl->mrs);
 	free(cl->anchors);
@@ -157,17 +157,19 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	 * answered, so it learns why (EUSERS), then closed.
 	 */
 	if (cs->ctl->nclients >= cs->ctl->lim.max_clients ||
-	    uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ||
-	    uid_count(cs->ctl, cl->uid, 0) >= share(&cs->ctl->lim, cs->ctl->lim.max_clients, cl->uid)) {
+	    clients_uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ||
+	    clients_uid_count(cs->ctl, cl->uid, 0) >=
+		    clients_share(&cs->ctl->lim, cs->ctl->lim.max_clients, cl->uid)) {
 		pr_warn_rl("refusing client pid %d (uid %u): %s reached", (int)cl->pid,
 			   (unsigned)cl->uid, cs->ctl->nclients >= cs->ctl->lim.max_clients ?
 			   "limits.max_clients" :
-			   uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ?
+			   clients_uid_count(cs->ctl, cl->uid, 0) >= cs->ctl->lim.max_per_uid ?
 			   "limits.max_clients_per_uid" : "its user's share (limits.uid_share_percent)");
 		shutdown(cl->fd, SHUT_RD);	/* the reply still goes out; then EOF closes it */
 		return -EUSERS;
 	}
-	if (over_reserve(cs->ctl, cl, cs->ctl->user_clients, cs->ctl->lim.max_clients, "clients")) {
+	if (clients_over_reserve(cs->ctl, cl, cs->ctl->user_clients, cs->ctl->lim.max_clients,
+				 "clients")) {
 		shutdown(cl->fd, SHUT_RD);
 		return -EUSERS;
 	}
@@ -187,7 +189,7 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	cl->counted = true;
 	cs->ctl->nclients++;
 	cs->ctl->user_clients += !cl->admin;
-	uid_count(cs->ctl, cl->uid, +1);
+	clients_uid_count(cs->ctl, cl->uid, +1);
 	r->abi_version = MROC_ABI_VERSION;
 	r->client_id = cl->id;
 	r->max_qps = cl->qps_cap < cs->ctl->lim.max_qps ? cl->qps_cap : cs->ctl->lim.max_qps;
@@ -213,21 +215,22 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	if (cl->nmrs >= cs->ctl->lim.max_mrs || cl->nmrs >= cl->mrs_cap ||
 	    cl->mr_bytes + m->len > cs->ctl->lim.max_mr_bytes)
 		return -EDQUOT;
-	u = uid_of(cs->ctl, cl->uid);	/* an established client's user has one */
-	if (!u || u->mrs >= share(&cs->ctl->lim, cs->ctl->lim.total_mrs, cl->uid))
-		return over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
-	if (over_reserve(cs->ctl, cl, cs->ctl->user_mrs, cs->ctl->lim.total_mrs, "memory regions"))
+	u = clients_uid_of(cs->ctl, cl->uid);	/* an established client's user has one */
+	if (!u || u->mrs >= clients_share(&cs->ctl->lim, cs->ctl->lim.total_mrs, cl->uid))
+		return clients_over_share(cs->ctl, cl, "memory regions", u ? u->mrs : 0);
+	if (clients_over_reserve(cs->ctl, cl, cs->ctl->user_mrs, cs->ctl->lim.total_mrs,
+				 "memory regions"))
 		return -EDQUOT;
-	err = check_memfd(cs, cl, fds[0], m->len, &st);
+	err = clients_check_memfd(cs, cl, fds[0], m->len, &st);
 	if (!err)
-		err = map_pinned(cs, cl, fds[0], m->len, &o.map);
+		err = clients_map_pinned(cs, cl, fds[0], m->len, &o.map);
 	else if (err == -EALREADY)
-		err = map_again(cs, cl, fds[0], &st, m->len, &o.map);
+		err = clients_map_again(cs, cl, fds[0], &st, m->len, &o.map);
 	if (err)
 		return err;
 	err = call(cs, op_mr_reg, &o);
 	if (err) {
-		unpin(cl, o.map, m->len);
+		clients_unpin(cl, o.map, m->len);
 		return err;
 	}
 	cl->mrs[cl->nmrs++] = (struct cmr){ .lkey = o.lkey, .rkey = o.rkey, .map = o.map,
@@ -257,10 +260,10 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 		if (err)
 			return err;
 		/* The engine no longer knows the key: nothing can touch the mapping now. */
-		anchor_file(cl, mr);
-		unpin(cl, mr->map, mr->len);
+		clients_anchor_file(cl, mr);
+		clients_unpin(cl, mr->map, mr->len);
 		cl->mr_bytes -= mr->len;
-		uid_of(cs->ctl, cl->uid)->mrs--;
+		clients_uid_of(cs->ctl, cl->uid)->mrs--;
 		cs->ctl->user_mrs -= !cl->admin;
 		*mr = cl->mrs[--cl->nmrs];
 		o.access = (uint32_t)-1;
@@ -287,13 +290,13 @@ static int map_rings(struct clients *cs, struct cqp *q, const struct mroc_msg_qp
 
 	if (m->region_len != len)
 		return -EINVAL;
-	err = check_memfd(cs, q->cl, fd, len, &st);
+	err = clients_check_memfd(cs, q->cl, fd, len, &st);
 	if (err == -EALREADY)
-		return sealed_before(cs, q->cl);	/* rings are never shared */
+		return clients_sealed_before(cs, q->cl);	/* rings are never shared */
 	if (err)
 		return err;
 	/*
-	 * The header read before map_pinned seals the memfd, so that a region
+	 * The header read before clients_map_pinned seals the memfd, so that a region
 	 * refused for it stays the client's to mend (a read allocates no page).
 	 * The client can change it later as it could before: our views keep
 	 * the sizes privately.
@@ -304,7 +307,7 @@ static int map_rings(struct clients *cs, struct cqp *q, const struct mroc_msg_qp
 	    h.cq_entries != m->cq_entries || h.sq_off != sq_off || h.rq_off != rq_off ||
 	    h.cq_off != cq_off || h.region_len != len)
 		return -EINVAL;
-	err = map_pinned(cs, q->cl, fd, len, &q->region);
+	err = clients_map_pinned(cs, q->cl, fd, len, &q->region);
 	if (err)
 		return err;
 	q->region_len = len;
@@ -372,10 +375,10 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -EDQUOT;
 	if (cl->mr_bytes + rq_bytes(m->rq_entries) > cs->ctl->lim.max_mr_bytes)
 		return over_mr_bytes(cs, cl, m->rq_entries);
-	u = uid_of(cs->ctl, cl->uid);
-	if (!u || u->qps >= share(&cs->ctl->lim, cs->max_total_qps, cl->uid))
-		return over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
-	if (over_reserve(cs->ctl, cl, cs->ctl->user_qps, cs->max_total_qps, "QPs"))
+	u = clients_uid_of(cs->ctl, cl->uid);
+	if (!u || u->qps >= clients_share(&cs->ctl->lim, cs->max_total_qps, cl->uid))
+		return clients_over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
+	if (clients_over_reserve(cs->ctl, cl, cs->ctl->user_qps, cs->max_total_qps, "QPs"))
 		return -EDQUOT;
 	if (evfd_check(fds[1]))
 		return not_eventfd(cl, "completion channel");
@@ -444,7 +447,7 @@ static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
 		cl->mr_bytes -= cl->qps[i]->rq_bytes;
 		free_qp(cl->qps[i]);
 		cl->qps[i] = cl->qps[--cl->nqps];
-		uid_of(cs->ctl, cl->uid)->qps--;
+		clients_uid_of(cs->ctl, cl->uid)->qps--;
 		cs->ctl->user_qps -= !cl->admin;
 		return 0;
 	}
@@ -507,8 +510,8 @@ static int msg_qp_connect(struct clients *cs, struct client *cl,
 	}
 	err = call(cs, op_qp_connect, &o);
 	if (err == -EDQUOT)
-		over_share(cs->ctl, cl, "peers in use (of its worker's table)",
-			   share(&cs->ctl->lim, peers_max(cs->peers), cl->uid));
+		clients_over_share(cs->ctl, cl, "peers in use (of its worker's table)",
+				   clients_share(&cs->ctl->lim, peers_max(cs->peers), cl->uid));
 	q = err ? NULL : find_qp(cl, m->qpn);
 	if (q)
 		unbind(q);	/* no longer one of the service's listeners */
@@ -536,7 +539,7 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	if (!q)
 		return -ENOENT;
 	if (mrocd_service_reserved(m->service_id))
-		return reserved(cl, "listen on", m->service_id);
+		return clients_reserved(cl, "listen on", m->service_id);
 	if (q->bound && q->service == m->service_id)
 		return call(cs, op_qp_listen, &o);
 	fresh = !services_owner(svc, m->service_id);
@@ -545,11 +548,12 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	 * table (STEER_SLOTS): a user's share of it, or one user's listeners
 	 * filled it and every other LISTEN got ENOSPC.
 	 */
-	u = uid_of(cs->ctl, cl->uid);
+	u = clients_uid_of(cs->ctl, cl->uid);
 	if (fresh && cs->steer && u &&
-	    u->services >= share(&cs->ctl->lim, STEER_SLOTS, cl->uid))
-		return over_share(cs->ctl, cl, "services listened on (of the steering table)",
-				  u->services);
+	    u->services >= clients_share(&cs->ctl->lim, STEER_SLOTS, cl->uid))
+		return clients_over_share(cs->ctl, cl,
+					  "services listened on (of the steering table)",
+					  u->services);
 	err = services_ref(svc, m->service_id, cl);
 	if (err == -EADDRINUSE) {
 		struct client *owner = services_owner(svc, m->service_id);

@@ -9,7 +9,7 @@
 #include "log.h"
 
 /* uid's entry (it has established clients), or NULL. */
-struct uid_count *uid_of(struct clients *cs, uid_t uid)
+struct uid_count *clients_uid_of(struct clients *cs, uid_t uid)
 {
 	for (uint32_t i = 0; i < cs->nuids; i++)
 		if (cs->uids[i].uid == uid)
@@ -23,7 +23,7 @@ struct uid_count *uid_of(struct clients *cs, uid_t uid)
  * reconfigure mrocd anyway, and a single-user host (one training job, 4,000
  * QPs, as root) must be able to use the whole table.
  */
-uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid)
+uint32_t clients_share(const struct clients_limits *lim, uint32_t total, uid_t uid)
 {
 	uint64_t n;
 
@@ -41,7 +41,7 @@ uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid)
  * uids) cannot fill it and lock out the administrator who would clean up.
  * held: what they hold now.  True, logged and counted, when cl may not take one more.
  */
-bool over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
+bool clients_over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
 		  uint32_t total, const char *what)
 {
 	uint64_t open = (uint64_t)total * (100 - ctl->lim.admin_reserve) / 100;
@@ -55,7 +55,7 @@ bool over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
 	return true;
 }
 
-int over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n)
+int clients_over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n)
 {
 	pr_warn_rl("client %u (pid %d, uid %u): refused: its user holds %u %s, its share "
 		   "(limits.uid_share_percent %u%%)", cl->id, (int)cl->pid, (unsigned)cl->uid, n,
@@ -65,7 +65,7 @@ int over_share(struct clients *ctl, struct client *cl, const char *what, uint32_
 }
 
 /* Established clients of uid, changed by delta (+1, -1) unless 0. */
-uint32_t uid_count(struct clients *cs, uid_t uid, int delta)
+uint32_t clients_uid_count(struct clients *cs, uid_t uid, int delta)
 {
 	uint32_t i;
 

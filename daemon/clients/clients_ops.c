@@ -76,7 +76,7 @@ static struct cqp *own_qp(struct op *o)
 	return q && q->cl == o->cl ? q : NULL;
 }
 
-int reserved(const struct client *cl, const char *what, uint64_t service_id)
+int clients_reserved(const struct client *cl, const char *what, uint64_t service_id)
 {
 	pr_warn_rl("client %u (pid %d): may not %s service %#llx (the daemons' own)", cl->id,
 		   (int)cl->pid, what, (unsigned long long)service_id);
@@ -93,10 +93,11 @@ int op_qp_connect(void *arg, uint64_t now)
 	if (!own_qp(o))
 		return -ENOENT;
 	if (mrocd_service_reserved(o->service_id))
-		return reserved(o->cl, "connect to", o->service_id);
+		return clients_reserved(o->cl, "connect to", o->service_id);
 	/* The peer table is the worker's, shared by every user: a share each (peers.h). */
 	err = peers_get_handle_owned(cs->peers, &o->addr, (uint32_t)o->cl->uid + 1,
-				     share(&cs->ctl->lim, peers_max(cs->peers), o->cl->uid), &peer);
+				     clients_share(&cs->ctl->lim, peers_max(cs->peers), o->cl->uid),
+				     &peer);
 	if (err)
 		return err;
 	return engine_qp_connect(o->cs->eng, o->qpn, peer, o->service_id, now);

@@ -92,15 +92,15 @@ static int seal_punching(struct clients *cs, struct client *cl, int fd)
 {
 	if (!fcntl(fd, F_ADD_SEALS, F_SEAL_FUTURE_WRITE))
 		return 0;
-	/* EPERM: the client closed sealing (F_SEAL_SEAL) since check_memfd. */
+	/* EPERM: the client closed sealing (F_SEAL_SEAL) since clients_check_memfd. */
 	cs->ctl->seal_refused++;
 	pr_warn_rl("client %u (pid %d): cannot seal a memfd against hole punching: %s: refused",
 		   cl->id, (int)cl->pid, strerror(errno));
 	return -EPERM;
 }
 
-/* A memfd sealed against new writable mappings that map_again could not map either. */
-int sealed_before(struct clients *cs, struct client *cl)
+/* A memfd sealed against new writable mappings that clients_map_again could not map either. */
+int clients_sealed_before(struct clients *cs, struct client *cl)
 {
 	cs->ctl->seal_refused++;
 	pr_warn_rl("client %u (pid %d): a memfd sealed against new writable mappings "
@@ -134,8 +134,8 @@ static int cannot_lock(struct clients *cs, struct client *cl, uint64_t len, int 
 }
 
 /*
- * A mapping pinned for a client (map_pinned, map_again): counted against its
- * limits until unpin.  A read of every page, once, off this thread: on a
+ * A mapping pinned for a client (clients_map_pinned, clients_map_again): counted against its
+ * limits until clients_unpin.  A read of every page, once, off this thread: on a
  * machine whose hypervisor shadows the guest's page tables (this one, any VM
  * without nested paging) the first access to a page by mrocd's user space
  * traps even though mlock mapped it, 6-18 us a page.  Left to the worker, a
@@ -156,7 +156,7 @@ static int pinned(struct clients *cs, struct client *cl, void *map, uint64_t len
 	return 0;
 }
 
-int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
+int clients_map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out)
 {
 	uint64_t missing;
 	void *map;
@@ -214,14 +214,14 @@ static const struct cmr *find_cmr(const struct cmr *v, uint32_t n, dev_t dev, in
 /*
  * The last region of an application's memfd (MROC_MR_REG_KEEP_FILE) is
  * going: a page of its mapping stays (an mremap copy, locked like its
- * source), so that map_again can copy a writable mapping of the file when
+ * source), so that clients_map_again can copy a writable mapping of the file when
  * the application registers it again (a registration cache evicting and
  * registering one buffer, NCCL's and libfabric's).  Only for files the
  * application keeps: an anchor of libmroc's own region memfds would keep
  * their memory until the client goes.  Without room (mrs_cap anchors) or
  * if the copy fails, none: registering it again is refused as before.
  */
-void anchor_file(struct client *cl, const struct cmr *mr)
+void clients_anchor_file(struct client *cl, const struct cmr *mr)
 {
 	size_t page = (size_t)sysconf(_SC_PAGESIZE);
 	void *map;
@@ -242,8 +242,8 @@ void anchor_file(struct client *cl, const struct cmr *mr)
 }
 
 /*
- * A memfd sealed against new writable mappings (map_pinned sealed it for a
- * region of this client that still lives, or for one whose page anchor_file
+ * A memfd sealed against new writable mappings (clients_map_pinned sealed it for a
+ * region of this client that still lives, or for one whose page clients_anchor_file
  * kept): no mmap can map it writable again, but mremap can copy a writable
  * shared mapping (old size 0), so the region's mapping is a copy of the
  * longest one of the same file (or of that page), from its start, grown to
@@ -256,7 +256,7 @@ void anchor_file(struct client *cl, const struct cmr *mr)
  * page not there would be allocated on mrocd's account; the seal keeps
  * checked pages from being punched.
  */
-int map_again(struct clients *cs, struct client *cl, int fd, const struct stat *st,
+int clients_map_again(struct clients *cs, struct client *cl, int fd, const struct stat *st,
 	      uint64_t len, void **out)
 {
 	const struct cmr *src = NULL;
@@ -271,7 +271,7 @@ int map_again(struct clients *cs, struct client *cl, int fd, const struct stat *
 	if (!src)
 		src = find_cmr(cl->anchors, cl->nanchors, st->st_dev, st->st_ino, NULL);
 	if (!src)
-		return sealed_before(cs, cl);
+		return clients_sealed_before(cs, cl);
 	err = over_lock_limit(cs, cl, len);
 	if (err)
 		return err;
@@ -295,7 +295,7 @@ uint64_t clients_locked_bytes(const struct clients *cs)
 }
 
 /* munmap also unlocks: the pages are the kernel's to reclaim again. */
-void unpin(struct client *cl, void *map, size_t len)
+void clients_unpin(struct client *cl, void *map, size_t len)
 {
 	uint64_t bytes = pinned_bytes(len);
 
@@ -307,14 +307,14 @@ void unpin(struct client *cl, void *map, size_t len)
 
 /*
  * A memfd we can map safely: sealed against shrinking (by the client), at
- * least len bytes, and one map_pinned can seal against hole punching: not
+ * least len bytes, and one clients_map_pinned can seal against hole punching: not
  * closed to new seals (F_SEAL_SEAL).  A memfd made without MFD_ALLOW_SEALING
  * carries F_SEAL_SEAL only, so it fails the first test.  -EALREADY: sealed
  * against new writable mappings already (F_SEAL_FUTURE_WRITE: a memfd
- * registered before), which only map_again can map.  *st: its fstat.
+ * registered before), which only clients_map_again can map.  *st: its fstat.
  * Not hugetlbfs (EOPNOTSUPP).
  */
-int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
+int clients_check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
 		struct stat *st)
 {
 	int seals = fcntl(fd, F_GET_SEALS);

@@ -94,7 +94,7 @@ struct cmr {
 	uint32_t lkey, rkey;
 	void *map;
 	size_t len;
-	dev_t dev;		/* its memfd (map_again finds a region's file by them) */
+	dev_t dev;		/* its memfd (clients_map_again finds a region's file by them) */
 	ino_t ino;
 	bool keep;		/* MROC_MR_REG_KEEP_FILE: anchored when its file's last region goes */
 };
@@ -135,7 +135,7 @@ struct client {
 	uint32_t nmrs, mrs_cap;		/* mrs_cap: max_mrs when it connected */
 	/*
 	 * A page of each application memfd (MROC_MR_REG_KEEP_FILE) whose last
-	 * region went: what map_again copies when it is registered again (the
+	 * region went: what clients_map_again copies when it is registered again (the
 	 * seal forbids a new writable mmap).  At most mrs_cap; until it goes.
 	 */
 	struct cmr *anchors;
@@ -143,7 +143,7 @@ struct client {
 	struct cqp **qps;
 	uint32_t nqps, qps_cap;
 	uint64_t mr_bytes;		/* its regions' bytes and its QPs' RECV entries' (rq_bytes) */
-	uint64_t locked_bytes;		/* regions and rings pinned for it (map_pinned) */
+	uint64_t locked_bytes;	/* regions and rings pinned for it (clients_map_pinned) */
 	uint64_t ctl_tat;		/* ns: its request budget is whole again then (clients_wait_ns) */
 	uint32_t bad_wrs;		/* worker: all its life (admin "counters") */
 	uint32_t bad_burst;		/* worker: since bad_burst_from (BAD_WR_LIMIT) */
@@ -292,25 +292,25 @@ int op_client_gone(void *arg, uint64_t now);
 int op_client_hello(void *arg, uint64_t now);
 int op_count_mr(void *arg, uint64_t now);
 /* service_id is the daemons' own: logged, -EACCES. */
-int reserved(const struct client *cl, const char *what, uint64_t service_id);
+int clients_reserved(const struct client *cl, const char *what, uint64_t service_id);
 
 /* clients_limits.c (control thread). */
-struct uid_count *uid_of(struct clients *cs, uid_t uid);
-uint32_t share(const struct clients_limits *lim, uint32_t total, uid_t uid);
-bool over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
+struct uid_count *clients_uid_of(struct clients *cs, uid_t uid);
+uint32_t clients_share(const struct clients_limits *lim, uint32_t total, uid_t uid);
+bool clients_over_reserve(struct clients *ctl, const struct client *cl, uint32_t held,
 		  uint32_t total, const char *what);
-int over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n);
-uint32_t uid_count(struct clients *cs, uid_t uid, int delta);
+int clients_over_share(struct clients *ctl, struct client *cl, const char *what, uint32_t n);
+uint32_t clients_uid_count(struct clients *cs, uid_t uid, int delta);
 
 /* clients_pin.c (control thread): 0 or -errno. */
 struct stat;
-int check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
+int clients_check_memfd(struct clients *cs, struct client *cl, int fd, uint64_t len,
 		struct stat *st);
-int sealed_before(struct clients *cs, struct client *cl);
-int map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out);
-int map_again(struct clients *cs, struct client *cl, int fd, const struct stat *st,
+int clients_sealed_before(struct clients *cs, struct client *cl);
+int clients_map_pinned(struct clients *cs, struct client *cl, int fd, uint64_t len, void **out);
+int clients_map_again(struct clients *cs, struct client *cl, int fd, const struct stat *st,
 	      uint64_t len, void **out);
-void anchor_file(struct client *cl, const struct cmr *mr);
-void unpin(struct client *cl, void *map, size_t len);
+void clients_anchor_file(struct client *cl, const struct cmr *mr);
+void clients_unpin(struct client *cl, void *map, size_t len);
 
 #endif

@@ -2,7 +2,7 @@
 /*
  * A thread that reads one byte of every page of client memory mrocd has just
  * pinned, so that the workers' first pass over a region does not pay the
- * hypervisor's first-touch trap per packet (clients_ctl.c map_pinned says
+ * hypervisor's first-touch trap per packet (clients_pin.c clients_map_pinned says
  * why), without holding the control thread for it: on a machine with shadow
  * paging a GiB costs ~2 s of reads where its mlock costs ~0.06 s, and a
  * client registering and deregistering GiBs in a loop would otherwise keep
