@@ -57,6 +57,13 @@ int engine_config_check(const struct engine_config *c, const char **why)
 		BAD("ack_every must be 1..64");
 	if (!c->rto_min_ns || c->rto_min_ns > c->rto_init_ns || c->rto_init_ns > c->rto_max_ns)
 		BAD("need 0 < rto_min <= rto_init <= rto_max");
+	/*
+	 * Timers are sums and doublings of it in 64-bit ns (path_rto's backoff,
+	 * now + RTO): far from overflow at this, which is an IB local ACK
+	 * timeout's largest (4.096 us x 2^31, the simulator's PFC transports).
+	 */
+	if (c->rto_max_ns > ENGINE_RTO_MAX_NS)
+		BAD("rto_max must be at most 2^43 ns (2.4 hours)");
 	if (!c->dupthresh || c->dupthresh > 64)
 		BAD("dupthresh must be 1..64");
 	if (!c->max_pwnd_pkts || c->max_pwnd_pkts > MROC_SACK_BITS)

@@ -31,6 +31,9 @@
 struct engine;
 struct engine_rx_meta;
 
+/* The largest rto_max_ns: 2^43 ns (2.4 hours), an IB local ACK timeout's largest (4.096 us x 2^31). */
+#define ENGINE_RTO_MAX_NS	(1ULL << 43)
+
 struct engine_config {
 	uint32_t max_qps;		/* QP table size */
 	uint32_t max_mrs;		/* memory region table size */
@@ -40,7 +43,7 @@ struct engine_config {
 	uint64_t ack_delay_ns;		/* ... or after this long */
 	uint64_t rto_init_ns;
 	uint64_t rto_min_ns;
-	uint64_t rto_max_ns;
+	uint64_t rto_max_ns;		/* at most ENGINE_RTO_MAX_NS */
 	uint32_t dupthresh;		/* SACKed packets above a hole that make it a loss */
 	uint32_t init_pwnd_pkts;	/* initial window per path, packets */
 	uint32_t peer_window_pkts;	/* data packets in flight to one peer host, all QPs; 0 = no cap */

@@ -49,8 +49,13 @@ enum sb_state { SB_FREE = 0, SB_INFLIGHT, SB_ACKED, SB_LOST };
 
 /* One transmission on a path: indexed by PSN modulo MROC_SACK_BITS. */
 struct sb_entry {
+	/*
+	 * Engine time when sent (the wire's stamp is its low 32 bits): a packet
+	 * may be in flight longer than the stamps' 4.29 s (rto_max has no
+	 * bound of theirs), and a 32-bit copy then read as sent 4.29 s later.
+	 */
+	uint64_t sent;
 	uint32_t dsn;
-	uint32_t ts;		/* ns mod 2^32 when sent */
 	uint16_t bytes;		/* counted against the window */
 	uint8_t state;		/* enum sb_state */
 	uint8_t copy : 1;	/* a probe's duplicate: its loss says nothing about the DSN */
@@ -173,7 +178,7 @@ struct path {
 	 * echoing one moves the path to its port (path_scout_answered).
 	 */
 	uint16_t scout_sport[SCOUT_MAX];
-	uint32_t scout_ts[SCOUT_MAX];
+	uint64_t scout_ts[SCOUT_MAX];
 	uint8_t scouts, scouts_sent;
 	bool scout_next;	/* the round's first probe went: the next goes by a new port */
 	uint8_t look;		/* enum path_look */
@@ -807,7 +812,7 @@ void path_first_ports(struct engine *eng, struct qp *qp);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
 void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
-		  uint64_t now, bool late);
+		  uint64_t now, bool late, uint64_t *sent);
 void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
@@ -816,7 +821,7 @@ void path_on_loss(struct engine *eng, struct qp *qp, struct path *p, uint32_t ps
 void path_on_rto(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 uint16_t path_scout(struct engine *eng, struct qp *qp, struct path *p, uint64_t now);
 void path_scout_answered(struct engine *eng, struct qp *qp, struct path *p, bool echo_ok,
-			 uint32_t ts_echo);
+			 uint64_t sent);
 void path_repath(struct engine *eng, struct qp *qp, struct path *p, uint64_t now,
 		 enum engine_repath_why why);
 void path_port_up(struct engine *eng, struct qp *qp, uint32_t cls, uint64_t now);
@@ -1108,14 +1113,26 @@ static inline struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
 }
 
 /*
- * The engine time a packet stamped ts (ns mod 2^32, our clock) left: at
- * most 4.29 s ago.  Comparing the 32-bit stamps themselves held only within
- * 2.15 s: after an idle gap of 2.15-4.29 s (and every 4.29 s after) a new
- * packet compared as older than one sent before the gap.
+ * The engine time an ACK's echo (ts_echo: a send stamp of ours, ns mod
+ * 2^32) names, given that no valid echo is older than lo: the latest time
+ * up to now with those low 32 bits.  False when that is before lo (or
+ * before the engine's start).  Compared as 32-bit serial numbers, echoes
+ * held only within 2.15 s, while a packet may wait for its ACK up to
+ * rto_max (600 s in mrocd's config, hours in the simulator's PFC
+ * transports): an ACK 3 s late was refused as from the future, and after
+ * a timeout of 5 s every ACK was (test_engine_rto_max).  What 32 bits
+ * cannot tell stays: an ACK 4.29 s or more late (a peer that held it that
+ * long) names a time 4.29 s later than its packet's, taken as a shorter
+ * RTT, never as an RTO's packet (Eifel's test: path_on_echo).
  */
-static inline uint64_t sent_at(uint64_t now, uint32_t ts)
+static inline bool echo_sent(uint64_t now, uint32_t ts_echo, uint64_t lo, uint64_t *sent)
 {
-	return now - (uint32_t)((uint32_t)now - ts);
+	uint64_t t = now - (uint32_t)((uint32_t)now - ts_echo);
+
+	if (t > now || t < lo)
+		return false;
+	*sent = t;
+	return true;
 }
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)

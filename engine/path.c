@@ -422,7 +422,7 @@ void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p
 			continue;
 		last = sb_ent(s, s->next_psn - 1);
 		if (last->part)
-			at = max_u64(now, sent_at(now, last->ts) + p->srtt + p->srtt / 2 +
+			at = max_u64(now, last->sent + p->srtt + p->srtt / 2 +
 					  (eng->cfg.link_rate_bps ?
 					   (uint64_t)qp->npaths * last->bytes * 8 * NSEC_PER_SEC /
 					   eng->cfg.link_rate_bps : 0)) +
@@ -585,19 +585,21 @@ void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now)
  *
  * An echo is a send time of ours: one from the future, or from before
  * anything the path still tracks (its start, or the newest acknowledged
- * packet it has let go of), is not, and is refused (false): no RTT
- * sample, no stall.  A RoCEv2 NAK from a path that had received nothing
+ * packet it has let go of), is not, and one that may name two times (that
+ * floor 4.29 s or more back: echo_sent) is not known; both are refused
+ * (false): no RTT sample, no stall.  A RoCEv2 NAK from a path that had received nothing
  * echoed the receiver's own clock, and held every path's RTO near rto_max
  * for a minute (issue #23, finding 4); any peer could send one.  Except
  * late: qp_ack.c rack_late found it the send time of a packet the path
- * declared lost, which the floor has passed.
+ * declared lost, which the floor has passed.  *sent: the send time it
+ * names (echo_sent), when true.
  */
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
-		  uint64_t now, bool late)
+		  uint64_t now, bool late, uint64_t *sent)
 {
-	uint64_t rtt = (uint32_t)((uint32_t)now - ts_echo);
+	uint64_t rtt;
 
-	if ((int32_t)((uint32_t)now - ts_echo) < 0 || (now - rtt < p->echo_lo && !late)) {
+	if (!echo_sent(now, ts_echo, late ? p->rack_lo : p->echo_lo, sent)) {
 		/*
 		 * A look's echo (path_look_sample) come after the path's own
 		 * newer packets: a send time of ours from another route, no
@@ -607,6 +609,7 @@ bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts
 			eng->st.c[EC_RX_BAD_ECHO]++;
 		return false;
 	}
+	rtt = now - *sent;
 	path_note_rtt_max(eng, rtt, now);
 	if (p->rto_fired_at) {
 		/*

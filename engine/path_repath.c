@@ -66,7 +66,7 @@ uint16_t path_scout(struct engine *eng, struct qp *qp, struct path *p, uint64_t 
 	if (p->scout_next && p->scouts_sent < p->scouts && p->scouts_sent < SCOUT_MAX) {
 		port = pick_sport(eng, qp, p, -1);
 		p->scout_sport[p->scouts_sent] = port;
-		p->scout_ts[p->scouts_sent] = (uint32_t)now;
+		p->scout_ts[p->scouts_sent] = now;
 		p->scouts_sent++;
 		eng->st.c[EC_TX_SCOUT]++;
 	}
@@ -85,13 +85,12 @@ uint16_t path_scout(struct engine *eng, struct qp *qp, struct path *p, uint64_t 
  * port's answer.
  */
 void path_scout_answered(struct engine *eng, struct qp *qp, struct path *p, bool echo_ok,
-			 uint32_t ts_echo)
+			 uint64_t sent)
 {
 	int best = -1;
 
 	for (int i = 0; echo_ok && i < p->scouts_sent; i++)
-		if ((int32_t)(ts_echo - p->scout_ts[i]) >= 0 &&
-		    (best < 0 || (int32_t)(p->scout_ts[i] - p->scout_ts[best]) > 0))
+		if (sent >= p->scout_ts[i] && (best < 0 || p->scout_ts[i] > p->scout_ts[best]))
 			best = i;
 	if (best >= 0 && p->scout_sport[best] != p->sport) {
 		/*

@@ -36,7 +36,7 @@ static inline void sb_ack(struct qp *qp, struct path *p, uint32_t psn, uint64_t 
 	if (s->state != SB_INFLIGHT)
 		return;
 	s->state = SB_ACKED;
-	t = sent_at(now, s->ts);
+	t = s->sent;
 	if (!ak->n || t > ak->sent_max)
 		ak->sent_max = t;
 	if (!ak->n)
@@ -106,8 +106,8 @@ void advance_floor(struct path *p, uint64_t now)
 
 		if (s->state == SB_INFLIGHT)
 			break;
-		if (echo && s->state == SB_ACKED && sent_at(now, s->ts) > lo)
-			lo = sent_at(now, s->ts);
+		if (echo && s->state == SB_ACKED && s->sent > lo)
+			lo = s->sent;
 		s->state = SB_FREE;
 	}
 	p->floor = floor;
@@ -336,17 +336,17 @@ void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose)
 
 			if (s->state != SB_INFLIGHT)
 				continue;
-			if (sent_at(now, s->ts) >= qp->rack_sent)
+			if (s->sent >= qp->rack_sent)
 				break;		/* nothing sent after it has been delivered */
-			due = now + rack_wait(eng, p, s) - (uint32_t)((uint32_t)now - s->ts);
+			due = s->sent + rack_wait(eng, p, s);
 			if ((int64_t)(due - now) > 0 || !lose) {
 				/* Later packets on the path left later: this one is due first. */
 				next = next && next < due ? next : max_u64(due, now);
 				break;
 			}
 			if (!p->rack_hi)
-				p->rack_lo = sent_at(now, s->ts);
-			p->rack_hi = sent_at(now, s->ts);
+				p->rack_lo = s->sent;
+			p->rack_hi = s->sent;
 			sb_lose(eng, qp, p, q);
 			if (s->scout)
 				continue;	/* another route's loss, as a look's */
@@ -412,7 +412,7 @@ void ack_detect_loss(struct engine *eng, struct qp *qp, struct path *p, uint64_t
 
 		if (s->state != SB_INFLIGHT)
 			continue;
-		waited = (uint32_t)now - s->ts;
+		waited = (uint32_t)min_u64(now - s->sent, UINT32_MAX);
 		/*
 		 * Sent by the route the path has left (path.c route_changed):
 		 * paths are FIFO per route, so only that route's later packets
@@ -576,15 +576,14 @@ static void ack_unlose(struct engine *eng, struct qp *qp, struct path *p,
  * sample stays whole.
  */
 static uint64_t fabric_rtt(struct engine *eng, const struct mroc_ack_hdr *a, uint64_t rtt,
-			   uint64_t at)
+			   uint64_t sent, uint64_t at)
 {
-	int32_t f = (int32_t)((uint32_t)at - a->ts_echo);
 	uint64_t host = mroc_host_delay_dec(a->host_delay);
 
 	if (host == MROC_HOST_DELAY_OVER)
 		return 0;
-	if (f > 0 && (uint64_t)f < rtt)
-		rtt = (uint64_t)f;
+	if (at > sent && at - sent < rtt)
+		rtt = at - sent;
 	if (host >= rtt)
 		return rtt;
 	eng->st.c[EC_ACK_HOST_NS] += host;
@@ -620,12 +619,9 @@ static uint64_t fabric_rtt(struct engine *eng, const struct mroc_ack_hdr *a, uin
 static bool rack_late(struct engine *eng, struct path *p, const struct mroc_ack_hdr *a,
 		      uint64_t now, uint64_t at)
 {
-	uint64_t t = max_u64(now, at), sent;
+	uint64_t sent;
 
-	if (!p->rack_hi || (int32_t)((uint32_t)t - a->ts_echo) < 0)
-		return false;
-	sent = t - (uint32_t)((uint32_t)t - a->ts_echo);
-	if (sent < p->rack_lo)
+	if (!p->rack_hi || !echo_sent(max_u64(now, at), a->ts_echo, p->rack_lo, &sent))
 		return false;
 	if (sent > p->rack_hi) {
 		p->rack_lo = p->rack_hi = 0;
@@ -705,6 +701,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
 	uint16_t nak_seen = qp->nak_seen;
 	bool echo_ok, look, news, late;
+	uint64_t sent = 0;
 	int last;
 
 	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
@@ -747,14 +744,14 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		(!p->ack_seen || seq_lt(p->last_rcv_pkts, a->rcv_pkts)));
 	/* The echo is timed to when we took the ACK: no earlier than it arrived (rx_taken). */
 	late = news && rack_late(eng, p, a, now, at);
-	echo_ok = news && path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at), late);
+	echo_ok = news && path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at), late, &sent);
 	if (bytes || late) {
 		bool first = !p->srtt;
 
 		if (echo_ok) {
-			uint64_t rtt = (uint32_t)((uint32_t)max_u64(now, at) - a->ts_echo);
+			uint64_t rtt = max_u64(now, at) - sent;
 
-			uint64_t fabric = fabric_rtt(eng, a, rtt, at);
+			uint64_t fabric = fabric_rtt(eng, a, rtt, sent, at);
 
 			peer_host_delay(eng, qp, endpoint_delay(a, now, at), now);
 
@@ -772,7 +769,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		if (first && p->srtt)
 			path_lend_rtt(eng, qp, p, now);
 		if (p->scouts)
-			path_scout_answered(eng, qp, p, echo_ok, a->ts_echo);
+			path_scout_answered(eng, qp, p, echo_ok, sent);
 		p->backoff = 0;
 		p->mute_rtos = 0;
 		p->probes = 0;

@@ -83,7 +83,7 @@ static void keepalive_next(struct engine *eng, struct qp *qp, uint64_t now)
  */
 static bool older_unanswered(struct qp *qp, struct path *p, uint64_t now, bool sampled_only)
 {
-	uint64_t mine = sent_at(now, sb_ent(p, p->next_psn - 1)->ts);
+	uint64_t mine = sb_ent(p, p->next_psn - 1)->sent;
 
 	for (unsigned i = 0; i < qp->npaths; i++) {
 		struct path *s = &qp->paths[i];
@@ -95,7 +95,7 @@ static bool older_unanswered(struct qp *qp, struct path *p, uint64_t now, bool s
 
 			if (e->state != SB_INFLIGHT || e->copy)
 				continue;
-			if (sent_at(now, e->ts) < mine)
+			if (e->sent < mine)
 				return true;
 			break;
 		}

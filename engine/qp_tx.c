@@ -690,7 +690,7 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 	d.imm = m->imm;
 	d.raddr = m->raddr;
 	p->sb[d.psn & p->sb_mask] = (struct sb_entry){
-		.dsn = dsn, .ts = (uint32_t)now, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
+		.sent = now, .dsn = dsn, .bytes = (uint16_t)bytes, .state = SB_INFLIGHT,
 		.copy = copy, .dup = dup, .part = m->split && !m->copied && m->len <= eng->cfg.mtu,
 	};
 	qp->dups_out |= dup;
