@@ -467,6 +467,13 @@ struct qp {
 	uint32_t ssn_next;
 	uint32_t sq_used;	/* application WRs not yet completed */
 	uint32_t rd_out;	/* READs outstanding as requester */
+	/*
+	 * The answers rd_out owes (qp_timers.c answer_timer): when the wait
+	 * is next judged (0: none), the last sign the peer is answering (a
+	 * new data packet of its), and the waits that passed without one.
+	 */
+	uint64_t ans_deadline, ans_progress;
+	uint8_t ans_tries;
 	uint32_t rd_resp;	/* READ responses queued as responder */
 	struct dsn_entry *dsn;	/* by DSN; grows up to the DSN window */
 	uint32_t dsn_mask;
@@ -903,6 +910,8 @@ void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose);
 
 /* qp_timers.c (ack_resend_one: and mode.c's hooks) */
 bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d);
+/* The QP's first READ or atomic outstanding was just sent: its answer is timed. */
+void answer_arm(struct engine *eng, struct qp *qp, uint64_t now);
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
 
 /*

@@ -138,6 +138,8 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->pace_blocked = false;
 	qp->hint_mbps = 0;
 	qp->rd_out = qp->rd_resp = 0;
+	qp->ans_deadline = 0;
+	qp->ans_tries = 0;
 	qp->ka_request = qp->ka_reply = false;
 	qp->ka_wait = 0;
 	qp->last_progress = qp->last_rx = qp->ka_sent = now;
@@ -253,6 +255,7 @@ void qp_update_deadline(struct engine *eng, struct qp *qp)
 		m = earlier(m, qp->rack_deadline);
 		m = earlier(m, due_acks(qp));
 		m = earlier(m, qp->rnr_deadline);
+		m = earlier(m, qp->ans_deadline);
 		if (qp->pace_blocked)
 			m = earlier(m, qp->pace_next);
 		if (qp->stall_since)
@@ -347,8 +350,8 @@ bool qp_complete_sends(struct engine *eng, struct qp *qp)
 				push_send_cqe(eng, qp, m);
 			qp->sq_used--;
 			qp->tx_msgs++;
-			if (mroc_op_is_request(m->op) && m->started)
-				qp->rd_out--;
+			if (mroc_op_is_request(m->op) && m->started && !--qp->rd_out)
+				qp->ans_deadline = qp->ans_tries = 0;
 		}
 		m->state = TXM_FREE;
 		qp->msn_head++;

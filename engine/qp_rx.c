@@ -562,6 +562,8 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		eng->st.c[EC_RX_BYTES_PLACED] += pkt->payload_len;
 		qp->rx_bytes += pkt->payload_len;
 	}
+	if (qp->rd_out)
+		qp->ans_progress = now;	/* the peer answers, or sends what it owes first */
 	note_msg(eng, qp, pkt, seg_len);
 	dsn_received(qp, d->dsn);
 	qp_deliver(eng, qp);

@@ -132,6 +132,85 @@ static bool path_settled(const struct qp *qp, struct path *p)
 	return true;
 }
 
+
+/*
+ * The answers a requester is owed (READ_RESP, ATOMIC_RESP).  Once the peer
+ * acknowledged a request, nothing of it is in flight: no RTO runs, and a
+ * peer that answers keepalives is not dead, so a responder that is broken
+ * or hostile (it acknowledges and never answers) held the requester's WR,
+ * and the QP's READ slots, for good.  The answer is timed as a packet is:
+ * each wait a backed-off RTO of the QP's paths (as its slowest path
+ * would time out) without a new data packet from the peer (an answer
+ * streaming, or the peer's own sends its answer waits behind) is a retry
+ * of the request (EC_RX_ANSWER_TIMEOUT), and past max_retx the request
+ * fails with RETRY_EXC and the QP goes to error, as a segment lost too
+ * often does.  The request is not sent again: the responder took its DSN
+ * (a copy would be a duplicate to it), and its answer is its own message,
+ * which it resends until we acknowledge it; what is retried is the wait.
+ */
+static uint64_t answer_wait(const struct engine *eng, const struct qp *qp)
+{
+	uint64_t w = 0;
+
+	for (unsigned i = 0; i < qp->npaths; i++)
+		w = max_u64(w, path_rto(eng, &qp->paths[i]));
+	for (unsigned i = 0; i < qp->ans_tries && w < eng->cfg.rto_max_ns; i++)
+		w <<= 1;
+	return min_u64(w, eng->cfg.rto_max_ns);
+}
+
+void answer_arm(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	qp->ans_tries = 0;
+	qp->ans_progress = now;
+	qp->ans_deadline = now + answer_wait(eng, qp);
+}
+
+/* The oldest request whose answer has not come (NULL: none). */
+static struct tx_msg *answer_owed(struct qp *qp)
+{
+	for (uint32_t msn = qp->msn_head; msn != qp->msn_tail; msn++) {
+		struct tx_msg *m = qp_msg(qp, msn);
+
+		if (m->state == TXM_ACTIVE && mroc_op_is_request(m->op) && m->started &&
+		    !m->read_done)
+			return m;
+	}
+	return NULL;
+}
+
+/* ans_deadline came: true when the QP failed. */
+static bool answer_timer(struct engine *eng, struct qp *qp, uint64_t now)
+{
+	struct tx_msg *m = answer_owed(qp);
+	uint64_t wait;
+
+	if (!m) {
+		qp->ans_deadline = qp->ans_tries = 0;
+		return false;
+	}
+	/* Not all of it acknowledged yet: the request's own timers run. */
+	if (!seq_lt(m->first_dsn + m->nseg - 1, qp->snd_una)) {
+		answer_arm(eng, qp, now);
+		return false;
+	}
+	wait = answer_wait(eng, qp);
+	if (now - qp->ans_progress < wait) {
+		qp->ans_deadline = qp->ans_progress + wait;
+		return false;
+	}
+	eng->st.c[EC_RX_ANSWER_TIMEOUT]++;
+	if (++qp->ans_tries > eng->cfg.max_retx) {
+		m->status = ENGINE_WC_RETRY_EXC_ERR;
+		m->state = TXM_DONE;
+		qp_set_error(eng, qp, ENGINE_WC_RETRY_EXC_ERR, now);
+		return true;
+	}
+	qp->ans_progress = now;
+	qp->ans_deadline = now + answer_wait(eng, qp);
+	return false;
+}
+
 /*
  * A path with no RTT sample of its own whose timer (probe or RTO) comes due
  * with only settled packets in flight lets them go, as drop_dups does copies: nothing waits for them, a
@@ -292,6 +371,8 @@ void qp_timers(struct engine *eng, struct qp *qp, uint64_t now)
 		qp->rnr_deadline = 0;
 		requeue(eng, qp, DSN_RNR_WAIT);
 	}
+	if (qp->ans_deadline && now >= qp->ans_deadline && answer_timer(eng, qp, now))
+		return;
 	if (qp->stall_since && now >= qp->stall_since + eng->cfg.rto_min_ns * 4) {
 		qp->stall_since = 0;
 		/*

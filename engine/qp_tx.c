@@ -659,8 +659,8 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		if (qp->snd_una == qp->snd_nxt)
 			qp->last_progress = now;
 		*e = (struct dsn_entry){ .msn = m->msn };
-		if (!m->started && mroc_op_is_request(m->op))
-			qp->rd_out++;
+		if (!m->started && mroc_op_is_request(m->op) && !qp->rd_out++)
+			answer_arm(eng, qp, now);
 		m->started = 1;
 		if (++qp->snd_nxt == m->first_dsn + m->nseg)
 			qp->msn_seg++;

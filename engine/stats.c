@@ -89,6 +89,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_CM_REQ_AGAIN] = "cm_req_again",
 		[EC_CM_COPY] = "cm_copy",
 		[EC_RX_ACK_MERGED] = "rx_ack_merged",
+		[EC_RX_ANSWER_TIMEOUT] = "rx_answer_timeout",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";

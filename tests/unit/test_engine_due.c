@@ -62,6 +62,7 @@ static uint64_t deadline_by_scan(const struct engine *eng, const struct qp *qp)
 	for (unsigned i = 0; i < qp->nrxp; i++)
 		d = deadline_min(d, qp->rxp[i].ack_deadline);
 	d = deadline_min(d, qp->rnr_deadline);
+	d = deadline_min(d, qp->ans_deadline);
 	if (qp->pace_blocked)
 		d = deadline_min(d, qp->pace_next);
 	if (qp->stall_since)
