@@ -567,6 +567,7 @@ enum engine_counter {
 	EC_SCOUT_MOVE,			/* paths moved to the port of a scout an ACK echoed (path_repath.c path_scout_answered) */
 	EC_REORDER,			/* holes of a path's own route filled after a later PSN was acknowledged: the route reorders (qp_ack.c note_reorder) */
 	EC_CM_TWIN,			/* our REQ or RTU sent twice at once, by two ports, a try after the first (cm_tx.c twin_owed) */
+	EC_RX_MSG_MISMATCH,		/* a segment whose opcode, msg_len, key, raddr, ssn, imm or first DSN is not its message's (qp_rx.c msg_agrees): NAK INVALID */
 	EC_RX_ANSWER_TIMEOUT,		/* a READ or atomic acknowledged, its answer not begun or stalled for a backed-off RTO (qp_timers.c answer_timer); past max_retx: RETRY_EXC */
 	EC__COUNT,
 };

@@ -317,26 +317,54 @@ bounds:
 	return -ERANGE;
 }
 
+/* The last DSN of the message a segment belongs to, as its header tells. */
+static uint32_t msg_last_dsn(const struct wire_pkt *pkt, uint32_t seg_len)
+{
+	const struct mroc_data_hdr *d = &pkt->data;
+	uint32_t nseg = d->msg_len ? (uint32_t)(((uint64_t)d->msg_len + seg_len - 1) / seg_len) : 1;
+
+	if (mroc_op_is_request(pkt->hdr.opcode))
+		nseg = 1;
+	return d->dsn - d->offset / seg_len + nseg - 1;
+}
+
+/*
+ * Whether a segment agrees with the message its MSN names, once a segment
+ * of it was taken (note_msg): the same opcode, length, key, address, SSN,
+ * immediate and DSNs, as every segment a sender builds carries (qp_tx.c).
+ * The message's shape was the first segment's, and each later one was
+ * placed by its own header: one that claimed another length, opcode, place
+ * or RECV was written there (test_engine_liar.c: a WRITE's second segment
+ * as a SEND filled a posted RECV, one 64 KiB further on landed outside the
+ * WRITE, and both WRs succeeded).
+ */
+static bool msg_agrees(const struct qp *qp, const struct wire_pkt *pkt, uint32_t seg_len)
+{
+	const struct mroc_data_hdr *d = &pkt->data;
+	const struct rx_msg *mi = &qp->rxm[d->msn & qp->rxm_mask];
+
+	if (!mi->valid || mi->msn != d->msn)
+		return true;
+	return mi->op == pkt->hdr.opcode && mi->len == d->msg_len && mi->key == d->key &&
+	       mi->raddr == d->raddr && mi->ssn == d->ssn && mi->imm == d->imm &&
+	       mi->last_dsn == msg_last_dsn(pkt, seg_len);
+}
+
 /* Remember what we need to deliver message msn once all its DSNs are in. */
 static void note_msg(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 		     uint32_t seg_len)
 {
 	const struct mroc_data_hdr *d = &pkt->data;
 	struct rx_msg *mi = &qp->rxm[d->msn & qp->rxm_mask];
-	uint32_t seg, nseg;
 
 	(void)eng;
 	if (mi->valid && mi->msn == d->msn)
 		return;
-	seg = d->offset / seg_len;
-	nseg = d->msg_len ? (uint32_t)(((uint64_t)d->msg_len + seg_len - 1) / seg_len) : 1;
-	if (mroc_op_is_request(pkt->hdr.opcode))
-		nseg = 1;
 	*mi = (struct rx_msg){
 		.valid = 1,
 		.op = pkt->hdr.opcode,
 		.msn = d->msn,
-		.last_dsn = d->dsn - seg + nseg - 1,
+		.last_dsn = msg_last_dsn(pkt, seg_len),
 		.len = d->msg_len,
 		.ssn = d->ssn,
 		.imm = d->imm,
@@ -546,6 +574,11 @@ int qp_rx_data(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt,
 	if (map_test(qp, d->dsn)) {
 		eng->st.c[EC_RX_DUP]++;
 		return -EALREADY;
+	}
+	if (!msg_agrees(qp, pkt, seg_len)) {
+		eng->st.c[EC_RX_MSG_MISMATCH]++;
+		qp_set_nak(qp, rp, MROC_NAK_INVALID, d->dsn);
+		return -EPROTO;
 	}
 	err = place_target(eng, qp, pkt, &dst, &nak);
 	if (err) {

@@ -90,6 +90,7 @@ const char *engine_counter_name(enum engine_counter c)
 		[EC_CM_COPY] = "cm_copy",
 		[EC_RX_ACK_MERGED] = "rx_ack_merged",
 		[EC_RX_ANSWER_TIMEOUT] = "rx_answer_timeout",
+		[EC_RX_MSG_MISMATCH] = "rx_msg_mismatch",
 	};
 
 	return (unsigned)c < EC__COUNT ? names[c] : "unknown";
