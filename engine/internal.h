@@ -666,6 +666,7 @@ struct engine {
 	/* host-wide RTT over every path's samples: the RTO's floor (path.c) */
 	uint64_t host_srtt, host_rttvar;
 	uint64_t tx_lag;		/* engine_tx_done: recent stamp-to-kick lag, decaying max */
+	uint64_t tx_lag_at;		/* ... as of the last batch's kick */
 	/* the largest RTT any ACK showed in this window and the last (path.c) */
 	uint64_t rtt_max_cur, rtt_max_prev, rtt_max_until;
 	/* receiver fair share */

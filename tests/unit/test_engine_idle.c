@@ -24,6 +24,7 @@
 #include <stdio.h>
 
 #include "engine_pair.h"
+#include "internal.h"
 
 #define REG_LEN		(1024 * 1024)
 #define SVC		42
@@ -217,11 +218,40 @@ static void test_hint_after_idle(void **state)
 	assert_int_equal(h.last, 0);
 }
 
+/*
+ * The lag between a batch's stamp and its kick (engine_tx_done, the delay
+ * signal's allowance for it: cc_window.c delay_limit) is a decaying
+ * maximum.  It decayed per batch reported, not with time: a 2 ms lag (a
+ * worker off its CPU), then 3 s with nothing sent, and the first batches
+ * after the gap were still allowed 1.75 ms of queue on every path.
+ */
+static void test_tx_lag_after_idle(void **state)
+{
+	struct pair_fx *x = pair_fx_open(state, sizeof(*x), NULL, NULL, REG_LEN,
+					 ENGINE_ACCESS_ALL, 1);
+	struct engine *eng = x->p->s[PAIR_A].eng;
+	uint64_t t;
+
+	pair_connect(x->p, NULL, NULL, SVC);
+	t = pair_clock(x->p, PAIR_A);
+	engine_tx_done(eng, t, t + 2 * PAIR_MS);
+	assert_int_equal(eng->tx_lag, 2 * PAIR_MS);
+	engine_tx_done(eng, t + 2 * PAIR_MS, t + 2 * PAIR_MS);
+	assert_int_equal(eng->tx_lag, 2 * PAIR_MS - (2 * PAIR_MS >> 3));	/* still recent */
+	pair_run_for(x->p, 3000 * PAIR_MS);
+	t = pair_clock(x->p, PAIR_A);
+	engine_tx_done(eng, t, t + 1 * PAIR_US);
+	print_message("lag after 3 s idle and a batch of 1 us: %llu ns\n",
+		      (unsigned long long)eng->tx_lag);
+	assert_int_equal(eng->tx_lag, 1 * PAIR_US);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_rto_judged_after_idle, teardown),
 		cmocka_unit_test_teardown(test_hint_after_idle, teardown),
+		cmocka_unit_test_teardown(test_tx_lag_after_idle, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
