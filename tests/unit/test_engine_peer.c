@@ -685,6 +685,81 @@ static void test_idle_qps_quiet_while_peer_heard(void **state)
 	}
 }
 
+/*
+ * Each QP writes `rounds` times, two in flight; returns the peer host cuts
+ * it took and, in *first, how long after the start the first came (0: none).
+ */
+static uint64_t write_rounds(struct fx *f, unsigned rounds, uint64_t *first)
+{
+	unsigned int posted[NQP] = { 0 }, done = 0;
+	uint64_t cuts0 = pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT), t0 = f->x.p->now;
+	uint64_t end = t0 + rounds * PAIR_MS;
+
+	*first = 0;
+	for (int q = 0; q < NQP; q++)
+		for (int k = 0; k < 2; k++, posted[q]++)
+			post_write(f, q, (uint64_t)q);
+	while (done < NQP * rounds && f->x.p->now < end) {
+		pair_run_for(f->x.p, 10 * PAIR_US);
+		if (!*first && pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT) != cuts0)
+			*first = f->x.p->now - t0;
+		while (pair_pending(f->x.p, PAIR_A)) {
+			const struct engine_cqe *c = pair_cqe(f->x.p, PAIR_A);
+
+			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			done++;
+			if (posted[c->wr_id] < rounds) {
+				post_write(f, (int)c->wr_id, c->wr_id);
+				posted[c->wr_id]++;
+			}
+		}
+	}
+	assert_int_equal(done, NQP * rounds);
+	return pair_stat(f->x.p, PAIR_A, EC_PEER_HOST_CUT) - cuts0;
+}
+
+/*
+ * The host-delay round (peer_host_delay) that was open when traffic
+ * stopped closes at the first ACK after an idle gap, its least wait the
+ * least of the waits before the gap and that ACK's: a judgment of samples
+ * seconds old.  What it can do: no cut in that one round (the old waits
+ * were lower), or a cut no deeper than the new ACK's wait alone asks (the
+ * least is at most that), and the next round starts at that ACK with new
+ * samples only.  Shown: waits of 40 us (below the 100 us target), 3 s of
+ * nothing, then waits of 400 us: the cuts after the gap, and when the
+ * first comes, are those of a pair that never had the 40 us waits.  Fine
+ * as it is: no change.
+ */
+static void test_host_round_after_idle(void **state)
+{
+	struct engine_config cfg;
+	uint64_t cuts_gap, cuts_fresh, first_gap, first_fresh;
+	struct fx *f;
+
+	pair_test_config(&cfg);
+	cfg.peer_window_pkts = 512;
+	cfg.peer_host_delay_ns = 100 * PAIR_US;
+	cfg.dead_peer_ns = 10000 * PAIR_MS;
+	f = fx_new(state, &cfg);
+	f->host_code = mroc_host_delay_enc(40 * PAIR_US);
+	assert_int_equal(write_rounds(f, 20, &first_gap), 0);
+	pair_run_for(f->x.p, 3000 * PAIR_MS);
+	f->host_code = mroc_host_delay_enc(400 * PAIR_US);
+	cuts_gap = write_rounds(f, ROUNDS, &first_gap);
+	pair_fx_teardown(state);
+
+	f = fx_new(state, &cfg);
+	f->host_code = mroc_host_delay_enc(400 * PAIR_US);
+	cuts_fresh = write_rounds(f, ROUNDS, &first_fresh);
+	print_message("400 us waits after 3 s idle: %llu cuts, the first after %llu us; "
+		      "without the gap: %llu, after %llu us\n", (unsigned long long)cuts_gap,
+		      (unsigned long long)(first_gap / PAIR_US), (unsigned long long)cuts_fresh,
+		      (unsigned long long)(first_fresh / PAIR_US));
+	assert_true(cuts_fresh > 0);
+	assert_int_equal(cuts_gap, cuts_fresh);
+	assert_true(first_gap <= first_fresh + 100 * PAIR_US);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -701,6 +776,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_host_delay_cuts_window, teardown),
 		cmocka_unit_test_teardown(test_host_delay_not_the_window, teardown),
 		cmocka_unit_test_teardown(test_own_ack_wait_cuts_window, teardown),
+		cmocka_unit_test_teardown(test_host_round_after_idle, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
