@@ -26,16 +26,24 @@
 #define OUTSTANDING	8
 #define SVC		42
 
+static uint64_t lie_seed;	/* test_lies: the network's seed */
+
 static int teardown(void **state)
 {
 	return pair_fx_teardown(state);
 }
 
+#define HELD_MAX	64
+
 struct net {
 	uint64_t rng;
 	unsigned loss_pct;	/* every packet, both ways */
 	unsigned ack_loss_pct;	/* B's ACKs only, on top */
-	uint64_t dropped;
+	unsigned hold_pct;	/* held back, delivered after later ones (reordering) */
+	unsigned lie_pct;	/* per mille: one 32-bit word of the header replaced (a peer that lies) */
+	uint64_t dropped, held, lies;
+	unsigned nheld;
+	struct pair_pkt heldq[HELD_MAX];
 };
 
 static unsigned rnd(uint64_t *s, unsigned n)
@@ -57,12 +65,59 @@ static bool lossy(struct pair *p, struct pair_pkt *pkt, void *arg)
 		n->dropped++;
 		return false;
 	}
+	if (n->lie_pct && rnd(&n->rng, 1000) < n->lie_pct && pkt->len >= 64) {
+		unsigned w = rnd(&n->rng, 16);	/* one of the first 64 bytes' words */
+		uint32_t v = pkt_get32(pkt->data, 4 * w);
+
+		switch (rnd(&n->rng, 4)) {
+		case 0: v++; break;
+		case 1: v--; break;
+		case 2: v ^= 1u << rnd(&n->rng, 32); break;
+		default: v = (uint32_t)n->rng; break;
+		}
+		pkt_put32(pkt->data, 4 * w, v);
+		n->lies++;
+	}
+	if (n->hold_pct && n->nheld < HELD_MAX && rnd(&n->rng, 100) < n->hold_pct) {
+		n->heldq[n->nheld++] = *pkt;
+		n->held++;
+		return false;
+	}
 	return true;
+}
+
+/* Held packets go now, in a random order: after those sent since. */
+static void release_held(struct pair *p, struct net *n)
+{
+	while (n->nheld) {
+		unsigned i = rnd(&n->rng, n->nheld);
+		struct pair_pkt pkt = n->heldq[i];
+
+		n->heldq[i] = n->heldq[--n->nheld];
+		pair_deliver(p, &pkt);
+	}
+}
+
+/* A completion of one of A's WRs (not an event, not a RECV). */
+static bool is_send_cqe(const struct engine_cqe *c)
+{
+	return c->opcode != ENGINE_WC_RECV && c->opcode != ENGINE_WC_RECV_RDMA_IMM &&
+	       c->opcode != ENGINE_WC_EV_CONNECTED && c->opcode != ENGINE_WC_EV_DISCONNECTED &&
+	       c->opcode != ENGINE_WC_EV_ERROR;
+}
+
+/* Every guard byte around m's buffer is still canary. */
+static void guards_intact(const struct pair_mem *m)
+{
+	for (unsigned i = 0; i < PAIR_GUARD_LEN; i++) {
+		assert_int_equal(m->base[i], PAIR_CANARY);
+		assert_int_equal(m->buf[m->len + i], PAIR_CANARY);
+	}
 }
 
 struct scenario {
 	uint8_t mode;
-	unsigned loss_pct, ack_loss_pct;
+	unsigned loss_pct, ack_loss_pct, hold_pct, lie_pct;
 	uint64_t delay_a, delay_b;	/* one way, from each side */
 	uint64_t idle;			/* quiet between bursts of OUTSTANDING ops */
 	uint64_t limit;			/* fake time the whole run may take */
@@ -71,16 +126,18 @@ struct scenario {
 static void run(void **state, const struct scenario *sc)
 {
 	struct engine_qp_attr qa = pair_test_attr(), qb = pair_test_attr();
-	struct net n = { .rng = 0x9e3779b97f4a7c15ULL, .loss_pct = sc->loss_pct,
-			 .ack_loss_pct = sc->ack_loss_pct };
+	struct net n = { .rng = 0x9e3779b97f4a7c15ULL * (2 * lie_seed + 1), .loss_pct = sc->loss_pct,
+			 .ack_loss_pct = sc->ack_loss_pct, .hold_pct = sc->hold_pct,
+			 .lie_pct = sc->lie_pct };
 	struct engine_config ca, cb;
 	uint32_t len[OPS];
-	unsigned posted = 0, done = 0, out = 0;
+	unsigned posted = 0, done = 0, out = 0, failed = 0;
 	uint64_t t0, end;
 	struct pair_fx *x;
 
 	pair_test_config(&ca);
-	ca.dead_peer_ns = 1000000 * PAIR_MS;	/* heavy loss is no dead peer */
+	/* Heavy loss is no dead peer; a peer a lie took down is. */
+	ca.dead_peer_ns = sc->lie_pct ? 3000 * PAIR_MS : 1000000 * PAIR_MS;
 	ca.keepalive_ns = 100 * PAIR_MS;
 	ca.max_retx = 255;
 	ca.cm_retries = 64;
@@ -104,6 +161,27 @@ static void run(void **state, const struct scenario *sc)
 	t0 = x->p->now;
 	end = t0 + sc->limit;
 	while (done < OPS && x->p->now < end) {
+		if (sc->lie_pct && (pair_state(x->p, PAIR_A) != ENGINE_QPS_CONNECTED ||
+				    pair_state(x->p, PAIR_B) != ENGINE_QPS_CONNECTED)) {
+			/*
+			 * A lie took a QP down: what A posted completes (flushed, or
+			 * failed when B's side went and A learnt it, at the latest
+			 * by the dead peer), in bounded time.
+			 */
+			uint64_t stop = x->p->now + 4 * ca.dead_peer_ns;
+
+			while (out && x->p->now < stop) {
+				pair_run_for(x->p, 1 * PAIR_MS);
+				while (pair_pending(x->p, PAIR_A)) {
+					const struct engine_cqe *c = pair_cqe(x->p, PAIR_A);
+
+					done += is_send_cqe(c);
+					out -= is_send_cqe(c);
+				}
+			}
+			assert_int_equal(out, 0);
+			break;
+		}
 		while (posted < OPS && out < OUTSTANDING) {
 			unsigned i = posted, slot = i / 3;
 			struct engine_wr wr;
@@ -130,13 +208,20 @@ static void run(void **state, const struct scenario *sc)
 			out++;
 		}
 		pair_run_for(x->p, 100 * PAIR_US);
+		release_held(x->p, &n);
 		while (pair_pending(x->p, PAIR_A)) {
 			const struct engine_cqe *c = pair_cqe(x->p, PAIR_A);
 
-			if (c->status != ENGINE_WC_SUCCESS)
+			if (!is_send_cqe(c)) {
+				assert_true(sc->lie_pct);	/* an event: the QP went down */
+				continue;
+			}
+			if (c->status != ENGINE_WC_SUCCESS && !sc->lie_pct)
 				print_message("wr %llu status %u\n", (unsigned long long)c->wr_id,
 					      c->status);
-			assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			if (!sc->lie_pct)
+				assert_int_equal(c->status, ENGINE_WC_SUCCESS);
+			failed += c->status != ENGINE_WC_SUCCESS;
 			done++;
 			out--;
 			if (sc->idle && !out)
@@ -144,12 +229,22 @@ static void run(void **state, const struct scenario *sc)
 		}
 	}
 	print_message("mode %u, loss %u%%, ACK loss %u%%, delays %llu/%llu us, idle %llu ms: "
-		      "%u of %u done in %.1f ms, %llu dropped, state %u\n", sc->mode,
+		      "%u of %u done (%u failed) in %.1f ms, %llu dropped, %llu held, %llu lies, "
+		      "state %u\n", sc->mode,
 		      sc->loss_pct, sc->ack_loss_pct, (unsigned long long)(sc->delay_a / PAIR_US),
 		      (unsigned long long)(sc->delay_b / PAIR_US),
-		      (unsigned long long)(sc->idle / PAIR_MS), done, OPS,
+		      (unsigned long long)(sc->idle / PAIR_MS), done, OPS, failed,
 		      (double)(x->p->now - t0) / PAIR_MS, (unsigned long long)n.dropped,
+		      (unsigned long long)n.held, (unsigned long long)n.lies,
 		      pair_state(x->p, PAIR_A));
+	guards_intact(x->a);
+	guards_intact(x->b);
+	if (sc->lie_pct) {
+		/* Whatever a lie did, the run ended: every WR completed, or the QP failed. */
+		assert_true(done == OPS || pair_state(x->p, PAIR_A) != ENGINE_QPS_CONNECTED);
+		assert_true(x->p->now < end);
+		return;
+	}
 	assert_int_equal(done, OPS);
 	x->p->filter = NULL;
 	pair_run_for(x->p, 10 * PAIR_MS);
@@ -206,6 +301,25 @@ static void test_rocev2_loss_5(void **state)
 				       .limit = 60000 * PAIR_MS });
 }
 
+static void test_reorder(void **state)
+{
+	run(state, &(struct scenario){ .loss_pct = 5, .hold_pct = 20, .delay_a = 20 * PAIR_US,
+				       .delay_b = 40 * PAIR_US, .limit = 60000 * PAIR_MS });
+}
+
+/* A peer that lies now and then (3 packets in 1,000, a field at a time), seeds 1-40. */
+static void test_lies(void **state)
+{
+	for (unsigned seed = 1; seed <= 40; seed++) {
+		struct scenario sc = { .loss_pct = 2, .lie_pct = 3, .delay_a = 20 * PAIR_US,
+				       .delay_b = 40 * PAIR_US, .limit = 60000 * PAIR_MS };
+
+		lie_seed = seed;
+		run(state, &sc);
+		pair_fx_teardown(state);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -214,6 +328,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_ack_loss_only, teardown),
 		cmocka_unit_test_teardown(test_idle_gaps, teardown),
 		cmocka_unit_test_teardown(test_rocev2_loss_5, teardown),
+		cmocka_unit_test_teardown(test_reorder, teardown),
+		cmocka_unit_test(test_lies),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
