@@ -120,6 +120,7 @@ struct scenario {
 	unsigned loss_pct, ack_loss_pct, hold_pct, lie_pct;
 	uint64_t delay_a, delay_b;	/* one way, from each side */
 	uint64_t idle;			/* quiet between bursts of OUTSTANDING ops */
+	bool a_ahead;			/* A's clock 4 s ahead and 300 ppm fast, B's 200 ppm slow */
 	uint64_t limit;			/* fake time the whole run may take */
 };
 
@@ -151,6 +152,10 @@ static void run(void **state, const struct scenario *sc)
 	qb.isn_dsn = 0xffffffe0u;
 	x = pair_fx_open(state, sizeof(*x), &ca, &cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
 	pair_mem_fill(x->b, 2);
+	if (sc->a_ahead) {
+		pair_set_clock(x->p, PAIR_A, 4000 * PAIR_MS + 7, 300);
+		pair_set_clock(x->p, PAIR_B, 1, -200);
+	}
 	pair_connect(x->p, &qa, &qb, SVC);
 	pair_set_delay(x->p, PAIR_A, sc->delay_a);
 	pair_set_delay(x->p, PAIR_B, sc->delay_b);
@@ -320,6 +325,33 @@ static void test_lies(void **state)
 	}
 }
 
+static void test_rocev2_loss_30(void **state)
+{
+	run(state, &(struct scenario){ .mode = MROC_MODE_ROCEV2, .loss_pct = 30,
+				       .delay_a = 20 * PAIR_US, .delay_b = 70 * PAIR_US,
+				       .limit = 600000 * PAIR_MS });
+}
+
+static void test_ack_loss_90(void **state)
+{
+	run(state, &(struct scenario){ .ack_loss_pct = 90, .delay_a = 5 * PAIR_US,
+				       .delay_b = 50 * PAIR_US, .limit = 600000 * PAIR_MS });
+}
+
+static void test_loss_40_reorder_idle(void **state)
+{
+	run(state, &(struct scenario){ .loss_pct = 40, .hold_pct = 30, .delay_a = 20 * PAIR_US,
+				       .delay_b = 70 * PAIR_US, .idle = 2500 * PAIR_MS,
+				       .limit = 600000 * PAIR_MS });
+}
+
+static void test_a_ahead_loss_30_idle(void **state)
+{
+	run(state, &(struct scenario){ .loss_pct = 30, .a_ahead = true, .delay_a = 70 * PAIR_US,
+				       .delay_b = 20 * PAIR_US, .idle = 3000 * PAIR_MS,
+				       .limit = 600000 * PAIR_MS });
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -329,6 +361,10 @@ int main(void)
 		cmocka_unit_test_teardown(test_idle_gaps, teardown),
 		cmocka_unit_test_teardown(test_rocev2_loss_5, teardown),
 		cmocka_unit_test_teardown(test_reorder, teardown),
+		cmocka_unit_test_teardown(test_rocev2_loss_30, teardown),
+		cmocka_unit_test_teardown(test_ack_loss_90, teardown),
+		cmocka_unit_test_teardown(test_loss_40_reorder_idle, teardown),
+		cmocka_unit_test_teardown(test_a_ahead_loss_30_idle, teardown),
 		cmocka_unit_test(test_lies),
 	};
 
