@@ -1,12 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * rto_max beyond the reach of the 32-bit send stamps (PROTOCOL 3.1 `ts`):
- * a packet in flight carries its send time mod 2^32 ns, and everything the
- * sender compares it with (the ACK's echo, RACK, Eifel's test, the probe
- * times) holds only while the packet is younger than 2^31 ns (a signed
- * serial comparison) or 2^32 (sent_at).  A timer may run up to rto_max.
- * The simulator's PFC transports set rto_min = rto_init = rto_max to an
- * IB-style local ACK timeout (4.096 us x 2^exp, exp up to 31).
+ * a packet carries its send time mod 2^32 ns, and an ACK echoes it.  Read
+ * as a signed serial number, an echo held only while its packet was
+ * younger than 2^31 ns; a timer may run up to rto_max (mrocd allows
+ * 600 s; the simulator's PFC transports set rto_min = rto_init = rto_max
+ * to an IB-style local ACK timeout, 4.096 us x 2^exp, exp up to 31).
  */
 #include <stdarg.h>
 #include <stddef.h>
