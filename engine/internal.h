@@ -911,7 +911,7 @@ void rack_scan(struct engine *eng, struct qp *qp, uint64_t now, bool lose);
 
 /* qp_timers.c (ack_resend_one: and mode.c's hooks) */
 bool ack_resend_one(struct engine *eng, struct qp *qp, uint32_t d);
-/* The QP's first READ or atomic outstanding was just sent: its answer is timed. */
+/* A READ or atomic was just sent and no answer is timed: its answer is. */
 void answer_arm(struct engine *eng, struct qp *qp, uint64_t now);
 void qp_timers(struct engine *eng, struct qp *qp, uint64_t now);
 

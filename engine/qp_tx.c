@@ -659,8 +659,12 @@ int qp_tx_data(struct engine *eng, struct qp *qp, uint64_t now, struct engine_tx
 		if (qp->snd_una == qp->snd_nxt)
 			qp->last_progress = now;
 		*e = (struct dsn_entry){ .msn = m->msn };
-		if (!m->started && mroc_op_is_request(m->op) && !qp->rd_out++)
-			answer_arm(eng, qp, now);
+		if (!m->started && mroc_op_is_request(m->op)) {
+			qp->rd_out++;
+			/* Not only the first: the timer stops while every answer is in. */
+			if (!qp->ans_deadline)
+				answer_arm(eng, qp, now);
+		}
 		m->started = 1;
 		if (++qp->snd_nxt == m->first_dsn + m->nseg)
 			qp->msn_seg++;
