@@ -68,6 +68,10 @@ static const char *const helps[][2] = {
 	{ "mroc_engine_rx_bounds_err_total", "Requests outside the memory region or RECV." },
 	{ "mroc_engine_rx_rnr_total", "SEND or WRITE_IMM without a posted RECV." },
 	{ "mroc_engine_rx_seq_err_total", "RoCEv2 mode: out-of-order packets dropped." },
+	{ "mroc_engine_rx_msg_mismatch_total", "Segments that disagree with their message "
+	  "(opcode, length, key, address): not placed, NAK INVALID." },
+	{ "mroc_engine_rx_answer_timeout_total", "Timeouts waiting for a READ or atomic answer "
+	  "the peer acknowledged (each counts as a retry)." },
 	{ "mroc_engine_rx_bytes_placed_total", "Payload bytes placed into memory." },
 	{ "mroc_engine_tx_pkts_total", "Packets the engine sent." },
 	{ "mroc_engine_tx_data_total", "Data packets sent." },

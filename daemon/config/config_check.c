@@ -82,6 +82,7 @@ static const char *engine_why_key(const char *why)
 		{ "max_mrs", "limits.max_mrs" },
 		{ "mtu", "network.mtu" },
 		{ "need 0 < rto_min", "transport.rto_init_us" },
+		{ "rto_max", "transport.rto_max_ms" },
 		{ "rto", "transport.rto_init_us" },
 		{ "ack_every", "transport.ack_every" },
 		{ "dupthresh", "transport.dupthresh" },

@@ -7,7 +7,7 @@
 # completes with every byte verified.  In the simulator a QP whose CM tries
 # all left by path 0's port never connected through a dead plane (mroc-sim
 # run --plane-loss P:1, 7 of 16 runs) until a try sent again took another
-# port (engine/cm.c cm_route, PROTOCOL 11.1 "Ports"); mrocd of before that
+# port (engine/cm_tx.c cm_route, PROTOCOL 11.1 "Ports"); mrocd of before that
 # change connected here too (4 of 4 runs, plane 1 or 2 dead): this guards the
 # case through real daemons.  Nothing here is timed: the checks wait for
 # states, with generous limits.
