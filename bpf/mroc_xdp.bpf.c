@@ -286,18 +286,18 @@ int mroc_xdp(struct xdp_md *ctx)
 		if (!mac_eq(eth->h_dest, mac->addr))
 			why = MROC_XDP_CNT_DROP_NOT_OUR_MAC;
 		/*
-		 * Loopback addresses and our own as a source are every
-		 * packet's on a loopback device and no packet's elsewhere:
-		 * the kernel drops them as martians, a spoofed "from
-		 * ourselves" (or to 127.0.0.1, which "ours" holds) must not
-		 * reach the engine either.
+		 * Loopback addresses are every packet's on a loopback device
+		 * and no packet's elsewhere: the kernel drops them as
+		 * martians, and one to 127.0.0.1 (which "ours" holds) must
+		 * not reach the engine either.  Our own address as a source
+		 * passes: a QP connected to this host's own address sends
+		 * by AF_XDP, past the kernel's local delivery, and its
+		 * packets come back through the fabric.
 		 */
 		else if (!mac->loopback && (is_loopback(&dst) || is_loopback(&src)))
 			why = MROC_XDP_CNT_DROP_LOOPBACK;
 		else if (!bpf_map_lookup_elem(&ours, &dst))
 			why = MROC_XDP_CNT_DROP_NOT_OUR_ADDR;
-		else if (!mac->loopback && bpf_map_lookup_elem(&ours, &src))
-			why = MROC_XDP_CNT_DROP_SRC_OURS;
 		/*
 		 * Of a VLAN this host is in on that interface: the kernel
 		 * drops a frame tagged with another (no device takes it), and

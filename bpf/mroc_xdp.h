@@ -120,9 +120,9 @@ struct mroc_xdp_mac {
  * drop_loopback	... on an interface that is not a loopback device: to
  *			or from a loopback address (127.0.0.0/8, ::1), which
  *			the kernel drops as a martian there
- * drop_src_ours	... on an interface that is not a loopback device: from
- *			one of our own addresses (the map "ours"): a spoofed
- *			"from ourselves"
+ *			(one from our own address passes: what a QP connected
+ *			to this host's own address sends comes back that way,
+ *			through the fabric, docs/PROTOCOL.md 11a)
  */
 #define MROC_XDP_COUNTERS(X)					\
 	X(RX_TOTAL, rx_total)					\
@@ -140,8 +140,7 @@ struct mroc_xdp_mac {
 	X(DROP_NOT_OUR_MAC, drop_not_our_mac)			\
 	X(DROP_NOT_OUR_ADDR, drop_not_our_addr)			\
 	X(DROP_NOT_OUR_VLAN, drop_not_our_vlan)			\
-	X(DROP_LOOPBACK, drop_loopback)				\
-	X(DROP_SRC_OURS, drop_src_ours)
+	X(DROP_LOOPBACK, drop_loopback)
 
 enum mroc_xdp_counter {
 #define MROC_XDP_CNT_ENUM(u, l) MROC_XDP_CNT_##u,

@@ -561,7 +561,8 @@ void mrocd_stop(struct mrocd *d)
 		if (w->be)
 			w->be->ops->destroy(w->be);
 	}
-	mrocd_detach_all(d);	/* the address monitor (either backend), the XDP program */
+	if (d->prog)
+		mrocd_detach_all(d);
 	for (unsigned k = d->nworkers; k-- > 0;) {
 		peers_destroy(d->wk[k].peers);
 		nl_close(d->wk[k].nl);

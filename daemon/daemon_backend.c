@@ -6,17 +6,16 @@
  */
 #include <errno.h>
 #include <ifaddrs.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
+
 
 #include "afxdp.h"
 #include "ctl.h"
 #include "log.h"
 #include "netlink.h"
 #include "udp_backend.h"
-#include "worker.h"
 #include "xdp_prog.h"
 
 #include "daemon_priv.h"
@@ -182,86 +181,14 @@ int mrocd_xdp_filter(struct mrocd *d, uint8_t (*macs)[6])
 	return err;
 }
 
-/* What udp_backend_set_ours takes: our addresses and loopback devices. */
-struct ours {
-	struct mroc_addr addr[UDP_BACKEND_MAX_OURS];
-	int lo[UDP_BACKEND_MAX_LO];
-	unsigned naddr, nlo;
-	struct backend *be;
-};
-
-/* getifaddrs lists a device once per address: its ifindex once. */
-static void add_lo(struct ours *o, const char *name)
-{
-	int ifindex = (int)if_nametoindex(name);
-
-	for (unsigned i = 0; i < o->nlo; i++)
-		if (o->lo[i] == ifindex)
-			return;
-	if (ifindex && o->nlo < UDP_BACKEND_MAX_LO)
-		o->lo[o->nlo++] = ifindex;
-}
-
-static int host_ours(struct ours *o)
-{
-	struct ifaddrs *ifa, *i;
-	int n = host_addrs(o->addr, UDP_BACKEND_MAX_OURS);
-
-	if (n < 0)
-		return n;
-	o->naddr = (unsigned)n;
-	o->nlo = 0;
-	if (getifaddrs(&ifa))
-		return -errno;
-	for (i = ifa; i; i = i->ifa_next)
-		if (i->ifa_flags & IFF_LOOPBACK)
-			add_lo(o, i->ifa_name);
-	freeifaddrs(ifa);
-	return 0;
-}
-
-static int set_ours(void *arg, uint64_t now)
-{
-	struct ours *o = arg;
-
-	(void)now;
-	return udp_backend_set_ours(o->be, o->addr, o->naddr, o->lo, o->nlo);
-}
-
-/*
- * The UDP backend's addresses and loopback devices (docs/PROTOCOL.md 11a,
- * "from ourselves"), at start (no worker thread yet: running false) and on
- * the worker when they change.
- */
-int mrocd_udp_ours(struct mrocd *d, bool running)
-{
-	static struct ours o;	/* the control thread's; 20 KiB */
-	int err = host_ours(&o);
-
-	if (err)
-		return err;
-	o.be = d->wk[0].be;
-	return running ? worker_call(d->wk[0].worker, set_ours, &o) : set_ours(&o, 0);
-}
-
-/*
- * An address came or went on some interface (netlink, control thread): the
- * XDP program, or the UDP backend's "from ourselves" check, follows.
- */
+/* An address came or went on some interface (netlink, control thread): the XDP program follows. */
 static void addrs_changed(void *ctx)
 {
 	struct mrocd *d = ctx;
 	int err;
 
-	if (nl_monitor_drain(d->addr_mon) <= 0)
+	if (nl_monitor_drain(d->addr_mon) <= 0 || !d->prog)
 		return;
-	if (!d->prog) {
-		err = mrocd_udp_ours(d, true);
-		if (err)
-			pr_warn_rl("our addresses changed, and the UDP backend could not take them: "
-				   "%s", strerror(-err));
-		return;
-	}
 	err = mrocd_xdp_filter(d, NULL);
 	if (err)
 		pr_warn_rl("our addresses changed, and setting them in the XDP program failed: %s; "
@@ -390,20 +317,7 @@ static int start_udp(struct mrocd *d)
 	}
 	/* The engine must pick source ports that have a socket. */
 	udp_backend_sports(d->wk[0].be, &d->ecfg.sport_min, &d->ecfg.sport_max);
-	/* Opened before the addresses are read, so that no change falls between. */
-	err = nl_addr_monitor_open(&d->addr_mon);
-	if (err) {
-		d->addr_mon = -1;
-		pr_warn("no address change notifications (%s): packets from addresses added later "
-			"as our own are not told from forged ones until a reload (SIGHUP)",
-			strerror(-err));
-	} else {
-		ctl_watch(d->ctl, d->addr_mon, addrs_changed);
-	}
-	err = mrocd_udp_ours(d, false);
-	if (err)
-		pr_err("UDP backend: our addresses: %s", strerror(-err));
-	return err;
+	return 0;
 }
 
 int mrocd_start_backend(struct mrocd *d)

@@ -66,7 +66,7 @@ struct mrocd {
 	struct steer *steer;		/* which worker owns a packet (NULL with one) */
 	struct ctl *ctl;
 	uint64_t started_ns;
-	int addr_mon;			/* netlink: our addresses changed; -1 = none */
+	int addr_mon;			/* netlink: our addresses changed (AF_XDP); -1 = none */
 };
 
 /*
@@ -82,7 +82,6 @@ int mrocd_start_backend(struct mrocd *d);
 void mrocd_detach_all(struct mrocd *d);
 /* The host's addresses and VLANs, and macs unless NULL (one per attached interface), into the XDP program. */
 int mrocd_xdp_filter(struct mrocd *d, uint8_t (*macs)[6]);
-int mrocd_udp_ours(struct mrocd *d, bool running);
 
 /* daemon_reload.c */
 void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l);

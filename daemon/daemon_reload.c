@@ -119,9 +119,6 @@ int mrocd_reload(struct mrocd *d, char *why, size_t n)
 	apply_runtime(d);
 	if (d->prog && mrocd_xdp_filter(d, NULL))
 		pr_warn("reload: our addresses into the XDP program failed: frames to new ones drop");
-	if (!d->prog && mrocd_udp_ours(d, true))
-		pr_warn("reload: our addresses into the UDP backend failed: forged packets from "
-			"new ones are not dropped");
 	sd_notifyf(0, "READY=1\nSTATUS=configuration reloaded: %s", why);
 	return 0;
 }

@@ -31,7 +31,6 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "rx_bad_frame", st->rx_bad_frame);
 	SET(o, "rx_bad_icrc", st->rx_bad_icrc);
 	SET(o, "rx_not_unicast", st->rx_not_unicast);
-	SET(o, "rx_src_ours", st->rx_src_ours);
 	SET(o, "tx_no_route", st->tx_no_route);
 	SET(o, "tx_ring_full", st->tx_ring_full);
 	SET(o, "tx_kick_errors", st->tx_kick_errors);

@@ -36,7 +36,6 @@ struct backend_stats {
 	uint64_t rx_bad_frame;		/* failed frame_parse / not for our port */
 	uint64_t rx_bad_icrc;		/* corrupted: the ICRC did not match */
 	uint64_t rx_not_unicast;	/* UDP: to a broadcast or group address, not ours */
-	uint64_t rx_src_ours;		/* UDP: from one of our IPv6 addresses, not by loopback */
 	uint64_t tx_no_route;		/* peer unresolved: dropped, the engine resends */
 	uint64_t tx_ring_full;
 	uint64_t tx_kick_errors;	/* AF_XDP: a TX kick failed (not EAGAIN/EBUSY/ENOBUFS) */

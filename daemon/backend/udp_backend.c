@@ -12,7 +12,6 @@
 #include <linux/sock_diag.h>
 #include <stdio.h>
 #include <stdlib.h>
-#include <string.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -49,23 +48,6 @@ void udp_backend_get_xstats(struct backend *b, struct udp_backend_xstats *out)
 	    len > SK_MEMINFO_DROPS * sizeof(mi[0]))
 		u->xst.rx_sock_drops = mi[SK_MEMINFO_DROPS];
 	*out = u->xst;
-}
-
-int udp_backend_set_ours(struct backend *b, const struct mroc_addr *ours, unsigned n,
-			 const int *lo, unsigned nlo)
-{
-	struct udp_backend *u = to_udp(b);
-	uint32_t k = 0;
-
-	if (n > UDP_BACKEND_MAX_OURS || nlo > UDP_BACKEND_MAX_LO)
-		return -E2BIG;
-	for (unsigned i = 0; i < n; i++)
-		if (ours[i].family == AF_INET6)
-			u->ours[k++] = ours[i];
-	u->nours = k;
-	memcpy(u->lo_ifindex, lo, nlo * sizeof(*lo));
-	u->nlo = nlo;
-	return 0;
 }
 
 void udp_backend_sports(const struct backend *b, uint16_t *min, uint16_t *max)

@@ -81,21 +81,6 @@ int udp_backend_create(const struct udp_backend_cfg *cfg, struct peers *peers,
 /* The source-port range: set the engine's sport_min/sport_max to these. */
 void udp_backend_sports(const struct backend *b, uint16_t *min, uint16_t *max);
 
-#define UDP_BACKEND_MAX_OURS	1024
-#define UDP_BACKEND_MAX_LO	16
-
-/*
- * Our addresses (only the IPv6 ones are kept) and the ifindexes of our
- * loopback devices: a packet from one of those addresses by any other
- * device is forged and dropped (rx_src_ours).  The kernel drops such an
- * IPv4 martian itself; over IPv6 it delivers it, and a REQ "from
- * ourselves" made this host its own peer (docs/PROTOCOL.md 11a).  A
- * daemon that reaches its own address comes in by a loopback device.  On
- * the worker thread, or before it starts; -E2BIG above the maxima.
- */
-int udp_backend_set_ours(struct backend *b, const struct mroc_addr *ours, unsigned n,
-			 const int *lo, unsigned nlo);
-
 void udp_backend_get_xstats(struct backend *b, struct udp_backend_xstats *out);
 
 #endif

@@ -80,10 +80,9 @@ static void rx_rearm(struct udp_backend *u)
  * as udp_sa_to_addr gives the source).
  */
 static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct backend_pkt *pkt,
-		     bool *group, int *ifindex)
+		     bool *group)
 {
 	*group = false;
-	*ifindex = 0;
 	pkt->ce = false;
 	memset(&pkt->dst, 0, sizeof(pkt->dst));
 	for (struct cmsghdr *c = io_uring_recvmsg_cmsg_firsthdr(o, mh); c;
@@ -104,7 +103,6 @@ static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct b
 		} else if (c->cmsg_level == IPPROTO_IP && c->cmsg_type == IP_PKTINFO &&
 			   c->cmsg_len >= CMSG_LEN(sizeof(i4))) {
 			memcpy(&i4, CMSG_DATA(c), sizeof(i4));
-			*ifindex = i4.ipi_ifindex;
 			pkt->dst.family = AF_INET;
 			pkt->dst.v4 = i4.ipi_addr;
 			/*
@@ -117,7 +115,6 @@ static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct b
 		} else if (c->cmsg_level == IPPROTO_IPV6 && c->cmsg_type == IPV6_PKTINFO &&
 			   c->cmsg_len >= CMSG_LEN(sizeof(i6))) {
 			memcpy(&i6, CMSG_DATA(c), sizeof(i6));
-			*ifindex = (int)i6.ipi6_ifindex;
 			if (IN6_IS_ADDR_V4MAPPED(&i6.ipi6_addr)) {
 				pkt->dst.family = AF_INET;
 				memcpy(&pkt->dst.v4, &i6.ipi6_addr.s6_addr[12], 4);
@@ -127,23 +124,6 @@ static void rx_cmsgs(struct io_uring_recvmsg_out *o, struct msghdr *mh, struct b
 			}
 		}
 	}
-}
-
-/*
- * A source that is one of our (IPv6) addresses by a device that is not a
- * loopback one: forged (udp_backend_set_ours).
- */
-static bool from_ours(const struct udp_backend *u, const struct mroc_addr *src, int ifindex)
-{
-	if (src->family != AF_INET6)
-		return false;
-	for (uint32_t i = 0; i < u->nlo; i++)
-		if (u->lo_ifindex[i] == ifindex)
-			return false;
-	for (uint32_t i = 0; i < u->nours; i++)
-		if (addr_eq(&u->ours[i], src))
-			return true;
-	return false;
 }
 
 /* A received packet dropped: counted in *counter, its buffer straight back to the kernel. */
@@ -162,7 +142,7 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	uint32_t bid;
 	uint8_t *buf;
 	bool group;
-	int len, ifindex;
+	int len;
 
 	if (cqe->user_data != UD_RX)
 		return false;
@@ -204,7 +184,7 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	u->st.rx_bytes += pkt->len;		/* as on the wire, as tx_bytes */
 	if (len)
 		pkt->len = (uint32_t)len;
-	rx_cmsgs(o, &u->rx_msg, pkt, &group, &ifindex);
+	rx_cmsgs(o, &u->rx_msg, pkt, &group);
 	/*
 	 * Only packets to one of our unicast addresses (docs/PROTOCOL.md 11a):
 	 * a socket bound to the wildcard address also gets broadcasts and
@@ -214,8 +194,6 @@ static bool rx_cqe(struct udp_backend *u, const struct io_uring_cqe *cqe, struct
 	 */
 	if (group || addr_group(&pkt->dst))
 		return rx_drop(u, bid, &u->st.rx_not_unicast);
-	if (from_ours(u, &pkt->src, ifindex))
-		return rx_drop(u, bid, &u->st.rx_src_ours);
 	pkt->cookie = bid;
 	u->rx_held[bid] = 1;
 	u->st.rx_pkts++;

@@ -102,12 +102,6 @@ struct udp_backend {
 
 	struct udp_src src_cache[SRC_CACHE];
 
-	/* udp_backend_set_ours: our IPv6 addresses, our loopback devices */
-	struct mroc_addr ours[UDP_BACKEND_MAX_OURS];
-	uint32_t nours;
-	int lo_ifindex[UDP_BACKEND_MAX_LO];
-	uint32_t nlo;
-
 	struct backend_stats st;
 	struct udp_backend_xstats xst;
 	char desc[128];

@@ -106,7 +106,7 @@ int xdp_prog_remove_socket(struct xdp_prog *prog, uint32_t ifindex, uint32_t que
  * and to one of the addresses of xdp_prog_set_addrs (set those first),
  * others dropped and counted (drop_not_our_mac, drop_not_our_addr); unless
  * ifindex is a loopback device (asked here), also neither to nor from a
- * loopback address (drop_loopback) nor from one of ours (drop_src_ours).
+ * loopback address (drop_loopback).
  */
 int xdp_prog_set_mac(struct xdp_prog *prog, int ifindex, const uint8_t mac[6]);
 /*
