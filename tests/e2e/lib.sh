@@ -154,6 +154,9 @@ e2e_wait_ready() {
 
 e2e_pid() { eval "echo \$PID_$1"; }
 
+# e2e_alive NAME WHAT: fail unless mrocd NAME is still running after WHAT.
+e2e_alive() { kill -0 "$(e2e_pid "$1")" 2>/dev/null || fail "mrocd $1 died: $2"; }
+
 # e2e_max_payload LINK_MTU [SECURITY_MODE]: the largest network.mtu (MetaRoCE payload) mrocd
 # accepts on a link of that MTU in that security mode (mrocd's default: token).  As daemon.c
 # check_mtu: IPv6 + UDP 48 bytes, MetaRoCE data headers 60, the ICRC 4, and the token's tag 8

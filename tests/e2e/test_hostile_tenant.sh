@@ -49,18 +49,14 @@ e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
 
-alive() {
-	kill -0 "$(e2e_pid a)" 2>/dev/null || fail "mrocd a died: $1"
-}
-
 # ---- rings and control messages ---------------------------------------------------------
 e2e_pair_perf_start rings 18811 --verify -s 65536 -n 300
 ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" rings >"$E2E_DIR/rings.log" 2>&1 ||
-	{ cat "$E2E_DIR/rings.log"; alive "ring attacks"; fail "ring attacks"; }
-alive "ring attacks"
+	{ cat "$E2E_DIR/rings.log"; e2e_alive a "ring attacks"; fail "ring attacks"; }
+e2e_alive a "ring attacks"
 ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" ctl >"$E2E_DIR/ctl.log" 2>&1 ||
-	{ cat "$E2E_DIR/ctl.log"; alive "control attacks"; fail "control attacks"; }
-alive "control attacks"
+	{ cat "$E2E_DIR/ctl.log"; e2e_alive a "control attacks"; fail "control attacks"; }
+e2e_alive a "control attacks"
 e2e_pair_perf_wait rings || fail "a verified transfer next to the ring and control attacks"
 c=$(e2e_admin a counters) || fail "a stopped answering"
 jq -e '.clients.kicked >= 3 and .clients.bad_wrs >= 12' <<<"$c" >/dev/null ||
@@ -86,7 +82,7 @@ for _ in $(seq 600); do
 	sleep 0.1
 done
 out=$(cat "$E2E_DIR/peers.txt")
-alive "1,100 QPs connecting"
+e2e_alive a "1,100 QPs connecting"
 grep -q "connected=" <<<"$out" || fail "tenant_attack peers: $out"
 # Root, another tenant: a new peer.
 v=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" connect "$IP_B2") || fail "tenant_attack connect: $v"

@@ -37,14 +37,10 @@ e2e_start b "$NS_B"
 e2e_wait_ready a
 e2e_wait_ready b
 
-alive() {
-	kill -0 "$(e2e_pid a)" 2>/dev/null || fail "mrocd a died: $1"
-}
-
 # ---- control requests --------------------------------------------------------------------
 e2e_pair_perf_start flood 18821 --verify -s 65536 -n 300
 out=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" flood 100000000 3) || fail "tenant_attack flood: $out"
-alive "a control-request flood"
+e2e_alive a "a control-request flood"
 e2e_pair_perf_wait flood || fail "a verified transfer beside a control-request flood"
 served=$(sed -n 's/.*served=\([0-9]*\).*/\1/p' <<<"$out")
 errors=$(sed -n 's/.*errors=\([0-9]*\).*/\1/p' <<<"$out")
@@ -72,7 +68,7 @@ for _ in $(seq 100); do
 done
 kill -KILL $victim
 wait $victim 2>/dev/null
-alive "a tenant killed while its requests waited"
+e2e_alive a "a tenant killed while its requests waited"
 e2e_wait a status '.clients == 0' 10 || fail "a killed client left: $(e2e_admin a status | jq -c .)"
 c=$(e2e_admin a counters)
 jq -e '.clients.qps == 0 and .clients.mrs == 0 and .clients.locked_bytes == 0' <<<"$c" >/dev/null ||
@@ -87,7 +83,7 @@ t0=$(date +%s)
 out=$(ip netns exec "$NS_A" "$TA" "$E2E_DIR/a.ctl" churn 2000 nohello) || fail "tenant_attack churn: $out"
 t1=$(date +%s)
 k1=$(calls)
-alive "2,000 clients connecting and hanging up"
+e2e_alive a "2,000 clients connecting and hanging up"
 [ "$out" = "churned=2000" ] || fail "tenant_attack churn: $out"
 e2e_wait a status '.clients == 0' 10 || fail "clients left: $(e2e_admin a status | jq -c .clients)"
 lines=$(($(wc -l <"$E2E_DIR/a.log") - before))
