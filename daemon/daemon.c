@@ -162,7 +162,7 @@ static int start_ctl(struct mrocd *d)
 		.admin_path = d->cfg.daemon.admin_socket[0] ? d->cfg.daemon.admin_socket : NULL,
 		.mode = d->cfg.daemon.socket_mode,
 		.handle = admin_handle,
-		.reload = reload,
+		.reload = mrocd_on_reload,
 		.client_path = d->cfg.daemon.control_socket[0] ? d->cfg.daemon.control_socket : NULL,
 		.client_open = cl_open,
 		.client_msg = cl_msg,

@@ -88,7 +88,7 @@ void clients_limits_of(const struct mrocd_config *c, struct clients_limits *l);
 /* The worker's side of the runtime values (worker_call, or directly before it runs). */
 int mrocd_apply_worker_side(void *arg, uint64_t now);
 /* ctl.c's reload callback (ctx = struct mrocd). */
-void reload(void *ctx);
+void mrocd_on_reload(void *ctx);
 
 /* admin.c: answer one admin request (ctl.c's handle callback, ctx = struct mrocd). */
 json_t *admin_handle(void *ctx, const json_t *req, const struct ctl_caller *who);

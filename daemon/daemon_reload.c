@@ -123,7 +123,7 @@ int mrocd_reload(struct mrocd *d, char *why, size_t n)
 	return 0;
 }
 
-void reload(void *ctx)
+void mrocd_on_reload(void *ctx)
 {
 	char why[512];
 
