@@ -192,7 +192,7 @@ static int cfg_check(const struct udp_backend_cfg *c)
 	return why ? -EINVAL : 0;
 }
 
-void *map_area(size_t len)
+void *udp_map_area(size_t len)
 {
 	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 

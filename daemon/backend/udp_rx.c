@@ -260,8 +260,8 @@ int udp_rx_setup(struct udp_backend *u)
 	u->rx_area_len = (size_t)u->rx_bufs * u->rx_stride;
 	u->br_len = align_up(u->rx_bufs * (uint32_t)sizeof(struct io_uring_buf),
 			     (uint32_t)sysconf(_SC_PAGESIZE));
-	u->rx_area = map_area(u->rx_area_len);
-	u->br = map_area(u->br_len);
+	u->rx_area = udp_map_area(u->rx_area_len);
+	u->br = udp_map_area(u->br_len);
 	u->rx_held = calloc(u->rx_bufs, 1);
 	if (!u->rx_area || !u->br || !u->rx_held)
 		return -ENOMEM;

@@ -132,6 +132,6 @@ int udp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got)
 int udp_tx_setup(struct udp_backend *u, uint32_t sq_entries);
 
 /* udp_backend.c */
-void *map_area(size_t len);
+void *udp_map_area(size_t len);
 
 #endif

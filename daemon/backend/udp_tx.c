@@ -291,7 +291,7 @@ int udp_tx_setup(struct udp_backend *u, uint32_t sq_entries)
 
 	u->tx_stride = align_up(u->buf_size + FRAME_ICRC_LEN, BUF_ALIGN);
 	u->tx_area_len = (size_t)u->tx_bufs * u->tx_stride;
-	u->tx_area = map_area(u->tx_area_len);
+	u->tx_area = udp_map_area(u->tx_area_len);
 	u->slots = calloc(u->tx_bufs, sizeof(*u->slots));
 	u->tx_free = calloc(u->tx_bufs, sizeof(*u->tx_free));
 	if (!u->tx_area || !u->slots || !u->tx_free)

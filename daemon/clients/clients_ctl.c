@@ -97,7 +97,7 @@ void clients_close(void *ctx, void *client)
 
 	/* Without HELLO (a doorbell) it has nothing on the worker: no QP, region, doorbell. */
 	if (cl->doorbell >= 0)
-		call(cs, op_client_gone, &o);
+		call(cs, clients_op_client_gone, &o);
 	cs->conns--;
 	cs->closed++;
 	for (uint32_t i = 0; i < cl->nqps; i++)
@@ -180,7 +180,7 @@ static int msg_hello(struct clients *cs, struct client *cl, const struct mroc_ms
 	if (evfd_check(fds[0]))
 		return not_eventfd(cl, "doorbell");
 	cl->doorbell = fds[0];
-	err = call(cs, op_client_hello, &(struct op){ .cl = cl });
+	err = call(cs, clients_op_client_hello, &(struct op){ .cl = cl });
 	if (err) {
 		cl->doorbell = -1;
 		return err;
@@ -228,7 +228,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 		err = clients_map_again(cs, cl, fds[0], &st, m->len, &o.map);
 	if (err)
 		return err;
-	err = call(cs, op_mr_reg, &o);
+	err = call(cs, clients_op_mr_reg, &o);
 	if (err) {
 		clients_unpin(cl, o.map, m->len);
 		return err;
@@ -240,7 +240,7 @@ static int msg_mr_reg(struct clients *cs, struct client *cl, const struct mroc_m
 	u->mrs++;
 	cs->ctl->user_mrs += !cl->admin;
 	o.access = 1;
-	call(cs, op_count_mr, &o);
+	call(cs, clients_op_count_mr, &o);
 	r->lkey = o.lkey;
 	r->rkey = o.rkey;
 	return 0;
@@ -256,7 +256,7 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 
 		if (mr->lkey != m->lkey)
 			continue;
-		err = call(cs, op_mr_dereg, &o);
+		err = call(cs, clients_op_mr_dereg, &o);
 		if (err)
 			return err;
 		/* The engine no longer knows the key: nothing can touch the mapping now. */
@@ -267,7 +267,7 @@ static int msg_mr_dereg(struct clients *cs, struct client *cl, const struct mroc
 		cs->ctl->user_mrs -= !cl->admin;
 		*mr = cl->mrs[--cl->nmrs];
 		o.access = (uint32_t)-1;
-		call(cs, op_count_mr, &o);
+		call(cs, clients_op_count_mr, &o);
 		return 0;
 	}
 	return -ENOENT;
@@ -408,7 +408,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		.sq_depth = m->sq_entries < 1008 ? m->sq_entries : 1008,
 		.rq_depth = m->rq_entries,
 	};
-	err = call(cs, op_qp_create, &o);
+	err = call(cs, clients_op_qp_create, &o);
 	if (err) {
 		free_qp(q);
 		return err;
@@ -440,7 +440,7 @@ static int msg_qp_destroy(struct clients *cs, struct client *cl, uint32_t qpn)
 
 		if (cl->qps[i]->qpn != qpn)
 			continue;
-		err = call(cs, op_qp_destroy, &o);
+		err = call(cs, clients_op_qp_destroy, &o);
 		if (err && err != -ENOENT)
 			return err;
 		/* The worker dropped it from its list: the mapping is ours to undo. */
@@ -508,7 +508,7 @@ static int msg_qp_connect(struct clients *cs, struct client *cl,
 			   addr_str(&o.addr, buf, sizeof(buf)), why);
 		return -EADDRNOTAVAIL;
 	}
-	err = call(cs, op_qp_connect, &o);
+	err = call(cs, clients_op_qp_connect, &o);
 	if (err == -EDQUOT)
 		clients_over_share(cs->ctl, cl, "peers in use (of its worker's table)",
 				   clients_share(&cs->ctl->lim, peers_max(cs->peers), cl->uid));
@@ -541,7 +541,7 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	if (mrocd_service_reserved(m->service_id))
 		return clients_reserved(cl, "listen on", m->service_id);
 	if (q->bound && q->service == m->service_id)
-		return call(cs, op_qp_listen, &o);
+		return call(cs, clients_op_qp_listen, &o);
 	fresh = !services_owner(svc, m->service_id);
 	/*
 	 * With several workers each service takes a slot of the one steering
@@ -571,7 +571,7 @@ static int msg_qp_listen(struct clients *cs, struct client *cl,
 	if (err)
 		steered = false;
 	else
-		err = call(cs, op_qp_listen, &o);
+		err = call(cs, clients_op_qp_listen, &o);
 	if (err) {
 		if (!services_unref(svc, m->service_id) && steered)
 			steer_unlisten(cs->steer, m->service_id);

@@ -10,7 +10,7 @@
 #include "log.h"
 #include "peers.h"
 
-int op_mr_reg(void *arg, uint64_t now)
+int clients_op_mr_reg(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 
@@ -19,7 +19,7 @@ int op_mr_reg(void *arg, uint64_t now)
 				  &o->rkey);
 }
 
-int op_mr_dereg(void *arg, uint64_t now)
+int clients_op_mr_dereg(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 
@@ -27,7 +27,7 @@ int op_mr_dereg(void *arg, uint64_t now)
 	return engine_mr_deregister(o->cs->eng, o->lkey);
 }
 
-int op_qp_create(void *arg, uint64_t now)
+int clients_op_qp_create(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct clients *cs = o->cs;
@@ -83,7 +83,7 @@ int clients_reserved(const struct client *cl, const char *what, uint64_t service
 	return -EACCES;
 }
 
-int op_qp_connect(void *arg, uint64_t now)
+int clients_op_qp_connect(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct clients *cs = o->cs;
@@ -103,7 +103,7 @@ int op_qp_connect(void *arg, uint64_t now)
 	return engine_qp_connect(o->cs->eng, o->qpn, peer, o->service_id, now);
 }
 
-int op_qp_listen(void *arg, uint64_t now)
+int clients_op_qp_listen(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 
@@ -113,7 +113,7 @@ int op_qp_listen(void *arg, uint64_t now)
 	return engine_qp_listen(o->cs->eng, o->qpn, o->service_id);
 }
 
-int op_qp_destroy(void *arg, uint64_t now)
+int clients_op_qp_destroy(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct cqp *q = own_qp(o);
@@ -125,7 +125,7 @@ int op_qp_destroy(void *arg, uint64_t now)
 }
 
 /* The client is gone: stop its QPs (peers are told), drop its regions. */
-int op_client_gone(void *arg, uint64_t now)
+int clients_op_client_gone(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct clients *cs = o->cs;
@@ -146,7 +146,7 @@ int op_client_gone(void *arg, uint64_t now)
 }
 
 /* HELLO: the worker sleeps on the client's doorbell from now on. */
-int op_client_hello(void *arg, uint64_t now)
+int clients_op_client_hello(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 	struct clients *cs = o->cs;
@@ -163,7 +163,7 @@ int op_client_hello(void *arg, uint64_t now)
 	return 0;
 }
 
-int op_count_mr(void *arg, uint64_t now)
+int clients_op_count_mr(void *arg, uint64_t now)
 {
 	struct op *o = arg;
 

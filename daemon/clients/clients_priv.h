@@ -282,15 +282,15 @@ static inline int call(struct clients *cs, int (*fn)(void *, uint64_t), struct o
 }
 
 /* clients_ops.c: run on the worker by call(); 0 or -errno. */
-int op_mr_reg(void *arg, uint64_t now);
-int op_mr_dereg(void *arg, uint64_t now);
-int op_qp_create(void *arg, uint64_t now);
-int op_qp_connect(void *arg, uint64_t now);
-int op_qp_listen(void *arg, uint64_t now);
-int op_qp_destroy(void *arg, uint64_t now);
-int op_client_gone(void *arg, uint64_t now);
-int op_client_hello(void *arg, uint64_t now);
-int op_count_mr(void *arg, uint64_t now);
+int clients_op_mr_reg(void *arg, uint64_t now);
+int clients_op_mr_dereg(void *arg, uint64_t now);
+int clients_op_qp_create(void *arg, uint64_t now);
+int clients_op_qp_connect(void *arg, uint64_t now);
+int clients_op_qp_listen(void *arg, uint64_t now);
+int clients_op_qp_destroy(void *arg, uint64_t now);
+int clients_op_client_gone(void *arg, uint64_t now);
+int clients_op_client_hello(void *arg, uint64_t now);
+int clients_op_count_mr(void *arg, uint64_t now);
 /* service_id is the daemons' own: logged, -EACCES. */
 int clients_reserved(const struct client *cl, const char *what, uint64_t service_id);
 
