@@ -365,6 +365,7 @@ void qp_start(struct engine *eng, struct qp *qp, uint64_t now);
 int qp_push_cqe(struct engine *eng, struct qp *qp, const struct engine_cqe *cqe);
 uint32_t qp_cq_room(const struct qp *qp);
 void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status);
+void qp_connect_failed(struct engine *eng, struct qp *qp, uint8_t reason);
 void qp_update_deadline(struct engine *eng, struct qp *qp);
 uint64_t qp_keepalive_due(const struct engine *eng, const struct qp *qp);
 

@@ -545,6 +545,12 @@ void cm_rtu_answered(struct engine *eng, struct qp *qp, const struct wire_pkt *p
 	up(eng, qp, now);
 }
 
+/* A reason a peer sent, as a failed connect's: one we do not know is an error. */
+static uint8_t cm_peer_reason(uint8_t reason)
+{
+	return reason && reason <= MROC_CM_BUSY ? reason : MROC_CM_ERROR;
+}
+
 /*
  * Our listener went to another requester, or the server has none free for
  * now (REJ BUSY): ask again after the backoff of a request.  Each such
@@ -558,10 +564,7 @@ static void retry_later(struct engine *eng, struct qp *qp, uint64_t now)
 	qp->has_tx_key = false;
 	qp->peer_npaths = 0;
 	if (++qp->cm_rounds > 4 * eng->cfg.cm_retries) {
-		qp->state = ENGINE_QPS_ERROR;
-		qp->cm_pending = CM_NONE;
-		qp->cm_deadline = 0;
-		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+		qp_connect_failed(eng, qp, MROC_CM_BUSY);
 		return;
 	}
 	eng->st.c[EC_CM_BUSY_RETRY]++;
@@ -634,10 +637,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			return 0;	/* duplicate */
 		if (!cm_params_ok(eng, qp, &pkt->cm)) {
 			/* Refuse, and tell the server so it does not stay half-open. */
-			qp->state = ENGINE_QPS_ERROR;
-			qp->cm_pending = CM_NONE;
-			qp->cm_deadline = 0;
-			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+			qp_connect_failed(eng, qp, MROC_CM_BAD_PARAM);
 			tag_reply(eng, qp, ctl_reply(eng, pkt, meta, qp->qpn, MROC_OP_DISCONNECT,
 						     MROC_CM_BAD_PARAM));
 			return -EINVAL;
@@ -645,8 +645,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		qp->cm_pending = CM_NONE;
 		qp->cm_deadline = 0;
 		if (take_peer(eng, qp, pkt)) {
-			qp->state = ENGINE_QPS_ERROR;
-			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+			qp_connect_failed(eng, qp, MROC_CM_NO_RESOURCES);
 			tag_reply(eng, qp, ctl_reply(eng, pkt, meta, qp->qpn, MROC_OP_DISCONNECT,
 						     MROC_CM_NO_RESOURCES));
 			return -ENOMEM;
@@ -696,10 +695,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 			return 0;	/* an answer to an earlier try: we hold a REP */
 		if (pkt->cm.reason == MROC_CM_SECURITY)
 			eng->st.c[EC_CM_SEC_MISMATCH]++;
-		qp->state = ENGINE_QPS_ERROR;
-		qp->cm_pending = CM_NONE;
-		qp->cm_deadline = 0;
-		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+		qp_connect_failed(eng, qp, cm_peer_reason(pkt->cm.reason));
 		return 0;
 	case MROC_OP_DISCONNECT:
 		if (qp->state == ENGINE_QPS_CONNECTED || qp->state == ENGINE_QPS_CLOSING) {
@@ -721,10 +717,7 @@ int cm_rx(struct engine *eng, const struct wire_pkt *pkt, const struct engine_rx
 		} else if (qp->state == ENGINE_QPS_CONNECTING && qp->cm_pending == CM_SEND_RTU &&
 			   pkt->hdr.src_qpn == qp->peer_qpn) {
 			/* The server bound us and closed before we heard from it. */
-			qp->state = ENGINE_QPS_ERROR;
-			qp->cm_pending = CM_NONE;
-			qp->cm_deadline = 0;
-			qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+			qp_connect_failed(eng, qp, cm_peer_reason(pkt->cm.reason));
 		}
 		tag_reply(eng, qp, ctl_reply(eng, pkt, meta, qp->qpn, MROC_OP_DISCONNECT_ACK,
 					     MROC_CM_OK));

@@ -396,8 +396,7 @@ void cm_timer(struct engine *eng, struct qp *qp, uint64_t now)
 	}
 	if (qp->cm_pending == CM_SEND_REQ || qp->cm_pending == CM_SEND_RTU) {
 		/* RTU: no answer, the server never bound us (or went) */
-		qp->state = ENGINE_QPS_ERROR;
-		qp_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR);
+		qp_connect_failed(eng, qp, ENGINE_CONN_NO_ANSWER);
 	} else if (qp->cm_pending == CM_SEND_DISC && qp->state == ENGINE_QPS_CLOSING) {
 		qp->state = ENGINE_QPS_IDLE;
 		qp_event(eng, qp, ENGINE_WC_EV_DISCONNECTED, ENGINE_WC_RETRY_EXC_ERR);

@@ -309,12 +309,21 @@ enum engine_wc_opcode {
 
 #define ENGINE_WC_WITH_IMM	0x1
 
+/*
+ * Why a connect failed (engine_cqe.reason of ENGINE_WC_CONNECT_ERR): the
+ * peer's own CM reason when it said one (enum mroc_cm_reason: no listener,
+ * bad parameters, security modes that differ, busy ...), or no answer at all.
+ * An application can then give up at once where asking again cannot help.
+ */
+#define ENGINE_CONN_NO_ANSWER	0x40	/* not on the wire: every try timed out */
+
 struct engine_cqe {
 	uint64_t wr_id;			/* events: the QP's attr.user */
 	uint32_t qpn;
 	uint8_t opcode;			/* enum engine_wc_opcode */
 	uint8_t status;			/* enum engine_wc_status */
 	uint8_t flags;			/* ENGINE_WC_* */
+	uint8_t reason;			/* ENGINE_WC_CONNECT_ERR: why (ENGINE_CONN_*) */
 	uint32_t byte_len;
 	uint32_t imm;
 };

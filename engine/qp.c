@@ -192,6 +192,27 @@ void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
 	qp_push_cqe(eng, qp, &e);
 }
 
+/*
+ * The connect failed: the QP goes to ERROR with the event saying why
+ * (ENGINE_CONN_NO_ANSWER, or a CM reason: cm_peer_reason's of one the peer
+ * sent).
+ */
+void qp_connect_failed(struct engine *eng, struct qp *qp, uint8_t reason)
+{
+	struct engine_cqe e = {
+		.wr_id = qp->user,
+		.qpn = qp->qpn,
+		.opcode = ENGINE_WC_EV_ERROR,
+		.status = ENGINE_WC_CONNECT_ERR,
+		.reason = reason,
+	};
+
+	qp->state = ENGINE_QPS_ERROR;
+	qp->cm_pending = CM_NONE;
+	qp->cm_deadline = 0;
+	qp_push_cqe(eng, qp, &e);
+}
+
 /* qp_keepalive_due with the peer last heard at heard (qp_heard: read once a call). */
 static uint64_t keepalive_due(const struct engine *eng, const struct qp *qp, uint64_t heard)
 {

@@ -214,7 +214,7 @@ struct mroc_cqe {
 	uint8_t opcode;			/* enum mroc_wc_opcode */
 	uint8_t status;			/* enum mroc_wc_status */
 	uint8_t flags;
-	uint8_t rsvd;
+	uint8_t conn_err;		/* MROC_WC_CONNECT_ERR: enum mroc_conn_err */
 	uint32_t byte_len;
 	uint32_t imm;
 	uint64_t rsvd2;

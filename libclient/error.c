@@ -127,3 +127,23 @@ const char *mroc_wc_status_str(int status)
 		return "unknown status";
 	return wc_status_text[status];
 }
+
+static const char *const conn_err_text[] = {
+	[MROC_CONN_ERR_NONE] = "no error",
+	[MROC_CONN_ERR_NO_LISTENER] = "nobody listens on that service id",
+	[MROC_CONN_ERR_BAD_PARAM] = "the peer refused the QP's mode, MTU or paths",
+	[MROC_CONN_ERR_NO_RESOURCES] = "no resources for the QP",
+	[MROC_CONN_ERR_CLOSED] = "the peer's QP was closed",
+	[MROC_CONN_ERR_REFUSED] = "refused",
+	[MROC_CONN_ERR_SECURITY] = "the daemons' security modes differ",
+	[MROC_CONN_ERR_BUSY] = "the listener is busy with other requesters",
+	[MROC_CONN_ERR_NO_ANSWER] = "no answer",
+};
+
+const char *mroc_conn_err_str(int conn_err)
+{
+	if (conn_err < 0 || conn_err >= (int)(sizeof(conn_err_text) / sizeof(conn_err_text[0])) ||
+	    !conn_err_text[conn_err])
+		return "unknown reason";
+	return conn_err_text[conn_err];
+}

@@ -108,6 +108,25 @@ int mroc_post_recv(struct mroc_qp *qp, const struct mroc_recv_wr *wr)
 	return 0;
 }
 
+/* What mroc_qp_wait_connected returns for a connect that failed so. */
+static int conn_errno(uint8_t conn_err)
+{
+	switch (conn_err) {
+	case MROC_CONN_ERR_NO_ANSWER:
+		return -ETIMEDOUT;
+	case MROC_CONN_ERR_SECURITY:
+		return -EACCES;
+	case MROC_CONN_ERR_BAD_PARAM:
+		return -EINVAL;
+	case MROC_CONN_ERR_NO_RESOURCES:
+		return -EAGAIN;
+	case MROC_CONN_ERR_CLOSED:
+		return -ECONNRESET;
+	default:
+		return -ECONNREFUSED;
+	}
+}
+
 void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
 {
 	struct mroc_cqe c;
@@ -115,7 +134,7 @@ void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
 	memcpy(&c, slot, sizeof(c));	/* read shared memory once */
 	*wc = (struct mroc_wc){
 		.wr_id = c.wr_id, .qpn = c.qpn, .opcode = c.opcode, .status = c.status,
-		.flags = c.flags, .byte_len = c.byte_len, .imm = c.imm,
+		.flags = c.flags, .conn_err = c.conn_err, .byte_len = c.byte_len, .imm = c.imm,
 	};
 	switch (c.opcode) {
 	case MROC_WC_CONNECTED:
@@ -125,7 +144,8 @@ void libmroc_cqe_to_wc(struct mroc_qp *qp, const void *slot, struct mroc_wc *wc)
 		atomic_store_explicit(&qp->conn, -ECONNRESET, memory_order_relaxed);
 		break;
 	case MROC_WC_EVENT_ERROR:
-		atomic_store_explicit(&qp->conn, -ECONNREFUSED, memory_order_relaxed);
+		atomic_store_explicit(&qp->conn, c.status == MROC_WC_CONNECT_ERR ?
+				      conn_errno(c.conn_err) : -ECONNREFUSED, memory_order_relaxed);
 		break;
 	}
 }

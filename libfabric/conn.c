@@ -662,11 +662,34 @@ bool mfi_conn_reject_sent(struct mfi_conn *c)
 	return !c->qp || c->state == MFI_CONN_DOWN;
 }
 
+/*
+ * A refused connect that asking again cannot mend, as the error its operations
+ * and the EQ get; 0 for the others (no listener yet, busy, no answer).
+ */
+static int conn_refused_err(const struct mroc_wc *wc)
+{
+	if (wc->opcode != MROC_WC_EVENT_ERROR || wc->status != MROC_WC_CONNECT_ERR)
+		return 0;
+	switch (wc->conn_err) {
+	case MROC_CONN_ERR_SECURITY:
+		return -FI_EACCES;	/* the daemons' security modes differ */
+	case MROC_CONN_ERR_BAD_PARAM:
+		return -FI_EINVAL;	/* the peer refused the QP's mode, MTU or paths */
+	default:
+		return 0;
+	}
+}
+
+bool mfi_conn_refused_for_good(const struct mroc_wc *wc)
+{
+	return conn_refused_err(wc) != 0;
+}
+
 /* Run one connection: its completions, then whatever it can send. */
 int mfi_conn_progress(struct mfi_conn *c)
 {
 	struct mroc_wc wc[16];
-	int n, total = 0;
+	int n, err, total = 0;
 
 	if (c->self) {
 		mfi_conn_kick(c);
@@ -694,7 +717,7 @@ int mfi_conn_progress(struct mfi_conn *c)
 				if (c->state == MFI_CONN_DOWN)
 					break;
 				/* Refused while connecting: its queue moves to a new attempt. */
-				if (wc[i].opcode == MROC_WC_EVENT_ERROR && mfi_ep_conn_refused(c)) {
+				if (wc[i].opcode == MROC_WC_EVENT_ERROR && mfi_ep_conn_refused(c, &wc[i])) {
 					c->state = MFI_CONN_DOWN;
 					break;
 				}
@@ -703,9 +726,10 @@ int mfi_conn_progress(struct mfi_conn *c)
 					mfi_ep_conn_event(c, FI_SHUTDOWN, -FI_ETIMEDOUT);
 					break;
 				}
-				mfi_conn_fail(c, -FI_ECONNABORTED);
+				err = conn_refused_err(&wc[i]);
+				mfi_conn_fail(c, err ? err : -FI_ECONNABORTED);
 				mfi_ep_conn_event(c, FI_SHUTDOWN, wc[i].opcode == MROC_WC_EVENT_ERROR ?
-						  -FI_ECONNREFUSED : 0);
+						  (err ? err : -FI_ECONNREFUSED) : 0);
 				break;
 			default:
 				/* A credit WRITE failing means the connection failed. */

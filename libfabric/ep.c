@@ -223,7 +223,8 @@ static void verify_fail_peer(struct mfi_ep *ep, const struct mfi_addr *peer)
 /*
  * A refused RDM connect: the peer had no free listener yet.  Try again with a fresh QP,
  * within the first attempt's time (mrocd also ends a connect nobody answers as refused:
- * retried anew each time, one to our own mrocd's address waited for ever).
+ * retried anew each time, one to our own mrocd's address waited for ever).  Not when the
+ * peer's mrocd said a why it would say again (security modes, parameters).
  */
 static bool retry_connect(struct mfi_conn *c)
 {
@@ -331,9 +332,10 @@ void mfi_ep_conn_event(struct mfi_conn *c, int event, int err_no)
 }
 
 /* A refused connect is retried before its queue is failed (conn.c calls this first). */
-bool mfi_ep_conn_refused(struct mfi_conn *c)
+bool mfi_ep_conn_refused(struct mfi_conn *c, const struct mroc_wc *wc)
 {
-	return c->ep && c->state == MFI_CONN_CONNECTING && retry_connect(c);
+	return c->ep && c->state == MFI_CONN_CONNECTING && !mfi_conn_refused_for_good(wc) &&
+	       retry_connect(c);
 }
 
 /* Every connection's completions, then what it can send; the completions found. */

@@ -236,19 +236,38 @@ static int take_remote_qps(struct perf *pf, const struct oob_qps *m)
 	return 0;
 }
 
+/* What a failed connect's errno (mroc_qp_wait_connected) says the peer's mrocd did. */
+static const char *connect_failure(int err)
+{
+	switch (err) {
+	case -ETIMEDOUT:
+		return "did not answer";
+	case -ECONNREFUSED:
+		return "refused it (nobody listens on the service, or it is busy)";
+	case -EACCES:
+		return "refused it: the daemons' security modes differ";
+	case -EINVAL:
+		return "refused its mode, MTU or paths";
+	case -EAGAIN:
+		return "had no room for it";
+	case -ECONNRESET:
+		return "closed it";
+	default:
+		return NULL;
+	}
+}
+
 static int wait_connected(struct perf *pf)
 {
 	for (unsigned int i = 0; i < pf->nqp; i++) {
 		int err = mroc_qp_wait_connected(pf->qp[i].qp, PERF_CONNECT_MS);
+		const char *why = connect_failure(err);
 
-		/*
-		 * libmroc's text for -ECONNREFUSED is about its own socket; here it
-		 * means the peer's mrocd refused the QP or never answered.
-		 */
-		if (err == -ECONNREFUSED)
-			return perf_fail(pf, err, "qp %u: mrocd %s refused the connection to service "
-					 "0x%" PRIx64 " or did not answer", i,
-					 pf->server ? "of the client" : pf->mrocd, pf->service_id + i);
+		/* libmroc's texts for these errnos are about its own socket. */
+		if (why)
+			return perf_fail(pf, err, "qp %u: mrocd %s %s (service 0x%" PRIx64 ")", i,
+					 pf->server ? "of the client" : pf->mrocd, why,
+					 pf->service_id + i);
 		if (err)
 			return perf_fail(pf, err, "qp %u: connection to mrocd %s, service 0x%" PRIx64
 					 " failed: %s", i, pf->server ? "(client)" : pf->mrocd,

@@ -580,6 +580,7 @@ bool clients_on_cqe(struct clients *cs, const struct engine_cqe *c, uint64_t now
 		.opcode = c->opcode,
 		.status = c->status,
 		.flags = c->flags,
+		.conn_err = c->reason,
 		.byte_len = c->byte_len,
 		.imm = c->imm,
 	};

@@ -86,6 +86,10 @@ static_assert((int)MROC_WC_EVENT_ERROR == (int)ENGINE_WC_EV_ERROR &&
 	      (int)MROC_WC_ATOMIC_FETCH_ADD == (int)ENGINE_WC_ATOMIC_FETCH_ADD &&
 	      (int)MROC_WC_ATOMIC_CMP_SWP == (int)ENGINE_WC_ATOMIC_CMP_SWP &&
 	      (int)MROC_WC_CONNECT_ERR == (int)ENGINE_WC_CONNECT_ERR, "completion codes");
+static_assert((int)MROC_CONN_ERR_NO_LISTENER == (int)MROC_CM_NO_LISTENER &&
+	      (int)MROC_CONN_ERR_SECURITY == (int)MROC_CM_SECURITY &&
+	      (int)MROC_CONN_ERR_BUSY == (int)MROC_CM_BUSY &&
+	      (int)MROC_CONN_ERR_NO_ANSWER == ENGINE_CONN_NO_ANSWER, "why a connect failed");
 static_assert(MROC_ACCESS_REMOTE_READ == ENGINE_ACCESS_REMOTE_READ &&
 	      MROC_ACCESS_REMOTE_ATOMIC == ENGINE_ACCESS_REMOTE_ATOMIC,
 	      "access flags pass through");

@@ -34,3 +34,16 @@ pair misuse_msg
 pair misuse_threads
 # A registration closed under a message sent by rendezvous from it.
 pair misuse_mr
+
+# B in another security mode: REJ SECURITY, which the provider does not ask again (it would
+# be told the same until FI_MROC_CONNECT_TIMEOUT_MS): its sends fail with FI_EACCES.
+e2e_stop b
+echo 'security = { mode = "none"; };' >>"$E2E_DIR/b.conf"
+e2e_start b "$NS_B"
+e2e_wait_ready b
+ip netns exec "$NS_A" env FI_PROVIDER_PATH="$BUILD" FI_PROVIDER=mroc MROC_SOCKET="$E2E_DIR/a.ctl" \
+	FI_MROC_ADDR="$IP_A" REFUSED_IP="$IP_B" timeout 100 "$SUITE" refused >"$E2E_DIR/refused.out" 2>&1
+rc=$?
+cat "$E2E_DIR/refused.out"
+[ $rc = 0 ] || fail "refused: exit $rc"
+ok "refused: sends to an mrocd in another security mode fail with FI_EACCES"

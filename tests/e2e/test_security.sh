@@ -115,8 +115,19 @@ e2e_wait b counters '.engine.cm_sec_mismatch >= 1' 10 ||
 	fail "b: no cm_sec_mismatch: $(e2e_admin b counters | jq -c .engine)"
 [ "$(e2e_admin a links | jq '[.links[] | select(.state == "up")] | length')" = 0 ] ||
 	fail "a control link came up across security modes: $(e2e_admin a links)"
+# An application's QP across the modes fails at the REJ, and says why (mroc_wc.conn_err).
+ip netns exec "$NS_B" timeout 60 "$PERF" write_bw -S "$E2E_DIR/b.ctl" -p 18902 --sleep \
+	-s 4096 -n 1 >"$E2E_DIR/srv.log" 2>&1 &
+srv=$!
+sleep 0.3
+ip netns exec "$NS_A" timeout 60 "$PERF" write_bw -S "$E2E_DIR/a.ctl" -p 18902 --sleep \
+	-s 4096 -n 1 "$IP_B" >"$E2E_DIR/cli.log" 2>&1 && fail "a QP connected across security modes"
+grep -q "security modes differ" "$E2E_DIR/cli.log" ||
+	fail "the client does not say why it failed: $(cat "$E2E_DIR/cli.log")"
+kill "$srv" 2>/dev/null
+wait "$srv" 2>/dev/null
 stop_both
-ok "token against none: CONNECT refused, cm_sec_mismatch counted on both daemons"
+ok "token against none: CONNECT refused, cm_sec_mismatch counted on both daemons, the client told why"
 
 # ---- "token": connects; the capture shows the text ----
 configs token token

@@ -29,12 +29,14 @@ static uint8_t rej_reason(struct pair_capture *cap, uint32_t a_qpn)
 	return cap->pkt[0].data[PKT_CM_REASON];
 }
 
-static void expect_connect_refused(struct pair *p, uint32_t qa)
+/* The failed connect's event names the peer's reason (the application's conn_err). */
+static void expect_connect_refused(struct pair *p, uint32_t qa, uint8_t reason)
 {
 	const struct engine_cqe *c;
 
 	c = pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	assert_int_equal(c->qpn, qa);
+	assert_int_equal(c->reason, reason);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
 	pair_expect_none(p, PAIR_A);
 	/* Work cannot be posted on it. */
@@ -54,7 +56,7 @@ static void test_connect_no_listener(void **state)
 
 	pair_run_for(p, 1 * PAIR_MS);
 	assert_int_equal(rej_reason(cap, qa), MROC_CM_NO_LISTENER);
-	expect_connect_refused(p, qa);
+	expect_connect_refused(p, qa, MROC_CM_NO_LISTENER);
 	/* The listener on the other service is untouched. */
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
@@ -74,7 +76,7 @@ static void refused_then_good(struct pair *p, struct pair_capture *cap, uint32_t
 	uint32_t q2;
 
 	assert_int_equal(rej_reason(cap, qa), reason);
-	expect_connect_refused(p, qa);
+	expect_connect_refused(p, qa, reason);
 	pair_expect_none(p, PAIR_B);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 
@@ -117,7 +119,7 @@ static void test_connect_mtu_too_large(void **state)
 	qa = start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 1 * PAIR_MS);
 	assert_int_equal(rej_reason(cap, qa), MROC_CM_BAD_PARAM);
-	expect_connect_refused(p, qa);
+	expect_connect_refused(p, qa, MROC_CM_BAD_PARAM);
 	assert_int_equal(pair_state(p, PAIR_B), ENGINE_QPS_LISTEN);
 }
 
@@ -139,7 +141,8 @@ static struct pair *rep_refused(void **state)
 	p = open_pair(state, &ca, &cb);
 	start_connect(p, &a, &b, SVC, SVC);
 	pair_run_for(p, 100 * PAIR_US);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	assert_int_equal(pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR,
+				     0xa)->reason, MROC_CM_BAD_PARAM);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_ERROR);
 	return p;
 }

@@ -47,7 +47,8 @@ static void test_connect_unanswered(void **state)
 	pair_expect_none(p, PAIR_A);
 	assert_int_equal(pair_state(p, PAIR_A), ENGINE_QPS_CONNECTING);
 	pair_run_for(p, 1 * PAIR_MS);
-	pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+	assert_int_equal(pair_expect(p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR,
+				     0xa)->reason, ENGINE_CONN_NO_ANSWER);
 	assert_int_equal(p->s[PAIR_A].sent[MROC_OP_CONNECT_REQ], 4 + 8 * ca.cm_retries);
 	assert_int_equal(p->s[PAIR_A].stray, 4 + 8 * ca.cm_retries);
 	assert_int_equal(pair_stat(p, PAIR_A, EC_CM_COPY), 3 * (ca.cm_retries + 1));

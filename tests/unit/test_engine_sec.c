@@ -206,7 +206,8 @@ static void check_mismatch(void **state, uint8_t mode_a, uint8_t mode_b, bool a_
 	assert_int_equal(stat_of(f, PAIR_A, EC_CM_SEC_MISMATCH), 1);
 	assert_int_equal(pair_state(f->p, PAIR_B), ENGINE_QPS_LISTEN);
 	if (a_told) {
-		pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
+		assert_int_equal(pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR,
+					     ENGINE_WC_CONNECT_ERR, 0xa)->reason, MROC_CM_SECURITY);
 	} else {
 		/* The refusal could not be checked: A waits for its retries to run out. */
 		pair_expect_none(f->p, PAIR_A);

@@ -672,6 +672,40 @@ static void test_wait_connected_fails(void **state)
 	assert_int_equal(mroc_qp_wait_connected(E.qp, 0), 0);
 }
 
+/* Why a connect failed: in the completion, and as mroc_qp_wait_connected's errno. */
+static void test_wait_connected_says_why(void **state)
+{
+	static const struct { uint8_t why; int err; } cases[] = {
+		{ MROC_CONN_ERR_NO_ANSWER, -ETIMEDOUT },
+		{ MROC_CONN_ERR_SECURITY, -EACCES },
+		{ MROC_CONN_ERR_BAD_PARAM, -EINVAL },
+		{ MROC_CONN_ERR_NO_RESOURCES, -EAGAIN },
+		{ MROC_CONN_ERR_CLOSED, -ECONNRESET },
+		{ MROC_CONN_ERR_NO_LISTENER, -ECONNREFUSED },
+		{ MROC_CONN_ERR_BUSY, -ECONNREFUSED },
+		{ 99, -ECONNREFUSED },		/* a reason this library does not know */
+	};
+	struct mroc_wc wc;
+
+	env_qp(0, 0);
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(mroc_qp_connect(E.qp, "192.0.2.1", 5), 0);
+		assert_true(fake_push_cqe(E.fq, &(struct mroc_cqe){
+			.qpn = E.fq->qpn, .opcode = MROC_WC_EVENT_ERROR,
+			.status = MROC_WC_CONNECT_ERR, .conn_err = cases[i].why }));
+		assert_int_equal(mroc_poll_cq(E.qp, &wc, 1), 1);
+		assert_int_equal(wc.status, MROC_WC_CONNECT_ERR);
+		assert_int_equal(wc.conn_err, cases[i].why);
+		assert_int_equal(mroc_qp_wait_connected(E.qp, 100), cases[i].err);
+	}
+	assert_string_equal(mroc_conn_err_str(MROC_CONN_ERR_SECURITY),
+			    "the daemons' security modes differ");
+	assert_string_equal(mroc_conn_err_str(99), "unknown reason");
+	/* The field is what was padding: the completion's layout is unchanged. */
+	assert_int_equal(sizeof(struct mroc_wc), 24);
+	assert_int_equal(offsetof(struct mroc_wc, byte_len), 16);
+}
+
 static void test_wait_connected_stash_full(void **state)
 {
 	struct mroc_wc wc[32];
@@ -845,6 +879,7 @@ int main(void)
 		T(test_wait_connected_keeps_completions),
 		T(test_wait_connected_sleeps),
 		T(test_wait_connected_fails),
+		T(test_wait_connected_says_why),
 		T(test_wait_connected_stash_full),
 		T(test_corrupt_indices),
 		T(test_daemon_dies_wakes_waiters),

@@ -176,7 +176,10 @@ uint32_t mroc_qp_num(const struct mroc_qp *qp);
  * Connect to a peer: addr is the IP address (text) of the peer's mrocd,
  * service_id what its listening QP listens on.  Returns at once; the result
  * arrives as a completion: MROC_WC_CONNECTED, or MROC_WC_EVENT_ERROR with
- * status MROC_WC_CONNECT_ERR.  mroc_qp_wait_connected() waits for it.
+ * status MROC_WC_CONNECT_ERR and conn_err saying why.  mroc_qp_wait_connected()
+ * waits for it: 0, or -ETIMEDOUT (no answer, or timeout_ms passed),
+ * -ECONNREFUSED (no listener, busy, refused), -EACCES (security modes differ),
+ * -EINVAL (parameters refused), -EAGAIN (no resources), -ECONNRESET (closed).
  */
 int mroc_qp_connect(struct mroc_qp *qp, const char *addr, uint64_t service_id);
 /*
@@ -282,12 +285,30 @@ enum mroc_wc_status {
 
 #define MROC_WC_WITH_IMM	0x1
 
+/*
+ * Why a connect failed (mroc_wc.conn_err of MROC_WC_CONNECT_ERR): what the
+ * peer's mrocd answered, or no answer at all.  Asking again may help after
+ * NO_LISTENER (the server not listening yet) or BUSY, hardly after the others.
+ */
+enum mroc_conn_err {
+	MROC_CONN_ERR_NONE = 0,
+	MROC_CONN_ERR_NO_LISTENER = 1,	/* nobody listens on that service id */
+	MROC_CONN_ERR_BAD_PARAM = 2,	/* mode, MTU or paths not acceptable */
+	MROC_CONN_ERR_NO_RESOURCES = 3,	/* the peer (or we) had no room for the QP */
+	MROC_CONN_ERR_CLOSED = 4,	/* the peer's QP was closed meanwhile */
+	MROC_CONN_ERR_REFUSED = 5,	/* refused for another reason */
+	MROC_CONN_ERR_SECURITY = 6,	/* the daemons' security modes differ */
+	MROC_CONN_ERR_BUSY = 7,		/* the listener went to other requesters */
+	MROC_CONN_ERR_NO_ANSWER = 64,	/* every try went unanswered */
+};
+
 struct mroc_wc {
 	uint64_t wr_id;
 	uint32_t qpn;
 	uint8_t opcode;			/* enum mroc_wc_opcode */
 	uint8_t status;			/* enum mroc_wc_status */
 	uint8_t flags;			/* MROC_WC_* */
+	uint8_t conn_err;		/* enum mroc_conn_err (in what was padding) */
 	uint32_t byte_len;
 	uint32_t imm;
 };
@@ -301,6 +322,7 @@ struct mroc_wc {
  */
 int mroc_poll_cq(struct mroc_qp *qp, struct mroc_wc *wc, int max);
 const char *mroc_wc_status_str(int status);
+const char *mroc_conn_err_str(int conn_err);
 
 /*
  * Completion channel: an fd (eventfd) that becomes readable when a

@@ -67,6 +67,8 @@
  *                    reads the endpoint's EQ (its progress) at once, on both sides
  *   misuse_mr        1 MiB sent from a registration closed before the receive is posted:
  *                    both sides complete (no hang), the endpoints work on
+ *   refused          sends to an mrocd in another security mode (REFUSED_IP): FI_EACCES at
+ *                    its refusal, not a retry until the connect timeout
  *
  * -H FILE (the bandwidth tests): after the first size's warm-up window, before any
  * timing, create FILE.held.server or FILE.held.client and wait until FILE exists.
@@ -163,6 +165,8 @@ int main(int argc, char **argv)
 		t_misuse_threads();
 	else if (!strcmp(test, "misuse_mr"))
 		t_misuse_mr();
+	else if (!strcmp(test, "refused"))
+		t_refused();
 	else
 		goto usage;
 	return 0;

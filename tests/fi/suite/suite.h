@@ -143,5 +143,6 @@ void t_misuse(void);					/* misuse.c */
 void t_misuse_msg(void);
 void t_misuse_threads(void);
 void t_misuse_mr(void);
+void t_refused(void);					/* refused.c */
 
 #endif
