@@ -19,10 +19,11 @@ void help_qp(FILE *f)
 		"good, assumed_bad = timed out or backing off, denied = its port counted down\n"
 		"for the peer; \"path show\" says why, path by path), QP window (QWND, the\n"
 		"paths' windows summed), paced rate, bytes and messages each way, outstanding\n"
-		"send work, errors.  -s adds posted receives and messages in flight; -d the\n"
-		"owner's uid and client id, the peer's rate hint, the sequence numbers and\n"
-		"a client's rings (RINGS: producer/consumer/flags of the SQ and CQ, hot or\n"
-		"cold: is mrocd polling it or waiting for its doorbell);\n"
+		"send work, errors.  -s adds posted receives and messages in flight; -d why a\n"
+		"QP in error is (WHY: \"connect refused: the security modes differ\", \"retries\n"
+		"exceeded ...\"), the owner's uid and client id, the peer's rate hint, the\n"
+		"sequence numbers and a client's rings (RINGS: producer/consumer/flags of\n"
+		"the SQ and CQ, hot or cold: is mrocd polling it or waiting for its doorbell);\n"
 		"watching adds TX and RX rates.  -br: QPN, PID, COMM, peer, state, mode, paths,\n"
 		"bytes each way and errors.\n");
 }
@@ -114,6 +115,7 @@ static void print_qp(const json_t *q, const json_t *prev, double dt)
 	print_str(PRINT_BRIEF, "peer", "PEER", peer);
 	print_uint(PRINT_BRIEF, "peer_qpn", "PEER_QPN", jget_u64(q, "peer_qpn"));
 	print_str(PRINT_BRIEF, "state", "STATE", jget_str(q, "state"));
+	print_str(PRINT_DETAILS, "error", "WHY", jget_str(q, "error") ?: "-");
 	print_uint(PRINT_DETAILS, "worker", "WORKER", jget_u64(q, "worker"));
 	print_str(PRINT_BRIEF, "mode", "MODE", jget_str(q, "mode"));
 	print_uint(PRINT_BRIEF, "npaths", "PATHS", jget_u64(q, "npaths"));

@@ -141,6 +141,9 @@ json_t *status_qp(const struct engine_qp_info *qi)
 	SET(o, "peer_inflight_pkts", qi->peer_inflight_pkts);
 	SET(o, "peer_window_pkts", qi->peer_window_pkts);
 	json_object_set_new(o, "peer_blocked", json_boolean(qi->peer_blocked));
+	if (qi->state == ENGINE_QPS_ERROR)
+		json_object_set_new(o, "error", json_string(engine_qp_error_text(qi->err_status,
+									       qi->err_why)));
 	return o;
 }
 

@@ -658,8 +658,12 @@ struct engine_qp_info {
 	uint32_t peer_inflight_pkts;	/* all QPs' to the same peer (peer_window_pkts caps it) */
 	uint32_t peer_window_pkts;	/* what that window is now (0: no peer state) */
 	bool peer_blocked;		/* waiting for room in that window */
+	uint8_t err_status;		/* state ERROR: its event's status (engine_qp_error_text) */
+	uint8_t err_why;		/* ... and a failed connect's reason (ENGINE_CONN_*) */
 };
 
+/* Why a QP is in ERROR, in words, from engine_qp_info's err_status and err_why. */
+const char *engine_qp_error_text(uint8_t err_status, uint8_t err_why);
 int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info *out);
 /* QPNs of every QP, up to max; returns how many there are in all. */
 int engine_qp_list(const struct engine *eng, uint32_t *qpns, int max);

@@ -401,6 +401,8 @@ struct qp {
 
 	/* connection management */
 	uint8_t cm_reason;
+	/* why the QP went to ERROR (mroc-cli qp show): its event's status, a connect's reason */
+	uint8_t err_status, err_why;
 	/*
 	 * requester: an RTU of this round went unanswered, so each later try
 	 * asks with the REQ again and its REP's RTU rides on that try (cm.c

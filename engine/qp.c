@@ -208,6 +208,8 @@ void qp_connect_failed(struct engine *eng, struct qp *qp, uint8_t reason)
 	};
 
 	qp->state = ENGINE_QPS_ERROR;
+	qp->err_status = ENGINE_WC_CONNECT_ERR;
+	qp->err_why = reason;
 	qp->cm_pending = CM_NONE;
 	qp->cm_deadline = 0;
 	qp_push_cqe(eng, qp, &e);
@@ -451,6 +453,7 @@ void qp_set_error(struct engine *eng, struct qp *qp, uint8_t cause, uint64_t now
 		return;
 	qp->errors++;
 	qp->state = ENGINE_QPS_ERROR;
+	qp->err_status = cause;
 	qp_flush(eng, qp, ENGINE_WC_FLUSH_ERR);
 	qp_event(eng, qp, ENGINE_WC_EV_ERROR, cause);
 	qp->cm_pending = CM_SEND_DISC;

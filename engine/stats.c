@@ -160,8 +160,41 @@ int engine_qp_info(const struct engine *eng, uint32_t qpn, struct engine_qp_info
 		.peer_inflight_pkts = peer_inflight(qp),
 		.peer_window_pkts = peer_window(eng, qp),
 		.peer_blocked = qp->ph_blocked,
+		.err_status = qp->err_status,
+		.err_why = qp->err_why,
 	};
 	return 0;
+}
+
+const char *engine_qp_error_text(uint8_t err_status, uint8_t err_why)
+{
+	static const char *const conn[] = {
+		[MROC_CM_NO_LISTENER] = "connect refused: nobody listens on that service",
+		[MROC_CM_BAD_PARAM] = "connect refused: mode, MTU or paths not acceptable",
+		[MROC_CM_NO_RESOURCES] = "connect refused: no resources for the QP",
+		[MROC_CM_LOCAL_CLOSE] = "connect failed: the peer's QP closed",
+		[MROC_CM_ERROR] = "connect refused",
+		[MROC_CM_SECURITY] = "connect refused: the security modes differ",
+		[MROC_CM_BUSY] = "connect refused: the listener stayed busy",
+	};
+	static const char *const status[] = {
+		[ENGINE_WC_LOC_LEN_ERR] = "a message longer than the receive posted for it",
+		[ENGINE_WC_LOC_PROT_ERR] = "a local key, bounds or access refused",
+		[ENGINE_WC_REM_ACCESS_ERR] = "the peer refused a key, bounds or access",
+		[ENGINE_WC_REM_INV_REQ_ERR] = "the peer refused a request as invalid",
+		[ENGINE_WC_RETRY_EXC_ERR] = "retries exceeded: a packet lost too often, or the peer silent",
+		[ENGINE_WC_RNR_RETRY_EXC_ERR] = "the peer posted no receive in time",
+		[ENGINE_WC_FLUSH_ERR] = "flushed",
+	};
+
+	if (err_status == ENGINE_WC_CONNECT_ERR) {
+		if (err_why == ENGINE_CONN_NO_ANSWER)
+			return "connect failed: no answer";
+		return err_why < sizeof(conn) / sizeof(conn[0]) && conn[err_why] ? conn[err_why] :
+		       "connect failed";
+	}
+	return err_status < sizeof(status) / sizeof(status[0]) && status[err_status] ?
+	       status[err_status] : "error";
 }
 
 const char *engine_repath_name(enum engine_repath_why why)

@@ -216,6 +216,12 @@ static void check_mismatch(void **state, uint8_t mode_a, uint8_t mode_b, bool a_
 		pair_expect(f->p, PAIR_A, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, 0xa);
 	}
 	assert_int_equal(pair_state(f->p, PAIR_A), ENGINE_QPS_ERROR);
+	/* The QP keeps why, for mroc-cli qp show. */
+	struct engine_qp_info qi;
+
+	assert_int_equal(engine_qp_info(f->p->s[PAIR_A].eng, qa, &qi), 0);
+	assert_int_equal(qi.err_status, ENGINE_WC_CONNECT_ERR);
+	assert_int_equal(qi.err_why, a_told ? MROC_CM_SECURITY : ENGINE_CONN_NO_ANSWER);
 }
 
 static void test_mismatch_token_none(void **state)

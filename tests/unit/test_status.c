@@ -6,14 +6,18 @@
  * the sentence names the source port a moved path left, and says so when
  * the move was taken back (the engine then clears prev_sport, or, after an
  * RTO undone, puts the path back on it): "moved from source port 0" was
- * printed for those.
+ * printed for those.  And a QP in ERROR says why (status_qp's "error", the
+ * WHY of `mroc-cli qp show -d`).
  */
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdint.h>
 #include <string.h>
 #include <cmocka.h>
+
+#include <jansson.h>
 
 #include "status.h"
 
@@ -93,6 +97,33 @@ static void test_timeout_undone(void **state)
 	assert_non_null(strstr(why, "back"));
 }
 
+static const char *qp_why(uint8_t state, uint8_t err_status, uint8_t err_why)
+{
+	static char text[160];
+	struct engine_qp_info qi = { .state = state, .err_status = err_status,
+				     .err_why = err_why };
+	json_t *o = status_qp(&qi);
+	const char *e = json_string_value(json_object_get(o, "error"));
+
+	snprintf(text, sizeof(text), "%s", e ? e : "(none)");
+	json_decref(o);
+	return text;
+}
+
+static void test_qp_error_says_why(void **state)
+{
+	(void)state;
+	assert_string_equal(qp_why(ENGINE_QPS_CONNECTED, 0, 0), "(none)");
+	assert_string_equal(qp_why(ENGINE_QPS_ERROR, ENGINE_WC_CONNECT_ERR, MROC_CM_SECURITY),
+			    "connect refused: the security modes differ");
+	assert_string_equal(qp_why(ENGINE_QPS_ERROR, ENGINE_WC_CONNECT_ERR,
+				   ENGINE_CONN_NO_ANSWER), "connect failed: no answer");
+	assert_string_equal(qp_why(ENGINE_QPS_ERROR, ENGINE_WC_CONNECT_ERR, 99), "connect failed");
+	assert_string_equal(qp_why(ENGINE_QPS_ERROR, ENGINE_WC_RETRY_EXC_ERR, 0),
+			    "retries exceeded: a packet lost too often, or the peer silent");
+	assert_string_equal(qp_why(ENGINE_QPS_ERROR, 200, 0), "error");
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -101,6 +132,7 @@ int main(void)
 		cmocka_unit_test(test_moved),
 		cmocka_unit_test(test_moved_back),
 		cmocka_unit_test(test_timeout_undone),
+		cmocka_unit_test(test_qp_error_says_why),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
