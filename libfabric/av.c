@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <netdb.h>
 #include <arpa/inet.h>
 
 #include "mrocfi.h"
@@ -52,13 +53,22 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 	if (count && !addr)
 		return -FI_EINVAL;	/* the second entry was read at address 16 */
 	mfi_lock(av->dom);
+	/*
+	 * Names are sockaddr_in or sockaddr_in6 (FI_SOCKADDR: either), each as long
+	 * as its family's, one after the other, as libfabric's own AVs read them.
+	 * One AV may hold both families.  A name of neither family ends the list:
+	 * its length is not known, so nothing after it can be read.
+	 */
+	const char *p = addr;
+
 	for (size_t i = 0; i < count; i++) {
+		size_t len = p ? mfi_sa_len(p) : 0;
 		struct mfi_addr a;
 		int64_t idx = -FI_EINVAL;
 
-		if (!mfi_addr_from_sin((const char *)addr + i * sizeof(struct sockaddr_in),
-				       sizeof(struct sockaddr_in), &a))
+		if (len && !mfi_addr_from_sa(p, len, false, &a))
 			idx = mfi_av_insert(&av->av, &a);
+		p = len ? p + len : NULL;
 		if (fi_addr)
 			fi_addr[i] = idx >= 0 ? (fi_addr_t)idx : FI_ADDR_NOTAVAIL;
 		if (idx >= 0)
@@ -71,15 +81,16 @@ static int av_insert(struct fid_av *fid, const void *addr, size_t count, fi_addr
 static int av_insertsvc(struct fid_av *fid, const char *node, const char *service,
 			fi_addr_t *fi_addr, uint64_t flags, void *context)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	char *end;
-	unsigned long port = service ? strtoul(service, &end, 0) : 0;
+	struct addrinfo hints = { .ai_flags = AI_NUMERICHOST | AI_NUMERICSERV }, *res;
+	int n;
 
-	if (!node || !service || *end || !port || port > 65535 ||
-	    inet_pton(AF_INET, node, &sin.sin_addr) != 1)
+	/* An address of either family, numeric (no resolver under the AV's lock). */
+	if (!node || !service || getaddrinfo(node, service, &hints, &res))
 		return -FI_EINVAL;
-	sin.sin_port = htons((uint16_t)port);
-	return av_insert(fid, &sin, 1, fi_addr, flags, context);
+	n = res->ai_family == AF_INET || res->ai_family == AF_INET6 ?
+	    av_insert(fid, res->ai_addr, 1, fi_addr, flags, context) : -FI_EINVAL;
+	freeaddrinfo(res);
+	return n;
 }
 
 static int av_insertsym(struct fid_av *av, const char *node, size_t nodecnt, const char *service,
@@ -107,7 +118,7 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 {
 	struct mfi_av_fid *av = container_of(fid, struct mfi_av_fid, av_fid);
 	const struct mfi_addr *a;
-	struct sockaddr_in sin;
+	struct sockaddr_storage ss;
 	int err = 0;
 
 	if (!addrlen || (*addrlen && !addr))
@@ -115,9 +126,11 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 	mfi_lock(av->dom);
 	a = mfi_av_get(&av->av, fi_addr);
 	if (a) {
-		mfi_addr_to_sin(a, &sin);
-		memcpy(addr, &sin, *addrlen < sizeof(sin) ? *addrlen : sizeof(sin));
-		*addrlen = sizeof(sin);
+		/* fi_av(3): as much as fits, and the size the whole name needs. */
+		size_t len = mfi_addr_to_sa(a, &ss);
+
+		memcpy(addr, &ss, *addrlen < len ? *addrlen : len);
+		*addrlen = len;
 	} else {
 		err = -FI_ENOENT;
 	}
@@ -128,13 +141,13 @@ static int av_lookup(struct fid_av *fid, fi_addr_t fi_addr, void *addr, size_t *
 static const char *av_straddr(struct fid_av *av, const void *addr, char *buf, size_t *len)
 {
 	struct mfi_addr a;
-	char tmp[64];
+	char tmp[96];
 	int n;
 
 	if (!len || (*len && !buf))
 		return NULL;
-	if (mfi_addr_from_sin(addr, sizeof(struct sockaddr_in), &a))
-		n = snprintf(tmp, sizeof(tmp), "fi_sockaddr_in://invalid");
+	if (mfi_addr_from_sa(addr, mfi_sa_len(addr), true, &a))
+		n = snprintf(tmp, sizeof(tmp), "fi_sockaddr://invalid");
 	else
 		n = mfi_addr_str(&a, tmp, sizeof(tmp));
 	if (*len)

@@ -8,35 +8,79 @@
 
 #include "av_table.h"
 
-void mfi_addr_to_sin(const struct mfi_addr *a, struct sockaddr_in *sin)
+size_t mfi_addr_to_sa(const struct mfi_addr *a, struct sockaddr_storage *ss)
 {
-	memset(sin, 0, sizeof(*sin));
-	sin->sin_family = AF_INET;
-	sin->sin_port = htons(a->port);
-	sin->sin_addr.s_addr = a->ip;
+	memset(ss, 0, sizeof(*ss));
+	if (mfi_addr_is4(a)) {
+		struct sockaddr_in *sin = (struct sockaddr_in *)ss;
+
+		sin->sin_family = AF_INET;
+		sin->sin_port = htons(a->port);
+		sin->sin_addr.s_addr = mfi_addr_ip4(a);
+		return sizeof(*sin);
+	}
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)ss;
+
+	sin6->sin6_family = AF_INET6;
+	sin6->sin6_port = htons(a->port);
+	sin6->sin6_addr = a->ip;
+	return sizeof(*sin6);
 }
 
-int mfi_addr_from_sin(const void *buf, size_t len, struct mfi_addr *a)
+size_t mfi_sa_len(const void *buf)
 {
-	struct sockaddr_in sin;
+	sa_family_t f;
 
-	if (!buf || len < sizeof(sin))
+	if (!buf)
+		return 0;
+	memcpy(&f, buf, sizeof(f));
+	return f == AF_INET ? sizeof(struct sockaddr_in) :
+	       f == AF_INET6 ? sizeof(struct sockaddr_in6) : 0;
+}
+
+int mfi_addr_from_sa(const void *buf, size_t len, bool any, struct mfi_addr *a)
+{
+	size_t need = mfi_sa_len(buf);
+
+	if (!need || len < need)
 		return -EINVAL;
-	memcpy(&sin, buf, sizeof(sin));
-	if (sin.sin_family != AF_INET || !sin.sin_addr.s_addr || !sin.sin_port)
+	if (need == sizeof(struct sockaddr_in)) {
+		struct sockaddr_in sin;
+
+		memcpy(&sin, buf, sizeof(sin));
+		*a = mfi_addr4(sin.sin_addr.s_addr, ntohs(sin.sin_port));
+	} else {
+		struct sockaddr_in6 sin6;
+
+		memcpy(&sin6, buf, sizeof(sin6));
+		/* A scope (link-local) would need the interface at mrocd: not a name of ours. */
+		if (sin6.sin6_scope_id)
+			return -EINVAL;
+		*a = (struct mfi_addr){ .ip = sin6.sin6_addr, .port = ntohs(sin6.sin6_port) };
+	}
+	if (!any && (mfi_addr_unspec(a) || !a->port))
 		return -EINVAL;
-	a->ip = sin.sin_addr.s_addr;
-	a->port = ntohs(sin.sin_port);
 	return 0;
+}
+
+const char *mfi_addr_ntop(const struct mfi_addr *a, char *buf, size_t len)
+{
+	if (mfi_addr_is4(a)) {
+		struct in_addr in = { .s_addr = mfi_addr_ip4(a) };
+
+		return inet_ntop(AF_INET, &in, buf, (socklen_t)len);
+	}
+	return inet_ntop(AF_INET6, &a->ip, buf, (socklen_t)len);
 }
 
 int mfi_addr_str(const struct mfi_addr *a, char *buf, size_t len)
 {
-	char ip[INET_ADDRSTRLEN];
-	struct in_addr in = { .s_addr = a->ip };
+	char ip[INET6_ADDRSTRLEN] = "";
 
-	inet_ntop(AF_INET, &in, ip, sizeof(ip));
-	return snprintf(buf, len, "fi_sockaddr_in://%s:%u", ip, a->port);
+	mfi_addr_ntop(a, ip, sizeof(ip));
+	if (mfi_addr_is4(a))
+		return snprintf(buf, len, "fi_sockaddr_in://%s:%u", ip, a->port);
+	return snprintf(buf, len, "fi_sockaddr_in6://[%s]:%u", ip, a->port);
 }
 
 int mfi_av_init(struct mfi_av *av, size_t hint)

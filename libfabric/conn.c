@@ -256,12 +256,11 @@ bool mfi_conn_late(const struct mfi_conn *c)
 
 int mfi_conn_connect(struct mfi_conn *c, const struct mfi_addr *peer)
 {
-	char ip[INET_ADDRSTRLEN];
-	struct in_addr in = { .s_addr = peer->ip };
+	char ip[INET6_ADDRSTRLEN];
 	int64_t ms = connect_timeout_ms();
 	int err;
 
-	inet_ntop(AF_INET, &in, ip, sizeof(ip));
+	mfi_addr_ntop(peer, ip, sizeof(ip));
 	err = mroc_qp_connect(c->qp, ip, mfi_addr_service(peer));
 	if (err)
 		return mfi_mroc_err(err, "connecting");
@@ -488,24 +487,32 @@ bool mfi_conn_post_inject(struct mfi_conn *c, enum mfi_txkind kind, const void *
 /* HELLO, first in the queue; an MSG connection's carries cm_len bytes of CM private data. */
 int mfi_send_hello(struct mfi_conn *c, const void *cm, size_t cm_len, uint16_t flags)
 {
-	struct mfi_txop *op = calloc(1, sizeof(*op) + sizeof(struct mfi_hello) + cm_len);
-	struct mfi_hello *hello = (struct mfi_hello *)(op + 1);
 	struct mfi_addr me = c->ep ? c->ep->addr : c->pep->addr;
+	/* An IPv6 name: its 16 bytes after the hello (proto.h), IPv4's layout unchanged. */
+	size_t ext = mfi_addr_is4(&me) ? 0 : MFI_HELLO_ADDR6_LEN;
+	size_t len = sizeof(struct mfi_hello) + ext + cm_len;
+	struct mfi_txop *op = calloc(1, sizeof(*op) + len);
+	struct mfi_hello *hello = (struct mfi_hello *)(op + 1);
 
 	if (!op)
 		return -FI_ENOMEM;
 	if (mfi_rndv_enabled())
 		flags |= MFI_HELLO_RNDV;
+	if (ext)
+		flags |= MFI_HELLO_ADDR6;
 	*hello = (struct mfi_hello){
-		.ip = me.ip, .port = htole16(me.port), .credit_rkey = htole32(mroc_mr_rkey(c->mr)),
-		.nonce = htole64(c->nonce), .flags = htole16(flags),
+		.ip = ext ? 0 : mfi_addr_ip4(&me), .port = htole16(me.port),
+		.credit_rkey = htole32(mroc_mr_rkey(c->mr)), .nonce = htole64(c->nonce),
+		.flags = htole16(flags),
 	};
+	if (ext)
+		memcpy(hello + 1, me.ip.s6_addr, ext);
 	if (cm_len)
-		memcpy(hello + 1, cm, cm_len);
+		memcpy((uint8_t *)(hello + 1) + ext, cm, cm_len);
 	op->kind = TX_HELLO;
-	op->iov[0] = (struct iovec){ hello, sizeof(*hello) + cm_len };
+	op->iov[0] = (struct iovec){ hello, len };
 	op->iov_count = 1;
-	op->total = sizeof(*hello) + cm_len;
+	op->total = len;
 	/* First in the queue, whatever was posted while connecting. */
 	op->conn = c;
 	op->next = c->txq;
@@ -623,7 +630,8 @@ int mfi_conn_await_hello(struct mfi_conn *c, const uint8_t **cm, size_t *cm_len)
 	struct mfi_hdr h;
 
 	while (mroc_poll_cq(c->qp, &wc, 1) == 1) {
-		const uint8_t *slot;
+		const uint8_t *slot, *ip6;
+		struct mfi_hello hello;
 
 		if (wc.opcode == MROC_WC_DISCONNECTED || wc.opcode == MROC_WC_EVENT_ERROR)
 			return -FI_ECONNABORTED;
@@ -633,12 +641,10 @@ int mfi_conn_await_hello(struct mfi_conn *c, const uint8_t **cm, size_t *cm_len)
 			return -FI_ECONNABORTED;
 		slot = c->base + MFI_OFF_RX + (size_t)wc.wr_id * MFI_SLOT_SIZE;
 		if (mfi_hdr_decode(slot, wc.byte_len, &h) || h.op != MFI_OP_HELLO ||
-		    h.len < sizeof(struct mfi_hello) ||
-		    h.len - sizeof(struct mfi_hello) > MFI_CM_DATA_MAX)
+		    mfi_hello_decode(slot + MFI_HDR_LEN, h.len, &hello, &ip6, cm, cm_len) ||
+		    *cm_len > MFI_CM_DATA_MAX)
 			return -FI_ECONNABORTED;
 		c->held[(c->held_head + c->nheld++) % MFI_RX_SLOTS] = wc;
-		*cm = slot + MFI_HDR_LEN + sizeof(struct mfi_hello);
-		*cm_len = h.len - sizeof(struct mfi_hello);
 		return 1;
 	}
 	return 0;

@@ -715,7 +715,7 @@ static int ep_connect(struct fid_ep *fid, const void *addr, const void *param, s
 	if (ep->type != FI_EP_MSG || ep->msg_conn || paramlen > MFI_CM_DATA_MAX ||
 	    (paramlen && !param))
 		return -FI_EINVAL;
-	if (mfi_addr_from_sin(addr, sizeof(struct sockaddr_in), &a))
+	if (mfi_addr_from_sa(addr, mfi_sa_len(addr), false, &a))
 		return -FI_EINVAL;
 	mfi_lock(ep->dom);
 	if (paramlen)

@@ -482,8 +482,8 @@ int mfi_mroc_err(int err, const char *what);
 int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,
 		const struct fi_info *hints, struct fi_info **info);
 int mfi_fabric_open(struct fi_fabric_attr *attr, struct fid_fabric **fabric, void *context);
-int mfi_local_addr(const struct fi_info *info, struct in_addr *out);
-int mfi_reserve_port(struct in_addr a, uint16_t want, uint16_t *port);
+int mfi_local_addr(const struct fi_info *info, struct mfi_addr *out);
+int mfi_reserve_port(const struct mfi_addr *a, uint16_t want, uint16_t *port);
 int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out);
 int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen);
 

@@ -378,11 +378,9 @@ int mfi_pep_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_pep
 	}
 	/* Those the passive endpoint hands out name it as their source. */
 	free(pep->info->src_addr);
-	pep->info->src_addr = malloc(sizeof(struct sockaddr_in));
-	if (pep->info->src_addr) {
-		mfi_addr_to_sin(&pep->addr, pep->info->src_addr);
-		pep->info->src_addrlen = sizeof(struct sockaddr_in);
-	}
+	pep->info->src_addr = malloc(sizeof(struct sockaddr_storage));
+	if (pep->info->src_addr)
+		pep->info->src_addrlen = mfi_addr_to_sa(&pep->addr, pep->info->src_addr);
 	pep->pep_fid.fid.fclass = FI_CLASS_PEP;
 	pep->pep_fid.fid.context = context;
 	pep->pep_fid.fid.ops = &pep_fi_ops;

@@ -52,6 +52,7 @@
 
 #include <assert.h>
 #include <endian.h>
+#include <errno.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -147,9 +148,16 @@ static inline struct mfi_atomic_desc mfi_atomic_desc_decode(uint64_t tag)
 	};
 }
 
-/* HELLO's payload. */
+/*
+ * HELLO's payload: this, then (MFI_HELLO_ADDR6) the sender's IPv6 address,
+ * then an MSG connection's CM data.  An IPv4 sender's HELLO is the layout
+ * every version has sent (24 bytes, ip its address), so an IPv4 peer of an
+ * older provider reads it as before; an IPv6 one has ip 0 and the flag, the
+ * address in the 16 bytes after (an older provider has no IPv6 names at all,
+ * so it never meets one: libfabric/README.md).
+ */
 struct mfi_hello {
-	uint32_t ip;		/* network order: the sender's mrocd */
+	uint32_t ip;		/* network order: the sender's mrocd (IPv4); 0 with MFI_HELLO_ADDR6 */
 	uint16_t port;		/* host order (little-endian on the wire) */
 	uint16_t flags;		/* MFI_HELLO_* (little-endian on the wire) */
 	uint32_t credit_rkey;	/* rkey of the region holding the sender's credit word */
@@ -160,5 +168,32 @@ static_assert(sizeof(struct mfi_hello) == 24, "hello layout");
 
 #define MFI_HELLO_RNDV	0x1	/* the sender READs rendezvous messages (MFI_F_RNDV) */
 #define MFI_HELLO_REJECT 0x2	/* MSG: the connection request is refused (fi_reject) */
+#define MFI_HELLO_ADDR6	0x4	/* the sender's name is IPv6: 16 bytes after the hello */
+#define MFI_HELLO_ADDR6_LEN 16
+
+/*
+ * A HELLO's payload of len bytes: its fixed part into *h (as on the wire),
+ * *ip6 the IPv6 address (NULL for an IPv4 sender), *cm and *cm_len the CM data
+ * after them.  0, or -EBADMSG when len is shorter than the flags say.
+ */
+static inline int mfi_hello_decode(const uint8_t *p, size_t len, struct mfi_hello *h,
+				   const uint8_t **ip6, const uint8_t **cm, size_t *cm_len)
+{
+	size_t fixed = sizeof(*h);
+
+	if (len < fixed)
+		return -EBADMSG;
+	memcpy(h, p, sizeof(*h));
+	*ip6 = NULL;
+	if (le16toh(h->flags) & MFI_HELLO_ADDR6) {
+		if (len < fixed + MFI_HELLO_ADDR6_LEN)
+			return -EBADMSG;
+		*ip6 = p + fixed;
+		fixed += MFI_HELLO_ADDR6_LEN;
+	}
+	*cm = p + fixed;
+	*cm_len = len - fixed;
+	return 0;
+}
 
 #endif

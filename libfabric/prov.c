@@ -87,8 +87,8 @@ const char *mfi_strerror(int prov_errno, char *buf, size_t len)
 FI_EXT_INI
 {
 	fi_param_define(&mfi_prov, "addr", FI_PARAM_STRING,
-			"IPv4 address of this host's mrocd, as peers reach it (default: the "
-			"source address of the default route)");
+			"IPv4 or IPv6 address of this host's mrocd, as peers reach it (default: "
+			"the source address of the default route, IPv4's, else IPv6's)");
 	fi_param_define(&mfi_prov, "paths", FI_PARAM_INT,
 			"paths per connection, 1..16 (default: mrocd's)");
 	fi_param_define(&mfi_prov, "mode", FI_PARAM_STRING,
@@ -107,20 +107,20 @@ FI_EXT_INI
 
 /* ---- addresses ---------------------------------------------------------------- */
 
-static int parse_node(const char *node, uint32_t *ip)
+/* A node name or address: family AF_INET, AF_INET6, or AF_UNSPEC for either (IPv4 first). */
+static int parse_node(const char *node, int family, struct mfi_addr *out)
 {
-	struct addrinfo hints = { .ai_family = AF_INET }, *res;
-	struct in_addr a;
+	struct addrinfo hints = { .ai_family = family }, *res, *r;
+	int err = -FI_ENODATA;
 
-	if (inet_pton(AF_INET, node, &a) == 1) {
-		*ip = a.s_addr;
-		return 0;
-	}
 	if (getaddrinfo(node, NULL, &hints, &res))
 		return -FI_ENODATA;
-	*ip = ((struct sockaddr_in *)res->ai_addr)->sin_addr.s_addr;
+	for (int pass = 0; pass < 2 && err; pass++)
+		for (r = res; r && err; r = r->ai_next)
+			if (r->ai_family == (pass ? AF_INET6 : AF_INET))
+				err = mfi_addr_from_sa(r->ai_addr, r->ai_addrlen, true, out);
 	freeaddrinfo(res);
-	return 0;
+	return err ? -FI_ENODATA : 0;
 }
 
 static int parse_service(const char *service, uint16_t *port)
@@ -136,96 +136,158 @@ static int parse_service(const char *service, uint16_t *port)
 	return 0;
 }
 
-/* The address peers reach this host's mrocd at. */
-int mfi_local_addr(const struct fi_info *info, struct in_addr *out)
+/* The socket family of an address format: AF_INET, AF_INET6, or AF_UNSPEC for either. */
+static int format_family(uint32_t addr_format)
 {
+	return addr_format == FI_SOCKADDR_IN ? AF_INET :
+	       addr_format == FI_SOCKADDR_IN6 ? AF_INET6 : AF_UNSPEC;
+}
+
+/* The family's route source (route_addr.h) as a name without a port. */
+static int route_addr(int family, struct mfi_addr *out)
+{
+	struct sockaddr_storage ss;
+	int err = mroc_route_src(family, &ss);
+
+	if (!err && family == AF_INET6 && ((struct sockaddr_in6 *)&ss)->sin6_scope_id)
+		err = -FI_EADDRNOTAVAIL;	/* link-local: no name peers can use */
+	if (!err)
+		err = mfi_addr_from_sa(&ss, sizeof(ss), true, out);
+	if (!err)
+		out->port = 0;
+	return err;
+}
+
+/*
+ * The address peers reach this host's mrocd at (port 0): info's source address
+ * if it has one, else $FI_MROC_ADDR (IPv4 or IPv6), else the source of the
+ * route out: the family info's address format asks for, or IPv4's then IPv6's
+ * (a host with no IPv4 route: an IPv6-only fabric).
+ */
+int mfi_local_addr(const struct fi_info *info, struct mfi_addr *out)
+{
+	int family = info ? format_family(info->addr_format) : AF_UNSPEC;
 	char *s = NULL;
 
-	if (info && info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in) &&
-	    ((struct sockaddr_in *)info->src_addr)->sin_addr.s_addr) {
-		*out = ((struct sockaddr_in *)info->src_addr)->sin_addr;
+	if (info && info->src_addr &&
+	    !mfi_addr_from_sa(info->src_addr, info->src_addrlen, true, out) &&
+	    !mfi_addr_unspec(out)) {
+		out->port = 0;
 		return 0;
 	}
-	if (fi_param_get_str(&mfi_prov, "addr", &s) == FI_SUCCESS && s && *s)
-		return inet_pton(AF_INET, s, out) == 1 ? 0 : -FI_EINVAL;
-	return mroc_route_src_addr(out);	/* -FI_EADDRNOTAVAIL is -EADDRNOTAVAIL */
+	if (fi_param_get_str(&mfi_prov, "addr", &s) == FI_SUCCESS && s && *s) {
+		struct addrinfo hints = { .ai_flags = AI_NUMERICHOST }, *res;
+		int err = -FI_EINVAL;
+
+		if (!getaddrinfo(s, NULL, &hints, &res)) {
+			err = mfi_addr_from_sa(res->ai_addr, res->ai_addrlen, true, out) ?
+			      -FI_EINVAL : 0;
+			freeaddrinfo(res);
+		}
+		if (!err)
+			out->port = 0;
+		return err;
+	}
+	if (family != AF_UNSPEC)
+		return route_addr(family, out);	/* -FI_EADDRNOTAVAIL is -EADDRNOTAVAIL */
+	return route_addr(AF_INET, out) ? route_addr(AF_INET6, out) : 0;
 }
 
 /*
  * An endpoint's port is reserved by binding a TCP socket to it (never
  * listened on) for the endpoint's life, so two endpoints on a host never
- * share an mroc service.  want 0: the kernel picks.
+ * share an mroc service.  An IPv6 endpoint's socket is dual-stack (IPv6
+ * and IPv4's port at once): mroc services are one space whatever the
+ * family, so an IPv4 and an IPv6 endpoint never share a port either.
+ * want 0: the kernel picks.
  */
-int mfi_reserve_port(struct in_addr a, uint16_t want, uint16_t *port)
+int mfi_reserve_port(const struct mfi_addr *a, uint16_t want, uint16_t *port)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(want) };
-	socklen_t len = sizeof(sin);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int fd, off = 0;
 
-	(void)a;
+	len = (socklen_t)mfi_addr_to_sa(&(struct mfi_addr){ .ip = mfi_addr_is4(a) ?
+							  mfi_addr4(0, 0).ip : in6addr_any,
+							  .port = want }, &ss);
+	fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
-	if (bind(fd, (struct sockaddr *)&sin, sizeof(sin)) ||
-	    getsockname(fd, (struct sockaddr *)&sin, &len)) {
+	if ((ss.ss_family == AF_INET6 &&
+	     setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off))) ||
+	    bind(fd, (struct sockaddr *)&ss, len) || getsockname(fd, (struct sockaddr *)&ss, &len)) {
 		int err = errno == EADDRINUSE ? -FI_EADDRINUSE : -errno;
 
 		close(fd);
 		return err;
 	}
-	*port = ntohs(sin.sin_port);
+	*port = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port :
+						 ((struct sockaddr_in *)&ss)->sin_port);
 	return fd;
 }
 
 /*
  * An endpoint's name: the host's address (mfi_local_addr) and a port reserved
- * for it (mfi_reserve_port; the one info->src_addr asks for, if any).  Returns
- * the reserving socket (the endpoint closes it when it goes) or -FI_E*.
+ * for it (mfi_reserve_port; the one info->src_addr asks for, if any).  An
+ * address of the other family than info's format (FI_SOCKADDR_IN or _IN6; not
+ * FI_SOCKADDR, either) is refused: fi_getname's answer would not be the
+ * format the application was told.  Returns the reserving socket (the
+ * endpoint closes it when it goes) or -FI_E*.
  */
 int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out)
 {
-	struct in_addr a;
-	uint16_t want = 0, port;
+	struct mfi_addr a, want = { 0 };
+	int family = format_family(info->addr_format);
+	uint16_t port;
 	int fd, err = mfi_local_addr(info, &a);
 
 	if (err)
 		return err;
-	if (info->src_addr && info->src_addrlen >= sizeof(struct sockaddr_in))
-		want = ntohs(((struct sockaddr_in *)info->src_addr)->sin_port);
-	fd = mfi_reserve_port(a, want, &port);
+	if (family != AF_UNSPEC && (family == AF_INET) != mfi_addr_is4(&a)) {
+		FI_WARN(&mfi_prov, FI_LOG_EP_CTRL, "this host's mrocd address is %s, not of the "
+			"address format asked (%s)\n", mfi_addr_is4(&a) ? "IPv4" : "IPv6",
+			fi_tostr(&info->addr_format, FI_TYPE_ADDR_FORMAT));
+		return -FI_EADDRNOTAVAIL;
+	}
+	if (info->src_addr)
+		mfi_addr_from_sa(info->src_addr, info->src_addrlen, true, &want);
+	fd = mfi_reserve_port(&a, want.port, &port);
 	if (fd < 0)
 		return fd;
-	*out = (struct mfi_addr){ .ip = a.s_addr, .port = port };
+	a.port = port;
+	*out = a;
 	return fd;
 }
 
-/* fi_getname's answer: a's sockaddr_in, or -FI_ETOOSMALL with *addrlen the size wanted. */
+/* fi_getname's answer: a's sockaddr_in(6), or -FI_ETOOSMALL with *addrlen the size wanted. */
 int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen)
 {
-	struct sockaddr_in sin;
-	size_t room;
+	struct sockaddr_storage ss;
+	size_t room, len;
 
 	if (!addrlen || (*addrlen && !addr))
 		return -FI_EINVAL;
 	room = *addrlen;
-	mfi_addr_to_sin(a, &sin);
-	*addrlen = sizeof(sin);
-	if (room < sizeof(sin))
+	len = mfi_addr_to_sa(a, &ss);
+	*addrlen = len;
+	if (room < len)
 		return -FI_ETOOSMALL;
-	memcpy(addr, &sin, sizeof(sin));
+	memcpy(addr, &ss, len);
 	return 0;
 }
 
-static void *sin_dup(uint32_t ip, uint16_t port, size_t *len)
+/* A name as a new sockaddr (of its family), its length in *len. */
+static void *sa_dup(const struct mfi_addr *a, size_t *len)
 {
-	struct sockaddr_in *sin = calloc(1, sizeof(*sin));
+	struct sockaddr_storage ss;
+	size_t n = mfi_addr_to_sa(a, &ss);
+	void *p = malloc(n);
 
-	if (sin) {
-		sin->sin_family = AF_INET;
-		sin->sin_addr.s_addr = ip;
-		sin->sin_port = htons(port);
-		*len = sizeof(*sin);
+	if (p) {
+		memcpy(p, &ss, n);
+		*len = n;
 	}
-	return sin;
+	return p;
 }
 
 /* ---- building and filtering entries ---------------------------------------- */
@@ -323,6 +385,7 @@ static bool attrs_ok(const struct fi_info *fi, const struct fi_info *h)
 	const struct fi_ep_attr *e = h->ep_attr;
 
 	if ((h->caps & ~fi->caps) || (h->addr_format && h->addr_format != FI_SOCKADDR_IN &&
+				      h->addr_format != FI_SOCKADDR_IN6 &&
 				      h->addr_format != FI_SOCKADDR))
 		return false;
 	/* prov_name ("mroc", "mroc;^ofi_rxm") is libfabric's to match, not ours. */
@@ -413,58 +476,85 @@ static int apply_hints(uint32_t version, struct fi_info *fi, const struct fi_inf
 }
 
 /*
- * A hint's address: any sockaddr_in, its address or port possibly 0 (an
- * entry of ours handed back, as fabtests' fi_multi_ep does with fi_dupinfo:
- * a host named without a port).  Anything else is no address of ours.
+ * A hint's address: any sockaddr_in or sockaddr_in6, its address or port
+ * possibly 0 (an entry of ours handed back, as fabtests' fi_multi_ep does with
+ * fi_dupinfo: a host named without a port).  Anything else is no address of
+ * ours.
  */
-static int hint_sin(const void *a, size_t len, void **out, size_t *out_len)
+static int hint_addr(const void *a, size_t len, struct mfi_addr *out)
 {
-	const struct sockaddr_in *sin = a;
-
-	if (len < sizeof(*sin) || sin->sin_family != AF_INET)
-		return -FI_ENODATA;
-	*out = sin_dup(sin->sin_addr.s_addr, ntohs(sin->sin_port), out_len);
-	return *out ? 0 : -FI_ENOMEM;
+	return a && mfi_addr_from_sa(a, len, true, out) ? -FI_ENODATA : 0;
 }
 
+/* Does a name fit the format (FI_SOCKADDR takes either family)? */
+static bool format_fits(uint32_t addr_format, const struct mfi_addr *a)
+{
+	int family = format_family(addr_format);
+
+	return family == AF_UNSPEC || (family == AF_INET) == mfi_addr_is4(a);
+}
+
+/*
+ * The entry's addresses and their format.  The hints' format if they give
+ * one (an address of the other family is then no match: -FI_ENODATA), else
+ * the family of the addresses the caller names (destination first), else of
+ * this host's mrocd address: FI_SOCKADDR_IN or FI_SOCKADDR_IN6.
+ */
 static int set_addrs(struct fi_info *fi, const char *node, const char *service, uint64_t flags,
 		     const struct fi_info *h)
 {
-	uint32_t ip = 0;
+	struct mfi_addr src = { 0 }, dst = { 0 }, local, *named;
+	bool has_src = h && h->src_addr, has_dst = h && h->dest_addr;
+	uint32_t format = h ? h->addr_format : FI_FORMAT_UNSPEC;
 	uint16_t port = 0;
 	int err;
 
-	if (h && h->src_addr && (err = hint_sin(h->src_addr, h->src_addrlen, &fi->src_addr,
-						&fi->src_addrlen)))
-		return err;
-	if (h && h->dest_addr && (err = hint_sin(h->dest_addr, h->dest_addrlen, &fi->dest_addr,
-						 &fi->dest_addrlen)))
-		return err;
-	if (node && (err = parse_node(node, &ip)))
+	if (h && ((err = hint_addr(h->src_addr, h->src_addrlen, &src)) ||
+		  (err = hint_addr(h->dest_addr, h->dest_addrlen, &dst))))
 		return err;
 	if (service && (err = parse_service(service, &port)))
 		return -FI_ENODATA;
 	if (node || service) {
-		void **a = (flags & FI_SOURCE) || !node ? &fi->src_addr : &fi->dest_addr;
-		size_t *len = a == &fi->src_addr ? &fi->src_addrlen : &fi->dest_addrlen;
-
 		/* A node without a service names a host, its port to come (fi_av_insert). */
-		free(*a);
-		*a = sin_dup(ip, port, len);
+		bool to_src = (flags & FI_SOURCE) || !node;
+
+		named = to_src ? &src : &dst;
+		*(to_src ? &has_src : &has_dst) = true;
+		*named = (struct mfi_addr){ .ip = format_family(format) == AF_INET6 ? in6addr_any :
+						  mfi_addr4(0, 0).ip };
+		if (node && (err = parse_node(node, format_family(format), named)))
+			return err;
+		named->port = port;
 	}
+	if (format == FI_FORMAT_UNSPEC) {
+		const struct mfi_addr *by = has_dst ? &dst : has_src ? &src : NULL;
+
+		if (!by && !mfi_local_addr(NULL, &local))
+			by = &local;
+		format = by && !mfi_addr_is4(by) ? FI_SOCKADDR_IN6 : FI_SOCKADDR_IN;
+	}
+	if ((has_src && !format_fits(format, &src)) || (has_dst && !format_fits(format, &dst)))
+		return -FI_ENODATA;
+	fi->addr_format = format;
 	/*
 	 * Every entry names its source (fabtests' fi_getinfo_test wants one
-	 * whatever was asked): this host's address, the port the endpoint
-	 * reserves when it opens (mfi_bind_addr).
+	 * whatever was asked): this host's address (of the format's family), the
+	 * port the endpoint reserves when it opens (mfi_bind_addr).  Unknown yet:
+	 * 0.0.0.0 or ::, the endpoint finds it, or says why.
 	 */
-	if (!fi->src_addr) {
-		struct in_addr local = { 0 };
-
-		if (mfi_local_addr(NULL, &local))
-			local.s_addr = 0;	/* unknown yet: the endpoint finds it, or says why */
-		fi->src_addr = sin_dup(local.s_addr, 0, &fi->src_addrlen);
+	if (!has_src) {
+		if (mfi_local_addr(fi, &src) || !format_fits(format, &src))
+			src = (struct mfi_addr){ .ip = format == FI_SOCKADDR_IN6 ? in6addr_any :
+						 mfi_addr4(0, 0).ip };
+		src.port = 0;
 	}
-	return 0;
+	free(fi->src_addr);
+	free(fi->dest_addr);
+	fi->src_addr = sa_dup(&src, &fi->src_addrlen);
+	fi->dest_addr = has_dst ? sa_dup(&dst, &fi->dest_addrlen) : NULL;
+	if (!has_dst)
+		fi->dest_addrlen = 0;
+	return fi->src_addr && (!has_dst || fi->dest_addr) ? 0 : -FI_ENOMEM;
 }
 
 int mfi_getinfo(uint32_t version, const char *node, const char *service, uint64_t flags,

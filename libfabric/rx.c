@@ -79,18 +79,22 @@ static fi_addr_t conn_src(struct mfi_conn *c)
 static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
 {
 	struct mfi_hello h;
+	const uint8_t *ip6, *cm;
+	size_t cm_len;
 
-	if (len < sizeof(h) || len - sizeof(h) > MFI_CM_DATA_MAX || c->hello_seen) {
+	if (mfi_hello_decode(p, len, &h, &ip6, &cm, &cm_len) || cm_len > MFI_CM_DATA_MAX ||
+	    c->hello_seen) {
 		c->ep->cnt.bad_msgs++;
 		return;
 	}
-	memcpy(&h, p, sizeof(h));
 	c->hello_seen = true;
 	c->peer_rkey = le32toh(h.credit_rkey);
 	c->peer_nonce = le64toh(h.nonce);
 	c->peer_rndv = le16toh(h.flags) & MFI_HELLO_RNDV;
 	if (!c->peer_known) {
-		c->peer = (struct mfi_addr){ .ip = h.ip, .port = le16toh(h.port) };
+		c->peer = mfi_addr4(h.ip, le16toh(h.port));
+		if (ip6)
+			memcpy(c->peer.ip.s6_addr, ip6, MFI_HELLO_ADDR6_LEN);
 		c->peer_known = true;
 		/* A claim: an RDM endpoint reads this connection once the claimed endpoint,
 		 * asked on a connection we open to it, confirms the nonce (proto.h). */
@@ -102,7 +106,7 @@ static void rx_hello(struct mfi_conn *c, const uint8_t *p, uint32_t len)
 	}
 	conn_src(c);
 	/* The peer introduced itself; an MSG server also said yes or no, with its data. */
-	mfi_ep_hello(c, p + sizeof(h), len - sizeof(h), le16toh(h.flags) & MFI_HELLO_REJECT);
+	mfi_ep_hello(c, cm, cm_len, le16toh(h.flags) & MFI_HELLO_REJECT);
 }
 
 static void rx_first_msg(struct mfi_conn *c, const struct mfi_hdr *h)

@@ -36,14 +36,13 @@ static void lib_print(enum mroc_print_level level, const char *fmt, va_list ap)
 
 /*
  * The address peers reach this host's mrocd at: $NCCL_MROC_ADDR, else the
- * source address of the default route.
+ * source address of the default route (IPv4's, else IPv6's: an IPv6-only host).
  */
 static int local_addr(char *out, size_t len)
 {
 	const char *env = getenv("NCCL_MROC_ADDR");
 	struct in6_addr a6;
 	struct in_addr a;
-	int err;
 
 	if (env && *env) {
 		if (inet_pton(AF_INET, env, &a) != 1 && inet_pton(AF_INET6, env, &a6) != 1)
@@ -51,10 +50,7 @@ static int local_addr(char *out, size_t len)
 		snprintf(out, len, "%s", env);
 		return 0;
 	}
-	err = mroc_route_src_addr(&a);
-	if (!err)
-		inet_ntop(AF_INET, &a, out, (socklen_t)len);
-	return err;
+	return mroc_route_src_str(out, len);
 }
 
 nccl_res mnccl_init(nccl_logger_fn log)

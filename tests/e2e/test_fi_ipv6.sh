@@ -47,7 +47,7 @@ on() {
 	ip netns exec "$ns" env FI_PROVIDER_PATH="$BUILD" MROC_SOCKET="$E2E_DIR/$name.ctl" "$@"
 }
 
-on "$NS_B" b fi_info -p mroc -a FI_SOCKADDR_IN6 -n "$IP_A" -P 4242 >"$E2E_DIR/fi_info.out" 2>&1 ||
+on "$NS_B" b fi_info -v -p mroc -a FI_SOCKADDR_IN6 -n "$IP_A" -P 4242 >"$E2E_DIR/fi_info.out" 2>&1 ||
 	fail "fi_info -p mroc -a FI_SOCKADDR_IN6: $(cat "$E2E_DIR/fi_info.out")"
 grep -q "addr_format: FI_SOCKADDR_IN6" "$E2E_DIR/fi_info.out" ||
 	fail "fi_info: no FI_SOCKADDR_IN6 entry: $(cat "$E2E_DIR/fi_info.out")"
@@ -86,7 +86,10 @@ port=47630
 . "$(dirname "$0")/fi_lib.sh"
 on "$NS_A" a FI_PROVIDER=mroc FI_MROC_ADDR="$IP_A" timeout 60 "$SUITE" unit >"$E2E_DIR/unit.out" 2>&1 ||
 	fail "fi_suite unit over IPv6: $(cat "$E2E_DIR/unit.out")"
-ok "fi_suite unit with an IPv6 address"
+grep '^ok: addr' "$E2E_DIR/unit.out"
+grep -q '^ok: addr: fi_getname: a sockaddr_in6' "$E2E_DIR/unit.out" ||
+	fail "fi_suite unit: the endpoint's name is not IPv6: $(cat "$E2E_DIR/unit.out")"
+ok "fi_suite unit with an IPv6 address: FI_SOCKADDR_IN6 in getinfo, the AV, fi_getname"
 pair rdm -n 5
 pair tagged_pingpong -n 10 -S 64,65536,1048576
 pair rma_write -n 4 -w 16 -S 65536

@@ -174,7 +174,7 @@ static bool expect(const char *what, uint64_t got, uint64_t want)
 }
 
 /* Atomics on the target's own words through its own address (served in-process). */
-static void self_atomics(struct fab *f, const struct sockaddr_in *sin)
+static void self_atomics(struct fab *f, const void *sin)
 {
 	uint64_t addr = (f->info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ?
 			(uint64_t)(uintptr_t)f->words : 0;
@@ -197,9 +197,10 @@ static void self_atomics(struct fab *f, const struct sockaddr_in *sin)
 static int target(const char *dir, int nclients, uint64_t iters)
 {
 	static struct fab f;
-	struct sockaddr_in sin;
+	struct sockaddr_storage sin;
 	size_t len = sizeof(sin);
-	char path[512], ip[INET_ADDRSTRLEN], done[16][8];
+	char path[512], ip[INET6_ADDRSTRLEN], done[16][8];
+	unsigned int port;
 	uint32_t u32[4];
 	double dbl;
 	bool ok = true;
@@ -218,8 +219,15 @@ static int target(const char *dir, int nclients, uint64_t iters)
 	fp = fopen(path, "w");
 	if (!fp)
 		die("%s: %s", path, strerror(errno));
-	inet_ntop(AF_INET, &sin.sin_addr, ip, sizeof(ip));
-	fprintf(fp, "%s %u %" PRIu64 " %" PRIu64 "\n", ip, ntohs(sin.sin_port), fi_mr_key(f.mr),
+	/* The target's name as text, IPv4 or IPv6 (the provider's FI_SOCKADDR_IN or _IN6). */
+	if (sin.ss_family == AF_INET6) {
+		inet_ntop(AF_INET6, &((struct sockaddr_in6 *)&sin)->sin6_addr, ip, sizeof(ip));
+		port = ntohs(((struct sockaddr_in6 *)&sin)->sin6_port);
+	} else {
+		inet_ntop(AF_INET, &((struct sockaddr_in *)&sin)->sin_addr, ip, sizeof(ip));
+		port = ntohs(((struct sockaddr_in *)&sin)->sin_port);
+	}
+	fprintf(fp, "%s %u %" PRIu64 " %" PRIu64 "\n", ip, port, fi_mr_key(f.mr),
 		(f.info->domain_attr->mr_mode & FI_MR_VIRT_ADDR) ? (uint64_t)(uintptr_t)f.words : 0);
 	fclose(fp);
 	{
@@ -255,6 +263,8 @@ static void read_target(struct fab *f, const char *dir, uint64_t *key, uint64_t 
 	char path[512], ip[64];
 	unsigned int port;
 	struct sockaddr_in sin = { .sin_family = AF_INET };
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6 };
+	const void *name = &sin;
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "%s/target", dir);
@@ -266,10 +276,12 @@ static void read_target(struct fab *f, const char *dir, uint64_t *key, uint64_t 
 	if (fscanf(fp, "%63s %u %" SCNu64 " %" SCNu64, ip, &port, key, addr) != 4)
 		die("%s: bad contents", path);
 	fclose(fp);
-	sin.sin_port = htons((uint16_t)port);
-	if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
+	sin.sin_port = sin6.sin6_port = htons((uint16_t)port);
+	if (inet_pton(AF_INET6, ip, &sin6.sin6_addr) == 1)
+		name = &sin6;
+	else if (inet_pton(AF_INET, ip, &sin.sin_addr) != 1)
 		die("bad address %s", ip);
-	if (fi_av_insert(f->av, &sin, 1, &f->peer, 0, NULL) != 1)
+	if (fi_av_insert(f->av, name, 1, &f->peer, 0, NULL) != 1)
 		die("fi_av_insert");
 }
 

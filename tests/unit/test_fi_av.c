@@ -13,8 +13,11 @@
 static struct mfi_addr A(const char *ip, uint16_t port)
 {
 	struct mfi_addr a = { .port = port };
+	uint32_t ip4;
 
-	inet_pton(AF_INET, ip, &a.ip);
+	if (inet_pton(AF_INET, ip, &ip4) == 1)
+		return mfi_addr4(ip4, port);
+	assert_int_equal(inet_pton(AF_INET6, ip, &a.ip), 1);
 	return a;
 }
 
@@ -55,26 +58,75 @@ static void test_remove_never_reuses(void **state)
 static void test_names(void **state)
 {
 	struct mfi_addr a = A("192.168.1.9", 4242), back;
-	struct sockaddr_in sin;
+	struct sockaddr_storage ss;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ss;
 	char buf[64];
 
-	mfi_addr_to_sin(&a, &sin);
-	assert_int_equal(sin.sin_family, AF_INET);
-	assert_int_equal(ntohs(sin.sin_port), 4242);
-	assert_int_equal(mfi_addr_from_sin(&sin, sizeof(sin), &back), 0);
+	assert_int_equal(mfi_addr_to_sa(&a, &ss), sizeof(*sin));
+	assert_int_equal(sin->sin_family, AF_INET);
+	assert_int_equal(ntohs(sin->sin_port), 4242);
+	assert_int_equal(mfi_sa_len(&ss), sizeof(*sin));
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(*sin), false, &back), 0);
 	assert_true(mfi_addr_eq(&a, &back));
+	assert_true(mfi_addr_is4(&back));
 	assert_int_equal(mfi_addr_service(&a), MFI_SERVICE_BASE | 4242);
 	mfi_addr_str(&a, buf, sizeof(buf));
 	assert_string_equal(buf, "fi_sockaddr_in://192.168.1.9:4242");
-	/* Refused: short, another family, no port, no address. */
-	assert_int_equal(mfi_addr_from_sin(&sin, sizeof(sin) - 1, &back), -EINVAL);
-	sin.sin_family = AF_INET6;
-	assert_int_equal(mfi_addr_from_sin(&sin, sizeof(sin), &back), -EINVAL);
-	mfi_addr_to_sin(&(struct mfi_addr){ .ip = a.ip, .port = 0 }, &sin);
-	assert_int_equal(mfi_addr_from_sin(&sin, sizeof(sin), &back), -EINVAL);
-	mfi_addr_to_sin(&(struct mfi_addr){ .ip = 0, .port = 1 }, &sin);
-	assert_int_equal(mfi_addr_from_sin(&sin, sizeof(sin), &back), -EINVAL);
-	assert_int_equal(mfi_addr_from_sin(NULL, 16, &back), -EINVAL);
+	/* Refused: short, another family, no port, no address (unless a hint's). */
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(*sin) - 1, false, &back), -EINVAL);
+	sin->sin_family = AF_UNIX;
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(ss), false, &back), -EINVAL);
+	mfi_addr_to_sa(&(struct mfi_addr){ .ip = a.ip, .port = 0 }, &ss);
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(ss), false, &back), -EINVAL);
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(ss), true, &back), 0);
+	mfi_addr_to_sa(&(struct mfi_addr){ .ip = A("0.0.0.0", 1).ip, .port = 1 }, &ss);
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(ss), false, &back), -EINVAL);
+	assert_int_equal(mfi_addr_from_sa(NULL, 16, false, &back), -EINVAL);
+}
+
+/* IPv6 names: whole 16 bytes, never truncated; fi_av_straddr's form is libfabric's. */
+static void test_names6(void **state)
+{
+	struct mfi_addr a = A("fd07:1::2", 4242), b = A("fd07:1::3", 4242), back;
+	struct sockaddr_storage ss;
+	struct sockaddr_in6 *sin6 = (struct sockaddr_in6 *)&ss;
+	struct mfi_addr v4 = A("10.0.0.1", 4242), c = A("fd07:1::4", 4242);
+	struct mfi_av av;
+	char buf[80];
+
+	assert_false(mfi_addr_is4(&a));
+	assert_int_equal(mfi_addr_to_sa(&a, &ss), sizeof(*sin6));
+	assert_int_equal(sin6->sin6_family, AF_INET6);
+	assert_int_equal(ntohs(sin6->sin6_port), 4242);
+	assert_memory_equal(&sin6->sin6_addr, &a.ip, 16);
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(*sin6), false, &back), 0);
+	assert_true(mfi_addr_eq(&a, &back));
+	/* A sockaddr_in's size is not a sockaddr_in6's. */
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(struct sockaddr_in), false, &back), -EINVAL);
+	/* Addresses that differ only in their last bytes are other endpoints. */
+	assert_false(mfi_addr_eq(&a, &b));
+	mfi_addr_str(&a, buf, sizeof(buf));
+	assert_string_equal(buf, "fi_sockaddr_in6://[fd07:1::2]:4242");
+	/* A scoped (link-local) address needs an interface: refused. */
+	sin6->sin6_scope_id = 3;
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(*sin6), false, &back), -EINVAL);
+	/* :: is no address; a v4-mapped one is IPv4. */
+	mfi_addr_to_sa(&(struct mfi_addr){ .port = 5 }, &ss);
+	assert_int_equal(mfi_addr_from_sa(&ss, sizeof(*sin6), false, &back), -EINVAL);
+	back = A("::ffff:10.1.2.3", 9);
+	assert_true(mfi_addr_is4(&back));
+	c = A("10.1.2.3", 9);
+	assert_true(mfi_addr_eq(&back, &c));
+	c = A("fd07:1::4", 4242);
+	/* One AV holds both families, each found by its whole name. */
+	assert_int_equal(mfi_av_init(&av, 2), 0);
+	assert_int_equal(mfi_av_insert(&av, &a), 0);
+	assert_int_equal(mfi_av_insert(&av, &v4), 1);
+	assert_int_equal(mfi_av_insert(&av, &b), 2);
+	assert_int_equal(mfi_av_find(&av, &b), 2);
+	assert_int_equal(mfi_av_find(&av, &v4), 1);
+	assert_int_equal(mfi_av_find(&av, &c), -ENOENT);
+	mfi_av_fini(&av);
 }
 
 int main(void)
@@ -83,6 +135,7 @@ int main(void)
 		cmocka_unit_test(test_insert_lookup_find),
 		cmocka_unit_test(test_remove_never_reuses),
 		cmocka_unit_test(test_names),
+		cmocka_unit_test(test_names6),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

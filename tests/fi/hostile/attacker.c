@@ -20,7 +20,7 @@ static void a_name(void)
 
 	if (sscanf(hear(), "NAME %u %u", &ip, &port) != 2)
 		die("bad NAME line");
-	VA = (struct mfi_addr){ .ip = ip, .port = (uint16_t)port };
+	VA = mfi_addr4(ip, (uint16_t)port);	/* the hostile tests run over IPv4 */
 }
 
 static void hdr_send(struct raw *r, uint8_t op, uint8_t flags, uint32_t len, uint64_t total,
@@ -281,7 +281,7 @@ static void a_s20(void)
 	if (leak)
 		die("20: the victim's message to X went to the connection claiming to be X");
 	{
-		struct sockaddr_in vs = { .sin_family = AF_INET, .sin_addr.s_addr = VA.ip,
+		struct sockaddr_in vs = { .sin_family = AF_INET, .sin_addr.s_addr = mfi_addr_ip4(&VA),
 					  .sin_port = htons(VA.port) };
 		fi_addr_t av;
 
@@ -340,7 +340,7 @@ static void a_fuzz(struct raw *q, long nchunks)
 	{
 		static uint8_t b[1024 * 1024];
 		static int r, s;
-		struct sockaddr_in vs = { .sin_family = AF_INET, .sin_addr.s_addr = VA.ip,
+		struct sockaddr_in vs = { .sin_family = AF_INET, .sin_addr.s_addr = mfi_addr_ip4(&VA),
 					  .sin_port = htons(VA.port) };
 		fi_addr_t av;
 
@@ -442,10 +442,14 @@ int attacker(const char *vip, int port, const char *own, long fuzz)
 	raw_ctx = mroc_open(&o);
 	if (!raw_ctx)
 		die("mroc_open: %s", strerror(errno));
-	X_id = (struct mfi_addr){ .ip = X.name.sin_addr.s_addr, .port = ntohs(X.name.sin_port) };
+	X_id = mfi_addr4(X.name.sin_addr.s_addr, ntohs(X.name.sin_port));
 	mport = (uint16_t)(X_id.port ^ 0x5555);
-	inet_pton(AF_INET, own, &M_id.ip);
-	M_id.port = mport;
+	{
+		uint32_t mip = 0;
+
+		inet_pton(AF_INET, own, &mip);
+		M_id = mfi_addr4(mip, mport);
+	}
 	for (int i = 0;; i++) {
 		ctl = socket(AF_INET, SOCK_STREAM, 0);
 		if (connect(ctl, (struct sockaddr *)&sin, sizeof(sin)) == 0)
@@ -457,8 +461,8 @@ int attacker(const char *vip, int port, const char *own, long fuzz)
 	}
 	idle_fn = a_idle;
 	a_name();
-	say("PEERS %u %u %" PRIu64 " %" PRIu64 " %u %u", X_id.ip, X_id.port, fi_mr_key(xmr),
-	    (uint64_t)(uintptr_t)xbuf, M_id.ip, M_id.port);
+	say("PEERS %u %u %" PRIu64 " %" PRIu64 " %u %u", mfi_addr_ip4(&X_id), X_id.port, fi_mr_key(xmr),
+	    (uint64_t)(uintptr_t)xbuf, mfi_addr_ip4(&M_id), M_id.port);
 	pump();
 
 	q = raw_dial(&VA, &M_id);

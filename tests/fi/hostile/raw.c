@@ -174,7 +174,7 @@ void raw_flush(struct raw *r)
 static void raw_hello(struct raw *r, const struct mfi_addr *claim, uint64_t nonce)
 {
 	struct mfi_hello hello = {
-		.ip = claim->ip, .port = htole16(claim->port),
+		.ip = mfi_addr_ip4(claim), .port = htole16(claim->port),
 		.credit_rkey = htole32(mroc_mr_rkey(r->mr)), .nonce = htole64(nonce),
 	};
 	struct mfi_hdr h = { .op = MFI_OP_HELLO, .flags = MFI_F_FIRST | MFI_F_LAST,
@@ -191,7 +191,7 @@ struct raw *raw_dial(const struct mfi_addr *victim, const struct mfi_addr *claim
 	uint64_t nonce, yes = verify_yes;
 	time_t until;
 
-	inet_ntop(AF_INET, &victim->ip, ip, sizeof(ip));
+	inet_ntop(AF_INET, &(struct in_addr){ .s_addr = mfi_addr_ip4(victim) }, ip, sizeof(ip));
 	if (mroc_qp_connect(r->qp, ip, SERVICE_BASE | victim->port))
 		die("raw connect");
 	while (!r->up) {

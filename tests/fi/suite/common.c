@@ -47,16 +47,22 @@ void verify(const uint8_t *b, size_t n, uint64_t seed, const char *what)
 
 static int oob_listen_fd = -1;
 
+/* The server listens on IPv6's and IPv4's port at once (dual-stack); the client dials either. */
 int oob_open(void)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = htons(port) };
-	int fd, one = 1;
+	struct sockaddr_in6 sin6 = { .sin6_family = AF_INET6, .sin6_port = htons(port),
+				     .sin6_addr = IN6ADDR_ANY_INIT };
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_NUMERICHOST |
+				  AI_NUMERICSERV }, *res;
+	char svc[16];
+	int fd, one = 1, off = 0;
 
 	if (!server) {
 		if (oob_listen_fd < 0) {
-			oob_listen_fd = socket(AF_INET, SOCK_STREAM, 0);
+			oob_listen_fd = socket(AF_INET6, SOCK_STREAM, 0);
 			setsockopt(oob_listen_fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-			if (bind(oob_listen_fd, (struct sockaddr *)&sin, sizeof(sin)) ||
+			setsockopt(oob_listen_fd, IPPROTO_IPV6, IPV6_V6ONLY, &off, sizeof(off));
+			if (bind(oob_listen_fd, (struct sockaddr *)&sin6, sizeof(sin6)) ||
 			    listen(oob_listen_fd, 64))
 				die("out-of-band port %d: %s", port, strerror(errno));
 		}
@@ -65,12 +71,15 @@ int oob_open(void)
 			die("accept: %s", strerror(errno));
 		return fd;
 	}
-	if (inet_pton(AF_INET, server, &sin.sin_addr) != 1)
-		die("server %s: not an IPv4 address", server);
+	snprintf(svc, sizeof(svc), "%d", port);
+	if (getaddrinfo(server, svc, &hints, &res))
+		die("server %s: not an IPv4 or IPv6 address", server);
 	for (int i = 0;; i++) {
-		fd = socket(AF_INET, SOCK_STREAM, 0);
-		if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) == 0)
+		fd = socket(res->ai_family, SOCK_STREAM, 0);
+		if (connect(fd, res->ai_addr, res->ai_addrlen) == 0) {
+			freeaddrinfo(res);
 			return fd;
+		}
 		close(fd);
 		if (i > 1200)
 			die("no server at %s:%d", server, port);

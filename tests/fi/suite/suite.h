@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
@@ -126,6 +127,7 @@ size_t max_size(void);
 enum rma_kind { RMA_WRITE, RMA_READ, RMA_WRITEDATA };
 
 void t_unit(void);					/* unit.c */
+void unit_addrs(struct fab *f);				/* addr.c */
 void unit_cntr_values(struct fab *f);			/* cntr.c */
 void unit_cntr_bind(struct fab *f);
 void t_cntr(void);

@@ -240,6 +240,7 @@ void t_unit(void)
 		free(b);
 		printf("ok: mr: 8 registrations of 1 B .. 1 MiB, distinct keys, closed\n");
 	}
+	unit_addrs(&f);
 	unit_cntr_values(&f);
 	unit_cntr_bind(&f);
 	fab_close(&f);
