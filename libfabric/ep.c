@@ -695,6 +695,19 @@ static int ep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return mfi_name_copy(&ep->addr, addr, addrlen);
 }
 
+/* Before fi_enable (and fi_connect, which enables): once listening, the name is in use. */
+static int ep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid.fid);
+	int err;
+
+	mfi_lock(ep->dom);
+	err = ep->enabled || ep->conns ? -FI_EOPBADSTATE :
+	      mfi_rename(&ep->addr, &ep->port_fd, addr, addrlen);
+	mfi_unlock(ep->dom);
+	return err;
+}
+
 static int ep_getpeer(struct fid_ep *fid, void *addr, size_t *addrlen)
 {
 	struct mfi_ep *ep = container_of(fid, struct mfi_ep, ep_fid);
@@ -851,7 +864,7 @@ err:
 
 static struct fi_ops_cm ep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
-	.setname = mfi_no_setname,
+	.setname = ep_setname,
 	.getname = ep_getname,
 	.getpeer = ep_getpeer,
 	.connect = ep_connect,

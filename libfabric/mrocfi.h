@@ -459,7 +459,6 @@ int mfi_no_ops_open(struct fid *fid, const char *name, uint64_t flags, void **op
 int mfi_no_wait_open(struct fid_fabric *fabric, struct fi_wait_attr *attr, struct fid_wait **waitset);
 int mfi_no_tostr(const struct fid *fid, char *buf, size_t len);
 int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops, void *context);
-int mfi_no_setname(fid_t fid, void *addr, size_t addrlen);
 int mfi_no_getname(fid_t fid, void *addr, size_t *addrlen);
 int mfi_no_getpeer(struct fid_ep *ep, void *addr, size_t *addrlen);
 int mfi_no_connect(struct fid_ep *ep, const void *addr, const void *param, size_t paramlen);
@@ -486,6 +485,7 @@ int mfi_local_addr(const struct fi_info *info, struct mfi_addr *out);
 int mfi_reserve_port(const struct mfi_addr *a, uint16_t want, uint16_t *port);
 int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out);
 int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen);
+int mfi_rename(struct mfi_addr *cur, int *port_fd, const void *addr, size_t addrlen);
 
 /* domain.c */
 int mfi_domain_open(struct fid_fabric *fabric, struct fi_info *info, struct fid_domain **dom,

@@ -37,11 +37,6 @@ int mfi_no_ops_set(struct fid *fid, const char *name, uint64_t flags, void *ops,
 	return -FI_ENOSYS;
 }
 
-int mfi_no_setname(fid_t fid, void *addr, size_t addrlen)
-{
-	return -FI_ENOSYS;
-}
-
 int mfi_no_getname(fid_t fid, void *addr, size_t *addrlen)
 {
 	return -FI_ENOSYS;

@@ -201,6 +201,20 @@ static int pep_getname(fid_t fid, void *addr, size_t *addrlen)
 	return mfi_name_copy(&pep->addr, addr, addrlen);
 }
 
+/* Before fi_listen: its listening QPs are on the name's service. */
+static int pep_setname(fid_t fid, void *addr, size_t addrlen)
+{
+	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid.fid);
+	int err;
+
+	if (pep->listening)
+		return -FI_EOPBADSTATE;
+	err = mfi_rename(&pep->addr, &pep->port_fd, addr, addrlen);
+	if (!err && pep->info->src_addr)
+		pep->info->src_addrlen = mfi_addr_to_sa(&pep->addr, pep->info->src_addr);
+	return err;
+}
+
 /*
  * A FI_CONNREQ's connection for fi_accept: out of its passive endpoint's hands (its
  * name in *local), or of the fabric's when that endpoint has closed since.  NULL if
@@ -334,7 +348,7 @@ static struct fi_ops_ep pep_ops = {
 
 static struct fi_ops_cm pep_cm_ops = {
 	.size = sizeof(struct fi_ops_cm),
-	.setname = mfi_no_setname,
+	.setname = pep_setname,
 	.getname = pep_getname,
 	.getpeer = mfi_no_getpeer,
 	.connect = mfi_no_connect,

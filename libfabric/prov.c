@@ -259,6 +259,36 @@ int mfi_bind_addr(const struct fi_info *info, struct mfi_addr *out)
 	return fd;
 }
 
+/*
+ * fi_setname before an endpoint is enabled (or a passive endpoint listens):
+ * the name's address must be this host's mrocd's (the one *cur has) or
+ * unspecified (0.0.0.0, ::: any), since mrocd has that one address; its port
+ * is reserved as mfi_bind_addr's is (0: the kernel picks), the old one
+ * released.  0, -FI_EINVAL (not a sockaddr_in or _in6 of that size),
+ * -FI_EADDRNOTAVAIL (another address), -FI_EADDRINUSE (the port is taken).
+ */
+int mfi_rename(struct mfi_addr *cur, int *port_fd, const void *addr, size_t addrlen)
+{
+	struct mfi_addr want;
+	uint16_t port;
+	int fd;
+
+	if (mfi_addr_from_sa(addr, addrlen, true, &want) || mfi_sa_len(addr) != addrlen)
+		return -FI_EINVAL;
+	if (!mfi_addr_unspec(&want) && memcmp(&want.ip, &cur->ip, sizeof(want.ip)))
+		return -FI_EADDRNOTAVAIL;
+	if (want.port && want.port == cur->port)
+		return 0;
+	fd = mfi_reserve_port(cur, want.port, &port);
+	if (fd < 0)
+		return fd;
+	if (*port_fd >= 0)
+		close(*port_fd);
+	*port_fd = fd;
+	cur->port = port;
+	return 0;
+}
+
 /* fi_getname's answer: a's sockaddr_in(6), or -FI_ETOOSMALL with *addrlen the size wanted. */
 int mfi_name_copy(const struct mfi_addr *a, void *addr, size_t *addrlen)
 {

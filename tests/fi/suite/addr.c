@@ -2,7 +2,8 @@
 /*
  * fi_suite unit's address checks: IPv6 names (FI_SOCKADDR_IN6) in getinfo,
  * the AV (both families in one, inserted back to back as FI_SOCKADDR),
- * fi_av_straddr's form, and fi_getname's family against the entry's format.
+ * fi_av_straddr's form, fi_getname's family against the entry's format, and
+ * fi_setname (a port, this host's address only) on an endpoint not yet enabled.
  */
 #include "suite.h"
 
@@ -106,9 +107,79 @@ static void getname_family(struct fab *f)
 	       fam == AF_INET6 ? "sockaddr_in6" : "sockaddr_in", l);
 }
 
+/* The port of a name of either family. */
+static uint16_t name_port(const uint8_t *name)
+{
+	sa_family_t fam;
+
+	memcpy(&fam, name, sizeof(fam));
+	return ntohs(fam == AF_INET6 ? ((const struct sockaddr_in6 *)name)->sin6_port :
+				       ((const struct sockaddr_in *)name)->sin_port);
+}
+
+static void set_port(uint8_t *name, uint16_t p)
+{
+	sa_family_t fam;
+
+	memcpy(&fam, name, sizeof(fam));
+	if (fam == AF_INET6)
+		((struct sockaddr_in6 *)name)->sin6_port = htons(p);
+	else
+		((struct sockaddr_in *)name)->sin_port = htons(p);
+}
+
+/*
+ * fi_setname: another endpoint's port is taken (-FI_EADDRINUSE) until it
+ * closes, then it is ours; another host's address is not (-FI_EADDRNOTAVAIL);
+ * an enabled endpoint keeps its name (-FI_EOPBADSTATE).
+ */
+static void setname(struct fab *f)
+{
+	struct fid_ep *a, *b;
+	uint8_t na[64], nb[64], other[64];
+	size_t la = sizeof(na), lb = sizeof(nb);
+	sa_family_t fam;
+	uint16_t pa;
+	int err;
+
+	CHECK(fi_endpoint(f->domain, f->info, &a, NULL));
+	CHECK(fi_endpoint(f->domain, f->info, &b, NULL));
+	CHECK(fi_getname(&a->fid, na, &la));
+	CHECK(fi_getname(&b->fid, nb, &lb));
+	pa = name_port(na);
+	memcpy(nb, na, la);		/* a's name: its port, this host's address */
+	err = fi_setname(&b->fid, nb, la);
+	if (err != -FI_EADDRINUSE)
+		die("addr: fi_setname to another endpoint's port: %d, not -FI_EADDRINUSE", err);
+	CHECK(fi_close(&a->fid));
+	CHECK(fi_setname(&b->fid, nb, la));
+	lb = sizeof(nb);
+	CHECK(fi_getname(&b->fid, nb, &lb));
+	if (lb != la || name_port(nb) != pa)
+		die("addr: fi_setname: port %u, not %u", name_port(nb), pa);
+	/* Another host's address (one more in its last byte). */
+	memcpy(other, nb, lb);
+	memcpy(&fam, other, sizeof(fam));
+	if (fam == AF_INET6)
+		((struct sockaddr_in6 *)other)->sin6_addr.s6_addr[15] ^= 1;
+	else
+		((struct sockaddr_in *)other)->sin_addr.s_addr ^= htonl(1);
+	set_port(other, 0);
+	err = fi_setname(&b->fid, other, lb);
+	if (err != -FI_EADDRNOTAVAIL)
+		die("addr: fi_setname to another address: %d, not -FI_EADDRNOTAVAIL", err);
+	err = fi_setname(&f->ep->fid, nb, lb);
+	if (err != -FI_EOPBADSTATE)
+		die("addr: fi_setname of an enabled endpoint: %d, not -FI_EOPBADSTATE", err);
+	CHECK(fi_close(&b->fid));
+	printf("ok: addr: fi_setname: a port taken, then free; another address and an enabled "
+	       "endpoint refused\n");
+}
+
 void unit_addrs(struct fab *f)
 {
 	getinfo6();
 	av_mixed(f);
 	getname_family(f);
+	setname(f);
 }
