@@ -9,6 +9,7 @@
 #include <cmocka.h>
 
 #include "av_table.h"
+#include "proto.h"
 
 static struct mfi_addr A(const char *ip, uint16_t port)
 {
@@ -129,6 +130,43 @@ static void test_names6(void **state)
 	mfi_av_fini(&av);
 }
 
+/*
+ * The HELLO names its sender: an IPv4 one in the 24 bytes every version sent
+ * (an older provider reads it unchanged), an IPv6 one in 16 more after them
+ * (MFI_HELLO_ADDR6), the CM data after either; too short for its flags: refused.
+ */
+static void test_hello_names(void **state)
+{
+	uint8_t buf[sizeof(struct mfi_hello) + MFI_HELLO_ADDR6_LEN + 3];
+	struct mfi_hello h = { .port = htole16(7) };
+	struct mfi_addr a6 = A("fd07:1::2", 7), a4 = A("10.0.0.9", 7);
+	const uint8_t *ip6, *cm;
+	size_t cm_len;
+
+	/* IPv4: the old layout, then 3 bytes of CM data. */
+	h.ip = mfi_addr_ip4(&a4);
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), "abc", 3);
+	assert_int_equal(mfi_hello_decode(buf, sizeof(h) + 3, &h, &ip6, &cm, &cm_len), 0);
+	assert_null(ip6);
+	assert_int_equal(cm_len, 3);
+	assert_memory_equal(cm, "abc", 3);
+	assert_int_equal(h.ip, mfi_addr_ip4(&a4));
+	/* IPv6: the flag, ip 0, the address after the fixed part, the CM data after it. */
+	h = (struct mfi_hello){ .port = htole16(7), .flags = htole16(MFI_HELLO_ADDR6 | MFI_HELLO_RNDV) };
+	memcpy(buf, &h, sizeof(h));
+	memcpy(buf + sizeof(h), a6.ip.s6_addr, MFI_HELLO_ADDR6_LEN);
+	memcpy(buf + sizeof(h) + MFI_HELLO_ADDR6_LEN, "abc", 3);
+	assert_int_equal(mfi_hello_decode(buf, sizeof(buf), &h, &ip6, &cm, &cm_len), 0);
+	assert_non_null(ip6);
+	assert_memory_equal(ip6, a6.ip.s6_addr, 16);
+	assert_int_equal(cm_len, 3);
+	assert_memory_equal(cm, "abc", 3);
+	/* The flag with fewer than 16 bytes after, or less than the fixed part: refused. */
+	assert_int_equal(mfi_hello_decode(buf, sizeof(h) + 15, &h, &ip6, &cm, &cm_len), -EBADMSG);
+	assert_int_equal(mfi_hello_decode(buf, sizeof(h) - 1, &h, &ip6, &cm, &cm_len), -EBADMSG);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -136,6 +174,7 @@ int main(void)
 		cmocka_unit_test(test_remove_never_reuses),
 		cmocka_unit_test(test_names),
 		cmocka_unit_test(test_names6),
+		cmocka_unit_test(test_hello_names),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
