@@ -569,13 +569,17 @@ static int set_addrs(struct fi_info *fi, const char *node, const char *service, 
 	/*
 	 * Every entry names its source (fabtests' fi_getinfo_test wants one
 	 * whatever was asked): this host's address (of the format's family), the
-	 * port the endpoint reserves when it opens (mfi_bind_addr).  Unknown yet:
-	 * 0.0.0.0 or ::, the endpoint finds it, or says why.
+	 * port the endpoint reserves when it opens (mfi_bind_addr).  Unknown yet
+	 * (no route of that family): 0.0.0.0 or ::, the endpoint finds it, or says
+	 * why.  $FI_MROC_ADDR of the other family: no entry, the endpoint could
+	 * not be named in this format.
 	 */
 	if (!has_src) {
-		if (mfi_local_addr(fi, &src) || !format_fits(format, &src))
+		if (mfi_local_addr(fi, &src))
 			src = (struct mfi_addr){ .ip = format == FI_SOCKADDR_IN6 ? in6addr_any :
 						 mfi_addr4(0, 0).ip };
+		else if (!format_fits(format, &src))
+			return -FI_ENODATA;
 		src.port = 0;
 	}
 	free(fi->src_addr);

@@ -9,6 +9,7 @@
 #  - fi_suite's rdm, tagged ping-pong, RMA, CM private data and zcopy over IPv6 names
 #    (FI_MROC_ADDR an IPv6 address), its unit checks of FI_SOCKADDR_IN6 names;
 #  - tests/fi/fi_atomic_check: fetch-adds from two clients to an IPv6 target;
+#  - Open MPI over mtl ofi / mroc (tests/mpi/mpi_bench allreduce), results verified;
 #  - the NCCL plugin's contract and ring AllReduce between the two hosts, 2 ranks, its
 #    address the route's (no NCCL_MROC_ADDR), the handle carrying the IPv6 address.
 set -u
@@ -117,6 +118,24 @@ wait "$tpid"; rct=$?
 cat "$E2E_DIR/c0.out" "$E2E_DIR/c1.out" "$E2E_DIR/target.out"
 [ $rc0 = 0 ] && [ $rc1 = 0 ] && [ $rct = 0 ] || fail "fi_atomic_check over IPv6: exits $rc0 $rc1 $rct"
 ok "fi_atomic_check over IPv6: 2 clients x 200 fetch-adds, CSWAP and the others"
+
+# Open MPI (mtl ofi) over mroc, the ranks' names IPv6 (scripts/mpi-netns-rsh gives each
+# host's FI_MROC_ADDR).
+BENCH=$BUILD/tests/mpi/mpi_bench
+if command -v mpirun >/dev/null && [ -x "$BENCH" ]; then
+	export MROC_NETNS_HOSTS="hosta=$NS_A,$IP_A,$E2E_DIR/a.ctl hostb=$NS_B,$IP_B,$E2E_DIR/b.ctl"
+	export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+	on "$NS_A" a FI_MROC_ADDR="$IP_A" timeout 180 mpirun -np 2 --host localhost:1,hostb:1 \
+		--mca plm_rsh_agent "$E2E_TOP/scripts/mpi-netns-rsh" -x FI_PROVIDER_PATH \
+		--mca pml cm --mca mtl ofi --mca mtl_ofi_provider_include mroc \
+		"$BENCH" allreduce -s 8 -S 65536 -n 5 -r 1 >"$E2E_DIR/mpi.txt" 2>&1 ||
+		{ cat "$E2E_DIR/mpi.txt"; fail "mpirun allreduce over mroc on IPv6"; }
+	cat "$E2E_DIR/mpi.txt"
+	grep -q "^# results verified" "$E2E_DIR/mpi.txt" || fail "MPI allreduce over IPv6 not verified"
+	ok "2-rank MPI_Allreduce 8 B .. 64 KiB over mtl ofi / mroc on IPv6, every result checked"
+else
+	echo "SKIP (part): mpirun or $BENCH missing"
+fi
 
 # The NCCL plugin, 2 ranks (one a host), its address the route's source.
 if [ -x "$HARNESS" ] && [ -f "$PLUGIN" ]; then
