@@ -18,13 +18,33 @@ static struct sockaddr_in6 sin6_of(const char *ip, uint16_t p)
 	return s;
 }
 
-static void getinfo6(void)
+/*
+ * On a host whose mrocd is IPv6 (the endpoint's entry says FI_SOCKADDR_IN6):
+ * IPv6 hints and nodes.  On an IPv4 one, IPv6 hints give no entry or one of
+ * that format (none where FI_MROC_ADDR is IPv4: the endpoint could not be
+ * named so), never an IPv4 one.
+ */
+static void getinfo6(struct fab *f)
 {
 	struct fi_info *h = hints_for(FI_MSG | FI_TAGGED), *info = NULL;
 	struct sockaddr_in6 want = sin6_of(V6, 4242);
 	int err;
 
 	h->addr_format = FI_SOCKADDR_IN6;
+	if (f->info->addr_format != FI_SOCKADDR_IN6) {
+		err = fi_getinfo(FI_VERSION(1, 17), V6, "4242", 0, h, &info);
+		for (struct fi_info *i = err ? NULL : info; i; i = i->next)
+			if (i->addr_format != FI_SOCKADDR_IN6)
+				die("getinfo FI_SOCKADDR_IN6 on an IPv4 host: format %u", i->addr_format);
+		if (!err)
+			fi_freeinfo(info);
+		else if (err != -FI_ENODATA)
+			die("getinfo FI_SOCKADDR_IN6 on an IPv4 host: %d", err);
+		fi_freeinfo(h);
+		printf("ok: addr: getinfo with FI_SOCKADDR_IN6 on an IPv4 host: %s\n",
+		       err ? "no entry" : "FI_SOCKADDR_IN6 entries");
+		return;
+	}
 	CHECK(fi_getinfo(FI_VERSION(1, 17), V6, "4242", 0, h, &info));
 	for (struct fi_info *i = info; i; i = i->next)
 		if (i->addr_format != FI_SOCKADDR_IN6 || i->dest_addrlen != sizeof(want) ||
@@ -44,8 +64,15 @@ static void getinfo6(void)
 	if (info->addr_format != FI_SOCKADDR_IN6)
 		die("getinfo for an IPv6 node: format %u, not FI_SOCKADDR_IN6", info->addr_format);
 	fi_freeinfo(info);
+	/* An IPv4 node where FI_MROC_ADDR is IPv6: our endpoint could not be named in its format. */
+	if (getenv("FI_MROC_ADDR")) {
+		err = fi_getinfo(FI_VERSION(1, 17), "10.0.0.1", "4242", 0, h, &info);
+		if (err != -FI_ENODATA)
+			die("getinfo for an IPv4 node, FI_MROC_ADDR IPv6: %d, not -FI_ENODATA", err);
+	}
 	fi_freeinfo(h);
-	printf("ok: addr: getinfo with FI_SOCKADDR_IN6 and an IPv6 node, IPv4's format refused\n");
+	printf("ok: addr: getinfo with FI_SOCKADDR_IN6 and an IPv6 node; IPv4's format, or an "
+	       "IPv4 node, refused\n");
 }
 
 static void av_mixed(struct fab *f)
@@ -178,7 +205,7 @@ static void setname(struct fab *f)
 
 void unit_addrs(struct fab *f)
 {
-	getinfo6();
+	getinfo6(f);
 	av_mixed(f);
 	getname_family(f);
 	setname(f);
