@@ -67,8 +67,15 @@ enum mroc_opcode {
 /* With MROC_F_SEALED: the seal covers the IP addresses too (PROTOCOL 1.2; older sealers: without). */
 #define MROC_F_SEALED_IP	0x10
 #define MROC_F_ICRC	0x80	/* an ICRC trailer follows (daemon/backend/frame.c, PROTOCOL 1.1) */
-_Static_assert(!((MROC_F_SEALED | MROC_F_SEALED_IP | MROC_F_ICRC) & (MROC_F_ALL | MROC_F_TAG)) &&
-	       !(MROC_F_SEALED & MROC_F_ICRC) && !(MROC_F_SEALED_IP & (MROC_F_SEALED | MROC_F_ICRC)),
+/*
+ * Security "aead": a stateless cookie (PROTOCOL 1.2).  With MROC_F_SEALED on a
+ * CONNECT_REQ: the responder's cookie is sealed in it; without: a cookie reply.
+ */
+#define MROC_F_COOKIE	0x08
+_Static_assert(!((MROC_F_SEALED | MROC_F_SEALED_IP | MROC_F_ICRC | MROC_F_COOKIE) &
+		 (MROC_F_ALL | MROC_F_TAG)) &&
+	       !(MROC_F_SEALED & MROC_F_ICRC) && !(MROC_F_SEALED_IP & (MROC_F_SEALED | MROC_F_ICRC)) &&
+	       !(MROC_F_COOKIE & (MROC_F_SEALED | MROC_F_SEALED_IP | MROC_F_ICRC)),
 	       "every common header flag its own bit");
 
 /*

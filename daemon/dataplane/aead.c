@@ -17,6 +17,7 @@
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/kdf.h>
+#include <sodium.h>
 
 #include "aead.h"
 #include "log.h"
@@ -179,10 +180,29 @@ struct aead_peer {
 #define GOOD_SLOTS	256
 enum { BUDGET_ANY, BUDGET_KNOWN, BUDGETS };
 
+/* Source addresses (keyed hash) whose REQs brought a valid cookie: a derivation budget each. */
+#define COOKIE_SRC_SLOTS	1024
+/* Cookies we hold, for the responders we sent REQs to (direct-mapped by their address). */
+#define COOKIE_HELD		256
+
+struct token_bucket {
+	uint64_t tokens, at_ns;
+};
+
+struct cookie_held {
+	struct mroc_addr src, dst;	/* our address, the responder's */
+	uint8_t echo[2][AEAD_COOKIE_ECHO_LEN];	/* the tags of our last two REQs there */
+	uint8_t cookie[AEAD_COOKIE_LEN];
+	uint64_t at_ns;			/* when it came (CLOCK_MONOTONIC_COARSE); 0: none */
+};
+
+/* What a daemon's workers share: the REQ freshness table, the cookie secret, the cookies held. */
 struct aead_replay {
 	pthread_mutex_t lock;
 	uint64_t floor;
 	struct { uint64_t sender, last; } s[REPLAY_SLOTS];
+	uint8_t cookie_key[crypto_shorthash_siphashx24_KEYBYTES];	/* random per start */
+	struct cookie_held held[COOKIE_HELD];
 	int refs;
 };
 
@@ -196,8 +216,10 @@ struct aead {
 	struct aead_peer rx[RX_CACHE];
 	struct aead_replay *replay;
 	/* key derivations for senders not in rx[]: buckets of AEAD_DERIVE_BURST */
-	struct { uint64_t tokens, at_ns; } derive[BUDGETS];
+	struct token_bucket derive[BUDGETS];
 	struct mroc_addr good[GOOD_SLOTS];
+	struct token_bucket cookie_src[COOKIE_SRC_SLOTS];	/* AEAD_COOKIE_SRC_BURST each */
+	struct token_bucket cookie_reply;
 	struct aead_stats st;
 };
 
@@ -303,6 +325,11 @@ int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead 
 	}
 	pthread_mutex_init(&a->replay->lock, NULL);
 	a->replay->refs = 1;
+	if (getrandom(a->replay->cookie_key, sizeof(a->replay->cookie_key), 0) !=
+	    sizeof(a->replay->cookie_key)) {
+		aead_destroy(a);
+		return -EIO;
+	}
 	a->replay->floor = clock_ns(CLOCK_REALTIME);
 	for (int i = 0; i < BUDGETS; i++)
 		a->derive[i].tokens = AEAD_DERIVE_BURST;
@@ -328,6 +355,7 @@ static void replay_put(struct aead_replay *r)
 	if (!last)
 		return;
 	pthread_mutex_destroy(&r->lock);
+	OPENSSL_cleanse(r->cookie_key, sizeof(r->cookie_key));
 	free(r);
 }
 
@@ -391,12 +419,208 @@ static int ip_ad(uint8_t out[32], const struct mroc_addr *src, const struct mroc
 	return (int)(2 * n);
 }
 
+/* ---- cookies (docs/PROTOCOL.md 1.2) ------------------------------------------ */
+
+/* A bucket of burst tokens refilled at per_s: takes one if it can. */
+static bool bucket_take(struct token_bucket *t, uint64_t burst, uint64_t per_s)
+{
+	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE), dt = now - t->at_ns, add;
+
+	if (dt > 10000000000ULL)
+		dt = 10000000000ULL;	/* more than fills any bucket; no overflow */
+	add = dt * per_s / 1000000000ULL;
+	if (add) {
+		t->tokens = t->tokens + add > burst ? burst : t->tokens + add;
+		t->at_ns = now;
+	}
+	if (!t->tokens)
+		return false;
+	t->tokens--;
+	return true;
+}
+
+/* An address as MAC input: its family's length, then its bytes.  Returns the bytes written. */
+static size_t addr_put(uint8_t *out, const struct mroc_addr *a)
+{
+	size_t n = addr_len(a);
+
+	out[0] = (uint8_t)n;
+	memcpy(out + 1, a->bytes, n);
+	return n + 1;
+}
+
+/*
+ * The cookie of period epoch for a REQ of (key id, sender) from src to dst.
+ * SipHash-2-4 with a 128-bit output under the daemon's random key: the
+ * period is MAC input, so each period's cookies are as under a new secret
+ * (the rotation), and nothing is kept per requester.
+ */
+static void cookie_mac(const struct aead *a, uint64_t epoch, uint32_t key_id, uint64_t sender,
+		       const struct mroc_addr *src, const struct mroc_addr *dst,
+		       uint8_t out[AEAD_COOKIE_LEN])
+{
+	uint8_t m[1 + 8 + 4 + 8 + 2 * 17];
+	size_t n = 21;
+
+	_Static_assert(AEAD_COOKIE_LEN == crypto_shorthash_siphashx24_BYTES, "a cookie is one MAC");
+	m[0] = 'c';
+	put64(m + 1, epoch);
+	put32(m + 9, key_id);
+	put64(m + 13, sender);
+	n += addr_put(m + n, src);
+	n += addr_put(m + n, dst);
+	crypto_shorthash_siphashx24(out, m, n, a->replay->cookie_key);
+}
+
+static uint64_t cookie_epoch(void)
+{
+	return clock_ns(CLOCK_MONOTONIC_COARSE) / AEAD_COOKIE_PERIOD_NS;
+}
+
+/* Made this period or the last one for this REQ? */
+static bool cookie_valid(const struct aead *a, const uint8_t *cookie, uint32_t key_id,
+			 uint64_t sender, const struct mroc_addr *src, const struct mroc_addr *dst)
+{
+	uint64_t e = cookie_epoch();
+	uint8_t want[AEAD_COOKIE_LEN];
+	bool ok = false;
+
+	for (uint64_t k = 0; k < 2 && k <= e && !ok; k++) {
+		cookie_mac(a, e - k, key_id, sender, src, dst, want);
+		ok = !sodium_memcmp(want, cookie, AEAD_COOKIE_LEN);
+	}
+	return ok;
+}
+
+/* The derivation budget of src's slot (keyed hash: nobody aims at another's). */
+static bool cookie_src_allowed(struct aead *a, const struct mroc_addr *src)
+{
+	uint8_t m[1 + 17], h[crypto_shorthash_BYTES];
+	uint64_t slot;
+
+	m[0] = 's';
+	crypto_shorthash(h, m, 1 + addr_put(m + 1, src), a->replay->cookie_key);
+	memcpy(&slot, h, sizeof(slot));
+	if (bucket_take(&a->cookie_src[slot % COOKIE_SRC_SLOTS], AEAD_COOKIE_SRC_BURST,
+			AEAD_COOKIE_SRC_PER_S))
+		return true;
+	a->st.rx_derive_limited++;
+	return false;
+}
+
+static struct cookie_held *held_slot(struct aead_replay *r, const struct mroc_addr *dst)
+{
+	return &r->held[addr_hash(dst) % COOKIE_HELD];
+}
+
+/* The cookie dst gave us for REQs from src, if it is still good: into out. */
+static bool cookie_held_get(struct aead *a, const struct mroc_addr *src,
+			    const struct mroc_addr *dst, uint8_t out[AEAD_COOKIE_LEN])
+{
+	struct aead_replay *r = a->replay;
+	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
+	struct cookie_held *h;
+	bool ok;
+
+	pthread_mutex_lock(&r->lock);
+	h = held_slot(r, dst);
+	ok = h->at_ns && now < h->at_ns + AEAD_COOKIE_PERIOD_NS && addr_eq(&h->dst, dst) &&
+	     addr_eq(&h->src, src);
+	if (ok)
+		memcpy(out, h->cookie, AEAD_COOKIE_LEN);
+	pthread_mutex_unlock(&r->lock);
+	return ok;
+}
+
+/* A REQ from src to dst with this tag left: a cookie reply must echo it (or the one before). */
+static void cookie_held_sent(struct aead *a, const struct mroc_addr *src,
+			     const struct mroc_addr *dst, const uint8_t *tag)
+{
+	struct aead_replay *r = a->replay;
+	struct cookie_held *h;
+
+	pthread_mutex_lock(&r->lock);
+	h = held_slot(r, dst);
+	if (!addr_eq(&h->dst, dst) || !addr_eq(&h->src, src))
+		*h = (struct cookie_held){ .src = *src, .dst = *dst };
+	memcpy(h->echo[1], h->echo[0], AEAD_COOKIE_ECHO_LEN);
+	memcpy(h->echo[0], tag, AEAD_COOKIE_ECHO_LEN);
+	pthread_mutex_unlock(&r->lock);
+}
+
+/*
+ * A cookie reply from src (a responder) to dst (us): kept for our next REQ
+ * there if it echoes one of our last two REQs' tags, which nobody who does
+ * not see our packets knows (an off-path host cannot plant a bad cookie).
+ * Always -ENOMSG: nothing for the engine.
+ */
+static int cookie_take(struct aead *a, const uint8_t *p, size_t len, const struct mroc_addr *src,
+		       const struct mroc_addr *dst)
+{
+	struct aead_replay *r = a->replay;
+	const uint8_t *echo = p + MROC_HDR_LEN;
+	struct cookie_held *h;
+	bool ok = false;
+
+	if (len >= AEAD_COOKIE_REPLY_LEN && mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REJ &&
+	    src && dst && src->family && dst->family) {
+		pthread_mutex_lock(&r->lock);
+		h = held_slot(r, src);
+		ok = addr_eq(&h->dst, src) && addr_eq(&h->src, dst) &&
+		     (!sodium_memcmp(h->echo[0], echo, AEAD_COOKIE_ECHO_LEN) ||
+		      !sodium_memcmp(h->echo[1], echo, AEAD_COOKIE_ECHO_LEN)) &&
+		     !sodium_is_zero(echo, AEAD_COOKIE_ECHO_LEN);
+		if (ok) {
+			memcpy(h->cookie, echo + AEAD_COOKIE_ECHO_LEN, AEAD_COOKIE_LEN);
+			h->at_ns = clock_ns(CLOCK_MONOTONIC_COARSE) | 1;
+		}
+		pthread_mutex_unlock(&r->lock);
+	}
+	if (ok)
+		a->st.cookie_got++;
+	else
+		a->st.cookie_bad++;
+	return -ENOMSG;
+}
+
+int aead_cookie_reply(struct aead *a, const uint8_t *req, size_t len, const struct mroc_addr *src,
+		      const struct mroc_addr *dst, uint8_t *out, size_t cap)
+{
+	const uint8_t *tr = req + len - AEAD_TRAILER_LEN;
+	uint8_t ips[32];
+
+	/* Never larger than what it answers: no amplification. */
+	if (len < MROC_HDR_LEN + AEAD_TRAILER_LEN || len < AEAD_COOKIE_REPLY_LEN ||
+	    cap < AEAD_COOKIE_REPLY_LEN || mroc_pkt_opcode(req, len) != MROC_OP_CONNECT_REQ ||
+	    !mroc_pkt_has_flag(req, len, MROC_F_SEALED) || !ip_ad(ips, src, dst)) {
+		a->st.cookie_limited++;
+		return -EINVAL;
+	}
+	if (!bucket_take(&a->cookie_reply, AEAD_COOKIE_REPLY_BURST, AEAD_COOKIE_REPLY_PER_S)) {
+		a->st.cookie_limited++;
+		return -EBUSY;
+	}
+	memset(out, 0, MROC_HDR_LEN);
+	out[0] = req[0];
+	out[1] = MROC_OP_CONNECT_REJ;
+	out[2] = MROC_F_COOKIE;
+	memcpy(out + 4, req + 8, 4);		/* to the requester's QPN, as any answer */
+	memcpy(out + MROC_HDR_LEN, tr + 20, AEAD_COOKIE_ECHO_LEN);
+	cookie_mac(a, cookie_epoch(), get32(tr), get64(tr + 4), src, dst,
+		   out + MROC_HDR_LEN + AEAD_COOKIE_ECHO_LEN);
+	a->st.cookie_sent++;
+	return AEAD_COOKIE_REPLY_LEN;
+}
+
+/* ---- sealing and opening ------------------------------------------------------- */
+
 int aead_seal(struct aead *a, struct engine_txbuf *b, const struct mroc_addr *src,
 	      const struct mroc_addr *dst)
 {
 	uint8_t *p = b->data, *tr, iv[12], ips[32];
 	size_t len = b->len, clear;
 	int n = 0, m = 0, fin = 0, nip = ip_ad(ips, src, dst);
+	bool req;
 
 	if (b->plain)
 		return 0;
@@ -404,11 +628,18 @@ int aead_seal(struct aead *a, struct engine_txbuf *b, const struct mroc_addr *sr
 		a->st.tx_failed++;
 		return nip ? -EMSGSIZE : -EDESTADDRREQ;
 	}
-	if (mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ) {
+	req = mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ;
+	if (req) {
 		uint64_t now = clock_ns(CLOCK_REALTIME);
 
 		if (a->seq < now)
 			a->seq = now;	/* still above every seq used: nonces stay unique */
+		/* The responder's cookie, sealed in: it cannot be moved to another packet. */
+		if (b->cap >= len + AEAD_COOKIE_LEN + AEAD_TRAILER_LEN &&
+		    cookie_held_get(a, src, dst, p + len)) {
+			len += AEAD_COOKIE_LEN;
+			mroc_pkt_set_flag(p, MROC_F_COOKIE);
+		}
 	}
 	mroc_pkt_set_flag(p, MROC_F_SEALED);
 	mroc_pkt_set_flag(p, MROC_F_SEALED_IP);
@@ -428,6 +659,8 @@ int aead_seal(struct aead *a, struct engine_txbuf *b, const struct mroc_addr *sr
 		a->st.tx_failed++;
 		return -EIO;
 	}
+	if (req)
+		cookie_held_sent(a, src, dst, tr + 20);
 	b->len = (uint32_t)(len + AEAD_TRAILER_LEN);
 	a->st.tx_sealed++;
 	return 0;
@@ -447,20 +680,10 @@ static struct aead_peer *rx_slot(struct aead *a, uint32_t key_id, uint64_t sende
  */
 static bool derive_allowed(struct aead *a, int budget)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
-	uint64_t *tokens = &a->derive[budget].tokens, *at = &a->derive[budget].at_ns;
-	uint64_t add = (now - *at) * AEAD_DERIVE_PER_S / 1000000000ULL;
-
-	if (add) {
-		*tokens = *tokens + add > AEAD_DERIVE_BURST ? AEAD_DERIVE_BURST : *tokens + add;
-		*at = now;
-	}
-	if (!*tokens) {
-		a->st.rx_derive_limited++;
-		return false;
-	}
-	(*tokens)--;
-	return true;
+	if (bucket_take(&a->derive[budget], AEAD_DERIVE_BURST, AEAD_DERIVE_PER_S))
+		return true;
+	a->st.rx_derive_limited++;
+	return false;
 }
 
 static struct mroc_addr *good_slot(struct aead *a, const struct mroc_addr *src)
@@ -472,10 +695,11 @@ static struct mroc_addr *good_slot(struct aead *a, const struct mroc_addr *src)
  * The receive context for (key id, sender): cached, or derived (*fresh set:
  * the caller keeps it only if the packet opens, so a forged sender never
  * pushes a real one out of the cache).  NULL: unknown key, or the bucket is
- * empty (*why).
+ * empty (*why).  A REQ with a valid cookie (cookie) draws on its source
+ * address's budget, nobody else's.
  */
 static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender,
-			      const struct mroc_addr *src, bool *fresh, int *why)
+			      const struct mroc_addr *src, bool cookie, bool *fresh, int *why)
 {
 	const struct aead_key *k;
 	struct aead_peer *e = rx_slot(a, key_id, sender);
@@ -489,7 +713,8 @@ static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender,
 		*why = -ENOKEY;
 		return NULL;
 	}
-	if (!derive_allowed(a, addr_eq(good_slot(a, src), src) ? BUDGET_KNOWN : BUDGET_ANY)) {
+	if (cookie ? !cookie_src_allowed(a, src) :
+	    !derive_allowed(a, addr_eq(good_slot(a, src), src) ? BUDGET_KNOWN : BUDGET_ANY)) {
 		*why = -EBUSY;
 		return NULL;
 	}
@@ -529,11 +754,14 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 	uint8_t iv[12], *tr, ips[32];
 	EVP_CIPHER_CTX *ctx;
 	size_t clear;
-	bool fresh;
+	bool fresh, req, has_cookie, cookie = false;
 	int n = 0, m = 0, fin = 0, why, nip;
 
 	*sealed = ENGINE_RX_PLAIN;
 	if (!mroc_pkt_has_flag(p, len, MROC_F_SEALED)) {
+		/* A cookie reply (unsealed: we may hold no key of the responder's yet). */
+		if (a && mroc_pkt_has_flag(p, len, MROC_F_COOKIE))
+			return cookie_take(a, p, len, src, dst);
 		if (a)
 			a->st.rx_plain++;
 		return (int)len;
@@ -545,10 +773,21 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 	}
 	len -= AEAD_TRAILER_LEN;
 	tr = p + len;
+	req = mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ;
+	/* A responder's cookie only ever rides on a REQ, at its end. */
+	has_cookie = mroc_pkt_has_flag(p, len, MROC_F_COOKIE);
+	if (has_cookie && (!req || len < MROC_HDR_LEN + AEAD_COOKIE_LEN)) {
+		if (a)
+			a->st.cookie_bad++;
+		return -EPROTO;
+	}
 	if (!a) {
 		/* No keys here: only to refuse a CONNECT_REQ, which the engine alone reads. */
+		if (has_cookie)
+			len -= AEAD_COOKIE_LEN;
 		mroc_pkt_clear_flag(p, MROC_F_SEALED);
 		mroc_pkt_clear_flag(p, MROC_F_SEALED_IP);
+		mroc_pkt_clear_flag(p, MROC_F_COOKIE);
 		*sealed = ENGINE_RX_UNVERIFIED;
 		return (int)len;
 	}
@@ -568,9 +807,18 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 		a->st.rx_bad_tag++;	/* its addresses unknown here: it cannot be checked */
 		return -EADDRNOTAVAIL;
 	}
-	ctx = rx_ctx(a, get32(tr), get64(tr + 4), src, &fresh, &why);
+	if (has_cookie) {
+		/* Checked before any derivation: a MAC, no state.  A bad one counts as none. */
+		cookie = cookie_valid(a, tr - AEAD_COOKIE_LEN, get32(tr), get64(tr + 4), src, dst);
+		if (cookie)
+			a->st.cookie_ok++;
+		else
+			a->st.cookie_bad++;
+	}
+	ctx = rx_ctx(a, get32(tr), get64(tr + 4), src, cookie, &fresh, &why);
 	if (!ctx)
-		return why;
+		/* A REQ over the budget without a cookie: ask for one (aead_cookie_reply). */
+		return why == -EBUSY && req && !cookie ? -EAGAIN : why;
 	clear = clear_span(p, len);
 	nonce_of(iv, get64(tr + 12));
 	if (!EVP_DecryptInit_ex(ctx, NULL, NULL, NULL, iv) ||
@@ -593,12 +841,15 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 		*e = (struct aead_peer){ .key_id = get32(tr), .sender = get64(tr + 4), .ctx = ctx };
 		*good_slot(a, src) = *src;
 	}
-	if (mroc_pkt_opcode(p, len) == MROC_OP_CONNECT_REQ && !req_fresh(a, get64(tr + 4), get64(tr + 12))) {
+	if (req && !req_fresh(a, get64(tr + 4), get64(tr + 12))) {
 		a->st.rx_stale++;
 		return -ESTALE;
 	}
+	if (has_cookie)
+		len -= AEAD_COOKIE_LEN;
 	mroc_pkt_clear_flag(p, MROC_F_SEALED);
 	mroc_pkt_clear_flag(p, MROC_F_SEALED_IP);
+	mroc_pkt_clear_flag(p, MROC_F_COOKIE);
 	*sealed = ENGINE_RX_SEALED;
 	a->st.rx_opened++;
 	return (int)len;

@@ -47,6 +47,26 @@
 #define AEAD_DERIVE_BURST	64
 #define AEAD_DERIVE_PER_S	256
 
+/*
+ * Stateless cookies (docs/PROTOCOL.md 1.2): a CONNECT_REQ refused for the
+ * budget above is answered with a cookie reply (unsealed, flag COOKIE,
+ * AEAD_COOKIE_REPLY_LEN bytes: never more than the REQ), a MAC of the REQ's
+ * addresses, key id, sender and the time under a secret of the daemon's;
+ * the requester's next REQ carries it sealed, and a REQ with a valid one
+ * draws on a budget of its source address's own.
+ */
+#define AEAD_COOKIE_LEN		16
+#define AEAD_COOKIE_ECHO_LEN	8	/* the first bytes of the answered REQ's tag */
+#define AEAD_COOKIE_REPLY_LEN	(MROC_HDR_LEN + AEAD_COOKIE_ECHO_LEN + AEAD_COOKIE_LEN)
+/* A cookie checks in the period it was made and the next: 10 to 20 s. */
+#define AEAD_COOKIE_PERIOD_NS	10000000000ULL
+/* Cookie replies a worker sends: at most this many at once, this many a second. */
+#define AEAD_COOKIE_REPLY_BURST	1024
+#define AEAD_COOKIE_REPLY_PER_S	8192
+/* Derivations for REQs with a valid cookie, per source address (hashed into slots). */
+#define AEAD_COOKIE_SRC_BURST	4
+#define AEAD_COOKIE_SRC_PER_S	2
+
 struct aead_keyset {
 	uint32_t n;
 	struct aead_key {
@@ -76,6 +96,12 @@ struct aead_stats {
 	uint64_t rx_plain;		/* no trailer (handed on as plain: the engine refuses) */
 	uint64_t rx_stale;		/* a CONNECT_REQ out of the window, or taken before */
 	uint64_t rx_derive_limited;	/* an unknown sender's packet, over the derivation budget */
+	uint64_t cookie_sent;		/* cookie replies made, for REQs over the budget */
+	uint64_t cookie_limited;	/* REQs over the budget left unanswered: replies over theirs */
+	uint64_t cookie_ok;		/* REQs whose cookie checked */
+	uint64_t cookie_bad;		/* REQs whose cookie did not (made up, expired, moved), and
+					 * cookie replies that answer no REQ of ours */
+	uint64_t cookie_got;		/* cookie replies taken: our next REQ there carries it */
 };
 
 struct aead;
@@ -83,7 +109,11 @@ struct aead;
 /* tx_key_id 0: the highest id in the set.  -ENOKEY if tx_key_id is not in it. */
 int aead_create(const struct aead_keyset *keys, uint32_t tx_key_id, struct aead **out);
 void aead_destroy(struct aead *a);
-/* a takes the table of CONNECT_REQs taken that with has (the workers of one daemon share one). */
+/*
+ * a takes the table of CONNECT_REQs taken, the cookie secret and the cookies
+ * held that with has (the workers of one daemon share them: a REQ's answer
+ * or its next try may reach another worker).
+ */
 void aead_share_replay(struct aead *a, struct aead *with);
 
 /*
@@ -102,6 +132,10 @@ int aead_seal(struct aead *a, struct engine_txbuf *b, const struct mroc_addr *sr
  * engine_rx_sealed), or -errno (counted: drop it).  a NULL (not in "aead"):
  * a sealed packet's trailer is removed unchecked and *sealed =
  * ENGINE_RX_UNVERIFIED, so the engine can refuse a REQ.
+ * Two errors ask for more: -EAGAIN, a CONNECT_REQ over the derivation
+ * budget (the packet untouched): answer it with aead_cookie_reply; -ENOMSG,
+ * a cookie reply (taken if it answers our last REQ to src): nothing for the
+ * engine.
  */
 int aead_open(struct aead *a, uint8_t *pkt, size_t len, const struct mroc_addr *src,
 	      const struct mroc_addr *dst, uint8_t *sealed);
@@ -113,6 +147,16 @@ int aead_open(struct aead *a, uint8_t *pkt, size_t len, const struct mroc_addr *
  */
 void aead_reserve(struct aead *a, struct engine_txbuf *b, int n);
 void aead_unreserve(struct aead *a, struct engine_txbuf *b, int n);
+
+/*
+ * The cookie reply to req (len bytes, as received from src to dst, which
+ * aead_open refused with -EAGAIN) into out (cap bytes): its length
+ * (AEAD_COOKIE_REPLY_LEN, never more than len), or -EBUSY over the reply
+ * budget, -EINVAL for what is no sealed REQ (counted: cookie_limited).
+ * It goes back the way req came: to src, from dst.
+ */
+int aead_cookie_reply(struct aead *a, const uint8_t *req, size_t len, const struct mroc_addr *src,
+		      const struct mroc_addr *dst, uint8_t *out, size_t cap);
 
 void aead_get_stats(const struct aead *a, struct aead_stats *out);
 
