@@ -190,6 +190,16 @@ static const char *const helps[][2] = {
 	  "sent between other addresses than they were sealed for)." },
 	{ "mroc_worker_aead_rx_bad_key_total", "Sealed packets with a key id not in the key file, or "
 	  "sealed without their IP addresses (an older mrocd)." },
+	{ "mroc_worker_aead_cookie_sent_total", "Cookie replies made for CONNECT_REQs over the key "
+	  "derivation budget (a flood of forged REQs is on)." },
+	{ "mroc_worker_aead_cookie_limited_total", "CONNECT_REQs over the derivation budget left "
+	  "unanswered: cookie replies over theirs." },
+	{ "mroc_worker_aead_cookie_ok_total", "CONNECT_REQs whose cookie checked (their source's own "
+	  "derivation budget)." },
+	{ "mroc_worker_aead_cookie_bad_total", "CONNECT_REQs whose cookie did not check (made up, "
+	  "expired, from another address), and cookie replies that answered no REQ of ours." },
+	{ "mroc_worker_aead_cookie_got_total", "Cookie replies taken: the next CONNECT_REQ to that "
+	  "responder carries the cookie." },
 	{ "mroc_backend_rx_pkts_total", "Packets the backend received." },
 	{ "mroc_backend_rx_bytes_total", "Bytes the backend received." },
 	{ "mroc_backend_tx_pkts_total", "Packets the backend sent." },

@@ -88,6 +88,11 @@ json_t *status_worker(const struct worker_stats *st)
 	SET(o, "aead_rx_plain", st->aead.rx_plain);
 	SET(o, "aead_rx_stale", st->aead.rx_stale);
 	SET(o, "aead_rx_derive_limited", st->aead.rx_derive_limited);
+	SET(o, "aead_cookie_sent", st->aead.cookie_sent);
+	SET(o, "aead_cookie_limited", st->aead.cookie_limited);
+	SET(o, "aead_cookie_ok", st->aead.cookie_ok);
+	SET(o, "aead_cookie_bad", st->aead.cookie_bad);
+	SET(o, "aead_cookie_got", st->aead.cookie_got);
 	return o;
 }
 

@@ -248,6 +248,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				.ce = fr.ecn == FRAME_ECN_CE,
 				.arrival = arrival,
 				.cookie = addr | (uint64_t)s << COOKIE_SOCK_SHIFT,
+				.l2 = frame,
 			};
 			x->st.rx_pkts++;
 			x->st.rx_bytes += d->len;
@@ -355,6 +356,69 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 	if (s >= x->nsocks)
 		return;
 	egress_heard(x->egress, peer, &pkt->src, pkt->sport, x->sock_port[s], now, as);
+}
+
+/*
+ * backend.reply: a frame of ours back the way pkt's came, MACs and addresses
+ * swapped, the tag it had, out of a socket of the port it came in by, as
+ * an answer on the peer's path (its source port, our UDP port).  No next
+ * hop is looked up: the source may be a spoofed one, and resolving it
+ * would fill the neighbour table (11a); the frame says where it came from.
+ */
+static int afxdp_reply(struct backend *b, const struct backend_pkt *pkt, const uint8_t *data,
+		       uint32_t len)
+{
+	struct afxdp *x = to_afxdp(b);
+	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
+	const uint8_t *in = pkt->l2;
+	struct frame_tx ft = {
+		.src = pkt->dst, .dst = pkt->src, .sport = pkt->sport, .dport = x->udp_port,
+		.ecn = FRAME_ECN_NOT_ECT, .icrc = true,
+	};
+	struct afxdp_port *port;
+	struct afxdp_sock *k;
+	struct xdp_desc *d;
+	uint64_t addr;
+	uint32_t idx;
+	int off;
+
+	if (!in || s >= x->nsocks || len > x->frame_size - FRAME_HEADROOM - FRAME_ICRC_LEN) {
+		x->st.tx_no_route++;
+		return -EOPNOTSUPP;
+	}
+	memcpy(ft.dmac, in + 6, sizeof(ft.dmac));
+	memcpy(ft.smac, in, sizeof(ft.smac));
+	if ((in[12] << 8 | in[13]) == 0x8100)
+		ft.vlan = (uint16_t)((in[14] << 8 | in[15]) & 0xfff);
+	port = &x->ports[x->sock_port[s]];
+	k = &x->socks[port->first + (pkt->sport / x->nports) % port->nsocks];
+	if (x->nfree <= x->tx_reserve)
+		reclaim(x);
+	if (x->nfree <= x->tx_reserve) {
+		x->st.tx_ring_full++;
+		return -ENOBUFS;
+	}
+	addr = x->free[--x->nfree];
+	memcpy(x->area + addr + FRAME_HEADROOM, data, len);
+	off = frame_build(x->area + addr, len, &ft);
+	if (off >= 0 && x->vs && x->sock_view[k - x->socks] != x->idx) {
+		if (afxdp_hand_tx(x, (unsigned)(k - x->socks), addr + (uint64_t)off,
+				  frame_len(off, len, &ft)))
+			return 0;
+		off = -ENOBUFS;
+	}
+	if (off < 0 || xsk_ring_prod__reserve(&k->tx, 1, &idx) != 1) {
+		x->free[x->nfree++] = addr;
+		x->st.tx_ring_full++;
+		return off < 0 ? off : -ENOBUFS;
+	}
+	d = xsk_ring_prod__tx_desc(&k->tx, idx);
+	d->addr = addr + (uint64_t)off;
+	d->len = frame_len(off, len, &ft);
+	k->tx_pending++;		/* submitted with the next batch (tx_send, tx_flush) */
+	x->st.tx_pkts++;
+	x->st.tx_bytes += d->len;
+	return 0;
 }
 
 /* Housekeeping on the worker's tick: links, next hops, port health (egress.h). */
@@ -563,6 +627,7 @@ static const struct backend_ops afxdp_ops = {
 	.port_name = afxdp_port_name,
 	.ports_down = afxdp_ports_down,
 	.heard = afxdp_heard,
+	.reply = afxdp_reply,
 	.tick = afxdp_tick,
 	.describe = afxdp_describe,
 	.destroy = afxdp_destroy,

@@ -29,6 +29,8 @@ struct backend_pkt {
 	uint64_t arrival;		/* when it reached the host (CLOCK_MONOTONIC ns: AF_XDP's
 					 * XDP stamp), 0 = not known (engine_rx_meta.arrival) */
 	uint64_t cookie;		/* the backend's buffer handle */
+	const uint8_t *l2;		/* AF_XDP: the frame's Ethernet header (its MACs, a
+					 * tag), for reply; NULL: not kept (UDP, a handed frame) */
 };
 
 struct backend_stats {
@@ -121,6 +123,16 @@ struct backend_ops {
 	 */
 	void (*heard)(struct backend *b, const struct backend_pkt *pkt, uint32_t peer, uint64_t now,
 		      enum egress_heard_as as);
+	/*
+	 * Optional (NULL: never): len bytes of ours back the way pkt (one rx
+	 * gave, not yet released) came, to its source from the address it was
+	 * sent to, by the port it came in through, with no route or neighbour
+	 * looked up and no peer: "aead"'s cookie reply to a CONNECT_REQ from
+	 * anyone (docs/PROTOCOL.md 1.2).  0 or -errno (counted as tx_ring_full
+	 * or tx_no_route).
+	 */
+	int (*reply)(struct backend *b, const struct backend_pkt *pkt, const uint8_t *data,
+		     uint32_t len);
 	/*
 	 * Optional (NULL: always): about to sleep in poll() on poll_fds; false
 	 * when work arrived meanwhile that no fd would tell of.

@@ -145,6 +145,7 @@ static const struct backend_ops udp_ops = {
 	.rx_release = udp_rx_release,
 	.tx_get = udp_tx_get,
 	.tx_send = udp_tx_send,
+	.reply = udp_tx_reply,
 	.poll_fds = udp_poll_fds,
 	.get_stats = udp_get_stats,
 	.describe = udp_describe,

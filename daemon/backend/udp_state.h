@@ -129,6 +129,8 @@ int udp_rx_setup(struct udp_backend *u);
 void udp_tx_reap(struct udp_backend *u);
 int udp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n);
 int udp_tx_send(struct backend *b, struct engine_txbuf *bufs, int used, int got);
+int udp_tx_reply(struct backend *b, const struct backend_pkt *pkt, const uint8_t *data,
+		 uint32_t len);
 int udp_tx_setup(struct udp_backend *u, uint32_t sq_entries);
 
 /* udp_backend.c */

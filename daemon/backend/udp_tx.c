@@ -161,6 +161,25 @@ static void tx_pktinfo(struct udp_tx_slot *s, struct cmsghdr *c, const struct mr
 	}
 }
 
+/* The IP_TOS or IPV6_TCLASS of a packet to s->to, as the first control message. */
+static struct cmsghdr *tx_tos(struct udp_backend *u, struct udp_tx_slot *s, bool ect)
+{
+	struct cmsghdr *c = CMSG_FIRSTHDR(&s->msg);
+	int tos = u->dscp << 2 | (ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT);
+
+	c->cmsg_len = CMSG_LEN(sizeof(int));
+	if (s->to.sa.sa_family == AF_INET || IN6_IS_ADDR_V4MAPPED(&s->to.sin6.sin6_addr)) {
+		c->cmsg_level = IPPROTO_IP;
+		c->cmsg_type = IP_TOS;
+	} else {
+		c->cmsg_level = IPPROTO_IPV6;
+		c->cmsg_type = IPV6_TCLASS;
+	}
+	memcpy(CMSG_DATA(c), &tos, sizeof(tos));
+	s->msg.msg_controllen = CMSG_SPACE(sizeof(int));
+	return c;
+}
+
 /* Queue one packet; false when it was dropped (its slot is still ours). */
 static bool tx_queue(struct udp_backend *u, struct engine_txbuf *tb, uint32_t slot)
 {
@@ -169,7 +188,7 @@ static bool tx_queue(struct udp_backend *u, struct engine_txbuf *tb, uint32_t sl
 	struct io_uring_sqe *sqe;
 	struct mroc_addr src;
 	struct cmsghdr *c;
-	int tos, fd;
+	int fd;
 
 	if (!p || !udp_sa_from_addr(u, &p->addr, u->peer_port, &s->to, &s->msg.msg_namelen)) {
 		u->st.tx_no_route++;
@@ -205,18 +224,7 @@ static bool tx_queue(struct udp_backend *u, struct engine_txbuf *tb, uint32_t sl
 	s->iov.iov_len = (size_t)frame_icrc_seal(tb->data, tb->len,
 						 fd == u->eph_sock ? u->eph_port : tb->sport, u->peer_port);
 	/* IPv4 (or IPv4-mapped) destinations take IP_TOS, IPv6 ones IPV6_TCLASS. */
-	tos = u->dscp << 2 | (tb->ect ? FRAME_ECN_ECT0 : FRAME_ECN_NOT_ECT);
-	c = CMSG_FIRSTHDR(&s->msg);
-	c->cmsg_len = CMSG_LEN(sizeof(int));
-	if (s->to.sa.sa_family == AF_INET || IN6_IS_ADDR_V4MAPPED(&s->to.sin6.sin6_addr)) {
-		c->cmsg_level = IPPROTO_IP;
-		c->cmsg_type = IP_TOS;
-	} else {
-		c->cmsg_level = IPPROTO_IPV6;
-		c->cmsg_type = IPV6_TCLASS;
-	}
-	memcpy(CMSG_DATA(c), &tos, sizeof(tos));
-	s->msg.msg_controllen = CMSG_SPACE(sizeof(int));
+	c = tx_tos(u, s, tb->ect);
 	if (u->b.seal && !u->local.family)
 		tx_pktinfo(s, c, &src);
 	/*
@@ -230,6 +238,60 @@ static bool tx_queue(struct udp_backend *u, struct engine_txbuf *tb, uint32_t sl
 	io_uring_sqe_set_data64(sqe, slot);
 	u->tx_inflight++;
 	return true;
+}
+
+/*
+ * backend.reply: to pkt's source and its path's source port (as an answer
+ * on the peer's path, tx_queue's echo), from the address it was sent to
+ * (IP_PKTINFO), with no peer and no route lookup of ours.
+ */
+int udp_tx_reply(struct backend *b, const struct backend_pkt *pkt, const uint8_t *data,
+		 uint32_t len)
+{
+	struct udp_backend *u = to_udp(b);
+	struct io_uring_sqe *sqe;
+	struct udp_tx_slot *s;
+	struct cmsghdr *c;
+	uint32_t slot;
+	int fd;
+
+	if (len < MROC_HDR_LEN || len > u->buf_size || !pkt->dst.family)
+		return -EINVAL;
+	if (!u->tx_nfree)
+		udp_tx_reap(u);
+	if (!u->tx_nfree) {
+		u->st.tx_ring_full++;
+		return -ENOBUFS;
+	}
+	slot = u->tx_free[u->tx_nfree - 1];
+	s = &u->slots[slot];
+	if (!udp_sa_from_addr(u, &pkt->src, u->peer_port, &s->to, &s->msg.msg_namelen)) {
+		u->st.tx_no_route++;
+		return -EAFNOSUPPORT;
+	}
+	sqe = io_uring_get_sqe(&u->tx);
+	if (!sqe) {
+		io_uring_submit(&u->tx);
+		sqe = io_uring_get_sqe(&u->tx);
+		if (!sqe) {
+			u->st.tx_ring_full++;
+			return -ENOBUFS;
+		}
+	}
+	u->tx_nfree--;
+	memcpy(tx_buf(u, slot), data, len);
+	fd = tx_sock(u, pkt->sport);
+	s->iov.iov_len = (size_t)frame_icrc_seal(tx_buf(u, slot), len,
+						 fd == u->eph_sock ? u->eph_port : pkt->sport,
+						 u->peer_port);
+	c = tx_tos(u, s, false);
+	if (!u->local.family)
+		tx_pktinfo(s, c, &pkt->dst);
+	io_uring_prep_sendmsg(sqe, fd, &s->msg, MSG_DONTWAIT);
+	io_uring_sqe_set_data64(sqe, slot);
+	u->tx_inflight++;
+	io_uring_submit(&u->tx);
+	return 0;
 }
 
 /* ---- backend ops ------------------------------------------------------------ */

@@ -108,6 +108,24 @@ static void seal_one(void *ctx, struct engine_txbuf *b, const struct mroc_addr *
 	aead_seal(ctx, b, src, dst);
 }
 
+/*
+ * "aead": a CONNECT_REQ over the key derivation budget gets a cookie reply
+ * (aead.h), back the way it came: no peer is made for its source.
+ */
+static void cookie_reply(struct worker *w, const struct backend_pkt *pkt)
+{
+	struct backend *be = w->cfg.be;
+	uint8_t out[AEAD_COOKIE_REPLY_LEN];
+	int n;
+
+	if (!be->ops->reply)
+		return;
+	n = aead_cookie_reply(w->cfg.aead, pkt->data, pkt->len, &pkt->src, &pkt->dst, out,
+			      sizeof(out));
+	if (n > 0)
+		be->ops->reply(be, pkt, out, (uint32_t)n);
+}
+
 /* Received packets into the engine.  Returns how many. */
 static int do_rx(struct worker *w, uint64_t now)
 {
@@ -154,7 +172,11 @@ static int do_rx(struct worker *w, uint64_t now)
 		len = aead_open(w->cfg.aead, (uint8_t *)pkts[i].data, pkts[i].len, &pkts[i].src,
 				&pkts[i].dst, &meta.sealed);
 		if (len < 0) {
-			w->st.rx_rejected++;
+			if (len == -EAGAIN)
+				cookie_reply(w, &pkts[i]);
+			/* -ENOMSG: a cookie reply, the aead layer's own (counted there). */
+			if (len != -ENOMSG)
+				w->st.rx_rejected++;
 			continue;
 		}
 		/* Heard from: only a packet that opened ("aead") keeps its peer. */
