@@ -289,8 +289,10 @@ static int start_aead(struct mrocd *d)
 	for (unsigned k = 0; !rc && k < d->nworkers; k++) {
 		if ((rc = aead_create(ks, s->key_id, &d->wk[k].aead)))
 			pr_err("security: AES-GCM with key %u: %s", s->key_id, strerror(-rc));
-		else	/* a replayed CONNECT_REQ may reach any worker */
+		else {	/* a replayed CONNECT_REQ may reach any worker */
 			aead_share_replay(d->wk[k].aead, d->wk[0].aead);
+			aead_set_cookies_always(d->wk[k].aead, s->cookies);
+		}
 	}
 	explicit_bzero(ks, sizeof(*ks));
 	free(ks);

@@ -42,6 +42,10 @@ static const struct config_enum sec_mode_names[] = {
 	{ "none", MROC_SEC_NONE }, { "token", MROC_SEC_TOKEN }, { "aead", MROC_SEC_AEAD },
 	{ NULL, 0 },
 };
+
+static const struct config_enum sec_cookie_names[] = {
+	{ "busy", 0 }, { "always", 1 }, { NULL, 0 },
+};
 static const struct config_enum mode_names[] = {
 	{ "metaroce", MROC_MODE_METAROCE }, { "rocev2", MROC_MODE_ROCEV2 }, { NULL, 0 },
 };
@@ -161,6 +165,7 @@ static const struct config_key config_keys[] = {
 	K_ENUM("security.mode", security.mode, sec_mode_names, MROC_SEC_TOKEN, 0),
 	K_STR("security.key_file", security.key_file, 0, "", 0),
 	K_UINT("security.key_id", security.key_id, 0, UINT32_MAX, 0, 0, NULL),
+	K_ENUM("security.cookies", security.cookies, sec_cookie_names, 0, 0),
 };
 
 #define NKEYS	(sizeof(config_keys) / sizeof(config_keys[0]))

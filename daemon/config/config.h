@@ -163,6 +163,8 @@ struct mrocd_config {
 		uint32_t mode;			/* enum mroc_sec; peers must use the same */
 		char key_file[256];		/* "aead": absolute path, mode 0600 */
 		uint32_t key_id;		/* "aead": the key sealing what we send, 0 = highest */
+		uint32_t cookies;		/* "aead": 1 = a cookie from every source not heard
+						 * from, 0 = only over the budget (aead.h) */
 	} security;
 };
 

@@ -220,6 +220,7 @@ struct aead {
 	struct mroc_addr good[GOOD_SLOTS];
 	struct token_bucket cookie_src[COOKIE_SRC_SLOTS];	/* AEAD_COOKIE_SRC_BURST each */
 	struct token_bucket cookie_reply;
+	bool cookies_always;
 	struct aead_stats st;
 };
 
@@ -381,6 +382,11 @@ void aead_destroy(struct aead *a)
 	EVP_KDF_free(a->kdf);
 	OPENSSL_cleanse(a, sizeof(*a));
 	free(a);
+}
+
+void aead_set_cookies_always(struct aead *a, bool always)
+{
+	a->cookies_always = always;
 }
 
 void aead_get_stats(const struct aead *a, struct aead_stats *out)
@@ -696,11 +702,15 @@ static struct mroc_addr *good_slot(struct aead *a, const struct mroc_addr *src)
  * the caller keeps it only if the packet opens, so a forged sender never
  * pushes a real one out of the cache).  NULL: unknown key, or the bucket is
  * empty (*why).  A REQ with a valid cookie (cookie) draws on its source
- * address's budget, nobody else's.
+ * address's budget, nobody else's; with cookies_always, a REQ (req) from a
+ * source not known without one draws on none.
  */
 static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender,
-			      const struct mroc_addr *src, bool cookie, bool *fresh, int *why)
+			      const struct mroc_addr *src, bool req, bool cookie, bool *fresh,
+			      int *why)
 {
+	bool known;
+
 	const struct aead_key *k;
 	struct aead_peer *e = rx_slot(a, key_id, sender);
 
@@ -713,8 +723,13 @@ static EVP_CIPHER_CTX *rx_ctx(struct aead *a, uint32_t key_id, uint64_t sender,
 		*why = -ENOKEY;
 		return NULL;
 	}
+	known = addr_eq(good_slot(a, src), src);
+	if (!cookie && req && !known && a->cookies_always) {
+		*why = -EBUSY;
+		return NULL;
+	}
 	if (cookie ? !cookie_src_allowed(a, src) :
-	    !derive_allowed(a, addr_eq(good_slot(a, src), src) ? BUDGET_KNOWN : BUDGET_ANY)) {
+	    !derive_allowed(a, known ? BUDGET_KNOWN : BUDGET_ANY)) {
 		*why = -EBUSY;
 		return NULL;
 	}
@@ -815,7 +830,7 @@ int aead_open(struct aead *a, uint8_t *p, size_t len, const struct mroc_addr *sr
 		else
 			a->st.cookie_bad++;
 	}
-	ctx = rx_ctx(a, get32(tr), get64(tr + 4), src, cookie, &fresh, &why);
+	ctx = rx_ctx(a, get32(tr), get64(tr + 4), src, req, cookie, &fresh, &why);
 	if (!ctx)
 		/* A REQ over the budget without a cookie: ask for one (aead_cookie_reply). */
 		return why == -EBUSY && req && !cookie ? -EAGAIN : why;

@@ -60,9 +60,15 @@
 #define AEAD_COOKIE_REPLY_LEN	(MROC_HDR_LEN + AEAD_COOKIE_ECHO_LEN + AEAD_COOKIE_LEN)
 /* A cookie checks in the period it was made and the next: 10 to 20 s. */
 #define AEAD_COOKIE_PERIOD_NS	10000000000ULL
-/* Cookie replies a worker sends: at most this many at once, this many a second. */
-#define AEAD_COOKIE_REPLY_BURST	1024
-#define AEAD_COOKIE_REPLY_PER_S	8192
+/*
+ * Cookie replies a worker sends: at most this many at once, this many a
+ * second.  A reply is smaller than the REQ it answers, so the bucket only
+ * bounds our own sending; a host's REQ among R a second gets its reply with
+ * probability min(1, AEAD_COOKIE_REPLY_PER_S / R): high, so that a flood a
+ * worker can take at all does not starve the host of its cookie.
+ */
+#define AEAD_COOKIE_REPLY_BURST	8192
+#define AEAD_COOKIE_REPLY_PER_S	65536
 /* Derivations for REQs with a valid cookie, per source address (hashed into slots). */
 #define AEAD_COOKIE_SRC_BURST	4
 #define AEAD_COOKIE_SRC_PER_S	2
@@ -157,6 +163,13 @@ void aead_unreserve(struct aead *a, struct engine_txbuf *b, int n);
  */
 int aead_cookie_reply(struct aead *a, const uint8_t *req, size_t len, const struct mroc_addr *src,
 		      const struct mroc_addr *dst, uint8_t *out, size_t cap);
+
+/*
+ * always: a CONNECT_REQ from a source whose packets never opened here needs
+ * a cookie even while the budget has derivations left (security.cookies =
+ * "always": a peer from before cookies cannot connect then).
+ */
+void aead_set_cookies_always(struct aead *a, bool always);
 
 void aead_get_stats(const struct aead *a, struct aead_stats *out);
 

@@ -302,6 +302,40 @@ static void test_cookie_only_when_short(void **state)
 	aead_destroy(forger);
 }
 
+/*
+ * security.cookies = "always": with no flood, a REQ from a source never
+ * heard from gets a cookie reply at once, and its next try connects; from
+ * then on its source is known, and a new sender there (the host restarted)
+ * needs none.
+ */
+static void test_cookies_always(void **state)
+{
+	struct aead_keyset ks = keyset();
+	struct aead *rx, *n;
+	struct aead_stats st;
+	struct pkt req;
+	uint8_t sealed;
+
+	(void)state;
+	assert_int_equal(aead_create(&ks, 0, &rx), 0);
+	assert_int_equal(aead_create(&ks, 0, &n), 0);
+	aead_set_cookies_always(rx, true);
+	assert_int_equal(try_req(rx, n, &req, &sealed), -EAGAIN);
+	assert_int_equal(try_req(rx, n, &req, &sealed), (int)req.olen);
+	assert_int_equal(sealed, ENGINE_RX_SEALED);
+	aead_destroy(n);
+	assert_int_equal(aead_create(&ks, 0, &n), 0);
+	seal_req(n, &req, &N, &R);
+	assert_int_equal(req.len, req.olen + AEAD_TRAILER_LEN);
+	assert_int_equal(aead_open(rx, req.buf, req.len, &N, &R, &sealed), (int)req.olen);
+	aead_get_stats(rx, &st);
+	assert_int_equal(st.cookie_sent, 1);
+	assert_int_equal(st.cookie_ok, 1);
+	assert_int_equal(st.rx_derive_limited, 0);
+	aead_destroy(rx);
+	aead_destroy(n);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -309,6 +343,7 @@ int main(void)
 		cmocka_unit_test(test_cookie_bound),
 		cmocka_unit_test(test_cookie_reply_forged),
 		cmocka_unit_test(test_cookie_only_when_short),
+		cmocka_unit_test(test_cookies_always),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
