@@ -16,6 +16,7 @@
 #    cookie counters are shown, not asserted.
 #  - "always": every REQ from a source not heard from needs a cookie: the
 #    same path every time (B: aead_cookie_ok, A: aead_cookie_got).
+# AF_XDP by default; BACKEND=udp runs it over the UDP backend (its reply op).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -49,8 +50,8 @@ cookies() {
 # run COOKIES
 run() {
 	local mode=$1 srv rkey pids=() c0 c1 a1 t0 t1 out rc p n
-	e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
-	e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
+	e2e_config a "${BACKEND:-af_xdp}" "$IF_A" "$IP_A" "$IP_B"
+	e2e_config b "${BACKEND:-af_xdp}" "$IF_B" "$IP_B" "$IP_A"
 	sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 	# One worker at B: the flood and A's REQs meet in one derivation budget (each worker
 	# has its own, and the veth's two queues split packets as the senders' CPUs fall).
