@@ -969,6 +969,55 @@ static void test_ctl_budget(void **state)
 	env_down();
 }
 
+/* A client of uid that never says HELLO, its n messages (bad ones: charged all the same). */
+static void pre_hello(struct tc *c, uid_t uid, int n)
+{
+	struct ucred cred = { .pid = 100 + (pid_t)uid, .uid = uid, .gid = uid };
+
+	assert_int_equal(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, c->sock), 0);
+	c->cl = clients_open(E.cs, c->sock[0], &cred, false);
+	assert_non_null(c->cl);
+	while (n--)
+		assert_int_equal(qp_destroy(c, 12345), -EPROTO);
+}
+
+/*
+ * Users' budgets before HELLO live in a table of HELLO_SLOTS entries, a user's
+ * among HELLO_PROBE of them: a user with more uids than that (a range of
+ * subordinate uids, as rootless containers get) pushed its own spent entry
+ * out with the others and came back with a whole budget, again and again:
+ * the budget bounded nothing.  A spent budget pushed out is now carried by
+ * the entry that replaces it.
+ */
+static void test_hello_budget_evicted(void **state)
+{
+	struct clients_limits lim;
+	struct tc u, v[HELLO_PROBE + 1], back;
+	const uid_t uid = 5000;
+
+	(void)state;
+	env_up(0);
+	lim = E.cs->lim;
+	lim.ctl_rate = 100;
+	lim.ctl_burst = 4;
+	lim.max_clients = 64;
+	lim.max_per_uid = 64;
+	clients_set_limits(E.cs, &lim);
+	pre_hello(&u, uid, 5);
+	assert_true(clients_wait_ns(u.cl) > 0);
+	/* uids of the same probe window, each spending more than uid did. */
+	for (int k = 0; k <= HELLO_PROBE; k++)
+		pre_hello(&v[k], uid + HELLO_SLOTS * (uid_t)(k + 1), 6);
+	/* uid again: still over its budget. */
+	pre_hello(&back, uid, 0);
+	assert_true(clients_wait_ns(back.cl) > 0);
+	close_client(&back);
+	for (int k = 0; k <= HELLO_PROBE; k++)
+		close_client(&v[k]);
+	close_client(&u);
+	env_down();
+}
+
 static void test_doorbells(void **state)
 {
 	struct tc c[4];
@@ -1239,6 +1288,7 @@ int main(void)
 		cmocka_unit_test(test_unconnected_no_zombie),
 		cmocka_unit_test(test_rq_charged),
 		cmocka_unit_test(test_ctl_budget),
+		cmocka_unit_test(test_hello_budget_evicted),
 		cmocka_unit_test(test_doorbells),
 		cmocka_unit_test(test_bad_wrs_burst),
 		cmocka_unit_test(test_doorbell_idle_look),
