@@ -616,6 +616,11 @@ static void ctl_charge(struct clients *ctl, uint64_t *tat)
 /*
  * uid's HELLO budget: its entry among HELLO_PROBE of the table, or the one
  * of them that is whole the longest (an expired budget is a fresh one).
+ * The newcomer takes over what that entry still owed: a user with more uids
+ * than HELLO_PROBE (subordinate uids) pushed its own spent entries out and
+ * came back with whole budgets, as many times as it liked.  So the entries
+ * of a probe window together never grant more than their budgets; a user
+ * pushed out by another's spent entry waits at most that entry's burst.
  */
 static uint64_t *hello_tat(struct clients *ctl, uid_t uid)
 {
@@ -629,7 +634,8 @@ static uint64_t *hello_tat(struct clients *ctl, uid_t uid)
 		if (!pick || !e->used || (pick->used && e->tat < pick->tat))
 			pick = e;
 	}
-	*pick = (struct hello_budget){ .uid = uid, .used = true };
+	*pick = (struct hello_budget){ .uid = uid, .used = true,
+				       .tat = pick->used ? pick->tat : 0 };
 	return &pick->tat;
 }
 

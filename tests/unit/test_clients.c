@@ -22,7 +22,8 @@
  *    ctl_burst_per_client): a burst at once, then one per interval, the
  *    waits counted; another client's budget is its own; what a user's
  *    clients send before HELLO shares one budget of the user's, and a
- *    client that never said HELLO costs the worker no call;
+ *    client that never said HELLO costs the worker no call; a user's spent
+ *    budget pushed out of its table by its other uids stays spent;
  *  - doorbells (#22): the worker sleeps on one fd however many clients,
  *    and takes any number of rung doorbells with one system call;
  *    qps_sending counts the QPs a send work request was taken from.
