@@ -16,8 +16,9 @@
  *  - a destroyed QP with nothing to tell a peer (never connected) is no
  *    zombie: its engine slot is free at once;
  *  - a registered memfd is sealed against hole punching (PROTOCOL 11a);
- *  - the RECV entries a QP may hold are charged to its client's bytes
- *    (limits.max_mr_bytes_per_client) until the QP goes: EDQUOT over them;
+ *  - the RECV and CQ entries a QP may hold in the engine are charged to its
+ *    client's bytes (limits.max_mr_bytes_per_client) until the QP goes:
+ *    EDQUOT over them;
  *  - each client's control requests are budgeted (limits.ctl_rate_per_client,
  *    ctl_burst_per_client): a burst at once, then one per interval, the
  *    waits counted; another client's budget is its own; what a user's
@@ -840,11 +841,16 @@ static bool readable(int fd)
 }
 
 /*
- * A QP's receive queue (its RECV entries, held in the daemon's engine) is
- * charged to its client's budget of registered bytes: 4096 of a region and
- * two QPs of 8 RECV entries (32 bytes each) fill 4,608; a third QP gets
- * EDQUOT until one goes.
+ * A QP's receive queue (its RECV entries) and its completion queue (room
+ * for every send and receive WR and 8 events, a power of two), both held in
+ * the daemon's engine, are charged to its client's budget of registered
+ * bytes: 4096 of a region and two QPs of 8 RECV entries (32 bytes each) and
+ * 32 CQ entries fill it; a third QP gets EDQUOT until one goes.  Before the
+ * CQ was charged, a client's QPs of 8 RECVs and 1,008 sends held 30 times
+ * what it was charged.
  */
+#define QP_BYTES	(8 * sizeof(struct mroc_rqe) + 32 * sizeof(struct engine_cqe))
+
 static void test_rq_charged(void **state)
 {
 	struct clients_limits lim;
@@ -854,7 +860,7 @@ static void test_rq_charged(void **state)
 	(void)state;
 	env_up(0);
 	lim = E.cs->lim;
-	lim.max_mr_bytes = 4096 + 2 * 8 * sizeof(struct mroc_rqe);
+	lim.max_mr_bytes = 4096 + 2 * QP_BYTES;
 	clients_set_limits(E.cs, &lim);
 	open_client(&a, 1000);
 	open_client(&b, 2000);
