@@ -15,6 +15,7 @@
 #include "evfd.h"
 #include "links.h"
 #include "log.h"
+#include "mroc_util.h"
 #include "peers.h"
 #include "services.h"
 #include "steer.h"
@@ -333,26 +334,38 @@ static uint32_t cq_max(const struct clients_limits *lim)
 	return n > UINT32_MAX ? UINT32_MAX : (uint32_t)n;
 }
 
-/*
- * The RECV entries a QP may hold are mrocd's memory, not the client's: the
- * engine's receive queue grows to rq_entries (32 bytes an entry, as the
- * ring's struct mroc_rqe), and one client could hold max_qps of the deepest
- * ones (256 QPs of 65,536: 512 MiB).  They are charged to the client's
- * budget of registered bytes (limits.max_mr_bytes_per_client, with its
- * regions) until the QP goes.
- */
-static uint64_t rq_bytes(uint32_t rq_entries)
+/* The engine's send queue of a QP of sq_entries: its limit (sq + reads <= 1024) may be lower. */
+static uint32_t engine_sq_depth(uint32_t sq_entries)
 {
-	return (uint64_t)rq_entries * sizeof(struct mroc_rqe);
+	return sq_entries < 1008 ? sq_entries : 1008;
 }
 
-static int over_mr_bytes(struct clients *cs, struct client *cl, uint32_t rq_entries)
+/*
+ * The RECV and completion entries a QP may hold are mrocd's memory, not
+ * the client's: the engine's receive queue grows to rq_entries (32 bytes an
+ * entry, as the ring's struct mroc_rqe) and its completion queue to room
+ * for every send and receive WR and 8 events, a power of two
+ * (engine/qp.c qp_create: 2,048 entries for 1,008 sends and 1,024 RECVs),
+ * and one client could hold max_qps of the deepest ones (256 QPs of 65,536
+ * RECVs: 512 MiB, and 768 MiB more of CQ, which was not charged).  Both
+ * are charged to the client's budget of registered bytes
+ * (limits.max_mr_bytes_per_client, with its regions) until the QP goes.
+ */
+static uint64_t qp_bytes(uint32_t sq_entries, uint32_t rq_entries)
 {
-	pr_warn_rl("client %u (pid %d): QP_CREATE with %u RECV entries (%llu bytes of mrocd's "
-		   "memory) refused: its regions and receive queues hold %llu bytes, "
-		   "limits.max_mr_bytes_per_client is %llu", cl->id, (int)cl->pid, rq_entries,
-		   (unsigned long long)rq_bytes(rq_entries), (unsigned long long)cl->mr_bytes,
-		   (unsigned long long)cs->ctl->lim.max_mr_bytes);
+	return (uint64_t)rq_entries * sizeof(struct mroc_rqe) +
+	       (uint64_t)pow2_up(engine_sq_depth(sq_entries) + rq_entries + 8) *
+	       sizeof(struct engine_cqe);
+}
+
+static int over_mr_bytes(struct clients *cs, struct client *cl, const struct mroc_msg_qp_create *m)
+{
+	pr_warn_rl("client %u (pid %d): QP_CREATE with %u send and %u RECV entries (%llu bytes "
+		   "of mrocd's memory for RECVs and completions) refused: its regions and "
+		   "queues hold %llu bytes, limits.max_mr_bytes_per_client is %llu", cl->id,
+		   (int)cl->pid, m->sq_entries, m->rq_entries,
+		   (unsigned long long)qp_bytes(m->sq_entries, m->rq_entries),
+		   (unsigned long long)cl->mr_bytes, (unsigned long long)cs->ctl->lim.max_mr_bytes);
 	return -EDQUOT;
 }
 
@@ -373,8 +386,8 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return -EINVAL;
 	if (cl->nqps >= cs->ctl->lim.max_qps || cl->nqps >= cl->qps_cap)
 		return -EDQUOT;
-	if (cl->mr_bytes + rq_bytes(m->rq_entries) > cs->ctl->lim.max_mr_bytes)
-		return over_mr_bytes(cs, cl, m->rq_entries);
+	if (cl->mr_bytes + qp_bytes(m->sq_entries, m->rq_entries) > cs->ctl->lim.max_mr_bytes)
+		return over_mr_bytes(cs, cl, m);
 	u = clients_uid_of(cs->ctl, cl->uid);
 	if (!u || u->qps >= clients_share(&cs->ctl->lim, cs->max_total_qps, cl->uid))
 		return clients_over_share(cs->ctl, cl, "QPs", u ? u->qps : 0);
@@ -404,8 +417,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		.pd = cl->pd,
 		.mode = m->mode == MROC_QP_DEFAULT ? cs->ctl->lim.default_mode : m->mode,
 		.npaths = m->paths ? m->paths : (uint8_t)cs->ctl->lim.default_paths,
-		/* The engine's limit (sq + reads <= 1024) may be below the ring's size. */
-		.sq_depth = m->sq_entries < 1008 ? m->sq_entries : 1008,
+		.sq_depth = engine_sq_depth(m->sq_entries),
 		.rq_depth = m->rq_entries,
 	};
 	err = call(cs, clients_op_qp_create, &o);
@@ -414,7 +426,7 @@ static int msg_qp_create(struct clients *cs, struct client *cl, const struct mro
 		return err;
 	}
 	cl->qps[cl->nqps++] = q;
-	q->rq_bytes = rq_bytes(m->rq_entries);
+	q->rq_bytes = qp_bytes(m->sq_entries, m->rq_entries);
 	cl->mr_bytes += q->rq_bytes;
 	u->qps++;
 	cs->ctl->user_qps += !cl->admin;

@@ -114,7 +114,8 @@ struct cqp {
 	int doorbell;			/* eventfd: the client posted to a cold ring (abi.h) */
 	bool bound;			/* control thread: it listened on service (services.h) */
 	uint64_t service;
-	uint64_t rq_bytes;		/* control thread: its RECV entries, in its client's mr_bytes */
+	uint64_t rq_bytes;		/* control thread: its RECV and engine CQ entries, in its
+					 * client's mr_bytes (clients_ctl.c qp_bytes) */
 	/* Worker only from here. */
 	struct ring_view sq, rq, cq;
 	uint32_t cq_entries;
@@ -146,7 +147,7 @@ struct client {
 	uint32_t nanchors;
 	struct cqp **qps;
 	uint32_t nqps, qps_cap;
-	uint64_t mr_bytes;		/* its regions' bytes and its QPs' RECV entries' (rq_bytes) */
+	uint64_t mr_bytes;		/* its regions' bytes and its QPs' RECV and CQ entries' (rq_bytes) */
 	uint64_t locked_bytes;	/* regions and rings pinned for it (clients_map_pinned) */
 	uint64_t ctl_tat;		/* ns: its request budget is whole again then (clients_wait_ns) */
 	uint32_t bad_wrs;		/* worker: all its life (admin "counters") */
