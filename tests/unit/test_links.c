@@ -115,17 +115,17 @@ static int links_of(int h)
 	return k;
 }
 
-static int setup(void **state)
+/* The daemon, its config naming the n peers at named. */
+static int setup_with(const struct mroc_addr *named, unsigned n)
 {
 	struct engine_config ec;
 
-	(void)state;
 	memset(&g, 0, sizeof(g));
 	engine_config_default(&ec);
 	ec.max_qps = 4 * LINKS_MAX;
 	g.srv = engine_create(&ec);
 	g.peers = peers_create(4 * LINKS_MAX);
-	g.links = links_create(g.srv, g.peers, NULL, 0);
+	g.links = links_create(g.srv, g.peers, named, n);
 	assert_true(g.srv && g.peers && g.links);
 	peers_set_engine(g.peers, g.srv);
 	g.now = SEC;
@@ -133,6 +133,12 @@ static int setup(void **state)
 	links_set_qp_defaults(g.links, 1, MROC_MODE_METAROCE);
 	pump();
 	return 0;
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	return setup_with(NULL, 0);
 }
 
 static int teardown(void **state)
@@ -189,11 +195,46 @@ static void test_distinct_hosts_refused(void **state)
 	assert_int_equal(st.in_evicted, 0);
 }
 
+/* The daemon's config names host LINKS_MAX. */
+static int setup_named(void **state)
+{
+	struct mroc_addr named = addr_n(LINKS_MAX);
+
+	(void)state;
+	return setup_with(&named, 1);
+}
+
+/*
+ * As many hosts as incoming slots, each linking once, filled them, and a
+ * daemon of the job (one our config names, as every daemon of a job names
+ * the others) was refused for as long as they held them.  It now takes the
+ * oldest link of a host we do not name; one we do not name is still
+ * refused.
+ */
+static void test_named_daemon_links(void **state)
+{
+	struct links_stats st;
+
+	(void)state;
+	for (int h = 0; h < LINKS_MAX - 1; h++)
+		assert_true(link_from(h));
+	assert_false(link_from(LINKS_MAX + 1));		/* not named: refused */
+	assert_true(link_from(LINKS_MAX));		/* named */
+	assert_int_equal(links_of(LINKS_MAX), 1);
+	assert_int_equal(links_of(0), 0);		/* the oldest gave way */
+	for (int h = 1; h < LINKS_MAX - 1; h++)
+		assert_int_equal(links_of(h), 1);
+	links_get_stats(g.links, &st);
+	assert_int_equal(st.in_refused, 1);
+	assert_int_equal(st.in_evicted, 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_one_host_holds_all, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_distinct_hosts_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_named_daemon_links, setup_named, teardown),
 	};
 
 	log_set_level(LOG_ERR);
