@@ -166,18 +166,31 @@ static unsigned incoming_of(struct links *ls, uint32_t peer, struct link **oldes
 	return n;
 }
 
+/* Is a one of the peers our config names (an outgoing link's)? */
+static bool named(const struct links *ls, const struct mroc_addr *a)
+{
+	for (unsigned i = 0; a && i < ls->nout; i++)
+		if (addr_eq(&ls->l[i].info.addr, a))
+			return true;
+	return false;
+}
+
 /*
- * All incoming slots taken: whose gives way to a link from peer.  Any host
- * that completes a handshake gets an incoming link ("none", "token"), so
- * first come first served let one host hold them all, and no daemon that
- * names us could link any more.  A peer that holds links already gives its
- * own oldest (a restarted daemon's new link replaces its old); a new peer
- * takes the oldest of the peer that holds the most, if that is more than
- * one; when every link is a different peer's, the newcomer is refused.  So a
- * host holds as many slots as nobody else asks for, and distinct hosts up
- * to the table's size always link.
+ * All incoming slots taken: whose gives way to a link from peer (at addr,
+ * its primary address).  Any host that completes a handshake gets an
+ * incoming link ("none", "token"), so first come first served let one host
+ * hold them all, and no daemon that names us could link any more.  A peer
+ * that holds links already gives its own oldest (a restarted daemon's new
+ * link replaces its old); a new peer takes the oldest of the peer that
+ * holds the most, if that is more than one; when every link is a different
+ * peer's, a peer our config names (every daemon of a job names the others)
+ * takes the oldest link of one it does not name: as many hosts as slots,
+ * each linking once, filled them and kept the job's own daemons out.  Else
+ * the newcomer is refused.  So a host holds as many slots as nobody else
+ * asks for, distinct hosts up to the table's size always link, and the
+ * peers we name always do.
  */
-static struct link *give_way(struct links *ls, uint32_t peer)
+static struct link *give_way(struct links *ls, uint32_t peer, const struct mroc_addr *addr)
 {
 	struct link *victim = NULL, *old;
 	unsigned most = 1, n;
@@ -192,6 +205,15 @@ static struct link *give_way(struct links *ls, uint32_t peer)
 			most = n;
 			victim = old;
 		}
+	}
+	if (victim || !named(ls, addr))
+		return victim;
+	for (unsigned i = ls->nout; i < LINKS_MAX; i++) {
+		struct link *k = &ls->l[i];
+
+		if (k->used && !named(ls, &k->info.addr) &&
+		    (!victim || k->info.up_since_ns < victim->info.up_since_ns))
+			victim = k;
 	}
 	return victim;
 }
@@ -223,7 +245,7 @@ static void accepted(struct links *ls, uint64_t now)
 		if (!ls->l[i].used)
 			k = &ls->l[i];
 	if (!k) {
-		k = give_way(ls, qi.peer);
+		k = give_way(ls, qi.peer, p ? &p->addr : NULL);
 		if (k) {
 			ls->st.in_evicted++;
 			pr_warn_rl("links: incoming control links full: %s's link (qpn %u) gives way "
@@ -235,7 +257,8 @@ static void accepted(struct links *ls, uint64_t now)
 	if (!k) {
 		ls->st.in_refused++;
 		pr_warn_rl("links: all %u incoming control links are distinct peers'; refusing "
-			   "another", LINKS_MAX - ls->nout);
+			   "one from %s, which the config does not name", LINKS_MAX - ls->nout,
+			   p ? addr_str(&p->addr, b, sizeof(b)) : "?");
 		engine_qp_disconnect(ls->eng, qpn, now);
 		engine_qp_destroy(ls->eng, qpn);
 	} else {

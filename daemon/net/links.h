@@ -46,8 +46,10 @@ struct link_info {
 struct links_stats {
 	uint64_t in_accepted;		/* incoming links taken */
 	uint64_t in_evicted;		/* ... closed for a newer one (table full: the peer's own
-					 * oldest, or the oldest of the peer holding the most) */
-	uint64_t in_refused;		/* ... refused: full, each a different peer's */
+					 * oldest, or the oldest of the peer holding the most, or
+					 * for a peer we name the oldest of one we do not) */
+	uint64_t in_refused;		/* ... refused: full, each a different peer's, and the
+					 * newcomer not named in our config */
 };
 
 struct links *links_create(struct engine *eng, struct peers *peers, const struct mroc_addr *addrs,

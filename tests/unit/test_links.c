@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Control links (daemon/net/links.c): who keeps an incoming link when all
- * incoming slots are taken.  A daemon's engine with its links and peer
+ * incoming slots are taken (a daemon our config names before hosts it
+ * does not).  A daemon's engine with its links and peer
  * table, and "hosts" that are engines of their own behind addresses of the
  * table, exchanging packets in memory: each handshake is a real one
  * (CONNECT_REQ, REP, the requester's proof), one at a time.
