@@ -90,13 +90,18 @@ bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 		   const struct frame_rx *fr, uint64_t arrival)
 {
 	unsigned to = x->vs->owner(x->vs->owner_ctx, fr->payload, fr->payload_len);
+	const uint8_t *l2 = xsk_umem__get_data(x->area, d->addr);
+	ptrdiff_t back = fr->payload - l2;
 
 	if (to == x->idx || to >= x->vs->n)
 		return false;
 	if (hand(x, to, &(struct handoff_entry){ .addr = (uint64_t)(fr->payload - x->area),
 						   .len = fr->payload_len, .sock = (uint8_t)s,
 						   .kind = HANDOFF_RX, .sport = fr->sport,
-						   .ce = fr->ecn == FRAME_ECN_CE, .src = fr->src,
+						   .ce = fr->ecn == FRAME_ECN_CE,
+						   .l2_back = back > 0 && back <= UINT8_MAX ?
+							      (uint8_t)back : 0,
+						   .src = fr->src,
 						   .dst = fr->dst,
 						   .arrival = arrival })) {
 		x->st.handoff_rx_out++;
@@ -194,6 +199,7 @@ static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entr
 			.arrival = e->arrival,
 			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
 				  COOKIE_HANDED,
+			.l2 = e->l2_back ? x->area + e->addr - e->l2_back : NULL,
 		};
 		(*got)++;
 		x->st.handoff_rx_in++;

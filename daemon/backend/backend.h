@@ -30,7 +30,7 @@ struct backend_pkt {
 					 * XDP stamp), 0 = not known (engine_rx_meta.arrival) */
 	uint64_t cookie;		/* the backend's buffer handle */
 	const uint8_t *l2;		/* AF_XDP: the frame's Ethernet header (its MACs, a
-					 * tag), for reply; NULL: not kept (UDP, a handed frame) */
+					 * tag), for reply; NULL: not kept (UDP) */
 };
 
 struct backend_stats {

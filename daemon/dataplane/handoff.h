@@ -43,6 +43,8 @@ struct handoff_entry {
 	uint8_t kind;		/* enum handoff_kind */
 	uint16_t sport;		/* RX: the UDP source port (the path) */
 	bool ce;		/* RX: ECN CE */
+	uint8_t l2_back;	/* RX: from the frame's Ethernet header to the payload, 0 =
+				 * not known (backend_pkt.l2: "aead"'s cookie reply) */
 	struct mroc_addr src;	/* RX: the sender */
 	struct mroc_addr dst;	/* RX: the address it was sent to ("aead" opens with both) */
 	uint64_t arrival;	/* RX: the XDP program's arrival stamp, 0 = none (backend.h) */

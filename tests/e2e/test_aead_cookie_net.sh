@@ -16,7 +16,8 @@
 #    cookie counters are shown, not asserted.
 #  - "always": every REQ from a source not heard from needs a cookie: the
 #    same path every time (B: aead_cookie_ok, A: aead_cookie_got).
-# AF_XDP by default; BACKEND=udp runs it over the UDP backend (its reply op).
+# AF_XDP by default; BACKEND=udp runs it over the UDP backend (its reply op); B_WORKERS=2
+# gives B two workers (a REQ handed to the listener's worker is answered from there).
 set -u
 . "$(dirname "$0")/lib.sh"
 
@@ -55,7 +56,7 @@ run() {
 	sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 	# One worker at B: the flood and A's REQs meet in one derivation budget (each worker
 	# has its own, and the veth's two queues split packets as the senders' CPUs fall).
-	sed -i 's/^daemon = {/daemon = {\n\tworkers = 1;/' "$E2E_DIR/b.conf"
+	sed -i "s/^daemon = {/daemon = {\n\tworkers = ${B_WORKERS:-1};/" "$E2E_DIR/b.conf"
 	# Neither names the other: no control link, nothing of A's reaches B before the client.
 	sed -i '/peers = /d' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
 	# A tries as a host on a real fabric does, a REQ try a second or slower (each REQ
