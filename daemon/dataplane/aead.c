@@ -21,6 +21,7 @@
 
 #include "aead.h"
 #include "log.h"
+#include "worker.h"
 
 /* ---- the key file ------------------------------------------------------------ */
 
@@ -193,7 +194,7 @@ struct cookie_held {
 	struct mroc_addr src, dst;	/* our address, the responder's */
 	uint8_t echo[2][AEAD_COOKIE_ECHO_LEN];	/* the tags of our last two REQs there */
 	uint8_t cookie[AEAD_COOKIE_LEN];
-	uint64_t at_ns;			/* when it came (CLOCK_MONOTONIC_COARSE); 0: none */
+	uint64_t at_ns;			/* when it came (mrocd_now_ns); 0: none */
 };
 
 /* What a daemon's workers share: the REQ freshness table, the cookie secret, the cookies held. */
@@ -430,7 +431,7 @@ static int ip_ad(uint8_t out[32], const struct mroc_addr *src, const struct mroc
 /* A bucket of burst tokens refilled at per_s: takes one if it can. */
 static bool bucket_take(struct token_bucket *t, uint64_t burst, uint64_t per_s)
 {
-	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE), dt = now - t->at_ns, add;
+	uint64_t now = mrocd_now_ns(), dt = now - t->at_ns, add;
 
 	if (dt > 10000000000ULL)
 		dt = 10000000000ULL;	/* more than fills any bucket; no overflow */
@@ -478,9 +479,10 @@ static void cookie_mac(const struct aead *a, uint64_t epoch, uint32_t key_id, ui
 	crypto_shorthash_siphashx24(out, m, n, a->replay->cookie_key);
 }
 
+/* The cookie period now (the daemon's clock, mrocd_now_ns: tests set it). */
 static uint64_t cookie_epoch(void)
 {
-	return clock_ns(CLOCK_MONOTONIC_COARSE) / AEAD_COOKIE_PERIOD_NS;
+	return mrocd_now_ns() / AEAD_COOKIE_PERIOD_NS;
 }
 
 /* Made this period or the last one for this REQ? */
@@ -524,7 +526,7 @@ static bool cookie_held_get(struct aead *a, const struct mroc_addr *src,
 			    const struct mroc_addr *dst, uint8_t out[AEAD_COOKIE_LEN])
 {
 	struct aead_replay *r = a->replay;
-	uint64_t now = clock_ns(CLOCK_MONOTONIC_COARSE);
+	uint64_t now = mrocd_now_ns();
 	struct cookie_held *h;
 	bool ok;
 
@@ -578,7 +580,7 @@ static int cookie_take(struct aead *a, const uint8_t *p, size_t len, const struc
 		     !sodium_is_zero(echo, AEAD_COOKIE_ECHO_LEN);
 		if (ok) {
 			memcpy(h->cookie, echo + AEAD_COOKIE_ECHO_LEN, AEAD_COOKIE_LEN);
-			h->at_ns = clock_ns(CLOCK_MONOTONIC_COARSE) | 1;
+			h->at_ns = mrocd_now_ns() | 1;
 		}
 		pthread_mutex_unlock(&r->lock);
 	}
