@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# QPs connected to their own mrocd's address (two processes of one job on one host,
+# fi_pingpong's server and client on one host, the NCCL plugin's latency probe) on the
+# AF_XDP backend, where nothing outside the host sends a packet back: the daemon's veth
+# peers live in a namespace that does not forward.  Before mrocd delivered such packets
+# inside itself, they reached a fabric only to be lost there (no route for a local
+# address on one port, no hairpin on a direct link), and the connect never completed.
+#  - one port, one worker: two mroc-perf processes on the daemon's own address, WRITE,
+#    READ, SEND/RECV (bw, --verify: every byte) and FETCH_ADD/CMP_AND_SWAP (atomic_bw
+#    --verify: every returned value and the counters);
+#  - two ports, daemon.workers = 2: the same, with the two clients on different workers
+#    (the loopback packet must reach the worker that owns its QP: handed over);
+#  - every packet between them counted (backend.loopback_pkts), none dropped, next to
+#    nothing on the wire (the veth's TX), and `path show` names the port "loopback".
+set -u
+. "$(dirname "$0")/lib.sh"
+
+PERF=$BUILD/mroc-perf
+e2e_require
+[ -x "$PERF" ] || skip "$PERF not built"
+e2e_setup_pair
+# A second veth pair, for the two-port daemon; NS_B forwards nothing (a new namespace's default).
+X_A=mrx${E2E_ID}a X_B=mrx${E2E_ID}b X_IP_A=10.202.$((E2E_ID % 250)).1
+ip link add "$X_A" netns "$NS_A" type veth peer name "$X_B" netns "$NS_B" || fail "veth"
+ip -n "$NS_A" addr add "$X_IP_A/24" dev "$X_A"
+ip -n "$NS_B" addr add "10.202.$((E2E_ID % 250)).2/24" dev "$X_B"
+ip -n "$NS_A" link set "$X_A" up
+ip -n "$NS_B" link set "$X_B" up
+[ "$(ip netns exec "$NS_B" sysctl -n net.ipv4.ip_forward)" = 0 ] || fail "NS_B forwards"
+
+# perf NAME TEST ARGS...: mroc-perf TEST server and client on daemon a, the client's QPs
+# connected to a's own address IP_A (the side channel over TCP on the same address).
+perf() {
+	local name=$1 t=$2 s rc
+	shift 2
+	ip netns exec "$NS_A" timeout 60 "$PERF" "$t" --mrocd-socket "$E2E_DIR/$D.ctl" -p 18515 \
+		--sleep --timeout 5 "$@" >"$E2E_DIR/$name.srv" 2>&1 &
+	s=$!
+	sleep 0.3
+	ip netns exec "$NS_A" timeout 60 "$PERF" "$t" --mrocd-socket "$E2E_DIR/$D.ctl" -p 18515 \
+		--sleep --timeout 5 "$@" "$IP_A" >"$E2E_DIR/$name.cli" 2>&1
+	rc=$?
+	wait $s || rc=1
+	[ $rc = 0 ] && return 0
+	cat "$E2E_DIR/$name.cli" "$E2E_DIR/$name.srv"
+	"$BUILD/mroc-cli" -S "$E2E_DIR/$D.admin" -s counters show >"$E2E_DIR/state-$D.log" 2>&1
+	return 1
+}
+
+tx_wire() { ip -n "$NS_A" -j -s link show dev "$1" | jq '.[0].stats64.tx.packets'; }
+D=a	# the daemon the clients use now (a: one port; w: two ports, two workers)
+counter() { e2e_admin $D counters | jq "$1"; }
+
+# all_ops WHAT: every operation verified between two clients of daemon a on its own address.
+all_ops() {
+	perf "$1-write" write_bw --verify -s 65536 -n 200 || fail "$1: write_bw --verify"
+	perf "$1-read" read_bw --verify -s 65536 -n 200 || fail "$1: read_bw --verify"
+	perf "$1-send" send_bw --verify -s 4096 -n 400 || fail "$1: send_bw --verify"
+	perf "$1-send1" send_bw --verify -s 1 -n 200 || fail "$1: send_bw -s 1 --verify"
+	perf "$1-fadd" atomic_bw --verify -q 2 -n 400 || fail "$1: atomic_bw FETCH_ADD --verify"
+	perf "$1-cswap" atomic_bw -A CMP_AND_SWAP --verify -q 2 -n 400 ||
+		fail "$1: atomic_bw CMP_AND_SWAP --verify"
+}
+
+# check WHAT IFACES...: looped back, nothing dropped, nothing of it on the wire, path show.
+check() {
+	local what=$1 wire=0 i loop drops
+	shift
+	for i in "$@"; do wire=$((wire + $(tx_wire "$i") - ${TX0[$i]})); done
+	loop=$(counter .backend.loopback_pkts)
+	drops=$(counter .backend.loopback_drops)
+	[ "${loop:-0}" -ge 2000 ] || fail "$what: $loop packets looped back (backend.loopback_pkts)"
+	[ "${drops:-1}" = 0 ] || fail "$what: $drops loopback packets dropped"
+	# Keepalives and REQs to the configured peer (nobody there) only: not the transfers.
+	[ "$wire" -le 200 ] || fail "$what: $wire packets on the wire (loopback: $loop)"
+	ok "$what: every operation verified, $loop packets looped back, none dropped, $wire on the wire"
+}
+
+# ---- one port, one worker ------------------------------------------------------------
+e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
+sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf"
+e2e_start a "$NS_A"
+e2e_wait_ready a
+declare -A TX0=([$IF_A]=$(tx_wire "$IF_A"))
+all_ops "one port"
+check "one port" "$IF_A"
+
+# A loopback QP's paths: all inside mrocd, named so; held open by a write_bw of 3 s.
+ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p 18516 \
+	--sleep -D 3 >"$E2E_DIR/hold.srv" 2>&1 &
+hs=$!
+sleep 0.3
+ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p 18516 \
+	--sleep -D 3 "$IP_A" >"$E2E_DIR/hold.cli" 2>&1 &
+hc=$!
+sleep 1.5
+ports=$(e2e_admin a qps | jq -c '[.qps[] | select(.peer == "'"$IP_A"'") | .paths[].port] | unique')
+wait $hc || fail "write_bw -D 3: $(cat "$E2E_DIR/hold.cli")"
+wait $hs || fail "write_bw -D 3 server: $(cat "$E2E_DIR/hold.srv")"
+[ "$ports" = '["loopback"]' ] || fail "path show: a loopback QP's paths leave by $ports"
+ok "path show: a loopback QP's paths say port \"loopback\""
+e2e_stop a
+[ "$E2E_RC" = 0 ] || fail "mrocd a exited with $E2E_RC"
+
+# ---- two ports, two workers ------------------------------------------------------------
+D=w
+e2e_config w af_xdp "$IF_A\", \"$X_A" "$IP_A" "$IP_B"
+sed -i 's/log_level = "debug"/log_level = "info"/; s/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/' \
+	"$E2E_DIR/w.conf"
+e2e_start w "$NS_A"
+e2e_wait_ready w
+jq -e '.workers == 2' <<<"$(e2e_admin w status)" >/dev/null || fail "not 2 workers: $(e2e_admin w status)"
+TX0=([$IF_A]=$(tx_wire "$IF_A") [$X_A]=$(tx_wire "$X_A"))
+all_ops "two ports, two workers"
+check "two ports, two workers" "$IF_A" "$X_A"
+handed=$(counter '[.workers[].loopback_handed // 0] | add')
+[ "${handed:-0}" -gt 0 ] || fail "no loopback packet was handed to the other worker: $(counter .workers)"
+ok "two workers: $handed loopback packets went to the worker that owns their QP"
+e2e_stop w
+[ "$E2E_RC" = 0 ] || fail "mrocd w exited with $E2E_RC"
+echo "3 passed, 0 failed"
