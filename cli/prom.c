@@ -209,6 +209,12 @@ static const char *const helps[][2] = {
 	{ "mroc_backend_rx_not_unicast_total", "UDP backend: packets to a broadcast or group address, dropped." },
 	{ "mroc_backend_tx_no_route_total", "Packets dropped for an unresolved peer (resent)." },
 	{ "mroc_backend_tx_ring_full_total", "Sends that found the TX ring full." },
+	{ "mroc_backend_loopback_pkts_total", "AF_XDP: packets to this mrocd itself (a QP connected "
+	  "to its own address), delivered to its receive path, never put on the wire." },
+	{ "mroc_backend_loopback_handed_total", "Of those, packets handed to the worker that owns "
+	  "their QP." },
+	{ "mroc_backend_loopback_drops_total", "Packets to this mrocd itself dropped for a full "
+	  "queue or hand-off ring (the engine resends)." },
 	{ "mroc_backend_tx_kick_errors_total", "AF_XDP TX kicks that failed (not EAGAIN)." },
 	{ "mroc_backend_xsk_rx_dropped_total", "AF_XDP XDP_STATISTICS rx_dropped, summed." },
 	{ "mroc_backend_xsk_rx_invalid_descs_total", "AF_XDP XDP_STATISTICS rx_invalid_descs." },

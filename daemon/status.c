@@ -53,6 +53,9 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "fill_refills", st->fill_refills);
 	SET(o, "rx_batches", st->rx_batches);
 	SET(o, "tx_batches", st->tx_batches);
+	SET(o, "loopback_pkts", st->loopback_pkts);
+	SET(o, "loopback_handed", st->loopback_handed);
+	SET(o, "loopback_drops", st->loopback_drops);
 	SET(o, "port_dead", st->port_dead);
 	SET(o, "ports_down", st->ports_down);
 	return o;

@@ -25,6 +25,7 @@
 #include <xdp/xsk.h>
 
 #include "afxdp_handoff.h"
+#include "afxdp_loop.h"
 #include "afxdp_state.h"
 #include "frame.h"
 #include "handoff.h"
@@ -189,7 +190,7 @@ static void prefetch_frame(const struct afxdp *x, const struct xdp_desc *d)
 
 static bool afxdp_may_sleep(struct backend *b)
 {
-	return afxdp_views_may_sleep(to_afxdp(b));
+	return !afxdp_loop_pending(to_afxdp(b)) && afxdp_views_may_sleep(to_afxdp(b));
 }
 
 static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
@@ -203,6 +204,7 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 		afxdp_views_tx_backlog(x);	/* ours that waited for a full ring */
 		afxdp_views_repay(x);
 	}
+	got += afxdp_loop_rx(x, pkts + got, n - got);
 	for (unsigned t = 0; t < x->nown && got < n; t++) {
 		unsigned s = x->own[(x->rx_rr + t) % x->nown];
 		struct afxdp_sock *k = &x->socks[s];
@@ -278,6 +280,9 @@ static void afxdp_rx_release(struct backend *b, struct backend_pkt *pkts, int n)
 			continue;
 		}
 		x->free[x->nfree++] = addr;
+		/* Looped back (afxdp_loop.c): a TX frame, no fill ring's. */
+		if (pkts[i].cookie & COOKIE_LOOP)
+			continue;
 		per_sock[s < x->nsocks ? s : 0]++;
 	}
 	for (unsigned i = 0; i < x->nown; i++)
@@ -306,6 +311,7 @@ static int afxdp_tx_get(struct backend *b, struct engine_txbuf *bufs, int n)
 	}
 	if (x->vs)
 		n = afxdp_views_tx_room(x, n);
+	n = afxdp_loop_room(x, n);
 	/* Short of ring room or frames: what the rings hold must go out first. */
 	if (!n) {
 		x->st.tx_ring_full++;
@@ -333,10 +339,17 @@ static uint64_t buf_addr(const struct afxdp *x, const struct engine_txbuf *b)
 	return (uint64_t)(b->data - FRAME_HEADROOM - x->area);
 }
 
-/* Where our path's packets would leave (for status), without resolving or judging anything. */
+/*
+ * Where our path's packets would leave (for status), without resolving or
+ * judging anything; "loopback" for this daemon itself (afxdp_loop.c).
+ */
 static const char *afxdp_port_name(struct backend *b, uint32_t peer, uint16_t sport)
 {
-	return egress_port_name(to_afxdp(b)->egress, peer, sport, mono_ns());
+	struct afxdp *x = to_afxdp(b);
+
+	if (afxdp_loop_is_self(x, peer))
+		return "loopback";
+	return egress_port_name(x->egress, peer, sport, mono_ns());
 }
 
 /* The ports counted down for peer now (porthealth.h), their names into names[]. */
@@ -353,7 +366,8 @@ static void afxdp_heard(struct backend *b, const struct backend_pkt *pkt, uint32
 	struct afxdp *x = to_afxdp(b);
 	unsigned s = (unsigned)(pkt->cookie >> COOKIE_SOCK_SHIFT & (AFXDP_MAX_SOCKS - 1));
 
-	if (s >= x->nsocks)
+	/* Looped back: it came in through no port, and nothing to ourselves takes one. */
+	if (s >= x->nsocks || (pkt->cookie & COOKIE_LOOP))
 		return;
 	egress_heard(x->egress, peer, &pkt->src, pkt->sport, x->sock_port[s], now, as);
 }
@@ -442,6 +456,9 @@ static bool send_one(struct afxdp *x, struct engine_txbuf *b, uint64_t now)
 	uint32_t idx;
 	int off;
 
+	/* To this daemon itself: its receive path, never the wire (afxdp_loop.c). */
+	if (afxdp_loop_is_self(x, b->peer))
+		return afxdp_loop_send(x, b, now);
 	h = egress_route(x->egress, b->peer, b->sport, b->echo, own,
 			 op == MROC_OP_CONNECT_REP || op == MROC_OP_CONNECT_REJ,
 			 mroc_op_is_data(op), now, &p);
@@ -608,6 +625,7 @@ static void afxdp_destroy(struct backend *b)
 		free(x->vs);
 	}
 	egress_destroy(x->egress);
+	afxdp_loop_destroy(x);
 	if (x->area && !x->idx)
 		munmap(x->area, x->area_len);
 	free(x->free);
@@ -867,6 +885,8 @@ int afxdp_create(const struct afxdp_cfg *cfg, struct peers *peers, struct backen
 	err = open_ports(x);
 	if (!err)
 		err = open_view_io(x);
+	if (!err)
+		err = afxdp_loop_create(x);
 	if (err)
 		goto fail;
 	for (unsigned s = 0; s < x->nsocks; s++) {
@@ -902,6 +922,7 @@ static int make_view(struct afxdp *x0, unsigned idx, struct peers *peers, struct
 	x->nfree = 0;
 	x->nown = 0;
 	x->egress = NULL;
+	x->loop = NULL;
 	x->wake_mask = 0;
 	atomic_init(&x->sleeping, false);
 	memset(&x->st, 0, sizeof(x->st));
@@ -911,8 +932,11 @@ static int make_view(struct afxdp *x0, unsigned idx, struct peers *peers, struct
 	if (!x->free || x->wake_fd < 0)
 		return x->free ? -errno : -ENOMEM;
 	err = open_view_io(x);
+	if (!err)
+		err = afxdp_loop_create(x);
 	if (err)
-		snprintf(x0->why, sizeof(x0->why), "worker %u: %.120s", idx, x->why);
+		snprintf(x0->why, sizeof(x0->why), "worker %u: %.120s", idx,
+			 x->why[0] ? x->why : strerror(-err));
 	return err;
 }
 

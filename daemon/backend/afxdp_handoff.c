@@ -112,6 +112,11 @@ bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 	return true;
 }
 
+bool afxdp_hand_loop(struct afxdp *x, unsigned to, const struct handoff_entry *e)
+{
+	return hand(x, to, e);
+}
+
 /* What waits for view to's ring, into it while it has room: the backlog's length after. */
 static uint32_t backlog_push(struct afxdp *x, unsigned to)
 {
@@ -198,11 +203,12 @@ static bool take_entry(struct afxdp *x, unsigned from, const struct handoff_entr
 			.ce = e->ce,
 			.arrival = e->arrival,
 			.cookie = frame_base(x, e->addr) | (uint64_t)e->sock << COOKIE_SOCK_SHIFT |
-				  COOKIE_HANDED,
+				  COOKIE_HANDED | (e->loop ? COOKIE_LOOP : 0),
 			.l2 = e->l2_back ? x->area + e->addr - e->l2_back : NULL,
 		};
 		(*got)++;
-		x->st.handoff_rx_in++;
+		if (!e->loop)
+			x->st.handoff_rx_in++;
 		return true;
 	case HANDOFF_TX:
 		k = &x->socks[e->sock];

@@ -20,6 +20,8 @@ void afxdp_views_repay(struct afxdp *x);
 /* A received frame for another view's QP: true when it is gone (handed, or dropped). */
 bool afxdp_hand_rx(struct afxdp *x, unsigned s, const struct xdp_desc *d,
 		   const struct frame_rx *fr, uint64_t arrival);
+/* A packet to ourselves for to's QP (afxdp_loop.c): false when the ring is full. */
+bool afxdp_hand_loop(struct afxdp *x, unsigned to, const struct handoff_entry *e);
 /*
  * A built frame for socket s, another view's: true when handed or waiting
  * in the backlog for its full ring; false: dropped (the backlog is full).

@@ -19,9 +19,15 @@
 #include "frame.h"
 #include "handoff.h"
 
-/* RX cookie: frame address in the low 48 bits, socket index above, a handed-over frame's bit. */
+/*
+ * RX cookie: frame address in the low 48 bits, socket index above, a
+ * handed-over frame's bit, a looped-back one's (afxdp_loop.c: it came in
+ * through no port, and its frame goes back to the free stack of the view
+ * that owns socket index, never to a fill ring).
+ */
 #define COOKIE_SOCK_SHIFT 48
 #define COOKIE_HANDED	(1ULL << 62)
+#define COOKIE_LOOP	(1ULL << 61)
 
 /*
  * Built frames for another view's socket that its full ring could not take
@@ -55,6 +61,7 @@ struct afxdp_port {
 };
 
 struct afxdp;
+struct afxdp_loop;
 
 /* The workers' views of one UMEM and its sockets (afxdp_add_views). */
 struct afxdp_views {
@@ -102,6 +109,7 @@ struct afxdp {
 	int wake_fd;			/* -1 without workers */
 	atomic_bool sleeping;		/* about to sleep: hand-offs must ring wake_fd */
 	uint32_t wake_mask;		/* views handed something since the last flush */
+	struct afxdp_loop *loop;	/* packets to ourselves, this view's (afxdp_loop.c) */
 	struct backend_stats st;
 	char desc[256];
 	char why[AFXDP_WHY_LEN];	/* why afxdp_create failed */

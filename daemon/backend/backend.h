@@ -64,6 +64,13 @@ struct backend_stats {
 	 * spread over.
 	 */
 	uint64_t rx_batches, tx_batches;
+	/*
+	 * AF_XDP: packets to this daemon itself (a QP connected to its own
+	 * address), delivered to its receive path instead of the wire
+	 * (afxdp_loop.c); of them handed to the worker that owns their QP;
+	 * dropped for a full queue or ring (the engine resends).
+	 */
+	uint64_t loopback_pkts, loopback_handed, loopback_drops;
 	uint64_t port_dead;		/* a port counted down for a peer (porthealth.h) */
 	uint64_t ports_down;		/* gauge: (peer, port) pairs counted down now */
 };

@@ -5,7 +5,8 @@
  * never the bytes: every worker's sockets share one UMEM.
  *
  *   HANDOFF_RX      a frame that arrived on the producer's socket for a QP
- *                   the consumer owns; the consumer gives it back (RETURN)
+ *                   the consumer owns, or that the producer sent to this
+ *                   daemon itself (loop); the consumer gives it back (RETURN)
  *   HANDOFF_TX      a built frame for a port whose socket the consumer owns;
  *                   the consumer sends it and gives a free frame back
  *   HANDOFF_RETURN  a frame for the consumer's free stack
@@ -45,6 +46,7 @@ struct handoff_entry {
 	bool ce;		/* RX: ECN CE */
 	uint8_t l2_back;	/* RX: from the frame's Ethernet header to the payload, 0 =
 				 * not known (backend_pkt.l2: "aead"'s cookie reply) */
+	bool loop;		/* RX: sent by this daemon to itself (afxdp_loop.c), no port's */
 	struct mroc_addr src;	/* RX: the sender */
 	struct mroc_addr dst;	/* RX: the address it was sent to ("aead" opens with both) */
 	uint64_t arrival;	/* RX: the XDP program's arrival stamp, 0 = none (backend.h) */

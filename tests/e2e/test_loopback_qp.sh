@@ -114,7 +114,7 @@ jq -e '.workers == 2' <<<"$(e2e_admin w status)" >/dev/null || fail "not 2 worke
 TX0=([$IF_A]=$(tx_wire "$IF_A") [$X_A]=$(tx_wire "$X_A"))
 all_ops "two ports, two workers"
 check "two ports, two workers" "$IF_A" "$X_A"
-handed=$(counter '[.workers[].loopback_handed // 0] | add')
+handed=$(counter .backend.loopback_handed)
 [ "${handed:-0}" -gt 0 ] || fail "no loopback packet was handed to the other worker: $(counter .workers)"
 ok "two workers: $handed loopback packets went to the worker that owns their QP"
 e2e_stop w
