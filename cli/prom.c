@@ -213,6 +213,8 @@ static const char *const helps[][2] = {
 	  "to its own address), delivered to its receive path, never put on the wire." },
 	{ "mroc_backend_loopback_handed_total", "Of those, packets handed to the worker that owns "
 	  "their QP." },
+	{ "mroc_backend_rx_src_ours_total", "AF_XDP: frames from the wire whose source is this "
+	  "mrocd's own configured address (ours never leave it): reflections or forgeries, dropped." },
 	{ "mroc_backend_loopback_drops_total", "Packets to this mrocd itself dropped for a full "
 	  "queue or hand-off ring (the engine resends)." },
 	{ "mroc_backend_tx_kick_errors_total", "AF_XDP TX kicks that failed (not EAGAIN)." },

@@ -56,6 +56,7 @@ json_t *status_backend_counters(const struct backend_stats *st)
 	SET(o, "loopback_pkts", st->loopback_pkts);
 	SET(o, "loopback_handed", st->loopback_handed);
 	SET(o, "loopback_drops", st->loopback_drops);
+	SET(o, "rx_src_ours", st->rx_src_ours);
 	SET(o, "port_dead", st->port_dead);
 	SET(o, "ports_down", st->ports_down);
 	return o;

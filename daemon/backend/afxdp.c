@@ -239,6 +239,15 @@ static int afxdp_rx(struct backend *b, struct backend_pkt *pkts, int n)
 				x->free[x->nfree++] = addr;	/* back to the fill ring below */
 				continue;
 			}
+			/*
+			 * From our own address: not ours (we loop those back,
+			 * afxdp_loop.c), a reflection or a forgery (PROTOCOL 11a).
+			 */
+			if (afxdp_loop_src_ours(x, &fr.src)) {
+				x->st.rx_src_ours++;
+				x->free[x->nfree++] = addr;
+				continue;
+			}
 			if (x->vs && afxdp_hand_rx(x, s, d, &fr, arrival))
 				continue;
 			pkts[got++] = (struct backend_pkt){

@@ -56,16 +56,29 @@ void afxdp_loop_destroy(struct afxdp *x)
 	x->loop = NULL;
 }
 
-/* addr is one of this daemon's: configured, or on one of its ports' interfaces (the kernel's). */
-static bool addr_is_ours(struct afxdp *x, const struct mroc_addr *a)
+/* a is network.address or a port's own address. */
+static bool addr_configured(const struct afxdp *x, const struct mroc_addr *a)
 {
-	struct nl_route rt;
-
 	if (x->src.family && addr_eq(a, &x->src))
 		return true;
 	for (unsigned p = 0; p < x->nports; p++)
 		if (x->port_cfg[p].addr.family && addr_eq(a, &x->port_cfg[p].addr))
 			return true;
+	return false;
+}
+
+bool afxdp_loop_src_ours(const struct afxdp *x, const struct mroc_addr *src)
+{
+	return x->loop && addr_configured(x, src);
+}
+
+/* addr is one of this daemon's: configured, or on one of its ports' interfaces (the kernel's). */
+static bool addr_is_ours(struct afxdp *x, const struct mroc_addr *a)
+{
+	struct nl_route rt;
+
+	if (addr_configured(x, a))
+		return true;
 	/* Not local to the host at all: the common answer, one request. */
 	if (!x->nl || nl_route_get(x->nl, a, &rt) || rt.type != RTN_LOCAL)
 		return false;

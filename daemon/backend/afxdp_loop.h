@@ -32,6 +32,12 @@ bool afxdp_loop_is_self(struct afxdp *x, uint32_t peer);
  * rx_release), false when dropped for a full queue or ring (counted).
  */
 bool afxdp_loop_send(struct afxdp *x, struct engine_txbuf *b, uint64_t now);
+/*
+ * A frame from the wire from src, one of this daemon's configured
+ * addresses (network.address, a port's own): a reflection or a forgery,
+ * since our packets to ourselves never leave (docs/PROTOCOL.md 11a).
+ */
+bool afxdp_loop_src_ours(const struct afxdp *x, const struct mroc_addr *src);
 /* Up to n looped packets of this view's own into pkts; returns how many. */
 int afxdp_loop_rx(struct afxdp *x, struct backend_pkt *pkts, int n);
 /* How many TX buffers the queue can take (n or fewer): the engine never loses one to it. */

@@ -71,6 +71,8 @@ struct backend_stats {
 	 * dropped for a full queue or ring (the engine resends).
 	 */
 	uint64_t loopback_pkts, loopback_handed, loopback_drops;
+	/* AF_XDP: frames from the wire from one of our configured addresses: dropped (11a) */
+	uint64_t rx_src_ours;
 	uint64_t port_dead;		/* a port counted down for a peer (porthealth.h) */
 	uint64_t ports_down;		/* gauge: (peer, port) pairs counted down now */
 };

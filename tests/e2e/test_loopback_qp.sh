@@ -12,13 +12,17 @@
 #  - two ports, daemon.workers = 2: the same, with the two clients on different workers
 #    (the loopback packet must reach the worker that owns its QP: handed over);
 #  - every packet between them counted (backend.loopback_pkts), none dropped, next to
-#    nothing on the wire (the veth's TX), and `path show` names the port "loopback".
+#    nothing on the wire (the veth's TX), and `path show` names the port "loopback";
+#  - a frame from the wire "from" the daemon's own address is a reflection or a forgery
+#    now (its own packets never leave it): dropped before the engine (backend.rx_src_ours).
 set -u
 . "$(dirname "$0")/lib.sh"
 
 PERF=$BUILD/mroc-perf
+SPOOF=$BUILD/tests/e2e/spoof_udp
 e2e_require
 [ -x "$PERF" ] || skip "$PERF not built"
+[ -x "$SPOOF" ] || skip "$SPOOF not built"
 e2e_setup_pair
 # A second veth pair, for the two-port daemon; NS_B forwards nothing (a new namespace's default).
 X_A=mrx${E2E_ID}a X_B=mrx${E2E_ID}b X_IP_A=10.202.$((E2E_ID % 250)).1
@@ -86,6 +90,15 @@ declare -A TX0=([$IF_A]=$(tx_wire "$IF_A"))
 all_ops "one port"
 check "one port" "$IF_A"
 
+# A KEEPALIVE (its ICRC computed by spoof_udp) from a's own address, sent to a from NS_B.
+KA=01118000000000000000000000000000000000000000000100000000
+s0=$(counter .backend.rx_src_ours) r0=$(counter .engine.rx_pkts)
+ip netns exec "$NS_B" "$SPOOF" "$IP_A" 20000 "$IP_A" 4793 "$KA" 20 1 || fail "spoof_udp"
+e2e_wait a counters ".backend.rx_src_ours >= $s0 + 20" 5 ||
+	fail "20 frames from a's own address not dropped: rx_src_ours $s0 -> $(counter .backend.rx_src_ours)"
+ok "20 frames from the wire from a's own address dropped before the engine (rx_src_ours" \
+	"$s0 -> $(counter .backend.rx_src_ours); engine rx_pkts $r0 -> $(counter .engine.rx_pkts))"
+
 # A loopback QP's paths: all inside mrocd, named so; held open by a write_bw of 3 s.
 ip netns exec "$NS_A" timeout 60 "$PERF" write_bw --mrocd-socket "$E2E_DIR/a.ctl" -p 18516 \
 	--sleep -D 3 >"$E2E_DIR/hold.srv" 2>&1 &
@@ -119,4 +132,4 @@ handed=$(counter .backend.loopback_handed)
 ok "two workers: $handed loopback packets went to the worker that owns their QP"
 e2e_stop w
 [ "$E2E_RC" = 0 ] || fail "mrocd w exited with $E2E_RC"
-echo "3 passed, 0 failed"
+echo "4 passed, 0 failed"
