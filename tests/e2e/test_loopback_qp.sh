@@ -9,6 +9,8 @@
 #  - one port, one worker: two mroc-perf processes on the daemon's own address, WRITE,
 #    READ, SEND/RECV (bw, --verify: every byte) and FETCH_ADD/CMP_AND_SWAP (atomic_bw
 #    --verify: every returned value and the counters);
+#  - one port, security "aead": WRITE and SEND/RECV verified, every looped packet sealed and
+#    opened (the receiver's checks stay: none skipped for a packet that crossed no wire);
 #  - two ports, daemon.workers = 2: the same, with the two clients on different workers
 #    (the loopback packet must reach the worker that owns its QP: handed over);
 #  - every packet between them counted (backend.loopback_pkts), none dropped, next to
@@ -116,6 +118,26 @@ ok "path show: a loopback QP's paths say port \"loopback\""
 e2e_stop a
 [ "$E2E_RC" = 0 ] || fail "mrocd a exited with $E2E_RC"
 
+# ---- one port, security "aead" ---------------------------------------------------------
+D=s
+e2e_config s af_xdp "$IF_A" "$IP_A" "$IP_B"
+sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/s.conf"
+echo "3 $(head -c 32 /dev/urandom | od -An -tx1 | tr -d ' \n')" >"$E2E_DIR/keys"
+chmod 0600 "$E2E_DIR/keys"
+echo "security = { mode = \"aead\"; key_file = \"$E2E_DIR/keys\"; };" >>"$E2E_DIR/s.conf"
+e2e_start s "$NS_A"
+e2e_wait_ready s
+perf aead-write write_bw --verify -s 65536 -n 200 || fail "aead: write_bw --verify"
+perf aead-send send_bw --verify -s 4096 -n 400 || fail "aead: send_bw --verify"
+counter '.worker + .backend' | jq -e '.loopback_pkts >= 1000 and .loopback_drops == 0 and
+	.aead_tx_sealed >= .loopback_pkts and .aead_rx_opened >= .loopback_pkts and
+	.aead_rx_bad_tag == 0 and .aead_rx_bad_key == 0' >/dev/null ||
+	fail "aead: looped packets not all sealed and opened: $(counter '.worker + .backend' |
+		jq -c 'with_entries(select(.key | test("^(aead|loopback)")))')"
+ok "aead: WRITE and SEND verified, $(counter .backend.loopback_pkts) looped packets, each sealed and opened"
+e2e_stop s
+[ "$E2E_RC" = 0 ] || fail "mrocd s exited with $E2E_RC"
+
 # ---- two ports, two workers ------------------------------------------------------------
 D=w
 e2e_config w af_xdp "$IF_A\", \"$X_A" "$IP_A" "$IP_B"
@@ -132,4 +154,4 @@ handed=$(counter .backend.loopback_handed)
 ok "two workers: $handed loopback packets went to the worker that owns their QP"
 e2e_stop w
 [ "$E2E_RC" = 0 ] || fail "mrocd w exited with $E2E_RC"
-echo "4 passed, 0 failed"
+echo "5 passed, 0 failed"
