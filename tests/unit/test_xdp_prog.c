@@ -492,9 +492,10 @@ static void test_only_to_us(void **state)
  * address (127.0.0.0/8, ::1; the daemon's set of ours holds lo's addresses
  * too) or from one (drop_loopback) is dropped: the kernel drops them as
  * martians.  Before, those to 127.0.0.1 reached the socket.  One from our
- * own address passes: what a QP connected to this host's own address sends
- * comes back that way, hairpinned by the fabric (AF_XDP bypasses the
- * kernel's local delivery; docs/PROTOCOL.md 11a).
+ * own address passes here: the program knows the host's addresses, not
+ * which are this daemon's (another daemon's interface); mrocd drops one
+ * from its own configured addresses in user space (backend.rx_src_ours:
+ * its packets to itself never leave it, afxdp_loop.c; docs/PROTOCOL.md 11a).
  * On a loopback device they are every packet, and pass.  test_run takes
  * ifindex 0 as lo (1), so the checked interface is a veth.
  */
