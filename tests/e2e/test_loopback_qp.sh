@@ -12,8 +12,9 @@
 #    on one host (when libfabric's fabtests and the provider are there);
 #  - one port, security "aead": WRITE and SEND/RECV verified, every looped packet sealed and
 #    opened (the receiver's checks stay: none skipped for a packet that crossed no wire);
-#  - two ports, daemon.workers = 2: the same, with the two clients on different workers
-#    (the loopback packet must reach the worker that owns its QP: handed over);
+#  - two ports, daemon.workers = 2, security "aead": the same, with the two clients on
+#    different workers (the loopback packet must reach the worker that owns its QP: handed
+#    over, its destination read from the sealed packet as from one off the wire);
 #  - every packet between them counted (backend.loopback_pkts), none dropped, next to
 #    nothing on the wire (the veth's TX), and `path show` names the port "loopback";
 #  - a frame from the wire "from" the daemon's own address is a reflection or a forgery
@@ -165,11 +166,12 @@ ok "aead: WRITE and SEND verified, $(counter .backend.loopback_pkts) looped pack
 e2e_stop s
 [ "$E2E_RC" = 0 ] || fail "mrocd s exited with $E2E_RC"
 
-# ---- two ports, two workers ------------------------------------------------------------
+# ---- two ports, two workers, "aead" ------------------------------------------------------------
 D=w
 e2e_config w af_xdp "$IF_A\", \"$X_A" "$IP_A" "$IP_B"
 sed -i 's/log_level = "debug"/log_level = "info"/; s/busy_poll_us = 20;/busy_poll_us = 20; workers = 2;/' \
 	"$E2E_DIR/w.conf"
+echo "security = { mode = \"aead\"; key_file = \"$E2E_DIR/keys\"; };" >>"$E2E_DIR/w.conf"
 e2e_start w "$NS_A"
 e2e_wait_ready w
 jq -e '.workers == 2' <<<"$(e2e_admin w status)" >/dev/null || fail "not 2 workers: $(e2e_admin w status)"
@@ -178,7 +180,9 @@ all_ops "two ports, two workers"
 check "two ports, two workers" "$IF_A" "$X_A"
 handed=$(counter .backend.loopback_handed)
 [ "${handed:-0}" -gt 0 ] || fail "no loopback packet was handed to the other worker: $(counter .workers)"
-ok "two workers: $handed loopback packets went to the worker that owns their QP"
+counter .worker | jq -e '.aead_rx_opened > 0 and .aead_rx_bad_tag == 0 and .aead_rx_bad_key == 0' \
+	>/dev/null || fail "two workers, aead: $(counter .worker | jq -c 'with_entries(select(.key | test("^aead")))')"
+ok "two workers, aead: $handed loopback packets went to the worker that owns their QP, all opened"
 e2e_stop w
 [ "$E2E_RC" = 0 ] || fail "mrocd w exited with $E2E_RC"
 echo "loopback QPs: every check passed"
