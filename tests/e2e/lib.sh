@@ -132,10 +132,19 @@ e2e_start_linked() {
 
 # e2e_start NAME NETNS: mrocd in the namespace, with our own NOTIFY_SOCKET listener.
 e2e_start() {
-	local name=$1 ns=$2
-	socat -u "UNIX-RECV:$E2E_DIR/$name.notify" "OPEN:$E2E_DIR/$name.notify.log,creat,append" &
-	E2E_PIDS+=($!)
-	for _ in $(seq 50); do [ -S "$E2E_DIR/$name.notify" ] && break; sleep 0.05; done
+	local name=$1 ns=$2 sp
+	# A restart: the first start's socat still listens (a second could not bind the
+	# socket), and the log starts empty, or e2e_wait_ready took the last start's READY=1
+	# and a client looked for the control socket before this mrocd made it.
+	: >"$E2E_DIR/$name.notify.log"
+	sp=$(eval "echo \${NOTIFY_PID_$name:-}")
+	if [ -z "$sp" ] || ! kill -0 "$sp" 2>/dev/null; then
+		rm -f "$E2E_DIR/$name.notify"
+		socat -u "UNIX-RECV:$E2E_DIR/$name.notify" "OPEN:$E2E_DIR/$name.notify.log,creat,append" &
+		E2E_PIDS+=($!)
+		eval "NOTIFY_PID_$name=$!"
+		for _ in $(seq 50); do [ -S "$E2E_DIR/$name.notify" ] && break; sleep 0.05; done
+	fi
 	NOTIFY_SOCKET=$E2E_DIR/$name.notify ip netns exec "$ns" "$MROCD" -c "$E2E_DIR/$name.conf" \
 		>"$E2E_DIR/$name.log" 2>&1 &
 	eval "PID_$name=$!"
