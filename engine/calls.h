@@ -129,7 +129,7 @@ void path_first_ports(struct engine *eng, struct qp *qp);
 void path_on_rtt(struct engine *eng, struct path *p, uint64_t rtt, uint64_t fabric);
 void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now);
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
-		  uint64_t now, bool late, uint64_t *sent);
+		  uint64_t now, bool late, uint64_t known, uint64_t *sent);
 void path_lend_rtt(const struct engine *eng, struct qp *qp, const struct path *p,
 		   uint64_t now);
 void path_on_ack(struct engine *eng, struct qp *qp, struct path *p, uint32_t acked_bytes,
@@ -441,9 +441,11 @@ static inline struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
  * rto_max (600 s in mrocd's config, hours in the simulator's PFC
  * transports): an ACK 3 s late was refused as from the future, and after
  * a timeout of 5 s every ACK was (test_engine_rto_max).  What 32 bits
- * cannot tell stays: an ACK 4.29 s or more late (a peer that held it that
- * long) names a time 4.29 s later than its packet's, taken as a shorter
- * RTT, never as an RTO's packet (Eifel's test: path_on_echo).
+ * cannot tell: an ACK 4.29 s or more late names a time 4.29 s later than
+ * its packet's.  path_on_echo takes the whole send time of the packet the
+ * ACK acknowledges when the echo is its stamp (test_answered_late_5s);
+ * only an ACK the peer itself held that long past its ACK delay still
+ * reads as a shorter RTT, never as an RTO's packet (Eifel's test).
  */
 static inline bool echo_sent(uint64_t now, uint32_t ts_echo, uint64_t lo, uint64_t *sent)
 {

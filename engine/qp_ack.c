@@ -701,7 +701,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	uint32_t bytes, newest = 0, rcv_delta = 0, ce_delta = 0;
 	uint16_t nak_seen = qp->nak_seen;
 	bool echo_ok, look, news, late;
-	uint64_t sent = 0;
+	uint64_t sent = 0, known;
 	int last;
 
 	/* An ACK for a path or PSNs we never used is bogus; one from before the floor is just old. */
@@ -731,6 +731,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		return 0;
 
 	bytes = walk_sack(eng, qp, p, a, &newest, now);
+	known = bytes ? sb_ent(p, newest)->sent : 0;	/* before a look moves newest */
 	look = path_look_acked(p, &newest);
 	/*
 	 * News (PSNs acknowledged, packets received, a NAK) the peer sent since
@@ -744,7 +745,8 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 		(!p->ack_seen || seq_lt(p->last_rcv_pkts, a->rcv_pkts)));
 	/* The echo is timed to when we took the ACK: no earlier than it arrived (rx_taken). */
 	late = news && rack_late(eng, p, a, now, at);
-	echo_ok = news && path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at), late, &sent);
+	echo_ok = news && path_on_echo(eng, qp, p, a->ts_echo, max_u64(now, at), late, known,
+				       &sent);
 	if (bytes || late) {
 		bool first = !p->srtt;
 

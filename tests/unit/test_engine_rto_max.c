@@ -189,6 +189,23 @@ static void test_answered_late_3s(void **state)
 }
 
 /*
+ * Past 2^32 ns: the echo's 32 bits name its packet's send time and one
+ * 4.29 s later, both after anything the path still tracks.  The ACK
+ * acknowledges that packet, whose whole send time the sender has: the
+ * RTT is the 5 s the ACK took, not 0.705 s.
+ */
+static void test_answered_late_5s(void **state)
+{
+	answered_late(state, 12 * PAIR_S, 5 * PAIR_S);
+}
+
+/* And once more round the 32 bits, a little past 2 x 4.29 s. */
+static void test_answered_late_9s(void **state)
+{
+	answered_late(state, 20 * PAIR_S, 8600 * PAIR_MS);
+}
+
+/*
  * rto_max up to an IB timeout exponent of 31 (2^43 ns) is taken; beyond it
  * path_rto's doubling and now + RTO come near 64-bit overflow (an RTO of 0).
  */
@@ -218,6 +235,8 @@ int main(void)
 		cmocka_unit_test_teardown(test_lost_until_timeout_9s_rocev2, teardown),
 		cmocka_unit_test_teardown(test_answered_late_1s, teardown),
 		cmocka_unit_test_teardown(test_answered_late_3s, teardown),
+		cmocka_unit_test_teardown(test_answered_late_5s, teardown),
+		cmocka_unit_test_teardown(test_answered_late_9s, teardown),
 		cmocka_unit_test(test_rto_max_bound),
 	};
 
