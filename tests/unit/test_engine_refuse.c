@@ -278,7 +278,7 @@ static void test_malformed_fields(void **state)
 
 		for (unsigned k = 0; k < sizeof(versions); k++)
 			feed_bad(f, pk, PKT_VERSION, versions[k], WIRE_ERR_VERSION);
-		/* 0x01 ACK_REQ, 0x02 RETX, 0x04 SPLIT (test_engine_rx: split messages) */
+		/* 0x01 ACK_REQ, 0x02 RETX, 0x04 SPLIT (test_engine_split) */
 		for (unsigned bit = 3; bit < 8; bit++)
 			feed_bad(f, pk, PKT_FLAGS, (uint8_t)(pk->data[PKT_FLAGS] | 1u << bit),
 				 WIRE_ERR_FLAGS);
