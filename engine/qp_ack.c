@@ -716,7 +716,7 @@ int qp_rx_ack(struct engine *eng, struct qp *qp, const struct wire_pkt *pkt, uin
 	 * A SACK bit for a PSN never sent on the path: walk_sack stops short
 	 * of it, and it is counted (#24).  The ACK's other news is still
 	 * taken: a receiver keeps such a bit until its cum passes it, so one
-	 * forged data packet (none; test_engine_refuse test_psn_window) would
+	 * forged data packet (none; test_engine_refuse_peer test_psn_window) would
 	 * otherwise poison every later ACK of the path.
 	 */
 	last = sack_bytes_last(a->sack);
