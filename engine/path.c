@@ -114,7 +114,7 @@ void path_first_ports(struct engine *eng, struct qp *qp)
  * four over 2 planes, one dead), nothing was ever heard on any of them and
  * each timeout and move waited rto_init (10 ms): 16 MiB over 2 planes, one
  * dead from the start, 2 or 4 paths, seeds 1-8: 0.04-0.18 of capacity in 5
- * runs of 8 (test_sim_cc test_dead_plane_new_paths_time_out).  The paths'
+ * runs of 8 (test_sim_deadplane test_dead_plane_new_paths_time_out).  The paths'
  * own routes may be slower than the handshake's: rto_min is the floor, as
  * for a sampled path, and the host's floors (path_rto) still apply.
  */

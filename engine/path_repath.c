@@ -97,7 +97,7 @@ void path_scout_answered(struct engine *eng, struct qp *qp, struct path *p, bool
 		 * prev_sport stays the port the timeout left: the one drawn then
 		 * never answered, and a move back (timeout_move_back) must judge
 		 * the route it came from (a live sibling's path went back to a
-		 * drawn port on a dead plane, test_sim_cc
+		 * drawn port on a dead plane, test_sim_deadplane
 		 * test_timeout_move_not_back_to_dead_plane).
 		 */
 		route_changed(p);
@@ -217,7 +217,7 @@ void path_note_left(struct path *p, const struct mroc_ack_hdr *a)
  * filled a slow NIC: 1 Gbit/s against 4 planes of 100-400 Gbit/s, MTU
  * 8192 (66 us a packet against an RTO of ~240 us), a plane blackholed under
  * 16 pinned paths: 15,000 probes in 1 s and the transfer's last 17 packets
- * never sent; at MTU 1500 0.35 of the NIC (test_sim_cc
+ * never sent; at MTU 1500 0.35 of the NIC (test_sim_deadplane
  * test_dead_plane_probes_leave_room: now 0.80-0.94).  A route that works
  * is found as soon as before in the common case (a hashed move lands on
  * one dead plane of four three times running one time in 64), and a plane
