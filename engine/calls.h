@@ -442,10 +442,12 @@ static inline struct dsn_entry *dsn_ent(struct qp *qp, uint32_t dsn)
  * transports): an ACK 3 s late was refused as from the future, and after
  * a timeout of 5 s every ACK was (test_engine_rto_max).  What 32 bits
  * cannot tell: an ACK 4.29 s or more late names a time 4.29 s later than
- * its packet's.  path_on_echo takes the whole send time of the packet the
- * ACK acknowledges when the echo is its stamp (test_answered_late_5s);
- * only an ACK the peer itself held that long past its ACK delay still
- * reads as a shorter RTT, never as an RTO's packet (Eifel's test).
+ * its packet's.  path_on_echo reads an echo up to 2.15 s after the
+ * stamp of the newest packet the ACK acknowledges from that packet's whole
+ * send time (test_answered_late_5s); only an echo 2.15 s or more after it
+ * (a receiver that held its ACK that long past its ACK delay, then 4.29 s
+ * on its way) still reads as a shorter RTT, never as an RTO's packet
+ * (Eifel's test).
  */
 static inline bool echo_sent(uint64_t now, uint32_t ts_echo, uint64_t lo, uint64_t *sent)
 {

@@ -587,7 +587,7 @@ void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now)
  * anything the path still tracks (its start, or the newest acknowledged
  * packet it has let go of), is not: refused (false), no RTT sample, no
  * stall.  One that may name two times (that floor 4.29 s or more back) is
- * read as the later (echo_sent) unless it is known's stamp.  A RoCEv2 NAK from a path that had received nothing
+ * read as the later (echo_sent) unless it is near known's stamp.  A RoCEv2 NAK from a path that had received nothing
  * echoed the receiver's own clock, and held every path's RTO near rto_max
  * for a minute (issue #23, finding 4); any peer could send one.  Except
  * late: qp_ack.c rack_late found it the send time of a packet the path
@@ -595,20 +595,24 @@ void path_note_rtt_max(struct engine *eng, uint64_t rtt, uint64_t now)
  * names (echo_sent), when true.
  *
  * known: the send time of the newest packet the ACK acknowledged (0:
- * none).  An echo that is its stamp names it: 32 bits alone name the
- * latest time with those bits, and an ACK 4.29 s or more on its way (a
- * PFC pause, a fixed timeout of seconds) read as 4.29 s shorter, the RTO
- * and the host's RTT maximum learnt 0.7 s for 5 s (test_engine_rto_max
- * test_answered_late_5s).
+ * none).  An echo up to 2.15 s after it names a time that far after it:
+ * the echo is the stamp of the receiver's newest packet, that one or one
+ * near it, plus what the receiver held the ACK past its ACK delay.  32 bits
+ * alone name the latest time with those bits, and an ACK 4.29 s or more on
+ * its way (a PFC pause, a fixed timeout of seconds) read as 4.29 s
+ * shorter: the RTO and the host's RTT maximum learnt 0.7 s for 5 s
+ * (test_engine_rto_max test_answered_late_5s, _held_5s).  The two differ
+ * only there.
  */
 bool path_on_echo(struct engine *eng, struct qp *qp, struct path *p, uint32_t ts_echo,
 		  uint64_t now, bool late, uint64_t known, uint64_t *sent)
 {
 	uint64_t lo = late ? p->rack_lo : p->echo_lo;
+	uint32_t after = ts_echo - (uint32_t)known;
 	uint64_t rtt;
 
-	if (known && (uint32_t)known == ts_echo && known >= lo && known <= now)
-		*sent = known;
+	if (known && after < (1u << 31) && known + after >= lo && known + after <= now)
+		*sent = known + after;
 	else if (!echo_sent(now, ts_echo, lo, sent)) {
 		/*
 		 * A look's echo (path_look_sample) come after the path's own

@@ -206,6 +206,55 @@ static void test_answered_late_9s(void **state)
 }
 
 /*
+ * The same 5 s on the way, by an ACK whose receiver also held it 1 ms past
+ * its ACK delay (its echo is the packet's stamp plus that hold, no packet's
+ * stamp): the echo names a time 1 ms after the packet it acknowledges, and
+ * the sample is the 4.999 s that leaves, not 0.704 s.  B's ACKs are kept
+ * from A; the first, rewritten so, arrives 5 s after the WRITE went.
+ */
+static void test_answered_late_held_5s(void **state)
+{
+	struct engine_config ca, cb;
+	struct engine_path_info pi;
+	struct pair_capture *cap;
+	struct engine_wr wr;
+	struct pair_pkt ack;
+	struct pair_fx *x;
+	uint64_t t0, bad;
+
+	config_fixed_rto(&ca, 12 * PAIR_S);
+	cb = ca;
+	cb.seed = 2;
+	x = pair_fx_open(state, sizeof(*x), &ca, &cb, REG_LEN, ENGINE_ACCESS_ALL, 1);
+	pair_connect(x->p, NULL, NULL, SVC);
+	bad = pair_stat(x->p, PAIR_A, EC_RX_BAD_ECHO);
+	cap = pair_capture_start(x->p, PAIR_B, PAIR_OP_BIT(MROC_OP_ACK), false);
+	t0 = x->p->now;
+	wr = pair_fx_wr(x, ENGINE_WR_WRITE, 1, 0, 100, 0);
+	assert_int_equal(pair_post(x->p, PAIR_A, &wr), 0);
+	pair_run_for(x->p, 5 * PAIR_S);
+	pair_capture_stop(x->p);
+	assert_true(cap->n >= 1);
+	ack = cap->pkt[0];
+	pkt_put32(ack.data, PKT_ACK_CUM_PSN + 8,
+		  pkt_get32(ack.data, PKT_ACK_CUM_PSN + 8) + (uint32_t)(1 * PAIR_MS));
+	pair_deliver(x->p, &ack);
+	pair_expect(x->p, PAIR_A, ENGINE_WC_WRITE, ENGINE_WC_SUCCESS, 1);
+	/* The path the WRITE went by: the only one with a sample. */
+	for (uint32_t i = 0; i < 4; i++) {
+		assert_int_equal(engine_path_info(x->p->s[PAIR_A].eng, x->p->s[PAIR_A].qpn, i, &pi),
+				 0);
+		if (pi.srtt_ns)
+			break;
+	}
+	print_message("ACK 5 s late, held 1 ms: srtt %.4f s after %.4f s, %llu echoes refused\n",
+		      (double)pi.srtt_ns / PAIR_S, (double)(x->p->now - t0) / PAIR_S,
+		      (unsigned long long)(pair_stat(x->p, PAIR_A, EC_RX_BAD_ECHO) - bad));
+	assert_int_equal(pair_stat(x->p, PAIR_A, EC_RX_BAD_ECHO), bad);
+	assert_true(pi.srtt_ns > 4 * PAIR_S && pi.srtt_ns < 5 * PAIR_S);
+}
+
+/*
  * rto_max up to an IB timeout exponent of 31 (2^43 ns) is taken; beyond it
  * path_rto's doubling and now + RTO come near 64-bit overflow (an RTO of 0).
  */
@@ -237,6 +286,7 @@ int main(void)
 		cmocka_unit_test_teardown(test_answered_late_3s, teardown),
 		cmocka_unit_test_teardown(test_answered_late_5s, teardown),
 		cmocka_unit_test_teardown(test_answered_late_9s, teardown),
+		cmocka_unit_test_teardown(test_answered_late_held_5s, teardown),
 		cmocka_unit_test(test_rto_max_bound),
 	};
 
