@@ -475,7 +475,7 @@ struct qp {
 	 * new data packet of its), and the waits that passed without one.
 	 */
 	uint64_t ans_deadline, ans_progress;
-	uint8_t ans_tries;
+	uint32_t ans_tries;	/* waits without progress (answer_timer): up to max_retx + 1 */
 	uint32_t rd_resp;	/* READ responses queued as responder */
 	struct dsn_entry *dsn;	/* by DSN; grows up to the DSN window */
 	uint32_t dsn_mask;

@@ -57,13 +57,16 @@ static void run_until_cqe(struct pair *p, int side, uint64_t limit)
 		pair_run_for(p, 100 * PAIR_US);
 }
 
-static struct pair_fx *open_pair(void **state, struct mute *m)
+/* A's retry budget max_retx (0: the test config's). */
+static struct pair_fx *open_pair_retx(void **state, struct mute *m, uint32_t max_retx)
 {
 	struct engine_config ca, cb;
 	struct pair_fx *x;
 
 	pair_test_config(&ca);
 	cb = ca;
+	if (max_retx)
+		ca.max_retx = max_retx;
 	cb.seed = 2;
 	/*
 	 * B stands for a responder whose answers never come but which lives on
@@ -82,6 +85,11 @@ static struct pair_fx *open_pair(void **state, struct mute *m)
 	x->p->filter = drop_answers;
 	x->p->filter_arg = m;
 	return x;
+}
+
+static struct pair_fx *open_pair(void **state, struct mute *m)
+{
+	return open_pair_retx(state, m, 0);
 }
 
 /*
@@ -107,6 +115,30 @@ static void test_read_never_answered(void **state)
 	assert_true(m.dropped > 0);
 	assert_int_equal(pair_stat(x->p, PAIR_A, EC_RX_ANSWER_TIMEOUT),
 			 x->p->s[PAIR_A].cfg.max_retx + 1);
+	assert_int_equal(pair_state(x->p, PAIR_A), ENGINE_QPS_ERROR);
+}
+
+/*
+ * The same with the largest retry budget the config takes (255): the
+ * count of waits was a byte, and its 256th wrapped to 0 where it had to
+ * pass 255, so the READ waited for good (and the waits started over
+ * short).
+ */
+static void test_read_never_answered_max_retx(void **state)
+{
+	struct mute m = { .on = true };
+	struct pair_fx *x = open_pair_retx(state, &m, 255);
+	struct engine_wr wr = pair_fx_wr(x, ENGINE_WR_READ, 9, 0, 16 * 1024, 0);
+	uint64_t t0 = x->p->now;
+
+	assert_int_equal(pair_post(x->p, PAIR_A, &wr), 0);
+	run_until_cqe(x->p, PAIR_A, 20000 * PAIR_MS);
+	print_message("READ never answered, max_retx 255: %u completions after %.3f s, "
+		      "%llu timeouts\n", pair_pending(x->p, PAIR_A),
+		      (double)(x->p->now - t0) / 1e9,
+		      (unsigned long long)pair_stat(x->p, PAIR_A, EC_RX_ANSWER_TIMEOUT));
+	pair_expect(x->p, PAIR_A, ENGINE_WC_READ, ENGINE_WC_RETRY_EXC_ERR, 9);
+	assert_int_equal(pair_stat(x->p, PAIR_A, EC_RX_ANSWER_TIMEOUT), 256);
 	assert_int_equal(pair_state(x->p, PAIR_A), ENGINE_QPS_ERROR);
 }
 
@@ -206,6 +238,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_teardown(test_read_never_answered, teardown),
+		cmocka_unit_test_teardown(test_read_never_answered_max_retx, teardown),
 		cmocka_unit_test_teardown(test_atomic_never_answered, teardown),
 		cmocka_unit_test_teardown(test_read_answered_late, teardown),
 		cmocka_unit_test_teardown(test_long_read_streams, teardown),
