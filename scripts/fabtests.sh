@@ -8,11 +8,19 @@
 # (1.17.0 on Debian 12: `./autogen.sh && ./configure --with-libfabric=/usr && make install`
 # in its fabtests/), then, as root:
 #
-#   FABTESTS=/path/to/fabtests/bin scripts/fabtests.sh [LIST]
+#   FABTESTS=/path/to/fabtests/bin scripts/fabtests.sh [-6] [-1] [LIST]
 #
+# -6: an IPv6-only pair (as tests/e2e/test_fi_ipv6.sh builds it: the IPv4 addresses removed,
+# IPv6 ULAs and a default IPv6 route, no IPv4 route); the hosts' FI_MROC_ADDR, the list's
+# $IP_A / $IP_B and the nodes named are IPv6, and the client-server tests take
+# `-F FI_SOCKADDR_IN6` (fabtests' benchmarks put it in their hints; the others' format follows
+# their IPv6 node).
+# -1: one host, as runfabtests runs by default: server and client both in host A on its one
+# mrocd, the client naming A's own address; host B runs no mrocd and does not forward, so
+# nothing the wire carries comes back (mrocd must deliver its own traffic inside itself).
 # LIST: a file of lines "u NAME ARGS" (one process, in host A), "c NAME ARGS" (server in
-# host B, client in A naming B, as runfabtests' client-server tests run) or "m N NAME ARGS"
-# (N clients at once); '#' comments.  Without one, the RDM and MSG tests of fabtests' quick
+# host B, client in A naming B, as runfabtests' client-server tests run; with -1 both in A)
+# or "m N NAME ARGS" (N clients at once); '#' comments.  Without one, the RDM and MSG tests of fabtests' quick
 # list that the provider supports (libfabric/README.md, "Not supported (fabtests' terms)"),
 # and its counter tests.
 # Prints a PASS/FAIL line per test; each test's output goes to OUT (a temporary directory,
@@ -20,6 +28,15 @@
 # test may take).  Session 31 found five provider bugs so (libfabric/README.md).
 set -u
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+V6=0 ONE=0
+while getopts 61 o; do
+	case $o in
+	6) V6=1 ;;
+	1) ONE=1 ;;
+	*) echo "usage: fabtests.sh [-6] [-1] [LIST]" >&2; exit 2 ;;
+	esac
+done
+shift $((OPTIND - 1))
 FT=${FABTESTS:?set FABTESTS to the directory of the fabtests binaries}
 TMO=${TMO:-60}
 [ -x "$FT/fi_rdm" ] || { echo "fabtests.sh: no fi_rdm in $FT" >&2; exit 2; }
@@ -76,8 +93,33 @@ EOF
 
 e2e_require
 e2e_setup_pair
-e2e_pair_up
-echo "fabtests: $FT; pair A=$NS_A/$IP_A B=$NS_B/$IP_B; output in $OUT"
+FMT=()
+if [ $V6 = 1 ]; then
+	V=$(printf '%x' $((E2E_ID % 65536)))
+	IP_A=fd07:$V::1 IP_B=fd07:$V::2
+	ip -n "$NS_A" -4 addr flush dev "$IF_A"
+	ip -n "$NS_B" -4 addr flush dev "$IF_B"
+	ip -n "$NS_A" addr add "$IP_A/64" dev "$IF_A" nodad
+	ip -n "$NS_B" addr add "$IP_B/64" dev "$IF_B" nodad
+	ip -n "$NS_A" -6 route add default via "$IP_B" dev "$IF_A"
+	ip -n "$NS_B" -6 route add default via "$IP_A" dev "$IF_B"
+	FMT=(-F FI_SOCKADDR_IN6)
+fi
+e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
+e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
+sed -i 's/log_level = "debug"/log_level = "info"/' "$E2E_DIR/a.conf" "$E2E_DIR/b.conf"
+if [ $ONE = 1 ]; then
+	# B only receives: no mrocd, no forwarding, so A's packets to itself that leave by the
+	# wire are lost there.
+	ip netns exec "$NS_B" sysctl -qw net.ipv4.ip_forward=0 net.ipv6.conf.all.forwarding=0
+	e2e_start a "$NS_A"
+	e2e_wait_ready a
+	SRV_NS=$NS_A SRV=a SRV_IP=$IP_A
+else
+	e2e_start_linked
+	SRV_NS=$NS_B SRV=b SRV_IP=$IP_B
+fi
+echo "fabtests: $FT; A=$NS_A/$IP_A B=$NS_B/$IP_B; server in $SRV; output in $OUT"
 
 # fx NS NAME IP BIN ARGS...: a fabtests binary in a namespace, on that host's mrocd.
 fx() {
@@ -102,17 +144,18 @@ one() {		# one process in host A
 	record "$([ $rc = 0 ] && echo PASS || echo FAIL)" "$*" - $rc
 }
 
-pair() {	# N BIN ARGS...: a server in B and N clients in A
+pair() {	# N BIN ARGS...: a server in B (with -1 in A) and N clients in A
 	local k=$1 bin=$2 s port sp rc=0 src i pids=()
 	shift 2
 	s=$(slug "$bin $*")
 	n=$((n + 1))
 	port=$((47700 + n))
-	fx "$NS_B" b "$IP_B" "$bin" -B $port -s "$IP_B" "$@" >"$OUT/$s.server" 2>&1 &
+	fx "$SRV_NS" $SRV "$SRV_IP" "$bin" -B $port -s "$SRV_IP" "${FMT[@]}" "$@" >"$OUT/$s.server" 2>&1 &
 	sp=$!
 	sleep 1
 	for ((i = 1; i <= k; i++)); do
-		fx "$NS_A" a "$IP_A" "$bin" -P $port -s "$IP_A" "$@" "$IP_B" >"$OUT/$s.client$i" 2>&1 &
+		fx "$NS_A" a "$IP_A" "$bin" -P $port -s "$IP_A" "${FMT[@]}" "$@" "$SRV_IP" \
+			>"$OUT/$s.client$i" 2>&1 &
 		pids+=($!)
 	done
 	for i in "${pids[@]}"; do wait "$i" || rc=$?; done
@@ -126,7 +169,7 @@ pair() {	# N BIN ARGS...: a server in B and N clients in A
 
 while read -r kind rest; do
 	case $kind in ''|'#'*) continue ;; esac
-	kill -0 "$PID_a" 2>/dev/null && kill -0 "$PID_b" 2>/dev/null ||
+	kill -0 "$PID_a" 2>/dev/null && { [ $ONE = 1 ] || kill -0 "$PID_b" 2>/dev/null; } ||
 		{ e2e_dump_logs; fail "a daemon died"; }
 	eval "set -- $rest"	# the list's $IP_A / $IP_B
 	case $kind in
