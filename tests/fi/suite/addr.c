@@ -134,27 +134,6 @@ static void getname_family(struct fab *f)
 	       fam == AF_INET6 ? "sockaddr_in6" : "sockaddr_in", l);
 }
 
-/* The port of a name of either family. */
-static uint16_t name_port(const uint8_t *name)
-{
-	sa_family_t fam;
-
-	memcpy(&fam, name, sizeof(fam));
-	return ntohs(fam == AF_INET6 ? ((const struct sockaddr_in6 *)name)->sin6_port :
-				       ((const struct sockaddr_in *)name)->sin_port);
-}
-
-static void set_port(uint8_t *name, uint16_t p)
-{
-	sa_family_t fam;
-
-	memcpy(&fam, name, sizeof(fam));
-	if (fam == AF_INET6)
-		((struct sockaddr_in6 *)name)->sin6_port = htons(p);
-	else
-		((struct sockaddr_in *)name)->sin_port = htons(p);
-}
-
 /*
  * fi_setname: another endpoint's port is taken (-FI_EADDRINUSE) until it
  * closes, then it is ours; another host's address is not (-FI_EADDRNOTAVAIL);
@@ -191,7 +170,7 @@ static void setname(struct fab *f)
 		((struct sockaddr_in6 *)other)->sin6_addr.s6_addr[15] ^= 1;
 	else
 		((struct sockaddr_in *)other)->sin_addr.s_addr ^= htonl(1);
-	set_port(other, 0);
+	name_set_port(other, 0);
 	err = fi_setname(&b->fid, other, lb);
 	if (err != -FI_EADDRNOTAVAIL)
 		die("addr: fi_setname to another address: %d, not -FI_EADDRNOTAVAIL", err);

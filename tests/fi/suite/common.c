@@ -43,6 +43,39 @@ void verify(const uint8_t *b, size_t n, uint64_t seed, const char *what)
 			die("%s: byte %zu of %zu is 0x%02x, not 0x%02x", what, i, n, b[i], pat(i, seed));
 }
 
+static sa_family_t name_family(const void *name)
+{
+	sa_family_t fam;
+
+	memcpy(&fam, name, sizeof(fam));
+	return fam;
+}
+
+uint16_t name_port(const void *name)
+{
+	return ntohs(name_family(name) == AF_INET6 ? ((const struct sockaddr_in6 *)name)->sin6_port :
+						     ((const struct sockaddr_in *)name)->sin_port);
+}
+
+void name_set_port(void *name, uint16_t p)
+{
+	if (name_family(name) == AF_INET6)
+		((struct sockaddr_in6 *)name)->sin6_port = htons(p);
+	else
+		((struct sockaddr_in *)name)->sin_port = htons(p);
+}
+
+void name_set_ip(void *name, const char *ip)
+{
+	sa_family_t fam = name_family(name);
+	void *a = fam == AF_INET6 ? (void *)&((struct sockaddr_in6 *)name)->sin6_addr :
+				    (void *)&((struct sockaddr_in *)name)->sin_addr;
+
+	if (inet_pton(fam, ip, a) != 1)
+		die("%s is not an %s address (the endpoint's family)", ip,
+		    fam == AF_INET6 ? "IPv6" : "IPv4");
+}
+
 /* ---- out of band: a TCP connection ------------------------------------------------ */
 
 static int oob_listen_fd = -1;

@@ -232,8 +232,8 @@ static void bad_addrs(struct fab *f, fi_addr_t self)
 		EXPECT_ERR(fi_getname(&f->ep->fid, NULL, &l), -FI_EINVAL);
 		l = 0;
 		EXPECT_ERR(fi_getname(&f->ep->fid, NULL, &l), -FI_ETOOSMALL);	/* the size asked */
-		if (l != sizeof(struct sockaddr_in))
-			die("fi_getname's size: %zu", l);
+		if (l != f->info->src_addrlen)
+			die("fi_getname's size: %zu, not src_addrlen %zu", l, f->info->src_addrlen);
 		l = sizeof(s);
 		if (fi_av_straddr(f->av, NULL, s, &l) != s || !memchr(s, 0, sizeof(s)))
 			die("fi_av_straddr of NULL");
@@ -308,7 +308,7 @@ static void bind_twice(struct fab *f)
 /* An AV entry with no endpoint behind it (a port nothing listens on): an error, no hang. */
 static void dead_peer(struct fab *f)
 {
-	struct sockaddr_in sin;
+	struct sockaddr_storage sin;	/* the endpoint's family */
 	size_t l = sizeof(sin);
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry ee = { 0 };
@@ -324,9 +324,8 @@ static void dead_peer(struct fab *f)
 	if (!getenv("MISUSE_DEAD_IP"))
 		return;
 	CHECK(fi_getname(&f->ep->fid, &sin, &l));
-	if (inet_pton(AF_INET, getenv("MISUSE_DEAD_IP"), &sin.sin_addr) != 1)
-		die("MISUSE_DEAD_IP");
-	sin.sin_port = htons(ntohs(sin.sin_port) == 1 ? 2 : 1);
+	name_set_ip(&sin, getenv("MISUSE_DEAD_IP"));
+	name_set_port(&sin, name_port(&sin) == 1 ? 2 : 1);
 	if (fi_av_insert(f->av, &sin, 1, &dead, 0, NULL) != 1)
 		die("fi_av_insert");
 	/* tx_attr->size operations outstanding (they wait for the connection), then -FI_EAGAIN. */
@@ -365,7 +364,7 @@ static void dead_peer(struct fab *f)
  */
 static void unanswered(struct fab *f)
 {
-	struct sockaddr_in sin;
+	struct sockaddr_storage sin;	/* the endpoint's family */
 	size_t l = sizeof(sin), failed = 0;
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry ee = { 0 };
@@ -374,7 +373,7 @@ static void unanswered(struct fab *f)
 	double t0 = now_s();
 
 	CHECK(fi_getname(&f->ep->fid, &sin, &l));
-	sin.sin_port = htons(ntohs(sin.sin_port) == 1 ? 2 : 1);
+	name_set_port(&sin, name_port(&sin) == 1 ? 2 : 1);
 	if (fi_av_insert(f->av, &sin, 1, &none, 0, NULL) != 1)
 		die("fi_av_insert");
 	POST(f, fi_send(f->ep, f->buf, 64, f->desc, none, CTX));

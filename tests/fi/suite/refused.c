@@ -10,7 +10,7 @@
 void t_refused(void)
 {
 	struct fab f = { 0 };
-	struct sockaddr_in sin;
+	struct sockaddr_storage sin;	/* the endpoint's family */
 	size_t l = sizeof(sin), failed = 0;
 	struct fi_cq_tagged_entry e;
 	struct fi_cq_err_entry ee = { 0 };
@@ -25,8 +25,7 @@ void t_refused(void)
 	if (fab_open(&f, FI_MSG | FI_TAGGED, 4096, 0))
 		die("fab_open");
 	CHECK(fi_getname(&f.ep->fid, &sin, &l));
-	if (inet_pton(AF_INET, getenv("REFUSED_IP"), &sin.sin_addr) != 1)
-		die("REFUSED_IP");
+	name_set_ip(&sin, getenv("REFUSED_IP"));
 	if (fi_av_insert(f.av, &sin, 1, &peer, 0, NULL) != 1)
 		die("fi_av_insert");
 	t0 = now_s();

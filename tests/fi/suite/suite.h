@@ -64,6 +64,11 @@ double ms_since(double t0);
 uint8_t pat(uint64_t i, uint64_t seed);
 void fill(uint8_t *b, size_t n, uint64_t seed);
 void verify(const uint8_t *b, size_t n, uint64_t seed, const char *what);
+/* An endpoint's name (a sockaddr_in or sockaddr_in6, by its family): its port, and the
+ * name with another port or another host's address (ip of the name's family, else die). */
+uint16_t name_port(const void *name);
+void name_set_port(void *name, uint16_t p);
+void name_set_ip(void *name, const char *ip);
 
 /* The out-of-band line: a TCP connection (the client connects to SERVER:port). */
 int oob_open(void);
