@@ -187,5 +187,8 @@ while read -r kind rest; do
 	*) echo "fabtests.sh: unknown line kind $kind" >&2 ;;
 	esac
 done < <(if [ -n "${1:-}" ]; then cat "$1"; else default_list; fi)
+# With -1, what A's mrocd delivered to itself (an mrocd without in-daemon loopback: null).
+[ $ONE = 1 ] && echo "fabtests: A's mrocd: $(e2e_admin a counters |
+	jq -c '.backend | {loopback_pkts, loopback_drops}' 2>/dev/null)"
 echo "fabtests: $failed failed, $skipped skipped; output in $OUT"
 [ "$failed" = 0 ]
