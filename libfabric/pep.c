@@ -158,20 +158,24 @@ static int pep_listen(struct fid_pep *fid)
 	return pep->listeners ? 0 : -FI_ENODEV;
 }
 
-/* The answer goes in a HELLO; the QP closes once it is delivered (mfi_pep_progress). */
+/*
+ * The answer goes in a HELLO; the QP closes once it is delivered (mfi_pep_progress).
+ * The handle is compared with our requests' before anything reads it: a request
+ * rejected already may be freed (its answer delivered at once when the client is on
+ * this mrocd), so a second fi_reject of it is -FI_ENOENT, not a read after free.
+ */
 static int pep_reject(struct fid_pep *fid, fid_t handle, const void *param, size_t paramlen)
 {
 	struct mfi_pep *pep = container_of(fid, struct mfi_pep, pep_fid);
 	struct mfi_conn *c;
 
-	if (!handle || handle->fclass != FI_CLASS_CONNREQ || paramlen > MFI_CM_DATA_MAX ||
-	    (paramlen && !param))
+	if (!handle || paramlen > MFI_CM_DATA_MAX || (paramlen && !param))
 		return -FI_EINVAL;
 	for (c = pep->listeners; c; c = c->next)
 		if (&c->handle == handle && c->connreq && !c->rejecting)
 			break;
 	if (!c)
-		return -FI_ENOENT;
+		return -FI_ENOENT;	/* not a request of ours waiting (so not read) */
 	mfi_connreq_forget(c);	/* its handle names nothing from now on */
 	c->rejecting = true;
 	if (c->state == MFI_CONN_UP && !mfi_send_hello(c, param, paramlen, MFI_HELLO_REJECT))
