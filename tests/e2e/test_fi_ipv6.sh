@@ -8,7 +8,8 @@
 #    provider finds its IPv6 address itself (no FI_MROC_ADDR: the route's source);
 #  - fi_suite's rdm, tagged ping-pong, RMA, CM private data and zcopy over IPv6 names
 #    (FI_MROC_ADDR an IPv6 address), its unit checks of FI_SOCKADDR_IN6 names, and its
-#    misuse checks (sends to a dead peer's IPv6 name and to one never answered among them);
+#    misuse checks (sends to a dead peer's IPv6 name and to a port nothing has on our own
+#    mrocd among them);
 #  - tests/fi/fi_atomic_check: fetch-adds from two clients to an IPv6 target;
 #  - Open MPI over mtl ofi / mroc (tests/mpi/mpi_bench allreduce), results verified;
 #  - the NCCL plugin's contract and ring AllReduce between the two hosts, 2 ranks, its
@@ -92,13 +93,13 @@ grep '^ok: addr' "$E2E_DIR/unit.out"
 grep -q '^ok: addr: fi_getname: a sockaddr_in6' "$E2E_DIR/unit.out" ||
 	fail "fi_suite unit: the endpoint's name is not IPv6: $(cat "$E2E_DIR/unit.out")"
 ok "fi_suite unit with an IPv6 address: FI_SOCKADDR_IN6 in getinfo, the AV, fi_getname"
-# misuse (test_fi_misuse.sh's run): its dead peer B's IPv6 address, its unanswered sends
-# to our own mrocd's at a port nothing has.
+# misuse (test_fi_misuse.sh's run): its dead peer B's IPv6 address, and sends to a port
+# nothing has on our own mrocd.
 on "$NS_A" a FI_PROVIDER=mroc FI_MROC_ADDR="$IP_A" MISUSE_DEAD_IP="$IP_B" \
 	FI_MROC_CONNECT_TIMEOUT_MS=10000 timeout 100 "$SUITE" misuse >"$E2E_DIR/misuse.out" 2>&1 ||
 	fail "fi_suite misuse over IPv6: $(cat "$E2E_DIR/misuse.out")"
 grep -E '^ok: misuse: (sends to an fi_addr with no|a send and a tagged)' "$E2E_DIR/misuse.out"
-ok "fi_suite misuse over IPv6: the dead peer's and the unanswered sends end with errors"
+ok "fi_suite misuse over IPv6: the dead peer's sends and those to a port nothing has here end with errors"
 pair rdm -n 5
 pair tagged_pingpong -n 10 -S 64,65536,1048576
 pair rma_write -n 4 -w 16 -S 65536

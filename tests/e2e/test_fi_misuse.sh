@@ -3,8 +3,8 @@
 # The provider called wrongly (tests/fi/suite/misuse.c, fi_suite misuse): one mrocd on AF_XDP
 # in a network namespace, the endpoint sending to its own name.  Objects closed while bound
 # (AV, CQ, EQ: -FI_EBUSY), NULL buffers with a length, fi_addrs not in the AV or removed
-# (-FI_EINVAL), sends to our own mrocd's address that it never answers (FI_ETIMEDOUT after
-# FI_MROC_CONNECT_TIMEOUT_MS, 10 s here), fi_cq_read of 0 entries, two threads running progress at once
+# (-FI_EINVAL), sends to a port nothing has on our own mrocd (refused by it, or, where it
+# does not reach itself, FI_ETIMEDOUT after FI_MROC_CONNECT_TIMEOUT_MS, 10 s here), fi_cq_read of 0 entries, two threads running progress at once
 # (FI_THREAD_SAFE, also between the daemons: misuse_threads); MSG endpoints' sends before fi_connect and after fi_shutdown (misuse_msg,
 # the server in B; it closes its passive endpoint before accepting the request it read): each the documented error code, never a crash or a hang.
 set -u

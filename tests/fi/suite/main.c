@@ -57,8 +57,8 @@
  *                    AV and fi_getname, CQ and EQ reads into NULL, fi_addrs not in the AV
  *                    or removed, fi_cq_read of 0 entries, an atomic at an unaligned
  *                    target address, a claim given up (fi_cancel) or
- *                    discarded, sends to an address never answered (our own mrocd's:
- *                    FI_ETIMEDOUT), two threads running progress and a third
+ *                    discarded, sends to a port nothing has on our own mrocd (an
+ *                    error, FI_ETIMEDOUT where mrocd does not reach itself), two threads running progress and a third
  *                    fi_rx/tx_size_left at once (FI_THREAD_SAFE)
  *   misuse_msg       MSG endpoints: sends before fi_connect and after either side's
  *                    fi_shutdown refused (never queued for ever); connect, accept twice;

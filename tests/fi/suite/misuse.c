@@ -318,8 +318,7 @@ static void dead_peer(struct fab *f)
 
 	/*
 	 * Another host's mrocd (the other daemon of the pair, MISUSE_DEAD_IP): a process
-	 * gone there.  Not our own mrocd's address: a connect to it is never answered
-	 * unless mrocd can reach itself (the README says so), dead peer or not.
+	 * gone there (unanswered() is our own mrocd's).
 	 */
 	if (!getenv("MISUSE_DEAD_IP"))
 		return;
@@ -357,10 +356,11 @@ static void dead_peer(struct fab *f)
 }
 
 /*
- * An address whose connect is never answered: our own mrocd's, a port nothing has
- * (mrocd does not reach itself, so its CONNECT_REQ goes nowhere).  A send and a tagged
- * send there end with an error (FI_ETIMEDOUT or the transport's) in bounded time,
- * never hang, and the endpoint works on: a message to ourselves after.
+ * Our own mrocd's address, a port nothing has: mrocd answers it itself (refused), or,
+ * an mrocd that does not deliver its own traffic on a fabric that does not hairpin it,
+ * never (its CONNECT_REQ goes nowhere: FI_ETIMEDOUT after FI_MROC_CONNECT_TIMEOUT_MS).
+ * A send and a tagged send there end with an error in bounded time either way, never
+ * hang, and the endpoint works on: a message to ourselves after.
  */
 static void unanswered(struct fab *f)
 {
@@ -387,17 +387,17 @@ static void unanswered(struct fab *f)
 			CHECK(fi_cq_readerr(f->cq, &ee, 0) == 1 ? 0 : -FI_EOTHER);
 			failed++;
 		} else if (r != -FI_EAGAIN) {
-			die("a send to an address that never answers: %zd", r);
+			die("a send to a port nothing has on our own mrocd: %zd", r);
 		} else if (time(NULL) > deadline) {
-			die("sends to an address that never answers: %zu of 2 ended in %.0f ms",
+			die("sends to a port nothing has on our own mrocd: %zu of 2 ended in %.0f ms",
 			    failed, ms_since(t0));
 		}
 	}
 	POST(f, fi_recv(f->ep, f->buf, 64, f->desc, FI_ADDR_UNSPEC, CTX));
 	POST(f, fi_send(f->ep, f->buf + 64, 64, f->desc, self_addr(f), CTX));
 	reap(f, 2);
-	printf("ok: misuse: a send and a tagged send to an address that never answers (our own "
-	       "mrocd's), its AV entry removed meanwhile: each ended with error %d (%s) within "
+	printf("ok: misuse: a send and a tagged send to a port nothing has on our own mrocd, "
+	       "its AV entry removed meanwhile: each ended with error %d (%s) within "
 	       "%.0f ms; the endpoint works on\n",
 	       ee.err, fi_strerror(ee.err), ms_since(t0));
 }
