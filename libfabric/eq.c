@@ -114,25 +114,32 @@ int mfi_eq_push(struct mfi_eq *eq, uint32_t event, struct fid *fid, struct fi_in
 	return 0;
 }
 
-/* Progress on the passive and MSG endpoints bound to it: the endpoints' completions found. */
+/*
+ * Progress on the passive and MSG endpoints bound to it: the endpoints' completions found.
+ * The endpoints first: a client that saw FI_CONNECTED (our accept's HELLO arrived) may
+ * connect again at once, and its request can be in a listener by the time the HELLO's
+ * completion is in the accepted endpoint's QP; looked at in this order, the server's
+ * FI_CONNECTED is queued before that FI_CONNREQ, as they happened (fabtests' fi_multi_ep
+ * -e msg reads them in that order; fi_suite cm_data).
+ */
 static int eq_progress(struct mfi_eq *eq)
 {
 	int n = 0;
 
 	for (size_t i = 0; i < eq->nobjs; i++) {
 		struct fid *f = eq->objs[i];
+		struct mfi_ep *ep = container_of(f, struct mfi_ep, ep_fid.fid);
 
-		if (f->fclass == FI_CLASS_PEP) {
-			mfi_pep_progress(container_of(f, struct mfi_pep, pep_fid.fid));
-		} else {
-			struct mfi_ep *ep = container_of(f, struct mfi_ep, ep_fid.fid);
-
-			/* Under the domain's lock, as a CQ read's: another thread may run it too. */
-			mfi_lock(ep->dom);
-			n += mfi_ep_progress(ep);
-			mfi_unlock(ep->dom);
-		}
+		if (f->fclass == FI_CLASS_PEP)
+			continue;
+		/* Under the domain's lock, as a CQ read's: another thread may run it too. */
+		mfi_lock(ep->dom);
+		n += mfi_ep_progress(ep);
+		mfi_unlock(ep->dom);
 	}
+	for (size_t i = 0; i < eq->nobjs; i++)
+		if (eq->objs[i]->fclass == FI_CLASS_PEP)
+			mfi_pep_progress(container_of(eq->objs[i], struct mfi_pep, pep_fid.fid));
 	return n;
 }
 

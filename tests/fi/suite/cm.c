@@ -252,6 +252,61 @@ static void cm_client_round(struct msgfab *m, const void *name, size_t n, uint64
 }
 
 /*
+ * Events in the order they happened: a client that saw FI_CONNECTED connects its next
+ * endpoint at once (fabtests' fi_multi_ep -e msg), so the server's FI_CONNECTED of the
+ * first (its accept's HELLO delivered) comes before the second's FI_CONNREQ, even when
+ * both were there by the server's next look (it looks only after the client connected
+ * again and that request had time to come: the order must not depend on when it looks).
+ */
+static void cm_order_server(struct msgfab *m, int oob)
+{
+	struct fid_ep *first;
+	struct fi_info *info = msg_connreq(m, 0, 0);
+
+	msg_ep(m, info);
+	CHECK(fi_accept(m->ep, NULL, 0));
+	fi_freeinfo(info);
+	first = m->ep;
+	oob_sync(oob);		/* the client has FI_CONNECTED and connects again */
+	usleep(300 * 1000);	/* its request comes meanwhile; nothing here looks */
+	if (msg_event(m, FI_CONNECTED, sizeof(*m->entry)) != sizeof(*m->entry) ||
+	    m->entry->fid != &first->fid)
+		die("cm order: the first endpoint's FI_CONNECTED is not the next event");
+	info = msg_connreq(m, 0, 0);
+	msg_ep(m, info);
+	CHECK(fi_accept(m->ep, NULL, 0));
+	fi_freeinfo(info);
+	if (msg_event(m, FI_CONNECTED, sizeof(*m->entry)) != sizeof(*m->entry) ||
+	    m->entry->fid != &m->ep->fid)
+		die("cm order: the second endpoint's FI_CONNECTED");
+	oob_sync(oob);
+	CHECK(fi_close(&m->ep->fid));
+	CHECK(fi_close(&first->fid));
+	m->ep = NULL;
+}
+
+static void cm_order_client(struct msgfab *m, const void *name, int oob)
+{
+	struct fid_ep *first;
+
+	msg_ep(m, m->info);
+	CHECK(fi_connect(m->ep, name, NULL, 0));
+	if (msg_event(m, FI_CONNECTED, sizeof(*m->entry) + m->cm_max) < 0)
+		die("cm order: the first fi_connect");
+	first = m->ep;
+	msg_ep(m, m->info);
+	CHECK(fi_connect(m->ep, name, NULL, 0));
+	oob_sync(oob);
+	if (msg_event(m, FI_CONNECTED, sizeof(*m->entry) + m->cm_max) < 0 ||
+	    m->entry->fid != &m->ep->fid)
+		die("cm order: the second fi_connect");
+	oob_sync(oob);
+	CHECK(fi_close(&m->ep->fid));
+	CHECK(fi_close(&first->fid));
+	m->ep = NULL;
+}
+
+/*
  * fi_connect, fi_accept and fi_reject each with 0, 1, 100 and FI_OPT_CM_DATA_SIZE
  * bytes of private data, each arriving byte for byte (FI_CONNREQ, FI_CONNECTED,
  * the reject's err_data, in the provider's buffer and in ours, and in the
@@ -292,6 +347,12 @@ void t_cm_data(void)
 	}
 	printf("ok: cm_data: connect, accept and reject with 0, 1, 100 and %zu bytes, each "
 	       "checked; %zu refused\n", m.cm_max, m.cm_max + 1);
+	if (srv)
+		cm_order_server(&m, oob);
+	else
+		cm_order_client(&m, theirs + 8, oob);
+	printf("ok: cm_data: a client's second connect right after its FI_CONNECTED: the "
+	       "server's FI_CONNECTED of the first came first\n");
 	if (m.pep)
 		CHECK(fi_close(&m.pep->fid));
 	CHECK(fi_close(&m.cq->fid));
