@@ -5,7 +5,7 @@
 # provider as server, then as client).  OLD_BUILD names the older build folder (one with
 # libmroc-fi.so, e.g. a main checkout's build/); skipped without it.
 set -u
-. "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/../tests/e2e/lib.sh"
 
 PROV=$BUILD/libmroc-fi.so
 e2e_require
