@@ -97,14 +97,7 @@ e2e_require
 e2e_setup_pair
 FMT=()
 if [ $V6 = 1 ]; then
-	V=$(printf '%x' $((E2E_ID % 65536)))
-	IP_A=fd07:$V::1 IP_B=fd07:$V::2
-	ip -n "$NS_A" -4 addr flush dev "$IF_A"
-	ip -n "$NS_B" -4 addr flush dev "$IF_B"
-	ip -n "$NS_A" addr add "$IP_A/64" dev "$IF_A" nodad
-	ip -n "$NS_B" addr add "$IP_B/64" dev "$IF_B" nodad
-	ip -n "$NS_A" -6 route add default via "$IP_B" dev "$IF_A"
-	ip -n "$NS_B" -6 route add default via "$IP_A" dev "$IF_B"
+	e2e_pair_ipv6_only
 	FMT=(-F FI_SOCKADDR_IN6)
 fi
 e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"

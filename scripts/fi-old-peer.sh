@@ -6,6 +6,7 @@
 # libmroc-fi.so, e.g. a main checkout's build/); skipped without it.
 set -u
 . "$(dirname "$0")/../tests/e2e/lib.sh"
+. "$(dirname "$0")/../tests/e2e/fi_lib.sh"
 
 PROV=$BUILD/libmroc-fi.so
 e2e_require
@@ -26,26 +27,14 @@ fipp() {
 		FI_MROC_ADDR="$ip" timeout 120 fi_pingpong -p mroc "$@"
 }
 
-# pingpong PORT SERVER_DIR CLIENT_DIR ARGS...: server in B, client in A.
+# pingpong PORT SERVER_DIR CLIENT_DIR ARGS...: server in B, client in A (fi_lib.sh's pp_pair).
+srv_b() { fipp "$NS_B" b "$IP_B" "$PP_SDIR" "$@"; }
+cli_a() { fipp "$NS_A" a "$IP_A" "$PP_CDIR" "$@"; }
 pingpong() {
-	local port=$1 sdir=$2 cdir=$3
+	local port=$1
+	PP_SDIR=$2 PP_CDIR=$3
 	shift 3
-	fipp "$NS_B" b "$IP_B" "$sdir" -B "$port" "$@" >"$E2E_DIR/pp-srv.txt" 2>&1 &
-	local srv=$!
-	for _ in $(seq 200); do
-		ip netns exec "$NS_B" ss -Hltn "sport = :$port" | grep -q . && break
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.1
-	done
-	fipp "$NS_A" a "$IP_A" "$cdir" -P "$port" "$@" "$IP_B" >"$E2E_DIR/pp-cli.txt" 2>&1
-	local rc=$?
-	wait "$srv"
-	local src=$?
-	if [ $rc != 0 ] || [ $src != 0 ] || ! grep -q "^1m .*=10 " "$E2E_DIR/pp-cli.txt"; then
-		echo "client (exit $rc):"; cat "$E2E_DIR/pp-cli.txt"
-		echo "server (exit $src):"; cat "$E2E_DIR/pp-srv.txt"
-		return 1
-	fi
+	pp_pair "$port" "$NS_B" srv_b cli_a "$IP_B" "$@"
 }
 
 port=47640

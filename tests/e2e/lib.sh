@@ -103,6 +103,21 @@ transport = {
 CONF
 }
 
+# e2e_pair_ipv6_only: after e2e_setup_pair, the pair's IPv4 addresses replaced by IPv6 ones
+# (IP_A, IP_B in fd07:ID::/64), each host the other's default route (so "the route's source"
+# has an IPv6 answer and no IPv4 one).
+e2e_pair_ipv6_only() {
+	local v
+	v=$(printf '%x' $((E2E_ID % 65536)))
+	IP_A=fd07:$v::1 IP_B=fd07:$v::2
+	ip -n "$NS_A" -4 addr flush dev "$IF_A"
+	ip -n "$NS_B" -4 addr flush dev "$IF_B"
+	ip -n "$NS_A" addr add "$IP_A/64" dev "$IF_A" nodad
+	ip -n "$NS_B" addr add "$IP_B/64" dev "$IF_B" nodad
+	ip -n "$NS_A" -6 route add default via "$IP_B" dev "$IF_A"
+	ip -n "$NS_B" -6 route add default via "$IP_A" dev "$IF_B"
+}
+
 # e2e_pair_up: both hosts of e2e_setup_pair on AF_XDP (log level info), started and ready.
 e2e_pair_up() {
 	e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"

@@ -16,6 +16,7 @@
 #    address the route's (no NCCL_MROC_ADDR), the handle carrying the IPv6 address.
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fi_lib.sh"
 
 PROV=$BUILD/libmroc-fi.so
 SUITE=$BUILD/tests/fi/fi_suite
@@ -28,15 +29,7 @@ command -v fi_pingpong >/dev/null || skip "needs fi_pingpong (libfabric-bin; scr
 [ -f "$PROV" ] && [ -x "$SUITE" ] && [ -x "$CHECKER" ] || skip "the provider or its tests not built"
 
 e2e_setup_pair
-V=$(printf '%x' $((E2E_ID % 65536)))
-IP_A=fd07:$V::1 IP_B=fd07:$V::2
-ip -n "$NS_A" -4 addr flush dev "$IF_A"
-ip -n "$NS_B" -4 addr flush dev "$IF_B"
-ip -n "$NS_A" addr add "$IP_A/64" dev "$IF_A" nodad
-ip -n "$NS_B" addr add "$IP_B/64" dev "$IF_B" nodad
-# A default route, so "the route's source" has an answer (IPv6's, there is no IPv4 route).
-ip -n "$NS_A" -6 route add default via "$IP_B" dev "$IF_A"
-ip -n "$NS_B" -6 route add default via "$IP_A" dev "$IF_B"
+e2e_pair_ipv6_only
 ip -n "$NS_A" -4 route get 192.0.2.1 >/dev/null 2>&1 && fail "an IPv4 route is left in $NS_A"
 e2e_config a af_xdp "$IF_A" "$IP_A" "$IP_B"
 e2e_config b af_xdp "$IF_B" "$IP_B" "$IP_A"
@@ -56,27 +49,12 @@ grep -q "addr_format: FI_SOCKADDR_IN6" "$E2E_DIR/fi_info.out" ||
 	fail "fi_info: no FI_SOCKADDR_IN6 entry: $(cat "$E2E_DIR/fi_info.out")"
 ok "fi_info -p mroc -a FI_SOCKADDR_IN6 -n $IP_A: FI_SOCKADDR_IN6 entries"
 
-# pingpong PORT ARGS...: server in B, client in A; both must pass.
+srv_b() { on "$NS_B" b timeout 120 fi_pingpong -6 -p mroc "$@"; }
+cli_a() { on "$NS_A" a timeout 120 fi_pingpong -6 -p mroc "$@"; }
 pingpong() {
 	local port=$1
 	shift
-	on "$NS_B" b timeout 120 fi_pingpong -6 -p mroc -B "$port" "$@" >"$E2E_DIR/pp-srv.txt" 2>&1 &
-	local srv=$!
-	for _ in $(seq 200); do
-		ip netns exec "$NS_B" ss -Hltn "sport = :$port" | grep -q . && break
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.1
-	done
-	on "$NS_A" a timeout 120 fi_pingpong -6 -p mroc -P "$port" "$@" "$IP_B" >"$E2E_DIR/pp-cli.txt" 2>&1
-	local rc=$?
-	wait "$srv"
-	local src=$?
-	if [ $rc != 0 ] || [ $src != 0 ] || ! grep -q "^1m .*=10 " "$E2E_DIR/pp-cli.txt"; then
-		echo "client (exit $rc):"; cat "$E2E_DIR/pp-cli.txt"
-		echo "server (exit $src):"; cat "$E2E_DIR/pp-srv.txt"
-		return 1
-	fi
-	cat "$E2E_DIR/pp-cli.txt"
+	pp_pair "$port" "$NS_B" srv_b cli_a "$IP_B" "$@"
 }
 
 pingpong 47620 -e msg -I 10 -c || fail "fi_pingpong -6 -e msg"
@@ -86,7 +64,6 @@ ok "fi_pingpong -6 -p mroc -e rdm over IPv6: 64 B .. 1 MiB, data checked"
 
 # fi_suite (fi_lib.sh's pair) with FI_MROC_ADDR the host's IPv6 address.
 port=47630
-. "$(dirname "$0")/fi_lib.sh"
 on "$NS_A" a FI_PROVIDER=mroc FI_MROC_ADDR="$IP_A" timeout 60 "$SUITE" unit >"$E2E_DIR/unit.out" 2>&1 ||
 	fail "fi_suite unit over IPv6: $(cat "$E2E_DIR/unit.out")"
 grep '^ok: addr' "$E2E_DIR/unit.out"

@@ -13,6 +13,7 @@
 # scripts/fabtests.sh -1 runs the real fabtests so.
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fi_lib.sh"
 
 PROV=$BUILD/libmroc-fi.so
 SUITE=$BUILD/tests/fi/fi_suite
@@ -37,26 +38,12 @@ on() {
 }
 
 # pingpong ADDR PORT ARGS...: fi_pingpong's server and client in A; both must pass.
+pp_on() { on "$PP_ADDR" timeout 120 fi_pingpong -p mroc "$@"; }
 pingpong() {
-	local addr=$1 port=$2 rc src
+	PP_ADDR=$1
+	local port=$2
 	shift 2
-	on "$addr" timeout 120 fi_pingpong -p mroc -B "$port" "$@" >"$E2E_DIR/pp-srv.txt" 2>&1 &
-	local srv=$!
-	for _ in $(seq 200); do
-		ip netns exec "$NS_A" ss -Hltn "sport = :$port" | grep -q . && break
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.1
-	done
-	on "$addr" timeout 120 fi_pingpong -p mroc -P "$port" "$@" "$addr" >"$E2E_DIR/pp-cli.txt" 2>&1
-	rc=$?
-	wait "$srv"
-	src=$?
-	if [ $rc != 0 ] || [ $src != 0 ] || ! grep -q "^1m .*=10 " "$E2E_DIR/pp-cli.txt"; then
-		echo "client (exit $rc):"; cat "$E2E_DIR/pp-cli.txt"
-		echo "server (exit $src):"; cat "$E2E_DIR/pp-srv.txt"
-		return 1
-	fi
-	cat "$E2E_DIR/pp-cli.txt"
+	pp_pair "$port" "$NS_A" pp_on pp_on "$PP_ADDR" "$@"
 }
 
 # suite ADDR TEST ARGS...: fi_suite's server and client of TEST in A; both must pass.

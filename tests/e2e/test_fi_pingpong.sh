@@ -7,6 +7,7 @@
 # tagged, every default size from 64 B to 1 MiB with fi_pingpong's data check (-c).
 set -u
 . "$(dirname "$0")/lib.sh"
+. "$(dirname "$0")/fi_lib.sh"
 
 PROV=$BUILD/libmroc-fi.so
 e2e_require
@@ -32,28 +33,13 @@ fipp() {
 		FI_MROC_ADDR="$ip" timeout 120 fi_pingpong -p mroc "$@"
 }
 
-# pingpong PORT ARGS...: server in B, client in A, both must pass and agree.
+# pingpong PORT ARGS...: server in B, client in A, both must pass and agree (fi_lib.sh).
+srv_b() { fipp "$NS_B" b "$IP_B" "$@"; }
+cli_a() { fipp "$NS_A" a "$IP_A" "$@"; }
 pingpong() {
 	local port=$1
 	shift
-	fipp "$NS_B" b "$IP_B" -B "$port" "$@" >"$E2E_DIR/pp-srv.txt" 2>&1 &
-	local srv=$!
-	# The client must not knock before the server's control port listens (a busy machine).
-	for _ in $(seq 200); do
-		ip netns exec "$NS_B" ss -Hltn "sport = :$port" | grep -q . && break
-		kill -0 "$srv" 2>/dev/null || break
-		sleep 0.1
-	done
-	fipp "$NS_A" a "$IP_A" -P "$port" "$@" "$IP_B" >"$E2E_DIR/pp-cli.txt" 2>&1
-	local rc=$?
-	wait "$srv"
-	local src=$?
-	if [ $rc != 0 ] || [ $src != 0 ] || ! grep -q "^1m .*=10 " "$E2E_DIR/pp-cli.txt"; then
-		echo "client (exit $rc):"; cat "$E2E_DIR/pp-cli.txt"
-		echo "server (exit $src):"; cat "$E2E_DIR/pp-srv.txt"
-		return 1
-	fi
-	cat "$E2E_DIR/pp-cli.txt"
+	pp_pair "$port" "$NS_B" srv_b cli_a "$IP_B" "$@"
 }
 
 pingpong 47610 -e msg -I 10 -c || fail "fi_pingpong -e msg"
