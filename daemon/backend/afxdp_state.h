@@ -125,4 +125,8 @@ static inline uint64_t frame_base(const struct afxdp *x, uint64_t addr)
 	return xsk_umem__extract_addr(addr) & ~(uint64_t)(x->frame_size - 1);
 }
 
+/* afxdp.c's, for afxdp_setup.c: the backend's operations, a socket's fill ring topped up. */
+extern const struct backend_ops afxdp_ops;
+void afxdp_refill(struct afxdp *x, struct afxdp_sock *k, uint32_t n);
+
 #endif
