@@ -180,39 +180,37 @@ int qp_push_cqe(struct engine *eng, struct qp *qp, const struct engine_cqe *cqe)
 }
 
 /* Events use slots the QP reserved (cq sized sq + rq + 8), so they fit. */
-void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
+static void push_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status,
+		       uint8_t reason)
 {
 	struct engine_cqe e = {
 		.wr_id = qp->user,
 		.qpn = qp->qpn,
 		.opcode = wc_op,
 		.status = status,
+		.reason = reason,
 	};
 
 	qp_push_cqe(eng, qp, &e);
 }
 
+void qp_event(struct engine *eng, struct qp *qp, uint8_t wc_op, uint8_t status)
+{
+	push_event(eng, qp, wc_op, status, 0);
+}
+
 /*
- * The connect failed: the QP goes to ERROR with the event saying why
- * (ENGINE_CONN_NO_ANSWER, or a CM reason: cm_peer_reason's of one the peer
- * sent).
+ * The connect failed: the QP goes to ERROR, its event saying why
+ * (ENGINE_CONN_NO_ANSWER, or a CM reason: a peer's as cm_peer_reason reads it).
  */
 void qp_connect_failed(struct engine *eng, struct qp *qp, uint8_t reason)
 {
-	struct engine_cqe e = {
-		.wr_id = qp->user,
-		.qpn = qp->qpn,
-		.opcode = ENGINE_WC_EV_ERROR,
-		.status = ENGINE_WC_CONNECT_ERR,
-		.reason = reason,
-	};
-
 	qp->state = ENGINE_QPS_ERROR;
 	qp->err_status = ENGINE_WC_CONNECT_ERR;
 	qp->err_why = reason;
 	qp->cm_pending = CM_NONE;
 	qp->cm_deadline = 0;
-	qp_push_cqe(eng, qp, &e);
+	push_event(eng, qp, ENGINE_WC_EV_ERROR, ENGINE_WC_CONNECT_ERR, reason);
 }
 
 /* qp_keepalive_due with the peer last heard at heard (qp_heard: read once a call). */
